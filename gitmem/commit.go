@@ -1,0 +1,150 @@
+package gitmem
+
+import (
+	"io"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Trailer keys gitmem writes. TrailerToolUseID is also the idempotency key:
+// a change whose Tool-Use-Id already has a commit is not applied again.
+const (
+	TrailerToolUseID = "Tool-Use-Id"
+	TrailerCommand   = "Memory-Command"
+	TrailerPath      = "Memory-Path"
+	TrailerNewPath   = "Memory-New-Path"
+	TrailerLine      = "Memory-Line"
+	TrailerSession   = "Session"
+	TrailerAgent     = "Agent"
+)
+
+// Signature names a person or program in a commit.
+type Signature struct {
+	Name  string
+	Email string
+}
+
+// Trailer is one "Key: value" line at the end of a commit message.
+type Trailer struct {
+	Key   string
+	Value string
+}
+
+// Meta describes the commit a change becomes.
+type Meta struct {
+	Subject  string
+	Trailers []Trailer
+	Author   Signature // zero: the repository's default author
+}
+
+// ID is the Tool-Use-Id trailer's value, or "".
+func (m Meta) ID() string { return trailerValue(m.Trailers, TrailerToolUseID) }
+
+// Trailer returns the first value of a trailer key, or "".
+func (m Meta) Trailer(key string) string { return trailerValue(m.Trailers, key) }
+
+// Commit is a commit of the memory's history.
+type Commit struct {
+	Hash      string
+	Parents   []string
+	Author    Signature
+	Committer Signature
+	Time      time.Time // author time
+	Subject   string
+	Body      string // the message after the subject, trailers included
+	Trailers  []Trailer
+}
+
+// Trailer returns the first value of a trailer key, or "".
+func (c Commit) Trailer(key string) string { return trailerValue(c.Trailers, key) }
+
+func trailerValue(ts []Trailer, key string) string {
+	for _, t := range ts {
+		if strings.EqualFold(t.Key, key) {
+			return t.Value
+		}
+	}
+	return ""
+}
+
+// message renders a commit message: the subject, a blank line, then the
+// trailers, one per line. Newlines inside values are folded to spaces so a
+// value can never forge another trailer.
+func (m Meta) message() string {
+	var b strings.Builder
+	b.WriteString(oneLine(m.Subject))
+	b.WriteString("\n")
+	if len(m.Trailers) > 0 {
+		b.WriteString("\n")
+		for _, t := range m.Trailers {
+			if t.Value == "" {
+				continue
+			}
+			b.WriteString(oneLine(t.Key) + ": " + oneLine(t.Value) + "\n")
+		}
+	}
+	return b.String()
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), " ")
+}
+
+// parseMessage splits a commit message into its subject, its body and the
+// trailers of its last paragraph (when every line of it is "Key: value").
+func parseMessage(msg string) (subject, body string, trailers []Trailer) {
+	msg = strings.TrimRight(msg, "\n")
+	subject, body, _ = strings.Cut(msg, "\n")
+	body = strings.TrimLeft(body, "\n")
+	paras := strings.Split(body, "\n\n")
+	last := paras[len(paras)-1]
+	for _, line := range strings.Split(last, "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			return subject, body, nil
+		}
+		trailers = append(trailers, Trailer{Key: k, Value: v})
+	}
+	return subject, body, trailers
+}
+
+func commitOf(c *object.Commit) Commit {
+	subject, body, trailers := parseMessage(c.Message)
+	parents := make([]string, len(c.ParentHashes))
+	for i, p := range c.ParentHashes {
+		parents[i] = p.String()
+	}
+	return Commit{
+		Hash:      c.Hash.String(),
+		Parents:   parents,
+		Author:    Signature{c.Author.Name, c.Author.Email},
+		Committer: Signature{c.Committer.Name, c.Committer.Email},
+		Time:      c.Author.When,
+		Subject:   subject,
+		Body:      body,
+		Trailers:  trailers,
+	}
+}
+
+// encodeCommit returns the git encoding of a commit object.
+func encodeCommit(tree plumbing.Hash, parent plumbing.Hash, author, committer Signature, when time.Time, msg string) ([]byte, error) {
+	c := &object.Commit{
+		Author:    object.Signature{Name: author.Name, Email: author.Email, When: when},
+		Committer: object.Signature{Name: committer.Name, Email: committer.Email, When: when},
+		Message:   msg,
+		TreeHash:  tree,
+	}
+	if !parent.IsZero() {
+		c.ParentHashes = []plumbing.Hash{parent}
+	}
+	obj := &plumbing.MemoryObject{}
+	if err := c.Encode(obj); err != nil {
+		return nil, err
+	}
+	r, _ := obj.Reader()
+	defer r.Close()
+	return io.ReadAll(r)
+}

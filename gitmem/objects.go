@@ -1,0 +1,166 @@
+package gitmem
+
+import (
+	"bytes"
+	"compress/zlib"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// objects reads git objects through go-git (loose and packed) and writes
+// loose objects itself, durably: go-git writes objects without fsync.
+type objects struct {
+	gitDir string
+	st     *filesystem.Storage
+}
+
+func openObjects(gitDir string) *objects {
+	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(32<<20), filesystem.Options{})
+	return &objects{gitDir: gitDir, st: st}
+}
+
+// encoded returns an object. go-git caches the list of packs; when another
+// process has repacked (gitmem gc, git gc) a missing object is looked up
+// once more after re-reading the pack list.
+func (o *objects) encoded(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	obj, err := o.st.EncodedObject(t, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		o.st.ObjectStorage.Reindex()
+		obj, err = o.st.EncodedObject(t, h)
+	}
+	return obj, err
+}
+
+func (o *objects) blob(h plumbing.Hash) ([]byte, error) {
+	obj, err := o.encoded(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, err
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+func (o *objects) size(h plumbing.Hash) (int64, error) {
+	n, err := o.st.EncodedObjectSize(h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		o.st.ObjectStorage.Reindex()
+		n, err = o.st.EncodedObjectSize(h)
+	}
+	return n, err
+}
+
+func (o *objects) commit(h plumbing.Hash) (*object.Commit, error) {
+	obj, err := o.encoded(plumbing.CommitObject, h)
+	if err != nil {
+		return nil, err
+	}
+	return object.DecodeCommit(o.st, obj)
+}
+
+func (o *objects) tree(h plumbing.Hash) (*object.Tree, error) {
+	obj, err := o.encoded(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, err
+	}
+	return object.DecodeTree(o.st, obj)
+}
+
+// objectWriter writes loose objects for one commit: each to a temporary
+// file that is fsynced and renamed into place; sync then fsyncs the folders
+// so that the objects are durable before the ref that names them moves.
+type objectWriter struct {
+	dir   string // .git/objects
+	dirty map[string]bool
+}
+
+func newObjectWriter(gitDir string) *objectWriter {
+	return &objectWriter{dir: filepath.Join(gitDir, "objects"), dirty: map[string]bool{}}
+}
+
+func (w *objectWriter) write(t plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
+	h := plumbing.ComputeHash(t, content)
+	hex := h.String()
+	sub := filepath.Join(w.dir, hex[:2])
+	final := filepath.Join(sub, hex[2:])
+	if _, err := os.Lstat(final); err == nil {
+		return h, nil
+	}
+	if _, err := os.Lstat(sub); err != nil {
+		if err := os.Mkdir(sub, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return h, err
+		}
+		w.dirty[w.dir] = true
+	}
+	var buf bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&buf, zlib.BestSpeed)
+	zw.Write([]byte(t.String() + " " + strconv.Itoa(len(content)) + "\x00"))
+	zw.Write(content)
+	if err := zw.Close(); err != nil {
+		return h, err
+	}
+	if err := writeFileSync(sub, "tmp_obj_", final, buf.Bytes(), 0o444); err != nil {
+		return h, err
+	}
+	w.dirty[sub] = true
+	return h, nil
+}
+
+// sync makes the renames of the written objects durable.
+func (w *objectWriter) sync() error {
+	for d := range w.dirty {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	clear(w.dirty)
+	return nil
+}
+
+// writeFileSync writes data to a new temporary file in tmpDir, fsyncs it,
+// sets its mode and renames it to final. The folder is not synced.
+func writeFileSync(tmpDir, pattern, final string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(tmpDir, pattern)
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,146 @@
+package gitmem
+
+import (
+	"bytes"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+// node is one entry of the in-memory copy of HEAD's tree. Nodes are
+// immutable once published: an edit copies the nodes along its path (and
+// only those), so a mutation costs O(depth) node copies, an abandoned edit
+// leaves the published tree untouched, and unchanged subtrees keep their
+// hashes and are never re-encoded.
+type node struct {
+	mode  filemode.FileMode
+	hash  plumbing.Hash    // blob or tree hash; zero for a tree not yet encoded
+	size  int64            // file: its size; folder: total size of the files beneath
+	files int              // folder: number of files beneath
+	kids  map[string]*node // folder only
+}
+
+func (n *node) isDir() bool { return n != nil && n.mode == filemode.Dir }
+
+// isFile reports whether n is a regular file the model can see. Symlinks
+// and submodules are kept in the tree but are invisible to the tool.
+func (n *node) isFile() bool {
+	return n != nil && (n.mode == filemode.Regular || n.mode == filemode.Executable || n.mode == filemode.Deprecated)
+}
+
+func newDir(kids map[string]*node) *node {
+	d := &node{mode: filemode.Dir, kids: kids}
+	for _, k := range kids {
+		switch {
+		case k.isDir():
+			d.size += k.size
+			d.files += k.files
+		case k.isFile():
+			d.size += k.size
+			d.files++
+		}
+	}
+	return d
+}
+
+func split(p string) []string {
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// lookup returns the node at slash path p under root, or nil.
+func lookup(root *node, p string) *node {
+	n := root
+	for _, s := range split(p) {
+		if !n.isDir() {
+			return nil
+		}
+		n = n.kids[s]
+		if n == nil {
+			return nil
+		}
+	}
+	return n
+}
+
+// with returns a copy of root in which path p holds leaf (nil: removed).
+// Missing folders on the way are created; folders left empty by a removal
+// are pruned, as git has no empty folders. A file or other non-folder on
+// the way is an ErrNotDir.
+func with(root *node, p []string, leaf *node) (*node, error) {
+	if len(p) == 0 {
+		return leaf, nil
+	}
+	var kids map[string]*node
+	if root != nil {
+		if !root.isDir() {
+			return nil, ErrNotDir
+		}
+		kids = maps.Clone(root.kids)
+	} else {
+		if leaf == nil {
+			return nil, nil
+		}
+		kids = map[string]*node{}
+	}
+	child, err := with(kids[p[0]], p[1:], leaf)
+	if err != nil {
+		return nil, err
+	}
+	if child == nil {
+		delete(kids, p[0])
+	} else {
+		kids[p[0]] = child
+	}
+	if len(kids) == 0 {
+		return nil, nil
+	}
+	return newDir(kids), nil
+}
+
+// walkFiles calls fn for every regular file under n, in byte order of path.
+func walkFiles(n *node, prefix string, fn func(p string, f *node)) {
+	if n.isFile() {
+		fn(prefix, n)
+		return
+	}
+	if !n.isDir() {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(n.kids)) {
+		p := name
+		if prefix != "" {
+			p = prefix + "/" + name
+		}
+		walkFiles(n.kids[name], p, fn)
+	}
+}
+
+// encodeTree is the git encoding of a folder whose children all have
+// hashes: entries in git's order (a folder sorts as if its name ended in
+// "/"), each "mode name\0" followed by the 20-byte hash.
+func encodeTree(n *node) []byte {
+	names := slices.Collect(maps.Keys(n.kids))
+	key := func(name string) string {
+		if n.kids[name].isDir() {
+			return name + "/"
+		}
+		return name
+	}
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(key(a), key(b)) })
+	var b bytes.Buffer
+	for _, name := range names {
+		k := n.kids[name]
+		b.WriteString(strings.TrimLeft(k.mode.String(), "0"))
+		b.WriteByte(' ')
+		b.WriteString(name)
+		b.WriteByte(0)
+		b.Write(k.hash[:])
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,269 @@
+package gitmem
+
+import (
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+// Info describes a file or folder of the memory.
+type Info struct {
+	Name  string
+	Dir   bool
+	Size  int64 // a file's size; for a folder, the total of the files beneath
+	Files int   // for a folder, the number of files beneath
+}
+
+// Usage is how much the memory holds.
+type Usage struct {
+	Files int
+	Bytes int64
+}
+
+// View is an immutable snapshot of the memory. Paths are relative to the
+// memories folder, slash-separated, already validated: "" is the root,
+// "notes/todo.md" a file in a folder.
+type View struct {
+	r       *Repo
+	root    *node // the repository's root tree
+	head    plumbing.Hash
+	pending map[plumbing.Hash][]byte // blobs written in a transaction, not yet stored
+}
+
+func full(p string) string {
+	if p == "" {
+		return memDir
+	}
+	return memDir + "/" + p
+}
+
+// Head is the commit the view shows ("" before the first commit).
+func (v *View) Head() string {
+	if v.head.IsZero() {
+		return ""
+	}
+	return v.head.String()
+}
+
+// get returns the visible node at p: a folder or a regular file. The
+// memory root always exists, even while it holds nothing.
+func (v *View) get(p string) *node {
+	n := lookup(v.root, full(p))
+	if n == nil && p == "" {
+		return &node{mode: filemode.Dir}
+	}
+	if !n.isDir() && !n.isFile() {
+		return nil
+	}
+	return n
+}
+
+func infoOf(name string, n *node) Info {
+	if n.isDir() {
+		return Info{Name: name, Dir: true, Size: n.size, Files: n.files}
+	}
+	return Info{Name: name, Size: n.size}
+}
+
+// Stat describes p, or returns ErrNotExist.
+func (v *View) Stat(p string) (Info, error) {
+	n := v.get(p)
+	if n == nil {
+		return Info{}, ErrNotExist
+	}
+	return infoOf(path.Base(p), n), nil
+}
+
+// ReadFile returns the content of the file p: ErrNotExist, or ErrIsDir.
+func (v *View) ReadFile(p string) ([]byte, error) {
+	n := v.get(p)
+	switch {
+	case n == nil:
+		return nil, ErrNotExist
+	case n.isDir():
+		return nil, ErrIsDir
+	}
+	if data, ok := v.pending[n.hash]; ok {
+		return data, nil
+	}
+	data, err := v.r.readBlob(n.hash)
+	return data, wrap("read a file", err)
+}
+
+// List returns the files and folders directly in folder p, in byte order
+// of name: ErrNotExist, or ErrNotDir when p is a file.
+func (v *View) List(p string) ([]Info, error) {
+	n := v.get(p)
+	switch {
+	case n == nil:
+		return nil, ErrNotExist
+	case !n.isDir():
+		return nil, ErrNotDir
+	}
+	var out []Info
+	for _, name := range slices.Sorted(maps.Keys(n.kids)) {
+		if k := n.kids[name]; k.isDir() || k.isFile() {
+			out = append(out, infoOf(name, k))
+		}
+	}
+	return out, nil
+}
+
+// Usage is the number and total size of the memory's files.
+func (v *View) Usage() Usage {
+	n := lookup(v.root, memDir)
+	if !n.isDir() {
+		return Usage{}
+	}
+	return Usage{Files: n.files, Bytes: n.size}
+}
+
+// Tx is a transaction: a View plus edits, all of which become one commit
+// when the function given to Repo.Update returns nil.
+type Tx struct {
+	View
+	ops      []op
+	trailers []Trailer // added to the commit message by SetTrailer
+	mirror   bool      // apply to the worktree after the commit
+}
+
+// SetTrailer adds a trailer to the commit, known only once the change is
+// made (the line a str_replace edited), or sets its value if the commit's
+// Meta already has the key.
+func (tx *Tx) SetTrailer(key, value string) {
+	tx.trailers = append(tx.trailers, Trailer{Key: key, Value: value})
+}
+
+type op struct {
+	kind     byte // 'w'rite, 'r'emove, 'm'ove
+	from, to string
+}
+
+// WriteFile creates or replaces the file p, creating missing folders.
+// Errors: ErrIsDir (p is a folder), ErrNotDir (a parent is a file).
+func (tx *Tx) WriteFile(p string, data []byte) error {
+	if p == "" {
+		return ErrIsDir
+	}
+	mode := filemode.Regular
+	if old := lookup(tx.root, full(p)); old != nil {
+		if old.isDir() {
+			return ErrIsDir
+		}
+		if old.mode == filemode.Executable {
+			mode = filemode.Executable
+		}
+	}
+	h := plumbing.ComputeHash(plumbing.BlobObject, data)
+	root, err := with(tx.root, split(full(p)), &node{mode: mode, hash: h, size: int64(len(data))})
+	if err != nil {
+		return err
+	}
+	tx.pending[h] = data
+	tx.root = root
+	tx.ops = append(tx.ops, op{kind: 'w', to: p})
+	return nil
+}
+
+// Remove deletes the file or folder p (a folder with all it holds).
+// Errors: ErrRoot, ErrNotExist.
+func (tx *Tx) Remove(p string) error {
+	if p == "" {
+		return ErrRoot
+	}
+	if tx.get(p) == nil {
+		return ErrNotExist
+	}
+	root, err := with(tx.root, split(full(p)), nil)
+	if err != nil {
+		return err
+	}
+	tx.root = root
+	tx.ops = append(tx.ops, op{kind: 'r', from: p})
+	return nil
+}
+
+// Rename moves the file or folder from to to, creating missing folders.
+// Errors: ErrRoot, ErrNotExist, ErrExist, ErrInsideItself, ErrNotDir.
+func (tx *Tx) Rename(from, to string) error {
+	if from == "" {
+		return ErrRoot
+	}
+	n := tx.get(from)
+	switch {
+	case n == nil:
+		return ErrNotExist
+	case to == "" || lookup(tx.root, full(to)) != nil:
+		return ErrExist
+	case strings.HasPrefix(to, from+"/"):
+		return ErrInsideItself
+	}
+	root, err := with(tx.root, split(full(from)), nil)
+	if err != nil {
+		return err
+	}
+	if root, err = with(root, split(full(to)), n); err != nil {
+		return err
+	}
+	tx.root = root
+	tx.ops = append(tx.ops, op{kind: 'm', from: from, to: to})
+	return nil
+}
+
+// touched lists the repository paths the transaction changed.
+func (tx *Tx) touched() []string {
+	var out []string
+	for _, o := range tx.ops {
+		for _, p := range []string{o.from, o.to} {
+			if p != "" {
+				out = append(out, full(p))
+			}
+		}
+	}
+	return out
+}
+
+// mirrorTo applies the transaction's edits to the worktree. If an edit
+// cannot be applied as such (the worktree had drifted), the paths it
+// touched are made to match the committed tree instead.
+func (tx *Tx) mirrorTo(w *worktree) error {
+	for _, o := range tx.ops {
+		var err error
+		switch o.kind {
+		case 'w':
+			n := lookup(tx.root, full(o.to))
+			if n == nil { // written, then removed or moved in the same transaction
+				continue
+			}
+			err = w.write(full(o.to), tx.pending[n.hash])
+		case 'r':
+			err = w.remove(full(o.from))
+		case 'm':
+			err = w.rename(full(o.from), full(o.to))
+		}
+		if err != nil {
+			return w.syncAll(tx.touched(), tx.root, tx.blob)
+		}
+	}
+	return nil
+}
+
+func (tx *Tx) blob(h plumbing.Hash) ([]byte, error) {
+	if data, ok := tx.pending[h]; ok {
+		return data, nil
+	}
+	return tx.r.readBlob(h)
+}
+
+func (w *worktree) syncAll(paths []string, root *node, blob func(plumbing.Hash) ([]byte, error)) error {
+	for _, p := range paths {
+		if err := w.sync(p, lookup(root, p), blob); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package gitmem
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// worktree changes the files under the repository folder through an
+// os.Root, so no path can leave it, and it never follows a symlink: a
+// symlink or file where a folder must be is removed first (the tree is the
+// truth, and a symlink in the worktree counts as not existing). Files are
+// written to a temporary file under .git/gitmem/tmp, fsynced, given mode
+// 0600 and renamed into place; folders are created 0700.
+type worktree struct {
+	root   *os.Root
+	tmpAbs string
+	tmpRel string
+}
+
+const (
+	fileMode = 0o600
+	dirMode  = 0o700
+)
+
+// ensureDir makes every component of the folder p (repository-relative) a
+// real folder.
+func (w *worktree) ensureDir(p string) error {
+	if p == "." || p == "" {
+		return nil
+	}
+	if err := w.ensureDir(path.Dir(p)); err != nil {
+		return err
+	}
+	fi, err := w.root.Lstat(p)
+	if err == nil && fi.IsDir() {
+		return nil
+	}
+	if err == nil {
+		if err := w.root.RemoveAll(p); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := w.root.Mkdir(p, dirMode); err != nil {
+		return err
+	}
+	return w.root.Chmod(p, dirMode)
+}
+
+func (w *worktree) write(p string, data []byte) error {
+	if err := w.ensureDir(path.Dir(p)); err != nil {
+		return err
+	}
+	if fi, err := w.root.Lstat(p); err == nil && fi.IsDir() {
+		if err := w.root.RemoveAll(p); err != nil {
+			return err
+		}
+	}
+	f, err := os.CreateTemp(w.tmpAbs, "w-")
+	if err != nil {
+		return err
+	}
+	tmp := w.tmpRel + "/" + filepath.Base(f.Name())
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(fileMode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = w.root.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return w.syncDir(path.Dir(p))
+}
+
+func (w *worktree) remove(p string) error {
+	if err := w.root.RemoveAll(p); err != nil {
+		return err
+	}
+	return w.syncDir(w.prune(path.Dir(p)))
+}
+
+func (w *worktree) rename(from, to string) error {
+	if err := w.ensureDir(path.Dir(to)); err != nil {
+		return err
+	}
+	if _, err := w.root.Lstat(to); err == nil {
+		if err := w.root.RemoveAll(to); err != nil {
+			return err
+		}
+	}
+	if err := w.root.Rename(from, to); err != nil {
+		return err
+	}
+	if err := w.syncDir(path.Dir(to)); err != nil {
+		return err
+	}
+	return w.syncDir(w.prune(path.Dir(from)))
+}
+
+// prune removes the empty folders from dir up to (not including) the
+// memories folder, as git keeps no empty folders, and returns the first
+// folder that remains.
+func (w *worktree) prune(dir string) string {
+	for dir != memDir && dir != "." && dir != "" {
+		if err := w.root.Remove(dir); err != nil {
+			break
+		}
+		dir = path.Dir(dir)
+	}
+	return dir
+}
+
+func (w *worktree) syncDir(dir string) error {
+	d, err := w.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// sync makes the worktree at p match the tree node n (nil: absent),
+// reading blob contents with blob. It is the repair step after a crash:
+// idempotent, and it rewrites only what differs.
+func (w *worktree) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, error)) error {
+	switch {
+	case n == nil:
+		if _, err := w.root.Lstat(p); err != nil {
+			return nil
+		}
+		return w.remove(p)
+	case n.isFile():
+		if fi, err := w.root.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == n.size {
+			if have, err := w.root.ReadFile(p); err == nil && plumbing.ComputeHash(plumbing.BlobObject, have) == n.hash {
+				return nil
+			}
+		}
+		data, err := blob(n.hash)
+		if err != nil {
+			return err
+		}
+		return w.write(p, data)
+	case n.isDir():
+		if err := w.ensureDir(p); err != nil {
+			return err
+		}
+		ents, err := fs.ReadDir(w.root.FS(), p)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if _, ok := n.kids[e.Name()]; !ok {
+				if err := w.root.RemoveAll(p + "/" + e.Name()); err != nil {
+					return err
+				}
+			}
+		}
+		for name, k := range n.kids {
+			if err := w.sync(p+"/"+name, k, blob); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// scan hashes every regular file under the memories folder, skipping
+// symlinks and whatever skip rejects (paths relative to memories/).
+func (w *worktree) scan(skip func(rel string, dir bool) bool) (map[string]plumbing.Hash, error) {
+	out := map[string]plumbing.Hash{}
+	err := fs.WalkDir(w.root.FS(), memDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == memDir && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if p == memDir {
+			return nil
+		}
+		rel := p[len(memDir)+1:]
+		if skip(rel, d.IsDir()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := w.root.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		out[rel] = plumbing.ComputeHash(plumbing.BlobObject, data)
+		return nil
+	})
+	return out, err
+}

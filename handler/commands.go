@@ -1,0 +1,378 @@
+package handler
+
+import (
+	"slices"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+func notExist(path string) error {
+	return fail("The path %s does not exist. Please provide a valid path.", path)
+}
+
+// view shows a folder (two levels deep) or a file with line numbers.
+func (h *Handler) view(in input) (string, error) {
+	path, rel, err := in.path("path")
+	if err != nil {
+		return "", err
+	}
+	from, to, ranged := 0, 0, false
+	if raw, ok := in.fields["view_range"]; ok && string(raw) != "null" {
+		var r []int
+		if err := jsonInts(raw, &r); err != nil || len(r) != 2 {
+			return "", fail("Parameter \"view_range\" must be an array of two integers, [start_line, end_line]")
+		}
+		from, to, ranged = r[0], r[1], true
+	}
+	snap, err := h.repo.Snapshot()
+	if err != nil {
+		return "", err
+	}
+	info, err := snap.Stat(rel)
+	if errors.Is(err, gitmem.ErrNotExist) {
+		return "", notExist(path)
+	}
+	if err != nil {
+		return "", err
+	}
+	if info.Dir {
+		return h.listing(snap, path, rel, info)
+	}
+	data, err := snap.ReadFile(rel)
+	if err != nil {
+		return "", err
+	}
+	lines := policy.SplitLines(string(data))
+	if len(lines) > policy.MaxLines {
+		return "", fail("File %s exceeds maximum line limit of 999,999 lines.", path)
+	}
+	a, b := 0, len(lines)
+	if ranged {
+		a, b = policy.ViewRange(from, to, len(lines))
+	}
+	header := fmt.Sprintf("Here's the content of %s with line numbers:", path)
+	return policy.Page(header, lines, a, b, h.limits.MaxViewBytes), nil
+}
+
+// listing renders a folder and what lies up to two levels below it,
+// skipping hidden names and node_modules, sorted by name, depth first.
+func (h *Handler) listing(snap *gitmem.View, path, rel string, info gitmem.Info) (string, error) {
+	lines := []string{policy.HumanSize(info.Size) + "\t" + path}
+	var walk func(rel, shown string, depth int) error
+	walk = func(rel, shown string, depth int) error {
+		kids, err := snap.List(rel)
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(kids, func(a, b gitmem.Info) int {
+			switch {
+			case policy.Less(a.Name, b.Name):
+				return -1
+			case policy.Less(b.Name, a.Name):
+				return 1
+			}
+			return 0
+		})
+		for _, k := range kids {
+			if strings.HasPrefix(k.Name, ".") || k.Name == "node_modules" {
+				continue
+			}
+			p := shown + "/" + k.Name
+			if !k.Dir {
+				lines = append(lines, policy.HumanSize(k.Size)+"\t"+p)
+				continue
+			}
+			lines = append(lines, policy.HumanSize(k.Size)+"\t"+p+"/")
+			if depth < 2 {
+				if err := walk(join(rel, k.Name), p, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(rel, policy.Display(rel), 1); err != nil {
+		return "", err
+	}
+	header := fmt.Sprintf("Here're the files and directories up to 2 levels deep in %s, excluding hidden items and node_modules:", path)
+	return policy.PageListing(header, lines, h.limits.MaxViewBytes), nil
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// commitMeta is the commit a command becomes.
+func (h *Handler) commitMeta(c Caller, id, command, path, newPath string, extra ...gitmem.Trailer) gitmem.Meta {
+	subject := "memory: " + command + " " + path
+	if newPath != "" {
+		subject += " -> " + newPath
+	}
+	m := gitmem.Meta{Subject: subject, Author: h.author, Trailers: []gitmem.Trailer{
+		{Key: gitmem.TrailerToolUseID, Value: id},
+		{Key: gitmem.TrailerCommand, Value: command},
+		{Key: gitmem.TrailerPath, Value: path},
+	}}
+	if newPath != "" {
+		m.Trailers = append(m.Trailers, gitmem.Trailer{Key: gitmem.TrailerNewPath, Value: newPath})
+	}
+	m.Trailers = append(m.Trailers, extra...)
+	if c.Session != "" {
+		m.Trailers = append(m.Trailers, gitmem.Trailer{Key: gitmem.TrailerSession, Value: c.Session})
+	}
+	if c.Agent != "" {
+		m.Trailers = append(m.Trailers, gitmem.Trailer{Key: gitmem.TrailerAgent, Value: c.Agent})
+		m.Author.Name = c.Agent
+	}
+	return m
+}
+
+// update commits the change fn makes and returns fn's result. A tool_use
+// id that already has a commit is not applied again: replay renders the
+// original result from that commit.
+func (h *Handler) update(meta gitmem.Meta, fn func(tx *gitmem.Tx) (string, error), replay func(gitmem.Commit) (string, error)) (string, error) {
+	var result string
+	_, err := h.repo.Update(meta, func(tx *gitmem.Tx) error {
+		var err error
+		result, err = fn(tx)
+		return err
+	})
+	var applied *gitmem.AppliedError
+	if errors.As(err, &applied) {
+		c := applied.Commit
+		for _, key := range []string{gitmem.TrailerCommand, gitmem.TrailerPath, gitmem.TrailerNewPath} {
+			if c.Trailer(key) != meta.Trailer(key) {
+				return "", fail("tool_use id %s was already used for another command (%s); nothing was changed",
+					applied.ID, c.Subject)
+			}
+		}
+		return replay(c)
+	}
+	return result, err
+}
+
+// checkWrite applies the size and count limits to writing size bytes at rel.
+func (h *Handler) checkWrite(tx *gitmem.Tx, path, rel string, size int) error {
+	var old int64 = -1
+	if info, err := tx.Stat(rel); err == nil && !info.Dir {
+		old = info.Size
+	}
+	u := tx.Usage()
+	return h.limits.Check(path, policy.Usage{Files: u.Files, Bytes: u.Bytes}, old, int64(size))
+}
+
+func (h *Handler) create(c Caller, id string, in input) (string, error) {
+	path, rel, err := in.path("path")
+	if err != nil {
+		return "", err
+	}
+	text, err := in.str("file_text")
+	if err != nil {
+		return "", err
+	}
+	done := fmt.Sprintf("File created successfully at: %s", path)
+	meta := h.commitMeta(c, id, "create", policy.Display(rel), "")
+	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
+		if _, err := tx.Stat(rel); err == nil {
+			return "", fail("File %s already exists", path)
+		}
+		if err := h.checkWrite(tx, path, rel, len(text)); err != nil {
+			return "", err
+		}
+		return done, parentErr(tx.WriteFile(rel, []byte(text)), "create "+path)
+	}, func(gitmem.Commit) (string, error) { return done, nil })
+}
+
+// parentErr explains a path whose parent is a file.
+func parentErr(err error, what string) error {
+	if errors.Is(err, gitmem.ErrNotDir) {
+		return fail("Cannot %s: one of its parent folders is a file", what)
+	}
+	return err
+}
+
+// occurrences returns the byte offsets of every occurrence of sub in s,
+// overlapping ones included: "aa" occurs twice in "aaa", so it is not a
+// unique anchor for an edit.
+func occurrences(s, sub string) []int {
+	var out []int
+	for i := 0; ; {
+		j := strings.Index(s[i:], sub)
+		if j < 0 {
+			return out
+		}
+		out = append(out, i+j)
+		i += j + 1
+	}
+}
+
+func lineOf(s string, offset int) int { return strings.Count(s[:offset], "\n") + 1 }
+
+// snippet is the str_replace result: the edited line and two lines either
+// side, numbered, from the new content.
+func snippet(content string, line int) string {
+	lines := policy.SplitLines(content)
+	start := max(0, line-1-2)
+	end := min(len(lines), line-1+3)
+	var b strings.Builder
+	b.WriteString("The memory file has been edited. Here is the snippet showing the change (with line numbers):")
+	for i := start; i < end; i++ {
+		b.WriteString("\n" + policy.NumberLine(i+1, lines[i]))
+	}
+	return b.String()
+}
+
+func (h *Handler) strReplace(c Caller, id string, in input) (string, error) {
+	path, rel, err := in.path("path")
+	if err != nil {
+		return "", err
+	}
+	oldStr, err := in.str("old_str")
+	if err != nil {
+		return "", err
+	}
+	newStr, err := in.str("new_str")
+	if err != nil {
+		return "", err
+	}
+	if oldStr == "" {
+		return "", fail("Parameter \"old_str\" must not be empty: give the exact text to replace")
+	}
+	meta := h.commitMeta(c, id, "str_replace", policy.Display(rel), "")
+	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
+		data, err := tx.ReadFile(rel)
+		if errors.Is(err, gitmem.ErrNotExist) || errors.Is(err, gitmem.ErrIsDir) {
+			return "", notExist(path)
+		}
+		if err != nil {
+			return "", err
+		}
+		content := string(data)
+		at := occurrences(content, oldStr)
+		switch len(at) {
+		case 0:
+			return "", fail("No replacement was performed, old_str `%s` did not appear verbatim in %s.", oldStr, path)
+		case 1:
+		default:
+			var nums []string
+			for _, off := range at {
+				if n := strconv.Itoa(lineOf(content, off)); len(nums) == 0 || nums[len(nums)-1] != n {
+					nums = append(nums, n)
+				}
+			}
+			return "", fail("No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. Please ensure it is unique",
+				oldStr, strings.Join(nums, ", "))
+		}
+		updated := content[:at[0]] + newStr + content[at[0]+len(oldStr):]
+		if err := h.checkWrite(tx, path, rel, len(updated)); err != nil {
+			return "", err
+		}
+		line := lineOf(content, at[0])
+		tx.SetTrailer(gitmem.TrailerLine, strconv.Itoa(line))
+		return snippet(updated, line), tx.WriteFile(rel, []byte(updated))
+	}, func(c gitmem.Commit) (string, error) {
+		data, err := h.repo.ReadFileAt(c.Hash, rel)
+		if err != nil {
+			return "", err
+		}
+		line, _ := strconv.Atoi(c.Trailer(gitmem.TrailerLine))
+		return snippet(string(data), max(line, 1)), nil
+	})
+}
+
+func (h *Handler) insert(c Caller, id string, in input) (string, error) {
+	path, rel, err := in.path("path")
+	if err != nil {
+		return "", err
+	}
+	at, err := in.integer("insert_line")
+	if err != nil {
+		return "", err
+	}
+	text, err := in.str("insert_text")
+	if err != nil {
+		return "", err
+	}
+	done := fmt.Sprintf("The file %s has been edited.", path)
+	meta := h.commitMeta(c, id, "insert", policy.Display(rel), "")
+	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
+		data, err := tx.ReadFile(rel)
+		if errors.Is(err, gitmem.ErrNotExist) || errors.Is(err, gitmem.ErrIsDir) {
+			return "", fail("The path %s does not exist", path)
+		}
+		if err != nil {
+			return "", err
+		}
+		content := string(data)
+		if n := policy.CountLines(content); at < 0 || at > n {
+			return "", fail("Invalid `insert_line` parameter: %d. It should be within the range of lines of the file: [0, %d]", at, n)
+		}
+		lines := policy.SplitLines(content)
+		lines = append(lines[:at], append([]string{strings.TrimSuffix(text, "\n")}, lines[at:]...)...)
+		updated := strings.Join(lines, "\n")
+		if err := h.checkWrite(tx, path, rel, len(updated)); err != nil {
+			return "", err
+		}
+		return done, tx.WriteFile(rel, []byte(updated))
+	}, func(gitmem.Commit) (string, error) { return done, nil })
+}
+
+func (h *Handler) delete(c Caller, id string, in input) (string, error) {
+	path, rel, err := in.path("path")
+	if err != nil {
+		return "", err
+	}
+	if rel == "" {
+		return "", fail("Cannot delete the /memories directory itself")
+	}
+	done := fmt.Sprintf("Successfully deleted %s", path)
+	meta := h.commitMeta(c, id, "delete", policy.Display(rel), "")
+	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
+		if err := tx.Remove(rel); errors.Is(err, gitmem.ErrNotExist) {
+			return "", fail("The path %s does not exist", path)
+		} else if err != nil {
+			return "", err
+		}
+		return done, nil
+	}, func(gitmem.Commit) (string, error) { return done, nil })
+}
+
+func (h *Handler) rename(c Caller, id string, in input) (string, error) {
+	oldPath, oldRel, err := in.path("old_path")
+	if err != nil {
+		return "", err
+	}
+	newPath, newRel, err := in.path("new_path")
+	if err != nil {
+		return "", err
+	}
+	if oldRel == "" {
+		return "", fail("Cannot rename the /memories directory itself")
+	}
+	done := fmt.Sprintf("Successfully renamed %s to %s", oldPath, newPath)
+	meta := h.commitMeta(c, id, "rename", policy.Display(oldRel), policy.Display(newRel))
+	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
+		// The reference checks the destination before the source.
+		if _, err := tx.Stat(newRel); err == nil || newRel == "" {
+			return "", fail("The destination %s already exists", newPath)
+		}
+		err := tx.Rename(oldRel, newRel)
+		switch {
+		case errors.Is(err, gitmem.ErrNotExist):
+			return "", fail("The path %s does not exist", oldPath)
+		case errors.Is(err, gitmem.ErrExist):
+			return "", fail("The destination %s already exists", newPath)
+		case errors.Is(err, gitmem.ErrInsideItself):
+			return "", fail("Cannot rename %s to %s: a folder cannot be moved into itself", oldPath, newPath)
+		}
+		return done, parentErr(err, "rename "+oldPath+" to "+newPath)
+	}, func(gitmem.Commit) (string, error) { return done, nil })
+}

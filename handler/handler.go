@@ -1,0 +1,202 @@
+package handler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"strconv"
+	"strings"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// ToolName is the name of the tool gitmem serves.
+const ToolName = "memory"
+
+// Block is a tool_use content block.
+type Block struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// Result is a tool_result content block.
+type Result struct {
+	Type      string `json:"type"`
+	ToolUseID string `json:"tool_use_id"`
+	Content   string `json:"content"`
+	IsError   bool   `json:"is_error,omitempty"`
+}
+
+// Caller names who is calling; both become commit trailers.
+type Caller struct {
+	Session string
+	Agent   string
+}
+
+// Handler executes memory tool calls against one repository. It is safe
+// for concurrent use.
+type Handler struct {
+	repo   *gitmem.Repo
+	limits policy.Limits
+	author gitmem.Signature
+	logf   func(string, ...any)
+}
+
+// Options configure a Handler.
+type Options struct {
+	Limits policy.Limits
+	// Author of the commits (default: the repository's). A caller that
+	// names an agent becomes the author's name.
+	Author gitmem.Signature
+	Logf   func(string, ...any)
+}
+
+// New returns a Handler for repo.
+func New(repo *gitmem.Repo, opt Options) *Handler {
+	if opt.Logf == nil {
+		opt.Logf = log.Printf
+	}
+	return &Handler{repo: repo, limits: opt.Limits, author: opt.Author, logf: opt.Logf}
+}
+
+// toolError is a failure shown to the model; its text is exact.
+type toolError struct{ msg string }
+
+func (e *toolError) Error() string { return e.msg }
+
+func fail(format string, args ...any) error { return &toolError{fmt.Sprintf(format, args...)} }
+
+// HandleJSON answers one JSON-encoded tool_use block. A block that cannot
+// be parsed gets an error result, with its id when the id can be read.
+func (h *Handler) HandleJSON(c Caller, raw []byte) Result {
+	var b Block
+	if err := json.Unmarshal(raw, &b); err != nil {
+		var probe struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal(raw, &probe)
+		return errorResult(probe.ID, "Invalid tool_use block: not a JSON object with type, id, name and input")
+	}
+	return h.Handle(c, b)
+}
+
+// Handle answers one tool_use block.
+func (h *Handler) Handle(c Caller, b Block) Result {
+	switch {
+	case b.Type != "" && b.Type != "tool_use":
+		return errorResult(b.ID, fmt.Sprintf("Expected a tool_use block, got type %q", b.Type))
+	case b.ID == "":
+		return errorResult("", "The tool_use block has no id")
+	case b.Name != ToolName:
+		return errorResult(b.ID, fmt.Sprintf("Tool '%s' is not handled here: gitmem serves only the '%s' tool", b.Name, ToolName))
+	}
+	content, err := h.run(c, b.ID, b.Input)
+	if err != nil {
+		var te *toolError
+		var pe *policy.PathError
+		var le *policy.LimitError
+		if !errors.As(err, &te) && !errors.As(err, &pe) && !errors.As(err, &le) {
+			// A storage failure: the operator's log gets the cause; the
+			// model gets no host path or library text.
+			h.logf("gitmem: tool_use %s: %v: %v", b.ID, err, errors.Unwrap(err))
+			return errorResult(b.ID, "The memory store could not complete the command; nothing was changed")
+		}
+		return errorResult(b.ID, err.Error())
+	}
+	return Result{Type: "tool_result", ToolUseID: b.ID, Content: content}
+}
+
+func errorResult(id, msg string) Result {
+	if !strings.HasPrefix(msg, "Error: ") {
+		msg = "Error: " + msg
+	}
+	return Result{Type: "tool_result", ToolUseID: id, Content: msg, IsError: true}
+}
+
+// input reads the parameters of a command, naming what is missing or of
+// the wrong type.
+type input struct {
+	command string
+	fields  map[string]json.RawMessage
+}
+
+func (in input) str(name string) (string, error) {
+	raw, ok := in.fields[name]
+	if !ok || string(raw) == "null" {
+		return "", fail("Missing required parameter %q for command %q", name, in.command)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fail("Parameter %q must be a string", name)
+	}
+	return s, nil
+}
+
+func (in input) integer(name string) (int, error) {
+	raw, ok := in.fields[name]
+	if !ok || string(raw) == "null" {
+		return 0, fail("Missing required parameter %q for command %q", name, in.command)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return 0, fail("Parameter %q must be an integer", name)
+	}
+	return n, nil
+}
+
+func (in input) path(name string) (raw, rel string, err error) {
+	if raw, err = in.str(name); err != nil {
+		return "", "", err
+	}
+	rel, err = policy.ParsePath(raw)
+	return raw, rel, err
+}
+
+func (h *Handler) run(c Caller, id string, rawInput json.RawMessage) (string, error) {
+	var in input
+	if err := json.Unmarshal(rawInput, &in.fields); err != nil || in.fields == nil {
+		return "", fail("Invalid input: expected a JSON object with a \"command\" field")
+	}
+	cmd, ok := in.fields["command"]
+	if !ok {
+		return "", fail("Missing required parameter \"command\"")
+	}
+	if err := json.Unmarshal(cmd, &in.command); err != nil {
+		return "", fail("Parameter \"command\" must be a string")
+	}
+	switch in.command {
+	case "view":
+		return h.view(in)
+	case "create":
+		return h.create(c, id, in)
+	case "str_replace":
+		return h.strReplace(c, id, in)
+	case "insert":
+		return h.insert(c, id, in)
+	case "delete":
+		return h.delete(c, id, in)
+	case "rename":
+		return h.rename(c, id, in)
+	}
+	return "", fail("Unknown command %q. The memory tool's commands are: view, create, str_replace, insert, delete, rename", in.command)
+}
+
+// jsonInts decodes a JSON array of integers; 1.5 or "1" is an error.
+func jsonInts(raw json.RawMessage, out *[]int) error {
+	var nums []json.Number
+	if err := json.Unmarshal(raw, &nums); err != nil {
+		return err
+	}
+	for _, n := range nums {
+		i, err := strconv.Atoi(n.String())
+		if err != nil {
+			return err
+		}
+		*out = append(*out, i)
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package policy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Root is the virtual directory the model sees.
+const Root = "/memories"
+
+// Limits on the shape of a path. A path longer than MaxPathBytes or with a
+// segment longer than MaxSegmentBytes is refused before it reaches the disk.
+const (
+	MaxPathBytes    = 1024
+	MaxSegmentBytes = 255
+)
+
+// reservedNames are segments that would let the model write git's own
+// control files; they are refused in any letter case.
+var reservedNames = []string{".git", ".gitignore", ".gitattributes", ".gitmodules"}
+
+// PathError is a refused path. Its message is the exact text the model sees
+// (after the "Error: " prefix the handler adds).
+type PathError struct{ Msg string }
+
+func (e *PathError) Error() string { return e.Msg }
+
+func pathErr(format string, args ...any) error {
+	return &PathError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// ParsePath validates a path as the model wrote it and returns the path
+// relative to /memories, with single slashes and no trailing slash: "" for
+// the root itself, "notes/todo.md" for /memories/notes/todo.md.
+//
+// Every spelling of the root (/memories, /memories/, /memories//) yields "".
+// Refused: anything not under /memories (including /memoriesX), "." and ".."
+// segments, backslashes, NUL and other control characters, invalid UTF-8,
+// percent-encoded bytes, over-long paths and segments, and git's reserved
+// names (.git, .gitignore, .gitattributes, .gitmodules) in any case.
+func ParsePath(p string) (string, error) {
+	if !strings.HasPrefix(p, Root) {
+		return "", pathErr("Path must start with %s, got: %s", Root, p)
+	}
+	rest := p[len(Root):]
+	if rest != "" && rest[0] != '/' {
+		return "", pathErr("Path must start with %s, got: %s", Root, p)
+	}
+	if !utf8.ValidString(p) {
+		return "", pathErr("Path %s is not valid UTF-8", strconv.Quote(p))
+	}
+	if len(p) > MaxPathBytes {
+		return "", pathErr("Path %s... is too long: %d bytes, the limit is %d", prefix(p, 64), len(p), MaxPathBytes)
+	}
+	for _, r := range p {
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return "", pathErr("Path %s contains a control character", strconv.Quote(p))
+		case r == '\\':
+			return "", pathErr("Path %s contains a backslash; use / to separate folders", p)
+		}
+	}
+	if i := percentEscape(p); i >= 0 {
+		return "", pathErr("Path %s contains a percent-encoded character (%s); write the character itself", p, p[i:i+3])
+	}
+	var segs []string
+	for _, s := range strings.Split(rest, "/") {
+		switch {
+		case s == "":
+			continue
+		case s == "..":
+			return "", pathErr("Path %s would escape /memories directory", p)
+		case s == ".":
+			return "", pathErr("Path %s contains a '.' segment; name the folder directly", p)
+		case len(s) > MaxSegmentBytes:
+			return "", pathErr("Path %s has a name of %d bytes, the limit is %d", p, len(s), MaxSegmentBytes)
+		case isReserved(s):
+			return "", pathErr("Path %s uses the reserved name %s", p, s)
+		}
+		segs = append(segs, s)
+	}
+	return strings.Join(segs, "/"), nil
+}
+
+// Display is the model-facing path of a store path: Display("a/b") is
+// "/memories/a/b", Display("") is "/memories".
+func Display(rel string) string {
+	if rel == "" {
+		return Root
+	}
+	return Root + "/" + rel
+}
+
+// percentEscape returns the index of the first %XX escape in p, or -1.
+func percentEscape(p string) int {
+	for i := 0; i+2 < len(p); i++ {
+		if p[i] == '%' && isHex(p[i+1]) && isHex(p[i+2]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// isReserved reports whether a segment names one of git's control files.
+// Trailing dots and spaces are ignored, as some filesystems ignore them.
+func isReserved(seg string) bool {
+	s := strings.TrimRight(seg, ". ")
+	for _, r := range reservedNames {
+		if strings.EqualFold(s, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsReservedName reports whether a file or folder name found on disk is one
+// gitmem never tracks (git's control files).
+func IsReservedName(name string) bool { return isReserved(name) }
+
+// prefix returns at most n bytes of s, cut at a rune boundary.
+func prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
