@@ -548,8 +548,11 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 		return Commit{}, wrap("write the trees", err)
 	}
 	author := meta.Author
-	if author == (Signature{}) {
-		author = r.opt.Author
+	if author.Name == "" {
+		author.Name = r.opt.Author.Name
+	}
+	if author.Email == "" {
+		author.Email = r.opt.Author.Email
 	}
 	when := r.opt.Now()
 	meta.Trailers = mergeTrailers(meta.Trailers, tx.trailers)

@@ -1,9 +1,9 @@
 package handler
 
 import (
-	"slices"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -246,7 +246,8 @@ func (h *Handler) strReplace(c Caller, id string, in input) (string, error) {
 	if oldStr == "" {
 		return "", fail("Parameter \"old_str\" must not be empty: give the exact text to replace")
 	}
-	meta := h.commitMeta(c, id, "str_replace", policy.Display(rel), "")
+	// Memory-Line is known once the file is read; SetTrailer fills it in.
+	meta := h.commitMeta(c, id, "str_replace", policy.Display(rel), "", gitmem.Trailer{Key: gitmem.TrailerLine})
 	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
 		data, err := tx.ReadFile(rel)
 		if errors.Is(err, gitmem.ErrNotExist) || errors.Is(err, gitmem.ErrIsDir) {

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/mail"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+)
+
+// run is the whole program: it parses args, runs the command and maps any
+// error to an exit code and one line on stderr.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	app := newApp(stdin, stdout, stderr)
+	err := app.Run(defaultHTTPAddr(args))
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		fmt.Fprintln(stderr, "gitmem: "+ee.msg)
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "gitmem: "+err.Error())
+	return exitUsage // urfave/cli's own errors are about the command line
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:      "gitmem",
+		Usage:     "Claude's memory tool, backed by git: every change is a commit",
+		Reader:    stdin,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "repo", Value: "./memory", EnvVars: []string{"GITMEM_REPO"},
+				Usage: "the gitmem repository; /memories is its memories/ folder"},
+		},
+		Commands:        []*cli.Command{initCommand(), serveCommand()},
+		ExitErrHandler:  func(*cli.Context, error) {}, // run maps errors to exit codes
+		HideHelpCommand: true,
+	}
+}
+
+func initCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "init",
+		Usage: "create the repository, or adopt a folder of memory files as its first commit",
+		Action: func(c *cli.Context) error {
+			dir := c.String("repo")
+			r, created, err := gitmem.Init(dir, gitmem.Options{Logf: logTo(c.App.ErrWriter)})
+			if err != nil {
+				return storeErr(err, dir)
+			}
+			defer r.Close()
+			head, err := r.Commit("HEAD")
+			if err != nil {
+				return storeErr(err, dir)
+			}
+			if created {
+				fmt.Fprintf(c.App.Writer, "Initialized gitmem repository in %s (commit %s)\n", dir, head.Hash[:7])
+			} else {
+				fmt.Fprintf(c.App.Writer, "%s is already a gitmem repository (HEAD %s)\n", dir, head.Hash[:7])
+			}
+			return nil
+		},
+	}
+}
+
+// storeErr words a store error for the operator.
+func storeErr(err error, dir string) error {
+	var se *gitmem.StorageError
+	switch {
+	case errors.Is(err, gitmem.ErrNotRepository):
+		return failf(exitNoRepo, "%s is not a gitmem repository (run: gitmem --repo %s init)", dir, dir)
+	case errors.As(err, &se):
+		return failf(exitFailure, "%s: %v", se.Error()[len("gitmem: "):], se.Err)
+	}
+	return failf(exitFailure, "%v", err)
+}
+
+func logTo(w io.Writer) func(string, ...any) {
+	l := log.New(w, "", log.LstdFlags)
+	return l.Printf
+}
+
+// parseAuthor reads "Name <email>".
+func parseAuthor(s string) (gitmem.Signature, error) {
+	if s == "" {
+		return gitmem.Signature{}, nil
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Name == "" {
+		return gitmem.Signature{}, failf(exitUsage, "--author must look like \"Name <email>\", got %q", s)
+	}
+	return gitmem.Signature{Name: a.Name, Email: a.Address}, nil
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+}

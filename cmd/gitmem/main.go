@@ -1,0 +1,32 @@
+// Command gitmem serves Claude's memory tool over a git repository and
+// gives operators the history of what the model remembered.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Exit codes, in one place.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // the command line was wrong
+	exitNoRepo  = 3 // --repo is not a gitmem repository
+)
+
+// exitError carries an exit code and the message the user sees.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func failf(code int, format string, args ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
+}

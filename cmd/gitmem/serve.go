@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+const defaultAddr = "127.0.0.1:7077"
+
+// defaultHTTPAddr lets "--http" stand alone: it then means the default
+// address (urfave/cli has no optional flag values).
+func defaultHTTPAddr(args []string) []string {
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		if a == "--http" && (i+1 == len(out) || strings.HasPrefix(out[i+1], "-")) {
+			out[i] = "--http=" + defaultAddr
+		}
+	}
+	return out
+}
+
+func serveCommand() *cli.Command {
+	d := policy.DefaultLimits
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "answer memory tool calls: JSON lines on stdin/stdout, or HTTP with --http",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "http", Usage: "serve HTTP on `ADDR` instead of stdio (alone: " + defaultAddr + ")", EnvVars: []string{"GITMEM_HTTP"}},
+			&cli.StringFlag{Name: "token", Usage: "require \"Authorization: Bearer `TOKEN`\" on HTTP", EnvVars: []string{"GITMEM_TOKEN"}},
+			&cli.StringFlag{Name: "session", Usage: "Session trailer for stdio calls"},
+			&cli.StringFlag{Name: "agent", Usage: "Agent trailer (and author name) for stdio calls"},
+			&cli.StringFlag{Name: "author", Usage: "commit author, \"Name <email>\" (default: Claude <claude@gitmem.invalid>)"},
+			&cli.Int64Flag{Name: "max-file-bytes", Value: d.MaxFileBytes, Usage: "largest memory file"},
+			&cli.Int64Flag{Name: "max-total-bytes", Value: d.MaxTotalBytes, Usage: "largest total size of the memory"},
+			&cli.IntFlag{Name: "max-files", Value: d.MaxFiles, Usage: "most files in the memory"},
+			&cli.IntFlag{Name: "max-view-bytes", Value: d.MaxViewBytes, Usage: "largest view result before it is paginated"},
+		},
+		Action: serve,
+	}
+}
+
+func serve(c *cli.Context) error {
+	author, err := parseAuthor(c.String("author"))
+	if err != nil {
+		return err
+	}
+	addr, token := c.String("http"), c.String("token")
+	if addr != "" && token == "" && !isLoopback(addr) {
+		return failf(exitUsage, "refusing to serve %s without a token: set --token or GITMEM_TOKEN, or listen on a loopback address", addr)
+	}
+	dir := c.String("repo")
+	logf := logTo(c.App.ErrWriter)
+	repo, _, err := gitmem.Init(dir, gitmem.Options{Author: author, Logf: logf})
+	if err != nil {
+		return storeErr(err, dir)
+	}
+	defer repo.Close()
+	h := handler.New(repo, handler.Options{
+		Limits: policy.Limits{
+			MaxFileBytes:  c.Int64("max-file-bytes"),
+			MaxTotalBytes: c.Int64("max-total-bytes"),
+			MaxFiles:      c.Int("max-files"),
+			MaxViewBytes:  c.Int("max-view-bytes"),
+		},
+		Author: author,
+		Logf:   logf,
+	})
+	ctx, stop := signalContext()
+	defer stop()
+	if addr == "" {
+		caller := handler.Caller{Session: c.String("session"), Agent: c.String("agent")}
+		if err := h.ServeStdio(ctx, c.App.Reader, c.App.Writer, caller); err != nil {
+			return failf(exitFailure, "stdio: %v", err)
+		}
+		return nil
+	}
+	return serveHTTP(ctx, addr, h.HTTP(handler.HTTPOptions{Token: token}), logf)
+}
+
+func serveHTTP(ctx context.Context, addr string, h http.Handler, logf func(string, ...any)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return failf(exitFailure, "cannot listen on %s: %v", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	logf("gitmem: serving the memory tool on http://%s/v1/tool_use", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return failf(exitFailure, "http: %v", err)
+	case <-ctx.Done():
+	}
+	logf("gitmem: shutting down; finishing requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return failf(exitFailure, "http shutdown: %v", err)
+	}
+	return nil
+}
+
+// isLoopback reports whether addr listens only on a loopback interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
