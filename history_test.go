@@ -1,0 +1,185 @@
+// End-to-end: a session of tool calls over the stdio transport, then the
+// history checked with the real git CLI.
+package gitmem_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func TestHistoryOfASession(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "memory")
+	clock := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	repo, _, err := gitmem.Init(dir, gitmem.Options{
+		Now:      func() time.Time { clock = clock.Add(time.Minute); return clock },
+		Operator: gitmem.Signature{Name: "Op", Email: "op@example.com"},
+		Logf:     t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := handler.New(repo, handler.Options{Limits: policy.DefaultLimits})
+
+	calls := []struct {
+		id, input string
+		mutates   bool
+	}{
+		{"toolu_01", `{"command":"view","path":"/memories"}`, false},
+		{"toolu_02", `{"command":"create","path":"/memories/prefs.md","file_text":"# Preferences\ncolor: blue\n"}`, true},
+		{"toolu_03", `{"command":"create","path":"/memories/prefs.md","file_text":"dup"}`, false},
+		{"toolu_04", `{"command":"str_replace","path":"/memories/prefs.md","old_str":"blue","new_str":"green"}`, true},
+		{"toolu_05", `{"command":"insert","path":"/memories/prefs.md","insert_line":2,"insert_text":"food: pasta\n"}`, true},
+		{"toolu_05", `{"command":"insert","path":"/memories/prefs.md","insert_line":2,"insert_text":"food: pasta\n"}`, false}, // retry
+		{"toolu_06", `{"command":"create","path":"/memories/projects/gitmem.md","file_text":"status: started\n"}`, true},
+		{"toolu_07", `{"command":"rename","old_path":"/memories/projects","new_path":"/memories/work/projects"}`, true},
+		{"toolu_08", `{"command":"str_replace","path":"/memories/prefs.md","old_str":"green","new_str":"green"}`, true}, // no-op edit still commits
+		{"toolu_09", `{"command":"delete","path":"/memories/nope"}`, false},
+		{"toolu_10", `{"command":"create","path":"/memories/tmp.md","file_text":"scratch"}`, true},
+		{"toolu_11", `{"command":"delete","path":"/memories/tmp.md"}`, true},
+	}
+	var in bytes.Buffer
+	for _, c := range calls {
+		fmt.Fprintf(&in, `{"type":"tool_use","id":%q,"name":"memory","input":%s}`+"\n", c.id, c.input)
+	}
+	var out bytes.Buffer
+	if err := h.ServeStdio(context.Background(), &in, &out, handler.Caller{Session: "sess-1", Agent: "support-bot"}); err != nil {
+		t.Fatal(err)
+	}
+	results := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(results) != len(calls) {
+		t.Fatalf("%d results for %d calls", len(results), len(calls))
+	}
+	wantCommits := 1 // the init commit
+	for i, line := range results {
+		var r handler.Result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.ToolUseID != calls[i].id {
+			t.Errorf("result %d answers %s, want %s", i, r.ToolUseID, calls[i].id)
+		}
+		if calls[i].mutates {
+			wantCommits++
+			if r.IsError {
+				t.Errorf("call %d failed: %s", i, r.Content)
+			}
+		}
+	}
+	if err := repo.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// One commit per successful mutation; the retry made none.
+	if n := strings.TrimSpace(git(t, dir, "rev-list", "--count", "HEAD")); n != fmt.Sprint(wantCommits) {
+		t.Errorf("%s commits, want %d", n, wantCommits)
+	}
+	if got := git(t, dir, "log", "--format=%s", "--grep=Tool-Use-Id: toolu_05"); got != "memory: insert /memories/prefs.md\n" {
+		t.Errorf("toolu_05 commits: %q", got)
+	}
+	// Trailers as git reads them.
+	msg := git(t, dir, "log", "-1", "--format=%B", "--grep=toolu_07")
+	cmd := exec.Command("git", "interpret-trailers", "--parse")
+	cmd.Stdin = strings.NewReader(msg)
+	parsed, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Tool-Use-Id: toolu_07\nMemory-Command: rename\nMemory-Path: /memories/projects\nMemory-New-Path: /memories/work/projects\nSession: sess-1\nAgent: support-bot\n"
+	if string(parsed) != want {
+		t.Errorf("trailers:\n%s\nwant\n%s", parsed, want)
+	}
+	if s := git(t, dir, "log", "-1", "--format=%s", "--grep=toolu_07"); s != "memory: rename /memories/projects -> /memories/work/projects\n" {
+		t.Errorf("subject %q", s)
+	}
+	if a := git(t, dir, "log", "-1", "--format=%an|%cn", "--grep=toolu_02"); a != "support-bot|gitmem\n" {
+		t.Errorf("author|committer = %q", a)
+	}
+	if s := git(t, dir, "log", "-1", "--format=%(trailers:key=Memory-Line,valueonly)", "--grep=toolu_04"); strings.TrimSpace(s) != "2" {
+		t.Errorf("Memory-Line = %q", s)
+	}
+	// The repository is whole and the worktree clean.
+	git(t, dir, "fsck", "--strict", "--no-dangling")
+	if st := git(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("git status not clean:\n%s", st)
+	}
+	// blame names the tool calls that wrote each line.
+	blame := strings.Split(strings.TrimSpace(git(t, dir, "blame", "-s", "-l", "memories/prefs.md")), "\n")
+	for i, id := range []string{"toolu_02", "toolu_04", "toolu_05"} {
+		sha := strings.TrimSpace(git(t, dir, "log", "--format=%H", "--grep=Tool-Use-Id: "+id))
+		if i >= len(blame) || !strings.HasPrefix(blame[i], sha) {
+			t.Errorf("blame line %d is not %s (%s): %q", i+1, id, sha, blame)
+		}
+	}
+	if got := git(t, dir, "show", "HEAD:memories/prefs.md"); got != "# Preferences\ncolor: green\nfood: pasta\n" {
+		t.Errorf("prefs.md = %q", got)
+	}
+	if got := git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); got != "memories/prefs.md\nmemories/work/projects/gitmem.md\n" {
+		t.Errorf("tree:\n%s", got)
+	}
+	// Files 0600, folders 0700, whatever the umask.
+	for p, want := range map[string]os.FileMode{"memories": 0o700, "memories/work/projects": 0o700, "memories/prefs.md": 0o600} {
+		fi, err := os.Stat(filepath.Join(dir, p))
+		if err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, err %v; want %v", p, fi.Mode().Perm(), err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "memories", "tmp.md")); !os.IsNotExist(err) {
+		t.Errorf("deleted file still in worktree: %v", err)
+	}
+}
+
+// An operator's edits made while gitmem was stopped are committed at the
+// next start, attributed to the operator; nothing is discarded.
+func TestHandEditsAreAdoptedAtStart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "memory")
+	os.MkdirAll(filepath.Join(dir, "memories", "sdk"), 0o700)
+	os.WriteFile(filepath.Join(dir, "memories", "sdk", "old.md"), []byte("from the SDK backend\n"), 0o600)
+	opts := gitmem.Options{Operator: gitmem.Signature{Name: "Op", Email: "op@example.com"}, Logf: t.Logf}
+	r, created, err := gitmem.Init(dir, opts)
+	if err != nil || !created {
+		t.Fatal(err, created)
+	}
+	r.Close()
+	if got := git(t, dir, "show", "HEAD:memories/sdk/old.md"); got != "from the SDK backend\n" {
+		t.Fatalf("adopted content %q", got)
+	}
+	os.WriteFile(filepath.Join(dir, "memories", "sdk", "old.md"), []byte("edited by hand\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "memories", "new.md"), []byte("added by hand\n"), 0o600)
+	os.Symlink("/etc/passwd", filepath.Join(dir, "memories", "link"))
+	r, err = gitmem.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if got := git(t, dir, "log", "-1", "--format=%an <%ae>|%s|%(trailers:key=Memory-Path,valueonly,separator=%x2C)"); got != "Op <op@example.com>|memory: adopt changes made outside gitmem|/memories/new.md,/memories/sdk/old.md\n" {
+		t.Errorf("adopt commit: %q", got)
+	}
+	if got := git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); got != "memories/new.md\nmemories/sdk/old.md\n" {
+		t.Errorf("tree (the symlink must not be adopted):\n%s", got)
+	}
+	git(t, dir, "fsck", "--strict")
+}
