@@ -71,15 +71,20 @@ func ViewRange(a, b, n int) (from, to int) {
 	return from, to
 }
 
-// Page renders a numbered view: the header, then lines[from:to] numbered
-// from from+1. When the result would exceed maxBytes (0: no limit) it keeps
-// the lines that fit and ends with a line that names the view_range to ask
-// for next. At least one line is always shown, so paging always advances.
+// Page renders a numbered view as the reference does: the header, a
+// newline, then lines[from:to] numbered from from+1 and joined by newlines
+// (so an empty range leaves the header and a newline). When the result
+// would exceed maxBytes (0: no limit) it keeps the lines that fit and ends
+// with a line naming the view_range to ask for next. At least one line is
+// always shown, so paging always advances.
 func Page(header string, lines []string, from, to, maxBytes int) string {
 	var b strings.Builder
 	b.WriteString(header)
+	b.WriteByte('\n')
 	for i := from; i < to; i++ {
-		b.WriteByte('\n')
+		if i > from {
+			b.WriteByte('\n')
+		}
 		b.WriteString(NumberLine(i+1, lines[i]))
 	}
 	if maxBytes <= 0 || b.Len() <= maxBytes {
@@ -87,6 +92,7 @@ func Page(header string, lines []string, from, to, maxBytes int) string {
 	}
 	b.Reset()
 	b.WriteString(header)
+	b.WriteByte('\n')
 	for i := from; i < to; i++ {
 		line := NumberLine(i+1, lines[i])
 		if i > from {
@@ -95,8 +101,8 @@ func Page(header string, lines []string, from, to, maxBytes int) string {
 				b.WriteString(more)
 				return b.String()
 			}
+			b.WriteByte('\n')
 		}
-		b.WriteByte('\n')
 		b.WriteString(line)
 	}
 	return b.String()
