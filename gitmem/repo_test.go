@@ -1,0 +1,195 @@
+package gitmem
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func testOptions(t *testing.T) Options {
+	return Options{
+		Now:      func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) },
+		Operator: Signature{"op", "op@example.com"},
+		Logf:     t.Logf,
+	}
+}
+
+func write(t *testing.T, r *Repo, id, p, content string) Commit {
+	t.Helper()
+	c, err := r.Update(Meta{Subject: "w " + p, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+		return tx.WriteFile(p, []byte(content))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func read(t *testing.T, r *Repo, p string) string {
+	t.Helper()
+	v, err := r.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := v.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	return string(data)
+}
+
+// Two Repo values on one folder behave like two gitmem processes: the
+// lock serialises them and each sees what the other committed.
+func TestTwoWritersShareOneRepository(t *testing.T) {
+	dir := t.TempDir()
+	r1, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1.Close()
+	r2, err := Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	var wg sync.WaitGroup
+	for w, r := range []*Repo{r1, r2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				write(t, r, fmt.Sprintf("w%d-%d", w, i), fmt.Sprintf("w%d/%d", w, i), "x")
+				read(t, r, fmt.Sprintf("w%d/%d", w, i))
+			}
+		}()
+	}
+	wg.Wait()
+	head, _ := r1.Commit("HEAD")
+	n := 0
+	for h := head; ; n++ {
+		if len(h.Parents) == 0 {
+			break
+		}
+		h, _ = r1.Commit(h.Parents[0])
+	}
+	if n != 40 {
+		t.Fatalf("%d commits after init, want 40", n)
+	}
+	if got := read(t, r2, "w0/19"); got != "x" {
+		t.Fatalf("r2 does not see r1's file: %q", got)
+	}
+	// An id committed by one writer is not applied again by the other.
+	if _, err := r2.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "w0-3"}}}, func(tx *Tx) error { return nil }); err == nil {
+		t.Fatal("w0-3 applied twice")
+	}
+}
+
+// A crash between the branch update and the worktree leaves a journal;
+// the next start makes the named paths match HEAD and commits nothing.
+func TestStartRepairsAnInterruptedChange(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "a", "notes/a.md", "committed\n")
+	write(t, r, "b", "b.md", "b\n")
+	head, _ := r.Commit("HEAD")
+	r.Close()
+	// As if the process died after moving the branch: the worktree still
+	// holds the old state of the two paths the journal names.
+	os.WriteFile(filepath.Join(dir, "memories", "notes", "a.md"), []byte("stale\n"), 0o600)
+	os.Remove(filepath.Join(dir, "memories", "b.md"))
+	os.WriteFile(filepath.Join(dir, ".git", "gitmem", "pending"), []byte(`{"paths":["memories/notes/a.md","memories/b.md"]}`), 0o600)
+
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if after, _ := r.Commit("HEAD"); after.Hash != head.Hash {
+		t.Fatalf("start committed %s; the repair must not commit", after.Subject)
+	}
+	for p, want := range map[string]string{"notes/a.md": "committed\n", "b.md": "b\n"} {
+		data, err := os.ReadFile(filepath.Join(dir, "memories", filepath.FromSlash(p)))
+		if err != nil || string(data) != want {
+			t.Errorf("%s = %q, %v", p, data, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "gitmem", "pending")); !os.IsNotExist(err) {
+		t.Error("journal left behind")
+	}
+}
+
+// A failing transaction writes nothing: no commit, no file.
+func TestFailedTransactionChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	before, _ := r.Commit("HEAD")
+	_, err = r.Update(Meta{Subject: "x"}, func(tx *Tx) error {
+		if err := tx.WriteFile("half.md", []byte("x")); err != nil {
+			return err
+		}
+		return fmt.Errorf("changed my mind")
+	})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if after, _ := r.Commit("HEAD"); after.Hash != before.Hash {
+		t.Fatal("a failed transaction committed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "memories", "half.md")); !os.IsNotExist(err) {
+		t.Fatal("a failed transaction wrote the worktree")
+	}
+	v, _ := r.Snapshot()
+	if _, err := v.Stat("half.md"); err != ErrNotExist {
+		t.Fatal("a failed transaction is visible")
+	}
+}
+
+// Readers see whole snapshots while writers commit (run with -race).
+func TestSnapshotsDuringWrites(t *testing.T) {
+	r, _, err := Init(t.TempDir(), testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 30 {
+			if _, err := r.Update(Meta{Subject: "pair"}, func(tx *Tx) error {
+				v := []byte(fmt.Sprint(i))
+				if err := tx.WriteFile("a", v); err != nil {
+					return err
+				}
+				return tx.WriteFile("b", v)
+			}); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		v, err := r.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, errA := v.ReadFile("a")
+		b, errB := v.ReadFile("b")
+		if (errA == nil) != (errB == nil) || string(a) != string(b) {
+			t.Fatalf("torn snapshot: a=%q b=%q", a, b)
+		}
+	}
+}
