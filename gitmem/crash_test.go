@@ -1,0 +1,151 @@
+package gitmem
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The child half of TestKillNineLosesNothing: commit forever, printing each
+// id once its Update has returned (acknowledged).
+func init() {
+	dir := os.Getenv("GITMEM_CRASH_CHILD")
+	if dir == "" {
+		return
+	}
+	r, err := Open(dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
+	if err != nil {
+		fmt.Println("open:", err)
+		os.Exit(1)
+	}
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("%s-%d", os.Getenv("GITMEM_CRASH_RUN"), i)
+		_, err := r.Update(Meta{Subject: "crash " + id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+			switch i % 4 {
+			case 0, 1:
+				return tx.WriteFile(fmt.Sprintf("f%d/n%d.md", i%5, i%7), []byte(strings.Repeat(id+"\n", 1+i%50)))
+			case 2:
+				if _, err := tx.Stat(fmt.Sprintf("f%d", i%5)); err == nil {
+					return tx.Remove(fmt.Sprintf("f%d", i%5))
+				}
+				return tx.WriteFile("top.md", []byte(id))
+			default:
+				if _, err := tx.Stat("f1"); err == nil {
+					if _, err := tx.Stat("moved/f1"); err != nil {
+						return tx.Rename("f1", "moved/f1")
+					}
+				}
+				return tx.WriteFile("top.md", []byte(id))
+			}
+		})
+		if err != nil {
+			fmt.Println("update:", err)
+			os.Exit(1)
+		}
+		fmt.Println("ack", id)
+	}
+}
+
+// kill -9 at random instants while commits are in flight: every
+// acknowledged change is in the history, git fsck is clean, and after the
+// next start the worktree matches HEAD exactly (git status is empty).
+func TestKillNineLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs the git CLI")
+	}
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var acked []string
+	for run := range 12 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "GITMEM_CRASH_CHILD="+dir, fmt.Sprintf("GITMEM_CRASH_RUN=r%d", run))
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan string)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		deadline := time.After(time.Duration(30+rng.IntN(200)) * time.Millisecond)
+	read:
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					break read
+				}
+				id, ok := strings.CutPrefix(l, "ack ")
+				if !ok {
+					t.Fatalf("child: %s", l)
+				}
+				acked = append(acked, id)
+			case <-deadline:
+				cmd.Process.Signal(syscall.SIGKILL)
+				for l := range lines { // acknowledgements already written
+					if id, ok := strings.CutPrefix(l, "ack "); ok {
+						acked = append(acked, id)
+					}
+				}
+				break read
+			}
+		}
+		cmd.Wait()
+		gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	}
+	if len(acked) < 20 {
+		t.Fatalf("only %d acknowledged commits; the test did not exercise much", len(acked))
+	}
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	log := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
+	have := map[string]bool{}
+	for _, id := range strings.Fields(log) {
+		have[id] = true
+	}
+	for _, id := range acked {
+		if !have[id] {
+			t.Errorf("acknowledged %s is not in the history", id)
+		}
+	}
+	if adopts := gitCLI(t, dir, "log", "--format=%h %s", "--grep=^memory: adopt"); adopts != "" {
+		t.Errorf("a crash was mistaken for a hand edit:\n%s", adopts)
+	}
+	if st := gitCLI(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("worktree does not match HEAD after restart:\n%s", st)
+	}
+	t.Logf("%d acknowledged commits over 12 kills", len(acked))
+}
+
+func gitCLI(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
