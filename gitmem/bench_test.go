@@ -2,16 +2,27 @@ package gitmem
 
 import (
 	"fmt"
-	"path/filepath"
+	"os"
 	"testing"
 )
 
-// benchRepo builds (once per size, cached under the test's temp folder) a
-// repository of `files` files spread 100 to a folder, with `commits`
-// commits of history, through the store's own commit path.
+var benchRepos = map[[2]int]*Repo{}
+
+// benchRepo builds (once per size and process) a repository of `files`
+// files spread 100 to a folder, with `commits` commits of history, through
+// the store's own commit path. Seeding skips fsync to save time; the
+// measured operations do not.
 func benchRepo(b *testing.B, files, commits int) *Repo {
 	b.Helper()
-	dir := filepath.Join(b.TempDir(), "repo")
+	if r := benchRepos[[2]int{files, commits}]; r != nil {
+		return r
+	}
+	dir, err := os.MkdirTemp("", "gitmem-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fsync = func(*os.File) error { return nil }
+	defer func() { fsync = (*os.File).Sync }()
 	r, _, err := Init(dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
 	if err != nil {
 		b.Fatal(err)
@@ -41,7 +52,17 @@ func benchRepo(b *testing.B, files, commits int) *Repo {
 			b.Fatal(err)
 		}
 	}
+	benchRepos[[2]int{files, commits}] = r
 	return r
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, r := range benchRepos {
+		r.Close()
+		os.RemoveAll(r.Dir())
+	}
+	os.Exit(code)
 }
 
 func BenchmarkStore(b *testing.B) {
@@ -54,7 +75,7 @@ func BenchmarkStore(b *testing.B) {
 		b.Run(fmt.Sprintf("create/files=%d", files), func(b *testing.B) {
 			for i := range b.N {
 				if _, err := r.Update(Meta{Subject: "create"}, func(tx *Tx) error {
-					return tx.WriteFile(fmt.Sprintf("new/%d-%d.md", files, i), []byte("a new memory\n"))
+					return tx.WriteFile(fmt.Sprintf("new/%d-%d-%d.md", files, b.N, i), []byte("a new memory\n"))
 				}); err != nil {
 					b.Fatal(err)
 				}
@@ -85,6 +106,5 @@ func BenchmarkStore(b *testing.B) {
 				}
 			}
 		})
-		r.Close()
 	}
 }

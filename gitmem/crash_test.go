@@ -148,4 +148,3 @@ func gitCLI(t *testing.T, dir string, args ...string) string {
 	}
 	return string(out)
 }
-

@@ -82,7 +82,7 @@ func writeIndex(gitDir, workDir string, root *node) error {
 	}
 	_, err = f.Write(buf)
 	if err == nil {
-		err = f.Sync()
+		err = fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -105,7 +106,9 @@ func (w *objectWriter) write(t plumbing.ObjectType, content []byte) (plumbing.Ha
 		w.dirty[w.dir] = true
 	}
 	var buf bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&buf, zlib.BestSpeed)
+	zw := zlibWriters.Get().(*zlib.Writer)
+	defer zlibWriters.Put(zw)
+	zw.Reset(&buf)
 	zw.Write([]byte(t.String() + " " + strconv.Itoa(len(content)) + "\x00"))
 	zw.Write(content)
 	if err := zw.Close(); err != nil {
@@ -117,6 +120,12 @@ func (w *objectWriter) write(t plumbing.ObjectType, content []byte) (plumbing.Ha
 	w.dirty[sub] = true
 	return h, nil
 }
+
+// zlibWriters reuses compressors: a new one allocates about a megabyte.
+var zlibWriters = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return zw
+}}
 
 // sync makes the renames of the written objects durable.
 func (w *objectWriter) sync() error {
@@ -142,7 +151,7 @@ func writeFileSync(tmpDir, pattern, final string, data []byte, mode os.FileMode)
 		err = f.Chmod(mode)
 	}
 	if err == nil {
-		err = f.Sync()
+		err = fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -162,5 +171,10 @@ func syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	return d.Sync()
+	return fsync(d)
 }
+
+// fsync flushes a file or folder to stable storage. It is a variable only
+// so that benchmarks can build large histories quickly; gitmem never
+// replaces it.
+var fsync = (*os.File).Sync

@@ -58,7 +58,7 @@ func (o *objects) updateRef(branch plumbing.ReferenceName, old, new plumbing.Has
 	}()
 	_, err = f.WriteString(new.String() + "\n")
 	if err == nil {
-		err = f.Sync()
+		err = fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -72,7 +72,7 @@ func (w *worktree) write(p string, data []byte) error {
 		err = f.Chmod(fileMode)
 	}
 	if err == nil {
-		err = f.Sync()
+		err = fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -131,7 +131,7 @@ func (w *worktree) syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	return d.Sync()
+	return fsync(d)
 }
 
 // sync makes the worktree at p match the tree node n (nil: absent),
