@@ -56,6 +56,7 @@ type Commit struct {
 	Subject   string
 	Body      string // the message after the subject, trailers included
 	Trailers  []Trailer
+	Paths     []string // memory files the commit changed, relative to memories/ (from the history index)
 }
 
 // Trailer returns the first value of a trailer key, or "".

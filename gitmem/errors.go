@@ -17,6 +17,7 @@ var (
 	ErrNotRepository = errors.New("gitmem: not a gitmem repository")
 	ErrClosed        = errors.New("gitmem: repository is closed")
 	ErrUnknownRev    = errors.New("gitmem: unknown revision")
+	ErrReadOnly      = errors.New("gitmem: repository was opened read-only")
 )
 
 // AppliedError reports that a change with the same operation id (the
@@ -49,7 +50,7 @@ func wrap(op string, err error) error {
 	}
 	var se *StorageError
 	var ae *AppliedError
-	for _, own := range []error{ErrNotExist, ErrExist, ErrIsDir, ErrNotDir, ErrRoot, ErrInsideItself, ErrNotRepository, ErrClosed, ErrUnknownRev} {
+	for _, own := range []error{ErrNotExist, ErrExist, ErrIsDir, ErrNotDir, ErrRoot, ErrInsideItself, ErrNotRepository, ErrClosed, ErrUnknownRev, ErrReadOnly} {
 		if errors.Is(err, own) {
 			return err
 		}

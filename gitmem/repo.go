@@ -39,6 +39,9 @@ type Options struct {
 	IndexDelay time.Duration
 	// Logf receives operational messages (default: the standard logger).
 	Logf func(format string, args ...any)
+	// ReadOnly opens the repository for reading its history only: no lock,
+	// no crash repair, no adoption of hand edits, and Update fails.
+	ReadOnly bool
 }
 
 func (o *Options) defaults(dir string) {
@@ -107,6 +110,10 @@ type Repo struct {
 	omu    sync.Mutex // go-git's storage is not safe for concurrent use
 	obj    *objects
 	branch plumbing.ReferenceName
+
+	hmu        sync.Mutex // guards the history index
+	hist       []histRec
+	histLoaded bool
 
 	smu    sync.RWMutex // guards the published state
 	loaded bool
@@ -177,6 +184,14 @@ func Open(dir string, opt Options) (*Repo, error) {
 		obj:    openObjects(gitDir),
 		ids:    map[string]plumbing.Hash{},
 	}
+	if opt.ReadOnly {
+		if r.branch, err = r.obj.branch(); err != nil {
+			r.wt.root.Close()
+			fl.close()
+			return nil, wrap("read HEAD", err)
+		}
+		return r, nil
+	}
 	if err := r.start(); err != nil {
 		r.wt.root.Close()
 		fl.close()
@@ -198,7 +213,7 @@ func (r *Repo) start() error {
 	}
 	r.branch = branch
 	r.clearStaleLocks()
-	if err := r.refresh(); err != nil {
+	if err := r.refresh(true); err != nil {
 		return err
 	}
 	if err := r.recover(); err != nil {
@@ -227,11 +242,12 @@ func (r *Repo) clearStaleLocks() {
 
 // refresh loads HEAD if it moved since we last looked (another process
 // committed). Unchanged subtrees are reused, so this costs what changed.
-// Called with wmu held.
-func (r *Repo) refresh() error {
+// persist says the caller holds the writer lock (the history index file
+// may be written). Called with wmu held.
+func (r *Repo) refresh(persist bool) error {
 	r.omu.Lock()
-	defer r.omu.Unlock()
 	head, err := r.obj.head(r.branch)
+	r.omu.Unlock()
 	if err != nil {
 		return wrap("read the branch", err)
 	}
@@ -244,15 +260,23 @@ func (r *Repo) refresh() error {
 	var tree *node
 	ids := map[string]plumbing.Hash{}
 	if !head.IsZero() {
+		r.omu.Lock()
 		c, err := r.obj.commit(head)
-		if err != nil {
-			return wrap("read HEAD", err)
+		if err == nil {
+			tree, err = r.loadTree(c.TreeHash, old)
 		}
-		if tree, err = r.loadTree(c.TreeHash, old); err != nil {
+		r.omu.Unlock()
+		if err != nil {
 			return wrap("read the tree", err)
 		}
-		if ids, err = r.loadIDs(head); err != nil {
-			return wrap("read the history", err)
+		hist, err := r.history(head, persist, nil)
+		if err != nil {
+			return err
+		}
+		for i := range hist {
+			if id := hist[i].id; id != "" {
+				ids[id] = hist[i].hash
+			}
 		}
 	}
 	r.smu.Lock()
@@ -299,44 +323,6 @@ func (r *Repo) loadTree(h plumbing.Hash, old *node) (*node, error) {
 	n := newDir(kids)
 	n.hash = h
 	return n, nil
-}
-
-// loadIDs maps every Tool-Use-Id on the first-parent history of head to
-// its commit. Called with omu held.
-func (r *Repo) loadIDs(head plumbing.Hash) (map[string]plumbing.Hash, error) {
-	r.smu.RLock()
-	known, prev := r.head, r.ids
-	r.smu.RUnlock()
-	ids := map[string]plumbing.Hash{}
-	var found bool
-	for h := head; !h.IsZero(); {
-		if h == known {
-			found = true
-			break
-		}
-		c, err := r.obj.commit(h)
-		if err != nil {
-			return nil, err
-		}
-		_, _, trailers := parseMessage(c.Message)
-		if id := trailerValue(trailers, TrailerToolUseID); id != "" {
-			if _, dup := ids[id]; !dup {
-				ids[id] = h
-			}
-		}
-		h = plumbing.ZeroHash
-		if len(c.ParentHashes) > 0 {
-			h = c.ParentHashes[0]
-		}
-	}
-	if found {
-		for id, h := range prev {
-			if _, ok := ids[id]; !ok {
-				ids[id] = h
-			}
-		}
-	}
-	return ids, nil
 }
 
 // journal is written (and fsynced) before a commit's ref update and
@@ -469,7 +455,7 @@ func (r *Repo) Snapshot() (*View, error) {
 	}
 	if head != cur {
 		r.wmu.Lock()
-		err := r.refresh()
+		err := r.refresh(false)
 		r.wmu.Unlock()
 		if err != nil {
 			return nil, err
@@ -498,11 +484,14 @@ func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 	if closed {
 		return Commit{}, ErrClosed
 	}
+	if r.opt.ReadOnly {
+		return Commit{}, ErrReadOnly
+	}
 	if err := r.flock.lock(); err != nil {
 		return Commit{}, wrap("lock the repository", err)
 	}
 	defer r.flock.unlock()
-	if err := r.refresh(); err != nil {
+	if err := r.refresh(true); err != nil {
 		return Commit{}, err
 	}
 	if id := meta.ID(); id != "" {
@@ -585,11 +574,13 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 	// in history, and a worktree that could not follow is repaired from
 	// the journal at the next start.
 	r.smu.Lock()
+	oldRoot := r.tree
 	r.head, r.tree = h, tx.root
 	if id := meta.ID(); id != "" {
 		r.ids[id] = h
 	}
 	r.smu.Unlock()
+	r.record(tx.head, h, oldRoot, tx.root, author, when, meta)
 	if tx.mirror && len(paths) > 0 {
 		if err := tx.mirrorTo(r.wt); err != nil {
 			r.opt.Logf("gitmem: the worktree could not follow commit %s (%v); it will be repaired at the next start", h, err)
@@ -600,6 +591,23 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 	_, body, trailers := parseMessage(msg)
 	return Commit{Hash: h.String(), Parents: parentList(tx.head), Author: author, Committer: r.opt.Committer,
 		Time: when, Subject: oneLine(meta.Subject), Body: body, Trailers: trailers}, nil
+}
+
+// record appends a commit gitmem just made to the history index.
+func (r *Repo) record(parent, h plumbing.Hash, oldRoot, newRoot *node, author Signature, when time.Time, meta Meta) {
+	rec := histRec{hash: h, parent: parent, when: when, author: author, subject: oneLine(meta.Subject),
+		id: meta.ID(), command: meta.Trailer(TrailerCommand), session: meta.Trailer(TrailerSession), agent: meta.Trailer(TrailerAgent)}
+	diffNodes(lookup(oldRoot, memDir), lookup(newRoot, memDir), "", func(p string) { rec.paths = append(rec.paths, p) })
+	slices.Sort(rec.paths)
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	if !r.histLoaded || r.histTip() != parent {
+		return // the next history() call catches up from git
+	}
+	r.hist = append(r.hist, rec)
+	if err := r.appendHistoryFile(r.hist[len(r.hist)-1:]); err != nil {
+		r.opt.Logf("gitmem: could not save the history index: %v", err)
+	}
 }
 
 func parentList(h plumbing.Hash) []string {
@@ -656,11 +664,14 @@ func (r *Repo) flush() error {
 	if closed {
 		return ErrClosed
 	}
+	if r.opt.ReadOnly {
+		return nil
+	}
 	if err := r.flock.lock(); err != nil {
 		return wrap("lock the repository", err)
 	}
 	defer r.flock.unlock()
-	if err := r.refresh(); err != nil {
+	if err := r.refresh(true); err != nil {
 		return err
 	}
 	return wrap("write the index", writeIndex(r.gitDir, r.dir, r.snapshotTree()))
