@@ -1,0 +1,96 @@
+package gitmem
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// edit returns base with a few random edits (replace, delete, insert) of
+// lines made unique by tag, so every diff is unambiguous.
+func edit(rng *rand.Rand, base []string, tag string) []string {
+	out := append([]string(nil), base...)
+	for k := range 1 + rng.IntN(3) {
+		if len(out) == 0 {
+			out = append(out, fmt.Sprintf("%s-new-%d\n", tag, k))
+			continue
+		}
+		i := rng.IntN(len(out))
+		switch rng.IntN(3) {
+		case 0:
+			out[i] = fmt.Sprintf("%s-changed-%d\n", tag, k)
+		case 1:
+			out = append(out[:i], out[i+1:]...)
+		default:
+			out = append(out[:i], append([]string{fmt.Sprintf("%s-inserted-%d\n", tag, k)}, out[i:]...)...)
+		}
+	}
+	return out
+}
+
+// merge3 agrees with `git merge-file` on clean merges (same result) and on
+// which merges conflict.
+func TestMerge3AgreesWithGitMergeFile(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs the git CLI")
+	}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(3, 4))
+	clean, conflicted := 0, 0
+	for n := range 400 {
+		var base []string
+		for i := range rng.IntN(12) {
+			base = append(base, fmt.Sprintf("line %d\n", i))
+		}
+		ours, theirs := edit(rng, base, "ours"), edit(rng, base, "theirs")
+		if n%10 == 0 {
+			theirs = append([]string(nil), ours...) // the same change on both sides
+		}
+		files := map[string][]string{"base": base, "ours": ours, "theirs": theirs}
+		for name, lines := range files {
+			os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(lines, "")), 0o600)
+		}
+		cmd := exec.Command("git", "merge-file", "-p", "ours", "base", "theirs")
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		gitConflicts := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			gitConflicts = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		got, conflicts := merge3(base, ours, theirs)
+		switch {
+		case gitConflicts == 0 && len(conflicts) > 0:
+			t.Fatalf("case %d: git merged cleanly, merge3 found %d conflicts\nbase %q\nours %q\ntheirs %q", n, len(conflicts), base, ours, theirs)
+		case gitConflicts > 0 && len(conflicts) == 0:
+			t.Fatalf("case %d: git found %d conflicts, merge3 merged to %q\nbase %q\nours %q\ntheirs %q", n, gitConflicts, got, base, ours, theirs)
+		case gitConflicts == 0 && strings.Join(got, "") != string(out):
+			t.Fatalf("case %d: merge3 %q, git %q\nbase %q\nours %q\ntheirs %q", n, strings.Join(got, ""), out, base, ours, theirs)
+		}
+		if gitConflicts == 0 {
+			clean++
+		} else {
+			conflicted++
+		}
+	}
+	if clean < 50 || conflicted < 50 {
+		t.Fatalf("the generator made %d clean and %d conflicting cases; it should make plenty of both", clean, conflicted)
+	}
+}
+
+func TestMerge3Basics(t *testing.T) {
+	l := func(s string) []string { return splitKeep(s) }
+	got, c := merge3(l("a\nb\nc\nd\ne\n"), l("a\nB\nc\nd\ne\n"), l("a\nb\nc\nd\nE\n"))
+	if len(c) != 0 || strings.Join(got, "") != "a\nB\nc\nd\nE\n" {
+		t.Fatalf("non-overlapping: %q %v", got, c)
+	}
+	_, c = merge3(l("a\nb\nc\n"), l("a\nX\nc\n"), l("a\nY\nc\n"))
+	if len(c) != 1 || c[0].BaseStart != 1 || c[0].BaseEnd != 2 {
+		t.Fatalf("overlapping: %+v", c)
+	}
+}

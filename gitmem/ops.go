@@ -1,0 +1,319 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/sergi/go-diff/diffmatchpatch"
+)
+
+// Progress reports how far a long operation is: done of total steps.
+type Progress func(done, total int)
+
+// LogOptions filter a log. Zero fields do not filter.
+type LogOptions struct {
+	Paths     []string // memory paths relative to memories/; a folder matches what is beneath it
+	ToolUseID string
+	Session   string
+	Agent     string
+	Command   string
+	Since     time.Time
+	Until     time.Time
+	Limit     int
+}
+
+func (o LogOptions) match(h *histRec) bool {
+	switch {
+	case o.ToolUseID != "" && h.id != o.ToolUseID,
+		o.Session != "" && h.session != o.Session,
+		o.Agent != "" && h.agent != o.Agent,
+		o.Command != "" && h.command != o.Command,
+		!o.Since.IsZero() && h.when.Before(o.Since),
+		!o.Until.IsZero() && h.when.After(o.Until):
+		return false
+	}
+	return len(o.Paths) == 0 || touches(h.paths, o.Paths)
+}
+
+// touches reports whether any changed path is one of paths or beneath one.
+func touches(changed, paths []string) bool {
+	for _, c := range changed {
+		for _, p := range paths {
+			if p == "" || c == p || strings.HasPrefix(c, p+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// headHash is the branch's commit now.
+func (r *Repo) headHash() (plumbing.Hash, error) {
+	r.omu.Lock()
+	defer r.omu.Unlock()
+	h, err := r.obj.head(r.branch)
+	return h, wrap("read the branch", err)
+}
+
+// indexed returns the history index up to HEAD, catching it up first
+// (and saving it under the writer lock when it had to).
+func (r *Repo) indexed(progress Progress) ([]histRec, error) {
+	head, err := r.headHash()
+	if err != nil {
+		return nil, err
+	}
+	r.hmu.Lock()
+	fresh := r.histLoaded && r.histTip() == head
+	r.hmu.Unlock()
+	if fresh {
+		return r.history(head, false, nil)
+	}
+	if err := r.flock.lock(); err != nil {
+		return nil, wrap("lock the repository", err)
+	}
+	defer r.flock.unlock()
+	return r.history(head, true, progress)
+}
+
+// Log calls fn for each commit of the first-parent history that matches,
+// newest first, until fn returns an error or Limit commits were given.
+func (r *Repo) Log(ctx context.Context, opt LogOptions, progress Progress, fn func(Commit) error) error {
+	hist, err := r.indexed(progress)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for i := len(hist) - 1; i >= 0; i-- {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !opt.match(&hist[i]) {
+			continue
+		}
+		if err := fn(hist[i].commit()); err != nil {
+			return err
+		}
+		if n++; opt.Limit > 0 && n >= opt.Limit {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Resolve finds the commit a user names: a tool_use id (the commit it
+// made), a full or abbreviated hash, or a git revision (HEAD~2, main).
+func (r *Repo) Resolve(rev string) (Commit, error) {
+	if rev == "" {
+		return Commit{}, ErrUnknownRev
+	}
+	hist, err := r.indexed(nil)
+	if err != nil {
+		return Commit{}, err
+	}
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].id == rev {
+			return r.commitWithPaths(hist[i].hash.String(), hist)
+		}
+	}
+	return r.commitWithPaths(rev, hist)
+}
+
+func (r *Repo) commitWithPaths(rev string, hist []histRec) (Commit, error) {
+	c, err := r.Commit(rev)
+	if err != nil {
+		return c, err
+	}
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].hash.String() == c.Hash {
+			c.Paths = hist[i].paths
+			break
+		}
+	}
+	return c, nil
+}
+
+// At returns the commit that was HEAD at time t: the newest on the
+// first-parent history made at or before t. ErrUnknownRev if none.
+func (r *Repo) At(t time.Time) (Commit, error) {
+	hist, err := r.indexed(nil)
+	if err != nil {
+		return Commit{}, err
+	}
+	for i := len(hist) - 1; i >= 0; i-- {
+		if !hist[i].when.After(t) {
+			return r.commitWithPaths(hist[i].hash.String(), hist)
+		}
+	}
+	return Commit{}, ErrUnknownRev
+}
+
+// Files returns the memory files (relative to memories/) and their blob
+// hashes at a commit, under the given paths ("" or none: all).
+func (r *Repo) Files(rev string, paths ...string) (map[string]string, error) {
+	r.omu.Lock()
+	defer r.omu.Unlock()
+	h, err := r.resolve(rev)
+	if err != nil {
+		return nil, err
+	}
+	return r.filesAt(h, paths)
+}
+
+// filesAt lists files with their blob hashes. Called with omu held.
+func (r *Repo) filesAt(commit plumbing.Hash, paths []string) (map[string]string, error) {
+	out := map[string]string{}
+	if commit.IsZero() {
+		return out, nil
+	}
+	c, err := r.obj.commit(commit)
+	if err != nil {
+		return nil, wrap("read commit", err)
+	}
+	mem, err := r.memTree(c.TreeHash)
+	if err != nil || mem.IsZero() {
+		return out, wrap("read tree", err)
+	}
+	t, err := r.obj.tree(mem)
+	if err != nil {
+		return nil, wrap("read tree", err)
+	}
+	err = t.Files().ForEach(func(f *object.File) error {
+		if f.Mode != filemode.Symlink && f.Mode != filemode.Submodule && (len(paths) == 0 || touches([]string{f.Name}, paths)) {
+			out[f.Name] = f.Hash.String()
+		}
+		return nil
+	})
+	return out, wrap("read tree", err)
+}
+
+// Blob returns an object's content by hash.
+func (r *Repo) Blob(hash string) ([]byte, error) {
+	if !plumbing.IsHash(hash) {
+		return nil, ErrNotExist
+	}
+	data, err := r.readBlob(plumbing.NewHash(hash))
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, ErrNotExist
+	}
+	return data, wrap("read blob", err)
+}
+
+// BlameLine is one line of a file with the commit that last wrote it.
+type BlameLine struct {
+	Line   int
+	Text   string
+	Commit Commit
+}
+
+// Blame attributes every line of the memory file p (relative to
+// memories/) at HEAD to the commit that last wrote it. It replays the
+// file's versions from the history index, oldest first, with a line diff
+// between each two, following the file back through renames.
+func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
+	hist, err := r.indexed(nil)
+	if err != nil {
+		return nil, err
+	}
+	// The versions of the file, newest first: (record, path then).
+	type version struct {
+		rec  *histRec
+		path string
+	}
+	var versions []version
+	cur := p
+	for i := len(hist) - 1; i >= 0 && cur != ""; i-- {
+		h := &hist[i]
+		if !slices.Contains(h.paths, cur) {
+			continue
+		}
+		versions = append(versions, version{h, cur})
+		if h.command == "rename" {
+			c, err := r.Commit(h.hash.String())
+			if err != nil {
+				return nil, err
+			}
+			from := strings.TrimPrefix(c.Trailer(TrailerPath), "/memories/")
+			to := strings.TrimPrefix(c.Trailer(TrailerNewPath), "/memories/")
+			if cur == to {
+				cur = from
+			} else if rest, ok := strings.CutPrefix(cur, to+"/"); ok {
+				cur = from + "/" + rest
+			}
+		}
+	}
+	if len(versions) == 0 {
+		return nil, ErrNotExist
+	}
+	dmp := diffmatchpatch.New()
+	var lines []string
+	var owner []*histRec
+	for i := len(versions) - 1; i >= 0; i-- {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		v := versions[i]
+		data, err := r.ReadFileAt(v.rec.hash.String(), v.path)
+		if errors.Is(err, ErrNotExist) {
+			lines, owner = nil, nil // deleted here; a later version starts over
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		next := splitKeep(string(data))
+		if owner == nil {
+			owner = make([]*histRec, len(next))
+			for j := range owner {
+				owner[j] = v.rec
+			}
+			lines = next
+			continue
+		}
+		a, b, table := dmp.DiffLinesToChars(strings.Join(lines, ""), string(data))
+		diffs := dmp.DiffCharsToLines(dmp.DiffMain(a, b, false), table)
+		var nowner []*histRec
+		old := 0
+		for _, d := range diffs {
+			n := len(splitKeep(d.Text))
+			switch d.Type {
+			case diffmatchpatch.DiffEqual:
+				nowner = append(nowner, owner[old:old+n]...)
+				old += n
+			case diffmatchpatch.DiffDelete:
+				old += n
+			case diffmatchpatch.DiffInsert:
+				for range n {
+					nowner = append(nowner, v.rec)
+				}
+			}
+		}
+		lines, owner = next, nowner
+	}
+	out := make([]BlameLine, len(lines))
+	for i, l := range lines {
+		out[i] = BlameLine{Line: i + 1, Text: strings.TrimSuffix(l, "\n"), Commit: owner[i].commit()}
+	}
+	return out, nil
+}
+
+// splitKeep splits text into lines that keep their "\n" (the last may
+// have none); "" has no lines.
+func splitKeep(s string) []string {
+	var out []string
+	for s != "" {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			out = append(out, s)
+			break
+		}
+		out = append(out, s[:i+1])
+		s = s[i+1:]
+	}
+	return out
+}
