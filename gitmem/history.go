@@ -25,7 +25,7 @@ import (
 // rebuilt by one first-parent walk (skipping equal subtrees) when the
 // history was rewritten. It is a cache: git stays the truth.
 
-const historyHeader = "gitmem-history 1"
+const historyHeader = "gitmem-history 2"
 
 type histRec struct {
 	hash, parent plumbing.Hash
@@ -36,6 +36,8 @@ type histRec struct {
 	command      string // Memory-Command
 	session      string
 	agent        string
+	path         string   // Memory-Path
+	newPath      string   // Memory-New-Path
 	paths        []string // memory files changed, relative to memories/
 }
 
@@ -44,7 +46,8 @@ func (h *histRec) commit() Commit {
 	if !h.parent.IsZero() {
 		c.Parents = []string{h.parent.String()}
 	}
-	for _, t := range []Trailer{{TrailerToolUseID, h.id}, {TrailerCommand, h.command}, {TrailerSession, h.session}, {TrailerAgent, h.agent}} {
+	for _, t := range []Trailer{{TrailerToolUseID, h.id}, {TrailerCommand, h.command}, {TrailerPath, h.path},
+		{TrailerNewPath, h.newPath}, {TrailerSession, h.session}, {TrailerAgent, h.agent}} {
 		if t.Value != "" {
 			c.Trailers = append(c.Trailers, t)
 		}
@@ -82,7 +85,7 @@ func unescape(s string) string {
 func (h *histRec) line() string {
 	_, off := h.when.Zone()
 	f := []string{h.hash.String(), h.parent.String(), strconv.FormatInt(h.when.Unix(), 10), strconv.Itoa(off),
-		h.author.Name, h.author.Email, h.subject, h.id, h.command, h.session, h.agent}
+		h.author.Name, h.author.Email, h.subject, h.id, h.command, h.session, h.agent, h.path, h.newPath}
 	f = append(f, h.paths...)
 	for i := range f {
 		f[i] = escaper.Replace(f[i])
@@ -92,7 +95,7 @@ func (h *histRec) line() string {
 
 func parseRec(line string) (histRec, bool) {
 	f := strings.Split(line, "\t")
-	if len(f) < 11 || !plumbing.IsHash(f[0]) || !plumbing.IsHash(f[1]) {
+	if len(f) < 13 || !plumbing.IsHash(f[0]) || !plumbing.IsHash(f[1]) {
 		return histRec{}, false
 	}
 	sec, err1 := strconv.ParseInt(f[2], 10, 64)
@@ -105,8 +108,9 @@ func parseRec(line string) (histRec, bool) {
 		when:   time.Unix(sec, 0).In(time.FixedZone("", off)),
 		author: Signature{unescape(f[4]), unescape(f[5])}, subject: unescape(f[6]),
 		id: unescape(f[7]), command: unescape(f[8]), session: unescape(f[9]), agent: unescape(f[10]),
+		path: unescape(f[11]), newPath: unescape(f[12]),
 	}
-	for _, p := range f[11:] {
+	for _, p := range f[13:] {
 		h.paths = append(h.paths, unescape(p))
 	}
 	return h, true
@@ -248,6 +252,7 @@ func (r *Repo) recordOf(c *object.Commit) (histRec, error) {
 		hash: c.Hash, when: c.Author.When, author: Signature{c.Author.Name, c.Author.Email}, subject: subject,
 		id: trailerValue(trailers, TrailerToolUseID), command: trailerValue(trailers, TrailerCommand),
 		session: trailerValue(trailers, TrailerSession), agent: trailerValue(trailers, TrailerAgent),
+		path: trailerValue(trailers, TrailerPath), newPath: trailerValue(trailers, TrailerNewPath),
 	}
 	var parentTree plumbing.Hash
 	if len(c.ParentHashes) > 0 {

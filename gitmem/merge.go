@@ -61,8 +61,14 @@ type Conflict struct {
 }
 
 // merge3 merges the changes base→ours and base→theirs. Changes that
-// overlap or touch conflict unless they are the same (as git does).
+// overlap or touch conflict unless they are the same (as git does); the
+// result keeps ours in a conflict.
 func merge3(base, ours, theirs []string) ([]string, []Conflict) {
+	return merge(base, ours, theirs, false)
+}
+
+// merge is merge3 with the side that fills a conflict chosen.
+func merge(base, ours, theirs []string, theirsWins bool) ([]string, []Conflict) {
 	ho, ht := lineHunks(base, ours), lineHunks(base, theirs)
 	var out []string
 	var conflicts []Conflict
@@ -101,7 +107,11 @@ func merge3(base, ours, theirs []string) ([]string, []Conflict) {
 				out = append(out, o...)
 			} else {
 				conflicts = append(conflicts, Conflict{BaseStart: start, BaseEnd: end, Ours: o, Theirs: t})
-				out = append(out, o...)
+				if theirsWins {
+					out = append(out, t...)
+				} else {
+					out = append(out, o...)
+				}
 			}
 		}
 		pos = end

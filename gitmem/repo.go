@@ -544,7 +544,10 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 		author.Email = r.opt.Author.Email
 	}
 	when := r.opt.Now()
-	meta.Trailers = mergeTrailers(meta.Trailers, tx.trailers)
+	meta.Trailers = append(mergeTrailers(meta.Trailers, tx.trailers), tx.extra...)
+	if tx.subject != "" {
+		meta.Subject = tx.subject
+	}
 	msg := meta.message()
 	raw, err := encodeCommit(treeHash, tx.head, author, r.opt.Committer, when, msg)
 	if err != nil {
@@ -596,7 +599,8 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 // record appends a commit gitmem just made to the history index.
 func (r *Repo) record(parent, h plumbing.Hash, oldRoot, newRoot *node, author Signature, when time.Time, meta Meta) {
 	rec := histRec{hash: h, parent: parent, when: when, author: author, subject: oneLine(meta.Subject),
-		id: meta.ID(), command: meta.Trailer(TrailerCommand), session: meta.Trailer(TrailerSession), agent: meta.Trailer(TrailerAgent)}
+		id: meta.ID(), command: meta.Trailer(TrailerCommand), session: meta.Trailer(TrailerSession), agent: meta.Trailer(TrailerAgent),
+		path: meta.Trailer(TrailerPath), newPath: meta.Trailer(TrailerNewPath)}
 	diffNodes(lookup(oldRoot, memDir), lookup(newRoot, memDir), "", func(p string) { rec.paths = append(rec.paths, p) })
 	slices.Sort(rec.paths)
 	r.hmu.Lock()

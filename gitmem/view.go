@@ -127,9 +127,15 @@ func (v *View) Usage() Usage {
 type Tx struct {
 	View
 	ops      []op
-	trailers []Trailer // added to the commit message by SetTrailer
+	trailers []Trailer // set in the commit message by SetTrailer
+	extra    []Trailer // appended to the commit message by AddTrailer
+	subject  string    // replaces the Meta's subject when set
 	mirror   bool      // apply to the worktree after the commit
 }
+
+// SetSubject replaces the commit's subject, for changes whose subject
+// depends on what they found.
+func (tx *Tx) SetSubject(s string) { tx.subject = s }
 
 // SetTrailer adds a trailer to the commit, known only once the change is
 // made (the line a str_replace edited), or sets its value if the commit's

@@ -43,7 +43,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "repo", Value: "./memory", EnvVars: []string{"GITMEM_REPO"},
 				Usage: "the gitmem repository; /memories is its memories/ folder"},
 		},
-		Commands:        []*cli.Command{initCommand(), serveCommand()},
+		Commands: []*cli.Command{initCommand(), serveCommand(), logCommand(), showCommand(), diffCommand(),
+			blameCommand(), revertCommand(), restoreCommand(), expireCommand()},
 		ExitErrHandler:  func(*cli.Context, error) {}, // run maps errors to exit codes
 		HideHelpCommand: true,
 	}
@@ -55,7 +56,7 @@ func initCommand() *cli.Command {
 		Usage: "create the repository, or adopt a folder of memory files as its first commit",
 		Action: func(c *cli.Context) error {
 			dir := c.String("repo")
-			r, created, err := gitmem.Init(dir, gitmem.Options{Logf: logTo(c.App.ErrWriter)})
+			r, created, err := gitmem.Init(dir, gitmem.Options{Now: clock(), Logf: logTo(c.App.ErrWriter)})
 			if err != nil {
 				return storeErr(err, dir)
 			}

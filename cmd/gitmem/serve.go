@@ -63,7 +63,7 @@ func serve(c *cli.Context) error {
 	}
 	dir := c.String("repo")
 	logf := logTo(c.App.ErrWriter)
-	repo, _, err := gitmem.Init(dir, gitmem.Options{Author: author, Logf: logf})
+	repo, _, err := gitmem.Init(dir, gitmem.Options{Author: author, Now: clock(), Logf: logf})
 	if err != nil {
 		return storeErr(err, dir)
 	}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// now is the clock of every command: GITMEM_NOW (RFC 3339) when set, for
+// reproducible scripts and tests, else the system clock.
+func now() time.Time {
+	if s := os.Getenv("GITMEM_NOW"); s != "" {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return t
+		}
+	}
+	return time.Now()
+}
+
+func clock() func() time.Time {
+	if os.Getenv("GITMEM_NOW") != "" {
+		return now
+	}
+	return time.Now
+}
+
+// openRepo opens --repo for an operator command. Read-only commands take
+// no lock and change nothing.
+func openRepo(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
+	dir := c.String("repo")
+	r, err := gitmem.Open(dir, gitmem.Options{ReadOnly: readOnly, Now: clock(), Logf: logTo(c.App.ErrWriter)})
+	if err != nil {
+		return nil, storeErr(err, dir)
+	}
+	return r, nil
+}
+
+// memPath reads a path as the model writes it (/memories/a.md) or relative
+// to the repository (memories/a.md) and returns it relative to memories/.
+func memPath(s string) (string, error) {
+	if s == "memories" || strings.HasPrefix(s, "memories/") {
+		s = "/" + s
+	}
+	rel, err := policy.ParsePath(s)
+	if err != nil {
+		return "", failf(exitUsage, "%v (paths look like /memories/notes.md or memories/notes.md)", err)
+	}
+	return rel, nil
+}
+
+func memPaths(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		p, err := memPath(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// splitArgs separates revisions from memory paths: a path starts with
+// /memories or memories (a "--" before the paths is accepted, as in git).
+func splitArgs(c *cli.Context) (revs, paths []string) {
+	for _, a := range c.Args().Slice() {
+		if a == "--" {
+			continue
+		}
+		if a == "memories" || a == "/memories" || strings.HasPrefix(a, "memories/") || strings.HasPrefix(a, "/memories/") {
+			paths = append(paths, a)
+		} else {
+			revs = append(revs, a)
+		}
+	}
+	return revs, paths
+}
+
+// isTerminal reports whether w is a terminal (colors, progress bars).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progress shows a bar on stderr when it is a terminal, else nothing.
+func progress(c *cli.Context, what string) gitmem.Progress {
+	if !isTerminal(c.App.ErrWriter) {
+		return nil
+	}
+	var bar *progressbar.ProgressBar
+	return func(done, total int) {
+		if bar == nil {
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(c.App.ErrWriter),
+				progressbar.OptionSetDescription(what), progressbar.OptionClearOnFinish(),
+				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionShowCount())
+		}
+		bar.Set(done)
+		if done == total {
+			bar.Finish()
+		}
+	}
+}
+
+// jsonLines writes one JSON value per line.
+func jsonLines(w io.Writer) func(any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode
+}
+
+const timeLayout = "2006-01-02 15:04:05 -0700"
+
+func short(hash string) string {
+	if len(hash) > 7 {
+		return hash[:7]
+	}
+	return hash
+}
+
+// revArg resolves a revision given on the command line: a tool_use id, a
+// hash, a git revision, or a time as @{2h ago} / @{yesterday}.
+func revArg(r *gitmem.Repo, rev string) (gitmem.Commit, error) {
+	if inner, ok := strings.CutPrefix(rev, "@{"); ok && strings.HasSuffix(inner, "}") {
+		t, err := policy.ParseTime(strings.TrimSuffix(inner, "}"), now())
+		if err != nil {
+			return gitmem.Commit{}, failf(exitUsage, "%v", err)
+		}
+		c, err := r.At(t)
+		if err != nil {
+			return c, failf(exitFailure, "the memory has no commit as old as %s", t.Format(timeLayout))
+		}
+		return c, nil
+	}
+	c, err := r.Resolve(rev)
+	if errors.Is(err, gitmem.ErrUnknownRev) {
+		return c, failf(exitFailure, "%q is not a commit, tool_use id or revision of this memory", rev)
+	}
+	if err != nil {
+		return c, storeErr(err, "")
+	}
+	return c, nil
+}
+
+func timeFlag(c *cli.Context, name string) (time.Time, error) {
+	s := c.String(name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := policy.ParseTime(s, now())
+	if err != nil {
+		return t, failf(exitUsage, "--%s: %v", name, err)
+	}
+	return t, nil
+}
+
+func errf(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format, args...) }

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+func revertCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "revert",
+		Usage:     "undo changes (by commit or tool_use id) as one new commit, keeping later edits that do not overlap",
+		ArgsUsage: "REV|TOOL_USE_ID...",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "strategy", Usage: "`theirs` forces the undo where later edits overlap"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return failf(exitUsage, "revert takes one or more revisions or tool_use ids")
+			}
+			switch c.String("strategy") {
+			case "", "theirs":
+			default:
+				return failf(exitUsage, "--strategy can only be theirs")
+			}
+			r, err := openRepo(c, false)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			cm, err := r.Revert(c.Args().Slice(), gitmem.RevertOptions{Theirs: c.String("strategy") == "theirs"})
+			var ce *gitmem.ConflictError
+			switch {
+			case errors.As(err, &ce):
+				w := c.App.ErrWriter
+				for _, f := range ce.Files {
+					fmt.Fprintf(w, "/memories/%s: %s\n", f.Path, f.Reason)
+					for _, k := range f.Conflicts {
+						fmt.Fprintf(w, "  lines %d-%d of the reverted version:\n", k.BaseStart+1, k.BaseEnd)
+						for _, l := range k.Ours {
+							fmt.Fprintf(w, "    now:  %s\n", strings.TrimSuffix(l, "\n"))
+						}
+						for _, l := range k.Theirs {
+							fmt.Fprintf(w, "    undo: %s\n", strings.TrimSuffix(l, "\n"))
+						}
+					}
+				}
+				return failf(exitFailure, "cannot revert: later edits overlap in %d file(s); nothing was changed (--strategy=theirs forces the undo)", len(ce.Files))
+			case errors.Is(err, gitmem.ErrUnknownRev):
+				return failf(exitFailure, "%v", strings.TrimPrefix(err.Error(), "gitmem: "))
+			case err != nil:
+				return storeErr(err, c.String("repo"))
+			}
+			fmt.Fprintf(c.App.Writer, "[%s] %s\n", short(cm.Hash), cm.Subject)
+			return nil
+		},
+	}
+}
+
+func restoreCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "restore",
+		Usage:     "make the memory (or some paths) what it was at a revision or time, as one new commit",
+		ArgsUsage: "--to REV|TIME [-- PATH...]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "to", Required: true, Usage: "a revision, tool_use id, or time (2h, yesterday, 2026-11-20)"},
+		},
+		Action: func(c *cli.Context) error {
+			revs, args := splitArgs(c)
+			if len(revs) > 0 {
+				return failf(exitUsage, "restore takes memory paths after --to, not %q", revs[0])
+			}
+			paths, err := memPaths(args)
+			if err != nil {
+				return err
+			}
+			r, err := openRepo(c, false)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			to := c.String("to")
+			target, err := revArg(r, to)
+			if err != nil {
+				if t, terr := policy.ParseTime(to, now()); terr == nil {
+					target, err = revArg(r, "@{"+t.Format("2006-01-02T15:04:05Z07:00")+"}")
+				}
+			}
+			if err != nil {
+				return err
+			}
+			cm, err := r.Restore(target, paths, gitmem.Signature{})
+			if err != nil {
+				return storeErr(err, c.String("repo"))
+			}
+			fmt.Fprintf(c.App.Writer, "[%s] %s\n", short(cm.Hash), cm.Subject)
+			return nil
+		},
+	}
+}
+
+type staleJSON struct {
+	Path        string `json:"path"`
+	LastTouched string `json:"last_touched"`
+	Commit      string `json:"commit"`
+}
+
+func expireCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "expire",
+		Usage: "delete files nobody changed for a while, as one commit (revert it to bring them back)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "older-than", Required: true, Usage: "expire files last changed more than `DURATION` ago (30d, 2w)"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "list what would be deleted; change nothing"},
+			&cli.StringSliceFlag{Name: "keep", Usage: "never expire paths matching `GLOB` (memories/**/*.md, /memories/core/*)"},
+			&cli.BoolFlag{Name: "json", Usage: "one JSON object per file"},
+		},
+		Action: func(c *cli.Context) error {
+			age, err := policy.ParseDuration(c.String("older-than"))
+			if err != nil {
+				return failf(exitUsage, "--older-than: %v", err)
+			}
+			keep, err := keepGlobs(c.StringSlice("keep"))
+			if err != nil {
+				return err
+			}
+			cutoff := now().Add(-age)
+			r, err := openRepo(c, c.Bool("dry-run"))
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			var stale []gitmem.Stale
+			var cm gitmem.Commit
+			if c.Bool("dry-run") {
+				stale, err = r.StaleFiles(cutoff, keep, progress(c, "reading history"))
+			} else {
+				stale, cm, err = r.Expire(cutoff, keep, gitmem.Signature{}, progress(c, "reading history"))
+			}
+			if err != nil {
+				return storeErr(err, c.String("repo"))
+			}
+			emit := jsonLines(c.App.Writer)
+			for _, s := range stale {
+				if c.Bool("json") {
+					emit(staleJSON{"/memories/" + s.Path, s.LastTouched.Format("2006-01-02T15:04:05Z07:00"), s.Commit})
+				} else {
+					fmt.Fprintf(c.App.Writer, "/memories/%s\tlast changed %s (%s)\n", s.Path, s.LastTouched.Format("2006-01-02 15:04:05"), short(s.Commit))
+				}
+			}
+			switch {
+			case c.Bool("json"):
+			case len(stale) == 0:
+				fmt.Fprintf(c.App.ErrWriter, "nothing changed since before %s\n", cutoff.Format(timeLayout))
+			case c.Bool("dry-run"):
+				fmt.Fprintf(c.App.ErrWriter, "%d file(s) would expire (dry run: nothing was changed)\n", len(stale))
+			default:
+				fmt.Fprintf(c.App.ErrWriter, "[%s] %s\nundo with: gitmem revert %s\n", short(cm.Hash), cm.Subject, short(cm.Hash))
+			}
+			return nil
+		},
+	}
+}
+
+// keepGlobs takes globs over memory paths, written from /memories or from
+// the repository, and makes them relative to memories/.
+func keepGlobs(in []string) ([]string, error) {
+	var out []string
+	for _, g := range in {
+		g = strings.TrimPrefix(strings.TrimPrefix(g, "/"), "memories/")
+		if g == "memories" || g == "" {
+			return nil, failf(exitUsage, "--keep %q would keep everything", g)
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}

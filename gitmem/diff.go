@@ -1,0 +1,200 @@
+package gitmem
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/sergi/go-diff/diffmatchpatch"
+)
+
+// FileChange is one memory file that differs between two states.
+type FileChange struct {
+	Path             string // relative to memories/
+	Old, New         []byte
+	OldFile, NewFile bool // whether it exists on each side
+}
+
+// Diff compares the memory at two commits ("" for from: before the first
+// commit), under the given paths (none: all), in path order.
+func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
+	a := map[string]string{}
+	if from != "" {
+		var err error
+		if a, err = r.Files(from, paths...); err != nil {
+			return nil, err
+		}
+	}
+	b, err := r.Files(to, paths...)
+	if err != nil {
+		return nil, err
+	}
+	return r.changes(a, b, r.blobOf)
+}
+
+// DiffWorktree compares HEAD with the files on disk under memories/ (what
+// an operator changed by hand and gitmem has not yet adopted).
+func (r *Repo) DiffWorktree(paths ...string) ([]FileChange, error) {
+	a, err := r.Files("HEAD", paths...)
+	if err != nil && err != ErrUnknownRev {
+		return nil, err
+	}
+	disk, err := r.wt.scan(func(rel string, dir bool) bool { return false })
+	if err != nil {
+		return nil, wrap("scan the worktree", err)
+	}
+	b := map[string]string{}
+	for p, h := range disk {
+		if len(paths) == 0 || touches([]string{p}, paths) {
+			b[p] = h.String()
+		}
+	}
+	return r.changes(a, b, func(side int, p, h string) ([]byte, error) {
+		if side == 1 {
+			data, err := r.wt.root.ReadFile(memDir + "/" + p)
+			return data, wrap("read "+p, err)
+		}
+		return r.blobOf(side, p, h)
+	})
+}
+
+func (r *Repo) blobOf(_ int, _ string, h string) ([]byte, error) {
+	data, err := r.readBlob(plumbing.NewHash(h))
+	return data, wrap("read blob", err)
+}
+
+func (r *Repo) changes(a, b map[string]string, read func(side int, p, h string) ([]byte, error)) ([]FileChange, error) {
+	all := maps.Clone(a)
+	maps.Copy(all, b)
+	var out []FileChange
+	for _, p := range slices.Sorted(maps.Keys(all)) {
+		ha, okA := a[p]
+		hb, okB := b[p]
+		if okA && okB && ha == hb {
+			continue
+		}
+		fc := FileChange{Path: p, OldFile: okA, NewFile: okB}
+		var err error
+		if okA {
+			if fc.Old, err = read(0, p, ha); err != nil {
+				return nil, err
+			}
+		}
+		if okB {
+			if fc.New, err = read(1, p, hb); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, fc)
+	}
+	return out, nil
+}
+
+// Unified renders a change as a git-style unified diff with three lines
+// of context.
+func (fc FileChange) Unified() string {
+	var b strings.Builder
+	name := memDir + "/" + fc.Path
+	fmt.Fprintf(&b, "diff --git a/%s b/%s\n", name, name)
+	from, to := "a/"+name, "b/"+name
+	switch {
+	case !fc.OldFile:
+		b.WriteString("new file mode 100644\n")
+		from = "/dev/null"
+	case !fc.NewFile:
+		b.WriteString("deleted file mode 100644\n")
+		to = "/dev/null"
+	}
+	if bytes.IndexByte(fc.Old, 0) >= 0 || bytes.IndexByte(fc.New, 0) >= 0 {
+		fmt.Fprintf(&b, "Binary files %s and %s differ\n", from, to)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "--- %s\n+++ %s\n", from, to)
+	b.WriteString(unifiedHunks(string(fc.Old), string(fc.New), 3))
+	return b.String()
+}
+
+type lineOp struct {
+	kind byte // ' ', '-', '+'
+	text string
+}
+
+// unifiedHunks is the body of a unified diff between a and b.
+func unifiedHunks(a, b string, context int) string {
+	dmp := diffmatchpatch.New()
+	ca, cb, table := dmp.DiffLinesToChars(a, b)
+	var ops []lineOp
+	for _, d := range dmp.DiffCharsToLines(dmp.DiffMain(ca, cb, false), table) {
+		kind := map[diffmatchpatch.Operation]byte{diffmatchpatch.DiffEqual: ' ', diffmatchpatch.DiffDelete: '-', diffmatchpatch.DiffInsert: '+'}[d.Type]
+		for _, l := range splitKeep(d.Text) {
+			ops = append(ops, lineOp{kind, l})
+		}
+	}
+	var out strings.Builder
+	for i := 0; i < len(ops); {
+		if ops[i].kind == ' ' {
+			i++
+			continue
+		}
+		// A hunk: from context lines before the change to context lines
+		// after the last change that is within 2*context of the next.
+		start := max(0, i-context)
+		end := i
+		for end < len(ops) {
+			if ops[end].kind != ' ' {
+				end++
+				continue
+			}
+			run := end
+			for run < len(ops) && ops[run].kind == ' ' {
+				run++
+			}
+			if run == len(ops) || run-end > 2*context {
+				end = min(len(ops), end+context)
+				break
+			}
+			end = run
+		}
+		oldStart, newStart := 1, 1
+		for _, op := range ops[:start] {
+			if op.kind != '+' {
+				oldStart++
+			}
+			if op.kind != '-' {
+				newStart++
+			}
+		}
+		oldN, newN := 0, 0
+		for _, op := range ops[start:end] {
+			if op.kind != '+' {
+				oldN++
+			}
+			if op.kind != '-' {
+				newN++
+			}
+		}
+		fmt.Fprintf(&out, "@@ -%s +%s @@\n", hunkRange(oldStart, oldN), hunkRange(newStart, newN))
+		for _, op := range ops[start:end] {
+			out.WriteByte(op.kind)
+			out.WriteString(op.text)
+			if !strings.HasSuffix(op.text, "\n") {
+				out.WriteString("\n\\ No newline at end of file\n")
+			}
+		}
+		i = end
+	}
+	return out.String()
+}
+
+func hunkRange(start, n int) string {
+	if n == 0 {
+		return fmt.Sprintf("%d,0", start-1)
+	}
+	if n == 1 {
+		return fmt.Sprint(start)
+	}
+	return fmt.Sprintf("%d,%d", start, n)
+}

@@ -1,0 +1,382 @@
+package gitmem
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// FileConflict is a file a revert cannot undo without losing later edits.
+type FileConflict struct {
+	Path      string // relative to memories/
+	Reason    string
+	Conflicts []Conflict // overlapping lines, when both versions exist
+}
+
+// ConflictError lists what stopped a revert. Nothing was changed.
+type ConflictError struct{ Files []FileConflict }
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("gitmem: the revert conflicts with later edits in %d file(s)", len(e.Files))
+}
+
+// AddTrailer appends a trailer to the commit (a key may repeat).
+func (tx *Tx) AddTrailer(key, value string) {
+	tx.extra = append(tx.extra, Trailer{Key: key, Value: value})
+}
+
+// Paths lists the memory paths the transaction has changed so far.
+func (tx *Tx) Paths() []string {
+	var out []string
+	for _, o := range tx.ops {
+		for _, p := range []string{o.from, o.to} {
+			if p != "" && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// files returns the files under prefix ("" all) with their blob hashes.
+func (v *View) files(prefix string) map[string]string {
+	out := map[string]string{}
+	walkFiles(lookup(v.root, full(prefix)), prefix, func(p string, n *node) { out[p] = n.hash.String() })
+	return out
+}
+
+// content returns a file's content in the transaction, or nil, false.
+func (tx *Tx) content(p string) ([]byte, bool, error) {
+	data, err := tx.ReadFile(p)
+	if errors.Is(err, ErrNotExist) || errors.Is(err, ErrIsDir) {
+		return nil, false, nil
+	}
+	return data, err == nil, err
+}
+
+// set makes p hold data (exists) or removes it.
+func (tx *Tx) set(p string, data []byte, exists bool) error {
+	if !exists {
+		if _, err := tx.Stat(p); err != nil {
+			return nil
+		}
+		return tx.Remove(p)
+	}
+	return tx.WriteFile(p, data)
+}
+
+// RevertOptions tune a revert.
+type RevertOptions struct {
+	// Theirs forces the undo: where later edits overlap, the version
+	// before the reverted change wins.
+	Theirs bool
+	Author Signature
+}
+
+// Revert undoes the changes the given commits (or tool_use ids) made, as
+// one new commit with a Reverts trailer for each. Later edits to the same
+// files are kept where they do not overlap (a three-way line merge: base
+// = the file after the change, ours = HEAD, theirs = the file before).
+// When they overlap, a *ConflictError describes them and nothing changes.
+// A reverted delete brings the file back; a reverted rename moves it back.
+func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, error) {
+	type target struct {
+		c   Commit
+		pos int
+	}
+	hist, err := r.indexed(nil)
+	if err != nil {
+		return Commit{}, err
+	}
+	var targets []target
+	for _, rev := range revs {
+		c, err := r.Resolve(rev)
+		if err != nil {
+			return Commit{}, fmt.Errorf("%w: %s", ErrUnknownRev, rev)
+		}
+		pos := slices.IndexFunc(hist, func(h histRec) bool { return h.hash.String() == c.Hash })
+		if pos < 0 {
+			return Commit{}, fmt.Errorf("%w: %s is not on the current branch", ErrUnknownRev, rev)
+		}
+		targets = append(targets, target{c, pos})
+	}
+	slices.SortFunc(targets, func(a, b target) int { return b.pos - a.pos }) // newest first
+	meta := Meta{Author: opt.Author, Trailers: []Trailer{{TrailerCommand, "revert"}}}
+	if len(targets) == 1 {
+		c := targets[0].c
+		meta.Subject = "memory: revert " + c.Hash[:7] + " (" + c.Subject + ")"
+	} else {
+		meta.Subject = fmt.Sprintf("memory: revert %d changes", len(targets))
+	}
+	for _, t := range targets {
+		meta.Trailers = append(meta.Trailers, Trailer{"Reverts", t.c.Hash})
+		if id := t.c.Trailer(TrailerToolUseID); id != "" {
+			meta.Trailers = append(meta.Trailers, Trailer{"Reverts-Tool-Use-Id", id})
+		}
+	}
+	return r.Update(meta, func(tx *Tx) error {
+		var conflicts []FileConflict
+		for _, t := range targets {
+			fc, err := r.undo(tx, t.c, opt.Theirs, movedAfter(hist[t.pos+1:]))
+			if err != nil {
+				return err
+			}
+			conflicts = append(conflicts, fc...)
+		}
+		if len(conflicts) > 0 {
+			return &ConflictError{Files: conflicts}
+		}
+		for _, p := range tx.Paths() {
+			tx.AddTrailer(TrailerPath, "/memories/"+p)
+		}
+		return nil
+	})
+}
+
+// movedAfter maps a path to where the renames in later (oldest first)
+// follow it.
+func movedAfter(later []histRec) func(string) string {
+	return func(p string) string {
+		for i := range later {
+			h := &later[i]
+			if h.command != "rename" {
+				continue
+			}
+			from := strings.TrimPrefix(h.path, "/memories/")
+			to := strings.TrimPrefix(h.newPath, "/memories/")
+			if p == from {
+				p = to
+			} else if rest, ok := strings.CutPrefix(p, from+"/"); ok {
+				p = to + "/" + rest
+			}
+		}
+		return p
+	}
+}
+
+// undo applies the inverse of commit c to tx. moved says where a path of
+// c's time lives now, after later renames.
+func (r *Repo) undo(tx *Tx, c Commit, theirs bool, moved func(string) string) ([]FileConflict, error) {
+	if c.Trailer(TrailerCommand) == "rename" {
+		from := strings.TrimPrefix(c.Trailer(TrailerPath), "/memories/")
+		to := strings.TrimPrefix(c.Trailer(TrailerNewPath), "/memories/")
+		to = moved(to)
+		_, errTo := tx.Stat(to)
+		_, errFrom := tx.Stat(from)
+		if errTo != nil || errFrom == nil {
+			return []FileConflict{{Path: to, Reason: fmt.Sprintf("cannot move it back to /memories/%s: it has since been moved, or that path is taken", from)}}, nil
+		}
+		return nil, tx.Rename(to, from)
+	}
+	parent := ""
+	if len(c.Parents) > 0 {
+		parent = c.Parents[0]
+	}
+	var out []FileConflict
+	for _, old := range c.Paths {
+		p := moved(old)
+		base, baseOK, err := r.at(c.Hash, old)
+		if err != nil {
+			return nil, err
+		}
+		before, beforeOK, err := r.at(parent, old)
+		if err != nil {
+			return nil, err
+		}
+		ours, oursOK, err := tx.content(p)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case oursOK == baseOK && bytes.Equal(ours, base): // untouched since: plain undo
+			err = tx.set(p, before, beforeOK)
+		case baseOK && beforeOK && oursOK:
+			merged, cs := merge(splitKeep(string(base)), splitKeep(string(ours)), splitKeep(string(before)), theirs)
+			if len(cs) > 0 && !theirs {
+				out = append(out, FileConflict{Path: p, Reason: "later edits overlap the reverted lines", Conflicts: cs})
+				continue
+			}
+			err = tx.WriteFile(p, []byte(strings.Join(merged, "")))
+		case theirs:
+			err = tx.set(p, before, beforeOK)
+		default:
+			reason := "it was changed again after this commit"
+			switch {
+			case !oursOK:
+				reason = "it was deleted after this commit"
+			case !baseOK:
+				reason = "it was created again after this commit deleted it"
+			}
+			out = append(out, FileConflict{Path: p, Reason: reason})
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// at returns a file's content at a commit ("" means before the first).
+func (r *Repo) at(commit, p string) ([]byte, bool, error) {
+	if commit == "" {
+		return nil, false, nil
+	}
+	data, err := r.ReadFileAt(commit, p)
+	if errors.Is(err, ErrNotExist) {
+		return nil, false, nil
+	}
+	return data, err == nil, err
+}
+
+// Restore makes the memory, or the given paths (relative to memories/),
+// what they were at commit c, as one new commit. History is not rewritten.
+func (r *Repo) Restore(c Commit, paths []string, author Signature) (Commit, error) {
+	what := "all memory"
+	if len(paths) > 0 {
+		var shown []string
+		for _, p := range paths {
+			shown = append(shown, "/memories/"+p)
+		}
+		what = strings.Join(shown, ", ")
+	}
+	meta := Meta{Subject: "memory: restore " + what + " to " + c.Hash[:7], Author: author,
+		Trailers: []Trailer{{TrailerCommand, "restore"}, {"Restored-From", c.Hash}}}
+	return r.Update(meta, func(tx *Tx) error {
+		then, err := r.Files(c.Hash, paths...)
+		if err != nil {
+			return err
+		}
+		now := map[string]string{}
+		if len(paths) == 0 {
+			now = tx.files("")
+		}
+		for _, p := range paths {
+			for k, v := range tx.files(p) {
+				now[k] = v
+			}
+		}
+		for _, p := range slices.Sorted(maps.Keys(now)) {
+			if _, keep := then[p]; !keep {
+				if err := tx.Remove(p); err != nil {
+					return err
+				}
+			}
+		}
+		for _, p := range slices.Sorted(maps.Keys(then)) {
+			if now[p] == then[p] {
+				continue
+			}
+			data, err := r.readBlob(plumbing.NewHash(then[p]))
+			if err != nil {
+				return wrap("read blob", err)
+			}
+			if err := tx.WriteFile(p, data); err != nil {
+				return err
+			}
+		}
+		for _, p := range tx.Paths() {
+			tx.AddTrailer(TrailerPath, "/memories/"+p)
+		}
+		return nil
+	})
+}
+
+// Stale is a file expire would delete.
+type Stale struct {
+	Path        string // relative to memories/
+	LastTouched time.Time
+	Commit      string // the last commit that changed it
+}
+
+// StaleFiles lists the files at HEAD whose last change is older than
+// cutoff, skipping paths that match a keep glob (matched against the path
+// relative to memories/; ** crosses folders). One pass over the history
+// index, newest first.
+func (r *Repo) StaleFiles(cutoff time.Time, keep []string, progress Progress) ([]Stale, error) {
+	hist, err := r.indexed(progress)
+	if err != nil {
+		return nil, err
+	}
+	return staleIn(hist, r.headFiles(hist), cutoff, keep)
+}
+
+func (r *Repo) headFiles(hist []histRec) map[string]string {
+	if len(hist) == 0 {
+		return map[string]string{}
+	}
+	files, _ := r.Files(hist[len(hist)-1].hash.String())
+	return files
+}
+
+func staleIn(hist []histRec, files map[string]string, cutoff time.Time, keep []string) ([]Stale, error) {
+	for _, g := range keep {
+		if !doublestar.ValidatePattern(g) {
+			return nil, fmt.Errorf("gitmem: bad --keep pattern %q", g)
+		}
+	}
+	last := map[string]*histRec{}
+	for i := len(hist) - 1; i >= 0 && len(last) < len(files); i-- {
+		for _, p := range hist[i].paths {
+			if _, ok := files[p]; ok && last[p] == nil {
+				last[p] = &hist[i]
+			}
+		}
+	}
+	var out []Stale
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		if slices.ContainsFunc(keep, func(g string) bool { ok, _ := doublestar.Match(g, p); return ok }) {
+			continue
+		}
+		h := last[p]
+		if h == nil && len(hist) > 0 {
+			h = &hist[0]
+		}
+		if h != nil && h.when.Before(cutoff) {
+			out = append(out, Stale{Path: p, LastTouched: h.when, Commit: h.hash.String()})
+		}
+	}
+	return out, nil
+}
+
+// Expire deletes the stale files (see StaleFiles) as one commit that
+// lists them, so it can be reverted. Nothing to expire: no commit.
+func (r *Repo) Expire(cutoff time.Time, keep []string, author Signature, progress Progress) ([]Stale, Commit, error) {
+	var stale []Stale
+	meta := Meta{Author: author, Trailers: []Trailer{{TrailerCommand, "expire"}, {"Expired-Before", cutoff.UTC().Format(time.RFC3339)}}}
+	c, err := r.Update(meta, func(tx *Tx) error {
+		hist, err := r.history(tx.head, false, progress)
+		if err != nil {
+			return err
+		}
+		stale, err = staleIn(hist, tx.files(""), cutoff, keep)
+		if err != nil {
+			return err
+		}
+		if len(stale) == 0 {
+			return errNothing
+		}
+		for _, s := range stale {
+			if err := tx.Remove(s.Path); err != nil {
+				return err
+			}
+			tx.AddTrailer(TrailerPath, "/memories/"+s.Path)
+		}
+		tx.SetSubject(fmt.Sprintf("memory: expire %d file(s) untouched since %s", len(stale), cutoff.UTC().Format(time.RFC3339)))
+		return nil
+	})
+	if errors.Is(err, errNothing) {
+		return nil, Commit{}, nil
+	}
+	return stale, c, err
+}
+
+var errNothing = errors.New("nothing to do")
