@@ -25,7 +25,7 @@ import (
 // rebuilt by one first-parent walk (skipping equal subtrees) when the
 // history was rewritten. It is a cache: git stays the truth.
 
-const historyHeader = "gitmem-history 2"
+const historyHeader = "gitmem-history 3"
 
 type histRec struct {
 	hash, parent plumbing.Hash
@@ -36,21 +36,16 @@ type histRec struct {
 	command      string // Memory-Command
 	session      string
 	agent        string
-	path         string   // Memory-Path
-	newPath      string   // Memory-New-Path
-	paths        []string // memory files changed, relative to memories/
+	path         string    // Memory-Path
+	newPath      string    // Memory-New-Path
+	trailers     []Trailer // all of the commit's trailers
+	paths        []string  // memory files changed, relative to memories/
 }
 
 func (h *histRec) commit() Commit {
-	c := Commit{Hash: h.hash.String(), Author: h.author, Time: h.when, Subject: h.subject, Paths: h.paths}
+	c := Commit{Hash: h.hash.String(), Author: h.author, Time: h.when, Subject: h.subject, Paths: h.paths, Trailers: h.trailers}
 	if !h.parent.IsZero() {
 		c.Parents = []string{h.parent.String()}
-	}
-	for _, t := range []Trailer{{TrailerToolUseID, h.id}, {TrailerCommand, h.command}, {TrailerPath, h.path},
-		{TrailerNewPath, h.newPath}, {TrailerSession, h.session}, {TrailerAgent, h.agent}} {
-		if t.Value != "" {
-			c.Trailers = append(c.Trailers, t)
-		}
 	}
 	return c
 }
@@ -85,7 +80,10 @@ func unescape(s string) string {
 func (h *histRec) line() string {
 	_, off := h.when.Zone()
 	f := []string{h.hash.String(), h.parent.String(), strconv.FormatInt(h.when.Unix(), 10), strconv.Itoa(off),
-		h.author.Name, h.author.Email, h.subject, h.id, h.command, h.session, h.agent, h.path, h.newPath}
+		h.author.Name, h.author.Email, h.subject, strconv.Itoa(len(h.trailers))}
+	for _, t := range h.trailers {
+		f = append(f, t.Key, t.Value)
+	}
 	f = append(f, h.paths...)
 	for i := range f {
 		f[i] = escaper.Replace(f[i])
@@ -95,25 +93,33 @@ func (h *histRec) line() string {
 
 func parseRec(line string) (histRec, bool) {
 	f := strings.Split(line, "\t")
-	if len(f) < 13 || !plumbing.IsHash(f[0]) || !plumbing.IsHash(f[1]) {
+	if len(f) < 8 || !plumbing.IsHash(f[0]) || !plumbing.IsHash(f[1]) {
 		return histRec{}, false
 	}
 	sec, err1 := strconv.ParseInt(f[2], 10, 64)
 	off, err2 := strconv.Atoi(f[3])
-	if err1 != nil || err2 != nil {
+	n, err3 := strconv.Atoi(f[7])
+	if err1 != nil || err2 != nil || err3 != nil || n < 0 || len(f) < 8+2*n {
 		return histRec{}, false
 	}
-	h := histRec{
-		hash: plumbing.NewHash(f[0]), parent: plumbing.NewHash(f[1]),
-		when:   time.Unix(sec, 0).In(time.FixedZone("", off)),
-		author: Signature{unescape(f[4]), unescape(f[5])}, subject: unescape(f[6]),
-		id: unescape(f[7]), command: unescape(f[8]), session: unescape(f[9]), agent: unescape(f[10]),
-		path: unescape(f[11]), newPath: unescape(f[12]),
+	var trailers []Trailer
+	for i := range n {
+		trailers = append(trailers, Trailer{unescape(f[8+2*i]), unescape(f[9+2*i])})
 	}
-	for _, p := range f[13:] {
+	h := newRec(plumbing.NewHash(f[0]), plumbing.NewHash(f[1]), time.Unix(sec, 0).In(time.FixedZone("", off)),
+		Signature{unescape(f[4]), unescape(f[5])}, unescape(f[6]), trailers)
+	for _, p := range f[8+2*n:] {
 		h.paths = append(h.paths, unescape(p))
 	}
 	return h, true
+}
+
+// newRec makes a record, taking the fields log filters on from the trailers.
+func newRec(hash, parent plumbing.Hash, when time.Time, author Signature, subject string, trailers []Trailer) histRec {
+	return histRec{hash: hash, parent: parent, when: when, author: author, subject: subject, trailers: trailers,
+		id: trailerValue(trailers, TrailerToolUseID), command: trailerValue(trailers, TrailerCommand),
+		session: trailerValue(trailers, TrailerSession), agent: trailerValue(trailers, TrailerAgent),
+		path: trailerValue(trailers, TrailerPath), newPath: trailerValue(trailers, TrailerNewPath)}
 }
 
 func (r *Repo) historyPath() string { return filepath.Join(r.gitDir, "gitmem", "history") }
@@ -248,15 +254,12 @@ func (r *Repo) histTip() plumbing.Hash {
 // recordOf indexes a commit read from git. Called with omu held.
 func (r *Repo) recordOf(c *object.Commit) (histRec, error) {
 	subject, _, trailers := parseMessage(c.Message)
-	rec := histRec{
-		hash: c.Hash, when: c.Author.When, author: Signature{c.Author.Name, c.Author.Email}, subject: subject,
-		id: trailerValue(trailers, TrailerToolUseID), command: trailerValue(trailers, TrailerCommand),
-		session: trailerValue(trailers, TrailerSession), agent: trailerValue(trailers, TrailerAgent),
-		path: trailerValue(trailers, TrailerPath), newPath: trailerValue(trailers, TrailerNewPath),
-	}
-	var parentTree plumbing.Hash
+	var parent, parentTree plumbing.Hash
 	if len(c.ParentHashes) > 0 {
-		rec.parent = c.ParentHashes[0]
+		parent = c.ParentHashes[0]
+	}
+	rec := newRec(c.Hash, parent, c.Author.When, Signature{c.Author.Name, c.Author.Email}, subject, trailers)
+	if !rec.parent.IsZero() {
 		p, err := r.obj.commit(rec.parent)
 		if err != nil {
 			return rec, err

@@ -598,9 +598,8 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 
 // record appends a commit gitmem just made to the history index.
 func (r *Repo) record(parent, h plumbing.Hash, oldRoot, newRoot *node, author Signature, when time.Time, meta Meta) {
-	rec := histRec{hash: h, parent: parent, when: when, author: author, subject: oneLine(meta.Subject),
-		id: meta.ID(), command: meta.Trailer(TrailerCommand), session: meta.Trailer(TrailerSession), agent: meta.Trailer(TrailerAgent),
-		path: meta.Trailer(TrailerPath), newPath: meta.Trailer(TrailerNewPath)}
+	_, _, trailers := parseMessage(meta.message())
+	rec := newRec(h, parent, when, author, oneLine(meta.Subject), trailers)
 	diffNodes(lookup(oldRoot, memDir), lookup(newRoot, memDir), "", func(p string) { rec.paths = append(rec.paths, p) })
 	slices.Sort(rec.paths)
 	r.hmu.Lock()

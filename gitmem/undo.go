@@ -109,7 +109,7 @@ func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, error) {
 		targets = append(targets, target{c, pos})
 	}
 	slices.SortFunc(targets, func(a, b target) int { return b.pos - a.pos }) // newest first
-	meta := Meta{Author: opt.Author, Trailers: []Trailer{{TrailerCommand, "revert"}}}
+	meta := Meta{Author: r.operator(opt.Author), Trailers: []Trailer{{TrailerCommand, "revert"}}}
 	if len(targets) == 1 {
 		c := targets[0].c
 		meta.Subject = "memory: revert " + c.Hash[:7] + " (" + c.Subject + ")"
@@ -248,7 +248,7 @@ func (r *Repo) Restore(c Commit, paths []string, author Signature) (Commit, erro
 		}
 		what = strings.Join(shown, ", ")
 	}
-	meta := Meta{Subject: "memory: restore " + what + " to " + c.Hash[:7], Author: author,
+	meta := Meta{Subject: "memory: restore " + what + " to " + c.Hash[:7], Author: r.operator(author),
 		Trailers: []Trailer{{TrailerCommand, "restore"}, {"Restored-From", c.Hash}}}
 	return r.Update(meta, func(tx *Tx) error {
 		then, err := r.Files(c.Hash, paths...)
@@ -351,7 +351,7 @@ func staleIn(hist []histRec, files map[string]string, cutoff time.Time, keep []s
 // lists them, so it can be reverted. Nothing to expire: no commit.
 func (r *Repo) Expire(cutoff time.Time, keep []string, author Signature, progress Progress) ([]Stale, Commit, error) {
 	var stale []Stale
-	meta := Meta{Author: author, Trailers: []Trailer{{TrailerCommand, "expire"}, {"Expired-Before", cutoff.UTC().Format(time.RFC3339)}}}
+	meta := Meta{Author: r.operator(author), Trailers: []Trailer{{TrailerCommand, "expire"}, {"Expired-Before", cutoff.UTC().Format(time.RFC3339)}}}
 	c, err := r.Update(meta, func(tx *Tx) error {
 		hist, err := r.history(tx.head, false, progress)
 		if err != nil {
@@ -380,3 +380,12 @@ func (r *Repo) Expire(cutoff time.Time, keep []string, author Signature, progres
 }
 
 var errNothing = errors.New("nothing to do")
+
+// operator is the author of an operator command: who, or the operator's
+// git identity.
+func (r *Repo) operator(who Signature) Signature {
+	if who == (Signature{}) {
+		return r.opt.Operator
+	}
+	return who
+}

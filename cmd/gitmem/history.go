@@ -55,11 +55,13 @@ func oneLine(c gitmem.Commit) string {
 	if np := c.Trailer(gitmem.TrailerNewPath); np != "" {
 		path += " -> " + np
 	}
-	if cmd == "" {
+	switch {
+	case cmd == "":
 		cmd, path = "-", c.Subject
-	}
-	if path == "" {
-		path = c.Subject
+	case path == "":
+		path = "/memories"
+	case len(c.Paths) > 1 && c.Trailer(gitmem.TrailerNewPath) == "":
+		path += fmt.Sprintf(" (+%d more)", len(c.Paths)-1)
 	}
 	id := c.Trailer(gitmem.TrailerToolUseID)
 	if id == "" {
@@ -311,6 +313,19 @@ func blameCommand() *cli.Command {
 			w := newPager(c.App.Writer)
 			emit := jsonLines(w)
 			width := len(fmt.Sprint(len(lines)))
+			who := func(c gitmem.Commit) string {
+				if id := c.Trailer(gitmem.TrailerToolUseID); id != "" {
+					return id
+				}
+				if cmd := c.Trailer(gitmem.TrailerCommand); cmd != "" {
+					return "(" + cmd + ")"
+				}
+				return "-"
+			}
+			idWidth := 0
+			for _, l := range lines {
+				idWidth = max(idWidth, len(who(l.Commit)))
+			}
 			for _, l := range lines {
 				id := l.Commit.Trailer(gitmem.TrailerToolUseID)
 				if c.Bool("json") {
@@ -318,10 +333,8 @@ func blameCommand() *cli.Command {
 						ToolUseID: id, Command: l.Commit.Trailer(gitmem.TrailerCommand), Text: l.Text})
 					continue
 				}
-				if id == "" {
-					id = "-"
-				}
-				fmt.Fprintf(w, "%s %s %s %*d) %s\n", short(l.Commit.Hash), l.Commit.Time.Format("2006-01-02 15:04:05"), id, width, l.Line, l.Text)
+				fmt.Fprintf(w, "%s %s %-*s %*d) %s\n", short(l.Commit.Hash), l.Commit.Time.Format("2006-01-02 15:04:05"),
+					idWidth, who(l.Commit), width, l.Line, l.Text)
 			}
 			return w.Flush()
 		},
