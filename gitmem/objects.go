@@ -83,8 +83,10 @@ func (o *objects) tree(h plumbing.Hash) (*object.Tree, error) {
 // file that is fsynced and renamed into place; sync then fsyncs the folders
 // so that the objects are durable before the ref that names them moves.
 type objectWriter struct {
-	dir   string // .git/objects
-	dirty map[string]bool
+	dir      string // .git/objects
+	dirty    map[string]bool
+	noSync   bool
+	unsynced []plumbing.Hash
 }
 
 func newObjectWriter(gitDir string) *objectWriter {
@@ -114,11 +116,41 @@ func (w *objectWriter) write(t plumbing.ObjectType, content []byte) (plumbing.Ha
 	if err := zw.Close(); err != nil {
 		return h, err
 	}
-	if err := writeFileSync(sub, "tmp_obj_", final, buf.Bytes(), 0o444); err != nil {
+	if err := writeFile(sub, "tmp_obj_", final, buf.Bytes(), 0o444, !w.noSync); err != nil {
 		return h, err
 	}
 	w.dirty[sub] = true
 	return h, nil
+}
+
+// writeNoSync writes a loose object without fsync, for bulk rewrites
+// that sync everything once at the end (syncAll).
+func (w *objectWriter) writeNoSync(t plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
+	w.noSync = true
+	defer func() { w.noSync = false }()
+	h, err := w.write(t, content)
+	if err == nil {
+		w.unsynced = append(w.unsynced, h)
+	}
+	return h, err
+}
+
+// syncAll fsyncs the objects written by writeNoSync, then the folders.
+func (w *objectWriter) syncAll() error {
+	for _, h := range w.unsynced {
+		hex := h.String()
+		f, err := os.Open(filepath.Join(w.dir, hex[:2], hex[2:]))
+		if err != nil {
+			return err
+		}
+		err = fsync(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	w.unsynced = nil
+	return w.sync()
 }
 
 // zlibWriters reuses compressors: a new one allocates about a megabyte.
@@ -141,6 +173,11 @@ func (w *objectWriter) sync() error {
 // writeFileSync writes data to a new temporary file in tmpDir, fsyncs it,
 // sets its mode and renames it to final. The folder is not synced.
 func writeFileSync(tmpDir, pattern, final string, data []byte, mode os.FileMode) error {
+	return writeFile(tmpDir, pattern, final, data, mode, true)
+}
+
+// writeFile is writeFileSync with the fsync optional.
+func writeFile(tmpDir, pattern, final string, data []byte, mode os.FileMode, doSync bool) error {
 	f, err := os.CreateTemp(tmpDir, pattern)
 	if err != nil {
 		return err
@@ -150,7 +187,7 @@ func writeFileSync(tmpDir, pattern, final string, data []byte, mode os.FileMode)
 	if err == nil {
 		err = f.Chmod(mode)
 	}
-	if err == nil {
+	if err == nil && doSync {
 		err = fsync(f)
 	}
 	if cerr := f.Close(); err == nil {

@@ -1,0 +1,353 @@
+package gitmem
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Redaction is what to remove from every commit: a memory path (the file
+// or folder's tree entry goes), a blob (every entry holding it goes), or a
+// pattern (every match in every file becomes [REDACTED]). Exactly one.
+type Redaction struct {
+	Path  string         // relative to memories/
+	Blob  string         // a blob hash
+	Match *regexp.Regexp // matched against file contents
+}
+
+// Rewrite pairs a commit with the commit that replaces it.
+type Rewrite struct {
+	Old, New string
+	Subject  string
+}
+
+// RedactReport says what a redaction changed (or, dry, would change).
+type RedactReport struct {
+	Rewritten []Rewrite // oldest first; commits whose hash changes
+	Refs      []string  // refs that move
+}
+
+const redacted = "[REDACTED]"
+
+// Redact rewrites the history so that the redacted content is in no
+// commit: every commit from the first that held it is rewritten with the
+// same message, trailers, author and dates; every ref moves to the
+// rewritten commits; then every object no ref reaches is deleted (a full
+// GC), reflogs included, so `git cat-file` cannot find the old content.
+// With dry true nothing is written and the report says what would change.
+// Cancelling ctx before the refs move leaves the repository as it was.
+func (r *Repo) Redact(ctx context.Context, red Redaction, dry bool, progress Progress) (RedactReport, error) {
+	if r.opt.ReadOnly && !dry {
+		return RedactReport{}, ErrReadOnly
+	}
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	if err := r.flock.lock(); err != nil {
+		return RedactReport{}, wrap("lock the repository", err)
+	}
+	defer r.flock.unlock()
+	r.omu.Lock()
+	rep, moved, err := r.rewrite(ctx, red, dry, progress)
+	if err != nil || dry || len(moved) == 0 {
+		r.omu.Unlock()
+		return rep, err
+	}
+	if err := r.moveRefs(moved); err != nil {
+		r.omu.Unlock()
+		return rep, wrap("move the refs", err)
+	}
+	// The refs moved: from here the old history is unreachable; drop it.
+	os.RemoveAll(filepath.Join(r.gitDir, "logs"))
+	for _, f := range []string{"ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD"} {
+		os.Remove(filepath.Join(r.gitDir, f))
+	}
+	_, err = r.gc(true)
+	r.omu.Unlock()
+	if err != nil {
+		return rep, wrap("delete the old objects", err)
+	}
+	r.hmu.Lock()
+	r.hist, r.histLoaded = nil, true
+	os.Remove(r.historyPath())
+	r.hmu.Unlock()
+	r.smu.Lock()
+	r.loaded = false
+	r.smu.Unlock()
+	if err := r.refresh(true); err != nil {
+		return rep, err
+	}
+	if err := r.wt.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob); err != nil {
+		return rep, wrap("update the worktree", err)
+	}
+	return rep, wrap("write the index", writeIndex(r.gitDir, r.dir, r.snapshotTree()))
+}
+
+// rewriter rewrites trees and blobs, remembering each answer.
+type rewriter struct {
+	r     *Repo
+	red   Redaction
+	put   func(plumbing.ObjectType, []byte) (plumbing.Hash, error)
+	trees map[plumbing.Hash]plumbing.Hash
+	blobs map[plumbing.Hash]plumbing.Hash
+}
+
+// rewrite computes (and unless dry, writes) the rewritten history. It
+// returns the refs to move: name -> (old, new). Called with omu held.
+func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Progress) (RedactReport, map[plumbing.ReferenceName][2]plumbing.Hash, error) {
+	var rep RedactReport
+	ow := newObjectWriter(r.gitDir)
+	rw := &rewriter{r: r, red: red, trees: map[plumbing.Hash]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{},
+		put: func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+			if dry {
+				return plumbing.ComputeHash(t, data), nil
+			}
+			return ow.writeNoSync(t, data)
+		}}
+	refs := map[plumbing.ReferenceName]plumbing.Hash{}
+	iter, err := r.obj.st.IterReferences()
+	if err != nil {
+		return rep, nil, wrap("read the refs", err)
+	}
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference {
+			refs[ref.Name()] = ref.Hash()
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, nil, wrap("read the refs", err)
+	}
+	order, err := r.topoOrder(refs)
+	if err != nil {
+		return rep, nil, err
+	}
+	mapped := map[plumbing.Hash]plumbing.Hash{}
+	for i, c := range order {
+		if i%256 == 0 && ctx.Err() != nil {
+			return rep, nil, ctx.Err()
+		}
+		tree, err := rw.tree(c.TreeHash, "")
+		if err != nil {
+			return rep, nil, wrap("rewrite a tree", err)
+		}
+		changed := tree != c.TreeHash
+		parents := make([]plumbing.Hash, len(c.ParentHashes))
+		for j, p := range c.ParentHashes {
+			parents[j] = mapped[p]
+			changed = changed || parents[j] != p
+		}
+		if !changed {
+			mapped[c.Hash] = c.Hash
+		} else {
+			nc := *c
+			nc.TreeHash, nc.ParentHashes, nc.PGPSignature = tree, parents, ""
+			obj := &plumbing.MemoryObject{}
+			if err := nc.EncodeWithoutSignature(obj); err != nil {
+				return rep, nil, wrap("encode a commit", err)
+			}
+			rd, _ := obj.Reader()
+			var buf bytes.Buffer
+			buf.ReadFrom(rd)
+			h, err := rw.put(plumbing.CommitObject, buf.Bytes())
+			if err != nil {
+				return rep, nil, wrap("write a commit", err)
+			}
+			mapped[c.Hash] = h
+			subject, _, _ := parseMessage(c.Message)
+			rep.Rewritten = append(rep.Rewritten, Rewrite{Old: c.Hash.String(), New: h.String(), Subject: subject})
+		}
+		if progress != nil {
+			progress(i+1, len(order))
+		}
+	}
+	if !dry {
+		if err := ow.syncAll(); err != nil {
+			return rep, nil, wrap("sync the objects", err)
+		}
+	}
+	moved := map[plumbing.ReferenceName][2]plumbing.Hash{}
+	for name, h := range refs {
+		if n, ok := mapped[h]; ok && n != h {
+			moved[name] = [2]plumbing.Hash{h, n}
+			rep.Refs = append(rep.Refs, name.String())
+		}
+	}
+	return rep, moved, nil
+}
+
+// topoOrder lists every commit the refs reach, parents before children.
+// An annotated tag is refused: it would keep the old commit alive.
+func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*object.Commit, error) {
+	var order []*object.Commit
+	state := map[plumbing.Hash]int{} // 1 visiting, 2 done
+	type frame struct {
+		c    *object.Commit
+		next int
+	}
+	for name, tip := range refs {
+		obj, err := r.obj.st.EncodedObject(plumbing.AnyObject, tip)
+		if err != nil {
+			return nil, wrap("read "+name.String(), err)
+		}
+		if obj.Type() != plumbing.CommitObject {
+			return nil, fmt.Errorf("gitmem: %s is not a commit (an annotated tag?); delete it before redacting", name)
+		}
+		if state[tip] != 0 {
+			continue
+		}
+		c, err := r.obj.commit(tip)
+		if err != nil {
+			return nil, wrap("read a commit", err)
+		}
+		stack := []frame{{c, 0}}
+		state[tip] = 1
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.next < len(top.c.ParentHashes) {
+				p := top.c.ParentHashes[top.next]
+				top.next++
+				if state[p] != 0 {
+					continue
+				}
+				pc, err := r.obj.commit(p)
+				if err != nil {
+					return nil, wrap("read a commit", err)
+				}
+				state[p] = 1
+				stack = append(stack, frame{pc, 0})
+				continue
+			}
+			state[top.c.Hash] = 2
+			order = append(order, top.c)
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return order, nil
+}
+
+// tree returns the rewritten tree of h found at path prefix.
+func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) {
+	target := ""
+	if rw.red.Path != "" {
+		target = memDir + "/" + rw.red.Path
+		if prefix != "" && target != prefix && !strings.HasPrefix(target, prefix+"/") {
+			return h, nil // the path is not under this subtree
+		}
+	} else if n, ok := rw.trees[h]; ok {
+		return n, nil
+	}
+	t, err := rw.r.obj.tree(h)
+	if err != nil {
+		return h, err
+	}
+	var out []object.TreeEntry
+	changed := false
+	for _, e := range t.Entries {
+		p := e.Name
+		if prefix != "" {
+			p = prefix + "/" + e.Name
+		}
+		switch {
+		case p == target:
+			changed = true
+			continue
+		case e.Mode == filemode.Dir:
+			n, err := rw.tree(e.Hash, p)
+			if err != nil {
+				return h, err
+			}
+			if n != e.Hash {
+				changed = true
+				if n == emptyTree {
+					continue // git keeps no empty folders
+				}
+				e.Hash = n
+			}
+		case e.Mode.IsFile() && rw.red.Blob != "" && e.Hash.String() == rw.red.Blob:
+			changed = true
+			continue
+		case e.Mode.IsFile() && rw.red.Match != nil:
+			n, err := rw.blob(e.Hash)
+			if err != nil {
+				return h, err
+			}
+			if n != e.Hash {
+				changed, e.Hash = true, n
+			}
+		}
+		out = append(out, e)
+	}
+	n := h
+	if changed {
+		var b bytes.Buffer
+		for _, e := range out {
+			b.WriteString(strings.TrimLeft(e.Mode.String(), "0") + " " + e.Name + "\x00")
+			b.Write(e.Hash[:])
+		}
+		if n, err = rw.put(plumbing.TreeObject, b.Bytes()); err != nil {
+			return h, err
+		}
+	}
+	if rw.red.Path == "" {
+		rw.trees[h] = n
+	}
+	return n, nil
+}
+
+var emptyTree = plumbing.ComputeHash(plumbing.TreeObject, nil)
+
+func (rw *rewriter) blob(h plumbing.Hash) (plumbing.Hash, error) {
+	if n, ok := rw.blobs[h]; ok {
+		return n, nil
+	}
+	data, err := rw.r.obj.blob(h)
+	if err != nil {
+		return h, err
+	}
+	n := h
+	if rw.red.Match.Match(data) {
+		if n, err = rw.put(plumbing.BlobObject, rw.red.Match.ReplaceAllLiteral(data, []byte(redacted))); err != nil {
+			return h, err
+		}
+	}
+	rw.blobs[h] = n
+	return n, nil
+}
+
+// moveRefs points each ref at its rewritten commit, atomically per ref.
+// Called with omu held.
+func (r *Repo) moveRefs(moved map[plumbing.ReferenceName][2]plumbing.Hash) error {
+	for name, m := range moved {
+		if err := r.obj.updateRef(name, m[0], m[1]); err != nil {
+			return err
+		}
+	}
+	// A packed copy of a ref still names the old commit; rewrite the
+	// packed-refs file with the new hashes.
+	path := filepath.Join(r.gitDir, "packed-refs")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	for i, l := range lines {
+		if len(l) >= 41 && plumbing.IsHash(l[:40]) {
+			name := plumbing.ReferenceName(strings.TrimSpace(l[41:]))
+			if m, ok := moved[name]; ok {
+				lines[i] = m[1].String() + l[40:]
+			}
+		}
+	}
+	if err := writeFileSync(r.gitDir, "packed-refs-", path, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		return err
+	}
+	return syncDir(r.gitDir)
+}

@@ -1,0 +1,76 @@
+package gitmem
+
+import (
+	"context"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// After a redaction the secret is in no object git can find, every other
+// commit keeps its message, trailers, author and date, and fsck is clean.
+func TestRedactLeavesNoTrace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		red  func(secretBlob string) Redaction
+		want string // prefs.md at HEAD afterwards
+	}{
+		{"match", func(string) Redaction { return Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)} }, "key: [REDACTED]\ncolor: green\n"},
+		{"path", func(string) Redaction { return Redaction{Path: "secret.txt"} }, "key: sk-live42secret\ncolor: green\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r, _, err := Init(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			write(t, r, "t1", "prefs.md", "color: blue\n")
+			write(t, r, "t2", "secret.txt", "password sk-live42secret\n")
+			write(t, r, "t3", "prefs.md", "key: sk-live42secret\ncolor: blue\n")
+			write(t, r, "t4", "prefs.md", "key: sk-live42secret\ncolor: green\n")
+			r.GC(false) // some of the secret is packed, some loose
+			write(t, r, "t5", "other.md", "unrelated\n")
+			before := gitCLI(t, dir, "log", "--format=%s|%an|%ad|%(trailers:key=Tool-Use-Id,valueonly)")
+
+			dryRep, err := r.Redact(context.Background(), tc.red(""), true, nil)
+			if err != nil || len(dryRep.Rewritten) == 0 {
+				t.Fatalf("dry run: %+v %v", dryRep, err)
+			}
+			if h := gitCLI(t, dir, "rev-parse", "HEAD"); !strings.HasPrefix(h, dryRep.Rewritten[len(dryRep.Rewritten)-1].Old) {
+				t.Fatal("a dry run moved HEAD")
+			}
+			rep, err := r.Redact(context.Background(), tc.red(""), false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Rewritten) != len(dryRep.Rewritten) || rep.Rewritten[0] != dryRep.Rewritten[0] {
+				t.Fatalf("dry run said %v, the redaction did %v", dryRep.Rewritten, rep.Rewritten)
+			}
+			if after := gitCLI(t, dir, "log", "--format=%s|%an|%ad|%(trailers:key=Tool-Use-Id,valueonly)"); after != before {
+				t.Fatalf("messages, authors or dates changed:\n%s\nvs\n%s", before, after)
+			}
+			gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+			objs := strings.Fields(gitCLI(t, dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"))
+			for _, o := range objs {
+				if out, _ := exec.Command("git", "-C", dir, "cat-file", "-p", o).Output(); tc.name == "match" && strings.Contains(string(out), "sk-live42") {
+					t.Fatalf("object %s still holds the secret", o)
+				} else if tc.name == "path" && strings.Contains(string(out), "password sk-live") {
+					t.Fatalf("object %s still holds secret.txt", o)
+				}
+			}
+			if got := gitCLI(t, dir, "show", "HEAD:memories/prefs.md"); got != tc.want {
+				t.Fatalf("prefs.md = %q", got)
+			}
+			if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+				t.Fatalf("status after redact:\n%s", st)
+			}
+			// The store goes on working on the new history.
+			write(t, r, "t6", "after.md", "x")
+			if _, err := r.Resolve("t3"); err != nil {
+				t.Fatalf("tool_use id lookup after redact: %v", err)
+			}
+		})
+	}
+}
