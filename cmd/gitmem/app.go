@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"net/mail"
+	"strings"
 	"os/signal"
 	"syscall"
 
@@ -19,7 +20,7 @@ import (
 // error to an exit code and one line on stderr.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
-	err := app.Run(defaultHTTPAddr(args))
+	err := app.Run(flagsFirst(app, defaultHTTPAddr(args)))
 	if err == nil {
 		return exitOK
 	}
@@ -44,7 +45,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 				Usage: "the gitmem repository; /memories is its memories/ folder"},
 		},
 		Commands: []*cli.Command{initCommand(), serveCommand(), logCommand(), showCommand(), diffCommand(),
-			blameCommand(), revertCommand(), restoreCommand(), expireCommand()},
+			blameCommand(), revertCommand(), restoreCommand(), expireCommand(), redactCommand(), gcCommand()},
 		ExitErrHandler:  func(*cli.Context, error) {}, // run maps errors to exit codes
 		HideHelpCommand: true,
 	}
@@ -106,4 +107,56 @@ func parseAuthor(s string) (gitmem.Signature, error) {
 
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+}
+
+// flagsFirst moves a command's flags before its other arguments, so that
+// "gitmem redact PATH --yes" works: urfave/cli stops reading flags at the
+// first argument that is not one. Arguments after "--" stay in place.
+func flagsFirst(app *cli.App, args []string) []string {
+	i := 1
+	for i < len(args) && strings.HasPrefix(args[i], "-") { // global flags
+		if !strings.Contains(args[i], "=") && !isBoolFlag(app.Flags, args[i]) {
+			i++
+		}
+		i++
+	}
+	if i >= len(args) {
+		return args
+	}
+	cmd := app.Command(args[i])
+	if cmd == nil {
+		return args
+	}
+	head := append([]string(nil), args[:i+1]...)
+	var flags, rest []string
+	for j := i + 1; j < len(args); j++ {
+		a := args[j]
+		switch {
+		case a == "--":
+			rest = append(rest, args[j:]...)
+			j = len(args)
+		case strings.HasPrefix(a, "-") && a != "-":
+			flags = append(flags, a)
+			if !strings.Contains(a, "=") && !isBoolFlag(cmd.Flags, a) && j+1 < len(args) {
+				j++
+				flags = append(flags, args[j])
+			}
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return append(append(head, flags...), rest...)
+}
+
+func isBoolFlag(flags []cli.Flag, arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				_, ok := f.(*cli.BoolFlag)
+				return ok
+			}
+		}
+	}
+	return name == "help" || name == "h"
 }

@@ -47,6 +47,10 @@ func serveCommand() *cli.Command {
 			&cli.Int64Flag{Name: "max-total-bytes", Value: d.MaxTotalBytes, Usage: "largest total size of the memory"},
 			&cli.IntFlag{Name: "max-files", Value: d.MaxFiles, Usage: "most files in the memory"},
 			&cli.IntFlag{Name: "max-view-bytes", Value: d.MaxViewBytes, Usage: "largest view result before it is paginated"},
+			&cli.StringFlag{Name: "expire-every", Usage: "run expire every `DURATION` (with --expire-older-than)"},
+			&cli.StringFlag{Name: "expire-older-than", Usage: "what the periodic expire deletes: files unchanged for `DURATION`"},
+			&cli.StringSliceFlag{Name: "expire-keep", Usage: "never expire paths matching `GLOB`"},
+			&cli.IntFlag{Name: "gc-loose", Value: 6700, Usage: "pack in the background once about `N` loose objects pile up (0: never)"},
 		},
 		Action: serve,
 	}
@@ -60,6 +64,14 @@ func serve(c *cli.Context) error {
 	addr, token := c.String("http"), c.String("token")
 	if addr != "" && token == "" && !isLoopback(addr) {
 		return failf(exitUsage, "refusing to serve %s without a token: set --token or GITMEM_TOKEN, or listen on a loopback address", addr)
+	}
+	expireEvery, expireAge, err := expireFlags(c)
+	if err != nil {
+		return err
+	}
+	keep, err := keepGlobs(c.StringSlice("expire-keep"))
+	if err != nil {
+		return err
 	}
 	dir := c.String("repo")
 	logf := logTo(c.App.ErrWriter)
@@ -80,6 +92,7 @@ func serve(c *cli.Context) error {
 	})
 	ctx, stop := signalContext()
 	defer stop()
+	go maintain(ctx, repo, maintenance{expireEvery, expireAge, keep, c.Int("gc-loose")}, logf)
 	if addr == "" {
 		caller := handler.Caller{Session: c.String("session"), Agent: c.String("agent")}
 		if err := h.ServeStdio(ctx, c.App.Reader, c.App.Writer, caller); err != nil {
@@ -130,4 +143,63 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+func expireFlags(c *cli.Context) (every, age time.Duration, err error) {
+	e, a := c.String("expire-every"), c.String("expire-older-than")
+	if (e == "") != (a == "") {
+		return 0, 0, failf(exitUsage, "--expire-every and --expire-older-than go together")
+	}
+	if e == "" {
+		return 0, 0, nil
+	}
+	if every, err = policy.ParseDuration(e); err != nil || every <= 0 {
+		return 0, 0, failf(exitUsage, "--expire-every: %v", err)
+	}
+	if age, err = policy.ParseDuration(a); err != nil {
+		return 0, 0, failf(exitUsage, "--expire-older-than: %v", err)
+	}
+	return every, age, nil
+}
+
+type maintenance struct {
+	expireEvery, expireAge time.Duration
+	keep                   []string
+	gcLoose                int
+}
+
+// maintain runs the periodic expire and packs loose objects when they pile
+// up, until ctx ends. Both take the writer lock like any change.
+func maintain(ctx context.Context, repo *gitmem.Repo, m maintenance, logf func(string, ...any)) {
+	gcTick := time.NewTicker(time.Minute)
+	defer gcTick.Stop()
+	var expireTick <-chan time.Time
+	if m.expireEvery > 0 {
+		t := time.NewTicker(m.expireEvery)
+		defer t.Stop()
+		expireTick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-expireTick:
+			stale, c, err := repo.Expire(now().Add(-m.expireAge), m.keep, gitmem.Signature{Name: "gitmem expire", Email: "gitmem@gitmem.invalid"}, nil)
+			switch {
+			case err != nil:
+				logf("gitmem: periodic expire: %v", err)
+			case len(stale) > 0:
+				logf("gitmem: expired %d file(s) in commit %s", len(stale), short(c.Hash))
+			}
+		case <-gcTick.C:
+			if m.gcLoose > 0 && repo.LooseObjects() >= m.gcLoose {
+				st, err := repo.GC(false)
+				if err != nil {
+					logf("gitmem: background gc: %v", err)
+				} else {
+					logf("gitmem: packed %d loose objects", st.Packed)
+				}
+			}
+		}
+	}
 }

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+)
+
+func redactCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "redact",
+		Usage:     "rewrite the history so that a file, a blob or matching text is in no commit (dry run without --yes)",
+		ArgsUsage: "PATH | --blob SHA | --match REGEX",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "blob", Usage: "remove every file holding this blob `SHA`"},
+			&cli.StringFlag{Name: "match", Usage: "replace text matching `REGEX` (RE2 syntax) with [REDACTED] in every version of every file"},
+			&cli.BoolFlag{Name: "yes", Usage: "rewrite for real; without it, only show what would change"},
+		},
+		Action: func(c *cli.Context) error {
+			var red gitmem.Redaction
+			given := 0
+			if c.NArg() > 0 {
+				if c.NArg() > 1 {
+					return failf(exitUsage, "redact takes one path")
+				}
+				p, err := memPath(c.Args().First())
+				if err != nil {
+					return err
+				}
+				if p == "" {
+					return failf(exitUsage, "redact cannot remove the whole /memories folder; name a file or folder in it")
+				}
+				red.Path, given = p, given+1
+			}
+			if b := c.String("blob"); b != "" {
+				if len(b) != 40 {
+					return failf(exitUsage, "--blob takes a full 40-character blob hash (git ls-tree -r HEAD shows them)")
+				}
+				red.Blob, given = b, given+1
+			}
+			if m := c.String("match"); m != "" {
+				re, err := regexp.Compile(m)
+				if err != nil {
+					return failf(exitUsage, "--match: %v", err)
+				}
+				red.Match, given = re, given+1
+			}
+			if given != 1 {
+				return failf(exitUsage, "redact takes exactly one of PATH, --blob or --match")
+			}
+			dry := !c.Bool("yes")
+			r, err := openRepo(c, dry)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			ctx, stop := signalContext()
+			defer stop()
+			rep, err := r.Redact(ctx, red, dry, progress(c, "rewriting history"))
+			if errors.Is(err, context.Canceled) {
+				return failf(exitFailure, "interrupted: nothing was changed")
+			}
+			if err != nil {
+				return storeErr(err, c.String("repo"))
+			}
+			w := c.App.Writer
+			for _, rw := range rep.Rewritten {
+				fmt.Fprintf(w, "%s -> %s %s\n", short(rw.Old), short(rw.New), rw.Subject)
+			}
+			e := c.App.ErrWriter
+			switch {
+			case len(rep.Rewritten) == 0:
+				fmt.Fprintln(e, "nothing to redact: no commit holds it")
+			case dry:
+				fmt.Fprintf(e, "dry run: %d commit(s) would be rewritten; run again with --yes to rewrite\n", len(rep.Rewritten))
+			default:
+				fmt.Fprintf(e, "rewrote %d commit(s); moved %v; old objects deleted\n", len(rep.Rewritten), rep.Refs)
+				fmt.Fprintln(e, "warning: clones and remotes still hold the old history: force-push (git push --force) and have every clone re-fetch")
+			}
+			return nil
+		},
+	}
+}
+
+func gcCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "gc",
+		Usage: "pack loose objects (--full: repack everything and drop unreachable objects)",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "full", Usage: "one pack of everything reachable; delete the rest"}},
+		Action: func(c *cli.Context) error {
+			r, err := openRepo(c, false)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			st, err := r.GC(c.Bool("full"))
+			if err != nil {
+				return storeErr(err, c.String("repo"))
+			}
+			fmt.Fprintf(c.App.Writer, "packed %d objects, removed %d loose objects or packs\n", st.Packed, st.Removed)
+			return nil
+		},
+	}
+}
