@@ -7,8 +7,8 @@ import (
 	"io"
 	"log"
 	"net/mail"
-	"strings"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
