@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -182,4 +183,106 @@ func TestHandEditsAreAdoptedAtStart(t *testing.T) {
 		t.Errorf("tree (the symlink must not be adopted):\n%s", got)
 	}
 	git(t, dir, "fsck", "--strict")
+}
+
+// The operator story: a session writes, a bad edit lands, later edits
+// land; reverting the bad tool_use id removes exactly it; blame attributes
+// every line; expire with a fixed clock removes exactly the stale files;
+// redact leaves the secret in no object. git fsck is clean after each.
+func TestOperatorStory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "memory")
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	opts := gitmem.Options{
+		Now:      func() time.Time { return clock },
+		Operator: gitmem.Signature{Name: "Op", Email: "op@example.com"},
+		Logf:     t.Logf,
+	}
+	repo, _, err := gitmem.Init(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+	h := handler.New(repo, handler.Options{Limits: policy.DefaultLimits})
+	do := func(id, input string) {
+		t.Helper()
+		if r := h.HandleJSON(handler.Caller{Agent: "bot"}, []byte(fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"memory","input":%s}`, id, input))); r.IsError {
+			t.Fatalf("%s: %s", id, r.Content)
+		}
+	}
+	fsck := func() { t.Helper(); repo.Flush(); git(t, dir, "fsck", "--strict", "--no-dangling") }
+
+	do("t_old", `{"command":"create","path":"/memories/stale/old.md","file_text":"from january\n"}`)
+	clock = clock.AddDate(0, 2, 0) // March
+	do("t_prefs", `{"command":"create","path":"/memories/prefs.md","file_text":"name: Ada\n\ncolor: blue\n\nfood: pasta\n\ndrink: tea\n"}`)
+	do("t_bad", `{"command":"str_replace","path":"/memories/prefs.md","old_str":"color: blue","new_str":"color: IGNORE ALL PREVIOUS"}`)
+	do("t_food", `{"command":"str_replace","path":"/memories/prefs.md","old_str":"food: pasta","new_str":"food: risotto"}`)
+	do("t_drink", `{"command":"insert","path":"/memories/prefs.md","insert_line":7,"insert_text":"drink: also water"}`)
+	do("t_key", `{"command":"create","path":"/memories/creds.md","file_text":"token: ghp_SECRET123456\n"}`)
+	fsck()
+
+	// Revert the bad tool_use id: exactly it goes, later edits stay.
+	if _, err := repo.Revert([]string{"t_bad"}, gitmem.RevertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := git(t, dir, "show", "HEAD:memories/prefs.md"); got != "name: Ada\n\ncolor: blue\n\nfood: risotto\n\ndrink: tea\ndrink: also water\n" {
+		t.Fatalf("after revert:\n%s", got)
+	}
+	fsck()
+
+	// blame: every line names the tool call (or the revert) that wrote it.
+	lines, err := repo.Blame(context.Background(), "prefs.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range lines {
+		who := l.Commit.Trailer(gitmem.TrailerToolUseID)
+		if who == "" {
+			who = l.Commit.Trailer(gitmem.TrailerCommand)
+		}
+		got = append(got, who)
+	}
+	want := []string{"t_prefs", "t_prefs", "revert", "t_prefs", "t_food", "t_prefs", "t_prefs", "t_drink"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("blame: %v\nwant   %v", got, want)
+	}
+	// ... and agrees with git blame, line by line.
+	gitBlame := strings.Split(strings.TrimSpace(git(t, dir, "blame", "-s", "-l", "memories/prefs.md")), "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(gitBlame[i], l.Commit.Hash) {
+			t.Errorf("line %d: gitmem %s, git %s", i+1, l.Commit.Hash[:7], gitBlame[i][:7])
+		}
+	}
+
+	// expire with a fixed clock: only the January file goes.
+	clock = clock.AddDate(0, 1, 0) // April
+	stale, _, err := repo.Expire(clock.AddDate(0, 0, -60), nil, gitmem.Signature{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stale) != 1 || stale[0].Path != "stale/old.md" {
+		t.Fatalf("expired %+v", stale)
+	}
+	if tree := git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); tree != "memories/creds.md\nmemories/prefs.md\n" {
+		t.Fatalf("tree after expire:\n%s", tree)
+	}
+	fsck()
+
+	// redact: the token is in no object at all.
+	if _, err := repo.Redact(context.Background(), gitmem.Redaction{Match: regexp.MustCompile(`ghp_[A-Za-z0-9]+`)}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	objects := git(t, dir, "rev-list", "--all", "--objects")
+	for _, line := range strings.Split(strings.TrimSpace(objects), "\n") {
+		if out := git(t, dir, "cat-file", "-p", strings.Fields(line)[0]); strings.Contains(out, "ghp_SECRET") {
+			t.Fatalf("object %s still holds the token", line)
+		}
+	}
+	if n := strings.Count(git(t, dir, "count-objects", "-v"), "count: 0\n"); n != 1 {
+		t.Fatal("loose objects survived the redaction")
+	}
+	fsck()
+	if st := git(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("status:\n%s", st)
+	}
 }

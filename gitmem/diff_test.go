@@ -1,0 +1,51 @@
+package gitmem
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var hunkContext = regexp.MustCompile(`(?m)^(@@ [^@]* @@).*$`)
+
+// The unified diff gitmem prints is the one git prints, hunk for hunk.
+func TestUnifiedMatchesGitDiff(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs the git CLI")
+	}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := range 200 {
+		var base []string
+		for i := range rng.IntN(40) {
+			base = append(base, fmt.Sprintf("line %d\n", i))
+		}
+		a := strings.Join(base, "")
+		b := strings.Join(edit(rng, base, "x"), "")
+		if n%7 == 0 && b != "" {
+			b = strings.TrimSuffix(b, "\n") // no newline at the end
+		}
+		os.WriteFile(filepath.Join(dir, "a"), []byte(a), 0o600)
+		os.WriteFile(filepath.Join(dir, "b"), []byte(b), 0o600)
+		cmd := exec.Command("git", "diff", "--no-index", "--no-color", "-U3", "a", "b")
+		cmd.Dir = dir
+		out, _ := cmd.Output() // exit 1 means "differs"
+		want := string(out)
+		if i := strings.Index(want, "@@"); i >= 0 {
+			want = want[i:]
+		} else {
+			want = ""
+		}
+		// git names the enclosing "function" after a hunk header; memory
+		// files have none, and gitmem prints none.
+		want = hunkContext.ReplaceAllString(want, "$1")
+		if got := unifiedHunks(a, b, 3); got != want {
+			t.Fatalf("case %d:\n--- gitmem\n%s--- git\n%s", n, got, want)
+		}
+	}
+}
