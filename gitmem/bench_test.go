@@ -62,6 +62,9 @@ func TestMain(m *testing.M) {
 		r.Close()
 		os.RemoveAll(r.Dir())
 	}
+	if genDir != "" {
+		os.RemoveAll(genDir)
+	}
 	os.Exit(code)
 }
 

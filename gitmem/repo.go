@@ -532,7 +532,7 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 			return Commit{}, wrap("write a blob", err)
 		}
 	}
-	treeHash, err := writeTrees(ow, tx.root)
+	treeHash, err := writeTrees(ow.write, tx.root)
 	if err != nil {
 		return Commit{}, wrap("write the trees", err)
 	}
@@ -622,19 +622,19 @@ func parentList(h plumbing.Hash) []string {
 
 // writeTrees encodes and writes every folder of n not yet written, bottom
 // up, and returns n's hash (the empty tree for nil).
-func writeTrees(ow *objectWriter, n *node) (plumbing.Hash, error) {
+func writeTrees(put func(plumbing.ObjectType, []byte) (plumbing.Hash, error), n *node) (plumbing.Hash, error) {
 	if n == nil {
-		return ow.write(plumbing.TreeObject, nil)
+		return put(plumbing.TreeObject, nil)
 	}
 	if !n.isDir() || !n.hash.IsZero() {
 		return n.hash, nil
 	}
 	for _, k := range n.kids {
-		if _, err := writeTrees(ow, k); err != nil {
+		if _, err := writeTrees(put, k); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
-	h, err := ow.write(plumbing.TreeObject, encodeTree(n))
+	h, err := put(plumbing.TreeObject, encodeTree(n))
 	n.hash = h
 	return h, err
 }
