@@ -25,7 +25,9 @@ type objects struct {
 }
 
 func openObjects(gitDir string) *objects {
-	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(32<<20), filesystem.Options{})
+	// Pack files stay open between reads (go-git reopens them for every
+	// object otherwise); Repo.Close closes them.
+	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(32<<20), filesystem.Options{KeepDescriptors: true})
 	return &objects{gitDir: gitDir, st: st}
 }
 

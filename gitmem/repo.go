@@ -696,6 +696,9 @@ func (r *Repo) Close() error {
 	r.smu.Unlock()
 	r.wt.root.Close()
 	r.flock.close()
+	r.omu.Lock()
+	r.obj.st.Close()
+	r.omu.Unlock()
 	return err
 }
 
