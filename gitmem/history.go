@@ -25,7 +25,7 @@ import (
 // rebuilt by one first-parent walk (skipping equal subtrees) when the
 // history was rewritten. It is a cache: git stays the truth.
 
-const historyHeader = "gitmem-history 3"
+const historyHeader = "gitmem-history 4"
 
 type histRec struct {
 	hash, parent plumbing.Hash
@@ -39,7 +39,28 @@ type histRec struct {
 	path         string    // Memory-Path
 	newPath      string    // Memory-New-Path
 	trailers     []Trailer // all of the commit's trailers
-	paths        []string  // memory files changed, relative to memories/
+	paths        []string        // memory files changed, relative to memories/, sorted
+	blobs        []plumbing.Hash // each path's new blob (zero: deleted there)
+}
+
+// change records that path p now holds blob h (zero: removed).
+func (h *histRec) change(p string, b plumbing.Hash) {
+	h.paths = append(h.paths, p)
+	h.blobs = append(h.blobs, b)
+}
+
+// sortPaths orders the changed paths (and their blobs) by path.
+func (h *histRec) sortPaths() {
+	idx := make([]int, len(h.paths))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(h.paths[a], h.paths[b]) })
+	paths, blobs := make([]string, len(idx)), make([]plumbing.Hash, len(idx))
+	for i, j := range idx {
+		paths[i], blobs[i] = h.paths[j], h.blobs[j]
+	}
+	h.paths, h.blobs = paths, blobs
 }
 
 func (h *histRec) commit() Commit {
@@ -84,7 +105,15 @@ func (h *histRec) line() string {
 	for _, t := range h.trailers {
 		f = append(f, t.Key, t.Value)
 	}
+	f = append(f, strconv.Itoa(len(h.paths)))
 	f = append(f, h.paths...)
+	for _, b := range h.blobs {
+		if b.IsZero() {
+			f = append(f, "")
+		} else {
+			f = append(f, b.String())
+		}
+	}
 	for i := range f {
 		f[i] = escaper.Replace(f[i])
 	}
@@ -108,8 +137,20 @@ func parseRec(line string) (histRec, bool) {
 	}
 	h := newRec(plumbing.NewHash(f[0]), plumbing.NewHash(f[1]), time.Unix(sec, 0).In(time.FixedZone("", off)),
 		Signature{unescape(f[4]), unescape(f[5])}, unescape(f[6]), trailers)
-	for _, p := range f[8+2*n:] {
-		h.paths = append(h.paths, unescape(p))
+	rest := f[8+2*n:]
+	if len(rest) < 1 {
+		return histRec{}, false
+	}
+	m, err := strconv.Atoi(rest[0])
+	if err != nil || m < 0 || len(rest) != 1+2*m {
+		return histRec{}, false
+	}
+	for i := range m {
+		var b plumbing.Hash
+		if hex := rest[1+m+i]; hex != "" {
+			b = plumbing.NewHash(hex)
+		}
+		h.change(unescape(rest[1+i]), b)
 	}
 	return h, true
 }
@@ -274,8 +315,8 @@ func (r *Repo) recordOf(c *object.Commit) (histRec, error) {
 	if err != nil {
 		return rec, err
 	}
-	err = r.diffTrees(a, b, "", func(p string) { rec.paths = append(rec.paths, p) })
-	slices.Sort(rec.paths)
+	err = r.diffTrees(a, b, "", rec.change)
+	rec.sortPaths()
 	return rec, err
 }
 
@@ -298,8 +339,9 @@ func (r *Repo) memTree(root plumbing.Hash) (plumbing.Hash, error) {
 }
 
 // diffTrees calls fn for every file path that differs between trees a and
-// b (zero: empty), skipping subtrees with equal hashes. Called with omu held.
-func (r *Repo) diffTrees(a, b plumbing.Hash, prefix string, fn func(string)) error {
+// b (zero: empty) with its blob in b (zero: none), skipping subtrees with
+// equal hashes. Called with omu held.
+func (r *Repo) diffTrees(a, b plumbing.Hash, prefix string, fn func(string, plumbing.Hash)) error {
 	if a == b {
 		return nil
 	}
@@ -335,7 +377,11 @@ func (r *Repo) diffTrees(a, b plumbing.Hash, prefix string, fn func(string)) err
 			yt = y.Hash
 		}
 		if (x.Mode != filemode.Dir && !x.Hash.IsZero()) || (y.Mode != filemode.Dir && !y.Hash.IsZero()) {
-			fn(p)
+			var blob plumbing.Hash
+			if y.Mode != filemode.Dir {
+				blob = y.Hash
+			}
+			fn(p, blob)
 		}
 		if !xt.IsZero() || !yt.IsZero() {
 			if err := r.diffTrees(xt, yt, p, fn); err != nil {
@@ -362,18 +408,23 @@ func (r *Repo) entries(h plumbing.Hash) (map[string]object.TreeEntry, error) {
 }
 
 // diffNodes calls fn for every file path that differs between the
-// in-memory trees a and b, skipping shared and equal subtrees.
-func diffNodes(a, b *node, prefix string, fn func(string)) {
+// in-memory trees a and b, with its blob in b (zero: none), skipping
+// shared and equal subtrees.
+func diffNodes(a, b *node, prefix string, fn func(string, plumbing.Hash)) {
 	if a == b || (a != nil && b != nil && !a.hash.IsZero() && a.hash == b.hash && a.mode == b.mode) {
 		return
 	}
 	aDir, bDir := a.isDir(), b.isDir()
+	var blob plumbing.Hash
+	if b != nil && !bDir {
+		blob = b.hash
+	}
 	if !aDir && !bDir {
-		fn(prefix)
+		fn(prefix, blob)
 		return
 	}
 	if !aDir && a != nil || !bDir && b != nil {
-		fn(prefix) // a file became a folder or the other way round
+		fn(prefix, blob) // a file became a folder or the other way round
 	}
 	var ak, bk map[string]*node
 	if aDir {
@@ -397,4 +448,67 @@ func join2(prefix, name string) string {
 		return name
 	}
 	return prefix + "/" + name
+}
+
+// tailChunk is how much of the index file tailRecords reads at a time.
+var tailChunk = 64 << 10
+
+// tailRecords streams the index file's records newest first, reading it
+// backwards in chunks, so that the first page of a long log costs what it
+// shows. It returns false, having called fn for nothing, when the file
+// does not end at head (the caller then loads and catches up the index).
+// fn returns false to stop.
+func (r *Repo) tailRecords(head plumbing.Hash, fn func(*histRec) bool) (bool, error) {
+	f, err := os.Open(r.historyPath())
+	if err != nil {
+		return false, nil
+	}
+	defer f.Close()
+	header := make([]byte, len(historyHeader)+1)
+	if _, err := f.ReadAt(header, 0); err != nil || string(header) != historyHeader+"\n" {
+		return false, nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false, nil
+	}
+	chunk := int64(tailChunk)
+	end := fi.Size()
+	var carry []byte // the start of a line whose end was read already
+	first := true
+	for end > int64(len(header)) {
+		start := max(int64(len(header)), end-chunk)
+		buf := make([]byte, end-start, int(end-start)+len(carry))
+		if _, err := f.ReadAt(buf, start); err != nil {
+			return !first, wrap("read the history index", err)
+		}
+		buf = append(buf, carry...)
+		if first && (len(buf) == 0 || buf[len(buf)-1] != '\n') {
+			return false, nil // a torn last line
+		}
+		lines := bytes.Split(bytes.TrimSuffix(buf, []byte("\n")), []byte("\n"))
+		carry = nil
+		if start > int64(len(header)) { // the first line may be cut
+			carry = append([]byte(nil), lines[0]...)
+			carry = append(carry, '\n')
+			lines = lines[1:]
+		}
+		for i := len(lines) - 1; i >= 0; i-- {
+			rec, ok := parseRec(string(lines[i]))
+			if first {
+				if !ok || rec.hash != head {
+					return false, nil
+				}
+				first = false
+			}
+			if !ok {
+				return true, errors.New("gitmem: the history index is damaged; delete .git/gitmem/history to rebuild it")
+			}
+			if !fn(&rec) {
+				return true, nil
+			}
+		}
+		end = start
+	}
+	return !first, nil
 }

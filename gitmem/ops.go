@@ -84,6 +84,35 @@ func (r *Repo) indexed(progress Progress) ([]histRec, error) {
 // Log calls fn for each commit of the first-parent history that matches,
 // newest first, until fn returns an error or Limit commits were given.
 func (r *Repo) Log(ctx context.Context, opt LogOptions, progress Progress, fn func(Commit) error) error {
+	// A fresh process reads the index file from its end when it is
+	// current: the first page comes at once, whatever the history's length.
+	r.hmu.Lock()
+	loaded := r.histLoaded
+	r.hmu.Unlock()
+	if head, err := r.headHash(); err == nil && !loaded && !head.IsZero() {
+		n := 0
+		var ferr error
+		ok, err := r.tailRecords(head, func(h *histRec) bool {
+			if n%4096 == 0 && ctx.Err() != nil {
+				ferr = ctx.Err()
+				return false
+			}
+			if !opt.match(h) {
+				return true
+			}
+			if ferr = fn(h.commit()); ferr != nil {
+				return false
+			}
+			n++
+			return opt.Limit <= 0 || n < opt.Limit
+		})
+		if ok {
+			if ferr != nil {
+				return ferr
+			}
+			return err
+		}
+	}
 	hist, err := r.indexed(progress)
 	if err != nil {
 		return err
@@ -223,16 +252,17 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 	// The versions of the file, newest first: (record, path then).
 	type version struct {
 		rec  *histRec
-		path string
+		blob plumbing.Hash // zero: the file was removed here
 	}
 	var versions []version
 	cur := p
 	for i := len(hist) - 1; i >= 0 && cur != ""; i-- {
 		h := &hist[i]
-		if !slices.Contains(h.paths, cur) {
+		j, ok := slices.BinarySearch(h.paths, cur)
+		if !ok {
 			continue
 		}
-		versions = append(versions, version{h, cur})
+		versions = append(versions, version{h, h.blobs[j]})
 		if h.command == "rename" {
 			c, err := r.Commit(h.hash.String())
 			if err != nil {
@@ -258,13 +288,13 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 			return nil, ctx.Err()
 		}
 		v := versions[i]
-		data, err := r.ReadFileAt(v.rec.hash.String(), v.path)
-		if errors.Is(err, ErrNotExist) {
+		if v.blob.IsZero() {
 			lines, owner = nil, nil // deleted here; a later version starts over
 			continue
 		}
+		data, err := r.readBlob(v.blob)
 		if err != nil {
-			return nil, err
+			return nil, wrap("read blob", err)
 		}
 		next := splitKeep(string(data))
 		if owner == nil {

@@ -600,8 +600,8 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 func (r *Repo) record(parent, h plumbing.Hash, oldRoot, newRoot *node, author Signature, when time.Time, meta Meta) {
 	_, _, trailers := parseMessage(meta.message())
 	rec := newRec(h, parent, when, author, oneLine(meta.Subject), trailers)
-	diffNodes(lookup(oldRoot, memDir), lookup(newRoot, memDir), "", func(p string) { rec.paths = append(rec.paths, p) })
-	slices.Sort(rec.paths)
+	diffNodes(lookup(oldRoot, memDir), lookup(newRoot, memDir), "", rec.change)
+	rec.sortPaths()
 	r.hmu.Lock()
 	defer r.hmu.Unlock()
 	if !r.histLoaded || r.histTip() != parent {

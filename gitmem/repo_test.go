@@ -1,7 +1,9 @@
 package gitmem
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"os"
 	"path/filepath"
 	"sync"
@@ -191,5 +193,42 @@ func TestSnapshotsDuringWrites(t *testing.T) {
 		if (errA == nil) != (errB == nil) || string(a) != string(b) {
 			t.Fatalf("torn snapshot: a=%q b=%q", a, b)
 		}
+	}
+}
+
+// A fresh process's log reads the index file backwards; it must give the
+// same commits as the loaded index, for any page size and file layout.
+func TestLogFromTheIndexTail(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		write(t, r, fmt.Sprintf("id-%03d\twith tab", i), fmt.Sprintf("f%d.md", i%7), strings.Repeat("x", i))
+	}
+	var want []string
+	r.Log(context.Background(), LogOptions{}, nil, func(c Commit) error { want = append(want, c.Hash+c.Trailer(TrailerToolUseID)); return nil })
+	r.Close()
+	defer func(c int) { tailChunk = c }(tailChunk)
+	tailChunk = 333 // lines straddle many chunk boundaries
+	for _, limit := range []int{0, 1, 20, 299, 301} {
+		ro, err := Open(dir, Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		ro.Log(context.Background(), LogOptions{Limit: limit}, nil, func(c Commit) error { got = append(got, c.Hash+c.Trailer(TrailerToolUseID)); return nil })
+		ro.Close()
+		n := len(want)
+		if limit > 0 && limit < n {
+			n = limit
+		}
+		if strings.Join(got, ",") != strings.Join(want[:n], ",") {
+			t.Fatalf("limit %d: %d commits from the tail, want %d", limit, len(got), n)
+		}
+	}
+	if len(want) != 301 || !strings.HasSuffix(want[0], "id-299\twith tab") {
+		t.Fatalf("log: %d commits, newest %q", len(want), want[0])
 	}
 }
