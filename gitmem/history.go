@@ -36,9 +36,9 @@ type histRec struct {
 	command      string // Memory-Command
 	session      string
 	agent        string
-	path         string    // Memory-Path
-	newPath      string    // Memory-New-Path
-	trailers     []Trailer // all of the commit's trailers
+	path         string          // Memory-Path
+	newPath      string          // Memory-New-Path
+	trailers     []Trailer       // all of the commit's trailers
 	paths        []string        // memory files changed, relative to memories/, sorted
 	blobs        []plumbing.Hash // each path's new blob (zero: deleted there)
 }
