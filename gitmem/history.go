@@ -458,7 +458,7 @@ var tailChunk = 64 << 10
 // shows. It returns false, having called fn for nothing, when the file
 // does not end at head (the caller then loads and catches up the index).
 // fn returns false to stop.
-func (r *Repo) tailRecords(head plumbing.Hash, fn func(*histRec) bool) (bool, error) {
+func (r *Repo) tailRecords(head plumbing.Hash, want func(line []byte) bool, fn func(*histRec) bool) (bool, error) {
 	f, err := os.Open(r.historyPath())
 	if err != nil {
 		return false, nil
@@ -494,12 +494,18 @@ func (r *Repo) tailRecords(head plumbing.Hash, fn func(*histRec) bool) (bool, er
 			lines = lines[1:]
 		}
 		for i := len(lines) - 1; i >= 0; i-- {
+			if !first && want != nil && !want(lines[i]) {
+				continue // cheaper than parsing a line that cannot match
+			}
 			rec, ok := parseRec(string(lines[i]))
 			if first {
 				if !ok || rec.hash != head {
 					return false, nil
 				}
 				first = false
+				if want != nil && !want(lines[i]) {
+					continue
+				}
 			}
 			if !ok {
 				return true, errors.New("gitmem: the history index is damaged; delete .git/gitmem/history to rebuild it")
@@ -511,4 +517,42 @@ func (r *Repo) tailRecords(head plumbing.Hash, fn func(*histRec) bool) (bool, er
 		end = start
 	}
 	return !first, nil
+}
+
+// scan calls fn for the history's records, newest first, until fn returns
+// false. want, if not nil, is a cheap test on a record's raw index line
+// that every record fn needs passes (a substring it must contain); it lets
+// a fresh process skip parsing the rest of a long index.
+func (r *Repo) scan(want func(line []byte) bool, progress Progress, fn func(*histRec) bool) error {
+	head, err := r.headHash()
+	if err != nil {
+		return err
+	}
+	r.hmu.Lock()
+	loaded := r.histLoaded
+	r.hmu.Unlock()
+	if !loaded && !head.IsZero() {
+		if ok, err := r.tailRecords(head, want, fn); ok || err != nil {
+			return err
+		}
+	}
+	hist, err := r.indexed(progress)
+	if err != nil {
+		return err
+	}
+	for i := len(hist) - 1; i >= 0; i-- {
+		if !fn(&hist[i]) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// contains is a want test for scan: the line holds s as a field's text.
+func contains(s string) func([]byte) bool {
+	if s == "" {
+		return nil
+	}
+	b := []byte(escaper.Replace(s))
+	return func(line []byte) bool { return bytes.Contains(line, b) }
 }

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -84,55 +85,39 @@ func (r *Repo) indexed(progress Progress) ([]histRec, error) {
 // Log calls fn for each commit of the first-parent history that matches,
 // newest first, until fn returns an error or Limit commits were given.
 func (r *Repo) Log(ctx context.Context, opt LogOptions, progress Progress, fn func(Commit) error) error {
-	// A fresh process reads the index file from its end when it is
-	// current: the first page comes at once, whatever the history's length.
-	r.hmu.Lock()
-	loaded := r.histLoaded
-	r.hmu.Unlock()
-	if head, err := r.headHash(); err == nil && !loaded && !head.IsZero() {
-		n := 0
-		var ferr error
-		ok, err := r.tailRecords(head, func(h *histRec) bool {
-			if n%4096 == 0 && ctx.Err() != nil {
-				ferr = ctx.Err()
-				return false
-			}
-			if !opt.match(h) {
-				return true
-			}
-			if ferr = fn(h.commit()); ferr != nil {
-				return false
-			}
-			n++
-			return opt.Limit <= 0 || n < opt.Limit
-		})
-		if ok {
-			if ferr != nil {
-				return ferr
-			}
-			return err
-		}
-	}
-	hist, err := r.indexed(progress)
-	if err != nil {
-		return err
+	var want func([]byte) bool
+	switch {
+	case opt.ToolUseID != "":
+		want = contains(opt.ToolUseID)
+	case len(opt.Paths) == 1 && opt.Paths[0] != "":
+		want = contains(opt.Paths[0])
+	case opt.Session != "":
+		want = contains(opt.Session)
+	case opt.Agent != "":
+		want = contains(opt.Agent)
+	case opt.Command != "":
+		want = contains(opt.Command)
 	}
 	n := 0
-	for i := len(hist) - 1; i >= 0; i-- {
-		if i%4096 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+	var ferr error
+	err := r.scan(want, progress, func(h *histRec) bool {
+		if n%4096 == 0 && ctx.Err() != nil {
+			ferr = ctx.Err()
+			return false
 		}
-		if !opt.match(&hist[i]) {
-			continue
+		if !opt.match(h) {
+			return true
 		}
-		if err := fn(hist[i].commit()); err != nil {
-			return err
+		if ferr = fn(h.commit()); ferr != nil {
+			return false
 		}
-		if n++; opt.Limit > 0 && n >= opt.Limit {
-			return nil
-		}
+		n++
+		return opt.Limit <= 0 || n < opt.Limit
+	})
+	if ferr != nil {
+		return ferr
 	}
-	return nil
+	return err
 }
 
 // Resolve finds the commit a user names: a tool_use id (the commit it
@@ -141,45 +126,55 @@ func (r *Repo) Resolve(rev string) (Commit, error) {
 	if rev == "" {
 		return Commit{}, ErrUnknownRev
 	}
-	hist, err := r.indexed(nil)
+	var found *histRec
+	err := r.scan(contains(rev), nil, func(h *histRec) bool {
+		if h.id == rev {
+			found = h
+		}
+		return found == nil
+	})
 	if err != nil {
 		return Commit{}, err
 	}
-	for i := len(hist) - 1; i >= 0; i-- {
-		if hist[i].id == rev {
-			return r.commitWithPaths(hist[i].hash.String(), hist)
-		}
+	if found != nil {
+		return r.commitWithPaths(found.hash.String())
 	}
-	return r.commitWithPaths(rev, hist)
+	return r.commitWithPaths(rev)
 }
 
-func (r *Repo) commitWithPaths(rev string, hist []histRec) (Commit, error) {
+// commitWithPaths is Commit plus the files it changed, from the index.
+func (r *Repo) commitWithPaths(rev string) (Commit, error) {
 	c, err := r.Commit(rev)
 	if err != nil {
 		return c, err
 	}
-	for i := len(hist) - 1; i >= 0; i-- {
-		if hist[i].hash.String() == c.Hash {
-			c.Paths = hist[i].paths
-			break
+	err = r.scan(contains(c.Hash), nil, func(h *histRec) bool {
+		if h.hash.String() == c.Hash {
+			c.Paths = h.paths
+			return false
 		}
-	}
-	return c, nil
+		return true
+	})
+	return c, err
 }
 
 // At returns the commit that was HEAD at time t: the newest on the
 // first-parent history made at or before t. ErrUnknownRev if none.
 func (r *Repo) At(t time.Time) (Commit, error) {
-	hist, err := r.indexed(nil)
+	var found *histRec
+	err := r.scan(nil, nil, func(h *histRec) bool {
+		if !h.when.After(t) {
+			found = h
+		}
+		return found == nil
+	})
 	if err != nil {
 		return Commit{}, err
 	}
-	for i := len(hist) - 1; i >= 0; i-- {
-		if !hist[i].when.After(t) {
-			return r.commitWithPaths(hist[i].hash.String(), hist)
-		}
+	if found == nil {
+		return Commit{}, ErrUnknownRev
 	}
-	return Commit{}, ErrUnknownRev
+	return r.commitWithPaths(found.hash.String())
 }
 
 // Files returns the memory files (relative to memories/) and their blob
@@ -245,37 +240,41 @@ type BlameLine struct {
 // file's versions from the history index, oldest first, with a line diff
 // between each two, following the file back through renames.
 func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
-	hist, err := r.indexed(nil)
-	if err != nil {
-		return nil, err
-	}
-	// The versions of the file, newest first: (record, path then).
+	// The versions of the file, newest first, following renames back.
 	type version struct {
 		rec  *histRec
 		blob plumbing.Hash // zero: the file was removed here
 	}
 	var versions []version
 	cur := p
-	for i := len(hist) - 1; i >= 0 && cur != ""; i-- {
-		h := &hist[i]
+	want := func(line []byte) bool { return bytes.Contains(line, []byte(escaper.Replace(cur))) }
+	var ferr error
+	err := r.scan(want, nil, func(h *histRec) bool {
 		j, ok := slices.BinarySearch(h.paths, cur)
 		if !ok {
-			continue
+			return true
 		}
-		versions = append(versions, version{h, h.blobs[j]})
+		h2 := *h
+		versions = append(versions, version{&h2, h.blobs[j]})
 		if h.command == "rename" {
-			c, err := r.Commit(h.hash.String())
-			if err != nil {
-				return nil, err
-			}
-			from := strings.TrimPrefix(c.Trailer(TrailerPath), "/memories/")
-			to := strings.TrimPrefix(c.Trailer(TrailerNewPath), "/memories/")
+			from := strings.TrimPrefix(h.path, "/memories/")
+			to := strings.TrimPrefix(h.newPath, "/memories/")
 			if cur == to {
 				cur = from
 			} else if rest, ok := strings.CutPrefix(cur, to+"/"); ok {
 				cur = from + "/" + rest
 			}
 		}
+		if ferr = ctx.Err(); ferr != nil {
+			return false
+		}
+		return true
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return nil, err
 	}
 	if len(versions) == 0 {
 		return nil, ErrNotExist
