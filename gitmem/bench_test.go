@@ -78,7 +78,7 @@ func BenchmarkStore(b *testing.B) {
 		b.Run(fmt.Sprintf("create/files=%d", files), func(b *testing.B) {
 			for i := range b.N {
 				if _, err := r.Update(Meta{Subject: "create"}, func(tx *Tx) error {
-					return tx.WriteFile(fmt.Sprintf("new/%d-%d-%d.md", files, b.N, i), []byte("a new memory\n"))
+					return tx.WriteFile(fmt.Sprintf("new/%d-%d-%d.md", files, b.N, i), []byte(fmt.Sprintf("a new memory %d\n", i)))
 				}); err != nil {
 					b.Fatal(err)
 				}
