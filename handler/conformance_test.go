@@ -292,3 +292,67 @@ func TestConformanceWithReferenceSDK(t *testing.T) {
 		})
 	}
 }
+
+// The reference's known bugs, each run through both backends: the
+// reference shows the bug, gitmem the documented behaviour.
+func TestReferenceBugsAreAvoided(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		setup     []map[string]any
+		call      map[string]any
+		refBroken func(handler.Result) bool // the reference's result shows the bug
+		ours      string
+	}{
+		{
+			name:      "/memoriesX is taken as /memories/X",
+			call:      map[string]any{"command": "create", "path": "/memoriesX/a.md", "file_text": "x"},
+			refBroken: func(r handler.Result) bool { return !r.IsError },
+			ours:      "Error: Path must start with /memories, got: /memoriesX/a.md",
+		},
+		{
+			name:      "multi-line old_str never matches",
+			setup:     []map[string]any{{"command": "create", "path": "/memories/f", "file_text": "a\nb\nc\n"}},
+			call:      map[string]any{"command": "str_replace", "path": "/memories/f", "old_str": "a\nb", "new_str": "x"},
+			refBroken: func(r handler.Result) bool { return r.IsError },
+			ours:      "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tx\n     2\tc\n     3\t",
+		},
+		{
+			name:      "two occurrences on one line count as one",
+			setup:     []map[string]any{{"command": "create", "path": "/memories/f", "file_text": "ab ab\n"}},
+			call:      map[string]any{"command": "str_replace", "path": "/memories/f", "old_str": "ab", "new_str": "x"},
+			refBroken: func(r handler.Result) bool { return !r.IsError },
+			ours:      "Error: No replacement was performed. Multiple occurrences of old_str `ab` in lines: 1. Please ensure it is unique",
+		},
+		{
+			name:      "a trailing newline counts as a line for insert",
+			setup:     []map[string]any{{"command": "create", "path": "/memories/f", "file_text": "a\n"}},
+			call:      map[string]any{"command": "insert", "path": "/memories/f", "insert_line": 2, "insert_text": "x"},
+			refBroken: func(r handler.Result) bool { return !r.IsError },
+			ours:      "Error: Invalid `insert_line` parameter: 2. It should be within the range of lines of the file: [0, 1]",
+		},
+		{
+			name:      "OS errors leak the host path",
+			setup:     []map[string]any{{"command": "create", "path": "/memories/f", "file_text": "a"}},
+			call:      map[string]any{"command": "create", "path": "/memories/f/child", "file_text": "x"},
+			refBroken: func(r handler.Result) bool { return strings.Contains(r.Content, "/tmp/") || strings.Contains(r.Content, "ENOTDIR") || strings.Contains(r.Content, "EEXIST") },
+			ours:      "Error: Cannot create /memories/f/child: one of its parent folders is a file",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ref := startReference(t)
+			h, _ := newHandler(t, policy.Limits{})
+			for i, in := range tc.setup {
+				raw, _ := json.Marshal(in)
+				call(h, fmt.Sprint("setup", i), string(raw))
+				ref.call(t, in)
+			}
+			raw, _ := json.Marshal(tc.call)
+			if got := call(h, "toolu_case", string(raw)); got.Content != tc.ours {
+				t.Errorf("gitmem: %q\nwant     %q", got.Content, tc.ours)
+			}
+			if r := ref.call(t, tc.call); !tc.refBroken(r) {
+				t.Errorf("the reference no longer shows this bug (%q); update docs/protocol.md", r.Content)
+			}
+		})
+	}
+}
