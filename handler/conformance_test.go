@@ -331,11 +331,13 @@ func TestReferenceBugsAreAvoided(t *testing.T) {
 			ours:      "Error: Invalid `insert_line` parameter: 2. It should be within the range of lines of the file: [0, 1]",
 		},
 		{
-			name:      "OS errors leak the host path",
-			setup:     []map[string]any{{"command": "create", "path": "/memories/f", "file_text": "a"}},
-			call:      map[string]any{"command": "create", "path": "/memories/f/child", "file_text": "x"},
-			refBroken: func(r handler.Result) bool { return strings.Contains(r.Content, "/tmp/") || strings.Contains(r.Content, "ENOTDIR") || strings.Contains(r.Content, "EEXIST") },
-			ours:      "Error: Cannot create /memories/f/child: one of its parent folders is a file",
+			name:  "OS errors leak the host path",
+			setup: []map[string]any{{"command": "create", "path": "/memories/f", "file_text": "a"}},
+			call:  map[string]any{"command": "create", "path": "/memories/f/child", "file_text": "x"},
+			refBroken: func(r handler.Result) bool {
+				return strings.Contains(r.Content, "/tmp/") || strings.Contains(r.Content, "ENOTDIR") || strings.Contains(r.Content, "EEXIST")
+			},
+			ours: "Error: Cannot create /memories/f/child: one of its parent folders is a file",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
