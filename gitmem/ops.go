@@ -256,14 +256,8 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 		}
 		h2 := *h
 		versions = append(versions, version{&h2, h.blobs[j]})
-		if h.command == "rename" {
-			from := strings.TrimPrefix(h.path, "/memories/")
-			to := strings.TrimPrefix(h.newPath, "/memories/")
-			if cur == to {
-				cur = from
-			} else if rest, ok := strings.CutPrefix(cur, to+"/"); ok {
-				cur = from + "/" + rest
-			}
+		if h.command == "rename" { // older versions lived at the old path
+			cur = movePath(cur, strings.TrimPrefix(h.newPath, "/memories/"), strings.TrimPrefix(h.path, "/memories/"))
 		}
 		if ferr = ctx.Err(); ferr != nil {
 			return false

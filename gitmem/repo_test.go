@@ -232,3 +232,30 @@ func TestLogFromTheIndexTail(t *testing.T) {
 		t.Fatalf("log: %d commits, newest %q", len(want), want[0])
 	}
 }
+
+// blame follows a file back through a rename of its folder.
+func TestBlameFollowsRenames(t *testing.T) {
+	r, _, err := Init(t.TempDir(), testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "a", "old/f.md", "one\ntwo\n")
+	write(t, r, "b", "old/f.md", "one\nTWO\n")
+	if _, err := r.Update(Meta{Subject: "mv", Trailers: []Trailer{{TrailerToolUseID, "c"}, {TrailerCommand, "rename"},
+		{TrailerPath, "/memories/old"}, {TrailerNewPath, "/memories/new"}}}, func(tx *Tx) error { return tx.Rename("old", "new") }); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "d", "new/f.md", "one\nTWO\nthree\n")
+	lines, err := r.Blame(context.Background(), "new/f.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range lines {
+		got = append(got, l.Commit.Trailer(TrailerToolUseID)+":"+l.Text)
+	}
+	if want := "a:one b:TWO d:three"; strings.Join(got, " ") != want {
+		t.Fatalf("blame %v, want %s", got, want)
+	}
+}

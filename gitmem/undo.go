@@ -150,13 +150,7 @@ func movedAfter(later []histRec) func(string) string {
 			if h.command != "rename" {
 				continue
 			}
-			from := strings.TrimPrefix(h.path, "/memories/")
-			to := strings.TrimPrefix(h.newPath, "/memories/")
-			if p == from {
-				p = to
-			} else if rest, ok := strings.CutPrefix(p, from+"/"); ok {
-				p = to + "/" + rest
-			}
+			p = movePath(p, strings.TrimPrefix(h.path, "/memories/"), strings.TrimPrefix(h.newPath, "/memories/"))
 		}
 		return p
 	}
@@ -388,4 +382,16 @@ func (r *Repo) operator(who Signature) Signature {
 		return r.opt.Operator
 	}
 	return who
+}
+
+// movePath is where path p is after its file or a folder above it moved
+// from `from` to `to` (p itself when the move does not concern it).
+func movePath(p, from, to string) string {
+	if p == from {
+		return to
+	}
+	if rest, ok := strings.CutPrefix(p, from+"/"); ok {
+		return to + "/" + rest
+	}
+	return p
 }

@@ -78,27 +78,31 @@ func ViewRange(a, b, n int) (from, to int) {
 // with a line naming the view_range to ask for next. At least one line is
 // always shown, so paging always advances.
 func Page(header string, lines []string, from, to, maxBytes int) string {
+	numbered := make([]string, 0, to-from)
+	for i := from; i < to; i++ {
+		numbered = append(numbered, NumberLine(i+1, lines[i]))
+	}
+	return fit(header, numbered, maxBytes, func(shown int) string {
+		return moreLine(from+1, from+shown, to, len(lines), maxBytes)
+	})
+}
+
+// fit joins the header and lines with newlines. Past maxBytes (0: no
+// limit) it keeps the first lines that fit, at least one, and ends with
+// more(number shown).
+func fit(header string, lines []string, maxBytes int, more func(shown int) string) string {
+	all := header + "\n" + strings.Join(lines, "\n")
+	if maxBytes <= 0 || len(all) <= maxBytes {
+		return all
+	}
 	var b strings.Builder
 	b.WriteString(header)
 	b.WriteByte('\n')
-	for i := from; i < to; i++ {
-		if i > from {
-			b.WriteByte('\n')
-		}
-		b.WriteString(NumberLine(i+1, lines[i]))
-	}
-	if maxBytes <= 0 || b.Len() <= maxBytes {
-		return b.String()
-	}
-	b.Reset()
-	b.WriteString(header)
-	b.WriteByte('\n')
-	for i := from; i < to; i++ {
-		line := NumberLine(i+1, lines[i])
-		if i > from {
-			more := moreLine(from+1, i, to, len(lines), maxBytes)
-			if b.Len()+1+len(line)+len(more) > maxBytes {
-				b.WriteString(more)
+	for i, line := range lines {
+		if i > 0 {
+			m := more(i)
+			if b.Len()+1+len(line)+len(m) > maxBytes {
+				b.WriteString(m)
 				return b.String()
 			}
 			b.WriteByte('\n')
@@ -150,23 +154,8 @@ func hasHighPlane(s string) bool {
 // When the result would exceed maxBytes (0: no limit) it keeps the entries
 // that fit and ends with a line saying how many were left out.
 func PageListing(header string, lines []string, maxBytes int) string {
-	all := header + "\n" + strings.Join(lines, "\n")
-	if maxBytes <= 0 || len(all) <= maxBytes {
-		return all
-	}
-	var b strings.Builder
-	b.WriteString(header)
-	for i, line := range lines {
-		if i > 0 {
-			more := fmt.Sprintf("\n[Output truncated at %s bytes: showed %d of %d entries. View a subfolder to see the rest.]",
-				Thousands(int64(maxBytes)), i, len(lines))
-			if b.Len()+1+len(line)+len(more) > maxBytes {
-				b.WriteString(more)
-				return b.String()
-			}
-		}
-		b.WriteByte('\n')
-		b.WriteString(line)
-	}
-	return b.String()
+	return fit(header, lines, maxBytes, func(shown int) string {
+		return fmt.Sprintf("\n[Output truncated at %s bytes: showed %d of %d entries. View a subfolder to see the rest.]",
+			Thousands(int64(maxBytes)), shown, len(lines))
+	})
 }
