@@ -62,8 +62,10 @@ func TestMain(m *testing.M) {
 		r.Close()
 		os.RemoveAll(r.Dir())
 	}
-	if genDir != "" {
+	if genDir != "" && os.Getenv("GITMEM_BENCH_KEEP") == "" {
 		os.RemoveAll(genDir)
+	} else if genDir != "" {
+		fmt.Println("kept the generated repository:", genDir)
 	}
 	os.Exit(code)
 }

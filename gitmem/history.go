@@ -269,20 +269,57 @@ func (r *Repo) history(head plumbing.Hash, persist bool, progress func(done, tot
 		}
 	}
 	r.omu.Unlock()
+	oldTip := r.histTip()
 	appendOnly := keep == len(r.hist)
 	r.hist = append(r.hist[:keep:keep], recs...)
 	if persist {
-		var err error
-		if appendOnly && keep > 0 {
-			err = r.appendHistoryFile(recs)
-		} else {
-			err = r.writeHistoryFile(r.hist)
-		}
-		if err != nil {
-			r.opt.Logf("gitmem: could not save the history index: %v", err)
-		}
+		r.saveHistory(oldTip, appendOnly, recs)
 	}
 	return r.hist, nil
+}
+
+// saveHistory brings the index file up to r.hist, which grew by recs from
+// oldTip (appendOnly) or was rebuilt. Another process may have written the
+// same records already: the file's own tip decides. Called with hmu and
+// the writer lock held.
+func (r *Repo) saveHistory(oldTip plumbing.Hash, appendOnly bool, recs []histRec) {
+	tip := r.fileTip()
+	var err error
+	switch {
+	case tip == r.histTip():
+		return // already there
+	case appendOnly && tip == oldTip && !tip.IsZero():
+		err = r.appendHistoryFile(recs)
+	default:
+		err = r.writeHistoryFile(r.hist)
+	}
+	if err != nil {
+		r.opt.Logf("gitmem: could not save the history index: %v", err)
+	}
+}
+
+// fileTip is the hash of the index file's last record (zero if none).
+func (r *Repo) fileTip() plumbing.Hash {
+	var tip plumbing.Hash
+	f, err := os.Open(r.historyPath())
+	if err != nil {
+		return tip
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() < 2 {
+		return tip
+	}
+	buf := make([]byte, min(fi.Size(), 64<<10))
+	if _, err := f.ReadAt(buf, fi.Size()-int64(len(buf))); err != nil || buf[len(buf)-1] != '\n' {
+		return tip
+	}
+	buf = buf[:len(buf)-1]
+	line := buf[bytes.LastIndexByte(buf, '\n')+1:]
+	if len(line) >= 40 && plumbing.IsHash(string(line[:40])) {
+		tip = plumbing.NewHash(string(line[:40]))
+	}
+	return tip
 }
 
 func (r *Repo) histTip() plumbing.Hash {

@@ -608,9 +608,7 @@ func (r *Repo) record(parent, h plumbing.Hash, oldRoot, newRoot *node, author Si
 		return // the next history() call catches up from git
 	}
 	r.hist = append(r.hist, rec)
-	if err := r.appendHistoryFile(r.hist[len(r.hist)-1:]); err != nil {
-		r.opt.Logf("gitmem: could not save the history index: %v", err)
-	}
+	r.saveHistory(parent, true, r.hist[len(r.hist)-1:])
 }
 
 func parentList(h plumbing.Hash) []string {

@@ -259,3 +259,31 @@ func TestBlameFollowsRenames(t *testing.T) {
 		t.Fatalf("blame %v, want %s", got, want)
 	}
 }
+
+// Two writers appending to one history index never duplicate a record:
+// the file stays one clean chain that a fresh process reads in full.
+func TestHistoryIndexStaysOneChainWithTwoWriters(t *testing.T) {
+	dir := t.TempDir()
+	r1, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		write(t, r1, fmt.Sprint("a", i), "a.md", fmt.Sprint(i))
+		write(t, r2, fmt.Sprint("b", i), "b.md", fmt.Sprint(i))
+	}
+	r1.Close()
+	r2.Close()
+	ro := &Repo{gitDir: filepath.Join(dir, ".git")}
+	if recs := ro.readHistoryFile(); len(recs) != 21 {
+		t.Fatalf("the index file holds a chain of %d records, want 21", len(recs))
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, ".git", "gitmem", "history"))
+	if n := strings.Count(string(data), "\n"); n != 22 {
+		t.Fatalf("the index file has %d lines, want 22 (header + 21)", n)
+	}
+}
