@@ -135,6 +135,9 @@ func TestKillNineLosesNothing(t *testing.T) {
 	if st := gitCLI(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Errorf("worktree does not match HEAD after restart:\n%s", st)
 	}
+	if count := gitCLI(t, dir, "count-objects", "-v"); !strings.Contains(count, "garbage: 0\n") {
+		t.Errorf("temporary files left after restart:\n%s", count)
+	}
 	t.Logf("%d acknowledged commits over 12 kills", len(acked))
 }
 

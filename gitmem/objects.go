@@ -81,6 +81,10 @@ func (o *objects) tree(h plumbing.Hash) (*object.Tree, error) {
 	return object.DecodeTree(o.st, obj)
 }
 
+// tmpObjPrefix names gitmem's temporary object files, so that the ones a
+// crash leaves behind can be told from git's own and removed at start.
+const tmpObjPrefix = "gitmem_obj_"
+
 // objectWriter writes loose objects for one commit: each to a temporary
 // file that is fsynced and renamed into place; sync then fsyncs the folders
 // so that the objects are durable before the ref that names them moves.
@@ -118,7 +122,7 @@ func (w *objectWriter) write(t plumbing.ObjectType, content []byte) (plumbing.Ha
 	if err := zw.Close(); err != nil {
 		return h, err
 	}
-	if err := writeFile(sub, "tmp_obj_", final, buf.Bytes(), 0o444, !w.noSync); err != nil {
+	if err := writeFile(sub, tmpObjPrefix, final, buf.Bytes(), 0o444, !w.noSync); err != nil {
 		return h, err
 	}
 	w.dirty[sub] = true

@@ -213,6 +213,7 @@ func (r *Repo) start() error {
 	}
 	r.branch = branch
 	r.clearStaleLocks()
+	r.clearTempFiles()
 	if err := r.refresh(true); err != nil {
 		return err
 	}
@@ -237,6 +238,29 @@ func (r *Repo) clearStaleLocks() {
 			r.opt.Logf("gitmem: removing stale lock file %s", filepath.Base(p))
 			os.Remove(p)
 		}
+	}
+}
+
+// clearTempFiles removes the temporary files a killed gitmem left: we hold
+// the writer lock, so no gitmem process is writing them now. (git's own
+// temporary files have other names and are left alone.)
+func (r *Repo) clearTempFiles() {
+	var junk []string
+	for _, pattern := range []string{
+		filepath.Join(r.gitDir, "gitmem", "tmp", "*"),
+		filepath.Join(r.gitDir, "gitmem", "pending-*"),
+		filepath.Join(r.gitDir, "gitmem", "history-*"),
+		filepath.Join(r.gitDir, "packed-refs-*"),
+		filepath.Join(r.gitDir, "objects", "??", tmpObjPrefix+"*"),
+	} {
+		m, _ := filepath.Glob(pattern)
+		junk = append(junk, m...)
+	}
+	for _, p := range junk {
+		os.RemoveAll(p)
+	}
+	if len(junk) > 0 {
+		r.opt.Logf("gitmem: removed %d temporary file(s) left by an interrupted run", len(junk))
 	}
 }
 

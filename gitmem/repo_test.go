@@ -287,3 +287,29 @@ func TestHistoryIndexStaysOneChainWithTwoWriters(t *testing.T) {
 		t.Fatalf("the index file has %d lines, want 22 (header + 21)", n)
 	}
 }
+
+// While gitmem runs, .git/index follows HEAD once it has been idle for
+// IndexDelay, so `git status` is clean without gitmem exiting.
+func TestIndexCatchesUpWhenIdle(t *testing.T) {
+	dir := t.TempDir()
+	opt := testOptions(t)
+	opt.IndexDelay = 20 * time.Millisecond
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "x", "notes/a.md", "a\n")
+	write(t, r, "y", "b.md", "b\n")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := gitCLI(t, dir, "status", "--porcelain", "--untracked-files=all")
+		if st == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("git status never became clean while gitmem was idle:\n%s", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
