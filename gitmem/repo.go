@@ -607,7 +607,9 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 		r.ids[id] = h
 	}
 	r.smu.Unlock()
-	r.record(tx.head, h, oldRoot, tx.root, author, when, meta)
+	_, body, trailers := parseMessage(msg)
+	subject := oneLine(meta.Subject)
+	r.record(newRec(h, tx.head, when, author, subject, trailers), oldRoot, tx.root)
 	if tx.mirror && len(paths) > 0 {
 		if err := tx.mirrorTo(r.wt); err != nil {
 			r.opt.Logf("gitmem: the worktree could not follow commit %s (%v); it will be repaired at the next start", h, err)
@@ -615,24 +617,22 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 			os.Remove(r.journalPath())
 		}
 	}
-	_, body, trailers := parseMessage(msg)
 	return Commit{Hash: h.String(), Parents: parentList(tx.head), Author: author, Committer: r.opt.Committer,
-		Time: when, Subject: oneLine(meta.Subject), Body: body, Trailers: trailers}, nil
+		Time: when, Subject: subject, Body: body, Trailers: trailers}, nil
 }
 
-// record appends a commit gitmem just made to the history index.
-func (r *Repo) record(parent, h plumbing.Hash, oldRoot, newRoot *node, author Signature, when time.Time, meta Meta) {
-	_, _, trailers := parseMessage(meta.message())
-	rec := newRec(h, parent, when, author, oneLine(meta.Subject), trailers)
+// record appends a commit gitmem just made to the history index, with
+// the files that differ between the trees before and after it.
+func (r *Repo) record(rec histRec, oldRoot, newRoot *node) {
 	diffNodes(lookup(oldRoot, memDir), lookup(newRoot, memDir), "", rec.change)
 	rec.sortPaths()
 	r.hmu.Lock()
 	defer r.hmu.Unlock()
-	if !r.histLoaded || r.histTip() != parent {
+	if !r.histLoaded || r.histTip() != rec.parent {
 		return // the next history() call catches up from git
 	}
 	r.hist = append(r.hist, rec)
-	r.saveHistory(parent, true, r.hist[len(r.hist)-1:])
+	r.saveHistory(rec.parent, true, r.hist[len(r.hist)-1:])
 }
 
 func parentList(h plumbing.Hash) []string {
