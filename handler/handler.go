@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,13 +76,53 @@ func fail(format string, args ...any) error { return &toolError{fmt.Sprintf(form
 func (h *Handler) HandleJSON(c Caller, raw []byte) Result {
 	var b Block
 	if err := json.Unmarshal(raw, &b); err != nil {
-		var probe struct {
-			ID string `json:"id"`
-		}
-		json.Unmarshal(raw, &probe)
-		return errorResult(probe.ID, "Invalid tool_use block: not a JSON object with type, id, name and input")
+		return errorResult(readID(raw), "Invalid tool_use block: not a JSON object with type, id, name and input")
 	}
 	return h.Handle(c, b)
+}
+
+// readID finds the top-level "id" of a block that does not parse as a
+// whole (cut short, say), reading tokens until the damage.
+func readID(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	depth := 1
+	wantKey := true
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		switch v := t.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				depth++
+			} else {
+				depth--
+			}
+			if depth == 1 {
+				wantKey = true
+			}
+			continue
+		case string:
+			if depth == 1 && wantKey {
+				if v == "id" {
+					if t, err := dec.Token(); err == nil {
+						id, _ := t.(string)
+						return id
+					}
+					return ""
+				}
+				wantKey = false
+				continue
+			}
+		}
+		if depth == 1 {
+			wantKey = true
+		}
+	}
 }
 
 // Handle answers one tool_use block.

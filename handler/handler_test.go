@@ -196,7 +196,7 @@ func TestMalformedCalls(t *testing.T) {
 		{`{"type":"tool_use","id":"t9","name":"bash","input":{}}`, "t9", "Error: Tool 'bash' is not handled here: gitmem serves only the 'memory' tool"},
 		{`{"type":"text","id":"t8","name":"memory"}`, "t8", `Error: Expected a tool_use block, got type "text"`},
 		{`{"type":"tool_use","name":"memory","input":{}}`, "", "Error: The tool_use block has no id"},
-		{`{"id":"t7", "input": [}`, "", "Error: Invalid tool_use block: not a JSON object with type, id, name and input"},
+		{`{"id":"t7", "input": [}`, "t7", "Error: Invalid tool_use block: not a JSON object with type, id, name and input"},
 		{`{"id":"t6","type":"tool_use","name":"memory","input":3}`, "t6", `Error: Invalid input: expected a JSON object with a "command" field`},
 	} {
 		res := h.HandleJSON(handler.Caller{}, []byte(tc.raw))
