@@ -74,3 +74,36 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 		})
 	}
 }
+
+// A server (one Repo) keeps working after an operator (another Repo on
+// the same folder) rewrote the history and deleted the old objects.
+func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
+	dir := t.TempDir()
+	server, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	write(t, server, "s1", "notes.md", "token sk-abc123\n")
+	write(t, server, "s2", "other.md", "x\n")
+	server.GC(false)
+	op, err := Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	op.Close()
+	if got := read(t, server, "notes.md"); got != "token [REDACTED]\n" {
+		t.Fatalf("the server reads %q", got)
+	}
+	write(t, server, "s3", "notes.md", "later\n")
+	if _, err := server.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "s2"}}}, func(*Tx) error { return nil }); err == nil {
+		t.Fatal("a tool_use id from before the rewrite was applied again")
+	}
+	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	if n := strings.TrimSpace(gitCLI(t, dir, "rev-list", "--count", "HEAD")); n != "4" {
+		t.Fatalf("%s commits", n)
+	}
+}
