@@ -85,7 +85,11 @@ func TestKillNineLosesNothing(t *testing.T) {
 			}
 			close(lines)
 		}()
-		deadline := time.After(time.Duration(30+rng.IntN(200)) * time.Millisecond)
+		// Kill at a random instant after a few acknowledgements, so every
+		// run makes progress however slow the machine is.
+		need := 1 + rng.IntN(8)
+		var deadline <-chan time.Time
+		got := 0
 	read:
 		for {
 			select {
@@ -98,6 +102,9 @@ func TestKillNineLosesNothing(t *testing.T) {
 					t.Fatalf("child: %s", l)
 				}
 				acked = append(acked, id)
+				if got++; got == need {
+					deadline = time.After(time.Duration(rng.IntN(15000)) * time.Microsecond)
+				}
 			case <-deadline:
 				cmd.Process.Signal(syscall.SIGKILL)
 				for l := range lines { // acknowledgements already written
@@ -111,8 +118,8 @@ func TestKillNineLosesNothing(t *testing.T) {
 		cmd.Wait()
 		gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
 	}
-	if len(acked) < 20 {
-		t.Fatalf("only %d acknowledged commits; the test did not exercise much", len(acked))
+	if len(acked) < 12 {
+		t.Fatalf("only %d acknowledged commits: a child died early", len(acked))
 	}
 	r, err = Open(dir, testOptions(t))
 	if err != nil {

@@ -80,14 +80,29 @@ func (o *objects) updateRef(branch plumbing.ReferenceName, old, new plumbing.Has
 	return syncDir(filepath.Dir(path))
 }
 
+// staleLock is how old a git lock file must be to count as abandoned: git
+// holds one for milliseconds, and gitmem takes them only under its own
+// writer lock.
+const staleLock = 2 * time.Second
+
 // openLockFile creates a git lock file exclusively, waiting a little for a
-// concurrent git process to release it.
+// concurrent git process to release it. A lock left by a killed process
+// (older than staleLock) is removed once.
 func openLockFile(path string) (*os.File, error) {
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(staleLock + 500*time.Millisecond)
+	removed := false
 	for {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil || !errors.Is(err, os.ErrExist) || time.Now().After(deadline) {
+		if err == nil || !errors.Is(err, os.ErrExist) {
 			return f, err
+		}
+		if fi, serr := os.Stat(path); serr == nil && !removed && time.Since(fi.ModTime()) > staleLock {
+			os.Remove(path)
+			removed = true
+			continue
+		}
+		if time.Now().After(deadline) {
+			return nil, err
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -234,7 +234,7 @@ func (r *Repo) clearStaleLocks() {
 		filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock",
 		filepath.Join(r.gitDir, "index.lock"),
 	} {
-		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > 5*time.Second {
+		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > staleLock {
 			r.opt.Logf("gitmem: removing stale lock file %s", filepath.Base(p))
 			os.Remove(p)
 		}
@@ -377,6 +377,8 @@ func (r *Repo) recover() error {
 	if err != nil {
 		return wrap("read the journal", err)
 	}
+	// A commit was under way: a branch lock file, if any, is its own.
+	os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
 	var j journal
 	if err := json.Unmarshal(data, &j); err != nil {
 		r.opt.Logf("gitmem: ignoring an unreadable journal; the whole worktree will be checked")
@@ -584,11 +586,14 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 	if err := ow.sync(); err != nil {
 		return Commit{}, wrap("sync the objects", err)
 	}
+	// The journal goes first even when no path changes: at start it also
+	// says that a branch lock file is ours to remove.
 	paths := tx.touched()
-	if tx.mirror && len(paths) > 0 {
-		if err := r.writeJournal(paths); err != nil {
-			return Commit{}, wrap("write the journal", err)
-		}
+	if !tx.mirror {
+		paths = nil
+	}
+	if err := r.writeJournal(paths); err != nil {
+		return Commit{}, wrap("write the journal", err)
 	}
 	r.omu.Lock()
 	err = r.obj.updateRef(r.branch, tx.head, h)
@@ -610,12 +615,10 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 	_, body, trailers := parseMessage(msg)
 	subject := oneLine(meta.Subject)
 	r.record(newRec(h, tx.head, when, author, subject, trailers), oldRoot, tx.root)
-	if tx.mirror && len(paths) > 0 {
-		if err := tx.mirrorTo(r.wt); err != nil {
-			r.opt.Logf("gitmem: the worktree could not follow commit %s (%v); it will be repaired at the next start", h, err)
-		} else {
-			os.Remove(r.journalPath())
-		}
+	if err := tx.mirrorTo(r.wt, len(paths) > 0); err != nil {
+		r.opt.Logf("gitmem: the worktree could not follow commit %s (%v); it will be repaired at the next start", h, err)
+	} else {
+		os.Remove(r.journalPath())
 	}
 	return Commit{Hash: h.String(), Parents: parentList(tx.head), Author: author, Committer: r.opt.Committer,
 		Time: when, Subject: subject, Body: body, Trailers: trailers}, nil

@@ -233,10 +233,13 @@ func (tx *Tx) touched() []string {
 	return out
 }
 
-// mirrorTo applies the transaction's edits to the worktree. If an edit
-// cannot be applied as such (the worktree had drifted), the paths it
-// touched are made to match the committed tree instead.
-func (tx *Tx) mirrorTo(w *worktree) error {
+// mirrorTo applies the transaction's edits to the worktree (when on). If
+// an edit cannot be applied as such (the worktree had drifted), the paths
+// it touched are made to match the committed tree instead.
+func (tx *Tx) mirrorTo(w *worktree, on bool) error {
+	if !on {
+		return nil
+	}
 	for _, o := range tx.ops {
 		var err error
 		switch o.kind {
