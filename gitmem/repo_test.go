@@ -313,3 +313,36 @@ func TestIndexCatchesUpWhenIdle(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Regression: a writer killed while holding refs/heads/main.lock must not
+// block the next process's commits.
+func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "a", "a.md", "a")
+	r.Close()
+	lock := filepath.Join(dir, ".git", "refs", "heads", "main.lock")
+	os.WriteFile(lock, []byte("0000000000000000000000000000000000000000\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".git", "gitmem", "pending"), []byte(`{"paths":[]}`), 0o600)
+	start := time.Now()
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "b", "b.md", "b")
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Fatal("the leftover lock is still there")
+	}
+	if waited := time.Since(start); waited > staleLock {
+		t.Logf("note: took %v", waited) // not an assertion: machines are noisy
+	}
+	// Without a journal, an old lock is taken as abandoned too.
+	os.WriteFile(lock, nil, 0o644)
+	old := time.Now().Add(-time.Minute)
+	os.Chtimes(lock, old, old)
+	write(t, r, "c", "c.md", "c")
+}
