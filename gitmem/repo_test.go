@@ -327,7 +327,6 @@ func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
 	lock := filepath.Join(dir, ".git", "refs", "heads", "main.lock")
 	os.WriteFile(lock, []byte("0000000000000000000000000000000000000000\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, ".git", "gitmem", "pending"), []byte(`{"paths":[]}`), 0o600)
-	start := time.Now()
 	r, err = Open(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -336,9 +335,6 @@ func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
 	write(t, r, "b", "b.md", "b")
 	if _, err := os.Stat(lock); !os.IsNotExist(err) {
 		t.Fatal("the leftover lock is still there")
-	}
-	if waited := time.Since(start); waited > staleLock {
-		t.Logf("note: took %v", waited) // not an assertion: machines are noisy
 	}
 	// Without a journal, an old lock is taken as abandoned too.
 	os.WriteFile(lock, nil, 0o644)
