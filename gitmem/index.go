@@ -75,23 +75,5 @@ func writeIndex(gitDir, workDir string, root *node) error {
 	sum := sha1.Sum(buf)
 	buf = append(buf, sum[:]...)
 
-	path := filepath.Join(gitDir, "index")
-	f, err := openLockFile(path + ".lock")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(buf)
-	if err == nil {
-		err = fsync(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(path+".lock", path)
-	}
-	if err != nil {
-		os.Remove(path + ".lock")
-	}
-	return err
+	return replaceLocked(filepath.Join(gitDir, "index"), buf, nil)
 }

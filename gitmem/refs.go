@@ -45,39 +45,46 @@ func (o *objects) updateRef(branch plumbing.ReferenceName, old, new plumbing.Has
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
+	err := replaceLocked(path, []byte(new.String()+"\n"), func() error {
+		cur, err := o.head(branch)
+		if err == nil && cur != old {
+			err = fmt.Errorf("%s moved from %s to %s during the update", branch, old, cur)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// replaceLocked replaces the file at path the way git does: "<path>.lock"
+// created exclusively, data written and fsynced, check (if any) passed,
+// then the lock renamed over path. On failure the lock is removed and path
+// is untouched. The folder is not synced.
+func replaceLocked(path string, data []byte, check func() error) error {
 	lock := path + ".lock"
 	f, err := openLockFile(lock)
 	if err != nil {
 		return err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			os.Remove(lock)
-		}
-	}()
-	_, err = f.WriteString(new.String() + "\n")
+	_, err = f.Write(data)
 	if err == nil {
 		err = fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && check != nil {
+		err = check()
+	}
+	if err == nil {
+		err = os.Rename(lock, path)
+	}
 	if err != nil {
-		return err
+		os.Remove(lock)
 	}
-	cur, err := o.head(branch)
-	if err != nil {
-		return err
-	}
-	if cur != old {
-		return fmt.Errorf("%s moved from %s to %s during the update", branch, old, cur)
-	}
-	if err := os.Rename(lock, path); err != nil {
-		return err
-	}
-	committed = true
-	return syncDir(filepath.Dir(path))
+	return err
 }
 
 // staleLock is how old a git lock file must be to count as abandoned: git
