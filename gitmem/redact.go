@@ -287,12 +287,7 @@ func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) 
 	}
 	n := h
 	if changed {
-		var b bytes.Buffer
-		for _, e := range out {
-			b.WriteString(strings.TrimLeft(e.Mode.String(), "0") + " " + e.Name + "\x00")
-			b.Write(e.Hash[:])
-		}
-		if n, err = rw.put(plumbing.TreeObject, b.Bytes()); err != nil {
+		if n, err = rw.put(plumbing.TreeObject, encodeEntries(out)); err != nil {
 			return h, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // node is one entry of the in-memory copy of HEAD's tree. Nodes are
@@ -122,25 +123,33 @@ func walkFiles(n *node, prefix string, fn func(p string, f *node)) {
 }
 
 // encodeTree is the git encoding of a folder whose children all have
-// hashes: entries in git's order (a folder sorts as if its name ended in
-// "/"), each "mode name\0" followed by the 20-byte hash.
+// hashes: its entries in git's order, where a folder sorts as if its name
+// ended in "/".
 func encodeTree(n *node) []byte {
-	names := slices.Collect(maps.Keys(n.kids))
-	key := func(name string) string {
-		if n.kids[name].isDir() {
-			return name + "/"
-		}
-		return name
+	entries := make([]object.TreeEntry, 0, len(n.kids))
+	for name, k := range n.kids {
+		entries = append(entries, object.TreeEntry{Name: name, Mode: k.mode, Hash: k.hash})
 	}
-	slices.SortFunc(names, func(a, b string) int { return strings.Compare(key(a), key(b)) })
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
+	return encodeEntries(entries)
+}
+
+// encodeEntries encodes tree entries, already in git's order: each
+// "mode name\0" and the 20-byte hash.
+func encodeEntries(entries []object.TreeEntry) []byte {
 	var b bytes.Buffer
-	for _, name := range names {
-		k := n.kids[name]
-		b.WriteString(strings.TrimLeft(k.mode.String(), "0"))
+	for _, e := range entries {
+		b.WriteString(strings.TrimLeft(e.Mode.String(), "0"))
 		b.WriteByte(' ')
-		b.WriteString(name)
+		b.WriteString(e.Name)
 		b.WriteByte(0)
-		b.Write(k.hash[:])
+		b.Write(e.Hash[:])
 	}
 	return b.Bytes()
 }
