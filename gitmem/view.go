@@ -223,12 +223,8 @@ func (tx *Tx) Rename(from, to string) error {
 // touched lists the repository paths the transaction changed.
 func (tx *Tx) touched() []string {
 	var out []string
-	for _, o := range tx.ops {
-		for _, p := range []string{o.from, o.to} {
-			if p != "" {
-				out = append(out, full(p))
-			}
-		}
+	for _, p := range tx.Paths() {
+		out = append(out, full(p))
 	}
 	return out
 }
