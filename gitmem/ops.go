@@ -247,7 +247,8 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 	}
 	var versions []version
 	cur := p
-	want := func(line []byte) bool { return bytes.Contains(line, []byte(escaper.Replace(cur))) }
+	curText := []byte(escaper.Replace(cur)) // what a line about cur contains
+	want := func(line []byte) bool { return bytes.Contains(line, curText) }
 	var ferr error
 	err := r.scan(want, nil, func(h *histRec) bool {
 		j, ok := slices.BinarySearch(h.paths, cur)
@@ -258,6 +259,7 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 		versions = append(versions, version{&h2, h.blobs[j]})
 		if h.command == "rename" { // older versions lived at the old path
 			cur = movePath(cur, strings.TrimPrefix(h.newPath, "/memories/"), strings.TrimPrefix(h.path, "/memories/"))
+			curText = []byte(escaper.Replace(cur))
 		}
 		if ferr = ctx.Err(); ferr != nil {
 			return false
