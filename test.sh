@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, vet, and every test with the race
-# detector. The conformance test runs the reference SDK (npm, pinned in
-# handler/testdata/reference); it is installed here when node is present.
+# detector. Some tests drive real JavaScript libraries (the reference SDK,
+# the MCP SDK, ...), each pinned by a package-lock.json in a testdata
+# folder; they are installed here when node is present.
 set -euo pipefail
 cd "$(dirname "$0")"
-if command -v npm >/dev/null && [ ! -d handler/testdata/reference/node_modules/@anthropic-ai/sdk ]; then
-  (cd handler/testdata/reference && npm ci --no-audit --no-fund --loglevel=error)
+if command -v npm >/dev/null; then
+  for lock in $(git ls-files '*package-lock.json'); do
+    dir=$(dirname "$lock")
+    if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$lock" -nt "$dir/node_modules/.package-lock.json" ]; then
+      (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    fi
+  done
 fi
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/nodetest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -28,13 +29,7 @@ type reference struct {
 
 func startReference(t *testing.T) *reference {
 	t.Helper()
-	dir, _ := filepath.Abs("testdata/reference")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@anthropic-ai", "sdk")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the reference SDK is not installed: run npm ci in handler/testdata/reference")
-		}
-		t.Skip("the reference SDK is not installed (npm ci in handler/testdata/reference)")
-	}
+	dir := nodetest.Harness(t, "testdata/reference", "@anthropic-ai/sdk")
 	cmd := exec.Command("node", filepath.Join(dir, "harness.js"), t.TempDir())
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()

@@ -30,13 +30,10 @@ const (
 //	GET  /healthz      "ok"
 func (h *Handler) HTTP(opt HTTPOptions) http.Handler {
 	if opt.MaxBodyBytes == 0 {
-		opt.MaxBodyBytes = 32 << 20
+		opt.MaxBodyBytes = defaultMaxBody
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("ok\n"))
-	})
+	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("POST /v1/tool_use", func(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(w, r, opt.MaxBodyBytes)
 		if err != nil {
@@ -73,17 +70,30 @@ func (h *Handler) HTTP(opt HTTPOptions) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, h.HandleJSON(c, trimmed))
 	})
-	if opt.Token == "" {
-		return mux
+	return bearer(opt.Token, mux)
+}
+
+const defaultMaxBody = 32 << 20
+
+func healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ok\n"))
+}
+
+// bearer requires "Authorization: Bearer <token>" on every request when
+// token is set.
+func bearer(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
 	}
-	want := []byte("Bearer " + opt.Token)
+	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gitmem"`)
 			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}
-		mux.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -36,12 +36,14 @@ func serveCommand() *cli.Command {
 	d := policy.DefaultLimits
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "answer memory tool calls: JSON lines on stdin/stdout, or HTTP with --http",
+		Usage: "answer memory tool calls: JSON lines on stdin/stdout, HTTP with --http, MCP with --mcp or --mcp-http",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "http", Usage: "serve HTTP on `ADDR` instead of stdio (alone: " + defaultAddr + ")", EnvVars: []string{"GITMEM_HTTP"}},
+			&cli.BoolFlag{Name: "mcp", Usage: "speak the Model Context Protocol on stdin/stdout (one tool: memory)"},
+			&cli.StringFlag{Name: "mcp-http", Usage: "serve MCP's streamable HTTP transport on `ADDR`, at /mcp"},
 			&cli.StringFlag{Name: "token", Usage: "require \"Authorization: Bearer `TOKEN`\" on HTTP", EnvVars: []string{"GITMEM_TOKEN"}},
 			&cli.StringFlag{Name: "session", Usage: "Session trailer for stdio calls"},
-			&cli.StringFlag{Name: "agent", Usage: "Agent trailer (and author name) for stdio calls"},
+			&cli.StringFlag{Name: "agent", Usage: "Agent trailer (and author name) for stdio calls (MCP: default the client's name/version)"},
 			&cli.StringFlag{Name: "author", Usage: "commit author, \"Name <email>\" (default: Claude <claude@gitmem.invalid>)"},
 			&cli.Int64Flag{Name: "max-file-bytes", Value: d.MaxFileBytes, Usage: "largest memory file"},
 			&cli.Int64Flag{Name: "max-total-bytes", Value: d.MaxTotalBytes, Usage: "largest total size of the memory"},
@@ -61,9 +63,20 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	addr, token := c.String("http"), c.String("token")
-	if addr != "" && token == "" && !isLoopback(addr) {
-		return failf(exitUsage, "refusing to serve %s without a token: set --token or GITMEM_TOKEN, or listen on a loopback address", addr)
+	addr, mcpAddr, token := c.String("http"), c.String("mcp-http"), c.String("token")
+	modes := 0
+	for _, on := range []bool{addr != "", mcpAddr != "", c.Bool("mcp")} {
+		if on {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return failf(exitUsage, "--http, --mcp and --mcp-http are different ways to serve: choose one")
+	}
+	for _, a := range []string{addr, mcpAddr} {
+		if a != "" && token == "" && !isLoopback(a) {
+			return failf(exitUsage, "refusing to serve %s without a token: set --token or GITMEM_TOKEN, or listen on a loopback address", a)
+		}
 	}
 	expireEvery, expireAge, err := expireFlags(c)
 	if err != nil {
@@ -93,17 +106,25 @@ func serve(c *cli.Context) error {
 	ctx, stop := signalContext()
 	defer stop()
 	go maintain(ctx, repo, maintenance{expireEvery, expireAge, keep, c.Int("gc-loose")}, logf)
-	if addr == "" {
-		caller := handler.Caller{Session: c.String("session"), Agent: c.String("agent")}
-		if err := h.ServeStdio(ctx, c.App.Reader, c.App.Writer, caller); err != nil {
-			return failf(exitFailure, "stdio: %v", err)
+	caller := handler.Caller{Session: c.String("session"), Agent: c.String("agent")}
+	switch {
+	case addr != "":
+		return serveHTTP(ctx, addr, "/v1/tool_use", h.HTTP(handler.HTTPOptions{Token: token}), logf)
+	case mcpAddr != "":
+		return serveHTTP(ctx, mcpAddr, handler.MCPPath, h.MCPHTTP(handler.HTTPOptions{Token: token}, handler.MCPOptions{}), logf)
+	case c.Bool("mcp"):
+		if err := h.ServeMCP(ctx, c.App.Reader, c.App.Writer, caller, handler.MCPOptions{}); err != nil {
+			return failf(exitFailure, "mcp: %v", err)
 		}
 		return nil
 	}
-	return serveHTTP(ctx, addr, h.HTTP(handler.HTTPOptions{Token: token}), logf)
+	if err := h.ServeStdio(ctx, c.App.Reader, c.App.Writer, caller); err != nil {
+		return failf(exitFailure, "stdio: %v", err)
+	}
+	return nil
 }
 
-func serveHTTP(ctx context.Context, addr string, h http.Handler, logf func(string, ...any)) error {
+func serveHTTP(ctx context.Context, addr, path string, h http.Handler, logf func(string, ...any)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return failf(exitFailure, "cannot listen on %s: %v", addr, err)
@@ -115,7 +136,7 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, logf func(strin
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
-	logf("gitmem: serving the memory tool on http://%s/v1/tool_use", ln.Addr())
+	logf("gitmem: serving the memory tool on http://%s%s", ln.Addr(), path)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

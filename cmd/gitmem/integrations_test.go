@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/nodetest"
+)
+
+// These tests run the real CLI (this test binary, which TestMain puts on
+// PATH as gitmem) against real client libraries driven by node.
+
+// testEnv is the environment of the processes a test starts: a fixed
+// clock and git identity, so commits are reproducible.
+func testEnv(t *testing.T) []string {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = Olive Operator\n\temail = olive@example.com\n"), 0o600)
+	return append(os.Environ(), "GITMEM_NOW=2026-03-01T09:00:00Z", "GIT_CONFIG_NOSYSTEM=1", "HOME="+home)
+}
+
+// serveHTTPProcess starts "gitmem --repo REPO serve FLAG ADDR ARGS..." on a
+// free loopback port and waits until it answers /healthz. stop ends it
+// with SIGTERM and waits for it.
+func serveHTTPProcess(t *testing.T, env []string, repo, flag string, args ...string) (base string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command("gitmem", append([]string{"--repo", repo, "serve", flag, addr}, args...)...)
+	cmd.Env = env
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cmd.Process.Signal(syscall.SIGTERM)
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("gitmem serve: %v", err)
+			}
+		}
+	}
+	t.Cleanup(stop)
+	base = "http://" + addr
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", base+"/healthz", nil)
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "--token" {
+				req.Header.Set("Authorization", "Bearer "+args[i+1])
+			}
+		}
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return base, stop
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gitmem serve %s %s did not start", flag, addr)
+		}
+	}
+}
+
+// gitLog is the history of repo by the git CLI, newest first, one line a
+// commit: the tool_use id, command, path, session, agent and author name.
+func gitLog(t *testing.T, repo string) []string {
+	t.Helper()
+	format := "%(trailers:key=Tool-Use-Id,valueonly,separator=)|%(trailers:key=Memory-Command,valueonly,separator=)|" +
+		"%(trailers:key=Memory-Path,valueonly,separator=)|%(trailers:key=Session,valueonly,separator=)|" +
+		"%(trailers:key=Agent,valueonly,separator=)|%an"
+	out, err := exec.Command("git", "-C", repo, "log", "--format="+format).Output()
+	if err != nil {
+		t.Fatalf("git log: %v", err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+}
+
+// mcpCall is one call for testdata/mcp-client/client.mjs.
+type mcpCall struct {
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      map[string]any  `json:"meta,omitempty"`
+}
+
+type mcpRun struct {
+	Instructions string
+	Tools        []struct {
+		Name        string
+		InputSchema struct {
+			Properties map[string]struct{ Enum []string }
+		}
+	}
+	Results []struct {
+		Content []struct{ Type, Text string }
+		IsError bool
+		Meta    map[string]any `json:"_meta"`
+	}
+}
+
+// An MCP session with the official TypeScript MCP SDK's client, over
+// stdio (the client spawns gitmem serve --mcp, as Claude Code and Claude
+// Desktop do) and over streamable HTTP: the tool list, exact results, and
+// commits whose trailers carry the ids from _meta and the client's name.
+func TestMCPWithTypeScriptSDK(t *testing.T) {
+	dir := nodetest.Harness(t, "testdata/mcp-client", "@modelcontextprotocol/sdk")
+	calls := []mcpCall{
+		{json.RawMessage(`{"command":"view","path":"/memories"}`), map[string]any{"claudecode/toolUseId": "toolu_01"}},
+		{json.RawMessage(`{"command":"create","path":"/memories/prefs.md","file_text":"likes tea\n"}`), map[string]any{"claudecode/toolUseId": "toolu_02"}},
+		{json.RawMessage(`{"command":"str_replace","path":"/memories/prefs.md","old_str":"coffee","new_str":"x"}`), map[string]any{"claudecode/toolUseId": "toolu_03"}},
+		{json.RawMessage(`{"command":"str_replace","path":"/memories/prefs.md","old_str":"tea","new_str":"green tea"}`), map[string]any{"tool_use_id": "toolu_04"}},
+		{json.RawMessage(`{"command":"str_replace","path":"/memories/prefs.md","old_str":"tea","new_str":"green tea"}`), map[string]any{"tool_use_id": "toolu_04"}}, // a retry
+		{json.RawMessage(`{"command":"rename","old_path":"/memories/prefs.md","new_path":"/memories/user/prefs.md"}`), nil},
+	}
+	want := []struct {
+		id, text string
+		isError  bool
+	}{
+		{"toolu_01", "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n0B\t/memories", false},
+		{"toolu_02", "File created successfully at: /memories/prefs.md", false},
+		{"toolu_03", "Error: No replacement was performed, old_str `coffee` did not appear verbatim in /memories/prefs.md.", true},
+		{"toolu_04", "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tlikes green tea\n     2\t", false},
+		{"toolu_04", "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tlikes green tea\n     2\t", false},
+		{"", "Successfully renamed /memories/prefs.md to /memories/user/prefs.md", false},
+	}
+	input, _ := json.Marshal(calls)
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			env := testEnv(t)
+			repo := filepath.Join(t.TempDir(), "memory")
+			var args []string
+			stop := func() {}
+			if transport == "stdio" {
+				args = []string{"stdio", "gitmem", "--repo", repo, "serve", "--mcp", "--session", "s-7"}
+			} else {
+				var base string
+				base, stop = serveHTTPProcess(t, env, repo, "--mcp-http", "--token", "s3cret")
+				args = []string{"http", base + handler.MCPPath, "Authorization=Bearer s3cret", handler.HeaderSession + "=s-7"}
+			}
+			cmd := exec.Command("node", append([]string{filepath.Join(dir, "client.mjs")}, args...)...)
+			cmd.Env, cmd.Stdin, cmd.Stderr = env, bytes.NewReader(input), os.Stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("node client.mjs: %v", err)
+			}
+			stop()
+			var run mcpRun
+			if err := json.Unmarshal(out, &run); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if run.Instructions != handler.MemoryProtocol {
+				t.Errorf("instructions %q", run.Instructions)
+			}
+			if len(run.Tools) != 1 || run.Tools[0].Name != "memory" ||
+				!slices.Equal(run.Tools[0].InputSchema.Properties["command"].Enum, []string{"view", "create", "str_replace", "insert", "delete", "rename"}) {
+				t.Errorf("tools %+v", run.Tools)
+			}
+			if len(run.Results) != len(want) {
+				t.Fatalf("%d results", len(run.Results))
+			}
+			generated := ""
+			for i, w := range want {
+				r := run.Results[i]
+				id, _ := r.Meta[handler.MetaToolUseID].(string)
+				if w.id == "" && regexp.MustCompile(`^mcp_[0-9a-f]{24}$`).MatchString(id) {
+					generated, w.id = id, id
+				}
+				if len(r.Content) != 1 || r.Content[0].Type != "text" || r.Content[0].Text != w.text || r.IsError != w.isError || id != w.id {
+					t.Errorf("call %d: %+v\nwant %+v", i, r, w)
+				}
+			}
+			agent := "gitmem-test-client/1.0.0"
+			wantLog := []string{
+				fmt.Sprintf("%s|rename|/memories/prefs.md|s-7|%s|%s", generated, agent, agent),
+				fmt.Sprintf("toolu_04|str_replace|/memories/prefs.md|s-7|%s|%s", agent, agent),
+				fmt.Sprintf("toolu_02|create|/memories/prefs.md|s-7|%s|%s", agent, agent),
+				"|init||||Olive Operator",
+			}
+			if got := gitLog(t, repo); !slices.Equal(got, wantLog) {
+				t.Errorf("history:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantLog, "\n"))
+			}
+		})
+	}
+}
