@@ -80,7 +80,7 @@ func genHistory(b *testing.B) string {
 	for i := range hot {
 		hot[i] = fmt.Sprintf("hot line %d\n", i)
 	}
-	parent, _ := r.obj.head(r.branch)
+	parent, _ := r.readHead()
 	commit := func(n int, msg string) {
 		tree, err := writeTrees(put, root)
 		if err != nil {
@@ -125,7 +125,7 @@ func genHistory(b *testing.B) string {
 	if err := pw.Close(); err != nil {
 		b.Fatal(err)
 	}
-	old, _ := r.obj.head(r.branch)
+	old, _ := r.readHead()
 	if err := r.obj.updateRef(r.branch, old, parent); err != nil {
 		b.Fatal(err)
 	}

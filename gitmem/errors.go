@@ -18,7 +18,23 @@ var (
 	ErrClosed        = errors.New("gitmem: repository is closed")
 	ErrUnknownRev    = errors.New("gitmem: unknown revision")
 	ErrReadOnly      = errors.New("gitmem: repository was opened read-only")
+	// ErrForeign: a git repository gitmem did not create. gitmem would
+	// commit onto its branch; Options.Adopt says to do so anyway.
+	ErrForeign = errors.New("gitmem: a git repository that gitmem did not create")
+	// ErrNoChange: an operator command found nothing to change; no commit
+	// was made.
+	ErrNoChange = errors.New("gitmem: nothing to change")
 )
+
+// DamagedError reports a repository gitmem will not work on until it is
+// repaired, because going on could lose history: what is wrong and how to
+// repair it (both for an operator; no host path).
+type DamagedError struct {
+	Problem string
+	Repair  string
+}
+
+func (e *DamagedError) Error() string { return "gitmem: " + e.Problem + "; " + e.Repair }
 
 // AppliedError reports that a change with the same operation id (the
 // tool_use id) was already committed; nothing new was written.
@@ -50,12 +66,14 @@ func wrap(op string, err error) error {
 	}
 	var se *StorageError
 	var ae *AppliedError
-	for _, own := range []error{ErrNotExist, ErrExist, ErrIsDir, ErrNotDir, ErrRoot, ErrInsideItself, ErrNotRepository, ErrClosed, ErrUnknownRev, ErrReadOnly} {
+	var de *DamagedError
+	for _, own := range []error{ErrNotExist, ErrExist, ErrIsDir, ErrNotDir, ErrRoot, ErrInsideItself, ErrNotRepository,
+		ErrClosed, ErrUnknownRev, ErrReadOnly, ErrForeign, ErrNoChange} {
 		if errors.Is(err, own) {
 			return err
 		}
 	}
-	if errors.As(err, &se) || errors.As(err, &ae) {
+	if errors.As(err, &se) || errors.As(err, &ae) || errors.As(err, &de) {
 		return err
 	}
 	return &StorageError{Op: op, Err: err}

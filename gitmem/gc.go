@@ -1,12 +1,16 @@
 package gitmem
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/revlist"
 )
@@ -37,6 +41,13 @@ func (r *Repo) LooseObjects() int {
 // are removed, at a cost proportional to what is loose. Full: every object
 // reachable from a ref goes into one pack and every other pack and loose
 // object is deleted, so objects nothing refers to are gone for good.
+//
+// GC is what frees a full disk: it first deletes what interrupted runs
+// left (half-written packs, temporary files) and loose copies of objects
+// already packed, and when the new pack does not fit it packs the loose
+// objects in small batches, each batch's loose files deleted before the
+// next is written. A redaction whose old objects could not be deleted yet
+// is completed here.
 func (r *Repo) GC(full bool) (GCStats, error) {
 	if r.opt.ReadOnly {
 		return GCStats{}, ErrReadOnly
@@ -47,8 +58,11 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 		return GCStats{}, wrap("lock the repository", err)
 	}
 	defer r.flock.unlock()
+	if _, err := os.Stat(r.redactPath()); err == nil {
+		return GCStats{}, r.finishRedaction()
+	}
 	r.omu.Lock()
-	defer r.omu.Unlock()
+	defer r.unlockObj()
 	st, err := r.gc(full)
 	return st, wrap("pack the repository", err)
 }
@@ -56,6 +70,7 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 // gc is GC with wmu, the file lock and omu held.
 func (r *Repo) gc(full bool) (GCStats, error) {
 	var st GCStats
+	st.Removed += r.clearGarbage(full)
 	loose, err := r.looseHashes()
 	if err != nil {
 		return st, err
@@ -64,15 +79,19 @@ func (r *Repo) gc(full bool) (GCStats, error) {
 	if err != nil {
 		return st, err
 	}
-	hashes := loose
-	if full {
-		tips, err := r.refTips()
-		if err != nil {
-			return st, err
-		}
-		if hashes, err = revlist.Objects(r.obj.st, tips, nil); err != nil {
-			return st, err
-		}
+	if !full {
+		n, err := r.packLoose(loose)
+		st.Packed, st.Removed = st.Packed+n, st.Removed+n
+		r.obj.st.ObjectStorage.Reindex()
+		return st, err
+	}
+	tips, err := r.refTips()
+	if err != nil {
+		return st, err
+	}
+	hashes, err := revlist.Objects(r.obj.st, tips, nil)
+	if err != nil {
+		return st, err
 	}
 	var pack plumbing.Hash
 	if len(hashes) > 0 {
@@ -82,22 +101,121 @@ func (r *Repo) gc(full bool) (GCStats, error) {
 		st.Packed = len(hashes)
 	}
 	// The new pack is durable; drop what it replaces.
-	for _, h := range loose {
-		hex := h.String()
-		if os.Remove(filepath.Join(r.gitDir, "objects", hex[:2], hex[2:])) == nil {
+	st.Removed += removeLoose(r.gitDir, loose)
+	for _, p := range oldPacks {
+		if p != pack {
+			r.removePack(p)
 			st.Removed++
-		}
-	}
-	if full {
-		for _, p := range oldPacks {
-			if p != pack {
-				r.removePack(p)
-				st.Removed++
-			}
 		}
 	}
 	r.obj.st.ObjectStorage.Reindex()
 	return st, nil
+}
+
+// packLoose packs the loose objects and removes their files: one pack if
+// it fits; on a full disk, batches that start small and double, each
+// batch's loose files removed (freeing far more than the pack takes)
+// before the next is written. It returns how many objects it packed.
+func (r *Repo) packLoose(loose []plumbing.Hash) (int, error) {
+	if len(loose) == 0 {
+		return 0, nil
+	}
+	if _, err := r.writePack(loose); err == nil {
+		return removeLoose(r.gitDir, loose), nil
+	}
+	done := 0
+	for batch := 64; done < len(loose); batch *= 2 {
+		part := loose[done:min(done+batch, len(loose))]
+		if _, err := r.writePack(part); err != nil {
+			return done, err
+		}
+		removeLoose(r.gitDir, part)
+		done += len(part)
+	}
+	return done, nil
+}
+
+func removeLoose(gitDir string, hashes []plumbing.Hash) int {
+	n := 0
+	for _, h := range hashes {
+		hex := h.String()
+		if os.Remove(filepath.Join(gitDir, "objects", hex[:2], hex[2:])) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// clearGarbage deletes what takes space for nothing: half-written packs
+// (every one when full, as a redaction needs: one could hold the old
+// content; else those older than staleTemp), gitmem's temporary files,
+// and loose objects that a pack holds already (left by a gc killed
+// between writing its pack and removing the loose files). It returns how
+// many files it deleted.
+func (r *Repo) clearGarbage(full bool) int {
+	n := 0
+	for _, p := range tempPacks(r.gitDir) {
+		if fi, err := os.Stat(p); err == nil && (full || time.Since(fi.ModTime()) > staleTemp) && os.Remove(p) == nil {
+			n++
+		}
+	}
+	for _, pattern := range []string{
+		filepath.Join(r.gitDir, "gitmem", "tmp", "*"),
+		filepath.Join(r.gitDir, "objects", "??", tmpObjPrefix+"*"),
+	} {
+		m, _ := filepath.Glob(pattern)
+		for _, p := range m {
+			if os.Remove(p) == nil {
+				n++
+			}
+		}
+	}
+	n += removeOrphanIndexes(r.gitDir)
+	loose, err := r.looseHashes()
+	if err != nil || len(loose) == 0 {
+		return n
+	}
+	r.obj.st.ObjectStorage.Reindex()
+	packs, err := r.obj.st.ObjectPacks()
+	if err != nil {
+		return n
+	}
+	var idxs []*idxfile.MemoryIndex
+	for _, p := range packs {
+		f, err := os.Open(filepath.Join(r.gitDir, "objects", "pack", "pack-"+p.String()+".idx"))
+		if err != nil {
+			continue
+		}
+		idx := idxfile.NewMemoryIndex()
+		if idxfile.NewDecoder(f).Decode(idx) == nil {
+			idxs = append(idxs, idx)
+		}
+		f.Close()
+	}
+	var packed []plumbing.Hash
+	for _, h := range loose {
+		for _, idx := range idxs {
+			if ok, _ := idx.Contains(h); ok {
+				packed = append(packed, h)
+				break
+			}
+		}
+	}
+	return n + removeLoose(r.gitDir, packed)
+}
+
+// removeOrphanIndexes deletes pack indexes whose pack is missing: go-git
+// writes a pack's index before it renames the pack into place, and would
+// trust a half-written one if the same pack were written again.
+func removeOrphanIndexes(gitDir string) int {
+	n := 0
+	idxs, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*.idx"))
+	for _, idx := range idxs {
+		if _, err := os.Stat(strings.TrimSuffix(idx, ".idx") + ".pack"); errors.Is(err, fs.ErrNotExist) && os.Remove(idx) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // looseHashes lists the loose objects.
@@ -148,6 +266,9 @@ func (r *Repo) writePack(hashes []plumbing.Hash) (plumbing.Hash, error) {
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	if err := injected(stepPack, ".git/objects/pack"); err != nil {
+		return plumbing.ZeroHash, err
+	}
 	pw, err := r.obj.st.PackfileWriter()
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -157,6 +278,12 @@ func (r *Repo) writePack(hashes []plumbing.Hash) (plumbing.Hash, error) {
 		err = cerr
 	}
 	if err != nil {
+		for _, p := range tempPacks(r.gitDir) { // ours, half-written
+			if fi, serr := os.Stat(p); serr == nil && time.Since(fi.ModTime()) < time.Minute {
+				os.Remove(p)
+			}
+		}
+		removeOrphanIndexes(r.gitDir)
 		return plumbing.ZeroHash, err
 	}
 	packDir := filepath.Join(r.gitDir, "objects", "pack")

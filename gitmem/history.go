@@ -247,7 +247,7 @@ func (r *Repo) history(head plumbing.Hash, persist bool, progress func(done, tot
 		}
 		c, err := r.obj.commit(h)
 		if err != nil {
-			r.omu.Unlock()
+			r.unlockObj()
 			return nil, wrap("read the history", err)
 		}
 		newer = append(newer, c)
@@ -260,7 +260,7 @@ func (r *Repo) history(head plumbing.Hash, persist bool, progress func(done, tot
 	for i := len(newer) - 1; i >= 0; i-- {
 		rec, err := r.recordOf(newer[i])
 		if err != nil {
-			r.omu.Unlock()
+			r.unlockObj()
 			return nil, wrap("index the history", err)
 		}
 		recs = append(recs, rec)
@@ -268,7 +268,7 @@ func (r *Repo) history(head plumbing.Hash, persist bool, progress func(done, tot
 			progress(len(newer)-i, len(newer))
 		}
 	}
-	r.omu.Unlock()
+	r.unlockObj()
 	oldTip := r.histTip()
 	appendOnly := keep == len(r.hist)
 	r.hist = append(r.hist[:keep:keep], recs...)

@@ -20,7 +20,11 @@ func openFileLock(path string) (*fileLock, error) {
 	return &fileLock{f: f}, nil
 }
 
+// lock, unlock and close do nothing on a nil lock (a read-only Repo).
 func (l *fileLock) lock() error {
+	if l == nil {
+		return nil
+	}
 	for {
 		err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_EX)
 		if err != syscall.EINTR {
@@ -29,6 +33,16 @@ func (l *fileLock) lock() error {
 	}
 }
 
-func (l *fileLock) unlock() error { return syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN) }
+func (l *fileLock) unlock() error {
+	if l == nil {
+		return nil
+	}
+	return syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+}
 
-func (l *fileLock) close() error { return l.f.Close() }
+func (l *fileLock) close() error {
+	if l == nil {
+		return nil
+	}
+	return l.f.Close()
+}

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"errors"
@@ -22,6 +23,7 @@ import (
 type objects struct {
 	gitDir string
 	st     *filesystem.Storage
+	holds  int // operations that keep pack files open (see Repo.unlockObj)
 }
 
 func openObjects(gitDir string) *objects {
@@ -29,6 +31,31 @@ func openObjects(gitDir string) *objects {
 	// object otherwise); Repo.Close closes them.
 	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(32<<20), filesystem.Options{KeepDescriptors: true})
 	return &objects{gitDir: gitDir, st: st}
+}
+
+// unlockObj releases omu. Unless an operation holds them (holds > 0), the
+// pack files go-git opened are closed first: no gitmem process keeps a
+// pack open between operations, so a pack that gc or redact deletes is
+// gone from the disk at once, not kept alive by an idle server.
+func (r *Repo) unlockObj() {
+	if r.obj.holds == 0 {
+		r.obj.st.ObjectStorage.Close()
+	}
+	r.omu.Unlock()
+}
+
+// holdPacks keeps pack files open until dropPacks, for an operation that
+// reads many objects (blame, a log with patches).
+func (r *Repo) holdPacks() {
+	r.omu.Lock()
+	r.obj.holds++
+	r.omu.Unlock()
+}
+
+func (r *Repo) dropPacks() {
+	r.omu.Lock()
+	r.obj.holds--
+	r.unlockObj()
 }
 
 // encoded returns an object. go-git caches the list of packs; when another
@@ -104,8 +131,11 @@ func (w *objectWriter) write(t plumbing.ObjectType, content []byte) (plumbing.Ha
 	hex := h.String()
 	sub := filepath.Join(w.dir, hex[:2])
 	final := filepath.Join(sub, hex[2:])
-	if _, err := os.Lstat(final); err == nil {
-		return h, nil
+	if _, err := os.Lstat(final); err == nil && looseIntact(final, h) {
+		return h, nil // already there, and intact: never point at a damaged copy
+	}
+	if err := injected(stepObject, ".git/objects/"+hex[:2]+"/"+hex[2:]); err != nil {
+		return h, err
 	}
 	if _, err := os.Lstat(sub); err != nil {
 		if err := os.Mkdir(sub, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
@@ -128,6 +158,39 @@ func (w *objectWriter) write(t plumbing.ObjectType, content []byte) (plumbing.Ha
 	w.dirty[sub] = true
 	return h, nil
 }
+
+// looseIntact reports whether the loose object file at path holds the
+// object h: it inflates and hashes it.
+func looseIntact(path string, h plumbing.Hash) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	zr, err := zlib.NewReader(bufio.NewReader(f))
+	if err != nil {
+		return false
+	}
+	defer zr.Close()
+	data, err := io.ReadAll(io.LimitReader(zr, maxObjectBytes))
+	if err != nil {
+		return false
+	}
+	hdr, content, ok := bytes.Cut(data, []byte{0})
+	if !ok {
+		return false
+	}
+	kind, size, ok := bytes.Cut(hdr, []byte(" "))
+	t, err := plumbing.ParseObjectType(string(kind))
+	if !ok || err != nil || string(size) != strconv.Itoa(len(content)) {
+		return false
+	}
+	return plumbing.ComputeHash(t, content) == h
+}
+
+// maxObjectBytes bounds what looseIntact inflates: gitmem's own objects
+// are far smaller (a memory file is at most a few MiB).
+const maxObjectBytes = 1 << 30
 
 // writeNoSync writes a loose object without fsync, for bulk rewrites
 // that sync everything once at the end (syncAll).

@@ -56,9 +56,7 @@ func touches(changed, paths []string) bool {
 
 // headHash is the branch's commit now.
 func (r *Repo) headHash() (plumbing.Hash, error) {
-	r.omu.Lock()
-	defer r.omu.Unlock()
-	h, err := r.obj.head(r.branch)
+	h, err := r.readHead()
 	return h, wrap("read the branch", err)
 }
 
@@ -72,8 +70,8 @@ func (r *Repo) indexed(progress Progress) ([]histRec, error) {
 	r.hmu.Lock()
 	fresh := r.histLoaded && r.histTip() == head
 	r.hmu.Unlock()
-	if fresh {
-		return r.history(head, false, nil)
+	if fresh || r.opt.ReadOnly {
+		return r.history(head, false, progress) // read-only: caught up in memory, never saved
 	}
 	if err := r.flock.lock(); err != nil {
 		return nil, wrap("lock the repository", err)
@@ -181,7 +179,7 @@ func (r *Repo) At(t time.Time) (Commit, error) {
 // hashes at a commit, under the given paths ("" or none: all).
 func (r *Repo) Files(rev string, paths ...string) (map[string]string, error) {
 	r.omu.Lock()
-	defer r.omu.Unlock()
+	defer r.unlockObj()
 	h, err := r.resolve(rev)
 	if err != nil {
 		return nil, err
@@ -240,6 +238,8 @@ type BlameLine struct {
 // file's versions from the history index, oldest first, with a line diff
 // between each two, following the file back through renames.
 func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
+	r.holdPacks()
+	defer r.dropPacks()
 	// The versions of the file, newest first, following renames back.
 	type version struct {
 		rec  *histRec

@@ -3,10 +3,15 @@ package gitmem
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -33,17 +38,22 @@ type Rewrite struct {
 type RedactReport struct {
 	Rewritten []Rewrite // oldest first; commits whose hash changes
 	Refs      []string  // refs that move
+	Renamed   []string  // memory paths (relative to memories/) a pattern renamed, as they are named now
 }
 
 const redacted = "[REDACTED]"
 
 // Redact rewrites the history so that the redacted content is in no
 // commit: every commit from the first that held it is rewritten with the
-// same message, trailers, author and dates; every ref moves to the
-// rewritten commits; then every object no ref reaches is deleted (a full
-// GC), reflogs included, so `git cat-file` cannot find the old content.
-// With dry true nothing is written and the report says what would change.
-// Cancelling ctx before the refs move leaves the repository as it was.
+// same message, trailers, author and dates (a pattern is also replaced in
+// file and folder names, messages, trailers and identities); every ref
+// moves to the rewritten commits; then the worktree, the index and the
+// history index are rebuilt and every object no ref reaches is deleted (a
+// full GC), reflogs included, so `git cat-file` cannot find the old
+// content. With dry true nothing is written and the report says what would
+// change. Cancelling ctx before the refs move leaves the repository as it
+// was; a crash after that is finished at the next start (a record of the
+// moves is written before the first ref moves).
 func (r *Repo) Redact(ctx context.Context, red Redaction, dry bool, progress Progress) (RedactReport, error) {
 	if r.opt.ReadOnly && !dry {
 		return RedactReport{}, ErrReadOnly
@@ -55,48 +65,133 @@ func (r *Repo) Redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	}
 	defer r.flock.unlock()
 	r.omu.Lock()
+	r.obj.holds++
 	rep, moved, err := r.rewrite(ctx, red, dry, progress)
+	r.obj.holds--
+	r.unlockObj()
 	if err != nil || dry || len(moved) == 0 {
-		r.omu.Unlock()
 		return rep, err
 	}
-	if err := r.moveRefs(moved); err != nil {
-		r.omu.Unlock()
-		return rep, wrap("move the refs", err)
+	rec := redactRecord{Refs: map[string][2]string{}}
+	for name, m := range moved {
+		rec.Refs[name.String()] = [2]string{m[0].String(), m[1].String()}
 	}
-	// The refs moved: from here the old history is unreachable; drop it.
-	os.RemoveAll(filepath.Join(r.gitDir, "logs"))
-	for _, f := range []string{"ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD"} {
-		os.Remove(filepath.Join(r.gitDir, f))
+	if err := r.writeRedactRecord(rec); err != nil {
+		return rep, wrap("write the redaction record", err)
 	}
+	return rep, r.finishRedaction()
+}
+
+// redactRecord is written (fsynced) before a redaction moves its first
+// ref, and removed when the redaction is complete: a start that finds it
+// finishes the redaction before anything else, so a crash can never let
+// the old worktree be adopted back into history. Refs is what is left to
+// move (name -> old, new); once the refs, the worktree and the indexes
+// follow, only GC stays true until the old objects are gone.
+type redactRecord struct {
+	Refs map[string][2]string `json:"refs,omitempty"`
+	GC   bool                 `json:"gc,omitempty"`
+}
+
+func (r *Repo) redactPath() string { return filepath.Join(r.gitDir, "gitmem", "redact") }
+
+func (r *Repo) writeRedactRecord(rec redactRecord) error {
+	data, _ := json.Marshal(rec)
+	dir := filepath.Dir(r.redactPath())
+	if err := writeFileSync(dir, "redact-", r.redactPath(), data, 0o600); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// finishRedaction completes a redaction whose record is on disk: refs
+// still at their old commit move, reflogs and the history index go, the
+// worktree and .git/index are rebuilt from the new HEAD (nothing in the
+// worktree is a hand edit: it is the old history's copy), and a full GC
+// deletes the old objects. Called with wmu and the writer lock held.
+func (r *Repo) finishRedaction() error {
+	data, err := os.ReadFile(r.redactPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	var rec redactRecord
+	if err != nil || json.Unmarshal(data, &rec) != nil {
+		return &DamagedError{Problem: "the record of an interrupted redaction (.git/gitmem/redact) is unreadable",
+			Repair: "run the redaction again (gitmem redact ... --yes), then delete .git/gitmem/redact"}
+	}
+	if len(rec.Refs) > 0 {
+		r.opt.Logf("gitmem: finishing an interrupted redaction")
+		moved := map[plumbing.ReferenceName][2]plumbing.Hash{}
+		for name, m := range rec.Refs {
+			if !validRefName(name) || !plumbing.IsHash(m[0]) || !plumbing.IsHash(m[1]) {
+				return &DamagedError{Problem: "the record of an interrupted redaction names a bad ref",
+					Repair: "run the redaction again, then delete .git/gitmem/redact"}
+			}
+			n, old := plumbing.ReferenceName(name), plumbing.NewHash(m[0])
+			if cur, err := readRef(r.gitDir, n); err == nil && cur == old {
+				moved[n] = [2]plumbing.Hash{old, plumbing.NewHash(m[1])}
+			}
+		}
+		r.omu.Lock()
+		err := r.moveRefs(moved)
+		r.unlockObj()
+		if err != nil {
+			return wrap("move the refs", err)
+		}
+		// The refs moved: from here the old history is unreachable.
+		os.RemoveAll(filepath.Join(r.gitDir, "logs"))
+		for _, f := range []string{"ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "COMMIT_EDITMSG", "gitmem/pending"} {
+			os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(f)))
+		}
+		r.pend = nil
+		r.hmu.Lock()
+		r.hist, r.histLoaded = nil, true
+		os.Remove(r.historyPath())
+		r.hmu.Unlock()
+		r.smu.Lock()
+		r.loaded, r.head = false, plumbing.ZeroHash
+		r.smu.Unlock()
+		if err := r.refresh(true); err != nil {
+			return err
+		}
+		r.cmu.Lock()
+		clear(r.stats)
+		r.cmu.Unlock()
+		if err := r.wt.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob); err != nil {
+			return wrap("bring the worktree to the redacted history", err)
+		}
+		if err := r.writeIndex(); err != nil {
+			return wrap("write the index", err)
+		}
+		if err := r.writeRedactRecord(redactRecord{GC: true}); err != nil {
+			return wrap("write the redaction record", err)
+		}
+	}
+	r.omu.Lock()
 	_, err = r.gc(true)
-	r.omu.Unlock()
+	r.unlockObj()
 	if err != nil {
-		return rep, wrap("delete the old objects", err)
+		return wrap("delete the old objects (run gitmem gc --full once the cause is fixed)", err)
 	}
-	r.hmu.Lock()
-	r.hist, r.histLoaded = nil, true
-	os.Remove(r.historyPath())
-	r.hmu.Unlock()
-	r.smu.Lock()
-	r.loaded = false
-	r.smu.Unlock()
-	if err := r.refresh(true); err != nil {
-		return rep, err
-	}
-	if err := r.wt.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob); err != nil {
-		return rep, wrap("update the worktree", err)
-	}
-	return rep, wrap("write the index", writeIndex(r.gitDir, r.dir, r.snapshotTree()))
+	os.Remove(r.redactPath())
+	return nil
 }
 
 // rewriter rewrites trees and blobs, remembering each answer.
 type rewriter struct {
-	r     *Repo
-	red   Redaction
-	put   func(plumbing.ObjectType, []byte) (plumbing.Hash, error)
-	trees map[plumbing.Hash]plumbing.Hash
-	blobs map[plumbing.Hash]plumbing.Hash
+	r       *Repo
+	red     Redaction
+	put     func(plumbing.ObjectType, []byte) (plumbing.Hash, error)
+	trees   map[treeKey]plumbing.Hash
+	blobs   map[plumbing.Hash]plumbing.Hash
+	renamed map[string]bool // memory paths renamed, by their new name
+}
+
+// treeKey caches a rewritten tree: a pattern renames entries only inside
+// memories/, so the same tree may be rewritten differently above it.
+type treeKey struct {
+	h   plumbing.Hash
+	mem bool
 }
 
 // rewrite computes (and unless dry, writes) the rewritten history. It
@@ -104,7 +199,7 @@ type rewriter struct {
 func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Progress) (RedactReport, map[plumbing.ReferenceName][2]plumbing.Hash, error) {
 	var rep RedactReport
 	ow := newObjectWriter(r.gitDir)
-	rw := &rewriter{r: r, red: red, trees: map[plumbing.Hash]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{},
+	rw := &rewriter{r: r, red: red, trees: map[treeKey]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{}, renamed: map[string]bool{},
 		put: func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 			if dry {
 				return plumbing.ComputeHash(t, data), nil
@@ -138,17 +233,24 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		if err != nil {
 			return rep, nil, wrap("rewrite a tree", err)
 		}
-		changed := tree != c.TreeHash
-		parents := make([]plumbing.Hash, len(c.ParentHashes))
+		nc := *c
+		nc.TreeHash, nc.PGPSignature = tree, ""
+		nc.ParentHashes = make([]plumbing.Hash, len(c.ParentHashes))
 		for j, p := range c.ParentHashes {
-			parents[j] = mapped[p]
-			changed = changed || parents[j] != p
+			nc.ParentHashes[j] = mapped[p]
 		}
+		if m := red.Match; m != nil {
+			nc.Message = m.ReplaceAllLiteralString(c.Message, redacted)
+			for _, sig := range []*object.Signature{&nc.Author, &nc.Committer} {
+				sig.Name = m.ReplaceAllLiteralString(sig.Name, redacted)
+				sig.Email = m.ReplaceAllLiteralString(sig.Email, redacted)
+			}
+		}
+		changed := tree != c.TreeHash || !slices.Equal(nc.ParentHashes, c.ParentHashes) || nc.Message != c.Message ||
+			nc.Author != c.Author || nc.Committer != c.Committer
 		if !changed {
 			mapped[c.Hash] = c.Hash
 		} else {
-			nc := *c
-			nc.TreeHash, nc.ParentHashes, nc.PGPSignature = tree, parents, ""
 			obj := &plumbing.MemoryObject{}
 			if err := nc.EncodeWithoutSignature(obj); err != nil {
 				return rep, nil, wrap("encode a commit", err)
@@ -161,7 +263,7 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 				return rep, nil, wrap("write a commit", err)
 			}
 			mapped[c.Hash] = h
-			subject, _, _ := parseMessage(c.Message)
+			subject, _, _ := parseMessage(nc.Message)
 			rep.Rewritten = append(rep.Rewritten, Rewrite{Old: c.Hash.String(), New: h.String(), Subject: subject})
 		}
 		if progress != nil {
@@ -180,6 +282,8 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 			rep.Refs = append(rep.Refs, name.String())
 		}
 	}
+	slices.Sort(rep.Refs)
+	rep.Renamed = slices.Sorted(maps.Keys(rw.renamed))
 	return rep, moved, nil
 }
 
@@ -236,12 +340,14 @@ func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*obje
 // tree returns the rewritten tree of h found at path prefix.
 func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) {
 	target := ""
+	inMem := prefix == memDir || strings.HasPrefix(prefix, memDir+"/")
+	key := treeKey{h, inMem}
 	if rw.red.Path != "" {
 		target = memDir + "/" + rw.red.Path
 		if prefix != "" && target != prefix && !strings.HasPrefix(target, prefix+"/") {
 			return h, nil // the path is not under this subtree
 		}
-	} else if n, ok := rw.trees[h]; ok {
+	} else if n, ok := rw.trees[key]; ok {
 		return n, nil
 	}
 	t, err := rw.r.obj.tree(h)
@@ -251,10 +357,7 @@ func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) 
 	var out []object.TreeEntry
 	changed := false
 	for _, e := range t.Entries {
-		p := e.Name
-		if prefix != "" {
-			p = prefix + "/" + e.Name
-		}
+		p := join2(prefix, e.Name)
 		switch {
 		case p == target:
 			changed = true
@@ -285,16 +388,46 @@ func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) 
 		}
 		out = append(out, e)
 	}
+	if rw.red.Match != nil && inMem && rw.renameEntries(out, prefix) {
+		changed = true
+	}
 	n := h
 	if changed {
+		sortEntries(out)
 		if n, err = rw.put(plumbing.TreeObject, encodeEntries(out)); err != nil {
 			return h, err
 		}
 	}
 	if rw.red.Path == "" {
-		rw.trees[h] = n
+		rw.trees[key] = n
 	}
 	return n, nil
+}
+
+// renameEntries replaces the pattern in entry names (a secret in a file
+// or folder name), keeping names unique: a name that would clash gets
+// "-2", "-3", ... It reports whether any name changed.
+func (rw *rewriter) renameEntries(entries []object.TreeEntry, prefix string) bool {
+	taken := map[string]bool{}
+	var hit []int
+	for i, e := range entries {
+		if rw.red.Match.MatchString(e.Name) {
+			hit = append(hit, i)
+		} else {
+			taken[e.Name] = true
+		}
+	}
+	for _, i := range hit {
+		base := rw.red.Match.ReplaceAllLiteralString(entries[i].Name, redacted)
+		name := base
+		for k := 2; taken[name]; k++ {
+			name = fmt.Sprintf("%s-%d", base, k)
+		}
+		taken[name] = true
+		entries[i].Name = name
+		rw.renamed[strings.TrimPrefix(join2(prefix, name), memDir+"/")] = true
+	}
+	return len(hit) > 0
 }
 
 var emptyTree = plumbing.ComputeHash(plumbing.TreeObject, nil)

@@ -3,36 +3,87 @@ package gitmem
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// branch returns the branch HEAD points to (refs/heads/main for a gitmem
-// repository; an adopted repository may use another name).
-func (o *objects) branch() (plumbing.ReferenceName, error) {
-	ref, err := o.st.Reference(plumbing.HEAD)
+// readHEAD returns the branch HEAD points to (refs/heads/main for a
+// gitmem repository; an adopted repository may use another name). A
+// detached or unreadable HEAD is a *DamagedError.
+func readHEAD(gitDir string) (plumbing.ReferenceName, error) {
+	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return "", err
 	}
-	if ref.Type() != plumbing.SymbolicReference {
-		return "", errors.New("HEAD is detached")
+	target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\n"), "ref: ")
+	name := plumbing.ReferenceName(target)
+	if !ok || !name.IsBranch() || !validRefName(target) {
+		return "", &DamagedError{Problem: "HEAD does not name a branch (it is detached or damaged)",
+			Repair: "point it at the memory's branch: git symbolic-ref HEAD refs/heads/main, or run gitmem fsck --repair"}
 	}
-	return ref.Target(), nil
+	return name, nil
 }
 
-// head returns the commit the branch points to; zero before the first commit.
-func (o *objects) head(branch plumbing.ReferenceName) (plumbing.Hash, error) {
-	ref, err := o.st.Reference(branch)
-	if errors.Is(err, plumbing.ErrReferenceNotFound) {
-		return plumbing.ZeroHash, nil
+// validRefName accepts the ref names gitmem reads from files it does not
+// own: slash-separated, no "..", no control characters, nothing git's
+// check-ref-format forbids that could leave .git.
+func validRefName(name string) bool {
+	if name == "" || strings.Contains(name, "..") || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") ||
+		strings.HasSuffix(name, ".lock") || strings.ContainsAny(name, " ~^:?*[\\") {
+		return false
+	}
+	for _, c := range name {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// errNoRef says a ref exists neither as a file nor in packed-refs.
+var errNoRef = errors.New("no such ref")
+
+// readRef returns the commit a ref names: its file under .git, else its
+// line in packed-refs; errNoRef if neither has it. A ref file that exists
+// but does not hold a hash (empty, cut short, garbage) is an error, never
+// "no ref": go-git reads such a file as missing, and gitmem would then
+// start a new history over the old one.
+func readRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error) {
+	data, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(string(name))))
+	switch {
+	case err == nil:
+		s := strings.TrimRight(string(data), "\n")
+		if !plumbing.IsHash(s) || strings.ContainsAny(s, "\n") {
+			return plumbing.ZeroHash, &DamagedError{Problem: fmt.Sprintf("the branch %s is damaged (its file holds %d bytes that are not a commit hash)", name, len(data)),
+				Repair: "run gitmem fsck --repair to point it at the newest commit, or git update-ref " + string(name) + " <commit>"}
+		}
+		return plumbing.NewHash(s), nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return plumbing.ZeroHash, err
+	}
+	return packedRef(gitDir, name)
+}
+
+// packedRef finds a ref in .git/packed-refs.
+func packedRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error) {
+	data, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return plumbing.ZeroHash, errNoRef
 	}
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return ref.Hash(), nil
+	for _, line := range strings.Split(string(data), "\n") {
+		if h, n, ok := strings.Cut(line, " "); ok && n == string(name) && plumbing.IsHash(h) {
+			return plumbing.NewHash(h), nil
+		}
+	}
+	return plumbing.ZeroHash, errNoRef
 }
 
 // updateRef moves branch from old to new the way git does: create
@@ -41,12 +92,18 @@ func (o *objects) head(branch plumbing.ReferenceName) (plumbing.Hash, error) {
 // reference update truncates the ref in place, which a crash can leave
 // empty. Readers see the old or the new value, never a partial one.
 func (o *objects) updateRef(branch plumbing.ReferenceName, old, new plumbing.Hash) error {
+	if err := injected(stepRef, string(branch)); err != nil {
+		return err
+	}
 	path := filepath.Join(o.gitDir, filepath.FromSlash(string(branch)))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	err := replaceLocked(path, []byte(new.String()+"\n"), func() error {
-		cur, err := o.head(branch)
+		cur, err := readRef(o.gitDir, branch)
+		if errors.Is(err, errNoRef) {
+			cur, err = plumbing.ZeroHash, nil
+		}
 		if err == nil && cur != old {
 			err = fmt.Errorf("%s moved from %s to %s during the update", branch, old, cur)
 		}

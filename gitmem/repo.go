@@ -1,13 +1,12 @@
 package gitmem
 
 import (
-	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -15,8 +14,6 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-
-	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // memDir is the folder of the repository that the model sees as /memories.
@@ -39,9 +36,13 @@ type Options struct {
 	IndexDelay time.Duration
 	// Logf receives operational messages (default: the standard logger).
 	Logf func(format string, args ...any)
-	// ReadOnly opens the repository for reading its history only: no lock,
-	// no crash repair, no adoption of hand edits, and Update fails.
+	// ReadOnly opens the repository for reading its history only: nothing
+	// is written (no lock, no crash repair, no adoption of hand edits, no
+	// history index), and Update fails.
 	ReadOnly bool
+	// Adopt opens a git repository that gitmem did not create, and marks
+	// it as gitmem's: gitmem then commits onto its branch.
+	Adopt bool
 }
 
 func (o *Options) defaults(dir string) {
@@ -102,10 +103,11 @@ type Repo struct {
 	gitDir string
 	opt    Options
 	wt     *worktree
-	flock  *fileLock
+	flock  *fileLock // nil when read-only
 
-	wmu sync.Mutex // one writer in this process; guards the fields below it
-	idx *time.Timer
+	wmu  sync.Mutex // one writer in this process; guards the fields below it
+	idx  *time.Timer
+	pend []string // repository paths a journal names whose worktree copy is not yet repaired
 
 	omu    sync.Mutex // go-git's storage is not safe for concurrent use
 	obj    *objects
@@ -114,6 +116,9 @@ type Repo struct {
 	hmu        sync.Mutex // guards the history index
 	hist       []histRec
 	histLoaded bool
+
+	cmu   sync.Mutex          // guards stats
+	stats map[string]statInfo // worktree files known to hold their HEAD blob (see drift.go)
 
 	smu    sync.RWMutex // guards the published state
 	loaded bool
@@ -125,8 +130,9 @@ type Repo struct {
 
 // Init creates a gitmem repository in dir, or adopts what is there: a
 // plain folder of memory files (the SDK's file backend layout, dir/memories)
-// becomes the first commit; an existing repository is opened as is. It
-// reports whether a new repository was created.
+// becomes the first commit; an existing gitmem repository is opened as is,
+// and another git repository only with Options.Adopt. It reports whether
+// a new repository was created.
 func Init(dir string, opt Options) (*Repo, bool, error) {
 	created := false
 	if _, err := os.Stat(filepath.Join(dir, ".git")); errors.Is(err, fs.ErrNotExist) {
@@ -144,6 +150,9 @@ func Init(dir string, opt Options) (*Repo, bool, error) {
 		if err := os.Chmod(filepath.Join(dir, ".git"), dirMode); err != nil {
 			return nil, false, wrap("initialise the git repository", err)
 		}
+		if err := mark(filepath.Join(dir, ".git")); err != nil {
+			return nil, false, wrap("initialise the git repository", err)
+		}
 		created = true
 	}
 	r, err := Open(dir, opt)
@@ -151,79 +160,149 @@ func Init(dir string, opt Options) (*Repo, bool, error) {
 }
 
 // Open opens the gitmem repository in dir. Under the writer lock it first
-// finishes any change a crash interrupted (the worktree is made to match
-// HEAD), then commits changes an operator made by hand under memories/
-// while gitmem was stopped, attributed to the operator. A repository
-// without commits gets its first commit here.
+// finishes what a crash interrupted (a redaction, a change whose worktree
+// copy is unfinished), then commits changes an operator made by hand under
+// memories/ while gitmem was stopped, attributed to the operator. A
+// repository without commits gets its first commit here.
+//
+// A git repository that gitmem did not create is refused (ErrForeign)
+// unless opt.Adopt is set; a branch that is missing while commits exist,
+// or damaged, is refused with a *DamagedError that says how to repair it.
+// Read-only, Open writes nothing at all.
 func Open(dir string, opt Options) (*Repo, error) {
 	opt.defaults(dir)
 	gitDir := filepath.Join(dir, ".git")
 	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
 		return nil, ErrNotRepository
 	}
-	for _, d := range []string{filepath.Join(gitDir, "gitmem", "tmp"), filepath.Join(dir, memDir)} {
-		if err := os.MkdirAll(d, dirMode); err != nil {
-			return nil, wrap("prepare the repository", err)
+	if !opt.ReadOnly {
+		for _, d := range []string{filepath.Join(gitDir, "gitmem", "tmp"), filepath.Join(dir, memDir)} {
+			if err := os.MkdirAll(d, dirMode); err != nil {
+				return nil, wrap("prepare the repository", err)
+			}
 		}
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, wrap("open the repository", err)
 	}
-	fl, err := openFileLock(filepath.Join(gitDir, "gitmem", "lock"))
-	if err != nil {
-		root.Close()
-		return nil, wrap("open the lock file", err)
-	}
 	r := &Repo{
 		dir:    dir,
 		gitDir: gitDir,
 		opt:    opt,
 		wt:     &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp"},
-		flock:  fl,
 		obj:    openObjects(gitDir),
 		ids:    map[string]plumbing.Hash{},
+		stats:  map[string]statInfo{},
+	}
+	fail := func(err error) (*Repo, error) {
+		r.wt.root.Close()
+		r.flock.close()
+		r.obj.st.Close()
+		return nil, err
+	}
+	if r.branch, err = readHEAD(gitDir); err != nil {
+		return fail(wrap("read HEAD", err))
+	}
+	marked := isMarked(gitDir)
+	if !marked && !opt.Adopt && !r.madeByGitmem() {
+		return fail(ErrForeign)
 	}
 	if opt.ReadOnly {
-		if r.branch, err = r.obj.branch(); err != nil {
-			r.wt.root.Close()
-			fl.close()
-			return nil, wrap("read HEAD", err)
+		if _, err := readRef(gitDir, r.branch); err != nil && !errors.Is(err, errNoRef) {
+			return fail(wrap("read the branch", err))
 		}
 		return r, nil
 	}
-	if err := r.start(); err != nil {
-		r.wt.root.Close()
-		fl.close()
-		return nil, err
+	if r.flock, err = openFileLock(filepath.Join(gitDir, "gitmem", "lock")); err != nil {
+		return fail(wrap("open the lock file", err))
+	}
+	if err := r.start(!marked); err != nil {
+		return fail(err)
 	}
 	return r, nil
 }
 
-func (r *Repo) start() error {
+// madeByGitmem recognises a repository an earlier gitmem made before it
+// marked its repositories: HEAD is a commit gitmem wrote.
+func (r *Repo) madeByGitmem() bool {
+	head, err := readRef(r.gitDir, r.branch)
+	if err != nil {
+		return false
+	}
+	c, err := r.obj.commit(head)
+	if err != nil {
+		return false
+	}
+	_, _, trailers := parseMessage(c.Message)
+	return trailerValue(trailers, TrailerCommand) != ""
+}
+
+// start makes the repository ready for writing: under the writer lock it
+// checks the branch, clears what killed processes left, finishes an
+// interrupted redaction and an interrupted change, and adopts hand edits.
+// Only a damaged repository stops it: a full disk or a read-only folder
+// leaves a repository that can still be read (the failed step is logged
+// and retried at the next change).
+func (r *Repo) start(markIt bool) error {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	if err := r.flock.lock(); err != nil {
 		return wrap("lock the repository", err)
 	}
 	defer r.flock.unlock()
-	branch, err := r.obj.branch()
-	if err != nil {
-		return wrap("read HEAD", err)
+	if markIt {
+		if err := mark(r.gitDir); err != nil {
+			return wrap("mark the repository", err)
+		}
 	}
-	r.branch = branch
 	r.clearStaleLocks()
 	r.clearTempFiles()
+	if err := r.checkBranch(); err != nil {
+		return err
+	}
+	if err := r.finishRedaction(); err != nil {
+		return err
+	}
 	if err := r.refresh(true); err != nil {
 		return err
 	}
-	if err := r.recover(); err != nil {
-		return err
+	r.loadIndexStats()
+	r.repairPending()
+	if _, err := r.adoptDrift([]string{memDir}, r.head.IsZero()); err != nil && !errors.Is(err, ErrNoChange) {
+		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
 	}
-	if err := r.adopt(); err != nil {
-		return err
+	if err := r.writeIndex(); err != nil {
+		r.opt.Logf("gitmem: could not write .git/index: %v", err)
 	}
-	return wrap("write the index", writeIndex(r.gitDir, r.dir, r.snapshotTree()))
+	return nil
+}
+
+// checkBranch refuses to go on when the branch HEAD names is missing while
+// the repository holds commits: gitmem would start a new history over the
+// old one (and a later gc would delete it). A missing branch is normal
+// only in a new repository, or when the only commit is a first commit a
+// crash interrupted before the branch was created.
+func (r *Repo) checkBranch() error {
+	_, err := readRef(r.gitDir, r.branch)
+	if !errors.Is(err, errNoRef) {
+		return wrap("read the branch", err)
+	}
+	if j := r.readJournal(); j != nil && j.Commit != "" && j.Parent == "" {
+		return nil
+	}
+	tips, err := r.headCommits()
+	if err != nil {
+		return wrap("look for commits", err)
+	}
+	if len(tips) == 0 {
+		return nil
+	}
+	return &DamagedError{
+		Problem: fmt.Sprintf("HEAD names %s, which does not exist, but the repository holds commits (the newest is %s %q)",
+			r.branch, tips[0].Hash[:7], tips[0].Subject),
+		Repair: fmt.Sprintf("gitmem will not start a new history over them: run gitmem fsck --repair, or git update-ref %s %s", r.branch, tips[0].Hash),
+	}
 }
 
 // clearStaleLocks removes lock files a killed process left behind. We hold
@@ -242,19 +321,26 @@ func (r *Repo) clearStaleLocks() {
 }
 
 // clearTempFiles removes the temporary files a killed gitmem left: we hold
-// the writer lock, so no gitmem process is writing them now. (git's own
-// temporary files have other names and are left alone.)
+// the writer lock, so no gitmem process is writing them now. A pack a
+// killed gc or clone left half-written (tmp_pack_*) goes too once it is
+// older than staleTemp, the longest a live git could still be writing it.
 func (r *Repo) clearTempFiles() {
 	var junk []string
 	for _, pattern := range []string{
 		filepath.Join(r.gitDir, "gitmem", "tmp", "*"),
 		filepath.Join(r.gitDir, "gitmem", "pending-*"),
 		filepath.Join(r.gitDir, "gitmem", "history-*"),
+		filepath.Join(r.gitDir, "gitmem", "redact-*"),
 		filepath.Join(r.gitDir, "packed-refs-*"),
 		filepath.Join(r.gitDir, "objects", "??", tmpObjPrefix+"*"),
 	} {
 		m, _ := filepath.Glob(pattern)
 		junk = append(junk, m...)
+	}
+	for _, p := range tempPacks(r.gitDir) {
+		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > staleTemp {
+			junk = append(junk, p)
+		}
 	}
 	for _, p := range junk {
 		os.RemoveAll(p)
@@ -264,14 +350,39 @@ func (r *Repo) clearTempFiles() {
 	}
 }
 
+// staleTemp is how old a temporary pack must be to count as abandoned.
+const staleTemp = 10 * time.Minute
+
+// tempPacks lists the half-written packs in .git/objects/pack.
+func tempPacks(gitDir string) []string {
+	m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "tmp_*"))
+	return m
+}
+
+// readHead returns the commit the branch points to now: zero in a new
+// repository. Once the repository has a history, a branch that has gone
+// missing is damage, never "no commits yet".
+func (r *Repo) readHead() (plumbing.Hash, error) {
+	h, err := readRef(r.gitDir, r.branch)
+	if errors.Is(err, errNoRef) {
+		r.smu.RLock()
+		had := r.head
+		r.smu.RUnlock()
+		if !had.IsZero() {
+			return h, &DamagedError{Problem: fmt.Sprintf("the branch %s has disappeared (it was at %s)", r.branch, had),
+				Repair: fmt.Sprintf("run gitmem fsck --repair, or git update-ref %s %s", r.branch, had)}
+		}
+		return plumbing.ZeroHash, nil
+	}
+	return h, err
+}
+
 // refresh loads HEAD if it moved since we last looked (another process
 // committed). Unchanged subtrees are reused, so this costs what changed.
 // persist says the caller holds the writer lock (the history index file
 // may be written). Called with wmu held.
 func (r *Repo) refresh(persist bool) error {
-	r.omu.Lock()
-	head, err := r.obj.head(r.branch)
-	r.omu.Unlock()
+	head, err := r.readHead()
 	if err != nil {
 		return wrap("read the branch", err)
 	}
@@ -286,12 +397,14 @@ func (r *Repo) refresh(persist bool) error {
 	if !head.IsZero() {
 		r.omu.Lock()
 		c, err := r.obj.commit(head)
-		if err == nil {
-			tree, err = r.loadTree(c.TreeHash, old)
-		}
-		r.omu.Unlock()
 		if err != nil {
-			return wrap("read the tree", err)
+			err = objectError("commit", head, "", err)
+		} else {
+			tree, err = r.loadTree(c.TreeHash, old, "")
+		}
+		r.unlockObj()
+		if err != nil {
+			return err
 		}
 		hist, err := r.history(head, persist, nil)
 		if err != nil {
@@ -310,14 +423,15 @@ func (r *Repo) refresh(persist bool) error {
 }
 
 // loadTree reads a tree object into nodes, reusing old's nodes where the
-// hashes match. Called with omu held.
-func (r *Repo) loadTree(h plumbing.Hash, old *node) (*node, error) {
+// hashes match. at is the tree's path, for error messages. Called with
+// omu held.
+func (r *Repo) loadTree(h plumbing.Hash, old *node, at string) (*node, error) {
 	if old != nil && old.isDir() && old.hash == h {
 		return old, nil
 	}
 	t, err := r.obj.tree(h)
 	if err != nil {
-		return nil, err
+		return nil, objectError("tree", h, at, err)
 	}
 	kids := make(map[string]*node, len(t.Entries))
 	for _, e := range t.Entries {
@@ -325,9 +439,10 @@ func (r *Repo) loadTree(h plumbing.Hash, old *node) (*node, error) {
 		if old != nil && old.isDir() {
 			prev = old.kids[e.Name]
 		}
+		p := join2(at, e.Name)
 		switch {
 		case e.Mode == filemode.Dir:
-			k, err := r.loadTree(e.Hash, prev)
+			k, err := r.loadTree(e.Hash, prev, p)
 			if err != nil {
 				return nil, err
 			}
@@ -338,7 +453,7 @@ func (r *Repo) loadTree(h plumbing.Hash, old *node) (*node, error) {
 			k := &node{mode: e.Mode, hash: e.Hash}
 			if k.isFile() {
 				if k.size, err = r.obj.size(e.Hash); err != nil {
-					return nil, err
+					return nil, objectError("blob", e.Hash, p, err)
 				}
 			}
 			kids[e.Name] = k
@@ -349,107 +464,25 @@ func (r *Repo) loadTree(h plumbing.Hash, old *node) (*node, error) {
 	return n, nil
 }
 
-// journal is written (and fsynced) before a commit's ref update and
-// removed once the worktree mirrors it. Finding one at start means a crash
-// came between: the paths it names are made to match HEAD, whichever side
-// of the ref update the crash fell.
-type journal struct {
-	Paths []string `json:"paths"`
+// objectError names an object that could not be read, and where it is,
+// so that the operator can find it (gitmem fsck lists every damaged one).
+func objectError(kind string, h plumbing.Hash, at string, err error) error {
+	what := fmt.Sprintf("read the %s %s", kind, h)
+	if at != "" {
+		what += " (" + at + ")"
+	}
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return &DamagedError{Problem: fmt.Sprintf("the %s %s%s is missing", kind, h, inPath(at)),
+			Repair: "run gitmem fsck to list what is damaged; restore the object from a clone or backup, or remove it from history with gitmem redact --blob"}
+	}
+	return &StorageError{Op: what, Err: err}
 }
 
-func (r *Repo) journalPath() string { return filepath.Join(r.gitDir, "gitmem", "pending") }
-
-func (r *Repo) writeJournal(paths []string) error {
-	data, _ := json.Marshal(journal{Paths: paths})
-	dir := filepath.Dir(r.journalPath())
-	if err := writeFileSync(dir, "pending-", r.journalPath(), data, 0o600); err != nil {
-		return err
+func inPath(at string) string {
+	if at == "" {
+		return ""
 	}
-	return syncDir(dir)
-}
-
-// recover finishes the worktree side of an interrupted commit.
-func (r *Repo) recover() error {
-	data, err := os.ReadFile(r.journalPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return wrap("read the journal", err)
-	}
-	// A commit was under way: a branch lock file, if any, is its own.
-	os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
-	var j journal
-	if err := json.Unmarshal(data, &j); err != nil {
-		r.opt.Logf("gitmem: ignoring an unreadable journal; the whole worktree will be checked")
-		j.Paths = []string{memDir}
-	}
-	r.opt.Logf("gitmem: completing an interrupted change to %d path(s)", len(j.Paths))
-	tree := r.snapshotTree()
-	for _, p := range j.Paths {
-		if err := r.wt.sync(p, lookup(tree, p), r.readBlob); err != nil {
-			return wrap("repair the worktree", err)
-		}
-	}
-	return wrap("remove the journal", os.Remove(r.journalPath()))
-}
-
-// adopt commits what an operator changed under memories/ while gitmem was
-// stopped. A repository without commits gets its first commit here, with
-// whatever files it already holds (the SDK file backend's layout).
-func (r *Repo) adopt() error {
-	found, err := r.wt.scan(func(rel string, dir bool) bool {
-		_, err := policy.ParsePath(policy.Display(rel))
-		return err != nil
-	})
-	if err != nil {
-		return wrap("scan the worktree", err)
-	}
-	tree := r.snapshotTree()
-	var changed []string
-	for rel, h := range found {
-		if n := lookup(tree, memDir+"/"+rel); !n.isFile() || n.hash != h {
-			changed = append(changed, rel)
-		}
-	}
-	var removed []string
-	walkFiles(lookup(tree, memDir), "", func(rel string, _ *node) {
-		if _, ok := found[rel]; !ok {
-			removed = append(removed, rel)
-		}
-	})
-	first := r.head.IsZero()
-	if !first && len(changed) == 0 && len(removed) == 0 {
-		return nil
-	}
-	meta := Meta{Subject: "memory: adopt changes made outside gitmem", Author: r.opt.Operator,
-		Trailers: []Trailer{{TrailerCommand, "adopt"}}}
-	if first {
-		meta = Meta{Subject: "memory: init", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "init"}}}
-	}
-	tx := r.newTx()
-	tx.mirror = false
-	for _, rel := range slices.Sorted(slices.Values(changed)) {
-		data, err := r.wt.root.ReadFile(memDir + "/" + rel)
-		if err != nil {
-			return wrap("read "+rel, err)
-		}
-		if err := tx.WriteFile(rel, data); err != nil {
-			return wrap("adopt "+rel, err)
-		}
-		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
-	}
-	for _, rel := range slices.Sorted(slices.Values(removed)) {
-		if err := tx.Remove(rel); err != nil {
-			return wrap("adopt the removal of "+rel, err)
-		}
-		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
-	}
-	if !first {
-		r.opt.Logf("gitmem: committing %d file(s) changed outside gitmem", len(changed)+len(removed))
-	}
-	_, err = r.commit(tx, meta)
-	return err
+	return " (" + at + ")"
 }
 
 func (r *Repo) snapshotTree() *node {
@@ -460,24 +493,25 @@ func (r *Repo) snapshotTree() *node {
 
 func (r *Repo) readBlob(h plumbing.Hash) ([]byte, error) {
 	r.omu.Lock()
-	defer r.omu.Unlock()
+	defer r.unlockObj()
 	return r.obj.blob(h)
 }
 
 // Snapshot returns a consistent, immutable view of the memory at HEAD.
 // When another process has moved HEAD, the new state is loaded first.
-func (r *Repo) Snapshot() (*View, error) {
-	r.omu.Lock()
-	head, err := r.obj.head(r.branch)
-	r.omu.Unlock()
-	if err != nil {
-		return nil, wrap("read the branch", err)
-	}
+// paths, if any, are memory files (relative to memories/) the caller is
+// about to read: one that an operator changed by hand is committed first
+// (an adopt commit), so that the view shows it.
+func (r *Repo) Snapshot(paths ...string) (*View, error) {
 	r.smu.RLock()
 	closed, cur := r.closed, r.head
 	r.smu.RUnlock()
 	if closed {
 		return nil, ErrClosed
+	}
+	head, err := r.readHead()
+	if err != nil {
+		return nil, wrap("read the branch", err)
 	}
 	if head != cur {
 		r.wmu.Lock()
@@ -485,6 +519,11 @@ func (r *Repo) Snapshot() (*View, error) {
 		r.wmu.Unlock()
 		if err != nil {
 			return nil, err
+		}
+	}
+	if len(paths) > 0 && !r.opt.ReadOnly {
+		if err := r.adoptFiles(paths); err != nil {
+			r.opt.Logf("gitmem: could not commit a hand edit before a view: %v", err)
 		}
 	}
 	r.smu.RLock()
@@ -497,6 +536,10 @@ func (r *Repo) Snapshot() (*View, error) {
 // mirrors it to the worktree. If fn fails nothing is written. When meta
 // carries a Tool-Use-Id that already has a commit, fn is not run and an
 // *AppliedError names that commit.
+//
+// If a file fn looked at or changed was edited by hand in the worktree,
+// the edit is first committed (an adopt commit by the operator) and fn
+// runs again on the new state: a hand edit is never overwritten.
 //
 // The commit is durable when Update returns: objects are fsynced before
 // the branch moves, the branch moves atomically, and the worktree files
@@ -520,6 +563,7 @@ func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 	if err := r.refresh(true); err != nil {
 		return Commit{}, err
 	}
+	r.repairPending()
 	if id := meta.ID(); id != "" {
 		r.smu.RLock()
 		h, ok := r.ids[id]
@@ -532,21 +576,39 @@ func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 			return c, &AppliedError{ID: id, Commit: c}
 		}
 	}
-	tx := r.newTx()
-	if err := fn(tx); err != nil {
-		return Commit{}, err
+	for attempt := 0; ; attempt++ {
+		tx := r.newTx()
+		err := fn(tx)
+		if attempt < maxAdoptRounds {
+			adopted, aerr := r.adoptDrift(repoPaths(tx.looked()), false)
+			if aerr != nil && !errors.Is(aerr, ErrNoChange) {
+				return Commit{}, aerr
+			}
+			if adopted {
+				continue // run fn again on what the operator wrote
+			}
+		}
+		if err != nil {
+			return Commit{}, err
+		}
+		c, err := r.commit(tx, meta)
+		if err == nil {
+			r.scheduleIndex()
+		}
+		return c, err
 	}
-	c, err := r.commit(tx, meta)
-	if err == nil {
-		r.scheduleIndex()
-	}
-	return c, err
 }
+
+// maxAdoptRounds bounds how often one Update commits hand edits before
+// it goes ahead: an operator who keeps editing the same file cannot stall
+// the model forever (the next round adopts the newer edit).
+const maxAdoptRounds = 3
 
 func (r *Repo) newTx() *Tx {
 	r.smu.RLock()
 	defer r.smu.RUnlock()
-	return &Tx{View: View{r: r, root: r.tree, head: r.head, pending: map[plumbing.Hash][]byte{}}, mirror: true}
+	return &Tx{View: View{r: r, root: r.tree, head: r.head, pending: map[plumbing.Hash][]byte{}, reads: &[]string{}},
+		mirror: true}
 }
 
 // commit writes tx as one commit on HEAD. Called with wmu and the file
@@ -587,24 +649,25 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 		return Commit{}, wrap("sync the objects", err)
 	}
 	// The journal goes first even when no path changes: at start it also
-	// says that a branch lock file is ours to remove.
-	paths := tx.touched()
-	if !tx.mirror {
-		paths = nil
+	// says that a branch lock file is ours to remove. It names the paths
+	// still waiting for repair too, so that their record survives.
+	var touched []string
+	if tx.mirror {
+		touched = tx.touched()
 	}
-	if err := r.writeJournal(paths); err != nil {
+	if err := r.writeJournal(journal{Paths: union(r.pend, touched), Commit: h.String(), Parent: hashString(tx.head)}); err != nil {
 		return Commit{}, wrap("write the journal", err)
 	}
 	r.omu.Lock()
 	err = r.obj.updateRef(r.branch, tx.head, h)
-	r.omu.Unlock()
+	r.unlockObj()
 	if err != nil {
-		os.Remove(r.journalPath())
+		r.clearJournal(r.pend)
 		return Commit{}, wrap("update the branch", err)
 	}
 	// Committed. From here on nothing may report failure: the change is
 	// in history, and a worktree that could not follow is repaired from
-	// the journal at the next start.
+	// the journal before the next change and at the next start.
 	r.smu.Lock()
 	oldRoot := r.tree
 	r.head, r.tree = h, tx.root
@@ -615,13 +678,22 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 	_, body, trailers := parseMessage(msg)
 	subject := oneLine(meta.Subject)
 	r.record(newRec(h, tx.head, when, author, subject, trailers), oldRoot, tx.root)
-	if err := tx.mirrorTo(r.wt, len(paths) > 0); err != nil {
-		r.opt.Logf("gitmem: the worktree could not follow commit %s (%v); it will be repaired at the next start", h, err)
+	r.forgetStats(touched)
+	if err := tx.mirrorTo(r.wt, len(touched) > 0); err != nil {
+		r.pend = union(r.pend, touched)
+		r.opt.Logf("gitmem: the worktree could not follow commit %s (%v); it will be repaired before the next change", h, err)
 	} else {
-		os.Remove(r.journalPath())
+		r.clearJournal(r.pend)
 	}
 	return Commit{Hash: h.String(), Parents: parentList(tx.head), Author: author, Committer: r.opt.Committer,
 		Time: when, Subject: subject, Body: body, Trailers: trailers}, nil
+}
+
+func hashString(h plumbing.Hash) string {
+	if h.IsZero() {
+		return ""
+	}
+	return h.String()
 }
 
 // record appends a commit gitmem just made to the history index, with
@@ -702,7 +774,7 @@ func (r *Repo) flush() error {
 	if err := r.refresh(true); err != nil {
 		return err
 	}
-	return wrap("write the index", writeIndex(r.gitDir, r.dir, r.snapshotTree()))
+	return wrap("write the index", r.writeIndex())
 }
 
 // Close writes the index and releases the repository.
@@ -723,7 +795,7 @@ func (r *Repo) Close() error {
 	r.flock.close()
 	r.omu.Lock()
 	r.obj.st.Close()
-	r.omu.Unlock()
+	r.unlockObj()
 	return err
 }
 
@@ -734,7 +806,7 @@ func (r *Repo) Dir() string { return r.dir }
 // or anything go-git's revision syntax resolves (HEAD~2, main).
 func (r *Repo) Commit(rev string) (Commit, error) {
 	r.omu.Lock()
-	defer r.omu.Unlock()
+	defer r.unlockObj()
 	h, err := r.resolve(rev)
 	if err != nil {
 		return Commit{}, err
@@ -766,7 +838,7 @@ func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 // as it was at a commit.
 func (r *Repo) ReadFileAt(rev, p string) ([]byte, error) {
 	r.omu.Lock()
-	defer r.omu.Unlock()
+	defer r.unlockObj()
 	h, err := r.resolve(rev)
 	if err != nil {
 		return nil, err

@@ -130,6 +130,13 @@ func encodeTree(n *node) []byte {
 	for name, k := range n.kids {
 		entries = append(entries, object.TreeEntry{Name: name, Mode: k.mode, Hash: k.hash})
 	}
+	sortEntries(entries)
+	return encodeEntries(entries)
+}
+
+// sortEntries puts tree entries in git's order, where a folder sorts as if
+// its name ended in "/".
+func sortEntries(entries []object.TreeEntry) {
 	key := func(e object.TreeEntry) string {
 		if e.Mode == filemode.Dir {
 			return e.Name + "/"
@@ -137,7 +144,6 @@ func encodeTree(n *node) []byte {
 		return e.Name
 	}
 	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
-	return encodeEntries(entries)
 }
 
 // encodeEntries encodes tree entries, already in git's order: each

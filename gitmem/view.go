@@ -32,6 +32,7 @@ type View struct {
 	root    *node // the repository's root tree
 	head    plumbing.Hash
 	pending map[plumbing.Hash][]byte // blobs written in a transaction, not yet stored
+	reads   *[]string                // a transaction's: the paths it looked at
 }
 
 func full(p string) string {
@@ -52,6 +53,9 @@ func (v *View) Head() string {
 // get returns the visible node at p: a folder or a regular file. The
 // memory root always exists, even while it holds nothing.
 func (v *View) get(p string) *node {
+	if v.reads != nil {
+		*v.reads = append(*v.reads, p)
+	}
 	n := lookup(v.root, full(p))
 	if n == nil && p == "" {
 		return &node{mode: filemode.Dir}
@@ -155,6 +159,9 @@ func (tx *Tx) WriteFile(p string, data []byte) error {
 	if p == "" {
 		return ErrIsDir
 	}
+	if err := checkRel(p); err != nil {
+		return err
+	}
 	mode := filemode.Regular
 	if old := lookup(tx.root, full(p)); old != nil {
 		if old.isDir() {
@@ -181,6 +188,9 @@ func (tx *Tx) Remove(p string) error {
 	if p == "" {
 		return ErrRoot
 	}
+	if err := checkRel(p); err != nil {
+		return err
+	}
 	if tx.get(p) == nil {
 		return ErrNotExist
 	}
@@ -198,6 +208,12 @@ func (tx *Tx) Remove(p string) error {
 func (tx *Tx) Rename(from, to string) error {
 	if from == "" {
 		return ErrRoot
+	}
+	if err := checkRel(from); err != nil {
+		return err
+	}
+	if err := checkRel(to); err != nil {
+		return err
 	}
 	n := tx.get(from)
 	switch {
@@ -218,6 +234,11 @@ func (tx *Tx) Rename(from, to string) error {
 	tx.root = root
 	tx.ops = append(tx.ops, op{kind: 'm', from: from, to: to})
 	return nil
+}
+
+// looked lists the memory paths the transaction read or changed.
+func (tx *Tx) looked() []string {
+	return union(*tx.reads, tx.Paths())
 }
 
 // touched lists the repository paths the transaction changed.

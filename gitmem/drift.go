@@ -1,0 +1,322 @@
+package gitmem
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// Hand edits. An operator may change files under memories/ at any time,
+// gitmem running or not. gitmem never overwrites such an edit: before a
+// change touches (or a command looks at) a file whose worktree copy
+// differs from HEAD, the worktree's version is committed as an adopt
+// commit by the operator, and the command runs on it. At start the whole
+// worktree is checked the same way. Paths named by the journal are
+// gitmem's own unfinished writes, not hand edits: they are repaired, never
+// adopted.
+//
+// Checking a file costs one lstat: r.stats keeps the lstat data of each
+// worktree file last seen holding its HEAD blob (seeded from .git/index at
+// start), and only a file whose lstat data differs is read and hashed.
+
+// racyWindow is how recent a file's ctime may be for its lstat data not to
+// be trusted: file times come from a coarse clock, so an edit right after
+// gitmem looked could leave size and times unchanged (git's "racily clean"
+// entries). Such a file is hashed at every check until it is older.
+const racyWindow = 100 * time.Millisecond
+
+// sameAsTree reports whether the worktree file at repository path p (with
+// lstat data fi) holds blob h, reading it only when the cached lstat data
+// does not vouch for it.
+func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, error) {
+	st := statOf(fi)
+	r.cmu.Lock()
+	cached, ok := r.stats[p]
+	r.cmu.Unlock()
+	if ok && cached == st {
+		return true, nil
+	}
+	data, err := r.wt.root.ReadFile(p)
+	if err != nil {
+		return false, err
+	}
+	if plumbing.ComputeHash(plumbing.BlobObject, data) != h {
+		return false, nil
+	}
+	if !st.racy(time.Now()) {
+		r.cmu.Lock()
+		r.stats[p] = st
+		r.cmu.Unlock()
+	}
+	return true, nil
+}
+
+// forgetStats drops what is known of the files at or under the given
+// repository paths (gitmem is about to write them).
+func (r *Repo) forgetStats(paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	for p := range r.stats {
+		if under(p, paths) {
+			delete(r.stats, p)
+		}
+	}
+}
+
+// loadIndexStats seeds the lstat cache from .git/index: an entry whose
+// blob is HEAD's and that is not racy (changed no earlier than the index
+// was written) vouches for its file.
+func (r *Repo) loadIndexStats() {
+	entries, written, err := readIndex(r.gitDir)
+	if err != nil {
+		return // no index, or one gitmem does not read: files are hashed
+	}
+	tree := r.snapshotTree()
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	for _, e := range entries {
+		if n := lookup(tree, e.path); n.isFile() && n.hash == e.hash && e.stat.mtimeBefore(written) {
+			r.stats[e.path] = e.stat
+		}
+	}
+}
+
+// drifted returns the memory files (relative to memories/) at or under the
+// given repository paths, or at a folder on their way, whose worktree copy
+// differs from the tree root: changed, created or deleted by hand. Paths
+// the journal names (r.pend) are skipped. Names no model could write
+// (.git*, control characters) and symlinks are not memory files.
+func (r *Repo) drifted(root *node, paths []string, pend []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if rel := p[len(memDir)+1:]; !seen[rel] {
+			seen[rel] = true
+			out = append(out, rel)
+		}
+	}
+	for _, p := range paths {
+		if under(p, pend) || (p != memDir && !under(p, []string{memDir})) {
+			continue
+		}
+		// A file made by hand where the path needs a folder; a symlink or
+		// a missing folder on the way means nothing is there.
+		blocked := false
+		for a := path.Dir(p); a != memDir && a != "."; a = path.Dir(a) {
+			fi, err := r.wt.root.Lstat(a)
+			switch {
+			case err != nil || fi.Mode()&fs.ModeSymlink != 0:
+				blocked = true
+			case fi.Mode().IsRegular() && !under(a, pend):
+				blocked = true
+				n := lookup(root, a)
+				if !n.isFile() {
+					add(a)
+				} else if same, err := r.sameAsTree(a, fi, n.hash); err != nil {
+					return nil, err
+				} else if !same {
+					add(a)
+				}
+			case !fi.IsDir():
+				blocked = true
+			}
+		}
+		onDisk := map[string]fs.FileInfo{}
+		if !blocked {
+			if err := r.filesOnDisk(p, pend, onDisk); err != nil {
+				return nil, err
+			}
+		}
+		for q, fi := range onDisk {
+			n := lookup(root, q)
+			if !n.isFile() {
+				add(q)
+			} else if same, err := r.sameAsTree(q, fi, n.hash); err != nil {
+				return nil, err
+			} else if !same {
+				add(q)
+			}
+		}
+		walkFiles(lookup(root, p), p, func(q string, _ *node) {
+			if _, ok := onDisk[q]; !ok && !under(q, pend) && checkRel(q[len(memDir)+1:]) == nil {
+				add(q)
+			}
+		})
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// filesOnDisk collects the regular files at or under repository path p,
+// never following a symlink and skipping what no model could write.
+func (r *Repo) filesOnDisk(p string, pend []string, out map[string]fs.FileInfo) error {
+	fi, err := r.wt.root.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode().IsRegular():
+		out[p] = fi
+		return nil
+	case !fi.IsDir():
+		return nil
+	}
+	return fs.WalkDir(r.wt.root.FS(), p, func(q string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if q != p && (checkRel(q[len(memDir)+1:]) != nil || under(q, pend)) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() {
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			out[q] = fi
+		}
+		return nil
+	})
+}
+
+// adoptDrift commits the hand edits at or under the given repository
+// paths (see drifted) as one adopt commit by the operator, and reports
+// whether it made one (ErrNoChange when there was nothing to adopt). With
+// first set, the commit is the repository's first and is made even when
+// the worktree is empty. Called with wmu and the writer lock held, after
+// repairPending.
+func (r *Repo) adoptDrift(paths []string, first bool) (bool, error) {
+	drift, err := r.drifted(r.snapshotTree(), paths, r.pend)
+	if err != nil {
+		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
+		return false, nil
+	}
+	if len(drift) == 0 && !first {
+		return false, ErrNoChange
+	}
+	meta := Meta{Subject: "memory: adopt changes made outside gitmem", Author: r.opt.Operator,
+		Trailers: []Trailer{{TrailerCommand, "adopt"}}}
+	if first {
+		meta = Meta{Subject: "memory: init", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "init"}}}
+	}
+	tx := r.newTx()
+	tx.mirror = false // the worktree already holds it
+	// Deletions first: a file deleted by hand may be where a folder now is.
+	var writes []string
+	for _, rel := range drift {
+		fi, err := r.wt.root.Lstat(full(rel))
+		if err == nil && fi.Mode().IsRegular() {
+			writes = append(writes, rel)
+			continue
+		}
+		if err := tx.Remove(rel); err != nil && !errors.Is(err, ErrNotExist) {
+			return false, wrap("adopt the removal of "+rel, err)
+		}
+		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
+	}
+	for _, rel := range writes {
+		data, err := r.wt.root.ReadFile(full(rel))
+		if err != nil {
+			return false, wrap("read "+rel, err)
+		}
+		if n := lookup(tx.root, full(rel)); n.isDir() {
+			if err := tx.Remove(rel); err != nil {
+				return false, wrap("adopt "+rel, err)
+			}
+		}
+		if err := tx.WriteFile(rel, data); err != nil {
+			return false, wrap("adopt "+rel, err)
+		}
+		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
+	}
+	if !first {
+		r.opt.Logf("gitmem: committing %d file(s) changed outside gitmem", len(drift))
+	}
+	if _, err := r.commit(tx, meta); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// adoptFiles commits hand edits to the given memory paths (relative to
+// memories/), taking the locks only when a cheap check finds one.
+func (r *Repo) adoptFiles(rels []string) error {
+	paths := repoPaths(rels)
+	if drift, err := r.drifted(r.snapshotTree(), paths, r.readJournalPaths()); err != nil || len(drift) == 0 {
+		return err
+	}
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	if err := r.flock.lock(); err != nil {
+		return wrap("lock the repository", err)
+	}
+	defer r.flock.unlock()
+	if err := r.refresh(true); err != nil {
+		return err
+	}
+	r.repairPending()
+	_, err := r.adoptDrift(paths, false)
+	if errors.Is(err, ErrNoChange) {
+		return nil
+	}
+	return err
+}
+
+// readJournalPaths is the journal's paths, read without the lock, for a
+// check that the locked path repeats.
+func (r *Repo) readJournalPaths() []string {
+	if j := r.readJournal(); j != nil {
+		return j.Paths
+	}
+	return nil
+}
+
+// Adopt commits every hand edit in the worktree now (serve does this in
+// the background, so that views show them within seconds). It returns the
+// adopt commit, or ErrNoChange.
+func (r *Repo) Adopt() (Commit, error) {
+	if r.opt.ReadOnly {
+		return Commit{}, ErrReadOnly
+	}
+	if drift, err := r.drifted(r.snapshotTree(), []string{memDir}, r.readJournalPaths()); err != nil {
+		return Commit{}, wrap("scan the worktree", err)
+	} else if len(drift) == 0 {
+		return Commit{}, ErrNoChange
+	}
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	if err := r.flock.lock(); err != nil {
+		return Commit{}, wrap("lock the repository", err)
+	}
+	defer r.flock.unlock()
+	if err := r.refresh(true); err != nil {
+		return Commit{}, err
+	}
+	r.repairPending()
+	if _, err := r.adoptDrift([]string{memDir}, false); err != nil {
+		return Commit{}, err
+	}
+	r.scheduleIndex()
+	r.smu.RLock()
+	head := r.head
+	r.smu.RUnlock()
+	c, err := r.Commit(head.String())
+	if err != nil {
+		return Commit{}, fmt.Errorf("read the adopt commit: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,288 @@
+package gitmem
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// headCommits returns every commit that no other commit names as a parent
+// (the tips a branch could point at), newest first by commit time. It
+// reads every object: it is for a repository whose branch is lost.
+func (r *Repo) headCommits() ([]Commit, error) {
+	r.omu.Lock()
+	defer r.unlockObj()
+	r.obj.st.ObjectStorage.Reindex()
+	iter, err := r.obj.st.IterEncodedObjects(plumbing.CommitObject)
+	if err != nil {
+		return nil, err
+	}
+	all := map[plumbing.Hash]*object.Commit{}
+	parents := map[plumbing.Hash]bool{}
+	err = iter.ForEach(func(o plumbing.EncodedObject) error {
+		c, err := object.DecodeCommit(r.obj.st, o)
+		if err != nil {
+			return nil // a damaged commit is fsck's to report, not a tip
+		}
+		all[c.Hash] = c
+		for _, p := range c.ParentHashes {
+			parents[p] = true
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, storer.ErrStop) {
+		return nil, err
+	}
+	var out []Commit
+	for h, c := range all {
+		if !parents[h] {
+			out = append(out, commitOf(c))
+		}
+	}
+	slices.SortFunc(out, func(a, b Commit) int {
+		if c := all[plumbing.NewHash(b.Hash)].Committer.When.Compare(all[plumbing.NewHash(a.Hash)].Committer.When); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Hash, b.Hash)
+	})
+	return out, nil
+}
+
+// Problem is one thing fsck found wrong.
+type Problem struct {
+	What     string // what is wrong
+	Repair   string // how to repair it ("" when --repair does)
+	Repaired bool   // --repair repaired it
+}
+
+// FsckReport is what Fsck found and did.
+type FsckReport struct {
+	Head     string // the commit HEAD's branch is at (after repair)
+	Commits  int    // commits checked on the first-parent history
+	Objects  int    // objects read and verified
+	Problems []Problem
+}
+
+// Fsck checks a repository gitmem may refuse to open: HEAD and its branch,
+// an interrupted change or redaction, every object reachable from HEAD
+// (read and hashed), the history index, and the worktree against HEAD.
+// With repair it fixes what it safely can: a lost or damaged branch is
+// pointed at the newest commit that no other commit descends from (the
+// history index's tip when it is one), then the repository is opened,
+// which finishes interrupted work and adopts hand edits. Damaged objects
+// it can only name; the fix is a copy from a clone or backup, or `gitmem
+// redact --blob` to remove a file's damaged blob from every commit.
+//
+// Fsck works on a repository Open refuses; it takes the writer lock.
+func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
+	var rep FsckReport
+	opt.defaults(dir)
+	gitDir := filepath.Join(dir, ".git")
+	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
+		return rep, ErrNotRepository
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return rep, wrap("open the repository", err)
+	}
+	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: openObjects(gitDir), ids: map[string]plumbing.Hash{}, stats: map[string]statInfo{},
+		wt: &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp"}}
+	defer func() {
+		root.Close()
+		r.obj.st.Close()
+	}()
+	r.branch, _ = readHEAD(gitDir)
+	if !isMarked(gitDir) && !opt.Adopt && !r.madeByGitmem() {
+		return rep, ErrForeign
+	}
+	if !opt.ReadOnly {
+		if r.flock, err = openFileLock(filepath.Join(gitDir, "gitmem", "lock")); err == nil {
+			defer r.flock.close()
+			r.flock.lock()
+			defer r.flock.unlock()
+		}
+	}
+	add := func(p Problem) { rep.Problems = append(rep.Problems, p) }
+
+	// HEAD and its branch.
+	branch, err := readHEAD(gitDir)
+	var de *DamagedError
+	if errors.As(err, &de) {
+		add(Problem{What: de.Problem, Repaired: repair})
+		branch = plumbing.NewBranchReferenceName("main")
+		if repair {
+			if err := replaceLocked(filepath.Join(gitDir, "HEAD"), []byte("ref: "+branch.String()+"\n"), nil); err != nil {
+				return rep, wrap("repair HEAD", err)
+			}
+		}
+	} else if err != nil {
+		return rep, wrap("read HEAD", err)
+	}
+	r.branch = branch
+	head, err := readRef(gitDir, branch)
+	switch {
+	case errors.As(err, &de), errors.Is(err, errNoRef):
+		tip := r.bestTip()
+		if tip.IsZero() {
+			if de != nil {
+				add(Problem{What: de.Problem, Repair: "the repository holds no commit to point it at; delete the branch file to start anew"})
+			}
+			break // a new repository
+		}
+		what := fmt.Sprintf("the branch %s is missing while the repository holds commits", branch)
+		if de != nil {
+			what = de.Problem
+		}
+		add(Problem{What: what + fmt.Sprintf("; its newest commit is %s", tip), Repaired: repair,
+			Repair: fmt.Sprintf("gitmem fsck --repair, or git update-ref %s %s", branch, tip)})
+		if repair {
+			if err := os.Remove(filepath.Join(gitDir, filepath.FromSlash(branch.String()))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return rep, wrap("repair the branch", err)
+			}
+			if err := r.obj.updateRef(branch, plumbing.ZeroHash, tip); err != nil {
+				return rep, wrap("repair the branch", err)
+			}
+			head = tip
+		}
+	case err != nil:
+		return rep, wrap("read the branch", err)
+	}
+	if !head.IsZero() {
+		rep.Head = head.String()
+		r.checkObjects(head, &rep, add)
+	}
+	for _, f := range []struct{ path, what string }{
+		{"gitmem/pending", "a change was interrupted before the worktree followed it"},
+		{"gitmem/redact", "a redaction was interrupted"},
+	} {
+		if _, err := os.Stat(filepath.Join(gitDir, filepath.FromSlash(f.path))); err == nil {
+			add(Problem{What: f.what + " (.git/" + f.path + ")", Repair: "gitmem finishes it when it next opens the repository (gitmem fsck --repair does)", Repaired: repair})
+		}
+	}
+	if repair && !opt.ReadOnly && !rep.damagedObjects() {
+		r.flock.unlock()
+		repo, err := Open(dir, opt)
+		if err != nil {
+			return rep, err
+		}
+		return rep, repo.Close()
+	}
+	return rep, nil
+}
+
+func (rep FsckReport) damagedObjects() bool {
+	for _, p := range rep.Problems {
+		if strings.HasPrefix(p.What, "object ") {
+			return true
+		}
+	}
+	return false
+}
+
+// bestTip is the commit a lost branch should point at: the history
+// index's tip if it is one of the repository's tip commits, else the
+// newest tip commit.
+func (r *Repo) bestTip() plumbing.Hash {
+	tips, err := r.headCommits()
+	if err != nil || len(tips) == 0 {
+		return plumbing.ZeroHash
+	}
+	if t := r.fileTip(); !t.IsZero() {
+		for _, c := range tips {
+			if c.Hash == t.String() {
+				return t
+			}
+		}
+	}
+	return plumbing.NewHash(tips[0].Hash)
+}
+
+// checkObjects reads every commit of HEAD's history and every tree and
+// blob they reach, once each, and verifies each object's hash.
+func (r *Repo) checkObjects(head plumbing.Hash, rep *FsckReport, add func(Problem)) {
+	seen := map[plumbing.Hash]bool{}
+	bad := func(kind string, h plumbing.Hash, at string, err error) {
+		add(Problem{What: fmt.Sprintf("object %s (%s%s) is damaged or missing: %v", h, kind, inPath(at), err),
+			Repair: "copy the object from a clone or backup; or remove the file's content from every commit with gitmem redact --blob " + h.String() + " --yes"})
+	}
+	r.omu.Lock()
+	r.obj.holds++
+	defer func() {
+		r.obj.holds--
+		r.unlockObj()
+	}()
+	var walk func(h plumbing.Hash, at string)
+	walk = func(h plumbing.Hash, at string) {
+		if seen[h] {
+			return
+		}
+		seen[h] = true
+		rep.Objects++
+		if err := r.obj.verify(plumbing.TreeObject, h); err != nil {
+			bad("tree", h, at, err)
+			return
+		}
+		t, _ := r.obj.tree(h)
+		for _, e := range t.Entries {
+			p := join2(at, e.Name)
+			switch {
+			case e.Mode == filemode.Dir:
+				walk(e.Hash, p)
+			case e.Mode == filemode.Submodule || seen[e.Hash]:
+			default:
+				seen[e.Hash] = true
+				rep.Objects++
+				if err := r.obj.verify(plumbing.BlobObject, e.Hash); err != nil {
+					bad("blob", e.Hash, p, err)
+				}
+			}
+		}
+	}
+	for h := head; !h.IsZero(); {
+		rep.Commits++
+		rep.Objects++
+		if err := r.obj.verify(plumbing.CommitObject, h); err != nil {
+			bad("commit", h, "", err)
+			return
+		}
+		c, _ := r.obj.commit(h)
+		walk(c.TreeHash, "")
+		h = plumbing.ZeroHash
+		if len(c.ParentHashes) > 0 {
+			h = c.ParentHashes[0]
+		}
+	}
+}
+
+// verify reads an object in full and checks its type and hash.
+func (o *objects) verify(t plumbing.ObjectType, h plumbing.Hash) error {
+	obj, err := o.encoded(plumbing.AnyObject, h)
+	if err != nil {
+		return err
+	}
+	if obj.Type() != t {
+		return fmt.Errorf("it is a %s, not a %s", obj.Type(), t)
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	hw := plumbing.NewHasher(obj.Type(), obj.Size())
+	if _, err := io.Copy(hw, rd); err != nil {
+		return err
+	}
+	if got := hw.Sum(); got != h {
+		return fmt.Errorf("its content hashes to %s", got)
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package gitmem
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// The journal (.git/gitmem/pending) is gitmem's repair record for the
+// worktree. It is written and fsynced before a commit moves the branch and
+// names the worktree paths the commit changes, plus any path an earlier
+// commit could not mirror (a full disk, a read-only folder). It is removed
+// only once every path it names matches HEAD again. While it exists, the
+// paths it names are gitmem's own unfinished work: they are brought back
+// to HEAD, never adopted as hand edits.
+type journal struct {
+	Paths  []string `json:"paths"`
+	Commit string   `json:"commit,omitempty"` // the commit being made
+	Parent string   `json:"parent,omitempty"` // the branch before it ("" for a first commit)
+}
+
+func (r *Repo) journalPath() string { return filepath.Join(r.gitDir, "gitmem", "pending") }
+
+func (r *Repo) writeJournal(j journal) error {
+	if err := injected(stepJournal, ".git/gitmem/pending"); err != nil {
+		return err
+	}
+	data, _ := json.Marshal(j)
+	dir := filepath.Dir(r.journalPath())
+	if err := writeFileSync(dir, "pending-", r.journalPath(), data, 0o600); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// readJournal returns the journal, or nil when there is none. Its paths
+// are checked like a model's: one that is not memories/ or a valid memory
+// path beneath it is dropped, and the whole memories folder is repaired
+// instead; an unreadable journal means the same.
+func (r *Repo) readJournal() *journal {
+	data, err := os.ReadFile(r.journalPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	var j journal
+	if err != nil || json.Unmarshal(data, &j) != nil {
+		r.opt.Logf("gitmem: the journal is unreadable; the whole worktree will be brought back to HEAD")
+		return &journal{Paths: []string{memDir}}
+	}
+	paths := j.Paths[:0]
+	for _, p := range j.Paths {
+		if rel, ok := strings.CutPrefix(p, memDir+"/"); (ok && checkRel(rel) == nil) || p == memDir {
+			paths = append(paths, p)
+			continue
+		}
+		r.opt.Logf("gitmem: ignoring the journal path %q: not a memory path; the whole worktree will be brought back to HEAD", p)
+		paths = []string{memDir}
+		break
+	}
+	j.Paths = paths
+	return &j
+}
+
+// repairPending brings the worktree paths a leftover journal names back
+// to HEAD and removes the journal once all of them match. What could not
+// be repaired stays in r.pend (and in the journal) for the next attempt.
+// Called with wmu and the writer lock held.
+func (r *Repo) repairPending() {
+	j := r.readJournal()
+	if j == nil {
+		r.pend = nil
+		return
+	}
+	// A commit was under way: a branch lock file, if any, is its own.
+	os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
+	tree := r.snapshotTree()
+	var left []string
+	for _, p := range j.Paths {
+		if err := r.wt.sync(p, lookup(tree, p), r.readBlob); err != nil {
+			r.opt.Logf("gitmem: could not bring %s back to HEAD yet: %v", p, err)
+			left = append(left, p)
+		}
+	}
+	if len(j.Paths) > 0 && len(left) < len(j.Paths) {
+		r.opt.Logf("gitmem: brought %d path(s) of an unfinished change back to HEAD", len(j.Paths)-len(left))
+	}
+	r.forgetStats(j.Paths)
+	r.pend = left
+	r.clearJournal(left)
+}
+
+// clearJournal removes the journal, or, while paths still wait for repair,
+// rewrites it to name only them.
+func (r *Repo) clearJournal(left []string) {
+	if len(left) == 0 {
+		os.Remove(r.journalPath())
+		return
+	}
+	if err := r.writeJournal(journal{Paths: left}); err != nil {
+		r.opt.Logf("gitmem: could not rewrite the journal: %v", err)
+	}
+}
+
+// checkRel refuses a memory path (relative to memories/) that a model
+// could not have written: gitmem's own files and trees are checked with
+// the same rule before a path reaches the tree or the disk.
+func checkRel(rel string) error {
+	if c, err := policy.ParsePath(policy.Display(rel)); err != nil || c != rel {
+		return &DamagedError{Problem: "refusing the path " + policyQuote(rel) + ": not a valid memory path",
+			Repair: "run gitmem fsck"}
+	}
+	return nil
+}
+
+func policyQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// union returns the sorted union of path lists.
+func union(a, b []string) []string {
+	out := append(append([]string(nil), a...), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// under reports whether repository path p is one of roots or beneath one.
+func under(p string, roots []string) bool {
+	for _, r := range roots {
+		if p == r || strings.HasPrefix(p, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// repoPaths turns memory paths (relative to memories/) into repository
+// paths.
+func repoPaths(rels []string) []string {
+	out := make([]string, len(rels))
+	for i, p := range rels {
+		out[i] = full(p)
+	}
+	return out
+}
