@@ -90,8 +90,21 @@ func (m Meta) message() string {
 	return b.String()
 }
 
+// oneLine folds a value onto one line: newlines and the other control
+// characters (NUL would make git fsck reject the commit) become spaces.
 func oneLine(s string) string {
-	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), " ")
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }), " ")
+}
+
+// safe is the signature as a commit's author or committer line can hold
+// it: '<' and '>' delimit the email and a newline or NUL ends the header,
+// so they are dropped or folded. This is the last line of defence; callers
+// bound and clean what they pass (policy.CommitIdent).
+func (s Signature) safe() Signature {
+	clean := func(v string) string {
+		return strings.TrimSpace(oneLine(strings.NewReplacer("<", "", ">", "").Replace(v)))
+	}
+	return Signature{Name: clean(s.Name), Email: clean(s.Email)}
 }
 
 // parseMessage splits a commit message into its subject, its body and the
@@ -132,6 +145,7 @@ func commitOf(c *object.Commit) Commit {
 
 // encodeCommit returns the git encoding of a commit object.
 func encodeCommit(tree plumbing.Hash, parent plumbing.Hash, author, committer Signature, when time.Time, msg string) ([]byte, error) {
+	author, committer = author.safe(), committer.safe()
 	c := &object.Commit{
 		Author:    object.Signature{Name: author.Name, Email: author.Email, When: when},
 		Committer: object.Signature{Name: committer.Name, Email: committer.Email, When: when},

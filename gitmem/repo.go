@@ -631,6 +631,7 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 	if author.Email == "" {
 		author.Email = r.opt.Author.Email
 	}
+	author = author.safe()
 	when := r.opt.Now()
 	meta.Trailers = append(mergeTrailers(meta.Trailers, tx.trailers), tx.extra...)
 	if tx.subject != "" {

@@ -125,12 +125,14 @@ func (h *Handler) commitMeta(c Caller, id, command, path, newPath string, extra 
 		m.Trailers = append(m.Trailers, gitmem.Trailer{Key: gitmem.TrailerNewPath, Value: newPath})
 	}
 	m.Trailers = append(m.Trailers, extra...)
-	if c.Session != "" {
-		m.Trailers = append(m.Trailers, gitmem.Trailer{Key: gitmem.TrailerSession, Value: c.Session})
+	// The caller's names come from headers and flags: bounded and made
+	// safe for a commit (policy.CommitText) before they reach one.
+	if session := policy.CommitText(c.Session, policy.MaxCallerBytes); session != "" {
+		m.Trailers = append(m.Trailers, gitmem.Trailer{Key: gitmem.TrailerSession, Value: session})
 	}
-	if c.Agent != "" {
-		m.Trailers = append(m.Trailers, gitmem.Trailer{Key: gitmem.TrailerAgent, Value: c.Agent})
-		m.Author.Name = c.Agent
+	if agent := policy.CommitText(c.Agent, policy.MaxCallerBytes); agent != "" {
+		m.Trailers = append(m.Trailers, gitmem.Trailer{Key: gitmem.TrailerAgent, Value: agent})
+		m.Author.Name = policy.CommitIdent(agent)
 	}
 	return m
 }
@@ -216,6 +218,21 @@ func occurrences(s, sub string) []int {
 
 func lineOf(s string, offset int) int { return strings.Count(s[:offset], "\n") + 1 }
 
+// linesOf returns the lines (1-based, each once, ascending) on which the
+// ascending offsets fall, counting newlines in one pass.
+func linesOf(s string, offsets []int) []int {
+	var lines []int
+	line, pos := 1, 0
+	for _, off := range offsets {
+		line += strings.Count(s[pos:off], "\n")
+		pos = off
+		if len(lines) == 0 || lines[len(lines)-1] != line {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
 // snippet is the str_replace result: the edited line and two lines either
 // side, numbered, from the new content.
 func snippet(content string, line int) string {
@@ -260,17 +277,11 @@ func (h *Handler) strReplace(c Caller, id string, in input) (string, error) {
 		at := occurrences(content, oldStr)
 		switch len(at) {
 		case 0:
-			return "", fail("No replacement was performed, old_str `%s` did not appear verbatim in %s.", oldStr, path)
+			return "", fail("No replacement was performed, old_str `%s` did not appear verbatim in %s.", policy.Clip(oldStr, policy.MaxEchoBytes), path)
 		case 1:
 		default:
-			var nums []string
-			for _, off := range at {
-				if n := strconv.Itoa(lineOf(content, off)); len(nums) == 0 || nums[len(nums)-1] != n {
-					nums = append(nums, n)
-				}
-			}
 			return "", fail("No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. Please ensure it is unique",
-				oldStr, strings.Join(nums, ", "))
+				policy.Clip(oldStr, policy.MaxEchoBytes), policy.LineList(linesOf(content, at), policy.MaxEchoLines))
 		}
 		updated := content[:at[0]] + newStr + content[at[0]+len(oldStr):]
 		if err := h.checkWrite(tx, path, rel, len(updated)); err != nil {

@@ -61,7 +61,8 @@ func New(repo *gitmem.Repo, opt Options) *Handler {
 	if opt.Logf == nil {
 		opt.Logf = log.Printf
 	}
-	return &Handler{repo: repo, limits: opt.Limits, author: opt.Author, logf: opt.Logf}
+	author := gitmem.Signature{Name: policy.CommitIdent(opt.Author.Name), Email: policy.CommitIdent(opt.Author.Email)}
+	return &Handler{repo: repo, limits: opt.Limits, author: author, logf: opt.Logf}
 }
 
 // toolError is a failure shown to the model; its text is exact.
@@ -129,11 +130,14 @@ func readID(raw []byte) string {
 func (h *Handler) Handle(c Caller, b Block) Result {
 	switch {
 	case b.Type != "" && b.Type != "tool_use":
-		return errorResult(b.ID, fmt.Sprintf("Expected a tool_use block, got type %q", b.Type))
+		return errorResult(b.ID, fmt.Sprintf("Expected a tool_use block, got type %q", policy.Clip(b.Type, policy.MaxEchoBytes)))
 	case b.ID == "":
 		return errorResult("", "The tool_use block has no id")
 	case b.Name != ToolName:
-		return errorResult(b.ID, fmt.Sprintf("Tool '%s' is not handled here: gitmem serves only the '%s' tool", b.Name, ToolName))
+		return errorResult(b.ID, fmt.Sprintf("Tool '%s' is not handled here: gitmem serves only the '%s' tool", policy.Clip(b.Name, policy.MaxEchoBytes), ToolName))
+	}
+	if err := policy.CheckToolUseID(b.ID); err != nil {
+		return errorResult(b.ID, err.Error())
 	}
 	content, err := h.run(c, b.ID, b.Input)
 	if err != nil {
@@ -223,7 +227,7 @@ func (h *Handler) run(c Caller, id string, rawInput json.RawMessage) (string, er
 	case "rename":
 		return h.rename(c, id, in)
 	}
-	return "", fail("Unknown command %q. The memory tool's commands are: view, create, str_replace, insert, delete, rename", in.command)
+	return "", fail("Unknown command %q. The memory tool's commands are: view, create, str_replace, insert, delete, rename", policy.Clip(in.command, policy.MaxEchoBytes))
 }
 
 // jsonInts decodes a JSON array of integers; 1.5 or "1" is an error.

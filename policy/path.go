@@ -41,6 +41,13 @@ func pathErr(format string, args ...any) error {
 // percent-encoded bytes, over-long paths and segments, and git's reserved
 // names (.git, .gitignore, .gitattributes, .gitmodules) in any case.
 func ParsePath(p string) (string, error) {
+	// Length and encoding come first: every later message echoes the path.
+	if len(p) > MaxPathBytes {
+		return "", pathErr("Path %s... is too long: %d bytes, the limit is %d", strings.ToValidUTF8(prefix(p, 64), "\uFFFD"), len(p), MaxPathBytes)
+	}
+	if !utf8.ValidString(p) {
+		return "", pathErr("Path %s is not valid UTF-8", strconv.Quote(p))
+	}
 	if !strings.HasPrefix(p, Root) {
 		return "", pathErr("Path must start with %s, got: %s", Root, p)
 	}
@@ -48,15 +55,9 @@ func ParsePath(p string) (string, error) {
 	if rest != "" && rest[0] != '/' {
 		return "", pathErr("Path must start with %s, got: %s", Root, p)
 	}
-	if !utf8.ValidString(p) {
-		return "", pathErr("Path %s is not valid UTF-8", strconv.Quote(p))
-	}
-	if len(p) > MaxPathBytes {
-		return "", pathErr("Path %s... is too long: %d bytes, the limit is %d", prefix(p, 64), len(p), MaxPathBytes)
-	}
 	for _, r := range p {
 		switch {
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+		case isControl(r):
 			return "", pathErr("Path %s contains a control character", strconv.Quote(p))
 		case r == '\\':
 			return "", pathErr("Path %s contains a backslash; use / to separate folders", p)

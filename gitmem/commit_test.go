@@ -1,0 +1,43 @@
+package gitmem
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// A library caller that passes hostile identities or messages cannot make
+// an object git rejects: encoding neutralises what would corrupt a commit
+// (angle brackets and newlines in an identity, NUL anywhere).
+func TestHostileMetadataKeepsFsckClean(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs the git CLI")
+	}
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	meta := Meta{
+		Subject:  "sub\x00ject\nsecond line",
+		Author:   Signature{Name: "evil> <x", Email: "a@b> <forged@corp\n"},
+		Trailers: []Trailer{{TrailerToolUseID, "toolu_1"}, {TrailerSession, "s\x00\r\nForged: yes"}},
+	}
+	c, err := r.Update(meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("x")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	got := gitCLI(t, dir, "log", "-1", "--format=%an|%ae|%B")
+	want := "evil x|a@b forged@corp|sub ject second line\n\nTool-Use-Id: toolu_1\nSession: s Forged: yes\n\n"
+	if got != want {
+		t.Errorf("commit:\n got %q\nwant %q", got, want)
+	}
+	if c.Author != (Signature{"evil x", "a@b forged@corp"}) {
+		t.Errorf("returned author %+v differs from the object's", c.Author)
+	}
+	if trailers := gitCLI(t, dir, "log", "-1", "--format=%(trailers:key=Forged)"); strings.TrimSpace(trailers) != "" {
+		t.Errorf("a value forged a trailer: %q", trailers)
+	}
+}

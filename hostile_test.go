@@ -1,0 +1,76 @@
+package gitmem_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// Caller names arrive in HTTP headers. Whatever they hold, the commits
+// stay valid git objects of bounded size, the author email is gitmem's,
+// and no value forges a trailer.
+func TestHostileCallerNamesKeepTheRepositoryValid(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "memory")
+	repo, _, err := gitmem.Init(dir, gitmem.Options{
+		Now:      func() time.Time { return time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC) },
+		Operator: gitmem.Signature{Name: "Op", Email: "op@example.com"},
+		Logf:     t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+	h := handler.New(repo, handler.Options{Limits: policy.DefaultLimits, Logf: t.Logf})
+	srv := httptest.NewServer(h.HTTP(handler.HTTPOptions{}))
+	defer srv.Close()
+
+	huge := strings.Repeat("A", 900<<10)
+	for i, names := range [][2]string{ // agent, session
+		{"Alice <alice@corp>", "s1"},
+		{"evil> <x", "s2 <y>"},
+		{huge, "s3"},
+		{"bad\xff\xfebytes", "Forged: yes\tTool-Use-Id: toolu_x"},
+	} {
+		id := "toolu_" + strconv.Itoa(i)
+		body := `{"type":"tool_use","id":"` + id + `","name":"memory","input":{"command":"create","path":"/memories/f` + strconv.Itoa(i) + `.md","file_text":"x"}}`
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/tool_use", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(handler.HeaderAgent, names[0])
+		req.Header.Set(handler.HeaderSession, names[1])
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r handler.Result
+		json.NewDecoder(res.Body).Decode(&r)
+		res.Body.Close()
+		if res.StatusCode != 200 || r.IsError {
+			t.Fatalf("call %d: %d %s", i, res.StatusCode, r.Content)
+		}
+	}
+	git(t, dir, "fsck", "--strict", "--no-dangling")
+	if emails := git(t, dir, "log", "--format=%ae", "-4"); emails != strings.Repeat("claude@gitmem.invalid\n", 4) {
+		t.Errorf("author emails:\n%s", emails)
+	}
+	if names := git(t, dir, "log", "--format=%an|%(trailers:key=Agent,valueonly)", "--reverse", "-4"); !strings.HasPrefix(names,
+		"Alice alice@corp|Alice <alice@corp>\n\nevil x|evil> <x\n\n"+strings.Repeat("A", 253)+"…|"+strings.Repeat("A", 253)+"…\n\nbad\uFFFDbytes|bad\uFFFDbytes\n") {
+		t.Errorf("authors and Agent trailers:\n%.600s", names)
+	}
+	if forged := git(t, dir, "log", "--format=%(trailers:key=Forged)%(trailers:key=Tool-Use-Id)", "-1"); forged != "Tool-Use-Id: toolu_3\n\n" {
+		t.Errorf("trailers of the last commit: %q", forged)
+	}
+	for _, rev := range []string{"HEAD", "HEAD~1", "HEAD~2", "HEAD~3"} {
+		if size, _ := strconv.Atoi(strings.TrimSpace(git(t, dir, "cat-file", "-s", rev))); size > 2048 {
+			t.Errorf("%s is %d bytes", rev, size)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package policy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bounds on what a caller can put into a commit. A caller names itself
+// (agent, session) in HTTP headers or flags; those values are cut to
+// MaxCallerBytes. A tool_use id is the idempotency key, so it is refused,
+// not cut, when longer than MaxToolUseIDBytes.
+const (
+	MaxCallerBytes    = 256
+	MaxToolUseIDBytes = 256
+)
+
+// CommitText makes a caller's value safe to stand in a commit header or a
+// trailer: invalid UTF-8 becomes U+FFFD, control characters (newlines, NUL,
+// C1) and Unicode line separators become spaces, runs of white space one
+// space, leading and trailing space is dropped, and the result is at most
+// max bytes (cut at a character, ending in "…" when cut).
+func CommitText(s string, max int) string {
+	var b strings.Builder
+	space := false
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if isControl(r) || r == '\u2028' || r == '\u2029' || unicode.IsSpace(r) {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+		if b.Len() > max {
+			break
+		}
+	}
+	out := b.String()
+	if len(out) > max {
+		out = strings.TrimRight(prefix(out, max-len("…")), " ") + "…"
+	}
+	return out
+}
+
+// CommitIdent is CommitText for a name or an email in a commit's author
+// line, bounded by MaxCallerBytes: '<' and '>' are dropped too, as git
+// drops them, because they delimit the email ("Alice <a@corp>" as an agent
+// name must not become a second email).
+func CommitIdent(s string) string {
+	return CommitText(strings.NewReplacer("<", "", ">", "").Replace(s), MaxCallerBytes)
+}
+
+// CheckToolUseID refuses a tool_use id that cannot be a commit trailer as
+// is: over MaxToolUseIDBytes, invalid UTF-8, or holding a control
+// character. Such an id could not be found again on a retry.
+func CheckToolUseID(id string) error {
+	switch {
+	case len(id) > MaxToolUseIDBytes:
+		return fmt.Errorf("The tool_use id is %s bytes long, the limit is %d", Thousands(int64(len(id))), MaxToolUseIDBytes)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("The tool_use id %s is not valid UTF-8", strconv.Quote(id))
+	case strings.IndexFunc(id, isControl) >= 0:
+		return fmt.Errorf("The tool_use id %s contains a control character", strconv.Quote(id))
+	}
+	return nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+// Bounds on what an error result echoes back: a value (old_str, an
+// unknown command) is cut after MaxEchoBytes, a list of line numbers after
+// MaxEchoLines numbers.
+const (
+	MaxEchoBytes = 1024
+	MaxEchoLines = 100
+)
+
+// Clip bounds a value echoed in a result: at most max bytes of s (cut at a
+// character), followed by " [... N more bytes]" when anything was cut.
+func Clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	p := prefix(s, max)
+	return p + " [... " + Thousands(int64(len(s)-len(p))) + " more bytes]"
+}
+
+// LineList joins ascending line numbers with ", " for an error result; past
+// max numbers it ends with " [... N more lines]".
+func LineList(lines []int, max int) string {
+	var b strings.Builder
+	for i, n := range lines {
+		if i == max {
+			fmt.Fprintf(&b, " [... %s more lines]", Thousands(int64(len(lines)-max)))
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(n))
+	}
+	return b.String()
+}

@@ -1,0 +1,94 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestCommitText(t *testing.T) {
+	long := strings.Repeat("é", 900<<10) // 1.8 MB
+	for _, tc := range []struct{ in, want string }{
+		{"support-bot", "support-bot"},
+		{"  planner  ", "planner"},
+		{"a\nb\r\nc", "a b c"},
+		{"nul\x00in\x7fside\u0085x", "nul in side x"},
+		{"tab\tand   spaces", "tab and spaces"},
+		{"line\u2028sep", "line sep"},
+		{"bad \xff utf8", "bad \uFFFD utf8"},
+		{"Alice <alice@corp>", "Alice <alice@corp>"}, // a trailer may hold angle brackets
+		{"", ""},
+		{"\n\n", ""},
+		{long, strings.Repeat("é", 126) + "…"},
+	} {
+		got := CommitText(tc.in, MaxCallerBytes)
+		if got != tc.want {
+			t.Errorf("CommitText(%.40q) = %.80q, want %.80q", tc.in, got, tc.want)
+		}
+		if len(got) > MaxCallerBytes || !utf8.ValidString(got) {
+			t.Errorf("CommitText(%.40q): %d bytes, valid=%v", tc.in, len(got), utf8.ValidString(got))
+		}
+	}
+}
+
+func TestCommitIdent(t *testing.T) {
+	for in, want := range map[string]string{
+		"Alice <alice@corp>": "Alice alice@corp",
+		"evil> <x":           "evil x",
+		"<>":                 "",
+		"a\x00b":             "a b",
+		"Zoë":                "Zoë",
+	} {
+		if got := CommitIdent(in); got != want {
+			t.Errorf("CommitIdent(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCheckToolUseID(t *testing.T) {
+	for id, want := range map[string]string{
+		"toolu_01D5E6F7G8H9":       "",
+		"id with spaces":           "",
+		strings.Repeat("x", 256):   "",
+		strings.Repeat("x", 257):   "The tool_use id is 257 bytes long, the limit is 256",
+		"toolu\n2":                 `The tool_use id "toolu\n2" contains a control character`,
+		"toolu\x00":                `The tool_use id "toolu\x00" contains a control character`,
+		"toolu\xff":                `The tool_use id "toolu\xff" is not valid UTF-8`,
+		strings.Repeat("x", 9<<20): "The tool_use id is 9,437,184 bytes long, the limit is 256",
+	} {
+		got := ""
+		if err := CheckToolUseID(id); err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("CheckToolUseID(%.40q) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"0123456789", 10, "0123456789"},
+		{"0123456789a", 10, "0123456789 [... 1 more bytes]"},
+		{"ééé", 3, "é [... 4 more bytes]"}, // cut at a character
+		{strings.Repeat("x", 900000), 4, "xxxx [... 899,996 more bytes]"},
+	} {
+		if got := Clip(tc.in, tc.max); got != tc.want {
+			t.Errorf("Clip(%.20q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
+
+func TestLineList(t *testing.T) {
+	if got := LineList([]int{1, 4, 9}, 3); got != "1, 4, 9" {
+		t.Errorf("got %q", got)
+	}
+	if got := LineList([]int{1, 2, 3, 4, 5}, 2); got != "1, 2 [... 3 more lines]" {
+		t.Errorf("got %q", got)
+	}
+}
