@@ -91,9 +91,10 @@ func (m Meta) message() string {
 }
 
 // oneLine folds a value onto one line: newlines and the other control
-// characters (NUL would make git fsck reject the commit) become spaces.
+// characters but tab (NUL would make git fsck reject the commit) become
+// spaces.
 func oneLine(s string) string {
-	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }), " ")
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }), " ")
 }
 
 // safe is the signature as a commit's author or committer line can hold

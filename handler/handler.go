@@ -8,6 +8,7 @@ import (
 	"log"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/policy"
@@ -169,13 +170,24 @@ type input struct {
 	fields  map[string]json.RawMessage
 }
 
+// str reads a text parameter; text that is not valid UTF-8 is refused
+// (encoding/json would replace it with U+FFFD without a word).
 func (in input) str(name string) (string, error) {
+	s, err := in.rawStr(name)
+	if err == nil && !utf8.ValidString(s) {
+		return "", fail("Parameter %q is not valid UTF-8", name)
+	}
+	return s, err
+}
+
+// rawStr reads a string parameter as sent, invalid UTF-8 included.
+func (in input) rawStr(name string) (string, error) {
 	raw, ok := in.fields[name]
 	if !ok || string(raw) == "null" {
 		return "", fail("Missing required parameter %q for command %q", name, in.command)
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, ok := decodeString(raw)
+	if !ok {
 		return "", fail("Parameter %q must be a string", name)
 	}
 	return s, nil
@@ -194,10 +206,10 @@ func (in input) integer(name string) (int, error) {
 }
 
 func (in input) path(name string) (raw, rel string, err error) {
-	if raw, err = in.str(name); err != nil {
+	if raw, err = in.rawStr(name); err != nil {
 		return "", "", err
 	}
-	rel, err = policy.ParsePath(raw)
+	rel, err = policy.ParsePath(raw) // refuses invalid UTF-8 in its own words
 	return raw, rel, err
 }
 
