@@ -134,7 +134,67 @@ func (h *Handler) commitMeta(c Caller, id, command, path, newPath string, extra 
 		m.Trailers = append(m.Trailers, gitmem.Trailer{Key: gitmem.TrailerAgent, Value: agent})
 		m.Author.Name = policy.CommitIdent(agent)
 	}
+	if c.Author.Name != "" {
+		m.Author = c.Author
+	}
 	return m
+}
+
+// TrailerMasked records a secret that was masked before a write: the rule
+// and the line of the file that holds the placeholder.
+const TrailerMasked = "Memory-Masked"
+
+// screened is text the model is writing, checked for secrets.
+type screened struct {
+	text     string // what to write: masked in mask mode
+	findings []policy.Finding
+	lines    []int // each placeholder's line in text (mask mode)
+}
+
+// screen finds the secrets in text written to rel and, in mask mode,
+// masks them. It runs before the writer lock is taken.
+func (h *Handler) screen(rel, text string) screened {
+	if h.screening == policy.ScreenOff {
+		return screened{text: text}
+	}
+	s := screened{text: text, findings: h.secrets.Find(rel, text)}
+	if h.screening == policy.ScreenMask && len(s.findings) > 0 {
+		s.text, s.lines = policy.MaskSecrets(text, s.findings)
+	}
+	return s
+}
+
+// check applies the screening once the line of the file where the text
+// begins (first, 1-based) is known: refuse mode fails, naming the rule and
+// the line; mask mode records each placeholder in a trailer.
+func (s screened) check(path string, first int, tx *gitmem.Tx) error {
+	if len(s.findings) == 0 {
+		return nil
+	}
+	if s.lines == nil {
+		f := s.findings[0]
+		return fail("The content holds what looks like a secret (%s) on line %d of %s; nothing was written. "+
+			"Keep secrets out of memory: note where a secret is kept, not its value", f.Rule, first+f.Line-1, path)
+	}
+	for i, f := range s.findings {
+		tx.AddTrailer(TrailerMasked, fmt.Sprintf("%s line %d", f.Rule, first+s.lines[i]-1))
+	}
+	return nil
+}
+
+// maskNote tells the model which secrets a commit masked (from its
+// Memory-Masked trailers), appended to the command's result.
+func maskNote(trailers []gitmem.Trailer) string {
+	var parts []string
+	for _, t := range trailers {
+		if rule, line, ok := strings.Cut(t.Value, " line "); ok && t.Key == TrailerMasked {
+			parts = append(parts, "line "+line+" [REDACTED:"+rule+"]")
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "\n\nPossible secrets were masked before saving; the file holds a placeholder instead of each: " + strings.Join(parts, ", ")
 }
 
 // update commits the change fn makes and returns fn's result. A tool_use
@@ -142,7 +202,7 @@ func (h *Handler) commitMeta(c Caller, id, command, path, newPath string, extra 
 // original result from that commit.
 func (h *Handler) update(meta gitmem.Meta, fn func(tx *gitmem.Tx) (string, error), replay func(gitmem.Commit) (string, error)) (string, error) {
 	var result string
-	_, err := h.repo.Update(meta, func(tx *gitmem.Tx) error {
+	commit, err := h.repo.Update(meta, func(tx *gitmem.Tx) error {
 		var err error
 		result, err = fn(tx)
 		return err
@@ -156,9 +216,10 @@ func (h *Handler) update(meta gitmem.Meta, fn func(tx *gitmem.Tx) (string, error
 					applied.ID, c.Subject)
 			}
 		}
-		return replay(c)
+		result, err := replay(c)
+		return result + maskNote(c.Trailers), err
 	}
-	return result, err
+	return result + maskNote(commit.Trailers), err
 }
 
 // checkWrite applies the size and count limits to writing size bytes at rel.
@@ -182,14 +243,18 @@ func (h *Handler) create(c Caller, id string, in input) (string, error) {
 	}
 	done := fmt.Sprintf("File created successfully at: %s", path)
 	meta := h.commitMeta(c, id, "create", policy.Display(rel), "")
+	sc := h.screen(rel, text)
 	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
 		if _, err := tx.Stat(rel); err == nil {
 			return "", fail("File %s already exists", path)
 		}
-		if err := h.checkWrite(tx, path, rel, len(text)); err != nil {
+		if err := sc.check(path, 1, tx); err != nil {
 			return "", err
 		}
-		return done, parentErr(tx.WriteFile(rel, []byte(text)), "create "+path)
+		if err := h.checkWrite(tx, path, rel, len(sc.text)); err != nil {
+			return "", err
+		}
+		return done, parentErr(tx.WriteFile(rel, []byte(sc.text)), "create "+path)
 	}, func(gitmem.Commit) (string, error) { return done, nil })
 }
 
@@ -265,6 +330,7 @@ func (h *Handler) strReplace(c Caller, id string, in input) (string, error) {
 	}
 	// Memory-Line is known once the file is read; SetTrailer fills it in.
 	meta := h.commitMeta(c, id, "str_replace", policy.Display(rel), "", gitmem.Trailer{Key: gitmem.TrailerLine})
+	sc := h.screen(rel, newStr)
 	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
 		data, err := tx.ReadFile(rel)
 		if errors.Is(err, gitmem.ErrNotExist) || errors.Is(err, gitmem.ErrIsDir) {
@@ -283,11 +349,14 @@ func (h *Handler) strReplace(c Caller, id string, in input) (string, error) {
 			return "", fail("No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. Please ensure it is unique",
 				policy.Clip(oldStr, policy.MaxEchoBytes), policy.LineList(linesOf(content, at), policy.MaxEchoLines))
 		}
-		updated := content[:at[0]] + newStr + content[at[0]+len(oldStr):]
+		line := lineOf(content, at[0])
+		if err := sc.check(path, line, tx); err != nil {
+			return "", err
+		}
+		updated := content[:at[0]] + sc.text + content[at[0]+len(oldStr):]
 		if err := h.checkWrite(tx, path, rel, len(updated)); err != nil {
 			return "", err
 		}
-		line := lineOf(content, at[0])
 		tx.SetTrailer(gitmem.TrailerLine, strconv.Itoa(line))
 		return snippet(updated, line), tx.WriteFile(rel, []byte(updated))
 	}, func(c gitmem.Commit) (string, error) {
@@ -315,6 +384,7 @@ func (h *Handler) insert(c Caller, id string, in input) (string, error) {
 	}
 	done := fmt.Sprintf("The file %s has been edited.", path)
 	meta := h.commitMeta(c, id, "insert", policy.Display(rel), "")
+	sc := h.screen(rel, text)
 	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
 		data, err := tx.ReadFile(rel)
 		if errors.Is(err, gitmem.ErrNotExist) || errors.Is(err, gitmem.ErrIsDir) {
@@ -327,8 +397,11 @@ func (h *Handler) insert(c Caller, id string, in input) (string, error) {
 		if n := policy.CountLines(content); at < 0 || at > n {
 			return "", fail("Invalid `insert_line` parameter: %d. It should be within the range of lines of the file: [0, %d]", at, n)
 		}
+		if err := sc.check(path, at+1, tx); err != nil {
+			return "", err
+		}
 		lines := policy.SplitLines(content)
-		lines = append(lines[:at], append([]string{strings.TrimSuffix(text, "\n")}, lines[at:]...)...)
+		lines = append(lines[:at], append([]string{strings.TrimSuffix(sc.text, "\n")}, lines[at:]...)...)
 		updated := strings.Join(lines, "\n")
 		if err := h.checkWrite(tx, path, rel, len(updated)); err != nil {
 			return "", err

@@ -33,19 +33,28 @@ type Result struct {
 	IsError   bool   `json:"is_error,omitempty"`
 }
 
-// Caller names who is calling; both become commit trailers.
+// Caller names who is calling. Session and Agent become commit trailers.
 type Caller struct {
 	Session string
 	Agent   string
+	// Author, when set, is the author of the caller's commits (a token's
+	// name: attribution the caller cannot choose); else an Agent becomes
+	// the author's name.
+	Author gitmem.Signature
+	// ReadOnly callers may view but not change the memory.
+	ReadOnly bool
 }
 
 // Handler executes memory tool calls against one repository. It is safe
 // for concurrent use.
 type Handler struct {
-	repo   *gitmem.Repo
-	limits policy.Limits
-	author gitmem.Signature
-	logf   func(string, ...any)
+	repo      *gitmem.Repo
+	limits    policy.Limits
+	author    gitmem.Signature
+	archived  bool
+	screening policy.ScreenMode
+	secrets   *policy.SecretRules
+	logf      func(string, ...any)
 }
 
 // Options configure a Handler.
@@ -54,7 +63,14 @@ type Options struct {
 	// Author of the commits (default: the repository's). A caller that
 	// names an agent becomes the author's name.
 	Author gitmem.Signature
-	Logf   func(string, ...any)
+	// Archived memories answer views and refuse every change.
+	Archived bool
+	// Screen is what happens to secrets in the content of create,
+	// str_replace and insert (default off); Secrets the rules (default
+	// policy.DefaultSecretRules).
+	Screen  policy.ScreenMode
+	Secrets *policy.SecretRules
+	Logf    func(string, ...any)
 }
 
 // New returns a Handler for repo.
@@ -62,8 +78,15 @@ func New(repo *gitmem.Repo, opt Options) *Handler {
 	if opt.Logf == nil {
 		opt.Logf = log.Printf
 	}
+	if opt.Screen == "" {
+		opt.Screen = policy.ScreenOff
+	}
+	if opt.Screen != policy.ScreenOff && opt.Secrets == nil {
+		opt.Secrets = policy.DefaultSecretRules()
+	}
 	author := gitmem.Signature{Name: policy.CommitIdent(opt.Author.Name), Email: policy.CommitIdent(opt.Author.Email)}
-	return &Handler{repo: repo, limits: opt.Limits, author: author, logf: opt.Logf}
+	return &Handler{repo: repo, limits: opt.Limits, author: author, archived: opt.Archived,
+		screening: opt.Screen, secrets: opt.Secrets, logf: opt.Logf}
 }
 
 // toolError is a failure shown to the model; its text is exact.
@@ -224,6 +247,15 @@ func (h *Handler) run(c Caller, id string, rawInput json.RawMessage) (string, er
 	}
 	if err := json.Unmarshal(cmd, &in.command); err != nil {
 		return "", fail("Parameter \"command\" must be a string")
+	}
+	switch in.command {
+	case "create", "str_replace", "insert", "delete", "rename":
+		switch {
+		case h.archived:
+			return "", fail("This memory is archived: view works, but %s is not allowed; nothing was changed", in.command)
+		case c.ReadOnly:
+			return "", fail("This memory is read-only for you: view works, but %s is not allowed; nothing was changed", in.command)
+		}
 	}
 	switch in.command {
 	case "view":

@@ -35,40 +35,7 @@ func (h *Handler) HTTP(opt HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("POST /v1/tool_use", func(w http.ResponseWriter, r *http.Request) {
-		body, err := readBody(w, r, opt.MaxBodyBytes)
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				httpError(w, http.StatusRequestEntityTooLarge, "request body is larger than the limit")
-				return
-			}
-			httpError(w, http.StatusBadRequest, "could not read the request body")
-			return
-		}
-		c := Caller{Session: r.Header.Get(HeaderSession), Agent: r.Header.Get(HeaderAgent)}
-		trimmed := bytes.TrimSpace(body)
-		if len(trimmed) > 0 && trimmed[0] == '[' {
-			var blocks []json.RawMessage
-			if err := json.Unmarshal(trimmed, &blocks); err != nil {
-				httpError(w, http.StatusBadRequest, "body is not a JSON array of content blocks")
-				return
-			}
-			results := []Result{}
-			for _, raw := range blocks {
-				var b Block
-				if json.Unmarshal(raw, &b) != nil || b.Type != "tool_use" || b.Name != ToolName {
-					continue // text, thinking and other tools' blocks are not ours
-				}
-				results = append(results, h.Handle(c, b))
-			}
-			writeJSON(w, http.StatusOK, results)
-			return
-		}
-		if !json.Valid(trimmed) {
-			httpError(w, http.StatusBadRequest, "body is not a JSON tool_use block")
-			return
-		}
-		writeJSON(w, http.StatusOK, h.HandleJSON(c, trimmed))
+		h.serveToolUse(w, r, Caller{Session: r.Header.Get(HeaderSession), Agent: r.Header.Get(HeaderAgent)}, opt.MaxBodyBytes)
 	})
 	return bearer(opt.Token, mux)
 }
@@ -95,6 +62,46 @@ func bearer(token string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// serveToolUse answers a request whose body is one tool_use block (with
+// its tool_result) or a JSON array, an assistant message's content (with
+// the array of tool_results for its memory tool_use blocks, run in order).
+// Every HTTP transport answers tool calls through it.
+func (h *Handler) serveToolUse(w http.ResponseWriter, r *http.Request, c Caller, maxBody int64) {
+	body, err := readBody(w, r, maxBody)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			httpError(w, http.StatusRequestEntityTooLarge, "request body is larger than the limit")
+			return
+		}
+		httpError(w, http.StatusBadRequest, "could not read the request body")
+		return
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		var blocks []json.RawMessage
+		if err := json.Unmarshal(trimmed, &blocks); err != nil {
+			httpError(w, http.StatusBadRequest, "body is not a JSON array of content blocks")
+			return
+		}
+		results := []Result{}
+		for _, raw := range blocks {
+			var b Block
+			if json.Unmarshal(raw, &b) != nil || b.Type != "tool_use" || b.Name != ToolName {
+				continue // text, thinking and other tools' blocks are not ours
+			}
+			results = append(results, h.Handle(c, b))
+		}
+		writeJSON(w, http.StatusOK, results)
+		return
+	}
+	if !json.Valid(trimmed) {
+		httpError(w, http.StatusBadRequest, "body is not a JSON tool_use block")
+		return
+	}
+	writeJSON(w, http.StatusOK, h.HandleJSON(c, trimmed))
 }
 
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {

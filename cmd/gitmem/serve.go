@@ -53,6 +53,8 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "expire-older-than", Usage: "what the periodic expire deletes: files unchanged for `DURATION`"},
 			&cli.StringSliceFlag{Name: "expire-keep", Usage: "never expire paths matching `GLOB`"},
 			&cli.IntFlag{Name: "gc-loose", Value: 6700, Usage: "pack in the background once about `N` loose objects pile up (0: never)"},
+			&cli.StringFlag{Name: "secret-screening", Value: "off", EnvVars: []string{"GITMEM_SECRET_SCREENING"},
+				Usage: "secrets in what the model writes: off, refuse (the call fails) or mask (written as [REDACTED:rule])"},
 		},
 		Action: serve,
 	}
@@ -86,6 +88,10 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	screen, err := policy.ParseScreenMode(c.String("secret-screening"))
+	if err != nil {
+		return failf(exitUsage, "--secret-screening: %v", err)
+	}
 	dir := c.String("repo")
 	logf := logTo(c.App.ErrWriter)
 	repo, _, err := gitmem.Init(dir, gitmem.Options{Author: author, Now: clock(), Logf: logf})
@@ -101,6 +107,7 @@ func serve(c *cli.Context) error {
 			MaxViewBytes:  c.Int("max-view-bytes"),
 		},
 		Author: author,
+		Screen: screen,
 		Logf:   logf,
 	})
 	ctx, stop := signalContext()

@@ -1,0 +1,150 @@
+package handler_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+func newRepo(t *testing.T) *gitmem.Repo {
+	t.Helper()
+	r, _, err := gitmem.Init(t.TempDir(), gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf,
+		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func commits(t *testing.T, r *gitmem.Repo) []gitmem.Commit {
+	t.Helper()
+	var out []gitmem.Commit
+	if err := r.Log(context.Background(), gitmem.LogOptions{}, nil, func(c gitmem.Commit) error {
+		out = append(out, c)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func callAs(h *handler.Handler, c handler.Caller, id, input string) handler.Result {
+	return h.HandleJSON(c, []byte(fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"memory","input":%s}`, id, input)))
+}
+
+func TestReadOnlyCallerAndArchivedMemory(t *testing.T) {
+	r := newRepo(t)
+	rw := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Logf: t.Logf})
+	if res := call(rw, "toolu_0", `{"command":"create","path":"/memories/a.md","file_text":"one\n"}`); res.IsError {
+		t.Fatal(res.Content)
+	}
+	archived := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Archived: true, Logf: t.Logf})
+	before := len(commits(t, r))
+	for _, c := range []struct {
+		h      *handler.Handler
+		caller handler.Caller
+		want   string
+	}{
+		{rw, handler.Caller{ReadOnly: true}, "Error: This memory is read-only for you: view works, but %s is not allowed; nothing was changed"},
+		{archived, handler.Caller{}, "Error: This memory is archived: view works, but %s is not allowed; nothing was changed"},
+	} {
+		for i, in := range []struct{ cmd, input string }{
+			{"create", `{"command":"create","path":"/memories/b.md","file_text":"x"}`},
+			{"str_replace", `{"command":"str_replace","path":"/memories/a.md","old_str":"one","new_str":"two"}`},
+			{"insert", `{"command":"insert","path":"/memories/a.md","insert_line":0,"insert_text":"x"}`},
+			{"delete", `{"command":"delete","path":"/memories/a.md"}`},
+			{"rename", `{"command":"rename","old_path":"/memories/a.md","new_path":"/memories/c.md"}`},
+		} {
+			res := callAs(c.h, c.caller, fmt.Sprintf("toolu_ro%d", i), in.input)
+			if want := fmt.Sprintf(c.want, in.cmd); !res.IsError || res.Content != want {
+				t.Errorf("%s: %q, want %q", in.cmd, res.Content, want)
+			}
+		}
+		res := callAs(c.h, c.caller, "toolu_view", `{"command":"view","path":"/memories/a.md"}`)
+		if res.IsError || !strings.HasSuffix(res.Content, "     1\tone\n     2\t") {
+			t.Errorf("view: %+v", res)
+		}
+	}
+	if after := len(commits(t, r)); after != before {
+		t.Errorf("%d commits were made by refused calls", after-before)
+	}
+}
+
+func TestCallerAuthorIsNotSelfAsserted(t *testing.T) {
+	r := newRepo(t)
+	h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Logf: t.Logf})
+	token := gitmem.Signature{Name: "support-bot", Email: "support-bot@gitmem.invalid"}
+	// The request names another agent: it becomes the Agent trailer, but
+	// the author stays the token's name.
+	callAs(h, handler.Caller{Agent: "planner", Author: token}, "toolu_1", `{"command":"create","path":"/memories/a.md","file_text":"x"}`)
+	c := commits(t, r)[0]
+	if c.Author != token || c.Trailer(gitmem.TrailerAgent) != "planner" {
+		t.Errorf("author %+v, agent %q", c.Author, c.Trailer(gitmem.TrailerAgent))
+	}
+}
+
+func TestSecretScreening(t *testing.T) {
+	key := "ghp_" + strings.Repeat("aB3dE5gH7j", 3) + "K9mN0p"
+	note := "Likes tea.\nGitHub token: " + key + "\n"
+	for _, c := range []struct {
+		mode  policy.ScreenMode
+		steps []step
+		file  string // the file afterwards
+	}{
+		{policy.ScreenOff, []step{
+			ok(`{"command":"create","path":"/memories/a.md","file_text":`+q(note)+`}`, "File created successfully at: /memories/a.md"),
+		}, note},
+		{policy.ScreenRefuse, []step{
+			bad(`{"command":"create","path":"/memories/a.md","file_text":`+q(note)+`}`,
+				"The content holds what looks like a secret (github-pat) on line 2 of /memories/a.md; nothing was written. Keep secrets out of memory: note where a secret is kept, not its value"),
+			ok(`{"command":"create","path":"/memories/a.md","file_text":"one\ntwo\nthree\n"}`, "File created successfully at: /memories/a.md"),
+			bad(`{"command":"str_replace","path":"/memories/a.md","old_str":"two","new_str":"2\ntoken `+key+`"}`,
+				"The content holds what looks like a secret (github-pat) on line 3 of /memories/a.md; nothing was written. Keep secrets out of memory: note where a secret is kept, not its value"),
+			bad(`{"command":"insert","path":"/memories/a.md","insert_line":3,"insert_text":"token `+key+`"}`,
+				"The content holds what looks like a secret (github-pat) on line 4 of /memories/a.md; nothing was written. Keep secrets out of memory: note where a secret is kept, not its value"),
+		}, "one\ntwo\nthree\n"},
+		{policy.ScreenMask, []step{
+			ok(`{"command":"create","path":"/memories/a.md","file_text":`+q(note)+`}`,
+				"File created successfully at: /memories/a.md\n\nPossible secrets were masked before saving; the file holds a placeholder instead of each: line 2 [REDACTED:github-pat]"),
+			ok(`{"command":"str_replace","path":"/memories/a.md","old_str":"tea.","new_str":"tea.\nAWS AKIAZ3MHQ7XKP2LVN4RT"}`,
+				"The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tLikes tea.\n     2\tAWS [REDACTED:aws-access-token]\n     3\tGitHub token: [REDACTED:github-pat]"+
+					"\n\nPossible secrets were masked before saving; the file holds a placeholder instead of each: line 2 [REDACTED:aws-access-token]"),
+			ok(`{"command":"insert","path":"/memories/a.md","insert_line":0,"insert_text":"db postgres://app:Tr0ub4dor3x@db.internal/prod\n"}`,
+				"The file /memories/a.md has been edited.\n\nPossible secrets were masked before saving; the file holds a placeholder instead of each: line 1 [REDACTED:url-password]"),
+		}, "db postgres://app:[REDACTED:url-password]@db.internal/prod\nLikes tea.\nAWS [REDACTED:aws-access-token]\nGitHub token: [REDACTED:github-pat]\n"},
+	} {
+		t.Run(string(c.mode), func(t *testing.T) {
+			r := newRepo(t)
+			h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Screen: c.mode, Logf: t.Logf})
+			run(t, h, c.steps)
+			snap, err := r.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := snap.ReadFile("a.md")
+			if err != nil || string(data) != c.file {
+				t.Errorf("file %q (%v), want %q", data, err, c.file)
+			}
+			if c.mode != policy.ScreenMask {
+				return
+			}
+			// The commit records what was masked, and a retried id gets
+			// the same answer, note included.
+			if got := commits(t, r)[1].Trailer(handler.TrailerMasked); got != "aws-access-token line 2" {
+				t.Errorf("Memory-Masked trailer %q", got)
+			}
+			if res := call(h, "toolu_000", `{"command":"create","path":"/memories/a.md","file_text":`+q(note)+`}`); res.Content != c.steps[0].want {
+				t.Errorf("retry: %q", res.Content)
+			}
+		})
+	}
+}
+
+func q(s string) string { return fmt.Sprintf("%q", s) }

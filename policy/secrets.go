@@ -1,0 +1,355 @@
+package policy
+
+import (
+	_ "embed"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/BurntSushi/toml"
+)
+
+// The secret rules are gitleaks' default rule set (MIT, vendored in
+// rules/, see rules/README.md), plus gitmem's own few in the same format
+// for what gitleaks leaves out (a password in a URL).
+var (
+	//go:embed rules/gitleaks.toml
+	gitleaksRules []byte
+	//go:embed rules/gitmem.toml
+	gitmemRules []byte
+)
+
+// ScreenMode says what happens to a secret in content the model writes.
+type ScreenMode string
+
+const (
+	ScreenOff    ScreenMode = "off"    // write it as it is
+	ScreenRefuse ScreenMode = "refuse" // refuse the command; nothing is written
+	ScreenMask   ScreenMode = "mask"   // write [REDACTED:rule] in its place
+)
+
+// ParseScreenMode reads off, refuse or mask.
+func ParseScreenMode(s string) (ScreenMode, error) {
+	switch m := ScreenMode(s); m {
+	case ScreenOff, ScreenRefuse, ScreenMask:
+		return m, nil
+	}
+	return "", fmt.Errorf("secret screening is off, refuse or mask, not %q", s)
+}
+
+// Finding is a secret found in a text.
+type Finding struct {
+	Rule       string // the rule's id, e.g. "github-pat"
+	Line       int    // 1-based line of the text where the secret starts
+	Start, End int    // byte offsets of the secret in the text
+}
+
+// Mask returns the placeholder that replaces a secret: [REDACTED:rule].
+func (f Finding) Mask() string { return "[REDACTED:" + f.Rule + "]" }
+
+// SecretRules is a compiled rule set. It is safe for concurrent use.
+type SecretRules struct {
+	rules []secretRule
+	allow []allowlist // global
+	// Skipped counts the rules that cannot apply to memory files: those
+	// that match file names only (a .p12 file) rather than content.
+	Skipped int
+}
+
+type secretRule struct {
+	id          string
+	re          *regexp.Regexp
+	path        *regexp.Regexp // the rule applies only to matching file paths
+	secretGroup int
+	entropy     float64
+	keywords    []string // lower case; one must occur for the regex to run
+	allow       []allowlist
+}
+
+type allowlist struct {
+	and       bool
+	target    string // "" (the secret), "match" or "line"
+	regexes   []*regexp.Regexp
+	stopwords []string // lower case
+	paths     []*regexp.Regexp
+	commits   bool // the list names commits: never true for content being written
+}
+
+// The TOML layout of a gitleaks configuration (the parts gitmem reads).
+type tomlAllowlist struct {
+	Condition   string   `toml:"condition"`
+	RegexTarget string   `toml:"regexTarget"`
+	Regexes     []string `toml:"regexes"`
+	StopWords   []string `toml:"stopwords"`
+	Paths       []string `toml:"paths"`
+	Commits     []string `toml:"commits"`
+}
+
+type tomlConfig struct {
+	Allowlist  *tomlAllowlist  `toml:"allowlist"`
+	Allowlists []tomlAllowlist `toml:"allowlists"`
+	Rules      []struct {
+		ID          string          `toml:"id"`
+		Regex       string          `toml:"regex"`
+		Path        string          `toml:"path"`
+		SecretGroup int             `toml:"secretGroup"`
+		Entropy     float64         `toml:"entropy"`
+		Keywords    []string        `toml:"keywords"`
+		Allowlists  []tomlAllowlist `toml:"allowlists"`
+		Required    []any           `toml:"required"`
+		SkipReport  bool            `toml:"skipReport"`
+	} `toml:"rules"`
+}
+
+// ParseSecretRules compiles rule sets in gitleaks' configuration format
+// (v8): each rule's regex, secretGroup, entropy, keywords, path and
+// allowlists (regexes with their regexTarget, stopwords, paths, and the
+// AND condition), and the global allowlists. Rules that match file names
+// only, and composite rules (required), are skipped and counted.
+func ParseSecretRules(configs ...[]byte) (*SecretRules, error) {
+	s := &SecretRules{}
+	seen := map[string]bool{}
+	for _, data := range configs {
+		var c tomlConfig
+		if _, err := toml.Decode(string(data), &c); err != nil {
+			return nil, fmt.Errorf("secret rules: %w", err)
+		}
+		if c.Allowlist != nil {
+			c.Allowlists = append(c.Allowlists, *c.Allowlist)
+		}
+		for _, a := range c.Allowlists {
+			al, err := compileAllowlist(a)
+			if err != nil {
+				return nil, fmt.Errorf("secret rules: global allowlist: %w", err)
+			}
+			s.allow = append(s.allow, al)
+		}
+		for _, r := range c.Rules {
+			if r.ID == "" || seen[r.ID] {
+				return nil, fmt.Errorf("secret rules: a rule without an id, or %q twice", r.ID)
+			}
+			seen[r.ID] = true
+			if r.Regex == "" || len(r.Required) > 0 || r.SkipReport {
+				s.Skipped++
+				continue
+			}
+			re, err := regexp.Compile(r.Regex)
+			if err != nil {
+				return nil, fmt.Errorf("secret rules: %s: %w", r.ID, err)
+			}
+			if r.SecretGroup > re.NumSubexp() {
+				return nil, fmt.Errorf("secret rules: %s: secretGroup %d, but the regex has %d groups", r.ID, r.SecretGroup, re.NumSubexp())
+			}
+			rule := secretRule{id: r.ID, re: re, secretGroup: r.SecretGroup, entropy: r.Entropy}
+			if r.Path != "" {
+				if rule.path, err = regexp.Compile(r.Path); err != nil {
+					return nil, fmt.Errorf("secret rules: %s: path: %w", r.ID, err)
+				}
+			}
+			for _, k := range r.Keywords {
+				rule.keywords = append(rule.keywords, strings.ToLower(k))
+			}
+			for _, a := range r.Allowlists {
+				al, err := compileAllowlist(a)
+				if err != nil {
+					return nil, fmt.Errorf("secret rules: %s: %w", r.ID, err)
+				}
+				rule.allow = append(rule.allow, al)
+			}
+			s.rules = append(s.rules, rule)
+		}
+	}
+	return s, nil
+}
+
+func compileAllowlist(a tomlAllowlist) (allowlist, error) {
+	al := allowlist{and: strings.EqualFold(a.Condition, "AND"), target: a.RegexTarget, commits: len(a.Commits) > 0}
+	switch a.RegexTarget {
+	case "", "secret", "match", "line":
+	default:
+		return al, fmt.Errorf("unknown regexTarget %q", a.RegexTarget)
+	}
+	for _, list := range []struct {
+		src []string
+		dst *[]*regexp.Regexp
+	}{{a.Regexes, &al.regexes}, {a.Paths, &al.paths}} {
+		for _, src := range list.src {
+			re, err := regexp.Compile(src)
+			if err != nil {
+				return al, err
+			}
+			*list.dst = append(*list.dst, re)
+		}
+	}
+	for _, w := range a.StopWords {
+		al.stopwords = append(al.stopwords, strings.ToLower(w))
+	}
+	return al, nil
+}
+
+// DefaultSecretRules is the vendored gitleaks rule set plus gitmem's own,
+// compiled on first use (about 20 ms). The rules are compiled into the
+// binary and TestVendoredSecretRulesParse checks them, so a failure here
+// is a build defect, like a bad regexp.MustCompile constant: it panics.
+var DefaultSecretRules = sync.OnceValue(func() *SecretRules {
+	s, err := ParseSecretRules(gitleaksRules, gitmemRules)
+	if err != nil {
+		panic(err)
+	}
+	return s
+})
+
+// Len is the number of rules that can match content.
+func (s *SecretRules) Len() int { return len(s.rules) }
+
+// Find returns the secrets in text, ordered by position, without overlaps.
+// path is the memory file's path (relative to /memories), for the rules
+// and allowlists that depend on it.
+func (s *SecretRules) Find(path, text string) []Finding {
+	lower := strings.ToLower(text)
+	var out []Finding
+	for i := range s.rules {
+		r := &s.rules[i]
+		if len(r.keywords) > 0 && !slices.ContainsFunc(r.keywords, func(k string) bool { return strings.Contains(lower, k) }) {
+			continue
+		}
+		if r.path != nil && !r.path.MatchString(path) {
+			continue
+		}
+		for _, m := range r.re.FindAllStringSubmatchIndex(text, -1) {
+			match := strings.Trim(text[m[0]:m[1]], "\n")
+			start := m[0] + strings.Index(text[m[0]:m[1]], match)
+			ss, se := start, start+len(match)
+			if g := r.secretGroup; g > 0 && m[2*g] >= 0 {
+				ss, se = m[2*g], m[2*g+1]
+			} else if g == 0 {
+				for g := 1; 2*g < len(m); g++ {
+					if m[2*g] >= 0 && m[2*g+1] > m[2*g] {
+						ss, se = m[2*g], m[2*g+1]
+						break
+					}
+				}
+			}
+			secret := text[ss:se]
+			if strings.Contains(secret, "[REDACTED:") {
+				continue // masked already
+			}
+			if r.entropy > 0 && entropy(secret) <= r.entropy {
+				continue
+			}
+			line := lineAround(text, ss, se)
+			if allowed(s.allow, path, secret, match, line) || allowed(r.allow, path, secret, match, line) {
+				continue
+			}
+			out = append(out, Finding{Rule: r.id, Line: strings.Count(text[:ss], "\n") + 1, Start: ss, End: se})
+		}
+	}
+	// Several rules may find the same secret: of overlapping findings keep
+	// the first, preferring a provider's rule to a generic one.
+	slices.SortFunc(out, func(a, b Finding) int {
+		if a.Start != b.Start {
+			return a.Start - b.Start
+		}
+		if ga, gb := strings.HasPrefix(a.Rule, "generic"), strings.HasPrefix(b.Rule, "generic"); ga != gb {
+			if ga {
+				return 1
+			}
+			return -1
+		}
+		return b.End - a.End // the longer first
+	})
+	kept := out[:0]
+	for _, f := range out {
+		if len(kept) > 0 && f.Start < kept[len(kept)-1].End {
+			continue
+		}
+		kept = append(kept, f)
+	}
+	return kept
+}
+
+func allowed(lists []allowlist, path, secret, match, line string) bool {
+	for _, a := range lists {
+		target := secret
+		switch a.target {
+		case "match":
+			target = match
+		case "line":
+			target = line
+		}
+		regex := slices.ContainsFunc(a.regexes, func(re *regexp.Regexp) bool { return re.MatchString(target) })
+		lower := strings.ToLower(secret)
+		stop := slices.ContainsFunc(a.stopwords, func(w string) bool { return strings.Contains(lower, w) })
+		if !a.and {
+			if regex || stop {
+				return true
+			}
+			continue
+		}
+		ok := !a.commits // content being written belongs to no commit yet
+		if len(a.paths) > 0 {
+			ok = ok && slices.ContainsFunc(a.paths, func(re *regexp.Regexp) bool { return re.MatchString(path) })
+		}
+		if len(a.regexes) > 0 {
+			ok = ok && regex
+		}
+		if len(a.stopwords) > 0 {
+			ok = ok && stop
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// lineAround returns the lines of text that hold [start, end).
+func lineAround(text string, start, end int) string {
+	a := strings.LastIndexByte(text[:start], '\n') + 1
+	b := strings.IndexByte(text[end:], '\n')
+	if b < 0 {
+		return text[a:]
+	}
+	return text[a : end+b]
+}
+
+// entropy is the Shannon entropy of s in bits per character, as gitleaks
+// computes it.
+func entropy(s string) float64 {
+	if s == "" {
+		return 0
+	}
+	counts := map[rune]int{}
+	for _, r := range s {
+		counts[r]++
+	}
+	var e float64
+	inv := 1 / float64(len(s))
+	for _, n := range counts {
+		f := float64(n) * inv
+		e -= f * math.Log2(f)
+	}
+	return e
+}
+
+// MaskSecrets replaces each finding (ordered, not overlapping, as Find
+// returns them) in text by its placeholder. It returns the masked text and
+// the line of each placeholder in it, which differs from the finding's
+// line after a masked secret that spanned lines (a private key).
+func MaskSecrets(text string, fs []Finding) (string, []int) {
+	var b strings.Builder
+	lines := make([]int, len(fs))
+	at, removed := 0, 0
+	for i, f := range fs {
+		b.WriteString(text[at:f.Start])
+		b.WriteString(f.Mask())
+		lines[i] = f.Line - removed
+		removed += strings.Count(text[f.Start:f.End], "\n")
+		at = f.End
+	}
+	b.WriteString(text[at:])
+	return b.String(), lines
+}
