@@ -221,7 +221,7 @@ func TestOperatorStory(t *testing.T) {
 	fsck()
 
 	// Revert the bad tool_use id: exactly it goes, later edits stay.
-	if _, err := repo.Revert([]string{"t_bad"}, gitmem.RevertOptions{}); err != nil {
+	if _, _, err := repo.Revert([]string{"t_bad"}, gitmem.RevertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := git(t, dir, "show", "HEAD:memories/prefs.md"); got != "name: Ada\n\ncolor: blue\n\nfood: risotto\n\ndrink: tea\ndrink: also water\n" {

@@ -273,7 +273,7 @@ func BenchmarkHistory(b *testing.B) {
 		b.ResetTimer()
 		for range b.N {
 			nextG++
-			if _, err := r.Revert([]string{fmt.Sprintf("toolu_gen_%d", plain[nextG%200])}, RevertOptions{}); err != nil {
+			if _, _, err := r.Revert([]string{fmt.Sprintf("toolu_gen_%d", plain[nextG%200])}, RevertOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -24,6 +24,9 @@ var (
 	// ErrNoChange: an operator command found nothing to change; no commit
 	// was made.
 	ErrNoChange = errors.New("gitmem: nothing to change")
+	// ErrEmptyMatch: a redaction pattern that matches empty text would
+	// put [REDACTED] between every two characters.
+	ErrEmptyMatch = errors.New("gitmem: the pattern matches empty text")
 )
 
 // DamagedError reports a repository gitmem will not work on until it is
@@ -68,7 +71,7 @@ func wrap(op string, err error) error {
 	var ae *AppliedError
 	var de *DamagedError
 	for _, own := range []error{ErrNotExist, ErrExist, ErrIsDir, ErrNotDir, ErrRoot, ErrInsideItself, ErrNotRepository,
-		ErrClosed, ErrUnknownRev, ErrReadOnly, ErrForeign, ErrNoChange} {
+		ErrClosed, ErrUnknownRev, ErrReadOnly, ErrForeign, ErrNoChange, ErrEmptyMatch} {
 		if errors.Is(err, own) {
 			return err
 		}

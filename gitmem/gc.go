@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"cmp"
 	"errors"
 	"io/fs"
 	"os"
@@ -123,8 +124,20 @@ func (r *Repo) packLoose(loose []plumbing.Hash) (int, error) {
 	if _, err := r.writePack(loose); err == nil {
 		return removeLoose(r.gitDir, loose), nil
 	}
+	// The disk is full: spend the reserve on the smallest objects first.
+	os.Remove(r.reservePath())
+	defer r.makeReserve()
+	size := map[plumbing.Hash]int64{}
+	for _, h := range loose {
+		hex := h.String()
+		if fi, err := os.Stat(filepath.Join(r.gitDir, "objects", hex[:2], hex[2:])); err == nil {
+			size[h] = fi.Size()
+		}
+	}
+	loose = slices.Clone(loose)
+	slices.SortFunc(loose, func(a, b plumbing.Hash) int { return cmp.Compare(size[a], size[b]) })
 	done := 0
-	for batch := 64; done < len(loose); batch *= 2 {
+	for batch := 32; done < len(loose); batch *= 2 {
 		part := loose[done:min(done+batch, len(loose))]
 		if _, err := r.writePack(part); err != nil {
 			return done, err
@@ -133,6 +146,24 @@ func (r *Repo) packLoose(loose []plumbing.Hash) (int, error) {
 		done += len(part)
 	}
 	return done, nil
+}
+
+// The reserve (.git/gitmem/reserve) is a few KiB gitmem sets aside while
+// the disk has room, so that on a full disk gc can still write its first
+// small pack, whose loose files it then deletes.
+const reserveBytes = 16 << 10
+
+func (r *Repo) reservePath() string { return filepath.Join(r.gitDir, "gitmem", "reserve") }
+
+// makeReserve creates the reserve if it is missing; on a full disk it
+// cannot, and gc will do without.
+func (r *Repo) makeReserve() {
+	if _, err := os.Stat(r.reservePath()); err == nil {
+		return
+	}
+	if err := writeFileSync(filepath.Dir(r.reservePath()), "reserve-", r.reservePath(), make([]byte, reserveBytes), 0o600); err != nil {
+		os.Remove(r.reservePath())
+	}
 }
 
 func removeLoose(gitDir string, hashes []plumbing.Hash) int {

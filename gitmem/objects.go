@@ -83,13 +83,52 @@ func (o *objects) blob(h plumbing.Hash) ([]byte, error) {
 	return io.ReadAll(r)
 }
 
+// size returns an object's size. A loose object's header is read here:
+// go-git's EncodedObjectSize leaves the loose file open (until a
+// finalizer runs), which kept deleted objects on disk.
 func (o *objects) size(h plumbing.Hash) (int64, error) {
+	hex := h.String()
+	f, err := os.Open(filepath.Join(o.gitDir, "objects", hex[:2], hex[2:]))
+	if err == nil {
+		defer f.Close()
+		_, n, err := looseHeader(f)
+		return n, err
+	}
 	n, err := o.st.EncodedObjectSize(h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		o.st.ObjectStorage.Reindex()
 		n, err = o.st.EncodedObjectSize(h)
 	}
 	return n, err
+}
+
+// looseHeader reads the type and size from a loose object's header.
+func looseHeader(f io.Reader) (plumbing.ObjectType, int64, error) {
+	zr, err := zlib.NewReader(bufio.NewReaderSize(f, 512))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer zr.Close()
+	hdr := make([]byte, 0, 32)
+	var b [1]byte
+	for {
+		if _, err := io.ReadFull(zr, b[:]); err != nil {
+			return 0, 0, err
+		}
+		if b[0] == 0 {
+			break
+		}
+		if hdr = append(hdr, b[0]); len(hdr) == cap(hdr) {
+			return 0, 0, errors.New("bad object header")
+		}
+	}
+	kind, size, ok := bytes.Cut(hdr, []byte(" "))
+	t, err := plumbing.ParseObjectType(string(kind))
+	n, serr := strconv.ParseInt(string(size), 10, 64)
+	if !ok || err != nil || serr != nil || n < 0 {
+		return 0, 0, errors.New("bad object header")
+	}
+	return t, n, nil
 }
 
 func (o *objects) commit(h plumbing.Hash) (*object.Commit, error) {

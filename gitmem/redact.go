@@ -58,6 +58,9 @@ func (r *Repo) Redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if r.opt.ReadOnly && !dry {
 		return RedactReport{}, ErrReadOnly
 	}
+	if red.Match != nil && red.Match.MatchString("") {
+		return RedactReport{}, ErrEmptyMatch
+	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	if err := r.flock.lock(); err != nil {
@@ -120,7 +123,6 @@ func (r *Repo) finishRedaction() error {
 			Repair: "run the redaction again (gitmem redact ... --yes), then delete .git/gitmem/redact"}
 	}
 	if len(rec.Refs) > 0 {
-		r.opt.Logf("gitmem: finishing an interrupted redaction")
 		moved := map[plumbing.ReferenceName][2]plumbing.Hash{}
 		for name, m := range rec.Refs {
 			if !validRefName(name) || !plumbing.IsHash(m[0]) || !plumbing.IsHash(m[1]) {

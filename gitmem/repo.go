@@ -175,13 +175,6 @@ func Open(dir string, opt Options) (*Repo, error) {
 	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
 		return nil, ErrNotRepository
 	}
-	if !opt.ReadOnly {
-		for _, d := range []string{filepath.Join(gitDir, "gitmem", "tmp"), filepath.Join(dir, memDir)} {
-			if err := os.MkdirAll(d, dirMode); err != nil {
-				return nil, wrap("prepare the repository", err)
-			}
-		}
-	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, wrap("open the repository", err)
@@ -213,6 +206,11 @@ func Open(dir string, opt Options) (*Repo, error) {
 			return fail(wrap("read the branch", err))
 		}
 		return r, nil
+	}
+	for _, d := range []string{filepath.Join(gitDir, "gitmem", "tmp"), filepath.Join(dir, memDir)} {
+		if err := os.MkdirAll(d, dirMode); err != nil {
+			return fail(wrap("prepare the repository", err))
+		}
 	}
 	if r.flock, err = openFileLock(filepath.Join(gitDir, "gitmem", "lock")); err != nil {
 		return fail(wrap("open the lock file", err))
@@ -258,11 +256,15 @@ func (r *Repo) start(markIt bool) error {
 	}
 	r.clearStaleLocks()
 	r.clearTempFiles()
+	r.makeReserve()
 	if err := r.checkBranch(); err != nil {
 		return err
 	}
-	if err := r.finishRedaction(); err != nil {
-		return err
+	if _, err := os.Stat(r.redactPath()); err == nil {
+		r.opt.Logf("gitmem: finishing an interrupted redaction")
+		if err := r.finishRedaction(); err != nil {
+			return err
+		}
 	}
 	if err := r.refresh(true); err != nil {
 		return err
@@ -331,6 +333,7 @@ func (r *Repo) clearTempFiles() {
 		filepath.Join(r.gitDir, "gitmem", "pending-*"),
 		filepath.Join(r.gitDir, "gitmem", "history-*"),
 		filepath.Join(r.gitDir, "gitmem", "redact-*"),
+		filepath.Join(r.gitDir, "gitmem", "reserve-*"),
 		filepath.Join(r.gitDir, "packed-refs-*"),
 		filepath.Join(r.gitDir, "objects", "??", tmpObjPrefix+"*"),
 	} {
@@ -608,7 +611,7 @@ func (r *Repo) newTx() *Tx {
 	r.smu.RLock()
 	defer r.smu.RUnlock()
 	return &Tx{View: View{r: r, root: r.tree, head: r.head, pending: map[plumbing.Hash][]byte{}, reads: &[]string{}},
-		mirror: true}
+		base: r.tree, mirror: true}
 }
 
 // commit writes tx as one commit on HEAD. Called with wmu and the file

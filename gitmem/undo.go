@@ -79,6 +79,87 @@ type RevertOptions struct {
 	// before the reverted change wins.
 	Theirs bool
 	Author Signature
+	// DryRun computes the changes without committing them.
+	DryRun bool
+}
+
+// errDryRun ends a transaction that was run only to see its changes.
+var errDryRun = errors.New("dry run")
+
+// operate runs an operator's change fn as one commit and returns it with
+// the files it changed. A change that changes nothing makes no commit and
+// returns ErrNoChange; dry computes the changes and commits nothing (the
+// zero Commit).
+func (r *Repo) operate(meta Meta, dry bool, fn func(tx *Tx) error) (Commit, []FileChange, error) {
+	var changes []FileChange
+	run := func(tx *Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		var err error
+		if changes, err = tx.changes(); err != nil {
+			return err
+		}
+		switch {
+		case len(changes) == 0:
+			return ErrNoChange
+		case dry:
+			return errDryRun
+		}
+		return nil
+	}
+	if dry {
+		err := r.preview(run)
+		if errors.Is(err, errDryRun) {
+			err = nil
+		}
+		return Commit{}, changes, err
+	}
+	c, err := r.Update(meta, run)
+	if err != nil {
+		return Commit{}, nil, err
+	}
+	return c, changes, nil
+}
+
+// preview runs fn on a transaction over HEAD and throws it away: nothing
+// is locked or written, so it works on a read-only Repo.
+func (r *Repo) preview(fn func(tx *Tx) error) error {
+	if _, err := r.Snapshot(); err != nil {
+		return err
+	}
+	return fn(r.newTx())
+}
+
+// changes lists the memory files the transaction changed, with their
+// content before and after.
+func (tx *Tx) changes() ([]FileChange, error) {
+	var out []FileChange
+	var err error
+	diffNodes(lookup(tx.base, memDir), lookup(tx.root, memDir), "", func(p string, _ plumbing.Hash) {
+		fc := FileChange{Path: p}
+		if n := lookup(tx.base, full(p)); n.isFile() {
+			fc.OldFile = true
+			if data, rerr := tx.r.readBlob(n.hash); rerr != nil {
+				err = rerr
+			} else {
+				fc.Old = data
+			}
+		}
+		if n := lookup(tx.root, full(p)); n.isFile() {
+			fc.NewFile = true
+			if data, rerr := tx.blob(n.hash); rerr != nil {
+				err = rerr
+			} else {
+				fc.New = data
+			}
+		}
+		if fc.OldFile || fc.NewFile {
+			out = append(out, fc)
+		}
+	})
+	slices.SortFunc(out, func(a, b FileChange) int { return strings.Compare(a.Path, b.Path) })
+	return out, wrap("read a changed file", err)
 }
 
 // Revert undoes the changes the given commits (or tool_use ids) made, as
@@ -87,24 +168,26 @@ type RevertOptions struct {
 // = the file after the change, ours = HEAD, theirs = the file before).
 // When they overlap, a *ConflictError describes them and nothing changes.
 // A reverted delete brings the file back; a reverted rename moves it back.
-func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, error) {
+// It returns the commit and the files it changed; a revert that would
+// change nothing (already undone) is ErrNoChange.
+func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, []FileChange, error) {
 	type target struct {
 		c   Commit
 		pos int
 	}
 	hist, err := r.indexed(nil)
 	if err != nil {
-		return Commit{}, err
+		return Commit{}, nil, err
 	}
 	var targets []target
 	for _, rev := range revs {
 		c, err := r.Resolve(rev)
 		if err != nil {
-			return Commit{}, fmt.Errorf("%w: %s", ErrUnknownRev, rev)
+			return Commit{}, nil, fmt.Errorf("%w: %s", ErrUnknownRev, rev)
 		}
 		pos := slices.IndexFunc(hist, func(h histRec) bool { return h.hash.String() == c.Hash })
 		if pos < 0 {
-			return Commit{}, fmt.Errorf("%w: %s is not on the current branch", ErrUnknownRev, rev)
+			return Commit{}, nil, fmt.Errorf("%w: %s is not on the current branch", ErrUnknownRev, rev)
 		}
 		targets = append(targets, target{c, pos})
 	}
@@ -122,7 +205,7 @@ func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, error) {
 			meta.Trailers = append(meta.Trailers, Trailer{"Reverts-Tool-Use-Id", id})
 		}
 	}
-	return r.Update(meta, func(tx *Tx) error {
+	return r.operate(meta, opt.DryRun, func(tx *Tx) error {
 		var conflicts []FileConflict
 		for _, t := range targets {
 			fc, err := r.undo(tx, t.c, opt.Theirs, movedAfter(hist[t.pos+1:]))
@@ -231,32 +314,59 @@ func (r *Repo) at(commit, p string) ([]byte, bool, error) {
 	return data, err == nil, err
 }
 
-// Restore makes the memory, or the given paths (relative to memories/),
-// what they were at commit c, as one new commit. History is not rewritten.
-func (r *Repo) Restore(c Commit, paths []string, author Signature) (Commit, error) {
+// RestoreOptions tune a restore.
+type RestoreOptions struct {
+	Paths  []string // memory paths relative to memories/; none: all memory
+	Delete bool     // a path that did not exist then is deleted (else AbsentError)
+	Author Signature
+	DryRun bool // compute the changes, commit nothing
+}
+
+// AbsentError says that paths given to Restore did not exist at the
+// commit: restoring them would delete them, which needs RestoreOptions.Delete.
+type AbsentError struct {
+	Paths []string // relative to memories/
+	Rev   string
+}
+
+func (e *AbsentError) Error() string {
+	return fmt.Sprintf("gitmem: %s did not exist at %s", strings.Join(e.Paths, ", "), e.Rev)
+}
+
+// Restore makes the memory, or the given paths, what they were at commit
+// c, as one new commit, and returns it with the files it changed. History
+// is not rewritten. Nothing to change is ErrNoChange.
+func (r *Repo) Restore(c Commit, opt RestoreOptions) (Commit, []FileChange, error) {
 	what := "all memory"
-	if len(paths) > 0 {
+	if len(opt.Paths) > 0 {
 		var shown []string
-		for _, p := range paths {
+		for _, p := range opt.Paths {
 			shown = append(shown, "/memories/"+p)
 		}
 		what = strings.Join(shown, ", ")
 	}
-	meta := Meta{Subject: "memory: restore " + what + " to " + c.Hash[:7], Author: r.operator(author),
+	meta := Meta{Subject: "memory: restore " + what + " to " + c.Hash[:7], Author: r.operator(opt.Author),
 		Trailers: []Trailer{{TrailerCommand, "restore"}, {"Restored-From", c.Hash}}}
-	return r.Update(meta, func(tx *Tx) error {
-		then, err := r.Files(c.Hash, paths...)
+	return r.operate(meta, opt.DryRun, func(tx *Tx) error {
+		then, err := r.Files(c.Hash, opt.Paths...)
 		if err != nil {
 			return err
 		}
+		var absent []string
+		for _, p := range opt.Paths {
+			if !touches(slices.Collect(maps.Keys(then)), []string{p}) && !opt.Delete {
+				absent = append(absent, p)
+			}
+		}
+		if len(absent) > 0 {
+			return &AbsentError{Paths: absent, Rev: c.Hash[:7]}
+		}
 		now := map[string]string{}
-		if len(paths) == 0 {
+		if len(opt.Paths) == 0 {
 			now = tx.files("")
 		}
-		for _, p := range paths {
-			for k, v := range tx.files(p) {
-				now[k] = v
-			}
+		for _, p := range opt.Paths {
+			maps.Copy(now, tx.files(p))
 		}
 		for _, p := range slices.Sorted(maps.Keys(now)) {
 			if _, keep := then[p]; !keep {
@@ -272,6 +382,11 @@ func (r *Repo) Restore(c Commit, paths []string, author Signature) (Commit, erro
 			data, err := r.readBlob(plumbing.NewHash(then[p]))
 			if err != nil {
 				return wrap("read blob", err)
+			}
+			if n := lookup(tx.root, full(p)); n.isDir() { // a folder now where a file was then
+				if err := tx.Remove(p); err != nil {
+					return err
+				}
 			}
 			if err := tx.WriteFile(p, data); err != nil {
 				return err

@@ -54,6 +54,9 @@ func (w *worktree) ensureDir(p string) error {
 }
 
 func (w *worktree) write(p string, data []byte) error {
+	if err := injected(stepWorktree, p); err != nil {
+		return err
+	}
 	if err := w.ensureDir(path.Dir(p)); err != nil {
 		return err
 	}
@@ -88,6 +91,9 @@ func (w *worktree) write(p string, data []byte) error {
 }
 
 func (w *worktree) remove(p string) error {
+	if err := injected(stepWorktree, p); err != nil {
+		return err
+	}
 	if err := w.root.RemoveAll(p); err != nil {
 		return err
 	}
@@ -95,6 +101,9 @@ func (w *worktree) remove(p string) error {
 }
 
 func (w *worktree) rename(from, to string) error {
+	if err := injected(stepWorktree, to); err != nil {
+		return err
+	}
 	if err := w.ensureDir(path.Dir(to)); err != nil {
 		return err
 	}
@@ -165,7 +174,7 @@ func (w *worktree) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, err
 		}
 		for _, e := range ents {
 			if _, ok := n.kids[e.Name()]; !ok {
-				if err := w.root.RemoveAll(p + "/" + e.Name()); err != nil {
+				if err := w.remove(p + "/" + e.Name()); err != nil {
 					return err
 				}
 			}

@@ -45,7 +45,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 				Usage: "the gitmem repository; /memories is its memories/ folder"},
 		},
 		Commands: []*cli.Command{initCommand(), serveCommand(), logCommand(), showCommand(), diffCommand(),
-			blameCommand(), revertCommand(), restoreCommand(), expireCommand(), redactCommand(), gcCommand()},
+			blameCommand(), revertCommand(), restoreCommand(), expireCommand(), redactCommand(), gcCommand(), fsckCommand()},
 		ExitErrHandler:  func(*cli.Context, error) {}, // run maps errors to exit codes
 		HideHelpCommand: true,
 	}
@@ -53,11 +53,22 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 
 func initCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "init",
-		Usage: "create the repository, or adopt a folder of memory files as its first commit",
+		Name:      "init",
+		Usage:     "create the repository, or adopt a folder of memory files as its first commit",
+		ArgsUsage: "[DIR]   (default: --repo)",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "adopt", Usage: "make an existing git repository that gitmem did not create a gitmem repository (gitmem then commits onto its branch)"},
+		},
 		Action: func(c *cli.Context) error {
 			dir := c.String("repo")
-			r, created, err := gitmem.Init(dir, gitmem.Options{Now: clock(), Logf: logTo(c.App.ErrWriter)})
+			switch c.NArg() {
+			case 0:
+			case 1:
+				dir = c.Args().First()
+			default:
+				return failf(exitUsage, "init takes one folder")
+			}
+			r, created, err := gitmem.Init(dir, gitmem.Options{Now: clock(), Logf: logTo(c.App.ErrWriter), Adopt: c.Bool("adopt")})
 			if err != nil {
 				return storeErr(err, dir)
 			}
@@ -79,9 +90,14 @@ func initCommand() *cli.Command {
 // storeErr words a store error for the operator.
 func storeErr(err error, dir string) error {
 	var se *gitmem.StorageError
+	var de *gitmem.DamagedError
 	switch {
 	case errors.Is(err, gitmem.ErrNotRepository):
 		return failf(exitNoRepo, "%s is not a gitmem repository (run: gitmem --repo %s init)", dir, dir)
+	case errors.Is(err, gitmem.ErrForeign):
+		return failf(exitNoRepo, "%s is a git repository that gitmem did not create; gitmem would commit onto its branch (to do so anyway: gitmem init --adopt %s)", dir, dir)
+	case errors.As(err, &de):
+		return failf(exitFailure, "%s; %s", de.Problem, de.Repair)
 	case errors.As(err, &se):
 		return failf(exitFailure, "%s: %v", se.Error()[len("gitmem: "):], se.Err)
 	}

@@ -48,6 +48,9 @@ func redactCommand() *cli.Command {
 				if err != nil {
 					return failf(exitUsage, "--match: %v", err)
 				}
+				if re.MatchString("") {
+					return failf(exitUsage, "--match %q matches empty text; give a pattern for the secret itself", m)
+				}
 				red.Match, given = re, given+1
 			}
 			if given != 1 {
@@ -71,6 +74,9 @@ func redactCommand() *cli.Command {
 			w := c.App.Writer
 			for _, rw := range rep.Rewritten {
 				fmt.Fprintf(w, "%s -> %s %s\n", short(rw.Old), short(rw.New), rw.Subject)
+			}
+			for _, p := range rep.Renamed {
+				fmt.Fprintf(w, "renamed: /memories/%s\n", p)
 			}
 			e := c.App.ErrWriter
 			switch {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -18,6 +19,7 @@ func revertCommand() *cli.Command {
 		ArgsUsage: "REV|TOOL_USE_ID...",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "strategy", Usage: "`theirs` forces the undo where later edits overlap"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "show the diff the revert would make; change nothing"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -28,12 +30,13 @@ func revertCommand() *cli.Command {
 			default:
 				return failf(exitUsage, "--strategy can only be theirs")
 			}
-			r, err := openRepo(c, false)
+			dry := c.Bool("dry-run")
+			r, err := openRepo(c, dry)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			cm, err := r.Revert(c.Args().Slice(), gitmem.RevertOptions{Theirs: c.String("strategy") == "theirs"})
+			cm, changes, err := r.Revert(c.Args().Slice(), gitmem.RevertOptions{Theirs: c.String("strategy") == "theirs", DryRun: dry})
 			var ce *gitmem.ConflictError
 			switch {
 			case errors.As(err, &ce):
@@ -42,24 +45,49 @@ func revertCommand() *cli.Command {
 					fmt.Fprintf(w, "/memories/%s: %s\n", f.Path, f.Reason)
 					for _, k := range f.Conflicts {
 						fmt.Fprintf(w, "  lines %d-%d of the reverted version:\n", k.BaseStart+1, k.BaseEnd)
-						for _, l := range k.Ours {
-							fmt.Fprintf(w, "    now:  %s\n", strings.TrimSuffix(l, "\n"))
-						}
-						for _, l := range k.Theirs {
-							fmt.Fprintf(w, "    undo: %s\n", strings.TrimSuffix(l, "\n"))
-						}
+						side(w, "now:  ", k.Ours, "(the lines are gone)")
+						side(w, "undo: ", k.Theirs, "(the undo removes them)")
 					}
 				}
 				return failf(exitFailure, "cannot revert: later edits overlap in %d file(s); nothing was changed (--strategy=theirs forces the undo)", len(ce.Files))
 			case errors.Is(err, gitmem.ErrUnknownRev):
 				return failf(exitFailure, "%v", strings.TrimPrefix(err.Error(), "gitmem: "))
+			case errors.Is(err, gitmem.ErrNoChange):
+				return failf(exitFailure, "nothing to revert: the memory is already as the undo would make it; no commit was made")
 			case err != nil:
 				return storeErr(err, c.String("repo"))
 			}
-			fmt.Fprintf(c.App.Writer, "[%s] %s\n", short(cm.Hash), cm.Subject)
-			return nil
+			return reportChange(c, cm, changes, dry)
 		},
 	}
+}
+
+// side prints one side of a revert conflict, or what it means when empty.
+func side(w io.Writer, label string, lines []string, none string) {
+	if len(lines) == 0 {
+		fmt.Fprintf(w, "    %s%s\n", label, none)
+	}
+	for _, l := range lines {
+		fmt.Fprintf(w, "    %s%s\n", label, strings.TrimSuffix(l, "\n"))
+	}
+}
+
+// reportChange prints what revert or restore did, or with dry, the diff it
+// would make.
+func reportChange(c *cli.Context, cm gitmem.Commit, changes []gitmem.FileChange, dry bool) error {
+	if !dry {
+		fmt.Fprintf(c.App.Writer, "[%s] %s\n", short(cm.Hash), cm.Subject)
+		return nil
+	}
+	w := newPager(c.App.Writer)
+	for _, fc := range changes {
+		io.WriteString(w, colorDiff(fc.Unified(), isTerminal(c.App.Writer)))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "dry run: %d file(s) would change; nothing was changed\n", len(changes))
+	return nil
 }
 
 func restoreCommand() *cli.Command {
@@ -69,6 +97,8 @@ func restoreCommand() *cli.Command {
 		ArgsUsage: "--to REV|TIME [-- PATH...]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "to", Required: true, Usage: "a revision, tool_use id, or time (2h, yesterday, 2026-11-20)"},
+			&cli.BoolFlag{Name: "delete", Usage: "delete a path that did not exist then (without it, that is an error)"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "show the diff the restore would make; change nothing"},
 		},
 		Action: func(c *cli.Context) error {
 			revs, args := splitArgs(c)
@@ -79,7 +109,8 @@ func restoreCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			r, err := openRepo(c, false)
+			dry := c.Bool("dry-run")
+			r, err := openRepo(c, dry)
 			if err != nil {
 				return err
 			}
@@ -94,12 +125,18 @@ func restoreCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cm, err := r.Restore(target, paths, gitmem.Signature{})
-			if err != nil {
+			cm, changes, err := r.Restore(target, gitmem.RestoreOptions{Paths: paths, Delete: c.Bool("delete"), DryRun: dry})
+			var ae *gitmem.AbsentError
+			switch {
+			case errors.As(err, &ae):
+				return failf(exitFailure, "%s did not exist at %s: restoring would delete it; nothing was changed (--delete deletes it)",
+					strings.Join(displayPaths(ae.Paths), ", "), ae.Rev)
+			case errors.Is(err, gitmem.ErrNoChange):
+				return failf(exitFailure, "nothing to restore: already as it was at %s; no commit was made", short(target.Hash))
+			case err != nil:
 				return storeErr(err, c.String("repo"))
 			}
-			fmt.Fprintf(c.App.Writer, "[%s] %s\n", short(cm.Hash), cm.Subject)
-			return nil
+			return reportChange(c, cm, changes, dry)
 		},
 	}
 }
@@ -179,4 +216,12 @@ func keepGlobs(in []string) ([]string, error) {
 		out = append(out, g)
 	}
 	return out, nil
+}
+
+func displayPaths(rels []string) []string {
+	out := make([]string, len(rels))
+	for i, p := range rels {
+		out[i] = "/memories/" + p
+	}
+	return out
 }

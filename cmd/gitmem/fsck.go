@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+)
+
+func fsckCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "fsck",
+		Usage: "check the repository (branch, interrupted work, every object of the history); --repair fixes what it safely can",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "repair", Usage: "point a lost or damaged branch at the newest commit, finish interrupted work"},
+		},
+		Action: func(c *cli.Context) error {
+			dir := c.String("repo")
+			rep, err := gitmem.Fsck(dir, gitmem.Options{Now: clock(), Logf: logTo(c.App.ErrWriter), ReadOnly: !c.Bool("repair")}, c.Bool("repair"))
+			if err != nil {
+				return storeErr(err, dir)
+			}
+			w := c.App.Writer
+			left := 0
+			for _, p := range rep.Problems {
+				switch {
+				case p.Repaired:
+					fmt.Fprintf(w, "repaired: %s\n", p.What)
+				case p.Repair != "":
+					left++
+					fmt.Fprintf(w, "problem: %s\n  repair: %s\n", p.What, p.Repair)
+				default:
+					left++
+					fmt.Fprintf(w, "problem: %s\n", p.What)
+				}
+			}
+			fmt.Fprintf(c.App.ErrWriter, "checked %d commit(s), %d object(s); HEAD %s\n", rep.Commits, rep.Objects, short(rep.Head))
+			if left > 0 {
+				return failf(exitFailure, "%d problem(s) found", left)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,671 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Regression tests for issue 6 ("gitmem keeps faith"): each failed on the
+// code before the fix.
+
+// failAt makes every write step whose path contains one of the given
+// substrings fail with ENOSPC until the returned function is called.
+func failAt(t *testing.T, step string, paths ...string) (stop func()) {
+	t.Helper()
+	fault = func(s, p string) error {
+		if s != step {
+			return nil
+		}
+		for _, want := range paths {
+			if strings.Contains(p, want) {
+				return &os.PathError{Op: "write", Path: p, Err: syscall.ENOSPC}
+			}
+		}
+		return nil
+	}
+	t.Cleanup(func() { fault = nil })
+	return func() { fault = nil }
+}
+
+func subjects(t *testing.T, dir string) string {
+	t.Helper()
+	return gitCLI(t, dir, "log", "--format=%s")
+}
+
+func readDisk(t *testing.T, dir, p string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "memories", filepath.FromSlash(p)))
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(data)
+}
+
+// Item 1: a worktree write that fails after the commit point (a full disk
+// where the object fits but the file does not) must not let the
+// acknowledged change be erased: the repair record survives later
+// commits and restarts until the worktree matches HEAD, and the stale
+// worktree is never adopted.
+func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t0", "a.md", "old\n")
+	stop := failAt(t, stepWorktree, "memories/a.md")
+	acked := write(t, r, "t1", "a.md", "acknowledged\n") // the commit point passed: acknowledged
+	if got := readDisk(t, dir, "a.md"); got != "old\n" {
+		t.Fatalf("the fault did not stop the worktree write: %q", got)
+	}
+	write(t, r, "t2", "b.md", "b\n") // used to overwrite the journal
+	r.Close()
+	// Restart while the fault persists: start works, adopts nothing.
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatalf("start with a worktree that cannot be repaired yet: %v", err)
+	}
+	if got := read(t, r, "a.md"); got != "acknowledged\n" {
+		t.Fatalf("HEAD lost the acknowledged change: %q", got)
+	}
+	r.Close()
+	stop()
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := readDisk(t, dir, "a.md"); got != "acknowledged\n" {
+		t.Fatalf("the worktree was not repaired: %q", got)
+	}
+	if s := subjects(t, dir); strings.Contains(s, "adopt") {
+		t.Fatalf("gitmem's unfinished mirror was adopted as a hand edit:\n%s", s)
+	}
+	if head, _ := r.Commit("HEAD"); head.Trailer(TrailerToolUseID) != "t2" || acked.Hash == "" {
+		t.Fatalf("HEAD is %q", head.Subject)
+	}
+	if _, err := os.Stat(r.journalPath()); !os.IsNotExist(err) {
+		t.Fatal("the journal is still there after a complete repair")
+	}
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status after repair:\n%s", st)
+	}
+}
+
+// Item 1, while running: the next change repairs what the last one could
+// not mirror, and keeps the record while it cannot.
+func TestMirrorFailureRepairedByTheNextChange(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	stop := failAt(t, stepWorktree, "memories/a.md")
+	write(t, r, "t1", "a.md", "one\n")
+	stop()
+	write(t, r, "t2", "b.md", "two\n")
+	if got := readDisk(t, dir, "a.md"); got != "one\n" {
+		t.Fatalf("a.md not repaired by the next change: %q", got)
+	}
+	if _, err := os.Stat(r.journalPath()); !os.IsNotExist(err) {
+		t.Fatal("journal left after the repair")
+	}
+}
+
+// Item 2: a hand edit made while gitmem runs is committed (adopt, by the
+// operator) before the model's change to that file, which then applies
+// to the edited text; a view of the file shows it.
+func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", "line one\n")
+	f, _ := os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("fix by hand\n")
+	f.Close()
+	_, err = r.Update(Meta{Subject: "insert", Trailers: []Trailer{{TrailerToolUseID, "t2"}}}, func(tx *Tx) error {
+		data, err := tx.ReadFile("a.md")
+		if err != nil {
+			return err
+		}
+		return tx.WriteFile("a.md", append([]byte("model line\n"), data...))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, r, "a.md"), "model line\nline one\nfix by hand\n"; got != want {
+		t.Fatalf("a.md = %q, want %q", got, want)
+	}
+	if got := readDisk(t, dir, "a.md"); got != "model line\nline one\nfix by hand\n" {
+		t.Fatalf("disk: %q", got)
+	}
+	log := gitCLI(t, dir, "log", "--format=%s|%an")
+	if !strings.HasPrefix(log, "insert|Claude\nmemory: adopt changes made outside gitmem|op\n") {
+		t.Fatalf("want the adopt commit by the operator right before the change:\n%s", log)
+	}
+	// A view of a file edited by hand shows the edit.
+	os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("rewritten\n"), 0o600)
+	v, err := r.Snapshot("a.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := v.ReadFile("a.md"); string(data) != "rewritten\n" {
+		t.Fatalf("view shows %q, not the hand edit", data)
+	}
+	// A file created by hand where the model creates one: the model is
+	// told it exists, and the operator's file stays.
+	os.WriteFile(filepath.Join(dir, "memories", "new.md"), []byte("mine\n"), 0o600)
+	_, err = r.Update(Meta{Subject: "create"}, func(tx *Tx) error {
+		if _, err := tx.Stat("new.md"); err == nil {
+			return ErrExist
+		}
+		return tx.WriteFile("new.md", []byte("model\n"))
+	})
+	if !errors.Is(err, ErrExist) || readDisk(t, dir, "new.md") != "mine\n" {
+		t.Fatalf("create over a hand-made file: %v, disk %q", err, readDisk(t, dir, "new.md"))
+	}
+	// A file deleted by hand: the deletion is adopted, the model's edit
+	// finds no file.
+	os.Remove(filepath.Join(dir, "memories", "a.md"))
+	_, err = r.Update(Meta{Subject: "edit"}, func(tx *Tx) error {
+		if _, err := tx.ReadFile("a.md"); err != nil {
+			return err
+		}
+		return tx.WriteFile("a.md", []byte("resurrected\n"))
+	})
+	if !errors.Is(err, ErrNotExist) {
+		t.Fatalf("edit of a file deleted by hand: %v", err)
+	}
+	r.Flush()
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
+}
+
+// Item 2, stopped: edits made while gitmem is stopped are adopted at start.
+func TestHandEditWhileStoppedIsAdoptedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "one\n")
+	r.Close()
+	os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("two\n"), 0o600)
+	os.MkdirAll(filepath.Join(dir, "memories", "d"), 0o700)
+	os.WriteFile(filepath.Join(dir, "memories", "d", "b.md"), []byte("b\n"), 0o600)
+	os.Symlink("/etc/passwd", filepath.Join(dir, "memories", "link.md"))
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	head, _ := r.Commit("HEAD")
+	if head.Subject != "memory: adopt changes made outside gitmem" || read(t, r, "a.md") != "two\n" || read(t, r, "d/b.md") != "b\n" {
+		t.Fatalf("HEAD %q", head.Subject)
+	}
+	if v, _ := r.Snapshot(); func() bool { _, err := v.Stat("link.md"); return err == nil }() {
+		t.Fatal("a symlink was adopted")
+	}
+}
+
+// Item 3: a broken branch is refused with the repair, never orphaned by a
+// new root commit; fsck --repair brings the history back.
+func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		break_ func(dir string)
+		want   string
+	}{
+		{"empty ref", func(dir string) { os.WriteFile(filepath.Join(dir, ".git", "refs", "heads", "main"), nil, 0o644) }, "is damaged"},
+		{"garbage ref", func(dir string) {
+			os.WriteFile(filepath.Join(dir, ".git", "refs", "heads", "main"), []byte("not a hash\n"), 0o644)
+		}, "is damaged"},
+		{"missing branch", func(dir string) {
+			os.WriteFile(filepath.Join(dir, ".git", "HEAD"), []byte("ref: refs/heads/master\n"), 0o644)
+		}, "does not exist, but the repository holds commits"},
+		{"deleted branch", func(dir string) { os.Remove(filepath.Join(dir, ".git", "refs", "heads", "main")) }, "does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r, _, err := Init(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, r, "t1", "a.md", "a\n")
+			want := write(t, r, "t2", "b.md", "b\n")
+			r.GC(false)
+			r.Close()
+			tc.break_(dir)
+			_, err = Open(dir, testOptions(t))
+			var de *DamagedError
+			if !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(de.Repair, "gitmem fsck --repair") {
+				t.Fatalf("Open: %v", err)
+			}
+			if rep, err := Fsck(dir, Options{ReadOnly: true, Logf: t.Logf}, false); err != nil || len(rep.Problems) == 0 {
+				t.Fatalf("fsck found nothing: %+v %v", rep, err)
+			}
+			rep, err := Fsck(dir, testOptions(t), true)
+			if err != nil {
+				t.Fatalf("fsck --repair: %v", err)
+			}
+			if rep.Head != want.Hash {
+				t.Fatalf("repaired to %s, want %s", rep.Head, want.Hash)
+			}
+			r, err = Open(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if _, err := r.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error { return nil }); !errors.As(err, new(*AppliedError)) {
+				t.Fatalf("an old tool_use id is not recognised after repair: %v", err)
+			}
+			if n := strings.Count(gitCLI(t, dir, "log", "--format=%H"), "\n"); n != 3 {
+				t.Fatalf("%d commits after repair, want 3", n)
+			}
+		})
+	}
+}
+
+// Item 4: paths read from the journal are checked like a model's.
+func TestJournalPathsAreValidated(t *testing.T) {
+	for _, bad := range []string{".git", "memories/../.git", "memories/.git/config", "/etc", "memories/a/../../.git"} {
+		dir := t.TempDir()
+		r, _, err := Init(dir, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, r, "t1", "a.md", "a\n")
+		r.Close()
+		os.WriteFile(filepath.Join(dir, ".git", "gitmem", "pending"), []byte(fmt.Sprintf(`{"paths":[%q]}`, bad)), 0o600)
+		r, err = Open(dir, testOptions(t))
+		if err != nil {
+			t.Fatalf("%s: %v", bad, err)
+		}
+		r.Close()
+		if _, err := os.Stat(filepath.Join(dir, ".git", "HEAD")); err != nil {
+			t.Fatalf("journal path %q deleted .git", bad)
+		}
+		gitCLI(t, dir, "fsck", "--strict")
+	}
+}
+
+// Item 5: on a full disk gitmem still starts and reads; a change fails
+// cleanly (no commit); gc frees space; then changes work again. Needs a
+// small tmpfs (root); skipped otherwise.
+func TestFullDisk(t *testing.T) {
+	mnt := t.TempDir()
+	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt).Run(); err != nil {
+		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v", err)
+	}
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	dir := filepath.Join(mnt, "repo")
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failedAt int
+	for i := 0; ; i++ {
+		_, err := r.Update(Meta{Subject: fmt.Sprint("c", i)}, func(tx *Tx) error {
+			return tx.WriteFile(fmt.Sprintf("f%d.md", i), []byte(strings.Repeat(fmt.Sprint(i), 200)))
+		})
+		if err != nil {
+			var se *StorageError
+			if !errors.As(err, &se) {
+				t.Fatalf("a full disk gave %v, want a StorageError", err)
+			}
+			failedAt = i
+			break
+		}
+		if i > 2000 {
+			t.Fatal("the disk never filled")
+		}
+	}
+	head, _ := r.Commit("HEAD")
+	if head.Subject != fmt.Sprint("c", failedAt-1) {
+		t.Fatalf("HEAD is %q after the failure at c%d", head.Subject, failedAt)
+	}
+	r.Close()
+	// A new process starts and reads on the full disk.
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatalf("start on a full disk: %v", err)
+	}
+	defer r.Close()
+	if got := read(t, r, "f0.md"); !strings.HasPrefix(got, "000") {
+		t.Fatalf("read on a full disk: %q", got)
+	}
+	if _, err := r.GC(false); err != nil {
+		t.Fatalf("gc on a full disk: %v", err)
+	}
+	write(t, r, "after", "after.md", "there is room again\n")
+	r.Flush()
+	gitCLI(t, dir, "fsck", "--strict")
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
+}
+
+// Item 7: a git repository gitmem did not create is refused, read-only
+// or not, unless adopted; read-only opens write nothing.
+func TestForeignRepositoryIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	gitCLI(t, dir, "init", "-q", "-b", "master")
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644)
+	gitCLI(t, dir, "add", ".")
+	gitCLI(t, dir, "-c", "user.name=dev", "-c", "user.email=dev@x", "commit", "-qm", "code")
+	before := tree(t, dir)
+	for _, ro := range []bool{false, true} {
+		if _, err := Open(dir, Options{ReadOnly: ro, Logf: t.Logf}); !errors.Is(err, ErrForeign) {
+			t.Fatalf("read-only %v: %v", ro, err)
+		}
+		if _, _, err := Init(dir, Options{ReadOnly: ro, Logf: t.Logf}); !errors.Is(err, ErrForeign) {
+			t.Fatalf("Init read-only %v: %v", ro, err)
+		}
+	}
+	if after := tree(t, dir); after != before {
+		t.Fatalf("a refused open changed files:\n%s\nvs\n%s", before, after)
+	}
+	opt := testOptions(t)
+	opt.Adopt = true
+	r, err := Open(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if out := gitCLI(t, dir, "config", "gitmem.version"); out != "1\n" {
+		t.Fatalf("not marked: %q", out)
+	}
+	if _, err := Open(dir, testOptions(t)); err != nil {
+		t.Fatalf("an adopted repository: %v", err)
+	}
+}
+
+// tree lists every file under dir with its size and modification time.
+func tree(t *testing.T, dir string) string {
+	var b strings.Builder
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", p[len(dir):], fi.Size(), fi.ModTime().UnixNano())
+		}
+		return nil
+	})
+	return b.String()
+}
+
+// Item 7: read-only operations on a gitmem repository write nothing.
+func TestReadOnlyWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		write(t, r, fmt.Sprint("t", i), "a.md", fmt.Sprint(i))
+	}
+	r.Close()
+	os.Remove(filepath.Join(dir, ".git", "gitmem", "history")) // a read must not rebuild it on disk
+	before := tree(t, dir)
+	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	ro.Log(context.Background(), LogOptions{}, nil, func(Commit) error { n++; return nil })
+	ro.Blame(context.Background(), "a.md")
+	ro.StaleFiles(ro.opt.Now(), nil, nil)
+	ro.Close()
+	if n != 6 {
+		t.Fatalf("log gave %d commits", n)
+	}
+	if after := tree(t, dir); after != before {
+		t.Fatalf("read-only operations changed files:\n%s\nvs\n%s", before, after)
+	}
+}
+
+// Item 8: a pattern redaction also covers file names (the entry is
+// renamed), commit messages, trailers, identities, .git/index and the
+// history index.
+func TestRedactCoversNamesAndMessages(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	secret := "sk-live42secret"
+	write(t, r, "t1", "keep.md", "fine\n")
+	if _, err := r.Update(Meta{Subject: "memory: create /memories/keys/" + secret + ".md", Author: Signature{"agent " + secret, "a@x"},
+		Trailers: []Trailer{{TrailerToolUseID, "t2"}, {TrailerPath, "/memories/keys/" + secret + ".md"}}}, func(tx *Tx) error {
+		return tx.WriteFile("keys/"+secret+".md", []byte("token "+secret+"\n"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t3", "keep.md", "still fine\n")
+	r.Flush()
+	rep, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Renamed) != 1 || rep.Renamed[0] != "keys/[REDACTED].md" {
+		t.Fatalf("renamed: %v", rep.Renamed)
+	}
+	assertNoSecret(t, dir, secret)
+	if got := read(t, r, "keys/[REDACTED].md"); got != "token [REDACTED]\n" {
+		t.Fatalf("renamed file holds %q", got)
+	}
+	if st := gitCLI(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
+}
+
+// assertNoSecret checks every object git can find and every plain file
+// under .git and memories/ for the secret.
+func assertNoSecret(t *testing.T, dir, secret string) {
+	t.Helper()
+	for _, o := range strings.Fields(gitCLI(t, dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")) {
+		if out, _ := exec.Command("git", "-C", dir, "cat-file", "-p", o).Output(); strings.Contains(string(out), secret) {
+			t.Errorf("object %s holds the secret", o)
+		}
+	}
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return nil
+		}
+		if strings.Contains(p, secret) {
+			t.Errorf("a file is named with the secret: %s", p)
+		}
+		if data, _ := os.ReadFile(p); strings.Contains(string(data), secret) {
+			t.Errorf("%s holds the secret", p[len(dir):])
+		}
+		return nil
+	})
+	if log := gitCLI(t, dir, "log", "--all", "--format=%B%an%ae%cn%ce"); strings.Contains(log, secret) {
+		t.Errorf("a commit message or identity holds the secret")
+	}
+}
+
+// Item 9: a redaction killed after the refs moved is finished at the next
+// start: the old worktree is never adopted back (it held the secret).
+func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := "sk-live42secret"
+	write(t, r, "t1", "prefs.md", "key: "+secret+"\n")
+	write(t, r, "t2", "other.md", "x\n")
+	stop := failAt(t, stepWorktree, "memories")
+	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err == nil {
+		t.Fatal("the fault did not interrupt the redaction")
+	}
+	stop()
+	// The process dies here: the worktree still holds the secret.
+	if got := readDisk(t, dir, "prefs.md"); !strings.Contains(got, secret) {
+		t.Fatalf("test setup: worktree %q", got)
+	}
+	crash(r)
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if s := subjects(t, dir); strings.Contains(s, "adopt") {
+		t.Fatalf("the old worktree was adopted:\n%s", s)
+	}
+	assertNoSecret(t, dir, secret)
+	if _, err := os.Stat(r.redactPath()); !os.IsNotExist(err) {
+		t.Fatal("the redaction record is still there")
+	}
+}
+
+// Item 10: after a redaction no process keeps a deleted pack open (a
+// server that read packed objects before), and half-written packs a
+// killed gc left are deleted.
+func TestRedactLeavesNoOpenOrTemporaryPacks(t *testing.T) {
+	dir := t.TempDir()
+	server, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	secret := "sk-live42secret"
+	write(t, server, "t1", "prefs.md", "key: "+secret+"\n")
+	for i := range 5 {
+		write(t, server, fmt.Sprint("n", i), fmt.Sprintf("n%d.md", i), "n\n")
+	}
+	if _, err := server.GC(false); err != nil {
+		t.Fatal(err)
+	}
+	read(t, server, "prefs.md") // the server reads from the pack
+	os.WriteFile(filepath.Join(dir, ".git", "objects", "pack", "tmp_pack_killed"), []byte("token "+secret), 0o444)
+	operator, err := Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := operator.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	operator.Close()
+	if got := read(t, server, "prefs.md"); got != "key: [REDACTED]\n" {
+		t.Fatalf("the server reads %q after the redaction", got)
+	}
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, fd := range fds {
+		if target, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.Contains(target, dir) && strings.Contains(target, "(deleted)") {
+			t.Errorf("a deleted file is still open: %s", target)
+		}
+	}
+	assertNoSecret(t, dir, secret)
+}
+
+// Item 15: a damaged object is named (with its path) when gitmem cannot
+// start, and a write of identical content replaces a damaged copy rather
+// than pointing at it.
+func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := write(t, r, "t1", "notes/a.md", "hello\n")
+	r.Close()
+	blob := strings.Fields(gitCLI(t, dir, "rev-parse", c.Hash+":memories/notes/a.md"))[0]
+	obj := filepath.Join(dir, ".git", "objects", blob[:2], blob[2:])
+	os.Chmod(obj, 0o644)
+	os.WriteFile(obj, []byte("garbage, not zlib"), 0o444)
+	_, err = Open(dir, testOptions(t))
+	if err == nil || !strings.Contains(err.Error(), blob) || !strings.Contains(err.Error(), "memories/notes/a.md") {
+		t.Fatalf("Open: %v (want the object %s and its path named)", err, blob)
+	}
+	// The same content written again (here through a fresh repository
+	// sharing the object folder would be contrived; write it directly).
+	ow := newObjectWriter(filepath.Join(dir, ".git"))
+	if _, err := ow.write(plumbing.BlobObject, []byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	if !looseIntact(obj, plumbingHash(blob)) {
+		t.Fatal("a damaged object was kept when identical content was written")
+	}
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	gitCLI(t, dir, "fsck", "--strict")
+}
+
+// Item 6: nothing to do makes no commit; restoring a path absent then is
+// refused unless Delete; dry runs change nothing.
+func TestOperatorCommandsRefuseEmptyChanges(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	first := write(t, r, "t1", "a.md", "one\n")
+	write(t, r, "t2", "a.md", "two\n")
+	write(t, r, "t3", "b.md", "b\n")
+	head := func() string { c, _ := r.Commit("HEAD"); return c.Hash }
+	h := head()
+	_, changes, err := r.Revert([]string{"t2"}, RevertOptions{DryRun: true})
+	if err != nil || len(changes) != 1 || string(changes[0].New) != "one\n" || head() != h {
+		t.Fatalf("dry revert: %+v %v", changes, err)
+	}
+	if _, _, err := r.Revert([]string{"t2"}, RevertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h = head()
+	if _, _, err := r.Revert([]string{"t2"}, RevertOptions{}); !errors.Is(err, ErrNoChange) || head() != h {
+		t.Fatalf("second revert: %v", err)
+	}
+	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"b.md"}}); !errors.As(err, new(*AbsentError)) || head() != h {
+		t.Fatalf("restore of a path absent then: %v", err)
+	}
+	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"never.md"}, Delete: true}); !errors.Is(err, ErrNoChange) || head() != h {
+		t.Fatalf("restore of a path that never existed: %v", err)
+	}
+	if _, changes, err := r.Restore(first, RestoreOptions{Paths: []string{"b.md"}, Delete: true, DryRun: true}); err != nil || len(changes) != 1 || changes[0].NewFile || head() != h {
+		t.Fatalf("dry restore --delete: %+v %v", changes, err)
+	}
+	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"b.md"}, Delete: true}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := r.Snapshot(); func() bool { _, err := v.Stat("b.md"); return err == nil }() {
+		t.Fatal("restore --delete kept b.md")
+	}
+}
+
+func plumbingHash(s string) plumbing.Hash { return plumbing.NewHash(s) }
+
+// crash drops a Repo as a killed process would: no index write, no
+// cleanup; its lock and files are released.
+func crash(r *Repo) {
+	r.wmu.Lock()
+	if r.idx != nil {
+		r.idx.Stop()
+	}
+	r.smu.Lock()
+	r.closed = true
+	r.smu.Unlock()
+	r.wmu.Unlock()
+	r.wt.root.Close()
+	r.flock.close()
+	r.obj.st.Close()
+}
