@@ -2,10 +2,13 @@ package gitmem
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +18,17 @@ import (
 // The child half of TestKillNineLosesNothing: commit forever, printing each
 // id once its Update has returned (acknowledged).
 func init() {
+	if dir := os.Getenv("GITMEM_REDACT_CHILD"); dir != "" {
+		r, err := Open(dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
+		if err == nil {
+			_, err = r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil)
+		}
+		if err != nil {
+			fmt.Println("redact:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	dir := os.Getenv("GITMEM_CRASH_CHILD")
 	if dir == "" {
 		return
@@ -157,4 +171,73 @@ func gitCLI(t *testing.T, dir string, args ...string) string {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// kill -9 during a redaction, at random instants: whenever the branch has
+// moved, the next start finishes the redaction (the secret is in no file,
+// no object); when it has not, the repository is as before. Never is the
+// old worktree adopted back into history.
+func TestKillNineDuringRedact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs the git CLI")
+	}
+	const secret = "sk-live42secret"
+	rng := rand.New(rand.NewPCG(3, 4))
+	finishedAtStart := 0
+	for round := range 8 {
+		dir := t.TempDir()
+		r, _, err := Init(dir, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 30 {
+			write(t, r, fmt.Sprint("t", i), fmt.Sprintf("d%d/f%d.md", i%3, i%11), fmt.Sprintf("v%d %s\n", i, secret))
+		}
+		r.Close()
+		before := gitCLI(t, dir, "rev-parse", "HEAD")
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "GITMEM_REDACT_CHILD="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if round%2 == 0 { // a random instant
+			time.Sleep(time.Duration(rng.IntN(400000)) * time.Microsecond)
+		} else { // soon after the record is written, when the refs move
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Microsecond) {
+				if _, err := os.Stat(filepath.Join(dir, ".git", "gitmem", "redact")); err == nil {
+					break
+				}
+			}
+			time.Sleep(time.Duration(rng.IntN(30000)) * time.Microsecond)
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		_, recErr := os.Stat(filepath.Join(dir, ".git", "gitmem", "redact"))
+		r, err = Open(dir, testOptions(t))
+		if err != nil {
+			t.Fatalf("round %d: start after the kill: %v", round, err)
+		}
+		r.Close()
+		if adopts := gitCLI(t, dir, "log", "--format=%s", "--grep=adopt"); adopts != "" {
+			t.Fatalf("round %d: the old worktree was adopted:\n%s", round, adopts)
+		}
+		if st := gitCLI(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+			t.Fatalf("round %d: worktree differs from HEAD:\n%s", round, st)
+		}
+		if gitCLI(t, dir, "rev-parse", "HEAD") == before {
+			continue // killed before the branch moved: nothing changed
+		}
+		if recErr == nil {
+			finishedAtStart++
+		}
+		assertNoSecret(t, dir, secret)
+		gitCLI(t, dir, "fsck", "--strict")
+	}
+	t.Logf("%d of 8 kills landed between the branch moving and the end of the redaction", finishedAtStart)
+	if finishedAtStart == 0 {
+		t.Error("no kill landed after the redaction record was written: the test did not test the recovery")
+	}
 }

@@ -504,7 +504,8 @@ func (r *Repo) readBlob(h plumbing.Hash) ([]byte, error) {
 // When another process has moved HEAD, the new state is loaded first.
 // paths, if any, are memory files (relative to memories/) the caller is
 // about to read: one that an operator changed by hand is committed first
-// (an adopt commit), so that the view shows it.
+// (an adopt commit), so that the view shows it. A folder is not checked
+// here (that would read the whole subtree); Adopt checks everything.
 func (r *Repo) Snapshot(paths ...string) (*View, error) {
 	r.smu.RLock()
 	closed, cur := r.closed, r.head
@@ -524,14 +525,26 @@ func (r *Repo) Snapshot(paths ...string) (*View, error) {
 			return nil, err
 		}
 	}
-	if len(paths) > 0 && !r.opt.ReadOnly {
-		if err := r.adoptFiles(paths); err != nil {
+	if files := r.filePaths(paths); len(files) > 0 && !r.opt.ReadOnly {
+		if err := r.adoptFiles(files); err != nil {
 			r.opt.Logf("gitmem: could not commit a hand edit before a view: %v", err)
 		}
 	}
 	r.smu.RLock()
 	defer r.smu.RUnlock()
 	return &View{r: r, root: r.tree, head: r.head}, nil
+}
+
+// filePaths keeps the paths that are not folders at HEAD.
+func (r *Repo) filePaths(paths []string) []string {
+	tree := r.snapshotTree()
+	var out []string
+	for _, p := range paths {
+		if p != "" && !lookup(tree, full(p)).isDir() {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Update runs fn on a transaction over HEAD and, if fn succeeds, commits

@@ -29,7 +29,7 @@ func (h *Handler) view(in input) (string, error) {
 		}
 		from, to, ranged = r[0], r[1], true
 	}
-	snap, err := h.repo.Snapshot()
+	snap, err := h.repo.Snapshot(rel) // a hand edit to the file is committed first
 	if err != nil {
 		return "", err
 	}

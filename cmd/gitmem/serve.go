@@ -52,6 +52,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "expire-every", Usage: "run expire every `DURATION` (with --expire-older-than)"},
 			&cli.StringFlag{Name: "expire-older-than", Usage: "what the periodic expire deletes: files unchanged for `DURATION`"},
 			&cli.StringSliceFlag{Name: "expire-keep", Usage: "never expire paths matching `GLOB`"},
+			&cli.DurationFlag{Name: "adopt-every", Value: 2 * time.Second, Usage: "commit hand edits to memories/ every `DURATION` (0: only before the model touches an edited file, and at start)"},
 			&cli.IntFlag{Name: "gc-loose", Value: 6700, Usage: "pack in the background once about `N` loose objects pile up (0: never)"},
 			&cli.StringFlag{Name: "secret-screening", Value: "off", EnvVars: []string{"GITMEM_SECRET_SCREENING"},
 				Usage: "secrets in what the model writes: off, refuse (the call fails) or mask (written as [REDACTED:rule])"},
@@ -112,7 +113,7 @@ func serve(c *cli.Context) error {
 	})
 	ctx, stop := signalContext()
 	defer stop()
-	go maintain(ctx, repo, maintenance{expireEvery, expireAge, keep, c.Int("gc-loose")}, logf)
+	go maintain(ctx, repo, maintenance{c.Duration("adopt-every"), expireEvery, expireAge, keep, c.Int("gc-loose")}, logf)
 	caller := handler.Caller{Session: c.String("session"), Agent: c.String("agent")}
 	switch {
 	case addr != "":
@@ -191,6 +192,7 @@ func expireFlags(c *cli.Context) (every, age time.Duration, err error) {
 }
 
 type maintenance struct {
+	adoptEvery             time.Duration
 	expireEvery, expireAge time.Duration
 	keep                   []string
 	gcLoose                int
@@ -201,7 +203,12 @@ type maintenance struct {
 func maintain(ctx context.Context, repo *gitmem.Repo, m maintenance, logf func(string, ...any)) {
 	gcTick := time.NewTicker(time.Minute)
 	defer gcTick.Stop()
-	var expireTick <-chan time.Time
+	var adoptTick, expireTick <-chan time.Time
+	if m.adoptEvery > 0 {
+		t := time.NewTicker(m.adoptEvery)
+		defer t.Stop()
+		adoptTick = t.C
+	}
 	if m.expireEvery > 0 {
 		t := time.NewTicker(m.expireEvery)
 		defer t.Stop()
@@ -211,6 +218,15 @@ func maintain(ctx context.Context, repo *gitmem.Repo, m maintenance, logf func(s
 		select {
 		case <-ctx.Done():
 			return
+		case <-adoptTick:
+			c, err := repo.Adopt()
+			switch {
+			case errors.Is(err, gitmem.ErrNoChange):
+			case err != nil:
+				logf("gitmem: committing hand edits: %v", err)
+			default:
+				logf("gitmem: committed hand edits to %d file(s) in %s", len(c.Paths), short(c.Hash))
+			}
 		case <-expireTick:
 			stale, c, err := repo.Expire(now().Add(-m.expireAge), m.keep, gitmem.Signature{Name: "gitmem expire", Email: "gitmem@gitmem.invalid"}, nil)
 			switch {
