@@ -44,7 +44,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "repo", Value: "./memory", EnvVars: []string{"GITMEM_REPO"},
 				Usage: "the gitmem repository; /memories is its memories/ folder"},
 		},
-		Commands: []*cli.Command{initCommand(), serveCommand(), logCommand(), showCommand(), diffCommand(),
+		Commands: []*cli.Command{initCommand(), serveCommand(), storeCommand(), logCommand(), showCommand(), diffCommand(),
 			blameCommand(), revertCommand(), restoreCommand(), expireCommand(), redactCommand(), gcCommand(), fsckCommand()},
 		ExitErrHandler:  func(*cli.Context, error) {}, // run maps errors to exit codes
 		HideHelpCommand: true,
@@ -142,6 +142,10 @@ func flagsFirst(app *cli.App, args []string) []string {
 	cmd := app.Command(args[i])
 	if cmd == nil {
 		return args
+	}
+	if i+1 < len(args) && cmd.Command(args[i+1]) != nil { // a subcommand: gitmem store create
+		i++
+		cmd = cmd.Command(args[i])
 	}
 	head := append([]string(nil), args[:i+1]...)
 	var flags, rest []string

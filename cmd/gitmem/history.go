@@ -10,43 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/stores"
 )
-
-// commitJSON is the --json form of a commit.
-type commitJSON struct {
-	Hash      string            `json:"hash"`
-	Parents   []string          `json:"parents"`
-	Time      string            `json:"time"`
-	Author    map[string]string `json:"author"`
-	Subject   string            `json:"subject"`
-	ToolUseID string            `json:"tool_use_id,omitempty"`
-	Command   string            `json:"command,omitempty"`
-	Path      string            `json:"path,omitempty"`
-	NewPath   string            `json:"new_path,omitempty"`
-	Session   string            `json:"session,omitempty"`
-	Agent     string            `json:"agent,omitempty"`
-	Trailers  [][2]string       `json:"trailers,omitempty"`
-	Paths     []string          `json:"paths,omitempty"`
-	Diff      string            `json:"diff,omitempty"`
-}
-
-func toJSON(c gitmem.Commit) commitJSON {
-	j := commitJSON{Hash: c.Hash, Parents: c.Parents, Time: c.Time.Format("2006-01-02T15:04:05Z07:00"),
-		Author: map[string]string{"name": c.Author.Name, "email": c.Author.Email}, Subject: c.Subject,
-		ToolUseID: c.Trailer(gitmem.TrailerToolUseID), Command: c.Trailer(gitmem.TrailerCommand),
-		Path: c.Trailer(gitmem.TrailerPath), NewPath: c.Trailer(gitmem.TrailerNewPath),
-		Session: c.Trailer(gitmem.TrailerSession), Agent: c.Trailer(gitmem.TrailerAgent)}
-	for _, t := range c.Trailers {
-		j.Trailers = append(j.Trailers, [2]string{t.Key, t.Value})
-	}
-	for _, p := range c.Paths {
-		j.Paths = append(j.Paths, "/memories/"+p)
-	}
-	if j.Parents == nil {
-		j.Parents = []string{}
-	}
-	return j
-}
 
 // oneLine is the log line of a commit: short hash, time, command, path,
 // tool_use id.
@@ -120,7 +85,7 @@ func logCommand() *cli.Command {
 					}
 				}
 				if c.Bool("json") {
-					j := toJSON(cm)
+					j := stores.ToCommitJSON(cm)
 					j.Diff = patch
 					return emit(j)
 				}
@@ -182,7 +147,7 @@ func showCommand() *cli.Command {
 				return storeErr(err, c.String("repo"))
 			}
 			if c.Bool("json") {
-				j := toJSON(cm)
+				j := stores.ToCommitJSON(cm)
 				j.Diff = patch
 				return jsonLines(c.App.Writer)(j)
 			}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
+)
+
+// storesFlag names the folder of stores, for serve and the store commands.
+func storesFlag(usage string) *cli.StringFlag {
+	return &cli.StringFlag{Name: "stores", EnvVars: []string{"GITMEM_STORES"}, Usage: usage}
+}
+
+func storeCommand() *cli.Command {
+	dirFlag := storesFlag("the folder of stores (each store NAME is the repository `DIR`/NAME); default ./stores")
+	metaFlags := []cli.Flag{
+		&cli.StringFlag{Name: "description", Usage: "what the store holds, written for the model (up to 1,024 characters)"},
+		&cli.StringSliceFlag{Name: "metadata", Usage: "a `KEY=VALUE` pair for your own use, such as the end user (repeatable)"},
+		&cli.StringFlag{Name: "secret-screening", Usage: "off, refuse or mask for this store (default: the server's)"},
+	}
+	nameArg := func(c *cli.Context) (string, error) {
+		if c.NArg() != 1 {
+			return "", failf(exitUsage, "%s takes one store name", c.Command.Name)
+		}
+		return c.Args().First(), nil
+	}
+	return &cli.Command{
+		Name:  "store",
+		Usage: "create, list, show, update, archive and delete the stores of a multi-store server (serve --stores)",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "create",
+				Usage:     "create a store: an empty memory with its description and metadata",
+				ArgsUsage: "NAME",
+				Flags:     append([]cli.Flag{dirFlag}, metaFlags...),
+				Action: func(c *cli.Context) error {
+					name, err := nameArg(c)
+					if err != nil {
+						return err
+					}
+					m := stores.Meta{Description: c.String("description")}
+					if m.Metadata, err = metadataFlag(c, false); err != nil {
+						return err
+					}
+					if m.Screening, err = screeningFlag(c); err != nil {
+						return err
+					}
+					return withStores(c, func(d *stores.Dir) error {
+						info, err := d.Create(name, m, gitmem.Signature{})
+						if err != nil {
+							return storesErr(err, name)
+						}
+						fmt.Fprintf(c.App.Writer, "Created store %s in %s\n", info.Name, d.Root())
+						return nil
+					})
+				},
+			},
+			{
+				Name:  "list",
+				Usage: "list the stores: name, created, state, description",
+				Flags: []cli.Flag{dirFlag,
+					&cli.BoolFlag{Name: "archived", Usage: "include archived stores"},
+					&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"}},
+				Action: func(c *cli.Context) error {
+					return withStores(c, func(d *stores.Dir) error {
+						emit := jsonLines(c.App.Writer)
+						for after := ""; ; {
+							page, err := d.List(after, 500, c.Bool("archived"))
+							if err != nil {
+								return storesErr(err, "")
+							}
+							for _, info := range page.Items {
+								if c.Bool("json") {
+									emit(info.JSON())
+									continue
+								}
+								state := "active"
+								if info.IsArchived() {
+									state = "archived"
+								}
+								first, _, _ := strings.Cut(info.Description, "\n")
+								fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\t%s\n", info.Name, info.Created.Format("2006-01-02"), state, first)
+							}
+							if after = page.Next; after == "" {
+								return nil
+							}
+						}
+					})
+				},
+			},
+			{
+				Name:      "show",
+				Usage:     "show a store's description and metadata",
+				ArgsUsage: "NAME",
+				Flags:     []cli.Flag{dirFlag, &cli.BoolFlag{Name: "json", Usage: "as a JSON object"}},
+				Action: func(c *cli.Context) error {
+					name, err := nameArg(c)
+					if err != nil {
+						return err
+					}
+					return withStores(c, func(d *stores.Dir) error {
+						info, err := d.Get(name)
+						if err != nil {
+							return storesErr(err, name)
+						}
+						printStore(c, info)
+						return nil
+					})
+				},
+			},
+			{
+				Name:      "update",
+				Usage:     "change a store's description, metadata or secret screening",
+				ArgsUsage: "NAME",
+				Flags: append([]cli.Flag{dirFlag,
+					&cli.StringSliceFlag{Name: "unset-metadata", Usage: "remove the pair with this `KEY` (repeatable)"}}, metaFlags...),
+				Action: func(c *cli.Context) error {
+					name, err := nameArg(c)
+					if err != nil {
+						return err
+					}
+					var ch stores.Change
+					if c.IsSet("description") {
+						ch.Description = ptr(c.String("description"))
+					}
+					set, err := metadataFlag(c, true)
+					if err != nil {
+						return err
+					}
+					ch.Metadata = map[string]*string{}
+					for k, v := range set {
+						ch.Metadata[k] = ptr(v)
+					}
+					for _, k := range c.StringSlice("unset-metadata") {
+						ch.Metadata[k] = nil
+					}
+					if c.IsSet("secret-screening") {
+						mode, err := screeningFlag(c)
+						if err != nil {
+							return err
+						}
+						ch.Screening = &mode
+					}
+					return withStores(c, func(d *stores.Dir) error {
+						info, err := d.Update(name, ch, gitmem.Signature{})
+						if err != nil {
+							return storesErr(err, name)
+						}
+						printStore(c, info)
+						return nil
+					})
+				},
+			},
+			archiveCommand("archive", "make a store read-only: the model can view it but not change it", true, dirFlag, nameArg),
+			archiveCommand("unarchive", "make an archived store writable again", false, dirFlag, nameArg),
+			{
+				Name:      "delete",
+				Usage:     "delete a store and its whole history for good",
+				ArgsUsage: "NAME",
+				Flags:     []cli.Flag{dirFlag, &cli.BoolFlag{Name: "yes", Usage: "really delete"}},
+				Action: func(c *cli.Context) error {
+					name, err := nameArg(c)
+					if err != nil {
+						return err
+					}
+					if !c.Bool("yes") {
+						return failf(exitUsage, "delete removes store %s and all its history for good; run again with --yes (or archive it instead)", name)
+					}
+					return withStores(c, func(d *stores.Dir) error {
+						if err := d.Delete(name); err != nil {
+							return storesErr(err, name)
+						}
+						fmt.Fprintf(c.App.Writer, "Deleted store %s\n", name)
+						return nil
+					})
+				},
+			},
+		},
+	}
+}
+
+func archiveCommand(name, usage string, archived bool, dirFlag cli.Flag, nameArg func(*cli.Context) (string, error)) *cli.Command {
+	return &cli.Command{
+		Name:      name,
+		Usage:     usage,
+		ArgsUsage: "NAME",
+		Flags:     []cli.Flag{dirFlag},
+		Action: func(c *cli.Context) error {
+			store, err := nameArg(c)
+			if err != nil {
+				return err
+			}
+			return withStores(c, func(d *stores.Dir) error {
+				info, err := d.Archive(store, archived, gitmem.Signature{})
+				if err != nil {
+					return storesErr(err, store)
+				}
+				state := "active"
+				if info.IsArchived() {
+					state = "archived since " + info.Archived.Format(timeLayout)
+				}
+				fmt.Fprintf(c.App.Writer, "Store %s is %s\n", store, state)
+				return nil
+			})
+		},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// withStores opens the folder of stores for one command.
+func withStores(c *cli.Context, fn func(d *stores.Dir) error) error {
+	root := c.String("stores")
+	if root == "" {
+		root = "./stores"
+	}
+	d, err := stores.Open(root, stores.Options{Repo: gitmem.Options{Now: clock(), Logf: logTo(c.App.ErrWriter)}, IdleClose: -1})
+	if err != nil {
+		return failf(exitFailure, "%v", err)
+	}
+	defer d.Close()
+	return fn(d)
+}
+
+// storesErr words a stores error for the operator.
+func storesErr(err error, name string) error {
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		return failf(exitFailure, "there is no store %s (gitmem store list shows them)", name)
+	case errors.Is(err, stores.ErrExists):
+		return failf(exitFailure, "store %s already exists", name)
+	case errors.Is(err, stores.ErrArchived):
+		return failf(exitFailure, "store %s is archived; unarchive it to change it", name)
+	}
+	var se *gitmem.StorageError
+	if errors.As(err, &se) {
+		return storeErr(err, "")
+	}
+	return failf(exitFailure, "%v", err)
+}
+
+func metadataFlag(c *cli.Context, partial bool) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range c.StringSlice("metadata") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, failf(exitUsage, "--metadata takes KEY=VALUE, got %q", kv)
+		}
+		m[k] = v
+	}
+	if !partial {
+		if err := policy.CheckStoreMetadata(m); err != nil {
+			return nil, failf(exitUsage, "--metadata: %v", err)
+		}
+	}
+	return m, nil
+}
+
+func screeningFlag(c *cli.Context) (policy.ScreenMode, error) {
+	s := c.String("secret-screening")
+	if s == "" || s == "default" {
+		return "", nil
+	}
+	m, err := policy.ParseScreenMode(s)
+	if err != nil {
+		return "", failf(exitUsage, "--secret-screening: %v (or default: the server's)", err)
+	}
+	return m, nil
+}
+
+func printStore(c *cli.Context, info stores.Info) {
+	if c.Bool("json") {
+		jsonLines(c.App.Writer)(info.JSON())
+		return
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "name:        %s\n", info.Name)
+	fmt.Fprintf(w, "created:     %s\n", info.Created.Format(timeLayout))
+	fmt.Fprintf(w, "updated:     %s\n", info.Updated.Format(timeLayout))
+	if info.IsArchived() {
+		fmt.Fprintf(w, "archived:    %s\n", info.Archived.Format(timeLayout))
+	}
+	screening := string(info.Screening)
+	if screening == "" {
+		screening = "default (the server's)"
+	}
+	fmt.Fprintf(w, "screening:   %s\n", screening)
+	for _, k := range slices.Sorted(maps.Keys(info.Metadata)) {
+		fmt.Fprintf(w, "metadata:    %s=%s\n", k, info.Metadata[k])
+	}
+	fmt.Fprintf(w, "description:\n")
+	for _, l := range strings.Split(info.Description, "\n") {
+		fmt.Fprintf(w, "    %s\n", l)
+	}
+}

@@ -1,0 +1,635 @@
+package stores
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// Errors of the stores directory. Callers test them with errors.Is.
+var (
+	ErrNotFound = errors.New("no such store")
+	ErrExists   = errors.New("a store with this name already exists")
+	ErrArchived = errors.New("the store is archived")
+)
+
+// Options configure a Dir.
+type Options struct {
+	// Repo is how stores are opened (clock, log, default author).
+	// ReadOnly and Adopt are set by the Dir as each use needs.
+	Repo gitmem.Options
+	// MaxOpen bounds the stores open at once, and so the file descriptors
+	// and memory they hold (default 256). The least recently used store
+	// that no call is using is closed to make room.
+	MaxOpen int
+	// IdleClose closes a store no call has used for this long (default
+	// 5 minutes; negative: never).
+	IdleClose time.Duration
+}
+
+// Dir is a directory of stores: each store NAME is the gitmem repository
+// DIR/NAME. Stores are opened on first use and closed when idle or when
+// more than MaxOpen are open, so a Dir of any size costs what its active
+// stores cost; opening the Dir reads nothing. A Dir is safe for concurrent
+// use.
+type Dir struct {
+	root string
+	opt  Options
+
+	cmu    sync.Mutex // serialises Create
+	mu     sync.Mutex
+	open   map[string]*entry
+	lru    *list.List // of *entry, most recently used first
+	closed bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// entry is an open (or opening) store.
+type entry struct {
+	name  string
+	elem  *list.Element
+	ready chan struct{} // closed once repo (or err) is set
+	repo  *gitmem.Repo
+	err   error
+	refs  int       // Acquire calls not yet released; guarded by Dir.mu
+	used  time.Time // when last released; guarded by Dir.mu
+
+	// gate orders, within this process, what reads the metadata (tool
+	// calls: shared) against what changes it or closes the store
+	// (exclusive), so a call never runs against metadata that changed
+	// under it.
+	gate sync.RWMutex
+
+	mmu      sync.Mutex // guards the cached metadata
+	meta     Meta
+	metaHead string // the HEAD the cached metadata is known valid at
+	gone     bool   // deleted or closed; guarded by gate
+}
+
+// Open returns the Dir of stores in root, creating the folder if needed.
+func Open(root string, opt Options) (*Dir, error) {
+	if opt.MaxOpen <= 0 {
+		opt.MaxOpen = 256
+	}
+	if opt.IdleClose == 0 {
+		opt.IdleClose = 5 * time.Minute
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("create the stores folder: %w", err)
+	}
+	d := &Dir{root: root, opt: opt, open: map[string]*entry{}, lru: list.New(),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go d.background()
+	return d, nil
+}
+
+// Root is the folder the stores are in.
+func (d *Dir) Root() string { return d.root }
+
+func (d *Dir) path(name string) string { return filepath.Join(d.root, name) }
+
+func (d *Dir) logf(format string, args ...any) {
+	if d.opt.Repo.Logf != nil {
+		d.opt.Repo.Logf(format, args...)
+	}
+}
+
+// background closes idle stores and removes what an interrupted delete
+// left behind.
+func (d *Dir) background() {
+	defer close(d.done)
+	if junk, _ := filepath.Glob(filepath.Join(d.root, tombstonePrefix+"*")); len(junk) > 0 {
+		for _, p := range junk {
+			os.RemoveAll(p)
+		}
+		d.logf("gitmem: removed %d store folder(s) left by an interrupted delete", len(junk))
+	}
+	if d.opt.IdleClose < 0 {
+		<-d.stop
+		return
+	}
+	t := time.NewTicker(max(d.opt.IdleClose/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+			d.closeIdle(time.Now().Add(-d.opt.IdleClose))
+		}
+	}
+}
+
+// closeIdle closes the stores unused since cutoff.
+func (d *Dir) closeIdle(cutoff time.Time) {
+	d.mu.Lock()
+	var idle []*entry
+	for e := d.lru.Back(); e != nil; e = e.Prev() {
+		en := e.Value.(*entry)
+		if en.refs == 0 && isReady(en) && en.used.Before(cutoff) {
+			idle = append(idle, en)
+			d.remove(en)
+		}
+	}
+	d.mu.Unlock()
+	for _, en := range idle {
+		d.closeEntry(en)
+	}
+}
+
+func isReady(e *entry) bool {
+	select {
+	case <-e.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// remove takes an entry out of the pool. Called with d.mu held.
+func (d *Dir) remove(e *entry) {
+	if d.open[e.name] == e {
+		delete(d.open, e.name)
+		d.lru.Remove(e.elem)
+	}
+}
+
+// closeEntry closes a store taken out of the pool, once no call uses it.
+func (d *Dir) closeEntry(e *entry) {
+	<-e.ready
+	e.gate.Lock()
+	defer e.gate.Unlock()
+	if e.gone || e.repo == nil {
+		return
+	}
+	e.gone = true
+	if err := e.repo.Close(); err != nil {
+		d.logf("gitmem: store %s: close: %v", e.name, err)
+	}
+}
+
+// Store is a store in use: Acquire it, use it, Release it.
+type Store struct {
+	d *Dir
+	e *entry
+}
+
+// Name is the store's name.
+func (s *Store) Name() string { return s.e.name }
+
+// Release ends this use of the store.
+func (s *Store) Release() {
+	s.d.mu.Lock()
+	s.e.refs--
+	s.e.used = time.Now()
+	s.d.mu.Unlock()
+}
+
+// Acquire opens the store (or finds it open) for use until Release. A
+// name that is not a store is ErrNotFound.
+func (d *Dir) Acquire(name string) (*Store, error) {
+	if err := policy.CheckStoreName(name); err != nil {
+		return nil, ErrNotFound
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, gitmem.ErrClosed
+	}
+	e := d.open[name]
+	if e != nil {
+		e.refs++
+		d.lru.MoveToFront(e.elem)
+		d.mu.Unlock()
+		<-e.ready
+		if e.err == nil && !exists(d.path(name)) {
+			// Deleted behind our back (by another process).
+			e.err = ErrNotFound
+			d.mu.Lock()
+			d.remove(e)
+			d.mu.Unlock()
+			go d.closeEntry(e)
+		}
+		if e.err != nil {
+			d.release(e)
+			return nil, e.err
+		}
+		return &Store{d, e}, nil
+	}
+	e = &entry{name: name, ready: make(chan struct{}), refs: 1}
+	e.elem = d.lru.PushFront(e)
+	d.open[name] = e
+	d.mu.Unlock()
+
+	e.repo, e.meta, e.metaHead, e.err = d.openStore(name)
+	close(e.ready)
+	if e.err != nil {
+		d.mu.Lock()
+		e.refs--
+		d.remove(e)
+		d.mu.Unlock()
+		return nil, e.err
+	}
+	d.evict()
+	return &Store{d, e}, nil
+}
+
+func (d *Dir) release(e *entry) {
+	d.mu.Lock()
+	e.refs--
+	d.mu.Unlock()
+}
+
+func exists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, ".git"))
+	return err == nil
+}
+
+// openStore opens a store for writing and reads its metadata.
+func (d *Dir) openStore(name string) (*gitmem.Repo, Meta, string, error) {
+	dir := d.path(name)
+	if !exists(dir) {
+		return nil, Meta{}, "", ErrNotFound
+	}
+	opt := d.opt.Repo
+	opt.ReadOnly, opt.Adopt = false, false
+	r, err := gitmem.Open(dir, opt)
+	if err != nil {
+		return nil, Meta{}, "", d.openErr(name, err)
+	}
+	m, found, head, err := readMeta(r, "")
+	if err == nil && !found {
+		err = ErrNotFound // a gitmem repository, but not made a store
+	}
+	if err != nil {
+		r.Close()
+		return nil, Meta{}, "", err
+	}
+	return r, m, head, nil
+}
+
+// openErr words a failure to open a store's repository.
+func (d *Dir) openErr(name string, err error) error {
+	if errors.Is(err, gitmem.ErrNotRepository) || errors.Is(err, gitmem.ErrForeign) {
+		return ErrNotFound
+	}
+	return fmt.Errorf("store %s: %w", name, err)
+}
+
+// evict closes the least recently used stores no call is using while more
+// than MaxOpen are open.
+func (d *Dir) evict() {
+	d.mu.Lock()
+	var out []*entry
+	for e := d.lru.Back(); e != nil && len(d.open) > d.opt.MaxOpen; {
+		prev := e.Prev()
+		if en := e.Value.(*entry); en.refs == 0 && isReady(en) {
+			d.remove(en)
+			out = append(out, en)
+		}
+		e = prev
+	}
+	d.mu.Unlock()
+	for _, en := range out {
+		d.closeEntry(en)
+	}
+}
+
+// OpenCount is the number of stores open now.
+func (d *Dir) OpenCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.open)
+}
+
+// Close closes every open store and stops the background work.
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	var all []*entry
+	for _, e := range d.open {
+		all = append(all, e)
+	}
+	d.open = map[string]*entry{}
+	d.lru.Init()
+	d.mu.Unlock()
+	close(d.stop)
+	<-d.done
+	for _, e := range all {
+		d.closeEntry(e)
+	}
+	return nil
+}
+
+// Use runs fn with the store's repository and its current metadata. Within
+// this process no metadata change (archive, update) or close runs while fn
+// does, so fn acts on the metadata it was given.
+func (s *Store) Use(fn func(r *gitmem.Repo, m Meta) error) error {
+	s.e.gate.RLock()
+	defer s.e.gate.RUnlock()
+	if s.e.gone {
+		return ErrNotFound
+	}
+	m, err := s.e.current()
+	if err != nil {
+		return err
+	}
+	return fn(s.e.repo, m)
+}
+
+// current returns the metadata, reading what changed it since it was
+// last read (another process may have committed).
+func (e *entry) current() (Meta, error) {
+	e.mmu.Lock()
+	defer e.mmu.Unlock()
+	m, found, head, err := readMeta(e.repo, e.metaHead)
+	if err != nil {
+		return Meta{}, err
+	}
+	if found {
+		e.meta = m
+	}
+	e.metaHead = head
+	return e.meta, nil
+}
+
+// change runs fn exclusively (no call is using the store meanwhile) with
+// the current metadata; fn's result is committed as the metadata after
+// action.
+func (s *Store) change(action string, author gitmem.Signature, fn func(m *Meta) error) (Meta, error) {
+	s.e.gate.Lock()
+	defer s.e.gate.Unlock()
+	if s.e.gone {
+		return Meta{}, ErrNotFound
+	}
+	m, err := s.e.current()
+	if err != nil {
+		return Meta{}, err
+	}
+	m.Metadata = cloneMap(m.Metadata)
+	if err := fn(&m); err != nil {
+		return Meta{}, err
+	}
+	if err := m.check(); err != nil {
+		return Meta{}, err
+	}
+	c, err := writeMeta(s.e.repo, action, m, author)
+	if err != nil {
+		return Meta{}, err
+	}
+	m.Updated = c.Time
+	s.e.mmu.Lock()
+	s.e.meta, s.e.metaHead = m, c.Hash
+	s.e.mmu.Unlock()
+	return m, nil
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Info is a store and its metadata.
+type Info struct {
+	Name string
+	Meta
+}
+
+// Create makes a new store, a gitmem repository with its first metadata
+// commit, authored by author (zero: the operator's git identity). A gitmem
+// repository already in the folder that is not yet a store becomes one;
+// anything else there is ErrExists.
+func (d *Dir) Create(name string, m Meta, author gitmem.Signature) (Info, error) {
+	if err := policy.CheckStoreName(name); err != nil {
+		return Info{}, err
+	}
+	if err := m.check(); err != nil {
+		return Info{}, err
+	}
+	d.cmu.Lock() // one create at a time: the second of two finds the first's store
+	defer d.cmu.Unlock()
+	dir := d.path(name)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return Info{}, fmt.Errorf("create store %s: %w", name, err)
+	}
+	opt := d.opt.Repo
+	opt.ReadOnly, opt.Adopt = false, false
+	r, _, err := gitmem.Init(dir, opt)
+	if errors.Is(err, gitmem.ErrForeign) {
+		return Info{}, ErrExists
+	}
+	if err != nil {
+		return Info{}, fmt.Errorf("store %s: %w", name, err)
+	}
+	defer r.Close()
+	if _, found, _, err := readMeta(r, ""); err != nil {
+		return Info{}, err
+	} else if found {
+		return Info{}, ErrExists
+	}
+	m.Archived, m.Created, m.Metadata = time.Time{}, d.now(), cloneMap(m.Metadata)
+	c, err := writeMeta(r, "create", m, author)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Name: name, Meta: metaOf(c)}, nil
+}
+
+func (d *Dir) now() time.Time {
+	if d.opt.Repo.Now != nil {
+		return d.opt.Repo.Now()
+	}
+	return time.Now()
+}
+
+// Get returns a store's metadata.
+func (d *Dir) Get(name string) (Info, error) {
+	s, err := d.Acquire(name)
+	if err != nil {
+		return Info{}, err
+	}
+	defer s.Release()
+	var info Info
+	err = s.Use(func(_ *gitmem.Repo, m Meta) error {
+		info = Info{Name: name, Meta: m}
+		return nil
+	})
+	return info, err
+}
+
+// Change is an update of a store's metadata; nil fields stay as they are.
+type Change struct {
+	Description *string
+	Metadata    map[string]*string // a nil value deletes the key
+	Screening   *policy.ScreenMode // "" : the server's default
+}
+
+// Update changes a store's description, metadata or screening mode. An
+// archived store is ErrArchived.
+func (d *Dir) Update(name string, ch Change, author gitmem.Signature) (Info, error) {
+	return d.changeMeta(name, "update", author, func(m *Meta) error {
+		if m.IsArchived() {
+			return ErrArchived
+		}
+		if ch.Description != nil {
+			m.Description = *ch.Description
+		}
+		for k, v := range ch.Metadata {
+			if v == nil {
+				delete(m.Metadata, k)
+			} else {
+				m.Metadata[k] = *v
+			}
+		}
+		if ch.Screening != nil {
+			m.Screening = *ch.Screening
+		}
+		return nil
+	})
+}
+
+// Archive makes a store read-only (archived true) or writable again.
+// Archiving an archived store changes nothing.
+func (d *Dir) Archive(name string, archived bool, author gitmem.Signature) (Info, error) {
+	action := map[bool]string{true: "archive", false: "unarchive"}[archived]
+	return d.changeMeta(name, action, author, func(m *Meta) error {
+		if m.IsArchived() == archived {
+			return errUnchanged
+		}
+		m.Archived = time.Time{}
+		if archived {
+			m.Archived = d.now()
+		}
+		return nil
+	})
+}
+
+var errUnchanged = errors.New("unchanged")
+
+func (d *Dir) changeMeta(name, action string, author gitmem.Signature, fn func(m *Meta) error) (Info, error) {
+	s, err := d.Acquire(name)
+	if err != nil {
+		return Info{}, err
+	}
+	defer s.Release()
+	if author == (gitmem.Signature{}) {
+		author = s.e.repo.Operator()
+	}
+	m, err := s.change(action, author, fn)
+	if errors.Is(err, errUnchanged) {
+		return d.Get(name)
+	}
+	return Info{Name: name, Meta: m}, err
+}
+
+const tombstonePrefix = ".deleted-"
+
+// Delete removes a store and its whole history for good. Calls using it
+// finish first; later ones find no store.
+func (d *Dir) Delete(name string) error {
+	s, err := d.Acquire(name)
+	if err != nil {
+		return err
+	}
+	e := s.e
+	d.mu.Lock()
+	d.remove(e) // new calls open it afresh, and find it gone
+	d.mu.Unlock()
+	s.Release()
+	e.gate.Lock()
+	defer e.gate.Unlock()
+	if e.gone {
+		return ErrNotFound
+	}
+	e.gone = true
+	if err := e.repo.Close(); err != nil {
+		d.logf("gitmem: store %s: close: %v", name, err)
+	}
+	// Renamed first, so that a delete cut short never leaves half a store.
+	tomb := filepath.Join(d.root, tombstonePrefix+name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := os.Rename(d.path(name), tomb); err != nil {
+		return fmt.Errorf("delete store %s: %w", name, err)
+	}
+	return os.RemoveAll(tomb)
+}
+
+// Page is a page of a listing; Next is the cursor of the next page ("" at
+// the end).
+type Page[T any] struct {
+	Items []T
+	Next  string
+}
+
+// List returns the stores in name order after the cursor `after` (a name;
+// "" from the start), at most limit of them, archived ones only when
+// includeArchived.
+func (d *Dir) List(after string, limit int, includeArchived bool) (Page[Info], error) {
+	entries, err := os.ReadDir(d.root)
+	if err != nil {
+		return Page[Info]{}, fmt.Errorf("read the stores folder: %w", err)
+	}
+	var p Page[Info]
+	for _, de := range entries { // ReadDir sorts by name
+		name := de.Name()
+		if !de.IsDir() || name <= after || policy.CheckStoreName(name) != nil {
+			continue
+		}
+		m, err := d.peek(name)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return p, err
+		}
+		if m.IsArchived() && !includeArchived {
+			continue
+		}
+		if len(p.Items) == limit { // there is a next page
+			p.Next = p.Items[len(p.Items)-1].Name
+			break
+		}
+		p.Items = append(p.Items, Info{Name: name, Meta: m})
+	}
+	return p, nil
+}
+
+// peek reads a store's metadata: from the pool when it is open, else by
+// opening its repository read-only (which writes nothing) for a moment.
+func (d *Dir) peek(name string) (Meta, error) {
+	d.mu.Lock()
+	e := d.open[name]
+	d.mu.Unlock()
+	if e != nil {
+		info, err := d.Get(name)
+		return info.Meta, err
+	}
+	opt := d.opt.Repo
+	opt.ReadOnly, opt.Adopt = true, false
+	r, err := gitmem.Open(d.path(name), opt)
+	if err != nil {
+		return Meta{}, d.openErr(name, err)
+	}
+	defer r.Close()
+	m, found, _, err := readMeta(r, "")
+	if err == nil && !found {
+		err = ErrNotFound
+	}
+	return m, err
+}

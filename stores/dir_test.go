@@ -1,0 +1,269 @@
+package stores_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
+)
+
+var epoch = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+var olive = gitmem.Signature{Name: "olive", Email: "olive@example.com"}
+
+func newDir(t *testing.T, root string, opt stores.Options) *stores.Dir {
+	t.Helper()
+	if root == "" {
+		root = t.TempDir()
+	}
+	opt.Repo = gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf, Operator: olive}
+	d, err := stores.Open(root, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func TestStoreLifecycle(t *testing.T) {
+	d := newDir(t, "", stores.Options{})
+	info, err := d.Create("alice", stores.Meta{Description: "Alice's preferences.\nAsk before deleting.",
+		Metadata: map[string]string{"user": "alice", "tier": "gold"}}, gitmem.Signature{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != "alice" || info.Description != "Alice's preferences.\nAsk before deleting." ||
+		info.Metadata["tier"] != "gold" || !info.Created.Equal(epoch) || info.IsArchived() {
+		t.Errorf("created %+v", info)
+	}
+	for _, c := range []struct {
+		name string
+		want error
+	}{{"alice", stores.ErrExists}} {
+		if _, err := d.Create(c.name, stores.Meta{}, gitmem.Signature{}); !errors.Is(err, c.want) {
+			t.Errorf("create %s again: %v", c.name, err)
+		}
+	}
+	if _, err := d.Create("Bad Name", stores.Meta{}, gitmem.Signature{}); err == nil || !strings.Contains(err.Error(), "store names are") {
+		t.Errorf("bad name: %v", err)
+	}
+	if _, err := d.Create("bob", stores.Meta{Metadata: map[string]string{"a=b": "c"}}, gitmem.Signature{}); err == nil {
+		t.Error("bad metadata accepted")
+	}
+	if _, err := d.Get("nobody"); !errors.Is(err, stores.ErrNotFound) {
+		t.Errorf("get nobody: %v", err)
+	}
+
+	desc := "Alice's memory"
+	mask := policy.ScreenMask
+	info, err = d.Update("alice", stores.Change{Description: &desc, Screening: &mask,
+		Metadata: map[string]*string{"tier": nil, "region": ptr("eu")}}, gitmem.Signature{Name: "ops-token", Email: "ops-token@gitmem.invalid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Description != desc || info.Screening != mask || len(info.Metadata) != 2 || info.Metadata["region"] != "eu" {
+		t.Errorf("updated %+v", info)
+	}
+	if info, err = d.Archive("alice", true, gitmem.Signature{}); err != nil || !info.IsArchived() {
+		t.Fatalf("archive: %+v %v", info, err)
+	}
+	if _, err := d.Update("alice", stores.Change{Description: &desc}, gitmem.Signature{}); !errors.Is(err, stores.ErrArchived) {
+		t.Errorf("update archived: %v", err)
+	}
+	// The metadata is in the store's history, attributed.
+	out := git(t, filepath.Join(d.Root(), "alice"), "log", "--format=%an|%s|%(trailers:key=Store-Action,valueonly,separator=)")
+	want := "olive|memory: store archive|archive\nops-token|memory: store update|update\nolive|memory: store create|create\nolive|memory: init|\n"
+	if out != want {
+		t.Errorf("history:\n%s\nwant\n%s", out, want)
+	}
+
+	// A fresh Dir (another process) reads it back; listing skips archived
+	// stores unless asked, and whatever is not a store.
+	if _, err := d.Create("bob", stores.Meta{}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(d.Root(), "not-a-store"), 0o700)
+	os.MkdirAll(filepath.Join(d.Root(), ".hidden"), 0o700)
+	d2 := newDir(t, d.Root(), stores.Options{})
+	p, err := d2.List("", 10, false)
+	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "bob" || p.Next != "" {
+		t.Errorf("list: %+v %v", p, err)
+	}
+	p, err = d2.List("", 1, true)
+	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "alice" || p.Next != "alice" || !p.Items[0].IsArchived() ||
+		p.Items[0].Description != desc || p.Items[0].Metadata["user"] != "alice" {
+		t.Errorf("list page 1: %+v %v", p, err)
+	}
+	p, err = d2.List(p.Next, 1, true)
+	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "bob" || p.Next != "" {
+		t.Errorf("list page 2: %+v %v", p, err)
+	}
+
+	// Unarchived by the second Dir: the first sees it at its next use.
+	if _, err := d2.Archive("alice", false, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := d.Get("alice"); err != nil || info.IsArchived() {
+		t.Errorf("after another process unarchived: %+v %v", info, err)
+	}
+
+	if err := d.Delete("alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Get("alice"); !errors.Is(err, stores.ErrNotFound) {
+		t.Errorf("get after delete: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(d.Root(), "alice")); !os.IsNotExist(err) {
+		t.Errorf("the folder is still there: %v", err)
+	}
+	// Deleted by another process while open here.
+	if _, err := d.Get("bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d2.Delete("bob"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Get("bob"); !errors.Is(err, stores.ErrNotFound) {
+		t.Errorf("get after another process deleted: %v", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func TestMetadataTravelsWithAClone(t *testing.T) {
+	d := newDir(t, "", stores.Options{})
+	if _, err := d.Create("team", stores.Meta{Description: "Shared notes", Metadata: map[string]string{"team": "support"}}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	git(t, d.Root(), "clone", "-q", filepath.Join(d.Root(), "team"), filepath.Join(other, "team-copy"))
+	d2 := newDir(t, other, stores.Options{})
+	info, err := d2.Get("team-copy")
+	if err != nil || info.Description != "Shared notes" || info.Metadata["team"] != "support" {
+		t.Errorf("the clone's metadata: %+v %v", info, err)
+	}
+}
+
+func TestOpenStoresAreBounded(t *testing.T) {
+	d := newDir(t, "", stores.Options{MaxOpen: 3, IdleClose: -1})
+	names := []string{"s1", "s2", "s3", "s4", "s5"}
+	for _, n := range names {
+		if _, err := d.Create(n, stores.Meta{}, gitmem.Signature{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range names {
+		if _, err := d.Get(n); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.OpenCount(); got > 3 {
+			t.Fatalf("%d stores open after %s, the bound is 3", got, n)
+		}
+	}
+	// A store in use is never closed: the bound gives way until it is
+	// released.
+	var held []*stores.Store
+	for _, n := range []string{"s1", "s2", "s3", "s4"} {
+		s, err := d.Acquire(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, s)
+	}
+	if got := d.OpenCount(); got != 4 {
+		t.Errorf("%d open while 4 are in use", got)
+	}
+	for _, s := range held {
+		if err := s.Use(func(r *gitmem.Repo, m stores.Meta) error { _, err := r.Snapshot(); return err }); err != nil {
+			t.Errorf("%s: %v", s.Name(), err)
+		}
+		s.Release()
+	}
+	if _, err := d.Get("s5"); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.OpenCount(); got != 3 {
+		t.Errorf("%d open after the calls ended, the bound is 3", got)
+	}
+}
+
+func TestIdleStoresAreClosed(t *testing.T) {
+	d := newDir(t, "", stores.Options{IdleClose: 20 * time.Millisecond})
+	if _, err := d.Create("quiet", stores.Meta{}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Get("quiet"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for d.OpenCount() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("an idle store stayed open")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := d.Get("quiet"); err != nil {
+		t.Errorf("reopen: %v", err)
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	d := newDir(t, "", stores.Options{MaxOpen: 2, IdleClose: -1})
+	names := []string{"a", "b", "c", "d"}
+	for _, n := range names {
+		if _, err := d.Create(n, stores.Meta{}, gitmem.Signature{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 20 {
+				name := names[(i+j)%len(names)]
+				s, err := d.Acquire(name)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				err = s.Use(func(r *gitmem.Repo, m stores.Meta) error {
+					_, err := r.Update(gitmem.Meta{Subject: "memory: test"}, func(tx *gitmem.Tx) error {
+						return tx.WriteFile("n.md", []byte(name))
+					})
+					return err
+				})
+				s.Release()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for _, n := range names {
+		total += len(strings.Split(strings.TrimSpace(git(t, filepath.Join(d.Root(), n), "log", "--format=%s", "--grep=memory: test")), "\n"))
+	}
+	if total != 16*20 {
+		t.Errorf("%d commits, want %d", total, 16*20)
+	}
+}

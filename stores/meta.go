@@ -1,0 +1,148 @@
+package stores
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// A store's metadata lives in its own history: every change to it is an
+// empty commit ("memory: store create", "... update", "... archive",
+// "... unarchive") whose trailers hold the whole metadata as it is from
+// then on. So it travels with every clone and push, each change is
+// attributed and dated like any other, the model never sees it (it is not
+// under memories/), and the current metadata is the newest such commit.
+const (
+	CommandStore       = "store" // the Memory-Command of metadata commits
+	TrailerAction      = "Store-Action"
+	TrailerCreated     = "Store-Created"
+	TrailerDescription = "Store-Description" // a JSON string: it may hold newlines
+	TrailerMetadata    = "Store-Metadata"    // key=value, one per pair, sorted by key
+	TrailerArchived    = "Store-Archived"    // when it was archived
+	TrailerScreening   = "Store-Secret-Screening"
+)
+
+// Meta is a store's metadata.
+type Meta struct {
+	Description string            // written for the model: what the store holds
+	Metadata    map[string]string // the operator's key/value pairs (the end user, ...)
+	Screening   policy.ScreenMode // secret screening for this store; "": the server's
+	Created     time.Time
+	Updated     time.Time // the last change to the metadata
+	Archived    time.Time // zero: not archived
+}
+
+// IsArchived reports whether the store is archived (read-only).
+func (m Meta) IsArchived() bool { return !m.Archived.IsZero() }
+
+// check applies the policy's limits.
+func (m Meta) check() error {
+	if err := policy.CheckStoreDescription(m.Description); err != nil {
+		return err
+	}
+	if err := policy.CheckStoreMetadata(m.Metadata); err != nil {
+		return err
+	}
+	if m.Screening != "" {
+		if _, err := policy.ParseScreenMode(string(m.Screening)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m Meta) commit(action string, author gitmem.Signature) gitmem.Meta {
+	desc, _ := json.Marshal(m.Description)
+	ts := []gitmem.Trailer{
+		{Key: gitmem.TrailerCommand, Value: CommandStore},
+		{Key: TrailerAction, Value: action},
+		{Key: TrailerCreated, Value: m.Created.UTC().Format(time.RFC3339)},
+		{Key: TrailerDescription, Value: string(desc)},
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.Metadata)) {
+		ts = append(ts, gitmem.Trailer{Key: TrailerMetadata, Value: k + "=" + m.Metadata[k]})
+	}
+	if m.IsArchived() {
+		ts = append(ts, gitmem.Trailer{Key: TrailerArchived, Value: m.Archived.UTC().Format(time.RFC3339)})
+	}
+	if m.Screening != "" {
+		ts = append(ts, gitmem.Trailer{Key: TrailerScreening, Value: string(m.Screening)})
+	}
+	return gitmem.Meta{Subject: "memory: store " + action, Author: author, Trailers: ts}
+}
+
+// metaOf reads the metadata a store commit holds.
+func metaOf(c gitmem.Commit) Meta {
+	m := Meta{Metadata: map[string]string{}, Updated: c.Time}
+	for _, t := range c.Trailers {
+		switch t.Key {
+		case TrailerCreated:
+			m.Created, _ = time.Parse(time.RFC3339, t.Value)
+		case TrailerDescription:
+			json.Unmarshal([]byte(t.Value), &m.Description)
+		case TrailerMetadata:
+			if k, v, ok := strings.Cut(t.Value, "="); ok {
+				m.Metadata[k] = v
+			}
+		case TrailerArchived:
+			m.Archived, _ = time.Parse(time.RFC3339, t.Value)
+		case TrailerScreening:
+			m.Screening = policy.ScreenMode(t.Value)
+		}
+	}
+	if m.Created.IsZero() {
+		m.Created = c.Time
+	}
+	return m
+}
+
+var errStop = errors.New("stop")
+
+// readMeta finds the newest store commit of r's history, looking back no
+// further than the commit stop (whose metadata the caller knows: found is
+// then false). It returns the head it read up to.
+func readMeta(r *gitmem.Repo, stop string) (m Meta, found bool, head string, err error) {
+	snap, err := r.Snapshot()
+	if err != nil {
+		return m, false, "", err
+	}
+	head = snap.Head()
+	if head == stop {
+		return m, false, head, nil
+	}
+	// Without a known commit to stop at, a filter lets a fresh process
+	// skip the index lines that cannot be store commits unparsed.
+	opt := gitmem.LogOptions{}
+	if stop == "" {
+		opt.Command = CommandStore
+	}
+	err = r.Log(context.Background(), opt, nil, func(c gitmem.Commit) error {
+		if c.Hash == stop {
+			return errStop
+		}
+		if c.Trailer(gitmem.TrailerCommand) == CommandStore {
+			m, found = metaOf(c), true
+			return errStop
+		}
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return m, found, head, err
+}
+
+// writeMeta commits the metadata as it is after action.
+func writeMeta(r *gitmem.Repo, action string, m Meta, author gitmem.Signature) (gitmem.Commit, error) {
+	if author == (gitmem.Signature{}) {
+		author = r.Operator()
+	}
+	return r.Update(m.commit(action, author), func(*gitmem.Tx) error { return nil })
+}
