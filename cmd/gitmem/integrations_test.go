@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/fakeapi"
 	"github.com/gitmem-dev/gitmem/internal/nodetest"
 )
 
@@ -196,5 +197,95 @@ func TestMCPWithTypeScriptSDK(t *testing.T) {
 				t.Errorf("history:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantLog, "\n"))
 			}
 		})
+	}
+}
+
+// The TypeScript module (typescript/) under the real @anthropic-ai/sdk
+// toolRunner, against a scripted Messages API and the real gitmem serve
+// --http: the tool_results the runner sends back, with the model's ids,
+// and the commits. Also: the shipped dist/ is what tsc makes of src/, it
+// type-checks as the SDK's BetaRunnableTool, and its unit tests pass.
+func TestTypeScriptToolRunner(t *testing.T) {
+	dir := nodetest.Harness(t, "../../typescript/test", "@anthropic-ai/sdk")
+	module := filepath.Dir(dir)
+	tsc := filepath.Join(dir, "node_modules", ".bin", "tsc")
+	out := t.TempDir()
+	if b, err := exec.Command(tsc, "-p", module, "--outDir", out).CombinedOutput(); err != nil {
+		t.Fatalf("tsc: %v\n%s", err, b)
+	}
+	for _, f := range []string{"index.js", "index.d.ts"} {
+		built, _ := os.ReadFile(filepath.Join(out, f))
+		shipped, _ := os.ReadFile(filepath.Join(module, "dist", f))
+		if !bytes.Equal(built, shipped) {
+			t.Errorf("typescript/dist/%s is not what tsc makes of src/: rebuild with tsc -p typescript", f)
+		}
+	}
+	if b, err := exec.Command(tsc, "-p", dir).CombinedOutput(); err != nil {
+		t.Errorf("type check against the SDK: %v\n%s", err, b)
+	}
+	if b, err := exec.Command("node", "--test", filepath.Join(dir, "unit.test.mjs")).CombinedOutput(); err != nil {
+		t.Errorf("the module's unit tests: %v\n%s", err, b)
+	}
+
+	api := fakeapi.New(t,
+		`[{"type":"text","text":"Let me check my memory."},
+		  {"type":"tool_use","id":"toolu_01","name":"memory","input":{"command":"view","path":"/memories"}}]`,
+		// Two calls in one message: the second needs the first.
+		`[{"type":"tool_use","id":"toolu_02","name":"memory","input":{"command":"create","path":"/memories/prefs.md","file_text":"likes tea\n"}},
+		  {"type":"tool_use","id":"toolu_03","name":"memory","input":{"command":"str_replace","path":"/memories/prefs.md","old_str":"tea","new_str":"green tea"}}]`,
+		`[{"type":"tool_use","id":"toolu_04","name":"memory","input":{"command":"str_replace","path":"/memories/prefs.md","old_str":"coffee","new_str":"x"}}]`,
+		`[{"type":"tool_use","id":"toolu_05","name":"memory","input":{"command":"view","path":"/memories/prefs.md"}}]`,
+		`[{"type":"text","text":"Noted: you like green tea."}]`,
+	)
+	env := testEnv(t)
+	repo := filepath.Join(t.TempDir(), "memory")
+	base, stop := serveHTTPProcess(t, env, repo, "--http", "--token", "s3cret")
+	cmd := exec.Command("node", filepath.Join(dir, "run.mjs"))
+	cmd.Env = append(env, "FAKE_API_URL="+api.URL, "GITMEM_URL="+base+"/v1/tool_use", "GITMEM_TOKEN=s3cret")
+	cmd.Stderr = os.Stderr
+	final, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node run.mjs: %v", err)
+	}
+	stop()
+	if !strings.Contains(string(final), "Noted: you like green tea.") {
+		t.Errorf("final message: %s", final)
+	}
+	want := [][]fakeapi.ToolResult{
+		nil,
+		{fakeapi.OK("toolu_01", "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n0B\t/memories")},
+		{fakeapi.OK("toolu_02", "File created successfully at: /memories/prefs.md"),
+			fakeapi.OK("toolu_03", "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tlikes green tea\n     2\t")},
+		{fakeapi.Failed("toolu_04", "Error: No replacement was performed, old_str `coffee` did not appear verbatim in /memories/prefs.md.")},
+		{fakeapi.OK("toolu_05", "Here's the content of /memories/prefs.md with line numbers:\n     1\tlikes green tea\n     2\t")},
+	}
+	reqs := api.Requests()
+	if len(reqs) != len(want) {
+		t.Fatalf("%d requests to the Messages API, want %d", len(reqs), len(want))
+	}
+	for i, r := range reqs {
+		got, err := r.ToolResults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want[i]) {
+			t.Errorf("request %d's tool results:\n got %+v\nwant %+v", i+1, got, want[i])
+		}
+		// The first request declares the tool; the runner's later turns
+		// continue the thread (its default), sending only the new message.
+		if i == 0 && !strings.Contains(string(r.Body), `"tools":[{"type":"memory_20250818","name":"memory"}]`) {
+			t.Errorf("request %d does not declare the memory tool: %s", i+1, r.Body)
+		}
+		if !strings.Contains(r.Header.Get("anthropic-beta"), "context-management-2025-06-27") {
+			t.Errorf("request %d: anthropic-beta %q", i+1, r.Header.Get("anthropic-beta"))
+		}
+	}
+	wantLog := []string{
+		"toolu_03|str_replace|/memories/prefs.md|ts-session|ts-agent|ts-agent",
+		"toolu_02|create|/memories/prefs.md|ts-session|ts-agent|ts-agent",
+		"|init||||Olive Operator",
+	}
+	if got := gitLog(t, repo); !slices.Equal(got, wantLog) {
+		t.Errorf("history:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantLog, "\n"))
 	}
 }
