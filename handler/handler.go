@@ -99,11 +99,42 @@ func fail(format string, args ...any) error { return &toolError{fmt.Sprintf(form
 // HandleJSON answers one JSON-encoded tool_use block. A block that cannot
 // be parsed gets an error result, with its id when the id can be read.
 func (h *Handler) HandleJSON(c Caller, raw []byte) Result {
-	var b Block
-	if err := json.Unmarshal(raw, &b); err != nil {
+	b, ok := parseBlock(raw)
+	if !ok {
 		return errorResult(readID(raw), "Invalid tool_use block: not a JSON object with type, id, name and input")
 	}
 	return h.Handle(c, b)
+}
+
+// parseBlock reads a content block; its Input is a slice of raw, not a
+// copy. ok is false when raw is not a JSON object or its type, id or name
+// is not a string.
+func parseBlock(raw []byte) (b Block, ok bool) {
+	if !json.Valid(raw) {
+		return b, false
+	}
+	strs := true
+	ok = members(raw, func(key string, val []byte) {
+		var dst *string
+		switch key {
+		case "type":
+			dst = &b.Type
+		case "id":
+			dst = &b.ID
+		case "name":
+			dst = &b.Name
+		case "input":
+			b.Input = val
+			return
+		}
+		if dst == nil || string(val) == "null" {
+			return
+		}
+		s, isString := decodeString(val)
+		strs = strs && isString
+		*dst = s
+	})
+	return b, ok && strs
 }
 
 // readID finds the top-level "id" of a block that does not parse as a
@@ -237,15 +268,15 @@ func (in input) path(name string) (raw, rel string, err error) {
 }
 
 func (h *Handler) run(c Caller, id string, rawInput json.RawMessage) (string, error) {
-	var in input
-	if err := json.Unmarshal(rawInput, &in.fields); err != nil || in.fields == nil {
+	in := input{fields: map[string]json.RawMessage{}}
+	if !json.Valid(rawInput) || !members(rawInput, func(k string, v []byte) { in.fields[k] = v }) {
 		return "", fail("Invalid input: expected a JSON object with a \"command\" field")
 	}
 	cmd, ok := in.fields["command"]
 	if !ok {
 		return "", fail("Missing required parameter \"command\"")
 	}
-	if err := json.Unmarshal(cmd, &in.command); err != nil {
+	if in.command, ok = decodeString(cmd); !ok {
 		return "", fail("Parameter \"command\" must be a string")
 	}
 	switch in.command {

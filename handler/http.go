@@ -5,15 +5,28 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"time"
 )
 
-// HTTPOptions configure the HTTP transport.
+// HTTPOptions configure the HTTP transports. Zero fields take the
+// defaults (DefaultMaxBodyBytes and so on).
 type HTTPOptions struct {
 	// Token, when set, must be sent as "Authorization: Bearer <token>".
 	Token string
 	// MaxBodyBytes bounds a request body (default 32 MiB).
 	MaxBodyBytes int64
+	// MaxInflightBytes bounds the bodies of the requests in flight
+	// together (default 128 MiB); MaxInflight the number of requests with
+	// a body in flight (default 64). A request waits up to QueueWait
+	// (default 5 s; negative: not at all) for room, then gets 503.
+	MaxInflightBytes int64
+	MaxInflight      int
+	QueueWait        time.Duration
+	// WriteTimeout is the server's write timeout (default WriteTimeout):
+	// no call of a request is started within 10 s of it.
+	WriteTimeout time.Duration
 }
 
 // Headers that name the caller; they become the Session and Agent trailers.
@@ -29,18 +42,13 @@ const (
 //	                   tool_results for its memory tool_use blocks, run in order
 //	GET  /healthz      "ok"
 func (h *Handler) HTTP(opt HTTPOptions) http.Handler {
-	if opt.MaxBodyBytes == 0 {
-		opt.MaxBodyBytes = defaultMaxBody
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("POST /v1/tool_use", func(w http.ResponseWriter, r *http.Request) {
-		h.serveToolUse(w, r, Caller{Session: r.Header.Get(HeaderSession), Agent: r.Header.Get(HeaderAgent)}, opt.MaxBodyBytes)
+		h.serveToolUse(w, r, Caller{Session: r.Header.Get(HeaderSession), Agent: r.Header.Get(HeaderAgent)})
 	})
-	return bearer(opt.Token, mux)
+	return opt.protect(mux)
 }
-
-const defaultMaxBody = 32 << 20
 
 func healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -66,14 +74,15 @@ func bearer(token string, next http.Handler) http.Handler {
 
 // serveToolUse answers a request whose body is one tool_use block (with
 // its tool_result) or a JSON array, an assistant message's content (with
-// the array of tool_results for its memory tool_use blocks, run in order).
-// Every HTTP transport answers tool calls through it.
-func (h *Handler) serveToolUse(w http.ResponseWriter, r *http.Request, c Caller, maxBody int64) {
-	body, err := readBody(w, r, maxBody)
+// the array of tool_results for its memory tool_use blocks, run in order,
+// as HandleArray). Every HTTP transport answers tool calls through it,
+// behind HTTPOptions.protect.
+func (h *Handler) serveToolUse(w http.ResponseWriter, r *http.Request, c Caller) {
+	body, err := readBody(r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			httpError(w, http.StatusRequestEntityTooLarge, "request body is larger than the limit")
+			httpError(w, http.StatusRequestEntityTooLarge, tooLarge(tooBig.Limit))
 			return
 		}
 		httpError(w, http.StatusBadRequest, "could not read the request body")
@@ -81,20 +90,16 @@ func (h *Handler) serveToolUse(w http.ResponseWriter, r *http.Request, c Caller,
 	}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		var blocks []json.RawMessage
-		if err := json.Unmarshal(trimmed, &blocks); err != nil {
+		results, err := h.HandleArray(r.Context(), c, trimmed)
+		var ae *ArrayError
+		switch {
+		case errors.As(err, &ae) && ae.TooMany:
+			httpError(w, http.StatusRequestEntityTooLarge, ae.Msg)
+		case err != nil:
 			httpError(w, http.StatusBadRequest, "body is not a JSON array of content blocks")
-			return
+		default:
+			writeJSON(w, http.StatusOK, results)
 		}
-		results := []Result{}
-		for _, raw := range blocks {
-			var b Block
-			if json.Unmarshal(raw, &b) != nil || b.Type != "tool_use" || b.Name != ToolName {
-				continue // text, thinking and other tools' blocks are not ours
-			}
-			results = append(results, h.Handle(c, b))
-		}
-		writeJSON(w, http.StatusOK, results)
 		return
 	}
 	if !json.Valid(trimmed) {
@@ -104,10 +109,15 @@ func (h *Handler) serveToolUse(w http.ResponseWriter, r *http.Request, c Caller,
 	writeJSON(w, http.StatusOK, h.HandleJSON(c, trimmed))
 }
 
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	var buf bytes.Buffer
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	return buf.Bytes(), err
+// readBody reads a body the limiter has bounded, into a buffer of its
+// exact size when its length is known.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength >= 0 {
+		buf := make([]byte, r.ContentLength)
+		_, err := io.ReadFull(r.Body, buf)
+		return buf, err
+	}
+	return io.ReadAll(r.Body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -17,6 +17,7 @@ func TestHTTP(t *testing.T) {
 	defer srv.Close()
 	status := func(body, token string) int {
 		req, _ := http.NewRequest("POST", srv.URL+"/v1/tool_use", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -48,6 +49,7 @@ func TestHTTP(t *testing.T) {
 	 {"type":"tool_use","id":"toolu_c","name":"memory","input":{"command":"view","path":"/memories/n.md"}}]`
 	req, _ := http.NewRequest("POST", srv.URL+"/v1/tool_use", strings.NewReader(content))
 	req.Header.Set("Authorization", "Bearer s3cret")
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(handler.HeaderSession, "sess-9")
 	req.Header.Set(handler.HeaderAgent, "planner")
 	res, err := http.DefaultClient.Do(req)
@@ -72,6 +74,7 @@ func TestHTTP(t *testing.T) {
 	// One block in, one result out.
 	req, _ = http.NewRequest("POST", srv.URL+"/v1/tool_use", strings.NewReader(`{"type":"tool_use","id":"toolu_d","name":"memory","input":{"command":"delete","path":"/memories/n.md"}}`))
 	req.Header.Set("Authorization", "Bearer s3cret")
+	req.Header.Set("Content-Type", "application/json")
 	res, _ = http.DefaultClient.Do(req)
 	var one handler.Result
 	json.NewDecoder(res.Body).Decode(&one)

@@ -197,9 +197,7 @@ const MCPPath = "/mcp"
 // on loopback (DNS rebinding) and cross-origin browser requests are
 // refused.
 func (h *Handler) MCPHTTP(opt HTTPOptions, mopt MCPOptions) http.Handler {
-	if opt.MaxBodyBytes == 0 {
-		opt.MaxBodyBytes = defaultMaxBody
-	}
+	opt.defaults()
 	s := h.MCPServer(Caller{}, mopt)
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{JSONResponse: true, SessionTimeout: time.Hour, MaxRequestBodyBytes: opt.MaxBodyBytes})
@@ -212,7 +210,7 @@ func (h *Handler) MCPHTTP(opt HTTPOptions, mopt MCPOptions) http.Handler {
 		http.Error(w, "gitmem sends no server-initiated messages: there is no stream to GET", http.StatusMethodNotAllowed)
 	})
 	mux.Handle(MCPPath, http.NewCrossOriginProtection().Handler(streamable))
-	return bearer(opt.Token, mux)
+	return opt.protect(mux)
 }
 
 // version is gitmem's module version, for the MCP handshake.

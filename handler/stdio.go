@@ -13,7 +13,9 @@ import (
 const MaxLineBytes = 16 << 20
 
 // ServeStdio reads one JSON tool_use block per line from in and writes one
-// tool_result per line to out, flushed at once, in order. A malformed line
+// tool_result per line to out, flushed at once, in order. A line holding a
+// JSON array (an assistant message's content) is answered with one line
+// holding the array of results, as HandleArray. A malformed line
 // gets an error result and the loop goes on; blank lines are skipped. It
 // returns nil at the end of input, or when ctx is cancelled, after
 // finishing the block in hand.
@@ -49,11 +51,12 @@ func (h *Handler) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, c
 			return nil
 		case l = <-lines:
 		}
-		var res Result
+		var res any
+		trimmed := bytes.TrimSpace(l.data)
 		switch {
 		case errors.Is(l.err, errTooLong):
 			res = errorResult("", "Input line is longer than 16 MiB; it was skipped")
-		case len(bytes.TrimSpace(l.data)) == 0:
+		case len(trimmed) == 0:
 			if l.err == io.EOF {
 				return nil
 			}
@@ -61,6 +64,15 @@ func (h *Handler) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, c
 				return l.err
 			}
 			continue
+		case trimmed[0] == '[':
+			// An assistant message's content, as over HTTP: one line
+			// with the array of results.
+			results, err := h.HandleArray(ctx, c, trimmed)
+			if err != nil {
+				res = errorResult("", err.Error())
+			} else {
+				res = results
+			}
 		default:
 			res = h.HandleJSON(c, l.data)
 		}

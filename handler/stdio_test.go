@@ -52,3 +52,27 @@ func TestStdioFraming(t *testing.T) {
 		}
 	}
 }
+
+// stdio takes an assistant message's content as HTTP does: one line in,
+// one line with the array of results out.
+func TestStdioArray(t *testing.T) {
+	h, _ := newHandler(t, policy.DefaultLimits)
+	blocks := make([]string, 101)
+	for i := range blocks {
+		blocks[i] = `{"type":"text","text":"hi"}`
+	}
+	in := `[{"type":"text","text":"noted"},{"type":"tool_use","id":"toolu_a","name":"memory","input":{"command":"create","path":"/memories/a.md","file_text":"x"}},` +
+		`{"type":"tool_use","id":"toolu_b","name":"memory","input":{"command":"view","path":"/memories/a.md"}}]` + "\n" +
+		"[" + strings.Join(blocks, ",") + "]\n[1,\n"
+	var out strings.Builder
+	if err := h.ServeStdio(context.Background(), strings.NewReader(in), &out, handler.Caller{}); err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"type":"tool_result","tool_use_id":"toolu_a","content":"File created successfully at: /memories/a.md"},` +
+		`{"type":"tool_result","tool_use_id":"toolu_b","content":"Here's the content of /memories/a.md with line numbers:\n     1\tx"}]` + "\n" +
+		`{"type":"tool_result","tool_use_id":"","content":"Error: The array holds 101 content blocks, the limit is 100 per request; none was run","is_error":true}` + "\n" +
+		`{"type":"tool_result","tool_use_id":"","content":"Error: Invalid content array: not a JSON array of content blocks","is_error":true}` + "\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

@@ -141,7 +141,7 @@ func serveHTTP(ctx context.Context, addr, path string, h http.Handler, logf func
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
+		WriteTimeout:      handler.WriteTimeout,
 		IdleTimeout:       120 * time.Second,
 	}
 	logf("gitmem: serving the memory tool on http://%s%s", ln.Addr(), path)

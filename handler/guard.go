@@ -1,0 +1,199 @@
+package handler
+
+import (
+	"context"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// Defaults of the HTTP transports' bounds (HTTPOptions).
+const (
+	DefaultMaxBodyBytes     = 32 << 20
+	DefaultMaxInflightBytes = 128 << 20
+	DefaultMaxInflight      = 64
+	DefaultQueueWait        = 5 * time.Second
+	// WriteTimeout is the http.Server's write timeout gitmem serves with:
+	// a request must be answered within it, so the calls of one request
+	// stop being started answerMargin before it runs out.
+	WriteTimeout = 60 * time.Second
+	answerMargin = 10 * time.Second
+)
+
+func (o *HTTPOptions) defaults() {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxInflightBytes <= 0 {
+		o.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	o.MaxInflightBytes = max(o.MaxInflightBytes, o.MaxBodyBytes)
+	if o.MaxInflight <= 0 {
+		o.MaxInflight = DefaultMaxInflight
+	}
+	if o.QueueWait == 0 {
+		o.QueueWait = DefaultQueueWait
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = WriteTimeout
+	}
+}
+
+// protect wraps a transport's routes in what every gitmem HTTP route
+// gets, outermost first: the browser guard (Host on loopback, Origin,
+// Content-Type), the bearer token, and the bounds on requests and body
+// bytes in flight.
+func (o HTTPOptions) protect(routes http.Handler) http.Handler {
+	o.defaults()
+	return browserGuard(o.Token != "", bearer(o.Token, newLimiter(o).wrap(routes)))
+}
+
+// browserGuard refuses what a web page could make a browser send to a
+// gitmem server on the user's machine (CSRF, DNS rebinding):
+//   - a cross-origin request (Sec-Fetch-Site or Origin naming another
+//     site) other than GET/HEAD/OPTIONS: 403;
+//   - a request with a body that is not Content-Type application/json
+//     (which a page can send only after a CORS preflight gitmem never
+//     answers): 415;
+//   - without a token, on a loopback connection, a Host that is not a
+//     loopback name (a rebound DNS name): 403.
+func browserGuard(hasToken bool, next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		from := r.Header.Get("Origin")
+		if from == "" {
+			from = "Sec-Fetch-Site: " + r.Header.Get("Sec-Fetch-Site")
+		}
+		httpError(w, http.StatusForbidden, fmt.Sprintf("cross-origin request refused (%s)", clipHeader(from)))
+	}))
+	return cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hasToken && onLoopback(r) && !loopbackHost(r.Host) {
+			httpError(w, http.StatusForbidden, fmt.Sprintf("Host %q is refused: a loopback server without a token answers only to localhost, 127.0.0.1 and [::1]", clipHeader(r.Host)))
+			return
+		}
+		if hasBody(r) {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				httpError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type must be application/json, got %q", clipHeader(r.Header.Get("Content-Type"))))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	}))
+}
+
+func hasBody(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodDelete:
+		return r.ContentLength > 0 || len(r.TransferEncoding) > 0
+	}
+	return true
+}
+
+func clipHeader(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
+
+// onLoopback reports whether the request came in on a loopback address.
+func onLoopback(r *http.Request) bool {
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	return ok && a.IP.IsLoopback()
+}
+
+// loopbackHost reports whether a Host header names this machine:
+// localhost (and *.localhost, which browsers resolve locally) or a
+// loopback address, with or without a port.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// limiter bounds what the server holds at once: at most MaxInflight
+// requests with a body, whose bodies add up to at most MaxInflightBytes
+// (a body counts its Content-Length, or MaxBodyBytes when it is sent in
+// chunks). A request waits up to QueueWait for room, then gets 503 with
+// Retry-After. A body over MaxBodyBytes is refused (413) before it is read.
+type limiter struct {
+	opt   HTTPOptions
+	reqs  *semaphore.Weighted
+	bytes *semaphore.Weighted
+}
+
+func newLimiter(o HTTPOptions) *limiter {
+	return &limiter{opt: o, reqs: semaphore.NewWeighted(int64(o.MaxInflight)), bytes: semaphore.NewWeighted(o.MaxInflightBytes)}
+}
+
+// retryAfter is the Retry-After of a 503, in seconds.
+const retryAfter = 1
+
+func (l *limiter) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hasBody(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		arrived := time.Now()
+		if r.ContentLength > l.opt.MaxBodyBytes {
+			httpError(w, http.StatusRequestEntityTooLarge, tooLarge(l.opt.MaxBodyBytes))
+			return
+		}
+		weight := r.ContentLength
+		if weight < 0 {
+			weight = l.opt.MaxBodyBytes
+		}
+		wait, cancel := context.WithTimeout(r.Context(), l.opt.QueueWait)
+		defer cancel()
+		if !l.acquire(wait, l.reqs, 1) {
+			busy(w, fmt.Sprintf("%d requests are in flight", l.opt.MaxInflight))
+			return
+		}
+		defer l.reqs.Release(1)
+		if !l.acquire(wait, l.bytes, weight) {
+			busy(w, fmt.Sprintf("request bodies in flight would exceed %s bytes", policy.Thousands(l.opt.MaxInflightBytes)))
+			return
+		}
+		defer l.bytes.Release(weight)
+		r.Body = http.MaxBytesReader(w, r.Body, weight)
+		// The calls of this request are started only while there is time
+		// left to answer before the server's write timeout.
+		ctx, stop := context.WithDeadline(r.Context(), arrived.Add(l.opt.WriteTimeout-answerMargin))
+		defer stop()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// acquire takes n from sem, waiting until ctx ends (not at all when
+// QueueWait is negative).
+func (l *limiter) acquire(ctx context.Context, sem *semaphore.Weighted, n int64) bool {
+	if l.opt.QueueWait < 0 {
+		return sem.TryAcquire(n)
+	}
+	return sem.Acquire(ctx, n) == nil
+}
+
+func busy(w http.ResponseWriter, why string) {
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	httpError(w, http.StatusServiceUnavailable, "the server is busy: "+why+"; retry after "+strconv.Itoa(retryAfter)+" s")
+}
+
+func tooLarge(limit int64) string {
+	return "request body is larger than the limit of " + policy.Thousands(limit) + " bytes"
+}
