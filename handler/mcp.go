@@ -191,11 +191,10 @@ func (nopCloser) Close() error { return nil }
 const MCPPath = "/mcp"
 
 // MCPHTTP returns MCP's streamable HTTP transport at /mcp (and GET
-// /healthz), with the token rule of the HTTP transport. Each MCP session
-// keeps its client's name for the Agent trailer; sessions idle for an hour
-// are closed. Requests whose Host is not loopback while the server listens
-// on loopback (DNS rebinding) and cross-origin browser requests are
-// refused.
+// /healthz), behind the same guards as HTTP (token, browser guard,
+// limits). Each MCP session keeps its client's name for the Agent trailer;
+// sessions idle for an hour are closed. The SDK also refuses a request
+// that reaches a loopback address with a non-loopback Host, token or not.
 func (h *Handler) MCPHTTP(opt HTTPOptions, mopt MCPOptions) http.Handler {
 	opt.defaults()
 	s := h.MCPServer(Caller{}, mopt)
@@ -209,7 +208,7 @@ func (h *Handler) MCPHTTP(opt HTTPOptions, mopt MCPOptions) http.Handler {
 		w.Header().Set("Allow", "POST, DELETE")
 		http.Error(w, "gitmem sends no server-initiated messages: there is no stream to GET", http.StatusMethodNotAllowed)
 	})
-	mux.Handle(MCPPath, http.NewCrossOriginProtection().Handler(streamable))
+	mux.Handle(MCPPath, streamable)
 	return opt.protect(mux)
 }
 
