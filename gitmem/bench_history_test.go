@@ -115,7 +115,7 @@ func genHistory(b *testing.B) string {
 	var hashes []plumbing.Hash
 	iter, _ := mem.IterEncodedObjects(plumbing.AnyObject)
 	iter.ForEach(func(o plumbing.EncodedObject) error { hashes = append(hashes, o.Hash()); return nil })
-	pw, err := r.obj.st.PackfileWriter()
+	pw, err := r.obj.Storage().PackfileWriter()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func genHistory(b *testing.B) string {
 		b.Fatal(err)
 	}
 	old, _ := r.readHead()
-	if err := r.obj.updateRef(r.branch, old, parent); err != nil {
+	if err := r.obj.UpdateRef(r.branch, old, parent); err != nil {
 		b.Fatal(err)
 	}
 	r.Close()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 var benchRepos = map[[2]int]*Repo{}
@@ -21,8 +23,8 @@ func benchRepo(b *testing.B, files, commits int) *Repo {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fsync = func(*os.File) error { return nil }
-	defer func() { fsync = (*os.File).Sync }()
+	gd.Fsync = func(*os.File) error { return nil }
+	defer func() { gd.Fsync = (*os.File).Sync }()
 	r, _, err := Init(dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
 	if err != nil {
 		b.Fatal(err)

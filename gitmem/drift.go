@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -26,17 +27,11 @@ import (
 // worktree file last seen holding its HEAD blob (seeded from .git/index at
 // start), and only a file whose lstat data differs is read and hashed.
 
-// racyWindow is how recent a file's ctime may be for its lstat data not to
-// be trusted: file times come from a coarse clock, so an edit right after
-// gitmem looked could leave size and times unchanged (git's "racily clean"
-// entries). Such a file is hashed at every check until it is older.
-const racyWindow = 100 * time.Millisecond
-
 // sameAsTree reports whether the worktree file at repository path p (with
 // lstat data fi) holds blob h, reading it only when the cached lstat data
 // does not vouch for it.
 func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, error) {
-	st := statOf(fi)
+	st := gd.StatOf(fi)
 	r.cmu.Lock()
 	cached, ok := r.stats[p]
 	r.cmu.Unlock()
@@ -50,7 +45,7 @@ func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, erro
 	if plumbing.ComputeHash(plumbing.BlobObject, data) != h {
 		return false, nil
 	}
-	if !st.racy(time.Now()) {
+	if !st.Racy(time.Now()) {
 		r.cmu.Lock()
 		r.stats[p] = st
 		r.cmu.Unlock()
@@ -77,7 +72,7 @@ func (r *Repo) forgetStats(paths []string) {
 // blob is HEAD's and that is not racy (changed no earlier than the index
 // was written) vouches for its file.
 func (r *Repo) loadIndexStats() {
-	entries, written, err := readIndex(r.gitDir)
+	entries, written, err := gd.ReadIndex(r.gitDir)
 	if err != nil {
 		return // no index, or one gitmem does not read: files are hashed
 	}
@@ -85,8 +80,8 @@ func (r *Repo) loadIndexStats() {
 	r.cmu.Lock()
 	defer r.cmu.Unlock()
 	for _, e := range entries {
-		if n := lookup(tree, e.path); n.isFile() && n.hash == e.hash && e.stat.mtimeBefore(written) {
-			r.stats[e.path] = e.stat
+		if n := lookup(tree, e.Path); n.isFile() && n.hash == e.Hash && e.Stat.MtimeBefore(written) {
+			r.stats[e.Path] = e.Stat
 		}
 	}
 }
@@ -261,10 +256,10 @@ func (r *Repo) adoptFiles(rels []string) error {
 	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	if err := r.flock.lock(); err != nil {
+	if err := r.flock.Lock(); err != nil {
 		return wrap("lock the repository", err)
 	}
-	defer r.flock.unlock()
+	defer r.flock.Unlock()
 	if err := r.refresh(true); err != nil {
 		return err
 	}
@@ -299,10 +294,10 @@ func (r *Repo) Adopt() (Commit, error) {
 	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	if err := r.flock.lock(); err != nil {
+	if err := r.flock.Lock(); err != nil {
 		return Commit{}, wrap("lock the repository", err)
 	}
-	defer r.flock.unlock()
+	defer r.flock.Unlock()
 	if err := r.refresh(true); err != nil {
 		return Commit{}, err
 	}

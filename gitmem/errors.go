@@ -3,6 +3,8 @@ package gitmem
 import (
 	"errors"
 	"fmt"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // The store's errors. Callers test them with errors.Is; no go-git error or
@@ -30,14 +32,10 @@ var (
 )
 
 // DamagedError reports a repository gitmem will not work on until it is
-// repaired, because going on could lose history: what is wrong and how to
-// repair it (both for an operator; no host path).
-type DamagedError struct {
-	Problem string
-	Repair  string
-}
-
-func (e *DamagedError) Error() string { return "gitmem: " + e.Problem + "; " + e.Repair }
+// repaired, because going on could lose history: what is wrong
+// (Problem) and how to repair it (Repair), both for an operator; no host
+// path.
+type DamagedError = gd.Damaged
 
 // AppliedError reports that a change with the same operation id (the
 // tool_use id) was already committed; nothing new was written.

@@ -3,7 +3,6 @@ package gitmem
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // headCommits returns every commit that no other commit names as a parent
@@ -21,15 +22,15 @@ import (
 func (r *Repo) headCommits() ([]Commit, error) {
 	r.omu.Lock()
 	defer r.unlockObj()
-	r.obj.st.ObjectStorage.Reindex()
-	iter, err := r.obj.st.IterEncodedObjects(plumbing.CommitObject)
+	r.obj.Reindex()
+	iter, err := r.obj.Storage().IterEncodedObjects(plumbing.CommitObject)
 	if err != nil {
 		return nil, err
 	}
 	all := map[plumbing.Hash]*object.Commit{}
 	parents := map[plumbing.Hash]bool{}
 	err = iter.ForEach(func(o plumbing.EncodedObject) error {
-		c, err := object.DecodeCommit(r.obj.st, o)
+		c, err := object.DecodeCommit(r.obj.Storage(), o)
 		if err != nil {
 			return nil // a damaged commit is fsck's to report, not a tip
 		}
@@ -94,33 +95,33 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	if err != nil {
 		return rep, wrap("open the repository", err)
 	}
-	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: openObjects(gitDir), ids: map[string]plumbing.Hash{}, stats: map[string]statInfo{},
+	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: gd.Open(gitDir), ids: map[string]plumbing.Hash{}, stats: map[string]gd.Stat{},
 		wt: &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp"}}
 	defer func() {
 		root.Close()
-		r.obj.st.Close()
+		r.obj.Close()
 	}()
-	r.branch, _ = readHEAD(gitDir)
-	if !isMarked(gitDir) && !opt.Adopt && !r.madeByGitmem() {
+	r.branch, _ = gd.ReadHEAD(gitDir)
+	if !gd.IsMarked(gitDir) && !opt.Adopt && !r.madeByGitmem() {
 		return rep, ErrForeign
 	}
 	if !opt.ReadOnly {
-		if r.flock, err = openFileLock(filepath.Join(gitDir, "gitmem", "lock")); err == nil {
-			defer r.flock.close()
-			r.flock.lock()
-			defer r.flock.unlock()
+		if r.flock, err = gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "lock")); err == nil {
+			defer r.flock.Close()
+			r.flock.Lock()
+			defer r.flock.Unlock()
 		}
 	}
 	add := func(p Problem) { rep.Problems = append(rep.Problems, p) }
 
 	// HEAD and its branch.
-	branch, err := readHEAD(gitDir)
+	branch, err := gd.ReadHEAD(gitDir)
 	var de *DamagedError
 	if errors.As(err, &de) {
 		add(Problem{What: de.Problem, Repaired: repair})
 		branch = plumbing.NewBranchReferenceName("main")
 		if repair {
-			if err := replaceLocked(filepath.Join(gitDir, "HEAD"), []byte("ref: "+branch.String()+"\n"), nil); err != nil {
+			if err := gd.ReplaceLocked(filepath.Join(gitDir, "HEAD"), []byte("ref: "+branch.String()+"\n"), nil); err != nil {
 				return rep, wrap("repair HEAD", err)
 			}
 		}
@@ -128,9 +129,9 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 		return rep, wrap("read HEAD", err)
 	}
 	r.branch = branch
-	head, err := readRef(gitDir, branch)
+	head, err := gd.ReadRef(gitDir, branch)
 	switch {
-	case errors.As(err, &de), errors.Is(err, errNoRef):
+	case errors.As(err, &de), errors.Is(err, gd.ErrNoRef):
 		tip := r.bestTip()
 		if tip.IsZero() {
 			if de != nil {
@@ -148,7 +149,7 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 			if err := os.Remove(filepath.Join(gitDir, filepath.FromSlash(branch.String()))); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return rep, wrap("repair the branch", err)
 			}
-			if err := r.obj.updateRef(branch, plumbing.ZeroHash, tip); err != nil {
+			if err := r.obj.UpdateRef(branch, plumbing.ZeroHash, tip); err != nil {
 				return rep, wrap("repair the branch", err)
 			}
 			head = tip
@@ -169,7 +170,7 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 		}
 	}
 	if repair && !opt.ReadOnly && !rep.damagedObjects() {
-		r.flock.unlock()
+		r.flock.Unlock()
 		repo, err := Open(dir, opt)
 		if err != nil {
 			return rep, err
@@ -215,9 +216,9 @@ func (r *Repo) checkObjects(head plumbing.Hash, rep *FsckReport, add func(Proble
 			Repair: "copy the object from a clone or backup; or remove the file's content from every commit with gitmem redact --blob " + h.String() + " --yes"})
 	}
 	r.omu.Lock()
-	r.obj.holds++
+	r.obj.Hold()
 	defer func() {
-		r.obj.holds--
+		r.obj.Unhold()
 		r.unlockObj()
 	}()
 	var walk func(h plumbing.Hash, at string)
@@ -227,11 +228,11 @@ func (r *Repo) checkObjects(head plumbing.Hash, rep *FsckReport, add func(Proble
 		}
 		seen[h] = true
 		rep.Objects++
-		if err := r.obj.verify(plumbing.TreeObject, h); err != nil {
+		if err := r.obj.Verify(plumbing.TreeObject, h); err != nil {
 			bad("tree", h, at, err)
 			return
 		}
-		t, _ := r.obj.tree(h)
+		t, _ := r.obj.Tree(h)
 		for _, e := range t.Entries {
 			p := join2(at, e.Name)
 			switch {
@@ -241,7 +242,7 @@ func (r *Repo) checkObjects(head plumbing.Hash, rep *FsckReport, add func(Proble
 			default:
 				seen[e.Hash] = true
 				rep.Objects++
-				if err := r.obj.verify(plumbing.BlobObject, e.Hash); err != nil {
+				if err := r.obj.Verify(plumbing.BlobObject, e.Hash); err != nil {
 					bad("blob", e.Hash, p, err)
 				}
 			}
@@ -250,39 +251,15 @@ func (r *Repo) checkObjects(head plumbing.Hash, rep *FsckReport, add func(Proble
 	for h := head; !h.IsZero(); {
 		rep.Commits++
 		rep.Objects++
-		if err := r.obj.verify(plumbing.CommitObject, h); err != nil {
+		if err := r.obj.Verify(plumbing.CommitObject, h); err != nil {
 			bad("commit", h, "", err)
 			return
 		}
-		c, _ := r.obj.commit(h)
+		c, _ := r.obj.Commit(h)
 		walk(c.TreeHash, "")
 		h = plumbing.ZeroHash
 		if len(c.ParentHashes) > 0 {
 			h = c.ParentHashes[0]
 		}
 	}
-}
-
-// verify reads an object in full and checks its type and hash.
-func (o *objects) verify(t plumbing.ObjectType, h plumbing.Hash) error {
-	obj, err := o.encoded(plumbing.AnyObject, h)
-	if err != nil {
-		return err
-	}
-	if obj.Type() != t {
-		return fmt.Errorf("it is a %s, not a %s", obj.Type(), t)
-	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return err
-	}
-	defer rd.Close()
-	hw := plumbing.NewHasher(obj.Type(), obj.Size())
-	if _, err := io.Copy(hw, rd); err != nil {
-		return err
-	}
-	if got := hw.Sum(); got != h {
-		return fmt.Errorf("its content hashes to %s", got)
-	}
-	return nil
 }

@@ -16,12 +16,12 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 	for i := range 30 {
 		write(t, r, fmt.Sprint("id", i), fmt.Sprintf("d%d/f.md", i%4), fmt.Sprintf("v%d\n", i))
 	}
-	loose, _ := r.looseHashes()
+	loose, _ := r.obj.LooseHashes()
 	st, err := r.GC(false)
 	if err != nil || st.Packed != len(loose) || st.Removed != len(loose) {
 		t.Fatalf("incremental gc: %+v, %v (had %d loose)", st, err, len(loose))
 	}
-	if left, _ := r.looseHashes(); len(left) != 0 {
+	if left, _ := r.obj.LooseHashes(); len(left) != 0 {
 		t.Fatalf("%d loose objects left", len(left))
 	}
 	// Still readable by gitmem (its pack list is refreshed) and by git.

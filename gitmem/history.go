@@ -14,6 +14,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // The history index: one record per commit on the first-parent chain of
@@ -199,7 +201,7 @@ func (r *Repo) writeHistoryFile(recs []histRec) error {
 	for i := range recs {
 		b.WriteString(recs[i].line())
 	}
-	return writeFileSync(filepath.Dir(r.historyPath()), "history-", r.historyPath(), b.Bytes(), 0o600)
+	return gd.WriteFileSync(filepath.Dir(r.historyPath()), "history-", r.historyPath(), b.Bytes(), 0o600)
 }
 
 func (r *Repo) appendHistoryFile(recs []histRec) error {
@@ -245,7 +247,7 @@ func (r *Repo) history(head plumbing.Hash, persist bool, progress func(done, tot
 			keep = i + 1
 			break
 		}
-		c, err := r.obj.commit(h)
+		c, err := r.obj.Commit(h)
 		if err != nil {
 			r.unlockObj()
 			return nil, wrap("read the history", err)
@@ -338,7 +340,7 @@ func (r *Repo) recordOf(c *object.Commit) (histRec, error) {
 	}
 	rec := newRec(c.Hash, parent, c.Author.When, Signature{c.Author.Name, c.Author.Email}, subject, trailers)
 	if !rec.parent.IsZero() {
-		p, err := r.obj.commit(rec.parent)
+		p, err := r.obj.Commit(rec.parent)
 		if err != nil {
 			return rec, err
 		}
@@ -363,7 +365,7 @@ func (r *Repo) memTree(root plumbing.Hash) (plumbing.Hash, error) {
 	if root.IsZero() {
 		return plumbing.ZeroHash, nil
 	}
-	t, err := r.obj.tree(root)
+	t, err := r.obj.Tree(root)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -434,7 +436,7 @@ func (r *Repo) entries(h plumbing.Hash) (map[string]object.TreeEntry, error) {
 	if h.IsZero() {
 		return out, nil
 	}
-	t, err := r.obj.tree(h)
+	t, err := r.obj.Tree(h)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -28,15 +29,15 @@ type journal struct {
 func (r *Repo) journalPath() string { return filepath.Join(r.gitDir, "gitmem", "pending") }
 
 func (r *Repo) writeJournal(j journal) error {
-	if err := injected(stepJournal, ".git/gitmem/pending"); err != nil {
+	if err := gd.Injected(gd.StepJournal, ".git/gitmem/pending"); err != nil {
 		return err
 	}
 	data, _ := json.Marshal(j)
 	dir := filepath.Dir(r.journalPath())
-	if err := writeFileSync(dir, "pending-", r.journalPath(), data, 0o600); err != nil {
+	if err := gd.WriteFileSync(dir, "pending-", r.journalPath(), data, 0o600); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return gd.SyncDir(dir)
 }
 
 // readJournal returns the journal, or nil when there is none. Its paths

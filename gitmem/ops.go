@@ -73,10 +73,10 @@ func (r *Repo) indexed(progress Progress) ([]histRec, error) {
 	if fresh || r.opt.ReadOnly {
 		return r.history(head, false, progress) // read-only: caught up in memory, never saved
 	}
-	if err := r.flock.lock(); err != nil {
+	if err := r.flock.Lock(); err != nil {
 		return nil, wrap("lock the repository", err)
 	}
-	defer r.flock.unlock()
+	defer r.flock.Unlock()
 	return r.history(head, true, progress)
 }
 
@@ -193,7 +193,7 @@ func (r *Repo) filesAt(commit plumbing.Hash, paths []string) (map[string]string,
 	if commit.IsZero() {
 		return out, nil
 	}
-	c, err := r.obj.commit(commit)
+	c, err := r.obj.Commit(commit)
 	if err != nil {
 		return nil, wrap("read commit", err)
 	}
@@ -201,7 +201,7 @@ func (r *Repo) filesAt(commit plumbing.Hash, paths []string) (map[string]string,
 	if err != nil || mem.IsZero() {
 		return out, wrap("read tree", err)
 	}
-	t, err := r.obj.tree(mem)
+	t, err := r.obj.Tree(mem)
 	if err != nil {
 		return nil, wrap("read tree", err)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // Redaction is what to remove from every commit: a memory path (the file
@@ -63,14 +65,14 @@ func (r *Repo) Redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	if err := r.flock.lock(); err != nil {
+	if err := r.flock.Lock(); err != nil {
 		return RedactReport{}, wrap("lock the repository", err)
 	}
-	defer r.flock.unlock()
+	defer r.flock.Unlock()
 	r.omu.Lock()
-	r.obj.holds++
+	r.obj.Hold()
 	rep, moved, err := r.rewrite(ctx, red, dry, progress)
-	r.obj.holds--
+	r.obj.Unhold()
 	r.unlockObj()
 	if err != nil || dry || len(moved) == 0 {
 		return rep, err
@@ -101,10 +103,10 @@ func (r *Repo) redactPath() string { return filepath.Join(r.gitDir, "gitmem", "r
 func (r *Repo) writeRedactRecord(rec redactRecord) error {
 	data, _ := json.Marshal(rec)
 	dir := filepath.Dir(r.redactPath())
-	if err := writeFileSync(dir, "redact-", r.redactPath(), data, 0o600); err != nil {
+	if err := gd.WriteFileSync(dir, "redact-", r.redactPath(), data, 0o600); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return gd.SyncDir(dir)
 }
 
 // finishRedaction completes a redaction whose record is on disk: refs
@@ -125,12 +127,12 @@ func (r *Repo) finishRedaction() error {
 	if len(rec.Refs) > 0 {
 		moved := map[plumbing.ReferenceName][2]plumbing.Hash{}
 		for name, m := range rec.Refs {
-			if !validRefName(name) || !plumbing.IsHash(m[0]) || !plumbing.IsHash(m[1]) {
+			if !gd.ValidRefName(name) || !plumbing.IsHash(m[0]) || !plumbing.IsHash(m[1]) {
 				return &DamagedError{Problem: "the record of an interrupted redaction names a bad ref",
 					Repair: "run the redaction again, then delete .git/gitmem/redact"}
 			}
 			n, old := plumbing.ReferenceName(name), plumbing.NewHash(m[0])
-			if cur, err := readRef(r.gitDir, n); err == nil && cur == old {
+			if cur, err := r.readRef(n); err == nil && cur == old {
 				moved[n] = [2]plumbing.Hash{old, plumbing.NewHash(m[1])}
 			}
 		}
@@ -200,16 +202,16 @@ type treeKey struct {
 // returns the refs to move: name -> (old, new). Called with omu held.
 func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Progress) (RedactReport, map[plumbing.ReferenceName][2]plumbing.Hash, error) {
 	var rep RedactReport
-	ow := newObjectWriter(r.gitDir)
+	ow := gd.NewObjectWriter(r.gitDir)
 	rw := &rewriter{r: r, red: red, trees: map[treeKey]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{}, renamed: map[string]bool{},
 		put: func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 			if dry {
 				return plumbing.ComputeHash(t, data), nil
 			}
-			return ow.writeNoSync(t, data)
+			return ow.WriteNoSync(t, data)
 		}}
 	refs := map[plumbing.ReferenceName]plumbing.Hash{}
-	iter, err := r.obj.st.IterReferences()
+	iter, err := r.obj.Storage().IterReferences()
 	if err != nil {
 		return rep, nil, wrap("read the refs", err)
 	}
@@ -273,7 +275,7 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		}
 	}
 	if !dry {
-		if err := ow.syncAll(); err != nil {
+		if err := ow.SyncAll(); err != nil {
 			return rep, nil, wrap("sync the objects", err)
 		}
 	}
@@ -299,7 +301,7 @@ func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*obje
 		next int
 	}
 	for name, tip := range refs {
-		obj, err := r.obj.st.EncodedObject(plumbing.AnyObject, tip)
+		obj, err := r.obj.Storage().EncodedObject(plumbing.AnyObject, tip)
 		if err != nil {
 			return nil, wrap("read "+name.String(), err)
 		}
@@ -309,7 +311,7 @@ func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*obje
 		if state[tip] != 0 {
 			continue
 		}
-		c, err := r.obj.commit(tip)
+		c, err := r.obj.Commit(tip)
 		if err != nil {
 			return nil, wrap("read a commit", err)
 		}
@@ -323,7 +325,7 @@ func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*obje
 				if state[p] != 0 {
 					continue
 				}
-				pc, err := r.obj.commit(p)
+				pc, err := r.obj.Commit(p)
 				if err != nil {
 					return nil, wrap("read a commit", err)
 				}
@@ -352,7 +354,7 @@ func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) 
 	} else if n, ok := rw.trees[key]; ok {
 		return n, nil
 	}
-	t, err := rw.r.obj.tree(h)
+	t, err := rw.r.obj.Tree(h)
 	if err != nil {
 		return h, err
 	}
@@ -395,8 +397,8 @@ func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) 
 	}
 	n := h
 	if changed {
-		sortEntries(out)
-		if n, err = rw.put(plumbing.TreeObject, encodeEntries(out)); err != nil {
+		gd.SortEntries(out)
+		if n, err = rw.put(plumbing.TreeObject, gd.EncodeEntries(out)); err != nil {
 			return h, err
 		}
 	}
@@ -438,7 +440,7 @@ func (rw *rewriter) blob(h plumbing.Hash) (plumbing.Hash, error) {
 	if n, ok := rw.blobs[h]; ok {
 		return n, nil
 	}
-	data, err := rw.r.obj.blob(h)
+	data, err := rw.r.obj.Blob(h)
 	if err != nil {
 		return h, err
 	}
@@ -456,7 +458,7 @@ func (rw *rewriter) blob(h plumbing.Hash) (plumbing.Hash, error) {
 // Called with omu held.
 func (r *Repo) moveRefs(moved map[plumbing.ReferenceName][2]plumbing.Hash) error {
 	for name, m := range moved {
-		if err := r.obj.updateRef(name, m[0], m[1]); err != nil {
+		if err := r.obj.UpdateRef(name, m[0], m[1]); err != nil {
 			return err
 		}
 	}
@@ -476,8 +478,8 @@ func (r *Repo) moveRefs(moved map[plumbing.ReferenceName][2]plumbing.Hash) error
 			}
 		}
 	}
-	if err := writeFileSync(r.gitDir, "packed-refs-", path, []byte(strings.Join(lines, "")), 0o644); err != nil {
+	if err := gd.WriteFileSync(r.gitDir, "packed-refs-", path, []byte(strings.Join(lines, "")), 0o644); err != nil {
 		return err
 	}
-	return syncDir(r.gitDir)
+	return gd.SyncDir(r.gitDir)
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // memDir is the folder of the repository that the model sees as /memories.
@@ -103,22 +105,22 @@ type Repo struct {
 	gitDir string
 	opt    Options
 	wt     *worktree
-	flock  *fileLock // nil when read-only
+	flock  *gd.FileLock // nil when read-only
 
 	wmu  sync.Mutex // one writer in this process; guards the fields below it
 	idx  *time.Timer
 	pend []string // repository paths a journal names whose worktree copy is not yet repaired
 
 	omu    sync.Mutex // go-git's storage is not safe for concurrent use
-	obj    *objects
+	obj    *gd.Store
 	branch plumbing.ReferenceName
 
 	hmu        sync.Mutex // guards the history index
 	hist       []histRec
 	histLoaded bool
 
-	cmu   sync.Mutex          // guards stats
-	stats map[string]statInfo // worktree files known to hold their HEAD blob (see drift.go)
+	cmu   sync.Mutex         // guards stats
+	stats map[string]gd.Stat // worktree files known to hold their HEAD blob (see drift.go)
 
 	smu    sync.RWMutex // guards the published state
 	loaded bool
@@ -150,7 +152,7 @@ func Init(dir string, opt Options) (*Repo, bool, error) {
 		if err := os.Chmod(filepath.Join(dir, ".git"), dirMode); err != nil {
 			return nil, false, wrap("initialise the git repository", err)
 		}
-		if err := mark(filepath.Join(dir, ".git")); err != nil {
+		if err := gd.Mark(filepath.Join(dir, ".git")); err != nil {
 			return nil, false, wrap("initialise the git repository", err)
 		}
 		created = true
@@ -184,25 +186,25 @@ func Open(dir string, opt Options) (*Repo, error) {
 		gitDir: gitDir,
 		opt:    opt,
 		wt:     &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp"},
-		obj:    openObjects(gitDir),
+		obj:    gd.Open(gitDir),
 		ids:    map[string]plumbing.Hash{},
-		stats:  map[string]statInfo{},
+		stats:  map[string]gd.Stat{},
 	}
 	fail := func(err error) (*Repo, error) {
 		r.wt.root.Close()
-		r.flock.close()
-		r.obj.st.Close()
+		r.flock.Close()
+		r.obj.Close()
 		return nil, err
 	}
-	if r.branch, err = readHEAD(gitDir); err != nil {
+	if r.branch, err = gd.ReadHEAD(gitDir); err != nil {
 		return fail(wrap("read HEAD", err))
 	}
-	marked := isMarked(gitDir)
+	marked := gd.IsMarked(gitDir)
 	if !marked && !opt.Adopt && !r.madeByGitmem() {
 		return fail(ErrForeign)
 	}
 	if opt.ReadOnly {
-		if _, err := readRef(gitDir, r.branch); err != nil && !errors.Is(err, errNoRef) {
+		if _, err := gd.ReadRef(gitDir, r.branch); err != nil && !errors.Is(err, gd.ErrNoRef) {
 			return fail(wrap("read the branch", err))
 		}
 		return r, nil
@@ -212,7 +214,7 @@ func Open(dir string, opt Options) (*Repo, error) {
 			return fail(wrap("prepare the repository", err))
 		}
 	}
-	if r.flock, err = openFileLock(filepath.Join(gitDir, "gitmem", "lock")); err != nil {
+	if r.flock, err = gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "lock")); err != nil {
 		return fail(wrap("open the lock file", err))
 	}
 	if err := r.start(!marked); err != nil {
@@ -224,11 +226,11 @@ func Open(dir string, opt Options) (*Repo, error) {
 // madeByGitmem recognises a repository an earlier gitmem made before it
 // marked its repositories: HEAD is a commit gitmem wrote.
 func (r *Repo) madeByGitmem() bool {
-	head, err := readRef(r.gitDir, r.branch)
+	head, err := r.readRef(r.branch)
 	if err != nil {
 		return false
 	}
-	c, err := r.obj.commit(head)
+	c, err := r.obj.Commit(head)
 	if err != nil {
 		return false
 	}
@@ -245,18 +247,18 @@ func (r *Repo) madeByGitmem() bool {
 func (r *Repo) start(markIt bool) error {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	if err := r.flock.lock(); err != nil {
+	if err := r.flock.Lock(); err != nil {
 		return wrap("lock the repository", err)
 	}
-	defer r.flock.unlock()
+	defer r.flock.Unlock()
 	if markIt {
-		if err := mark(r.gitDir); err != nil {
+		if err := gd.Mark(r.gitDir); err != nil {
 			return wrap("mark the repository", err)
 		}
 	}
 	r.clearStaleLocks()
 	r.clearTempFiles()
-	r.makeReserve()
+	r.obj.MakeReserve()
 	if err := r.checkBranch(); err != nil {
 		return err
 	}
@@ -286,8 +288,8 @@ func (r *Repo) start(markIt bool) error {
 // only in a new repository, or when the only commit is a first commit a
 // crash interrupted before the branch was created.
 func (r *Repo) checkBranch() error {
-	_, err := readRef(r.gitDir, r.branch)
-	if !errors.Is(err, errNoRef) {
+	_, err := r.readRef(r.branch)
+	if !errors.Is(err, gd.ErrNoRef) {
 		return wrap("read the branch", err)
 	}
 	if j := r.readJournal(); j != nil && j.Commit != "" && j.Parent == "" {
@@ -315,7 +317,7 @@ func (r *Repo) clearStaleLocks() {
 		filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock",
 		filepath.Join(r.gitDir, "index.lock"),
 	} {
-		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > staleLock {
+		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > gd.StaleLock {
 			r.opt.Logf("gitmem: removing stale lock file %s", filepath.Base(p))
 			os.Remove(p)
 		}
@@ -325,7 +327,7 @@ func (r *Repo) clearStaleLocks() {
 // clearTempFiles removes the temporary files a killed gitmem left: we hold
 // the writer lock, so no gitmem process is writing them now. A pack a
 // killed gc or clone left half-written (tmp_pack_*) goes too once it is
-// older than staleTemp, the longest a live git could still be writing it.
+// older than gd.StaleTemp, the longest a live git could still be writing it.
 func (r *Repo) clearTempFiles() {
 	var junk []string
 	for _, pattern := range []string{
@@ -335,13 +337,13 @@ func (r *Repo) clearTempFiles() {
 		filepath.Join(r.gitDir, "gitmem", "redact-*"),
 		filepath.Join(r.gitDir, "gitmem", "reserve-*"),
 		filepath.Join(r.gitDir, "packed-refs-*"),
-		filepath.Join(r.gitDir, "objects", "??", tmpObjPrefix+"*"),
+		filepath.Join(r.gitDir, "objects", "??", gd.TmpObjPrefix+"*"),
 	} {
 		m, _ := filepath.Glob(pattern)
 		junk = append(junk, m...)
 	}
-	for _, p := range tempPacks(r.gitDir) {
-		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > staleTemp {
+	for _, p := range gd.TempPacks(r.gitDir) {
+		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > gd.StaleTemp {
 			junk = append(junk, p)
 		}
 	}
@@ -353,21 +355,12 @@ func (r *Repo) clearTempFiles() {
 	}
 }
 
-// staleTemp is how old a temporary pack must be to count as abandoned.
-const staleTemp = 10 * time.Minute
-
-// tempPacks lists the half-written packs in .git/objects/pack.
-func tempPacks(gitDir string) []string {
-	m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "tmp_*"))
-	return m
-}
-
 // readHead returns the commit the branch points to now: zero in a new
 // repository. Once the repository has a history, a branch that has gone
 // missing is damage, never "no commits yet".
 func (r *Repo) readHead() (plumbing.Hash, error) {
-	h, err := readRef(r.gitDir, r.branch)
-	if errors.Is(err, errNoRef) {
+	h, err := r.readRef(r.branch)
+	if errors.Is(err, gd.ErrNoRef) {
 		r.smu.RLock()
 		had := r.head
 		r.smu.RUnlock()
@@ -399,7 +392,7 @@ func (r *Repo) refresh(persist bool) error {
 	ids := map[string]plumbing.Hash{}
 	if !head.IsZero() {
 		r.omu.Lock()
-		c, err := r.obj.commit(head)
+		c, err := r.obj.Commit(head)
 		if err != nil {
 			err = objectError("commit", head, "", err)
 		} else {
@@ -432,7 +425,7 @@ func (r *Repo) loadTree(h plumbing.Hash, old *node, at string) (*node, error) {
 	if old != nil && old.isDir() && old.hash == h {
 		return old, nil
 	}
-	t, err := r.obj.tree(h)
+	t, err := r.obj.Tree(h)
 	if err != nil {
 		return nil, objectError("tree", h, at, err)
 	}
@@ -455,7 +448,7 @@ func (r *Repo) loadTree(h plumbing.Hash, old *node, at string) (*node, error) {
 		default:
 			k := &node{mode: e.Mode, hash: e.Hash}
 			if k.isFile() {
-				if k.size, err = r.obj.size(e.Hash); err != nil {
+				if k.size, err = r.obj.Size(e.Hash); err != nil {
 					return nil, objectError("blob", e.Hash, p, err)
 				}
 			}
@@ -497,7 +490,7 @@ func (r *Repo) snapshotTree() *node {
 func (r *Repo) readBlob(h plumbing.Hash) ([]byte, error) {
 	r.omu.Lock()
 	defer r.unlockObj()
-	return r.obj.blob(h)
+	return r.obj.Blob(h)
 }
 
 // Snapshot returns a consistent, immutable view of the memory at HEAD.
@@ -572,10 +565,10 @@ func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 	if r.opt.ReadOnly {
 		return Commit{}, ErrReadOnly
 	}
-	if err := r.flock.lock(); err != nil {
+	if err := r.flock.Lock(); err != nil {
 		return Commit{}, wrap("lock the repository", err)
 	}
-	defer r.flock.unlock()
+	defer r.flock.Unlock()
 	if err := r.refresh(true); err != nil {
 		return Commit{}, err
 	}
@@ -630,13 +623,13 @@ func (r *Repo) newTx() *Tx {
 // commit writes tx as one commit on HEAD. Called with wmu and the file
 // lock held.
 func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
-	ow := newObjectWriter(r.gitDir)
+	ow := gd.NewObjectWriter(r.gitDir)
 	for _, data := range tx.pending {
-		if _, err := ow.write(plumbing.BlobObject, data); err != nil {
+		if _, err := ow.Write(plumbing.BlobObject, data); err != nil {
 			return Commit{}, wrap("write a blob", err)
 		}
 	}
-	treeHash, err := writeTrees(ow.write, tx.root)
+	treeHash, err := writeTrees(ow.Write, tx.root)
 	if err != nil {
 		return Commit{}, wrap("write the trees", err)
 	}
@@ -658,11 +651,11 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 	if err != nil {
 		return Commit{}, wrap("encode the commit", err)
 	}
-	h, err := ow.write(plumbing.CommitObject, raw)
+	h, err := ow.Write(plumbing.CommitObject, raw)
 	if err != nil {
 		return Commit{}, wrap("write the commit", err)
 	}
-	if err := ow.sync(); err != nil {
+	if err := ow.Sync(); err != nil {
 		return Commit{}, wrap("sync the objects", err)
 	}
 	// The journal goes first even when no path changes: at start it also
@@ -676,7 +669,7 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 		return Commit{}, wrap("write the journal", err)
 	}
 	r.omu.Lock()
-	err = r.obj.updateRef(r.branch, tx.head, h)
+	err = r.obj.UpdateRef(r.branch, tx.head, h)
 	r.unlockObj()
 	if err != nil {
 		r.clearJournal(r.pend)
@@ -784,10 +777,10 @@ func (r *Repo) flush() error {
 	if r.opt.ReadOnly {
 		return nil
 	}
-	if err := r.flock.lock(); err != nil {
+	if err := r.flock.Lock(); err != nil {
 		return wrap("lock the repository", err)
 	}
-	defer r.flock.unlock()
+	defer r.flock.Unlock()
 	if err := r.refresh(true); err != nil {
 		return err
 	}
@@ -809,9 +802,9 @@ func (r *Repo) Close() error {
 	r.closed = true
 	r.smu.Unlock()
 	r.wt.root.Close()
-	r.flock.close()
+	r.flock.Close()
 	r.omu.Lock()
-	r.obj.st.Close()
+	r.obj.Close()
 	r.unlockObj()
 	return err
 }
@@ -828,7 +821,7 @@ func (r *Repo) Commit(rev string) (Commit, error) {
 	if err != nil {
 		return Commit{}, err
 	}
-	c, err := r.obj.commit(h)
+	c, err := r.obj.Commit(h)
 	if err != nil {
 		return Commit{}, wrap("read commit", err)
 	}
@@ -840,7 +833,7 @@ func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 	if plumbing.IsHash(rev) {
 		return plumbing.NewHash(rev), nil
 	}
-	repo, err := git.Open(r.obj.st, nil)
+	repo, err := git.Open(r.obj.Storage(), nil)
 	if err != nil {
 		return plumbing.ZeroHash, wrap("open the repository", err)
 	}
@@ -860,11 +853,11 @@ func (r *Repo) ReadFileAt(rev, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.obj.commit(h)
+	c, err := r.obj.Commit(h)
 	if err != nil {
 		return nil, wrap("read commit", err)
 	}
-	t, err := r.obj.tree(c.TreeHash)
+	t, err := r.obj.Tree(c.TreeHash)
 	if err != nil {
 		return nil, wrap("read tree", err)
 	}
@@ -872,7 +865,7 @@ func (r *Repo) ReadFileAt(rev, p string) ([]byte, error) {
 	if err != nil || !e.Mode.IsFile() {
 		return nil, ErrNotExist
 	}
-	data, err := r.obj.blob(e.Hash)
+	data, err := r.obj.Blob(e.Hash)
 	return data, wrap("read blob", err)
 }
 

@@ -1,7 +1,6 @@
 package gitmem
 
 import (
-	"bytes"
 	"maps"
 	"slices"
 	"strings"
@@ -9,6 +8,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // node is one entry of the in-memory copy of HEAD's tree. Nodes are
@@ -130,32 +131,6 @@ func encodeTree(n *node) []byte {
 	for name, k := range n.kids {
 		entries = append(entries, object.TreeEntry{Name: name, Mode: k.mode, Hash: k.hash})
 	}
-	sortEntries(entries)
-	return encodeEntries(entries)
-}
-
-// sortEntries puts tree entries in git's order, where a folder sorts as if
-// its name ended in "/".
-func sortEntries(entries []object.TreeEntry) {
-	key := func(e object.TreeEntry) string {
-		if e.Mode == filemode.Dir {
-			return e.Name + "/"
-		}
-		return e.Name
-	}
-	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
-}
-
-// encodeEntries encodes tree entries, already in git's order: each
-// "mode name\0" and the 20-byte hash.
-func encodeEntries(entries []object.TreeEntry) []byte {
-	var b bytes.Buffer
-	for _, e := range entries {
-		b.WriteString(strings.TrimLeft(e.Mode.String(), "0"))
-		b.WriteByte(' ')
-		b.WriteString(e.Name)
-		b.WriteByte(0)
-		b.Write(e.Hash[:])
-	}
-	return b.Bytes()
+	gd.SortEntries(entries)
+	return gd.EncodeEntries(entries)
 }

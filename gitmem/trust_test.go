@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // Regression tests for issue 6 ("gitmem keeps faith"): each failed on the
@@ -22,7 +24,7 @@ import (
 // substrings fail with ENOSPC until the returned function is called.
 func failAt(t *testing.T, step string, paths ...string) (stop func()) {
 	t.Helper()
-	fault = func(s, p string) error {
+	gd.Fault = func(s, p string) error {
 		if s != step {
 			return nil
 		}
@@ -33,8 +35,8 @@ func failAt(t *testing.T, step string, paths ...string) (stop func()) {
 		}
 		return nil
 	}
-	t.Cleanup(func() { fault = nil })
-	return func() { fault = nil }
+	t.Cleanup(func() { gd.Fault = nil })
+	return func() { gd.Fault = nil }
 }
 
 func subjects(t *testing.T, dir string) string {
@@ -63,7 +65,7 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, r, "t0", "a.md", "old\n")
-	stop := failAt(t, stepWorktree, "memories/a.md")
+	stop := failAt(t, gd.StepWorktree, "memories/a.md")
 	acked := write(t, r, "t1", "a.md", "acknowledged\n") // the commit point passed: acknowledged
 	if got := readDisk(t, dir, "a.md"); got != "old\n" {
 		t.Fatalf("the fault did not stop the worktree write: %q", got)
@@ -111,7 +113,7 @@ func TestMirrorFailureRepairedByTheNextChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	stop := failAt(t, stepWorktree, "memories/a.md")
+	stop := failAt(t, gd.StepWorktree, "memories/a.md")
 	write(t, r, "t1", "a.md", "one\n")
 	stop()
 	write(t, r, "t2", "b.md", "two\n")
@@ -513,7 +515,7 @@ func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
 	secret := "sk-live42secret"
 	write(t, r, "t1", "prefs.md", "key: "+secret+"\n")
 	write(t, r, "t2", "other.md", "x\n")
-	stop := failAt(t, stepWorktree, "memories")
+	stop := failAt(t, gd.StepWorktree, "memories")
 	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err == nil {
 		t.Fatal("the fault did not interrupt the redaction")
 	}
@@ -598,11 +600,11 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 	}
 	// The same content written again (here through a fresh repository
 	// sharing the object folder would be contrived; write it directly).
-	ow := newObjectWriter(filepath.Join(dir, ".git"))
-	if _, err := ow.write(plumbing.BlobObject, []byte("hello\n")); err != nil {
+	ow := gd.NewObjectWriter(filepath.Join(dir, ".git"))
+	if _, err := ow.Write(plumbing.BlobObject, []byte("hello\n")); err != nil {
 		t.Fatal(err)
 	}
-	if !looseIntact(obj, plumbingHash(blob)) {
+	if !gd.LooseIntact(obj, plumbingHash(blob)) {
 		t.Fatal("a damaged object was kept when identical content was written")
 	}
 	r, err = Open(dir, testOptions(t))
@@ -669,6 +671,6 @@ func crash(r *Repo) {
 	r.smu.Unlock()
 	r.wmu.Unlock()
 	r.wt.root.Close()
-	r.flock.close()
-	r.obj.st.Close()
+	r.flock.Close()
+	r.obj.Close()
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // worktree changes the files under the repository folder through an
@@ -54,7 +56,7 @@ func (w *worktree) ensureDir(p string) error {
 }
 
 func (w *worktree) write(p string, data []byte) error {
-	if err := injected(stepWorktree, p); err != nil {
+	if err := gd.Injected(gd.StepWorktree, p); err != nil {
 		return err
 	}
 	if err := w.ensureDir(path.Dir(p)); err != nil {
@@ -75,7 +77,7 @@ func (w *worktree) write(p string, data []byte) error {
 		err = f.Chmod(fileMode)
 	}
 	if err == nil {
-		err = fsync(f)
+		err = gd.Fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -91,7 +93,7 @@ func (w *worktree) write(p string, data []byte) error {
 }
 
 func (w *worktree) remove(p string) error {
-	if err := injected(stepWorktree, p); err != nil {
+	if err := gd.Injected(gd.StepWorktree, p); err != nil {
 		return err
 	}
 	if err := w.root.RemoveAll(p); err != nil {
@@ -101,7 +103,7 @@ func (w *worktree) remove(p string) error {
 }
 
 func (w *worktree) rename(from, to string) error {
-	if err := injected(stepWorktree, to); err != nil {
+	if err := gd.Injected(gd.StepWorktree, to); err != nil {
 		return err
 	}
 	if err := w.ensureDir(path.Dir(to)); err != nil {
@@ -140,7 +142,7 @@ func (w *worktree) syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	return fsync(d)
+	return gd.Fsync(d)
 }
 
 // sync makes the worktree at p match the tree node n (nil: absent),

@@ -1,27 +1,27 @@
 //go:build unix
 
-package gitmem
+package gitdir
 
 import (
 	"os"
 	"syscall"
 )
 
-// fileLock is the repository's writer lock, shared by every gitmem process
+// FileLock is the repository's writer lock, shared by every gitmem process
 // on the machine (serve and the operator commands): flock(2) on
 // .git/gitmem/lock. The kernel releases it if the process dies.
-type fileLock struct{ f *os.File }
+type FileLock struct{ f *os.File }
 
-func openFileLock(path string) (*fileLock, error) {
+func OpenFileLock(path string) (*FileLock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	return &fileLock{f: f}, nil
+	return &FileLock{f: f}, nil
 }
 
-// lock, unlock and close do nothing on a nil lock (a read-only Repo).
-func (l *fileLock) lock() error {
+// Lock, Unlock and Close do nothing on a nil lock (a read-only Repo).
+func (l *FileLock) Lock() error {
 	if l == nil {
 		return nil
 	}
@@ -33,14 +33,14 @@ func (l *fileLock) lock() error {
 	}
 }
 
-func (l *fileLock) unlock() error {
+func (l *FileLock) Unlock() error {
 	if l == nil {
 		return nil
 	}
 	return syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 }
 
-func (l *fileLock) close() error {
+func (l *FileLock) Close() error {
 	if l == nil {
 		return nil
 	}

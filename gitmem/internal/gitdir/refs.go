@@ -1,4 +1,4 @@
-package gitmem
+package gitdir
 
 import (
 	"errors"
@@ -12,27 +12,27 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// readHEAD returns the branch HEAD points to (refs/heads/main for a
+// ReadHEAD returns the branch HEAD points to (refs/heads/main for a
 // gitmem repository; an adopted repository may use another name). A
-// detached or unreadable HEAD is a *DamagedError.
-func readHEAD(gitDir string) (plumbing.ReferenceName, error) {
+// detached or unreadable HEAD is a *Damaged.
+func ReadHEAD(gitDir string) (plumbing.ReferenceName, error) {
 	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return "", err
 	}
 	target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\n"), "ref: ")
 	name := plumbing.ReferenceName(target)
-	if !ok || !name.IsBranch() || !validRefName(target) {
-		return "", &DamagedError{Problem: "HEAD does not name a branch (it is detached or damaged)",
+	if !ok || !name.IsBranch() || !ValidRefName(target) {
+		return "", &Damaged{Problem: "HEAD does not name a branch (it is detached or damaged)",
 			Repair: "point it at the memory's branch: git symbolic-ref HEAD refs/heads/main, or run gitmem fsck --repair"}
 	}
 	return name, nil
 }
 
-// validRefName accepts the ref names gitmem reads from files it does not
+// ValidRefName accepts the ref names gitmem reads from files it does not
 // own: slash-separated, no "..", no control characters, nothing git's
 // check-ref-format forbids that could leave .git.
-func validRefName(name string) bool {
+func ValidRefName(name string) bool {
 	if name == "" || strings.Contains(name, "..") || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") ||
 		strings.HasSuffix(name, ".lock") || strings.ContainsAny(name, " ~^:?*[\\") {
 		return false
@@ -45,21 +45,21 @@ func validRefName(name string) bool {
 	return true
 }
 
-// errNoRef says a ref exists neither as a file nor in packed-refs.
-var errNoRef = errors.New("no such ref")
+// ErrNoRef says a ref exists neither as a file nor in packed-refs.
+var ErrNoRef = errors.New("no such ref")
 
-// readRef returns the commit a ref names: its file under .git, else its
-// line in packed-refs; errNoRef if neither has it. A ref file that exists
+// ReadRef returns the commit a ref names: its file under .git, else its
+// line in packed-refs; ErrNoRef if neither has it. A ref file that exists
 // but does not hold a hash (empty, cut short, garbage) is an error, never
 // "no ref": go-git reads such a file as missing, and gitmem would then
 // start a new history over the old one.
-func readRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error) {
+func ReadRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error) {
 	data, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(string(name))))
 	switch {
 	case err == nil:
 		s := strings.TrimRight(string(data), "\n")
 		if !plumbing.IsHash(s) || strings.ContainsAny(s, "\n") {
-			return plumbing.ZeroHash, &DamagedError{Problem: fmt.Sprintf("the branch %s is damaged (its file holds %d bytes that are not a commit hash)", name, len(data)),
+			return plumbing.ZeroHash, &Damaged{Problem: fmt.Sprintf("the branch %s is damaged (its file holds %d bytes that are not a commit hash)", name, len(data)),
 				Repair: "run gitmem fsck --repair to point it at the newest commit, or git update-ref " + string(name) + " <commit>"}
 		}
 		return plumbing.NewHash(s), nil
@@ -73,7 +73,7 @@ func readRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error) 
 func packedRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error) {
 	data, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return plumbing.ZeroHash, errNoRef
+		return plumbing.ZeroHash, ErrNoRef
 	}
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -83,25 +83,25 @@ func packedRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error
 			return plumbing.NewHash(h), nil
 		}
 	}
-	return plumbing.ZeroHash, errNoRef
+	return plumbing.ZeroHash, ErrNoRef
 }
 
 // updateRef moves branch from old to new the way git does: create
-// "<ref>.lock" exclusively, write and fsync it, check that the ref still
-// holds old, rename the lock over the ref and fsync the folder. go-git's own
+// "<ref>.lock" exclusively, write and Fsync it, check that the ref still
+// holds old, rename the lock over the ref and Fsync the folder. go-git's own
 // reference update truncates the ref in place, which a crash can leave
 // empty. Readers see the old or the new value, never a partial one.
-func (o *objects) updateRef(branch plumbing.ReferenceName, old, new plumbing.Hash) error {
-	if err := injected(stepRef, string(branch)); err != nil {
+func (s *Store) UpdateRef(branch plumbing.ReferenceName, old, new plumbing.Hash) error {
+	if err := Injected(StepRef, string(branch)); err != nil {
 		return err
 	}
-	path := filepath.Join(o.gitDir, filepath.FromSlash(string(branch)))
+	path := filepath.Join(s.Dir, filepath.FromSlash(string(branch)))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	err := replaceLocked(path, []byte(new.String()+"\n"), func() error {
-		cur, err := readRef(o.gitDir, branch)
-		if errors.Is(err, errNoRef) {
+	err := ReplaceLocked(path, []byte(new.String()+"\n"), func() error {
+		cur, err := ReadRef(s.Dir, branch)
+		if errors.Is(err, ErrNoRef) {
 			cur, err = plumbing.ZeroHash, nil
 		}
 		if err == nil && cur != old {
@@ -112,14 +112,14 @@ func (o *objects) updateRef(branch plumbing.ReferenceName, old, new plumbing.Has
 	if err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
 }
 
-// replaceLocked replaces the file at path the way git does: "<path>.lock"
+// ReplaceLocked replaces the file at path the way git does: "<path>.lock"
 // created exclusively, data written and fsynced, check (if any) passed,
 // then the lock renamed over path. On failure the lock is removed and path
 // is untouched. The folder is not synced.
-func replaceLocked(path string, data []byte, check func() error) error {
+func ReplaceLocked(path string, data []byte, check func() error) error {
 	lock := path + ".lock"
 	f, err := openLockFile(lock)
 	if err != nil {
@@ -127,7 +127,7 @@ func replaceLocked(path string, data []byte, check func() error) error {
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = fsync(f)
+		err = Fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -144,23 +144,23 @@ func replaceLocked(path string, data []byte, check func() error) error {
 	return err
 }
 
-// staleLock is how old a git lock file must be to count as abandoned: git
+// StaleLock is how old a git lock file must be to count as abandoned: git
 // holds one for milliseconds, and gitmem takes them only under its own
 // writer lock.
-const staleLock = 2 * time.Second
+const StaleLock = 2 * time.Second
 
 // openLockFile creates a git lock file exclusively, waiting a little for a
 // concurrent git process to release it. A lock left by a killed process
-// (older than staleLock) is removed once.
+// (older than StaleLock) is removed once.
 func openLockFile(path string) (*os.File, error) {
-	deadline := time.Now().Add(staleLock + 500*time.Millisecond)
+	deadline := time.Now().Add(StaleLock + 500*time.Millisecond)
 	removed := false
 	for {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil || !errors.Is(err, os.ErrExist) {
 			return f, err
 		}
-		if fi, serr := os.Stat(path); serr == nil && !removed && time.Since(fi.ModTime()) > staleLock {
+		if fi, serr := os.Stat(path); serr == nil && !removed && time.Since(fi.ModTime()) > StaleLock {
 			os.Remove(path)
 			removed = true
 			continue

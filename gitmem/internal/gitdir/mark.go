@@ -1,4 +1,4 @@
-package gitmem
+package gitdir
 
 import (
 	"bytes"
@@ -16,8 +16,8 @@ import (
 // refused instead of committing onto its branch.
 const markSection, markKey, markValue = "gitmem", "version", "1"
 
-// isMarked reports whether .git/config carries gitmem's mark.
-func isMarked(gitDir string) bool {
+// IsMarked reports whether .git/config carries gitmem's mark.
+func IsMarked(gitDir string) bool {
 	data, err := os.ReadFile(filepath.Join(gitDir, "config"))
 	if err != nil {
 		return false
@@ -29,11 +29,11 @@ func isMarked(gitDir string) bool {
 	return c.Raw.Section(markSection).Option(markKey) != ""
 }
 
-// mark adds gitmem's mark to .git/config, appending to the file as it is
+// Mark adds gitmem's mark to .git/config, appending to the file as it is
 // (git's lock-file way), so that the operator's own settings stay exactly
 // as they were written.
-func mark(gitDir string) error {
-	if isMarked(gitDir) {
+func Mark(gitDir string) error {
+	if IsMarked(gitDir) {
 		return nil
 	}
 	path := filepath.Join(gitDir, "config")
@@ -45,5 +45,5 @@ func mark(gitDir string) error {
 		data = append(data, '\n')
 	}
 	data = append(data, "["+markSection+"]\n\t"+markKey+" = "+markValue+"\n"...)
-	return replaceLocked(path, data, nil)
+	return ReplaceLocked(path, data, nil)
 }

@@ -1,0 +1,353 @@
+package gitdir
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// Store is a .git directory. It reads objects through go-git (loose and
+// packed) and writes loose objects, packs and refs itself, durably:
+// go-git writes without fsync.
+type Store struct {
+	Dir   string // the .git folder
+	st    *filesystem.Storage
+	holds int // operations that keep pack files open (Hold)
+}
+
+// Open returns the Store of the .git folder gitDir.
+func Open(gitDir string) *Store {
+	// Pack files stay open while an operation holds them (go-git reopens
+	// them for every object otherwise); Release closes them.
+	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(32<<20), filesystem.Options{KeepDescriptors: true})
+	return &Store{Dir: gitDir, st: st}
+}
+
+// Storage is go-git's storage, for go-git's own algorithms (revision
+// parsing, object walks, the pack encoder).
+func (s *Store) Storage() *filesystem.Storage { return s.st }
+
+// Close releases everything the Store holds open.
+func (s *Store) Close() error { return s.st.Close() }
+
+// Release closes the pack files go-git opened, unless an operation holds
+// them: no gitmem process keeps a pack open between operations, so a pack
+// that gc or redact deletes is gone from the disk at once.
+func (s *Store) Release() {
+	if s.holds == 0 {
+		s.st.ObjectStorage.Close()
+	}
+}
+
+// Hold keeps pack files open until the matching Unhold, for an operation
+// that reads many objects.
+func (s *Store) Hold() { s.holds++ }
+
+// Unhold undoes Hold; the caller then Releases.
+func (s *Store) Unhold() { s.holds-- }
+
+// Reindex re-reads the list of packs (another process repacked).
+func (s *Store) Reindex() { s.st.ObjectStorage.Reindex() }
+
+// Encoded returns an object. go-git caches the list of packs; when another
+// process has repacked (gitmem gc, git gc) a missing object is looked up
+// once more after re-reading the pack list.
+func (s *Store) Encoded(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	obj, err := s.st.EncodedObject(t, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		s.Reindex()
+		obj, err = s.st.EncodedObject(t, h)
+	}
+	return obj, err
+}
+
+func (s *Store) Blob(h plumbing.Hash) ([]byte, error) {
+	obj, err := s.Encoded(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, err
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+// size returns an object's size. A loose object's header is read here:
+// go-git's EncodedObjectSize leaves the loose file open (until a
+// finalizer runs), which kept deleted objects on disk.
+func (s *Store) Size(h plumbing.Hash) (int64, error) {
+	hex := h.String()
+	f, err := os.Open(filepath.Join(s.Dir, "objects", hex[:2], hex[2:]))
+	if err == nil {
+		defer f.Close()
+		_, n, err := looseHeader(f)
+		return n, err
+	}
+	n, err := s.st.EncodedObjectSize(h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		s.st.ObjectStorage.Reindex()
+		n, err = s.st.EncodedObjectSize(h)
+	}
+	return n, err
+}
+
+// looseHeader reads the type and size from a loose object's header.
+func looseHeader(f io.Reader) (plumbing.ObjectType, int64, error) {
+	zr, err := zlib.NewReader(bufio.NewReaderSize(f, 512))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer zr.Close()
+	hdr := make([]byte, 0, 32)
+	var b [1]byte
+	for {
+		if _, err := io.ReadFull(zr, b[:]); err != nil {
+			return 0, 0, err
+		}
+		if b[0] == 0 {
+			break
+		}
+		if hdr = append(hdr, b[0]); len(hdr) == cap(hdr) {
+			return 0, 0, errors.New("bad object header")
+		}
+	}
+	kind, size, ok := bytes.Cut(hdr, []byte(" "))
+	t, err := plumbing.ParseObjectType(string(kind))
+	n, serr := strconv.ParseInt(string(size), 10, 64)
+	if !ok || err != nil || serr != nil || n < 0 {
+		return 0, 0, errors.New("bad object header")
+	}
+	return t, n, nil
+}
+
+func (s *Store) Commit(h plumbing.Hash) (*object.Commit, error) {
+	obj, err := s.Encoded(plumbing.CommitObject, h)
+	if err != nil {
+		return nil, err
+	}
+	return object.DecodeCommit(s.st, obj)
+}
+
+func (s *Store) Tree(h plumbing.Hash) (*object.Tree, error) {
+	obj, err := s.Encoded(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, err
+	}
+	return object.DecodeTree(s.st, obj)
+}
+
+// TmpObjPrefix names gitmem's temporary object files, so that the ones a
+// crash leaves behind can be told from git's own and removed at start.
+const TmpObjPrefix = "gitmem_obj_"
+
+// ObjectWriter writes loose objects for one commit: each to a temporary
+// file that is fsynced and renamed into place; sync then fsyncs the folders
+// so that the objects are durable before the ref that names them moves.
+type ObjectWriter struct {
+	dir      string // .git/objects
+	dirty    map[string]bool
+	noSync   bool
+	unsynced []plumbing.Hash
+}
+
+func NewObjectWriter(gitDir string) *ObjectWriter {
+	return &ObjectWriter{dir: filepath.Join(gitDir, "objects"), dirty: map[string]bool{}}
+}
+
+func (w *ObjectWriter) Write(t plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
+	h := plumbing.ComputeHash(t, content)
+	hex := h.String()
+	sub := filepath.Join(w.dir, hex[:2])
+	final := filepath.Join(sub, hex[2:])
+	if _, err := os.Lstat(final); err == nil && LooseIntact(final, h) {
+		return h, nil // already there, and intact: never point at a damaged copy
+	}
+	if err := Injected(StepObject, ".git/objects/"+hex[:2]+"/"+hex[2:]); err != nil {
+		return h, err
+	}
+	if _, err := os.Lstat(sub); err != nil {
+		if err := os.Mkdir(sub, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return h, err
+		}
+		w.dirty[w.dir] = true
+	}
+	var buf bytes.Buffer
+	zw := zlibWriters.Get().(*zlib.Writer)
+	defer zlibWriters.Put(zw)
+	zw.Reset(&buf)
+	zw.Write([]byte(t.String() + " " + strconv.Itoa(len(content)) + "\x00"))
+	zw.Write(content)
+	if err := zw.Close(); err != nil {
+		return h, err
+	}
+	if err := writeFile(sub, TmpObjPrefix, final, buf.Bytes(), 0o444, !w.noSync); err != nil {
+		return h, err
+	}
+	w.dirty[sub] = true
+	return h, nil
+}
+
+// LooseIntact reports whether the loose object file at path holds the
+// object h: it inflates and hashes it.
+func LooseIntact(path string, h plumbing.Hash) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	zr, err := zlib.NewReader(bufio.NewReader(f))
+	if err != nil {
+		return false
+	}
+	defer zr.Close()
+	data, err := io.ReadAll(io.LimitReader(zr, maxObjectBytes))
+	if err != nil {
+		return false
+	}
+	hdr, content, ok := bytes.Cut(data, []byte{0})
+	if !ok {
+		return false
+	}
+	kind, size, ok := bytes.Cut(hdr, []byte(" "))
+	t, err := plumbing.ParseObjectType(string(kind))
+	if !ok || err != nil || string(size) != strconv.Itoa(len(content)) {
+		return false
+	}
+	return plumbing.ComputeHash(t, content) == h
+}
+
+// maxObjectBytes bounds what LooseIntact inflates: gitmem's own objects
+// are far smaller (a memory file is at most a few MiB).
+const maxObjectBytes = 1 << 30
+
+// writeNoSync writes a loose object without Fsync, for bulk rewrites
+// that sync everything once at the end (syncAll).
+func (w *ObjectWriter) WriteNoSync(t plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
+	w.noSync = true
+	defer func() { w.noSync = false }()
+	h, err := w.Write(t, content)
+	if err == nil {
+		w.unsynced = append(w.unsynced, h)
+	}
+	return h, err
+}
+
+// syncAll fsyncs the objects written by writeNoSync, then the folders.
+func (w *ObjectWriter) SyncAll() error {
+	for _, h := range w.unsynced {
+		hex := h.String()
+		f, err := os.Open(filepath.Join(w.dir, hex[:2], hex[2:]))
+		if err != nil {
+			return err
+		}
+		err = Fsync(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	w.unsynced = nil
+	return w.Sync()
+}
+
+// zlibWriters reuses compressors: a new one allocates about a megabyte.
+var zlibWriters = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return zw
+}}
+
+// sync makes the renames of the written objects durable.
+func (w *ObjectWriter) Sync() error {
+	for d := range w.dirty {
+		if err := SyncDir(d); err != nil {
+			return err
+		}
+	}
+	clear(w.dirty)
+	return nil
+}
+
+// WriteFileSync writes data to a new temporary file in tmpDir, fsyncs it,
+// sets its mode and renames it to final. The folder is not synced.
+func WriteFileSync(tmpDir, pattern, final string, data []byte, mode os.FileMode) error {
+	return writeFile(tmpDir, pattern, final, data, mode, true)
+}
+
+// writeFile is WriteFileSync with the Fsync optional.
+func writeFile(tmpDir, pattern, final string, data []byte, mode os.FileMode, doSync bool) error {
+	f, err := os.CreateTemp(tmpDir, pattern)
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil && doSync {
+		err = Fsync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return Fsync(d)
+}
+
+// Fsync flushes a file or folder to stable storage. It is a variable only
+// so that benchmarks can build large histories quickly; gitmem never
+// replaces it.
+var Fsync = (*os.File).Sync
+
+// verify reads an object in full and checks its type and hash.
+func (s *Store) Verify(t plumbing.ObjectType, h plumbing.Hash) error {
+	obj, err := s.Encoded(plumbing.AnyObject, h)
+	if err != nil {
+		return err
+	}
+	if obj.Type() != t {
+		return fmt.Errorf("it is a %s, not a %s", obj.Type(), t)
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	hw := plumbing.NewHasher(obj.Type(), obj.Size())
+	if _, err := io.Copy(hw, rd); err != nil {
+		return err
+	}
+	if got := hw.Sum(); got != h {
+		return fmt.Errorf("its content hashes to %s", got)
+	}
+	return nil
+}
