@@ -86,7 +86,7 @@ func genHistory(b *testing.B) string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		raw, _ := encodeCommit(tree, parent, Signature{"bench", "bench@x"}, Signature{"gitmem", "gitmem@x"},
+		raw, _ := encodeCommit(tree, parentList(parent), Signature{"bench", "bench@x"}, Signature{"gitmem", "gitmem@x"},
 			benchEpoch.Add(time.Duration(n)*time.Minute), msg)
 		parent, _ = put(plumbing.CommitObject, raw)
 	}

@@ -1,12 +1,13 @@
 package gitmem
 
 import (
-	"io"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // Trailer keys gitmem writes. TrailerToolUseID is also the idempotency key:
@@ -144,23 +145,11 @@ func commitOf(c *object.Commit) Commit {
 	}
 }
 
-// encodeCommit returns the git encoding of a commit object.
-func encodeCommit(tree plumbing.Hash, parent plumbing.Hash, author, committer Signature, when time.Time, msg string) ([]byte, error) {
+// encodeCommit returns the git encoding of a commit object, its
+// identities made safe for git's format first.
+func encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, author, committer Signature, when time.Time, msg string) ([]byte, error) {
 	author, committer = author.safe(), committer.safe()
-	c := &object.Commit{
-		Author:    object.Signature{Name: author.Name, Email: author.Email, When: when},
-		Committer: object.Signature{Name: committer.Name, Email: committer.Email, When: when},
-		Message:   msg,
-		TreeHash:  tree,
-	}
-	if !parent.IsZero() {
-		c.ParentHashes = []plumbing.Hash{parent}
-	}
-	obj := &plumbing.MemoryObject{}
-	if err := c.Encode(obj); err != nil {
-		return nil, err
-	}
-	r, _ := obj.Reader()
-	defer r.Close()
-	return io.ReadAll(r)
+	return gd.EncodeCommit(tree, parents,
+		object.Signature{Name: author.Name, Email: author.Email, When: when},
+		object.Signature{Name: committer.Name, Email: committer.Email, When: when}, msg)
 }

@@ -647,7 +647,7 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 		meta.Subject = tx.subject
 	}
 	msg := meta.message()
-	raw, err := encodeCommit(treeHash, tx.head, author, r.opt.Committer, when, msg)
+	raw, err := encodeCommit(treeHash, append(parentList(tx.head), tx.merged...), author, r.opt.Committer, when, msg)
 	if err != nil {
 		return Commit{}, wrap("encode the commit", err)
 	}
@@ -695,7 +695,11 @@ func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
 	} else {
 		r.clearJournal(r.pend)
 	}
-	return Commit{Hash: h.String(), Parents: parentList(tx.head), Author: author, Committer: r.opt.Committer,
+	var parents []string
+	for _, p := range append(parentList(tx.head), tx.merged...) {
+		parents = append(parents, p.String())
+	}
+	return Commit{Hash: h.String(), Parents: parents, Author: author, Committer: r.opt.Committer,
 		Time: when, Subject: subject, Body: body, Trailers: trailers}, nil
 }
 
@@ -720,11 +724,11 @@ func (r *Repo) record(rec histRec, oldRoot, newRoot *node) {
 	r.saveHistory(rec.parent, true, r.hist[len(r.hist)-1:])
 }
 
-func parentList(h plumbing.Hash) []string {
+func parentList(h plumbing.Hash) []plumbing.Hash {
 	if h.IsZero() {
 		return nil
 	}
-	return []string{h.String()}
+	return []plumbing.Hash{h}
 }
 
 // writeTrees encodes and writes every folder of n not yet written, bottom

@@ -130,7 +130,8 @@ func (v *View) Usage() Usage {
 // when the function given to Repo.Update returns nil.
 type Tx struct {
 	View
-	base     *node // the tree the transaction started from
+	base     *node           // the tree the transaction started from
+	merged   []plumbing.Hash // further parents of the commit (a merge)
 	ops      []op
 	trailers []Trailer // set in the commit message by SetTrailer
 	extra    []Trailer // appended to the commit message by AddTrailer
