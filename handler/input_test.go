@@ -34,29 +34,37 @@ func TestUnusableToolUseIDsAreRefused(t *testing.T) {
 func TestInvalidUTF8IsRefused(t *testing.T) {
 	h, repo := newHandler(t, policy.DefaultLimits)
 	head, _ := repo.Commit("HEAD")
-	run(t, h, []step{
-		bad("{\"command\":\"create\",\"path\":\"/memories/a\xff.md\",\"file_text\":\"x\"}", `Path "/memories/a\xff.md" is not valid UTF-8`),
-		bad(`{"command":"create","path":"/memories/a\udc00.md","file_text":"x"}`, `Path "/memories/a\xed\xb0\x80.md" is not valid UTF-8`),
-		bad("{\"command\":\"create\",\"path\":\"/memories/a.md\",\"file_text\":\"caf\xe9\"}", `Parameter "file_text" is not valid UTF-8`),
-		bad(`{"command":"create","path":"/memories/a.md","file_text":"\ud800\u0041"}`, `Parameter "file_text" is not valid UTF-8`),
-		bad("{\"command\":\"str_replace\",\"path\":\"/memories/a.md\",\"old_str\":\"\xc0\",\"new_str\":\"y\"}", `Parameter "old_str" is not valid UTF-8`),
-		bad("{\"command\":\"rename\",\"old_path\":\"/memories/a.md\",\"new_path\":\"/memories/\xfe\"}", `Path "/memories/\xfe" is not valid UTF-8`),
-	})
+	run(t, h, invalidUTF8Steps)
 	if now, _ := repo.Commit("HEAD"); now.Hash != head.Hash {
 		t.Fatal("a refused call made a commit")
 	}
-	run(t, h, []step{
-		ok(`{"command":"create","path":"/memories/\ud83d\ude00.md","file_text":"tab\there \"q\" \\ \/ \u00e9\n"}`, "File created successfully at: /memories/😀.md"),
-		ok(`{"command":"view","path":"/memories/😀.md"}`, "Here's the content of /memories/😀.md with line numbers:\n     1\ttab\there \"q\" \\ / é\n     2\t"),
-	})
+	run(t, h, validEscapeSteps)
+}
+
+var invalidUTF8Steps = []step{
+	bad("{\"command\":\"create\",\"path\":\"/memories/a\xff.md\",\"file_text\":\"x\"}", `Path "/memories/a\xff.md" is not valid UTF-8`),
+	bad(`{"command":"create","path":"/memories/a\udc00.md","file_text":"x"}`, `Path "/memories/a\xed\xb0\x80.md" is not valid UTF-8`),
+	bad("{\"command\":\"create\",\"path\":\"/memories/a.md\",\"file_text\":\"caf\xe9\"}", `Parameter "file_text" is not valid UTF-8`),
+	bad(`{"command":"create","path":"/memories/a.md","file_text":"\ud800\u0041"}`, `Parameter "file_text" is not valid UTF-8`),
+	bad("{\"command\":\"str_replace\",\"path\":\"/memories/a.md\",\"old_str\":\"\xc0\",\"new_str\":\"y\"}", `Parameter "old_str" is not valid UTF-8`),
+	bad("{\"command\":\"rename\",\"old_path\":\"/memories/a.md\",\"new_path\":\"/memories/\xfe\"}", `Path "/memories/\xfe" is not valid UTF-8`),
+}
+
+var validEscapeSteps = []step{
+	ok(`{"command":"create","path":"/memories/\ud83d\ude00.md","file_text":"tab\there \"q\" \\ \/ \u00e9\n"}`, "File created successfully at: /memories/😀.md"),
+	ok(`{"command":"view","path":"/memories/😀.md"}`, "Here's the content of /memories/😀.md with line numbers:\n     1\ttab\there \"q\" \\ / é\n     2\t"),
 }
 
 // Error results echo bounded values: a huge old_str or a long list of
 // lines is cut with a marker saying how much was left out.
 func TestErrorResultsAreBounded(t *testing.T) {
 	h, _ := newHandler(t, policy.DefaultLimits)
+	run(t, h, boundedErrorSteps())
+}
+
+func boundedErrorSteps() []step {
 	big := strings.Repeat("z", 900<<10)
-	run(t, h, []step{
+	return []step{
 		ok(`{"command":"create","path":"/memories/x.md","file_text":"`+strings.Repeat(`x\n`, 200)+`"}`, "File created successfully at: /memories/x.md"),
 		bad(`{"command":"str_replace","path":"/memories/x.md","old_str":"`+big+`","new_str":""}`,
 			"No replacement was performed, old_str `"+strings.Repeat("z", 1024)+" [... 920,576 more bytes]` did not appear verbatim in /memories/x.md."),
@@ -64,7 +72,7 @@ func TestErrorResultsAreBounded(t *testing.T) {
 			"No replacement was performed. Multiple occurrences of old_str `x` in lines: "+lineNumbers(1, 100)+" [... 100 more lines]. Please ensure it is unique"),
 		bad(`{"command":"`+big+`"}`, `Unknown command "`+strings.Repeat("z", 1024)+` [... 920,576 more bytes]". The memory tool's commands are: view, create, str_replace, insert, delete, rename`),
 		bad(`{"command":"view","path":"`+big+`"}`, `Path `+strings.Repeat("z", 64)+`... is too long: 921600 bytes, the limit is 1024`),
-	})
+	}
 }
 
 func lineNumbers(from, to int) string {
