@@ -128,4 +128,3 @@ func TestTransportsAgree(t *testing.T) {
 		})
 	}
 }
-
