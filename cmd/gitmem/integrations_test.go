@@ -259,18 +259,7 @@ func TestTypeScriptToolRunner(t *testing.T) {
 		{fakeapi.Failed("toolu_04", "Error: No replacement was performed, old_str `coffee` did not appear verbatim in /memories/prefs.md.")},
 		{fakeapi.OK("toolu_05", "Here's the content of /memories/prefs.md with line numbers:\n     1\tlikes green tea\n     2\t")},
 	}
-	reqs := api.Requests()
-	if len(reqs) != len(want) {
-		t.Fatalf("%d requests to the Messages API, want %d", len(reqs), len(want))
-	}
-	for i, r := range reqs {
-		got, err := r.ToolResults()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want[i]) {
-			t.Errorf("request %d's tool results:\n got %+v\nwant %+v", i+1, got, want[i])
-		}
+	for i, r := range api.CheckToolResults(t, want) {
 		// The first request declares the tool; the runner's later turns
 		// continue the thread (its default), sending only the new message.
 		if i == 0 && !strings.Contains(string(r.Body), `"tools":[{"type":"memory_20250818","name":"memory"}]`) {

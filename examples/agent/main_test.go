@@ -87,18 +87,7 @@ func TestAgentLoop(t *testing.T) {
 		// The second session reads what the first wrote.
 		{fakeapi.OK("toolu_s2_2", "Here's the content of /memories/user.md with line numbers:\n     1\t# User\n     2\t- prefers green tea\n     3\t- cat: Miso\n     4\t")},
 	}
-	reqs := api.Requests()
-	if len(reqs) != len(want) {
-		t.Fatalf("%d requests, want %d", len(reqs), len(want))
-	}
-	for i, r := range reqs {
-		got, err := r.ToolResults()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want[i]) {
-			t.Errorf("request %d's tool results:\n got %+v\nwant %+v", i+1, got, want[i])
-		}
+	for i, r := range api.CheckToolResults(t, want) {
 		var body struct {
 			System            []struct{ Text string }
 			Tools             []map[string]any

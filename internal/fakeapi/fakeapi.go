@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -172,4 +173,25 @@ func OK(id, content string) ToolResult { return ToolResult{ToolUseID: id, Conten
 // Failed is an error tool result (is_error).
 func Failed(id, content string) ToolResult {
 	return ToolResult{ToolUseID: id, Content: content, IsError: true}
+}
+
+// CheckToolResults checks that the server got one request per entry of
+// want, the n-th carrying the tool results want[n] (nil: none), and
+// returns the requests.
+func (s *Server) CheckToolResults(t testing.TB, want [][]ToolResult) []Request {
+	t.Helper()
+	reqs := s.Requests()
+	if len(reqs) != len(want) {
+		t.Fatalf("%d requests to the Messages API, want %d", len(reqs), len(want))
+	}
+	for i, r := range reqs {
+		got, err := r.ToolResults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want[i]) {
+			t.Errorf("request %d's tool results:\n got %+v\nwant %+v", i+1, got, want[i])
+		}
+	}
+	return reqs
 }
