@@ -34,6 +34,10 @@ type Options struct {
 	// IdleClose closes a store no call has used for this long (default
 	// 5 minutes; negative: never).
 	IdleClose time.Duration
+	// GCLoose packs an open store's loose objects in the background once
+	// about this many have piled up (0: never), as serve does for one
+	// repository.
+	GCLoose int
 }
 
 // Dir is a directory of stores: each store NAME is the gitmem repository
@@ -114,19 +118,52 @@ func (d *Dir) background() {
 		}
 		d.logf("gitmem: removed %d store folder(s) left by an interrupted delete", len(junk))
 	}
-	if d.opt.IdleClose < 0 {
-		<-d.stop
-		return
+	idle := time.Hour // a tick that does nothing when idle stores stay open
+	if d.opt.IdleClose > 0 {
+		idle = max(d.opt.IdleClose/4, 10*time.Millisecond)
 	}
-	t := time.NewTicker(max(d.opt.IdleClose/4, 10*time.Millisecond))
-	defer t.Stop()
+	idleTick, gcTick := time.NewTicker(idle), time.NewTicker(time.Minute)
+	defer idleTick.Stop()
+	defer gcTick.Stop()
 	for {
 		select {
 		case <-d.stop:
 			return
-		case <-t.C:
-			d.closeIdle(time.Now().Add(-d.opt.IdleClose))
+		case <-idleTick.C:
+			if d.opt.IdleClose > 0 {
+				d.closeIdle(time.Now().Add(-d.opt.IdleClose))
+			}
+		case <-gcTick.C:
+			if d.opt.GCLoose > 0 {
+				d.pack()
+			}
 		}
+	}
+}
+
+// pack packs the loose objects of the open stores that have piled up
+// GCLoose of them.
+func (d *Dir) pack() {
+	d.mu.Lock()
+	var open []*entry
+	for _, e := range d.open {
+		if isReady(e) && e.err == nil {
+			e.refs++ // kept open meanwhile
+			open = append(open, e)
+		}
+	}
+	d.mu.Unlock()
+	for _, e := range open {
+		e.gate.RLock()
+		if !e.gone && e.repo.LooseObjects() >= d.opt.GCLoose {
+			if st, err := e.repo.GC(false); err != nil {
+				d.logf("gitmem: store %s: background gc: %v", e.name, err)
+			} else {
+				d.logf("gitmem: store %s: packed %d loose objects", e.name, st.Packed)
+			}
+		}
+		e.gate.RUnlock()
+		d.release(e)
 	}
 }
 
@@ -579,8 +616,8 @@ type Page[T any] struct {
 
 // List returns the stores in name order after the cursor `after` (a name;
 // "" from the start), at most limit of them, archived ones only when
-// includeArchived.
-func (d *Dir) List(after string, limit int, includeArchived bool) (Page[Info], error) {
+// includeArchived, and only names allow accepts (nil: all).
+func (d *Dir) List(after string, limit int, includeArchived bool, allow func(name string) bool) (Page[Info], error) {
 	entries, err := os.ReadDir(d.root)
 	if err != nil {
 		return Page[Info]{}, fmt.Errorf("read the stores folder: %w", err)
@@ -588,7 +625,7 @@ func (d *Dir) List(after string, limit int, includeArchived bool) (Page[Info], e
 	var p Page[Info]
 	for _, de := range entries { // ReadDir sorts by name
 		name := de.Name()
-		if !de.IsDir() || name <= after || policy.CheckStoreName(name) != nil {
+		if !de.IsDir() || name <= after || policy.CheckStoreName(name) != nil || (allow != nil && !allow(name)) {
 			continue
 		}
 		m, err := d.peek(name)

@@ -93,16 +93,16 @@ func TestStoreLifecycle(t *testing.T) {
 	os.MkdirAll(filepath.Join(d.Root(), "not-a-store"), 0o700)
 	os.MkdirAll(filepath.Join(d.Root(), ".hidden"), 0o700)
 	d2 := newDir(t, d.Root(), stores.Options{})
-	p, err := d2.List("", 10, false)
+	p, err := d2.List("", 10, false, nil)
 	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "bob" || p.Next != "" {
 		t.Errorf("list: %+v %v", p, err)
 	}
-	p, err = d2.List("", 1, true)
+	p, err = d2.List("", 1, true, nil)
 	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "alice" || p.Next != "alice" || !p.Items[0].IsArchived() ||
 		p.Items[0].Description != desc || p.Items[0].Metadata["user"] != "alice" {
 		t.Errorf("list page 1: %+v %v", p, err)
 	}
-	p, err = d2.List(p.Next, 1, true)
+	p, err = d2.List(p.Next, 1, true, nil)
 	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "bob" || p.Next != "" {
 		t.Errorf("list page 2: %+v %v", p, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // The JSON shapes below are shared by `gitmem ... --json` and the HTTP
@@ -72,6 +73,35 @@ func ToCommitJSON(c gitmem.Commit) CommitJSON {
 	}
 	if j.Parents == nil {
 		j.Parents = []string{}
+	}
+	return j
+}
+
+// MemoryJSON is a memory file: its content (when asked for) and what last
+// changed it.
+type MemoryJSON struct {
+	Path             string  `json:"path"`
+	ContentSizeBytes int64   `json:"content_size_bytes"`
+	ContentSHA256    string  `json:"content_sha256"`
+	Content          *string `json:"content,omitempty"`
+	UpdatedAt        string  `json:"updated_at"`
+	Version          string  `json:"version"` // the commit that last changed it
+	Command          string  `json:"command,omitempty"`
+	ToolUseID        string  `json:"tool_use_id,omitempty"`
+	Agent            string  `json:"agent,omitempty"`
+	Session          string  `json:"session,omitempty"`
+	Author           string  `json:"author"`
+}
+
+// JSON is the memory as MemoryJSON, with its content when withContent.
+func (m Memory) JSON(withContent bool) MemoryJSON {
+	j := MemoryJSON{Path: policy.Display(m.Path), ContentSizeBytes: m.Size, ContentSHA256: m.SHA256,
+		UpdatedAt: JSONTime(m.Last.Time), Version: m.Last.Hash, Command: m.Last.Trailer(gitmem.TrailerCommand),
+		ToolUseID: m.Last.Trailer(gitmem.TrailerToolUseID), Agent: m.Last.Trailer(gitmem.TrailerAgent),
+		Session: m.Last.Trailer(gitmem.TrailerSession), Author: m.Last.Author.Name}
+	if withContent {
+		s := string(m.Content)
+		j.Content = &s
 	}
 	return j
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
 )
 
 // now is the clock of every command: GITMEM_NOW (RFC 3339) when set, for
@@ -119,7 +120,7 @@ func jsonLines(w io.Writer) func(any) error {
 	return enc.Encode
 }
 
-const timeLayout = "2006-01-02 15:04:05 -0700"
+const timeLayout = stores.TimeLayout
 
 func short(hash string) string {
 	if len(hash) > 7 {
@@ -131,25 +132,22 @@ func short(hash string) string {
 // revArg resolves a revision given on the command line: a tool_use id, a
 // hash, a git revision, or a time as @{2h ago} / @{yesterday}.
 func revArg(r *gitmem.Repo, rev string) (gitmem.Commit, error) {
-	if inner, ok := strings.CutPrefix(rev, "@{"); ok && strings.HasSuffix(inner, "}") {
-		t, err := policy.ParseTime(strings.TrimSuffix(inner, "}"), now())
-		if err != nil {
-			return gitmem.Commit{}, failf(exitUsage, "%v", err)
-		}
-		c, err := r.At(t)
-		if err != nil {
-			return c, failf(exitFailure, "the memory has no commit as old as %s", t.Format(timeLayout))
-		}
-		return c, nil
+	c, err := stores.Revision(r, rev, now(), false)
+	return c, revErr(err)
+}
+
+// revErr words a revision that names nothing.
+func revErr(err error) error {
+	var re *stores.RevError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &re) && re.Usage:
+		return failf(exitUsage, "%s", re.Msg)
+	case errors.As(err, &re):
+		return failf(exitFailure, "%s", re.Msg)
 	}
-	c, err := r.Resolve(rev)
-	if errors.Is(err, gitmem.ErrUnknownRev) {
-		return c, failf(exitFailure, "%q is not a commit, tool_use id or revision of this memory", rev)
-	}
-	if err != nil {
-		return c, storeErr(err, "")
-	}
-	return c, nil
+	return storeErr(err, "")
 }
 
 func timeFlag(c *cli.Context, name string) (time.Time, error) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -80,7 +79,7 @@ func logCommand() *cli.Command {
 			err = r.Log(ctx, opt, progress(c, "indexing history"), func(cm gitmem.Commit) error {
 				var patch string
 				if c.Bool("p") {
-					if patch, err = commitPatch(r, cm, paths); err != nil {
+					if patch, err = stores.Patch(r, cm, paths); err != nil {
 						return err
 					}
 				}
@@ -106,23 +105,6 @@ func logCommand() *cli.Command {
 	}
 }
 
-// commitPatch is the unified diff of a commit against its first parent.
-func commitPatch(r *gitmem.Repo, c gitmem.Commit, paths []string) (string, error) {
-	parent := ""
-	if len(c.Parents) > 0 {
-		parent = c.Parents[0]
-	}
-	changes, err := r.Diff(parent, c.Hash, paths...)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for _, fc := range changes {
-		b.WriteString(fc.Unified())
-	}
-	return b.String(), nil
-}
-
 func showCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
@@ -142,7 +124,7 @@ func showCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			patch, err := commitPatch(r, cm, nil)
+			patch, err := stores.Patch(r, cm, nil)
 			if err != nil {
 				return storeErr(err, c.String("repo"))
 			}

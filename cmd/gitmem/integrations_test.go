@@ -37,6 +37,13 @@ func testEnv(t *testing.T) []string {
 // with SIGTERM and waits for it.
 func serveHTTPProcess(t *testing.T, env []string, repo, flag string, args ...string) (base string, stop func()) {
 	t.Helper()
+	base, _, stop = startHTTPProcess(t, env, repo, flag, args...)
+	return base, stop
+}
+
+// startHTTPProcess is serveHTTPProcess that also gives the process.
+func startHTTPProcess(t *testing.T, env []string, repo, flag string, args ...string) (base string, proc *os.Process, stop func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +78,7 @@ func serveHTTPProcess(t *testing.T, env []string, repo, flag string, args ...str
 		if res, err := http.DefaultClient.Do(req); err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
-				return base, stop
+				return base, cmd.Process, stop
 			}
 		}
 		if time.Now().After(deadline) {

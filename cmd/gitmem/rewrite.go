@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/stores"
 )
 
 func redactCommand() *cli.Command {
@@ -22,8 +21,7 @@ func redactCommand() *cli.Command {
 			&cli.BoolFlag{Name: "yes", Usage: "rewrite for real; without it, only show what would change"},
 		},
 		Action: func(c *cli.Context) error {
-			var red gitmem.Redaction
-			given := 0
+			var path *string
 			if c.NArg() > 0 {
 				if c.NArg() > 1 {
 					return failf(exitUsage, "redact takes one path")
@@ -32,29 +30,17 @@ func redactCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				if p == "" {
-					return failf(exitUsage, "redact cannot remove the whole /memories folder; name a file or folder in it")
-				}
-				red.Path, given = p, given+1
+				path = &p
 			}
-			if b := c.String("blob"); b != "" {
-				if len(b) != 40 {
-					return failf(exitUsage, "--blob takes a full 40-character blob hash (git ls-tree -r HEAD shows them)")
-				}
-				red.Blob, given = b, given+1
-			}
-			if m := c.String("match"); m != "" {
-				re, err := regexp.Compile(m)
-				if err != nil {
-					return failf(exitUsage, "--match: %v", err)
-				}
-				if re.MatchString("") {
-					return failf(exitUsage, "--match %q matches empty text; give a pattern for the secret itself", m)
-				}
-				red.Match, given = re, given+1
-			}
-			if given != 1 {
+			red, err := stores.ParseRedaction(path, c.String("blob"), c.String("match"))
+			var re *stores.RedactionError
+			switch {
+			case errors.As(err, &re) && re.Field == "":
 				return failf(exitUsage, "redact takes exactly one of PATH, --blob or --match")
+			case errors.As(err, &re) && re.Field == "path":
+				return failf(exitUsage, "%s", re.Msg)
+			case errors.As(err, &re):
+				return failf(exitUsage, "--%s %s", re.Field, re.Msg)
 			}
 			dry := !c.Bool("yes")
 			r, err := openRepo(c, dry)

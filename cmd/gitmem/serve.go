@@ -5,7 +5,10 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -13,6 +16,7 @@ import (
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
 )
 
 const defaultAddr = "127.0.0.1:7077"
@@ -56,6 +60,10 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "gc-loose", Value: 6700, Usage: "pack in the background once about `N` loose objects pile up (0: never)"},
 			&cli.StringFlag{Name: "secret-screening", Value: "off", EnvVars: []string{"GITMEM_SECRET_SCREENING"},
 				Usage: "secrets in what the model writes: off, refuse (the call fails) or mask (written as [REDACTED:rule])"},
+			storesFlag("serve every store in `DIR` (each store NAME is the repository DIR/NAME) at /v1/stores/NAME/tool_use, with the operator API; needs --http"),
+			&cli.StringFlag{Name: "tokens", EnvVars: []string{"GITMEM_TOKENS"}, Usage: "with --stores: the token `FILE` (named, scoped tokens; reloaded on SIGHUP)"},
+			&cli.IntFlag{Name: "max-open-stores", Value: 256, Usage: "with --stores: most stores open at once"},
+			&cli.DurationFlag{Name: "idle-close", Value: 5 * time.Minute, Usage: "with --stores: close a store unused this long"},
 		},
 		Action: serve,
 	}
@@ -65,6 +73,9 @@ func serve(c *cli.Context) error {
 	author, err := parseAuthor(c.String("author"))
 	if err != nil {
 		return err
+	}
+	if c.String("stores") != "" {
+		return serveStores(c, author)
 	}
 	addr, mcpAddr, token := c.String("http"), c.String("mcp-http"), c.String("token")
 	modes := 0
@@ -101,12 +112,7 @@ func serve(c *cli.Context) error {
 	}
 	defer repo.Close()
 	h := handler.New(repo, handler.Options{
-		Limits: policy.Limits{
-			MaxFileBytes:  c.Int64("max-file-bytes"),
-			MaxTotalBytes: c.Int64("max-total-bytes"),
-			MaxFiles:      c.Int("max-files"),
-			MaxViewBytes:  c.Int("max-view-bytes"),
-		},
+		Limits: limitFlags(c),
 		Author: author,
 		Screen: screen,
 		Logf:   logf,
@@ -130,6 +136,77 @@ func serve(c *cli.Context) error {
 		return failf(exitFailure, "stdio: %v", err)
 	}
 	return nil
+}
+
+func limitFlags(c *cli.Context) policy.Limits {
+	return policy.Limits{
+		MaxFileBytes:  c.Int64("max-file-bytes"),
+		MaxTotalBytes: c.Int64("max-total-bytes"),
+		MaxFiles:      c.Int("max-files"),
+		MaxViewBytes:  c.Int("max-view-bytes"),
+	}
+}
+
+// serveStores serves every store of --stores over HTTP.
+func serveStores(c *cli.Context, author gitmem.Signature) error {
+	addr := c.String("http")
+	switch {
+	case addr == "":
+		return failf(exitUsage, "--stores serves HTTP: add --http ADDR")
+	case c.String("mcp-http") != "" || c.Bool("mcp"):
+		return failf(exitUsage, "--stores serves the HTTP tool_use endpoint and the operator API, not MCP")
+	case c.String("token") != "":
+		return failf(exitUsage, "with --stores, give named, scoped tokens in a token file (--tokens FILE), not --token")
+	case c.String("tokens") == "" && !isLoopback(addr):
+		return failf(exitUsage, "refusing to serve %s without tokens: set --tokens or GITMEM_TOKENS, or listen on a loopback address", addr)
+	}
+	screen, err := policy.ParseScreenMode(c.String("secret-screening"))
+	if err != nil {
+		return failf(exitUsage, "--secret-screening: %v", err)
+	}
+	logf := logTo(c.App.ErrWriter)
+	var tokens *handler.Tokens
+	if path := c.String("tokens"); path != "" {
+		if tokens, err = handler.LoadTokens(path); err != nil {
+			return failf(exitUsage, "--tokens: %v", err)
+		}
+		logf("gitmem: %d token(s) from %s", tokens.Len(), path)
+	}
+	dir, err := stores.Open(c.String("stores"), stores.Options{
+		Repo:    gitmem.Options{Author: author, Now: clock(), Logf: logf},
+		MaxOpen: c.Int("max-open-stores"), IdleClose: c.Duration("idle-close"), GCLoose: c.Int("gc-loose"),
+	})
+	if err != nil {
+		return failf(exitFailure, "%v", err)
+	}
+	defer dir.Close()
+	ctx, stop := signalContext()
+	defer stop()
+	if tokens != nil {
+		go reloadOnHangup(ctx, tokens, logf)
+	}
+	h := handler.StoresHTTP(dir, handler.StoresOptions{Limits: limitFlags(c), Author: author, Screen: screen,
+		Tokens: tokens, Logf: logf, Now: now})
+	return serveHTTP(ctx, addr, "/v1/stores/{store}/tool_use", h, logf)
+}
+
+// reloadOnHangup reads the token file again at each SIGHUP.
+func reloadOnHangup(ctx context.Context, tokens *handler.Tokens, logf func(string, ...any)) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := tokens.Reload(); err != nil {
+				logf("gitmem: SIGHUP: the token file was not reloaded, the old tokens stay: %v", err)
+			} else {
+				logf("gitmem: SIGHUP: reloaded %d token(s)", tokens.Len())
+			}
+		}
+	}
 }
 
 func serveHTTP(ctx context.Context, addr, path string, h http.Handler, logf func(string, ...any)) error {

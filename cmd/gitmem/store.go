@@ -73,7 +73,7 @@ func storeCommand() *cli.Command {
 					return withStores(c, func(d *stores.Dir) error {
 						emit := jsonLines(c.App.Writer)
 						for after := ""; ; {
-							page, err := d.List(after, 500, c.Bool("archived"))
+							page, err := d.List(after, 500, c.Bool("archived"), nil)
 							if err != nil {
 								return storesErr(err, "")
 							}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
 )
 
 func revertCommand() *cli.Command {
@@ -115,15 +116,9 @@ func restoreCommand() *cli.Command {
 				return err
 			}
 			defer r.Close()
-			to := c.String("to")
-			target, err := revArg(r, to)
+			target, err := stores.Revision(r, c.String("to"), now(), true)
 			if err != nil {
-				if t, terr := policy.ParseTime(to, now()); terr == nil {
-					target, err = revArg(r, "@{"+t.Format("2006-01-02T15:04:05Z07:00")+"}")
-				}
-			}
-			if err != nil {
-				return err
+				return revErr(err)
 			}
 			cm, changes, err := r.Restore(target, gitmem.RestoreOptions{Paths: paths, Delete: c.Bool("delete"), DryRun: dry})
 			var ae *gitmem.AbsentError

@@ -1,0 +1,173 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net/http"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
+)
+
+// StoresOptions configure the multi-store HTTP server.
+type StoresOptions struct {
+	Limits policy.Limits
+	// Author of the commits of calls made without a token (a server with
+	// no token file, on loopback); a token's name is its calls' author.
+	Author gitmem.Signature
+	// Screen is the secret screening of stores that set none.
+	Screen policy.ScreenMode
+	// Tokens authenticate and scope every request; nil: none is needed
+	// and every caller may do everything (for loopback use).
+	Tokens *Tokens
+	// HTTP bounds requests as on every gitmem HTTP route (its Token is
+	// not used: Tokens are).
+	HTTP HTTPOptions
+	Logf func(string, ...any)
+	// Now is the clock relative times (2h, yesterday) are read against
+	// (default: time.Now).
+	Now func() time.Time
+}
+
+// storesServer serves many stores: tool calls for each, and the operator
+// API over them.
+type storesServer struct {
+	dir *stores.Dir
+	opt StoresOptions
+}
+
+// StoresHTTP returns the multi-store HTTP server over the stores in d:
+//
+//	POST /v1/stores/{store}/tool_use  a tool_use block or an assistant
+//	                                  message's content, as /v1/tool_use
+//	GET  /healthz                     "ok", without a token
+//
+// and the operator API (docs/openapi.yaml). Every other request needs a
+// token from opt.Tokens (when set): no token or an unknown one is 401, a
+// store outside the token's scope 403, an operator request from an agent
+// token 403. A read-only token's changing tool calls get a tool error.
+// Every route is behind the checks and bounds of the other HTTP
+// transports (HTTPOptions.protect), the token standing for --token.
+func StoresHTTP(d *stores.Dir, opt StoresOptions) http.Handler {
+	if opt.Logf == nil {
+		opt.Logf = log.Printf
+	}
+	opt.HTTP.defaults()
+	s := &storesServer{dir: d, opt: opt}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/stores/{store}/tool_use", s.store(false, s.toolUse))
+	s.operatorRoutes(mux)
+	routes := http.NewServeMux()
+	routes.HandleFunc("GET /healthz", healthz)
+	routes.Handle("/", s.authenticated(newLimiter(opt.HTTP).wrap(mux)))
+	return browserGuard(opt.Tokens != nil, routes)
+}
+
+// principal is who makes a request: a token, or anyone when the server
+// has no token file.
+type principal struct {
+	policy.Token
+	anonymous bool
+}
+
+// author is who a principal's commits are attributed to (zero: the
+// server's author, or the agent the request names).
+func (p principal) author() gitmem.Signature {
+	if p.anonymous {
+		return gitmem.Signature{}
+	}
+	return gitmem.Signature{Name: p.Name, Email: p.Name + "@gitmem.invalid"}
+}
+
+type principalKey struct{}
+
+// authenticated finds each request's principal (401 when there is none)
+// and gives it to next in the request's context.
+func (s *storesServer) authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal{Token: policy.Token{Stores: []string{"*"}, Access: policy.ReadWrite, Role: policy.Operator}, anonymous: true}
+		if s.opt.Tokens != nil {
+			tok, ok := s.opt.Tokens.lookup(bearerSecret(r.Header.Get("Authorization")))
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="gitmem"`)
+				httpError(w, http.StatusUnauthorized, "missing or unknown bearer token")
+				return
+			}
+			p = principal{Token: tok}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// principalOf is the principal authenticated found for the request.
+func principalOf(r *http.Request) principal {
+	p, _ := r.Context().Value(principalKey{}).(principal)
+	return p
+}
+
+// store wraps a handler of one store's requests: it authenticates, checks
+// the token's scope (and its role when operator is true), and acquires
+// the store for the request.
+func (s *storesServer) store(operator bool, fn func(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p := principalOf(r)
+		name := r.PathValue("store")
+		switch {
+		case operator && !p.Operator():
+			httpError(w, http.StatusForbidden, "token "+p.Name+" is an agent token; the operator API needs an operator token")
+			return
+		case !p.Allows(name):
+			httpError(w, http.StatusForbidden, "token "+p.Name+" may not use store "+name)
+			return
+		}
+		st, err := s.dir.Acquire(name)
+		if err != nil {
+			s.storeError(w, name, err)
+			return
+		}
+		defer st.Release()
+		fn(w, r, p, st)
+	}
+}
+
+// storeError answers a stores error.
+func (s *storesServer) storeError(w http.ResponseWriter, name string, err error) {
+	switch {
+	case errors.Is(err, stores.ErrNotFound):
+		httpError(w, http.StatusNotFound, "there is no store "+name)
+	case errors.Is(err, stores.ErrExists):
+		httpError(w, http.StatusConflict, "store "+name+" already exists")
+	case errors.Is(err, stores.ErrArchived):
+		httpError(w, http.StatusConflict, "store "+name+" is archived; unarchive it to change it")
+	default:
+		s.opt.Logf("gitmem: store %s: %v: %v", name, err, errors.Unwrap(err))
+		httpError(w, http.StatusInternalServerError, "the store could not complete the request; nothing was changed")
+	}
+}
+
+// handler is the memory tool handler for one call on a store with
+// metadata m.
+func (s *storesServer) handler(r *gitmem.Repo, m stores.Meta) *Handler {
+	screen := s.opt.Screen
+	if m.Screening != "" {
+		screen = m.Screening
+	}
+	return New(r, Options{Limits: s.opt.Limits, Author: s.opt.Author, Archived: m.IsArchived(), Screen: screen, Logf: s.opt.Logf})
+}
+
+func (s *storesServer) toolUse(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
+	c := Caller{Session: r.Header.Get(HeaderSession), Agent: r.Header.Get(HeaderAgent), Author: p.author(), ReadOnly: p.ReadOnly()}
+	if c.Agent == "" {
+		c.Agent = p.Name // attribution that is not only self-asserted
+	}
+	err := st.Use(func(repo *gitmem.Repo, m stores.Meta) error {
+		s.handler(repo, m).serveToolUse(w, r, c)
+		return nil
+	})
+	if err != nil {
+		s.storeError(w, st.Name(), err)
+	}
+}

@@ -1,0 +1,644 @@
+package handler_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
+)
+
+// storesAPI is a real multi-store server on loopback with its token file,
+// and a client that checks every request it sends and every response it
+// gets against docs/openapi.yaml.
+type storesAPI struct {
+	t      *testing.T
+	base   string
+	dir    *stores.Dir
+	tokens *handler.Tokens
+	file   string
+	router routers.Router
+	clock  *time.Time
+}
+
+// The tokens of the tests: the secret is "secret-" + the name.
+var testTokens = []policy.Token{
+	{Name: "alice-bot", Stores: []string{"alice"}, Access: policy.ReadWrite, Role: policy.Agent},
+	{Name: "reader", Stores: []string{"alice", "bob"}, Access: policy.ReadOnly, Role: policy.Agent},
+	{Name: "ops", Stores: []string{"*"}, Access: policy.ReadWrite, Role: policy.Operator},
+	{Name: "auditor", Stores: []string{"*"}, Access: policy.ReadOnly, Role: policy.Operator},
+	{Name: "team-ops", Stores: []string{"team-*"}, Access: policy.ReadWrite, Role: policy.Operator},
+}
+
+func writeTokens(t *testing.T, path string, toks []policy.Token) {
+	t.Helper()
+	f := policy.TokenFile{}
+	for _, tok := range toks {
+		tok.SHA256 = handler.HashToken("secret-" + tok.Name)
+		f.Tokens = append(f.Tokens, tok)
+	}
+	data, _ := json.Marshal(f)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newStoresAPI(t *testing.T, screen policy.ScreenMode) *storesAPI {
+	t.Helper()
+	clock := epoch
+	now := func() time.Time { return clock }
+	d, err := stores.Open(t.TempDir(), stores.Options{Repo: gitmem.Options{Now: now, Logf: t.Logf,
+		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}}, IdleClose: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	writeTokens(t, file, testTokens)
+	toks, err := handler.LoadTokens(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handler.StoresHTTP(d, handler.StoresOptions{Limits: policy.DefaultLimits, Screen: screen,
+		Tokens: toks, Logf: t.Logf, Now: now}))
+	t.Cleanup(srv.Close)
+
+	doc, err := openapi3.NewLoader().LoadFromFile("../docs/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("docs/openapi.yaml is not a valid OpenAPI document: %v", err)
+	}
+	doc.Servers = openapi3.Servers{{URL: srv.URL}}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &storesAPI{t: t, base: srv.URL, dir: d, tokens: toks, file: file, router: router, clock: &clock}
+}
+
+// call sends a request as the token (by name; "" for none) and returns the
+// status and the body decoded into out (when not nil). Both are checked
+// against the OpenAPI document; the request too unless it is meant to be
+// malformed (badRequest).
+func (a *storesAPI) call(token, method, path string, body any, out any, header ...string) int {
+	a.t.Helper()
+	return a.send(token, method, path, body, out, false, header...)
+}
+
+func (a *storesAPI) callBad(token, method, path string, body any, out any) int {
+	a.t.Helper()
+	return a.send(token, method, path, body, out, true)
+}
+
+func (a *storesAPI) send(token, method, path string, body any, out any, badRequest bool, header ...string) int {
+	a.t.Helper()
+	var data []byte
+	switch b := body.(type) {
+	case nil:
+	case string:
+		data = []byte(b)
+	default:
+		data, _ = json.Marshal(b)
+	}
+	newReq := func() *http.Request {
+		req, err := http.NewRequest(method, a.base+path, bytes.NewReader(data))
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		if body != nil || method == "POST" || method == "PUT" || method == "PATCH" {
+			req.Header.Set("Content-Type", "application/json") // also a POST without a body: the guard wants it
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer secret-"+token)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		return req
+	}
+	res, err := http.DefaultClient.Do(newReq())
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	got, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+
+	req := newReq()
+	route, params, err := a.router.FindRoute(req)
+	if err != nil {
+		a.t.Fatalf("%s %s: not in docs/openapi.yaml: %v", method, path, err)
+	}
+	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, IncludeResponseStatus: true}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
+	if !badRequest && token != "" {
+		if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+			a.t.Errorf("%s %s: the request does not match docs/openapi.yaml: %v", method, path, err)
+		}
+	}
+	rin := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: res.StatusCode, Header: res.Header, Options: opts}
+	rin.SetBodyBytes(got)
+	if err := openapi3filter.ValidateResponse(context.Background(), rin); err != nil {
+		a.t.Errorf("%s %s: the response (%d %s) does not match docs/openapi.yaml: %v", method, path, res.StatusCode, got, err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(got, out); err != nil {
+			a.t.Fatalf("%s %s: %d %s: %v", method, path, res.StatusCode, got, err)
+		}
+	}
+	return res.StatusCode
+}
+
+// tool sends one memory tool call to a store as a token.
+func (a *storesAPI) tool(token, store, id, input string, header ...string) (int, handler.Result) {
+	a.t.Helper()
+	var res handler.Result
+	code := a.call(token, "POST", "/v1/stores/"+store+"/tool_use",
+		fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"memory","input":%s}`, id, input), &res, header...)
+	return code, res
+}
+
+type apiError struct {
+	Error         string           `json:"error"`
+	ContentSHA256 string           `json:"content_sha256"`
+	Conflicts     []map[string]any `json:"conflicts"`
+}
+
+func (a *storesAPI) createStores(names ...string) {
+	a.t.Helper()
+	for _, n := range names {
+		if code := a.call("ops", "POST", "/v1/stores", map[string]any{"name": n, "description": "Memory of " + n}, nil); code != http.StatusCreated {
+			a.t.Fatalf("create %s: %d", n, code)
+		}
+	}
+}
+
+func TestStoresAuthAndScopes(t *testing.T) {
+	a := newStoresAPI(t, policy.ScreenOff)
+	a.createStores("alice", "bob")
+	create := `{"command":"create","path":"/memories/a.md","file_text":"one\n"}`
+
+	// 401: no token, an unknown one, a malformed header.
+	var e apiError
+	if code := a.callBad("", "GET", "/v1/stores", nil, &e); code != http.StatusUnauthorized || e.Error != "missing or unknown bearer token" {
+		t.Errorf("no token: %d %q", code, e.Error)
+	}
+	if code := a.callBad("nobody", "POST", "/v1/stores/alice/tool_use", `{}`, nil); code != http.StatusUnauthorized {
+		t.Errorf("unknown token: %d", code)
+	}
+	req, _ := http.NewRequest("GET", a.base+"/healthz", nil)
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusOK {
+		t.Errorf("healthz without a token: %v %v", res, err)
+	}
+
+	// 403: a store outside the scope, the operator API with an agent token.
+	if code := a.call("alice-bot", "POST", "/v1/stores/bob/tool_use", `{"type":"tool_use","id":"t","name":"memory","input":{"command":"view","path":"/memories"}}`, &e); code != http.StatusForbidden ||
+		e.Error != "token alice-bot may not use store bob" {
+		t.Errorf("out of scope: %d %q", code, e.Error)
+	}
+	for _, path := range []string{"/v1/stores", "/v1/stores/alice", "/v1/stores/alice/versions", "/v1/stores/alice/memories"} {
+		if code := a.call("alice-bot", "GET", path, nil, &e); code != http.StatusForbidden ||
+			e.Error != "token alice-bot is an agent token; the operator API needs an operator token" {
+			t.Errorf("agent token on %s: %d %q", path, code, e.Error)
+		}
+	}
+	if code := a.call("team-ops", "GET", "/v1/stores/alice", nil, &e); code != http.StatusForbidden {
+		t.Errorf("operator out of scope: %d", code)
+	}
+	if code := a.call("team-ops", "POST", "/v1/stores", map[string]any{"name": "alice2"}, &e); code != http.StatusForbidden {
+		t.Errorf("create out of scope: %d", code)
+	}
+	var list struct {
+		Data []stores.StoreJSON `json:"data"`
+	}
+	a.call("team-ops", "GET", "/v1/stores", nil, &list)
+	if len(list.Data) != 0 {
+		t.Errorf("team-ops sees %+v", list.Data)
+	}
+	// 404 only within the scope.
+	if code := a.call("ops", "POST", "/v1/stores/nobody/tool_use", `{"type":"tool_use","id":"t","name":"memory","input":{"command":"view","path":"/memories"}}`, &e); code != http.StatusNotFound ||
+		e.Error != "there is no store nobody" {
+		t.Errorf("unknown store: %d %q", code, e.Error)
+	}
+
+	// A read-only token: views work, changes are a tool error the model reads.
+	if code, res := a.tool("reader", "alice", "toolu_r1", create); code != 200 || !res.IsError ||
+		res.Content != "Error: This memory is read-only for you: view works, but create is not allowed; nothing was changed" {
+		t.Errorf("read-only create: %d %+v", code, res)
+	}
+	if _, res := a.tool("reader", "bob", "toolu_r2", `{"command":"view","path":"/memories"}`); res.IsError {
+		t.Errorf("read-only view: %+v", res)
+	}
+	if code := a.call("auditor", "PUT", "/v1/stores/alice/memory?path=/memories/x.md", map[string]any{"content": "x"}, &e); code != http.StatusForbidden ||
+		e.Error != "token auditor is read-only" {
+		t.Errorf("read-only operator put: %d %q", code, e.Error)
+	}
+
+	// Attribution: the token is the author; the Agent trailer is the
+	// request's agent, else the token's name.
+	if _, res := a.tool("alice-bot", "alice", "toolu_1", create); res.IsError {
+		t.Fatal(res.Content)
+	}
+	if _, res := a.tool("alice-bot", "alice", "toolu_2", `{"command":"insert","path":"/memories/a.md","insert_line":1,"insert_text":"two"}`,
+		handler.HeaderAgent, "planner", handler.HeaderSession, "s-7"); res.IsError {
+		t.Fatal(res.Content)
+	}
+	var versions struct {
+		Data []stores.CommitJSON `json:"data"`
+	}
+	a.call("auditor", "GET", "/v1/stores/alice/versions?limit=2", nil, &versions)
+	if len(versions.Data) != 2 {
+		t.Fatalf("versions %+v", versions)
+	}
+	v2, v1 := versions.Data[0], versions.Data[1]
+	if v1.Author["name"] != "alice-bot" || v1.Agent != "alice-bot" || v2.Author["name"] != "alice-bot" || v2.Agent != "planner" || v2.Session != "s-7" {
+		t.Errorf("attribution: %+v / %+v", v1, v2)
+	}
+
+	// The token file is read again on Reload (SIGHUP): a removed token is
+	// 401 at once, a new one works.
+	writeTokens(t, a.file, append([]policy.Token{{Name: "carol-bot", Stores: []string{"alice"}, Access: policy.ReadWrite, Role: policy.Agent}}, testTokens[1:]...))
+	if err := a.tokens.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := a.tool("carol-bot", "alice", "toolu_3", `{"command":"view","path":"/memories"}`); code != 200 {
+		t.Errorf("new token: %d", code)
+	}
+	if code := a.callBad("alice-bot", "POST", "/v1/stores/alice/tool_use", `{}`, nil); code != http.StatusUnauthorized {
+		t.Errorf("removed token: %d", code)
+	}
+	os.WriteFile(a.file, []byte("not json"), 0o600)
+	if err := a.tokens.Reload(); err == nil {
+		t.Error("a broken token file was accepted")
+	}
+	if code, _ := a.tool("carol-bot", "alice", "toolu_4", `{"command":"view","path":"/memories"}`); code != 200 {
+		t.Errorf("the tokens were lost on a failed reload: %d", code)
+	}
+}
+
+func TestStoresLifecycleAPI(t *testing.T) {
+	a := newStoresAPI(t, policy.ScreenOff)
+	var s stores.StoreJSON
+	if code := a.call("ops", "POST", "/v1/stores", map[string]any{"name": "alice", "description": "Alice's preferences.",
+		"metadata": map[string]string{"user": "alice"}, "secret_screening": "mask"}, &s); code != http.StatusCreated ||
+		s.Name != "alice" || s.Metadata["user"] != "alice" || s.SecretScreening != "mask" || s.ArchivedAt != nil || s.CreatedAt != "2026-01-02T03:04:05Z" {
+		t.Errorf("create: %d %+v", code, s)
+	}
+	var e apiError
+	if code := a.call("ops", "POST", "/v1/stores", map[string]any{"name": "alice"}, &e); code != http.StatusConflict || e.Error != "store alice already exists" {
+		t.Errorf("create twice: %d %q", code, e.Error)
+	}
+	if code := a.callBad("ops", "POST", "/v1/stores", map[string]any{"name": "Alice"}, &e); code != http.StatusBadRequest ||
+		!strings.HasPrefix(e.Error, "store names are 1 to 63 characters") {
+		t.Errorf("bad name: %d %q", code, e.Error)
+	}
+	if code := a.callBad("ops", "POST", "/v1/stores", map[string]any{"name": "x", "bogus": 1}, &e); code != http.StatusBadRequest {
+		t.Errorf("unknown field: %d", code)
+	}
+	s = stores.StoreJSON{}
+	if code := a.call("ops", "PATCH", "/v1/stores/alice", map[string]any{"description": "Alice.", "metadata": map[string]any{"user": nil, "tier": "gold"},
+		"secret_screening": ""}, &s); code != 200 || s.Description != "Alice." || len(s.Metadata) != 1 || s.Metadata["tier"] != "gold" || s.SecretScreening != "" {
+		t.Errorf("update: %d %+v", code, s)
+	}
+
+	// Archived: the model can view, not change; the API cannot update it.
+	if _, res := a.tool("ops", "alice", "toolu_1", `{"command":"create","path":"/memories/a.md","file_text":"x"}`); res.IsError {
+		t.Fatal(res.Content)
+	}
+	if code := a.call("ops", "POST", "/v1/stores/alice/archive", nil, &s); code != 200 || s.ArchivedAt == nil {
+		t.Errorf("archive: %d %+v", code, s)
+	}
+	if _, res := a.tool("ops", "alice", "toolu_2", `{"command":"delete","path":"/memories/a.md"}`); res.Content != "Error: This memory is archived: view works, but delete is not allowed; nothing was changed" {
+		t.Errorf("archived delete: %+v", res)
+	}
+	if _, res := a.tool("ops", "alice", "toolu_3", `{"command":"view","path":"/memories/a.md"}`); res.IsError {
+		t.Errorf("archived view: %+v", res)
+	}
+	if code := a.call("ops", "PATCH", "/v1/stores/alice", map[string]any{"description": "x"}, &e); code != http.StatusConflict ||
+		e.Error != "store alice is archived; unarchive it to change it" {
+		t.Errorf("update archived: %d %q", code, e.Error)
+	}
+	if code := a.call("ops", "PUT", "/v1/stores/alice/memory?path=/memories/b.md", map[string]any{"content": "x"}, &e); code != http.StatusConflict {
+		t.Errorf("put into archived: %d", code)
+	}
+	var list struct {
+		Data     []stores.StoreJSON `json:"data"`
+		NextPage *string            `json:"next_page"`
+	}
+	a.createStores("bob", "carol")
+	a.call("ops", "GET", "/v1/stores", nil, &list)
+	if len(list.Data) != 2 || list.Data[0].Name != "bob" {
+		t.Errorf("list without archived: %+v", list)
+	}
+	a.call("ops", "GET", "/v1/stores?include_archived=true&limit=2", nil, &list)
+	if len(list.Data) != 2 || list.Data[0].Name != "alice" || list.NextPage == nil || *list.NextPage != "bob" {
+		t.Errorf("list page 1: %+v", list)
+	}
+	a.call("ops", "GET", "/v1/stores?include_archived=true&limit=2&page=bob", nil, &list)
+	if len(list.Data) != 1 || list.Data[0].Name != "carol" || list.NextPage != nil {
+		t.Errorf("list page 2: %+v", list)
+	}
+	if code := a.call("ops", "POST", "/v1/stores/alice/unarchive", nil, &s); code != 200 || s.ArchivedAt != nil {
+		t.Errorf("unarchive: %d %+v", code, s)
+	}
+	if _, res := a.tool("ops", "alice", "toolu_2", `{"command":"delete","path":"/memories/a.md"}`); res.IsError {
+		t.Errorf("delete after unarchive: %+v", res)
+	}
+
+	var del map[string]any
+	if code := a.call("ops", "DELETE", "/v1/stores/bob", nil, &del); code != 200 || del["deleted"] != true {
+		t.Errorf("delete: %d %v", code, del)
+	}
+	if code := a.call("ops", "GET", "/v1/stores/bob", nil, &e); code != http.StatusNotFound {
+		t.Errorf("get deleted: %d", code)
+	}
+	if code, _ := a.tool("ops", "bob", "toolu_9", `{"command":"view","path":"/memories"}`); code != http.StatusNotFound {
+		t.Errorf("tool call on a deleted store: %d", code)
+	}
+}
+
+func TestStoresSecretScreening(t *testing.T) {
+	a := newStoresAPI(t, policy.ScreenRefuse) // the server refuses...
+	a.createStores("alice", "bob")
+	mask := "mask" // ...and alice masks
+	a.call("ops", "PATCH", "/v1/stores/alice", map[string]any{"secret_screening": mask}, nil)
+	note := `{"command":"create","path":"/memories/keys.md","file_text":"aws AKIAZ3MHQ7XKP2LVN4RT\n"}`
+	if _, res := a.tool("ops", "alice", "toolu_1", note); res.IsError ||
+		res.Content != "File created successfully at: /memories/keys.md\n\nPossible secrets were masked before saving; the file holds a placeholder instead of each: line 1 [REDACTED:aws-access-token]" {
+		t.Errorf("mask: %+v", res)
+	}
+	if _, res := a.tool("ops", "bob", "toolu_1", note); !res.IsError || !strings.Contains(res.Content, "(aws-access-token) on line 1 of /memories/keys.md; nothing was written") {
+		t.Errorf("refuse: %+v", res)
+	}
+	var m stores.MemoryJSON
+	a.call("ops", "GET", "/v1/stores/alice/memory?path=/memories/keys.md", nil, &m)
+	if m.Content == nil || *m.Content != "aws [REDACTED:aws-access-token]\n" {
+		t.Errorf("stored: %+v", m)
+	}
+	var e apiError
+	if code := a.call("ops", "GET", "/v1/stores/bob/memory?path=/memories/keys.md", nil, &e); code != http.StatusNotFound {
+		t.Errorf("refused file exists: %d", code)
+	}
+}
+
+func TestMemoriesAPI(t *testing.T) {
+	a := newStoresAPI(t, policy.ScreenOff)
+	a.createStores("alice")
+	steps := []string{
+		`{"command":"create","path":"/memories/prefs.md","file_text":"tea\n"}`,
+		`{"command":"create","path":"/memories/projects/a.md","file_text":"alpha\n"}`,
+		`{"command":"create","path":"/memories/projects/b.md","file_text":"beta\n"}`,
+		`{"command":"str_replace","path":"/memories/prefs.md","old_str":"tea","new_str":"green tea"}`,
+	}
+	for i, s := range steps {
+		if _, res := a.tool("alice-bot", "alice", fmt.Sprintf("toolu_%d", i), s, handler.HeaderAgent, "planner"); res.IsError {
+			t.Fatal(res.Content)
+		}
+	}
+	sha := func(s string) string { return stores.SHA256([]byte(s)) }
+
+	var list struct {
+		Data     []stores.MemoryJSON `json:"data"`
+		NextPage *string             `json:"next_page"`
+	}
+	a.call("auditor", "GET", "/v1/stores/alice/memories", nil, &list)
+	if len(list.Data) != 3 || list.NextPage != nil {
+		t.Fatalf("list: %+v", list)
+	}
+	p := list.Data[0] // in path order: prefs.md, projects/a.md, projects/b.md
+	if p.Path != "/memories/prefs.md" || p.ContentSizeBytes != 10 || p.ContentSHA256 != sha("green tea\n") || p.ToolUseID != "toolu_3" ||
+		p.Agent != "planner" || p.Command != "str_replace" || p.Author != "alice-bot" || p.Content != nil {
+		t.Errorf("prefs.md: %+v", p)
+	}
+	a.call("auditor", "GET", "/v1/stores/alice/memories?path_prefix=/memories/projects&limit=1", nil, &list)
+	if len(list.Data) != 1 || list.Data[0].Path != "/memories/projects/a.md" || list.Data[0].ToolUseID != "toolu_1" || list.NextPage == nil {
+		t.Fatalf("prefix page 1: %+v", list)
+	}
+	a.call("auditor", "GET", "/v1/stores/alice/memories?path_prefix=/memories/projects&limit=1&page="+*list.NextPage, nil, &list)
+	if len(list.Data) != 1 || list.Data[0].Path != "/memories/projects/b.md" || list.NextPage != nil {
+		t.Errorf("prefix page 2: %+v", list)
+	}
+
+	// Put with a precondition: the right hash replaces, a stale one is 409
+	// and changes nothing.
+	var m stores.MemoryJSON
+	var e apiError
+	put := func(path, content, expect string, out any) int {
+		body := map[string]any{"content": content}
+		if expect != "" {
+			body["precondition"] = map[string]string{"type": "content_sha256", "content_sha256": expect}
+		}
+		if len(expect) != 64 && expect != "" {
+			return a.callBad("ops", "PUT", "/v1/stores/alice/memory?path="+path, body, out)
+		}
+		return a.call("ops", "PUT", "/v1/stores/alice/memory?path="+path, body, out)
+	}
+	if code := put("/memories/prefs.md", "oolong\n", sha("green tea\n"), &m); code != 200 || m.ContentSHA256 != sha("oolong\n") || m.Command != "put" || m.Author != "ops" {
+		t.Errorf("put with the right hash: %d %+v", code, m)
+	}
+	if code := put("/memories/prefs.md", "x", sha("green tea\n"), &e); code != http.StatusConflict ||
+		e.ContentSHA256 != sha("oolong\n") || e.Error != "the memory's content_sha256 is "+sha("oolong\n")+", not the expected one; nothing was changed" {
+		t.Errorf("stale hash: %d %+v", code, e)
+	}
+	if code := put("/memories/new.md", "x", sha("x"), &e); code != http.StatusConflict ||
+		e.Error != "the memory does not exist, so it cannot have the expected content_sha256; nothing was changed" {
+		t.Errorf("precondition on a new file: %d %+v", code, e)
+	}
+	if code := put("/memories/new.md", "fresh\n", "", &m); code != http.StatusCreated || m.Path != "/memories/new.md" {
+		t.Errorf("create: %d %+v", code, m)
+	}
+	if code := put("/memories/x.md", "x", "bad", &e); code != http.StatusBadRequest {
+		t.Errorf("a malformed precondition: %d", code)
+	}
+	if code := a.call("ops", "PUT", "/v1/stores/alice/memory?path=/memories/../etc", map[string]any{"content": "x"}, &e); code != http.StatusBadRequest ||
+		e.Error != "Path /memories/../etc would escape /memories directory" {
+		t.Errorf("bad path: %d %q", code, e.Error)
+	}
+	a.call("auditor", "GET", "/v1/stores/alice/memory?path=/memories/prefs.md", nil, &m)
+	if m.Content == nil || *m.Content != "oolong\n" {
+		t.Errorf("after the refused puts: %+v", m)
+	}
+
+	// Delete with a precondition.
+	if code := a.call("ops", "DELETE", "/v1/stores/alice/memory?path=/memories/new.md&expected_content_sha256="+sha("stale"), nil, &e); code != http.StatusConflict {
+		t.Errorf("delete with a stale hash: %d", code)
+	}
+	var del map[string]any
+	if code := a.call("ops", "DELETE", "/v1/stores/alice/memory?path=/memories/new.md&expected_content_sha256="+sha("fresh\n"), nil, &del); code != 200 || del["deleted"] != true {
+		t.Errorf("delete: %d %v", code, del)
+	}
+	if code := a.call("ops", "DELETE", "/v1/stores/alice/memory?path=/memories/new.md", nil, &e); code != http.StatusNotFound ||
+		e.Error != "there is no memory file /memories/new.md" {
+		t.Errorf("delete again: %d %q", code, e.Error)
+	}
+	if code := a.call("ops", "GET", "/v1/stores/alice/memory?path=/memories/projects", nil, &e); code != http.StatusNotFound {
+		t.Errorf("get a folder: %d", code)
+	}
+
+	// The operator commits, with their trailers.
+	var v stores.CommitJSON
+	a.call("auditor", "GET", "/v1/stores/alice/versions/HEAD", nil, &v)
+	if v.Subject != "memory: delete /memories/new.md" || v.Command != "delete" || v.Path != "/memories/new.md" || v.Author["name"] != "ops" || v.ToolUseID != "" {
+		t.Errorf("delete commit: %+v", v)
+	}
+	a.call("auditor", "GET", "/v1/stores/alice/versions/HEAD~2", nil, &v)
+	if v.Subject != "memory: put /memories/prefs.md" || v.Command != "put" || !strings.Contains(v.Diff, "-green tea\n+oolong\n") {
+		t.Errorf("put commit: %+v", v)
+	}
+}
+
+func TestVersionsAPI(t *testing.T) {
+	a := newStoresAPI(t, policy.ScreenOff)
+	a.createStores("alice")
+	calls := []string{
+		`{"command":"create","path":"/memories/prefs.md","file_text":"color: blue\nsize: m\nshape: round\nfood: pasta\n"}`,
+		`{"command":"str_replace","path":"/memories/prefs.md","old_str":"pasta","new_str":"pizza"}`,
+		`{"command":"create","path":"/memories/secret.md","file_text":"pin 8642\n"}`,
+		`{"command":"str_replace","path":"/memories/prefs.md","old_str":"blue","new_str":"green"}`,
+		`{"command":"str_replace","path":"/memories/prefs.md","old_str":"green","new_str":"red"}`,
+	}
+	for i, c := range calls {
+		*a.clock = epoch.Add(time.Duration(i) * time.Hour)
+		if _, res := a.tool("alice-bot", "alice", fmt.Sprintf("toolu_%d", i), c, handler.HeaderSession, fmt.Sprintf("s%d", i%2)); res.IsError {
+			t.Fatal(res.Content)
+		}
+	}
+	*a.clock = epoch.Add(10 * time.Hour)
+
+	// Every page by cursor, newest first, nothing twice.
+	type page struct {
+		Data     []stores.CommitJSON `json:"data"`
+		NextPage *string             `json:"next_page"`
+	}
+	var all []string
+	for cursor := ""; ; {
+		var p page
+		q := "/v1/stores/alice/versions?limit=2"
+		if cursor != "" {
+			q += "&page=" + cursor
+		}
+		a.call("auditor", "GET", q, nil, &p)
+		for _, c := range p.Data {
+			all = append(all, c.ToolUseID+"/"+c.Command)
+		}
+		if p.NextPage == nil {
+			break
+		}
+		cursor = *p.NextPage
+	}
+	want := "toolu_4/str_replace toolu_3/str_replace toolu_2/create toolu_1/str_replace toolu_0/create /store /init"
+	if strings.Join(all, " ") != want {
+		t.Errorf("all pages: %s\nwant %s", strings.Join(all, " "), want)
+	}
+	for q, want := range map[string]string{
+		"tool_use_id=toolu_2":                                 "toolu_2",
+		"session=s1":                                          "toolu_3 toolu_1",
+		"agent=alice-bot&command=create":                      "toolu_2 toolu_0",
+		"path=/memories/secret.md":                            "toolu_2",
+		"since=2026-01-02T05:00:00Z&until=8h":                 "toolu_2",
+		"command=str_replace&path=/memories/prefs.md&limit=1": "toolu_4",
+	} {
+		var p page
+		a.call("auditor", "GET", "/v1/stores/alice/versions?"+q, nil, &p)
+		var ids []string
+		for _, c := range p.Data {
+			ids = append(ids, c.ToolUseID)
+		}
+		if strings.Join(ids, " ") != want {
+			t.Errorf("%s: %v, want %s", q, ids, want)
+		}
+	}
+	var e apiError
+	if code := a.call("auditor", "GET", "/v1/stores/alice/versions?page=0000000000000000000000000000000000000000", nil, &e); code != http.StatusBadRequest {
+		t.Errorf("bad cursor: %d", code)
+	}
+	if code := a.call("auditor", "GET", "/v1/stores/alice/versions?since=soonish", nil, &e); code != http.StatusBadRequest {
+		t.Errorf("bad time: %d", code)
+	}
+	var v stores.CommitJSON
+	if code := a.call("auditor", "GET", "/v1/stores/alice/versions/toolu_1", nil, &v); code != 200 || v.Command != "str_replace" ||
+		!strings.Contains(v.Diff, "-food: pasta\n+food: pizza\n") {
+		t.Errorf("get by tool_use id: %d %+v", code, v)
+	}
+	if code := a.call("auditor", "GET", "/v1/stores/alice/versions/toolu_nope", nil, &e); code != http.StatusNotFound ||
+		e.Error != `"toolu_nope" is not a commit, tool_use id or revision of this memory` {
+		t.Errorf("unknown version: %d %q", code, e.Error)
+	}
+
+	// Revert one tool call despite later edits; an overlapping one is 409
+	// with the conflicts; forced, it goes.
+	type change struct {
+		DryRun  bool               `json:"dry_run"`
+		Version *stores.CommitJSON `json:"version"`
+		Paths   []string           `json:"paths"`
+		Diff    string             `json:"diff"`
+	}
+	var ch change
+	if code := a.call("ops", "POST", "/v1/stores/alice/revert", map[string]any{"revisions": []string{"toolu_1"}}, &ch); code != 200 ||
+		ch.Version == nil || ch.Version.Command != "revert" || ch.Version.Author["name"] != "ops" || !strings.Contains(ch.Diff, "-food: pizza\n+food: pasta\n") {
+		t.Errorf("revert: %d %+v", code, ch)
+	}
+	if code := a.call("ops", "POST", "/v1/stores/alice/revert", map[string]any{"revisions": []string{"toolu_1"}}, &e); code != http.StatusConflict {
+		t.Errorf("revert again: %d %+v", code, e)
+	}
+	if code := a.call("ops", "POST", "/v1/stores/alice/revert", map[string]any{"revisions": []string{"toolu_3"}}, &e); code != http.StatusConflict ||
+		len(e.Conflicts) != 1 || e.Conflicts[0]["path"] != "/memories/prefs.md" {
+		t.Errorf("overlapping revert: %d %+v", code, e)
+	}
+	if code := a.call("ops", "POST", "/v1/stores/alice/revert", map[string]any{"revisions": []string{"toolu_3"}, "strategy": "theirs", "dry_run": true}, &ch); code != 200 ||
+		!ch.DryRun || ch.Version != nil || !strings.Contains(ch.Diff, "+color: blue\n") {
+		t.Errorf("forced revert, dry: %d %+v", code, ch)
+	}
+
+	// Restore a path to a time.
+	if code := a.call("ops", "POST", "/v1/stores/alice/restore", map[string]any{"to": "2026-01-02T04:30:00Z", "paths": []string{"/memories/prefs.md"}}, &ch); code != 200 ||
+		ch.Version == nil || ch.Version.Command != "restore" || len(ch.Paths) != 1 ||
+		!strings.Contains(ch.Diff, "-color: red\n+color: blue\n") || !strings.Contains(ch.Diff, "-food: pasta\n+food: pizza\n") {
+		t.Errorf("restore: %d %+v", code, ch)
+	}
+	if code := a.call("ops", "POST", "/v1/stores/alice/restore", map[string]any{"to": "2026-01-01T00:00:00Z"}, &e); code != http.StatusNotFound {
+		t.Errorf("restore before the first commit: %d %+v", code, e)
+	}
+
+	// Redact: a dry run changes nothing; then the PIN is in no version.
+	var red struct {
+		DryRun    bool             `json:"dry_run"`
+		Rewritten []map[string]any `json:"rewritten"`
+	}
+	if code := a.call("ops", "POST", "/v1/stores/alice/redact", map[string]any{"match": "pin [0-9]+", "dry_run": true}, &red); code != 200 || !red.DryRun || len(red.Rewritten) == 0 {
+		t.Errorf("redact dry: %d %+v", code, red)
+	}
+	if code := a.call("ops", "POST", "/v1/stores/alice/redact", map[string]any{"match": "x*"}, &e); code != http.StatusBadRequest ||
+		e.Error != `match "x*" matches empty text; give a pattern for the secret itself` {
+		t.Errorf("redact empty match: %d %q", code, e.Error)
+	}
+	if code := a.call("ops", "POST", "/v1/stores/alice/redact", map[string]any{"match": "pin [0-9]+"}, &red); code != 200 || red.DryRun {
+		t.Errorf("redact: %d %+v", code, red)
+	}
+	a.call("auditor", "GET", "/v1/stores/alice/versions/toolu_2", nil, &v)
+	if strings.Contains(v.Diff, "8642") || !strings.Contains(v.Diff, "[REDACTED]") {
+		t.Errorf("after redact: %+v", v)
+	}
+	// The model keeps working on the rewritten history.
+	if _, res := a.tool("alice-bot", "alice", "toolu_9", `{"command":"view","path":"/memories/secret.md"}`); res.IsError || strings.Contains(res.Content, "8642") {
+		t.Errorf("view after redact: %+v", res)
+	}
+}

@@ -1,0 +1,369 @@
+package stores
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// The operator operations below are shared by the CLI and the HTTP
+// operator API: each is one implementation over the gitmem package.
+
+// TimeLayout is how operator output prints a time.
+const TimeLayout = "2006-01-02 15:04:05 -0700"
+
+// RevError is a revision that names no commit. Usage says the text itself
+// is malformed (a time that does not parse), as opposed to naming nothing.
+type RevError struct {
+	Msg   string
+	Usage bool
+}
+
+func (e *RevError) Error() string { return e.Msg }
+
+// Revision finds the commit a user names: a tool_use id, a commit hash (7
+// characters are enough), a git revision (HEAD~2), or a time as @{2h ago},
+// @{yesterday}, @{2026-11-20}. With orTime, a bare time (2h, yesterday,
+// RFC 3339) also names the commit that was HEAD then, as restore --to
+// takes it. now is the clock times are read against.
+func Revision(r *gitmem.Repo, rev string, now time.Time, orTime bool) (gitmem.Commit, error) {
+	if inner, ok := strings.CutPrefix(rev, "@{"); ok && strings.HasSuffix(inner, "}") {
+		t, err := policy.ParseTime(strings.TrimSuffix(inner, "}"), now)
+		if err != nil {
+			return gitmem.Commit{}, &RevError{Msg: err.Error(), Usage: true}
+		}
+		return at(r, t)
+	}
+	c, err := r.Resolve(rev)
+	if errors.Is(err, gitmem.ErrUnknownRev) {
+		if t, terr := policy.ParseTime(rev, now); orTime && terr == nil {
+			return at(r, t)
+		}
+		return c, &RevError{Msg: fmt.Sprintf("%q is not a commit, tool_use id or revision of this memory", rev)}
+	}
+	return c, err
+}
+
+func at(r *gitmem.Repo, t time.Time) (gitmem.Commit, error) {
+	c, err := r.At(t)
+	if errors.Is(err, gitmem.ErrUnknownRev) {
+		return c, &RevError{Msg: "the memory has no commit as old as " + t.Format(TimeLayout)}
+	}
+	return c, err
+}
+
+// Patch is the unified diff of a commit against its first parent, under
+// paths (relative to memories/; none: all).
+func Patch(r *gitmem.Repo, c gitmem.Commit, paths []string) (string, error) {
+	parent := ""
+	if len(c.Parents) > 0 {
+		parent = c.Parents[0]
+	}
+	changes, err := r.Diff(parent, c.Hash, paths...)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, fc := range changes {
+		b.WriteString(fc.Unified())
+	}
+	return b.String(), nil
+}
+
+// ErrBadCursor is a page cursor that names nothing in the listing (the
+// history was rewritten by a redaction since, say).
+var ErrBadCursor = errors.New("the page cursor does not name an item of this listing")
+
+// Versions lists the commits that match opt, newest first, after the
+// commit named by the cursor `after` (a hash; "" from the newest), at most
+// limit of them. Next is the hash of the last one when more follow.
+func Versions(ctx context.Context, r *gitmem.Repo, opt gitmem.LogOptions, after string, limit int) (Page[gitmem.Commit], error) {
+	var p Page[gitmem.Commit]
+	skipping := after != ""
+	opt.Limit = 0
+	err := r.Log(ctx, opt, nil, func(c gitmem.Commit) error {
+		if skipping {
+			skipping = c.Hash != after
+			return nil
+		}
+		if len(p.Items) == limit {
+			p.Next = p.Items[len(p.Items)-1].Hash
+			return errStop
+		}
+		p.Items = append(p.Items, c)
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	if err == nil && skipping {
+		err = ErrBadCursor
+	}
+	return p, err
+}
+
+// Memory is a memory file with what last changed it.
+type Memory struct {
+	Path    string // relative to memories/
+	Size    int64
+	SHA256  string // hex, of the content
+	Content []byte // only from GetMemory
+	Last    gitmem.Commit
+}
+
+// SHA256 is the hex SHA-256 of content, as memories report it.
+func SHA256(content []byte) string {
+	sum := sha256.Sum256(content)
+	return hex.EncodeToString(sum[:])
+}
+
+// ListMemories lists the memory files at or under prefix (a memory path
+// relative to memories/; "" for all), in path order, after the path
+// `after`, at most limit: each with its size, SHA-256 and the last commit
+// that changed it.
+func ListMemories(ctx context.Context, r *gitmem.Repo, prefix, after string, limit int) (Page[Memory], error) {
+	snap, err := r.Snapshot()
+	if err != nil {
+		return Page[Memory]{}, err
+	}
+	var paths []string
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		kids, err := snap.List(dir)
+		if err != nil {
+			return err
+		}
+		for _, k := range kids {
+			p := join(dir, k.Name)
+			if k.Dir {
+				if err := walk(p); err != nil {
+					return err
+				}
+			} else {
+				paths = append(paths, p)
+			}
+		}
+		return nil
+	}
+	switch info, err := snap.Stat(prefix); {
+	case errors.Is(err, gitmem.ErrNotExist):
+		return Page[Memory]{}, nil
+	case err != nil:
+		return Page[Memory]{}, err
+	case info.Dir:
+		err = walk(prefix)
+	default:
+		paths = []string{prefix}
+	}
+	if err != nil {
+		return Page[Memory]{}, err
+	}
+	slices.Sort(paths)
+	start, _ := slices.BinarySearch(paths, after)
+	if after != "" && start < len(paths) && paths[start] == after {
+		start++
+	}
+	var p Page[Memory]
+	end := min(len(paths), start+limit)
+	if end < len(paths) {
+		p.Next = paths[end-1]
+	}
+	for _, path := range paths[start:end] {
+		data, err := snap.ReadFile(path)
+		if err != nil {
+			return Page[Memory]{}, err
+		}
+		p.Items = append(p.Items, Memory{Path: path, Size: int64(len(data)), SHA256: SHA256(data)})
+	}
+	return p, lastChanges(ctx, r, p.Items)
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// lastChanges finds the commit that last changed each memory: one pass
+// over the history, newest first, until every one is found.
+func lastChanges(ctx context.Context, r *gitmem.Repo, ms []Memory) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	want := map[string]int{}
+	var paths []string
+	for i, m := range ms {
+		want[m.Path] = i
+		paths = append(paths, m.Path)
+	}
+	err := r.Log(ctx, gitmem.LogOptions{Paths: paths}, nil, func(c gitmem.Commit) error {
+		for _, p := range c.Paths {
+			if i, ok := want[p]; ok {
+				ms[i].Last = c
+				delete(want, p)
+			}
+		}
+		if len(want) == 0 {
+			return errStop
+		}
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return err
+}
+
+// GetMemory reads one memory file with its last change. A folder is
+// gitmem.ErrIsDir.
+func GetMemory(ctx context.Context, r *gitmem.Repo, path string) (Memory, error) {
+	snap, err := r.Snapshot()
+	if err != nil {
+		return Memory{}, err
+	}
+	data, err := snap.ReadFile(path)
+	if err != nil {
+		return Memory{}, err
+	}
+	ms := []Memory{{Path: path, Size: int64(len(data)), SHA256: SHA256(data), Content: data}}
+	return ms[0], lastChanges(ctx, r, ms)
+}
+
+// PreconditionError is a write refused because the memory's content is
+// not what the caller expected; nothing was changed. Current is the
+// content's SHA-256 ("" when the memory does not exist).
+type PreconditionError struct{ Current string }
+
+func (e *PreconditionError) Error() string {
+	if e.Current == "" {
+		return "the memory does not exist, so it cannot have the expected content_sha256; nothing was changed"
+	}
+	return "the memory's content_sha256 is " + e.Current + ", not the expected one; nothing was changed"
+}
+
+// Operator commands of the API, as Memory-Command values.
+const (
+	CommandPut    = "put"
+	CommandDelete = "delete"
+)
+
+// PutMemory writes a memory file as an operator commit ("memory: put
+// PATH", Memory-Command: put), creating or replacing it. When expect is
+// set, the current content must have that SHA-256 (checked under the
+// writer lock, so no change can come between), else *PreconditionError.
+// It reports whether the file was created.
+func PutMemory(r *gitmem.Repo, path string, content []byte, expect *string, limits policy.Limits, author gitmem.Signature) (gitmem.Commit, bool, error) {
+	display := policy.Display(path)
+	created := false
+	c, err := r.Update(operatorMeta(r, CommandPut, display, author), func(tx *gitmem.Tx) error {
+		old, err := tx.ReadFile(path)
+		switch {
+		case errors.Is(err, gitmem.ErrNotExist):
+			created = true
+		case err != nil:
+			return err
+		}
+		if err := precondition(expect, old, created); err != nil {
+			return err
+		}
+		var oldSize int64 = -1
+		if !created {
+			oldSize = int64(len(old))
+		}
+		u := tx.Usage()
+		if err := limits.Check(display, policy.Usage{Files: u.Files, Bytes: u.Bytes}, oldSize, int64(len(content))); err != nil {
+			return err
+		}
+		return tx.WriteFile(path, content)
+	})
+	return c, created, err
+}
+
+// DeleteMemory deletes a memory file as an operator commit ("memory:
+// delete PATH", Memory-Command: delete), with the same precondition as
+// PutMemory. A folder is gitmem.ErrIsDir.
+func DeleteMemory(r *gitmem.Repo, path string, expect *string, author gitmem.Signature) (gitmem.Commit, error) {
+	return r.Update(operatorMeta(r, CommandDelete, policy.Display(path), author), func(tx *gitmem.Tx) error {
+		old, err := tx.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := precondition(expect, old, false); err != nil {
+			return err
+		}
+		return tx.Remove(path)
+	})
+}
+
+func precondition(expect *string, old []byte, absent bool) error {
+	switch {
+	case expect == nil:
+		return nil
+	case absent:
+		return &PreconditionError{}
+	case !strings.EqualFold(SHA256(old), *expect):
+		return &PreconditionError{Current: SHA256(old)}
+	}
+	return nil
+}
+
+func operatorMeta(r *gitmem.Repo, command, display string, author gitmem.Signature) gitmem.Meta {
+	if author == (gitmem.Signature{}) {
+		author = r.Operator()
+	}
+	return gitmem.Meta{Subject: "memory: " + command + " " + display, Author: author, Trailers: []gitmem.Trailer{
+		{Key: gitmem.TrailerCommand, Value: command},
+		{Key: gitmem.TrailerPath, Value: display},
+	}}
+}
+
+// RedactionError is a redaction that cannot be made as given. Field names
+// what is wrong ("path", "blob", "match"; "" for the choice itself), so
+// each transport can word it with its own spelling (--blob, "blob").
+type RedactionError struct{ Field, Msg string }
+
+func (e *RedactionError) Error() string { return e.Msg }
+
+// ParseRedaction checks what a redaction removes: exactly one of a memory
+// path (relative to memories/; the root is refused), a full blob hash, or
+// a pattern that cannot match empty text.
+func ParseRedaction(path *string, blob, match string) (gitmem.Redaction, error) {
+	var red gitmem.Redaction
+	given := 0
+	if path != nil {
+		if *path == "" {
+			return red, &RedactionError{"path", "redact cannot remove the whole /memories folder; name a file or folder in it"}
+		}
+		red.Path, given = *path, given+1
+	}
+	if blob != "" {
+		if len(blob) != 40 {
+			return red, &RedactionError{"blob", "takes a full 40-character blob hash (git ls-tree -r HEAD shows them)"}
+		}
+		red.Blob, given = blob, given+1
+	}
+	if match != "" {
+		re, err := regexp.Compile(match)
+		if err != nil {
+			return red, &RedactionError{"match", err.Error()}
+		}
+		if re.MatchString("") {
+			return red, &RedactionError{"match", fmt.Sprintf("%q matches empty text; give a pattern for the secret itself", match)}
+		}
+		red.Match, given = re, given+1
+	}
+	if given != 1 {
+		return red, &RedactionError{"", "takes exactly one of a path, a blob or a match"}
+	}
+	return red, nil
+}
