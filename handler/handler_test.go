@@ -15,7 +15,7 @@ import (
 
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func newHandler(t *testing.T, limits policy.Limits) (*handler.Handler, *gitmem.Repo) {
+func newHandler(t testing.TB, limits policy.Limits) (*handler.Handler, *gitmem.Repo) {
 	t.Helper()
 	r, _, err := gitmem.Init(t.TempDir(), gitmem.Options{
 		Now:      func() time.Time { return epoch },

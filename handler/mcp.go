@@ -119,8 +119,8 @@ func (h *Handler) mcpServer(c Caller, opt MCPOptions, inflight *sync.RWMutex) *m
 		}
 		caller := c
 		if req.Extra != nil && req.Extra.Header != nil {
-			caller.Session = cmp(caller.Session, req.Extra.Header.Get(HeaderSession))
-			caller.Agent = cmp(caller.Agent, req.Extra.Header.Get(HeaderAgent))
+			caller.Session = firstOf(caller.Session, req.Extra.Header.Get(HeaderSession))
+			caller.Agent = firstOf(caller.Agent, req.Extra.Header.Get(HeaderAgent))
 		}
 		if info := req.ClientInfo(); caller.Agent == "" && info != nil && info.Name != "" {
 			caller.Agent = info.Name
@@ -146,8 +146,8 @@ func (h *Handler) mcpServer(c Caller, opt MCPOptions, inflight *sync.RWMutex) *m
 	return s
 }
 
-// cmp returns the first of a and b that is not empty.
-func cmp(a, b string) string {
+// firstOf returns the first of a and b that is not empty.
+func firstOf(a, b string) string {
 	if a != "" {
 		return a
 	}

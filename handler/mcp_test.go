@@ -22,7 +22,7 @@ var testClient = &mcp.Implementation{Name: "test-client", Version: "1.2.3"}
 
 // mcpStdio connects the Go SDK's client to h.ServeMCP over a pair of
 // pipes: the stdio transport without a process.
-func mcpStdio(t *testing.T, h *handler.Handler, c handler.Caller) *mcp.ClientSession {
+func mcpStdio(t testing.TB, h *handler.Handler, c handler.Caller) *mcp.ClientSession {
 	t.Helper()
 	clientIn, serverOut := io.Pipe()
 	serverIn, clientOut := io.Pipe()
@@ -60,7 +60,7 @@ func (hd headers) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // mcpHTTP connects the Go SDK's client to h.MCPHTTP on a loopback server,
 // sending hdr with every request.
-func mcpHTTP(t *testing.T, h *handler.Handler, opt handler.HTTPOptions, hdr http.Header) *mcp.ClientSession {
+func mcpHTTP(t testing.TB, h *handler.Handler, opt handler.HTTPOptions, hdr http.Header) *mcp.ClientSession {
 	t.Helper()
 	srv := httptest.NewServer(h.MCPHTTP(opt, handler.MCPOptions{}))
 	t.Cleanup(srv.Close)
@@ -77,7 +77,7 @@ func mcpHTTP(t *testing.T, h *handler.Handler, opt handler.HTTPOptions, hdr http
 // mcpCall calls the memory tool with input (a JSON object) and meta, and
 // returns the result as a tool_result: the text, isError, and the id from
 // the result's _meta.
-func mcpCall(t *testing.T, cs *mcp.ClientSession, input string, meta mcp.Meta) handler.Result {
+func mcpCall(t testing.TB, cs *mcp.ClientSession, input string, meta mcp.Meta) handler.Result {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Meta: meta, Name: "memory", Arguments: json.RawMessage(input)})
 	if err != nil {

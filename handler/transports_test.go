@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,31 +14,32 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // A transport connects to a handler as caller c and returns a way to call
 // it. Every transport of the handler is here.
 type transport struct {
 	name    string
-	connect func(t *testing.T, h *handler.Handler, c handler.Caller) caller
+	connect func(t testing.TB, h *handler.Handler, c handler.Caller) caller
 }
 
 var transports = []transport{
-	{"in-process", func(t *testing.T, h *handler.Handler, c handler.Caller) caller {
+	{"in-process", func(t testing.TB, h *handler.Handler, c handler.Caller) caller {
 		return func(id, input string) handler.Result { return h.HandleJSON(c, block(id, input)) }
 	}},
 	{"stdio", stdioCaller},
 	{"http", httpCaller},
-	{"mcp-stdio", func(t *testing.T, h *handler.Handler, c handler.Caller) caller {
+	{"mcp-stdio", func(t testing.TB, h *handler.Handler, c handler.Caller) caller {
 		return mcpCaller(t, mcpStdio(t, h, c))
 	}},
-	{"mcp-http", func(t *testing.T, h *handler.Handler, c handler.Caller) caller {
+	{"mcp-http", func(t testing.TB, h *handler.Handler, c handler.Caller) caller {
 		return mcpCaller(t, mcpHTTP(t, h, handler.HTTPOptions{}, http.Header{handler.HeaderSession: {c.Session}, handler.HeaderAgent: {c.Agent}}))
 	}},
 }
 
 // stdioCaller writes one block per line to ServeStdio and reads its line.
-func stdioCaller(t *testing.T, h *handler.Handler, c handler.Caller) caller {
+func stdioCaller(t testing.TB, h *handler.Handler, c handler.Caller) caller {
 	in, toServer := io.Pipe()
 	fromServer, out := io.Pipe()
 	done := make(chan error, 1)
@@ -69,7 +71,7 @@ func stdioCaller(t *testing.T, h *handler.Handler, c handler.Caller) caller {
 }
 
 // httpCaller posts each block to POST /v1/tool_use on a loopback server.
-func httpCaller(t *testing.T, h *handler.Handler, c handler.Caller) caller {
+func httpCaller(t testing.TB, h *handler.Handler, c handler.Caller) caller {
 	srv := httptest.NewServer(h.HTTP(handler.HTTPOptions{}))
 	t.Cleanup(srv.Close)
 	return func(id, input string) handler.Result {
@@ -91,7 +93,7 @@ func httpCaller(t *testing.T, h *handler.Handler, c handler.Caller) caller {
 }
 
 // mcpCaller calls the memory tool with the id in _meta.
-func mcpCaller(t *testing.T, cs *mcp.ClientSession) caller {
+func mcpCaller(t testing.TB, cs *mcp.ClientSession) caller {
 	return func(id, input string) handler.Result {
 		return mcpCall(t, cs, input, mcp.Meta{handler.MetaToolUseID: id})
 	}
@@ -123,6 +125,33 @@ func TestTransportsAgree(t *testing.T) {
 				if heads[tr.name] != heads[transports[0].name] {
 					t.Errorf("history over %s (HEAD %s) differs from %s (HEAD %s)",
 						tr.name, heads[tr.name], transports[0].name, heads[transports[0].name])
+				}
+			}
+		})
+	}
+}
+
+// The cost of each transport per call, against the same handler work: a
+// view of a small file (no commit) and a create (one commit). Numbers:
+// docs/performance.md.
+func BenchmarkTransports(b *testing.B) {
+	for _, tr := range transports {
+		b.Run(tr.name+"/view", func(b *testing.B) {
+			h, _ := newHandler(b, policy.DefaultLimits)
+			call := tr.connect(b, h, handler.Caller{})
+			call("toolu_setup", `{"command":"create","path":"/memories/notes.md","file_text":"one\ntwo\n"}`)
+			for i := 0; b.Loop(); i++ {
+				if res := call(fmt.Sprint("toolu_", i), `{"command":"view","path":"/memories/notes.md"}`); res.IsError {
+					b.Fatal(res.Content)
+				}
+			}
+		})
+		b.Run(tr.name+"/create", func(b *testing.B) {
+			h, _ := newHandler(b, policy.DefaultLimits)
+			call := tr.connect(b, h, handler.Caller{})
+			for i := 0; b.Loop(); i++ {
+				if res := call(fmt.Sprint("toolu_", i), fmt.Sprintf(`{"command":"create","path":"/memories/n%d.md","file_text":"x"}`, i)); res.IsError {
+					b.Fatal(res.Content)
 				}
 			}
 		})
