@@ -2,6 +2,5 @@
 // over a gitmem store: it parses tool_use blocks, validates them with the
 // policy package, runs them against the store and renders the exact result
 // strings of docs/protocol.md. Its transports (stdio, HTTP, and MCP over
-// stdio or streamable HTTP) are thin
-// framings over the one Handler.
+// stdio or streamable HTTP) are thin framings over the one Handler.
 package handler
