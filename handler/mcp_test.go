@@ -279,3 +279,16 @@ func TestMCPHTTPGuards(t *testing.T) {
 		}
 	}
 }
+
+// A JSON-RPC message over 16 MiB on stdio ends the session with an error
+// (the SDK's frame limit), rather than being read into memory.
+func TestMCPStdioOverlongMessage(t *testing.T) {
+	h, _ := newHandler(t, policy.DefaultLimits)
+	in := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory","arguments":{"command":"create","path":"/memories/x","file_text":"` +
+		strings.Repeat("a", handler.MaxLineBytes) + `"}}}` + "\n"
+	var out strings.Builder
+	err := h.ServeMCP(context.Background(), strings.NewReader(in), &out, handler.Caller{}, handler.MCPOptions{})
+	if err == nil || !strings.Contains(err.Error(), "exceeded the configured maximum line length") {
+		t.Errorf("ServeMCP: %v", err)
+	}
+}
