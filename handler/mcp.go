@@ -1,9 +1,12 @@
 package handler
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -171,21 +175,106 @@ func metaID(meta mcp.Meta) (string, error) {
 
 // ServeMCP speaks MCP over in and out (newline-delimited JSON-RPC, the
 // stdio transport) until the client closes in or ctx is cancelled. It
-// returns once the calls in hand are finished.
+// returns once the calls in hand are finished. A line that is not a
+// JSON-RPC message, or is over MaxLineBytes, gets a JSON-RPC error and the
+// session goes on (the SDK alone would end it).
 func (h *Handler) ServeMCP(ctx context.Context, in io.Reader, out io.Writer, c Caller, opt MCPOptions) error {
 	var inflight sync.RWMutex
 	defer inflight.Lock() // waits for the calls in hand; refuses later ones
-	t := &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopCloser{out}, MaxLineLength: MaxLineBytes}
+	w := &lockedWriter{w: out}
+	messages, feed := io.Pipe()
+	go screenMessages(in, feed, w)
+	t := &mcp.IOTransport{Reader: messages, Writer: w, MaxLineLength: -1} // screenMessages bounds lines
 	err := h.mcpServer(c, opt, &inflight).Run(ctx, t)
+	messages.Close()
 	if ctx.Err() != nil || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err
 }
 
-type nopCloser struct{ io.Writer }
+// screenMessages copies the JSON-RPC messages of in, one per line, to
+// feed, and answers a line that is not one on w with a JSON-RPC error (the
+// id null, or the line's own when it can be read).
+func screenMessages(in io.Reader, feed *io.PipeWriter, w io.Writer) {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := readLine(r)
+		code, problem := 0, ""
+		switch trimmed := bytes.TrimSpace(line); {
+		case errors.Is(err, errTooLong):
+			code, problem = jsonrpc.CodeInvalidRequest, "Invalid Request: the message is longer than 16 MiB; it was skipped"
+		case len(trimmed) == 0:
+		case !json.Valid(trimmed):
+			code, problem = jsonrpc.CodeParseError, "Parse error: the line is not JSON"
+		case !isMessage(trimmed):
+			code, problem = jsonrpc.CodeInvalidRequest, "Invalid Request: the line is not a JSON-RPC 2.0 message"
+		default:
+			if _, werr := feed.Write(append(trimmed, '\n')); werr != nil {
+				return // the session has ended
+			}
+		}
+		if problem != "" {
+			var id any
+			if v := readID(line); v != "" {
+				id = v
+			}
+			reply, _ := json.Marshal(rpcError{"2.0", id, rpcErrorBody{code, problem}})
+			w.Write(append(reply, '\n'))
+		}
+		if err != nil && !errors.Is(err, errTooLong) {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			feed.CloseWithError(err)
+			return
+		}
+	}
+}
 
-func (nopCloser) Close() error { return nil }
+type rpcError struct {
+	JSONRPC string       `json:"jsonrpc"`
+	ID      any          `json:"id"`
+	Error   rpcErrorBody `json:"error"`
+}
+
+type rpcErrorBody struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// isMessage reports whether raw is a JSON-RPC message the SDK reads, or a
+// non-empty batch of them.
+func isMessage(raw []byte) bool {
+	if raw[0] != '[' {
+		_, err := jsonrpc.DecodeMessage(raw)
+		return err == nil
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(raw, &batch) != nil || len(batch) == 0 {
+		return false
+	}
+	for _, m := range batch {
+		if _, err := jsonrpc.DecodeMessage(m); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// lockedWriter writes whole messages from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (*lockedWriter) Close() error { return nil }
 
 // MCPPath is where MCPHTTP serves the streamable HTTP transport.
 const MCPPath = "/mcp"

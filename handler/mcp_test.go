@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -280,15 +281,42 @@ func TestMCPHTTPGuards(t *testing.T) {
 	}
 }
 
-// A JSON-RPC message over 16 MiB on stdio ends the session with an error
-// (the SDK's frame limit), rather than being read into memory.
-func TestMCPStdioOverlongMessage(t *testing.T) {
+// Over stdio, a line that is not a JSON-RPC message (not JSON, not a
+// message, over 16 MiB) gets a JSON-RPC error and the session goes on.
+func TestMCPStdioBadLines(t *testing.T) {
 	h, _ := newHandler(t, policy.DefaultLimits)
-	in := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory","arguments":{"command":"create","path":"/memories/x","file_text":"` +
-		strings.Repeat("a", handler.MaxLineBytes) + `"}}}` + "\n"
-	var out strings.Builder
-	err := h.ServeMCP(context.Background(), strings.NewReader(in), &out, handler.Caller{}, handler.MCPOptions{})
-	if err == nil || !strings.Contains(err.Error(), "exceeded the configured maximum line length") {
+	in, toServer := io.Pipe()
+	fromServer, out := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- h.ServeMCP(context.Background(), in, out, handler.Caller{}, handler.MCPOptions{})
+		out.Close()
+	}()
+	lines := bufio.NewScanner(fromServer)
+	lines.Buffer(nil, 1<<20)
+	for _, tc := range []struct{ send, want string }{
+		{"not json", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON"}}`},
+		{`{"id":"a","cut short`, `{"jsonrpc":"2.0","id":"a","error":{"code":-32700,"message":"Parse error: the line is not JSON"}}`},
+		{`{}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the line is not a JSON-RPC 2.0 message"}}`},
+		{`[]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the line is not a JSON-RPC 2.0 message"}}`},
+		{`"x"`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the line is not a JSON-RPC 2.0 message"}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory","arguments":{"file_text":"` + strings.Repeat("a", handler.MaxLineBytes) + `"}}}`,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the message is longer than 16 MiB; it was skipped"}}`},
+		{`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`,
+			`{"jsonrpc":"2.0","id":2,"result":{`},
+	} {
+		if _, err := io.WriteString(toServer, tc.send+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if !lines.Scan() {
+			t.Fatalf("%.40s: the session ended: %v", tc.send, lines.Err())
+		}
+		if got := lines.Text(); got != tc.want && !(strings.HasSuffix(tc.want, "{") && strings.HasPrefix(got, tc.want)) {
+			t.Errorf("%.40s:\n got %s\nwant %s", tc.send, got, tc.want)
+		}
+	}
+	toServer.Close()
+	if err := <-done; err != nil {
 		t.Errorf("ServeMCP: %v", err)
 	}
 }
