@@ -21,27 +21,38 @@ import (
 
 var testClient = &mcp.Implementation{Name: "test-client", Version: "1.2.3"}
 
-// mcpStdio connects the Go SDK's client to h.ServeMCP over a pair of
-// pipes: the stdio transport without a process.
-func mcpStdio(t testing.TB, h *handler.Handler, c handler.Caller) *mcp.ClientSession {
-	t.Helper()
-	clientIn, serverOut := io.Pipe()
-	serverIn, clientOut := io.Pipe()
+// pipes runs serve on a pair of pipes, as a process's stdin and stdout:
+// it returns the server's input and output. When the test ends the input is
+// closed, and serve must return nil.
+func pipes(t testing.TB, serve func(in io.Reader, out io.Writer) error) (*io.PipeWriter, *io.PipeReader) {
+	in, toServer := io.Pipe()
+	fromServer, out := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- h.ServeMCP(context.Background(), serverIn, serverOut, c, handler.MCPOptions{})
-		serverOut.Close()
+		done <- serve(in, out)
+		out.Close()
 	}()
-	cs, err := mcp.NewClient(testClient, nil).Connect(context.Background(), &mcp.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
+	t.Cleanup(func() {
+		toServer.Close()
+		if err := <-done; err != nil {
+			t.Errorf("the server over stdio: %v", err)
+		}
+	})
+	return toServer, fromServer
+}
+
+// mcpStdio connects the Go SDK's client to h.ServeMCP over pipes: the
+// stdio transport without a process.
+func mcpStdio(t testing.TB, h *handler.Handler, c handler.Caller) *mcp.ClientSession {
+	t.Helper()
+	toServer, fromServer := pipes(t, func(in io.Reader, out io.Writer) error {
+		return h.ServeMCP(context.Background(), in, out, c, handler.MCPOptions{})
+	})
+	cs, err := mcp.NewClient(testClient, nil).Connect(context.Background(), &mcp.IOTransport{Reader: fromServer, Writer: toServer}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cs.Close()
-		if err := <-done; err != nil {
-			t.Errorf("ServeMCP: %v", err)
-		}
-	})
+	t.Cleanup(func() { cs.Close() })
 	return cs
 }
 
@@ -285,13 +296,9 @@ func TestMCPHTTPGuards(t *testing.T) {
 // message, over 16 MiB) gets a JSON-RPC error and the session goes on.
 func TestMCPStdioBadLines(t *testing.T) {
 	h, _ := newHandler(t, policy.DefaultLimits)
-	in, toServer := io.Pipe()
-	fromServer, out := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- h.ServeMCP(context.Background(), in, out, handler.Caller{}, handler.MCPOptions{})
-		out.Close()
-	}()
+	toServer, fromServer := pipes(t, func(in io.Reader, out io.Writer) error {
+		return h.ServeMCP(context.Background(), in, out, handler.Caller{}, handler.MCPOptions{})
+	})
 	lines := bufio.NewScanner(fromServer)
 	lines.Buffer(nil, 1<<20)
 	for _, tc := range []struct{ send, want string }{
@@ -314,9 +321,5 @@ func TestMCPStdioBadLines(t *testing.T) {
 		if got := lines.Text(); got != tc.want && !(strings.HasSuffix(tc.want, "{") && strings.HasPrefix(got, tc.want)) {
 			t.Errorf("%.40s:\n got %s\nwant %s", tc.send, got, tc.want)
 		}
-	}
-	toServer.Close()
-	if err := <-done; err != nil {
-		t.Errorf("ServeMCP: %v", err)
 	}
 }

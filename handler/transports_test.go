@@ -40,18 +40,8 @@ var transports = []transport{
 
 // stdioCaller writes one block per line to ServeStdio and reads its line.
 func stdioCaller(t testing.TB, h *handler.Handler, c handler.Caller) caller {
-	in, toServer := io.Pipe()
-	fromServer, out := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- h.ServeStdio(context.Background(), in, out, c)
-		out.Close()
-	}()
-	t.Cleanup(func() {
-		toServer.Close()
-		if err := <-done; err != nil {
-			t.Errorf("ServeStdio: %v", err)
-		}
+	toServer, fromServer := pipes(t, func(in io.Reader, out io.Writer) error {
+		return h.ServeStdio(context.Background(), in, out, c)
 	})
 	lines := bufio.NewScanner(fromServer)
 	lines.Buffer(nil, 64<<20)
