@@ -15,6 +15,7 @@ import (
 	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/memorytool"
 	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
 )
 
 func newHandler(t *testing.T) (*handler.Handler, *gitmem.Repo) {
@@ -121,5 +122,39 @@ func TestCoreDoesNotImportTheSDK(t *testing.T) {
 	}
 	if strings.Contains(string(out), "anthropic-sdk-go") {
 		t.Error("a core package imports github.com/anthropics/anthropic-sdk-go")
+	}
+}
+
+// One memory per end user behind one server (gitmem serve --http --stores):
+// each user's Tool points at their store's endpoint, and sees only it.
+func TestRemoteStorePerUser(t *testing.T) {
+	d, err := stores.Open(t.TempDir(), stores.Options{Repo: gitmem.Options{Logf: t.Logf}, IdleClose: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, user := range []string{"alice", "bob"} {
+		if _, err := d.Create(user, stores.Meta{Description: "what " + user + " told the assistant"}, gitmem.Signature{Name: "op", Email: "op@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(handler.StoresHTTP(d, handler.StoresOptions{Limits: policy.DefaultLimits, Logf: t.Logf}))
+	defer srv.Close()
+	mem := func(user string) *memorytool.Tool {
+		return memorytool.Remote(srv.URL+"/v1/stores/"+user+"/tool_use", memorytool.RemoteOptions{Session: user + "-1"})
+	}
+	run := func(tool *memorytool.Tool, input string) string {
+		t.Helper()
+		results, err := tool.Run(context.Background(), message(t, `[{"type":"tool_use","id":"toolu_1","name":"memory","input":`+input+`}]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return results[0].OfToolResult.Content[0].OfText.Text
+	}
+	if got := run(mem("alice"), `{"command":"create","path":"/memories/me.md","file_text":"alice likes tea\n"}`); got != "File created successfully at: /memories/me.md" {
+		t.Errorf("alice: %q", got)
+	}
+	if got := run(mem("bob"), `{"command":"view","path":"/memories"}`); !strings.HasSuffix(got, "\n0B\t/memories") {
+		t.Errorf("bob sees alice's memory: %q", got)
 	}
 }
