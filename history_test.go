@@ -224,6 +224,7 @@ func TestOperatorStory(t *testing.T) {
 	if _, _, err := repo.Revert([]string{"t_bad"}, gitmem.RevertOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	repo.Flush() // git's files follow an acknowledged change within milliseconds
 	if got := git(t, dir, "show", "HEAD:memories/prefs.md"); got != "name: Ada\n\ncolor: blue\n\nfood: risotto\n\ndrink: tea\ndrink: also water\n" {
 		t.Fatalf("after revert:\n%s", got)
 	}
@@ -247,6 +248,7 @@ func TestOperatorStory(t *testing.T) {
 		t.Fatalf("blame: %v\nwant   %v", got, want)
 	}
 	// ... and agrees with git blame, line by line.
+	repo.Flush()
 	gitBlame := strings.Split(strings.TrimSpace(git(t, dir, "blame", "-s", "-l", "memories/prefs.md")), "\n")
 	for i, l := range lines {
 		if !strings.HasPrefix(gitBlame[i], l.Commit.Hash) {
@@ -263,6 +265,7 @@ func TestOperatorStory(t *testing.T) {
 	if len(stale) != 1 || stale[0].Path != "stale/old.md" {
 		t.Fatalf("expired %+v", stale)
 	}
+	repo.Flush()
 	if tree := git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); tree != "memories/creds.md\nmemories/prefs.md\n" {
 		t.Fatalf("tree after expire:\n%s", tree)
 	}

@@ -57,6 +57,7 @@ func TestHostileCallerNamesKeepTheRepositoryValid(t *testing.T) {
 			t.Fatalf("call %d: %d %s", i, res.StatusCode, r.Content)
 		}
 	}
+	repo.Flush() // git's files follow an acknowledged change within milliseconds
 	git(t, dir, "fsck", "--strict", "--no-dangling")
 	if emails := git(t, dir, "log", "--format=%ae", "-4"); emails != strings.Repeat("claude@gitmem.invalid\n", 4) {
 		t.Errorf("author emails:\n%s", emails)

@@ -126,7 +126,7 @@ func genHistory(b *testing.B) string {
 		b.Fatal(err)
 	}
 	old, _ := r.readHead()
-	if err := r.obj.UpdateRef(r.branch, old, parent); err != nil {
+	if err := r.obj.UpdateRef(r.branch, old, parent, true); err != nil {
 		b.Fatal(err)
 	}
 	r.Close()

@@ -28,6 +28,7 @@ func TestHostileMetadataKeepsFsckClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	settle(t, r)
 	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
 	got := gitCLI(t, dir, "log", "-1", "--format=%an|%ae|%B")
 	want := "evil x|a@b forged@corp|sub ject second line\n\nTool-Use-Id: toolu_1\nSession: s Forged: yes\n\n"

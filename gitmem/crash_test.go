@@ -3,6 +3,7 @@ package gitmem
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -33,7 +34,7 @@ func init() {
 	if dir == "" {
 		return
 	}
-	r, err := Open(dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
+	r, err := Open(dir, Options{Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }, Operator: Signature{"op", "op@x"}})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)
@@ -59,7 +60,7 @@ func init() {
 			}
 		})
 		if err != nil {
-			fmt.Println("update:", err)
+			fmt.Println("update:", err, errors.Unwrap(err))
 			os.Exit(1)
 		}
 		fmt.Println("ack", id)
@@ -157,7 +158,12 @@ func TestKillNineLosesNothing(t *testing.T) {
 		t.Errorf("worktree does not match HEAD after restart:\n%s", st)
 	}
 	if count := gitCLI(t, dir, "count-objects", "-v"); !strings.Contains(count, "garbage: 0\n") {
-		t.Errorf("temporary files left after restart:\n%s", count)
+		packs, _ := os.ReadDir(filepath.Join(dir, ".git", "objects", "pack"))
+		var names []string
+		for _, p := range packs {
+			names = append(names, p.Name())
+		}
+		t.Errorf("temporary files left after restart:\n%s%v", count, names)
 	}
 	t.Logf("%d acknowledged commits over 12 kills", len(acked))
 }
@@ -218,7 +224,7 @@ func TestKillNineDuringRedact(t *testing.T) {
 		_, recErr := os.Stat(filepath.Join(dir, ".git", "gitmem", "redact"))
 		r, err = Open(dir, testOptions(t))
 		if err != nil {
-			t.Fatalf("round %d: start after the kill: %v", round, err)
+			t.Fatalf("round %d: start after the kill: %v (%v)", round, err, errors.Unwrap(err))
 		}
 		r.Close()
 		if adopts := gitCLI(t, dir, "log", "--format=%s", "--grep=adopt"); adopts != "" {

@@ -2,7 +2,6 @@ package gitmem
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"path"
 	"slices"
@@ -89,7 +88,7 @@ func (r *Repo) loadIndexStats() {
 // drifted returns the memory files (relative to memories/) at or under the
 // given repository paths, or at a folder on their way, whose worktree copy
 // differs from the tree root: changed, created or deleted by hand. Paths
-// the journal names (r.pend) are skipped. Names no model could write
+// that are gitmem's own unfinished work (pendingPaths) are skipped. Names no model could write
 // (.git*, control characters) and symlinks are not memory files.
 func (r *Repo) drifted(root *node, paths []string, pend []string) ([]string, error) {
 	var out []string
@@ -188,20 +187,22 @@ func (r *Repo) filesOnDisk(p string, pend []string, out map[string]fs.FileInfo) 
 	})
 }
 
-// adoptDrift commits the hand edits at or under the given repository
-// paths (see drifted) as one adopt commit by the operator, and reports
-// whether it made one (ErrNoChange when there was nothing to adopt). With
-// first set, the commit is the repository's first and is made even when
-// the worktree is empty. Called with wmu and the writer lock held, after
-// repairPending.
-func (r *Repo) adoptDrift(paths []string, first bool) (bool, error) {
-	drift, err := r.drifted(r.snapshotTree(), paths, r.pend)
+// adoptDrift prepares the hand edits at or under the given repository
+// paths (see drifted) as one adopt commit by the operator, and returns it
+// (ErrNoChange when there was nothing to adopt). With first set, the
+// commit is the repository's first and is made even when the worktree is
+// empty. Called with wmu held, after own; the caller makes it durable.
+func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
+	r.smu.RLock()
+	tip := r.tipTree
+	r.smu.RUnlock()
+	drift, err := r.drifted(tip, paths, r.pendingPaths())
 	if err != nil {
 		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
-		return false, nil
+		return nil, nil
 	}
 	if len(drift) == 0 && !first {
-		return false, ErrNoChange
+		return nil, ErrNoChange
 	}
 	meta := Meta{Subject: "memory: adopt changes made outside gitmem", Author: r.opt.Operator,
 		Trailers: []Trailer{{TrailerCommand, "adopt"}}}
@@ -219,56 +220,59 @@ func (r *Repo) adoptDrift(paths []string, first bool) (bool, error) {
 			continue
 		}
 		if err := tx.Remove(rel); err != nil && !errors.Is(err, ErrNotExist) {
-			return false, wrap("adopt the removal of "+rel, err)
+			return nil, wrap("adopt the removal of "+rel, err)
 		}
 		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
 	for _, rel := range writes {
 		data, err := r.wt.root.ReadFile(full(rel))
 		if err != nil {
-			return false, wrap("read "+rel, err)
+			return nil, wrap("read "+rel, err)
 		}
 		if n := lookup(tx.root, full(rel)); n.isDir() {
 			if err := tx.Remove(rel); err != nil {
-				return false, wrap("adopt "+rel, err)
+				return nil, wrap("adopt "+rel, err)
 			}
 		}
 		if err := tx.WriteFile(rel, data); err != nil {
-			return false, wrap("adopt "+rel, err)
+			return nil, wrap("adopt "+rel, err)
 		}
 		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
 	if !first {
 		r.opt.Logf("gitmem: committing %d file(s) changed outside gitmem", len(drift))
 	}
-	if _, err := r.commit(tx, meta); err != nil {
-		return false, err
-	}
-	return true, nil
+	return r.prepare(tx, meta)
 }
 
 // adoptFiles commits hand edits to the given memory paths (relative to
 // memories/), taking the locks only when a cheap check finds one.
 func (r *Repo) adoptFiles(rels []string) error {
 	paths := repoPaths(rels)
-	if drift, err := r.drifted(r.snapshotTree(), paths, r.readJournalPaths()); err != nil || len(drift) == 0 {
+	if drift, err := r.drifted(r.snapshotTree(), paths, r.pendingPaths()); err != nil || len(drift) == 0 {
 		return err
 	}
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
-	if err := r.flock.Lock(); err != nil {
-		return wrap("lock the repository", err)
-	}
-	defer r.flock.Unlock()
-	if err := r.refresh(true); err != nil {
-		return err
-	}
-	r.repairPending()
-	_, err := r.adoptDrift(paths, false)
-	if errors.Is(err, ErrNoChange) {
-		return nil
-	}
+	_, err := r.adoptNow(paths)
 	return err
+}
+
+// adoptNow commits the hand edits under paths and waits for the commit
+// to be durable. It returns the commit, or ErrNoChange.
+func (r *Repo) adoptNow(paths []string) (*prepared, error) {
+	r.wmu.Lock()
+	if err := r.own(); err != nil {
+		r.wmu.Unlock()
+		return nil, err
+	}
+	p, err := r.adoptDrift(paths, false)
+	r.wmu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, ErrNoChange
+	}
+	return p, r.durable(p)
 }
 
 // readJournalPaths is the journal's paths, read without the lock, for a
@@ -287,31 +291,17 @@ func (r *Repo) Adopt() (Commit, error) {
 	if r.opt.ReadOnly {
 		return Commit{}, ErrReadOnly
 	}
-	if drift, err := r.drifted(r.snapshotTree(), []string{memDir}, r.readJournalPaths()); err != nil {
+	if drift, err := r.drifted(r.snapshotTree(), []string{memDir}, append(r.pendingPaths(), r.readJournalPaths()...)); err != nil {
 		return Commit{}, wrap("scan the worktree", err)
 	} else if len(drift) == 0 {
 		return Commit{}, ErrNoChange
 	}
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
-	if err := r.flock.Lock(); err != nil {
-		return Commit{}, wrap("lock the repository", err)
-	}
-	defer r.flock.Unlock()
-	if err := r.refresh(true); err != nil {
-		return Commit{}, err
-	}
-	r.repairPending()
-	if _, err := r.adoptDrift([]string{memDir}, false); err != nil {
+	p, err := r.adoptNow([]string{memDir})
+	if err != nil {
 		return Commit{}, err
 	}
 	r.scheduleIndex()
-	r.smu.RLock()
-	head := r.head
-	r.smu.RUnlock()
-	c, err := r.Commit(head.String())
-	if err != nil {
-		return Commit{}, fmt.Errorf("read the adopt commit: %w", err)
-	}
+	c := p.commit
+	c.Paths = p.rec.paths
 	return c, nil
 }

@@ -96,7 +96,7 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 		return rep, wrap("open the repository", err)
 	}
 	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: gd.Open(gitDir), ids: map[string]plumbing.Hash{}, stats: map[string]gd.Stat{},
-		wt: &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp"}}
+		wt: &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir}}
 	defer func() {
 		root.Close()
 		r.obj.Close()
@@ -149,7 +149,7 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 			if err := os.Remove(filepath.Join(gitDir, filepath.FromSlash(branch.String()))); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return rep, wrap("repair the branch", err)
 			}
-			if err := r.obj.UpdateRef(branch, plumbing.ZeroHash, tip); err != nil {
+			if err := r.obj.UpdateRef(branch, plumbing.ZeroHash, tip, true); err != nil {
 				return rep, wrap("repair the branch", err)
 			}
 			head = tip

@@ -49,16 +49,32 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	if err := r.flock.Lock(); err != nil {
-		return GCStats{}, wrap("lock the repository", err)
+	if err := r.own(); err != nil && !r.owned.Load() {
+		return GCStats{}, err
 	}
-	defer r.flock.Unlock()
+	// On a full disk the changes acknowledged meanwhile may not fit in
+	// git's files yet: pack what is loose first, then settle them.
+	var st GCStats
+	if !full {
+		r.mmu.Lock() // not while objects are being materialised
+		r.omu.Lock()
+		s, err := r.gc(false)
+		r.unlockObj()
+		r.mmu.Unlock()
+		if st = s; err != nil {
+			return st, wrap("pack the repository", err)
+		}
+	}
+	if err := r.settle(); err != nil {
+		return st, err
+	}
 	if _, err := os.Stat(r.redactPath()); err == nil {
-		return GCStats{}, r.finishRedaction()
+		return st, r.finishRedaction()
 	}
 	r.omu.Lock()
 	defer r.unlockObj()
-	st, err := r.gc(full)
+	s, err := r.gc(full)
+	st.Packed, st.Removed = st.Packed+s.Packed, st.Removed+s.Removed
 	return st, wrap("pack the repository", err)
 }
 

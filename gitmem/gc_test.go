@@ -16,6 +16,7 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 	for i := range 30 {
 		write(t, r, fmt.Sprint("id", i), fmt.Sprintf("d%d/f.md", i%4), fmt.Sprintf("v%d\n", i))
 	}
+	settle(t, r)
 	loose, _ := r.obj.LooseHashes()
 	st, err := r.GC(false)
 	if err != nil || st.Packed != len(loose) || st.Removed != len(loose) {

@@ -75,9 +75,13 @@ func (r *Repo) readJournal() *journal {
 func (r *Repo) repairPending() {
 	j := r.readJournal()
 	if j == nil {
+		r.pmu.Lock()
 		r.pend = nil
+		r.pmu.Unlock()
 		return
 	}
+	r.mmu.Lock() // not while the worktree is being materialised
+	defer r.mmu.Unlock()
 	// A commit was under way: a branch lock file, if any, is its own.
 	os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
 	tree := r.snapshotTree()
@@ -92,7 +96,14 @@ func (r *Repo) repairPending() {
 		r.opt.Logf("gitmem: brought %d path(s) of an unfinished change back to HEAD", len(j.Paths)-len(left))
 	}
 	r.forgetStats(j.Paths)
+	r.pmu.Lock()
 	r.pend = left
+	r.pmu.Unlock()
+	// The repaired files must be on disk before the record of them goes.
+	if err := gd.SyncFS(r.dir, r.wt.flushList()); err != nil {
+		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)
+		return
+	}
 	r.clearJournal(left)
 }
 

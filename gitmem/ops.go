@@ -56,6 +56,12 @@ func touches(changed, paths []string) bool {
 
 // headHash is the branch's commit now.
 func (r *Repo) headHash() (plumbing.Hash, error) {
+	if r.owned.Load() { // git's files may lag: bring them up to date
+		r.gitUpToDate()
+		r.smu.RLock()
+		defer r.smu.RUnlock()
+		return r.head, nil
+	}
 	h, err := r.readHead()
 	return h, wrap("read the branch", err)
 }
@@ -70,14 +76,9 @@ func (r *Repo) indexed(progress Progress) ([]histRec, error) {
 	r.hmu.Lock()
 	fresh := r.histLoaded && r.histTip() == head
 	r.hmu.Unlock()
-	if fresh || r.opt.ReadOnly {
-		return r.history(head, false, progress) // read-only: caught up in memory, never saved
-	}
-	if err := r.flock.Lock(); err != nil {
-		return nil, wrap("lock the repository", err)
-	}
-	defer r.flock.Unlock()
-	return r.history(head, true, progress)
+	// Only the writer lock's holder saves the index file; others catch up
+	// in memory.
+	return r.history(head, !fresh && r.owned.Load(), progress)
 }
 
 // Log calls fn for each commit of the first-parent history that matches,

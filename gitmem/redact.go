@@ -65,10 +65,15 @@ func (r *Repo) Redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	if err := r.flock.Lock(); err != nil {
-		return RedactReport{}, wrap("lock the repository", err)
+	if !dry {
+		if err := r.own(); err != nil {
+			return RedactReport{}, err
+		}
+		r.drain()
+		if err := r.settle(); err != nil {
+			return RedactReport{}, err
+		}
 	}
-	defer r.flock.Unlock()
 	r.omu.Lock()
 	r.obj.Hold()
 	rep, moved, err := r.rewrite(ctx, red, dry, progress)
@@ -143,11 +148,16 @@ func (r *Repo) finishRedaction() error {
 			return wrap("move the refs", err)
 		}
 		// The refs moved: from here the old history is unreachable.
+		if err := r.scrubLog(); err != nil {
+			return wrap("scrub the write-ahead log", err)
+		}
 		os.RemoveAll(filepath.Join(r.gitDir, "logs"))
 		for _, f := range []string{"ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "COMMIT_EDITMSG", "gitmem/pending"} {
 			os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(f)))
 		}
+		r.pmu.Lock()
 		r.pend = nil
+		r.pmu.Unlock()
 		r.hmu.Lock()
 		r.hist, r.histLoaded = nil, true
 		os.Remove(r.historyPath())
@@ -158,6 +168,9 @@ func (r *Repo) finishRedaction() error {
 		if err := r.refresh(true); err != nil {
 			return err
 		}
+		r.smu.RLock()
+		r.diskHead = r.head
+		r.smu.RUnlock()
 		r.cmu.Lock()
 		clear(r.stats)
 		r.cmu.Unlock()
@@ -166,6 +179,10 @@ func (r *Repo) finishRedaction() error {
 		}
 		if err := r.writeIndex(); err != nil {
 			return wrap("write the index", err)
+		}
+		// The rebuilt worktree must be on disk before the record says so.
+		if err := gd.SyncFS(r.dir, r.wt.flushList()); err != nil {
+			return wrap("sync the worktree", err)
 		}
 		if err := r.writeRedactRecord(redactRecord{GC: true}); err != nil {
 			return wrap("write the redaction record", err)
@@ -178,6 +195,25 @@ func (r *Repo) finishRedaction() error {
 		return wrap("delete the old objects (run gitmem gc --full once the cause is fixed)", err)
 	}
 	os.Remove(r.redactPath())
+	return nil
+}
+
+// scrubLog overwrites the write-ahead log files with zeros: they still
+// hold old records (the redacted content among them) after a checkpoint.
+func (r *Repo) scrubLog() error {
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
+	for i, name := range []string{"wal", "wal2"} {
+		var err error
+		if w := r.walFiles[i]; w != nil {
+			err = w.Scrub()
+		} else {
+			err = gd.ScrubWAL(r.gitDir, name)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -458,7 +494,7 @@ func (rw *rewriter) blob(h plumbing.Hash) (plumbing.Hash, error) {
 // Called with omu held.
 func (r *Repo) moveRefs(moved map[plumbing.ReferenceName][2]plumbing.Hash) error {
 	for name, m := range moved {
-		if err := r.obj.UpdateRef(name, m[0], m[1]); err != nil {
+		if err := r.obj.UpdateRef(name, m[0], m[1], true); err != nil {
 			return err
 		}
 	}

@@ -32,6 +32,7 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 			write(t, r, "t4", "prefs.md", "key: sk-live42secret\ncolor: green\n")
 			r.GC(false) // some of the secret is packed, some loose
 			write(t, r, "t5", "other.md", "unrelated\n")
+			settle(t, r)
 			before := gitCLI(t, dir, "log", "--format=%s|%an|%ad|%(trailers:key=Tool-Use-Id,valueonly)")
 
 			dryRep, err := r.Redact(context.Background(), tc.red(""), true, nil)

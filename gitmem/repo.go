@@ -107,9 +107,11 @@ type Repo struct {
 	wt     *worktree
 	flock  *gd.FileLock // nil when read-only
 
-	wmu  sync.Mutex // one writer in this process; guards the fields below it
-	idx  *time.Timer
-	pend []string // repository paths a journal names whose worktree copy is not yet repaired
+	wmu sync.Mutex // one writer in this process; guards idx
+	idx *time.Timer
+
+	pipeline          // the commit pipeline (pipeline.go)
+	pend     []string // (pmu) repository paths a journal names whose worktree copy is not yet repaired
 
 	omu    sync.Mutex // go-git's storage is not safe for concurrent use
 	obj    *gd.Store
@@ -185,14 +187,16 @@ func Open(dir string, opt Options) (*Repo, error) {
 		dir:    dir,
 		gitDir: gitDir,
 		opt:    opt,
-		wt:     &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp"},
+		wt:     &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir},
 		obj:    gd.Open(gitDir),
 		ids:    map[string]plumbing.Hash{},
 		stats:  map[string]gd.Stat{},
 	}
+	r.initPipeline()
 	fail := func(err error) (*Repo, error) {
 		r.wt.root.Close()
 		r.flock.Close()
+		r.intent.Close()
 		r.obj.Close()
 		return nil, err
 	}
@@ -215,6 +219,9 @@ func Open(dir string, opt Options) (*Repo, error) {
 		}
 	}
 	if r.flock, err = gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "lock")); err != nil {
+		return fail(wrap("open the lock file", err))
+	}
+	if r.intent, err = gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "intent")); err != nil {
 		return fail(wrap("open the lock file", err))
 	}
 	if err := r.start(!marked); err != nil {
@@ -247,34 +254,48 @@ func (r *Repo) madeByGitmem() bool {
 func (r *Repo) start(markIt bool) error {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	if err := r.flock.Lock(); err != nil {
-		return wrap("lock the repository", err)
+	if err := r.acquire(); err != nil {
+		return err
 	}
-	defer r.flock.Unlock()
+	fail := func(err error) error {
+		r.flock.Unlock()
+		return err
+	}
 	if markIt {
 		if err := gd.Mark(r.gitDir); err != nil {
-			return wrap("mark the repository", err)
+			return fail(wrap("mark the repository", err))
 		}
 	}
 	r.clearStaleLocks()
 	r.clearTempFiles()
 	r.obj.MakeReserve()
 	if err := r.checkBranch(); err != nil {
-		return err
+		return fail(err)
 	}
 	if _, err := os.Stat(r.redactPath()); err == nil {
 		r.opt.Logf("gitmem: finishing an interrupted redaction")
 		if err := r.finishRedaction(); err != nil {
-			return err
+			return fail(err)
 		}
 	}
-	if err := r.refresh(true); err != nil {
-		return err
+	if err := r.settleIn(); err != nil {
+		return fail(err)
 	}
 	r.loadIndexStats()
-	r.repairPending()
-	if _, err := r.adoptDrift([]string{memDir}, r.head.IsZero()); err != nil && !errors.Is(err, ErrNoChange) {
+	r.smu.RLock()
+	first := r.head.IsZero()
+	r.smu.RUnlock()
+	p, err := r.adoptDrift([]string{memDir}, first)
+	if err == nil && p != nil {
+		r.wmu.Unlock() // durable may need to reset the pipeline
+		err = r.durable(p)
+		r.wmu.Lock()
+	}
+	if err != nil && !errors.Is(err, ErrNoChange) {
 		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
+	}
+	if err := r.materialize(); err != nil {
+		r.opt.Logf("gitmem: %v", err)
 	}
 	if err := r.writeIndex(); err != nil {
 		r.opt.Logf("gitmem: could not write .git/index: %v", err)
@@ -338,6 +359,7 @@ func (r *Repo) clearTempFiles() {
 		filepath.Join(r.gitDir, "gitmem", "reserve-*"),
 		filepath.Join(r.gitDir, "packed-refs-*"),
 		filepath.Join(r.gitDir, "objects", "??", gd.TmpObjPrefix+"*"),
+		filepath.Join(r.gitDir, "objects", "pack", gd.TmpPackPrefix+"*"),
 	} {
 		m, _ := filepath.Glob(pattern)
 		junk = append(junk, m...)
@@ -349,6 +371,9 @@ func (r *Repo) clearTempFiles() {
 	}
 	for _, p := range junk {
 		os.RemoveAll(p)
+	}
+	if n := gd.RemoveOrphanIndexes(r.gitDir); n > 0 { // a pack killed between its index and itself
+		junk = append(junk, make([]string, n)...)
 	}
 	if len(junk) > 0 {
 		r.opt.Logf("gitmem: removed %d temporary file(s) left by an interrupted run", len(junk))
@@ -414,6 +439,7 @@ func (r *Repo) refresh(persist bool) error {
 	}
 	r.smu.Lock()
 	r.head, r.tree, r.ids, r.loaded = head, tree, ids, true
+	r.tip, r.tipTree = head, tree
 	r.smu.Unlock()
 	return nil
 }
@@ -506,16 +532,20 @@ func (r *Repo) Snapshot(paths ...string) (*View, error) {
 	if closed {
 		return nil, ErrClosed
 	}
-	head, err := r.readHead()
-	if err != nil {
-		return nil, wrap("read the branch", err)
-	}
-	if head != cur {
-		r.wmu.Lock()
-		err := r.refresh(false)
-		r.wmu.Unlock()
+	if !r.owned.Load() { // another process may have committed
+		head, err := r.readHead()
 		if err != nil {
-			return nil, err
+			return nil, wrap("read the branch", err)
+		}
+		if head != cur {
+			r.wmu.Lock()
+			if !r.owned.Load() {
+				err = r.refresh(false)
+			}
+			r.wmu.Unlock()
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 	if files := r.filePaths(paths); len(files) > 0 && !r.opt.ReadOnly {
@@ -555,29 +585,40 @@ func (r *Repo) filePaths(paths []string) []string {
 // are fsynced.
 func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 	r.wmu.Lock()
-	defer r.wmu.Unlock()
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			r.wmu.Unlock()
+		}
+	}
+	defer unlock()
 	r.smu.RLock()
 	closed := r.closed
 	r.smu.RUnlock()
-	if closed {
+	switch {
+	case closed:
 		return Commit{}, ErrClosed
-	}
-	if r.opt.ReadOnly {
+	case r.opt.ReadOnly:
 		return Commit{}, ErrReadOnly
 	}
-	if err := r.flock.Lock(); err != nil {
-		return Commit{}, wrap("lock the repository", err)
-	}
-	defer r.flock.Unlock()
-	if err := r.refresh(true); err != nil {
+	if err := r.own(); err != nil {
 		return Commit{}, err
 	}
-	r.repairPending()
 	if id := meta.ID(); id != "" {
 		r.smu.RLock()
-		h, ok := r.ids[id]
+		h, done := r.ids[id]
+		p, inFlight := r.waiting[id]
 		r.smu.RUnlock()
-		if ok {
+		switch {
+		case inFlight: // the first call is still being written
+			unlock()
+			if err := r.durable(p); err != nil {
+				return Commit{}, err
+			}
+			return p.commit, &AppliedError{ID: id, Commit: p.commit}
+		case done:
+			unlock()
 			c, err := r.Commit(h.String())
 			if err != nil {
 				return Commit{}, err
@@ -585,26 +626,35 @@ func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 			return c, &AppliedError{ID: id, Commit: c}
 		}
 	}
+	var adopted *prepared
 	for attempt := 0; ; attempt++ {
 		tx := r.newTx()
 		err := fn(tx)
 		if attempt < maxAdoptRounds {
-			adopted, aerr := r.adoptDrift(repoPaths(tx.looked()), false)
+			p, aerr := r.adoptDrift(repoPaths(tx.looked()), false)
 			if aerr != nil && !errors.Is(aerr, ErrNoChange) {
-				return Commit{}, aerr
-			}
-			if adopted {
+				err = aerr
+			} else if p != nil {
+				adopted = p
 				continue // run fn again on what the operator wrote
 			}
 		}
-		if err != nil {
+		var p *prepared
+		if err == nil {
+			p, err = r.prepare(tx, meta)
+		}
+		unlock()
+		if p == nil {
+			if adopted != nil { // the operator's edit is committed all the same
+				r.durable(adopted)
+			}
 			return Commit{}, err
 		}
-		c, err := r.commit(tx, meta)
-		if err == nil {
-			r.scheduleIndex()
+		if err := r.durable(p); err != nil {
+			return Commit{}, err
 		}
-		return c, err
+		r.scheduleIndex()
+		return p.commit, nil
 	}
 }
 
@@ -613,115 +663,12 @@ func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 // the model forever (the next round adopts the newer edit).
 const maxAdoptRounds = 3
 
+// newTx starts a transaction on the writer's tip. Called with wmu held.
 func (r *Repo) newTx() *Tx {
 	r.smu.RLock()
 	defer r.smu.RUnlock()
-	return &Tx{View: View{r: r, root: r.tree, head: r.head, pending: map[plumbing.Hash][]byte{}, reads: &[]string{}},
-		base: r.tree, mirror: true}
-}
-
-// commit writes tx as one commit on HEAD. Called with wmu and the file
-// lock held.
-func (r *Repo) commit(tx *Tx, meta Meta) (Commit, error) {
-	ow := gd.NewObjectWriter(r.gitDir)
-	for _, data := range tx.pending {
-		if _, err := ow.Write(plumbing.BlobObject, data); err != nil {
-			return Commit{}, wrap("write a blob", err)
-		}
-	}
-	treeHash, err := writeTrees(ow.Write, tx.root)
-	if err != nil {
-		return Commit{}, wrap("write the trees", err)
-	}
-	author := meta.Author
-	if author.Name == "" {
-		author.Name = r.opt.Author.Name
-	}
-	if author.Email == "" {
-		author.Email = r.opt.Author.Email
-	}
-	author = author.safe()
-	when := r.opt.Now()
-	meta.Trailers = append(mergeTrailers(meta.Trailers, tx.trailers), tx.extra...)
-	if tx.subject != "" {
-		meta.Subject = tx.subject
-	}
-	msg := meta.message()
-	raw, err := encodeCommit(treeHash, append(parentList(tx.head), tx.merged...), author, r.opt.Committer, when, msg)
-	if err != nil {
-		return Commit{}, wrap("encode the commit", err)
-	}
-	h, err := ow.Write(plumbing.CommitObject, raw)
-	if err != nil {
-		return Commit{}, wrap("write the commit", err)
-	}
-	if err := ow.Sync(); err != nil {
-		return Commit{}, wrap("sync the objects", err)
-	}
-	// The journal goes first even when no path changes: at start it also
-	// says that a branch lock file is ours to remove. It names the paths
-	// still waiting for repair too, so that their record survives.
-	var touched []string
-	if tx.mirror {
-		touched = tx.touched()
-	}
-	if err := r.writeJournal(journal{Paths: union(r.pend, touched), Commit: h.String(), Parent: hashString(tx.head)}); err != nil {
-		return Commit{}, wrap("write the journal", err)
-	}
-	r.omu.Lock()
-	err = r.obj.UpdateRef(r.branch, tx.head, h)
-	r.unlockObj()
-	if err != nil {
-		r.clearJournal(r.pend)
-		return Commit{}, wrap("update the branch", err)
-	}
-	// Committed. From here on nothing may report failure: the change is
-	// in history, and a worktree that could not follow is repaired from
-	// the journal before the next change and at the next start.
-	r.smu.Lock()
-	oldRoot := r.tree
-	r.head, r.tree = h, tx.root
-	if id := meta.ID(); id != "" {
-		r.ids[id] = h
-	}
-	r.smu.Unlock()
-	_, body, trailers := parseMessage(msg)
-	subject := oneLine(meta.Subject)
-	r.record(newRec(h, tx.head, when, author, subject, trailers), oldRoot, tx.root)
-	r.forgetStats(touched)
-	if err := tx.mirrorTo(r.wt, len(touched) > 0); err != nil {
-		r.pend = union(r.pend, touched)
-		r.opt.Logf("gitmem: the worktree could not follow commit %s (%v); it will be repaired before the next change", h, err)
-	} else {
-		r.clearJournal(r.pend)
-	}
-	var parents []string
-	for _, p := range append(parentList(tx.head), tx.merged...) {
-		parents = append(parents, p.String())
-	}
-	return Commit{Hash: h.String(), Parents: parents, Author: author, Committer: r.opt.Committer,
-		Time: when, Subject: subject, Body: body, Trailers: trailers}, nil
-}
-
-func hashString(h plumbing.Hash) string {
-	if h.IsZero() {
-		return ""
-	}
-	return h.String()
-}
-
-// record appends a commit gitmem just made to the history index, with
-// the files that differ between the trees before and after it.
-func (r *Repo) record(rec histRec, oldRoot, newRoot *node) {
-	diffNodes(lookup(oldRoot, memDir), lookup(newRoot, memDir), "", rec.change)
-	rec.sortPaths()
-	r.hmu.Lock()
-	defer r.hmu.Unlock()
-	if !r.histLoaded || r.histTip() != rec.parent {
-		return // the next history() call catches up from git
-	}
-	r.hist = append(r.hist, rec)
-	r.saveHistory(rec.parent, true, r.hist[len(r.hist)-1:])
+	return &Tx{View: View{r: r, root: r.tipTree, head: r.tip, pending: map[plumbing.Hash][]byte{}, reads: &[]string{}},
+		base: r.tipTree, mirror: true}
 }
 
 func parentList(h plumbing.Hash) []plumbing.Hash {
@@ -771,42 +718,58 @@ func (r *Repo) Flush() error {
 	return r.flush()
 }
 
+// flush brings git's files up to what is committed and writes the index.
+// Only the writer lock's holder does: a process without it has nothing
+// to add. Called with wmu held.
 func (r *Repo) flush() error {
 	r.smu.RLock()
 	closed := r.closed
 	r.smu.RUnlock()
-	if closed {
+	switch {
+	case closed:
 		return ErrClosed
-	}
-	if r.opt.ReadOnly {
+	case r.opt.ReadOnly || !r.owned.Load():
 		return nil
 	}
-	if err := r.flock.Lock(); err != nil {
-		return wrap("lock the repository", err)
-	}
-	defer r.flock.Unlock()
-	if err := r.refresh(true); err != nil {
+	if err := r.materialize(); err != nil {
 		return err
 	}
 	return wrap("write the index", r.writeIndex())
 }
 
-// Close writes the index and releases the repository.
+// Close makes everything durable in git's own files, writes the index and
+// releases the repository.
 func (r *Repo) Close() error {
 	r.wmu.Lock()
-	defer r.wmu.Unlock()
 	if r.idx != nil {
 		r.idx.Stop()
 	}
-	err := r.flush()
-	if errors.Is(err, ErrClosed) {
+	r.smu.RLock()
+	closed := r.closed
+	r.smu.RUnlock()
+	if closed {
+		r.wmu.Unlock()
 		return nil
+	}
+	var err error
+	if r.owned.Load() {
+		r.drain()
+		if err = r.checkpoint(); err == nil {
+			err = wrap("write the index", r.writeIndex())
+		}
+		r.closeLog(err == nil)
+		r.owned.Store(false)
+		r.flock.Unlock()
 	}
 	r.smu.Lock()
 	r.closed = true
 	r.smu.Unlock()
+	r.wmu.Unlock()
+	close(r.stop)
+	r.loopWG.Wait()
 	r.wt.root.Close()
 	r.flock.Close()
+	r.intent.Close()
 	r.omu.Lock()
 	r.obj.Close()
 	r.unlockObj()
@@ -819,6 +782,7 @@ func (r *Repo) Dir() string { return r.dir }
 // Commit returns the commit a revision names: a full or abbreviated hash,
 // or anything go-git's revision syntax resolves (HEAD~2, main).
 func (r *Repo) Commit(rev string) (Commit, error) {
+	r.gitUpToDate()
 	r.omu.Lock()
 	defer r.unlockObj()
 	h, err := r.resolve(rev)
@@ -851,6 +815,7 @@ func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 // ReadFileAt returns the content of a memory file (relative to memories/)
 // as it was at a commit.
 func (r *Repo) ReadFileAt(rev, p string) ([]byte, error) {
+	r.gitUpToDate()
 	r.omu.Lock()
 	defer r.unlockObj()
 	h, err := r.resolve(rev)

@@ -30,6 +30,16 @@ func write(t *testing.T, r *Repo, id, p, content string) Commit {
 	return c
 }
 
+// settle waits until git's own files (objects, branch, worktree, index)
+// hold every acknowledged change: they follow the write-ahead log within
+// milliseconds, and a test that reads them with git must not race that.
+func settle(t *testing.T, r *Repo) {
+	t.Helper()
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func read(t *testing.T, r *Repo, p string) string {
 	t.Helper()
 	v, err := r.Snapshot()
@@ -69,6 +79,8 @@ func TestTwoWritersShareOneRepository(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	settle(t, r1) // the other process sees a change once it is in git's files
+	settle(t, r2)
 	head, _ := r1.Commit("HEAD")
 	n := 0
 	for h := head; ; n++ {

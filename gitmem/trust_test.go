@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,7 +25,7 @@ import (
 // substrings fail with ENOSPC until the returned function is called.
 func failAt(t *testing.T, step string, paths ...string) (stop func()) {
 	t.Helper()
-	gd.Fault = func(s, p string) error {
+	gd.SetFault(func(s, p string) error {
 		if s != step {
 			return nil
 		}
@@ -34,9 +35,9 @@ func failAt(t *testing.T, step string, paths ...string) (stop func()) {
 			}
 		}
 		return nil
-	}
-	t.Cleanup(func() { gd.Fault = nil })
-	return func() { gd.Fault = nil }
+	})
+	t.Cleanup(func() { gd.SetFault(nil) })
+	return func() { gd.SetFault(nil) }
 }
 
 func subjects(t *testing.T, dir string) string {
@@ -65,8 +66,10 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, r, "t0", "a.md", "old\n")
+	settle(t, r)
 	stop := failAt(t, gd.StepWorktree, "memories/a.md")
 	acked := write(t, r, "t1", "a.md", "acknowledged\n") // the commit point passed: acknowledged
+	settle(t, r)
 	if got := readDisk(t, dir, "a.md"); got != "old\n" {
 		t.Fatalf("the fault did not stop the worktree write: %q", got)
 	}
@@ -115,8 +118,13 @@ func TestMirrorFailureRepairedByTheNextChange(t *testing.T) {
 	defer r.Close()
 	stop := failAt(t, gd.StepWorktree, "memories/a.md")
 	write(t, r, "t1", "a.md", "one\n")
+	settle(t, r)
+	if got := readDisk(t, dir, "a.md"); got == "one\n" {
+		t.Fatal("the fault did not stop the worktree write")
+	}
 	stop()
 	write(t, r, "t2", "b.md", "two\n")
+	settle(t, r)
 	if got := readDisk(t, dir, "a.md"); got != "one\n" {
 		t.Fatalf("a.md not repaired by the next change: %q", got)
 	}
@@ -136,6 +144,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 	}
 	defer r.Close()
 	write(t, r, "t1", "a.md", "line one\n")
+	settle(t, r)
 	f, _ := os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString("fix by hand\n")
 	f.Close()
@@ -152,6 +161,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 	if got, want := read(t, r, "a.md"), "model line\nline one\nfix by hand\n"; got != want {
 		t.Fatalf("a.md = %q, want %q", got, want)
 	}
+	settle(t, r)
 	if got := readDisk(t, dir, "a.md"); got != "model line\nline one\nfix by hand\n" {
 		t.Fatalf("disk: %q", got)
 	}
@@ -306,12 +316,13 @@ func TestJournalPathsAreValidated(t *testing.T) {
 	}
 }
 
-// Item 5: on a full disk gitmem still starts and reads; a change fails
-// cleanly (no commit); gc frees space; then changes work again. Needs a
-// small tmpfs (root); skipped otherwise.
+// Item 5: on a full disk gitmem still starts and reads; a change that
+// does not fit fails cleanly (no commit); the changes acknowledged before
+// are kept; gc frees space (loose objects into a pack), and then changes
+// work again. Needs a small tmpfs (root); skipped otherwise.
 func TestFullDisk(t *testing.T) {
 	mnt := t.TempDir()
-	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt).Run(); err != nil {
+	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt).Run(); err != nil {
 		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v", err)
 	}
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
@@ -320,11 +331,31 @@ func TestFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var failedAt int
-	for i := 0; ; i++ {
+	update := func(i int) error {
 		_, err := r.Update(Meta{Subject: fmt.Sprint("c", i)}, func(tx *Tx) error {
-			return tx.WriteFile(fmt.Sprintf("f%d.md", i), []byte(strings.Repeat(fmt.Sprint(i), 200)))
+			return tx.WriteFile(fmt.Sprintf("d%d/f%d.md", i%10, i), []byte(strings.Repeat(fmt.Sprint(i), 100)))
 		})
+		return err
+	}
+	var acked []string
+	for i := range 100 { // loose objects: a page (4 KiB) each on this file system
+		if err := update(i); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, r) // one commit at a time: loose objects, not a pack
+		acked = append(acked, fmt.Sprint("c", i))
+	}
+	// Fill the disk.
+	filler, _ := os.Create(filepath.Join(mnt, "filler"))
+	for {
+		if _, err := filler.Write(make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	filler.Close()
+	failedAt := -1
+	for i := 100; i < 3000; i++ {
+		err := update(i)
 		if err != nil {
 			var se *StorageError
 			if !errors.As(err, &se) {
@@ -333,29 +364,39 @@ func TestFullDisk(t *testing.T) {
 			failedAt = i
 			break
 		}
-		if i > 2000 {
-			t.Fatal("the disk never filled")
-		}
+		acked = append(acked, fmt.Sprint("c", i))
 	}
-	head, _ := r.Commit("HEAD")
-	if head.Subject != fmt.Sprint("c", failedAt-1) {
-		t.Fatalf("HEAD is %q after the failure at c%d", head.Subject, failedAt)
+	if failedAt < 0 {
+		t.Fatal("the disk never filled")
 	}
-	r.Close()
+	r.Close() // the acknowledged changes that do not fit stay in the log
 	// A new process starts and reads on the full disk.
 	r, err = Open(dir, testOptions(t))
 	if err != nil {
 		t.Fatalf("start on a full disk: %v", err)
 	}
 	defer r.Close()
-	if got := read(t, r, "f0.md"); !strings.HasPrefix(got, "000") {
-		t.Fatalf("read on a full disk: %q", got)
+	for _, i := range []int{0, failedAt - 1} {
+		if got := read(t, r, fmt.Sprintf("d%d/f%d.md", i%10, i)); !strings.HasPrefix(got, fmt.Sprint(i)) {
+			t.Fatalf("read on a full disk: %q", got)
+		}
 	}
-	if _, err := r.GC(false); err != nil {
-		t.Fatalf("gc on a full disk: %v", err)
+	if st, err := r.GC(false); err != nil {
+		out, _ := exec.Command("df", "-k", mnt).Output()
+		du, _ := exec.Command("du", "-ak", dir).Output()
+		t.Fatalf("gc on a full disk: %+v %v (%v)\n%s\n%s", st, err, errors.Unwrap(err), out, du)
 	}
 	write(t, r, "after", "after.md", "there is room again\n")
-	r.Flush()
+	settle(t, r)
+	subjects := strings.Fields(gitCLI(t, dir, "log", "--format=%s"))
+	for _, s := range acked {
+		if !slices.Contains(subjects, s) {
+			t.Fatalf("acknowledged %s is not in the history", s)
+		}
+	}
+	if slices.Contains(subjects, fmt.Sprint("c", failedAt)) {
+		t.Fatalf("the refused c%d is in the history", failedAt)
+	}
 	gitCLI(t, dir, "fsck", "--strict")
 	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
@@ -515,6 +556,7 @@ func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
 	secret := "sk-live42secret"
 	write(t, r, "t1", "prefs.md", "key: "+secret+"\n")
 	write(t, r, "t2", "other.md", "x\n")
+	settle(t, r)
 	stop := failAt(t, gd.StepWorktree, "memories")
 	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err == nil {
 		t.Fatal("the fault did not interrupt the redaction")
@@ -669,8 +711,13 @@ func crash(r *Repo) {
 	r.smu.Lock()
 	r.closed = true
 	r.smu.Unlock()
+	r.owned.Store(false) // the background work stops where it is
 	r.wmu.Unlock()
+	close(r.stop)
+	r.loopWG.Wait()
 	r.wt.root.Close()
 	r.flock.Close()
+	r.intent.Close()
+	r.closeLog(false)
 	r.obj.Close()
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -16,12 +17,44 @@ import (
 // os.Root, so no path can leave it, and it never follows a symlink: a
 // symlink or file where a folder must be is removed first (the tree is the
 // truth, and a symlink in the worktree counts as not existing). Files are
-// written to a temporary file under .git/gitmem/tmp, fsynced, given mode
-// 0600 and renamed into place; folders are created 0700.
+// written to a temporary file under .git/gitmem/tmp, given mode 0600 and
+// renamed into place; folders are created 0700. Nothing is fsynced here:
+// what was written is listed (written) for the caller's SyncFS, which makes
+// it durable before the record of the change is dropped.
 type worktree struct {
-	root   *os.Root
-	tmpAbs string
-	tmpRel string
+	root    *os.Root
+	tmpAbs  string
+	tmpRel  string
+	dir     string          // the repository folder
+	wmu     sync.Mutex      // guards written
+	written map[string]bool // repository paths written since the last SyncFS
+}
+
+// touch notes that p (and its folder) changed.
+func (w *worktree) touch(p string) {
+	w.touchDir(p)
+	w.touchDir(path.Dir(p))
+}
+
+func (w *worktree) touchDir(d string) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	if w.written == nil {
+		w.written = map[string]bool{}
+	}
+	w.written[d] = true
+}
+
+// flushList is what touch noted, as host paths, and forgets it.
+func (w *worktree) flushList() []string {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	var out []string
+	for p := range w.written {
+		out = append(out, filepath.Join(w.dir, filepath.FromSlash(p)))
+	}
+	clear(w.written)
+	return out
 }
 
 const (
@@ -76,9 +109,6 @@ func (w *worktree) write(p string, data []byte) error {
 	if err == nil {
 		err = f.Chmod(fileMode)
 	}
-	if err == nil {
-		err = gd.Fsync(f)
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -89,7 +119,8 @@ func (w *worktree) write(p string, data []byte) error {
 		os.Remove(f.Name())
 		return err
 	}
-	return w.syncDir(path.Dir(p))
+	w.touch(p)
+	return nil
 }
 
 func (w *worktree) remove(p string) error {
@@ -99,7 +130,8 @@ func (w *worktree) remove(p string) error {
 	if err := w.root.RemoveAll(p); err != nil {
 		return err
 	}
-	return w.syncDir(w.prune(path.Dir(p)))
+	w.touchDir(w.prune(path.Dir(p)))
+	return nil
 }
 
 func (w *worktree) rename(from, to string) error {
@@ -117,10 +149,9 @@ func (w *worktree) rename(from, to string) error {
 	if err := w.root.Rename(from, to); err != nil {
 		return err
 	}
-	if err := w.syncDir(path.Dir(to)); err != nil {
-		return err
-	}
-	return w.syncDir(w.prune(path.Dir(from)))
+	w.touch(to)
+	w.touchDir(w.prune(path.Dir(from)))
+	return nil
 }
 
 // prune removes the empty folders from dir up to (not including) the
@@ -134,15 +165,6 @@ func (w *worktree) prune(dir string) string {
 		dir = path.Dir(dir)
 	}
 	return dir
-}
-
-func (w *worktree) syncDir(dir string) error {
-	d, err := w.root.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return gd.Fsync(d)
 }
 
 // sync makes the worktree at p match the tree node n (nil: absent),

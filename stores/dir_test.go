@@ -79,6 +79,7 @@ func TestStoreLifecycle(t *testing.T) {
 		t.Errorf("update archived: %v", err)
 	}
 	// The metadata is in the store's history, attributed.
+	flush(t, d, "alice")
 	out := git(t, filepath.Join(d.Root(), "alice"), "log", "--format=%an|%s|%(trailers:key=Store-Action,valueonly,separator=)")
 	want := "olive|memory: store archive|archive\nops-token|memory: store update|update\nolive|memory: store create|create\nolive|memory: init|\n"
 	if out != want {
@@ -107,10 +108,12 @@ func TestStoreLifecycle(t *testing.T) {
 		t.Errorf("list page 2: %+v %v", p, err)
 	}
 
-	// Unarchived by the second Dir: the first sees it at its next use.
+	// Unarchived by the second Dir: the first sees it at its next use,
+	// once the change is in git's files (within milliseconds).
 	if _, err := d2.Archive("alice", false, gitmem.Signature{}); err != nil {
 		t.Fatal(err)
 	}
+	flush(t, d2, "alice")
 	if info, err := d.Get("alice"); err != nil || info.IsArchived() {
 		t.Errorf("after another process unarchived: %+v %v", info, err)
 	}
@@ -138,6 +141,21 @@ func TestStoreLifecycle(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// flush brings a store's git files up to every acknowledged change, as
+// another process reading them needs (gitmem writes them just after it
+// acknowledges).
+func flush(t *testing.T, d *stores.Dir, name string) {
+	t.Helper()
+	s, err := d.Acquire(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if err := s.Use(func(r *gitmem.Repo, _ stores.Meta) error { return r.Flush() }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
@@ -152,6 +170,7 @@ func TestMetadataTravelsWithAClone(t *testing.T) {
 	if _, err := d.Create("team", stores.Meta{Description: "Shared notes", Metadata: map[string]string{"team": "support"}}, gitmem.Signature{}); err != nil {
 		t.Fatal(err)
 	}
+	flush(t, d, "team")
 	other := t.TempDir()
 	git(t, d.Root(), "clone", "-q", filepath.Join(d.Root(), "team"), filepath.Join(other, "team-copy"))
 	d2 := newDir(t, other, stores.Options{})
@@ -261,6 +280,7 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	total := 0
 	for _, n := range names {
+		flush(t, d, n)
 		total += len(strings.Split(strings.TrimSpace(git(t, filepath.Join(d.Root(), n), "log", "--format=%s", "--grep=memory: test")), "\n"))
 	}
 	if total != 16*20 {

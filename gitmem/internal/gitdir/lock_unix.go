@@ -33,6 +33,25 @@ func (l *FileLock) Lock() error {
 	}
 }
 
+// TryLock takes the lock if no one holds it, and reports whether it did.
+func (l *FileLock) TryLock() (bool, error) {
+	if l == nil {
+		return true, nil
+	}
+	for {
+		err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch err {
+		case nil:
+			return true, nil
+		case syscall.EWOULDBLOCK:
+			return false, nil
+		case syscall.EINTR:
+			continue
+		}
+		return false, err
+	}
+}
+
 func (l *FileLock) Unlock() error {
 	if l == nil {
 		return nil

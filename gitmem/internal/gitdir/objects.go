@@ -26,6 +26,55 @@ type Store struct {
 	Dir   string // the .git folder
 	st    *filesystem.Storage
 	holds int // operations that keep pack files open (Hold)
+
+	ovmu    sync.RWMutex // guards overlay (which Put and Drop change while reads go on)
+	overlay map[plumbing.Hash]*held
+}
+
+type held struct {
+	Object
+	n int // Puts not yet Dropped
+}
+
+// Put makes objects readable before they are written to disk: objects of
+// commits that are durable in the write-ahead log, not yet in git's files.
+func (s *Store) Put(objs []Object) {
+	s.ovmu.Lock()
+	defer s.ovmu.Unlock()
+	if s.overlay == nil {
+		s.overlay = map[plumbing.Hash]*held{}
+	}
+	for _, o := range objs {
+		if h := s.overlay[o.Hash]; h != nil {
+			h.n++
+		} else {
+			s.overlay[o.Hash] = &held{o, 1}
+		}
+	}
+}
+
+// Drop undoes a Put (the objects are on disk now, or were abandoned); an
+// object Put twice stays until it is Dropped twice.
+func (s *Store) Drop(objs []Object) {
+	s.ovmu.Lock()
+	defer s.ovmu.Unlock()
+	for _, o := range objs {
+		if h := s.overlay[o.Hash]; h != nil {
+			if h.n--; h.n <= 0 {
+				delete(s.overlay, o.Hash)
+			}
+		}
+	}
+}
+
+func (s *Store) fromOverlay(h plumbing.Hash) (Object, bool) {
+	s.ovmu.RLock()
+	defer s.ovmu.RUnlock()
+	o, ok := s.overlay[h]
+	if !ok {
+		return Object{}, false
+	}
+	return o.Object, true
 }
 
 // Open returns the Store of the .git folder gitDir.
@@ -66,6 +115,12 @@ func (s *Store) Reindex() { s.st.ObjectStorage.Reindex() }
 // process has repacked (gitmem gc, git gc) a missing object is looked up
 // once more after re-reading the pack list.
 func (s *Store) Encoded(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if o, ok := s.fromOverlay(h); ok && (t == plumbing.AnyObject || t == o.Type) {
+		m := &plumbing.MemoryObject{}
+		m.SetType(o.Type)
+		m.Write(o.Data)
+		return m, nil
+	}
 	obj, err := s.st.EncodedObject(t, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		s.Reindex()
@@ -75,6 +130,9 @@ func (s *Store) Encoded(t plumbing.ObjectType, h plumbing.Hash) (plumbing.Encode
 }
 
 func (s *Store) Blob(h plumbing.Hash) ([]byte, error) {
+	if o, ok := s.fromOverlay(h); ok && o.Type == plumbing.BlobObject {
+		return o.Data, nil
+	}
 	obj, err := s.Encoded(plumbing.BlobObject, h)
 	if err != nil {
 		return nil, err
@@ -91,6 +149,9 @@ func (s *Store) Blob(h plumbing.Hash) ([]byte, error) {
 // go-git's EncodedObjectSize leaves the loose file open (until a
 // finalizer runs), which kept deleted objects on disk.
 func (s *Store) Size(h plumbing.Hash) (int64, error) {
+	if o, ok := s.fromOverlay(h); ok {
+		return int64(len(o.Data)), nil
+	}
 	hex := h.String()
 	f, err := os.Open(filepath.Join(s.Dir, "objects", hex[:2], hex[2:]))
 	if err == nil {
@@ -236,7 +297,7 @@ func LooseIntact(path string, h plumbing.Hash) bool {
 const maxObjectBytes = 1 << 30
 
 // writeNoSync writes a loose object without Fsync, for bulk rewrites
-// that sync everything once at the end (syncAll).
+// that sync everything once at the end (SyncAll, or SyncFS of Written).
 func (w *ObjectWriter) WriteNoSync(t plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
 	w.noSync = true
 	defer func() { w.noSync = false }()
@@ -247,7 +308,27 @@ func (w *ObjectWriter) WriteNoSync(t plumbing.ObjectType, content []byte) (plumb
 	return h, err
 }
 
-// syncAll fsyncs the objects written by writeNoSync, then the folders.
+// Written lists the files and folders WriteNoSync wrote since the last
+// Forget, for SyncFS.
+func (w *ObjectWriter) Written() []string {
+	var out []string
+	for _, h := range w.unsynced {
+		hex := h.String()
+		out = append(out, filepath.Join(w.dir, hex[:2], hex[2:]))
+	}
+	for d := range w.dirty {
+		out = append(out, d)
+	}
+	return out
+}
+
+// Forget drops what Written lists, once SyncFS made it durable.
+func (w *ObjectWriter) Forget() {
+	w.unsynced = nil
+	clear(w.dirty)
+}
+
+// SyncAll fsyncs the objects written by WriteNoSync, then the folders.
 func (w *ObjectWriter) SyncAll() error {
 	for _, h := range w.unsynced {
 		hex := h.String()
@@ -327,6 +408,10 @@ func SyncDir(dir string) error {
 // so that benchmarks can build large histories quickly; gitmem never
 // replaces it.
 var Fsync = (*os.File).Sync
+
+// Fdatasync flushes a file's data, and only the metadata needed to read
+// it back: for an append into space written ahead it is one device flush.
+var Fdatasync = fdatasync
 
 // verify reads an object in full and checks its type and hash.
 func (s *Store) Verify(t plumbing.ObjectType, h plumbing.Hash) error {

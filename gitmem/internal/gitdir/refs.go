@@ -91,7 +91,10 @@ func packedRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error
 // holds old, rename the lock over the ref and Fsync the folder. go-git's own
 // reference update truncates the ref in place, which a crash can leave
 // empty. Readers see the old or the new value, never a partial one.
-func (s *Store) UpdateRef(branch plumbing.ReferenceName, old, new plumbing.Hash) error {
+//
+// With durable false nothing is fsynced: the caller makes the ref durable
+// later (SyncFS), having made the commit durable by other means.
+func (s *Store) UpdateRef(branch plumbing.ReferenceName, old, new plumbing.Hash, durable bool) error {
 	if err := Injected(StepRef, string(branch)); err != nil {
 		return err
 	}
@@ -99,7 +102,7 @@ func (s *Store) UpdateRef(branch plumbing.ReferenceName, old, new plumbing.Hash)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	err := ReplaceLocked(path, []byte(new.String()+"\n"), func() error {
+	err := replaceLocked(path, []byte(new.String()+"\n"), durable, func() error {
 		cur, err := ReadRef(s.Dir, branch)
 		if errors.Is(err, ErrNoRef) {
 			cur, err = plumbing.ZeroHash, nil
@@ -109,7 +112,7 @@ func (s *Store) UpdateRef(branch plumbing.ReferenceName, old, new plumbing.Hash)
 		}
 		return err
 	})
-	if err != nil {
+	if err != nil || !durable {
 		return err
 	}
 	return SyncDir(filepath.Dir(path))
@@ -120,13 +123,17 @@ func (s *Store) UpdateRef(branch plumbing.ReferenceName, old, new plumbing.Hash)
 // then the lock renamed over path. On failure the lock is removed and path
 // is untouched. The folder is not synced.
 func ReplaceLocked(path string, data []byte, check func() error) error {
+	return replaceLocked(path, data, true, check)
+}
+
+func replaceLocked(path string, data []byte, durable bool, check func() error) error {
 	lock := path + ".lock"
 	f, err := openLockFile(lock)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && durable {
 		err = Fsync(f)
 	}
 	if cerr := f.Close(); err == nil {

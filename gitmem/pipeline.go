@@ -1,0 +1,851 @@
+package gitmem
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// The commit pipeline. A change becomes durable with one fdatasync, shared
+// by every change waiting at that moment (group commit):
+//
+//  1. prepare (under wmu): the transaction's objects are encoded and
+//     hashed in memory and the commit becomes the writer's tip. The next
+//     transaction builds on it at once; readers do not see it yet.
+//  2. durable (group commit): the first waiter writes every prepared
+//     commit to the write-ahead log (gitdir.WAL) and fdatasyncs once;
+//     then the commits are published to readers (Snapshot) and their
+//     callers acknowledged. The log has two files: appends go to one while
+//     a checkpoint empties the other.
+//  3. materialise (in the background, and before any operation that reads
+//     git's own files): the loose objects, the branch and the worktree
+//     files are written, without an fsync each, and the history index is
+//     appended. git and other processes see the commit from here on.
+//  4. checkpoint (at most every checkpointEvery, when the log grows, and
+//     before the writer lock is released): the log switches files; what
+//     was materialised is made durable with one syncfs; the old file is
+//     emptied.
+//
+// A crash at any point loses nothing acknowledged: the next owner of the
+// writer lock replays the log (the objects are in it, raw, so the hashes
+// are the same), then checkpoints.
+//
+// The process keeps the writer lock while it writes and gives it up when
+// it has been idle for releaseIdle, or as soon as another process queues
+// for it (.git/gitmem/intent), after a checkpoint: the lock's holder is
+// the only one with a non-empty log.
+
+const (
+	checkpointEvery = time.Second
+	checkpointBytes = 16 << 20
+	packAtObjects   = 16
+	releaseIdle     = 200 * time.Millisecond
+	pollEvery       = 10 * time.Millisecond
+)
+
+// prepared is a commit that exists in memory and in the log (once durable)
+// but maybe not yet in git's files.
+type prepared struct {
+	hash, parent plumbing.Hash
+	tree         *node
+	objs         []gd.Object
+	paths        []string // repository paths it changes in the worktree
+	rec          histRec
+	id           string
+	commit       Commit
+	done         bool // published (durable)
+}
+
+// batch is a group of prepared commits written with one fdatasync.
+type batch struct {
+	items   []*prepared
+	flushed bool
+	err     error
+}
+
+// pipeline is the Repo's commit pipeline state. Fields are grouped by the
+// mutex that guards them.
+type pipeline struct {
+	owned atomic.Bool // this process holds the writer lock (changed under wmu)
+
+	// smu (with the published state)
+	tip     plumbing.Hash // the newest commit prepared (durable or not)
+	tipTree *node
+	waiting map[string]*prepared // Tool-Use-Id -> a commit prepared, not yet durable
+	broken  error                // the log failed; nothing is written until a checkpoint succeeds
+
+	qmu   sync.Mutex // the batch being filled
+	queue *batch
+
+	fmu      sync.Mutex // one log writer at a time; the log files' state
+	walFiles [2]*gd.WAL
+	active   int // the log file appends go to
+
+	mmu          sync.Mutex // materialisation and checkpoints
+	umu          sync.Mutex // guards unmat
+	unmat        []*prepared
+	diskHead     plumbing.Hash // the branch as written in git's files
+	diskTree     *node         // its tree
+	ow           *gd.ObjectWriter
+	packsWritten []string     // packs materialised since the last sync
+	lastCkpt     atomic.Int64 // unix nanos of the last checkpoint (attempt)
+	lastUse      atomic.Int64 // unix nanos of the last change
+
+	recovering bool // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
+
+	pmu      sync.Mutex     // guards inflight (and Repo.pend)
+	inflight map[string]int // worktree paths of commits not yet materialised
+
+	intent *gd.FileLock
+	stop   chan struct{}
+	wake   chan struct{}
+	loopWG sync.WaitGroup
+}
+
+func (r *Repo) initPipeline() {
+	r.queue = &batch{}
+	r.waiting = map[string]*prepared{}
+	r.inflight = map[string]int{}
+	r.ow = gd.NewObjectWriter(r.gitDir)
+	r.stop = make(chan struct{})
+	r.wake = make(chan struct{}, 1)
+}
+
+// own takes the writer lock for this process if it does not hold it yet:
+// behind any process already queued for it, then it loads what others
+// committed meanwhile, replays a log a crash left, and repairs unfinished
+// worktree paths. Called with wmu held.
+func (r *Repo) own() error {
+	if r.owned.Load() {
+		r.smu.RLock()
+		defer r.smu.RUnlock()
+		return r.broken
+	}
+	if err := r.acquire(); err != nil {
+		return err
+	}
+	if err := r.settleIn(); err != nil {
+		r.flock.Unlock()
+		return err
+	}
+	return nil
+}
+
+// acquire takes the writer lock, queueing behind any process already
+// waiting for it (the intent lock is held while waiting, which tells the
+// holder to let go).
+func (r *Repo) acquire() error {
+	if err := r.intent.Lock(); err != nil {
+		return wrap("lock the repository", err)
+	}
+	err := r.flock.Lock()
+	r.intent.Unlock()
+	return wrap("lock the repository", err)
+}
+
+// settleIn makes a freshly taken writer lock ours: what others committed
+// is loaded, a log a crash left is replayed, unfinished worktree paths
+// are repaired, and the background work starts. Called with wmu and the
+// writer lock held.
+func (r *Repo) settleIn() error {
+	if err := r.refresh(true); err != nil {
+		return err
+	}
+	r.smu.RLock()
+	r.diskHead, r.diskTree = r.head, r.tree
+	r.smu.RUnlock()
+	if err := r.openLog(); err != nil {
+		return err
+	}
+	r.repairPending()
+	r.owned.Store(true)
+	r.lastUse.Store(time.Now().UnixNano())
+	r.loopWG.Add(1)
+	go r.maintainLoop()
+	return nil
+}
+
+// openLog opens the two log files. Records they hold were acknowledged by
+// a holder of the lock that crashed before its checkpoint: they are
+// published again, as durable commits not yet in git's files (their
+// objects readable from memory), and a checkpoint makes them git's. When
+// it cannot (a full disk), they stay readable, the log keeps them, and
+// new changes are refused until a checkpoint succeeds. Called with wmu
+// and the writer lock held, after refresh.
+func (r *Repo) openLog() error {
+	var recs [2][]gd.WALRecord
+	for i, name := range []string{"wal", "wal2"} {
+		w, rs, err := gd.OpenWAL(r.gitDir, name)
+		if err != nil {
+			for _, w := range r.walFiles[:i] {
+				w.Close(false)
+			}
+			return &DamagedError{Problem: fmt.Sprintf("the write-ahead log .git/gitmem/%s cannot be read (%v)", name, err),
+				Repair: "if gitmem was not killed while writing it, move it aside and run gitmem fsck"}
+		}
+		r.walFiles[i], recs[i] = w, rs
+	}
+	first := 0
+	if r.walFiles[1].Gen() < r.walFiles[0].Gen() {
+		first = 1
+	}
+	r.active = 1 - first // appends go to the newer file
+	replay := append(recs[first], recs[1-first]...)
+	if len(replay) == 0 {
+		return nil
+	}
+	r.opt.Logf("gitmem: recovering %d acknowledged change(s) from the write-ahead log", len(replay))
+	// A commit was under way: a branch lock file, if any, is its own.
+	os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
+	known := r.diskHead == replay[0].Parent
+	for _, rec := range replay {
+		known = known || r.diskHead == rec.Head
+	}
+	if !known {
+		// The branch moved by other means after the crash: keep that
+		// commit reachable, and put the acknowledged ones on the branch.
+		saved := plumbing.ReferenceName("refs/gitmem/displaced/" + r.diskHead.String())
+		r.opt.Logf("gitmem: the branch was moved outside gitmem after a crash; its commit %s is kept as %s", r.diskHead, saved)
+		r.omu.Lock()
+		err := r.obj.UpdateRef(saved, plumbing.ZeroHash, r.diskHead, true)
+		r.unlockObj()
+		if err != nil {
+			return wrap("keep a displaced commit", err)
+		}
+	}
+	items := make([]*prepared, 0, len(replay))
+	tree := r.diskTree
+	for _, rec := range replay {
+		r.obj.Put(rec.Objects)
+		p := &prepared{hash: rec.Head, parent: rec.Parent, objs: rec.Objects, paths: rec.Paths}
+		r.omu.Lock()
+		c, err := r.obj.Commit(rec.Head)
+		if err == nil {
+			tree, err = r.loadTree(c.TreeHash, tree, "")
+		}
+		if err == nil {
+			p.rec, err = r.recordOf(c)
+		}
+		r.unlockObj()
+		if err != nil {
+			return wrap("recover the write-ahead log", err)
+		}
+		p.tree, p.id, p.commit = tree, p.rec.id, commitOf(c)
+		items = append(items, p)
+	}
+	r.smu.Lock()
+	for _, p := range items {
+		if p.id != "" {
+			r.ids[p.id] = p.hash
+		}
+	}
+	last := items[len(items)-1]
+	r.tip, r.tipTree = last.hash, last.tree
+	r.smu.Unlock()
+	r.pmu.Lock()
+	for _, p := range items {
+		for _, q := range p.paths {
+			r.inflight[q]++
+		}
+	}
+	r.pmu.Unlock()
+	r.mmu.Lock()
+	r.recovering = true
+	r.mmu.Unlock()
+	r.publish(items)
+	if err := r.checkpoint(); err != nil {
+		r.opt.Logf("gitmem: the recovered changes cannot be written to git's files yet (%v); changes are refused until they can", err)
+		r.smu.Lock()
+		r.broken = err
+		r.smu.Unlock()
+	}
+	return nil
+}
+
+// prepare encodes tx as a commit on the writer's tip, in memory, and makes
+// it the new tip. Called with wmu held, after own.
+func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
+	var objs []gd.Object
+	put := func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+		h := plumbing.ComputeHash(t, data)
+		objs = append(objs, gd.Object{Type: t, Hash: h, Data: data})
+		return h, nil
+	}
+	blobs := map[plumbing.Hash]bool{}
+	walkFiles(tx.root, "", func(_ string, n *node) { // only the blobs the final tree holds
+		if data, ok := tx.pending[n.hash]; ok && !blobs[n.hash] {
+			blobs[n.hash] = true
+			put(plumbing.BlobObject, data)
+		}
+	})
+	treeHash, _ := writeTrees(put, tx.root)
+	author := meta.Author
+	if author.Name == "" {
+		author.Name = r.opt.Author.Name
+	}
+	if author.Email == "" {
+		author.Email = r.opt.Author.Email
+	}
+	author = author.safe()
+	when := r.opt.Now()
+	meta.Trailers = append(mergeTrailers(meta.Trailers, tx.trailers), tx.extra...)
+	if tx.subject != "" {
+		meta.Subject = tx.subject
+	}
+	msg := meta.message()
+	parents := append(parentList(tx.head), tx.merged...)
+	raw, err := encodeCommit(treeHash, parents, author, r.opt.Committer, when, msg)
+	if err != nil {
+		return nil, wrap("encode the commit", err)
+	}
+	h, _ := put(plumbing.CommitObject, raw)
+	_, body, trailers := parseMessage(msg)
+	subject := oneLine(meta.Subject)
+	p := &prepared{hash: h, parent: tx.head, tree: tx.root, objs: objs, id: meta.ID(),
+		rec: newRec(h, tx.head, when, author, subject, trailers)}
+	diffNodes(lookup(tx.base, memDir), lookup(tx.root, memDir), "", p.rec.change)
+	p.rec.sortPaths()
+	if tx.mirror {
+		p.paths = tx.touched()
+	}
+	var ps []string
+	for _, q := range parents {
+		ps = append(ps, q.String())
+	}
+	p.commit = Commit{Hash: h.String(), Parents: ps, Author: author, Committer: r.opt.Committer,
+		Time: when, Subject: subject, Body: body, Trailers: trailers}
+	// The new tip, unless the pipeline dropped what this was built on.
+	// Its objects are readable at once: the next transaction may build on
+	// it before it is durable.
+	r.smu.Lock()
+	if r.tip != tx.head || r.broken != nil {
+		err := r.broken
+		r.smu.Unlock()
+		if err == nil {
+			err = &StorageError{Op: "write the change", Err: errors.New("an earlier change it was built on failed")}
+		}
+		return nil, err
+	}
+	r.tip, r.tipTree = h, tx.root
+	if p.id != "" {
+		r.waiting[p.id] = p
+	}
+	r.obj.Put(objs)
+	r.smu.Unlock()
+	r.pmu.Lock()
+	for _, q := range p.paths {
+		r.inflight[q]++
+	}
+	r.pmu.Unlock()
+	r.qmu.Lock()
+	r.queue.items = append(r.queue.items, p)
+	r.qmu.Unlock()
+	return p, nil
+}
+
+// durable returns once p is in the log and published, or with the error
+// that kept its group from being written. The first caller to find its
+// group unwritten writes it, and every other group member's with it.
+func (r *Repo) durable(p *prepared) error {
+	r.qmu.Lock()
+	b := r.queue
+	if !slices.Contains(b.items, p) {
+		b = nil // already taken by a writer
+	}
+	r.qmu.Unlock()
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
+	if p.done {
+		return nil
+	}
+	r.qmu.Lock()
+	b = r.queue
+	r.queue = &batch{}
+	r.qmu.Unlock()
+	if !slices.Contains(b.items, p) {
+		// p's group failed before we got here.
+		return r.failure()
+	}
+	return r.writeBatch(b)
+}
+
+// failure is the error a failed group leaves for its members.
+func (r *Repo) failure() error {
+	r.smu.RLock()
+	defer r.smu.RUnlock()
+	if r.broken != nil {
+		return r.broken
+	}
+	return &StorageError{Op: "write the change", Err: errors.New("an earlier change in its group failed")}
+}
+
+// writeBatch writes a group to the log, then publishes it. On failure
+// every commit built on the group (the group after it too) is dropped and
+// the tip goes back to what is durable. Called with fmu held.
+func (r *Repo) writeBatch(b *batch) error {
+	recs := make([]gd.WALRecord, len(b.items))
+	for i, p := range b.items {
+		recs[i] = gd.WALRecord{Head: p.hash, Parent: p.parent, Paths: p.paths, Objects: p.objs}
+	}
+	r.smu.RLock()
+	err := r.broken
+	r.smu.RUnlock()
+	if err == nil {
+		err = r.walFiles[r.active].Append(recs)
+	}
+	if err != nil {
+		return r.dropQueued(b, wrap("write the change to the log", err))
+	}
+	r.publish(b.items)
+	if r.walFiles[r.active].Len() > checkpointBytes {
+		r.signal()
+	}
+	return nil
+}
+
+// publish makes durable commits visible: their blobs to readers, their
+// state to Snapshot, their records to the history index, and queues them
+// for materialisation.
+func (r *Repo) publish(items []*prepared) {
+	last := items[len(items)-1]
+	r.smu.Lock()
+	r.head, r.tree = last.hash, last.tree
+	for _, p := range items {
+		if p.id != "" {
+			r.ids[p.id] = p.hash
+			delete(r.waiting, p.id)
+		}
+	}
+	r.smu.Unlock()
+	r.hmu.Lock()
+	for _, p := range items {
+		if r.histLoaded && r.histTip() == p.rec.parent {
+			r.hist = append(r.hist, p.rec)
+		}
+	}
+	r.hmu.Unlock()
+	r.umu.Lock()
+	r.unmat = append(r.unmat, items...)
+	r.umu.Unlock()
+	for _, p := range items {
+		p.done = true
+	}
+	r.lastUse.Store(time.Now().UnixNano())
+	r.signal()
+}
+
+// dropQueued fails a group and everything prepared after it, and sets the
+// tip back to what is durable. Until a checkpoint succeeds nothing more is
+// written: the log may hold part of the failed group.
+func (r *Repo) dropQueued(b *batch, err error) error {
+	r.qmu.Lock()
+	r.smu.Lock()
+	dropped := append(b.items, r.queue.items...)
+	r.queue = &batch{}
+	r.tip, r.tipTree = r.head, r.tree
+	for _, p := range dropped {
+		if p.id != "" && r.waiting[p.id] == p {
+			delete(r.waiting, p.id)
+		}
+	}
+	r.broken = err
+	r.smu.Unlock()
+	r.qmu.Unlock()
+	r.pmu.Lock()
+	for _, p := range dropped {
+		r.obj.Drop(p.objs)
+		for _, q := range p.paths {
+			if r.inflight[q]--; r.inflight[q] <= 0 {
+				delete(r.inflight, q)
+			}
+		}
+	}
+	r.pmu.Unlock()
+	r.opt.Logf("gitmem: %v; %d change(s) refused", err, len(dropped))
+	r.signal()
+	return err
+}
+
+func (r *Repo) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// materialize writes the published commits into git's files: loose
+// objects, the branch, the worktree, the history index. Nothing is
+// fsynced: the log keeps them durable until the next checkpoint.
+func (r *Repo) materialize() error {
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	return r.materializeLocked()
+}
+
+func (r *Repo) materializeLocked() error {
+	r.umu.Lock()
+	items := r.unmat
+	r.unmat = nil
+	r.umu.Unlock()
+	if len(items) == 0 {
+		return nil
+	}
+	requeue := func(err error) error {
+		r.umu.Lock()
+		r.unmat = append(items, r.unmat...)
+		r.umu.Unlock()
+		return err
+	}
+	var objs []gd.Object
+	for _, p := range items {
+		objs = append(objs, p.objs...)
+	}
+	if len(objs) >= packAtObjects {
+		// Many objects (a burst of changes, a recovery): one pack, two
+		// files, instead of a file each.
+		r.omu.Lock()
+		h, err := r.obj.WriteObjectsPack(objs, false)
+		r.unlockObj()
+		if err != nil {
+			return requeue(wrap("write the objects", err))
+		}
+		base := filepath.Join(r.gitDir, "objects", "pack", "pack-"+h.String())
+		r.packsWritten = append(r.packsWritten, base+".pack", base+".idx", filepath.Dir(base))
+	} else {
+		for _, o := range objs {
+			if _, err := r.ow.WriteNoSync(o.Type, o.Data); err != nil {
+				return requeue(wrap("write an object", err))
+			}
+		}
+	}
+	onChain := items[0].parent == r.diskHead
+	for _, p := range items { // after a crash, some may be on the branch already
+		onChain = onChain || p.hash == r.diskHead
+	}
+	if !onChain {
+		// Never move the branch past commits it does not hold.
+		return requeue(&StorageError{Op: "update the branch", Err: fmt.Errorf("the next commit's parent %s is not the branch's %s", items[0].parent, r.diskHead)})
+	}
+	last := items[len(items)-1]
+	if last.hash != r.diskHead {
+		r.omu.Lock()
+		err := r.obj.UpdateRef(r.branch, r.diskHead, last.hash, false)
+		r.unlockObj()
+		if err != nil {
+			return requeue(wrap("update the branch", err))
+		}
+		r.diskHead = last.hash
+	}
+	// The commits are in git's files. The worktree follows; a path that
+	// cannot (a full disk) waits in r.pend and the journal.
+	var paths []string
+	for _, p := range items {
+		paths = union(paths, p.paths)
+	}
+	r.diskTree = last.tree
+	r.pmu.Lock()
+	retry := r.pend // paths an earlier pass could not write
+	r.pmu.Unlock()
+	paths = union(paths, retry)
+	r.forgetStats(paths)
+	var failed []string
+	for _, q := range paths {
+		if err := r.wt.sync(q, lookup(last.tree, q), r.readBlob); err != nil {
+			failed = append(failed, q)
+			r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
+		}
+	}
+	for _, p := range items {
+		r.obj.Drop(p.objs)
+	}
+	r.pmu.Lock()
+	r.pend = failed
+	for _, p := range items {
+		for _, q := range p.paths {
+			if r.inflight[q]--; r.inflight[q] <= 0 {
+				delete(r.inflight, q)
+			}
+		}
+	}
+	r.pmu.Unlock()
+	r.appendHistory(items)
+	return nil
+}
+
+// appendHistory appends materialised commits to the history index file
+// when it ends where they start (else the next reader catches up from
+// git).
+func (r *Repo) appendHistory(items []*prepared) {
+	recs := make([]histRec, len(items))
+	for i, p := range items {
+		recs[i] = p.rec
+	}
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	if tip := r.fileTip(); tip != items[0].parent || tip.IsZero() {
+		if !tip.IsZero() || !items[0].parent.IsZero() {
+			return
+		}
+	}
+	if err := r.appendHistoryFile(recs); err != nil {
+		r.opt.Logf("gitmem: could not save the history index: %v", err)
+	}
+}
+
+// checkpoint makes everything published durable in git's own files and
+// empties the log it was in: appends switch to the other log file, what
+// the old file holds is materialised and synced (one syncfs), then the
+// old file is emptied. Appends wait only for the switch.
+func (r *Repo) checkpoint() error {
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	r.lastCkpt.Store(time.Now().UnixNano()) // an attempt: a failing one is retried after checkpointEvery
+	if r.recovering {
+		return r.checkpointRecovered()
+	}
+	r.smu.RLock()
+	broken := r.broken
+	r.smu.RUnlock()
+	r.fmu.Lock()
+	old := r.walFiles[r.active]
+	if old.Len() == 0 && broken == nil {
+		r.fmu.Unlock()
+		return r.materializeLocked()
+	}
+	next := r.walFiles[1-r.active]
+	if err := next.Reset(max(old.Gen(), next.Gen()) + 1); err != nil {
+		r.fmu.Unlock()
+		return wrap("switch the write-ahead log", err)
+	}
+	r.active = 1 - r.active
+	r.fmu.Unlock()
+	if err := r.materializeLocked(); err != nil {
+		return err
+	}
+	if err := r.syncMaterialized(); err != nil {
+		return err
+	}
+	r.fmu.Lock()
+	err := old.Reset(max(old.Gen(), next.Gen()) + 1)
+	r.fmu.Unlock()
+	if err != nil {
+		return wrap("empty the write-ahead log", err)
+	}
+	r.lastCkpt.Store(time.Now().UnixNano())
+	r.smu.Lock()
+	r.broken = nil
+	r.smu.Unlock()
+	return nil
+}
+
+// checkpointRecovered makes the changes recovered from the log git's own,
+// then empties both log files. No change was appended meanwhile (they are
+// refused while recovering). Called with mmu held.
+func (r *Repo) checkpointRecovered() error {
+	if err := r.materializeLocked(); err != nil {
+		return err
+	}
+	if err := r.syncMaterialized(); err != nil {
+		return err
+	}
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
+	gen := max(r.walFiles[0].Gen(), r.walFiles[1].Gen()) + 1
+	for i, w := range r.walFiles {
+		if err := w.Reset(gen + uint32(i)); err != nil {
+			return wrap("empty the write-ahead log", err)
+		}
+	}
+	r.active = 1
+	r.recovering = false
+	r.lastCkpt.Store(time.Now().UnixNano())
+	r.smu.Lock()
+	r.broken = nil
+	r.smu.Unlock()
+	return nil
+}
+
+// syncMaterialized makes what materialisation wrote durable (one syncfs),
+// and records the worktree paths still waiting for repair in the journal.
+// Called with mmu held.
+func (r *Repo) syncMaterialized() error {
+	ref := filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch)))
+	files := append(r.ow.Written(), r.wt.flushList()...)
+	files = append(append(files, r.packsWritten...), ref, filepath.Dir(ref))
+	if err := gd.SyncFS(r.gitDir, files); err != nil {
+		return wrap("sync the repository", err)
+	}
+	r.ow.Forget()
+	r.packsWritten = nil
+	r.pmu.Lock()
+	pend := slices.Clone(r.pend)
+	r.pmu.Unlock()
+	if len(pend) > 0 {
+		if err := r.writeJournal(journal{Paths: pend}); err != nil {
+			return wrap("write the journal", err)
+		}
+	}
+	return nil
+}
+
+// maintainLoop materialises soon after each group, checkpoints now and
+// then, and gives the writer lock up when idle or asked for.
+func (r *Repo) maintainLoop() {
+	defer r.loopWG.Done()
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-r.wake:
+		case <-t.C:
+		}
+		if !r.owned.Load() {
+			return // released by Close
+		}
+		if err := r.materialize(); err != nil {
+			// Acknowledged changes are safe in the log; new ones wait
+			// until git's files can take them (a full disk).
+			r.smu.Lock()
+			if r.broken == nil {
+				r.broken = err
+				r.opt.Logf("gitmem: %v; changes are refused until it can be written", err)
+			}
+			r.smu.Unlock()
+		}
+		var size int64
+		r.fmu.Lock()
+		if w := r.walFiles[r.active]; w != nil {
+			size = w.Len()
+		}
+		r.fmu.Unlock()
+		r.smu.RLock()
+		broken := r.broken != nil
+		r.smu.RUnlock()
+		due := time.Since(time.Unix(0, r.lastCkpt.Load())) > checkpointEvery
+		if (size > 0 && (size > checkpointBytes || due)) || (broken && due) {
+			if err := r.checkpoint(); err != nil {
+				r.opt.Logf("gitmem: checkpoint: %v", err)
+			}
+		}
+		idle := time.Since(time.Unix(0, r.lastUse.Load())) > releaseIdle
+		if idle || r.lockWanted() {
+			if r.wmu.TryLock() {
+				released := r.release()
+				r.wmu.Unlock()
+				if released {
+					return
+				}
+			}
+		}
+	}
+}
+
+// lockWanted reports whether another process is queued for the writer
+// lock (it holds the intent lock while it waits).
+func (r *Repo) lockWanted() bool {
+	ok, err := r.intent.TryLock()
+	if err != nil {
+		return false
+	}
+	if ok {
+		r.intent.Unlock()
+	}
+	return !ok
+}
+
+// release checkpoints and gives the writer lock up, unless a change is
+// still being made. Called with wmu held; reports whether it released.
+func (r *Repo) release() bool {
+	if !r.owned.Load() {
+		return true
+	}
+	r.qmu.Lock()
+	queued := len(r.queue.items)
+	r.qmu.Unlock()
+	r.smu.RLock()
+	pending := r.tip != r.head
+	r.smu.RUnlock()
+	if queued > 0 || pending {
+		return false
+	}
+	if err := r.checkpoint(); err != nil {
+		r.opt.Logf("gitmem: keeping the writer lock: %v", err)
+		return false
+	}
+	if err := r.writeIndex(); err != nil {
+		r.opt.Logf("gitmem: could not write .git/index: %v", err)
+	}
+	r.closeLog(false)
+	r.owned.Store(false)
+	r.flock.Unlock()
+	return true
+}
+
+// closeLog closes the log files, removing them when asked (they are
+// empty after a checkpoint).
+func (r *Repo) closeLog(remove bool) {
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
+	for i, w := range r.walFiles {
+		if w != nil {
+			w.Close(remove)
+		}
+		r.walFiles[i] = nil
+	}
+}
+
+// drain writes whatever is queued. Called with wmu held, so nothing new
+// is prepared meanwhile.
+func (r *Repo) drain() {
+	r.qmu.Lock()
+	var last *prepared
+	if n := len(r.queue.items); n > 0 {
+		last = r.queue.items[n-1]
+	}
+	r.qmu.Unlock()
+	if last != nil {
+		r.durable(last)
+	}
+}
+
+// gitUpToDate materialises what is published, for a read of git's own
+// files (a commit, a tree, the history) that must see it.
+func (r *Repo) gitUpToDate() {
+	if err := r.materialize(); err != nil {
+		r.opt.Logf("gitmem: %v", err)
+	}
+}
+
+// settle materialises and checkpoints everything, for operations that
+// read or rewrite git's files directly (gc, redact) or hand the
+// repository over.
+func (r *Repo) settle() error {
+	if !r.owned.Load() {
+		return nil
+	}
+	return r.checkpoint()
+}
+
+// pendingPaths are the worktree paths that are gitmem's own unfinished
+// work: not yet materialised, or waiting for a repair. They are never
+// taken for hand edits.
+func (r *Repo) pendingPaths() []string {
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	out := slices.Clone(r.pend)
+	for p := range r.inflight {
+		out = append(out, p)
+	}
+	return out
+}
