@@ -60,8 +60,19 @@ func (r *Repo) forgetStats(paths []string) {
 	}
 	r.cmu.Lock()
 	defer r.cmu.Unlock()
+	var folders []string
+	for _, p := range paths {
+		if _, ok := r.stats[p]; ok {
+			delete(r.stats, p) // a file: the common case, no scan
+		} else {
+			folders = append(folders, p)
+		}
+	}
+	if len(folders) == 0 {
+		return
+	}
 	for p := range r.stats {
-		if under(p, paths) {
+		if under(p, folders) {
 			delete(r.stats, p)
 		}
 	}
@@ -90,7 +101,8 @@ func (r *Repo) loadIndexStats() {
 // differs from the tree root: changed, created or deleted by hand. Paths
 // that are gitmem's own unfinished work (pendingPaths) are skipped. Names no model could write
 // (.git*, control characters) and symlinks are not memory files.
-func (r *Repo) drifted(root *node, paths []string, pend []string) ([]string, error) {
+func (r *Repo) drifted(root *node, paths []string, pendList []string) ([]string, error) {
+	pend := newPathSet(pendList)
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -100,7 +112,7 @@ func (r *Repo) drifted(root *node, paths []string, pend []string) ([]string, err
 		}
 	}
 	for _, p := range paths {
-		if under(p, pend) || (p != memDir && !under(p, []string{memDir})) {
+		if pend.covers(p) || (p != memDir && !under(p, []string{memDir})) {
 			continue
 		}
 		// A file made by hand where the path needs a folder; a symlink or
@@ -111,7 +123,7 @@ func (r *Repo) drifted(root *node, paths []string, pend []string) ([]string, err
 			switch {
 			case err != nil || fi.Mode()&fs.ModeSymlink != 0:
 				blocked = true
-			case fi.Mode().IsRegular() && !under(a, pend):
+			case fi.Mode().IsRegular() && !pend.covers(a):
 				blocked = true
 				n := lookup(root, a)
 				if !n.isFile() {
@@ -142,7 +154,7 @@ func (r *Repo) drifted(root *node, paths []string, pend []string) ([]string, err
 			}
 		}
 		walkFiles(lookup(root, p), p, func(q string, _ *node) {
-			if _, ok := onDisk[q]; !ok && !under(q, pend) && checkRel(q[len(memDir)+1:]) == nil {
+			if _, ok := onDisk[q]; !ok && !pend.covers(q) && checkRel(q[len(memDir)+1:]) == nil {
 				add(q)
 			}
 		})
@@ -153,7 +165,7 @@ func (r *Repo) drifted(root *node, paths []string, pend []string) ([]string, err
 
 // filesOnDisk collects the regular files at or under repository path p,
 // never following a symlink and skipping what no model could write.
-func (r *Repo) filesOnDisk(p string, pend []string, out map[string]fs.FileInfo) error {
+func (r *Repo) filesOnDisk(p string, pend pathSet, out map[string]fs.FileInfo) error {
 	fi, err := r.wt.root.Lstat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -170,7 +182,7 @@ func (r *Repo) filesOnDisk(p string, pend []string, out map[string]fs.FileInfo) 
 		if err != nil {
 			return err
 		}
-		if q != p && (checkRel(q[len(memDir)+1:]) != nil || under(q, pend)) {
+		if q != p && (checkRel(q[len(memDir)+1:]) != nil || pend.covers(q)) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}

@@ -142,6 +142,35 @@ func union(a, b []string) []string {
 	return slices.Compact(out)
 }
 
+// pathSet is a set of repository paths.
+type pathSet map[string]bool
+
+func newPathSet(paths []string) pathSet {
+	s := make(pathSet, len(paths))
+	for _, p := range paths {
+		s[p] = true
+	}
+	return s
+}
+
+// covers reports whether p is in the set or beneath a path of it: one
+// lookup per folder on p's way, however large the set.
+func (s pathSet) covers(p string) bool {
+	if len(s) == 0 {
+		return false
+	}
+	for {
+		if s[p] {
+			return true
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
+	}
+}
+
 // under reports whether repository path p is one of roots or beneath one.
 func under(p string, roots []string) bool {
 	for _, r := range roots {

@@ -281,12 +281,17 @@ func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 		return h, nil
 	}
 	blobs := map[plumbing.Hash]bool{}
-	walkFiles(tx.root, "", func(_ string, n *node) { // only the blobs the final tree holds
-		if data, ok := tx.pending[n.hash]; ok && !blobs[n.hash] {
-			blobs[n.hash] = true
-			put(plumbing.BlobObject, data)
+	for _, o := range tx.ops { // the blobs written that the final tree still holds
+		if o.kind != 'w' {
+			continue
 		}
-	})
+		if n := lookup(tx.root, full(o.to)); n.isFile() && !blobs[n.hash] {
+			if data, ok := tx.pending[n.hash]; ok {
+				blobs[n.hash] = true
+				put(plumbing.BlobObject, data)
+			}
+		}
+	}
 	treeHash, _ := writeTrees(put, tx.root)
 	author := meta.Author
 	if author.Name == "" {
