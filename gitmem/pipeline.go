@@ -127,8 +127,16 @@ func (r *Repo) initPipeline() {
 func (r *Repo) own() error {
 	if r.owned.Load() {
 		r.smu.RLock()
-		defer r.smu.RUnlock()
-		return r.broken
+		broken := r.broken
+		r.smu.RUnlock()
+		if broken != nil {
+			// The log or git's files failed earlier: a checkpoint that
+			// succeeds now (the fault is gone) lets changes through again.
+			if err := r.checkpoint(); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if err := r.acquire(); err != nil {
 		return err

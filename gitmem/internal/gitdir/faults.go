@@ -30,6 +30,7 @@ const (
 	StepHistory  = "history"
 	StepPack     = "pack"
 	StepWAL      = "wal"
+	StepWALSync  = "wal-sync"
 	StepSync     = "sync"
 )
 

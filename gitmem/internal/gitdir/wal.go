@@ -224,20 +224,32 @@ func (w *WAL) Append(recs []WALRecord) error {
 		grown = true
 	}
 	if _, err := w.f.WriteAt(w.buf, w.off); err != nil {
+		w.void()
 		return err
 	}
-	var err error
-	if grown {
+	err := Injected(StepWALSync, ".git/gitmem/wal")
+	if err == nil && grown {
 		err = Fsync(w.f) // the size changed: metadata too
-	} else {
+	} else if err == nil {
 		err = Fdatasync(w.f)
 	}
 	if err != nil {
+		// The records may reach the disk anyway, later: they must never
+		// be replayed, since their callers are told they failed.
+		w.void()
 		return err
 	}
 	w.off += int64(len(w.buf))
 	w.seq += uint64(len(recs))
 	return nil
+}
+
+// void makes the records written at the end unreadable (their first
+// header is zeroed, so reading stops before them), best effort.
+func (w *WAL) void() {
+	if _, err := w.f.WriteAt(make([]byte, 24), w.off); err == nil {
+		Fdatasync(w.f)
+	}
 }
 
 // Len is how many bytes of records the log holds.

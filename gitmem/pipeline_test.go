@@ -1,0 +1,167 @@
+package gitmem
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// A group whose log write fails (before or at its fdatasync): every call
+// in it gets a storage error, none is half-applied (no commit, no id
+// taken), and once the fault is gone the next call succeeds, the failed
+// ids can be retried, and the log never replays the failed group.
+func TestFailedGroupChangesNothing(t *testing.T) {
+	for _, step := range []string{gd.StepWAL, gd.StepWALSync} {
+		t.Run(step, func(t *testing.T) { testFailedGroup(t, step) })
+	}
+}
+
+// A failed fdatasync whose records reach the disk anyway: a crash right
+// after must not replay them.
+func TestFailedSyncIsNeverReplayed(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t0", "a.md", "before\n")
+	stop := failAt(t, gd.StepWALSync, ".git/gitmem/wal")
+	if _, err := r.Update(Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, "lost"}}}, func(tx *Tx) error {
+		return tx.WriteFile("lost.md", []byte("lost\n"))
+	}); err == nil {
+		t.Fatal("the fault did not fail the call")
+	}
+	stop()
+	crash(r)
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if log := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(log, "lost") {
+		t.Fatalf("a call told it failed is in the history:\n%s", log)
+	}
+}
+
+func testFailedGroup(t *testing.T, step string) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t0", "a.md", "before\n")
+	before, _ := r.Snapshot()
+	stop := failAt(t, step, ".git/gitmem/wal")
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = r.Update(Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("g", i)}}}, func(tx *Tx) error {
+				return tx.WriteFile(fmt.Sprintf("g%d.md", i), []byte("lost\n"))
+			})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		var se *StorageError
+		if !errors.As(err, &se) {
+			t.Fatalf("call %d: %v, want a StorageError", i, err)
+		}
+	}
+	if v, _ := r.Snapshot(); v.Head() != before.Head() {
+		t.Fatal("a failed group moved HEAD")
+	}
+	stop()
+	for i := range errs { // the same ids again: applied now, once
+		write(t, r, fmt.Sprint("g", i), fmt.Sprintf("g%d.md", i), "kept\n")
+	}
+	settle(t, r)
+	crash(r) // the log must not bring back anything of the failed group
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	log := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
+	for i := range errs {
+		if n := strings.Count(log, fmt.Sprintf("g%d\n", i)); n != 1 {
+			t.Errorf("g%d is in the history %d times", i, n)
+		}
+		if got := read(t, r, fmt.Sprintf("g%d.md", i)); got != "kept\n" {
+			t.Errorf("g%d.md = %q", i, got)
+		}
+	}
+}
+
+// A checkpoint whose sync fails keeps the log: the acknowledged changes
+// survive a crash that follows, and the next checkpoint succeeds once the
+// fault is gone.
+func TestFailedCheckpointKeepsTheLog(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := failAt(t, gd.StepSync, "")
+	for i := range 5 {
+		write(t, r, fmt.Sprint("c", i), "a.md", fmt.Sprint(i))
+	}
+	if err := r.checkpoint(); err == nil {
+		t.Fatal("the fault did not fail the checkpoint")
+	}
+	crash(r)
+	stop()
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	settle(t, r)
+	log := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
+	for i := range 5 {
+		if !strings.Contains(log, fmt.Sprintf("c%d\n", i)) {
+			t.Errorf("acknowledged c%d was lost", i)
+		}
+	}
+}
+
+// Objects that cannot be written to git's files (a full disk): the
+// acknowledged change stays readable from the log, new changes are
+// refused, and once the fault is gone everything lands.
+func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	settle(t, r)
+	stop := failAt(t, gd.StepObject, "")
+	write(t, r, "t1", "a.md", "acknowledged\n")
+	if err := r.materialize(); err == nil {
+		t.Fatal("the fault did not fail materialisation")
+	}
+	r.smu.Lock()
+	r.broken = &StorageError{Op: "write an object", Err: os.ErrInvalid} // what the background loop records
+	r.smu.Unlock()
+	if got := read(t, r, "a.md"); got != "acknowledged\n" {
+		t.Fatalf("an acknowledged change is not readable: %q", got)
+	}
+	if _, err := r.Update(Meta{Subject: "refused"}, func(tx *Tx) error { return tx.WriteFile("b.md", []byte("x")) }); err == nil {
+		t.Fatal("a change was accepted while git's files cannot follow")
+	}
+	stop()
+	write(t, r, "t2", "b.md", "after\n")
+	settle(t, r)
+	if got := gitCLI(t, dir, "log", "--format=%s", "-2"); got != "w b.md\nw a.md\n" {
+		t.Fatalf("history:\n%s", got)
+	}
+	gitCLI(t, dir, "fsck", "--strict")
+}
