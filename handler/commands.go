@@ -270,15 +270,33 @@ func parentErr(err error, what string) error {
 // overlapping ones included: "aa" occurs twice in "aaa", so it is not a
 // unique anchor for an edit.
 func occurrences(s, sub string) []int {
-	var out []int
-	for i := 0; ; {
-		j := strings.Index(s[i:], sub)
-		if j < 0 {
-			return out
+	// Knuth-Morris-Pratt: linear in len(s)+len(sub) however the two
+	// overlap (strings.Index from each match on is quadratic when they do:
+	// a long run of one character searched for a long run of it).
+	fail := make([]int, len(sub))
+	for i, k := 1, 0; i < len(sub); i++ {
+		for k > 0 && sub[i] != sub[k] {
+			k = fail[k-1]
 		}
-		out = append(out, i+j)
-		i += j + 1
+		if sub[i] == sub[k] {
+			k++
+		}
+		fail[i] = k
 	}
+	var out []int
+	for i, k := 0, 0; i < len(s); i++ {
+		for k > 0 && s[i] != sub[k] {
+			k = fail[k-1]
+		}
+		if s[i] == sub[k] {
+			k++
+		}
+		if k == len(sub) {
+			out = append(out, i-k+1)
+			k = fail[k-1]
+		}
+	}
+	return out
 }
 
 func lineOf(s string, offset int) int { return strings.Count(s[:offset], "\n") + 1 }
