@@ -12,7 +12,7 @@ import (
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
-func newRepo(t *testing.T) *gitmem.Repo {
+func newRepo(t testing.TB) *gitmem.Repo {
 	t.Helper()
 	r, _, err := gitmem.Init(t.TempDir(), gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf,
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}})

@@ -56,6 +56,7 @@ func StoresHTTP(d *stores.Dir, opt StoresOptions) http.Handler {
 		opt.Logf = log.Printf
 	}
 	opt.HTTP.defaults()
+	go policy.DefaultSecretRules() // compiled now (~0.1 s), not at the first screened call
 	s := &storesServer{dir: d, opt: opt}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/stores/{store}/tool_use", s.store(false, s.toolUse))

@@ -367,3 +367,59 @@ func ParseRedaction(path *string, blob, match string) (gitmem.Redaction, error) 
 	}
 	return red, nil
 }
+
+// Leak is a secret found in a version of a memory file.
+type Leak struct {
+	Rule   string
+	Path   string // relative to memories/
+	Line   int
+	Blob   string        // the file version's blob: gitmem redact --blob removes it
+	Commit gitmem.Commit // the oldest commit that wrote this version there
+}
+
+// ScanHistory finds the secrets (by the rules) in every version of every
+// memory file in the history, each version read once, newest first. It
+// feeds redact: a leak names the blob that holds it.
+func ScanHistory(ctx context.Context, r *gitmem.Repo, rules *policy.SecretRules, progress gitmem.Progress) ([]Leak, error) {
+	type version struct{ path, blob string }
+	first := map[version]gitmem.Commit{} // the oldest commit seen writing it
+	var order []version
+	err := r.Log(ctx, gitmem.LogOptions{}, progress, func(c gitmem.Commit) error {
+		if len(c.Paths) == 0 {
+			return nil
+		}
+		files, err := r.Files(c.Hash, c.Paths...)
+		if err != nil {
+			return err
+		}
+		for _, p := range c.Paths {
+			blob, ok := files[p]
+			if !ok {
+				continue // deleted here
+			}
+			v := version{p, blob}
+			if _, seen := first[v]; !seen {
+				order = append(order, v)
+			}
+			first[v] = c
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var leaks []Leak
+	for _, v := range order {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		data, err := r.Blob(v.blob)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range rules.Find(v.path, string(data)) {
+			leaks = append(leaks, Leak{Rule: f.Rule, Path: v.path, Line: f.Line, Blob: v.blob, Commit: first[v]})
+		}
+	}
+	return leaks, nil
+}
