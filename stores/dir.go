@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,16 +109,11 @@ func (d *Dir) logf(format string, args ...any) {
 	}
 }
 
-// background closes idle stores and removes what an interrupted delete
-// left behind.
+// background closes idle stores and packs loose objects. (It reads
+// nothing at start: opening a Dir costs the same for any number of
+// stores.)
 func (d *Dir) background() {
 	defer close(d.done)
-	if junk, _ := filepath.Glob(filepath.Join(d.root, tombstonePrefix+"*")); len(junk) > 0 {
-		for _, p := range junk {
-			os.RemoveAll(p)
-		}
-		d.logf("gitmem: removed %d store folder(s) left by an interrupted delete", len(junk))
-	}
 	idle := time.Hour // a tick that does nothing when idle stores stay open
 	if d.opt.IdleClose > 0 {
 		idle = max(d.opt.IdleClose/4, 10*time.Millisecond)
@@ -625,6 +621,10 @@ func (d *Dir) List(after string, limit int, includeArchived bool, allow func(nam
 	var p Page[Info]
 	for _, de := range entries { // ReadDir sorts by name
 		name := de.Name()
+		if strings.HasPrefix(name, tombstonePrefix) { // an interrupted delete
+			go os.RemoveAll(filepath.Join(d.root, name))
+			continue
+		}
 		if !de.IsDir() || name <= after || policy.CheckStoreName(name) != nil || (allow != nil && !allow(name)) {
 			continue
 		}

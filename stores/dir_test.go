@@ -93,6 +93,7 @@ func TestStoreLifecycle(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(d.Root(), "not-a-store"), 0o700)
 	os.MkdirAll(filepath.Join(d.Root(), ".hidden"), 0o700)
+	os.MkdirAll(filepath.Join(d.Root(), ".deleted-carol-x", ".git"), 0o700) // a delete cut short
 	d2 := newDir(t, d.Root(), stores.Options{})
 	p, err := d2.List("", 10, false, nil)
 	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "bob" || p.Next != "" {
@@ -106,6 +107,14 @@ func TestStoreLifecycle(t *testing.T) {
 	p, err = d2.List(p.Next, 1, true, nil)
 	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "bob" || p.Next != "" {
 		t.Errorf("list page 2: %+v %v", p, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(d.Root(), ".deleted-carol-x")); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("listing did not remove what an interrupted delete left")
+		}
 	}
 
 	// Unarchived by the second Dir: the first sees it at its next use,
