@@ -245,17 +245,19 @@ func (d *Dir) Acquire(name string) (*Store, error) {
 		d.lru.MoveToFront(e.elem)
 		d.mu.Unlock()
 		<-e.ready
-		if e.err == nil && !exists(d.path(name)) {
-			// Deleted behind our back (by another process).
-			e.err = ErrNotFound
+		err := e.err
+		if err == nil && !exists(d.path(name)) {
+			// Deleted behind our back (by another process): the next
+			// Acquire starts afresh and finds no store.
+			err = ErrNotFound
 			d.mu.Lock()
 			d.remove(e)
 			d.mu.Unlock()
 			go d.closeEntry(e)
 		}
-		if e.err != nil {
+		if err != nil {
 			d.release(e)
-			return nil, e.err
+			return nil, err
 		}
 		return &Store{d, e}, nil
 	}
