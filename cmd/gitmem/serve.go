@@ -157,6 +157,8 @@ func serveStores(c *cli.Context, author gitmem.Signature) error {
 		return failf(exitUsage, "--stores serves the HTTP tool_use endpoint and the operator API, not MCP")
 	case c.String("token") != "":
 		return failf(exitUsage, "with --stores, give named, scoped tokens in a token file (--tokens FILE), not --token")
+	case c.IsSet("expire-every") || c.IsSet("expire-older-than"):
+		return failf(exitUsage, "--expire-every works on one repository; with --stores, expire each store with gitmem --repo DIR/NAME expire (from cron, say)")
 	case c.String("tokens") == "" && !isLoopback(addr):
 		return failf(exitUsage, "refusing to serve %s without tokens: set --tokens or GITMEM_TOKENS, or listen on a loopback address", addr)
 	}
