@@ -274,6 +274,16 @@ func memPath(w http.ResponseWriter, p string) (string, bool) {
 	return rel, true
 }
 
+// filePath reads the path of one memory file: not the root.
+func filePath(w http.ResponseWriter, p string) (string, bool) {
+	rel, ok := memPath(w, p)
+	if ok && rel == "" {
+		httpError(w, http.StatusBadRequest, "path names the /memories folder itself; name a file in it")
+		return "", false
+	}
+	return rel, ok
+}
+
 func (s *storesServer) listMemories(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
 	n, ok := limit(w, r)
 	if !ok {
@@ -315,7 +325,7 @@ func (s *storesServer) listMemories(w http.ResponseWriter, r *http.Request, p pr
 }
 
 func (s *storesServer) getMemory(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
-	rel, ok := memPath(w, r.URL.Query().Get("path"))
+	rel, ok := filePath(w, r.URL.Query().Get("path"))
 	if !ok {
 		return
 	}
@@ -367,7 +377,7 @@ func (pc *precondition) expect(w http.ResponseWriter) (*string, bool) {
 }
 
 func (s *storesServer) putMemory(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
-	rel, ok := memPath(w, r.URL.Query().Get("path"))
+	rel, ok := filePath(w, r.URL.Query().Get("path"))
 	if !ok {
 		return
 	}
@@ -405,7 +415,7 @@ func (s *storesServer) putMemory(w http.ResponseWriter, r *http.Request, p princ
 }
 
 func (s *storesServer) deleteMemory(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
-	rel, ok := memPath(w, r.URL.Query().Get("path"))
+	rel, ok := filePath(w, r.URL.Query().Get("path"))
 	if !ok {
 		return
 	}

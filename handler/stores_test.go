@@ -492,6 +492,10 @@ func TestMemoriesAPI(t *testing.T) {
 	if code := a.call("ops", "GET", "/v1/stores/alice/memory?path=/memories/projects", nil, &e); code != http.StatusNotFound {
 		t.Errorf("get a folder: %d", code)
 	}
+	if code := a.call("ops", "PUT", "/v1/stores/alice/memory?path=/memories/", map[string]any{"content": "x"}, &e); code != http.StatusBadRequest ||
+		e.Error != "path names the /memories folder itself; name a file in it" {
+		t.Errorf("put the root: %d %q", code, e.Error)
+	}
 
 	// The operator commits, with their trailers.
 	var v stores.CommitJSON
