@@ -27,7 +27,10 @@ import (
 
 // storesAPI is a real multi-store server on loopback with its token file,
 // and a client that checks every request it sends and every response it
-// gets against docs/openapi.yaml.
+// gets against docs/openapi.yaml, with kin-openapi (getkin/kin-openapi:
+// the maintained, widely used OpenAPI 3 validator for Go; its
+// openapi3filter checks requests and responses, and IncludeResponseStatus
+// makes an undocumented status an error).
 type storesAPI struct {
 	t      *testing.T
 	base   string
