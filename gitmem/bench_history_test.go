@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -295,4 +296,28 @@ func gitOut(b *testing.B, dir string, args ...string) string {
 		b.Fatalf("git %v: %v", args, err)
 	}
 	return string(out)
+}
+
+// BenchmarkStart opens the generated repository for writing (what `serve`
+// does at start, warm: the history index and .git/index exist) and takes
+// a view, then closes it; it reports the heap the open repository holds.
+func BenchmarkStart(b *testing.B) {
+	dir := genHistory(b)
+	opt := Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}}
+	var heap uint64
+	for range b.N {
+		r, err := Open(dir, opt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v, err := r.Snapshot(); err != nil || v.Head() == "" {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		heap = max(heap, ms.HeapInuse)
+		r.Close()
+	}
+	b.ReportMetric(float64(heap)/(1<<20), "MiB-heap")
 }

@@ -82,15 +82,11 @@ func (r *Repo) forgetStats(paths []string) {
 // blob is HEAD's and that is not racy (changed no earlier than the index
 // was written) vouches for its file.
 func (r *Repo) loadIndexStats() {
-	entries, written, err := gd.ReadIndex(r.gitDir)
-	if err != nil {
-		return // no index, or one gitmem does not read: files are hashed
-	}
 	tree := r.snapshotTree()
 	r.cmu.Lock()
 	defer r.cmu.Unlock()
-	for _, e := range entries {
-		if n := lookup(tree, e.Path); n.isFile() && n.hash == e.Hash && e.Stat.MtimeBefore(written) {
+	for _, e := range r.index { // none: no index, or one gitmem does not read; files are hashed
+		if n := lookup(tree, e.Path); n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(r.indexWritten) {
 			r.stats[e.Path] = e.Stat
 		}
 	}

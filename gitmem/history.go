@@ -1,8 +1,10 @@
 package gitmem
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -594,4 +596,119 @@ func contains(s string) func([]byte) bool {
 	}
 	b := []byte(escaper.Replace(s))
 	return func(line []byte) bool { return bytes.Contains(line, b) }
+}
+
+// syncIDs brings the tool_use id map up to the branch after others moved
+// it (and at start): the history index file is read on from where the
+// last read stopped (all of it the first time, or when it was rewritten),
+// without parsing whole records; commits the file does not hold yet are
+// indexed from git first. Called with wmu held, owning the writer lock.
+func (r *Repo) syncIDs() error {
+	r.smu.RLock()
+	dirty := r.idsDirty
+	r.smu.RUnlock()
+	if !dirty {
+		return nil
+	}
+	r.gitUpToDate() // this process's own commits are in the file too
+	r.smu.RLock()
+	head := r.head
+	r.smu.RUnlock()
+	for range 2 {
+		ok, err := r.readIDs(head)
+		if err != nil {
+			return err
+		}
+		if ok {
+			r.smu.Lock()
+			r.idsDirty = false
+			r.smu.Unlock()
+			return nil
+		}
+		// The file does not reach HEAD: catch it up from git, saved.
+		if _, err := r.history(head, true, nil); err != nil {
+			return err
+		}
+	}
+	return &StorageError{Op: "read the history index", Err: errors.New("it does not reach HEAD after a rebuild")}
+}
+
+// readIDs reads the ids of the records after idsOff into the map and
+// reports whether the file now ends at head. A file that does not go on
+// from where the last read stopped (rewritten) is read again from the
+// start into a new map.
+func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
+	f, err := os.Open(r.historyPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return head.IsZero(), nil
+	}
+	if err != nil {
+		return false, wrap("read the history index", err)
+	}
+	defer f.Close()
+	r.smu.RLock()
+	off, prev := r.idsOff, r.idsHead
+	r.smu.RUnlock()
+	ids := map[string]plumbing.Hash{}
+	if off > 0 {
+		if fi, err := f.Stat(); err != nil || fi.Size() < off {
+			off = 0 // shorter than what was read: rewritten
+		}
+	}
+	hdr := []byte(historyHeader + "\n")
+	if off == 0 {
+		buf := make([]byte, len(hdr))
+		if _, err := io.ReadFull(f, buf); err != nil || !bytes.Equal(buf, hdr) {
+			return false, nil
+		}
+		off, prev = int64(len(hdr)), plumbing.ZeroHash
+	} else if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return false, wrap("read the history index", err)
+	}
+	key := []byte("\t" + escaper.Replace(TrailerToolUseID) + "\t")
+	br := bufio.NewReaderSize(f, 256<<10)
+	first := true
+	for {
+		line, err := br.ReadSlice('\n')
+		for errors.Is(err, bufio.ErrBufferFull) { // a long record: gather it
+			var more []byte
+			more, err = br.ReadSlice('\n')
+			line = append(append([]byte(nil), line...), more...)
+		}
+		if err != nil {
+			break // the end, or a torn last line: stop before it
+		}
+		if len(line) < 82 || !plumbing.IsHash(string(line[:40])) || !plumbing.IsHash(string(line[41:81])) {
+			break
+		}
+		h, parent := plumbing.NewHash(string(line[:40])), plumbing.NewHash(string(line[41:81]))
+		if parent != prev {
+			if first && off > int64(len(hdr)) { // rewritten since the last read
+				r.smu.Lock()
+				r.idsOff, r.idsHead = 0, plumbing.ZeroHash
+				r.smu.Unlock()
+				return r.readIDs(head)
+			}
+			break
+		}
+		first = false
+		if i := bytes.Index(line, key); i >= 0 {
+			v := line[i+len(key):]
+			if j := bytes.IndexAny(v, "\t\n"); j >= 0 {
+				ids[unescape(string(v[:j]))] = h
+			}
+		}
+		off += int64(len(line))
+		prev = h
+	}
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	if r.idsOff == 0 || r.ids == nil {
+		r.ids = map[string]plumbing.Hash{}
+	}
+	for id, h := range ids {
+		r.ids[id] = h
+	}
+	r.idsOff, r.idsHead = off, prev
+	return prev == head, nil
 }

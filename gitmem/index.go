@@ -13,6 +13,12 @@ import (
 // a hand-edited file's lstat data with HEAD's blob would hide the edit
 // from git and from gitmem's next start.
 func (r *Repo) writeIndex() error {
+	r.smu.RLock()
+	head, current := r.head, r.indexHead == r.head && !r.head.IsZero()
+	r.smu.RUnlock()
+	if current {
+		return nil // it holds HEAD's tree already (read at start, or written since)
+	}
 	var entries []gd.IndexEntry
 	now := time.Now()
 	var walk func(n *node, prefix string)
@@ -37,5 +43,11 @@ func (r *Repo) writeIndex() error {
 	if root := r.snapshotTree(); root != nil {
 		walk(root, "")
 	}
-	return gd.WriteIndex(r.gitDir, entries)
+	if err := gd.WriteIndex(r.gitDir, entries); err != nil {
+		return err
+	}
+	r.smu.Lock()
+	r.indexHead = head
+	r.smu.Unlock()
+	return nil
 }

@@ -164,6 +164,7 @@ func (r *Repo) finishRedaction() error {
 		r.hmu.Unlock()
 		r.smu.Lock()
 		r.loaded, r.head = false, plumbing.ZeroHash
+		r.ids, r.idsOff, r.idsHead = map[string]plumbing.Hash{}, 0, plumbing.ZeroHash // the old hashes are gone
 		r.smu.Unlock()
 		if err := r.refresh(true); err != nil {
 			return err

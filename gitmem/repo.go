@@ -124,11 +124,18 @@ type Repo struct {
 	cmu   sync.Mutex         // guards stats
 	stats map[string]gd.Stat // worktree files known to hold their HEAD blob (see drift.go)
 
-	smu    sync.RWMutex // guards the published state
-	loaded bool
-	head   plumbing.Hash
-	tree   *node
-	ids    map[string]plumbing.Hash // Tool-Use-Id -> commit
+	index        []gd.IndexEntry // .git/index as read at start (then nil)
+	indexWritten time.Time
+
+	smu     sync.RWMutex // guards the published state
+	loaded  bool
+	head    plumbing.Hash
+	tree    *node
+	ids     map[string]plumbing.Hash // Tool-Use-Id -> commit: the history index file's (read up to idsOff, whose last record is idsHead) and this process's own commits
+	idsOff   int64
+	idsHead  plumbing.Hash
+	idsDirty  bool          // the branch moved by other means since the ids were read
+	indexHead plumbing.Hash // the commit .git/index holds the tree of
 	closed bool
 }
 
@@ -272,6 +279,10 @@ func (r *Repo) start(markIt bool) error {
 	if err := r.checkBranch(); err != nil {
 		return fail(err)
 	}
+	// .git/index as gitmem left it gives the tree and the worktree's lstat
+	// data without reading every tree object and hashing every file.
+	r.index, r.indexWritten, _ = gd.ReadIndex(r.gitDir)
+	defer func() { r.index = nil }()
 	if _, err := os.Stat(r.redactPath()); err == nil {
 		r.opt.Logf("gitmem: finishing an interrupted redaction")
 		if err := r.finishRedaction(); err != nil {
@@ -300,6 +311,20 @@ func (r *Repo) start(markIt bool) error {
 	if err := r.writeIndex(); err != nil {
 		r.opt.Logf("gitmem: could not write .git/index: %v", err)
 	}
+	// The tool_use ids of the history are read in the background: the
+	// first change with an id waits only for what is left of it.
+	go func() {
+		r.wmu.Lock()
+		defer r.wmu.Unlock()
+		r.smu.RLock()
+		closed := r.closed
+		r.smu.RUnlock()
+		if !closed && r.owned.Load() {
+			if err := r.syncIDs(); err != nil {
+				r.opt.Logf("gitmem: %v", err)
+			}
+		}
+	}()
 	return nil
 }
 
@@ -414,32 +439,25 @@ func (r *Repo) refresh(persist bool) error {
 		return nil
 	}
 	var tree *node
-	ids := map[string]plumbing.Hash{}
 	if !head.IsZero() {
 		r.omu.Lock()
 		c, err := r.obj.Commit(head)
 		if err != nil {
 			err = objectError("commit", head, "", err)
-		} else {
+		} else if tree = r.treeFromIndex(c.TreeHash); tree == nil {
 			tree, err = r.loadTree(c.TreeHash, old, "")
+		} else {
+			r.indexHead = head // (smu not needed: start holds every lock there is to hold)
 		}
 		r.unlockObj()
 		if err != nil {
 			return err
 		}
-		hist, err := r.history(head, persist, nil)
-		if err != nil {
-			return err
-		}
-		for i := range hist {
-			if id := hist[i].id; id != "" {
-				ids[id] = hist[i].hash
-			}
-		}
 	}
 	r.smu.Lock()
-	r.head, r.tree, r.ids, r.loaded = head, tree, ids, true
+	r.head, r.tree, r.loaded = head, tree, true
 	r.tip, r.tipTree = head, tree
+	r.idsDirty = true // others committed: their ids are read when an id is next looked up
 	r.smu.Unlock()
 	return nil
 }
@@ -606,6 +624,9 @@ func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 		return Commit{}, err
 	}
 	if id := meta.ID(); id != "" {
+		if err := r.syncIDs(); err != nil {
+			return Commit{}, err
+		}
 		r.smu.RLock()
 		h, done := r.ids[id]
 		p, inFlight := r.waiting[id]

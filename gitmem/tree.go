@@ -105,6 +105,66 @@ func with(root *node, p []string, leaf *node) (*node, error) {
 	return newDir(kids), nil
 }
 
+// treeFromIndex builds the tree from the index gitmem read at start, if
+// its entries make exactly the tree treeHash (every tree is encoded and
+// hashed to check): no tree object is read, and a file's size comes from
+// its vouched lstat data (only the others are looked up). nil when the
+// index does not match (git changed it, or there is none). Called with
+// omu held.
+func (r *Repo) treeFromIndex(treeHash plumbing.Hash) *node {
+	if len(r.index) == 0 {
+		return nil
+	}
+	type dir struct{ kids map[string]any } // *dir or *node
+	root := &dir{kids: map[string]any{}}
+	for _, e := range r.index {
+		segs := split(e.Path)
+		d := root
+		for _, s := range segs[:len(segs)-1] {
+			next, ok := d.kids[s].(*dir)
+			if !ok {
+				if _, clash := d.kids[s]; clash {
+					return nil
+				}
+				next = &dir{kids: map[string]any{}}
+				d.kids[s] = next
+			}
+			d = next
+		}
+		n := &node{mode: e.Mode, hash: e.Hash}
+		if n.isFile() {
+			if e.Stat.IsZero() {
+				size, err := r.obj.Size(e.Hash)
+				if err != nil {
+					return nil
+				}
+				n.size = size
+			} else {
+				n.size = e.Stat.Size()
+			}
+		}
+		d.kids[segs[len(segs)-1]] = n
+	}
+	var build func(d *dir) *node
+	build = func(d *dir) *node {
+		kids := make(map[string]*node, len(d.kids))
+		for name, k := range d.kids {
+			if sub, ok := k.(*dir); ok {
+				kids[name] = build(sub)
+			} else {
+				kids[name] = k.(*node)
+			}
+		}
+		n := newDir(kids)
+		n.hash = plumbing.ComputeHash(plumbing.TreeObject, encodeTree(n))
+		return n
+	}
+	if n := build(root); n.hash == treeHash {
+		return n
+	}
+	return nil
+}
+
 // walkFiles calls fn for every regular file under n, in byte order of path.
 func walkFiles(n *node, prefix string, fn func(p string, f *node)) {
 	if n.isFile() {

@@ -35,6 +35,12 @@ func (s Stat) Racy(now time.Time) bool {
 	return now.Sub(s.mtime()) < RacyWindow || now.Sub(ctime) < RacyWindow
 }
 
+// Size is the file's size (as far as 32 bits hold it).
+func (s Stat) Size() int64 { return int64(s.size) }
+
+// IsZero reports whether the entry carries no lstat data (not vouched for).
+func (s Stat) IsZero() bool { return s == Stat{} }
+
 func (s Stat) mtime() time.Time { return time.Unix(int64(s.mtimeSec), int64(s.mtimeNsec)) }
 
 // mtimeBefore reports whether the file was last changed before t (an

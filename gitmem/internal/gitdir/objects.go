@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,12 +20,14 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
-// Store is a .git directory. It reads objects through go-git (loose and
-// packed) and writes loose objects, packs and refs itself, durably:
-// go-git writes without fsync.
+// Store is a .git directory. It reads objects itself (loose, and packed
+// through mapped indexes: packread.go), and writes loose objects, packs
+// and refs itself, durably: go-git writes without fsync. go-git's storage
+// stays for go-git's own algorithms (revision parsing, object walks).
 type Store struct {
 	Dir   string // the .git folder
 	st    *filesystem.Storage
+	packs *packSet
 	holds int // operations that keep pack files open (Hold)
 
 	ovmu    sync.RWMutex // guards overlay (which Put and Drop change while reads go on)
@@ -81,8 +84,8 @@ func (s *Store) fromOverlay(h plumbing.Hash) (Object, bool) {
 func Open(gitDir string) *Store {
 	// Pack files stay open while an operation holds them (go-git reopens
 	// them for every object otherwise); Release closes them.
-	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(32<<20), filesystem.Options{KeepDescriptors: true})
-	return &Store{Dir: gitDir, st: st}
+	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8<<20), filesystem.Options{KeepDescriptors: true})
+	return &Store{Dir: gitDir, st: st, packs: &packSet{dir: filepath.Join(gitDir, "objects", "pack")}}
 }
 
 // Storage is go-git's storage, for go-git's own algorithms (revision
@@ -90,7 +93,10 @@ func Open(gitDir string) *Store {
 func (s *Store) Storage() *filesystem.Storage { return s.st }
 
 // Close releases everything the Store holds open.
-func (s *Store) Close() error { return s.st.Close() }
+func (s *Store) Close() error {
+	s.packs.closeAll()
+	return s.st.Close()
+}
 
 // Release closes the pack files go-git opened, unless an operation holds
 // them: no gitmem process keeps a pack open between operations, so a pack
@@ -98,6 +104,7 @@ func (s *Store) Close() error { return s.st.Close() }
 func (s *Store) Release() {
 	if s.holds == 0 {
 		s.st.ObjectStorage.Close()
+		s.packs.release()
 	}
 }
 
@@ -109,40 +116,62 @@ func (s *Store) Hold() { s.holds++ }
 func (s *Store) Unhold() { s.holds-- }
 
 // Reindex re-reads the list of packs (another process repacked).
-func (s *Store) Reindex() { s.st.ObjectStorage.Reindex() }
+func (s *Store) Reindex() {
+	s.st.ObjectStorage.Reindex()
+	s.packs.reset()
+}
 
 // Encoded returns an object. go-git caches the list of packs; when another
 // process has repacked (gitmem gc, git gc) a missing object is looked up
 // once more after re-reading the pack list.
 func (s *Store) Encoded(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	if o, ok := s.fromOverlay(h); ok && (t == plumbing.AnyObject || t == o.Type) {
-		m := &plumbing.MemoryObject{}
-		m.SetType(o.Type)
-		m.Write(o.Data)
-		return m, nil
+	ot, data, err := s.read(h)
+	if err != nil {
+		return nil, err
 	}
-	obj, err := s.st.EncodedObject(t, h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		s.Reindex()
-		obj, err = s.st.EncodedObject(t, h)
+	if t != plumbing.AnyObject && t != ot {
+		return nil, plumbing.ErrObjectNotFound
 	}
-	return obj, err
+	m := &plumbing.MemoryObject{}
+	m.SetType(ot)
+	m.Write(data)
+	return m, nil
+}
+
+// read returns an object's type and content: from memory (Put), a loose
+// file, or a pack; plumbing.ErrObjectNotFound if none has it.
+func (s *Store) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	if o, ok := s.fromOverlay(h); ok {
+		return o.Type, o.Data, nil
+	}
+	hex := h.String()
+	t, data, err := readLoose(filepath.Join(s.Dir, "objects", hex[:2], hex[2:]))
+	if err == nil {
+		return t, data, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return 0, nil, fmt.Errorf("loose object %s: %w", h, err)
+	}
+	for retry := 0; retry < 2; retry++ {
+		t, data, found, err := s.packs.read(h)
+		if found || err != nil {
+			return t, data, err
+		}
+		s.Reindex() // another process may have packed it
+	}
+	// A loose object another process packed between the two looks.
+	if t, data, err := readLoose(filepath.Join(s.Dir, "objects", hex[:2], hex[2:])); err == nil {
+		return t, data, nil
+	}
+	return 0, nil, plumbing.ErrObjectNotFound
 }
 
 func (s *Store) Blob(h plumbing.Hash) ([]byte, error) {
-	if o, ok := s.fromOverlay(h); ok && o.Type == plumbing.BlobObject {
-		return o.Data, nil
+	t, data, err := s.read(h)
+	if err == nil && t != plumbing.BlobObject {
+		err = plumbing.ErrObjectNotFound
 	}
-	obj, err := s.Encoded(plumbing.BlobObject, h)
-	if err != nil {
-		return nil, err
-	}
-	r, err := obj.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return io.ReadAll(r)
+	return data, err
 }
 
 // size returns an object's size. A loose object's header is read here:
@@ -159,12 +188,14 @@ func (s *Store) Size(h plumbing.Hash) (int64, error) {
 		_, n, err := looseHeader(f)
 		return n, err
 	}
-	n, err := s.st.EncodedObjectSize(h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		s.st.ObjectStorage.Reindex()
-		n, err = s.st.EncodedObjectSize(h)
+	for retry := 0; retry < 2; retry++ {
+		n, found, err := s.packs.size(h)
+		if found || err != nil {
+			return n, err
+		}
+		s.Reindex()
 	}
-	return n, err
+	return 0, plumbing.ErrObjectNotFound
 }
 
 // looseHeader reads the type and size from a loose object's header.

@@ -1,0 +1,11 @@
+//go:build !unix
+
+package gitdir
+
+import "os"
+
+// mapFile reads a file into memory (no mmap here).
+func mapFile(path string) ([]byte, func(), error) {
+	data, err := os.ReadFile(path)
+	return data, func() {}, err
+}

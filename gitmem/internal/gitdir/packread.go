@@ -1,0 +1,525 @@
+package gitdir
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Reading objects without go-git's object storage. go-git loads a pack's
+// whole index into its heap and, at the first object read, builds a map
+// from offset to hash of every object in the pack (≈150 ms and tens of
+// MiB for a 400,000-object pack); a server that reads one commit at start
+// pays all of it. Here an index is mapped into memory and searched in
+// place, an object is read at its offset with pread, deltas (OFS and REF)
+// are resolved with a small cache of bases, and loose objects are read
+// directly. Pack files are opened on demand and closed by Release, like
+// go-git's kept descriptors (a deleted pack is never held open).
+
+// packIdx is one pack: its index mapped (or read) into memory, its pack
+// file opened on demand.
+type packIdx struct {
+	hash  plumbing.Hash
+	path  string // the .pack file
+	data  []byte // the .idx file
+	unmap func()
+	n     int
+	pf    *os.File
+}
+
+func (p *packIdx) names() []byte { return p.data[8+256*4 : 8+256*4+20*p.n] }
+
+// find returns the offset of object h in the pack.
+func (p *packIdx) find(h plumbing.Hash) (int64, bool) {
+	fan := p.data[8:]
+	lo := 0
+	if h[0] > 0 {
+		lo = int(binary.BigEndian.Uint32(fan[4*(int(h[0])-1):]))
+	}
+	hi := int(binary.BigEndian.Uint32(fan[4*int(h[0]):]))
+	names := p.names()
+	for lo < hi { // binary search over the sorted names in [lo, hi)
+		m := int(uint(lo+hi) >> 1)
+		c := bytes.Compare(names[20*m:20*m+20], h[:])
+		switch {
+		case c == 0:
+			return p.offset(m), true
+		case c < 0:
+			lo = m + 1
+		default:
+			hi = m
+		}
+	}
+	return 0, false
+}
+
+func (p *packIdx) offset(i int) int64 {
+	off4 := 8 + 256*4 + 20*p.n + 4*p.n
+	o := binary.BigEndian.Uint32(p.data[off4+4*i:])
+	if o&0x80000000 == 0 {
+		return int64(o)
+	}
+	off8 := off4 + 4*p.n
+	return int64(binary.BigEndian.Uint64(p.data[off8+8*int(o&0x7fffffff):]))
+}
+
+func openPackIdx(idxPath string) (*packIdx, error) {
+	data, unmap, err := mapFile(idxPath)
+	if err != nil {
+		return nil, err
+	}
+	bad := func() (*packIdx, error) {
+		unmap()
+		return nil, fmt.Errorf("%s is not a version 2 pack index", filepath.Base(idxPath))
+	}
+	if len(data) < 8+256*4+40 || !bytes.Equal(data[:4], []byte{0xff, 't', 'O', 'c'}) || binary.BigEndian.Uint32(data[4:]) != 2 {
+		return bad()
+	}
+	n := int(binary.BigEndian.Uint32(data[8+255*4:]))
+	if len(data) < 8+256*4+n*(20+4+4)+40 {
+		return bad()
+	}
+	p := &packIdx{path: strings.TrimSuffix(idxPath, ".idx") + ".pack", data: data, unmap: unmap, n: n}
+	copy(p.hash[:], data[len(data)-40:len(data)-20])
+	return p, nil
+}
+
+// packSet is the packs of a repository, read by gitmem itself.
+type packSet struct {
+	dir    string // .git/objects/pack
+	mu     sync.Mutex
+	loaded bool
+	packs  []*packIdx
+	bases  baseCache
+}
+
+// list returns the packs, reading the folder the first time (and after
+// reset).
+func (ps *packSet) list() []*packIdx {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.loaded {
+		return ps.packs
+	}
+	ps.loaded = true
+	idxs, _ := filepath.Glob(filepath.Join(ps.dir, "pack-*.idx"))
+	old := map[string]*packIdx{}
+	for _, p := range ps.packs {
+		old[p.path] = p
+	}
+	ps.packs = nil
+	for _, idx := range idxs {
+		pack := strings.TrimSuffix(idx, ".idx") + ".pack"
+		if p := old[pack]; p != nil {
+			ps.packs = append(ps.packs, p)
+			delete(old, pack)
+			continue
+		}
+		if _, err := os.Stat(pack); err != nil {
+			continue // an index whose pack is not there (yet, or any more)
+		}
+		if p, err := openPackIdx(idx); err == nil {
+			ps.packs = append(ps.packs, p)
+		}
+	}
+	for _, p := range old { // packs that are gone
+		p.close()
+		p.unmap()
+	}
+	return ps.packs
+}
+
+// reset makes the next list read the folder again (another process
+// repacked).
+func (ps *packSet) reset() {
+	ps.mu.Lock()
+	ps.loaded = false
+	ps.mu.Unlock()
+}
+
+// release closes the pack files (not the mapped indexes).
+func (ps *packSet) release() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.packs {
+		p.close()
+	}
+	ps.bases.clear()
+}
+
+// closeAll closes and unmaps everything.
+func (ps *packSet) closeAll() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.packs {
+		p.close()
+		p.unmap()
+	}
+	ps.packs, ps.loaded = nil, false
+	ps.bases.clear()
+}
+
+func (p *packIdx) close() {
+	if p.pf != nil {
+		p.pf.Close()
+		p.pf = nil
+	}
+}
+
+// lookup finds the pack and offset of an object.
+func (ps *packSet) lookup(h plumbing.Hash) (*packIdx, int64, bool) {
+	for _, p := range ps.list() {
+		if off, ok := p.find(h); ok {
+			return p, off, true
+		}
+	}
+	return nil, 0, false
+}
+
+// read returns an object from the packs, resolving deltas.
+func (ps *packSet) read(h plumbing.Hash) (plumbing.ObjectType, []byte, bool, error) {
+	p, off, ok := ps.lookup(h)
+	if !ok {
+		return 0, nil, false, nil
+	}
+	t, data, err := ps.readAt(p, off, 0)
+	if err != nil {
+		return 0, nil, true, fmt.Errorf("object %s in %s: %w", h, filepath.Base(p.path), err)
+	}
+	return t, data, true, nil
+}
+
+const maxDeltaDepth = 10000
+
+// readAt reads the object at off in p.
+func (ps *packSet) readAt(p *packIdx, off int64, depth int) (plumbing.ObjectType, []byte, error) {
+	if depth > maxDeltaDepth {
+		return 0, nil, errors.New("delta chain too long")
+	}
+	if t, data, ok := ps.bases.get(p, off); ok {
+		return t, data, nil
+	}
+	f, err := ps.file(p)
+	if err != nil {
+		return 0, nil, err
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 4096)
+	t, size, err := entryHeader(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	switch t {
+	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+		data, err := inflate(r, size)
+		return t, data, err
+	case plumbing.OFSDeltaObject:
+		neg, err := ofsOffset(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		delta, err := inflate(r, size)
+		if err != nil {
+			return 0, nil, err
+		}
+		bt, base, err := ps.readAt(p, off-neg, depth+1)
+		if err != nil {
+			return 0, nil, err
+		}
+		ps.bases.put(p, off-neg, bt, base)
+		data, err := applyDelta(base, delta)
+		return bt, data, err
+	case plumbing.REFDeltaObject:
+		var bh plumbing.Hash
+		if _, err := io.ReadFull(r, bh[:]); err != nil {
+			return 0, nil, err
+		}
+		delta, err := inflate(r, size)
+		if err != nil {
+			return 0, nil, err
+		}
+		bp, boff, ok := ps.lookup(bh)
+		if !ok {
+			return 0, nil, fmt.Errorf("delta base %s is missing", bh)
+		}
+		bt, base, err := ps.readAt(bp, boff, depth+1)
+		if err != nil {
+			return 0, nil, err
+		}
+		ps.bases.put(bp, boff, bt, base)
+		data, err := applyDelta(base, delta)
+		return bt, data, err
+	}
+	return 0, nil, fmt.Errorf("unknown pack entry type %d", t)
+}
+
+// size returns an object's size: the header's, or for a delta the
+// result size its delta data starts with.
+func (ps *packSet) size(h plumbing.Hash) (int64, bool, error) {
+	p, off, ok := ps.lookup(h)
+	if !ok {
+		return 0, false, nil
+	}
+	f, err := ps.file(p)
+	if err != nil {
+		return 0, true, err
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 512)
+	t, size, err := entryHeader(r)
+	if err != nil {
+		return 0, true, err
+	}
+	switch t {
+	case plumbing.OFSDeltaObject:
+		if _, err := ofsOffset(r); err != nil {
+			return 0, true, err
+		}
+	case plumbing.REFDeltaObject:
+		if _, err := r.Discard(20); err != nil {
+			return 0, true, err
+		}
+	default:
+		return size, true, nil
+	}
+	zr, err := zlib.NewReader(r)
+	if err != nil {
+		return 0, true, err
+	}
+	defer zr.Close()
+	br := bufio.NewReaderSize(zr, 32)
+	if _, err := binary.ReadUvarint(br); err != nil { // the base's size
+		return 0, true, err
+	}
+	n, err := binary.ReadUvarint(br)
+	return int64(n), true, err
+}
+
+func (ps *packSet) file(p *packIdx) (*os.File, error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if p.pf == nil {
+		f, err := os.Open(p.path)
+		if err != nil {
+			return nil, err
+		}
+		p.pf = f
+	}
+	return p.pf, nil
+}
+
+// entryHeader reads a pack entry's type and size.
+func entryHeader(r io.ByteReader) (plumbing.ObjectType, int64, error) {
+	b, err := r.ReadByte()
+	if err != nil {
+		return 0, 0, err
+	}
+	t := plumbing.ObjectType((b >> 4) & 7)
+	size := int64(b & 0x0f)
+	for shift := uint(4); b&0x80 != 0; shift += 7 {
+		if b, err = r.ReadByte(); err != nil {
+			return 0, 0, err
+		}
+		size |= int64(b&0x7f) << shift
+	}
+	return t, size, nil
+}
+
+// ofsOffset reads an OFS_DELTA's distance back to its base.
+func ofsOffset(r io.ByteReader) (int64, error) {
+	b, err := r.ReadByte()
+	if err != nil {
+		return 0, err
+	}
+	off := int64(b & 0x7f)
+	for b&0x80 != 0 {
+		if b, err = r.ReadByte(); err != nil {
+			return 0, err
+		}
+		off = ((off + 1) << 7) | int64(b&0x7f)
+	}
+	return off, nil
+}
+
+func inflate(r io.Reader, size int64) ([]byte, error) {
+	if size > maxObjectBytes {
+		return nil, errors.New("object too large")
+	}
+	zr, err := zlib.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	data := make([]byte, size)
+	if _, err := io.ReadFull(zr, data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// applyDelta builds an object from its base and a git delta.
+func applyDelta(base, delta []byte) ([]byte, error) {
+	bad := errors.New("malformed delta")
+	src, n := binary.Uvarint(delta)
+	if n <= 0 || src != uint64(len(base)) {
+		return nil, bad
+	}
+	delta = delta[n:]
+	dst, n := binary.Uvarint(delta)
+	if n <= 0 || dst > maxObjectBytes {
+		return nil, bad
+	}
+	delta = delta[n:]
+	out := make([]byte, 0, dst)
+	for len(delta) > 0 {
+		op := delta[0]
+		delta = delta[1:]
+		switch {
+		case op&0x80 != 0: // copy from the base
+			var off, size uint64
+			for i := range 4 {
+				if op&(1<<i) != 0 {
+					if len(delta) == 0 {
+						return nil, bad
+					}
+					off |= uint64(delta[0]) << (8 * i)
+					delta = delta[1:]
+				}
+			}
+			for i := range 3 {
+				if op&(0x10<<i) != 0 {
+					if len(delta) == 0 {
+						return nil, bad
+					}
+					size |= uint64(delta[0]) << (8 * i)
+					delta = delta[1:]
+				}
+			}
+			if size == 0 {
+				size = 0x10000
+			}
+			if off+size > uint64(len(base)) {
+				return nil, bad
+			}
+			out = append(out, base[off:off+size]...)
+		case op != 0: // insert op bytes
+			if int(op) > len(delta) {
+				return nil, bad
+			}
+			out = append(out, delta[:op]...)
+			delta = delta[op:]
+		default:
+			return nil, bad
+		}
+	}
+	if uint64(len(out)) != dst {
+		return nil, bad
+	}
+	return out, nil
+}
+
+// baseCache keeps recently resolved delta bases, bounded in bytes.
+type baseCache struct {
+	mu    sync.Mutex
+	m     map[baseKey]cachedBase
+	order []baseKey
+	bytes int
+}
+
+type baseKey struct {
+	p   *packIdx
+	off int64
+}
+
+type cachedBase struct {
+	t    plumbing.ObjectType
+	data []byte
+}
+
+const baseCacheBytes = 16 << 20
+
+func (c *baseCache) get(p *packIdx, off int64) (plumbing.ObjectType, []byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[baseKey{p, off}]
+	return b.t, b.data, ok
+}
+
+func (c *baseCache) put(p *packIdx, off int64, t plumbing.ObjectType, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[baseKey]cachedBase{}
+	}
+	k := baseKey{p, off}
+	if _, ok := c.m[k]; ok || len(data) > baseCacheBytes/4 {
+		return
+	}
+	c.m[k] = cachedBase{t, data}
+	c.order = append(c.order, k)
+	c.bytes += len(data)
+	for c.bytes > baseCacheBytes && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.bytes -= len(c.m[old].data)
+		delete(c.m, old)
+	}
+}
+
+func (c *baseCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m, c.order, c.bytes = nil, nil, 0
+}
+
+// readLoose reads a loose object: its type and content.
+func readLoose(path string) (plumbing.ObjectType, []byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer f.Close()
+	zr, err := zlib.NewReader(bufio.NewReaderSize(f, 32<<10))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer zr.Close()
+	br := bufio.NewReaderSize(zr, 512)
+	hdr, err := br.ReadBytes(0)
+	if err != nil {
+		return 0, nil, err
+	}
+	kind, size, ok := bytes.Cut(hdr[:len(hdr)-1], []byte(" "))
+	t, terr := plumbing.ParseObjectType(string(kind))
+	n, nerr := parseSize(size)
+	if !ok || terr != nil || nerr != nil || n > maxObjectBytes {
+		return 0, nil, errors.New("bad object header")
+	}
+	data := make([]byte, n)
+	if _, err := io.ReadFull(br, data); err != nil {
+		return 0, nil, err
+	}
+	return t, data, nil
+}
+
+func parseSize(b []byte) (int64, error) {
+	var n int64
+	if len(b) == 0 {
+		return 0, errors.New("empty size")
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' || n > maxObjectBytes {
+			return 0, errors.New("bad size")
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, nil
+}
