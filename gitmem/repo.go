@@ -127,16 +127,16 @@ type Repo struct {
 	index        []gd.IndexEntry // .git/index as read at start (then nil)
 	indexWritten time.Time
 
-	smu     sync.RWMutex // guards the published state
-	loaded  bool
-	head    plumbing.Hash
-	tree    *node
-	ids     map[string]plumbing.Hash // Tool-Use-Id -> commit: the history index file's (read up to idsOff, whose last record is idsHead) and this process's own commits
-	idsOff   int64
-	idsHead  plumbing.Hash
+	smu       sync.RWMutex // guards the published state
+	loaded    bool
+	head      plumbing.Hash
+	tree      *node
+	ids       map[string]plumbing.Hash // Tool-Use-Id -> commit: the history index file's (read up to idsOff, whose last record is idsHead) and this process's own commits
+	idsOff    int64
+	idsHead   plumbing.Hash
 	idsDirty  bool          // the branch moved by other means since the ids were read
 	indexHead plumbing.Hash // the commit .git/index holds the tree of
-	closed bool
+	closed    bool
 }
 
 // Init creates a gitmem repository in dir, or adopts what is there: a
