@@ -762,9 +762,6 @@ func (r *Repo) flush() error {
 // releases the repository.
 func (r *Repo) Close() error {
 	r.wmu.Lock()
-	if r.idx != nil {
-		r.idx.Stop()
-	}
 	r.smu.RLock()
 	closed := r.closed
 	r.smu.RUnlock()
@@ -772,29 +769,44 @@ func (r *Repo) Close() error {
 		r.wmu.Unlock()
 		return nil
 	}
+	if r.idx != nil {
+		r.idx.Stop()
+	}
 	var err error
 	if r.owned.Load() {
 		r.drain()
 		if err = r.checkpoint(); err == nil {
 			err = wrap("write the index", r.writeIndex())
 		}
-		r.closeLog(err == nil)
+		r.closeLog(err == nil) // empty after a checkpoint: removed
 		r.owned.Store(false)
 		r.flock.Unlock()
+	}
+	r.shutdown()
+	return err
+}
+
+// shutdown marks the Repo closed and releases everything it holds; the
+// background work stops where it is. Called with wmu held, which it
+// releases. (Close checkpoints first; a test's crash does not.)
+func (r *Repo) shutdown() {
+	if r.idx != nil {
+		r.idx.Stop()
 	}
 	r.smu.Lock()
 	r.closed = true
 	r.smu.Unlock()
+	r.owned.Store(false)
 	r.wmu.Unlock()
 	close(r.stop)
 	r.loopWG.Wait()
 	r.wt.root.Close()
 	r.flock.Close()
 	r.intent.Close()
+	r.closeLog(false)
 	r.omu.Lock()
 	r.obj.Close()
 	r.unlockObj()
-	return err
 }
 
 // Dir is the repository's folder.

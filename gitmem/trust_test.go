@@ -705,19 +705,5 @@ func plumbingHash(s string) plumbing.Hash { return plumbing.NewHash(s) }
 // cleanup; its lock and files are released.
 func crash(r *Repo) {
 	r.wmu.Lock()
-	if r.idx != nil {
-		r.idx.Stop()
-	}
-	r.smu.Lock()
-	r.closed = true
-	r.smu.Unlock()
-	r.owned.Store(false) // the background work stops where it is
-	r.wmu.Unlock()
-	close(r.stop)
-	r.loopWG.Wait()
-	r.wt.root.Close()
-	r.flock.Close()
-	r.intent.Close()
-	r.closeLog(false)
-	r.obj.Close()
+	r.shutdown()
 }
