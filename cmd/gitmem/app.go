@@ -45,7 +45,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 				Usage: "the gitmem repository; /memories is its memories/ folder"},
 		},
 		Commands: []*cli.Command{initCommand(), serveCommand(), storeCommand(), logCommand(), showCommand(), diffCommand(),
-			blameCommand(), revertCommand(), restoreCommand(), expireCommand(), redactCommand(), gcCommand(), fsckCommand(), tokenCommand(), scanCommand()},
+			blameCommand(), revertCommand(), restoreCommand(), expireCommand(), redactCommand(), gcCommand(), fsckCommand(), tokenCommand(), scanCommand(),
+			benchCommand()},
 		ExitErrHandler:  func(*cli.Context, error) {}, // run maps errors to exit codes
 		HideHelpCommand: true,
 	}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gitmem-dev/gitmem/internal/bench"
+)
+
+// The reference SDK's npm harness in a checkout of gitmem: bench finds
+// the pinned @anthropic-ai/sdk there (npm ci installs it).
+const sdkHarness = "handler/testdata/reference"
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "bench",
+		Usage: "measure gitmem against the TypeScript SDK's file backend, git and go-git on this machine, side by side",
+		Description: `Runs the same mix of memory tool calls (create, str_replace, insert, view,
+rename, delete on small memory files) at each memory size, on a generated
+history, through: gitmem serve over stdio and over HTTP (child processes of
+this binary), the Anthropic TypeScript SDK's file backend (node), git add +
+git commit, and go-git's Worktree.Add + Commit; then concurrent HTTP clients
+against gitmem and against a node HTTP server over the SDK's backend. It
+prints p50/p99 latencies and throughput with ratios to the TypeScript
+backend, and the cost of one fsync and one fdatasync here. Backends take
+turns in small blocks, so the ratios hold on a busy machine.
+
+The TypeScript backend needs node and a folder whose node_modules holds
+@anthropic-ai/sdk (--sdk; in a gitmem checkout, ` + sdkHarness + `
+after npm ci is found by itself).`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "quick", Usage: "a smoke run of seconds: tiny sizes, few calls (other flags still apply)"},
+			&cli.StringFlag{Name: "files", Value: "10,1000,10000", Usage: "memory sizes, in files: `N,N,...`"},
+			&cli.IntFlag{Name: "history", Value: 100000, Usage: "`COMMITS` of history under each size"},
+			&cli.IntFlag{Name: "ops", Value: 1200, Usage: "calls per backend and size, one client"},
+			&cli.DurationFlag{Name: "budget", Value: time.Minute, Usage: "at most this long per backend and size (go-git is slow on large trees)"},
+			&cli.StringFlag{Name: "clients", Value: "1,8,32,64", Usage: "concurrency levels over HTTP: `N,N,...` (\"\": none)"},
+			&cli.IntFlag{Name: "conc-ops", Value: 3200, Usage: "mutations per concurrency level and backend"},
+			&cli.IntFlag{Name: "conc-files", Usage: "memory size of the concurrency runs (default: the largest)"},
+			&cli.StringFlag{Name: "backends", Value: strings.Join(bench.AllBackends, ","), Usage: "one-client backends: `LIST` of " + strings.Join(bench.AllBackends, ", ")},
+			&cli.StringFlag{Name: "sdk", EnvVars: []string{"GITMEM_BENCH_SDK"}, Usage: "`DIR` whose node_modules holds @anthropic-ai/sdk (\"none\": leave the TypeScript backend out)"},
+			&cli.StringFlag{Name: "dir", Usage: "work in `DIR` and keep it (default: a temporary folder, removed)"},
+			&cli.StringFlag{Name: "markdown", Usage: "also write the tables as markdown to `FILE`"},
+		},
+		Action: runBench,
+	}
+}
+
+func runBench(c *cli.Context) error {
+	cfg := bench.Config{
+		History:   c.Int("history"),
+		Ops:       c.Int("ops"),
+		Budget:    c.Duration("budget"),
+		ConcOps:   c.Int("conc-ops"),
+		ConcFiles: c.Int("conc-files"),
+		Dir:       c.String("dir"),
+		FloorOps:  200,
+		Log:       c.App.ErrWriter,
+	}
+	files, clients := c.String("files"), c.String("clients")
+	if c.Bool("quick") {
+		quick := map[string]func(){
+			"files":    func() { files = "10,100" },
+			"history":  func() { cfg.History = 200 },
+			"ops":      func() { cfg.Ops = 30 },
+			"budget":   func() { cfg.Budget = 10 * time.Second },
+			"clients":  func() { clients = "1,4" },
+			"conc-ops": func() { cfg.ConcOps = 40 },
+		}
+		for name, set := range quick {
+			if !c.IsSet(name) {
+				set()
+			}
+		}
+		cfg.FloorOps = 20
+	}
+	var err error
+	if cfg.Files, err = intList("--files", files); err != nil {
+		return err
+	}
+	if cfg.Clients, err = intList("--clients", clients); err != nil {
+		return err
+	}
+	for _, n := range cfg.Files {
+		if n < 1 {
+			return failf(exitUsage, "--files: a memory holds at least one file")
+		}
+	}
+	for _, b := range strings.Split(c.String("backends"), ",") {
+		if b = strings.TrimSpace(b); b == "" {
+			continue
+		}
+		if !slices.Contains(bench.AllBackends, b) {
+			return failf(exitUsage, "--backends: unknown backend %q (known: %s)", b, strings.Join(bench.AllBackends, ", "))
+		}
+		cfg.Backends = append(cfg.Backends, b)
+	}
+	if cfg.SDKDir, err = sdkDir(c); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return failf(exitFailure, "cannot find this program to start its servers: %v", err)
+	}
+	cfg.Gitmem = func(args ...string) *exec.Cmd {
+		cmd := exec.Command(exe, args...)
+		cmd.Args[0] = "gitmem"
+		return cmd
+	}
+	rep, err := bench.Run(c.Context, cfg)
+	if err != nil {
+		return failf(exitFailure, "bench: %v", err)
+	}
+	rep.Text(c.App.Writer)
+	if path := c.String("markdown"); path != "" {
+		var b strings.Builder
+		rep.Markdown(&b, "gitmem bench "+strings.Join(c.Args().Slice(), " ")+flagLine(c))
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			return failf(exitFailure, "write %s: %v", path, err)
+		}
+	}
+	return nil
+}
+
+// flagLine repeats the flags given, in their order of definition, for
+// the markdown's "how to reproduce" line (not the local folders).
+func flagLine(c *cli.Context) string {
+	var parts []string
+	for _, f := range c.Command.Flags {
+		name := f.Names()[0]
+		if !c.IsSet(name) || name == "markdown" || name == "dir" || name == "sdk" {
+			continue
+		}
+		if name == "quick" {
+			parts = append(parts, "--quick")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("--%s=%v", name, c.Value(name)))
+	}
+	return strings.Join(parts, " ")
+}
+
+func intList(flag, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.ReplaceAll(f, "_", ""))
+		if err != nil || n < 1 {
+			return nil, failf(exitUsage, "%s: %q is not a positive number", flag, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// sdkDir is the folder with the TypeScript SDK, or "" to leave it out:
+// --sdk, else the reference harness of the gitmem checkout we are in.
+func sdkDir(c *cli.Context) (string, error) {
+	has := func(dir string) bool {
+		_, err := os.Stat(filepath.Join(dir, "node_modules", "@anthropic-ai", "sdk", "package.json"))
+		return err == nil
+	}
+	switch dir := c.String("sdk"); {
+	case dir == "none":
+		return "", nil
+	case dir != "":
+		if !has(dir) {
+			return "", failf(exitUsage, "--sdk: %s has no node_modules/@anthropic-ai/sdk (npm ci there)", dir)
+		}
+		return filepath.Abs(dir)
+	}
+	for dir, _ := os.Getwd(); dir != ""; {
+		if h := filepath.Join(dir, sdkHarness); has(h) {
+			return h, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	fmt.Fprintf(c.App.ErrWriter, "gitmem bench: the TypeScript SDK backend is left out: no --sdk, and no %s with node_modules above this folder\n", sdkHarness)
+	return "", nil
+}

@@ -1,0 +1,425 @@
+// Package bench is gitmem bench: the same memory tool workload through
+// gitmem (stdio and HTTP, real server processes), the Anthropic TypeScript
+// SDK's file backend, the git CLI and go-git, in one run on one machine,
+// so that their ratios hold whatever else the machine is doing.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Backend names, as --backends takes them.
+const (
+	GitmemStdio = "gitmem-stdio"
+	GitmemHTTP  = "gitmem-http"
+	TS          = "ts"
+	GitCLI      = "git"
+	GoGit       = "go-git"
+)
+
+// AllBackends in the order the tables show them.
+var AllBackends = []string{GitmemStdio, GitmemHTTP, TS, GitCLI, GoGit}
+
+var titles = map[string]string{
+	GitmemStdio: "gitmem, stdio",
+	GitmemHTTP:  "gitmem, HTTP",
+	TS:          "TS SDK file backend",
+	GitCLI:      "git add + commit (CLI)",
+	GoGit:       "go-git Add + Commit",
+}
+
+// Config is one benchmark run.
+type Config struct {
+	Files   []int         // memory sizes (seeded files)
+	History int           // commits of history under each
+	Ops     int           // calls per backend and size, one client
+	Budget  time.Duration // at most this long per backend and size (go-git is slow on large trees)
+	Clients []int         // concurrency levels over HTTP
+	ConcOps int           // mutations per concurrency level and backend
+	// ConcFiles is the memory size of the concurrency runs (one of Files;
+	// 0: the largest).
+	ConcFiles int
+	Backends  []string // which of AllBackends run one client
+	// SDKDir holds node_modules/@anthropic-ai/sdk; "" leaves the TS
+	// backend out (and the ratios to it).
+	SDKDir string
+	// Dir is the work folder; "" makes a temporary one, removed at the end.
+	Dir      string
+	FloorOps int // syncs per floor measurement
+	// Gitmem returns a command running gitmem with args (the benchmark
+	// starts its servers as child processes).
+	Gitmem func(args ...string) *exec.Cmd
+	Log    io.Writer // progress lines
+}
+
+// Run runs the benchmark.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if len(cfg.Files) == 0 {
+		return nil, errors.New("no memory size to measure")
+	}
+	if cfg.ConcFiles == 0 {
+		cfg.ConcFiles = slices.Max(cfg.Files)
+	}
+	if !slices.Contains(cfg.Files, cfg.ConcFiles) && len(cfg.Clients) > 0 {
+		return nil, fmt.Errorf("the concurrency runs' size %d is not one of the sizes measured", cfg.ConcFiles)
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, errors.New("the git CLI is needed (it generates the history)")
+	}
+	if cfg.SDKDir != "" {
+		if _, err := exec.LookPath("node"); err != nil {
+			return nil, errors.New("the TypeScript backend needs node on PATH")
+		}
+	}
+	work := cfg.Dir
+	if work == "" {
+		d, err := os.MkdirTemp("", "gitmem-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		work = d
+	} else if err := os.MkdirAll(work, 0o700); err != nil {
+		return nil, err
+	}
+	rep := &Report{cfg: cfg, Started: time.Now()}
+	rep.Machine = readMachine(work, cfg.SDKDir)
+	cfg.logf("gitmem bench in %s (%s, load average %s)", work, rep.Machine.FS, rep.Machine.LoadStart)
+	fl, err := measureFloor(work, cfg.FloorOps)
+	if err != nil {
+		return nil, fmt.Errorf("measure fsync: %w", err)
+	}
+	rep.Floor = fl
+	cfg.logf("fsync of a 200-byte append: p50 %s; fdatasync %s; fdatasync into a preallocated file %s",
+		ms(pct(fl.fsync, 50)), ms(pct(fl.fdatasync, 50)), ms(pct(fl.prealloc, 50)))
+	for _, files := range cfg.Files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		dir := filepath.Join(work, fmt.Sprintf("files-%d", files))
+		if err := rep.size(ctx, dir, files); err != nil {
+			return nil, err
+		}
+		if cfg.Dir == "" {
+			os.RemoveAll(dir)
+		}
+	}
+	rep.Machine.LoadEnd = loadAverage()
+	rep.Took = time.Since(rep.Started)
+	return rep, nil
+}
+
+func (c *Config) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, format+"\n", args...)
+	}
+}
+
+// size measures every backend on a memory of files files.
+func (rep *Report) size(ctx context.Context, dir string, files int) error {
+	cfg := rep.cfg
+	base := filepath.Join(dir, "base")
+	t0 := time.Now()
+	if err := Generate(base, files, cfg.History); err != nil {
+		return fmt.Errorf("generate %d files with %d commits: %w", files, cfg.History, err)
+	}
+	cfg.logf("%d files, %d commits of history: generated in %s", files, cfg.History, time.Since(t0).Round(time.Millisecond))
+	var runs []*run
+	defer func() {
+		for _, r := range runs {
+			if r.b != nil {
+				r.b.close()
+			}
+		}
+	}()
+	for _, name := range cfg.Backends {
+		if name == TS && cfg.SDKDir == "" {
+			continue
+		}
+		r := &run{name: name, files: files, byCmd: map[string][]time.Duration{}}
+		r.w = newWorkload(files, 0, 1, make([]int, files), "s", false)
+		t := time.Now()
+		b, err := rep.open(ctx, name, dir, base, "stdio")
+		if err != nil {
+			return fmt.Errorf("%s at %d files: %w", name, files, err)
+		}
+		r.b = b
+		runs = append(runs, r)
+		// The first call (a view) tells when the backend is ready: the
+		// start, as a user waits for it.
+		if err := b.call(viewOp(files)); err != nil {
+			return fmt.Errorf("%s at %d files: %w", name, files, err)
+		}
+		r.start = time.Since(t)
+		for _, op := range r.w.next() { // warm up, not measured
+			if err := b.call(op); err != nil {
+				return fmt.Errorf("%s at %d files: %w", name, files, err)
+			}
+		}
+	}
+	// Blocks of a few rounds per backend in turn, so that whatever else
+	// the machine does falls on every backend alike.
+	const blockRounds = 5
+	for turn := 0; ; turn++ {
+		active := 0
+		for k := range runs {
+			r := runs[(k+turn)%len(runs)]
+			if r.calls >= cfg.Ops || r.busy >= cfg.Budget {
+				continue
+			}
+			active++
+			if err := r.block(blockRounds, cfg.Ops); err != nil {
+				return fmt.Errorf("%s at %d files: %w", r.name, files, err)
+			}
+		}
+		if active == 0 {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	for _, r := range runs {
+		err := r.b.close()
+		r.b = nil
+		if err != nil {
+			return fmt.Errorf("%s at %d files: %w", r.name, files, err)
+		}
+		cfg.logf("  %-24s %5d calls  mutation p50 %s  p99 %s", titles[r.name], r.calls, ms(pct(r.mutations(), 50)), ms(pct(r.mutations(), 99)))
+		rep.Single = append(rep.Single, r)
+	}
+	if files == cfg.ConcFiles && len(cfg.Clients) > 0 {
+		return rep.concurrency(ctx, dir, base, files)
+	}
+	return nil
+}
+
+func viewOp(files int) Op {
+	return Op{"view", map[string]any{"command": "view", "path": memPath(seedName(files - 1))}}
+}
+
+// open prepares a copy of the generated memory for backend name and
+// starts it. mode is "stdio" or "http" for the TypeScript backend.
+func (rep *Report) open(ctx context.Context, name, dir, base, mode string) (backend, error) {
+	cfg := rep.cfg
+	own := filepath.Join(dir, name)
+	if name == TS {
+		own = filepath.Join(dir, "ts-"+mode)
+		if err := copyTree(filepath.Join(base, "memories"), filepath.Join(own, "memories")); err != nil {
+			return nil, err
+		}
+		cmd, err := tsCommand(ctx, cfg.SDKDir, dir, mode, own)
+		if err != nil {
+			return nil, err
+		}
+		if mode == "http" {
+			return startHTTPServer(cmd, false, "listening ")
+		}
+		return startLineServer(cmd)
+	}
+	if err := copyTree(base, own); err != nil {
+		return nil, err
+	}
+	switch name {
+	case GitmemStdio:
+		return startLineServer(gitmemCmd(cfg, "--repo", own, "serve"))
+	case GitmemHTTP:
+		return startHTTPServer(gitmemCmd(cfg, "--repo", own, "serve", "--http", "127.0.0.1:0"), true, "serving the memory tool on http://")
+	case GitCLI:
+		return &gitCLI{dir: own}, nil
+	case GoGit:
+		return openGoGit(own)
+	}
+	return nil, fmt.Errorf("unknown backend %q", name)
+}
+
+// gitmemCmd is a gitmem child with no GITMEM_ settings from our
+// environment (GITMEM_HTTP would change what serve does).
+func gitmemCmd(cfg Config, args ...string) *exec.Cmd {
+	cmd := cfg.Gitmem(args...)
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "GITMEM_") {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	return cmd
+}
+
+// run is one backend's single-client measurements at one size.
+type run struct {
+	name  string
+	files int
+	b     backend
+	w     *workload
+	start time.Duration // to the first answer
+	byCmd map[string][]time.Duration
+	calls int
+	busy  time.Duration // wall time of its blocks
+}
+
+// block runs up to rounds rounds, stopping at limit calls.
+func (r *run) block(rounds, limit int) error {
+	t0 := time.Now()
+	defer func() { r.busy += time.Since(t0) }()
+	for i := 0; i < rounds && r.calls < limit; i++ {
+		for _, op := range r.w.next() {
+			t := time.Now()
+			if err := r.b.call(op); err != nil {
+				return err
+			}
+			r.byCmd[op.Cmd] = append(r.byCmd[op.Cmd], time.Since(t))
+			r.calls++
+		}
+	}
+	return nil
+}
+
+func (r *run) mutations() []time.Duration {
+	var out []time.Duration
+	for cmd, ds := range r.byCmd {
+		if cmd != "view" {
+			out = append(out, ds...)
+		}
+	}
+	return out
+}
+
+// conc is one backend's run at one concurrency level.
+type conc struct {
+	name    string
+	clients int
+	lat     []time.Duration
+	wall    time.Duration
+}
+
+// concurrency runs each level with gitmem over HTTP and the TypeScript
+// backend's HTTP server, taking turns.
+func (rep *Report) concurrency(ctx context.Context, dir, base string, files int) error {
+	cfg := rep.cfg
+	names := []string{GitmemHTTP}
+	if cfg.SDKDir != "" {
+		names = append(names, TS)
+	}
+	cdir := filepath.Join(dir, "concurrent")
+	servers := map[string]backend{}
+	revs := map[string][]int{}
+	defer func() {
+		for _, b := range servers {
+			b.close()
+		}
+	}()
+	for _, name := range names {
+		b, err := rep.open(ctx, name, cdir, base, "http")
+		if err != nil {
+			return fmt.Errorf("%s, concurrent: %w", name, err)
+		}
+		servers[name] = b
+		revs[name] = make([]int, files)
+		for _, op := range newWorkload(files, 0, 1, revs[name], "warm", true).next() {
+			if err := b.call(op); err != nil {
+				return fmt.Errorf("%s, concurrent: %w", name, err)
+			}
+		}
+	}
+	for i, clients := range cfg.Clients {
+		for k := range names {
+			name := names[(k+i)%len(names)]
+			c, err := drive(servers[name], files, clients, cfg.ConcOps, revs[name], fmt.Sprintf("x%d", clients))
+			if err != nil {
+				return fmt.Errorf("%s, %d clients: %w", name, clients, err)
+			}
+			c.name = name
+			rep.Conc = append(rep.Conc, c)
+			cfg.logf("  %-24s %3d clients  p50 %s  p99 %s  %.0f mutations/s", titles[name], clients,
+				ms(pct(c.lat, 50)), ms(pct(c.lat, 99)), c.rate())
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	for name, b := range servers {
+		delete(servers, name)
+		if err := b.close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drive runs clients concurrent clients making about total mutations
+// together, each on its own files.
+func drive(b backend, files, clients, total int, revs []int, tag string) (*conc, error) {
+	per := max(1, total/clients)
+	lats := make([][]time.Duration, clients)
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := newWorkload(files, c, clients, revs, tag, true)
+			<-start
+			for len(lats[c]) < per {
+				for _, op := range w.next() {
+					t := time.Now()
+					if err := b.call(op); err != nil {
+						errs[c] = err
+						return
+					}
+					lats[c] = append(lats[c], time.Since(t))
+				}
+			}
+		}()
+	}
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	c := &conc{clients: clients, wall: time.Since(t0)}
+	for i := range clients {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		c.lat = append(c.lat, lats[i]...)
+	}
+	return c, nil
+}
+
+func (c *conc) rate() float64 { return float64(len(c.lat)) / c.wall.Seconds() }
+
+// copyTree copies the folder src to dst. Pack files are linked, not
+// copied: git never changes a pack in place.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, info.Mode().Perm())
+		case filepath.Base(filepath.Dir(p)) == "pack" && strings.HasPrefix(d.Name(), "pack-"):
+			return os.Link(p, to)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, data, info.Mode().Perm())
+	})
+}
