@@ -71,22 +71,25 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 }
 
 // stop ends the child: SIGINT (a server finishes what is in flight and
-// exits), then SIGKILL after 30 s.
+// exits).
 func (c *child) stop() error {
 	c.cmd.Process.Signal(os.Interrupt)
+	return c.wait("SIGINT")
+}
+
+// wait waits for the child to exit after it was told to (by what), and
+// kills it after 30 s.
+func (c *child) wait(what string) error {
 	done := make(chan error, 1)
 	go func() { done <- c.cmd.Wait() }()
+	var err error
 	select {
-	case err := <-done:
-		return c.exitErr(err)
+	case err = <-done:
 	case <-time.After(30 * time.Second):
 		c.cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("%s did not stop within 30 s of SIGINT", filepath.Base(c.cmd.Path))
+		return fmt.Errorf("%s did not exit within 30 s of %s", filepath.Base(c.cmd.Path), what)
 	}
-}
-
-func (c *child) exitErr(err error) error {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
 		return nil // ended by our signal
@@ -165,16 +168,7 @@ func (s *lineServer) call(op Op) error {
 
 func (s *lineServer) close() error {
 	s.in.Close() // end of input: the server exits
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
-	select {
-	case err := <-done:
-		return s.exitErr(err)
-	case <-time.After(30 * time.Second):
-		s.cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("%s did not exit within 30 s of the end of its input", filepath.Base(s.cmd.Path))
-	}
+	return s.wait("the end of its input")
 }
 
 // httpServer is a child serving POST /v1/tool_use on loopback (gitmem
