@@ -381,35 +381,47 @@ func (r *Repo) memTree(root plumbing.Hash) (plumbing.Hash, error) {
 
 // diffTrees calls fn for every file path that differs between trees a and
 // b (zero: empty) with its blob in b (zero: none), skipping subtrees with
-// equal hashes. Called with omu held.
+// equal hashes. The two entry lists are merged in git's order (a folder
+// sorts as its name and "/"), without maps. Called with omu held.
 func (r *Repo) diffTrees(a, b plumbing.Hash, prefix string, fn func(string, plumbing.Hash)) error {
 	if a == b {
 		return nil
 	}
-	ea, err := r.entries(a)
+	ea, err := r.treeEntries(a)
 	if err != nil {
 		return err
 	}
-	eb, err := r.entries(b)
+	eb, err := r.treeEntries(b)
 	if err != nil {
 		return err
 	}
-	names := map[string]bool{}
-	for n := range ea {
-		names[n] = true
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
 	}
-	for n := range eb {
-		names[n] = true
-	}
-	for n := range names {
-		x, y := ea[n], eb[n]
+	for len(ea) > 0 || len(eb) > 0 {
+		var x, y object.TreeEntry
+		// A file that became a folder (or back) has two keys: it is taken
+		// as removed on one side and added on the other, which reports
+		// the same paths.
+		switch {
+		case len(eb) == 0 || len(ea) > 0 && key(ea[0]) < key(eb[0]):
+			x, ea = ea[0], ea[1:]
+		case len(ea) == 0 || key(eb[0]) < key(ea[0]):
+			y, eb = eb[0], eb[1:]
+		default:
+			x, y, ea, eb = ea[0], eb[0], ea[1:], eb[1:]
+		}
 		if x.Hash == y.Hash && x.Mode == y.Mode {
 			continue
 		}
-		p := n
-		if prefix != "" {
-			p = prefix + "/" + n
+		n := x.Name
+		if n == "" {
+			n = y.Name
 		}
+		p := join2(prefix, n)
 		var xt, yt plumbing.Hash
 		if x.Mode == filemode.Dir {
 			xt = x.Hash
@@ -433,19 +445,16 @@ func (r *Repo) diffTrees(a, b plumbing.Hash, prefix string, fn func(string, plum
 	return nil
 }
 
-func (r *Repo) entries(h plumbing.Hash) (map[string]object.TreeEntry, error) {
-	out := map[string]object.TreeEntry{}
+// treeEntries returns a tree's entries in git's order (none for zero).
+func (r *Repo) treeEntries(h plumbing.Hash) ([]object.TreeEntry, error) {
 	if h.IsZero() {
-		return out, nil
+		return nil, nil
 	}
 	t, err := r.obj.Tree(h)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range t.Entries {
-		out[e.Name] = e
-	}
-	return out, nil
+	return t.Entries, nil
 }
 
 // diffNodes calls fn for every file path that differs between the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
+	"container/list"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +29,8 @@ type Store struct {
 	Dir   string // the .git folder
 	st    *filesystem.Storage
 	packs *packSet
-	holds int // operations that keep pack files open (Hold)
+	cache objCache // trees and commits recently read
+	holds int      // operations that keep pack files open (Hold)
 
 	ovmu    sync.RWMutex // guards overlay (which Put and Drop change while reads go on)
 	overlay map[plumbing.Hash]*held
@@ -144,6 +146,17 @@ func (s *Store) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	if o, ok := s.fromOverlay(h); ok {
 		return o.Type, o.Data, nil
 	}
+	if t, data, ok := s.cache.get(h); ok {
+		return t, data, nil
+	}
+	t, data, err := s.readUncached(h)
+	if err == nil && (t == plumbing.TreeObject || t == plumbing.CommitObject) {
+		s.cache.put(h, t, data)
+	}
+	return t, data, err
+}
+
+func (s *Store) readUncached(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	hex := h.String()
 	t, data, err := readLoose(filepath.Join(s.Dir, "objects", hex[:2], hex[2:]))
 	if err == nil {
@@ -466,4 +479,57 @@ func (s *Store) Verify(t plumbing.ObjectType, h plumbing.Hash) error {
 		return fmt.Errorf("its content hashes to %s", got)
 	}
 	return nil
+}
+
+// objCache keeps recently read small objects (trees, commits), bounded in
+// bytes: walking a history reads each commit's trees next to its
+// parent's, which the previous step read already.
+type objCache struct {
+	mu    sync.Mutex
+	m     map[plumbing.Hash]*list.Element
+	lru   list.List
+	bytes int
+}
+
+type cachedObj struct {
+	h    plumbing.Hash
+	t    plumbing.ObjectType
+	data []byte
+}
+
+const objCacheBytes = 16 << 20
+
+func (c *objCache) get(h plumbing.Hash) (plumbing.ObjectType, []byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[h]
+	if !ok {
+		return 0, nil, false
+	}
+	c.lru.MoveToFront(e)
+	o := e.Value.(*cachedObj)
+	return o.t, o.data, true
+}
+
+func (c *objCache) put(h plumbing.Hash, t plumbing.ObjectType, data []byte) {
+	if len(data) > objCacheBytes/16 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[plumbing.Hash]*list.Element{}
+	}
+	if _, ok := c.m[h]; ok {
+		return
+	}
+	c.m[h] = c.lru.PushFront(&cachedObj{h, t, data})
+	c.bytes += len(data)
+	for c.bytes > objCacheBytes {
+		e := c.lru.Back()
+		o := e.Value.(*cachedObj)
+		c.lru.Remove(e)
+		delete(c.m, o.h)
+		c.bytes -= len(o.data)
+	}
 }

@@ -213,7 +213,8 @@ func (ps *packSet) readAt(p *packIdx, off int64, depth int) (plumbing.ObjectType
 	if err != nil {
 		return 0, nil, err
 	}
-	r := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 4096)
+	r := getReader(io.NewSectionReader(f, off, 1<<62))
+	defer readers.Put(r)
 	t, size, err := entryHeader(r)
 	if err != nil {
 		return 0, nil, err
@@ -353,16 +354,36 @@ func inflate(r io.Reader, size int64) ([]byte, error) {
 	if size > maxObjectBytes {
 		return nil, errors.New("object too large")
 	}
-	zr, err := zlib.NewReader(r)
+	var zr io.ReadCloser
+	var err error
+	if pooled, ok := inflaters.Get().(io.ReadCloser); ok {
+		zr = pooled
+		err = zr.(zlib.Resetter).Reset(r, nil)
+	} else {
+		zr, err = zlib.NewReader(r)
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer zr.Close()
+	defer inflaters.Put(zr)
 	data := make([]byte, size)
 	if _, err := io.ReadFull(zr, data); err != nil {
 		return nil, err
 	}
 	return data, nil
+}
+
+// inflaters and readers are reused: a zlib reader allocates tens of KiB,
+// and reading a long history reads hundreds of thousands of objects.
+var (
+	inflaters sync.Pool
+	readers   = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+)
+
+func getReader(r io.Reader) *bufio.Reader {
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	return br
 }
 
 // applyDelta builds an object from its base and a git delta.
