@@ -664,6 +664,9 @@ func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 		if err == nil {
 			p, err = r.prepare(tx, meta)
 		}
+		if p != nil {
+			r.scheduleIndex() // it needs wmu
+		}
 		unlock()
 		if p == nil {
 			if adopted != nil { // the operator's edit is committed all the same
@@ -674,7 +677,6 @@ func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 		if err := r.durable(p); err != nil {
 			return Commit{}, err
 		}
-		r.scheduleIndex()
 		return p.commit, nil
 	}
 }
