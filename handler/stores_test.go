@@ -380,9 +380,10 @@ func TestStoresLifecycleAPI(t *testing.T) {
 
 func TestStoresSecretScreening(t *testing.T) {
 	a := newStoresAPI(t, policy.ScreenRefuse) // the server refuses...
-	a.createStores("alice", "bob")
-	mask := "mask" // ...and alice masks
-	a.call("ops", "PATCH", "/v1/stores/alice", map[string]any{"secret_screening": mask}, nil)
+	a.createStores("alice", "bob", "carol")
+	// ...alice masks, carol does not screen.
+	a.call("ops", "PATCH", "/v1/stores/alice", map[string]any{"secret_screening": "mask"}, nil)
+	a.call("ops", "PATCH", "/v1/stores/carol", map[string]any{"secret_screening": "off"}, nil)
 	note := `{"command":"create","path":"/memories/keys.md","file_text":"aws AKIAZ3MHQ7XKP2LVN4RT\n"}`
 	if _, res := a.tool("ops", "alice", "toolu_1", note); res.IsError ||
 		res.Content != "File created successfully at: /memories/keys.md\n\nPossible secrets were masked before saving; the file holds a placeholder instead of each: line 1 [REDACTED:aws-access-token]" {
@@ -391,7 +392,14 @@ func TestStoresSecretScreening(t *testing.T) {
 	if _, res := a.tool("ops", "bob", "toolu_1", note); !res.IsError || !strings.Contains(res.Content, "(aws-access-token) on line 1 of /memories/keys.md; nothing was written") {
 		t.Errorf("refuse: %+v", res)
 	}
+	if _, res := a.tool("ops", "carol", "toolu_1", note); res.IsError || res.Content != "File created successfully at: /memories/keys.md" {
+		t.Errorf("off: %+v", res)
+	}
 	var m stores.MemoryJSON
+	a.call("ops", "GET", "/v1/stores/carol/memory?path=/memories/keys.md", nil, &m)
+	if m.Content == nil || *m.Content != "aws AKIAZ3MHQ7XKP2LVN4RT\n" {
+		t.Errorf("stored unscreened: %+v", m)
+	}
 	a.call("ops", "GET", "/v1/stores/alice/memory?path=/memories/keys.md", nil, &m)
 	if m.Content == nil || *m.Content != "aws [REDACTED:aws-access-token]\n" {
 		t.Errorf("stored: %+v", m)
