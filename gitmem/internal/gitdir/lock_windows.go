@@ -1,0 +1,62 @@
+//go:build windows
+
+package gitdir
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/windows"
+)
+
+// FileLock is the repository's writer lock on Windows: LockFileEx on the
+// whole of .git/gitmem/lock. The system releases it if the process dies.
+type FileLock struct{ f *os.File }
+
+func OpenFileLock(path string) (*FileLock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &FileLock{f: f}, nil
+}
+
+func (l *FileLock) lock(flags uint32) error {
+	var ol windows.Overlapped
+	return windows.LockFileEx(windows.Handle(l.f.Fd()), flags|windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, &ol)
+}
+
+// Lock, Unlock and Close do nothing on a nil lock (a read-only Repo).
+func (l *FileLock) Lock() error {
+	if l == nil {
+		return nil
+	}
+	return l.lock(0)
+}
+
+// TryLock takes the lock if no one holds it, and reports whether it did.
+func (l *FileLock) TryLock() (bool, error) {
+	if l == nil {
+		return true, nil
+	}
+	err := l.lock(windows.LOCKFILE_FAIL_IMMEDIATELY)
+	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) || errors.Is(err, windows.ERROR_IO_PENDING) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (l *FileLock) Unlock() error {
+	if l == nil {
+		return nil
+	}
+	var ol windows.Overlapped
+	return windows.UnlockFileEx(windows.Handle(l.f.Fd()), 0, 1, 0, &ol)
+}
+
+func (l *FileLock) Close() error {
+	if l == nil {
+		return nil
+	}
+	return l.f.Close()
+}
