@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,6 +194,9 @@ func (ps *packSet) read(h plumbing.Hash) (plumbing.ObjectType, []byte, bool, err
 		return 0, nil, false, nil
 	}
 	t, data, err := ps.readAt(p, off, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil, false, nil // another process repacked: the caller lists the packs again
+	}
 	if err != nil {
 		return 0, nil, true, fmt.Errorf("object %s in %s: %w", h, filepath.Base(p.path), err)
 	}
