@@ -35,17 +35,21 @@ var idSeq atomic.Int64
 
 // toolUse is the tool_use block of op, with a fresh id.
 func toolUse(op Op) []byte {
-	b, _ := json.Marshal(map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_bench_%d", idSeq.Add(1)),
-		"name": "memory", "input": op.Input})
+	return toolUseBlock(fmt.Sprintf("toolu_bench_%d", idSeq.Add(1)), op.Input)
+}
+
+func toolUseBlock(id string, input map[string]any) []byte {
+	b, _ := json.Marshal(map[string]any{"type": "tool_use", "id": id, "name": "memory", "input": input})
 	return b
 }
 
-type toolResult struct {
+// Result is a tool_result's content and error flag.
+type Result struct {
 	Content string `json:"content"`
 	IsError bool   `json:"is_error"`
 }
 
-func (r toolResult) err(op Op) error {
+func (r Result) err(op Op) error {
 	if r.IsError {
 		return fmt.Errorf("%s %v: %s", op.Cmd, op.Input["path"], r.Content)
 	}
@@ -159,7 +163,7 @@ func (s *lineServer) call(op Op) error {
 	if !s.out.Scan() {
 		return fmt.Errorf("%s ended: %v: %s", filepath.Base(s.cmd.Path), s.out.Err(), s.stderr.String())
 	}
-	var r toolResult
+	var r Result
 	if err := json.Unmarshal(s.out.Bytes(), &r); err != nil {
 		return fmt.Errorf("%s answered %q: %v", filepath.Base(s.cmd.Path), s.out.Text(), err)
 	}
@@ -229,24 +233,60 @@ func startHTTPServer(cmd *exec.Cmd, fromStderr bool, prefix string) (*httpServer
 }
 
 func (s *httpServer) call(op Op) error {
-	res, err := s.client.Post(s.url, "application/json", bytes.NewReader(toolUse(op)))
+	r, err := s.post(toolUse(op))
 	if err != nil {
 		return err
+	}
+	return r.err(op)
+}
+
+// post sends one tool_use block and returns its tool_result.
+func (s *httpServer) post(block []byte) (Result, error) {
+	var r Result
+	res, err := s.client.Post(s.url, "application/json", bytes.NewReader(block))
+	if err != nil {
+		return r, err
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
 	if err != nil {
-		return err
+		return r, err
 	}
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d: %s", res.StatusCode, bytes.TrimSpace(body))
+		return r, fmt.Errorf("HTTP %d: %s", res.StatusCode, bytes.TrimSpace(body))
 	}
-	var r toolResult
 	if err := json.Unmarshal(body, &r); err != nil {
-		return fmt.Errorf("answer %q: %v", body, err)
+		return r, fmt.Errorf("answer %q: %v", body, err)
 	}
-	return r.err(op)
+	return r, nil
 }
+
+// Server is gitmem serve --http in a child process, for tests that load
+// it the way clients do.
+type Server struct{ s *httpServer }
+
+// gitmemAnnounce precedes the address in the line gitmem serve --http
+// logs when it is ready.
+const gitmemAnnounce = "serving the memory tool on http://"
+
+// StartServer starts cmd, a gitmem serve --http on a loopback address
+// (port 0 picks a free one), and returns once it serves.
+func StartServer(cmd *exec.Cmd) (*Server, error) {
+	s, err := startHTTPServer(cmd, true, gitmemAnnounce)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{s}, nil
+}
+
+// Call runs one memory tool call under the tool_use id id.
+func (s *Server) Call(id string, input map[string]any) (Result, error) {
+	return s.s.post(toolUseBlock(id, input))
+}
+
+// Close stops the server as an operator would (SIGINT): it finishes the
+// calls in flight, checkpoints and exits.
+func (s *Server) Close() error { return s.s.close() }
 
 func (s *httpServer) close() error {
 	s.client.CloseIdleConnections()

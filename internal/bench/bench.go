@@ -234,7 +234,7 @@ func (rep *Report) open(ctx context.Context, name, dir, base, mode string) (back
 	case GitmemStdio:
 		return startLineServer(gitmemCmd(cfg, "--repo", own, "serve"))
 	case GitmemHTTP:
-		return startHTTPServer(gitmemCmd(cfg, "--repo", own, "serve", "--http", "127.0.0.1:0"), true, "serving the memory tool on http://")
+		return startHTTPServer(gitmemCmd(cfg, "--repo", own, "serve", "--http", "127.0.0.1:0"), true, gitmemAnnounce)
 	case GitCLI:
 		return &gitCLI{dir: own}, nil
 	case GoGit:
