@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -22,8 +23,8 @@ import (
 // The history is written by git fast-import, straight into one pack
 // (100,000 commits over 10,000 files take seconds, where the tool itself
 // would take an hour); then gitmem opens the repository once, which
-// builds its history index and .git/index, as a long-running memory has
-// them.
+// writes .git/index, and reads the log, which builds its history index:
+// the repository is then as a long-running memory has it.
 func Generate(dir string, files, commits int) error {
 	now := func() time.Time { return genEpoch }
 	quiet := gitmem.Options{Now: now, Logf: func(string, ...any) {}}
@@ -57,7 +58,11 @@ func Generate(dir string, files, commits int) error {
 	if err != nil {
 		return err
 	}
-	err = r.Close()
+	// Reading the log builds the history index and saves it.
+	err = r.Log(context.Background(), gitmem.LogOptions{Limit: 1}, nil, func(gitmem.Commit) error { return nil })
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
 	if after, _ := gitOutput(dir, "rev-parse", "HEAD"); after != tip {
 		return fmt.Errorf("gitmem moved the generated branch at its first start (%s -> %s): the worktree did not match", tip, after)
 	}
