@@ -1,124 +1,427 @@
 package gitmem
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/revlist"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
-// A commit per tool call leaves a loose object file per blob, tree and
-// commit: 411 MB loose against 10 MB packed at 100k objects, and go-git's
-// RepackObjects takes over a minute there (its delta search). gitmem packs
-// without delta search.
+// Packing. A commit per tool call leaves a loose object per blob, tree and
+// commit, and a burst of calls a small pack without deltas. gc packs them
+// with deltas (gitdir.Repack: each tree and file against an earlier
+// version of the same path, no delta search) and merges packs so that
+// there are few of them.
+//
+// gc does not hold up writers. The objects are immutable, so the new pack
+// is written with no lock held, from a plan taken at the start: what is
+// loose, which packs it replaces, the refs. Only the plan and the swap
+// (removing what the new pack replaces) hold the materialiser's lock (mmu)
+// and the object store's (omu), for milliseconds; the writer lock (wmu) is
+// not held at all, and writers, whose changes are durable in the log, go
+// on meanwhile. Loose files the new pack holds are deleted after the swap,
+// with no lock: a reader that misses one finds it in the pack.
+//
+// One collection or redaction runs at a time (gcmu, taken before wmu),
+// and the process keeps the repository's writer lock while one runs, so
+// no other process can rewrite history under it. A full collection keeps
+// the unreachable objects that commits made while it ran refer to again.
 
 // GCStats says what a collection did.
 type GCStats struct {
 	Packed  int // objects written to the new pack
+	Deltas  int // of which stored as deltas
 	Removed int // loose objects and packs removed
 }
+
+// gcState is the Repo's collection state.
+type gcState struct {
+	gcmu   sync.Mutex   // one collection or redaction at a time; taken before wmu
+	gcBusy atomic.Int32 // collections running: the writer lock is kept (see release)
+	gcStop atomic.Bool  // Close asks a running collection to give up
+}
+
+// gcHook, when set by a test, runs between writing the new pack and
+// swapping it in.
+var gcHook func()
+
+// errGCStopped is a collection's error when Close stopped it.
+var errGCStopped = errors.New("the repository was closed")
 
 // LooseObjects estimates the number of loose objects as git does: it
 // counts one fan-out folder and multiplies by 256.
 func (r *Repo) LooseObjects() int {
-	ents, err := os.ReadDir(filepath.Join(r.gitDir, "objects", "17"))
-	if err != nil {
-		return 0
-	}
-	return len(ents) * 256
+	n, _ := r.looseEstimate()
+	return n
 }
 
-// GC packs the repository under the writer lock. Incremental (full
-// false): every loose object goes into one new pack and the loose files
-// are removed, at a cost proportional to what is loose. Full: every object
-// reachable from a ref goes into one pack and every other pack and loose
-// object is deleted, so objects nothing refers to are gone for good.
+// looseEstimate estimates the number and size of the loose objects from
+// one fan-out folder.
+func (r *Repo) looseEstimate() (int, int64) {
+	dir := filepath.Join(r.gitDir, "objects", "17")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0
+	}
+	var size int64
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil {
+			size += fi.Size()
+		}
+	}
+	return len(ents) * 256, size * 256
+}
+
+// Background collections start when about this much waits to be packed
+// (loose objects or packs without gitmem's deltas), or this many packs.
+const (
+	gcDueBytes = 64 << 20
+	gcDuePacks = 16
+)
+
+// GCDue reports whether a background collection is due: about
+// looseLimit loose objects, gcDuePacks packs that gc did not write (a
+// burst of changes is materialised as one), or gcDueBytes in either.
+func (r *Repo) GCDue(looseLimit int) bool {
+	n, size := r.looseEstimate()
+	if n >= looseLimit {
+		return true
+	}
+	packs, _ := gd.ListPacks(r.gitDir)
+	fresh := 0
+	for _, p := range packs {
+		if !p.Repacked {
+			fresh++
+			size += p.Bytes
+		}
+	}
+	return fresh >= gcDuePacks || size >= gcDueBytes
+}
+
+// GC packs the repository. Incremental (full false): the loose objects,
+// the packs gc did not write, and the smallest of the ones it did (so
+// that each pack left is at least twice the size of all smaller ones
+// together) become one pack; its cost follows what is new, not the
+// history's length. Full: every object reachable from a ref goes into one
+// pack and every other pack and loose object is deleted, so objects
+// nothing refers to are gone for good.
 //
-// GC is what frees a full disk: it first deletes what interrupted runs
-// left (half-written packs, temporary files) and loose copies of objects
-// already packed, and when the new pack does not fit it packs the loose
-// objects in small batches, each batch's loose files deleted before the
-// next is written. A redaction whose old objects could not be deleted yet
-// is completed here.
+// Writers are not held up (see the top of this file). GC is also what
+// frees a full disk: it first deletes what interrupted runs left
+// (half-written packs, temporary files), and when the new pack does not
+// fit it packs the loose objects in small batches, each batch's loose
+// files deleted before the next is written. A redaction whose old objects
+// could not be deleted yet is completed here.
 func (r *Repo) GC(full bool) (GCStats, error) {
 	if r.opt.ReadOnly {
 		return GCStats{}, ErrReadOnly
 	}
+	r.gcmu.Lock()
+	defer r.gcmu.Unlock()
 	r.wmu.Lock()
-	defer r.wmu.Unlock()
+	r.smu.RLock()
+	closed := r.closed
+	r.smu.RUnlock()
+	if closed {
+		r.wmu.Unlock()
+		return GCStats{}, ErrClosed
+	}
 	if err := r.own(); err != nil && !r.owned.Load() {
+		r.wmu.Unlock()
 		return GCStats{}, err
 	}
-	// On a full disk the changes acknowledged meanwhile may not fit in
-	// git's files yet: pack what is loose first, then settle them.
-	var st GCStats
-	if !full {
-		r.mmu.Lock() // not while objects are being materialised
-		r.omu.Lock()
-		s, err := r.gc(false)
-		r.unlockObj()
-		r.mmu.Unlock()
-		if st = s; err != nil {
-			return st, wrap("pack the repository", err)
+	r.gcBusy.Add(1)
+	defer r.gcBusy.Add(-1)
+	if _, err := os.Stat(r.redactPath()); err == nil {
+		defer r.wmu.Unlock()
+		if err := r.settle(); err != nil {
+			return GCStats{}, err
+		}
+		return GCStats{}, r.finishRedaction()
+	}
+	r.wmu.Unlock()
+	if full {
+		// What is acknowledged goes to git's files first, for the refs to
+		// name it.
+		if err := r.settle(); err != nil {
+			return GCStats{}, err
 		}
 	}
-	if err := r.settle(); err != nil {
-		return st, err
+	st, err := r.collect(full)
+	if err != nil && !full && !errors.Is(err, errGCStopped) {
+		// Most likely a full disk: spend the reserve on small batches.
+		r.opt.Logf("gitmem: gc: %v; packing the loose objects in small batches", err)
+		st, err = r.packLooseBatches()
 	}
-	if _, err := os.Stat(r.redactPath()); err == nil {
-		return st, r.finishRedaction()
-	}
-	r.omu.Lock()
-	defer r.unlockObj()
-	s, err := r.gc(full)
-	st.Packed, st.Removed = st.Packed+s.Packed, st.Removed+s.Removed
-	return st, wrap("pack the repository", err)
-}
-
-// gc is GC with wmu, the file lock and omu held.
-func (r *Repo) gc(full bool) (GCStats, error) {
-	var st GCStats
-	st.Removed += r.obj.ClearGarbage(full)
-	loose, err := r.obj.LooseHashes()
 	if err != nil {
-		return st, err
-	}
-	oldPacks, err := r.obj.Storage().ObjectPacks()
-	if err != nil {
-		return st, err
+		return st, wrap("pack the repository", err)
 	}
 	if !full {
-		n, err := r.obj.PackLoose(loose)
-		st.Packed, st.Removed = st.Packed+n, st.Removed+n
-		r.obj.Reindex()
-		return st, err
-	}
-	tips, err := r.obj.RefTips()
-	if err != nil {
-		return st, err
-	}
-	hashes, err := revlist.Objects(r.obj.Storage(), tips, nil)
-	if err != nil {
-		return st, err
-	}
-	var pack plumbing.Hash
-	if len(hashes) > 0 {
-		if pack, err = r.obj.WritePack(hashes); err != nil {
+		// On a full disk, changes acknowledged meanwhile may not have fit
+		// in git's files; now they may.
+		if err := r.settle(); err != nil {
 			return st, err
 		}
-		st.Packed = len(hashes)
 	}
-	// The new pack is durable; drop what it replaces.
-	st.Removed += gd.RemoveLoose(r.gitDir, loose)
-	for _, p := range oldPacks {
-		if p != pack {
-			r.obj.RemovePack(p)
+	return st, nil
+}
+
+// collect is a collection that holds mmu and omu only to plan and to swap.
+// Called with gcmu held.
+func (r *Repo) collect(full bool) (GCStats, error) {
+	r.mmu.Lock()
+	r.omu.Lock()
+	pl, err := r.gcPlan(full)
+	r.unlockObj()
+	r.mmu.Unlock()
+	if err != nil || pl.empty() {
+		return GCStats{Removed: pl.removed}, err
+	}
+	res, err := r.gcPack(pl, r.gcStop.Load)
+	if err != nil {
+		if errors.Is(err, gd.ErrStopped) {
+			err = errGCStopped
+		}
+		return GCStats{Removed: pl.removed}, err
+	}
+	if gcHook != nil {
+		gcHook()
+	}
+	r.mmu.Lock()
+	r.omu.Lock()
+	st, packed, err := r.gcSwap(pl, res)
+	r.unlockObj()
+	r.mmu.Unlock()
+	st.Removed += gd.RemoveLoose(r.gitDir, packed)
+	return st, err
+}
+
+// gc is a collection start to end, for a redaction, which holds wmu, the
+// writer lock, gcmu and omu throughout.
+func (r *Repo) gc(full bool) (GCStats, error) {
+	pl, err := r.gcPlan(full)
+	if err != nil || pl.empty() {
+		return GCStats{Removed: pl.removed}, err
+	}
+	res, err := r.gcPack(pl, nil)
+	if err != nil {
+		return GCStats{Removed: pl.removed}, err
+	}
+	st, packed, err := r.gcSwap(pl, res)
+	st.Removed += gd.RemoveLoose(r.gitDir, packed)
+	return st, err
+}
+
+// gcPlan is what a collection packs and replaces, taken at its start.
+type gcPlan struct {
+	full    bool
+	tips    []plumbing.Hash // the refs' objects
+	loose   []plumbing.Hash
+	packs   []gd.Pack // the packs the new one replaces
+	removed int       // garbage files deleted
+}
+
+func (pl gcPlan) empty() bool {
+	return len(pl.loose) == 0 && (len(pl.packs) == 0 || len(pl.packs) == 1 && pl.packs[0].Repacked && !pl.full)
+}
+
+// gcPlan clears the garbage and takes the plan. Called with mmu (or wmu,
+// for a redaction) and omu held: nothing writes objects meanwhile.
+func (r *Repo) gcPlan(full bool) (gcPlan, error) {
+	pl := gcPlan{full: full, removed: r.obj.ClearGarbage(full)}
+	var err error
+	if pl.loose, err = r.obj.LooseHashes(); err != nil {
+		return pl, err
+	}
+	packs, err := gd.ListPacks(r.gitDir)
+	if err != nil {
+		return pl, err
+	}
+	if pl.packs = packs; !full {
+		pl.packs = packsToMerge(packs, len(pl.loose))
+	}
+	pl.tips, err = r.obj.RefTips()
+	return pl, err
+}
+
+// packsToMerge chooses the packs an incremental collection merges: every
+// pack gc did not write (a burst's, without deltas, or git's own), and of
+// gc's packs the smallest ones, so that the packs left form a geometric
+// progression (each at least twice the objects of the new pack and all
+// smaller ones): a read looks in a few packs, and an object is rewritten
+// a logarithmic number of times.
+func packsToMerge(packs []gd.Pack, loose int) []gd.Pack {
+	var merge, ours []gd.Pack
+	n := loose
+	for _, p := range packs {
+		if p.Repacked {
+			ours = append(ours, p)
+		} else {
+			merge = append(merge, p)
+			n += p.Objects
+		}
+	}
+	slices.SortFunc(ours, func(a, b gd.Pack) int { return a.Objects - b.Objects })
+	geometric := func(rest []gd.Pack, acc int) bool {
+		for _, p := range rest {
+			if p.Objects < 2*acc {
+				return false
+			}
+			acc += p.Objects
+		}
+		return true
+	}
+	for split := 0; ; split++ {
+		if geometric(ours[split:], n) {
+			return append(merge, ours[:split]...)
+		}
+		n += ours[split].Objects
+	}
+}
+
+// gcPack writes the new pack, with no lock held: a Store of its own reads
+// the objects (immutable), and nothing else writes the pack folder's
+// temporary files. stop, when not nil, is polled.
+func (r *Repo) gcPack(pl gcPlan, stop func() bool) (gd.RepackResult, error) {
+	s := gd.Open(r.gitDir)
+	defer s.Close()
+	opt := gd.RepackOptions{Tips: pl.tips, Stop: stop}
+	if !pl.full {
+		opt.Only = make(map[plumbing.Hash]bool, len(pl.loose))
+		for _, h := range pl.loose {
+			opt.Only[h] = true
+		}
+		for _, p := range pl.packs {
+			hs, err := gd.PackHashes(gd.PackIndexPath(r.gitDir, p.Hash))
+			if err != nil {
+				return gd.RepackResult{}, err
+			}
+			for _, h := range hs {
+				opt.Only[h] = true
+			}
+		}
+	}
+	res, err := s.Repack(opt)
+	if err == nil && !res.Pack.IsZero() {
+		err = gd.MarkRepacked(r.gitDir, res.Pack)
+	}
+	return res, err
+}
+
+// gcSwap removes what the new pack replaces: the packs of the plan and,
+// for a full collection, the loose objects it does not hold (unreachable)
+// but those that commits made since refer to. It returns the loose
+// objects the pack holds, to delete with no lock held. Called with mmu
+// (or wmu) and omu held.
+func (r *Repo) gcSwap(pl gcPlan, res gd.RepackResult) (GCStats, []plumbing.Hash, error) {
+	st := GCStats{Packed: len(res.Objects), Deltas: res.Deltas, Removed: pl.removed}
+	r.obj.Reindex()
+	var keep map[plumbing.Hash]bool
+	if pl.full {
+		var err error
+		if keep, err = r.referencedSince(pl, res); err != nil {
+			return st, nil, err
+		}
+	}
+	for _, p := range pl.packs {
+		if p.Hash != res.Pack {
+			r.obj.RemovePack(p.Hash)
 			st.Removed++
 		}
 	}
+	var packed, unreachable []plumbing.Hash
+	for _, h := range pl.loose {
+		switch {
+		case res.Holds(h):
+			packed = append(packed, h)
+		case pl.full && !keep[h]:
+			unreachable = append(unreachable, h)
+		}
+	}
+	st.Removed += gd.RemoveLoose(r.gitDir, unreachable)
 	r.obj.Reindex()
-	return st, nil
+	return st, packed, nil
+}
+
+// referencedSince finds the objects a full collection must keep although
+// its pack does not hold them: those that the refs reach now through
+// commits made while the pack was written (an object unreachable at the
+// start can be used again: a loose copy is not written twice). The ones
+// only in packs about to be deleted are written loose. Called with mmu
+// (or wmu) and omu held.
+func (r *Repo) referencedSince(pl gcPlan, res gd.RepackResult) (map[plumbing.Hash]bool, error) {
+	tips, err := r.obj.RefTips()
+	if err != nil {
+		return nil, err
+	}
+	need := map[plumbing.Hash]bool{}
+	for stack := tips; len(stack) > 0; {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if need[h] || res.Holds(h) {
+			continue
+		}
+		need[h] = true
+		_, links, err := r.obj.Links(h)
+		if err != nil {
+			return nil, err
+		}
+		stack = append(stack, links...)
+	}
+	if len(need) == 0 {
+		return nil, nil
+	}
+	// Packs written since the plan stay.
+	stays := map[plumbing.Hash]bool{}
+	packs, _ := gd.ListPacks(r.gitDir)
+	for _, p := range packs {
+		if p.Hash == res.Pack || slices.ContainsFunc(pl.packs, func(q gd.Pack) bool { return q.Hash == p.Hash }) {
+			continue
+		}
+		hs, err := gd.PackHashes(gd.PackIndexPath(r.gitDir, p.Hash))
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hs {
+			stays[h] = true
+		}
+	}
+	ow := gd.NewObjectWriter(r.gitDir)
+	for h := range need {
+		hex := h.String()
+		if _, err := os.Stat(filepath.Join(r.gitDir, "objects", hex[:2], hex[2:])); err == nil || stays[h] {
+			continue
+		}
+		t, data, err := r.obj.ReadObject(h)
+		if err == nil {
+			_, err = ow.Write(t, data)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return need, ow.Sync()
+}
+
+// packLooseBatches packs the loose objects in batches that start small,
+// each batch's loose files deleted before the next is written: on a full
+// disk, where one pack of everything does not fit.
+func (r *Repo) packLooseBatches() (GCStats, error) {
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	r.omu.Lock()
+	defer r.unlockObj()
+	loose, err := r.obj.LooseHashes()
+	if err != nil {
+		return GCStats{}, err
+	}
+	n, err := r.obj.PackLoose(loose)
+	r.obj.Reindex()
+	return GCStats{Packed: n, Removed: n}, err
 }

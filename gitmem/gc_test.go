@@ -2,28 +2,70 @@ package gitmem
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
-func TestGCPacksAndGitAgrees(t *testing.T) {
+// gcRepo is a new repository, closed at the end of the test.
+func gcRepo(t *testing.T) (*Repo, string) {
 	dir := t.TempDir()
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	t.Cleanup(func() { r.Close() })
+	return r, dir
+}
+
+// pendingObjects is what an incremental collection packs: the loose
+// objects and those of the packs gc did not write.
+func pendingObjects(t *testing.T, r *Repo) (objects map[plumbing.Hash]bool, files int) {
+	t.Helper()
+	objects = map[plumbing.Hash]bool{}
+	loose, _ := r.obj.LooseHashes()
+	for _, h := range loose {
+		objects[h] = true
+	}
+	packs, _ := gd.ListPacks(r.gitDir)
+	for _, p := range packs {
+		if p.Repacked {
+			continue
+		}
+		hs, err := gd.PackHashes(gd.PackIndexPath(r.gitDir, p.Hash))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hs {
+			objects[h] = true
+		}
+		files++
+	}
+	return objects, len(loose) + files
+}
+
+func TestGCPacksAndGitAgrees(t *testing.T) {
+	r, dir := gcRepo(t)
 	for i := range 30 {
 		write(t, r, fmt.Sprint("id", i), fmt.Sprintf("d%d/f.md", i%4), fmt.Sprintf("v%d\n", i))
 	}
 	settle(t, r)
-	loose, _ := r.obj.LooseHashes()
+	objects, files := pendingObjects(t, r)
 	st, err := r.GC(false)
-	if err != nil || st.Packed != len(loose) || st.Removed != len(loose) {
-		t.Fatalf("incremental gc: %+v, %v (had %d loose)", st, err, len(loose))
+	if err != nil || st.Packed != len(objects) || st.Removed != files {
+		t.Fatalf("incremental gc: %+v, %v (had %d objects in %d files)", st, err, len(objects), files)
 	}
 	if left, _ := r.obj.LooseHashes(); len(left) != 0 {
 		t.Fatalf("%d loose objects left", len(left))
+	}
+	if packs, _ := gd.ListPacks(r.gitDir); len(packs) != 1 || !packs[0].Repacked {
+		t.Fatalf("packs after an incremental gc: %+v", packs)
 	}
 	// Still readable by gitmem (its pack list is refreshed) and by git.
 	write(t, r, "after", "d0/f.md", "after gc\n")
@@ -41,5 +83,188 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 	}
 	if n := strings.TrimSpace(gitCLI(t, dir, "rev-list", "--count", "HEAD")); n != "32" {
 		t.Fatalf("%s commits", n)
+	}
+}
+
+// A flat folder's tree changes by one entry per commit: every version
+// but the newest is a delta, and the pack is a fraction of the trees'
+// size.
+func TestGCDeltifiesAFlatFolder(t *testing.T) {
+	r, dir := gcRepo(t)
+	_, err := r.Update(Meta{Subject: "seed"}, func(tx *Tx) error {
+		for i := range 500 {
+			if err := tx.WriteFile(fmt.Sprintf("notes/n%03d.md", i), []byte(fmt.Sprintf("note %d\n", i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const edits = 40
+	for i := range edits {
+		write(t, r, fmt.Sprint("e", i), fmt.Sprintf("notes/n%03d.md", i*7), fmt.Sprintf("note edited %d\n", i))
+	}
+	settle(t, r)
+	st, err := r.GC(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each edit: the folder's tree as a delta (memories/ and the root, of
+	// one entry each, are smaller whole).
+	if st.Deltas < edits {
+		t.Fatalf("%d deltas of %d objects", st.Deltas, st.Packed)
+	}
+	packs, _ := gd.ListPacks(r.gitDir)
+	treeBytes := int64(edits) * 500 * 30 // 40 versions of a 500-entry tree, whole
+	if len(packs) != 1 || packs[0].Bytes > treeBytes/5 {
+		t.Fatalf("packs %+v; the trees alone would take %d bytes whole", packs, treeBytes)
+	}
+	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+}
+
+// gc writes its pack holding none of the writer's locks: a change made
+// and materialised while the pack is being written (here, between writing
+// it and swapping it in) goes through, and the swap keeps it.
+func TestGCDoesNotHoldUpWriters(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprint("full=", full), func(t *testing.T) {
+			r, dir := gcRepo(t)
+			for i := range 20 {
+				write(t, r, fmt.Sprint("id", i), fmt.Sprintf("f%d.md", i%3), fmt.Sprintf("v%d\n", i))
+			}
+			settle(t, r)
+			hooked := 0
+			gcHook = func() {
+				hooked++
+				for i := range 5 {
+					write(t, r, fmt.Sprint("during", i), fmt.Sprintf("during%d.md", i), "written during gc\n")
+				}
+				settle(t, r) // materialised too: mmu is free
+			}
+			defer func() { gcHook = nil }()
+			if _, err := r.GC(full); err != nil {
+				t.Fatal(err)
+			}
+			if hooked != 1 {
+				t.Fatalf("the hook ran %d times", hooked)
+			}
+			settle(t, r)
+			gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+			if got := gitCLI(t, dir, "show", "HEAD:memories/during4.md"); got != "written during gc\n" {
+				t.Fatalf("the change made during gc: %q", got)
+			}
+		})
+	}
+}
+
+// A full collection deletes what no ref reaches, except what a commit
+// made while it ran uses again: a loose object (gitmem does not write a
+// loose object twice), or one only in a pack being replaced (here, a
+// commit git made refers to it).
+func TestFullGCKeepsWhatCommitsMadeMeanwhileUse(t *testing.T) {
+	r, dir := gcRepo(t)
+	write(t, r, "a", "a.md", "a\n")
+	settle(t, r)
+	hashObject := func(content string) string {
+		cmd := exec.Command("git", "hash-object", "-w", "--stdin")
+		cmd.Dir, cmd.Stdin = dir, strings.NewReader(content)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	// An unreachable blob, packed by an incremental gc.
+	packed := hashObject("only in a pack\n")
+	if _, err := r.GC(false); err != nil {
+		t.Fatal(err)
+	}
+	loose := hashObject("loose and unreachable\n")
+	garbage := hashObject("garbage\n")
+	gcHook = func() {
+		write(t, r, "b", "b.md", "loose and unreachable\n")
+		settle(t, r)
+		cmd := exec.Command("git", "mktree")
+		cmd.Dir, cmd.Stdin = dir, strings.NewReader("100644 blob "+packed+"\tp.md\n")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree := strings.TrimSpace(string(out))
+		commit := strings.TrimSpace(gitCLI(t, dir, "-c", "user.name=x", "-c", "user.email=x@x", "commit-tree", tree, "-m", "by git"))
+		gitCLI(t, dir, "update-ref", "refs/heads/other", commit)
+	}
+	defer func() { gcHook = nil }()
+	st, err := r.GC(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	for _, h := range []string{packed, loose} {
+		gitCLI(t, dir, "cat-file", "-e", h)
+	}
+	if out, err := exec.Command("git", "-C", dir, "cat-file", "-e", garbage).CombinedOutput(); err == nil {
+		t.Fatalf("the unreachable blob survived a full gc (%+v) %s", st, out)
+	}
+}
+
+// The packs left after merging form a geometric progression, and every
+// pack gc did not write is merged.
+func TestPacksToMerge(t *testing.T) {
+	h := func(i int) plumbing.Hash { return plumbing.ComputeHash(plumbing.BlobObject, []byte(fmt.Sprint(i))) }
+	ours := func(i, n int) gd.Pack { return gd.Pack{Hash: h(i), Objects: n, Repacked: true} }
+	fresh := func(i, n int) gd.Pack { return gd.Pack{Hash: h(i), Objects: n} }
+	names := func(ps []gd.Pack) []plumbing.Hash {
+		var out []plumbing.Hash
+		for _, p := range ps {
+			out = append(out, p.Hash)
+		}
+		return out
+	}
+	cases := []struct {
+		packs []gd.Pack
+		loose int
+		want  []int
+	}{
+		{[]gd.Pack{ours(1, 1000)}, 10, nil},
+		{[]gd.Pack{ours(1, 1000), fresh(2, 20), fresh(3, 30)}, 10, []int{2, 3}},
+		{[]gd.Pack{ours(1, 1000), ours(2, 100), ours(3, 9)}, 5, []int{3}},     // 9 < 2*5: merged; 100 >= 2*(5+9)
+		{[]gd.Pack{ours(1, 1000), ours(2, 100), ours(3, 60)}, 5, []int{3, 2}}, // 100 < 2*65
+		{[]gd.Pack{ours(1, 100), ours(2, 100)}, 0, []int{1, 2}},
+		{[]gd.Pack{ours(1, 100), ours(2, 1000)}, 0, nil},
+	}
+	for i, c := range cases {
+		got := names(packsToMerge(c.packs, c.loose))
+		var want []plumbing.Hash
+		for _, w := range c.want {
+			want = append(want, h(w))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("case %d: merged %v, want %v", i, got, want)
+		}
+	}
+}
+
+// An interrupted collection leaves its temporary pack; the next one
+// clears it once it is old, and a full one at once.
+func TestGCClearsTemporaryPacks(t *testing.T) {
+	r, _ := gcRepo(t)
+	write(t, r, "a", "a.md", "a\n")
+	settle(t, r)
+	tmp := filepath.Join(r.gitDir, "objects", "pack", gd.TmpPackPrefix+"pack_killed")
+	os.WriteFile(tmp, []byte("half a pack"), 0o444)
+	if _, err := r.GC(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatal("a young temporary pack was deleted by an incremental gc")
+	}
+	if _, err := r.GC(true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); err == nil {
+		t.Fatal("a full gc left a temporary pack")
 	}
 }

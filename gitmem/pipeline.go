@@ -789,7 +789,7 @@ func (r *Repo) release() bool {
 	r.smu.RLock()
 	pending := r.tip != r.head
 	r.smu.RUnlock()
-	if queued > 0 || pending {
+	if queued > 0 || pending || r.gcBusy.Load() > 0 {
 		return false
 	}
 	if err := r.checkpoint(); err != nil {

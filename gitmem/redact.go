@@ -63,6 +63,10 @@ func (r *Repo) Redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if red.Match != nil && red.Match.MatchString("") {
 		return RedactReport{}, ErrEmptyMatch
 	}
+	if !dry {
+		r.gcmu.Lock() // no collection meanwhile
+		defer r.gcmu.Unlock()
+	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	if !dry {

@@ -111,6 +111,7 @@ type Repo struct {
 	idx *time.Timer
 
 	pipeline          // the commit pipeline (pipeline.go)
+	gcState           // packing (gc.go)
 	pend     []string // (pmu) repository paths a journal names whose worktree copy is not yet repaired
 
 	omu    sync.Mutex // go-git's storage is not safe for concurrent use
@@ -763,6 +764,9 @@ func (r *Repo) flush() error {
 // Close makes everything durable in git's own files, writes the index and
 // releases the repository.
 func (r *Repo) Close() error {
+	r.gcStop.Store(true) // a collection running gives up
+	r.gcmu.Lock()
+	defer r.gcmu.Unlock()
 	r.wmu.Lock()
 	r.smu.RLock()
 	closed := r.closed

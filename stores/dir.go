@@ -151,7 +151,7 @@ func (d *Dir) pack() {
 	d.mu.Unlock()
 	for _, e := range open {
 		e.gate.RLock()
-		if !e.gone && e.repo.LooseObjects() >= d.opt.GCLoose {
+		if !e.gone && e.repo.GCDue(d.opt.GCLoose) {
 			if st, err := e.repo.GC(false); err != nil {
 				d.logf("gitmem: store %s: background gc: %v", e.name, err)
 			} else {

@@ -315,7 +315,7 @@ func maintain(ctx context.Context, repo *gitmem.Repo, m maintenance, logf func(s
 				logf("gitmem: expired %d file(s) in commit %s", len(stale), short(c.Hash))
 			}
 		case <-gcTick.C:
-			if m.gcLoose > 0 && repo.LooseObjects() >= m.gcLoose {
+			if m.gcLoose > 0 && repo.GCDue(m.gcLoose) {
 				st, err := repo.GC(false)
 				if err != nil {
 					logf("gitmem: background gc: %v", err)

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
 // packLoose packs the loose objects and removes their files: one pack if
@@ -23,7 +21,7 @@ func (s *Store) PackLoose(loose []plumbing.Hash) (int, error) {
 	if len(loose) == 0 {
 		return 0, nil
 	}
-	if _, err := s.WritePack(loose); err == nil {
+	if _, err := s.PackObjects(loose); err == nil {
 		return RemoveLoose(s.Dir, loose), nil
 	}
 	// The disk is full: spend the reserve on the smallest objects first.
@@ -41,7 +39,7 @@ func (s *Store) PackLoose(loose []plumbing.Hash) (int, error) {
 	done := 0
 	for batch := 32; done < len(loose); batch *= 2 {
 		part := loose[done:min(done+batch, len(loose))]
-		if _, err := s.WritePack(part); err != nil {
+		if _, err := s.PackObjects(part); err != nil {
 			return done, err
 		}
 		RemoveLoose(s.Dir, part)
@@ -66,12 +64,12 @@ func RemoveLoose(gitDir string, hashes []plumbing.Hash) int {
 	return n
 }
 
-// clearGarbage deletes what takes space for nothing: half-written packs
+// ClearGarbage deletes what takes space for nothing: half-written packs
 // (every one when full, as a redaction needs: one could hold the old
 // content; else those older than StaleTemp), gitmem's temporary files,
-// and loose objects that a pack holds already (left by a gc killed
-// between writing its pack and removing the loose files). It returns how
-// many files it deleted.
+// pack indexes without their pack and marks of packs that are gone. It
+// returns how many files it deleted. Nothing may be writing a temporary
+// file meanwhile.
 func (s *Store) ClearGarbage(full bool) int {
 	n := 0
 	for _, p := range TempPacks(s.Dir) {
@@ -90,49 +88,20 @@ func (s *Store) ClearGarbage(full bool) int {
 			}
 		}
 	}
-	n += RemoveOrphanIndexes(s.Dir)
-	loose, err := s.LooseHashes()
-	if err != nil || len(loose) == 0 {
-		return n
-	}
-	s.st.ObjectStorage.Reindex()
-	packs, err := s.st.ObjectPacks()
-	if err != nil {
-		return n
-	}
-	var idxs []*idxfile.MemoryIndex
-	for _, p := range packs {
-		f, err := os.Open(filepath.Join(s.Dir, "objects", "pack", "pack-"+p.String()+".idx"))
-		if err != nil {
-			continue
-		}
-		idx := idxfile.NewMemoryIndex()
-		if idxfile.NewDecoder(f).Decode(idx) == nil {
-			idxs = append(idxs, idx)
-		}
-		f.Close()
-	}
-	var packed []plumbing.Hash
-	for _, h := range loose {
-		for _, idx := range idxs {
-			if ok, _ := idx.Contains(h); ok {
-				packed = append(packed, h)
-				break
-			}
-		}
-	}
-	return n + RemoveLoose(s.Dir, packed)
+	return n + RemoveOrphanIndexes(s.Dir)
 }
 
-// RemoveOrphanIndexes deletes pack indexes whose pack is missing: go-git
-// writes a pack's index before it renames the pack into place, and would
-// trust a half-written one if the same pack were written again.
+// RemoveOrphanIndexes deletes pack indexes (and marks) whose pack is
+// missing: an index is renamed into place before its pack, and a
+// half-written one would be trusted if the same pack were written again.
 func RemoveOrphanIndexes(gitDir string) int {
 	n := 0
-	idxs, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*.idx"))
-	for _, idx := range idxs {
-		if _, err := os.Stat(strings.TrimSuffix(idx, ".idx") + ".pack"); errors.Is(err, fs.ErrNotExist) && os.Remove(idx) == nil {
-			n++
+	for _, ext := range []string{".idx", repackedMark} {
+		m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*"+ext))
+		for _, p := range m {
+			if _, err := os.Stat(strings.TrimSuffix(p, ext) + ".pack"); errors.Is(err, fs.ErrNotExist) && os.Remove(p) == nil {
+				n++
+			}
 		}
 	}
 	return n
@@ -177,51 +146,6 @@ func (s *Store) RefTips() ([]plumbing.Hash, error) {
 		return nil
 	})
 	return tips, err
-}
-
-// writePack writes the objects as one pack without deltas, with its
-// index, fsyncs both and the pack folder, and returns the pack's hash.
-func (s *Store) WritePack(hashes []plumbing.Hash) (plumbing.Hash, error) {
-	before, err := s.st.ObjectPacks()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if err := Injected(StepPack, ".git/objects/pack"); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	pw, err := s.st.PackfileWriter()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	sum, err := packfile.NewEncoder(pw, s.st, false).Encode(hashes, 0)
-	if cerr := pw.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		for _, p := range TempPacks(s.Dir) { // ours, half-written
-			if fi, serr := os.Stat(p); serr == nil && time.Since(fi.ModTime()) < time.Minute {
-				os.Remove(p)
-			}
-		}
-		RemoveOrphanIndexes(s.Dir)
-		return plumbing.ZeroHash, err
-	}
-	packDir := filepath.Join(s.Dir, "objects", "pack")
-	if slices.Contains(before, sum) {
-		return sum, nil // the very same pack existed already
-	}
-	for _, ext := range []string{".pack", ".idx"} {
-		f, err := os.Open(filepath.Join(packDir, "pack-"+sum.String()+ext))
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		err = Fsync(f)
-		f.Close()
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-	}
-	return sum, SyncDir(packDir)
 }
 
 func (s *Store) RemovePack(p plumbing.Hash) {

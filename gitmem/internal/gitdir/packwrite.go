@@ -6,6 +6,8 @@ import (
 	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
+	"errors"
+	"hash"
 	"hash/crc32"
 	"io"
 	"os"
@@ -23,85 +25,243 @@ const TmpPackPrefix = "tmp_gitmem_"
 // index (version 2), without deltas, and returns the pack's hash. Two
 // files, however many objects: a group of commits costs two file
 // creations, not one per object. With durable false nothing is fsynced
-// (the caller syncs later). The index is renamed into place before the
-// pack: go-git lists packs by their .pack file and fails a pack without
-// an index, and an index without a pack is ignored (and later removed).
+// (the caller syncs later).
 func (s *Store) WriteObjectsPack(objs []Object, durable bool) (plumbing.Hash, error) {
-	if err := Injected(StepPack, ".git/objects/pack"); err != nil {
-		return plumbing.ZeroHash, err
-	}
 	seen := map[plumbing.Hash]bool{}
-	var uniq []Object
+	n := 0
 	for _, o := range objs {
 		if !seen[o.Hash] {
 			seen[o.Hash] = true
-			uniq = append(uniq, o)
+			n++
 		}
 	}
-	dir := filepath.Join(s.Dir, "objects", "pack")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	pf, err := os.CreateTemp(dir, TmpPackPrefix+"pack_")
+	pw, err := newPackWriter(s.Dir, n, zlib.BestSpeed)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	tmpPack := pf.Name()
+	for _, o := range objs {
+		if err := pw.add(o.Type, o.Hash, o.Data, plumbing.ZeroHash, nil); err != nil {
+			pw.abort()
+			return plumbing.ZeroHash, err
+		}
+	}
+	h, err := pw.finish(durable)
+	if err == nil {
+		s.Reindex()
+	}
+	return h, err
+}
+
+// packWriter writes a pack (version 2) and its index (version 2) object
+// by object, with OFS_DELTA entries where a base is given and the delta
+// pays. When the number of objects is not known at the start, the header
+// is patched at the end and the pack hashed again.
+type packWriter struct {
+	dir     string // .git/objects/pack
+	f       *os.File
+	w       *bufio.Writer
+	sum     hash.Hash // of what was written; nil when the count is patched
+	count   int       // the count in the header (-1: unknown)
+	off     int64
+	entries []packEntry
+	index   map[plumbing.Hash]int32 // object -> its entry
+	zw      *zlib.Writer
+	level   int
+	buf     bytes.Buffer
+	deltas  int
+}
+
+type packEntry struct {
+	hash  plumbing.Hash
+	off   int64
+	crc   uint32
+	depth uint8 // length of its delta chain (0: stored whole)
+}
+
+// maxDepth bounds delta chains, as git's pack.depth does; objects smaller
+// than minDelta are stored whole (git refuses deltas of under 4 bytes, and
+// a delta of a tiny object saves nothing).
+const (
+	maxDepth = 50
+	minDelta = 32
+)
+
+// newPackWriter starts a pack of count objects (-1: not known yet)
+// compressed at level.
+func newPackWriter(gitDir string, count, level int) (*packWriter, error) {
+	dir := filepath.Join(gitDir, "objects", "pack")
+	if err := Injected(StepPack, ".git/objects/pack"); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(dir, TmpPackPrefix+"pack_")
+	if err != nil {
+		return nil, err
+	}
+	var zw *zlib.Writer
+	if level == zlib.BestSpeed {
+		zw = zlibWriters.Get().(*zlib.Writer)
+	} else {
+		zw, _ = zlib.NewWriterLevel(nil, level)
+	}
+	pw := &packWriter{dir: dir, f: f, count: count, index: map[plumbing.Hash]int32{}, zw: zw, level: level}
+	var out io.Writer = f
+	if count >= 0 {
+		pw.sum = sha1.New()
+		out = io.MultiWriter(f, pw.sum)
+	}
+	pw.w = bufio.NewWriterSize(out, 256<<10)
+	hdr := make([]byte, 12)
+	copy(hdr, "PACK")
+	binary.BigEndian.PutUint32(hdr[4:], 2)
+	binary.BigEndian.PutUint32(hdr[8:], uint32(max(count, 0)))
+	pw.w.Write(hdr)
+	pw.off = 12
+	return pw, nil
+}
+
+// has reports whether the pack holds h already.
+func (pw *packWriter) has(h plumbing.Hash) bool {
+	_, ok := pw.index[h]
+	return ok
+}
+
+// add writes an object, unless the pack holds it already: as a delta
+// against base when base is in the pack, its chain is short enough and
+// the delta is at most half the object's size; else whole.
+func (pw *packWriter) add(t plumbing.ObjectType, h plumbing.Hash, data []byte, base plumbing.Hash, baseData []byte) error {
+	if pw.has(h) {
+		return nil
+	}
+	var delta []byte
+	depth := uint8(0)
+	if i, ok := pw.index[base]; ok && baseData != nil && pw.entries[i].depth < maxDepth && len(data) >= minDelta {
+		if delta = Delta(baseData, data, len(data)/2); delta != nil {
+			depth = pw.entries[i].depth + 1
+		}
+	}
+	pw.buf.Reset()
+	if delta != nil {
+		pw.buf.Write(putEntryHeader(plumbing.OFSDeltaObject, int64(len(delta))))
+		pw.buf.Write(putOfsOffset(pw.off - pw.entries[pw.index[base]].off))
+		data = delta
+		pw.deltas++
+	} else {
+		pw.buf.Write(putEntryHeader(t, int64(len(data))))
+	}
+	pw.zw.Reset(&pw.buf)
+	pw.zw.Write(data)
+	if err := pw.zw.Close(); err != nil {
+		return err
+	}
+	if _, err := pw.w.Write(pw.buf.Bytes()); err != nil {
+		return err
+	}
+	pw.index[h] = int32(len(pw.entries))
+	pw.entries = append(pw.entries, packEntry{hash: h, off: pw.off, crc: crc32.ChecksumIEEE(pw.buf.Bytes()), depth: depth})
+	pw.off += int64(pw.buf.Len())
+	return nil
+}
+
+// abort removes what was written.
+func (pw *packWriter) abort() {
+	pw.f.Close()
+	os.Remove(pw.f.Name())
+	pw.release()
+}
+
+// release gives the compressor back.
+func (pw *packWriter) release() {
+	if pw.zw != nil && pw.level == zlib.BestSpeed {
+		zlibWriters.Put(pw.zw)
+	}
+	pw.zw = nil
+}
+
+// finish completes the pack and writes its index, then renames both into
+// place (the index first: go-git lists packs by their .pack file and fails
+// a pack without an index, and an index without a pack is ignored and
+// later removed). With durable, both files and the folder are fsynced.
+func (pw *packWriter) finish(durable bool) (plumbing.Hash, error) {
+	pw.release()
 	fail := func(err error, files ...*os.File) (plumbing.Hash, error) {
-		for _, f := range files {
+		for _, f := range append(files, pw.f) {
 			f.Close()
 			os.Remove(f.Name())
 		}
 		return plumbing.ZeroHash, err
 	}
-	type entry struct {
-		hash plumbing.Hash
-		off  int64
-		crc  uint32
+	if err := pw.w.Flush(); err != nil {
+		return fail(err)
 	}
-	entries := make([]entry, 0, len(uniq))
-	sum := sha1.New()
-	w := bufio.NewWriterSize(io.MultiWriter(pf, sum), 64<<10)
-	var off int64
-	hdr := make([]byte, 12)
-	copy(hdr, "PACK")
-	binary.BigEndian.PutUint32(hdr[4:], 2)
-	binary.BigEndian.PutUint32(hdr[8:], uint32(len(uniq)))
-	w.Write(hdr)
-	off = 12
-	zw := zlibWriters.Get().(*zlib.Writer)
-	defer zlibWriters.Put(zw)
-	var buf bytes.Buffer
-	for _, o := range uniq {
-		buf.Reset()
-		buf.Write(objHeader(o.Type, int64(len(o.Data))))
-		zw.Reset(&buf)
-		zw.Write(o.Data)
-		if err := zw.Close(); err != nil {
-			return fail(err, pf)
+	var packSum plumbing.Hash
+	if pw.count == len(pw.entries) {
+		packSum = plumbing.Hash(pw.sum.Sum(nil))
+	} else {
+		// The header's count was a guess: patch it and hash the pack again.
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(pw.entries)))
+		if _, err := pw.f.WriteAt(n[:], 8); err != nil {
+			return fail(err)
 		}
-		entries = append(entries, entry{o.Hash, off, crc32.ChecksumIEEE(buf.Bytes())})
-		w.Write(buf.Bytes())
-		off += int64(buf.Len())
+		sum := sha1.New()
+		if _, err := io.Copy(sum, io.NewSectionReader(pw.f, 0, pw.off)); err != nil {
+			return fail(err)
+		}
+		packSum = plumbing.Hash(sum.Sum(nil))
 	}
-	if err := w.Flush(); err != nil {
-		return fail(err, pf)
+	if _, err := pw.f.WriteAt(packSum[:], pw.off); err != nil {
+		return fail(err)
 	}
-	packSum := plumbing.Hash(sum.Sum(nil))
-	if _, err := pf.Write(packSum[:]); err != nil {
-		return fail(err, pf)
-	}
-	// The index.
-	slices.SortFunc(entries, func(a, b entry) int { return bytes.Compare(a.hash[:], b.hash[:]) })
-	xf, err := os.CreateTemp(dir, TmpPackPrefix+"idx_")
+	xf, err := os.CreateTemp(pw.dir, TmpPackPrefix+"idx_")
 	if err != nil {
-		return fail(err, pf)
+		return fail(err)
 	}
+	if err := writeIndex(xf, pw.entries, packSum); err != nil {
+		return fail(err, xf)
+	}
+	for _, f := range []*os.File{pw.f, xf} {
+		if err := f.Chmod(0o444); err != nil {
+			return fail(err, xf)
+		}
+		if durable {
+			if err := Fsync(f); err != nil {
+				return fail(err, xf)
+			}
+		}
+	}
+	pw.f.Close()
+	xf.Close()
+	base := filepath.Join(pw.dir, "pack-"+packSum.String())
+	if err := os.Rename(xf.Name(), base+".idx"); err != nil {
+		return fail(err, xf)
+	}
+	if err := os.Rename(pw.f.Name(), base+".pack"); err != nil {
+		os.Remove(base + ".idx")
+		return fail(err)
+	}
+	if durable {
+		if err := SyncDir(pw.dir); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	return packSum, nil
+}
+
+// writeIndex writes a pack index (version 2) of entries.
+func writeIndex(xf *os.File, entries []packEntry, packSum plumbing.Hash) error {
+	order := make([]int32, len(entries))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(entries[a].hash[:], entries[b].hash[:]) })
 	isum := sha1.New()
-	iw := bufio.NewWriterSize(io.MultiWriter(xf, isum), 64<<10)
-	put := func(w io.Writer, v any) { binary.Write(w, binary.BigEndian, v) }
+	iw := bufio.NewWriterSize(io.MultiWriter(xf, isum), 256<<10)
+	put := func(v any) { binary.Write(iw, binary.BigEndian, v) }
 	iw.Write([]byte{0xff, 't', 'O', 'c'})
-	put(iw, uint32(2))
+	put(uint32(2))
 	var fan [256]uint32
 	for _, e := range entries {
 		fan[e.hash[0]]++
@@ -109,66 +269,35 @@ func (s *Store) WriteObjectsPack(objs []Object, durable bool) (plumbing.Hash, er
 	for i := 1; i < 256; i++ {
 		fan[i] += fan[i-1]
 	}
-	put(iw, fan)
-	for _, e := range entries {
-		iw.Write(e.hash[:])
+	put(fan)
+	for _, i := range order {
+		iw.Write(entries[i].hash[:])
 	}
-	for _, e := range entries {
-		put(iw, e.crc)
+	for _, i := range order {
+		put(entries[i].crc)
 	}
 	var large []int64
-	for _, e := range entries {
-		if e.off < 1<<31 {
-			put(iw, uint32(e.off))
+	for _, i := range order {
+		if off := entries[i].off; off < 1<<31 {
+			put(uint32(off))
 		} else {
-			put(iw, uint32(1<<31|len(large)))
-			large = append(large, e.off)
+			put(uint32(1<<31 | len(large)))
+			large = append(large, off)
 		}
 	}
 	for _, o := range large {
-		put(iw, uint64(o))
+		put(uint64(o))
 	}
 	iw.Write(packSum[:])
 	if err := iw.Flush(); err != nil {
-		return fail(err, pf, xf)
+		return err
 	}
-	if _, err := xf.Write(isum.Sum(nil)); err != nil {
-		return fail(err, pf, xf)
-	}
-	for _, f := range []*os.File{pf, xf} {
-		if err := f.Chmod(0o444); err != nil {
-			return fail(err, pf, xf)
-		}
-		if durable {
-			if err := Fsync(f); err != nil {
-				return fail(err, pf, xf)
-			}
-		}
-	}
-	pf.Close()
-	xf.Close()
-	base := filepath.Join(dir, "pack-"+packSum.String())
-	if err := os.Rename(xf.Name(), base+".idx"); err != nil {
-		os.Remove(xf.Name())
-		os.Remove(tmpPack)
-		return plumbing.ZeroHash, err
-	}
-	if err := os.Rename(tmpPack, base+".pack"); err != nil {
-		os.Remove(base + ".idx")
-		os.Remove(tmpPack)
-		return plumbing.ZeroHash, err
-	}
-	if durable {
-		if err := SyncDir(dir); err != nil {
-			return plumbing.ZeroHash, err
-		}
-	}
-	s.Reindex()
-	return packSum, nil
+	_, err := xf.Write(isum.Sum(nil))
+	return err
 }
 
-// objHeader is a pack entry's type and size header.
-func objHeader(t plumbing.ObjectType, size int64) []byte {
+// putEntryHeader is a pack entry's type and size header.
+func putEntryHeader(t plumbing.ObjectType, size int64) []byte {
 	b := []byte{byte(t)<<4 | byte(size&0x0f)}
 	size >>= 4
 	for size > 0 {
@@ -177,4 +306,44 @@ func objHeader(t plumbing.ObjectType, size int64) []byte {
 		size >>= 7
 	}
 	return b
+}
+
+// putOfsOffset encodes how far back an OFS_DELTA entry's base starts, in
+// git's variable-length form (each continuation adds one).
+func putOfsOffset(d int64) []byte {
+	var b [10]byte
+	i := len(b) - 1
+	b[i] = byte(d & 0x7f)
+	for d >>= 7; d > 0; d >>= 7 {
+		d--
+		i--
+		b[i] = 0x80 | byte(d&0x7f)
+	}
+	return b[i:]
+}
+
+// PackHashes lists the objects a pack index (version 2) names.
+func PackHashes(idxPath string) ([]plumbing.Hash, error) {
+	f, err := os.Open(idxPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	hdr := make([]byte, 8+256*4)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(hdr[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
+		return nil, errors.New("not a version 2 pack index")
+	}
+	n := binary.BigEndian.Uint32(hdr[len(hdr)-4:])
+	raw := make([]byte, int(n)*20)
+	if _, err := io.ReadFull(f, raw); err != nil {
+		return nil, err
+	}
+	out := make([]plumbing.Hash, n)
+	for i := range out {
+		copy(out[i][:], raw[i*20:])
+	}
+	return out, nil
 }

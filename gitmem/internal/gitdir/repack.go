@@ -1,0 +1,619 @@
+package gitdir
+
+import (
+	"bytes"
+	"cmp"
+	"compress/zlib"
+	"container/heap"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Repacking with deltas and without a delta search. git finds bases by
+// trying each object against its neighbours in a window of similar ones;
+// gitmem knows better: a tree or a file is almost always a small edit of
+// the version at the same path in the commit next to it. So the commits
+// are walked newest first (each after a child), each commit's tree is
+// compared with its child's (equal subtrees skipped by hash, as a diff
+// does), and every object met for the first time is written as a delta
+// against an earlier version of the same path, already in the pack.
+//
+// Which earlier version: the newest is stored whole, and version n
+// (counting back from it) is a delta against version n with its lowest set
+// bit cleared. A chain is then at most log2(versions) long (17 for
+// 100,000 versions, under git's 50), and a delta spans about log2(n)/2
+// edits on average: a tree that changes every commit costs a few entries
+// per version, where a plain chain would store it whole every 50.
+//
+// Memory is bounded by the walk's bookkeeping (a few dozen bytes per
+// object and per commit), the Store's caches of recently read trees and
+// delta bases, and the trees on the path being compared; objects are read
+// and written one at a time.
+
+// RepackOptions says what Repack packs.
+type RepackOptions struct {
+	// Tips are where the walk starts: the objects the refs name.
+	Tips []plumbing.Hash
+	// Only, when not nil, limits the pack to these objects (an incremental
+	// repack: loose objects and the packs being merged); the ones the walk
+	// does not reach are packed whole at the end. Nil: everything the tips
+	// reach and nothing else (a full repack).
+	Only map[plumbing.Hash]bool
+	// Stop is polled now and then; when it returns true Repack gives up
+	// with ErrStopped.
+	Stop func() bool
+}
+
+// RepackResult says what Repack wrote.
+type RepackResult struct {
+	Pack    plumbing.Hash   // zero when there was nothing to pack
+	Objects []plumbing.Hash // what the pack holds, sorted
+	Deltas  int             // how many are deltas
+}
+
+// Holds reports whether the pack holds h.
+func (r RepackResult) Holds(h plumbing.Hash) bool {
+	_, ok := slices.BinarySearchFunc(r.Objects, h, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	return ok
+}
+
+// ErrStopped is Repack's error when RepackOptions.Stop asked it to stop.
+var ErrStopped = errors.New("repack stopped")
+
+// Repack writes one pack (fsynced, with its index) of the objects the
+// options name and returns what it holds. Nothing is deleted: the caller
+// swaps the pack in. The Store is only read, and must not be used by
+// anyone else meanwhile (open a Store of its own for it).
+func (s *Store) Repack(opt RepackOptions) (RepackResult, error) {
+	pw, err := newPackWriter(s.Dir, -1, zlib.DefaultCompression)
+	if err != nil {
+		return RepackResult{}, err
+	}
+	p := &repacker{s: s, pw: pw, only: opt.Only, stop: opt.Stop, paths: map[string]*versions{}}
+	if err := p.run(opt.Tips); err != nil {
+		pw.abort()
+		return RepackResult{}, err
+	}
+	if len(pw.entries) == 0 {
+		pw.abort()
+		return RepackResult{}, nil
+	}
+	res := RepackResult{Deltas: pw.deltas, Objects: make([]plumbing.Hash, len(pw.entries))}
+	for i, e := range pw.entries {
+		res.Objects[i] = e.hash
+	}
+	slices.SortFunc(res.Objects, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	if res.Pack, err = pw.finish(true); err != nil {
+		return RepackResult{}, err
+	}
+	return res, nil
+}
+
+type repacker struct {
+	s     *Store
+	pw    *packWriter
+	only  map[plumbing.Hash]bool
+	stop  func() bool
+	paths map[string]*versions // path (trees end in "/") -> its versions
+	ticks int
+}
+
+// walked is a commit the walk reached: its tree, and the index (in walk
+// order) of the child it was reached from (-1: a tip).
+type walked struct {
+	tree  plumbing.Hash
+	child int32
+}
+
+func (p *repacker) in(h plumbing.Hash) bool { return p.only == nil || p.only[h] }
+
+func (p *repacker) run(tips []plumbing.Hash) error {
+	var q commitQueue
+	seq := 0
+	push := func(h plumbing.Hash, child int32) error {
+		data, err := p.read(h, plumbing.CommitObject)
+		if err != nil {
+			return err
+		}
+		_, _, when, err := parseCommit(data)
+		if err != nil {
+			return fmt.Errorf("commit %s: %w", h, err)
+		}
+		heap.Push(&q, queuedCommit{h, when, child, seq})
+		seq++
+		return nil
+	}
+	var others []plumbing.Hash // tags, and trees and blobs refs name
+	for _, tip := range tips {
+		for depth := 0; p.in(tip); depth++ {
+			t, data, err := p.readAny(tip)
+			if err != nil {
+				return err
+			}
+			if t == plumbing.CommitObject {
+				if err := push(tip, -1); err != nil {
+					return err
+				}
+				break
+			}
+			others = append(others, tip)
+			if t != plumbing.TagObject || depth > 16 {
+				break
+			}
+			if tip, err = tagTarget(data); err != nil {
+				return err
+			}
+		}
+	}
+	// The commits, newest first; each written as it is reached.
+	seen := map[plumbing.Hash]bool{}
+	var order []walked
+	for q.Len() > 0 {
+		c := heap.Pop(&q).(queuedCommit)
+		if seen[c.hash] {
+			continue
+		}
+		seen[c.hash] = true
+		data, err := p.read(c.hash, plumbing.CommitObject)
+		if err != nil {
+			return err
+		}
+		tree, parents, _, err := parseCommit(data)
+		if err != nil {
+			return fmt.Errorf("commit %s: %w", c.hash, err)
+		}
+		if err := p.put(plumbing.CommitObject, c.hash, data, "\x00commit"); err != nil {
+			return err
+		}
+		order = append(order, walked{tree, c.child})
+		for _, parent := range parents {
+			if !seen[parent] && p.in(parent) {
+				if err := push(parent, int32(len(order)-1)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	// Their trees and blobs, each commit's compared with its child's.
+	for _, c := range order {
+		var prev plumbing.Hash
+		if c.child >= 0 {
+			prev = order[c.child].tree
+		}
+		if err := p.tree(c.tree, prev, ""); err != nil {
+			return err
+		}
+	}
+	for _, h := range others {
+		t, data, err := p.readAny(h)
+		if err != nil {
+			return err
+		}
+		switch t {
+		case plumbing.TreeObject:
+			err = p.tree(h, plumbing.ZeroHash, "")
+		case plumbing.BlobObject:
+			err = p.blob(h, "")
+		default:
+			err = p.put(t, h, data, "")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// What the walk did not reach (an incremental repack packs all it was
+	// given): whole, in hash order.
+	if p.only != nil {
+		var rest []plumbing.Hash
+		for h := range p.only {
+			if !p.pw.has(h) {
+				rest = append(rest, h)
+			}
+		}
+		slices.SortFunc(rest, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+		for _, h := range rest {
+			t, data, err := p.readAny(h)
+			if err != nil {
+				return err
+			}
+			if err := p.put(t, h, data, ""); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// tree writes the tree h found at path (with its subtrees and blobs that
+// are not in the pack yet), given the tree prev at the same path in the
+// child commit: entries equal there are in the pack already.
+func (p *repacker) tree(h, prev plumbing.Hash, path string) error {
+	if p.pw.has(h) || !p.in(h) {
+		return nil
+	}
+	data, err := p.read(h, plumbing.TreeObject)
+	if err != nil {
+		return err
+	}
+	var old []byte
+	if !prev.IsZero() {
+		old, _ = p.read(prev, plumbing.TreeObject) // only a hint
+	}
+	if err := p.put(plumbing.TreeObject, h, data, path+"/"); err != nil {
+		return err
+	}
+	oi := 0
+	for i := 0; i < len(data); {
+		e, next, err := treeEntryAt(data, i)
+		if err != nil {
+			return fmt.Errorf("tree %s: %w", h, err)
+		}
+		i = next
+		var same plumbing.Hash
+		for oi < len(old) {
+			o, onext, err := treeEntryAt(old, oi)
+			if err != nil {
+				old = nil
+				break
+			}
+			c := compareEntries(o, e)
+			if c < 0 {
+				oi = onext
+				continue
+			}
+			if c == 0 {
+				same, oi = o.hash, onext
+			}
+			break
+		}
+		if e.gitlink || e.hash == same {
+			continue
+		}
+		child := string(e.name)
+		if path != "" {
+			child = path + "/" + child
+		}
+		if e.tree {
+			err = p.tree(e.hash, same, child)
+		} else {
+			err = p.blob(e.hash, child)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *repacker) blob(h plumbing.Hash, path string) error {
+	if p.pw.has(h) || !p.in(h) {
+		return nil
+	}
+	data, err := p.read(h, plumbing.BlobObject)
+	if err != nil {
+		return err
+	}
+	return p.put(plumbing.BlobObject, h, data, path)
+}
+
+// put writes an object met at path (key "" for none), as a delta against
+// the earlier version of that path versions names.
+func (p *repacker) put(t plumbing.ObjectType, h plumbing.Hash, data []byte, path string) error {
+	if p.ticks++; p.ticks%1024 == 0 && p.stop != nil && p.stop() {
+		return ErrStopped
+	}
+	if p.pw.has(h) {
+		return nil
+	}
+	var base plumbing.Hash
+	var baseData []byte
+	if path != "" {
+		v := p.paths[path]
+		if v == nil {
+			v = &versions{}
+			p.paths[path] = v
+		}
+		base = v.next(h)
+		if !base.IsZero() {
+			baseData, _ = p.read(base, t)
+		}
+	}
+	return p.pw.add(t, h, data, base, baseData)
+}
+
+// versions are the versions of one path met so far: the number met, and
+// those that later ones will take as bases (version n takes n with its
+// lowest set bit cleared, so the ones kept are the current one and those
+// with its low set bits cleared in turn: at most one per bit).
+type versions struct {
+	n     int
+	stack []version
+}
+
+type version struct {
+	n int
+	h plumbing.Hash
+}
+
+// next records h as the next version and returns its base (zero: none).
+func (v *versions) next(h plumbing.Hash) plumbing.Hash {
+	n := v.n
+	v.n++
+	var base plumbing.Hash
+	if n > 0 {
+		b := n & (n - 1)
+		for len(v.stack) > 0 && v.stack[len(v.stack)-1].n > b {
+			v.stack = v.stack[:len(v.stack)-1]
+		}
+		if len(v.stack) > 0 {
+			base = v.stack[len(v.stack)-1].h
+		}
+	}
+	v.stack = append(v.stack, version{n, h})
+	return base
+}
+
+// read returns an object's content, checking its type.
+func (p *repacker) read(h plumbing.Hash, want plumbing.ObjectType) ([]byte, error) {
+	t, data, err := p.readAny(h)
+	if err == nil && t != want {
+		err = fmt.Errorf("object %s is a %s, not a %s", h, t, want)
+	}
+	return data, err
+}
+
+func (p *repacker) readAny(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	t, data, err := p.s.read(h)
+	if err != nil {
+		return 0, nil, fmt.Errorf("read object %s: %w", h, err)
+	}
+	return t, data, nil
+}
+
+// ReadObject returns an object's type and content.
+func (s *Store) ReadObject(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	return s.read(h)
+}
+
+// queuedCommit is a commit waiting in the walk, newest first.
+type queuedCommit struct {
+	hash  plumbing.Hash
+	when  int64
+	child int32
+	seq   int
+}
+
+type commitQueue []queuedCommit
+
+func (q commitQueue) Len() int { return len(q) }
+func (q commitQueue) Less(i, j int) bool {
+	if q[i].when != q[j].when {
+		return q[i].when > q[j].when
+	}
+	return q[i].seq < q[j].seq
+}
+func (q commitQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *commitQueue) Push(x any)   { *q = append(*q, x.(queuedCommit)) }
+func (q *commitQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+var errBadObject = errors.New("malformed object")
+
+// parseCommit reads a commit's tree, parents and committer time.
+func parseCommit(data []byte) (tree plumbing.Hash, parents []plumbing.Hash, when int64, err error) {
+	for len(data) > 0 {
+		line, rest, _ := bytes.Cut(data, []byte{'\n'})
+		data = rest
+		if len(line) == 0 {
+			break
+		}
+		key, val, _ := bytes.Cut(line, []byte{' '})
+		switch string(key) {
+		case "tree", "parent":
+			if !plumbing.IsHash(string(val)) {
+				return tree, nil, 0, errBadObject
+			}
+			if key[0] == 't' {
+				tree = plumbing.NewHash(string(val))
+			} else {
+				parents = append(parents, plumbing.NewHash(string(val)))
+			}
+		case "committer":
+			// "Name <email> 1700000000 +0000"
+			if i := bytes.LastIndexByte(val, '>'); i >= 0 {
+				f := bytes.Fields(val[i+1:])
+				if len(f) > 0 {
+					when, _ = strconv.ParseInt(string(f[0]), 10, 64)
+				}
+			}
+		}
+	}
+	if tree.IsZero() {
+		return tree, nil, 0, errBadObject
+	}
+	return tree, parents, when, nil
+}
+
+// tagTarget reads the object an annotated tag names.
+func tagTarget(data []byte) (plumbing.Hash, error) {
+	line, _, _ := bytes.Cut(data, []byte{'\n'})
+	hex, ok := bytes.CutPrefix(line, []byte("object "))
+	if !ok || !plumbing.IsHash(string(hex)) {
+		return plumbing.ZeroHash, errBadObject
+	}
+	return plumbing.NewHash(string(hex)), nil
+}
+
+type treeEntry struct {
+	name          []byte
+	hash          plumbing.Hash
+	tree, gitlink bool
+}
+
+// treeEntryAt parses the tree entry at data[i:] and returns where the
+// next one starts.
+func treeEntryAt(data []byte, i int) (treeEntry, int, error) {
+	sp := bytes.IndexByte(data[i:], ' ')
+	if sp < 0 {
+		return treeEntry{}, 0, errBadObject
+	}
+	mode := data[i : i+sp]
+	nul := bytes.IndexByte(data[i+sp+1:], 0)
+	if nul < 0 {
+		return treeEntry{}, 0, errBadObject
+	}
+	name := data[i+sp+1 : i+sp+1+nul]
+	h := i + sp + 1 + nul + 1
+	if h+20 > len(data) {
+		return treeEntry{}, 0, errBadObject
+	}
+	e := treeEntry{name: name, tree: string(mode) == "40000", gitlink: string(mode) == "160000"}
+	copy(e.hash[:], data[h:h+20])
+	return e, h + 20, nil
+}
+
+// compareEntries orders tree entries as git does: a folder sorts as if
+// its name ended in "/". Entries of the same name and kind are equal.
+func compareEntries(a, b treeEntry) int {
+	n := min(len(a.name), len(b.name))
+	if c := bytes.Compare(a.name[:n], b.name[:n]); c != 0 {
+		return c
+	}
+	end := func(e treeEntry) byte {
+		switch {
+		case n < len(e.name):
+			return e.name[n]
+		case e.tree:
+			return '/'
+		}
+		return 0
+	}
+	return cmp.Compare(end(a), end(b))
+}
+
+// PackObjects writes the objects as one pack without deltas (read from
+// the store, in the order given) and returns the pack's hash. The pack
+// and its index are fsynced with the folder.
+func (s *Store) PackObjects(hashes []plumbing.Hash) (plumbing.Hash, error) {
+	pw, err := newPackWriter(s.Dir, -1, zlib.BestSpeed)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for _, h := range hashes {
+		t, data, err := s.ReadObject(h)
+		if err == nil {
+			err = pw.add(t, h, data, plumbing.ZeroHash, nil)
+		}
+		if err != nil {
+			pw.abort()
+			return plumbing.ZeroHash, err
+		}
+	}
+	return pw.finish(true)
+}
+
+// Pack is a pack file of the repository.
+type Pack struct {
+	Hash     plumbing.Hash
+	Objects  int   // how many objects it holds (from its index)
+	Bytes    int64 // the pack file's size
+	Repacked bool  // written by Repack (its deltas are gitmem's)
+}
+
+// repackedMark is the file next to a pack that says Repack wrote it.
+const repackedMark = ".gitmem"
+
+// MarkRepacked records that Repack wrote the pack h.
+func MarkRepacked(gitDir string, h plumbing.Hash) error {
+	return os.WriteFile(filepath.Join(gitDir, "objects", "pack", "pack-"+h.String()+repackedMark), nil, 0o444)
+}
+
+// ListPacks lists the packs (with an index) of the repository. It reads
+// only the pack folder: no Store is needed.
+func ListPacks(gitDir string) ([]Pack, error) {
+	m, err := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*.pack"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Pack
+	for _, path := range m {
+		name := filepath.Base(path)
+		hex := name[len("pack-") : len(name)-len(".pack")]
+		if !plumbing.IsHash(hex) {
+			continue
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			continue
+		}
+		base := path[:len(path)-len(".pack")]
+		n, err := indexCount(base + ".idx")
+		if err != nil {
+			continue // no index (yet): not a pack git reads
+		}
+		_, merr := os.Stat(base + repackedMark)
+		out = append(out, Pack{Hash: plumbing.NewHash(hex), Objects: n, Bytes: fi.Size(), Repacked: merr == nil})
+	}
+	return out, nil
+}
+
+// PackIndexPath is the path of a pack's index.
+func PackIndexPath(gitDir string, h plumbing.Hash) string {
+	return filepath.Join(gitDir, "objects", "pack", "pack-"+h.String()+".idx")
+}
+
+// indexCount reads how many objects a pack index (version 2) names.
+func indexCount(idxPath string) (int, error) {
+	f, err := os.Open(idxPath)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var b [4]byte
+	if _, err := f.ReadAt(b[:], 8+255*4); err != nil {
+		return 0, err
+	}
+	return int(b[0])<<24 | int(b[1])<<16 | int(b[2])<<8 | int(b[3]), nil
+}
+
+// Links returns an object's type and the objects it names: a commit's
+// tree and parents, a tree's entries (submodule commits left out), a
+// tag's target.
+func (s *Store) Links(h plumbing.Hash) (plumbing.ObjectType, []plumbing.Hash, error) {
+	t, data, err := s.ReadObject(h)
+	if err != nil {
+		return t, nil, err
+	}
+	switch t {
+	case plumbing.CommitObject:
+		tree, parents, _, err := parseCommit(data)
+		return t, append(parents, tree), err
+	case plumbing.TagObject:
+		target, err := tagTarget(data)
+		return t, []plumbing.Hash{target}, err
+	case plumbing.TreeObject:
+		var out []plumbing.Hash
+		for i := 0; i < len(data); {
+			e, next, err := treeEntryAt(data, i)
+			if err != nil {
+				return t, nil, err
+			}
+			if !e.gitlink {
+				out = append(out, e.hash)
+			}
+			i = next
+		}
+		return t, out, nil
+	}
+	return t, nil, nil
+}

@@ -1,0 +1,258 @@
+package gitdir
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+func needGit(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs the git CLI")
+	}
+}
+
+func gitRun(t *testing.T, dir string, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("git %v: %v\n%s", args, err, msg)
+	}
+	return string(out)
+}
+
+// A pack with OFS_DELTA entries written by packWriter is one git reads:
+// `git verify-pack` checks every object and its chain, and `git cat-file`
+// and go-git give back every version.
+func TestPackWithDeltasIsReadByGit(t *testing.T) {
+	needGit(t)
+	dir := t.TempDir()
+	gitRun(t, dir, "", "init", "-q")
+	gitDir := filepath.Join(dir, ".git")
+	var lines []string
+	for i := range 300 {
+		lines = append(lines, fmt.Sprintf("line %d of a memory file\n", i))
+	}
+	pw, err := newPackWriter(gitDir, -1, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []Object
+	var prev Object
+	for v := range 60 {
+		lines[(v*37)%len(lines)] = fmt.Sprintf("edit %d\n", v)
+		data := []byte(strings.Join(lines, ""))
+		o := Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, data), Data: data}
+		if err := pw.add(o.Type, o.Hash, o.Data, prev.Hash, prev.Data); err != nil {
+			t.Fatal(err)
+		}
+		objs, prev = append(objs, o), o
+	}
+	h, err := pw.finish(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw.deltas != 58 {
+		t.Fatalf("%d deltas, want 58 (two chains of 50 and 8)", pw.deltas)
+	}
+	out := gitRun(t, dir, "", "verify-pack", "-v", filepath.Join(gitDir, "objects", "pack", "pack-"+h.String()+".idx"))
+	if !strings.Contains(out, "chain length = 50: 1 object") || !strings.Contains(out, "non delta: 2 objects") {
+		t.Fatalf("git verify-pack:\n%s", out)
+	}
+	s := Open(gitDir)
+	defer s.Close()
+	for _, o := range objs {
+		if got := gitRun(t, dir, "", "cat-file", "blob", o.Hash.String()); got != string(o.Data) {
+			t.Fatalf("git cat-file %s differs", o.Hash)
+		}
+		if got, err := s.Blob(o.Hash); err != nil || !bytes.Equal(got, o.Data) {
+			t.Fatalf("go-git %s: %v", o.Hash, err)
+		}
+	}
+}
+
+// history makes a repository with the git CLI: a flat folder of files
+// edited one per commit, a subfolder, deletions, a rename, a branch
+// merged back, an annotated tag and an unreachable blob.
+func history(t *testing.T, commits int) string {
+	dir := t.TempDir()
+	gitRun(t, dir, "", "init", "-q", "-b", "main")
+	var s strings.Builder
+	mark := 0
+	commit := func(branch, msg string, body func()) {
+		mark++
+		fmt.Fprintf(&s, "commit refs/heads/%s\nmark :%d\ncommitter T <t@x> %d +0000\ndata %d\n%s\n", branch, mark, 1700000000+mark*60, len(msg), msg)
+		body()
+	}
+	exists := map[string]bool{}
+	file := func(path, content string) {
+		exists[path] = true
+		fmt.Fprintf(&s, "M 100644 inline %s\ndata %d\n%s\n", path, len(content), content)
+	}
+	content := func(i, v int) string {
+		return fmt.Sprintf("memory %d\n%s\nversion %d\n", i, strings.Repeat("some words of the note\n", i%7), v)
+	}
+	commit("main", "seed", func() {
+		for i := range 150 {
+			file(fmt.Sprintf("notes/n%03d.md", i), content(i, 0))
+		}
+		file("deep/a/b/c.md", "deep\n")
+	})
+	for c := 1; c < commits; c++ {
+		commit("main", fmt.Sprint("edit ", c), func() {
+			i := (c * 7) % 150
+			name := fmt.Sprintf("notes/n%03d.md", i)
+			switch {
+			case c%13 == 0 && exists[name]:
+				fmt.Fprintf(&s, "D %s\n", name)
+				delete(exists, name)
+			case c%17 == 0 && exists[name]:
+				fmt.Fprintf(&s, "R %s notes/renamed%d.md\n", name, c)
+				delete(exists, name)
+			case c%5 == 0:
+				file("deep/a/b/c.md", fmt.Sprintf("deep %d\n", c))
+			default:
+				file(name, content(i, c))
+			}
+		})
+	}
+	fmt.Fprintf(&s, "reset refs/heads/side\nfrom :%d\n", mark/2)
+	commit("side", "on a side branch", func() { file("side.md", "side\n") })
+	side := mark
+	commit("main", "merge", func() { fmt.Fprintf(&s, "from :%d\nmerge :%d\n", mark-1, side) })
+	fmt.Fprintf(&s, "tag v1\nfrom :%d\ntagger T <t@x> 1700000000 +0000\ndata 3\nv1\n", mark)
+	gitRun(t, dir, s.String(), "fast-import", "--quiet")
+	gitRun(t, dir, "", "branch", "-D", "side")
+	gitRun(t, dir, "unreachable\n", "hash-object", "-w", "--stdin")
+	return dir
+}
+
+func refTips(t *testing.T, dir string) []plumbing.Hash {
+	var tips []plumbing.Hash
+	for _, l := range strings.Fields(gitRun(t, dir, "", "for-each-ref", "--format=%(objectname)")) {
+		tips = append(tips, plumbing.NewHash(l))
+	}
+	return tips
+}
+
+// A full repack holds exactly what the refs reach, git reads it alone
+// (fsck, the log with patches), and the trees and edited files are
+// deltas along short chains.
+func TestRepackFull(t *testing.T) {
+	needGit(t)
+	dir := history(t, 200)
+	gitDir := filepath.Join(dir, ".git")
+	want := strings.Fields(gitRun(t, dir, "", "rev-list", "--objects", "--all", "--no-object-names"))
+	logBefore := gitRun(t, dir, "", "log", "-p", "--all")
+	s := Open(gitDir)
+	res, err := s.Repack(RepackOptions{Tips: refTips(t, dir)})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Objects) != len(want) {
+		t.Fatalf("the pack holds %d objects, the refs reach %d", len(res.Objects), len(want))
+	}
+	for _, h := range want {
+		if !res.Holds(plumbing.NewHash(h)) {
+			t.Fatalf("%s is reachable and not packed", h)
+		}
+	}
+	idx := filepath.Join(gitDir, "objects", "pack", "pack-"+res.Pack.String()+".idx")
+	out := gitRun(t, dir, "", "verify-pack", "-v", idx)
+	chains := regexp.MustCompile(`chain length = (\d+): (\d+) object`).FindAllStringSubmatch(out, -1)
+	longest := 0
+	for _, m := range chains {
+		longest, _ = strconv.Atoi(m[1])
+	}
+	if longest == 0 || longest > 9 || res.Deltas < len(want)/3 {
+		t.Fatalf("%d deltas of %d objects, longest chain %d:\n%s", res.Deltas, len(want), longest, out)
+	}
+	// Only the new pack left: git finds everything in it.
+	ents, _ := os.ReadDir(filepath.Join(gitDir, "objects"))
+	for _, e := range ents {
+		if len(e.Name()) == 2 {
+			os.RemoveAll(filepath.Join(gitDir, "objects", e.Name()))
+		}
+	}
+	packs, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*"))
+	for _, p := range packs {
+		if !strings.Contains(p, res.Pack.String()) {
+			os.Remove(p)
+		}
+	}
+	gitRun(t, dir, "", "fsck", "--strict", "--no-dangling")
+	if got := gitRun(t, dir, "", "log", "-p", "--all"); got != logBefore {
+		t.Fatal("git log -p differs after the repack")
+	}
+}
+
+// An incremental repack packs exactly the objects it is given: those the
+// walk reaches as deltas, the rest whole.
+func TestRepackOnly(t *testing.T) {
+	needGit(t)
+	dir := history(t, 60)
+	gitDir := filepath.Join(dir, ".git")
+	// The newest 20 commits' objects, and the unreachable blob.
+	only := map[plumbing.Hash]bool{}
+	for _, h := range strings.Fields(gitRun(t, dir, "", "rev-list", "--objects", "--no-object-names", "main~20..main")) {
+		only[plumbing.NewHash(h)] = true
+	}
+	only[plumbing.NewHash(strings.TrimSpace(gitRun(t, dir, "unreachable\n", "hash-object", "--stdin")))] = true
+	s := Open(gitDir)
+	res, err := s.Repack(RepackOptions{Tips: refTips(t, dir), Only: only})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Objects) != len(only) {
+		t.Fatalf("packed %d objects, given %d", len(res.Objects), len(only))
+	}
+	for h := range only {
+		if !res.Holds(h) {
+			t.Fatalf("%s not packed", h)
+		}
+	}
+	if res.Deltas == 0 {
+		t.Fatal("no deltas")
+	}
+	gitRun(t, dir, "", "verify-pack", filepath.Join(gitDir, "objects", "pack", "pack-"+res.Pack.String()+".idx"))
+}
+
+// The chains are those of the scheme: version n (back from the newest) is
+// a delta against n with its lowest set bit cleared.
+func TestVersionBases(t *testing.T) {
+	var v versions
+	hashes := make([]plumbing.Hash, 40)
+	for n := range hashes {
+		hashes[n] = plumbing.ComputeHash(plumbing.BlobObject, []byte(strconv.Itoa(n)))
+		got := v.next(hashes[n])
+		var want plumbing.Hash
+		if n > 0 {
+			want = hashes[n&(n-1)]
+		}
+		if got != want {
+			t.Fatalf("version %d: base %s, want %s", n, got, want)
+		}
+	}
+	if len(v.stack) > 6 {
+		t.Fatalf("%d versions kept", len(v.stack))
+	}
+}
