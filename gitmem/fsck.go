@@ -68,7 +68,7 @@ type Problem struct {
 // FsckReport is what Fsck found and did.
 type FsckReport struct {
 	Head     string // the commit HEAD's branch is at (after repair)
-	Commits  int    // commits checked on the first-parent history
+	Commits  int    // commits of HEAD's history checked
 	Objects  int    // objects read and verified
 	Problems []Problem
 }
@@ -248,18 +248,22 @@ func (r *Repo) checkObjects(head plumbing.Hash, rep *FsckReport, add func(Proble
 			}
 		}
 	}
-	for h := head; !h.IsZero(); {
+	// Every commit HEAD reaches, both sides of every merge.
+	for stack := []plumbing.Hash{head}; len(stack) > 0; {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
 		rep.Commits++
 		rep.Objects++
 		if err := r.obj.Verify(plumbing.CommitObject, h); err != nil {
 			bad("commit", h, "", err)
-			return
+			continue
 		}
 		c, _ := r.obj.Commit(h)
 		walk(c.TreeHash, "")
-		h = plumbing.ZeroHash
-		if len(c.ParentHashes) > 0 {
-			h = c.ParentHashes[0]
-		}
+		stack = append(stack, c.ParentHashes...)
 	}
 }

@@ -20,31 +20,44 @@ import (
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
-// The history index: one record per commit on the first-parent chain of
-// HEAD, oldest first, with what log, blame and expire need — the trailers
-// and the memory files each commit changed. go-git's path-filtered log
+// The history index: one record per commit reachable from HEAD — both
+// sides of every merge — in topological order (every commit after its
+// parents; otherwise in the order the commits reached this repository),
+// with what log, blame and expire need: the trailers and the memory files
+// each commit changed against its first parent. go-git's path-filtered log
 // diffs every commit (21 s for 1,001 touching commits of 10,001), so gitmem
 // keeps this index itself: appended at each commit, kept in
-// .git/gitmem/history, caught up from git when HEAD moved elsewhere, and
-// rebuilt by one first-parent walk (skipping equal subtrees) when the
-// history was rewritten. It is a cache: git stays the truth.
+// .git/gitmem/history, caught up from git when HEAD moved elsewhere (a walk
+// back over every parent to commits the index knows, so a merge costs the
+// commits it brings), and rebuilt when the history was rewritten. It is a
+// cache: git stays the truth. Version 5 records every parent (version 4,
+// first-parent only, is rebuilt).
 
-const historyHeader = "gitmem-history 4"
+const historyHeader = "gitmem-history 5"
 
 type histRec struct {
-	hash, parent plumbing.Hash
-	when         time.Time
-	author       Signature
-	subject      string
-	id           string // Tool-Use-Id
-	command      string // Memory-Command
-	session      string
-	agent        string
-	path         string          // Memory-Path
-	newPath      string          // Memory-New-Path
-	trailers     []Trailer       // all of the commit's trailers
-	paths        []string        // memory files changed, relative to memories/, sorted
-	blobs        []plumbing.Hash // each path's new blob (zero: deleted there)
+	hash     plumbing.Hash
+	parents  []plumbing.Hash
+	when     time.Time
+	author   Signature
+	subject  string
+	id       string // Tool-Use-Id
+	command  string // Memory-Command
+	session  string
+	agent    string
+	path     string          // Memory-Path
+	newPath  string          // Memory-New-Path
+	trailers []Trailer       // all of the commit's trailers
+	paths    []string        // memory files changed against the first parent, relative to memories/, sorted
+	blobs    []plumbing.Hash // each path's new blob (zero: deleted there)
+}
+
+// parent is the first parent (zero for a root commit).
+func (h *histRec) parent() plumbing.Hash {
+	if len(h.parents) == 0 {
+		return plumbing.ZeroHash
+	}
+	return h.parents[0]
 }
 
 // change records that path p now holds blob h (zero: removed).
@@ -69,8 +82,8 @@ func (h *histRec) sortPaths() {
 
 func (h *histRec) commit() Commit {
 	c := Commit{Hash: h.hash.String(), Author: h.author, Time: h.when, Subject: h.subject, Paths: h.paths, Trailers: h.trailers}
-	if !h.parent.IsZero() {
-		c.Parents = []string{h.parent.String()}
+	for _, p := range h.parents {
+		c.Parents = append(c.Parents, p.String())
 	}
 	return c
 }
@@ -104,7 +117,11 @@ func unescape(s string) string {
 
 func (h *histRec) line() string {
 	_, off := h.when.Zone()
-	f := []string{h.hash.String(), h.parent.String(), strconv.FormatInt(h.when.Unix(), 10), strconv.Itoa(off),
+	parents := make([]string, len(h.parents))
+	for i, p := range h.parents {
+		parents[i] = p.String()
+	}
+	f := []string{h.hash.String(), strings.Join(parents, ","), strconv.FormatInt(h.when.Unix(), 10), strconv.Itoa(off),
 		h.author.Name, h.author.Email, h.subject, strconv.Itoa(len(h.trailers))}
 	for _, t := range h.trailers {
 		f = append(f, t.Key, t.Value)
@@ -126,8 +143,17 @@ func (h *histRec) line() string {
 
 func parseRec(line string) (histRec, bool) {
 	f := strings.Split(line, "\t")
-	if len(f) < 8 || !plumbing.IsHash(f[0]) || !plumbing.IsHash(f[1]) {
+	if len(f) < 8 || !plumbing.IsHash(f[0]) {
 		return histRec{}, false
+	}
+	var parents []plumbing.Hash
+	if f[1] != "" {
+		for _, p := range strings.Split(f[1], ",") {
+			if !plumbing.IsHash(p) {
+				return histRec{}, false
+			}
+			parents = append(parents, plumbing.NewHash(p))
+		}
 	}
 	sec, err1 := strconv.ParseInt(f[2], 10, 64)
 	off, err2 := strconv.Atoi(f[3])
@@ -139,7 +165,7 @@ func parseRec(line string) (histRec, bool) {
 	for i := range n {
 		trailers = append(trailers, Trailer{unescape(f[8+2*i]), unescape(f[9+2*i])})
 	}
-	h := newRec(plumbing.NewHash(f[0]), plumbing.NewHash(f[1]), time.Unix(sec, 0).In(time.FixedZone("", off)),
+	h := newRec(plumbing.NewHash(f[0]), parents, time.Unix(sec, 0).In(time.FixedZone("", off)),
 		Signature{unescape(f[4]), unescape(f[5])}, unescape(f[6]), trailers)
 	rest := f[8+2*n:]
 	if len(rest) < 1 {
@@ -160,8 +186,8 @@ func parseRec(line string) (histRec, bool) {
 }
 
 // newRec makes a record, taking the fields log filters on from the trailers.
-func newRec(hash, parent plumbing.Hash, when time.Time, author Signature, subject string, trailers []Trailer) histRec {
-	return histRec{hash: hash, parent: parent, when: when, author: author, subject: subject, trailers: trailers,
+func newRec(hash plumbing.Hash, parents []plumbing.Hash, when time.Time, author Signature, subject string, trailers []Trailer) histRec {
+	return histRec{hash: hash, parents: parents, when: when, author: author, subject: subject, trailers: trailers,
 		id: trailerValue(trailers, TrailerToolUseID), command: trailerValue(trailers, TrailerCommand),
 		session: trailerValue(trailers, TrailerSession), agent: trailerValue(trailers, TrailerAgent),
 		path: trailerValue(trailers, TrailerPath), newPath: trailerValue(trailers, TrailerNewPath)}
@@ -170,7 +196,8 @@ func newRec(hash, parent plumbing.Hash, when time.Time, author Signature, subjec
 func (r *Repo) historyPath() string { return filepath.Join(r.gitDir, "gitmem", "history") }
 
 // readHistoryFile loads the index file; a missing, foreign or damaged file
-// yields what could be read up to the damage.
+// yields what could be read up to the damage (a record whose parents were
+// not all recorded before it is damage).
 func (r *Repo) readHistoryFile() []histRec {
 	data, err := os.ReadFile(r.historyPath())
 	if err != nil {
@@ -181,15 +208,17 @@ func (r *Repo) readHistoryFile() []histRec {
 		return nil
 	}
 	recs := make([]histRec, 0, bytes.Count(rest, []byte("\n")))
+	known := make(map[plumbing.Hash]bool, cap(recs))
 	for len(rest) > 0 {
 		line, tail, ok := bytes.Cut(rest, []byte("\n"))
 		if !ok { // a torn last line
 			break
 		}
 		rec, good := parseRec(string(line))
-		if !good || (len(recs) > 0 && rec.parent != recs[len(recs)-1].hash) {
+		if !good || slices.ContainsFunc(rec.parents, func(p plumbing.Hash) bool { return !known[p] }) {
 			break
 		}
+		known[rec.hash] = true
 		recs = append(recs, rec)
 		rest = tail
 	}
@@ -236,18 +265,29 @@ func (r *Repo) history(head plumbing.Hash, persist bool, progress func(done, tot
 		r.hist = r.readHistoryFile()
 		r.histLoaded = true
 	}
-	known := map[plumbing.Hash]int{}
+	known := make(map[plumbing.Hash]int, len(r.hist))
 	for i := range r.hist {
 		known[r.hist[i].hash] = i
 	}
-	// Walk back from head to a commit the index knows.
+	oldTip := r.histTip()
+	// Walk back from head over every parent to commits the index knows.
 	var newer []*object.Commit
-	keep := 0
+	var boundary []plumbing.Hash // known commits the walk reached
+	reachedTip := oldTip.IsZero()
+	seen := map[plumbing.Hash]bool{}
+	stack := []plumbing.Hash{head}
 	r.omu.Lock()
-	for h := head; !h.IsZero(); {
-		if i, ok := known[h]; ok {
-			keep = i + 1
-			break
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if h.IsZero() || seen[h] {
+			continue
+		}
+		seen[h] = true
+		if _, ok := known[h]; ok {
+			boundary = append(boundary, h)
+			reachedTip = reachedTip || h == oldTip
+			continue
 		}
 		c, err := r.obj.Commit(h)
 		if err != nil {
@@ -255,31 +295,59 @@ func (r *Repo) history(head plumbing.Hash, persist bool, progress func(done, tot
 			return nil, wrap("read the history", err)
 		}
 		newer = append(newer, c)
-		h = plumbing.ZeroHash
-		if len(c.ParentHashes) > 0 {
-			h = c.ParentHashes[0]
+		for i := len(c.ParentHashes) - 1; i >= 0; i-- {
+			stack = append(stack, c.ParentHashes[i])
 		}
 	}
+	newer = gd.TopoSort(newer)
 	recs := make([]histRec, 0, len(newer))
-	for i := len(newer) - 1; i >= 0; i-- {
-		rec, err := r.recordOf(newer[i])
+	for i, c := range newer {
+		rec, err := r.recordOf(c)
 		if err != nil {
 			r.unlockObj()
 			return nil, wrap("index the history", err)
 		}
 		recs = append(recs, rec)
 		if progress != nil {
-			progress(len(newer)-i, len(newer))
+			progress(i+1, len(newer))
 		}
 	}
 	r.unlockObj()
-	oldTip := r.histTip()
-	appendOnly := keep == len(r.hist)
-	r.hist = append(r.hist[:keep:keep], recs...)
+	appendOnly := reachedTip
+	if !reachedTip {
+		// HEAD does not descend from the index's tip (the history was
+		// reset or rewritten): keep the records HEAD still reaches.
+		r.hist = reachable(r.hist, known, boundary)
+	}
+	r.hist = append(r.hist[:len(r.hist):len(r.hist)], recs...)
 	if persist {
 		r.saveHistory(oldTip, appendOnly, recs)
 	}
 	return r.hist, nil
+}
+
+// reachable keeps the records of hist (in order) that the boundary
+// commits reach through their parents.
+func reachable(hist []histRec, pos map[plumbing.Hash]int, boundary []plumbing.Hash) []histRec {
+	keep := make([]bool, len(hist))
+	stack := append([]plumbing.Hash(nil), boundary...)
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		i, ok := pos[h]
+		if !ok || keep[i] {
+			continue
+		}
+		keep[i] = true
+		stack = append(stack, hist[i].parents...)
+	}
+	var out []histRec
+	for i := range hist {
+		if keep[i] {
+			out = append(out, hist[i])
+		}
+	}
+	return out
 }
 
 // saveHistory brings the index file up to r.hist, which grew by recs from
@@ -336,13 +404,10 @@ func (r *Repo) histTip() plumbing.Hash {
 // recordOf indexes a commit read from git. Called with omu held.
 func (r *Repo) recordOf(c *object.Commit) (histRec, error) {
 	subject, _, trailers := parseMessage(c.Message)
-	var parent, parentTree plumbing.Hash
-	if len(c.ParentHashes) > 0 {
-		parent = c.ParentHashes[0]
-	}
-	rec := newRec(c.Hash, parent, c.Author.When, Signature{c.Author.Name, c.Author.Email}, subject, trailers)
-	if !rec.parent.IsZero() {
-		p, err := r.obj.Commit(rec.parent)
+	var parentTree plumbing.Hash
+	rec := newRec(c.Hash, c.ParentHashes, c.Author.When, Signature{c.Author.Name, c.Author.Email}, subject, trailers)
+	if p := rec.parent(); !p.IsZero() {
+		p, err := r.obj.Commit(p)
 		if err != nil {
 			return rec, err
 		}
@@ -644,7 +709,8 @@ func (r *Repo) syncIDs() error {
 
 // readIDs reads the ids of the records after idsOff into the map and
 // reports whether the file now ends at head. A file that does not go on
-// from where the last read stopped (rewritten) is read again from the
+// from where the last read stopped — shorter, or the record before
+// idsOff is not idsHead any more (rewritten) — is read again from the
 // start into a new map.
 func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 	f, err := os.Open(r.historyPath())
@@ -658,14 +724,13 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 	r.smu.RLock()
 	off, prev := r.idsOff, r.idsHead
 	r.smu.RUnlock()
-	ids := map[string]plumbing.Hash{}
-	if off > 0 {
-		if fi, err := f.Stat(); err != nil || fi.Size() < off {
-			off = 0 // shorter than what was read: rewritten
-		}
-	}
 	hdr := []byte(historyHeader + "\n")
-	if off == 0 {
+	if off > int64(len(hdr)) && lastRecord(f, off) != prev {
+		off = 0 // rewritten since the last read
+	}
+	ids := map[string]plumbing.Hash{}
+	fresh := off == 0
+	if fresh {
 		buf := make([]byte, len(hdr))
 		if _, err := io.ReadFull(f, buf); err != nil || !bytes.Equal(buf, hdr) {
 			return false, nil
@@ -676,7 +741,6 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 	}
 	key := []byte("\t" + escaper.Replace(TrailerToolUseID) + "\t")
 	br := bufio.NewReaderSize(f, 256<<10)
-	first := true
 	for {
 		line, err := br.ReadSlice('\n')
 		for errors.Is(err, bufio.ErrBufferFull) { // a long record: gather it
@@ -687,20 +751,10 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 		if err != nil {
 			break // the end, or a torn last line: stop before it
 		}
-		if len(line) < 82 || !plumbing.IsHash(string(line[:40])) || !plumbing.IsHash(string(line[41:81])) {
+		if len(line) < 42 || !plumbing.IsHash(string(line[:40])) || line[40] != '\t' {
 			break
 		}
-		h, parent := plumbing.NewHash(string(line[:40])), plumbing.NewHash(string(line[41:81]))
-		if parent != prev {
-			if first && off > int64(len(hdr)) { // rewritten since the last read
-				r.smu.Lock()
-				r.idsOff, r.idsHead = 0, plumbing.ZeroHash
-				r.smu.Unlock()
-				return r.readIDs(head)
-			}
-			break
-		}
-		first = false
+		h := plumbing.NewHash(string(line[:40]))
 		if i := bytes.Index(line, key); i >= 0 {
 			v := line[i+len(key):]
 			if j := bytes.IndexAny(v, "\t\n"); j >= 0 {
@@ -712,7 +766,7 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 	}
 	r.smu.Lock()
 	defer r.smu.Unlock()
-	if r.idsOff == 0 || r.ids == nil {
+	if fresh || r.ids == nil {
 		r.ids = map[string]plumbing.Hash{}
 	}
 	for id, h := range ids {
@@ -720,4 +774,25 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 	}
 	r.idsOff, r.idsHead = off, prev
 	return prev == head, nil
+}
+
+// lastRecord is the hash of the record that ends at offset end of the
+// history index file (zero if it cannot be read back).
+func lastRecord(f *os.File, end int64) plumbing.Hash {
+	for size := int64(4 << 10); ; size *= 4 {
+		start := max(0, end-size)
+		buf := make([]byte, end-start)
+		if _, err := f.ReadAt(buf, start); err != nil || len(buf) == 0 || buf[len(buf)-1] != '\n' {
+			return plumbing.ZeroHash
+		}
+		i := bytes.LastIndexByte(buf[:len(buf)-1], '\n')
+		if i < 0 && start > 0 {
+			continue // a longer record: read further back
+		}
+		line := buf[i+1:]
+		if len(line) < 40 || !plumbing.IsHash(string(line[:40])) {
+			return plumbing.ZeroHash
+		}
+		return plumbing.NewHash(string(line[:40]))
+	}
 }

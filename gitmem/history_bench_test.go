@@ -20,7 +20,7 @@ func BenchmarkReadHistoryIndex(b *testing.B) {
 	for i := range 100000 {
 		h := plumbing.ComputeHash(plumbing.CommitObject, []byte(fmt.Sprint(i)))
 		p := fmt.Sprintf("d%d/s%d/f%04d.md", i%10, i%100/10, i%10000)
-		rec := newRec(h, parent, time.Unix(int64(1.7e9)+int64(i)*60, 0).UTC(), Signature{"bench", "bench@x"}, "memory: str_replace /memories/"+p,
+		rec := newRec(h, parentList(parent), time.Unix(int64(1.7e9)+int64(i)*60, 0).UTC(), Signature{"bench", "bench@x"}, "memory: str_replace /memories/"+p,
 			[]Trailer{{TrailerToolUseID, fmt.Sprint("toolu_gen_", i)}, {TrailerCommand, "str_replace"}, {TrailerPath, "/memories/" + p}, {TrailerSession, "s1"}})
 		rec.change(p, h)
 		recs = append(recs, rec)

@@ -69,6 +69,17 @@ func merge3(base, ours, theirs []string) ([]string, []Conflict) {
 
 // merge is merge3 with the side that fills a conflict chosen.
 func merge(base, ours, theirs []string, theirsWins bool) ([]string, []Conflict) {
+	return mergeFill(base, ours, theirs, func(c Conflict) []string {
+		if theirsWins {
+			return c.Theirs
+		}
+		return c.Ours
+	})
+}
+
+// mergeFill is merge3 with what fills a conflict's place chosen by fill
+// (a pull writes both sides between conflict markers).
+func mergeFill(base, ours, theirs []string, fill func(Conflict) []string) ([]string, []Conflict) {
 	ho, ht := lineHunks(base, ours), lineHunks(base, theirs)
 	var out []string
 	var conflicts []Conflict
@@ -106,12 +117,9 @@ func merge(base, ours, theirs []string, theirsWins bool) ([]string, []Conflict) 
 			if strings.Join(o, "") == strings.Join(t, "") {
 				out = append(out, o...)
 			} else {
-				conflicts = append(conflicts, Conflict{BaseStart: start, BaseEnd: end, Ours: o, Theirs: t})
-				if theirsWins {
-					out = append(out, t...)
-				} else {
-					out = append(out, o...)
-				}
+				c := Conflict{BaseStart: start, BaseEnd: end, Ours: o, Theirs: t}
+				conflicts = append(conflicts, c)
+				out = append(out, fill(c)...)
 			}
 		}
 		pos = end

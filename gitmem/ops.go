@@ -1,9 +1,9 @@
 package gitmem
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -27,6 +27,7 @@ type LogOptions struct {
 	Since     time.Time
 	Until     time.Time
 	Limit     int
+	Conflicts bool // only merges that resolved a conflict
 }
 
 func (o LogOptions) match(h *histRec) bool {
@@ -36,7 +37,8 @@ func (o LogOptions) match(h *histRec) bool {
 		o.Agent != "" && h.agent != o.Agent,
 		o.Command != "" && h.command != o.Command,
 		!o.Since.IsZero() && h.when.Before(o.Since),
-		!o.Until.IsZero() && h.when.After(o.Until):
+		!o.Until.IsZero() && h.when.After(o.Until),
+		o.Conflicts && trailerValue(h.trailers, TrailerConflict) == "":
 		return false
 	}
 	return len(o.Paths) == 0 || touches(h.paths, o.Paths)
@@ -81,11 +83,15 @@ func (r *Repo) indexed(progress Progress) ([]histRec, error) {
 	return r.history(head, !fresh && r.owned.Load(), progress)
 }
 
-// Log calls fn for each commit of the first-parent history that matches,
-// newest first, until fn returns an error or Limit commits were given.
+// Log calls fn for each commit of the history that matches, newest first,
+// until fn returns an error or Limit commits were given. Every commit
+// reachable from HEAD is listed, both sides of every merge, in the order
+// they reached this repository (a commit always after its parents).
 func (r *Repo) Log(ctx context.Context, opt LogOptions, progress Progress, fn func(Commit) error) error {
 	var want func([]byte) bool
 	switch {
+	case opt.Conflicts:
+		want = contains(TrailerConflict)
 	case opt.ToolUseID != "":
 		want = contains(opt.ToolUseID)
 	case len(opt.Paths) == 1 && opt.Paths[0] != "":
@@ -158,14 +164,25 @@ func (r *Repo) commitWithPaths(rev string) (Commit, error) {
 }
 
 // At returns the commit that was HEAD at time t: the newest on the
-// first-parent history made at or before t. ErrUnknownRev if none.
+// first-parent history made at or before t (a commit merged in from
+// another agent was not HEAD here; the merge that brought it was).
+// ErrUnknownRev if none.
 func (r *Repo) At(t time.Time) (Commit, error) {
+	next, err := r.headHash()
+	if err != nil {
+		return Commit{}, err
+	}
 	var found *histRec
-	err := r.scan(nil, nil, func(h *histRec) bool {
+	err = r.scan(nil, nil, func(h *histRec) bool {
+		if h.hash != next {
+			return true // the index lists parents before children: the chain comes in order
+		}
 		if !h.when.After(t) {
 			found = h
+			return false
 		}
-		return found == nil
+		next = h.parent()
+		return !next.IsZero()
 	})
 	if err != nil {
 		return Commit{}, err
@@ -235,95 +252,183 @@ type BlameLine struct {
 }
 
 // Blame attributes every line of the memory file p (relative to
-// memories/) at HEAD to the commit that last wrote it. It replays the
-// file's versions from the history index, oldest first, with a line diff
-// between each two, following the file back through renames.
+// memories/) at HEAD to the commit that last wrote it, across merges: a
+// line another agent wrote is blamed on that agent's commit, not on the
+// merge that brought it; only what a merge made itself (conflict markers)
+// is the merge's. It works as git blame does, on the history index: each
+// version of the file hands the lines it shares with a parent's version
+// to that parent's version (all of them when it is the same), and keeps
+// the rest; a file is followed back through renames.
 func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 	r.holdPacks()
 	defer r.dropPacks()
-	// The versions of the file, newest first, following renames back.
-	type version struct {
-		rec  *histRec
-		blob plumbing.Hash // zero: the file was removed here
-	}
-	var versions []version
-	cur := p
-	curText := []byte(escaper.Replace(cur)) // what a line about cur contains
-	want := func(line []byte) bool { return bytes.Contains(line, curText) }
-	var ferr error
-	err := r.scan(want, nil, func(h *histRec) bool {
-		j, ok := slices.BinarySearch(h.paths, cur)
-		if !ok {
-			return true
-		}
-		h2 := *h
-		versions = append(versions, version{&h2, h.blobs[j]})
-		if h.command == "rename" { // older versions lived at the old path
-			cur = movePath(cur, strings.TrimPrefix(h.newPath, "/memories/"), strings.TrimPrefix(h.path, "/memories/"))
-			curText = []byte(escaper.Replace(cur))
-		}
-		if ferr = ctx.Err(); ferr != nil {
-			return false
-		}
-		return true
-	})
-	if err == nil {
-		err = ferr
-	}
+	hist, err := r.indexed(nil)
 	if err != nil {
 		return nil, err
 	}
-	if len(versions) == 0 {
+	if len(hist) == 0 {
 		return nil, ErrNotExist
 	}
+	pos := make(map[plumbing.Hash]int, len(hist))
+	for i := range hist {
+		pos[hist[i].hash] = i
+	}
+	parentIdx := func(i int) []int {
+		var out []int
+		for _, ph := range hist[i].parents {
+			if j, ok := pos[ph]; ok {
+				out = append(out, j)
+			}
+		}
+		return out
+	}
+	// near[path][i] is the newest record on i's first-parent chain (i
+	// included) that changed path: the records hold changes against the
+	// first parent, so that record set the version i has.
+	near := map[string][]int{}
+	nearOf := func(path string) []int {
+		if n, ok := near[path]; ok {
+			return n
+		}
+		n := make([]int, len(hist))
+		for i := range hist {
+			n[i] = -1
+			if _, ok := slices.BinarySearch(hist[i].paths, path); ok {
+				n[i] = i
+			} else if j, ok := pos[hist[i].parent()]; ok {
+				n[i] = n[j]
+			}
+		}
+		near[path] = n
+		return n
+	}
+	// version is the record that set the version of path at record i and
+	// its blob (-1: the file does not exist there).
+	version := func(i int, path string) (int, plumbing.Hash) {
+		j := nearOf(path)[i]
+		if j < 0 {
+			return -1, plumbing.ZeroHash
+		}
+		k, _ := slices.BinarySearch(hist[j].paths, path)
+		if hist[j].blobs[k].IsZero() {
+			return -1, plumbing.ZeroHash
+		}
+		return j, hist[j].blobs[k]
+	}
+	type key struct {
+		rec  int
+		path string
+	}
+	type suspect struct {
+		blob  plumbing.Hash
+		lines map[int]int // line of this version -> line of the result
+	}
+	start, blob := version(len(hist)-1, p)
+	if start < 0 {
+		return nil, ErrNotExist
+	}
+	data, err := r.readBlob(blob)
+	if err != nil {
+		return nil, wrap("read blob", err)
+	}
+	result := splitKeep(string(data))
+	owner := make([]int, len(result))
+	suspects := map[key]*suspect{{start, p}: {blob: blob, lines: map[int]int{}}}
+	for i := range result {
+		suspects[key{start, p}].lines[i] = i
+	}
 	dmp := diffmatchpatch.New()
-	var lines []string
-	var owner []*histRec
-	for i := len(versions) - 1; i >= 0; i-- {
+	for len(suspects) > 0 {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		v := versions[i]
-		if v.blob.IsZero() {
-			lines, owner = nil, nil // deleted here; a later version starts over
-			continue
-		}
-		data, err := r.readBlob(v.blob)
-		if err != nil {
-			return nil, wrap("read blob", err)
-		}
-		next := splitKeep(string(data))
-		if owner == nil {
-			owner = make([]*histRec, len(next))
-			for j := range owner {
-				owner[j] = v.rec
+		// The newest first: every version reaches a record only after all
+		// the records above it have handed their lines down.
+		var k key
+		first := true
+		for c := range suspects {
+			if first || c.rec > k.rec || c.rec == k.rec && c.path < k.path {
+				k, first = c, false
 			}
-			lines = next
-			continue
 		}
-		a, b, table := dmp.DiffLinesToChars(strings.Join(lines, ""), string(data))
-		diffs := dmp.DiffCharsToLines(dmp.DiffMain(a, b, false), table)
-		var nowner []*histRec
-		old := 0
-		for _, d := range diffs {
-			n := len(splitKeep(d.Text))
-			switch d.Type {
-			case diffmatchpatch.DiffEqual:
-				nowner = append(nowner, owner[old:old+n]...)
-				old += n
-			case diffmatchpatch.DiffDelete:
-				old += n
-			case diffmatchpatch.DiffInsert:
-				for range n {
-					nowner = append(nowner, v.rec)
+		s := suspects[k]
+		delete(suspects, k)
+		h := &hist[k.rec]
+		from := k.path
+		if h.command == "rename" && len(h.parents) < 2 {
+			from = movePath(k.path, strings.TrimPrefix(h.newPath, "/memories/"), strings.TrimPrefix(h.path, "/memories/"))
+		}
+		hand := func(j int, b plumbing.Hash, m map[int]int) {
+			t := suspects[key{j, from}]
+			if t == nil {
+				t = &suspect{blob: b, lines: map[int]int{}}
+				suspects[key{j, from}] = t
+			}
+			maps.Copy(t.lines, m)
+		}
+		var text []string
+		parents := parentIdx(k.rec)
+		same := false
+		for _, pi := range parents { // the same version in a parent: all its lines go there
+			if j, b := version(pi, from); j >= 0 && b == s.blob {
+				hand(j, b, s.lines)
+				same = true
+				break
+			}
+		}
+		if !same {
+			for _, pi := range parents {
+				if len(s.lines) == 0 {
+					break
+				}
+				j, b := version(pi, from)
+				if j < 0 {
+					continue
+				}
+				if text == nil {
+					d, err := r.readBlob(s.blob)
+					if err != nil {
+						return nil, wrap("read blob", err)
+					}
+					text = splitKeep(string(d))
+				}
+				d, err := r.readBlob(b)
+				if err != nil {
+					return nil, wrap("read blob", err)
+				}
+				a, bb, table := dmp.DiffLinesToChars(string(d), strings.Join(text, ""))
+				handed := map[int]int{}
+				oldLine, newLine := 0, 0
+				for _, df := range dmp.DiffCharsToLines(dmp.DiffMain(a, bb, false), table) {
+					n := len(splitKeep(df.Text))
+					switch df.Type {
+					case diffmatchpatch.DiffEqual:
+						for x := range n {
+							if out, ok := s.lines[newLine+x]; ok {
+								handed[oldLine+x] = out
+								delete(s.lines, newLine+x)
+							}
+						}
+						oldLine += n
+						newLine += n
+					case diffmatchpatch.DiffDelete:
+						oldLine += n
+					case diffmatchpatch.DiffInsert:
+						newLine += n
+					}
+				}
+				if len(handed) > 0 {
+					hand(j, b, handed)
 				}
 			}
+			for _, out := range s.lines {
+				owner[out] = k.rec
+			}
 		}
-		lines, owner = next, nowner
 	}
-	out := make([]BlameLine, len(lines))
-	for i, l := range lines {
-		out[i] = BlameLine{Line: i + 1, Text: strings.TrimSuffix(l, "\n"), Commit: owner[i].commit()}
+	out := make([]BlameLine, len(result))
+	for i, l := range result {
+		out[i] = BlameLine{Line: i + 1, Text: strings.TrimSuffix(l, "\n"), Commit: hist[owner[i]].commit()}
 	}
 	return out, nil
 }

@@ -61,6 +61,7 @@ type prepared struct {
 	paths        []string // repository paths it changes in the worktree
 	rec          histRec
 	id           string
+	merged       map[string]plumbing.Hash // tool_use ids of the commits a merge or fast-forward brings (share.go)
 	commit       Commit
 	done         bool // published (durable)
 }
@@ -282,6 +283,9 @@ func (r *Repo) openLog() error {
 // prepare encodes tx as a commit on the writer's tip, in memory, and makes
 // it the new tip. Called with wmu held, after own.
 func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
+	if !tx.ff.IsZero() {
+		return r.prepareFastForward(tx) // a pull (share.go)
+	}
 	var objs []gd.Object
 	put := func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 		h := plumbing.ComputeHash(t, data)
@@ -323,8 +327,8 @@ func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	h, _ := put(plumbing.CommitObject, raw)
 	_, body, trailers := parseMessage(msg)
 	subject := oneLine(meta.Subject)
-	p := &prepared{hash: h, parent: tx.head, tree: tx.root, objs: objs, id: meta.ID(),
-		rec: newRec(h, tx.head, when, author, subject, trailers)}
+	p := &prepared{hash: h, parent: tx.head, tree: tx.root, objs: objs, id: meta.ID(), merged: tx.mergedIDs,
+		rec: newRec(h, parents, when, author, subject, trailers)}
 	diffNodes(lookup(tx.base, memDir), lookup(tx.root, memDir), "", p.rec.change)
 	p.rec.sortPaths()
 	if tx.mirror {
@@ -336,11 +340,18 @@ func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	}
 	p.commit = Commit{Hash: h.String(), Parents: ps, Author: author, Committer: r.opt.Committer,
 		Time: when, Subject: subject, Body: body, Trailers: trailers}
+	return r.enqueue(p, tx.head)
+}
+
+// enqueue makes a prepared commit the writer's tip and queues it for the
+// log. Called with wmu held.
+func (r *Repo) enqueue(p *prepared, base plumbing.Hash) (*prepared, error) {
+	objs := p.objs
 	// The new tip, unless the pipeline dropped what this was built on.
 	// Its objects are readable at once: the next transaction may build on
 	// it before it is durable.
 	r.smu.Lock()
-	if r.tip != tx.head || r.broken != nil {
+	if r.tip != base || r.broken != nil {
 		err := r.broken
 		r.smu.Unlock()
 		if err == nil {
@@ -348,9 +359,14 @@ func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 		}
 		return nil, err
 	}
-	r.tip, r.tipTree = h, tx.root
+	r.tip, r.tipTree = p.hash, p.tree
 	if p.id != "" {
 		r.waiting[p.id] = p
+	}
+	for id := range p.merged {
+		if _, done := r.ids[id]; !done {
+			r.waiting[id] = p
+		}
 	}
 	r.obj.Put(objs)
 	r.smu.Unlock()
@@ -437,11 +453,20 @@ func (r *Repo) publish(items []*prepared) {
 			r.ids[p.id] = p.hash
 			delete(r.waiting, p.id)
 		}
+		for id, h := range p.merged {
+			if _, done := r.ids[id]; !done {
+				r.ids[id] = h
+			}
+			if r.waiting[id] == p {
+				delete(r.waiting, id)
+			}
+		}
 	}
 	r.smu.Unlock()
 	r.hmu.Lock()
 	for _, p := range items {
-		if r.histLoaded && r.histTip() == p.rec.parent {
+		// A merge brings commits the index lacks: history() catches up.
+		if r.histLoaded && p.rec.hash == p.hash && len(p.rec.parents) <= 1 && r.histTip() == p.rec.parent() {
 			r.hist = append(r.hist, p.rec)
 		}
 	}
@@ -466,8 +491,10 @@ func (r *Repo) dropQueued(b *batch, err error) error {
 	r.queue = &batch{}
 	r.tip, r.tipTree = r.head, r.tree
 	for _, p := range dropped {
-		if p.id != "" && r.waiting[p.id] == p {
-			delete(r.waiting, p.id)
+		for id, w := range r.waiting {
+			if w == p {
+				delete(r.waiting, id)
+			}
 		}
 	}
 	r.broken = err
@@ -598,9 +625,19 @@ func (r *Repo) materializeLocked() error {
 // when it ends where they start (else the next reader catches up from
 // git).
 func (r *Repo) appendHistory(items []*prepared) {
-	recs := make([]histRec, len(items))
-	for i, p := range items {
-		recs[i] = p.rec
+	var recs []histRec
+	prev := items[0].parent
+	for _, p := range items {
+		// A merge or a fast-forward brings commits the file lacks: the
+		// next reader catches up from git.
+		if p.rec.hash != p.hash || len(p.rec.parents) > 1 || p.rec.parent() != prev {
+			break
+		}
+		recs = append(recs, p.rec)
+		prev = p.hash
+	}
+	if len(recs) == 0 {
+		return
 	}
 	r.hmu.Lock()
 	defer r.hmu.Unlock()

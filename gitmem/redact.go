@@ -41,6 +41,7 @@ type RedactReport struct {
 	Rewritten []Rewrite // oldest first; commits whose hash changes
 	Refs      []string  // refs that move
 	Renamed   []string  // memory paths (relative to memories/) a pattern renamed, as they are named now
+	Removed   []string  // blobs the redaction deleted (no longer in any commit), sorted
 }
 
 const redacted = "[REDACTED]"
@@ -93,7 +94,13 @@ func (r *Repo) Redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if err := r.writeRedactRecord(rec); err != nil {
 		return rep, wrap("write the redaction record", err)
 	}
-	return rep, r.finishRedaction()
+	if err := r.finishRedaction(); err != nil {
+		return rep, err
+	}
+	r.omu.Lock()
+	rep.Removed = slices.DeleteFunc(rep.Removed, func(h string) bool { return r.obj.HasObject(plumbing.NewHash(h)) })
+	r.unlockObj()
+	return rep, nil
 }
 
 // redactRecord is written (fsynced) before a redaction moves its first
@@ -229,7 +236,8 @@ type rewriter struct {
 	put     func(plumbing.ObjectType, []byte) (plumbing.Hash, error)
 	trees   map[treeKey]plumbing.Hash
 	blobs   map[plumbing.Hash]plumbing.Hash
-	renamed map[string]bool // memory paths renamed, by their new name
+	renamed map[string]bool        // memory paths renamed, by their new name
+	dropped map[plumbing.Hash]bool // blobs replaced or removed (some may still be in other files)
 }
 
 // treeKey caches a rewritten tree: a pattern renames entries only inside
@@ -245,6 +253,7 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 	var rep RedactReport
 	ow := gd.NewObjectWriter(r.gitDir)
 	rw := &rewriter{r: r, red: red, trees: map[treeKey]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{}, renamed: map[string]bool{},
+		dropped: map[plumbing.Hash]bool{},
 		put: func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 			if dry {
 				return plumbing.ComputeHash(t, data), nil
@@ -257,7 +266,8 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		return rep, nil, wrap("read the refs", err)
 	}
 	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() == plumbing.HashReference {
+		// refs/gitmem/ holds gitmem's records of redactions (share_redact.go), not memory.
+		if ref.Type() == plumbing.HashReference && !strings.HasPrefix(ref.Name().String(), "refs/gitmem/") {
 			refs[ref.Name()] = ref.Hash()
 		}
 		return nil
@@ -329,6 +339,10 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 	}
 	slices.Sort(rep.Refs)
 	rep.Renamed = slices.Sorted(maps.Keys(rw.renamed))
+	for h := range rw.dropped {
+		rep.Removed = append(rep.Removed, h.String())
+	}
+	slices.Sort(rep.Removed)
 	return rep, moved, nil
 }
 
@@ -406,6 +420,9 @@ func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) 
 		switch {
 		case p == target:
 			changed = true
+			if err := rw.drop(e); err != nil {
+				return h, err
+			}
 			continue
 		case e.Mode == filemode.Dir:
 			n, err := rw.tree(e.Hash, p)
@@ -421,6 +438,7 @@ func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) 
 			}
 		case e.Mode.IsFile() && rw.red.Blob != "" && e.Hash.String() == rw.red.Blob:
 			changed = true
+			rw.dropped[e.Hash] = true
 			continue
 		case e.Mode.IsFile() && rw.red.Match != nil:
 			n, err := rw.blob(e.Hash)
@@ -492,7 +510,28 @@ func (rw *rewriter) blob(h plumbing.Hash) (plumbing.Hash, error) {
 		}
 	}
 	rw.blobs[h] = n
+	if n != h {
+		rw.dropped[h] = true
+	}
 	return n, nil
+}
+
+// drop notes the blobs of a removed tree entry.
+func (rw *rewriter) drop(e object.TreeEntry) error {
+	if e.Mode != filemode.Dir {
+		rw.dropped[e.Hash] = true
+		return nil
+	}
+	t, err := rw.r.obj.Tree(e.Hash)
+	if err != nil {
+		return err
+	}
+	for _, k := range t.Entries {
+		if err := rw.drop(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // moveRefs points each ref at its rewritten commit, atomically per ref.

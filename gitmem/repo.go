@@ -128,6 +128,9 @@ type Repo struct {
 	index        []gd.IndexEntry // .git/index as read at start (then nil)
 	indexWritten time.Time
 
+	shareMu    sync.Mutex     // one push, pull or sync at a time (share.go)
+	redactions redactionCache // what the redactions this repository knows removed (share_redact.go)
+
 	smu       sync.RWMutex // guards the published state
 	loaded    bool
 	head      plumbing.Hash
@@ -148,27 +151,33 @@ type Repo struct {
 func Init(dir string, opt Options) (*Repo, bool, error) {
 	created := false
 	if _, err := os.Stat(filepath.Join(dir, ".git")); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, dirMode); err != nil {
-			return nil, false, wrap("create the repository folder", err)
-		}
-		_, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
-			InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
-		})
-		if err != nil {
-			return nil, false, wrap("initialise the git repository", err)
-		}
-		// The objects hold the memory's content: keep them as private as
-		// the memory files themselves.
-		if err := os.Chmod(filepath.Join(dir, ".git"), dirMode); err != nil {
-			return nil, false, wrap("initialise the git repository", err)
-		}
-		if err := gd.Mark(filepath.Join(dir, ".git")); err != nil {
-			return nil, false, wrap("initialise the git repository", err)
+		if err := initGitDir(dir); err != nil {
+			return nil, false, err
 		}
 		created = true
 	}
 	r, err := Open(dir, opt)
 	return r, created, err
+}
+
+// initGitDir creates dir (if needed) with a new git repository on branch
+// main, marked as gitmem's.
+func initGitDir(dir string) error {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return wrap("create the repository folder", err)
+	}
+	_, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
+	})
+	if err != nil {
+		return wrap("initialise the git repository", err)
+	}
+	// The objects hold the memory's content: keep them as private as the
+	// memory files themselves.
+	if err := os.Chmod(filepath.Join(dir, ".git"), dirMode); err != nil {
+		return wrap("initialise the git repository", err)
+	}
+	return wrap("initialise the git repository", gd.Mark(filepath.Join(dir, ".git")))
 }
 
 // Open opens the gitmem repository in dir. Under the writer lock it first
@@ -638,6 +647,13 @@ func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 			if err := r.durable(p); err != nil {
 				return Commit{}, err
 			}
+			if h, ok := p.merged[id]; ok { // it came with a merge (share.go)
+				c, err := r.Commit(h.String())
+				if err != nil {
+					return Commit{}, err
+				}
+				return c, &AppliedError{ID: id, Commit: c}
+			}
 			return p.commit, &AppliedError{ID: id, Commit: p.commit}
 		case done:
 			unlock()
@@ -846,7 +862,12 @@ func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 	}
 	h, err := repo.ResolveRevision(plumbing.Revision(rev))
 	if err != nil {
-		return plumbing.ZeroHash, ErrUnknownRev
+		// A commit in a pack another process (or a fetch) wrote since
+		// go-git listed the packs: list them again, once.
+		r.obj.Reindex()
+		if h, err = repo.ResolveRevision(plumbing.Revision(rev)); err != nil {
+			return plumbing.ZeroHash, ErrUnknownRev
+		}
 	}
 	return *h, nil
 }

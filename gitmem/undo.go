@@ -432,11 +432,23 @@ func staleIn(hist []histRec, files map[string]string, cutoff time.Time, keep []s
 			return nil, fmt.Errorf("gitmem: bad --keep pattern %q", g)
 		}
 	}
+	// The last change to a file is the newest commit, on either side of
+	// any merge, that changed it. A merge commit lists what it brought
+	// from the other side, whose own commits are in the history too: it
+	// counts only for the files it resolved a conflict in.
 	last := map[string]*histRec{}
-	for i := len(hist) - 1; i >= 0 && len(last) < len(files); i-- {
-		for _, p := range hist[i].paths {
-			if _, ok := files[p]; ok && last[p] == nil {
-				last[p] = &hist[i]
+	for i := range hist {
+		h := &hist[i]
+		var resolved map[string]bool
+		if len(h.parents) > 1 {
+			resolved = h.conflictPaths()
+		}
+		for _, p := range h.paths {
+			if _, ok := files[p]; !ok || (resolved != nil && !resolved[p]) {
+				continue
+			}
+			if l := last[p]; l == nil || h.when.After(l.when) {
+				last[p] = h
 			}
 		}
 	}

@@ -130,13 +130,18 @@ func (v *View) Usage() Usage {
 // when the function given to Repo.Update returns nil.
 type Tx struct {
 	View
-	base     *node           // the tree the transaction started from
-	merged   []plumbing.Hash // further parents of the commit (a merge)
-	ops      []op
-	trailers []Trailer // set in the commit message by SetTrailer
-	extra    []Trailer // appended to the commit message by AddTrailer
-	subject  string    // replaces the Meta's subject when set
-	mirror   bool      // apply to the worktree after the commit
+	base   *node           // the tree the transaction started from
+	merged []plumbing.Hash // further parents of the commit (a merge)
+	// A pull (share.go): ff moves the branch to this fetched commit
+	// instead of committing; mergedIDs are the tool_use ids the commits a
+	// merge or fast-forward brings had applied.
+	ff        plumbing.Hash
+	mergedIDs map[string]plumbing.Hash
+	ops       []op
+	trailers  []Trailer // set in the commit message by SetTrailer
+	extra     []Trailer // appended to the commit message by AddTrailer
+	subject   string    // replaces the Meta's subject when set
+	mirror    bool      // apply to the worktree after the commit
 }
 
 // SetSubject replaces the commit's subject, for changes whose subject

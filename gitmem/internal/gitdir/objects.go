@@ -34,6 +34,7 @@ type Store struct {
 
 	ovmu    sync.RWMutex // guards overlay (which Put and Drop change while reads go on)
 	overlay map[plumbing.Hash]*held
+	shared  *Store // View's: whose overlay this Store reads too
 }
 
 type held struct {
@@ -73,6 +74,11 @@ func (s *Store) Drop(objs []Object) {
 }
 
 func (s *Store) fromOverlay(h plumbing.Hash) (Object, bool) {
+	if s.shared != nil {
+		if o, ok := s.shared.fromOverlay(h); ok {
+			return o, true
+		}
+	}
 	s.ovmu.RLock()
 	defer s.ovmu.RUnlock()
 	o, ok := s.overlay[h]
@@ -88,6 +94,17 @@ func Open(gitDir string) *Store {
 	// them for every object otherwise); Release closes them.
 	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8<<20), filesystem.Options{KeepDescriptors: true})
 	return &Store{Dir: gitDir, st: st, packs: &packSet{dir: filepath.Join(gitDir, "objects", "pack")}}
+}
+
+// View returns another Store of the same repository, for long work in
+// another goroutine (a sync's walks, packs to send): its own pack files
+// and caches, so that neither waits for the other, and the objects held
+// in memory (Put: commits durable in the log, not yet in git's files)
+// read through from s. Close it when done.
+func (s *Store) View() *Store {
+	v := Open(s.Dir)
+	v.shared = s
+	return v
 }
 
 // Storage is go-git's storage, for go-git's own algorithms (revision

@@ -178,3 +178,49 @@ func openLockFile(path string) (*os.File, error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// ListRefs returns every ref under refs/ that names an object: loose ref
+// files (a lock file is another writer's, not a ref) over packed-refs.
+// go-git's listing reads lock files too, and fails on one that is being
+// written.
+func ListRefs(gitDir string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	if data, err := os.ReadFile(filepath.Join(gitDir, "packed-refs")); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if h, n, ok := strings.Cut(line, " "); ok && plumbing.IsHash(h) && ValidRefName(n) && strings.HasPrefix(n, "refs/") {
+				out[plumbing.ReferenceName(n)] = plumbing.NewHash(h)
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	root := filepath.Join(gitDir, "refs")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // a ref folder removed meanwhile
+			}
+			return err
+		}
+		if d.IsDir() || strings.HasSuffix(p, ".lock") {
+			return nil
+		}
+		rel, _ := filepath.Rel(gitDir, p)
+		name := filepath.ToSlash(rel)
+		if !ValidRefName(name) {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if s := strings.TrimSpace(string(data)); plumbing.IsHash(s) {
+			out[plumbing.ReferenceName(name)] = plumbing.NewHash(s)
+		}
+		return nil
+	})
+	return out, err
+}

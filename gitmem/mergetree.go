@@ -1,0 +1,797 @@
+package gitmem
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// Merging a remote's history into the memory. The merge is one
+// transaction of Repo.Update: the merged files are written into the
+// transaction and the remote's commit becomes the commit's second parent,
+// so the worktree, the journal, hand-edit adoption and the history index
+// work as for any change. When the memory has nothing the remote lacks,
+// the branch moves to the remote's commit instead (a fast-forward), if
+// that commit's tree is one gitmem would have made itself.
+//
+// Nothing is lost: changes to different files combine; changes to one
+// file are merged line by line against the merge base; a true conflict
+// keeps both sides where the model can read them (see docs/protocol.md,
+// "Merges"), and the merge commit names every conflict in a
+// Memory-Conflict trailer.
+//
+// What a remote holds is not trusted: a change the memory could not hold
+// — a symlink, a submodule, a name no model could write (.git*, control
+// characters, a path outside memories/), a file over the size limit — is
+// not taken; the memory keeps what it had there, and a Memory-Ignored
+// trailer says what was left out and why. An executable file is taken as
+// a regular file.
+
+// Trailers of merge commits.
+const (
+	TrailerConflict = "Memory-Conflict"
+	TrailerIgnored  = "Memory-Ignored"
+)
+
+// MergeConflict is a path both sides changed in ways that do not combine.
+// Kind is "content" or "add/add" (both versions are in the file between
+// conflict markers), or "LOCAL/REMOTE" for what each side did to the file
+// — "edit/delete", "delete/edit", "rename/edit", "edit/rename",
+// "rename/delete", "delete/rename", "rename/rename" — where the version
+// that was edited, renamed or both is kept; "file/folder": the remote's
+// file is kept beside the local folder under a new name (Path).
+type MergeConflict struct {
+	Kind string
+	Path string // relative to memories/: where the result is
+}
+
+// IgnoredEntry is something of the remote's tree a merge did not take.
+type IgnoredEntry struct {
+	Path   string // repository path (memories/... or outside it)
+	Reason string
+}
+
+// errUpToDate ends a pull transaction that has nothing to merge.
+var errUpToDate = errors.New("already up to date")
+
+// maxIgnoredTrailers bounds the Memory-Ignored trailers of one merge.
+const maxIgnoredTrailers = 100
+
+// fentry is a file of a tree: its blob and mode (zero hash: absent).
+type fentry struct {
+	hash plumbing.Hash
+	mode filemode.FileMode
+}
+
+func (e fentry) present() bool { return !e.hash.IsZero() }
+
+// fchange is a path that differs between two trees.
+type fchange struct{ old, new fentry }
+
+// merger merges the remote commit theirs into a transaction over HEAD.
+type merger struct {
+	r      *Repo
+	g      *gd.Graph
+	st     *gd.Store
+	label  string // how the remote's side is named: origin/main
+	theirs plumbing.Hash
+	limits policy.Limits
+
+	conflicts []MergeConflict
+	ignored   []IgnoredEntry
+	commits   int // commits the merge brings
+	ff        bool
+}
+
+// run computes the merge into tx: a fast-forward, a merge commit's tree,
+// or errUpToDate.
+func (m *merger) run(tx *Tx) error {
+	m.conflicts, m.ignored, m.ff = nil, nil, false
+	ours := tx.head
+	if ours == m.theirs {
+		return errUpToDate
+	}
+	if !ours.IsZero() {
+		if in, err := m.g.IsAncestor(m.theirs, ours); err != nil {
+			return wrap("read the history", err)
+		} else if in {
+			return errUpToDate
+		}
+	}
+	var base plumbing.Hash
+	var err error
+	if !ours.IsZero() {
+		if base, err = m.g.MergeBase(ours, m.theirs); err != nil {
+			return wrap("find the merge base", err)
+		}
+	}
+	theirCommits, err := m.g.Exclusive([]plumbing.Hash{m.theirs}, parentList(ours))
+	if err != nil {
+		return wrap("read the remote's history", err)
+	}
+	ourCommits, err := m.g.Exclusive(parentList(ours), []plumbing.Hash{m.theirs})
+	if err != nil {
+		return wrap("read the history", err)
+	}
+	m.commits = len(theirCommits)
+	tx.mergedIDs = map[string]plumbing.Hash{}
+	for _, c := range theirCommits {
+		_, _, trailers := parseMessage(c.Message)
+		if id := trailerValue(trailers, TrailerToolUseID); id != "" {
+			tx.mergedIDs[id] = c.Hash
+		}
+	}
+	bRoot, oRoot, tRoot, err := m.roots(base, ours)
+	if err != nil {
+		return err
+	}
+	m.checkOutside(bRoot, tRoot)
+	dT := map[string]fchange{}
+	if err := m.diff(m.memTree(bRoot), m.memTree(tRoot), "", dT); err != nil {
+		return wrap("compare the remote's tree", err)
+	}
+	sanitized := m.sanitize(dT)
+	if base == ours && len(m.ignored) == 0 && !sanitized {
+		m.ff = true
+		return m.fastForward(tx, dT)
+	}
+	dO := map[string]fchange{}
+	if err := m.diff(m.memTree(bRoot), m.memTree(oRoot), "", dO); err != nil {
+		return wrap("compare the trees", err)
+	}
+	if err := m.combine(tx, dO, dT, renames(dO, ourCommits), renames(dT, theirCommits)); err != nil {
+		return err
+	}
+	if err := m.checkLimits(tx); err != nil {
+		return err
+	}
+	tx.merged = []plumbing.Hash{m.theirs}
+	tx.SetSubject(fmt.Sprintf("memory: merge %s (%d commit(s))", m.label, m.commits))
+	tx.AddTrailer("Merge-Remote", m.label)
+	tx.AddTrailer("Merge-Head", m.theirs.String())
+	for _, c := range m.conflicts {
+		tx.AddTrailer(TrailerConflict, c.Kind+" "+policy.Display(c.Path))
+	}
+	for i, ig := range m.ignored {
+		if i == maxIgnoredTrailers {
+			tx.AddTrailer(TrailerIgnored, fmt.Sprintf("and %d more", len(m.ignored)-i))
+			break
+		}
+		tx.AddTrailer(TrailerIgnored, ig.Path+" ("+ig.Reason+")")
+	}
+	return nil
+}
+
+// roots reads the root trees of the merge base, ours and theirs.
+func (m *merger) roots(base, ours plumbing.Hash) (b, o, t plumbing.Hash, err error) {
+	for _, x := range []struct {
+		commit plumbing.Hash
+		tree   *plumbing.Hash
+	}{{base, &b}, {ours, &o}, {m.theirs, &t}} {
+		if x.commit.IsZero() {
+			continue
+		}
+		c, cerr := m.g.Commit(x.commit)
+		if cerr != nil {
+			return b, o, t, wrap("read a commit", cerr)
+		}
+		*x.tree = c.TreeHash
+	}
+	return b, o, t, nil
+}
+
+// memTree is the memories/ subtree of a root tree (zero: none).
+func (m *merger) memTree(root plumbing.Hash) plumbing.Hash {
+	if root.IsZero() {
+		return root
+	}
+	t, err := m.st.Tree(root)
+	if err != nil {
+		return plumbing.ZeroHash
+	}
+	for _, e := range t.Entries {
+		if e.Name == memDir && e.Mode == filemode.Dir {
+			return e.Hash
+		}
+	}
+	return plumbing.ZeroHash
+}
+
+// checkOutside notes the entries of the remote's root, other than
+// memories/, that changed since the merge base: a gitmem memory holds
+// nothing else, and the merge does not take them.
+func (m *merger) checkOutside(base, theirs plumbing.Hash) {
+	entries := func(h plumbing.Hash) map[string]object.TreeEntry {
+		out := map[string]object.TreeEntry{}
+		if h.IsZero() {
+			return out
+		}
+		if t, err := m.st.Tree(h); err == nil {
+			for _, e := range t.Entries {
+				out[e.Name] = e
+			}
+		}
+		return out
+	}
+	b, t := entries(base), entries(theirs)
+	for _, name := range slices.Sorted(maps.Keys(t)) {
+		e := t[name]
+		if name == memDir && e.Mode == filemode.Dir {
+			continue
+		}
+		if be, ok := b[name]; !ok || be.Hash != e.Hash || be.Mode != e.Mode {
+			m.ignore(oneLine(name), "outside memories/")
+		}
+	}
+	if e, ok := t[memDir]; ok && e.Mode != filemode.Dir {
+		m.ignore(memDir, "not a folder")
+	}
+}
+
+func (m *merger) ignore(path, reason string) {
+	m.ignored = append(m.ignored, IgnoredEntry{Path: path, Reason: reason})
+}
+
+// diff records in out every file path (relative to memories/) that
+// differs between trees a and b, skipping equal subtrees. A path longer
+// than a memory path can be is not followed.
+func (m *merger) diff(a, b plumbing.Hash, prefix string, out map[string]fchange) error {
+	if a == b {
+		return nil
+	}
+	if len(prefix) > policy.MaxPathBytes {
+		out[prefix] = fchange{new: fentry{hash: b, mode: filemode.Dir}}
+		return nil
+	}
+	ea, err := m.entries(a)
+	if err != nil {
+		return err
+	}
+	eb, err := m.entries(b)
+	if err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(mapUnion(ea, eb))) {
+		x, y := ea[name], eb[name]
+		if x.Hash == y.Hash && x.Mode == y.Mode {
+			continue
+		}
+		p := join2(prefix, name)
+		var xt, yt plumbing.Hash
+		var xf, yf fentry
+		if x.Mode == filemode.Dir {
+			xt = x.Hash
+		} else if !x.Hash.IsZero() {
+			xf = fentry{x.Hash, x.Mode}
+		}
+		if y.Mode == filemode.Dir {
+			yt = y.Hash
+		} else if !y.Hash.IsZero() {
+			yf = fentry{y.Hash, y.Mode}
+		}
+		if xf.present() || yf.present() {
+			out[p] = fchange{old: xf, new: yf}
+		}
+		if !xt.IsZero() || !yt.IsZero() {
+			if err := m.diff(xt, yt, p, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func mapUnion(a, b map[string]object.TreeEntry) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+func (m *merger) entries(h plumbing.Hash) (map[string]object.TreeEntry, error) {
+	out := map[string]object.TreeEntry{}
+	if h.IsZero() {
+		return out, nil
+	}
+	t, err := m.st.Tree(h)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range t.Entries {
+		out[e.Name] = e
+	}
+	return out, nil
+}
+
+// sanitize checks every entry the remote's side sets: a path, mode or
+// size the memory cannot hold is not taken (its change is dropped, so the
+// memory keeps what it had) and noted; an executable file becomes a
+// regular one. It reports whether it made any change.
+func (m *merger) sanitize(d map[string]fchange) bool {
+	changed := false
+	for _, p := range slices.Sorted(maps.Keys(d)) {
+		c := d[p]
+		if !c.new.present() {
+			if checkRel(p) != nil { // the remote deleted something the memory cannot hold anyway
+				delete(d, p)
+			}
+			continue
+		}
+		reason := ""
+		switch {
+		case checkRel(p) != nil:
+			reason = "not a valid memory path"
+		case c.new.mode == filemode.Symlink:
+			reason = "a symlink"
+		case c.new.mode == filemode.Submodule:
+			reason = "a submodule"
+		case c.new.mode == filemode.Dir:
+			reason = "nested too deep"
+		case c.new.mode != filemode.Regular && c.new.mode != filemode.Executable && c.new.mode != filemode.Deprecated:
+			reason = "not a regular file"
+		}
+		if reason == "" {
+			if n, err := m.st.Size(c.new.hash); err != nil {
+				reason = "its content is missing"
+			} else if m.limits.MaxFileBytes > 0 && n > m.limits.MaxFileBytes {
+				reason = fmt.Sprintf("%d bytes, over the limit of %d per file", n, m.limits.MaxFileBytes)
+			}
+		}
+		if reason != "" {
+			m.ignore(memDir+"/"+displayPath(p), reason)
+			delete(d, p)
+			changed = true
+			continue
+		}
+		if c.new.mode != filemode.Regular {
+			c.new.mode = filemode.Regular
+			d[p] = c
+			changed = true
+		}
+	}
+	return changed
+}
+
+// displayPath is a path from a tree as it can be shown on one line.
+func displayPath(p string) string {
+	if len(p) > 300 {
+		p = p[:300] + "..."
+	}
+	return strings.ToValidUTF8(oneLine(p), "\uFFFD")
+}
+
+// fastForward makes tx the remote's tree, for the branch to move to it.
+func (m *merger) fastForward(tx *Tx, dT map[string]fchange) error {
+	c, err := m.g.Commit(m.theirs)
+	if err != nil {
+		return wrap("read the remote's commit", err)
+	}
+	m.r.omu.Lock()
+	root, err := m.r.loadTree(c.TreeHash, tx.root, "")
+	m.r.unlockObj()
+	if err != nil {
+		return err
+	}
+	if err := m.checkUsage(lookup(root, memDir), lookup(tx.root, memDir)); err != nil {
+		return err
+	}
+	tx.root = root
+	paths := slices.Sorted(maps.Keys(dT))
+	for _, p := range paths {
+		if !dT[p].new.present() {
+			tx.ops = append(tx.ops, op{kind: 'r', from: p})
+		}
+	}
+	for _, p := range paths {
+		if dT[p].new.present() {
+			tx.ops = append(tx.ops, op{kind: 'w', to: p})
+		}
+	}
+	tx.ff = m.theirs
+	return nil
+}
+
+// renames finds what one side renamed: the base path a file had, to the
+// path it has on that side. The side's rename commits (their
+// Memory-Command: rename trailers, oldest first) say where a file went,
+// also when it was edited after; a file deleted at one path and added
+// with the same content at another (an adopted hand rename) counts too.
+func renames(d map[string]fchange, commits []*object.Commit) map[string]string {
+	out := map[string]string{}
+	track := map[string]string{} // base path deleted on this side -> where it went
+	for p, c := range d {
+		if c.old.present() && !c.new.present() {
+			track[p] = p
+		}
+	}
+	if len(track) == 0 {
+		return out
+	}
+	for _, c := range commits {
+		_, _, trailers := parseMessage(c.Message)
+		if trailerValue(trailers, TrailerCommand) != "rename" {
+			continue
+		}
+		from := strings.TrimPrefix(trailerValue(trailers, TrailerPath), "/memories/")
+		to := strings.TrimPrefix(trailerValue(trailers, TrailerNewPath), "/memories/")
+		if from == "" || to == "" {
+			continue
+		}
+		for bp, cur := range track {
+			track[bp] = movePath(cur, from, to)
+		}
+	}
+	taken := map[string]bool{}
+	added := func(p string) bool { c, ok := d[p]; return ok && !c.old.present() && c.new.present() }
+	for _, bp := range slices.Sorted(maps.Keys(track)) {
+		if cur := track[bp]; cur != bp && added(cur) && !taken[cur] {
+			out[bp], taken[cur] = cur, true
+		}
+	}
+	byBlob := map[plumbing.Hash][]string{}
+	for _, p := range slices.Sorted(maps.Keys(d)) {
+		if added(p) && !taken[p] {
+			byBlob[d[p].new.hash] = append(byBlob[d[p].new.hash], p)
+		}
+	}
+	for _, bp := range slices.Sorted(maps.Keys(track)) {
+		if _, ok := out[bp]; ok {
+			continue
+		}
+		if l := byBlob[d[bp].old.hash]; len(l) > 0 {
+			out[bp] = l[0]
+			byBlob[d[bp].old.hash] = l[1:]
+		}
+	}
+	return out
+}
+
+// result is what the merge does to one path.
+type result struct {
+	entry fentry // an existing blob (the remote's version) ...
+	data  []byte // ... or new content (a line merge)
+}
+
+// combine applies the remote's changes (dT, against the merge base) to
+// the transaction, which holds ours, in the light of our own (dO).
+func (m *merger) combine(tx *Tx, dO, dT map[string]fchange, renO, renT map[string]string) error {
+	writes := map[string]result{}
+	var removes []string
+	oursAt := func(p string) fentry {
+		n := lookup(tx.base, full(p))
+		if !n.isFile() {
+			return fentry{}
+		}
+		return fentry{n.hash, n.mode}
+	}
+	baseAt := func(p string) fentry {
+		if c, ok := dO[p]; ok {
+			return c.old
+		}
+		if c, ok := dT[p]; ok {
+			return c.old
+		}
+		return oursAt(p) // neither side changed it
+	}
+	theirTarget := map[string]bool{}
+	for _, q := range renT {
+		theirTarget[q] = true
+	}
+	// take puts the remote's version t of a file at q, merging with
+	// what we have there.
+	take := func(q string, t, base fentry) error {
+		o := oursAt(q)
+		switch {
+		case !o.present():
+			writes[q] = result{entry: t}
+		case o.hash == t.hash:
+		case o == base:
+			writes[q] = result{entry: t}
+		default:
+			data, clean, err := m.merge3(base, o, t)
+			if err != nil {
+				return err
+			}
+			writes[q] = result{data: data}
+			if !base.present() {
+				m.conflict("add/add", q)
+			} else if !clean {
+				m.conflict("content", q)
+			}
+		}
+		return nil
+	}
+	// mergeInto writes the three-way merge of base, ours at oq and
+	// theirs t at q.
+	mergeInto := func(q string, base fentry, oq string, t fentry, kind string) error {
+		data, _, err := m.merge3(base, oursAt(oq), t)
+		if err != nil {
+			return err
+		}
+		writes[q] = result{data: data}
+		m.conflict(kind, q)
+		return nil
+	}
+	for _, bp := range slices.Sorted(maps.Keys(dT)) {
+		c := dT[bp]
+		if !c.old.present() {
+			continue // added on their side: below
+		}
+		oq, oRenamed := renO[bp]
+		oc, oChanged := dO[bp]
+		oDeleted := oChanged && !oc.new.present() && !oRenamed
+		tq, tRenamed := renT[bp]
+		var err error
+		switch {
+		case tRenamed:
+			t := dT[tq].new
+			switch {
+			case oRenamed && oq == tq: // both moved it to the same place
+				if o := oursAt(tq); o.hash != t.hash {
+					data, clean, merr := m.merge3(c.old, o, t)
+					writes[tq], err = result{data: data}, merr
+					if !clean {
+						m.conflict("content", tq)
+					}
+				}
+			case oRenamed:
+				writes[tq] = result{entry: t}
+				m.conflict("rename/rename", tq)
+			case oDeleted:
+				writes[tq] = result{entry: t}
+				m.conflict("delete/rename", tq)
+			case oChanged:
+				removes = append(removes, bp)
+				err = mergeInto(tq, c.old, bp, t, "edit/rename")
+			default:
+				removes = append(removes, bp)
+				err = take(tq, t, baseAt(tq))
+			}
+		case c.new.present(): // they edited it
+			switch {
+			case oRenamed:
+				err = mergeInto(oq, c.old, oq, c.new, "rename/edit")
+			case oDeleted:
+				writes[bp] = result{entry: c.new}
+				m.conflict("delete/edit", bp)
+			default:
+				err = take(bp, c.new, c.old)
+			}
+		default: // they deleted it
+			switch {
+			case oRenamed:
+				m.conflict("rename/delete", oq)
+			case oDeleted:
+			case oChanged:
+				m.conflict("edit/delete", bp)
+			default:
+				removes = append(removes, bp)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, q := range slices.Sorted(maps.Keys(dT)) {
+		if c := dT[q]; !c.old.present() && !theirTarget[q] {
+			if err := take(q, c.new, fentry{}); err != nil {
+				return err
+			}
+		}
+	}
+	return m.apply(tx, removes, writes)
+}
+
+func (m *merger) conflict(kind, p string) {
+	m.conflicts = append(m.conflicts, MergeConflict{Kind: kind, Path: p})
+}
+
+// Conflict markers. A region both sides changed differently is written
+// as both versions, ours first.
+const (
+	markerOurs   = "<<<<<<< "
+	markerSep    = "=======\n"
+	markerTheirs = ">>>>>>> "
+)
+
+// merge3 merges three versions of a file (absent ones are empty): a
+// region both changed differently holds both versions between conflict
+// markers. It reports whether there was no such region.
+func (m *merger) merge3(base, ours, theirs fentry) ([]byte, bool, error) {
+	var texts [3][]string
+	for i, e := range []fentry{base, ours, theirs} {
+		if !e.present() {
+			continue
+		}
+		data, err := m.st.Blob(e.hash)
+		if err != nil {
+			return nil, false, wrap("read a file to merge", err)
+		}
+		texts[i] = splitKeep(string(data))
+	}
+	local := "local " + m.r.shortHead()
+	remote := m.label + " " + m.theirs.String()[:7]
+	lines, conflicts := mergeFill(texts[0], texts[1], texts[2], func(c Conflict) []string {
+		out := []string{markerOurs + local + "\n"}
+		out = append(out, endLine(c.Ours)...)
+		out = append(out, markerSep)
+		out = append(out, endLine(c.Theirs)...)
+		return append(out, markerTheirs+remote+"\n")
+	})
+	return []byte(strings.Join(lines, "")), len(conflicts) == 0, nil
+}
+
+// endLine makes sure the last line ends with a newline, so that a marker
+// after it starts a line of its own.
+func endLine(lines []string) []string {
+	if n := len(lines); n > 0 && !strings.HasSuffix(lines[n-1], "\n") {
+		lines = append(slices.Clip(lines[:n-1]), lines[n-1]+"\n")
+	}
+	return lines
+}
+
+// shortHead is the short hash of the commit a transaction's merge is on.
+func (r *Repo) shortHead() string {
+	r.smu.RLock()
+	defer r.smu.RUnlock()
+	return r.head.String()[:7]
+}
+
+// apply writes the merge's result into the transaction: removals first,
+// then the files. A file that cannot go where the remote had it (a folder
+// is there, or a file where its folder should be) is written beside, its
+// first clashing name suffixed with ~REMOTE.
+func (m *merger) apply(tx *Tx, removes []string, writes map[string]result) error {
+	for _, p := range removes {
+		if _, ok := writes[p]; ok {
+			continue
+		}
+		if err := tx.Remove(p); err != nil && !errors.Is(err, ErrNotExist) {
+			return err
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(writes)) {
+		w := writes[p]
+		q := p
+		for attempt := 1; ; attempt++ {
+			err := m.write(tx, q, w)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrIsDir) && !errors.Is(err, ErrNotDir) || attempt > 10 {
+				return err
+			}
+			q = m.besidePath(tx, p, attempt)
+			if attempt == 1 {
+				m.conflict("file/folder", q)
+			} else {
+				m.conflicts[len(m.conflicts)-1].Path = q
+			}
+		}
+	}
+	return nil
+}
+
+func (m *merger) write(tx *Tx, p string, w result) error {
+	if w.entry.present() {
+		size, err := m.st.Size(w.entry.hash)
+		if err != nil {
+			return wrap("read a file to merge", err)
+		}
+		return tx.putBlob(p, w.entry.hash, size)
+	}
+	return tx.WriteFile(p, w.data)
+}
+
+// besidePath renames the first component of p that clashes with what the
+// transaction holds (a file where a folder is needed, or a folder where
+// the file goes): name~REMOTE, then name~REMOTE-2, ...
+func (m *merger) besidePath(tx *Tx, p string, attempt int) string {
+	suffix := "~" + strings.SplitN(m.label, "/", 2)[0]
+	if attempt > 1 {
+		suffix += fmt.Sprintf("-%d", attempt)
+	}
+	parts := strings.Split(p, "/")
+	for i := range parts {
+		n := lookup(tx.root, full(strings.Join(parts[:i+1], "/")))
+		if n == nil {
+			break
+		}
+		if last := i == len(parts)-1; !last && !n.isDir() || last && n.isDir() {
+			parts[i] += suffix
+			return strings.Join(parts, "/")
+		}
+	}
+	return p + suffix
+}
+
+// checkLimits refuses a merge whose result is over the memory's limits
+// (when the memory was not already over them).
+func (m *merger) checkLimits(tx *Tx) error {
+	return m.checkUsage(lookup(tx.root, memDir), lookup(tx.base, memDir))
+}
+
+func (m *merger) checkUsage(after, before *node) error {
+	files, size := 0, int64(0)
+	if after.isDir() {
+		files, size = after.files, after.size
+	}
+	bf, bs := 0, int64(0)
+	if before.isDir() {
+		bf, bs = before.files, before.size
+	}
+	l := m.limits
+	switch {
+	case l.MaxFiles > 0 && files > l.MaxFiles && files > bf:
+		return &LimitError{What: fmt.Sprintf("%d files, over the limit of %d", files, l.MaxFiles)}
+	case l.MaxTotalBytes > 0 && size > l.MaxTotalBytes && size > bs:
+		return &LimitError{What: fmt.Sprintf("%d bytes, over the limit of %d", size, l.MaxTotalBytes)}
+	}
+	return nil
+}
+
+// LimitError refuses a pull whose result would pass the memory's limits;
+// nothing was merged.
+type LimitError struct{ What string }
+
+func (e *LimitError) Error() string {
+	return "gitmem: the merged memory would hold " + e.What + "; nothing was merged (raise the limit to take it)"
+}
+
+// putBlob makes p hold an existing blob (already in the object store).
+func (tx *Tx) putBlob(p string, h plumbing.Hash, size int64) error {
+	if p == "" {
+		return ErrIsDir
+	}
+	if err := checkRel(p); err != nil {
+		return err
+	}
+	if old := lookup(tx.root, full(p)); old.isDir() {
+		return ErrIsDir
+	}
+	root, err := with(tx.root, split(full(p)), &node{mode: filemode.Regular, hash: h, size: size})
+	if err != nil {
+		return err
+	}
+	tx.root = root
+	tx.ops = append(tx.ops, op{kind: 'w', to: p})
+	return nil
+}
+
+// addMergedIDs records the tool_use ids the commits a merge or
+// fast-forward brought had applied: retrying one of them here is answered
+// from that commit, never applied twice. Called with smu held.
+func (r *Repo) addMergedIDs(tx *Tx) {
+	for id, h := range tx.mergedIDs {
+		if _, ok := r.ids[id]; !ok {
+			r.ids[id] = h
+		}
+	}
+}
+
+// conflictPaths are the memory paths a merge commit's Memory-Conflict
+// trailers name (never nil).
+func (h *histRec) conflictPaths() map[string]bool {
+	out := map[string]bool{}
+	for _, t := range h.trailers {
+		if strings.EqualFold(t.Key, TrailerConflict) {
+			if _, p, ok := strings.Cut(t.Value, " "); ok {
+				out[strings.TrimPrefix(p, "/memories/")] = true
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,717 @@
+package gitmem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/gitmem/internal/remote"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// Sharing a memory through git remotes: several agents, on several
+// machines, each with its own clone, sync through one remote (any git
+// server, a bare repository by path, ssh, http or git://).
+//
+// A pull fetches without the writer lock (a slow remote never holds up a
+// tool call), storing the objects durably, then merges under the lock as
+// one Update (see mergetree.go). A push computes the objects the remote
+// lacks from what changed, sends them as one pack and moves the remote's
+// branch only if it still holds what was seen (compare-and-swap); a
+// remote that moved is never overwritten (never a force-push): sync
+// fetches, merges and pushes again.
+
+// Remote is a git remote of the repository.
+type Remote struct {
+	Name string
+	URL  string
+}
+
+// RemoteAuth holds credentials for remotes. They come from flags or the
+// environment and are never written into the repository.
+type RemoteAuth struct {
+	User             string // HTTP user, or ssh user when the URL has none
+	Password         string
+	Token            string // HTTP: the password of basic auth (user default x-access-token)
+	SSHKey           string // a private key file; else the ssh agent
+	SSHKeyPassphrase string
+}
+
+// SyncOptions tune push, pull, sync and clone.
+type SyncOptions struct {
+	Auth RemoteAuth
+	// Limits are what a file from the remote may be and what the merged
+	// memory may hold (zero: policy.DefaultLimits).
+	Limits policy.Limits
+	// MaxFetchBytes bounds what one fetch may bring (default 1 GiB).
+	MaxFetchBytes int64
+	// Retries is how often sync fetches and merges again when the remote
+	// moved while it pushed (default 5).
+	Retries int
+	// Author of merge commits (default: the operator).
+	Author Signature
+}
+
+func (o *SyncOptions) defaults() {
+	d := policy.DefaultLimits
+	if o.Limits.MaxFileBytes == 0 {
+		o.Limits.MaxFileBytes = d.MaxFileBytes
+	}
+	if o.Limits.MaxTotalBytes == 0 {
+		o.Limits.MaxTotalBytes = d.MaxTotalBytes
+	}
+	if o.Limits.MaxFiles == 0 {
+		o.Limits.MaxFiles = d.MaxFiles
+	}
+	if o.MaxFetchBytes == 0 {
+		o.MaxFetchBytes = 1 << 30
+	}
+	if o.Retries == 0 {
+		o.Retries = 5
+	}
+}
+
+// SyncResult says what a push, pull or sync did.
+type SyncResult struct {
+	Fetched     int    // objects received
+	FastForward string // the commit the branch moved to, when a pull fast-forwarded
+	Merge       string // the merge commit a pull made
+	Merged      int    // commits the pull brought
+	Conflicts   []MergeConflict
+	Ignored     []IgnoredEntry
+	Pushed      int // commits sent
+	Retries     int // times sync fetched and merged again because the remote moved
+	Redactions  int // redactions of other clones applied here
+	UpToDate    bool
+}
+
+// Errors of sharing.
+var (
+	ErrNoRemote     = errors.New("gitmem: no such remote")
+	ErrRemoteExists = errors.New("gitmem: a remote of that name exists")
+	// ErrNonFastForward: the remote has commits this memory lacks; a push
+	// would lose them. Pull (or sync) first.
+	ErrNonFastForward = errors.New("gitmem: the remote has changes this memory does not have yet; pull (or sync) first")
+	// ErrNotEmpty: clone into a folder that holds something.
+	ErrNotEmpty = errors.New("gitmem: the folder exists and is not empty")
+)
+
+// RemoteError is a failure to talk to a remote, or a refusal by it.
+type RemoteError struct {
+	Remote string
+	Op     string // "fetch from", "push to"
+	Err    error
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("gitmem: %s %s: %v", e.Op, e.Remote, e.Err)
+}
+func (e *RemoteError) Unwrap() error { return e.Err }
+
+// Remotes lists the repository's remotes.
+func (r *Repo) Remotes() ([]Remote, error) {
+	rs, err := gd.Remotes(r.gitDir)
+	if err != nil {
+		return nil, wrap("read .git/config", err)
+	}
+	out := make([]Remote, len(rs))
+	for i, x := range rs {
+		out[i] = Remote{Name: x.Name, URL: x.URL}
+	}
+	return out, nil
+}
+
+// AddRemote adds a git remote. A URL that carries a password is refused:
+// credentials are given at push and pull time, never stored.
+func (r *Repo) AddRemote(name, url string) error {
+	if r.opt.ReadOnly {
+		return ErrReadOnly
+	}
+	if !gd.ValidRemoteName(name) {
+		return fmt.Errorf("gitmem: %q is not a remote name (letters, digits, '.', '_', '-')", name)
+	}
+	if err := remote.CheckURL(url); err != nil {
+		return fmt.Errorf("gitmem: %v", err)
+	}
+	err := gd.AddRemote(r.gitDir, name, url)
+	if errors.Is(err, gd.ErrRemoteExists) {
+		return ErrRemoteExists
+	}
+	return wrap("write .git/config", err)
+}
+
+// RemoveRemote removes a remote and its remote-tracking refs.
+func (r *Repo) RemoveRemote(name string) error {
+	if r.opt.ReadOnly {
+		return ErrReadOnly
+	}
+	err := gd.RemoveRemote(r.gitDir, name)
+	if errors.Is(err, gd.ErrNoRemote) {
+		return ErrNoRemote
+	}
+	if err == nil {
+		os.RemoveAll(filepath.Join(r.gitDir, "refs", "gitmem", "remotes", name))
+	}
+	return wrap("write .git/config", err)
+}
+
+func (r *Repo) remoteURL(name string) (string, error) {
+	rs, err := r.Remotes()
+	if err != nil {
+		return "", err
+	}
+	for _, x := range rs {
+		if x.Name == name {
+			if x.URL == "" {
+				return "", fmt.Errorf("gitmem: the remote %s has no url in .git/config", name)
+			}
+			return x.URL, nil
+		}
+	}
+	return "", ErrNoRemote
+}
+
+// tracking is the remote-tracking ref of the branch for a remote, as git
+// names it (refs/remotes/origin/main).
+func (r *Repo) tracking(name string) plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName(name, r.branch.Short())
+}
+
+func (r *Repo) readTracking(name string) plumbing.Hash {
+	h, _ := r.readRef(r.tracking(name))
+	return h
+}
+
+// setRef moves a ref of ours to h (compare-and-swap from what it holds).
+func (r *Repo) setRef(name plumbing.ReferenceName, h plumbing.Hash) error {
+	old, err := r.readRef(name)
+	if err != nil && !errors.Is(err, gd.ErrNoRef) {
+		return err
+	}
+	if old == h {
+		return nil
+	}
+	r.omu.Lock()
+	defer r.unlockObj()
+	return r.obj.UpdateRef(name, old, h, true)
+}
+
+func (o SyncOptions) auth() remote.Auth {
+	a := o.Auth
+	return remote.Auth{User: a.User, Password: a.Password, Token: a.Token, SSHKey: a.SSHKey, SSHKeyPassphrase: a.SSHKeyPassphrase}
+}
+
+// session is one push, pull or sync: its own view of the object store
+// (walks and packs never wait for, nor hold up, the tool calls' reads),
+// closed at the end so that no pack stays open.
+type session struct {
+	r    *Repo
+	name string
+	url  string
+	opt  SyncOptions
+	st   *gd.Store
+	g    *gd.Graph
+	res  SyncResult
+
+	report RedactReport // RedactShared's
+}
+
+func (r *Repo) newSession(name string, opt SyncOptions) (*session, error) {
+	if r.opt.ReadOnly {
+		return nil, ErrReadOnly
+	}
+	opt.defaults()
+	url, err := r.remoteURL(name)
+	if err != nil {
+		return nil, err
+	}
+	st := r.obj.View()
+	return &session{r: r, name: name, url: url, opt: opt, st: st, g: gd.NewGraph(st)}, nil
+}
+
+func (s *session) close() { s.st.Close() }
+
+func (s *session) remoteErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *StorageError
+	var de *DamagedError
+	var le *LimitError
+	if errors.Is(err, ErrNonFastForward) || errors.As(err, &se) || errors.As(err, &de) || errors.As(err, &le) || errors.Is(err, ErrClosed) {
+		return err
+	}
+	return &RemoteError{Remote: s.name, Op: op, Err: err}
+}
+
+// Pull fetches the remote's branch and merges it into the memory (a
+// fast-forward when the memory has nothing the remote lacks). It takes
+// the writer lock only to merge.
+func (r *Repo) Pull(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
+	r.shareMu.Lock()
+	defer r.shareMu.Unlock()
+	s, err := r.newSession(name, opt)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	defer s.close()
+	err = s.pull(ctx)
+	r.noteSync(name, err)
+	return s.res, err
+}
+
+// Push sends the memory's new commits to the remote and moves its branch,
+// only if the remote has nothing the memory lacks (ErrNonFastForward).
+func (r *Repo) Push(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
+	r.shareMu.Lock()
+	defer r.shareMu.Unlock()
+	s, err := r.newSession(name, opt)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	defer s.close()
+	err = s.push(ctx)
+	r.noteSync(name, err)
+	return s.res, err
+}
+
+// Sync pulls, merges and pushes; when the remote moved in between (another
+// agent pushed), it pulls and merges again, up to opt.Retries times.
+func (r *Repo) Sync(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
+	r.shareMu.Lock()
+	defer r.shareMu.Unlock()
+	s, err := r.newSession(name, opt)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	defer s.close()
+	err = s.sync(ctx)
+	r.noteSync(name, err)
+	return s.res, err
+}
+
+func (s *session) sync(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		if err := s.pull(ctx); err != nil {
+			return err
+		}
+		err := s.push(ctx)
+		if !errors.Is(err, ErrNonFastForward) || attempt >= s.opt.Retries {
+			return err
+		}
+		s.res.Retries++
+		// Another agent pushed first. Wait a little, at random and longer
+		// each time (up to a quarter second), so that agents racing for
+		// the branch spread out.
+		d := time.Duration(rand.IntN(min(20<<attempt, 250))+5) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+}
+
+// fetch brings the remote's branch (and its redaction record) into the
+// object store and moves the remote-tracking refs. It returns the
+// remote's branch commit (zero: the remote has no such branch).
+func (s *session) fetch(ctx context.Context) (plumbing.Hash, error) {
+	conn, err := remote.Dial(ctx, s.url, s.r.dir, s.opt.auth(), false)
+	if err != nil {
+		return plumbing.ZeroHash, s.remoteErr("fetch from", err)
+	}
+	defer conn.Close()
+	refs := conn.Refs()
+	tip, rec := refs[s.r.branch], refs[redactionsRef]
+	var wants []plumbing.Hash
+	for _, h := range []plumbing.Hash{tip, rec} {
+		if !h.IsZero() && !s.g.Has(h) {
+			wants = append(wants, h)
+		}
+	}
+	if len(wants) > 0 {
+		var haves []plumbing.Hash
+		head, err := s.r.headHash()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		for _, h := range []plumbing.Hash{head, s.r.readTracking(s.name), s.r.readRedactionsRef(s.name), s.r.readRedactionsRef("")} {
+			if !h.IsZero() && s.g.Has(h) {
+				haves = append(haves, h)
+			}
+		}
+		n, err := conn.Fetch(ctx, s.st, wants, haves, s.opt.MaxFetchBytes)
+		s.res.Fetched += n
+		if err != nil {
+			return plumbing.ZeroHash, s.remoteErr("fetch from", err)
+		}
+		s.st.Reindex()
+		s.r.omu.Lock()
+		s.r.obj.Reindex() // the new pack, for this process's reads
+		s.r.unlockObj()
+		for _, h := range wants {
+			if !s.g.Has(h) {
+				return plumbing.ZeroHash, s.remoteErr("fetch from", fmt.Errorf("the remote did not send the commit %s", h))
+			}
+		}
+	}
+	if !tip.IsZero() {
+		if err := s.r.setRef(s.r.tracking(s.name), tip); err != nil {
+			return tip, wrap("update "+s.r.tracking(s.name).String(), err)
+		}
+	}
+	if !rec.IsZero() {
+		if err := s.r.setRef(remoteRedactionsRef(s.name), rec); err != nil {
+			return tip, wrap("update the redaction record", err)
+		}
+	}
+	return tip, nil
+}
+
+func (s *session) pull(ctx context.Context) error {
+	tip, err := s.fetch(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.applyRedactions(ctx); err != nil {
+		return err
+	}
+	if tip.IsZero() {
+		s.res.UpToDate = true
+		return nil
+	}
+	return s.integrate(tip)
+}
+
+// integrate merges the fetched commit tip into the memory, under the
+// writer lock, as one Update.
+func (s *session) integrate(tip plumbing.Hash) error {
+	m := &merger{r: s.r, g: s.g, st: s.st, label: s.name + "/" + s.r.branch.Short(), theirs: tip, limits: s.opt.Limits}
+	meta := Meta{Subject: "memory: merge " + m.label, Author: s.r.operator(s.opt.Author),
+		Trailers: []Trailer{{TrailerCommand, "merge"}}}
+	c, err := s.r.Update(meta, m.run)
+	switch {
+	case errors.Is(err, errUpToDate):
+		s.res.UpToDate = true
+		return nil
+	case err != nil:
+		return err
+	}
+	s.res.Merged += m.commits
+	s.res.Conflicts = append(s.res.Conflicts, m.conflicts...)
+	s.res.Ignored = append(s.res.Ignored, m.ignored...)
+	if m.ff {
+		s.res.FastForward = c.Hash
+	} else {
+		s.res.Merge = c.Hash
+	}
+	for _, ig := range m.ignored {
+		s.r.opt.Logf("gitmem: the merge of %s did not take %s (%s)", m.label, ig.Path, ig.Reason)
+	}
+	return nil
+}
+
+// push sends HEAD to the remote's branch when that is a fast-forward.
+func (s *session) push(ctx context.Context) error {
+	conn, err := remote.Dial(ctx, s.url, s.r.dir, s.opt.auth(), true)
+	if err != nil {
+		return s.remoteErr("push to", err)
+	}
+	defer conn.Close()
+	refs := conn.Refs()
+	theirs := refs[s.r.branch]
+	head, err := s.r.headHash()
+	if err != nil {
+		return err
+	}
+	updates := []remote.Update{{Name: s.r.branch, Old: theirs, New: head}}
+	if theirs == head {
+		updates = nil
+	} else if !theirs.IsZero() {
+		if !s.g.Has(theirs) {
+			return ErrNonFastForward
+		}
+		if in, err := s.g.IsAncestor(theirs, head); err != nil {
+			return wrap("read the history", err)
+		} else if !in {
+			return ErrNonFastForward
+		}
+	}
+	tips := []plumbing.Hash{head}
+	if u, ok := s.redactionUpdate(refs); ok {
+		updates = append(updates, u)
+		tips = append(tips, u.New)
+	}
+	if len(updates) == 0 {
+		return wrap("update "+s.r.tracking(s.name).String(), s.r.setRef(s.r.tracking(s.name), head))
+	}
+	var haves []plumbing.Hash
+	for _, h := range refs {
+		if s.g.Has(h) {
+			haves = append(haves, h)
+		}
+	}
+	objects, commits, err := s.g.Missing(tips, haves)
+	if err != nil {
+		return wrap("find what the remote lacks", err)
+	}
+	if err := s.r.checkNotRedacted(s.st, objects, commits); err != nil {
+		return err
+	}
+	if err := conn.Push(ctx, s.st, objects, updates); err != nil {
+		var rej *remote.RejectedError
+		if errors.As(err, &rej) && rej.Ref == s.r.branch.String() {
+			return fmt.Errorf("%w (%s)", ErrNonFastForward, rej.Reason)
+		}
+		return s.remoteErr("push to", err)
+	}
+	s.res.Pushed += countCommits(commits, head)
+	if err := s.r.setRef(s.r.tracking(s.name), head); err != nil {
+		return wrap("update "+s.r.tracking(s.name).String(), err)
+	}
+	return nil
+}
+
+// countCommits counts the memory's commits among those sent (not the
+// redaction record's).
+func countCommits(commits []*object.Commit, _ plumbing.Hash) int {
+	n := 0
+	for _, c := range commits {
+		if _, _, t := parseMessage(c.Message); trailerValue(t, TrailerCommand) != redactionRecordCommand {
+			n++
+		}
+	}
+	return n
+}
+
+// SyncStatus is where the memory stands against a remote, as last seen.
+type SyncStatus struct {
+	Remote      string
+	URL         string
+	Tracking    string    // the remote's branch commit when last fetched or pushed ("" never)
+	Ahead       int       // commits of HEAD the remote (as last seen) lacks: not yet pushed
+	Behind      int       // commits of the remote (as last seen) not yet merged
+	LastSync    time.Time // the last successful push, pull or sync
+	LastAttempt time.Time
+	LastError   string // of the last attempt, "" if it succeeded
+}
+
+// Status reports where the memory stands against a remote, from what was
+// last fetched (no network).
+func (r *Repo) Status(name string) (SyncStatus, error) {
+	url, err := r.remoteURL(name)
+	if err != nil {
+		return SyncStatus{}, err
+	}
+	st := SyncStatus{Remote: name, URL: url}
+	rec := r.readSyncState()[name]
+	st.LastSync, st.LastAttempt, st.LastError = rec.LastSync, rec.LastAttempt, rec.LastError
+	head, err := r.headHash()
+	if err != nil {
+		return st, err
+	}
+	track := r.readTracking(name)
+	if track.IsZero() {
+		st.Ahead, err = r.countExclusive(head, plumbing.ZeroHash)
+		return st, err
+	}
+	st.Tracking = track.String()
+	if st.Ahead, err = r.countExclusive(head, track); err != nil {
+		return st, err
+	}
+	st.Behind, err = r.countExclusive(track, head)
+	return st, err
+}
+
+// countExclusive counts the commits reachable from a and not from b.
+func (r *Repo) countExclusive(a, b plumbing.Hash) (int, error) {
+	if a.IsZero() {
+		return 0, nil
+	}
+	store := r.obj.View()
+	defer store.Close()
+	cs, err := gd.NewGraph(store).Exclusive([]plumbing.Hash{a}, parentList(b))
+	return len(cs), wrap("read the history", err)
+}
+
+// syncState is what .git/gitmem/sync keeps per remote: when sharing last
+// worked, and the last error.
+type syncState struct {
+	LastSync    time.Time `json:"last_sync,omitzero"`
+	LastAttempt time.Time `json:"last_attempt,omitzero"`
+	LastError   string    `json:"last_error,omitempty"`
+}
+
+func (r *Repo) syncStatePath() string { return filepath.Join(r.gitDir, "gitmem", "sync") }
+
+func (r *Repo) readSyncState() map[string]syncState {
+	out := map[string]syncState{}
+	if data, err := os.ReadFile(r.syncStatePath()); err == nil {
+		json.Unmarshal(data, &out)
+	}
+	return out
+}
+
+// noteSync records the outcome of a push, pull or sync (best effort: it
+// is a report, not a state gitmem depends on).
+func (r *Repo) noteSync(name string, err error) {
+	all := r.readSyncState()
+	st := all[name]
+	st.LastAttempt = r.opt.Now()
+	st.LastError = ""
+	if err != nil {
+		st.LastError = err.Error()
+	} else {
+		st.LastSync = st.LastAttempt
+	}
+	all[name] = st
+	data, _ := json.Marshal(all)
+	if werr := gd.WriteFileSync(filepath.Join(r.gitDir, "gitmem", "tmp"), "sync-", r.syncStatePath(), data, 0o600); werr != nil {
+		r.opt.Logf("gitmem: could not record the sync state: %v", werr)
+	}
+}
+
+// prepareFastForward prepares moving the branch to the fetched commit
+// tx.ff, whose tree tx holds: a commit of the pipeline with no objects of
+// its own (the fetch made them durable before), so that the log, the
+// worktree and the published state follow it as they follow any commit.
+// Called by prepare, with wmu held.
+func (r *Repo) prepareFastForward(tx *Tx) (*prepared, error) {
+	r.omu.Lock()
+	c, err := r.obj.Commit(tx.ff)
+	var rec histRec
+	if err == nil {
+		rec, err = r.recordOf(c)
+	}
+	r.unlockObj()
+	if err != nil {
+		return nil, wrap("read the fetched commit", err)
+	}
+	p := &prepared{hash: tx.ff, parent: tx.head, tree: tx.root, merged: tx.mergedIDs, rec: rec, commit: commitOf(c)}
+	if tx.mirror {
+		p.paths = tx.touched()
+	}
+	return r.enqueue(p, tx.head)
+}
+
+// Clone makes a new memory in dir from the remote at url (which becomes
+// the remote "origin"): the remote's branch is checked like any pull —
+// when its tree is one gitmem would have made, the memory starts at the
+// remote's commit; otherwise a new memory merges it, leaving out what it
+// cannot hold. An empty remote gives an empty memory, whose first push
+// creates the remote's branch. dir must not exist or be empty.
+func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) (*Repo, SyncResult, error) {
+	if err := remote.CheckURL(url); err != nil {
+		return nil, SyncResult{}, fmt.Errorf("gitmem: %v", err)
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return nil, SyncResult{}, ErrNotEmpty
+	}
+	_, existed := os.Stat(dir)
+	fail := func(err error) (*Repo, SyncResult, error) {
+		if existed != nil {
+			os.RemoveAll(dir)
+		} else {
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				os.RemoveAll(filepath.Join(dir, e.Name()))
+			}
+		}
+		return nil, SyncResult{}, err
+	}
+	if err := initGitDir(dir); err != nil {
+		return fail(err)
+	}
+	gitDir := filepath.Join(dir, ".git")
+	if err := os.MkdirAll(filepath.Join(gitDir, "gitmem", "tmp"), dirMode); err != nil {
+		return fail(wrap("prepare the repository", err))
+	}
+	if err := gd.AddRemote(gitDir, "origin", url); err != nil {
+		return fail(wrap("write .git/config", err))
+	}
+	// Fetch before the repository is opened, into a repository with no
+	// branch yet; open it at the remote's commit when that is clean.
+	opt.defaults(dir)
+	sopt.defaults()
+	pre := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: gd.Open(gitDir), branch: plumbing.NewBranchReferenceName("main")}
+	st := pre.obj.View()
+	s := &session{r: pre, name: "origin", url: url, opt: sopt, st: st, g: gd.NewGraph(st)}
+	tip, err := s.fetch(ctx)
+	if err == nil && !tip.IsZero() {
+		var clean bool
+		if clean, err = s.clean(tip); err == nil && clean {
+			if err = pre.obj.UpdateRef(pre.branch, plumbing.ZeroHash, tip, true); err == nil {
+				// Opening brings the worktree to the branch, as after a crash.
+				err = pre.writeJournal(journal{Paths: []string{memDir}})
+			}
+			tip = plumbing.ZeroHash
+		}
+	}
+	res := s.res
+	st.Close()
+	pre.obj.Close()
+	if err != nil {
+		return fail(err)
+	}
+	r, err := Open(dir, opt)
+	if err != nil {
+		return fail(err)
+	}
+	if !tip.IsZero() { // a tree gitmem would not have made: merge what it can hold
+		r.shareMu.Lock()
+		st := r.obj.View()
+		s := &session{r: r, name: "origin", url: url, opt: sopt, st: st, g: gd.NewGraph(st), res: res}
+		err = s.integrate(tip)
+		res = s.res
+		st.Close()
+		r.shareMu.Unlock()
+		if err != nil {
+			r.Close()
+			return fail(err)
+		}
+	}
+	r.noteSync("origin", nil)
+	return r, res, nil
+}
+
+// clean reports whether the tree of commit h is one gitmem would have
+// made: nothing but memories/, every file valid and within the limits.
+func (s *session) clean(h plumbing.Hash) (bool, error) {
+	m := &merger{r: s.r, g: s.g, st: s.st, limits: s.opt.Limits}
+	c, err := s.g.Commit(h)
+	if err != nil {
+		return false, wrap("read the remote's commit", err)
+	}
+	m.checkOutside(plumbing.ZeroHash, c.TreeHash)
+	d := map[string]fchange{}
+	if err := m.diff(plumbing.ZeroHash, m.memTree(c.TreeHash), "", d); err != nil {
+		return false, wrap("read the remote's tree", err)
+	}
+	files, size := 0, int64(0)
+	for _, ch := range d {
+		files++
+		if n, err := s.st.Size(ch.new.hash); err == nil {
+			size += n
+		}
+	}
+	sanitized := m.sanitize(d)
+	l := s.opt.Limits
+	return len(m.ignored) == 0 && !sanitized && files <= l.MaxFiles && size <= l.MaxTotalBytes, nil
+}
+
+// reopen starts the session's view of the objects afresh (packs were
+// replaced or deleted).
+func (s *session) reopen() {
+	s.st.Close()
+	s.st = s.r.obj.View()
+	s.g = gd.NewGraph(s.st)
+}

@@ -1,0 +1,437 @@
+package gitmem
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/gitmem/internal/remote"
+)
+
+// Redaction in a shared memory. A secret that reached the remote is in
+// every clone too. `gitmem redact ... --push REMOTE` pulls (so that the
+// memory holds all the remote has), redacts, and replaces the remote's
+// branch with the rewritten one — the only forced update gitmem makes,
+// and only with a lease: the remote's branch must still be what was
+// fetched, else the new commits are fetched, redacted and merged first.
+//
+// With the branch goes a redaction record: refs/gitmem/redactions, a
+// chain of commits whose tree holds one file, "redactions", a JSON line
+// per redaction — the rule (a path, a blob, or a pattern), the blobs it
+// removed and the old -> new commit map. Every other clone's next pull
+// sees a record it has not applied, runs the same redaction over its own
+// history (unpushed commits included; the rewrite is deterministic, so the
+// shared part comes out identical to the remote's), and only then merges.
+// A push refuses to send any object a known redaction removed.
+
+const (
+	redactionsRef          = plumbing.ReferenceName("refs/gitmem/redactions")
+	redactionRecordFile    = "redactions"
+	redactionRecordCommand = "redaction-record"
+)
+
+// remoteRedactionsRef is where the remote's record is kept once fetched
+// (refs/gitmem/remotes/NAME/redactions).
+func remoteRedactionsRef(name string) plumbing.ReferenceName {
+	return plumbing.ReferenceName("refs/gitmem/remotes/" + name + "/redactions")
+}
+
+// readRedactionsRef reads the remote's record as fetched, or with name ""
+// the repository's own.
+func (r *Repo) readRedactionsRef(name string) plumbing.Hash {
+	ref := redactionsRef
+	if name != "" {
+		ref = remoteRedactionsRef(name)
+	}
+	h, _ := r.readRef(ref)
+	return h
+}
+
+// redactionEntry is one redaction of the record.
+type redactionEntry struct {
+	ID        string      `json:"id"`
+	Time      time.Time   `json:"time"`
+	Path      string      `json:"path,omitempty"`
+	Blob      string      `json:"blob,omitempty"`
+	Match     string      `json:"match,omitempty"`
+	Removed   []string    `json:"removed,omitempty"`   // blobs the redaction deleted
+	Rewritten [][2]string `json:"rewritten,omitempty"` // old -> new commit
+}
+
+func (e redactionEntry) redaction() (Redaction, error) {
+	red := Redaction{Path: e.Path, Blob: e.Blob}
+	if e.Match != "" {
+		re, err := regexp.Compile(e.Match)
+		if err != nil {
+			return red, fmt.Errorf("the redaction record %s holds a bad pattern: %v", e.ID, err)
+		}
+		red.Match = re
+	}
+	n := 0
+	for _, set := range []bool{red.Path != "", red.Blob != "", red.Match != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 || (red.Path != "" && checkRel(red.Path) != nil) || (red.Blob != "" && !plumbing.IsHash(red.Blob)) {
+		return red, fmt.Errorf("the redaction record %s is damaged", e.ID)
+	}
+	return red, nil
+}
+
+// readRecord reads the entries of a record commit (none for zero).
+func readRecord(st *gd.Store, h plumbing.Hash) ([]redactionEntry, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	c, err := st.Commit(h)
+	if err != nil {
+		return nil, err
+	}
+	t, err := st.Tree(c.TreeHash)
+	if err != nil {
+		return nil, err
+	}
+	e, err := t.FindEntry(redactionRecordFile)
+	if err != nil {
+		return nil, fmt.Errorf("the redaction record %s has no %s file", h, redactionRecordFile)
+	}
+	if n, err := st.Size(e.Hash); err != nil || n > 256<<20 {
+		return nil, fmt.Errorf("the redaction record %s is unreadable or too large", h)
+	}
+	data, err := st.Blob(e.Hash)
+	if err != nil {
+		return nil, err
+	}
+	var out []redactionEntry
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line == "" {
+			continue
+		}
+		var e redactionEntry
+		if err := json.Unmarshal([]byte(line), &e); err != nil || e.ID == "" {
+			return nil, fmt.Errorf("the redaction record %s is damaged", h)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// writeRecord writes a record commit holding entries, after parent.
+func (r *Repo) writeRecord(entries []redactionEntry, parent plumbing.Hash) (plumbing.Hash, error) {
+	var b strings.Builder
+	for _, e := range entries {
+		line, _ := json.Marshal(e)
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	ow := gd.NewObjectWriter(r.gitDir)
+	blob, err := ow.Write(plumbing.BlobObject, []byte(b.String()))
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	tree, err := ow.Write(plumbing.TreeObject, gd.EncodeEntries([]object.TreeEntry{{Name: redactionRecordFile, Mode: filemode.Regular, Hash: blob}}))
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	msg := Meta{Subject: fmt.Sprintf("memory: redaction record (%d redaction(s))", len(entries)),
+		Trailers: []Trailer{{TrailerCommand, redactionRecordCommand}}}.message()
+	raw, err := encodeCommit(tree, parentList(parent), r.opt.Operator, r.opt.Committer, r.opt.Now(), msg)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h, err := ow.Write(plumbing.CommitObject, raw)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return h, ow.Sync()
+}
+
+// redactionCache holds the objects the repository's known redactions
+// removed, for the check before every push.
+type redactionCache struct {
+	record  plumbing.Hash
+	removed map[plumbing.Hash]string // object -> the redaction that removed it
+}
+
+// checkNotRedacted refuses a push that would send an object a redaction
+// removed (a clone that still held it must never bring it back).
+func (r *Repo) checkNotRedacted(st *gd.Store, objects []plumbing.Hash, _ []*object.Commit) error {
+	rec := r.readRedactionsRef("")
+	if rec.IsZero() {
+		return nil
+	}
+	if r.redactions.record != rec {
+		entries, err := readRecord(st, rec)
+		if err != nil {
+			return wrap("read the redaction record", err)
+		}
+		removed := map[plumbing.Hash]string{}
+		for _, e := range entries {
+			for _, h := range e.Removed {
+				removed[plumbing.NewHash(h)] = e.ID
+			}
+			for _, m := range e.Rewritten {
+				removed[plumbing.NewHash(m[0])] = e.ID
+			}
+		}
+		r.redactions = redactionCache{record: rec, removed: removed}
+	}
+	for _, h := range objects {
+		if id, ok := r.redactions.removed[h]; ok {
+			return fmt.Errorf("gitmem: refusing to push: the object %s was removed by the redaction %s; run gitmem fsck, then pull to apply the redaction", h, id)
+		}
+	}
+	return nil
+}
+
+// applyRedactions runs the redactions of the remote's record that this
+// repository has not applied, then takes the remote's record as its own.
+func (s *session) applyRedactions(ctx context.Context) error {
+	theirs := s.r.readRedactionsRef(s.name)
+	ours := s.r.readRedactionsRef("")
+	if theirs.IsZero() || theirs == ours {
+		return nil
+	}
+	remoteEntries, err := readRecord(s.st, theirs)
+	if err != nil {
+		return s.remoteErr("fetch from", err)
+	}
+	localEntries, err := readRecord(s.st, ours)
+	if err != nil {
+		return wrap("read the redaction record", err)
+	}
+	applied := map[string]bool{}
+	for _, e := range localEntries {
+		applied[e.ID] = true
+	}
+	var todo []redactionEntry
+	inRemote := map[string]bool{}
+	for _, e := range remoteEntries {
+		inRemote[e.ID] = true
+		if !applied[e.ID] {
+			todo = append(todo, e)
+		}
+	}
+	for _, e := range todo {
+		red, err := e.redaction()
+		if err != nil {
+			return s.remoteErr("fetch from", err)
+		}
+		// The redaction deletes old packs: nothing of this session may
+		// hold them open.
+		s.st.Close()
+		s.r.opt.Logf("gitmem: applying the redaction %s from %s", e.ID, s.name)
+		_, err = s.r.Redact(ctx, red, false, nil)
+		s.reopen()
+		if err != nil {
+			return err
+		}
+		s.res.Redactions++
+	}
+	// Our own record becomes the remote's; a redaction of ours it lacks
+	// (made here, not pushed yet) goes on top, to be pushed.
+	next := theirs
+	var extra []redactionEntry
+	for _, e := range localEntries {
+		if !inRemote[e.ID] {
+			extra = append(extra, e)
+		}
+	}
+	if len(extra) > 0 {
+		if next, err = s.r.writeRecord(append(slices.Clone(remoteEntries), extra...), theirs); err != nil {
+			return wrap("write the redaction record", err)
+		}
+	}
+	return wrap("update the redaction record", s.r.setRef(redactionsRef, next))
+}
+
+// redactionUpdate is the push of the repository's record, when the
+// remote's is behind it.
+func (s *session) redactionUpdate(refs remote.Refs) (remote.Update, bool) {
+	ours := s.r.readRedactionsRef("")
+	theirs := refs[redactionsRef]
+	if ours.IsZero() || ours == theirs {
+		return remote.Update{}, false
+	}
+	if !theirs.IsZero() {
+		if in, err := s.g.IsAncestor(theirs, ours); err != nil || !in {
+			return remote.Update{}, false
+		}
+	}
+	return remote.Update{Name: redactionsRef, Old: theirs, New: ours}, true
+}
+
+// ErrPatternHoldsSecret refuses to publish a pattern that matches its own
+// text: it most likely is the secret itself.
+var ErrPatternHoldsSecret = errors.New("gitmem: the pattern matches its own text, so it likely holds the secret itself, and the redaction record that every clone reads would publish it; write a pattern for the secret's form (sk-[A-Za-z0-9]{20,})")
+
+// RedactShared redacts the memory and the remote: it pulls, redacts,
+// records the redaction, and replaces the remote's branch with the
+// rewritten one under a lease (the branch must still be what was
+// fetched; if another agent pushed meanwhile, its commits are fetched,
+// redacted and merged, and the push is tried again). On a remote that is
+// a repository on this machine, the old objects are deleted there too;
+// a server keeps them until its own garbage collection.
+func (r *Repo) RedactShared(ctx context.Context, name string, red Redaction, opt SyncOptions, progress Progress) (RedactReport, SyncResult, error) {
+	if red.Match != nil && red.Match.MatchString(red.Match.String()) {
+		return RedactReport{}, SyncResult{}, ErrPatternHoldsSecret
+	}
+	r.shareMu.Lock()
+	defer r.shareMu.Unlock()
+	s, err := r.newSession(name, opt)
+	if err != nil {
+		return RedactReport{}, SyncResult{}, err
+	}
+	defer func() { s.close() }()
+	started := time.Now()
+	err = s.redactShared(ctx, red, progress)
+	r.noteSync(name, err)
+	if err != nil {
+		return s.report, s.res, err
+	}
+	if err := remote.Prune(s.url, r.dir, started); err != nil && !errors.Is(err, remote.ErrNotLocal) {
+		r.opt.Logf("gitmem: could not delete the old objects in %s: %v", name, err)
+	}
+	return s.report, s.res, nil
+}
+
+func (s *session) redactShared(ctx context.Context, red Redaction, progress Progress) error {
+	if err := s.pull(ctx); err != nil {
+		return err
+	}
+	lease := s.r.readTracking(s.name) // what the remote's branch holds
+	s.st.Close()
+	rep, err := s.r.Redact(ctx, red, false, progress)
+	s.reopen()
+	if err != nil {
+		return err
+	}
+	s.report = rep
+	if len(rep.Rewritten) == 0 {
+		return nil // no commit held it: neither does the remote
+	}
+	e := redactionEntry{ID: newID(), Time: s.r.opt.Now().UTC(), Path: red.Path, Blob: red.Blob, Removed: rep.Removed}
+	if red.Match != nil {
+		e.Match = red.Match.String()
+	}
+	for _, rw := range rep.Rewritten {
+		e.Rewritten = append(e.Rewritten, [2]string{rw.Old, rw.New})
+	}
+	prev := s.r.readRedactionsRef("")
+	entries, err := readRecord(s.st, prev)
+	if err != nil {
+		return wrap("read the redaction record", err)
+	}
+	rec, err := s.r.writeRecord(append(entries, e), prev)
+	if err != nil {
+		return wrap("write the redaction record", err)
+	}
+	if err := s.r.setRef(redactionsRef, rec); err != nil {
+		return wrap("write the redaction record", err)
+	}
+	// The commits the rewrite left alone are on the remote already.
+	rewritten := map[string]bool{}
+	for _, rw := range rep.Rewritten {
+		rewritten[rw.New] = true
+	}
+	for attempt := 0; ; attempt++ {
+		err := s.forcePush(ctx, lease, rec, rewritten)
+		var moved *leaseError
+		if !errors.As(err, &moved) || attempt >= s.opt.Retries {
+			return err
+		}
+		// Another agent pushed onto the old history meanwhile: fetch its
+		// commits, redact them too, merge, and try again.
+		s.res.Retries++
+		tip, err := s.fetch(ctx)
+		if err != nil {
+			return err
+		}
+		lease = tip
+		s.st.Close()
+		_, err = s.r.Redact(ctx, red, false, nil)
+		s.reopen()
+		if err != nil {
+			return err
+		}
+		if err := s.integrate(s.r.readTracking(s.name)); err != nil {
+			return err
+		}
+	}
+}
+
+// leaseError: the remote's branch is no longer what the lease expects.
+type leaseError struct{}
+
+func (e *leaseError) Error() string { return "the remote moved during the redaction" }
+
+// forcePush replaces the remote's branch (which must hold lease) with
+// HEAD, and its redaction record with rec.
+func (s *session) forcePush(ctx context.Context, lease, rec plumbing.Hash, rewritten map[string]bool) error {
+	conn, err := remote.Dial(ctx, s.url, s.r.dir, s.opt.auth(), true)
+	if err != nil {
+		return s.remoteErr("push to", err)
+	}
+	defer conn.Close()
+	refs := conn.Refs()
+	if refs[s.r.branch] != lease {
+		return &leaseError{}
+	}
+	head, err := s.r.headHash()
+	if err != nil {
+		return err
+	}
+	// What the remote has: every commit of ours the redaction did not
+	// rewrite (the parents of the first rewritten ones), and its refs we
+	// still hold.
+	var haves []plumbing.Hash
+	for _, h := range refs {
+		if s.g.Has(h) {
+			haves = append(haves, h)
+		}
+	}
+	for h := range rewritten {
+		c, err := s.g.Commit(plumbing.NewHash(h))
+		if err != nil {
+			continue
+		}
+		for _, p := range c.ParentHashes {
+			if !rewritten[p.String()] && s.g.Has(p) {
+				haves = append(haves, p)
+			}
+		}
+	}
+	objects, commits, err := s.g.Missing([]plumbing.Hash{head, rec}, haves)
+	if err != nil {
+		return wrap("find what the remote lacks", err)
+	}
+	updates := []remote.Update{{Name: s.r.branch, Old: lease, New: head}, {Name: redactionsRef, Old: refs[redactionsRef], New: rec}}
+	if err := conn.Push(ctx, s.st, objects, updates); err != nil {
+		var rej *remote.RejectedError
+		if errors.As(err, &rej) {
+			return &leaseError{} // refetch to learn where it is
+		}
+		return s.remoteErr("push to", err)
+	}
+	s.res.Pushed += countCommits(commits, head)
+	return wrap("update "+s.r.tracking(s.name).String(), s.r.setRef(s.r.tracking(s.name), head))
+}
+
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

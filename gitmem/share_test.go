@@ -1,0 +1,454 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// bareRemote makes an empty bare repository with the git CLI, as an
+// operator makes a shared remote.
+func bareRemote(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "shared.git")
+	gitRun(t, "", "init", "-q", "--bare", "--initial-branch=main", dir)
+	return dir
+}
+
+func gitRun(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+os.TempDir(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+var agentClock atomic.Int64
+
+// agentOptions gives each agent its own name and a clock that moves on a
+// second at every commit, shared by all agents of a test (commit order
+// and times stay realistic, hashes reproducible within a run).
+func agentOptions(t testing.TB, name string) Options {
+	return Options{
+		Author:   Signature{name, name + "@agents.example"},
+		Operator: Signature{"op-" + name, "op@example.com"},
+		Now: func() time.Time {
+			return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(agentClock.Add(1)) * time.Second)
+		},
+		Logf: func(f string, a ...any) { t.Logf(name+": "+f, a...) },
+	}
+}
+
+// agent starts a memory that shares remote: a clone of it.
+func agent(t testing.TB, remote, name string) *Repo {
+	t.Helper()
+	r, _, err := Clone(context.Background(), remote, filepath.Join(t.TempDir(), name), agentOptions(t, name), SyncOptions{})
+	if err != nil {
+		t.Fatalf("clone for %s: %v", name, err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func put(t testing.TB, r *Repo, id, p, content string) {
+	t.Helper()
+	_, err := r.Update(Meta{Subject: "memory: create /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "create"}, {TrailerPath, "/memories/" + p}}},
+		func(tx *Tx) error { return tx.WriteFile(p, []byte(content)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func del(t testing.TB, r *Repo, id, p string) {
+	t.Helper()
+	_, err := r.Update(Meta{Subject: "memory: delete /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "delete"}, {TrailerPath, "/memories/" + p}}},
+		func(tx *Tx) error { return tx.Remove(p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mv(t testing.TB, r *Repo, id, from, to string) {
+	t.Helper()
+	_, err := r.Update(Meta{Subject: "memory: rename", Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "rename"},
+		{TrailerPath, "/memories/" + from}, {TrailerNewPath, "/memories/" + to}}},
+		func(tx *Tx) error { return tx.Rename(from, to) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func syncOK(t testing.TB, r *Repo) SyncResult {
+	t.Helper()
+	res, err := r.Sync(context.Background(), "origin", SyncOptions{})
+	if err != nil {
+		t.Fatalf("sync %s: %v", filepath.Base(r.Dir()), err)
+	}
+	return res
+}
+
+// files reads every memory file at HEAD.
+func files(t testing.TB, r *Repo) map[string]string {
+	t.Helper()
+	v, err := r.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	walkFiles(lookup(v.root, memDir), "", func(p string, n *node) {
+		data, err := v.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p] = string(data)
+	})
+	return out
+}
+
+// onDisk reads every file of the worktree's memories/ folder.
+func onDisk(t testing.TB, r *Repo) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	root := filepath.Join(r.Dir(), memDir)
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Type().IsRegular() {
+			data, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(root, p)
+			out[filepath.ToSlash(rel)] = string(data)
+		}
+		return nil
+	})
+	return out
+}
+
+func fsckClean(t testing.TB, dir string) {
+	t.Helper()
+	gitRun(t, dir, "fsck", "--strict", "--no-dangling")
+}
+
+func TestPushPullFastForward(t *testing.T) {
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "toolu_a1", "prefs.md", "tea\n")
+	put(t, a, "toolu_a2", "notes/x.md", "x\n")
+	res, err := a.Push(context.Background(), "origin", SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pushed != 3 { // the init commit and two changes
+		t.Errorf("pushed %d commits, want 3", res.Pushed)
+	}
+	b := agent(t, remote, "b")
+	if got := files(t, b); got["prefs.md"] != "tea\n" || got["notes/x.md"] != "x\n" {
+		t.Fatalf("the clone holds %v", got)
+	}
+	if got := onDisk(t, b); got["prefs.md"] != "tea\n" || len(got) != 2 {
+		t.Fatalf("the clone's worktree holds %v", got)
+	}
+	put(t, b, "toolu_b1", "prefs.md", "green tea\n")
+	if _, err := b.Push(context.Background(), "origin", SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = a.Pull(context.Background(), "origin", SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FastForward == "" || res.Merge != "" {
+		t.Fatalf("pull: %+v, want a fast-forward", res)
+	}
+	a.Flush() // the worktree follows a commit in the background
+	if got := onDisk(t, a); got["prefs.md"] != "green tea\n" {
+		t.Fatalf("a's worktree after the pull: %v", got)
+	}
+	ha, _ := a.Commit("HEAD")
+	hb, _ := b.Commit("HEAD")
+	if ha.Hash != hb.Hash {
+		t.Fatalf("heads differ after a fast-forward: %s %s", ha.Hash, hb.Hash)
+	}
+	// b's tool_use id counts as applied in a: a retry is not applied twice.
+	_, err = a.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "toolu_b1"}}}, func(tx *Tx) error { return tx.WriteFile("prefs.md", []byte("again\n")) })
+	var ae *AppliedError
+	if !errors.As(err, &ae) || ae.Commit.Hash != hb.Hash {
+		t.Fatalf("retry of a merged-in id: %v", err)
+	}
+	// Nothing to do: up to date, no commit.
+	res, err = a.Sync(context.Background(), "origin", SyncOptions{})
+	if err != nil || !res.UpToDate || res.Pushed != 0 {
+		t.Fatalf("second sync: %+v %v", res, err)
+	}
+	st, err := a.Status("origin")
+	if err != nil || st.Ahead != 0 || st.Behind != 0 || st.LastError != "" || st.LastSync.IsZero() {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	fsckClean(t, remote)
+	fsckClean(t, a.Dir())
+	if out := gitRun(t, a.Dir(), "status", "--porcelain"); out != "" {
+		// the index is written a second after the last change
+		a.Flush()
+		if out := gitRun(t, a.Dir(), "status", "--porcelain"); out != "" {
+			t.Fatalf("git status after a pull:\n%s", out)
+		}
+	}
+}
+
+func TestPushRefusesToOverwrite(t *testing.T) {
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	put(t, a, "toolu_a1", "a.md", "a\n")
+	put(t, b, "toolu_b1", "b.md", "b\n")
+	syncOK(t, a)
+	before := gitRun(t, remote, "rev-parse", "main")
+	_, err := b.Push(context.Background(), "origin", SyncOptions{})
+	if !errors.Is(err, ErrNonFastForward) {
+		t.Fatalf("push over another agent's commit: %v, want ErrNonFastForward", err)
+	}
+	if after := gitRun(t, remote, "rev-parse", "main"); after != before {
+		t.Fatal("a refused push moved the remote")
+	}
+	res := syncOK(t, b)
+	if res.Merge == "" || res.Pushed == 0 {
+		t.Fatalf("sync after a refused push: %+v", res)
+	}
+	syncOK(t, a)
+	if fa, fb := files(t, a), files(t, b); fa["a.md"] != "a\n" || fa["b.md"] != "b\n" || fmt.Sprint(fa) != fmt.Sprint(fb) {
+		t.Fatalf("after sync: a %v, b %v", fa, fb)
+	}
+	// A real two-parent merge; git sees both sides.
+	m, _ := b.Commit(res.Merge)
+	if len(m.Parents) != 2 || m.Trailer(TrailerCommand) != "merge" {
+		t.Fatalf("merge commit %+v", m)
+	}
+	log := gitRun(t, remote, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
+	for _, id := range []string{"toolu_a1", "toolu_b1"} {
+		if !strings.Contains(log, id) {
+			t.Errorf("the remote's history lacks %s:\n%s", id, log)
+		}
+	}
+	fsckClean(t, remote)
+}
+
+// Every kind of conflict, resolved without losing either side.
+func TestMergeConflicts(t *testing.T) {
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "s0", "lines.md", "one\ntwo\nthree\nfour\nfive\n")
+	put(t, a, "s1", "same.md", "title\nbody\n")
+	put(t, a, "s2", "editdel.md", "keep me\n")
+	put(t, a, "s3", "deledit.md", "keep me too\n")
+	put(t, a, "s4", "moved.md", "first\nsecond\n")
+	put(t, a, "s5", "movedboth.md", "x\n")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+
+	put(t, a, "a1", "lines.md", "ONE\ntwo\nthree\nfour\nfive\n") // a: first line
+	put(t, b, "b1", "lines.md", "one\ntwo\nthree\nfour\nFIVE\n") // b: last line
+	put(t, a, "a2", "same.md", "title\nbody by a\n")             // overlap
+	put(t, b, "b2", "same.md", "title\nbody by b\n")             //
+	put(t, a, "a3", "editdel.md", "keep me, edited\n")           // a edits
+	del(t, b, "b3", "editdel.md")                                // b deletes
+	del(t, a, "a4", "deledit.md")                                // a deletes
+	put(t, b, "b4", "deledit.md", "keep me too, edited\n")       // b edits
+	mv(t, a, "a5", "moved.md", "archive/moved.md")               // a renames
+	put(t, b, "b5", "moved.md", "first\nsecond, edited by b\n")  // b edits the old path
+	put(t, a, "a6", "new.md", "a's new file\n")                  // both create
+	put(t, b, "b6", "new.md", "b's new file\n")                  //
+	mv(t, a, "a7", "movedboth.md", "m1.md")                      // both rename, differently
+	mv(t, b, "b7", "movedboth.md", "m2.md")                      //
+	put(t, b, "b8", "other.md", "only b\n")                      // different files
+
+	syncOK(t, a)
+	res := syncOK(t, b)
+	syncOK(t, a)
+	fa, fb := files(t, a), files(t, b)
+	if fmt.Sprint(fa) != fmt.Sprint(fb) {
+		t.Fatalf("the agents differ:\na %v\nb %v", fa, fb)
+	}
+	for _, p := range []string{"same.md", "new.md"} {
+		t.Logf("%s:\n%s", p, fa[p])
+	}
+	if fa["lines.md"] != "ONE\ntwo\nthree\nfour\nFIVE\n" {
+		t.Errorf("non-overlapping edits: %q", fa["lines.md"])
+	}
+	short := res.Merge[:7]
+	wantSame := "title\n<<<<<<< local " + fa["same.md"][strings.Index(fa["same.md"], "local ")+6:strings.Index(fa["same.md"], "local ")+13] + "\nbody by b\n=======\nbody by a\n>>>>>>> origin/main "
+	if !strings.HasPrefix(fa["same.md"], wantSame) || !strings.Contains(fa["same.md"], "body by a") || !strings.Contains(fa["same.md"], "body by b") {
+		t.Errorf("overlapping edits:\n%s", fa["same.md"])
+	}
+	_ = short
+	if fa["editdel.md"] != "keep me, edited\n" {
+		t.Errorf("edit vs delete: %q", fa["editdel.md"])
+	}
+	if fa["deledit.md"] != "keep me too, edited\n" {
+		t.Errorf("delete vs edit: %q", fa["deledit.md"])
+	}
+	if _, ok := fa["moved.md"]; ok || fa["archive/moved.md"] != "first\nsecond, edited by b\n" {
+		t.Errorf("rename vs edit: %v", fa)
+	}
+	if !strings.Contains(fa["new.md"], "a's new file") || !strings.Contains(fa["new.md"], "b's new file") || !strings.Contains(fa["new.md"], "=======") {
+		t.Errorf("both created: %q", fa["new.md"])
+	}
+	if fa["m1.md"] != "x\n" || fa["m2.md"] != "x\n" {
+		t.Errorf("rename vs rename: %v", fa)
+	}
+	if fa["other.md"] != "only b\n" {
+		t.Errorf("different files: %v", fa)
+	}
+	var kinds []string
+	for _, c := range res.Conflicts {
+		kinds = append(kinds, c.Kind+" "+c.Path)
+	}
+	slices.Sort(kinds)
+	want := []string{"add/add new.md", "content same.md", "delete/edit editdel.md", "edit/delete deledit.md", "edit/rename archive/moved.md", "rename/rename m1.md"}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Errorf("conflicts %v\nwant      %v", kinds, want)
+	}
+	// The merge commit names every conflict; log --conflicts finds it.
+	var found []Commit
+	if err := b.Log(context.Background(), LogOptions{Conflicts: true}, nil, func(c Commit) error { found = append(found, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Hash != res.Merge {
+		t.Fatalf("log --conflicts: %v", found)
+	}
+	var trailers []string
+	for _, tr := range found[0].Trailers {
+		if tr.Key == TrailerConflict {
+			trailers = append(trailers, tr.Value)
+		}
+	}
+	if len(trailers) != len(want) {
+		t.Errorf("conflict trailers %v", trailers)
+	}
+	fsckClean(t, remote)
+}
+
+// The operator tools on a merged history: log lists both sides, blame
+// names the agent that wrote a line, revert undoes a commit that came
+// through a merge, expire sees the last change on either side, restore
+// --to a time finds what HEAD was here, and a fresh process reads the
+// same index from disk.
+func TestOperatorToolsOnMergedHistory(t *testing.T) {
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "a0", "shared.md", "line 1\nline 2\nline 3\nline 4\n")
+	put(t, a, "a-old", "old.md", "old\n")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	agentClock.Add(10 * 86400) // ten days later
+	put(t, b, "b1", "shared.md", "line 1\nline 2\nline 3\nline 4 by b\n")
+	put(t, b, "b2", "bfile.md", "b wrote this\n")
+	syncOK(t, b)
+	put(t, a, "a1", "shared.md", "line 1 by a\nline 2\nline 3\nline 4\n")
+	beforeMerge := a.opt.Now()
+	agentClock.Add(10 * 86400) // the merge comes ten days after b's edits
+	res := syncOK(t, a)
+	if res.Merge == "" {
+		t.Fatalf("expected a merge: %+v", res)
+	}
+
+	// log: every commit of both sides, each with its tool_use id.
+	var ids []string
+	err := a.Log(context.Background(), LogOptions{}, nil, func(c Commit) error {
+		ids = append(ids, c.Trailer(TrailerToolUseID))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a0", "a-old", "a1", "b1", "b2"} {
+		if !slices.Contains(ids, id) {
+			t.Errorf("log lacks %s: %v", id, ids)
+		}
+	}
+	if n := strings.Count(gitRun(t, a.Dir(), "log", "--format=%H"), "\n"); n != len(ids) {
+		t.Errorf("log lists %d commits, git log %d", len(ids), n)
+	}
+
+	// blame: b's line is b's, a's line is a's.
+	lines, err := a.Blame(context.Background(), "shared.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{}
+	for _, l := range lines {
+		got = append(got, l.Text+"="+l.Commit.Trailer(TrailerToolUseID))
+	}
+	if want := "[line 1 by a=a1 line 2=a0 line 3=a0 line 4 by b=b1]"; fmt.Sprint(got) != want {
+		t.Errorf("blame %v, want %s", got, want)
+	}
+	gitBlame := gitRun(t, a.Dir(), "blame", "--line-porcelain", "memories/shared.md")
+	if strings.Count(gitBlame, "author b\n") != 1 || strings.Count(gitBlame, "author a\n") != 3 {
+		t.Errorf("git blame disagrees:\n%s", gitBlame)
+	}
+
+	// revert a commit that arrived through the merge.
+	if _, _, err := a.Revert([]string{"b1"}, RevertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, a)["shared.md"]; got != "line 1 by a\nline 2\nline 3\nline 4\n" {
+		t.Errorf("after reverting b1: %q", got)
+	}
+
+	// expire: bfile.md was last changed by b ten days before the merge
+	// brought it; old.md earlier still; shared.md just now.
+	stale, err := a.StaleFiles(beforeMerge.Add(5*24*time.Hour), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range stale {
+		names = append(names, s.Path)
+	}
+	if fmt.Sprint(names) != "[bfile.md old.md]" {
+		t.Errorf("stale before the merge: %v", names)
+	}
+
+	// restore --to a time: what HEAD was here, not b's commits.
+	c, err := a.At(beforeMerge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Trailer(TrailerToolUseID) != "a1" {
+		t.Errorf("HEAD before the merge was %s (%s), want a1", c.Hash[:7], c.Trailer(TrailerToolUseID))
+	}
+	if _, _, err := a.Restore(c, RestoreOptions{Paths: []string{"bfile.md"}, Delete: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := files(t, a)["bfile.md"]; ok {
+		t.Error("restore --to before the merge kept bfile.md")
+	}
+
+	// A fresh process reads the index file (merges and all) and agrees.
+	a.Flush()
+	a2, err := Open(a.Dir(), Options{ReadOnly: true, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	var ids2 []string
+	a2.Log(context.Background(), LogOptions{}, nil, func(c Commit) error { ids2 = append(ids2, c.Trailer(TrailerToolUseID)); return nil })
+	a.Log(context.Background(), LogOptions{}, nil, func(c Commit) error { ids = append(ids[:0], c.Trailer(TrailerToolUseID)); return nil })
+	recs := a.readHistoryFile()
+	if len(recs) != len(ids2) {
+		t.Errorf("the index file holds %d records, log %d", len(recs), len(ids2))
+	}
+	fsckClean(t, a.Dir())
+}

@@ -1,0 +1,294 @@
+package gitmem
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/gitmem-dev/gitmem/gitmem/internal/remote"
+)
+
+// Sharing through real servers on loopback, started by the test: git
+// daemon (git://), git http-backend (smart http, behind basic auth), an
+// ssh server running git-upload-pack and git-receive-pack, and the path
+// and file:// forms.
+
+func gitExecPath(t *testing.T, tool string) string {
+	t.Helper()
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Skipf("no git CLI: %v", err)
+	}
+	p := filepath.Join(strings.TrimSpace(string(out)), tool)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("%s is not installed (it comes with Debian's git package): %v", tool, err)
+	}
+	return p
+}
+
+// roundTrip shares a memory through url: one agent clones and pushes,
+// another clones, changes and syncs, the first pulls.
+func roundTrip(t *testing.T, url string, opt SyncOptions) {
+	t.Helper()
+	ctx := context.Background()
+	a, _, err := Clone(ctx, url, filepath.Join(t.TempDir(), "a"), agentOptions(t, "a"), opt)
+	if err != nil {
+		t.Fatalf("clone: %v", err)
+	}
+	defer a.Close()
+	put(t, a, "t1", "notes.md", "from a\n")
+	if res, err := a.Push(ctx, "origin", opt); err != nil || res.Pushed != 2 {
+		t.Fatalf("push: %+v %v", res, err)
+	}
+	b, _, err := Clone(ctx, url, filepath.Join(t.TempDir(), "b"), agentOptions(t, "b"), opt)
+	if err != nil {
+		t.Fatalf("second clone: %v", err)
+	}
+	defer b.Close()
+	if got := files(t, b)["notes.md"]; got != "from a\n" {
+		t.Fatalf("the second clone holds %q", got)
+	}
+	put(t, b, "t2", "notes.md", "from a\nand b\n")
+	put(t, a, "t3", "other.md", "a again\n")
+	if _, err := a.Sync(ctx, "origin", opt); err != nil {
+		t.Fatalf("%v (%v)", err, errors.Unwrap(err))
+	}
+	res, err := b.Sync(ctx, "origin", opt)
+	if err != nil || res.Merge == "" || res.Pushed == 0 {
+		t.Fatalf("sync with a merge: %+v %v", res, err)
+	}
+	if res, err := a.Pull(ctx, "origin", opt); err != nil || res.FastForward == "" {
+		t.Fatalf("pull: %+v %v", res, err)
+	}
+	if got := files(t, a); got["notes.md"] != "from a\nand b\n" || got["other.md"] != "a again\n" {
+		t.Fatalf("after the round trip: %v", got)
+	}
+}
+
+func TestSharePath(t *testing.T) {
+	dir := bareRemote(t)
+	roundTrip(t, dir, SyncOptions{})
+	fsckClean(t, dir)
+}
+
+func TestShareFileURL(t *testing.T) {
+	dir := bareRemote(t)
+	roundTrip(t, "file://"+dir, SyncOptions{})
+	fsckClean(t, dir)
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func TestShareGitDaemon(t *testing.T) {
+	gitExecPath(t, "git-daemon")
+	root := t.TempDir()
+	gitRun(t, "", "init", "-q", "--bare", "--initial-branch=main", filepath.Join(root, "memory.git"))
+	port := freePort(t)
+	cmd := exec.Command("git", "daemon", "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port),
+		"--base-path="+root, "--export-all", "--enable=receive-pack", root)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the daemon forks a child per connection
+	if err := cmd.Start(); err != nil {
+		t.Skipf("git daemon does not start: %v", err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	waitListening(t, fmt.Sprintf("127.0.0.1:%d", port))
+	roundTrip(t, fmt.Sprintf("git://127.0.0.1:%d/memory.git", port), SyncOptions{})
+	fsckClean(t, filepath.Join(root, "memory.git"))
+}
+
+func waitListening(t *testing.T, addr string) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+	}
+	t.Fatalf("nothing listens on %s", addr)
+}
+
+// gitHTTP serves the repositories under root with git http-backend, as a
+// CGI behind basic auth (user "agent", password token).
+func gitHTTP(t *testing.T, root, token string) *httptest.Server {
+	backend := gitExecPath(t, "git-http-backend")
+	cgiHandler := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		if !ok || user != "agent" || pass != token {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		r.Header.Set("REMOTE_USER", user) // http-backend allows receive-pack for an authenticated user
+		cgiHandler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestShareSmartHTTP(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "memory.git")
+	gitRun(t, "", "init", "-q", "--bare", "--initial-branch=main", repo)
+	gitRun(t, repo, "config", "http.receivepack", "true")
+	srv := gitHTTP(t, root, "s3cret-token")
+	url := srv.URL + "/memory.git"
+	roundTrip(t, url, SyncOptions{Auth: RemoteAuth{User: "agent", Token: "s3cret-token"}})
+	fsckClean(t, repo)
+
+	// Wrong or missing credentials: a clear error, nothing cloned, and
+	// never a password in .git/config.
+	for _, auth := range []RemoteAuth{{}, {User: "agent", Token: "wrong"}} {
+		dir := filepath.Join(t.TempDir(), "c")
+		_, _, err := Clone(context.Background(), url, dir, agentOptions(t, "c"), SyncOptions{Auth: auth})
+		var re *RemoteError
+		if !errors.As(err, &re) || !(errors.Is(err, remote.ErrAuth) || errors.Is(err, remote.ErrNoAuth)) {
+			t.Errorf("clone with %+v: %v", auth, err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a failed clone left %s", dir)
+		}
+	}
+	if _, _, err := Clone(context.Background(), strings.Replace(url, "http://", "http://agent:s3cret-token@", 1), filepath.Join(t.TempDir(), "d"), agentOptions(t, "d"), SyncOptions{}); err == nil || !strings.Contains(err.Error(), "password") {
+		t.Errorf("a URL with a password: %v", err)
+	}
+	a, _, err := Clone(context.Background(), url, filepath.Join(t.TempDir(), "e"), agentOptions(t, "e"), SyncOptions{Auth: RemoteAuth{User: "agent", Token: "s3cret-token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	cfg, _ := os.ReadFile(filepath.Join(a.Dir(), ".git", "config"))
+	if strings.Contains(string(cfg), "s3cret") {
+		t.Errorf(".git/config holds the token:\n%s", cfg)
+	}
+}
+
+// sshServer runs git-upload-pack and git-receive-pack for clients that
+// present clientKey, and returns its address and host key line for
+// known_hosts.
+func sshServer(t *testing.T, root string, clientKey ssh.PublicKey) string {
+	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
+	hostSigner, _ := ssh.NewSignerFromKey(hostPriv)
+	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+		if string(k.Marshal()) == string(clientKey.Marshal()) {
+			return nil, nil
+		}
+		return nil, errors.New("unknown key")
+	}}
+	cfg.AddHostKey(hostSigner)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveSSH(c, cfg, root)
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	line := fmt.Sprintf("[127.0.0.1]:%d %s", port, ssh.MarshalAuthorizedKey(hostSigner.PublicKey()))
+	os.WriteFile(known, []byte(line), 0o600)
+	t.Setenv("SSH_KNOWN_HOSTS", known)
+	return ln.Addr().String()
+}
+
+func serveSSH(c net.Conn, cfg *ssh.ServerConfig, root string) {
+	_, chans, reqs, err := ssh.NewServerConn(c, cfg)
+	if err != nil {
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			nc.Reject(ssh.UnknownChannelType, "no")
+			continue
+		}
+		ch, reqs, err := nc.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer ch.Close()
+			for req := range reqs {
+				if req.Type != "exec" {
+					req.Reply(false, nil)
+					continue
+				}
+				var payload struct{ Command string }
+				ssh.Unmarshal(req.Payload, &payload)
+				prog, arg, _ := strings.Cut(payload.Command, " ")
+				if prog != "git-upload-pack" && prog != "git-receive-pack" {
+					req.Reply(false, nil)
+					return
+				}
+				req.Reply(true, nil)
+				cmd := exec.Command("git", strings.TrimPrefix(prog, "git-"), filepath.Join(root, strings.Trim(arg, "'/")))
+				cmd.Stdin, cmd.Stdout, cmd.Stderr = ch, ch, ch.Stderr()
+				status := 0
+				if err := cmd.Run(); err != nil {
+					status = 1
+				}
+				ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(status)}))
+				return
+			}
+		}()
+	}
+}
+
+func TestShareSSH(t *testing.T) {
+	gitExecPath(t, "git-upload-pack")
+	root := t.TempDir()
+	repo := filepath.Join(root, "memory.git")
+	gitRun(t, "", "init", "-q", "--bare", "--initial-branch=main", repo)
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "id_ed25519")
+	os.WriteFile(keyFile, pem.EncodeToMemory(block), 0o600)
+	sshPub, _ := ssh.NewPublicKey(pub)
+	addr := sshServer(t, root, sshPub)
+	url := "ssh://git@" + addr + "/memory.git"
+	roundTrip(t, url, SyncOptions{Auth: RemoteAuth{SSHKey: keyFile}})
+	fsckClean(t, repo)
+
+	// Another key is refused with a clear error.
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	block, _ = ssh.MarshalPrivateKey(other, "")
+	otherFile := filepath.Join(t.TempDir(), "other")
+	os.WriteFile(otherFile, pem.EncodeToMemory(block), 0o600)
+	_, _, err = Clone(context.Background(), url, filepath.Join(t.TempDir(), "x"), agentOptions(t, "x"), SyncOptions{Auth: RemoteAuth{SSHKey: otherFile}})
+	var re *RemoteError
+	if !errors.As(err, &re) {
+		t.Errorf("clone with a key the server does not know: %v", err)
+	}
+}
