@@ -105,6 +105,12 @@ var (
 	ErrNotEmpty = errors.New("gitmem: the folder exists and is not empty")
 )
 
+// BadRemoteError refuses a remote name or URL: one gitmem cannot use,
+// or a URL that holds a password (credentials are never stored).
+type BadRemoteError struct{ Reason string }
+
+func (e *BadRemoteError) Error() string { return "gitmem: " + e.Reason }
+
 // RemoteError is a failure to talk to a remote, or a refusal by it.
 type RemoteError struct {
 	Remote string
@@ -137,10 +143,10 @@ func (r *Repo) AddRemote(name, url string) error {
 		return ErrReadOnly
 	}
 	if !gd.ValidRemoteName(name) {
-		return fmt.Errorf("gitmem: %q is not a remote name (letters, digits, '.', '_', '-')", name)
+		return &BadRemoteError{fmt.Sprintf("%q is not a remote name (letters, digits, '.', '_', '-')", name)}
 	}
 	if err := remote.CheckURL(url); err != nil {
-		return fmt.Errorf("gitmem: %v", err)
+		return &BadRemoteError{err.Error()}
 	}
 	err := gd.AddRemote(r.gitDir, name, url)
 	if errors.Is(err, gd.ErrRemoteExists) {
@@ -611,7 +617,7 @@ func (r *Repo) prepareFastForward(tx *Tx) (*prepared, error) {
 // creates the remote's branch. dir must not exist or be empty.
 func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) (*Repo, SyncResult, error) {
 	if err := remote.CheckURL(url); err != nil {
-		return nil, SyncResult{}, fmt.Errorf("gitmem: %v", err)
+		return nil, SyncResult{}, &BadRemoteError{err.Error()}
 	}
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return nil, SyncResult{}, ErrNotEmpty

@@ -27,6 +27,10 @@ type HTTPOptions struct {
 	// WriteTimeout is the server's write timeout (default WriteTimeout):
 	// no call of a request is started within 10 s of it.
 	WriteTimeout time.Duration
+	// Health, when set, gives lines /healthz adds after "ok": the state
+	// of background work (serve --sync: the last successful sync, the
+	// commits not yet pushed, the last error).
+	Health func() []string
 }
 
 // Headers that name the caller; they become the Session and Agent trailers.
@@ -40,19 +44,27 @@ const (
 //	POST /v1/tool_use  one tool_use block -> its tool_result; a JSON array
 //	                   (an assistant message's content) -> the array of
 //	                   tool_results for its memory tool_use blocks, run in order
-//	GET  /healthz      "ok"
+//	GET  /healthz      "ok" (and HTTPOptions.Health's lines)
 func (h *Handler) HTTP(opt HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", healthz)
+	mux.HandleFunc("GET /healthz", opt.healthz)
 	mux.HandleFunc("POST /v1/tool_use", func(w http.ResponseWriter, r *http.Request) {
 		h.serveToolUse(w, r, Caller{Session: r.Header.Get(HeaderSession), Agent: r.Header.Get(HeaderAgent)})
 	})
 	return opt.protect(mux)
 }
 
-func healthz(w http.ResponseWriter, r *http.Request) {
+func healthz(w http.ResponseWriter, r *http.Request) { HTTPOptions{}.healthz(w, r) }
+
+func (o HTTPOptions) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write([]byte("ok\n"))
+	body := "ok\n"
+	if o.Health != nil {
+		for _, l := range o.Health() {
+			body += l + "\n"
+		}
+	}
+	w.Write([]byte(body))
 }
 
 // bearer requires "Authorization: Bearer <token>" on every request when

@@ -290,7 +290,7 @@ func (h *Handler) MCPHTTP(opt HTTPOptions, mopt MCPOptions) http.Handler {
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{JSONResponse: true, SessionTimeout: time.Hour, MaxRequestBodyBytes: opt.MaxBodyBytes})
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", healthz)
+	mux.HandleFunc("GET /healthz", opt.healthz)
 	// gitmem sends no messages of its own, so it offers no stream to GET
 	// (which would only idle against the server's write timeout).
 	mux.HandleFunc("GET "+MCPPath, func(w http.ResponseWriter, r *http.Request) {

@@ -46,7 +46,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		},
 		Commands: []*cli.Command{initCommand(), serveCommand(), storeCommand(), logCommand(), showCommand(), diffCommand(),
 			blameCommand(), revertCommand(), restoreCommand(), expireCommand(), redactCommand(), gcCommand(), fsckCommand(), tokenCommand(), scanCommand(),
-			benchCommand()},
+			benchCommand(), remoteCommand(), cloneCommand(), pushCommand(), pullCommand(), syncCommand(), statusCommand()},
 		ExitErrHandler:  func(*cli.Context, error) {}, // run maps errors to exit codes
 		HideHelpCommand: true,
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -22,6 +23,8 @@ func oneLine(c gitmem.Commit) string {
 	switch {
 	case cmd == "":
 		cmd, path = "-", c.Subject
+	case cmd == "merge":
+		path = strings.TrimPrefix(c.Subject, "memory: merge ")
 	case path == "":
 		path = "/memories"
 	case len(c.Paths) > 1 && c.Trailer(gitmem.TrailerNewPath) == "":
@@ -48,6 +51,7 @@ func logCommand() *cli.Command {
 			&cli.StringFlag{Name: "until", Usage: "only changes at or before `TIME`"},
 			&cli.IntFlag{Name: "n", Usage: "at most `N` changes"},
 			&cli.BoolFlag{Name: "p", Usage: "show each change's patch"},
+			&cli.BoolFlag{Name: "conflicts", Usage: "only merges that kept both sides of a conflict, with the conflicts"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"},
 		},
 		Action: func(c *cli.Context) error {
@@ -60,7 +64,7 @@ func logCommand() *cli.Command {
 				return err
 			}
 			opt := gitmem.LogOptions{Paths: paths, ToolUseID: c.String("tool-use-id"), Session: c.String("session"),
-				Agent: c.String("agent"), Command: c.String("command"), Limit: c.Int("n")}
+				Agent: c.String("agent"), Command: c.String("command"), Limit: c.Int("n"), Conflicts: c.Bool("conflicts")}
 			if opt.Since, err = timeFlag(c, "since"); err != nil {
 				return err
 			}
@@ -90,6 +94,14 @@ func logCommand() *cli.Command {
 				}
 				if _, err := fmt.Fprintln(out, oneLine(cm)); err != nil {
 					return err
+				}
+				if opt.Conflicts {
+					for _, t := range cm.Trailers {
+						if t.Key == gitmem.TrailerConflict {
+							kind, path, _ := strings.Cut(t.Value, " ")
+							fmt.Fprintf(out, "    %-13s %s\n", kind, path)
+						}
+					}
 				}
 				_, err := io.WriteString(out, colorDiff(patch, isTerminal(c.App.Writer)))
 				return err

@@ -38,7 +38,7 @@ func defaultHTTPAddr(args []string) []string {
 
 func serveCommand() *cli.Command {
 	d := policy.DefaultLimits
-	return &cli.Command{
+	cmd := &cli.Command{
 		Name:  "serve",
 		Usage: "answer memory tool calls: JSON lines on stdin/stdout, HTTP with --http, MCP with --mcp or --mcp-http",
 		Flags: []cli.Flag{
@@ -64,9 +64,13 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "tokens", EnvVars: []string{"GITMEM_TOKENS"}, Usage: "with --stores: the token `FILE` (named, scoped tokens; reloaded on SIGHUP)"},
 			&cli.IntFlag{Name: "max-open-stores", Value: 256, Usage: "with --stores: most stores open at once"},
 			&cli.DurationFlag{Name: "idle-close", Value: 5 * time.Minute, Usage: "with --stores: close a store unused this long"},
+			&cli.StringFlag{Name: "sync", EnvVars: []string{"GITMEM_SYNC"}, Usage: "share the memory through the git remote `REMOTE`: push new commits in the background, pull on --sync-every"},
+			&cli.DurationFlag{Name: "sync-every", Value: 30 * time.Second, Usage: "with --sync: pull (and push) at least every `DURATION`"},
 		},
 		Action: serve,
 	}
+	cmd.Flags = append(cmd.Flags, remoteAuthFlags()...)
+	return cmd
 }
 
 func serve(c *cli.Context) error {
@@ -75,7 +79,13 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	if c.String("stores") != "" {
+		if c.String("sync") != "" {
+			return failf(exitUsage, "--sync shares one repository; with --stores, run gitmem sync per store (or a serve --sync per store)")
+		}
 		return serveStores(c, author)
+	}
+	if c.Duration("sync-every") <= 0 {
+		return failf(exitUsage, "--sync-every must be positive")
 	}
 	addr, mcpAddr, token := c.String("http"), c.String("mcp-http"), c.String("token")
 	modes := 0
@@ -120,12 +130,21 @@ func serve(c *cli.Context) error {
 	ctx, stop := signalContext()
 	defer stop()
 	go maintain(ctx, repo, maintenance{c.Duration("adopt-every"), expireEvery, expireAge, keep, c.Int("gc-loose")}, logf)
+	httpOpt := handler.HTTPOptions{Token: token}
+	if remote := c.String("sync"); remote != "" {
+		stopSync, health, err := startSync(c, repo, remote, logf)
+		if err != nil {
+			return err
+		}
+		defer stopSync() // before the repository closes: the last commits go out
+		httpOpt.Health = health
+	}
 	caller := handler.Caller{Session: c.String("session"), Agent: c.String("agent")}
 	switch {
 	case addr != "":
-		return serveHTTP(ctx, addr, "/v1/tool_use", h.HTTP(handler.HTTPOptions{Token: token}), logf)
+		return serveHTTP(ctx, addr, "/v1/tool_use", h.HTTP(httpOpt), logf)
 	case mcpAddr != "":
-		return serveHTTP(ctx, mcpAddr, handler.MCPPath, h.MCPHTTP(handler.HTTPOptions{Token: token}, handler.MCPOptions{}), logf)
+		return serveHTTP(ctx, mcpAddr, handler.MCPPath, h.MCPHTTP(httpOpt, handler.MCPOptions{}), logf)
 	case c.Bool("mcp"):
 		if err := h.ServeMCP(ctx, c.App.Reader, c.App.Writer, caller, handler.MCPOptions{}); err != nil {
 			return failf(exitFailure, "mcp: %v", err)

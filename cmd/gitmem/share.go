@@ -1,0 +1,385 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// Sharing a memory through git remotes: remote, clone, push, pull, sync,
+// status. Credentials come from flags or the environment, never from
+// what is stored in the repository.
+
+// remoteAuthFlags are the credential flags of every command that talks to
+// a remote.
+func remoteAuthFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "remote-user", EnvVars: []string{"GITMEM_REMOTE_USER"}, Usage: "HTTP user (with a token default x-access-token), or ssh user when the URL has none"},
+		&cli.StringFlag{Name: "remote-password", EnvVars: []string{"GITMEM_REMOTE_PASSWORD"}, Usage: "HTTP password"},
+		&cli.StringFlag{Name: "remote-token", EnvVars: []string{"GITMEM_REMOTE_TOKEN"}, Usage: "HTTP token (GitHub, GitLab with --remote-user oauth2, Gitea)"},
+		&cli.StringFlag{Name: "ssh-key", EnvVars: []string{"GITMEM_SSH_KEY"}, Usage: "ssh private key `FILE` (default: the ssh agent)"},
+		&cli.StringFlag{Name: "ssh-key-passphrase", EnvVars: []string{"GITMEM_SSH_KEY_PASSPHRASE"}, Usage: "passphrase of --ssh-key"},
+	}
+}
+
+// limitsOf reads the limit flags a command has (serve's), else the
+// defaults: what a file from a remote may be.
+func syncOptions(c *cli.Context) gitmem.SyncOptions {
+	l := policy.DefaultLimits
+	if c.IsSet("max-file-bytes") || c.Command.Name == "serve" {
+		l = limitFlags(c)
+	}
+	return gitmem.SyncOptions{
+		Auth: gitmem.RemoteAuth{User: c.String("remote-user"), Password: c.String("remote-password"), Token: c.String("remote-token"),
+			SSHKey: c.String("ssh-key"), SSHKeyPassphrase: c.String("ssh-key-passphrase")},
+		Limits: l,
+	}
+}
+
+func limitFlagsOnly() []cli.Flag {
+	d := policy.DefaultLimits
+	return []cli.Flag{
+		&cli.Int64Flag{Name: "max-file-bytes", Value: d.MaxFileBytes, Usage: "largest file taken from the remote"},
+		&cli.Int64Flag{Name: "max-total-bytes", Value: d.MaxTotalBytes, Usage: "largest total size of the merged memory"},
+		&cli.IntFlag{Name: "max-files", Value: d.MaxFiles, Usage: "most files in the merged memory"},
+		&cli.IntFlag{Name: "max-view-bytes", Value: d.MaxViewBytes, Hidden: true},
+	}
+}
+
+// remoteArg is the remote a command names, or the default: origin, or the
+// only remote there is.
+func remoteArg(c *cli.Context, r *gitmem.Repo) (string, error) {
+	switch c.NArg() {
+	case 0:
+	case 1:
+		return c.Args().First(), nil
+	default:
+		return "", failf(exitUsage, "%s takes one remote", c.Command.Name)
+	}
+	rs, err := r.Remotes()
+	if err != nil {
+		return "", storeErr(err, c.String("repo"))
+	}
+	for _, x := range rs {
+		if x.Name == "origin" {
+			return "origin", nil
+		}
+	}
+	if len(rs) == 1 {
+		return rs[0].Name, nil
+	}
+	if len(rs) == 0 {
+		return "", failf(exitUsage, "this memory has no remote: gitmem remote add origin URL")
+	}
+	return "", failf(exitUsage, "this memory has several remotes: name one (gitmem remote list)")
+}
+
+// shareErr words an error of push, pull or sync.
+func shareErr(err error, remote, dir string) error {
+	var re *gitmem.RemoteError
+	var le *gitmem.LimitError
+	var be *gitmem.BadRemoteError
+	switch {
+	case errors.As(err, &be):
+		return failf(exitUsage, "%s", strings.TrimPrefix(be.Error(), "gitmem: "))
+	case errors.Is(err, gitmem.ErrNoRemote):
+		return failf(exitUsage, "no remote named %q (gitmem remote list; gitmem remote add %s URL)", remote, remote)
+	case errors.Is(err, gitmem.ErrNonFastForward):
+		return failf(exitFailure, "%s has changes this memory does not have yet; nothing was pushed (gitmem sync pulls, merges and pushes)", remote)
+	case errors.As(err, &re):
+		return failf(exitFailure, "%s %s: %v", re.Op, re.Remote, re.Err)
+	case errors.As(err, &le):
+		return failf(exitFailure, "%s", strings.TrimPrefix(le.Error(), "gitmem: "))
+	case errors.Is(err, context.DeadlineExceeded):
+		return failf(exitFailure, "%s did not answer in time; nothing was changed here", remote)
+	}
+	return storeErr(err, dir)
+}
+
+func remoteCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "remote",
+		Usage: "the git remotes the memory is shared through",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "add",
+				Usage:     "add a remote: a path, file://, git://, http(s):// or ssh URL (credentials go in flags or the environment, never in the URL)",
+				ArgsUsage: "NAME URL",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 2 {
+						return failf(exitUsage, "remote add takes a NAME and a URL")
+					}
+					r, err := openRepo(c, false)
+					if err != nil {
+						return err
+					}
+					defer r.Close()
+					name := c.Args().Get(0)
+					switch err := r.AddRemote(name, c.Args().Get(1)); {
+					case errors.Is(err, gitmem.ErrRemoteExists):
+						return failf(exitFailure, "a remote named %q exists (gitmem remote remove %s)", name, name)
+					case err != nil:
+						return shareErr(err, name, c.String("repo"))
+					}
+					return nil
+				},
+			},
+			{
+				Name:  "list",
+				Usage: "list the remotes: name and URL",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"}},
+				Action: func(c *cli.Context) error {
+					r, err := openRepo(c, true)
+					if err != nil {
+						return err
+					}
+					defer r.Close()
+					rs, err := r.Remotes()
+					if err != nil {
+						return storeErr(err, c.String("repo"))
+					}
+					emit := jsonLines(c.App.Writer)
+					for _, x := range rs {
+						if c.Bool("json") {
+							emit(map[string]string{"name": x.Name, "url": x.URL})
+						} else {
+							fmt.Fprintf(c.App.Writer, "%s\t%s\n", x.Name, x.URL)
+						}
+					}
+					return nil
+				},
+			},
+			{
+				Name:      "remove",
+				Usage:     "remove a remote and what was fetched from it",
+				ArgsUsage: "NAME",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return failf(exitUsage, "remote remove takes a NAME")
+					}
+					r, err := openRepo(c, false)
+					if err != nil {
+						return err
+					}
+					defer r.Close()
+					if err := r.RemoveRemote(c.Args().First()); err != nil {
+						return shareErr(err, c.Args().First(), c.String("repo"))
+					}
+					return nil
+				},
+			},
+		},
+	}
+}
+
+func cloneCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "clone",
+		Usage:     "make a new memory from a shared one: the remote becomes origin",
+		ArgsUsage: "URL [DIR]   (default DIR: --repo)",
+		Flags:     append(remoteAuthFlags(), limitFlagsOnly()...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 || c.NArg() > 2 {
+				return failf(exitUsage, "clone takes a URL and a folder")
+			}
+			url, dir := c.Args().Get(0), c.String("repo")
+			if c.NArg() == 2 {
+				dir = c.Args().Get(1)
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			r, res, err := gitmem.Clone(ctx, url, dir, gitmem.Options{Now: clock(), Logf: logTo(c.App.ErrWriter)}, syncOptions(c))
+			switch {
+			case errors.Is(err, gitmem.ErrNotEmpty):
+				return failf(exitFailure, "%s exists and is not empty", dir)
+			case err != nil:
+				return shareErr(err, "origin", dir)
+			}
+			defer r.Close()
+			head, err := r.Commit("HEAD")
+			if err != nil {
+				return storeErr(err, dir)
+			}
+			fmt.Fprintf(c.App.Writer, "Cloned %s into %s (commit %s)\n", url, dir, short(head.Hash))
+			reportPull(c.App.Writer, res)
+			return nil
+		},
+	}
+}
+
+// shareCommand is push, pull or sync.
+func shareCommand(name, usage string, run func(*gitmem.Repo, context.Context, string, gitmem.SyncOptions) (gitmem.SyncResult, error)) *cli.Command {
+	flags := append(remoteAuthFlags(), limitFlagsOnly()...)
+	flags = append(flags, &cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on a remote that does not answer within `DURATION`"})
+	return &cli.Command{
+		Name:      name,
+		Usage:     usage,
+		ArgsUsage: "[REMOTE]   (default: origin)",
+		Flags:     flags,
+		Action: func(c *cli.Context) error {
+			r, err := openRepo(c, false)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			remote, err := remoteArg(c, r)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			ctx, cancel := context.WithTimeout(ctx, c.Duration("timeout"))
+			defer cancel()
+			res, err := run(r, ctx, remote, syncOptions(c))
+			if err != nil {
+				return shareErr(err, remote, c.String("repo"))
+			}
+			reportPull(c.App.Writer, res)
+			reportPush(c.App.Writer, remote, name, res)
+			return nil
+		},
+	}
+}
+
+func pushCommand() *cli.Command {
+	return shareCommand("push", "send the memory's new commits to a remote (refused if the remote has changes this memory lacks: sync)", (*gitmem.Repo).Push)
+}
+
+func pullCommand() *cli.Command {
+	return shareCommand("pull", "fetch a remote's changes and merge them into the memory", (*gitmem.Repo).Pull)
+}
+
+func syncCommand() *cli.Command {
+	return shareCommand("sync", "pull, merge and push; when another agent pushed meanwhile, pull and merge again", (*gitmem.Repo).Sync)
+}
+
+// reportPull says what a pull brought.
+func reportPull(w io.Writer, res gitmem.SyncResult) {
+	if res.Redactions > 0 {
+		fmt.Fprintf(w, "applied %d redaction(s) made by other clones\n", res.Redactions)
+	}
+	switch {
+	case res.FastForward != "":
+		fmt.Fprintf(w, "fast-forwarded to %s (%d commit(s))\n", short(res.FastForward), res.Merged)
+	case res.Merge != "":
+		fmt.Fprintf(w, "merged %d commit(s) in %s", res.Merged, short(res.Merge))
+		if len(res.Conflicts) > 0 {
+			fmt.Fprintf(w, "; %d conflict(s), both sides kept:", len(res.Conflicts))
+		}
+		fmt.Fprintln(w)
+	}
+	for _, k := range res.Conflicts {
+		fmt.Fprintf(w, "  %-13s %s\n", k.Kind, policy.Display(k.Path))
+	}
+	for _, ig := range res.Ignored {
+		fmt.Fprintf(w, "  not taken: %s (%s)\n", ig.Path, ig.Reason)
+	}
+}
+
+// reportPush says what a push sent.
+func reportPush(w io.Writer, remote, cmd string, res gitmem.SyncResult) {
+	if res.Retries > 0 {
+		fmt.Fprintf(w, "%s moved meanwhile: pulled and merged again %d time(s)\n", remote, res.Retries)
+	}
+	switch {
+	case res.Pushed > 0:
+		fmt.Fprintf(w, "pushed %d commit(s) to %s\n", res.Pushed, remote)
+	case cmd != "pull":
+		fmt.Fprintf(w, "%s and this memory are in step\n", remote)
+	case res.FastForward == "" && res.Merge == "":
+		fmt.Fprintf(w, "already up to date with %s\n", remote)
+	}
+}
+
+type statusJSON struct {
+	Remote      string `json:"remote"`
+	URL         string `json:"url"`
+	Tracking    string `json:"remote_commit,omitempty"`
+	Ahead       int    `json:"unpushed"`
+	Behind      int    `json:"unmerged"`
+	LastSync    string `json:"last_sync,omitempty"`
+	LastAttempt string `json:"last_attempt,omitempty"`
+	LastError   string `json:"last_error,omitempty"`
+}
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "where the memory stands against a remote, as last fetched: commits not pushed, not merged, the last sync",
+		ArgsUsage: "[REMOTE]   (default: every remote)",
+		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "one JSON object per remote"}},
+		Action: func(c *cli.Context) error {
+			r, err := openRepo(c, true)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			rs, err := r.Remotes()
+			if err != nil {
+				return storeErr(err, c.String("repo"))
+			}
+			var names []string
+			for _, x := range rs {
+				names = append(names, x.Name)
+			}
+			if c.NArg() > 0 {
+				names = c.Args().Slice()
+			}
+			head, err := r.Commit("HEAD")
+			if err != nil {
+				return storeErr(err, c.String("repo"))
+			}
+			w := c.App.Writer
+			if !c.Bool("json") {
+				fmt.Fprintf(w, "HEAD %s %s\n", short(head.Hash), head.Subject)
+				if len(names) == 0 {
+					fmt.Fprintln(w, "no remote: the memory is not shared (gitmem remote add origin URL)")
+				}
+			}
+			emit := jsonLines(w)
+			for _, name := range names {
+				st, err := r.Status(name)
+				if err != nil {
+					return shareErr(err, name, c.String("repo"))
+				}
+				when := func(t time.Time) string {
+					if t.IsZero() {
+						return ""
+					}
+					return t.Format(time.RFC3339)
+				}
+				if c.Bool("json") {
+					emit(statusJSON{st.Remote, st.URL, st.Tracking, st.Ahead, st.Behind, when(st.LastSync), when(st.LastAttempt), st.LastError})
+					continue
+				}
+				fmt.Fprintf(w, "remote %s (%s)\n", st.Remote, st.URL)
+				if st.Tracking == "" {
+					fmt.Fprintf(w, "  never fetched; %d commit(s) not pushed\n", st.Ahead)
+				} else {
+					fmt.Fprintf(w, "  %d commit(s) not pushed, %d not merged (as of the last fetch: %s)\n", st.Ahead, st.Behind, short(st.Tracking))
+				}
+				switch {
+				case st.LastSync.IsZero() && st.LastAttempt.IsZero():
+					fmt.Fprintln(w, "  no sync yet")
+				case st.LastError == "":
+					fmt.Fprintf(w, "  last sync %s\n", st.LastSync.Format(timeLayout))
+				default:
+					last := "never"
+					if !st.LastSync.IsZero() {
+						last = st.LastSync.Format(timeLayout)
+					}
+					fmt.Fprintf(w, "  last sync %s; the last attempt (%s) failed: %s\n", last, st.LastAttempt.Format(timeLayout), strings.TrimPrefix(st.LastError, "gitmem: "))
+				}
+			}
+			return nil
+		},
+	}
+}
