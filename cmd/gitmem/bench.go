@@ -55,6 +55,9 @@ after npm ci is found by itself).`,
 }
 
 func runBench(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return failf(exitUsage, "bench takes no arguments (got %q)", c.Args().First())
+	}
 	cfg := bench.Config{
 		History:   c.Int("history"),
 		Ops:       c.Int("ops"),
@@ -122,7 +125,7 @@ func runBench(c *cli.Context) error {
 	rep.Text(c.App.Writer)
 	if path := c.String("markdown"); path != "" {
 		var b strings.Builder
-		rep.Markdown(&b, "gitmem bench "+strings.Join(c.Args().Slice(), " ")+flagLine(c))
+		rep.Markdown(&b, strings.TrimSpace("gitmem bench "+flagLine(c)))
 		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 			return failf(exitFailure, "write %s: %v", path, err)
 		}

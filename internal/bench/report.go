@@ -155,7 +155,7 @@ func (t table) text(w io.Writer) {
 }
 
 func (t table) markdown(w io.Writer) {
-	fmt.Fprintf(w, "\n%s\n\n| %s |\n|", t.title, strings.Join(t.header, " | "))
+	fmt.Fprintf(w, "\n**%s**\n\n| %s |\n|", t.title, strings.Join(t.header, " | "))
 	for i := range t.header {
 		if i == 0 {
 			fmt.Fprint(w, "---|")
