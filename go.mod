@@ -1,6 +1,9 @@
 module github.com/gitmem-dev/gitmem
 
-go 1.26.8
+// The lowest Go the dependencies allow (go-git, golang.org/x/sys and x/crypto
+// say go 1.26.0), so a build never forces a newer toolchain than it needs;
+// checked with GOTOOLCHAIN=go1.26.0 go vet ./...
+go 1.26.0
 
 require (
 	github.com/BurntSushi/toml v1.6.0
