@@ -8,7 +8,6 @@ import (
 	"log"
 	"net/mail"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -20,7 +19,10 @@ import (
 // error to an exit code and one line on stderr.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
-	err := app.Run(flagsFirst(app, defaultHTTPAddr(args)))
+	args, cmd, err := normalize(app, defaultHTTPAddr(args))
+	if err == nil {
+		err = app.Run(args)
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -29,27 +31,31 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gitmem: "+ee.msg)
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "gitmem: "+err.Error())
-	return exitUsage // urfave/cli's own errors are about the command line
+	// urfave/cli's own errors are about the command line.
+	fmt.Fprintf(stderr, "gitmem: %s (see: gitmem %s--help)\n", err, cmd)
+	return exitUsage
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:      "gitmem",
 		Usage:     "Claude's memory tool, backed by git: every change is a commit",
 		Reader:    stdin,
 		Writer:    stdout,
 		ErrWriter: stderr,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "repo", Value: "./memory", EnvVars: []string{"GITMEM_REPO"},
-				Usage: "the gitmem repository; /memories is its memories/ folder"},
-		},
+		Version:   versionLine(),
+		Flags:     globalFlags(),
 		Commands: []*cli.Command{initCommand(), serveCommand(), storeCommand(), logCommand(), showCommand(), diffCommand(),
-			blameCommand(), revertCommand(), restoreCommand(), expireCommand(), redactCommand(), gcCommand(), fsckCommand(), tokenCommand(), scanCommand(),
-			benchCommand(), remoteCommand(), cloneCommand(), pushCommand(), pullCommand(), syncCommand(), statusCommand()},
-		ExitErrHandler:  func(*cli.Context, error) {}, // run maps errors to exit codes
-		HideHelpCommand: true,
+			blameCommand(), revertCommand(), restoreCommand(), expireCommand(), redactCommand(), gcCommand(), fsckCommand(),
+			tokenCommand(), scanCommand(), benchCommand(), remoteCommand(), cloneCommand(), pushCommand(), pullCommand(),
+			syncCommand(), statusCommand(), versionCommand(), completionCommand(), manCommand()},
+		ExitErrHandler:       func(*cli.Context, error) {}, // run maps errors to exit codes
+		OnUsageError:         usageError,
+		Before:               checkColor,
+		EnableBashCompletion: true,
 	}
+	forEachCommand(app.Commands, func(c *cli.Command) { c.OnUsageError = usageError })
+	return app
 }
 
 func initCommand() *cli.Command {
@@ -124,60 +130,4 @@ func parseAuthor(s string) (gitmem.Signature, error) {
 
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-}
-
-// flagsFirst moves a command's flags before its other arguments, so that
-// "gitmem redact PATH --yes" works: urfave/cli stops reading flags at the
-// first argument that is not one. Arguments after "--" stay in place.
-func flagsFirst(app *cli.App, args []string) []string {
-	i := 1
-	for i < len(args) && strings.HasPrefix(args[i], "-") { // global flags
-		if !strings.Contains(args[i], "=") && !isBoolFlag(app.Flags, args[i]) {
-			i++
-		}
-		i++
-	}
-	if i >= len(args) {
-		return args
-	}
-	cmd := app.Command(args[i])
-	if cmd == nil {
-		return args
-	}
-	if i+1 < len(args) && cmd.Command(args[i+1]) != nil { // a subcommand: gitmem store create
-		i++
-		cmd = cmd.Command(args[i])
-	}
-	head := append([]string(nil), args[:i+1]...)
-	var flags, rest []string
-	for j := i + 1; j < len(args); j++ {
-		a := args[j]
-		switch {
-		case a == "--":
-			rest = append(rest, args[j:]...)
-			j = len(args)
-		case strings.HasPrefix(a, "-") && a != "-":
-			flags = append(flags, a)
-			if !strings.Contains(a, "=") && !isBoolFlag(cmd.Flags, a) && j+1 < len(args) {
-				j++
-				flags = append(flags, args[j])
-			}
-		default:
-			rest = append(rest, a)
-		}
-	}
-	return append(append(head, flags...), rest...)
-}
-
-func isBoolFlag(flags []cli.Flag, arg string) bool {
-	name := strings.TrimLeft(arg, "-")
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				_, ok := f.(*cli.BoolFlag)
-				return ok
-			}
-		}
-	}
-	return name == "help" || name == "h"
 }

@@ -1,10 +1,6 @@
 package main
 
-import (
-	"bufio"
-	"io"
-	"strings"
-)
+import "strings"
 
 const (
 	red    = "\x1b[31m"
@@ -47,6 +43,3 @@ func colorDiff(d string, on bool) string {
 	}
 	return b.String()
 }
-
-// newPager buffers output; write errors (a closed pipe) end the command quietly.
-func newPager(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 64<<10) }

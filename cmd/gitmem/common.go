@@ -88,8 +88,9 @@ func splitArgs(c *cli.Context) (revs, paths []string) {
 	return revs, paths
 }
 
-// isTerminal reports whether w is a terminal (colors, progress bars).
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w (a reader or a writer) is a terminal:
+// colors, progress bars, the pager, serve's hint.
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -34,7 +35,30 @@ func oneLine(c gitmem.Commit) string {
 	if id == "" {
 		id = "-"
 	}
-	return fmt.Sprintf("%s %s %-11s %s %s", short(c.Hash), c.Time.Format("2006-01-02 15:04:05"), cmd, path, id)
+	line := fmt.Sprintf("%s %s %-11s %s %s", short(c.Hash), c.Time.Format("2006-01-02 15:04:05"), cmd, path, id)
+	for _, kv := range [][2]string{{"agent", c.Trailer(gitmem.TrailerAgent)}, {"session", c.Trailer(gitmem.TrailerSession)}} {
+		if kv[1] != "" {
+			line += " " + kv[0] + "=" + quoteSpaced(kv[1])
+		}
+	}
+	return line
+}
+
+// quoteSpaced quotes a value that holds a space, so a log line stays
+// readable field by field.
+func quoteSpaced(s string) string {
+	if strings.ContainsAny(s, " \t\"") {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// orDash is s, or "-" when s is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func logCommand() *cli.Command {
@@ -78,7 +102,8 @@ func logCommand() *cli.Command {
 			defer r.Close()
 			ctx, stop := signalContext()
 			defer stop()
-			out := newPager(c.App.Writer)
+			out := newOutput(c)
+			defer out.Close()
 			emit := jsonLines(out)
 			err = r.Log(ctx, opt, progress(c, "indexing history"), func(cm gitmem.Commit) error {
 				var patch string
@@ -103,7 +128,7 @@ func logCommand() *cli.Command {
 						}
 					}
 				}
-				_, err := io.WriteString(out, colorDiff(patch, isTerminal(c.App.Writer)))
+				_, err := io.WriteString(out, colorDiff(patch, out.color))
 				return err
 			})
 			if errors.Is(err, context.Canceled) {
@@ -112,7 +137,7 @@ func logCommand() *cli.Command {
 			if err != nil {
 				return storeErr(err, c.String("repo"))
 			}
-			return out.Flush()
+			return out.Close()
 		},
 	}
 }
@@ -145,8 +170,9 @@ func showCommand() *cli.Command {
 				j.Diff = patch
 				return jsonLines(c.App.Writer)(j)
 			}
-			w := c.App.Writer
-			color := isTerminal(w)
+			w := newOutput(c)
+			defer w.Close()
+			color := w.color
 			fmt.Fprintf(w, "%s\n", paint(color, yellow, "commit "+cm.Hash))
 			fmt.Fprintf(w, "Author: %s <%s>\nDate:   %s\n\n    %s\n", cm.Author.Name, cm.Author.Email, cm.Time.Format(timeLayout), cm.Subject)
 			if len(cm.Trailers) > 0 {
@@ -156,8 +182,8 @@ func showCommand() *cli.Command {
 				}
 			}
 			fmt.Fprintln(w)
-			_, err = io.WriteString(w, colorDiff(patch, color))
-			return err
+			io.WriteString(w, colorDiff(patch, color))
+			return w.Close()
 		},
 	}
 }
@@ -169,7 +195,9 @@ func diffCommand() *cli.Command {
 		ArgsUsage: "[REV [REV]] [-- PATH...]   (REV may be a time: @{2h ago}, @{yesterday})",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "at", Usage: "compare the memory as it was at `TIME` with now (like REV @{TIME})"},
-			&cli.BoolFlag{Name: "stat", Usage: "list the changed files only"},
+			&cli.BoolFlag{Name: "stat", Usage: "a diffstat: each changed file with its count of changed lines, as git diff --stat"},
+			&cli.BoolFlag{Name: "name-status", Usage: "each changed file with A (added), M (modified) or D (deleted)"},
+			&cli.BoolFlag{Name: "json", Usage: "one JSON object per changed file: path, status, insertions, deletions, diff"},
 		},
 		Action: func(c *cli.Context) error {
 			revs, args := splitArgs(c)
@@ -208,28 +236,33 @@ func diffCommand() *cli.Command {
 			if err != nil {
 				return storeErr(err, c.String("repo"))
 			}
-			w := newPager(c.App.Writer)
-			color := isTerminal(c.App.Writer)
-			for _, fc := range changes {
-				if c.Bool("stat") {
-					fmt.Fprintf(w, "%s /memories/%s\n", statusLetter(fc), fc.Path)
-					continue
-				}
-				io.WriteString(w, colorDiff(fc.Unified(), color))
-			}
-			return w.Flush()
+			return writeChanges(c, changes)
 		},
 	}
 }
 
-func statusLetter(fc gitmem.FileChange) string {
+// writeChanges prints changed files as diff's flags ask: a unified diff
+// (the default), --stat, --name-status or --json.
+func writeChanges(c *cli.Context, changes []gitmem.FileChange) error {
+	w := newOutput(c)
+	emit := jsonLines(w)
 	switch {
-	case !fc.OldFile:
-		return "A"
-	case !fc.NewFile:
-		return "D"
+	case c.Bool("json"):
+		for _, fc := range changes {
+			emit(toChangeJSON(fc))
+		}
+	case c.Bool("stat"):
+		io.WriteString(w, diffstat(changes, w.color))
+	case c.Bool("name-status"):
+		for _, fc := range changes {
+			fmt.Fprintf(w, "%s\t/memories/%s\n", statusLetter(fc), fc.Path)
+		}
+	default:
+		for _, fc := range changes {
+			io.WriteString(w, colorDiff(fc.Unified(), w.color))
+		}
 	}
-	return "M"
+	return w.Close()
 }
 
 type blameJSON struct {
@@ -238,6 +271,8 @@ type blameJSON struct {
 	Time      string `json:"time"`
 	ToolUseID string `json:"tool_use_id,omitempty"`
 	Command   string `json:"command,omitempty"`
+	Agent     string `json:"agent,omitempty"`
+	Session   string `json:"session,omitempty"`
 	Text      string `json:"text"`
 }
 
@@ -269,7 +304,8 @@ func blameCommand() *cli.Command {
 			if err != nil {
 				return storeErr(err, c.String("repo"))
 			}
-			w := newPager(c.App.Writer)
+			w := newOutput(c)
+			defer w.Close()
 			emit := jsonLines(w)
 			width := len(fmt.Sprint(len(lines)))
 			who := func(c gitmem.Commit) string {
@@ -281,21 +317,25 @@ func blameCommand() *cli.Command {
 				}
 				return "-"
 			}
-			idWidth := 0
+			idW, agentW, sessionW := 0, 0, 0
 			for _, l := range lines {
-				idWidth = max(idWidth, len(who(l.Commit)))
+				idW = max(idW, len(who(l.Commit)))
+				agentW = max(agentW, len(orDash(l.Commit.Trailer(gitmem.TrailerAgent))))
+				sessionW = max(sessionW, len(orDash(l.Commit.Trailer(gitmem.TrailerSession))))
 			}
 			for _, l := range lines {
-				id := l.Commit.Trailer(gitmem.TrailerToolUseID)
+				cm := l.Commit
 				if c.Bool("json") {
-					emit(blameJSON{Line: l.Line, Hash: l.Commit.Hash, Time: l.Commit.Time.Format("2006-01-02T15:04:05Z07:00"),
-						ToolUseID: id, Command: l.Commit.Trailer(gitmem.TrailerCommand), Text: l.Text})
+					emit(blameJSON{Line: l.Line, Hash: cm.Hash, Time: cm.Time.Format("2006-01-02T15:04:05Z07:00"),
+						ToolUseID: cm.Trailer(gitmem.TrailerToolUseID), Command: cm.Trailer(gitmem.TrailerCommand),
+						Agent: cm.Trailer(gitmem.TrailerAgent), Session: cm.Trailer(gitmem.TrailerSession), Text: l.Text})
 					continue
 				}
-				fmt.Fprintf(w, "%s %s %-*s %*d) %s\n", short(l.Commit.Hash), l.Commit.Time.Format("2006-01-02 15:04:05"),
-					idWidth, who(l.Commit), width, l.Line, l.Text)
+				fmt.Fprintf(w, "%s %s %-*s %-*s %-*s %*d) %s\n", short(cm.Hash), cm.Time.Format("2006-01-02 15:04:05"),
+					idW, who(cm), agentW, orDash(cm.Trailer(gitmem.TrailerAgent)), sessionW, orDash(cm.Trailer(gitmem.TrailerSession)),
+					width, l.Line, l.Text)
 			}
-			return w.Flush()
+			return w.Close()
 		},
 	}
 }

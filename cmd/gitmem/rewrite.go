@@ -19,6 +19,7 @@ func redactCommand() *cli.Command {
 			&cli.StringFlag{Name: "blob", Usage: "remove every file holding this blob `SHA`"},
 			&cli.StringFlag{Name: "match", Usage: "replace text matching `REGEX` (RE2 syntax) with [REDACTED] in every version of every file"},
 			&cli.BoolFlag{Name: "yes", Usage: "rewrite for real; without it, only show what would change"},
+			&cli.BoolFlag{Name: "json", Usage: "the report as one JSON object: dry_run, rewritten (old, new, subject), refs, renamed"},
 		},
 		Action: func(c *cli.Context) error {
 			var path *string
@@ -58,6 +59,13 @@ func redactCommand() *cli.Command {
 				return storeErr(err, c.String("repo"))
 			}
 			w := c.App.Writer
+			if c.Bool("json") {
+				j := redactJSON{DryRun: dry, Rewritten: []rewriteJSON{}, Refs: rep.Refs, Renamed: displayPaths(rep.Renamed)}
+				for _, rw := range rep.Rewritten {
+					j.Rewritten = append(j.Rewritten, rewriteJSON{rw.Old, rw.New, rw.Subject})
+				}
+				return jsonLines(w)(j)
+			}
 			for _, rw := range rep.Rewritten {
 				fmt.Fprintf(w, "%s -> %s %s\n", short(rw.Old), short(rw.New), rw.Subject)
 			}
@@ -79,11 +87,25 @@ func redactCommand() *cli.Command {
 	}
 }
 
+type rewriteJSON struct {
+	Old     string `json:"old"`
+	New     string `json:"new"`
+	Subject string `json:"subject"`
+}
+
+type redactJSON struct {
+	DryRun    bool          `json:"dry_run"`
+	Rewritten []rewriteJSON `json:"rewritten"`
+	Refs      []string      `json:"refs,omitempty"`
+	Renamed   []string      `json:"renamed,omitempty"`
+}
+
 func gcCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "gc",
 		Usage: "pack loose objects (--full: repack everything and drop unreachable objects)",
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "full", Usage: "one pack of everything reachable; delete the rest"}},
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "full", Usage: "one pack of everything reachable; delete the rest"},
+			&cli.BoolFlag{Name: "json", Usage: "the result as a JSON object: packed, removed"}},
 		Action: func(c *cli.Context) error {
 			r, err := openRepo(c, false)
 			if err != nil {
@@ -93,6 +115,9 @@ func gcCommand() *cli.Command {
 			st, err := r.GC(c.Bool("full"))
 			if err != nil {
 				return storeErr(err, c.String("repo"))
+			}
+			if c.Bool("json") {
+				return jsonLines(c.App.Writer)(map[string]int{"packed": st.Packed, "removed": st.Removed})
 			}
 			fmt.Fprintf(c.App.Writer, "packed %d objects, removed %d loose objects or packs\n", st.Packed, st.Removed)
 			return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -98,6 +99,9 @@ func serve(c *cli.Context) error {
 		return failf(exitUsage, "--http, --mcp and --mcp-http are different ways to serve: choose one")
 	}
 	for _, a := range []string{addr, mcpAddr} {
+		if _, port, err := net.SplitHostPort(a); a != "" && (err != nil || port == "") {
+			return failf(exitUsage, "%q has no port: listen on HOST:PORT, such as %s:7077 (--http alone listens on %s)", a, strings.TrimSuffix(a, ":"), defaultAddr)
+		}
 		if a != "" && token == "" && !isLoopback(a) {
 			return failf(exitUsage, "refusing to serve %s without a token: set --token or GITMEM_TOKEN, or listen on a loopback address", a)
 		}
@@ -150,6 +154,9 @@ func serve(c *cli.Context) error {
 			return failf(exitFailure, "mcp: %v", err)
 		}
 		return nil
+	}
+	if isTerminal(c.App.Reader) {
+		fmt.Fprintln(c.App.ErrWriter, "gitmem: waiting for tool_use blocks on stdin, one JSON object (or content array) per line; results go to stdout; Ctrl-D ends")
 	}
 	if err := h.ServeStdio(ctx, c.App.Reader, c.App.Writer, caller); err != nil {
 		return failf(exitFailure, "stdio: %v", err)

@@ -21,6 +21,7 @@ func revertCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "strategy", Usage: "`theirs` forces the undo where later edits overlap"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "show the diff the revert would make; change nothing"},
+			jsonReportFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -73,18 +74,20 @@ func side(w io.Writer, label string, lines []string, none string) {
 	}
 }
 
+// jsonReportFlag is revert's and restore's --json.
+var jsonReportFlag = &cli.BoolFlag{Name: "json", Usage: "the new commit as a JSON object (with --dry-run: one JSON object per changed file)"}
+
 // reportChange prints what revert or restore did, or with dry, the diff it
 // would make.
 func reportChange(c *cli.Context, cm gitmem.Commit, changes []gitmem.FileChange, dry bool) error {
+	if !dry && c.Bool("json") {
+		return jsonLines(c.App.Writer)(stores.ToCommitJSON(cm))
+	}
 	if !dry {
 		fmt.Fprintf(c.App.Writer, "[%s] %s\n", short(cm.Hash), cm.Subject)
 		return nil
 	}
-	w := newPager(c.App.Writer)
-	for _, fc := range changes {
-		io.WriteString(w, colorDiff(fc.Unified(), isTerminal(c.App.Writer)))
-	}
-	if err := w.Flush(); err != nil {
+	if err := writeChanges(c, changes); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.App.ErrWriter, "dry run: %d file(s) would change; nothing was changed\n", len(changes))
@@ -97,11 +100,15 @@ func restoreCommand() *cli.Command {
 		Usage:     "make the memory (or some paths) what it was at a revision or time, as one new commit",
 		ArgsUsage: "--to REV|TIME [-- PATH...]",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "to", Required: true, Usage: "a revision, tool_use id, or time (2h, yesterday, 2026-11-20)"},
+			&cli.StringFlag{Name: "to", Usage: "a revision, tool_use id, or time (2h, yesterday, 2026-11-20)"},
 			&cli.BoolFlag{Name: "delete", Usage: "delete a path that did not exist then (without it, that is an error)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "show the diff the restore would make; change nothing"},
+			jsonReportFlag,
 		},
 		Action: func(c *cli.Context) error {
+			if c.String("to") == "" {
+				return failf(exitUsage, "restore needs --to REV|TIME (see: gitmem restore --help)")
+			}
 			revs, args := splitArgs(c)
 			if len(revs) > 0 {
 				return failf(exitUsage, "restore takes memory paths after --to, not %q", revs[0])
@@ -147,12 +154,15 @@ func expireCommand() *cli.Command {
 		Name:  "expire",
 		Usage: "delete files nobody changed for a while, as one commit (revert it to bring them back)",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "older-than", Required: true, Usage: "expire files last changed more than `DURATION` ago (30d, 2w)"},
+			&cli.StringFlag{Name: "older-than", Usage: "expire files last changed more than `DURATION` ago (30d, 2w)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "list what would be deleted; change nothing"},
 			&cli.StringSliceFlag{Name: "keep", Usage: "never expire paths matching `GLOB` (memories/**/*.md, /memories/core/*)"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per file"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.String("older-than") == "" {
+				return failf(exitUsage, "expire needs --older-than DURATION (see: gitmem expire --help)")
+			}
 			age, err := policy.ParseDuration(c.String("older-than"))
 			if err != nil {
 				return failf(exitUsage, "--older-than: %v", err)

@@ -1,0 +1,315 @@
+package main
+
+import (
+	_ "embed"
+	"fmt"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// globalFlags are the flags of every command. They may be written before
+// or after the command's name (gitmem --repo R log, gitmem log --repo R).
+func globalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "repo", Value: "./memory", EnvVars: []string{"GITMEM_REPO"},
+			Usage: "the gitmem repository; /memories is its memories/ folder"},
+		&cli.StringFlag{Name: "config", EnvVars: []string{"GITMEM_CONFIG"},
+			Usage: "read settings from this TOML `FILE` (flags and environment variables win)"},
+		&cli.StringFlag{Name: "color", Value: "auto", EnvVars: []string{"GITMEM_COLOR"},
+			Usage: "color output: `auto` (on a terminal, unless NO_COLOR is set), always or never"},
+		&cli.BoolFlag{Name: "no-pager", EnvVars: []string{"GITMEM_NO_PAGER"},
+			Usage: "never page output (else, on a terminal: $GITMEM_PAGER, $PAGER or less)"},
+		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"GITMEM_LOG_LEVEL"},
+			Usage: "least important log messages written to stderr: debug, info, warn or error"},
+		&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: []string{"GITMEM_LOG_FORMAT"},
+			Usage: "log lines as text (key=value) or json"},
+	}
+}
+
+// completionFlag is the hidden flag urfave/cli's completion scripts add.
+const completionFlag = "--generate-bash-completion"
+
+// normalize rewrites a command line into the order urfave/cli parses: the
+// global flags first, then the command, its flags, and its arguments
+// (urfave/cli stops reading flags at the first argument that is not one,
+// so "gitmem redact PATH --yes" and "gitmem log --repo R" need this);
+// "-n1" becomes "-n 1". Arguments after "--" stay in place. It also
+// returns the command's name ("log "), for hints, and refuses an unknown
+// command.
+func normalize(app *cli.App, args []string) (out []string, cmdName string, err error) {
+	if len(args) > 0 && args[len(args)-1] == completionFlag {
+		return args, "", nil // a completion request: urfave/cli reads it as it is
+	}
+	i := 1
+	for i < len(args) && strings.HasPrefix(args[i], "-") { // global flags
+		if args[i] == "--" {
+			return args, "", nil
+		}
+		if !strings.Contains(args[i], "=") && takesValue(app.Flags, args[i]) {
+			i++
+		}
+		i++
+	}
+	if i >= len(args) {
+		return args, "", nil
+	}
+	start := i
+	cmd := app.Command(args[i])
+	if args[i] == "help" || args[i] == "h" {
+		return args, "", nil // urfave/cli's own help command: gitmem help serve
+	}
+	if cmd == nil {
+		return nil, "", failf(exitUsage, "%q is not a gitmem command (see: gitmem help)", args[i])
+	}
+	if i+1 < len(args) && cmd.Command(args[i+1]) != nil { // a subcommand: gitmem store create
+		i++
+		cmd = cmd.Command(args[i])
+	}
+	path := args[start : i+1]
+	cmdName = strings.Join(path, " ") + " "
+	globals := append([]string(nil), args[1:start]...)
+	var flags, rest []string
+	for j := i + 1; j < len(args); j++ {
+		a := args[j]
+		switch {
+		case a == "--":
+			rest = append(rest, args[j:]...)
+			j = len(args)
+		case strings.HasPrefix(a, "-") && a != "-":
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			dst, set := &flags, cmd.Flags
+			if findFlag(cmd.Flags, name) == nil && findFlag(app.Flags, name) != nil {
+				dst, set = &globals, app.Flags
+			}
+			if len(name) > 1 && !hasValue && a[1] != '-' && findFlag(set, name) == nil && takesValue(set, "-"+name[:1]) { // -n1
+				*dst = append(*dst, "-"+name[:1], name[1:])
+				continue
+			}
+			*dst = append(*dst, a)
+			if !hasValue && takesValue(set, a) {
+				if j+1 == len(args) {
+					return nil, "", failf(exitUsage, "%sflag %s needs a value (see: gitmem %s--help)", strings.Join(path, " ")+": ", a, cmdName)
+				}
+				j++
+				*dst = append(*dst, args[j])
+			}
+		default:
+			rest = append(rest, a)
+		}
+	}
+	out = append([]string{args[0]}, globals...)
+	out = append(append(append(out, path...), flags...), rest...)
+	return out, cmdName, nil
+}
+
+func findFlag(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// takesValue reports whether a flag (as written, "--repo") reads the next
+// argument as its value: a known flag that is not a boolean.
+func takesValue(flags []cli.Flag, arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	switch name {
+	case "help", "h", "version", "v", strings.TrimLeft(completionFlag, "-"):
+		return false
+	}
+	f := findFlag(flags, name)
+	if f == nil {
+		return false
+	}
+	_, isBool := f.(*cli.BoolFlag)
+	return !isBool
+}
+
+func forEachCommand(cmds []*cli.Command, fn func(*cli.Command)) {
+	for _, c := range cmds {
+		fn(c)
+		forEachCommand(c.Subcommands, fn)
+	}
+}
+
+var undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+
+// usageError words a command line that does not parse as one line with a
+// hint, instead of urfave/cli's whole help text.
+func usageError(c *cli.Context, err error, _ bool) error {
+	var names []string
+	for _, ctx := range c.Lineage() {
+		if ctx.Command != nil && ctx.Command.Name != "" && ctx.Command.Name != c.App.Name {
+			names = append([]string{ctx.Command.Name}, names...)
+		}
+	}
+	name, prefix := "", ""
+	if len(names) > 0 {
+		name = strings.Join(names, " ") + " "
+		prefix = strings.Join(names, " ") + ": "
+	}
+	msg := err.Error()
+	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
+		msg = "unknown flag " + dashes(m[1])
+	}
+	return failf(exitUsage, "%s%s (see: gitmem %s--help)", prefix, msg, name)
+}
+
+func dashes(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// buildInfo describes this binary: its module version, the commit it was
+// built from, and how.
+type buildInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	Modified  bool   `json:"modified,omitempty"`
+	Date      string `json:"date,omitempty"` // the commit's date
+	BuildDate string `json:"build_date,omitempty"`
+	Go        string `json:"go"`
+	Platform  string `json:"platform"`
+}
+
+// buildDate is set by release builds: -ldflags "-X main.buildDate=...".
+var buildDate string
+
+func readBuildInfo() buildInfo {
+	b := buildInfo{Version: "(devel)", BuildDate: buildDate, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	if bi.Main.Version != "" {
+		b.Version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Commit = s.Value
+		case "vcs.time":
+			b.Date = s.Value
+		case "vcs.modified":
+			b.Modified = s.Value == "true"
+		}
+	}
+	return b
+}
+
+// versionLine is what --version prints after "gitmem version ".
+func versionLine() string {
+	b := readBuildInfo()
+	var extra []string
+	if b.Commit != "" {
+		c := short(b.Commit)
+		if b.Modified {
+			c += ", modified"
+		}
+		extra = append(extra, "commit "+c)
+	}
+	if b.BuildDate != "" {
+		extra = append(extra, "built "+b.BuildDate)
+	}
+	if len(extra) == 0 {
+		return b.Version
+	}
+	return b.Version + " (" + strings.Join(extra, ", ") + ")"
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version, commit and build of this gitmem",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "as a JSON object"}},
+		Action: func(c *cli.Context) error {
+			b := readBuildInfo()
+			if c.Bool("json") {
+				return jsonLines(c.App.Writer)(b)
+			}
+			w := c.App.Writer
+			fmt.Fprintf(w, "gitmem %s\n", b.Version)
+			if b.Commit != "" {
+				mod := ""
+				if b.Modified {
+					mod = " (modified)"
+				}
+				fmt.Fprintf(w, "commit     %s%s\n", b.Commit, mod)
+			}
+			if b.Date != "" {
+				fmt.Fprintf(w, "committed  %s\n", b.Date)
+			}
+			if b.BuildDate != "" {
+				fmt.Fprintf(w, "built      %s\n", b.BuildDate)
+			}
+			fmt.Fprintf(w, "go         %s %s\n", b.Go, b.Platform)
+			return nil
+		},
+	}
+}
+
+// The completion scripts for bash and zsh are urfave/cli's
+// (autocomplete/bash_autocomplete and zsh_autocomplete); they ask gitmem
+// itself for candidates with --generate-bash-completion. fish's is
+// generated from the commands.
+var (
+	//go:embed completion/gitmem.bash
+	bashCompletion string
+	//go:embed completion/gitmem.zsh
+	zshCompletion string
+)
+
+func completionCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "completion",
+		Usage:     "print the shell completion script for bash, zsh or fish",
+		ArgsUsage: "bash|zsh|fish",
+		Description: "bash:  source <(gitmem completion bash)     (or save it in /etc/bash_completion.d/gitmem)\n" +
+			"zsh:   gitmem completion zsh > \"${fpath[1]}/_gitmem\"\n" +
+			"fish:  gitmem completion fish > ~/.config/fish/completions/gitmem.fish",
+		Action: func(c *cli.Context) error {
+			var script string
+			switch c.Args().First() {
+			case "bash":
+				script = bashCompletion
+			case "zsh":
+				script = zshCompletion
+			case "fish":
+				s, err := c.App.ToFishCompletion()
+				if err != nil {
+					return failf(exitFailure, "fish completion: %v", err)
+				}
+				script = s
+			default:
+				return failf(exitUsage, "completion takes one shell: bash, zsh or fish")
+			}
+			_, err := fmt.Fprint(c.App.Writer, script)
+			return err
+		},
+	}
+}
+
+func manCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "man",
+		Usage: "print the manual page (roff): gitmem man > /usr/local/share/man/man1/gitmem.1",
+		Action: func(c *cli.Context) error {
+			page, err := c.App.ToManWithSection(1)
+			if err != nil {
+				return failf(exitFailure, "man page: %v", err)
+			}
+			_, err = fmt.Fprint(c.App.Writer, page)
+			return err
+		},
+	}
+}
