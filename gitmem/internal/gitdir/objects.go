@@ -462,7 +462,7 @@ func SyncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	return Fsync(d)
+	return fsyncDir(d)
 }
 
 // Fsync flushes a file or folder to stable storage. It is a variable only

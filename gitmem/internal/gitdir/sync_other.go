@@ -19,7 +19,11 @@ func SyncFS(dir string, paths []string) error {
 		if err != nil {
 			continue
 		}
-		err = Fsync(f)
+		if fi, serr := f.Stat(); serr == nil && fi.IsDir() {
+			err = fsyncDir(f)
+		} else {
+			err = Fsync(f)
+		}
 		f.Close()
 		if err != nil {
 			return err

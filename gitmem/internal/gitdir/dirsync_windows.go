@@ -1,0 +1,10 @@
+//go:build windows
+
+package gitdir
+
+import "os"
+
+// fsyncDir does nothing on Windows: a folder handle cannot be flushed
+// (FlushFileBuffers refuses it), and NTFS journals a folder's entries
+// itself.
+func fsyncDir(*os.File) error { return nil }
