@@ -29,7 +29,7 @@ func TestHostileCallerNamesKeepTheRepositoryValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer repo.Close()
-	h := handler.New(repo, handler.Options{Limits: policy.DefaultLimits, Logf: t.Logf})
+	h := handler.New(repo, handler.Options{Limits: policy.DefaultLimits})
 	srv := httptest.NewServer(h.HTTP(handler.HTTPOptions{}))
 	defer srv.Close()
 

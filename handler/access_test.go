@@ -41,11 +41,11 @@ func callAs(h *handler.Handler, c handler.Caller, id, input string) handler.Resu
 
 func TestReadOnlyCallerAndArchivedMemory(t *testing.T) {
 	r := newRepo(t)
-	rw := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Logf: t.Logf})
+	rw := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Logger: testLog(t)})
 	if res := call(rw, "toolu_0", `{"command":"create","path":"/memories/a.md","file_text":"one\n"}`); res.IsError {
 		t.Fatal(res.Content)
 	}
-	archived := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Archived: true, Logf: t.Logf})
+	archived := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Archived: true, Logger: testLog(t)})
 	before := len(commits(t, r))
 	for _, c := range []struct {
 		h      *handler.Handler
@@ -79,7 +79,7 @@ func TestReadOnlyCallerAndArchivedMemory(t *testing.T) {
 
 func TestCallerAuthorIsNotSelfAsserted(t *testing.T) {
 	r := newRepo(t)
-	h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Logf: t.Logf})
+	h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Logger: testLog(t)})
 	token := gitmem.Signature{Name: "support-bot", Email: "support-bot@gitmem.invalid"}
 	// The request names another agent: it becomes the Agent trailer, but
 	// the author stays the token's name.
@@ -122,7 +122,7 @@ func TestSecretScreening(t *testing.T) {
 	} {
 		t.Run(string(c.mode), func(t *testing.T) {
 			r := newRepo(t)
-			h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Screen: c.mode, Logf: t.Logf})
+			h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Screen: c.mode, Logger: testLog(t)})
 			run(t, h, c.steps)
 			snap, err := r.Snapshot()
 			if err != nil {

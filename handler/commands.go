@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/policy"
@@ -200,16 +201,21 @@ func maskNote(trailers []gitmem.Trailer) string {
 // update commits the change fn makes and returns fn's result. A tool_use
 // id that already has a commit is not applied again: replay renders the
 // original result from that commit.
-func (h *Handler) update(meta gitmem.Meta, fn func(tx *gitmem.Tx) (string, error), replay func(gitmem.Commit) (string, error)) (string, error) {
+func (h *Handler) update(in input, meta gitmem.Meta, fn func(tx *gitmem.Tx) (string, error), replay func(gitmem.Commit) (string, error)) (string, error) {
 	var result string
+	start := time.Now()
 	commit, err := h.repo.Update(meta, func(tx *gitmem.Tx) error {
 		var err error
 		result, err = fn(tx)
 		return err
 	})
+	if err == nil {
+		in.call.Commit, in.call.CommitDuration = commit.Hash, time.Since(start)
+	}
 	var applied *gitmem.AppliedError
 	if errors.As(err, &applied) {
 		c := applied.Commit
+		in.call.Commit, in.call.Replayed = c.Hash, true
 		for _, key := range []string{gitmem.TrailerCommand, gitmem.TrailerPath, gitmem.TrailerNewPath} {
 			if c.Trailer(key) != meta.Trailer(key) {
 				return "", fail("tool_use id %s was already used for another command (%s); nothing was changed",
@@ -244,7 +250,7 @@ func (h *Handler) create(c Caller, id string, in input) (string, error) {
 	done := fmt.Sprintf("File created successfully at: %s", path)
 	meta := h.commitMeta(c, id, "create", policy.Display(rel), "")
 	sc := h.screen(rel, text)
-	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
+	return h.update(in, meta, func(tx *gitmem.Tx) (string, error) {
 		if _, err := tx.Stat(rel); err == nil {
 			return "", fail("File %s already exists", path)
 		}
@@ -349,7 +355,7 @@ func (h *Handler) strReplace(c Caller, id string, in input) (string, error) {
 	// Memory-Line is known once the file is read; SetTrailer fills it in.
 	meta := h.commitMeta(c, id, "str_replace", policy.Display(rel), "", gitmem.Trailer{Key: gitmem.TrailerLine})
 	sc := h.screen(rel, newStr)
-	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
+	return h.update(in, meta, func(tx *gitmem.Tx) (string, error) {
 		data, err := tx.ReadFile(rel)
 		if errors.Is(err, gitmem.ErrNotExist) || errors.Is(err, gitmem.ErrIsDir) {
 			return "", notExist(path)
@@ -403,7 +409,7 @@ func (h *Handler) insert(c Caller, id string, in input) (string, error) {
 	done := fmt.Sprintf("The file %s has been edited.", path)
 	meta := h.commitMeta(c, id, "insert", policy.Display(rel), "")
 	sc := h.screen(rel, text)
-	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
+	return h.update(in, meta, func(tx *gitmem.Tx) (string, error) {
 		data, err := tx.ReadFile(rel)
 		if errors.Is(err, gitmem.ErrNotExist) || errors.Is(err, gitmem.ErrIsDir) {
 			return "", fail("The path %s does not exist", path)
@@ -438,7 +444,7 @@ func (h *Handler) delete(c Caller, id string, in input) (string, error) {
 	}
 	done := fmt.Sprintf("Successfully deleted %s", path)
 	meta := h.commitMeta(c, id, "delete", policy.Display(rel), "")
-	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
+	return h.update(in, meta, func(tx *gitmem.Tx) (string, error) {
 		if err := tx.Remove(rel); errors.Is(err, gitmem.ErrNotExist) {
 			return "", fail("The path %s does not exist", path)
 		} else if err != nil {
@@ -462,7 +468,7 @@ func (h *Handler) rename(c Caller, id string, in input) (string, error) {
 	}
 	done := fmt.Sprintf("Successfully renamed %s to %s", oldPath, newPath)
 	meta := h.commitMeta(c, id, "rename", policy.Display(oldRel), policy.Display(newRel))
-	return h.update(meta, func(tx *gitmem.Tx) (string, error) {
+	return h.update(in, meta, func(tx *gitmem.Tx) (string, error) {
 		// The reference checks the destination before the source.
 		if _, err := tx.Stat(newRel); err == nil || newRel == "" {
 			return "", fail("The destination %s already exists", newPath)

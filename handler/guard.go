@@ -2,7 +2,9 @@ package handler
 
 import (
 	"context"
+	"crypto/subtle"
 	"fmt"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -48,12 +50,47 @@ func (o *HTTPOptions) defaults() {
 }
 
 // protect wraps a transport's routes in what every gitmem HTTP route
-// gets, outermost first: the browser guard (Host on loopback, Origin,
-// Content-Type), the bearer token, and the bounds on requests and body
-// bytes in flight.
-func (o HTTPOptions) protect(routes http.Handler) http.Handler {
+// gets, outermost first: the access log (one line per request), the
+// browser guard (Host on loopback, Origin, Content-Type), the public
+// routes (GET /healthz, /readyz and /metrics, which need no token),
+// auth (the bearer token, or the stores server's tokens; hasToken says
+// whether there is one), and the bounds on requests and body bytes in
+// flight.
+func (o HTTPOptions) protect(log *slog.Logger, hasToken bool, auth func(http.Handler) http.Handler, routes http.Handler) http.Handler {
 	o.defaults()
-	return browserGuard(o.Token != "", bearer(o.Token, newLimiter(o).wrap(routes)))
+	public := http.NewServeMux()
+	public.HandleFunc("GET /healthz", o.healthz)
+	public.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if o.Ready != nil {
+			if err := o.Ready(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, "not ready: %v\n", err)
+				return
+			}
+		}
+		w.Write([]byte("ready\n"))
+	})
+	if o.Metrics != nil {
+		public.Handle("GET /metrics", o.Metrics)
+	}
+	public.Handle("/", auth(newLimiter(o).wrap(routes)))
+	return accessLog(log, browserGuard(hasToken, public))
+}
+
+// healthz answers "ok" to anyone: the process serves. The Health lines
+// (the state of background work, such as serve --sync's) may name a
+// remote or an error, so they go only to a caller with the token (or to
+// anyone when the server has none).
+func (o HTTPOptions) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	body := "ok\n"
+	if o.Health != nil && (o.Token == "" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+o.Token)) == 1) {
+		for _, l := range o.Health() {
+			body += l + "\n"
+		}
+	}
+	w.Write([]byte(body))
 }
 
 // browserGuard refuses what a web page could make a browser send to a

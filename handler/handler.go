@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
@@ -54,7 +55,8 @@ type Handler struct {
 	archived  bool
 	screening policy.ScreenMode
 	secrets   *policy.SecretRules
-	logf      func(string, ...any)
+	log       *slog.Logger
+	onCall    func(Call)
 }
 
 // Options configure a Handler.
@@ -70,13 +72,18 @@ type Options struct {
 	// policy.DefaultSecretRules).
 	Screen  policy.ScreenMode
 	Secrets *policy.SecretRules
-	Logf    func(string, ...any)
+	// Logger gets one line per tool call (and per HTTP request), and the
+	// cause of every store failure (default: warnings and errors to
+	// stderr).
+	Logger *slog.Logger
+	// OnCall, when set, is called after each tool call (for metrics).
+	OnCall func(Call)
 }
 
 // New returns a Handler for repo.
 func New(repo *gitmem.Repo, opt Options) *Handler {
-	if opt.Logf == nil {
-		opt.Logf = log.Printf
+	if opt.Logger == nil {
+		opt.Logger = defaultLogger
 	}
 	if opt.Screen == "" {
 		opt.Screen = policy.ScreenOff
@@ -86,7 +93,7 @@ func New(repo *gitmem.Repo, opt Options) *Handler {
 	}
 	author := gitmem.Signature{Name: policy.CommitIdent(opt.Author.Name), Email: policy.CommitIdent(opt.Author.Email)}
 	return &Handler{repo: repo, limits: opt.Limits, author: author, archived: opt.Archived,
-		screening: opt.Screen, secrets: opt.Secrets, logf: opt.Logf}
+		screening: opt.Screen, secrets: opt.Secrets, log: opt.Logger, onCall: opt.OnCall}
 }
 
 // toolError is a failure shown to the model; its text is exact.
@@ -183,6 +190,18 @@ func readID(raw []byte) string {
 
 // Handle answers one tool_use block.
 func (h *Handler) Handle(c Caller, b Block) Result {
+	call := Call{ID: b.ID, Caller: c, Outcome: OutcomeOK}
+	start := time.Now()
+	res := h.handle(c, b, &call)
+	call.Duration = time.Since(start)
+	if res.IsError && call.Outcome == OutcomeOK {
+		call.Outcome = OutcomeError
+	}
+	h.observe(call)
+	return res
+}
+
+func (h *Handler) handle(c Caller, b Block, call *Call) Result {
 	switch {
 	case b.Type != "" && b.Type != "tool_use":
 		return errorResult(b.ID, fmt.Sprintf("Expected a tool_use block, got type %q", policy.Clip(b.Type, policy.MaxEchoBytes)))
@@ -194,7 +213,7 @@ func (h *Handler) Handle(c Caller, b Block) Result {
 	if err := policy.CheckToolUseID(b.ID); err != nil {
 		return errorResult(b.ID, err.Error())
 	}
-	content, err := h.run(c, b.ID, b.Input)
+	content, err := h.run(c, b.ID, b.Input, call)
 	if err != nil {
 		var te *toolError
 		var pe *policy.PathError
@@ -202,7 +221,7 @@ func (h *Handler) Handle(c Caller, b Block) Result {
 		if !errors.As(err, &te) && !errors.As(err, &pe) && !errors.As(err, &le) {
 			// A storage failure: the operator's log gets the cause; the
 			// model gets no host path or library text.
-			h.logf("gitmem: tool_use %s: %v: %v", b.ID, err, errors.Unwrap(err))
+			call.Outcome, call.Err = OutcomeFailure, fmt.Errorf("%w: %v", err, errors.Unwrap(err))
 			return errorResult(b.ID, "The memory store could not complete the command; nothing was changed")
 		}
 		return errorResult(b.ID, err.Error())
@@ -222,6 +241,7 @@ func errorResult(id, msg string) Result {
 type input struct {
 	command string
 	fields  map[string]json.RawMessage
+	call    *Call // what the call did, for the log and OnCall
 }
 
 // str reads a text parameter; text that is not valid UTF-8 is refused
@@ -232,6 +252,17 @@ func (in input) str(name string) (string, error) {
 		return "", fail("Parameter %q is not valid UTF-8", name)
 	}
 	return s, err
+}
+
+// logPath is the path a call names, for its log line: path, or for a
+// rename "old -> new".
+func (in input) logPath() string {
+	p, _ := decodeString(in.fields["path"])
+	if old, ok := decodeString(in.fields["old_path"]); ok {
+		nw, _ := decodeString(in.fields["new_path"])
+		p = old + " -> " + nw
+	}
+	return policy.Clip(strings.ToValidUTF8(p, "\uFFFD"), 256)
 }
 
 // rawStr reads a string parameter as sent, invalid UTF-8 included.
@@ -267,8 +298,8 @@ func (in input) path(name string) (raw, rel string, err error) {
 	return raw, rel, err
 }
 
-func (h *Handler) run(c Caller, id string, rawInput json.RawMessage) (string, error) {
-	in := input{fields: map[string]json.RawMessage{}}
+func (h *Handler) run(c Caller, id string, rawInput json.RawMessage, call *Call) (string, error) {
+	in := input{fields: map[string]json.RawMessage{}, call: call}
 	if !json.Valid(rawInput) || !members(rawInput, func(k string, v []byte) { in.fields[k] = v }) {
 		return "", fail("Invalid input: expected a JSON object with a \"command\" field")
 	}
@@ -279,6 +310,7 @@ func (h *Handler) run(c Caller, id string, rawInput json.RawMessage) (string, er
 	if in.command, ok = decodeString(cmd); !ok {
 		return "", fail("Parameter \"command\" must be a string")
 	}
+	call.Command, call.Path = policy.Clip(in.command, 64), in.logPath()
 	switch in.command {
 	case "create", "str_replace", "insert", "delete", "rename":
 		switch {

@@ -3,6 +3,7 @@ package handler_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func newHandler(t testing.TB, limits policy.Limits) (*handler.Handler, *gitmem.R
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	return handler.New(r, handler.Options{Limits: limits, Logf: t.Logf}), r
+	return handler.New(r, handler.Options{Limits: limits, Logger: testLog(t)}), r
 }
 
 // block is a memory tool_use block with input (JSON).
@@ -342,3 +343,6 @@ func TestResultJSONShape(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// testLog logs to the test's output.
+func testLog(t testing.TB) *slog.Logger { return slog.New(slog.NewTextHandler(t.Output(), nil)) }

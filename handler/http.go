@@ -31,6 +31,12 @@ type HTTPOptions struct {
 	// of background work (serve --sync: the last successful sync, the
 	// commits not yet pushed, the last error).
 	Health func() []string
+	// Metrics, when set, answers GET /metrics, without the token: it holds
+	// counts and sizes, no memory content.
+	Metrics http.Handler
+	// Ready answers GET /readyz, without the token: 200 "ready" when it
+	// returns nil (or is nil), else 503 with the reason.
+	Ready func() error
 }
 
 // Headers that name the caller; they become the Session and Agent trailers.
@@ -44,36 +50,22 @@ const (
 //	POST /v1/tool_use  one tool_use block -> its tool_result; a JSON array
 //	                   (an assistant message's content) -> the array of
 //	                   tool_results for its memory tool_use blocks, run in order
-//	GET  /healthz      "ok" (and HTTPOptions.Health's lines)
+//	GET  /healthz      "ok" (no token needed; nor for /readyz and /metrics)
 func (h *Handler) HTTP(opt HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", opt.healthz)
 	mux.HandleFunc("POST /v1/tool_use", func(w http.ResponseWriter, r *http.Request) {
 		h.serveToolUse(w, r, Caller{Session: r.Header.Get(HeaderSession), Agent: r.Header.Get(HeaderAgent)})
 	})
-	return opt.protect(mux)
-}
-
-func healthz(w http.ResponseWriter, r *http.Request) { HTTPOptions{}.healthz(w, r) }
-
-func (o HTTPOptions) healthz(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	body := "ok\n"
-	if o.Health != nil {
-		for _, l := range o.Health() {
-			body += l + "\n"
-		}
-	}
-	w.Write([]byte(body))
+	return opt.protect(h.log, opt.Token != "", opt.bearer, mux)
 }
 
 // bearer requires "Authorization: Bearer <token>" on every request when
-// token is set.
-func bearer(token string, next http.Handler) http.Handler {
-	if token == "" {
+// the options have a token.
+func (o HTTPOptions) bearer(next http.Handler) http.Handler {
+	if o.Token == "" {
 		return next
 	}
-	want := []byte("Bearer " + token)
+	want := []byte("Bearer " + o.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gitmem"`)

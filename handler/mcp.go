@@ -290,7 +290,6 @@ func (h *Handler) MCPHTTP(opt HTTPOptions, mopt MCPOptions) http.Handler {
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{JSONResponse: true, SessionTimeout: time.Hour, MaxRequestBodyBytes: opt.MaxBodyBytes})
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", opt.healthz)
 	// gitmem sends no messages of its own, so it offers no stream to GET
 	// (which would only idle against the server's write timeout).
 	mux.HandleFunc("GET "+MCPPath, func(w http.ResponseWriter, r *http.Request) {
@@ -298,7 +297,7 @@ func (h *Handler) MCPHTTP(opt HTTPOptions, mopt MCPOptions) http.Handler {
 		http.Error(w, "gitmem sends no server-initiated messages: there is no stream to GET", http.StatusMethodNotAllowed)
 	})
 	mux.Handle(MCPPath, streamable)
-	return opt.protect(mux)
+	return opt.protect(h.log, opt.Token != "", opt.bearer, mux)
 }
 
 // version is gitmem's module version, for the MCP handshake.

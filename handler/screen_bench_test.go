@@ -30,7 +30,7 @@ func BenchmarkCreateScreening(b *testing.B) {
 		for _, mode := range []policy.ScreenMode{policy.ScreenOff, policy.ScreenMask} {
 			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, mode), func(b *testing.B) {
 				r := newRepo(b)
-				h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Screen: mode, Logf: b.Logf})
+				h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Screen: mode, Logger: testLog(b)})
 				text := fmt.Sprintf("%q", screenNote(size))
 				i := 0
 				for b.Loop() {

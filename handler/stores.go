@@ -3,7 +3,8 @@ package handler
 import (
 	"context"
 	"errors"
-	"log"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -26,7 +27,9 @@ type StoresOptions struct {
 	// HTTP bounds requests as on every gitmem HTTP route (its Token is
 	// not used: Tokens are).
 	HTTP HTTPOptions
-	Logf func(string, ...any)
+	// Logger and OnCall are as in Options, for the calls of every store.
+	Logger *slog.Logger
+	OnCall func(Call)
 	// Now is the clock relative times (2h, yesterday) are read against
 	// (default: time.Now).
 	Now func() time.Time
@@ -43,7 +46,7 @@ type storesServer struct {
 //
 //	POST /v1/stores/{store}/tool_use  a tool_use block or an assistant
 //	                                  message's content, as /v1/tool_use
-//	GET  /healthz                     "ok", without a token
+//	GET  /healthz                     "ok", without a token (as /readyz, /metrics)
 //
 // and the operator API (docs/openapi.yaml). Every other request needs a
 // token from opt.Tokens (when set): no token or an unknown one is 401, a
@@ -52,8 +55,8 @@ type storesServer struct {
 // Every route is behind the checks and bounds of the other HTTP
 // transports (HTTPOptions.protect), the token standing for --token.
 func StoresHTTP(d *stores.Dir, opt StoresOptions) http.Handler {
-	if opt.Logf == nil {
-		opt.Logf = log.Printf
+	if opt.Logger == nil {
+		opt.Logger = defaultLogger
 	}
 	opt.HTTP.defaults()
 	go policy.DefaultSecretRules() // compiled now (~0.1 s), not at the first screened call
@@ -61,10 +64,7 @@ func StoresHTTP(d *stores.Dir, opt StoresOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/stores/{store}/tool_use", s.store(false, s.toolUse))
 	s.operatorRoutes(mux)
-	routes := http.NewServeMux()
-	routes.HandleFunc("GET /healthz", healthz)
-	routes.Handle("/", s.authenticated(newLimiter(opt.HTTP).wrap(mux)))
-	return browserGuard(opt.Tokens != nil, routes)
+	return opt.HTTP.protect(opt.Logger, opt.Tokens != nil, s.authenticated, mux)
 }
 
 // principal is who makes a request: a token, or anyone when the server
@@ -144,19 +144,19 @@ func (s *storesServer) storeError(w http.ResponseWriter, name string, err error)
 	case errors.Is(err, stores.ErrArchived):
 		httpError(w, http.StatusConflict, "store "+name+" is archived; unarchive it to change it")
 	default:
-		s.opt.Logf("gitmem: store %s: %v: %v", name, err, errors.Unwrap(err))
+		s.opt.Logger.Error("store failure", "store", name, "err", fmt.Sprintf("%v: %v", err, errors.Unwrap(err)))
 		httpError(w, http.StatusInternalServerError, "the store could not complete the request; nothing was changed")
 	}
 }
 
-// handler is the memory tool handler for one call on a store with
+// handler is the memory tool handler for one call on the store name with
 // metadata m.
-func (s *storesServer) handler(r *gitmem.Repo, m stores.Meta) *Handler {
+func (s *storesServer) handler(name string, r *gitmem.Repo, m stores.Meta) *Handler {
 	screen := s.opt.Screen
 	if m.Screening != "" {
 		screen = m.Screening
 	}
-	return New(r, Options{Limits: s.opt.Limits, Author: s.opt.Author, Archived: m.IsArchived(), Screen: screen, Logf: s.opt.Logf})
+	return New(r, Options{Limits: s.opt.Limits, Author: s.opt.Author, Archived: m.IsArchived(), Screen: screen, Logger: s.opt.Logger.With("store", name), OnCall: s.opt.OnCall})
 }
 
 func (s *storesServer) toolUse(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
@@ -165,7 +165,7 @@ func (s *storesServer) toolUse(w http.ResponseWriter, r *http.Request, p princip
 		c.Agent = p.Name // attribution that is not only self-asserted
 	}
 	err := st.Use(func(repo *gitmem.Repo, m stores.Meta) error {
-		s.handler(repo, m).serveToolUse(w, r, c)
+		s.handler(st.Name(), repo, m).serveToolUse(w, r, c)
 		return nil
 	})
 	if err != nil {

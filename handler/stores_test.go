@@ -80,7 +80,7 @@ func newStoresAPI(t *testing.T, screen policy.ScreenMode) *storesAPI {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(handler.StoresHTTP(d, handler.StoresOptions{Limits: policy.DefaultLimits, Screen: screen,
-		Tokens: toks, Logf: t.Logf, Now: now}))
+		Tokens: toks, Logger: testLog(t), Now: now}))
 	t.Cleanup(srv.Close)
 
 	doc, err := openapi3.NewLoader().LoadFromFile("../docs/openapi.yaml")

@@ -29,7 +29,7 @@ func newHandler(t *testing.T) (*handler.Handler, *gitmem.Repo) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	return handler.New(r, handler.Options{Limits: policy.DefaultLimits, Logf: t.Logf}), r
+	return handler.New(r, handler.Options{Limits: policy.DefaultLimits}), r
 }
 
 func message(t *testing.T, content string) *anthropic.BetaMessage {
@@ -138,7 +138,7 @@ func TestRemoteStorePerUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(handler.StoresHTTP(d, handler.StoresOptions{Limits: policy.DefaultLimits, Logf: t.Logf}))
+	srv := httptest.NewServer(handler.StoresHTTP(d, handler.StoresOptions{Limits: policy.DefaultLimits}))
 	defer srv.Close()
 	mem := func(user string) *memorytool.Tool {
 		return memorytool.Remote(srv.URL+"/v1/stores/"+user+"/tool_use", memorytool.RemoteOptions{Session: user + "-1"})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net/mail"
 	"os/signal"
 	"syscall"
@@ -51,7 +50,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			syncCommand(), statusCommand(), versionCommand(), completionCommand(), manCommand()},
 		ExitErrHandler:       func(*cli.Context, error) {}, // run maps errors to exit codes
 		OnUsageError:         usageError,
-		Before:               checkColor,
+		Before:               checkGlobals,
 		EnableBashCompletion: true,
 	}
 	forEachCommand(app.Commands, func(c *cli.Command) { c.OnUsageError = usageError })
@@ -75,7 +74,7 @@ func initCommand() *cli.Command {
 			default:
 				return failf(exitUsage, "init takes one folder")
 			}
-			r, created, err := gitmem.Init(dir, gitmem.Options{Now: clock(), Logf: logTo(c.App.ErrWriter), Adopt: c.Bool("adopt")})
+			r, created, err := gitmem.Init(dir, gitmem.Options{Now: clock(), Logf: logTo(c), Adopt: c.Bool("adopt")})
 			if err != nil {
 				return storeErr(err, dir)
 			}
@@ -109,11 +108,6 @@ func storeErr(err error, dir string) error {
 		return failf(exitFailure, "%s: %v", se.Error()[len("gitmem: "):], se.Err)
 	}
 	return failf(exitFailure, "%v", err)
-}
-
-func logTo(w io.Writer) func(string, ...any) {
-	l := log.New(w, "", log.LstdFlags)
-	return l.Printf
 }
 
 // parseAuthor reads "Name <email>".

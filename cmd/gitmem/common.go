@@ -40,7 +40,7 @@ func clock() func() time.Time {
 // no lock and change nothing.
 func openRepo(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
 	dir := c.String("repo")
-	r, err := gitmem.Open(dir, gitmem.Options{ReadOnly: readOnly, Now: clock(), Logf: logTo(c.App.ErrWriter)})
+	r, err := gitmem.Open(dir, gitmem.Options{ReadOnly: readOnly, Now: clock(), Logf: logTo(c)})
 	if err != nil {
 		return nil, storeErr(err, dir)
 	}

@@ -28,13 +28,16 @@ func colorOn(c *cli.Context) bool {
 	return isTerminal(c.App.Writer) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 }
 
-// checkColor refuses a --color that is not auto, always or never.
-func checkColor(c *cli.Context) error {
+// checkGlobals refuses a --color that is not auto, always or never, and
+// a --log-level or --log-format gitmem does not know, whatever the command.
+func checkGlobals(c *cli.Context) error {
 	switch c.String("color") {
 	case "auto", "always", "never":
-		return nil
+	default:
+		return failf(exitUsage, "--color must be auto, always or never, not %q", c.String("color"))
 	}
-	return failf(exitUsage, "--color must be auto, always or never, not %q", c.String("color"))
+	_, err := logger(c)
+	return err
 }
 
 // output is where a reporting command (log, show, diff, blame) writes:

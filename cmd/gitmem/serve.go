@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -118,23 +120,50 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return failf(exitUsage, "--secret-screening: %v", err)
 	}
+	log, err := logger(c)
+	if err != nil {
+		return err
+	}
 	dir := c.String("repo")
-	logf := logTo(c.App.ErrWriter)
+	logf := logTo(c)
 	repo, _, err := gitmem.Init(dir, gitmem.Options{Author: author, Now: clock(), Logf: logf})
 	if err != nil {
 		return storeErr(err, dir)
 	}
 	defer repo.Close()
+	m := newMetrics(repo)
 	h := handler.New(repo, handler.Options{
 		Limits: limitFlags(c),
 		Author: author,
 		Screen: screen,
-		Logf:   logf,
+		Logger: log,
+		OnCall: m.call,
 	})
+	// A short-lived server packs too: at start and at exit when loose
+	// objects passed --gc-loose, as in the background while it runs.
+	pack := func(trigger string) {
+		if n := c.Int("gc-loose"); n <= 0 || !repo.GCDue(n) {
+			return
+		}
+		st, err := repo.GC(false)
+		m.gc(trigger, err)
+		if err != nil {
+			log.Error("gc failed", "trigger", trigger, "err", err)
+			return
+		}
+		log.Info("packed loose objects", "trigger", trigger, "objects", st.Packed)
+	}
+	pack("start")
+	defer pack("exit")
 	ctx, stop := signalContext()
 	defer stop()
-	go maintain(ctx, repo, maintenance{c.Duration("adopt-every"), expireEvery, expireAge, keep, c.Int("gc-loose")}, logf)
-	httpOpt := handler.HTTPOptions{Token: token}
+	go maintain(ctx, repo, maintenance{c.Duration("adopt-every"), expireEvery, expireAge, keep, pack}, logf)
+	httpOpt := handler.HTTPOptions{Token: token, Metrics: m.handler(), Ready: writable(filepath.Join(dir, ".git", "gitmem"), func() error {
+		if _, err := repo.Commit("HEAD"); err != nil {
+			return errors.New("the repository cannot be read")
+		}
+		return nil
+	})}
 	if remote := c.String("sync"); remote != "" {
 		stopSync, health, err := startSync(c, repo, remote, logf)
 		if err != nil {
@@ -146,9 +175,9 @@ func serve(c *cli.Context) error {
 	caller := handler.Caller{Session: c.String("session"), Agent: c.String("agent")}
 	switch {
 	case addr != "":
-		return serveHTTP(ctx, addr, "/v1/tool_use", h.HTTP(httpOpt), logf)
+		return serveHTTP(ctx, addr, "/v1/tool_use", h.HTTP(httpOpt), log)
 	case mcpAddr != "":
-		return serveHTTP(ctx, mcpAddr, handler.MCPPath, h.MCPHTTP(httpOpt, handler.MCPOptions{}), logf)
+		return serveHTTP(ctx, mcpAddr, handler.MCPPath, h.MCPHTTP(httpOpt, handler.MCPOptions{}), log)
 	case c.Bool("mcp"):
 		if err := h.ServeMCP(ctx, c.App.Reader, c.App.Writer, caller, handler.MCPOptions{}); err != nil {
 			return failf(exitFailure, "mcp: %v", err)
@@ -192,7 +221,11 @@ func serveStores(c *cli.Context, author gitmem.Signature) error {
 	if err != nil {
 		return failf(exitUsage, "--secret-screening: %v", err)
 	}
-	logf := logTo(c.App.ErrWriter)
+	log, err := logger(c)
+	if err != nil {
+		return err
+	}
+	logf := logTo(c)
 	var tokens *handler.Tokens
 	if path := c.String("tokens"); path != "" {
 		if tokens, err = handler.LoadTokens(path); err != nil {
@@ -213,9 +246,11 @@ func serveStores(c *cli.Context, author gitmem.Signature) error {
 	if tokens != nil {
 		go reloadOnHangup(ctx, tokens, logf)
 	}
+	m := newMetrics(nil)
 	h := handler.StoresHTTP(dir, handler.StoresOptions{Limits: limitFlags(c), Author: author, Screen: screen,
-		Tokens: tokens, Logf: logf, Now: now})
-	return serveHTTP(ctx, addr, "/v1/stores/{store}/tool_use", h, logf)
+		Tokens: tokens, Logger: log, OnCall: m.call, Now: now,
+		HTTP: handler.HTTPOptions{Metrics: m.handler(), Ready: writable(dir.Root(), nil)}})
+	return serveHTTP(ctx, addr, "/v1/stores/{store}/tool_use", h, log)
 }
 
 // reloadOnHangup reads the token file again at each SIGHUP.
@@ -237,7 +272,7 @@ func reloadOnHangup(ctx context.Context, tokens *handler.Tokens, logf func(strin
 	}
 }
 
-func serveHTTP(ctx context.Context, addr, path string, h http.Handler, logf func(string, ...any)) error {
+func serveHTTP(ctx context.Context, addr, path string, h http.Handler, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return failf(exitFailure, "cannot listen on %s: %v", addr, err)
@@ -249,7 +284,7 @@ func serveHTTP(ctx context.Context, addr, path string, h http.Handler, logf func
 		WriteTimeout:      handler.WriteTimeout,
 		IdleTimeout:       120 * time.Second,
 	}
-	logf("gitmem: serving the memory tool on http://%s%s", ln.Addr(), path)
+	log.Info("serving the memory tool on http://" + ln.Addr().String() + path)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -257,7 +292,7 @@ func serveHTTP(ctx context.Context, addr, path string, h http.Handler, logf func
 		return failf(exitFailure, "http: %v", err)
 	case <-ctx.Done():
 	}
-	logf("gitmem: shutting down; finishing requests in flight")
+	log.Info("shutting down; finishing requests in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -300,7 +335,7 @@ type maintenance struct {
 	adoptEvery             time.Duration
 	expireEvery, expireAge time.Duration
 	keep                   []string
-	gcLoose                int
+	pack                   func(trigger string) // packs when loose objects pile up
 }
 
 // maintain runs the periodic expire and packs loose objects when they pile
@@ -341,14 +376,7 @@ func maintain(ctx context.Context, repo *gitmem.Repo, m maintenance, logf func(s
 				logf("gitmem: expired %d file(s) in commit %s", len(stale), short(c.Hash))
 			}
 		case <-gcTick.C:
-			if m.gcLoose > 0 && repo.GCDue(m.gcLoose) {
-				st, err := repo.GC(false)
-				if err != nil {
-					logf("gitmem: background gc: %v", err)
-				} else {
-					logf("gitmem: packed %d loose objects", st.Packed)
-				}
-			}
+			m.pack("background")
 		}
 	}
 }

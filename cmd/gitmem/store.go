@@ -222,7 +222,7 @@ func withStores(c *cli.Context, fn func(d *stores.Dir) error) error {
 	if root == "" {
 		root = "./stores"
 	}
-	d, err := stores.Open(root, stores.Options{Repo: gitmem.Options{Now: clock(), Logf: logTo(c.App.ErrWriter)}, IdleClose: -1})
+	d, err := stores.Open(root, stores.Options{Repo: gitmem.Options{Now: clock(), Logf: logTo(c)}, IdleClose: -1})
 	if err != nil {
 		return failf(exitFailure, "%v", err)
 	}

@@ -56,7 +56,7 @@ func TestAgentLoop(t *testing.T) {
 	)
 	client := anthropic.NewClient(option.WithBaseURL(api.URL), option.WithAPIKey("test-key"), option.WithMaxRetries(0))
 	repo := newRepo(t)
-	h := handler.New(repo, handler.Options{Logf: t.Logf})
+	h := handler.New(repo, handler.Options{})
 	var logged bytes.Buffer
 	run := func(session, task string) string {
 		a := &Agent{Client: &client, Memory: memorytool.New(h, handler.Caller{Session: session, Agent: "examples/agent"}),
@@ -148,7 +148,7 @@ func TestAgentLoopLiveAPI(t *testing.T) {
 	}
 	client := anthropic.NewClient()
 	repo := newRepo(t)
-	h := handler.New(repo, handler.Options{Logf: t.Logf})
+	h := handler.New(repo, handler.Options{})
 	var logged bytes.Buffer
 	run := func(session, task string) string {
 		a := &Agent{Client: &client, Memory: memorytool.New(h, handler.Caller{Session: session, Agent: "examples/agent"}),

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/urfave/cli/v2"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/handler"
+)
+
+// logger is the structured log of --log-level and --log-format, on
+// stderr: one line per tool call and per HTTP request, and what the store
+// reports.
+func logger(c *cli.Context) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return nil, failf(exitUsage, "--log-level must be debug, info, warn or error, not %q", c.String("log-level"))
+	}
+	opt := &slog.HandlerOptions{Level: level}
+	switch c.String("log-format") {
+	case "text":
+		return slog.New(slog.NewTextHandler(c.App.ErrWriter, opt)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(c.App.ErrWriter, opt)), nil
+	}
+	return nil, failf(exitUsage, "--log-format must be text or json, not %q", c.String("log-format"))
+}
+
+// logTo is the store's log (gitmem.Options.Logf) on the command's logger:
+// the store's messages are information, its own words.
+func logTo(c *cli.Context) func(string, ...any) {
+	l, err := logger(c)
+	if err != nil {
+		l = slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
+	}
+	return func(format string, args ...any) {
+		l.Info(strings.TrimPrefix(fmt.Sprintf(format, args...), "gitmem: "))
+	}
+}
+
+// metrics are what GET /metrics shows (Prometheus text format): tool
+// calls by command and outcome, how long commits take, the repository's
+// loose objects, size and history-index lag, gc runs, and Go's and the
+// process's own.
+type metrics struct {
+	reg    *prometheus.Registry
+	calls  *prometheus.CounterVec
+	commit prometheus.Histogram
+	gcRuns *prometheus.CounterVec
+}
+
+// knownCommands bound the command label: a model's typo is "other".
+var knownCommands = map[string]bool{"view": true, "create": true, "str_replace": true, "insert": true, "delete": true, "rename": true}
+
+// newMetrics registers the metrics; repo (nil with --stores) adds the
+// repository's gauges.
+func newMetrics(repo *gitmem.Repo) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitmem_tool_calls_total",
+			Help: "Memory tool calls answered, by command and outcome (ok, error: refused with an error result, failure: the store failed)."},
+			[]string{"command", "outcome"}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitmem_commit_duration_seconds",
+			Help:    "Time a changing call spent committing: the writer lock, the change and the durable commit.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}), // 0.5 ms .. 16 s
+		gcRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitmem_gc_runs_total",
+			Help: "Packings of loose objects by the server, by trigger (start, background, exit) and result (ok, error)."},
+			[]string{"trigger", "result"}),
+	}
+	for _, trigger := range []string{"start", "background", "exit"} {
+		for _, result := range []string{"ok", "error"} {
+			m.gcRuns.WithLabelValues(trigger, result) // shown as 0 before the first run
+		}
+	}
+	m.reg.MustRegister(m.calls, m.commit, m.gcRuns, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if repo != nil {
+		size := cached(30*time.Second, func() float64 { return float64(dirSize(filepath.Join(repo.Dir(), ".git"))) })
+		m.reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gitmem_loose_objects",
+				Help: "Loose objects in the repository (git's estimate from one fan-out folder); the server packs them past --gc-loose."},
+				func() float64 { return float64(repo.LooseObjects()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gitmem_repository_size_bytes",
+				Help: "Size of the repository's .git folder (measured at most every 30 s)."}, size),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gitmem_history_index_lag_commits",
+				Help: "Commits the history index (.git/gitmem/history) does not hold yet (counted up to 1000)."},
+				func() float64 {
+					lag, err := repo.IndexLag(1000)
+					if err != nil {
+						return -1
+					}
+					return float64(lag)
+				}),
+		)
+	}
+	return m
+}
+
+// call counts a tool call (handler.Options.OnCall).
+func (m *metrics) call(c handler.Call) {
+	cmd := c.Command
+	if !knownCommands[cmd] {
+		cmd = "other"
+	}
+	m.calls.WithLabelValues(cmd, c.Outcome).Inc()
+	if c.Commit != "" && !c.Replayed {
+		m.commit.Observe(c.CommitDuration.Seconds())
+	}
+}
+
+func (m *metrics) gc(trigger string, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.gcRuns.WithLabelValues(trigger, result).Inc()
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// cached calls fn at most once per ttl.
+func cached(ttl time.Duration, fn func() float64) func() float64 {
+	var mu sync.Mutex
+	var at time.Time
+	var v float64
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(at) > ttl {
+			v, at = fn(), time.Now()
+		}
+		return v
+	}
+}
+
+// dirSize is the total size of the files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// writable is GET /readyz: the folder takes a new file (the repository's
+// .git/gitmem, or the folder of stores), and check (when set) passes.
+func writable(dir string, check func() error) func() error {
+	return func() error {
+		if check != nil {
+			if err := check(); err != nil {
+				return err
+			}
+		}
+		f, err := os.CreateTemp(dir, "readyz-*")
+		if err != nil {
+			return fmt.Errorf("cannot write in %s", filepath.Base(dir))
+		}
+		f.Close()
+		return os.Remove(f.Name())
+	}
+}
