@@ -16,10 +16,8 @@ fi
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
 go vet ./...
-# The binary builds for macOS and Windows too; the store, where the
-# platform-specific code is, is vetted there with its tests.
+# The binary builds for macOS and Windows too.
 for target in darwin/arm64 windows/amd64; do
   GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/gitmem
-  GOOS=${target%/*} GOARCH=${target#*/} go vet ./gitmem
 done
 go test -race -count=1 ./...
