@@ -660,6 +660,10 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 				err = pre.writeJournal(journal{Paths: []string{memDir}})
 			}
 			tip = plumbing.ZeroHash
+		} else if err == nil {
+			// A tree gitmem would not have made: the memory starts empty
+			// and merges what it can hold (below).
+			err = pre.initCommit()
 		}
 	}
 	res := s.res
@@ -687,6 +691,30 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 	}
 	r.noteSync("origin", nil)
 	return r, res, nil
+}
+
+// initCommit makes a new repository's first commit, an empty memory, as
+// Open would (it refuses to start one where commits exist: these are the
+// remote's, fetched).
+func (r *Repo) initCommit() error {
+	ow := gd.NewObjectWriter(r.gitDir)
+	tree, err := ow.Write(plumbing.TreeObject, nil)
+	if err != nil {
+		return wrap("write the first commit", err)
+	}
+	msg := Meta{Subject: "memory: init", Trailers: []Trailer{{TrailerCommand, "init"}}}.message()
+	raw, err := encodeCommit(tree, nil, r.opt.Operator, r.opt.Committer, r.opt.Now(), msg)
+	if err != nil {
+		return wrap("write the first commit", err)
+	}
+	h, err := ow.Write(plumbing.CommitObject, raw)
+	if err == nil {
+		err = ow.Sync()
+	}
+	if err == nil {
+		err = r.obj.UpdateRef(r.branch, plumbing.ZeroHash, h, true)
+	}
+	return wrap("write the first commit", err)
 }
 
 // clean reports whether the tree of commit h is one gitmem would have

@@ -342,6 +342,9 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 	if err := s.r.setRef(redactionsRef, rec); err != nil {
 		return wrap("write the redaction record", err)
 	}
+	if redactHook != nil {
+		redactHook()
+	}
 	// The commits the rewrite left alone are on the remote already.
 	rewritten := map[string]bool{}
 	for _, rw := range rep.Rewritten {
@@ -372,6 +375,10 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 		}
 	}
 }
+
+// redactHook, when a test sets it, runs between the local redaction and
+// the first forced push (another agent pushes there).
+var redactHook func()
 
 // leaseError: the remote's branch is no longer what the lease expects.
 type leaseError struct{}

@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/stores"
 )
 
 func redactCommand() *cli.Command {
-	return &cli.Command{
+	cmd := &cli.Command{
 		Name:      "redact",
 		Usage:     "rewrite the history so that a file, a blob or matching text is in no commit (dry run without --yes)",
 		ArgsUsage: "PATH | --blob SHA | --match REGEX",
@@ -20,6 +22,7 @@ func redactCommand() *cli.Command {
 			&cli.StringFlag{Name: "match", Usage: "replace text matching `REGEX` (RE2 syntax) with [REDACTED] in every version of every file"},
 			&cli.BoolFlag{Name: "yes", Usage: "rewrite for real; without it, only show what would change"},
 			&cli.BoolFlag{Name: "json", Usage: "the report as one JSON object: dry_run, rewritten (old, new, subject), refs, renamed"},
+			&cli.StringFlag{Name: "push", Usage: "the memory is shared through `REMOTE`: pull first, then replace the remote's history (with a lease) and record the redaction, which every other clone applies at its next sync"},
 		},
 		Action: func(c *cli.Context) error {
 			var path *string
@@ -51,11 +54,22 @@ func redactCommand() *cli.Command {
 			defer r.Close()
 			ctx, stop := signalContext()
 			defer stop()
-			rep, err := r.Redact(ctx, red, dry, progress(c, "rewriting history"))
-			if errors.Is(err, context.Canceled) {
-				return failf(exitFailure, "interrupted: nothing was changed")
+			remote := c.String("push")
+			var rep gitmem.RedactReport
+			var res gitmem.SyncResult
+			if remote != "" && !dry {
+				rep, res, err = r.RedactShared(ctx, remote, red, syncOptions(c), progress(c, "rewriting history"))
+			} else {
+				rep, err = r.Redact(ctx, red, dry, progress(c, "rewriting history"))
 			}
-			if err != nil {
+			switch {
+			case errors.Is(err, context.Canceled):
+				return failf(exitFailure, "interrupted: nothing was changed")
+			case errors.Is(err, gitmem.ErrPatternHoldsSecret):
+				return failf(exitUsage, "%s", strings.TrimPrefix(err.Error(), "gitmem: "))
+			case err != nil && remote != "":
+				return shareErr(err, remote, c.String("repo"))
+			case err != nil:
 				return storeErr(err, c.String("repo"))
 			}
 			w := c.App.Writer
@@ -78,13 +92,24 @@ func redactCommand() *cli.Command {
 				fmt.Fprintln(e, "nothing to redact: no commit holds it")
 			case dry:
 				fmt.Fprintf(e, "dry run: %d commit(s) would be rewritten; run again with --yes to rewrite\n", len(rep.Rewritten))
+			case remote != "":
+				fmt.Fprintf(e, "rewrote %d commit(s); moved %v; old objects deleted\n", len(rep.Rewritten), rep.Refs)
+				fmt.Fprintf(e, "replaced %s's history (%d commit(s) sent", remote, res.Pushed)
+				if res.Retries > 0 {
+					fmt.Fprintf(e, "; it moved meanwhile, redacted and merged again %d time(s)", res.Retries)
+				}
+				fmt.Fprintf(e, ") and recorded the redaction: every other clone applies it at its next sync\n")
 			default:
 				fmt.Fprintf(e, "rewrote %d commit(s); moved %v; old objects deleted\n", len(rep.Rewritten), rep.Refs)
-				fmt.Fprintln(e, "warning: clones and remotes still hold the old history: force-push (git push --force) and have every clone re-fetch")
+				if rs, _ := r.Remotes(); len(rs) > 0 {
+					fmt.Fprintf(e, "warning: %s and its clones still hold the old history: redact with --push %s instead, so that they lose it too\n", rs[0].Name, rs[0].Name)
+				}
 			}
 			return nil
 		},
 	}
+	cmd.Flags = append(cmd.Flags, remoteAuthFlags()...)
+	return cmd
 }
 
 type rewriteJSON struct {

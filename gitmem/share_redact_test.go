@@ -1,0 +1,120 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// objectsHold reports whether any object of the repository at dir (loose
+// or packed, reachable or not) holds s, as git itself reads them.
+func objectsHold(t *testing.T, dir, s string) bool {
+	t.Helper()
+	cmd := exec.Command("git", "-C", dir, "cat-file", "--batch-all-objects", "--batch", "--unordered")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git cat-file in %s: %v", dir, err)
+	}
+	return strings.Contains(string(out), s)
+}
+
+// A secret reached the remote and three clones; one clone redacts it with
+// --push. The remote and every clone lose it — the other clones' own
+// unpushed commits included — their work is kept, and it never comes back.
+// Meanwhile a clone pushes onto the old history: the lease catches it,
+// and its commit is redacted and merged, not lost.
+func TestRedactionPropagates(t *testing.T) {
+	const secret = "sk-live-ABCDEFGHIJKLMNOPQRSTUV"
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "a1", "notes.md", "user likes tea\nkey: "+secret+"\n")
+	put(t, a, "a2", "plans.md", "ship it\n")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	c := agent(t, remote, "c")
+	for _, r := range []*Repo{a, b, c} {
+		if !objectsHold(t, r.Dir(), secret) {
+			t.Fatal("the secret should be everywhere before the redaction")
+		}
+	}
+	// Work not pushed yet: b edits the file that holds the secret, c
+	// changes something else.
+	put(t, b, "b1", "notes.md", "user likes tea\nkey: "+secret+"\nuser likes cake\n")
+	put(t, b, "b2", "b.md", "from b\n")
+	put(t, c, "c1", "c.md", "from c\n")
+	// And c pushes onto the old history while a redacts.
+	redactHook = func() {
+		redactHook = nil
+		syncOK(t, c)
+	}
+	defer func() { redactHook = nil }()
+
+	red := Redaction{Match: regexp.MustCompile(`sk-live-[A-Za-z0-9]{20,}`)}
+	rep, res, err := a.RedactShared(context.Background(), "origin", red, SyncOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rewritten) == 0 || len(rep.Removed) == 0 || res.Retries != 1 {
+		t.Fatalf("redaction: %d rewritten, %d removed, %d retries", len(rep.Rewritten), len(rep.Removed), res.Retries)
+	}
+	if objectsHold(t, remote, secret) {
+		t.Error("the remote still holds the secret")
+	}
+	if objectsHold(t, a.Dir(), secret) {
+		t.Error("the redacting clone still holds the secret")
+	}
+	if got := gitRun(t, remote, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main"); !strings.Contains(got, "c1") {
+		t.Errorf("c's commit, pushed during the redaction, is gone:\n%s", got)
+	}
+
+	res, err = b.Sync(context.Background(), "origin", SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Redactions != 1 {
+		t.Errorf("b applied %d redactions", res.Redactions)
+	}
+	syncOK(t, c)
+	syncOK(t, a)
+	syncOK(t, b)
+	heads := map[string]bool{}
+	for _, r := range []*Repo{a, b, c} {
+		h, _ := r.Commit("HEAD")
+		heads[h.Hash] = true
+		r.Flush()
+		if objectsHold(t, r.Dir(), secret) {
+			t.Errorf("%s still holds the secret", r.Dir())
+		}
+		fsckClean(t, r.Dir())
+	}
+	if len(heads) != 1 {
+		t.Errorf("the clones did not converge: %v", heads)
+	}
+	if objectsHold(t, remote, secret) {
+		t.Error("a clone brought the secret back to the remote")
+	}
+	fsckClean(t, remote)
+	got := files(t, c)
+	if got["notes.md"] != "user likes tea\nkey: [REDACTED]\nuser likes cake\n" || got["b.md"] != "from b\n" || got["c.md"] != "from c\n" || got["plans.md"] != "ship it\n" {
+		t.Errorf("after the redaction everyone holds %v", got)
+	}
+
+	// Content a redaction removed is never pushed again.
+	put(t, b, "b3", "notes.md", "user likes tea\nkey: "+secret+"\n")
+	_, err = b.Push(context.Background(), "origin", SyncOptions{})
+	if err == nil || !strings.Contains(err.Error(), "was removed by the redaction") {
+		t.Fatalf("pushing removed content again: %v", err)
+	}
+	if objectsHold(t, remote, secret) {
+		t.Error("the refused push reached the remote")
+	}
+
+	// A pattern that holds the secret itself would publish it.
+	_, _, err = a.RedactShared(context.Background(), "origin", Redaction{Match: regexp.MustCompile(secret)}, SyncOptions{}, nil)
+	if !errors.Is(err, ErrPatternHoldsSecret) {
+		t.Errorf("a literal secret as the pattern: %v", err)
+	}
+}
