@@ -263,36 +263,24 @@ func (s *session) remoteErr(op string, err error) error {
 // fast-forward when the memory has nothing the remote lacks). It takes
 // the writer lock only to merge.
 func (r *Repo) Pull(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
-	r.shareMu.Lock()
-	defer r.shareMu.Unlock()
-	s, err := r.newSession(name, opt)
-	if err != nil {
-		return SyncResult{}, err
-	}
-	defer s.close()
-	err = s.pull(ctx)
-	r.noteSync(name, err)
-	return s.res, err
+	return r.share(name, opt, func(s *session) error { return s.pull(ctx) })
 }
 
 // Push sends the memory's new commits to the remote and moves its branch,
 // only if the remote has nothing the memory lacks (ErrNonFastForward).
 func (r *Repo) Push(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
-	r.shareMu.Lock()
-	defer r.shareMu.Unlock()
-	s, err := r.newSession(name, opt)
-	if err != nil {
-		return SyncResult{}, err
-	}
-	defer s.close()
-	err = s.push(ctx)
-	r.noteSync(name, err)
-	return s.res, err
+	return r.share(name, opt, func(s *session) error { return s.push(ctx) })
 }
 
 // Sync pulls, merges and pushes; when the remote moved in between (another
 // agent pushed), it pulls and merges again, up to opt.Retries times.
 func (r *Repo) Sync(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
+	return r.share(name, opt, func(s *session) error { return s.sync(ctx) })
+}
+
+// share runs one push, pull or sync with the remote name, and records how
+// it went.
+func (r *Repo) share(name string, opt SyncOptions, fn func(*session) error) (SyncResult, error) {
 	r.shareMu.Lock()
 	defer r.shareMu.Unlock()
 	s, err := r.newSession(name, opt)
@@ -300,7 +288,7 @@ func (r *Repo) Sync(ctx context.Context, name string, opt SyncOptions) (SyncResu
 		return SyncResult{}, err
 	}
 	defer s.close()
-	err = s.sync(ctx)
+	err = fn(s)
 	r.noteSync(name, err)
 	return s.res, err
 }

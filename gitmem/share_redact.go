@@ -289,23 +289,21 @@ func (r *Repo) RedactShared(ctx context.Context, name string, red Redaction, opt
 	if red.Match != nil && red.Match.MatchString(red.Match.String()) {
 		return RedactReport{}, SyncResult{}, ErrPatternHoldsSecret
 	}
-	r.shareMu.Lock()
-	defer r.shareMu.Unlock()
-	s, err := r.newSession(name, opt)
-	if err != nil {
-		return RedactReport{}, SyncResult{}, err
-	}
-	defer func() { s.close() }()
 	started := time.Now()
-	err = s.redactShared(ctx, red, progress)
-	r.noteSync(name, err)
+	var rep RedactReport
+	var url string
+	res, err := r.share(name, opt, func(s *session) error {
+		err := s.redactShared(ctx, red, progress)
+		rep, url = s.report, s.url
+		return err
+	})
 	if err != nil {
-		return s.report, s.res, err
+		return rep, res, err
 	}
-	if err := remote.Prune(s.url, r.dir, started); err != nil && !errors.Is(err, remote.ErrNotLocal) {
+	if err := remote.Prune(url, r.dir, started); err != nil && !errors.Is(err, remote.ErrNotLocal) {
 		r.opt.Logf("gitmem: could not delete the old objects in %s: %v", name, err)
 	}
-	return s.report, s.res, nil
+	return rep, res, nil
 }
 
 func (s *session) redactShared(ctx context.Context, red Redaction, progress Progress) error {

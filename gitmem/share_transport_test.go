@@ -93,7 +93,7 @@ func TestShareFileURL(t *testing.T) {
 	fsckClean(t, dir)
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestShareGitDaemon(t *testing.T) {
 	fsckClean(t, filepath.Join(root, "memory.git"))
 }
 
-func waitListening(t *testing.T, addr string) {
+func waitListening(t testing.TB, addr string) {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()

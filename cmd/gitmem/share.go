@@ -113,24 +113,13 @@ func remoteCommand() *cli.Command {
 				Name:      "add",
 				Usage:     "add a remote: a path, file://, git://, http(s):// or ssh URL (credentials go in flags or the environment, never in the URL)",
 				ArgsUsage: "NAME URL",
-				Action: func(c *cli.Context) error {
-					if c.NArg() != 2 {
-						return failf(exitUsage, "remote add takes a NAME and a URL")
+				Action: remoteChange(2, "a NAME and a URL", func(r *gitmem.Repo, args []string) error {
+					err := r.AddRemote(args[0], args[1])
+					if errors.Is(err, gitmem.ErrRemoteExists) {
+						return failf(exitFailure, "a remote named %q exists (gitmem remote remove %s)", args[0], args[0])
 					}
-					r, err := openRepo(c, false)
-					if err != nil {
-						return err
-					}
-					defer r.Close()
-					name := c.Args().Get(0)
-					switch err := r.AddRemote(name, c.Args().Get(1)); {
-					case errors.Is(err, gitmem.ErrRemoteExists):
-						return failf(exitFailure, "a remote named %q exists (gitmem remote remove %s)", name, name)
-					case err != nil:
-						return shareErr(err, name, c.String("repo"))
-					}
-					return nil
-				},
+					return err
+				}),
 			},
 			{
 				Name:  "list",
@@ -161,22 +150,32 @@ func remoteCommand() *cli.Command {
 				Name:      "remove",
 				Usage:     "remove a remote and what was fetched from it",
 				ArgsUsage: "NAME",
-				Action: func(c *cli.Context) error {
-					if c.NArg() != 1 {
-						return failf(exitUsage, "remote remove takes a NAME")
-					}
-					r, err := openRepo(c, false)
-					if err != nil {
-						return err
-					}
-					defer r.Close()
-					if err := r.RemoveRemote(c.Args().First()); err != nil {
-						return shareErr(err, c.Args().First(), c.String("repo"))
-					}
-					return nil
-				},
+				Action:    remoteChange(1, "a NAME", func(r *gitmem.Repo, args []string) error { return r.RemoveRemote(args[0]) }),
 			},
 		},
+	}
+}
+
+// remoteChange is the action of remote add and remove: n arguments, the
+// repository opened for writing.
+func remoteChange(n int, what string, fn func(*gitmem.Repo, []string) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() != n {
+			return failf(exitUsage, "remote %s takes %s", c.Command.Name, what)
+		}
+		r, err := openRepo(c, false)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		if err := fn(r, c.Args().Slice()); err != nil {
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
+			return shareErr(err, c.Args().First(), c.String("repo"))
+		}
+		return nil
 	}
 }
 
