@@ -394,12 +394,19 @@ func checkShared(t *testing.T, agents []*sharer, remote, final string) {
 		}
 		merges++
 		p1, p2 := recs[x.c.Parents[0]], recs[x.c.Parents[1]]
-		base := &rec{tokens: map[string]bool{}} // agents that started on an empty remote share no commit
-		if out, err := gitOut(r.Dir(), "merge-base", x.c.Parents[0], x.c.Parents[1]); err == nil {
-			base = recs[strings.TrimSpace(out)]
+		if p1 == nil || p2 == nil {
+			t.Fatalf("merge %s: a parent is not in the history", x.c.Hash)
 		}
-		if p1 == nil || p2 == nil || base == nil {
-			t.Fatalf("merge %s: a parent or the base is not in the history", x.c.Hash)
+		// What a side added is what no merge base holds (after criss-cross
+		// merges there are several, and a merge may use any of them).
+		// Agents that started on an empty remote share none.
+		base := &rec{tokens: map[string]bool{}}
+		out, _ := gitOut(r.Dir(), "merge-base", "--all", x.c.Parents[0], x.c.Parents[1])
+		for _, h := range strings.Fields(out) {
+			if recs[h] == nil {
+				t.Fatalf("merge %s: the merge base %s is not in the history", x.c.Hash, h)
+			}
+			maps.Copy(base.tokens, recs[h].tokens)
 		}
 		for _, side := range []*rec{p1, p2} {
 			other := p1
@@ -409,6 +416,14 @@ func checkShared(t *testing.T, agents []*sharer, remote, final string) {
 			for tk := range side.tokens {
 				if (!base.tokens[tk] || other.tokens[tk]) && !x.tokens[tk] {
 					t.Errorf("merge %s lost %s", x.c.Hash[:7], tk)
+					if os.Getenv("GITMEM_SYNC_DEBUG") != "" {
+						bases, _ := gitOut(r.Dir(), "merge-base", "--all", x.c.Parents[0], x.c.Parents[1])
+						where := func(rev string) string {
+							out, _ := gitOut(r.Dir(), "grep", "-n", tk, rev, "--", "memories")
+							return out
+						}
+						t.Logf("  bases %q\n  p1 %s: %s\n  p2 %s: %s\n  base: %s\n  merge msg: %s", bases, x.c.Parents[0][:7], where(x.c.Parents[0]), x.c.Parents[1][:7], where(x.c.Parents[1]), where(strings.TrimSpace(bases)), x.c.Body)
+					}
 				}
 			}
 		}

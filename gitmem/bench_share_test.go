@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -132,5 +135,31 @@ func BenchmarkSync(b *testing.B) {
 	if strings.TrimSpace(string(out)) != head.Hash {
 		b.Errorf("the git CLI clone is at %s, gitmem at %s", out, head.Hash)
 	}
+	// go-git's own Push, for one new commit, for comparison: it lists the
+	// objects to send by walking the whole history.
+	b.Run("path/1-commits/go-git", func(b *testing.B) {
+		for _, r := range []*Repo{ra, rb} {
+			r.RemoveRemote("origin")
+			r.AddRemote("origin", filepath.Join(work, "gm.git"))
+		}
+		var push time.Duration
+		for range b.N {
+			n++
+			put(b, ra, fmt.Sprintf("toolu_sync_%d", n), "d0/s0/f0000.md", fmt.Sprintf("round %d\n", n))
+			ra.Flush()
+			repo, err := git.PlainOpen(a)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t0 := time.Now()
+			err = repo.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{"refs/heads/main:refs/heads/main"}})
+			push += time.Since(t0)
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(push.Microseconds())/1000/float64(b.N), "push-ms")
+		b.ReportMetric(0, "ns/op")
+	})
 	os.RemoveAll(work)
 }

@@ -2,10 +2,10 @@ package gitdir
 
 import (
 	"container/heap"
+	"fmt"
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -326,57 +326,77 @@ func (g *Graph) Missing(tips, haves []plumbing.Hash) ([]plumbing.Hash, []*object
 }
 
 // newTrees appends tree t and what it holds that none of the trees in
-// old (at the same path; zero: none) holds.
+// old (at the same path; zero: none) holds. Trees are read raw (no
+// decoding into go-git's types): a push of many commits reads many.
 func (g *Graph) newTrees(t plumbing.Hash, old []plumbing.Hash, seen map[plumbing.Hash]bool, out []plumbing.Hash) ([]plumbing.Hash, error) {
 	if seen[t] || slices.Contains(old, t) {
 		return out, nil
 	}
 	seen[t] = true
 	out = append(out, t)
-	tree, err := g.s.Tree(t)
+	data, err := g.rawTree(t)
 	if err != nil {
 		return nil, err
 	}
-	var olds []map[string]object.TreeEntry
+	var olds []map[string]treeEntry
 	for _, o := range old {
 		if o.IsZero() {
 			continue
 		}
-		ot, err := g.s.Tree(o)
+		od, err := g.rawTree(o)
 		if err != nil {
 			return nil, err
 		}
-		m := make(map[string]object.TreeEntry, len(ot.Entries))
-		for _, e := range ot.Entries {
-			m[e.Name] = e
+		m := map[string]treeEntry{}
+		for i := 0; i < len(od); {
+			e, next, err := treeEntryAt(od, i)
+			if err != nil {
+				return nil, err
+			}
+			m[string(e.name)] = e
+			i = next
 		}
 		olds = append(olds, m)
 	}
-next:
-	for _, e := range tree.Entries {
+	for i := 0; i < len(data); {
+		e, next, err := treeEntryAt(data, i)
+		if err != nil {
+			return nil, err
+		}
+		i = next
 		var sub []plumbing.Hash
+		same := false
 		for _, m := range olds {
-			oe, ok := m[e.Name]
-			if !ok {
-				continue
-			}
-			if oe.Hash == e.Hash {
-				continue next
-			}
-			if oe.Mode == filemode.Dir {
-				sub = append(sub, oe.Hash)
+			if oe, ok := m[string(e.name)]; ok {
+				if oe.hash == e.hash {
+					same = true
+					break
+				}
+				if oe.tree {
+					sub = append(sub, oe.hash)
+				}
 			}
 		}
 		switch {
-		case e.Mode == filemode.Dir:
-			if out, err = g.newTrees(e.Hash, sub, seen, out); err != nil {
+		case same:
+		case e.tree:
+			if out, err = g.newTrees(e.hash, sub, seen, out); err != nil {
 				return nil, err
 			}
-		case e.Mode == filemode.Submodule: // a commit of another repository
-		case !seen[e.Hash]:
-			seen[e.Hash] = true
-			out = append(out, e.Hash)
+		case e.gitlink: // a commit of another repository
+		case !seen[e.hash]:
+			seen[e.hash] = true
+			out = append(out, e.hash)
 		}
 	}
 	return out, nil
+}
+
+// rawTree reads a tree object's content.
+func (g *Graph) rawTree(h plumbing.Hash) ([]byte, error) {
+	t, data, err := g.s.ReadObject(h)
+	if err == nil && t != plumbing.TreeObject {
+		err = fmt.Errorf("%s is a %s, not a tree", h, t)
+	}
+	return data, err
 }

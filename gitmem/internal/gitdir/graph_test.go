@@ -1,0 +1,177 @@
+package gitdir
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// randomHistory writes a random history with git fast-import: branches
+// that fork and merge, files changed, renamed and deleted; it returns
+// every commit.
+func randomHistory(t *testing.T, dir string, seed uint64, n int) []plumbing.Hash {
+	t.Helper()
+	if out, err := exec.Command("git", "init", "-q", "--bare", dir).CombinedOutput(); err != nil {
+		t.Skipf("no git CLI: %v %s", err, out)
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var b strings.Builder
+	heads := []int{} // marks of branch tips
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "commit refs/heads/b%d\nmark :%d\ncommitter t <t@x> %d +0000\ndata 2\nc\n", rng.IntN(4), i, 1700000000+i*60)
+		switch {
+		case len(heads) == 0:
+		case len(heads) > 1 && rng.IntN(4) == 0: // a merge of two tips
+			x, y := rng.IntN(len(heads)), rng.IntN(len(heads))
+			fmt.Fprintf(&b, "from :%d\n", heads[x])
+			if y != x {
+				fmt.Fprintf(&b, "merge :%d\n", heads[y])
+			}
+		default:
+			fmt.Fprintf(&b, "from :%d\n", heads[rng.IntN(len(heads))])
+		}
+		for range rng.IntN(3) + 1 {
+			p := fmt.Sprintf("memories/d%d/f%d.md", rng.IntN(3), rng.IntN(6))
+			switch rng.IntN(5) {
+			case 0:
+				fmt.Fprintf(&b, "D %s\n", p)
+			default:
+				c := fmt.Sprintf("%d\n", rng.IntN(20)) // contents repeat: old blobs come back
+				fmt.Fprintf(&b, "M 100644 inline %s\ndata %d\n%s\n", p, len(c), c)
+			}
+		}
+		heads = append(heads, i)
+		if len(heads) > 5 {
+			heads = heads[1:]
+		}
+	}
+	b.WriteString("done\n")
+	cmd := exec.Command("git", "fast-import", "--quiet", "--done", "--export-marks="+filepath.Join(dir, "marks"))
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(b.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fast-import: %v %s", err, out)
+	}
+	out, err := exec.Command("git", "-C", dir, "rev-list", "--all").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []plumbing.Hash
+	for _, l := range strings.Fields(string(out)) {
+		all = append(all, plumbing.NewHash(l))
+	}
+	return all
+}
+
+func gitLines(t *testing.T, dir string, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
+			return nil
+		}
+		t.Fatalf("git %v: %v", args, err)
+	}
+	var ls []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l != "" {
+			ls = append(ls, strings.Fields(l)[0])
+		}
+	}
+	return ls
+}
+
+// The walks agree with git: Exclusive with rev-list A --not B, Missing
+// holds every object rev-list --objects lists (and nothing B lacks
+// beyond), MergeBase is one of git merge-base --all.
+func TestGraphAgreesWithGit(t *testing.T) {
+	for seed := range uint64(4) {
+		dir := filepath.Join(t.TempDir(), "r.git")
+		all := randomHistory(t, dir, seed, 80)
+		s := Open(dir)
+		defer s.Close()
+		g := NewGraph(s)
+		rng := rand.New(rand.NewPCG(seed, 2))
+		for range 25 {
+			a, b := all[rng.IntN(len(all))], all[rng.IntN(len(all))]
+			got, err := g.Exclusive([]plumbing.Hash{a}, []plumbing.Hash{b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotHex []string
+			for _, c := range got {
+				gotHex = append(gotHex, c.Hash.String())
+			}
+			want := gitLines(t, dir, "rev-list", a.String(), "--not", b.String())
+			slices.Sort(gotHex)
+			slices.Sort(want)
+			if !slices.Equal(gotHex, want) {
+				t.Fatalf("seed %d: Exclusive(%s, not %s) = %d commits, git rev-list %d", seed, a, b, len(gotHex), len(want))
+			}
+			// Parents first.
+			pos := map[plumbing.Hash]int{}
+			for i, c := range got {
+				pos[c.Hash] = i
+			}
+			for i, c := range got {
+				for _, p := range c.ParentHashes {
+					if j, ok := pos[p]; ok && j > i {
+						t.Fatalf("seed %d: %s comes before its parent %s", seed, c.Hash, p)
+					}
+				}
+			}
+
+			objs, _, err := g.Missing([]plumbing.Hash{a}, []plumbing.Hash{b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			have := map[string]bool{}
+			for _, h := range objs {
+				have[h.String()] = true
+			}
+			need := map[string]bool{}
+			for _, h := range gitLines(t, dir, "rev-list", "--objects", a.String(), "--not", b.String()) {
+				need[h] = true
+				if !have[h] {
+					t.Fatalf("seed %d: Missing(%s, not %s) lacks %s, which the other side needs", seed, a, b, h)
+				}
+			}
+			reachB := map[string]bool{}
+			for _, h := range gitLines(t, dir, "rev-list", "--objects", b.String()) {
+				reachB[h] = true
+			}
+			reachA := map[string]bool{}
+			for _, h := range gitLines(t, dir, "rev-list", "--objects", a.String()) {
+				reachA[h] = true
+			}
+			for h := range have {
+				if !reachA[h] {
+					t.Fatalf("seed %d: Missing lists %s, which %s does not reach", seed, h, a)
+				}
+				if !need[h] && !reachB[h] {
+					t.Fatalf("seed %d: Missing lists %s beyond what git sends, and the other side lacks it", seed, h)
+				}
+			}
+
+			base, err := g.MergeBase(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bases := gitLines(t, dir, "merge-base", "--all", a.String(), b.String())
+			if len(bases) == 0 != base.IsZero() || (len(bases) > 0 && !slices.Contains(bases, base.String())) {
+				t.Fatalf("seed %d: MergeBase(%s, %s) = %s, git says %v", seed, a, b, base, bases)
+			}
+			in, _ := g.IsAncestor(b, a)
+			wantIn := exec.Command("git", "-C", dir, "merge-base", "--is-ancestor", b.String(), a.String()).Run() == nil
+			if in != wantIn {
+				t.Fatalf("seed %d: IsAncestor(%s, %s) = %v, git says %v", seed, b, a, in, wantIn)
+			}
+		}
+	}
+}
