@@ -63,8 +63,13 @@ type IgnoredEntry struct {
 // errUpToDate ends a pull transaction that has nothing to merge.
 var errUpToDate = errors.New("already up to date")
 
-// maxIgnoredTrailers bounds the Memory-Ignored trailers of one merge.
-const maxIgnoredTrailers = 100
+// maxIgnoredTrailers bounds the Memory-Ignored trailers of one merge;
+// maxMessageBytes the message of a commit a merge takes (gitmem's own are
+// well under a kilobyte; git's pack format bounds nothing).
+const (
+	maxIgnoredTrailers = 100
+	maxMessageBytes    = 1 << 20
+)
 
 // fentry is a file of a tree: its blob and mode (zero hash: absent).
 type fentry struct {
@@ -124,6 +129,13 @@ func (m *merger) run(tx *Tx) error {
 	}
 	m.commits = len(theirCommits)
 	tx.mergedIDs = map[string]plumbing.Hash{}
+	for _, c := range theirCommits {
+		if len(c.Message) > maxMessageBytes {
+			// A commit is taken whole or not at all: its message would go
+			// into the history index and every log.
+			return &RemoteError{Remote: m.label, Op: "merge", Err: fmt.Errorf("the commit %s has a message of %d bytes, over the limit of %d; nothing was merged", c.Hash, len(c.Message), maxMessageBytes)}
+		}
+	}
 	for _, c := range theirCommits {
 		_, _, trailers := parseMessage(c.Message)
 		if id := trailerValue(trailers, TrailerToolUseID); id != "" {

@@ -197,18 +197,29 @@ func (r *Repo) readTracking(name string) plumbing.Hash {
 	return h
 }
 
-// setRef moves a ref of ours to h (compare-and-swap from what it holds).
+// setRef moves a ref of ours (a remote-tracking ref, the redaction
+// record) to h. Another process's sync may move it at the same moment:
+// the ref is read again and the move tried again (the last one wins; a
+// tracking ref only says what a remote held when last seen).
 func (r *Repo) setRef(name plumbing.ReferenceName, h plumbing.Hash) error {
-	old, err := r.readRef(name)
-	if err != nil && !errors.Is(err, gd.ErrNoRef) {
-		return err
+	var err error
+	for range 3 {
+		var old plumbing.Hash
+		old, err = r.readRef(name)
+		if err != nil && !errors.Is(err, gd.ErrNoRef) {
+			return err
+		}
+		if old == h {
+			return nil
+		}
+		r.omu.Lock()
+		err = r.obj.UpdateRef(name, old, h, true)
+		r.unlockObj()
+		if err == nil {
+			return nil
+		}
 	}
-	if old == h {
-		return nil
-	}
-	r.omu.Lock()
-	defer r.unlockObj()
-	return r.obj.UpdateRef(name, old, h, true)
+	return err
 }
 
 func (o SyncOptions) auth() remote.Auth {

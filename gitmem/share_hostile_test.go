@@ -157,4 +157,17 @@ func TestHostileRemote(t *testing.T) {
 	if tmp, _ := filepath.Glob(filepath.Join(d.Dir(), ".git", "objects", "pack", gd.TmpPackPrefix+"*")); len(tmp) > 0 {
 		t.Errorf("a refused fetch left %v", tmp)
 	}
+
+	// A commit whose message is huge is not merged at all.
+	huge := fmt.Sprintf("tree %s\nparent %s\nauthor m <m@x> 1767225600 +0000\ncommitter m <m@x> 1767225600 +0000\n\n%s\n",
+		rawTree(t, remote, root...), base, strings.Repeat("x", 2<<20))
+	gitRun(t, remote, "update-ref", "refs/heads/main", hashObject(t, remote, "commit", []byte(huge)).String())
+	before, _ := d.Commit("HEAD")
+	_, err = d.Pull(context.Background(), "hostile", SyncOptions{})
+	if err == nil || !strings.Contains(err.Error(), "has a message of 2097153 bytes, over the limit of 1048576; nothing was merged") {
+		t.Fatalf("a 2 MiB commit message: %v", err)
+	}
+	if after, _ := d.Commit("HEAD"); after.Hash != before.Hash {
+		t.Error("a refused merge moved the branch")
+	}
 }
