@@ -171,7 +171,7 @@ func (s *session) next() map[string]any {
 			in := map[string]any{"command": "view", "path": mem(pick(s.rng, files))}
 			if s.rng.IntN(2) == 0 {
 				a := s.rng.IntN(5)
-				b := []int{-1, a, a + s.rng.IntN(4)}[s.rng.IntN(3)]
+				b := []int{-1, a, a + s.rng.IntN(4), -2 - s.rng.IntN(3)}[s.rng.IntN(4)] // [-1, -2]: JavaScript's slice
 				in["view_range"] = []int{a, b}
 			}
 			return in

@@ -55,13 +55,18 @@ func CountLines(content string) int {
 
 // ViewRange resolves a view_range [a, b] over n lines as the reference
 // does: 1-based and inclusive, a below 1 counts as 1, b = -1 means the last
-// line, out-of-range bounds are clipped (possibly to nothing). It returns
-// the 0-based half-open interval [from, to).
+// line, a b below -1 counts from the end as JavaScript's slice does ([1,
+// -2]: all but the last two lines), out-of-range bounds are clipped
+// (possibly to nothing). It returns the 0-based half-open interval
+// [from, to).
 func ViewRange(a, b, n int) (from, to int) {
 	from = max(1, a) - 1
 	to = b
-	if b == -1 {
+	switch {
+	case b == -1:
 		to = n
+	case b < 0:
+		to = max(0, n+b)
 	}
 	to = min(to, n)
 	from = min(from, n)

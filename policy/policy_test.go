@@ -100,6 +100,8 @@ func TestViewRange(t *testing.T) {
 	for _, tc := range []struct{ a, b, n, from, to int }{
 		{1, 2, 5, 0, 2}, {2, -1, 5, 1, 5}, {0, 3, 5, 0, 3}, {-4, 1, 5, 0, 1},
 		{4, 9, 5, 3, 5}, {7, 9, 5, 5, 5}, {3, 2, 5, 2, 2},
+		// b below -1 counts from the end, as JavaScript's lines.slice(a-1, b).
+		{-1, -2, 5, 0, 3}, {2, -3, 5, 1, 2}, {4, -3, 5, 3, 3}, {1, -9, 5, 0, 0}, {1, 0, 5, 0, 0},
 	} {
 		if from, to := ViewRange(tc.a, tc.b, tc.n); from != tc.from || to != tc.to {
 			t.Errorf("ViewRange(%d,%d,%d) = %d,%d want %d,%d", tc.a, tc.b, tc.n, from, to, tc.from, tc.to)
