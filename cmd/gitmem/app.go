@@ -17,6 +17,7 @@ import (
 // run is the whole program: it parses args, runs the command and maps any
 // error to an exit code and one line on stderr.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	unsetEmptyEnv()
 	app := newApp(stdin, stdout, stderr)
 	args, cmd, err := normalize(app, defaultHTTPAddr(args))
 	if err == nil {
@@ -50,10 +51,21 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			syncCommand(), statusCommand(), versionCommand(), completionCommand(), manCommand()},
 		ExitErrHandler:       func(*cli.Context, error) {}, // run maps errors to exit codes
 		OnUsageError:         usageError,
-		Before:               checkGlobals,
+		Before:               func(c *cli.Context) error { return errors.Join(applyConfig(c), checkGlobals(c)) },
 		EnableBashCompletion: true,
 	}
-	forEachCommand(app.Commands, func(c *cli.Command) { c.OnUsageError = usageError })
+	forEachCommand(app.Commands, func(c *cli.Command) {
+		c.OnUsageError = usageError
+		before := c.Before
+		c.Before = func(ctx *cli.Context) error {
+			if err := applyConfig(ctx); err != nil || before == nil {
+				return err
+			}
+			return before(ctx)
+		}
+	})
+	withEnv(app.Flags)
+	withEnv(app.Command("serve").Flags)
 	return app
 }
 

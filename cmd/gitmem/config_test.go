@@ -1,0 +1,62 @@
+package main
+
+import (
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// docs/operations.md's settings table lists every global and serve flag,
+// with its environment variable and config key, and nothing else.
+func TestSettingsTableListsEveryFlag(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := regexp.MustCompile(`(?s)\n## Settings\n(.*?)\n## `).FindSubmatch(doc)
+	if section == nil {
+		t.Fatal("docs/operations.md has no Settings section")
+	}
+	row := regexp.MustCompile("(?m)^\\| `(serve )?--([a-z0-9-]+)[^`]*` \\| `(\\w+)` \\| ?(`([^`]*)`)? ?\\|")
+	documented := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(string(section[1]), -1) {
+		key := m[2]
+		if m[1] != "" {
+			key = "serve " + key
+		}
+		want := strings.TrimPrefix(key, "serve ")
+		if m[1] != "" {
+			want = "[serve] " + want
+		}
+		if m[5] != want && !(key == "config" && m[5] == "") {
+			t.Errorf("%s: config key %q, want %q", key, m[5], want)
+		}
+		documented[key] = m[3]
+	}
+	app := newApp(nil, io.Discard, io.Discard)
+	check := func(prefix string, flags []cli.Flag) {
+		for _, f := range flags {
+			name := prefix + f.Names()[0]
+			if name == "help" || name == "version" || name == "serve help" {
+				continue
+			}
+			env := f.(interface{ GetEnvVars() []string }).GetEnvVars()
+			switch {
+			case documented[name] == "":
+				t.Errorf("--%s is not in the settings table", name)
+			case len(env) == 0 || env[0] != documented[name]:
+				t.Errorf("--%s: the table says %s, the flag reads %v", name, documented[name], env)
+			}
+			delete(documented, name)
+		}
+	}
+	check("", app.Flags)
+	check("serve ", app.Command("serve").Flags)
+	for name := range documented {
+		t.Errorf("the settings table lists --%s, which is no flag", name)
+	}
+}
