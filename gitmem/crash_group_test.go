@@ -112,7 +112,7 @@ func init() {
 // history, the worktree is HEAD, no crash was taken for a hand edit.
 //
 // The default run makes a few kills of each kind; GITMEM_CRASH_KILLS=N
-// makes N (hundreds for the long mode).
+// makes N (hundreds for the long mode), in rounds of 50 on new repositories.
 func TestKillNineModes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -127,20 +127,35 @@ func TestKillNineModes(t *testing.T) {
 			t.Fatalf("GITMEM_CRASH_KILLS=%q", s)
 		}
 	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	// Rounds of at most 50 kills, each on a new repository: the history
+	// (and git fsck after every kill) stays small in the long mode.
+	const perRound = 50
+	total, modes := 0, map[string]int{}
+	for first := 0; first < kills; first += perRound {
+		n := min(perRound, kills-first)
+		acked := killRound(t, rng, first, n, modes)
+		total += len(acked)
+	}
+	t.Logf("%d acknowledged commits over %d kills %v", total, kills, modes)
+}
+
+var killSteps = []struct {
+	name string
+	max  int
+}{{"sync", 2}, {"wal", 60}, {"pack", 10}, {"ref", 20}, {"worktree", 50}, {"history", 20}, {"object", 5}, {"any", 300}}
+
+// killRound makes kills n kills numbered from first on a new repository,
+// checks it, and returns the acknowledged ids.
+func killRound(t *testing.T, rng *rand.Rand, first, n int, modes map[string]int) []string {
 	dir := t.TempDir()
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Close()
-	rng := rand.New(rand.NewPCG(5, 6))
-	steps := []struct {
-		name string
-		max  int
-	}{{"sync", 2}, {"wal", 60}, {"pack", 10}, {"ref", 20}, {"worktree", 50}, {"history", 20}, {"object", 5}, {"any", 300}}
 	var acked []string
-	modes := map[string]int{}
-	for run := range kills {
+	for run := first; run < first+n; run++ {
 		env := []string{"GITMEM_KILL_CHILD=" + dir, fmt.Sprintf("GITMEM_KILL_RUN=r%d", run), "GITMEM_KILL_WRITERS=16"}
 		mode := []string{"group", "step", "replay"}[run%3]
 		if mode == "replay" && walRecords(t, dir) == 0 {
@@ -148,7 +163,7 @@ func TestKillNineModes(t *testing.T) {
 		}
 		switch mode {
 		case "step":
-			s := steps[run/3%len(steps)] // each in turn: the default run has a checkpoint and a group write
+			s := killSteps[run/3%len(killSteps)] // each in turn: the default run has a checkpoint and a group write
 			mode = "step " + s.name
 			env = append(env, fmt.Sprintf("GITMEM_KILL_STEP=%s:%d", s.name, 1+rng.IntN(s.max)))
 		case "replay":
@@ -163,8 +178,8 @@ func TestKillNineModes(t *testing.T) {
 		}
 		gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
 	}
-	if len(acked) < kills {
-		t.Fatalf("only %d acknowledged commits over %d kills: children died early", len(acked), kills)
+	if len(acked) < n {
+		t.Fatalf("only %d acknowledged commits over %d kills: children died early", len(acked), n)
 	}
 	r, err = Open(dir, testOptions(t))
 	if err != nil {
@@ -190,7 +205,8 @@ func TestKillNineModes(t *testing.T) {
 		t.Errorf("worktree does not match HEAD after restart:\n%s", st)
 	}
 	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
-	t.Logf("%d acknowledged commits over %d kills %v", len(acked), kills, modes)
+	os.RemoveAll(dir) // the long mode makes many
+	return acked
 }
 
 // killChild runs one child until it is killed: by itself (a step or
@@ -223,7 +239,7 @@ func killChild(t *testing.T, rng *rand.Rand, env []string, mode string) []string
 	var deadline <-chan time.Time
 	giveUp := time.After(30 * time.Second)
 	if mode != "group" {
-		giveUp = time.After(4 * time.Second) // the step is rare under this load: kill it anyway
+		giveUp = time.After(2 * time.Second) // the step is rare under this load: kill it anyway
 	}
 	kill := func() {
 		cmd.Process.Signal(syscall.SIGKILL)
