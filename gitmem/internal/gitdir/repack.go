@@ -505,7 +505,7 @@ func compareEntries(a, b treeEntry) int {
 // the store, in the order given) and returns the pack's hash. The pack
 // and its index are fsynced with the folder.
 func (s *Store) PackObjects(hashes []plumbing.Hash) (plumbing.Hash, error) {
-	pw, err := newPackWriter(s.Dir, -1, zlib.BestSpeed)
+	pw, err := newPackWriter(s.Dir, -1, zlib.DefaultCompression)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
