@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -35,9 +36,10 @@ import (
 
 // GCStats says what a collection did.
 type GCStats struct {
-	Packed  int // objects written to the new pack
-	Deltas  int // of which stored as deltas
-	Removed int // loose objects and packs removed
+	Packed  int           // objects written to the new pack
+	Deltas  int           // of which stored as deltas
+	Removed int           // loose objects and packs removed
+	Locked  time.Duration // how long it held the materialiser and the object store (never the writer lock)
 }
 
 // gcState is the Repo's collection state.
@@ -48,8 +50,9 @@ type gcState struct {
 }
 
 // gcHook, when set by a test, runs between writing the new pack and
-// swapping it in.
-var gcHook func()
+// swapping it in: at "packed", then (a full collection, after it looked
+// for what commits made meanwhile use) at "swap".
+var gcHook func(stage string)
 
 // errGCStopped is a collection's error when Close stopped it.
 var errGCStopped = errors.New("the repository was closed")
@@ -172,40 +175,57 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 	return st, nil
 }
 
-// collect is a collection that holds mmu and omu only to plan and to swap.
-// Called with gcmu held.
+// collect is a collection that holds no lock while it plans and packs,
+// and the object store's lock (omu) while it swaps the new pack in; a full
+// one also the materialiser's (mmu), for what commits made meanwhile use
+// to be settled. Called with gcmu held.
 func (r *Repo) collect(full bool) (GCStats, error) {
-	r.mmu.Lock()
-	r.omu.Lock()
-	pl, err := r.gcPlan(full)
-	r.unlockObj()
-	r.mmu.Unlock()
+	pl, err := r.gcPlan(full, false)
 	if err != nil || pl.empty() {
-		return GCStats{Removed: pl.removed}, err
+		return GCStats{Removed: pl.removed, Locked: pl.locked}, err
 	}
 	res, err := r.gcPack(pl, r.gcStop.Load)
 	if err != nil {
 		if errors.Is(err, gd.ErrStopped) {
 			err = errGCStopped
 		}
-		return GCStats{Removed: pl.removed}, err
+		return GCStats{Removed: pl.removed, Locked: pl.locked}, err
 	}
 	if gcHook != nil {
-		gcHook()
+		gcHook("packed")
 	}
-	r.mmu.Lock()
+	keep := map[plumbing.Hash]bool{}
+	if full {
+		// Most of what commits made meanwhile use is found with no lock
+		// held; the swap looks at what was committed after that.
+		s := gd.Open(r.gitDir)
+		err := r.keepUsedAgain(s, pl, res, keep)
+		s.Close()
+		if err != nil {
+			return GCStats{Removed: pl.removed, Locked: pl.locked}, err
+		}
+		if gcHook != nil {
+			gcHook("swap")
+		}
+		r.mmu.Lock()
+	}
+	held := time.Now()
 	r.omu.Lock()
-	st, packed, err := r.gcSwap(pl, res)
+	loose, removed, err := r.gcSwap(pl, res, keep)
 	r.unlockObj()
-	r.mmu.Unlock()
-	st.Removed += gd.RemoveLoose(r.gitDir, packed)
+	if full {
+		r.mmu.Unlock()
+	}
+	st := r.gcRemove(pl, res, loose, removed)
+	st.Locked = pl.locked + time.Since(held)
 	return st, err
 }
 
 // gc is a collection start to end, for a redaction, which holds wmu, the
-// writer lock, gcmu and omu throughout.
+// writer lock and gcmu throughout: every temporary pack goes (one could
+// hold the old content).
 func (r *Repo) gc(full bool) (GCStats, error) {
-	pl, err := r.gcPlan(full)
+	pl, err := r.gcPlan(full, true)
 	if err != nil || pl.empty() {
 		return GCStats{Removed: pl.removed}, err
 	}
@@ -213,9 +233,10 @@ func (r *Repo) gc(full bool) (GCStats, error) {
 	if err != nil {
 		return GCStats{Removed: pl.removed}, err
 	}
-	st, packed, err := r.gcSwap(pl, res)
-	st.Removed += gd.RemoveLoose(r.gitDir, packed)
-	return st, err
+	r.omu.Lock()
+	loose, removed, err := r.gcSwap(pl, res, map[plumbing.Hash]bool{})
+	r.unlockObj()
+	return r.gcRemove(pl, res, loose, removed), err
 }
 
 // gcPlan is what a collection packs and replaces, taken at its start.
@@ -223,18 +244,21 @@ type gcPlan struct {
 	full    bool
 	tips    []plumbing.Hash // the refs' objects
 	loose   []plumbing.Hash
-	packs   []gd.Pack // the packs the new one replaces
-	removed int       // garbage files deleted
+	packs   []gd.Pack     // the packs the new one replaces
+	removed int           // garbage files deleted
+	locked  time.Duration // omu held to read the refs
 }
 
 func (pl gcPlan) empty() bool {
 	return len(pl.loose) == 0 && (len(pl.packs) == 0 || len(pl.packs) == 1 && pl.packs[0].Repacked && !pl.full)
 }
 
-// gcPlan clears the garbage and takes the plan. Called with mmu (or wmu,
-// for a redaction) and omu held: nothing writes objects meanwhile.
-func (r *Repo) gcPlan(full bool) (gcPlan, error) {
-	pl := gcPlan{full: full, removed: r.obj.ClearGarbage(full)}
+// gcPlan clears the garbage (every temporary file with all, else those a
+// crash left long ago) and takes the plan. The loose objects are listed
+// before the refs are read, so the refs name nothing written after the
+// list; a commit materialised meanwhile is kept by gcSwap.
+func (r *Repo) gcPlan(full, all bool) (gcPlan, error) {
+	pl := gcPlan{full: full, removed: r.obj.ClearGarbage(all)}
 	var err error
 	if pl.loose, err = r.obj.LooseHashes(); err != nil {
 		return pl, err
@@ -246,7 +270,11 @@ func (r *Repo) gcPlan(full bool) (gcPlan, error) {
 	if pl.packs = packs; !full {
 		pl.packs = packsToMerge(packs, len(pl.loose))
 	}
+	r.omu.Lock()
+	held := time.Now()
 	pl.tips, err = r.obj.RefTips()
+	pl.locked = time.Since(held)
+	r.unlockObj()
 	return pl, err
 }
 
@@ -314,28 +342,19 @@ func (r *Repo) gcPack(pl gcPlan, stop func() bool) (gd.RepackResult, error) {
 	return res, err
 }
 
-// gcSwap removes what the new pack replaces: the packs of the plan and,
-// for a full collection, the loose objects it does not hold (unreachable)
-// but those that commits made since refer to. It returns the loose
-// objects the pack holds, to delete with no lock held. Called with mmu
-// (or wmu) and omu held.
-func (r *Repo) gcSwap(pl gcPlan, res gd.RepackResult) (GCStats, []plumbing.Hash, error) {
-	st := GCStats{Packed: len(res.Objects), Deltas: res.Deltas, Removed: pl.removed}
+// gcSwap makes the new pack the store's, and for a full collection
+// deletes the loose objects it does not hold (unreachable) but those that
+// commits made since use (keep, completed here). It returns the loose
+// objects left to delete: those the pack holds. Called with omu held, and
+// for a full collection mmu (or wmu): nothing is materialised meanwhile.
+func (r *Repo) gcSwap(pl gcPlan, res gd.RepackResult, keep map[plumbing.Hash]bool) (packed []plumbing.Hash, removed int, err error) {
 	r.obj.Reindex()
-	var keep map[plumbing.Hash]bool
 	if pl.full {
-		var err error
-		if keep, err = r.referencedSince(pl, res); err != nil {
-			return st, nil, err
+		if err := r.keepUsedAgain(r.obj, pl, res, keep); err != nil {
+			return nil, 0, err
 		}
 	}
-	for _, p := range pl.packs {
-		if p.Hash != res.Pack {
-			r.obj.RemovePack(p.Hash)
-			st.Removed++
-		}
-	}
-	var packed, unreachable []plumbing.Hash
+	var unreachable []plumbing.Hash
 	for _, h := range pl.loose {
 		switch {
 		case res.Holds(h):
@@ -344,41 +363,45 @@ func (r *Repo) gcSwap(pl gcPlan, res gd.RepackResult) (GCStats, []plumbing.Hash,
 			unreachable = append(unreachable, h)
 		}
 	}
-	st.Removed += gd.RemoveLoose(r.gitDir, unreachable)
-	r.obj.Reindex()
-	return st, packed, nil
+	return packed, gd.RemoveLoose(r.gitDir, unreachable), nil
 }
 
-// referencedSince finds the objects a full collection must keep although
-// its pack does not hold them: those that the refs reach now through
-// commits made while the pack was written (an object unreachable at the
-// start can be used again: a loose copy is not written twice). The ones
-// only in packs about to be deleted are written loose. Called with mmu
-// (or wmu) and omu held.
-func (r *Repo) referencedSince(pl gcPlan, res gd.RepackResult) (map[plumbing.Hash]bool, error) {
-	tips, err := r.obj.RefTips()
+// gcRemove deletes, with no lock held, what the new pack replaces: the
+// plan's packs and the loose objects it holds. A reader that misses one
+// finds it in the new pack.
+func (r *Repo) gcRemove(pl gcPlan, res gd.RepackResult, loose []plumbing.Hash, removed int) GCStats {
+	var old []plumbing.Hash
+	for _, p := range pl.packs {
+		if p.Hash != res.Pack {
+			old = append(old, p.Hash)
+		}
+	}
+	removed += gd.RemovePacks(r.gitDir, old) + gd.RemoveLoose(r.gitDir, loose)
+	return GCStats{Packed: len(res.Objects), Deltas: res.Deltas, Removed: pl.removed + removed}
+}
+
+// keepUsedAgain finds the objects a full collection must keep although
+// its pack does not hold them: those the refs reach now through commits
+// made while it ran (an object unreachable at the start can be used
+// again: gitmem does not write a loose copy twice). It adds them to keep,
+// leaving out what keep holds already (and what that reaches), and writes
+// loose the ones that no loose file and no pack that stays holds. s reads
+// the refs and objects: a Store of the collection's own before the swap
+// (most of the work, no lock held), then r.obj under the swap's locks for
+// the commits made in between.
+func (r *Repo) keepUsedAgain(s *gd.Store, pl gcPlan, res gd.RepackResult, keep map[plumbing.Hash]bool) error {
+	tips, err := s.RefTips()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	need := map[plumbing.Hash]bool{}
-	for stack := tips; len(stack) > 0; {
-		h := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if need[h] || res.Holds(h) {
-			continue
-		}
-		need[h] = true
-		_, links, err := r.obj.Links(h)
-		if err != nil {
-			return nil, err
-		}
-		stack = append(stack, links...)
+	var found []plumbing.Hash
+	err = s.Reachable(tips, func(h plumbing.Hash) bool { return keep[h] || res.Holds(h) }, func(_ plumbing.ObjectType, h plumbing.Hash) {
+		found = append(found, h)
+	})
+	if err != nil || len(found) == 0 {
+		return err
 	}
-	if len(need) == 0 {
-		return nil, nil
-	}
-	// Packs written since the plan stay.
-	stays := map[plumbing.Hash]bool{}
+	stays := map[plumbing.Hash]bool{} // in packs written since the plan
 	packs, _ := gd.ListPacks(r.gitDir)
 	for _, p := range packs {
 		if p.Hash == res.Pack || slices.ContainsFunc(pl.packs, func(q gd.Pack) bool { return q.Hash == p.Hash }) {
@@ -386,27 +409,28 @@ func (r *Repo) referencedSince(pl gcPlan, res gd.RepackResult) (map[plumbing.Has
 		}
 		hs, err := gd.PackHashes(gd.PackIndexPath(r.gitDir, p.Hash))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, h := range hs {
 			stays[h] = true
 		}
 	}
 	ow := gd.NewObjectWriter(r.gitDir)
-	for h := range need {
+	for _, h := range found {
+		keep[h] = true
 		hex := h.String()
 		if _, err := os.Stat(filepath.Join(r.gitDir, "objects", hex[:2], hex[2:])); err == nil || stays[h] {
 			continue
 		}
-		t, data, err := r.obj.ReadObject(h)
+		t, data, err := s.ReadObject(h)
 		if err == nil {
 			_, err = ow.Write(t, data)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return need, ow.Sync()
+	return ow.Sync()
 }
 
 // packLooseBatches packs the loose objects in batches that start small,

@@ -200,10 +200,7 @@ func (r *Repo) finishRedaction() error {
 			return wrap("write the redaction record", err)
 		}
 	}
-	r.omu.Lock()
-	_, err = r.gc(true)
-	r.unlockObj()
-	if err != nil {
+	if _, err = r.gc(true); err != nil {
 		return wrap("delete the old objects (run gitmem gc --full once the cause is fixed)", err)
 	}
 	os.Remove(r.redactPath())

@@ -14,9 +14,9 @@ import (
 // The encoder works as git's diff-delta.c does, plus a shortcut for what
 // gitmem's objects mostly are: a version of a tree or a file that differs
 // from its base in one place. The common prefix and suffix are copied at
-// once; the middle is matched against an index of the base's 16-byte
-// blocks, each candidate extended as far as it matches (forwards, and
-// backwards over bytes not yet emitted), the longest taken, greedily.
+// once; the rest is matched against an index of the 16-byte blocks of the
+// base's rest, each candidate extended as far as it matches (forwards,
+// and backwards over bytes not yet emitted), the longest taken, greedily.
 
 const (
 	deltaBlock = 16      // bytes per indexed block of the base, and the shortest copy
@@ -39,8 +39,10 @@ func Delta(base, target []byte, limit int) []byte {
 	suf := commonSuffix(base[pre:], target[pre:])
 	e.copy(0, pre)
 	mid := target[pre : len(target)-suf]
-	if len(mid) >= 2*deltaBlock && len(base) >= deltaBlock {
-		e.match(newDeltaIndex(base), base, mid)
+	if len(mid) >= 2*deltaBlock && len(base)-suf-pre >= deltaBlock {
+		// What the middle copies is in the base's middle: only that is
+		// indexed.
+		e.match(newDeltaIndex(base, pre, len(base)-suf), base, mid)
 	} else {
 		e.insert(mid)
 	}
@@ -91,8 +93,9 @@ func (e *deltaEncoder) insert(lit []byte) {
 	}
 }
 
-// deltaIndex finds the blocks of a base with a given hash.
+// deltaIndex finds the blocks of a part of a base with a given hash.
 type deltaIndex struct {
+	from  int // where the first block starts
 	shift uint
 	head  []int32  // bucket -> 1 + the last block in it (0: none)
 	next  []int32  // block -> 1 + the previous block in its bucket
@@ -116,12 +119,13 @@ var outFactor = func() uint32 {
 	return f
 }()
 
-func newDeltaIndex(base []byte) *deltaIndex {
-	n := len(base) / deltaBlock
+// newDeltaIndex indexes the blocks of base[from:to].
+func newDeltaIndex(base []byte, from, to int) *deltaIndex {
+	n := (to - from) / deltaBlock
 	bucketBits := max(4, bits.Len(uint(n)))
-	x := &deltaIndex{shift: uint(32 - bucketBits), head: make([]int32, 1<<bucketBits), next: make([]int32, n), hash: make([]uint32, n)}
+	x := &deltaIndex{from: from, shift: uint(32 - bucketBits), head: make([]int32, 1<<bucketBits), next: make([]int32, n), hash: make([]uint32, n)}
 	for i := range n {
-		h := blockHash(base[i*deltaBlock:])
+		h := blockHash(base[from+i*deltaBlock:])
 		b := x.bucket(h)
 		x.hash[i], x.next[i], x.head[b] = h, x.head[b], int32(i+1)
 	}
@@ -144,7 +148,7 @@ func (e *deltaEncoder) match(x *deltaIndex, base, mid []byte) {
 			if x.hash[c-1] != h {
 				continue
 			}
-			off := int(c-1) * deltaBlock
+			off := x.from + int(c-1)*deltaBlock
 			if n := commonPrefix(base[off:], mid[i:]); n > bestLen {
 				bestOff, bestLen = off, n
 				if i+n == len(mid) {

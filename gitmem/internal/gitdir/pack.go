@@ -64,26 +64,22 @@ func RemoveLoose(gitDir string, hashes []plumbing.Hash) int {
 	return n
 }
 
-// ClearGarbage deletes what takes space for nothing: half-written packs
-// (every one when full, as a redaction needs: one could hold the old
-// content; else those older than StaleTemp), gitmem's temporary files,
-// pack indexes without their pack and marks of packs that are gone. It
-// returns how many files it deleted. Nothing may be writing a temporary
-// file meanwhile.
-func (s *Store) ClearGarbage(full bool) int {
+// ClearGarbage deletes what takes space for nothing: gitmem's temporary
+// files (half-written packs and objects, worktree files) that a crash
+// left, older than StaleTemp, or all of them (as a redaction needs: one
+// could hold the old content, and nothing writes meanwhile), and pack
+// indexes without their pack and marks of packs that are gone. It returns
+// how many files it deleted.
+func (s *Store) ClearGarbage(all bool) int {
 	n := 0
-	for _, p := range TempPacks(s.Dir) {
-		if fi, err := os.Stat(p); err == nil && (full || time.Since(fi.ModTime()) > StaleTemp) && os.Remove(p) == nil {
-			n++
-		}
-	}
 	for _, pattern := range []string{
+		filepath.Join(s.Dir, "objects", "pack", "tmp_*"),
 		filepath.Join(s.Dir, "gitmem", "tmp", "*"),
 		filepath.Join(s.Dir, "objects", "??", TmpObjPrefix+"*"),
 	} {
 		m, _ := filepath.Glob(pattern)
 		for _, p := range m {
-			if os.Remove(p) == nil {
+			if fi, err := os.Stat(p); err == nil && (all || time.Since(fi.ModTime()) > StaleTemp) && os.Remove(p) == nil {
 				n++
 			}
 		}
@@ -148,14 +144,22 @@ func (s *Store) RefTips() ([]plumbing.Hash, error) {
 	return tips, err
 }
 
-func (s *Store) RemovePack(p plumbing.Hash) {
-	packDir := filepath.Join(s.Dir, "objects", "pack")
-	ents, _ := os.ReadDir(packDir)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "pack-"+p.String()+".") {
-			os.Remove(filepath.Join(packDir, e.Name()))
+// RemovePacks deletes packs with the files git keeps beside them, the
+// pack itself first (an index without its pack is ignored). A reader that
+// listed a pack before finds its objects again in the pack that replaced
+// it (Store.read looks again when a pack is gone).
+func RemovePacks(gitDir string, packs []plumbing.Hash) int {
+	n := 0
+	for _, p := range packs {
+		base := filepath.Join(gitDir, "objects", "pack", "pack-"+p.String())
+		if os.Remove(base+".pack") == nil {
+			n++
+		}
+		for _, ext := range []string{".idx", ".rev", ".bitmap", ".mtimes", ".keep", ".promisor", repackedMark} {
+			os.Remove(base + ext)
 		}
 	}
+	return n
 }
 
 // StaleTemp is how old a temporary pack must be to count as abandoned.

@@ -75,7 +75,11 @@ func (s *Store) Repack(opt RepackOptions) (RepackResult, error) {
 	if err != nil {
 		return RepackResult{}, err
 	}
-	p := &repacker{s: s, pw: pw, only: opt.Only, stop: opt.Stop, paths: map[string]*versions{}}
+	p := &repacker{s: s, out: pw, rest: opt.Only, stop: opt.Stop, paths: map[string]*versions{}}
+	p.in = func(plumbing.Hash) bool { return true }
+	if opt.Only != nil {
+		p.in = func(h plumbing.Hash) bool { return opt.Only[h] }
+	}
 	if err := p.run(opt.Tips); err != nil {
 		pw.abort()
 		return RepackResult{}, err
@@ -95,23 +99,53 @@ func (s *Store) Repack(opt RepackOptions) (RepackResult, error) {
 	return res, nil
 }
 
+// Reachable calls visit with every object the tips reach, but those
+// known reports and what only they reach (known must hold for everything
+// an object it holds reaches: the objects of a full repack, of an earlier
+// call). The walk is Repack's: each commit's tree is compared with its
+// child's, so the cost follows what changed, not the size of the trees.
+func (s *Store) Reachable(tips []plumbing.Hash, known func(plumbing.Hash) bool, visit func(plumbing.ObjectType, plumbing.Hash)) error {
+	v := visitor{seen: map[plumbing.Hash]bool{}, visit: visit}
+	p := &repacker{s: s, out: v, in: func(h plumbing.Hash) bool { return !known(h) }}
+	return p.run(tips)
+}
+
 type repacker struct {
 	s     *Store
-	pw    *packWriter
-	only  map[plumbing.Hash]bool
-	stop  func() bool
-	paths map[string]*versions // path (trees end in "/") -> its versions
+	out   sink                     // where the objects go
+	in    func(plumbing.Hash) bool // whether an object is to go there
+	rest  map[plumbing.Hash]bool   // objects that go whether the walk reaches them or not
+	stop  func() bool              // polled
+	paths map[string]*versions     // path (trees end in "/") -> its versions; nil: no deltas
 	ticks int
 }
 
-// walked is a commit the walk reached: its tree, and the index (in walk
-// order) of the child it was reached from (-1: a tip).
-type walked struct {
-	tree  plumbing.Hash
-	child int32
+// sink is where the walk puts objects: a pack, or a visitor.
+type sink interface {
+	has(h plumbing.Hash) bool
+	add(t plumbing.ObjectType, h plumbing.Hash, data []byte, base plumbing.Hash, baseData []byte) error
 }
 
-func (p *repacker) in(h plumbing.Hash) bool { return p.only == nil || p.only[h] }
+type visitor struct {
+	seen  map[plumbing.Hash]bool
+	visit func(plumbing.ObjectType, plumbing.Hash)
+}
+
+func (v visitor) has(h plumbing.Hash) bool { return v.seen[h] }
+
+func (v visitor) add(t plumbing.ObjectType, h plumbing.Hash, _ []byte, _ plumbing.Hash, _ []byte) error {
+	v.seen[h] = true
+	v.visit(t, h)
+	return nil
+}
+
+// walked is a commit the walk reached: its tree, and the index (in walk
+// order) of the child it was reached from (-1: a tip), or when it is a
+// tip whose parent the walk leaves out, that parent's tree.
+type walked struct {
+	tree, prev plumbing.Hash
+	child      int32
+}
 
 func (p *repacker) run(tips []plumbing.Hash) error {
 	var q commitQueue
@@ -171,7 +205,15 @@ func (p *repacker) run(tips []plumbing.Hash) error {
 		if err := p.put(plumbing.CommitObject, c.hash, data, "\x00commit"); err != nil {
 			return err
 		}
-		order = append(order, walked{tree, c.child})
+		w := walked{tree: tree, child: c.child}
+		if c.child < 0 && len(parents) > 0 && !p.in(parents[0]) {
+			// What this commit shares with its parent is not the walk's:
+			// only what differs from it is looked at.
+			if pdata, err := p.read(parents[0], plumbing.CommitObject); err == nil {
+				w.prev, _, _, _ = parseCommit(pdata)
+			}
+		}
+		order = append(order, w)
 		for _, parent := range parents {
 			if !seen[parent] && p.in(parent) {
 				if err := push(parent, int32(len(order)-1)); err != nil {
@@ -182,7 +224,7 @@ func (p *repacker) run(tips []plumbing.Hash) error {
 	}
 	// Their trees and blobs, each commit's compared with its child's.
 	for _, c := range order {
-		var prev plumbing.Hash
+		prev := c.prev
 		if c.child >= 0 {
 			prev = order[c.child].tree
 		}
@@ -209,10 +251,10 @@ func (p *repacker) run(tips []plumbing.Hash) error {
 	}
 	// What the walk did not reach (an incremental repack packs all it was
 	// given): whole, in hash order.
-	if p.only != nil {
+	if p.rest != nil {
 		var rest []plumbing.Hash
-		for h := range p.only {
-			if !p.pw.has(h) {
+		for h := range p.rest {
+			if !p.out.has(h) {
 				rest = append(rest, h)
 			}
 		}
@@ -234,7 +276,7 @@ func (p *repacker) run(tips []plumbing.Hash) error {
 // are not in the pack yet), given the tree prev at the same path in the
 // child commit: entries equal there are in the pack already.
 func (p *repacker) tree(h, prev plumbing.Hash, path string) error {
-	if p.pw.has(h) || !p.in(h) {
+	if p.out.has(h) || !p.in(h) {
 		return nil
 	}
 	data, err := p.read(h, plumbing.TreeObject)
@@ -248,8 +290,25 @@ func (p *repacker) tree(h, prev plumbing.Hash, path string) error {
 	if err := p.put(plumbing.TreeObject, h, data, path+"/"); err != nil {
 		return err
 	}
-	oi := 0
-	for i := 0; i < len(data); {
+	// Entries in the common prefix and suffix of the two trees are the
+	// same objects: skipped without parsing (a folder of thousands of
+	// files changes by an entry or two).
+	i, oi := 0, 0
+	if len(old) > 0 {
+		for pre := commonPrefix(data, old); ; {
+			nul := bytes.IndexByte(data[i:], 0)
+			if nul < 0 || i+nul+21 > pre {
+				break
+			}
+			i += nul + 21
+		}
+		oi = i
+	}
+	suf := commonSuffix(data[i:], old[oi:])
+	for i < len(data) {
+		if len(data)-i <= suf && len(data)-i == len(old)-oi {
+			break // the rest is the same
+		}
 		e, next, err := treeEntryAt(data, i)
 		if err != nil {
 			return fmt.Errorf("tree %s: %w", h, err)
@@ -292,8 +351,11 @@ func (p *repacker) tree(h, prev plumbing.Hash, path string) error {
 }
 
 func (p *repacker) blob(h plumbing.Hash, path string) error {
-	if p.pw.has(h) || !p.in(h) {
+	if p.out.has(h) || !p.in(h) {
 		return nil
+	}
+	if _, ok := p.out.(visitor); ok { // a tree's entry says what it is
+		return p.out.add(plumbing.BlobObject, h, nil, plumbing.ZeroHash, nil)
 	}
 	data, err := p.read(h, plumbing.BlobObject)
 	if err != nil {
@@ -305,15 +367,15 @@ func (p *repacker) blob(h plumbing.Hash, path string) error {
 // put writes an object met at path (key "" for none), as a delta against
 // the earlier version of that path versions names.
 func (p *repacker) put(t plumbing.ObjectType, h plumbing.Hash, data []byte, path string) error {
-	if p.ticks++; p.ticks%1024 == 0 && p.stop != nil && p.stop() {
+	if p.ticks++; p.ticks%256 == 0 && p.stop != nil && p.stop() {
 		return ErrStopped
 	}
-	if p.pw.has(h) {
+	if p.out.has(h) {
 		return nil
 	}
 	var base plumbing.Hash
 	var baseData []byte
-	if path != "" {
+	if path != "" && p.paths != nil {
 		v := p.paths[path]
 		if v == nil {
 			v = &versions{}
@@ -324,7 +386,7 @@ func (p *repacker) put(t plumbing.ObjectType, h plumbing.Hash, data []byte, path
 			baseData, _ = p.read(base, t)
 		}
 	}
-	return p.pw.add(t, h, data, base, baseData)
+	return p.out.add(t, h, data, base, baseData)
 }
 
 // versions are the versions of one path met so far: the number met, and

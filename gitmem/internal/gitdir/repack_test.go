@@ -256,3 +256,55 @@ func TestVersionBases(t *testing.T) {
 		t.Fatalf("%d versions kept", len(v.stack))
 	}
 }
+
+// A repack asked to stop gives up with ErrStopped and leaves nothing.
+func TestRepackStops(t *testing.T) {
+	needGit(t)
+	dir := history(t, 400) // more objects than the stop is polled after
+	gitDir := filepath.Join(dir, ".git")
+	before, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*"))
+	s := Open(gitDir)
+	defer s.Close()
+	polled := 0
+	_, err := s.Repack(RepackOptions{Tips: refTips(t, dir), Stop: func() bool { polled++; return true }})
+	if err != ErrStopped || polled != 1 {
+		t.Fatalf("got %v after %d polls", err, polled)
+	}
+	if after, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*")); len(after) != len(before) {
+		t.Fatalf("left %v", after)
+	}
+}
+
+// A Store that listed a pack before another process repacked and deleted
+// it reads its objects from the new pack.
+func TestReadAfterRepackElsewhere(t *testing.T) {
+	needGit(t)
+	dir := history(t, 30)
+	gitDir := filepath.Join(dir, ".git")
+	reader := Open(gitDir)
+	defer reader.Close()
+	tips := refTips(t, dir)
+	if _, _, err := reader.ReadObject(tips[0]); err != nil {
+		t.Fatal(err)
+	}
+	reader.Release() // the pack files are closed, the list of packs kept
+	old, _ := ListPacks(gitDir)
+	other := Open(gitDir)
+	res, err := other.Repack(RepackOptions{Tips: tips})
+	other.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone []plumbing.Hash
+	for _, p := range old {
+		gone = append(gone, p.Hash)
+	}
+	if RemovePacks(gitDir, gone) != len(old) {
+		t.Fatal("packs not removed")
+	}
+	for _, h := range res.Objects {
+		if _, _, err := reader.ReadObject(h); err != nil {
+			t.Fatalf("%s after the repack: %v", h, err)
+		}
+	}
+}
