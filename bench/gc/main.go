@@ -179,7 +179,9 @@ func makeRepo(dir string, files, commits int) error {
 	return <-errs
 }
 
-func name(i int) string { return fmt.Sprintf("notes/2025-%02d-%02d-meeting-notes-%05d.md", i%12+1, i%28+1, i) }
+func name(i int) string {
+	return fmt.Sprintf("notes/2025-%02d-%02d-meeting-notes-%05d.md", i%12+1, i%28+1, i)
+}
 
 // edit is one client's change: a line appended to one file of the flat
 // folder.

@@ -274,11 +274,7 @@ func (s *Store) CombinePacks(before time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, p := range small {
-		if p != pack {
-			s.RemovePack(p)
-		}
-	}
+	RemovePacks(s.Dir, slices.DeleteFunc(small, func(p plumbing.Hash) bool { return p == pack }))
 	s.Reindex()
 	return len(small), nil
 }
@@ -315,11 +311,13 @@ func (s *Store) Prune(before time.Time) error {
 	if err != nil {
 		return err
 	}
+	var gone []plumbing.Hash
 	for _, p := range packs {
 		if p.Hash != res.Pack && old(filepath.Join(s.Dir, "objects", "pack", "pack-"+p.Hash.String()+".pack")) {
-			s.RemovePack(p.Hash)
+			gone = append(gone, p.Hash)
 		}
 	}
+	RemovePacks(s.Dir, gone)
 	s.Reindex()
 	return nil
 }
