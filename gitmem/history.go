@@ -743,10 +743,13 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 	br := bufio.NewReaderSize(f, 256<<10)
 	for {
 		line, err := br.ReadSlice('\n')
-		for errors.Is(err, bufio.ErrBufferFull) { // a long record: gather it
-			var more []byte
-			more, err = br.ReadSlice('\n')
-			line = append(append([]byte(nil), line...), more...)
+		if errors.Is(err, bufio.ErrBufferFull) { // a long record: gather it
+			line = append([]byte(nil), line...) // before the next read reuses the buffer
+			for errors.Is(err, bufio.ErrBufferFull) {
+				var more []byte
+				more, err = br.ReadSlice('\n')
+				line = append(line, more...)
+			}
 		}
 		if err != nil {
 			break // the end, or a torn last line: stop before it
