@@ -688,7 +688,7 @@ func (r *Repo) syncIDs() error {
 	r.smu.RLock()
 	head := r.head
 	r.smu.RUnlock()
-	for range 2 {
+	for i := range 3 {
 		ok, err := r.readIDs(head)
 		if err != nil {
 			return err
@@ -699,12 +699,30 @@ func (r *Repo) syncIDs() error {
 			r.smu.Unlock()
 			return nil
 		}
-		// The file does not reach HEAD: catch it up from git, saved.
-		if _, err := r.history(head, true, nil); err != nil {
-			return err
+		switch i {
+		case 0: // The file does not reach HEAD: catch it up from git, saved.
+			if _, err := r.history(head, true, nil); err != nil {
+				return err
+			}
+		case 1: // It still does not (it ends in a record an append on a full disk tore): write it again.
+			if err := r.rewriteHistoryFile(head); err != nil {
+				return wrap("write the history index", err)
+			}
 		}
 	}
 	return &StorageError{Op: "read the history index", Err: errors.New("it does not reach HEAD after a rebuild")}
+}
+
+// rewriteHistoryFile writes the index file again from the index in
+// memory, up to head.
+func (r *Repo) rewriteHistoryFile(head plumbing.Hash) error {
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	i := slices.IndexFunc(r.hist, func(h histRec) bool { return h.hash == head })
+	if i < 0 {
+		return errors.New("the index does not hold HEAD")
+	}
+	return r.writeHistoryFile(r.hist[:i+1])
 }
 
 // readIDs reads the ids of the records after idsOff into the map and
