@@ -89,6 +89,7 @@ type merger struct {
 	st     *gd.Store
 	label  string // how the remote's side is named: origin/main
 	theirs plumbing.Hash
+	local  string // the short hash of the commit the merge is on
 	limits policy.Limits
 
 	conflicts []MergeConflict
@@ -102,6 +103,7 @@ type merger struct {
 func (m *merger) run(tx *Tx) error {
 	m.conflicts, m.ignored, m.ff = nil, nil, false
 	ours := tx.head
+	m.local = ours.String()[:7]
 	if ours == m.theirs {
 		return errUpToDate
 	}
@@ -634,7 +636,7 @@ func (m *merger) merge3(base, ours, theirs fentry) ([]byte, bool, error) {
 		}
 		texts[i] = splitKeep(string(data))
 	}
-	local := "local " + m.r.shortHead()
+	local := "local " + m.local
 	remote := m.label + " " + m.theirs.String()[:7]
 	lines, conflicts := mergeFill(texts[0], texts[1], texts[2], func(c Conflict) []string {
 		out := []string{markerOurs + local + "\n"}
@@ -653,13 +655,6 @@ func endLine(lines []string) []string {
 		lines = append(slices.Clip(lines[:n-1]), lines[n-1]+"\n")
 	}
 	return lines
-}
-
-// shortHead is the short hash of the commit a transaction's merge is on.
-func (r *Repo) shortHead() string {
-	r.smu.RLock()
-	defer r.smu.RUnlock()
-	return r.head.String()[:7]
 }
 
 // apply writes the merge's result into the transaction: removals first,
