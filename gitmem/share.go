@@ -239,7 +239,8 @@ type session struct {
 	g    *gd.Graph
 	res  SyncResult
 
-	report RedactReport // RedactShared's
+	report  RedactReport  // RedactShared's
+	prevTip plumbing.Hash // the remote's branch as last seen before this session fetched
 }
 
 func (r *Repo) newSession(name string, opt SyncOptions) (*session, error) {
@@ -370,6 +371,9 @@ func (s *session) fetch(ctx context.Context) (plumbing.Hash, error) {
 		}
 	}
 	if !tip.IsZero() {
+		if s.prevTip.IsZero() {
+			s.prevTip = s.r.readTracking(s.name)
+		}
 		if err := s.r.setRef(s.r.tracking(s.name), tip); err != nil {
 			return tip, wrap("update "+s.r.tracking(s.name).String(), err)
 		}
@@ -387,7 +391,7 @@ func (s *session) pull(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.applyRedactions(ctx); err != nil {
+	if err := s.applyRedactions(ctx, tip); err != nil {
 		return err
 	}
 	if tip.IsZero() {
@@ -651,6 +655,11 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 	st := pre.obj.View()
 	s := &session{r: pre, name: "origin", url: url, opt: sopt, st: st, g: gd.NewGraph(st)}
 	tip, err := s.fetch(ctx)
+	if rec := pre.readRedactionsRef("origin"); err == nil && !rec.IsZero() {
+		// The history fetched is the remote's, redactions applied: its
+		// record is this clone's too.
+		err = pre.setRef(redactionsRef, rec)
+	}
 	if err == nil && !tip.IsZero() {
 		var clean bool
 		if clean, err = s.clean(tip); err == nil && clean {

@@ -199,7 +199,14 @@ func (r *Repo) checkNotRedacted(st *gd.Store, objects []plumbing.Hash, _ []*obje
 
 // applyRedactions runs the redactions of the remote's record that this
 // repository has not applied, then takes the remote's record as its own.
-func (s *session) applyRedactions(ctx context.Context) error {
+//
+// A record is applied only if the remote's history shows it: when the
+// redaction would rewrite the commit the remote's branch was at when this
+// clone last saw it, the record must map that commit to a new one, and
+// the branch must hold that one now. A record that does not match (a
+// remote rewritten some other way, or a record made up) is refused: a
+// redaction rewrites this clone's history for good.
+func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error {
 	theirs := s.r.readRedactionsRef(s.name)
 	ours := s.r.readRedactionsRef("")
 	if theirs.IsZero() || theirs == ours {
@@ -225,10 +232,16 @@ func (s *session) applyRedactions(ctx context.Context) error {
 			todo = append(todo, e)
 		}
 	}
+	at := s.prevTip // the remote's branch as last seen, through the redactions
 	for _, e := range todo {
 		red, err := e.redaction()
 		if err != nil {
 			return s.remoteErr("fetch from", err)
+		}
+		if !at.IsZero() {
+			if err := s.checkRecord(ctx, e, red, &at, tip); err != nil {
+				return err
+			}
 		}
 		// The redaction deletes old packs: nothing of this session may
 		// hold them open.
@@ -256,6 +269,37 @@ func (s *session) applyRedactions(ctx context.Context) error {
 		}
 	}
 	return wrap("update the redaction record", s.r.setRef(redactionsRef, next))
+}
+
+// checkRecord refuses a redaction record the remote's history does not
+// show (see applyRedactions). at is the commit the remote's branch was at
+// as last seen, moved along by each redaction checked.
+func (s *session) checkRecord(ctx context.Context, e redactionEntry, red Redaction, at *plumbing.Hash, tip plumbing.Hash) error {
+	var to plumbing.Hash
+	for _, m := range e.Rewritten {
+		if m[0] == at.String() && plumbing.IsHash(m[1]) {
+			to = plumbing.NewHash(m[1])
+			break
+		}
+	}
+	if to.IsZero() {
+		// The record leaves that commit alone: so must the redaction here.
+		dry, err := s.r.Redact(ctx, red, true, nil)
+		if err != nil {
+			return err
+		}
+		for _, rw := range dry.Rewritten {
+			if rw.Old == at.String() {
+				return s.remoteErr("fetch from", fmt.Errorf("the remote's redaction record %s would remove content from the commit %s it held, but its history keeps that commit; not applied (ask whoever redacted, or clone again)", e.ID, at))
+			}
+		}
+		to = *at
+	}
+	if in, err := s.g.IsAncestor(to, tip); err != nil || !in {
+		return s.remoteErr("fetch from", fmt.Errorf("the remote's redaction record %s does not match its history (%s is not in it); not applied (ask whoever redacted, or clone again)", e.ID, to))
+	}
+	*at = to
+	return nil
 }
 
 // redactionUpdate is the push of the repository's record, when the
@@ -321,32 +365,35 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 	if len(rep.Rewritten) == 0 {
 		return nil // no commit held it: neither does the remote
 	}
-	e := redactionEntry{ID: newID(), Time: s.r.opt.Now().UTC(), Path: red.Path, Blob: red.Blob, Removed: rep.Removed}
+	e := redactionEntry{ID: newID(), Time: s.r.opt.Now().UTC(), Path: red.Path, Blob: red.Blob}
 	if red.Match != nil {
 		e.Match = red.Match.String()
-	}
-	for _, rw := range rep.Rewritten {
-		e.Rewritten = append(e.Rewritten, [2]string{rw.Old, rw.New})
 	}
 	prev := s.r.readRedactionsRef("")
 	entries, err := readRecord(s.st, prev)
 	if err != nil {
 		return wrap("read the redaction record", err)
 	}
-	rec, err := s.r.writeRecord(append(entries, e), prev)
-	if err != nil {
+	// The commits the rewrite left alone are on the remote already.
+	rewritten := map[string]bool{}
+	var rec plumbing.Hash
+	record := func(rep RedactReport) error {
+		e.Removed = append(e.Removed, rep.Removed...)
+		for _, rw := range rep.Rewritten {
+			e.Rewritten = append(e.Rewritten, [2]string{rw.Old, rw.New})
+			rewritten[rw.New] = true
+		}
+		var err error
+		if rec, err = s.r.writeRecord(append(slices.Clone(entries), e), prev); err == nil {
+			err = s.r.setRef(redactionsRef, rec)
+		}
 		return wrap("write the redaction record", err)
 	}
-	if err := s.r.setRef(redactionsRef, rec); err != nil {
-		return wrap("write the redaction record", err)
+	if err := record(rep); err != nil {
+		return err
 	}
 	if redactHook != nil {
 		redactHook()
-	}
-	// The commits the rewrite left alone are on the remote already.
-	rewritten := map[string]bool{}
-	for _, rw := range rep.Rewritten {
-		rewritten[rw.New] = true
 	}
 	for attempt := 0; ; attempt++ {
 		err := s.forcePush(ctx, lease, rec, rewritten)
@@ -363,9 +410,14 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 		}
 		lease = tip
 		s.st.Close()
-		_, err = s.r.Redact(ctx, red, false, nil)
+		more, err := s.r.Redact(ctx, red, false, nil)
 		s.reopen()
 		if err != nil {
+			return err
+		}
+		// The record covers these commits too: the clone that pushed
+		// them finds them rewritten.
+		if err := record(more); err != nil {
 			return err
 		}
 		if err := s.integrate(s.r.readTracking(s.name)); err != nil {

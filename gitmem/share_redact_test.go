@@ -118,3 +118,32 @@ func TestRedactionPropagates(t *testing.T) {
 		t.Errorf("a literal secret as the pattern: %v", err)
 	}
 }
+
+// A redaction record the remote's history does not show (made up, or the
+// history rewritten some other way) is refused: a redaction would erase
+// the content from every clone's history for good.
+func TestMadeUpRedactionRecordIsRefused(t *testing.T) {
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "a1", "notes.md", "keep this\n")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	put(t, a, "a2", "more.md", "more\n")
+	syncOK(t, a)
+
+	blob := hashObject(t, remote, "blob", []byte(`{"id":"madeup","time":"2026-01-01T00:00:00Z","path":"notes.md"}`+"\n"))
+	tree := hashObject(t, remote, "tree", []byte("100644 redactions\x00"+string(blob[:])))
+	commit := hashObject(t, remote, "commit", []byte("tree "+tree.String()+"\nauthor m <m@x> 1767225600 +0000\ncommitter m <m@x> 1767225600 +0000\n\nmemory: redaction record (1 redaction(s))\n\nMemory-Command: redaction-record\n"))
+	gitRun(t, remote, "update-ref", "refs/gitmem/redactions", commit.String())
+
+	_, err := b.Sync(context.Background(), "origin", SyncOptions{})
+	if err == nil || !strings.Contains(err.Error(), "redaction record madeup would remove content from the commit") {
+		t.Fatalf("a made-up record: %v", err)
+	}
+	if got := files(t, b); got["notes.md"] != "keep this\n" {
+		t.Errorf("b's memory after refusing: %v", got)
+	}
+	if out := gitRun(t, b.Dir(), "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(out, "a1") {
+		t.Errorf("b's history lost a1:\n%s", out)
+	}
+}
