@@ -101,7 +101,10 @@ type pipeline struct {
 	lastCkpt     atomic.Int64 // unix nanos of the last checkpoint (attempt)
 	lastUse      atomic.Int64 // unix nanos of the last change
 
-	recovering bool // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
+	recovering  bool  // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
+	draining    int   // (mmu, fmu) the log file a failed checkpoint switched from, which still holds changes; -1 if none
+	ckptErr     error // (mmu) the last checkpoint's failure
+	ckptFailing atomic.Bool
 
 	pmu      sync.Mutex     // guards inflight (and Repo.pend)
 	inflight map[string]int // worktree paths of commits not yet materialised
@@ -117,6 +120,7 @@ func (r *Repo) initPipeline() {
 	r.waiting = map[string]*prepared{}
 	r.inflight = map[string]int{}
 	r.ow = gd.NewObjectWriter(r.gitDir)
+	r.draining = -1
 	r.stop = make(chan struct{})
 	r.wake = make(chan struct{}, 1)
 }
@@ -208,6 +212,7 @@ func (r *Repo) openLog() error {
 		first = 1
 	}
 	r.active = 1 - first // appends go to the newer file
+	r.draining = -1
 	replay := append(recs[first], recs[1-first]...)
 	if len(replay) == 0 {
 		return nil
@@ -271,12 +276,7 @@ func (r *Repo) openLog() error {
 	r.recovering = true
 	r.mmu.Unlock()
 	r.publish(items)
-	if err := r.checkpoint(); err != nil {
-		r.opt.Logf("gitmem: the recovered changes cannot be written to git's files yet (%v); changes are refused until they can", err)
-		r.smu.Lock()
-		r.broken = err
-		r.smu.Unlock()
-	}
+	r.checkpoint() // a failure refuses changes until a retry succeeds
 	return nil
 }
 
@@ -655,28 +655,47 @@ func (r *Repo) appendHistory(items []*prepared) {
 // empties the log it was in: appends switch to the other log file, what
 // the old file holds is materialised and synced (one syncfs), then the
 // old file is emptied. Appends wait only for the switch.
+//
+// A log file is emptied only after a sync that covers everything it
+// holds: a checkpoint that fails (a full disk) leaves the switched-from
+// file in r.draining, and the next attempt finishes that one before it
+// switches again.
 func (r *Repo) checkpoint() error {
 	r.mmu.Lock()
 	defer r.mmu.Unlock()
 	r.lastCkpt.Store(time.Now().UnixNano()) // an attempt: a failing one is retried after checkpointEvery
+	err := r.checkpointLocked()
+	r.noteCheckpoint(err)
+	return err
+}
+
+func (r *Repo) checkpointLocked() error {
 	if r.recovering {
 		return r.checkpointRecovered()
 	}
-	r.smu.RLock()
-	broken := r.broken
-	r.smu.RUnlock()
 	r.fmu.Lock()
-	old := r.walFiles[r.active]
-	if old.Len() == 0 && broken == nil {
-		r.fmu.Unlock()
-		return r.materializeLocked()
+	if r.draining < 0 {
+		cur, next := r.walFiles[r.active], r.walFiles[1-r.active]
+		if cur.Len() == 0 {
+			// Nothing in the log that git's files lack once materialised.
+			r.fmu.Unlock()
+			if err := r.materializeLocked(); err != nil {
+				return err
+			}
+			r.clearBroken()
+			return nil
+		}
+		if next.Len() != 0 { // cannot happen: a file is emptied before it is switched to
+			r.fmu.Unlock()
+			return &StorageError{Op: "switch the write-ahead log", Err: errors.New("both log files hold changes")}
+		}
+		if err := next.Reset(max(cur.Gen(), next.Gen()) + 1); err != nil {
+			r.fmu.Unlock()
+			return wrap("switch the write-ahead log", err)
+		}
+		r.draining, r.active = r.active, 1-r.active
 	}
-	next := r.walFiles[1-r.active]
-	if err := next.Reset(max(old.Gen(), next.Gen()) + 1); err != nil {
-		r.fmu.Unlock()
-		return wrap("switch the write-ahead log", err)
-	}
-	r.active = 1 - r.active
+	old := r.walFiles[r.draining]
 	r.fmu.Unlock()
 	if err := r.materializeLocked(); err != nil {
 		return err
@@ -685,16 +704,47 @@ func (r *Repo) checkpoint() error {
 		return err
 	}
 	r.fmu.Lock()
-	err := old.Reset(max(old.Gen(), next.Gen()) + 1)
+	err := old.Reset(max(r.walFiles[0].Gen(), r.walFiles[1].Gen()) + 1)
+	if err == nil {
+		r.draining = -1
+	}
 	r.fmu.Unlock()
 	if err != nil {
 		return wrap("empty the write-ahead log", err)
 	}
 	r.lastCkpt.Store(time.Now().UnixNano())
+	r.clearBroken()
+	return nil
+}
+
+// clearBroken lets changes through again after a checkpoint succeeded.
+func (r *Repo) clearBroken() {
 	r.smu.Lock()
 	r.broken = nil
 	r.smu.Unlock()
-	return nil
+}
+
+// noteCheckpoint logs a checkpoint's failure once (and again only when the
+// reason changes), and its recovery. While checkpoints fail, new changes
+// are refused (the log would only grow) and the attempt is retried every
+// checkpointEvery.
+func (r *Repo) noteCheckpoint(err error) {
+	prev := r.ckptErr
+	switch {
+	case err != nil && (prev == nil || prev.Error() != err.Error()):
+		r.opt.Logf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
+	case err == nil && prev != nil:
+		r.opt.Logf("gitmem: git's files hold every acknowledged change again")
+	}
+	r.ckptErr = err
+	r.ckptFailing.Store(err != nil)
+	if err != nil {
+		r.smu.Lock()
+		if r.broken == nil {
+			r.broken = err
+		}
+		r.smu.Unlock()
+	}
 }
 
 // checkpointRecovered makes the changes recovered from the log git's own,
@@ -715,12 +765,10 @@ func (r *Repo) checkpointRecovered() error {
 			return wrap("empty the write-ahead log", err)
 		}
 	}
-	r.active = 1
+	r.active, r.draining = 1, -1
 	r.recovering = false
 	r.lastCkpt.Store(time.Now().UnixNano())
-	r.smu.Lock()
-	r.broken = nil
-	r.smu.Unlock()
+	r.clearBroken()
 	return nil
 }
 
@@ -784,9 +832,7 @@ func (r *Repo) maintainLoop() {
 		r.smu.RUnlock()
 		due := time.Since(time.Unix(0, r.lastCkpt.Load())) > checkpointEvery
 		if (size > 0 && (size > checkpointBytes || due)) || (broken && due) {
-			if err := r.checkpoint(); err != nil {
-				r.opt.Logf("gitmem: checkpoint: %v", err)
-			}
+			r.checkpoint() // a failure is logged once and retried when due
 		}
 		idle := time.Since(time.Unix(0, r.lastUse.Load())) > releaseIdle
 		if idle || r.lockWanted() {
@@ -829,9 +875,11 @@ func (r *Repo) release() bool {
 	if queued > 0 || pending || r.gcBusy.Load() > 0 {
 		return false
 	}
-	if err := r.checkpoint(); err != nil {
-		r.opt.Logf("gitmem: keeping the writer lock: %v", err)
-		return false
+	if r.ckptFailing.Load() && time.Since(time.Unix(0, r.lastCkpt.Load())) < checkpointEvery {
+		return false // the last attempt failed: retried when due, not at every poll
+	}
+	if r.checkpoint() != nil {
+		return false // keep the lock (and the log) until git's files take the changes
 	}
 	if err := r.writeIndex(); err != nil {
 		r.opt.Logf("gitmem: could not write .git/index: %v", err)

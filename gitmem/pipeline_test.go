@@ -165,3 +165,51 @@ func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
 	}
 	gitCLI(t, dir, "fsck", "--strict")
 }
+
+// Checkpoints that fail again and again (a full disk) never empty a log
+// file that holds acknowledged changes: a crash after any number of failed
+// attempts loses nothing, whether the changes reached git's files (a sync
+// fails) or not (objects cannot be written). The second failed attempt
+// used to switch back to the file the first had switched from, and empty
+// it.
+func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
+	for _, step := range []string{gd.StepObject, gd.StepSync} {
+		t.Run(step, func(t *testing.T) {
+			dir := t.TempDir()
+			r, _, err := Init(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, r, "c", "b.md", "first") // the id map is read: later writes need nothing but the log
+			settle(t, r)
+			r.mmu.Lock() // the changes stay in the log only, until the fault is in place
+			for i := range 3 {
+				write(t, r, fmt.Sprint("c", i), "a.md", fmt.Sprint(i))
+			}
+			stop := failAt(t, step, "")
+			r.mmu.Unlock()
+			for range 3 {
+				if err := r.checkpoint(); err == nil {
+					t.Fatal("the fault did not fail the checkpoint")
+				}
+			}
+			crash(r)
+			stop()
+			r, err = Open(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			settle(t, r)
+			log := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
+			for i := range 3 {
+				if !strings.Contains(log, fmt.Sprintf("c%d\n", i)) {
+					t.Errorf("acknowledged c%d was lost:\n%s", i, log)
+				}
+			}
+			if got := readDisk(t, dir, "a.md"); got != "2" {
+				t.Errorf("worktree a.md = %q, want the last acknowledged content", got)
+			}
+		})
+	}
+}
