@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // The commit pipeline. A change becomes durable with one fdatasync, shared
@@ -106,6 +107,9 @@ type pipeline struct {
 	ckptErr     error // (mmu) the last checkpoint's failure
 	ckptFailing atomic.Bool
 
+	displacedWait atomic.Bool // a commit under refs/gitmem/displaced/ waits to be merged back
+	dmu           sync.Mutex  // held while merging them
+
 	pmu      sync.Mutex     // guards inflight (and Repo.pend)
 	inflight map[string]int // worktree paths of commits not yet materialised
 
@@ -180,6 +184,9 @@ func (r *Repo) settleIn() error {
 		return err
 	}
 	r.repairPending()
+	if len(r.displaced()) > 0 { // left by a start or a run that could not merge them
+		r.displacedWait.Store(true)
+	}
 	r.owned.Store(true)
 	r.lastUse.Store(time.Now().UnixNano())
 	r.loopWG.Add(1)
@@ -225,15 +232,15 @@ func (r *Repo) openLog() error {
 		known = known || r.diskHead == rec.Head
 	}
 	if !known {
-		// The branch moved by other means after the crash: keep that
-		// commit reachable, and put the acknowledged ones on the branch.
-		saved := plumbing.ReferenceName("refs/gitmem/displaced/" + r.diskHead.String())
-		r.opt.Logf("gitmem: the branch was moved outside gitmem after a crash; its commit %s is kept as %s", r.diskHead, saved)
-		r.omu.Lock()
-		err := r.obj.UpdateRef(saved, plumbing.ZeroHash, r.diskHead, true)
-		r.unlockObj()
-		if err != nil {
-			return wrap("keep a displaced commit", err)
+		// The branch moved by other means after the crash. When it moved on
+		// from the last acknowledged commit, the log is in git's files
+		// already; otherwise materialisation keeps the branch's commit and
+		// merges it back (moveBranch).
+		st := r.obj.View()
+		in, err := gd.NewGraph(st).IsAncestor(replay[len(replay)-1].Head, r.diskHead)
+		st.Close()
+		if err == nil && in {
+			return r.emptyLog()
 		}
 	}
 	items := make([]*prepared, 0, len(replay))
@@ -567,23 +574,11 @@ func (r *Repo) materializeLocked() error {
 			}
 		}
 	}
-	onChain := items[0].parent == r.diskHead
-	for _, p := range items { // after a crash, some may be on the branch already
-		onChain = onChain || p.hash == r.diskHead
-	}
-	if !onChain {
-		// Never move the branch past commits it does not hold.
-		return requeue(&StorageError{Op: "update the branch", Err: fmt.Errorf("the next commit's parent %s is not the branch's %s", items[0].parent, r.diskHead)})
-	}
 	last := items[len(items)-1]
 	if last.hash != r.diskHead {
-		r.omu.Lock()
-		err := r.obj.UpdateRef(r.branch, r.diskHead, last.hash, false)
-		r.unlockObj()
-		if err != nil {
-			return requeue(wrap("update the branch", err))
+		if err := r.moveBranch(items); err != nil {
+			return requeue(err)
 		}
-		r.diskHead = last.hash
 	}
 	// The commits are in git's files. The worktree follows; a path that
 	// cannot (a full disk) waits in r.pend and the journal.
@@ -618,6 +613,114 @@ func (r *Repo) materializeLocked() error {
 	}
 	r.pmu.Unlock()
 	r.appendHistory(items)
+	return nil
+}
+
+// moveBranch points the branch at the last of items. The branch holds
+// the commit gitmem last wrote there, or one of items after a crash. When
+// something else moved it meanwhile — a git commit made by hand while
+// gitmem holds the writer lock, a branch moved after a crash — that commit
+// is kept as refs/gitmem/displaced/<hash> (durably, before the branch
+// moves), the branch is put on the acknowledged commits all the same, and
+// the displaced commit is merged back soon after (mergeDisplaced): the
+// branch loses neither. A branch that is damaged or missing is left alone
+// and the commits wait in the log. Called with mmu held.
+func (r *Repo) moveBranch(items []*prepared) error {
+	last := items[len(items)-1]
+	onChain := items[0].parent == r.diskHead
+	for _, p := range items { // after a crash, some may be on the branch already
+		onChain = onChain || p.hash == r.diskHead
+	}
+	if onChain {
+		r.omu.Lock()
+		err := r.obj.UpdateRef(r.branch, r.diskHead, last.hash, false)
+		r.unlockObj()
+		if err == nil {
+			r.diskHead = last.hash
+			return nil
+		}
+		if cur, rerr := r.readRef(r.branch); rerr != nil || cur == r.diskHead {
+			return wrap("update the branch", err) // not moved: a disk fault
+		}
+	}
+	cur, err := r.readHead()
+	if err != nil {
+		return wrap("read the branch", err)
+	}
+	r.omu.Lock()
+	_, err = r.obj.Commit(cur)
+	if err == nil {
+		err = r.keepDisplaced(cur)
+	}
+	if err == nil {
+		err = r.obj.UpdateRef(r.branch, cur, last.hash, false)
+	}
+	r.unlockObj()
+	if err != nil {
+		return wrap("update the branch", err)
+	}
+	r.opt.Logf("gitmem: the branch was moved outside gitmem (to %s); the acknowledged commits stay on it and %s is merged back", cur, cur)
+	r.diskHead = last.hash
+	r.displacedWait.Store(true)
+	r.signal()
+	return nil
+}
+
+// displacedRefs is where commits the branch was moved to outside gitmem
+// wait to be merged back.
+const displacedRefs = "refs/gitmem/displaced/"
+
+// keepDisplaced makes h reachable as refs/gitmem/displaced/<h>, durably.
+// Called with omu held.
+func (r *Repo) keepDisplaced(h plumbing.Hash) error {
+	name := plumbing.ReferenceName(displacedRefs + h.String())
+	if cur, err := r.readRef(name); err == nil && cur == h {
+		return nil
+	}
+	return r.obj.UpdateRef(name, plumbing.ZeroHash, h, true)
+}
+
+// displaced lists the commits waiting to be merged back.
+func (r *Repo) displaced() []plumbing.Hash {
+	ents, _ := os.ReadDir(filepath.Join(r.gitDir, filepath.FromSlash(displacedRefs)))
+	var out []plumbing.Hash
+	for _, e := range ents {
+		name := plumbing.ReferenceName(displacedRefs + e.Name())
+		if h, err := r.readRef(name); err == nil && !e.IsDir() && e.Name() == h.String() {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// mergeDisplaced merges each commit the branch was moved to outside
+// gitmem back into it, one merge commit each by the operator (conflicts
+// are marked as in a pull), and drops its ref once merged. Called without
+// wmu, by the maintenance loop and Flush.
+func (r *Repo) mergeDisplaced() error {
+	r.dmu.Lock() // one at a time: Flush waits for the loop's
+	defer r.dmu.Unlock()
+	if !r.displacedWait.Swap(false) {
+		return nil
+	}
+	for _, h := range r.displaced() {
+		st := r.obj.View()
+		m := &merger{r: r, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits}
+		meta := Meta{Subject: "memory: merge outside-gitmem", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "merge"}}}
+		_, err := r.Update(meta, m.run)
+		st.Close()
+		if errors.Is(err, ErrClosed) {
+			return err
+		}
+		if err != nil && !errors.Is(err, errUpToDate) {
+			r.opt.Logf("gitmem: %s, which the branch was moved to outside gitmem, could not be merged back (%v); it is kept as %s%s and tried again at the next start", h, err, displacedRefs, h)
+			continue
+		}
+		for _, c := range m.conflicts {
+			r.opt.Logf("gitmem: merging %s back: conflict (%s) in %s", h, c.Kind, c.Path)
+		}
+		os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(displacedRefs+h.String())))
+	}
 	return nil
 }
 
@@ -757,6 +860,17 @@ func (r *Repo) checkpointRecovered() error {
 	if err := r.syncMaterialized(); err != nil {
 		return err
 	}
+	if err := r.emptyLog(); err != nil {
+		return err
+	}
+	r.recovering = false
+	r.lastCkpt.Store(time.Now().UnixNano())
+	r.clearBroken()
+	return nil
+}
+
+// emptyLog empties both log files once git's files hold all they do.
+func (r *Repo) emptyLog() error {
 	r.fmu.Lock()
 	defer r.fmu.Unlock()
 	gen := max(r.walFiles[0].Gen(), r.walFiles[1].Gen()) + 1
@@ -766,9 +880,6 @@ func (r *Repo) checkpointRecovered() error {
 		}
 	}
 	r.active, r.draining = 1, -1
-	r.recovering = false
-	r.lastCkpt.Store(time.Now().UnixNano())
-	r.clearBroken()
 	return nil
 }
 
@@ -833,6 +944,9 @@ func (r *Repo) maintainLoop() {
 		due := time.Since(time.Unix(0, r.lastCkpt.Load())) > checkpointEvery
 		if (size > 0 && (size > checkpointBytes || due)) || (broken && due) {
 			r.checkpoint() // a failure is logged once and retried when due
+		}
+		if r.displacedWait.Load() {
+			r.mergeDisplaced()
 		}
 		idle := time.Since(time.Unix(0, r.lastUse.Load())) > releaseIdle
 		if idle || r.lockWanted() {

@@ -541,6 +541,13 @@ func (r *Repo) snapshotTree() *node {
 	return r.tree
 }
 
+// snapshotHead is the commit readers see.
+func (r *Repo) snapshotHead() plumbing.Hash {
+	r.smu.RLock()
+	defer r.smu.RUnlock()
+	return r.head
+}
+
 func (r *Repo) readBlob(h plumbing.Hash) ([]byte, error) {
 	r.omu.Lock()
 	defer r.unlockObj()
@@ -753,6 +760,21 @@ func (r *Repo) scheduleIndex() {
 
 // Flush writes .git/index now, so that `git status` is clean at once.
 func (r *Repo) Flush() error {
+	r.wmu.Lock()
+	err := r.flush()
+	r.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	// The branch was moved outside gitmem: merged back now (or the merge
+	// under way finishes), and git's files follow.
+	before := r.snapshotHead()
+	if err := r.mergeDisplaced(); err != nil {
+		return err
+	}
+	if r.snapshotHead() == before {
+		return nil
+	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	return r.flush()

@@ -707,3 +707,129 @@ func crash(r *Repo) {
 	r.wmu.Lock()
 	r.shutdown()
 }
+
+// commitByHand commits what is in the worktree with the git CLI, as an
+// operator would, and returns the new commit's hash.
+func commitByHand(t *testing.T, dir, msg string) string {
+	t.Helper()
+	gitCLI(t, dir, "add", "-A")
+	gitCLI(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", msg)
+	return strings.TrimSpace(gitCLI(t, dir, "rev-parse", "HEAD"))
+}
+
+// A git commit made by hand while gitmem holds the writer lock: the
+// model's next change still lands, and so does the operator's commit — it
+// is merged back (the branch never loses either), and the repository
+// stays whole.
+func TestHandCommitWhileRunningIsMerged(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", "one\n")
+	settle(t, r)
+	os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("by hand\n"), 0o600)
+	hand := commitByHand(t, dir, "by hand")
+	write(t, r, "t2", "a.md", "two\n")
+	settle(t, r)
+	if err := r.Flush(); err != nil { // the merge is done by then
+		t.Fatal(err)
+	}
+	log := gitCLI(t, dir, "log", "--format=%s|%an")
+	if !strings.Contains(log, "by hand|hand\n") || !strings.Contains(log, "w a.md|Claude\n") {
+		t.Fatalf("history:\n%s", log)
+	}
+	if _, err := exec.Command("git", "-C", dir, "merge-base", "--is-ancestor", hand, "HEAD").Output(); err != nil {
+		t.Fatalf("the hand commit %s is not on the branch:\n%s", hand, log)
+	}
+	ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
+	if !strings.Contains(ids, "t1\n") || !strings.Contains(ids, "t2\n") {
+		t.Fatalf("acknowledged calls missing:\n%s", ids)
+	}
+	if read(t, r, "a.md") != "two\n" || read(t, r, "b.md") != "by hand\n" {
+		t.Fatalf("a.md %q b.md %q", read(t, r, "a.md"), read(t, r, "b.md"))
+	}
+	if readDisk(t, dir, "a.md") != "two\n" || readDisk(t, dir, "b.md") != "by hand\n" {
+		t.Fatal("the worktree does not hold both")
+	}
+	if refs := gitCLI(t, dir, "for-each-ref", "refs/gitmem/displaced"); refs != "" {
+		t.Fatalf("a displaced ref is left after the merge:\n%s", refs)
+	}
+	gitCLI(t, dir, "fsck", "--strict")
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
+	write(t, r, "t3", "c.md", "three\n") // and gitmem goes on
+}
+
+// The branch moved by hand after a crash left acknowledged changes in the
+// log only: both the recovered changes and the hand commit end on the
+// branch; a commit made on top of recovered changes that were already in
+// git's files is simply kept. Either way the next start is a plain one.
+func TestHandCommitAfterCrash(t *testing.T) {
+	t.Run("log only", func(t *testing.T) {
+		dir := t.TempDir()
+		r, _, err := Init(dir, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, r, "t1", "a.md", "one\n")
+		settle(t, r)
+		stop := failAt(t, gd.StepObject, "") // t2 stays in the log
+		write(t, r, "t2", "a.md", "two\n")
+		crash(r)
+		stop()
+		os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("by hand\n"), 0o600)
+		hand := commitByHand(t, dir, "by hand")
+		for range 2 {
+			r, err = Open(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if read(t, r, "a.md") != "two\n" || read(t, r, "b.md") != "by hand\n" {
+				t.Fatalf("a.md %q b.md %q", read(t, r, "a.md"), read(t, r, "b.md"))
+			}
+			r.Close()
+		}
+		if _, err := exec.Command("git", "-C", dir, "merge-base", "--is-ancestor", hand, "HEAD").Output(); err != nil {
+			t.Fatal("the hand commit is not on the branch")
+		}
+		if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(ids, "t2\n") {
+			t.Fatalf("t2 lost:\n%s", ids)
+		}
+		gitCLI(t, dir, "fsck", "--strict")
+	})
+	t.Run("already in git", func(t *testing.T) {
+		dir := t.TempDir()
+		r, _, err := Init(dir, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, r, "t1", "a.md", "one\n")
+		if err := r.materialize(); err != nil { // in git's files, still in the log
+			t.Fatal(err)
+		}
+		crash(r)
+		os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("by hand\n"), 0o600)
+		hand := commitByHand(t, dir, "by hand")
+		r, err = Open(dir, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if head := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "HEAD")); head != hand {
+			t.Fatalf("HEAD %s, want the hand commit %s kept as it is:\n%s", head, hand, gitCLI(t, dir, "log", "--format=%s"))
+		}
+		if read(t, r, "a.md") != "one\n" {
+			t.Fatal("t1 lost")
+		}
+	})
+}
