@@ -680,14 +680,16 @@ func (r *Repo) keepDisplaced(h plumbing.Hash) error {
 	return r.obj.UpdateRef(name, plumbing.ZeroHash, h, true)
 }
 
-// displaced lists the commits waiting to be merged back.
-func (r *Repo) displaced() []plumbing.Hash {
+// displaced lists the commits waiting to be merged back, by ref. A ref
+// is named after the commit it was made for, but holds the commit to
+// merge: a redaction may have rewritten it since.
+func (r *Repo) displaced() map[plumbing.ReferenceName]plumbing.Hash {
 	ents, _ := os.ReadDir(filepath.Join(r.gitDir, filepath.FromSlash(displacedRefs)))
-	var out []plumbing.Hash
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
 	for _, e := range ents {
 		name := plumbing.ReferenceName(displacedRefs + e.Name())
-		if h, err := r.readRef(name); err == nil && !e.IsDir() && e.Name() == h.String() {
-			out = append(out, h)
+		if h, err := r.readRef(name); err == nil && !e.IsDir() && plumbing.IsHash(e.Name()) {
+			out[name] = h
 		}
 	}
 	return out
@@ -703,7 +705,7 @@ func (r *Repo) mergeDisplaced() error {
 	if !r.displacedWait.Swap(false) {
 		return nil
 	}
-	for _, h := range r.displaced() {
+	for name, h := range r.displaced() {
 		st := r.obj.View()
 		m := &merger{r: r, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits}
 		meta := Meta{Subject: "memory: merge outside-gitmem", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "merge"}}}
@@ -713,13 +715,13 @@ func (r *Repo) mergeDisplaced() error {
 			return err
 		}
 		if err != nil && !errors.Is(err, errUpToDate) {
-			r.opt.Logf("gitmem: %s, which the branch was moved to outside gitmem, could not be merged back (%v); it is kept as %s%s and tried again at the next start", h, err, displacedRefs, h)
+			r.opt.Logf("gitmem: %s, which the branch was moved to outside gitmem, could not be merged back (%v); it is kept as %s and tried again at the next start", h, err, name)
 			continue
 		}
 		for _, c := range m.conflicts {
 			r.opt.Logf("gitmem: merging %s back: conflict (%s) in %s", h, c.Kind, c.Path)
 		}
-		os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(displacedRefs+h.String())))
+		os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(string(name))))
 	}
 	return nil
 }

@@ -263,8 +263,10 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		return rep, nil, wrap("read the refs", err)
 	}
 	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		// refs/gitmem/ holds gitmem's records of redactions (share_redact.go), not memory.
-		if ref.Type() == plumbing.HashReference && !strings.HasPrefix(ref.Name().String(), "refs/gitmem/") {
+		// refs/gitmem/ holds gitmem's records of redactions (share_redact.go),
+		// not memory; but commits waiting to be merged back are memory.
+		name := ref.Name().String()
+		if ref.Type() == plumbing.HashReference && (!strings.HasPrefix(name, "refs/gitmem/") || strings.HasPrefix(name, displacedRefs)) {
 			refs[ref.Name()] = ref.Hash()
 		}
 		return nil

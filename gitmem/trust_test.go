@@ -833,3 +833,35 @@ func TestHandCommitAfterCrash(t *testing.T) {
 		}
 	})
 }
+
+// A commit kept under refs/gitmem/displaced/ (waiting to be merged back)
+// is memory: redact covers it, and the redacted commit is what is merged.
+func TestRedactCoversDisplacedCommits(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", "one\n")
+	settle(t, r)
+	secret := "sk-live42secret"
+	os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("token "+secret+"\n"), 0o600)
+	hand := commitByHand(t, dir, "by hand")
+	gitCLI(t, dir, "update-ref", "refs/gitmem/displaced/"+hand, hand) // as moveBranch keeps it
+	gitCLI(t, dir, "reset", "-q", "--hard", "HEAD~1")
+	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecret(t, dir, secret)
+	r.displacedWait.Store(true)
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, r, "b.md"); got != "token [REDACTED]\n" {
+		t.Fatalf("b.md = %q after the merge of the redacted commit", got)
+	}
+	if refs := gitCLI(t, dir, "for-each-ref", "refs/gitmem/displaced"); refs != "" {
+		t.Fatalf("left: %s", refs)
+	}
+}
