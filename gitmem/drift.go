@@ -232,10 +232,18 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		}
 		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
+	var merged []string
 	for _, rel := range writes {
 		data, err := r.wt.root.ReadFile(full(rel))
 		if err != nil {
 			return nil, wrap("read "+rel, err)
+		}
+		if m, ok, err := r.mergeHandEdit(tx, full(rel), data); err != nil {
+			return nil, err
+		} else if ok {
+			data = m
+			merged = append(merged, full(rel))
+			tx.mirror = true // the worktree gets the merge
 		}
 		if n := lookup(tx.root, full(rel)); n.isDir() {
 			if err := tx.Remove(rel); err != nil {
@@ -250,7 +258,45 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	if !first {
 		r.opt.Logf("gitmem: committing %d file(s) changed outside gitmem", len(drift))
 	}
-	return r.prepare(tx, meta)
+	p, err := r.prepare(tx, meta)
+	if err == nil {
+		r.pmu.Lock()
+		for _, q := range merged {
+			delete(r.handBase, q)
+		}
+		r.pmu.Unlock()
+	}
+	return p, err
+}
+
+// mergeHandEdit merges a hand edit of the file at repository path p that
+// was made before an acknowledged change to it reached the worktree
+// (keepHandEdits) into that change: both sides' changes from the version
+// the edit started from, a region both changed held between conflict
+// markers ("gitmem", "edited by hand"). ok is false for an ordinary hand
+// edit, which is taken as it is.
+func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte) (data []byte, ok bool, err error) {
+	r.pmu.Lock()
+	base, kept := r.handBase[p]
+	r.pmu.Unlock()
+	tip := lookup(tx.root, p)
+	if !kept || !tip.isFile() || tip.hash == base {
+		return nil, false, nil
+	}
+	var texts [3][]string
+	for i, h := range []plumbing.Hash{base, tip.hash} {
+		if h.IsZero() {
+			continue
+		}
+		b, err := r.readBlob(h)
+		if err != nil {
+			return nil, false, wrap("read a file to merge", err)
+		}
+		texts[i] = splitKeep(string(b))
+	}
+	texts[2] = splitKeep(string(hand))
+	data, _ = mergeMarked(texts, "gitmem", "edited by hand")
+	return data, true, nil
 }
 
 // adoptFiles commits hand edits to the given memory paths (relative to

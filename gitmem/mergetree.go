@@ -636,16 +636,22 @@ func (m *merger) merge3(base, ours, theirs fentry) ([]byte, bool, error) {
 		}
 		texts[i] = splitKeep(string(data))
 	}
-	local := "local " + m.local
-	remote := m.label + " " + m.theirs.String()[:7]
+	data, clean := mergeMarked(texts, "local "+m.local, m.label+" "+m.theirs.String()[:7])
+	return data, clean, nil
+}
+
+// mergeMarked merges three versions of a text, split into lines: a region
+// both changed differently holds both versions between conflict markers
+// naming them. It reports whether there was no such region.
+func mergeMarked(texts [3][]string, ours, theirs string) ([]byte, bool) {
 	lines, conflicts := mergeFill(texts[0], texts[1], texts[2], func(c Conflict) []string {
-		out := []string{markerOurs + local + "\n"}
+		out := []string{markerOurs + ours + "\n"}
 		out = append(out, endLine(c.Ours)...)
 		out = append(out, markerSep)
 		out = append(out, endLine(c.Theirs)...)
-		return append(out, markerTheirs+remote+"\n")
+		return append(out, markerTheirs+theirs+"\n")
 	})
-	return []byte(strings.Join(lines, "")), len(conflicts) == 0, nil
+	return []byte(strings.Join(lines, "")), len(conflicts) == 0
 }
 
 // endLine makes sure the last line ends with a newline, so that a marker

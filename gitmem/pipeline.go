@@ -112,6 +112,7 @@ type pipeline struct {
 
 	pmu      sync.Mutex     // guards inflight (and Repo.pend)
 	inflight map[string]int // worktree paths of commits not yet materialised
+	handBase map[string]plumbing.Hash // files edited by hand before the worktree caught up: the blob the edit started from (zero: none)
 
 	intent *gd.FileLock
 	stop   chan struct{}
@@ -123,6 +124,7 @@ func (r *Repo) initPipeline() {
 	r.queue = &batch{}
 	r.waiting = map[string]*prepared{}
 	r.inflight = map[string]int{}
+	r.handBase = map[string]plumbing.Hash{}
 	r.ow = gd.NewObjectWriter(r.gitDir)
 	r.draining = -1
 	r.stop = make(chan struct{})
@@ -586,14 +588,19 @@ func (r *Repo) materializeLocked() error {
 	for _, p := range items {
 		paths = union(paths, p.paths)
 	}
+	prev := r.diskTree // what the worktree mirrors
 	r.diskTree = last.tree
 	r.pmu.Lock()
 	retry := r.pend // paths an earlier pass could not write
 	r.pmu.Unlock()
+	kept := r.keepHandEdits(items, prev, paths, retry)
 	paths = union(paths, retry)
 	r.forgetStats(paths)
 	var failed []string
 	for _, q := range paths {
+		if kept[q] {
+			continue
+		}
 		if err := r.wt.sync(q, lookup(last.tree, q), r.readBlob); err != nil {
 			failed = append(failed, q)
 			r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
@@ -614,6 +621,78 @@ func (r *Repo) materializeLocked() error {
 	r.pmu.Unlock()
 	r.appendHistory(items)
 	return nil
+}
+
+// keepHandEdits returns the files among paths that were edited by hand
+// before the worktree caught up with items (it lags them by milliseconds,
+// longer on a full disk, or a crash's whole downtime): the worktree holds
+// neither what gitmem last wrote there (prev) nor a version one of items
+// gives the file. They are not overwritten; the next adopt commit merges
+// the hand edit into the acknowledged version (adoptDrift), from the base
+// noted here in r.handBase. Paths gitmem has yet to repair (own) and those
+// an adopt commit among items takes are gitmem's own writes. A file
+// deleted by hand is not kept: the acknowledged version comes back.
+// Called with mmu held, before the stat cache forgets paths.
+func (r *Repo) keepHandEdits(items []*prepared, prev *node, paths, own []string) map[string]bool {
+	for _, p := range items {
+		if p.rec.command == "adopt" {
+			own = append(own, p.paths...)
+		}
+	}
+	skip := newPathSet(own)
+	kept := map[string]bool{}
+	for _, q := range paths {
+		if skip.covers(q) || !under(q, []string{memDir}) {
+			continue
+		}
+		if r.handEdited(items, lookup(prev, q), q) {
+			kept[q] = true
+			continue
+		}
+		r.pmu.Lock()
+		delete(r.handBase, q) // gitmem writes it again: an older edit was taken
+		r.pmu.Unlock()
+	}
+	return kept
+}
+
+// handEdited reports whether the worktree file at q holds an edit made by
+// hand: neither old (what gitmem last wrote there) nor any version items
+// give it. If so its base is noted for the adopt commit's merge.
+func (r *Repo) handEdited(items []*prepared, old *node, q string) bool {
+	if old.isDir() {
+		return false
+	}
+	fi, err := r.wt.root.Lstat(q)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	if old.isFile() {
+		if same, err := r.sameAsTree(q, fi, old.hash); err != nil || same {
+			return false
+		}
+	}
+	data, err := r.wt.root.ReadFile(q)
+	if err != nil {
+		return false
+	}
+	h := plumbing.ComputeHash(plumbing.BlobObject, data)
+	for _, p := range items {
+		if n := lookup(p.tree, q); n.isFile() && n.hash == h {
+			return false // gitmem's own write, done before a crash
+		}
+	}
+	var base plumbing.Hash
+	if old.isFile() {
+		base = old.hash
+	}
+	r.pmu.Lock()
+	if _, ok := r.handBase[q]; !ok { // kept already: its base is the older one
+		r.handBase[q] = base
+	}
+	r.pmu.Unlock()
+	r.opt.Logf("gitmem: %s was edited by hand before an acknowledged change to it reached the worktree; the edit is kept, and merged into that change by the next adopt commit", q)
+	return true
 }
 
 // moveBranch points the branch at the last of items. The branch holds

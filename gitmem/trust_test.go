@@ -865,3 +865,67 @@ func TestRedactCoversDisplacedCommits(t *testing.T) {
 		t.Fatalf("left: %s", refs)
 	}
 }
+
+// A file edited by hand before gitmem's worktree caught up with an
+// acknowledged change to it — while serve runs (the worktree lags a
+// change by milliseconds, or longer on a full disk), or after a crash, the
+// edit made while gitmem was stopped — is neither overwritten nor taken
+// whole: the adopt commit merges the hand edit into the acknowledged
+// version, conflicts marked.
+func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
+	const base = "one\ntwo\nthree\n"
+	for _, tc := range []struct {
+		name, hand, want string
+	}{
+		{"merged", "one\ntwo\nthree\nfour by hand\n", "ONE\ntwo\nthree\nfour by hand\n"},
+		{"conflict", "uno\ntwo\nthree\n", "<<<<<<< gitmem\nONE\n=======\nuno\n>>>>>>> edited by hand\ntwo\nthree\n"},
+	} {
+		for _, crashed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/crashed=%v", tc.name, crashed), func(t *testing.T) {
+				dir := t.TempDir()
+				r, _, err := Init(dir, testOptions(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				write(t, r, "t1", "a.md", base)
+				settle(t, r)
+				hand := func() {
+					os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte(tc.hand), 0o600)
+				}
+				if crashed {
+					stop := failAt(t, gd.StepObject, "") // t2 stays in the log
+					write(t, r, "t2", "a.md", "ONE\ntwo\nthree\n")
+					crash(r)
+					stop()
+					hand()
+					if r, err = Open(dir, testOptions(t)); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					r.mmu.Lock() // the worktree has not caught up yet
+					write(t, r, "t2", "a.md", "ONE\ntwo\nthree\n")
+					hand()
+					r.mmu.Unlock()
+					settle(t, r)
+					if _, err := r.Adopt(); err != nil { // serve does it every --adopt-every
+						t.Fatal(err)
+					}
+				}
+				defer r.Close()
+				settle(t, r)
+				if got := read(t, r, "a.md"); got != tc.want {
+					t.Fatalf("a.md = %q, want %q", got, tc.want)
+				}
+				if got := readDisk(t, dir, "a.md"); got != tc.want {
+					t.Fatalf("worktree a.md = %q, want %q", got, tc.want)
+				}
+				if log := subjects(t, dir); !strings.HasPrefix(log, "memory: adopt changes made outside gitmem\nw a.md\nw a.md\n") {
+					t.Fatalf("history:\n%s", log)
+				}
+				if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+					t.Fatalf("git status:\n%s", st)
+				}
+			})
+		}
+	}
+}
