@@ -110,8 +110,8 @@ type pipeline struct {
 	displacedWait atomic.Bool // a commit under refs/gitmem/displaced/ waits to be merged back
 	dmu           sync.Mutex  // held while merging them
 
-	pmu      sync.Mutex     // guards inflight (and Repo.pend)
-	inflight map[string]int // worktree paths of commits not yet materialised
+	pmu      sync.Mutex               // guards inflight (and Repo.pend)
+	inflight map[string]int           // worktree paths of commits not yet materialised
 	handBase map[string]plumbing.Hash // files edited by hand before the worktree caught up: the blob the edit started from (zero: none)
 
 	intent *gd.FileLock
