@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -759,18 +760,23 @@ func (r *Repo) keepDisplaced(h plumbing.Hash) error {
 	return r.obj.UpdateRef(name, plumbing.ZeroHash, h, true)
 }
 
-// displaced lists the commits waiting to be merged back, by ref. A ref
-// is named after the commit it was made for, but holds the commit to
-// merge: a redaction may have rewritten it since.
+// displaced lists the commits waiting to be merged back, by ref, loose or
+// packed (git gc packs refs). A ref is named after the commit it was made
+// for, but holds the commit to merge: a redaction may have rewritten it.
 func (r *Repo) displaced() map[plumbing.ReferenceName]plumbing.Hash {
-	ents, _ := os.ReadDir(filepath.Join(r.gitDir, filepath.FromSlash(displacedRefs)))
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	for _, e := range ents {
-		name := plumbing.ReferenceName(displacedRefs + e.Name())
-		if h, err := r.readRef(name); err == nil && !e.IsDir() && plumbing.IsHash(e.Name()) {
-			out[name] = h
-		}
+	r.omu.Lock()
+	defer r.unlockObj()
+	iter, err := r.obj.Storage().IterReferences()
+	if err != nil {
+		return out
 	}
+	iter.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference && strings.HasPrefix(ref.Name().String(), displacedRefs) {
+			out[ref.Name()] = ref.Hash()
+		}
+		return nil
+	})
 	return out
 }
 
@@ -800,7 +806,11 @@ func (r *Repo) mergeDisplaced() error {
 		for _, c := range m.conflicts {
 			r.opt.Logf("gitmem: merging %s back: conflict (%s) in %s", h, c.Kind, c.Path)
 		}
-		os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(string(name))))
+		r.omu.Lock()
+		if err := r.obj.Storage().RemoveReference(name); err != nil {
+			r.opt.Logf("gitmem: could not delete %s after merging it back: %v", name, err)
+		}
+		r.unlockObj()
 	}
 	return nil
 }

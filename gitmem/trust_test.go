@@ -850,6 +850,7 @@ func TestRedactCoversDisplacedCommits(t *testing.T) {
 	hand := commitByHand(t, dir, "by hand")
 	gitCLI(t, dir, "update-ref", "refs/gitmem/displaced/"+hand, hand) // as moveBranch keeps it
 	gitCLI(t, dir, "reset", "-q", "--hard", "HEAD~1")
+	gitCLI(t, dir, "pack-refs", "--all") // as git gc does
 	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
 		t.Fatal(err)
 	}
