@@ -23,6 +23,11 @@ const (
 	DefaultMaxInflightBytes = 128 << 20
 	DefaultMaxInflight      = 64
 	DefaultQueueWait        = 5 * time.Second
+	// The http.Server's bounds on a connection (HTTPOptions.Server).
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
 	// WriteTimeout is the http.Server's write timeout gitmem serves with:
 	// a request must be answered within it, so the calls of one request
 	// stop being started answerMargin before it runs out.
@@ -46,6 +51,18 @@ func (o *HTTPOptions) defaults() {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = WriteTimeout
+	}
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 }
 

@@ -27,6 +27,16 @@ type HTTPOptions struct {
 	// WriteTimeout is the server's write timeout (default WriteTimeout):
 	// no call of a request is started within 10 s of it.
 	WriteTimeout time.Duration
+	// ReadHeaderTimeout, ReadTimeout, IdleTimeout and MaxHeaderBytes
+	// bound a connection of the http.Server (Server): a client that has
+	// not sent its headers within ReadHeaderTimeout (default 10 s), or its
+	// whole request within ReadTimeout (default 60 s), is disconnected; a
+	// keep-alive connection idle for IdleTimeout (default 120 s) is
+	// closed; headers over MaxHeaderBytes (default 64 KiB) get 431.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
 	// Health, when set, gives lines /healthz adds after "ok": the state
 	// of background work (serve --sync: the last successful sync, the
 	// commits not yet pushed, the last error).
@@ -134,4 +144,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func httpError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// Server returns the http.Server gitmem serves h (a transport built with
+// the same options) with: every timeout and bound of the options set, so
+// that a slow or idle client cannot hold a connection for long.
+func (o HTTPOptions) Server(h http.Handler) *http.Server {
+	o.defaults()
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		ReadTimeout:       o.ReadTimeout,
+		WriteTimeout:      o.WriteTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		MaxHeaderBytes:    o.MaxHeaderBytes,
+	}
 }

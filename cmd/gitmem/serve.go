@@ -175,9 +175,9 @@ func serve(c *cli.Context) error {
 	caller := handler.Caller{Session: c.String("session"), Agent: c.String("agent")}
 	switch {
 	case addr != "":
-		return serveHTTP(ctx, addr, "/v1/tool_use", h.HTTP(httpOpt), log)
+		return serveHTTP(ctx, addr, "/v1/tool_use", httpOpt.Server(h.HTTP(httpOpt)), log)
 	case mcpAddr != "":
-		return serveHTTP(ctx, mcpAddr, handler.MCPPath, h.MCPHTTP(httpOpt, handler.MCPOptions{}), log)
+		return serveHTTP(ctx, mcpAddr, handler.MCPPath, httpOpt.Server(h.MCPHTTP(httpOpt, handler.MCPOptions{})), log)
 	case c.Bool("mcp"):
 		if err := h.ServeMCP(ctx, c.App.Reader, c.App.Writer, caller, handler.MCPOptions{}); err != nil {
 			return failf(exitFailure, "mcp: %v", err)
@@ -247,10 +247,10 @@ func serveStores(c *cli.Context, author gitmem.Signature) error {
 		go reloadOnHangup(ctx, tokens, logf)
 	}
 	m := newMetrics(nil)
+	httpOpt := handler.HTTPOptions{Metrics: m.handler(), Ready: writable(dir.Root(), nil)}
 	h := handler.StoresHTTP(dir, handler.StoresOptions{Limits: limitFlags(c), Author: author, Screen: screen,
-		Tokens: tokens, Logger: log, OnCall: m.call, Now: now,
-		HTTP: handler.HTTPOptions{Metrics: m.handler(), Ready: writable(dir.Root(), nil)}})
-	return serveHTTP(ctx, addr, "/v1/stores/{store}/tool_use", h, log)
+		Tokens: tokens, Logger: log, OnCall: m.call, Now: now, HTTP: httpOpt})
+	return serveHTTP(ctx, addr, "/v1/stores/{store}/tool_use", httpOpt.Server(h), log)
 }
 
 // reloadOnHangup reads the token file again at each SIGHUP.
@@ -272,17 +272,12 @@ func reloadOnHangup(ctx context.Context, tokens *handler.Tokens, logf func(strin
 	}
 }
 
-func serveHTTP(ctx context.Context, addr, path string, h http.Handler, log *slog.Logger) error {
+// serveHTTP serves on addr with srv (HTTPOptions.Server: every timeout
+// and bound on a connection set) until ctx ends.
+func serveHTTP(ctx context.Context, addr, path string, srv *http.Server, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return failf(exitFailure, "cannot listen on %s: %v", addr, err)
-	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      handler.WriteTimeout,
-		IdleTimeout:       120 * time.Second,
 	}
 	log.Info("serving the memory tool on http://" + ln.Addr().String() + path)
 	errc := make(chan error, 1)

@@ -1,0 +1,161 @@
+package handler_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// serveWith starts h on the http.Server gitmem builds from opt.
+func serveWith(t *testing.T, opt handler.HTTPOptions, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = opt.Server(h)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// trickle writes s to conn one byte at a time, then (forever) more bytes
+// of a header that never ends, until a write fails or the server closes
+// the connection. It reports whether the server closed it (rather than
+// the test giving up after a minute: the server's timeouts in these tests
+// are well under a second, so only a server without them gets there).
+func trickle(t *testing.T, conn net.Conn, s string) (closed bool, answer string) {
+	t.Helper()
+	done := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(conn) // until the server closes the connection
+		done <- string(b)
+	}()
+	giveUp := time.After(time.Minute)
+	for i := 0; ; i++ {
+		c := byte('x')
+		if i < len(s) {
+			c = s[i]
+		}
+		select {
+		case answer := <-done:
+			return true, answer
+		case <-giveUp:
+			conn.Close()
+			return false, <-done
+		case <-time.After(10 * time.Millisecond):
+		}
+		if _, err := conn.Write([]byte{c}); err != nil {
+			conn.Close()
+			select {
+			case answer := <-done:
+				return true, answer
+			case <-giveUp:
+				return false, ""
+			}
+		}
+	}
+}
+
+// Slow and oversized clients cannot hold a connection or the memory: a
+// client that sends its headers a byte at a time (slowloris), or its body
+// a byte at a time, is disconnected; an idle keep-alive connection is
+// closed; headers past MaxHeaderBytes get 431; a body past MaxBodyBytes
+// (announced or chunked) gets 413 with the documented error. None of them
+// changes the memory.
+func TestSlowAndOversizedClients(t *testing.T) {
+	h, repo := newHandler(t, policy.DefaultLimits)
+	head, _ := repo.Commit("HEAD")
+	opt := handler.HTTPOptions{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond,
+		IdleTimeout: 200 * time.Millisecond, MaxHeaderBytes: 4096, MaxBodyBytes: 1000}
+	srv := serveWith(t, opt, h.HTTP(opt))
+	addr := srv.Listener.Addr().String()
+	dial := func() net.Conn {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+	create := `{"type":"tool_use","id":"toolu_slow","name":"memory","input":{"command":"create","path":"/memories/slow.md","file_text":"x"}}`
+
+	t.Run("headers a byte at a time", func(t *testing.T) {
+		if closed, _ := trickle(t, dial(), "POST /v1/tool_use HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "); !closed {
+			t.Error("a client sending its headers a byte at a time kept its connection")
+		}
+	})
+	t.Run("body a byte at a time", func(t *testing.T) {
+		req := fmt.Sprintf("POST /v1/tool_use HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(create)+100)
+		conn := dial()
+		if _, err := conn.Write([]byte(req)); err != nil {
+			t.Fatal(err)
+		}
+		closed, answer := trickle(t, conn, create)
+		if !closed {
+			t.Error("a client sending its body a byte at a time kept its connection")
+		}
+		if strings.Contains(answer, " 200 OK") {
+			t.Errorf("a body cut short by the read timeout was run:\n%s", answer)
+		}
+	})
+	t.Run("idle keep-alive", func(t *testing.T) {
+		conn := dial()
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/tool_use HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(viewBlock), viewBlock)
+		br := bufio.NewReader(conn)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("first request: %v %v", res, err)
+		}
+		io.Copy(io.Discard, res.Body)
+		conn.SetReadDeadline(time.Now().Add(time.Minute))
+		if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+			t.Errorf("an idle connection was not closed: %v", err)
+		}
+	})
+	t.Run("huge headers", func(t *testing.T) {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/tool_use", strings.NewReader(create))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Big", strings.Repeat("a", 64<<10))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("64 KiB of headers: %d", res.StatusCode)
+		}
+	})
+	big := `{"type":"tool_use","id":"toolu_big","name":"memory","input":{"command":"create","path":"/memories/big.md","file_text":"` + strings.Repeat("x", 2000) + `"}}`
+	want := `{"error":"request body is larger than the limit of 1,000 bytes"}`
+	t.Run("body over the limit", func(t *testing.T) {
+		if status, _, body := post(t, srv.URL+"/v1/tool_use", big); status != 413 || body != want {
+			t.Errorf("announced: %d %s", status, body)
+		}
+		// Chunked: no Content-Length, the body grows past the limit.
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/tool_use", io.MultiReader(strings.NewReader(big)))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 413 || strings.TrimSpace(string(b)) != want || len(req.TransferEncoding) > 0 && req.TransferEncoding[0] != "chunked" {
+			t.Errorf("chunked: %d %s", res.StatusCode, b)
+		}
+	})
+	if now, _ := repo.Commit("HEAD"); now.Hash != head.Hash {
+		t.Errorf("a refused request made a commit: %s", now.Subject)
+	}
+	if files, _ := repo.Files("HEAD"); len(files) != 0 {
+		t.Errorf("the memory holds %v", files)
+	}
+}
