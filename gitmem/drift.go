@@ -3,6 +3,7 @@ package gitmem
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"time"
@@ -267,6 +268,28 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		r.pmu.Unlock()
 	}
 	return p, err
+}
+
+// adoptKept commits the hand edits materialisation kept from acknowledged
+// changes (keepHandEdits) now, merged, rather than at the next start,
+// which could only take them as they are. Called by Close with wmu held.
+func (r *Repo) adoptKept() {
+	if err := r.materialize(); err != nil {
+		return // the checkpoint that follows says why
+	}
+	r.pmu.Lock()
+	paths := slices.Collect(maps.Keys(r.handBase))
+	r.pmu.Unlock()
+	if len(paths) == 0 {
+		return
+	}
+	p, err := r.adoptDrift(paths, false)
+	if err == nil && p != nil {
+		err = r.durable(p)
+	}
+	if err != nil && !errors.Is(err, ErrNoChange) {
+		r.opt.Logf("gitmem: could not commit the hand edits kept from acknowledged changes (%v); the next start takes them as they are", err)
+	}
 }
 
 // mergeHandEdit merges a hand edit of the file at repository path p that

@@ -578,6 +578,7 @@ func (r *Repo) materializeLocked() error {
 		}
 	}
 	last := items[len(items)-1]
+	prevHead := r.diskHead
 	if last.hash != r.diskHead {
 		if err := r.moveBranch(items); err != nil {
 			return requeue(err)
@@ -594,7 +595,7 @@ func (r *Repo) materializeLocked() error {
 	r.pmu.Lock()
 	retry := r.pend // paths an earlier pass could not write
 	r.pmu.Unlock()
-	kept := r.keepHandEdits(items, prev, paths, retry)
+	kept := r.keepHandEdits(items, prevHead, prev, paths, retry)
 	paths = union(paths, retry)
 	r.forgetStats(paths)
 	var failed []string
@@ -634,11 +635,26 @@ func (r *Repo) materializeLocked() error {
 // an adopt commit among items takes are gitmem's own writes. A file
 // deleted by hand is not kept: the acknowledged version comes back.
 // Called with mmu held, before the stat cache forgets paths.
-func (r *Repo) keepHandEdits(items []*prepared, prev *node, paths, own []string) map[string]bool {
+func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *node, paths, own []string) map[string]bool {
+	versions := []*node{prev} // the trees whose files are gitmem's own writes
 	for _, p := range items {
 		if p.rec.command == "adopt" {
 			own = append(own, p.paths...)
 		}
+		versions = append(versions, p.tree)
+	}
+	if base := items[0].parent; base != prevHead && !base.IsZero() {
+		// Replayed after a crash: the worktree may hold what it did
+		// before the first of them, where the crash stopped it.
+		r.omu.Lock()
+		c, err := r.obj.Commit(base)
+		if err == nil {
+			var t *node
+			if t, err = r.loadTree(c.TreeHash, prev, ""); err == nil {
+				versions = append(versions, t)
+			}
+		}
+		r.unlockObj()
 	}
 	skip := newPathSet(own)
 	kept := map[string]bool{}
@@ -646,7 +662,7 @@ func (r *Repo) keepHandEdits(items []*prepared, prev *node, paths, own []string)
 		if skip.covers(q) || !under(q, []string{memDir}) {
 			continue
 		}
-		if r.handEdited(items, lookup(prev, q), q) {
+		if r.handEdited(versions, q) {
 			kept[q] = true
 			continue
 		}
@@ -658,9 +674,11 @@ func (r *Repo) keepHandEdits(items []*prepared, prev *node, paths, own []string)
 }
 
 // handEdited reports whether the worktree file at q holds an edit made by
-// hand: neither old (what gitmem last wrote there) nor any version items
-// give it. If so its base is noted for the adopt commit's merge.
-func (r *Repo) handEdited(items []*prepared, old *node, q string) bool {
+// hand: none of the versions gitmem wrote or was writing there — the
+// first of versions is what the worktree mirrors (old). If so its base is
+// noted for the adopt commit's merge.
+func (r *Repo) handEdited(versions []*node, q string) bool {
+	old := lookup(versions[0], q)
 	if old.isDir() {
 		return false
 	}
@@ -678,9 +696,9 @@ func (r *Repo) handEdited(items []*prepared, old *node, q string) bool {
 		return false
 	}
 	h := plumbing.ComputeHash(plumbing.BlobObject, data)
-	for _, p := range items {
-		if n := lookup(p.tree, q); n.isFile() && n.hash == h {
-			return false // gitmem's own write, done before a crash
+	for _, t := range versions[1:] {
+		if n := lookup(t, q); n.isFile() && n.hash == h {
+			return false // gitmem's own write, done or left as it was by a crash
 		}
 	}
 	var base plumbing.Hash

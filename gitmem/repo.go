@@ -819,6 +819,7 @@ func (r *Repo) Close() error {
 	var err error
 	if r.owned.Load() {
 		r.drain()
+		r.adoptKept()
 		if err = r.checkpoint(); err == nil {
 			err = wrap("write the index", r.writeIndex())
 		}

@@ -881,8 +881,9 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 		{"merged", "one\ntwo\nthree\nfour by hand\n", "ONE\ntwo\nthree\nfour by hand\n"},
 		{"conflict", "uno\ntwo\nthree\n", "<<<<<<< gitmem\nONE\n=======\nuno\n>>>>>>> edited by hand\ntwo\nthree\n"},
 	} {
-		for _, crashed := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/crashed=%v", tc.name, crashed), func(t *testing.T) {
+		for _, then := range []string{"adopt", "close", "crash"} {
+			crashed := then == "crash"
+			t.Run(tc.name+"/"+then, func(t *testing.T) {
 				dir := t.TempDir()
 				r, _, err := Init(dir, testOptions(t))
 				if err != nil {
@@ -908,8 +909,15 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 					hand()
 					r.mmu.Unlock()
 					settle(t, r)
-					if _, err := r.Adopt(); err != nil { // serve does it every --adopt-every
-						t.Fatal(err)
+					if then == "adopt" {
+						if _, err := r.Adopt(); err != nil { // serve does it every --adopt-every
+							t.Fatal(err)
+						}
+					} else { // stopped before it: Close does it
+						r.Close()
+						if r, err = Open(dir, testOptions(t)); err != nil {
+							t.Fatal(err)
+						}
 					}
 				}
 				defer r.Close()
