@@ -67,7 +67,8 @@ func (r *Repo) blobOf(_ int, _ string, h string) ([]byte, error) {
 }
 
 func (r *Repo) changes(a, b map[string]string, read func(side int, p, h string) ([]byte, error)) ([]FileChange, error) {
-	all := maps.Clone(a)
+	all := make(map[string]string, len(a)+len(b))
+	maps.Copy(all, a)
 	maps.Copy(all, b)
 	var out []FileChange
 	for _, p := range slices.Sorted(maps.Keys(all)) {

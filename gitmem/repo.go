@@ -225,8 +225,10 @@ func Open(dir string, opt Options) (*Repo, error) {
 		return fail(ErrForeign)
 	}
 	if opt.ReadOnly {
-		if _, err := gd.ReadRef(gitDir, r.branch); err != nil && !errors.Is(err, gd.ErrNoRef) {
-			return fail(wrap("read the branch", err))
+		// A reader needs the branch as much as a writer: without it the
+		// history would read as empty (gitmem log printing nothing).
+		if err := r.checkBranch(); err != nil {
+			return fail(err)
 		}
 		return r, nil
 	}
