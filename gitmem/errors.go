@@ -3,6 +3,12 @@ package gitmem
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
@@ -49,15 +55,82 @@ func (e *AppliedError) Error() string {
 }
 
 // StorageError is a failure of the repository or the disk beneath it. Its
-// message names the step that failed, never a host path or library detail;
-// Unwrap gives the underlying cause for logs.
+// message names the step that failed and why (the cause's text, for an
+// operator's log or CLI message), never a host path: a path in the cause
+// is shown from .git/ or memories/ on, or by its last element. It is not
+// for the model: the handler answers a storage failure with generic text.
+// Unwrap gives the underlying cause.
 type StorageError struct {
 	Op  string
 	Err error
 }
 
-func (e *StorageError) Error() string { return "gitmem: " + e.Op + " failed" }
+func (e *StorageError) Error() string {
+	if e.Err == nil {
+		return "gitmem: " + e.Op + " failed"
+	}
+	return "gitmem: " + e.Op + " failed: " + scrubPaths(e.Err)
+}
+
 func (e *StorageError) Unwrap() error { return e.Err }
+
+// absPath is a host path in an error's text: an absolute path at the start
+// of a word (up to a space, a colon or a quote).
+var absPath = regexp.MustCompile(`(^|[\s"'(=])((?:[A-Za-z]:)?[/\\][^\s:"')]+)`)
+
+// scrubPaths is err's text with every host path shortened by shortPath:
+// the paths the chain's *fs.PathError and *os.LinkError name (which may
+// hold spaces), then whatever else looks like an absolute path.
+func scrubPaths(err error) string {
+	text := err.Error()
+	var paths []string
+	var walk func(error)
+	walk = func(e error) {
+		switch e := e.(type) {
+		case nil:
+			return
+		case *fs.PathError:
+			paths = append(paths, e.Path)
+		case *os.LinkError:
+			paths = append(paths, e.Old, e.New)
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	for _, p := range paths {
+		if filepath.IsAbs(p) {
+			text = strings.ReplaceAll(text, p, shortPath(p))
+		}
+	}
+	return absPath.ReplaceAllStringFunc(text, func(m string) string {
+		loc := absPath.FindStringSubmatchIndex(m)
+		return m[:loc[4]] + shortPath(m[loc[4]:loc[5]])
+	})
+}
+
+// shortPath is a host path as an error may show it: from the repository's
+// .git/ or memories/ on, else its last element.
+func shortPath(p string) string {
+	s := filepath.ToSlash(p)
+	for _, mark := range []string{"/.git/", "/memories/"} {
+		if i := strings.LastIndex(s, mark); i >= 0 {
+			return s[i+1:]
+		}
+	}
+	for _, mark := range []string{"/.git", "/memories"} {
+		if strings.HasSuffix(s, mark) {
+			return mark[1:]
+		}
+	}
+	return path.Base(s)
+}
 
 // wrap turns any error from below (go-git, the OS) into a *StorageError,
 // leaving gitmem's own errors as they are.

@@ -370,7 +370,9 @@ func (r *Repo) saveHistory(oldTip plumbing.Hash, appendOnly bool, recs []histRec
 	}
 }
 
-// fileTip is the hash of the index file's last record (zero if none).
+// fileTip is the hash of the index file's last record (zero if none, or
+// if the file is not of this version: an older gitmem's index is rebuilt,
+// never taken as up to date).
 func (r *Repo) fileTip() plumbing.Hash {
 	var tip plumbing.Hash
 	f, err := os.Open(r.historyPath())
@@ -380,6 +382,10 @@ func (r *Repo) fileTip() plumbing.Hash {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil || fi.Size() < 2 {
+		return tip
+	}
+	hdr := make([]byte, len(historyHeader)+1)
+	if _, err := f.ReadAt(hdr, 0); err != nil || string(hdr) != historyHeader+"\n" {
 		return tip
 	}
 	buf := make([]byte, min(fi.Size(), 64<<10))

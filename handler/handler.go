@@ -219,9 +219,10 @@ func (h *Handler) handle(c Caller, b Block, call *Call) Result {
 		var pe *policy.PathError
 		var le *policy.LimitError
 		if !errors.As(err, &te) && !errors.As(err, &pe) && !errors.As(err, &le) {
-			// A storage failure: the operator's log gets the cause; the
-			// model gets no host path or library text.
-			call.Outcome, call.Err = OutcomeFailure, fmt.Errorf("%w: %v", err, errors.Unwrap(err))
+			// A storage failure: the operator's log gets the cause (a
+			// StorageError's text names it); the model gets no host path
+			// or library text.
+			call.Outcome, call.Err = OutcomeFailure, err
 			return errorResult(b.ID, "The memory store could not complete the command; nothing was changed")
 		}
 		return errorResult(b.ID, err.Error())

@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -144,7 +143,7 @@ func (s *storesServer) storeError(w http.ResponseWriter, name string, err error)
 	case errors.Is(err, stores.ErrArchived):
 		httpError(w, http.StatusConflict, "store "+name+" is archived; unarchive it to change it")
 	default:
-		s.opt.Logger.Error("store failure", "store", name, "err", fmt.Sprintf("%v: %v", err, errors.Unwrap(err)))
+		s.opt.Logger.Error("store failure", "store", name, "err", err.Error())
 		httpError(w, http.StatusInternalServerError, "the store could not complete the request; nothing was changed")
 	}
 }

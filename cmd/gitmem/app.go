@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/mail"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -117,7 +118,7 @@ func storeErr(err error, dir string) error {
 	case errors.As(err, &de):
 		return failf(exitFailure, "%s; %s", de.Problem, de.Repair)
 	case errors.As(err, &se):
-		return failf(exitFailure, "%s: %v", se.Error()[len("gitmem: "):], se.Err)
+		return failf(exitFailure, "%s", strings.TrimPrefix(se.Error(), "gitmem: "))
 	}
 	return failf(exitFailure, "%v", err)
 }
