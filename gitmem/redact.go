@@ -135,17 +135,47 @@ func (r *Repo) finishRedaction() error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	var rec redactRecord
-	if err != nil || json.Unmarshal(data, &rec) != nil {
-		return &DamagedError{Problem: "the record of an interrupted redaction (.git/gitmem/redact) is unreadable",
-			Repair: "run the redaction again (gitmem redact ... --yes), then delete .git/gitmem/redact"}
+	damaged := func(why string) error {
+		return &DamagedError{Problem: "the record of an interrupted redaction (.git/gitmem/redact) is damaged (" + why + ")",
+			Repair: "delete .git/gitmem/redact, check the repository with gitmem fsck, then run the redaction again (gitmem redact ... --yes)"}
 	}
-	if len(rec.Refs) > 0 {
+	if err != nil {
+		return damaged("it cannot be read")
+	}
+	// As redactRecord, with lists of any length (JSON into a [2]string
+	// drops a third element silently).
+	var w struct {
+		Refs map[string][]string `json:"refs,omitempty"`
+		GC   bool                `json:"gc,omitempty"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil || dec.More() {
+		if err == nil {
+			err = errors.New("more than one object")
+		}
+		return damaged(fmt.Sprintf("it is not JSON of the record's form: %v", err))
+	}
+	if len(w.Refs) > 0 {
+		// Every ref is checked before the first moves: each is one a
+		// redaction moves, each hash as git writes it, each new commit in
+		// the repository.
 		moved := map[plumbing.ReferenceName][2]plumbing.Hash{}
-		for name, m := range rec.Refs {
-			if !gd.ValidRefName(name) || !plumbing.IsHash(m[0]) || !plumbing.IsHash(m[1]) {
-				return &DamagedError{Problem: "the record of an interrupted redaction names a bad ref",
-					Repair: "run the redaction again, then delete .git/gitmem/redact"}
+		for _, name := range slices.Sorted(maps.Keys(w.Refs)) {
+			m := w.Refs[name]
+			switch {
+			case !gd.ValidRefName(name) || !strings.HasPrefix(name, "refs/") || !redactsRef(name):
+				return damaged(fmt.Sprintf("%s is not a ref a redaction moves", quoteField(name)))
+			case len(m) != 2:
+				return damaged(fmt.Sprintf("it is not JSON of the record's form: %s holds %d hashes, not a pair", name, len(m)))
+			case !isObjectHash(m[0]) || !isObjectHash(m[1]):
+				return damaged(fmt.Sprintf("%s holds %s, not an object hash (40 lowercase hex digits)", name, quoteField(m[0]+" -> "+m[1])))
+			}
+			r.omu.Lock()
+			_, err := r.obj.Commit(plumbing.NewHash(m[1]))
+			r.unlockObj()
+			if err != nil {
+				return damaged(fmt.Sprintf("%s would move to %s, which is not a commit of this repository", name, m[1]))
 			}
 			n, old := plumbing.ReferenceName(name), plumbing.NewHash(m[0])
 			if cur, err := r.readRef(n); err == nil && cur == old {
@@ -226,6 +256,14 @@ func (r *Repo) scrubLog() error {
 	return nil
 }
 
+// redactsRef reports whether a redaction rewrites what a ref holds:
+// refs/gitmem/ holds gitmem's records of redactions (share_redact.go),
+// not memory; but commits waiting to be merged back
+// (refs/gitmem/displaced/) are memory.
+func redactsRef(name string) bool {
+	return !strings.HasPrefix(name, "refs/gitmem/") || strings.HasPrefix(name, displacedRefs)
+}
+
 // rewriter rewrites trees and blobs, remembering each answer.
 type rewriter struct {
 	r       *Repo
@@ -263,10 +301,7 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		return rep, nil, wrap("read the refs", err)
 	}
 	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		// refs/gitmem/ holds gitmem's records of redactions (share_redact.go),
-		// not memory; but commits waiting to be merged back are memory.
-		name := ref.Name().String()
-		if ref.Type() == plumbing.HashReference && (!strings.HasPrefix(name, "refs/gitmem/") || strings.HasPrefix(name, displacedRefs)) {
+		if ref.Type() == plumbing.HashReference && redactsRef(ref.Name().String()) {
 			refs[ref.Name()] = ref.Hash()
 		}
 		return nil

@@ -2,6 +2,8 @@ package gitmem
 
 import (
 	"context"
+	"errors"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -106,5 +108,70 @@ func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
 	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
 	if n := strings.TrimSpace(gitCLI(t, dir, "rev-list", "--count", "HEAD")); n != "4" {
 		t.Fatalf("%s commits", n)
+	}
+}
+
+// The record of an interrupted redaction (.git/gitmem/redact) is checked
+// before any ref moves: a record gitmem could not have written — an
+// unknown field, a hash not 40 lowercase hex, a ref outside refs/ or in
+// refs/gitmem/, a new commit that is not in the repository or not a
+// commit — stops the start with a clear error and moves nothing.
+func TestDamagedInterruptedRedactionRecord(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "prefs.md", "color: blue\n")
+	settle(t, r)
+	r.Close()
+	head := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "main"))
+	parent := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "main~1"))
+	blob := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "main:memories/prefs.md"))
+	const absent = "1234567890123456789012345678901234567890"
+	rec := func(ref, old, new string) string {
+		return `{"refs":{"` + ref + `":["` + old + `","` + new + `"]}}`
+	}
+	for _, tc := range []struct{ name, record, want string }{
+		{"new commit absent", rec("refs/heads/main", head, absent), `refs/heads/main would move to ` + absent + `, which is not a commit of this repository`},
+		{"new is a blob", rec("refs/heads/main", head, blob), `which is not a commit of this repository`},
+		{"upper case", rec("refs/heads/main", strings.ToUpper(head), parent), `not an object hash (40 lowercase hex digits)`},
+		{"short", rec("refs/heads/main", head, parent[:12]), `not an object hash (40 lowercase hex digits)`},
+		{"HEAD", rec("HEAD", head, parent), `"HEAD" is not a ref a redaction moves`},
+		{"config", rec("config", head, parent), `"config" is not a ref a redaction moves`},
+		{"gitmem ref", rec("refs/gitmem/redactions", head, parent), `is not a ref a redaction moves`},
+		{"three hashes", `{"refs":{"refs/heads/main":["` + head + `","` + parent + `","` + parent + `"]}}`, `is not JSON of the record's form`},
+		{"unknown field", `{"refs":{},"gc":true,"moved":1}`, `is not JSON of the record's form: json: unknown field "moved"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := dir + "/.git/gitmem/redact"
+			if err := os.WriteFile(path, []byte(tc.record), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(path)
+			r, err := Open(dir, testOptions(t))
+			if err == nil {
+				r.Close()
+			}
+			var de *DamagedError
+			if !errors.As(err, &de) || !strings.Contains(de.Problem, "the record of an interrupted redaction (.git/gitmem/redact) is damaged") ||
+				!strings.Contains(de.Problem, tc.want) || strings.Contains(err.Error(), dir) {
+				t.Fatalf("open: %v\nwant %s", err, tc.want)
+			}
+			if now := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "main")); now != head {
+				t.Errorf("the branch moved to %s", now)
+			}
+		})
+	}
+	// A record gitmem wrote still finishes (here: its one ref is at the
+	// new commit already), and the repository opens.
+	os.WriteFile(dir+"/.git/gitmem/redact", []byte(rec("refs/heads/main", parent, head)), 0o600)
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if _, err := os.Stat(dir + "/.git/gitmem/redact"); err == nil {
+		t.Error("the finished record is still there")
 	}
 }

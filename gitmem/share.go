@@ -657,8 +657,12 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 	tip, err := s.fetch(ctx)
 	if rec := pre.readRedactionsRef("origin"); err == nil && !rec.IsZero() {
 		// The history fetched is the remote's, redactions applied: its
-		// record is this clone's too.
-		err = pre.setRef(redactionsRef, rec)
+		// record is this clone's too, once it checks.
+		if _, err = readRecord(st, rec); err != nil {
+			err = s.remoteErr("fetch from", err)
+		} else {
+			err = pre.setRef(redactionsRef, rec)
+		}
 	}
 	if err == nil && !tip.IsZero() {
 		var clean bool

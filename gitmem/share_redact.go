@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,6 +71,7 @@ type redactionEntry struct {
 	Rewritten [][2]string `json:"rewritten,omitempty"` // old -> new commit
 }
 
+// redaction returns the entry's rule; the entry was checked (check).
 func (e redactionEntry) redaction() (Redaction, error) {
 	red := Redaction{Path: e.Path, Blob: e.Blob}
 	if e.Match != "" {
@@ -79,19 +81,80 @@ func (e redactionEntry) redaction() (Redaction, error) {
 		}
 		red.Match = re
 	}
+	return red, nil
+}
+
+var recordID = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// isObjectHash reports whether s is an object hash as git writes it: 40
+// lowercase hex digits (plumbing.IsHash takes upper case too, and
+// plumbing.NewHash anything, silently).
+func isObjectHash(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// quoteField quotes a value read from a record for an error message,
+// cut short: a hostile remote chooses it.
+func quoteField(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// check says what is wrong with an entry read from a record, or "": every
+// field is checked before any is used, as a model's input is.
+func (e redactionEntry) check() string {
+	if !recordID.MatchString(e.ID) {
+		return fmt.Sprintf(`"id" holds %s, not 16 lowercase hex digits`, quoteField(e.ID))
+	}
 	n := 0
-	for _, set := range []bool{red.Path != "", red.Blob != "", red.Match != nil} {
+	for _, set := range []bool{e.Path != "", e.Blob != "", e.Match != ""} {
 		if set {
 			n++
 		}
 	}
-	if n != 1 || (red.Path != "" && checkRel(red.Path) != nil) || (red.Blob != "" && !plumbing.IsHash(red.Blob)) {
-		return red, fmt.Errorf("the redaction record %s is damaged", e.ID)
+	if n != 1 {
+		return fmt.Sprintf("the redaction %s holds %d rules (path, blob, match), not one", e.ID, n)
 	}
-	return red, nil
+	switch {
+	case e.Path != "" && checkRel(e.Path) != nil:
+		return fmt.Sprintf(`"path" holds %s, not a valid memory path`, quoteField(e.Path))
+	case e.Blob != "" && !isObjectHash(e.Blob):
+		return fmt.Sprintf(`"blob" holds %s, not an object hash (40 lowercase hex digits)`, quoteField(e.Blob))
+	}
+	if e.Match != "" {
+		if _, err := regexp.Compile(e.Match); err != nil {
+			return fmt.Sprintf(`"match" is not a pattern (%v)`, err)
+		}
+	}
+	for _, h := range e.Removed {
+		if !isObjectHash(h) {
+			return fmt.Sprintf(`"removed" holds %s, not an object hash (40 lowercase hex digits)`, quoteField(h))
+		}
+	}
+	for _, m := range e.Rewritten {
+		for _, h := range m {
+			if !isObjectHash(h) {
+				return fmt.Sprintf(`"rewritten" holds %s, not an object hash (40 lowercase hex digits)`, quoteField(h))
+			}
+		}
+	}
+	return ""
 }
 
-// readRecord reads the entries of a record commit (none for zero).
+// readRecord reads the entries of a record commit (none for zero). A
+// record that is not exactly what writeRecord writes — a line that is
+// not JSON of the entry's form (an unknown field included), a field that
+// does not check, an id twice — is refused whole.
 func readRecord(st *gd.Store, h plumbing.Hash) ([]redactionEntry, error) {
 	if h.IsZero() {
 		return nil, nil
@@ -115,15 +178,43 @@ func readRecord(st *gd.Store, h plumbing.Hash) ([]redactionEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	damaged := func(line int, why string) error {
+		return fmt.Errorf("the redaction record %s is damaged (line %d: %s); not applied", h, line, why)
+	}
 	var out []redactionEntry
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	seen := map[string]bool{}
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		if line == "" {
 			continue
 		}
-		var e redactionEntry
-		if err := json.Unmarshal([]byte(line), &e); err != nil || e.ID == "" {
-			return nil, fmt.Errorf("the redaction record %s is damaged", h)
+		// As redactionEntry, with pairs of any length (JSON into a [2]string
+		// drops a third element silently).
+		var w struct {
+			redactionEntry
+			Rewritten [][]string `json:"rewritten,omitempty"`
 		}
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&w); err != nil {
+			return nil, damaged(i+1, fmt.Sprintf("it is not JSON of the record's form (%v)", err))
+		}
+		if dec.More() {
+			return nil, damaged(i+1, "it is not JSON of the record's form (more than one object)")
+		}
+		e := w.redactionEntry
+		for _, m := range w.Rewritten {
+			if len(m) != 2 {
+				return nil, damaged(i+1, fmt.Sprintf(`"rewritten" holds a list of %d hashes, not a pair`, len(m)))
+			}
+			e.Rewritten = append(e.Rewritten, [2]string{m[0], m[1]})
+		}
+		if why := e.check(); why != "" {
+			return nil, damaged(i+1, why)
+		}
+		if seen[e.ID] {
+			return nil, damaged(i+1, "the id "+e.ID+" is there twice")
+		}
+		seen[e.ID] = true
 		out = append(out, e)
 	}
 	return out, nil

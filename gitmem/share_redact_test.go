@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -131,13 +132,13 @@ func TestMadeUpRedactionRecordIsRefused(t *testing.T) {
 	put(t, a, "a2", "more.md", "more\n")
 	syncOK(t, a)
 
-	blob := hashObject(t, remote, "blob", []byte(`{"id":"madeup","time":"2026-01-01T00:00:00Z","path":"notes.md"}`+"\n"))
+	blob := hashObject(t, remote, "blob", []byte(`{"id":"000000000000dead","time":"2026-01-01T00:00:00Z","path":"notes.md"}`+"\n"))
 	tree := hashObject(t, remote, "tree", []byte("100644 redactions\x00"+string(blob[:])))
 	commit := hashObject(t, remote, "commit", []byte("tree "+tree.String()+"\nauthor m <m@x> 1767225600 +0000\ncommitter m <m@x> 1767225600 +0000\n\nmemory: redaction record (1 redaction(s))\n\nMemory-Command: redaction-record\n"))
 	gitRun(t, remote, "update-ref", "refs/gitmem/redactions", commit.String())
 
 	_, err := b.Sync(context.Background(), "origin", SyncOptions{})
-	if err == nil || !strings.Contains(err.Error(), "redaction record madeup would remove content from the commit") {
+	if err == nil || !strings.Contains(err.Error(), "redaction record 000000000000dead would remove content from the commit") {
 		t.Fatalf("a made-up record: %v", err)
 	}
 	if got := files(t, b); got["notes.md"] != "keep this\n" {
@@ -145,5 +146,85 @@ func TestMadeUpRedactionRecordIsRefused(t *testing.T) {
 	}
 	if out := gitRun(t, b.Dir(), "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(out, "a1") {
 		t.Errorf("b's history lost a1:\n%s", out)
+	}
+}
+
+// pushRecord makes the remote's refs/gitmem/redactions a record commit
+// whose redactions file is data, as a hostile remote could.
+func pushRecord(t *testing.T, remote, data string) {
+	t.Helper()
+	blob := hashObject(t, remote, "blob", []byte(data))
+	tree := hashObject(t, remote, "tree", []byte("100644 redactions\x00"+string(blob[:])))
+	commit := hashObject(t, remote, "commit", []byte("tree "+tree.String()+"\nauthor m <m@x> 1767225600 +0000\ncommitter m <m@x> 1767225600 +0000\n\nmemory: redaction record (1 redaction(s))\n\nMemory-Command: redaction-record\n"))
+	gitRun(t, remote, "update-ref", "refs/gitmem/redactions", commit.String())
+}
+
+// Every field of a redaction record read from a remote is checked before
+// it is used: a malformed record (a hash that is not 40 lowercase hex, a
+// field gitmem does not know, a path a model could not write, an id that
+// is not 16 hex, two rules or none, an id twice) is refused with a clear
+// error, in a sync and in a clone, and changes nothing: not the memory,
+// not the clone's own record. Each rule here would otherwise apply (it
+// names nothing the history holds, so it rewrites nothing).
+func TestMalformedRedactionRecordIsRefused(t *testing.T) {
+	const (
+		id   = `"id":"0123456789abcdef","time":"2026-01-01T00:00:00Z"`
+		hash = "1111111111111111111111111111111111111111"
+	)
+	for _, tc := range []struct {
+		name, line, want string
+	}{
+		{"removed not a hash", `{` + id + `,"path":"gone.md","removed":["zz"]}`, `"removed" holds "zz", not an object hash (40 lowercase hex digits)`},
+		{"removed upper case", `{` + id + `,"path":"gone.md","removed":["` + strings.ToUpper("abcdef"+hash[6:]) + `"]}`, `not an object hash`},
+		{"removed short", `{` + id + `,"path":"gone.md","removed":["` + hash[:39] + `"]}`, `not an object hash`},
+		{"rewritten old", `{` + id + `,"path":"gone.md","rewritten":[["HEAD","` + hash + `"]]}`, `"rewritten" holds "HEAD", not an object hash`},
+		{"rewritten new", `{` + id + `,"path":"gone.md","rewritten":[["` + hash + `","` + hash + `x"]]}`, `not an object hash`},
+		{"rewritten three", `{` + id + `,"path":"gone.md","rewritten":[["` + hash + `","` + hash + `","` + hash + `"]]}`, `"rewritten" holds a list of 3 hashes, not a pair`},
+		{"blob", `{` + id + `,"blob":"not-a-blob"}`, `"blob" holds "not-a-blob", not an object hash`},
+		{"unknown field", `{` + id + `,"path":"gone.md","paths":["notes.md"]}`, `is not JSON of the record's form (json: unknown field "paths")`},
+		{"path outside", `{` + id + `,"path":"../.git/config"}`, `"path" holds "../.git/config", not a valid memory path`},
+		{"path absolute", `{` + id + `,"path":"/memories/gone.md"}`, `not a valid memory path`},
+		{"path in .git", `{` + id + `,"path":".git/config"}`, `not a valid memory path`},
+		{"bad id", `{"id":"x\u001b[31mred","time":"2026-01-01T00:00:00Z","path":"gone.md"}`, `"id" holds "x\x1b[31mred", not 16 lowercase hex digits`},
+		{"two rules", `{` + id + `,"path":"gone.md","blob":"` + hash + `"}`, `holds 2 rules (path, blob, match), not one`},
+		{"no rule", `{` + id + `}`, `holds 0 rules (path, blob, match), not one`},
+		{"bad pattern", `{` + id + `,"match":"("}`, `"match" is not a pattern`},
+		{"same id twice", `{` + id + `,"path":"gone.md"}` + "\n" + `{` + id + `,"path":"gone2.md"}`, `the id 0123456789abcdef is there twice`},
+		{"not json", `{` + id + `,"path":`, `is not JSON of the record's form`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			remote := bareRemote(t)
+			a := agent(t, remote, "a")
+			put(t, a, "a1", "notes.md", "keep this\n")
+			syncOK(t, a)
+			b := agent(t, remote, "b")
+			put(t, a, "a2", "more.md", "more\n")
+			syncOK(t, a)
+			head, _ := b.Commit("HEAD")
+			pushRecord(t, remote, tc.line+"\n")
+
+			_, err := b.Sync(context.Background(), "origin", SyncOptions{})
+			if err == nil || !strings.Contains(err.Error(), "the redaction record") || !strings.Contains(err.Error(), "is damaged") ||
+				!strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("sync: %v\nwant the record refused with %s", err, tc.want)
+			}
+			if now, _ := b.Commit("HEAD"); now.Hash != head.Hash {
+				t.Errorf("b's HEAD moved to %s", now.Subject)
+			}
+			if got := files(t, b); len(got) != 1 || got["notes.md"] != "keep this\n" {
+				t.Errorf("b's memory after refusing: %v", got)
+			}
+			if out := gitRun(t, b.Dir(), "for-each-ref", "refs/gitmem/redactions"); out != "" {
+				t.Errorf("b took the record as its own: %s", out)
+			}
+
+			dir := filepath.Join(t.TempDir(), "c")
+			if c, _, err := Clone(context.Background(), remote, dir, agentOptions(t, "c"), SyncOptions{}); err == nil {
+				c.Close()
+				t.Errorf("a clone took the record")
+			} else if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("clone: %v", err)
+			}
+		})
 	}
 }
