@@ -3,6 +3,7 @@ package handler_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -148,3 +149,86 @@ func TestSecretScreening(t *testing.T) {
 }
 
 func q(s string) string { return fmt.Sprintf("%q", s) }
+
+// A secret cannot get in by a side door: in pieces (new_str or
+// insert_text completing what the file holds, or a str_replace removing
+// what kept two halves apart), or in a file name (create's path, rename's
+// new_path). The resulting file is screened where the call wrote, not only
+// the text it sent. Refused calls change nothing and say so; mask masks
+// the whole secret; a name is refused in either mode.
+func TestSecretScreeningEdits(t *testing.T) {
+	key := "ghp_" + strings.Repeat("aB3dE5gH7j", 3) + "K9mN0p"
+	k1, k2 := key[:20], key[20:]
+	pem1 := "-----BEGIN OPENSSH PRIVATE KEY-----\n" + strings.Repeat("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW", 2) + "\n"
+	pem2 := "-----END OPENSSH PRIVATE KEY-----"
+	const refused = "nothing was written. Keep secrets out of memory: note where a secret is kept, not its value"
+	start := "one\nGitHub: " + k1 + "\nthree\n"
+	gap := "GitHub: " + k1 + "(gap)" + k2 + "\n"
+	for _, c := range []struct {
+		mode  policy.ScreenMode
+		steps []step
+		files map[string]string // afterwards
+	}{
+		{policy.ScreenRefuse, []step{
+			ok(`{"command":"create","path":"/memories/a.md","file_text":`+q(start)+`}`, "File created successfully at: /memories/a.md"),
+			bad(`{"command":"str_replace","path":"/memories/a.md","old_str":"\nthree","new_str":`+q(k2+"\nthree")+`}`,
+				"The content holds what looks like a secret (github-pat) on line 2 of /memories/a.md; "+refused),
+			ok(`{"command":"create","path":"/memories/gap.md","file_text":`+q(gap)+`}`, "File created successfully at: /memories/gap.md"),
+			bad(`{"command":"str_replace","path":"/memories/gap.md","old_str":"(gap)","new_str":""}`,
+				"The content holds what looks like a secret (github-pat) on line 1 of /memories/gap.md; "+refused),
+			ok(`{"command":"create","path":"/memories/key.md","file_text":`+q("the server key:\n"+pem1)+`}`, "File created successfully at: /memories/key.md"),
+			bad(`{"command":"insert","path":"/memories/key.md","insert_line":3,"insert_text":`+q(pem2)+`}`,
+				"The content holds what looks like a secret (private-key) on line 2 of /memories/key.md; "+refused),
+			bad(`{"command":"create","path":"/memories/`+key+`.md","file_text":"x"}`,
+				"The path holds what looks like a secret (github-pat); "+refused),
+			bad(`{"command":"create","path":"/memories/tokens/`+key+`/x.md","file_text":"x"}`,
+				"The path holds what looks like a secret (github-pat); "+refused),
+			bad(`{"command":"rename","old_path":"/memories/a.md","new_path":"/memories/`+key+`"}`,
+				"The path holds what looks like a secret (github-pat); "+refused),
+			// What the file held already does not stop an edit elsewhere.
+			ok(`{"command":"str_replace","path":"/memories/gap.md","old_str":"\n","new_str":"\nmore\n"}`,
+				"The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tGitHub: "+k1+"(gap)"+k2+"\n     2\tmore\n     3\t"),
+		}, map[string]string{"a.md": start, "gap.md": gap + "more\n", "key.md": "the server key:\n" + pem1}},
+		{policy.ScreenMask, []step{
+			ok(`{"command":"create","path":"/memories/a.md","file_text":`+q(start)+`}`, "File created successfully at: /memories/a.md"),
+			ok(`{"command":"str_replace","path":"/memories/a.md","old_str":"\nthree","new_str":`+q(k2+"\nthree")+`}`,
+				"The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tone\n     2\tGitHub: [REDACTED:github-pat]\n     3\tthree\n     4\t"+
+					"\n\nPossible secrets were masked before saving; the file holds a placeholder instead of each: line 2 [REDACTED:github-pat]"),
+			ok(`{"command":"create","path":"/memories/gap.md","file_text":`+q(gap)+`}`, "File created successfully at: /memories/gap.md"),
+			ok(`{"command":"str_replace","path":"/memories/gap.md","old_str":"(gap)","new_str":""}`,
+				"The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tGitHub: [REDACTED:github-pat]\n     2\t"+
+					"\n\nPossible secrets were masked before saving; the file holds a placeholder instead of each: line 1 [REDACTED:github-pat]"),
+			ok(`{"command":"create","path":"/memories/key.md","file_text":`+q("the server key:\n"+pem1)+`}`, "File created successfully at: /memories/key.md"),
+			ok(`{"command":"insert","path":"/memories/key.md","insert_line":3,"insert_text":`+q(pem2)+`}`,
+				"The file /memories/key.md has been edited.\n\nPossible secrets were masked before saving; the file holds a placeholder instead of each: line 2 [REDACTED:private-key]"),
+			bad(`{"command":"create","path":"/memories/`+key+`.md","file_text":"x"}`,
+				"The path holds what looks like a secret (github-pat); "+refused),
+			bad(`{"command":"rename","old_path":"/memories/a.md","new_path":"/memories/`+key+`"}`,
+				"The path holds what looks like a secret (github-pat); "+refused),
+		}, map[string]string{"a.md": "one\nGitHub: [REDACTED:github-pat]\nthree\n", "gap.md": "GitHub: [REDACTED:github-pat]\n",
+			"key.md": "the server key:\n[REDACTED:private-key]\n"}},
+	} {
+		t.Run(string(c.mode), func(t *testing.T) {
+			r := newRepo(t)
+			h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Screen: c.mode, Logger: testLog(t)})
+			run(t, h, c.steps)
+			snap, err := r.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for p := range c.files {
+				data, _ := snap.ReadFile(p)
+				got[p] = string(data)
+			}
+			if !maps.Equal(got, c.files) {
+				t.Errorf("files %q\nwant %q", got, c.files)
+			}
+			for _, cm := range commits(t, r) {
+				if strings.Contains(cm.Subject, key) || strings.Contains(fmt.Sprint(cm.Trailers), key) {
+					t.Errorf("a commit holds the key: %s", cm.Subject)
+				}
+			}
+		})
+	}
+}

@@ -147,38 +147,89 @@ const TrailerMasked = "Memory-Masked"
 
 // screened is text the model is writing, checked for secrets.
 type screened struct {
-	text     string // what to write: masked in mask mode
-	findings []policy.Finding
-	lines    []int // each placeholder's line in text (mask mode)
+	text     string
+	findings []policy.Finding // in text alone
 }
 
-// screen finds the secrets in text written to rel and, in mask mode,
-// masks them. It runs before the writer lock is taken.
+// screen finds the secrets in text written to rel. It runs before the
+// writer lock is taken; place finishes the screening in the file.
 func (h *Handler) screen(rel, text string) screened {
 	if h.screening == policy.ScreenOff {
 		return screened{text: text}
 	}
-	s := screened{text: text, findings: h.secrets.Find(rel, text)}
-	if h.screening == policy.ScreenMask && len(s.findings) > 0 {
-		s.text, s.lines = policy.MaskSecrets(text, s.findings)
-	}
-	return s
+	return screened{text: text, findings: h.secrets.Find(rel, text)}
 }
 
-// check applies the screening once the line of the file where the text
-// begins (first, 1-based) is known: refuse mode fails, naming the rule and
-// the line; mask mode records each placeholder in a trailer.
-func (s screened) check(path string, first int, tx *gitmem.Tx) error {
-	if len(s.findings) == 0 {
+// screenedRefusal is the refusal of a secret (refuse mode) at line of path.
+func screenedRefusal(f policy.Finding, path string) error {
+	return fail("The content holds what looks like a secret (%s) on line %d of %s; nothing was written. "+
+		"Keep secrets out of memory: note where a secret is kept, not its value", f.Rule, f.Line, path)
+}
+
+// place puts the screened text between before and after — the file's
+// own text either side of where it goes — and screens the file that
+// results where the text meets it: a secret the text completes with the
+// file's text, or whose pieces an edit that removes text joins, counts as
+// much as one written whole (policy.FindEdit). Refuse mode fails on the
+// first secret, naming its line in the file; mask mode masks each secret
+// whole and records it in a trailer. It returns the file to write and
+// where the text begins in it.
+func (h *Handler) place(sc screened, rel, path, before, after string, tx *gitmem.Tx) (string, int, error) {
+	file, start := before+sc.text+after, len(before)
+	if h.screening == policy.ScreenOff {
+		return file, start, nil
+	}
+	fs := h.secrets.FindEdit(rel, file, start, start+len(sc.text), sc.findings)
+	if len(fs) == 0 {
+		return file, start, nil
+	}
+	if h.screening == policy.ScreenRefuse {
+		return "", 0, screenedRefusal(fs[0], path)
+	}
+	masked, lines := policy.MaskSecrets(file, fs)
+	for i, f := range fs {
+		tx.AddTrailer(TrailerMasked, fmt.Sprintf("%s line %d", f.Rule, lines[i]))
+	}
+	// Where the text begins once the secrets before it are masked (at the
+	// placeholder, when one holds the beginning).
+	shift := 0
+	for _, f := range fs {
+		if f.Start >= start {
+			break
+		}
+		if f.End > start {
+			return masked, f.Start - shift, nil
+		}
+		shift += f.End - f.Start - len(f.Mask())
+	}
+	return masked, start - shift, nil
+}
+
+// trimNewline is the text without one final newline (insert writes its
+// text as lines), its findings cut to it.
+func (sc screened) trimNewline() screened {
+	t := strings.TrimSuffix(sc.text, "\n")
+	out := screened{text: t}
+	for _, f := range sc.findings {
+		if f.Start < len(t) {
+			f.End = min(f.End, len(t))
+			out.findings = append(out.findings, f)
+		}
+	}
+	return out
+}
+
+// screenPath refuses a new name (a file or folder created or renamed to)
+// that holds what looks like a secret, in refuse and mask mode alike: a
+// name cannot be masked, the model refers to it. It runs before the
+// writer lock is taken.
+func (h *Handler) screenPath(rel string) error {
+	if h.screening == policy.ScreenOff {
 		return nil
 	}
-	if s.lines == nil {
-		f := s.findings[0]
-		return fail("The content holds what looks like a secret (%s) on line %d of %s; nothing was written. "+
-			"Keep secrets out of memory: note where a secret is kept, not its value", f.Rule, first+f.Line-1, path)
-	}
-	for i, f := range s.findings {
-		tx.AddTrailer(TrailerMasked, fmt.Sprintf("%s line %d", f.Rule, first+s.lines[i]-1))
+	if fs := h.secrets.Find(rel, rel); len(fs) > 0 {
+		return fail("The path holds what looks like a secret (%s); nothing was written. "+
+			"Keep secrets out of memory: note where a secret is kept, not its value", fs[0].Rule)
 	}
 	return nil
 }
@@ -247,6 +298,9 @@ func (h *Handler) create(c Caller, id string, in input) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := h.screenPath(rel); err != nil {
+		return "", err
+	}
 	done := fmt.Sprintf("File created successfully at: %s", path)
 	meta := h.commitMeta(c, id, "create", policy.Display(rel), "")
 	sc := h.screen(rel, text)
@@ -254,13 +308,14 @@ func (h *Handler) create(c Caller, id string, in input) (string, error) {
 		if _, err := tx.Stat(rel); err == nil {
 			return "", fail("File %s already exists", path)
 		}
-		if err := sc.check(path, 1, tx); err != nil {
+		file, _, err := h.place(sc, rel, path, "", "", tx)
+		if err != nil {
 			return "", err
 		}
-		if err := h.checkWrite(tx, path, rel, len(sc.text)); err != nil {
+		if err := h.checkWrite(tx, path, rel, len(file)); err != nil {
 			return "", err
 		}
-		return done, parentErr(tx.WriteFile(rel, []byte(sc.text)), "create "+path)
+		return done, parentErr(tx.WriteFile(rel, []byte(file)), "create "+path)
 	}, func(gitmem.Commit) (string, error) { return done, nil })
 }
 
@@ -373,14 +428,14 @@ func (h *Handler) strReplace(c Caller, id string, in input) (string, error) {
 			return "", fail("No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. Please ensure it is unique",
 				policy.Clip(oldStr, policy.MaxEchoBytes), policy.LineList(linesOf(content, at), policy.MaxEchoLines))
 		}
-		line := lineOf(content, at[0])
-		if err := sc.check(path, line, tx); err != nil {
+		updated, start, err := h.place(sc, rel, path, content[:at[0]], content[at[0]+len(oldStr):], tx)
+		if err != nil {
 			return "", err
 		}
-		updated := content[:at[0]] + sc.text + content[at[0]+len(oldStr):]
 		if err := h.checkWrite(tx, path, rel, len(updated)); err != nil {
 			return "", err
 		}
+		line := lineOf(updated, start)
 		tx.SetTrailer(gitmem.TrailerLine, strconv.Itoa(line))
 		return snippet(updated, line), tx.WriteFile(rel, []byte(updated))
 	}, func(c gitmem.Commit) (string, error) {
@@ -421,12 +476,20 @@ func (h *Handler) insert(c Caller, id string, in input) (string, error) {
 		if n := policy.CountLines(content); at < 0 || at > n {
 			return "", fail("Invalid `insert_line` parameter: %d. It should be within the range of lines of the file: [0, %d]", at, n)
 		}
-		if err := sc.check(path, at+1, tx); err != nil {
+		// The text becomes lines at..., each line joined by "\n": the
+		// file's own text either side of it.
+		lines := policy.SplitLines(content)
+		before, after := strings.Join(lines[:at], "\n"), strings.Join(lines[at:], "\n")
+		if at > 0 {
+			before += "\n"
+		}
+		if at < len(lines) {
+			after = "\n" + after
+		}
+		updated, _, err := h.place(sc.trimNewline(), rel, path, before, after, tx)
+		if err != nil {
 			return "", err
 		}
-		lines := policy.SplitLines(content)
-		lines = append(lines[:at], append([]string{strings.TrimSuffix(sc.text, "\n")}, lines[at:]...)...)
-		updated := strings.Join(lines, "\n")
 		if err := h.checkWrite(tx, path, rel, len(updated)); err != nil {
 			return "", err
 		}
@@ -465,6 +528,9 @@ func (h *Handler) rename(c Caller, id string, in input) (string, error) {
 	}
 	if oldRel == "" {
 		return "", fail("Cannot rename the /memories directory itself")
+	}
+	if err := h.screenPath(newRel); err != nil {
+		return "", err
 	}
 	done := fmt.Sprintf("Successfully renamed %s to %s", oldPath, newPath)
 	meta := h.commitMeta(c, id, "rename", policy.Display(oldRel), policy.Display(newRel))

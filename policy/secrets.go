@@ -292,8 +292,13 @@ func (s *SecretRules) find(path, text string, fast bool) []Finding {
 			out = append(out, Finding{Rule: r.id, Line: strings.Count(text[:ss], "\n") + 1, Start: ss, End: se})
 		}
 	}
-	// Several rules may find the same secret: of overlapping findings keep
-	// the first, preferring a provider's rule to a generic one.
+	return nonOverlapping(out)
+}
+
+// nonOverlapping orders findings by position and, of overlapping ones
+// (several rules may find the same secret), keeps the first, preferring a
+// provider's rule to a generic one, and the longer.
+func nonOverlapping(out []Finding) []Finding {
 	slices.SortFunc(out, func(a, b Finding) int {
 		if a.Start != b.Start {
 			return a.Start - b.Start
@@ -397,4 +402,67 @@ func MaskSecrets(text string, fs []Finding) (string, []int) {
 	}
 	b.WriteString(text[at:])
 	return b.String(), lines
+}
+
+// JoinWindow is how far either side of the edges of an edit FindEdit
+// reads the file (further, to the start or end of a line, by at most as
+// much again): enough for any secret the rules know, a private key
+// included.
+const JoinWindow = 8 << 10
+
+// FindEdit returns the secrets an edit puts into a file, ordered by
+// position, without overlaps: text is the whole file after the edit,
+// which wrote text[start:end] (start == end: it only removed text there);
+// written are the findings of the written text alone, as Find returns
+// them for text[start:end] (found beforehand, before a lock is taken, say).
+// Besides those, it finds the secrets that cross an edge of the edit —
+// completed by the written text with the file's own, or whose pieces a
+// removal joined — reading only JoinWindow around each edge. A secret the
+// file held already, away from the edit, is not reported. Offsets and
+// lines are the file's.
+func (s *SecretRules) FindEdit(path, text string, start, end int, written []Finding) []Finding {
+	startLine := strings.Count(text[:start], "\n")
+	out := make([]Finding, 0, len(written))
+	for _, f := range written {
+		f.Start += start
+		f.End += start
+		f.Line += startLine
+		out = append(out, f)
+	}
+	var edges []int // no secret crosses the file's start or end
+	for _, edge := range []int{start, end} {
+		if edge > 0 && edge < len(text) && !slices.Contains(edges, edge) {
+			edges = append(edges, edge)
+		}
+	}
+	for _, edge := range edges {
+		a, b := window(text, edge)
+		line := strings.Count(text[:a], "\n")
+		for _, f := range s.Find(path, text[a:b]) {
+			f.Start += a
+			f.End += a
+			f.Line += line
+			if f.Start < edge && edge < f.End {
+				out = append(out, f)
+			}
+		}
+	}
+	return nonOverlapping(out)
+}
+
+// window returns the part of text FindEdit reads around edge: JoinWindow
+// either side, widened to whole lines by at most JoinWindow more.
+func window(text string, edge int) (a, b int) {
+	a, b = max(0, edge-JoinWindow), min(len(text), edge+JoinWindow)
+	if i := strings.LastIndexByte(text[max(0, a-JoinWindow):a], '\n'); i >= 0 {
+		a = max(0, a-JoinWindow) + i + 1
+	} else if a-JoinWindow <= 0 {
+		a = 0
+	}
+	if i := strings.IndexByte(text[b:min(len(text), b+JoinWindow)], '\n'); i >= 0 {
+		b += i
+	} else if b+JoinWindow >= len(text) {
+		b = len(text)
+	}
+	return a, b
 }
