@@ -71,6 +71,24 @@ type FsckReport struct {
 	Commits  int    // commits of HEAD's history checked
 	Objects  int    // objects read and verified
 	Problems []Problem
+	// Unrecovered: acknowledged changes the write-ahead log holds that
+	// git's files lack (found before any repair).
+	Unrecovered Unrecovered
+}
+
+// unrecoveredText words what the write-ahead log holds for fsck: how many
+// changes and, up to ten, their tool_use ids.
+func unrecoveredText(u Unrecovered) string {
+	s := fmt.Sprintf("%d acknowledged change(s) are in the write-ahead log (.git/gitmem/wal) but not yet in git's files (gitmem was stopped before writing them there)", u.Changes)
+	if len(u.IDs) > 0 {
+		ids := u.IDs
+		more := ""
+		if len(ids) > 10 {
+			ids, more = ids[:10], fmt.Sprintf(" and %d more", len(u.IDs)-10)
+		}
+		s += "; tool_use ids: " + strings.Join(ids, ", ") + more
+	}
+	return s
 }
 
 // Fsck checks a repository gitmem may refuse to open: HEAD and its branch,
@@ -167,6 +185,23 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	} {
 		if _, err := os.Stat(filepath.Join(gitDir, filepath.FromSlash(f.path))); err == nil {
 			add(Problem{What: f.what + " (.git/" + f.path + ")", Repair: "gitmem finishes it when it next opens the repository (gitmem fsck --repair does)", Repaired: repair})
+		}
+	}
+	// Acknowledged changes a killed gitmem left in the write-ahead log.
+	// Under the writer lock (repair) the log is stable; without it, a
+	// process holding the lock has recovered the log itself.
+	held := false
+	if r.flock == nil {
+		held, _ = gd.HeldElsewhere(filepath.Join(gitDir, "gitmem", "lock"))
+	}
+	if !held {
+		u, err := r.unrecovered()
+		if err != nil {
+			add(Problem{What: strings.TrimPrefix(err.Error(), "gitmem: "), Repair: "if gitmem was not killed while writing it, move .git/gitmem/wal and wal2 aside and run gitmem fsck again"})
+		} else if u.Changes > 0 {
+			rep.Unrecovered = u
+			add(Problem{What: unrecoveredText(u), Repaired: repair && !opt.ReadOnly && !rep.damagedObjects(),
+				Repair: "they are recovered by the next gitmem serve or writing command (gitmem fsck --repair does it now)"})
 		}
 	}
 	if repair && !opt.ReadOnly && !rep.damagedObjects() {

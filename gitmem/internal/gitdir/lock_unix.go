@@ -3,6 +3,8 @@
 package gitdir
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -64,4 +66,31 @@ func (l *FileLock) Close() error {
 		return nil
 	}
 	return l.f.Close()
+}
+
+// HeldElsewhere reports whether a process holds the writer lock at path,
+// without taking it (a shared lock is tried and at once released; the
+// file is opened read-only, so a reader with no write access can ask).
+// A missing lock file is not held.
+func HeldElsewhere(path string) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		switch err {
+		case nil:
+			return false, syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		case syscall.EWOULDBLOCK:
+			return true, nil
+		case syscall.EINTR:
+			continue
+		}
+		return false, err
+	}
 }

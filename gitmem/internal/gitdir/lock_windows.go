@@ -60,3 +60,27 @@ func (l *FileLock) Close() error {
 	}
 	return l.f.Close()
 }
+
+// HeldElsewhere reports whether a process holds the writer lock at path,
+// without taking it (a shared lock is tried and at once released; the
+// file is opened read-only). A missing lock file is not held.
+func HeldElsewhere(path string) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var ol windows.Overlapped
+	err = windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &ol)
+	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) || errors.Is(err, windows.ERROR_IO_PENDING) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var ol2 windows.Overlapped
+	return false, windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, &ol2)
+}

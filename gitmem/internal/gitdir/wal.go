@@ -86,16 +86,9 @@ func OpenWAL(gitDir, name string) (*WAL, []WALRecord, error) {
 		return nil, nil, err
 	}
 	w.size = fi.Size()
-	hdr := make([]byte, walHeaderSize)
-	if _, err := io.ReadFull(f, hdr); err != nil || !bytes.HasPrefix(hdr, []byte(walMagic)) {
+	if err := w.readHeader(); err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s is not a gitmem write-ahead log", filepath.Base(path))
-	}
-	g := hdr[len(walMagic):]
-	w.gen = binary.BigEndian.Uint32(g)
-	if crc32.Checksum(g[:4], castagnoli) != binary.BigEndian.Uint32(g[4:]) {
-		f.Close()
-		return nil, nil, errors.New("the write-ahead log's header is damaged")
+		return nil, nil, err
 	}
 	recs, err := w.scan()
 	if err != nil {
@@ -103,6 +96,48 @@ func OpenWAL(gitDir, name string) (*WAL, []WALRecord, error) {
 		return nil, nil, err
 	}
 	return w, recs, nil
+}
+
+// ReadWAL returns the records of the current generation of the log file
+// .git/gitmem/NAME, and the generation, without writing anything (a
+// missing file holds none): what a crashed holder of the writer lock
+// left, for a reader that may not replay it. The file must not be written
+// meanwhile (no one holds the writer lock).
+func ReadWAL(gitDir, name string) (gen uint32, recs []WALRecord, err error) {
+	path := filepath.Join(gitDir, "gitmem", name)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	defer f.Close()
+	w := &WAL{path: path, f: f}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, nil, err
+	}
+	w.size = fi.Size()
+	if err := w.readHeader(); err != nil {
+		return 0, nil, err
+	}
+	recs, err = w.scan()
+	return w.gen, recs, err
+}
+
+// readHeader reads and checks the header, setting the generation.
+func (w *WAL) readHeader() error {
+	hdr := make([]byte, walHeaderSize)
+	if _, err := io.ReadFull(w.f, hdr); err != nil || !bytes.HasPrefix(hdr, []byte(walMagic)) {
+		return fmt.Errorf("%s is not a gitmem write-ahead log", filepath.Base(w.path))
+	}
+	g := hdr[len(walMagic):]
+	w.gen = binary.BigEndian.Uint32(g)
+	if crc32.Checksum(g[:4], castagnoli) != binary.BigEndian.Uint32(g[4:]) {
+		return errors.New("the write-ahead log's header is damaged")
+	}
+	return nil
 }
 
 func createWAL(path string) (*WAL, error) {
@@ -251,6 +286,9 @@ func (w *WAL) void() {
 		Fdatasync(w.f)
 	}
 }
+
+// Records is how many records the log holds.
+func (w *WAL) Records() int { return int(w.seq) }
 
 // Len is how many bytes of records the log holds.
 func (w *WAL) Len() int64 { return w.off - walHeaderSize }

@@ -1,0 +1,102 @@
+package gitmem
+
+import (
+	"bytes"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// Unrecovered is what a gitmem killed before its checkpoint (kill -9, a
+// power cut, a full disk at exit) left in the write-ahead log and git's
+// own files do not hold yet: acknowledged changes, safe in the log, that
+// the next process to take the writer lock recovers (serve, any writing
+// command, gitmem fsck --repair). Until then git, and gitmem's read-only
+// commands, do not show them.
+type Unrecovered struct {
+	Changes int      // acknowledged changes not in git's files
+	IDs     []string // the tool_use ids among them, oldest first
+}
+
+// Unrecovered reports the acknowledged changes the write-ahead log holds
+// that git's files lack, for a Repo opened ReadOnly (a writer recovered
+// them when it opened). It reads the log without writing anything. When
+// another process holds the writer lock it reports none: that process
+// recovered the log when it took the lock, and writes what it
+// acknowledges to git's files within milliseconds.
+func (r *Repo) Unrecovered() (Unrecovered, error) {
+	if !r.opt.ReadOnly {
+		return Unrecovered{}, nil
+	}
+	held, err := gd.HeldElsewhere(filepath.Join(r.gitDir, "gitmem", "lock"))
+	if err != nil || held {
+		return Unrecovered{}, wrap("check the writer lock", err)
+	}
+	return r.unrecovered()
+}
+
+// unrecovered reads both log files (in the order their generations give)
+// and returns the records after the last one git's branch holds. Called
+// when no process holds the writer lock, or by its holder before it opens
+// the log.
+func (r *Repo) unrecovered() (Unrecovered, error) {
+	var recs [2][]gd.WALRecord
+	var gens [2]uint32
+	for i, name := range []string{"wal", "wal2"} {
+		g, rs, err := gd.ReadWAL(r.gitDir, name)
+		if err != nil {
+			return Unrecovered{}, wrap("read the write-ahead log", err)
+		}
+		gens[i], recs[i] = g, rs
+	}
+	first := 0
+	if gens[1] < gens[0] {
+		first = 1
+	}
+	log := append(recs[first], recs[1-first]...)
+	if len(log) == 0 {
+		return Unrecovered{}, nil
+	}
+	head, _ := r.readRef(r.branch) // a missing branch holds none of them
+	missing := log
+	if !head.IsZero() {
+		st := r.obj.View()
+		g := gd.NewGraph(st)
+		for i := len(log) - 1; i >= 0; i-- {
+			if log[i].Head == head {
+				missing = log[i+1:]
+				break
+			}
+			if in, err := g.IsAncestor(log[i].Head, head); err == nil && in {
+				missing = log[i+1:] // the branch moved on from it (a hand commit after the crash)
+				break
+			}
+		}
+		st.Close()
+	}
+	u := Unrecovered{Changes: len(missing)}
+	for _, rec := range missing {
+		if id := recordID(rec); id != "" {
+			u.IDs = append(u.IDs, id)
+		}
+	}
+	return u, nil
+}
+
+// recordID is the tool_use id of a log record's commit ("" if none).
+func recordID(rec gd.WALRecord) string {
+	for _, o := range rec.Objects {
+		if o.Hash != rec.Head || o.Type != plumbing.CommitObject {
+			continue
+		}
+		_, msg, ok := bytes.Cut(o.Data, []byte("\n\n"))
+		if !ok {
+			return ""
+		}
+		_, _, trailers := parseMessage(string(msg))
+		return trailerValue(trailers, TrailerToolUseID)
+	}
+	return ""
+}

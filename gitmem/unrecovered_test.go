@@ -1,0 +1,169 @@
+package gitmem
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// crashWithLog leaves a repository as a gitmem killed before writing its
+// last acknowledged changes to git's files: t1 is in git, t2 and t3 only
+// in the write-ahead log.
+func crashWithLog(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "one\n")
+	settle(t, r)
+	r.mmu.Lock() // t2 and t3 stay in the log until the fault is in place
+	write(t, r, "t2", "a.md", "two\n")
+	write(t, r, "t3", "b.md", "three\n")
+	stop := failAt(t, gd.StepObject, "")
+	r.mmu.Unlock()
+	crash(r)
+	stop()
+	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
+		t.Fatalf("t2 reached git's files; the test needs it in the log only:\n%s", ids)
+	}
+	return dir
+}
+
+func ids(t *testing.T, r *Repo) string {
+	t.Helper()
+	var out []string
+	err := r.Log(context.Background(), LogOptions{}, nil, func(c Commit) error {
+		if id := trailerValue(c.Trailers, TrailerToolUseID); id != "" {
+			out = append(out, id)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, " ")
+}
+
+// After a crash, a read-only Repo (gitmem log, show, diff, blame) learns
+// how many acknowledged changes the log holds that git's files lack, and
+// their ids; it writes nothing. Once a writer opened the repository there
+// are none.
+func TestUnrecoveredChangesAfterACrash(t *testing.T) {
+	dir := crashWithLog(t)
+	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := ro.Unrecovered()
+	if err != nil || u.Changes != 2 || strings.Join(u.IDs, " ") != "t2 t3" {
+		t.Fatalf("unrecovered %+v %v, want 2 changes t2 t3", u, err)
+	}
+	if got := ids(t, ro); got != "t1" {
+		t.Fatalf("a read-only log shows %q: the test expects the crash's changes missing", got)
+	}
+	ro.Close()
+	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
+		t.Fatal("asking changed git's files")
+	}
+
+	// Another process holding the writer lock recovered the log itself:
+	// nothing is reported while it holds it.
+	l, err := gd.OpenFileLock(filepath.Join(dir, ".git", "gitmem", "lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Lock()
+	ro, _ = Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	if u, err := ro.Unrecovered(); err != nil || u.Changes != 0 {
+		t.Fatalf("with the lock held elsewhere: %+v %v", u, err)
+	}
+	ro.Close()
+	l.Unlock()
+	l.Close()
+
+	w, err := Open(dir, testOptions(t)) // recovers
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, w)
+	w.Close()
+	ro, _ = Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	defer ro.Close()
+	if u, err := ro.Unrecovered(); err != nil || u.Changes != 0 {
+		t.Fatalf("after recovery: %+v %v", u, err)
+	}
+	if got := ids(t, ro); got != "t3 t2 t1" {
+		t.Fatalf("log after recovery: %q", got)
+	}
+}
+
+// Changes already in git's files (materialised, the log not yet emptied)
+// are not reported.
+func TestMaterialisedLogIsNotUnrecovered(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "one\n")
+	if err := r.materialize(); err != nil {
+		t.Fatal(err)
+	}
+	crash(r)
+	if _, recs, _ := gd.ReadWAL(filepath.Join(dir, ".git"), "wal"); len(recs) == 0 {
+		if _, recs2, _ := gd.ReadWAL(filepath.Join(dir, ".git"), "wal2"); len(recs2) == 0 {
+			t.Fatal("the log is empty: the test needs it to hold t1")
+		}
+	}
+	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if u, err := ro.Unrecovered(); err != nil || u.Changes != 0 {
+		t.Fatalf("%+v %v", u, err)
+	}
+}
+
+// gitmem fsck reports the changes a crash left in the log (how many, their
+// ids, how they are recovered) and changes nothing; fsck --repair recovers
+// them.
+func TestFsckReportsTheWriteAheadLog(t *testing.T) {
+	dir := crashWithLog(t)
+	rep, err := Fsck(dir, Options{ReadOnly: true, Logf: t.Logf}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Unrecovered.Changes != 2 || len(rep.Problems) != 1 || rep.Problems[0].Repaired ||
+		!strings.Contains(rep.Problems[0].What, "2 acknowledged change(s) are in the write-ahead log") ||
+		!strings.Contains(rep.Problems[0].What, "tool_use ids: t2, t3") ||
+		!strings.Contains(rep.Problems[0].Repair, "next gitmem serve or writing command") {
+		t.Fatalf("fsck: %+v", rep)
+	}
+	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
+		t.Fatal("fsck without --repair changed git's files")
+	}
+	rep, err = Fsck(dir, testOptions(t), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
+		t.Fatalf("fsck --repair: %+v", rep)
+	}
+	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(ids, "t2\n") || !strings.Contains(ids, "t3\n") {
+		t.Fatalf("fsck --repair did not recover the log:\n%s", ids)
+	}
+	gitCLI(t, dir, "fsck", "--strict")
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
+	rep, err = Fsck(dir, Options{ReadOnly: true, Logf: t.Logf}, false)
+	if err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("fsck after the repair: %+v %v", rep, err)
+	}
+}
