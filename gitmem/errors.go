@@ -132,6 +132,25 @@ func shortPath(p string) string {
 	return path.Base(s)
 }
 
+// UnwrittenError is Close's report that its last checkpoint failed (a
+// full disk, a read-only folder): git's files may lack acknowledged
+// changes. Nothing is lost: the Changes are kept in the write-ahead log,
+// and the next process to take the writer lock (serve, a writing command,
+// gitmem fsck --repair) recovers them. Unwrap gives the checkpoint's
+// error.
+type UnwrittenError struct {
+	Changes int      // acknowledged changes git's files lack
+	IDs     []string // their tool_use ids, oldest first
+	Err     error
+}
+
+func (e *UnwrittenError) Error() string {
+	return fmt.Sprintf("gitmem: the last checkpoint failed (%s); %d acknowledged change(s) are safe in the write-ahead log (.git/gitmem/wal) and are recovered at the next start",
+		strings.TrimPrefix(scrubPaths(e.Err), "gitmem: "), e.Changes)
+}
+
+func (e *UnwrittenError) Unwrap() error { return e.Err }
+
 // wrap turns any error from below (go-git, the OS) into a *StorageError,
 // leaving gitmem's own errors as they are.
 func wrap(op string, err error) error {
@@ -141,13 +160,14 @@ func wrap(op string, err error) error {
 	var se *StorageError
 	var ae *AppliedError
 	var de *DamagedError
+	var ue *UnwrittenError
 	for _, own := range []error{ErrNotExist, ErrExist, ErrIsDir, ErrNotDir, ErrRoot, ErrInsideItself, ErrNotRepository,
 		ErrClosed, ErrUnknownRev, ErrReadOnly, ErrForeign, ErrNoChange, ErrEmptyMatch} {
 		if errors.Is(err, own) {
 			return err
 		}
 	}
-	if errors.As(err, &se) || errors.As(err, &ae) || errors.As(err, &de) {
+	if errors.As(err, &se) || errors.As(err, &ae) || errors.As(err, &de) || errors.As(err, &ue) {
 		return err
 	}
 	return &StorageError{Op: op, Err: err}

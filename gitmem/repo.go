@@ -822,10 +822,22 @@ func (r *Repo) Close() error {
 	if r.owned.Load() {
 		r.drain()
 		r.adoptKept()
+		kept := 0
 		if err = r.checkpoint(); err == nil {
 			err = wrap("write the index", r.writeIndex())
+		} else {
+			kept = r.logRecords()
 		}
 		r.closeLog(err == nil) // empty after a checkpoint: removed
+		if kept > 0 {
+			// Kept in the log for the next start: say how many of them
+			// git's files lack (all it holds, if that cannot be told).
+			ue := &UnwrittenError{Changes: kept, Err: err}
+			if u, uerr := r.unrecovered(); uerr == nil && u.Changes > 0 {
+				ue.Changes, ue.IDs = u.Changes, u.IDs
+			}
+			err = ue
+		}
 		r.owned.Store(false)
 		r.flock.Unlock()
 	}

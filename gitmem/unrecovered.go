@@ -78,15 +78,15 @@ func (r *Repo) unrecovered() (Unrecovered, error) {
 	}
 	u := Unrecovered{Changes: len(missing)}
 	for _, rec := range missing {
-		if id := recordID(rec); id != "" {
+		if id := walToolUseID(rec); id != "" {
 			u.IDs = append(u.IDs, id)
 		}
 	}
 	return u, nil
 }
 
-// recordID is the tool_use id of a log record's commit ("" if none).
-func recordID(rec gd.WALRecord) string {
+// walToolUseID is the tool_use id of a log record's commit ("" if none).
+func walToolUseID(rec gd.WALRecord) string {
 	for _, o := range rec.Objects {
 		if o.Hash != rec.Head || o.Type != plumbing.CommitObject {
 			continue
@@ -99,4 +99,18 @@ func recordID(rec gd.WALRecord) string {
 		return trailerValue(trailers, TrailerToolUseID)
 	}
 	return ""
+}
+
+// logRecords is how many records this process's log files hold (changes
+// acknowledged since the last checkpoint emptied them).
+func (r *Repo) logRecords() int {
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
+	n := 0
+	for _, w := range r.walFiles {
+		if w != nil {
+			n += w.Records()
+		}
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -165,5 +166,49 @@ func TestFsckReportsTheWriteAheadLog(t *testing.T) {
 	rep, err = Fsck(dir, Options{ReadOnly: true, Logf: t.Logf}, false)
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("fsck after the repair: %+v %v", rep, err)
+	}
+}
+
+// Close whose last checkpoint fails (a full disk) says so: an
+// UnwrittenError counting the acknowledged changes kept in the log, which
+// the next start recovers.
+func TestCloseWithFailedCheckpointKeepsTheLog(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "one\n")
+	settle(t, r)
+	r.mmu.Lock() // t2 and t3 stay in the log until the fault is in place
+	write(t, r, "t2", "a.md", "two\n")
+	write(t, r, "t3", "b.md", "three\n")
+	stop := failAt(t, gd.StepObject, "")
+	r.mmu.Unlock()
+	err = r.Close()
+	var ue *UnwrittenError
+	var se *StorageError
+	if !errors.As(err, &ue) || ue.Changes != 2 || !errors.As(err, &se) {
+		t.Fatalf("Close: %v, want an UnwrittenError for 2 changes", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "no space left on device") || strings.Contains(msg, dir) ||
+		!strings.Contains(msg, "2 acknowledged change(s) are safe in the write-ahead log (.git/gitmem/wal) and are recovered at the next start") {
+		t.Fatalf("Close: %q", msg)
+	}
+	stop()
+	ro, _ := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	if u, err := ro.Unrecovered(); err != nil || u.Changes != 2 {
+		t.Fatalf("after Close: %+v %v", u, err)
+	}
+	ro.Close()
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(ids, "t2\n") || !strings.Contains(ids, "t3\n") {
+		t.Fatalf("not recovered:\n%s", ids)
 	}
 }

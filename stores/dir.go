@@ -198,17 +198,20 @@ func (d *Dir) remove(e *entry) {
 }
 
 // closeEntry closes a store taken out of the pool, once no call uses it.
-func (d *Dir) closeEntry(e *entry) {
+// Its Close error is logged, and returned for Dir.Close to report.
+func (d *Dir) closeEntry(e *entry) error {
 	<-e.ready
 	e.gate.Lock()
 	defer e.gate.Unlock()
 	if e.gone || e.repo == nil {
-		return
+		return nil
 	}
 	e.gone = true
 	if err := e.repo.Close(); err != nil {
 		d.logf("gitmem: store %s: close: %v", e.name, err)
+		return fmt.Errorf("store %s: %w", e.name, err)
 	}
+	return nil
 }
 
 // Store is a store in use: Acquire it, use it, Release it.
@@ -347,7 +350,9 @@ func (d *Dir) OpenCount() int {
 	return len(d.open)
 }
 
-// Close closes every open store and stops the background work.
+// Close closes every open store and stops the background work. It reports
+// the stores whose Close failed (a last checkpoint that failed keeps the
+// acknowledged changes in the store's write-ahead log: *gitmem.UnwrittenError).
 func (d *Dir) Close() error {
 	d.mu.Lock()
 	if d.closed {
@@ -364,10 +369,11 @@ func (d *Dir) Close() error {
 	d.mu.Unlock()
 	close(d.stop)
 	<-d.done
+	var errs []error
 	for _, e := range all {
-		d.closeEntry(e)
+		errs = append(errs, d.closeEntry(e))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Use runs fn with the store's repository and its current metadata. Within

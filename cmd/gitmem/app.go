@@ -78,7 +78,7 @@ func initCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "adopt", Usage: "make an existing git repository that gitmem did not create a gitmem repository (gitmem then commits onto its branch)"},
 		},
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
 			dir := c.String("repo")
 			switch c.NArg() {
 			case 0:
@@ -91,7 +91,7 @@ func initCommand() *cli.Command {
 			if err != nil {
 				return storeErr(err, dir)
 			}
-			defer r.Close()
+			defer closeRepo(r, &err)
 			head, err := r.Commit("HEAD")
 			if err != nil {
 				return storeErr(err, dir)
@@ -110,6 +110,7 @@ func initCommand() *cli.Command {
 func storeErr(err error, dir string) error {
 	var se *gitmem.StorageError
 	var de *gitmem.DamagedError
+	var ue *gitmem.UnwrittenError
 	switch {
 	case errors.Is(err, gitmem.ErrNotRepository):
 		return failf(exitNoRepo, "%s is not a gitmem repository (run: gitmem --repo %s init)", dir, dir)
@@ -117,6 +118,8 @@ func storeErr(err error, dir string) error {
 		return failf(exitNoRepo, "%s is a git repository that gitmem did not create; gitmem would commit onto its branch (to do so anyway: gitmem init --adopt %s)", dir, dir)
 	case errors.As(err, &de):
 		return failf(exitFailure, "%s; %s", de.Problem, de.Repair)
+	case errors.As(err, &ue):
+		return failf(exitFailure, "%s", strings.TrimPrefix(ue.Error(), "gitmem: "))
 	case errors.As(err, &se):
 		return failf(exitFailure, "%s", strings.TrimPrefix(se.Error(), "gitmem: "))
 	}

@@ -37,14 +37,51 @@ func clock() func() time.Time {
 }
 
 // openRepo opens --repo for an operator command. Read-only commands take
-// no lock and change nothing.
+// no lock and change nothing; after a crash they warn of acknowledged
+// changes they cannot show yet (warnUnrecovered).
 func openRepo(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
 	dir := c.String("repo")
 	r, err := gitmem.Open(dir, gitmem.Options{ReadOnly: readOnly, Now: clock(), Logf: logTo(c)})
 	if err != nil {
 		return nil, storeErr(err, dir)
 	}
+	if readOnly {
+		warnUnrecovered(c, r)
+	}
 	return r, nil
+}
+
+// warnUnrecovered prints one line on stderr when a gitmem was killed (or
+// its disk was full at exit) before writing acknowledged changes to git's
+// files: they are safe in the write-ahead log, but a read-only command,
+// which writes nothing, shows the history without them.
+func warnUnrecovered(c *cli.Context, r *gitmem.Repo) {
+	u, err := r.Unrecovered()
+	switch {
+	case err != nil:
+		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: the write-ahead log could not be checked (%s); run gitmem fsck\n", strings.TrimPrefix(err.Error(), "gitmem: "))
+	case u.Changes > 0:
+		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: %d acknowledged change(s) are not shown: they are in the write-ahead log, not yet in git's files (gitmem stopped before writing them); gitmem fsck --repair, serve or any writing command recovers them\n", u.Changes)
+	}
+}
+
+// closeRepo closes a repository at the end of a command. A last
+// checkpoint that fails (a full disk) fails the command, saying that the
+// acknowledged changes are kept in the write-ahead log for the next start;
+// an error the command already had comes first.
+func closeRepo(r *gitmem.Repo, err *error) {
+	cerr := r.Close()
+	if cerr == nil {
+		return
+	}
+	closing := storeErr(cerr, r.Dir())
+	var ee, ce *exitError
+	switch {
+	case *err == nil:
+		*err = closing
+	case errors.As(*err, &ee) && errors.As(closing, &ce):
+		*err = failf(ee.code, "%s; and at exit: %s", ee.msg, ce.msg)
+	}
 }
 
 // memPath reads a path as the model writes it (/memories/a.md) or relative

@@ -24,7 +24,7 @@ func redactCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "the report as one JSON object: dry_run, rewritten (old, new, subject), refs, renamed"},
 			&cli.StringFlag{Name: "push", Usage: "the memory is shared through `REMOTE`: pull first, then replace the remote's history (with a lease) and record the redaction, which every other clone applies at its next sync"},
 		},
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
 			var path *string
 			if c.NArg() > 0 {
 				if c.NArg() > 1 {
@@ -51,7 +51,7 @@ func redactCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer r.Close()
+			defer closeRepo(r, &err)
 			ctx, stop := signalContext()
 			defer stop()
 			remote := c.String("push")
@@ -131,12 +131,12 @@ func gcCommand() *cli.Command {
 		Usage: "pack loose objects (--full: repack everything and drop unreachable objects)",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "full", Usage: "one pack of everything reachable; delete the rest"},
 			&cli.BoolFlag{Name: "json", Usage: "the result as a JSON object: packed, removed"}},
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
 			r, err := openRepo(c, false)
 			if err != nil {
 				return err
 			}
-			defer r.Close()
+			defer closeRepo(r, &err)
 			st, err := r.GC(c.Bool("full"))
 			if err != nil {
 				return storeErr(err, c.String("repo"))

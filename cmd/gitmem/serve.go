@@ -76,7 +76,7 @@ func serveCommand() *cli.Command {
 	return cmd
 }
 
-func serve(c *cli.Context) error {
+func serve(c *cli.Context) (err error) {
 	author, err := parseAuthor(c.String("author"))
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return storeErr(err, dir)
 	}
-	defer repo.Close()
+	defer closeRepo(repo, &err)
 	m := newMetrics(repo)
 	h := handler.New(repo, handler.Options{
 		Limits: limitFlags(c),
@@ -203,7 +203,7 @@ func limitFlags(c *cli.Context) policy.Limits {
 }
 
 // serveStores serves every store of --stores over HTTP.
-func serveStores(c *cli.Context, author gitmem.Signature) error {
+func serveStores(c *cli.Context, author gitmem.Signature) (err error) {
 	addr := c.String("http")
 	switch {
 	case addr == "":
@@ -240,7 +240,13 @@ func serveStores(c *cli.Context, author gitmem.Signature) error {
 	if err != nil {
 		return failf(exitFailure, "%v", err)
 	}
-	defer dir.Close()
+	defer func() {
+		// A store whose last checkpoint failed keeps its acknowledged
+		// changes in its write-ahead log: the exit says so.
+		if cerr := dir.Close(); cerr != nil && err == nil {
+			err = failf(exitFailure, "%s", strings.ReplaceAll(strings.ReplaceAll(cerr.Error(), "gitmem: ", ""), "\n", "; "))
+		}
+	}()
 	ctx, stop := signalContext()
 	defer stop()
 	if tokens != nil {

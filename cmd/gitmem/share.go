@@ -159,7 +159,7 @@ func remoteCommand() *cli.Command {
 // remoteChange is the action of remote add and remove: n arguments, the
 // repository opened for writing.
 func remoteChange(n int, what string, fn func(*gitmem.Repo, []string) error) cli.ActionFunc {
-	return func(c *cli.Context) error {
+	return func(c *cli.Context) (err error) {
 		if c.NArg() != n {
 			return failf(exitUsage, "remote %s takes %s", c.Command.Name, what)
 		}
@@ -167,7 +167,7 @@ func remoteChange(n int, what string, fn func(*gitmem.Repo, []string) error) cli
 		if err != nil {
 			return err
 		}
-		defer r.Close()
+		defer closeRepo(r, &err)
 		if err := fn(r, c.Args().Slice()); err != nil {
 			var ee *exitError
 			if errors.As(err, &ee) {
@@ -185,7 +185,7 @@ func cloneCommand() *cli.Command {
 		Usage:     "make a new memory from a shared one: the remote becomes origin",
 		ArgsUsage: "URL [DIR]   (default DIR: --repo)",
 		Flags:     append(remoteAuthFlags(), limitFlagsOnly()...),
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
 			if c.NArg() < 1 || c.NArg() > 2 {
 				return failf(exitUsage, "clone takes a URL and a folder")
 			}
@@ -202,7 +202,7 @@ func cloneCommand() *cli.Command {
 			case err != nil:
 				return shareErr(err, "origin", dir)
 			}
-			defer r.Close()
+			defer closeRepo(r, &err)
 			head, err := r.Commit("HEAD")
 			if err != nil {
 				return storeErr(err, dir)
@@ -223,12 +223,12 @@ func shareCommand(name, usage string, run func(*gitmem.Repo, context.Context, st
 		Usage:     usage,
 		ArgsUsage: "[REMOTE]   (default: origin)",
 		Flags:     flags,
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
 			r, err := openRepo(c, false)
 			if err != nil {
 				return err
 			}
-			defer r.Close()
+			defer closeRepo(r, &err)
 			remote, err := remoteArg(c, r)
 			if err != nil {
 				return err

@@ -23,7 +23,7 @@ func revertCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "show the diff the revert would make; change nothing"},
 			jsonReportFlag,
 		},
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
 			if c.NArg() == 0 {
 				return failf(exitUsage, "revert takes one or more revisions or tool_use ids")
 			}
@@ -37,7 +37,7 @@ func revertCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer r.Close()
+			defer closeRepo(r, &err)
 			cm, changes, err := r.Revert(c.Args().Slice(), gitmem.RevertOptions{Theirs: c.String("strategy") == "theirs", DryRun: dry})
 			var ce *gitmem.ConflictError
 			switch {
@@ -105,7 +105,7 @@ func restoreCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "show the diff the restore would make; change nothing"},
 			jsonReportFlag,
 		},
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
 			if c.String("to") == "" {
 				return failf(exitUsage, "restore needs --to REV|TIME (see: gitmem restore --help)")
 			}
@@ -122,7 +122,7 @@ func restoreCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer r.Close()
+			defer closeRepo(r, &err)
 			target, err := stores.Revision(r, c.String("to"), now(), true)
 			if err != nil {
 				return revErr(err)
@@ -159,7 +159,7 @@ func expireCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "keep", Usage: "never expire paths matching `GLOB` (memories/**/*.md, /memories/core/*)"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per file"},
 		},
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
 			if c.String("older-than") == "" {
 				return failf(exitUsage, "expire needs --older-than DURATION (see: gitmem expire --help)")
 			}
@@ -176,7 +176,7 @@ func expireCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer r.Close()
+			defer closeRepo(r, &err)
 			var stale []gitmem.Stale
 			var cm gitmem.Commit
 			if c.Bool("dry-run") {
