@@ -15,7 +15,21 @@ import (
 // in the write-ahead log.
 func crashWithLog(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir, r, stop := twoInTheLog(t)
+	crash(r)
+	stop()
+	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
+		t.Fatalf("t2 reached git's files; the test needs it in the log only:\n%s", ids)
+	}
+	return dir
+}
+
+// twoInTheLog makes a repository whose writes to git's files fail (as on
+// a full disk) until stop: t1 is in git, t2 and t3 only in r's write-ahead
+// log.
+func twoInTheLog(t *testing.T) (dir string, r *Repo, stop func()) {
+	t.Helper()
+	dir = t.TempDir()
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -25,14 +39,9 @@ func crashWithLog(t *testing.T) string {
 	r.mmu.Lock() // t2 and t3 stay in the log until the fault is in place
 	write(t, r, "t2", "a.md", "two\n")
 	write(t, r, "t3", "b.md", "three\n")
-	stop := failAt(t, gd.StepObject, "")
+	stop = failAt(t, gd.StepObject, "")
 	r.mmu.Unlock()
-	crash(r)
-	stop()
-	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
-		t.Fatalf("t2 reached git's files; the test needs it in the log only:\n%s", ids)
-	}
-	return dir
+	return dir, r, stop
 }
 
 func ids(t *testing.T, r *Repo) string {
@@ -173,19 +182,8 @@ func TestFsckReportsTheWriteAheadLog(t *testing.T) {
 // UnwrittenError counting the acknowledged changes kept in the log, which
 // the next start recovers.
 func TestCloseWithFailedCheckpointKeepsTheLog(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, r, "t1", "a.md", "one\n")
-	settle(t, r)
-	r.mmu.Lock() // t2 and t3 stay in the log until the fault is in place
-	write(t, r, "t2", "a.md", "two\n")
-	write(t, r, "t3", "b.md", "three\n")
-	stop := failAt(t, gd.StepObject, "")
-	r.mmu.Unlock()
-	err = r.Close()
+	dir, r, stop := twoInTheLog(t)
+	err := r.Close()
 	var ue *UnwrittenError
 	var se *StorageError
 	if !errors.As(err, &ue) || ue.Changes != 2 || !errors.As(err, &se) {
