@@ -19,11 +19,16 @@ import (
 // commit could not mirror (a full disk, a read-only folder). It is removed
 // only once every path it names matches HEAD again. While it exists, the
 // paths it names are gitmem's own unfinished work: they are brought back
-// to HEAD, never adopted as hand edits.
+// to HEAD, never adopted as hand edits. A clone leaves one too, marked
+// Checkout: its worktree is brought to the branch by the first open, the
+// same way (a clone killed half way is finished by the next start), but
+// that is a first checkout, not an unfinished change, and is not reported
+// as one.
 type journal struct {
-	Paths  []string `json:"paths"`
-	Commit string   `json:"commit,omitempty"` // the commit being made
-	Parent string   `json:"parent,omitempty"` // the branch before it ("" for a first commit)
+	Paths    []string `json:"paths"`
+	Commit   string   `json:"commit,omitempty"`   // the commit being made
+	Parent   string   `json:"parent,omitempty"`   // the branch before it ("" for a first commit)
+	Checkout bool     `json:"checkout,omitempty"` // a clone's first checkout, nothing to recover
 }
 
 func (r *Repo) journalPath() string { return filepath.Join(r.gitDir, "gitmem", "pending") }
@@ -92,7 +97,7 @@ func (r *Repo) repairPending() {
 			left = append(left, p)
 		}
 	}
-	if len(j.Paths) > 0 && len(left) < len(j.Paths) {
+	if len(j.Paths) > 0 && len(left) < len(j.Paths) && !j.Checkout {
 		r.opt.Logf("gitmem: brought %d path(s) of an unfinished change back to HEAD", len(j.Paths)-len(left))
 	}
 	r.forgetStats(j.Paths)
@@ -104,17 +109,17 @@ func (r *Repo) repairPending() {
 		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)
 		return
 	}
-	r.clearJournal(left)
+	r.clearJournal(left, j.Checkout)
 }
 
 // clearJournal removes the journal, or, while paths still wait for repair,
-// rewrites it to name only them.
-func (r *Repo) clearJournal(left []string) {
+// rewrites it to name only them (a checkout's still a checkout).
+func (r *Repo) clearJournal(left []string, checkout bool) {
 	if len(left) == 0 {
 		os.Remove(r.journalPath())
 		return
 	}
-	if err := r.writeJournal(journal{Paths: left}); err != nil {
+	if err := r.writeJournal(journal{Paths: left, Checkout: checkout}); err != nil {
 		r.opt.Logf("gitmem: could not rewrite the journal: %v", err)
 	}
 }

@@ -668,8 +668,9 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 		var clean bool
 		if clean, err = s.clean(tip); err == nil && clean {
 			if err = pre.obj.UpdateRef(pre.branch, plumbing.ZeroHash, tip, true); err == nil {
-				// Opening brings the worktree to the branch, as after a crash.
-				err = pre.writeJournal(journal{Paths: []string{memDir}})
+				// Opening brings the worktree to the branch, as after a
+				// crash, but quietly: a first checkout, nothing to recover.
+				err = pre.writeJournal(journal{Paths: []string{memDir}, Checkout: true})
 			}
 			tip = plumbing.ZeroHash
 		} else if err == nil {

@@ -452,3 +452,36 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	}
 	fsckClean(t, a.Dir())
 }
+
+// A clean clone brings its worktree to the remote's commit without a word
+// of crash recovery: the journal it leaves for Open is a checkout, not an
+// unfinished change.
+func TestCloneLogsNoRecovery(t *testing.T) {
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "t1", "notes.md", "hello\n")
+	put(t, a, "t2", "sub/more.md", "more\n")
+	if _, err := a.Sync(context.Background(), "origin", SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	opt := agentOptions(t, "b")
+	opt.Logf = func(f string, args ...any) { logged = append(logged, fmt.Sprintf(f, args...)) }
+	dir := filepath.Join(t.TempDir(), "b")
+	b, _, err := Clone(context.Background(), remote, dir, opt, SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, l := range logged {
+		if strings.Contains(l, "unfinished change") || strings.Contains(l, "back to HEAD") {
+			t.Errorf("a clean clone logged %q", l)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "memories", "sub", "more.md")); err != nil || string(data) != "more\n" {
+		t.Fatalf("the clone's worktree: %q, %v", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "gitmem", "pending")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the clone left its journal: %v", err)
+	}
+}
