@@ -165,14 +165,16 @@ func (r *Repo) commitWithPaths(rev string) (Commit, error) {
 
 // At returns the commit that was HEAD at time t: the newest on the
 // first-parent history made at or before t (a commit merged in from
-// another agent was not HEAD here; the merge that brought it was).
-// ErrUnknownRev if none.
+// another agent was not HEAD here; the merge that brought it was). A time
+// before the first commit names the first commit when it holds no memory
+// file (gitmem init's): the memory was as empty before it. ErrUnknownRev
+// if none.
 func (r *Repo) At(t time.Time) (Commit, error) {
 	next, err := r.headHash()
 	if err != nil {
 		return Commit{}, err
 	}
-	var found *histRec
+	var found, root *histRec
 	err = r.scan(nil, nil, func(h *histRec) bool {
 		if h.hash != next {
 			return true // the index lists parents before children: the chain comes in order
@@ -182,10 +184,18 @@ func (r *Repo) At(t time.Time) (Commit, error) {
 			return false
 		}
 		next = h.parent()
+		if next.IsZero() {
+			root = h
+		}
 		return !next.IsZero()
 	})
 	if err != nil {
 		return Commit{}, err
+	}
+	if found == nil && root != nil {
+		if files, err := r.Files(root.hash.String()); err == nil && len(files) == 0 {
+			found = root
+		}
 	}
 	if found == nil {
 		return Commit{}, ErrUnknownRev

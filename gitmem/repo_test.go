@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -353,4 +354,36 @@ func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
 	old := time.Now().Add(-time.Minute)
 	os.Chtimes(lock, old, old)
 	write(t, r, "c", "c.md", "c")
+}
+
+// A time before the first commit names gitmem init's empty commit (the
+// memory was as empty before it), never a first commit that holds files.
+func TestAtBeforeTheFirstCommit(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", "one\n")
+	root, err := r.Resolve("HEAD~1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Date(2025, 12, 31, 0, 0, 0, 0, time.UTC)
+	if c, err := r.At(before); err != nil || c.Hash != root.Hash {
+		t.Fatalf("At before an empty first commit: %v %v, want %s", c.Hash, err, root.Hash)
+	}
+
+	dir2 := t.TempDir()
+	os.MkdirAll(filepath.Join(dir2, "memories"), 0o700)
+	os.WriteFile(filepath.Join(dir2, "memories", "kept.md"), []byte("kept\n"), 0o600)
+	r2, _, err := Init(dir2, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if c, err := r2.At(before); !errors.Is(err, ErrUnknownRev) {
+		t.Fatalf("At before a first commit with files: %v %v, want ErrUnknownRev", c.Hash, err)
+	}
 }

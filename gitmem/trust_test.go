@@ -685,6 +685,20 @@ func TestOperatorCommandsRefuseEmptyChanges(t *testing.T) {
 	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"b.md"}}); !errors.As(err, new(*AbsentError)) || head() != h {
 		t.Fatalf("restore of a path absent then: %v", err)
 	}
+	// The whole memory, or a folder, deletes no file without Delete either:
+	// every file it would delete is named.
+	write(t, r, "t4", "notes/c.md", "c\n")
+	h = head()
+	var ae *AbsentError
+	if _, _, err := r.Restore(first, RestoreOptions{}); !errors.As(err, &ae) || !slices.Equal(ae.Paths, []string{"b.md", "notes/c.md"}) || head() != h {
+		t.Fatalf("restore of all memory deleting files: %v", err)
+	}
+	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"notes"}}); !errors.As(err, &ae) || !slices.Equal(ae.Paths, []string{"notes"}) || head() != h {
+		t.Fatalf("restore of a folder absent then: %v", err)
+	}
+	if _, changes, err := r.Restore(first, RestoreOptions{Delete: true, DryRun: true}); err != nil || len(changes) != 2 || head() != h {
+		t.Fatalf("dry restore of all memory --delete: %+v %v", changes, err)
+	}
 	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"never.md"}, Delete: true}); !errors.Is(err, ErrNoChange) || head() != h {
 		t.Fatalf("restore of a path that never existed: %v", err)
 	}

@@ -317,13 +317,14 @@ func (r *Repo) at(commit, p string) ([]byte, bool, error) {
 // RestoreOptions tune a restore.
 type RestoreOptions struct {
 	Paths  []string // memory paths relative to memories/; none: all memory
-	Delete bool     // a path that did not exist then is deleted (else AbsentError)
+	Delete bool     // a file that did not exist then is deleted (else AbsentError)
 	Author Signature
 	DryRun bool // compute the changes, commit nothing
 }
 
-// AbsentError says that paths given to Restore did not exist at the
-// commit: restoring them would delete them, which needs RestoreOptions.Delete.
+// AbsentError says that paths did not exist at the commit — given to
+// Restore, or files the restore would delete — so restoring would delete
+// them, which needs RestoreOptions.Delete.
 type AbsentError struct {
 	Paths []string // relative to memories/
 	Rev   string
@@ -352,21 +353,29 @@ func (r *Repo) Restore(c Commit, opt RestoreOptions) (Commit, []FileChange, erro
 		if err != nil {
 			return err
 		}
-		var absent []string
-		for _, p := range opt.Paths {
-			if !touches(slices.Collect(maps.Keys(then)), []string{p}) && !opt.Delete {
-				absent = append(absent, p)
-			}
-		}
-		if len(absent) > 0 {
-			return &AbsentError{Paths: absent, Rev: c.Hash[:7]}
-		}
 		now := map[string]string{}
 		if len(opt.Paths) == 0 {
 			now = tx.files("")
 		}
 		for _, p := range opt.Paths {
 			maps.Copy(now, tx.files(p))
+		}
+		if !opt.Delete { // a restore deletes nothing unless asked to
+			var absent []string
+			for _, p := range opt.Paths {
+				if !touches(slices.Collect(maps.Keys(then)), []string{p}) {
+					absent = append(absent, p)
+				}
+			}
+			for _, p := range slices.Sorted(maps.Keys(now)) {
+				if _, keep := then[p]; !keep && !touches([]string{p}, absent) {
+					absent = append(absent, p)
+				}
+			}
+			if len(absent) > 0 {
+				slices.Sort(absent)
+				return &AbsentError{Paths: absent, Rev: c.Hash[:7]}
+			}
 		}
 		for _, p := range slices.Sorted(maps.Keys(now)) {
 			if _, keep := then[p]; !keep {

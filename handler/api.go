@@ -516,8 +516,15 @@ func (s *storesServer) revError(w http.ResponseWriter, store string, err error) 
 	case errors.As(err, &ce):
 		writeJSON(w, http.StatusConflict, conflictJSON(ce))
 	case errors.As(err, &ae):
-		httpError(w, http.StatusConflict, fmt.Sprintf("%s did not exist then: restoring would delete it; nothing was changed (\"delete\": true deletes it)",
-			strings.Join(displayAll(ae.Paths), ", ")))
+		paths, them := displayAll(ae.Paths), "them"
+		if len(paths) == 1 {
+			them = "it"
+		}
+		if len(paths) > 10 {
+			paths = append(paths[:10], fmt.Sprintf("and %d more", len(ae.Paths)-10))
+		}
+		httpError(w, http.StatusConflict, fmt.Sprintf("%s did not exist then: restoring would delete %s; nothing was changed (\"delete\": true deletes %[2]s)",
+			strings.Join(paths, ", "), them))
 	case errors.Is(err, gitmem.ErrNoChange):
 		httpError(w, http.StatusConflict, "nothing to change: the memory is already so; no commit was made")
 	default:

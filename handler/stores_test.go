@@ -629,7 +629,15 @@ func TestVersionsAPI(t *testing.T) {
 		!strings.Contains(ch.Diff, "-color: red\n+color: blue\n") || !strings.Contains(ch.Diff, "-food: pasta\n+food: pizza\n") {
 		t.Errorf("restore: %d %+v", code, ch)
 	}
-	if code := a.call("ops", "POST", "/v1/stores/alice/restore", map[string]any{"to": "2026-01-01T00:00:00Z"}, &e); code != http.StatusNotFound {
+	// A restore that would delete files names them: 409 unless "delete".
+	e.Error = ""
+	if code := a.call("ops", "POST", "/v1/stores/alice/restore", map[string]any{"to": "toolu_1"}, &e); code != http.StatusConflict ||
+		e.Error != `/memories/secret.md did not exist then: restoring would delete it; nothing was changed ("delete": true deletes it)` {
+		t.Errorf("restore deleting a file: %d %+v", code, e)
+	}
+	// Before the first commit (init's, empty): the memory was empty.
+	if code := a.call("ops", "POST", "/v1/stores/alice/restore", map[string]any{"to": "2026-01-01T00:00:00Z"}, &e); code != http.StatusConflict ||
+		e.Error != `/memories/prefs.md, /memories/secret.md did not exist then: restoring would delete them; nothing was changed ("delete": true deletes them)` {
 		t.Errorf("restore before the first commit: %d %+v", code, e)
 	}
 

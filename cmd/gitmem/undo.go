@@ -101,7 +101,7 @@ func restoreCommand() *cli.Command {
 		ArgsUsage: "--to REV|TIME [-- PATH...]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "to", Usage: "a revision, tool_use id, or time (2h, yesterday, 2026-11-20)"},
-			&cli.BoolFlag{Name: "delete", Usage: "delete a path that did not exist then (without it, that is an error)"},
+			&cli.BoolFlag{Name: "delete", Usage: "delete files that did not exist then (without it, a restore that would delete one is refused)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "show the diff the restore would make; change nothing"},
 			jsonReportFlag,
 		},
@@ -131,8 +131,9 @@ func restoreCommand() *cli.Command {
 			var ae *gitmem.AbsentError
 			switch {
 			case errors.As(err, &ae):
-				return failf(exitFailure, "%s did not exist at %s: restoring would delete it; nothing was changed (--delete deletes it)",
-					strings.Join(displayPaths(ae.Paths), ", "), ae.Rev)
+				list, them := absentList(displayPaths(ae.Paths))
+				return failf(exitFailure, "%s did not exist at %s: restoring would delete %s; nothing was changed (--delete deletes %[3]s)",
+					list, ae.Rev, them)
 			case errors.Is(err, gitmem.ErrNoChange):
 				return failf(exitFailure, "nothing to restore: already as it was at %s; no commit was made", short(target.Hash))
 			case err != nil:
@@ -221,6 +222,19 @@ func keepGlobs(in []string) ([]string, error) {
 		out = append(out, g)
 	}
 	return out, nil
+}
+
+// absentList names the paths a restore would delete, ten at most, and
+// the pronoun for them.
+func absentList(paths []string) (list, them string) {
+	them = "them"
+	if len(paths) == 1 {
+		them = "it"
+	}
+	if len(paths) > 10 {
+		return fmt.Sprintf("%s and %d more", strings.Join(paths[:10], ", "), len(paths)-10), them
+	}
+	return strings.Join(paths, ", "), them
 }
 
 func displayPaths(rels []string) []string {
