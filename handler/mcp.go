@@ -181,11 +181,14 @@ func metaID(meta mcp.Meta) (string, error) {
 func (h *Handler) ServeMCP(ctx context.Context, in io.Reader, out io.Writer, c Caller, opt MCPOptions) error {
 	var inflight sync.RWMutex
 	defer inflight.Lock() // waits for the calls in hand; refuses later ones
-	w := &lockedWriter{w: out}
+	calls := &unanswered{open: map[any]int{}, changed: make(chan struct{}, 1)}
+	w := &lockedWriter{w: out, calls: calls}
 	messages, feed := io.Pipe()
-	go screenMessages(in, feed, w)
+	ended := make(chan struct{})
+	go screenMessages(in, feed, w, calls, ended)
 	t := &mcp.IOTransport{Reader: messages, Writer: w, MaxLineLength: -1} // screenMessages bounds lines
 	err := h.mcpServer(c, opt, &inflight).Run(ctx, t)
+	close(ended)
 	messages.Close()
 	if ctx.Err() != nil || errors.Is(err, io.EOF) {
 		return nil
@@ -195,8 +198,11 @@ func (h *Handler) ServeMCP(ctx context.Context, in io.Reader, out io.Writer, c C
 
 // screenMessages copies the JSON-RPC messages of in, one per line, to
 // feed, and answers a line that is not one on w with a JSON-RPC error (the
-// id null, or the line's own when it can be read).
-func screenMessages(in io.Reader, feed *io.PipeWriter, w io.Writer) {
+// id null, or the line's own when it can be read). The end of in reaches
+// feed once every call fed has its answer (or the session ended): the SDK
+// ends the session at the end of its input at once, and would drop the
+// calls a client piped in just before closing its end.
+func screenMessages(in io.Reader, feed *io.PipeWriter, w io.Writer, calls *unanswered, ended <-chan struct{}) {
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := readLine(r)
@@ -207,9 +213,13 @@ func screenMessages(in io.Reader, feed *io.PipeWriter, w io.Writer) {
 		case len(trimmed) == 0:
 		case !json.Valid(trimmed):
 			code, problem = jsonrpc.CodeParseError, "Parse error: the line is not JSON"
-		case !isMessage(trimmed):
-			code, problem = jsonrpc.CodeInvalidRequest, "Invalid Request: the line is not a JSON-RPC 2.0 message"
 		default:
+			msgs, ok := decodeMessages(trimmed)
+			if !ok {
+				code, problem = jsonrpc.CodeInvalidRequest, "Invalid Request: the line is not a JSON-RPC 2.0 message"
+				break
+			}
+			calls.sent(msgs)
 			if _, werr := feed.Write(append(trimmed, '\n')); werr != nil {
 				return // the session has ended
 			}
@@ -225,6 +235,7 @@ func screenMessages(in io.Reader, feed *io.PipeWriter, w io.Writer) {
 		if err != nil && !errors.Is(err, errTooLong) {
 			if errors.Is(err, io.EOF) {
 				err = nil
+				calls.wait(ended)
 			}
 			feed.CloseWithError(err)
 			return
@@ -243,35 +254,114 @@ type rpcErrorBody struct {
 	Message string `json:"message"`
 }
 
-// isMessage reports whether raw is a JSON-RPC message the SDK reads, or a
-// non-empty batch of them.
-func isMessage(raw []byte) bool {
+// decodeMessages decodes raw, a JSON-RPC message the SDK reads or a
+// non-empty batch of them; ok is false when it is neither.
+func decodeMessages(raw []byte) (msgs []jsonrpc.Message, ok bool) {
 	if raw[0] != '[' {
-		_, err := jsonrpc.DecodeMessage(raw)
-		return err == nil
+		m, err := jsonrpc.DecodeMessage(raw)
+		return []jsonrpc.Message{m}, err == nil
 	}
 	var batch []json.RawMessage
 	if json.Unmarshal(raw, &batch) != nil || len(batch) == 0 {
-		return false
+		return nil, false
 	}
-	for _, m := range batch {
-		if _, err := jsonrpc.DecodeMessage(m); err != nil {
-			return false
+	for _, b := range batch {
+		m, err := jsonrpc.DecodeMessage(b)
+		if err != nil {
+			return nil, false
 		}
+		msgs = append(msgs, m)
 	}
-	return true
+	return msgs, true
 }
 
-// lockedWriter writes whole messages from several goroutines.
+// unanswered counts the calls (requests with an id) given to the SDK that
+// it has not answered yet, by id.
+type unanswered struct {
+	mu      sync.Mutex
+	open    map[any]int
+	changed chan struct{} // a token after an answer
+}
+
+func (u *unanswered) sent(msgs []jsonrpc.Message) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, m := range msgs {
+		r, ok := m.(*jsonrpc.Request)
+		switch {
+		case !ok:
+		case r.IsCall():
+			u.open[r.ID.Raw()]++
+		case r.Method == "notifications/cancelled":
+			// A cancelled call may get no answer (MCP: it should not).
+			var p struct {
+				RequestID any `json:"requestId"`
+			}
+			if json.Unmarshal(r.Params, &p) == nil {
+				if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+					delete(u.open, id.Raw())
+				}
+			}
+		}
+	}
+}
+
+// wrote notes the answers among what the SDK wrote (a message or a batch,
+// one line).
+func (u *unanswered) wrote(line []byte) {
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 {
+		return
+	}
+	msgs, _ := decodeMessages(trimmed)
+	u.mu.Lock()
+	for _, m := range msgs {
+		if r, ok := m.(*jsonrpc.Response); ok && u.open[r.ID.Raw()] > 0 {
+			if u.open[r.ID.Raw()]--; u.open[r.ID.Raw()] == 0 {
+				delete(u.open, r.ID.Raw())
+			}
+		}
+	}
+	u.mu.Unlock()
+	select {
+	case u.changed <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns once every call has its answer, or the session ended.
+func (u *unanswered) wait(ended <-chan struct{}) {
+	for {
+		u.mu.Lock()
+		n := len(u.open)
+		u.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-u.changed:
+		case <-ended:
+			return
+		}
+	}
+}
+
+// lockedWriter writes whole messages from several goroutines, and tells
+// calls of the answers the SDK writes.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    sync.Mutex
+	w     io.Writer
+	calls *unanswered
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	l.mu.Unlock()
+	if l.calls != nil {
+		l.calls.wrote(p)
+	}
+	return n, err
 }
 
 func (*lockedWriter) Close() error { return nil }

@@ -323,3 +323,39 @@ func TestMCPStdioBadLines(t *testing.T) {
 		}
 	}
 }
+
+// Over stdio, every call the client sent before closing its end is
+// answered and committed (a script that pipes its calls in and ends: the
+// SDK alone would end the session at end of input, dropping them).
+func TestMCPStdioAnswersCallsBeforeEndOfInput(t *testing.T) {
+	h, r := newHandler(t, policy.DefaultLimits)
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory","arguments":{"command":"create","path":"/memories/a.md","file_text":"one\n"},"_meta":{"tool_use_id":"toolu_eof1"}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory","arguments":{"command":"create","path":"/memories/b.md","file_text":"two\n"},"_meta":{"tool_use_id":"toolu_eof2"}}}
+`)
+	var out strings.Builder
+	if err := h.ServeMCP(context.Background(), in, &out, handler.Caller{}, handler.MCPOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A call the client cancelled, which may get no answer, does not hold
+	// the end of the session.
+	cancelled := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+{"jsonrpc":"2.0","id":7,"method":"sampling/unknown"}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}
+`)
+	if err := h.ServeMCP(context.Background(), cancelled, io.Discard, handler.Caller{}, handler.MCPOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"id":1,"result"`, `{"jsonrpc":"2.0","id":2,"result":{"_meta":{"tool_use_id":"toolu_eof1"},"content":[{"type":"text","text":"File created successfully at: /memories/a.md"}]}}` + "\n",
+		`{"jsonrpc":"2.0","id":3,"result":{"_meta":{"tool_use_id":"toolu_eof2"},"content":[{"type":"text","text":"File created successfully at: /memories/b.md"}]}}` + "\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %s in:\n%s", want, out.String())
+		}
+	}
+	for _, id := range []string{"toolu_eof1", "toolu_eof2"} {
+		if _, err := r.Resolve(id); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+}
