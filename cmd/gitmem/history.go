@@ -36,7 +36,11 @@ func oneLine(c gitmem.Commit) string {
 		id = "-"
 	}
 	line := fmt.Sprintf("%s %s %-11s %s %s", short(c.Hash), c.Time.Format("2006-01-02 15:04:05"), cmd, path, id)
-	for _, kv := range [][2]string{{"agent", c.Trailer(gitmem.TrailerAgent)}, {"session", c.Trailer(gitmem.TrailerSession)}} {
+	author := ""
+	if c.Trailer(gitmem.TrailerAgent) == "" && c.Trailer(gitmem.TrailerToolUseID) == "" {
+		author = c.Author.Name // an operator's commit: who made it
+	}
+	for _, kv := range [][2]string{{"author", author}, {"agent", c.Trailer(gitmem.TrailerAgent)}, {"session", c.Trailer(gitmem.TrailerSession)}} {
 		if kv[1] != "" {
 			line += " " + kv[0] + "=" + quoteSpaced(kv[1])
 		}
@@ -117,7 +121,8 @@ func logCommand() *cli.Command {
 					j.Diff = patch
 					return emit(j)
 				}
-				if _, err := fmt.Fprintln(out, oneLine(cm)); err != nil {
+				line := oneLine(cm)
+				if _, err := fmt.Fprintln(out, paint(out.color, yellow, line[:7])+line[7:]); err != nil {
 					return err
 				}
 				if opt.Conflicts {
