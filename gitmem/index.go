@@ -1,7 +1,12 @@
 package gitmem
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
@@ -47,7 +52,66 @@ func (r *Repo) writeIndex() error {
 		return err
 	}
 	r.smu.Lock()
-	r.indexHead = head
+	r.indexHead, r.indexFor = head, head
 	r.smu.Unlock()
+	if err := gd.ReplaceLocked(r.indexHeadPath(), []byte(head.String()+"\n"), nil); err != nil {
+		os.Remove(r.indexHeadPath()) // better none than a wrong one
+	}
 	return nil
+}
+
+// indexHeadPath names the file that says which commit gitmem last wrote
+// .git/index for.
+func (r *Repo) indexHeadPath() string { return filepath.Join(r.gitDir, "gitmem", "index-head") }
+
+// readIndexHead reads it (zero: none, or not a commit here).
+func (r *Repo) readIndexHead() plumbing.Hash {
+	data, err := os.ReadFile(r.indexHeadPath())
+	s := strings.TrimSpace(string(data))
+	if err != nil || !isObjectHash(s) {
+		return plumbing.ZeroHash
+	}
+	h := plumbing.NewHash(s)
+	r.omu.Lock()
+	defer r.unlockObj()
+	if _, err := r.obj.Commit(h); err != nil {
+		return plumbing.ZeroHash
+	}
+	return h
+}
+
+// staleIndex drops from dT, the changes a commit made outside gitmem
+// brings (against the merge base), those that only restore the version
+// .git/index held (the tree of idx, a commit gitmem wrote the index for
+// before moving the branch on): git builds a commit from the index, so a
+// git commit made before gitmem rewrote it holds its older versions of
+// everything gitmem changed since — deletions of files made since, the
+// old text of files edited since — which are not the operator's. It
+// reports whether it dropped any. (An operator who deliberately put back
+// the exact version of that moment, within that second, is not told
+// apart.)
+func (m *merger) staleIndex(base plumbing.Hash, dT map[string]fchange) (bool, error) {
+	if m.index.IsZero() || len(dT) == 0 {
+		return false, nil
+	}
+	c, err := m.g.Commit(m.index)
+	if err != nil {
+		return false, nil // gone (a redaction rewrote it): nothing to tell apart
+	}
+	bRoot, _, _, err := m.roots(base, plumbing.ZeroHash)
+	if err != nil {
+		return false, err
+	}
+	dI := map[string]fchange{}
+	if err := m.diff(m.memTree(bRoot), m.memTree(c.TreeHash), "", dI); err != nil {
+		return false, wrap("compare with the index", err)
+	}
+	dropped := false
+	for p, ch := range dT {
+		if i, ok := dI[p]; ok && i.new == ch.new {
+			delete(dT, p)
+			dropped = true
+		}
+	}
+	return dropped, nil
 }

@@ -91,6 +91,7 @@ type merger struct {
 	theirs plumbing.Hash
 	local  string // the short hash of the commit the merge is on
 	limits policy.Limits
+	index  plumbing.Hash // theirs was made outside gitmem, maybe from the index gitmem wrote for this commit (staleIndex)
 
 	conflicts []MergeConflict
 	ignored   []IgnoredEntry
@@ -154,7 +155,11 @@ func (m *merger) run(tx *Tx) error {
 		return wrap("compare the remote's tree", err)
 	}
 	sanitized := m.sanitize(dT)
-	if base == ours && len(m.ignored) == 0 && !sanitized {
+	stale, err := m.staleIndex(base, dT)
+	if err != nil {
+		return err
+	}
+	if base == ours && len(m.ignored) == 0 && !sanitized && !stale {
 		m.ff = true
 		return m.fastForward(tx, dT)
 	}

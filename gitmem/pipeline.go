@@ -766,6 +766,12 @@ func (r *Repo) moveBranch(items []*prepared) error {
 		return wrap("update the branch", err)
 	}
 	r.opt.Logf("gitmem: the branch was moved outside gitmem (to %s); the acknowledged commits stay on it and %s is merged back", cur, cur)
+	r.smu.Lock()
+	if r.displacedIndex == nil {
+		r.displacedIndex = map[plumbing.Hash]plumbing.Hash{}
+	}
+	r.displacedIndex[cur] = r.indexFor // what a git commit was likely made from
+	r.smu.Unlock()
 	r.diskHead = last.hash
 	r.displacedWait.Store(true)
 	r.signal()
@@ -818,7 +824,13 @@ func (r *Repo) mergeDisplaced() error {
 	}
 	for name, h := range r.displaced() {
 		st := r.obj.View()
-		m := &merger{r: r, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits}
+		r.smu.RLock()
+		idx, ok := r.displacedIndex[plumbing.NewHash(strings.TrimPrefix(name.String(), displacedRefs))]
+		if !ok {
+			idx = r.indexFor // displaced by an earlier run: the index file is the best clue left
+		}
+		r.smu.RUnlock()
+		m := &merger{r: r, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits, index: idx}
 		meta := Meta{Subject: "memory: merge outside-gitmem", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "merge"}}}
 		_, err := r.Update(meta, m.run)
 		st.Close()
@@ -837,6 +849,9 @@ func (r *Repo) mergeDisplaced() error {
 			r.opt.Logf("gitmem: could not delete %s after merging it back: %v", name, err)
 		}
 		r.unlockObj()
+		r.smu.Lock()
+		delete(r.displacedIndex, plumbing.NewHash(strings.TrimPrefix(name.String(), displacedRefs)))
+		r.smu.Unlock()
 	}
 	return nil
 }

@@ -33,8 +33,9 @@ type Options struct {
 	Operator Signature
 	// Now is the clock for commit times (default: time.Now).
 	Now func() time.Time
-	// IndexDelay is how long after the last change .git/index is rewritten
-	// (default: 1s). The index only lets `git status` skip re-reading files.
+	// IndexDelay is how long after the first change it lacks .git/index
+	// is rewritten (default: 1s): what `git status` compares the worktree
+	// with, and what a `git commit` made by hand is built from.
 	IndexDelay time.Duration
 	// Logf receives operational messages (default: the standard logger).
 	Logf func(format string, args ...any)
@@ -107,8 +108,9 @@ type Repo struct {
 	wt     *worktree
 	flock  *gd.FileLock // nil when read-only
 
-	wmu sync.Mutex // one writer in this process; guards idx
-	idx *time.Timer
+	wmu    sync.Mutex // one writer in this process; guards idx and idxDue
+	idx    *time.Timer
+	idxDue time.Time // when idx fires
 
 	pipeline          // the commit pipeline (pipeline.go)
 	gcState           // packing (gc.go)
@@ -140,7 +142,13 @@ type Repo struct {
 	idsHead   plumbing.Hash
 	idsDirty  bool          // the branch moved by other means since the ids were read
 	indexHead plumbing.Hash // the commit .git/index holds the tree of
-	closed    bool
+	// indexFor is the commit gitmem last wrote .git/index for (kept in
+	// .git/gitmem/index-head): a commit made with git from that index
+	// holds its versions of what gitmem changed since. displacedIndex is
+	// indexFor when a commit was displaced (mergeDisplaced).
+	indexFor       plumbing.Hash
+	displacedIndex map[plumbing.Hash]plumbing.Hash
+	closed         bool
 }
 
 // Init creates a gitmem repository in dir, or adopts what is there: a
@@ -294,6 +302,7 @@ func (r *Repo) start(markIt bool) error {
 	// .git/index as gitmem left it gives the tree and the worktree's lstat
 	// data without reading every tree object and hashing every file.
 	r.index, r.indexWritten, _ = gd.ReadIndex(r.gitDir)
+	r.indexFor = r.readIndexHead()
 	defer func() { r.index = nil }()
 	if _, err := os.Stat(r.redactPath()); err == nil {
 		r.opt.Logf("gitmem: finishing an interrupted redaction")
@@ -374,6 +383,7 @@ func (r *Repo) clearStaleLocks() {
 	for _, p := range []string{
 		filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock",
 		filepath.Join(r.gitDir, "index.lock"),
+		r.indexHeadPath() + ".lock",
 	} {
 		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > gd.StaleLock {
 			r.opt.Logf("gitmem: removing stale lock file %s", filepath.Base(p))
@@ -746,9 +756,17 @@ func writeTrees(put func(plumbing.ObjectType, []byte) (plumbing.Hash, error), n 
 	return h, err
 }
 
-// scheduleIndex rewrites .git/index once the repository has been idle for
-// IndexDelay. Called with wmu held.
+// scheduleIndex rewrites .git/index IndexDelay after the first change it
+// does not hold: under a steady stream of changes too, so that git's
+// index (what `git status` compares with, what `git commit` is built from)
+// is never more than about IndexDelay behind the branch. Called with wmu
+// held.
 func (r *Repo) scheduleIndex() {
+	now := time.Now()
+	if now.Before(r.idxDue) {
+		return // due already
+	}
+	r.idxDue = now.Add(r.opt.IndexDelay)
 	if r.idx != nil {
 		r.idx.Reset(r.opt.IndexDelay)
 		return

@@ -952,3 +952,69 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 		}
 	}
 }
+
+// A git commit made from the .git/index gitmem last wrote, after gitmem
+// moved the branch on without rewriting it (the index follows a second
+// after the last change): git builds the commit from the index, so its
+// tree holds the older versions of what gitmem changed since — a.md's old
+// text, gone.md back, c.md missing. Merged back, the commit brings only
+// what the operator changed (op.md); every acknowledged change stays. The
+// same after a crash, the commit made before the next start.
+func TestHandCommitFromAStaleIndex(t *testing.T) {
+	for _, crashed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "running", true: "after a crash"}[crashed], func(t *testing.T) {
+			dir := t.TempDir()
+			r, _, err := Init(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, r, "t1", "a.md", "one\n")
+			write(t, r, "t2", "gone.md", "x\n")
+			settle(t, r) // .git/index holds this
+			write(t, r, "t3", "a.md", "two\n")
+			write(t, r, "t4", "c.md", "three\n")
+			if _, err := r.Update(Meta{Subject: "rm gone.md", Trailers: []Trailer{{TrailerToolUseID, "t5"}}}, func(tx *Tx) error {
+				return tx.Remove("gone.md")
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.materialize(); err != nil { // the branch moves; the index stays
+				t.Fatal(err)
+			}
+			want := "memories/a.md\nmemories/c.md\nmemories/d.md\nmemories/op.md\n"
+			if crashed { // e.md is in the log only
+				stop := failAt(t, gd.StepObject, "")
+				write(t, r, "t7", "e.md", "five\n")
+				crash(r)
+				stop()
+				want = "memories/a.md\nmemories/c.md\nmemories/d.md\nmemories/e.md\nmemories/op.md\n"
+			}
+			os.WriteFile(filepath.Join(dir, "memories", "op.md"), []byte("by hand\n"), 0o600)
+			gitCLI(t, dir, "add", "memories/op.md")
+			gitCLI(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", "op")
+			if crashed {
+				if r, err = Open(dir, testOptions(t)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer r.Close()
+			write(t, r, "t6", "d.md", "four\n")
+			if err := r.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			files := gitCLI(t, dir, "ls-tree", "-r", "--name-only", "HEAD")
+			if files != want {
+				t.Fatalf("HEAD holds:\n%s\n%s", files, gitCLI(t, dir, "log", "--stat", "--format=%s"))
+			}
+			if a := gitCLI(t, dir, "show", "HEAD:memories/a.md"); a != "two\n" {
+				t.Fatalf("a.md: %q", a)
+			}
+			if readDisk(t, dir, "a.md") != "two\n" || readDisk(t, dir, "op.md") != "by hand\n" {
+				t.Fatal("the worktree lost a change")
+			}
+			if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+				t.Fatalf("git status:\n%s", st)
+			}
+		})
+	}
+}
