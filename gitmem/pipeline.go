@@ -227,13 +227,7 @@ func (r *Repo) openLog() error {
 	if len(replay) == 0 {
 		return nil
 	}
-	missing := len(replay) // what git's files lack: the records after the branch's commit
-	for i, rec := range replay {
-		if rec.Head == r.diskHead {
-			missing = len(replay) - 1 - i
-		}
-	}
-	if missing > 0 {
+	if missing := r.notInGit(replay, r.diskHead); missing > 0 {
 		r.opt.Logf("gitmem: recovering %d acknowledged change(s) from the write-ahead log", missing)
 	}
 	// A commit was under way: a branch lock file, if any, is its own.

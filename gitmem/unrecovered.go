@@ -60,22 +60,7 @@ func (r *Repo) unrecovered() (Unrecovered, error) {
 		return Unrecovered{}, nil
 	}
 	head, _ := r.readRef(r.branch) // a missing branch holds none of them
-	missing := log
-	if !head.IsZero() {
-		st := r.obj.View()
-		g := gd.NewGraph(st)
-		for i := len(log) - 1; i >= 0; i-- {
-			if log[i].Head == head {
-				missing = log[i+1:]
-				break
-			}
-			if in, err := g.IsAncestor(log[i].Head, head); err == nil && in {
-				missing = log[i+1:] // the branch moved on from it (a hand commit after the crash)
-				break
-			}
-		}
-		st.Close()
-	}
+	missing := log[len(log)-r.notInGit(log, head):]
 	u := Unrecovered{Changes: len(missing)}
 	for _, rec := range missing {
 		if id := walToolUseID(rec); id != "" {
@@ -83,6 +68,27 @@ func (r *Repo) unrecovered() (Unrecovered, error) {
 		}
 	}
 	return u, nil
+}
+
+// notInGit is how many of the log's last records the branch at head
+// lacks: those after the newest one it holds (the branch's own commit, or
+// one it moved on from, as a hand commit after a crash does).
+func (r *Repo) notInGit(log []gd.WALRecord, head plumbing.Hash) int {
+	if head.IsZero() {
+		return len(log)
+	}
+	st := r.obj.View()
+	defer st.Close()
+	g := gd.NewGraph(st)
+	for i := len(log) - 1; i >= 0; i-- {
+		if log[i].Head == head {
+			return len(log) - 1 - i
+		}
+		if in, err := g.IsAncestor(log[i].Head, head); err == nil && in {
+			return len(log) - 1 - i
+		}
+	}
+	return len(log)
 }
 
 // walToolUseID is the tool_use id of a log record's commit ("" if none).
