@@ -175,10 +175,19 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	case err != nil:
 		return rep, wrap("read the branch", err)
 	}
+	// Commits the branch was moved to outside gitmem, waiting to be
+	// merged back.
+	var tips []plumbing.Hash
+	for name, h := range r.displaced() {
+		tips = append(tips, h)
+		add(Problem{What: fmt.Sprintf("the commit %s, which the branch was moved to outside gitmem, waits to be merged back (%s)", h, name),
+			Repair: "it is merged back by the next gitmem serve or writing command (gitmem fsck --repair does it now)", Repaired: repair && !opt.ReadOnly})
+	}
 	if !head.IsZero() {
 		rep.Head = head.String()
-		r.checkObjects(head, &rep, add)
+		tips = append([]plumbing.Hash{head}, tips...)
 	}
+	r.checkObjects(tips, &rep, add)
 	for _, f := range []struct{ path, what string }{
 		{"gitmem/pending", "a change was interrupted before the worktree followed it"},
 		{"gitmem/redact", "a redaction was interrupted"},
@@ -210,7 +219,11 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 		if err != nil {
 			return rep, err
 		}
-		return rep, repo.Close()
+		err = repo.Flush() // merges back what waits under refs/gitmem/displaced/
+		if cerr := repo.Close(); err == nil {
+			err = cerr
+		}
+		return rep, err
 	}
 	return rep, nil
 }
@@ -242,9 +255,10 @@ func (r *Repo) bestTip() plumbing.Hash {
 	return plumbing.NewHash(tips[0].Hash)
 }
 
-// checkObjects reads every commit of HEAD's history and every tree and
-// blob they reach, once each, and verifies each object's hash.
-func (r *Repo) checkObjects(head plumbing.Hash, rep *FsckReport, add func(Problem)) {
+// checkObjects reads every commit the tips reach (HEAD and the commits
+// waiting to be merged back) and every tree and blob they reach, once
+// each, and verifies each object's hash.
+func (r *Repo) checkObjects(tips []plumbing.Hash, rep *FsckReport, add func(Problem)) {
 	seen := map[plumbing.Hash]bool{}
 	bad := func(kind string, h plumbing.Hash, at string, err error) {
 		add(Problem{What: fmt.Sprintf("object %s (%s%s) is damaged or missing: %v", h, kind, inPath(at), err),
@@ -283,8 +297,8 @@ func (r *Repo) checkObjects(head plumbing.Hash, rep *FsckReport, add func(Proble
 			}
 		}
 	}
-	// Every commit HEAD reaches, both sides of every merge.
-	for stack := []plumbing.Hash{head}; len(stack) > 0; {
+	// Every commit the tips reach, both sides of every merge.
+	for stack := slices.Clone(tips); len(stack) > 0; {
 		h := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if seen[h] {

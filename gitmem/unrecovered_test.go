@@ -3,6 +3,7 @@ package gitmem
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -208,5 +209,42 @@ func TestCloseWithFailedCheckpointKeepsTheLog(t *testing.T) {
 	}
 	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(ids, "t2\n") || !strings.Contains(ids, "t3\n") {
 		t.Fatalf("not recovered:\n%s", ids)
+	}
+}
+
+// A commit waiting under refs/gitmem/displaced/ (the branch was moved
+// outside gitmem and the merge back has not happened yet) is reported by
+// fsck, its objects checked; --repair merges it back.
+func TestFsckReportsDisplacedCommits(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "one\n")
+	r.Close()
+	os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("by hand\n"), 0o600)
+	hand := commitByHand(t, dir, "by hand")
+	gitCLI(t, dir, "update-ref", displacedRefs+hand, hand)
+	gitCLI(t, dir, "reset", "-q", "--hard", "HEAD~1")
+
+	rep, err := Fsck(dir, testOptions(t), false)
+	if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "the commit "+hand+", which the branch was moved to outside gitmem, waits to be merged back") || rep.Problems[0].Repaired {
+		t.Fatalf("fsck: %+v %v", rep, err)
+	}
+	if rep.Commits != 3 { // init, t1 and the waiting commit
+		t.Fatalf("fsck checked %d commits, want 3", rep.Commits)
+	}
+	if rep, err = Fsck(dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
+		t.Fatalf("fsck --repair: %+v %v", rep, err)
+	}
+	if refs := gitCLI(t, dir, "for-each-ref", displacedRefs); refs != "" {
+		t.Fatalf("still waiting after the repair:\n%s", refs)
+	}
+	if b := gitCLI(t, dir, "show", "HEAD:memories/b.md"); b != "by hand\n" {
+		t.Fatalf("b.md: %q", b)
+	}
+	if rep, err := Fsck(dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("fsck after the repair: %+v %v", rep, err)
 	}
 }
