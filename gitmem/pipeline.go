@@ -3,6 +3,7 @@ package gitmem
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -960,7 +961,7 @@ func (r *Repo) clearBroken() {
 func (r *Repo) noteCheckpoint(err error) {
 	prev := r.ckptErr
 	switch {
-	case err != nil && (prev == nil || prev.Error() != err.Error()):
+	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)):
 		r.opt.Logf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
 	case err == nil && prev != nil:
 		r.opt.Logf("gitmem: git's files hold every acknowledged change again")
@@ -974,6 +975,21 @@ func (r *Repo) noteCheckpoint(err error) {
 		}
 		r.smu.Unlock()
 	}
+}
+
+// failureKind is what tells one reason of a failure from another: a file
+// operation's failure without the file's name (a temporary file's is new
+// at every attempt), anything else its text.
+func failureKind(err error) string {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Op + ": " + pe.Err.Error()
+	case errors.As(err, &le):
+		return le.Op + ": " + le.Err.Error()
+	}
+	return err.Error()
 }
 
 // checkpointRecovered makes the changes recovered from the log git's own,

@@ -3,9 +3,11 @@ package gitmem
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
@@ -179,5 +181,22 @@ func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
 				t.Errorf("worktree a.md = %q, want the last acknowledged content", got)
 			}
 		})
+	}
+}
+
+// A checkpoint failing again for the same reason is logged once, though
+// the file it names (a temporary one) is new at every attempt.
+func TestFailureKind(t *testing.T) {
+	enospc := func(path string) error {
+		return fmt.Errorf("write the object: %w", &fs.PathError{Op: "write", Path: path, Err: syscall.ENOSPC})
+	}
+	if failureKind(enospc(".git/objects/aa/gitmem_obj_123")) != failureKind(enospc(".git/objects/bb/gitmem_obj_456")) {
+		t.Error("the same failure on two temporary files reads as two reasons")
+	}
+	if failureKind(enospc("x")) == failureKind(&fs.PathError{Op: "write", Path: "x", Err: syscall.EACCES}) {
+		t.Error("no space and no permission read as one reason")
+	}
+	if failureKind(errors.New("a")) == failureKind(errors.New("b")) {
+		t.Error("two errors read as one")
 	}
 }
