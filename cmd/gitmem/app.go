@@ -108,9 +108,7 @@ func initCommand() *cli.Command {
 
 // storeErr words a store error for the operator.
 func storeErr(err error, dir string) error {
-	var se *gitmem.StorageError
 	var de *gitmem.DamagedError
-	var ue *gitmem.UnwrittenError
 	switch {
 	case errors.Is(err, gitmem.ErrNotRepository):
 		return failf(exitNoRepo, "%s is not a gitmem repository (run: gitmem --repo %s init)", dir, dir)
@@ -118,12 +116,9 @@ func storeErr(err error, dir string) error {
 		return failf(exitNoRepo, "%s is a git repository that gitmem did not create; gitmem would commit onto its branch (to do so anyway: gitmem init --adopt %s)", dir, dir)
 	case errors.As(err, &de):
 		return failf(exitFailure, "%s; %s", de.Problem, de.Repair)
-	case errors.As(err, &ue):
-		return failf(exitFailure, "%s", strings.TrimPrefix(ue.Error(), "gitmem: "))
-	case errors.As(err, &se):
-		return failf(exitFailure, "%s", strings.TrimPrefix(se.Error(), "gitmem: "))
 	}
-	return failf(exitFailure, "%v", err)
+	// The store's errors say "gitmem: " first; the CLI's message does.
+	return failf(exitFailure, "%s", strings.TrimPrefix(err.Error(), "gitmem: "))
 }
 
 // parseAuthor reads "Name <email>".
