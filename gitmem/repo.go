@@ -28,8 +28,9 @@ type Options struct {
 	// Committer of every gitmem commit (default: gitmem <gitmem@gitmem.invalid>).
 	Committer Signature
 	// Operator is the author of changes found on disk at start, made by
-	// hand while gitmem was stopped (default: user.name and user.email from
-	// git config, else operator <operator@gitmem.invalid>).
+	// hand while gitmem was stopped (default, as git: GIT_AUTHOR_NAME and
+	// GIT_AUTHOR_EMAIL, else user.name and user.email from git config, else
+	// operator <operator@gitmem.invalid>).
 	Operator Signature
 	// Now is the clock for commit times (default: time.Now).
 	Now func() time.Time
@@ -90,6 +91,13 @@ func gitIdentity(dir string) Signature {
 				id.Email = c.User.Email
 			}
 		}
+	}
+	// As git: the environment comes before the configuration.
+	if v := os.Getenv("GIT_AUTHOR_NAME"); v != "" {
+		id.Name = v
+	}
+	if v := os.Getenv("GIT_AUTHOR_EMAIL"); v != "" {
+		id.Email = v
 	}
 	return id
 }

@@ -387,3 +387,14 @@ func TestAtBeforeTheFirstCommit(t *testing.T) {
 		t.Fatalf("At before a first commit with files: %v %v, want ErrUnknownRev", c.Hash, err)
 	}
 }
+
+// The operator's identity is git's: the environment before the
+// configuration.
+func TestGitIdentityFromTheEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("GIT_AUTHOR_NAME", "Env Op")
+	t.Setenv("GIT_AUTHOR_EMAIL", "env@example.com")
+	if id := gitIdentity(dir); id != (Signature{"Env Op", "env@example.com"}) {
+		t.Fatalf("gitIdentity: %+v", id)
+	}
+}
