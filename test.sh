@@ -9,10 +9,12 @@ if command -v npm >/dev/null; then
   for lock in $(git ls-files '*package-lock.json'); do
     dir=$(dirname "$lock")
     if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$lock" -nt "$dir/node_modules/.package-lock.json" ]; then
+      echo "== npm ci in $dir"
       (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
     fi
   done
 fi
+echo "== gofmt, go vet, builds for macOS and Windows"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
 go vet ./...
@@ -20,4 +22,5 @@ go vet ./...
 for target in darwin/arm64 windows/amd64; do
   GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/gitmem
 done
+echo "== go test -race ./... (several minutes; packages report as they finish)"
 go test -race -count=1 ./...
