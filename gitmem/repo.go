@@ -124,9 +124,10 @@ type Repo struct {
 	gcState           // packing (gc.go)
 	pend     []string // (pmu) repository paths a journal names whose worktree copy is not yet repaired
 
-	omu    sync.Mutex // go-git's storage is not safe for concurrent use
-	obj    *gd.Store
-	branch plumbing.ReferenceName
+	omu     sync.Mutex // go-git's storage is not safe for concurrent use
+	obj     *gd.Store
+	branch  plumbing.ReferenceName
+	adopted bool // this Open marked a repository gitmem did not create
 
 	hmu        sync.Mutex // guards the history index
 	hist       []histRec
@@ -237,8 +238,11 @@ func Open(dir string, opt Options) (*Repo, error) {
 		return fail(wrap("read HEAD", err))
 	}
 	marked := gd.IsMarked(gitDir)
-	if !marked && !opt.Adopt && !r.madeByGitmem() {
-		return fail(ErrForeign)
+	if !marked && !r.madeByGitmem() {
+		if !opt.Adopt {
+			return fail(ErrForeign)
+		}
+		r.adopted = !opt.ReadOnly // a reader marks nothing
 	}
 	if opt.ReadOnly {
 		// A reader needs the branch as much as a writer: without it the
@@ -896,6 +900,13 @@ func (r *Repo) shutdown() {
 
 // Dir is the repository's folder.
 func (r *Repo) Dir() string { return r.dir }
+
+// Adopted reports whether this Open adopted a git repository gitmem did
+// not create (Options.Adopt), and the branch gitmem now commits onto. A
+// repository gitmem created, or adopted by an earlier open, reports false.
+func (r *Repo) Adopted() (branch string, ok bool) {
+	return r.branch.Short(), r.adopted
+}
 
 // Commit returns the commit a revision names: a full or abbreviated hash,
 // or anything go-git's revision syntax resolves (HEAD~2, main).

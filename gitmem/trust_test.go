@@ -429,13 +429,29 @@ func TestForeignRepositoryIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if branch, ok := r.Adopted(); !ok || branch != "master" {
+		t.Fatalf("Adopted() = %q, %v; want master, true", branch, ok)
+	}
 	r.Close()
 	if out := gitCLI(t, dir, "config", "gitmem.version"); out != "1\n" {
 		t.Fatalf("not marked: %q", out)
 	}
-	if _, err := Open(dir, testOptions(t)); err != nil {
+	r, err = Open(dir, opt) // adopted already: this open adopts nothing
+	if err != nil {
 		t.Fatalf("an adopted repository: %v", err)
 	}
+	if branch, ok := r.Adopted(); ok {
+		t.Fatalf("a second open reports adopting %q", branch)
+	}
+	r.Close()
+	r, created, err := Init(t.TempDir(), opt) // gitmem's own: nothing to adopt
+	if err != nil || !created {
+		t.Fatal(created, err)
+	}
+	if _, ok := r.Adopted(); ok {
+		t.Fatal("a new repository reports being adopted")
+	}
+	r.Close()
 }
 
 // tree lists every file under dir with its size and modification time.

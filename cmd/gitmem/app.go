@@ -96,7 +96,9 @@ func initCommand() *cli.Command {
 			if err != nil {
 				return storeErr(err, dir)
 			}
-			if created {
+			if branch, adopted := r.Adopted(); adopted {
+				fmt.Fprintf(c.App.Writer, "Adopted %s as a gitmem repository: gitmem now commits onto its branch %s (HEAD %s)\n", dir, branch, head.Hash[:7])
+			} else if created {
 				fmt.Fprintf(c.App.Writer, "Initialized gitmem repository in %s (commit %s)\n", dir, head.Hash[:7])
 			} else {
 				fmt.Fprintf(c.App.Writer, "%s is already a gitmem repository (HEAD %s)\n", dir, head.Hash[:7])
