@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,12 @@ import (
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
+
+// noGarbage reports whether git count-objects -v found no garbage (not a
+// substring test: size-garbage: 0 is there whatever the count).
+func noGarbage(countObjects string) bool {
+	return regexp.MustCompile(`(?m)^garbage: 0$`).MatchString(countObjects) && !strings.Contains(countObjects, "warning: garbage")
+}
 
 // gcRepo is a new repository, closed at the end of the test.
 func gcRepo(t *testing.T) (*Repo, string) {
@@ -68,6 +75,10 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 	if packs, _ := gd.ListPacks(r.gitDir); len(packs) != 1 || !packs[0].Repacked {
 		t.Fatalf("packs after an incremental gc: %+v", packs)
 	}
+	// gitmem's own record of the packs it wrote is not git's garbage.
+	if count := gitCLI(t, dir, "count-objects", "-v"); !noGarbage(count) {
+		t.Fatalf("after an incremental gc:\n%s", count)
+	}
 	// Still readable by gitmem (its pack list is refreshed) and by git.
 	write(t, r, "after", "d0/f.md", "after gc\n")
 	if got := read(t, r, "d1/f.md"); got != "v29\n" {
@@ -79,7 +90,7 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 	}
 	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
 	count := gitCLI(t, dir, "count-objects", "-v")
-	if !strings.Contains(count, "count: 0\n") || !strings.Contains(count, "packs: 1\n") {
+	if !strings.Contains(count, "count: 0\n") || !strings.Contains(count, "packs: 1\n") || !noGarbage(count) {
 		t.Fatalf("after a full gc:\n%s", count)
 	}
 	if n := strings.TrimSpace(gitCLI(t, dir, "rev-list", "--count", "HEAD")); n != "32" {
@@ -279,5 +290,54 @@ func TestGCClearsTemporaryPacks(t *testing.T) {
 	}
 	if _, err := os.Stat(tmp); err == nil {
 		t.Fatal("gc left an old temporary pack")
+	}
+}
+
+// A pack marked the old way (pack-H.gitmem beside it in objects/pack,
+// which git counts as garbage) still counts as gc's, and the next start
+// moves the mark out of git's folder.
+func TestOldRepackedMarksMove(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		write(t, r, fmt.Sprint("id", i), "f.md", fmt.Sprintf("v%d\n", i))
+	}
+	settle(t, r)
+	if _, err := r.GC(true); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	packs, _ := gd.ListPacks(filepath.Join(dir, ".git"))
+	if len(packs) != 1 || !packs[0].Repacked {
+		t.Fatalf("packs after gc: %+v", packs)
+	}
+	// As an earlier gitmem left it: the mark in objects/pack only, and one
+	// for a pack git's own gc has since deleted.
+	pack := filepath.Join(dir, ".git", "objects", "pack", "pack-"+packs[0].Hash.String())
+	os.RemoveAll(filepath.Join(dir, ".git", "gitmem", "repacked"))
+	os.WriteFile(pack+".gitmem", nil, 0o444)
+	gone := filepath.Join(dir, ".git", "objects", "pack", "pack-"+strings.Repeat("ab", 20)+".gitmem")
+	os.WriteFile(gone, nil, 0o444)
+	if packs, _ := gd.ListPacks(filepath.Join(dir, ".git")); len(packs) != 1 || !packs[0].Repacked {
+		t.Fatalf("an old mark is not honoured: %+v", packs)
+	}
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if packs, _ := gd.ListPacks(r.gitDir); len(packs) != 1 || !packs[0].Repacked {
+		t.Fatalf("the moved mark is lost: %+v", packs)
+	}
+	for _, p := range []string{pack + ".gitmem", gone} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is still there: %v", filepath.Base(p), err)
+		}
+	}
+	if count := gitCLI(t, dir, "count-objects", "-v"); !noGarbage(count) {
+		t.Fatalf("after the start:\n%s", count)
 	}
 }

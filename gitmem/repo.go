@@ -431,6 +431,8 @@ func (r *Repo) clearTempFiles() {
 	for _, p := range junk {
 		os.RemoveAll(p)
 	}
+	// gc's marks go out of git's pack folder, where an earlier version kept them.
+	gd.MoveRepackedMarks(r.gitDir)
 	if n := gd.RemoveOrphanIndexes(r.gitDir); n > 0 { // a pack killed between its index and itself
 		junk = append(junk, make([]string, n)...)
 	}

@@ -90,14 +90,24 @@ func (s *Store) ClearGarbage(all bool) int {
 // RemoveOrphanIndexes deletes pack indexes (and marks) whose pack is
 // missing: an index is renamed into place before its pack, and a
 // half-written one would be trusted if the same pack were written again.
+// A mark in .git/gitmem/repacked whose pack is gone (git's own gc
+// replaced it, say) is deleted too, and not counted: it is no leftover
+// of a crash.
 func RemoveOrphanIndexes(gitDir string) int {
 	n := 0
-	for _, ext := range []string{".idx", repackedMark} {
-		m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*"+ext))
+	packDir := filepath.Join(gitDir, "objects", "pack")
+	for _, ext := range []string{".idx", oldMarkExt} {
+		m, _ := filepath.Glob(filepath.Join(packDir, "pack-*"+ext))
 		for _, p := range m {
 			if _, err := os.Stat(strings.TrimSuffix(p, ext) + ".pack"); errors.Is(err, fs.ErrNotExist) && os.Remove(p) == nil {
 				n++
 			}
+		}
+	}
+	marks, _ := os.ReadDir(filepath.Join(gitDir, "gitmem", repackedDir))
+	for _, e := range marks {
+		if _, err := os.Stat(filepath.Join(packDir, "pack-"+e.Name()+".pack")); errors.Is(err, fs.ErrNotExist) {
+			os.Remove(repackedMarkPath(gitDir, e.Name()))
 		}
 	}
 	return n
@@ -155,9 +165,10 @@ func RemovePacks(gitDir string, packs []plumbing.Hash) int {
 		if os.Remove(base+".pack") == nil {
 			n++
 		}
-		for _, ext := range []string{".idx", ".rev", ".bitmap", ".mtimes", ".keep", ".promisor", repackedMark} {
+		for _, ext := range []string{".idx", ".rev", ".bitmap", ".mtimes", ".keep", ".promisor", oldMarkExt} {
 			os.Remove(base + ext)
 		}
+		os.Remove(repackedMarkPath(gitDir, p.String()))
 	}
 	return n
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -592,12 +593,55 @@ type Pack struct {
 	Repacked bool  // written by Repack (its deltas are gitmem's)
 }
 
-// repackedMark is the file next to a pack that says Repack wrote it.
-const repackedMark = ".gitmem"
+// A pack Repack wrote is marked by an empty file .git/gitmem/repacked/H
+// (H the pack's hash). Earlier versions put the mark beside the pack, as
+// .git/objects/pack/pack-H.gitmem, where git counts it as garbage (git
+// count-objects -v warns of it): such a mark is still honoured, and
+// MoveRepackedMarks moves it.
+const (
+	repackedDir = "repacked"
+	oldMarkExt  = ".gitmem"
+)
+
+func repackedMarkPath(gitDir string, h string) string {
+	return filepath.Join(gitDir, "gitmem", repackedDir, h)
+}
 
 // MarkRepacked records that Repack wrote the pack h.
 func MarkRepacked(gitDir string, h plumbing.Hash) error {
-	return os.WriteFile(filepath.Join(gitDir, "objects", "pack", "pack-"+h.String()+repackedMark), nil, 0o444)
+	if err := os.MkdirAll(filepath.Join(gitDir, "gitmem", repackedDir), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(repackedMarkPath(gitDir, h.String()), nil, 0o444)
+}
+
+// isRepacked reports whether the pack with the hash hex is marked, in
+// either place.
+func isRepacked(gitDir, hex string) bool {
+	if _, err := os.Stat(repackedMarkPath(gitDir, hex)); err == nil {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(gitDir, "objects", "pack", "pack-"+hex+oldMarkExt))
+	return err == nil
+}
+
+// MoveRepackedMarks moves the marks an earlier version left in
+// .git/objects/pack to .git/gitmem/repacked (a mark whose pack is gone
+// is deleted instead). A mark that cannot be written in the new place
+// stays where it is, still honoured.
+func MoveRepackedMarks(gitDir string) {
+	m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*"+oldMarkExt))
+	for _, p := range m {
+		base := strings.TrimSuffix(p, oldMarkExt)
+		hex := strings.TrimPrefix(filepath.Base(base), "pack-")
+		if !plumbing.IsHash(hex) {
+			continue
+		}
+		if _, err := os.Stat(base + ".pack"); err == nil && MarkRepacked(gitDir, plumbing.NewHash(hex)) != nil {
+			continue
+		}
+		os.Remove(p)
+	}
 }
 
 // ListPacks lists the packs (with an index) of the repository. It reads
@@ -623,8 +667,7 @@ func ListPacks(gitDir string) ([]Pack, error) {
 		if err != nil {
 			continue // no index (yet): not a pack git reads
 		}
-		_, merr := os.Stat(base + repackedMark)
-		out = append(out, Pack{Hash: plumbing.NewHash(hex), Objects: n, Bytes: fi.Size(), Repacked: merr == nil})
+		out = append(out, Pack{Hash: plumbing.NewHash(hex), Objects: n, Bytes: fi.Size(), Repacked: isRepacked(gitDir, hex)})
 	}
 	return out, nil
 }
