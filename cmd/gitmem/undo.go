@@ -199,7 +199,11 @@ func expireCommand() *cli.Command {
 			switch {
 			case c.Bool("json"):
 			case len(stale) == 0:
-				fmt.Fprintf(c.App.ErrWriter, "nothing changed since before %s\n", cutoff.Format(timeLayout))
+				which := "no file"
+				if len(keep) > 0 {
+					which = "no file outside --keep"
+				}
+				fmt.Fprintf(c.App.ErrWriter, "%s has gone unchanged since %s: nothing to expire\n", which, cutoff.Format(timeLayout))
 			case c.Bool("dry-run"):
 				fmt.Fprintf(c.App.ErrWriter, "%d file(s) would expire (dry run: nothing was changed)\n", len(stale))
 			default:
