@@ -278,6 +278,18 @@ func reloadOnHangup(ctx context.Context, tokens *handler.Tokens, logf func(strin
 	}
 }
 
+// announceAddr is the address serve says it listens on: the host as the
+// operator gave it (0.0.0.0 stays 0.0.0.0, where the listener would say
+// [::]), with the port the listener has (the one picked for port 0).
+func announceAddr(given string, ln net.Addr) string {
+	host, _, err := net.SplitHostPort(given)
+	_, port, lerr := net.SplitHostPort(ln.String())
+	if err != nil || lerr != nil {
+		return ln.String()
+	}
+	return net.JoinHostPort(host, port)
+}
+
 // serveHTTP serves on addr with srv (HTTPOptions.Server: every timeout
 // and bound on a connection set) until ctx ends.
 func serveHTTP(ctx context.Context, addr, path string, srv *http.Server, log *slog.Logger) error {
@@ -285,7 +297,7 @@ func serveHTTP(ctx context.Context, addr, path string, srv *http.Server, log *sl
 	if err != nil {
 		return failf(exitFailure, "cannot listen on %s: %v", addr, err)
 	}
-	log.Info("serving the memory tool on http://" + ln.Addr().String() + path)
+	log.Info("serving the memory tool on http://" + announceAddr(addr, ln.Addr()) + path)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

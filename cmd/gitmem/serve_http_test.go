@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"net/http"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -37,3 +40,45 @@ func TestServeHTTPBoundsConnections(t *testing.T) {
 		})
 	}
 }
+
+// The address serve announces is the one the operator gave (0.0.0.0 is
+// not rewritten to [::]), with the port the listener got when it was 0.
+func TestServeAnnouncesTheAddressGiven(t *testing.T) {
+	for _, tc := range []struct{ given, listener, want string }{
+		{"0.0.0.0:7077", "[::]:7077", "0.0.0.0:7077"},
+		{"0.0.0.0:0", "[::]:41234", "0.0.0.0:41234"},
+		{"127.0.0.1:0", "127.0.0.1:41234", "127.0.0.1:41234"},
+		{"[::1]:0", "[::1]:41234", "[::1]:41234"},
+		{"localhost:7077", "127.0.0.1:7077", "localhost:7077"},
+		{":7077", "[::]:7077", ":7077"},
+		{"localhost:http", "127.0.0.1:80", "localhost:80"},
+	} {
+		if got := announceAddr(tc.given, fakeAddr(tc.listener)); got != tc.want {
+			t.Errorf("announceAddr(%q, %s) = %q, want %q", tc.given, tc.listener, got, tc.want)
+		}
+	}
+
+	// And the real line, from the process.
+	cmd := exec.Command("gitmem", "--repo", filepath.Join(t.TempDir(), "memory"), "serve", "--http", "0.0.0.0:0", "--token", "s3cret")
+	cmd.Env = testEnv(t)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		if l := lines.Text(); strings.Contains(l, "serving the memory tool") {
+			if !regexp.MustCompile(`serving the memory tool on http://0\.0\.0\.0:[1-9][0-9]*/v1/tool_use`).MatchString(l) {
+				t.Errorf("announced: %s", l)
+			}
+			return
+		}
+	}
+	t.Fatal("serve ended without announcing its address")
+}
+
+type fakeAddr string
+
+func (a fakeAddr) Network() string { return "tcp" }
+func (a fakeAddr) String() string  { return string(a) }
