@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The gitmem status example in docs/operations.md is what status prints:
+// the same lines, hashes, URL and times aside.
+func TestOperationsDocShowsStatusAsPrinted(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example: the command line, then its output as # comment lines.
+	m := regexp.MustCompile(`(?m)^    gitmem status +#.*\n((?:    #.*\n)+)`).FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/operations.md shows no output under gitmem status")
+	}
+	var documented []string
+	for _, l := range strings.Split(strings.TrimRight(string(m[1]), "\n"), "\n") {
+		documented = append(documented, strings.TrimPrefix(strings.TrimPrefix(l, "    #"), " "))
+	}
+
+	// The same situation: a clone that fetched two commits it has not merged.
+	env := testEnv(t)
+	dir := t.TempDir()
+	gitmem := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("gitmem", args...)
+		cmd.Env, cmd.Dir = env, dir
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("gitmem %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Env, cmd.Dir = env, dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	git("init", "-q", "--bare", "--initial-branch=main", "shared.git")
+	gitmem("init", "a")
+	gitmem("--repo", "a", "remote", "add", "origin", filepath.Join(dir, "shared.git"))
+	gitmem("--repo", "a", "push")
+	gitmem("clone", filepath.Join(dir, "shared.git"), "b")
+	for _, f := range []string{"x.md", "y.md"} {
+		os.WriteFile(filepath.Join(dir, "a", "memories", f), []byte("note\n"), 0o600)
+		gitmem("--repo", "a", "init") // commits the hand edit
+	}
+	gitmem("--repo", "a", "push")
+	git("-C", "b", "fetch", "-q", "origin")
+	printed := strings.Split(strings.TrimRight(gitmem("--repo", "b", "status"), "\n"), "\n")
+
+	hash := regexp.MustCompile(`\b[0-9a-f]{7}\b`)
+	when := regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}`)
+	url := regexp.MustCompile(`^remote (\S+) \(.*\)$`)
+	head := regexp.MustCompile(`^HEAD H .*$`)
+	shape := func(lines []string) []string {
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			l = when.ReplaceAllString(hash.ReplaceAllString(l, "H"), "TIME")
+			l = url.ReplaceAllString(l, "remote $1 (URL)")
+			out[i] = head.ReplaceAllString(l, "HEAD H SUBJECT")
+		}
+		return out
+	}
+	if got, want := strings.Join(shape(documented), "\n"), strings.Join(shape(printed), "\n"); got != want {
+		t.Errorf("docs/operations.md shows gitmem status as\n%s\nit prints\n%s\n(as printed:\n%s)", got, want, strings.Join(printed, "\n"))
+	}
+}
