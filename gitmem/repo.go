@@ -116,9 +116,11 @@ type Repo struct {
 	wt     *worktree
 	flock  *gd.FileLock // nil when read-only
 
-	wmu    sync.Mutex // one writer in this process; guards idx and idxDue
-	idx    *time.Timer
-	idxDue time.Time // when idx fires
+	wmu        sync.Mutex // one writer in this process; guards idx, idxDue, idxTree, idxEntries
+	idx        *time.Timer
+	idxDue     time.Time                // when idx fires
+	idxTree    *node                    // the tree of the last .git/index written
+	idxEntries map[string]gd.IndexEntry // its entries, by path
 
 	pipeline          // the commit pipeline (pipeline.go)
 	gcState           // packing (gc.go)
@@ -484,6 +486,10 @@ func (r *Repo) refresh(persist bool) error {
 			tree, err = r.loadTree(c.TreeHash, old, "")
 		} else {
 			r.indexHead = head // (smu not needed: start holds every lock there is to hold)
+			r.idxTree, r.idxEntries = tree, make(map[string]gd.IndexEntry, len(r.index))
+			for _, e := range r.index { // the next index written keeps what did not change
+				r.idxEntries[e.Path] = e
+			}
 		}
 		r.unlockObj()
 		if err != nil {

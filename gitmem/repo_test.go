@@ -327,6 +327,45 @@ func TestIndexCatchesUpWhenIdle(t *testing.T) {
 	}
 }
 
+// The index is rewritten every IndexDelay under a steady stream of
+// changes too (not only once gitmem is idle), looking only at the files
+// changed since the last one: an unchanged file keeps its entry, git
+// still sees a hand edit of it, and the files gitmem changed are clean.
+func TestIndexFollowsUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	opt := testOptions(t)
+	opt.IndexDelay = 50 * time.Millisecond
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "x", "kept.md", "kept\n")
+	settle(t, r)
+	// A change every 10 ms for a while: never idle for IndexDelay.
+	var written int
+	for i := 0; i < 60; i++ {
+		write(t, r, fmt.Sprint("t", i), "busy.md", fmt.Sprint(i, "\n"))
+		time.Sleep(10 * time.Millisecond)
+		if data, err := os.ReadFile(filepath.Join(dir, ".git", "gitmem", "index-head")); err == nil {
+			if c, err := r.Commit(strings.TrimSpace(string(data))); err == nil && strings.HasPrefix(c.Trailer(TrailerToolUseID), "t") {
+				written++
+			}
+		}
+	}
+	if written == 0 {
+		t.Fatal("the index was never rewritten while changes kept coming")
+	}
+	settle(t, r)
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status after the changes:\n%s", st)
+	}
+	os.WriteFile(filepath.Join(dir, "memories", "kept.md"), []byte("edited by hand\n"), 0o600)
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != " M memories/kept.md\n" {
+		t.Fatalf("git status after a hand edit of an unchanged file:\n%q", st)
+	}
+}
+
 // Regression: a writer killed while holding refs/heads/main.lock must not
 // block the next process's commits.
 func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {

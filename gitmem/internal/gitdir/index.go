@@ -114,9 +114,13 @@ func ReadIndex(gitDir string) ([]IndexEntry, time.Time, error) {
 }
 
 // WriteIndex writes .git/index (version 2) with the entries, sorted, the
-// way git does (index.lock, fsync, rename). go-git's encoder is ~15x
-// slower at 10,000 entries and is not needed: gitmem's index has no
-// extensions and no conflict stages.
+// way git does (index.lock, rename) and, as git by default
+// (core.fsync=committed), without an fsync: the index is a cache of HEAD's
+// tree and the worktree's lstat data, rebuilt by the next gitmem start or
+// `git reset` — gitmem writes it every second under load, and its fsync
+// (tens of milliseconds for 1 MB here) would be paid under the writer
+// mutex. go-git's encoder is ~15x slower at 10,000 entries and is not
+// needed: gitmem's index has no extensions and no conflict stages.
 func WriteIndex(gitDir string, entries []IndexEntry) error {
 	if err := Injected(StepIndex, ".git/index"); err != nil {
 		return err
@@ -143,5 +147,5 @@ func WriteIndex(gitDir string, entries []IndexEntry) error {
 	}
 	sum := sha1.Sum(buf)
 	buf = append(buf, sum[:]...)
-	return ReplaceLocked(filepath.Join(gitDir, "index"), buf, nil)
+	return ReplaceCache(filepath.Join(gitDir, "index"), buf)
 }

@@ -126,6 +126,12 @@ func ReplaceLocked(path string, data []byte, check func() error) error {
 	return replaceLocked(path, data, true, check)
 }
 
+// ReplaceCache replaces a file that only caches what can be rebuilt, as
+// ReplaceLocked does but without the fsync.
+func ReplaceCache(path string, data []byte) error {
+	return replaceLocked(path, data, false, nil)
+}
+
 func replaceLocked(path string, data []byte, durable bool, check func() error) error {
 	lock := path + ".lock"
 	f, err := openLockFile(lock)
