@@ -3,6 +3,7 @@ package main
 import (
 	_ "embed"
 	"fmt"
+	"github.com/xrash/smetrics"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -63,7 +64,11 @@ func normalize(app *cli.App, args []string) (out []string, cmdName string, err e
 		return args, "", nil // urfave/cli's own help command: gitmem help serve
 	}
 	if cmd == nil {
-		return nil, "", failf(exitUsage, "%q is not a gitmem command (see: gitmem help)", args[i])
+		var names []string
+		for _, c := range app.Commands {
+			names = append(names, c.Names()...)
+		}
+		return nil, "", failf(exitUsage, "%q is not a gitmem command%s (see: gitmem help)", args[i], didYouMean(args[i], names))
 	}
 	if i+1 < len(args) && cmd.Command(args[i+1]) != nil { // a subcommand: gitmem store create
 		i++
@@ -158,9 +163,31 @@ func usageError(c *cli.Context, err error, _ bool) error {
 	}
 	msg := err.Error()
 	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
-		msg = "unknown flag " + dashes(m[1])
+		var names []string
+		for _, f := range append(c.Command.Flags, c.App.Flags...) {
+			for _, n := range f.Names() {
+				names = append(names, dashes(n))
+			}
+		}
+		msg = "unknown flag " + dashes(m[1]) + didYouMean(dashes(m[1]), names)
 	}
 	return failf(exitUsage, "%s%s (see: gitmem %s--help)", prefix, msg, name)
+}
+
+// didYouMean names the one of names closest to a mistyped one, when one
+// is close (Jaro-Winkler similarity of at least 0.85, as git's "did you
+// mean" is for a near miss, not a guess).
+func didYouMean(typed string, names []string) string {
+	best, score := "", 0.85
+	for _, n := range names {
+		if s := smetrics.JaroWinkler(typed, n, 0.7, 4); s >= score {
+			best, score = n, s
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + best + "?"
 }
 
 func dashes(name string) string {
