@@ -382,3 +382,94 @@ func (r *Repo) Adopt() (Commit, error) {
 	c.Paths = p.rec.paths
 	return c, nil
 }
+
+// checkoutMoved brings the worktree to a branch git alone moved while
+// gitmem did not hold the writer lock (git fetch and git update-ref, git
+// reset --soft): the files of the commits it moved over were never
+// checked out. A file that still holds the version of the commit gitmem
+// last left the worktree at (indexFor, the commit .git/index was written
+// for) is checked out — adopting it would undo the new commits; a file
+// that holds neither version was edited by hand meanwhile and is adopted
+// merged with the new commits' change to it (handBase), so neither is
+// lost. Called by settleIn with wmu and the writer lock held, when the
+// write-ahead log had nothing to replay.
+func (r *Repo) checkoutMoved() {
+	r.smu.RLock()
+	head, tree := r.head, r.tree
+	r.smu.RUnlock()
+	was := r.indexFor
+	if was.IsZero() || head.IsZero() || was == head {
+		return
+	}
+	r.omu.Lock()
+	c, err := r.obj.Commit(was)
+	var old *node
+	if err == nil {
+		old, err = r.loadTree(c.TreeHash, tree, "")
+	}
+	r.unlockObj()
+	if err != nil {
+		return // gone (a redaction or gc): hand-edit checks alone, as before
+	}
+	var moved []string
+	changedFiles(lookup(old, memDir), lookup(tree, memDir), memDir, func(p string) {
+		if checkRel(p[len(memDir)+1:]) == nil {
+			moved = append(moved, p)
+		}
+	})
+	if len(moved) == 0 {
+		return
+	}
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	var out []string
+	hand := map[string]plumbing.Hash{} // the version each edit started from
+	for _, p := range moved {
+		var have, before, now plumbing.Hash
+		if fi, err := r.wt.root.Lstat(p); err == nil {
+			if !fi.Mode().IsRegular() {
+				continue // a folder or a symlink where a file was: the hand-edit check decides
+			}
+			data, err := r.wt.root.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			have = plumbing.ComputeHash(plumbing.BlobObject, data)
+		}
+		if n := lookup(old, p); n.isFile() {
+			before = n.hash
+		}
+		n := lookup(tree, p)
+		if n.isFile() {
+			now = n.hash
+		}
+		switch have {
+		case now:
+		case before:
+			if !n.isFile() && !n.isDir() {
+				n = nil
+			}
+			if err := r.wt.sync(p, n, r.readBlob); err != nil {
+				r.opt.Logf("gitmem: could not check out %s: %v", p[len(memDir)+1:], err)
+				continue
+			}
+			out = append(out, p)
+		default:
+			hand[p] = before
+		}
+	}
+	r.forgetStats(out)
+	r.pmu.Lock()
+	for p, base := range hand {
+		if _, ok := r.handBase[p]; !ok {
+			r.handBase[p] = base
+		}
+	}
+	r.pmu.Unlock()
+	if len(out) > 0 {
+		r.opt.Logf("gitmem: the branch moved to %s outside gitmem: checked out %d file(s) it changed", head.String()[:7], len(out))
+		if err := gd.SyncFS(r.dir, r.wt.flushList()); err != nil {
+			r.opt.Logf("gitmem: could not sync the worktree: %v", err)
+		}
+	}
+}

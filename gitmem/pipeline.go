@@ -184,10 +184,14 @@ func (r *Repo) settleIn() error {
 	r.smu.RLock()
 	r.diskHead, r.diskTree = r.head, r.tree
 	r.smu.RUnlock()
-	if err := r.openLog(); err != nil {
+	replayed, err := r.openLog()
+	if err != nil {
 		return err
 	}
 	r.repairPending()
+	if !replayed {
+		r.checkoutMoved()
+	}
 	if len(r.displaced()) > 0 { // left by a start or a run that could not merge them
 		r.displacedWait.Store(true)
 	}
@@ -205,7 +209,7 @@ func (r *Repo) settleIn() error {
 // it cannot (a full disk), they stay readable, the log keeps them, and
 // new changes are refused until a checkpoint succeeds. Called with wmu
 // and the writer lock held, after refresh.
-func (r *Repo) openLog() error {
+func (r *Repo) openLog() (replayed bool, err error) {
 	var recs [2][]gd.WALRecord
 	for i, name := range []string{"wal", "wal2"} {
 		w, rs, err := gd.OpenWAL(r.gitDir, name)
@@ -213,7 +217,7 @@ func (r *Repo) openLog() error {
 			for _, w := range r.walFiles[:i] {
 				w.Close(false)
 			}
-			return &DamagedError{Problem: fmt.Sprintf("the write-ahead log .git/gitmem/%s cannot be read (%v)", name, err),
+			return false, &DamagedError{Problem: fmt.Sprintf("the write-ahead log .git/gitmem/%s cannot be read (%v)", name, err),
 				Repair: "if gitmem was not killed while writing it, move it aside and run gitmem fsck"}
 		}
 		r.walFiles[i], recs[i] = w, rs
@@ -226,7 +230,7 @@ func (r *Repo) openLog() error {
 	r.draining = -1
 	replay := append(recs[first], recs[1-first]...)
 	if len(replay) == 0 {
-		return nil
+		return false, nil
 	}
 	if missing := r.notInGit(replay, r.diskHead); missing > 0 {
 		r.opt.Logf("gitmem: recovering %d acknowledged change(s) from the write-ahead log", missing)
@@ -246,7 +250,7 @@ func (r *Repo) openLog() error {
 		in, err := gd.NewGraph(st).IsAncestor(replay[len(replay)-1].Head, r.diskHead)
 		st.Close()
 		if err == nil && in {
-			return r.emptyLog()
+			return false, r.emptyLog()
 		}
 	}
 	items := make([]*prepared, 0, len(replay))
@@ -264,7 +268,7 @@ func (r *Repo) openLog() error {
 		}
 		r.unlockObj()
 		if err != nil {
-			return wrap("recover the write-ahead log", err)
+			return true, wrap("recover the write-ahead log", err)
 		}
 		p.tree, p.id, p.commit = tree, p.rec.id, commitOf(c)
 		items = append(items, p)
@@ -290,7 +294,7 @@ func (r *Repo) openLog() error {
 	r.mmu.Unlock()
 	r.publish(items)
 	r.checkpoint() // a failure refuses changes until a retry succeeds
-	return nil
+	return true, nil
 }
 
 // prepare encodes tx as a commit on the writer's tip, in memory, and makes

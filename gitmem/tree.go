@@ -183,6 +183,37 @@ func walkFiles(n *node, prefix string, fn func(p string, f *node)) {
 	}
 }
 
+// changedFiles calls fn for every path under prefix where a and b (trees
+// or files, nil for absent) do not hold the same regular file: changed,
+// added or removed, in either. Subtrees whose hashes match are skipped.
+func changedFiles(a, b *node, prefix string, fn func(p string)) {
+	if a == b || (a != nil && b != nil && a.mode == b.mode && !a.hash.IsZero() && a.hash == b.hash) {
+		return
+	}
+	if a.isFile() || b.isFile() {
+		fn(prefix)
+	}
+	var names []string
+	for _, n := range []*node{a, b} {
+		if n.isDir() {
+			for name := range n.kids {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		var ka, kb *node
+		if a.isDir() {
+			ka = a.kids[name]
+		}
+		if b.isDir() {
+			kb = b.kids[name]
+		}
+		changedFiles(ka, kb, join2(prefix, name), fn)
+	}
+}
+
 // encodeTree is the git encoding of a folder whose children all have
 // hashes: its entries in git's order, where a folder sorts as if its name
 // ended in "/".

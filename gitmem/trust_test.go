@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -1030,6 +1031,83 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 			}
 			if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
 				t.Fatalf("git status:\n%s", st)
+			}
+		})
+	}
+}
+
+// The branch moved forward by git alone (git fetch + git update-ref, as
+// a script syncing by hand would do) while gitmem was stopped or idle:
+// the worktree still holds the old commit's files. They are checked out
+// to the new commit, not adopted as hand edits that would undo it; a hand
+// edit made meanwhile is kept, merged with the new commit's change.
+func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
+	for _, stopped := range []bool{true, false} {
+		t.Run(map[bool]string{true: "stopped", false: "idle"}[stopped], func(t *testing.T) {
+			dir := t.TempDir()
+			r, _, err := Init(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, r, "t1", "a.md", "one\n")
+			write(t, r, "t2", "b.md", "b\n")
+			write(t, r, "t3", "e.md", "1\n2\n3\n4\n")
+			settle(t, r)
+			if stopped {
+				r.Close()
+			} else {
+				deadline := time.Now().Add(10 * time.Second)
+				for r.owned.Load() && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				if r.owned.Load() {
+					t.Fatal("the writer lock was not released when idle")
+				}
+			}
+			// Another agent's clone moves on; this repository takes its
+			// commit with git alone, leaving the worktree as it was.
+			other := t.TempDir()
+			gitCLI(t, "", "clone", "-q", dir, other)
+			os.WriteFile(filepath.Join(other, "memories", "a.md"), []byte("two\n"), 0o600)
+			os.Remove(filepath.Join(other, "memories", "b.md"))
+			os.WriteFile(filepath.Join(other, "memories", "c.md"), []byte("c\n"), 0o600)
+			os.WriteFile(filepath.Join(other, "memories", "e.md"), []byte("1\n2\n3\n4\nremote\n"), 0o600)
+			theirs := commitByHand(t, other, "elsewhere")
+			gitCLI(t, dir, "fetch", "-q", other, "HEAD")
+			gitCLI(t, dir, "update-ref", "refs/heads/main", theirs)
+			// A hand edit meanwhile, to a file the new commit changed too.
+			os.WriteFile(filepath.Join(dir, "memories", "e.md"), []byte("hand\n1\n2\n3\n4\n"), 0o600)
+			if stopped {
+				if r, err = Open(dir, testOptions(t)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer r.Close()
+			write(t, r, "t4", "x.md", "x\n")
+			if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) { // as serve does every few seconds
+				t.Fatal(err)
+			}
+			settle(t, r)
+			want := map[string]string{"a.md": "two\n", "c.md": "c\n", "x.md": "x\n", "e.md": "hand\n1\n2\n3\n4\nremote\n"}
+			for p, content := range want {
+				if got := read(t, r, p); got != content {
+					t.Errorf("%s in HEAD: %q, want %q", p, got, content)
+				}
+				if got := readDisk(t, dir, p); got != content {
+					t.Errorf("%s on disk: %q, want %q", p, got, content)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "memories", "b.md")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("b.md, deleted by the new commit, is still on disk (%v)", err)
+			}
+			if _, err := exec.Command("git", "-C", dir, "merge-base", "--is-ancestor", theirs, "HEAD").Output(); err != nil {
+				t.Fatal("the new commit is not on the branch")
+			}
+			if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+				t.Fatalf("git status:\n%s", st)
+			}
+			if diff := gitCLI(t, dir, "diff", "--stat", theirs, "HEAD", "--", "memories/a.md", "memories/b.md", "memories/c.md"); diff != "" {
+				t.Fatalf("a later commit undid the new commit:\n%s\n%s", diff, gitCLI(t, dir, "log", "--format=%s", "--stat"))
 			}
 		})
 	}
