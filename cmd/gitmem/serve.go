@@ -280,12 +280,16 @@ func reloadOnHangup(ctx context.Context, tokens *handler.Tokens, logf func(strin
 
 // announceAddr is the address serve says it listens on: the host as the
 // operator gave it (0.0.0.0 stays 0.0.0.0, where the listener would say
-// [::]), with the port the listener has (the one picked for port 0).
+// [::]; none is 0.0.0.0), with the port the listener has (the one picked
+// for port 0).
 func announceAddr(given string, ln net.Addr) string {
 	host, _, err := net.SplitHostPort(given)
 	_, port, lerr := net.SplitHostPort(ln.String())
 	if err != nil || lerr != nil {
 		return ln.String()
+	}
+	if host == "" {
+		host = "0.0.0.0" // ":7077" listens on every interface; "http://:7077/" is no URL
 	}
 	return net.JoinHostPort(host, port)
 }

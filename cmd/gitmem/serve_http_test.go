@@ -42,7 +42,7 @@ func TestServeHTTPBoundsConnections(t *testing.T) {
 }
 
 // The address serve announces is the one the operator gave (0.0.0.0 is
-// not rewritten to [::]), with the port the listener got when it was 0.
+// not rewritten to [::]; no host is every interface, 0.0.0.0), with the port the listener got when it was 0.
 func TestServeAnnouncesTheAddressGiven(t *testing.T) {
 	for _, tc := range []struct{ given, listener, want string }{
 		{"0.0.0.0:7077", "[::]:7077", "0.0.0.0:7077"},
@@ -50,7 +50,7 @@ func TestServeAnnouncesTheAddressGiven(t *testing.T) {
 		{"127.0.0.1:0", "127.0.0.1:41234", "127.0.0.1:41234"},
 		{"[::1]:0", "[::1]:41234", "[::1]:41234"},
 		{"localhost:7077", "127.0.0.1:7077", "localhost:7077"},
-		{":7077", "[::]:7077", ":7077"},
+		{":7077", "[::]:7077", "0.0.0.0:7077"}, // every interface, in a URL one can read
 		{"localhost:http", "127.0.0.1:80", "localhost:80"},
 	} {
 		if got := announceAddr(tc.given, fakeAddr(tc.listener)); got != tc.want {
