@@ -485,3 +485,22 @@ func TestCloneLogsNoRecovery(t *testing.T) {
 		t.Fatalf("the clone left its journal: %v", err)
 	}
 }
+
+// A clone of a memory that holds no file has the memories/ folder all the
+// same, as a new memory has: an operator looks for it there.
+func TestCloneOfAnEmptyMemoryHasTheFolder(t *testing.T) {
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	if _, err := a.Sync(context.Background(), "origin", SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "b")
+	b, _, err := Clone(context.Background(), remote, dir, agentOptions(t, "b"), SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if fi, err := os.Stat(filepath.Join(dir, "memories")); err != nil || !fi.IsDir() {
+		t.Fatalf("the clone has no memories/ folder: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
@@ -171,6 +172,9 @@ func (w *worktree) prune(dir string) string {
 // reading blob contents with blob. It is the repair step after a crash:
 // idempotent, and it rewrites only what differs.
 func (w *worktree) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, error)) error {
+	if n == nil && p == memDir {
+		n = &node{mode: filemode.Dir} // the memory folder stays, empty
+	}
 	switch {
 	case n == nil:
 		if _, err := w.root.Lstat(p); err != nil {
