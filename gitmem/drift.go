@@ -397,7 +397,15 @@ func (r *Repo) checkoutMoved() {
 	r.smu.RLock()
 	head, tree := r.head, r.tree
 	r.smu.RUnlock()
-	was := r.indexFor
+	// Another gitmem process may have written the index since this one
+	// last held the lock: the file says what the worktree was left at.
+	was := r.readIndexHead()
+	r.smu.Lock()
+	if was.IsZero() {
+		was = r.indexFor
+	}
+	r.indexFor = was
+	r.smu.Unlock()
 	if was.IsZero() || head.IsZero() || was == head {
 		return
 	}

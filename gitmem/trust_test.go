@@ -1056,13 +1056,7 @@ func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
 			if stopped {
 				r.Close()
 			} else {
-				deadline := time.Now().Add(10 * time.Second)
-				for r.owned.Load() && time.Now().Before(deadline) {
-					time.Sleep(20 * time.Millisecond)
-				}
-				if r.owned.Load() {
-					t.Fatal("the writer lock was not released when idle")
-				}
+				waitReleased(t, r)
 			}
 			// Another agent's clone moves on; this repository takes its
 			// commit with git alone, leaving the worktree as it was.
@@ -1110,5 +1104,57 @@ func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
 				t.Fatalf("a later commit undid the new commit:\n%s\n%s", diff, gitCLI(t, dir, "log", "--format=%s", "--stat"))
 			}
 		})
+	}
+}
+
+// The same when another gitmem process held the lock in between (it left
+// the worktree, and .git/index, at its own last commit): the files are
+// checked out from where that process left them, not merged as hand edits.
+func TestBranchMovedAfterAnotherProcessIsCheckedOut(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", "1\n2\n3\n")
+	settle(t, r)
+	waitReleased(t, r)
+	other, err := Open(dir, testOptions(t)) // as `gitmem revert` would, in its own process
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, other, "t2", "a.md", "1\n2\n3\nother\n")
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clone := t.TempDir()
+	gitCLI(t, "", "clone", "-q", dir, clone)
+	os.WriteFile(filepath.Join(clone, "memories", "a.md"), []byte("1\n2\n3\nother\nremote\n"), 0o600)
+	theirs := commitByHand(t, clone, "elsewhere")
+	gitCLI(t, dir, "fetch", "-q", clone, "HEAD")
+	gitCLI(t, dir, "update-ref", "refs/heads/main", theirs)
+	write(t, r, "t3", "x.md", "x\n")
+	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := read(t, r, "a.md"); got != "1\n2\n3\nother\nremote\n" {
+		t.Fatalf("a.md %q", got)
+	}
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
+}
+
+// waitReleased waits until r has given the writer lock up, idle.
+func waitReleased(t *testing.T, r *Repo) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.owned.Load() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r.owned.Load() {
+		t.Fatal("the writer lock was not released when idle")
 	}
 }
