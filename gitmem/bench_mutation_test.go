@@ -1,0 +1,137 @@
+package gitmem
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// BenchmarkMutation measures the CPU of one mutation, all of it: the
+// commit (prepare, the log append) and its materialisation (objects, the
+// branch, the worktree, the history index), which serve does in the
+// background, here waited for after each call; cpu-ns/op is the
+// process's CPU time (all goroutines) per call, steadier than ns/op on a
+// shared machine. fsync and fdatasync are
+// disabled, so that the figure is the CPU path, not this machine's disk;
+// the index rewrite (IndexDelay) is held off. The calls cycle through the
+// mix of `gitmem bench`: create a new file, str_replace and insert in a
+// seeded file, rename the new file, delete it; files are 100 to a folder
+// and the repository is reopened first, so that the stat cache is seeded
+// from .git/index as at a serve start.
+//
+//	go test ./gitmem/ -run '^$' -bench Mutation -benchmem -count 6
+func BenchmarkMutation(b *testing.B) {
+	for _, files := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
+			fsync, fdatasync := gd.Fsync, gd.Fdatasync
+			gd.Fsync = func(*os.File) error { return nil }
+			gd.Fdatasync = func(*os.File) error { return nil }
+			defer func() { gd.Fsync, gd.Fdatasync = fsync, fdatasync }()
+			r := mutationRepo(b, files)
+			start := mutationSeq[files]
+			mutationSeq[files] += b.N + 5 - b.N%5 // new names in every round
+			folders := max(1, files/100)
+			seeded := func(i int) string { j := (i * 37) % files; return fmt.Sprintf("d%03d/f%05d.md", j/100, j) }
+			newName := func(i int) string { return fmt.Sprintf("d%03d/new-%d.md", (i/5)%folders, i/5) }
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := processCPU()
+			for k := range b.N {
+				i := start + k
+				var fn func(tx *Tx) error
+				switch i % 5 {
+				case 0: // create
+					fn = func(tx *Tx) error { return tx.WriteFile(newName(i), []byte(fmt.Sprintf("a new memory %d\n", i))) }
+				case 1, 2: // str_replace, insert
+					fn = func(tx *Tx) error {
+						p := seeded(i)
+						data, err := tx.ReadFile(p)
+						if err != nil {
+							return err
+						}
+						s := string(data)
+						if i%5 == 1 {
+							s = strings.Replace(s, "line two", fmt.Sprintf("line two (%d)", i), 1)
+						} else {
+							s += fmt.Sprintf("note %d\n", i)
+						}
+						return tx.WriteFile(p, []byte(s))
+					}
+				case 3: // rename
+					fn = func(tx *Tx) error { return tx.Rename(newName(i), newName(i)+".moved") }
+				case 4: // delete
+					fn = func(tx *Tx) error { return tx.Remove(newName(i) + ".moved") }
+				}
+				if _, err := r.Update(Meta{Subject: "memory: mutation"}, fn); err != nil {
+					b.Fatal(err)
+				}
+				if err := r.materialize(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if cpu := processCPU() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}
+
+var mutationSeq = map[int]int{}
+
+// mutationRepo makes (once per size and process: TestMain removes it) a
+// repository of files files (100 to a folder), written to git's files and
+// .git/index, and opens it again.
+func mutationRepo(b *testing.B, files int) *Repo {
+	b.Helper()
+	if r := benchRepos[[2]int{files, -1}]; r != nil {
+		return r
+	}
+	dir, err := os.MkdirTemp("", "gitmem-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	opt := Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}}
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batch = 500
+	for i := 0; i < files; i += batch {
+		if _, err := r.Update(Meta{Subject: "seed"}, func(tx *Tx) error {
+			for j := i; j < min(files, i+batch); j++ {
+				if err := tx.WriteFile(fmt.Sprintf("d%03d/f%05d.md", j/100, j), []byte(fmt.Sprintf("memory %d\nline two\n", j))); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := r.materialize(); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(gd.RacyWindow + 20*time.Millisecond) // not racy: the index vouches for every file
+	if err := r.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		b.Fatal(err)
+	}
+	opt.IndexDelay = time.Hour
+	if r, err = Open(dir, opt); err != nil {
+		b.Fatal(err)
+	}
+	r.cmu.Lock()
+	n := len(r.stats)
+	r.cmu.Unlock()
+	if n < files {
+		b.Fatalf("the stat cache holds %d files of %d", n, files)
+	}
+	benchRepos[[2]int{files, -1}] = r
+	return r
+}
