@@ -127,7 +127,7 @@ func mutationRepo(b *testing.B, files int) *Repo {
 		b.Fatal(err)
 	}
 	r.cmu.Lock()
-	n := len(r.stats)
+	n := r.stats.len()
 	r.cmu.Unlock()
 	if n < files {
 		b.Fatalf("the stat cache holds %d files of %d", n, files)

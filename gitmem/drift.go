@@ -33,7 +33,7 @@ import (
 func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, error) {
 	st := gd.StatOf(fi)
 	r.cmu.Lock()
-	cached, ok := r.stats[p]
+	cached, ok := r.stats.get(p)
 	r.cmu.Unlock()
 	if ok && cached == st {
 		return true, nil
@@ -47,7 +47,7 @@ func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, erro
 	}
 	if !st.Racy(time.Now()) {
 		r.cmu.Lock()
-		r.stats[p] = st
+		r.stats.put(p, st)
 		r.cmu.Unlock()
 	}
 	return true, nil
@@ -61,21 +61,79 @@ func (r *Repo) forgetStats(paths []string) {
 	}
 	r.cmu.Lock()
 	defer r.cmu.Unlock()
+	r.stats.forget(paths)
+}
+
+// statCache is the lstat data of the worktree files known to hold their
+// HEAD blob, with the number of them under each folder, so that
+// forgetting a path that is no cached file (a new file, a rename's target,
+// a deletion) costs a lookup, not a scan of every entry: only a folder
+// that holds cached files is scanned for them.
+type statCache struct {
+	files map[string]gd.Stat
+	dirs  map[string]int // folder -> cached files at any depth under it
+}
+
+func newStatCache() *statCache {
+	return &statCache{files: map[string]gd.Stat{}, dirs: map[string]int{}}
+}
+
+func (c *statCache) get(p string) (gd.Stat, bool) {
+	st, ok := c.files[p]
+	return st, ok
+}
+
+func (c *statCache) len() int { return len(c.files) }
+
+func (c *statCache) put(p string, st gd.Stat) {
+	if _, ok := c.files[p]; !ok {
+		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+			c.dirs[d]++
+		}
+	}
+	c.files[p] = st
+}
+
+func (c *statCache) del(p string) {
+	if _, ok := c.files[p]; !ok {
+		return
+	}
+	delete(c.files, p)
+	for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+		if c.dirs[d]--; c.dirs[d] <= 0 {
+			delete(c.dirs, d)
+		}
+	}
+}
+
+func (c *statCache) clear() {
+	clear(c.files)
+	clear(c.dirs)
+}
+
+// forget drops the files at or under paths. A path that is a cached file
+// is dropped alone (nothing can be cached under a file); the cache is
+// scanned only for folders that hold cached files.
+func (c *statCache) forget(paths []string) {
 	var folders []string
 	for _, p := range paths {
-		if _, ok := r.stats[p]; ok {
-			delete(r.stats, p) // a file: the common case, no scan
-		} else {
+		if _, ok := c.files[p]; ok {
+			c.del(p) // a file: the common case, no scan
+		} else if c.dirs[p] > 0 {
 			folders = append(folders, p)
 		}
 	}
 	if len(folders) == 0 {
 		return
 	}
-	for p := range r.stats {
+	var drop []string
+	for p := range c.files {
 		if under(p, folders) {
-			delete(r.stats, p)
+			drop = append(drop, p)
 		}
+	}
+	for _, p := range drop {
+		c.del(p)
 	}
 }
 
@@ -88,7 +146,7 @@ func (r *Repo) loadIndexStats() {
 	defer r.cmu.Unlock()
 	for _, e := range r.index { // none: no index, or one gitmem does not read; files are hashed
 		if n := lookup(tree, e.Path); n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(r.indexWritten) {
-			r.stats[e.Path] = e.Stat
+			r.stats.put(e.Path, e.Stat)
 		}
 	}
 }

@@ -113,7 +113,7 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	if err != nil {
 		return rep, wrap("open the repository", err)
 	}
-	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: gd.Open(gitDir), ids: map[string]plumbing.Hash{}, stats: map[string]gd.Stat{},
+	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: gd.Open(gitDir), ids: map[string]plumbing.Hash{}, stats: newStatCache(),
 		wt: &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir}}
 	defer func() {
 		root.Close()

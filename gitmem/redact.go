@@ -214,7 +214,7 @@ func (r *Repo) finishRedaction() error {
 		r.diskHead = r.head
 		r.smu.RUnlock()
 		r.cmu.Lock()
-		clear(r.stats)
+		r.stats.clear()
 		r.cmu.Unlock()
 		if err := r.wt.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob); err != nil {
 			return wrap("bring the worktree to the redacted history", err)

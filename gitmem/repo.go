@@ -135,8 +135,8 @@ type Repo struct {
 	hist       []histRec
 	histLoaded bool
 
-	cmu   sync.Mutex         // guards stats
-	stats map[string]gd.Stat // worktree files known to hold their HEAD blob (see drift.go)
+	cmu   sync.Mutex // guards stats
+	stats *statCache // worktree files known to hold their HEAD blob (see drift.go)
 
 	index        []gd.IndexEntry // .git/index as read at start (then nil)
 	indexWritten time.Time
@@ -226,7 +226,7 @@ func Open(dir string, opt Options) (*Repo, error) {
 		wt:     &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir},
 		obj:    gd.Open(gitDir),
 		ids:    map[string]plumbing.Hash{},
-		stats:  map[string]gd.Stat{},
+		stats:  newStatCache(),
 	}
 	r.initPipeline()
 	fail := func(err error) (*Repo, error) {

@@ -1,0 +1,66 @@
+package gitmem
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path"
+	"slices"
+	"testing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// TestStatCacheForgetsAsAScanWould checks the stat cache's per-folder
+// counts against forgetting by a scan of every entry (what forgetStats
+// did): the same files are dropped, for files, folders, new paths, and
+// names that share a prefix without being under the folder.
+func TestStatCacheForgetsAsAScanWould(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := newStatCache()
+	naive := map[string]gd.Stat{}
+	names := []string{"memories/a", "memories/a/b", "memories/ab", "memories/a/b/c", "memories/a/bc", "memories/d", "memories/d/e", "memories"}
+	pick := func() string {
+		p := names[rng.IntN(len(names))]
+		if rng.IntN(2) == 0 {
+			p += fmt.Sprintf("/f%d.md", rng.IntN(3))
+		}
+		return p
+	}
+	for i := range 5000 {
+		if rng.IntN(3) > 0 {
+			p := pick()
+			st := gd.Stat{}
+			c.put(p, st)
+			naive[p] = st
+			continue
+		}
+		paths := []string{pick()}
+		if rng.IntN(2) == 0 {
+			paths = append(paths, pick())
+		}
+		c.forget(paths)
+		var folders []string
+		for _, p := range paths {
+			if _, ok := naive[p]; ok {
+				delete(naive, p)
+			} else {
+				folders = append(folders, p)
+			}
+		}
+		maps.DeleteFunc(naive, func(p string, _ gd.Stat) bool { return len(folders) > 0 && under(p, folders) })
+		if !maps.Equal(c.files, naive) {
+			t.Fatalf("step %d: forget %q left %v, a scan leaves %v", i, paths, slices.Sorted(maps.Keys(c.files)), slices.Sorted(maps.Keys(naive)))
+		}
+		// The counts are those of the files left.
+		want := map[string]int{}
+		for p := range naive {
+			for d := path.Dir(p); d != "."; d = path.Dir(d) {
+				want[d]++
+			}
+		}
+		if !maps.Equal(c.dirs, want) {
+			t.Fatalf("step %d: folder counts %v, want %v", i, c.dirs, want)
+		}
+	}
+}
