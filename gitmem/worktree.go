@@ -2,11 +2,13 @@ package gitmem
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -248,4 +250,100 @@ func (w *worktree) scan(skip func(rel string, dir bool) bool) (map[string]plumbi
 		return nil
 	})
 	return out, err
+}
+
+// Replacing a file the operator may be editing. put moves a new version
+// into place and hands back the file it replaced, moved aside in the
+// same step (Linux: renameat2 RENAME_EXCHANGE; elsewhere a rename aside,
+// then a link that fails if a file appeared meanwhile), so that an edit
+// made at any moment before the swap is in the file handed back, never
+// overwritten: the caller compares it with what gitmem expected there
+// and keeps a difference (placeChecked). Only a write through a
+// descriptor opened before the swap and made after the caller read the
+// file handed back is not seen (an editor holding the file open).
+
+// asideSeq makes the names of files moved aside unique.
+var asideSeq atomic.Uint64
+
+func (w *worktree) asideName() string {
+	return fmt.Sprintf("%s/aside-%d-%d", w.tmpRel, os.Getpid(), asideSeq.Add(1))
+}
+
+// writeTemp writes data to a new temporary file, mode 0600, and returns
+// its repository path.
+func (w *worktree) writeTemp(data []byte) (string, error) {
+	f, err := os.CreateTemp(w.tmpAbs, "w-")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(fileMode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return w.tmpRel + "/" + filepath.Base(f.Name()), nil
+}
+
+// moveAside moves the file at p out of the worktree and returns where it
+// went ("" if there was none).
+func (w *worktree) moveAside(p string) (string, error) {
+	aside := w.asideName()
+	err := w.root.Rename(p, aside)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return aside, nil
+}
+
+// put moves the temporary file tmp to p, whose folder exists. The file
+// that was at p, if any, is moved aside in the same step (aside names it).
+// placed is false when a file appeared at p after it was moved aside
+// (tmp is still there): the caller takes that one aside too, and tries
+// again.
+func (w *worktree) put(tmp, p string) (aside string, placed bool, err error) {
+	if aside, placed, ok, err := w.exchange(tmp, p); ok {
+		return aside, placed, err
+	}
+	if aside, err = w.moveAside(p); err != nil {
+		return "", false, err
+	}
+	switch err := w.root.Link(tmp, p); {
+	case err == nil:
+		w.root.Remove(tmp)
+	case errors.Is(err, fs.ErrExist):
+		return aside, false, nil
+	default: // no hard links here: a file made at p just now is replaced
+		if err := w.root.Rename(tmp, p); err != nil {
+			return aside, false, err
+		}
+	}
+	w.touch(p)
+	return aside, true, nil
+}
+
+// takeAside reads a file moved aside and removes it. file is false when
+// it was not a regular file (a symlink or folder: no memory file). On a
+// read error it stays where it is.
+func (w *worktree) takeAside(aside string) (data []byte, file bool, err error) {
+	fi, err := w.root.Lstat(aside)
+	if err != nil {
+		return nil, false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, false, w.root.RemoveAll(aside)
+	}
+	if data, err = w.root.ReadFile(aside); err != nil {
+		return nil, false, err
+	}
+	w.root.Remove(aside)
+	return data, true, nil
 }
