@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"maps"
 	"path"
@@ -38,14 +39,28 @@ func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, erro
 	if ok && cached == st {
 		return true, nil
 	}
-	data, err := r.wt.root.ReadFile(p)
+	// What is cached is the lstat data of the file read, taken on the
+	// descriptor read from before and after the read (not fi, which may
+	// be of an older file at p): an edit that lands after the read changes
+	// it, and the next look reads the file again.
+	f, err := r.wt.root.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	before, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return false, err
 	}
 	if plumbing.ComputeHash(plumbing.BlobObject, data) != h {
 		return false, nil
 	}
-	if !st.Racy(time.Now()) {
+	after, err := f.Stat()
+	if st := gd.StatOf(after); err == nil && st == gd.StatOf(before) && !st.Racy(time.Now()) {
 		r.cmu.Lock()
 		r.stats.put(p, st)
 		r.cmu.Unlock()
@@ -292,11 +307,13 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
 	var merged []string
+	read := map[string][]byte{}
 	for _, rel := range writes {
 		data, err := r.wt.root.ReadFile(full(rel))
 		if err != nil {
 			return nil, wrap("read "+rel, err)
 		}
+		read[full(rel)] = data
 		if m, ok, err := r.mergeHandEdit(tx, full(rel), data); err != nil {
 			return nil, err
 		} else if ok {
@@ -319,6 +336,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	}
 	p, err := r.prepare(tx, meta)
 	if err == nil {
+		p.read = read
 		r.pmu.Lock()
 		for _, q := range merged {
 			delete(r.handBase, q)
@@ -361,23 +379,35 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte) (data []byte, ok boo
 	base, kept := r.handBase[p]
 	r.pmu.Unlock()
 	tip := lookup(tx.root, p)
-	if !kept || !tip.isFile() || tip.hash == base {
+	if !kept || !tip.isFile() || tip.hash == base.hash {
 		return nil, false, nil
 	}
-	var texts [3][]string
-	for i, h := range []plumbing.Hash{base, tip.hash} {
-		if h.IsZero() {
-			continue
-		}
-		b, err := r.readBlob(h)
-		if err != nil {
+	b := base.text
+	if b == nil && !base.hash.IsZero() {
+		if b, err = r.readBlob(base.hash); err != nil {
 			return nil, false, wrap("read a file to merge", err)
 		}
-		texts[i] = splitKeep(string(b))
 	}
-	texts[2] = splitKeep(string(hand))
-	data, _ = mergeMarked(texts, "gitmem", "edited by hand")
-	return data, true, nil
+	ours, err := r.readBlob(tip.hash)
+	if err != nil {
+		return nil, false, wrap("read a file to merge", err)
+	}
+	return mergeHand(b, ours, hand), true, nil
+}
+
+// handBase is the version a hand edit started from: a blob (zero: none),
+// or the text an adopt read, which need not be one.
+type handBase struct {
+	hash plumbing.Hash
+	text []byte // nil: the blob's
+}
+
+// mergeHand merges a hand edit made on base with gitmem's version of the
+// same file: both sides' changes, a region both changed held between
+// conflict markers ("gitmem", "edited by hand").
+func mergeHand(base, ours, hand []byte) []byte {
+	data, _ := mergeMarked([3][]string{splitKeep(string(base)), splitKeep(string(ours)), splitKeep(string(hand))}, "gitmem", "edited by hand")
+	return data
 }
 
 // adoptFiles commits hand edits to the given memory paths (relative to
@@ -528,7 +558,7 @@ func (r *Repo) checkoutMoved() {
 	r.pmu.Lock()
 	for p, base := range hand {
 		if _, ok := r.handBase[p]; !ok {
-			r.handBase[p] = base
+			r.handBase[p] = handBase{hash: base}
 		}
 	}
 	r.pmu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -65,6 +66,7 @@ type prepared struct {
 	rec          histRec
 	id           string
 	merged       map[string]plumbing.Hash // tool_use ids of the commits a merge or fast-forward brings (share.go)
+	read         map[string][]byte        // an adopt's: the worktree files it read (repository paths), before any merge
 	commit       Commit
 	done         bool // published (durable)
 }
@@ -112,9 +114,9 @@ type pipeline struct {
 	displacedWait atomic.Bool // a commit under refs/gitmem/displaced/ waits to be merged back
 	dmu           sync.Mutex  // held while merging them
 
-	pmu      sync.Mutex               // guards inflight (and Repo.pend)
-	inflight map[string]int           // worktree paths of commits not yet materialised
-	handBase map[string]plumbing.Hash // files edited by hand before the worktree caught up: the blob the edit started from (zero: none)
+	pmu      sync.Mutex          // guards inflight (and Repo.pend)
+	inflight map[string]int      // worktree paths of commits not yet materialised
+	handBase map[string]handBase // files edited by hand before the worktree caught up: the version the edit started from
 
 	intent *gd.FileLock
 	stop   chan struct{}
@@ -126,7 +128,7 @@ func (r *Repo) initPipeline() {
 	r.queue = &batch{}
 	r.waiting = map[string]*prepared{}
 	r.inflight = map[string]int{}
-	r.handBase = map[string]plumbing.Hash{}
+	r.handBase = map[string]handBase{}
 	r.ow = gd.NewObjectWriter(r.gitDir)
 	r.draining = -1
 	r.stop = make(chan struct{})
@@ -602,7 +604,7 @@ func (r *Repo) materializeLocked() error {
 	r.pmu.Lock()
 	retry := r.pend // paths an earlier pass could not write
 	r.pmu.Unlock()
-	kept := r.keepHandEdits(items, prevHead, prev, paths, retry)
+	kept, checks := r.keepHandEdits(items, prevHead, prev, paths, retry)
 	paths = union(paths, retry)
 	r.forgetStats(paths)
 	var failed []string
@@ -610,7 +612,13 @@ func (r *Repo) materializeLocked() error {
 		if kept[q] {
 			continue
 		}
-		if err := r.wt.sync(q, lookup(last.tree, q), r.readBlob); err != nil {
+		var err error
+		if of, ok := checks[q]; ok {
+			err = r.mirrorChecked(q, lookup(last.tree, q), of)
+		} else {
+			err = r.wt.sync(q, lookup(last.tree, q), r.readBlob)
+		}
+		if err != nil {
 			failed = append(failed, q)
 			r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
 		}
@@ -636,18 +644,18 @@ func (r *Repo) materializeLocked() error {
 // before the worktree caught up with items (it lags them by milliseconds,
 // longer on a full disk, or a crash's whole downtime): the worktree holds
 // neither what gitmem last wrote there (prev) nor a version one of items
-// gives the file. They are not overwritten; the next adopt commit merges
-// the hand edit into the acknowledged version (adoptDrift), from the base
-// noted here in r.handBase. Paths gitmem has yet to repair (own) and those
-// an adopt commit among items takes are gitmem's own writes. A file
-// deleted by hand is not kept: the acknowledged version comes back.
+// gives the file, nor what an adopt among them read there. They are not
+// overwritten; the next adopt commit merges the hand edit into the
+// acknowledged version (adoptDrift), from the base noted here in
+// r.handBase. Paths gitmem has yet to repair (own) are gitmem's own
+// writes. A file deleted by hand is not kept: the acknowledged version
+// comes back. For every other memory file, checks says what the worktree
+// may hold as gitmem's own, for the write that follows (mirrorChecked):
+// an edit that lands between this check and that write is kept too.
 // Called with mmu held, before the stat cache forgets paths.
-func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *node, paths, own []string) map[string]bool {
+func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *node, paths, own []string) (kept map[string]bool, checks map[string]*ownFiles) {
 	versions := []*node{prev} // the trees whose files are gitmem's own writes
 	for _, p := range items {
-		if p.rec.command == "adopt" {
-			own = append(own, p.paths...)
-		}
 		versions = append(versions, p.tree)
 	}
 	if base := items[0].parent; base != prevHead && !base.IsZero() {
@@ -664,27 +672,62 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 		r.unlockObj()
 	}
 	skip := newPathSet(own)
-	kept := map[string]bool{}
+	kept, checks = map[string]bool{}, map[string]*ownFiles{}
 	for _, q := range paths {
 		if skip.covers(q) || !under(q, []string{memDir}) {
 			continue
 		}
-		if r.handEdited(versions, q) {
+		of := &ownFiles{hashes: map[plumbing.Hash]bool{}, texts: map[plumbing.Hash][]byte{}}
+		for _, t := range versions {
+			if n := lookup(t, q); n.isFile() {
+				of.hashes[n.hash] = true
+			}
+		}
+		for _, p := range items { // what adopts read is gitmem's to replace, nothing later
+			if data, ok := p.read[q]; ok {
+				h := plumbing.ComputeHash(plumbing.BlobObject, data)
+				of.hashes[h], of.texts[h] = true, data
+				of.lastRead = h
+			}
+		}
+		if r.handEdited(versions, of, q) {
 			kept[q] = true
 			continue
 		}
+		checks[q] = of
 		r.pmu.Lock()
 		delete(r.handBase, q) // gitmem writes it again: an older edit was taken
 		r.pmu.Unlock()
 	}
-	return kept
+	return kept, checks
+}
+
+// ownFiles is what a worktree file may hold as gitmem's own: blobs gitmem
+// wrote or was writing there, and texts adopts read there.
+type ownFiles struct {
+	hashes   map[plumbing.Hash]bool
+	texts    map[plumbing.Hash][]byte // those that are no blob of the repository's
+	lastRead plumbing.Hash            // the last text an adopt read (zero: none)
+	found    plumbing.Hash            // what the worktree held when checked (zero: no file)
+}
+
+// text is the content of one of them.
+func (r *Repo) ownText(of *ownFiles, h plumbing.Hash) ([]byte, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	if t, ok := of.texts[h]; ok {
+		return t, nil
+	}
+	return r.readBlob(h)
 }
 
 // handEdited reports whether the worktree file at q holds an edit made by
 // hand: none of the versions gitmem wrote or was writing there — the
-// first of versions is what the worktree mirrors (old). If so its base is
-// noted for the adopt commit's merge.
-func (r *Repo) handEdited(versions []*node, q string) bool {
+// first of versions is what the worktree mirrors (old) — nor a text an
+// adopt read. If so its base is noted for the adopt commit's merge: the
+// last text an adopt read there, or else old.
+func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 	old := lookup(versions[0], q)
 	if old.isDir() {
 		return false
@@ -695,6 +738,7 @@ func (r *Repo) handEdited(versions []*node, q string) bool {
 	}
 	if old.isFile() {
 		if same, err := r.sameAsTree(q, fi, old.hash); err != nil || same {
+			of.found = old.hash
 			return false
 		}
 	}
@@ -703,14 +747,16 @@ func (r *Repo) handEdited(versions []*node, q string) bool {
 		return false
 	}
 	h := plumbing.ComputeHash(plumbing.BlobObject, data)
-	for _, t := range versions[1:] {
-		if n := lookup(t, q); n.isFile() && n.hash == h {
-			return false // gitmem's own write, done or left as it was by a crash
-		}
+	if of.hashes[h] {
+		of.found = h
+		return false // gitmem's own write, done or left as it was by a crash, or what an adopt took
 	}
-	var base plumbing.Hash
+	base := handBase{}
 	if old.isFile() {
-		base = old.hash
+		base.hash = old.hash
+	}
+	if !of.lastRead.IsZero() {
+		base = handBase{hash: of.lastRead, text: of.texts[of.lastRead]}
 	}
 	r.pmu.Lock()
 	if _, ok := r.handBase[q]; !ok { // kept already: its base is the older one
@@ -719,6 +765,115 @@ func (r *Repo) handEdited(versions []*node, q string) bool {
 	r.pmu.Unlock()
 	r.opt.Logf("gitmem: %s was edited by hand before an acknowledged change to it reached the worktree; the edit is kept, and merged into that change by the next adopt commit", q)
 	return true
+}
+
+// mirrorChecked makes the worktree at the memory path q match n (nil:
+// absent), as wt.sync does, but every file it replaces or removes is moved
+// aside in the same step (worktree.put) and compared with what of allows:
+// one that holds anything else was edited by hand after keepHandEdits
+// looked. It is kept: merged with n's version (from what the file held
+// when checked), or, where n removes it, taken as it is; the worktree is
+// left holding that, which the next adopt commit takes. Called with mmu
+// held.
+func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
+	if n.isDir() {
+		return r.wt.sync(q, n, r.readBlob)
+	}
+	if err := gd.Injected(gd.StepWorktree, q); err != nil {
+		return err
+	}
+	w := r.wt
+	fi, err := w.root.Lstat(q)
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return err
+	case err == nil && fi.IsDir():
+		return w.sync(q, n, r.readBlob) // a folder where a file was (its files are not checked)
+	case err != nil && n == nil:
+		return nil
+	}
+	var want []byte
+	if n != nil {
+		if err == nil && fi.Mode().IsRegular() && fi.Size() == n.size {
+			if have, err := w.root.ReadFile(q); err == nil && plumbing.ComputeHash(plumbing.BlobObject, have) == n.hash {
+				return nil
+			}
+		}
+		if want, err = r.readBlob(n.hash); err != nil {
+			return err
+		}
+		if err := w.ensureDir(path.Dir(q)); err != nil {
+			return err
+		}
+	}
+	wantFile := n != nil
+	// expect is what the file at q may hold as gitmem's own; base is what
+	// it was made from, which a hand edit found in it is merged from.
+	expect := func(h plumbing.Hash) bool { return of.hashes[h] }
+	base, err := r.ownText(of, of.found)
+	if err != nil {
+		base = nil // merged from nothing: both sides kept between markers
+	}
+	tmp := ""
+	defer func() {
+		if tmp != "" {
+			w.root.Remove(tmp)
+		}
+	}()
+	for {
+		aside, placed := "", true
+		put, putFile := want, wantFile
+		if putFile {
+			if tmp == "" {
+				if tmp, err = w.writeTemp(put); err != nil {
+					return err
+				}
+			}
+			if aside, placed, err = w.put(tmp, q); err != nil {
+				return err
+			}
+			if placed {
+				tmp = ""
+			}
+		} else if aside, err = w.moveAside(q); err != nil {
+			return err
+		}
+		hand := false
+		if aside != "" {
+			data, file, err := w.takeAside(aside)
+			if err != nil {
+				return fmt.Errorf("read the file it replaced (left in .git/gitmem/tmp): %w", err)
+			}
+			if hand = file && !expect(plumbing.ComputeHash(plumbing.BlobObject, data)); hand {
+				r.opt.Logf("gitmem: %s was edited by hand while gitmem wrote an acknowledged change to it; the edit is kept (merged) for the next adopt commit", q)
+				if wantFile {
+					want = mergeHand(base, want, data)
+				} else {
+					want, wantFile = data, true // removed by the change: the edited file stays
+				}
+			}
+		}
+		if placed && !hand {
+			if !putFile {
+				w.touchDir(w.prune(path.Dir(q)))
+			}
+			return nil
+		}
+		// Another round. q holds what this one put there, or, when a file
+		// appeared at q after it was moved aside, one made from nothing.
+		if placed && putFile {
+			h := plumbing.ComputeHash(plumbing.BlobObject, put)
+			expect = func(g plumbing.Hash) bool { return g == h }
+			base = put
+		} else {
+			expect = func(plumbing.Hash) bool { return false }
+			base = nil
+		}
+		if hand && tmp != "" { // it holds the older want
+			w.root.Remove(tmp)
+			tmp = ""
+		}
+	}
 }
 
 // moveBranch points the branch at the last of items. The branch holds

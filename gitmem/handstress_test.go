@@ -1,0 +1,255 @@
+package gitmem
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// Item 2 under load: hand edits (appends through os.OpenFile with
+// O_APPEND, as `echo x >> a.md` does) land while the model keeps changing
+// the same files and serve adopts in the background. Every edit whose
+// write succeeded must end up in HEAD's history or in the worktree: none
+// may be overwritten by a change gitmem mirrors to the worktree, whenever
+// it lands (before the drift check, between the check and the rename, or
+// after an adopt read the file). The run is bounded by a count of hand
+// edits and a deadline, not by a timing assertion.
+func TestHandEditsUnderLoadAreNeverLost(t *testing.T) {
+	dir := t.TempDir()
+	opt := testOptions(t)
+	opt.Logf = func(string, ...any) {} // thousands of "kept" lines
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	files := []string{"a.md", "b.md", "c.md"}
+	for i, f := range files {
+		write(t, r, fmt.Sprint("seed", i), f, "seed "+f+"\n")
+	}
+	settle(t, r)
+
+	const hands = 1500
+	deadline := time.Now().Add(4 * time.Second)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var calls atomic.Int64
+	// The model: inserts at the top, replaces its own line, deletes and
+	// creates c.md again.
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				f := files[(i+w)%len(files)]
+				id := fmt.Sprintf("m%d-%d", w, i)
+				meta := Meta{Subject: "model " + f, Trailers: []Trailer{{TrailerToolUseID, id}}}
+				var err error
+				switch {
+				case f == "c.md" && i%4 == 0:
+					_, err = r.Update(meta, func(tx *Tx) error { return tx.Remove(f) })
+				case f == "c.md" && i%4 == 1:
+					_, err = r.Update(meta, func(tx *Tx) error {
+						if _, err := tx.Stat(f); err == nil {
+							return ErrExist
+						}
+						return tx.WriteFile(f, []byte("created "+id+"\n"))
+					})
+				case i%3 == 0:
+					_, err = r.Update(meta, func(tx *Tx) error {
+						data, err := tx.ReadFile(f)
+						if err != nil {
+							return err
+						}
+						return tx.WriteFile(f, []byte(strings.Replace(string(data), "seed", "SEED "+id, 1)))
+					})
+				default:
+					_, err = r.Update(meta, func(tx *Tx) error {
+						data, err := tx.ReadFile(f)
+						if err != nil {
+							return err
+						}
+						return tx.WriteFile(f, append([]byte("model "+id+"\n"), data...))
+					})
+				}
+				if err != nil && !errors.Is(err, ErrNotExist) && !errors.Is(err, ErrExist) {
+					t.Errorf("%s: %v", id, err)
+					return
+				}
+				calls.Add(1)
+			}
+		}()
+	}
+	// serve's background adopt (--adopt-every), and views of the files.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; !stop.Load(); i++ {
+			if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+				t.Errorf("adopt: %v", err)
+				return
+			}
+			if _, err := r.Snapshot(files[i%len(files)]); err != nil {
+				t.Errorf("view: %v", err)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	// The operator.
+	var written []string
+	for i := 0; i < hands && time.Now().Before(deadline); i++ {
+		marker := fmt.Sprintf("hand-%d-end", i)
+		f, err := os.OpenFile(filepath.Join(dir, "memories", files[i%len(files)]), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			continue // deleted by the model just now
+		}
+		if _, err := f.WriteString(marker + "\n"); err == nil {
+			written = append(written, marker)
+		}
+		f.Close()
+		if i%8 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+		t.Fatal(err)
+	}
+	settle(t, r)
+
+	var all strings.Builder
+	all.WriteString(gitCLI(t, dir, "log", "-p", "--format=", "HEAD"))
+	for _, f := range files {
+		all.WriteString(readDisk(t, dir, f))
+	}
+	text := all.String()
+	var lost []string
+	for _, m := range written {
+		if !strings.Contains(text, m) {
+			lost = append(lost, m)
+		}
+	}
+	perFile := map[string]int{}
+	for _, m := range lost {
+		var i int
+		fmt.Sscanf(m, "hand-%d-end", &i)
+		perFile[files[i%len(files)]]++
+	}
+	t.Logf("%d hand edits, %d model calls, %d lost %v", len(written), calls.Load(), len(lost), perFile)
+	if len(lost) > 0 {
+		t.Fatalf("%d of %d hand edits lost, e.g. %v", len(lost), len(written), lost[:min(len(lost), 5)])
+	}
+}
+
+// appendHand appends a line to memories/p as `echo line >> p` does.
+func appendHand(t *testing.T, dir, p, line string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "memories", p), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A hand edit of a file an adopt has just read and merged (the edit kept
+// from before an acknowledged change): the merge gitmem writes must not
+// replace a second edit made after the read.
+func TestHandEditAfterAnAdoptReadIsKept(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", "one\ntwo\n")
+	settle(t, r)
+	r.mmu.Lock() // the worktree has not caught up yet
+	write(t, r, "t2", "a.md", "ONE\ntwo\n")
+	appendHand(t, dir, "a.md", "first by hand")
+	r.mmu.Unlock()
+	settle(t, r) // kept, to be merged
+	r.mmu.Lock()
+	if _, err := r.Adopt(); err != nil { // reads the file, merges
+		t.Fatal(err)
+	}
+	appendHand(t, dir, "a.md", "second by hand")
+	r.mmu.Unlock()
+	settle(t, r)
+	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	got := read(t, r, "a.md")
+	for _, want := range []string{"ONE\n", "first by hand\n", "second by hand\n"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("HEAD's a.md = %q, lacks %q", got, want)
+		}
+	}
+	if disk := readDisk(t, dir, "a.md"); disk != got {
+		t.Fatalf("worktree %q, HEAD %q", disk, got)
+	}
+}
+
+// A hand edit that lands between the check for hand edits and the write
+// of the acknowledged change (the write step's fault hook makes it land
+// there) is merged into it; one on a file the change deletes keeps the
+// file.
+func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", "one\ntwo\n")
+	write(t, r, "t2", "b.md", "bee\n")
+	settle(t, r)
+	var once sync.Once
+	gd.SetFault(func(step, p string) error {
+		if step == gd.StepWorktree && (strings.HasSuffix(p, "a.md") || strings.HasSuffix(p, "b.md")) {
+			once.Do(func() {
+				appendHand(t, dir, "a.md", "by hand")
+				appendHand(t, dir, "b.md", "by hand")
+			})
+		}
+		return nil
+	})
+	defer gd.SetFault(nil)
+	_, err = r.Update(Meta{Subject: "change", Trailers: []Trailer{{TrailerToolUseID, "t3"}}}, func(tx *Tx) error {
+		if err := tx.WriteFile("a.md", []byte("ONE\ntwo\n")); err != nil {
+			return err
+		}
+		return tx.Remove("b.md")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	gd.SetFault(nil)
+	if _, err := r.Adopt(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got, want := read(t, r, "a.md"), "ONE\ntwo\nby hand\n"; got != want {
+		t.Fatalf("a.md = %q, want %q", got, want)
+	}
+	if got, want := read(t, r, "b.md"), "bee\nby hand\n"; got != want {
+		t.Fatalf("b.md = %q, want %q", got, want)
+	}
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
+}
