@@ -77,6 +77,10 @@ func serveCommand() *cli.Command {
 }
 
 func serve(c *cli.Context) (err error) {
+	// SIGHUP (kill -HUP, or the terminal closing) never ends a server: it
+	// reloads the token file where there is one, else is logged.
+	hup := notifyHangup()
+	defer signal.Stop(hup)
 	author, err := parseAuthor(c.String("author"))
 	if err != nil {
 		return err
@@ -85,7 +89,7 @@ func serve(c *cli.Context) (err error) {
 		if c.String("sync") != "" {
 			return failf(exitUsage, "--sync shares one repository; with --stores, run gitmem sync per store (or a serve --sync per store)")
 		}
-		return serveStores(c, author)
+		return serveStores(c, author, hup)
 	}
 	if c.Duration("sync-every") <= 0 {
 		return failf(exitUsage, "--sync-every must be positive")
@@ -157,6 +161,7 @@ func serve(c *cli.Context) (err error) {
 	defer pack("exit")
 	ctx, stop := signalContext()
 	defer stop()
+	go onHangup(ctx, hup, nil, logf)
 	go maintain(ctx, repo, maintenance{c.Duration("adopt-every"), expireEvery, expireAge, keep, pack}, logf)
 	httpOpt := handler.HTTPOptions{Token: token, Metrics: m.handler(), Ready: writable(filepath.Join(dir, ".git", "gitmem"), func() error {
 		if _, err := repo.Commit("HEAD"); err != nil {
@@ -203,7 +208,7 @@ func limitFlags(c *cli.Context) policy.Limits {
 }
 
 // serveStores serves every store of --stores over HTTP.
-func serveStores(c *cli.Context, author gitmem.Signature) (err error) {
+func serveStores(c *cli.Context, author gitmem.Signature, hup <-chan os.Signal) (err error) {
 	addr := c.String("http")
 	switch {
 	case addr == "":
@@ -249,9 +254,17 @@ func serveStores(c *cli.Context, author gitmem.Signature) (err error) {
 	}()
 	ctx, stop := signalContext()
 	defer stop()
+	var reload func() error
 	if tokens != nil {
-		go reloadOnHangup(ctx, tokens, logf)
+		reload = func() error {
+			if err := tokens.Reload(); err != nil {
+				return fmt.Errorf("the token file was not reloaded, the old tokens stay: %v", err)
+			}
+			logf("gitmem: SIGHUP: reloaded %d token(s)", tokens.Len())
+			return nil
+		}
 	}
+	go onHangup(ctx, hup, reload, logf)
 	m := newMetrics(nil)
 	httpOpt := handler.HTTPOptions{Metrics: m.handler(), Ready: writable(dir.Root(), nil)}
 	h := handler.StoresHTTP(dir, handler.StoresOptions{Limits: limitFlags(c), Author: author, Screen: screen,
@@ -259,20 +272,29 @@ func serveStores(c *cli.Context, author gitmem.Signature) (err error) {
 	return serveHTTP(ctx, addr, "/v1/stores/{store}/tool_use", httpOpt.Server(h), log)
 }
 
-// reloadOnHangup reads the token file again at each SIGHUP.
-func reloadOnHangup(ctx context.Context, tokens *handler.Tokens, logf func(string, ...any)) {
+// notifyHangup catches SIGHUP from the start of serve on, so that it
+// never ends the process (Go's default for it is to exit).
+func notifyHangup() chan os.Signal {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	return hup
+}
+
+// onHangup runs reload at each SIGHUP until ctx ends; with nothing to
+// reload (no token file), it logs so.
+func onHangup(ctx context.Context, hup <-chan os.Signal, reload func() error, logf func(string, ...any)) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			if err := tokens.Reload(); err != nil {
-				logf("gitmem: SIGHUP: the token file was not reloaded, the old tokens stay: %v", err)
-			} else {
-				logf("gitmem: SIGHUP: reloaded %d token(s)", tokens.Len())
+			switch {
+			case reload == nil:
+				logf("gitmem: SIGHUP: nothing to reload (only serve --stores --tokens reloads its token file); still serving")
+			default:
+				if err := reload(); err != nil {
+					logf("gitmem: SIGHUP: %v", err)
+				}
 			}
 		}
 	}
