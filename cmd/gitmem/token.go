@@ -57,8 +57,10 @@ func tokenCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
+					// The secret alone on stdout (SECRET=$(gitmem token add ...)),
+					// the note on stderr: worded for a terminal and a pipe alike.
 					fmt.Fprintln(c.App.Writer, secret)
-					fmt.Fprintf(c.App.ErrWriter, "added token %s (%s %s, stores %s); the line above is its secret, shown only now. "+
+					fmt.Fprintf(c.App.ErrWriter, "added token %s (%s %s, stores %s); its secret went to standard output, shown only this once (the file keeps its SHA-256). "+
 						"A running server loads it at SIGHUP.\n", tok.Name, tok.Access, tok.Role, strings.Join(tok.Stores, " "))
 					return nil
 				},
