@@ -57,7 +57,26 @@ const redacted = "[REDACTED]"
 // change. Cancelling ctx before the refs move leaves the repository as it
 // was; a crash after that is finished at the next start (a record of the
 // moves is written before the first ref moves).
+//
+// The remotes keep the old history: when the memory has one, the commits
+// rewritten are noted so that no pull takes them back (see
+// RedactedRemoteError); RedactShared redacts a remote too.
 func (r *Repo) Redact(ctx context.Context, red Redaction, dry bool, progress Progress) (RedactReport, error) {
+	rep, err := r.redact(ctx, red, dry, progress)
+	if err != nil || dry || len(rep.Rewritten) == 0 {
+		return rep, err
+	}
+	if remotes, _ := r.Remotes(); len(remotes) > 0 {
+		if err := r.noteRedaction(rep); err != nil {
+			return rep, wrap("note the redaction for the next pull", err)
+		}
+	}
+	return rep, nil
+}
+
+// redact is Redact without the note for pulls: RedactShared's, and a
+// remote's redaction applied here.
+func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Progress) (RedactReport, error) {
 	if r.opt.ReadOnly && !dry {
 		return RedactReport{}, ErrReadOnly
 	}

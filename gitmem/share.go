@@ -239,8 +239,9 @@ type session struct {
 	g    *gd.Graph
 	res  SyncResult
 
-	report  RedactReport  // RedactShared's
-	prevTip plumbing.Hash // the remote's branch as last seen before this session fetched
+	report       RedactReport  // RedactShared's
+	prevTip      plumbing.Hash // the remote's branch as last seen before this session fetched
+	takeRedacted bool          // RedactShared: the remote's history is redacted here, then there
 }
 
 func (r *Repo) newSession(name string, opt SyncOptions) (*session, error) {
@@ -338,6 +339,9 @@ func (s *session) fetch(ctx context.Context) (plumbing.Hash, error) {
 	defer conn.Close()
 	refs := conn.Refs()
 	tip, rec := refs[s.r.branch], refs[redactionsRef]
+	if err := s.checkRedactedHere(tip); err != nil {
+		return plumbing.ZeroHash, err // before a single object of it comes
+	}
 	var wants []plumbing.Hash
 	for _, h := range []plumbing.Hash{tip, rec} {
 		if !h.IsZero() && !s.g.Has(h) {
@@ -369,6 +373,9 @@ func (s *session) fetch(ctx context.Context) (plumbing.Hash, error) {
 				return plumbing.ZeroHash, s.remoteErr("fetch from", fmt.Errorf("the remote did not send the commit %s", h))
 			}
 		}
+	}
+	if err := s.checkNewHistory(tip); err != nil {
+		return plumbing.ZeroHash, err // no ref reaches what came
 	}
 	if !tip.IsZero() {
 		if s.prevTip.IsZero() {

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -338,7 +340,7 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		// hold them open.
 		s.st.Close()
 		s.r.opt.Logf("gitmem: applying the redaction %s from %s", e.ID, s.name)
-		_, err = s.r.Redact(ctx, red, false, nil)
+		_, err = s.r.redact(ctx, red, false, nil)
 		s.reopen()
 		if err != nil {
 			return err
@@ -375,7 +377,7 @@ func (s *session) checkRecord(ctx context.Context, e redactionEntry, red Redacti
 	}
 	if to.IsZero() {
 		// The record leaves that commit alone: so must the redaction here.
-		dry, err := s.r.Redact(ctx, red, true, nil)
+		dry, err := s.r.redact(ctx, red, true, nil)
 		if err != nil {
 			return err
 		}
@@ -442,12 +444,30 @@ func (r *Repo) RedactShared(ctx context.Context, name string, red Redaction, opt
 }
 
 func (s *session) redactShared(ctx context.Context, red Redaction, progress Progress) error {
-	if err := s.pull(ctx); err != nil {
+	// The remote's history may hold commits a redaction made here already
+	// rewrote: they are fetched (to be rewritten again, the same way) but
+	// merged only once redacted, so the secret never reaches HEAD.
+	s.takeRedacted = true
+	tip, err := s.fetch(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.applyRedactions(ctx, tip); err != nil {
 		return err
 	}
 	lease := s.r.readTracking(s.name) // what the remote's branch holds
+	c, _, err := s.redactedIn(tip)
+	if err != nil {
+		return err
+	}
+	redactedHere := !c.IsZero()
+	if !tip.IsZero() && !redactedHere {
+		if err := s.integrate(tip); err != nil {
+			return err
+		}
+	}
 	s.st.Close()
-	rep, err := s.r.Redact(ctx, red, false, progress)
+	rep, err := s.r.redact(ctx, red, false, progress)
 	s.reopen()
 	if err != nil {
 		return err
@@ -455,6 +475,13 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 	s.report = rep
 	if len(rep.Rewritten) == 0 {
 		return nil // no commit held it: neither does the remote
+	}
+	if redactedHere {
+		// The remote's branch, rewritten with every ref: what it holds
+		// besides what this memory has is merged now.
+		if err := s.integrate(s.r.readTracking(s.name)); err != nil {
+			return err
+		}
 	}
 	e := redactionEntry{ID: newID(), Time: s.r.opt.Now().UTC(), Path: red.Path, Blob: red.Blob}
 	if red.Match != nil {
@@ -501,7 +528,7 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 		}
 		lease = tip
 		s.st.Close()
-		more, err := s.r.Redact(ctx, red, false, nil)
+		more, err := s.r.redact(ctx, red, false, nil)
 		s.reopen()
 		if err != nil {
 			return err
@@ -582,4 +609,133 @@ func newID() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// A redaction made here without --push leaves the remotes with the old
+// history. Taking their commits again would bring back what it removed,
+// so the commits it rewrote are noted (.git/gitmem/redacted, a JSON line
+// per redaction, never pushed: a pattern may hold the secret) and no pull
+// takes a history that holds one: the fetch is refused before any object
+// comes when the remote's branch is such a commit, the merge when any of
+// the commits it would bring is. `redact --push REMOTE` redacts the remote
+// too, after which its history holds none of them.
+
+// localRedaction is one line of .git/gitmem/redacted.
+type localRedaction struct {
+	Time    time.Time `json:"time"`
+	Commits []string  `json:"commits"` // the commits it rewrote, as they were
+}
+
+func (r *Repo) redactedPath() string { return filepath.Join(r.gitDir, "gitmem", "redacted") }
+
+// noteRedaction appends rep's rewritten commits to the file, durably.
+func (r *Repo) noteRedaction(rep RedactReport) error {
+	lr := localRedaction{Time: r.opt.Now().UTC()}
+	for _, rw := range rep.Rewritten {
+		lr.Commits = append(lr.Commits, rw.Old)
+	}
+	line, _ := json.Marshal(lr)
+	f, err := os.OpenFile(r.redactedPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(line, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// redactedHere returns the commits the redactions made here without
+// --push rewrote, each with the time of its redaction (nil: none).
+func (r *Repo) redactedHere() map[plumbing.Hash]time.Time {
+	data, err := os.ReadFile(r.redactedPath())
+	if err != nil {
+		return nil
+	}
+	out := map[plumbing.Hash]time.Time{}
+	for line := range strings.Lines(string(data)) {
+		var lr localRedaction
+		if json.Unmarshal([]byte(line), &lr) != nil {
+			continue // a line a crash cut short: its redaction reported no success
+		}
+		for _, c := range lr.Commits {
+			if isObjectHash(c) {
+				out[plumbing.NewHash(c)] = lr.Time
+			}
+		}
+	}
+	return out
+}
+
+// RedactedRemoteError refuses to take a remote's history that holds
+// commits a redaction made here rewrote.
+type RedactedRemoteError struct {
+	Remote string
+	Commit string    // one of them
+	Time   time.Time // when it was redacted here
+}
+
+func (e *RedactedRemoteError) Error() string {
+	return fmt.Sprintf("gitmem: %s still holds the history redacted here at %s (commit %s): taking it would bring back what the redaction removed; nothing was taken",
+		e.Remote, e.Time.Format(time.RFC3339), e.Commit[:7])
+}
+
+// checkNewHistory refuses a fetched branch tip whose history holds a
+// commit a redaction made here rewrote (the remote moved on from it).
+func (s *session) checkNewHistory(tip plumbing.Hash) error {
+	if s.takeRedacted {
+		return nil
+	}
+	c, t, err := s.redactedIn(tip)
+	if err != nil || c.IsZero() {
+		return err
+	}
+	return &RedactedRemoteError{Remote: s.name, Commit: c.String(), Time: t}
+}
+
+// redactedIn returns a commit of those tip brings (its history, less
+// HEAD's) that a redaction made here rewrote, with the redaction's time;
+// zero when none is.
+func (s *session) redactedIn(tip plumbing.Hash) (plumbing.Hash, time.Time, error) {
+	red := s.r.redactedHere()
+	if tip.IsZero() || len(red) == 0 {
+		return plumbing.ZeroHash, time.Time{}, nil
+	}
+	head, err := s.r.headHash()
+	if err != nil {
+		return plumbing.ZeroHash, time.Time{}, err
+	}
+	var ours []plumbing.Hash
+	if !head.IsZero() {
+		ours = append(ours, head)
+	}
+	commits, err := s.g.Exclusive([]plumbing.Hash{tip}, ours)
+	if err != nil {
+		return plumbing.ZeroHash, time.Time{}, wrap("read the remote's history", err)
+	}
+	for _, c := range commits {
+		if t, ok := red[c.Hash]; ok {
+			return c.Hash, t, nil
+		}
+	}
+	return plumbing.ZeroHash, time.Time{}, nil
+}
+
+// checkRedactedHere refuses commits (hashes) that a redaction made here
+// rewrote, unless the session is the one that redacts the remote too.
+func (s *session) checkRedactedHere(commits ...plumbing.Hash) error {
+	if s.takeRedacted {
+		return nil
+	}
+	red := s.r.redactedHere()
+	for _, c := range commits {
+		if t, ok := red[c]; ok {
+			return &RedactedRemoteError{Remote: s.name, Commit: c.String(), Time: t}
+		}
+	}
+	return nil
 }

@@ -228,3 +228,73 @@ func TestMalformedRedactionRecordIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A redaction made without --push leaves the remote with the old history:
+// the next sync must not bring the secret back, whether the remote's
+// branch is still where it was or another agent pushed on top of it; the
+// refusal names the way out, and redact --push then clears the remote.
+func TestLocalRedactionIsNotUndoneBySync(t *testing.T) {
+	const secret = "sk-live-ABCDEFGHIJKLMNOPQRSTUV"
+	for _, moved := range []bool{false, true} {
+		t.Run(map[bool]string{false: "remote as it was", true: "remote moved on"}[moved], func(t *testing.T) {
+			remote := bareRemote(t)
+			a := agent(t, remote, "a")
+			put(t, a, "a1", "creds.md", "key: "+secret+"\n")
+			put(t, a, "a2", "plans.md", "ship it\n")
+			syncOK(t, a)
+			b := agent(t, remote, "b")
+			red := Redaction{Path: "creds.md"}
+			if _, err := a.Redact(context.Background(), red, false, nil); err != nil {
+				t.Fatal(err)
+			}
+			if objectsHold(t, a.Dir(), secret) {
+				t.Fatal("the redaction left the secret")
+			}
+			if moved {
+				put(t, b, "b1", "b.md", "from b\n")
+				syncOK(t, b)
+			}
+			head := gitRun(t, a.Dir(), "rev-parse", "HEAD")
+			for _, op := range []func() (SyncResult, error){
+				func() (SyncResult, error) { return a.Sync(context.Background(), "origin", SyncOptions{}) },
+				func() (SyncResult, error) { return a.Pull(context.Background(), "origin", SyncOptions{}) },
+			} {
+				_, err := op()
+				var re *RedactedRemoteError
+				if !errors.As(err, &re) || re.Remote != "origin" {
+					t.Fatalf("sync after a local redaction: %v", err)
+				}
+			}
+			if got := gitRun(t, a.Dir(), "rev-parse", "HEAD"); got != head {
+				t.Fatal("the refused sync moved HEAD")
+			}
+			if strings.Contains(gitRun(t, a.Dir(), "log", "--all", "-p"), secret) {
+				t.Fatal("the secret is back in a history the memory's refs reach")
+			}
+			if !moved && objectsHold(t, a.Dir(), secret) {
+				t.Fatal("the refused fetch brought the secret's objects")
+			}
+			// The way out: redact the remote too.
+			if _, _, err := a.RedactShared(context.Background(), "origin", red, SyncOptions{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if objectsHold(t, remote, secret) || objectsHold(t, a.Dir(), secret) {
+				t.Fatal("redact --push left the secret")
+			}
+			syncOK(t, a)
+			if moved {
+				if got := read(t, a, "b.md"); got != "from b\n" {
+					t.Fatalf("b's commit on the old history was lost: %q", got)
+				}
+			}
+			if _, err := b.Sync(context.Background(), "origin", SyncOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if objectsHold(t, b.Dir(), secret) || read(t, a, "plans.md") != "ship it\n" {
+				t.Fatal("b kept the secret, or a lost plans.md")
+			}
+			fsckClean(t, a.Dir())
+			fsckClean(t, remote)
+		})
+	}
+}

@@ -102,7 +102,7 @@ func redactCommand() *cli.Command {
 			default:
 				fmt.Fprintf(e, "rewrote %d commit(s); moved %v; old objects deleted\n", len(rep.Rewritten), rep.Refs)
 				if rs, _ := r.Remotes(); len(rs) > 0 {
-					fmt.Fprintf(e, "warning: %s and its clones still hold the old history: redact with --push %s instead, so that they lose it too\n", rs[0].Name, rs[0].Name)
+					fmt.Fprintf(e, "warning: %s and its clones still hold the old history, so syncs with it are refused: redact with --push %s too, so that they lose it\n", rs[0].Name, rs[0].Name)
 				}
 			}
 			return nil

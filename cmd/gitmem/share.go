@@ -87,6 +87,7 @@ func shareErr(err error, remote, dir string) error {
 	var re *gitmem.RemoteError
 	var le *gitmem.LimitError
 	var be *gitmem.BadRemoteError
+	var rr *gitmem.RedactedRemoteError
 	switch {
 	case errors.As(err, &be):
 		return failf(exitUsage, "%s", strings.TrimPrefix(be.Error(), "gitmem: "))
@@ -94,6 +95,9 @@ func shareErr(err error, remote, dir string) error {
 		return failf(exitUsage, "no remote named %q (gitmem remote list; gitmem remote add %s URL)", remote, remote)
 	case errors.Is(err, gitmem.ErrNonFastForward):
 		return failf(exitFailure, "%s has changes this memory does not have yet; nothing was pushed (gitmem sync pulls, merges and pushes)", remote)
+	case errors.As(err, &rr):
+		return failf(exitFailure, "%s still holds the history redacted here at %s (commit %s): taking it would bring back what the redaction removed, so nothing was taken; redact %s too (the same redact with --push %s), or stop sharing with it (gitmem remote remove %s)",
+			rr.Remote, rr.Time.Format(time.RFC3339), rr.Commit[:7], rr.Remote, rr.Remote, rr.Remote)
 	case errors.As(err, &re):
 		return failf(exitFailure, "%s %s: %v", re.Op, re.Remote, re.Err)
 	case errors.As(err, &le):
