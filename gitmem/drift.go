@@ -545,7 +545,10 @@ func (r *Repo) checkoutMoved() {
 			if !n.isFile() && !n.isDir() {
 				n = nil
 			}
-			if err := r.wt.sync(p, n, r.readBlob); err != nil {
+			// Replaced in one step with what it held moved aside: a hand
+			// edit landing after the check is kept (mirrorChecked).
+			of := &ownFiles{hashes: map[plumbing.Hash]bool{before: true}, found: before}
+			if err := r.mirrorChecked(p, n, of); err != nil {
 				r.opt.Logf("gitmem: could not check out %s: %v", p[len(memDir)+1:], err)
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -1156,5 +1157,45 @@ func waitReleased(t *testing.T, r *Repo) {
 	}
 	if r.owned.Load() {
 		t.Fatal("the writer lock was not released when idle")
+	}
+}
+
+// A hand edit landing between checkoutMoved's check of a file and its
+// replacement by the branch's version is kept, merged with it.
+func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "1\n2\n3\n4\n")
+	r.Close()
+	other := t.TempDir()
+	gitCLI(t, "", "clone", "-q", dir, other)
+	os.WriteFile(filepath.Join(other, "memories", "a.md"), []byte("1\n2\n3\n4\nremote\n"), 0o600)
+	theirs := commitByHand(t, other, "elsewhere")
+	gitCLI(t, dir, "fetch", "-q", other, "HEAD")
+	gitCLI(t, dir, "update-ref", "refs/heads/main", theirs)
+	var once sync.Once
+	gd.SetFault(func(step, p string) error {
+		if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
+			once.Do(func() {
+				os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("hand\n1\n2\n3\n4\n"), 0o600)
+			})
+		}
+		return nil
+	})
+	defer gd.SetFault(nil)
+	if r, err = Open(dir, testOptions(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	gd.SetFault(nil)
+	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got, want := read(t, r, "a.md"), "hand\n1\n2\n3\n4\nremote\n"; got != want {
+		t.Fatalf("a.md = %q, want %q", got, want)
 	}
 }
