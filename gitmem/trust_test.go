@@ -1199,3 +1199,44 @@ func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
 		t.Fatalf("a.md = %q, want %q", got, want)
 	}
 }
+
+// Reverting a delete or a rename twice: the second finds the memory as the
+// undo would make it and says so (ErrNoChange), where it took the file
+// brought back for an overlapping later edit and sent the operator to
+// --strategy=theirs, which then said there was nothing to revert.
+func TestRevertTwiceOfDeleteAndRename(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "gone.md", "x\n")
+	del, err := r.Update(Meta{Subject: "delete", Trailers: []Trailer{{TrailerToolUseID, "t2"}, {TrailerCommand, "delete"}, {TrailerPath, "/memories/gone.md"}}}, func(tx *Tx) error {
+		return tx.Remove("gone.md")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t3", "r.md", "r\n")
+	if _, err := r.Update(Meta{Subject: "rename", Trailers: []Trailer{{TrailerToolUseID, "t4"}, {TrailerCommand, "rename"}, {TrailerPath, "/memories/r.md"}, {TrailerNewPath, "/memories/s.md"}}}, func(tx *Tx) error {
+		return tx.Rename("r.md", "s.md")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{del.Hash, "t4"} {
+		if _, _, err := r.Revert([]string{id}, RevertOptions{}); err != nil {
+			t.Fatalf("revert %s: %v", id, err)
+		}
+		c, _ := r.Commit("HEAD")
+		if _, _, err := r.Revert([]string{id}, RevertOptions{}); !errors.Is(err, ErrNoChange) {
+			t.Fatalf("second revert of %s: %v", id, err)
+		}
+		if h, _ := r.Commit("HEAD"); h.Hash != c.Hash {
+			t.Fatalf("second revert of %s made a commit", id)
+		}
+	}
+	if read(t, r, "gone.md") != "x\n" || read(t, r, "r.md") != "r\n" {
+		t.Fatal("the reverts did not bring the files back")
+	}
+}

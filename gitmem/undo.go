@@ -248,6 +248,17 @@ func (r *Repo) undo(tx *Tx, c Commit, theirs bool, moved func(string) string) ([
 		to = moved(to)
 		_, errTo := tx.Stat(to)
 		_, errFrom := tx.Stat(from)
+		if errTo != nil && errFrom == nil {
+			// Moved back already (a revert of this revert's twin): nothing
+			// to undo when the file is back as the rename found it.
+			was, _, err := r.at(c.Hash, strings.TrimPrefix(c.Trailer(TrailerNewPath), "/memories/"))
+			if err != nil {
+				return nil, err
+			}
+			if now, _, err := tx.content(from); err == nil && bytes.Equal(now, was) {
+				return nil, nil
+			}
+		}
 		if errTo != nil || errFrom == nil {
 			return []FileConflict{{Path: to, Reason: fmt.Sprintf("cannot move it back to /memories/%s: it has since been moved, or that path is taken", from)}}, nil
 		}
@@ -275,6 +286,8 @@ func (r *Repo) undo(tx *Tx, c Commit, theirs bool, moved func(string) string) ([
 		switch {
 		case oursOK == baseOK && bytes.Equal(ours, base): // untouched since: plain undo
 			err = tx.set(p, before, beforeOK)
+		case oursOK == beforeOK && bytes.Equal(ours, before): // undone already
+			continue
 		case baseOK && beforeOK && oursOK:
 			merged, cs := merge(splitKeep(string(base)), splitKeep(string(ours)), splitKeep(string(before)), theirs)
 			if len(cs) > 0 && !theirs {
