@@ -176,7 +176,9 @@ func usageError(c *cli.Context, err error, _ bool) error {
 
 // didYouMean names the one of names closest to a mistyped one, when one
 // is close (Jaro-Winkler similarity of at least 0.85, as git's "did you
-// mean" is for a near miss, not a guess).
+// mean" is for a near miss, not a guess), or else the only one a single
+// slip away (a swapped pair of letters, or one letter wrong, missing or
+// extra: Jaro-Winkler misses these in short words, "lgo" for "log").
 func didYouMean(typed string, names []string) string {
 	best, score := "", 0.85
 	for _, n := range names {
@@ -184,10 +186,39 @@ func didYouMean(typed string, names []string) string {
 			best, score = n, s
 		}
 	}
+	if best == "" && len(typed) >= 3 {
+		for _, n := range names {
+			if oneSlip(typed, n) {
+				if best != "" {
+					return "" // two as near: no guess
+				}
+				best = n
+			}
+		}
+	}
 	if best == "" {
 		return ""
 	}
 	return "; did you mean " + best + "?"
+}
+
+// oneSlip reports whether a and b differ by one swap of adjacent letters
+// or one edit (Damerau-Levenshtein distance 1).
+func oneSlip(a, b string) bool {
+	if a == b {
+		return false
+	}
+	if len(a) == len(b) {
+		var diff []int
+		for i := range len(a) {
+			if a[i] != b[i] {
+				diff = append(diff, i)
+			}
+		}
+		return len(diff) == 1 ||
+			(len(diff) == 2 && diff[1] == diff[0]+1 && a[diff[0]] == b[diff[1]] && a[diff[1]] == b[diff[0]])
+	}
+	return smetrics.WagnerFischer(a, b, 1, 1, 1) == 1
 }
 
 func dashes(name string) string {
