@@ -1,9 +1,10 @@
 package gitdir
 
 import (
-	"bytes"
+	"cmp"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -26,25 +27,50 @@ func EncodeCommit(tree plumbing.Hash, parents []plumbing.Hash, author, committer
 // SortEntries puts tree entries in git's order, where a folder sorts as if
 // its name ended in "/".
 func SortEntries(entries []object.TreeEntry) {
-	key := func(e object.TreeEntry) string {
-		if e.Mode == filemode.Dir {
-			return e.Name + "/"
-		}
-		return e.Name
+	slices.SortFunc(entries, compareTreeEntries)
+}
+
+// compareTreeEntries compares two entries' sort keys (the name, with "/" after
+// a folder's) without building them.
+func compareTreeEntries(a, b object.TreeEntry) int {
+	n := min(len(a.Name), len(b.Name))
+	if c := strings.Compare(a.Name[:n], b.Name[:n]); c != 0 {
+		return c
 	}
-	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
+	// One name starts the other: the keys differ at byte n, where a key
+	// that has ended is the smaller. Names hold no "/", so equal bytes
+	// there mean equal keys.
+	return cmp.Compare(keyByte(a, n), keyByte(b, n))
+}
+
+// keyByte is byte i of e's sort key, or -1 past its end.
+func keyByte(e object.TreeEntry, i int) int {
+	switch {
+	case i < len(e.Name):
+		return int(e.Name[i])
+	case i == len(e.Name) && e.Mode == filemode.Dir:
+		return '/'
+	}
+	return -1
 }
 
 // EncodeEntries encodes tree entries, already in git's order: each
-// "mode name\0" and the 20-byte hash.
+// "mode name\0" and the 20-byte hash, the mode in octal without leading
+// zeros (as go-git's FileMode.String, trimmed). One allocation.
 func EncodeEntries(entries []object.TreeEntry) []byte {
-	var b bytes.Buffer
+	size := 0
 	for _, e := range entries {
-		b.WriteString(strings.TrimLeft(e.Mode.String(), "0"))
-		b.WriteByte(' ')
-		b.WriteString(e.Name)
-		b.WriteByte(0)
-		b.Write(e.Hash[:])
+		size += 7 + 1 + len(e.Name) + 1 + len(e.Hash)
 	}
-	return b.Bytes()
+	b := make([]byte, 0, size)
+	for _, e := range entries {
+		if e.Mode != 0 {
+			b = strconv.AppendUint(b, uint64(e.Mode), 8)
+		}
+		b = append(b, ' ')
+		b = append(b, e.Name...)
+		b = append(b, 0)
+		b = append(b, e.Hash[:]...)
+	}
+	return b
 }
