@@ -3,7 +3,6 @@ package gitdir
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"container/list"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/klauspost/compress/zlib"
 )
 
 // Store is a .git directory. It reads objects itself (loose, and packed

@@ -3,7 +3,6 @@ package gitdir
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/klauspost/compress/zlib"
 )
 
 // Reading objects without go-git's object storage. go-git loads a pack's

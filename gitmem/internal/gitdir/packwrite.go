@@ -3,7 +3,6 @@ package gitdir
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/klauspost/compress/zlib"
 )
 
 // TmpPackPrefix names the temporary files of the packs gitmem writes,

@@ -3,7 +3,6 @@ package gitdir
 import (
 	"bytes"
 	"cmp"
-	"compress/zlib"
 	"container/heap"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/klauspost/compress/zlib"
 )
 
 // Repacking with deltas and without a delta search. git finds bases by

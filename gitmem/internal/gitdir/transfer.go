@@ -3,7 +3,6 @@ package gitdir
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/klauspost/compress/zlib"
 )
 
 // What arrives from a remote is a pack stream; it is kept as a pack
