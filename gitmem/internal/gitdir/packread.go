@@ -140,6 +140,29 @@ func (ps *packSet) list() []*packIdx {
 	return ps.packs
 }
 
+// add makes a pack this process wrote known without listing the folder
+// again (until then a list would have found it); if the folder has not
+// been listed yet, the first list will.
+func (ps *packSet) add(idxPath string) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if !ps.loaded {
+		return
+	}
+	pack := strings.TrimSuffix(idxPath, ".idx") + ".pack"
+	for _, p := range ps.packs {
+		if p.path == pack {
+			return
+		}
+	}
+	p, err := openPackIdx(idxPath)
+	if err != nil {
+		ps.loaded = false // the next list says what is there
+		return
+	}
+	ps.packs = append(ps.packs, p)
+}
+
 // reset makes the next list read the folder again (another process
 // repacked).
 func (ps *packSet) reset() {

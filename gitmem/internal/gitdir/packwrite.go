@@ -47,7 +47,10 @@ func (s *Store) WriteObjectsPack(objs []Object, durable bool) (plumbing.Hash, er
 	}
 	h, err := pw.finish(durable)
 	if err == nil {
-		s.Reindex()
+		// The new pack joins the known ones: no listing of the folder
+		// again (go-git's own list is read again only when go-git is used).
+		s.st.ObjectStorage.Reindex()
+		s.packs.add(filepath.Join(pw.dir, "pack-"+h.String()+".idx"))
 	}
 	return h, err
 }
