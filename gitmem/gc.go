@@ -86,7 +86,19 @@ func (r *Repo) looseEstimate() (int, int64) {
 const (
 	gcDueBytes = 64 << 20
 	gcDuePacks = 16
+	// settledPack is where a pack gc did not write stops being a burst
+	// waiting to be packed: one this big holds a history (git's own gc or
+	// fast-import, a fetch), with git's deltas. It is left alone like gc's
+	// own packs — merged only when the geometric progression asks — where
+	// merging it at once made a start or an exit repack the whole history
+	// (500,000 objects: 27 s).
+	settledPack = 20_000
 )
+
+// burst reports whether p is a pack gc did not write and that is small
+// enough to be a burst of changes (or a small fetch): packed at the next
+// collection.
+func burst(p gd.Pack) bool { return !p.Repacked && p.Objects < settledPack }
 
 // GCDue reports whether a background collection is due: about
 // looseLimit loose objects, gcDuePacks packs that gc did not write (a
@@ -99,7 +111,7 @@ func (r *Repo) GCDue(looseLimit int) bool {
 	packs, _ := gd.ListPacks(r.gitDir)
 	fresh := 0
 	for _, p := range packs {
-		if !p.Repacked {
+		if burst(p) {
 			fresh++
 			size += p.Bytes
 		}
@@ -279,8 +291,9 @@ func (r *Repo) gcPlan(full, all bool) (gcPlan, error) {
 }
 
 // packsToMerge chooses the packs an incremental collection merges: every
-// pack gc did not write (a burst's, without deltas, or git's own), and of
-// gc's packs the smallest ones, so that the packs left form a geometric
+// burst (a small pack gc did not write: a burst of changes, without
+// deltas, or a small fetch), and of the others (gc's, and the big packs
+// of a history git wrote) the smallest ones, so that the packs left form a geometric
 // progression (each at least twice the objects of the new pack and all
 // smaller ones): a read looks in a few packs, and an object is rewritten
 // a logarithmic number of times.
@@ -288,11 +301,11 @@ func packsToMerge(packs []gd.Pack, loose int) []gd.Pack {
 	var merge, ours []gd.Pack
 	n := loose
 	for _, p := range packs {
-		if p.Repacked {
-			ours = append(ours, p)
-		} else {
+		if burst(p) {
 			merge = append(merge, p)
 			n += p.Objects
+		} else {
+			ours = append(ours, p)
 		}
 	}
 	slices.SortFunc(ours, func(a, b gd.Pack) int { return a.Objects - b.Objects })

@@ -230,7 +230,7 @@ func TestFullGCKeepsWhatCommitsMadeMeanwhileUse(t *testing.T) {
 }
 
 // The packs left after merging form a geometric progression, and every
-// pack gc did not write is merged.
+// burst (a small pack gc did not write) is merged.
 func TestPacksToMerge(t *testing.T) {
 	h := func(i int) plumbing.Hash { return plumbing.ComputeHash(plumbing.BlobObject, []byte(fmt.Sprint(i))) }
 	ours := func(i, n int) gd.Pack { return gd.Pack{Hash: h(i), Objects: n, Repacked: true} }
@@ -253,6 +253,10 @@ func TestPacksToMerge(t *testing.T) {
 		{[]gd.Pack{ours(1, 1000), ours(2, 100), ours(3, 60)}, 5, []int{3, 2}}, // 100 < 2*65
 		{[]gd.Pack{ours(1, 100), ours(2, 100)}, 0, []int{1, 2}},
 		{[]gd.Pack{ours(1, 100), ours(2, 1000)}, 0, nil},
+		// A history git packed (500,000 objects) is not rewritten for a
+		// few thousand loose objects; a burst beside it is packed.
+		{[]gd.Pack{fresh(1, 500_000), fresh(2, 300)}, 6_000, []int{2}},
+		{[]gd.Pack{fresh(1, 500_000), ours(2, 5_000)}, 6_000, []int{2}}, // 5,000 < 2*6,000
 	}
 	for i, c := range cases {
 		got := names(packsToMerge(c.packs, c.loose))
