@@ -128,6 +128,15 @@ func serve(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	// Listen before anything else: a port already in use fails the start
+	// before the repository is created, fetched or merged into.
+	var ln net.Listener
+	if a := addr + mcpAddr; a != "" {
+		if ln, err = listen(a); err != nil {
+			return err
+		}
+		defer ln.Close()
+	}
 	dir := c.String("repo")
 	logf := logTo(c)
 	repo, _, err := gitmem.Init(dir, gitmem.Options{Author: author, Now: clock(), Logf: logf})
@@ -180,9 +189,9 @@ func serve(c *cli.Context) (err error) {
 	caller := handler.Caller{Session: c.String("session"), Agent: c.String("agent")}
 	switch {
 	case addr != "":
-		return serveHTTP(ctx, addr, "/v1/tool_use", httpOpt.Server(h.HTTP(httpOpt)), log)
+		return serveHTTP(ctx, ln, addr, "/v1/tool_use", httpOpt.Server(h.HTTP(httpOpt)), log)
 	case mcpAddr != "":
-		return serveHTTP(ctx, mcpAddr, handler.MCPPath, httpOpt.Server(h.MCPHTTP(httpOpt, handler.MCPOptions{})), log)
+		return serveHTTP(ctx, ln, mcpAddr, handler.MCPPath, httpOpt.Server(h.MCPHTTP(httpOpt, handler.MCPOptions{})), log)
 	case c.Bool("mcp"):
 		if err := h.ServeMCP(ctx, c.App.Reader, c.App.Writer, caller, handler.MCPOptions{}); err != nil {
 			return failf(exitFailure, "mcp: %v", err)
@@ -231,6 +240,11 @@ func serveStores(c *cli.Context, author gitmem.Signature, hup <-chan os.Signal) 
 		return err
 	}
 	logf := logTo(c)
+	ln, err := listen(addr) // first: a busy port fails the start before anything is opened
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	var tokens *handler.Tokens
 	if path := c.String("tokens"); path != "" {
 		if tokens, err = handler.LoadTokens(path); err != nil {
@@ -269,7 +283,7 @@ func serveStores(c *cli.Context, author gitmem.Signature, hup <-chan os.Signal) 
 	httpOpt := handler.HTTPOptions{Metrics: m.handler(), Ready: writable(dir.Root(), nil)}
 	h := handler.StoresHTTP(dir, handler.StoresOptions{Limits: limitFlags(c), Author: author, Screen: screen,
 		Tokens: tokens, Logger: log, OnCall: m.call, Now: now, HTTP: httpOpt})
-	return serveHTTP(ctx, addr, "/v1/stores/{store}/tool_use", httpOpt.Server(h), log)
+	return serveHTTP(ctx, ln, addr, "/v1/stores/{store}/tool_use", httpOpt.Server(h), log)
 }
 
 // notifyHangup catches SIGHUP from the start of serve on, so that it
@@ -316,13 +330,19 @@ func announceAddr(given string, ln net.Addr) string {
 	return net.JoinHostPort(host, port)
 }
 
-// serveHTTP serves on addr with srv (HTTPOptions.Server: every timeout
-// and bound on a connection set) until ctx ends.
-func serveHTTP(ctx context.Context, addr, path string, srv *http.Server, log *slog.Logger) error {
+// listen opens the TCP listener of addr; serve does it first of all.
+func listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return failf(exitFailure, "cannot listen on %s: %v", addr, err)
+		return nil, failf(exitFailure, "cannot listen on %s: %v", addr, err)
 	}
+	return ln, nil
+}
+
+// serveHTTP serves on ln, the listener of addr, with srv
+// (HTTPOptions.Server: every timeout and bound on a connection set) until
+// ctx ends.
+func serveHTTP(ctx context.Context, ln net.Listener, addr, path string, srv *http.Server, log *slog.Logger) error {
 	log.Info("serving the memory tool on http://" + announceAddr(addr, ln.Addr()) + path)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

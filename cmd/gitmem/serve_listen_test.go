@@ -1,0 +1,72 @@
+package main
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// serve listens before it touches the repository: on a busy port it exits
+// 1 and has changed nothing, neither fetched and merged a --sync remote
+// nor created a missing repository.
+func TestServeOnABusyPortChangesNothing(t *testing.T) {
+	env := testEnv(t)
+	dir := t.TempDir()
+	run := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Env, cmd.Dir = env, dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	// b is a clone one commit behind origin: a sync would fetch and merge.
+	run("git", "init", "-q", "--bare", "--initial-branch=main", "shared.git")
+	run("gitmem", "init", "a")
+	run("gitmem", "--repo", "a", "remote", "add", "origin", filepath.Join(dir, "shared.git"))
+	run("gitmem", "--repo", "a", "push")
+	run("gitmem", "clone", filepath.Join(dir, "shared.git"), "b")
+	os.WriteFile(filepath.Join(dir, "a", "memories", "x.md"), []byte("note\n"), 0o600)
+	run("gitmem", "--repo", "a", "init") // commits the hand edit
+	run("gitmem", "--repo", "a", "push")
+	state := func() string {
+		return run("git", "-C", "b", "for-each-ref", "--format=%(refname) %(objectname)") + run("git", "-C", "b", "status", "--porcelain")
+	}
+	before := state()
+
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"http --sync", []string{"--repo", "b", "serve", "--http", addr, "--sync", "origin", "--sync-every", "1h"}},
+		{"mcp-http --sync", []string{"--repo", "b", "serve", "--mcp-http", addr, "--sync", "origin", "--sync-every", "1h"}},
+		{"http, no repository", []string{"--repo", "missing", "serve", "--http", addr}},
+		{"stores", []string{"serve", "--http", addr, "--stores", "stores"}},
+	} {
+		cmd := exec.Command("gitmem", tc.args...)
+		cmd.Env, cmd.Dir = env, dir
+		out, err := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); err == nil || code != exitFailure || !strings.Contains(string(out), "cannot listen on "+addr) {
+			t.Errorf("%s on a busy port: exit %d, %s", tc.name, code, out)
+		}
+	}
+	if after := state(); after != before {
+		t.Errorf("a serve that could not listen changed the repository:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	for _, d := range []string{"missing", "stores"} {
+		if _, err := os.Stat(filepath.Join(dir, d)); !os.IsNotExist(err) {
+			t.Errorf("a serve that could not listen created %s: %v", d, err)
+		}
+	}
+}
