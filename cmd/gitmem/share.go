@@ -375,11 +375,11 @@ func statusCommand() *cli.Command {
 				case st.LastError == "":
 					fmt.Fprintf(w, "  last sync %s\n", st.LastSync.Format(timeLayout))
 				default:
-					last := "never"
+					last := "no sync yet"
 					if !st.LastSync.IsZero() {
-						last = st.LastSync.Format(timeLayout)
+						last = "last sync " + st.LastSync.Format(timeLayout)
 					}
-					fmt.Fprintf(w, "  last sync %s; the last attempt (%s) failed: %s\n", last, st.LastAttempt.Format(timeLayout), strings.TrimPrefix(st.LastError, "gitmem: "))
+					fmt.Fprintf(w, "  %s; the last attempt (%s) failed: %s\n", last, st.LastAttempt.Format(timeLayout), strings.TrimPrefix(st.LastError, "gitmem: "))
 				}
 			}
 			return nil
