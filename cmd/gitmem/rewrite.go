@@ -36,6 +36,14 @@ func redactCommand() *cli.Command {
 				}
 				path = &p
 			}
+			// An empty --match or --blob given on the command line is a
+			// pattern or hash that names nothing, not a missing one.
+			switch {
+			case c.IsSet("match") && c.String("match") == "":
+				return failf(exitUsage, "--match \"\" matches empty text; give a pattern for the secret itself")
+			case c.IsSet("blob") && c.String("blob") == "":
+				return failf(exitUsage, "--blob takes a full 40-character blob hash (git ls-tree -r HEAD shows them); it was empty")
+			}
 			red, err := stores.ParseRedaction(path, c.String("blob"), c.String("match"))
 			var re *stores.RedactionError
 			switch {
