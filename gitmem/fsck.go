@@ -67,10 +67,16 @@ type Problem struct {
 
 // FsckReport is what Fsck found and did.
 type FsckReport struct {
-	Head     string // the commit HEAD's branch is at (after repair)
-	Commits  int    // commits of HEAD's history checked
-	Objects  int    // objects read and verified
-	Problems []Problem
+	Head   string // the commit HEAD's branch is at (after repair)
+	Branch string // the branch HEAD names, refs/heads/main
+	// BranchState says why Head is empty: "missing" (the branch does not
+	// exist while the repository holds commits), "damaged" (its file holds
+	// no commit hash) or "unborn" (a repository without commits); empty
+	// when Head is set.
+	BranchState string
+	Commits     int // commits of HEAD's history checked
+	Objects     int // objects read and verified
+	Problems    []Problem
 	// Unrecovered: acknowledged changes the write-ahead log holds that
 	// git's files lack (found before any repair).
 	Unrecovered Unrecovered
@@ -147,13 +153,21 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 		return rep, wrap("read HEAD", err)
 	}
 	r.branch = branch
+	rep.Branch = branch.String()
 	head, err := gd.ReadRef(gitDir, branch)
+	de = nil
 	switch {
 	case errors.As(err, &de), errors.Is(err, gd.ErrNoRef):
+		rep.BranchState = "missing"
+		if de != nil {
+			rep.BranchState = "damaged"
+		}
 		tip := r.bestTip()
 		if tip.IsZero() {
 			if de != nil {
 				add(Problem{What: de.Problem, Repair: "the repository holds no commit to point it at; delete the branch file to start anew"})
+			} else {
+				rep.BranchState = "unborn"
 			}
 			break // a new repository
 		}
@@ -184,7 +198,7 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 			Repair: "it is merged back by the next gitmem serve or writing command (gitmem fsck --repair does it now)", Repaired: repair && !opt.ReadOnly})
 	}
 	if !head.IsZero() {
-		rep.Head = head.String()
+		rep.Head, rep.BranchState = head.String(), ""
 		tips = append([]plumbing.Hash{head}, tips...)
 	}
 	r.checkObjects(tips, &rep, add)

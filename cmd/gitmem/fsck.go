@@ -8,6 +8,20 @@ import (
 	"github.com/gitmem-dev/gitmem/gitmem"
 )
 
+// headLine says what HEAD is: its branch and the commit it is at, or why
+// there is no commit there.
+func headLine(rep gitmem.FsckReport) string {
+	switch {
+	case rep.Head != "":
+		return fmt.Sprintf("%s at %s", rep.Branch, short(rep.Head))
+	case rep.BranchState == "unborn":
+		return rep.Branch + " (no commit yet)"
+	case rep.BranchState != "":
+		return fmt.Sprintf("%s (%s)", rep.Branch, rep.BranchState)
+	}
+	return rep.Branch + " (no commit)"
+}
+
 func fsckCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "fsck",
@@ -35,7 +49,7 @@ func fsckCommand() *cli.Command {
 					fmt.Fprintf(w, "problem: %s\n", p.What)
 				}
 			}
-			fmt.Fprintf(c.App.ErrWriter, "checked %d commit(s), %d object(s); HEAD %s\n", rep.Commits, rep.Objects, short(rep.Head))
+			fmt.Fprintf(c.App.ErrWriter, "checked %d commit(s), %d object(s); HEAD %s\n", rep.Commits, rep.Objects, headLine(rep))
 			if left > 0 {
 				return failf(exitFailure, "%d problem(s) found", left)
 			}
