@@ -55,12 +55,29 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Before:               func(c *cli.Context) error { return errors.Join(applyConfig(c), checkGlobals(c)) },
 		EnableBashCompletion: true,
 	}
+	opensRepo := map[*cli.Command]bool{}
+	for _, name := range repoCommands {
+		cmd := app.Command(strings.Fields(name)[0])
+		for _, sub := range strings.Fields(name)[1:] {
+			cmd = cmd.Command(sub)
+		}
+		opensRepo[cmd] = true
+	}
 	forEachCommand(app.Commands, func(c *cli.Command) {
 		c.OnUsageError = usageError
 		before := c.Before
+		opens := opensRepo[c]
 		c.Before = func(ctx *cli.Context) error {
-			if err := applyConfig(ctx); err != nil || before == nil {
+			if err := applyConfig(ctx); err != nil {
 				return err
+			}
+			if opens {
+				if err := checkRepoFirst(ctx); err != nil {
+					return err
+				}
+			}
+			if before == nil {
+				return nil
 			}
 			return before(ctx)
 		}
@@ -68,6 +85,30 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	withEnv(app.Flags)
 	withEnv(app.Command("serve").Flags)
 	return app
+}
+
+// repoCommands are the commands that open --repo. On a folder that is no
+// gitmem repository they exit 3 (exitNoRepo) before any of their arguments
+// is checked: the repository check comes first (checkRepoFirst), so that
+// "gitmem blame README" in a code project says it is no gitmem repository
+// rather than that README is no memory path.
+var repoCommands = []string{"log", "show", "diff", "blame", "revert", "restore", "expire", "redact", "gc", "scan",
+	"remote add", "remote list", "remote remove", "push", "pull", "sync", "status"}
+
+// checkRepoFirst refuses --repo when it is no gitmem repository (missing,
+// or a git repository gitmem did not create). Any other trouble (a
+// damaged branch) is left to the command, which words it.
+func checkRepoFirst(c *cli.Context) error {
+	dir := c.String("repo")
+	r, err := gitmem.Open(dir, gitmem.Options{ReadOnly: true, Now: clock()})
+	switch {
+	case err == nil:
+		r.Close() // read-only: nothing to write back; the command opens it again
+		return nil
+	case errors.Is(err, gitmem.ErrNotRepository), errors.Is(err, gitmem.ErrForeign):
+		return storeErr(err, dir)
+	}
+	return nil
 }
 
 func initCommand() *cli.Command {
