@@ -62,21 +62,14 @@ const redacted = "[REDACTED]"
 // rewritten are noted so that no pull takes them back (see
 // RedactedRemoteError); RedactShared redacts a remote too.
 func (r *Repo) Redact(ctx context.Context, red Redaction, dry bool, progress Progress) (RedactReport, error) {
-	rep, err := r.redact(ctx, red, dry, progress)
-	if err != nil || dry || len(rep.Rewritten) == 0 {
-		return rep, err
-	}
-	if remotes, _ := r.Remotes(); len(remotes) > 0 {
-		if err := r.noteRedaction(rep); err != nil {
-			return rep, wrap("note the redaction for the next pull", err)
-		}
-	}
-	return rep, nil
+	remotes, _ := r.Remotes()
+	return r.redact(ctx, red, dry, progress, len(remotes) > 0)
 }
 
-// redact is Redact without the note for pulls: RedactShared's, and a
-// remote's redaction applied here.
-func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Progress) (RedactReport, error) {
+// redact is Redact; note says whether to note the commits it rewrites
+// for pulls (not for RedactShared's, nor a remote's redaction applied
+// here).
+func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Progress, note bool) (RedactReport, error) {
 	if r.opt.ReadOnly && !dry {
 		return RedactReport{}, ErrReadOnly
 	}
@@ -106,12 +99,25 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if err != nil || dry || len(moved) == 0 {
 		return rep, err
 	}
+	if note {
+		// Before the first ref moves: a crash after it must not leave
+		// the rewrite without its note (a pull would take the old
+		// history back).
+		if err := r.noteRedaction(red, rep); err != nil {
+			return rep, wrap("note the redaction for the next pull", err)
+		}
+	}
 	rec := redactRecord{Refs: map[string][2]string{}}
 	for name, m := range moved {
 		rec.Refs[name.String()] = [2]string{m[0].String(), m[1].String()}
 	}
 	if err := r.writeRedactRecord(rec); err != nil {
 		return rep, wrap("write the redaction record", err)
+	}
+	if redactFault != nil {
+		if err := redactFault(); err != nil {
+			return rep, err // as if killed: the next start finishes it
+		}
 	}
 	if err := r.finishRedaction(); err != nil {
 		return rep, err
@@ -121,6 +127,11 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	r.unlockObj()
 	return rep, nil
 }
+
+// redactFault, when a test sets it, runs once the record of the moves is
+// written and before the first ref moves; an error stops the redaction
+// there, as a kill would.
+var redactFault func() error
 
 // redactRecord is written (fsynced) before a redaction moves its first
 // ref, and removed when the redaction is complete: a start that finds it

@@ -326,13 +326,30 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		}
 	}
 	at := s.prevTip // the remote's branch as last seen, through the redactions
+	if !at.IsZero() && len(todo) > 0 {
+		// Before any rewrite: the records' maps, one after the other
+		// (several redactions may have been pushed at once), must take
+		// that commit to one the remote's branch holds.
+		end := at
+		for _, e := range todo {
+			for _, m := range e.Rewritten {
+				if m[0] == end.String() && plumbing.IsHash(m[1]) {
+					end = plumbing.NewHash(m[1])
+					break
+				}
+			}
+		}
+		if in, err := s.g.IsAncestor(end, tip); err != nil || !in {
+			return s.remoteErr("fetch from", fmt.Errorf("the remote's redaction record %s does not match its history (%s is not in it); not applied (ask whoever redacted, or clone again)", todo[len(todo)-1].ID, end))
+		}
+	}
 	for _, e := range todo {
 		red, err := e.redaction()
 		if err != nil {
 			return s.remoteErr("fetch from", err)
 		}
 		if !at.IsZero() {
-			if err := s.checkRecord(ctx, e, red, &at, tip); err != nil {
+			if err := s.checkRecord(ctx, e, red, &at); err != nil {
 				return err
 			}
 		}
@@ -340,7 +357,7 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		// hold them open.
 		s.st.Close()
 		s.r.opt.Logf("gitmem: applying the redaction %s from %s", e.ID, s.name)
-		_, err = s.r.redact(ctx, red, false, nil)
+		_, err = s.r.redact(ctx, red, false, nil, false)
 		s.reopen()
 		if err != nil {
 			return err
@@ -366,32 +383,25 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 
 // checkRecord refuses a redaction record the remote's history does not
 // show (see applyRedactions). at is the commit the remote's branch was at
-// as last seen, moved along by each redaction checked.
-func (s *session) checkRecord(ctx context.Context, e redactionEntry, red Redaction, at *plumbing.Hash, tip plumbing.Hash) error {
-	var to plumbing.Hash
+// as last seen, moved along by each redaction checked (the end of the
+// chain is checked against the remote's branch before).
+func (s *session) checkRecord(ctx context.Context, e redactionEntry, red Redaction, at *plumbing.Hash) error {
 	for _, m := range e.Rewritten {
 		if m[0] == at.String() && plumbing.IsHash(m[1]) {
-			to = plumbing.NewHash(m[1])
-			break
+			*at = plumbing.NewHash(m[1])
+			return nil
 		}
 	}
-	if to.IsZero() {
-		// The record leaves that commit alone: so must the redaction here.
-		dry, err := s.r.redact(ctx, red, true, nil)
-		if err != nil {
-			return err
-		}
-		for _, rw := range dry.Rewritten {
-			if rw.Old == at.String() {
-				return s.remoteErr("fetch from", fmt.Errorf("the remote's redaction record %s would remove content from the commit %s it held, but its history keeps that commit; not applied (ask whoever redacted, or clone again)", e.ID, at))
-			}
-		}
-		to = *at
+	// The record leaves that commit alone: so must the redaction here.
+	dry, err := s.r.redact(ctx, red, true, nil, false)
+	if err != nil {
+		return err
 	}
-	if in, err := s.g.IsAncestor(to, tip); err != nil || !in {
-		return s.remoteErr("fetch from", fmt.Errorf("the remote's redaction record %s does not match its history (%s is not in it); not applied (ask whoever redacted, or clone again)", e.ID, to))
+	for _, rw := range dry.Rewritten {
+		if rw.Old == at.String() {
+			return s.remoteErr("fetch from", fmt.Errorf("the remote's redaction record %s would remove content from the commit %s it held, but its history keeps that commit; not applied (ask whoever redacted, or clone again)", e.ID, at))
+		}
 	}
-	*at = to
 	return nil
 }
 
@@ -444,9 +454,11 @@ func (r *Repo) RedactShared(ctx context.Context, name string, red Redaction, opt
 }
 
 func (s *session) redactShared(ctx context.Context, red Redaction, progress Progress) error {
-	// The remote's history may hold commits a redaction made here already
-	// rewrote: they are fetched (to be rewritten again, the same way) but
-	// merged only once redacted, so the secret never reaches HEAD.
+	// The remote's history may hold commits redactions made here without
+	// --push already rewrote: it is fetched, rewritten by every one of
+	// them and then by this one (the same rewrites, so the same commits),
+	// and merged only then, so that no secret reaches HEAD again. Each of
+	// them goes into the record, in order, for the other clones.
 	s.takeRedacted = true
 	tip, err := s.fetch(ctx)
 	if err != nil {
@@ -456,58 +468,93 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 		return err
 	}
 	lease := s.r.readTracking(s.name) // what the remote's branch holds
-	c, _, err := s.redactedIn(tip)
+	lrs, first, _, err := s.redactedIn(tip)
 	if err != nil {
 		return err
 	}
-	redactedHere := !c.IsZero()
-	if !tip.IsZero() && !redactedHere {
+	held := first >= 0
+	rules := []Redaction{}
+	for i := first; held && i < len(lrs); i++ {
+		if lrs[i].sameRule(red) {
+			continue
+		}
+		r, err := lrs[i].redaction()
+		if err != nil {
+			return err
+		}
+		if r.Match != nil && r.Match.MatchString(r.Match.String()) {
+			return ErrPatternHoldsSecret // it would be published with the others
+		}
+		rules = append(rules, r)
+	}
+	rules = append(rules, red)
+	if !tip.IsZero() && !held {
 		if err := s.integrate(tip); err != nil {
 			return err
 		}
 	}
-	s.st.Close()
-	rep, err := s.r.redact(ctx, red, false, progress)
-	s.reopen()
-	if err != nil {
-		return err
+	es := make([]redactionEntry, len(rules))
+	for i, r := range rules {
+		es[i] = redactionEntry{ID: newID(), Time: s.r.opt.Now().UTC(), Path: r.Path, Blob: r.Blob}
+		if r.Match != nil {
+			es[i].Match = r.Match.String()
+		}
 	}
-	s.report = rep
-	if len(rep.Rewritten) == 0 {
+	// The commits the rewrite left alone are on the remote already.
+	rewritten := map[string]bool{}
+	redactAll := func(progress Progress) (bool, error) {
+		changed := false
+		for i, r := range rules {
+			s.st.Close()
+			rep, err := s.r.redact(ctx, r, false, progress, false)
+			s.reopen()
+			if err != nil {
+				return false, err
+			}
+			if i == len(rules)-1 {
+				s.report = rep
+			}
+			es[i].Removed = append(es[i].Removed, rep.Removed...)
+			for _, rw := range rep.Rewritten {
+				es[i].Rewritten = append(es[i].Rewritten, [2]string{rw.Old, rw.New})
+				rewritten[rw.New] = true
+			}
+			changed = changed || len(rep.Rewritten) > 0
+		}
+		return changed, nil
+	}
+	if changed, err := redactAll(progress); err != nil {
+		return err
+	} else if !changed {
 		return nil // no commit held it: neither does the remote
 	}
-	if redactedHere {
+	if held {
 		// The remote's branch, rewritten with every ref: what it holds
 		// besides what this memory has is merged now.
 		if err := s.integrate(s.r.readTracking(s.name)); err != nil {
 			return err
 		}
 	}
-	e := redactionEntry{ID: newID(), Time: s.r.opt.Now().UTC(), Path: red.Path, Blob: red.Blob}
-	if red.Match != nil {
-		e.Match = red.Match.String()
-	}
 	prev := s.r.readRedactionsRef("")
 	entries, err := readRecord(s.st, prev)
 	if err != nil {
 		return wrap("read the redaction record", err)
 	}
-	// The commits the rewrite left alone are on the remote already.
-	rewritten := map[string]bool{}
 	var rec plumbing.Hash
-	record := func(rep RedactReport) error {
-		e.Removed = append(e.Removed, rep.Removed...)
-		for _, rw := range rep.Rewritten {
-			e.Rewritten = append(e.Rewritten, [2]string{rw.Old, rw.New})
-			rewritten[rw.New] = true
+	record := func() error {
+		var add []redactionEntry
+		for _, e := range es {
+			if len(e.Rewritten) > 0 {
+				add = append(add, e)
+			}
 		}
 		var err error
-		if rec, err = s.r.writeRecord(append(slices.Clone(entries), e), prev); err == nil {
+		if rec, err = s.r.writeRecord(append(slices.Clone(entries), add...), prev); err == nil {
 			err = s.r.setRef(redactionsRef, rec)
 		}
 		return wrap("write the redaction record", err)
 	}
-	if err := record(rep); err != nil {
+	if err := record(); err != nil {
 		return err
 	}
 	if redactHook != nil {
@@ -527,15 +574,12 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 			return err
 		}
 		lease = tip
-		s.st.Close()
-		more, err := s.r.redact(ctx, red, false, nil)
-		s.reopen()
-		if err != nil {
+		if _, err := redactAll(nil); err != nil {
 			return err
 		}
 		// The record covers these commits too: the clone that pushed
 		// them finds them rewritten.
-		if err := record(more); err != nil {
+		if err := record(); err != nil {
 			return err
 		}
 		if err := s.integrate(s.r.readTracking(s.name)); err != nil {
@@ -620,17 +664,45 @@ func newID() string {
 // the commits it would bring is. `redact --push REMOTE` redacts the remote
 // too, after which its history holds none of them.
 
-// localRedaction is one line of .git/gitmem/redacted.
+// localRedaction is one line of .git/gitmem/redacted: the rule, and the
+// commits it rewrote as they were.
 type localRedaction struct {
 	Time    time.Time `json:"time"`
-	Commits []string  `json:"commits"` // the commits it rewrote, as they were
+	Path    string    `json:"path,omitempty"`
+	Blob    string    `json:"blob,omitempty"`
+	Match   string    `json:"match,omitempty"`
+	Commits []string  `json:"commits"`
+}
+
+func (lr localRedaction) redaction() (Redaction, error) {
+	red := Redaction{Path: lr.Path, Blob: lr.Blob}
+	if lr.Match != "" {
+		re, err := regexp.Compile(lr.Match)
+		if err != nil {
+			return red, &DamagedError{Problem: ".git/gitmem/redacted holds a bad pattern", Repair: "run the redaction again with --push"}
+		}
+		red.Match = re
+	}
+	return red, nil
+}
+
+func (lr localRedaction) sameRule(red Redaction) bool {
+	m := ""
+	if red.Match != nil {
+		m = red.Match.String()
+	}
+	return lr.Path == red.Path && lr.Blob == red.Blob && lr.Match == m
 }
 
 func (r *Repo) redactedPath() string { return filepath.Join(r.gitDir, "gitmem", "redacted") }
 
-// noteRedaction appends rep's rewritten commits to the file, durably.
-func (r *Repo) noteRedaction(rep RedactReport) error {
-	lr := localRedaction{Time: r.opt.Now().UTC()}
+// noteRedaction appends the rule and rep's rewritten commits to the
+// file, durably.
+func (r *Repo) noteRedaction(red Redaction, rep RedactReport) error {
+	lr := localRedaction{Time: r.opt.Now().UTC(), Path: red.Path, Blob: red.Blob}
+	if red.Match != nil {
+		lr.Match = red.Match.String()
+	}
 	for _, rw := range rep.Rewritten {
 		lr.Commits = append(lr.Commits, rw.Old)
 	}
@@ -649,26 +721,40 @@ func (r *Repo) noteRedaction(rep RedactReport) error {
 	return err
 }
 
-// redactedHere returns the commits the redactions made here without
-// --push rewrote, each with the time of its redaction (nil: none).
-func (r *Repo) redactedHere() map[plumbing.Hash]time.Time {
+// localRedactions reads the file (a line a crash cut short is skipped:
+// its redaction had not moved a ref).
+func (r *Repo) localRedactions() []localRedaction {
 	data, err := os.ReadFile(r.redactedPath())
 	if err != nil {
 		return nil
 	}
-	out := map[plumbing.Hash]time.Time{}
+	var out []localRedaction
 	for line := range strings.Lines(string(data)) {
 		var lr localRedaction
-		if json.Unmarshal([]byte(line), &lr) != nil {
-			continue // a line a crash cut short: its redaction reported no success
-		}
-		for _, c := range lr.Commits {
-			if isObjectHash(c) {
-				out[plumbing.NewHash(c)] = lr.Time
-			}
+		if json.Unmarshal([]byte(line), &lr) == nil {
+			out = append(out, lr)
 		}
 	}
 	return out
+}
+
+// redactedHere returns the redactions made here without --push, in the
+// order they were made, and the commits they rewrote, each with the
+// index of the redaction that did (nil: none).
+func (r *Repo) redactedHere() ([]localRedaction, map[plumbing.Hash]int) {
+	lrs := r.localRedactions()
+	if len(lrs) == 0 {
+		return nil, nil
+	}
+	by := map[plumbing.Hash]int{}
+	for i, lr := range lrs {
+		for _, c := range lr.Commits {
+			if isObjectHash(c) {
+				by[plumbing.NewHash(c)] = i
+			}
+		}
+	}
+	return lrs, by
 }
 
 // RedactedRemoteError refuses to take a remote's history that holds
@@ -690,24 +776,27 @@ func (s *session) checkNewHistory(tip plumbing.Hash) error {
 	if s.takeRedacted {
 		return nil
 	}
-	c, t, err := s.redactedIn(tip)
-	if err != nil || c.IsZero() {
+	lrs, first, c, err := s.redactedIn(tip)
+	if err != nil || first < 0 {
 		return err
 	}
-	return &RedactedRemoteError{Remote: s.name, Commit: c.String(), Time: t}
+	return &RedactedRemoteError{Remote: s.name, Commit: c.String(), Time: lrs[first].Time}
 }
 
-// redactedIn returns a commit of those tip brings (its history, less
-// HEAD's) that a redaction made here rewrote, with the redaction's time;
-// zero when none is.
-func (s *session) redactedIn(tip plumbing.Hash) (plumbing.Hash, time.Time, error) {
-	red := s.r.redactedHere()
-	if tip.IsZero() || len(red) == 0 {
-		return plumbing.ZeroHash, time.Time{}, nil
+// redactedIn returns the redactions made here, in the order they were
+// made, and the first of them that rewrote a commit of those tip brings
+// (its history, less HEAD's), with that commit; first is -1 when none
+// did. The ones after it rewrote what it made of that history, so a
+// remote holding it needs every one of them from there on.
+func (s *session) redactedIn(tip plumbing.Hash) (lrs []localRedaction, first int, commit plumbing.Hash, err error) {
+	lrs, by := s.r.redactedHere()
+	first = -1
+	if tip.IsZero() || len(by) == 0 {
+		return lrs, first, commit, nil
 	}
 	head, err := s.r.headHash()
 	if err != nil {
-		return plumbing.ZeroHash, time.Time{}, err
+		return nil, first, commit, err
 	}
 	var ours []plumbing.Hash
 	if !head.IsZero() {
@@ -715,14 +804,14 @@ func (s *session) redactedIn(tip plumbing.Hash) (plumbing.Hash, time.Time, error
 	}
 	commits, err := s.g.Exclusive([]plumbing.Hash{tip}, ours)
 	if err != nil {
-		return plumbing.ZeroHash, time.Time{}, wrap("read the remote's history", err)
+		return nil, first, commit, wrap("read the remote's history", err)
 	}
 	for _, c := range commits {
-		if t, ok := red[c.Hash]; ok {
-			return c.Hash, t, nil
+		if i, ok := by[c.Hash]; ok && (first < 0 || i < first) {
+			first, commit = i, c.Hash
 		}
 	}
-	return plumbing.ZeroHash, time.Time{}, nil
+	return lrs, first, commit, nil
 }
 
 // checkRedactedHere refuses commits (hashes) that a redaction made here
@@ -731,11 +820,18 @@ func (s *session) checkRedactedHere(commits ...plumbing.Hash) error {
 	if s.takeRedacted {
 		return nil
 	}
-	red := s.r.redactedHere()
+	lrs, by := s.r.redactedHere()
 	for _, c := range commits {
-		if t, ok := red[c]; ok {
-			return &RedactedRemoteError{Remote: s.name, Commit: c.String(), Time: t}
+		i, ok := by[c]
+		if !ok {
+			continue
 		}
+		if head, err := s.r.headHash(); err == nil && !head.IsZero() && s.g.Has(c) {
+			if in, err := s.g.IsAncestor(c, head); err == nil && in {
+				continue // still this memory's own: the redaction never moved a ref
+			}
+		}
+		return &RedactedRemoteError{Remote: s.name, Commit: c.String(), Time: lrs[i].Time}
 	}
 	return nil
 }

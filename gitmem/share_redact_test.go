@@ -298,3 +298,85 @@ func TestLocalRedactionIsNotUndoneBySync(t *testing.T) {
 		})
 	}
 }
+
+// Two plain redactions, then the first pushed: the push rewrites the
+// remote's history by both (and records both for the other clones), so
+// neither secret comes back, here, there or in a clone.
+func TestTwoLocalRedactionsThenPush(t *testing.T) {
+	const s1, s2 = "sk-live-FIRSTFIRSTFIRSTFIRST1", "sk-live-SECONDSECONDSECOND22"
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "a1", "a.md", "one: "+s1+"\n")
+	put(t, a, "a2", "b.md", "two: "+s2+"\n")
+	put(t, a, "a3", "c.md", "plain\n")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	r1 := Redaction{Match: regexp.MustCompile(`sk-live-FIRST[A-Z0-9]+`)}
+	r2 := Redaction{Path: "b.md"}
+	for _, red := range []Redaction{r1, r2} {
+		if _, err := a.Redact(context.Background(), red, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Sync(context.Background(), "origin", SyncOptions{}); !errors.As(err, new(*RedactedRemoteError)) {
+		t.Fatalf("sync: %v", err)
+	}
+	// The first one pushed: the second rewrote what the first made of
+	// that history, so it must be applied there too.
+	if _, _, err := a.RedactShared(context.Background(), "origin", r1, SyncOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{a.Dir(), remote} {
+		for _, sec := range []string{s1, s2} {
+			if objectsHold(t, dir, sec) {
+				t.Errorf("%s holds %s after the push", dir, sec)
+			}
+		}
+	}
+	syncOK(t, a)
+	if _, err := b.Sync(context.Background(), "origin", SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sec := range []string{s1, s2} {
+		if objectsHold(t, b.Dir(), sec) {
+			t.Errorf("the other clone holds %s after its sync", sec)
+		}
+	}
+	if read(t, b, "c.md") != "plain\n" || read(t, a, "a.md") != "one: [REDACTED]\n" {
+		t.Fatal("a file was lost")
+	}
+	fsckClean(t, a.Dir())
+	fsckClean(t, remote)
+}
+
+// A plain redaction interrupted after its first ref moved (the next open
+// finishes it) has noted its commits all the same: the sync is refused.
+// One that failed before any ref moved noted commits that are still the
+// memory's own, and refuses nothing.
+func TestInterruptedLocalRedactionIsNoted(t *testing.T) {
+	const secret = "sk-live-ABCDEFGHIJKLMNOPQRSTUV"
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "a1", "creds.md", "key: "+secret+"\n")
+	put(t, a, "a2", "plans.md", "ship it\n")
+	syncOK(t, a)
+	redactFault = func() error { return errors.New("killed") } // after the record, before the refs move
+	_, err := a.Redact(context.Background(), Redaction{Path: "creds.md"}, false, nil)
+	redactFault = nil
+	if err == nil {
+		t.Fatal("the fault did not stop the redaction")
+	}
+	dir := a.Dir()
+	a.Close()
+	a, err = Open(dir, agentOptions(t, "a")) // finishes the redaction
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if strings.Contains(gitRun(t, dir, "log", "--all", "-p"), secret) {
+		t.Fatal("the interrupted redaction was not finished")
+	}
+	if _, err := a.Sync(context.Background(), "origin", SyncOptions{}); !errors.As(err, new(*RedactedRemoteError)) {
+		t.Fatalf("sync after an interrupted redaction: %v", err)
+	}
+}
