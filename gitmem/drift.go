@@ -520,15 +520,18 @@ func (r *Repo) checkoutMoved() {
 	defer r.mmu.Unlock()
 	var out []string
 	hand := map[string]plumbing.Hash{} // the version each edit started from
-	for _, p := range moved {
+	// check checks out p, or notes a hand edit; it reports a folder where
+	// the branch has a file, which can go once the files in it went.
+	check := func(p string) (folder bool) {
 		var have, before, now plumbing.Hash
 		if fi, err := r.wt.root.Lstat(p); err == nil {
 			if !fi.Mode().IsRegular() {
-				continue // a folder or a symlink where a file was: the hand-edit check decides
+				// a folder or a symlink where a file was: the hand-edit check decides
+				return fi.IsDir() && lookup(tree, p).isFile()
 			}
 			data, err := r.wt.root.ReadFile(p)
 			if err != nil {
-				continue
+				return false
 			}
 			have = plumbing.ComputeHash(plumbing.BlobObject, data)
 		}
@@ -550,12 +553,22 @@ func (r *Repo) checkoutMoved() {
 			of := &ownFiles{hashes: map[plumbing.Hash]bool{before: true}, found: before}
 			if err := r.mirrorChecked(p, n, of); err != nil {
 				r.opt.Logf("gitmem: could not check out %s: %v", p[len(memDir)+1:], err)
-				continue
+				return false
 			}
 			out = append(out, p)
 		default:
 			hand[p] = before
 		}
+		return false
+	}
+	var later []string
+	for _, p := range moved {
+		if check(p) {
+			later = append(later, p)
+		}
+	}
+	for _, p := range later {
+		check(p) // a folder still there holds files made by hand: adopted
 	}
 	r.forgetStats(out)
 	r.pmu.Lock()

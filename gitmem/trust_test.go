@@ -1240,3 +1240,34 @@ func TestRevertTwiceOfDeleteAndRename(t *testing.T) {
 		t.Fatal("the reverts did not bring the files back")
 	}
 }
+
+// A folder the moved branch replaced by a file: the folder's files go,
+// then the file comes (it was skipped while the folder was there, and the
+// empty folder was then adopted as the file's deletion).
+func TestBranchMovedFolderToFileIsCheckedOut(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "x/y.md", "y\n")
+	r.Close()
+	other := t.TempDir()
+	gitCLI(t, "", "clone", "-q", dir, other)
+	os.RemoveAll(filepath.Join(other, "memories", "x"))
+	os.WriteFile(filepath.Join(other, "memories", "x"), []byte("a file now\n"), 0o600)
+	theirs := commitByHand(t, other, "folder to file")
+	gitCLI(t, dir, "fetch", "-q", other, "HEAD")
+	gitCLI(t, dir, "update-ref", "refs/heads/main", theirs)
+	if r, err = Open(dir, testOptions(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	settle(t, r)
+	if got := read(t, r, "x"); got != "a file now\n" {
+		t.Fatalf("x in HEAD: %q (log:\n%s)", got, gitCLI(t, dir, "log", "--format=%s", "--stat"))
+	}
+	if got := readDisk(t, dir, "x"); got != "a file now\n" {
+		t.Fatalf("x on disk: %q", got)
+	}
+}
