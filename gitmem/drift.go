@@ -5,11 +5,14 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/policy"
@@ -494,18 +497,25 @@ func (r *Repo) checkoutMoved() {
 	}
 	r.indexFor = was
 	r.smu.Unlock()
-	if was.IsZero() || head.IsZero() || was == head {
+	if head.IsZero() || was == head {
 		return
 	}
-	r.omu.Lock()
-	c, err := r.obj.Commit(was)
 	var old *node
-	if err == nil {
-		old, err = r.loadTree(c.TreeHash, tree, "")
+	err := ErrNotExist
+	if !was.IsZero() {
+		r.omu.Lock()
+		var c *object.Commit
+		if c, err = r.obj.Commit(was); err == nil {
+			old, err = r.loadTree(c.TreeHash, tree, "")
+		}
+		r.unlockObj()
 	}
-	r.unlockObj()
 	if err != nil {
-		return // gone (a redaction or gc): hand-edit checks alone, as before
+		// Gone (git gc pruned it after the branch moved to another
+		// history): .git/index, if gitmem wrote it last, holds its files.
+		if old = r.indexTree(); old == nil {
+			return // nothing tells what the worktree was left at: hand-edit checks alone
+		}
 	}
 	var moved []string
 	changedFiles(lookup(old, memDir), lookup(tree, memDir), memDir, func(p string) {
@@ -584,4 +594,25 @@ func (r *Repo) checkoutMoved() {
 			r.opt.Logf("gitmem: could not sync the worktree: %v", err)
 		}
 	}
+}
+
+// indexTree is the tree .git/index holds, when gitmem wrote it last (it
+// writes .git/gitmem/index-head after it: a later index is another
+// program's); nil otherwise. Folders have no hashes.
+func (r *Repo) indexTree() *node {
+	ii, err1 := os.Stat(filepath.Join(r.gitDir, "index"))
+	hi, err2 := os.Stat(r.indexHeadPath())
+	if len(r.index) == 0 || err1 != nil || err2 != nil || ii.ModTime().After(hi.ModTime()) {
+		return nil
+	}
+	root := newDir(map[string]*node{})
+	for _, e := range r.index {
+		if !under(e.Path, []string{memDir}) {
+			continue
+		}
+		if n, err := with(root, split(e.Path), &node{mode: e.Mode, hash: e.Hash}); err == nil {
+			root = n
+		}
+	}
+	return root
 }

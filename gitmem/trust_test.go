@@ -1271,3 +1271,42 @@ func TestBranchMovedFolderToFileIsCheckedOut(t *testing.T) {
 		t.Fatalf("x on disk: %q", got)
 	}
 }
+
+// The commit gitmem last left the worktree at is gone (the branch moved
+// to another history, then git gc pruned the old one): .git/index, which
+// gitmem wrote last, says what the worktree holds, and the new history's
+// files are checked out, not undone by an adopt.
+func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "old\n")
+	write(t, r, "t2", "old-only.md", "o\n")
+	r.Close()
+	other := t.TempDir()
+	gitCLI(t, other, "init", "-q", "-b", "main")
+	os.MkdirAll(filepath.Join(other, "memories"), 0o700)
+	os.WriteFile(filepath.Join(other, "memories", "a.md"), []byte("new\n"), 0o600)
+	os.WriteFile(filepath.Join(other, "memories", "new-only.md"), []byte("n\n"), 0o600)
+	theirs := commitByHand(t, other, "another history")
+	gitCLI(t, dir, "fetch", "-q", other, "main")
+	gitCLI(t, dir, "update-ref", "refs/heads/main", theirs)
+	gitCLI(t, dir, "reflog", "expire", "--expire=now", "--all")
+	gitCLI(t, dir, "gc", "-q", "--prune=now")
+	if r, err = Open(dir, testOptions(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	settle(t, r)
+	if got := read(t, r, "a.md"); got != "new\n" {
+		t.Fatalf("a.md %q:\n%s", got, gitCLI(t, dir, "log", "--format=%s", "--stat"))
+	}
+	if v, _ := r.Snapshot(); func() bool { _, err := v.Stat("old-only.md"); return err == nil }() {
+		t.Fatal("old-only.md came back")
+	}
+	if got := read(t, r, "new-only.md"); got != "n\n" {
+		t.Fatalf("new-only.md %q", got)
+	}
+}
