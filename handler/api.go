@@ -711,7 +711,14 @@ func (s *storesServer) redact(w http.ResponseWriter, r *http.Request, p principa
 			DryRun    bool      `json:"dry_run"`
 			Rewritten []rewrite `json:"rewritten"`
 			Refs      []string  `json:"refs"`
+			Remotes   []string  `json:"remotes_hold_old_history,omitempty"` // their syncs are refused until the redaction is pushed
 		}{DryRun: req.DryRun, Rewritten: []rewrite{}, Refs: rep.Refs}
+		if !req.DryRun && len(rep.Rewritten) > 0 {
+			rs, _ := repo.Remotes()
+			for _, rm := range rs {
+				out.Remotes = append(out.Remotes, rm.Name)
+			}
+		}
 		if out.Refs == nil {
 			out.Refs = []string{}
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -653,8 +654,19 @@ func TestVersionsAPI(t *testing.T) {
 		e.Error != `match "x*" matches empty text; give a pattern for the secret itself` {
 		t.Errorf("redact empty match: %d %q", code, e.Error)
 	}
-	if code := a.call("ops", "POST", "/v1/stores/alice/redact", map[string]any{"match": "pin [0-9]+"}, &red); code != 200 || red.DryRun {
-		t.Errorf("redact: %d %+v", code, red)
+	// The store shares its memory through a remote: the answer names it
+	// (its syncs are refused until the redaction is pushed there).
+	gitRemote := exec.Command("git", "-C", filepath.Join(a.dir.Root(), "alice"), "remote", "add", "origin", t.TempDir())
+	if out, err := gitRemote.CombinedOutput(); err != nil {
+		t.Fatalf("git remote add: %v %s", err, out)
+	}
+	var redR struct {
+		DryRun  bool     `json:"dry_run"`
+		Remotes []string `json:"remotes_hold_old_history"`
+	}
+	if code := a.call("ops", "POST", "/v1/stores/alice/redact", map[string]any{"match": "pin [0-9]+"}, &redR); code != 200 || redR.DryRun ||
+		len(redR.Remotes) != 1 || redR.Remotes[0] != "origin" {
+		t.Errorf("redact: %d %+v", code, redR)
 	}
 	a.call("auditor", "GET", "/v1/stores/alice/versions/toolu_2", nil, &v)
 	if strings.Contains(v.Diff, "8642") || !strings.Contains(v.Diff, "[REDACTED]") {
