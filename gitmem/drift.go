@@ -309,7 +309,6 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		}
 		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
-	var merged []string
 	read := map[string][]byte{}
 	for _, rel := range writes {
 		data, err := r.wt.root.ReadFile(full(rel))
@@ -321,7 +320,6 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 			return nil, err
 		} else if ok {
 			data = m
-			merged = append(merged, full(rel))
 			tx.mirror = true // the worktree gets the merge
 		}
 		if n := lookup(tx.root, full(rel)); n.isDir() {
@@ -340,9 +338,13 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	p, err := r.prepare(tx, meta)
 	if err == nil {
 		p.read = read
+		// The commit takes every one of them as the worktree holds it
+		// (merged or not): a base noted for an earlier hand edit is
+		// history now, and merging a later edit from it would make
+		// conflicts of lines this commit already has.
 		r.pmu.Lock()
-		for _, q := range merged {
-			delete(r.handBase, q)
+		for _, rel := range drift {
+			delete(r.handBase, full(rel))
 		}
 		r.pmu.Unlock()
 	}

@@ -1310,3 +1310,32 @@ func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
 		t.Fatalf("new-only.md %q", got)
 	}
 }
+
+// A base noted for a hand edit (keepHandEdits) that the adopt commit did
+// not need (HEAD still held it, so the edit was taken as it was) is
+// dropped with that commit: kept, it made the next hand edit a conflict
+// with lines the adopt had already committed (the attacker's repro 09:
+// conflict blocks in a file only the operator edited).
+func TestAdoptDropsTheBaseOfAnEditItTook(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", "1\n")
+	settle(t, r)
+	r.pmu.Lock()
+	r.handBase[full("a.md")] = handBase{hash: plumbing.ComputeHash(plumbing.BlobObject, []byte("1\n"))}
+	r.pmu.Unlock()
+	for _, text := range []string{"1\n2\n", "1\n2\n3\n"} {
+		os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte(text), 0o600)
+		if _, err := r.Adopt(); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, r)
+		if got := read(t, r, "a.md"); got != text {
+			t.Fatalf("a.md = %q, want %q", got, text)
+		}
+	}
+}
