@@ -3,6 +3,7 @@ package gitmem
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +135,86 @@ func mutationRepo(b *testing.B, files int) *Repo {
 	}
 	benchRepos[[2]int{files, -1}] = r
 	return r
+}
+
+// BenchmarkMutationParallel is the load of `gitmem bench`'s concurrency
+// runs without HTTP: 64 goroutines make the same mix of mutations at once,
+// each on its own files, through one Repo, with fsync and fdatasync as in
+// serve (on TMPDIR's file system) and materialisation in the background
+// as serve does it (the backlog is waited for before the clock stops).
+// cpu-ns/op is the process's CPU time per call, calls/s the throughput,
+// p99-ms the slowest 1% of calls.
+//
+//	go test ./gitmem/ -run '^$' -bench MutationParallel -benchtime 3200x -count 6
+func BenchmarkMutationParallel(b *testing.B) {
+	const files, clients = 10000, 64
+	r := mutationRepo(b, files)
+	start := mutationSeq[-files]
+	mutationSeq[-files] += b.N
+	folders := files / 100
+	lat := make([][]time.Duration, clients)
+	errs := make(chan error, clients)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0, t0 := processCPU(), time.Now()
+	done := make(chan struct{})
+	for c := range clients {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			seeded := func(i int) string {
+				j := (i*37)%(files/clients)*clients + c
+				return fmt.Sprintf("d%03d/f%05d.md", j/100, j)
+			}
+			newName := func(i int) string { return fmt.Sprintf("d%03d/p%d-%d.md", (start+i/5)%folders, c, start+i/5) }
+			for i := 0; i < (b.N+clients-1-c)/clients; i++ {
+				var fn func(tx *Tx) error
+				switch i % 5 {
+				case 0:
+					fn = func(tx *Tx) error { return tx.WriteFile(newName(i), []byte(fmt.Sprintf("a new memory %d\n", i))) }
+				case 1, 2:
+					fn = func(tx *Tx) error {
+						p := seeded(i)
+						data, err := tx.ReadFile(p)
+						if err != nil {
+							return err
+						}
+						return tx.WriteFile(p, append(data[:len(data):len(data)], fmt.Sprintf("note %d\n", i)...))
+					}
+				case 3:
+					fn = func(tx *Tx) error { return tx.Rename(newName(i), newName(i)+".moved") }
+				case 4:
+					fn = func(tx *Tx) error { return tx.Remove(newName(i) + ".moved") }
+				}
+				t := time.Now()
+				if _, err := r.Update(Meta{Subject: "memory: mutation"}, fn); err != nil {
+					errs <- err
+					return
+				}
+				lat[c] = append(lat[c], time.Since(t))
+			}
+		}()
+	}
+	for range clients {
+		<-done
+	}
+	if err := r.materialize(); err != nil {
+		b.Fatal(err)
+	}
+	wall, cpu := time.Since(t0), processCPU()-cpu0
+	b.StopTimer()
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	b.ReportMetric(float64(len(all))/wall.Seconds(), "calls/s")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
 }
