@@ -69,6 +69,9 @@ type prepared struct {
 	read         map[string][]byte        // an adopt's: the worktree files it read (repository paths), before any merge
 	commit       Commit
 	done         bool // published (durable)
+	// plain: tree is its parent's with only paths changed (a
+	// transaction's own edits, mirrored; no merge, no fast-forward).
+	plain bool
 }
 
 // batch is a group of prepared commits written with one fdatasync.
@@ -352,6 +355,7 @@ func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	p.rec.sortPaths()
 	if tx.mirror {
 		p.paths = tx.touched()
+		p.plain = len(tx.merged) == 0
 	}
 	var ps []string
 	for _, q := range parents {
@@ -678,7 +682,10 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 			continue
 		}
 		of := &ownFiles{hashes: map[plumbing.Hash]bool{}, texts: map[plumbing.Hash][]byte{}}
-		for _, t := range versions {
+		for i, t := range versions {
+			if j := i - 1; j > 0 && j < len(items) && items[j].plain && items[j].parent == items[j-1].hash && !mayChange(items[j].paths, q) {
+				continue // q as in the version before: one lookup per version that changed it, not per item
+			}
 			if n := lookup(t, q); n.isFile() {
 				of.hashes[n.hash] = true
 			}
@@ -700,6 +707,22 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 		r.pmu.Unlock()
 	}
 	return kept, checks
+}
+
+// mayChange reports whether changing paths can change what the tree holds
+// at q: one of them is q, a folder above it or a path beneath it.
+func mayChange(paths []string, q string) bool {
+	for _, x := range paths {
+		if x == q || isUnder(q, x) || isUnder(x, q) {
+			return true
+		}
+	}
+	return false
+}
+
+// isUnder reports whether slash path p is beneath folder dir.
+func isUnder(p, dir string) bool {
+	return len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
 }
 
 // ownFiles is what a worktree file may hold as gitmem's own: blobs gitmem
@@ -810,9 +833,17 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 	// expect is what the file at q may hold as gitmem's own; base is what
 	// it was made from, which a hand edit found in it is merged from.
 	expect := func(h plumbing.Hash) bool { return of.hashes[h] }
-	base, err := r.ownText(of, of.found)
-	if err != nil {
-		base = nil // merged from nothing: both sides kept between markers
+	var base []byte
+	baseRead := false // read when a hand edit is found: it costs a blob read, maybe from a pack
+	mergeBase := func() []byte {
+		if !baseRead {
+			b, err := r.ownText(of, of.found)
+			if err != nil {
+				b = nil // merged from nothing: both sides kept between markers
+			}
+			base, baseRead = b, true
+		}
+		return base
 	}
 	tmp := ""
 	defer func() {
@@ -847,7 +878,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 			if hand = file && !expect(plumbing.ComputeHash(plumbing.BlobObject, data)); hand {
 				r.opt.Logf("gitmem: %s was edited by hand while gitmem wrote an acknowledged change to it; the edit is kept (merged) for the next adopt commit", q)
 				if wantFile {
-					want = mergeHand(base, want, data)
+					want = mergeHand(mergeBase(), want, data)
 				} else {
 					want, wantFile = data, true // removed by the change: the edited file stays
 				}
@@ -864,10 +895,10 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 		if placed && putFile {
 			h := plumbing.ComputeHash(plumbing.BlobObject, put)
 			expect = func(g plumbing.Hash) bool { return g == h }
-			base = put
+			base, baseRead = put, true
 		} else {
 			expect = func(plumbing.Hash) bool { return false }
-			base = nil
+			base, baseRead = nil, true
 		}
 		if hand && tmp != "" { // it holds the older want
 			w.root.Remove(tmp)

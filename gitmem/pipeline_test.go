@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
@@ -199,4 +202,81 @@ func TestFailureKind(t *testing.T) {
 	if failureKind(errors.New("a")) == failureKind(errors.New("b")) {
 		t.Error("two errors read as one")
 	}
+}
+
+// keepHandEdits takes as gitmem's own, for every path a group of commits
+// changes, the file each of them left there, whatever else changed in
+// between: a folder renamed or removed above the path, a file where a
+// folder comes, a file written twice. (It looks a path up only in the
+// commits that may have changed it.)
+func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t0", "a.md", "v0\n")
+	write(t, r, "t1", "d/b.md", "b0\n")
+	write(t, r, "t2", "e", "a file\n")
+	if err := r.materialize(); err != nil {
+		t.Fatal(err)
+	}
+	r.mmu.Lock() // the group waits to be materialised
+	steps := []func(tx *Tx) error{
+		func(tx *Tx) error { return tx.WriteFile("a.md", []byte("v1\n")) },
+		func(tx *Tx) error { return tx.WriteFile("c.md", []byte("c\n")) },
+		func(tx *Tx) error { return tx.Rename("d", "d2") },
+		func(tx *Tx) error { return tx.WriteFile("a.md", []byte("v2\n")) },
+		func(tx *Tx) error { return tx.WriteFile("d2/b.md", []byte("b1\n")) },
+		func(tx *Tx) error { return tx.Rename("d2", "d") },
+		func(tx *Tx) error { return tx.Remove("e") },
+		func(tx *Tx) error { return tx.WriteFile("e/f.md", []byte("f\n")) },
+		func(tx *Tx) error { return tx.Remove("c.md") },
+		func(tx *Tx) error { return tx.WriteFile("d/b.md", []byte("b2\n")) },
+	}
+	for i, fn := range steps {
+		if _, err := r.Update(Meta{Subject: fmt.Sprintf("step %d", i)}, fn); err != nil {
+			r.mmu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	r.umu.Lock()
+	items := r.unmat
+	r.umu.Unlock()
+	var paths []string
+	for _, p := range items {
+		paths = union(paths, p.paths)
+	}
+	_, checks := r.keepHandEdits(items, r.diskHead, r.diskTree, paths, nil)
+	r.mmu.Unlock()
+	if len(items) != len(steps) {
+		t.Fatalf("%d commits wait to be materialised, want %d", len(items), len(steps))
+	}
+	for _, q := range paths {
+		want := map[plumbing.Hash]bool{}
+		for _, tr := range append([]*node{r.diskTree}, itemTrees(items)...) {
+			if n := lookup(tr, q); n.isFile() {
+				want[n.hash] = true
+			}
+		}
+		of := checks[q]
+		if of == nil {
+			if len(want) > 0 {
+				t.Errorf("%s: not checked", q)
+			}
+			continue
+		}
+		if !maps.Equal(of.hashes, want) {
+			t.Errorf("%s: taken as gitmem's own %v, want %v", q, of.hashes, want)
+		}
+	}
+}
+
+func itemTrees(items []*prepared) []*node {
+	var out []*node
+	for _, p := range items {
+		out = append(out, p.tree)
+	}
+	return out
 }

@@ -58,7 +58,13 @@ func split(p string) []string {
 // lookup returns the node at slash path p under root, or nil.
 func lookup(root *node, p string) *node {
 	n := root
-	for _, s := range split(p) {
+	for p != "" {
+		s := p
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			s, p = p[:i], p[i+1:]
+		} else {
+			p = ""
+		}
 		if !n.isDir() {
 			return nil
 		}
