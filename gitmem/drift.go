@@ -174,8 +174,7 @@ func (r *Repo) loadIndexStats() {
 // differs from the tree root: changed, created or deleted by hand. Paths
 // that are gitmem's own unfinished work (pendingPaths) are skipped. Names no model could write
 // (.git*, control characters) and symlinks are not memory files.
-func (r *Repo) drifted(root *node, paths []string, pendList []string) ([]string, error) {
-	pend := newPathSet(pendList)
+func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -238,7 +237,7 @@ func (r *Repo) drifted(root *node, paths []string, pendList []string) ([]string,
 
 // filesOnDisk collects the regular files at or under repository path p,
 // never following a symlink and skipping what no model could write.
-func (r *Repo) filesOnDisk(p string, pend pathSet, out map[string]fs.FileInfo) error {
+func (r *Repo) filesOnDisk(p string, pend coverer, out map[string]fs.FileInfo) error {
 	fi, err := r.wt.root.Lstat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -281,7 +280,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	r.smu.RLock()
 	tip := r.tipTree
 	r.smu.RUnlock()
-	drift, err := r.drifted(tip, paths, r.pendingPaths())
+	drift, err := r.drifted(tip, paths, pendingNow{r})
 	if err != nil {
 		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
 		return nil, nil
@@ -419,7 +418,7 @@ func mergeHand(base, ours, hand []byte) []byte {
 // memories/), taking the locks only when a cheap check finds one.
 func (r *Repo) adoptFiles(rels []string) error {
 	paths := repoPaths(rels)
-	if drift, err := r.drifted(r.snapshotTree(), paths, r.pendingPaths()); err != nil || len(drift) == 0 {
+	if drift, err := r.drifted(r.snapshotTree(), paths, pendingNow{r}); err != nil || len(drift) == 0 {
 		return err
 	}
 	_, err := r.adoptNow(paths)
@@ -461,7 +460,7 @@ func (r *Repo) Adopt() (Commit, error) {
 	if r.opt.ReadOnly {
 		return Commit{}, ErrReadOnly
 	}
-	if drift, err := r.drifted(r.snapshotTree(), []string{memDir}, append(r.pendingPaths(), r.readJournalPaths()...)); err != nil {
+	if drift, err := r.drifted(r.snapshotTree(), []string{memDir}, newPathSet(append(r.pendingPaths(), r.readJournalPaths()...))); err != nil {
 		return Commit{}, wrap("scan the worktree", err)
 	} else if len(drift) == 0 {
 		return Commit{}, ErrNoChange

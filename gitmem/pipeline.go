@@ -675,6 +675,26 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 		}
 		r.unlockObj()
 	}
+	// A path is looked up only in the versions that may hold another file
+	// there than the version before: with a group of n commits of a path
+	// each, n lookups, not n for every path. Those are prev and the
+	// crash's base, the first commit, any that is no plain transaction on
+	// the one before, and a plain one whose paths hold the path or a
+	// folder above it. (A path beneath it makes it a folder: no file.)
+	always := []int{0}
+	if len(versions) > len(items)+1 {
+		always = append(always, len(items)+1)
+	}
+	at := map[string][]int{}
+	for j, p := range items {
+		if j == 0 || !p.plain || p.parent != items[j-1].hash {
+			always = append(always, j+1)
+			continue
+		}
+		for _, x := range p.paths {
+			at[x] = append(at[x], j+1)
+		}
+	}
 	skip := newPathSet(own)
 	kept, checks = map[string]bool{}, map[string]*ownFiles{}
 	for _, q := range paths {
@@ -682,13 +702,22 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 			continue
 		}
 		of := &ownFiles{hashes: map[plumbing.Hash]bool{}, texts: map[plumbing.Hash][]byte{}}
-		for i, t := range versions {
-			if j := i - 1; j > 0 && j < len(items) && items[j].plain && items[j].parent == items[j-1].hash && !mayChange(items[j].paths, q) {
-				continue // q as in the version before: one lookup per version that changed it, not per item
+		add := func(is []int) {
+			for _, i := range is {
+				if n := lookup(versions[i], q); n.isFile() {
+					of.hashes[n.hash] = true
+				}
 			}
-			if n := lookup(t, q); n.isFile() {
-				of.hashes[n.hash] = true
+		}
+		add(always)
+		add(at[q])
+		for a := q; ; {
+			k := strings.LastIndexByte(a, '/')
+			if k < 0 {
+				break
 			}
+			a = a[:k]
+			add(at[a])
 		}
 		for _, p := range items { // what adopts read is gitmem's to replace, nothing later
 			if data, ok := p.read[q]; ok {
@@ -707,22 +736,6 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 		r.pmu.Unlock()
 	}
 	return kept, checks
-}
-
-// mayChange reports whether changing paths can change what the tree holds
-// at q: one of them is q, a folder above it or a path beneath it.
-func mayChange(paths []string, q string) bool {
-	for _, x := range paths {
-		if x == q || isUnder(q, x) || isUnder(x, q) {
-			return true
-		}
-	}
-	return false
-}
-
-// isUnder reports whether slash path p is beneath folder dir.
-func isUnder(p, dir string) bool {
-	return len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
 }
 
 // ownFiles is what a worktree file may hold as gitmem's own: blobs gitmem
@@ -1379,6 +1392,35 @@ func (r *Repo) settle() error {
 		return nil
 	}
 	return r.checkpoint()
+}
+
+// coverer tells the paths drifted leaves alone: a path is covered when it
+// or a folder above it is in the set.
+type coverer interface{ covers(p string) bool }
+
+// pendingNow covers the paths that are gitmem's own unfinished work
+// (pendingPaths) at the moment it is asked, without copying them: under
+// load hundreds of paths wait to be materialised, and the hand-edit check
+// of every call (under wmu) would copy them all. The set only shrinks
+// while wmu is held (nothing new is prepared); a path it stops covering
+// has had all its commits materialised, so the worktree holds the tip's
+// version there, or a hand edit.
+type pendingNow struct{ r *Repo }
+
+func (pn pendingNow) covers(p string) bool {
+	r := pn.r
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	for {
+		if _, ok := r.inflight[p]; ok || slices.Contains(r.pend, p) {
+			return true
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
+	}
 }
 
 // pendingPaths are the worktree paths that are gitmem's own unfinished
