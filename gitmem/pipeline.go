@@ -574,13 +574,18 @@ func (r *Repo) materializeLocked() error {
 	}
 	if len(objs) >= packAtObjects {
 		// Many objects (a burst of changes, a recovery): one pack, two
-		// files, instead of a file each.
-		r.omu.Lock()
-		h, err := r.obj.WriteObjectsPack(objs, false)
-		r.unlockObj()
+		// files, instead of a file each. The object store's lock is taken
+		// only to add the pack: writing it (compressing every object)
+		// took as long as the group was large, and every call reading a
+		// file waited for it, holding the writer lock. The objects stay
+		// readable from memory until dropped below.
+		h, err := r.obj.WritePackFiles(objs, false)
 		if err != nil {
 			return requeue(wrap("write the objects", err))
 		}
+		r.omu.Lock()
+		r.obj.AddPack(h)
+		r.unlockObj()
 		base := filepath.Join(r.gitDir, "objects", "pack", "pack-"+h.String())
 		r.packsWritten = append(r.packsWritten, base+".pack", base+".idx", filepath.Dir(base))
 	} else {

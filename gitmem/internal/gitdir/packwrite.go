@@ -27,6 +27,18 @@ const TmpPackPrefix = "tmp_gitmem_"
 // creations, not one per object. With durable false nothing is fsynced
 // (the caller syncs later).
 func (s *Store) WriteObjectsPack(objs []Object, durable bool) (plumbing.Hash, error) {
+	h, err := s.WritePackFiles(objs, durable)
+	if err == nil {
+		s.AddPack(h)
+	}
+	return h, err
+}
+
+// WritePackFiles is WriteObjectsPack without telling the Store: it writes
+// the two files and changes nothing the Store holds, so it needs none of
+// the caller's locks (what the pack holds must be readable meanwhile, as
+// objects in memory). AddPack then makes the Store read from it.
+func (s *Store) WritePackFiles(objs []Object, durable bool) (plumbing.Hash, error) {
 	seen := map[plumbing.Hash]bool{}
 	n := 0
 	for _, o := range objs {
@@ -45,14 +57,15 @@ func (s *Store) WriteObjectsPack(objs []Object, durable bool) (plumbing.Hash, er
 			return plumbing.ZeroHash, err
 		}
 	}
-	h, err := pw.finish(durable)
-	if err == nil {
-		// The new pack joins the known ones: no listing of the folder
-		// again (go-git's own list is read again only when go-git is used).
-		s.st.ObjectStorage.Reindex()
-		s.packs.add(filepath.Join(pw.dir, "pack-"+h.String()+".idx"))
-	}
-	return h, err
+	return pw.finish(durable)
+}
+
+// AddPack makes a pack WritePackFiles wrote one the Store reads from.
+func (s *Store) AddPack(h plumbing.Hash) {
+	// The new pack joins the known ones: no listing of the folder again
+	// (go-git's own list is read again only when go-git is used).
+	s.st.ObjectStorage.Reindex()
+	s.packs.add(filepath.Join(s.Dir, "objects", "pack", "pack-"+h.String()+".idx"))
 }
 
 // packWriter writes a pack (version 2) and its index (version 2) object
