@@ -24,8 +24,15 @@ import (
 // (a second of ~300 ms, under the writer mutex, at 10,000 files). An
 // entry kept is as safe as git's own: a file edited since no longer
 // matches its lstat data, and git (and gitmem's next start) reads it
-// again. Called with wmu held.
+// again. Called with wmu held, or by flush with imu held (as Locked).
 func (r *Repo) writeIndex() error {
+	r.imu.Lock()
+	defer r.imu.Unlock()
+	return r.writeIndexLocked()
+}
+
+// writeIndexLocked is writeIndex with imu held.
+func (r *Repo) writeIndexLocked() error {
 	r.smu.RLock()
 	head, current := r.head, r.indexHead == r.head && !r.head.IsZero()
 	r.smu.RUnlock()

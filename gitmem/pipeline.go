@@ -1345,7 +1345,9 @@ func (r *Repo) release() bool {
 	if r.checkpoint() != nil {
 		return false // keep the lock (and the log) until git's files take the changes
 	}
-	if err := r.writeIndex(); err != nil {
+	r.imu.Lock()
+	defer r.imu.Unlock() // an index written by Flush meanwhile is the holder's
+	if err := r.writeIndexLocked(); err != nil {
 		r.opt.Logf("gitmem: could not write .git/index: %v", err)
 	}
 	r.closeLog(false)

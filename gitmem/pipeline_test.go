@@ -6,10 +6,12 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -303,4 +305,54 @@ func TestPendingNowCovers(t *testing.T) {
 	if pn.covers("memories/d/x.md") {
 		t.Error("a path materialised since is still covered")
 	}
+}
+
+// Flush (the index rewrite serve schedules every second under load)
+// makes no call wait: it holds neither the writer lock nor, while it
+// writes the index, the materialiser's. It held the writer lock while it
+// materialised a backlog, and every call waited for it.
+func TestFlushLetsCallsThrough(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t0", "a.md", "v0\n")
+	r.mmu.Lock() // a materialisation under way
+	flushed := make(chan error, 1)
+	go func() { flushed <- r.Flush() }()
+	for !stackHas("(*Repo).Flush(", "(*Repo).materialize(") { // Flush waits for the materialiser
+		runtime.Gosched()
+	}
+	wrote := make(chan struct{})
+	go func() {
+		write(t, r, "t1", "b.md", "b\n")
+		close(wrote)
+	}()
+	select {
+	case <-wrote:
+	case <-time.After(20 * time.Second):
+		r.mmu.Unlock()
+		t.Fatal("a call waited for Flush")
+	}
+	r.mmu.Unlock()
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stackHas reports whether a goroutine's stack names every one of fns.
+func stackHas(fns ...string) bool {
+	buf := make([]byte, 1<<20)
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		all := true
+		for _, fn := range fns {
+			all = all && strings.Contains(g, fn)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
