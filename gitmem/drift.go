@@ -280,7 +280,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	r.smu.RLock()
 	tip := r.tipTree
 	r.smu.RUnlock()
-	drift, err := r.drifted(tip, paths, pendingNow{r})
+	drift, err := r.drifted(tip, paths, newPathSet(r.pendingPaths()))
 	if err != nil {
 		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
 		return nil, nil
@@ -418,7 +418,7 @@ func mergeHand(base, ours, hand []byte) []byte {
 // memories/), taking the locks only when a cheap check finds one.
 func (r *Repo) adoptFiles(rels []string) error {
 	paths := repoPaths(rels)
-	if drift, err := r.drifted(r.snapshotTree(), paths, pendingNow{r}); err != nil || len(drift) == 0 {
+	if drift, err := r.drifted(r.snapshotTree(), paths, newPathSet(r.pendingPaths())); err != nil || len(drift) == 0 {
 		return err
 	}
 	_, err := r.adoptNow(paths)

@@ -35,6 +35,7 @@ func (r *Repo) writeIndex() error {
 func (r *Repo) writeIndexLocked() error {
 	r.smu.RLock()
 	head, current := r.head, r.indexHead == r.head && !r.head.IsZero()
+	root := r.tree // with head: commits are published meanwhile (Flush holds no writer lock)
 	r.smu.RUnlock()
 	if current {
 		return nil // it holds HEAD's tree already (read at start, or written since)
@@ -71,7 +72,6 @@ func (r *Repo) writeIndexLocked() error {
 			entries = append(entries, e)
 		}
 	}
-	root := r.snapshotTree()
 	if root != nil {
 		walk(root, r.idxTree, "")
 	}

@@ -1405,31 +1405,6 @@ func (r *Repo) settle() error {
 // or a folder above it is in the set.
 type coverer interface{ covers(p string) bool }
 
-// pendingNow covers the paths that are gitmem's own unfinished work
-// (pendingPaths) at the moment it is asked, without copying them: under
-// load hundreds of paths wait to be materialised, and the hand-edit check
-// of every call (under wmu) would copy them all. The set only shrinks
-// while wmu is held (nothing new is prepared); a path it stops covering
-// has had all its commits materialised, so the worktree holds the tip's
-// version there, or a hand edit.
-type pendingNow struct{ r *Repo }
-
-func (pn pendingNow) covers(p string) bool {
-	r := pn.r
-	r.pmu.Lock()
-	defer r.pmu.Unlock()
-	for {
-		if _, ok := r.inflight[p]; ok || slices.Contains(r.pend, p) {
-			return true
-		}
-		i := strings.LastIndexByte(p, '/')
-		if i < 0 {
-			return false
-		}
-		p = p[:i]
-	}
-}
-
 // pendingPaths are the worktree paths that are gitmem's own unfinished
 // work: not yet materialised, or waiting for a repair. They are never
 // taken for hand edits.

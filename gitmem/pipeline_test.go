@@ -283,30 +283,6 @@ func itemTrees(items []*prepared) []*node {
 	return out
 }
 
-// The hand-edit check of a call asks which paths are gitmem's own
-// unfinished work as it goes: a path of a commit not yet materialised,
-// one waiting for a repair, and what lies beneath either.
-func TestPendingNowCovers(t *testing.T) {
-	r := &Repo{}
-	r.initPipeline()
-	r.inflight["memories/a.md"] = 1
-	r.inflight["memories/d"] = 2
-	r.pend = []string{"memories/repair.md"}
-	pn := pendingNow{r}
-	for p, want := range map[string]bool{
-		"memories/a.md": true, "memories/d": true, "memories/d/x.md": true, "memories/repair.md": true,
-		"memories/b.md": false, "memories": false, "memories/a.md.x": false, "memories/dd/x.md": false,
-	} {
-		if got := pn.covers(p); got != want {
-			t.Errorf("covers(%q) = %v, want %v", p, got, want)
-		}
-	}
-	delete(r.inflight, "memories/d") // materialised meanwhile
-	if pn.covers("memories/d/x.md") {
-		t.Error("a path materialised since is still covered")
-	}
-}
-
 // Flush (the index rewrite serve schedules every second under load)
 // makes no call wait: it holds neither the writer lock nor, while it
 // writes the index, the materialiser's. It held the writer lock while it
