@@ -789,17 +789,6 @@ func (tx *Tx) putBlob(p string, h plumbing.Hash, size int64) error {
 	return nil
 }
 
-// addMergedIDs records the tool_use ids the commits a merge or
-// fast-forward brought had applied: retrying one of them here is answered
-// from that commit, never applied twice. Called with smu held.
-func (r *Repo) addMergedIDs(tx *Tx) {
-	for id, h := range tx.mergedIDs {
-		if _, ok := r.ids[id]; !ok {
-			r.ids[id] = h
-		}
-	}
-}
-
 // conflictPaths are the memory paths a merge commit's Memory-Conflict
 // trailers name (never nil).
 func (h *histRec) conflictPaths() map[string]bool {

@@ -76,9 +76,7 @@ type prepared struct {
 
 // batch is a group of prepared commits written with one fdatasync.
 type batch struct {
-	items   []*prepared
-	flushed bool
-	err     error
+	items []*prepared
 }
 
 // pipeline is the Repo's commit pipeline state. Fields are grouped by the

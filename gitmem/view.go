@@ -257,46 +257,9 @@ func (tx *Tx) touched() []string {
 	return out
 }
 
-// mirrorTo applies the transaction's edits to the worktree (when on). If
-// an edit cannot be applied as such (the worktree had drifted), the paths
-// it touched are made to match the committed tree instead.
-func (tx *Tx) mirrorTo(w *worktree, on bool) error {
-	if !on {
-		return nil
-	}
-	for _, o := range tx.ops {
-		var err error
-		switch o.kind {
-		case 'w':
-			n := lookup(tx.root, full(o.to))
-			if n == nil { // written, then removed or moved in the same transaction
-				continue
-			}
-			err = w.write(full(o.to), tx.pending[n.hash])
-		case 'r':
-			err = w.remove(full(o.from))
-		case 'm':
-			err = w.rename(full(o.from), full(o.to))
-		}
-		if err != nil {
-			return w.syncAll(tx.touched(), tx.root, tx.blob)
-		}
-	}
-	return nil
-}
-
 func (tx *Tx) blob(h plumbing.Hash) ([]byte, error) {
 	if data, ok := tx.pending[h]; ok {
 		return data, nil
 	}
 	return tx.r.readBlob(h)
-}
-
-func (w *worktree) syncAll(paths []string, root *node, blob func(plumbing.Hash) ([]byte, error)) error {
-	for _, p := range paths {
-		if err := w.sync(p, lookup(root, p), blob); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -137,26 +137,6 @@ func (w *worktree) remove(p string) error {
 	return nil
 }
 
-func (w *worktree) rename(from, to string) error {
-	if err := gd.Injected(gd.StepWorktree, to); err != nil {
-		return err
-	}
-	if err := w.ensureDir(path.Dir(to)); err != nil {
-		return err
-	}
-	if _, err := w.root.Lstat(to); err == nil {
-		if err := w.root.RemoveAll(to); err != nil {
-			return err
-		}
-	}
-	if err := w.root.Rename(from, to); err != nil {
-		return err
-	}
-	w.touch(to)
-	w.touchDir(w.prune(path.Dir(from)))
-	return nil
-}
-
 // prune removes the empty folders from dir up to (not including) the
 // memories folder, as git keeps no empty folders, and returns the first
 // folder that remains.

@@ -27,7 +27,6 @@ import (
 //     or, when they can span any number of lines (a private key), on the
 //     whole text.
 type search struct {
-	re        *regexp.Regexp // the rule's regex
 	stripped  *regexp.Regexp // re without its optional leading part (nil: none)
 	anchored  *regexp.Regexp // ^stripped (or ^re), when every match starts with a keyword
 	boundary  bool           // anchored matches must start at a word boundary (a leading \b)

@@ -199,5 +199,3 @@ func timeFlag(c *cli.Context, name string) (time.Time, error) {
 	}
 	return t, nil
 }
-
-func errf(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format, args...) }

@@ -25,9 +25,6 @@ type Op struct {
 	Input map[string]any
 }
 
-// mutates reports whether the command changes the memory.
-func (o Op) mutates() bool { return o.Cmd != "view" }
-
 // Commands in the order a round runs them.
 var Commands = []string{"create", "str_replace", "insert", "view", "rename", "delete"}
 
