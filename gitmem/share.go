@@ -242,6 +242,10 @@ type session struct {
 	report       RedactReport  // RedactShared's
 	prevTip      plumbing.Hash // the remote's branch as last seen before this session fetched
 	takeRedacted bool          // RedactShared: the remote's history is redacted here, then there
+
+	redactedRead bool // redacted, redactedBy hold .git/gitmem/redacted (redactedHere)
+	redacted     []localRedaction
+	redactedBy   map[plumbing.Hash]int
 }
 
 func (r *Repo) newSession(name string, opt SyncOptions) (*session, error) {

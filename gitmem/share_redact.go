@@ -757,6 +757,16 @@ func (r *Repo) redactedHere() ([]localRedaction, map[plumbing.Hash]int) {
 	return lrs, by
 }
 
+// redactedHere is the repository's, read once per session (each fetch
+// asks twice: before and after it).
+func (s *session) redactedHere() ([]localRedaction, map[plumbing.Hash]int) {
+	if !s.redactedRead {
+		s.redacted, s.redactedBy = s.r.redactedHere()
+		s.redactedRead = true
+	}
+	return s.redacted, s.redactedBy
+}
+
 // RedactedRemoteError refuses to take a remote's history that holds
 // commits a redaction made here rewrote.
 type RedactedRemoteError struct {
@@ -789,7 +799,7 @@ func (s *session) checkNewHistory(tip plumbing.Hash) error {
 // did. The ones after it rewrote what it made of that history, so a
 // remote holding it needs every one of them from there on.
 func (s *session) redactedIn(tip plumbing.Hash) (lrs []localRedaction, first int, commit plumbing.Hash, err error) {
-	lrs, by := s.r.redactedHere()
+	lrs, by := s.redactedHere()
 	first = -1
 	if tip.IsZero() || len(by) == 0 {
 		return lrs, first, commit, nil
@@ -820,7 +830,7 @@ func (s *session) checkRedactedHere(commits ...plumbing.Hash) error {
 	if s.takeRedacted {
 		return nil
 	}
-	lrs, by := s.r.redactedHere()
+	lrs, by := s.redactedHere()
 	for _, c := range commits {
 		i, ok := by[c]
 		if !ok {
