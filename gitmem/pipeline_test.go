@@ -250,14 +250,15 @@ func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
 	for _, p := range items {
 		paths = union(paths, p.paths)
 	}
-	_, checks := r.keepHandEdits(items, r.diskHead, r.diskTree, paths, nil)
-	r.mmu.Unlock()
+	base := r.diskTree
+	_, checks := r.keepHandEdits(items, r.diskHead, base, paths, nil)
+	r.mmu.Unlock() // the background materialiser may now move r.diskTree on
 	if len(items) != len(steps) {
 		t.Fatalf("%d commits wait to be materialised, want %d", len(items), len(steps))
 	}
 	for _, q := range paths {
 		want := map[plumbing.Hash]bool{}
-		for _, tr := range append([]*node{r.diskTree}, itemTrees(items)...) {
+		for _, tr := range append([]*node{base}, itemTrees(items)...) {
 			if n := lookup(tr, q); n.isFile() {
 				want[n.hash] = true
 			}
