@@ -172,7 +172,7 @@ func (r *Repo) loadIndexStats() {
 // drifted returns the memory files (relative to memories/) at or under the
 // given repository paths, or at a folder on their way, whose worktree copy
 // differs from the tree root: changed, created or deleted by hand. Paths
-// that are gitmem's own unfinished work (pendingPaths) are skipped. Names no model could write
+// that are gitmem's own unfinished work (pend, see pendingFor) are skipped. Names no model could write
 // (.git*, control characters) and symlinks are not memory files.
 func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, error) {
 	var out []string
@@ -280,7 +280,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	r.smu.RLock()
 	tip := r.tipTree
 	r.smu.RUnlock()
-	drift, err := r.drifted(tip, paths, newPathSet(r.pendingPaths()))
+	drift, err := r.drifted(tip, paths, r.pendingFor(paths))
 	if err != nil {
 		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
 		return nil, nil
@@ -418,7 +418,7 @@ func mergeHand(base, ours, hand []byte) []byte {
 // memories/), taking the locks only when a cheap check finds one.
 func (r *Repo) adoptFiles(rels []string) error {
 	paths := repoPaths(rels)
-	if drift, err := r.drifted(r.snapshotTree(), paths, newPathSet(r.pendingPaths())); err != nil || len(drift) == 0 {
+	if drift, err := r.drifted(r.snapshotTree(), paths, r.pendingFor(paths)); err != nil || len(drift) == 0 {
 		return err
 	}
 	_, err := r.adoptNow(paths)
@@ -460,7 +460,11 @@ func (r *Repo) Adopt() (Commit, error) {
 	if r.opt.ReadOnly {
 		return Commit{}, ErrReadOnly
 	}
-	if drift, err := r.drifted(r.snapshotTree(), []string{memDir}, newPathSet(append(r.pendingPaths(), r.readJournalPaths()...))); err != nil {
+	pend := r.pendingFor([]string{memDir})
+	for _, p := range r.readJournalPaths() {
+		pend[p] = true
+	}
+	if drift, err := r.drifted(r.snapshotTree(), []string{memDir}, pend); err != nil {
 		return Commit{}, wrap("scan the worktree", err)
 	} else if len(drift) == 0 {
 		return Commit{}, ErrNoChange

@@ -179,11 +179,16 @@ func (s pathSet) covers(p string) bool {
 // under reports whether repository path p is one of roots or beneath one.
 func under(p string, roots []string) bool {
 	for _, r := range roots {
-		if p == r || strings.HasPrefix(p, r+"/") {
+		if within(p, r) {
 			return true
 		}
 	}
 	return false
+}
+
+// within reports whether repository path p is root or beneath it.
+func within(p, root string) bool {
+	return p == root || len(p) > len(root) && p[len(root)] == '/' && p[:len(root)] == root
 }
 
 // repoPaths turns memory paths (relative to memories/) into repository

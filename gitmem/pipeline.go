@@ -1403,15 +1403,34 @@ func (r *Repo) settle() error {
 // or a folder above it is in the set.
 type coverer interface{ covers(p string) bool }
 
-// pendingPaths are the worktree paths that are gitmem's own unfinished
-// work: not yet materialised, or waiting for a repair. They are never
-// taken for hand edits.
-func (r *Repo) pendingPaths() []string {
+// pendingFor is the worktree paths that are gitmem's own unfinished work
+// (not yet materialised, or waiting for a repair), as far as a check of
+// the given repository paths can ask: those at, above or beneath one of
+// them. They are never taken for hand edits. It is a copy taken at one
+// instant, so that a check sees one state while materialisation goes on;
+// under load thousands of paths wait, and copying them all for each call
+// cost more than the rest of the check.
+func (r *Repo) pendingFor(paths []string) pathSet {
+	related := func(q string) bool {
+		for _, p := range paths {
+			if within(q, p) || within(p, q) {
+				return true
+			}
+		}
+		return false
+	}
+	s := pathSet{}
 	r.pmu.Lock()
 	defer r.pmu.Unlock()
-	out := slices.Clone(r.pend)
-	for p := range r.inflight {
-		out = append(out, p)
+	for _, q := range r.pend {
+		if related(q) {
+			s[q] = true
+		}
 	}
-	return out
+	for q := range r.inflight {
+		if related(q) {
+			s[q] = true
+		}
+	}
+	return s
 }

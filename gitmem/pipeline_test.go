@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -332,4 +333,42 @@ func stackHas(fns ...string) bool {
 		}
 	}
 	return false
+}
+
+// pendingFor keeps, of the pending paths, what a check of some paths can
+// ask about: it answers covers for every path at, above or beneath them
+// as the whole set does.
+func TestPendingForAnswersAsTheWholeSet(t *testing.T) {
+	all := []string{"memories/a.md", "memories/d", "memories/e/f.md", "memories/ab.md", "memories/x/y/z.md"}
+	r := &Repo{}
+	r.inflight = map[string]int{}
+	for _, p := range all[1:] {
+		r.inflight[p] = 1
+	}
+	r.pend = all[:1]
+	whole := newPathSet(all)
+	asked := []string{"memories", "memories/a.md", "memories/a", "memories/ab.md", "memories/d", "memories/d/g.md",
+		"memories/e", "memories/e/f.md", "memories/e/g.md", "memories/x", "memories/x/y", "memories/x/y/z.md", "memories/q.md"}
+	for _, paths := range [][]string{{"memories/a.md"}, {"memories/a"}, {"memories/d/g.md"}, {"memories/e"}, {"memories/x/y/z.md", "memories/q.md"}, {"memories"}} {
+		got := r.pendingFor(paths)
+		for _, q := range asked {
+			if !under(q, paths) && !slices.ContainsFunc(paths, func(p string) bool { return within(p, q) }) {
+				continue // not a path a check of paths asks about
+			}
+			if got.covers(q) != whole.covers(q) {
+				t.Errorf("pendingFor(%q).covers(%q) = %v, want %v", paths, q, got.covers(q), whole.covers(q))
+			}
+		}
+		if len(got) == len(all) && len(paths) == 1 && paths[0] != "memories" {
+			t.Errorf("pendingFor(%q) copied every pending path", paths)
+		}
+	}
+	for _, c := range []struct {
+		p, root string
+		want    bool
+	}{{"a/b", "a", true}, {"a", "a", true}, {"ab", "a", false}, {"a", "a/b", false}, {"a/b/c", "a/b", true}, {"a/bc", "a/b", false}} {
+		if within(c.p, c.root) != c.want {
+			t.Errorf("within(%q, %q) = %v", c.p, c.root, !c.want)
+		}
+	}
 }
