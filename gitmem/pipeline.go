@@ -116,7 +116,7 @@ type pipeline struct {
 	dmu           sync.Mutex  // held while merging them
 
 	pmu      sync.Mutex          // guards inflight (and Repo.pend)
-	inflight map[string]int      // worktree paths of commits not yet materialised
+	inflight flight              // worktree paths of commits not yet materialised
 	handBase map[string]handBase // files edited by hand before the worktree caught up: the version the edit started from
 
 	intent *gd.FileLock
@@ -128,7 +128,7 @@ type pipeline struct {
 func (r *Repo) initPipeline() {
 	r.queue = &batch{}
 	r.waiting = map[string]*prepared{}
-	r.inflight = map[string]int{}
+	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
 	r.handBase = map[string]handBase{}
 	r.ow = gd.NewObjectWriter(r.gitDir)
 	r.draining = -1
@@ -288,7 +288,7 @@ func (r *Repo) openLog() (replayed bool, err error) {
 	r.pmu.Lock()
 	for _, p := range items {
 		for _, q := range p.paths {
-			r.inflight[q]++
+			r.inflight.add(q)
 		}
 	}
 	r.pmu.Unlock()
@@ -393,7 +393,7 @@ func (r *Repo) enqueue(p *prepared, base plumbing.Hash) (*prepared, error) {
 	r.smu.Unlock()
 	r.pmu.Lock()
 	for _, q := range p.paths {
-		r.inflight[q]++
+		r.inflight.add(q)
 	}
 	r.pmu.Unlock()
 	r.qmu.Lock()
@@ -525,9 +525,7 @@ func (r *Repo) dropQueued(b *batch, err error) error {
 	for _, p := range dropped {
 		r.obj.Drop(p.objs)
 		for _, q := range p.paths {
-			if r.inflight[q]--; r.inflight[q] <= 0 {
-				delete(r.inflight, q)
-			}
+			r.inflight.done(q)
 		}
 	}
 	r.pmu.Unlock()
@@ -637,9 +635,7 @@ func (r *Repo) materializeLocked() error {
 	r.pend = failed
 	for _, p := range items {
 		for _, q := range p.paths {
-			if r.inflight[q]--; r.inflight[q] <= 0 {
-				delete(r.inflight, q)
-			}
+			r.inflight.done(q)
 		}
 	}
 	r.pmu.Unlock()
@@ -1408,29 +1404,71 @@ type coverer interface{ covers(p string) bool }
 // the given repository paths can ask: those at, above or beneath one of
 // them. They are never taken for hand edits. It is a copy taken at one
 // instant, so that a check sees one state while materialisation goes on;
-// under load thousands of paths wait, and copying them all for each call
-// cost more than the rest of the check.
+// under load thousands of paths wait, and copying or scanning them all
+// for each call cost more than the rest of the check.
 func (r *Repo) pendingFor(paths []string) pathSet {
-	related := func(q string) bool {
-		for _, p := range paths {
-			if within(q, p) || within(p, q) {
-				return true
-			}
-		}
-		return false
-	}
 	s := pathSet{}
 	r.pmu.Lock()
 	defer r.pmu.Unlock()
 	for _, q := range r.pend {
-		if related(q) {
-			s[q] = true
+		for _, p := range paths {
+			if within(q, p) || within(p, q) {
+				s[q] = true
+			}
 		}
 	}
-	for q := range r.inflight {
-		if related(q) {
-			s[q] = true
-		}
+	for _, p := range paths {
+		r.inflight.collect(p, s)
 	}
 	return s
+}
+
+// flight counts the worktree paths of the commits not yet materialised
+// and, for each folder, how many of them lie beneath it: what is in
+// flight at, above or beneath a path is then a few lookups.
+type flight struct {
+	paths map[string]int // path -> commits in flight that change it
+	below map[string]int // folder -> the sum of paths' counts beneath it
+}
+
+func (f *flight) add(q string) {
+	f.paths[q]++
+	for d := q; strings.Contains(d, "/"); {
+		d = path.Dir(d)
+		f.below[d]++
+	}
+}
+
+func (f *flight) done(q string) {
+	if f.paths[q] <= 0 {
+		return
+	}
+	if f.paths[q]--; f.paths[q] == 0 {
+		delete(f.paths, q)
+	}
+	for d := q; strings.Contains(d, "/"); {
+		d = path.Dir(d)
+		if f.below[d]--; f.below[d] <= 0 {
+			delete(f.below, d)
+		}
+	}
+}
+
+// collect adds to s the paths in flight at, above or beneath p.
+func (f *flight) collect(p string, s pathSet) {
+	for a := p; ; a = path.Dir(a) {
+		if f.paths[a] > 0 {
+			s[a] = true
+		}
+		if !strings.Contains(a, "/") {
+			break
+		}
+	}
+	if f.below[p] > 0 {
+		for q := range f.paths {
+			if within(q, p) {
+				s[q] = true
+			}
+		}
+	}
 }

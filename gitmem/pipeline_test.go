@@ -341,10 +341,14 @@ func stackHas(fns ...string) bool {
 func TestPendingForAnswersAsTheWholeSet(t *testing.T) {
 	all := []string{"memories/a.md", "memories/d", "memories/e/f.md", "memories/ab.md", "memories/x/y/z.md"}
 	r := &Repo{}
-	r.inflight = map[string]int{}
+	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
 	for _, p := range all[1:] {
-		r.inflight[p] = 1
+		r.inflight.add(p)
+		r.inflight.add(p)
 	}
+	r.inflight.add("memories/gone.md")
+	r.inflight.done("memories/gone.md")
+	r.inflight.done("memories/d")
 	r.pend = all[:1]
 	whole := newPathSet(all)
 	asked := []string{"memories", "memories/a.md", "memories/a", "memories/ab.md", "memories/d", "memories/d/g.md",
