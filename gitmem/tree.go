@@ -23,6 +23,10 @@ type node struct {
 	size  int64            // file: its size; folder: total size of the files beneath
 	files int              // folder: number of files beneath
 	kids  map[string]*node // folder only
+	// order is a folder's kids' names in git's order, once a tree was
+	// encoded: a copy that changes only a kid's content shares it, so
+	// that most commits encode their trees without sorting them.
+	order []string
 }
 
 func (n *node) isDir() bool { return n != nil && n.mode == filemode.Dir }
@@ -36,16 +40,22 @@ func (n *node) isFile() bool {
 func newDir(kids map[string]*node) *node {
 	d := &node{mode: filemode.Dir, kids: kids}
 	for _, k := range kids {
-		switch {
-		case k.isDir():
-			d.size += k.size
-			d.files += k.files
-		case k.isFile():
-			d.size += k.size
-			d.files++
-		}
+		d.count(k, 1)
 	}
 	return d
+}
+
+// count adds kid k's size and files to folder d's totals (sign 1), or
+// takes them away (sign -1).
+func (d *node) count(k *node, sign int) {
+	switch {
+	case k.isDir():
+		d.size += int64(sign) * k.size
+		d.files += sign * k.files
+	case k.isFile():
+		d.size += int64(sign) * k.size
+		d.files += sign
+	}
 }
 
 func split(p string) []string {
@@ -84,22 +94,25 @@ func with(root *node, p []string, leaf *node) (*node, error) {
 	if len(p) == 0 {
 		return leaf, nil
 	}
-	var kids map[string]*node
-	if root != nil {
-		if !root.isDir() {
-			return nil, ErrNotDir
-		}
-		kids = maps.Clone(root.kids)
-	} else {
+	if root == nil {
 		if leaf == nil {
 			return nil, nil
 		}
-		kids = map[string]*node{}
+		child, err := with(nil, p[1:], leaf)
+		if err != nil {
+			return nil, err
+		}
+		return newDir(map[string]*node{p[0]: child}), nil
 	}
-	child, err := with(kids[p[0]], p[1:], leaf)
+	if !root.isDir() {
+		return nil, ErrNotDir
+	}
+	old := root.kids[p[0]]
+	child, err := with(old, p[1:], leaf)
 	if err != nil {
 		return nil, err
 	}
+	kids := maps.Clone(root.kids)
 	if child == nil {
 		delete(kids, p[0])
 	} else {
@@ -108,7 +121,13 @@ func with(root *node, p []string, leaf *node) (*node, error) {
 	if len(kids) == 0 {
 		return nil, nil
 	}
-	return newDir(kids), nil
+	d := &node{mode: filemode.Dir, kids: kids, size: root.size, files: root.files}
+	d.count(old, -1)
+	d.count(child, 1)
+	if old != nil && child != nil && old.isDir() == child.isDir() {
+		d.order = root.order // the same names, in the same order
+	}
+	return d, nil
 }
 
 // treeFromIndex builds the tree from the index gitmem read at start, if
@@ -223,11 +242,25 @@ func changedFiles(a, b *node, prefix string, fn func(p string)) {
 // encodeTree is the git encoding of a folder whose children all have
 // hashes: its entries in git's order, where a folder sorts as if its name
 // ended in "/".
+//
+// A folder not yet published (being prepared) keeps the order it found in
+// n.order, for the versions made from it.
 func encodeTree(n *node) []byte {
 	entries := make([]object.TreeEntry, 0, len(n.kids))
+	if n.order != nil {
+		for _, name := range n.order {
+			k := n.kids[name]
+			entries = append(entries, object.TreeEntry{Name: name, Mode: k.mode, Hash: k.hash})
+		}
+		return gd.EncodeEntries(entries)
+	}
 	for name, k := range n.kids {
 		entries = append(entries, object.TreeEntry{Name: name, Mode: k.mode, Hash: k.hash})
 	}
 	gd.SortEntries(entries)
+	n.order = make([]string, len(entries))
+	for i, e := range entries {
+		n.order[i] = e.Name
+	}
 	return gd.EncodeEntries(entries)
 }
