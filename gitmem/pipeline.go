@@ -602,8 +602,10 @@ func (r *Repo) materializeLocked() error {
 	// cannot (a full disk) waits in r.pend and the journal.
 	var paths []string
 	for _, p := range items {
-		paths = union(paths, p.paths)
+		paths = append(paths, p.paths...)
 	}
+	// Sorted once: a union per commit was quadratic in a large group.
+	paths = union(paths, nil)
 	prev := r.diskTree // what the worktree mirrors
 	r.diskTree = last.tree
 	r.pmu.Lock()
@@ -694,6 +696,12 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 			at[x] = append(at[x], j+1)
 		}
 	}
+	var adopts []*prepared // in order
+	for _, p := range items {
+		if p.read != nil {
+			adopts = append(adopts, p)
+		}
+	}
 	skip := newPathSet(own)
 	kept, checks = map[string]bool{}, map[string]*ownFiles{}
 	for _, q := range paths {
@@ -718,7 +726,7 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 			a = a[:k]
 			add(at[a])
 		}
-		for _, p := range items { // what adopts read is gitmem's to replace, nothing later
+		for _, p := range adopts { // what adopts read is gitmem's to replace, nothing later
 			if data, ok := p.read[q]; ok {
 				h := plumbing.ComputeHash(plumbing.BlobObject, data)
 				of.hashes[h], of.texts[h] = true, data
