@@ -309,8 +309,8 @@ func (w *ObjectWriter) Write(t plumbing.ObjectType, content []byte) (plumbing.Ha
 		w.dirty[w.dir] = true
 	}
 	var buf bytes.Buffer
-	zw := zlibWriters.Get().(*zlib.Writer)
-	defer zlibWriters.Put(zw)
+	zw := zlibWriters[zlib.BestSpeed].Get().(*zlib.Writer)
+	defer zlibWriters[zlib.BestSpeed].Put(zw)
 	zw.Reset(&buf)
 	zw.Write([]byte(t.String() + " " + strconv.Itoa(len(content)) + "\x00"))
 	zw.Write(content)
@@ -407,11 +407,19 @@ func (w *ObjectWriter) SyncAll() error {
 	return w.Sync()
 }
 
-// zlibWriters reuses compressors: a new one allocates about a megabyte.
-var zlibWriters = sync.Pool{New: func() any {
-	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
-	return zw
-}}
+// zlibWriters reuses compressors, by level: a new one allocates about a
+// megabyte.
+var zlibWriters = map[int]*sync.Pool{
+	zlib.BestSpeed:     zlibPool(zlib.BestSpeed),
+	zlib.NoCompression: zlibPool(zlib.NoCompression),
+}
+
+func zlibPool(level int) *sync.Pool {
+	return &sync.Pool{New: func() any {
+		zw, _ := zlib.NewWriterLevel(nil, level)
+		return zw
+	}}
+}
 
 // sync makes the renames of the written objects durable.
 func (w *ObjectWriter) Sync() error {

@@ -175,8 +175,8 @@ func (s *Store) EncodePack(w io.Writer, hashes []plumbing.Hash) error {
 	binary.BigEndian.PutUint32(hdr[4:], 2)
 	binary.BigEndian.PutUint32(hdr[8:], uint32(len(hashes)))
 	bw.Write(hdr)
-	zw := zlibWriters.Get().(*zlib.Writer)
-	defer zlibWriters.Put(zw)
+	zw := zlibWriters[zlib.BestSpeed].Get().(*zlib.Writer)
+	defer zlibWriters[zlib.BestSpeed].Put(zw)
 	for _, h := range hashes {
 		t, data, err := s.ReadObject(h)
 		if err != nil {
