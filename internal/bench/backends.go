@@ -74,6 +74,28 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 	return c, nil
 }
 
+// settle waits until the child has used no CPU for idleFor (at most
+// limit), and returns how long after the call it last used some: the work
+// it went on doing after its last answer (a backlog written in the
+// background). Zero where the system does not tell a process's CPU time.
+func (c *child) settle(limit time.Duration) time.Duration {
+	const poll, idleFor = 20 * time.Millisecond, 300 * time.Millisecond
+	pid := c.cmd.Process.Pid
+	t0 := time.Now()
+	last, ok := cpuTicks(pid)
+	if !ok {
+		return 0
+	}
+	busy := t0 // when a change of the CPU time was last seen
+	for now := t0; now.Sub(busy) < idleFor && now.Sub(t0) < limit; now = time.Now() {
+		time.Sleep(poll)
+		if t, ok := cpuTicks(pid); ok && t != last {
+			last, busy = t, time.Now()
+		}
+	}
+	return busy.Sub(t0)
+}
+
 // stop ends the child: SIGINT (a server finishes what is in flight and
 // exits).
 func (c *child) stop() error {
