@@ -812,12 +812,15 @@ func (r *Repo) scheduleIndex() {
 // Calls go on meanwhile: it holds neither the writer lock nor, while it
 // writes the index, the materialiser's.
 func (r *Repo) Flush() error {
+	// What was committed before the first flush is in git's files after
+	// it; anything later (the maintenance loop's merge) moves the head
+	// from before, and a second flush writes it.
+	before := r.snapshotHead()
 	if err := r.flush(); err != nil {
 		return err
 	}
 	// The branch was moved outside gitmem: merged back now (or the merge
 	// under way finishes), and git's files follow.
-	before := r.snapshotHead()
 	if err := r.mergeDisplaced(); err != nil {
 		return err
 	}
