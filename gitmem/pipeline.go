@@ -53,7 +53,16 @@ const (
 	checkpointBytes = 16 << 20
 	packAtObjects   = 16
 	releaseIdle     = 200 * time.Millisecond
-	pollEvery       = 10 * time.Millisecond
+	// maxBacklog bounds the commits answered but not yet materialised
+	// (about 40 KB of memory each under load): past it a call waits
+	// (awaitBacklog), at most backlogWait, for the materialiser, which
+	// takes at most materializeChunk commits at a time so that waiting
+	// calls go on after each. A burst of thousands of calls is absorbed;
+	// a load the disk cannot keep up with is slowed to its pace.
+	maxBacklog       = 8192
+	backlogWait      = 10 * time.Second
+	materializeChunk = 2048
+	pollEvery        = 10 * time.Millisecond
 )
 
 // prepared is a commit that exists in memory and in the log (once durable)
@@ -98,8 +107,10 @@ type pipeline struct {
 	active   int // the log file appends go to
 
 	mmu          sync.Mutex // materialisation and checkpoints
-	umu          sync.Mutex // guards unmat
+	umu          sync.Mutex // guards unmat and drained
 	unmat        []*prepared
+	drained      chan struct{} // closed when some of unmat was materialised
+	maxBacklog   int           // maxBacklog (a test's own)
 	diskHead     plumbing.Hash // the branch as written in git's files
 	diskTree     *node         // its tree
 	ow           *gd.ObjectWriter
@@ -134,6 +145,8 @@ func (r *Repo) initPipeline() {
 	r.draining = -1
 	r.stop = make(chan struct{})
 	r.wake = make(chan struct{}, 1)
+	r.drained = make(chan struct{})
+	r.maxBacklog = maxBacklog
 }
 
 // own takes the writer lock for this process if it does not hold it yet:
@@ -550,14 +563,70 @@ func (r *Repo) materialize() error {
 	return r.materializeLocked()
 }
 
+// materializeLocked materialises what was published when it started,
+// materializeChunk commits at a time.
 func (r *Repo) materializeLocked() error {
 	r.umu.Lock()
-	items := r.unmat
-	r.unmat = nil
+	n := len(r.unmat)
 	r.umu.Unlock()
-	if len(items) == 0 {
-		return nil
+	for n > 0 {
+		k := min(n, materializeChunk)
+		err := r.materializeSome(k)
+		r.noteDrained()
+		if err != nil {
+			return err
+		}
+		n -= k
 	}
+	return nil
+}
+
+// noteDrained wakes the calls waiting for the backlog to shrink.
+func (r *Repo) noteDrained() {
+	r.umu.Lock()
+	close(r.drained)
+	r.drained = make(chan struct{})
+	r.umu.Unlock()
+}
+
+// awaitBacklog holds a call back while r.maxBacklog commits answered are
+// not yet materialised, at most backlogWait, and not when materialising
+// fails (the call then meets the failure). Under a load the disk cannot
+// keep up with, calls are so answered at the rate their changes reach
+// git's files, and the memory the backlog holds, and how far git's files
+// lag, stay bounded.
+func (r *Repo) awaitBacklog() {
+	var timeout <-chan time.Time
+	for {
+		r.umu.Lock()
+		n, drained := len(r.unmat), r.drained
+		r.umu.Unlock()
+		r.smu.RLock()
+		broken := r.broken != nil
+		r.smu.RUnlock()
+		if n < r.maxBacklog || broken || r.ckptFailing.Load() {
+			return
+		}
+		if timeout == nil {
+			t := time.NewTimer(backlogWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		r.signal()
+		select {
+		case <-drained:
+		case <-timeout:
+			return
+		}
+	}
+}
+
+// materializeSome materialises the first k commits published.
+func (r *Repo) materializeSome(k int) error {
+	r.umu.Lock()
+	items := slices.Clone(r.unmat[:k])
+	r.unmat = r.unmat[k:]
+	r.umu.Unlock()
 	requeue := func(err error) error {
 		r.umu.Lock()
 		r.unmat = append(items, r.unmat...)
@@ -1037,7 +1106,7 @@ func (r *Repo) mergeDisplaced() error {
 		r.smu.RUnlock()
 		m := &merger{r: r, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits, index: idx}
 		meta := Meta{Subject: "memory: merge outside-gitmem", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "merge"}}}
-		_, err := r.Update(meta, m.run)
+		_, err := r.update(meta, m.run)
 		st.Close()
 		if errors.Is(err, ErrClosed) {
 			return err

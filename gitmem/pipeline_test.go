@@ -376,3 +376,54 @@ func TestPendingForAnswersAsTheWholeSet(t *testing.T) {
 		}
 	}
 }
+
+// Past maxBacklog commits answered and not yet in git's files, a call
+// waits for the materialiser; it goes on once the backlog is written, and
+// every change lands, in order.
+func TestBacklogHoldsCallsBack(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t0", "a.md", "init\n") // (and the tool_use ids are loaded)
+	if err := r.materialize(); err != nil {
+		t.Fatal(err)
+	}
+	r.mmu.Lock() // the materialiser cannot run
+	r.maxBacklog = 3
+	for i := range 3 {
+		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
+			return tx.WriteFile("a.md", []byte(fmt.Sprintf("%d\n", i)))
+		}); err != nil {
+			r.mmu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Update(Meta{Subject: "c3"}, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("3\n")) })
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		r.mmu.Unlock()
+		t.Fatalf("a call past the backlog went through while nothing was materialised (err %v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	r.mmu.Unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := r.materialize(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readDisk(t, dir, "a.md"); got != "3\n" {
+		t.Errorf("worktree a.md = %q, want the last change", got)
+	}
+	out := gitCLI(t, dir, "log", "--format=%s")
+	if want := "c3\nc2\nc1\nc0\n"; !strings.HasPrefix(out, want) {
+		t.Errorf("git log:\n%s\nwant it to start with\n%s", out, want)
+	}
+}

@@ -657,10 +657,20 @@ func (r *Repo) filePaths(paths []string) []string {
 // the edit is first committed (an adopt commit by the operator) and fn
 // runs again on the new state: a hand edit is never overwritten.
 //
-// The commit is durable when Update returns: objects are fsynced before
-// the branch moves, the branch moves atomically, and the worktree files
-// are fsynced.
+// The commit is durable when Update returns: it is in the write-ahead
+// log, fdatasynced with every change waiting at that moment; git's files
+// and the worktree follow in the background (see pipeline.go). When
+// calls come faster than that, past maxBacklog commits not yet in git's
+// files, Update first waits for them (at most backlogWait).
 func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
+	r.awaitBacklog()
+	return r.update(meta, fn)
+}
+
+// update is Update without the wait for the backlog: for the
+// materialiser's own commits (mergeDisplaced), which would wait for
+// itself.
+func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 	r.wmu.Lock()
 	unlocked := false
 	unlock := func() {
