@@ -625,7 +625,10 @@ func (r *Repo) awaitBacklog() {
 func (r *Repo) materializeSome(k int) error {
 	r.umu.Lock()
 	items := slices.Clone(r.unmat[:k])
-	r.unmat = r.unmat[k:]
+	clear(r.unmat[:k]) // the array's head no longer holds them (their objects) alive
+	if r.unmat = r.unmat[k:]; len(r.unmat) == 0 {
+		r.unmat = nil
+	}
 	r.umu.Unlock()
 	requeue := func(err error) error {
 		r.umu.Lock()
