@@ -95,6 +95,10 @@ const (
 	settledPack = 20_000
 )
 
+// A burst's pack is stored uncompressed up to gd.StoredPackMax objects:
+// gc must take every such pack as a burst (this fails to compile if not).
+const _ = uint(settledPack - gd.StoredPackMax - 1)
+
 // burst reports whether p is a pack gc did not write and that is small
 // enough to be a burst of changes (or a small fetch): packed at the next
 // collection.

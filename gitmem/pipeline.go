@@ -53,16 +53,20 @@ const (
 	checkpointBytes = 16 << 20
 	packAtObjects   = 16
 	releaseIdle     = 200 * time.Millisecond
-	// maxBacklog bounds the commits answered but not yet materialised
-	// (about 40 KB of memory each under load): past it a call waits
-	// (awaitBacklog), at most backlogWait, for the materialiser, which
-	// takes at most materializeChunk commits at a time so that waiting
-	// calls go on after each. A burst of thousands of calls is absorbed;
-	// a load the disk cannot keep up with is slowed to its pace.
-	maxBacklog       = 8192
-	backlogWait      = 10 * time.Second
-	materializeChunk = 2048
-	pollEvery        = 10 * time.Millisecond
+	backlogWait     = 10 * time.Second
+	pollEvery       = 10 * time.Millisecond
+)
+
+// backlogMax bounds the commits answered but not yet materialised
+// (about 40 KB of memory each under load), those being materialised
+// included: past it a call waits (awaitBacklog), at most backlogWait, for
+// the materialiser, which takes at most chunkMax commits at a time so
+// that waiting calls go on after each. A burst of thousands of calls is
+// absorbed; a load the disk cannot keep up with is slowed to its pace.
+// (Variables for tests.)
+var (
+	backlogMax = 8192
+	chunkMax   = 2048
 )
 
 // prepared is a commit that exists in memory and in the log (once durable)
@@ -110,7 +114,7 @@ type pipeline struct {
 	umu          sync.Mutex // guards unmat and drained
 	unmat        []*prepared
 	drained      chan struct{} // closed when some of unmat was materialised
-	maxBacklog   int           // maxBacklog (a test's own)
+	taken        int           // commits taken from unmat and being materialised
 	diskHead     plumbing.Hash // the branch as written in git's files
 	diskTree     *node         // its tree
 	ow           *gd.ObjectWriter
@@ -123,8 +127,9 @@ type pipeline struct {
 	ckptErr     error // (mmu) the last checkpoint's failure
 	ckptFailing atomic.Bool
 
-	displacedWait atomic.Bool // a commit under refs/gitmem/displaced/ waits to be merged back
-	dmu           sync.Mutex  // held while merging them
+	displacedWait atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back
+	mergedBack    atomic.Int64 // merges back made (counted once published)
+	dmu           sync.Mutex   // held while merging them
 
 	pmu      sync.Mutex          // guards inflight (and Repo.pend)
 	inflight flight              // worktree paths of commits not yet materialised
@@ -146,7 +151,6 @@ func (r *Repo) initPipeline() {
 	r.stop = make(chan struct{})
 	r.wake = make(chan struct{}, 1)
 	r.drained = make(chan struct{})
-	r.maxBacklog = maxBacklog
 }
 
 // own takes the writer lock for this process if it does not hold it yet:
@@ -564,13 +568,19 @@ func (r *Repo) materialize() error {
 }
 
 // materializeLocked materialises what was published when it started,
-// materializeChunk commits at a time.
+// chunkMax commits at a time; all at once when they do not start from
+// the branch as git's files hold it (replayed after a crash, the branch
+// may be at any of them: moveBranch and keepHandEdits must see them all).
 func (r *Repo) materializeLocked() error {
 	r.umu.Lock()
 	n := len(r.unmat)
+	whole := n > 0 && r.unmat[0].parent != r.diskHead
 	r.umu.Unlock()
 	for n > 0 {
-		k := min(n, materializeChunk)
+		k := min(n, chunkMax)
+		if whole {
+			k = n
+		}
 		err := r.materializeSome(k)
 		r.noteDrained()
 		if err != nil {
@@ -584,27 +594,29 @@ func (r *Repo) materializeLocked() error {
 // noteDrained wakes the calls waiting for the backlog to shrink.
 func (r *Repo) noteDrained() {
 	r.umu.Lock()
+	r.taken = 0
 	close(r.drained)
 	r.drained = make(chan struct{})
 	r.umu.Unlock()
 }
 
-// awaitBacklog holds a call back while r.maxBacklog commits answered are
+// awaitBacklog holds a call back while backlogMax commits answered are
 // not yet materialised, at most backlogWait, and not when materialising
 // fails (the call then meets the failure). Under a load the disk cannot
 // keep up with, calls are so answered at the rate their changes reach
 // git's files, and the memory the backlog holds, and how far git's files
-// lag, stay bounded.
+// lag, stay bounded (the calls that passed the check at once may each
+// add one more).
 func (r *Repo) awaitBacklog() {
 	var timeout <-chan time.Time
 	for {
 		r.umu.Lock()
-		n, drained := len(r.unmat), r.drained
+		n, drained := len(r.unmat)+r.taken, r.drained
 		r.umu.Unlock()
 		r.smu.RLock()
 		broken := r.broken != nil
 		r.smu.RUnlock()
-		if n < r.maxBacklog || broken || r.ckptFailing.Load() {
+		if n < backlogMax || drained == nil || broken || r.ckptFailing.Load() {
 			return
 		}
 		if timeout == nil {
@@ -625,6 +637,7 @@ func (r *Repo) awaitBacklog() {
 func (r *Repo) materializeSome(k int) error {
 	r.umu.Lock()
 	items := slices.Clone(r.unmat[:k])
+	r.taken = k
 	clear(r.unmat[:k]) // the array's head no longer holds them (their objects) alive
 	if r.unmat = r.unmat[k:]; len(r.unmat) == 0 {
 		r.unmat = nil
@@ -1111,6 +1124,9 @@ func (r *Repo) mergeDisplaced() error {
 		meta := Meta{Subject: "memory: merge outside-gitmem", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "merge"}}}
 		_, err := r.update(meta, m.run)
 		st.Close()
+		if err == nil {
+			r.mergedBack.Add(1)
+		}
 		if errors.Is(err, ErrClosed) {
 			return err
 		}

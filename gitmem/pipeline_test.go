@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -377,7 +378,7 @@ func TestPendingForAnswersAsTheWholeSet(t *testing.T) {
 	}
 }
 
-// Past maxBacklog commits answered and not yet in git's files, a call
+// Past backlogMax commits answered and not yet in git's files, a call
 // waits for the materialiser; it goes on once the backlog is written, and
 // every change lands, in order.
 func TestBacklogHoldsCallsBack(t *testing.T) {
@@ -392,7 +393,8 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.mmu.Lock() // the materialiser cannot run
-	r.maxBacklog = 3
+	defer func(n int) { backlogMax = n }(backlogMax)
+	backlogMax = 3
 	for i := range 3 {
 		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile("a.md", []byte(fmt.Sprintf("%d\n", i)))
@@ -425,5 +427,85 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 	out := gitCLI(t, dir, "log", "--format=%s")
 	if want := "c3\nc2\nc1\nc0\n"; !strings.HasPrefix(out, want) {
 		t.Errorf("git log:\n%s\nwant it to start with\n%s", out, want)
+	}
+}
+
+// A crash can leave git's branch at any commit the log holds: the
+// materialiser had written some chunks of them. Replayed at the next
+// start, they are materialised from there however many chunks they span:
+// the branch is not taken for one moved outside gitmem, no file for a
+// hand edit, and every change lands once, in order.
+func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
+	defer func(n int) { chunkMax = n }(chunkMax)
+	chunkMax = 2
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t0", "f0.md", "0\n")
+	settle(t, r)
+	r.mmu.Lock() // the materialiser waits
+	for i := 1; i <= 7; i++ {
+		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
+			return tx.WriteFile(fmt.Sprintf("f%d.md", i%3), []byte(fmt.Sprintf("%d\n", i)))
+		}); err != nil {
+			r.mmu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	for range 2 { // it writes two chunks; then the process dies
+		if err := r.materializeSome(2); err != nil {
+			r.mmu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	crashed := t.TempDir()
+	out, err := exec.Command("cp", "-a", dir+"/.", crashed).CombinedOutput()
+	r.mmu.Unlock()
+	if err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	r.Close()
+	if got := gitCLI(t, crashed, "log", "-1", "--format=%s"); got != "c4\n" {
+		t.Fatalf("the crashed process's branch is at %q, want c4", got)
+	}
+
+	opts := testOptions(t)
+	var mu sync.Mutex
+	var logs []string
+	opts.Logf = func(format string, args ...any) {
+		mu.Lock()
+		logs = append(logs, fmt.Sprintf(format, args...))
+		mu.Unlock()
+		t.Logf(format, args...)
+	}
+	r2, err := Open(crashed, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	settle(t, r2)
+	want := "c7\nc6\nc5\nc4\nc3\nc2\nc1\nw f0.md\n"
+	if got := gitCLI(t, crashed, "log", "--format=%s"); !strings.HasPrefix(got, want) {
+		t.Errorf("git log:\n%s\nwant it to start with\n%s", got, want)
+	}
+	if refs := gitCLI(t, crashed, "for-each-ref", "refs/gitmem/displaced"); refs != "" {
+		t.Errorf("gitmem's own commits were taken for a branch moved outside it:\n%s", refs)
+	}
+	mu.Lock()
+	for _, l := range logs {
+		if strings.Contains(l, "outside gitmem") || strings.Contains(l, "by hand") {
+			t.Errorf("logged: %s", l)
+		}
+	}
+	mu.Unlock()
+	if st := gitCLI(t, crashed, "status", "--porcelain"); st != "" {
+		t.Errorf("git status:\n%s", st)
+	}
+	for i, want := range []string{"6\n", "7\n", "5\n"} {
+		if got := readDisk(t, crashed, fmt.Sprintf("f%d.md", i)); got != want {
+			t.Errorf("f%d.md = %q, want %q", i, got, want)
+		}
 	}
 }

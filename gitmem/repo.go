@@ -660,7 +660,7 @@ func (r *Repo) filePaths(paths []string) []string {
 // The commit is durable when Update returns: it is in the write-ahead
 // log, fdatasynced with every change waiting at that moment; git's files
 // and the worktree follow in the background (see pipeline.go). When
-// calls come faster than that, past maxBacklog commits not yet in git's
+// calls come faster than that, past backlogMax commits not yet in git's
 // files, Update first waits for them (at most backlogWait).
 func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 	r.awaitBacklog()
@@ -822,10 +822,11 @@ func (r *Repo) scheduleIndex() {
 // Calls go on meanwhile: it holds neither the writer lock nor, while it
 // writes the index, the materialiser's.
 func (r *Repo) Flush() error {
-	// What was committed before the first flush is in git's files after
-	// it; anything later (the maintenance loop's merge) moves the head
-	// from before, and a second flush writes it.
-	before := r.snapshotHead()
+	// A merge counted before the first flush is in git's files after it;
+	// one counted later (the maintenance loop's, done meanwhile) is
+	// written by a second flush. (Counting merges, not watching the head,
+	// which every call under load moves.)
+	merges := r.mergedBack.Load()
 	if err := r.flush(); err != nil {
 		return err
 	}
@@ -834,7 +835,7 @@ func (r *Repo) Flush() error {
 	if err := r.mergeDisplaced(); err != nil {
 		return err
 	}
-	if r.snapshotHead() == before {
+	if r.mergedBack.Load() == merges {
 		return nil
 	}
 	return r.flush()

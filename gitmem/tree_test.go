@@ -38,9 +38,9 @@ func TestTreeOrderStaysGitOrder(t *testing.T) {
 				root, _ = with(root, p[:i], nil)
 			}
 		}
-		next, err := with(root, p, leaf)
+		next, err := with(root, p, leaf) // a folder at p is replaced by the file
 		if err != nil {
-			continue // a folder where the file would go
+			t.Fatalf("step %d: %v", step, err)
 		}
 		root = next
 		if root == nil {

@@ -34,6 +34,13 @@ func (s *Store) WriteObjectsPack(objs []Object, durable bool) (plumbing.Hash, er
 	return h, err
 }
 
+// StoredPackMax is the most objects WritePackFiles stores without
+// compression; a larger pack (a recovery, an adopt of many files) is
+// compressed at the fastest level. (gc takes a pack it did not write as a
+// burst to pack again only below a limit of its own, which must stay
+// above this one.)
+const StoredPackMax = 10_000
+
 // WritePackFiles is WriteObjectsPack without telling the Store: it writes
 // the two files and changes nothing the Store holds, so it needs none of
 // the caller's locks (what the pack holds must be readable meanwhile, as
@@ -52,7 +59,11 @@ func (s *Store) WritePackFiles(objs []Object, durable bool) (plumbing.Hash, erro
 	// and compression. Compressing at the fastest level cost 12% of a
 	// loaded server's CPU, for packs about 1.5x smaller (a mix of 100-entry
 	// trees, commits and small files: a tree's hashes do not compress).
-	pw, err := newPackWriter(s.Dir, n, zlib.NoCompression)
+	level := zlib.NoCompression
+	if n > StoredPackMax {
+		level = zlib.BestSpeed
+	}
+	pw, err := newPackWriter(s.Dir, n, level)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
