@@ -246,7 +246,7 @@ func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
 		}
 	}
 	r.umu.Lock()
-	items := r.unmat
+	items := slices.Clone(r.unmat) // the materialiser clears what it takes
 	r.umu.Unlock()
 	var paths []string
 	for _, p := range items {
