@@ -690,7 +690,8 @@ func (r *Repo) materializeSome(k int) error {
 		paths = append(paths, p.paths...)
 	}
 	// Sorted once: a union per commit was quadratic in a large group.
-	paths = union(paths, nil)
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
 	prev := r.diskTree // what the worktree mirrors
 	r.diskTree = last.tree
 	r.pmu.Lock()
