@@ -247,7 +247,7 @@ func changedFiles(a, b *node, prefix string, fn func(p string)) {
 // n.order, for the versions made from it.
 func encodeTree(n *node) []byte {
 	entries := make([]object.TreeEntry, 0, len(n.kids))
-	if n.order != nil {
+	if n.order != nil && len(n.order) == len(n.kids) { // (the length: cheap insurance)
 		for _, name := range n.order {
 			k := n.kids[name]
 			entries = append(entries, object.TreeEntry{Name: name, Mode: k.mode, Hash: k.hash})
