@@ -13,12 +13,7 @@ func TestHostileMetadataKeepsFsckClean(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs the git CLI")
 	}
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	meta := Meta{
 		Subject:  "sub\x00ject\nsecond line",
 		Author:   Signature{Name: "evil> <x", Email: "a@b> <forged@corp\n"},

@@ -21,17 +21,6 @@ func noGarbage(countObjects string) bool {
 	return regexp.MustCompile(`(?m)^garbage: 0$`).MatchString(countObjects) && !strings.Contains(countObjects, "warning: garbage")
 }
 
-// gcRepo is a new repository, closed at the end of the test.
-func gcRepo(t *testing.T) (*Repo, string) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r, dir
-}
-
 // pendingObjects is what an incremental collection packs: the loose
 // objects and those of the packs gc did not write.
 func pendingObjects(t *testing.T, r *Repo) (objects map[plumbing.Hash]bool, files int) {
@@ -59,7 +48,7 @@ func pendingObjects(t *testing.T, r *Repo) (objects map[plumbing.Hash]bool, file
 }
 
 func TestGCPacksAndGitAgrees(t *testing.T) {
-	r, dir := gcRepo(t)
+	r, dir := newRepo(t)
 	for i := range 30 {
 		write(t, r, fmt.Sprint("id", i), fmt.Sprintf("d%d/f.md", i%4), fmt.Sprintf("v%d\n", i))
 	}
@@ -102,7 +91,7 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 // but the newest is a delta, and the pack is a fraction of the trees'
 // size.
 func TestGCDeltifiesAFlatFolder(t *testing.T) {
-	r, dir := gcRepo(t)
+	r, dir := newRepo(t)
 	_, err := r.Update(Meta{Subject: "seed"}, func(tx *Tx) error {
 		for i := range 500 {
 			if err := tx.WriteFile(fmt.Sprintf("notes/n%03d.md", i), []byte(fmt.Sprintf("note %d\n", i))); err != nil {
@@ -142,7 +131,7 @@ func TestGCDeltifiesAFlatFolder(t *testing.T) {
 func TestGCDoesNotHoldUpWriters(t *testing.T) {
 	for _, full := range []bool{false, true} {
 		t.Run(fmt.Sprint("full=", full), func(t *testing.T) {
-			r, dir := gcRepo(t)
+			r, dir := newRepo(t)
 			for i := range 20 {
 				write(t, r, fmt.Sprint("id", i), fmt.Sprintf("f%d.md", i%3), fmt.Sprintf("v%d\n", i))
 			}
@@ -180,7 +169,7 @@ func TestGCDoesNotHoldUpWriters(t *testing.T) {
 // commit git made refers to it); made while the pack is written, and
 // just before the swap.
 func TestFullGCKeepsWhatCommitsMadeMeanwhileUse(t *testing.T) {
-	r, dir := gcRepo(t)
+	r, dir := newRepo(t)
 	write(t, r, "a", "a.md", "a\n")
 	settle(t, r)
 	hashObject := func(content string) string {
@@ -274,7 +263,7 @@ func TestPacksToMerge(t *testing.T) {
 // clears it once it is old (a young one may be being written), a
 // redaction at once (gitmem's TestRedactLeavesNoOpenOrTemporaryPacks).
 func TestGCClearsTemporaryPacks(t *testing.T) {
-	r, _ := gcRepo(t)
+	r, _ := newRepo(t)
 	write(t, r, "a", "a.md", "a\n")
 	settle(t, r)
 	tmp := filepath.Join(r.gitDir, "objects", "pack", gd.TmpPackPrefix+"pack_killed")

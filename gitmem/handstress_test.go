@@ -168,12 +168,7 @@ func appendHand(t *testing.T, dir, p, line string) {
 // from before an acknowledged change): the merge gitmem writes must not
 // replace a second edit made after the read.
 func TestHandEditAfterAnAdoptReadIsKept(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\ntwo\n")
 	settle(t, r)
 	r.mmu.Lock() // the worktree has not caught up yet
@@ -208,12 +203,7 @@ func TestHandEditAfterAnAdoptReadIsKept(t *testing.T) {
 // there) is merged into it; one on a file the change deletes keeps the
 // file.
 func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\ntwo\n")
 	write(t, r, "t2", "b.md", "bee\n")
 	settle(t, r)
@@ -228,7 +218,7 @@ func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
 		return nil
 	})
 	defer gd.SetFault(nil)
-	_, err = r.Update(Meta{Subject: "change", Trailers: []Trailer{{TrailerToolUseID, "t3"}}}, func(tx *Tx) error {
+	_, err := r.Update(Meta{Subject: "change", Trailers: []Trailer{{TrailerToolUseID, "t3"}}}, func(tx *Tx) error {
 		if err := tx.WriteFile("a.md", []byte("ONE\ntwo\n")); err != nil {
 			return err
 		}

@@ -113,12 +113,7 @@ func testFailedGroup(t *testing.T, step string) {
 // acknowledged change stays readable from the log, new changes are
 // refused, and once the fault is gone everything lands.
 func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	settle(t, r)
 	stop := failAt(t, gd.StepObject, "")
 	write(t, r, "t1", "a.md", "acknowledged\n")
@@ -214,12 +209,7 @@ func TestFailureKind(t *testing.T) {
 // folder comes, a file written twice. (It looks a path up only in the
 // commits that may have changed it.)
 func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, _ := newRepo(t)
 	write(t, r, "t0", "a.md", "v0\n")
 	write(t, r, "t1", "d/b.md", "b0\n")
 	write(t, r, "t2", "e", "a file\n")
@@ -291,12 +281,7 @@ func itemTrees(items []*prepared) []*node {
 // writes the index, the materialiser's. It held the writer lock while it
 // materialised a backlog, and every call waited for it.
 func TestFlushLetsCallsThrough(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, _ := newRepo(t)
 	write(t, r, "t0", "a.md", "v0\n")
 	r.mmu.Lock() // a materialisation under way
 	flushed := make(chan error, 1)
@@ -382,12 +367,7 @@ func TestPendingForAnswersAsTheWholeSet(t *testing.T) {
 // waits for the materialiser; it goes on once the backlog is written, and
 // every change lands, in order.
 func TestBacklogHoldsCallsBack(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	write(t, r, "t0", "a.md", "init\n") // (and the tool_use ids are loaded)
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,19 @@ func testOptions(t *testing.T) Options {
 	}
 }
 
+// newRepo is a new repository in a temporary folder, closed at the end
+// of the test.
+func newRepo(t *testing.T) (*Repo, string) {
+	t.Helper()
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, dir
+}
+
 func write(t *testing.T, r *Repo, id, p, content string) Commit {
 	t.Helper()
 	c, err := r.Update(Meta{Subject: "w " + p, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
@@ -141,14 +154,9 @@ func TestStartRepairsAnInterruptedChange(t *testing.T) {
 
 // A failing transaction writes nothing: no commit, no file.
 func TestFailedTransactionChangesNothing(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	before, _ := r.Commit("HEAD")
-	_, err = r.Update(Meta{Subject: "x"}, func(tx *Tx) error {
+	_, err := r.Update(Meta{Subject: "x"}, func(tx *Tx) error {
 		if err := tx.WriteFile("half.md", []byte("x")); err != nil {
 			return err
 		}
@@ -398,12 +406,7 @@ func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
 // A time before the first commit names gitmem init's empty commit (the
 // memory was as empty before it), never a first commit that holds files.
 func TestAtBeforeTheFirstCommit(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, _ := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	root, err := r.Resolve("HEAD~1")
 	if err != nil {

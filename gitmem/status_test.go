@@ -10,12 +10,7 @@ import (
 
 // IndexLag counts the commits the history index file does not hold yet.
 func TestIndexLag(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	for i := range 3 {
 		write(t, r, fmt.Sprint("id-", i), "a.md", fmt.Sprint(i))
 	}

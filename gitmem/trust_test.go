@@ -112,12 +112,7 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 // Item 1, while running: the next change repairs what the last one could
 // not mirror, and keeps the record while it cannot.
 func TestMirrorFailureRepairedByTheNextChange(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	stop := failAt(t, gd.StepWorktree, "memories/a.md")
 	write(t, r, "t1", "a.md", "one\n")
 	settle(t, r)
@@ -139,18 +134,13 @@ func TestMirrorFailureRepairedByTheNextChange(t *testing.T) {
 // operator) before the model's change to that file, which then applies
 // to the edited text; a view of the file shows it.
 func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "line one\n")
 	settle(t, r)
 	f, _ := os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString("fix by hand\n")
 	f.Close()
-	_, err = r.Update(Meta{Subject: "insert", Trailers: []Trailer{{TrailerToolUseID, "t2"}}}, func(tx *Tx) error {
+	_, err := r.Update(Meta{Subject: "insert", Trailers: []Trailer{{TrailerToolUseID, "t2"}}}, func(tx *Tx) error {
 		data, err := tx.ReadFile("a.md")
 		if err != nil {
 			return err
@@ -502,12 +492,7 @@ func TestReadOnlyWritesNothing(t *testing.T) {
 // renamed), commit messages, trailers, identities, .git/index and the
 // history index.
 func TestRedactCoversNamesAndMessages(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	secret := "sk-live42secret"
 	write(t, r, "t1", "keep.md", "fine\n")
 	if _, err := r.Update(Meta{Subject: "memory: create /memories/keys/" + secret + ".md", Author: Signature{"agent " + secret, "a@x"},
@@ -678,12 +663,7 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 // Item 6: nothing to do makes no commit; restoring a path absent then is
 // refused unless Delete; dry runs change nothing.
 func TestOperatorCommandsRefuseEmptyChanges(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, _ := newRepo(t)
 	first := write(t, r, "t1", "a.md", "one\n")
 	write(t, r, "t2", "a.md", "two\n")
 	write(t, r, "t3", "b.md", "b\n")
@@ -754,12 +734,7 @@ func commitByHand(t *testing.T, dir, msg string) string {
 // is merged back (the branch never loses either), and the repository
 // stays whole.
 func TestHandCommitWhileRunningIsMerged(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	settle(t, r)
 	os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("by hand\n"), 0o600)
@@ -869,12 +844,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 // A commit kept under refs/gitmem/displaced/ (waiting to be merged back)
 // is memory: redact covers it, and the redacted commit is what is merged.
 func TestRedactCoversDisplacedCommits(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	settle(t, r)
 	secret := "sk-live42secret"
@@ -1112,12 +1082,7 @@ func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
 // the worktree, and .git/index, at its own last commit): the files are
 // checked out from where that process left them, not merged as hand edits.
 func TestBranchMovedAfterAnotherProcessIsCheckedOut(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "1\n2\n3\n")
 	settle(t, r)
 	waitReleased(t, r)
@@ -1205,12 +1170,7 @@ func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
 // brought back for an overlapping later edit and sent the operator to
 // --strategy=theirs, which then said there was nothing to revert.
 func TestRevertTwiceOfDeleteAndRename(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, _ := newRepo(t)
 	write(t, r, "t1", "gone.md", "x\n")
 	del, err := r.Update(Meta{Subject: "delete", Trailers: []Trailer{{TrailerToolUseID, "t2"}, {TrailerCommand, "delete"}, {TrailerPath, "/memories/gone.md"}}}, func(tx *Tx) error {
 		return tx.Remove("gone.md")
@@ -1317,12 +1277,7 @@ func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
 // with lines the adopt had already committed (the attacker's repro 09:
 // conflict blocks in a file only the operator edited).
 func TestAdoptDropsTheBaseOfAnEditItTook(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "1\n")
 	settle(t, r)
 	r.pmu.Lock()
