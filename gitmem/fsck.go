@@ -120,9 +120,9 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 		return rep, wrap("open the repository", err)
 	}
 	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: gd.Open(gitDir), ids: map[string]plumbing.Hash{}, stats: newStatCache(),
-		wt: &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir}}
+		wt: newWorktree(root, dir, gitDir)}
 	defer func() {
-		root.Close()
+		r.wt.close()
 		r.obj.Close()
 	}()
 	r.branch, _ = gd.ReadHEAD(gitDir)

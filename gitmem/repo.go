@@ -227,14 +227,14 @@ func Open(dir string, opt Options) (*Repo, error) {
 		dir:    dir,
 		gitDir: gitDir,
 		opt:    opt,
-		wt:     &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir},
+		wt:     newWorktree(root, dir, gitDir),
 		obj:    gd.Open(gitDir),
 		ids:    map[string]plumbing.Hash{},
 		stats:  newStatCache(),
 	}
 	r.initPipeline()
 	fail := func(err error) (*Repo, error) {
-		r.wt.root.Close()
+		r.wt.close()
 		r.flock.Close()
 		r.intent.Close()
 		r.obj.Close()
@@ -928,7 +928,7 @@ func (r *Repo) shutdown() {
 	r.wmu.Unlock()
 	close(r.stop)
 	r.loopWG.Wait()
-	r.wt.root.Close()
+	r.wt.close()
 	r.flock.Close()
 	r.intent.Close()
 	r.closeLog(false)

@@ -3,6 +3,7 @@ package gitmem
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -31,6 +32,27 @@ type worktree struct {
 	dir     string          // the repository folder
 	wmu     sync.Mutex      // guards written
 	written map[string]bool // repository paths written since the last SyncFS
+
+	smu    sync.Mutex
+	spares []spare // files taken aside that the next writes reuse (see recycle)
+}
+
+// newWorktree is the worktree of the repository folder dir, opened as
+// root, whose git folder is gitDir.
+func newWorktree(root *os.Root, dir, gitDir string) *worktree {
+	return &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir}
+}
+
+// close removes the spare files and closes the root.
+func (w *worktree) close() {
+	w.smu.Lock()
+	for _, s := range w.spares {
+		s.f.Close()
+		w.root.Remove(s.name)
+	}
+	w.spares = nil
+	w.smu.Unlock()
+	w.root.Close()
 }
 
 // touch notes that p (and its folder) changed.
@@ -103,23 +125,12 @@ func (w *worktree) write(p string, data []byte) error {
 			return err
 		}
 	}
-	f, err := os.CreateTemp(w.tmpAbs, "w-")
+	tmp, err := w.writeTemp(data)
 	if err != nil {
 		return err
 	}
-	tmp := w.tmpRel + "/" + filepath.Base(f.Name())
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(fileMode)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = w.root.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := w.root.Rename(tmp, p); err != nil {
+		w.root.Remove(tmp)
 		return err
 	}
 	w.touch(p)
@@ -249,9 +260,12 @@ func (w *worktree) asideName() string {
 	return fmt.Sprintf("%s/aside-%d-%d", w.tmpRel, os.Getpid(), asideSeq.Add(1))
 }
 
-// writeTemp writes data to a new temporary file, mode 0600, and returns
-// its repository path.
+// writeTemp writes data to a temporary file, mode 0600, and returns its
+// repository path: a spare file when there is one, else a new file.
 func (w *worktree) writeTemp(data []byte) (string, error) {
+	if name, ok := w.reuse(data); ok {
+		return name, nil
+	}
 	f, err := os.CreateTemp(w.tmpAbs, "w-")
 	if err != nil {
 		return "", err
@@ -268,6 +282,69 @@ func (w *worktree) writeTemp(data []byte) (string, error) {
 		return "", err
 	}
 	return w.tmpRel + "/" + filepath.Base(f.Name()), nil
+}
+
+// Spare files. Every write puts a new file in place and takes the old one
+// aside (put): a file created and a file deleted per write. On ext4
+// without a journal, creating a file costs more the more files were
+// deleted in the last minute (find_inode_bit skips each recently deleted
+// inode, looking its deletion time up): under load, a quarter of serve's
+// CPU. So a file taken aside is kept, open, as the next write's temporary
+// file (overwritten, then truncated), when nothing else can reach it: it
+// has no other link, it is the process's own, and nobody else holds it
+// open (Linux: a write lease is granted only then; elsewhere files are
+// not reused). A descriptor some program kept open on the replaced file
+// would otherwise write into another memory file. At most spareMax are
+// kept; the rest are removed as before.
+const spareMax = 64
+
+type spare struct {
+	name string // repository path, under tmpRel
+	f    *os.File
+	mode fs.FileMode
+}
+
+// recycle keeps the file f, open read-write, named name under tmpRel and
+// already read, as a spare when it can be; else it closes and removes it.
+func (w *worktree) recycle(name string, f *os.File, fi fs.FileInfo) {
+	w.smu.Lock()
+	if len(w.spares) < spareMax && reusable(f, fi) {
+		w.spares = append(w.spares, spare{name: name, f: f, mode: fi.Mode().Perm()})
+		w.smu.Unlock()
+		return
+	}
+	w.smu.Unlock()
+	f.Close()
+	w.root.Remove(name)
+}
+
+// reuse writes data to a spare file, if there is one, and returns its
+// repository path.
+func (w *worktree) reuse(data []byte) (string, bool) {
+	w.smu.Lock()
+	n := len(w.spares)
+	if n == 0 {
+		w.smu.Unlock()
+		return "", false
+	}
+	s := w.spares[n-1]
+	w.spares = w.spares[:n-1]
+	w.smu.Unlock()
+	_, err := s.f.WriteAt(data, 0)
+	if err == nil {
+		err = s.f.Truncate(int64(len(data)))
+	}
+	if err == nil && s.mode != fileMode {
+		err = s.f.Chmod(fileMode)
+	}
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		w.root.Remove(s.name)
+		return "", false
+	}
+	return s.name, true
 }
 
 // moveAside moves the file at p out of the worktree and returns where it
@@ -310,9 +387,10 @@ func (w *worktree) put(tmp, p string) (aside string, placed bool, err error) {
 	return aside, true, nil
 }
 
-// takeAside reads a file moved aside and removes it. file is false when
-// it was not a regular file (a symlink or folder: no memory file). On a
-// read error it stays where it is.
+// takeAside reads a file moved aside and removes it (or keeps it as a
+// spare: recycle). file is false when it was not a regular file (a
+// symlink or folder: no memory file). On a read error it stays where it
+// is.
 func (w *worktree) takeAside(aside string) (data []byte, file bool, err error) {
 	fi, err := w.root.Lstat(aside)
 	if err != nil {
@@ -321,9 +399,44 @@ func (w *worktree) takeAside(aside string) (data []byte, file bool, err error) {
 	if !fi.Mode().IsRegular() {
 		return nil, false, w.root.RemoveAll(aside)
 	}
-	if data, err = w.root.ReadFile(aside); err != nil {
+	f, err := w.root.OpenFile(aside, os.O_RDWR, 0)
+	if err != nil { // not writable (a mode set by hand): read, not reused
+		if data, err = w.root.ReadFile(aside); err != nil {
+			return nil, false, err
+		}
+		w.root.Remove(aside)
+		return data, true, nil
+	}
+	ofi, err := f.Stat()
+	if err == nil && !os.SameFile(fi, ofi) {
+		err = fmt.Errorf("%s changed while it was read", aside)
+	}
+	if err == nil {
+		data, err = readAll(f, ofi.Size())
+	}
+	if err != nil {
+		f.Close()
 		return nil, false, err
 	}
-	w.root.Remove(aside)
+	w.recycle(aside, f, ofi)
 	return data, true, nil
+}
+
+// readAll reads f from its start to its end, size bytes expected (as
+// os.ReadFile does).
+func readAll(f *os.File, size int64) ([]byte, error) {
+	data := make([]byte, 0, size+1)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+	}
 }

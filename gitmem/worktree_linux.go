@@ -4,7 +4,10 @@ package gitmem
 
 import (
 	"errors"
+	"io/fs"
+	"os"
 	"path"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,4 +50,27 @@ func (w *worktree) exchange(tmp, p string) (aside string, placed, ok bool, err e
 		return "", false, false, nil // not supported here (or a folder at p): the portable way
 	}
 	return "", false, true, err
+}
+
+// reusable reports whether the file f, taken aside, can be reused as a
+// spare (worktree.recycle): it has one link, it is the process's own, and
+// no other open file description refers to it — a write lease is granted
+// only then (fcntl(2), F_SETLEASE), and given back at once.
+func reusable(f *os.File, fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Nlink != 1 || int(st.Uid) != os.Geteuid() {
+		return false
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	granted := false
+	rc.Control(func(fd uintptr) {
+		if _, err := unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_WRLCK); err == nil {
+			granted = true
+			unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_UNLCK)
+		}
+	})
+	return granted
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/klauspost/compress/zlib"
@@ -144,7 +145,7 @@ func newPackWriter(gitDir string, count, level int) (*packWriter, error) {
 		pw.sum = sha1.New()
 		out = io.MultiWriter(f, pw.sum)
 	}
-	pw.w = bufio.NewWriterSize(out, 256<<10)
+	pw.w = packBuf(out)
 	hdr := make([]byte, 12)
 	copy(hdr, "PACK")
 	binary.BigEndian.PutUint32(hdr[4:], 2)
@@ -202,6 +203,26 @@ func (pw *packWriter) abort() {
 	pw.f.Close()
 	os.Remove(pw.f.Name())
 	pw.release()
+	if pw.w != nil {
+		putPackBuf(pw.w)
+		pw.w = nil
+	}
+}
+
+// packBufs reuses the 256 KiB buffers packs and their indexes are written
+// through: a pack per burst under load made them a third of all the
+// bytes serve allocated.
+var packBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<<10) }}
+
+func packBuf(w io.Writer) *bufio.Writer {
+	b := packBufs.Get().(*bufio.Writer)
+	b.Reset(w)
+	return b
+}
+
+func putPackBuf(b *bufio.Writer) {
+	b.Reset(nil)
+	packBufs.Put(b)
 }
 
 // release gives the compressor back.
@@ -225,7 +246,10 @@ func (pw *packWriter) finish(durable bool) (plumbing.Hash, error) {
 		}
 		return plumbing.ZeroHash, err
 	}
-	if err := pw.w.Flush(); err != nil {
+	err := pw.w.Flush()
+	putPackBuf(pw.w)
+	pw.w = nil
+	if err != nil {
 		return fail(err)
 	}
 	var packSum plumbing.Hash
@@ -290,7 +314,8 @@ func writeIndex(xf *os.File, entries []packEntry, packSum plumbing.Hash) error {
 	}
 	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(entries[a].hash[:], entries[b].hash[:]) })
 	isum := sha1.New()
-	iw := bufio.NewWriterSize(io.MultiWriter(xf, isum), 256<<10)
+	iw := packBuf(io.MultiWriter(xf, isum))
+	defer putPackBuf(iw)
 	put := func(v any) { binary.Write(iw, binary.BigEndian, v) }
 	iw.Write([]byte{0xff, 't', 'O', 'c'})
 	put(uint32(2))

@@ -1,0 +1,96 @@
+package gitmem
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// inode is the inode number of the memory file p.
+func inode(t *testing.T, dir, p string) uint64 {
+	t.Helper()
+	fi, err := os.Lstat(filepath.Join(dir, "memories", p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// A file a write takes aside is the next write's file: no file is created
+// or deleted (worktree.recycle). Overwritten, it holds the new text only,
+// with gitmem's mode.
+func TestSpareFilesAreReused(t *testing.T) {
+	r, dir := newRepo(t)
+	write(t, r, "t1", "a.md", strings.Repeat("a long first version\n", 50))
+	settle(t, r)
+	first := inode(t, dir, "a.md")
+	if err := os.Chmod(filepath.Join(dir, "memories", "a.md"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t2", "a.md", "second\n")
+	settle(t, r)
+	write(t, r, "t3", "b.md", "bee\n")
+	settle(t, r)
+	if got := inode(t, dir, "b.md"); got != first {
+		t.Errorf("b.md is inode %d, not a.md's first file (%d), taken aside", got, first)
+	}
+	if got := readDisk(t, dir, "b.md"); got != "bee\n" {
+		t.Errorf("b.md holds %q", got)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "memories", "b.md")); err != nil || fi.Mode().Perm() != fileMode {
+		t.Errorf("b.md: %v, mode %v, want %v", err, fi.Mode().Perm(), os.FileMode(fileMode))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(dir, ".git", "gitmem", "tmp")); len(left) != 0 {
+		t.Errorf("spare files left after Close: %v", left)
+	}
+}
+
+// A file that something else can still reach once taken aside — a
+// descriptor held open on it, a second link — is never reused: a write
+// through that descriptor, or a read of that link, would meet another
+// memory file's text.
+func TestReachableFilesAreNotReused(t *testing.T) {
+	r, dir := newRepo(t)
+	write(t, r, "t1", "held.md", "held, first\n")
+	write(t, r, "t2", "linked.md", "linked, first\n")
+	settle(t, r)
+	held := inode(t, dir, "held.md")
+	linked := inode(t, dir, "linked.md")
+	f, err := os.OpenFile(filepath.Join(dir, "memories", "held.md"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	outside := filepath.Join(t.TempDir(), "link")
+	if err := os.Link(filepath.Join(dir, "memories", "linked.md"), outside); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t3", "held.md", "held, second\n")
+	write(t, r, "t4", "linked.md", "linked, second\n")
+	settle(t, r)
+	want := map[string]string{"held.md": "held, second\n", "linked.md": "linked, second\n"}
+	for i, p := range []string{"n1.md", "n2.md", "n3.md"} {
+		want[p] = strings.Repeat("new text\n", i+1)
+		write(t, r, "n"+p, p, want[p])
+		settle(t, r)
+	}
+	if _, err := f.WriteString("written through the old descriptor\n"); err != nil {
+		t.Fatal(err)
+	}
+	for p, text := range want {
+		if got := inode(t, dir, p); got == held || got == linked {
+			t.Errorf("%s reuses the file taken aside from held.md (%d) or linked.md (%d)", p, held, linked)
+		}
+		if got := readDisk(t, dir, p); got != text {
+			t.Errorf("%s holds %q, want %q", p, got, text)
+		}
+	}
+	if data, err := os.ReadFile(outside); err != nil || string(data) != "linked, first\n" {
+		t.Errorf("the outside link holds %q (%v), want linked.md's first text", data, err)
+	}
+}
