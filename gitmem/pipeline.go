@@ -1442,6 +1442,7 @@ func (r *Repo) release() bool {
 		r.opt.Logf("gitmem: could not write .git/index: %v", err)
 	}
 	r.closeLog(false)
+	r.wt.dropSpares()
 	r.owned.Store(false)
 	r.flock.Unlock()
 	return true

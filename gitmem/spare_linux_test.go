@@ -20,7 +20,7 @@ func inode(t *testing.T, dir, p string) uint64 {
 
 // A file a write takes aside is the next write's file: no file is created
 // or deleted (worktree.recycle). Overwritten, it holds the new text only,
-// with gitmem's mode.
+// with gitmem's mode. Giving the writer lock up (idle) removes the spares.
 func TestSpareFilesAreReused(t *testing.T) {
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", strings.Repeat("a long first version\n", 50))
@@ -29,9 +29,12 @@ func TestSpareFilesAreReused(t *testing.T) {
 	if err := os.Chmod(filepath.Join(dir, "memories", "a.md"), 0o640); err != nil {
 		t.Fatal(err)
 	}
+	// One materialisation takes both (the lock held meanwhile), a.md
+	// first: an idle moment between them would drop the spare.
+	r.mmu.Lock()
 	write(t, r, "t2", "a.md", "second\n")
-	settle(t, r)
 	write(t, r, "t3", "b.md", "bee\n")
+	r.mmu.Unlock()
 	settle(t, r)
 	if got := inode(t, dir, "b.md"); got != first {
 		t.Errorf("b.md is inode %d, not a.md's first file (%d), taken aside", got, first)
@@ -42,11 +45,17 @@ func TestSpareFilesAreReused(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "memories", "b.md")); err != nil || fi.Mode().Perm() != fileMode {
 		t.Errorf("b.md: %v, mode %v, want %v", err, fi.Mode().Perm(), os.FileMode(fileMode))
 	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
+	write(t, r, "t4", "a.md", "third\n") // a.md's second file is a spare now
+	settle(t, r)
+	tmp := filepath.Join(dir, ".git", "gitmem", "tmp")
+	r.wmu.Lock() // no release meanwhile (unless one came first: the spare is gone then)
+	if left, _ := os.ReadDir(tmp); r.owned.Load() && len(left) != 1 {
+		t.Errorf("%d files in .git/gitmem/tmp, want the one spare", len(left))
 	}
-	if left, _ := os.ReadDir(filepath.Join(dir, ".git", "gitmem", "tmp")); len(left) != 0 {
-		t.Errorf("spare files left after Close: %v", left)
+	released := r.release()
+	r.wmu.Unlock()
+	if left, _ := os.ReadDir(tmp); !released || len(left) != 0 {
+		t.Errorf("released %v; spare files left: %v", released, left)
 	}
 }
 

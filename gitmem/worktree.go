@@ -45,14 +45,20 @@ func newWorktree(root *os.Root, dir, gitDir string) *worktree {
 
 // close removes the spare files and closes the root.
 func (w *worktree) close() {
+	w.dropSpares()
+	w.root.Close()
+}
+
+// dropSpares closes and removes the spare files (serve gives the writer
+// lock up when idle: an idle repository holds no descriptor for them).
+func (w *worktree) dropSpares() {
 	w.smu.Lock()
+	defer w.smu.Unlock()
 	for _, s := range w.spares {
 		s.f.Close()
 		w.root.Remove(s.name)
 	}
 	w.spares = nil
-	w.smu.Unlock()
-	w.root.Close()
 }
 
 // touch notes that p (and its folder) changed.
@@ -295,8 +301,9 @@ func (w *worktree) writeTemp(data []byte) (string, error) {
 // open (Linux: a write lease is granted only then; elsewhere files are
 // not reused). A descriptor some program kept open on the replaced file
 // would otherwise write into another memory file. At most spareMax are
-// kept; the rest are removed as before.
-const spareMax = 64
+// kept, the rest removed as before, and none once the writer lock is
+// given up (idle): a server of many stores holds them for its busy ones.
+const spareMax = 16
 
 type spare struct {
 	name string // repository path, under tmpRel
