@@ -314,13 +314,15 @@ type spare struct {
 // recycle keeps the file f, open read-write, named name under tmpRel and
 // already read, as a spare when it can be; else it closes and removes it.
 func (w *worktree) recycle(name string, f *os.File, fi fs.FileInfo) {
-	w.smu.Lock()
-	if len(w.spares) < spareMax && reusable(f, fi) {
-		w.spares = append(w.spares, spare{name: name, f: f, mode: fi.Mode().Perm()})
+	if reusable(f, fi) {
+		w.smu.Lock()
+		if len(w.spares) < spareMax {
+			w.spares = append(w.spares, spare{name: name, f: f, mode: fi.Mode().Perm()})
+			w.smu.Unlock()
+			return
+		}
 		w.smu.Unlock()
-		return
 	}
-	w.smu.Unlock()
 	f.Close()
 	w.root.Remove(name)
 }
@@ -419,7 +421,7 @@ func (w *worktree) takeAside(aside string) (data []byte, file bool, err error) {
 		err = fmt.Errorf("%s changed while it was read", aside)
 	}
 	if err == nil {
-		data, err = readAll(f, ofi.Size())
+		data, err = io.ReadAll(f)
 	}
 	if err != nil {
 		f.Close()
@@ -427,23 +429,4 @@ func (w *worktree) takeAside(aside string) (data []byte, file bool, err error) {
 	}
 	w.recycle(aside, f, ofi)
 	return data, true, nil
-}
-
-// readAll reads f from its start to its end, size bytes expected (as
-// os.ReadFile does).
-func readAll(f *os.File, size int64) ([]byte, error) {
-	data := make([]byte, 0, size+1)
-	for {
-		n, err := f.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if err == io.EOF {
-			return data, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
-		}
-	}
 }
