@@ -1,7 +1,9 @@
 package gitmem
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -101,5 +103,57 @@ func TestReachableFilesAreNotReused(t *testing.T) {
 	}
 	if data, err := os.ReadFile(outside); err != nil || string(data) != "linked, first\n" {
 		t.Errorf("the outside link holds %q (%v), want linked.md's first text", data, err)
+	}
+}
+
+// On a full disk a spare that cannot take a write is removed, and the
+// write fails as a new file's would (the caller leaves the path for
+// repair): no spare, no temporary file is left holding part of it.
+// Needs a small tmpfs (root); skipped otherwise.
+func TestSpareOnAFullDisk(t *testing.T) {
+	mnt := t.TempDir()
+	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt).Run(); err != nil {
+		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v", err)
+	}
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	tmp := filepath.Join(mnt, ".git", "gitmem", "tmp")
+	if err := os.MkdirAll(tmp, dirMode); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorktree(root, mnt, filepath.Join(mnt, ".git"))
+	defer w.close()
+	name, err := w.writeTemp([]byte("small\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, file, err := w.takeAside(name); err != nil || !file {
+		t.Fatalf("take %s aside: %v", name, err)
+	}
+	if len(w.spares) != 1 {
+		t.Fatalf("%d spares, want 1", len(w.spares))
+	}
+	filler, err := os.Create(filepath.Join(mnt, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := filler.Write(make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	filler.Close()
+	if got, err := w.writeTemp([]byte(strings.Repeat("does not fit\n", 1000))); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("a write on a full disk gave %q, %v; want ENOSPC", got, err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 || len(w.spares) != 0 {
+		t.Errorf("left after the failed write: %v, %d spares", left, len(w.spares))
+	}
+	os.Remove(filepath.Join(mnt, "filler"))
+	if _, err := w.writeTemp([]byte("there is room again\n")); err != nil {
+		t.Fatalf("a write with room again: %v", err)
 	}
 }
