@@ -246,21 +246,25 @@ func changedFiles(a, b *node, prefix string, fn func(p string)) {
 // A folder not yet published (being prepared) keeps the order it found in
 // n.order, for the versions made from it.
 func encodeTree(n *node) []byte {
-	entries := make([]object.TreeEntry, 0, len(n.kids))
-	if n.order != nil && len(n.order) == len(n.kids) { // (the length: cheap insurance)
-		for _, name := range n.order {
-			k := n.kids[name]
-			entries = append(entries, object.TreeEntry{Name: name, Mode: k.mode, Hash: k.hash})
+	if n.order == nil || len(n.order) != len(n.kids) { // (the length: cheap insurance)
+		entries := make([]object.TreeEntry, 0, len(n.kids))
+		for name, k := range n.kids {
+			entries = append(entries, object.TreeEntry{Name: name, Mode: k.mode})
 		}
-		return gd.EncodeEntries(entries)
+		gd.SortEntries(entries)
+		n.order = make([]string, len(entries))
+		for i, e := range entries {
+			n.order[i] = e.Name
+		}
 	}
-	for name, k := range n.kids {
-		entries = append(entries, object.TreeEntry{Name: name, Mode: k.mode, Hash: k.hash})
+	size := 0
+	for _, name := range n.order {
+		size += gd.EntrySize(name)
 	}
-	gd.SortEntries(entries)
-	n.order = make([]string, len(entries))
-	for i, e := range entries {
-		n.order[i] = e.Name
+	b := make([]byte, 0, size)
+	for _, name := range n.order {
+		k := n.kids[name]
+		b = gd.AppendEntry(b, name, k.mode, k.hash)
 	}
-	return gd.EncodeEntries(entries)
+	return b
 }

@@ -60,17 +60,25 @@ func keyByte(e object.TreeEntry, i int) int {
 func EncodeEntries(entries []object.TreeEntry) []byte {
 	size := 0
 	for _, e := range entries {
-		size += 7 + 1 + len(e.Name) + 1 + len(e.Hash)
+		size += EntrySize(e.Name)
 	}
 	b := make([]byte, 0, size)
 	for _, e := range entries {
-		if e.Mode != 0 {
-			b = strconv.AppendUint(b, uint64(e.Mode), 8)
-		}
-		b = append(b, ' ')
-		b = append(b, e.Name...)
-		b = append(b, 0)
-		b = append(b, e.Hash[:]...)
+		b = AppendEntry(b, e.Name, e.Mode, e.Hash)
 	}
 	return b
+}
+
+// EntrySize is at least the encoded size of a tree entry named name.
+func EntrySize(name string) int { return 7 + 1 + len(name) + 1 + len(plumbing.ZeroHash) }
+
+// AppendEntry appends a tree entry, encoded, to b.
+func AppendEntry(b []byte, name string, mode filemode.FileMode, h plumbing.Hash) []byte {
+	if mode != 0 {
+		b = strconv.AppendUint(b, uint64(mode), 8)
+	}
+	b = append(b, ' ')
+	b = append(b, name...)
+	b = append(b, 0)
+	return append(b, h[:]...)
 }
