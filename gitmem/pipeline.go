@@ -382,9 +382,13 @@ func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 }
 
 // enqueue makes a prepared commit the writer's tip and queues it for the
-// log. Called with wmu held.
+// log. Called with wmu held. The check, the new tip and the place in the
+// queue are one step under qmu: a group failing meanwhile (dropQueued)
+// either drops this commit with it or is seen here, never half of each,
+// so that no commit built on a dropped one is queued or left waiting.
 func (r *Repo) enqueue(p *prepared, base plumbing.Hash) (*prepared, error) {
-	objs := p.objs
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
 	// The new tip, unless the pipeline dropped what this was built on.
 	// Its objects are readable at once: the next transaction may build on
 	// it before it is durable.
@@ -406,16 +410,14 @@ func (r *Repo) enqueue(p *prepared, base plumbing.Hash) (*prepared, error) {
 			r.waiting[id] = p
 		}
 	}
-	r.obj.Put(objs)
+	r.obj.Put(p.objs)
 	r.smu.Unlock()
 	r.pmu.Lock()
 	for _, q := range p.paths {
 		r.inflight.add(q)
 	}
 	r.pmu.Unlock()
-	r.qmu.Lock()
 	r.queue.items = append(r.queue.items, p)
-	r.qmu.Unlock()
 	return p, nil
 }
 
@@ -423,25 +425,21 @@ func (r *Repo) enqueue(p *prepared, base plumbing.Hash) (*prepared, error) {
 // that kept its group from being written. The first caller to find its
 // group unwritten writes it, and every other group member's with it.
 func (r *Repo) durable(p *prepared) error {
-	r.qmu.Lock()
-	b := r.queue
-	if !slices.Contains(b.items, p) {
-		b = nil // already taken by a writer
-	}
-	r.qmu.Unlock()
 	r.fmu.Lock()
 	defer r.fmu.Unlock()
 	if p.done {
 		return nil
 	}
 	r.qmu.Lock()
-	b = r.queue
-	r.queue = &batch{}
-	r.qmu.Unlock()
+	b := r.queue
 	if !slices.Contains(b.items, p) {
-		// p's group failed before we got here.
+		// p's group failed before we got here. What was queued since
+		// is a later group's: its own callers write it.
+		r.qmu.Unlock()
 		return r.failure()
 	}
+	r.queue = &batch{}
+	r.qmu.Unlock()
 	return r.writeBatch(b)
 }
 
@@ -525,7 +523,7 @@ func (r *Repo) publish(items []*prepared) {
 func (r *Repo) dropQueued(b *batch, err error) error {
 	r.qmu.Lock()
 	r.smu.Lock()
-	dropped := append(b.items, r.queue.items...)
+	dropped := append(slices.Clip(b.items), r.queue.items...)
 	r.queue = &batch{}
 	r.tip, r.tipTree = r.head, r.tree
 	for _, p := range dropped {

@@ -66,22 +66,37 @@ func testFailedGroup(t *testing.T, step string) {
 	write(t, r, "t0", "a.md", "before\n")
 	before, _ := r.Snapshot()
 	stop := failAt(t, step, ".git/gitmem/wal")
-	var wg sync.WaitGroup
 	errs := make([]error, 8)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = r.Update(Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("g", i)}}}, func(tx *Tx) error {
-				return tx.WriteFile(fmt.Sprintf("g%d.md", i), []byte("lost\n"))
-			})
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		var se *StorageError
-		if !errors.As(err, &se) {
-			t.Fatalf("call %d: %v, want a StorageError", i, err)
+	// Rounds of concurrent calls, the same ids each time (a client
+	// retries): a group fails while later calls are being queued.
+	for range 20 {
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = r.Update(Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("g", i)}}}, func(tx *Tx) error {
+					return tx.WriteFile(fmt.Sprintf("g%d.md", i), []byte("lost\n"))
+				})
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			var se *StorageError
+			if !errors.As(err, &se) {
+				t.Fatalf("call %d: %v, want a StorageError", i, err)
+			}
+		}
+		// Nothing of the failed calls is left behind: no id waiting for
+		// a write that will never come, no commit queued or built on.
+		r.smu.RLock()
+		waiting, tip, head := len(r.waiting), r.tip, r.head
+		r.smu.RUnlock()
+		r.qmu.Lock()
+		queued := len(r.queue.items)
+		r.qmu.Unlock()
+		if waiting != 0 || queued != 0 || tip != head {
+			t.Fatalf("after a failed group: %d id(s) waiting, %d commit(s) queued, tip moved: %v", waiting, queued, tip != head)
 		}
 	}
 	if v, _ := r.Snapshot(); v.Head() != before.Head() {
