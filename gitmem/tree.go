@@ -124,10 +124,34 @@ func with(root *node, p []string, leaf *node) (*node, error) {
 	d := &node{mode: filemode.Dir, kids: kids, size: root.size, files: root.files}
 	d.count(old, -1)
 	d.count(child, 1)
-	if old != nil && child != nil && old.isDir() == child.isDir() {
+	switch {
+	case old != nil && child != nil && old.isDir() == child.isDir():
 		d.order = root.order // the same names, in the same order
+	case root.order != nil && len(root.order) == len(root.kids):
+		d.order = reordered(root.order, kids, p[0], old != nil, child)
 	}
 	return d, nil
+}
+
+// reordered is a folder's order (its kids' names in git's order) after
+// the kid name, which was there if had, was removed and, unless child is
+// nil, put back as child (a file or a folder sort apart): a file created,
+// renamed or deleted costs a copy of the names, not a sort of them. kids
+// is the folder's new kids.
+func reordered(order []string, kids map[string]*node, name string, had bool, child *node) []string {
+	out := make([]string, 0, len(order)+1)
+	for _, n := range order {
+		if !had || n != name {
+			out = append(out, n)
+		}
+	}
+	if child != nil {
+		i, _ := slices.BinarySearchFunc(out, name, func(e, _ string) int {
+			return gd.CompareNames(e, kids[e].isDir(), name, child.isDir())
+		})
+		out = slices.Insert(out, i, name)
+	}
+	return out
 }
 
 // treeFromIndex builds the tree from the index gitmem read at start, if

@@ -30,25 +30,31 @@ func SortEntries(entries []object.TreeEntry) {
 	slices.SortFunc(entries, compareTreeEntries)
 }
 
-// compareTreeEntries compares two entries' sort keys (the name, with "/" after
-// a folder's) without building them.
+// compareTreeEntries compares two entries' sort keys.
 func compareTreeEntries(a, b object.TreeEntry) int {
-	n := min(len(a.Name), len(b.Name))
-	if c := strings.Compare(a.Name[:n], b.Name[:n]); c != 0 {
+	return CompareNames(a.Name, a.Mode == filemode.Dir, b.Name, b.Mode == filemode.Dir)
+}
+
+// CompareNames compares the sort keys of two tree entries (the name, with
+// "/" after a folder's) without building them.
+func CompareNames(a string, aDir bool, b string, bDir bool) int {
+	n := min(len(a), len(b))
+	if c := strings.Compare(a[:n], b[:n]); c != 0 {
 		return c
 	}
 	// One name starts the other: the keys differ at byte n, where a key
 	// that has ended is the smaller. Names hold no "/", so equal bytes
 	// there mean equal keys.
-	return cmp.Compare(keyByte(a, n), keyByte(b, n))
+	return cmp.Compare(keyByte(a, aDir, n), keyByte(b, bDir, n))
 }
 
-// keyByte is byte i of e's sort key, or -1 past its end.
-func keyByte(e object.TreeEntry, i int) int {
+// keyByte is byte i of the sort key of name (a folder's if dir), or -1
+// past its end.
+func keyByte(name string, dir bool, i int) int {
 	switch {
-	case i < len(e.Name):
-		return int(e.Name[i])
-	case i == len(e.Name) && e.Mode == filemode.Dir:
+	case i < len(name):
+		return int(name[i])
+	case i == len(name) && dir:
 		return '/'
 	}
 	return -1
