@@ -610,7 +610,7 @@ func (r *Repo) indexTree() *node {
 	if len(r.index) == 0 || err1 != nil || err2 != nil || ii.ModTime().After(hi.ModTime()) {
 		return nil
 	}
-	root := newDir(map[string]*node{})
+	root := newDir(nil)
 	for _, e := range r.index {
 		if !under(e.Path, []string{memDir}) {
 			continue

@@ -532,7 +532,7 @@ func (r *Repo) treeEntries(h plumbing.Hash) ([]object.TreeEntry, error) {
 // in-memory trees a and b, with its blob in b (zero: none), skipping
 // shared and equal subtrees.
 func diffNodes(a, b *node, prefix string, fn func(string, plumbing.Hash)) {
-	if a == b || (a != nil && b != nil && !a.hash.IsZero() && a.hash == b.hash && a.mode == b.mode) {
+	if sameNode(a, b) {
 		return
 	}
 	aDir, bDir := a.isDir(), b.isDir()
@@ -547,21 +547,11 @@ func diffNodes(a, b *node, prefix string, fn func(string, plumbing.Hash)) {
 	if !aDir && a != nil || !bDir && b != nil {
 		fn(prefix, blob) // a file became a folder or the other way round
 	}
-	var ak, bk map[string]*node
-	if aDir {
-		ak = a.kids
-	}
-	if bDir {
-		bk = b.kids
-	}
-	for n, x := range ak {
-		diffNodes(x, bk[n], join2(prefix, n), fn)
-	}
-	for n, y := range bk {
-		if _, ok := ak[n]; !ok {
-			diffNodes(nil, y, join2(prefix, n), fn)
+	zipKids(a, b, func(name string, x, y *node) {
+		if !sameNode(x, y) {
+			diffNodes(x, y, join2(prefix, name), fn)
 		}
-	}
+	})
 }
 
 func join2(prefix, name string) string {

@@ -45,12 +45,8 @@ func (r *Repo) writeIndexLocked() error {
 	now := time.Now()
 	var walk func(n, was *node, prefix string)
 	walk = func(n, was *node, prefix string) {
-		for name, k := range n.kids {
-			p := join2(prefix, name)
-			var w *node
-			if was.isDir() {
-				w = was.kids[name]
-			}
+		for _, e := range n.kids {
+			k, p, w := e.n, join2(prefix, e.name), was.kid(e.name)
 			if k.isDir() {
 				walk(k, w, p)
 				continue

@@ -525,12 +525,9 @@ func (r *Repo) loadTree(h plumbing.Hash, old *node, at string) (*node, error) {
 	if err != nil {
 		return nil, objectError("tree", h, at, err)
 	}
-	kids := make(map[string]*node, len(t.Entries))
+	kids := make([]kid, 0, len(t.Entries))
 	for _, e := range t.Entries {
-		var prev *node
-		if old != nil && old.isDir() {
-			prev = old.kids[e.Name]
-		}
+		prev := old.kid(e.Name)
 		p := join2(at, e.Name)
 		switch {
 		case e.Mode == filemode.Dir:
@@ -538,9 +535,9 @@ func (r *Repo) loadTree(h plumbing.Hash, old *node, at string) (*node, error) {
 			if err != nil {
 				return nil, err
 			}
-			kids[e.Name] = k
+			kids = append(kids, kid{e.Name, k})
 		case prev != nil && prev.mode == e.Mode && prev.hash == e.Hash:
-			kids[e.Name] = prev
+			kids = append(kids, kid{e.Name, prev})
 		default:
 			k := &node{mode: e.Mode, hash: e.Hash}
 			if k.isFile() {
@@ -548,7 +545,7 @@ func (r *Repo) loadTree(h plumbing.Hash, old *node, at string) (*node, error) {
 					return nil, objectError("blob", e.Hash, p, err)
 				}
 			}
-			kids[e.Name] = k
+			kids = append(kids, kid{e.Name, k})
 		}
 	}
 	n := newDir(kids)
@@ -787,7 +784,7 @@ func writeTrees(put func(plumbing.ObjectType, []byte) (plumbing.Hash, error), n 
 		return n.hash, nil
 	}
 	for _, k := range n.kids {
-		if _, err := writeTrees(put, k); err != nil {
+		if _, err := writeTrees(put, k.n); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}

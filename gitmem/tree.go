@@ -1,13 +1,11 @@
 package gitmem
 
 import (
-	"maps"
 	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
@@ -19,14 +17,21 @@ import (
 // hashes and are never re-encoded.
 type node struct {
 	mode  filemode.FileMode
-	hash  plumbing.Hash    // blob or tree hash; zero for a tree not yet encoded
-	size  int64            // file: its size; folder: total size of the files beneath
-	files int              // folder: number of files beneath
-	kids  map[string]*node // folder only
-	// order is a folder's kids' names in git's order, once a tree was
-	// encoded: a copy that changes only a kid's content shares it, so
-	// that most commits encode their trees without sorting them.
-	order []string
+	hash  plumbing.Hash // blob or tree hash; zero for a tree not yet encoded
+	size  int64         // file: its size; folder: total size of the files beneath
+	files int           // folder: number of files beneath
+	// kids is a folder's entries in git's order, where a folder sorts as
+	// if its name ended in "/" (which is also the byte order of the paths
+	// beneath). A tree is encoded from them as they stand, two versions of
+	// a folder are compared in one pass, and an edit copies a slice of
+	// names and pointers: no map to clone, no sort at each commit.
+	kids []kid
+}
+
+// kid is one entry of a folder.
+type kid struct {
+	name string
+	n    *node
 }
 
 func (n *node) isDir() bool { return n != nil && n.mode == filemode.Dir }
@@ -37,12 +42,85 @@ func (n *node) isFile() bool {
 	return n != nil && (n.mode == filemode.Regular || n.mode == filemode.Executable || n.mode == filemode.Deprecated)
 }
 
-func newDir(kids map[string]*node) *node {
+// newDir is the folder of kids (distinct names), which it puts in git's
+// order.
+func newDir(kids []kid) *node {
+	slices.SortFunc(kids, compareKids)
 	d := &node{mode: filemode.Dir, kids: kids}
 	for _, k := range kids {
-		d.count(k, 1)
+		d.count(k.n, 1)
 	}
 	return d
+}
+
+func compareKids(a, b kid) int { return gd.CompareNames(a.name, a.n.isDir(), b.name, b.n.isDir()) }
+
+// find returns the position of folder d's kid called name, or -1. A name
+// sorts apart as a file and as a folder: it is looked for as both.
+func (d *node) find(name string) int {
+	for _, dir := range [2]bool{false, true} {
+		if i, ok := slices.BinarySearchFunc(d.kids, name, func(k kid, name string) int {
+			return gd.CompareNames(k.name, k.n.isDir(), name, dir)
+		}); ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// kid returns the kid of folder d called name, or nil (also when d is
+// not a folder).
+func (d *node) kid(name string) *node {
+	if !d.isDir() {
+		return nil
+	}
+	if i := d.find(name); i >= 0 {
+		return d.kids[i].n
+	}
+	return nil
+}
+
+// zipKids calls fn for every name among the kids of a and of b (either
+// may be nil or not a folder), in git's order, with the kid of each (nil
+// when it has none). A name that is a file in one and a folder in the
+// other comes twice, once for each.
+func zipKids(a, b *node, fn func(name string, x, y *node)) {
+	var ak, bk []kid
+	if a.isDir() {
+		ak = a.kids
+	}
+	if b.isDir() {
+		bk = b.kids
+	}
+	i, j := 0, 0
+	for i < len(ak) || j < len(bk) {
+		c := 0
+		switch {
+		case j == len(bk):
+			c = -1
+		case i == len(ak):
+			c = 1
+		default:
+			c = compareKids(ak[i], bk[j])
+		}
+		switch {
+		case c < 0:
+			fn(ak[i].name, ak[i].n, nil)
+			i++
+		case c > 0:
+			fn(bk[j].name, nil, bk[j].n)
+			j++
+		default:
+			fn(ak[i].name, ak[i].n, bk[j].n)
+			i++
+			j++
+		}
+	}
+}
+
+// sameNode reports whether a and b are known to be the same file or tree.
+func sameNode(a, b *node) bool {
+	return a == b || (a != nil && b != nil && a.mode == b.mode && !a.hash.IsZero() && a.hash == b.hash)
 }
 
 // count adds kid k's size and files to folder d's totals (sign 1), or
@@ -78,7 +156,7 @@ func lookup(root *node, p string) *node {
 		if !n.isDir() {
 			return nil
 		}
-		n = n.kids[s]
+		n = n.kid(s)
 		if n == nil {
 			return nil
 		}
@@ -102,54 +180,48 @@ func with(root *node, p []string, leaf *node) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newDir(map[string]*node{p[0]: child}), nil
+		return newDir([]kid{{p[0], child}}), nil
 	}
 	if !root.isDir() {
 		return nil, ErrNotDir
 	}
-	old := root.kids[p[0]]
+	i := root.find(p[0])
+	var old *node
+	if i >= 0 {
+		old = root.kids[i].n
+	}
 	child, err := with(old, p[1:], leaf)
 	if err != nil {
 		return nil, err
 	}
-	kids := maps.Clone(root.kids)
-	if child == nil {
-		delete(kids, p[0])
-	} else {
-		kids[p[0]] = child
-	}
+	kids := edited(root.kids, i, p[0], child)
 	if len(kids) == 0 {
 		return nil, nil
 	}
 	d := &node{mode: filemode.Dir, kids: kids, size: root.size, files: root.files}
 	d.count(old, -1)
 	d.count(child, 1)
-	switch {
-	case old != nil && child != nil && old.isDir() == child.isDir():
-		d.order = root.order // the same names, in the same order
-	case root.order != nil && len(root.order) == len(root.kids):
-		d.order = reordered(root.order, kids, p[0], old != nil, child)
-	}
 	return d, nil
 }
 
-// reordered is a folder's order (its kids' names in git's order) after
-// the kid name, which was there if had, was removed and, unless child is
-// nil, put back as child (a file or a folder sort apart): a file created,
-// renamed or deleted costs a copy of the names, not a sort of them. kids
-// is the folder's new kids.
-func reordered(order []string, kids map[string]*node, name string, had bool, child *node) []string {
-	out := make([]string, 0, len(order)+1)
-	for _, n := range order {
-		if !had || n != name {
-			out = append(out, n)
+// edited is a copy of kids (in git's order) in which kid i (-1: none)
+// is replaced by child, called name (nil: removed). A kid that stays a
+// file or a folder keeps its place; else the new kid is put in its own.
+func edited(kids []kid, i int, name string, child *node) []kid {
+	if i >= 0 && child != nil && kids[i].n.isDir() == child.isDir() {
+		out := slices.Clone(kids)
+		out[i].n = child
+		return out
+	}
+	out := make([]kid, 0, len(kids)+1)
+	for j, k := range kids {
+		if j != i {
+			out = append(out, k)
 		}
 	}
 	if child != nil {
-		i, _ := slices.BinarySearchFunc(out, name, func(e, _ string) int {
-			return gd.CompareNames(e, kids[e].isDir(), name, child.isDir())
-		})
-		out = slices.Insert(out, i, name)
+		j, _ := slices.BinarySearchFunc(out, kid{name, child}, compareKids)
+		out = slices.Insert(out, j, kid{name, child})
 	}
 	return out
 }
@@ -196,12 +268,12 @@ func (r *Repo) treeFromIndex(treeHash plumbing.Hash) *node {
 	}
 	var build func(d *dir) *node
 	build = func(d *dir) *node {
-		kids := make(map[string]*node, len(d.kids))
+		kids := make([]kid, 0, len(d.kids))
 		for name, k := range d.kids {
 			if sub, ok := k.(*dir); ok {
-				kids[name] = build(sub)
+				kids = append(kids, kid{name, build(sub)})
 			} else {
-				kids[name] = k.(*node)
+				kids = append(kids, kid{name, k.(*node)})
 			}
 		}
 		n := newDir(kids)
@@ -223,12 +295,8 @@ func walkFiles(n *node, prefix string, fn func(p string, f *node)) {
 	if !n.isDir() {
 		return
 	}
-	for _, name := range slices.Sorted(maps.Keys(n.kids)) {
-		p := name
-		if prefix != "" {
-			p = prefix + "/" + name
-		}
-		walkFiles(n.kids[name], p, fn)
+	for _, k := range n.kids { // git's order: the paths' byte order
+		walkFiles(k.n, join2(prefix, k.name), fn)
 	}
 }
 
@@ -236,59 +304,27 @@ func walkFiles(n *node, prefix string, fn func(p string, f *node)) {
 // or files, nil for absent) do not hold the same regular file: changed,
 // added or removed, in either. Subtrees whose hashes match are skipped.
 func changedFiles(a, b *node, prefix string, fn func(p string)) {
-	if a == b || (a != nil && b != nil && a.mode == b.mode && !a.hash.IsZero() && a.hash == b.hash) {
+	if sameNode(a, b) {
 		return
 	}
 	if a.isFile() || b.isFile() {
 		fn(prefix)
 	}
-	var names []string
-	for _, n := range []*node{a, b} {
-		if n.isDir() {
-			for name := range n.kids {
-				names = append(names, name)
-			}
-		}
-	}
-	slices.Sort(names)
-	for _, name := range slices.Compact(names) {
-		var ka, kb *node
-		if a.isDir() {
-			ka = a.kids[name]
-		}
-		if b.isDir() {
-			kb = b.kids[name]
-		}
-		changedFiles(ka, kb, join2(prefix, name), fn)
-	}
+	zipKids(a, b, func(name string, x, y *node) {
+		changedFiles(x, y, join2(prefix, name), fn)
+	})
 }
 
 // encodeTree is the git encoding of a folder whose children all have
-// hashes: its entries in git's order, where a folder sorts as if its name
-// ended in "/".
-//
-// A folder not yet published (being prepared) keeps the order it found in
-// n.order, for the versions made from it.
+// hashes: its entries, in git's order.
 func encodeTree(n *node) []byte {
-	if n.order == nil || len(n.order) != len(n.kids) { // (the length: cheap insurance)
-		entries := make([]object.TreeEntry, 0, len(n.kids))
-		for name, k := range n.kids {
-			entries = append(entries, object.TreeEntry{Name: name, Mode: k.mode})
-		}
-		gd.SortEntries(entries)
-		n.order = make([]string, len(entries))
-		for i, e := range entries {
-			n.order[i] = e.Name
-		}
-	}
 	size := 0
-	for _, name := range n.order {
-		size += gd.EntrySize(name)
+	for _, k := range n.kids {
+		size += gd.EntrySize(k.name)
 	}
 	b := make([]byte, 0, size)
-	for _, name := range n.order {
-		k := n.kids[name]
-		b = gd.AppendEntry(b, name, k.mode, k.hash)
+	for _, k := range n.kids {
+		b = gd.AppendEntry(b, k.name, k.n.mode, k.n.hash)
 	}
 	return b
 }

@@ -3,6 +3,7 @@ package gitmem
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -10,7 +11,7 @@ import (
 )
 
 // Folders that differ only in a kid's content share their kids' order
-// (node.order), so that encoding a commit's trees needs no sort. After any
+// (node.kids is kept in git's order), so that encoding a commit's trees needs no sort. After any
 // sequence of edits (a file where a folder was and back, names that sort
 // differently as a folder: "a" against "a.b" and "a-b"), every folder
 // still encodes as git would, and its size and file count are its files'.
@@ -60,16 +61,19 @@ func TestTreeOrderStaysGitOrder(t *testing.T) {
 // from its kids alone.
 func checkTree(t *testing.T, n *node, at string) {
 	t.Helper()
-	fresh := newDir(n.kids)
+	fresh := newDir(slices.Clone(n.kids))
 	if got, want := plumbing.ComputeHash(plumbing.TreeObject, encodeTree(fresh)), n.hash; got != want {
 		t.Errorf("%q: hash %v, encoded afresh %v", at, want, got)
 	}
 	if fresh.size != n.size || fresh.files != n.files {
 		t.Errorf("%q: size %d, files %d; counted afresh %d, %d", at, n.size, n.files, fresh.size, fresh.files)
 	}
-	for name, k := range n.kids {
-		if k.isDir() {
-			checkTree(t, k, at+"/"+name)
+	if !slices.IsSortedFunc(n.kids, compareKids) {
+		t.Errorf("%q: kids out of git's order", at)
+	}
+	for _, k := range n.kids {
+		if k.n.isDir() {
+			checkTree(t, k.n, at+"/"+k.name)
 		}
 	}
 }

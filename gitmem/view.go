@@ -1,7 +1,6 @@
 package gitmem
 
 import (
-	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -109,11 +108,13 @@ func (v *View) List(p string) ([]Info, error) {
 		return nil, ErrNotDir
 	}
 	var out []Info
-	for _, name := range slices.Sorted(maps.Keys(n.kids)) {
-		if k := n.kids[name]; k.isDir() || k.isFile() {
-			out = append(out, infoOf(name, k))
+	for _, k := range n.kids {
+		if k.n.isDir() || k.n.isFile() {
+			out = append(out, infoOf(k.name, k.n))
 		}
 	}
+	// By name: git's order puts a folder "a" after a file "a.b".
+	slices.SortFunc(out, func(a, b Info) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

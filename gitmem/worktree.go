@@ -200,14 +200,14 @@ func (w *worktree) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, err
 			return err
 		}
 		for _, e := range ents {
-			if _, ok := n.kids[e.Name()]; !ok {
+			if n.kid(e.Name()) == nil {
 				if err := w.remove(p + "/" + e.Name()); err != nil {
 					return err
 				}
 			}
 		}
-		for name, k := range n.kids {
-			if err := w.sync(p+"/"+name, k, blob); err != nil {
+		for _, k := range n.kids {
+			if err := w.sync(p+"/"+k.name, k.n, blob); err != nil {
 				return err
 			}
 		}
