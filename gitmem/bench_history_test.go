@@ -61,7 +61,7 @@ func genHistory(b *testing.B) string {
 		b.Fatal(err)
 	}
 	mem := memory.NewStorage()
-	put := func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	put := func(t plumbing.ObjectType, data []byte, _ plumbing.Hash) (plumbing.Hash, error) {
 		o := &plumbing.MemoryObject{}
 		o.SetType(t)
 		o.Write(data)
@@ -71,7 +71,7 @@ func genHistory(b *testing.B) string {
 	name := func(i int) string { return fmt.Sprintf("d%d/s%d/f%04d.md", i/1000, i/100%10, i) }
 	var root *node
 	set := func(p string, data []byte) {
-		h, _ := put(plumbing.BlobObject, data)
+		h, _ := put(plumbing.BlobObject, data, plumbing.ZeroHash)
 		root, err = with(root, split(memDir+"/"+p), &node{mode: 0o100644, hash: h, size: int64(len(data))})
 		if err != nil {
 			b.Fatal(err)
@@ -83,13 +83,13 @@ func genHistory(b *testing.B) string {
 	}
 	parent, _ := r.readHead()
 	commit := func(n int, msg string) {
-		tree, err := writeTrees(put, root)
+		tree, err := writeTrees(put, root, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
 		raw, _ := encodeCommit(tree, parentList(parent), Signature{"bench", "bench@x"}, Signature{"gitmem", "gitmem@x"},
 			benchEpoch.Add(time.Duration(n)*time.Minute), msg)
-		parent, _ = put(plumbing.CommitObject, raw)
+		parent, _ = put(plumbing.CommitObject, raw, plumbing.ZeroHash)
 	}
 	n := 0
 	for i := 0; i < files; i++ {

@@ -324,9 +324,9 @@ func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 		return r.prepareFastForward(tx) // a pull (share.go)
 	}
 	var objs []gd.Object
-	put := func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	put := func(t plumbing.ObjectType, data []byte, base plumbing.Hash) (plumbing.Hash, error) {
 		h := plumbing.ComputeHash(t, data)
-		objs = append(objs, gd.Object{Type: t, Hash: h, Data: data})
+		objs = append(objs, gd.Object{Type: t, Hash: h, Data: data, Base: base})
 		return h, nil
 	}
 	blobs := map[plumbing.Hash]bool{}
@@ -337,11 +337,11 @@ func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 		if n := lookup(tx.root, full(o.to)); n.isFile() && !blobs[n.hash] {
 			if data, ok := tx.pending[n.hash]; ok {
 				blobs[n.hash] = true
-				put(plumbing.BlobObject, data)
+				put(plumbing.BlobObject, data, plumbing.ZeroHash)
 			}
 		}
 	}
-	treeHash, _ := writeTrees(put, tx.root)
+	treeHash, _ := writeTrees(put, tx.root, tx.base)
 	author := meta.Author
 	if author.Name == "" {
 		author.Name = r.opt.Author.Name
@@ -361,7 +361,7 @@ func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	if err != nil {
 		return nil, wrap("encode the commit", err)
 	}
-	h, _ := put(plumbing.CommitObject, raw)
+	h, _ := put(plumbing.CommitObject, raw, plumbing.ZeroHash)
 	_, body, trailers := parseMessage(msg)
 	subject := oneLine(meta.Subject)
 	p := &prepared{hash: h, parent: tx.head, tree: tx.root, objs: objs, id: meta.ID(), merged: tx.mergedIDs,

@@ -774,21 +774,34 @@ func parentList(h plumbing.Hash) []plumbing.Hash {
 	return []plumbing.Hash{h}
 }
 
+// putFunc writes an object; base is, for a tree, the same folder's tree
+// in the commit's parent (zero if none), which a pack may store it as a
+// delta of.
+type putFunc func(t plumbing.ObjectType, data []byte, base plumbing.Hash) (plumbing.Hash, error)
+
 // writeTrees encodes and writes every folder of n not yet written, bottom
-// up, and returns n's hash (the empty tree for nil).
-func writeTrees(put func(plumbing.ObjectType, []byte) (plumbing.Hash, error), n *node) (plumbing.Hash, error) {
+// up, and returns n's hash (the empty tree for nil). old is the tree n was
+// made from (nil: none), whose folders are the new ones' bases.
+func writeTrees(put putFunc, n, old *node) (plumbing.Hash, error) {
 	if n == nil {
-		return put(plumbing.TreeObject, nil)
+		return put(plumbing.TreeObject, nil, plumbing.ZeroHash)
 	}
 	if !n.isDir() || !n.hash.IsZero() {
 		return n.hash, nil
 	}
 	for _, k := range n.kids {
-		if _, err := writeTrees(put, k.n); err != nil {
+		if !k.n.isDir() || !k.n.hash.IsZero() {
+			continue // written already
+		}
+		if _, err := writeTrees(put, k.n, old.kid(k.name)); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
-	h, err := put(plumbing.TreeObject, encodeTree(n))
+	var base plumbing.Hash
+	if old.isDir() {
+		base = old.hash
+	}
+	h, err := put(plumbing.TreeObject, encodeTree(n), base)
 	n.hash = h
 	return h, err
 }

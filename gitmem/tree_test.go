@@ -18,7 +18,7 @@ import (
 func TestTreeOrderStaysGitOrder(t *testing.T) {
 	names := []string{"a", "a.b", "a-b", "a0", "b"}
 	rng := rand.New(rand.NewPCG(1, 2))
-	put := func(_ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	put := func(_ plumbing.ObjectType, data []byte, _ plumbing.Hash) (plumbing.Hash, error) {
 		return plumbing.ComputeHash(plumbing.TreeObject, data), nil
 	}
 	var root *node
@@ -47,7 +47,7 @@ func TestTreeOrderStaysGitOrder(t *testing.T) {
 		if root == nil {
 			continue
 		}
-		if _, err := writeTrees(put, root); err != nil {
+		if _, err := writeTrees(put, root, nil); err != nil {
 			t.Fatal(err)
 		}
 		checkTree(t, root, "")

@@ -23,7 +23,8 @@ import (
 const TmpPackPrefix = "tmp_gitmem_"
 
 // WriteObjectsPack writes objects (held in full) as one pack with its
-// index (version 2), without deltas, and returns the pack's hash. Two
+// index (version 2), trees as deltas of their Base where it is in the
+// pack, and returns the pack's hash. Two
 // files, however many objects: a group of commits costs two file
 // creations, not one per object. With durable false nothing is fsynced
 // (the caller syncs later).
@@ -68,10 +69,23 @@ func (s *Store) WritePackFiles(objs []Object, durable bool) (plumbing.Hash, erro
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	// A tree whose base (the folder's previous version) is in the pack is
+	// stored as a delta of it: a commit's trees differ from their parents'
+	// by an entry or two, and were nine tenths of a burst's bytes (two
+	// 100-entry trees, 8 KB, against a few hundred bytes for the file and
+	// the commit), all of which the next checkpoint's syncfs wrote out.
+	data := make(map[plumbing.Hash][]byte, len(objs))
 	for _, o := range objs {
-		if err := pw.add(o.Type, o.Hash, o.Data, plumbing.ZeroHash, nil); err != nil {
+		var baseData []byte
+		if !o.Base.IsZero() {
+			baseData = data[o.Base]
+		}
+		if err := pw.add(o.Type, o.Hash, o.Data, o.Base, baseData); err != nil {
 			pw.abort()
 			return plumbing.ZeroHash, err
+		}
+		if o.Type == plumbing.TreeObject {
+			data[o.Hash] = o.Data
 		}
 	}
 	return pw.finish(durable)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // A pack gitmem writes is one git reads: `git verify-pack` accepts it and
@@ -54,6 +56,72 @@ func TestWriteObjectsPack(t *testing.T) {
 	}
 	if _, err := os.Stat(base + ".pack"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A burst's trees are stored as deltas of their Base, the same folder's
+// tree in the parent commit, when the pack holds it (a tree whose base is
+// elsewhere is stored whole): git verify-pack accepts the pack, and every
+// tree reads back byte for byte through git and through the Store.
+func TestPackStoresTreesAsDeltasOfTheirBase(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs the git CLI")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	gitDir := filepath.Join(dir, ".git")
+	var objs []Object
+	blob := func(i int) plumbing.Hash {
+		data := []byte(fmt.Sprintf("memory %d\n", i))
+		h := plumbing.ComputeHash(plumbing.BlobObject, data)
+		objs = append(objs, Object{Type: plumbing.BlobObject, Hash: h, Data: data})
+		return h
+	}
+	entries := make([]object.TreeEntry, 100)
+	for i := range entries {
+		entries[i] = object.TreeEntry{Name: fmt.Sprintf("f%03d.md", i), Mode: filemode.Regular, Hash: blob(i)}
+	}
+	outside := plumbing.NewHash("1111111111111111111111111111111111111111") // a base in another pack
+	base := outside
+	var trees []Object
+	for v := range 20 { // 20 versions of one folder, each changing one file
+		entries[v*5%100].Hash = blob(1000 + v)
+		data := EncodeEntries(entries)
+		h := plumbing.ComputeHash(plumbing.TreeObject, data)
+		o := Object{Type: plumbing.TreeObject, Hash: h, Data: data, Base: base}
+		objs = append(objs, o)
+		trees = append(trees, o)
+		base = h
+	}
+	s := Open(gitDir)
+	defer s.Close()
+	h, err := s.WriteObjectsPack(objs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(gitDir, "objects", "pack", "pack-"+h.String()+".idx")
+	out, err := exec.Command("git", "-C", dir, "verify-pack", "-v", idx).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "chain length = 19: 1 object") {
+		t.Fatalf("git verify-pack: %v\n%s", err, out)
+	}
+	for _, o := range trees {
+		got, err := exec.Command("git", "-C", dir, "cat-file", "tree", o.Hash.String()).Output()
+		if err != nil || !bytes.Equal(got, o.Data) {
+			t.Fatalf("git cat-file %s: %v", o.Hash, err)
+		}
+		typ, data, err := s.ReadObject(o.Hash)
+		if err != nil || typ != plumbing.TreeObject || !bytes.Equal(data, o.Data) {
+			t.Fatalf("read %s: %v %v", o.Hash, typ, err)
+		}
+	}
+	fi, err := os.Stat(strings.TrimSuffix(idx, ".idx") + ".pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole := 20 * len(trees[0].Data); fi.Size() > int64(whole)/4 {
+		t.Errorf("the pack is %d bytes; 20 trees stored whole are %d", fi.Size(), whole)
 	}
 }
 

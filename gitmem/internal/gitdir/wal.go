@@ -45,6 +45,10 @@ type Object struct {
 	Type plumbing.ObjectType
 	Hash plumbing.Hash
 	Data []byte
+	// Base is an object Data likely differs little from (a folder's tree
+	// in the parent commit), which a pack holding both stores it as a
+	// delta of. Not kept in the log.
+	Base plumbing.Hash
 }
 
 // WALRecord is one commit: its objects, its branch tip and first parent,
