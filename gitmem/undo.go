@@ -183,7 +183,7 @@ func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, []FileChange, e
 	for _, rev := range revs {
 		c, err := r.Resolve(rev)
 		if err != nil {
-			return Commit{}, nil, fmt.Errorf("%w: %s", ErrUnknownRev, rev)
+			return Commit{}, nil, fmt.Errorf("%w: %q is not a commit, tool_use id or revision of this memory", ErrUnknownRev, rev)
 		}
 		pos := slices.IndexFunc(hist, func(h histRec) bool { return h.hash.String() == c.Hash })
 		if pos < 0 {

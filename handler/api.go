@@ -511,8 +511,10 @@ func (s *storesServer) revError(w http.ResponseWriter, store string, err error) 
 	case err == nil:
 	case errors.As(err, &re) && re.Usage:
 		httpError(w, http.StatusBadRequest, re.Msg)
-	case errors.As(err, &re), errors.Is(err, gitmem.ErrUnknownRev):
-		httpError(w, http.StatusNotFound, strings.TrimPrefix(err.Error(), "gitmem: "))
+	case errors.As(err, &re):
+		httpError(w, http.StatusNotFound, re.Msg)
+	case errors.Is(err, gitmem.ErrUnknownRev): // Revert's: worded as a RevError
+		httpError(w, http.StatusNotFound, strings.TrimPrefix(err.Error(), gitmem.ErrUnknownRev.Error()+": "))
 	case errors.As(err, &ce):
 		writeJSON(w, http.StatusConflict, conflictJSON(ce))
 	case errors.As(err, &ae):

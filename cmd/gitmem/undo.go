@@ -52,8 +52,8 @@ func revertCommand() *cli.Command {
 					}
 				}
 				return failf(exitFailure, "cannot revert: later edits overlap in %d file(s); nothing was changed (--strategy=theirs forces the undo)", len(ce.Files))
-			case errors.Is(err, gitmem.ErrUnknownRev):
-				return failf(exitFailure, "%v", strings.TrimPrefix(err.Error(), "gitmem: "))
+			case errors.Is(err, gitmem.ErrUnknownRev): // worded as show's and diff's
+				return failf(exitFailure, "%v", strings.TrimPrefix(err.Error(), gitmem.ErrUnknownRev.Error()+": "))
 			case errors.Is(err, gitmem.ErrNoChange):
 				return failf(exitFailure, "nothing to revert: the memory is already as the undo would make it; no commit was made")
 			case err != nil:
