@@ -211,6 +211,9 @@ func (r *Repo) settleIn() error {
 	r.repairPending()
 	if !replayed {
 		r.checkoutMoved()
+		// The log is empty: a checkpoint is due a checkpointEvery from
+		// now, not at the first change (a replay's checkpoint set it).
+		r.lastCkpt.Store(time.Now().UnixNano())
 	}
 	if len(r.displaced()) > 0 { // left by a start or a run that could not merge them
 		r.displacedWait.Store(true)

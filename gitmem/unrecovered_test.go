@@ -122,10 +122,15 @@ func TestMaterialisedLogIsNotUnrecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, r, "t1", "a.md", "one\n")
+	// Holding the writer's mutex keeps the log from being emptied before
+	// the crash: giving the lock up when idle (200 ms, which a loaded
+	// machine can take) checkpoints first; the periodic checkpoint is due
+	// only a second after the start.
+	r.wmu.Lock()
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
 	}
-	crash(r)
+	r.shutdown() // a crash: crash(r) with wmu held
 	if _, recs, _ := gd.ReadWAL(filepath.Join(dir, ".git"), "wal"); len(recs) == 0 {
 		if _, recs2, _ := gd.ReadWAL(filepath.Join(dir, ".git"), "wal2"); len(recs2) == 0 {
 			t.Fatal("the log is empty: the test needs it to hold t1")
