@@ -14,17 +14,20 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
+// gitInit makes an empty repository with the git CLI and returns its
+// folder and its .git.
+func gitInit(t *testing.T) (dir, gitDir string) {
+	t.Helper()
+	needGit(t)
+	dir = t.TempDir()
+	gitRun(t, dir, "", "init", "-q")
+	return dir, filepath.Join(dir, ".git")
+}
+
 // A pack gitmem writes is one git reads: `git verify-pack` accepts it and
 // every object comes back, through git and through go-git, byte for byte.
 func TestWriteObjectsPack(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs the git CLI")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	gitDir := filepath.Join(dir, ".git")
+	dir, gitDir := gitInit(t)
 	var objs []Object
 	for i := range 300 {
 		data := bytes.Repeat([]byte(fmt.Sprintf("object %d\n", i)), 1+i*7)
@@ -64,14 +67,7 @@ func TestWriteObjectsPack(t *testing.T) {
 // elsewhere is stored whole): git verify-pack accepts the pack, and every
 // tree reads back byte for byte through git and through the Store.
 func TestPackStoresTreesAsDeltasOfTheirBase(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs the git CLI")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	gitDir := filepath.Join(dir, ".git")
+	dir, gitDir := gitInit(t)
 	var objs []Object
 	blob := func(i int) plumbing.Hash {
 		data := []byte(fmt.Sprintf("memory %d\n", i))
