@@ -285,6 +285,14 @@ func (m *merger) diff(a, b plumbing.Hash, prefix string, out map[string]fchange)
 			continue
 		}
 		p := join2(prefix, name)
+		if name == "" || strings.Contains(name, "/") {
+			// Not one path component (git fsck: emptyName, fullPathname):
+			// joined, it would name a file the tree does not hold.
+			if !y.Hash.IsZero() {
+				m.ignore(memDir+"/"+displayPath(p), "not a valid memory path")
+			}
+			continue
+		}
 		var xt, yt plumbing.Hash
 		var xf, yf fentry
 		if x.Mode == filemode.Dir {
