@@ -271,11 +271,11 @@ func (m *merger) diff(a, b plumbing.Hash, prefix string, out map[string]fchange)
 		out[prefix] = fchange{new: fentry{hash: b, mode: filemode.Dir}}
 		return nil
 	}
-	ea, err := m.entries(a)
+	ea, twiceA, err := m.entries(a)
 	if err != nil {
 		return err
 	}
-	eb, err := m.entries(b)
+	eb, twiceB, err := m.entries(b)
 	if err != nil {
 		return err
 	}
@@ -290,6 +290,12 @@ func (m *merger) diff(a, b plumbing.Hash, prefix string, out map[string]fchange)
 			// joined, it would name a file the tree does not hold.
 			if !y.Hash.IsZero() {
 				m.ignore(memDir+"/"+displayPath(p), "not a valid memory path")
+			}
+			continue
+		}
+		if twiceA[name] || twiceB[name] {
+			if twiceB[name] {
+				m.ignore(memDir+"/"+displayPath(p), "named twice in its folder")
 			}
 			continue
 		}
@@ -328,19 +334,24 @@ func mapUnion(a, b map[string]object.TreeEntry) map[string]bool {
 	return out
 }
 
-func (m *merger) entries(h plumbing.Hash) (map[string]object.TreeEntry, error) {
-	out := map[string]object.TreeEntry{}
+// entries is the tree h by name, and the names it holds more than once
+// (git fsck: duplicateEntries; which of them was meant is unknown).
+func (m *merger) entries(h plumbing.Hash) (map[string]object.TreeEntry, map[string]bool, error) {
+	out, twice := map[string]object.TreeEntry{}, map[string]bool{}
 	if h.IsZero() {
-		return out, nil
+		return out, twice, nil
 	}
 	t, err := m.st.Tree(h)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, e := range t.Entries {
+		if _, dup := out[e.Name]; dup {
+			twice[e.Name] = true
+		}
 		out[e.Name] = e
 	}
-	return out, nil
+	return out, twice, nil
 }
 
 // sanitize checks every entry the remote's side sets: a path, mode or

@@ -64,7 +64,9 @@ func TestHostileRemote(t *testing.T) {
 		{Name: "sub", Mode: filemode.Submodule, Hash: plumbing.NewHash(base)},
 	}
 	gd.SortEntries(mem)
-	mem = append(mem, object.TreeEntry{Name: "base.md/x", Mode: filemode.Regular, Hash: blob("a name with a slash\n")})
+	mem = append(mem, object.TreeEntry{Name: "base.md/x", Mode: filemode.Regular, Hash: blob("a name with a slash\n")},
+		object.TreeEntry{Name: "twin.md", Mode: filemode.Regular, Hash: blob("one twin\n")},
+		object.TreeEntry{Name: "twin.md", Mode: filemode.Dir, Hash: inner})
 	root := []object.TreeEntry{
 		{Name: ".gitmodules", Mode: filemode.Regular, Hash: blob("[submodule \"x\"]\n\tpath = memories/sub\n\turl = ../evil\n")},
 		{Name: "README.md", Mode: filemode.Regular, Hash: blob("readme\n")},
@@ -115,7 +117,7 @@ func TestHostileRemote(t *testing.T) {
 		slices.Sort(ignored)
 		want := []string{".gitmodules (outside memories/)", "README.md (outside memories/)",
 			"memories/../x.md (not a valid memory path)", "memories/.gitattributes (not a valid memory path)", "memories/base.md/x (not a valid memory path)",
-			"memories/big.md (52428800 bytes, over the limit of 1048576 per file)", "memories/etc (a symlink)", "memories/sub (a submodule)"}
+			"memories/big.md (52428800 bytes, over the limit of 1048576 per file)", "memories/etc (a symlink)", "memories/sub (a submodule)", "memories/twin.md (named twice in its folder)"}
 		if fmt.Sprint(ignored) != fmt.Sprint(want) {
 			t.Errorf("ignored:\n%s\nwant\n%s", strings.Join(ignored, "\n"), strings.Join(want, "\n"))
 		}
