@@ -24,10 +24,9 @@ const TmpPackPrefix = "tmp_gitmem_"
 
 // WriteObjectsPack writes objects (held in full) as one pack with its
 // index (version 2), trees as deltas of their Base where it is in the
-// pack, and returns the pack's hash. Two
-// files, however many objects: a group of commits costs two file
-// creations, not one per object. With durable false nothing is fsynced
-// (the caller syncs later).
+// pack, and returns the pack's hash. Two files, however many objects: a
+// group of commits costs two file creations, not one per object. With
+// durable false nothing is fsynced (the caller syncs later).
 func (s *Store) WriteObjectsPack(objs []Object, durable bool) (plumbing.Hash, error) {
 	h, err := s.WritePackFiles(objs, durable)
 	if err == nil {
