@@ -34,7 +34,9 @@ func gitOut(dir string, args ...string) (string, error) {
 }
 
 // longRun says whether the long modes of the sharing tests are on
-// (GITMEM_SYNC_LONG=1): more calls, more agents.
+// (GITMEM_SYNC_LONG=1): more calls, more agents. When a check fails,
+// GITMEM_SYNC_DEBUG=1 logs where a lost line was on each side, and
+// GITMEM_SYNC_KEEP=DIR keeps a copy of every agent's repository in DIR.
 func longRun() bool { return os.Getenv("GITMEM_SYNC_LONG") != "" }
 
 func bare(t *testing.T) string {
@@ -470,6 +472,11 @@ func checkShared(t *testing.T, agents []*sharer, remote, final string) {
 			if !finalTokens[tk] && !removed[tk] {
 				t.Errorf("%s (written by %s) is missing and no named commit removed it", tk, id)
 			}
+		}
+	}
+	if keep := os.Getenv("GITMEM_SYNC_KEEP"); keep != "" && t.Failed() {
+		for _, a := range agents {
+			exec.Command("cp", "-a", a.repo.Dir(), filepath.Join(keep, a.name)).Run()
 		}
 	}
 	t.Logf("%d acknowledged changes, %d commits, %d merges, %d conflicts, %d lines checked",

@@ -497,10 +497,17 @@ func renames(d map[string]fchange, commits []*object.Commit) map[string]string {
 	return out
 }
 
-// result is what the merge does to one path.
+// result is a version of a file the merge writes: an existing blob (the
+// remote's or the memory's) or new content (a line merge).
 type result struct {
-	entry fentry // an existing blob (the remote's version) ...
-	data  []byte // ... or new content (a line merge)
+	entry fentry
+	data  []byte // non-nil: merged content
+}
+
+func (w result) present() bool { return w.entry.present() || w.data != nil }
+
+func (w result) same(v result) bool {
+	return w.data == nil && v.data == nil && w.entry.hash == v.entry.hash
 }
 
 // combine applies the remote's changes (dT, against the merge base) to
@@ -528,39 +535,40 @@ func (m *merger) combine(tx *Tx, dO, dT map[string]fchange, renO, renT map[strin
 	for _, q := range renT {
 		theirTarget[q] = true
 	}
-	// take puts the remote's version t of a file at q, merging with
-	// what we have there.
-	take := func(q string, t, base fentry) error {
-		o := oursAt(q)
+	// put makes q hold the remote's version t, merged line by line (base:
+	// what q held at the merge base) with what q holds so far: ours, or
+	// what the merge already wrote there. So a file one side renamed onto
+	// a path where the other wrote one keeps both, and the path is an
+	// add/add conflict besides the rename's. A conflict of kind is noted,
+	// or, without one, a content conflict the line merge found.
+	put := func(q string, t result, base fentry, kind string) error {
+		o, ok := writes[q]
+		if !ok {
+			o = result{entry: oursAt(q)}
+		}
+		both := false // both sides added a file at q
 		switch {
-		case !o.present():
-			writes[q] = result{entry: t}
-		case o.hash == t.hash:
-		case o == base:
-			writes[q] = result{entry: t}
+		case !o.present() || o.same(result{entry: base}):
+			writes[q] = t
+		case o.same(t):
 		default:
-			data, clean, err := m.merge3(base, o, t)
+			data, clean, err := m.merge3(result{entry: base}, o, t)
 			if err != nil {
 				return err
 			}
 			writes[q] = result{data: data}
 			if !base.present() {
-				m.conflict("add/add", q)
-			} else if !clean {
-				m.conflict("content", q)
+				both = true
+			} else if kind == "" && !clean {
+				kind = "content"
 			}
 		}
-		return nil
-	}
-	// mergeInto writes the three-way merge of base, ours at oq and
-	// theirs t at q.
-	mergeInto := func(q string, base fentry, oq string, t fentry, kind string) error {
-		data, _, err := m.merge3(base, oursAt(oq), t)
-		if err != nil {
-			return err
+		if kind != "" {
+			m.conflict(kind, q)
 		}
-		writes[q] = result{data: data}
-		m.conflict(kind, q)
+		if both {
+			m.conflict("add/add", q)
+		}
 		return nil
 	}
 	for _, bp := range slices.Sorted(maps.Keys(dT)) {
@@ -575,38 +583,33 @@ func (m *merger) combine(tx *Tx, dO, dT map[string]fchange, renO, renT map[strin
 		var err error
 		switch {
 		case tRenamed:
-			t := dT[tq].new
+			t := result{entry: dT[tq].new}
 			switch {
 			case oRenamed && oq == tq: // both moved it to the same place
-				if o := oursAt(tq); o.hash != t.hash {
-					data, clean, merr := m.merge3(c.old, o, t)
-					writes[tq], err = result{data: data}, merr
-					if !clean {
-						m.conflict("content", tq)
-					}
-				}
+				err = put(tq, t, c.old, "")
 			case oRenamed:
-				writes[tq] = result{entry: t}
-				m.conflict("rename/rename", tq)
+				err = put(tq, t, baseAt(tq), "rename/rename")
 			case oDeleted:
-				writes[tq] = result{entry: t}
-				m.conflict("delete/rename", tq)
-			case oChanged:
+				err = put(tq, t, baseAt(tq), "delete/rename")
+			case oChanged: // our edit goes with their rename
 				removes = append(removes, bp)
-				err = mergeInto(tq, c.old, bp, t, "edit/rename")
+				data, _, merr := m.merge3(result{entry: c.old}, result{entry: oursAt(bp)}, t)
+				if merr != nil {
+					return merr
+				}
+				err = put(tq, result{data: data}, baseAt(tq), "edit/rename")
 			default:
 				removes = append(removes, bp)
-				err = take(tq, t, baseAt(tq))
+				err = put(tq, t, baseAt(tq), "")
 			}
 		case c.new.present(): // they edited it
 			switch {
 			case oRenamed:
-				err = mergeInto(oq, c.old, oq, c.new, "rename/edit")
+				err = put(oq, result{entry: c.new}, c.old, "rename/edit")
 			case oDeleted:
-				writes[bp] = result{entry: c.new}
-				m.conflict("delete/edit", bp)
+				err = put(bp, result{entry: c.new}, c.old, "delete/edit")
 			default:
-				err = take(bp, c.new, c.old)
+				err = put(bp, result{entry: c.new}, c.old, "")
 			}
 		default: // they deleted it
 			switch {
@@ -625,7 +628,7 @@ func (m *merger) combine(tx *Tx, dO, dT map[string]fchange, renO, renT map[strin
 	}
 	for _, q := range slices.Sorted(maps.Keys(dT)) {
 		if c := dT[q]; !c.old.present() && !theirTarget[q] {
-			if err := take(q, c.new, fentry{}); err != nil {
+			if err := put(q, result{entry: c.new}, fentry{}, ""); err != nil {
 				return err
 			}
 		}
@@ -648,20 +651,20 @@ const (
 // merge3 merges three versions of a file (absent ones are empty): a
 // region both changed differently holds both versions between conflict
 // markers. It reports whether there was no such region.
-func (m *merger) merge3(base, ours, theirs fentry) ([]byte, bool, error) {
+func (m *merger) merge3(base, ours, theirs result) ([]byte, bool, error) {
 	var texts [3][]string
-	for i, e := range []fentry{base, ours, theirs} {
-		if !e.present() {
-			continue
-		}
-		data, err := m.st.Blob(e.hash)
-		if err != nil {
-			return nil, false, wrap("read a file to merge", err)
+	for i, v := range []result{base, ours, theirs} {
+		data := v.data
+		if v.entry.present() {
+			var err error
+			if data, err = m.st.Blob(v.entry.hash); err != nil {
+				return nil, false, wrap("read a file to merge", err)
+			}
 		}
 		texts[i] = splitKeep(string(data))
 	}
 	data, clean := mergeMarked(texts, "local "+m.local, m.label+" "+m.theirs.String()[:7])
-	return data, clean, nil
+	return append([]byte{}, data...), clean, nil // non-nil, also when empty
 }
 
 // mergeMarked merges three versions of a text, split into lines: a region

@@ -340,6 +340,75 @@ func TestMergeConflicts(t *testing.T) {
 	fsckClean(t, remote)
 }
 
+// A file one side renames onto a path where the other side wrote a file
+// keeps both, whatever the other side did to the renamed file (deleted,
+// renamed elsewhere, edited); and a file the remote adds where the memory
+// renamed a file it edited keeps the edit. Each lost a side once
+// (TestAgentsShareAMemory found the first).
+func TestMergeKeepsWhatARenameLandsOn(t *testing.T) {
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "s0", "del.md", "base of del\n")
+	put(t, a, "s1", "both.md", "base of both\n")
+	put(t, a, "s2", "edit.md", "edit one\nedit two\n")
+	put(t, a, "s3", "moved.md", "moved one\nmoved two\n")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+
+	del(t, a, "a1", "del.md") // delete/rename onto a's new file
+	put(t, a, "a2", "del-target.md", "a wrote del-target\n")
+	mv(t, b, "b1", "del.md", "del-target.md")
+
+	mv(t, a, "a3", "both.md", "both-a.md") // rename/rename, b's target new on a
+	put(t, a, "a4", "both-b.md", "a wrote both-b\n")
+	mv(t, b, "b3", "both.md", "both-b.md")
+
+	put(t, a, "a5", "edit.md", "edit one by a\nedit two\n") // edit/rename onto a's new file
+	put(t, a, "a6", "edit-target.md", "a wrote edit-target\n")
+	mv(t, b, "b5", "edit.md", "edit-target.md")
+
+	mv(t, a, "a7", "moved.md", "moved-target.md") // rename/edit, b adds the target
+	put(t, b, "b7", "moved.md", "moved one\nmoved two by b\n")
+	put(t, b, "b8", "moved-target.md", "b wrote moved-target\n")
+
+	syncOK(t, b)
+	res := syncOK(t, a)
+	syncOK(t, b)
+	fa, fb := files(t, a), files(t, b)
+	if fmt.Sprint(fa) != fmt.Sprint(fb) {
+		t.Fatalf("the agents differ:\na %v\nb %v", fa, fb)
+	}
+	for p, lines := range map[string][]string{
+		"del-target.md":   {"a wrote del-target", "base of del"},
+		"both-a.md":       {"base of both"},
+		"both-b.md":       {"a wrote both-b", "base of both"},
+		"edit-target.md":  {"a wrote edit-target", "edit one by a", "edit two"},
+		"moved-target.md": {"b wrote moved-target", "moved one", "moved two by b"},
+	} {
+		for _, l := range lines {
+			if !strings.Contains(fa[p], l+"\n") {
+				t.Errorf("%s lacks %q:\n%s", p, l, fa[p])
+			}
+		}
+	}
+	for _, p := range []string{"del.md", "both.md", "edit.md", "moved.md"} {
+		if _, ok := fa[p]; ok {
+			t.Errorf("%s is still there: %q", p, fa[p])
+		}
+	}
+	var kinds []string
+	for _, c := range res.Conflicts {
+		kinds = append(kinds, c.Kind+" "+c.Path)
+	}
+	slices.Sort(kinds)
+	want := []string{"add/add both-b.md", "add/add del-target.md", "add/add edit-target.md", "add/add moved-target.md",
+		"delete/rename del-target.md", "edit/rename edit-target.md", "rename/edit moved-target.md", "rename/rename both-b.md"}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Errorf("conflicts %v\nwant      %v", kinds, want)
+	}
+	fsckClean(t, remote)
+}
+
 // The operator tools on a merged history: log lists both sides, blame
 // names the agent that wrote a line, revert undoes a commit that came
 // through a merge, expire sees the last change on either side, restore

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -13,9 +14,12 @@ import (
 // other lacks, and where two histories meet. They visit commits newest
 // first by commit time, as git does, and stop as soon as nothing left in
 // the queue can change the answer, so their cost follows the commits
-// since the histories parted, not the length of the history. A clock that
-// went backwards can make a walk visit (or, for Exclusive, return) a few
-// commits more than needed, never fewer.
+// since the histories parted, not the length of the history. Time order
+// is not always parents after children: commit times are whole seconds,
+// so a parent and its child often tie, and a clock can go backwards. The
+// walks go on while a commit not yet visited is as new as one whose
+// answer it could change (and a few commits more, for clocks), so that
+// they answer as git does.
 
 // Graph reads commits for walks and remembers what it decoded. It is not
 // safe for concurrent use.
@@ -122,11 +126,15 @@ func (g *Graph) Exclusive(tips, not []plumbing.Hash) ([]*object.Commit, error) {
 		}
 	}
 	var out []*object.Commit
+	var oldestIn time.Time // of out
 	extra := slop
 	for q.Len() > 0 {
 		c := heap.Pop(&q).(*object.Commit)
 		f := flags[c.Hash] & flagOut
 		if f == 0 {
+			if len(out) == 0 || c.Committer.When.Before(oldestIn) {
+				oldestIn = c.Committer.When
+			}
 			out = append(out, c)
 		}
 		for _, p := range c.ParentHashes {
@@ -134,7 +142,10 @@ func (g *Graph) Exclusive(tips, not []plumbing.Hash) ([]*object.Commit, error) {
 				return nil, err
 			}
 		}
-		if allOut(q, flags) {
+		// Done when only the other side's commits are left, and none is
+		// as new as a commit taken: one that is may still reach it (a
+		// parent met before its child, when commit times tie).
+		if allOut(q, flags) && (q.Len() == 0 || q[0].Committer.When.Before(oldestIn)) {
 			if extra--; extra < 0 {
 				break
 			}
@@ -241,7 +252,21 @@ func (g *Graph) MergeBase(a, b plumbing.Hash) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	var results []*object.Commit
-	for !allStale(q, flags) {
+	extra := slop
+	for q.Len() > 0 {
+		if allStale(q, flags) {
+			// Every commit left is below a common ancestor. A result found
+			// before another result that reaches it (its child met later:
+			// commit times tie, whole seconds, or a clock went backwards)
+			// is still standing: paint on while the walk can reach one.
+			if !mayReachResult(q, results, flags) {
+				if extra--; extra < 0 {
+					break
+				}
+			} else {
+				extra = slop
+			}
+		}
 		c := heap.Pop(&q).(*object.Commit)
 		f := flags[c.Hash] & (flagP1 | flagP2 | flagStale)
 		if f == flagP1|flagP2 {
@@ -274,6 +299,25 @@ func (g *Graph) MergeBase(a, b plumbing.Hash) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, nil
 	}
 	return best.Hash, nil
+}
+
+// mayReachResult reports whether a walk down from the queue can still
+// reach a result another result may reach: two or more stand, and the
+// newest queued commit is no older than the oldest of them.
+func mayReachResult(q queue, results []*object.Commit, flags map[plumbing.Hash]int) bool {
+	if len(q) == 0 {
+		return false
+	}
+	standing := 0
+	var oldest time.Time
+	for _, c := range results {
+		if flags[c.Hash]&flagStale == 0 {
+			if standing++; standing == 1 || c.Committer.When.Before(oldest) {
+				oldest = c.Committer.When
+			}
+		}
+	}
+	return standing > 1 && !q[0].Committer.When.Before(oldest)
 }
 
 func allStale(q queue, flags map[plumbing.Hash]int) bool {
