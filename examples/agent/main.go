@@ -154,6 +154,10 @@ func run() error {
 	if task == "" {
 		return errors.New("usage: agent [flags] TASK (or the task on stdin)")
 	}
+	if os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("ANTHROPIC_AUTH_TOKEN") == "" {
+		// Before the memory is made: a run that cannot start leaves nothing behind.
+		return errors.New("set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to run the agent")
+	}
 	var mem *memorytool.Tool
 	if *url != "" {
 		mem = memorytool.Remote(*url, memorytool.RemoteOptions{Token: *token, Session: *session, Agent: *agentName})
