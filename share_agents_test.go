@@ -335,9 +335,12 @@ func checkShared(t *testing.T, agents []*sharer, remote, final string) {
 		if got := memFiles(t, a.repo, "HEAD"); !maps.Equal(got, want) {
 			t.Errorf("%s's memory differs from %s's", a.name, agents[0].name)
 		}
-		a.repo.Flush()
+		if err := a.repo.Flush(); err != nil {
+			t.Errorf("%s: flush: %v", a.name, err)
+		}
 		if out := git(t, a.repo.Dir(), "status", "--porcelain"); out != "" {
-			t.Errorf("%s's worktree differs from its HEAD:\n%s", a.name, out)
+			diff, _ := gitOut(a.repo.Dir(), "diff")
+			t.Errorf("%s's worktree differs from its HEAD:\n%s%s", a.name, out, diff)
 		}
 		git(t, a.repo.Dir(), "fsck", "--strict", "--no-dangling")
 	}

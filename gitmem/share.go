@@ -283,6 +283,14 @@ func (r *Repo) Pull(ctx context.Context, name string, opt SyncOptions) (SyncResu
 	return r.share(name, opt, func(s *session) error { return s.pull(ctx) })
 }
 
+// Fetch brings the remote's branch into its tracking ref
+// (refs/remotes/NAME/BRANCH) and merges nothing: the memory and its
+// worktree do not change. A remote that still holds history a redaction
+// here removed is refused (RedactedRemoteError) before anything comes.
+func (r *Repo) Fetch(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
+	return r.share(name, opt, func(s *session) error { _, err := s.fetch(ctx); return err })
+}
+
 // Push sends the memory's new commits to the remote and moves its branch,
 // only if the remote has nothing the memory lacks (ErrNonFastForward).
 func (r *Repo) Push(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {

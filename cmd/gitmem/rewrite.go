@@ -55,16 +55,29 @@ func redactCommand() *cli.Command {
 				return failf(exitUsage, "--%s %s", re.Field, re.Msg)
 			}
 			dry := !c.Bool("yes")
-			r, err := openRepo(c, dry)
+			remote := c.String("push")
+			r, err := openRepo(c, dry && remote == "")
 			if err != nil {
 				return err
 			}
 			defer closeRepo(r, &err)
 			ctx, stop := signalContext()
 			defer stop()
-			remote := c.String("push")
 			var rep gitmem.RedactReport
 			var res gitmem.SyncResult
+			heldThere := false // the remote holds history redacted here
+			if remote != "" && dry {
+				// --yes pulls first: the dry run fetches, so that it lists
+				// the remote's commits too.
+				_, err := r.Fetch(ctx, remote, syncOptions(c))
+				var rr *gitmem.RedactedRemoteError
+				switch {
+				case errors.As(err, &rr):
+					heldThere = true
+				case err != nil:
+					return shareErr(err, remote, c.String("repo"))
+				}
+			}
 			if remote != "" && !dry {
 				rep, res, err = r.RedactShared(ctx, remote, red, syncOptions(c), progress(c, "rewriting history"))
 			} else {
@@ -95,9 +108,13 @@ func redactCommand() *cli.Command {
 				fmt.Fprintf(w, "renamed: /memories/%s\n", p)
 			}
 			e := c.App.ErrWriter
+			if heldThere {
+				fmt.Fprintf(e, "%s still holds history redacted here; --yes rewrites it there too\n", remote)
+			}
 			switch {
-			case len(rep.Rewritten) == 0:
+			case len(rep.Rewritten) == 0 && !heldThere:
 				fmt.Fprintln(e, "nothing to redact: no commit holds it")
+			case len(rep.Rewritten) == 0:
 			case dry:
 				fmt.Fprintf(e, "dry run: %d commit(s) would be rewritten; run again with --yes to rewrite\n", len(rep.Rewritten))
 			case remote != "":
