@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -531,6 +532,11 @@ type SyncStatus struct {
 	LastSync    time.Time // the last successful push, pull or sync
 	LastAttempt time.Time
 	LastError   string // of the last attempt, "" if it succeeded
+	// RedactedHere is when a redaction made here without --push rewrote
+	// the remote's history as last seen, after the last sync: the remote
+	// still holds what it removed, and syncs with it are refused until
+	// the same redaction is pushed (zero: none).
+	RedactedHere time.Time
 }
 
 // Status reports where the memory stands against a remote, from what was
@@ -543,6 +549,12 @@ func (r *Repo) Status(name string) (SyncStatus, error) {
 	st := SyncStatus{Remote: name, URL: url}
 	rec := r.readSyncState()[name]
 	st.LastSync, st.LastAttempt, st.LastError = rec.LastSync, rec.LastAttempt, rec.LastError
+	for _, lr := range r.localRedactions() {
+		if lr.Time.After(st.LastSync) && slices.Contains(lr.Refs, r.tracking(name).String()) {
+			st.RedactedHere = lr.Time
+			break
+		}
+	}
 	head, err := r.headHash()
 	if err != nil {
 		return st, err

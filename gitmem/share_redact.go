@@ -672,6 +672,7 @@ type localRedaction struct {
 	Blob    string    `json:"blob,omitempty"`
 	Match   string    `json:"match,omitempty"`
 	Commits []string  `json:"commits"`
+	Refs    []string  `json:"refs,omitempty"` // the refs it moved
 }
 
 func (lr localRedaction) redaction() (Redaction, error) {
@@ -706,6 +707,7 @@ func (r *Repo) noteRedaction(red Redaction, rep RedactReport) error {
 	for _, rw := range rep.Rewritten {
 		lr.Commits = append(lr.Commits, rw.Old)
 	}
+	lr.Refs = rep.Refs
 	line, _ := json.Marshal(lr)
 	f, err := os.OpenFile(r.redactedPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {

@@ -311,6 +311,7 @@ type statusJSON struct {
 	LastSync    string `json:"last_sync,omitempty"`
 	LastAttempt string `json:"last_attempt,omitempty"`
 	LastError   string `json:"last_error,omitempty"`
+	Redacted    string `json:"redacted_here,omitempty"`
 }
 
 func statusCommand() *cli.Command {
@@ -360,7 +361,7 @@ func statusCommand() *cli.Command {
 					return t.Format(time.RFC3339)
 				}
 				if c.Bool("json") {
-					emit(statusJSON{st.Remote, st.URL, st.Tracking, st.Ahead, st.Behind, when(st.LastSync), when(st.LastAttempt), st.LastError})
+					emit(statusJSON{st.Remote, st.URL, st.Tracking, st.Ahead, st.Behind, when(st.LastSync), when(st.LastAttempt), st.LastError, when(st.RedactedHere)})
 					continue
 				}
 				fmt.Fprintf(w, "remote %s (%s)\n", st.Remote, st.URL)
@@ -368,6 +369,10 @@ func statusCommand() *cli.Command {
 					fmt.Fprintf(w, "  never fetched; %d commit(s) not pushed\n", st.Ahead)
 				} else {
 					fmt.Fprintf(w, "  %d commit(s) not pushed, %d not merged (as of the last fetch: %s)\n", st.Ahead, st.Behind, short(st.Tracking))
+				}
+				if !st.RedactedHere.IsZero() {
+					fmt.Fprintf(w, "  %s still holds history redacted here at %s: syncs with it are refused until the same redact runs with --push %[1]s\n",
+						st.Remote, st.RedactedHere.Format(time.RFC3339))
 				}
 				switch {
 				case st.LastSync.IsZero() && st.LastAttempt.IsZero():
