@@ -61,9 +61,8 @@ func (r *Repo) DiffWorktree(paths ...string) ([]FileChange, error) {
 	})
 }
 
-func (r *Repo) blobOf(_ int, _ string, h string) ([]byte, error) {
-	data, err := r.readBlob(plumbing.NewHash(h))
-	return data, wrap("read blob", err)
+func (r *Repo) blobOf(_ int, p string, h string) ([]byte, error) {
+	return r.readFile(plumbing.NewHash(h), p)
 }
 
 func (r *Repo) changes(a, b map[string]string, read func(side int, p, h string) ([]byte, error)) ([]FileChange, error) {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
@@ -215,7 +215,8 @@ func (r *Repo) Files(rev string, paths ...string) (map[string]string, error) {
 	return r.filesAt(h, paths)
 }
 
-// filesAt lists files with their blob hashes. Called with omu held.
+// filesAt lists files with their blob hashes, reading trees only (a
+// damaged blob is named where its content is read). Called with omu held.
 func (r *Repo) filesAt(commit plumbing.Hash, paths []string) (map[string]string, error) {
 	out := map[string]string{}
 	if commit.IsZero() {
@@ -223,23 +224,36 @@ func (r *Repo) filesAt(commit plumbing.Hash, paths []string) (map[string]string,
 	}
 	c, err := r.obj.Commit(commit)
 	if err != nil {
-		return nil, wrap("read commit", err)
+		return nil, objectError("commit", commit, "", err)
 	}
 	mem, err := r.memTree(c.TreeHash)
-	if err != nil || mem.IsZero() {
-		return out, wrap("read tree", err)
-	}
-	t, err := r.obj.Tree(mem)
 	if err != nil {
-		return nil, wrap("read tree", err)
+		return nil, objectError("tree", c.TreeHash, "", err)
 	}
-	err = t.Files().ForEach(func(f *object.File) error {
-		if f.Mode != filemode.Symlink && f.Mode != filemode.Submodule && (len(paths) == 0 || touches([]string{f.Name}, paths)) {
-			out[f.Name] = f.Hash.String()
+	var walk func(h plumbing.Hash, dir string) error
+	walk = func(h plumbing.Hash, dir string) error {
+		t, err := r.obj.Tree(h)
+		if err != nil {
+			return objectError("tree", h, path.Join(memDir, dir), err)
+		}
+		for _, e := range t.Entries {
+			p := join2(dir, e.Name)
+			switch {
+			case e.Mode == filemode.Dir:
+				if err := walk(e.Hash, p); err != nil {
+					return err
+				}
+			case e.Mode == filemode.Symlink || e.Mode == filemode.Submodule:
+			case len(paths) == 0 || touches([]string{p}, paths):
+				out[p] = e.Hash.String()
+			}
 		}
 		return nil
-	})
-	return out, wrap("read tree", err)
+	}
+	if mem.IsZero() {
+		return out, nil
+	}
+	return out, walk(mem, "")
 }
 
 // Blob returns an object's content by hash.
@@ -337,9 +351,9 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 	if start < 0 {
 		return nil, ErrNotExist
 	}
-	data, err := r.readBlob(blob)
+	data, err := r.readFile(blob, p)
 	if err != nil {
-		return nil, wrap("read blob", err)
+		return nil, err
 	}
 	result := splitKeep(string(data))
 	owner := make([]int, len(result))
@@ -396,15 +410,15 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 					continue
 				}
 				if text == nil {
-					d, err := r.readBlob(s.blob)
+					d, err := r.readFile(s.blob, k.path)
 					if err != nil {
-						return nil, wrap("read blob", err)
+						return nil, err
 					}
 					text = splitKeep(string(d))
 				}
-				d, err := r.readBlob(b)
+				d, err := r.readFile(b, from)
 				if err != nil {
-					return nil, wrap("read blob", err)
+					return nil, err
 				}
 				a, bb, table := dmp.DiffLinesToChars(string(d), strings.Join(text, ""))
 				handed := map[int]int{}

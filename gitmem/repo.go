@@ -593,6 +593,16 @@ func (r *Repo) readBlob(h plumbing.Hash) ([]byte, error) {
 	return r.obj.Blob(h)
 }
 
+// readFile reads the blob h of the memory file p (relative to
+// memories/); a failure names the object and the file (objectError).
+func (r *Repo) readFile(h plumbing.Hash, p string) ([]byte, error) {
+	data, err := r.readBlob(h)
+	if err != nil {
+		return nil, objectError("blob", h, memDir+"/"+p, err)
+	}
+	return data, nil
+}
+
 // Snapshot returns a consistent, immutable view of the memory at HEAD.
 // When another process has moved HEAD, the new state is loaded first.
 // paths, if any, are memory files (relative to memories/) the caller is
@@ -1018,7 +1028,10 @@ func (r *Repo) ReadFileAt(rev, p string) ([]byte, error) {
 		return nil, ErrNotExist
 	}
 	data, err := r.obj.Blob(e.Hash)
-	return data, wrap("read blob", err)
+	if err != nil {
+		return nil, objectError("blob", e.Hash, memDir+"/"+p, err)
+	}
+	return data, nil
 }
 
 // mergeTrailers sets each of extra's values in base (copied), appending the

@@ -660,6 +660,46 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 	gitCLI(t, dir, "fsck", "--strict")
 }
 
+// A damaged blob of an older version is named, with its path, by every
+// reader of history; listing a commit's files reads no blob. (A
+// newcomer's pass found show and diff saying "read tree failed: zlib ...",
+// naming neither.)
+func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	first := write(t, r, "t1", "notes/a.md", "hello\n")
+	second := write(t, r, "t2", "notes/a.md", "hello\nworld\n")
+	r.Flush()
+	blob := strings.Fields(gitCLI(t, dir, "rev-parse", first.Hash+":memories/notes/a.md"))[0]
+	obj := filepath.Join(dir, ".git", "objects", blob[:2], blob[2:])
+	os.Chmod(obj, 0o644)
+	if err := os.WriteFile(obj, []byte("garbage, not zlib"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	r.obj.Reindex()
+	if fs, err := r.Files(first.Hash); err != nil || fs["notes/a.md"] != blob {
+		t.Fatalf("Files: %v %v", fs, err)
+	}
+	named := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "read the blob "+blob+" (memories/notes/a.md)") {
+			t.Errorf("%s: %v (want the blob %s and its path named)", what, err, blob)
+		}
+	}
+	_, err = r.Diff(first.Hash, second.Hash)
+	named("Diff", err)
+	_, err = r.ReadFileAt(first.Hash, "notes/a.md")
+	named("ReadFileAt", err)
+	_, err = r.Blame(context.Background(), "notes/a.md")
+	named("Blame", err)
+	_, _, err = r.Restore(first, RestoreOptions{DryRun: true})
+	named("Restore", err)
+}
+
 // Item 6: nothing to do makes no commit; restoring a path absent then is
 // refused unless Delete; dry runs change nothing.
 func TestOperatorCommandsRefuseEmptyChanges(t *testing.T) {

@@ -401,9 +401,9 @@ func (r *Repo) Restore(c Commit, opt RestoreOptions) (Commit, []FileChange, erro
 			if now[p] == then[p] {
 				continue
 			}
-			data, err := r.readBlob(plumbing.NewHash(then[p]))
+			data, err := r.readFile(plumbing.NewHash(then[p]), p)
 			if err != nil {
-				return wrap("read blob", err)
+				return err
 			}
 			if n := lookup(tx.root, full(p)); n.isDir() { // a folder now where a file was then
 				if err := tx.Remove(p); err != nil {
