@@ -692,8 +692,9 @@ func endLine(lines []string) []string {
 
 // apply writes the merge's result into the transaction: removals first,
 // then the files. A file that cannot go where the remote had it (a folder
-// is there, or a file where its folder should be) is written beside, its
-// first clashing name suffixed with ~REMOTE.
+// is there, or a file where its folder should be) is written beside: its
+// first clashing name gets ~REMOTE, or ~REMOTE-2, ~REMOTE-3, ..., the
+// first that neither the memory nor the merge's other writes hold.
 func (m *merger) apply(tx *Tx, removes []string, writes map[string]result) error {
 	for _, p := range removes {
 		if _, ok := writes[p]; ok {
@@ -703,24 +704,24 @@ func (m *merger) apply(tx *Tx, removes []string, writes map[string]result) error
 			return err
 		}
 	}
-	for _, p := range slices.Sorted(maps.Keys(writes)) {
+	paths := slices.Sorted(maps.Keys(writes))
+	for _, p := range paths {
 		w := writes[p]
-		q := p
-		for attempt := 1; ; attempt++ {
-			err := m.write(tx, q, w)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, ErrIsDir) && !errors.Is(err, ErrNotDir) || attempt > 10 {
+		err := m.write(tx, p, w)
+		if !errors.Is(err, ErrIsDir) && !errors.Is(err, ErrNotDir) {
+			if err != nil {
 				return err
 			}
-			q = m.besidePath(tx, p, attempt)
-			if attempt == 1 {
-				m.conflict("file/folder", q)
-			} else {
-				m.conflicts[len(m.conflicts)-1].Path = q
-			}
+			continue
 		}
+		q, err := m.besidePath(tx, p, paths)
+		if err != nil {
+			return err
+		}
+		if err := m.write(tx, q, w); err != nil {
+			return err
+		}
+		m.conflict("file/folder", q)
 	}
 	return nil
 }
@@ -736,26 +737,52 @@ func (m *merger) write(tx *Tx, p string, w result) error {
 	return tx.WriteFile(p, w.data)
 }
 
-// besidePath renames the first component of p that clashes with what the
-// transaction holds (a file where a folder is needed, or a folder where
-// the file goes): name~REMOTE, then name~REMOTE-2, ...
-func (m *merger) besidePath(tx *Tx, p string, attempt int) string {
-	suffix := "~" + strings.SplitN(m.label, "/", 2)[0]
-	if attempt > 1 {
-		suffix += fmt.Sprintf("-%d", attempt)
-	}
+// besidePath is where p goes when it clashes with what the transaction
+// holds (a file where a folder is needed, or a folder where the file
+// goes): its first clashing component renamed name~REMOTE, then
+// name~REMOTE-2, ..., to a name nothing holds — neither the transaction
+// nor any of the merge's writes (so nothing is written over) — and cut
+// short where the name or the path would be too long.
+func (m *merger) besidePath(tx *Tx, p string, writes []string) (string, error) {
 	parts := strings.Split(p, "/")
-	for i := range parts {
+	i := 0
+	for ; i < len(parts); i++ {
 		n := lookup(tx.root, full(strings.Join(parts[:i+1], "/")))
 		if n == nil {
 			break
 		}
 		if last := i == len(parts)-1; !last && !n.isDir() || last && n.isDir() {
-			parts[i] += suffix
-			return strings.Join(parts, "/")
+			break
 		}
 	}
-	return p + suffix
+	i = min(i, len(parts)-1)
+	held := func(c string) bool {
+		if lookup(tx.root, full(c)) != nil {
+			return true
+		}
+		for _, w := range writes {
+			if w == c || strings.HasPrefix(w, c+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	base := strings.SplitN(m.label, "/", 2)[0]
+	for attempt := 1; attempt <= 1000; attempt++ {
+		suffix := "~" + base
+		if attempt > 1 {
+			suffix += fmt.Sprintf("-%d", attempt)
+		}
+		name := parts[i]
+		over := max(len(name)+len(suffix)-policy.MaxSegmentBytes, len(p)+len(suffix)-policy.MaxPathBytes, 0)
+		name = strings.ToValidUTF8(name[:max(len(name)-over, 1)], "")
+		c := strings.Join(append(slices.Clone(parts[:i]), name+suffix), "/")
+		q := strings.Join(append([]string{c}, parts[i+1:]...), "/")
+		if checkRel(q) == nil && !held(c) {
+			return q, nil
+		}
+	}
+	return "", &StorageError{Op: "merge", Err: fmt.Errorf("no free name beside %s", displayPath(p))}
 }
 
 // checkLimits refuses a merge whose result is over the memory's limits

@@ -409,6 +409,122 @@ func TestMergeKeepsWhatARenameLandsOn(t *testing.T) {
 	fsckClean(t, remote)
 }
 
+// keepsAll checks that both agents hold the same files and every line.
+func keepsAll(t *testing.T, a, b *Repo, lines ...string) {
+	t.Helper()
+	fa, fb := files(t, a), files(t, b)
+	if fmt.Sprint(fa) != fmt.Sprint(fb) {
+		t.Errorf("agents differ:\n%q\n%q", fa, fb)
+	}
+	all := fmt.Sprint(fa)
+	for _, l := range lines {
+		if !strings.Contains(all, l) {
+			t.Errorf("lost %q: %q", l, fa)
+		}
+	}
+}
+
+// A file/folder clash is written beside under a name nothing holds: not
+// over a file of the memory's, of the remote's, or of an earlier clash;
+// and a name is always found (ten taken, or one too long to suffix).
+// Each case lost a file or stopped every sync once (an attacker's pass).
+// a (the merging side) and b each write files; b syncs, a merges, b pulls.
+func TestMergeBesideNameIsFree(t *testing.T) {
+	for name, c := range map[string]struct{ a, b map[string]string }{
+		"remote file onto local x.md~origin": {
+			a: map[string]string{"x.md/in.md": "a in\n", "x.md~origin": "a tilde\n"},
+			b: map[string]string{"x.md": "b file\n"}},
+		"remote folder onto local x.md~origin/in.md": {
+			a: map[string]string{"x.md": "a file\n", "x.md~origin/in.md": "a tilde in\n"},
+			b: map[string]string{"x.md/in.md": "b in\n"}},
+		"remote's own x.md~origin": {
+			a: map[string]string{"x.md/in.md": "a in\n"},
+			b: map[string]string{"x.md": "b file\n", "x.md~origin": "b tilde\n"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			remote := bareRemote(t)
+			a := agent(t, remote, "a")
+			syncOK(t, a)
+			b := agent(t, remote, "b")
+			var want []string
+			for p, s := range c.a {
+				put(t, a, "a"+p, p, s)
+				want = append(want, s)
+			}
+			for p, s := range c.b {
+				put(t, b, "b"+p, p, s)
+				want = append(want, s)
+			}
+			syncOK(t, b)
+			syncOK(t, a)
+			syncOK(t, b)
+			keepsAll(t, a, b, want...)
+		})
+	}
+}
+
+// A second clash at x.md keeps the x.md~origin the first made.
+func TestMergeSecondClashKeepsTheFirst(t *testing.T) {
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	put(t, a, "a1", "x.md/in.md", "a in\n")
+	put(t, b, "b1", "x.md", "b first file\n")
+	syncOK(t, b)
+	syncOK(t, a) // x.md~origin = "b first file"
+	syncOK(t, b)
+	del(t, a, "a2", "x.md") // a: folder -> file
+	put(t, a, "a3", "x.md", "a second file\n")
+	put(t, b, "b2", "x.md/other.md", "b other\n") // b: adds to the folder
+	syncOK(t, a)
+	syncOK(t, b) // clash 2 overwrites x.md~origin
+	syncOK(t, a)
+	keepsAll(t, a, b, "b first file", "a second file", "b other")
+}
+
+// The first beside names are taken, or too long: a free, valid one is
+// found, and the sync goes through.
+func TestMergeBesideNameAlwaysFound(t *testing.T) {
+	for name, taken := range map[string]int{"ten names taken": 10, "name too long": -1} {
+		t.Run(name, func(t *testing.T) {
+			remote := bareRemote(t)
+			a := agent(t, remote, "a")
+			syncOK(t, a)
+			b := agent(t, remote, "b")
+			x := "x.md"
+			if taken < 0 {
+				x = strings.Repeat("n", 252) + ".md"
+			}
+			put(t, a, "a0", x, "a file\n")
+			for i := 1; i <= taken; i++ {
+				p := x + "~origin"
+				if i > 1 {
+					p += fmt.Sprint("-", i)
+				}
+				put(t, a, fmt.Sprint("a", i), p, "taken\n")
+			}
+			put(t, b, "b1", x+"/in.md", "b in\n")
+			syncOK(t, b)
+			res, err := a.Sync(context.Background(), "origin", SyncOptions{})
+			if err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			syncOK(t, b)
+			keepsAll(t, a, b, "a file", "b in")
+			want := x + "~origin/in.md"
+			if taken > 0 {
+				want = x + fmt.Sprintf("~origin-%d/in.md", taken+1)
+			} else {
+				want = strings.Repeat("n", 252-len("~origin")+len(".md")) + "~origin/in.md"
+			}
+			if len(res.Conflicts) != 1 || res.Conflicts[0] != (MergeConflict{"file/folder", want}) {
+				t.Errorf("conflicts %v, want file/folder %s", res.Conflicts, want)
+			}
+		})
+	}
+}
+
 // The operator tools on a merged history: log lists both sides, blame
 // names the agent that wrote a line, revert undoes a commit that came
 // through a merge, expire sees the last change on either side, restore
