@@ -304,6 +304,9 @@ func blameCommand() *cli.Command {
 			defer stop()
 			lines, err := r.Blame(ctx, p)
 			if errors.Is(err, gitmem.ErrNotExist) {
+				if fs, _ := r.Files("HEAD", p); len(fs) > 0 {
+					return failf(exitUsage, "/memories/%s is a folder: blame takes a file", p)
+				}
 				return failf(exitFailure, "/memories/%s has no history", p)
 			}
 			if err != nil {

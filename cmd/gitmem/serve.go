@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -115,7 +116,11 @@ func serve(c *cli.Context) (err error) {
 	}
 	for _, a := range []string{addr, mcpAddr} {
 		if _, port, err := net.SplitHostPort(a); a != "" && (err != nil || port == "") {
-			return failf(exitUsage, "%q has no port: listen on HOST:PORT, such as %s:7077 (--http alone listens on %s)", a, strings.TrimSuffix(a, ":"), defaultAddr)
+			example := strings.TrimSuffix(a, ":") + ":7077"
+			if _, err := strconv.ParseUint(a, 10, 16); err == nil { // a port alone
+				example = "127.0.0.1:" + a
+			}
+			return failf(exitUsage, "%q has no port: listen on HOST:PORT, such as %s (--http alone listens on %s)", a, example, defaultAddr)
 		}
 		if a != "" && token == "" && !isLoopback(a) {
 			return failf(exitUsage, "refusing to serve %s without a token: set --token or GITMEM_TOKEN, or listen on a loopback address", a)

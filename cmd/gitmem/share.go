@@ -177,6 +177,9 @@ func remoteChange(n int, what string, fn func(*gitmem.Repo, []string) error) cli
 			if errors.As(err, &ee) {
 				return err
 			}
+			if c.Command.Name == "remove" && errors.Is(err, gitmem.ErrNoRemote) {
+				return failf(exitUsage, "no remote named %q (gitmem remote list)", c.Args().First())
+			}
 			return shareErr(err, c.Args().First(), c.String("repo"))
 		}
 		return nil
