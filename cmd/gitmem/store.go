@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -53,7 +54,7 @@ func storeCommand() *cli.Command {
 					if m.Screening, err = screeningFlag(c); err != nil {
 						return err
 					}
-					return withStores(c, func(d *stores.Dir) error {
+					return withStores(c, true, func(d *stores.Dir) error {
 						info, err := d.Create(name, m, gitmem.Signature{})
 						if err != nil {
 							return storesErr(err, name)
@@ -70,7 +71,7 @@ func storeCommand() *cli.Command {
 					&cli.BoolFlag{Name: "archived", Usage: "include archived stores"},
 					&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"}},
 				Action: func(c *cli.Context) error {
-					return withStores(c, func(d *stores.Dir) error {
+					return withStores(c, false, func(d *stores.Dir) error {
 						emit := jsonLines(c.App.Writer)
 						for after := ""; ; {
 							page, err := d.List(after, 500, c.Bool("archived"), nil)
@@ -106,7 +107,7 @@ func storeCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					return withStores(c, func(d *stores.Dir) error {
+					return withStores(c, false, func(d *stores.Dir) error {
 						info, err := d.Get(name)
 						if err != nil {
 							return storesErr(err, name)
@@ -149,7 +150,7 @@ func storeCommand() *cli.Command {
 						}
 						ch.Screening = &mode
 					}
-					return withStores(c, func(d *stores.Dir) error {
+					return withStores(c, false, func(d *stores.Dir) error {
 						info, err := d.Update(name, ch, gitmem.Signature{})
 						if err != nil {
 							return storesErr(err, name)
@@ -174,7 +175,7 @@ func storeCommand() *cli.Command {
 					if !c.Bool("yes") {
 						return failf(exitUsage, "delete removes store %s and all its history for good; run again with --yes (or archive it instead)", name)
 					}
-					return withStores(c, func(d *stores.Dir) error {
+					return withStores(c, false, func(d *stores.Dir) error {
 						if err := d.Delete(name); err != nil {
 							return storesErr(err, name)
 						}
@@ -198,7 +199,7 @@ func archiveCommand(name, usage string, archived bool, dirFlag cli.Flag, nameArg
 			if err != nil {
 				return err
 			}
-			return withStores(c, func(d *stores.Dir) error {
+			return withStores(c, false, func(d *stores.Dir) error {
 				info, err := d.Archive(store, archived, gitmem.Signature{})
 				if err != nil {
 					return storesErr(err, store)
@@ -216,11 +217,16 @@ func archiveCommand(name, usage string, archived bool, dirFlag cli.Flag, nameArg
 
 func ptr[T any](v T) *T { return &v }
 
-// withStores opens the folder of stores for one command.
-func withStores(c *cli.Context, fn func(d *stores.Dir) error) error {
+// withStores opens the folder of stores for one command; only a command
+// that creates a store (create) makes the folder when it is missing, so
+// that a mistyped --stores is named, not made.
+func withStores(c *cli.Context, create bool, fn func(d *stores.Dir) error) error {
 	root := c.String("stores")
 	if root == "" {
 		root = "./stores"
+	}
+	if fi, err := os.Stat(root); !create && (err != nil || !fi.IsDir()) {
+		return failf(exitFailure, "%s is not a folder of stores (gitmem store create NAME --stores %[1]s makes one)", root)
 	}
 	d, err := stores.Open(root, stores.Options{Repo: gitmem.Options{Now: clock(), Logf: logTo(c)}, IdleClose: -1})
 	if err != nil {
