@@ -109,8 +109,19 @@ func applyConfig(c *cli.Context) error {
 	}
 	for _, key := range sortedKeys(table) {
 		value := table[key]
-		if _, isTable := value.(map[string]any); isTable && where == "the top level" {
-			continue // a command's table
+		if t, isTable := value.(map[string]any); isTable && where == "the top level" {
+			// A command's table, set when that command runs; checked by
+			// every command, so that a typo shows at once.
+			cmd := c.App.Command(key)
+			if cmd == nil {
+				return failf(exitUsage, "--config %s: [%s] is not a gitmem command", c.String("config"), key)
+			}
+			for _, k := range sortedKeys(t) {
+				if findFlag(cmd.Flags, k) == nil {
+					return failf(exitUsage, "--config %s: [%s] has no setting %q", c.String("config"), key, k)
+				}
+			}
+			continue
 		}
 		f := findFlag(flags, key)
 		if f == nil || key == "config" {
