@@ -51,6 +51,11 @@ func tokenCommand() *cli.Command {
 						tok.Role = policy.Operator
 					}
 					err = editTokens(c.String("file"), func(f *policy.TokenFile) error {
+						for _, t := range f.Tokens {
+							if t.Name == tok.Name {
+								return failf(exitFailure, "there is a token named %s already (gitmem token list); remove it first to replace it", tok.Name)
+							}
+						}
 						f.Tokens = append(f.Tokens, tok)
 						return nil
 					})
@@ -70,6 +75,9 @@ func tokenCommand() *cli.Command {
 				Usage: "list the tokens: name, access, role, stores",
 				Flags: []cli.Flag{fileFlag},
 				Action: func(c *cli.Context) error {
+					if _, err := os.Stat(c.String("file")); errors.Is(err, fs.ErrNotExist) {
+						return failf(exitFailure, "there is no token file %s (gitmem token add NAME --file %[1]s makes it)", c.String("file"))
+					}
 					f, err := readTokens(c.String("file"))
 					if err != nil {
 						return err
