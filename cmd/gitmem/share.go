@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -338,6 +339,11 @@ func statusCommand() *cli.Command {
 				names = append(names, x.Name)
 			}
 			if c.NArg() > 0 {
+				for _, n := range c.Args().Slice() {
+					if !slices.Contains(names, n) {
+						return shareErr(gitmem.ErrNoRemote, n, c.String("repo"))
+					}
+				}
 				names = c.Args().Slice()
 			}
 			head, err := r.Commit("HEAD")
