@@ -276,6 +276,10 @@ func memPath(w http.ResponseWriter, p string) (string, bool) {
 
 // filePath reads the path of one memory file: not the root.
 func filePath(w http.ResponseWriter, p string) (string, bool) {
+	if p == "" {
+		httpError(w, http.StatusBadRequest, "the path parameter is required: ?path=/memories/...")
+		return "", false
+	}
 	rel, ok := memPath(w, p)
 	if ok && rel == "" {
 		httpError(w, http.StatusBadRequest, "path names the /memories folder itself; name a file in it")

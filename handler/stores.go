@@ -62,6 +62,9 @@ func StoresHTTP(d *stores.Dir, opt StoresOptions) http.Handler {
 	s := &storesServer{dir: d, opt: opt}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/stores/{store}/tool_use", s.store(false, s.toolUse))
+	mux.HandleFunc("/v1/tool_use", func(w http.ResponseWriter, r *http.Request) {
+		httpError(w, http.StatusNotFound, "this server serves several stores: POST /v1/stores/{store}/tool_use")
+	})
 	s.operatorRoutes(mux)
 	return opt.HTTP.protect(opt.Logger, opt.Tokens != nil, s.authenticated, mux)
 }

@@ -427,6 +427,24 @@ func TestMemoriesAPI(t *testing.T) {
 	}
 	sha := func(s string) string { return stores.SHA256([]byte(s)) }
 
+	// A request a newcomer gets wrong says what was meant.
+	var bad struct{ Error string }
+	if code := a.callBad("auditor", "GET", "/v1/stores/alice/memory", nil, &bad); code != http.StatusBadRequest || bad.Error != "the path parameter is required: ?path=/memories/..." {
+		t.Errorf("memory without path: %d %q", code, bad.Error)
+	}
+	req, _ := http.NewRequest("POST", a.base+"/v1/tool_use", strings.NewReader("{}")) // a single-memory route, not in this API
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer secret-alice-bot")
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		json.NewDecoder(resp.Body).Decode(&bad)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || bad.Error != "this server serves several stores: POST /v1/stores/{store}/tool_use" {
+			t.Errorf("tool_use without a store: %d %q", resp.StatusCode, bad.Error)
+		}
+	}
+
 	var list struct {
 		Data     []stores.MemoryJSON `json:"data"`
 		NextPage *string             `json:"next_page"`
