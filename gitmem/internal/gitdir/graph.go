@@ -145,7 +145,7 @@ func (g *Graph) Exclusive(tips, not []plumbing.Hash) ([]*object.Commit, error) {
 		// Done when only the other side's commits are left, and none is
 		// as new as a commit taken: one that is may still reach it (a
 		// parent met before its child, when commit times tie).
-		if allOut(q, flags) && (q.Len() == 0 || q[0].Committer.When.Before(oldestIn)) {
+		if allOut(q, flags) && (len(out) == 0 || q.Len() == 0 || q[0].Committer.When.Before(oldestIn)) {
 			if extra--; extra < 0 {
 				break
 			}

@@ -183,3 +183,24 @@ func TestGraphAgreesWithGit(t *testing.T) {
 		}
 	}
 }
+
+// A walk whose answer is settled stops: Exclusive of a commit against
+// itself (status when the memory and the remote agree) reads a few
+// commits, not the history.
+func TestExclusiveOfItselfStopsEarly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r.git")
+	all := randomHistory(t, dir, 9, 200, 60)
+	s := Open(dir)
+	defer s.Close()
+	for _, h := range all[:5] {
+		g := NewGraph(s)
+		got, err := g.Exclusive([]plumbing.Hash{h}, []plumbing.Hash{h})
+		if err != nil || len(got) != 0 {
+			t.Fatalf("Exclusive(%s, not itself) = %d commits, %v", h, len(got), err)
+		}
+		if len(g.commits) > 4*slop {
+			t.Errorf("Exclusive(%s, not itself) read %d commits of %d", h, len(g.commits), len(all))
+		}
+	}
+}
+
