@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -240,9 +239,10 @@ type session struct {
 	g    *gd.Graph
 	res  SyncResult
 
-	report       RedactReport  // RedactShared's
-	prevTip      plumbing.Hash // the remote's branch as last seen before this session fetched
-	takeRedacted bool          // RedactShared: the remote's history is redacted here, then there
+	report       RedactReport           // RedactShared's
+	prevTip      plumbing.Hash          // the remote's branch as last seen before this session fetched
+	takeRedacted bool                   // RedactShared: the remote's history is redacted here, then there
+	localOnly    map[plumbing.Hash]bool // RedactShared: commits only this memory had before it redacted
 
 	redactedRead bool // redacted, redactedBy hold .git/gitmem/redacted (redactedHere)
 	redacted     []localRedaction
@@ -282,14 +282,6 @@ func (s *session) remoteErr(op string, err error) error {
 // the writer lock only to merge.
 func (r *Repo) Pull(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
 	return r.share(name, opt, func(s *session) error { return s.pull(ctx) })
-}
-
-// Fetch brings the remote's branch into its tracking ref
-// (refs/remotes/NAME/BRANCH) and merges nothing: the memory and its
-// worktree do not change. A remote that still holds history a redaction
-// here removed is refused (RedactedRemoteError) before anything comes.
-func (r *Repo) Fetch(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
-	return r.share(name, opt, func(s *session) error { _, err := s.fetch(ctx); return err })
 }
 
 // Push sends the memory's new commits to the remote and moves its branch,
@@ -533,9 +525,10 @@ type SyncStatus struct {
 	LastAttempt time.Time
 	LastError   string // of the last attempt, "" if it succeeded
 	// RedactedHere is when a redaction made here without --push rewrote
-	// the remote's history as last seen, after the last sync: the remote
-	// still holds what it removed, and syncs with it are refused until
-	// the same redaction is pushed (zero: none).
+	// the remote's history as last seen, after the last sync, and no
+	// fetch has moved it since: the remote still holds what it removed,
+	// and syncs with it are refused until the same redaction is pushed
+	// (zero: none).
 	RedactedHere time.Time
 }
 
@@ -549,8 +542,9 @@ func (r *Repo) Status(name string) (SyncStatus, error) {
 	st := SyncStatus{Remote: name, URL: url}
 	rec := r.readSyncState()[name]
 	st.LastSync, st.LastAttempt, st.LastError = rec.LastSync, rec.LastAttempt, rec.LastError
+	track := r.readTracking(name)
 	for _, lr := range r.localRedactions() {
-		if lr.Time.After(st.LastSync) && slices.Contains(lr.Refs, r.tracking(name).String()) {
+		if lr.Time.After(st.LastSync) && !track.IsZero() && lr.Refs[r.tracking(name).String()] == track.String() {
 			st.RedactedHere = lr.Time
 			break
 		}
@@ -559,7 +553,6 @@ func (r *Repo) Status(name string) (SyncStatus, error) {
 	if err != nil {
 		return st, err
 	}
-	track := r.readTracking(name)
 	if track.IsZero() {
 		st.Ahead, err = r.countExclusive(head, plumbing.ZeroHash)
 		return st, err

@@ -468,6 +468,9 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 		return err
 	}
 	lease := s.r.readTracking(s.name) // what the remote's branch holds
+	if err := s.noteLocalOnly(tip); err != nil {
+		return err
+	}
 	lrs, first, _, err := s.redactedIn(tip)
 	if err != nil {
 		return err
@@ -574,6 +577,9 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 			return err
 		}
 		lease = tip
+		if err := s.noteLocalOnly(tip); err != nil {
+			return err
+		}
 		if _, err := redactAll(nil); err != nil {
 			return err
 		}
@@ -586,6 +592,26 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 			return err
 		}
 	}
+}
+
+// noteLocalOnly adds to s.localOnly the commits of HEAD's history that
+// the remote's branch (tip, as fetched) lacks.
+func (s *session) noteLocalOnly(tip plumbing.Hash) error {
+	head, err := s.r.headHash()
+	if err != nil || head.IsZero() {
+		return err
+	}
+	cs, err := s.g.Exclusive([]plumbing.Hash{head}, parentList(tip))
+	if err != nil {
+		return wrap("read the history", err)
+	}
+	if s.localOnly == nil {
+		s.localOnly = map[plumbing.Hash]bool{}
+	}
+	for _, c := range cs {
+		s.localOnly[c.Hash] = true
+	}
+	return nil
 }
 
 // redactHook, when a test sets it, runs between the local redaction and
@@ -613,9 +639,10 @@ func (s *session) forcePush(ctx context.Context, lease, rec plumbing.Hash, rewri
 	if err != nil {
 		return err
 	}
-	// What the remote has: every commit of ours the redaction did not
-	// rewrite (the parents of the first rewritten ones), and its refs we
-	// still hold.
+	// What the remote has: its refs we still hold, and every commit of
+	// its history the redaction did not rewrite (the parents of the first
+	// rewritten ones) — not one only this memory had (localOnly), which
+	// a merge of the remote's history now descends from.
 	var haves []plumbing.Hash
 	for _, h := range refs {
 		if s.g.Has(h) {
@@ -628,7 +655,7 @@ func (s *session) forcePush(ctx context.Context, lease, rec plumbing.Hash, rewri
 			continue
 		}
 		for _, p := range c.ParentHashes {
-			if !rewritten[p.String()] && s.g.Has(p) {
+			if !rewritten[p.String()] && !s.localOnly[p] && s.g.Has(p) {
 				haves = append(haves, p)
 			}
 		}
@@ -667,12 +694,12 @@ func newID() string {
 // localRedaction is one line of .git/gitmem/redacted: the rule, and the
 // commits it rewrote as they were.
 type localRedaction struct {
-	Time    time.Time `json:"time"`
-	Path    string    `json:"path,omitempty"`
-	Blob    string    `json:"blob,omitempty"`
-	Match   string    `json:"match,omitempty"`
-	Commits []string  `json:"commits"`
-	Refs    []string  `json:"refs,omitempty"` // the refs it moved
+	Time    time.Time         `json:"time"`
+	Path    string            `json:"path,omitempty"`
+	Blob    string            `json:"blob,omitempty"`
+	Match   string            `json:"match,omitempty"`
+	Commits []string          `json:"commits"`
+	Refs    map[string]string `json:"refs,omitempty"` // the refs it moved, to the commits they point at since
 }
 
 func (lr localRedaction) redaction() (Redaction, error) {
@@ -697,9 +724,9 @@ func (lr localRedaction) sameRule(red Redaction) bool {
 
 func (r *Repo) redactedPath() string { return filepath.Join(r.gitDir, "gitmem", "redacted") }
 
-// noteRedaction appends the rule and rep's rewritten commits to the
-// file, durably.
-func (r *Repo) noteRedaction(red Redaction, rep RedactReport) error {
+// noteRedaction appends the rule, rep's rewritten commits and where the
+// refs moved to the file, durably.
+func (r *Repo) noteRedaction(red Redaction, rep RedactReport, moved map[plumbing.ReferenceName][2]plumbing.Hash) error {
 	lr := localRedaction{Time: r.opt.Now().UTC(), Path: red.Path, Blob: red.Blob}
 	if red.Match != nil {
 		lr.Match = red.Match.String()
@@ -707,7 +734,10 @@ func (r *Repo) noteRedaction(red Redaction, rep RedactReport) error {
 	for _, rw := range rep.Rewritten {
 		lr.Commits = append(lr.Commits, rw.Old)
 	}
-	lr.Refs = rep.Refs
+	lr.Refs = map[string]string{}
+	for name, m := range moved {
+		lr.Refs[name.String()] = m[1].String()
+	}
 	line, _ := json.Marshal(lr)
 	f, err := os.OpenFile(r.redactedPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {

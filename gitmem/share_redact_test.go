@@ -120,6 +120,42 @@ func TestRedactionPropagates(t *testing.T) {
 	}
 }
 
+// A clone with commits it has not pushed yet redacts a secret another
+// clone pushed: the merge of the remote's history descends from those
+// commits, and the push sends them too. It took them for the remote's
+// once (the parents of the rewritten commits that were not rewritten),
+// and left the remote's branch on a commit whose parent it lacked.
+func TestRedactSharedSendsUnpushedCommits(t *testing.T) {
+	const secret = "xoxb-0123456789-abcdefghijKLMN"
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "a0", "base.md", "base\n")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	put(t, b, "b1", "slack.md", "token "+secret+"\n")
+	syncOK(t, b)
+	put(t, a, "a1", "mine.md", "not pushed yet\n") // a's own, no secret
+	put(t, a, "a2", "mine2.md", "neither\n")
+	red := Redaction{Match: regexp.MustCompile(`xoxb-[0-9A-Za-z-]{20,}`)}
+	if _, _, err := a.RedactShared(context.Background(), "origin", red, SyncOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	fsckClean(t, remote)
+	got := gitRun(t, remote, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
+	for _, id := range []string{"a1", "a2", "b1"} {
+		if !strings.Contains(got, id) {
+			t.Errorf("the remote's history lacks %s:\n%s", id, got)
+		}
+	}
+	if objectsHold(t, remote, secret) || objectsHold(t, a.Dir(), secret) {
+		t.Error("the secret is still held")
+	}
+	syncOK(t, b)
+	if fb := files(t, b); fb["mine.md"] != "not pushed yet\n" || !strings.Contains(fb["slack.md"], "[REDACTED]") {
+		t.Errorf("b after its sync: %v", fb)
+	}
+}
+
 // A redaction record the remote's history does not show (made up, or the
 // history rewritten some other way) is refused: a redaction would erase
 // the content from every clone's history for good.
