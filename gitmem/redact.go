@@ -103,7 +103,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		// Before the first ref moves: a crash after it must not leave
 		// the rewrite without its note (a pull would take the old
 		// history back).
-		if err := r.noteRedaction(red, rep); err != nil {
+		if err := r.noteRedaction(red, rep, moved); err != nil {
 			return rep, wrap("note the redaction for the next pull", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -56,7 +57,7 @@ func redactCommand() *cli.Command {
 			}
 			dry := !c.Bool("yes")
 			remote := c.String("push")
-			r, err := openRepo(c, dry && remote == "")
+			r, err := openRepo(c, dry)
 			if err != nil {
 				return err
 			}
@@ -65,16 +66,11 @@ func redactCommand() *cli.Command {
 			defer stop()
 			var rep gitmem.RedactReport
 			var res gitmem.SyncResult
-			heldThere := false // the remote holds history redacted here
+			// A dry run changes nothing and reaches no remote: it counts the
+			// remote's history as last fetched, and says so.
+			var there gitmem.SyncStatus
 			if remote != "" && dry {
-				// --yes pulls first: the dry run fetches, so that it lists
-				// the remote's commits too.
-				_, err := r.Fetch(ctx, remote, syncOptions(c))
-				var rr *gitmem.RedactedRemoteError
-				switch {
-				case errors.As(err, &rr):
-					heldThere = true
-				case err != nil:
+				if there, err = r.Status(remote); err != nil {
 					return shareErr(err, remote, c.String("repo"))
 				}
 			}
@@ -108,13 +104,19 @@ func redactCommand() *cli.Command {
 				fmt.Fprintf(w, "renamed: /memories/%s\n", p)
 			}
 			e := c.App.ErrWriter
-			if heldThere {
-				fmt.Fprintf(e, "%s still holds history redacted here; --yes rewrites it there too\n", remote)
+			if remote != "" && dry {
+				if !there.RedactedHere.IsZero() {
+					fmt.Fprintf(e, "%s still holds history redacted here at %s; --yes rewrites it there too\n", remote, there.RedactedHere.Format(time.RFC3339))
+				}
+				as := "never fetched"
+				if !there.LastSync.IsZero() {
+					as = "as of the last sync, " + there.LastSync.Format(timeLayout)
+				}
+				fmt.Fprintf(e, "%s's history is counted %s; --yes fetches first and redacts what it holds now\n", remote, as)
 			}
 			switch {
-			case len(rep.Rewritten) == 0 && !heldThere:
-				fmt.Fprintln(e, "nothing to redact: no commit holds it")
 			case len(rep.Rewritten) == 0:
+				fmt.Fprintln(e, "nothing to redact: no commit holds it")
 			case dry:
 				fmt.Fprintf(e, "dry run: %d commit(s) would be rewritten; run again with --yes to rewrite\n", len(rep.Rewritten))
 			case remote != "":

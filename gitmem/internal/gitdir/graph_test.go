@@ -203,4 +203,3 @@ func TestExclusiveOfItselfStopsEarly(t *testing.T) {
 		}
 	}
 }
-
