@@ -95,14 +95,15 @@ type merger struct {
 
 	conflicts []MergeConflict
 	ignored   []IgnoredEntry
-	commits   int // commits the merge brings
+	beside    map[string]string // a clashing path -> the name its files went to (besidePath)
+	commits   int               // commits the merge brings
 	ff        bool
 }
 
 // run computes the merge into tx: a fast-forward, a merge commit's tree,
 // or errUpToDate.
 func (m *merger) run(tx *Tx) error {
-	m.conflicts, m.ignored, m.ff = nil, nil, false
+	m.conflicts, m.ignored, m.ff, m.beside = nil, nil, false, map[string]string{}
 	ours := tx.head
 	m.local = ours.String()[:7]
 	if ours == m.theirs {
@@ -714,9 +715,12 @@ func (m *merger) apply(tx *Tx, removes []string, writes map[string]result) error
 			}
 			continue
 		}
-		q, err := m.besidePath(tx, p, paths)
-		if err != nil {
-			return err
+		q, ok := m.besidePath(tx, p, paths)
+		if !ok {
+			// No name beside fits (the path is at the length limit): the
+			// remote's file is left out, named, and the sync goes on.
+			m.ignore(memDir+"/"+displayPath(p), "clashes with a file or folder here, and no name beside it fits")
+			continue
 		}
 		if err := m.write(tx, q, w); err != nil {
 			return err
@@ -742,8 +746,9 @@ func (m *merger) write(tx *Tx, p string, w result) error {
 // goes): its first clashing component renamed name~REMOTE, then
 // name~REMOTE-2, ..., to a name nothing holds — neither the transaction
 // nor any of the merge's writes (so nothing is written over) — and cut
-// short where the name or the path would be too long.
-func (m *merger) besidePath(tx *Tx, p string, writes []string) (string, error) {
+// short where the name or the path would be too long (false: none fits).
+// The files of one clashing folder go to one name.
+func (m *merger) besidePath(tx *Tx, p string, writes []string) (string, bool) {
 	parts := strings.Split(p, "/")
 	i := 0
 	for ; i < len(parts); i++ {
@@ -756,6 +761,12 @@ func (m *merger) besidePath(tx *Tx, p string, writes []string) (string, error) {
 		}
 	}
 	i = min(i, len(parts)-1)
+	key := strings.Join(parts[:i+1], "/")
+	if c, ok := m.beside[key]; ok {
+		if q := strings.Join(append([]string{c}, parts[i+1:]...), "/"); lookup(tx.root, full(q)) == nil && checkRel(q) == nil {
+			return q, true
+		}
+	}
 	held := func(c string) bool {
 		if lookup(tx.root, full(c)) != nil {
 			return true
@@ -773,16 +784,35 @@ func (m *merger) besidePath(tx *Tx, p string, writes []string) (string, error) {
 		if attempt > 1 {
 			suffix += fmt.Sprintf("-%d", attempt)
 		}
-		name := parts[i]
-		over := max(len(name)+len(suffix)-policy.MaxSegmentBytes, len(p)+len(suffix)-policy.MaxPathBytes, 0)
-		name = strings.ToValidUTF8(name[:max(len(name)-over, 1)], "")
+		// Too long a name or path is cut short: the clashing name first,
+		// then, under it, the file's own name.
+		name, rest := parts[i], slices.Clone(parts[i+1:])
+		over := max(len(name)+len(suffix)-policy.MaxSegmentBytes, len(policy.Display(p))+len(suffix)-policy.MaxPathBytes, 0)
+		cut := min(over, len(name)-1)
+		name, over = cutName(name, len(name)-cut), over-cut
+		if n := len(rest); over > 0 && n > 0 {
+			rest[n-1] = cutName(rest[n-1], len(rest[n-1])-over)
+		}
 		c := strings.Join(append(slices.Clone(parts[:i]), name+suffix), "/")
-		q := strings.Join(append([]string{c}, parts[i+1:]...), "/")
+		q := strings.Join(append([]string{c}, rest...), "/")
 		if checkRel(q) == nil && !held(c) {
-			return q, nil
+			m.beside[key] = c
+			return q, true
+		}
+		if len(policy.Display(q)) > policy.MaxPathBytes {
+			return "", false // a longer suffix fits no better
 		}
 	}
-	return "", &StorageError{Op: "merge", Err: fmt.Errorf("no free name beside %s", displayPath(p))}
+	return "", false
+}
+
+// cutName is name cut to at most n bytes (at least one), on a character
+// boundary.
+func cutName(name string, n int) string {
+	if n >= len(name) {
+		return name
+	}
+	return strings.ToValidUTF8(name[:max(n, 1)], "")
 }
 
 // checkLimits refuses a merge whose result is over the memory's limits

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // bareRemote makes an empty bare repository with the git CLI, as an
@@ -522,6 +524,65 @@ func TestMergeBesideNameAlwaysFound(t *testing.T) {
 				t.Errorf("conflicts %v, want file/folder %s", res.Conflicts, want)
 			}
 		})
+	}
+}
+
+// A clash deep in a path near the length limit finds a valid name (the
+// limit counts /memories/), cutting the clashing name or else the file's
+// own; where nothing fits, the remote's file is left out and named, and
+// the sync goes on. The files of one clashing folder go to one beside
+// folder. (An attacker's pass: the first stopped every sync, the second
+// scattered a folder over notes~origin, ~origin-2, ~origin-3.)
+func TestMergeBesideNearTheLimits(t *testing.T) {
+	seg := func(c string, n int) string { return strings.Repeat(c, n) }
+	for _, c := range []struct {
+		p    string // the remote's file; its first component is a file here
+		kept bool
+	}{
+		{"d/" + seg("s", 200) + "/" + seg("s", 200) + "/" + seg("s", 200) + "/" + seg("s", 200) + "/" + seg("f", 208), true}, // 1014 bytes, the most: the file's name is cut
+		{seg("L", 250) + "/" + seg("m", 250) + "/" + seg("n", 250) + "/" + seg("o", 250), true},                              // the clashing name is cut
+		{"d/" + seg("s", 200) + "/" + seg("s", 200) + "/" + seg("s", 200) + "/" + seg("s", 200) + "/" + seg("s", 200) + "/" + seg("s", 5) + "/f", false},
+	} {
+		if n := len(policy.Display(c.p)); n > policy.MaxPathBytes {
+			t.Fatalf("the case is %d bytes long, over the limit", n)
+		}
+		remote := bareRemote(t)
+		a := agent(t, remote, "a")
+		syncOK(t, a)
+		b := agent(t, remote, "b")
+		put(t, a, "a1", c.p[:strings.IndexByte(c.p, '/')], "a file\n")
+		put(t, b, "b1", c.p, "b deep\n")
+		syncOK(t, b)
+		res, err := a.Sync(context.Background(), "origin", SyncOptions{})
+		if err != nil {
+			t.Fatalf("a clash at %d bytes: %v", len(c.p), err)
+		}
+		syncOK(t, b)
+		if c.kept {
+			keepsAll(t, a, b, "a file", "b deep")
+		} else if len(res.Ignored) != 1 || !strings.HasSuffix(res.Ignored[0].Reason, "no name beside it fits") {
+			t.Errorf("a clash at %d bytes with no room: ignored %v", len(c.p), res.Ignored)
+		}
+	}
+
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	put(t, a, "a1", "notes", "a file\n")
+	put(t, b, "b1", "notes/x.md", "x\n")
+	put(t, b, "b2", "notes/y.md", "y\n")
+	put(t, b, "b3", "notes/sub/z.md", "z\n")
+	syncOK(t, b)
+	syncOK(t, a)
+	syncOK(t, b)
+	var got []string
+	for p := range files(t, a) {
+		got = append(got, p)
+	}
+	slices.Sort(got)
+	if want := []string{"notes", "notes~origin/sub/z.md", "notes~origin/x.md", "notes~origin/y.md"}; !slices.Equal(got, want) {
+		t.Errorf("files %v, want %v", got, want)
 	}
 }
 

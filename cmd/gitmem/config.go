@@ -110,14 +110,21 @@ func applyConfig(c *cli.Context) error {
 	for _, key := range sortedKeys(table) {
 		value := table[key]
 		if t, isTable := value.(map[string]any); isTable && where == "the top level" {
-			// A command's table, set when that command runs; checked by
-			// every command, so that a typo shows at once.
-			cmd := c.App.Command(key)
-			if cmd == nil {
+			// A command's table (a subcommand's by its own name: [list]),
+			// set when that command runs; checked by every command, so
+			// that a typo shows at once.
+			var flags []cli.Flag
+			found := false
+			forEachCommand(c.App.Commands, func(cmd *cli.Command) {
+				if cmd.Name == key {
+					flags, found = append(flags, cmd.Flags...), true
+				}
+			})
+			if !found {
 				return failf(exitUsage, "--config %s: [%s] is not a gitmem command", c.String("config"), key)
 			}
 			for _, k := range sortedKeys(t) {
-				if findFlag(cmd.Flags, k) == nil {
+				if findFlag(flags, k) == nil {
 					return failf(exitUsage, "--config %s: [%s] has no setting %q", c.String("config"), key, k)
 				}
 			}
