@@ -65,6 +65,16 @@ func agent(t testing.TB, remote, name string) *Repo {
 	return r
 }
 
+// twoAgents makes a shared remote and two agents on it, a and b, from an
+// empty memory.
+func twoAgents(t testing.TB) (remote string, a, b *Repo) {
+	t.Helper()
+	remote = bareRemote(t)
+	a = agent(t, remote, "a")
+	syncOK(t, a)
+	return remote, a, agent(t, remote, "b")
+}
+
 func put(t testing.TB, r *Repo, id, p, content string) {
 	t.Helper()
 	_, err := r.Update(Meta{Subject: "memory: create /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "create"}, {TrailerPath, "/memories/" + p}}},
@@ -210,10 +220,7 @@ func TestPushPullFastForward(t *testing.T) {
 }
 
 func TestPushRefusesToOverwrite(t *testing.T) {
-	remote := bareRemote(t)
-	a := agent(t, remote, "a")
-	syncOK(t, a)
-	b := agent(t, remote, "b")
+	remote, a, b := twoAgents(t)
 	put(t, a, "toolu_a1", "a.md", "a\n")
 	put(t, b, "toolu_b1", "b.md", "b\n")
 	syncOK(t, a)
@@ -444,10 +451,7 @@ func TestMergeBesideNameIsFree(t *testing.T) {
 			b: map[string]string{"x.md": "b file\n", "x.md~origin": "b tilde\n"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			remote := bareRemote(t)
-			a := agent(t, remote, "a")
-			syncOK(t, a)
-			b := agent(t, remote, "b")
+			_, a, b := twoAgents(t)
 			var want []string
 			for p, s := range c.a {
 				put(t, a, "a"+p, p, s)
@@ -467,10 +471,7 @@ func TestMergeBesideNameIsFree(t *testing.T) {
 
 // A second clash at x.md keeps the x.md~origin the first made.
 func TestMergeSecondClashKeepsTheFirst(t *testing.T) {
-	remote := bareRemote(t)
-	a := agent(t, remote, "a")
-	syncOK(t, a)
-	b := agent(t, remote, "b")
+	_, a, b := twoAgents(t)
 	put(t, a, "a1", "x.md/in.md", "a in\n")
 	put(t, b, "b1", "x.md", "b first file\n")
 	syncOK(t, b)
@@ -490,10 +491,7 @@ func TestMergeSecondClashKeepsTheFirst(t *testing.T) {
 func TestMergeBesideNameAlwaysFound(t *testing.T) {
 	for name, taken := range map[string]int{"ten names taken": 10, "name too long": -1} {
 		t.Run(name, func(t *testing.T) {
-			remote := bareRemote(t)
-			a := agent(t, remote, "a")
-			syncOK(t, a)
-			b := agent(t, remote, "b")
+			_, a, b := twoAgents(t)
 			x := "x.md"
 			if taken < 0 {
 				x = strings.Repeat("n", 252) + ".md"
@@ -546,10 +544,7 @@ func TestMergeBesideNearTheLimits(t *testing.T) {
 		if n := len(policy.Display(c.p)); n > policy.MaxPathBytes {
 			t.Fatalf("the case is %d bytes long, over the limit", n)
 		}
-		remote := bareRemote(t)
-		a := agent(t, remote, "a")
-		syncOK(t, a)
-		b := agent(t, remote, "b")
+		_, a, b := twoAgents(t)
 		put(t, a, "a1", c.p[:strings.IndexByte(c.p, '/')], "a file\n")
 		put(t, b, "b1", c.p, "b deep\n")
 		syncOK(t, b)
@@ -565,10 +560,7 @@ func TestMergeBesideNearTheLimits(t *testing.T) {
 		}
 	}
 
-	remote := bareRemote(t)
-	a := agent(t, remote, "a")
-	syncOK(t, a)
-	b := agent(t, remote, "b")
+	_, a, b := twoAgents(t)
 	put(t, a, "a1", "notes", "a file\n")
 	put(t, b, "b1", "notes/x.md", "x\n")
 	put(t, b, "b2", "notes/y.md", "y\n")
