@@ -75,8 +75,8 @@ func tokenCommand() *cli.Command {
 				Usage: "list the tokens: name, access, role, stores",
 				Flags: []cli.Flag{fileFlag},
 				Action: func(c *cli.Context) error {
-					if _, err := os.Stat(c.String("file")); errors.Is(err, fs.ErrNotExist) {
-						return failf(exitFailure, "there is no token file %s (gitmem token add NAME --file %[1]s makes it)", c.String("file"))
+					if err := needTokenFile(c.String("file")); err != nil {
+						return err
 					}
 					f, err := readTokens(c.String("file"))
 					if err != nil {
@@ -98,6 +98,9 @@ func tokenCommand() *cli.Command {
 						return failf(exitUsage, "token remove takes one token name")
 					}
 					name := c.Args().First()
+					if err := needTokenFile(c.String("file")); err != nil {
+						return err
+					}
 					return editTokens(c.String("file"), func(f *policy.TokenFile) error {
 						n := len(f.Tokens)
 						f.Tokens = slices.DeleteFunc(f.Tokens, func(t policy.Token) bool { return t.Name == name })
@@ -110,6 +113,15 @@ func tokenCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// needTokenFile refuses a token file that does not exist: only token add
+// makes one.
+func needTokenFile(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return failf(exitFailure, "there is no token file %s (gitmem token add NAME --file %[1]s makes it)", path)
+	}
+	return nil
 }
 
 // newSecret is a token secret: 32 random bytes, prefixed so that secret
