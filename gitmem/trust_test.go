@@ -665,12 +665,7 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 // newcomer's pass found show and diff saying "read tree failed: zlib ...",
 // naming neither.)
 func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	first := write(t, r, "t1", "notes/a.md", "hello\n")
 	second := write(t, r, "t2", "notes/a.md", "hello\nworld\n")
 	r.Flush()
@@ -690,7 +685,7 @@ func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
 			t.Errorf("%s: %v (want the blob %s and its path named)", what, err, blob)
 		}
 	}
-	_, err = r.Diff(first.Hash, second.Hash)
+	_, err := r.Diff(first.Hash, second.Hash)
 	named("Diff", err)
 	_, err = r.ReadFileAt(first.Hash, "notes/a.md")
 	named("ReadFileAt", err)
