@@ -147,16 +147,35 @@ func mutationRepo(b *testing.B, files int) *Repo {
 //
 //	go test ./gitmem/ -run '^$' -bench MutationParallel -benchtime 3200x -count 6
 func BenchmarkMutationParallel(b *testing.B) {
-	const files, clients = 10000, 64
-	r := mutationRepo(b, files)
-	start := mutationSeq[-files]
-	mutationSeq[-files] += b.N
-	folders := files / 100
-	lat := make([][]time.Duration, clients)
-	errs := make(chan error, clients)
+	r := mutationRepo(b, parallelFiles)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0, t0 := processCPU(), time.Now()
+	all := parallelMutations(b, r, b.N)
+	if err := r.materialize(); err != nil {
+		b.Fatal(err)
+	}
+	wall, cpu := time.Since(t0), processCPU()-cpu0
+	b.StopTimer()
+	slices.Sort(all)
+	b.ReportMetric(float64(len(all))/wall.Seconds(), "calls/s")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
+const parallelFiles = 10000
+
+// parallelMutations makes n mutations of the mix from 64 goroutines at
+// once, each on its own files, and returns their latencies.
+func parallelMutations(b *testing.B, r *Repo, n int) []time.Duration {
+	const files, clients = parallelFiles, 64
+	start := mutationSeq[-files]
+	mutationSeq[-files] += n
+	folders := files / 100
+	lat := make([][]time.Duration, clients)
+	errs := make(chan error, clients)
 	done := make(chan struct{})
 	for c := range clients {
 		go func() {
@@ -166,7 +185,7 @@ func BenchmarkMutationParallel(b *testing.B) {
 				return fmt.Sprintf("d%03d/f%05d.md", j/100, j)
 			}
 			newName := func(i int) string { return fmt.Sprintf("d%03d/p%d-%d.md", (start+i/5)%folders, c, start+i/5) }
-			for i := 0; i < (b.N+clients-1-c)/clients; i++ {
+			for i := 0; i < (n+clients-1-c)/clients; i++ {
 				var fn func(tx *Tx) error
 				switch i % 5 {
 				case 0:
@@ -197,11 +216,6 @@ func BenchmarkMutationParallel(b *testing.B) {
 	for range clients {
 		<-done
 	}
-	if err := r.materialize(); err != nil {
-		b.Fatal(err)
-	}
-	wall, cpu := time.Since(t0), processCPU()-cpu0
-	b.StopTimer()
 	select {
 	case err := <-errs:
 		b.Fatal(err)
@@ -211,9 +225,50 @@ func BenchmarkMutationParallel(b *testing.B) {
 	for _, l := range lat {
 		all = append(all, l...)
 	}
-	slices.Sort(all)
-	b.ReportMetric(float64(len(all))/wall.Seconds(), "calls/s")
-	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+	return all
+}
+
+// BenchmarkGC measures a background collection after a burst: 3,200
+// mutations of BenchmarkMutationParallel's load (untimed, materialised
+// as serve does it: burst packs), then GC(false), timed. cpu-ns/op is the
+// process's CPU time per collection, objects/op what it packed,
+// pack-bytes the size of all packs at the end.
+//
+//	go test ./gitmem/ -run '^$' -bench 'GC$' -benchtime 10x -count 6
+func BenchmarkGC(b *testing.B) {
+	r := mutationRepo(b, parallelFiles)
+	if _, err := r.GC(false); err != nil { // the seed's loose objects
+		b.Fatal(err)
+	}
+	var cpu time.Duration
+	objects := 0
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		parallelMutations(b, r, 3200)
+		if err := r.materialize(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		cpu0 := processCPU()
+		st, err := r.GC(false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu += processCPU() - cpu0
+		objects += st.Packed
+	}
+	b.StopTimer()
+	packs, err := gd.ListPacks(r.gitDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	for _, p := range packs {
+		size += p.Bytes
+	}
+	b.ReportMetric(float64(size), "pack-bytes")
+	b.ReportMetric(float64(objects)/float64(b.N), "objects/op")
 	if cpu > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}

@@ -9,3 +9,6 @@ func mapFile(path string) ([]byte, func(), error) {
 	data, err := os.ReadFile(path)
 	return data, func() {}, err
 }
+
+// canMapPacks: mapFile would read whole packs into memory here.
+const canMapPacks = false

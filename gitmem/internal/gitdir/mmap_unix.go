@@ -29,3 +29,6 @@ func mapFile(path string) ([]byte, func(), error) {
 	}
 	return data, func() { unix.Munmap(data) }, nil
 }
+
+// canMapPacks: pack files can be mapped (see packSet.mapPacks).
+const canMapPacks = true

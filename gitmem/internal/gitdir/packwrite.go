@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash"
+	"hash/adler32"
 	"hash/crc32"
 	"io"
 	"os"
@@ -197,10 +198,14 @@ func (pw *packWriter) add(t plumbing.ObjectType, h plumbing.Hash, data []byte, b
 	} else {
 		pw.buf.Write(putEntryHeader(t, int64(len(data))))
 	}
-	pw.zw.Reset(&pw.buf)
-	pw.zw.Write(data)
-	if err := pw.zw.Close(); err != nil {
-		return err
+	if len(data) < storedBelow {
+		putStored(&pw.buf, data)
+	} else {
+		pw.zw.Reset(&pw.buf)
+		pw.zw.Write(data)
+		if err := pw.zw.Close(); err != nil {
+			return err
+		}
 	}
 	if _, err := pw.w.Write(pw.buf.Bytes()); err != nil {
 		return err
@@ -209,6 +214,24 @@ func (pw *packWriter) add(t plumbing.ObjectType, h plumbing.Hash, data []byte, b
 	pw.entries = append(pw.entries, packEntry{hash: h, off: pw.off, crc: crc32.ChecksumIEEE(pw.buf.Bytes()), depth: depth})
 	pw.off += int64(pw.buf.Len())
 	return nil
+}
+
+// storedBelow: an object (or delta) this small is stored, not compressed.
+// Most of a collection's objects are deltas of a few dozen bytes, mostly
+// the hash a tree's entry changes to: deflate gains nothing on them, and
+// building its Huffman table for each cost a fifth of a collection's CPU.
+const storedBelow = 128
+
+// putStored appends data as a zlib stream of one stored deflate block
+// (RFC 1950, RFC 1951 3.2.4): what zlib's level 0 writes, without its
+// state.
+func putStored(buf *bytes.Buffer, data []byte) {
+	n := uint16(len(data))
+	buf.Write([]byte{0x78, 0x01, 0x01, byte(n), byte(n >> 8), ^byte(n), ^byte(n >> 8)})
+	buf.Write(data)
+	var sum [4]byte
+	binary.BigEndian.PutUint32(sum[:], adler32.Checksum(data))
+	buf.Write(sum[:])
 }
 
 // abort removes what was written.

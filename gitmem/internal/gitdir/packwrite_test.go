@@ -2,7 +2,9 @@ package gitdir
 
 import (
 	"bytes"
+	stdzlib "compress/zlib"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,6 +199,28 @@ func BenchmarkPackThenRead(b *testing.B) {
 		}
 		if _, err := s.Blob(old[0].Hash); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A small object is stored as a zlib stream of one stored block: the
+// standard library's reader (not the one gitmem reads with) gives every
+// size back byte for byte.
+func TestPutStoredIsZlib(t *testing.T) {
+	for n := range storedBelow {
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(i*31 + n)
+		}
+		var buf bytes.Buffer
+		putStored(&buf, data)
+		zr, err := stdzlib.NewReader(&buf)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes: got %x, %v", n, got, err)
 		}
 	}
 }
