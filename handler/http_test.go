@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -56,6 +57,10 @@ func TestHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	timing := regexp.MustCompile(`^call;dur=[0-9]+\.[0-9]{3}$`)
+	if st := res.Header.Get("Server-Timing"); !timing.MatchString(st) {
+		t.Errorf("array: Server-Timing %q", st)
+	}
 	var results []handler.Result
 	json.NewDecoder(res.Body).Decode(&results)
 	res.Body.Close()
@@ -81,6 +86,9 @@ func TestHTTP(t *testing.T) {
 	res.Body.Close()
 	if one.Content != "Successfully deleted /memories/n.md" || res.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("single block: %+v", one)
+	}
+	if st := res.Header.Get("Server-Timing"); !timing.MatchString(st) {
+		t.Errorf("single block: Server-Timing %q", st)
 	}
 	req, _ = http.NewRequest("GET", srv.URL+"/healthz", nil)
 	req.Header.Set("Authorization", "Bearer s3cret")

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -255,32 +256,50 @@ func startHTTPServer(cmd *exec.Cmd, fromStderr bool, prefix string) (*httpServer
 }
 
 func (s *httpServer) call(op Op) error {
-	r, err := s.post(toolUse(op))
-	if err != nil {
-		return err
-	}
-	return r.err(op)
+	_, err := s.timedCall(op)
+	return err
 }
 
-// post sends one tool_use block and returns its tool_result.
-func (s *httpServer) post(block []byte) (Result, error) {
-	var r Result
+// timedCall is call, also returning the time the server says it took
+// (its Server-Timing header; -1 when it sent none).
+func (s *httpServer) timedCall(op Op) (time.Duration, error) {
+	r, took, err := s.post(toolUse(op))
+	if err == nil {
+		err = r.err(op)
+	}
+	return took, err
+}
+
+// post sends one tool_use block and returns its tool_result and the
+// server's time over it (see timedCall).
+func (s *httpServer) post(block []byte) (r Result, took time.Duration, err error) {
 	res, err := s.client.Post(s.url, "application/json", bytes.NewReader(block))
 	if err != nil {
-		return r, err
+		return r, -1, err
 	}
 	defer res.Body.Close()
+	took = serverTiming(res.Header.Get("Server-Timing"))
 	body, err := io.ReadAll(res.Body)
 	if err != nil {
-		return r, err
+		return r, took, err
 	}
 	if res.StatusCode != http.StatusOK {
-		return r, fmt.Errorf("HTTP %d: %s", res.StatusCode, bytes.TrimSpace(body))
+		return r, took, fmt.Errorf("HTTP %d: %s", res.StatusCode, bytes.TrimSpace(body))
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
-		return r, fmt.Errorf("answer %q: %v", body, err)
+		return r, took, fmt.Errorf("answer %q: %v", body, err)
 	}
-	return r, nil
+	return r, took, nil
+}
+
+// serverTiming reads "call;dur=MS" (-1: no such header).
+func serverTiming(h string) time.Duration {
+	_, ms, ok := strings.Cut(h, "dur=")
+	f, err := strconv.ParseFloat(ms, 64)
+	if !ok || err != nil || f < 0 {
+		return -1
+	}
+	return time.Duration(f * float64(time.Millisecond))
 }
 
 // Server is gitmem serve --http in a child process, for tests that load
@@ -303,7 +322,8 @@ func StartServer(cmd *exec.Cmd) (*Server, error) {
 
 // Call runs one memory tool call under the tool_use id id.
 func (s *Server) Call(id string, input map[string]any) (Result, error) {
-	return s.s.post(toolUseBlock(id, input))
+	r, _, err := s.s.post(toolUseBlock(id, input))
+	return r, err
 }
 
 // Close stops the server as an operator would (SIGINT): it finishes the

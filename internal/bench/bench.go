@@ -320,6 +320,7 @@ type conc struct {
 	name    string
 	clients int
 	lat     []time.Duration
+	server  []time.Duration // the server's own time over each call, when it says (Server-Timing)
 	wall    time.Duration
 	// settle is how long the server went on working after the last
 	// answer (its background writes), measured by its CPU time.
@@ -380,8 +381,8 @@ func (rep *Report) concurrency(ctx context.Context, dir, base string, files int)
 			}
 			c.name = name
 			rep.Conc = append(rep.Conc, c)
-			cfg.logf("  %-24s %3d clients  p50 %s  p99 %s  %.0f mutations/s, %.0f/s with the work after the last answer (%s)", titles[name], clients,
-				ms(pct(c.lat, 50)), ms(pct(c.lat, 99)), c.rate(), c.sustained(), ms(c.settle))
+			cfg.logf("  %-24s %3d clients  p50 %s  p99 %s (in the server: %s)  %.0f mutations/s, %.0f/s with the work after the last answer (%s)", titles[name], clients,
+				ms(pct(c.lat, 50)), ms(pct(c.lat, 99)), c.serverP99(), c.rate(), c.sustained(), ms(c.settle))
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -401,6 +402,10 @@ func (rep *Report) concurrency(ctx context.Context, dir, base string, files int)
 func drive(b backend, files, clients, total int, revs []int, tag string) (*conc, error) {
 	per := max(1, total/clients)
 	lats := make([][]time.Duration, clients)
+	servers := make([][]time.Duration, clients)
+	timed, _ := b.(interface {
+		timedCall(Op) (time.Duration, error)
+	})
 	errs := make([]error, clients)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -413,11 +418,20 @@ func drive(b backend, files, clients, total int, revs []int, tag string) (*conc,
 			for len(lats[c]) < per {
 				for _, op := range w.next() {
 					t := time.Now()
-					if err := b.call(op); err != nil {
+					took, err := time.Duration(-1), error(nil)
+					if timed != nil {
+						took, err = timed.timedCall(op)
+					} else {
+						err = b.call(op)
+					}
+					if err != nil {
 						errs[c] = err
 						return
 					}
 					lats[c] = append(lats[c], time.Since(t))
+					if took >= 0 {
+						servers[c] = append(servers[c], took)
+					}
 				}
 			}
 		}()
@@ -431,8 +445,18 @@ func drive(b backend, files, clients, total int, revs []int, tag string) (*conc,
 			return nil, errs[i]
 		}
 		c.lat = append(c.lat, lats[i]...)
+		c.server = append(c.server, servers[i]...)
 	}
 	return c, nil
+}
+
+// serverP99 is the p99 of the server's own time over the calls, "–"
+// unless it said it for every call.
+func (c *conc) serverP99() string {
+	if len(c.server) == 0 || len(c.server) != len(c.lat) {
+		return "–"
+	}
+	return ms(pct(c.server, 99))
 }
 
 func (c *conc) rate() float64 { return float64(len(c.lat)) / c.wall.Seconds() }

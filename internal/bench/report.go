@@ -235,18 +235,18 @@ func (rep *Report) tables() []table {
 	}
 	if len(rep.Conc) > 0 {
 		ct := table{title: fmt.Sprintf("Concurrent clients over HTTP, %s files: mutations only, each client on its own files", count(cfg.ConcFiles)),
-			header: []string{"clients", "gitmem p50", "p99", "mutations/s", "sustained", "TS p50", "p99", "mutations/s", "sustained", "gitmem vs TS (sustained)"}}
+			header: []string{"clients", "gitmem p50", "p99", "p99 in the server", "mutations/s", "sustained", "TS p50", "p99", "p99 in the server", "mutations/s", "sustained", "gitmem vs TS (sustained)"}}
 		for _, clients := range cfg.Clients {
 			row := []string{fmt.Sprint(clients)}
 			var rates [2]float64
 			for i, name := range []string{GitmemHTTP, TS} {
 				c := rep.conc(name, clients)
 				if c == nil {
-					row = append(row, "–", "–", "–", "–")
+					row = append(row, "–", "–", "–", "–", "–")
 					continue
 				}
 				rates[i] = c.sustained()
-				row = append(row, ms(pct(c.lat, 50)), ms(pct(c.lat, 99)), fmt.Sprintf("%.0f", c.rate()), fmt.Sprintf("%.0f", c.sustained()))
+				row = append(row, ms(pct(c.lat, 50)), ms(pct(c.lat, 99)), c.serverP99(), fmt.Sprintf("%.0f", c.rate()), fmt.Sprintf("%.0f", c.sustained()))
 			}
 			ct.rows = append(ct.rows, append(row, ratio(rates[0], rates[1])))
 		}

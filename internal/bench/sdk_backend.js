@@ -8,7 +8,8 @@
 //                                    port; prints "listening ADDR" when ready
 //
 // The memory folder is BASE/memories. Calls run as the SDK runs them: the
-// HTTP server answers concurrent requests concurrently.
+// HTTP server answers concurrent requests concurrently. Like gitmem, it
+// says how long it took over each call in a Server-Timing header.
 const http = require('http');
 const readline = require('readline');
 const { BetaLocalFilesystemMemoryTool } = require('@anthropic-ai/sdk/tools/memory/node');
@@ -36,6 +37,8 @@ async function answer(tool, body) {
     return;
   }
   const server = http.createServer((req, res) => {
+    const t0 = process.hrtime.bigint();
+    const timing = () => ({ 'Server-Timing': `call;dur=${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(3)}` });
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', async () => {
@@ -47,7 +50,7 @@ async function answer(tool, body) {
         res.end(JSON.stringify({ error: String(e) }));
         return;
       }
-      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.writeHead(200, { 'Content-Type': 'application/json', ...timing() });
       res.end(out);
     });
   });

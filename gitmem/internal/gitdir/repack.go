@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,12 +72,25 @@ var ErrStopped = errors.New("repack stopped")
 // options name and returns what it holds. Nothing is deleted: the caller
 // swaps the pack in. The Store is only read, and must not be used by
 // anyone else meanwhile (open a Store of its own for it).
-func (s *Store) Repack(opt RepackOptions) (RepackResult, error) {
+func (s *Store) Repack(opt RepackOptions) (_ RepackResult, err error) {
 	s.packs.mapPacks()
 	pw, err := newPackWriter(s.Dir, -1, zlib.DefaultCompression)
 	if err != nil {
 		return RepackResult{}, err
 	}
+	// A pack file another program cuts short under its mapping makes a
+	// read fault (SIGBUS), which would end the process: here it is an
+	// error, as a short read of the file would be.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if e := recover(); e != nil {
+			if _, fault := e.(interface{ Addr() uintptr }); !fault {
+				panic(e)
+			}
+			pw.abort()
+			err = fmt.Errorf("a pack file changed while it was read: %v", e)
+		}
+	}()
 	p := &repacker{s: s, out: pw, rest: opt.Only, stop: opt.Stop, paths: map[string]*versions{}}
 	p.in = func(plumbing.Hash) bool { return true }
 	if opt.Only != nil {

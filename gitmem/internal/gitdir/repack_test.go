@@ -275,6 +275,43 @@ func TestRepackStops(t *testing.T) {
 	}
 }
 
+// A pack file cut short while Repack reads it through its mapping makes
+// Repack fail with an error, not end the process with a fault, and leave
+// nothing behind.
+func TestRepackOfAPackCutShort(t *testing.T) {
+	needGit(t)
+	if !canMapPacks {
+		t.Skip("packs are not mapped here")
+	}
+	dir := history(t, 400)
+	gitDir := filepath.Join(dir, ".git")
+	packs, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("packs: %v", packs)
+	}
+	before, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*"))
+	s := Open(gitDir)
+	defer s.Close()
+	cut := false
+	_, err := s.Repack(RepackOptions{Tips: refTips(t, dir), Stop: func() bool {
+		if !cut {
+			cut = true
+			if err := os.Truncate(packs[0], 4096); err != nil {
+				t.Error(err)
+			}
+			s.cache = objCache{} // what was read must be read again
+			s.packs.bases.clear()
+		}
+		return false
+	}})
+	if !cut || err == nil || !strings.Contains(err.Error(), "a pack file changed while it was read") {
+		t.Fatalf("cut %v, got %v", cut, err)
+	}
+	if after, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*")); len(after) != len(before) {
+		t.Fatalf("left %v", after)
+	}
+}
+
 // A Store that listed a pack before another process repacked and deleted
 // it reads its objects from the new pack.
 func TestReadAfterRepackElsewhere(t *testing.T) {
