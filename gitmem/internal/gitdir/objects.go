@@ -183,6 +183,11 @@ func (s *Store) readUncached(h plumbing.Hash) (plumbing.ObjectType, []byte, erro
 	for retry := 0; retry < 2; retry++ {
 		t, data, found, err := s.packs.read(h)
 		if found || err != nil {
+			if err != nil { // a damaged pack entry: a loose copy may be sound (git falls back so too)
+				if lt, ldata, lerr := readLoose(loose); lerr == nil {
+					return lt, ldata, nil
+				}
+			}
 			return t, data, err
 		}
 		t, data, err = readLoose(loose)

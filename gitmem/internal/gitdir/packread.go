@@ -451,7 +451,25 @@ func inflate(r io.Reader, size int64) ([]byte, error) {
 	if _, err := io.ReadFull(zr, data); err != nil {
 		return nil, err
 	}
-	return data, nil
+	return data, atEnd(zr)
+}
+
+// atEnd checks that a zlib stream ends where the object's header says it
+// does: reading on to its end is what checks its checksum, which a
+// stored (uncompressed) entry has no other guard than.
+func atEnd(zr io.Reader) error {
+	var one [1]byte
+	for range 4 { // a reader may return nothing, and no error, now and then
+		switch n, err := zr.Read(one[:]); {
+		case n > 0:
+			return errors.New("the object is longer than its header says")
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+	return errors.New("the object's stream does not end")
 }
 
 // inflaters and readers are reused: a zlib reader allocates tens of KiB,
@@ -609,7 +627,7 @@ func readLoose(path string) (plumbing.ObjectType, []byte, error) {
 	if _, err := io.ReadFull(br, data); err != nil {
 		return 0, nil, err
 	}
-	return t, data, nil
+	return t, data, atEnd(br)
 }
 
 func parseSize(b []byte) (int64, error) {
