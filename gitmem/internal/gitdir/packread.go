@@ -22,8 +22,9 @@ import (
 // from offset to hash of every object in the pack (≈150 ms and tens of
 // MiB for a 400,000-object pack); a server that reads one commit at start
 // pays all of it. Here an index is mapped into memory and searched in
-// place, an object is read at its offset with pread, deltas (OFS and REF)
-// are resolved with a small cache of bases, and loose objects are read
+// place, an object is read at its offset with pread (or, while a repack
+// reads, from the pack mapped: see mapPacks), deltas (OFS and REF) are
+// resolved with a small cache of bases, and loose objects are read
 // directly. Pack files are opened on demand and closed by Release, like
 // go-git's kept descriptors (a deleted pack is never held open).
 
@@ -201,6 +202,11 @@ func (p *packIdx) close() {
 		p.pf.Close()
 		p.pf = nil
 	}
+	p.unmapPackFile()
+}
+
+// unmapPackFile releases the pack's mapping, if any.
+func (p *packIdx) unmapPackFile() {
 	if p.pack != nil {
 		p.unmapPack()
 		p.pack, p.unmapPack = nil, nil
@@ -366,11 +372,22 @@ func (ps *packSet) entry(p *packIdx, off int64) (entryReader, func(), error) {
 }
 
 // mapPacks makes the packSet read pack files mapped into memory, where
-// the platform can: no system call per object, which was an eighth of a
-// collection's CPU. Only for a Store one goroutine uses, and that nothing
-// else lists again or releases meanwhile (Repack's): a mapping released
-// under a reader would fault where a closed file only fails.
-func (ps *packSet) mapPacks() { ps.mapped = canMapPacks }
+// the platform can, until done is called: no system call per object,
+// which was an eighth of a collection's CPU. Only while one goroutine
+// uses the Store, which nothing else lists again or releases meanwhile
+// (Repack): a mapping released under a reader would fault where a closed
+// file only fails.
+func (ps *packSet) mapPacks() (done func()) {
+	ps.mapped = canMapPacks
+	return func() {
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		ps.mapped = false
+		for _, p := range ps.packs {
+			p.unmapPackFile()
+		}
+	}
+}
 
 func (ps *packSet) mapPack(p *packIdx) ([]byte, error) {
 	ps.mu.Lock()

@@ -73,7 +73,7 @@ var ErrStopped = errors.New("repack stopped")
 // swaps the pack in. The Store is only read, and must not be used by
 // anyone else meanwhile (open a Store of its own for it).
 func (s *Store) Repack(opt RepackOptions) (_ RepackResult, err error) {
-	s.packs.mapPacks()
+	defer s.packs.mapPacks()()
 	pw, err := newPackWriter(s.Dir, -1, zlib.DefaultCompression)
 	if err != nil {
 		return RepackResult{}, err
