@@ -223,20 +223,38 @@ func (ps *packSet) lookup(h plumbing.Hash) (*packIdx, int64, bool) {
 	return nil, 0, false
 }
 
+// inPacks calls at with each pack that holds h and h's offset there,
+// until one answers without error: found reports whether one held it.
+// A pack whose file is gone (another process repacked) is passed over;
+// the caller lists the packs again. A damaged entry is passed over too,
+// for another pack's copy, as git does; when no copy is sound, the
+// first entry's error is returned.
+func inPacks[T any](ps *packSet, h plumbing.Hash, at func(p *packIdx, off int64) (T, error)) (v T, found bool, err error) {
+	var damaged error
+	for _, p := range ps.list() {
+		off, ok := p.find(h)
+		if !ok {
+			continue
+		}
+		v, err := at(p, off)
+		switch {
+		case err == nil:
+			return v, true, nil
+		case errors.Is(err, fs.ErrNotExist):
+		case damaged == nil:
+			damaged = fmt.Errorf("object %s in %s: %w", h, filepath.Base(p.path), err)
+		}
+	}
+	return v, damaged != nil, damaged
+}
+
 // read returns an object from the packs, resolving deltas.
 func (ps *packSet) read(h plumbing.Hash) (plumbing.ObjectType, []byte, bool, error) {
-	p, off, ok := ps.lookup(h)
-	if !ok {
-		return 0, nil, false, nil
-	}
-	t, data, err := ps.readAt(p, off, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil, false, nil // another process repacked: the caller lists the packs again
-	}
-	if err != nil {
-		return 0, nil, true, fmt.Errorf("object %s in %s: %w", h, filepath.Base(p.path), err)
-	}
-	return t, data, true, nil
+	o, found, err := inPacks(ps, h, func(p *packIdx, off int64) (Object, error) {
+		t, data, err := ps.readAt(p, off, 0)
+		return Object{Type: t, Data: data}, err
+	})
+	return o.Type, o.Data, found, err
 }
 
 const maxDeltaDepth = 10000
@@ -305,43 +323,43 @@ func (ps *packSet) readAt(p *packIdx, off int64, depth int) (plumbing.ObjectType
 // size returns an object's size: the header's, or for a delta the
 // result size its delta data starts with.
 func (ps *packSet) size(h plumbing.Hash) (int64, bool, error) {
-	p, off, ok := ps.lookup(h)
-	if !ok {
-		return 0, false, nil
-	}
+	return inPacks(ps, h, ps.sizeAt)
+}
+
+func (ps *packSet) sizeAt(p *packIdx, off int64) (int64, error) {
 	r, done, err := ps.entry(p, off)
 	if err != nil {
-		return 0, true, err
+		return 0, err
 	}
 	defer done()
 	t, size, err := entryHeader(r)
 	if err != nil {
-		return 0, true, err
+		return 0, err
 	}
 	switch t {
 	case plumbing.OFSDeltaObject:
 		if _, err := ofsOffset(r); err != nil {
-			return 0, true, err
+			return 0, err
 		}
 	case plumbing.REFDeltaObject:
 		var base plumbing.Hash
 		if _, err := io.ReadFull(r, base[:]); err != nil {
-			return 0, true, err
+			return 0, err
 		}
 	default:
-		return size, true, nil
+		return size, nil
 	}
 	zr, err := zlib.NewReader(r)
 	if err != nil {
-		return 0, true, err
+		return 0, err
 	}
 	defer zr.Close()
 	br := bufio.NewReaderSize(zr, 32)
 	if _, err := binary.ReadUvarint(br); err != nil { // the base's size
-		return 0, true, err
+		return 0, err
 	}
 	n, err := binary.ReadUvarint(br)
-	return int64(n), true, err
+	return int64(n), err
 }
 
 // entryReader reads a pack entry: its header, then its zlib stream.

@@ -227,7 +227,8 @@ func TestPutStoredIsZlib(t *testing.T) {
 
 // A damaged byte in a pack entry stored without compression is caught by
 // the stream's checksum, not read as the object; and where a loose copy
-// of the object is sound, it is read instead, as git does.
+// of the object, or a copy in another pack, is sound, it is read instead,
+// as git does.
 func TestDamagedPackEntry(t *testing.T) {
 	_, gitDir := gitInit(t)
 	data := []byte("a small memory, stored as it is\n")
@@ -273,5 +274,54 @@ func TestDamagedPackEntry(t *testing.T) {
 	}
 	if got, err := s.Blob(h); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("with a sound loose copy: %q, %v", got, err)
+	}
+	// Without it, a sound copy in another pack, listed after the damaged
+	// one, is read.
+	hex := h.String()
+	if err := os.Remove(filepath.Join(gitDir, "objects", hex[:2], hex[2:])); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		extra := []byte(fmt.Sprintf("another memory %d\n", i))
+		sound, err := s.WriteObjectsPack([]Object{{Type: plumbing.BlobObject, Hash: h, Data: data},
+			{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, extra), Data: extra}}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sound.String() > pack.String() {
+			break
+		}
+		RemovePacks(gitDir, []plumbing.Hash{sound}) // listed first: try another
+		s.Reindex()
+	}
+	s.Reindex()
+	if got, err := s.Blob(h); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("with a sound copy in another pack: %q, %v", got, err)
+	}
+}
+
+// git prune-packed (git gc, git repack -d) removes empty object folders;
+// one removed between the folder's creation and the object's temporary
+// file is made again, and the write goes on.
+func TestObjectWriteOutlivesPrunedFolders(t *testing.T) {
+	_, gitDir := gitInit(t)
+	pruned := 0
+	beforeObjectTemp = func(folder string) {
+		if pruned < 2 && os.Remove(folder) == nil { // empty: git would remove it
+			pruned++
+		}
+	}
+	defer func() { beforeObjectTemp = nil }()
+	w := NewObjectWriter(gitDir)
+	h, err := w.Write(plumbing.BlobObject, []byte("a memory\n"))
+	if err != nil || pruned != 2 {
+		t.Fatalf("after %d prunes: %v", pruned, err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	hex := h.String()
+	if !LooseIntact(filepath.Join(gitDir, "objects", hex[:2], hex[2:]), h) {
+		t.Fatal("the object is not there")
 	}
 }

@@ -318,17 +318,20 @@ func TestReadAfterRepackElsewhere(t *testing.T) {
 	needGit(t)
 	dir := history(t, 30)
 	gitDir := filepath.Join(dir, ".git")
-	reader := Open(gitDir)
-	defer reader.Close()
 	tips := refTips(t, dir)
-	if _, _, err := reader.ReadObject(tips[0]); err != nil {
-		t.Fatal(err)
+	// Three readers list the packs before the repack.
+	var readers [3]*Store
+	for i := range readers {
+		readers[i] = Open(gitDir)
+		defer readers[i].Close()
+		if _, _, err := readers[i].ReadObject(tips[0]); err != nil {
+			t.Fatal(err)
+		}
+		readers[i].Release() // the pack files are closed, the list of packs kept
 	}
-	reader.Release() // the pack files are closed, the list of packs kept
 	old, _ := ListPacks(gitDir)
 	other := Open(gitDir)
 	res, err := other.Repack(RepackOptions{Tips: tips})
-	other.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,11 +339,32 @@ func TestReadAfterRepackElsewhere(t *testing.T) {
 	for _, p := range old {
 		gone = append(gone, p.Hash)
 	}
+	// One object gets a loose copy too, as a revert in another process
+	// writes one.
+	withCopy, without := res.Objects[0], res.Objects[1]
+	typ, data, err := other.ReadObject(withCopy)
+	other.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if RemovePacks(gitDir, gone) != len(old) {
 		t.Fatal("packs not removed")
 	}
+	ow := NewObjectWriter(gitDir)
+	if _, err := ow.Write(typ, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := ow.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := readers[0].Size(withCopy); err != nil || n != int64(len(data)) {
+		t.Fatalf("size of %s, with a loose copy: %d, %v; want %d", withCopy, n, err, len(data))
+	}
+	if _, err := readers[1].Size(without); err != nil {
+		t.Fatalf("size of %s, in the new pack: %v", without, err)
+	}
 	for _, h := range res.Objects {
-		if _, _, err := reader.ReadObject(h); err != nil {
+		if _, _, err := readers[2].ReadObject(h); err != nil {
 			t.Fatalf("%s after the repack: %v", h, err)
 		}
 	}
