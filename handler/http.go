@@ -93,7 +93,7 @@ func (o HTTPOptions) bearer(next http.Handler) http.Handler {
 // as HandleArray). Every HTTP transport answers tool calls through it,
 // behind HTTPOptions.protect.
 func (h *Handler) serveToolUse(w http.ResponseWriter, r *http.Request, c Caller) {
-	start := time.Now()
+	start := requestStart(r)
 	body, err := readBody(r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -129,9 +129,9 @@ func (h *Handler) serveToolUse(w http.ResponseWriter, r *http.Request, c Caller)
 }
 
 // serverTiming says how long the server took over a call, from its
-// headers read to its answer ready: a W3C Server-Timing header, which
-// browsers' tools show and a client can set beside the time it measured
-// (what is left is the network and the waits of both ends for a CPU).
+// headers read (every check and queue after that included) to its answer
+// ready: a W3C Server-Timing header, which browsers' tools show and a
+// client can set beside the time it measured.
 func serverTiming(w http.ResponseWriter, start time.Time) {
 	w.Header().Set("Server-Timing", fmt.Sprintf("call;dur=%.3f", float64(time.Since(start).Microseconds())/1000))
 }

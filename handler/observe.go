@@ -68,6 +68,18 @@ func (h *Handler) observe(c Call) {
 	}
 }
 
+// startKey is the request context's key for the time the server began
+// on the request: its headers read, before every check and queue.
+type startKey struct{}
+
+// requestStart is when the server began on r (now, outside accessLog).
+func requestStart(r *http.Request) time.Time {
+	if t, ok := r.Context().Value(startKey{}).(time.Time); ok {
+		return t
+	}
+	return time.Now()
+}
+
 func short(hash string) string { return hash[:min(len(hash), 12)] }
 
 // accessLog writes one line per HTTP request: method, path, status,
@@ -76,6 +88,7 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		r = r.WithContext(context.WithValue(r.Context(), startKey{}, start))
 		next.ServeHTTP(rec, r)
 		log.LogAttrs(r.Context(), slog.LevelInfo, "http request", slog.String("method", r.Method),
 			slog.String("path", r.URL.Path), slog.Int("status", rec.status), slog.Int64("bytes", rec.bytes),
