@@ -3,13 +3,16 @@ package gitmem
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // A commit that changes thousands of files has a history index record
-// longer than the reader's buffer: its tool_use ids are still read, and
-// the next change after a restart goes through.
+// longer than the reader's buffer: the changes after it are appended to
+// the index, its tool_use ids are still read, and the next change after a
+// restart goes through.
 func TestLongHistoryRecordIsRead(t *testing.T) {
 	dir := t.TempDir()
 	r, _, err := Init(dir, testOptions(t))
@@ -28,16 +31,28 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, r, "toolu_after", "a.md", "a\n")
+	write(t, r, "toolu_later", "b.md", "b\n")
 	r.Close()
+	// The changes after the long record were appended to the index as
+	// they were made (not left for the next start to rebuild from git).
+	data, err := os.ReadFile(filepath.Join(dir, ".git", "gitmem", "history"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	head := strings.TrimSpace(gitRun(t, dir, "rev-parse", "HEAD"))
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, head) {
+		t.Fatalf("the index ends at %.40s, not at HEAD %s", last, head)
+	}
 	r, err = Open(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	write(t, r, "toolu_next", "b.md", "b\n")
+	write(t, r, "toolu_next", "c.md", "c\n")
 	// The seed's id is known: the same call again is not made twice.
 	_, err = r.Update(Meta{Subject: "seed", Trailers: []Trailer{{TrailerToolUseID, "toolu_seed"}}}, func(tx *Tx) error {
-		return tx.WriteFile("c.md", []byte("c\n"))
+		return tx.WriteFile("d.md", []byte("d\n"))
 	})
 	var applied *AppliedError
 	if !errors.As(err, &applied) || applied.Commit.Subject != "seed" {
