@@ -388,24 +388,7 @@ func (r *Repo) fileTip() plumbing.Hash {
 	if _, err := f.ReadAt(hdr, 0); err != nil || string(hdr) != historyHeader+"\n" {
 		return tip
 	}
-	// The last line starts after the newline before it, which may be far
-	// back: a commit that changed thousands of files has a line of
-	// hundreds of KB. Read back in growing chunks until one holds it.
-	for n := int64(64 << 10); ; n *= 4 {
-		buf := make([]byte, min(fi.Size(), n))
-		if _, err := f.ReadAt(buf, fi.Size()-int64(len(buf))); err != nil || buf[len(buf)-1] != '\n' {
-			return tip
-		}
-		buf = buf[:len(buf)-1]
-		nl := bytes.LastIndexByte(buf, '\n')
-		if nl < 0 && int64(len(buf))+1 < fi.Size() {
-			continue // the line starts further back
-		}
-		if line := buf[nl+1:]; len(line) >= 40 && plumbing.IsHash(string(line[:40])) {
-			tip = plumbing.NewHash(string(line[:40]))
-		}
-		return tip
-	}
+	return lastRecord(f, fi.Size()) // the last line may be long: a commit of thousands of files
 }
 
 func (r *Repo) histTip() plumbing.Hash {
