@@ -449,36 +449,9 @@ func (r *Repo) diffTrees(a, b plumbing.Hash, prefix string, fn func(string, plum
 	if a == b {
 		return nil
 	}
-	ea, err := r.treeEntries(a)
-	if err != nil {
-		return err
-	}
-	eb, err := r.treeEntries(b)
-	if err != nil {
-		return err
-	}
-	key := func(e object.TreeEntry) string {
-		if e.Mode == filemode.Dir {
-			return e.Name + "/"
-		}
-		return e.Name
-	}
-	for len(ea) > 0 || len(eb) > 0 {
-		var x, y object.TreeEntry
-		// A file that became a folder (or back) has two keys: it is taken
-		// as removed on one side and added on the other, which reports
-		// the same paths.
-		switch {
-		case len(eb) == 0 || len(ea) > 0 && key(ea[0]) < key(eb[0]):
-			x, ea = ea[0], ea[1:]
-		case len(ea) == 0 || key(eb[0]) < key(ea[0]):
-			y, eb = eb[0], eb[1:]
-		default:
-			x, y, ea, eb = ea[0], eb[0], ea[1:], eb[1:]
-		}
-		if x.Hash == y.Hash && x.Mode == y.Mode {
-			continue
-		}
+	// A file that became a folder (or back) comes as two entries: one
+	// removed, one added, which reports the same paths.
+	return r.obj.DiffTreeEntries(a, b, func(x, y object.TreeEntry) error {
 		n := x.Name
 		if n == "" {
 			n = y.Name
@@ -499,24 +472,10 @@ func (r *Repo) diffTrees(a, b plumbing.Hash, prefix string, fn func(string, plum
 			fn(p, blob)
 		}
 		if !xt.IsZero() || !yt.IsZero() {
-			if err := r.diffTrees(xt, yt, p, fn); err != nil {
-				return err
-			}
+			return r.diffTrees(xt, yt, p, fn)
 		}
-	}
-	return nil
-}
-
-// treeEntries returns a tree's entries in git's order (none for zero).
-func (r *Repo) treeEntries(h plumbing.Hash) ([]object.TreeEntry, error) {
-	if h.IsZero() {
-		return nil, nil
-	}
-	t, err := r.obj.Tree(h)
-	if err != nil {
-		return nil, err
-	}
-	return t.Entries, nil
+		return nil
+	})
 }
 
 // diffNodes calls fn for every file path that differs between the

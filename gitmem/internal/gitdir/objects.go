@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -151,11 +152,21 @@ func (s *Store) Encoded(t plumbing.ObjectType, h plumbing.Hash) (plumbing.Encode
 	if t != plumbing.AnyObject && t != ot {
 		return nil, plumbing.ErrObjectNotFound
 	}
-	m := &plumbing.MemoryObject{}
+	m := &knownObject{h: h}
 	m.SetType(ot)
 	m.Write(data)
 	return m, nil
 }
+
+// knownObject is an object whose hash is known: go-git's MemoryObject
+// hashes its content again when asked (a fifth of the time to decode the
+// trees of a long history).
+type knownObject struct {
+	plumbing.MemoryObject
+	h plumbing.Hash
+}
+
+func (o *knownObject) Hash() plumbing.Hash { return o.h }
 
 // read returns an object's type and content: from memory (Put), a loose
 // file, or a pack; plumbing.ErrObjectNotFound if none has it.
@@ -275,6 +286,100 @@ func (s *Store) Commit(h plumbing.Hash) (*object.Commit, error) {
 		return nil, err
 	}
 	return object.DecodeCommit(s.st, obj)
+}
+
+// DiffTreeEntries calls fn with each entry that differs between the
+// trees a and b (zero: an empty tree), in git's order of names: x is a's
+// entry and y is b's, the other a zero TreeEntry where only one side has
+// the name. The trees are compared as they are stored: their common
+// prefix and suffix are skipped unparsed, so a folder of thousands of
+// files that changed by one entry costs a comparison of bytes and one
+// entry, not thousands (the history index's catch-up diffed every commit
+// of a flat 9,000-file folder entry by entry: 20 s for 2,000 commits).
+func (s *Store) DiffTreeEntries(a, b plumbing.Hash, fn func(x, y object.TreeEntry) error) error {
+	ad, err := s.treeData(a)
+	if err != nil {
+		return err
+	}
+	bd, err := s.treeData(b)
+	if err != nil {
+		return err
+	}
+	// Entries wholly inside the common prefix are the same on both sides.
+	i := 0
+	for pre := commonPrefix(ad, bd); ; {
+		nul := bytes.IndexByte(ad[i:], 0)
+		if nul < 0 || i+nul+21 > pre {
+			break
+		}
+		i += nul + 21
+	}
+	suf := commonSuffix(ad[i:], bd[i:])
+	ai, bi := i, i
+	for {
+		if len(ad)-ai == len(bd)-bi && len(ad)-ai <= suf {
+			return nil // both rests are the same bytes: the same entries
+		}
+		var x, y treeEntry
+		nx, ny := ai, bi
+		if ai < len(ad) {
+			if x, nx, err = treeEntryAt(ad, ai); err != nil {
+				return fmt.Errorf("tree %s: %w", a, err)
+			}
+		}
+		if bi < len(bd) {
+			if y, ny, err = treeEntryAt(bd, bi); err != nil {
+				return fmt.Errorf("tree %s: %w", b, err)
+			}
+		}
+		var ex, ey *treeEntry
+		switch c := compareEntries(x, y); {
+		case bi == len(bd) || ai < len(ad) && c < 0:
+			ex, ai = &x, nx
+		case ai == len(ad) || c > 0:
+			ey, bi = &y, ny
+		default:
+			ai, bi = nx, ny
+			if x.hash == y.hash && bytes.Equal(x.mode, y.mode) {
+				continue
+			}
+			ex, ey = &x, &y
+		}
+		var ox, oy object.TreeEntry
+		if ox, err = ex.object(a); err == nil {
+			oy, err = ey.object(b)
+		}
+		if err == nil {
+			err = fn(ox, oy)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// object is the entry as go-git gives it (zero for nil), of tree t.
+func (e *treeEntry) object(t plumbing.Hash) (object.TreeEntry, error) {
+	if e == nil {
+		return object.TreeEntry{}, nil
+	}
+	mode, err := filemode.New(string(e.mode))
+	if err != nil {
+		return object.TreeEntry{}, fmt.Errorf("tree %s: %w", t, err)
+	}
+	return object.TreeEntry{Name: string(e.name), Mode: mode, Hash: e.hash}, nil
+}
+
+// treeData is the content of the tree h (nil for the zero hash).
+func (s *Store) treeData(h plumbing.Hash) ([]byte, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	t, data, err := s.read(h)
+	if err == nil && t != plumbing.TreeObject {
+		err = plumbing.ErrObjectNotFound
+	}
+	return data, err
 }
 
 func (s *Store) Tree(h plumbing.Hash) (*object.Tree, error) {

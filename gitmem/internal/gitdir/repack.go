@@ -533,7 +533,7 @@ func tagTarget(data []byte) (plumbing.Hash, error) {
 }
 
 type treeEntry struct {
-	name          []byte
+	mode, name    []byte
 	hash          plumbing.Hash
 	tree, gitlink bool
 }
@@ -555,7 +555,7 @@ func treeEntryAt(data []byte, i int) (treeEntry, int, error) {
 	if h+20 > len(data) {
 		return treeEntry{}, 0, errBadObject
 	}
-	e := treeEntry{name: name, tree: string(mode) == "40000", gitlink: string(mode) == "160000"}
+	e := treeEntry{mode: mode, name: name, tree: string(mode) == "40000", gitlink: string(mode) == "160000"}
 	copy(e.hash[:], data[h:h+20])
 	return e, h + 20, nil
 }
