@@ -671,6 +671,46 @@ func (r *Repo) rewriteHistoryFile(head plumbing.Hash) error {
 	return r.writeHistoryFile(r.hist[:i+1])
 }
 
+// lineToolUseID returns the tool_use id trailer of a record's line, found
+// among the trailers alone: an author, an email or a subject may read
+// "Tool-Use-Id" too (an agent's name is a caller's to choose).
+func lineToolUseID(line []byte) (string, bool) {
+	field := func() ([]byte, bool) {
+		i := bytes.IndexAny(line, "\t\n")
+		if i < 0 {
+			return nil, false
+		}
+		f := line[:i]
+		line = line[i+1:]
+		return f, true
+	}
+	for range 7 { // hash, parents, time, zone, name, email, subject
+		if _, ok := field(); !ok {
+			return "", false
+		}
+	}
+	count, ok := field()
+	n, err := strconv.Atoi(string(count))
+	if !ok || err != nil || n < 0 {
+		return "", false
+	}
+	key := escaper.Replace(TrailerToolUseID)
+	for range n {
+		k, ok := field()
+		if !ok {
+			return "", false
+		}
+		v, ok := field()
+		if !ok {
+			return "", false
+		}
+		if string(k) == key {
+			return unescape(string(v)), true
+		}
+	}
+	return "", false
+}
+
 // readIDs reads the ids of the records after idsOff into the map and
 // reports whether the file now ends at head. A file that does not go on
 // from where the last read stopped — shorter, or the record before
@@ -703,7 +743,6 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 	} else if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return false, wrap("read the history index", err)
 	}
-	key := []byte("\t" + escaper.Replace(TrailerToolUseID) + "\t")
 	br := bufio.NewReaderSize(f, 256<<10)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -722,11 +761,8 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 			break
 		}
 		h := plumbing.NewHash(string(line[:40]))
-		if i := bytes.Index(line, key); i >= 0 {
-			v := line[i+len(key):]
-			if j := bytes.IndexAny(v, "\t\n"); j >= 0 {
-				ids[unescape(string(v[:j]))] = h
-			}
+		if id, ok := lineToolUseID(line); ok {
+			ids[id] = h
 		}
 		off += int64(len(line))
 		prev = h

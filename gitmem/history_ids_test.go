@@ -59,3 +59,37 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 		t.Fatalf("the seed's id again: %v", err)
 	}
 }
+
+// A tool_use id is read from a record's trailers alone: an agent (so the
+// author's name), a subject or another trailer's value that reads
+// "Tool-Use-Id" does not stand for it, and the same call after a restart
+// is still known.
+func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := Meta{Subject: "Tool-Use-Id", Author: Signature{"Tool-Use-Id", "claude@gitmem.invalid"},
+		Trailers: []Trailer{{TrailerAgent, "Tool-Use-Id"}, {TrailerToolUseID, "toolu_A1"}}}
+	if _, err := r.Update(meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("a\n")) }); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if r, err = Open(dir, testOptions(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = r.Update(meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("again\n")) })
+	var applied *AppliedError
+	if !errors.As(err, &applied) || applied.ID != "toolu_A1" {
+		t.Fatalf("the same tool_use id after a restart: %v", err)
+	}
+	// The author's email is no id.
+	_, err = r.Update(Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, "claude@gitmem.invalid"}}}, func(tx *Tx) error {
+		return tx.WriteFile("b.md", []byte("b\n"))
+	})
+	if err != nil {
+		t.Fatalf("a fresh id: %v", err)
+	}
+}
