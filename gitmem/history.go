@@ -215,8 +215,8 @@ func (r *Repo) readHistoryFile() []histRec {
 			break
 		}
 		rec, good := parseRec(string(line))
-		if !good || slices.ContainsFunc(rec.parents, func(p plumbing.Hash) bool { return !known[p] }) {
-			break
+		if !good || known[rec.hash] || slices.ContainsFunc(rec.parents, func(p plumbing.Hash) bool { return !known[p] }) {
+			break // damaged from here: caught up from git
 		}
 		known[rec.hash] = true
 		recs = append(recs, rec)
@@ -671,6 +671,21 @@ func (r *Repo) rewriteHistoryFile(head plumbing.Hash) error {
 	return r.writeHistoryFile(r.hist[:i+1])
 }
 
+// parentsKnown reports whether every parent in a record's parents field
+// (rest: the line after the hash and its tab) is in known.
+func parentsKnown(rest []byte, known map[plumbing.Hash]bool) bool {
+	field, _, _ := bytes.Cut(rest, []byte("\t"))
+	for p := range bytes.SplitSeq(field, []byte(",")) {
+		if len(p) == 0 {
+			continue
+		}
+		if !plumbing.IsHash(string(p)) || !known[plumbing.NewHash(string(p))] {
+			return false
+		}
+	}
+	return true
+}
+
 // lineToolUseID returns the tool_use id trailer of a record's line, found
 // among the trailers alone: an author, an email or a subject may read
 // "Tool-Use-Id" too (an agent's name is a caller's to choose).
@@ -743,6 +758,16 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 	} else if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return false, wrap("read the history index", err)
 	}
+	// Read from the start, the records are checked to follow their
+	// parents, as readHistoryFile does: a record lost or doubled in the
+	// middle (a damaged file that still ends at HEAD) would leave ids
+	// unknown, and a retry would be made again. The caller then rebuilds
+	// the file.
+	var known map[plumbing.Hash]bool
+	if fresh {
+		known = map[plumbing.Hash]bool{}
+	}
+	damaged := false
 	br := bufio.NewReaderSize(f, 256<<10)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -761,6 +786,12 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 			break
 		}
 		h := plumbing.NewHash(string(line[:40]))
+		if known != nil {
+			if damaged = known[h] || !parentsKnown(line[41:], known); damaged {
+				break
+			}
+			known[h] = true
+		}
 		if id, ok := lineToolUseID(line); ok {
 			ids[id] = h
 		}
@@ -769,6 +800,10 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 	}
 	r.smu.Lock()
 	defer r.smu.Unlock()
+	if damaged {
+		r.idsOff, r.idsHead = 0, plumbing.ZeroHash // read again from the start, once rebuilt
+		return false, nil
+	}
 	if fresh || r.ids == nil {
 		r.ids = map[string]plumbing.Hash{}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,58 @@ func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("a fresh id: %v", err)
+	}
+}
+
+// A history index that lost a record in the middle (or holds one twice)
+// but still ends at HEAD is rebuilt at start: the lost record's id is
+// known, and a retry of its call makes no second commit.
+func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
+	for _, damage := range []string{"lost", "doubled"} {
+		t.Run(damage, func(t *testing.T) {
+			dir := t.TempDir()
+			r, _, err := Init(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= 3; i++ {
+				write(t, r, fmt.Sprintf("toolu_%d", i), fmt.Sprintf("f%d.md", i), "x\n")
+			}
+			r.Close()
+			path := filepath.Join(dir, ".git", "gitmem", "history")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.SplitAfter(string(data), "\n")
+			mid := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "toolu_2") })
+			if mid < 0 {
+				t.Fatal("no record of toolu_2")
+			}
+			var damaged []string
+			switch damage {
+			case "lost":
+				damaged = slices.Delete(slices.Clone(lines), mid, mid+1)
+			case "doubled":
+				damaged = slices.Insert(slices.Clone(lines), mid, lines[mid])
+			}
+			if err := os.WriteFile(path, []byte(strings.Join(damaged, "")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if r, err = Open(dir, testOptions(t)); err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			_, err = r.Update(Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_2"}}}, func(tx *Tx) error {
+				return tx.WriteFile("f2.md", []byte("again\n"))
+			})
+			var applied *AppliedError
+			if !errors.As(err, &applied) {
+				t.Fatalf("a retry of toolu_2 after the index was damaged: %v", err)
+			}
+			if got, _ := os.ReadFile(path); string(got) != string(data) {
+				t.Fatalf("the index was not rebuilt:\n%s", got)
+			}
+		})
 	}
 }
