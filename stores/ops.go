@@ -355,7 +355,7 @@ func ParseRedaction(path *string, blob, match string) (gitmem.Redaction, error) 
 	if match != "" {
 		re, err := regexp.Compile(match)
 		if err != nil {
-			return red, &RedactionError{"match", err.Error()}
+			return red, &RedactionError{"match", "is not a regular expression (" + err.Error() + ")"}
 		}
 		if re.MatchString("") {
 			return red, &RedactionError{"match", fmt.Sprintf("%q matches empty text; give a pattern for the secret itself", match)}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/mail"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -154,6 +155,9 @@ func storeErr(err error, dir string) error {
 	var de *gitmem.DamagedError
 	switch {
 	case errors.Is(err, gitmem.ErrNotRepository):
+		if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
+			return failf(exitNoRepo, "%s is a file; a gitmem repository is a folder (give --repo a folder)", dir)
+		}
 		return failf(exitNoRepo, "%s is not a gitmem repository (run: gitmem --repo %s init)", dir, dir)
 	case errors.Is(err, gitmem.ErrForeign):
 		return failf(exitNoRepo, "%s is a git repository that gitmem did not create; gitmem would commit onto its branch (to do so anyway: gitmem init --adopt %s)", dir, dir)

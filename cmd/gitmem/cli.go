@@ -163,10 +163,17 @@ func usageError(c *cli.Context, err error, _ bool) error {
 	}
 	msg := err.Error()
 	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
+		// Not the version flag (it stands before any command), nor the
+		// very flag refused: "remote -v" is no slip for -v.
 		var names []string
 		for _, f := range append(c.Command.Flags, c.App.Flags...) {
+			if f == cli.VersionFlag {
+				continue
+			}
 			for _, n := range f.Names() {
-				names = append(names, dashes(n))
+				if n != m[1] {
+					names = append(names, dashes(n))
+				}
 			}
 		}
 		msg = "unknown flag " + dashes(m[1]) + didYouMean(dashes(m[1]), names)
