@@ -145,9 +145,12 @@ func (s *storesServer) listStores(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, "", err)
 		return
 	}
-	var out []stores.StoreJSON
+	var out []any
 	for _, info := range page.Items {
-		out = append(out, info.JSON())
+		if info.Err != nil {
+			s.opt.Logger.Error("store cannot be read", "store", info.Name, "err", info.Err.Error())
+		}
+		out = append(out, info.ListJSON())
 	}
 	writeJSON(w, http.StatusOK, newPage(out, page.Next))
 }

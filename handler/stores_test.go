@@ -377,6 +377,25 @@ func TestStoresLifecycleAPI(t *testing.T) {
 	if code, _ := a.tool("ops", "bob", "toolu_9", `{"command":"view","path":"/memories"}`); code != http.StatusNotFound {
 		t.Errorf("tool call on a deleted store: %d", code)
 	}
+
+	// A store that cannot be read is listed as such; the others still are.
+	erin := filepath.Join(a.dir.Root(), "erin")
+	r, _, err := gitmem.Init(erin, gitmem.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if err := os.WriteFile(filepath.Join(erin, ".git", "HEAD"), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mixed struct {
+		Data []map[string]any `json:"data"`
+	}
+	if code := a.call("ops", "GET", "/v1/stores", nil, &mixed); code != 200 || len(mixed.Data) != 3 ||
+		mixed.Data[0]["name"] != "alice" || mixed.Data[1]["name"] != "carol" || mixed.Data[2]["name"] != "erin" ||
+		mixed.Data[2]["error"] != "the store cannot be read; gitmem fsck on its folder says why" || mixed.Data[1]["error"] != nil {
+		t.Errorf("list with an unreadable store: %d %v", code, mixed.Data)
+	}
 }
 
 func TestStoresSecretScreening(t *testing.T) {

@@ -451,6 +451,9 @@ func cloneMap(m map[string]string) map[string]string {
 type Info struct {
 	Name string
 	Meta
+	// Err, in a List, is why the store could not be read (its Meta is
+	// then zero): one damaged store does not hide the others.
+	Err error
 }
 
 // Create makes a new store, a gitmem repository with its first metadata
@@ -640,9 +643,6 @@ func (d *Dir) List(after string, limit int, includeArchived bool, allow func(nam
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
-		if err != nil {
-			return p, err
-		}
 		if m.IsArchived() && !includeArchived {
 			continue
 		}
@@ -650,7 +650,7 @@ func (d *Dir) List(after string, limit int, includeArchived bool, allow func(nam
 			p.Next = p.Items[len(p.Items)-1].Name
 			break
 		}
-		p.Items = append(p.Items, Info{Name: name, Meta: m})
+		p.Items = append(p.Items, Info{Name: name, Meta: m, Err: err})
 	}
 	return p, nil
 }

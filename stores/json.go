@@ -23,6 +23,22 @@ type StoreJSON struct {
 	ArchivedAt      *string           `json:"archived_at"`
 }
 
+// UnreadableStoreJSON is a store a list could not read (Info.Err): its
+// name, and the same words for every cause, which may name host files.
+type UnreadableStoreJSON struct {
+	Name  string `json:"name"`
+	Error string `json:"error"`
+}
+
+// ListJSON is a store as a list shows it: StoreJSON, or
+// UnreadableStoreJSON when it could not be read.
+func (i Info) ListJSON() any {
+	if i.Err != nil {
+		return UnreadableStoreJSON{Name: i.Name, Error: "the store cannot be read; gitmem fsck on its folder says why"}
+	}
+	return i.JSON()
+}
+
 // JSONTime is the time format of every JSON shape (RFC 3339).
 func JSONTime(t time.Time) string { return t.Format(time.RFC3339) }
 

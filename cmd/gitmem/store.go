@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -73,14 +74,25 @@ func storeCommand() *cli.Command {
 				Action: func(c *cli.Context) error {
 					return withStores(c, false, func(d *stores.Dir) error {
 						emit := jsonLines(c.App.Writer)
+						unreadable := 0
 						for after := ""; ; {
 							page, err := d.List(after, 500, c.Bool("archived"), nil)
 							if err != nil {
 								return storesErr(err, "")
 							}
 							for _, info := range page.Items {
+								if info.Err != nil {
+									// Listed with the others, and named on stderr with what to do.
+									unreadable++
+									fmt.Fprintf(c.App.ErrWriter, "gitmem: store %s cannot be read: %s; to repair it: gitmem --repo %s fsck --repair\n",
+										info.Name, problem(info.Err), filepath.Join(d.Root(), info.Name))
+								}
 								if c.Bool("json") {
-									emit(info.JSON())
+									emit(info.ListJSON())
+									continue
+								}
+								if info.Err != nil {
+									fmt.Fprintf(c.App.Writer, "%s\t-\tunreadable\t\n", info.Name)
 									continue
 								}
 								state := "active"
@@ -90,9 +102,13 @@ func storeCommand() *cli.Command {
 								first, _, _ := strings.Cut(info.Description, "\n")
 								fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\t%s\n", info.Name, info.Created.Format("2006-01-02"), state, first)
 							}
-							if after = page.Next; after == "" {
-								return nil
+							if after = page.Next; after != "" {
+								continue
 							}
+							if unreadable > 0 {
+								return failf(exitFailure, "%d store(s) cannot be read", unreadable)
+							}
+							return nil
 						}
 					})
 				},
@@ -237,6 +253,16 @@ func withStores(c *cli.Context, create bool, fn func(d *stores.Dir) error) error
 }
 
 // storesErr words a stores error for the operator.
+// problem is what a store error says is wrong, without the repair hint
+// a damaged repository's error adds (the caller names the store's own).
+func problem(err error) string {
+	var de *gitmem.DamagedError
+	if errors.As(err, &de) {
+		return de.Problem
+	}
+	return strings.TrimPrefix(err.Error(), "gitmem: ")
+}
+
 func storesErr(err error, name string) error {
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
