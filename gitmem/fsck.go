@@ -227,13 +227,24 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 				Repair: "they are recovered by the next gitmem serve or writing command (gitmem fsck --repair does it now)"})
 		}
 	}
+	historyDamaged := false
+	if what := r.historyDamage(); what != "" {
+		historyDamaged = true
+		add(Problem{What: what, Repaired: repair && !opt.ReadOnly && !rep.damagedObjects(),
+			Repair: "gitmem fsck --repair rebuilds it from the history"})
+	}
 	if repair && !opt.ReadOnly && !rep.damagedObjects() {
 		r.flock.Unlock()
 		repo, err := Open(dir, opt)
 		if err != nil {
 			return rep, err
 		}
-		err = repo.Flush() // merges back what waits under refs/gitmem/displaced/
+		if historyDamaged {
+			err = repo.rebuildHistoryIndex()
+		}
+		if err == nil {
+			err = repo.Flush() // merges back what waits under refs/gitmem/displaced/
+		}
 		if cerr := repo.Close(); err == nil {
 			err = cerr
 		}

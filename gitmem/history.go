@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -657,6 +658,46 @@ func (r *Repo) syncIDs() error {
 		}
 	}
 	return &StorageError{Op: "read the history index", Err: errors.New("it does not reach HEAD after a rebuild")}
+}
+
+// historyDamage says what is wrong with the history index file, if a
+// record in it is lost, doubled or unreadable before its end ("" for a
+// sound file, a missing one, one of an older version, or one torn at its
+// end: those are caught up or rewritten as gitmem goes).
+func (r *Repo) historyDamage() string {
+	data, err := os.ReadFile(r.historyPath())
+	if err != nil || !bytes.HasPrefix(data, []byte(historyHeader+"\n")) {
+		return ""
+	}
+	lines := bytes.Count(data, []byte("\n")) - 1
+	if good := len(r.readHistoryFile()); good < lines {
+		return fmt.Sprintf("the history index (.git/gitmem/history) is damaged at record %d of %d (lost, doubled or unreadable records): log and tool_use id retries would miss commits until it is rebuilt", good+1, lines)
+	}
+	return ""
+}
+
+// rebuildHistoryIndex makes the history index file whole again: what it
+// holds up to the damage, the rest recorded from git, written anew.
+func (r *Repo) rebuildHistoryIndex() error {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	if err := r.own(); err != nil {
+		return err
+	}
+	r.hmu.Lock()
+	r.hist, r.histLoaded = nil, false // read again: up to the damage
+	r.hmu.Unlock()
+	r.smu.Lock()
+	head := r.head
+	r.idsDirty, r.idsOff, r.idsHead = true, 0, plumbing.ZeroHash
+	r.smu.Unlock()
+	if _, err := r.history(head, true, nil); err != nil {
+		return err
+	}
+	if err := r.rewriteHistoryFile(head); err != nil {
+		return wrap("write the history index", err)
+	}
+	return r.syncIDs()
 }
 
 // rewriteHistoryFile writes the index file again from the index in

@@ -147,3 +147,40 @@ func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 		})
 	}
 }
+
+// fsck names a history index damaged in the middle, and --repair
+// rebuilds it.
+func TestFsckRepairsADamagedHistoryIndex(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		write(t, r, fmt.Sprintf("toolu_%d", i), fmt.Sprintf("f%d.md", i), "x\n")
+	}
+	r.Close()
+	path := filepath.Join(dir, ".git", "gitmem", "history")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	mid := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "toolu_2") })
+	if err := os.WriteFile(path, []byte(strings.Join(slices.Delete(slices.Clone(lines), mid, mid+1), "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Fsck(dir, testOptions(t), false)
+	if err != nil || len(rep.Problems) != 1 || !strings.HasPrefix(rep.Problems[0].What, "the history index (.git/gitmem/history) is damaged at record") {
+		t.Fatalf("fsck: %v %+v", err, rep.Problems)
+	}
+	if rep, err = Fsck(dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
+		t.Fatalf("fsck --repair: %v %+v", err, rep.Problems)
+	}
+	if got, _ := os.ReadFile(path); string(got) != string(data) {
+		t.Fatalf("not rebuilt:\n%s", got)
+	}
+	if rep, err = Fsck(dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("fsck after the repair: %v %+v", err, rep.Problems)
+	}
+}
