@@ -538,6 +538,7 @@ func (r *Repo) tailRecords(head plumbing.Hash, want func(line []byte) bool, fn f
 	end := fi.Size()
 	var carry []byte // the start of a line whose end was read already
 	first := true
+	expected := map[plumbing.Hash]bool{} // parents of the records read, not read yet
 	for end > int64(len(header)) {
 		start := max(int64(len(header)), end-chunk)
 		buf := make([]byte, end-start, int(end-start)+len(carry))
@@ -556,8 +557,21 @@ func (r *Repo) tailRecords(head plumbing.Hash, want func(line []byte) bool, fn f
 			lines = lines[1:]
 		}
 		for i := len(lines) - 1; i >= 0; i-- {
-			if !first && want != nil && !want(lines[i]) {
-				continue // cheaper than parsing a line that cannot match
+			if !first {
+				// Each record must be a parent of one read before it, once:
+				// a record lost or doubled in the middle is damage, not a
+				// commit to leave out or show twice.
+				h, parents, ok := recordLinks(lines[i])
+				if !ok || !expected[h] {
+					return true, errHistoryDamaged
+				}
+				delete(expected, h)
+				for _, p := range parents {
+					expected[p] = true
+				}
+				if want != nil && !want(lines[i]) {
+					continue // cheaper than parsing a line that cannot match
+				}
 			}
 			rec, ok := parseRec(string(lines[i]))
 			if first {
@@ -565,12 +579,15 @@ func (r *Repo) tailRecords(head plumbing.Hash, want func(line []byte) bool, fn f
 					return false, nil
 				}
 				first = false
+				for _, p := range rec.parents {
+					expected[p] = true
+				}
 				if want != nil && !want(lines[i]) {
 					continue
 				}
 			}
 			if !ok {
-				return true, errors.New("gitmem: the history index is damaged; delete .git/gitmem/history to rebuild it")
+				return true, errHistoryDamaged
 			}
 			if !fn(&rec) {
 				return true, nil
@@ -712,19 +729,35 @@ func (r *Repo) rewriteHistoryFile(head plumbing.Hash) error {
 	return r.writeHistoryFile(r.hist[:i+1])
 }
 
-// parentsKnown reports whether every parent in a record's parents field
-// (rest: the line after the hash and its tab) is in known.
-func parentsKnown(rest []byte, known map[plumbing.Hash]bool) bool {
-	field, _, _ := bytes.Cut(rest, []byte("\t"))
+// errHistoryDamaged is a reader's error when the history index file is
+// damaged before its end (fsck names it too).
+var errHistoryDamaged = errors.New("gitmem: the history index (.git/gitmem/history) is damaged; gitmem fsck --repair rebuilds it")
+
+// recordLinks reads a record line's hash and parents without parsing the
+// rest.
+func recordLinks(line []byte) (plumbing.Hash, []plumbing.Hash, bool) {
+	if len(line) < 41 || line[40] != '\t' || !plumbing.IsHash(string(line[:40])) {
+		return plumbing.ZeroHash, nil, false
+	}
+	field, _, _ := bytes.Cut(line[41:], []byte("\t"))
+	var parents []plumbing.Hash
 	for p := range bytes.SplitSeq(field, []byte(",")) {
 		if len(p) == 0 {
 			continue
 		}
-		if !plumbing.IsHash(string(p)) || !known[plumbing.NewHash(string(p))] {
-			return false
+		if !plumbing.IsHash(string(p)) {
+			return plumbing.ZeroHash, nil, false
 		}
+		parents = append(parents, plumbing.NewHash(string(p)))
 	}
-	return true
+	return plumbing.NewHash(string(line[:40])), parents, true
+}
+
+// parentsKnown reports whether every parent of a record's line is in
+// known.
+func parentsKnown(line []byte, known map[plumbing.Hash]bool) bool {
+	_, parents, ok := recordLinks(line)
+	return ok && !slices.ContainsFunc(parents, func(p plumbing.Hash) bool { return !known[p] })
 }
 
 // lineToolUseID returns the tool_use id trailer of a record's line, found
@@ -828,7 +861,7 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 		}
 		h := plumbing.NewHash(string(line[:40]))
 		if known != nil {
-			if damaged = known[h] || !parentsKnown(line[41:], known); damaged {
+			if damaged = known[h] || !parentsKnown(line, known); damaged {
 				break
 			}
 			known[h] = true

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -182,5 +183,43 @@ func TestFsckRepairsADamagedHistoryIndex(t *testing.T) {
 	}
 	if rep, err = Fsck(dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("fsck after the repair: %v %+v", err, rep.Problems)
+	}
+}
+
+// log reading a history index that lost a record in the middle says the
+// index is damaged: it does not list the history without that commit.
+func TestLogOfADamagedHistoryIndex(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		write(t, r, fmt.Sprintf("toolu_%d", i), fmt.Sprintf("f%d.md", i), "x\n")
+	}
+	r.Close()
+	path := filepath.Join(dir, ".git", "gitmem", "history")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	mid := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "toolu_2") })
+	if err := os.WriteFile(path, []byte(strings.Join(slices.Delete(slices.Clone(lines), mid, mid+1), "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opt := testOptions(t)
+	opt.ReadOnly = true // nothing rebuilds the file meanwhile
+	if r, err = Open(dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var ids []string
+	err = r.Log(context.Background(), LogOptions{}, nil, func(c Commit) error {
+		ids = append(ids, c.Trailer(TrailerToolUseID))
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "gitmem fsck --repair rebuilds it") {
+		t.Fatalf("log of a damaged index: %v, listed %q", err, ids)
 	}
 }
