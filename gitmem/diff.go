@@ -36,13 +36,15 @@ func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
 }
 
 // DiffWorktree compares HEAD with the files on disk under memories/ (what
-// an operator changed by hand and gitmem has not yet adopted).
+// an operator changed by hand and gitmem has not yet adopted). Names no
+// model could write are left out, as adopting leaves them out: they are
+// no hand edit that will be committed.
 func (r *Repo) DiffWorktree(paths ...string) ([]FileChange, error) {
 	a, err := r.Files("HEAD", paths...)
 	if err != nil && err != ErrUnknownRev {
 		return nil, err
 	}
-	disk, err := r.wt.scan(func(rel string, dir bool) bool { return false })
+	disk, err := r.wt.scan(func(rel string, dir bool) bool { return checkRel(rel) != nil })
 	if err != nil {
 		return nil, wrap("scan the worktree", err)
 	}

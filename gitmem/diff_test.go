@@ -49,3 +49,26 @@ func TestUnifiedMatchesGitDiff(t *testing.T) {
 		}
 	}
 }
+
+// The worktree's diff lists hand edits gitmem will adopt, and not a file
+// whose name no model could write, which it never adopts.
+func TestDiffWorktreeLeavesOutWhatIsNeverAdopted(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for name, text := range map[string]string{"edited.md": "by hand\n", "tab\tname.md": "never a memory\n"} {
+		if err := os.WriteFile(filepath.Join(dir, "memories", name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changes, err := r.DiffWorktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 1 || changes[0].Path != "edited.md" {
+		t.Fatalf("changes: %+v", changes)
+	}
+}
