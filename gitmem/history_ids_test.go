@@ -96,42 +96,51 @@ func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
 	}
 }
 
+// damagedHistory makes a repository of three calls, toolu_1 to toolu_3,
+// whose history index then loses ("lost") or doubles ("doubled") the
+// record of toolu_2, and returns it with the index file's sound content.
+func damagedHistory(t *testing.T, damage string) (dir, path string, sound []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		write(t, r, fmt.Sprintf("toolu_%d", i), fmt.Sprintf("f%d.md", i), "x\n")
+	}
+	r.Close()
+	path = filepath.Join(dir, ".git", "gitmem", "history")
+	if sound, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(sound), "\n")
+	mid := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "toolu_2") })
+	if mid < 0 {
+		t.Fatal("no record of toolu_2")
+	}
+	var damaged []string
+	switch damage {
+	case "lost":
+		damaged = slices.Delete(slices.Clone(lines), mid, mid+1)
+	case "doubled":
+		damaged = slices.Insert(slices.Clone(lines), mid, lines[mid])
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(damaged, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, path, sound
+}
+
 // A history index that lost a record in the middle (or holds one twice)
 // but still ends at HEAD is rebuilt at start: the lost record's id is
 // known, and a retry of its call makes no second commit.
 func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 	for _, damage := range []string{"lost", "doubled"} {
 		t.Run(damage, func(t *testing.T) {
-			dir := t.TempDir()
-			r, _, err := Init(dir, testOptions(t))
+			dir, path, sound := damagedHistory(t, damage)
+			r, err := Open(dir, testOptions(t))
 			if err != nil {
-				t.Fatal(err)
-			}
-			for i := 1; i <= 3; i++ {
-				write(t, r, fmt.Sprintf("toolu_%d", i), fmt.Sprintf("f%d.md", i), "x\n")
-			}
-			r.Close()
-			path := filepath.Join(dir, ".git", "gitmem", "history")
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.SplitAfter(string(data), "\n")
-			mid := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "toolu_2") })
-			if mid < 0 {
-				t.Fatal("no record of toolu_2")
-			}
-			var damaged []string
-			switch damage {
-			case "lost":
-				damaged = slices.Delete(slices.Clone(lines), mid, mid+1)
-			case "doubled":
-				damaged = slices.Insert(slices.Clone(lines), mid, lines[mid])
-			}
-			if err := os.WriteFile(path, []byte(strings.Join(damaged, "")), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if r, err = Open(dir, testOptions(t)); err != nil {
 				t.Fatal(err)
 			}
 			defer r.Close()
@@ -142,7 +151,7 @@ func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 			if !errors.As(err, &applied) {
 				t.Fatalf("a retry of toolu_2 after the index was damaged: %v", err)
 			}
-			if got, _ := os.ReadFile(path); string(got) != string(data) {
+			if got, _ := os.ReadFile(path); string(got) != string(sound) {
 				t.Fatalf("the index was not rebuilt:\n%s", got)
 			}
 		})
@@ -152,25 +161,7 @@ func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 // fsck names a history index damaged in the middle, and --repair
 // rebuilds it.
 func TestFsckRepairsADamagedHistoryIndex(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 3; i++ {
-		write(t, r, fmt.Sprintf("toolu_%d", i), fmt.Sprintf("f%d.md", i), "x\n")
-	}
-	r.Close()
-	path := filepath.Join(dir, ".git", "gitmem", "history")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(string(data), "\n")
-	mid := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "toolu_2") })
-	if err := os.WriteFile(path, []byte(strings.Join(slices.Delete(slices.Clone(lines), mid, mid+1), "")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, path, sound := damagedHistory(t, "lost")
 	rep, err := Fsck(dir, testOptions(t), false)
 	if err != nil || len(rep.Problems) != 1 || !strings.HasPrefix(rep.Problems[0].What, "the history index (.git/gitmem/history) is damaged at record") {
 		t.Fatalf("fsck: %v %+v", err, rep.Problems)
@@ -178,7 +169,7 @@ func TestFsckRepairsADamagedHistoryIndex(t *testing.T) {
 	if rep, err = Fsck(dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
 		t.Fatalf("fsck --repair: %v %+v", err, rep.Problems)
 	}
-	if got, _ := os.ReadFile(path); string(got) != string(data) {
+	if got, _ := os.ReadFile(path); string(got) != string(sound) {
 		t.Fatalf("not rebuilt:\n%s", got)
 	}
 	if rep, err = Fsck(dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
@@ -189,28 +180,11 @@ func TestFsckRepairsADamagedHistoryIndex(t *testing.T) {
 // log reading a history index that lost a record in the middle says the
 // index is damaged: it does not list the history without that commit.
 func TestLogOfADamagedHistoryIndex(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 3; i++ {
-		write(t, r, fmt.Sprintf("toolu_%d", i), fmt.Sprintf("f%d.md", i), "x\n")
-	}
-	r.Close()
-	path := filepath.Join(dir, ".git", "gitmem", "history")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(string(data), "\n")
-	mid := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "toolu_2") })
-	if err := os.WriteFile(path, []byte(strings.Join(slices.Delete(slices.Clone(lines), mid, mid+1), "")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, _, _ := damagedHistory(t, "lost")
 	opt := testOptions(t)
 	opt.ReadOnly = true // nothing rebuilds the file meanwhile
-	if r, err = Open(dir, opt); err != nil {
+	r, err := Open(dir, opt)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
