@@ -44,6 +44,11 @@ func (r *Repo) DiffWorktree(paths ...string) ([]FileChange, error) {
 	if err != nil && err != ErrUnknownRev {
 		return nil, err
 	}
+	for p := range a {
+		if checkRel(p) != nil { // committed by other means (plain git): not compared either
+			delete(a, p)
+		}
+	}
 	disk, err := r.wt.scan(func(rel string, dir bool) bool { return checkRel(rel) != nil })
 	if err != nil {
 		return nil, wrap("scan the worktree", err)

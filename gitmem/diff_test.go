@@ -72,3 +72,27 @@ func TestDiffWorktreeLeavesOutWhatIsNeverAdopted(t *testing.T) {
 		t.Fatalf("changes: %+v", changes)
 	}
 }
+
+// A file whose name no model could write, committed by other means
+// (plain git), is left out of the worktree's diff on both sides: it is no
+// deletion waiting to be adopted.
+func TestDiffWorktreeLeavesOutACommittedOddName(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if err := os.WriteFile(filepath.Join(dir, "memories", "tab\tname.md"), []byte("y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "-c", "user.name=T", "-c", "user.email=t@x", "commit", "-q", "-m", "plain git")
+	if r, err = Open(dir, testOptions(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if changes, err := r.DiffWorktree(); err != nil || len(changes) != 0 {
+		t.Fatalf("changes: %+v, %v", changes, err)
+	}
+}

@@ -595,6 +595,12 @@ func (r *Repo) tailRecords(head plumbing.Hash, want func(line []byte) bool, fn f
 		}
 		end = start
 	}
+	if !first && len(expected) > 0 {
+		// A sound index holds every ancestor of its tip: one lost that
+		// another line of descent still reached (a root, a merge's side)
+		// shows only here.
+		return true, errHistoryDamaged
+	}
 	return !first, nil
 }
 

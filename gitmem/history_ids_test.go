@@ -98,7 +98,9 @@ func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
 
 // damagedHistory makes a repository of three calls, toolu_1 to toolu_3,
 // whose history index then loses ("lost") or doubles ("doubled") the
-// record of toolu_2, and returns it with the index file's sound content.
+// record of toolu_2, or loses the first record ("root lost": the init
+// commit, reached by no other line), and returns it with the index
+// file's sound content.
 func damagedHistory(t *testing.T, damage string) (dir, path string, sound []byte) {
 	t.Helper()
 	dir = t.TempDir()
@@ -125,6 +127,8 @@ func damagedHistory(t *testing.T, damage string) (dir, path string, sound []byte
 		damaged = slices.Delete(slices.Clone(lines), mid, mid+1)
 	case "doubled":
 		damaged = slices.Insert(slices.Clone(lines), mid, lines[mid])
+	case "root lost":
+		damaged = slices.Delete(slices.Clone(lines), 1, 2) // after the header
 	}
 	if err := os.WriteFile(path, []byte(strings.Join(damaged, "")), 0o600); err != nil {
 		t.Fatal(err)
@@ -136,7 +140,7 @@ func damagedHistory(t *testing.T, damage string) (dir, path string, sound []byte
 // but still ends at HEAD is rebuilt at start: the lost record's id is
 // known, and a retry of its call makes no second commit.
 func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
-	for _, damage := range []string{"lost", "doubled"} {
+	for _, damage := range []string{"lost", "doubled", "root lost"} {
 		t.Run(damage, func(t *testing.T) {
 			dir, path, sound := damagedHistory(t, damage)
 			r, err := Open(dir, testOptions(t))
@@ -177,23 +181,28 @@ func TestFsckRepairsADamagedHistoryIndex(t *testing.T) {
 	}
 }
 
-// log reading a history index that lost a record in the middle says the
-// index is damaged: it does not list the history without that commit.
+// log reading a history index that lost a record (in the middle, or its
+// first) says the index is damaged: it does not list the history without
+// that commit.
 func TestLogOfADamagedHistoryIndex(t *testing.T) {
-	dir, _, _ := damagedHistory(t, "lost")
-	opt := testOptions(t)
-	opt.ReadOnly = true // nothing rebuilds the file meanwhile
-	r, err := Open(dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var ids []string
-	err = r.Log(context.Background(), LogOptions{}, nil, func(c Commit) error {
-		ids = append(ids, c.Trailer(TrailerToolUseID))
-		return nil
-	})
-	if err == nil || !strings.Contains(err.Error(), "gitmem fsck --repair rebuilds it") {
-		t.Fatalf("log of a damaged index: %v, listed %q", err, ids)
+	for _, damage := range []string{"lost", "doubled", "root lost"} {
+		t.Run(damage, func(t *testing.T) {
+			dir, _, _ := damagedHistory(t, damage)
+			opt := testOptions(t)
+			opt.ReadOnly = true // nothing rebuilds the file meanwhile
+			r, err := Open(dir, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var ids []string
+			err = r.Log(context.Background(), LogOptions{}, nil, func(c Commit) error {
+				ids = append(ids, c.Trailer(TrailerToolUseID))
+				return nil
+			})
+			if err == nil || !strings.Contains(err.Error(), "gitmem fsck --repair rebuilds it") {
+				t.Fatalf("log of a damaged index: %v, listed %q", err, ids)
+			}
+		})
 	}
 }

@@ -74,7 +74,7 @@ func storeCommand() *cli.Command {
 				Action: func(c *cli.Context) error {
 					return withStores(c, false, func(d *stores.Dir) error {
 						emit := jsonLines(c.App.Writer)
-						unreadable := 0
+						bad := 0
 						for after := ""; ; {
 							page, err := d.List(after, 500, c.Bool("archived"), nil)
 							if err != nil {
@@ -83,9 +83,8 @@ func storeCommand() *cli.Command {
 							for _, info := range page.Items {
 								if info.Err != nil {
 									// Listed with the others, and named on stderr with what to do.
-									unreadable++
-									fmt.Fprintf(c.App.ErrWriter, "gitmem: store %s cannot be read: %s; to repair it: gitmem --repo %s fsck --repair\n",
-										info.Name, problem(info.Err), filepath.Join(d.Root(), info.Name))
+									bad++
+									fmt.Fprintf(c.App.ErrWriter, "gitmem: store %s cannot be read: %s\n", info.Name, unreadableWhy(info, d.Root()))
 								}
 								if c.Bool("json") {
 									emit(info.ListJSON())
@@ -105,8 +104,8 @@ func storeCommand() *cli.Command {
 							if after = page.Next; after != "" {
 								continue
 							}
-							if unreadable > 0 {
-								return failf(exitFailure, "%d store(s) cannot be read", unreadable)
+							if bad > 0 {
+								return failf(exitFailure, "%d store(s) cannot be read", bad)
 							}
 							return nil
 						}
@@ -253,14 +252,17 @@ func withStores(c *cli.Context, create bool, fn func(d *stores.Dir) error) error
 }
 
 // storesErr words a stores error for the operator.
-// problem is what a store error says is wrong, without the repair hint
-// a damaged repository's error adds (the caller names the store's own).
-func problem(err error) string {
+// unreadableWhy says why a listed store could not be read, and what to do:
+// fsck --repair for a damaged gitmem repository, else fsck, which says
+// what the folder is.
+func unreadableWhy(info stores.Info, root string) string {
+	repo := filepath.Join(root, info.Name)
 	var de *gitmem.DamagedError
-	if errors.As(err, &de) {
-		return de.Problem
+	if errors.As(info.Err, &de) {
+		return fmt.Sprintf("%s; to repair it: gitmem --repo %s fsck --repair", de.Problem, repo)
 	}
-	return strings.TrimPrefix(err.Error(), "gitmem: ")
+	msg := strings.TrimPrefix(info.Err.Error(), "store "+info.Name+": ")
+	return fmt.Sprintf("%s; gitmem --repo %s fsck says more", strings.TrimPrefix(msg, "gitmem: "), repo)
 }
 
 func storesErr(err error, name string) error {
