@@ -286,7 +286,10 @@ func blameCommand() *cli.Command {
 		Name:      "blame",
 		Usage:     "show which change (and tool_use id) last wrote each line of a file",
 		ArgsUsage: "PATH",
-		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"}},
+		Description: "Each line of the file, after the change that last wrote it: the commit's short hash, its\n" +
+			"date, the tool_use id, the agent and the session (- where the change has none), then the\n" +
+			"line's number and text. --json gives the same as one object per line.",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return failf(exitUsage, "blame takes one memory path")
