@@ -251,7 +251,6 @@ func withStores(c *cli.Context, create bool, fn func(d *stores.Dir) error) error
 	return fn(d)
 }
 
-// storesErr words a stores error for the operator.
 // unreadableWhy says why a listed store could not be read, and what to do:
 // fsck --repair for a damaged gitmem repository, else fsck, which says
 // what the folder is.
@@ -265,6 +264,7 @@ func unreadableWhy(info stores.Info, root string) string {
 	return fmt.Sprintf("%s; gitmem --repo %s fsck says more", strings.TrimPrefix(msg, "gitmem: "), repo)
 }
 
+// storesErr words a stores error for the operator.
 func storesErr(err error, name string) error {
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
