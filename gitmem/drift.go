@@ -464,12 +464,19 @@ func (r *Repo) Adopt() (Commit, error) {
 	for _, p := range r.readJournalPaths() {
 		pend[p] = true
 	}
-	if drift, err := r.drifted(r.snapshotTree(), []string{memDir}, pend); err != nil {
+	drift, err := r.drifted(r.snapshotTree(), []string{memDir}, pend)
+	if err != nil {
 		return Commit{}, wrap("scan the worktree", err)
 	} else if len(drift) == 0 {
 		return Commit{}, ErrNoChange
 	}
-	p, err := r.adoptNow([]string{memDir})
+	// Under the writer lock, only what the scan found is looked at again:
+	// the scan may have seen a file the moment before its commit reached
+	// the worktree, and scanning the whole worktree again with the lock
+	// held stopped every writer for the scan's length (60–90 ms at 10,000
+	// files, every two seconds under load). An edit made after the scan
+	// is the next scan's.
+	p, err := r.adoptNow(repoPaths(drift))
 	if err != nil {
 		return Commit{}, err
 	}
