@@ -231,7 +231,7 @@ func TestKillNineDuringRedact(t *testing.T) {
 			t.Fatalf("round %d: the old worktree was adopted:\n%s", round, adopts)
 		}
 		if st := gitCLI(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
-			t.Fatalf("round %d: worktree differs from HEAD:\n%s", round, st)
+			t.Fatalf("round %d: worktree differs from HEAD:\n%s\n%s\nlog:%s", round, st, gitCLI(t, dir, "diff"), gitCLI(t, dir, "log", "--format=%h %s", "-5"))
 		}
 		if gitCLI(t, dir, "rev-parse", "HEAD") == before {
 			continue // killed before the branch moved: nothing changed

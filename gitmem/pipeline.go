@@ -54,6 +54,8 @@ const (
 	packAtObjects   = 16
 	releaseIdle     = 200 * time.Millisecond
 	backlogWait     = 10 * time.Second
+	spareAt         = 32 << 10
+	spareCap        = checkpointBytes + 4<<20
 	pollEvery       = 10 * time.Millisecond
 )
 
@@ -1374,17 +1376,22 @@ func (r *Repo) maintainLoop() {
 			}
 			r.smu.Unlock()
 		}
+		r.prepareSpareLog()
 		var size int64
+		full := false
 		r.fmu.Lock()
-		if w := r.walFiles[r.active]; w != nil {
+		if w, o := r.walFiles[r.active], r.walFiles[1-r.active]; w != nil && o != nil {
 			size = w.Len()
+			// Nearly full, and the other file takes more: switch to it
+			// now rather than grow this one while the writers wait.
+			full = r.draining < 0 && size > w.Cap()*3/4 && o.Cap() > w.Cap()
 		}
 		r.fmu.Unlock()
 		r.smu.RLock()
 		broken := r.broken != nil
 		r.smu.RUnlock()
 		due := time.Since(time.Unix(0, r.lastCkpt.Load())) > checkpointEvery
-		if (size > 0 && (size > checkpointBytes || due)) || (broken && due) {
+		if (size > 0 && (size > checkpointBytes || due || full)) || (broken && due) {
 			r.checkpoint() // a failure is logged once and retried when due
 		}
 		if r.displacedWait.Load() {
@@ -1454,6 +1461,38 @@ func (r *Repo) prepareRelease() {
 	}
 }
 
+// prepareSpareLog makes the log file appends do not go to large enough
+// for a second of load, once the one they go to has taken spareAt bytes
+// since the last checkpoint: zeros written and fsynced now, with no writer
+// waiting, and the checkpoint switches to it before the active file must
+// grow. An append that finds its file full grows it (zeros written and an
+// fsync with the log's mutex held, every writer waiting): from 68 KiB to
+// 27 MB under 64 clients, seven times in the first second, up to 33 ms
+// each (measured). A file under light load stays small, and so does one
+// on a file system with less than 16 times the growth free.
+func (r *Repo) prepareSpareLog() {
+	r.mmu.Lock() // no checkpoint switches files meanwhile
+	defer r.mmu.Unlock()
+	r.fmu.Lock()
+	var cur, spare *gd.WAL
+	if r.draining < 0 {
+		cur, spare = r.walFiles[r.active], r.walFiles[1-r.active]
+	}
+	if cur == nil || spare == nil || cur.Len() < spareAt {
+		r.fmu.Unlock()
+		return
+	}
+	want := max(int64(spareCap), cur.Cap())
+	r.fmu.Unlock()
+	// Not on a file system short of space: the calls' own writes come
+	// first (a log file that must grow still grows, as it needs).
+	if spare.Cap() < want && gd.FreeSpace(r.gitDir) >= 16*(want-spare.Cap()) {
+		if err := spare.GrowTo(want); err != nil {
+			r.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
+		}
+	}
+}
+
 // releasable reports whether nothing is under way that keeps the writer
 // lock: no change being made, no collection, no failed checkpoint to
 // retry yet (retried when due, not at every poll).
@@ -1473,6 +1512,8 @@ func (r *Repo) releasable() bool {
 // closeLog closes the log files, removing them when asked (they are
 // empty after a checkpoint).
 func (r *Repo) closeLog(remove bool) {
+	r.mmu.Lock() // not while prepareSpareLog grows one
+	defer r.mmu.Unlock()
 	r.fmu.Lock()
 	defer r.fmu.Unlock()
 	for i, w := range r.walFiles {

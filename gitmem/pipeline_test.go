@@ -504,3 +504,47 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 		}
 	}
 }
+
+// Under load the log file appends do not go to is made large ahead of
+// need, with no writer waiting, and the checkpoint moves the appends to
+// it: neither file then grows while calls wait. A light load leaves both
+// files small.
+func TestSpareLogTakesTheLoad(t *testing.T) {
+	r, _ := newRepo(t)
+	if free := gd.FreeSpace(r.gitDir); free < 16*spareCap {
+		t.Skipf("the temporary folder's file system has %d bytes free; a spare log is made only with %d", free, 16*spareCap)
+	}
+	write(t, r, "t0", "a.md", "small\n")
+	caps := func() (active, spare int64) {
+		r.fmu.Lock()
+		defer r.fmu.Unlock()
+		return r.walFiles[r.active].Cap(), r.walFiles[1-r.active].Cap()
+	}
+	if a, s := caps(); a >= spareCap || s >= spareCap {
+		t.Fatalf("after one small change the log files take %d and %d bytes", a, s)
+	}
+	big := strings.Repeat("x", 4000)
+	for i := range 40 { // about 160 KB of log, far past spareAt, within a checkpoint's second
+		write(t, r, fmt.Sprintf("t%d", i+1), fmt.Sprintf("f%d.md", i), big+fmt.Sprint(i))
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if a, s := caps(); a >= spareCap || s >= spareCap {
+			break
+		}
+		if time.Now().After(deadline) {
+			a, s := caps()
+			t.Fatalf("no log file made ready for the load: %d and %d bytes", a, s)
+		}
+	}
+	// Appends go on into the large file once the small one is three
+	// quarters full (or at the next checkpoint).
+	for i := 0; ; i++ {
+		write(t, r, fmt.Sprintf("u%d", i), fmt.Sprintf("g%d.md", i%8), big+fmt.Sprint(i))
+		if a, _ := caps(); a >= spareCap {
+			break
+		}
+		if i == 200 {
+			t.Fatal("the appends never moved to the large log file")
+		}
+	}
+}

@@ -270,6 +270,8 @@ func (r *Repo) finishRedaction() error {
 // scrubLog overwrites the write-ahead log files with zeros: they still
 // hold old records (the redacted content among them) after a checkpoint.
 func (r *Repo) scrubLog() error {
+	r.mmu.Lock() // not while prepareSpareLog grows one
+	defer r.mmu.Unlock()
 	r.fmu.Lock()
 	defer r.fmu.Unlock()
 	for i, name := range []string{"wal", "wal2"} {

@@ -291,6 +291,29 @@ func (w *WAL) void() {
 	}
 }
 
+// Cap is how many bytes of records the file takes before it must grow.
+func (w *WAL) Cap() int64 { return w.size - walHeaderSize }
+
+// GrowTo makes the file take n bytes of records without growing: it is
+// written with zeros that far and fsynced, so that the appends to come
+// change no metadata. The zeros go to the device a mebibyte at a time,
+// each step written out before the next, so that another file's
+// fdatasyncs meanwhile wait behind a step, not behind all of it at the
+// fsync. The log must not be appended to meanwhile.
+func (w *WAL) GrowTo(n int64) error {
+	if n <= w.Cap() {
+		return nil
+	}
+	for target := walHeaderSize + n; w.size < target; {
+		from := w.size
+		if err := w.grow(min(target, from+1<<20)); err != nil {
+			return err
+		}
+		writeOut(w.f, from, w.size-from)
+	}
+	return Fsync(w.f)
+}
+
 // Records is how many records the log holds.
 func (w *WAL) Records() int { return int(w.seq) }
 
