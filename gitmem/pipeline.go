@@ -124,9 +124,10 @@ type pipeline struct {
 	lastCkpt     atomic.Int64 // unix nanos of the last checkpoint (attempt)
 	lastUse      atomic.Int64 // unix nanos of the last change
 
-	recovering  bool  // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
-	draining    int   // (mmu, fmu) the log file a failed checkpoint switched from, which still holds changes; -1 if none
-	ckptErr     error // (mmu) the last checkpoint's failure
+	recovering  bool      // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
+	spareFailed time.Time // (mmu) when growing the spare log file last failed: not tried again for a minute
+	draining    int       // (mmu, fmu) the log file a failed checkpoint switched from, which still holds changes; -1 if none
+	ckptErr     error     // (mmu) the last checkpoint's failure
 	ckptFailing atomic.Bool
 
 	displacedWait atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back
@@ -1478,7 +1479,7 @@ func (r *Repo) prepareSpareLog() {
 	if r.draining < 0 {
 		cur, spare = r.walFiles[r.active], r.walFiles[1-r.active]
 	}
-	if cur == nil || spare == nil || cur.Len() < spareAt {
+	if cur == nil || spare == nil || cur.Len() < spareAt || time.Since(r.spareFailed) < time.Minute {
 		r.fmu.Unlock()
 		return
 	}
@@ -1488,6 +1489,7 @@ func (r *Repo) prepareSpareLog() {
 	// first (a log file that must grow still grows, as it needs).
 	if spare.Cap() < want && gd.FreeSpace(r.gitDir) >= 16*(want-spare.Cap()) {
 		if err := spare.GrowTo(want); err != nil {
+			r.spareFailed = time.Now() // not at every change: retried in a minute
 			r.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
 		}
 	}

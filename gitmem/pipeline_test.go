@@ -548,3 +548,39 @@ func TestSpareLogTakesTheLoad(t *testing.T) {
 		}
 	}
 }
+
+// A spare log file that cannot be grown (here a full disk at that step)
+// costs the calls nothing, and is said once, not at every change: it is
+// tried again a minute later.
+func TestSpareLogFailureIsSaidOnce(t *testing.T) {
+	var mu sync.Mutex
+	said := 0
+	opt := testOptions(t)
+	opt.Logf = func(format string, args ...any) {
+		if msg := fmt.Sprintf(format, args...); strings.Contains(msg, "larger ahead of need") {
+			mu.Lock()
+			said++
+			mu.Unlock()
+		}
+		t.Logf(format, args...)
+	}
+	r, _, err := Init(t.TempDir(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if free := gd.FreeSpace(r.gitDir); free < 16*spareCap {
+		t.Skipf("the temporary folder's file system has %d bytes free; a spare log is made only with %d", free, 16*spareCap)
+	}
+	failAt(t, gd.StepWALGrow, ".git/gitmem/wal")
+	big := strings.Repeat("x", 4000)
+	for i := range 120 { // past spareAt many times over
+		write(t, r, fmt.Sprintf("t%d", i), fmt.Sprintf("f%d.md", i%8), big+fmt.Sprint(i))
+	}
+	settle(t, r)
+	mu.Lock()
+	defer mu.Unlock()
+	if said != 1 {
+		t.Fatalf("the failure was said %d times, want once", said)
+	}
+}

@@ -31,6 +31,7 @@ const (
 	StepPack     = "pack"
 	StepWAL      = "wal"
 	StepWALSync  = "wal-sync"
+	StepWALGrow  = "wal-grow" // a log file grown ahead of need (GrowTo)
 	StepSync     = "sync"
 )
 

@@ -304,6 +304,9 @@ func (w *WAL) GrowTo(n int64) error {
 	if n <= w.Cap() {
 		return nil
 	}
+	if err := Injected(StepWALGrow, ".git/gitmem/wal"); err != nil {
+		return err
+	}
 	for target := walHeaderSize + n; w.size < target; {
 		from := w.size
 		if err := w.grow(min(target, from+1<<20)); err != nil {
