@@ -516,6 +516,8 @@ func TestSpareLogTakesTheLoad(t *testing.T) {
 	}
 	write(t, r, "t0", "a.md", "small\n")
 	caps := func() (active, spare int64) {
+		r.mmu.Lock() // the spare grows under mmu
+		defer r.mmu.Unlock()
 		r.fmu.Lock()
 		defer r.fmu.Unlock()
 		return r.walFiles[r.active].Cap(), r.walFiles[1-r.active].Cap()
