@@ -1454,7 +1454,17 @@ func (r *Repo) release() bool {
 // done. (It held the lock for about 200 ms at 10,000 files, and every
 // call of a burst that began meanwhile waited.) imu keeps Close and
 // release from giving the lock up, and closing the log, meanwhile.
+//
+// Not while another holds the writer lock: an operation that holds it
+// long (a redaction, a revert, a collection's swap, the recovery at
+// start) changes the branch and the worktree outside the pipeline, which
+// releasable does not see, and leaves the repository idle meanwhile: an
+// index written from its half-done state would be taken for current.
 func (r *Repo) prepareRelease() {
+	if !r.wmu.TryLock() {
+		return
+	}
+	r.wmu.Unlock()
 	r.imu.Lock()
 	defer r.imu.Unlock()
 	if r.owned.Load() && r.releasable() && r.checkpoint() == nil {
