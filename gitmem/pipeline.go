@@ -1400,7 +1400,6 @@ func (r *Repo) maintainLoop() {
 		}
 		idle := time.Since(time.Unix(0, r.lastUse.Load())) > releaseIdle
 		if idle || r.lockWanted() {
-			r.prepareRelease()
 			if r.wmu.TryLock() {
 				released := r.release()
 				r.wmu.Unlock()
@@ -1447,29 +1446,6 @@ func (r *Repo) release() bool {
 	r.owned.Store(false)
 	r.flock.Unlock()
 	return true
-}
-
-// prepareRelease does what release does with the writer lock held, a
-// checkpoint and the index, first without it: release then finds both
-// done. (It held the lock for about 200 ms at 10,000 files, and every
-// call of a burst that began meanwhile waited.) imu keeps Close and
-// release from giving the lock up, and closing the log, meanwhile.
-//
-// Not while another holds the writer lock: an operation that holds it
-// long (a redaction, a revert, a collection's swap, the recovery at
-// start) changes the branch and the worktree outside the pipeline, which
-// releasable does not see, and leaves the repository idle meanwhile: an
-// index written from its half-done state would be taken for current.
-func (r *Repo) prepareRelease() {
-	if !r.wmu.TryLock() {
-		return
-	}
-	r.wmu.Unlock()
-	r.imu.Lock()
-	defer r.imu.Unlock()
-	if r.owned.Load() && r.releasable() && r.checkpoint() == nil {
-		r.writeIndexLocked() // a failure is release's to log
-	}
 }
 
 // prepareSpareLog makes the log file appends do not go to large enough

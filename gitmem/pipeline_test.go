@@ -586,29 +586,3 @@ func TestSpareLogFailureIsSaidOnce(t *testing.T) {
 		t.Fatalf("the failure was said %d times, want once", said)
 	}
 }
-
-// The work release does ahead of taking the writer lock is not done
-// while anyone holds it: an operation that holds it long (a redaction, a
-// revert, the recovery at start) leaves the repository looking idle while
-// it moves the branch and rewrites the worktree, and an index written
-// from that half-done state would be taken for current. Here, with the
-// writer lock held, prepareRelease must not even wait for the index's
-// lock (held too).
-func TestPrepareReleaseLeavesAHeldWriterLockAlone(t *testing.T) {
-	r, _ := newRepo(t)
-	write(t, r, "t0", "a.md", "a\n")
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
-	r.imu.Lock()
-	defer r.imu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		r.prepareRelease()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("prepareRelease went on to the index (it waits for its lock) while another held the writer lock")
-	}
-}
