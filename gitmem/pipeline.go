@@ -1472,9 +1472,9 @@ func (r *Repo) prepareSpareLog() {
 	want := max(int64(spareCap), cur.Cap())
 	r.fmu.Unlock()
 	// Not on a file system short of space: the calls' own writes come
-	// first (a log file that must grow still grows, as it needs).
-	// The spare's size changes here, under mmu alone: whoever reads it
-	// holds mmu (the checkpoint, closeLog, scrubLog) or is this loop.
+	// first (a log file that must grow still grows, as it needs). The
+	// spare's size changes here, under mmu alone: whoever reads it holds
+	// mmu (the checkpoint, closeLog, scrubLog) or is this loop.
 	if spare.Cap() < want && gd.FreeSpace(r.gitDir) >= 16*(want-spare.Cap()) {
 		if err := spare.GrowTo(want); err != nil {
 			r.spareFailed = time.Now() // not at every change: retried in a minute
