@@ -1430,8 +1430,17 @@ func (r *Repo) release() bool {
 	if !r.owned.Load() {
 		return true
 	}
-	if !r.releasable() {
+	r.qmu.Lock()
+	queued := len(r.queue.items)
+	r.qmu.Unlock()
+	r.smu.RLock()
+	pending := r.tip != r.head
+	r.smu.RUnlock()
+	if queued > 0 || pending || r.gcBusy.Load() > 0 {
 		return false
+	}
+	if r.ckptFailing.Load() && time.Since(time.Unix(0, r.lastCkpt.Load())) < checkpointEvery {
+		return false // the last attempt failed: retried when due, not at every poll
 	}
 	if r.checkpoint() != nil {
 		return false // keep the lock (and the log) until git's files take the changes
@@ -1481,22 +1490,6 @@ func (r *Repo) prepareSpareLog() {
 			r.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
 		}
 	}
-}
-
-// releasable reports whether nothing is under way that keeps the writer
-// lock: no change being made, no collection, no failed checkpoint to
-// retry yet (retried when due, not at every poll).
-func (r *Repo) releasable() bool {
-	r.qmu.Lock()
-	queued := len(r.queue.items)
-	r.qmu.Unlock()
-	r.smu.RLock()
-	pending := r.tip != r.head
-	r.smu.RUnlock()
-	if queued > 0 || pending || r.gcBusy.Load() > 0 {
-		return false
-	}
-	return !r.ckptFailing.Load() || time.Since(time.Unix(0, r.lastCkpt.Load())) >= checkpointEvery
 }
 
 // closeLog closes the log files, removing them when asked (they are
