@@ -61,7 +61,7 @@ func (r *Repo) DiffWorktree(paths ...string) ([]FileChange, error) {
 	}
 	return r.changes(a, b, func(side int, p, h string) ([]byte, error) {
 		if side == 1 {
-			data, err := r.wt.root.ReadFile(memDir + "/" + p)
+			data, err := r.wt.readFile(memDir + "/" + p)
 			return data, wrap("read "+p, err)
 		}
 		return r.blobOf(side, p, h)

@@ -46,7 +46,7 @@ func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, erro
 	// descriptor read from before and after the read (not fi, which may
 	// be of an older file at p): an edit that lands after the read changes
 	// it, and the next look reads the file again.
-	f, err := r.wt.root.Open(p)
+	f, err := r.wt.openFile(p, os.O_RDONLY)
 	if err != nil {
 		return false, err
 	}
@@ -191,7 +191,7 @@ func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, erro
 		// a missing folder on the way means nothing is there.
 		blocked := false
 		for a := path.Dir(p); a != memDir && a != "."; a = path.Dir(a) {
-			fi, err := r.wt.root.Lstat(a)
+			fi, err := r.wt.lstat(a)
 			switch {
 			case err != nil || fi.Mode()&fs.ModeSymlink != 0:
 				blocked = true
@@ -238,7 +238,7 @@ func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, erro
 // filesOnDisk collects the regular files at or under repository path p,
 // never following a symlink and skipping what no model could write.
 func (r *Repo) filesOnDisk(p string, pend coverer, out map[string]fs.FileInfo) error {
-	fi, err := r.wt.root.Lstat(p)
+	fi, err := r.wt.lstat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -298,7 +298,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	// Deletions first: a file deleted by hand may be where a folder now is.
 	var writes []string
 	for _, rel := range drift {
-		fi, err := r.wt.root.Lstat(full(rel))
+		fi, err := r.wt.lstat(full(rel))
 		if err == nil && fi.Mode().IsRegular() {
 			writes = append(writes, rel)
 			continue
@@ -310,7 +310,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	}
 	read := map[string][]byte{}
 	for _, rel := range writes {
-		data, err := r.wt.root.ReadFile(full(rel))
+		data, err := r.wt.readFile(full(rel))
 		if err != nil {
 			return nil, wrap("read "+rel, err)
 		}
@@ -546,12 +546,12 @@ func (r *Repo) checkoutMoved() {
 	// the branch has a file, which can go once the files in it went.
 	check := func(p string) (folder bool) {
 		var have, before, now plumbing.Hash
-		if fi, err := r.wt.root.Lstat(p); err == nil {
+		if fi, err := r.wt.lstat(p); err == nil {
 			if !fi.Mode().IsRegular() {
 				// a folder or a symlink where a file was: the hand-edit check decides
 				return fi.IsDir() && lookup(tree, p).isFile()
 			}
-			data, err := r.wt.root.ReadFile(p)
+			data, err := r.wt.readFile(p)
 			if err != nil {
 				return false
 			}

@@ -59,7 +59,7 @@ func (r *Repo) writeIndexLocked() error {
 			}
 			e := gd.IndexEntry{Path: p, Hash: k.hash, Mode: k.mode}
 			if k.isFile() {
-				if fi, err := r.wt.root.Lstat(p); err == nil && fi.Mode().IsRegular() {
+				if fi, err := r.wt.lstat(p); err == nil && fi.Mode().IsRegular() {
 					if same, err := r.sameAsTree(p, fi, k.hash); err == nil && same && !gd.StatOf(fi).Racy(now) {
 						e.Stat = gd.StatOf(fi)
 					}

@@ -865,7 +865,7 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 	if old.isDir() {
 		return false
 	}
-	fi, err := r.wt.root.Lstat(q)
+	fi, err := r.wt.lstat(q)
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
@@ -875,7 +875,7 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 			return false
 		}
 	}
-	data, err := r.wt.root.ReadFile(q)
+	data, err := r.wt.readFile(q)
 	if err != nil {
 		return false
 	}
@@ -916,7 +916,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 		return err
 	}
 	w := r.wt
-	fi, err := w.root.Lstat(q)
+	fi, err := w.lstat(q)
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
@@ -928,7 +928,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 	var want []byte
 	if n != nil {
 		if err == nil && fi.Mode().IsRegular() && fi.Size() == n.size {
-			if have, err := w.root.ReadFile(q); err == nil && plumbing.ComputeHash(plumbing.BlobObject, have) == n.hash {
+			if have, err := w.readFile(q); err == nil && plumbing.ComputeHash(plumbing.BlobObject, have) == n.hash {
 				return nil
 			}
 		}

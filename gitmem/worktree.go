@@ -27,6 +27,7 @@ import (
 // it durable before the record of the change is dropped.
 type worktree struct {
 	root    *os.Root
+	base    int // the folder, opened for the one-step lookups of lstat and openFile (-1: none)
 	tmpAbs  string
 	tmpRel  string
 	dir     string          // the repository folder
@@ -40,13 +41,41 @@ type worktree struct {
 // newWorktree is the worktree of the repository folder dir, opened as
 // root, whose git folder is gitDir.
 func newWorktree(root *os.Root, dir, gitDir string) *worktree {
-	return &worktree{root: root, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir}
+	return &worktree{root: root, base: openBase(dir), tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir}
 }
 
 // close removes the spare files and closes the root.
 func (w *worktree) close() {
 	w.dropSpares()
+	closeBase(w.base)
+	w.base = -1
 	w.root.Close()
+}
+
+// lstat, openFile and readFile are the root's Lstat, OpenFile and
+// ReadFile (the same results), in fewer system calls where the kernel
+// can resolve a path beneath the folder in one (worktree_linux.go).
+func (w *worktree) lstat(p string) (fs.FileInfo, error) {
+	if fi, err, ok := w.fastLstat(p); ok {
+		return fi, err
+	}
+	return w.root.Lstat(p)
+}
+
+func (w *worktree) openFile(p string, flag int) (*os.File, error) {
+	if f, ok := w.fastOpen(p, flag); ok {
+		return f, nil
+	}
+	return w.root.OpenFile(p, flag, 0)
+}
+
+func (w *worktree) readFile(p string) ([]byte, error) {
+	f, err := w.openFile(p, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // dropSpares closes and removes the spare files (serve gives the writer
@@ -102,7 +131,7 @@ func (w *worktree) ensureDir(p string) error {
 	if err := w.ensureDir(path.Dir(p)); err != nil {
 		return err
 	}
-	fi, err := w.root.Lstat(p)
+	fi, err := w.lstat(p)
 	if err == nil && fi.IsDir() {
 		return nil
 	}
@@ -126,7 +155,7 @@ func (w *worktree) write(p string, data []byte) error {
 	if err := w.ensureDir(path.Dir(p)); err != nil {
 		return err
 	}
-	if fi, err := w.root.Lstat(p); err == nil && fi.IsDir() {
+	if fi, err := w.lstat(p); err == nil && fi.IsDir() {
 		if err := w.root.RemoveAll(p); err != nil {
 			return err
 		}
@@ -176,13 +205,13 @@ func (w *worktree) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, err
 	}
 	switch {
 	case n == nil:
-		if _, err := w.root.Lstat(p); err != nil {
+		if _, err := w.lstat(p); err != nil {
 			return nil
 		}
 		return w.remove(p)
 	case n.isFile():
-		if fi, err := w.root.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == n.size {
-			if have, err := w.root.ReadFile(p); err == nil && plumbing.ComputeHash(plumbing.BlobObject, have) == n.hash {
+		if fi, err := w.lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == n.size {
+			if have, err := w.readFile(p); err == nil && plumbing.ComputeHash(plumbing.BlobObject, have) == n.hash {
 				return nil
 			}
 		}
@@ -239,7 +268,7 @@ func (w *worktree) scan(skip func(rel string, dir bool) bool) (map[string]plumbi
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		data, err := w.root.ReadFile(p)
+		data, err := w.readFile(p)
 		if err != nil {
 			return err
 		}
@@ -401,23 +430,23 @@ func (w *worktree) put(tmp, p string) (aside string, placed bool, err error) {
 // symlink or folder: no memory file). On a read error it stays where it
 // is.
 func (w *worktree) takeAside(aside string) (data []byte, file bool, err error) {
-	fi, err := w.root.Lstat(aside)
+	fi, err := w.lstat(aside)
 	if err != nil {
 		return nil, false, err
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, false, w.root.RemoveAll(aside)
 	}
-	f, err := w.root.OpenFile(aside, os.O_RDWR, 0)
+	f, err := w.openFile(aside, os.O_RDWR)
 	if err != nil { // not writable (a mode set by hand): read, not reused
-		if data, err = w.root.ReadFile(aside); err != nil {
+		if data, err = w.readFile(aside); err != nil {
 			return nil, false, err
 		}
 		w.root.Remove(aside)
 		return data, true, nil
 	}
 	ofi, err := f.Stat()
-	if err == nil && !os.SameFile(fi, ofi) {
+	if err == nil && !sameFile(fi, ofi) {
 		err = fmt.Errorf("%s changed while it was read", aside)
 	}
 	if err == nil {

@@ -15,3 +15,13 @@ func (w *worktree) exchange(tmp, p string) (aside string, placed, ok bool, err e
 // reusable: files taken aside are reused only where Linux's write lease
 // can tell that nobody else holds them open.
 func reusable(*os.File, fs.FileInfo) bool { return false }
+
+// The one-step path resolution is Linux's (worktree_linux.go): os.Root
+// does it all here.
+func openBase(string) int { return -1 }
+func closeBase(int)       {}
+
+func (w *worktree) fastLstat(string) (fs.FileInfo, error, bool) { return nil, nil, false }
+func (w *worktree) fastOpen(string, int) (*os.File, bool)       { return nil, false }
+
+func sameFile(a, b fs.FileInfo) bool { return os.SameFile(a, b) }

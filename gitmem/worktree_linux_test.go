@@ -1,0 +1,108 @@
+//go:build linux
+
+package gitmem
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// The worktree's one-step lookups (openat2) answer as os.Root does,
+// whatever the path: plain, through a symbolic link inside or out of the
+// folder, missing, through a file, leaving the folder. The plain ones take
+// the fast path.
+func TestBeneathAnswersAsRoot(t *testing.T) {
+	dir := t.TempDir()
+	for p, text := range map[string]string{"top.md": "top\n", "memories/a.md": "a\n", "memories/d/b.md": "b, nested\n"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, to := range map[string]string{"memories/link.md": "a.md", "memories/ld": "d", "memories/out": "/etc", "memories/up": ".."} {
+		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
+	defer w.close()
+	if _, _, ok := w.fastLstat("memories/a.md"); !ok {
+		t.Skip("openat2 is not available here: os.Root does every lookup")
+	}
+	fast := map[string]bool{"top.md": true, "memories": true, "memories/a.md": true, "memories/d": true, "memories/d/b.md": true,
+		"memories/link.md": true, "memories/ld": true, "memories/out": true, "memories/missing.md": true, "memories/../top.md": true}
+	for _, p := range []string{"top.md", "memories", "memories/a.md", "memories/d", "memories/d/b.md", "memories/link.md",
+		"memories/ld", "memories/ld/b.md", "memories/out", "memories/out/passwd", "memories/up/top.md", "memories/missing.md",
+		"memories/nodir/x.md", "memories/a.md/x", "../escape", "memories/../top.md", "memories/d/"} {
+		fi, err := w.lstat(p)
+		rfi, rerr := root.Lstat(p)
+		switch {
+		case (err == nil) != (rerr == nil) || errors.Is(err, fs.ErrNotExist) != errors.Is(rerr, fs.ErrNotExist):
+			t.Errorf("lstat %s: %v, os.Root: %v", p, err, rerr)
+		case err == nil:
+			st, rst := fi.Sys().(*syscall.Stat_t), rfi.Sys().(*syscall.Stat_t)
+			if fi.Name() != rfi.Name() || fi.Size() != rfi.Size() || fi.Mode() != rfi.Mode() || !fi.ModTime().Equal(rfi.ModTime()) ||
+				fi.IsDir() != rfi.IsDir() || *st != *rst || !sameFile(fi, rfi) {
+				t.Errorf("lstat %s: %s %d %v %v, os.Root: %s %d %v %v", p, fi.Name(), fi.Size(), fi.Mode(), fi.ModTime(),
+					rfi.Name(), rfi.Size(), rfi.Mode(), rfi.ModTime())
+			}
+		}
+		if _, _, ok := w.fastLstat(p); ok != fast[p] {
+			t.Errorf("lstat %s: fast path taken %v, want %v", p, ok, fast[p])
+		}
+		data, err := w.readFile(p)
+		rdata, rerr := root.ReadFile(p)
+		if (err == nil) != (rerr == nil) || !bytes.Equal(data, rdata) {
+			t.Errorf("read %s: %q, %v; os.Root: %q, %v", p, data, err, rdata, rerr)
+		}
+	}
+}
+
+// BenchmarkWorktreeLookup compares the worktree's lstat and readFile of
+// a memory file with os.Root's, which walks the folders one at a time.
+//
+//	go test ./gitmem/ -run '^$' -bench WorktreeLookup -count 6
+func BenchmarkWorktreeLookup(b *testing.B) {
+	dir := b.TempDir()
+	const p = "memories/d012/f01234.md"
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, p), []byte("# a memory\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
+	defer w.close()
+	for _, c := range []struct {
+		name string
+		fn   func() error
+	}{
+		{"lstat/os.Root", func() error { _, err := root.Lstat(p); return err }},
+		{"lstat/worktree", func() error { _, err := w.lstat(p); return err }},
+		{"read/os.Root", func() error { _, err := root.ReadFile(p); return err }},
+		{"read/worktree", func() error { _, err := w.readFile(p); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				if err := c.fn(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
