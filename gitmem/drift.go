@@ -429,6 +429,13 @@ func (r *Repo) adoptFiles(rels []string) error {
 // to be durable. It returns the commit, or ErrNoChange.
 func (r *Repo) adoptNow(paths []string) (*prepared, error) {
 	r.wmu.Lock()
+	r.smu.RLock()
+	closed := r.closed
+	r.smu.RUnlock()
+	if closed { // a look that began before Close: the lock files are closed
+		r.wmu.Unlock()
+		return nil, ErrClosed
+	}
 	if err := r.own(); err != nil {
 		r.wmu.Unlock()
 		return nil, err

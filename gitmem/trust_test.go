@@ -1329,3 +1329,17 @@ func TestAdoptDropsTheBaseOfAnEditItTook(t *testing.T) {
 		}
 	}
 }
+
+// A hand-edit check that began before Close and commits after it (a
+// Snapshot racing Close) is told ErrClosed; it took the closed lock files
+// up again ("bad file descriptor").
+func TestAdoptAfterCloseIsClosed(t *testing.T) {
+	r, _ := newRepo(t)
+	write(t, r, "t0", "a.md", "before\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.adoptNow(repoPaths([]string{"a.md"})); !errors.Is(err, ErrClosed) {
+		t.Fatalf("adopt after Close: %v, want ErrClosed", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -27,7 +28,8 @@ import (
 // it durable before the record of the change is dropped.
 type worktree struct {
 	root    *os.Root
-	base    int // the folder, opened for the one-step lookups of lstat and openFile (-1: none)
+	base    *os.File        // the folder, opened for the one-step lookups of lstat and openFile (nil: none)
+	baseRC  syscall.RawConn // base's, for them
 	tmpAbs  string
 	tmpRel  string
 	dir     string          // the repository folder
@@ -41,14 +43,16 @@ type worktree struct {
 // newWorktree is the worktree of the repository folder dir, opened as
 // root, whose git folder is gitDir.
 func newWorktree(root *os.Root, dir, gitDir string) *worktree {
-	return &worktree{root: root, base: openBase(dir), tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir}
+	base, rc := openBase(root, dir)
+	return &worktree{root: root, base: base, baseRC: rc, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir}
 }
 
 // close removes the spare files and closes the root.
 func (w *worktree) close() {
 	w.dropSpares()
-	closeBase(w.base)
-	w.base = -1
+	if w.base != nil {
+		w.base.Close() // a lookup under way keeps it open until it is done
+	}
 	w.root.Close()
 }
 

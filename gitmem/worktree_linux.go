@@ -28,42 +28,55 @@ import (
 // beneathOff is set once openat2 is found missing or forbidden.
 var beneathOff atomic.Bool
 
-// openBase opens the worktree's folder for openat2 (-1: none).
-func openBase(dir string) int {
+// openBase opens the worktree's folder for openat2 (nil: none): the
+// folder root holds, not another one put at dir since root was opened.
+// An *os.File, not a bare descriptor: its lookups hold a reference
+// (RawConn.Control), so a close meanwhile neither races them nor lets
+// them resolve beneath whatever reuses the descriptor's number.
+func openBase(root *os.Root, dir string) (*os.File, syscall.RawConn) {
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1
+		return nil, nil
 	}
-	return fd
-}
-
-func closeBase(fd int) {
-	if fd >= 0 {
-		unix.Close(fd)
+	f := os.NewFile(uintptr(fd), dir)
+	fi, err := f.Stat()
+	rfi, rerr := root.Stat(".")
+	rc, cerr := f.SyscallConn()
+	if err != nil || rerr != nil || cerr != nil || !os.SameFile(fi, rfi) {
+		f.Close()
+		return nil, nil
 	}
+	return f, rc
 }
 
 // beneath opens p (relative to the worktree's folder) with flags, never
 // through a symbolic link; ok is false when os.Root must do it.
 func (w *worktree) beneath(p string, flags int) (fd int, ok bool) {
-	if w.base < 0 || beneathOff.Load() {
+	if w.baseRC == nil || beneathOff.Load() {
 		return -1, false
 	}
-	for {
-		fd, err := unix.Openat2(w.base, p, &unix.OpenHow{
-			Flags:   uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW),
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
-		})
-		switch {
-		case err == nil:
-			return fd, true
-		case err == unix.EINTR || err == unix.EAGAIN:
-			continue
-		case err == unix.ENOSYS || err == unix.EPERM && flags&unix.O_PATH != 0:
-			beneathOff.Store(true)
+	fd = -1
+	cerr := w.baseRC.Control(func(base uintptr) {
+		for {
+			nfd, err := unix.Openat2(int(base), p, &unix.OpenHow{
+				Flags:   uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW),
+				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
+			})
+			switch {
+			case err == nil:
+				fd, ok = nfd, true
+			case err == unix.EINTR || err == unix.EAGAIN:
+				continue
+			case err == unix.ENOSYS || err == unix.EPERM && flags&unix.O_PATH != 0:
+				beneathOff.Store(true)
+			}
+			return
 		}
+	})
+	if cerr != nil { // closed: os.Root answers (ErrClosed)
 		return -1, false
 	}
+	return fd, ok
 }
 
 // fastLstat is os.Root's Lstat by openat2 and fstatat: ok is false
@@ -73,16 +86,14 @@ func (w *worktree) fastLstat(p string) (fi fs.FileInfo, err error, ok bool) {
 	if name == "" || name == "." || name == ".." {
 		return nil, nil, false
 	}
-	dfd := w.base
-	if dir != "" {
-		var ok bool
-		if dfd, ok = w.beneath(dir, unix.O_PATH|unix.O_DIRECTORY); !ok {
-			return nil, nil, false
-		}
-		defer unix.Close(dfd)
-	} else if w.base < 0 || beneathOff.Load() {
+	if dir == "" {
+		dir = "."
+	}
+	dfd, ok := w.beneath(dir, unix.O_PATH|unix.O_DIRECTORY)
+	if !ok {
 		return nil, nil, false
 	}
+	defer unix.Close(dfd)
 	var st unix.Stat_t
 	for {
 		err = unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)

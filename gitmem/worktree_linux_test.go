@@ -69,6 +69,70 @@ func TestBeneathAnswersAsRoot(t *testing.T) {
 	}
 }
 
+// The fast path's folder is the one os.Root holds: a folder put at the
+// same name after the root was opened is not looked into.
+func TestBeneathIsTheRootsFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "repo")
+	mustWrite := func(text string) {
+		if err := os.MkdirAll(filepath.Join(dir, "memories"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustWrite("the root's\n")
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir, dir+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite("another folder's\n")
+	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
+	defer w.close()
+	if data, err := w.readFile("memories/a.md"); err != nil || string(data) != "the root's\n" {
+		t.Fatalf("read %q, %v; want the root's file", data, err)
+	}
+}
+
+// Lookups running while the worktree closes neither race the close (go
+// test -race) nor use its descriptor after it: they end with os.Root's
+// answer for a closed root.
+func TestBeneathWhileClosing(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "memories", "d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "b.md"), []byte("b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
+	started, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			if i == 10 {
+				close(started)
+			}
+			if _, err := w.lstat("memories/d/b.md"); err != nil {
+				if !errors.Is(err, os.ErrClosed) {
+					t.Errorf("lstat while closing: %v, want os.ErrClosed", err)
+				}
+				return
+			}
+		}
+	}()
+	<-started
+	w.close()
+	<-done
+}
+
 // BenchmarkWorktreeLookup compares the worktree's lstat and readFile of
 // a memory file with os.Root's, which walks the folders one at a time.
 //

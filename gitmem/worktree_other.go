@@ -5,6 +5,7 @@ package gitmem
 import (
 	"io/fs"
 	"os"
+	"syscall"
 )
 
 // exchange is Linux's: elsewhere put moves the old file aside first.
@@ -18,8 +19,7 @@ func reusable(*os.File, fs.FileInfo) bool { return false }
 
 // The one-step path resolution is Linux's (worktree_linux.go): os.Root
 // does it all here.
-func openBase(string) int { return -1 }
-func closeBase(int)       {}
+func openBase(*os.Root, string) (*os.File, syscall.RawConn) { return nil, nil }
 
 func (w *worktree) fastLstat(string) (fs.FileInfo, error, bool) { return nil, nil, false }
 func (w *worktree) fastOpen(string, int) (*os.File, bool)       { return nil, false }
