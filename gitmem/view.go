@@ -93,6 +93,11 @@ func (v *View) ReadFile(p string) ([]byte, error) {
 	if data, ok := v.pending[n.hash]; ok {
 		return data, nil
 	}
+	if v.reads != nil { // a transaction's, under the writer lock: the worktree's copy when it is the blob
+		if data, ok := v.r.wt.readBlob(full(p), n); ok {
+			return data, nil
+		}
+	}
 	data, err := v.r.readBlob(n.hash)
 	return data, wrap("read a file", err)
 }

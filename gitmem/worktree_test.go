@@ -1,0 +1,49 @@
+package gitmem
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+// A transaction reads a file from the worktree only when the file there is
+// the blob, byte for byte: anything else (another text of the same size, a
+// longer one, a folder, a symbolic link out, nothing) is read from git's
+// objects.
+func TestWorktreeBlobOnlyWhenItIsTheBlob(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "outside.md")
+	const text = "the blob's text\n"
+	files := map[string]string{"same.md": text, "other.md": "the blob's TEXT\n", "longer.md": text + "more\n"}
+	if err := os.MkdirAll(filepath.Join(dir, memDir, "folder.md"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, memDir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(outside, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, memDir, "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
+	defer w.close()
+	n := &node{mode: filemode.Regular, hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(text)), size: int64(len(text))}
+	for name, want := range map[string]bool{"same.md": true, "other.md": false, "longer.md": false, "folder.md": false,
+		"link.md": false, "missing.md": false} {
+		data, ok := w.readBlob(memDir+"/"+name, n)
+		if ok != want || (ok && string(data) != text) {
+			t.Errorf("%s: %q, %v; want the worktree's copy: %v", name, data, ok, want)
+		}
+	}
+}
