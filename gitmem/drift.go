@@ -46,7 +46,7 @@ func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, erro
 	// descriptor read from before and after the read (not fi, which may
 	// be of an older file at p): an edit that lands after the read changes
 	// it, and the next look reads the file again.
-	f, err := r.wt.openFile(p, os.O_RDONLY)
+	f, err := r.wt.openFile(p, readFlags)
 	if err != nil {
 		return false, err
 	}
@@ -54,6 +54,9 @@ func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, erro
 	before, err := f.Stat()
 	if err != nil {
 		return false, err
+	}
+	if !before.Mode().IsRegular() { // replaced since it was looked at: not the blob
+		return false, nil
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {

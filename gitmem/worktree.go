@@ -58,7 +58,9 @@ func (w *worktree) close() {
 
 // lstat, openFile and readFile are the root's Lstat, OpenFile and
 // ReadFile (the same results), in fewer system calls where the kernel
-// can resolve a path beneath the folder in one (worktree_linux.go).
+// can resolve a path beneath the folder in one (worktree_linux.go). One
+// difference: readFile refuses a named pipe, socket or device, which
+// os.Root's would wait on.
 func (w *worktree) lstat(p string) (fs.FileInfo, error) {
 	if fi, err, ok := w.fastLstat(p); ok {
 		return fi, err
@@ -86,7 +88,7 @@ func (w *worktree) readBlob(p string, n *node) ([]byte, bool) {
 	if !n.isFile() || n.size > blobFromWorktreeMax {
 		return nil, false
 	}
-	f, err := w.openFile(p, os.O_RDONLY)
+	f, err := w.openFile(p, readFlags)
 	if err != nil {
 		return nil, false
 	}
@@ -106,13 +108,21 @@ func (w *worktree) readBlob(p string, n *node) ([]byte, bool) {
 const blobFromWorktreeMax = 1 << 20
 
 func (w *worktree) readFile(p string) ([]byte, error) {
-	f, err := w.openFile(p, os.O_RDONLY)
+	f, err := w.openFile(p, readFlags)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if fi.Mode()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice) != 0 {
+		// Put there since its caller looked (readFlags): reading could wait.
+		return nil, &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
+	}
 	return io.ReadAll(f)
 }
+
+var errNotRegular = errors.New("not a regular file")
 
 // dropSpares closes and removes the spare files (serve gives the writer
 // lock up when idle: an idle repository holds no descriptor for them).

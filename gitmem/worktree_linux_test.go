@@ -5,11 +5,15 @@ package gitmem
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
 
 // The worktree's one-step lookups (openat2) answer as os.Root does,
@@ -168,5 +172,39 @@ func BenchmarkWorktreeLookup(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A named pipe put where a memory file was never holds a read up (a
+// transaction's, holding the writer lock, would hold every call): it is
+// not the blob, and it cannot be read as a file.
+func TestWorktreeReadsNeverWaitOnAPipe(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, memDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := memDir + "/pipe.md"
+	if err := syscall.Mkfifo(filepath.Join(dir, p), 0o600); err != nil {
+		t.Skipf("cannot make a named pipe here: %v", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
+	defer w.close()
+	done := make(chan string)
+	go func() {
+		_, ok := w.readBlob(p, &node{mode: filemode.Regular, size: 6})
+		_, err := w.readFile(p)
+		done <- fmt.Sprintf("readBlob ok %v, readFile %v", ok, err)
+	}()
+	select {
+	case got := <-done:
+		if got != "readBlob ok false, readFile read memories/pipe.md: not a regular file" {
+			t.Fatal(got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a read waits on a named pipe")
 	}
 }
