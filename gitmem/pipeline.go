@@ -1398,14 +1398,15 @@ func (r *Repo) maintainLoop() {
 		// meanwhile is not held up by it (up to 200 ms under the lock at
 		// the end of a 64-client run, measured). release then finds the
 		// log empty. Not again at every poll while checkpoints fail.
-		leaving := r.idle() || r.lockWanted()
+		wanted := r.lockWanted()
+		leaving := wanted || r.idle()
 		if (size > 0 && (size > checkpointBytes || due || full || (leaving && !broken))) || (broken && due) {
 			r.checkpoint() // a failure is logged once and retried when due
 		}
 		if r.displacedWait.Load() {
 			r.mergeDisplaced()
 		}
-		if r.idle() || r.lockWanted() { // again: calls may have come meanwhile
+		if wanted || r.idle() { // idle again: calls may have come meanwhile
 			if r.wmu.TryLock() {
 				released := r.release()
 				r.wmu.Unlock()

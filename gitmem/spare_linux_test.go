@@ -120,12 +120,7 @@ func TestSpareOnAFullDisk(t *testing.T) {
 	if err := os.MkdirAll(tmp, dirMode); err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.OpenRoot(mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorktree(root, mnt, filepath.Join(mnt, ".git"))
-	defer w.close()
+	w := openWorktree(t, mnt)
 	name, err := w.writeTemp([]byte("small\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -80,10 +80,11 @@ func (w *worktree) openFile(p string, flag int) (*os.File, error) {
 // objects is a pack's delta chain resolved, each link a read and an
 // inflate (a memory file edited ten times: ten). A str_replace or insert
 // reads its file holding the writer lock: under 64 clients that read was
-// more than a quarter of Update's CPU (pprof of serve: View.ReadFile 0.51 s
-// of 1.79 s; from the worktree, 0.09 s of 2.16 s). Anything else at p (a hand edit, a version
-// not yet written, a symbolic link) is not the blob: ok is false, and
-// the caller reads git's objects.
+// more than a quarter of Update's CPU (pprof of serve: View.ReadFile
+// 0.51 s of 1.79 s; from the worktree, 0.09 s of 2.16 s). Whatever else
+// is at p (a hand edit, a version not yet written, a folder, a link out
+// of the folder) is not read as the blob: ok is false, and the caller
+// reads git's objects.
 func (w *worktree) readBlob(p string, n *node) ([]byte, bool) {
 	if !n.isFile() || n.size > blobFromWorktreeMax {
 		return nil, false

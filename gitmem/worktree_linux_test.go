@@ -35,12 +35,8 @@ func TestBeneathAnswersAsRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
-	defer w.close()
+	w := openWorktree(t, dir)
+	root := w.root
 	if _, _, ok := w.fastLstat("memories/a.md"); !ok {
 		t.Skip("openat2 is not available here: os.Root does every lookup")
 	}
@@ -150,12 +146,8 @@ func BenchmarkWorktreeLookup(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, p), []byte("# a memory\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
-	defer w.close()
+	w := openWorktree(b, dir)
+	root := w.root
 	for _, c := range []struct {
 		name string
 		fn   func() error
@@ -187,12 +179,7 @@ func TestWorktreeReadsNeverWaitOnAPipe(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, p), 0o600); err != nil {
 		t.Skipf("cannot make a named pipe here: %v", err)
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
-	defer w.close()
+	w := openWorktree(t, dir)
 	done := make(chan string)
 	go func() {
 		_, ok := w.readBlob(p, &node{mode: filemode.Regular, size: 6})

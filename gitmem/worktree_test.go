@@ -9,6 +9,19 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
 
+// openWorktree is the worktree of the folder dir (its git folder
+// dir/.git), closed when the test ends.
+func openWorktree(tb testing.TB, dir string) *worktree {
+	tb.Helper()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
+	tb.Cleanup(w.close)
+	return w
+}
+
 // A transaction reads a file from the worktree only when the file there is
 // the blob, byte for byte: anything else (another text of the same size, a
 // longer one, a folder, a symbolic link out, nothing) is read from git's
@@ -32,12 +45,7 @@ func TestWorktreeBlobOnlyWhenItIsTheBlob(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, memDir, "link.md")); err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
-	defer w.close()
+	w := openWorktree(t, dir)
 	n := &node{mode: filemode.Regular, hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(text)), size: int64(len(text))}
 	for name, want := range map[string]bool{"same.md": true, "other.md": false, "longer.md": false, "folder.md": false,
 		"link.md": false, "missing.md": false} {
