@@ -927,8 +927,8 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 	}
 	var want []byte
 	if n != nil {
-		if err == nil && fi.Mode().IsRegular() && fi.Size() == n.size {
-			if have, err := w.readFile(q); err == nil && plumbing.ComputeHash(plumbing.BlobObject, have) == n.hash {
+		if err == nil && fi.Mode().IsRegular() && fi.Size() == n.size { // the lstat tells most apart
+			if _, ok := w.readBlob(q, n); ok {
 				return nil
 			}
 		}

@@ -81,6 +81,10 @@ func (v *View) Stat(p string) (Info, error) {
 	return infoOf(path.Base(p), n), nil
 }
 
+// blobFromWorktreeMax bounds what a transaction reads from the worktree
+// rather than git's objects (memory files are small).
+const blobFromWorktreeMax = 1 << 20
+
 // ReadFile returns the content of the file p: ErrNotExist, or ErrIsDir.
 func (v *View) ReadFile(p string) ([]byte, error) {
 	n := v.get(p)
@@ -93,7 +97,12 @@ func (v *View) ReadFile(p string) ([]byte, error) {
 	if data, ok := v.pending[n.hash]; ok {
 		return data, nil
 	}
-	if v.reads != nil { // a transaction's, under the writer lock: the worktree's copy when it is the blob
+	// A transaction's read, holding the writer lock: the worktree's copy
+	// when it is the blob, a file read, where git's objects resolve a
+	// pack's delta chain, a read and an inflate a link. Under 64 clients
+	// the read from the pack was more than a quarter of Update's CPU (pprof
+	// of serve: 0.51 s of 1.79 s; from the worktree, 0.09 s of 2.16 s).
+	if v.reads != nil && n.size <= blobFromWorktreeMax {
 		if data, ok := v.r.wt.readBlob(full(p), n); ok {
 			return data, nil
 		}

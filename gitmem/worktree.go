@@ -75,18 +75,16 @@ func (w *worktree) openFile(p string, flag int) (*os.File, error) {
 	return w.root.OpenFile(p, flag, 0)
 }
 
-// readBlob reads the file at p when it holds n's blob (its size, then
-// its hash, checked): a small file read, where the blob from git's
-// objects is a pack's delta chain resolved, each link a read and an
-// inflate (a memory file edited ten times: ten). A str_replace or insert
-// reads its file holding the writer lock: under 64 clients that read was
-// more than a quarter of Update's CPU (pprof of serve: View.ReadFile
-// 0.51 s of 1.79 s; from the worktree, 0.09 s of 2.16 s). Whatever else
+// readBlob reads the file at p when it holds n's blob (its type and
+// size, then its hash, checked): whether the worktree is up to date there
+// (sync, mirrorChecked), and a small file read where the blob from git's
+// objects is a pack's delta chain resolved (View.ReadFile). Whatever else
 // is at p (a hand edit, a version not yet written, a folder, a link out
-// of the folder) is not read as the blob: ok is false, and the caller
-// reads git's objects.
+// of the folder) is not read as the blob: ok is false. A link inside the
+// folder is followed (os.Root's): callers for whom a link is no file
+// lstat first.
 func (w *worktree) readBlob(p string, n *node) ([]byte, bool) {
-	if !n.isFile() || n.size > blobFromWorktreeMax {
+	if !n.isFile() {
 		return nil, false
 	}
 	f, err := w.openFile(p, readFlags)
@@ -103,10 +101,6 @@ func (w *worktree) readBlob(p string, n *node) ([]byte, bool) {
 	}
 	return data, true
 }
-
-// blobFromWorktreeMax bounds what readBlob reads from the worktree: a
-// larger file is read from git's objects (memory files are small).
-const blobFromWorktreeMax = 1 << 20
 
 func (w *worktree) readFile(p string) ([]byte, error) {
 	f, err := w.openFile(p, readFlags)
@@ -257,8 +251,8 @@ func (w *worktree) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, err
 		}
 		return w.remove(p)
 	case n.isFile():
-		if fi, err := w.lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == n.size {
-			if have, err := w.readFile(p); err == nil && plumbing.ComputeHash(plumbing.BlobObject, have) == n.hash {
+		if fi, err := w.lstat(p); err == nil && fi.Mode().IsRegular() { // a link there is no file
+			if _, ok := w.readBlob(p, n); ok {
 				return nil
 			}
 		}

@@ -25,7 +25,7 @@ func openWorktree(tb testing.TB, dir string) *worktree {
 // A transaction reads a file from the worktree only when the file there is
 // the blob, byte for byte: anything else (another text of the same size, a
 // longer one, a folder, a symbolic link out, nothing) is read from git's
-// objects.
+// objects. A link inside the folder to the blob's bytes gives those bytes.
 func TestWorktreeBlobOnlyWhenItIsTheBlob(t *testing.T) {
 	dir := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "outside.md")
@@ -45,10 +45,13 @@ func TestWorktreeBlobOnlyWhenItIsTheBlob(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, memDir, "link.md")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("same.md", filepath.Join(dir, memDir, "inside.md")); err != nil {
+		t.Fatal(err)
+	}
 	w := openWorktree(t, dir)
 	n := &node{mode: filemode.Regular, hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(text)), size: int64(len(text))}
 	for name, want := range map[string]bool{"same.md": true, "other.md": false, "longer.md": false, "folder.md": false,
-		"link.md": false, "missing.md": false} {
+		"link.md": false, "inside.md": true, "missing.md": false} {
 		data, ok := w.readBlob(memDir+"/"+name, n)
 		if ok != want || (ok && string(data) != text) {
 			t.Errorf("%s: %q, %v; want the worktree's copy: %v", name, data, ok, want)
