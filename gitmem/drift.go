@@ -2,7 +2,6 @@ package gitmem
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -35,40 +34,29 @@ import (
 // lstat data fi) holds blob h, reading it only when the cached lstat data
 // does not vouch for it.
 func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, error) {
-	st := gd.StatOf(fi)
 	r.cmu.Lock()
 	cached, ok := r.stats.get(p)
 	r.cmu.Unlock()
-	if ok && cached == st {
+	if ok && cached == gd.StatOf(fi) {
 		return true, nil
 	}
 	// What is cached is the lstat data of the file read, taken on the
 	// descriptor read from before and after the read (not fi, which may
 	// be of an older file at p): an edit that lands after the read changes
 	// it, and the next look reads the file again.
-	f, err := r.wt.openFile(p, readFlags)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	before, err := f.Stat()
-	if err != nil {
-		return false, err
-	}
-	if !before.Mode().IsRegular() { // replaced since it was looked at: not the blob
+	data, st, err := r.wt.readRegular(p, -1, true)
+	if errors.Is(err, errNotRegular) { // replaced since it was looked at: not the blob
 		return false, nil
 	}
-	data, err := io.ReadAll(f)
 	if err != nil {
 		return false, err
 	}
 	if plumbing.ComputeHash(plumbing.BlobObject, data) != h {
 		return false, nil
 	}
-	after, err := f.Stat()
-	if st := gd.StatOf(after); err == nil && st == gd.StatOf(before) && !st.Racy(time.Now()) {
+	if before, after := gd.StatOf(st[0]), gd.StatOf(st[1]); before == after && !after.Racy(time.Now()) {
 		r.cmu.Lock()
-		r.stats.put(p, st)
+		r.stats.put(p, after)
 		r.cmu.Unlock()
 	}
 	return true, nil
@@ -191,9 +179,11 @@ func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, erro
 			continue
 		}
 		// A file made by hand where the path needs a folder; a symlink or
-		// a missing folder on the way means nothing is there.
+		// a missing folder on the way means nothing is there. When p's
+		// folders are known real, each need not be looked at.
+		fi, err, folders := r.wt.lstatFolders(p)
 		blocked := false
-		for a := path.Dir(p); a != memDir && a != "."; a = path.Dir(a) {
+		for a := path.Dir(p); !folders && a != memDir && a != "."; a = path.Dir(a) {
 			fi, err := r.wt.lstat(a)
 			switch {
 			case err != nil || fi.Mode()&fs.ModeSymlink != 0:
@@ -214,7 +204,7 @@ func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, erro
 		}
 		onDisk := map[string]fs.FileInfo{}
 		if !blocked {
-			if err := r.filesOnDisk(p, pend, onDisk); err != nil {
+			if err := r.filesOnDisk(p, fi, err, pend, onDisk); err != nil {
 				return nil, err
 			}
 		}
@@ -238,10 +228,10 @@ func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, erro
 	return out, nil
 }
 
-// filesOnDisk collects the regular files at or under repository path p,
-// never following a symlink and skipping what no model could write.
-func (r *Repo) filesOnDisk(p string, pend coverer, out map[string]fs.FileInfo) error {
-	fi, err := r.wt.lstat(p)
+// filesOnDisk collects the regular files at or under repository path p
+// (whose lstat gave fi and err), never following a symlink and skipping
+// what no model could write.
+func (r *Repo) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, out map[string]fs.FileInfo) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil

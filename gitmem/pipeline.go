@@ -916,7 +916,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 		return err
 	}
 	w := r.wt
-	fi, err := w.lstat(q)
+	fi, err, folders := w.lstatFolders(q)
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
@@ -935,8 +935,10 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 		if want, err = r.readBlob(n.hash); err != nil {
 			return err
 		}
-		if err := w.ensureDir(path.Dir(q)); err != nil {
-			return err
+		if !folders { // else q's folders were found real just now
+			if err := w.ensureDir(path.Dir(q)); err != nil {
+				return err
+			}
 		}
 	}
 	wantFile := n != nil
@@ -961,8 +963,10 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 			w.root.Remove(tmp)
 		}
 	}()
+	there := err == nil // a file (or link) at q, as far as known: put's first try
 	for {
 		aside, placed := "", true
+		var asideInfo fs.FileInfo
 		put, putFile := want, wantFile
 		if putFile {
 			if tmp == "" {
@@ -970,7 +974,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 					return err
 				}
 			}
-			if aside, placed, err = w.put(tmp, q); err != nil {
+			if aside, asideInfo, placed, err = w.put(tmp, q, there); err != nil {
 				return err
 			}
 			if placed {
@@ -981,7 +985,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 		}
 		hand := false
 		if aside != "" {
-			data, file, err := w.takeAside(aside)
+			data, file, err := w.takeAside(aside, asideInfo)
 			if err != nil {
 				return fmt.Errorf("read the file it replaced (left in .git/gitmem/tmp): %w", err)
 			}
@@ -1000,6 +1004,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 			}
 			return nil
 		}
+		there = putFile // what this round put, or what appeared at q meanwhile
 		// Another round. q holds what this one put there, or, when a file
 		// appeared at q after it was moved aside, one made from nothing.
 		if placed && putFile {

@@ -125,7 +125,7 @@ func TestSpareOnAFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, file, err := w.takeAside(name); err != nil || !file {
+	if _, file, err := w.takeAside(name, nil); err != nil || !file {
 		t.Fatalf("take %s aside: %v", name, err)
 	}
 	if len(w.spares) != 1 {

@@ -62,10 +62,20 @@ func (w *worktree) close() {
 // difference: readFile refuses a named pipe, socket or device, which
 // os.Root's would wait on.
 func (w *worktree) lstat(p string) (fs.FileInfo, error) {
+	fi, err, _ := w.lstatFolders(p)
+	return fi, err
+}
+
+// lstatFolders is lstat, also saying whether p's folder and every one
+// above it were found real folders (no link, no file, nothing missing):
+// known when the kernel resolved them in one step, which refuses a link on
+// the way. false says nothing.
+func (w *worktree) lstatFolders(p string) (fi fs.FileInfo, err error, folders bool) {
 	if fi, err, ok := w.fastLstat(p); ok {
-		return fi, err
+		return fi, err, true
 	}
-	return w.root.Lstat(p)
+	fi, err = w.root.Lstat(p)
+	return fi, err, false
 }
 
 func (w *worktree) openFile(p string, flag int) (*os.File, error) {
@@ -87,37 +97,99 @@ func (w *worktree) readBlob(p string, n *node) ([]byte, bool) {
 	if !n.isFile() {
 		return nil, false
 	}
-	f, err := w.openFile(p, readFlags)
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != n.size {
-		return nil, false
-	}
-	data := make([]byte, n.size)
-	if _, err := io.ReadFull(f, data); err != nil || plumbing.ComputeHash(plumbing.BlobObject, data) != n.hash {
+	data, _, err := w.readRegular(p, n.size, false)
+	if err != nil || plumbing.ComputeHash(plumbing.BlobObject, data) != n.hash {
 		return nil, false
 	}
 	return data, true
 }
 
 func (w *worktree) readFile(p string) ([]byte, error) {
-	f, err := w.openFile(p, readFlags)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, err
-	} else if fi.Mode()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice) != 0 {
-		// Put there since its caller looked (readFlags): reading could wait.
-		return nil, &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
-	}
-	return io.ReadAll(f)
+	data, _, err := w.readRegular(p, -1, false)
+	return data, err
 }
 
-var errNotRegular = errors.New("not a regular file")
+// readRegular reads the regular file at p whole; anything else there (a
+// folder, a named pipe, a socket, a device) is errNotRegular, and with
+// size not negative a file of another size is errOtherSize, neither read.
+// With stat, st is the file's lstat data before and after the read, from
+// the descriptor read (for the stat cache: equal when nothing changed the
+// file meanwhile).
+func (w *worktree) readRegular(p string, size int64, stat bool) (data []byte, st [2]fs.FileInfo, err error) {
+	f, done, err := w.openRead(p)
+	if err != nil {
+		return nil, st, err
+	}
+	defer done()
+	if st[0], err = f.Stat(); err != nil {
+		return nil, st, err
+	}
+	switch {
+	case !st[0].Mode().IsRegular():
+		// readFlags opened it at once; reading could wait.
+		return nil, st, &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
+	case size >= 0 && st[0].Size() != size:
+		return nil, st, &fs.PathError{Op: "read", Path: p, Err: errOtherSize}
+	}
+	if size >= 0 {
+		data = make([]byte, size)
+		_, err = io.ReadFull(f, data)
+	} else {
+		data, err = readAll(f, st[0].Size())
+	}
+	if err != nil {
+		return nil, st, err
+	}
+	if stat {
+		if st[1], err = f.Stat(); err != nil {
+			return nil, st, err
+		}
+	}
+	return data, st, nil
+}
+
+// readAll is io.ReadAll with a first buffer of the size the file had:
+// one read and the one that finds its end, for a file that did not grow.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// openRead opens the file at p for readRegular; done closes it.
+func (w *worktree) openRead(p string) (f statReader, done func(), err error) {
+	if f, done, ok := w.fastOpenRead(p); ok {
+		return f, done, nil
+	}
+	of, err := w.root.OpenFile(p, readFlags, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return of, func() { of.Close() }, nil
+}
+
+// statReader is what readRegular reads through: an *os.File, or on Linux
+// a bare descriptor (worktree_linux.go).
+type statReader interface {
+	io.Reader
+	Stat() (fs.FileInfo, error)
+}
+
+var (
+	errNotRegular = errors.New("not a regular file")
+	errOtherSize  = errors.New("not of the size expected")
+)
 
 // dropSpares closes and removes the spare files (serve gives the writer
 // lock up when idle: an idle repository holds no descriptor for them).
@@ -169,10 +241,13 @@ func (w *worktree) ensureDir(p string) error {
 	if p == "." || p == "" {
 		return nil
 	}
-	if err := w.ensureDir(path.Dir(p)); err != nil {
-		return err
+	fi, err, folders := w.lstatFolders(p) // one lookup, not one per level
+	if !folders {
+		if err := w.ensureDir(path.Dir(p)); err != nil {
+			return err
+		}
+		fi, err = w.lstat(p)
 	}
-	fi, err := w.lstat(p)
 	if err == nil && fi.IsDir() {
 		return nil
 	}
@@ -444,36 +519,39 @@ func (w *worktree) moveAside(p string) (string, error) {
 // that was at p, if any, is moved aside in the same step (aside names it).
 // placed is false when a file appeared at p after it was moved aside
 // (tmp is still there): the caller takes that one aside too, and tries
-// again.
-func (w *worktree) put(tmp, p string) (aside string, placed bool, err error) {
-	if aside, placed, ok, err := w.exchange(tmp, p); ok {
-		return aside, placed, err
+// again. there says whether a file is likely at p: which way is tried
+// first. asideInfo is the lstat data of the file moved aside, when known
+// (for takeAside).
+func (w *worktree) put(tmp, p string, there bool) (aside string, asideInfo fs.FileInfo, placed bool, err error) {
+	if aside, asideInfo, placed, ok, err := w.exchange(tmp, p, there); ok {
+		return aside, asideInfo, placed, err
 	}
 	if aside, err = w.moveAside(p); err != nil {
-		return "", false, err
+		return "", nil, false, err
 	}
 	switch err := w.root.Link(tmp, p); {
 	case err == nil:
 		w.root.Remove(tmp)
 	case errors.Is(err, fs.ErrExist):
-		return aside, false, nil
+		return aside, nil, false, nil
 	default: // no hard links here: a file made at p just now is replaced
 		if err := w.root.Rename(tmp, p); err != nil {
-			return aside, false, err
+			return aside, nil, false, err
 		}
 	}
 	w.touch(p)
-	return aside, true, nil
+	return aside, nil, true, nil
 }
 
-// takeAside reads a file moved aside and removes it (or keeps it as a
-// spare: recycle). file is false when it was not a regular file (a
-// symlink or folder: no memory file). On a read error it stays where it
-// is.
-func (w *worktree) takeAside(aside string) (data []byte, file bool, err error) {
-	fi, err := w.lstat(aside)
-	if err != nil {
-		return nil, false, err
+// takeAside reads a file moved aside (with lstat data fi, nil when not
+// known) and removes it (or keeps it as a spare: recycle). file is false
+// when it was not a regular file (a symlink or folder: no memory file).
+// On a read error it stays where it is.
+func (w *worktree) takeAside(aside string, fi fs.FileInfo) (data []byte, file bool, err error) {
+	if fi == nil {
+		if fi, err = w.lstat(aside); err != nil {
+			return nil, false, err
+		}
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, false, w.root.RemoveAll(aside)

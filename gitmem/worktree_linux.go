@@ -4,6 +4,7 @@ package gitmem
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -119,6 +120,56 @@ func (w *worktree) fastOpen(p string, flag int) (*os.File, bool) {
 	return os.NewFile(uintptr(fd), p), true
 }
 
+// fastOpenRead opens p for readRegular by openat2, as a bare descriptor:
+// an *os.File (os.NewFile, as os.Root's OpenFile) costs a regular file two
+// to five system calls more on Linux, the poller trying it and giving it
+// back, where the read itself is an fstat and a read or two.
+func (w *worktree) fastOpenRead(p string) (statReader, func(), bool) {
+	fd, ok := w.beneath(p, readFlags)
+	if !ok {
+		return nil, nil, false
+	}
+	return &rawFile{fd: fd, path: p}, func() { unix.Close(fd) }, true
+}
+
+// rawFile reads a descriptor readRegular's caller closes.
+type rawFile struct {
+	fd   int
+	path string
+}
+
+func (f *rawFile) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		n, err := unix.Read(f.fd, b)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, &fs.PathError{Op: "read", Path: f.path, Err: err}
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+func (f *rawFile) Stat() (fs.FileInfo, error) {
+	var st unix.Stat_t
+	for {
+		err := unix.Fstat(f.fd, &st)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "stat", Path: f.path, Err: err}
+		}
+		return newStatInfo(path.Base(f.path), &st), nil
+	}
+}
+
 // openDir opens the folder d for the *at calls of exchange.
 func (w *worktree) openDir(d string) (fd int, done func(), err error) {
 	if fd, ok := w.beneath(d, unix.O_PATH|unix.O_DIRECTORY); ok {
@@ -195,42 +246,56 @@ func sameFile(a, b fs.FileInfo) bool {
 
 // exchange moves tmp to p in one step: renameat2 with RENAME_NOREPLACE
 // when p is free, RENAME_EXCHANGE when a file is there (which tmp's name
-// then holds: aside). ok is false when the file system cannot (put falls
-// back to a rename aside).
-func (w *worktree) exchange(tmp, p string) (aside string, placed, ok bool, err error) {
+// then holds: aside), the latter first when there says a file is likely
+// at p. ok is false when the file system cannot (put falls back to a
+// rename aside).
+func (w *worktree) exchange(tmp, p string, there bool) (aside string, asideInfo fs.FileInfo, placed, ok bool, err error) {
 	fd, doneFrom, err := w.openDir(path.Dir(tmp))
 	if err != nil {
-		return "", false, false, nil
+		return "", nil, false, false, nil
 	}
 	defer doneFrom()
 	td, doneTo, err := w.openDir(path.Dir(p))
 	if err != nil {
-		return "", false, false, nil
+		return "", nil, false, false, nil
 	}
 	defer doneTo()
-	for range 3 {
-		err = unix.Renameat2(fd, path.Base(tmp), td, path.Base(p), unix.RENAME_NOREPLACE)
-		if err == nil {
-			w.touch(p)
-			return "", true, true, nil
+	for range 6 {
+		if there {
+			err = unix.Renameat2(fd, path.Base(tmp), td, path.Base(p), unix.RENAME_EXCHANGE)
+			if err == nil {
+				w.touch(p)
+				// What was at p, looked at where it now is, in the folder
+				// at hand (takeAside's lstat, one call).
+				var st unix.Stat_t
+				if unix.Fstatat(fd, path.Base(tmp), &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+					asideInfo = newStatInfo(path.Base(tmp), &st)
+				}
+				return tmp, asideInfo, true, true, nil
+			}
+			if !errors.Is(err, unix.ENOENT) { // ENOENT: nothing at p (removed meanwhile)
+				break
+			}
+		} else {
+			err = unix.Renameat2(fd, path.Base(tmp), td, path.Base(p), unix.RENAME_NOREPLACE)
+			if err == nil {
+				w.touch(p)
+				return "", nil, true, true, nil
+			}
+			if !errors.Is(err, unix.EEXIST) {
+				break
+			}
 		}
-		if !errors.Is(err, unix.EEXIST) {
-			break
-		}
-		err = unix.Renameat2(fd, path.Base(tmp), td, path.Base(p), unix.RENAME_EXCHANGE)
-		if err == nil {
-			w.touch(p)
-			return tmp, true, true, nil
-		}
-		if !errors.Is(err, unix.ENOENT) { // removed meanwhile: no-replace again
-			break
-		}
+		there = !there
 	}
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOENT) {
-		return "", false, false, nil // not supported here (or a folder at p): the portable way
+		return "", nil, false, false, nil // not supported here (or a folder at p): the portable way
 	}
-	return "", false, true, err
+	return "", nil, false, true, err
 }
+
+// euid is the process's effective user (gitmem never changes it).
+var euid = os.Geteuid()
 
 // reusable reports whether the file f, taken aside, can be reused as a
 // spare (worktree.recycle): it has one link, it is the process's own, and
@@ -238,7 +303,7 @@ func (w *worktree) exchange(tmp, p string) (aside string, placed, ok bool, err e
 // only then (fcntl(2), F_SETLEASE), and given back at once.
 func reusable(f *os.File, fi fs.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || st.Nlink != 1 || int(st.Uid) != os.Geteuid() {
+	if !ok || st.Nlink != 1 || int(st.Uid) != euid {
 		return false
 	}
 	rc, err := f.SyscallConn()

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -60,6 +61,11 @@ func TestBeneathAnswersAsRoot(t *testing.T) {
 		}
 		if _, _, ok := w.fastLstat(p); ok != fast[p] {
 			t.Errorf("lstat %s: fast path taken %v, want %v", p, ok, fast[p])
+		}
+		// Only a path resolved in one step vouches for its folders: never
+		// one through a link, a file or a missing folder.
+		if _, _, folders := w.lstatFolders(p); folders != fast[p] {
+			t.Errorf("lstat %s: folders known real %v, want %v", p, folders, fast[p])
 		}
 		data, err := w.readFile(p)
 		rdata, rerr := root.ReadFile(p)
@@ -193,5 +199,50 @@ func TestWorktreeReadsNeverWaitOnAPipe(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a read waits on a named pipe")
+	}
+}
+
+// A folder an operator replaced by a link (here to another memory folder)
+// is no folder on a path's way, though the kernel resolves through it in
+// os.Root's lookups: the hand-edit check sees the file under it deleted,
+// and the next write there puts a real folder back, leaving the link's
+// target as it was.
+func TestALinkedFolderIsNoFolder(t *testing.T) {
+	dir := t.TempDir()
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "real/a.md", "a\n")
+	write(t, r, "t2", "d/b.md", "b\n")
+	settle(t, r)
+	mem := filepath.Join(dir, "memories")
+	if err := os.RemoveAll(filepath.Join(mem, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(mem, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, folders := r.wt.lstatFolders("memories/d/a.md"); folders {
+		t.Fatal("a path through a link was taken for one through real folders")
+	}
+	write(t, r, "t3", "d/b.md", "b2\n")
+	settle(t, r)
+	log := gitCLI(t, dir, "log", "--format=%s", "--name-status", "-2")
+	if !strings.Contains(log, "memory: adopt changes made outside gitmem") || !strings.Contains(log, "D\tmemories/d/b.md") {
+		t.Errorf("the file under the link was not adopted as deleted:\n%s", log)
+	}
+	if fi, err := os.Lstat(filepath.Join(mem, "d")); err != nil || !fi.IsDir() {
+		t.Fatalf("memories/d is no real folder again: %v, %v", fi, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(mem, "d", "b.md")); string(got) != "b2\n" {
+		t.Errorf("memories/d/b.md holds %q", got)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(mem, "real")); len(ents) != 1 || ents[0].Name() != "a.md" {
+		t.Errorf("the link's target was written to: %v", ents)
+	}
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("git status:\n%s", st)
 	}
 }

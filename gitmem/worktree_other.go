@@ -9,8 +9,8 @@ import (
 )
 
 // exchange is Linux's: elsewhere put moves the old file aside first.
-func (w *worktree) exchange(tmp, p string) (aside string, placed, ok bool, err error) {
-	return "", false, false, nil
+func (w *worktree) exchange(tmp, p string, there bool) (aside string, asideInfo fs.FileInfo, placed, ok bool, err error) {
+	return "", nil, false, false, nil
 }
 
 // reusable: files taken aside are reused only where Linux's write lease
@@ -21,7 +21,8 @@ func reusable(*os.File, fs.FileInfo) bool { return false }
 // does it all here.
 func openBase(*os.Root, string) (*os.File, syscall.RawConn) { return nil, nil }
 
-func (w *worktree) fastLstat(string) (fs.FileInfo, error, bool) { return nil, nil, false }
-func (w *worktree) fastOpen(string, int) (*os.File, bool)       { return nil, false }
+func (w *worktree) fastLstat(string) (fs.FileInfo, error, bool)    { return nil, nil, false }
+func (w *worktree) fastOpen(string, int) (*os.File, bool)          { return nil, false }
+func (w *worktree) fastOpenRead(string) (statReader, func(), bool) { return nil, nil, false }
 
 func sameFile(a, b fs.FileInfo) bool { return os.SameFile(a, b) }

@@ -58,3 +58,59 @@ func TestWorktreeBlobOnlyWhenItIsTheBlob(t *testing.T) {
 		}
 	}
 }
+
+// put places the new version and hands back the old one, whichever way
+// its hint (a file is there, or not) points: a wrong hint costs a try,
+// never a file.
+func TestPutWhateverItsHint(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		old          string // "" for none
+		there, exist bool
+	}{
+		{"file there, said there", "old\n", true, true},
+		{"file there, said free", "old\n", false, true},
+		{"free, said there", "", true, false},
+		{"free, said free", "", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, d := range []string{filepath.Join(dir, ".git", "gitmem", "tmp"), filepath.Join(dir, memDir)} {
+				if err := os.MkdirAll(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := memDir + "/a.md"
+			if tc.exist {
+				if err := os.WriteFile(filepath.Join(dir, p), []byte(tc.old), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := openWorktree(t, dir)
+			tmp, err := w.writeTemp([]byte("new\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			aside, asideInfo, placed, err := w.put(tmp, p, tc.there)
+			if err != nil || !placed {
+				t.Fatalf("put: placed %v, %v", placed, err)
+			}
+			if got, _ := os.ReadFile(filepath.Join(dir, p)); string(got) != "new\n" {
+				t.Errorf("%s holds %q", p, got)
+			}
+			if !tc.exist {
+				if aside != "" {
+					t.Errorf("nothing was there, yet %s was handed back", aside)
+				}
+				return
+			}
+			if aside == "" {
+				t.Fatal("the old file was not handed back")
+			}
+			data, file, err := w.takeAside(aside, asideInfo)
+			if err != nil || !file || string(data) != tc.old {
+				t.Errorf("handed back %q (a file: %v), %v", data, file, err)
+			}
+		})
+	}
+}
