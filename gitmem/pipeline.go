@@ -916,7 +916,17 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 		return err
 	}
 	w := r.wt
+	var want []byte
+	if n != nil {
+		// Read first, so that what q's lookup finds below is as fresh as
+		// can be when the file is put.
+		var err error
+		if want, err = r.readBlob(n.hash); err != nil {
+			return err
+		}
+	}
 	fi, err, folders := w.lstatFolders(q)
+	there := err == nil // something at q, as far as known: put's first try
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
@@ -925,15 +935,11 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 	case err != nil && n == nil:
 		return nil
 	}
-	var want []byte
 	if n != nil {
 		if err == nil && fi.Mode().IsRegular() && fi.Size() == n.size { // the lstat tells most apart
 			if _, ok := w.readBlob(q, n); ok {
 				return nil
 			}
-		}
-		if want, err = r.readBlob(n.hash); err != nil {
-			return err
 		}
 		if !folders { // else q's folders were found real just now
 			if err := w.ensureDir(path.Dir(q)); err != nil {
@@ -963,7 +969,6 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 			w.root.Remove(tmp)
 		}
 	}()
-	there := err == nil // a file (or link) at q, as far as known: put's first try
 	for {
 		aside, placed := "", true
 		var asideInfo fs.FileInfo

@@ -59,8 +59,8 @@ func (w *worktree) close() {
 // lstat, openFile and readFile are the root's Lstat, OpenFile and
 // ReadFile (the same results), in fewer system calls where the kernel
 // can resolve a path beneath the folder in one (worktree_linux.go). One
-// difference: readFile refuses a named pipe, socket or device, which
-// os.Root's would wait on.
+// difference: readFile reads only a regular file (readRegular), where
+// os.Root's would wait on a named pipe or a device.
 func (w *worktree) lstat(p string) (fs.FileInfo, error) {
 	fi, err, _ := w.lstatFolders(p)
 	return fi, err
@@ -112,11 +112,14 @@ func (w *worktree) readFile(p string) ([]byte, error) {
 // readRegular reads the regular file at p whole; anything else there (a
 // folder, a named pipe, a socket, a device) is errNotRegular, and with
 // size not negative a file of another size is errOtherSize, neither read.
-// With stat, st is the file's lstat data before and after the read, from
-// the descriptor read (for the stat cache: equal when nothing changed the
-// file meanwhile).
+// With stat, st is the stat data of the file read (its descriptor's)
+// before and after the read, for the stat cache: equal when nothing
+// changed the file meanwhile.
 func (w *worktree) readRegular(p string, size int64, stat bool) (data []byte, st [2]fs.FileInfo, err error) {
 	f, done, err := w.openRead(p)
+	if errors.Is(err, syscall.ENXIO) { // a socket, or a device without its driver: no file to open
+		err = &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
+	}
 	if err != nil {
 		return nil, st, err
 	}
@@ -148,10 +151,13 @@ func (w *worktree) readRegular(p string, size int64, stat bool) (data []byte, st
 	return data, st, nil
 }
 
-// readAll is io.ReadAll with a first buffer of the size the file had:
-// one read and the one that finds its end, for a file that did not grow.
+// readAll is io.ReadAll with a first buffer of the size the file had (up
+// to readAllFirst): one read and the one that finds its end, for a file
+// that did not grow. The bound keeps a file that says it is huge (a
+// sparse one made by hand) from taking that much memory before a byte is
+// read.
 func readAll(r io.Reader, size int64) ([]byte, error) {
-	b := make([]byte, 0, size+1)
+	b := make([]byte, 0, min(size, readAllFirst)+1)
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -185,6 +191,10 @@ type statReader interface {
 	io.Reader
 	Stat() (fs.FileInfo, error)
 }
+
+// readAllFirst bounds readAll's first buffer: above the default largest
+// memory file (policy.DefaultLimits), so a memory file is read in one go.
+const readAllFirst = 4 << 20
 
 var (
 	errNotRegular = errors.New("not a regular file")

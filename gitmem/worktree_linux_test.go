@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,6 +200,29 @@ func TestWorktreeReadsNeverWaitOnAPipe(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a read waits on a named pipe")
+	}
+}
+
+// A socket at a memory file's path is no file either (opening it fails,
+// where a pipe opens): the stat cache's check says "not the blob" rather
+// than failing the hand-edit check of the call.
+func TestASocketIsNoFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, memDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := memDir + "/sock.md"
+	ln, err := net.Listen("unix", filepath.Join(dir, p))
+	if err != nil {
+		t.Skipf("cannot make a socket here: %v", err)
+	}
+	defer ln.Close()
+	w := openWorktree(t, dir)
+	if _, err := w.readFile(p); !errors.Is(err, errNotRegular) {
+		t.Fatalf("readFile of a socket: %v", err)
+	}
+	if _, ok := w.readBlob(p, &node{mode: filemode.Regular, size: 0}); ok {
+		t.Fatal("a socket read as a blob")
 	}
 }
 

@@ -3,6 +3,7 @@ package gitmem
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -112,5 +113,17 @@ func TestPutWhateverItsHint(t *testing.T) {
 				t.Errorf("handed back %q (a file: %v), %v", data, file, err)
 			}
 		})
+	}
+}
+
+// A file that says it is huge (a sparse one made by hand) is read as what
+// it holds, without first taking the memory its size says.
+func TestReadAllDoesNotTrustTheSize(t *testing.T) {
+	data, err := readAll(strings.NewReader("five!"), 1<<40)
+	if err != nil || string(data) != "five!" {
+		t.Fatalf("%q, %v", data, err)
+	}
+	if cap(data) > readAllFirst+1 {
+		t.Fatalf("a first buffer of %d bytes", cap(data))
 	}
 }
