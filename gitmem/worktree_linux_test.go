@@ -232,12 +232,7 @@ func TestASocketIsNoFile(t *testing.T) {
 // and the next write there puts a real folder back, leaving the link's
 // target as it was.
 func TestALinkedFolderIsNoFolder(t *testing.T) {
-	dir := t.TempDir()
-	r, _, err := Init(dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepo(t)
 	write(t, r, "t1", "real/a.md", "a\n")
 	write(t, r, "t2", "d/b.md", "b\n")
 	settle(t, r)
