@@ -78,14 +78,8 @@ func (s *storesServer) now() time.Time {
 
 // decode reads a JSON request body into v, refusing unknown fields.
 func (s *storesServer) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := readBody(r)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			httpError(w, http.StatusRequestEntityTooLarge, tooLarge(tooBig.Limit))
-		} else {
-			httpError(w, http.StatusBadRequest, "could not read the request body")
-		}
+	body, ok := readBodyOrRefuse(w, r)
+	if !ok {
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

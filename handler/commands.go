@@ -258,6 +258,11 @@ func (h *Handler) update(in input, meta gitmem.Meta, fn func(tx *gitmem.Tx) (str
 	commit, err := h.repo.Update(meta, func(tx *gitmem.Tx) error {
 		var err error
 		result, err = fn(tx)
+		if err == nil && in.ctx.Err() != nil {
+			// The last moment a cancel can stop the call: what fn did is
+			// committed once it returns.
+			err = fail("The call was cancelled before its change was saved; nothing was changed")
+		}
 		return err
 	})
 	if err == nil {

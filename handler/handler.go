@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,9 +191,16 @@ func readID(raw []byte) string {
 
 // Handle answers one tool_use block.
 func (h *Handler) Handle(c Caller, b Block) Result {
+	return h.handleContext(context.Background(), c, b)
+}
+
+// handleContext is Handle for a call its client may cancel: once ctx is
+// done, the call's change is not committed (it is checked under the
+// writer lock, just before the commit point); one committed stays.
+func (h *Handler) handleContext(ctx context.Context, c Caller, b Block) Result {
 	call := Call{ID: b.ID, Caller: c, Outcome: OutcomeOK}
 	start := time.Now()
-	res := h.handle(c, b, &call)
+	res := h.handle(ctx, c, b, &call)
 	call.Duration = time.Since(start)
 	if res.IsError && call.Outcome == OutcomeOK {
 		call.Outcome = OutcomeError
@@ -201,7 +209,7 @@ func (h *Handler) Handle(c Caller, b Block) Result {
 	return res
 }
 
-func (h *Handler) handle(c Caller, b Block, call *Call) Result {
+func (h *Handler) handle(ctx context.Context, c Caller, b Block, call *Call) Result {
 	switch {
 	case b.Type != "" && b.Type != "tool_use":
 		return errorResult(b.ID, fmt.Sprintf("Expected a tool_use block, got type %q", policy.Clip(b.Type, policy.MaxEchoBytes)))
@@ -213,7 +221,7 @@ func (h *Handler) handle(c Caller, b Block, call *Call) Result {
 	if err := policy.CheckToolUseID(b.ID); err != nil {
 		return errorResult(b.ID, err.Error())
 	}
-	content, err := h.run(c, b.ID, b.Input, call)
+	content, err := h.run(ctx, c, b.ID, b.Input, call)
 	if err != nil {
 		var te *toolError
 		var pe *policy.PathError
@@ -240,6 +248,7 @@ func errorResult(id, msg string) Result {
 // input reads the parameters of a command, naming what is missing or of
 // the wrong type.
 type input struct {
+	ctx     context.Context // done: the client cancelled the call
 	command string
 	fields  map[string]json.RawMessage
 	call    *Call // what the call did, for the log and OnCall
@@ -299,8 +308,8 @@ func (in input) path(name string) (raw, rel string, err error) {
 	return raw, rel, err
 }
 
-func (h *Handler) run(c Caller, id string, rawInput json.RawMessage, call *Call) (string, error) {
-	in := input{fields: map[string]json.RawMessage{}, call: call}
+func (h *Handler) run(ctx context.Context, c Caller, id string, rawInput json.RawMessage, call *Call) (string, error) {
+	in := input{ctx: ctx, fields: map[string]json.RawMessage{}, call: call}
 	if !json.Valid(rawInput) || !members(rawInput, func(k string, v []byte) { in.fields[k] = v }) {
 		return "", fail("Invalid input: expected a JSON object with a \"command\" field")
 	}

@@ -94,14 +94,8 @@ func (o HTTPOptions) bearer(next http.Handler) http.Handler {
 // behind HTTPOptions.protect.
 func (h *Handler) serveToolUse(w http.ResponseWriter, r *http.Request, c Caller) {
 	start := requestStart(r)
-	body, err := readBody(r)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			httpError(w, http.StatusRequestEntityTooLarge, tooLarge(tooBig.Limit))
-			return
-		}
-		httpError(w, http.StatusBadRequest, "could not read the request body")
+	body, ok := readBodyOrRefuse(w, r)
+	if !ok {
 		return
 	}
 	trimmed := bytes.TrimSpace(body)
@@ -134,6 +128,22 @@ func (h *Handler) serveToolUse(w http.ResponseWriter, r *http.Request, c Caller)
 // client can set beside the time it measured.
 func serverTiming(w http.ResponseWriter, start time.Time) {
 	w.Header().Set("Server-Timing", fmt.Sprintf("call;dur=%.3f", float64(time.Since(start).Microseconds())/1000))
+}
+
+// readBodyOrRefuse reads a request's body (readBody); when it cannot, it
+// answers the request (413 past the limit, else 400) and reports false.
+func readBodyOrRefuse(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := readBody(r)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			httpError(w, http.StatusRequestEntityTooLarge, tooLarge(tooBig.Limit))
+		} else {
+			httpError(w, http.StatusBadRequest, "could not read the request body")
+		}
+		return nil, false
+	}
+	return body, true
 }
 
 // readBody reads a body the limiter has bounded, into a buffer of its

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -81,6 +82,12 @@ type MCPOptions struct {
 	NewID func() string
 }
 
+func (o *MCPOptions) defaults() {
+	if o.NewID == nil {
+		o.NewID = NewMCPID
+	}
+}
+
 // NewMCPID returns a fresh tool_use id for an MCP call that brought none:
 // "mcp_" and 24 random lowercase hex digits.
 func NewMCPID() string {
@@ -97,15 +104,15 @@ func NewMCPID() string {
 // "name/version". The result's text is the handler's exact string, an
 // error result has isError set, and the id used is in the result's _meta.
 func (h *Handler) MCPServer(c Caller, opt MCPOptions) *mcp.Server {
-	return h.mcpServer(c, opt, nil)
+	return h.mcpServer(c, opt, nil, nil)
 }
 
 // mcpServer is MCPServer; each call holds inflight, when not nil, for
-// reading, and none starts once a writer waits for it.
-func (h *Handler) mcpServer(c Caller, opt MCPOptions, inflight *sync.RWMutex) *mcp.Server {
-	if opt.NewID == nil {
-		opt.NewID = NewMCPID
-	}
+// reading, and none starts once a writer waits for it. calls, when not
+// nil, gives the calls of a session (by its id) a transport follows: a
+// call runs in the context they give it (mcpCalls.start).
+func (h *Handler) mcpServer(c Caller, opt MCPOptions, inflight *sync.RWMutex, calls func(session string) *mcpCalls) *mcp.Server {
+	opt.defaults()
 	s := mcp.NewServer(&mcp.Implementation{Name: "gitmem", Version: version()},
 		&mcp.ServerOptions{Instructions: MemoryProtocol})
 	s.AddTool(&mcp.Tool{
@@ -139,7 +146,12 @@ func (h *Handler) mcpServer(c Caller, opt MCPOptions, inflight *sync.RWMutex) *m
 			if id == "" {
 				id = opt.NewID()
 			}
-			res = h.Handle(caller, Block{Type: "tool_use", ID: id, Name: ToolName, Input: req.Params.Arguments})
+			if m := sessionCalls(calls, req); m != nil {
+				var done func()
+				ctx, done = m.start(ctx, id)
+				defer done()
+			}
+			res = h.handleContext(ctx, caller, Block{Type: "tool_use", ID: id, Name: ToolName, Input: req.Params.Arguments})
 		}
 		out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Content}}, IsError: res.IsError}
 		if res.ToolUseID != "" {
@@ -148,6 +160,15 @@ func (h *Handler) mcpServer(c Caller, opt MCPOptions, inflight *sync.RWMutex) *m
 		return out, nil
 	})
 	return s
+}
+
+// sessionCalls returns the calls of req's session a transport follows,
+// or nil.
+func sessionCalls(calls func(string) *mcpCalls, req *mcp.CallToolRequest) *mcpCalls {
+	if calls == nil || req.Session == nil {
+		return nil
+	}
+	return calls(req.Session.ID())
 }
 
 // firstOf returns the first of a and b that is not empty.
@@ -175,20 +196,29 @@ func metaID(meta mcp.Meta) (string, error) {
 
 // ServeMCP speaks MCP over in and out (newline-delimited JSON-RPC, the
 // stdio transport) until the client closes in or ctx is cancelled. It
-// returns once the calls in hand are finished. A line that is not a
-// JSON-RPC message, or is over MaxLineBytes, gets a JSON-RPC error and the
-// session goes on (the SDK alone would end it).
+// returns once the calls in hand are finished.
+//
+// Calls are answered in the order the client sent them: a message is
+// handed to the SDK (which would run calls concurrently) only once every
+// call sent before it has its answer, so a view sent right after a write,
+// without waiting for its answer, sees it. A notifications/cancelled is
+// taken at once: the call it names is not run if its turn has not come,
+// and is stopped if its change is not yet committed (mcpcalls.go); a
+// cancelled call gets no answer (MCP). A line that is not a JSON-RPC
+// message, or is over MaxLineBytes, gets a JSON-RPC error and the session
+// goes on (the SDK alone would end it).
 func (h *Handler) ServeMCP(ctx context.Context, in io.Reader, out io.Writer, c Caller, opt MCPOptions) error {
+	opt.defaults()
 	var inflight sync.RWMutex
 	defer inflight.Lock() // waits for the calls in hand; refuses later ones
-	calls := &unanswered{open: map[any]int{}, changed: make(chan struct{}, 1)}
-	w := &lockedWriter{w: out, calls: calls}
 	messages, feed := io.Pipe()
-	ended := make(chan struct{})
-	go screenMessages(in, feed, w, calls, ended)
-	t := &mcp.IOTransport{Reader: messages, Writer: w, MaxLineLength: -1} // screenMessages bounds lines
-	err := h.mcpServer(c, opt, &inflight).Run(ctx, t)
-	close(ended)
+	conn := &stdioConn{feed: feed, out: out, calls: newMCPCalls(opt.NewID), running: map[any]bool{}}
+	conn.cond.L = &conn.mu
+	go conn.read(in)
+	go conn.hand()
+	t := &mcp.IOTransport{Reader: messages, Writer: conn, MaxLineLength: -1} // read bounds lines
+	err := h.mcpServer(c, opt, &inflight, func(string) *mcpCalls { return conn.calls }).Run(ctx, t)
+	conn.end()
 	messages.Close()
 	if ctx.Err() != nil || errors.Is(err, io.EOF) {
 		return nil
@@ -196,13 +226,56 @@ func (h *Handler) ServeMCP(ctx context.Context, in io.Reader, out io.Writer, c C
 	return err
 }
 
-// screenMessages copies the JSON-RPC messages of in, one per line, to
-// feed, and answers a line that is not one on w with a JSON-RPC error (the
-// id null, or the line's own when it can be read). The end of in reaches
-// feed once every call fed has its answer (or the session ended): the SDK
-// ends the session at the end of its input at once, and would drop the
-// calls a client piped in just before closing its end.
-func screenMessages(in io.Reader, feed *io.PipeWriter, w io.Writer, calls *unanswered, ended <-chan struct{}) {
+// stdioConn stands between an MCP client's stream and the SDK: it screens
+// the client's lines, hands them to the SDK one call at a time, in order,
+// and writes the SDK's answers.
+type stdioConn struct {
+	feed  *io.PipeWriter // to the SDK
+	out   io.Writer      // to the client
+	calls *mcpCalls
+	wmu   sync.Mutex // one write to out at a time
+
+	mu       sync.Mutex
+	cond     sync.Cond    // (mu) a change of the fields below
+	queue    []*stdioLine // lines not yet handed to the SDK, in the order sent
+	running  map[any]bool // calls handed to the SDK and not answered, by JSON-RPC id: cancelled?
+	closed   bool         // the client's input ended (closeErr: how)
+	closeErr error
+	ended    bool // the session ended
+}
+
+// stdioLine is a line of the client's or the SDK's: one JSON-RPC message,
+// or a batch.
+type stdioLine struct {
+	batch bool
+	raws  []json.RawMessage
+	msgs  []jsonrpc.Message
+}
+
+func (l *stdioLine) bytes() []byte {
+	if !l.batch {
+		return append(slices.Clip(l.raws[0]), '\n')
+	}
+	b := []byte{'['}
+	for i, m := range l.raws {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	return append(b, ']', '\n')
+}
+
+// call returns the i-th message when it is a call (a request with an id).
+func (l *stdioLine) call(i int) (*jsonrpc.Request, bool) {
+	r, ok := l.msgs[i].(*jsonrpc.Request)
+	return r, ok && r.IsCall()
+}
+
+// read takes the client's lines in: a line that is not a JSON-RPC message
+// is answered with a JSON-RPC error (the id null, or the line's own when
+// it can be read), a cancel is taken at once, anything else is queued.
+func (s *stdioConn) read(in io.Reader) {
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := readLine(r)
@@ -214,13 +287,12 @@ func screenMessages(in io.Reader, feed *io.PipeWriter, w io.Writer, calls *unans
 		case !json.Valid(trimmed):
 			code, problem = jsonrpc.CodeParseError, "Parse error: the line is not JSON"
 		default:
-			msgs, ok := decodeMessages(trimmed)
+			l, ok := decodeLine(trimmed)
 			if !ok {
 				code, problem = jsonrpc.CodeInvalidRequest, "Invalid Request: the line is not a JSON-RPC 2.0 message"
 				break
 			}
-			calls.sent(msgs)
-			if _, werr := feed.Write(append(trimmed, '\n')); werr != nil {
+			if !s.take(l) {
 				return // the session has ended
 			}
 		}
@@ -230,17 +302,187 @@ func screenMessages(in io.Reader, feed *io.PipeWriter, w io.Writer, calls *unans
 				id = v
 			}
 			reply, _ := json.Marshal(rpcError{"2.0", id, rpcErrorBody{code, problem}})
-			w.Write(append(reply, '\n'))
+			s.write(append(reply, '\n'))
 		}
 		if err != nil && !errors.Is(err, errTooLong) {
 			if errors.Is(err, io.EOF) {
 				err = nil
-				calls.wait(ended)
 			}
-			feed.CloseWithError(err)
+			s.mu.Lock()
+			s.closed, s.closeErr = true, err
+			s.cond.Broadcast()
+			s.mu.Unlock()
 			return
 		}
 	}
+}
+
+// decodeLine decodes a JSON-RPC message the SDK reads, or a non-empty
+// batch of them; ok is false when raw is neither.
+func decodeLine(raw []byte) (l *stdioLine, ok bool) {
+	l = &stdioLine{raws: []json.RawMessage{raw}}
+	if raw[0] == '[' {
+		l.raws = nil
+		if json.Unmarshal(raw, &l.raws) != nil || len(l.raws) == 0 {
+			return nil, false
+		}
+		l.batch = true
+	}
+	for _, m := range l.raws {
+		msg, err := jsonrpc.DecodeMessage(m)
+		if err != nil {
+			return nil, false
+		}
+		l.msgs = append(l.msgs, msg)
+	}
+	return l, true
+}
+
+// take queues a line (its tools/call requests given their tool_use ids),
+// or takes a cancel (a line of one notifications/cancelled) at once. It
+// reports false once the session has ended.
+func (s *stdioConn) take(l *stdioLine) bool {
+	if r, ok := l.msgs[0].(*jsonrpc.Request); ok && !l.batch && r.Method == "notifications/cancelled" {
+		return s.cancel(r)
+	}
+	for i := range l.msgs {
+		if r, ok := l.call(i); ok && r.Method == "tools/call" {
+			l.raws[i] = s.calls.assign(r, l.raws[i])
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, l)
+	s.cond.Broadcast()
+	return !s.ended
+}
+
+// cancel takes a notifications/cancelled: the call it names is dropped
+// from the queue if its turn has not come, else stopped if it is running
+// and its change is not yet committed (mcpCalls.cancel); either way its
+// answer, if it gets one, is not written. The SDK is not told: it has
+// nothing more to do.
+func (s *stdioConn) cancel(r *jsonrpc.Request) bool {
+	id, ok := cancelledID(r)
+	if ok {
+		s.calls.cancel(id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, handed := s.running[id]; !ok || handed {
+		if handed {
+			s.running[id] = true
+		}
+		return !s.ended
+	}
+	for qi, q := range s.queue {
+		for i := range q.msgs {
+			if c, ok := q.call(i); ok && c.ID.Raw() == id {
+				q.raws, q.msgs = slices.Delete(q.raws, i, i+1), slices.Delete(q.msgs, i, i+1)
+				if len(q.msgs) == 0 {
+					s.queue = slices.Delete(s.queue, qi, qi+1)
+				}
+				return !s.ended
+			}
+		}
+	}
+	return !s.ended
+}
+
+// cancelledID reads the id of the call a notifications/cancelled names
+// (jsonrpc.ID.Raw).
+func cancelledID(r *jsonrpc.Request) (any, bool) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(r.Params, &p) != nil {
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	return id.Raw(), err == nil && id.IsValid()
+}
+
+// hand gives the SDK the queued lines, each once every call handed before
+// it has its answer; at the end of the client's input, once the last is
+// answered, it ends the SDK's input too (the SDK would end the session at
+// the end of its input at once, and drop the calls in hand).
+func (s *stdioConn) hand() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		for !s.ended && (len(s.running) > 0 || len(s.queue) == 0 && !s.closed) {
+			s.cond.Wait()
+		}
+		if s.ended {
+			return
+		}
+		if len(s.queue) == 0 { // closed, and every call answered
+			s.feed.CloseWithError(s.closeErr)
+			return
+		}
+		l := s.queue[0]
+		s.queue = slices.Delete(s.queue, 0, 1)
+		for i := range l.msgs {
+			if c, ok := l.call(i); ok {
+				s.running[c.ID.Raw()] = false
+			}
+		}
+		s.mu.Unlock()
+		_, err := s.feed.Write(l.bytes())
+		s.mu.Lock()
+		if err != nil {
+			return // the session has ended
+		}
+	}
+}
+
+// Write writes a line of the SDK's (a message or a batch) to the client,
+// and notes the answers it holds. An answer to a cancelled call is not
+// written.
+func (s *stdioConn) Write(p []byte) (int, error) {
+	var ids []any
+	if trimmed := bytes.TrimSpace(p); len(trimmed) > 0 {
+		if l, ok := decodeLine(trimmed); ok {
+			for _, m := range l.msgs {
+				if r, ok := m.(*jsonrpc.Response); ok {
+					ids = append(ids, r.ID.Raw())
+				}
+			}
+		}
+	}
+	s.mu.Lock()
+	silent := len(ids) > 0
+	for _, id := range ids {
+		silent = silent && s.running[id]
+	}
+	s.mu.Unlock()
+	n, err := len(p), error(nil)
+	if !silent {
+		n, err = s.write(p)
+	}
+	s.mu.Lock()
+	for _, id := range ids {
+		delete(s.running, id)
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	return n, err
+}
+
+func (s *stdioConn) write(p []byte) (int, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.out.Write(p)
+}
+
+func (*stdioConn) Close() error { return nil }
+
+// end notes that the session ended.
+func (s *stdioConn) end() {
+	s.mu.Lock()
+	s.ended = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
 }
 
 type rpcError struct {
@@ -254,118 +496,6 @@ type rpcErrorBody struct {
 	Message string `json:"message"`
 }
 
-// decodeMessages decodes raw, a JSON-RPC message the SDK reads or a
-// non-empty batch of them; ok is false when it is neither.
-func decodeMessages(raw []byte) (msgs []jsonrpc.Message, ok bool) {
-	if raw[0] != '[' {
-		m, err := jsonrpc.DecodeMessage(raw)
-		return []jsonrpc.Message{m}, err == nil
-	}
-	var batch []json.RawMessage
-	if json.Unmarshal(raw, &batch) != nil || len(batch) == 0 {
-		return nil, false
-	}
-	for _, b := range batch {
-		m, err := jsonrpc.DecodeMessage(b)
-		if err != nil {
-			return nil, false
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, true
-}
-
-// unanswered counts the calls (requests with an id) given to the SDK that
-// it has not answered yet, by id.
-type unanswered struct {
-	mu      sync.Mutex
-	open    map[any]int
-	changed chan struct{} // a token after an answer
-}
-
-func (u *unanswered) sent(msgs []jsonrpc.Message) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for _, m := range msgs {
-		r, ok := m.(*jsonrpc.Request)
-		switch {
-		case !ok:
-		case r.IsCall():
-			u.open[r.ID.Raw()]++
-		case r.Method == "notifications/cancelled":
-			// A cancelled call may get no answer (MCP: it should not).
-			var p struct {
-				RequestID any `json:"requestId"`
-			}
-			if json.Unmarshal(r.Params, &p) == nil {
-				if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-					delete(u.open, id.Raw())
-				}
-			}
-		}
-	}
-}
-
-// wrote notes the answers among what the SDK wrote (a message or a batch,
-// one line).
-func (u *unanswered) wrote(line []byte) {
-	trimmed := bytes.TrimSpace(line)
-	if len(trimmed) == 0 {
-		return
-	}
-	msgs, _ := decodeMessages(trimmed)
-	u.mu.Lock()
-	for _, m := range msgs {
-		if r, ok := m.(*jsonrpc.Response); ok && u.open[r.ID.Raw()] > 0 {
-			if u.open[r.ID.Raw()]--; u.open[r.ID.Raw()] == 0 {
-				delete(u.open, r.ID.Raw())
-			}
-		}
-	}
-	u.mu.Unlock()
-	select {
-	case u.changed <- struct{}{}:
-	default:
-	}
-}
-
-// wait returns once every call has its answer, or the session ended.
-func (u *unanswered) wait(ended <-chan struct{}) {
-	for {
-		u.mu.Lock()
-		n := len(u.open)
-		u.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		select {
-		case <-u.changed:
-		case <-ended:
-			return
-		}
-	}
-}
-
-// lockedWriter writes whole messages from several goroutines, and tells
-// calls of the answers the SDK writes.
-type lockedWriter struct {
-	mu    sync.Mutex
-	w     io.Writer
-	calls *unanswered
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	n, err := l.w.Write(p)
-	l.mu.Unlock()
-	if l.calls != nil {
-		l.calls.wrote(p)
-	}
-	return n, err
-}
-
-func (*lockedWriter) Close() error { return nil }
-
 // MCPPath is where MCPHTTP serves the streamable HTTP transport.
 const MCPPath = "/mcp"
 
@@ -376,9 +506,11 @@ const MCPPath = "/mcp"
 // that reaches a loopback address with a non-loopback Host, token or not.
 func (h *Handler) MCPHTTP(opt HTTPOptions, mopt MCPOptions) http.Handler {
 	opt.defaults()
-	s := h.MCPServer(Caller{}, mopt)
-	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{JSONResponse: true, SessionTimeout: time.Hour, MaxRequestBodyBytes: opt.MaxBodyBytes})
+	mopt.defaults()
+	sessions := &mcpSessions{newID: mopt.NewID, m: map[string]*mcpSession{}}
+	s := h.mcpServer(Caller{}, mopt, nil, sessions.calls)
+	streamable := sessions.screen(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{JSONResponse: true, SessionTimeout: time.Hour, MaxRequestBodyBytes: opt.MaxBodyBytes}))
 	mux := http.NewServeMux()
 	// gitmem sends no messages of its own, so it offers no stream to GET
 	// (which would only idle against the server's write timeout).

@@ -207,6 +207,51 @@ func TestMCPWithTypeScriptSDK(t *testing.T) {
 	}
 }
 
+// The official TypeScript MCP SDK's client sends its calls all at once
+// (Promise.all, each without waiting for the answers before it) to gitmem
+// serve --mcp: each is answered in the order sent, so every view sees the
+// writes sent before it.
+func TestMCPPipelinedWithTypeScriptSDK(t *testing.T) {
+	dir := nodetest.Harness(t, "testdata/mcp-client", "@modelcontextprotocol/sdk")
+	const n = 15
+	var calls []mcpCall
+	for i := range n {
+		calls = append(calls,
+			mcpCall{json.RawMessage(fmt.Sprintf(`{"command":"create","path":"/memories/f%d.md","file_text":"one\n"}`, i)), nil},
+			mcpCall{json.RawMessage(fmt.Sprintf(`{"command":"str_replace","path":"/memories/f%d.md","old_str":"one","new_str":"two"}`, i)), nil},
+			mcpCall{json.RawMessage(fmt.Sprintf(`{"command":"view","path":"/memories/f%d.md"}`, i)), nil})
+	}
+	input, _ := json.Marshal(calls)
+	env := testEnv(t)
+	repo := filepath.Join(t.TempDir(), "memory")
+	cmd := exec.Command("node", filepath.Join(dir, "client.mjs"), "stdio", "gitmem", "--repo", repo, "serve", "--mcp")
+	cmd.Env, cmd.Stdin, cmd.Stderr = append(env, "MCP_PIPELINE=1"), bytes.NewReader(input), os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node client.mjs: %v", err)
+	}
+	var run mcpRun
+	if err := json.Unmarshal(out, &run); err != nil || len(run.Results) != 3*n {
+		t.Fatalf("%v: %s", err, out)
+	}
+	wrong := 0
+	for i := range n {
+		r := run.Results[3*i+2]
+		want := fmt.Sprintf("Here's the content of /memories/f%d.md with line numbers:\n     1\ttwo\n     2\t", i)
+		if len(r.Content) != 1 || r.Content[0].Text != want || r.IsError {
+			wrong++
+			t.Errorf("view %d: %+v", i, r)
+		}
+	}
+	if wrong > 0 {
+		t.Errorf("%d of %d views did not see the writes sent before them", wrong, n)
+	}
+	if got := len(gitLog(t, repo)); got != 1+2*n {
+		t.Errorf("%d commits, want %d", got, 1+2*n)
+	}
+	git(t, repo, "fsck", "--strict", "--no-dangling")
+}
+
 // The TypeScript module (typescript/) under the real @anthropic-ai/sdk
 // toolRunner, against a scripted Messages API and the real gitmem serve
 // --http: the tool_results the runner sends back, with the model's ids,

@@ -1,0 +1,282 @@
+package handler
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Cancellation and retries of MCP calls. The transports (ServeMCP's
+// stdio connection, MCPHTTP's sessions) see every message a client sends,
+// in order, before the SDK does; each session's mcpCalls follows its
+// tools/call requests by JSON-RPC id:
+//
+//   - A call without a tool_use id in its _meta is given one here, in its
+//     _meta, before the SDK sees it: so the transport knows the tool_use id
+//     of every call, and a retry can take the id of the call it repeats.
+//   - A notifications/cancelled stops the call it names: one not started
+//     yet never starts, and one running is stopped if its change is not yet
+//     in the write-ahead log (the handler checks, under the writer lock,
+//     just before the commit point). A change already committed stays.
+//   - Since the client ignores whatever answer a cancelled call gets (MCP),
+//     it cannot know whether the call was applied. Its retry — the same
+//     tool call (name and arguments) without a tool_use id, sent before any
+//     other tool call — takes the cancelled call's tool_use id: if the
+//     cancelled call was applied, the store answers the retry from its
+//     commit; if not, the retry is applied under that id. Either way the
+//     change is applied once.
+
+// mcpRecent bounds the calls of a session a cancel can name: the last
+// mcpRecent tool calls.
+const mcpRecent = 64
+
+// mcpCalls follows one MCP session's tool calls.
+type mcpCalls struct {
+	newID func() string
+
+	mu      sync.Mutex
+	byRPC   map[any]*mcpCall // the recent calls by JSON-RPC id (jsonrpc.ID.Raw)
+	order   []any            // their ids, oldest first
+	retries []*mcpCall       // cancelled calls, in the order cancelled, until another call comes
+}
+
+// mcpCall is a tools/call request.
+type mcpCall struct {
+	id        string // its tool_use id
+	same      string // what a retry repeats: its name and arguments (canonical JSON); "" when it brought its own id
+	cancelled bool
+	stop      context.CancelFunc // while it runs
+}
+
+func newMCPCalls(newID func() string) *mcpCalls {
+	return &mcpCalls{newID: newID, byRPC: map[any]*mcpCall{}}
+}
+
+// assign notes a tools/call request and returns it (raw) with its
+// tool_use id in _meta: its own, else the id of the cancelled call it
+// retries, else a new one. A request this cannot read is returned as it
+// is, for the SDK to refuse.
+func (m *mcpCalls) assign(req *jsonrpc.Request, raw []byte) []byte {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &params) != nil || params == nil {
+		return raw
+	}
+	var meta map[string]json.RawMessage
+	if v, ok := params["_meta"]; ok && string(v) != "null" && (json.Unmarshal(v, &meta) != nil || meta == nil) {
+		return raw
+	}
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if key, ok := metaKey(meta); ok {
+		m.retries = nil
+		var id string
+		json.Unmarshal(meta[key], &id) // not a string: the handler refuses the call
+		m.note(req.ID.Raw(), &mcpCall{id: id})
+		return raw
+	}
+	same := canonical(params["name"]) + canonical(params["arguments"])
+	c := &mcpCall{same: same}
+	if i := slices.IndexFunc(m.retries, func(r *mcpCall) bool { return r.same == same }); i >= 0 {
+		c.id = m.retries[i].id
+		m.retries = slices.Delete(m.retries, i, i+1)
+	} else {
+		c.id = m.newID()
+		m.retries = nil
+	}
+	meta[MetaToolUseID], _ = json.Marshal(c.id)
+	params["_meta"], _ = json.Marshal(meta)
+	p, err1 := json.Marshal(params)
+	out, err2 := jsonrpc.EncodeMessage(&jsonrpc.Request{ID: req.ID, Method: req.Method, Params: p})
+	if err1 != nil || err2 != nil {
+		return raw
+	}
+	m.note(req.ID.Raw(), c)
+	return out
+}
+
+// note records c as the call with JSON-RPC id rpc. Called with mu held.
+func (m *mcpCalls) note(rpc any, c *mcpCall) {
+	if _, ok := m.byRPC[rpc]; !ok {
+		m.order = append(m.order, rpc)
+	}
+	m.byRPC[rpc] = c
+	if len(m.order) > mcpRecent {
+		delete(m.byRPC, m.order[0])
+		m.order = slices.Delete(m.order, 0, 1)
+	}
+}
+
+// cancel stops the call with JSON-RPC id rpc (if it is running: its
+// context ends; if not started: it will not start) and keeps it for a
+// retry. It reports whether the call was known.
+func (m *mcpCalls) cancel(rpc any) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.byRPC[rpc]
+	if !ok {
+		return false
+	}
+	c.cancelled = true
+	if c.stop != nil {
+		c.stop()
+	}
+	if c.same != "" && !slices.Contains(m.retries, c) {
+		m.retries = append(m.retries, c)
+	}
+	return true
+}
+
+// start returns the context the call with tool_use id runs in: ctx,
+// ended also when the client cancels the call (at once if it already
+// did). done must be called when the call is answered.
+func (m *mcpCalls) start(ctx context.Context, id string) (context.Context, func()) {
+	ctx, stop := context.WithCancel(ctx)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := len(m.order) - 1; i >= 0; i-- {
+		if c := m.byRPC[m.order[i]]; c.id == id && c.stop == nil {
+			if c.cancelled {
+				stop()
+			}
+			c.stop = stop
+			return ctx, func() {
+				m.mu.Lock()
+				c.stop = nil
+				m.mu.Unlock()
+				stop()
+			}
+		}
+	}
+	return ctx, stop
+}
+
+// metaKey returns the first of MetaToolUseIDKeys that meta holds.
+func metaKey(meta map[string]json.RawMessage) (string, bool) {
+	for _, k := range MetaToolUseIDKeys {
+		if _, ok := meta[k]; ok {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// canonical is the JSON value raw with its objects' keys sorted and no
+// spaces: the same value sent twice reads the same.
+func canonical(raw json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return string(raw)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return string(raw)
+	}
+	return string(out)
+}
+
+// take gives the tools/call requests of a message the SDK reads (or a
+// batch of them), raw, their tool_use ids, and takes its cancels. It
+// returns the message to hand on: raw itself when nothing changed or raw
+// is not one.
+func (m *mcpCalls) take(raw []byte) []byte {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || !json.Valid(trimmed) {
+		return raw
+	}
+	l, ok := decodeLine(trimmed)
+	if !ok {
+		return raw
+	}
+	for i, msg := range l.msgs {
+		r, ok := msg.(*jsonrpc.Request)
+		switch {
+		case !ok:
+		case r.IsCall() && r.Method == "tools/call":
+			l.raws[i] = m.assign(r, l.raws[i])
+		case r.Method == "notifications/cancelled":
+			if id, ok := cancelledID(r); ok {
+				m.cancel(id)
+			}
+		}
+	}
+	return l.bytes()
+}
+
+// mcpMaxSessions bounds the streamable HTTP sessions whose calls MCPHTTP
+// follows; past it the one unused longest is forgotten.
+const mcpMaxSessions = 4096
+
+// mcpSessions follows the calls of MCPHTTP's sessions, by Mcp-Session-Id.
+type mcpSessions struct {
+	newID func() string
+	mu    sync.Mutex
+	m     map[string]*mcpSession
+	clock uint64
+}
+
+type mcpSession struct {
+	calls *mcpCalls
+	used  uint64
+}
+
+// calls returns the calls of the session id (nil for none: a request
+// outside a session).
+func (ss *mcpSessions) calls(id string) *mcpCalls {
+	if id == "" {
+		return nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.clock++
+	s, ok := ss.m[id]
+	if !ok {
+		if len(ss.m) >= mcpMaxSessions {
+			var oldest string
+			for k, v := range ss.m {
+				if oldest == "" || v.used < ss.m[oldest].used {
+					oldest = k
+				}
+			}
+			delete(ss.m, oldest)
+		}
+		s = &mcpSession{calls: newMCPCalls(ss.newID)}
+		ss.m[id] = s
+	}
+	s.used = ss.clock
+	return s.calls
+}
+
+// screen hands the SDK each POST of a session with its tool calls given
+// their tool_use ids and its cancels taken (mcpCalls.take), and forgets a
+// session its client ends (DELETE).
+func (ss *mcpSessions) screen(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		switch {
+		case id == "":
+		case r.Method == http.MethodDelete:
+			ss.mu.Lock()
+			delete(ss.m, id)
+			ss.mu.Unlock()
+		case r.Method == http.MethodPost:
+			body, ok := readBodyOrRefuse(w, r)
+			if !ok {
+				return
+			}
+			body = ss.calls(id).take(body)
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
