@@ -122,6 +122,68 @@ type mcpRun struct {
 	}
 }
 
+// When gitmem cannot be reached, or refuses the token, the TypeScript
+// module's failure reaches the developer: the toolRunner throws a
+// GitmemError (its middleware stops the request that would carry the
+// failure to the model), and nothing is committed. Only the memory's own
+// errors go to the model (TestTypeScriptToolRunner).
+func TestTypeScriptServerFailureReachesTheDeveloper(t *testing.T) {
+	dir := nodetest.Harness(t, "../../typescript/test", "@anthropic-ai/sdk")
+	env := testEnv(t)
+	repo := filepath.Join(t.TempDir(), "memory")
+	base, stop := serveHTTPProcess(t, env, repo, "--http", "--token", "s3cret")
+	defer stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String() + "/v1/tool_use"
+	ln.Close() // nothing listens there
+	for _, tc := range []struct {
+		name, url, token, message string
+		status                    int
+	}{
+		{"wrong token", base + "/v1/tool_use", "nope", "gitmem answered 401: missing or wrong bearer token", 401},
+		{"server down", down, "s3cret", "gitmem could not be reached at " + down + ": fetch failed", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := fakeapi.New(t,
+				`[{"type":"tool_use","id":"toolu_01","name":"memory","input":{"command":"create","path":"/memories/prefs.md","file_text":"likes tea\n"}}]`,
+				`[{"type":"text","text":"Sorry, my memory is not working."}]`,
+			)
+			cmd := exec.Command("node", filepath.Join(dir, "run.mjs"))
+			cmd.Env = append(env, "FAKE_API_URL="+api.URL, "GITMEM_URL="+tc.url, "GITMEM_TOKEN="+tc.token)
+			cmd.Stderr = os.Stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("node run.mjs: %v", err)
+			}
+			var run struct {
+				Error *struct {
+					Name, Message string
+					Status        int
+				}
+			}
+			json.Unmarshal(out, &run)
+			if run.Error == nil {
+				t.Fatalf("the run finished as if nothing was wrong: %s", out)
+			}
+			if run.Error.Name != "GitmemError" || run.Error.Message != tc.message || run.Error.Status != tc.status {
+				t.Errorf("the run threw %+v", *run.Error)
+			}
+			// The failure never reached the model.
+			if n := len(api.Requests()); n != 1 {
+				t.Errorf("%d requests to the Messages API, want 1 (none carrying the failure)", n)
+			}
+		})
+	}
+	stop()
+	if got := gitLog(t, repo); len(got) != 1 {
+		t.Errorf("history: %v", got)
+	}
+	git(t, repo, "fsck", "--strict", "--no-dangling")
+}
+
 // An MCP session with the official TypeScript MCP SDK's client, over
 // stdio (the client spawns gitmem serve --mcp, as Claude Code and Claude
 // Desktop do) and over streamable HTTP: the tool list, exact results, and

@@ -5,9 +5,14 @@
  *
  * ```ts
  * const memory = gitmemMemoryTool({ url: 'http://127.0.0.1:7077/v1/tool_use', session: 'user-42' });
+ * const client = new Anthropic({ middleware: [memory.middleware] });
  * const runner = client.beta.messages.toolRunner({ model, max_tokens, messages, tools: [memory],
  *   betas: ['context-management-2025-06-27'] });
  * ```
+ *
+ * The memory's own errors ("The path ... does not exist") go to the model, as the API's memory
+ * tool's do. A failure to reach gitmem, or a refusal of the request (a wrong token: 401), is the
+ * developer's: the runner throws a `GitmemError` (see `middleware`).
  *
  * No dependencies: it needs only `fetch`.
  */
@@ -73,12 +78,37 @@ export interface GitmemMemoryTool {
         ttl?: '5m' | '1h';
     } | null;
     parse: (content: unknown) => MemoryCommand;
+    /** Runs a call; throws gitmem's error text for the model, or a `GitmemError` for the developer. */
     run: (args: MemoryCommand, context?: MemoryToolRunContext) => Promise<string>;
+    /**
+     * For the SDK client's `middleware` (`new Anthropic({ middleware: [memory.middleware] })`). The
+     * tool runner turns whatever a tool throws into an error result for the model; this stops the
+     * request that would carry the result of a call that failed with a `GitmemError` (any request
+     * naming its `tool_use` id) and throws that error instead, so the run ends with it.
+     */
+    middleware: <R extends {
+        body?: unknown;
+    }>(request: R, next: (request: R) => Promise<Response>) => Promise<Response>;
+}
+/**
+ * gitmem could not be reached, refused the request (`status`: a wrong token is 401, a busy server
+ * 503), or did not answer with a tool_result. Nothing reached the memory, unless the answer was
+ * lost after gitmem applied the call: running the same call again (its `tool_use` id) is safe.
+ */
+export declare class GitmemError extends Error {
+    name: string;
+    /** The HTTP status gitmem answered with; undefined when there was no answer. */
+    readonly status: number | undefined;
+    constructor(message: string, status?: number, options?: {
+        cause?: unknown;
+    });
 }
 /**
  * The memory tool for `client.beta.messages.toolRunner({ tools: [...] })`. Each call goes to gitmem
  * with its `tool_use` id, one at a time in the order the runner starts them (the runner starts a
  * message's tools together; memory calls must not overtake each other). A result gitmem marks
- * as an error is thrown, so the runner answers it with `is_error: true` and the same text.
+ * as an error is thrown, so the runner answers it with `is_error: true` and the same text. A call
+ * gitmem did not answer with a tool_result throws a `GitmemError`, which `middleware` turns into
+ * the run's own error.
  */
 export declare function gitmemMemoryTool(options: GitmemMemoryToolOptions): GitmemMemoryTool;

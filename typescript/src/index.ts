@@ -5,9 +5,14 @@
  *
  * ```ts
  * const memory = gitmemMemoryTool({ url: 'http://127.0.0.1:7077/v1/tool_use', session: 'user-42' });
+ * const client = new Anthropic({ middleware: [memory.middleware] });
  * const runner = client.beta.messages.toolRunner({ model, max_tokens, messages, tools: [memory],
  *   betas: ['context-management-2025-06-27'] });
  * ```
+ *
+ * The memory's own errors ("The path ... does not exist") go to the model, as the API's memory
+ * tool's do. A failure to reach gitmem, or a refusal of the request (a wrong token: 401), is the
+ * developer's: the runner throws a `GitmemError` (see `middleware`).
  *
  * No dependencies: it needs only `fetch`.
  */
@@ -48,8 +53,34 @@ export interface GitmemMemoryTool {
   name: 'memory';
   cache_control?: { type: 'ephemeral'; ttl?: '5m' | '1h' } | null;
   parse: (content: unknown) => MemoryCommand;
+  /** Runs a call; throws gitmem's error text for the model, or a `GitmemError` for the developer. */
   run: (args: MemoryCommand, context?: MemoryToolRunContext) => Promise<string>;
+  /**
+   * For the SDK client's `middleware` (`new Anthropic({ middleware: [memory.middleware] })`). The
+   * tool runner turns whatever a tool throws into an error result for the model; this stops the
+   * request that would carry the result of a call that failed with a `GitmemError` (any request
+   * naming its `tool_use` id) and throws that error instead, so the run ends with it.
+   */
+  middleware: <R extends { body?: unknown }>(request: R, next: (request: R) => Promise<Response>) => Promise<Response>;
 }
+
+/**
+ * gitmem could not be reached, refused the request (`status`: a wrong token is 401, a busy server
+ * 503), or did not answer with a tool_result. Nothing reached the memory, unless the answer was
+ * lost after gitmem applied the call: running the same call again (its `tool_use` id) is safe.
+ */
+export class GitmemError extends Error {
+  override name = 'GitmemError';
+  /** The HTTP status gitmem answered with; undefined when there was no answer. */
+  readonly status: number | undefined;
+  constructor(message: string, status?: number, options?: { cause?: unknown }) {
+    super(message, options);
+    this.status = status;
+  }
+}
+
+/** How many failed calls the middleware remembers (the last ones). */
+const maxFailures = 100;
 
 interface ToolResult {
   type: 'tool_result';
@@ -62,7 +93,9 @@ interface ToolResult {
  * The memory tool for `client.beta.messages.toolRunner({ tools: [...] })`. Each call goes to gitmem
  * with its `tool_use` id, one at a time in the order the runner starts them (the runner starts a
  * message's tools together; memory calls must not overtake each other). A result gitmem marks
- * as an error is thrown, so the runner answers it with `is_error: true` and the same text.
+ * as an error is thrown, so the runner answers it with `is_error: true` and the same text. A call
+ * gitmem did not answer with a tool_result throws a `GitmemError`, which `middleware` turns into
+ * the run's own error.
  */
 export function gitmemMemoryTool(options: GitmemMemoryToolOptions): GitmemMemoryTool {
   const doFetch = options.fetch ?? globalThis.fetch;
@@ -71,18 +104,23 @@ export function gitmemMemoryTool(options: GitmemMemoryToolOptions): GitmemMemory
   if (options.session) headers['Gitmem-Session'] = options.session;
   if (options.agent) headers['Gitmem-Agent'] = options.agent;
 
-  async function call(input: MemoryCommand, context: MemoryToolRunContext | undefined): Promise<string> {
-    const id = context?.toolUse?.id;
-    if (!id) {
-      throw new Error('the memory tool needs the tool_use id: run it through the SDK tool runner, which passes context.toolUse');
+  // The calls that failed with a GitmemError, by tool_use id, for the middleware.
+  const failures = new Map<string, GitmemError>();
+
+  async function request(id: string, input: MemoryCommand, context: MemoryToolRunContext | undefined): Promise<ToolResult> {
+    let response: Response;
+    let text: string;
+    try {
+      response = await doFetch(options.url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ type: 'tool_use', id, name: 'memory', input }),
+        signal: context?.signal ?? null,
+      });
+      text = await response.text();
+    } catch (e) {
+      throw new GitmemError(`gitmem could not be reached at ${String(options.url)}: ${e instanceof Error ? e.message : String(e)}`, undefined, { cause: e });
     }
-    const response = await doFetch(options.url, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ type: 'tool_use', id, name: 'memory', input }),
-      signal: context?.signal ?? null,
-    });
-    const text = await response.text();
     if (!response.ok) {
       let message = text.trim();
       try {
@@ -90,14 +128,52 @@ export function gitmemMemoryTool(options: GitmemMemoryToolOptions): GitmemMemory
       } catch {
         // not JSON: the text as it came
       }
-      throw new Error(`gitmem answered ${response.status}: ${message}`);
+      throw new GitmemError(`gitmem answered ${response.status}: ${message}`, response.status);
     }
-    const result = JSON.parse(text) as ToolResult;
+    let result: ToolResult | undefined;
+    try {
+      result = JSON.parse(text) as ToolResult;
+    } catch {
+      // below
+    }
+    if (typeof result?.content !== 'string' || result.tool_use_id !== id) {
+      throw new GitmemError(`gitmem's answer is not the tool_result of ${id}: ${text.slice(0, 200)}`, response.status);
+    }
+    return result;
+  }
+
+  async function call(input: MemoryCommand, context: MemoryToolRunContext | undefined): Promise<string> {
+    const id = context?.toolUse?.id;
+    if (!id) {
+      throw new Error('the memory tool needs the tool_use id: run it through the SDK tool runner, which passes context.toolUse');
+    }
+    let result: ToolResult;
+    try {
+      result = await request(id, input, context);
+    } catch (e) {
+      if (e instanceof GitmemError) {
+        failures.set(id, e);
+        for (const old of failures.keys()) {
+          if (failures.size <= maxFailures) break;
+          failures.delete(old);
+        }
+      }
+      throw e;
+    }
     if (result.is_error) {
       // The runner words a thrown error as "Error: " + its message: gitmem's text exactly.
       throw new Error(result.content.replace(/^Error: /, ''));
     }
     return result.content;
+  }
+
+  async function middleware<R extends { body?: unknown }>(req: R, next: (request: R) => Promise<Response>): Promise<Response> {
+    if (failures.size > 0 && typeof req.body === 'string') {
+      for (const [id, error] of failures) {
+        if (req.body.includes(JSON.stringify(id))) throw error;
+      }
+    }
+    return next(req);
   }
 
   let tail: Promise<unknown> = Promise.resolve();
@@ -111,5 +187,6 @@ export function gitmemMemoryTool(options: GitmemMemoryToolOptions): GitmemMemory
       tail = result.catch(() => undefined);
       return result;
     },
+    middleware,
   };
 }

@@ -1,7 +1,7 @@
 // Compiled with --noEmit by gitmem's TypeScript test: the memory tool, as
 // the package ships it (dist/index.d.ts), is a BetaRunnableTool the real
-// SDK's toolRunner accepts.
-import Anthropic from '@anthropic-ai/sdk';
+// SDK's toolRunner accepts, and its middleware is a client Middleware.
+import Anthropic, { type Middleware } from '@anthropic-ai/sdk';
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import type { BetaMemoryTool20250818Command } from '@anthropic-ai/sdk/resources/beta/messages/messages';
 import { gitmemMemoryTool, type MemoryCommand } from '@gitmem-dev/memory-tool';
@@ -11,7 +11,8 @@ export const runnable: BetaRunnableTool<MemoryCommand> = memory;
 // The commands are the SDK's, both ways.
 export const fromSDK = (c: BetaMemoryTool20250818Command): MemoryCommand => c;
 export const toSDK = (c: MemoryCommand): BetaMemoryTool20250818Command => c;
-export const runner = new Anthropic({ apiKey: 'k' }).beta.messages.toolRunner({
+export const middleware: Middleware = memory.middleware;
+export const runner = new Anthropic({ apiKey: 'k', middleware: [memory.middleware] }).beta.messages.toolRunner({
   model: 'claude-opus-4-6',
   max_tokens: 1024,
   messages: [{ role: 'user', content: 'hi' }],
