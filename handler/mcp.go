@@ -21,9 +21,10 @@ import (
 )
 
 // MemoryProtocol is the memory protocol of the memory tool's documentation.
-// The Messages API adds it to the system prompt when the memory tool is
-// present; gitmem gives it to MCP clients as the server's instructions, and
-// agent loops put it in their system prompt.
+// The Messages API adds it to the system prompt when the memory tool
+// (memory_20250818) is present, so an agent loop on the API does not send
+// it; an MCP tool is not that tool, so gitmem gives it to MCP clients as
+// the server's instructions.
 const MemoryProtocol = "IMPORTANT: ALWAYS VIEW YOUR MEMORY DIRECTORY BEFORE DOING ANYTHING ELSE.\n" +
 	"MEMORY PROTOCOL:\n" +
 	"1. Use the `view` command of your `memory` tool to check for earlier progress.\n" +

@@ -1,8 +1,11 @@
 // Command agent is a complete agent loop with Claude's memory tool on a
-// gitmem memory, using github.com/anthropics/anthropic-sdk-go: the memory
-// protocol in the system prompt, the Messages API, each memory call run in
-// order and committed, and optional context editing that clears old tool
-// results but keeps the memory calls.
+// gitmem memory, using github.com/anthropics/anthropic-sdk-go: the
+// Messages API (which adds the memory protocol to the system prompt when
+// the memory tool is present), each memory call run in order and
+// committed, and optional context editing: as the conversation grows, the
+// API clears old tool results (the memory files keep what they hold; the
+// model views them again when it needs them), and the agent reports each
+// clearing.
 //
 //	export ANTHROPIC_API_KEY=...
 //	go run ./examples/agent "I prefer green tea. Remember that."
@@ -32,10 +35,11 @@ import (
 	"github.com/gitmem-dev/gitmem/memorytool"
 )
 
-// SystemPrompt is the memory protocol of the memory tool's documentation,
-// and its advice on keeping the memory tidy.
-const SystemPrompt = handler.MemoryProtocol + "\n\n" +
-	"Note: when editing your memory folder, always try to keep its content up-to-date, coherent and organized. " +
+// SystemPrompt is the memory tool documentation's advice on keeping the
+// memory tidy. The memory protocol ("IMPORTANT: ALWAYS VIEW YOUR MEMORY
+// DIRECTORY BEFORE DOING ANYTHING ELSE." ...) is not in it: the API adds
+// that to the system prompt itself when the memory tool is present.
+const SystemPrompt = "Note: when editing your memory folder, always try to keep its content up-to-date, coherent and organized. " +
 	"You can rename or delete files that are no longer relevant. Do not create new files unless necessary."
 
 // Agent runs conversations with Claude and its memory.
@@ -44,8 +48,12 @@ type Agent struct {
 	Memory    *memorytool.Tool
 	Model     anthropic.Model
 	MaxTokens int64
-	// ContextEditing clears old tool results once the context grows
-	// (clear_tool_uses_20250919), except the memory tool's.
+	// ContextEditing has the API clear old tool results once the context
+	// grows (clear_tool_uses_20250919, with the API's defaults: past
+	// 100,000 input tokens, all but the last 3 tool uses). The memory tool
+	// is this agent's only tool, so its results are the ones cleared: the
+	// memory files still hold what they held, and the model views them
+	// again when it needs them. Each clearing is reported to Log.
 	ContextEditing bool
 	// MaxTurns bounds the requests of one Run.
 	MaxTurns int
@@ -65,9 +73,12 @@ func (a *Agent) Run(ctx context.Context, task string) (string, error) {
 		Messages:  []anthropic.BetaMessageParam{anthropic.NewBetaUserMessage(anthropic.NewBetaTextBlock(task))},
 	}
 	if a.ContextEditing {
+		// Not exclude_tools: ["memory"], which the documentation suggests
+		// beside other tools; with the memory tool alone it would leave
+		// nothing to clear.
 		params.ContextManagement = anthropic.BetaContextManagementConfigParam{
 			Edits: []anthropic.BetaContextManagementConfigEditUnionParam{{
-				OfClearToolUses20250919: &anthropic.BetaClearToolUses20250919EditParam{ExcludeTools: []string{handler.ToolName}},
+				OfClearToolUses20250919: &anthropic.BetaClearToolUses20250919EditParam{},
 			}},
 		}
 	}
@@ -76,6 +87,9 @@ func (a *Agent) Run(ctx context.Context, task string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		a.logEdits(msg)
+		// The whole history goes on: the API applies its edits to each
+		// request, the client keeps what it sent.
 		params.Messages = append(params.Messages, msg.ToParam())
 		if msg.StopReason != anthropic.BetaStopReasonToolUse {
 			return text(msg), nil
@@ -105,6 +119,17 @@ func text(msg *anthropic.BetaMessage) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// logEdits reports the context edits the API applied to the request msg
+// answers.
+func (a *Agent) logEdits(msg *anthropic.BetaMessage) {
+	if a.Log == nil {
+		return
+	}
+	for _, e := range msg.ContextManagement.AppliedEdits {
+		fmt.Fprintf(a.Log, "context editing (%s) cleared %d tool results, %d input tokens\n", e.Type, e.ClearedToolUses, e.ClearedInputTokens)
+	}
 }
 
 func (a *Agent) log(msg *anthropic.BetaMessage, results []anthropic.BetaContentBlockParamUnion) {
@@ -139,7 +164,7 @@ func run() error {
 		session        = flag.String("session", time.Now().UTC().Format("20060102T150405Z"), "the Session trailer of this run's commits")
 		agentName      = flag.String("agent", "examples/agent", "the Agent trailer (and author) of the commits")
 		model          = flag.String("model", "claude-opus-4-6", "the model")
-		contextEditing = flag.Bool("context-editing", false, "clear old tool results as the context grows, keeping the memory calls")
+		contextEditing = flag.Bool("context-editing", false, "have the API clear old tool results as the context grows (past 100,000 input tokens; the memory files keep what they hold)")
 		maxTurns       = flag.Int("max-turns", 30, "most requests for one task")
 	)
 	flag.Parse()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -37,7 +38,8 @@ func newRepo(t *testing.T) *gitmem.Repo {
 // memory, creates a file, edits it, makes a failing insert and retries it;
 // the second, a new conversation, reads what the first wrote. The test
 // checks every request (system prompt, tool, beta, context editing, the
-// tool_results with their ids) and the commits.
+// tool_results with their ids) and the commits. (Too short for the API to
+// clear anything: TestAgentContextEditingClearsOldResults.)
 func TestAgentLoop(t *testing.T) {
 	api := fakeapi.New(t,
 		// Session 1.
@@ -95,13 +97,14 @@ func TestAgentLoop(t *testing.T) {
 			Messages          []json.RawMessage
 		}
 		json.Unmarshal(r.Body, &body)
-		if len(body.System) != 1 || !strings.HasPrefix(body.System[0].Text, "IMPORTANT: ALWAYS VIEW YOUR MEMORY DIRECTORY BEFORE DOING ANYTHING ELSE.\nMEMORY PROTOCOL:\n") {
+		// The API adds the memory protocol itself: the agent does not send it again.
+		if len(body.System) != 1 || body.System[0].Text != SystemPrompt || strings.Contains(string(r.Body), "MEMORY PROTOCOL") {
 			t.Errorf("request %d: system %+v", i+1, body.System)
 		}
 		if len(body.Tools) != 1 || body.Tools[0]["type"] != "memory_20250818" || body.Tools[0]["name"] != "memory" {
 			t.Errorf("request %d: tools %+v", i+1, body.Tools)
 		}
-		if got := string(body.ContextManagement); got != `{"edits":[{"exclude_tools":["memory"],"type":"clear_tool_uses_20250919"}]}` {
+		if got := string(body.ContextManagement); got != `{"edits":[{"type":"clear_tool_uses_20250919"}]}` {
 			t.Errorf("request %d: context_management %s", i+1, got)
 		}
 		if !strings.Contains(r.Header.Get("anthropic-beta"), "context-management-2025-06-27") || r.Header.Get("x-api-key") != "test-key" {
@@ -166,5 +169,45 @@ func TestAgentLoopLiveAPI(t *testing.T) {
 	}
 	if answer := run("live-2", "What is my favourite tea? Answer with its name."); !strings.Contains(strings.ToLower(answer), "genmaicha") {
 		t.Errorf("the second session answered %q; log:\n%s", answer, logged.String())
+	}
+}
+
+// With -context-editing, a long session gets its old tool results
+// cleared by the API once the context passes the trigger (here the
+// memory tool's: it is the only tool), and the agent reports each edit
+// the API applied. The fake API clears as the API documents it.
+func TestAgentContextEditingClearsOldResults(t *testing.T) {
+	var notes strings.Builder
+	for i := range 800 {
+		fmt.Fprintf(&notes, "- note %d: something worth remembering about the task\n", i)
+	}
+	file, _ := json.Marshal(notes.String())
+	replies := []string{`[{"type":"tool_use","id":"toolu_c","name":"memory","input":{"command":"create","path":"/memories/notes.md","file_text":` + string(file) + `}}]`}
+	const views = 12
+	for i := range views {
+		replies = append(replies, fmt.Sprintf(`[{"type":"tool_use","id":"toolu_v%d","name":"memory","input":{"command":"view","path":"/memories/notes.md"}}]`, i))
+	}
+	replies = append(replies, `[{"type":"text","text":"Done."}]`)
+	api := fakeapi.New(t, replies...)
+	client := anthropic.NewClient(option.WithBaseURL(api.URL), option.WithAPIKey("test-key"), option.WithMaxRetries(0))
+	var logged bytes.Buffer
+	a := &Agent{Client: &client, Memory: memorytool.New(handler.New(newRepo(t), handler.Options{}), handler.Caller{Session: "long"}),
+		Model: "claude-opus-4-6", MaxTokens: 1024, ContextEditing: true, MaxTurns: views + 2, Log: &logged}
+	if answer, err := a.Run(context.Background(), "Review your notes again and again."); err != nil || answer != "Done." {
+		t.Fatalf("%q, %v", answer, err)
+	}
+	var reported []string
+	for _, r := range api.Requests() {
+		for _, e := range r.AppliedEdits {
+			reported = append(reported, fmt.Sprintf("context editing (%s) cleared %d tool results, %d input tokens", e.Type, e.ClearedToolUses, e.ClearedInputTokens))
+		}
+	}
+	if len(reported) == 0 {
+		t.Fatalf("in %d requests the API never cleared anything", len(api.Requests()))
+	}
+	for _, line := range reported {
+		if !strings.Contains(logged.String(), line+"\n") {
+			t.Errorf("the agent did not report %q; log:\n%.2000s", line, logged.String())
+		}
 	}
 }

@@ -2,6 +2,13 @@
 // for tests of agent loops that must run without a key: each POST
 // /v1/messages is answered with the next scripted assistant message, and
 // every request is recorded for the test to check.
+//
+// It also applies context editing's clear_tool_uses_20250919 as the API
+// documents it, counting a token per 4 bytes of the request: once the
+// request passes the trigger (default 100,000 input tokens), the results
+// of all tool uses but the last keep (default 3) are cleared, except
+// those of exclude_tools, and the answer's context_management lists the
+// applied edit (cleared_tool_uses, cleared_input_tokens).
 package fakeapi
 
 import (
@@ -31,6 +38,16 @@ type Server struct {
 type Request struct {
 	Header http.Header
 	Body   json.RawMessage
+	// AppliedEdits is the context_management.applied_edits of the answer
+	// (nil when the request asked for no context management).
+	AppliedEdits []AppliedEdit
+}
+
+// AppliedEdit is a context edit the server applied to a request.
+type AppliedEdit struct {
+	Type               string `json:"type"`
+	ClearedToolUses    int    `json:"cleared_tool_uses"`
+	ClearedInputTokens int    `json:"cleared_input_tokens"`
 }
 
 // New starts a server that answers the n-th request with replies[n]: the
@@ -61,9 +78,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "fakeapi answers non-streaming JSON requests only")
 		return
 	}
+	edits, cleared, err := contextEdits(body)
+	if err != nil {
+		s.t.Errorf("fakeapi: %v: %s", err, body)
+		apiError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
 	s.mu.Lock()
 	n := len(s.requests)
-	s.requests = append(s.requests, Request{Header: r.Header.Clone(), Body: body})
+	s.requests = append(s.requests, Request{Header: r.Header.Clone(), Body: body, AppliedEdits: edits})
 	s.mu.Unlock()
 	if n >= len(s.replies) {
 		s.t.Errorf("fakeapi: request %d is beyond the script of %d replies: %s", n+1, len(s.replies), body)
@@ -83,11 +106,103 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("request-id", fmt.Sprintf("req_fake_%d", n+1))
-	json.NewEncoder(w).Encode(map[string]any{
+	reply := map[string]any{
 		"id": fmt.Sprintf("msg_fake_%d", n+1), "type": "message", "role": "assistant", "model": req.Model,
 		"content": content, "stop_reason": stop, "stop_sequence": nil,
-		"usage": map[string]int{"input_tokens": 100, "output_tokens": 10},
-	})
+		"usage": map[string]int{"input_tokens": len(body)/4 - cleared, "output_tokens": 10},
+	}
+	if edits != nil {
+		reply["context_management"] = map[string]any{"applied_edits": edits}
+	}
+	json.NewEncoder(w).Encode(reply)
+}
+
+// contextEdits applies a request's clear_tool_uses_20250919 edits: the
+// edits applied (empty, not nil, when the request asked for context
+// management and nothing was cleared) and the tokens they cleared.
+func contextEdits(body []byte) (edits []AppliedEdit, cleared int, err error) {
+	var req struct {
+		ContextManagement *struct {
+			Edits []struct {
+				Type    string
+				Trigger *struct {
+					Type  string
+					Value int
+				}
+				Keep *struct {
+					Type  string
+					Value int
+				}
+				ExcludeTools []string `json:"exclude_tools"`
+			}
+		} `json:"context_management"`
+		Messages []struct {
+			Content json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(body, &req); err != nil || req.ContextManagement == nil {
+		return nil, 0, nil
+	}
+	// The tool uses in order, with the size of each one's result.
+	type use struct {
+		name   string
+		result int
+	}
+	var uses []use
+	at := map[string]int{}
+	for _, m := range req.Messages {
+		var blocks []struct {
+			Type      string
+			ID        string
+			Name      string
+			ToolUseID string          `json:"tool_use_id"`
+			Content   json.RawMessage `json:"content"`
+		}
+		json.Unmarshal(m.Content, &blocks) // a plain string holds no tool use
+		for _, b := range blocks {
+			switch b.Type {
+			case "tool_use":
+				at[b.ID] = len(uses)
+				uses = append(uses, use{name: b.Name})
+			case "tool_result":
+				if i, ok := at[b.ToolUseID]; ok {
+					uses[i].result = len(b.Content)
+				}
+			}
+		}
+	}
+	edits = []AppliedEdit{}
+	for _, e := range req.ContextManagement.Edits {
+		if e.Type != "clear_tool_uses_20250919" {
+			return nil, 0, fmt.Errorf("fakeapi applies only clear_tool_uses_20250919, not %q", e.Type)
+		}
+		trigger, keep := 100000, 3
+		if e.Trigger != nil {
+			if e.Trigger.Type != "input_tokens" {
+				return nil, 0, fmt.Errorf("fakeapi triggers only on input_tokens, not %q", e.Trigger.Type)
+			}
+			trigger = e.Trigger.Value
+		}
+		if e.Keep != nil {
+			keep = e.Keep.Value
+		}
+		if len(body)/4-cleared <= trigger {
+			continue
+		}
+		edit := AppliedEdit{Type: e.Type}
+		for i := 0; i < len(uses)-keep; i++ {
+			if uses[i].result > 0 && !slices.Contains(e.ExcludeTools, uses[i].name) {
+				edit.ClearedToolUses++
+				edit.ClearedInputTokens += uses[i].result / 4
+				uses[i].result = 0
+			}
+		}
+		if edit.ClearedToolUses > 0 {
+			edits = append(edits, edit)
+			cleared += edit.ClearedInputTokens
+		}
+	}
+	return edits, cleared, nil
 }
 
 func apiError(w http.ResponseWriter, status int, typ, msg string) {
