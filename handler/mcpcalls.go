@@ -3,6 +3,7 @@ package handler
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -49,7 +50,7 @@ type mcpCalls struct {
 // mcpCall is a tools/call request.
 type mcpCall struct {
 	id        string // its tool_use id
-	same      string // what a retry repeats: its name and arguments (canonical JSON); "" when it brought its own id
+	same      string // what a retry repeats: sameCall of its name and arguments; "" when it brought its own id
 	cancelled bool
 	stop      context.CancelFunc // while it runs
 }
@@ -83,7 +84,7 @@ func (m *mcpCalls) assign(req *jsonrpc.Request, raw []byte) []byte {
 		m.note(req.ID.Raw(), &mcpCall{id: id})
 		return raw
 	}
-	same := canonical(params["name"]) + canonical(params["arguments"])
+	same := sameCall(params["name"], params["arguments"])
 	c := &mcpCall{same: same}
 	if i := slices.IndexFunc(m.retries, func(r *mcpCall) bool { return r.same == same }); i >= 0 {
 		c.id = m.retries[i].id
@@ -167,6 +168,13 @@ func metaKey(meta map[string]json.RawMessage) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// sameCall is the same for two calls with the same name and arguments,
+// however their JSON is spaced or ordered: a hash of both, canonical.
+func sameCall(name, args json.RawMessage) string {
+	sum := sha256.Sum256([]byte(canonical(name) + "\x00" + canonical(args)))
+	return string(sum[:])
 }
 
 // canonical is the JSON value raw with its objects' keys sorted and no
