@@ -59,11 +59,7 @@ func (r *Repo) writeIndexLocked() error {
 			}
 			e := gd.IndexEntry{Path: p, Hash: k.hash, Mode: k.mode}
 			if k.isFile() {
-				if fi, err := r.wt.lstat(p); err == nil && fi.Mode().IsRegular() {
-					if same, err := r.sameAsTree(p, fi, k.hash); err == nil && same && !gd.StatOf(fi).Racy(now) {
-						e.Stat = gd.StatOf(fi)
-					}
-				}
+				e.Stat = r.vouch(p, k, now)
 			}
 			entries = append(entries, e)
 		}
@@ -85,6 +81,27 @@ func (r *Repo) writeIndexLocked() error {
 		os.Remove(r.indexHeadPath()) // better none than a wrong one
 	}
 	return nil
+}
+
+// vouch is the lstat data the index may pair with the file n at p: that
+// of the file read, taken on its descriptor before and after the read,
+// when it holds n's blob, nothing changed it meanwhile and it did not
+// change within the racy window of now; else zero (git reads the file).
+// Not the stat cache's word, nor an lstat taken before the read: the index
+// is written beside the materialiser, and a file it had not yet replaced
+// with n's blob, or replaced between an lstat and the read, paired n's
+// blob with the old file's size — which git takes as modified without
+// reading it, for as long as the entry is kept (issue 21, item 17).
+func (r *Repo) vouch(p string, n *node, now time.Time) gd.Stat {
+	data, st, err := r.wt.readRegular(p, n.size, true)
+	if err != nil || plumbing.ComputeHash(plumbing.BlobObject, data) != n.hash {
+		return gd.Stat{}
+	}
+	before, after := gd.StatOf(st[0]), gd.StatOf(st[1])
+	if before != after || after.Racy(now) {
+		return gd.Stat{}
+	}
+	return after
 }
 
 // indexHeadPath names the file that says which commit gitmem last wrote
