@@ -222,6 +222,7 @@ func (r *Repo) settleIn() error {
 		r.displacedWait.Store(true)
 	}
 	r.owned.Store(true)
+	r.putHeadBack() // git checkout or git switch while the lock was free
 	r.lastUse.Store(time.Now().UnixNano())
 	r.loopWG.Add(1)
 	go r.maintainLoop()
@@ -550,7 +551,7 @@ func (r *Repo) dropQueued(b *batch, err error) error {
 		}
 	}
 	r.pmu.Unlock()
-	r.opt.Logf("gitmem: %v; %d change(s) refused", err, len(dropped))
+	r.opt.Errorf("gitmem: %v; %d change(s) refused", err, len(dropped))
 	r.signal()
 	return err
 }
@@ -1050,11 +1051,19 @@ func (r *Repo) moveBranch(items []*prepared) error {
 			r.diskHead = last.hash
 			return nil
 		}
-		if cur, rerr := r.readRef(r.branch); rerr != nil || cur == r.diskHead {
+		if cur, rerr := r.readRef(r.branch); !errors.Is(rerr, gd.ErrNoRef) && (rerr != nil || cur == r.diskHead) {
 			return wrap("update the branch", err) // not moved: a disk fault
 		}
 	}
-	cur, err := r.readHead()
+	cur, err := r.readRef(r.branch)
+	if errors.Is(err, gd.ErrNoRef) && !r.diskHead.IsZero() {
+		// Deleted outside gitmem: put back, on the acknowledged commits.
+		if err := r.putBranchBack(r.diskHead, last.hash, "the last acknowledged change"); err != nil {
+			return err
+		}
+		r.diskHead = last.hash
+		return nil
+	}
 	if err != nil {
 		return wrap("read the branch", err)
 	}
@@ -1207,6 +1216,7 @@ func (r *Repo) checkpoint() error {
 	r.mmu.Lock()
 	defer r.mmu.Unlock()
 	r.lastCkpt.Store(time.Now().UnixNano()) // an attempt: a failing one is retried after checkpointEvery
+	r.keepBranch()
 	err := r.checkpointLocked()
 	r.noteCheckpoint(err)
 	return err
@@ -1275,7 +1285,7 @@ func (r *Repo) noteCheckpoint(err error) {
 	prev := r.ckptErr
 	switch {
 	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)):
-		r.opt.Logf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
+		r.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
 	case err == nil && prev != nil:
 		r.opt.Logf("gitmem: git's files hold every acknowledged change again")
 	}
@@ -1367,6 +1377,7 @@ func (r *Repo) maintainLoop() {
 	defer r.loopWG.Done()
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
+	var headChecked time.Time
 	for {
 		select {
 		case <-r.stop:
@@ -1383,7 +1394,7 @@ func (r *Repo) maintainLoop() {
 			r.smu.Lock()
 			if r.broken == nil {
 				r.broken = err
-				r.opt.Logf("gitmem: %v; changes are refused until it can be written", err)
+				r.opt.Errorf("gitmem: %v; changes are refused until it can be written", err)
 			}
 			r.smu.Unlock()
 		}
@@ -1412,6 +1423,16 @@ func (r *Repo) maintainLoop() {
 		leaving := wanted || r.idle()
 		if (size > 0 && (size > checkpointBytes || due || full || (leaving && !broken))) || (broken && due) {
 			r.checkpoint() // a failure is logged once and retried when due
+		}
+		// HEAD moved with git (git checkout, git switch): put back every
+		// second, and before the lock is let go.
+		if now := time.Now(); leaving || now.Sub(headChecked) > checkpointEvery {
+			headChecked = now
+			if _, _, moved := r.headMoved(); moved {
+				r.wmu.Lock()
+				r.putHeadBack()
+				r.wmu.Unlock()
+			}
 		}
 		if r.displacedWait.Load() {
 			r.mergeDisplaced()

@@ -40,6 +40,10 @@ type Options struct {
 	IndexDelay time.Duration
 	// Logf receives operational messages (default: the standard logger).
 	Logf func(format string, args ...any)
+	// Errorf receives what went wrong and needs the operator to know:
+	// damage done outside gitmem, and what gitmem did about it
+	// (default: Logf).
+	Errorf func(format string, args ...any)
 	// ReadOnly opens the repository for reading its history only: nothing
 	// is written (no lock, no crash repair, no adoption of hand edits, no
 	// history index), and Update fails.
@@ -67,6 +71,9 @@ func (o *Options) defaults(dir string) {
 	}
 	if o.Logf == nil {
 		o.Logf = log.Printf
+	}
+	if o.Errorf == nil {
+		o.Errorf = o.Logf
 	}
 }
 
@@ -471,6 +478,11 @@ func (r *Repo) readHead() (plumbing.Hash, error) {
 // may be written). Called with wmu held.
 func (r *Repo) refresh(persist bool) error {
 	head, err := r.readHead()
+	if err != nil && persist {
+		if h, ok := r.restoreBranch(); ok { // deleted outside gitmem
+			head, err = h, nil
+		}
+	}
 	if err != nil {
 		return wrap("read the branch", err)
 	}
@@ -618,10 +630,23 @@ func (r *Repo) Snapshot(paths ...string) (*View, error) {
 	}
 	if !r.owned.Load() { // another process may have committed
 		head, err := r.readHead()
-		if err != nil {
+		var de *DamagedError
+		switch {
+		case errors.As(err, &de) && !r.opt.ReadOnly:
+			// The branch was deleted outside gitmem: taking the writer
+			// lock puts it back (refresh) and loads what it holds.
+			r.wmu.Lock()
+			err = nil
+			if !r.owned.Load() {
+				err = r.own()
+			}
+			r.wmu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+		case err != nil:
 			return nil, wrap("read the branch", err)
-		}
-		if head != cur {
+		case head != cur:
 			r.wmu.Lock()
 			if !r.owned.Load() {
 				err = r.refresh(false)
@@ -905,7 +930,15 @@ func (r *Repo) Close() error {
 		r.idx.Stop()
 	}
 	var err error
+	if !r.owned.Load() && !r.opt.ReadOnly && r.gitMovedAway() {
+		// git took HEAD or the branch away while the lock was free: put
+		// back under it (settleIn), so that git's view at exit is whole.
+		if oerr := r.own(); oerr != nil {
+			r.opt.Errorf("gitmem: %v", oerr)
+		}
+	}
 	if r.owned.Load() {
+		r.putHeadBack()
 		r.drain()
 		r.adoptKept()
 		kept := 0

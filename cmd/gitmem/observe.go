@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -40,13 +41,17 @@ func logger(c *cli.Context) (*slog.Logger, error) {
 
 // logTo is the store's log (gitmem.Options.Logf) on the command's logger:
 // the store's messages are information, its own words.
-func logTo(c *cli.Context) func(string, ...any) {
+func logTo(c *cli.Context) func(string, ...any) { return logAt(c, slog.LevelInfo) }
+
+// logAt is the store's log at a level: serve gives the store's errors
+// (gitmem.Options.Errorf) at slog.LevelError.
+func logAt(c *cli.Context, level slog.Level) func(string, ...any) {
 	l, err := logger(c)
 	if err != nil {
 		l = slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
 	}
 	return func(format string, args ...any) {
-		l.Info(strings.TrimPrefix(fmt.Sprintf(format, args...), "gitmem: "))
+		l.Log(context.Background(), level, strings.TrimPrefix(fmt.Sprintf(format, args...), "gitmem: "))
 	}
 }
 

@@ -153,7 +153,7 @@ func serve(c *cli.Context) (err error) {
 	}
 	dir := c.String("repo")
 	logf := logTo(c)
-	repo, _, err := gitmem.Init(dir, gitmem.Options{Author: author, Now: clock(), Logf: logf})
+	repo, _, err := gitmem.Init(dir, gitmem.Options{Author: author, Now: clock(), Logf: logf, Errorf: logAt(c, slog.LevelError)})
 	if err != nil {
 		return storeErr(err, dir)
 	}
@@ -267,7 +267,7 @@ func serveStores(c *cli.Context, author gitmem.Signature, hup <-chan os.Signal) 
 		logf("gitmem: %d token(s) from %s", tokens.Len(), path)
 	}
 	dir, err := stores.Open(c.String("stores"), stores.Options{
-		Repo:    gitmem.Options{Author: author, Now: clock(), Logf: logf},
+		Repo:    gitmem.Options{Author: author, Now: clock(), Logf: logf, Errorf: logAt(c, slog.LevelError)},
 		MaxOpen: c.Int("max-open-stores"), IdleClose: c.Duration("idle-close"), GCLoose: c.Int("gc-loose"),
 	})
 	if err != nil {

@@ -1,0 +1,172 @@
+package gitmem
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// What gitmem does about plain git commands that take its branch away
+// while it runs (docs/operations.md, "an operator commits with git, or
+// moves the branch, while serve runs").
+
+// putBranchBack recreates the branch at at after it was deleted outside
+// gitmem (git update-ref -d, git branch -D) while it was at was: gitmem
+// knows the acknowledged commits, so none is refused or lost for it.
+// Called with omu not held.
+func (r *Repo) putBranchBack(was, at plumbing.Hash, why string) error {
+	r.omu.Lock()
+	err := r.obj.UpdateRef(r.branch, plumbing.ZeroHash, at, false)
+	r.unlockObj()
+	if err != nil {
+		return wrap("put the branch back", err)
+	}
+	r.opt.Errorf("gitmem: the branch %s was deleted outside gitmem (it was at %s); gitmem put it back at %s, %s: nothing is lost (to take changes back, use gitmem revert or gitmem restore)",
+		r.branch, was.String()[:7], at.String()[:7], why)
+	return nil
+}
+
+// keepBranch puts the branch back at the commit git's files hold for it
+// when it was deleted outside gitmem meanwhile; checkpoints call it, so
+// that an idle gitmem repairs it before it lets the writer lock go or
+// exits. Called with mmu held.
+func (r *Repo) keepBranch() {
+	if r.diskHead.IsZero() {
+		return
+	}
+	if _, err := r.readRef(r.branch); !errors.Is(err, gd.ErrNoRef) {
+		return
+	}
+	if err := r.putBranchBack(r.diskHead, r.diskHead, "the last acknowledged change"); err != nil {
+		r.opt.Errorf("gitmem: %v", err)
+	}
+}
+
+// restoreBranch puts the branch back when it was deleted outside gitmem
+// while this process did not hold the writer lock: at the newest commit
+// that descends from the one it last knew (another gitmem process may
+// have committed on from it), found among the commits no other commit
+// names as a parent. It reports where, or false when the branch is not
+// missing or cannot be put back. Called with wmu and the writer lock held.
+func (r *Repo) restoreBranch() (plumbing.Hash, bool) {
+	if _, err := r.readRef(r.branch); !errors.Is(err, gd.ErrNoRef) {
+		return plumbing.ZeroHash, false
+	}
+	r.smu.RLock()
+	had := r.head
+	r.smu.RUnlock()
+	if had.IsZero() {
+		return plumbing.ZeroHash, false
+	}
+	at := had
+	if tips, err := r.headCommits(); err == nil {
+		st := r.obj.View()
+		g := gd.NewGraph(st)
+		for _, c := range tips { // newest first
+			h := plumbing.NewHash(c.Hash)
+			if in, err := g.IsAncestor(had, h); err == nil && in {
+				at = h
+				break
+			}
+		}
+		st.Close()
+	}
+	if err := r.putBranchBack(had, at, "the newest commit that holds every change acknowledged here"); err != nil {
+		r.opt.Errorf("gitmem: %v", err)
+		return plumbing.ZeroHash, false
+	}
+	return at, true
+}
+
+// headMoved reads .git/HEAD and reports whether it no longer names
+// gitmem's branch (git checkout, git switch), and then what it names: a
+// ref (empty when detached) and its commit (zero when there is none).
+func (r *Repo) headMoved() (ref string, at plumbing.Hash, moved bool) {
+	data, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD"))
+	if err != nil {
+		return "", plumbing.ZeroHash, false // unreadable now: the next look
+	}
+	s := strings.TrimSpace(string(data))
+	if target, ok := strings.CutPrefix(s, "ref: "); ok {
+		if target == string(r.branch) {
+			return "", plumbing.ZeroHash, false
+		}
+		if strings.HasPrefix(target, "refs/") && gd.ValidRefName(target) {
+			at, _ = r.readRef(plumbing.ReferenceName(target))
+		}
+		return target, at, true
+	}
+	if isObjectHash(s) {
+		return "", plumbing.NewHash(s), true
+	}
+	return "", plumbing.ZeroHash, true
+}
+
+// putHeadBack points HEAD at gitmem's branch again when git checkout or
+// git switch moved it, and brings the worktree back from the commit git
+// checked out (a file that holds that commit's version gets the branch's;
+// one edited by hand since is adopted merged, as after a branch moved
+// while gitmem was stopped: checkoutMoved), so that git's view — HEAD,
+// .git/index, the worktree — is the branch's again. The ref git made, if
+// any, stays where git put it. Called with wmu held, by the holder of the
+// writer lock.
+func (r *Repo) putHeadBack() {
+	ref, at, moved := r.headMoved()
+	if !moved || !r.owned.Load() {
+		return
+	}
+	r.drain() // the worktree mirrors every acknowledged change first
+	if err := r.materialize(); err != nil {
+		r.opt.Errorf("gitmem: HEAD was moved outside gitmem; it is put back once git's files take the acknowledged changes (%v)", err)
+		return
+	}
+	head := []byte("ref: " + string(r.branch) + "\n")
+	if err := gd.ReplaceLocked(filepath.Join(r.gitDir, "HEAD"), head, nil); err != nil {
+		r.opt.Errorf("gitmem: HEAD was moved outside gitmem, and could not be put back yet (%v); gitmem tries again", err)
+		return
+	}
+	what := "detached"
+	if ref != "" {
+		what = "switched to " + ref
+	}
+	if !at.IsZero() {
+		what += " at " + at.String()[:7]
+	}
+	r.opt.Errorf("gitmem: HEAD was moved outside gitmem (%s, by git checkout or git switch); gitmem commits only to %s, so it put HEAD back on %s and the worktree follows it: nothing is lost (work on another branch in a clone, or in git worktree add)",
+		what, r.branch, r.branch)
+	r.smu.Lock()
+	if !at.IsZero() {
+		// git's checkout left the worktree and .git/index at it: what
+		// checkoutMoved brings the worktree from.
+		r.indexFor = at
+	}
+	r.indexHead = plumbing.ZeroHash // .git/index is git's now: written again whole
+	r.smu.Unlock()
+	if !at.IsZero() {
+		os.Remove(r.indexHeadPath())
+		r.checkoutMoved()
+	}
+	r.imu.Lock()
+	r.idxTree, r.idxEntries = nil, nil
+	err := r.writeIndexLocked()
+	r.imu.Unlock()
+	if err != nil {
+		r.opt.Logf("gitmem: could not write .git/index: %v", err)
+	}
+}
+
+// gitMovedAway reports whether HEAD or the branch was taken away with git
+// (git checkout, git switch, git update-ref -d): the holder of the writer
+// lock puts them back.
+func (r *Repo) gitMovedAway() bool {
+	if _, _, moved := r.headMoved(); moved {
+		return true
+	}
+	_, err := r.readRef(r.branch)
+	return errors.Is(err, gd.ErrNoRef)
+}
