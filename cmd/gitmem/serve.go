@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -91,6 +92,11 @@ func serve(c *cli.Context) (err error) {
 	// reloads the token file where there is one, else is logged.
 	hup := notifyHangup()
 	defer signal.Stop(hup)
+	// SIGINT and SIGTERM too, before the repository is opened: a start
+	// under way finishes (a log replayed, the worktree at HEAD), then the
+	// clean shutdown.
+	ctx, started, stop := stopSignals(logTo(c))
+	defer stop()
 	author, err := parseAuthor(c.String("author"))
 	if err != nil {
 		return err
@@ -99,7 +105,7 @@ func serve(c *cli.Context) (err error) {
 		if c.String("sync") != "" {
 			return failf(exitUsage, "--sync shares one repository; with --stores, run gitmem sync per store (or a serve --sync per store)")
 		}
-		return serveStores(c, author, hup)
+		return serveStores(ctx, started, c, author, hup)
 	}
 	if c.Duration("sync-every") <= 0 {
 		return failf(exitUsage, "--sync-every must be positive")
@@ -158,6 +164,9 @@ func serve(c *cli.Context) (err error) {
 		return storeErr(err, dir)
 	}
 	defer closeRepo(repo, &err)
+	if started(); ctx.Err() != nil {
+		return nil // stopped during the start: closed as at any other time
+	}
 	m := newMetrics(repo)
 	h := handler.New(repo, handler.Options{
 		Limits: limitFlags(c),
@@ -182,8 +191,6 @@ func serve(c *cli.Context) (err error) {
 	}
 	pack("start")
 	defer pack("exit")
-	ctx, stop := signalContext()
-	defer stop()
 	go onHangup(ctx, hup, nil, logf)
 	go maintain(ctx, repo, maintenance{c.Duration("adopt-every"), expireEvery, expireAge, keep, pack}, logf)
 	httpOpt := handler.HTTPOptions{Token: token, Metrics: m.handler(), Ready: writable(filepath.Join(dir, ".git", "gitmem"), func() error {
@@ -231,7 +238,7 @@ func limitFlags(c *cli.Context) policy.Limits {
 }
 
 // serveStores serves every store of --stores over HTTP.
-func serveStores(c *cli.Context, author gitmem.Signature, hup <-chan os.Signal) (err error) {
+func serveStores(ctx context.Context, started func(), c *cli.Context, author gitmem.Signature, hup <-chan os.Signal) (err error) {
 	addr := c.String("http")
 	switch {
 	case addr == "":
@@ -280,8 +287,9 @@ func serveStores(c *cli.Context, author gitmem.Signature, hup <-chan os.Signal) 
 			err = failf(exitFailure, "%s", strings.ReplaceAll(strings.ReplaceAll(cerr.Error(), "gitmem: ", ""), "\n", "; "))
 		}
 	}()
-	ctx, stop := signalContext()
-	defer stop()
+	if started(); ctx.Err() != nil {
+		return nil
+	}
 	var reload func() error
 	if tokens != nil {
 		reload = func() error {
@@ -298,6 +306,54 @@ func serveStores(c *cli.Context, author gitmem.Signature, hup <-chan os.Signal) 
 	h := handler.StoresHTTP(dir, handler.StoresOptions{Limits: limitFlags(c), Author: author, Screen: screen,
 		Tokens: tokens, Logger: log, OnCall: m.call, Now: now, HTTP: httpOpt})
 	return serveHTTP(ctx, ln, addr, "/v1/stores/{store}/tool_use", httpOpt.Server(h), log)
+}
+
+// stopSignals catches SIGINT and SIGTERM from the start of serve on; the
+// first ends ctx. Until started is called (the repository is open: a
+// write-ahead log replayed, the worktree brought to HEAD) the start goes
+// on, and serve then stops as it does when serving — a signal never cuts
+// a recovery short. A second signal during the start ends the process at
+// once (a start waiting for another process's writer lock waits for no
+// one; what it began, the next start finishes). stop releases the
+// signals.
+func stopSignals(logf func(string, ...any)) (ctx context.Context, started, stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	up, quit := make(chan struct{}), make(chan struct{})
+	var upOnce, quitOnce sync.Once
+	go func() {
+		select {
+		case <-quit:
+			return
+		case s := <-sigs:
+			cancel()
+			select {
+			case <-up:
+				return
+			default:
+			}
+			name := "SIGTERM"
+			if s == os.Interrupt {
+				name = "SIGINT"
+			}
+			logf("gitmem: %s during start: serve stops once the repository is open (a recovery under way finishes first); a second signal stops it at once", name)
+			select {
+			case <-sigs:
+				logf("gitmem: stopped during start; the next start finishes what this one began")
+				os.Exit(exitFailure)
+			case <-up:
+			case <-quit:
+			}
+		}
+	}()
+	started = func() { upOnce.Do(func() { close(up) }) }
+	stop = func() {
+		signal.Stop(sigs)
+		quitOnce.Do(func() { close(quit) })
+		cancel()
+	}
+	return ctx, started, stop
 }
 
 // notifyHangup catches SIGHUP from the start of serve on, so that it
