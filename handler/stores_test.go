@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -295,6 +296,18 @@ func TestStoresAuthAndScopes(t *testing.T) {
 	}
 	if code, _ := a.tool("carol-bot", "alice", "toolu_4", `{"command":"view","path":"/memories"}`); code != 200 {
 		t.Errorf("the tokens were lost on a failed reload: %d", code)
+	}
+	// A file others can read or write is refused as ssh refuses such a
+	// key (not on Windows, which has no such modes); the old tokens stay.
+	if runtime.GOOS != "windows" {
+		writeTokens(t, a.file, testTokens)
+		os.Chmod(a.file, 0o644)
+		if err := a.tokens.Reload(); err == nil || !strings.Contains(err.Error(), "chmod 600 "+a.file) {
+			t.Errorf("a token file others can read: %v", err)
+		}
+		if code, _ := a.tool("carol-bot", "alice", "toolu_5", `{"command":"view","path":"/memories"}`); code != 200 {
+			t.Errorf("the tokens were lost on a refused reload: %d", code)
+		}
 	}
 }
 

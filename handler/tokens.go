@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -27,18 +29,33 @@ func LoadTokens(path string) (*Tokens, error) {
 	return t, t.Reload()
 }
 
-// Reload reads the token file again.
+// Reload reads the token file again. A file others can read or write
+// is refused, as ssh refuses such a private key: whoever can write it can
+// give themselves any store, and its names and scopes are no one else's
+// business (Windows has no such modes: not checked there).
 func (t *Tokens) Reload() error {
-	data, err := os.ReadFile(t.path)
+	f, err := os.Open(t.path)
 	if err != nil {
 		return fmt.Errorf("read the token file: %w", err)
 	}
-	f, err := policy.ParseTokenFile(data)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("read the token file: %w", err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		return fmt.Errorf("%s can be read or written by others (mode %04o): tokens are taken only from a file no one else can read or write; run chmod 600 %s", t.path, perm, t.path)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("read the token file: %w", err)
+	}
+	tf, err := policy.ParseTokenFile(data)
 	if err != nil {
 		return err
 	}
-	byHash := make(map[string]policy.Token, len(f.Tokens))
-	for _, tok := range f.Tokens {
+	byHash := make(map[string]policy.Token, len(tf.Tokens))
+	for _, tok := range tf.Tokens {
 		byHash[tok.SHA256] = tok
 	}
 	t.mu.Lock()
