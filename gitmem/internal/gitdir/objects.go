@@ -603,7 +603,8 @@ func SyncDir(dir string) error {
 	return fsyncDir(d)
 }
 
-// Fsync flushes a file or folder to stable storage. It is a variable only
+// Fsync flushes a file or folder to stable storage (Go's Sync: on macOS
+// fcntl(F_FULLFSYNC), on Windows FlushFileBuffers). It is a variable only
 // so that benchmarks can build large histories quickly; gitmem never
 // replaces it.
 var Fsync = (*os.File).Sync

@@ -4,32 +4,45 @@ package gitdir
 
 import "os"
 
-// fdatasync is a full fsync where the system has no fdatasync (on macOS
-// fsync does not even reach the disk's cache; F_FULLFSYNC would).
-func fdatasync(f *os.File) error { return f.Sync() }
-
 // SyncFS makes what was written durable: each of paths (files and
-// folders; ones that no longer exist are skipped) is fsynced.
+// folders; ones that no longer exist are skipped) is synced to the device
+// (syncToDevice), then the device's write cache is flushed once for all
+// of them where that is a separate step (flushDevice, on macOS). The
+// paths are on one file system, the repository's (as syncfs(2) assumes
+// on Linux).
 func SyncFS(dir string, paths []string) error {
 	if err := Injected(StepSync, dir); err != nil {
 		return err
 	}
+	var last *os.File // a regular file synced: the device's cache is flushed through it
+	defer func() {
+		if last != nil {
+			last.Close()
+		}
+	}()
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
 			continue
 		}
-		if fi, serr := f.Stat(); serr == nil && fi.IsDir() {
-			err = fsyncDir(f)
+		fi, serr := f.Stat()
+		err = syncToDevice(f, serr == nil && fi.IsDir())
+		if err == nil && serr == nil && fi.Mode().IsRegular() {
+			if last != nil {
+				last.Close()
+			}
+			last = f
 		} else {
-			err = Fsync(f)
+			f.Close()
 		}
-		f.Close()
 		if err != nil {
 			return err
 		}
 	}
-	return nil
+	if last == nil {
+		return nil
+	}
+	return flushDevice(last)
 }
 
 // writeOut is a no-op here (see sync_linux.go).
