@@ -2,8 +2,12 @@ package gitmem
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -283,6 +287,332 @@ func TestHeadSwitchedWhileServingIsPutBack(t *testing.T) {
 			gitCLI(t, dir, "fsck", "--strict")
 			if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
 				t.Errorf("git status:\n%s", st)
+			}
+		})
+	}
+}
+
+// besideGit is a repository that two writers change — each overwriting
+// four files of its own and creating a new one every third call — while a
+// test runs plain git commands in it, as an operator beside serve would.
+type besideGit struct {
+	t    *testing.T
+	r    *Repo
+	dir  string
+	mu   sync.Mutex
+	last map[string]string // memory path -> its last acknowledged content
+	ids  []string
+	stop atomic.Bool
+	wg   sync.WaitGroup
+}
+
+func startWriters(t *testing.T, indexDelay time.Duration) *besideGit {
+	t.Helper()
+	b := &besideGit{t: t, dir: t.TempDir(), last: map[string]string{}}
+	opt := testOptions(t)
+	opt.IndexDelay = indexDelay
+	r, _, err := Init(b.dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	b.r = r
+	for g := range 2 {
+		b.wg.Go(func() {
+			for i := 0; !b.stop.Load(); i++ {
+				id := fmt.Sprintf("g%d-%d", g, i)
+				p := fmt.Sprintf("w%d-%d.md", g, i%4)
+				if i%3 == 0 {
+					p = fmt.Sprintf("new/w%d-%d.md", g, i)
+				}
+				if _, err := r.Update(Meta{Subject: id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+					return tx.WriteFile(p, []byte(id+"\n"))
+				}); err != nil {
+					t.Errorf("%s refused: %v", id, err)
+					return
+				}
+				b.mu.Lock()
+				b.last[p], b.ids = id+"\n", append(b.ids, id)
+				b.mu.Unlock()
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	return b
+}
+
+// waitAcks waits until n more calls were acknowledged.
+func (b *besideGit) waitAcks(n int) {
+	b.mu.Lock()
+	want := len(b.ids) + n
+	b.mu.Unlock()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		b.mu.Lock()
+		got := len(b.ids)
+		b.mu.Unlock()
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("only %d of %d calls acknowledged", got, want)
+		}
+	}
+}
+
+// git runs the real git in the repository; it may fail (git refuses).
+func (b *besideGit) git(args ...string) (string, error) {
+	cmd := exec.Command("git", append([]string{"-c", "user.name=hand", "-c", "user.email=hand@example.com"}, args...)...)
+	cmd.Dir = b.dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.t.Logf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), err
+}
+
+// stopWriters stops the writers: the memory is quiet.
+func (b *besideGit) stopWriters() {
+	b.stop.Store(true)
+	b.wg.Wait()
+}
+
+// finish stops the writers and closes the repository, as serve exits.
+func (b *besideGit) finish() {
+	b.t.Helper()
+	b.stopWriters()
+	if err := b.r.Close(); err != nil {
+		b.t.Fatalf("close: %v", err)
+	}
+}
+
+// checkWhole checks what every row guarantees once serve has exited:
+// every acknowledged call is on the branch, each file holds its last
+// acknowledged content (nothing rolled back), HEAD names the branch, git
+// status is empty and git fsck --strict is clean.
+func (b *besideGit) checkWhole() {
+	t := b.t
+	t.Helper()
+	ids := gitCLI(t, b.dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
+	have := map[string]bool{}
+	for _, id := range strings.Fields(ids) {
+		have[id] = true
+	}
+	for _, id := range b.ids {
+		if !have[id] {
+			t.Errorf("acknowledged %s is not on the branch", id)
+		}
+	}
+	for p, want := range b.last {
+		if got, err := exec.Command("git", "-C", b.dir, "show", "main:memories/"+p).Output(); err != nil || string(got) != want {
+			t.Errorf("main holds %q in %s (%v), the last acknowledged content is %q", got, p, err, want)
+		}
+	}
+	if head := strings.TrimSpace(gitCLI(t, b.dir, "symbolic-ref", "HEAD")); head != "refs/heads/main" {
+		t.Errorf("HEAD names %s", head)
+	}
+	gitCLI(t, b.dir, "fsck", "--strict")
+	if st := gitCLI(t, b.dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("git status after exit:\n%.2000s", st)
+	}
+}
+
+// adopts lists the adopt commits on the branch with the files each
+// changed.
+func (b *besideGit) adopts() string {
+	return gitCLI(b.t, b.dir, "log", "--format=%h %s", "--name-status", "--grep=^memory: adopt", "main")
+}
+
+// refusedByGit reports whether git refused with one of the messages
+// given (nothing changed), and fails the test on any other failure.
+func refusedByGit(t *testing.T, out string, err error, why ...string) bool {
+	t.Helper()
+	if err == nil {
+		return false
+	}
+	for _, w := range why {
+		if strings.Contains(out, w) {
+			return true
+		}
+	}
+	t.Fatalf("git failed otherwise: %v\n%s", err, out)
+	return false
+}
+
+// Each row of docs/operations.md's table of plain git commands beside a
+// running serve, run beside two writers: what git does, and what gitmem
+// then does. (Issue 21, item 8.) The rows for git reset --hard, git stash
+// and git merge (which reset the files gitmem changed in the last second:
+// stash those it stashes, merge when it gives up) and for git gc, prune
+// and repack are pinned where those are fixed.
+func TestPlainGitBesideAWritingRepo(t *testing.T) {
+	const lagging = time.Hour // .git/index lags every change: what git refuses, it refuses every time
+	for _, tc := range []struct {
+		name       string
+		indexDelay time.Duration
+		run        func(t *testing.T, b *besideGit)
+	}{
+		{"reads: log show diff blame grep status ls-files cat-file stash list", 0, func(t *testing.T, b *besideGit) {
+			for range 3 {
+				for _, args := range [][]string{
+					{"log", "--oneline", "-5"}, {"show", "--stat", "HEAD"}, {"diff", "HEAD~2", "HEAD", "--stat"},
+					{"blame", "memories/w0-1.md"}, {"grep", "-c", "g0", "HEAD"}, {"status", "--porcelain"},
+					{"diff", "--stat"}, {"ls-files"}, {"cat-file", "-p", "HEAD"}, {"stash", "list"},
+				} {
+					if _, err := b.git(args...); err != nil {
+						t.Errorf("git %s failed", strings.Join(args, " "))
+					}
+				}
+				b.waitAcks(20)
+			}
+		}},
+		{"own refs: fetch tag branch (not checked out)", 0, func(t *testing.T, b *besideGit) {
+			for i, args := range [][]string{
+				{"fetch", "-q", ".", "main:refs/remotes/self/main"}, {"tag", "t1"}, {"branch", "side", "HEAD~2"},
+			} {
+				if _, err := b.git(args...); err != nil {
+					t.Fatalf("row %d: git %s failed", i, strings.Join(args, " "))
+				}
+				b.waitAcks(20)
+			}
+		}},
+		{"index only: add, rm --cached, reset", 0, func(t *testing.T, b *besideGit) {
+			for _, args := range [][]string{{"add", "-A"}, {"rm", "-q", "--cached", "memories/w0-1.md"}, {"reset", "-q"}} {
+				b.git(args...) // rm --cached may find the file not yet in the index: either way only the index changes
+				b.waitAcks(20)
+			}
+		}},
+		{"commit: add and commit a hand edit, commit -am", 0, func(t *testing.T, b *besideGit) {
+			// mergedBack waits until the branch holds n merges of commits
+			// made with git and hand.md as want.
+			mergedBack := func(n int, want string) {
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+					merges := strings.Count(gitCLI(t, b.dir, "log", "--format=%s", "--grep=^memory: merge outside-gitmem", "main"), "\n")
+					got, _ := exec.Command("git", "-C", b.dir, "show", "main:memories/hand.md").Output()
+					if merges == n && string(got) == want {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%d merge(s) back, main holds %q in hand.md; want %d, %q", merges, got, n, want)
+					}
+				}
+			}
+			// git checks that the branch is where it read it when it moves
+			// it: when gitmem moved it meanwhile, git refuses (cannot lock
+			// ref) and nothing changed: it is run again.
+			commit := func(args ...string) {
+				for range 100 {
+					out, err := b.git(args...)
+					if !refusedByGit(t, out, err, "cannot lock ref") {
+						return
+					}
+				}
+				t.Fatal("git commit was refused 100 times")
+			}
+			os.WriteFile(filepath.Join(b.dir, "memories", "hand.md"), []byte("by hand\n"), 0o600)
+			b.git("add", "memories/hand.md")
+			commit("commit", "-q", "-m", "by hand")
+			mergedBack(1, "by hand\n")
+			b.waitAcks(20)
+			os.WriteFile(filepath.Join(b.dir, "memories", "hand.md"), []byte("by hand, again\n"), 0o600)
+			commit("commit", "-q", "-am", "again by hand")
+			mergedBack(2, "by hand, again\n")
+		}},
+		{"checkout of another commit: refused while the index lags", lagging, func(t *testing.T, b *besideGit) {
+			b.waitAcks(20)
+			for _, args := range [][]string{{"checkout", "-q", "HEAD~3"}, {"switch", "-q", "--detach", "HEAD~3"}, {"checkout", "-q", "side"}} {
+				if args[len(args)-1] == "side" {
+					b.git("branch", "side", "HEAD~3")
+				}
+				out, err := b.git(args...)
+				if !refusedByGit(t, out, err, "would be overwritten") {
+					t.Errorf("git %s went through while the index lagged", strings.Join(args, " "))
+				}
+			}
+		}},
+		{"checkout -b, switch -c: HEAD put back", 0, func(t *testing.T, b *besideGit) {
+			for _, args := range [][]string{{"checkout", "-q", "-b", "other"}, {"switch", "-q", "-c", "other2"}} {
+				if _, err := b.git(args...); err != nil {
+					t.Fatalf("git %s failed", strings.Join(args, " "))
+				}
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+					if head, _ := b.git("symbolic-ref", "HEAD"); strings.TrimSpace(head) == "refs/heads/main" {
+						break // within a second
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("HEAD was not put back on main")
+					}
+				}
+			}
+		}},
+		{"revert, cherry-pick: refused while the index lags", lagging, func(t *testing.T, b *besideGit) {
+			b.waitAcks(20)
+			for _, args := range [][]string{{"revert", "--no-edit", "HEAD~1"}, {"cherry-pick", "HEAD~2"}} {
+				out, err := b.git(args...)
+				if !refusedByGit(t, out, err, "would be overwritten") {
+					t.Errorf("git %s went through while the index lagged", strings.Join(args, " "))
+				}
+			}
+		}},
+		{"branch -f of the branch: refused by git", 0, func(t *testing.T, b *besideGit) {
+			out, err := b.git("branch", "-f", "main", "HEAD~3")
+			if !refusedByGit(t, out, err, "cannot force update the branch") {
+				t.Error("git branch -f main went through")
+			}
+		}},
+		{"branch moved back (update-ref, reset --soft): undone", 0, func(t *testing.T, b *besideGit) {
+			for _, args := range [][]string{{"update-ref", "refs/heads/main", "HEAD~3"}, {"reset", "-q", "--soft", "HEAD~3"}} {
+				out, err := b.git(args...)
+				refusedByGit(t, out, err, "cannot lock ref") // gitmem moved it first: nothing changed
+				b.waitAcks(20)
+			}
+		}},
+		{"clean -fd: the files gitmem made since it wrote the index deleted, adopted, reverted", lagging, func(t *testing.T, b *besideGit) {
+			b.stopWriters()
+			b.r.gitUpToDate() // the worktree holds every acknowledged change; .git/index lags them
+			if _, err := b.git("clean", "-fdq"); err != nil {
+				t.Fatal("git clean failed")
+			}
+			n := 0 // the files git deleted: those it did not know (untracked)
+			for p := range b.last {
+				if _, err := os.Stat(filepath.Join(b.dir, "memories", p)); err != nil {
+					n++
+				}
+			}
+			if n == 0 {
+				t.Fatal("git clean deleted nothing")
+			}
+			// serve's periodic adopt: git's deletions are taken as hand edits
+			c, err := b.r.Adopt()
+			if err != nil {
+				t.Fatalf("adopt: %v", err)
+			}
+			if len(c.Paths) != n {
+				t.Errorf("the adopt commit deletes %d file(s), git clean deleted %d: %v", len(c.Paths), n, c.Paths)
+			}
+			// ... and gitmem revert brings them back as they were
+			if _, _, err := b.r.Revert([]string{c.Hash}, RevertOptions{}); err != nil {
+				t.Fatalf("revert: %v", err)
+			}
+			b.finish()
+		}},
+		{"branch deleted (update-ref -d): put back", 0, func(t *testing.T, b *besideGit) {
+			if _, err := b.git("update-ref", "-d", "refs/heads/main"); err != nil {
+				t.Fatal("git update-ref -d failed")
+			}
+			b.waitAcks(20)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := startWriters(t, tc.indexDelay)
+			b.waitAcks(50)
+			tc.run(t, b)
+			if !b.stop.Load() {
+				b.waitAcks(20)
+				b.finish()
+			}
+			b.checkWhole()
+			if a := b.adopts(); a != "" && !strings.HasPrefix(tc.name, "commit") && !strings.HasPrefix(tc.name, "clean") {
+				t.Errorf("git's work was adopted as hand edits:\n%s", a)
 			}
 		})
 	}
