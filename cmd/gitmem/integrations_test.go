@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -44,6 +45,13 @@ func serveHTTPProcess(t *testing.T, env []string, repo, flag string, args ...str
 // startHTTPProcess is serveHTTPProcess that also gives the process.
 func startHTTPProcess(t *testing.T, env []string, repo, flag string, args ...string) (base string, proc *os.Process, stop func()) {
 	t.Helper()
+	return startHTTPProcessTo(t, os.Stderr, env, repo, flag, args...)
+}
+
+// startHTTPProcessTo is startHTTPProcess with serve's log going to
+// stderr.
+func startHTTPProcessTo(t *testing.T, stderr io.Writer, env []string, repo, flag string, args ...string) (base string, proc *os.Process, stop func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +60,7 @@ func startHTTPProcess(t *testing.T, env []string, repo, flag string, args ...str
 	ln.Close()
 	cmd := exec.Command("gitmem", append([]string{"--repo", repo, "serve", flag, addr}, args...)...)
 	cmd.Env = env
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,45 +1,19 @@
 package main
 
 import (
-	"net"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // What git takes away from a running serve — the branch (git update-ref
 // -d), HEAD (git checkout -b) — is put back and logged at ERROR, every
 // call still succeeds, and after a clean exit git's view is whole.
 func TestServeLogsWhatGitTookAwayAtError(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	repo := filepath.Join(t.TempDir(), "memory")
-	cmd := exec.Command("gitmem", "--repo", repo, "serve", "--http", addr)
-	cmd.Env = testEnv(t)
 	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	base := "http://" + addr
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if res, err := http.Get(base + "/healthz"); err == nil {
-			res.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start:\n%s", stderr.String())
-		}
-	}
+	base, _, stop := startHTTPProcessTo(t, &stderr, testEnv(t), repo, "--http")
 	call := func(id, input string) {
 		t.Helper()
 		if ok, err := postCall(http.DefaultClient, base, id, input); err != nil || !ok {
@@ -51,10 +25,7 @@ func TestServeLogsWhatGitTookAwayAtError(t *testing.T) {
 	call("toolu_2", `{"command":"create","path":"/memories/b.md","file_text":"two\n"}`)
 	git(t, repo, "checkout", "-q", "-b", "other")
 	call("toolu_3", `{"command":"create","path":"/memories/c.md","file_text":"three\n"}`)
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("serve: %v\n%s", err, stderr.String())
-	}
+	stop() // SIGTERM: it must exit 0
 	for _, want := range []string{
 		`level=ERROR msg="the branch refs/heads/main was deleted outside gitmem`,
 		`level=ERROR msg="HEAD was moved outside gitmem (switched to refs/heads/other`,
