@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"maps"
@@ -290,10 +291,12 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	tx.mirror = false // the worktree already holds it
 	// Deletions first: a file deleted by hand may be where a folder now is.
 	var writes []string
+	mtime := map[string]time.Time{}
 	for _, rel := range drift {
 		fi, err := r.wt.lstat(full(rel))
 		if err == nil && fi.Mode().IsRegular() {
 			writes = append(writes, rel)
+			mtime[rel] = fi.ModTime()
 			continue
 		}
 		if err := tx.Remove(rel); err != nil && !errors.Is(err, ErrNotExist) {
@@ -302,15 +305,32 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
 	read := map[string][]byte{}
+	taken := len(drift) - len(writes) // the removals
+	later := map[string]bool{}
+	stale := map[string][]byte{}
+	defer r.putBackStale(stale)
 	for _, rel := range writes {
-		data, err := r.wt.readFile(full(rel))
+		// A file another program holds open for writing may be one it
+		// truncated and has yet to write: it is taken once it is done.
+		data, busy, err := r.wt.readSettled(full(rel))
 		if err != nil {
 			return nil, wrap("read "+rel, err)
 		}
-		read[full(rel)] = data
-		if m, ok, err := r.mergeHandEdit(tx, full(rel), data); err != nil {
+		if busy {
+			later[rel] = true
+			continue
+		}
+		m, how, err := r.mergeHandEdit(tx, full(rel), data, mtime[rel])
+		if err != nil {
 			return nil, err
-		} else if ok {
+		}
+		if how == handStale {
+			stale[full(rel)] = data
+			continue
+		}
+		taken++
+		read[full(rel)] = data
+		if how == handMerged {
 			data = m
 			tx.mirror = true // the worktree gets the merge
 		}
@@ -324,8 +344,11 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		}
 		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
+	if taken == 0 && !first {
+		return nil, ErrNoChange
+	}
 	if !first {
-		r.opt.Logf("gitmem: committing %d file(s) changed outside gitmem", len(drift))
+		r.opt.Logf("gitmem: committing %d file(s) changed outside gitmem", taken)
 	}
 	p, err := r.prepare(tx, meta)
 	if err == nil {
@@ -334,9 +357,19 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		// (merged or not): a base noted for an earlier hand edit is
 		// history now, and merging a later edit from it would make
 		// conflicts of lines this commit already has.
+		now := time.Now()
 		r.pmu.Lock()
 		for _, rel := range drift {
-			delete(r.handBase, full(rel))
+			if !later[rel] {
+				delete(r.handBase, full(rel))
+			}
+		}
+		for q, data := range read { // what a later edit of it is made on
+			v := shown{handBase: handBase{hash: plumbing.ComputeHash(plumbing.BlobObject, data)}, at: now}
+			if n := lookup(p.tree, q); !n.isFile() || n.hash != v.hash {
+				v.text = data // merged: no blob of the repository's
+			}
+			r.seen[q] = []shown{v}
 		}
 		r.pmu.Unlock()
 	}
@@ -365,31 +398,154 @@ func (r *Repo) adoptKept() {
 	}
 }
 
-// mergeHandEdit merges a hand edit of the file at repository path p that
-// was made before an acknowledged change to it reached the worktree
-// (keepHandEdits) into that change: both sides' changes from the version
-// the edit started from, a region both changed held between conflict
-// markers ("gitmem", "edited by hand"). ok is false for an ordinary hand
-// edit, which is taken as it is.
-func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte) (data []byte, ok bool, err error) {
+// mergeHandEdit merges a hand edit of the file at repository path p
+// (hand, written at mtime) into the transaction's version of it, from the
+// version the edit was most likely made on (the base). The candidates are
+// the version noted for an edit kept from an acknowledged change
+// (r.handBase; else the transaction's own), and the versions the worktree
+// held lately (r.seen) that were replaced less than staleWindow before
+// the edit was written: a program that read the file just before gitmem
+// replaced it, and wrote it just after, made its edit on the replaced
+// version. The base is the candidate of which the edit keeps the most
+// lines: an edit that keeps lines an older version had and a newer one
+// changed was made on the older. Among equals the oldest is taken (a
+// region both changed is then shown both ways), but never one the edit is
+// exactly (it took back lines the newer version added: the newer is the
+// base), nor one the edit keeps nothing of (it rewrote the file: the
+// first candidate is). how says
+// what came of it: handAsIs, the edit taken as it is (its base is the
+// transaction's version); handMerged, both sides' changes from the base,
+// a region both changed held between conflict markers ("gitmem", "edited
+// by hand"); handStale, the edit is the base itself, so it holds no change
+// of its own (a file written back as it was read, before gitmem's last
+// changes to it): the transaction's version stands.
+func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (data []byte, how handHow, err error) {
+	tip := lookup(tx.root, p)
+	if !tip.isFile() {
+		return nil, handAsIs, nil
+	}
 	r.pmu.Lock()
 	base, kept := r.handBase[p]
+	seen := slices.Clone(r.seen[p])
 	r.pmu.Unlock()
-	tip := lookup(tx.root, p)
-	if !kept || !tip.isFile() || tip.hash == base.hash {
-		return nil, false, nil
+	if !kept {
+		base = handBase{hash: tip.hash}
 	}
-	b := base.text
-	if b == nil && !base.hash.IsZero() {
-		if b, err = r.readBlob(base.hash); err != nil {
-			return nil, false, wrap("read a file to merge", err)
+	cands := []handBase{base}
+	for i := len(seen) - 1; i >= 0; i-- {
+		if i < len(seen)-1 && mtime.Sub(seen[i+1].at) > staleWindow {
+			break // replaced too long before the edit to be its base
 		}
+		if !slices.ContainsFunc(cands, func(c handBase) bool { return c.hash == seen[i].hash }) {
+			cands = append(cands, seen[i].handBase)
+		}
+	}
+	hl := splitKeep(string(hand))
+	var best []byte
+	bestHash, bestKept := plumbing.ZeroHash, 0
+	for i, c := range cands {
+		b := c.text
+		if b == nil && !c.hash.IsZero() {
+			if b, err = r.readBlob(c.hash); err != nil {
+				if i == 0 {
+					return nil, 0, wrap("read a file to merge", err)
+				}
+				continue // gone (a redaction): no candidate
+			}
+		}
+		k := keptLines(splitKeep(string(b)), hl)
+		if i == 0 || k > bestKept || k == bestKept && k > 0 && !bytes.Equal(b, hand) {
+			best, bestHash, bestKept = b, c.hash, k
+		}
+	}
+	switch {
+	case bestHash == tip.hash:
+		return nil, handAsIs, nil
+	case bytes.Equal(best, hand):
+		return nil, handStale, nil
 	}
 	ours, err := r.readBlob(tip.hash)
 	if err != nil {
-		return nil, false, wrap("read a file to merge", err)
+		return nil, 0, wrap("read a file to merge", err)
 	}
-	return mergeHand(b, ours, hand), true, nil
+	return mergeHand(best, ours, hand), handMerged, nil
+}
+
+// handHow is what mergeHandEdit made of a hand edit.
+type handHow int
+
+const (
+	handAsIs handHow = iota
+	handMerged
+	handStale
+)
+
+// staleWindow is how long after gitmem replaced a version of a worktree
+// file an edit written there may still have been made on it (read before,
+// written after): a program's read and write of a file, not a person's.
+const staleWindow = 2 * time.Second
+
+// keptLines is how many of a's lines b keeps (a line diff's common lines).
+func keptLines(a, b []string) int {
+	n := len(a)
+	for _, h := range lineHunks(a, b) {
+		n -= h.end - h.start
+	}
+	return n
+}
+
+// shown is a version a worktree file held (a blob, or a text an adopt
+// read and merged, which is none) and when gitmem put it there.
+type shown struct {
+	handBase
+	at time.Time
+}
+
+// seenMax bounds the versions kept per file in r.seen.
+const seenMax = 8
+
+// show notes that the worktree file at q holds n's version now (at), after
+// the one the tree prev gives it, when none is noted: a hand edit found
+// later may have been made on either. Called with pmu held.
+func (r *Repo) show(q string, prev, n *node, at time.Time) {
+	if !n.isFile() {
+		delete(r.seen, q)
+		return
+	}
+	v := r.seen[q]
+	if len(v) == 0 {
+		if old := lookup(prev, q); old.isFile() {
+			v = append(v, shown{handBase: handBase{hash: old.hash}})
+		}
+	}
+	if len(v) > 0 && v[len(v)-1].hash == n.hash && v[len(v)-1].text == nil {
+		return
+	}
+	if len(v) == seenMax {
+		v = append(v[:0], v[1:]...)
+	}
+	r.seen[q] = append(v, shown{handBase: handBase{hash: n.hash}, at: at})
+}
+
+// putBackStale gives the worktree files an adopt found written back as
+// they were before gitmem's last changes to them (mergeHandEdit,
+// handStale; repository path -> what the file held) their acknowledged
+// version again. Called with wmu held: none of them is in flight.
+func (r *Repo) putBackStale(files map[string][]byte) {
+	if len(files) == 0 {
+		return
+	}
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	for p, had := range files {
+		r.opt.Logf("gitmem: %s was written back as it was before gitmem's last change to it (by a program that read it before the change reached the worktree); the acknowledged version is put back", p)
+		h := plumbing.ComputeHash(plumbing.BlobObject, had)
+		of := &ownFiles{hashes: map[plumbing.Hash]bool{h: true}, texts: map[plumbing.Hash][]byte{h: had}, found: h}
+		r.forgetStats([]string{p})
+		if err := r.mirrorChecked(p, lookup(r.diskTree, p), of); err != nil {
+			r.opt.Logf("gitmem: could not put back %s: %v", p, err)
+		}
+	}
 }
 
 // handBase is the version a hand edit started from: a blob (zero: none),

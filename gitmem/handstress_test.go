@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,14 +24,7 @@ import (
 // after an adopt read the file). The run is bounded by a count of hand
 // edits and a deadline, not by a timing assertion.
 func TestHandEditsUnderLoadAreNeverLost(t *testing.T) {
-	dir := t.TempDir()
-	opt := testOptions(t)
-	opt.Logf = func(string, ...any) {} // thousands of "kept" lines
-	r, _, err := Init(dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := quietRepo(t)
 	files := []string{"a.md", "b.md", "c.md"}
 	for i, f := range files {
 		write(t, r, fmt.Sprint("seed", i), f, "seed "+f+"\n")
@@ -151,6 +145,21 @@ func TestHandEditsUnderLoadAreNeverLost(t *testing.T) {
 	}
 }
 
+// quietRepo is newRepo without its log (a load test logs thousands of
+// "kept" lines).
+func quietRepo(t *testing.T) (*Repo, string) {
+	t.Helper()
+	dir := t.TempDir()
+	opt := testOptions(t)
+	opt.Logf = func(string, ...any) {}
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, dir
+}
+
 // appendHand appends a line to memories/p as `echo line >> p` does.
 func appendHand(t *testing.T, dir, p, line string) {
 	t.Helper()
@@ -242,4 +251,156 @@ func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
 	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
+}
+
+// Items 3 and 4 of issue 21 under load: the operator edits the files the
+// model is changing the way most programs write a file — read it, change
+// it, write it whole (open with O_TRUNC, then write) — appending a marked
+// line, while two writers str_replace their own value lines in the same
+// files and serve adopts in the background. Between the truncation and
+// the write the file is empty or partial; the program's copy holds the
+// model's values as they were when it read them, which may be older than
+// what reached the worktree since (it writes in two parts, as a program
+// writing a larger file does). No adopt may take a half-written file,
+// no write may be lost with a file gitmem replaced, and no adopt may put
+// an older value of the model's back: every str_replace finds the value
+// the model last wrote, every marker reaches HEAD's history, and HEAD
+// ends with every acknowledged value and no conflict (the edits never
+// touch the same lines). The run is bounded by a count of edits and a
+// deadline.
+func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
+	r, dir := quietRepo(t)
+	files := []string{"a.md", "b.md", "c.md"}
+	for i, f := range files {
+		write(t, r, fmt.Sprint("seed", i), f, fmt.Sprintf("m0-%s: 0\nfiller\nm1-%s: 0\nfiller\nfiller\n", f, f))
+	}
+	settle(t, r)
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	acked := map[string]int{} // "m<w>-<file>: " -> the last value acknowledged
+	var missed []string       // values a str_replace did not find
+	calls := 0
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := map[string]int{}
+			for i := 0; !stop.Load(); i++ {
+				f := files[(i+w)%len(files)]
+				key := fmt.Sprintf("m%d-%s: ", w, f)
+				old, new := fmt.Sprintf("%s%d\n", key, n[f]), fmt.Sprintf("%s%d\n", key, n[f]+1)
+				meta := Meta{Subject: "model " + f, Trailers: []Trailer{{TrailerToolUseID, fmt.Sprintf("m%d-%d", w, i)}}}
+				notFound := errors.New("not found")
+				_, err := r.Update(meta, func(tx *Tx) error {
+					data, err := tx.ReadFile(f)
+					if err != nil {
+						return err
+					}
+					if !strings.Contains(string(data), old) {
+						return notFound
+					}
+					return tx.WriteFile(f, []byte(strings.Replace(string(data), old, new, 1)))
+				})
+				mu.Lock()
+				switch {
+				case errors.Is(err, notFound):
+					missed = append(missed, strings.TrimSpace(old))
+				case err != nil:
+					t.Errorf("%s: %v", meta.ID(), err)
+				default:
+					n[f]++
+					acked[key] = n[f]
+					calls++
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // serve's background adopt (--adopt-every)
+		defer wg.Done()
+		for !stop.Load() {
+			if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+				t.Errorf("adopt: %v", err)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	const hands = 300
+	var written []string
+	deadline := time.Now().Add(4 * time.Second)
+	for i := 0; i < hands && time.Now().Before(deadline); i++ {
+		p := filepath.Join(dir, "memories", files[i%len(files)])
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		marker := fmt.Sprintf("hand-%d-end", i)
+		// Written in two parts, as a program writing a larger file does.
+		data = append(data, marker+"\n"...)
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := len(data) / 2
+		_, err = f.Write(data[:half])
+		runtime.Gosched()
+		if err == nil {
+			_, err = f.Write(data[half:])
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		written = append(written, marker)
+		time.Sleep(2 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	for range 2 {
+		if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+			t.Fatal(err)
+		}
+		settle(t, r)
+	}
+
+	history := gitCLI(t, dir, "log", "-p", "--format=", "HEAD")
+	var lost []string
+	for _, m := range written {
+		if !strings.Contains(history, "+"+m+"\n") {
+			lost = append(lost, m)
+		}
+	}
+	head := ""
+	for _, f := range files {
+		head += read(t, r, f)
+	}
+	var rolledBack []string
+	for k, v := range acked {
+		if !strings.Contains(head, fmt.Sprintf("%s%d\n", k, v)) {
+			rolledBack = append(rolledBack, fmt.Sprintf("%s%d", k, v))
+		}
+	}
+	t.Logf("%d hand edits, %d model calls", len(written), calls)
+	if len(lost) > 0 {
+		t.Errorf("%d of %d hand edits never reached a commit, e.g. %v", len(lost), len(written), lost[:min(len(lost), 5)])
+	}
+	if len(missed) > 0 || len(rolledBack) > 0 {
+		t.Errorf("acknowledged values rolled back: not found by the next str_replace %v, not in HEAD %v", missed, rolledBack)
+	}
+	if n := strings.Count(head, "<<<<<<<"); n > 0 {
+		t.Errorf("%d conflict blocks in HEAD", n)
+	}
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("git status:\n%s", st)
+	}
+	gitCLI(t, dir, "fsck", "--strict")
 }

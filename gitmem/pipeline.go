@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -137,6 +138,7 @@ type pipeline struct {
 	pmu      sync.Mutex          // guards inflight (and Repo.pend)
 	inflight flight              // worktree paths of commits not yet materialised
 	handBase map[string]handBase // files edited by hand before the worktree caught up: the version the edit started from
+	seen     map[string][]shown  // the versions each worktree file held lately, oldest first (mergeHandEdit)
 
 	intent *gd.FileLock
 	stop   chan struct{}
@@ -149,6 +151,7 @@ func (r *Repo) initPipeline() {
 	r.waiting = map[string]*prepared{}
 	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
 	r.handBase = map[string]handBase{}
+	r.seen = map[string][]shown{}
 	r.ow = gd.NewObjectWriter(r.gitDir)
 	r.draining = -1
 	r.stop = make(chan struct{})
@@ -705,16 +708,19 @@ func (r *Repo) materializeSome(k int) error {
 	kept, checks := r.keepHandEdits(items, prevHead, prev, paths, retry)
 	paths = union(paths, retry)
 	r.forgetStats(paths)
-	var failed []string
+	var failed, shownNow []string
+	var shownNodes []*node
 	for _, q := range paths {
 		if kept[q] {
 			continue
 		}
+		n := lookup(last.tree, q)
 		var err error
 		if of, ok := checks[q]; ok {
-			err = r.mirrorChecked(q, lookup(last.tree, q), of)
+			err = r.mirrorChecked(q, n, of)
+			shownNow, shownNodes = append(shownNow, q), append(shownNodes, n)
 		} else {
-			err = r.wt.sync(q, lookup(last.tree, q), r.readBlob)
+			err = r.wt.sync(q, n, r.readBlob)
 		}
 		if err != nil {
 			failed = append(failed, q)
@@ -724,7 +730,13 @@ func (r *Repo) materializeSome(k int) error {
 	for _, p := range items {
 		r.obj.Drop(p.objs)
 	}
+	now := time.Now()
 	r.pmu.Lock()
+	for i, q := range shownNow {
+		if !slices.Contains(failed, q) {
+			r.show(q, prev, shownNodes[i], now)
+		}
+	}
 	r.pend = failed
 	for _, p := range items {
 		for _, q := range p.paths {
@@ -905,10 +917,10 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 // absent), as wt.sync does, but every file it replaces or removes is moved
 // aside in the same step (worktree.put) and compared with what of allows:
 // one that holds anything else was edited by hand after keepHandEdits
-// looked. It is kept: merged with n's version (from what the file held
-// when checked), or, where n removes it, taken as it is; the worktree is
-// left holding that, which the next adopt commit takes. Called with mmu
-// held.
+// looked. It is kept: put back as it is, its base (what the file held
+// when checked) noted in r.handBase for the next adopt commit's merge
+// (mergeHandEdit). One that another program still holds open for writing
+// is waited for, or put back (keepWriting). Called with mmu held.
 func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 	if n.isDir() {
 		return r.wt.sync(q, n, r.readBlob)
@@ -970,6 +982,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 			w.root.Remove(tmp)
 		}
 	}()
+	kept := false // a hand edit was found, put back, its base noted
 	for {
 		aside, placed := "", true
 		var asideInfo fs.FileInfo
@@ -992,16 +1005,28 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 		hand := false
 		if aside != "" {
 			data, file, err := w.takeAside(aside, asideInfo)
+			if errors.Is(err, errWriting) && placed {
+				return r.keepWriting(q, aside, put, putFile, mergeBase())
+			}
 			if err != nil {
 				return fmt.Errorf("read the file it replaced (left in .git/gitmem/tmp): %w", err)
 			}
 			if hand = file && !expect(plumbing.ComputeHash(plumbing.BlobObject, data)); hand {
-				r.opt.Logf("gitmem: %s was edited by hand while gitmem wrote an acknowledged change to it; the edit is kept (merged) for the next adopt commit", q)
-				if wantFile {
+				r.opt.Logf("gitmem: %s was edited by hand while gitmem wrote an acknowledged change to it; the edit is kept, and merged into that change by the next adopt commit", q)
+				if kept {
+					// An edit of what an earlier round put: merged into
+					// the edit that round kept.
 					want = mergeHand(mergeBase(), want, data)
 				} else {
-					want, wantFile = data, true // removed by the change: the edited file stays
+					// Put back as it is (where the change removes the
+					// file too), and merged by the next adopt, which
+					// also finds the version the edit was made from when
+					// that is older than what q held (a program that read
+					// the file before gitmem's last change to it).
+					want = data
+					r.keepHand(q, mergeBase())
 				}
+				kept, wantFile = true, true
 			}
 		}
 		if placed && !hand {
@@ -1026,6 +1051,49 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 			tmp = ""
 		}
 	}
+}
+
+// keepWriting puts back at the memory path q the file mirrorChecked took
+// aside (aside names it) while another program still holds it open for
+// writing: what it writes stays in the memory folder. q is then kept as a
+// hand edit made on base (what q held when checked), which the next adopt
+// commit merges with the acknowledged version, once the program is done
+// (adoptDrift reads no file open for writing). put is what mirrorChecked
+// had put at q (putFile: a file), which comes back aside. Called with mmu
+// held.
+func (r *Repo) keepWriting(q, aside string, put []byte, putFile bool, base []byte) error {
+	w := r.wt
+	back, backInfo, _, err := w.put(aside, q, putFile)
+	if err != nil {
+		return fmt.Errorf("put back the file another program writes (left in .git/gitmem/tmp): %w", err)
+	}
+	if back != "" {
+		// gitmem's own version, unless an edit of it landed in the same
+		// instant: two programs writing one file at once, of which the one
+		// still writing keeps the file.
+		data, file, err := w.takeAside(back, backInfo)
+		if err == nil && file && (!putFile || !bytes.Equal(data, put)) {
+			r.opt.Logf("gitmem: %s was written by two programs at once while gitmem wrote an acknowledged change to it; the file of the one still writing is kept", q)
+		}
+	}
+	r.keepHand(q, base)
+	r.opt.Logf("gitmem: %s was being written by another program when gitmem wrote an acknowledged change to it; the program's file is kept, and merged into that change by the next adopt commit", q)
+	return nil
+}
+
+// keepHand notes that the worktree file at q holds a hand edit made on
+// base (nil: no file), for the next adopt commit's merge (r.handBase),
+// unless an older base is noted already.
+func (r *Repo) keepHand(q string, base []byte) {
+	b := handBase{text: base}
+	if base != nil {
+		b.hash = plumbing.ComputeHash(plumbing.BlobObject, base)
+	}
+	r.pmu.Lock()
+	if _, ok := r.handBase[q]; !ok {
+		r.handBase[q] = b
+	}
+	r.pmu.Unlock()
 }
 
 // moveBranch points the branch at the last of items. The branch holds

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -116,14 +117,46 @@ func (w *worktree) readFile(p string) ([]byte, error) {
 // before and after the read, for the stat cache: equal when nothing
 // changed the file meanwhile.
 func (w *worktree) readRegular(p string, size int64, stat bool) (data []byte, st [2]fs.FileInfo, err error) {
-	f, done, err := w.openRead(p)
-	if errors.Is(err, syscall.ENXIO) { // a socket, or a device without its driver: no file to open
-		err = &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
-	}
+	f, done, err := w.openRegular(p)
 	if err != nil {
 		return nil, st, err
 	}
 	defer done()
+	return readOpened(f, p, size, stat)
+}
+
+// readSettled reads the regular file at p whole when no program holds it
+// open for writing, and keeps one that opens it for writing waiting while
+// it reads (holdRead): what it reads is a whole state of the file, never
+// one truncated by a write still under way (open with O_TRUNC, then
+// write). busy says a program held it open for writing: nothing was read.
+// Where that cannot be told (no leases), it is readFile.
+func (w *worktree) readSettled(p string) (data []byte, busy bool, err error) {
+	f, done, err := w.openRegular(p)
+	if err != nil {
+		return nil, false, err
+	}
+	defer done()
+	release, busy := holdRead(f)
+	if busy {
+		return nil, true, nil
+	}
+	defer release()
+	data, _, err = readOpened(f, p, -1, false)
+	return data, false, err
+}
+
+// openRegular opens p for readOpened.
+func (w *worktree) openRegular(p string) (statReader, func(), error) {
+	f, done, err := w.openRead(p)
+	if errors.Is(err, syscall.ENXIO) { // a socket, or a device without its driver: no file to open
+		err = &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
+	}
+	return f, done, err
+}
+
+// readOpened is readRegular's read of the file f opened at p.
+func readOpened(f statReader, p string, size int64, stat bool) (data []byte, st [2]fs.FileInfo, err error) {
 	if st[0], err = f.Stat(); err != nil {
 		return nil, st, err
 	}
@@ -410,9 +443,11 @@ func (w *worktree) scan(skip func(rel string, dir bool) bool) (map[string]plumbi
 // then a link that fails if a file appeared meanwhile), so that an edit
 // made at any moment before the swap is in the file handed back, never
 // overwritten: the caller compares it with what gitmem expected there
-// and keeps a difference (placeChecked). Only a write through a
-// descriptor opened before the swap and made after the caller read the
-// file handed back is not seen (an editor holding the file open).
+// and keeps a difference (mirrorChecked). A write through a descriptor
+// opened before the swap lands in the file handed back: on Linux
+// takeAside waits for such a writer (leases tell it is there), and the
+// caller puts the file back if it takes longer; elsewhere, a write made
+// after the caller read the file handed back is not seen.
 
 // asideSeq makes the names of files moved aside unique.
 var asideSeq atomic.Uint64
@@ -467,9 +502,10 @@ type spare struct {
 }
 
 // recycle keeps the file f, open read-write, named name under tmpRel and
-// already read, as a spare when it can be; else it closes and removes it.
-func (w *worktree) recycle(name string, f *os.File, fi fs.FileInfo) {
-	if reusable(f, fi) {
+// already read, as a spare when it can be (reusable: alone says nobody
+// else held it open while it was read); else it closes and removes it.
+func (w *worktree) recycle(name string, f *os.File, fi fs.FileInfo, alone bool) {
+	if reusable(fi, alone) {
 		w.smu.Lock()
 		if len(w.spares) < spareMax {
 			w.spares = append(w.spares, spare{name: name, f: f, mode: fi.Mode().Perm()})
@@ -556,7 +592,11 @@ func (w *worktree) put(tmp, p string, there bool) (aside string, asideInfo fs.Fi
 // takeAside reads a file moved aside (with lstat data fi, nil when not
 // known) and removes it (or keeps it as a spare: recycle). file is false
 // when it was not a regular file (a symlink or folder: no memory file).
-// On a read error it stays where it is.
+// A program that still holds it open for writing (it opened the file
+// before it was moved aside: a write of a whole file is an open with
+// O_TRUNC, then writes) is waited for, up to writerWait, so that what is
+// read is its whole write; past that the file is left where it is and
+// the error is errWriting. On a read error it stays where it is too.
 func (w *worktree) takeAside(aside string, fi fs.FileInfo) (data []byte, file bool, err error) {
 	if fi == nil {
 		if fi, err = w.lstat(aside); err != nil {
@@ -568,7 +608,7 @@ func (w *worktree) takeAside(aside string, fi fs.FileInfo) (data []byte, file bo
 	}
 	f, err := w.openFile(aside, os.O_RDWR)
 	if err != nil { // not writable (a mode set by hand): read, not reused
-		if data, err = w.readFile(aside); err != nil {
+		if data, err = w.readAside(aside); err != nil {
 			return nil, false, err
 		}
 		w.root.Remove(aside)
@@ -578,13 +618,55 @@ func (w *worktree) takeAside(aside string, fi fs.FileInfo) (data []byte, file bo
 	if err == nil && !sameFile(fi, ofi) {
 		err = fmt.Errorf("%s changed while it was read", aside)
 	}
-	if err == nil {
-		data, err = io.ReadAll(f)
-	}
 	if err != nil {
 		f.Close()
 		return nil, false, err
 	}
-	w.recycle(aside, f, ofi)
+	// Nobody else holds it open (the common case): read it so held.
+	release, alone := holdAlone(f)
+	if !alone {
+		f.Close() // its own write access would make it a writer too
+		if data, err = w.readAside(aside); err != nil {
+			return nil, false, err
+		}
+		w.root.Remove(aside)
+		return data, true, nil
+	}
+	data, err = io.ReadAll(f)
+	release()
+	if err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	w.recycle(aside, f, ofi, true)
 	return data, true, nil
 }
+
+// readAside reads a file taken aside that another program may hold open:
+// once no program holds it open for writing (readSettled), waiting up to
+// writerWait; errWriting past that.
+func (w *worktree) readAside(aside string) ([]byte, error) {
+	deadline := time.Now().Add(writerWait)
+	for {
+		data, busy, err := w.readSettled(aside)
+		if !busy {
+			return data, err
+		}
+		if time.Now().After(deadline) {
+			return nil, errWriting
+		}
+		time.Sleep(writerPoll)
+	}
+}
+
+// writerWait bounds how long a write to a file taken aside is waited for:
+// a program writing a whole file takes microseconds; one that holds it
+// open longer (an editor, `exec 3>>a.md`) gets its file back (the caller
+// puts it back in place).
+var (
+	writerWait = 100 * time.Millisecond
+	writerPoll = time.Millisecond
+)
+
+// errWriting says a file taken aside is still open for writing.
+var errWriting = errors.New("another program is writing it")

@@ -297,25 +297,64 @@ func (w *worktree) exchange(tmp, p string, there bool) (aside string, asideInfo 
 // euid is the process's effective user (gitmem never changes it).
 var euid = os.Geteuid()
 
-// reusable reports whether the file f, taken aside, can be reused as a
-// spare (worktree.recycle): it has one link, it is the process's own, and
-// no other open file description refers to it — a write lease is granted
-// only then (fcntl(2), F_SETLEASE), and given back at once.
-func reusable(f *os.File, fi fs.FileInfo) bool {
+// reusable reports whether a file taken aside, with stat data fi and held
+// alone (holdAlone), can be reused as a spare (worktree.recycle): it has
+// one link and it is the process's own.
+func reusable(fi fs.FileInfo, alone bool) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || st.Nlink != 1 || int(st.Uid) != euid {
-		return false
-	}
+	return alone && ok && st.Nlink == 1 && int(st.Uid) == euid
+}
+
+// Leases (fcntl(2), F_SETLEASE) tell who else holds a file open: the
+// kernel grants a write lease only when no other open file description
+// refers to the file, and a read lease only when none is open for
+// writing. Held, a lease makes another program's open of the file (for
+// writing, or any open for a write lease) wait until it is given back, so
+// what is read meanwhile is one whole state of the file: never one a
+// program truncated (open with O_TRUNC) and is still to write.
+
+// holdAlone takes a write lease on f (open read-write): ok when nobody
+// else holds the file open. release gives it back.
+func holdAlone(f *os.File) (release func(), ok bool) {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return false
+		return func() {}, false
 	}
-	granted := false
 	rc.Control(func(fd uintptr) {
-		if _, err := unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_WRLCK); err == nil {
-			granted = true
-			unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_UNLCK)
-		}
+		_, err = unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_WRLCK)
 	})
-	return granted
+	if err != nil {
+		return func() {}, false
+	}
+	return func() {
+		rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_UNLCK) })
+	}, true
+}
+
+// holdRead takes a read lease on the file f reads (opened read-only):
+// busy when a program holds it open for writing. Where leases cannot tell
+// (a file system without them, a file of another owner), busy is false
+// and release does nothing.
+func holdRead(f statReader) (release func(), busy bool) {
+	var fd uintptr
+	switch f := f.(type) {
+	case *rawFile:
+		fd = uintptr(f.fd)
+	case *os.File:
+		fd = f.Fd()
+	default:
+		return func() {}, false
+	}
+	for {
+		_, err := unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_RDLCK)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return func() {}, true
+		case err != nil:
+			return func() {}, false
+		}
+		return func() { unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_UNLCK) }, false
+	}
 }

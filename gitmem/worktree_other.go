@@ -15,7 +15,12 @@ func (w *worktree) exchange(tmp, p string, there bool) (aside string, asideInfo 
 
 // reusable: files taken aside are reused only where Linux's write lease
 // can tell that nobody else holds them open.
-func reusable(*os.File, fs.FileInfo) bool { return false }
+func reusable(fs.FileInfo, bool) bool { return false }
+
+// Leases are Linux's (worktree_linux.go): here who else holds a file open
+// cannot be told, and a file taken aside is read as it is (and not reused).
+func holdAlone(*os.File) (func(), bool)  { return func() {}, true }
+func holdRead(statReader) (func(), bool) { return func() {}, false }
 
 // The one-step path resolution is Linux's (worktree_linux.go): os.Root
 // does it all here.

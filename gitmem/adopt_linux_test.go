@@ -1,0 +1,97 @@
+//go:build linux
+
+package gitmem
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// A program that writes a whole file opens it with O_TRUNC, then writes:
+// between the two the file is empty. An adopt that runs then must not
+// take the empty file (it deleted every line, and the acknowledged values
+// with them, until the next adopt); the completed write is adopted.
+func TestAdoptWaitsForATruncatedFileToBeWritten(t *testing.T) {
+	r, dir := newRepo(t)
+	write(t, r, "t1", "a.md", "one\ntwo\n")
+	settle(t, r)
+	f, err := os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt of a file being written: %v, want ErrNoChange", err)
+	}
+	if got := read(t, r, "a.md"); got != "one\ntwo\n" {
+		t.Fatalf("HEAD's a.md = %q while the file was being written", got)
+	}
+	f.WriteString("one\ntwo\nthree by hand\n")
+	f.Close()
+	if _, err := r.Adopt(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := read(t, r, "a.md"); got != "one\ntwo\nthree by hand\n" {
+		t.Fatalf("a.md = %q", got)
+	}
+	if log := subjects(t, dir); log != "memory: adopt changes made outside gitmem\nw a.md\nmemory: init\n" {
+		t.Fatalf("history:\n%s", log)
+	}
+	gitCLI(t, dir, "fsck", "--strict")
+}
+
+// A program opened a file (O_TRUNC) just before gitmem replaced it with
+// an acknowledged change, and writes after: its write goes to the file
+// gitmem took aside. gitmem waits for such a write, and when the program
+// holds the file open longer than that, puts its file back in place, so
+// that the write lands in the memory folder and the next adopt merges it
+// with the acknowledged change. (The write was lost with the file taken
+// aside.)
+func TestWriteThroughADescriptorOpenWhileGitmemReplacesIsKept(t *testing.T) {
+	r, dir := newRepo(t)
+	write(t, r, "t1", "a.md", "one\ntwo\nthree\n")
+	settle(t, r)
+	var f *os.File
+	var once sync.Once
+	gd.SetFault(func(step, p string) error {
+		if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
+			once.Do(func() {
+				var err error
+				if f, err = os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_WRONLY|os.O_TRUNC, 0); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		return nil
+	})
+	defer gd.SetFault(nil)
+	write(t, r, "t2", "a.md", "ONE\ntwo\nthree\n")
+	settle(t, r) // the acknowledged change reaches the worktree, the descriptor still open
+	gd.SetFault(nil)
+	if f == nil {
+		t.Fatal("the descriptor was not opened")
+	}
+	f.WriteString("one\ntwo\nthree\nfour by hand\n")
+	f.Close()
+	if _, err := r.Adopt(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	want := "ONE\ntwo\nthree\nfour by hand\n"
+	if got := read(t, r, "a.md"); got != want {
+		t.Fatalf("a.md = %q, want %q\n%s", got, want, gitCLI(t, dir, "log", "-p", "--format=%s"))
+	}
+	if got := readDisk(t, dir, "a.md"); got != want {
+		t.Fatalf("worktree a.md = %q, want %q", got, want)
+	}
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
+	gitCLI(t, dir, "fsck", "--strict")
+}
