@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,142 @@ func TestEditOfAFileReadBeforeAnAcknowledgedChange(t *testing.T) {
 
 	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
+	}
+	gitCLI(t, dir, "fsck", "--strict")
+}
+
+// git reset --hard HEAD~5 while serve holds the writer lock (under load
+// it always does): the branch move is undone, as documented, and so is
+// what the reset wrote to the worktree — files put back to their version
+// of five commits ago, files created since deleted, a file deleted since
+// back. They are git's, not hand edits: adopted, they undid acknowledged
+// inserts and str_replaces in HEAD (issue 21, item 2). Whatever gitmem
+// does next — an adopt, a write to another file, the model's next change
+// to a file the reset rewrote — HEAD keeps every acknowledged change, the
+// worktree follows it, and no adopt commit is made.
+func TestResetHardWhileServingUndoesNoAcknowledgedChange(t *testing.T) {
+	for _, next := range []string{"adopt", "another file", "that file"} {
+		t.Run(next, func(t *testing.T) {
+			r, dir := newRepo(t)
+			write(t, r, "t1", "a.md", "a1\n\nx\n")
+			write(t, r, "t2", "b.md", "b\n")
+			write(t, r, "t3", "gone.md", "g\n")
+			// Five acknowledged changes: an insert, a str_replace, a
+			// create, another insert, a delete.
+			write(t, r, "t4", "a.md", "a1\nins\n\nx\n")
+			write(t, r, "t5", "b.md", "B\n")
+			write(t, r, "t6", "c.md", "c\n")
+			write(t, r, "t7", "a.md", "a1\nins\nins2\n\nx\n")
+			if _, err := r.Update(Meta{Subject: "rm gone.md", Trailers: []Trailer{{TrailerToolUseID, "t8"}}}, func(tx *Tx) error {
+				return tx.Remove("gone.md")
+			}); err != nil {
+				t.Fatal(err)
+			}
+			settle(t, r)
+			r.gcBusy.Add(1) // the writer lock stays held, as under load
+			defer r.gcBusy.Add(-1)
+			gitCLI(t, dir, "reset", "-q", "--hard", "HEAD~5")
+			want := map[string]string{"a.md": "a1\nins\nins2\n\nx\n", "b.md": "B\n", "c.md": "c\n"}
+			switch next {
+			case "adopt": // serve's --adopt-every
+				if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+					t.Fatalf("adopt: %v, want ErrNoChange", err)
+				}
+			case "another file":
+				write(t, r, "t9", "z.md", "z\n")
+				want["z.md"] = "z\n"
+				settle(t, r)
+				if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+					t.Fatalf("adopt: %v, want ErrNoChange", err)
+				}
+			case "that file": // a str_replace of a.md
+				if _, err := r.Update(Meta{Subject: "str_replace", Trailers: []Trailer{{TrailerToolUseID, "t9"}}}, func(tx *Tx) error {
+					data, err := tx.ReadFile("a.md")
+					if err != nil {
+						return err
+					}
+					if !strings.Contains(string(data), "ins2\n") {
+						return fmt.Errorf("a.md = %q: the acknowledged inserts are gone", data)
+					}
+					return tx.WriteFile("a.md", []byte(strings.Replace(string(data), "x\n", "X\n", 1)))
+				}); err != nil {
+					t.Fatal(err)
+				}
+				want["a.md"] = "a1\nins\nins2\n\nX\n"
+			}
+			settle(t, r)
+			for p, content := range want {
+				if got := read(t, r, p); got != content {
+					t.Errorf("%s in HEAD: %q, want %q", p, got, content)
+				}
+				if got := readDisk(t, dir, p); got != content {
+					t.Errorf("%s on disk: %q, want %q", p, got, content)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "memories", "gone.md")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("gone.md, deleted by an acknowledged change, is on disk (%v)", err)
+			}
+			if log := subjects(t, dir); strings.Contains(log, "adopt") {
+				t.Errorf("an adopt commit:\n%s", log)
+			}
+			if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status:\n%s", st)
+			}
+			if refs := gitCLI(t, dir, "for-each-ref", "refs/gitmem/displaced"); refs != "" {
+				t.Errorf("left: %s", refs)
+			}
+			gitCLI(t, dir, "fsck", "--strict")
+		})
+	}
+}
+
+// The same reset seen half-way: git writes the worktree files while it
+// holds .git/index.lock, and moves the branch only after. An adopt, or a
+// change of the model to such a file, in between must not take the file
+// git wrote for a hand edit; once git is done the move is undone with
+// its files.
+func TestAdoptWaitsWhileGitRewritesTheWorktree(t *testing.T) {
+	r, dir := newRepo(t)
+	write(t, r, "t1", "a.md", "a1\n\nx\n")
+	settle(t, r)
+	old := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "HEAD"))
+	write(t, r, "t2", "a.md", "a1\nins\n\nx\n")
+	settle(t, r)
+	r.gcBusy.Add(1) // the writer lock stays held, as under load
+	defer r.gcBusy.Add(-1)
+	lock := filepath.Join(dir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("a1\n\nx\n"), 0o600) // git's checkout
+	if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt while git holds the index: %v, want ErrNoChange", err)
+	}
+	if _, err := r.Update(Meta{Subject: "str_replace", Trailers: []Trailer{{TrailerToolUseID, "t3"}}}, func(tx *Tx) error {
+		data, err := tx.ReadFile("a.md")
+		if err != nil {
+			return err
+		}
+		return tx.WriteFile("a.md", []byte(strings.Replace(string(data), "x\n", "X\n", 1)))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	gitCLI(t, dir, "update-ref", "refs/heads/main", old) // git is done: the branch moves
+	os.Remove(lock)
+	if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange", err)
+	}
+	settle(t, r)
+	want := "a1\nins\n\nX\n"
+	if got := read(t, r, "a.md"); got != want {
+		t.Fatalf("a.md in HEAD: %q, want %q\n%s", got, want, gitCLI(t, dir, "log", "-p", "--format=%s"))
+	}
+	if got := readDisk(t, dir, "a.md"); got != want {
+		t.Fatalf("a.md on disk: %q, want %q", got, want)
+	}
+	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("git status:\n%s", st)
 	}
 	gitCLI(t, dir, "fsck", "--strict")
 }

@@ -282,6 +282,16 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	if len(drift) == 0 && !first {
 		return nil, ErrNoChange
 	}
+	// What a git command wrote (git reset --hard, while gitmem holds the
+	// writer lock) is no hand edit: a move of the branch is undone first,
+	// its files with it, and a file git may be writing now is left for
+	// later.
+	if !first && r.noticeMove() {
+		if drift, err = r.drifted(tip, paths, r.pendingFor(paths)); err != nil || len(drift) == 0 {
+			return nil, ErrNoChange
+		}
+	}
+	byGit := r.gitWriting(tip)
 	meta := Meta{Subject: "memory: adopt changes made outside gitmem", Author: r.opt.Operator,
 		Trailers: []Trailer{{TrailerCommand, "adopt"}}}
 	if first {
@@ -292,11 +302,17 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	// Deletions first: a file deleted by hand may be where a folder now is.
 	var writes []string
 	mtime := map[string]time.Time{}
+	stat := map[string]fs.FileInfo{}
+	later := map[string]bool{}
 	for _, rel := range drift {
 		fi, err := r.wt.lstat(full(rel))
 		if err == nil && fi.Mode().IsRegular() {
 			writes = append(writes, rel)
-			mtime[rel] = fi.ModTime()
+			mtime[rel], stat[rel] = fi.ModTime(), fi
+			continue
+		}
+		if byGit(full(rel), nil, nil) {
+			later[rel] = true
 			continue
 		}
 		if err := tx.Remove(rel); err != nil && !errors.Is(err, ErrNotExist) {
@@ -305,8 +321,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
 	read := map[string][]byte{}
-	taken := len(drift) - len(writes) // the removals
-	later := map[string]bool{}
+	taken := len(drift) - len(writes) - len(later) // the removals
 	stale := map[string][]byte{}
 	defer r.putBackStale(stale)
 	for _, rel := range writes {
@@ -316,7 +331,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		if err != nil {
 			return nil, wrap("read "+rel, err)
 		}
-		if busy {
+		if busy || byGit(full(rel), stat[rel], data) {
 			later[rel] = true
 			continue
 		}
@@ -685,19 +700,39 @@ func (r *Repo) checkoutMoved() {
 			return // nothing tells what the worktree was left at: hand-edit checks alone
 		}
 	}
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	out, hand := r.moveWorktree(old, tree)
+	r.pmu.Lock()
+	for p, base := range hand {
+		if _, ok := r.handBase[p]; !ok {
+			r.handBase[p] = handBase{hash: base}
+		}
+	}
+	r.pmu.Unlock()
+	if len(out) > 0 {
+		r.opt.Logf("gitmem: the branch moved to %s outside gitmem: checked out %d file(s) it changed", head.String()[:7], len(out))
+		if err := gd.SyncFS(r.dir, r.wt.flushList()); err != nil {
+			r.opt.Logf("gitmem: could not sync the worktree: %v", err)
+		}
+	}
+}
+
+// moveWorktree brings the worktree files that hold the version of the tree
+// old to the version of tree, where the two differ: a file that holds
+// old's version (or is missing where old has none) is replaced in one step,
+// what it held moved aside (mirrorChecked: a hand edit landing after the
+// check is kept); one that holds tree's is left; one that holds neither
+// was edited by hand: hand says the version of old it differs from. It
+// returns the files it wrote. Called with mmu held.
+func (r *Repo) moveWorktree(old, tree *node) (out []string, hand map[string]plumbing.Hash) {
 	var moved []string
 	changedFiles(lookup(old, memDir), lookup(tree, memDir), memDir, func(p string) {
 		if checkRel(p[len(memDir)+1:]) == nil {
 			moved = append(moved, p)
 		}
 	})
-	if len(moved) == 0 {
-		return
-	}
-	r.mmu.Lock()
-	defer r.mmu.Unlock()
-	var out []string
-	hand := map[string]plumbing.Hash{} // the version each edit started from
+	hand = map[string]plumbing.Hash{}
 	// check checks out p, or notes a hand edit; it reports a folder where
 	// the branch has a file, which can go once the files in it went.
 	check := func(p string) (folder bool) {
@@ -727,7 +762,11 @@ func (r *Repo) checkoutMoved() {
 				n = nil
 			}
 			// Replaced in one step with what it held moved aside: a hand
-			// edit landing after the check is kept (mirrorChecked).
+			// edit landing after the check is kept (mirrorChecked, which
+			// notes its base). One noted before is gone with what it held.
+			r.pmu.Lock()
+			delete(r.handBase, p)
+			r.pmu.Unlock()
 			of := &ownFiles{hashes: map[plumbing.Hash]bool{before: true}, found: before}
 			if err := r.mirrorChecked(p, n, of); err != nil {
 				r.opt.Logf("gitmem: could not check out %s: %v", p[len(memDir)+1:], err)
@@ -749,18 +788,107 @@ func (r *Repo) checkoutMoved() {
 		check(p) // a folder still there holds files made by hand: adopted
 	}
 	r.forgetStats(out)
-	r.pmu.Lock()
-	for p, base := range hand {
-		if _, ok := r.handBase[p]; !ok {
-			r.handBase[p] = handBase{hash: base}
-		}
+	return out, hand
+}
+
+// undoCheckout puts back the worktree files a git command checked out
+// when it moved the branch to the commit cur while gitmem held the writer
+// lock (git reset --hard): the branch is back on the acknowledged
+// commits (moveBranch, noticeMove), and so is each file that holds cur's
+// version (or is missing where cur has none), to the version of to, what
+// the worktree mirrors; any other file is left to the hand-edit checks.
+// Such files are git's, not the operator's: adopted, they undid
+// acknowledged changes. Called with mmu held.
+func (r *Repo) undoCheckout(cur plumbing.Hash, to *node) {
+	r.omu.Lock()
+	c, err := r.obj.Commit(cur)
+	var old *node
+	if err == nil {
+		old, err = r.loadTree(c.TreeHash, to, "")
 	}
-	r.pmu.Unlock()
-	if len(out) > 0 {
-		r.opt.Logf("gitmem: the branch moved to %s outside gitmem: checked out %d file(s) it changed", head.String()[:7], len(out))
-		if err := gd.SyncFS(r.dir, r.wt.flushList()); err != nil {
-			r.opt.Logf("gitmem: could not sync the worktree: %v", err)
+	r.unlockObj()
+	if err != nil {
+		r.opt.Logf("gitmem: could not read %s to put back the files git checked out for it: %v", cur, err)
+		return
+	}
+	if out, _ := r.moveWorktree(old, to); len(out) > 0 {
+		r.opt.Logf("gitmem: %d worktree file(s) git checked out for %s were put back to the acknowledged version", len(out), cur.String()[:7])
+	}
+	r.smu.Lock()
+	r.indexHead = plumbing.ZeroHash // git rewrote .git/index for cur: written again
+	r.smu.Unlock()
+}
+
+// noticeMove undoes a branch move made outside gitmem that no
+// materialisation has seen yet (nothing was committed since), before an
+// adopt looks at the files the move's git command may have checked out:
+// the moved-to commit is kept (refs/gitmem/displaced/, merged back), the
+// branch goes back on the acknowledged commits, and the files git checked
+// out for it are put back (undoCheckout). It reports whether it did.
+// Called with wmu held.
+func (r *Repo) noticeMove() bool {
+	if !r.owned.Load() {
+		return false
+	}
+	cur, err := r.readRef(r.branch)
+	r.smu.RLock()
+	head := r.head
+	r.smu.RUnlock()
+	if err != nil || cur == head {
+		return false // where gitmem put it (git's files lag behind head only while it writes them)
+	}
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	if cur == r.diskHead || r.diskHead.IsZero() {
+		return false
+	}
+	if err := r.takeBranchBack(cur, r.diskHead); err != nil {
+		r.opt.Logf("gitmem: %v", err)
+		return false
+	}
+	r.undoCheckout(cur, r.diskTree)
+	r.scheduleIndex()
+	return true
+}
+
+// gitWriting tells the worktree files a git command may be writing now,
+// which an adopt leaves for later: every file while a git command holds
+// .git/index.lock (it writes the worktree files, then the index, then
+// moves the branch: git reset --hard, checkout, stash); and, for
+// gd.StaleLock after git wrote .git/index, a file that holds exactly what
+// the index records for it (its blob and its lstat data, other than the
+// tree's), or that is missing where the index has none: a file git wrote
+// there, not an editor — by then the branch git moved is seen
+// (noticeMove), so such a file is one git put there for another reason
+// (git checkout REV -- file, git add), taken once the time is up. What it
+// returns is for repository path p with lstat data fi (nil: no file) and
+// contents data.
+func (r *Repo) gitWriting(tree *node) func(p string, fi fs.FileInfo, data []byte) bool {
+	none := func(string, fs.FileInfo, []byte) bool { return false }
+	if fi, err := os.Stat(filepath.Join(r.gitDir, "index.lock")); err == nil && time.Since(fi.ModTime()) < gd.StaleLock {
+		return func(string, fs.FileInfo, []byte) bool { return true }
+	}
+	ii, err1 := os.Stat(filepath.Join(r.gitDir, "index"))
+	hi, err2 := os.Stat(r.indexHeadPath())
+	if err1 != nil || err2 == nil && !ii.ModTime().After(hi.ModTime()) || time.Since(ii.ModTime()) >= gd.StaleLock {
+		return none // gitmem's own index, or not written just now
+	}
+	entries, _, err := gd.ReadIndex(r.gitDir)
+	if err != nil {
+		return none
+	}
+	index := make(map[string]gd.IndexEntry, len(entries))
+	for _, e := range entries {
+		index[e.Path] = e
+	}
+	return func(p string, fi fs.FileInfo, data []byte) bool {
+		e, ok := index[p]
+		if fi == nil {
+			return !ok
 		}
+		h := plumbing.ComputeHash(plumbing.BlobObject, data)
+		n := lookup(tree, p)
+		return ok && e.Hash == h && e.Stat == gd.StatOf(fi) && (!n.isFile() || n.hash != h)
 	}
 }
 

@@ -686,8 +686,10 @@ func (r *Repo) materializeSome(k int) error {
 	}
 	last := items[len(items)-1]
 	prevHead := r.diskHead
+	var moved plumbing.Hash // where something outside gitmem had moved the branch
 	if last.hash != r.diskHead {
-		if err := r.moveBranch(items); err != nil {
+		var err error
+		if moved, err = r.moveBranch(items); err != nil {
 			return requeue(err)
 		}
 	}
@@ -701,6 +703,9 @@ func (r *Repo) materializeSome(k int) error {
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
 	prev := r.diskTree // what the worktree mirrors
+	if !moved.IsZero() {
+		r.undoCheckout(moved, prev) // git reset --hard: its files are no hand edits
+	}
 	r.diskTree = last.tree
 	r.pmu.Lock()
 	retry := r.pend // paths an earlier pass could not write
@@ -1103,9 +1108,10 @@ func (r *Repo) keepHand(q string, base []byte) {
 // is kept as refs/gitmem/displaced/<hash> (durably, before the branch
 // moves), the branch is put on the acknowledged commits all the same, and
 // the displaced commit is merged back soon after (mergeDisplaced): the
-// branch loses neither. A branch that is damaged or missing is left alone
-// and the commits wait in the log. Called with mmu held.
-func (r *Repo) moveBranch(items []*prepared) error {
+// branch loses neither. moved is that commit (zero: none). A branch that
+// is damaged or missing is left alone and the commits wait in the log.
+// Called with mmu held.
+func (r *Repo) moveBranch(items []*prepared) (moved plumbing.Hash, err error) {
 	last := items[len(items)-1]
 	onChain := items[0].parent == r.diskHead
 	for _, p := range items { // after a crash, some may be on the branch already
@@ -1117,31 +1123,41 @@ func (r *Repo) moveBranch(items []*prepared) error {
 		r.unlockObj()
 		if err == nil {
 			r.diskHead = last.hash
-			return nil
+			return plumbing.ZeroHash, nil
 		}
 		if cur, rerr := r.readRef(r.branch); !errors.Is(rerr, gd.ErrNoRef) && (rerr != nil || cur == r.diskHead) {
-			return wrap("update the branch", err) // not moved: a disk fault
+			return plumbing.ZeroHash, wrap("update the branch", err) // not moved: a disk fault
 		}
 	}
 	cur, err := r.readRef(r.branch)
 	if errors.Is(err, gd.ErrNoRef) && !r.diskHead.IsZero() {
 		// Deleted outside gitmem: put back, on the acknowledged commits.
 		if err := r.putBranchBack(r.diskHead, last.hash, "the last acknowledged change"); err != nil {
-			return err
+			return plumbing.ZeroHash, err
 		}
 		r.diskHead = last.hash
-		return nil
+		return plumbing.ZeroHash, nil
 	}
 	if err != nil {
-		return wrap("read the branch", err)
+		return plumbing.ZeroHash, wrap("read the branch", err)
 	}
+	if err := r.takeBranchBack(cur, last.hash); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return cur, nil
+}
+
+// takeBranchBack points the branch, which something outside gitmem moved
+// to cur, at the acknowledged commit to, keeping cur (durably, first) for
+// mergeDisplaced to merge back. Called with mmu held.
+func (r *Repo) takeBranchBack(cur, to plumbing.Hash) error {
 	r.omu.Lock()
-	_, err = r.obj.Commit(cur)
+	_, err := r.obj.Commit(cur)
 	if err == nil {
 		err = r.keepDisplaced(cur)
 	}
 	if err == nil {
-		err = r.obj.UpdateRef(r.branch, cur, last.hash, false)
+		err = r.obj.UpdateRef(r.branch, cur, to, false)
 	}
 	r.unlockObj()
 	if err != nil {
@@ -1154,7 +1170,7 @@ func (r *Repo) moveBranch(items []*prepared) error {
 	}
 	r.displacedIndex[cur] = r.indexFor // what a git commit was likely made from
 	r.smu.Unlock()
-	r.diskHead = last.hash
+	r.diskHead = to
 	r.displacedWait.Store(true)
 	r.signal()
 	return nil
