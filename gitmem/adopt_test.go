@@ -215,3 +215,52 @@ func TestAdoptWaitsWhileGitRewritesTheWorktree(t *testing.T) {
 	}
 	gitCLI(t, dir, "fsck", "--strict")
 }
+
+// Issue 21, item 5: conflict markers piled up, 12 blocks deep, each new
+// conflict of a file that already held one wrapped it. A new conflict in
+// or around a block takes the whole block in, one block deep, and keeps
+// every line: a block's two halves are merged each on its own, so a file
+// edited round after round grows by the lines of each round, no more.
+func TestConflictMarkersNeverNest(t *testing.T) {
+	block := func(o, h string) string {
+		return "<<<<<<< gitmem\n" + o + "=======\n" + h + ">>>>>>> edited by hand\n"
+	}
+	for _, tc := range []struct{ name, base, ours, hand, want string }{
+		{"inside a block of the base",
+			"x\n" + block("a\n", "b\n") + "y\n",
+			"x\n" + block("A\n", "b\n") + "y\n",
+			"x\n" + block("c\n", "b\n") + "y\n",
+			"x\n" + block("A\nc\n", "b\n") + "y\n"},
+		{"a block on one side",
+			"x\nk\ny\n",
+			"x\n" + block("K1\n", "K2\n") + "y\n",
+			"x\nk3\ny\n",
+			"x\n" + block("K1\nK2\n", "k3\n") + "y\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(mergeHand([]byte(tc.base), []byte(tc.ours), []byte(tc.hand))); got != tc.want {
+				t.Fatalf("merged:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+	// Round after round of conflicting edits of one line.
+	text := "v: 0\nmiddle\nw: 0\n"
+	for i := 1; i <= 12; i++ {
+		ours := strings.Replace(text, fmt.Sprintf("v: %d\n", i-1), fmt.Sprintf("v: %d\n", i), 1)
+		hand := strings.Replace(text, fmt.Sprintf("v: %d\n", i-1), fmt.Sprintf("v: hand %d\n", i), 1)
+		text = string(mergeHand([]byte(text), []byte(ours), []byte(hand)))
+		depth, most := 0, 0
+		for _, l := range splitKeep(text) {
+			switch {
+			case strings.HasPrefix(l, "<<<<<<< "):
+				depth++
+				most = max(most, depth)
+			case strings.HasPrefix(l, ">>>>>>> "):
+				depth--
+			}
+		}
+		if n := len(splitKeep(text)); most > 1 || n > 2*i+6 || !strings.Contains(text, fmt.Sprintf("v: %d\n", i)) || !strings.Contains(text, fmt.Sprintf("v: hand %d\n", i)) {
+			t.Fatalf("round %d: %d deep:\n%s", i, most, text)
+		}
+	}
+}

@@ -80,49 +80,95 @@ func merge(base, ours, theirs []string, theirsWins bool) ([]string, []Conflict) 
 // mergeFill is merge3 with what fills a conflict's place chosen by fill
 // (a pull writes both sides between conflict markers).
 func mergeFill(base, ours, theirs []string, fill func(Conflict) []string) ([]string, []Conflict) {
+	return mergeAround(base, ours, theirs, nil, fill)
+}
+
+// mergeAround is mergeFill where a conflict that meets one of the base
+// ranges in keep ([start, end) pairs, in order, apart) takes in the whole
+// range, and with it every change either side made there: a region of a
+// conflict block an earlier merge wrote is never split by a new one.
+func mergeAround(base, ours, theirs []string, keep [][2]int, fill func(Conflict) []string) ([]string, []Conflict) {
 	ho, ht := lineHunks(base, ours), lineHunks(base, theirs)
-	var out []string
-	var conflicts []Conflict
-	pos := 0
+	// Groups: each side's hunks that overlap or touch, in base order.
+	type group struct {
+		start, end int
+		gO, gT     []hunk
+	}
+	var groups []group
 	for len(ho) > 0 || len(ht) > 0 {
-		// Start a group with the earliest hunk, then take in every hunk
-		// of either side that overlaps or touches the group.
-		var gO, gT []hunk
+		var g group
 		if len(ht) == 0 || len(ho) > 0 && ho[0].start <= ht[0].start {
-			gO, ho = append(gO, ho[0]), ho[1:]
+			g.gO, ho = append(g.gO, ho[0]), ho[1:]
 		} else {
-			gT, ht = append(gT, ht[0]), ht[1:]
+			g.gT, ht = append(g.gT, ht[0]), ht[1:]
 		}
-		start := append(gO, gT...)[0].start
-		end := append(gO, gT...)[0].end
+		g.start = append(g.gO, g.gT...)[0].start
+		g.end = append(g.gO, g.gT...)[0].end
 		for {
-			if len(ho) > 0 && ho[0].start <= end {
-				end = max(end, ho[0].end)
-				gO, ho = append(gO, ho[0]), ho[1:]
-			} else if len(ht) > 0 && ht[0].start <= end {
-				end = max(end, ht[0].end)
-				gT, ht = append(gT, ht[0]), ht[1:]
+			if len(ho) > 0 && ho[0].start <= g.end {
+				g.end = max(g.end, ho[0].end)
+				g.gO, ho = append(g.gO, ho[0]), ho[1:]
+			} else if len(ht) > 0 && ht[0].start <= g.end {
+				g.end = max(g.end, ht[0].end)
+				g.gT, ht = append(g.gT, ht[0]), ht[1:]
 			} else {
 				break
 			}
 		}
-		out = append(out, base[pos:start]...)
-		switch {
-		case len(gT) == 0:
-			out = append(out, apply(base, start, end, gO)...)
-		case len(gO) == 0:
-			out = append(out, apply(base, start, end, gT)...)
-		default:
-			o, t := apply(base, start, end, gO), apply(base, start, end, gT)
-			if strings.Join(o, "") == strings.Join(t, "") {
-				out = append(out, o...)
-			} else {
-				c := Conflict{BaseStart: start, BaseEnd: end, Ours: o, Theirs: t}
-				conflicts = append(conflicts, c)
-				out = append(out, fill(c)...)
+		groups = append(groups, g)
+	}
+	sides := func(g group) (o, t []string, conflict bool) {
+		o, t = apply(base, g.start, g.end, g.gO), apply(base, g.start, g.end, g.gT)
+		return o, t, len(g.gO) > 0 && len(g.gT) > 0 && strings.Join(o, "") != strings.Join(t, "")
+	}
+	// A conflict meeting a kept range takes it in, and the groups it then
+	// meets; until none does.
+	for widened := len(keep) > 0; widened; {
+		widened = false
+		for i := 0; i < len(groups); i++ {
+			g := &groups[i]
+			if _, _, c := sides(*g); !c {
+				continue
+			}
+			for _, k := range keep {
+				if k[0] < g.end && g.start < k[1] || g.start == g.end && k[0] < g.start && g.start < k[1] {
+					if k[0] < g.start || k[1] > g.end {
+						g.start, g.end, widened = min(g.start, k[0]), max(g.end, k[1]), true
+					}
+				}
+			}
+			for j := i + 1; j < len(groups) && groups[j].start <= g.end; {
+				g.end = max(g.end, groups[j].end)
+				g.gO, g.gT = append(g.gO, groups[j].gO...), append(g.gT, groups[j].gT...)
+				groups = append(groups[:j], groups[j+1:]...)
+			}
+			for i > 0 && groups[i-1].end >= g.start {
+				p := &groups[i-1]
+				p.end = max(p.end, g.end)
+				p.gO, p.gT = append(p.gO, g.gO...), append(p.gT, g.gT...)
+				groups = append(groups[:i], groups[i+1:]...)
+				i--
+				g = p
 			}
 		}
-		pos = end
+	}
+	var out []string
+	var conflicts []Conflict
+	pos := 0
+	for _, g := range groups {
+		out = append(out, base[pos:g.start]...)
+		o, t, conflict := sides(g)
+		switch {
+		case len(g.gT) == 0:
+			out = append(out, o...)
+		case len(g.gO) == 0 || !conflict:
+			out = append(out, t...)
+		default:
+			c := Conflict{BaseStart: g.start, BaseEnd: g.end, Ours: o, Theirs: t}
+			conflicts = append(conflicts, c)
+			out = append(out, fill(c)...)
+		}
+		pos = g.end
 	}
 	out = append(out, base[pos:]...)
 	return out, conflicts

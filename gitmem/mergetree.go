@@ -671,15 +671,104 @@ func (m *merger) merge3(base, ours, theirs result) ([]byte, bool, error) {
 // mergeMarked merges three versions of a text, split into lines: a region
 // both changed differently holds both versions between conflict markers
 // naming them. It reports whether there was no such region.
+//
+// Conflict markers never nest: a region both changed that meets a
+// conflict block of the base (an earlier merge's, not yet resolved) takes
+// in the whole block. When the region is that block on every side, its
+// two halves are merged each on its own (lines both sides changed kept
+// one after the other); otherwise each side's lines of the region are
+// written without the markers they hold. Every line is kept, one block
+// deep.
 func mergeMarked(texts [3][]string, ours, theirs string) ([]byte, bool) {
-	lines, conflicts := mergeFill(texts[0], texts[1], texts[2], func(c Conflict) []string {
+	lines, conflicts := mergeAround(texts[0], texts[1], texts[2], markedBlocks(texts[0]), func(c Conflict) []string {
+		o, t := unmarked(c.Ours), unmarked(c.Theirs)
+		bo, bt, ok1 := blockHalves(texts[0][c.BaseStart:c.BaseEnd])
+		oo, ot, ok2 := blockHalves(c.Ours)
+		to, tt, ok3 := blockHalves(c.Theirs)
+		if ok1 && ok2 && ok3 {
+			o, t = mergeBoth(bo, oo, to), mergeBoth(bt, ot, tt)
+		}
 		out := []string{markerOurs + ours + "\n"}
-		out = append(out, endLine(c.Ours)...)
+		out = append(out, endLine(o)...)
 		out = append(out, markerSep)
-		out = append(out, endLine(c.Theirs)...)
+		out = append(out, endLine(t)...)
 		return append(out, markerTheirs+theirs+"\n")
 	})
 	return []byte(strings.Join(lines, "")), len(conflicts) == 0
+}
+
+// mergeBoth merges three versions of lines, keeping a region both changed
+// differently as both versions, one after the other.
+func mergeBoth(base, ours, theirs []string) []string {
+	out, _ := mergeFill(base, ours, theirs, func(c Conflict) []string {
+		return append(endLine(unmarked(c.Ours)), unmarked(c.Theirs)...)
+	})
+	return out
+}
+
+// blockHalves splits lines that are one conflict block, nothing around it
+// and no other marker in it, into its two halves.
+func blockHalves(lines []string) (ours, theirs []string, ok bool) {
+	n := len(lines)
+	if n < 3 || !strings.HasPrefix(lines[0], markerOurs) || !strings.HasPrefix(lines[n-1], markerTheirs) {
+		return nil, nil, false
+	}
+	sep := -1
+	for i, l := range lines[1 : n-1] {
+		if !isMarker(l) {
+			continue
+		}
+		if sep >= 0 || strings.TrimSuffix(l, "\n") != strings.TrimSuffix(markerSep, "\n") {
+			return nil, nil, false
+		}
+		sep = i + 1
+	}
+	if sep < 0 {
+		return nil, nil, false
+	}
+	return lines[1:sep], lines[sep+1 : n-1], true
+}
+
+// isMarker reports whether a line is a conflict marker line.
+func isMarker(line string) bool {
+	return strings.HasPrefix(line, markerOurs) || strings.HasPrefix(line, markerTheirs) ||
+		line == markerSep || line == strings.TrimSuffix(markerSep, "\n")
+}
+
+// markedBlocks returns the conflict blocks in lines, outermost, as
+// [start, end) line ranges: from a "<<<<<<< " line to the ">>>>>>> "
+// line that closes it (one left open runs to the end).
+func markedBlocks(lines []string) [][2]int {
+	var out [][2]int
+	depth, start := 0, 0
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, markerOurs):
+			if depth == 0 {
+				start = i
+			}
+			depth++
+		case strings.HasPrefix(l, markerTheirs) && depth > 0:
+			if depth--; depth == 0 {
+				out = append(out, [2]int{start, i + 1})
+			}
+		}
+	}
+	if depth > 0 {
+		out = append(out, [2]int{start, len(lines)})
+	}
+	return out
+}
+
+// unmarked is lines without their conflict marker lines.
+func unmarked(lines []string) []string {
+	out := lines[:0:0]
+	for _, l := range lines {
+		if !isMarker(l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // endLine makes sure the last line ends with a newline, so that a marker
