@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A program reads a memory file, an acknowledged change to it reaches the
@@ -15,8 +16,8 @@ import (
 // holds the older version of the model's line. The adopt commit must not
 // roll the acknowledged change back: the edit is merged from the version
 // it was made on. A region both changed shows both; a write that changed
-// nothing of what it read is no edit; an edit of the current version that
-// takes a model's line out is taken as it is.
+// nothing of what it read is no edit; and one made later that takes a
+// model's line out is taken as it is.
 func TestEditOfAFileReadBeforeAnAcknowledgedChange(t *testing.T) {
 	r, dir := newRepo(t)
 	p := filepath.Join(dir, "memories", "a.md")
@@ -65,12 +66,19 @@ func TestEditOfAFileReadBeforeAnAcknowledgedChange(t *testing.T) {
 	adopt(nil)
 	check("<<<<<<< gitmem\nslot-0: m0_934\n=======\nslot-0: by hand\n>>>>>>> edited by hand\n\nslot-1: h_2\n")
 
-	// An edit made on the current version that takes the model's new line
-	// out is the operator's, not a stale write.
+	// A file put back exactly as the version before the model's last
+	// change is that version written back, or checked out by git, when it
+	// comes right after the change; written seconds later (its mtime), it
+	// is the operator taking the model's line out.
 	write(t, r, "t5", "a.md", "fresh\n")
 	write(t, r, "t6", "a.md", "fresh\nwrong fact\n")
 	settle(t, r)
 	os.WriteFile(p, []byte("fresh\n"), 0o600)
+	adopt(ErrNoChange)
+	check("fresh\nwrong fact\n")
+	os.WriteFile(p, []byte("fresh\n"), 0o600)
+	later := time.Now().Add(staleWindow + time.Second)
+	os.Chtimes(p, later, later)
 	adopt(nil)
 	check("fresh\n")
 

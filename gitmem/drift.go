@@ -1,7 +1,6 @@
 package gitmem
 
 import (
-	"bytes"
 	"errors"
 	"io/fs"
 	"maps"
@@ -274,6 +273,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	r.smu.RLock()
 	tip := r.tipTree
 	r.smu.RUnlock()
+	undone := r.undone.Load()
 	drift, err := r.drifted(tip, paths, r.pendingFor(paths))
 	if err != nil {
 		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
@@ -283,15 +283,20 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		return nil, ErrNoChange
 	}
 	// What a git command wrote (git reset --hard, while gitmem holds the
-	// writer lock) is no hand edit: a move of the branch is undone first,
-	// its files with it, and a file git may be writing now is left for
-	// later.
-	if !first && r.noticeMove() {
+	// writer lock) is no hand edit: nothing is taken while git may be
+	// writing, and a move of the branch, or a checkout that could not
+	// move it, is undone first, its files with it.
+	if !first && r.gitBusy() {
+		return nil, ErrNoChange // taken once git is done
+	}
+	if !first && r.gitMoved() {
+		r.scheduleIndex()
+	}
+	if r.undone.Load() != undone { // files git wrote were put back since drifted looked
 		if drift, err = r.drifted(tip, paths, r.pendingFor(paths)); err != nil || len(drift) == 0 {
 			return nil, ErrNoChange
 		}
 	}
-	byGit := r.gitWriting(tip)
 	meta := Meta{Subject: "memory: adopt changes made outside gitmem", Author: r.opt.Operator,
 		Trailers: []Trailer{{TrailerCommand, "adopt"}}}
 	if first {
@@ -302,17 +307,12 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	// Deletions first: a file deleted by hand may be where a folder now is.
 	var writes []string
 	mtime := map[string]time.Time{}
-	stat := map[string]fs.FileInfo{}
 	later := map[string]bool{}
 	for _, rel := range drift {
 		fi, err := r.wt.lstat(full(rel))
 		if err == nil && fi.Mode().IsRegular() {
 			writes = append(writes, rel)
-			mtime[rel], stat[rel] = fi.ModTime(), fi
-			continue
-		}
-		if byGit(full(rel), nil, nil) {
-			later[rel] = true
+			mtime[rel] = fi.ModTime()
 			continue
 		}
 		if err := tx.Remove(rel); err != nil && !errors.Is(err, ErrNotExist) {
@@ -321,7 +321,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
 	read := map[string][]byte{}
-	taken := len(drift) - len(writes) - len(later) // the removals
+	taken := len(drift) - len(writes) // the removals
 	stale := map[string][]byte{}
 	defer r.putBackStale(stale)
 	for _, rel := range writes {
@@ -331,7 +331,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		if err != nil {
 			return nil, wrap("read "+rel, err)
 		}
-		if busy || byGit(full(rel), stat[rel], data) {
+		if busy {
 			later[rel] = true
 			continue
 		}
@@ -384,7 +384,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 			if n := lookup(p.tree, q); !n.isFile() || n.hash != v.hash {
 				v.text = data // merged: no blob of the repository's
 			}
-			r.seen[q] = []shown{v}
+			r.seen[q[len(memDir)+1:]] = []shown{v}
 		}
 		r.pmu.Unlock()
 	}
@@ -417,23 +417,22 @@ func (r *Repo) adoptKept() {
 // (hand, written at mtime) into the transaction's version of it, from the
 // version the edit was most likely made on (the base). The candidates are
 // the version noted for an edit kept from an acknowledged change
-// (r.handBase; else the transaction's own), and the versions the worktree
-// held lately (r.seen) that were replaced less than staleWindow before
-// the edit was written: a program that read the file just before gitmem
-// replaced it, and wrote it just after, made its edit on the replaced
-// version. The base is the candidate of which the edit keeps the most
+// (r.handBase; else the transaction's own), and the file's older versions
+// of the last commits that changed it (r.seen) that were replaced less than
+// staleWindow before the edit was written: a program that read the file
+// just before gitmem replaced it, and wrote it just after, made its edit
+// on the replaced version (and a git command checks out such versions). A file that is exactly one of the older candidates holds no
+// edit: it was written back as it was read, or checked out so by git
+// (handStale: the transaction's version stands, and is put back).
+// Otherwise the base is the candidate of which the edit keeps the most
 // lines: an edit that keeps lines an older version had and a newer one
 // changed was made on the older. Among equals the oldest is taken (a
-// region both changed is then shown both ways), but never one the edit is
-// exactly (it took back lines the newer version added: the newer is the
-// base), nor one the edit keeps nothing of (it rewrote the file: the
-// first candidate is). how says
-// what came of it: handAsIs, the edit taken as it is (its base is the
+// region both changed is then shown both ways), but not one the edit
+// keeps nothing of (it rewrote the file: the first candidate is). how
+// says what came of it: handAsIs, the edit taken as it is (its base is the
 // transaction's version); handMerged, both sides' changes from the base,
 // a region both changed held between conflict markers ("gitmem", "edited
-// by hand"); handStale, the edit is the base itself, so it holds no change
-// of its own (a file written back as it was read, before gitmem's last
-// changes to it): the transaction's version stands.
+// by hand"); or handStale.
 func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (data []byte, how handHow, err error) {
 	tip := lookup(tx.root, p)
 	if !tip.isFile() {
@@ -441,16 +440,32 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (da
 	}
 	r.pmu.Lock()
 	base, kept := r.handBase[p]
-	seen := slices.Clone(r.seen[p])
+	seen := slices.Clone(r.seen[p[len(memDir)+1:]])
 	r.pmu.Unlock()
 	if !kept {
 		base = handBase{hash: tip.hash}
 	}
-	cands := []handBase{base}
-	for i := len(seen) - 1; i >= 0; i-- {
-		if i < len(seen)-1 && mtime.Sub(seen[i+1].at) > staleWindow {
-			break // replaced too long before the edit to be its base
+	// recent reports whether seen[i] was replaced less than staleWindow
+	// before the edit was written (the newest one is not replaced).
+	recent := func(i int) bool { return i == len(seen)-1 || mtime.Sub(seen[i+1].at) <= staleWindow }
+	h := plumbing.ComputeHash(plumbing.BlobObject, hand)
+	for i := len(seen) - 1; i >= 0 && recent(i); i-- {
+		if seen[i].hash == h && h != tip.hash {
+			return nil, handStale, nil // that version as it was: no edit
 		}
+	}
+	cands := []handBase{base}
+	from := len(seen) - 1 // newest first
+	if kept {             // made on the noted version or an older one
+		from = -1
+		for i := len(seen) - 1; i >= 0; i-- {
+			if seen[i].hash == base.hash {
+				from = i - 1
+				break
+			}
+		}
+	}
+	for i := from; i >= 0 && recent(i) && len(cands) < baseCandidates; i-- {
 		if !slices.ContainsFunc(cands, func(c handBase) bool { return c.hash == seen[i].hash }) {
 			cands = append(cands, seen[i].handBase)
 		}
@@ -469,15 +484,12 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (da
 			}
 		}
 		k := keptLines(splitKeep(string(b)), hl)
-		if i == 0 || k > bestKept || k == bestKept && k > 0 && !bytes.Equal(b, hand) {
+		if i == 0 || k > bestKept || k == bestKept && k > 0 {
 			best, bestHash, bestKept = b, c.hash, k
 		}
 	}
-	switch {
-	case bestHash == tip.hash:
+	if bestHash == tip.hash {
 		return nil, handAsIs, nil
-	case bytes.Equal(best, hand):
-		return nil, handStale, nil
 	}
 	ours, err := r.readBlob(tip.hash)
 	if err != nil {
@@ -516,30 +528,40 @@ type shown struct {
 	at time.Time
 }
 
-// seenMax bounds the versions kept per file in r.seen.
-const seenMax = 8
+// seenMax bounds the versions kept per file in r.seen (those replaced
+// more than staleWindow ago are dropped too); baseCandidates bounds the
+// versions a hand edit is compared with, line by line, to find its base.
+const (
+	seenMax        = 64
+	baseCandidates = 8
+)
 
-// show notes that the worktree file at q holds n's version now (at), after
-// the one the tree prev gives it, when none is noted: a hand edit found
-// later may have been made on either. Called with pmu held.
-func (r *Repo) show(q string, prev, n *node, at time.Time) {
-	if !n.isFile() {
-		delete(r.seen, q)
+// show notes that a commit gave the memory file rel (relative to
+// memories/) the blob h (zero: removed it) at, after the version the tree
+// prev gives it when none is noted: a hand edit found later may have been
+// made on either (the worktree held it, or a git command checked it out).
+// Called with pmu held.
+func (r *Repo) show(rel string, prev *node, h plumbing.Hash, at time.Time) {
+	if h.IsZero() {
+		delete(r.seen, rel)
 		return
 	}
-	v := r.seen[q]
+	v := r.seen[rel]
 	if len(v) == 0 {
-		if old := lookup(prev, q); old.isFile() {
+		if old := lookup(prev, full(rel)); old.isFile() {
 			v = append(v, shown{handBase: handBase{hash: old.hash}})
 		}
 	}
-	if len(v) > 0 && v[len(v)-1].hash == n.hash && v[len(v)-1].text == nil {
+	if len(v) > 0 && v[len(v)-1].hash == h && v[len(v)-1].text == nil {
 		return
 	}
-	if len(v) == seenMax {
-		v = append(v[:0], v[1:]...)
+	drop := 0 // replaced long ago, or past the bound
+	for drop < len(v)-1 && at.Sub(v[drop+1].at) > staleWindow {
+		drop++
 	}
-	r.seen[q] = append(v, shown{handBase: handBase{hash: n.hash}, at: at})
+	drop = max(drop, len(v)+1-seenMax)
+	v = append(v[:0], v[drop:]...)
+	r.seen[rel] = append(v, shown{handBase: handBase{hash: h}, at: at})
 }
 
 // putBackStale gives the worktree files an adopt found written back as
@@ -794,7 +816,7 @@ func (r *Repo) moveWorktree(old, tree *node) (out []string, hand map[string]plum
 // undoCheckout puts back the worktree files a git command checked out
 // when it moved the branch to the commit cur while gitmem held the writer
 // lock (git reset --hard): the branch is back on the acknowledged
-// commits (moveBranch, noticeMove), and so is each file that holds cur's
+// commits (moveBranch, gitMoved), and so is each file that holds cur's
 // version (or is missing where cur has none), to the version of to, what
 // the worktree mirrors; any other file is left to the hand-edit checks.
 // Such files are git's, not the operator's: adopted, they undid
@@ -814,19 +836,22 @@ func (r *Repo) undoCheckout(cur plumbing.Hash, to *node) {
 	if out, _ := r.moveWorktree(old, to); len(out) > 0 {
 		r.opt.Logf("gitmem: %d worktree file(s) git checked out for %s were put back to the acknowledged version", len(out), cur.String()[:7])
 	}
+	r.undone.Add(1)
 	r.smu.Lock()
 	r.indexHead = plumbing.ZeroHash // git rewrote .git/index for cur: written again
 	r.smu.Unlock()
 }
 
-// noticeMove undoes a branch move made outside gitmem that no
-// materialisation has seen yet (nothing was committed since), before an
-// adopt looks at the files the move's git command may have checked out:
-// the moved-to commit is kept (refs/gitmem/displaced/, merged back), the
-// branch goes back on the acknowledged commits, and the files git checked
-// out for it are put back (undoCheckout). It reports whether it did.
-// Called with wmu held.
-func (r *Repo) noticeMove() bool {
+// gitMoved undoes what a git command did while gitmem held the writer
+// lock that no materialisation has seen yet (nothing was committed
+// since): a move of the branch — the moved-to commit is kept
+// (refs/gitmem/displaced/, merged back), the branch goes back on the
+// acknowledged commits, and the files git checked out for it are put back
+// (undoCheckout) — or a checkout that could not move it
+// (undoGitCheckout). It reports whether it did either. Called before an
+// adopt looks at the files, and before gitmem writes .git/index over the
+// one git left.
+func (r *Repo) gitMoved() bool {
 	if !r.owned.Load() {
 		return false
 	}
@@ -834,63 +859,112 @@ func (r *Repo) noticeMove() bool {
 	r.smu.RLock()
 	head := r.head
 	r.smu.RUnlock()
-	if err != nil || cur == head {
-		return false // where gitmem put it (git's files lag behind head only while it writes them)
+	if err == nil && cur != head {
+		r.mmu.Lock()
+		// Read again under mmu: the materialiser may have moved it meanwhile.
+		cur, err = r.readRef(r.branch)
+		if err == nil && cur != r.diskHead && !r.diskHead.IsZero() {
+			if cur, err = r.takeBranchBack(cur, r.diskHead); err != nil {
+				r.opt.Logf("gitmem: %v", err)
+			} else {
+				r.undoCheckout(cur, r.diskTree)
+			}
+			r.mmu.Unlock()
+			return err == nil
+		}
+		r.mmu.Unlock()
+	}
+	return r.undoGitCheckout()
+}
+
+// gitBusy reports whether a git command holds .git/index.lock (no
+// older than gd.StaleLock): it may be writing worktree files now (git
+// reset --hard writes them, then the index, then moves the branch), so
+// an adopt takes no file for a hand edit until it is done. (gitmem's own
+// index write holds it too, for as long as the write.)
+func (r *Repo) gitBusy() bool {
+	fi, err := os.Stat(filepath.Join(r.gitDir, "index.lock"))
+	return err == nil && time.Since(fi.ModTime()) < gd.StaleLock
+}
+
+// awaitGit waits, up to gd.StaleLock, while a git command holds
+// .git/index.lock before gitmem writes worktree files: git reset --hard
+// removes a file and creates it anew (O_EXCL), and a file gitmem put
+// there in between made it fail half-way, leaving the worktree half
+// checked out with neither its index nor its branch move to tell what it
+// did. One stat when no git command runs.
+func (r *Repo) awaitGit() {
+	for deadline := time.Now().Add(gd.StaleLock); r.gitBusy() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// undoGitCheckout puts back the files of a checkout git made of one of
+// the branch's last commits while gitmem held the writer lock, when the
+// branch did not move: git reset --hard rewrites the worktree and the
+// index before it moves the branch, and fails to move it when gitmem
+// moved it meanwhile (under load, often). .git/index, written by git
+// since gitmem last wrote it, then holds exactly the tree of that commit:
+// the files that hold its version are git's, not hand edits, and get the
+// acknowledged version back (undoCheckout). It reports whether it did.
+// An index looked at once is not looked at again.
+func (r *Repo) undoGitCheckout() bool {
+	if !r.owned.Load() {
+		return false
+	}
+	ii, err := os.Stat(filepath.Join(r.gitDir, "index"))
+	if err != nil {
+		return false
+	}
+	if hi, err := os.Stat(r.indexHeadPath()); err == nil && !ii.ModTime().After(hi.ModTime()) {
+		return false // gitmem's own
 	}
 	r.mmu.Lock()
 	defer r.mmu.Unlock()
-	if cur == r.diskHead || r.diskHead.IsZero() {
+	if ii.ModTime().Equal(r.gitIndexSeen) {
 		return false
 	}
-	if err := r.takeBranchBack(cur, r.diskHead); err != nil {
-		r.opt.Logf("gitmem: %v", err)
+	r.gitIndexSeen = ii.ModTime()
+	entries, _, err := gd.ReadIndex(r.gitDir)
+	if err != nil {
 		return false
 	}
-	r.undoCheckout(cur, r.diskTree)
-	r.scheduleIndex()
+	root := newDir(nil)
+	for _, e := range entries {
+		if n, err := with(root, split(e.Path), &node{mode: e.Mode, hash: e.Hash}); err == nil {
+			root = n
+		}
+	}
+	tree, _ := writeTrees(func(t plumbing.ObjectType, data []byte, _ plumbing.Hash) (plumbing.Hash, error) {
+		return plumbing.ComputeHash(t, data), nil
+	}, root, nil)
+	found := plumbing.ZeroHash
+	r.omu.Lock()
+	for h, i := r.diskHead, 0; i < checkoutDepth && !h.IsZero(); i++ {
+		c, err := r.obj.Commit(h)
+		if err != nil {
+			break
+		}
+		if c.TreeHash == tree {
+			found = h
+			break
+		}
+		h = plumbing.ZeroHash
+		if len(c.ParentHashes) > 0 {
+			h = c.ParentHashes[0]
+		}
+	}
+	r.unlockObj()
+	if found.IsZero() || found == r.diskHead {
+		return false
+	}
+	r.undoCheckout(found, r.diskTree)
 	return true
 }
 
-// gitWriting tells the worktree files a git command may be writing now,
-// which an adopt leaves for later: every file while a git command holds
-// .git/index.lock (it writes the worktree files, then the index, then
-// moves the branch: git reset --hard, checkout, stash); and, for
-// gd.StaleLock after git wrote .git/index, a file that holds exactly what
-// the index records for it (its blob and its lstat data, other than the
-// tree's), or that is missing where the index has none: a file git wrote
-// there, not an editor — by then the branch git moved is seen
-// (noticeMove), so such a file is one git put there for another reason
-// (git checkout REV -- file, git add), taken once the time is up. What it
-// returns is for repository path p with lstat data fi (nil: no file) and
-// contents data.
-func (r *Repo) gitWriting(tree *node) func(p string, fi fs.FileInfo, data []byte) bool {
-	none := func(string, fs.FileInfo, []byte) bool { return false }
-	if fi, err := os.Stat(filepath.Join(r.gitDir, "index.lock")); err == nil && time.Since(fi.ModTime()) < gd.StaleLock {
-		return func(string, fs.FileInfo, []byte) bool { return true }
-	}
-	ii, err1 := os.Stat(filepath.Join(r.gitDir, "index"))
-	hi, err2 := os.Stat(r.indexHeadPath())
-	if err1 != nil || err2 == nil && !ii.ModTime().After(hi.ModTime()) || time.Since(ii.ModTime()) >= gd.StaleLock {
-		return none // gitmem's own index, or not written just now
-	}
-	entries, _, err := gd.ReadIndex(r.gitDir)
-	if err != nil {
-		return none
-	}
-	index := make(map[string]gd.IndexEntry, len(entries))
-	for _, e := range entries {
-		index[e.Path] = e
-	}
-	return func(p string, fi fs.FileInfo, data []byte) bool {
-		e, ok := index[p]
-		if fi == nil {
-			return !ok
-		}
-		h := plumbing.ComputeHash(plumbing.BlobObject, data)
-		n := lookup(tree, p)
-		return ok && e.Hash == h && e.Stat == gd.StatOf(fi) && (!n.isFile() || n.hash != h)
-	}
-}
+// checkoutDepth is how far back undoGitCheckout looks for the commit a
+// git checkout took the worktree to.
+const checkoutDepth = 1024
 
 // indexTree is the tree .git/index holds, when gitmem wrote it last (it
 // writes .git/gitmem/index-head after it: a later index is another

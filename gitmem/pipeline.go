@@ -125,11 +125,13 @@ type pipeline struct {
 	lastCkpt     atomic.Int64 // unix nanos of the last checkpoint (attempt)
 	lastUse      atomic.Int64 // unix nanos of the last change
 
-	recovering  bool      // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
-	spareFailed time.Time // (mmu) when growing the spare log file last failed: not tried again for a minute
-	draining    int       // (mmu, fmu) the log file a failed checkpoint switched from, which still holds changes; -1 if none
-	ckptErr     error     // (mmu) the last checkpoint's failure
-	ckptFailing atomic.Bool
+	recovering   bool         // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
+	gitIndexSeen time.Time    // (mmu) the .git/index written by git that undoGitCheckout last looked at
+	undone       atomic.Int64 // checkouts of git's undone (undoCheckout): an adopt's look at the worktree is stale
+	spareFailed  time.Time    // (mmu) when growing the spare log file last failed: not tried again for a minute
+	draining     int          // (mmu, fmu) the log file a failed checkpoint switched from, which still holds changes; -1 if none
+	ckptErr      error        // (mmu) the last checkpoint's failure
+	ckptFailing  atomic.Bool
 
 	displacedWait atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back
 	mergedBack    atomic.Int64 // merges back made (counted once published)
@@ -138,7 +140,7 @@ type pipeline struct {
 	pmu      sync.Mutex          // guards inflight (and Repo.pend)
 	inflight flight              // worktree paths of commits not yet materialised
 	handBase map[string]handBase // files edited by hand before the worktree caught up: the version the edit started from
-	seen     map[string][]shown  // the versions each worktree file held lately, oldest first (mergeHandEdit)
+	seen     map[string][]shown  // each memory file's versions (by path under memories/) of its last commits, oldest first (mergeHandEdit)
 
 	intent *gd.FileLock
 	stop   chan struct{}
@@ -710,22 +712,20 @@ func (r *Repo) materializeSome(k int) error {
 	r.pmu.Lock()
 	retry := r.pend // paths an earlier pass could not write
 	r.pmu.Unlock()
+	r.awaitGit()
 	kept, checks := r.keepHandEdits(items, prevHead, prev, paths, retry)
 	paths = union(paths, retry)
 	r.forgetStats(paths)
-	var failed, shownNow []string
-	var shownNodes []*node
+	var failed []string
 	for _, q := range paths {
 		if kept[q] {
 			continue
 		}
-		n := lookup(last.tree, q)
 		var err error
 		if of, ok := checks[q]; ok {
-			err = r.mirrorChecked(q, n, of)
-			shownNow, shownNodes = append(shownNow, q), append(shownNodes, n)
+			err = r.mirrorChecked(q, lookup(last.tree, q), of)
 		} else {
-			err = r.wt.sync(q, n, r.readBlob)
+			err = r.wt.sync(q, lookup(last.tree, q), r.readBlob)
 		}
 		if err != nil {
 			failed = append(failed, q)
@@ -737,9 +737,9 @@ func (r *Repo) materializeSome(k int) error {
 	}
 	now := time.Now()
 	r.pmu.Lock()
-	for i, q := range shownNow {
-		if !slices.Contains(failed, q) {
-			r.show(q, prev, shownNodes[i], now)
+	for _, p := range items { // the versions a hand edit may have been made on
+		for i, rel := range p.rec.paths {
+			r.show(rel, prev, p.rec.blobs[i], now)
 		}
 	}
 	r.pend = failed
@@ -1141,39 +1141,49 @@ func (r *Repo) moveBranch(items []*prepared) (moved plumbing.Hash, err error) {
 	if err != nil {
 		return plumbing.ZeroHash, wrap("read the branch", err)
 	}
-	if err := r.takeBranchBack(cur, last.hash); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return cur, nil
+	return r.takeBranchBack(cur, last.hash)
 }
 
 // takeBranchBack points the branch, which something outside gitmem moved
 // to cur, at the acknowledged commit to, keeping cur (durably, first) for
-// mergeDisplaced to merge back. Called with mmu held.
-func (r *Repo) takeBranchBack(cur, to plumbing.Hash) error {
-	r.omu.Lock()
-	_, err := r.obj.Commit(cur)
-	if err == nil {
-		err = r.keepDisplaced(cur)
+// mergeDisplaced to merge back. When the branch moves again meanwhile
+// (another git command), that commit is kept too, and so on a few times;
+// moved is the last commit kept. Called with mmu held.
+func (r *Repo) takeBranchBack(cur, to plumbing.Hash) (moved plumbing.Hash, err error) {
+	for try := 0; ; try++ {
+		r.omu.Lock()
+		_, err = r.obj.Commit(cur)
+		if err == nil {
+			err = r.keepDisplaced(cur)
+		}
+		kept := err == nil
+		if err == nil {
+			err = r.obj.UpdateRef(r.branch, cur, to, false)
+		}
+		r.unlockObj()
+		if kept {
+			r.opt.Logf("gitmem: the branch was moved outside gitmem (to %s); the acknowledged commits stay on it and %s is merged back", cur, cur)
+			r.smu.Lock()
+			if r.displacedIndex == nil {
+				r.displacedIndex = map[plumbing.Hash]plumbing.Hash{}
+			}
+			r.displacedIndex[cur] = r.indexFor // what a git commit was likely made from
+			r.smu.Unlock()
+			r.displacedWait.Store(true)
+		}
+		if err == nil {
+			break
+		}
+		now, rerr := r.readRef(r.branch)
+		if !kept || rerr != nil || now == cur || try == 4 {
+			r.signal()
+			return plumbing.ZeroHash, wrap("update the branch", err)
+		}
+		cur = now
 	}
-	if err == nil {
-		err = r.obj.UpdateRef(r.branch, cur, to, false)
-	}
-	r.unlockObj()
-	if err != nil {
-		return wrap("update the branch", err)
-	}
-	r.opt.Logf("gitmem: the branch was moved outside gitmem (to %s); the acknowledged commits stay on it and %s is merged back", cur, cur)
-	r.smu.Lock()
-	if r.displacedIndex == nil {
-		r.displacedIndex = map[plumbing.Hash]plumbing.Hash{}
-	}
-	r.displacedIndex[cur] = r.indexFor // what a git commit was likely made from
-	r.smu.Unlock()
 	r.diskHead = to
-	r.displacedWait.Store(true)
 	r.signal()
-	return nil
+	return cur, nil
 }
 
 // displacedRefs is where commits the branch was moved to outside gitmem

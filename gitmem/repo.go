@@ -904,6 +904,7 @@ func (r *Repo) flush() error {
 	if err := r.materialize(); err != nil {
 		return err
 	}
+	r.gitMoved() // before the index git left, which tells what it did, is written over
 	r.imu.Lock()
 	defer r.imu.Unlock()
 	if !r.owned.Load() { // released meanwhile: the holder wrote the index
