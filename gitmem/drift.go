@@ -418,11 +418,12 @@ func (r *Repo) adoptKept() {
 // version the edit was most likely made on (the base). The candidates are
 // the version noted for an edit kept from an acknowledged change
 // (r.handBase; else the transaction's own), and the file's older versions
-// of the last commits that changed it (r.seen) that were replaced less than
-// staleWindow before the edit was written: a program that read the file
-// just before gitmem replaced it, and wrote it just after, made its edit
-// on the replaced version (and a git command checks out such versions). A file that is exactly one of the older candidates holds no
-// edit: it was written back as it was read, or checked out so by git
+// of the last commits that changed it (r.seen) that were replaced less
+// than staleWindow before the edit was written: a program that read the
+// file just before gitmem replaced it, and wrote it just after, made its
+// edit on the replaced version (and git reset --hard writes such
+// versions). A file that is exactly one of those versions holds no edit:
+// it was written back as it was read, or checked out so by git
 // (handStale: the transaction's version stands, and is put back).
 // Otherwise the base is the candidate of which the edit keeps the most
 // lines: an edit that keeps lines an older version had and a newer one
@@ -456,7 +457,8 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (da
 	}
 	cands := []handBase{base}
 	from := len(seen) - 1 // newest first
-	if kept {             // made on the noted version or an older one
+	if kept {
+		// Made on the noted version or an older one.
 		from = -1
 		for i := len(seen) - 1; i >= 0; i-- {
 			if seen[i].hash == base.hash {
@@ -521,8 +523,8 @@ func keptLines(a, b []string) int {
 	return n
 }
 
-// shown is a version a worktree file held (a blob, or a text an adopt
-// read and merged, which is none) and when gitmem put it there.
+// shown is a version of a memory file (a blob, or a text an adopt read
+// and merged, which is none) and when gitmem committed it (or read it).
 type shown struct {
 	handBase
 	at time.Time
@@ -575,7 +577,7 @@ func (r *Repo) putBackStale(files map[string][]byte) {
 	r.mmu.Lock()
 	defer r.mmu.Unlock()
 	for p, had := range files {
-		r.opt.Logf("gitmem: %s was written back as it was before gitmem's last change to it (by a program that read it before the change reached the worktree); the acknowledged version is put back", p)
+		r.opt.Logf("gitmem: %s was written back as it was before gitmem's last change to it (a program that read it before that change, or a git checkout); the acknowledged version is put back", p)
 		h := plumbing.ComputeHash(plumbing.BlobObject, had)
 		of := &ownFiles{hashes: map[plumbing.Hash]bool{h: true}, texts: map[plumbing.Hash][]byte{h: had}, found: h}
 		r.forgetStats([]string{p})

@@ -125,13 +125,14 @@ type pipeline struct {
 	lastCkpt     atomic.Int64 // unix nanos of the last checkpoint (attempt)
 	lastUse      atomic.Int64 // unix nanos of the last change
 
-	recovering   bool         // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
+	recovering  bool      // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
+	spareFailed time.Time // (mmu) when growing the spare log file last failed: not tried again for a minute
+	draining    int       // (mmu, fmu) the log file a failed checkpoint switched from, which still holds changes; -1 if none
+	ckptErr     error     // (mmu) the last checkpoint's failure
+	ckptFailing atomic.Bool
+
 	gitIndexSeen time.Time    // (mmu) the .git/index written by git that undoGitCheckout last looked at
 	undone       atomic.Int64 // checkouts of git's undone (undoCheckout): an adopt's look at the worktree is stale
-	spareFailed  time.Time    // (mmu) when growing the spare log file last failed: not tried again for a minute
-	draining     int          // (mmu, fmu) the log file a failed checkpoint switched from, which still holds changes; -1 if none
-	ckptErr      error        // (mmu) the last checkpoint's failure
-	ckptFailing  atomic.Bool
 
 	displacedWait atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back
 	mergedBack    atomic.Int64 // merges back made (counted once published)
