@@ -457,8 +457,13 @@ func staleIn(hist []histRec, files map[string]string, cutoff time.Time, keep []s
 	// The last change to a file is the newest commit, on either side of
 	// any merge, that changed it. A merge commit lists what it brought
 	// from the other side, whose own commits are in the history too: it
-	// counts only for the files it resolved a conflict in.
-	last := map[string]*histRec{}
+	// counts only for the files it resolved a conflict in. Newest goes by
+	// the commits' order: of two changes, the one that descends from the
+	// other is the later, whatever their times say (many commits share a
+	// second, and a clock may go back); only two changes neither of which
+	// descends from the other (two agents' edits, merged) go by time.
+	last := map[string]int{} // path -> its last change's position in hist
+	descends := ancestry(hist)
 	for i := range hist {
 		h := &hist[i]
 		var resolved map[string]bool
@@ -469,8 +474,10 @@ func staleIn(hist []histRec, files map[string]string, cutoff time.Time, keep []s
 			if _, ok := files[p]; !ok || (resolved != nil && !resolved[p]) {
 				continue
 			}
-			if l := last[p]; l == nil || h.when.After(l.when) {
-				last[p] = h
+			// hist is in topological order: an earlier record never
+			// descends from a later one.
+			if j, ok := last[p]; !ok || !h.when.Before(hist[j].when) || descends(i, j) {
+				last[p] = i
 			}
 		}
 	}
@@ -479,8 +486,10 @@ func staleIn(hist []histRec, files map[string]string, cutoff time.Time, keep []s
 		if slices.ContainsFunc(keep, func(g string) bool { ok, _ := doublestar.Match(g, p); return ok }) {
 			continue
 		}
-		h := last[p]
-		if h == nil && len(hist) > 0 {
+		var h *histRec
+		if j, ok := last[p]; ok {
+			h = &hist[j]
+		} else if len(hist) > 0 {
 			h = &hist[0]
 		}
 		if h != nil && h.when.Before(cutoff) {
@@ -488,6 +497,41 @@ func staleIn(hist []histRec, files map[string]string, cutoff time.Time, keep []s
 		}
 	}
 	return out, nil
+}
+
+// ancestry returns a test of whether hist[i] descends from hist[j] (j <
+// i; hist in topological order): a walk back from i over the parents
+// that stops below j. Only changes whose times run against their order
+// ask it.
+func ancestry(hist []histRec) func(i, j int) bool {
+	var pos map[plumbing.Hash]int
+	return func(i, j int) bool {
+		if pos == nil {
+			pos = make(map[plumbing.Hash]int, len(hist))
+			for k := range hist {
+				pos[hist[k].hash] = k
+			}
+		}
+		seen := map[int]bool{}
+		stack := []int{i}
+		for len(stack) > 0 {
+			k := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if k == j {
+				return true
+			}
+			if k < j || seen[k] {
+				continue
+			}
+			seen[k] = true
+			for _, p := range hist[k].parents {
+				if q, ok := pos[p]; ok {
+					stack = append(stack, q)
+				}
+			}
+		}
+		return false
+	}
 }
 
 // Expire deletes the stale files (see StaleFiles) as one commit that
