@@ -11,6 +11,8 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // FileConflict is a file a revert cannot undo without losing later edits.
@@ -450,8 +452,8 @@ func (r *Repo) headFiles(hist []histRec) map[string]string {
 
 func staleIn(hist []histRec, files map[string]string, cutoff time.Time, keep []string) ([]Stale, error) {
 	for _, g := range keep {
-		if !doublestar.ValidatePattern(g) {
-			return nil, fmt.Errorf("gitmem: bad --keep pattern %q", g)
+		if err := policy.CheckGlob(g); err != nil {
+			return nil, fmt.Errorf("gitmem: a glob of paths to keep: %w", err)
 		}
 	}
 	// The last change to a file is the newest commit, on either side of

@@ -1,9 +1,12 @@
 package policy
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 func TestParsePath(t *testing.T) {
@@ -138,6 +141,43 @@ func TestThousands(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1048576: "1,048,576", -1234: "-1,234"} {
 		if got := Thousands(n); got != want {
 			t.Errorf("Thousands(%d) = %q", n, got)
+		}
+	}
+}
+
+// TestCheckGlob: CheckGlob refuses exactly the globs doublestar refuses,
+// and says why.
+func TestCheckGlob(t *testing.T) {
+	for g, want := range map[string]string{
+		"[":         `"[" has a [ at byte 1 that no ] closes`,
+		"a[]b":      `"a[]b" has an empty [] at byte 2`,
+		"[!]":       `"[!]" has an empty [] at byte 1`,
+		`a\`:        `"a\\" ends in a lone \`,
+		"{a,b":      `"{a,b" has a { that no } closes`,
+		"a}":        `"a}" has a } at byte 2 that no { opens`,
+		"core/**":   "",
+		"[a-z]*.md": "",
+		`\[x`:       "",
+		"{a,{b,c}}": "",
+		`[\]]`:      "",
+	} {
+		err := CheckGlob(g)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("CheckGlob(%q) = %v", g, err)
+		case want != "" && (err == nil || !strings.HasPrefix(err.Error(), want)):
+			t.Errorf("CheckGlob(%q) = %v, want %s...", g, err, want)
+		}
+	}
+	chars := []byte(`ab/*?[]{}!^,\-`)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		b := make([]byte, 1+rng.IntN(8))
+		for i := range b {
+			b[i] = chars[rng.IntN(len(chars))]
+		}
+		if ok := CheckGlob(string(b)) == nil; ok != doublestar.ValidatePattern(string(b)) {
+			t.Fatalf("CheckGlob(%q) accepts: %v, doublestar: %v", b, ok, !ok)
 		}
 	}
 }

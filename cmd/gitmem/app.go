@@ -8,6 +8,7 @@ import (
 	"net/mail"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -64,12 +65,16 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		}
 		opensRepo[cmd] = true
 	}
+	required := requiredFlags(app.Commands)
 	forEachCommand(app.Commands, func(c *cli.Command) {
 		c.OnUsageError = usageError
 		before := c.Before
 		opens := opensRepo[c]
 		c.Before = func(ctx *cli.Context) error {
 			if err := applyConfig(ctx); err != nil {
+				return err
+			}
+			if err := checkRequired(ctx, required[c]); err != nil {
 				return err
 			}
 			if opens {
@@ -86,6 +91,50 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	withEnv(app.Flags)
 	withEnv(app.Command("serve").Flags)
 	return app
+}
+
+// requiredFlags takes the required flags of every command out of
+// urfave/cli's hands, which prints the whole help before its error when
+// one is missing: checkRequired says it in one line instead.
+func requiredFlags(cmds []*cli.Command) map[*cli.Command][]cli.Flag {
+	out := map[*cli.Command][]cli.Flag{}
+	forEachCommand(cmds, func(c *cli.Command) {
+		for _, f := range c.Flags {
+			if rf, ok := f.(cli.RequiredFlag); ok && rf.IsRequired() {
+				out[c] = append(out[c], f)
+			}
+		}
+	})
+	for _, flags := range out { // after every command was seen: commands share flags
+		for _, f := range flags {
+			switch f := f.(type) {
+			case *cli.StringFlag:
+				f.Required = false
+			case *cli.StringSliceFlag:
+				f.Required = false
+			default:
+				panic(fmt.Sprintf("a required %T flag: requiredFlags does not know it", f))
+			}
+		}
+	}
+	return out
+}
+
+// checkRequired refuses a command line that lacks one of the command's
+// required flags (set on the command line or by its environment variable).
+func checkRequired(c *cli.Context, flags []cli.Flag) error {
+	for _, f := range flags {
+		if slices.ContainsFunc(f.Names(), c.IsSet) {
+			continue
+		}
+		name := strings.TrimSpace(strings.TrimPrefix(c.Command.HelpName, c.App.Name))
+		env := ""
+		if ef, ok := f.(interface{ GetEnvVars() []string }); ok && len(ef.GetEnvVars()) > 0 {
+			env = " (or set " + strings.Join(ef.GetEnvVars(), " or ") + ")"
+		}
+		return failf(exitUsage, "%s: %s is required%s (see: gitmem %s --help)", name, dashes(f.Names()[0]), env, name)
+	}
+	return nil
 }
 
 // repoCommands are the commands that open --repo. On a folder that is no

@@ -77,7 +77,7 @@ func logCommand() *cli.Command {
 			&cli.StringFlag{Name: "command", Usage: "only this command (create, str_replace, insert, delete, rename, revert, ...)"},
 			&cli.StringFlag{Name: "since", Usage: "only changes at or after `TIME` (2h, 7d, yesterday, 2026-11-20)"},
 			&cli.StringFlag{Name: "until", Usage: "only changes at or before `TIME`"},
-			&cli.IntFlag{Name: "n", Usage: "at most `N` changes"},
+			&cli.IntFlag{Name: "n", Usage: "at most `N` changes (0: none, as git log -n 0; negative: all)", DefaultText: "all"},
 			&cli.BoolFlag{Name: "p", Usage: "show each change's patch"},
 			&cli.BoolFlag{Name: "conflicts", Usage: "only merges that kept both sides of a conflict, with the conflicts"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"},
@@ -104,6 +104,9 @@ func logCommand() *cli.Command {
 				return err
 			}
 			defer r.Close()
+			if c.IsSet("n") && opt.Limit == 0 {
+				return nil // git log -n 0 lists nothing
+			}
 			ctx, stop := signalContext()
 			defer stop()
 			out := newOutput(c)

@@ -136,7 +136,7 @@ func serve(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	keep, err := keepGlobs(c.StringSlice("expire-keep"))
+	keep, err := keepGlobs(c, "expire-keep")
 	if err != nil {
 		return err
 	}

@@ -168,7 +168,7 @@ func expireCommand() *cli.Command {
 			if err != nil {
 				return failf(exitUsage, "--older-than: %v", err)
 			}
-			keep, err := keepGlobs(c.StringSlice("keep"))
+			keep, err := keepGlobs(c, "keep")
 			if err != nil {
 				return err
 			}
@@ -214,14 +214,17 @@ func expireCommand() *cli.Command {
 	}
 }
 
-// keepGlobs takes globs over memory paths, written from /memories or from
-// the repository, and makes them relative to memories/.
-func keepGlobs(in []string) ([]string, error) {
+// keepGlobs reads the flag name's globs over memory paths, written from
+// /memories or from the repository, and makes them relative to memories/.
+func keepGlobs(c *cli.Context, name string) ([]string, error) {
 	var out []string
-	for _, g := range in {
+	for _, g := range c.StringSlice(name) {
 		g = strings.TrimPrefix(strings.TrimPrefix(g, "/"), "memories/")
 		if g == "memories" || g == "" {
-			return nil, failf(exitUsage, "--keep %q would keep everything", g)
+			return nil, failf(exitUsage, "--%s %q would keep everything", name, g)
+		}
+		if err := policy.CheckGlob(g); err != nil {
+			return nil, failf(exitUsage, "--%s: %v", name, err)
 		}
 		out = append(out, g)
 	}
