@@ -243,8 +243,10 @@ func (tx *Tx) Rename(from, to string) error {
 		return ErrNotExist
 	case to == "" || lookup(tx.root, full(to)) != nil:
 		return ErrExist
-	case strings.HasPrefix(to, from+"/"):
+	case strings.HasPrefix(to, from+"/") && n.isDir():
 		return ErrInsideItself
+	case strings.HasPrefix(to, from+"/"):
+		return ErrNotDir // a file below itself: its parent would be the file
 	}
 	root, err := with(tx.root, split(full(from)), nil)
 	if err != nil {

@@ -153,6 +153,9 @@ var commandsScript = script{"commands", policy.DefaultLimits, []step{
 	bad(`{"command":"rename","old_path":"/memories/nope","new_path":"/memories/new"}`, "The path /memories/nope does not exist"),
 	bad(`{"command":"rename","old_path":"/memories/a","new_path":"/memories/a/b/inside"}`,
 		"Cannot rename /memories/a to /memories/a/b/inside: a folder cannot be moved into itself"),
+	// A file below itself: its parent would be the file.
+	bad(`{"command":"rename","old_path":"/memories/notes.txt","new_path":"/memories/notes.txt/inside"}`,
+		"Cannot rename /memories/notes.txt to /memories/notes.txt/inside: one of its parent folders is a file"),
 	bad(`{"command":"rename","old_path":"/memories/","new_path":"/memories/x"}`, "Cannot rename the /memories directory itself"),
 	bad(`{"command":"rename","old_path":"/memories/empty","new_path":"/memories/notes.txt/under"}`,
 		"Cannot rename /memories/empty to /memories/notes.txt/under: one of its parent folders is a file"),
