@@ -28,6 +28,12 @@ type LogOptions struct {
 	Until     time.Time
 	Limit     int
 	Conflicts bool // only merges that resolved a conflict
+	// Follow lists the history of the one path in Paths beyond its
+	// renames, as git log --follow: past the commit that renamed it (or a
+	// folder above it), older commits are matched under its old name.
+	// Log renames Paths[0] in place as it goes back: while fn runs, it is
+	// the name the file has in that commit.
+	Follow bool
 }
 
 func (o LogOptions) match(h *histRec) bool {
@@ -103,12 +109,23 @@ func (r *Repo) Log(ctx context.Context, opt LogOptions, progress Progress, fn fu
 	case opt.Command != "":
 		want = contains(opt.Command)
 	}
+	if opt.Follow {
+		if len(opt.Paths) != 1 {
+			return errors.New("gitmem: following renames takes exactly one path")
+		}
+		if !opt.Conflicts && opt.ToolUseID == "" {
+			want = nil // the path's old names are not known yet
+		}
+	}
 	n := 0
 	var ferr error
 	err := r.scan(want, progress, func(h *histRec) bool {
 		if n%4096 == 0 && ctx.Err() != nil {
 			ferr = ctx.Err()
 			return false
+		}
+		if opt.Follow {
+			defer func() { opt.Paths[0] = h.renamedFrom(opt.Paths[0]) }()
 		}
 		if !opt.match(h) {
 			return true
@@ -123,6 +140,16 @@ func (r *Repo) Log(ctx context.Context, opt LogOptions, progress Progress, fn fu
 		return ferr
 	}
 	return err
+}
+
+// renamedFrom is the name path p had before this commit: its old name
+// when the commit is a rename (of the file, or of a folder above it),
+// else p. As blame, only a rename command counts (not a merge's).
+func (h *histRec) renamedFrom(p string) string {
+	if h.command != "rename" || len(h.parents) > 1 {
+		return p
+	}
+	return movePath(p, strings.TrimPrefix(h.newPath, "/memories/"), strings.TrimPrefix(h.path, "/memories/"))
 }
 
 // Resolve finds the commit a user names: a tool_use id (the commit it

@@ -70,6 +70,10 @@ func logCommand() *cli.Command {
 		Name:      "log",
 		Usage:     "list the changes to the memory, newest first",
 		ArgsUsage: "[-- PATH...]",
+		Description: "Every change (commit), newest first: its short hash, time, command, path and tool_use id,\n" +
+			"then author= for a change no tool call made, agent= and session=. PATHs keep the changes to\n" +
+			"those files (or folders); a path's history stops at the rename that gave it its name unless\n" +
+			"--follow (one file) goes on under its older names, as git log --follow and as blame does.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tool-use-id", Usage: "only the change this tool_use id made"},
 			&cli.StringFlag{Name: "session", Usage: "only changes of this session"},
@@ -80,6 +84,7 @@ func logCommand() *cli.Command {
 			&cli.IntFlag{Name: "n", Usage: "at most `N` changes (0: none, as git log -n 0; negative: all)", DefaultText: "all"},
 			&cli.BoolFlag{Name: "p", Usage: "show each change's patch"},
 			&cli.BoolFlag{Name: "conflicts", Usage: "only merges that kept both sides of a conflict, with the conflicts"},
+			&cli.BoolFlag{Name: "follow", Usage: "go on listing a file's changes beyond its renames (one PATH), as git log --follow"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"},
 		},
 		Action: func(c *cli.Context) error {
@@ -91,8 +96,12 @@ func logCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if c.Bool("follow") && len(paths) != 1 {
+				return failf(exitUsage, "log --follow takes exactly one memory path (as git log --follow)")
+			}
 			opt := gitmem.LogOptions{Paths: paths, ToolUseID: c.String("tool-use-id"), Session: c.String("session"),
-				Agent: c.String("agent"), Command: c.String("command"), Limit: c.Int("n"), Conflicts: c.Bool("conflicts")}
+				Agent: c.String("agent"), Command: c.String("command"), Limit: c.Int("n"), Conflicts: c.Bool("conflicts"),
+				Follow: c.Bool("follow")}
 			if opt.Since, err = timeFlag(c, "since"); err != nil {
 				return err
 			}
@@ -115,7 +124,7 @@ func logCommand() *cli.Command {
 			err = r.Log(ctx, opt, progress(c, "indexing history"), func(cm gitmem.Commit) error {
 				var patch string
 				if c.Bool("p") {
-					if patch, err = stores.Patch(r, cm, paths); err != nil {
+					if patch, err = stores.Patch(r, cm, opt.Paths); err != nil { // with --follow, the file's name in cm
 						return err
 					}
 				}
