@@ -29,6 +29,10 @@ func now() time.Time {
 	return time.Now()
 }
 
+// localNow is now in the local zone (TZ): a time written without a zone
+// is read in it, as git does.
+func localNow() time.Time { return now().In(time.Local) }
+
 func clock() func() time.Time {
 	if os.Getenv("GITMEM_NOW") != "" {
 		return now
@@ -170,7 +174,7 @@ func short(hash string) string {
 // revArg resolves a revision given on the command line: a tool_use id, a
 // hash, a git revision, or a time as @{2h ago} / @{yesterday}.
 func revArg(r *gitmem.Repo, rev string) (gitmem.Commit, error) {
-	c, err := stores.Revision(r, rev, now(), false)
+	c, err := stores.Revision(r, rev, localNow(), false)
 	return c, revErr(err)
 }
 
@@ -193,7 +197,7 @@ func timeFlag(c *cli.Context, name string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	t, err := policy.ParseTime(s, now())
+	t, err := policy.ParseTime(s, localNow())
 	if err != nil {
 		return t, failf(exitUsage, "--%s: %v", name, err)
 	}

@@ -123,7 +123,7 @@ func restoreCommand() *cli.Command {
 				return err
 			}
 			defer closeRepo(r, &err)
-			target, err := stores.Revision(r, c.String("to"), now(), true)
+			target, err := stores.Revision(r, c.String("to"), localNow(), true)
 			if err != nil {
 				return revErr(err)
 			}
