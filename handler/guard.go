@@ -91,9 +91,55 @@ func (o HTTPOptions) protect(log *slog.Logger, hasToken bool, auth func(http.Han
 	if o.Metrics != nil {
 		public.Handle("GET /metrics", o.Metrics)
 	}
+	if mux, ok := routes.(*http.ServeMux); ok {
+		routes = jsonRouting(mux)
+	}
 	public.Handle("/", auth(newLimiter(o).wrap(routes)))
 	return accessLog(log, browserGuard(hasToken, public))
 }
+
+// jsonRouting serves mux, answering a path no route serves (404) and a
+// method no route of the path takes (405) in JSON, as every other
+// refusal, where ServeMux answers in plain text.
+func jsonRouting(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		// ServeMux's own answer tells which of the two it is (and the
+		// methods allowed, in Allow); its body is not sent.
+		rec := &headerRecorder{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		if rec.status == http.StatusMethodNotAllowed {
+			methodNotAllowed(w, r, rec.header.Get("Allow"), "")
+			return
+		}
+		httpError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+clipHeader(r.URL.Path))
+	})
+}
+
+// methodNotAllowed refuses a method a route does not take, naming the
+// ones it does (also in Allow), and why when there is more to say.
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed, why string) {
+	msg := fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, clipHeader(r.URL.Path), allowed)
+	if why != "" {
+		msg += ": " + why
+	}
+	w.Header().Set("Allow", allowed)
+	httpError(w, http.StatusMethodNotAllowed, msg)
+}
+
+// headerRecorder keeps the status and headers a handler answers with.
+type headerRecorder struct {
+	header http.Header
+	status int
+}
+
+func (h *headerRecorder) Header() http.Header         { return h.header }
+func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (h *headerRecorder) WriteHeader(status int)      { h.status = status }
 
 // healthz answers "ok" to anyone: the process serves. The Health lines
 // (the state of background work, such as serve --sync's) may name a

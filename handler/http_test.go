@@ -10,6 +10,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
 )
 
 func TestHTTP(t *testing.T) {
@@ -94,5 +95,56 @@ func TestHTTP(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer s3cret")
 	if res, _ := http.DefaultClient.Do(req); res.StatusCode != 200 {
 		t.Errorf("healthz %d", res.StatusCode)
+	}
+}
+
+// TestRoutingRefusalsAreJSON: a path no route serves (404) and a method a
+// route does not take (405, with Allow) are JSON refusals like every
+// other, on each HTTP server gitmem runs.
+func TestRoutingRefusalsAreJSON(t *testing.T) {
+	h, _ := newHandler(t, policy.DefaultLimits)
+	d, err := stores.Open(t.TempDir(), stores.Options{IdleClose: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	for name, tc := range map[string]struct {
+		h       http.Handler
+		path    string // served, by POST only
+		allowed string
+	}{
+		"tool_use": {h.HTTP(handler.HTTPOptions{}), "/v1/tool_use", "POST"},
+		"mcp":      {h.MCPHTTP(handler.HTTPOptions{}, handler.MCPOptions{}), handler.MCPPath, "POST, DELETE"},
+		"stores":   {handler.StoresHTTP(d, handler.StoresOptions{}), "/v1/stores/x/tool_use", "POST"},
+	} {
+		srv := httptest.NewServer(tc.h)
+		for _, req := range []struct {
+			method, path string
+			status       int
+			msg          string
+		}{
+			{"GET", "/v1/nothing-here", http.StatusNotFound, "no such endpoint: GET /v1/nothing-here"},
+			{"GET", tc.path, http.StatusMethodNotAllowed, "GET is not allowed on " + tc.path + " (allowed: " + tc.allowed + ")"},
+		} {
+			r, _ := http.NewRequest(req.method, srv.URL+req.path, nil)
+			res, err := http.DefaultClient.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body struct{ Error string }
+			err = json.NewDecoder(res.Body).Decode(&body)
+			res.Body.Close()
+			switch {
+			case res.StatusCode != req.status:
+				t.Errorf("%s: %s %s: %d, want %d", name, req.method, req.path, res.StatusCode, req.status)
+			case res.Header.Get("Content-Type") != "application/json" || err != nil:
+				t.Errorf("%s: %s %s: %s body (%v)", name, req.method, req.path, res.Header.Get("Content-Type"), err)
+			case !strings.HasPrefix(body.Error, req.msg):
+				t.Errorf("%s: %s %s: %q, want %q", name, req.method, req.path, body.Error, req.msg)
+			case req.status == http.StatusMethodNotAllowed && res.Header.Get("Allow") != tc.allowed:
+				t.Errorf("%s: Allow %q, want %q", name, res.Header.Get("Allow"), tc.allowed)
+			}
+		}
+		srv.Close()
 	}
 }

@@ -516,8 +516,7 @@ func (h *Handler) MCPHTTP(opt HTTPOptions, mopt MCPOptions) http.Handler {
 	// gitmem sends no messages of its own, so it offers no stream to GET
 	// (which would only idle against the server's write timeout).
 	mux.HandleFunc("GET "+MCPPath, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", "POST, DELETE")
-		http.Error(w, "gitmem sends no server-initiated messages: there is no stream to GET", http.StatusMethodNotAllowed)
+		methodNotAllowed(w, r, "POST, DELETE", "gitmem sends no server-initiated messages, so there is no stream to GET")
 	})
 	mux.Handle(MCPPath, streamable)
 	return opt.protect(h.log, opt.Token != "", opt.bearer, mux)
