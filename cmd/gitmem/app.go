@@ -66,8 +66,13 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		opensRepo[cmd] = true
 	}
 	required := requiredFlags(app.Commands)
+	leafHelp, parentHelp := helpTemplates(app.Flags)
 	forEachCommand(app.Commands, func(c *cli.Command) {
 		c.OnUsageError = usageError
+		c.CustomHelpTemplate = leafHelp
+		if len(c.Subcommands) > 0 {
+			c.CustomHelpTemplate = parentHelp
+		}
 		before := c.Before
 		opens := opensRepo[c]
 		c.Before = func(ctx *cli.Context) error {
@@ -91,6 +96,21 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	withEnv(app.Flags)
 	withEnv(app.Command("serve").Flags)
 	return app
+}
+
+// helpTemplates are the help of a command and of a command with
+// subcommands: urfave/cli's, with the global flags (which work after the
+// command too) at the end, and for the second the subcommand in its usage
+// line ("gitmem store COMMAND ...", not "gitmem store [command options]").
+func helpTemplates(global []cli.Flag) (leaf, parent string) {
+	var b strings.Builder
+	b.WriteString("\nGLOBAL OPTIONS (before or after the command):\n")
+	for _, f := range global {
+		b.WriteString("   " + f.String() + "\n")
+	}
+	parent = strings.Replace(cli.SubcommandHelpTemplate, `{{template "usageTemplate" .}}`,
+		`{{.HelpName}} COMMAND [command options] [arguments...]`, 1)
+	return cli.CommandHelpTemplate + b.String(), parent + b.String()
 }
 
 // requiredFlags takes the required flags of every command out of

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,19 +57,31 @@ type output struct {
 func newOutput(c *cli.Context) *output {
 	o := &output{color: colorOn(c)}
 	w := c.App.Writer
-	if cmd := pagerCommand(c); cmd != nil {
-		if pipe, err := cmd.StdinPipe(); err == nil && cmd.Start() == nil {
-			o.pipe, o.pager, w = pipe, cmd, pipe
+	cmd, err := pagerCommand(c)
+	var pipe io.WriteCloser
+	if cmd != nil {
+		if pipe, err = cmd.StdinPipe(); err == nil {
+			err = cmd.Start()
 		}
+	}
+	switch {
+	case err != nil: // a pager that cannot start: the output is not lost
+		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: %v; writing to standard output\n", err)
+	case cmd != nil:
+		o.pipe, o.pager, w = pipe, cmd, pipe
 	}
 	o.Writer = bufio.NewWriterSize(w, 64<<10)
 	return o
 }
 
-func pagerCommand(c *cli.Context) *exec.Cmd {
+// pagerCommand is the pager to start, if any. A pager whose program is
+// not found is an error here, before anything is written to it: run
+// through sh, it would only exit 127, and the output written to it be
+// lost.
+func pagerCommand(c *cli.Context) (*exec.Cmd, error) {
 	f, ok := c.App.Writer.(*os.File)
 	if !ok || !isTerminal(f) || c.Bool("no-pager") || runtime.GOOS == "windows" {
-		return nil
+		return nil, nil
 	}
 	pager, set := os.LookupEnv("GITMEM_PAGER")
 	if !set {
@@ -78,7 +91,14 @@ func pagerCommand(c *cli.Context) *exec.Cmd {
 		pager = "less"
 	}
 	if strings.TrimSpace(pager) == "" || strings.TrimSpace(pager) == "cat" {
-		return nil
+		return nil, nil
+	}
+	// The program, when the command starts with a plain name (not a
+	// variable, a redirection or other shell syntax), must exist.
+	if prog := strings.Fields(pager)[0]; strings.Trim(prog, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+") == "" {
+		if _, err := exec.LookPath(prog); err != nil {
+			return nil, fmt.Errorf("cannot run the pager %s (%v)", prog, errors.Unwrap(err))
+		}
 	}
 	cmd := exec.Command("sh", "-c", pager)
 	cmd.Stdout, cmd.Stderr = f, c.App.ErrWriter
@@ -86,7 +106,7 @@ func pagerCommand(c *cli.Context) *exec.Cmd {
 	if _, ok := os.LookupEnv("LESS"); !ok {
 		cmd.Env = append(cmd.Env, "LESS=FRX")
 	}
-	return cmd
+	return cmd, nil
 }
 
 // Close flushes what is buffered and, with a pager, waits until the

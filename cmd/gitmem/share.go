@@ -307,6 +307,7 @@ func reportPush(w io.Writer, remote, cmd string, res gitmem.SyncResult) {
 }
 
 type statusJSON struct {
+	Head        string `json:"head"` // the commit the counts are against
 	Remote      string `json:"remote"`
 	URL         string `json:"url"`
 	Tracking    string `json:"remote_commit,omitempty"`
@@ -351,13 +352,19 @@ func statusCommand() *cli.Command {
 				return storeErr(err, c.String("repo"))
 			}
 			w := c.App.Writer
-			if !c.Bool("json") {
+			emit := jsonLines(w)
+			switch {
+			case c.Bool("json") && len(names) == 0:
+				return emit(struct {
+					Head   string  `json:"head"`
+					Remote *string `json:"remote"` // null: no remote
+				}{Head: head.Hash})
+			case !c.Bool("json"):
 				fmt.Fprintf(w, "HEAD %s %s\n", short(head.Hash), head.Subject)
 				if len(names) == 0 {
 					fmt.Fprintln(w, "no remote: the memory is not shared (gitmem remote add origin URL)")
 				}
 			}
-			emit := jsonLines(w)
 			for _, name := range names {
 				st, err := r.Status(name)
 				if err != nil {
@@ -370,7 +377,7 @@ func statusCommand() *cli.Command {
 					return t.Format(time.RFC3339)
 				}
 				if c.Bool("json") {
-					emit(statusJSON{st.Remote, st.URL, st.Tracking, st.Ahead, st.Behind, when(st.LastSync), when(st.LastAttempt), st.LastError, when(st.RedactedHere)})
+					emit(statusJSON{head.Hash, st.Remote, st.URL, st.Tracking, st.Ahead, st.Behind, when(st.LastSync), when(st.LastAttempt), st.LastError, when(st.RedactedHere)})
 					continue
 				}
 				fmt.Fprintf(w, "remote %s (%s)\n", st.Remote, st.URL)
