@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -35,7 +38,11 @@ turns in small blocks, so the ratios hold on a busy machine.
 
 The TypeScript backend needs node and a folder whose node_modules holds
 @anthropic-ai/sdk (--sdk; in a gitmem checkout, ` + sdkHarness + `
-after npm ci is found by itself).`,
+after npm ci is found by itself).
+
+Stopped early (Ctrl-C, SIGTERM, the terminal closing, or a reader that
+went away: gitmem bench | head), it stops its servers and removes its
+temporary work folder before it exits (exit code 1).`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "quick", Usage: "a smoke run of seconds: tiny sizes, few calls (other flags still apply)"},
 			&cli.StringFlag{Name: "files", Value: "10,1000,10000", Usage: "memory sizes, in files: `N,N,...`"},
@@ -118,7 +125,21 @@ func runBench(c *cli.Context) error {
 		cmd.Args[0] = "gitmem"
 		return cmd
 	}
-	rep, err := bench.Run(c.Context, cfg)
+	// Stopped early — Ctrl-C, kill, the terminal closing, or a reader
+	// that went away (bench | head: SIGPIPE, which would otherwise kill
+	// bench at its next write) — bench stops its servers and removes its
+	// work folder before it exits.
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	defer stop()
+	rep, err := bench.Run(ctx, cfg)
+	if ctx.Err() != nil {
+		stop()
+		what := "its work folder removed"
+		if cfg.Dir != "" {
+			what = "its work folder " + cfg.Dir + " kept"
+		}
+		return failf(exitFailure, "bench stopped: %s; its servers were stopped and %s", context.Cause(ctx), what)
+	}
 	if err != nil {
 		return failf(exitFailure, "bench: %v", err)
 	}
