@@ -13,8 +13,11 @@
 //
 // The history index (.git/gitmem/history) records each commit's trailers
 // and changed files; Log, Blame, Resolve, StaleFiles and the tool_use id
-// retries read it instead of walking git. Revert, Restore, Expire, Redact
-// and GC are the operator's tools.
+// retries read it instead of walking git. It is a cache: caught up from
+// git when the branch moved elsewhere, and saved by whichever process
+// caught it up (see history.go); a writer reads the tool_use ids of the
+// commits it lacks first and catches it up in the background. Revert,
+// Restore, Expire, Redact and GC are the operator's tools.
 //
 // This package knows git and nothing of JSON, HTTP or the tool protocol.
 // Its errors are its own (ErrNotExist, *AppliedError, *StorageError, ...):

@@ -31,7 +31,7 @@ func BenchmarkReadHistoryIndex(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		if got := r.readHistoryFile(); len(got) != 100000 {
+		if got, _ := r.readHistoryFile(); len(got) != 100000 {
 			b.Fatalf("%d records", len(got))
 		}
 	}

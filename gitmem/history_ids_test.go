@@ -137,8 +137,9 @@ func damagedHistory(t *testing.T, damage string) (dir, path string, sound []byte
 }
 
 // A history index that lost a record in the middle (or holds one twice)
-// but still ends at HEAD is rebuilt at start: the lost record's id is
-// known, and a retry of its call makes no second commit.
+// but still ends at HEAD is rebuilt, in the background, from start: the
+// lost record's id is known at once, and a retry of its call makes no
+// second commit.
 func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 	for _, damage := range []string{"lost", "doubled", "root lost"} {
 		t.Run(damage, func(t *testing.T) {
@@ -155,6 +156,7 @@ func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 			if !errors.As(err, &applied) {
 				t.Fatalf("a retry of toolu_2 after the index was damaged: %v", err)
 			}
+			r.histWG.Wait() // the background build
 			if got, _ := os.ReadFile(path); string(got) != string(sound) {
 				t.Fatalf("the index was not rebuilt:\n%s", got)
 			}

@@ -75,18 +75,20 @@ func (r *Repo) headHash() (plumbing.Hash, error) {
 }
 
 // indexed returns the history index up to HEAD, catching it up first
-// (and saving it under the writer lock when it had to).
+// and saving it when it had to (under the writer lock: see saveFree), by
+// a reader too.
 func (r *Repo) indexed(progress Progress) ([]histRec, error) {
-	head, err := r.headHash()
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		head, err := r.headHash()
+		if err != nil {
+			return nil, err
+		}
+		hist, err := r.history(head, saveFree, progress)
+		if errors.Is(err, errHistoryReset) && attempt < 3 {
+			continue // a redaction rewrote the history meanwhile: from its HEAD
+		}
+		return hist, err
 	}
-	r.hmu.Lock()
-	fresh := r.histLoaded && r.histTip() == head
-	r.hmu.Unlock()
-	// Only the writer lock's holder saves the index file; others catch up
-	// in memory.
-	return r.history(head, !fresh && r.owned.Load(), progress)
 }
 
 // Log calls fn for each commit of the history that matches, newest first,

@@ -1286,6 +1286,8 @@ func (r *Repo) appendHistory(items []*prepared) {
 	if len(recs) == 0 {
 		return
 	}
+	r.hfmu.Lock()
+	defer r.hfmu.Unlock()
 	r.hmu.Lock()
 	defer r.hmu.Unlock()
 	if tip := r.fileTip(); tip != items[0].parent || tip.IsZero() {
@@ -1293,7 +1295,7 @@ func (r *Repo) appendHistory(items []*prepared) {
 			return
 		}
 	}
-	if err := r.appendHistoryFile(recs); err != nil {
+	if err := r.appendHistoryFile(recs, r.hist); err != nil {
 		r.opt.Logf("gitmem: could not save the history index: %v", err)
 	}
 }
@@ -1574,7 +1576,7 @@ func (r *Repo) release() bool {
 	r.smu.RLock()
 	pending := r.tip != r.head
 	r.smu.RUnlock()
-	if queued > 0 || pending || r.gcBusy.Load() > 0 {
+	if queued > 0 || pending || r.gcBusy.Load() > 0 || r.histSaving.Load() > 0 {
 		return false
 	}
 	if r.ckptFailing.Load() && time.Since(time.Unix(0, r.lastCkpt.Load())) < checkpointEvery {

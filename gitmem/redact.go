@@ -229,10 +229,10 @@ func (r *Repo) finishRedaction() error {
 		r.pmu.Lock()
 		r.pend = nil
 		r.pmu.Unlock()
-		r.hmu.Lock()
-		r.hist, r.histLoaded = nil, true
+		r.hfmu.Lock() // a save under way finishes first, or sees the index dropped
+		r.dropHistory(true)
 		os.Remove(r.historyPath())
-		r.hmu.Unlock()
+		r.hfmu.Unlock()
 		r.smu.Lock()
 		r.loaded, r.head = false, plumbing.ZeroHash
 		r.ids, r.idsOff, r.idsHead = map[string]plumbing.Hash{}, 0, plumbing.ZeroHash // the old hashes are gone

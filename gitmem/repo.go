@@ -45,8 +45,11 @@ type Options struct {
 	// (default: Logf).
 	Errorf func(format string, args ...any)
 	// ReadOnly opens the repository for reading its history only: nothing
-	// is written (no lock, no crash repair, no adoption of hand edits, no
-	// history index), and Update fails.
+	// is written (no lock held, no crash repair, no adoption of hand
+	// edits), and Update fails. Only the history index, a cache, is saved
+	// when a read had to catch it up and no other process holds the
+	// writer lock (taken for the save alone, as a writer saves it), so
+	// that the next reader does not do it again.
 	ReadOnly bool
 	// Adopt opens a git repository that gitmem did not create, and marks
 	// it as gitmem's: gitmem then commits onto its branch.
@@ -145,6 +148,7 @@ type Repo struct {
 	hmu        sync.Mutex // guards the history index
 	hist       []histRec
 	histLoaded bool
+	histState  // building and saving it (history.go)
 
 	cmu   sync.Mutex // guards stats
 	stats *statCache // worktree files known to hold their HEAD blob (see drift.go)
@@ -916,6 +920,7 @@ func (r *Repo) flush() error {
 // Close makes everything durable in git's own files, writes the index and
 // releases the repository.
 func (r *Repo) Close() error {
+	r.stopHistoryBuild() // a background build of the history index gives up (it needs wmu to save)
 	r.gcStop.Store(true) // a collection running gives up
 	r.gcmu.Lock()
 	defer r.gcmu.Unlock()
@@ -982,6 +987,7 @@ func (r *Repo) shutdown() {
 	r.wmu.Unlock()
 	close(r.stop)
 	r.loopWG.Wait()
+	r.stopHistoryBuild()
 	r.wt.close()
 	r.flock.Close()
 	r.intent.Close()

@@ -300,7 +300,7 @@ func TestHistoryIndexStaysOneChainWithTwoWriters(t *testing.T) {
 	r1.Close()
 	r2.Close()
 	ro := &Repo{gitDir: filepath.Join(dir, ".git")}
-	if recs := ro.readHistoryFile(); len(recs) != 21 {
+	if recs, _ := ro.readHistoryFile(); len(recs) != 21 {
 		t.Fatalf("the index file holds a chain of %d records, want 21", len(recs))
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, ".git", "gitmem", "history"))

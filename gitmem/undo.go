@@ -542,7 +542,7 @@ func (r *Repo) Expire(cutoff time.Time, keep []string, author Signature, progres
 	var stale []Stale
 	meta := Meta{Author: r.operator(author), Trailers: []Trailer{{TrailerCommand, "expire"}, {"Expired-Before", cutoff.UTC().Format(time.RFC3339)}}}
 	c, err := r.Update(meta, func(tx *Tx) error {
-		hist, err := r.history(tx.head, false, progress)
+		hist, err := r.history(tx.head, saveHeld, progress)
 		if err != nil {
 			return err
 		}
