@@ -3,7 +3,6 @@ package gitmem
 import (
 	"context"
 	"errors"
-	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
 // Progress reports how far a long operation is: done of total steps.
@@ -307,11 +305,14 @@ type BlameLine struct {
 // Blame attributes every line of the memory file p (relative to
 // memories/) at HEAD to the commit that last wrote it, across merges: a
 // line another agent wrote is blamed on that agent's commit, not on the
-// merge that brought it; only what a merge made itself (conflict markers)
-// is the merge's. It works as git blame does, on the history index: each
-// version of the file hands the lines it shares with a parent's version
-// to that parent's version (all of them when it is the same), and keeps
-// the rest; a file is followed back through renames.
+// merge that brought it; only what a merge made itself (conflict markers,
+// a second copy of a line) is the merge's. It works as git blame does, on
+// the history index, and names the commit git blame names for every line:
+// each version of the file hands the lines git's diff (xdiff.go) finds in
+// a parent's version to that parent's version, parent by parent (all of
+// them to the first that has the same version), and keeps the rest; a
+// parent without the path gives the file it was renamed from, found as
+// git finds renames (gitrename.go).
 func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 	r.holdPacks()
 	defer r.dropPacks()
@@ -374,7 +375,7 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 	}
 	type suspect struct {
 		blob  plumbing.Hash
-		lines map[int]int // line of this version -> line of the result
+		lines map[int][]int // line of this version -> the lines of the result it is
 	}
 	start, blob := version(len(hist)-1, p)
 	if start < 0 {
@@ -386,11 +387,10 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 	}
 	result := splitKeep(string(data))
 	owner := make([]int, len(result))
-	suspects := map[key]*suspect{{start, p}: {blob: blob, lines: map[int]int{}}}
+	suspects := map[key]*suspect{{start, p}: {blob: blob, lines: map[int][]int{}}}
 	for i := range result {
-		suspects[key{start, p}].lines[i] = i
+		suspects[key{start, p}].lines[i] = []int{i}
 	}
-	dmp := diffmatchpatch.New()
 	for len(suspects) > 0 {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -406,75 +406,88 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 		}
 		s := suspects[k]
 		delete(suspects, k)
-		h := &hist[k.rec]
-		from := k.path
-		if h.command == "rename" && len(h.parents) < 2 {
-			from = movePath(k.path, strings.TrimPrefix(h.newPath, "/memories/"), strings.TrimPrefix(h.path, "/memories/"))
-		}
-		hand := func(j int, b plumbing.Hash, m map[int]int) {
-			t := suspects[key{j, from}]
+		hand := func(j int, q string, b plumbing.Hash, m map[int][]int) {
+			t := suspects[key{j, q}]
 			if t == nil {
-				t = &suspect{blob: b, lines: map[int]int{}}
-				suspects[key{j, from}] = t
+				t = &suspect{blob: b, lines: map[int][]int{}}
+				suspects[key{j, q}] = t
 			}
-			maps.Copy(t.lines, m)
+			for l, outs := range m {
+				t.lines[l] = append(t.lines[l], outs...)
+			}
 		}
-		var text []string
+		// As git's pass_blame: each parent's version of the file, at the
+		// same path, else where a rename took it from; the first that is
+		// the same version takes every line.
+		type origin struct {
+			rec  int // -1: the parent has no version of it
+			path string
+			blob plumbing.Hash
+		}
 		parents := parentIdx(k.rec)
+		origins := make([]origin, len(parents))
 		same := false
-		for _, pi := range parents { // the same version in a parent: all its lines go there
-			if j, b := version(pi, from); j >= 0 && b == s.blob {
-				hand(j, b, s.lines)
-				same = true
-				break
-			}
-		}
-		if !same {
-			for _, pi := range parents {
-				if len(s.lines) == 0 {
-					break
-				}
-				j, b := version(pi, from)
-				if j < 0 {
+		for pass := 0; pass < 2 && !same; pass++ {
+			for i, pi := range parents {
+				if pass == 1 && origins[i].rec >= 0 {
 					continue
 				}
-				if text == nil {
-					d, err := r.readFile(s.blob, k.path)
+				q := k.path
+				if pass == 1 {
+					from, ok, err := r.renameSource(hist[k.rec].hash, hist[pi].hash, k.path, s.blob)
 					if err != nil {
 						return nil, err
 					}
-					text = splitKeep(string(d))
+					if !ok {
+						continue
+					}
+					q = from
 				}
-				d, err := r.readFile(b, from)
+				j, b := version(pi, q)
+				origins[i] = origin{j, q, b}
+				if j >= 0 && b == s.blob {
+					hand(j, q, b, s.lines)
+					same = true
+					break
+				}
+			}
+		}
+		if same {
+			continue
+		}
+		var text []string
+		for _, o := range origins {
+			if len(s.lines) == 0 {
+				break
+			}
+			if o.rec < 0 {
+				continue
+			}
+			if text == nil {
+				d, err := r.readFile(s.blob, k.path)
 				if err != nil {
 					return nil, err
 				}
-				a, bb, table := dmp.DiffLinesToChars(string(d), strings.Join(text, ""))
-				handed := map[int]int{}
-				oldLine, newLine := 0, 0
-				for _, df := range dmp.DiffCharsToLines(dmp.DiffMain(a, bb, false), table) {
-					n := len(splitKeep(df.Text))
-					switch df.Type {
-					case diffmatchpatch.DiffEqual:
-						for x := range n {
-							if out, ok := s.lines[newLine+x]; ok {
-								handed[oldLine+x] = out
-								delete(s.lines, newLine+x)
-							}
-						}
-						oldLine += n
-						newLine += n
-					case diffmatchpatch.DiffDelete:
-						oldLine += n
-					case diffmatchpatch.DiffInsert:
-						newLine += n
-					}
-				}
-				if len(handed) > 0 {
-					hand(j, b, handed)
+				text = splitKeep(string(d))
+			}
+			d, err := r.readFile(o.blob, o.path)
+			if err != nil {
+				return nil, err
+			}
+			// The lines git's diff keeps go to this parent.
+			handed := map[int][]int{}
+			for newLine, oldLine := range gitMatch(splitKeep(string(d)), text) {
+				if outs, ok := s.lines[newLine]; ok && oldLine >= 0 {
+					handed[oldLine] = outs
+					delete(s.lines, newLine)
 				}
 			}
-			for _, out := range s.lines {
+			if len(handed) > 0 {
+				hand(o.rec, o.path, o.blob, handed)
+			}
+		}
+		for _, outs := range s.lines {
+			for _, out := range outs {
 				owner[out] = k.rec
 			}
 		}
