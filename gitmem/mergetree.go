@@ -91,7 +91,10 @@ type merger struct {
 	theirs plumbing.Hash
 	local  string // the short hash of the commit the merge is on
 	limits policy.Limits
-	index  plumbing.Hash // theirs was made outside gitmem, maybe from the index gitmem wrote for this commit (staleIndex)
+	// unrelated: merge theirs also when it shares no commit with ours
+	// (SyncOptions.AllowUnrelatedHistories).
+	unrelated bool
+	index     plumbing.Hash // theirs was made outside gitmem, maybe from the index gitmem wrote for this commit (staleIndex)
 
 	conflicts []MergeConflict
 	ignored   []IgnoredEntry
@@ -121,6 +124,15 @@ func (m *merger) run(tx *Tx) error {
 	if !ours.IsZero() {
 		if base, err = m.g.MergeBase(ours, m.theirs); err != nil {
 			return wrap("find the merge base", err)
+		}
+		if base.IsZero() && !m.unrelated {
+			fresh, err := m.onlyFirstCommit(ours)
+			if err != nil {
+				return err
+			}
+			if !fresh {
+				return &UnrelatedHistoriesError{Remote: m.label, Commit: m.theirs.String()}
+			}
 		}
 	}
 	theirCommits, err := m.g.Exclusive([]plumbing.Hash{m.theirs}, parentList(ours))
@@ -189,6 +201,28 @@ func (m *merger) run(tx *Tx) error {
 		tx.AddTrailer(TrailerIgnored, ig.Path+" ("+ig.Reason+")")
 	}
 	return nil
+}
+
+// onlyFirstCommit reports whether h is a memory's first commit and holds
+// nothing: a memory made (gitmem init, serve) but never written to, which
+// joins a shared one as a clone would.
+func (m *merger) onlyFirstCommit(h plumbing.Hash) (bool, error) {
+	c, err := m.g.Commit(h)
+	if err != nil {
+		return false, wrap("read a commit", err)
+	}
+	if len(c.ParentHashes) > 0 {
+		return false, nil
+	}
+	mem := m.memTree(c.TreeHash)
+	if mem.IsZero() {
+		return true, nil
+	}
+	t, err := m.st.Tree(mem)
+	if err != nil {
+		return false, wrap("read a tree", err)
+	}
+	return len(t.Entries) == 0, nil
 }
 
 // roots reads the root trees of the merge base, ours and theirs.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -59,6 +60,11 @@ type SyncOptions struct {
 	Retries int
 	// Author of merge commits (default: the operator).
 	Author Signature
+	// AllowUnrelatedHistories merges a remote branch that shares no commit
+	// with the memory (git's --allow-unrelated-histories); without it such
+	// a pull is refused (*UnrelatedHistoriesError), unless the memory holds
+	// nothing but its own empty first commit.
+	AllowUnrelatedHistories bool
 }
 
 func (o *SyncOptions) defaults() {
@@ -104,6 +110,32 @@ var (
 	// ErrNotEmpty: clone into a folder that holds something.
 	ErrNotEmpty = errors.New("gitmem: the folder exists and is not empty")
 )
+
+// UnrelatedHistoriesError refuses to merge a remote branch that shares no
+// commit with the memory: another memory, most likely (a wrong URL), as
+// git refuses it. Nothing was merged.
+type UnrelatedHistoriesError struct {
+	Remote string // the remote's branch: origin/main
+	Commit string // its commit
+}
+
+func (e *UnrelatedHistoriesError) Error() string {
+	return fmt.Sprintf("gitmem: %s (%s) shares no commit with this memory: unrelated histories are not merged without being asked; nothing was merged", e.Remote, e.Commit[:7])
+}
+
+// RemoteMovedError: sync gave up because each time it had merged what the
+// remote held and pushed, another agent had pushed first. The merges stay
+// in the memory; nothing was pushed.
+type RemoteMovedError struct {
+	Remote   string
+	Attempts int
+}
+
+func (e *RemoteMovedError) Error() string {
+	return fmt.Sprintf("gitmem: %s moved again before each of %d pushes (other agents pushed first each time); what was merged stays here, nothing was pushed", e.Remote, e.Attempts)
+}
+
+func (e *RemoteMovedError) Unwrap() error { return ErrNonFastForward }
 
 // BadRemoteError refuses a remote name or URL: one gitmem cannot use,
 // or a URL that holds a password (credentials are never stored).
@@ -317,8 +349,11 @@ func (s *session) sync(ctx context.Context) error {
 			return err
 		}
 		err := s.push(ctx)
-		if !errors.Is(err, ErrNonFastForward) || attempt >= s.opt.Retries {
+		if !errors.Is(err, ErrNonFastForward) {
 			return err
+		}
+		if attempt >= s.opt.Retries {
+			return &RemoteMovedError{Remote: s.name, Attempts: attempt + 1}
 		}
 		s.res.Retries++
 		// Another agent pushed first. Wait a little, at random and longer
@@ -416,7 +451,8 @@ func (s *session) pull(ctx context.Context) error {
 // integrate merges the fetched commit tip into the memory, under the
 // writer lock, as one Update.
 func (s *session) integrate(tip plumbing.Hash) error {
-	m := &merger{r: s.r, g: s.g, st: s.st, label: s.name + "/" + s.r.branch.Short(), theirs: tip, limits: s.opt.Limits}
+	m := &merger{r: s.r, g: s.g, st: s.st, label: s.name + "/" + s.r.branch.Short(), theirs: tip, limits: s.opt.Limits,
+		unrelated: s.opt.AllowUnrelatedHistories || s.r.readSyncState()[s.name].ClonedEmpty}
 	meta := Meta{Subject: "memory: merge " + m.label, Author: s.r.operator(s.opt.Author),
 		Trailers: []Trailer{{TrailerCommand, "merge"}}}
 	c, err := s.r.Update(meta, m.run)
@@ -490,7 +526,7 @@ func (s *session) push(ctx context.Context) error {
 	}
 	if err := conn.Push(ctx, s.st, objects, updates); err != nil {
 		var rej *remote.RejectedError
-		if errors.As(err, &rej) && rej.Ref == s.r.branch.String() {
+		if errors.As(err, &rej) && rej.Ref == s.r.branch.String() && !declined(rej.Reason) {
 			return fmt.Errorf("%w (%s)", ErrNonFastForward, rej.Reason)
 		}
 		return s.remoteErr("push to", err)
@@ -500,6 +536,19 @@ func (s *session) push(ctx context.Context) error {
 		return wrap("update "+s.r.tracking(s.name).String(), err)
 	}
 	return nil
+}
+
+// declined reports whether the remote's reason for refusing a push says
+// it refuses it as such (a hook, a protected branch, a permission), not
+// that the branch moved: pulling and pushing again would not help.
+func declined(reason string) bool {
+	reason = strings.ToLower(reason)
+	for _, w := range []string{"declined", "denied", "deny", "protected", "refus", "not allowed", "permission", "checked out", "funny refname"} {
+		if strings.Contains(reason, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // countCommits counts the memory's commits among those sent (not the
@@ -582,6 +631,11 @@ type syncState struct {
 	LastSync    time.Time `json:"last_sync,omitzero"`
 	LastAttempt time.Time `json:"last_attempt,omitzero"`
 	LastError   string    `json:"last_error,omitempty"`
+	// ClonedEmpty: the memory was cloned from this remote while it had no
+	// branch, so the first history the remote then holds (another agent's
+	// first push) is merged even though it shares no commit with the
+	// memory's own first one; cleared once a sync saw the branch.
+	ClonedEmpty bool `json:"cloned_empty,omitempty"`
 }
 
 func (r *Repo) syncStatePath() string { return filepath.Join(r.gitDir, "gitmem", "sync") }
@@ -597,15 +651,23 @@ func (r *Repo) readSyncState() map[string]syncState {
 // noteSync records the outcome of a push, pull or sync (best effort: it
 // is a report, not a state gitmem depends on).
 func (r *Repo) noteSync(name string, err error) {
+	r.changeSyncState(name, func(st *syncState) {
+		st.LastAttempt = r.opt.Now()
+		st.LastError = ""
+		if err != nil {
+			st.LastError = err.Error()
+		} else {
+			st.LastSync = st.LastAttempt
+			st.ClonedEmpty = st.ClonedEmpty && r.readTracking(name).IsZero()
+		}
+	})
+}
+
+// changeSyncState changes what .git/gitmem/sync keeps for a remote.
+func (r *Repo) changeSyncState(name string, fn func(*syncState)) {
 	all := r.readSyncState()
 	st := all[name]
-	st.LastAttempt = r.opt.Now()
-	st.LastError = ""
-	if err != nil {
-		st.LastError = err.Error()
-	} else {
-		st.LastSync = st.LastAttempt
-	}
+	fn(&st)
 	all[name] = st
 	data, _ := json.Marshal(all)
 	if werr := gd.WriteFileSync(filepath.Join(r.gitDir, "gitmem", "tmp"), "sync-", r.syncStatePath(), data, 0o600); werr != nil {
@@ -641,7 +703,9 @@ func (r *Repo) prepareFastForward(tx *Tx) (*prepared, error) {
 // when its tree is one gitmem would have made, the memory starts at the
 // remote's commit; otherwise a new memory merges it, leaving out what it
 // cannot hold. An empty remote gives an empty memory, whose first push
-// creates the remote's branch. dir must not exist or be empty.
+// creates the remote's branch, and whose first sync merges what another
+// agent pushed there first (their first commits differ: see
+// syncState.ClonedEmpty). dir must not exist or be empty.
 func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) (*Repo, SyncResult, error) {
 	if err := remote.CheckURL(url); err != nil {
 		return nil, SyncResult{}, &BadRemoteError{err.Error()}
@@ -679,6 +743,7 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 	st := pre.obj.View()
 	s := &session{r: pre, name: "origin", url: url, opt: sopt, st: st, g: gd.NewGraph(st)}
 	tip, err := s.fetch(ctx)
+	empty := err == nil && tip.IsZero()
 	if rec := pre.readRedactionsRef("origin"); err == nil && !rec.IsZero() {
 		// The history fetched is the remote's, redactions applied: its
 		// record is this clone's too, once it checks.
@@ -727,6 +792,9 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 		}
 	}
 	r.noteSync("origin", nil)
+	if empty { // the first history another agent pushes there is this memory's to merge
+		r.changeSyncState("origin", func(st *syncState) { st.ClonedEmpty = true })
+	}
 	return r, res, nil
 }
 

@@ -742,3 +742,79 @@ func TestCloneOfAnEmptyMemoryHasTheFolder(t *testing.T) {
 		t.Fatalf("the clone has no memories/ folder: %v", err)
 	}
 }
+
+// A remote whose history shares no commit with the memory is not merged
+// unless asked (issue 21, item 11), as git refuses it; a memory that
+// holds nothing but its own first commit joins one as a clone would.
+func TestUnrelatedHistoryIsRefused(t *testing.T) {
+	a := agent(t, bareRemote(t), "a")
+	put(t, a, "a1", "mine.md", "mine\n")
+	other := bareRemote(t)
+	x := agent(t, other, "x")
+	put(t, x, "x1", "theirs.md", "theirs\n")
+	syncOK(t, x)
+	if err := a.AddRemote("other", other); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := a.Commit("HEAD")
+	for _, op := range []func(context.Context, string, SyncOptions) (SyncResult, error){a.Pull, a.Sync} {
+		_, err := op(context.Background(), "other", SyncOptions{})
+		var ue *UnrelatedHistoriesError
+		if !errors.As(err, &ue) || ue.Remote != "other/main" {
+			t.Fatalf("a remote with an unrelated history: %v", err)
+		}
+		if !strings.Contains(err.Error(), "other/main ("+ue.Commit[:7]+") shares no commit with this memory") {
+			t.Errorf("message: %v", err)
+		}
+		if after, _ := a.Commit("HEAD"); after.Hash != before.Hash {
+			t.Fatal("a refused merge moved the branch")
+		}
+		if _, ok := onDisk(t, a)["theirs.md"]; ok {
+			t.Fatal("a refused merge wrote the remote's file")
+		}
+	}
+	if n := strings.Count(gitRun(t, other, "log", "--format=%H", "main"), "\n"); n != 2 {
+		t.Errorf("the refused sync pushed: the remote has %d commits", n)
+	}
+	res, err := a.Pull(context.Background(), "other", SyncOptions{AllowUnrelatedHistories: true})
+	if err != nil || res.Merge == "" {
+		t.Fatalf("with AllowUnrelatedHistories: %+v %v", res, err)
+	}
+	if fs := files(t, a); fs["mine.md"] != "mine\n" || fs["theirs.md"] != "theirs\n" {
+		t.Errorf("merged: %v", fs)
+	}
+
+	// Agents that cloned the remote while it was empty merge each other's
+	// first histories; once they have synced, another history there is
+	// refused again.
+	empty := bareRemote(t)
+	c, d := agent(t, empty, "c"), agent(t, empty, "d")
+	put(t, c, "c1", "c.md", "c\n")
+	put(t, d, "d1", "d.md", "d\n")
+	syncOK(t, c)
+	syncOK(t, d)
+	syncOK(t, c)
+	if fs := files(t, c); fs["c.md"] != "c\n" || fs["d.md"] != "d\n" {
+		t.Fatalf("two clones of an empty remote: %v", fs)
+	}
+	gitRun(t, other, "push", "-q", "--force", empty, "main:main")
+	if _, err := c.Pull(context.Background(), "origin", SyncOptions{}); !errors.As(err, new(*UnrelatedHistoriesError)) {
+		t.Fatalf("another history pushed over the shared one: %v", err)
+	}
+
+	// A memory made and never written to takes a shared one.
+	fresh, _, err := Init(filepath.Join(t.TempDir(), "fresh"), agentOptions(t, "fresh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	fresh.AddRemote("origin", other)
+	if _, err := fresh.Pull(context.Background(), "origin", SyncOptions{}); err != nil {
+		t.Fatalf("a new, empty memory pulls a shared one: %v", err)
+	}
+	if fs := files(t, fresh); fs["theirs.md"] != "theirs\n" {
+		t.Errorf("the new memory holds %v", fs)
+	}
+	fsckClean(t, a.Dir())
+	fsckClean(t, fresh.Dir())
+}

@@ -132,8 +132,9 @@ func waitListening(t testing.TB, addr string) {
 }
 
 // gitHTTP serves the repositories under root with git http-backend, as a
-// CGI behind basic auth (user "agent", password token).
-func gitHTTP(t *testing.T, root, token string) *httptest.Server {
+// CGI behind basic auth (user "agent", password token). before, if not
+// nil, runs before each request is served.
+func gitHTTP(t *testing.T, root, token string, before func(*http.Request)) *httptest.Server {
 	backend := gitExecPath(t, "git-http-backend")
 	cgiHandler := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1"}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -144,6 +145,9 @@ func gitHTTP(t *testing.T, root, token string) *httptest.Server {
 			return
 		}
 		r.Header.Set("REMOTE_USER", user) // http-backend allows receive-pack for an authenticated user
+		if before != nil {
+			before(r)
+		}
 		cgiHandler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
@@ -155,7 +159,7 @@ func TestShareSmartHTTP(t *testing.T) {
 	repo := filepath.Join(root, "memory.git")
 	gitRun(t, "", "init", "-q", "--bare", "--initial-branch=main", repo)
 	gitRun(t, repo, "config", "http.receivepack", "true")
-	srv := gitHTTP(t, root, "s3cret-token")
+	srv := gitHTTP(t, root, "s3cret-token", nil)
 	url := srv.URL + "/memory.git"
 	roundTrip(t, url, SyncOptions{Auth: RemoteAuth{User: "agent", Token: "s3cret-token"}})
 	fsckClean(t, repo)
@@ -293,4 +297,61 @@ func TestShareSSH(t *testing.T) {
 	if !errors.As(err, &re) {
 		t.Errorf("clone with a key the server does not know: %v", err)
 	}
+}
+
+// A sync that fails says what failed (issue 21, item 13): a remote that
+// moved before every push (another agent always first) is a
+// RemoteMovedError after the retries, the merges kept; a remote that
+// refuses the push as such (a hook) is not retried and its reason is
+// given.
+func TestSyncSaysWhatFailed(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "memory.git")
+	gitRun(t, "", "init", "-q", "--bare", "--initial-branch=main", repo)
+	gitRun(t, repo, "config", "http.receivepack", "true")
+	moving := false
+	srv := gitHTTP(t, root, "tok", func(r *http.Request) {
+		if moving && r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			// Another agent pushes first: the branch moves on.
+			c := strings.TrimSpace(gitRun(t, repo, "commit-tree", "-p", "main", "-m", "another agent", "main^{tree}"))
+			gitRun(t, repo, "update-ref", "refs/heads/main", c)
+		}
+	})
+	opt := SyncOptions{Auth: RemoteAuth{User: "agent", Token: "tok"}, Retries: 2}
+	a, _, err := Clone(context.Background(), srv.URL+"/memory.git", filepath.Join(t.TempDir(), "a"), agentOptions(t, "a"), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	put(t, a, "t1", "a.md", "a\n")
+	if _, err := a.Sync(context.Background(), "origin", opt); err != nil {
+		t.Fatal(err)
+	}
+
+	moving = true
+	put(t, a, "t2", "a.md", "b\n")
+	res, err := a.Sync(context.Background(), "origin", opt)
+	var moved *RemoteMovedError
+	if !errors.As(err, &moved) || moved.Attempts != 3 || !errors.Is(err, ErrNonFastForward) || res.Retries != 2 {
+		t.Fatalf("a remote that moves before every push: %v (%+v)", err, res)
+	}
+	if want := "origin moved again before each of 3 pushes (other agents pushed first each time); what was merged stays here, nothing was pushed"; !strings.Contains(err.Error(), want) {
+		t.Errorf("%q lacks %q", err, want)
+	}
+	if got := gitRun(t, a.Dir(), "log", "-1", "--format=%s"); !strings.HasPrefix(got, "memory: merge origin/main") {
+		t.Errorf("the merge is not kept: HEAD is %q", got)
+	}
+	moving = false
+
+	// A hook that refuses every push: no retry, its reason named.
+	hook := filepath.Join(repo, "hooks", "pre-receive")
+	os.WriteFile(hook, []byte("#!/bin/sh\necho 'pushes are closed' >&2\nexit 1\n"), 0o700)
+	put(t, a, "t3", "a.md", "c\n")
+	res, err = a.Sync(context.Background(), "origin", opt)
+	var re *RemoteError
+	if !errors.As(err, &re) || errors.Is(err, ErrNonFastForward) || res.Retries != 0 || !strings.Contains(err.Error(), "push to origin: the remote refused to update refs/heads/main: pre-receive hook declined") {
+		t.Fatalf("a push a hook declines: %v (%+v)", err, res)
+	}
+	fsckClean(t, a.Dir())
+	fsckClean(t, repo)
 }

@@ -71,7 +71,7 @@ func redactCommand() *cli.Command {
 			var there gitmem.SyncStatus
 			if remote != "" && dry {
 				if there, err = r.Status(remote); err != nil {
-					return shareErr(err, remote, c.String("repo"))
+					return shareErr(err, "pull", remote, c.String("repo"))
 				}
 			}
 			if remote != "" && !dry {
@@ -85,7 +85,7 @@ func redactCommand() *cli.Command {
 			case errors.Is(err, gitmem.ErrPatternHoldsSecret):
 				return failf(exitUsage, "%s", strings.TrimPrefix(err.Error(), "gitmem: "))
 			case err != nil && remote != "":
-				return shareErr(err, remote, c.String("repo"))
+				return shareErr(err, "pull", remote, c.String("repo"))
 			case err != nil:
 				return storeErr(err, c.String("repo"))
 			}

@@ -41,7 +41,8 @@ func syncOptions(c *cli.Context) gitmem.SyncOptions {
 	return gitmem.SyncOptions{
 		Auth: gitmem.RemoteAuth{User: c.String("remote-user"), Password: c.String("remote-password"), Token: c.String("remote-token"),
 			SSHKey: c.String("ssh-key"), SSHKeyPassphrase: c.String("ssh-key-passphrase")},
-		Limits: l,
+		Limits:                  l,
+		AllowUnrelatedHistories: c.Bool("allow-unrelated-histories"),
 	}
 }
 
@@ -83,22 +84,35 @@ func remoteArg(c *cli.Context, r *gitmem.Repo) (string, error) {
 	return "", failf(exitUsage, "this memory has several remotes: name one (gitmem remote list)")
 }
 
-// shareErr words an error of push, pull or sync.
-func shareErr(err error, remote, dir string) error {
+// shareErr words an error of push, pull or sync (cmd: the command that
+// failed, for the command line that would do what it could not).
+func shareErr(err error, cmd, remote, dir string) error {
 	var re *gitmem.RemoteError
 	var le *gitmem.LimitError
 	var be *gitmem.BadRemoteError
 	var rr *gitmem.RedactedRemoteError
+	var ue *gitmem.UnrelatedHistoriesError
+	var me *gitmem.RemoteMovedError
 	switch {
 	case errors.As(err, &be):
 		return failf(exitUsage, "%s", strings.TrimPrefix(be.Error(), "gitmem: "))
 	case errors.Is(err, gitmem.ErrNoRemote):
 		return failf(exitUsage, "no remote named %q (gitmem remote list; gitmem remote add %s URL)", remote, remote)
+	case errors.As(err, &ue):
+		if cmd != "sync" {
+			cmd = "pull"
+		}
+		return failf(exitFailure, "%s (%s) shares no commit with this memory: it is another memory's history (is the URL right? gitmem remote list), so nothing was merged; to merge the two histories anyway: gitmem %s --allow-unrelated-histories %s",
+			ue.Remote, ue.Commit[:7], cmd, remote)
+	case errors.As(err, &me):
+		return failf(exitFailure, "%s moved again before each of %d pushes: other agents pushed first every time; what was merged stays in this memory and nothing was pushed: run gitmem sync again (it goes through once they pause)", me.Remote, me.Attempts)
 	case errors.Is(err, gitmem.ErrNonFastForward):
 		return failf(exitFailure, "%s has changes this memory does not have yet; nothing was pushed (gitmem sync pulls, merges and pushes)", remote)
 	case errors.As(err, &rr):
 		return failf(exitFailure, "%s still holds the history redacted here at %s (commit %s): taking it would bring back what the redaction removed, so nothing was taken; redact %s too (the same redact with --push %s), or stop sharing with it (gitmem remote remove %s)",
 			rr.Remote, rr.Time.Format(time.RFC3339), rr.Commit[:7], rr.Remote, rr.Remote, rr.Remote)
+	case errors.As(err, &re) && re.Op == "push to":
+		return failf(exitFailure, "%s %s: %v; nothing was pushed (what was merged stays in this memory)", re.Op, re.Remote, re.Err)
 	case errors.As(err, &re):
 		return failf(exitFailure, "%s %s: %v", re.Op, re.Remote, re.Err)
 	case errors.As(err, &le):
@@ -181,7 +195,7 @@ func remoteChange(n int, what string, fn func(*gitmem.Repo, []string) error) cli
 			if c.Command.Name == "remove" && errors.Is(err, gitmem.ErrNoRemote) {
 				return failf(exitUsage, "no remote named %q (gitmem remote list)", c.Args().First())
 			}
-			return shareErr(err, c.Args().First(), c.String("repo"))
+			return shareErr(err, "remote", c.Args().First(), c.String("repo"))
 		}
 		return nil
 	}
@@ -208,7 +222,7 @@ func cloneCommand() *cli.Command {
 			case errors.Is(err, gitmem.ErrNotEmpty):
 				return failf(exitFailure, "%s exists and is not empty", dir)
 			case err != nil:
-				return shareErr(err, "origin", dir)
+				return shareErr(err, "clone", "origin", dir)
 			}
 			defer closeRepo(r, &err)
 			head, err := r.Commit("HEAD")
@@ -226,6 +240,9 @@ func cloneCommand() *cli.Command {
 func shareCommand(name, usage string, run func(*gitmem.Repo, context.Context, string, gitmem.SyncOptions) (gitmem.SyncResult, error)) *cli.Command {
 	flags := append(remoteAuthFlags(), limitFlagsOnly()...)
 	flags = append(flags, &cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on a remote that does not answer within `DURATION`"})
+	if name != "push" {
+		flags = append(flags, &cli.BoolFlag{Name: "allow-unrelated-histories", Usage: "merge the remote's branch also when it shares no commit with this memory (another memory's history: refused without it)"})
+	}
 	return &cli.Command{
 		Name:      name,
 		Usage:     usage,
@@ -247,7 +264,7 @@ func shareCommand(name, usage string, run func(*gitmem.Repo, context.Context, st
 			defer cancel()
 			res, err := run(r, ctx, remote, syncOptions(c))
 			if err != nil {
-				return shareErr(err, remote, c.String("repo"))
+				return shareErr(err, name, remote, c.String("repo"))
 			}
 			reportPull(c.App.Writer, res)
 			reportPush(c.App.Writer, remote, name, res)
@@ -342,7 +359,7 @@ func statusCommand() *cli.Command {
 			if c.NArg() > 0 {
 				for _, n := range c.Args().Slice() {
 					if !slices.Contains(names, n) {
-						return shareErr(gitmem.ErrNoRemote, n, c.String("repo"))
+						return shareErr(gitmem.ErrNoRemote, "status", n, c.String("repo"))
 					}
 				}
 				names = c.Args().Slice()
@@ -368,7 +385,7 @@ func statusCommand() *cli.Command {
 			for _, name := range names {
 				st, err := r.Status(name)
 				if err != nil {
-					return shareErr(err, name, c.String("repo"))
+					return shareErr(err, "status", name, c.String("repo"))
 				}
 				when := func(t time.Time) string {
 					if t.IsZero() {

@@ -33,6 +33,7 @@ type syncer struct {
 	every   time.Duration
 	timeout time.Duration // one sync (syncTimeout)
 	opt     gitmem.SyncOptions
+	dir     string // the repository, for the wording of errors (shareErr)
 	logf    func(string, ...any)
 	now     func() time.Time
 
@@ -116,7 +117,7 @@ func (s *syncer) once(ctx context.Context) bool {
 	s.retries += res.Retries
 	if err != nil {
 		s.failures++
-		s.lastErr, s.lastErrAt = strings.TrimPrefix(err.Error(), "gitmem: "), s.now()
+		s.lastErr, s.lastErrAt = shareErr(err, "sync", s.remote, s.dir).Error(), s.now()
 		return false
 	}
 	if s.failures > 0 {
@@ -184,9 +185,9 @@ func (s *syncer) health() []string {
 // after a last sync (bounded), health reports it.
 func startSync(c *cli.Context, repo *gitmem.Repo, remote string, logf func(string, ...any)) (stop func(), health func() []string, err error) {
 	if _, err := repo.Status(remote); err != nil {
-		return nil, nil, shareErr(err, remote, c.String("repo"))
+		return nil, nil, shareErr(err, "sync", remote, c.String("repo"))
 	}
-	s := &syncer{repo: repo, remote: remote, every: c.Duration("sync-every"), timeout: syncTimeout, opt: syncOptions(c), logf: logf, now: time.Now}
+	s := &syncer{repo: repo, remote: remote, every: c.Duration("sync-every"), timeout: syncTimeout, opt: syncOptions(c), dir: c.String("repo"), logf: logf, now: time.Now}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

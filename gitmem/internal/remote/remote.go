@@ -294,21 +294,19 @@ func (n *network) Push(ctx context.Context, src *gd.Store, objects []plumbing.Ha
 	if eerr := <-done; err == nil && eerr != nil && !errors.Is(eerr, io.ErrClosedPipe) {
 		err = eerr
 	}
-	if err != nil {
-		return translate(err)
-	}
-	if rs == nil {
-		return nil
-	}
-	if rs.UnpackStatus != "ok" {
-		return fmt.Errorf("the remote could not store the objects: %s", rs.UnpackStatus)
-	}
-	for _, cs := range rs.CommandStatuses {
-		if cs.Status != "ok" {
-			return &RejectedError{Ref: cs.ReferenceName.String(), Reason: cs.Status}
+	// A report of the remote's comes with go-git's error for it: what it
+	// says is the error (a refused ref update is a RejectedError).
+	if rs != nil {
+		if rs.UnpackStatus != "ok" {
+			return fmt.Errorf("the remote could not store the objects: %s", rs.UnpackStatus)
+		}
+		for _, cs := range rs.CommandStatuses {
+			if cs.Status != "ok" {
+				return &RejectedError{Ref: cs.ReferenceName.String(), Reason: cs.Status}
+			}
 		}
 	}
-	return nil
+	return translate(err)
 }
 
 func (n *network) Close() error {
