@@ -240,9 +240,16 @@ func (r *Repo) finishRedaction() error {
 		if err := r.refresh(true); err != nil {
 			return err
 		}
+		// What the worktree mirrors is the new tree (it is synced below),
+		// and no hand edit is pending: the worktree's old copy is the old
+		// history's, never an edit. Else the next materialisation took
+		// the redacted files for hand edits made on the old versions.
 		r.smu.RLock()
-		r.diskHead = r.head
+		r.diskHead, r.diskTree = r.head, r.tree
 		r.smu.RUnlock()
+		r.pmu.Lock()
+		clear(r.handBase)
+		r.pmu.Unlock()
 		r.cmu.Lock()
 		r.stats.clear()
 		r.cmu.Unlock()

@@ -343,6 +343,14 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 			return s.remoteErr("fetch from", fmt.Errorf("the remote's redaction record %s does not match its history (%s is not in it); not applied (ask whoever redacted, or clone again)", todo[len(todo)-1].ID, end))
 		}
 	}
+	if len(todo) > 0 {
+		// A hand edit not committed yet goes into history first: the
+		// redaction rewrites it with the rest, where rebuilding the
+		// worktree from the new history would lose it.
+		if _, err := s.r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+			return err
+		}
+	}
 	for _, e := range todo {
 		red, err := e.redaction()
 		if err != nil {

@@ -3,6 +3,8 @@ package gitmem
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -415,4 +417,68 @@ func TestInterruptedLocalRedactionIsNoted(t *testing.T) {
 	if _, err := a.Sync(context.Background(), "origin", SyncOptions{}); !errors.As(err, new(*RedactedRemoteError)) {
 		t.Fatalf("sync after an interrupted redaction: %v", err)
 	}
+}
+
+// A clone that was away while another redacted with --push applies the
+// redaction at its next sync, and merges what came since: the worktree is
+// then what the rewritten history says, and nothing is taken for a hand
+// edit (issue 21, item 10: its next command committed "memory: adopt
+// changes made outside gitmem" for the redacted file, conflict markers
+// and duplicated lines in it, and pushed that to every clone).
+func TestAppliedRedactionIsNoHandEdit(t *testing.T) {
+	const secret = "sk-live-ABCDEFGHIJKLMNOPQRSTUV"
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "a1", "notes.md", "user likes tea\nkey: "+secret+"\nend\n")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	// b works on, not pushing: the file with the secret too.
+	put(t, b, "b1", "notes.md", "user likes tea\nkey: "+secret+"\nend\nb was here\n")
+	put(t, b, "b2", "b.md", "from b\n")
+	// a redacts the shared memory, then changes the file again.
+	red := Redaction{Match: regexp.MustCompile(`sk-live-[A-Za-z0-9]{20,}`)}
+	if _, _, err := a.RedactShared(context.Background(), "origin", red, SyncOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	put(t, a, "a2", "notes.md", "user likes green tea\nkey: [REDACTED]\nend\n")
+	syncOK(t, a)
+	// An operator's edit b has not committed yet: kept, and redacted too.
+	if err := os.WriteFile(filepath.Join(b.Dir(), "memories", "hand.md"), []byte("by hand: "+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	res := syncOK(t, b)
+	if res.Redactions != 1 || res.Merge == "" {
+		t.Fatalf("b's sync: %+v", res)
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := "user likes green tea\nkey: [REDACTED]\nend\nb was here\n"
+	if got := files(t, b); got["notes.md"] != want {
+		t.Fatalf("HEAD holds %q, want %q", got["notes.md"], want)
+	}
+	if got, head := onDisk(t, b), files(t, b); fmt.Sprint(got) != fmt.Sprint(head) {
+		t.Errorf("the worktree is not HEAD after the redaction:\n%v\n%v", got, head)
+	}
+	// The next commands: a tool call, the periodic adopt, a sync.
+	put(t, b, "b3", "b.md", "from b, again\n")
+	if c, err := b.Adopt(); !errors.Is(err, ErrNoChange) {
+		t.Errorf("the redaction's worktree was adopted as a hand edit: %s %v (%v)", c.Subject, c.Paths, err)
+	}
+	syncOK(t, b)
+	b.Flush()
+	if adopts := gitRun(t, b.Dir(), "log", "--format=%s", "--name-only", "--grep=adopt"); adopts != "memory: adopt changes made outside gitmem\n\nmemories/hand.md\n" {
+		t.Errorf("the adopt commits (the hand edit's alone):\n%s", adopts)
+	}
+	if got := files(t, b); got["notes.md"] != want || got["hand.md"] != "by hand: [REDACTED]\n" {
+		t.Errorf("after the sync: %q", got)
+	}
+	if objectsHold(t, b.Dir(), secret) {
+		t.Error("b still holds the secret")
+	}
+	if st := gitRun(t, b.Dir(), "status", "--porcelain"); st != "" {
+		t.Errorf("git status after the sync:\n%s", st)
+	}
+	fsckClean(t, b.Dir())
 }
