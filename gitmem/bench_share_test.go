@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -164,4 +166,131 @@ func BenchmarkSync(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 	})
 	os.RemoveAll(work)
+}
+
+// BenchmarkCallsDuringSync measures what a sync costs the tool calls made
+// beside it: four callers each make str_replace-like changes to a memory
+// of 4,000 files, first alone, then while the memory pulls, one after the
+// other, rounds of another agent's work: 1,000 of the files changed in
+// 1,000 commits per round, some of them files the callers change too
+// (other lines), so that each pull is a merge of 1,000 files and of
+// histories that went apart a thousand commits before. The callers make
+// a call every 10 ms each, for 5 seconds alone, then until every round is
+// merged. It reports the calls' p50, p99 and slowest wait in each phase,
+// the calls made while syncing and the merges.
+//
+//	go test ./gitmem -run '^$' -bench CallsDuringSync -benchtime 1x
+func BenchmarkCallsDuringSync(b *testing.B) {
+	const files, callers, rounds, perRound = 4000, 4, 6, 1000
+	remote := bareRemote(b)
+	a := agent(b, remote, "a")
+	name := func(i int) string { return fmt.Sprintf("d%02d/f%04d.md", i/100, i) }
+	var lines []string
+	for l := range 30 {
+		lines = append(lines, fmt.Sprintf("line %d of a memory file, long enough to be a note", l))
+	}
+	text := strings.Join(lines, "\n") + "\n"
+	if _, err := a.Update(Meta{Subject: "seed"}, func(tx *Tx) error {
+		for i := range files {
+			if err := tx.WriteFile(name(i), []byte(text)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	syncOK(b, a)
+	edit := func(r *Repo, id, p string, line int) {
+		_, err := r.Update(Meta{Subject: "memory: str_replace", Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+			data, err := tx.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			ls := strings.Split(string(data), "\n")
+			ls[line] = id
+			return tx.WriteFile(p, []byte(strings.Join(ls, "\n")))
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The other agent's rounds, each pushed to a remote of its own, so
+	// that the pulls come one after the other, a merge each.
+	other := agent(b, remote, "b")
+	for r := range rounds {
+		for k := range perRound { // a file each
+			edit(other, fmt.Sprintf("o%d_%d", r, k), name((r*211+k)*7%files), 1+r%5)
+		}
+		rem := bareRemote(b)
+		other.AddRemote(fmt.Sprint("r", r), rem)
+		if _, err := other.Push(context.Background(), fmt.Sprint("r", r), SyncOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		a.AddRemote(fmt.Sprint("r", r), rem)
+	}
+	// The callers: each a call every 10 ms (400 calls a second in all),
+	// for 5 seconds alone, then until every round is merged.
+	phase := func(syncing bool) (waits []time.Duration, merges int) {
+		stop := make(chan struct{})
+		if syncing {
+			go func() {
+				defer close(stop)
+				for r := range rounds {
+					res, err := a.Pull(context.Background(), fmt.Sprint("r", r), SyncOptions{})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if res.Merge != "" {
+						merges++
+					}
+				}
+			}()
+		} else {
+			time.AfterFunc(5*time.Second, func() { close(stop) })
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for c := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tick := time.NewTicker(10 * time.Millisecond)
+				defer tick.Stop()
+				for k := 0; ; k++ {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+					}
+					t0 := time.Now()
+					edit(a, fmt.Sprintf("c%v_%d_%d", syncing, c, k), name((c*100003+k)*13%files), 10+k%15)
+					d := time.Since(t0)
+					mu.Lock()
+					waits = append(waits, d)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		slices.Sort(waits)
+		return waits, merges
+	}
+	for range b.N {
+		for _, syncing := range []bool{false, true} {
+			waits, merges := phase(syncing)
+			q := func(f float64) float64 { return float64(waits[int(f*float64(len(waits)-1))].Microseconds()) / 1000 }
+			label := "alone"
+			if syncing {
+				label = "syncing"
+				b.ReportMetric(float64(merges), "merges")
+				b.ReportMetric(float64(len(waits)), "syncing-calls")
+			}
+			b.ReportMetric(q(0.5), label+"-p50-ms")
+			b.ReportMetric(q(0.99), label+"-p99-ms")
+			b.ReportMetric(q(1), label+"-max-ms")
+		}
+	}
+	b.ReportMetric(0, "ns/op")
 }

@@ -101,6 +101,10 @@ type merger struct {
 	beside    map[string]string // a clashing path -> the name its files went to (besidePath)
 	commits   int               // commits the merge brings
 	ff        bool
+	facts     *mergeFacts // what run found, for a run on a later tip
+	noRestart bool        // (commit) a run whose facts cannot be carried over says errTipMoved
+	merged3   map[merge3Key]merge3Result
+	sizes     map[plumbing.Hash]int64
 }
 
 // run computes the merge into tx: a fast-forward, a merge commit's tree,
@@ -112,75 +116,24 @@ func (m *merger) run(tx *Tx) error {
 	if ours == m.theirs {
 		return errUpToDate
 	}
-	if !ours.IsZero() {
-		if in, err := m.g.IsAncestor(m.theirs, ours); err != nil {
-			return wrap("read the history", err)
-		} else if in {
-			return errUpToDate
-		}
-	}
-	var base plumbing.Hash
-	var err error
-	if !ours.IsZero() {
-		if base, err = m.g.MergeBase(ours, m.theirs); err != nil {
-			return wrap("find the merge base", err)
-		}
-		if base.IsZero() && !m.unrelated {
-			fresh, err := m.onlyFirstCommit(ours)
-			if err != nil {
-				return err
-			}
-			if !fresh {
-				return &UnrelatedHistoriesError{Remote: m.label, Commit: m.theirs.String()}
-			}
-		}
-	}
-	theirCommits, err := m.g.Exclusive([]plumbing.Hash{m.theirs}, parentList(ours))
-	if err != nil {
-		return wrap("read the remote's history", err)
-	}
-	ourCommits, err := m.g.Exclusive(parentList(ours), []plumbing.Hash{m.theirs})
-	if err != nil {
-		return wrap("read the history", err)
-	}
-	m.commits = len(theirCommits)
-	tx.mergedIDs = map[string]plumbing.Hash{}
-	for _, c := range theirCommits {
-		if len(c.Message) > maxMessageBytes {
-			// A commit is taken whole or not at all: its message would go
-			// into the history index and every log.
-			return &RemoteError{Remote: m.label, Op: "merge", Err: fmt.Errorf("the commit %s has a message of %d bytes, over the limit of %d; nothing was merged", c.Hash, len(c.Message), maxMessageBytes)}
-		}
-	}
-	for _, c := range theirCommits {
-		_, _, trailers := parseMessage(c.Message)
-		if id := trailerValue(trailers, TrailerToolUseID); id != "" {
-			tx.mergedIDs[id] = c.Hash
-		}
-	}
-	bRoot, oRoot, tRoot, err := m.roots(base, ours)
+	f, err := m.factsFor(ours, tx.base)
 	if err != nil {
 		return err
 	}
-	m.checkOutside(bRoot, tRoot)
-	dT := map[string]fchange{}
-	if err := m.diff(m.memTree(bRoot), m.memTree(tRoot), "", dT); err != nil {
-		return wrap("compare the remote's tree", err)
+	if f.upToDate {
+		return errUpToDate
 	}
-	sanitized := m.sanitize(dT)
-	stale, err := m.staleIndex(base, dT)
-	if err != nil {
-		return err
-	}
-	if base == ours && len(m.ignored) == 0 && !sanitized && !stale {
+	m.commits = f.commits
+	tx.mergedIDs = maps.Clone(f.mergedIDs)
+	m.ignored = slices.Clone(f.ignored)
+	if f.base == ours && len(m.ignored) == 0 && !f.sanitized {
 		m.ff = true
-		return m.fastForward(tx, dT)
+		return m.fastForward(tx, f.dT)
 	}
-	dO := map[string]fchange{}
-	if err := m.diff(m.memTree(bRoot), m.memTree(oRoot), "", dO); err != nil {
-		return wrap("compare the trees", err)
+	if mergeHook != nil {
+		mergeHook()
 	}
-	if err := m.combine(tx, dO, dT, renames(dO, ourCommits), renames(dT, theirCommits)); err != nil {
+	if err := m.combine(tx, f.dO, f.dT, renames(f.dO, f.ourRenames), renames(f.dT, f.theirRenames)); err != nil {
 		return err
 	}
 	if err := m.checkLimits(tx); err != nil {
@@ -203,6 +156,148 @@ func (m *merger) run(tx *Tx) error {
 	return nil
 }
 
+// mergeFacts is what a merge found out about the two histories for one
+// tip of ours: all but dO, ourRenames and the tip depend on the merge
+// base and theirs alone.
+type mergeFacts struct {
+	ours     plumbing.Hash
+	oursTree *node // the tip's tree
+	upToDate bool  // theirs is in ours
+
+	base         plumbing.Hash
+	commits      int // theirs' commits ours lacks
+	mergedIDs    map[string]plumbing.Hash
+	theirRenames [][2]string // the rename trailers of theirs' commits, oldest first
+	ourRenames   [][2]string // of ours'
+	dT           map[string]fchange
+	sanitized    bool // dT is not theirs as it is (sanitize, staleIndex): never a fast-forward
+	ignored      []IgnoredEntry
+	dO           map[string]fchange
+}
+
+// factsFor finds the merge's facts for the tip ours (whose tree is
+// oursTree). When the facts found before were for a tip ours descends
+// from through plain commits of one parent each (tool calls made
+// meanwhile), only what those changed is looked at: the merge base and
+// everything of theirs stay.
+func (m *merger) factsFor(ours plumbing.Hash, oursTree *node) (*mergeFacts, error) {
+	if f := m.facts; f != nil && f.ours == ours {
+		return f, nil
+	}
+	if f := m.facts; f != nil && !f.upToDate && !f.ours.IsZero() {
+		if news, ok := m.r.linearSince(f.ours, ours); ok {
+			g := *f
+			g.ours, g.oursTree = ours, oursTree
+			g.ourRenames = append(slices.Clip(f.ourRenames), renameTrailers(news)...)
+			g.dO = maps.Clone(f.dO)
+			diffNodes(lookup(f.oursTree, memDir), lookup(oursTree, memDir), "", func(p string, _ plumbing.Hash) {
+				base, ok := g.dO[p]
+				if !ok {
+					base = fchange{old: fileAt(f.oursTree, p)} // ours was the base there
+				}
+				if now := fileAt(oursTree, p); now == base.old {
+					delete(g.dO, p)
+				} else {
+					g.dO[p] = fchange{old: base.old, new: now}
+				}
+			})
+			m.facts = &g
+			return &g, nil
+		}
+	}
+	if m.noRestart {
+		return nil, errTipMoved
+	}
+	f, err := m.findFacts(ours)
+	if err != nil {
+		return nil, err
+	}
+	f.oursTree = oursTree
+	m.facts = f
+	return f, nil
+}
+
+// fileAt is the file at memory path p of a tree (absent: zero).
+func fileAt(root *node, p string) fentry {
+	if n := lookup(root, full(p)); n.isFile() {
+		return fentry{n.hash, n.mode}
+	}
+	return fentry{}
+}
+
+// findFacts finds the merge's facts for the tip ours from the histories.
+func (m *merger) findFacts(ours plumbing.Hash) (*mergeFacts, error) {
+	f := &mergeFacts{ours: ours}
+	if !ours.IsZero() {
+		if in, err := m.g.IsAncestor(m.theirs, ours); err != nil {
+			return nil, wrap("read the history", err)
+		} else if in {
+			f.upToDate = true
+			return f, nil
+		}
+	}
+	var err error
+	if !ours.IsZero() {
+		if f.base, err = m.g.MergeBase(ours, m.theirs); err != nil {
+			return nil, wrap("find the merge base", err)
+		}
+		if f.base.IsZero() && !m.unrelated {
+			fresh, err := m.onlyFirstCommit(ours)
+			if err != nil {
+				return nil, err
+			}
+			if !fresh {
+				return nil, &UnrelatedHistoriesError{Remote: m.label, Commit: m.theirs.String()}
+			}
+		}
+	}
+	theirCommits, err := m.g.Exclusive([]plumbing.Hash{m.theirs}, parentList(ours))
+	if err != nil {
+		return nil, wrap("read the remote's history", err)
+	}
+	ourCommits, err := m.g.Exclusive(parentList(ours), []plumbing.Hash{m.theirs})
+	if err != nil {
+		return nil, wrap("read the history", err)
+	}
+	f.commits = len(theirCommits)
+	f.mergedIDs = map[string]plumbing.Hash{}
+	for _, c := range theirCommits {
+		if len(c.Message) > maxMessageBytes {
+			// A commit is taken whole or not at all: its message would go
+			// into the history index and every log.
+			return nil, &RemoteError{Remote: m.label, Op: "merge", Err: fmt.Errorf("the commit %s has a message of %d bytes, over the limit of %d; nothing was merged", c.Hash, len(c.Message), maxMessageBytes)}
+		}
+	}
+	for _, c := range theirCommits {
+		_, _, trailers := parseMessage(c.Message)
+		if id := trailerValue(trailers, TrailerToolUseID); id != "" {
+			f.mergedIDs[id] = c.Hash
+		}
+	}
+	f.theirRenames, f.ourRenames = renameTrailers(theirCommits), renameTrailers(ourCommits)
+	bRoot, oRoot, tRoot, err := m.roots(f.base, ours)
+	if err != nil {
+		return nil, err
+	}
+	m.checkOutside(bRoot, tRoot)
+	f.dT = map[string]fchange{}
+	if err := m.diff(m.memTree(bRoot), m.memTree(tRoot), "", f.dT); err != nil {
+		return nil, wrap("compare the remote's tree", err)
+	}
+	f.sanitized = m.sanitize(f.dT)
+	stale, err := m.staleIndex(f.base, f.dT)
+	if err != nil {
+		return nil, err
+	}
+	f.sanitized = f.sanitized || stale
+	f.ignored = m.ignored
+	f.dO = map[string]fchange{}
+	if err := m.diff(m.memTree(bRoot), m.memTree(oRoot), "", f.dO); err != nil {
+		return nil, wrap("compare the trees", err)
+	}
+	return f, nil
+}
+
 // onlyFirstCommit reports whether h is a memory's first commit and holds
 // nothing: a memory made (gitmem init, serve) but never written to, which
 // joins a shared one as a clone would.
@@ -223,6 +318,80 @@ func (m *merger) onlyFirstCommit(h plumbing.Hash) (bool, error) {
 		return false, wrap("read a tree", err)
 	}
 	return len(t.Entries) == 0, nil
+}
+
+// A merge is computed without the writer lock (commit): the objects it
+// reads never change, and the transaction it fills starts from the
+// writer's tip as it was. Under the lock, if the tip is still there, the
+// result is committed as it is; if tool calls committed meanwhile, the
+// merge is made again on the new tip from what the first computation
+// found (mergeFacts: the base, theirs' changes, the line merges), looking
+// only at what those calls changed, which costs little. A tip that moved
+// otherwise (another merge, another process's commits) makes the merge
+// start over without the lock; after mergeAttempts, under it.
+
+// mergeHook, when a test sets it, runs in the middle of computing a
+// merge.
+var mergeHook func()
+
+const (
+	mergeAttempts = 3
+	rebaseMax     = 1024 // commits a merge's facts are carried over at most
+)
+
+// errTipMoved: the branch moved while a merge was computed, so that it
+// must start over.
+var errTipMoved = errors.New("the branch moved while the merge was computed")
+
+// commit computes the merge and commits it as one Update (see above).
+func (m *merger) commit(meta Meta) (Commit, error) {
+	for attempt := 1; ; attempt++ {
+		pre := m.r.newTx()
+		if err := m.run(pre); err != nil {
+			return Commit{}, err
+		}
+		// The files it merges are checked for hand edits now too, so that
+		// the check under the lock finds them known (one lstat each), not
+		// to be read again.
+		if err := m.r.adoptFiles(pre.looked()); err != nil {
+			m.r.opt.Logf("gitmem: could not commit a hand edit before a merge: %v", err)
+		}
+		m.noRestart = attempt < mergeAttempts
+		c, err := m.r.Update(meta, func(tx *Tx) error {
+			if tx.head == pre.head {
+				*tx = *pre
+				return nil
+			}
+			return m.run(tx)
+		})
+		m.noRestart = false
+		if !errors.Is(err, errTipMoved) {
+			return c, err
+		}
+	}
+}
+
+// linearSince returns the commits from descends to through commits of
+// one parent each (at most rebaseMax), oldest first, or false.
+func (r *Repo) linearSince(from, to plumbing.Hash) ([]*object.Commit, bool) {
+	r.holdPacks()
+	defer r.dropPacks()
+	var out []*object.Commit
+	for to != from {
+		if len(out) == rebaseMax {
+			return nil, false
+		}
+		r.omu.Lock() // a commit at a time: readers go on between
+		c, err := r.obj.Commit(to)
+		r.unlockObj()
+		if err != nil || len(c.ParentHashes) != 1 {
+			return nil, false
+		}
+		out = append(out, c)
+		to = c.ParentHashes[0]
+	}
+	slices.Reverse(out)
+	return out, true
 }
 
 // roots reads the root trees of the merge base, ours and theirs.
@@ -477,12 +646,30 @@ func (m *merger) fastForward(tx *Tx, dT map[string]fchange) error {
 	return nil
 }
 
+// renameTrailers is what the rename commits among commits (oldest first)
+// moved: from, to, relative to memories/.
+func renameTrailers(commits []*object.Commit) [][2]string {
+	var out [][2]string
+	for _, c := range commits {
+		_, _, trailers := parseMessage(c.Message)
+		if trailerValue(trailers, TrailerCommand) != "rename" {
+			continue
+		}
+		from := strings.TrimPrefix(trailerValue(trailers, TrailerPath), "/memories/")
+		to := strings.TrimPrefix(trailerValue(trailers, TrailerNewPath), "/memories/")
+		if from != "" && to != "" {
+			out = append(out, [2]string{from, to})
+		}
+	}
+	return out
+}
+
 // renames finds what one side renamed: the base path a file had, to the
 // path it has on that side. The side's rename commits (their
 // Memory-Command: rename trailers, oldest first) say where a file went,
 // also when it was edited after; a file deleted at one path and added
 // with the same content at another (an adopted hand rename) counts too.
-func renames(d map[string]fchange, commits []*object.Commit) map[string]string {
+func renames(d map[string]fchange, moves [][2]string) map[string]string {
 	out := map[string]string{}
 	track := map[string]string{} // base path deleted on this side -> where it went
 	for p, c := range d {
@@ -493,18 +680,9 @@ func renames(d map[string]fchange, commits []*object.Commit) map[string]string {
 	if len(track) == 0 {
 		return out
 	}
-	for _, c := range commits {
-		_, _, trailers := parseMessage(c.Message)
-		if trailerValue(trailers, TrailerCommand) != "rename" {
-			continue
-		}
-		from := strings.TrimPrefix(trailerValue(trailers, TrailerPath), "/memories/")
-		to := strings.TrimPrefix(trailerValue(trailers, TrailerNewPath), "/memories/")
-		if from == "" || to == "" {
-			continue
-		}
+	for _, mv := range moves {
 		for bp, cur := range track {
-			track[bp] = movePath(cur, from, to)
+			track[bp] = movePath(cur, mv[0], mv[1])
 		}
 	}
 	taken := map[string]bool{}
@@ -687,6 +865,13 @@ const (
 // region both changed differently holds both versions between conflict
 // markers. It reports whether there was no such region.
 func (m *merger) merge3(base, ours, theirs result) ([]byte, bool, error) {
+	// The same three blobs merge the same way: a merge made again on a
+	// later tip (commit) takes what the first one made, but a conflict's
+	// markers name the tip.
+	key, keyed := merge3Key{base.entry.hash, ours.entry.hash, theirs.entry.hash}, base.data == nil && ours.data == nil && theirs.data == nil
+	if r, ok := m.merged3[key]; keyed && ok && (r.clean || r.local == m.local) {
+		return r.data, r.clean, nil
+	}
 	var texts [3][]string
 	for i, v := range []result{base, ours, theirs} {
 		data := v.data
@@ -699,7 +884,25 @@ func (m *merger) merge3(base, ours, theirs result) ([]byte, bool, error) {
 		texts[i] = splitKeep(string(data))
 	}
 	data, clean := mergeMarked(texts, "local "+m.local, m.label+" "+m.theirs.String()[:7])
-	return append([]byte{}, data...), clean, nil // non-nil, also when empty
+	data = append([]byte{}, data...) // non-nil, also when empty
+	if keyed {
+		if m.merged3 == nil {
+			m.merged3 = map[merge3Key]merge3Result{}
+		}
+		m.merged3[key] = merge3Result{data, clean, m.local}
+	}
+	return data, clean, nil
+}
+
+// merge3Key is the blobs of a line merge: base, ours, theirs.
+type merge3Key [3]plumbing.Hash
+
+// merge3Result is a line merge's result; local names the tip its markers
+// name (merger.local).
+type merge3Result struct {
+	data  []byte
+	clean bool
+	local string
 }
 
 // mergeMarked merges three versions of a text, split into lines: a region
@@ -855,9 +1058,16 @@ func (m *merger) apply(tx *Tx, removes []string, writes map[string]result) error
 
 func (m *merger) write(tx *Tx, p string, w result) error {
 	if w.entry.present() {
-		size, err := m.st.Size(w.entry.hash)
-		if err != nil {
-			return wrap("read a file to merge", err)
+		size, ok := m.sizes[w.entry.hash]
+		if !ok {
+			var err error
+			if size, err = m.st.Size(w.entry.hash); err != nil {
+				return wrap("read a file to merge", err)
+			}
+			if m.sizes == nil {
+				m.sizes = map[plumbing.Hash]int64{}
+			}
+			m.sizes[w.entry.hash] = size
 		}
 		return tx.putBlob(p, w.entry.hash, size)
 	}

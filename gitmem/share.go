@@ -24,12 +24,12 @@ import (
 // server, a bare repository by path, ssh, http or git://).
 //
 // A pull fetches without the writer lock (a slow remote never holds up a
-// tool call), storing the objects durably, then merges under the lock as
-// one Update (see mergetree.go). A push computes the objects the remote
-// lacks from what changed, sends them as one pack and moves the remote's
-// branch only if it still holds what was seen (compare-and-swap); a
-// remote that moved is never overwritten (never a force-push): sync
-// fetches, merges and pushes again.
+// tool call), storing the objects durably, then merges as one Update,
+// computed without the lock (see mergetree.go). A push computes the
+// objects the remote lacks from what changed, sends them as one pack and
+// moves the remote's branch only if it still holds what was seen
+// (compare-and-swap); a remote that moved is never overwritten (never a
+// force-push): sync fetches, merges and pushes again.
 
 // Remote is a git remote of the repository.
 type Remote struct {
@@ -311,7 +311,7 @@ func (s *session) remoteErr(op string, err error) error {
 
 // Pull fetches the remote's branch and merges it into the memory (a
 // fast-forward when the memory has nothing the remote lacks). It takes
-// the writer lock only to merge.
+// the writer lock only to commit the merge.
 func (r *Repo) Pull(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
 	return r.share(name, opt, func(s *session) error { return s.pull(ctx) })
 }
@@ -448,14 +448,14 @@ func (s *session) pull(ctx context.Context) error {
 	return s.integrate(tip)
 }
 
-// integrate merges the fetched commit tip into the memory, under the
-// writer lock, as one Update.
+// integrate merges the fetched commit tip into the memory as one Update
+// (merger.commit).
 func (s *session) integrate(tip plumbing.Hash) error {
 	m := &merger{r: s.r, g: s.g, st: s.st, label: s.name + "/" + s.r.branch.Short(), theirs: tip, limits: s.opt.Limits,
 		unrelated: s.opt.AllowUnrelatedHistories || s.r.readSyncState()[s.name].ClonedEmpty}
 	meta := Meta{Subject: "memory: merge " + m.label, Author: s.r.operator(s.opt.Author),
 		Trailers: []Trailer{{TrailerCommand, "merge"}}}
-	c, err := s.r.Update(meta, m.run)
+	c, err := m.commit(meta)
 	switch {
 	case errors.Is(err, errUpToDate):
 		s.res.UpToDate = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitmem-dev/gitmem/policy"
 )
@@ -817,4 +820,216 @@ func TestUnrelatedHistoryIsRefused(t *testing.T) {
 	}
 	fsckClean(t, a.Dir())
 	fsckClean(t, fresh.Dir())
+}
+
+// pausedPull starts a pull of origin into r whose merge pauses in the
+// middle of its computation (mergeHook; a merge of another pull goes on)
+// until resume is closed; pulled waits for the pull.
+func pausedPull(t *testing.T, r *Repo) (resume chan struct{}, pulled func() (SyncResult, error)) {
+	paused := make(chan struct{})
+	resume = make(chan struct{})
+	var first atomic.Bool
+	mergeHook = func() {
+		if first.CompareAndSwap(false, true) {
+			close(paused)
+			<-resume
+		}
+	}
+	t.Cleanup(func() { mergeHook = nil })
+	var res SyncResult
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		res, err = r.Pull(context.Background(), "origin", SyncOptions{})
+		done <- err
+	}()
+	<-paused
+	return resume, func() (SyncResult, error) { err := <-done; return res, err }
+}
+
+// A merge is computed without the writer lock (issue 21, item 12): tool
+// calls made while a pull's merge is paused in the middle of its
+// computation complete, and the merge, made on top of them, keeps them.
+// Before, the merge held the lock throughout and the calls waited for it.
+func TestToolCallsDoNotWaitForMerges(t *testing.T) {
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "a0", "shared.md", "one\ntwo\nthree\nfour\nfive\n")
+	put(t, a, "a0b", "other.md", "x\n")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	put(t, b, "b1", "shared.md", "one\ntwo\nthree\nfour\nfive by b\n")
+	put(t, b, "b2", "b.md", "from b\n")
+	syncOK(t, b)
+	put(t, a, "a1", "shared.md", "one by a\ntwo\nthree\nfour\nfive\n") // both sides changed it: a merge
+
+	resume, pulled := pausedPull(t, a)
+	// The merge is paused: a call on a file it does not change, one on a
+	// file it merges.
+	called := make(chan error, 1)
+	go func() {
+		write := func(id, p, content string) error {
+			_, err := a.Update(Meta{Subject: "memory: create /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}}},
+				func(tx *Tx) error { return tx.WriteFile(p, []byte(content)) })
+			return err
+		}
+		err := write("during1", "other.md", "x\ny, during the merge\n")
+		if err == nil {
+			err = write("during2", "shared.md", "one by a\ntwo\nthree, during the merge\nfour\nfive\n")
+		}
+		called <- err
+	}()
+	select {
+	case err := <-called:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute): // not a measurement: a call that waits for the paused merge never comes back
+		close(resume)
+		t.Fatal("a tool call waited for the merge")
+	}
+	close(resume)
+	res, err := pulled()
+	if err != nil || res.Merge == "" {
+		t.Fatalf("the pull: %+v %v", res, err)
+	}
+	want := map[string]string{"shared.md": "one by a\ntwo\nthree, during the merge\nfour\nfive by b\n", "other.md": "x\ny, during the merge\n", "b.md": "from b\n"}
+	if got := files(t, a); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after the merge: %q", got)
+	}
+	merge, _ := a.Commit(res.Merge)
+	if first, _ := a.Commit(merge.Parents[0]); first.Trailer(TrailerToolUseID) != "during2" {
+		t.Errorf("the merge's first parent is %s (%s), not the last call", first.Hash[:7], first.Subject)
+	}
+	a.Flush()
+	if got := onDisk(t, a); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the worktree: %q", got)
+	}
+	fsckClean(t, a.Dir())
+}
+
+// A merge whose tip moved otherwise than by tool calls while it was
+// computed (here: another process on the repository merged the same
+// remote) starts over on the new tip rather than keeping what it found:
+// the remote is in the memory already, and no second merge is made.
+func TestMergeStartsOverWhenTheTipMovesOtherwise(t *testing.T) {
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "a0", "shared.md", "one\ntwo\n")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	put(t, b, "b1", "b.md", "from b\n")
+	syncOK(t, b)
+	put(t, a, "a1", "a.md", "from a\n")
+	a2, err := Open(a.Dir(), agentOptions(t, "a2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+
+	resume, pulled := pausedPull(t, a)
+	res2, err := a2.Pull(context.Background(), "origin", SyncOptions{}) // the other process merges first
+	close(resume)
+	if err != nil || res2.Merge == "" {
+		t.Fatalf("the other process's pull: %+v %v", res2, err)
+	}
+	if res, err := pulled(); err != nil || !res.UpToDate || res.Merge != "" {
+		t.Fatalf("the paused pull, after the other merged: %+v %v", res, err)
+	}
+	if n := strings.Count(gitRun(t, a.Dir(), "log", "--merges", "--format=%H"), "\n"); n != 1 {
+		t.Errorf("%d merge commits, want 1", n)
+	}
+	if got := files(t, a); got["a.md"] != "from a\n" || got["b.md"] != "from b\n" {
+		t.Errorf("after both pulls: %q", got)
+	}
+	a.Flush()
+	fsckClean(t, a.Dir())
+}
+
+// A merge carried over tool calls made while it was computed (mergeFacts
+// extended to the new tip) is the merge computed afresh on that tip: the
+// same tree, conflicts, left-out entries and message. Random histories:
+// the remote changes, adds, deletes and renames files; then, between the
+// two computations, the memory does too, on the same files and others.
+func TestMergeCarriedOverCallsIsTheSame(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 12))
+			remote := bareRemote(t)
+			a := agent(t, remote, "a")
+			names := []string{"a.md", "b.md", "c.md", "d/e.md", "d/f.md", "g.md"}
+			for i, p := range names[:5] {
+				put(t, a, fmt.Sprint("seed", i), p, "1\n2\n3\n4\n5\n6\n")
+			}
+			syncOK(t, a)
+			b := agent(t, remote, "b")
+			n := 0
+			change := func(r *Repo, side string) {
+				n++
+				id := fmt.Sprintf("%s%d", side, n)
+				fs := files(t, r)
+				p := names[rng.IntN(len(names))]
+				content, ok := fs[p]
+				switch k := rng.IntN(6); {
+				case !ok:
+					put(t, r, id, p, fmt.Sprintf("new %s\n", id))
+				case k == 0:
+					del(t, r, id, p)
+				case k == 1:
+					if to := names[rng.IntN(len(names))]; fs[to] == "" && !strings.HasPrefix(to, p+"/") {
+						mv(t, r, id, p, to)
+					}
+				default:
+					lines := strings.Split(content, "\n")
+					lines[rng.IntN(len(lines))] = id
+					put(t, r, id, p, strings.Join(lines, "\n"))
+				}
+			}
+			for range 6 {
+				change(b, "b")
+			}
+			syncOK(t, b)
+			for range 3 {
+				change(a, "a")
+			}
+			s, err := a.newSession("origin", SyncOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.close()
+			tip, err := s.fetch(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mk := func() *merger {
+				return &merger{r: a, g: s.g, st: s.st, label: "origin/main", theirs: tip, limits: s.opt.Limits}
+			}
+			carried := mk()
+			if err := carried.run(a.newTx()); err != nil {
+				t.Fatal(err)
+			}
+			for range 1 + rng.IntN(4) { // the calls made meanwhile
+				change(a, "a")
+			}
+			found := carried.facts
+			tx1, tx2 := a.newTx(), a.newTx()
+			afresh := mk()
+			err1, err2 := carried.run(tx1), afresh.run(tx2)
+			if found.upToDate || carried.facts.base != found.base || fmt.Sprintf("%p", carried.facts.dT) != fmt.Sprintf("%p", found.dT) {
+				t.Fatal("the merge's facts were found again, not carried over")
+			}
+			if fmt.Sprint(err1) != fmt.Sprint(err2) {
+				t.Fatalf("carried over: %v, afresh: %v", err1, err2)
+			}
+			var diffs []string
+			diffNodes(tx1.root, tx2.root, "", func(p string, _ plumbing.Hash) { diffs = append(diffs, p) })
+			if len(diffs) > 0 {
+				t.Errorf("the trees differ at %v", diffs)
+			}
+			if a, b := fmt.Sprint(carried.conflicts, carried.ignored, tx1.subject, tx1.extra, tx1.merged, len(tx1.mergedIDs)),
+				fmt.Sprint(afresh.conflicts, afresh.ignored, tx2.subject, tx2.extra, tx2.merged, len(tx2.mergedIDs)); a != b {
+				t.Errorf("carried over:\n%s\nafresh:\n%s", a, b)
+			}
+		})
+	}
 }

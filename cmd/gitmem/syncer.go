@@ -17,8 +17,9 @@ import (
 // commits are pushed once a burst of changes has been quiet for a moment
 // (one push for a burst, not one per change), and the remote is pulled on
 // an interval. A sync runs beside the tool calls, never in their way: it
-// takes the writer lock only to merge, and a remote that fails or hangs
-// is retried with a growing pause, reported in the log and in /healthz.
+// takes the writer lock only to commit a merge, and a remote that fails
+// or hangs is retried with a growing pause, reported in the log and in
+// /healthz.
 
 const (
 	syncQuiet   = time.Second      // push a burst once it has been quiet this long ...
