@@ -60,15 +60,21 @@ func normalize(app *cli.App, args []string) (out []string, cmdName string, err e
 	}
 	start := i
 	cmd := app.Command(args[i])
-	if args[i] == "help" || args[i] == "h" {
-		return args, "", nil // urfave/cli's own help command: gitmem help serve
-	}
-	if cmd == nil {
+	unknown := func(name string) error {
 		var names []string
 		for _, c := range app.Commands {
 			names = append(names, c.Names()...)
 		}
-		return nil, "", failf(exitUsage, "%q is not a gitmem command%s (see: gitmem help)", args[i], didYouMean(args[i], names))
+		return failf(exitUsage, "%q is not a gitmem command%s (see: gitmem help)", name, didYouMean(name, names))
+	}
+	if args[i] == "help" || args[i] == "h" { // urfave/cli's own help command: gitmem help serve
+		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && app.Command(args[i+1]) == nil {
+			return nil, "", unknown(args[i+1])
+		}
+		return args, "", nil
+	}
+	if cmd == nil {
+		return nil, "", unknown(args[i])
 	}
 	if i+1 < len(args) && cmd.Command(args[i+1]) != nil { // a subcommand: gitmem store create
 		i++

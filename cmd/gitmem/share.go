@@ -125,8 +125,10 @@ func shareErr(err error, cmd, remote, dir string) error {
 
 func remoteCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "remote",
-		Usage: "the git remotes the memory is shared through",
+		Name:   "remote",
+		Usage:  "the git remotes the memory is shared through (alone: list them)",
+		Flags:  []cli.Flag{remoteJSONFlag},
+		Action: listRemotes,
 		Subcommands: []*cli.Command{
 			{
 				Name:      "add",
@@ -141,29 +143,10 @@ func remoteCommand() *cli.Command {
 				}),
 			},
 			{
-				Name:  "list",
-				Usage: "list the remotes: name and URL",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"}},
-				Action: func(c *cli.Context) error {
-					r, err := openRepo(c, true)
-					if err != nil {
-						return err
-					}
-					defer r.Close()
-					rs, err := r.Remotes()
-					if err != nil {
-						return storeErr(err, c.String("repo"))
-					}
-					emit := jsonLines(c.App.Writer)
-					for _, x := range rs {
-						if c.Bool("json") {
-							emit(map[string]string{"name": x.Name, "url": x.URL})
-						} else {
-							fmt.Fprintf(c.App.Writer, "%s\t%s\n", x.Name, x.URL)
-						}
-					}
-					return nil
-				},
+				Name:   "list",
+				Usage:  "list the remotes: name and URL (what gitmem remote alone does, as git remote)",
+				Flags:  []cli.Flag{remoteJSONFlag},
+				Action: listRemotes,
 			},
 			{
 				Name:      "remove",
@@ -174,6 +157,30 @@ func remoteCommand() *cli.Command {
 		},
 	}
 }
+
+// listRemotes is remote list, and remote alone.
+func listRemotes(c *cli.Context) error {
+	r, err := openRepo(c, true)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	rs, err := r.Remotes()
+	if err != nil {
+		return storeErr(err, c.String("repo"))
+	}
+	emit := jsonLines(c.App.Writer)
+	for _, x := range rs {
+		if c.Bool("json") {
+			emit(map[string]string{"name": x.Name, "url": x.URL})
+		} else {
+			fmt.Fprintf(c.App.Writer, "%s\t%s\n", x.Name, x.URL)
+		}
+	}
+	return nil
+}
+
+var remoteJSONFlag = &cli.BoolFlag{Name: "json", Usage: "one JSON object per line"}
 
 // remoteChange is the action of remote add and remove: n arguments, the
 // repository opened for writing.
@@ -217,10 +224,14 @@ func cloneCommand() *cli.Command {
 			}
 			ctx, stop := signalContext()
 			defer stop()
+			var re *gitmem.RemoteError
 			r, res, err := gitmem.Clone(ctx, url, dir, gitmem.Options{Now: clock(), Logf: logTo(c)}, syncOptions(c))
 			switch {
 			case errors.Is(err, gitmem.ErrNotEmpty):
 				return failf(exitFailure, "%s exists and is not empty", dir)
+			case errors.As(err, &re):
+				// Named by the URL typed: origin exists only once the clone does.
+				return failf(exitFailure, "%s %s: %v; nothing was made", re.Op, url, re.Err)
 			case err != nil:
 				return shareErr(err, "clone", "origin", dir)
 			}
