@@ -5,8 +5,9 @@
 // A Repo keeps HEAD's tree in memory as immutable nodes. Update runs a
 // function on a transaction (Tx) over that tree and commits what it
 // changed: the blob, the trees on the changed paths and the commit are
-// written as fsynced loose objects, the branch moves the way git moves it
-// (lock file, fsync, rename), and the worktree is mirrored, so a mutation
+// made durable in the write-ahead log, then written as a pack (kept from
+// git's gc until the branch names it), the branch moves the way git moves
+// it (lock file, rename), and the worktree is mirrored, so a mutation
 // costs the size of what it touches, not of the memory or its history.
 // Snapshot gives readers an immutable View. Every gitmem process on a
 // repository shares one writer lock (.git/gitmem/lock).

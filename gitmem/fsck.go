@@ -104,8 +104,8 @@ func unrecoveredText(u Unrecovered) string {
 // pointed at the newest commit that no other commit descends from (the
 // history index's tip when it is one), then the repository is opened,
 // which finishes interrupted work and adopts hand edits. Damaged objects
-// it can only name; the fix is a copy from a clone or backup, or `gitmem
-// redact --blob` to remove a file's damaged blob from every commit.
+// it can only name; the fix is a copy from a clone or backup, or for a
+// file's blob `gitmem redact --blob` to remove it from every commit.
 //
 // Fsck works on a repository Open refuses; it takes the writer lock.
 func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
@@ -286,8 +286,14 @@ func (r *Repo) bestTip() plumbing.Hash {
 func (r *Repo) checkObjects(tips []plumbing.Hash, rep *FsckReport, add func(Problem)) {
 	seen := map[plumbing.Hash]bool{}
 	bad := func(kind string, h plumbing.Hash, at string, err error) {
-		add(Problem{What: fmt.Sprintf("object %s (%s%s) is damaged or missing: %v", h, kind, inPath(at), err),
-			Repair: "copy the object from a clone or backup; or remove the file's content from every commit with gitmem redact --blob " + h.String() + " --yes"})
+		what := fmt.Sprintf("object %s (%s%s) is damaged: %v", h, kind, inPath(at), err)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			what = fmt.Sprintf("object %s (%s%s) is missing from git's files", h, kind, inPath(at))
+			if kind == "commit" {
+				what += ": the history stops there (git log: \"Failed to traverse parents\"); something deleted it (git gc --prune=now run while an earlier gitmem wrote could)"
+			}
+		}
+		add(Problem{What: what, Repair: missingRepair(kind, h)})
 	}
 	r.omu.Lock()
 	r.obj.Hold()

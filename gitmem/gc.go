@@ -175,7 +175,7 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 	st, err := r.collect(full)
 	if err != nil && !full && !errors.Is(err, errGCStopped) {
 		// Most likely a full disk: spend the reserve on small batches.
-		r.opt.Logf("gitmem: gc: %v; packing the loose objects in small batches", err)
+		r.opt.Logf("gitmem: gc: %v; packing the loose objects and small packs in small batches", err)
 		st, err = r.packLooseBatches()
 	}
 	if err != nil {
@@ -282,6 +282,11 @@ func (r *Repo) gcPlan(full, all bool) (gcPlan, error) {
 	packs, err := gd.ListPacks(r.gitDir)
 	if err != nil {
 		return pl, err
+	}
+	if !all {
+		// A kept pack is one no ref names yet (gitdir.WritePackFiles):
+		// left alone, as git's gc leaves it. A redaction takes them all.
+		packs = slices.DeleteFunc(packs, func(p gd.Pack) bool { return p.Kept })
 	}
 	if pl.packs = packs; !full {
 		pl.packs = packsToMerge(packs, len(pl.loose))
@@ -450,9 +455,10 @@ func (r *Repo) keepUsedAgain(s *gd.Store, pl gcPlan, res gd.RepackResult, keep m
 	return ow.Sync()
 }
 
-// packLooseBatches packs the loose objects in batches that start small,
-// each batch's loose files deleted before the next is written: on a full
-// disk, where one pack of everything does not fit.
+// packLooseBatches packs the loose objects and the small packs of
+// bursts in batches that start small, each batch's files deleted before
+// the next is written: on a full disk, where one pack of everything does
+// not fit.
 func (r *Repo) packLooseBatches() (GCStats, error) {
 	r.mmu.Lock()
 	defer r.mmu.Unlock()
@@ -462,7 +468,12 @@ func (r *Repo) packLooseBatches() (GCStats, error) {
 	if err != nil {
 		return GCStats{}, err
 	}
-	n, err := r.obj.PackLoose(loose)
+	packs, err := gd.ListPacks(r.gitDir)
+	if err != nil {
+		return GCStats{}, err
+	}
+	packs = slices.DeleteFunc(packs, func(p gd.Pack) bool { return !burst(p) || p.Kept })
+	n, removed, err := r.obj.PackSmall(loose, packs)
 	r.obj.Reindex()
-	return GCStats{Packed: n, Removed: n}, err
+	return GCStats{Packed: n, Removed: removed}, err
 }

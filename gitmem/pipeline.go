@@ -52,7 +52,7 @@ import (
 const (
 	checkpointEvery = time.Second
 	checkpointBytes = 16 << 20
-	packAtObjects   = 16
+	foldBelow       = 16
 	releaseIdle     = 200 * time.Millisecond
 	backlogWait     = 10 * time.Second
 	spareAt         = 32 << 10
@@ -90,6 +90,14 @@ type prepared struct {
 	plain bool
 }
 
+// heldObjects are objects materialised together, in one pack, held in
+// memory (readable) until a checkpoint has made them safe from git's gc
+// (secureMaterialized).
+type heldObjects struct {
+	pack plumbing.Hash
+	objs []gd.Object
+}
+
 // batch is a group of prepared commits written with one fdatasync.
 type batch struct {
 	items []*prepared
@@ -120,10 +128,10 @@ type pipeline struct {
 	taken        int           // commits taken from unmat and being materialised
 	diskHead     plumbing.Hash // the branch as written in git's files
 	diskTree     *node         // its tree
-	ow           *gd.ObjectWriter
-	packsWritten []string     // packs materialised since the last sync
-	lastCkpt     atomic.Int64 // unix nanos of the last checkpoint (attempt)
-	lastUse      atomic.Int64 // unix nanos of the last change
+	packsWritten []string      // packs materialised since the last sync
+	held         []heldObjects // the objects materialised since the last checkpoint
+	lastCkpt     atomic.Int64  // unix nanos of the last checkpoint (attempt)
+	lastUse      atomic.Int64  // unix nanos of the last change
 
 	recovering  bool      // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
 	spareFailed time.Time // (mmu) when growing the spare log file last failed: not tried again for a minute
@@ -155,7 +163,6 @@ func (r *Repo) initPipeline() {
 	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
 	r.handBase = map[string]handBase{}
 	r.seen = map[string][]shown{}
-	r.ow = gd.NewObjectWriter(r.gitDir)
 	r.draining = -1
 	r.stop = make(chan struct{})
 	r.wake = make(chan struct{}, 1)
@@ -664,29 +671,19 @@ func (r *Repo) materializeSome(k int) error {
 	for _, p := range items {
 		objs = append(objs, p.objs...)
 	}
-	if len(objs) >= packAtObjects {
-		// Many objects (a burst of changes, a recovery): one pack, two
-		// files, instead of a file each. The object store's lock is taken
-		// only to add the pack: writing it (compressing every object)
-		// took as long as the group was large, and every call reading a
-		// file waited for it, holding the writer lock. The objects stay
-		// readable from memory until dropped below.
-		h, err := r.obj.WritePackFiles(objs, false)
-		if err != nil {
-			return requeue(wrap("write the objects", err))
-		}
-		r.omu.Lock()
-		r.obj.AddPack(h)
-		r.unlockObj()
-		base := filepath.Join(r.gitDir, "objects", "pack", "pack-"+h.String())
-		r.packsWritten = append(r.packsWritten, base+".pack", base+".idx", filepath.Dir(base))
-	} else {
-		for _, o := range objs {
-			if _, err := r.ow.WriteNoSync(o.Type, o.Data); err != nil {
-				return requeue(wrap("write an object", err))
-			}
-		}
+	// One pack, two files, however many objects (a file each, loose,
+	// cost more and git prune deletes them before the branch names them:
+	// see secureMaterialized). It is kept from git's gc until the branch
+	// names its commits (gd.Unkeep below). The object store's lock is
+	// taken only to add the pack: writing it took as long as the group
+	// was large, and every call reading a file waited for it, holding the
+	// writer lock. The objects stay readable from memory until the
+	// checkpoint.
+	pack, err := r.obj.WritePackFiles(objs, false, true)
+	if err != nil {
+		return requeue(wrap("write the objects", err))
 	}
+	r.addPack(pack)
 	last := items[len(items)-1]
 	prevHead := r.diskHead
 	var moved plumbing.Hash // where something outside gitmem had moved the branch
@@ -696,6 +693,10 @@ func (r *Repo) materializeSome(k int) error {
 			return requeue(err)
 		}
 	}
+	gd.Unkeep(r.gitDir, pack) // the branch names them
+	// The objects stay readable from memory until the checkpoint has made
+	// them safe from git's gc (secureMaterialized).
+	r.held = append(r.held, heldObjects{pack: pack, objs: objs})
 	// The commits are in git's files. The worktree follows; a path that
 	// cannot (a full disk) waits in r.pend and the journal.
 	var paths []string
@@ -732,9 +733,6 @@ func (r *Repo) materializeSome(k int) error {
 			failed = append(failed, q)
 			r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
 		}
-	}
-	for _, p := range items {
-		r.obj.Drop(p.objs)
 	}
 	now := time.Now()
 	r.pmu.Lock()
@@ -1449,14 +1447,20 @@ func (r *Repo) emptyLog() error {
 // and records the worktree paths still waiting for repair in the journal.
 // Called with mmu held.
 func (r *Repo) syncMaterialized() error {
+	if err := r.secureMaterialized(); err != nil {
+		return err
+	}
 	ref := filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch)))
-	files := append(r.ow.Written(), r.wt.flushList()...)
-	files = append(append(files, r.packsWritten...), ref, filepath.Dir(ref))
+	files := append(r.wt.flushList(), r.packsWritten...)
+	files = append(files, ref, filepath.Dir(ref))
 	if err := gd.SyncFS(r.gitDir, files); err != nil {
 		return wrap("sync the repository", err)
 	}
-	r.ow.Forget()
 	r.packsWritten = nil
+	for _, g := range r.held {
+		r.obj.Drop(g.objs)
+	}
+	r.held = nil
 	r.pmu.Lock()
 	pend := slices.Clone(r.pend)
 	r.pmu.Unlock()
@@ -1466,6 +1470,95 @@ func (r *Repo) syncMaterialized() error {
 		}
 	}
 	return nil
+}
+
+// secureMaterialized makes sure git's files hold the objects
+// materialised since the last checkpoint, before the log that holds them
+// is emptied, and folds the small packs materialisation wrote.
+//
+// git gc --prune=now, git repack -a -d and git prune --expire=now delete
+// what the refs do not reach at the moment they read them, however new:
+// a run that read them before the branch moved deletes objects the
+// branch names by then (it then names a missing commit: git log "Failed
+// to traverse parents"). Materialisation writes no loose object, which
+// git prune deletes whatever gitmem does; each group's pack is kept from
+// git's gc (.keep) until the branch names it, and a repack that finds it
+// without one read the refs later still (see gitdir.WritePackFiles). The
+// packs of fewer than foldBelow objects (a call or two each, one every
+// few milliseconds) are written again as one, from memory, and deleted:
+// the pack folder does not fill with them. Then each pack is looked for
+// on disk; the objects of one that is gone (git repacked it, or something
+// deleted it) are looked for one by one, and any missing is written
+// again from memory — the log holds the same — and the log says so at
+// ERROR. Called with mmu held, after materialisation.
+func (r *Repo) secureMaterialized() error {
+	var missing, small []gd.Object
+	var folded []plumbing.Hash
+	r.omu.Lock()
+	listed := false
+	for _, g := range r.held {
+		if gd.PackExists(r.gitDir, g.pack) {
+			if len(g.objs) < foldBelow {
+				small = append(small, g.objs...)
+				folded = append(folded, g.pack)
+			}
+			continue
+		}
+		if !listed {
+			r.obj.Reindex()
+			listed = true
+		}
+		for _, o := range g.objs {
+			if !r.obj.OnDisk(o.Hash) {
+				missing = append(missing, o)
+			}
+		}
+	}
+	r.unlockObj()
+	if len(missing) > 0 {
+		r.opt.Errorf("gitmem: %d object(s) of acknowledged commits were deleted from git's files by another program before a checkpoint; gitmem writes them again", len(missing))
+	}
+	if len(folded) > 1 {
+		// Best effort: on a full disk the small packs stay as they are.
+		if h, err := r.obj.WritePackFiles(small, false, false); err == nil { // the branch names them: no .keep
+			r.addPack(h)
+			r.removeFolded(slices.DeleteFunc(folded, func(f plumbing.Hash) bool { return f == h }))
+		}
+	}
+	if len(missing) > 0 {
+		h, err := r.obj.WritePackFiles(missing, false, false)
+		if err != nil {
+			return wrap("write the objects again", err)
+		}
+		r.addPack(h)
+	}
+	return nil
+}
+
+// removeFolded deletes packs materialisation wrote whose objects are in
+// another pack now (a reader that misses one finds them there), and
+// forgets them. Called with mmu held.
+func (r *Repo) removeFolded(packs []plumbing.Hash) {
+	gd.RemovePacks(r.gitDir, packs)
+	gone := map[string]bool{}
+	for _, h := range packs {
+		base := filepath.Join(r.gitDir, "objects", "pack", "pack-"+h.String())
+		gone[base+".pack"], gone[base+".idx"] = true, true
+	}
+	r.packsWritten = slices.DeleteFunc(r.packsWritten, func(p string) bool { return gone[p] })
+	r.omu.Lock()
+	r.obj.Reindex()
+	r.unlockObj()
+}
+
+// addPack makes a pack materialisation wrote one the store reads from,
+// and one the next checkpoint syncs. Called with mmu held.
+func (r *Repo) addPack(h plumbing.Hash) {
+	r.omu.Lock()
+	r.obj.AddPack(h)
+	r.unlockObj()
+	base := filepath.Join(r.gitDir, "objects", "pack", "pack-"+h.String())
+	r.packsWritten = append(r.packsWritten, base+".pack", base+".idx", filepath.Dir(base))
 }
 
 // maintainLoop materialises soon after each group, checkpoints now and

@@ -130,7 +130,7 @@ func testFailedGroup(t *testing.T, step string) {
 func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
 	r, dir := newRepo(t)
 	settle(t, r)
-	stop := failAt(t, gd.StepObject, "")
+	stop := failAt(t, gd.StepPack, "")
 	write(t, r, "t1", "a.md", "acknowledged\n")
 	if err := r.materialize(); err == nil {
 		t.Fatal("the fault did not fail materialisation")
@@ -160,7 +160,7 @@ func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
 // used to switch back to the file the first had switched from, and empty
 // it; a single failed sync must keep the log as well.
 func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
-	for _, step := range []string{gd.StepObject, gd.StepSync} {
+	for _, step := range []string{gd.StepPack, gd.StepSync} {
 		t.Run(step, func(t *testing.T) {
 			dir := t.TempDir()
 			r, _, err := Init(dir, testOptions(t))

@@ -453,6 +453,9 @@ func (r *Repo) clearTempFiles() {
 	if n := gd.RemoveOrphanIndexes(r.gitDir); n > 0 { // a pack killed between its index and itself
 		junk = append(junk, make([]string, n)...)
 	}
+	if n := gd.RemoveStaleKeeps(r.gitDir); n > 0 { // a burst killed before the branch named it
+		junk = append(junk, make([]string, n)...)
+	}
 	if len(junk) > 0 {
 		r.opt.Logf("gitmem: removed %d temporary file(s) left by an interrupted run", len(junk))
 	}
@@ -578,9 +581,18 @@ func objectError(kind string, h plumbing.Hash, at string, err error) error {
 	}
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return &DamagedError{Problem: fmt.Sprintf("the %s %s%s is missing", kind, h, inPath(at)),
-			Repair: "run gitmem fsck to list what is damaged; restore the object from a clone or backup, or remove it from history with gitmem redact --blob"}
+			Repair: "run gitmem fsck to list what is damaged; " + missingRepair(kind, h)}
 	}
 	return &StorageError{Op: what, Err: err}
+}
+
+// missingRepair says how to repair a missing or damaged object of the
+// kind: a blob can be removed from history, a commit or a tree cannot.
+func missingRepair(kind string, h plumbing.Hash) string {
+	if kind == "blob" {
+		return "copy the object from a clone or backup; or remove the file's content from every commit with gitmem redact --blob " + h.String() + " --yes"
+	}
+	return "copy it from a clone or backup (copying a clone's .git/objects/pack/ files into this repository's brings every object the clone has); no gitmem command can mend a history that misses a " + kind
 }
 
 func inPath(at string) string {

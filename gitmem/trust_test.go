@@ -652,6 +652,7 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 	}
 	c := write(t, r, "t1", "notes/a.md", "hello\n")
 	r.Close()
+	explode(t, dir)
 	blob := strings.Fields(gitCLI(t, dir, "rev-parse", c.Hash+":memories/notes/a.md"))[0]
 	obj := filepath.Join(dir, ".git", "objects", blob[:2], blob[2:])
 	os.Chmod(obj, 0o644)
@@ -677,6 +678,31 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 	gitCLI(t, dir, "fsck", "--strict")
 }
 
+// explode turns every pack of the repository into loose objects, which
+// a test can then damage one by one.
+func explode(t *testing.T, dir string) {
+	t.Helper()
+	packs, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "pack-*.pack"))
+	for _, p := range packs {
+		aside := filepath.Join(t.TempDir(), filepath.Base(p))
+		if err := os.Rename(p, aside); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(strings.TrimSuffix(p, ".pack") + ".idx")
+		f, err := os.Open(aside)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("git", "unpack-objects", "-q")
+		cmd.Dir, cmd.Stdin = dir, f
+		out, err := cmd.CombinedOutput()
+		f.Close()
+		if err != nil {
+			t.Fatalf("git unpack-objects: %v\n%s", err, out)
+		}
+	}
+}
+
 // A damaged blob of an older version is named, with its path, by every
 // reader of history; listing a commit's files reads no blob. (A
 // newcomer's pass found show and diff saying "read tree failed: zlib ...",
@@ -686,6 +712,10 @@ func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
 	first := write(t, r, "t1", "notes/a.md", "hello\n")
 	second := write(t, r, "t2", "notes/a.md", "hello\nworld\n")
 	r.Flush()
+	if err := r.checkpoint(); err != nil { // git's files hold them: no longer read from memory
+		t.Fatal(err)
+	}
+	explode(t, dir)
 	blob := strings.Fields(gitCLI(t, dir, "rev-parse", first.Hash+":memories/notes/a.md"))[0]
 	obj := filepath.Join(dir, ".git", "objects", blob[:2], blob[2:])
 	os.Chmod(obj, 0o644)
@@ -836,7 +866,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 		}
 		write(t, r, "t1", "a.md", "one\n")
 		settle(t, r)
-		stop := failAt(t, gd.StepObject, "") // t2 stays in the log
+		stop := failAt(t, gd.StepPack, "") // t2 stays in the log
 		write(t, r, "t2", "a.md", "two\n")
 		crash(r)
 		stop()
@@ -949,7 +979,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 					os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte(tc.hand), 0o600)
 				}
 				if crashed {
-					stop := failAt(t, gd.StepObject, "") // t2 stays in the log
+					stop := failAt(t, gd.StepPack, "") // t2 stays in the log
 					write(t, r, "t2", "a.md", "ONE\ntwo\nthree\n")
 					crash(r)
 					stop()
@@ -1023,7 +1053,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 			}
 			want := "memories/a.md\nmemories/c.md\nmemories/d.md\nmemories/op.md\n"
 			if crashed { // e.md is in the log only
-				stop := failAt(t, gd.StepObject, "")
+				stop := failAt(t, gd.StepPack, "")
 				write(t, r, "t7", "e.md", "five\n")
 				crash(r)
 				stop()

@@ -40,7 +40,7 @@ func twoInTheLog(t *testing.T) (dir string, r *Repo, stop func()) {
 	r.mmu.Lock() // t2 and t3 stay in the log until the fault is in place
 	write(t, r, "t2", "a.md", "two\n")
 	write(t, r, "t3", "b.md", "three\n")
-	stop = failAt(t, gd.StepObject, "")
+	stop = failAt(t, gd.StepPack, "")
 	r.mmu.Unlock()
 	return dir, r, stop
 }

@@ -13,39 +13,77 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// packLoose packs the loose objects and removes their files: one pack if
-// it fits; on a full disk, batches that start small and double, each
-// batch's loose files removed (freeing far more than the pack takes)
-// before the next is written. It returns how many objects it packed.
-func (s *Store) PackLoose(loose []plumbing.Hash) (int, error) {
-	if len(loose) == 0 {
-		return 0, nil
+// PackSmall packs the loose objects and the objects of the given packs,
+// and removes their files: one pack if it fits; on a full disk, batches
+// that start small and double, smallest files first, each batch's files
+// removed (a loose object or a small pack takes a block or two, far more
+// than its share of a pack) before the next is written. It returns how
+// many objects it packed and how many files (loose objects, packs) it
+// removed.
+func (s *Store) PackSmall(loose []plumbing.Hash, packs []Pack) (objects, removed int, err error) {
+	type unit struct {
+		objs []plumbing.Hash
+		pack plumbing.Hash // zero: a loose object
+		size int64
 	}
-	if _, err := s.PackObjects(loose); err == nil {
-		return RemoveLoose(s.Dir, loose), nil
-	}
-	// The disk is full: spend the reserve on the smallest objects first.
-	os.Remove(s.reservePath())
-	defer s.MakeReserve()
-	size := map[plumbing.Hash]int64{}
+	var units []unit
 	for _, h := range loose {
 		hex := h.String()
+		u := unit{objs: []plumbing.Hash{h}}
 		if fi, err := os.Stat(filepath.Join(s.Dir, "objects", hex[:2], hex[2:])); err == nil {
-			size[h] = fi.Size()
+			u.size = fi.Size()
 		}
+		units = append(units, u)
 	}
-	loose = slices.Clone(loose)
-	slices.SortFunc(loose, func(a, b plumbing.Hash) int { return cmp.Compare(size[a], size[b]) })
-	done := 0
-	for batch := 32; done < len(loose); batch *= 2 {
-		part := loose[done:min(done+batch, len(loose))]
-		if _, err := s.PackObjects(part); err != nil {
-			return done, err
+	for _, p := range packs {
+		hs, err := PackHashes(PackIndexPath(s.Dir, p.Hash))
+		if err != nil {
+			return objects, removed, err
 		}
-		RemoveLoose(s.Dir, part)
-		done += len(part)
+		units = append(units, unit{objs: hs, pack: p.Hash, size: p.Bytes})
 	}
-	return done, nil
+	pack := func(us []unit) error {
+		var hs []plumbing.Hash
+		for _, u := range us {
+			hs = append(hs, u.objs...)
+		}
+		if len(hs) == 0 {
+			return nil
+		}
+		if _, err := s.PackObjects(hs); err != nil {
+			return err
+		}
+		var ps []plumbing.Hash
+		for _, u := range us {
+			if u.pack.IsZero() {
+				removed += RemoveLoose(s.Dir, u.objs)
+			} else {
+				ps = append(ps, u.pack)
+			}
+		}
+		removed += RemovePacks(s.Dir, ps)
+		objects += len(hs)
+		return nil
+	}
+	if err := pack(units); err == nil {
+		return objects, removed, nil
+	}
+	// The disk is full: spend the reserve on the smallest first.
+	os.Remove(s.reservePath())
+	defer s.MakeReserve()
+	slices.SortFunc(units, func(a, b unit) int { return cmp.Compare(a.size, b.size) })
+	for done, batch := 0, 32; done < len(units); batch *= 2 { // objects
+		end, n := done, 0
+		for end < len(units) && (end == done || n+len(units[end].objs) <= batch) {
+			n += len(units[end].objs)
+			end++
+		}
+		if err := pack(units[done:end]); err != nil {
+			return objects, removed, err
+		}
+		done = end
+	}
+	return objects, removed, nil
 }
 
 // The reserve (.git/gitmem/reserve) is a few KiB gitmem sets aside while
@@ -74,6 +112,7 @@ func (s *Store) ClearGarbage(all bool) int {
 	n := 0
 	for _, pattern := range []string{
 		filepath.Join(s.Dir, "objects", "pack", "tmp_*"),
+		filepath.Join(s.Dir, "objects", "pack", TmpPackPrefix+"*"),
 		filepath.Join(s.Dir, "gitmem", "tmp", "*"),
 		filepath.Join(s.Dir, "objects", "??", TmpObjPrefix+"*"),
 	} {
@@ -169,6 +208,51 @@ func RemovePacks(gitDir string, packs []plumbing.Hash) int {
 			os.Remove(base + ext)
 		}
 		os.Remove(repackedMarkPath(gitDir, p.String()))
+	}
+	return n
+}
+
+// Keeping a pack from git's gc. git gc --prune=now, git repack -a -d and
+// git prune --expire=now delete whatever no ref reaches at the moment
+// they read the refs, however new: git repack -a -d a pack it listed at
+// its start, git prune --expire=now a loose object. A pack gitmem writes
+// before a ref names its objects (a burst of changes materialised before
+// the branch moves, a fetch before the remote-tracking ref moves) is
+// kept from them by a .keep file, which git honours (no repack deletes a
+// kept pack or takes its objects), made before the pack appears and
+// removed (Unkeep) once a ref names the objects. A repack that finds the
+// pack without it reads the refs after that (git lists the packs first),
+// so it finds the objects reachable.
+const keepNote = "gitmem: no ref names these objects yet\n"
+
+func writeKeep(base string) error {
+	return os.WriteFile(base+".keep", []byte(keepNote), 0o444)
+}
+
+// unkeep removes the .keep file of the pack at base (its path without
+// the extension), if written.
+func unkeep(base string, written bool) {
+	if written {
+		os.Remove(base + ".keep")
+	}
+}
+
+// Unkeep lets git's gc have the pack h, which WritePackFiles wrote kept,
+// once a ref names its objects.
+func Unkeep(gitDir string, h plumbing.Hash) {
+	unkeep(filepath.Join(gitDir, "objects", "pack", "pack-"+h.String()), true)
+}
+
+// RemoveStaleKeeps removes the .keep files gitmem made that a killed
+// process left (what such a pack holds for a commit is in the
+// write-ahead log, which the start replays), and returns how many.
+func RemoveStaleKeeps(gitDir string) int {
+	m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*.keep"))
+	n := 0
+	for _, p := range m {
+		if data, err := os.ReadFile(p); err == nil && string(data) == keepNote && os.Remove(p) == nil {
+			n++
+		}
 	}
 	return n
 }

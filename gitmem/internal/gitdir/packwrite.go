@@ -21,7 +21,10 @@ import (
 
 // TmpPackPrefix names the temporary files of the packs gitmem writes,
 // so that the ones a crash leaves are told from git's own and removed.
-const TmpPackPrefix = "tmp_gitmem_"
+// Not "tmp_": git prune deletes every file of the pack folder so named
+// (with --expire=now, however new), and a pack being written beside it
+// failed.
+const TmpPackPrefix = "gitmem_tmp_"
 
 // WriteObjectsPack writes objects (held in full) as one pack with its
 // index (version 2), trees as deltas of their Base where it is in the
@@ -29,7 +32,7 @@ const TmpPackPrefix = "tmp_gitmem_"
 // group of commits costs two file creations, not one per object. With
 // durable false nothing is fsynced (the caller syncs later).
 func (s *Store) WriteObjectsPack(objs []Object, durable bool) (plumbing.Hash, error) {
-	h, err := s.WritePackFiles(objs, durable)
+	h, err := s.WritePackFiles(objs, durable, false)
 	if err == nil {
 		s.AddPack(h)
 	}
@@ -46,8 +49,9 @@ const StoredPackMax = 10_000
 // WritePackFiles is WriteObjectsPack without telling the Store: it writes
 // the two files and changes nothing the Store holds, so it needs none of
 // the caller's locks (what the pack holds must be readable meanwhile, as
-// objects in memory). AddPack then makes the Store read from it.
-func (s *Store) WritePackFiles(objs []Object, durable bool) (plumbing.Hash, error) {
+// objects in memory). AddPack then makes the Store read from it. With
+// keep, the pack is held from git's gc until Unkeep (see KeepPack).
+func (s *Store) WritePackFiles(objs []Object, durable, keep bool) (plumbing.Hash, error) {
 	seen := map[plumbing.Hash]bool{}
 	n := 0
 	for _, o := range objs {
@@ -69,6 +73,7 @@ func (s *Store) WritePackFiles(objs []Object, durable bool) (plumbing.Hash, erro
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	pw.keep = keep
 	// A tree whose base (the folder's previous version) is in the pack is
 	// stored as a delta of it: a commit's trees differ from their parents'
 	// by an entry or two, and were nine tenths of a burst's bytes (two
@@ -116,6 +121,7 @@ type packWriter struct {
 	level   int
 	buf     bytes.Buffer
 	deltas  int
+	keep    bool // a .keep file comes before the pack (KeepPack)
 }
 
 type packEntry struct {
@@ -327,11 +333,18 @@ func (pw *packWriter) finish(durable bool) (plumbing.Hash, error) {
 	pw.f.Close()
 	xf.Close()
 	base := filepath.Join(pw.dir, "pack-"+packSum.String())
+	if pw.keep {
+		if err := writeKeep(base); err != nil {
+			return fail(err, xf)
+		}
+	}
 	if err := os.Rename(xf.Name(), base+".idx"); err != nil {
+		unkeep(base, pw.keep)
 		return fail(err, xf)
 	}
 	if err := os.Rename(pw.f.Name(), base+".pack"); err != nil {
 		os.Remove(base + ".idx")
+		unkeep(base, pw.keep)
 		return fail(err)
 	}
 	if durable {

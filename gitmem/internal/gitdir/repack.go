@@ -606,6 +606,7 @@ type Pack struct {
 	Objects  int   // how many objects it holds (from its index)
 	Bytes    int64 // the pack file's size
 	Repacked bool  // written by Repack (its deltas are gitmem's)
+	Kept     bool  // it has a .keep file: git's gc leaves it alone, and so does gitmem's
 }
 
 // A pack Repack wrote is marked by an empty file .git/gitmem/repacked/H
@@ -682,9 +683,20 @@ func ListPacks(gitDir string) ([]Pack, error) {
 		if err != nil {
 			continue // no index (yet): not a pack git reads
 		}
-		out = append(out, Pack{Hash: plumbing.NewHash(hex), Objects: n, Bytes: fi.Size(), Repacked: isRepacked(gitDir, hex)})
+		_, kerr := os.Stat(base + ".keep")
+		out = append(out, Pack{Hash: plumbing.NewHash(hex), Objects: n, Bytes: fi.Size(), Repacked: isRepacked(gitDir, hex), Kept: kerr == nil})
 	}
 	return out, nil
+}
+
+// PackExists reports whether the pack h is there, index and pack.
+func PackExists(gitDir string, h plumbing.Hash) bool {
+	base := filepath.Join(gitDir, "objects", "pack", "pack-"+h.String())
+	_, err := os.Stat(base + ".idx")
+	if err == nil {
+		_, err = os.Stat(base + ".pack")
+	}
+	return err == nil
 }
 
 // PackIndexPath is the path of a pack's index.

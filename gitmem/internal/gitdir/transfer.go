@@ -56,6 +56,12 @@ func (s *Store) HasObject(h plumbing.Hash) bool {
 	if _, ok := s.fromOverlay(h); ok {
 		return true
 	}
+	return s.OnDisk(h)
+}
+
+// OnDisk reports whether git's own files hold the object h, loose or in
+// a pack last listed, whatever memory holds.
+func (s *Store) OnDisk(h plumbing.Hash) bool {
 	hex := h.String()
 	if _, err := os.Stat(filepath.Join(s.Dir, "objects", hex[:2], hex[2:])); err == nil {
 		return true

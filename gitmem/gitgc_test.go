@@ -1,0 +1,275 @@
+package gitmem
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// TestPlainGitGCBesideWritersLosesNothing: an operator runs git's own
+// gc, repack and prune, the ones that delete objects (git gc
+// --prune=now, git repack -a -d, git prune --expire=now), again and
+// again while eight writers commit. Each of them deletes what the refs
+// do not reach when it reads them, however new: gitmem's objects written
+// before the branch names them, and its packs. Afterwards every
+// acknowledged tool_use id is in git log main exactly once and git fsck
+// --strict is clean.
+func TestPlainGitGCBesideWritersLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs git gc in a loop")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs the git CLI")
+	}
+	r, dir := newRepo(t)
+	const writers, calls = 8, 150
+	ops := [][]string{{"gc", "--prune=now", "--quiet"}, {"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}}
+	stop := make(chan struct{})
+	var git sync.WaitGroup
+	var runs, failed atomic.Int32
+	for g := range 2 { // two operators
+		git.Go(func() {
+			for i := g; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// git may fail here (a ref moved under its lock): what
+				// counts is what is left afterwards.
+				cmd := exec.Command("git", ops[i%len(ops)]...)
+				cmd.Dir = dir
+				if out, err := cmd.CombinedOutput(); err != nil {
+					failed.Add(1)
+					if os.Getenv("SHOWGIT") != "" {
+						t.Logf("git %v: %s", ops[i%len(ops)], out)
+					}
+				}
+				runs.Add(1)
+			}
+		})
+	}
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range calls {
+				id := fmt.Sprintf("toolu_gc_%d_%d", w, i)
+				p := fmt.Sprintf("f%d.md", (w+i)%5)
+				_, err := r.Update(Meta{Subject: "memory: insert", Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+					data, _ := tx.ReadFile(p)
+					return tx.WriteFile(p, append(data[:len(data):len(data)], id+"\n"...))
+				})
+				if err != nil {
+					t.Errorf("%s: %v", id, err)
+					continue
+				}
+				mu.Lock()
+				acked[id] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	git.Wait()
+	t.Logf("%d calls acknowledged, git ran %d times beside them (%d failed)", len(acked), runs.Load(), failed.Load())
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("git", "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Errorf("git log main: %v", err) // the history is cut: the ids below are missing
+	}
+	seen := map[string]int{}
+	for _, id := range strings.Fields(string(out)) {
+		seen[id]++
+	}
+	lost, twice := 0, 0
+	for id := range acked {
+		switch seen[id] {
+		case 0:
+			lost++
+		case 1:
+		default:
+			twice++
+		}
+	}
+	if lost > 0 || twice > 0 {
+		t.Errorf("of %d acknowledged calls %d are not in git log main and %d are there more than once", len(acked), lost, twice)
+	}
+	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+}
+
+// TestPlainGitGCBeforeTheBranchMoves runs git's gc, repack and prune at
+// the worst instant, deterministically: after a change's objects are
+// written and before the branch names them, when no ref reaches them.
+// git prune deletes such loose objects, and git repack -a -d such a pack;
+// gitmem writes a pack, kept from them (.keep) until the branch moves.
+// Afterwards every change is in git log main and git fsck --strict is
+// clean, and so after a git gc --prune=now.
+func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
+	r, dir := newRepo(t)
+	write(t, r, "toolu_first", "a.md", "first\n")
+	settle(t, r)
+	ran := 0
+	gd.SetFault(func(step, p string) error {
+		if step != gd.StepRef || p != "refs/heads/main" {
+			return nil
+		}
+		ran++
+		kept, _ := filepath.Glob(filepath.Join(r.gitDir, "objects", "pack", "*.keep"))
+		if len(kept) == 0 {
+			t.Errorf("change %d: no pack kept from git's gc before the branch names it", ran)
+		}
+		for _, op := range [][]string{{"gc", "--prune=now", "--quiet"}, {"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}} {
+			cmd := exec.Command("git", op...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("git %s: %v\n%s", strings.Join(op, " "), err, out)
+			}
+		}
+		for _, k := range kept {
+			if !fileExists(strings.TrimSuffix(k, ".keep") + ".pack") {
+				t.Errorf("change %d: git gc deleted the kept pack %s", ran, filepath.Base(k))
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { gd.SetFault(nil) })
+	write(t, r, "toolu_small", "b.md", "small\n") // a few objects
+	if err := r.materialize(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Update(Meta{Subject: "w many", Trailers: []Trailer{{TrailerToolUseID, "toolu_many"}}}, func(tx *Tx) error {
+		for i := range 20 {
+			if err := tx.WriteFile(fmt.Sprintf("many/%d.md", i), []byte(fmt.Sprintf("file %d\n", i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.materialize(); err != nil {
+		t.Fatal(err)
+	}
+	gd.SetFault(nil)
+	if ran != 2 {
+		t.Fatalf("git ran before %d branch moves, want 2", ran)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if got := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main"); strings.Join(strings.Fields(got), " ") != "toolu_many toolu_small toolu_first" {
+			t.Errorf("git log main: %q", got)
+		}
+		gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+		gitCLI(t, dir, "gc", "--prune=now", "--quiet")
+	}
+}
+
+// TestObjectsDeletedBeforeACheckpointAreWrittenAgain: a program that
+// honours no .keep deletes the pack of a change before the branch names
+// it. The checkpoint finds its objects missing from git's files before it
+// empties the log, writes them again, and says so at ERROR.
+func TestObjectsDeletedBeforeACheckpointAreWrittenAgain(t *testing.T) {
+	dir := t.TempDir()
+	opt := testOptions(t)
+	var mu sync.Mutex
+	var errs []string
+	opt.Errorf = func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		t.Log(msg)
+		mu.Lock()
+		errs = append(errs, msg)
+		mu.Unlock()
+	}
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	gd.SetFault(func(step, p string) error {
+		if step == gd.StepRef && p == "refs/heads/main" {
+			packs, _ := filepath.Glob(filepath.Join(r.gitDir, "objects", "pack", "pack-*"))
+			for _, f := range packs {
+				os.Remove(f)
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { gd.SetFault(nil) })
+	c := write(t, r, "toolu_deleted", "a.md", "deleted under gitmem\n")
+	if err := r.materialize(); err != nil {
+		t.Fatal(err)
+	}
+	gd.SetFault(nil)
+	if err := r.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(errs) != 1 || !strings.Contains(errs[0], "were deleted from git's files by another program before a checkpoint; gitmem writes them again") {
+		t.Errorf("the log's errors: %q", errs)
+	}
+	mu.Unlock()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitCLI(t, dir, "log", "-1", "--format=%H"); strings.TrimSpace(got) != c.Hash {
+		t.Errorf("git log: %q, want %s", got, c.Hash)
+	}
+	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+}
+
+// TestFsckNamesAMissingCommit: a commit deleted from the middle of the
+// history (what git gc --prune=now did beside gitmem) is reported as
+// missing, with the history cut there, and the repair offered is a copy
+// from a clone, not gitmem redact --blob, which cannot mend it.
+func TestFsckNamesAMissingCommit(t *testing.T) {
+	r, dir := newRepo(t)
+	write(t, r, "t1", "a.md", "one\n")
+	middle := write(t, r, "t2", "a.md", "two\n")
+	write(t, r, "t3", "a.md", "three\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	explode(t, dir)
+	os.Remove(filepath.Join(dir, ".git", "objects", middle.Hash[:2], middle.Hash[2:]))
+	rep, err := Fsck(dir, testOptions(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range rep.Problems {
+		if !strings.Contains(p.What, middle.Hash) {
+			continue
+		}
+		found = true
+		if !strings.Contains(p.What, "(commit) is missing") || !strings.Contains(p.What, "the history stops there") {
+			t.Errorf("the problem says %q", p.What)
+		}
+		if strings.Contains(p.Repair, "redact") || !strings.Contains(p.Repair, "clone") {
+			t.Errorf("the repair offered: %q", p.Repair)
+		}
+	}
+	if !found {
+		t.Errorf("fsck does not name the missing commit %s: %+v", middle.Hash, rep.Problems)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
