@@ -99,11 +99,14 @@ func unrecoveredText(u Unrecovered) string {
 
 // Fsck checks a repository gitmem may refuse to open: HEAD and its branch,
 // an interrupted change or redaction, every object reachable from HEAD
-// (read and hashed), the history index, and the worktree against HEAD.
+// (read and hashed, and checked as git fsck --strict checks them), git's
+// derived files (a commit-graph or multi-pack-index that names what is
+// gone), the history index, and the worktree against HEAD.
 // With repair it fixes what it safely can: a lost or damaged branch is
 // pointed at the newest commit that no other commit descends from (the
 // history index's tip when it is one), then the repository is opened,
-// which finishes interrupted work and adopts hand edits. Damaged objects
+// which finishes interrupted work and adopts hand edits; stale derived
+// files are removed (git writes them again at its next gc). Damaged objects
 // it can only name; the fix is a copy from a clone or backup, or for a
 // file's blob `gitmem redact --blob` to remove it from every commit.
 //
@@ -201,7 +204,23 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 		rep.Head, rep.BranchState = head.String(), ""
 		tips = append([]plumbing.Hash{head}, tips...)
 	}
-	r.checkObjects(tips, &rep, add)
+	trees := r.checkObjects(tips, &rep, add)
+	// git's derived files (a commit-graph, a multi-pack-index) that name
+	// what the repository no longer holds.
+	r.omu.Lock()
+	r.obj.Reindex()
+	stale := gd.StaleDerived(gitDir, true, r.obj.OnDisk, func(c plumbing.Hash) (plumbing.Hash, bool) {
+		t, ok := trees[c]
+		return t, ok
+	})
+	r.unlockObj()
+	for _, d := range stale {
+		add(Problem{What: fmt.Sprintf("git's .git/%s is stale: %s (git fsck fails on it)", d.Path, d.Why), Repaired: repair && !opt.ReadOnly,
+			Repair: "gitmem fsck --repair removes it (git writes it again at its next gc)"})
+	}
+	if repair && !opt.ReadOnly {
+		gd.RemoveDerived(gitDir, stale)
+	}
 	for _, f := range []struct{ path, what string }{
 		{"gitmem/pending", "a change was interrupted before the worktree followed it"},
 		{"gitmem/redact", "a redaction was interrupted"},
@@ -253,9 +272,11 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	return rep, nil
 }
 
+// damagedObjects reports whether an object cannot be read (one git fsck
+// --strict fails on reads well).
 func (rep FsckReport) damagedObjects() bool {
 	for _, p := range rep.Problems {
-		if strings.HasPrefix(p.What, "object ") {
+		if strings.HasPrefix(p.What, "object ") && !strings.Contains(p.What, "fails git fsck --strict") {
 			return true
 		}
 	}
@@ -283,7 +304,8 @@ func (r *Repo) bestTip() plumbing.Hash {
 // checkObjects reads every commit the tips reach (HEAD and the commits
 // waiting to be merged back) and every tree and blob they reach, once
 // each, and verifies each object's hash.
-func (r *Repo) checkObjects(tips []plumbing.Hash, rep *FsckReport, add func(Problem)) {
+func (r *Repo) checkObjects(tips []plumbing.Hash, rep *FsckReport, add func(Problem)) (trees map[plumbing.Hash]plumbing.Hash) {
+	trees = map[plumbing.Hash]plumbing.Hash{} // commit -> its tree
 	seen := map[plumbing.Hash]bool{}
 	bad := func(kind string, h plumbing.Hash, at string, err error) {
 		what := fmt.Sprintf("object %s (%s%s) is damaged: %v", h, kind, inPath(at), err)
@@ -301,6 +323,17 @@ func (r *Repo) checkObjects(tips []plumbing.Hash, rep *FsckReport, add func(Prob
 		r.obj.Unhold()
 		r.unlockObj()
 	}()
+	strict := func(kind string, h plumbing.Hash, at string, ps []gd.ObjectProblem) {
+		for _, p := range ps {
+			add(Problem{What: fmt.Sprintf("object %s (%s%s) fails git fsck --strict: %s", h, kind, inPath(at), p),
+				Repair: "an object cannot be mended in place; a redaction that removes it from every commit (gitmem redact --path or --blob) makes git fsck --strict pass"})
+		}
+	}
+	// content reads an object that Verify found sound.
+	content := func(h plumbing.Hash) []byte {
+		_, data, _ := r.obj.ReadObject(h)
+		return data
+	}
 	var walk func(h plumbing.Hash, at string)
 	walk = func(h plumbing.Hash, at string) {
 		if seen[h] {
@@ -312,7 +345,13 @@ func (r *Repo) checkObjects(tips []plumbing.Hash, rep *FsckReport, add func(Prob
 			bad("tree", h, at, err)
 			return
 		}
-		t, _ := r.obj.Tree(h)
+		special := map[plumbing.Hash]string{}
+		ps := gd.CheckTree(content(h), func(b plumbing.Hash, file string) { special[b] = file })
+		strict("tree", h, at, ps)
+		t, err := r.obj.Tree(h)
+		if err != nil {
+			return // named above: it cannot be parsed
+		}
 		for _, e := range t.Entries {
 			p := join2(at, e.Name)
 			switch {
@@ -324,6 +363,8 @@ func (r *Repo) checkObjects(tips []plumbing.Hash, rep *FsckReport, add func(Prob
 				rep.Objects++
 				if err := r.obj.Verify(plumbing.BlobObject, e.Hash); err != nil {
 					bad("blob", e.Hash, p, err)
+				} else if file, ok := special[e.Hash]; ok {
+					strict("blob", e.Hash, p, gd.CheckBlob(content(e.Hash), file))
 				}
 			}
 		}
@@ -342,8 +383,14 @@ func (r *Repo) checkObjects(tips []plumbing.Hash, rep *FsckReport, add func(Prob
 			bad("commit", h, "", err)
 			continue
 		}
-		c, _ := r.obj.Commit(h)
+		strict("commit", h, "", gd.CheckCommit(content(h)))
+		c, err := r.obj.Commit(h)
+		if err != nil {
+			continue // named above: it cannot be parsed
+		}
+		trees[h] = c.TreeHash
 		walk(c.TreeHash, "")
 		stack = append(stack, c.ParentHashes...)
 	}
+	return trees
 }

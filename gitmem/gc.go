@@ -389,8 +389,9 @@ func (r *Repo) gcSwap(pl gcPlan, res gd.RepackResult, keep map[plumbing.Hash]boo
 }
 
 // gcRemove deletes, with no lock held, what the new pack replaces: the
-// plan's packs and the loose objects it holds. A reader that misses one
-// finds it in the new pack.
+// plan's packs and the loose objects it holds, and git's derived files
+// that name what is gone. A reader that misses one finds it in the new
+// pack.
 func (r *Repo) gcRemove(pl gcPlan, res gd.RepackResult, loose []plumbing.Hash, removed int) GCStats {
 	var old []plumbing.Hash
 	for _, p := range pl.packs {
@@ -399,8 +400,18 @@ func (r *Repo) gcRemove(pl gcPlan, res gd.RepackResult, loose []plumbing.Hash, r
 		}
 	}
 	removed += gd.RemovePacks(r.gitDir, old) + gd.RemoveLoose(r.gitDir, loose)
+	if pl.full {
+		// Commits nothing reaches are gone: a commit-graph git wrote may
+		// name them.
+		s := gd.Open(r.gitDir)
+		removed += gd.RemoveDerived(r.gitDir, gd.StaleDerived(r.gitDir, true, s.OnDisk, noTree))
+		s.Close()
+	}
 	return GCStats{Packed: len(res.Objects), Deltas: res.Deltas, Removed: pl.removed + removed}
 }
+
+// noTree tells StaleDerived nothing of a commit's tree.
+func noTree(plumbing.Hash) (plumbing.Hash, bool) { return plumbing.ZeroHash, false }
 
 // keepUsedAgain finds the objects a full collection must keep although
 // its pack does not hold them: those the refs reach now through commits

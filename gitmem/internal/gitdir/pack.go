@@ -194,11 +194,15 @@ func (s *Store) RefTips() ([]plumbing.Hash, error) {
 }
 
 // RemovePacks deletes packs with the files git keeps beside them, the
-// pack itself first (an index without its pack is ignored). A reader that
-// listed a pack before finds its objects again in the pack that replaced
-// it (Store.read looks again when a pack is gone).
+// pack itself first (an index without its pack is ignored), and a
+// multi-pack-index that names one of them (see StaleDerived). A reader
+// that listed a pack before finds its objects again in the pack that
+// replaced it (Store.read looks again when a pack is gone).
 func RemovePacks(gitDir string, packs []plumbing.Hash) int {
 	n := 0
+	if midxNames(gitDir, packs) {
+		removeMidx(gitDir)
+	}
 	for _, p := range packs {
 		base := filepath.Join(gitDir, "objects", "pack", "pack-"+p.String())
 		if os.Remove(base+".pack") == nil {
