@@ -229,8 +229,11 @@ func RemovePacks(gitDir string, packs []plumbing.Hash) int {
 // so it finds the objects reachable.
 const keepNote = "gitmem: no ref names these objects yet\n"
 
+// writeKeep writes the .keep file of the pack at base (its path without
+// the extension), whole or not at all: a kill leaves no empty one, which
+// RemoveStaleKeeps would not know for gitmem's.
 func writeKeep(base string) error {
-	return os.WriteFile(base+".keep", []byte(keepNote), 0o444)
+	return writeFile(filepath.Dir(base), TmpPackPrefix+"keep_", base+".keep", []byte(keepNote), 0o444, false)
 }
 
 // unkeep removes the .keep file of the pack at base (its path without
