@@ -1,10 +1,12 @@
 package gitmem
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,13 +134,7 @@ func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
 		if len(kept) == 0 {
 			t.Errorf("change %d: no pack kept from git's gc before the branch names it", ran)
 		}
-		for _, op := range [][]string{{"gc", "--prune=now", "--quiet"}, {"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}} {
-			cmd := exec.Command("git", op...)
-			cmd.Dir = dir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("git %s: %v\n%s", strings.Join(op, " "), err, out)
-			}
-		}
+		gitGC(t, dir)
 		for _, k := range kept {
 			if !fileExists(strings.TrimSuffix(k, ".keep") + ".pack") {
 				t.Errorf("change %d: git gc deleted the kept pack %s", ran, filepath.Base(k))
@@ -266,6 +262,56 @@ func TestFsckNamesAMissingCommit(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("fsck does not name the missing commit %s: %+v", middle.Hash, rep.Problems)
+	}
+}
+
+// TestPlainGitGCDuringARedaction: git gc, repack and prune run while a
+// redaction has written the rewritten history and is about to move the
+// branch onto it. They delete what no ref reaches then (loose objects, a
+// pack they find unreachable): the rewritten history is written as one
+// pack, kept from them until the refs move. Afterwards the history holds
+// every change, redacted, and git fsck --strict is clean.
+func TestPlainGitGCDuringARedaction(t *testing.T) {
+	r, dir := newRepo(t)
+	for i := range 5 {
+		write(t, r, fmt.Sprint("t", i), fmt.Sprintf("f%d.md", i), fmt.Sprintf("note %d: sk-live%dsecret\n", i, i))
+	}
+	settle(t, r)
+	ran := 0
+	gd.SetFault(func(step, p string) error {
+		if step == gd.StepRef && p == "refs/heads/main" && ran == 0 {
+			ran++
+			gitGC(t, dir)
+		}
+		return nil
+	})
+	t.Cleanup(func() { gd.SetFault(nil) })
+	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	gd.SetFault(nil)
+	if ran != 1 {
+		t.Fatal("git did not run before the branch moved")
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")); len(got) != 5 {
+		t.Errorf("git log main: %q", got)
+	}
+	assertNoSecret(t, dir, "sk-live1secret")
+	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+}
+
+// gitGC runs git's commands that delete what no ref reaches.
+func gitGC(t *testing.T, dir string) {
+	t.Helper()
+	for _, op := range [][]string{{"gc", "--prune=now", "--quiet"}, {"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}} {
+		cmd := exec.Command("git", op...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("git %s: %v\n%s", strings.Join(op, " "), err, out)
+		}
 	}
 }
 

@@ -31,3 +31,23 @@ func (r *Repo) dropPacks() {
 func (r *Repo) readRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
 	return gd.ReadRef(r.gitDir, name)
 }
+
+// objectOf is a git object held in full.
+func objectOf(t plumbing.ObjectType, data []byte) gd.Object {
+	return gd.Object{Type: t, Hash: plumbing.ComputeHash(t, data), Data: data}
+}
+
+// writeNamed writes objects as one pack, durably, kept from git's gc (git
+// prune deletes loose objects no ref reaches yet, however new) until set
+// has moved a ref onto them.
+func (r *Repo) writeNamed(objs []gd.Object, set func() error) error {
+	h, err := r.obj.WritePackFiles(objs, true, true)
+	if err != nil {
+		return err
+	}
+	defer gd.Unkeep(r.gitDir, h)
+	r.omu.Lock()
+	r.obj.AddPack(h)
+	r.unlockObj()
+	return set()
+}

@@ -93,9 +93,12 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	}
 	r.omu.Lock()
 	r.obj.Hold()
-	rep, moved, err := r.rewrite(ctx, red, dry, progress)
+	rep, moved, pack, err := r.rewrite(ctx, red, dry, progress)
 	r.obj.Unhold()
 	r.unlockObj()
+	if !pack.IsZero() {
+		defer gd.Unkeep(r.gitDir, pack) // once the refs name what it holds (or it is left behind)
+	}
 	if err != nil || dry || len(moved) == 0 {
 		return rep, err
 	}
@@ -308,6 +311,8 @@ type rewriter struct {
 	r       *Repo
 	red     Redaction
 	put     func(plumbing.ObjectType, []byte) (plumbing.Hash, error)
+	finish  func() error  // completes what put wrote
+	pack    plumbing.Hash // the pack it wrote
 	trees   map[treeKey]plumbing.Hash
 	blobs   map[plumbing.Hash]plumbing.Hash
 	renamed map[string]bool        // memory paths renamed, by their new name
@@ -322,22 +327,41 @@ type treeKey struct {
 }
 
 // rewrite computes (and unless dry, writes) the rewritten history. It
-// returns the refs to move: name -> (old, new). Called with omu held.
-func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Progress) (RedactReport, map[plumbing.ReferenceName][2]plumbing.Hash, error) {
+// returns the refs to move: name -> (old, new), and the pack it wrote,
+// kept from git's gc until the refs move. Called with omu held.
+func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Progress) (_ RedactReport, _ map[plumbing.ReferenceName][2]plumbing.Hash, pack plumbing.Hash, err error) {
 	var rep RedactReport
-	ow := gd.NewObjectWriter(r.gitDir)
 	rw := &rewriter{r: r, red: red, trees: map[treeKey]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{}, renamed: map[string]bool{},
 		dropped: map[plumbing.Hash]bool{},
 		put: func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
-			if dry {
-				return plumbing.ComputeHash(t, data), nil
-			}
-			return ow.WriteNoSync(t, data)
+			return plumbing.ComputeHash(t, data), nil
 		}}
+	if !dry {
+		// One pack, kept from git's gc until the refs name what it holds
+		// (git prune deletes loose objects no ref reaches yet).
+		pb, perr := r.obj.NewPack()
+		if perr != nil {
+			return rep, nil, plumbing.ZeroHash, wrap("write the rewritten objects", perr)
+		}
+		defer func() {
+			if err != nil {
+				pb.Abort()
+			}
+		}()
+		rw.put = pb.Add
+		rw.finish = func() error {
+			h, err := pb.Finish()
+			if err == nil && !h.IsZero() {
+				r.obj.AddPack(h)
+				rw.pack = h
+			}
+			return err
+		}
+	}
 	refs := map[plumbing.ReferenceName]plumbing.Hash{}
 	iter, err := r.obj.Storage().IterReferences()
 	if err != nil {
-		return rep, nil, wrap("read the refs", err)
+		return rep, nil, plumbing.ZeroHash, wrap("read the refs", err)
 	}
 	err = iter.ForEach(func(ref *plumbing.Reference) error {
 		if ref.Type() == plumbing.HashReference && redactsRef(ref.Name().String()) {
@@ -346,20 +370,20 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		return nil
 	})
 	if err != nil {
-		return rep, nil, wrap("read the refs", err)
+		return rep, nil, plumbing.ZeroHash, wrap("read the refs", err)
 	}
 	order, err := r.topoOrder(refs)
 	if err != nil {
-		return rep, nil, err
+		return rep, nil, plumbing.ZeroHash, err
 	}
 	mapped := map[plumbing.Hash]plumbing.Hash{}
 	for i, c := range order {
 		if i%256 == 0 && ctx.Err() != nil {
-			return rep, nil, ctx.Err()
+			return rep, nil, plumbing.ZeroHash, ctx.Err()
 		}
 		tree, err := rw.tree(c.TreeHash, "")
 		if err != nil {
-			return rep, nil, wrap("rewrite a tree", err)
+			return rep, nil, plumbing.ZeroHash, wrap("rewrite a tree", err)
 		}
 		nc := *c
 		nc.TreeHash, nc.PGPSignature = tree, ""
@@ -381,14 +405,14 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		} else {
 			obj := &plumbing.MemoryObject{}
 			if err := nc.EncodeWithoutSignature(obj); err != nil {
-				return rep, nil, wrap("encode a commit", err)
+				return rep, nil, plumbing.ZeroHash, wrap("encode a commit", err)
 			}
 			rd, _ := obj.Reader()
 			var buf bytes.Buffer
 			buf.ReadFrom(rd)
 			h, err := rw.put(plumbing.CommitObject, buf.Bytes())
 			if err != nil {
-				return rep, nil, wrap("write a commit", err)
+				return rep, nil, plumbing.ZeroHash, wrap("write a commit", err)
 			}
 			mapped[c.Hash] = h
 			subject, _, _ := parseMessage(nc.Message)
@@ -399,8 +423,8 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		}
 	}
 	if !dry {
-		if err := ow.SyncAll(); err != nil {
-			return rep, nil, wrap("sync the objects", err)
+		if err := rw.finish(); err != nil {
+			return rep, nil, plumbing.ZeroHash, wrap("write the rewritten objects", err)
 		}
 	}
 	moved := map[plumbing.ReferenceName][2]plumbing.Hash{}
@@ -416,7 +440,7 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		rep.Removed = append(rep.Removed, h.String())
 	}
 	slices.Sort(rep.Removed)
-	return rep, moved, nil
+	return rep, moved, rw.pack, nil
 }
 
 // topoOrder lists every commit the refs reach, parents before children.

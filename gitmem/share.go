@@ -802,24 +802,16 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 // Open would (it refuses to start one where commits exist: these are the
 // remote's, fetched).
 func (r *Repo) initCommit() error {
-	ow := gd.NewObjectWriter(r.gitDir)
-	tree, err := ow.Write(plumbing.TreeObject, nil)
-	if err != nil {
-		return wrap("write the first commit", err)
-	}
+	tree := objectOf(plumbing.TreeObject, nil)
 	msg := Meta{Subject: "memory: init", Trailers: []Trailer{{TrailerCommand, "init"}}}.message()
-	raw, err := encodeCommit(tree, nil, r.opt.Operator, r.opt.Committer, r.opt.Now(), msg)
+	raw, err := encodeCommit(tree.Hash, nil, r.opt.Operator, r.opt.Committer, r.opt.Now(), msg)
 	if err != nil {
 		return wrap("write the first commit", err)
 	}
-	h, err := ow.Write(plumbing.CommitObject, raw)
-	if err == nil {
-		err = ow.Sync()
-	}
-	if err == nil {
-		err = r.obj.UpdateRef(r.branch, plumbing.ZeroHash, h, true)
-	}
-	return wrap("write the first commit", err)
+	c := objectOf(plumbing.CommitObject, raw)
+	return wrap("write the first commit", r.writeNamed([]gd.Object{tree, c}, func() error {
+		return r.obj.UpdateRef(r.branch, plumbing.ZeroHash, c.Hash, true)
+	}))
 }
 
 // clean reports whether the tree of commit h is one gitmem would have

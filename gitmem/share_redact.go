@@ -222,7 +222,8 @@ func readRecord(st *gd.Store, h plumbing.Hash) ([]redactionEntry, error) {
 	return out, nil
 }
 
-// writeRecord writes a record commit holding entries, after parent.
+// writeRecord writes a record commit holding entries, after parent, and
+// points refs/gitmem/redactions at it.
 func (r *Repo) writeRecord(entries []redactionEntry, parent plumbing.Hash) (plumbing.Hash, error) {
 	var b strings.Builder
 	for _, e := range entries {
@@ -230,26 +231,16 @@ func (r *Repo) writeRecord(entries []redactionEntry, parent plumbing.Hash) (plum
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	ow := gd.NewObjectWriter(r.gitDir)
-	blob, err := ow.Write(plumbing.BlobObject, []byte(b.String()))
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	tree, err := ow.Write(plumbing.TreeObject, gd.EncodeEntries([]object.TreeEntry{{Name: redactionRecordFile, Mode: filemode.Regular, Hash: blob}}))
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
+	blob := objectOf(plumbing.BlobObject, []byte(b.String()))
+	tree := objectOf(plumbing.TreeObject, gd.EncodeEntries([]object.TreeEntry{{Name: redactionRecordFile, Mode: filemode.Regular, Hash: blob.Hash}}))
 	msg := Meta{Subject: fmt.Sprintf("memory: redaction record (%d redaction(s))", len(entries)),
 		Trailers: []Trailer{{TrailerCommand, redactionRecordCommand}}}.message()
-	raw, err := encodeCommit(tree, parentList(parent), r.opt.Operator, r.opt.Committer, r.opt.Now(), msg)
+	raw, err := encodeCommit(tree.Hash, parentList(parent), r.opt.Operator, r.opt.Committer, r.opt.Now(), msg)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	h, err := ow.Write(plumbing.CommitObject, raw)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return h, ow.Sync()
+	c := objectOf(plumbing.CommitObject, raw)
+	return c.Hash, r.writeNamed([]gd.Object{blob, tree, c}, func() error { return r.setRef(redactionsRef, c.Hash) })
 }
 
 // redactionCache holds the objects the repository's known redactions
@@ -382,9 +373,8 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		}
 	}
 	if len(extra) > 0 {
-		if next, err = s.r.writeRecord(append(slices.Clone(remoteEntries), extra...), theirs); err != nil {
-			return wrap("write the redaction record", err)
-		}
+		_, err := s.r.writeRecord(append(slices.Clone(remoteEntries), extra...), theirs)
+		return wrap("write the redaction record", err)
 	}
 	return wrap("update the redaction record", s.r.setRef(redactionsRef, next))
 }
@@ -560,9 +550,7 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 			}
 		}
 		var err error
-		if rec, err = s.r.writeRecord(append(slices.Clone(entries), add...), prev); err == nil {
-			err = s.r.setRef(redactionsRef, rec)
-		}
+		rec, err = s.r.writeRecord(append(slices.Clone(entries), add...), prev)
 		return wrap("write the redaction record", err)
 	}
 	if err := record(); err != nil {

@@ -50,7 +50,7 @@ const StoredPackMax = 10_000
 // the two files and changes nothing the Store holds, so it needs none of
 // the caller's locks (what the pack holds must be readable meanwhile, as
 // objects in memory). AddPack then makes the Store read from it. With
-// keep, the pack is held from git's gc until Unkeep (see KeepPack).
+// keep, the pack is held from git's gc until Unkeep (see keepNote).
 func (s *Store) WritePackFiles(objs []Object, durable, keep bool) (plumbing.Hash, error) {
 	seen := map[plumbing.Hash]bool{}
 	n := 0
@@ -96,6 +96,46 @@ func (s *Store) WritePackFiles(objs []Object, durable, keep bool) (plumbing.Hash
 	return pw.finish(durable)
 }
 
+// PackBuilder writes a pack object by object, kept from git's gc until
+// Unkeep (see keepNote), for a writer that makes many objects before a ref
+// names them (a redaction's rewritten history): one pack, where loose
+// objects would be a file each, and which git prune cannot delete before
+// the refs move.
+type PackBuilder struct {
+	pw *packWriter
+}
+
+// NewPack starts a PackBuilder.
+func (s *Store) NewPack() (*PackBuilder, error) {
+	pw, err := newPackWriter(s.Dir, -1, zlib.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	pw.keep = true
+	return &PackBuilder{pw: pw}, nil
+}
+
+// Add writes an object (once, however often it is added) and returns its
+// hash.
+func (b *PackBuilder) Add(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	h := plumbing.ComputeHash(t, data)
+	return h, b.pw.add(t, h, data, plumbing.ZeroHash, nil)
+}
+
+// Finish completes the pack, durably, and returns its hash (zero, and no
+// pack, when nothing was added); the caller adds it to the Store
+// (AddPack) and, once a ref names its objects, unkeeps it.
+func (b *PackBuilder) Finish() (plumbing.Hash, error) {
+	if len(b.pw.entries) == 0 {
+		b.Abort()
+		return plumbing.ZeroHash, nil
+	}
+	return b.pw.finish(true)
+}
+
+// Abort removes what was written.
+func (b *PackBuilder) Abort() { b.pw.abort() }
+
 // AddPack makes a pack WritePackFiles wrote one the Store reads from.
 func (s *Store) AddPack(h plumbing.Hash) {
 	// The new pack joins the known ones: no listing of the folder again
@@ -121,7 +161,7 @@ type packWriter struct {
 	level   int
 	buf     bytes.Buffer
 	deltas  int
-	keep    bool // a .keep file comes before the pack (KeepPack)
+	keep    bool // a .keep file comes before the pack (keepNote)
 }
 
 type packEntry struct {
