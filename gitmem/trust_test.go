@@ -310,8 +310,9 @@ func TestJournalPathsAreValidated(t *testing.T) {
 
 // Item 5: on a full disk gitmem still starts and reads; a change that
 // does not fit fails cleanly (no commit); the changes acknowledged before
-// are kept; gc frees space (loose objects into a pack), and then changes
-// work again. Needs a small tmpfs (root); skipped otherwise.
+// are kept; gc frees space (loose objects, and small packs, into a pack),
+// and then changes work again. Needs a small tmpfs (root); skipped
+// otherwise.
 func TestFullDisk(t *testing.T) {
 	mnt := t.TempDir()
 	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt).Run(); err != nil {
@@ -330,12 +331,20 @@ func TestFullDisk(t *testing.T) {
 		return err
 	}
 	var acked []string
-	for i := range 100 { // loose objects: a page (4 KiB) each on this file system
+	for i := range 100 { // a small pack each (two pages), which a checkpoint may fold into one
 		if err := update(i); err != nil {
 			t.Fatal(err)
 		}
-		settle(t, r) // one commit at a time: loose objects, not a pack
+		settle(t, r)
 		acked = append(acked, fmt.Sprint("c", i))
+	}
+	// What an earlier gitmem left loose (it wrote a file per object): a
+	// page (4 KiB) each on this file system, for gc to pack.
+	ow := gd.NewObjectWriter(r.gitDir)
+	for i := range 400 {
+		if _, err := ow.Write(plumbing.BlobObject, []byte(fmt.Sprintf("an object an earlier gitmem left loose %d\n", i))); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Fill the disk.
 	filler, _ := os.Create(filepath.Join(mnt, "filler"))

@@ -56,12 +56,59 @@ func TestWriteObjectsPack(t *testing.T) {
 			t.Fatalf("go-git %s: %v", o.Hash, err)
 		}
 	}
-	if m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "tmp_*")); len(m) != 0 {
+	if m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", TmpPackPrefix+"*")); len(m) != 0 {
 		t.Fatalf("temporary files left: %v", m)
 	}
 	if _, err := os.Stat(base + ".pack"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// PackSmall packs loose objects and small packs into one pack and removes
+// them: every object stays readable, through git and the Store.
+func TestPackSmallTakesLooseObjectsAndPacks(t *testing.T) {
+	dir, gitDir := gitInit(t)
+	s := Open(gitDir)
+	defer s.Close()
+	blob := func(i int) Object {
+		data := []byte(fmt.Sprintf("object %d\n", i))
+		return Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, data), Data: data}
+	}
+	var all []Object
+	for i := range 3 {
+		objs := []Object{blob(2 * i), blob(2*i + 1)}
+		if _, err := s.WriteObjectsPack(objs, true); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, objs...)
+	}
+	packs, err := ListPacks(gitDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ow := NewObjectWriter(gitDir)
+	var loose []plumbing.Hash
+	for i := 6; i < 8; i++ {
+		o := blob(i)
+		if _, err := ow.Write(o.Type, o.Data); err != nil {
+			t.Fatal(err)
+		}
+		loose, all = append(loose, o.Hash), append(all, o)
+	}
+	n, removed, err := s.PackSmall(loose, packs)
+	if err != nil || n != 8 || removed != 5 {
+		t.Fatalf("PackSmall: %d objects, %d files removed, %v", n, removed, err)
+	}
+	s.Reindex()
+	for _, o := range all {
+		if data, err := s.Blob(o.Hash); err != nil || !bytes.Equal(data, o.Data) {
+			t.Errorf("%s: %v", o.Hash, err)
+		}
+	}
+	if out := gitRun(t, dir, "", "count-objects", "-v"); !strings.Contains(out, "count: 0\n") || !strings.Contains(out, "packs: 1\n") {
+		t.Errorf("git count-objects -v:\n%s", out)
+	}
+	gitRun(t, dir, "", "fsck", "--strict")
 }
 
 // A burst's trees are stored as deltas of their Base, the same folder's
