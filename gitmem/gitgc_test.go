@@ -303,6 +303,38 @@ func TestPlainGitGCDuringARedaction(t *testing.T) {
 	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
 }
 
+// TestFoldAfterARedactionWritesNoOldObject: the small packs of a few
+// changes wait, held in memory, until enough of them are folded into one
+// pack; a redaction in between deletes the old objects, and the fold that
+// follows must not write them again.
+func TestFoldAfterARedactionWritesNoOldObject(t *testing.T) {
+	r, dir := newRepo(t)
+	write(t, r, "t0", "secret.md", "key sk-live7secret\n")
+	if err := r.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range foldAt + 1 {
+		write(t, r, fmt.Sprint("t", i+1), fmt.Sprintf("f%d.md", i), "after\n")
+		if err := r.materialize(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.fold.Store(true) // as under load
+	err := r.checkpoint()
+	r.fold.Store(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecret(t, dir, "sk-live7secret")
+	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+}
+
 // gitGC runs git's commands that delete what no ref reaches.
 func gitGC(t *testing.T, dir string) {
 	t.Helper()

@@ -53,6 +53,7 @@ const (
 	checkpointEvery = time.Second
 	checkpointBytes = 16 << 20
 	foldBelow       = 16
+	foldAt          = 32
 	releaseIdle     = 200 * time.Millisecond
 	backlogWait     = 10 * time.Second
 	spareAt         = 32 << 10
@@ -91,11 +92,12 @@ type prepared struct {
 }
 
 // heldObjects are objects materialised together, in one pack, held in
-// memory (readable) until a checkpoint has made them safe from git's gc
-// (secureMaterialized).
+// memory (readable) until a checkpoint has made them safe from git's gc,
+// and a small pack's until it is folded (secureMaterialized).
 type heldObjects struct {
 	pack plumbing.Hash
 	objs []gd.Object
+	done bool // safe, and not to be folded: dropped from memory once synced
 }
 
 // batch is a group of prepared commits written with one fdatasync.
@@ -129,7 +131,8 @@ type pipeline struct {
 	diskHead     plumbing.Hash // the branch as written in git's files
 	diskTree     *node         // its tree
 	packsWritten []string      // packs materialised since the last sync
-	held         []heldObjects // the objects materialised since the last checkpoint
+	held         []heldObjects // the objects materialised since the last checkpoint, and small packs not folded yet
+	fold         atomic.Bool   // the checkpoint under way may fold small packs (changes keep coming)
 	lastCkpt     atomic.Int64  // unix nanos of the last checkpoint (attempt)
 	lastUse      atomic.Int64  // unix nanos of the last change
 
@@ -1457,10 +1460,12 @@ func (r *Repo) syncMaterialized() error {
 		return wrap("sync the repository", err)
 	}
 	r.packsWritten = nil
-	for _, g := range r.held {
-		r.obj.Drop(g.objs)
-	}
-	r.held = nil
+	r.held = slices.DeleteFunc(r.held, func(g heldObjects) bool {
+		if g.done {
+			r.obj.Drop(g.objs)
+		}
+		return g.done
+	})
 	r.pmu.Lock()
 	pend := slices.Clone(r.pend)
 	r.pmu.Unlock()
@@ -1483,24 +1488,32 @@ func (r *Repo) syncMaterialized() error {
 // to traverse parents"). Materialisation writes no loose object, which
 // git prune deletes whatever gitmem does; each group's pack is kept from
 // git's gc (.keep) until the branch names it, and a repack that finds it
-// without one read the refs later still (see gitdir.WritePackFiles). The
-// packs of fewer than foldBelow objects (a call or two each, one every
-// few milliseconds) are written again as one, from memory, and deleted:
-// the pack folder does not fill with them. Then each pack is looked for
-// on disk; the objects of one that is gone (git repacked it, or something
-// deleted it) are looked for one by one, and any missing is written
-// again from memory — the log holds the same — and the log says so at
-// ERROR. Called with mmu held, after materialisation.
+// without one read the refs later still (see gitdir.WritePackFiles). Each
+// pack is looked for on disk; the objects of one that is gone (git
+// repacked it, or something deleted it) are looked for one by one, and
+// any missing is written again from memory — the log holds the same —
+// and the log says so at ERROR.
+//
+// Packs of fewer than foldBelow objects (a call or two each) are written
+// again as one, from memory, and deleted, once foldAt of them wait, at a
+// checkpoint made while changes keep coming (r.fold): the pack folder
+// does not fill with them, and nothing is deleted when gitmem goes idle
+// (a git fsck run then, which fails on a pack deleted as it reads it,
+// finds the repository as gitmem left it). Called with mmu held, after
+// materialisation.
 func (r *Repo) secureMaterialized() error {
 	var missing, small []gd.Object
-	var folded []plumbing.Hash
+	var folded []int
 	r.omu.Lock()
 	listed := false
-	for _, g := range r.held {
+	for i := range r.held {
+		g := &r.held[i]
 		if gd.PackExists(r.gitDir, g.pack) {
 			if len(g.objs) < foldBelow {
 				small = append(small, g.objs...)
-				folded = append(folded, g.pack)
+				folded = append(folded, i)
+			} else {
+				g.done = true
 			}
 			continue
 		}
@@ -1513,26 +1526,42 @@ func (r *Repo) secureMaterialized() error {
 				missing = append(missing, o)
 			}
 		}
+		g.done = true // written again below, or in a pack that replaced it
 	}
 	r.unlockObj()
 	if len(missing) > 0 {
 		r.opt.Errorf("gitmem: %d object(s) of acknowledged commits were deleted from git's files by another program before a checkpoint; gitmem writes them again", len(missing))
-	}
-	if len(folded) > 1 {
-		// Best effort: on a full disk the small packs stay as they are.
-		if h, err := r.obj.WritePackFiles(small, false, false); err == nil { // the branch names them: no .keep
-			r.addPack(h)
-			r.removeFolded(slices.DeleteFunc(folded, func(f plumbing.Hash) bool { return f == h }))
-		}
-	}
-	if len(missing) > 0 {
 		h, err := r.obj.WritePackFiles(missing, false, false)
 		if err != nil {
 			return wrap("write the objects again", err)
 		}
 		r.addPack(h)
 	}
+	if len(folded) >= foldAt && r.fold.Load() {
+		// Best effort: on a full disk the small packs stay as they are.
+		if h, err := r.obj.WritePackFiles(small, false, false); err == nil { // the branch names them: no .keep
+			r.addPack(h)
+			var gone []plumbing.Hash
+			for _, i := range folded {
+				if r.held[i].pack != h {
+					gone = append(gone, r.held[i].pack)
+				}
+				r.held[i].done = true
+			}
+			r.removeFolded(gone)
+		}
+	}
 	return nil
+}
+
+// dropHeld forgets the objects held in memory (a redaction deleted them).
+func (r *Repo) dropHeld() {
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	for _, g := range r.held {
+		r.obj.Drop(g.objs)
+	}
+	r.held = nil
 }
 
 // removeFolded deletes packs materialisation wrote whose objects are in
@@ -1612,7 +1641,10 @@ func (r *Repo) maintainLoop() {
 		wanted := r.lockWanted()
 		leaving := wanted || r.idle()
 		if (size > 0 && (size > checkpointBytes || due || full || (leaving && !broken))) || (broken && due) {
+			// Changes keep coming: the small packs may be folded.
+			r.fold.Store(size > checkpointBytes || due || full)
 			r.checkpoint() // a failure is logged once and retried when due
+			r.fold.Store(false)
 		}
 		// HEAD moved with git (git checkout, git switch): put back every
 		// second, and before the lock is let go.

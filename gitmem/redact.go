@@ -225,6 +225,7 @@ func (r *Repo) finishRedaction() error {
 		if err := r.scrubLog(); err != nil {
 			return wrap("scrub the write-ahead log", err)
 		}
+		r.dropHeld() // no fold may write the old objects again
 		os.RemoveAll(filepath.Join(r.gitDir, "logs"))
 		for _, f := range []string{"ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "COMMIT_EDITMSG", "gitmem/pending"} {
 			os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(f)))

@@ -720,11 +720,16 @@ func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
 	r, dir := newRepo(t)
 	first := write(t, r, "t1", "notes/a.md", "hello\n")
 	second := write(t, r, "t2", "notes/a.md", "hello\nworld\n")
-	r.Flush()
-	if err := r.checkpoint(); err != nil { // git's files hold them: no longer read from memory
+	// Another process reads them from git's files, not from memory.
+	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
 	explode(t, dir)
+	r, err := Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
 	blob := strings.Fields(gitCLI(t, dir, "rev-parse", first.Hash+":memories/notes/a.md"))[0]
 	obj := filepath.Join(dir, ".git", "objects", blob[:2], blob[2:])
 	os.Chmod(obj, 0o644)
@@ -741,7 +746,7 @@ func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
 			t.Errorf("%s: %v (want the blob %s and its path named)", what, err, blob)
 		}
 	}
-	_, err := r.Diff(first.Hash, second.Hash)
+	_, err = r.Diff(first.Hash, second.Hash)
 	named("Diff", err)
 	_, err = r.ReadFileAt(first.Hash, "notes/a.md")
 	named("ReadFileAt", err)

@@ -230,10 +230,21 @@ func RemovePacks(gitDir string, packs []plumbing.Hash) int {
 const keepNote = "gitmem: no ref names these objects yet\n"
 
 // writeKeep writes the .keep file of the pack at base (its path without
-// the extension), whole or not at all: a kill leaves no empty one, which
-// RemoveStaleKeeps would not know for gitmem's.
+// the extension). One that is there already (the same pack written again)
+// keeps it as well.
 func writeKeep(base string) error {
-	return writeFile(filepath.Dir(base), TmpPackPrefix+"keep_", base+".keep", []byte(keepNote), 0o444, false)
+	f, err := os.OpenFile(base+".keep", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(keepNote)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // unkeep removes the .keep file of the pack at base (its path without
@@ -252,12 +263,19 @@ func Unkeep(gitDir string, h plumbing.Hash) {
 
 // RemoveStaleKeeps removes the .keep files gitmem made that a killed
 // process left (what such a pack holds for a commit is in the
-// write-ahead log, which the start replays), and returns how many.
+// write-ahead log, which the start replays): those that hold keepNote,
+// and empty ones without a pack (killed before the note was written),
+// and returns how many.
 func RemoveStaleKeeps(gitDir string) int {
 	m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*.keep"))
 	n := 0
 	for _, p := range m {
-		if data, err := os.ReadFile(p); err == nil && string(data) == keepNote && os.Remove(p) == nil {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		_, perr := os.Stat(strings.TrimSuffix(p, ".keep") + ".pack")
+		if (string(data) == keepNote || len(data) == 0 && errors.Is(perr, fs.ErrNotExist)) && os.Remove(p) == nil {
 			n++
 		}
 	}
