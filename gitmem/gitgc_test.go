@@ -303,6 +303,40 @@ func TestPlainGitGCDuringARedaction(t *testing.T) {
 	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
 }
 
+// TestPlainGitGCDuringAFetch: git gc, repack and prune run while a pull
+// has fetched the remote's commits and is about to move the
+// remote-tracking ref onto them, when no ref reaches them. The fetched
+// pack is kept from them until the ref moves: the pull merges, and the
+// history holds both agents' changes.
+func TestPlainGitGCDuringAFetch(t *testing.T) {
+	_, a, b := twoAgents(t)
+	put(t, b, "b1", "b.md", "from b\n")
+	syncOK(t, b)
+	put(t, a, "a1", "a.md", "from a\n")
+	a.Flush()
+	ran := 0
+	gd.SetFault(func(step, p string) error {
+		if step == gd.StepRef && p == "refs/remotes/origin/main" && ran == 0 {
+			ran++
+			gitGC(t, a.Dir())
+		}
+		return nil
+	})
+	t.Cleanup(func() { gd.SetFault(nil) })
+	if _, err := a.Pull(context.Background(), "origin", SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gd.SetFault(nil)
+	if ran != 1 {
+		t.Fatal("git did not run before the remote-tracking ref moved")
+	}
+	if got := files(t, a); got["a.md"] != "from a\n" || got["b.md"] != "from b\n" {
+		t.Errorf("after the pull: %v", got)
+	}
+	a.Flush()
+	fsckClean(t, a.Dir())
+}
+
 // TestFoldAfterARedactionWritesNoOldObject: the small packs of a few
 // changes wait, held in memory, until enough of them are folded into one
 // pack; a redaction in between deletes the old objects, and the fold that

@@ -377,6 +377,14 @@ func (s *session) fetch(ctx context.Context) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, s.remoteErr("fetch from", err)
 	}
 	defer conn.Close()
+	// What comes is kept from git's gc until the remote-tracking refs
+	// name it (or it is refused, and removed).
+	var packs []plumbing.Hash
+	defer func() {
+		for _, h := range packs {
+			gd.Unkeep(s.r.gitDir, h)
+		}
+	}()
 	refs := conn.Refs()
 	tip, rec := refs[s.r.branch], refs[redactionsRef]
 	if err := s.checkRedactedHere(tip); err != nil {
@@ -400,11 +408,18 @@ func (s *session) fetch(ctx context.Context) (plumbing.Hash, error) {
 			}
 		}
 		n, err := conn.Fetch(ctx, s.st, wants, haves, s.opt.MaxFetchBytes)
-		s.res.Fetched += n
+		packs = s.st.Received()
+		if err == nil {
+			s.st.Reindex()
+			err = s.checkReceived(packs, tip)
+		}
 		if err != nil {
+			gd.RemovePacks(s.r.gitDir, packs)
+			packs = nil
+			s.st.Reindex()
 			return plumbing.ZeroHash, s.remoteErr("fetch from", err)
 		}
-		s.st.Reindex()
+		s.res.Fetched += n
 		s.r.omu.Lock()
 		s.r.obj.Reindex() // the new pack, for this process's reads
 		s.r.unlockObj()

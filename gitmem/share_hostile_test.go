@@ -37,11 +37,13 @@ func rawTree(t *testing.T, dir string, entries ...object.TreeEntry) plumbing.Has
 	return hashObject(t, dir, "tree", gd.EncodeEntries(entries))
 }
 
-// A remote that holds what no memory may: a symlink to /etc, a gitlink,
-// a .gitattributes, a ".." entry, a 50 MiB file, an executable, files
-// outside memories/. Pulling or cloning it takes the one good file and
-// the executable's content, and leaves everything else out, named in the
-// merge commit; nothing unsafe reaches the worktree or the tree.
+// A remote that holds what no memory may, in objects git accepts: a
+// symlink to /etc, a gitlink, a .gitattributes, a 50 MiB file, an
+// executable, files outside memories/. Pulling or cloning it takes the one
+// good file and the executable's content, and leaves everything else out,
+// named in the merge commit; nothing unsafe reaches the worktree or the
+// tree. (What git fsck --strict refuses, a ".." entry or a name with a
+// "/", is not fetched at all: TestRemoteObjectsGitFsckRefuses.)
 func TestHostileRemote(t *testing.T) {
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
@@ -52,9 +54,7 @@ func TestHostileRemote(t *testing.T) {
 	big := make([]byte, 50<<20)
 	rand.Read(big)
 	blob := func(s string) plumbing.Hash { return hashObject(t, remote, "blob", []byte(s)) }
-	inner := rawTree(t, remote, object.TreeEntry{Name: "x.md", Mode: filemode.Regular, Hash: blob("escaped\n")})
 	mem := []object.TreeEntry{
-		{Name: "..", Mode: filemode.Dir, Hash: inner},
 		{Name: ".gitattributes", Mode: filemode.Regular, Hash: blob("* filter=evil\n")},
 		{Name: "base.md", Mode: filemode.Regular, Hash: blob("base\n")},
 		{Name: "big.md", Mode: filemode.Regular, Hash: hashObject(t, remote, "blob", big)},
@@ -64,9 +64,6 @@ func TestHostileRemote(t *testing.T) {
 		{Name: "sub", Mode: filemode.Submodule, Hash: plumbing.NewHash(base)},
 	}
 	gd.SortEntries(mem)
-	mem = append(mem, object.TreeEntry{Name: "base.md/x", Mode: filemode.Regular, Hash: blob("a name with a slash\n")},
-		object.TreeEntry{Name: "twin.md", Mode: filemode.Regular, Hash: blob("one twin\n")},
-		object.TreeEntry{Name: "twin.md", Mode: filemode.Dir, Hash: inner})
 	root := []object.TreeEntry{
 		{Name: ".gitmodules", Mode: filemode.Regular, Hash: blob("[submodule \"x\"]\n\tpath = memories/sub\n\turl = ../evil\n")},
 		{Name: "README.md", Mode: filemode.Regular, Hash: blob("readme\n")},
@@ -81,6 +78,7 @@ func TestHostileRemote(t *testing.T) {
 	check := func(r *Repo, res SyncResult) {
 		t.Helper()
 		r.Flush()
+		fsckClean(t, r.Dir())
 		if got := onDisk(t, r); fmt.Sprint(got) != fmt.Sprint(map[string]string{"base.md": "base\n", "ok.md": "a good file\n", "run.sh": "echo hi\n"}) {
 			t.Errorf("the worktree holds %v", got)
 		}
@@ -115,9 +113,8 @@ func TestHostileRemote(t *testing.T) {
 			ignored = append(ignored, ig.Path+" ("+ig.Reason+")")
 		}
 		slices.Sort(ignored)
-		want := []string{".gitmodules (outside memories/)", "README.md (outside memories/)",
-			"memories/../x.md (not a valid memory path)", "memories/.gitattributes (not a valid memory path)", "memories/base.md/x (not a valid memory path)",
-			"memories/big.md (52428800 bytes, over the limit of 1048576 per file)", "memories/etc (a symlink)", "memories/sub (a submodule)", "memories/twin.md (named twice in its folder)"}
+		want := []string{".gitmodules (outside memories/)", "README.md (outside memories/)", "memories/.gitattributes (not a valid memory path)",
+			"memories/big.md (52428800 bytes, over the limit of 1048576 per file)", "memories/etc (a symlink)", "memories/sub (a submodule)"}
 		if fmt.Sprint(ignored) != fmt.Sprint(want) {
 			t.Errorf("ignored:\n%s\nwant\n%s", strings.Join(ignored, "\n"), strings.Join(want, "\n"))
 		}
@@ -172,5 +169,90 @@ func TestHostileRemote(t *testing.T) {
 	}
 	if after, _ := d.Commit("HEAD"); after.Hash != before.Hash {
 		t.Error("a refused merge moved the branch")
+	}
+}
+
+// TestRemoteObjectsGitFsckRefuses: a remote whose branch holds an object
+// git fsck --strict refuses (a tree entry named .git, one named "..",
+// twin entries, an author line with a bad time zone, a .gitmodules whose
+// url reads as an option) is refused at the fetch, as git's
+// transfer.fsckObjects refuses it. A pull, a sync and a clone fail naming
+// the remote's commit and git's message id; nothing is fetched (no pack
+// stays, no ref moves) and git fsck --strict stays clean. Before, the
+// objects were fetched and kept as the merge's second parent: git fsck
+// --strict failed for good. Over a path and over git://.
+func TestRemoteObjectsGitFsckRefuses(t *testing.T) {
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "a1", "base.md", "base\n")
+	syncOK(t, a)
+	base := strings.TrimSpace(gitRun(t, remote, "rev-parse", "main"))
+	baseTree := strings.TrimSpace(gitRun(t, remote, "rev-parse", "main^{tree}"))
+	memTree := plumbing.NewHash(strings.TrimSpace(gitRun(t, remote, "rev-parse", "main:memories")))
+	blob := func(s string) plumbing.Hash { return hashObject(t, remote, "blob", []byte(s)) }
+	inner := rawTree(t, remote, object.TreeEntry{Name: "config", Mode: filemode.Regular, Hash: blob("[core]\n")})
+	ok := blob("base\n")
+	withRoot := func(extra ...object.TreeEntry) string {
+		es := append([]object.TreeEntry{{Name: "memories", Mode: filemode.Dir, Hash: memTree}}, extra...)
+		gd.SortEntries(es)
+		return rawTree(t, remote, es...).String()
+	}
+	withMem := func(es ...object.TreeEntry) string {
+		return rawTree(t, remote, object.TreeEntry{Name: "memories", Mode: filemode.Dir, Hash: rawTree(t, remote, es...)}).String()
+	}
+	commit := func(tree, author string) string {
+		return hashObject(t, remote, "commit", []byte(fmt.Sprintf("tree %s\nparent %s\nauthor %s\ncommitter m <m@x> 1767225600 +0000\n\nhostile\n", tree, base, author))).String()
+	}
+	const who = "m <m@x> 1767225600 +0000"
+	cases := []struct{ name, commit, id string }{
+		{".git", commit(withMem(object.TreeEntry{Name: ".git", Mode: filemode.Dir, Hash: inner}, object.TreeEntry{Name: "base.md", Mode: filemode.Regular, Hash: ok}), who), "hasDotgit: contains '.git'"},
+		{"..", commit(withRoot(object.TreeEntry{Name: "..", Mode: filemode.Dir, Hash: inner}), who), "hasDotdot: contains '..'"},
+		{"twins", commit(withMem(object.TreeEntry{Name: "base.md", Mode: filemode.Regular, Hash: ok}, object.TreeEntry{Name: "base.md", Mode: filemode.Dir, Hash: inner}), who), "duplicateEntries"},
+		{"time zone", commit(baseTree, "m <m@x> 1767225600 0000"), "badTimezone: invalid author/committer line - bad time zone"},
+		{"gitmodules", commit(withRoot(object.TreeEntry{Name: ".gitmodules", Mode: filemode.Regular, Hash: blob("[submodule \"x\"]\n\tpath = x\n\turl = -evil\n")}), who), "gitmodulesUrl: disallowed submodule url: -evil"},
+	}
+	refused := func(r *Repo, remoteName string, err error, c struct{ name, commit, id string }) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "its commit "+c.commit[:7]) || !strings.Contains(err.Error(), c.id) ||
+			!strings.Contains(err.Error(), "nothing was fetched") {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if got := r.readTracking(remoteName); got.String() != base {
+			t.Errorf("%s: the refused fetch moved the remote-tracking ref to %s", c.name, got)
+		}
+		for _, pattern := range []string{"*.keep", gd.TmpPackPrefix + "*"} {
+			if m, _ := filepath.Glob(filepath.Join(r.Dir(), ".git", "objects", "pack", pattern)); len(m) > 0 {
+				t.Errorf("%s: a refused fetch left %v", c.name, m)
+			}
+		}
+		fsckClean(t, r.Dir())
+	}
+	for _, c := range cases {
+		gitRun(t, remote, "update-ref", "refs/heads/main", c.commit)
+		_, err := a.Pull(context.Background(), "origin", SyncOptions{})
+		refused(a, "origin", err, c)
+	}
+	// Over git://, with sync.
+	url := gitDaemon(t, filepath.Dir(remote)) + "/" + filepath.Base(remote)
+	if err := a.AddRemote("daemon", url); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, remote, "update-ref", "refs/heads/main", base)
+	if _, err := a.Sync(context.Background(), "daemon", SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, remote, "update-ref", "refs/heads/main", cases[0].commit)
+	_, err := a.Sync(context.Background(), "daemon", SyncOptions{})
+	refused(a, "daemon", err, cases[0])
+	// A clone: refused, and nothing is left.
+	dir := filepath.Join(t.TempDir(), "b")
+	if _, _, err := Clone(context.Background(), url, dir, agentOptions(t, "b"), SyncOptions{}); err == nil || !strings.Contains(err.Error(), cases[0].id) {
+		t.Errorf("clone: %v", err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("a refused clone left its folder")
+	}
+	if files(t, a)["base.md"] != "base\n" {
+		t.Error("the memory changed")
 	}
 }

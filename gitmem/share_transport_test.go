@@ -105,9 +105,16 @@ func freePort(t testing.TB) int {
 }
 
 func TestShareGitDaemon(t *testing.T) {
-	gitExecPath(t, "git-daemon")
 	root := t.TempDir()
 	gitRun(t, "", "init", "-q", "--bare", "--initial-branch=main", filepath.Join(root, "memory.git"))
+	roundTrip(t, gitDaemon(t, root)+"/memory.git", SyncOptions{})
+	fsckClean(t, filepath.Join(root, "memory.git"))
+}
+
+// gitDaemon serves the repositories under root with git daemon, and
+// returns its git:// URL.
+func gitDaemon(t *testing.T, root string) string {
+	gitExecPath(t, "git-daemon")
 	port := freePort(t)
 	cmd := exec.Command("git", "daemon", "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port),
 		"--base-path="+root, "--export-all", "--enable=receive-pack", root)
@@ -117,8 +124,7 @@ func TestShareGitDaemon(t *testing.T) {
 	}
 	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	waitListening(t, fmt.Sprintf("127.0.0.1:%d", port))
-	roundTrip(t, fmt.Sprintf("git://127.0.0.1:%d/memory.git", port), SyncOptions{})
-	fsckClean(t, filepath.Join(root, "memory.git"))
+	return fmt.Sprintf("git://127.0.0.1:%d", port)
 }
 
 func waitListening(t testing.TB, addr string) {

@@ -36,6 +36,9 @@ type Store struct {
 	ovmu    sync.RWMutex // guards overlay (which Put and Drop change while reads go on)
 	overlay map[plumbing.Hash]*held
 	shared  *Store // View's: whose overlay this Store reads too
+
+	recvmu   sync.Mutex
+	received []plumbing.Hash // packs a transfer wrote, kept (Received)
 }
 
 type held struct {

@@ -121,6 +121,10 @@ func (s *Store) Receive(r io.Reader, limit int64) (int, error) {
 	if err := writeIndex(xf, entries, sum); err != nil {
 		return fail(err, xf)
 	}
+	base := filepath.Join(pw.dir, "pack-"+sum.String())
+	if err := writeKeep(base); err != nil { // no ref names what came yet
+		return fail(err, xf)
+	}
 	for _, x := range []*os.File{f, xf} {
 		if err := x.Chmod(0o444); err != nil {
 			return fail(err, xf)
@@ -131,14 +135,16 @@ func (s *Store) Receive(r io.Reader, limit int64) (int, error) {
 	}
 	f.Close()
 	xf.Close()
-	base := filepath.Join(pw.dir, "pack-"+sum.String())
 	if err := os.Rename(xf.Name(), base+".idx"); err != nil { // the index first, as packWriter.finish
+		unkeep(base, true)
 		return fail(err, xf)
 	}
 	if err := os.Rename(f.Name(), base+".pack"); err != nil {
 		os.Remove(base + ".idx")
+		unkeep(base, true)
 		return fail(err)
 	}
+	s.noteReceived(sum)
 	if err := SyncDir(pw.dir); err != nil {
 		return 0, err
 	}
@@ -146,14 +152,33 @@ func (s *Store) Receive(r io.Reader, limit int64) (int, error) {
 	return count, nil
 }
 
+// noteReceived records a pack Receive or WritePackFrom wrote (Received).
+func (s *Store) noteReceived(h plumbing.Hash) {
+	s.recvmu.Lock()
+	s.received = append(s.received, h)
+	s.recvmu.Unlock()
+}
+
+// Received returns the packs Receive and WritePackFrom wrote into s since
+// the last call. Each is kept from git's gc (see keepNote): the caller
+// unkeeps it once a ref names what it holds, or removes it.
+func (s *Store) Received() []plumbing.Hash {
+	s.recvmu.Lock()
+	defer s.recvmu.Unlock()
+	out := s.received
+	s.received = nil
+	return out
+}
+
 // WritePackFrom writes the objects, read from src (another repository on
 // this machine: a push to it, a fetch from it), as one pack without
-// deltas into s, durably.
+// deltas into s, durably, kept from git's gc (see Received).
 func (s *Store) WritePackFrom(src *Store, hashes []plumbing.Hash) (plumbing.Hash, error) {
 	pw, err := newPackWriter(s.Dir, len(hashes), zlib.BestSpeed)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	pw.keep = true
 	for _, h := range hashes {
 		t, data, err := src.ReadObject(h)
 		if err == nil {
@@ -166,6 +191,7 @@ func (s *Store) WritePackFrom(src *Store, hashes []plumbing.Hash) (plumbing.Hash
 	}
 	sum, err := pw.finish(true)
 	if err == nil {
+		s.noteReceived(sum)
 		s.Reindex()
 	}
 	return sum, err
@@ -260,7 +286,7 @@ func (s *Store) CombinePacks(before time.Time) (int, error) {
 	var small []plumbing.Hash
 	for _, p := range packs {
 		fi, err := os.Stat(filepath.Join(s.Dir, "objects", "pack", "pack-"+p.Hash.String()+".pack"))
-		if err == nil && p.Objects <= smallPackObjects && !p.Repacked && fi.ModTime().Before(before) {
+		if err == nil && p.Objects <= smallPackObjects && !p.Repacked && !p.Kept && fi.ModTime().Before(before) {
 			small = append(small, p.Hash)
 		}
 	}

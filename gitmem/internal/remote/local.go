@@ -74,6 +74,11 @@ func (l *local) Fetch(ctx context.Context, dst *gd.Store, wants, haves []plumbin
 }
 
 func (l *local) Push(ctx context.Context, src *gd.Store, objects []plumbing.Hash, updates []Update) error {
+	defer func() { // kept from git's gc until the refs name what they hold
+		for _, h := range l.store.Received() {
+			gd.Unkeep(l.store.Dir, h)
+		}
+	}()
 	if err := copyObjects(ctx, src, l.store, objects); err != nil {
 		return fmt.Errorf("write the objects into the remote: %v", err)
 	}

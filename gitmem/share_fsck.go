@@ -1,0 +1,127 @@
+package gitmem
+
+import (
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// checkReceived refuses what a fetch brought when one of its objects
+// fails git fsck --strict (a tree entry named .git, a bad date, a
+// .gitmodules with an option for a URL: gitdir.CheckTree and its
+// siblings, the checks gitmem fsck makes), as git's transfer.fsckObjects
+// does: every object of the packs it wrote is checked. Once such an
+// object is in the repository, git fsck --strict fails for good, reachable
+// or not. The error names the first commit of the fetched branch that
+// holds it (or the object, when no commit of it does); the caller removes
+// the packs.
+func (s *session) checkReceived(packs []plumbing.Hash, tip plumbing.Hash) error {
+	bad := map[plumbing.Hash]gd.ObjectProblem{}
+	kind := map[plumbing.Hash]plumbing.ObjectType{}
+	special := map[plumbing.Hash]string{}
+	for _, p := range packs {
+		hs, err := gd.PackHashes(gd.PackIndexPath(s.r.gitDir, p))
+		if err != nil {
+			return wrap("read what the remote sent", err)
+		}
+		for _, h := range hs {
+			t, data, err := s.st.ReadObject(h)
+			if err != nil {
+				return wrap("read what the remote sent", err)
+			}
+			var ps []gd.ObjectProblem
+			switch t {
+			case plumbing.TreeObject:
+				ps = gd.CheckTree(data, func(b plumbing.Hash, file string) { special[b] = file })
+			case plumbing.CommitObject:
+				ps = gd.CheckCommit(data)
+			case plumbing.TagObject:
+				ps = gd.CheckTag(data)
+			}
+			if len(ps) > 0 {
+				bad[h], kind[h] = ps[0], t
+			}
+		}
+	}
+	for b, file := range special {
+		if data, err := s.st.Blob(b); err == nil {
+			if ps := gd.CheckBlob(data, file); len(ps) > 0 {
+				bad[b], kind[b] = ps[0], plumbing.BlobObject
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	commit, obj, at := s.holder(tip, bad)
+	var what string
+	switch {
+	case commit.IsZero():
+		what = fmt.Sprintf("it sent a %s (%s) that", kind[obj], obj)
+	case obj == commit:
+		what = fmt.Sprintf("its commit %s is one", commit.String()[:7])
+	case at == "":
+		what = fmt.Sprintf("its commit %s holds a %s (%s) that", commit.String()[:7], kind[obj], obj.String()[:7])
+	default:
+		what = fmt.Sprintf("its commit %s holds a %s (%s, at %s) that", commit.String()[:7], kind[obj], obj.String()[:7], at)
+	}
+	return fmt.Errorf("%s git fsck --strict refuses: %s; nothing was fetched (git refuses it too, with transfer.fsckObjects)", what, bad[obj])
+}
+
+// holder finds the oldest commit of tip's history, less HEAD's, that is
+// or holds one of the bad objects, with that object and its path; a zero
+// commit and any bad object when none does.
+func (s *session) holder(tip plumbing.Hash, bad map[plumbing.Hash]gd.ObjectProblem) (commit, obj plumbing.Hash, at string) {
+	var ours []plumbing.Hash
+	if head, err := s.r.headHash(); err == nil && !head.IsZero() {
+		ours = append(ours, head)
+	}
+	seen := map[plumbing.Hash]bool{}
+	var find func(tree plumbing.Hash, path string) (plumbing.Hash, string)
+	find = func(tree plumbing.Hash, path string) (plumbing.Hash, string) {
+		if _, ok := bad[tree]; ok {
+			return tree, path
+		}
+		if seen[tree] {
+			return plumbing.ZeroHash, ""
+		}
+		seen[tree] = true
+		t, err := s.st.Tree(tree)
+		if err != nil {
+			return plumbing.ZeroHash, ""
+		}
+		for _, e := range t.Entries {
+			p := join2(path, e.Name)
+			if _, ok := bad[e.Hash]; ok && e.Mode != filemode.Dir {
+				return e.Hash, p
+			}
+			if e.Mode == filemode.Dir {
+				if h, q := find(e.Hash, p); !h.IsZero() {
+					return h, q
+				}
+			}
+		}
+		return plumbing.ZeroHash, ""
+	}
+	if !tip.IsZero() {
+		if commits, err := s.g.Exclusive([]plumbing.Hash{tip}, ours); err == nil {
+			for _, c := range commits { // parents first
+				if _, ok := bad[c.Hash]; ok {
+					return c.Hash, c.Hash, ""
+				}
+				if h, p := find(c.TreeHash, ""); !h.IsZero() {
+					return c.Hash, h, p
+				}
+			}
+		}
+	}
+	for h := range bad {
+		if obj.IsZero() || h.String() < obj.String() {
+			obj = h
+		}
+	}
+	return plumbing.ZeroHash, obj, ""
+}
