@@ -31,7 +31,8 @@ func gitmemProcess(t testing.TB, args ...string) *exec.Cmd {
 
 // TestLoadWithOperators: many HTTP clients make mutations on overlapping
 // files of one gitmem serve process while operators run gitmem log,
-// revert, gc and redact in their own processes. Afterwards, with the git
+// revert, gc and redact in their own processes, and git gc --prune=now,
+// git repack -a -d and git prune --expire=now. Afterwards, with the git
 // CLI: every acknowledged call is exactly one commit (its tool_use id
 // once in the history), no refused call left a commit, git fsck --strict
 // is clean and the worktree is HEAD. Throughput and latency are logged,
@@ -171,6 +172,26 @@ func TestLoadWithOperators(t *testing.T) {
 	operator("redact", time.Second, 1, func(*rand.Rand) []string {
 		return []string{"redact", "--match", `sk-load[0-9a-z]+`, "--yes"}
 	}, exitZero)
+	// An operator running git's own gc, repack and prune, which delete
+	// what no ref reaches when they look, however new. They may fail
+	// (a ref gitmem moves under git's lock): what counts is what is left.
+	ops.Go(func() {
+		gitOps := [][]string{{"gc", "--prune=now", "--quiet"}, {"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}}
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			cmd := exec.Command("git", gitOps[i%len(gitOps)]...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+			cmd.Run()
+			omu.Lock()
+			runs["git "+gitOps[i%len(gitOps)][0]]++
+			omu.Unlock()
+		}
+	})
 
 	wg.Wait()
 	wall := time.Since(start)
