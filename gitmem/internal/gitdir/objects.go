@@ -397,14 +397,13 @@ func (s *Store) Tree(h plumbing.Hash) (*object.Tree, error) {
 // crash leaves behind can be told from git's own and removed at start.
 const TmpObjPrefix = "gitmem_obj_"
 
-// ObjectWriter writes loose objects for one commit: each to a temporary
-// file that is fsynced and renamed into place; sync then fsyncs the folders
-// so that the objects are durable before the ref that names them moves.
+// ObjectWriter writes loose objects: each to a temporary file that is
+// fsynced and renamed into place; sync then fsyncs the folders. Only for
+// objects a ref reaches already (gc's): git prune deletes a loose object
+// no ref reaches, however new (see keepNote).
 type ObjectWriter struct {
-	dir      string // .git/objects
-	dirty    map[string]bool
-	noSync   bool
-	unsynced []plumbing.Hash
+	dir   string // .git/objects
+	dirty map[string]bool
 }
 
 func NewObjectWriter(gitDir string) *ObjectWriter {
@@ -441,7 +440,7 @@ func (w *ObjectWriter) Write(t plumbing.ObjectType, content []byte) (plumbing.Ha
 		if beforeObjectTemp != nil {
 			beforeObjectTemp(sub)
 		}
-		err := writeFile(sub, TmpObjPrefix, final, buf.Bytes(), 0o444, !w.noSync)
+		err := writeFile(sub, TmpObjPrefix, final, buf.Bytes(), 0o444, true)
 		if errors.Is(err, fs.ErrNotExist) && try < 3 {
 			continue // git prune-packed removed the empty folder in between: make it again, as git does
 		}
@@ -489,56 +488,6 @@ func LooseIntact(path string, h plumbing.Hash) bool {
 // maxObjectBytes bounds what LooseIntact inflates: gitmem's own objects
 // are far smaller (a memory file is at most a few MiB).
 const maxObjectBytes = 1 << 30
-
-// writeNoSync writes a loose object without Fsync, for bulk rewrites
-// that sync everything once at the end (SyncAll, or SyncFS of Written).
-func (w *ObjectWriter) WriteNoSync(t plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
-	w.noSync = true
-	defer func() { w.noSync = false }()
-	h, err := w.Write(t, content)
-	if err == nil {
-		w.unsynced = append(w.unsynced, h)
-	}
-	return h, err
-}
-
-// Written lists the files and folders WriteNoSync wrote since the last
-// Forget, for SyncFS.
-func (w *ObjectWriter) Written() []string {
-	var out []string
-	for _, h := range w.unsynced {
-		hex := h.String()
-		out = append(out, filepath.Join(w.dir, hex[:2], hex[2:]))
-	}
-	for d := range w.dirty {
-		out = append(out, d)
-	}
-	return out
-}
-
-// Forget drops what Written lists, once SyncFS made it durable.
-func (w *ObjectWriter) Forget() {
-	w.unsynced = nil
-	clear(w.dirty)
-}
-
-// SyncAll fsyncs the objects written by WriteNoSync, then the folders.
-func (w *ObjectWriter) SyncAll() error {
-	for _, h := range w.unsynced {
-		hex := h.String()
-		f, err := os.Open(filepath.Join(w.dir, hex[:2], hex[2:]))
-		if err != nil {
-			return err
-		}
-		err = Fsync(f)
-		f.Close()
-		if err != nil {
-			return err
-		}
-	}
-	w.unsynced = nil
-	return w.Sync()
-}
 
 // zlibWriters reuses compressors, by level: a new one allocates about a
 // megabyte.
