@@ -258,6 +258,7 @@ func (r *Repo) gc(full bool) (GCStats, error) {
 // gcPlan is what a collection packs and replaces, taken at its start.
 type gcPlan struct {
 	full    bool
+	all     bool            // a redaction's: every temporary file and pack goes
 	tips    []plumbing.Hash // the refs' objects
 	loose   []plumbing.Hash
 	packs   []gd.Pack     // the packs the new one replaces
@@ -274,7 +275,7 @@ func (pl gcPlan) empty() bool {
 // before the refs are read, so the refs name nothing written after the
 // list; a commit materialised meanwhile is kept by gcSwap.
 func (r *Repo) gcPlan(full, all bool) (gcPlan, error) {
-	pl := gcPlan{full: full, removed: r.obj.ClearGarbage(all)}
+	pl := gcPlan{full: full, all: all, removed: r.obj.ClearGarbage(all)}
 	var err error
 	if pl.loose, err = r.obj.LooseHashes(); err != nil {
 		return pl, err
@@ -399,7 +400,7 @@ func (r *Repo) gcRemove(pl gcPlan, res gd.RepackResult, loose []plumbing.Hash, r
 			old = append(old, p.Hash)
 		}
 	}
-	removed += gd.RemovePacks(r.gitDir, old) + gd.RemoveLoose(r.gitDir, loose)
+	removed += r.removeReplaced(old, pl.all) + gd.RemoveLoose(r.gitDir, loose)
 	if pl.full {
 		// Commits nothing reaches are gone: a commit-graph git wrote may
 		// name them.
@@ -408,6 +409,33 @@ func (r *Repo) gcRemove(pl gcPlan, res gd.RepackResult, loose []plumbing.Hash, r
 		s.Close()
 	}
 	return GCStats{Packed: len(res.Objects), Deltas: res.Deltas, Removed: pl.removed + removed}
+}
+
+// removeReplaced deletes packs the new pack replaces, holding git's
+// maintenance lock (see gd.LockMaintenance), waited for a few seconds;
+// while git maintenance still runs they stay for the next collection,
+// but a redaction's (all), which must delete the old content, waits
+// longer and then deletes them all the same.
+func (r *Repo) removeReplaced(packs []plumbing.Hash, all bool) int {
+	wait := 5 * time.Second
+	if all {
+		wait = 30 * time.Second
+	}
+	for deadline := time.Now().Add(wait); ; time.Sleep(50 * time.Millisecond) {
+		unlock, ok := gd.LockMaintenance(r.gitDir)
+		if ok {
+			defer unlock()
+			break
+		}
+		if time.Now().After(deadline) {
+			if !all {
+				r.opt.Logf("gitmem: gc left %d pack(s) for the next collection: git maintenance holds .git/objects/maintenance.lock", len(packs))
+				return 0
+			}
+			break
+		}
+	}
+	return gd.RemovePacks(r.gitDir, packs)
 }
 
 // noTree tells StaleDerived nothing of a commit's tree.

@@ -17,8 +17,11 @@ import (
 
 // TestPlainGitGCBesideWritersLosesNothing: an operator runs git's own
 // gc, repack and prune, the ones that delete objects (git gc
-// --prune=now, git repack -a -d, git prune --expire=now), again and
-// again while eight writers commit. Each of them deletes what the refs
+// --prune=now, git repack -a -d, git prune --expire=now, a cruft or
+// geometric repack, git maintenance's gc, loose-objects and
+// incremental-repack tasks), and those that write derived files
+// (multi-pack-index, commit-graph, packed-refs), again and again while
+// eight writers commit. Each of them deletes what the refs
 // do not reach when it reads them, however new: gitmem's objects written
 // before the branch names them, and its packs. Afterwards every
 // acknowledged tool_use id is in git log main exactly once and git fsck
@@ -32,7 +35,10 @@ func TestPlainGitGCBesideWritersLosesNothing(t *testing.T) {
 	}
 	r, dir := newRepo(t)
 	const writers, calls = 8, 150
-	ops := [][]string{{"gc", "--prune=now", "--quiet"}, {"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}}
+	ops := [][]string{{"gc", "--prune=now", "--quiet"}, {"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"},
+		{"repack", "-d", "-q", "--cruft", "--cruft-expiration=now"}, {"repack", "-d", "-q", "--geometric=2"},
+		{"maintenance", "run", "--task=gc", "--quiet"}, {"maintenance", "run", "--task=loose-objects", "--task=incremental-repack", "--quiet"},
+		{"multi-pack-index", "write"}, {"commit-graph", "write", "--reachable"}, {"pack-refs", "--all"}}
 	stop := make(chan struct{})
 	var git sync.WaitGroup
 	var runs, failed atomic.Int32
@@ -366,6 +372,54 @@ func TestFoldAfterARedactionWritesNoOldObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNoSecret(t, dir, "sk-live7secret")
+	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+}
+
+// TestFoldWaitsForGitMaintenance: while git maintenance runs (it holds
+// .git/objects/maintenance.lock), a checkpoint deletes no pack: git's
+// incremental-repack deletes a pack whose objects its multi-pack-index
+// finds in another, and gitmem's fold deletes the small packs whose
+// objects its new pack holds; each deleting the copy the other keeps
+// would lose them. Once the lock is gone, the small packs are gitmem
+// gc's.
+func TestFoldWaitsForGitMaintenance(t *testing.T) {
+	r, dir := newRepo(t)
+	lock := filepath.Join(dir, ".git", "objects", "maintenance.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range foldAt + 1 {
+		write(t, r, fmt.Sprint("t", i), fmt.Sprintf("f%d.md", i), "x\n")
+		if err := r.materialize(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := gd.ListPacks(r.gitDir)
+	r.fold.Store(true) // as under load
+	err := r.checkpoint()
+	r.fold.Store(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := gd.ListPacks(r.gitDir)
+	for _, p := range before {
+		if !gd.PackExists(r.gitDir, p.Hash) {
+			t.Errorf("a pack was deleted while git maintenance held its lock: %s", p.Hash)
+		}
+	}
+	if len(after) <= len(before) {
+		t.Errorf("no fold: %d packs before, %d after", len(before), len(after))
+	}
+	os.Remove(lock)
+	if _, err := r.GC(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if packs, _ := gd.ListPacks(r.gitDir); len(packs) != 1 {
+		t.Errorf("after gitmem gc: %d packs", len(packs))
+	}
 	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
 }
 

@@ -1453,6 +1453,8 @@ func (r *Repo) syncMaterialized() error {
 	if err := r.secureMaterialized(); err != nil {
 		return err
 	}
+	// A multi-pack-index git wrote as gitmem deleted a pack it names.
+	gd.RemoveStaleMidx(r.gitDir)
 	ref := filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch)))
 	files := append(r.wt.flushList(), r.packsWritten...)
 	files = append(files, ref, filepath.Dir(ref))
@@ -1566,9 +1568,15 @@ func (r *Repo) dropHeld() {
 
 // removeFolded deletes packs materialisation wrote whose objects are in
 // another pack now (a reader that misses one finds them there), and
-// forgets them. Called with mmu held.
+// forgets them; not while git maintenance runs (gd.LockMaintenance): they
+// stay for gc. Called with mmu held.
 func (r *Repo) removeFolded(packs []plumbing.Hash) {
+	unlock, ok := gd.LockMaintenance(r.gitDir)
+	if !ok {
+		return
+	}
 	gd.RemovePacks(r.gitDir, packs)
+	unlock()
 	gone := map[string]bool{}
 	for _, h := range packs {
 		base := filepath.Join(r.gitDir, "objects", "pack", "pack-"+h.String())

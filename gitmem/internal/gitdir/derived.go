@@ -146,6 +146,45 @@ func removeMidx(gitDir string) int {
 	return len(m)
 }
 
+// RemoveStaleMidx removes the multi-pack-index when it names a pack that
+// is gone: git may write one naming a pack it listed just before gitmem
+// deleted it, and git then fails to read the objects it says are there
+// ("Could not read"). It reports whether it removed one; without a
+// multi-pack-index it costs a stat.
+func RemoveStaleMidx(gitDir string) bool {
+	packDir := filepath.Join(gitDir, "objects", "pack")
+	names, _, err := readMidx(filepath.Join(packDir, "multi-pack-index"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	for _, n := range names {
+		if _, serr := os.Stat(filepath.Join(packDir, strings.TrimSuffix(n, ".idx")+".pack")); serr != nil {
+			return removeMidx(gitDir) > 0
+		}
+	}
+	if err != nil { // unreadable
+		return removeMidx(gitDir) > 0
+	}
+	return false
+}
+
+// LockMaintenance takes git's objects/maintenance.lock, which git
+// maintenance run holds while it runs (and, finding it held, skips its
+// run). gitmem holds it while it deletes packs whose objects another pack
+// holds: git's incremental-repack deletes a pack whose objects its
+// multi-pack-index finds in another, and the two, each deleting the copy
+// the other keeps, would lose them. It reports false, taking nothing,
+// when another holds it.
+func LockMaintenance(gitDir string) (unlock func(), ok bool) {
+	path := filepath.Join(gitDir, "objects", "maintenance.lock")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return func() {}, false
+	}
+	f.Close()
+	return func() { os.Remove(path) }, true
+}
+
 // midxNames reports whether the multi-pack-index names one of the packs.
 func midxNames(gitDir string, packs []plumbing.Hash) bool {
 	names, _, err := readMidx(filepath.Join(gitDir, "objects", "pack", "multi-pack-index"))
