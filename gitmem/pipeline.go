@@ -92,8 +92,9 @@ type prepared struct {
 }
 
 // heldObjects are objects materialised together, in one pack, held in
-// memory (readable) until a checkpoint has made them safe from git's gc,
-// and a small pack's until it is folded (secureMaterialized).
+// memory (readable) until a checkpoint has made them safe from git's gc
+// (secureMaterialized), and a small pack's until it is folded
+// (foldSmall).
 type heldObjects struct {
 	pack plumbing.Hash
 	objs []gd.Object
@@ -132,7 +133,6 @@ type pipeline struct {
 	diskTree     *node         // its tree
 	packsWritten []string      // packs materialised since the last sync
 	held         []heldObjects // the objects materialised since the last checkpoint, and small packs not folded yet
-	fold         atomic.Bool   // the checkpoint under way may fold small packs (changes keep coming)
 	lastCkpt     atomic.Int64  // unix nanos of the last checkpoint (attempt)
 	lastUse      atomic.Int64  // unix nanos of the last change
 
@@ -700,6 +700,7 @@ func (r *Repo) materializeSome(k int) error {
 	// The objects stay readable from memory until the checkpoint has made
 	// them safe from git's gc (secureMaterialized).
 	r.held = append(r.held, heldObjects{pack: pack, objs: objs})
+	r.foldSmall()
 	// The commits are in git's files. The worktree follows; a path that
 	// cannot (a full disk) waits in r.pend and the journal.
 	var paths []string
@@ -1481,7 +1482,7 @@ func (r *Repo) syncMaterialized() error {
 
 // secureMaterialized makes sure git's files hold the objects
 // materialised since the last checkpoint, before the log that holds them
-// is emptied, and folds the small packs materialisation wrote.
+// is emptied.
 //
 // git gc --prune=now, git repack -a -d and git prune --expire=now delete
 // what the refs do not reach at the moment they read them, however new:
@@ -1494,29 +1495,16 @@ func (r *Repo) syncMaterialized() error {
 // pack is looked for on disk; the objects of one that is gone (git
 // repacked it, or something deleted it) are looked for one by one, and
 // any missing is written again from memory — the log holds the same —
-// and the log says so at ERROR.
-//
-// Packs of fewer than foldBelow objects (a call or two each) are written
-// again as one, from memory, and deleted, once foldAt of them wait, at a
-// checkpoint made while changes keep coming (r.fold): the pack folder
-// does not fill with them, and nothing is deleted when gitmem goes idle
-// (a git fsck run then, which fails on a pack deleted as it reads it,
-// finds the repository as gitmem left it). Called with mmu held, after
+// and the log says so at ERROR. Called with mmu held, after
 // materialisation.
 func (r *Repo) secureMaterialized() error {
-	var missing, small []gd.Object
-	var folded []int
+	var missing []gd.Object
 	r.omu.Lock()
 	listed := false
 	for i := range r.held {
 		g := &r.held[i]
 		if gd.PackExists(r.gitDir, g.pack) {
-			if len(g.objs) < foldBelow {
-				small = append(small, g.objs...)
-				folded = append(folded, i)
-			} else {
-				g.done = true
-			}
+			g.done = g.done || len(g.objs) >= foldBelow // a small one waits to be folded
 			continue
 		}
 		if !listed {
@@ -1539,21 +1527,43 @@ func (r *Repo) secureMaterialized() error {
 		}
 		r.addPack(h)
 	}
-	if len(folded) >= foldAt && r.fold.Load() {
-		// Best effort: on a full disk the small packs stay as they are.
-		if h, err := r.obj.WritePackFiles(small, false, false); err == nil { // the branch names them: no .keep
-			r.addPack(h)
-			var gone []plumbing.Hash
-			for _, i := range folded {
-				if r.held[i].pack != h {
-					gone = append(gone, r.held[i].pack)
-				}
-				r.held[i].done = true
-			}
-			r.removeFolded(gone)
+	return nil
+}
+
+// foldSmall writes the small packs materialisation wrote (groups of
+// fewer than foldBelow objects, a call or two each) again as one, from
+// memory, once foldAt of them wait, and deletes them: the pack folder
+// does not fill with them. Only as changes are materialised: once they
+// stop, nothing is deleted, so that a git fsck run then does not meet a
+// pack vanishing under it (it fails on one). The new pack is durable
+// before the small ones go: what they hold may be in no log any more.
+// Best effort: on a full disk the small packs stay as they are. Called
+// with mmu held, after materialisation.
+func (r *Repo) foldSmall() {
+	var small []gd.Object
+	var folded []int
+	for i, g := range r.held {
+		if !g.done && len(g.objs) < foldBelow {
+			small = append(small, g.objs...)
+			folded = append(folded, i)
 		}
 	}
-	return nil
+	if len(folded) < foldAt {
+		return
+	}
+	h, err := r.obj.WritePackFiles(small, true, false) // the branch names them: no .keep
+	if err != nil {
+		return
+	}
+	r.addPack(h)
+	var gone []plumbing.Hash
+	for _, i := range folded {
+		if r.held[i].pack != h {
+			gone = append(gone, r.held[i].pack)
+		}
+		r.held[i].done = true
+	}
+	r.removeFolded(gone)
 }
 
 // dropHeld forgets the objects held in memory (a redaction deleted them).
@@ -1649,10 +1659,7 @@ func (r *Repo) maintainLoop() {
 		wanted := r.lockWanted()
 		leaving := wanted || r.idle()
 		if (size > 0 && (size > checkpointBytes || due || full || (leaving && !broken))) || (broken && due) {
-			// Changes keep coming: the small packs may be folded.
-			r.fold.Store(size > checkpointBytes || due || full)
 			r.checkpoint() // a failure is logged once and retried when due
-			r.fold.Store(false)
 		}
 		// HEAD moved with git (git checkout, git switch): put back every
 		// second, and before the lock is let go.
