@@ -8,6 +8,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // DiffTreeEntries, walked down into the folders that differ, finds the
@@ -17,24 +19,24 @@ func TestDiffTreeEntriesAgreesWithGit(t *testing.T) {
 	needGit(t)
 	dir := history(t, 120)
 	// A file that becomes a folder, and back.
-	gitRun(t, dir, "", "read-tree", "main")
-	gitRun(t, dir, "", "rm", "-q", "--cached", "deep/a/b/c.md")
+	gittest.Git(t, dir, "read-tree", "main")
+	gittest.Git(t, dir, "rm", "-q", "--cached", "deep/a/b/c.md")
 	write := func(p, s string) {
 		t.Helper()
-		gitRun(t, dir, s, "hash-object", "-w", "--stdin")
-		h := strings.TrimSpace(gitRun(t, dir, s, "hash-object", "--stdin"))
-		gitRun(t, dir, "", "update-index", "--add", "--cacheinfo", "100644,"+h+","+p)
+		gittest.GitIn(t, dir, s, "hash-object", "-w", "--stdin")
+		h := strings.TrimSpace(gittest.GitIn(t, dir, s, "hash-object", "--stdin"))
+		gittest.Git(t, dir, "update-index", "--add", "--cacheinfo", "100644,"+h+","+p)
 	}
 	write("deep/a/b/c.md/inner.md", "now a folder\n")
-	gitRun(t, dir, "", "-c", "user.name=T", "-c", "user.email=t@x", "commit", "-q", "-m", "file to folder")
-	gitRun(t, dir, "", "rm", "-q", "--cached", "-r", "deep/a/b/c.md")
+	gittest.Git(t, dir, "-c", "user.name=T", "-c", "user.email=t@x", "commit", "-q", "-m", "file to folder")
+	gittest.Git(t, dir, "rm", "-q", "--cached", "-r", "deep/a/b/c.md")
 	write("deep/a/b/c.md", "a file again\n")
-	gitRun(t, dir, "", "-c", "user.name=T", "-c", "user.email=t@x", "commit", "-q", "-m", "folder to file")
-	commits := strings.Fields(gitRun(t, dir, "", "rev-list", "--first-parent", "--reverse", "main"))
+	gittest.Git(t, dir, "-c", "user.name=T", "-c", "user.email=t@x", "commit", "-q", "-m", "folder to file")
+	commits := strings.Fields(gittest.Git(t, dir, "rev-list", "--first-parent", "--reverse", "main"))
 	s := Open(dir + "/.git")
 	defer s.Close()
 	tree := func(c string) plumbing.Hash {
-		return plumbing.NewHash(strings.TrimSpace(gitRun(t, dir, "", "rev-parse", c+"^{tree}")))
+		return plumbing.NewHash(strings.TrimSpace(gittest.Git(t, dir, "rev-parse", c+"^{tree}")))
 	}
 	var walk func(a, b plumbing.Hash, prefix string, out *[]string)
 	walk = func(a, b plumbing.Hash, prefix string, out *[]string) {
@@ -76,7 +78,7 @@ func TestDiffTreeEntriesAgreesWithGit(t *testing.T) {
 			var got []string
 			walk(tree(commits[i]), tree(commits[j]), "", &got)
 			var want []string
-			for _, l := range strings.Split(strings.TrimSpace(gitRun(t, dir, "", "diff-tree", "-r", "--no-renames", commits[i], commits[j])), "\n") {
+			for _, l := range strings.Split(strings.TrimSpace(gittest.Git(t, dir, "diff-tree", "-r", "--no-renames", commits[i], commits[j])), "\n") {
 				if l == "" {
 					continue
 				}

@@ -1,13 +1,14 @@
 package gitdir
 
 import (
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // TestChecksAgreeWithGitFsckStrict crafts objects git fsck --strict
@@ -95,16 +96,16 @@ func TestChecksAgreeWithGitFsckStrict(t *testing.T) {
 	idLine := regexp.MustCompile(`(?m)^error in (?:tree|commit|tag|blob) [0-9a-f]{40}: (\w+):`)
 	for name, objs := range cases {
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			gitRun(t, dir, "", "init", "-q")
-			gitRun(t, dir, "hi\n", "hash-object", "-w", "--stdin")
-			gitRun(t, dir, "", "hash-object", "-w", "-t", "tree", "--stdin")
+			dir := t.TempDir() // not checked at the end: it holds the case's bad objects
+			gittest.Git(t, dir, "init", "-q")
+			gittest.GitIn(t, dir, "hi\n", "hash-object", "-w", "--stdin")
+			gittest.Git(t, dir, "hash-object", "-w", "-t", "tree", "--stdin")
 			var got []string
 			var specials []string // content of blobs a tree names as special files
 			files := map[plumbing.Hash]string{}
 			for i := 0; i < len(objs); i += 2 {
 				typ, data := objs[i], objs[i+1]
-				gitRun(t, dir, data, "hash-object", "-w", "--literally", "-t", typ, "--stdin")
+				gittest.GitIn(t, dir, data, "hash-object", "-w", "--literally", "-t", typ, "--stdin")
 				var ps []ObjectProblem
 				switch typ {
 				case "tree":
@@ -127,9 +128,7 @@ func TestChecksAgreeWithGitFsckStrict(t *testing.T) {
 					}
 				}
 			}
-			cmd := exec.Command("git", "fsck", "--strict", "--no-dangling")
-			cmd.Dir = dir
-			out, err := cmd.CombinedOutput()
+			out, err := gittest.Command(t, dir, "fsck", "--strict", "--no-dangling").CombinedOutput()
 			var want []string
 			for _, m := range idLine.FindAllStringSubmatch(string(out), -1) {
 				want = append(want, m[1])

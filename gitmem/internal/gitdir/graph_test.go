@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // randomHistory writes a random history with git fast-import: branches
@@ -20,9 +22,8 @@ import (
 // ordered by time can meet a parent before its child.
 func randomHistory(t *testing.T, dir string, seed uint64, n, tick int) []plumbing.Hash {
 	t.Helper()
-	if out, err := exec.Command("git", "init", "-q", "--bare", dir).CombinedOutput(); err != nil {
-		t.Skipf("no git CLI: %v %s", err, out)
-	}
+	needGit(t)
+	gittest.Git(t, "", "init", "-q", "--bare", dir)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var b strings.Builder
 	heads := []int{} // marks of branch tips
@@ -55,18 +56,9 @@ func randomHistory(t *testing.T, dir string, seed uint64, n, tick int) []plumbin
 		}
 	}
 	b.WriteString("done\n")
-	cmd := exec.Command("git", "fast-import", "--quiet", "--done", "--export-marks="+filepath.Join(dir, "marks"))
-	cmd.Dir = dir
-	cmd.Stdin = strings.NewReader(b.String())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("fast-import: %v %s", err, out)
-	}
-	out, err := exec.Command("git", "-C", dir, "rev-list", "--all").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	gittest.GitIn(t, dir, b.String(), "fast-import", "--quiet", "--done", "--export-marks="+filepath.Join(dir, "marks"))
 	var all []plumbing.Hash
-	for _, l := range strings.Fields(string(out)) {
+	for _, l := range strings.Fields(gittest.Git(t, dir, "rev-list", "--all")) {
 		all = append(all, plumbing.NewHash(l))
 	}
 	return all
@@ -74,7 +66,7 @@ func randomHistory(t *testing.T, dir string, seed uint64, n, tick int) []plumbin
 
 func gitLines(t *testing.T, dir string, args ...string) []string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	out, err := gittest.Command(t, dir, args...).Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
 			return nil
@@ -100,7 +92,7 @@ func TestGraphAgreesWithGit(t *testing.T) {
 		if seed%2 == 1 {
 			tick = 0
 		}
-		dir := filepath.Join(t.TempDir(), "r.git")
+		dir := filepath.Join(gittest.TempDir(t), "r.git")
 		all := randomHistory(t, dir, seed, 80, tick)
 		s := Open(dir)
 		defer s.Close()
@@ -176,7 +168,7 @@ func TestGraphAgreesWithGit(t *testing.T) {
 				t.Fatalf("seed %d: MergeBase(%s, %s) = %s, git says %v", seed, a, b, base, bases)
 			}
 			in, _ := g.IsAncestor(b, a)
-			wantIn := exec.Command("git", "-C", dir, "merge-base", "--is-ancestor", b.String(), a.String()).Run() == nil
+			wantIn := gittest.Command(t, dir, "merge-base", "--is-ancestor", b.String(), a.String()).Run() == nil
 			if in != wantIn {
 				t.Fatalf("seed %d: IsAncestor(%s, %s) = %v, git says %v", seed, b, a, in, wantIn)
 			}
@@ -188,7 +180,7 @@ func TestGraphAgreesWithGit(t *testing.T) {
 // itself (status when the memory and the remote agree) reads a few
 // commits, not the history.
 func TestExclusiveOfItselfStopsEarly(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "r.git")
+	dir := filepath.Join(gittest.TempDir(t), "r.git")
 	all := randomHistory(t, dir, 9, 200, 60)
 	s := Open(dir)
 	defer s.Close()

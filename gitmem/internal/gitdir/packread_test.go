@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // Objects in a pack git wrote with deltas (OFS_DELTA, and REF_DELTA in a
@@ -19,17 +21,10 @@ func TestReadDeltifiedPacks(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs the git CLI")
 	}
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	git := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@x")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
+		return gittest.Git(t, dir, args...)
 	}
 	git("init", "-q")
 	var text strings.Builder

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // gitInit makes an empty repository with the git CLI and returns its
@@ -21,8 +22,8 @@ import (
 func gitInit(t *testing.T) (dir, gitDir string) {
 	t.Helper()
 	needGit(t)
-	dir = t.TempDir()
-	gitRun(t, dir, "", "init", "-q")
+	dir = gittest.TempDir(t)
+	gittest.Git(t, dir, "init", "-q")
 	return dir, filepath.Join(dir, ".git")
 }
 
@@ -43,13 +44,12 @@ func TestWriteObjectsPack(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := filepath.Join(gitDir, "objects", "pack", "pack-"+h.String())
-	if out, err := exec.Command("git", "-C", dir, "verify-pack", "-v", base+".idx").CombinedOutput(); err != nil || !strings.Contains(string(out), "non delta: 300 objects") {
-		t.Fatalf("git verify-pack: %v\n%s", err, out)
+	if out := gittest.Git(t, dir, "verify-pack", "-v", base+".idx"); !strings.Contains(out, "non delta: 300 objects") {
+		t.Fatalf("git verify-pack:\n%s", out)
 	}
 	for _, o := range objs[:300] {
-		got, err := exec.Command("git", "-C", dir, "cat-file", "blob", o.Hash.String()).Output()
-		if err != nil || !bytes.Equal(got, o.Data) {
-			t.Fatalf("git cat-file %s: %v", o.Hash, err)
+		if got := gittest.Git(t, dir, "cat-file", "blob", o.Hash.String()); got != string(o.Data) {
+			t.Fatalf("git cat-file %s: %q", o.Hash, got)
 		}
 		data, err := s.Blob(o.Hash)
 		if err != nil || !bytes.Equal(data, o.Data) {
@@ -105,10 +105,10 @@ func TestPackSmallTakesLooseObjectsAndPacks(t *testing.T) {
 			t.Errorf("%s: %v", o.Hash, err)
 		}
 	}
-	if out := gitRun(t, dir, "", "count-objects", "-v"); !strings.Contains(out, "count: 0\n") || !strings.Contains(out, "packs: 1\n") {
+	if out := gittest.Git(t, dir, "count-objects", "-v"); !strings.Contains(out, "count: 0\n") || !strings.Contains(out, "packs: 1\n") {
 		t.Errorf("git count-objects -v:\n%s", out)
 	}
-	gitRun(t, dir, "", "fsck", "--strict")
+	gittest.Fsck(t, dir)
 }
 
 // A burst's trees are stored as deltas of their Base, the same folder's
@@ -147,14 +147,12 @@ func TestPackStoresTreesAsDeltasOfTheirBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	idx := filepath.Join(gitDir, "objects", "pack", "pack-"+h.String()+".idx")
-	out, err := exec.Command("git", "-C", dir, "verify-pack", "-v", idx).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "chain length = 19: 1 object") {
-		t.Fatalf("git verify-pack: %v\n%s", err, out)
+	if out := gittest.Git(t, dir, "verify-pack", "-v", idx); !strings.Contains(out, "chain length = 19: 1 object") {
+		t.Fatalf("git verify-pack:\n%s", out)
 	}
 	for _, o := range trees {
-		got, err := exec.Command("git", "-C", dir, "cat-file", "tree", o.Hash.String()).Output()
-		if err != nil || !bytes.Equal(got, o.Data) {
-			t.Fatalf("git cat-file %s: %v", o.Hash, err)
+		if got := gittest.Git(t, dir, "cat-file", "tree", o.Hash.String()); got != string(o.Data) {
+			t.Fatalf("git cat-file %s: %q", o.Hash, got)
 		}
 		typ, data, err := s.ReadObject(o.Hash)
 		if err != nil || typ != plumbing.TreeObject || !bytes.Equal(data, o.Data) {
@@ -277,7 +275,8 @@ func TestPutStoredIsZlib(t *testing.T) {
 // of the object, or a copy in another pack, is sound, it is read instead,
 // as git does.
 func TestDamagedPackEntry(t *testing.T) {
-	_, gitDir := gitInit(t)
+	dir, gitDir := gitInit(t)
+	gittest.Damaged(t, dir, "a byte of a pack entry is changed")
 	data := []byte("a small memory, stored as it is\n")
 	h := plumbing.ComputeHash(plumbing.BlobObject, data)
 	s := Open(gitDir)

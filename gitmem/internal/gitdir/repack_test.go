@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 func needGit(t *testing.T) {
@@ -21,30 +23,13 @@ func needGit(t *testing.T) {
 	}
 }
 
-func gitRun(t *testing.T, dir string, stdin string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.Output()
-	if err != nil {
-		msg := ""
-		if ee, ok := err.(*exec.ExitError); ok {
-			msg = string(ee.Stderr)
-		}
-		t.Fatalf("git %v: %v\n%s", args, err, msg)
-	}
-	return string(out)
-}
-
 // A pack with OFS_DELTA entries written by packWriter is one git reads:
 // `git verify-pack` checks every object and its chain, and `git cat-file`
 // and go-git give back every version.
 func TestPackWithDeltasIsReadByGit(t *testing.T) {
 	needGit(t)
-	dir := t.TempDir()
-	gitRun(t, dir, "", "init", "-q")
+	dir := gittest.TempDir(t)
+	gittest.Git(t, dir, "init", "-q")
 	gitDir := filepath.Join(dir, ".git")
 	var lines []string
 	for i := range 300 {
@@ -72,14 +57,14 @@ func TestPackWithDeltasIsReadByGit(t *testing.T) {
 	if pw.deltas != 58 {
 		t.Fatalf("%d deltas, want 58 (two chains of 50 and 8)", pw.deltas)
 	}
-	out := gitRun(t, dir, "", "verify-pack", "-v", filepath.Join(gitDir, "objects", "pack", "pack-"+h.String()+".idx"))
+	out := gittest.Git(t, dir, "verify-pack", "-v", filepath.Join(gitDir, "objects", "pack", "pack-"+h.String()+".idx"))
 	if !strings.Contains(out, "chain length = 50: 1 object") || !strings.Contains(out, "non delta: 2 objects") {
 		t.Fatalf("git verify-pack:\n%s", out)
 	}
 	s := Open(gitDir)
 	defer s.Close()
 	for _, o := range objs {
-		if got := gitRun(t, dir, "", "cat-file", "blob", o.Hash.String()); got != string(o.Data) {
+		if got := gittest.Git(t, dir, "cat-file", "blob", o.Hash.String()); got != string(o.Data) {
 			t.Fatalf("git cat-file %s differs", o.Hash)
 		}
 		if got, err := s.Blob(o.Hash); err != nil || !bytes.Equal(got, o.Data) {
@@ -92,8 +77,8 @@ func TestPackWithDeltasIsReadByGit(t *testing.T) {
 // edited one per commit, a subfolder, deletions, a rename, a branch
 // merged back, an annotated tag and an unreachable blob.
 func history(t *testing.T, commits int) string {
-	dir := t.TempDir()
-	gitRun(t, dir, "", "init", "-q", "-b", "main")
+	dir := gittest.TempDir(t)
+	gittest.Git(t, dir, "init", "-q", "-b", "main")
 	var s strings.Builder
 	mark := 0
 	commit := func(branch, msg string, body func()) {
@@ -138,15 +123,15 @@ func history(t *testing.T, commits int) string {
 	side := mark
 	commit("main", "merge", func() { fmt.Fprintf(&s, "from :%d\nmerge :%d\n", mark-1, side) })
 	fmt.Fprintf(&s, "tag v1\nfrom :%d\ntagger T <t@x> 1700000000 +0000\ndata 3\nv1\n", mark)
-	gitRun(t, dir, s.String(), "fast-import", "--quiet")
-	gitRun(t, dir, "", "branch", "-D", "side")
-	gitRun(t, dir, "unreachable\n", "hash-object", "-w", "--stdin")
+	gittest.GitIn(t, dir, s.String(), "fast-import", "--quiet")
+	gittest.Git(t, dir, "branch", "-D", "side")
+	gittest.GitIn(t, dir, "unreachable\n", "hash-object", "-w", "--stdin")
 	return dir
 }
 
 func refTips(t *testing.T, dir string) []plumbing.Hash {
 	var tips []plumbing.Hash
-	for _, l := range strings.Fields(gitRun(t, dir, "", "for-each-ref", "--format=%(objectname)")) {
+	for _, l := range strings.Fields(gittest.Git(t, dir, "for-each-ref", "--format=%(objectname)")) {
 		tips = append(tips, plumbing.NewHash(l))
 	}
 	return tips
@@ -159,8 +144,8 @@ func TestRepackFull(t *testing.T) {
 	needGit(t)
 	dir := history(t, 200)
 	gitDir := filepath.Join(dir, ".git")
-	want := strings.Fields(gitRun(t, dir, "", "rev-list", "--objects", "--all", "--no-object-names"))
-	logBefore := gitRun(t, dir, "", "log", "-p", "--all")
+	want := strings.Fields(gittest.Git(t, dir, "rev-list", "--objects", "--all", "--no-object-names"))
+	logBefore := gittest.Git(t, dir, "log", "-p", "--all")
 	s := Open(gitDir)
 	res, err := s.Repack(RepackOptions{Tips: refTips(t, dir)})
 	s.Close()
@@ -176,7 +161,7 @@ func TestRepackFull(t *testing.T) {
 		}
 	}
 	idx := filepath.Join(gitDir, "objects", "pack", "pack-"+res.Pack.String()+".idx")
-	out := gitRun(t, dir, "", "verify-pack", "-v", idx)
+	out := gittest.Git(t, dir, "verify-pack", "-v", idx)
 	chains := regexp.MustCompile(`chain length = (\d+): (\d+) object`).FindAllStringSubmatch(out, -1)
 	longest := 0
 	for _, m := range chains {
@@ -198,8 +183,8 @@ func TestRepackFull(t *testing.T) {
 			os.Remove(p)
 		}
 	}
-	gitRun(t, dir, "", "fsck", "--strict", "--no-dangling")
-	if got := gitRun(t, dir, "", "log", "-p", "--all"); got != logBefore {
+	gittest.Fsck(t, dir)
+	if got := gittest.Git(t, dir, "log", "-p", "--all"); got != logBefore {
 		t.Fatal("git log -p differs after the repack")
 	}
 }
@@ -212,10 +197,10 @@ func TestRepackOnly(t *testing.T) {
 	gitDir := filepath.Join(dir, ".git")
 	// The newest 20 commits' objects, and the unreachable blob.
 	only := map[plumbing.Hash]bool{}
-	for _, h := range strings.Fields(gitRun(t, dir, "", "rev-list", "--objects", "--no-object-names", "main~20..main")) {
+	for _, h := range strings.Fields(gittest.Git(t, dir, "rev-list", "--objects", "--no-object-names", "main~20..main")) {
 		only[plumbing.NewHash(h)] = true
 	}
-	only[plumbing.NewHash(strings.TrimSpace(gitRun(t, dir, "unreachable\n", "hash-object", "--stdin")))] = true
+	only[plumbing.NewHash(strings.TrimSpace(gittest.GitIn(t, dir, "unreachable\n", "hash-object", "--stdin")))] = true
 	s := Open(gitDir)
 	res, err := s.Repack(RepackOptions{Tips: refTips(t, dir), Only: only})
 	s.Close()
@@ -233,7 +218,7 @@ func TestRepackOnly(t *testing.T) {
 	if res.Deltas == 0 {
 		t.Fatal("no deltas")
 	}
-	gitRun(t, dir, "", "verify-pack", filepath.Join(gitDir, "objects", "pack", "pack-"+res.Pack.String()+".idx"))
+	gittest.Git(t, dir, "verify-pack", filepath.Join(gitDir, "objects", "pack", "pack-"+res.Pack.String()+".idx"))
 }
 
 // The chains are those of the scheme: version n (back from the newest) is
@@ -284,6 +269,7 @@ func TestRepackOfAPackCutShort(t *testing.T) {
 		t.Skip("packs are not mapped here")
 	}
 	dir := history(t, 400)
+	gittest.Damaged(t, dir, "its pack is cut short")
 	gitDir := filepath.Join(dir, ".git")
 	packs, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*.pack"))
 	if len(packs) != 1 {
