@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // A program that writes a whole file opens it with O_TRUNC, then writes:
@@ -43,7 +44,7 @@ func TestAdoptWaitsForATruncatedFileToBeWritten(t *testing.T) {
 	if log := subjects(t, dir); log != "memory: adopt changes made outside gitmem\nw a.md\nmemory: init\n" {
 		t.Fatalf("history:\n%s", log)
 	}
-	gitCLI(t, dir, "fsck", "--strict")
+	gittest.Fsck(t, dir)
 }
 
 // A program opened a file (O_TRUNC) just before gitmem replaced it with
@@ -85,13 +86,13 @@ func TestWriteThroughADescriptorOpenWhileGitmemReplacesIsKept(t *testing.T) {
 	settle(t, r)
 	want := "ONE\ntwo\nthree\nfour by hand\n"
 	if got := read(t, r, "a.md"); got != want {
-		t.Fatalf("a.md = %q, want %q\n%s", got, want, gitCLI(t, dir, "log", "-p", "--format=%s"))
+		t.Fatalf("a.md = %q, want %q\n%s", got, want, gittest.Git(t, dir, "log", "-p", "--format=%s"))
 	}
 	if got := readDisk(t, dir, "a.md"); got != want {
 		t.Fatalf("worktree a.md = %q, want %q", got, want)
 	}
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
-	gitCLI(t, dir, "fsck", "--strict")
+	gittest.Fsck(t, dir)
 }

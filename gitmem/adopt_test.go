@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // A program reads a memory file, an acknowledged change to it reaches the
@@ -31,7 +33,7 @@ func TestEditOfAFileReadBeforeAnAcknowledgedChange(t *testing.T) {
 	check := func(want string) {
 		t.Helper()
 		if got := read(t, r, "a.md"); got != want {
-			t.Fatalf("HEAD's a.md = %q, want %q\n%s", got, want, gitCLI(t, dir, "log", "-p", "--format=%s"))
+			t.Fatalf("HEAD's a.md = %q, want %q\n%s", got, want, gittest.Git(t, dir, "log", "-p", "--format=%s"))
 		}
 		if got := readDisk(t, dir, "a.md"); got != want {
 			t.Fatalf("worktree a.md = %q, want %q", got, want)
@@ -82,10 +84,10 @@ func TestEditOfAFileReadBeforeAnAcknowledgedChange(t *testing.T) {
 	adopt(nil)
 	check("fresh\n")
 
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
-	gitCLI(t, dir, "fsck", "--strict")
+	gittest.Fsck(t, dir)
 }
 
 // git reset --hard HEAD~5 while serve holds the writer lock (under load
@@ -118,7 +120,7 @@ func TestResetHardWhileServingUndoesNoAcknowledgedChange(t *testing.T) {
 			settle(t, r)
 			r.gcBusy.Add(1) // the writer lock stays held, as under load
 			defer r.gcBusy.Add(-1)
-			gitCLI(t, dir, "reset", "-q", "--hard", "HEAD~5")
+			gittest.Git(t, dir, "reset", "-q", "--hard", "HEAD~5")
 			want := map[string]string{"a.md": "a1\nins\nins2\n\nx\n", "b.md": "B\n", "c.md": "c\n"}
 			switch next {
 			case "adopt": // serve's --adopt-every
@@ -162,13 +164,13 @@ func TestResetHardWhileServingUndoesNoAcknowledgedChange(t *testing.T) {
 			if log := subjects(t, dir); strings.Contains(log, "adopt") {
 				t.Errorf("an adopt commit:\n%s", log)
 			}
-			if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 				t.Errorf("git status:\n%s", st)
 			}
-			if refs := gitCLI(t, dir, "for-each-ref", "refs/gitmem/displaced"); refs != "" {
+			if refs := gittest.Git(t, dir, "for-each-ref", "refs/gitmem/displaced"); refs != "" {
 				t.Errorf("left: %s", refs)
 			}
-			gitCLI(t, dir, "fsck", "--strict")
+			gittest.Fsck(t, dir)
 		})
 	}
 }
@@ -182,7 +184,7 @@ func TestAdoptWaitsWhileGitRewritesTheWorktree(t *testing.T) {
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "a1\n\nx\n")
 	settle(t, r)
-	old := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "HEAD"))
+	old := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
 	write(t, r, "t2", "a.md", "a1\nins\n\nx\n")
 	settle(t, r)
 	r.gcBusy.Add(1) // the writer lock stays held, as under load
@@ -205,7 +207,7 @@ func TestAdoptWaitsWhileGitRewritesTheWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(t, r)
-	gitCLI(t, dir, "update-ref", "refs/heads/main", old) // git is done: the branch moves
+	gittest.Git(t, dir, "update-ref", "refs/heads/main", old) // git is done: the branch moves
 	os.Remove(lock)
 	if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
 		t.Fatalf("adopt: %v, want ErrNoChange", err)
@@ -213,15 +215,15 @@ func TestAdoptWaitsWhileGitRewritesTheWorktree(t *testing.T) {
 	settle(t, r)
 	want := "a1\nins\n\nX\n"
 	if got := read(t, r, "a.md"); got != want {
-		t.Fatalf("a.md in HEAD: %q, want %q\n%s", got, want, gitCLI(t, dir, "log", "-p", "--format=%s"))
+		t.Fatalf("a.md in HEAD: %q, want %q\n%s", got, want, gittest.Git(t, dir, "log", "-p", "--format=%s"))
 	}
 	if got := readDisk(t, dir, "a.md"); got != want {
 		t.Fatalf("a.md on disk: %q, want %q", got, want)
 	}
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Errorf("git status:\n%s", st)
 	}
-	gitCLI(t, dir, "fsck", "--strict")
+	gittest.Fsck(t, dir)
 }
 
 // Issue 21, item 5: conflict markers piled up, 12 blocks deep, each new

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -17,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // The history benchmarks run on a generated repository: 10,000 files in
@@ -153,8 +154,7 @@ func genHistory(b *testing.B) string {
 }
 
 func gitTime(b *testing.B, dir string, args ...string) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
+	cmd := gittest.Command(b, dir, args...)
 	var stderr strings.Builder
 	cmd.Stdout = io.Discard
 	if args[0] != "log" && args[0] != "blame" {
@@ -282,20 +282,10 @@ func BenchmarkHistory(b *testing.B) {
 	b.Run("revert/git", func(b *testing.B) {
 		for range b.N {
 			nextGit++
-			sha := strings.TrimSpace(gitOut(b, dir, "log", "-1", "--format=%H", fmt.Sprintf("--grep=toolu_gen_%d$", plain[nextGit%400])))
+			sha := strings.TrimSpace(gittest.Git(b, dir, "log", "-1", "--format=%H", fmt.Sprintf("--grep=toolu_gen_%d$", plain[nextGit%400])))
 			gitTime(b, dir, "revert", "--no-edit", sha)
 		}
 	})
-}
-
-func gitOut(b *testing.B, dir string, args ...string) string {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		b.Fatalf("git %v: %v", args, err)
-	}
-	return string(out)
 }
 
 // BenchmarkStart opens the generated repository for writing (what `serve`

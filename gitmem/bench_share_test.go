@@ -18,6 +18,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -36,11 +37,7 @@ func BenchmarkSync(b *testing.B) {
 	work := b.TempDir()
 	run := func(dir string, args ...string) {
 		b.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v\n%s", args, err, out)
-		}
+		gittest.Git(b, dir, args...)
 	}
 	// Two gitmem agents with the whole history, and a git CLI clone pair.
 	a, bdir := filepath.Join(work, "a"), filepath.Join(work, "b")
@@ -135,8 +132,7 @@ func BenchmarkSync(b *testing.B) {
 		}
 	}
 	head, _ := ra.Commit("HEAD")
-	out, _ := exec.Command("git", "-C", filepath.Join(work, "clib"), "rev-parse", "HEAD").Output()
-	if strings.TrimSpace(string(out)) != head.Hash {
+	if out := gittest.Git(b, filepath.Join(work, "clib"), "rev-parse", "HEAD"); strings.TrimSpace(out) != head.Hash {
 		b.Errorf("the git CLI clone is at %s, gitmem at %s", out, head.Hash)
 	}
 	// go-git's own Push, for one new commit, for comparison: it lists the

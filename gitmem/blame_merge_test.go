@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // gitBlameHashes is git blame's commit for every line of the memory file
@@ -16,7 +18,7 @@ import (
 func gitBlameHashes(t *testing.T, dir, p string) []string {
 	t.Helper()
 	var out []string
-	for _, l := range strings.Split(gitRun(t, dir, "blame", "--porcelain", "HEAD", "--", memDir+"/"+p), "\n") {
+	for _, l := range strings.Split(gittest.Git(t, dir, "blame", "--porcelain", "HEAD", "--", memDir+"/"+p), "\n") {
 		// A line's header: 40 hex digits, its line in the origin, its line
 		// in the result, [the size of its group].
 		if f := strings.Fields(l); len(f) >= 3 && len(f[0]) == 40 && !strings.HasPrefix(l, "\t") {
@@ -208,17 +210,17 @@ func TestBlameAgreesWithGitAfterMerges(t *testing.T) {
 			}
 			for i, r := range agents {
 				blameAgreesWithGit(t, r, fmt.Sprintf("seed %d, agent %s", seed, names[i]))
-				fsckClean(t, r.Dir())
+				gittest.Fsck(t, r.Dir())
 			}
 			// The histories hold what they are for: criss-cross merges
 			// (two merge bases), conflicts.
 			crisscross := 0
-			for _, l := range strings.Split(strings.TrimSpace(gitRun(t, agents[0].Dir(), "rev-list", "--merges", "--parents", "HEAD")), "\n") {
-				if f := strings.Fields(l); len(f) == 3 && strings.Count(gitRun(t, agents[0].Dir(), "merge-base", "--all", f[1], f[2]), "\n") > 1 {
+			for _, l := range strings.Split(strings.TrimSpace(gittest.Git(t, agents[0].Dir(), "rev-list", "--merges", "--parents", "HEAD")), "\n") {
+				if f := strings.Fields(l); len(f) == 3 && strings.Count(gittest.Git(t, agents[0].Dir(), "merge-base", "--all", f[1], f[2]), "\n") > 1 {
 					crisscross++
 				}
 			}
-			conflicts := strings.Count(gitRun(t, agents[0].Dir(), "log", "--format=%(trailers:key=Memory-Conflict,valueonly)"), "content")
+			conflicts := strings.Count(gittest.Git(t, agents[0].Dir(), "log", "--format=%(trailers:key=Memory-Conflict,valueonly)"), "content")
 			if crisscross == 0 || conflicts == 0 {
 				t.Errorf("the history has %d criss-cross merges, %d conflicts", crisscross, conflicts)
 			}

@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // A library caller that passes hostile identities or messages cannot make
@@ -24,8 +26,8 @@ func TestHostileMetadataKeepsFsckClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(t, r)
-	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
-	got := gitCLI(t, dir, "log", "-1", "--format=%an|%ae|%B")
+	gittest.Fsck(t, dir)
+	got := gittest.Git(t, dir, "log", "-1", "--format=%an|%ae|%B")
 	want := "evil x|a@b forged@corp|sub ject second line\n\nTool-Use-Id: toolu_1\nSession: s Forged: yes\n\n"
 	if got != want {
 		t.Errorf("commit:\n got %q\nwant %q", got, want)
@@ -33,7 +35,7 @@ func TestHostileMetadataKeepsFsckClean(t *testing.T) {
 	if c.Author != (Signature{"evil x", "a@b forged@corp"}) {
 		t.Errorf("returned author %+v differs from the object's", c.Author)
 	}
-	if trailers := gitCLI(t, dir, "log", "-1", "--format=%(trailers:key=Forged)"); strings.TrimSpace(trailers) != "" {
+	if trailers := gittest.Git(t, dir, "log", "-1", "--format=%(trailers:key=Forged)"); strings.TrimSpace(trailers) != "" {
 		t.Errorf("a value forged a trailer: %q", trailers)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // The child half of TestKillNineModes: many writers at once (so calls
@@ -150,7 +151,7 @@ var killSteps = []struct {
 // killRound makes kills n kills numbered from first on a new repository,
 // checks it, and returns the acknowledged ids.
 func killRound(t *testing.T, rng *rand.Rand, first, n int, modes map[string]int) []string {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +179,7 @@ func killRound(t *testing.T, rng *rand.Rand, first, n int, modes map[string]int)
 		if testing.Verbose() {
 			t.Logf("kill %d (%s): %d acknowledged in %v", run, mode, len(got), time.Since(t0).Round(time.Millisecond))
 		}
-		gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+		gittest.Fsck(t, dir)
 	}
 	if len(acked) < n {
 		t.Fatalf("only %d acknowledged commits over %d kills: children died early", len(acked), n)
@@ -189,7 +190,7 @@ func killRound(t *testing.T, rng *rand.Rand, first, n int, modes map[string]int)
 	}
 	r.Close()
 	have := map[string]bool{}
-	for _, id := range strings.Fields(gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")) {
+	for _, id := range strings.Fields(gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")) {
 		if have[id] {
 			t.Errorf("%s is in two commits", id)
 		}
@@ -200,13 +201,13 @@ func killRound(t *testing.T, rng *rand.Rand, first, n int, modes map[string]int)
 			t.Errorf("acknowledged %s is not in the history", id)
 		}
 	}
-	if adopts := gitCLI(t, dir, "log", "--format=%h %s", "--grep=^memory: adopt"); adopts != "" {
+	if adopts := gittest.Git(t, dir, "log", "--format=%h %s", "--grep=^memory: adopt"); adopts != "" {
 		t.Errorf("a crash was mistaken for a hand edit:\n%s", adopts)
 	}
-	if st := gitCLI(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Errorf("worktree does not match HEAD after restart:\n%s", st)
 	}
-	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	gittest.Fsck(t, dir)
 	os.RemoveAll(dir) // the long mode makes many
 	return acked
 }

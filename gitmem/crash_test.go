@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // The child half of TestKillNineLosesNothing: commit forever, printing each
@@ -77,7 +79,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs the git CLI")
 	}
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +133,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 			}
 		}
 		cmd.Wait()
-		gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+		gittest.Fsck(t, dir)
 	}
 	if len(acked) < 12 {
 		t.Fatalf("only %d acknowledged commits: a child died early", len(acked))
@@ -141,7 +143,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
-	log := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
+	log := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
 	have := map[string]bool{}
 	for _, id := range strings.Fields(log) {
 		have[id] = true
@@ -151,13 +153,13 @@ func TestKillNineLosesNothing(t *testing.T) {
 			t.Errorf("acknowledged %s is not in the history", id)
 		}
 	}
-	if adopts := gitCLI(t, dir, "log", "--format=%h %s", "--grep=^memory: adopt"); adopts != "" {
+	if adopts := gittest.Git(t, dir, "log", "--format=%h %s", "--grep=^memory: adopt"); adopts != "" {
 		t.Errorf("a crash was mistaken for a hand edit:\n%s", adopts)
 	}
-	if st := gitCLI(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Errorf("worktree does not match HEAD after restart:\n%s", st)
 	}
-	if count := gitCLI(t, dir, "count-objects", "-v"); !noGarbage(count) {
+	if count := gittest.Git(t, dir, "count-objects", "-v"); !noGarbage(count) {
 		packs, _ := os.ReadDir(filepath.Join(dir, ".git", "objects", "pack"))
 		var names []string
 		for _, p := range packs {
@@ -166,17 +168,6 @@ func TestKillNineLosesNothing(t *testing.T) {
 		t.Errorf("temporary files left after restart:\n%s%v", count, names)
 	}
 	t.Logf("%d acknowledged commits over 12 kills", len(acked))
-}
-
-func gitCLI(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }
 
 // kill -9 during a redaction, at random instants: whenever the branch has
@@ -194,7 +185,7 @@ func TestKillNineDuringRedact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	finishedAtStart := 0
 	for round := range 8 {
-		dir := t.TempDir()
+		dir := gittest.TempDir(t)
 		r, _, err := Init(dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
@@ -203,7 +194,7 @@ func TestKillNineDuringRedact(t *testing.T) {
 			write(t, r, fmt.Sprint("t", i), fmt.Sprintf("d%d/f%d.md", i%3, i%11), fmt.Sprintf("v%d %s\n", i, secret))
 		}
 		r.Close()
-		before := gitCLI(t, dir, "rev-parse", "HEAD")
+		before := gittest.Git(t, dir, "rev-parse", "HEAD")
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "GITMEM_REDACT_CHILD="+dir)
 		if err := cmd.Start(); err != nil {
@@ -227,20 +218,20 @@ func TestKillNineDuringRedact(t *testing.T) {
 			t.Fatalf("round %d: start after the kill: %v (%v)", round, err, errors.Unwrap(err))
 		}
 		r.Close()
-		if adopts := gitCLI(t, dir, "log", "--format=%s", "--grep=adopt"); adopts != "" {
+		if adopts := gittest.Git(t, dir, "log", "--format=%s", "--grep=adopt"); adopts != "" {
 			t.Fatalf("round %d: the old worktree was adopted:\n%s", round, adopts)
 		}
-		if st := gitCLI(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
-			t.Fatalf("round %d: worktree differs from HEAD:\n%s\n%s\nlog:%s", round, st, gitCLI(t, dir, "diff"), gitCLI(t, dir, "log", "--format=%h %s", "-5"))
+		if st := gittest.Git(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+			t.Fatalf("round %d: worktree differs from HEAD:\n%s\n%s\nlog:%s", round, st, gittest.Git(t, dir, "diff"), gittest.Git(t, dir, "log", "--format=%h %s", "-5"))
 		}
-		if gitCLI(t, dir, "rev-parse", "HEAD") == before {
+		if gittest.Git(t, dir, "rev-parse", "HEAD") == before {
 			continue // killed before the branch moved: nothing changed
 		}
 		if recErr == nil {
 			finishedAtStart++
 		}
 		assertNoSecret(t, dir, secret)
-		gitCLI(t, dir, "fsck", "--strict")
+		gittest.Fsck(t, dir)
 	}
 	t.Logf("%d of 8 kills landed between the branch moving and the end of the redaction", finishedAtStart)
 	if finishedAtStart == 0 {

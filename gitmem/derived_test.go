@@ -3,23 +3,18 @@ package gitmem
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
-// gitIn runs git in dir with stdin, and returns its output.
+// gitIn runs git in dir with stdin, and returns its output trimmed.
 func gitIn(t *testing.T, dir, stdin string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir, cmd.Stdin = dir, strings.NewReader(stdin)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
-	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(gittest.GitIn(t, dir, stdin, args...))
 }
 
 // fsckProblems runs gitmem's Fsck (repairing or not) and returns what it
@@ -42,7 +37,7 @@ func fsckProblems(t *testing.T, dir string, repair bool) []string {
 // fscksClean checks that git fsck --strict and gitmem fsck find nothing.
 func fscksClean(t *testing.T, dir string) {
 	t.Helper()
-	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	gittest.Fsck(t, dir)
 	if ps := fsckProblems(t, dir, false); len(ps) > 0 {
 		t.Errorf("gitmem fsck: %q", ps)
 	}
@@ -107,9 +102,7 @@ func TestFsckFindsStaleDerivedFiles(t *testing.T) {
 	for _, ext := range []string{".pack", ".idx"} {
 		os.Remove(filepath.Join(dir, ".git", "objects", "pack", "pack-"+extra+ext))
 	}
-	cmd := exec.Command("git", "fsck", "--strict", "--no-dangling")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err == nil {
+	if out, err := gittest.Command(t, dir, "fsck", "--strict", "--no-dangling").CombinedOutput(); err == nil {
 		t.Fatalf("git fsck --strict passes: the test tests nothing\n%s", out)
 	}
 	ps := strings.Join(fsckProblems(t, dir, false), "\n")
@@ -135,9 +128,8 @@ func TestFsckRunsGitFsckStrictChecks(t *testing.T) {
 	bad := gitIn(t, dir, "tree "+tree+"\nparent "+parent+"\nauthor A <a@b> 1 0000\ncommitter C <c@d> 1 +0000\n\nbad zone\n",
 		"hash-object", "-w", "--literally", "-t", "commit", "--stdin")
 	gitIn(t, dir, "", "update-ref", "refs/heads/main", bad)
-	cmd := exec.Command("git", "fsck", "--strict", "--no-dangling")
-	cmd.Dir = dir
-	if out, _ := cmd.CombinedOutput(); !strings.Contains(string(out), "badTimezone") {
+	gittest.Damaged(t, dir, "the branch is on a commit git fsck --strict refuses")
+	if out, _ := gittest.Command(t, dir, "fsck", "--strict", "--no-dangling").CombinedOutput(); !strings.Contains(string(out), "badTimezone") {
 		t.Fatalf("git fsck --strict: %s", out)
 	}
 	ps := strings.Join(fsckProblems(t, dir, false), "\n")

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 var hunkContext = regexp.MustCompile(`(?m)^(@@ [^@]* @@).*$`)
@@ -32,9 +34,7 @@ func TestUnifiedMatchesGitDiff(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(dir, "a"), []byte(a), 0o600)
 		os.WriteFile(filepath.Join(dir, "b"), []byte(b), 0o600)
-		cmd := exec.Command("git", "diff", "--no-index", "--no-color", "-U3", "a", "b")
-		cmd.Dir = dir
-		out, _ := cmd.Output() // exit 1 means "differs"
+		out, _ := gittest.Command(t, dir, "diff", "--no-index", "--no-color", "-U3", "a", "b").Output() // exit 1 means "differs"
 		want := string(out)
 		if i := strings.Index(want, "@@"); i >= 0 {
 			want = want[i:]
@@ -53,7 +53,7 @@ func TestUnifiedMatchesGitDiff(t *testing.T) {
 // The worktree's diff lists hand edits gitmem will adopt, and not a file
 // whose name no model could write, which it never adopts.
 func TestDiffWorktreeLeavesOutWhatIsNeverAdopted(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestDiffWorktreeLeavesOutWhatIsNeverAdopted(t *testing.T) {
 // (plain git), is left out of the worktree's diff on both sides: it is no
 // deletion waiting to be adopted.
 func TestDiffWorktreeLeavesOutACommittedOddName(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -86,8 +86,8 @@ func TestDiffWorktreeLeavesOutACommittedOddName(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "memories", "tab\tname.md"), []byte("y\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "-c", "user.name=T", "-c", "user.email=t@x", "commit", "-q", "-m", "plain git")
+	gittest.Git(t, dir, "add", "-A")
+	gittest.Git(t, dir, "-c", "user.name=T", "-c", "user.email=t@x", "commit", "-q", "-m", "plain git")
 	if r, err = Open(dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}

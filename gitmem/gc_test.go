@@ -3,7 +3,6 @@ package gitmem
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // noGarbage reports whether git count-objects -v found no garbage (not a
@@ -65,7 +65,7 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 		t.Fatalf("packs after an incremental gc: %+v", packs)
 	}
 	// gitmem's own record of the packs it wrote is not git's garbage.
-	if count := gitCLI(t, dir, "count-objects", "-v"); !noGarbage(count) {
+	if count := gittest.Git(t, dir, "count-objects", "-v"); !noGarbage(count) {
 		t.Fatalf("after an incremental gc:\n%s", count)
 	}
 	// Still readable by gitmem (its pack list is refreshed) and by git.
@@ -77,12 +77,12 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 	if err != nil || st.Packed == 0 {
 		t.Fatalf("full gc: %+v %v", st, err)
 	}
-	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
-	count := gitCLI(t, dir, "count-objects", "-v")
+	gittest.Fsck(t, dir)
+	count := gittest.Git(t, dir, "count-objects", "-v")
 	if !strings.Contains(count, "count: 0\n") || !strings.Contains(count, "packs: 1\n") || !noGarbage(count) {
 		t.Fatalf("after a full gc:\n%s", count)
 	}
-	if n := strings.TrimSpace(gitCLI(t, dir, "rev-list", "--count", "HEAD")); n != "32" {
+	if n := strings.TrimSpace(gittest.Git(t, dir, "rev-list", "--count", "HEAD")); n != "32" {
 		t.Fatalf("%s commits", n)
 	}
 }
@@ -122,7 +122,7 @@ func TestGCDeltifiesAFlatFolder(t *testing.T) {
 	if len(packs) != 1 || packs[0].Bytes > treeBytes/5 {
 		t.Fatalf("packs %+v; the trees alone would take %d bytes whole", packs, treeBytes)
 	}
-	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	gittest.Fsck(t, dir)
 }
 
 // gc writes its pack holding none of the writer's locks: a change made
@@ -155,8 +155,8 @@ func TestGCDoesNotHoldUpWriters(t *testing.T) {
 				t.Fatalf("the hook ran %d times", hooked)
 			}
 			settle(t, r)
-			gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
-			if got := gitCLI(t, dir, "show", "HEAD:memories/during4.md"); got != "written during gc\n" {
+			gittest.Fsck(t, dir)
+			if got := gittest.Git(t, dir, "show", "HEAD:memories/during4.md"); got != "written during gc\n" {
 				t.Fatalf("the change made during gc: %q", got)
 			}
 		})
@@ -173,13 +173,7 @@ func TestFullGCKeepsWhatCommitsMadeMeanwhileUse(t *testing.T) {
 	write(t, r, "a", "a.md", "a\n")
 	settle(t, r)
 	hashObject := func(content string) string {
-		cmd := exec.Command("git", "hash-object", "-w", "--stdin")
-		cmd.Dir, cmd.Stdin = dir, strings.NewReader(content)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(string(out))
+		return strings.TrimSpace(gittest.GitIn(t, dir, content, "hash-object", "-w", "--stdin"))
 	}
 	// An unreachable blob, packed by an incremental gc.
 	packed := hashObject("only in a pack\n")
@@ -194,26 +188,20 @@ func TestFullGCKeepsWhatCommitsMadeMeanwhileUse(t *testing.T) {
 			settle(t, r)
 			return
 		}
-		cmd := exec.Command("git", "mktree")
-		cmd.Dir, cmd.Stdin = dir, strings.NewReader("100644 blob "+packed+"\tp.md\n")
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tree := strings.TrimSpace(string(out))
-		commit := strings.TrimSpace(gitCLI(t, dir, "-c", "user.name=x", "-c", "user.email=x@x", "commit-tree", tree, "-m", "by git"))
-		gitCLI(t, dir, "update-ref", "refs/heads/other", commit)
+		tree := strings.TrimSpace(gittest.GitIn(t, dir, "100644 blob "+packed+"\tp.md\n", "mktree"))
+		commit := strings.TrimSpace(gittest.Git(t, dir, "-c", "user.name=x", "-c", "user.email=x@x", "commit-tree", tree, "-m", "by git"))
+		gittest.Git(t, dir, "update-ref", "refs/heads/other", commit)
 	}
 	defer func() { gcHook = nil }()
 	st, err := r.GC(true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	gittest.Fsck(t, dir)
 	for _, h := range []string{packed, loose} {
-		gitCLI(t, dir, "cat-file", "-e", h)
+		gittest.Git(t, dir, "cat-file", "-e", h)
 	}
-	if out, err := exec.Command("git", "-C", dir, "cat-file", "-e", garbage).CombinedOutput(); err == nil {
+	if out, err := gittest.Command(t, dir, "cat-file", "-e", garbage).CombinedOutput(); err == nil {
 		t.Fatalf("the unreachable blob survived a full gc (%+v) %s", st, out)
 	}
 }
@@ -290,7 +278,7 @@ func TestGCClearsTemporaryPacks(t *testing.T) {
 // which git counts as garbage) still counts as gc's, and the next start
 // moves the mark out of git's folder.
 func TestOldRepackedMarksMove(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +318,7 @@ func TestOldRepackedMarksMove(t *testing.T) {
 			t.Errorf("%s is still there: %v", filepath.Base(p), err)
 		}
 	}
-	if count := gitCLI(t, dir, "count-objects", "-v"); !noGarbage(count) {
+	if count := gittest.Git(t, dir, "count-objects", "-v"); !noGarbage(count) {
 		t.Fatalf("after the start:\n%s", count)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // TestPlainGitGCBesideWritersLosesNothing: an operator runs git's own
@@ -52,9 +53,7 @@ func TestPlainGitGCBesideWritersLosesNothing(t *testing.T) {
 				}
 				// git may fail here (a ref moved under its lock): what
 				// counts is what is left afterwards.
-				cmd := exec.Command("git", ops[i%len(ops)]...)
-				cmd.Dir = dir
-				if out, err := cmd.CombinedOutput(); err != nil {
+				if out, err := gittest.Command(t, dir, ops[i%len(ops)]...).CombinedOutput(); err != nil {
 					failed.Add(1)
 					if os.Getenv("SHOWGIT") != "" {
 						t.Logf("git %v: %s", ops[i%len(ops)], out)
@@ -93,9 +92,7 @@ func TestPlainGitGCBesideWritersLosesNothing(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("git", "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
-	cmd.Dir = dir
-	out, err := cmd.Output()
+	out, err := gittest.Command(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main").Output()
 	if err != nil {
 		t.Errorf("git log main: %v", err) // the history is cut: the ids below are missing
 	}
@@ -116,7 +113,7 @@ func TestPlainGitGCBesideWritersLosesNothing(t *testing.T) {
 	if lost > 0 || twice > 0 {
 		t.Errorf("of %d acknowledged calls %d are not in git log main and %d are there more than once", len(acked), lost, twice)
 	}
-	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	gittest.Fsck(t, dir)
 }
 
 // TestPlainGitGCBeforeTheBranchMoves runs git's gc, repack and prune at
@@ -174,11 +171,11 @@ func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if got := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main"); strings.Join(strings.Fields(got), " ") != "toolu_many toolu_small toolu_first" {
+		if got := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main"); strings.Join(strings.Fields(got), " ") != "toolu_many toolu_small toolu_first" {
 			t.Errorf("git log main: %q", got)
 		}
-		gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
-		gitCLI(t, dir, "gc", "--prune=now", "--quiet")
+		gittest.Fsck(t, dir)
+		gittest.Git(t, dir, "gc", "--prune=now", "--quiet")
 	}
 }
 
@@ -187,7 +184,7 @@ func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
 // it. The checkpoint finds its objects missing from git's files before it
 // empties the log, writes them again, and says so at ERROR.
 func TestObjectsDeletedBeforeACheckpointAreWrittenAgain(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	var mu sync.Mutex
 	var errs []string
@@ -229,10 +226,10 @@ func TestObjectsDeletedBeforeACheckpointAreWrittenAgain(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := gitCLI(t, dir, "log", "-1", "--format=%H"); strings.TrimSpace(got) != c.Hash {
+	if got := gittest.Git(t, dir, "log", "-1", "--format=%H"); strings.TrimSpace(got) != c.Hash {
 		t.Errorf("git log: %q, want %s", got, c.Hash)
 	}
-	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	gittest.Fsck(t, dir)
 }
 
 // TestFsckNamesAMissingCommit: a commit deleted from the middle of the
@@ -249,6 +246,7 @@ func TestFsckNamesAMissingCommit(t *testing.T) {
 	}
 	explode(t, dir)
 	os.Remove(filepath.Join(dir, ".git", "objects", middle.Hash[:2], middle.Hash[2:]))
+	gittest.Damaged(t, dir, "a commit of the history is deleted")
 	rep, err := Fsck(dir, testOptions(t), false)
 	if err != nil {
 		t.Fatal(err)
@@ -302,11 +300,11 @@ func TestPlainGitGCDuringARedaction(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Fields(gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")); len(got) != 5 {
+	if got := strings.Fields(gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")); len(got) != 5 {
 		t.Errorf("git log main: %q", got)
 	}
 	assertNoSecret(t, dir, "sk-live1secret")
-	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	gittest.Fsck(t, dir)
 }
 
 // TestPlainGitGCDuringAFetch: git gc, repack and prune run while a pull
@@ -340,7 +338,7 @@ func TestPlainGitGCDuringAFetch(t *testing.T) {
 		t.Errorf("after the pull: %v", got)
 	}
 	a.Flush()
-	fsckClean(t, a.Dir())
+	gittest.Fsck(t, a.Dir())
 }
 
 // TestFoldAfterARedactionWritesNoOldObject: the small packs of a few
@@ -366,7 +364,7 @@ func TestFoldAfterARedactionWritesNoOldObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNoSecret(t, dir, "sk-live7secret")
-	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	gittest.Fsck(t, dir)
 }
 
 // TestFoldWaitsForGitMaintenance: while git maintenance runs (it holds
@@ -411,16 +409,14 @@ func TestFoldWaitsForGitMaintenance(t *testing.T) {
 	if packs, _ := gd.ListPacks(r.gitDir); len(packs) != 1 {
 		t.Errorf("after gitmem gc: %d packs", len(packs))
 	}
-	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
+	gittest.Fsck(t, dir)
 }
 
 // gitGC runs git's commands that delete what no ref reaches.
 func gitGC(t *testing.T, dir string) {
 	t.Helper()
 	for _, op := range [][]string{{"gc", "--prune=now", "--quiet"}, {"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}} {
-		cmd := exec.Command("git", op...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := gittest.Command(t, dir, op...).CombinedOutput(); err != nil {
 			t.Errorf("git %s: %v\n%s", strings.Join(op, " "), err, out)
 		}
 	}

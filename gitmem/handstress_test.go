@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // Item 2 under load: hand edits (appends through os.OpenFile with
@@ -123,7 +123,7 @@ func TestHandEditsUnderLoadAreNeverLost(t *testing.T) {
 	settle(t, r)
 
 	var all strings.Builder
-	all.WriteString(gitCLI(t, dir, "log", "-p", "--format=", "HEAD"))
+	all.WriteString(gittest.Git(t, dir, "log", "-p", "--format=", "HEAD"))
 	for _, f := range files {
 		all.WriteString(readDisk(t, dir, f))
 	}
@@ -163,7 +163,7 @@ func replaceOnce(data []byte, old, new string) ([]byte, error) {
 // "kept" lines).
 func quietRepo(t *testing.T) (*Repo, string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.Logf = func(string, ...any) {}
 	r, _, err := Init(dir, opt)
@@ -262,7 +262,7 @@ func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
 	if got, want := read(t, r, "b.md"), "bee\nby hand\n"; got != want {
 		t.Fatalf("b.md = %q, want %q", got, want)
 	}
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
 }
@@ -385,7 +385,7 @@ func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
 		settle(t, r)
 	}
 
-	history := gitCLI(t, dir, "log", "-p", "--format=", "HEAD")
+	history := gittest.Git(t, dir, "log", "-p", "--format=", "HEAD")
 	var lost []string
 	for _, m := range written {
 		if !strings.Contains(history, "+"+m+"\n") {
@@ -412,10 +412,10 @@ func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
 	if n := strings.Count(head, "<<<<<<<"); n > 0 {
 		t.Errorf("%d conflict blocks in HEAD", n)
 	}
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Errorf("git status:\n%s", st)
 	}
-	gitCLI(t, dir, "fsck", "--strict")
+	gittest.Fsck(t, dir)
 }
 
 // Item 2 of issue 21 under load: `git reset --hard HEAD~5` three times
@@ -499,9 +499,7 @@ func TestResetHardUnderLoad(t *testing.T) {
 	resets := 0
 	for try := 0; resets < 3 && try < 100; try++ {
 		time.Sleep(20 * time.Millisecond)
-		cmd := exec.Command("git", "reset", "-q", "--hard", "HEAD~5")
-		cmd.Dir = dir
-		if cmd.Run() == nil { // else gitmem moved the branch meanwhile, or held a lock
+		if gittest.Command(t, dir, "reset", "-q", "--hard", "HEAD~5").Run() == nil { // else gitmem moved the branch meanwhile, or held a lock
 			resets++
 		}
 	}
@@ -532,15 +530,15 @@ func TestResetHardUnderLoad(t *testing.T) {
 		t.Errorf("acknowledged content gone from HEAD: %v; str_replaces that found no value: %v", lost[:min(len(lost), 8)], missed)
 	}
 	if log := subjects(t, dir); strings.Contains(log, "adopt") {
-		t.Errorf("%d adopt commit(s):\n%s", strings.Count(log, "adopt"), gitCLI(t, dir, "log", "-p", "--grep=adopt", "--format=%h %s"))
+		t.Errorf("%d adopt commit(s):\n%s", strings.Count(log, "adopt"), gittest.Git(t, dir, "log", "-p", "--grep=adopt", "--format=%h %s"))
 	}
 	for _, f := range files {
 		if got := readDisk(t, dir, f); got != read(t, r, f) {
 			t.Errorf("worktree %s differs from HEAD", f)
 		}
 	}
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Errorf("git status:\n%s", st)
 	}
-	gitCLI(t, dir, "fsck", "--strict")
+	gittest.Fsck(t, dir)
 }

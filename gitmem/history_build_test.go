@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // importedHistory is a repository where gitmem made one commit (toolu_1)
@@ -21,7 +21,7 @@ import (
 // the worktree checked out: the history index does not hold them.
 func importedHistory(t *testing.T, n int) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func importedHistory(t *testing.T, n int) string {
 	write(t, r, "toolu_1", "a.md", "one\n")
 	r.Close()
 	var b strings.Builder
-	head := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "HEAD"))
+	head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
 	for i := range n {
 		msg := fmt.Sprintf("memory: create /memories/imp/%d.md\n\nTool-Use-Id: toolu_imp_%d\nMemory-Command: create\nMemory-Path: /memories/imp/%d.md\n", i, i, i)
 		fmt.Fprintf(&b, "commit refs/heads/main\ncommitter gitmem <gitmem@gitmem.invalid> %d +0000\ndata %d\n%s", 1767225600+i, len(msg), msg)
@@ -38,12 +38,8 @@ func importedHistory(t *testing.T, n int) string {
 		}
 		fmt.Fprintf(&b, "M 100644 inline memories/imp/%d.md\ndata 2\n%d\n\n", i, i%10)
 	}
-	cmd := exec.Command("git", "fast-import", "--quiet")
-	cmd.Dir, cmd.Stdin = dir, strings.NewReader(b.String())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git fast-import: %v\n%s", err, out)
-	}
-	gitCLI(t, dir, "reset", "-q", "--hard")
+	gittest.GitIn(t, dir, b.String(), "fast-import", "--quiet")
+	gittest.Git(t, dir, "reset", "-q", "--hard")
 	return dir
 }
 
@@ -54,7 +50,7 @@ func importedHistory(t *testing.T, n int) string {
 // it builds).
 func TestReaderSavesTheIndexItRebuilt(t *testing.T) {
 	dir := importedHistory(t, 30)
-	head := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "HEAD"))
+	head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
 	path := filepath.Join(dir, ".git", "gitmem", "history")
 	ro := Options{ReadOnly: true, Logf: t.Logf}
 	first := func(r *Repo) string {
@@ -113,13 +109,13 @@ func TestReaderSavesTheIndexItRebuilt(t *testing.T) {
 	}
 	n := 0
 	r.Log(context.Background(), LogOptions{}, nil, func(Commit) error { n++; return nil })
-	if want := strings.TrimSpace(gitCLI(t, dir, "rev-list", "--count", "HEAD")); fmt.Sprint(n) != want {
+	if want := strings.TrimSpace(gittest.Git(t, dir, "rev-list", "--count", "HEAD")); fmt.Sprint(n) != want {
 		t.Fatalf("log lists %d commits, git %s", n, want)
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, ".git", "gitmem", "history-*")); len(m) > 0 {
 		t.Fatalf("temporary files left: %v", m)
 	}
-	gitCLI(t, dir, "fsck", "--strict")
+	gittest.Fsck(t, dir)
 }
 
 // Issue 21 item 32: a writer's first tool call never waits for the
@@ -130,8 +126,8 @@ func TestReaderSavesTheIndexItRebuilt(t *testing.T) {
 func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 	n := 4 * inlineCatchUp // more commits than a call records itself
 	dir := importedHistory(t, n)
-	os.Remove(filepath.Join(dir, ".git", "gitmem", "history"))                              // missing, as after a plain git clone
-	imported := strings.TrimSpace(gitCLI(t, dir, "rev-parse", fmt.Sprintf("HEAD~%d", n-8))) // toolu_imp_7
+	os.Remove(filepath.Join(dir, ".git", "gitmem", "history"))                                   // missing, as after a plain git clone
+	imported := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", fmt.Sprintf("HEAD~%d", n-8))) // toolu_imp_7
 
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -203,8 +199,8 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 		t.Fatalf("a retry of toolu_new: %v", err)
 	}
 	r.Close()
-	fsckClean(t, dir)
-	if got := strings.TrimSpace(gitCLI(t, dir, "rev-list", "--count", "HEAD")); got != fmt.Sprint(3+n) {
+	gittest.Fsck(t, dir)
+	if got := strings.TrimSpace(gittest.Git(t, dir, "rev-list", "--count", "HEAD")); got != fmt.Sprint(3+n) {
 		t.Fatalf("%s commits, want %d (init, toolu_1, the imported ones, toolu_new)", got, 3+n)
 	}
 }

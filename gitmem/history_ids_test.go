@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // A commit that changes thousands of files has a history index record
@@ -16,7 +18,7 @@ import (
 // the index, its tool_use ids are still read, and the next change after a
 // restart goes through.
 func TestLongHistoryRecordIsRead(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +44,7 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	head := strings.TrimSpace(gitRun(t, dir, "rev-parse", "HEAD"))
+	head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, head) {
 		t.Fatalf("the index ends at %.40s, not at HEAD %s", last, head)
 	}
@@ -67,7 +69,7 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 // "Tool-Use-Id" does not stand for it, and the same call after a restart
 // is still known.
 func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +105,7 @@ func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
 // file's sound content.
 func damagedHistory(t *testing.T, damage string) (dir, path string, sound []byte) {
 	t.Helper()
-	dir = t.TempDir()
+	dir = gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)

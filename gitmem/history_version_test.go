@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // A history index an older gitmem wrote (version 4, or any header this
@@ -17,7 +19,7 @@ import (
 func TestOlderHistoryIndexIsRebuilt(t *testing.T) {
 	for _, header := range []string{"gitmem-history 4", "gitmem-history 3", "gitmem-history 99", "something else"} {
 		t.Run(header, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := gittest.TempDir(t)
 			r, _, err := Init(dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
@@ -72,7 +74,7 @@ func TestOlderHistoryIndexIsRebuilt(t *testing.T) {
 			if !bytes.HasPrefix(data, []byte(historyHeader+"\n")) {
 				t.Fatalf("the index was not written anew:\n%s", data)
 			}
-			gitCLI(t, dir, "fsck", "--strict")
+			gittest.Fsck(t, dir)
 		})
 	}
 }

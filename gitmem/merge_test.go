@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // edit returns base with a few random edits (replace, delete, insert) of
@@ -54,9 +56,7 @@ func TestMerge3AgreesWithGitMergeFile(t *testing.T) {
 		for name, lines := range files {
 			os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(lines, "")), 0o600)
 		}
-		cmd := exec.Command("git", "merge-file", "-p", "ours", "base", "theirs")
-		cmd.Dir = dir
-		out, err := cmd.Output()
+		out, err := gittest.Command(t, dir, "merge-file", "-p", "ours", "base", "theirs").Output()
 		gitConflicts := 0
 		if ee, ok := err.(*exec.ExitError); ok {
 			gitConflicts = ee.ExitCode()

@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // A group whose log write fails (before or at its fdatasync): every call
@@ -33,7 +34,7 @@ func TestFailedGroupChangesNothing(t *testing.T) {
 // A failed fdatasync whose records reach the disk anyway: a crash right
 // after must not replay them.
 func TestFailedSyncIsNeverReplayed(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -52,13 +53,13 @@ func TestFailedSyncIsNeverReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if log := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(log, "lost") {
+	if log := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(log, "lost") {
 		t.Fatalf("a call told it failed is in the history:\n%s", log)
 	}
 }
 
 func testFailedGroup(t *testing.T, step string) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func testFailedGroup(t *testing.T, step string) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	log := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
+	log := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
 	for i := range errs {
 		if n := strings.Count(log, fmt.Sprintf("g%d\n", i)); n != 1 {
 			t.Errorf("g%d is in the history %d times", i, n)
@@ -147,10 +148,10 @@ func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
 	stop()
 	write(t, r, "t2", "b.md", "after\n")
 	settle(t, r)
-	if got := gitCLI(t, dir, "log", "--format=%s", "-2"); got != "w b.md\nw a.md\n" {
+	if got := gittest.Git(t, dir, "log", "--format=%s", "-2"); got != "w b.md\nw a.md\n" {
 		t.Fatalf("history:\n%s", got)
 	}
-	gitCLI(t, dir, "fsck", "--strict")
+	gittest.Fsck(t, dir)
 }
 
 // Checkpoints that fail again and again (a full disk) never empty a log
@@ -162,7 +163,7 @@ func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
 func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
 	for _, step := range []string{gd.StepPack, gd.StepSync} {
 		t.Run(step, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := gittest.TempDir(t)
 			r, _, err := Init(dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
@@ -188,7 +189,7 @@ func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
 			}
 			defer r.Close()
 			settle(t, r)
-			log := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
+			log := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
 			for i := range 3 {
 				if !strings.Contains(log, fmt.Sprintf("c%d\n", i)) {
 					t.Errorf("acknowledged c%d was lost:\n%s", i, log)
@@ -419,7 +420,7 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 	if got := readDisk(t, dir, "a.md"); got != "3\n" {
 		t.Errorf("worktree a.md = %q, want the last change", got)
 	}
-	out := gitCLI(t, dir, "log", "--format=%s")
+	out := gittest.Git(t, dir, "log", "--format=%s")
 	if want := "c3\nc2\nc1\nc0\n"; !strings.HasPrefix(out, want) {
 		t.Errorf("git log:\n%s\nwant it to start with\n%s", out, want)
 	}
@@ -433,7 +434,7 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 	defer func(n int) { chunkMax = n }(chunkMax)
 	chunkMax = 2
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -455,14 +456,14 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	crashed := t.TempDir()
+	crashed := gittest.TempDir(t)
 	out, err := exec.Command("cp", "-a", dir+"/.", crashed).CombinedOutput()
 	r.mmu.Unlock()
 	if err != nil {
 		t.Fatalf("cp: %v: %s", err, out)
 	}
 	r.Close()
-	if got := gitCLI(t, crashed, "log", "-1", "--format=%s"); got != "c4\n" {
+	if got := gittest.Git(t, crashed, "log", "-1", "--format=%s"); got != "c4\n" {
 		t.Fatalf("the crashed process's branch is at %q, want c4", got)
 	}
 
@@ -482,10 +483,10 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 	defer r2.Close()
 	settle(t, r2)
 	want := "c7\nc6\nc5\nc4\nc3\nc2\nc1\nw f0.md\n"
-	if got := gitCLI(t, crashed, "log", "--format=%s"); !strings.HasPrefix(got, want) {
+	if got := gittest.Git(t, crashed, "log", "--format=%s"); !strings.HasPrefix(got, want) {
 		t.Errorf("git log:\n%s\nwant it to start with\n%s", got, want)
 	}
-	if refs := gitCLI(t, crashed, "for-each-ref", "refs/gitmem/displaced"); refs != "" {
+	if refs := gittest.Git(t, crashed, "for-each-ref", "refs/gitmem/displaced"); refs != "" {
 		t.Errorf("gitmem's own commits were taken for a branch moved outside it:\n%s", refs)
 	}
 	mu.Lock()
@@ -495,7 +496,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 		}
 	}
 	mu.Unlock()
-	if st := gitCLI(t, crashed, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, crashed, "status", "--porcelain"); st != "" {
 		t.Errorf("git status:\n%s", st)
 	}
 	for i, want := range []string{"6\n", "7\n", "5\n"} {
@@ -566,7 +567,7 @@ func TestSpareLogFailureIsSaidOnce(t *testing.T) {
 		}
 		t.Logf(format, args...)
 	}
-	r, _, err := Init(t.TempDir(), opt)
+	r, _, err := Init(gittest.TempDir(t), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

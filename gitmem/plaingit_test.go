@@ -3,13 +3,14 @@ package gitmem
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // .git/index never pairs a file's new blob with the lstat data of the
@@ -37,17 +38,17 @@ func TestIndexNeverVouchesForAFileNotYetWritten(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status after a clean exit:\n%s", st)
 	}
-	gitCLI(t, dir, "fsck", "--strict")
+	gittest.Fsck(t, dir)
 }
 
 // repoLoggingErrors is a new repository (closed at the end of the test)
 // whose error lines (Options.Errorf) are kept: logged returns them.
 func repoLoggingErrors(t *testing.T) (r *Repo, dir string, logged func() string) {
 	t.Helper()
-	dir = t.TempDir()
+	dir = gittest.TempDir(t)
 	opt := testOptions(t)
 	var errs strings.Builder
 	var mu sync.Mutex
@@ -104,13 +105,13 @@ func TestBranchDeletedWhileServingIsPutBack(t *testing.T) {
 			if strings.HasPrefix(tc.name, "released") {
 				waitReleased(t, r)
 			}
-			gitCLI(t, dir, "update-ref", "-d", "refs/heads/main")
+			gittest.Git(t, dir, "update-ref", "-d", "refs/heads/main")
 			tc.after(t, r)
 			if err := r.Close(); err != nil {
 				t.Fatalf("close: %v", err)
 			}
-			head := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "refs/heads/main"))
-			ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
+			head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "refs/heads/main"))
+			ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
 			if !strings.Contains(ids, "t1\n") {
 				t.Fatalf("the acknowledged t1 is not on the branch (at %s):\n%s", head, ids)
 			}
@@ -123,8 +124,8 @@ func TestBranchDeletedWhileServingIsPutBack(t *testing.T) {
 			if l := logged(); !strings.Contains(l, "refs/heads/main was deleted outside gitmem") || !strings.Contains(l, tip.Hash[:7]) {
 				t.Errorf("the repair was not logged as an error:\n%s", l)
 			}
-			gitCLI(t, dir, "fsck", "--strict")
-			if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+			gittest.Fsck(t, dir)
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 				t.Errorf("git status:\n%s", st)
 			}
 			r2, err := Open(dir, testOptions(t)) // and the next start is a plain one
@@ -167,7 +168,7 @@ func TestBranchDeletedUnderLoadLosesNothing(t *testing.T) {
 			n := len(acked)
 			mu.Unlock()
 			if n >= 40*(deleted+1) {
-				gitCLI(t, dir, "update-ref", "-d", "refs/heads/main")
+				gittest.Git(t, dir, "update-ref", "-d", "refs/heads/main")
 				deleted++
 			}
 			time.Sleep(time.Millisecond)
@@ -176,14 +177,14 @@ func TestBranchDeletedUnderLoadLosesNothing(t *testing.T) {
 		if err := r.Close(); err != nil {
 			t.Fatal(err)
 		}
-		ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
+		ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
 		for _, id := range acked {
 			if !strings.Contains(ids, id+"\n") {
 				t.Errorf("acknowledged %s is not on the branch", id)
 			}
 		}
-		gitCLI(t, dir, "fsck", "--strict")
-		if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		gittest.Fsck(t, dir)
+		if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 			t.Errorf("git status:\n%s", st)
 		}
 	})
@@ -200,19 +201,19 @@ func TestBranchDeletedUnderLoadLosesNothing(t *testing.T) {
 		if err := r2.Close(); err != nil {
 			t.Fatal(err)
 		}
-		gitCLI(t, dir, "update-ref", "-d", "refs/heads/main")
+		gittest.Git(t, dir, "update-ref", "-d", "refs/heads/main")
 		write(t, r1, "t3", "c.md", "three\n") // r1 knew only t1
 		if err := r1.Close(); err != nil {
 			t.Fatal(err)
 		}
-		ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
+		ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
 		for _, id := range []string{"t1", "t2", "t3"} {
 			if !strings.Contains(ids, id+"\n") {
 				t.Errorf("acknowledged %s is not on the branch:\n%s", id, ids)
 			}
 		}
-		gitCLI(t, dir, "fsck", "--strict")
-		if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+		gittest.Fsck(t, dir)
+		if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 			t.Errorf("git status:\n%s", st)
 		}
 	})
@@ -253,7 +254,7 @@ func TestHeadSwitchedWhileServingIsPutBack(t *testing.T) {
 					args[i] = t1.Hash
 				}
 			}
-			gitCLI(t, dir, args...)
+			gittest.Git(t, dir, args...)
 			write(t, r, "t3", "c.md", "three\n")
 			if got := read(t, r, "a.md"); got != "two\n" {
 				t.Errorf("a.md reads %q after the checkout", got)
@@ -261,16 +262,16 @@ func TestHeadSwitchedWhileServingIsPutBack(t *testing.T) {
 			if err := r.Close(); err != nil {
 				t.Fatalf("close: %v", err)
 			}
-			if head := strings.TrimSpace(gitCLI(t, dir, "symbolic-ref", "HEAD")); head != "refs/heads/main" {
+			if head := strings.TrimSpace(gittest.Git(t, dir, "symbolic-ref", "HEAD")); head != "refs/heads/main" {
 				t.Errorf("HEAD names %s", head)
 			}
-			ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
+			ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
 			for _, id := range []string{"t1", "t2", "t2b", "t3"} {
 				if !strings.Contains(ids, id+"\n") {
 					t.Errorf("%s is not on main:\n%s", id, ids)
 				}
 			}
-			if adopts := gitCLI(t, dir, "log", "--format=%h %s", "--grep=^memory: adopt", "main"); adopts != "" {
+			if adopts := gittest.Git(t, dir, "log", "--format=%h %s", "--grep=^memory: adopt", "main"); adopts != "" {
 				t.Errorf("git's checkout was adopted as a hand edit:\n%s", adopts)
 			}
 			for p, want := range map[string]string{"a.md": "two\n", "b.md": "bee\n", "c.md": "three\n"} {
@@ -279,13 +280,13 @@ func TestHeadSwitchedWhileServingIsPutBack(t *testing.T) {
 				}
 			}
 			if tc.branch != "" {
-				gitCLI(t, dir, "rev-parse", "--verify", "refs/heads/"+tc.branch) // left as git made it
+				gittest.Git(t, dir, "rev-parse", "--verify", "refs/heads/"+tc.branch) // left as git made it
 			}
 			if l := logged(); !strings.Contains(l, "HEAD was moved") || !strings.Contains(l, "put HEAD back on refs/heads/main") {
 				t.Errorf("the switch was not logged as an error:\n%s", l)
 			}
-			gitCLI(t, dir, "fsck", "--strict")
-			if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+			gittest.Fsck(t, dir)
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 				t.Errorf("git status:\n%s", st)
 			}
 		})
@@ -308,7 +309,7 @@ type besideGit struct {
 
 func startWriters(t *testing.T, indexDelay time.Duration) *besideGit {
 	t.Helper()
-	b := &besideGit{t: t, dir: t.TempDir(), last: map[string]string{}}
+	b := &besideGit{t: t, dir: gittest.TempDir(t), last: map[string]string{}}
 	opt := testOptions(t)
 	opt.IndexDelay = indexDelay
 	r, _, err := Init(b.dir, opt)
@@ -361,9 +362,7 @@ func (b *besideGit) waitAcks(n int) {
 
 // git runs the real git in the repository; it may fail (git refuses).
 func (b *besideGit) git(args ...string) (string, error) {
-	cmd := exec.Command("git", append([]string{"-c", "user.name=hand", "-c", "user.email=hand@example.com"}, args...)...)
-	cmd.Dir = b.dir
-	out, err := cmd.CombinedOutput()
+	out, err := gittest.Command(b.t, b.dir, append([]string{"-c", "user.name=hand", "-c", "user.email=hand@example.com"}, args...)...).CombinedOutput()
 	if err != nil {
 		b.t.Logf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -392,7 +391,7 @@ func (b *besideGit) finish() {
 func (b *besideGit) checkWhole() {
 	t := b.t
 	t.Helper()
-	ids := gitCLI(t, b.dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
+	ids := gittest.Git(t, b.dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
 	have := map[string]bool{}
 	for _, id := range strings.Fields(ids) {
 		have[id] = true
@@ -403,15 +402,15 @@ func (b *besideGit) checkWhole() {
 		}
 	}
 	for p, want := range b.last {
-		if got, err := exec.Command("git", "-C", b.dir, "show", "main:memories/"+p).Output(); err != nil || string(got) != want {
+		if got, err := gittest.Command(t, b.dir, "show", "main:memories/"+p).Output(); err != nil || string(got) != want {
 			t.Errorf("main holds %q in %s (%v), the last acknowledged content is %q", got, p, err, want)
 		}
 	}
-	if head := strings.TrimSpace(gitCLI(t, b.dir, "symbolic-ref", "HEAD")); head != "refs/heads/main" {
+	if head := strings.TrimSpace(gittest.Git(t, b.dir, "symbolic-ref", "HEAD")); head != "refs/heads/main" {
 		t.Errorf("HEAD names %s", head)
 	}
-	gitCLI(t, b.dir, "fsck", "--strict")
-	if st := gitCLI(t, b.dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+	gittest.Fsck(t, b.dir)
+	if st := gittest.Git(t, b.dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Errorf("git status after exit:\n%.2000s", st)
 	}
 }
@@ -419,7 +418,7 @@ func (b *besideGit) checkWhole() {
 // adopts lists the adopt commits on the branch with the files each
 // changed.
 func (b *besideGit) adopts() string {
-	return gitCLI(b.t, b.dir, "log", "--format=%h %s", "--name-status", "--grep=^memory: adopt", "main")
+	return gittest.Git(b.t, b.dir, "log", "--format=%h %s", "--name-status", "--grep=^memory: adopt", "main")
 }
 
 // refusedByGit reports whether git refused with one of the messages
@@ -486,8 +485,8 @@ func TestPlainGitBesideAWritingRepo(t *testing.T) {
 			// made with git and hand.md as want.
 			mergedBack := func(n int, want string) {
 				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-					merges := strings.Count(gitCLI(t, b.dir, "log", "--format=%s", "--grep=^memory: merge outside-gitmem", "main"), "\n")
-					got, _ := exec.Command("git", "-C", b.dir, "show", "main:memories/hand.md").Output()
+					merges := strings.Count(gittest.Git(t, b.dir, "log", "--format=%s", "--grep=^memory: merge outside-gitmem", "main"), "\n")
+					got, _ := gittest.Command(t, b.dir, "show", "main:memories/hand.md").Output()
 					if merges == n && string(got) == want {
 						return
 					}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // After a redaction the secret is in no object git can find, every other
@@ -22,7 +23,7 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 		{"path", func(string) Redaction { return Redaction{Path: "secret.txt"} }, "key: sk-live42secret\ncolor: green\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := gittest.TempDir(t)
 			r, _, err := Init(dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
@@ -35,13 +36,13 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 			r.GC(false) // some of the secret is packed, some loose
 			write(t, r, "t5", "other.md", "unrelated\n")
 			settle(t, r)
-			before := gitCLI(t, dir, "log", "--format=%s|%an|%ad|%(trailers:key=Tool-Use-Id,valueonly)")
+			before := gittest.Git(t, dir, "log", "--format=%s|%an|%ad|%(trailers:key=Tool-Use-Id,valueonly)")
 
 			dryRep, err := r.Redact(context.Background(), tc.red(""), true, nil)
 			if err != nil || len(dryRep.Rewritten) == 0 {
 				t.Fatalf("dry run: %+v %v", dryRep, err)
 			}
-			if h := gitCLI(t, dir, "rev-parse", "HEAD"); !strings.HasPrefix(h, dryRep.Rewritten[len(dryRep.Rewritten)-1].Old) {
+			if h := gittest.Git(t, dir, "rev-parse", "HEAD"); !strings.HasPrefix(h, dryRep.Rewritten[len(dryRep.Rewritten)-1].Old) {
 				t.Fatal("a dry run moved HEAD")
 			}
 			rep, err := r.Redact(context.Background(), tc.red(""), false, nil)
@@ -51,22 +52,22 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 			if len(rep.Rewritten) != len(dryRep.Rewritten) || rep.Rewritten[0] != dryRep.Rewritten[0] {
 				t.Fatalf("dry run said %v, the redaction did %v", dryRep.Rewritten, rep.Rewritten)
 			}
-			if after := gitCLI(t, dir, "log", "--format=%s|%an|%ad|%(trailers:key=Tool-Use-Id,valueonly)"); after != before {
+			if after := gittest.Git(t, dir, "log", "--format=%s|%an|%ad|%(trailers:key=Tool-Use-Id,valueonly)"); after != before {
 				t.Fatalf("messages, authors or dates changed:\n%s\nvs\n%s", before, after)
 			}
-			gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
-			objs := strings.Fields(gitCLI(t, dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"))
+			gittest.Fsck(t, dir)
+			objs := strings.Fields(gittest.Git(t, dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"))
 			for _, o := range objs {
-				if out, _ := exec.Command("git", "-C", dir, "cat-file", "-p", o).Output(); tc.name == "match" && strings.Contains(string(out), "sk-live42") {
+				if out := gittest.Git(t, dir, "cat-file", "-p", o); tc.name == "match" && strings.Contains(out, "sk-live42") {
 					t.Fatalf("object %s still holds the secret", o)
-				} else if tc.name == "path" && strings.Contains(string(out), "password sk-live") {
+				} else if tc.name == "path" && strings.Contains(out, "password sk-live") {
 					t.Fatalf("object %s still holds secret.txt", o)
 				}
 			}
-			if got := gitCLI(t, dir, "show", "HEAD:memories/prefs.md"); got != tc.want {
+			if got := gittest.Git(t, dir, "show", "HEAD:memories/prefs.md"); got != tc.want {
 				t.Fatalf("prefs.md = %q", got)
 			}
-			if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 				t.Fatalf("status after redact:\n%s", st)
 			}
 			// The store goes on working on the new history.
@@ -81,7 +82,7 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 // A server (one Repo) keeps working after an operator (another Repo on
 // the same folder) rewrote the history and deleted the old objects.
 func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	server, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -105,8 +106,8 @@ func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
 	if _, err := server.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "s2"}}}, func(*Tx) error { return nil }); err == nil {
 		t.Fatal("a tool_use id from before the rewrite was applied again")
 	}
-	gitCLI(t, dir, "fsck", "--strict", "--no-dangling")
-	if n := strings.TrimSpace(gitCLI(t, dir, "rev-list", "--count", "HEAD")); n != "4" {
+	gittest.Fsck(t, dir)
+	if n := strings.TrimSpace(gittest.Git(t, dir, "rev-list", "--count", "HEAD")); n != "4" {
 		t.Fatalf("%s commits", n)
 	}
 }
@@ -117,7 +118,7 @@ func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
 // refs/gitmem/, a new commit that is not in the repository or not a
 // commit — stops the start with a clear error and moves nothing.
 func TestDamagedInterruptedRedactionRecord(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -125,9 +126,9 @@ func TestDamagedInterruptedRedactionRecord(t *testing.T) {
 	write(t, r, "t1", "prefs.md", "color: blue\n")
 	settle(t, r)
 	r.Close()
-	head := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "main"))
-	parent := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "main~1"))
-	blob := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "main:memories/prefs.md"))
+	head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "main"))
+	parent := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "main~1"))
+	blob := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "main:memories/prefs.md"))
 	const absent = "1234567890123456789012345678901234567890"
 	rec := func(ref, old, new string) string {
 		return `{"refs":{"` + ref + `":["` + old + `","` + new + `"]}}`
@@ -158,7 +159,7 @@ func TestDamagedInterruptedRedactionRecord(t *testing.T) {
 				!strings.Contains(de.Problem, tc.want) || strings.Contains(err.Error(), dir) {
 				t.Fatalf("open: %v\nwant %s", err, tc.want)
 			}
-			if now := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "main")); now != head {
+			if now := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "main")); now != head {
 				t.Errorf("the branch moved to %s", now)
 			}
 		})

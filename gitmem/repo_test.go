@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 func testOptions(t *testing.T) Options {
@@ -24,7 +26,7 @@ func testOptions(t *testing.T) Options {
 // of the test.
 func newRepo(t *testing.T) (*Repo, string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +72,7 @@ func read(t *testing.T, r *Repo, p string) string {
 // Two Repo values on one folder behave like two gitmem processes: the
 // lock serialises them and each sees what the other committed.
 func TestTwoWritersShareOneRepository(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r1, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +120,7 @@ func TestTwoWritersShareOneRepository(t *testing.T) {
 // A crash between the branch update and the worktree leaves a journal;
 // the next start makes the named paths match HEAD and commits nothing.
 func TestStartRepairsAnInterruptedChange(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +181,7 @@ func TestFailedTransactionChangesNothing(t *testing.T) {
 
 // Readers see whole snapshots while writers commit (run with -race).
 func TestSnapshotsDuringWrites(t *testing.T) {
-	r, _, err := Init(t.TempDir(), testOptions(t))
+	r, _, err := Init(gittest.TempDir(t), testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +222,7 @@ func TestSnapshotsDuringWrites(t *testing.T) {
 // A fresh process's log reads the index file backwards; it must give the
 // same commits as the loaded index, for any page size and file layout.
 func TestLogFromTheIndexTail(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +258,7 @@ func TestLogFromTheIndexTail(t *testing.T) {
 
 // blame follows a file back through a rename of its folder.
 func TestBlameFollowsRenames(t *testing.T) {
-	r, _, err := Init(t.TempDir(), testOptions(t))
+	r, _, err := Init(gittest.TempDir(t), testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +286,7 @@ func TestBlameFollowsRenames(t *testing.T) {
 // Two writers appending to one history index never duplicate a record:
 // the file stays one clean chain that a fresh process reads in full.
 func TestHistoryIndexStaysOneChainWithTwoWriters(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r1, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +314,7 @@ func TestHistoryIndexStaysOneChainWithTwoWriters(t *testing.T) {
 // While gitmem runs, .git/index follows HEAD once it has been idle for
 // IndexDelay, so `git status` is clean without gitmem exiting.
 func TestIndexCatchesUpWhenIdle(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.IndexDelay = 20 * time.Millisecond
 	r, _, err := Init(dir, opt)
@@ -324,7 +326,7 @@ func TestIndexCatchesUpWhenIdle(t *testing.T) {
 	write(t, r, "y", "b.md", "b\n")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st := gitCLI(t, dir, "status", "--porcelain", "--untracked-files=all")
+		st := gittest.Git(t, dir, "status", "--porcelain", "--untracked-files=all")
 		if st == "" {
 			return
 		}
@@ -340,7 +342,7 @@ func TestIndexCatchesUpWhenIdle(t *testing.T) {
 // changed since the last one: an unchanged file keeps its entry, git
 // still sees a hand edit of it, and the files gitmem changed are clean.
 func TestIndexFollowsUnderLoad(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.IndexDelay = 50 * time.Millisecond
 	r, _, err := Init(dir, opt)
@@ -365,11 +367,11 @@ func TestIndexFollowsUnderLoad(t *testing.T) {
 		t.Fatal("the index was never rewritten while changes kept coming")
 	}
 	settle(t, r)
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status after the changes:\n%s", st)
 	}
 	os.WriteFile(filepath.Join(dir, "memories", "kept.md"), []byte("edited by hand\n"), 0o600)
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != " M memories/kept.md\n" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != " M memories/kept.md\n" {
 		t.Fatalf("git status after a hand edit of an unchanged file:\n%q", st)
 	}
 }
@@ -377,7 +379,7 @@ func TestIndexFollowsUnderLoad(t *testing.T) {
 // Regression: a writer killed while holding refs/heads/main.lock must not
 // block the next process's commits.
 func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -417,7 +419,7 @@ func TestAtBeforeTheFirstCommit(t *testing.T) {
 		t.Fatalf("At before an empty first commit: %v %v, want %s", c.Hash, err, root.Hash)
 	}
 
-	dir2 := t.TempDir()
+	dir2 := gittest.TempDir(t)
 	os.MkdirAll(filepath.Join(dir2, "memories"), 0o700)
 	os.WriteFile(filepath.Join(dir2, "memories", "kept.md"), []byte("kept\n"), 0o600)
 	r2, _, err := Init(dir2, testOptions(t))
@@ -433,7 +435,7 @@ func TestAtBeforeTheFirstCommit(t *testing.T) {
 // The operator's identity is git's: the environment before the
 // configuration.
 func TestGitIdentityFromTheEnvironment(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	t.Setenv("GIT_AUTHOR_NAME", "Env Op")
 	t.Setenv("GIT_AUTHOR_EMAIL", "env@example.com")
 	if id := gitIdentity(dir); id != (Signature{"Env Op", "env@example.com"}) {

@@ -1,13 +1,11 @@
 package gitmem
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,19 +16,14 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // hashObject writes a raw object into a repository with the git CLI,
 // malformed or not (--literally).
 func hashObject(t *testing.T, dir, kind string, data []byte) plumbing.Hash {
 	t.Helper()
-	cmd := exec.Command("git", "-C", dir, "hash-object", "-w", "--literally", "-t", kind, "--stdin")
-	cmd.Stdin = bytes.NewReader(data)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git hash-object: %v", err)
-	}
-	return plumbing.NewHash(strings.TrimSpace(string(out)))
+	return plumbing.NewHash(strings.TrimSpace(gittest.GitIn(t, dir, string(data), "hash-object", "-w", "--literally", "-t", kind, "--stdin")))
 }
 
 func rawTree(t *testing.T, dir string, entries ...object.TreeEntry) plumbing.Hash {
@@ -49,7 +42,7 @@ func TestHostileRemote(t *testing.T) {
 	a := agent(t, remote, "a")
 	put(t, a, "a1", "base.md", "base\n")
 	syncOK(t, a)
-	base := strings.TrimSpace(gitRun(t, remote, "rev-parse", "main"))
+	base := strings.TrimSpace(gittest.Git(t, remote, "rev-parse", "main"))
 
 	big := make([]byte, 50<<20)
 	rand.Read(big)
@@ -73,12 +66,12 @@ func TestHostileRemote(t *testing.T) {
 	commit := fmt.Sprintf("tree %s\nparent %s\nauthor m <m@x> 1767225600 +0000\ncommitter m <m@x> 1767225600 +0000\n\nhostile\n",
 		rawTree(t, remote, root...), base)
 	evil := hashObject(t, remote, "commit", []byte(commit))
-	gitRun(t, remote, "update-ref", "refs/heads/main", evil.String(), base)
+	gittest.Git(t, remote, "update-ref", "refs/heads/main", evil.String(), base)
 
 	check := func(r *Repo, res SyncResult) {
 		t.Helper()
 		r.Flush()
-		fsckClean(t, r.Dir())
+		gittest.Fsck(t, r.Dir())
 		if got := onDisk(t, r); fmt.Sprint(got) != fmt.Sprint(map[string]string{"base.md": "base\n", "ok.md": "a good file\n", "run.sh": "echo hi\n"}) {
 			t.Errorf("the worktree holds %v", got)
 		}
@@ -97,7 +90,7 @@ func TestHostileRemote(t *testing.T) {
 			}
 			return nil
 		})
-		tree := gitRun(t, r.Dir(), "ls-tree", "-r", "HEAD")
+		tree := gittest.Git(t, r.Dir(), "ls-tree", "-r", "HEAD")
 		for _, want := range []string{"100644 blob", "memories/base.md", "memories/ok.md", "memories/run.sh"} {
 			if !strings.Contains(tree, want) {
 				t.Errorf("HEAD's tree lacks %s:\n%s", want, tree)
@@ -118,7 +111,7 @@ func TestHostileRemote(t *testing.T) {
 		if fmt.Sprint(ignored) != fmt.Sprint(want) {
 			t.Errorf("ignored:\n%s\nwant\n%s", strings.Join(ignored, "\n"), strings.Join(want, "\n"))
 		}
-		msg := gitRun(t, r.Dir(), "log", "-1", "--format=%B")
+		msg := gittest.Git(t, r.Dir(), "log", "-1", "--format=%B")
 		if strings.Count(msg, "Memory-Ignored: ") != len(want) {
 			t.Errorf("the merge commit does not name what it left out:\n%s", msg)
 		}
@@ -135,7 +128,7 @@ func TestHostileRemote(t *testing.T) {
 	check(a, res)
 
 	// An agent that joins by cloning it.
-	b, res, err := Clone(context.Background(), remote, filepath.Join(t.TempDir(), "b"), agentOptions(t, "b"), SyncOptions{})
+	b, res, err := Clone(context.Background(), remote, filepath.Join(gittest.TempDir(t), "b"), agentOptions(t, "b"), SyncOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +136,7 @@ func TestHostileRemote(t *testing.T) {
 	check(b, res)
 
 	// A fetch larger than the limit is refused, and stores nothing.
-	gitRun(t, remote, "update-ref", "refs/heads/main", hashObject(t, remote, "commit", []byte(strings.Replace(commit, "hostile", "again", 1))).String())
+	gittest.Git(t, remote, "update-ref", "refs/heads/main", hashObject(t, remote, "commit", []byte(strings.Replace(commit, "hostile", "again", 1))).String())
 	d := agent(t, bareRemote(t), "d")
 	d.AddRemote("hostile", remote)
 	_, err = d.Pull(context.Background(), "hostile", SyncOptions{MaxFetchBytes: 1 << 20})
@@ -161,7 +154,7 @@ func TestHostileRemote(t *testing.T) {
 	// A commit whose message is huge is not merged at all.
 	huge := fmt.Sprintf("tree %s\nparent %s\nauthor m <m@x> 1767225600 +0000\ncommitter m <m@x> 1767225600 +0000\n\n%s\n",
 		rawTree(t, remote, root...), base, strings.Repeat("x", 2<<20))
-	gitRun(t, remote, "update-ref", "refs/heads/main", hashObject(t, remote, "commit", []byte(huge)).String())
+	gittest.Git(t, remote, "update-ref", "refs/heads/main", hashObject(t, remote, "commit", []byte(huge)).String())
 	before, _ := d.Commit("HEAD")
 	_, err = d.Pull(context.Background(), "hostile", SyncOptions{})
 	if err == nil || !strings.Contains(err.Error(), "has a message of 2097153 bytes, over the limit of 1048576; nothing was merged") {
@@ -183,12 +176,13 @@ func TestHostileRemote(t *testing.T) {
 // --strict failed for good. Over a path and over git://.
 func TestRemoteObjectsGitFsckRefuses(t *testing.T) {
 	remote := bareRemote(t)
+	gittest.Damaged(t, remote, "the remote holds the objects git fsck --strict refuses (the clones are checked)")
 	a := agent(t, remote, "a")
 	put(t, a, "a1", "base.md", "base\n")
 	syncOK(t, a)
-	base := strings.TrimSpace(gitRun(t, remote, "rev-parse", "main"))
-	baseTree := strings.TrimSpace(gitRun(t, remote, "rev-parse", "main^{tree}"))
-	memTree := plumbing.NewHash(strings.TrimSpace(gitRun(t, remote, "rev-parse", "main:memories")))
+	base := strings.TrimSpace(gittest.Git(t, remote, "rev-parse", "main"))
+	baseTree := strings.TrimSpace(gittest.Git(t, remote, "rev-parse", "main^{tree}"))
+	memTree := plumbing.NewHash(strings.TrimSpace(gittest.Git(t, remote, "rev-parse", "main:memories")))
 	blob := func(s string) plumbing.Hash { return hashObject(t, remote, "blob", []byte(s)) }
 	inner := rawTree(t, remote, object.TreeEntry{Name: "config", Mode: filemode.Regular, Hash: blob("[core]\n")})
 	ok := blob("base\n")
@@ -225,10 +219,10 @@ func TestRemoteObjectsGitFsckRefuses(t *testing.T) {
 				t.Errorf("%s: a refused fetch left %v", c.name, m)
 			}
 		}
-		fsckClean(t, r.Dir())
+		gittest.Fsck(t, r.Dir())
 	}
 	for _, c := range cases {
-		gitRun(t, remote, "update-ref", "refs/heads/main", c.commit)
+		gittest.Git(t, remote, "update-ref", "refs/heads/main", c.commit)
 		_, err := a.Pull(context.Background(), "origin", SyncOptions{})
 		refused(a, "origin", err, c)
 	}
@@ -237,15 +231,15 @@ func TestRemoteObjectsGitFsckRefuses(t *testing.T) {
 	if err := a.AddRemote("daemon", url); err != nil {
 		t.Fatal(err)
 	}
-	gitRun(t, remote, "update-ref", "refs/heads/main", base)
+	gittest.Git(t, remote, "update-ref", "refs/heads/main", base)
 	if _, err := a.Sync(context.Background(), "daemon", SyncOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	gitRun(t, remote, "update-ref", "refs/heads/main", cases[0].commit)
+	gittest.Git(t, remote, "update-ref", "refs/heads/main", cases[0].commit)
 	_, err := a.Sync(context.Background(), "daemon", SyncOptions{})
 	refused(a, "daemon", err, cases[0])
 	// A clone: refused, and nothing is left.
-	dir := filepath.Join(t.TempDir(), "b")
+	dir := filepath.Join(gittest.TempDir(t), "b")
 	if _, _, err := Clone(context.Background(), url, dir, agentOptions(t, "b"), SyncOptions{}); err == nil || !strings.Contains(err.Error(), cases[0].id) {
 		t.Errorf("clone: %v", err)
 	}

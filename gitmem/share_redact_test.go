@@ -5,23 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // objectsHold reports whether any object of the repository at dir (loose
 // or packed, reachable or not) holds s, as git itself reads them.
 func objectsHold(t *testing.T, dir, s string) bool {
 	t.Helper()
-	cmd := exec.Command("git", "-C", dir, "cat-file", "--batch-all-objects", "--batch", "--unordered")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git cat-file in %s: %v", dir, err)
-	}
-	return strings.Contains(string(out), s)
+	return strings.Contains(gittest.Git(t, dir, "cat-file", "--batch-all-objects", "--batch", "--unordered"), s)
 }
 
 // A secret reached the remote and three clones; one clone redacts it with
@@ -69,7 +65,7 @@ func TestRedactionPropagates(t *testing.T) {
 	if objectsHold(t, a.Dir(), secret) {
 		t.Error("the redacting clone still holds the secret")
 	}
-	if got := gitRun(t, remote, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main"); !strings.Contains(got, "c1") {
+	if got := gittest.Git(t, remote, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main"); !strings.Contains(got, "c1") {
 		t.Errorf("c's commit, pushed during the redaction, is gone:\n%s", got)
 	}
 
@@ -91,7 +87,7 @@ func TestRedactionPropagates(t *testing.T) {
 		if objectsHold(t, r.Dir(), secret) {
 			t.Errorf("%s still holds the secret", r.Dir())
 		}
-		fsckClean(t, r.Dir())
+		gittest.Fsck(t, r.Dir())
 	}
 	if len(heads) != 1 {
 		t.Errorf("the clones did not converge: %v", heads)
@@ -99,7 +95,7 @@ func TestRedactionPropagates(t *testing.T) {
 	if objectsHold(t, remote, secret) {
 		t.Error("a clone brought the secret back to the remote")
 	}
-	fsckClean(t, remote)
+	gittest.Fsck(t, remote)
 	got := files(t, c)
 	if got["notes.md"] != "user likes tea\nkey: [REDACTED]\nuser likes cake\n" || got["b.md"] != "from b\n" || got["c.md"] != "from c\n" || got["plans.md"] != "ship it\n" {
 		t.Errorf("after the redaction everyone holds %v", got)
@@ -142,8 +138,8 @@ func TestRedactSharedSendsUnpushedCommits(t *testing.T) {
 	if _, _, err := a.RedactShared(context.Background(), "origin", red, SyncOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	fsckClean(t, remote)
-	got := gitRun(t, remote, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
+	gittest.Fsck(t, remote)
+	got := gittest.Git(t, remote, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
 	for _, id := range []string{"a1", "a2", "b1"} {
 		if !strings.Contains(got, id) {
 			t.Errorf("the remote's history lacks %s:\n%s", id, got)
@@ -173,7 +169,7 @@ func TestMadeUpRedactionRecordIsRefused(t *testing.T) {
 	blob := hashObject(t, remote, "blob", []byte(`{"id":"000000000000dead","time":"2026-01-01T00:00:00Z","path":"notes.md"}`+"\n"))
 	tree := hashObject(t, remote, "tree", []byte("100644 redactions\x00"+string(blob[:])))
 	commit := hashObject(t, remote, "commit", []byte("tree "+tree.String()+"\nauthor m <m@x> 1767225600 +0000\ncommitter m <m@x> 1767225600 +0000\n\nmemory: redaction record (1 redaction(s))\n\nMemory-Command: redaction-record\n"))
-	gitRun(t, remote, "update-ref", "refs/gitmem/redactions", commit.String())
+	gittest.Git(t, remote, "update-ref", "refs/gitmem/redactions", commit.String())
 
 	_, err := b.Sync(context.Background(), "origin", SyncOptions{})
 	if err == nil || !strings.Contains(err.Error(), "redaction record 000000000000dead would remove content from the commit") {
@@ -182,7 +178,7 @@ func TestMadeUpRedactionRecordIsRefused(t *testing.T) {
 	if got := files(t, b); got["notes.md"] != "keep this\n" {
 		t.Errorf("b's memory after refusing: %v", got)
 	}
-	if out := gitRun(t, b.Dir(), "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(out, "a1") {
+	if out := gittest.Git(t, b.Dir(), "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(out, "a1") {
 		t.Errorf("b's history lost a1:\n%s", out)
 	}
 }
@@ -194,7 +190,7 @@ func pushRecord(t *testing.T, remote, data string) {
 	blob := hashObject(t, remote, "blob", []byte(data))
 	tree := hashObject(t, remote, "tree", []byte("100644 redactions\x00"+string(blob[:])))
 	commit := hashObject(t, remote, "commit", []byte("tree "+tree.String()+"\nauthor m <m@x> 1767225600 +0000\ncommitter m <m@x> 1767225600 +0000\n\nmemory: redaction record (1 redaction(s))\n\nMemory-Command: redaction-record\n"))
-	gitRun(t, remote, "update-ref", "refs/gitmem/redactions", commit.String())
+	gittest.Git(t, remote, "update-ref", "refs/gitmem/redactions", commit.String())
 }
 
 // Every field of a redaction record read from a remote is checked before
@@ -252,11 +248,11 @@ func TestMalformedRedactionRecordIsRefused(t *testing.T) {
 			if got := files(t, b); len(got) != 1 || got["notes.md"] != "keep this\n" {
 				t.Errorf("b's memory after refusing: %v", got)
 			}
-			if out := gitRun(t, b.Dir(), "for-each-ref", "refs/gitmem/redactions"); out != "" {
+			if out := gittest.Git(t, b.Dir(), "for-each-ref", "refs/gitmem/redactions"); out != "" {
 				t.Errorf("b took the record as its own: %s", out)
 			}
 
-			dir := filepath.Join(t.TempDir(), "c")
+			dir := filepath.Join(gittest.TempDir(t), "c")
 			if c, _, err := Clone(context.Background(), remote, dir, agentOptions(t, "c"), SyncOptions{}); err == nil {
 				c.Close()
 				t.Errorf("a clone took the record")
@@ -292,7 +288,7 @@ func TestLocalRedactionIsNotUndoneBySync(t *testing.T) {
 				put(t, b, "b1", "b.md", "from b\n")
 				syncOK(t, b)
 			}
-			head := gitRun(t, a.Dir(), "rev-parse", "HEAD")
+			head := gittest.Git(t, a.Dir(), "rev-parse", "HEAD")
 			for _, op := range []func() (SyncResult, error){
 				func() (SyncResult, error) { return a.Sync(context.Background(), "origin", SyncOptions{}) },
 				func() (SyncResult, error) { return a.Pull(context.Background(), "origin", SyncOptions{}) },
@@ -303,10 +299,10 @@ func TestLocalRedactionIsNotUndoneBySync(t *testing.T) {
 					t.Fatalf("sync after a local redaction: %v", err)
 				}
 			}
-			if got := gitRun(t, a.Dir(), "rev-parse", "HEAD"); got != head {
+			if got := gittest.Git(t, a.Dir(), "rev-parse", "HEAD"); got != head {
 				t.Fatal("the refused sync moved HEAD")
 			}
-			if strings.Contains(gitRun(t, a.Dir(), "log", "--all", "-p"), secret) {
+			if strings.Contains(gittest.Git(t, a.Dir(), "log", "--all", "-p"), secret) {
 				t.Fatal("the secret is back in a history the memory's refs reach")
 			}
 			if !moved && objectsHold(t, a.Dir(), secret) {
@@ -331,8 +327,8 @@ func TestLocalRedactionIsNotUndoneBySync(t *testing.T) {
 			if objectsHold(t, b.Dir(), secret) || read(t, a, "plans.md") != "ship it\n" {
 				t.Fatal("b kept the secret, or a lost plans.md")
 			}
-			fsckClean(t, a.Dir())
-			fsckClean(t, remote)
+			gittest.Fsck(t, a.Dir())
+			gittest.Fsck(t, remote)
 		})
 	}
 }
@@ -383,8 +379,8 @@ func TestTwoLocalRedactionsThenPush(t *testing.T) {
 	if read(t, b, "c.md") != "plain\n" || read(t, a, "a.md") != "one: [REDACTED]\n" {
 		t.Fatal("a file was lost")
 	}
-	fsckClean(t, a.Dir())
-	fsckClean(t, remote)
+	gittest.Fsck(t, a.Dir())
+	gittest.Fsck(t, remote)
 }
 
 // A plain redaction interrupted after its first ref moved (the next open
@@ -411,7 +407,7 @@ func TestInterruptedLocalRedactionIsNoted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if strings.Contains(gitRun(t, dir, "log", "--all", "-p"), secret) {
+	if strings.Contains(gittest.Git(t, dir, "log", "--all", "-p"), secret) {
 		t.Fatal("the interrupted redaction was not finished")
 	}
 	if _, err := a.Sync(context.Background(), "origin", SyncOptions{}); !errors.As(err, new(*RedactedRemoteError)) {
@@ -468,7 +464,7 @@ func TestAppliedRedactionIsNoHandEdit(t *testing.T) {
 	}
 	syncOK(t, b)
 	b.Flush()
-	if adopts := gitRun(t, b.Dir(), "log", "--format=%s", "--name-only", "--grep=adopt"); adopts != "memory: adopt changes made outside gitmem\n\nmemories/hand.md\n" {
+	if adopts := gittest.Git(t, b.Dir(), "log", "--format=%s", "--name-only", "--grep=adopt"); adopts != "memory: adopt changes made outside gitmem\n\nmemories/hand.md\n" {
 		t.Errorf("the adopt commits (the hand edit's alone):\n%s", adopts)
 	}
 	if got := files(t, b); got["notes.md"] != want || got["hand.md"] != "by hand: [REDACTED]\n" {
@@ -477,8 +473,8 @@ func TestAppliedRedactionIsNoHandEdit(t *testing.T) {
 	if objectsHold(t, b.Dir(), secret) {
 		t.Error("b still holds the secret")
 	}
-	if st := gitRun(t, b.Dir(), "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, b.Dir(), "status", "--porcelain"); st != "" {
 		t.Errorf("git status after the sync:\n%s", st)
 	}
-	fsckClean(t, b.Dir())
+	gittest.Fsck(t, b.Dir())
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -23,22 +23,9 @@ import (
 // operator makes a shared remote.
 func bareRemote(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "shared.git")
-	gitRun(t, "", "init", "-q", "--bare", "--initial-branch=main", dir)
+	dir := filepath.Join(gittest.TempDir(t), "shared.git")
+	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", dir)
 	return dir
-}
-
-func gitRun(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+os.TempDir(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }
 
 var agentClock atomic.Int64
@@ -60,7 +47,7 @@ func agentOptions(t testing.TB, name string) Options {
 // agent starts a memory that shares remote: a clone of it.
 func agent(t testing.TB, remote, name string) *Repo {
 	t.Helper()
-	r, _, err := Clone(context.Background(), remote, filepath.Join(t.TempDir(), name), agentOptions(t, name), SyncOptions{})
+	r, _, err := Clone(context.Background(), remote, filepath.Join(gittest.TempDir(t), name), agentOptions(t, name), SyncOptions{})
 	if err != nil {
 		t.Fatalf("clone for %s: %v", name, err)
 	}
@@ -152,11 +139,6 @@ func onDisk(t testing.TB, r *Repo) map[string]string {
 	return out
 }
 
-func fsckClean(t testing.TB, dir string) {
-	t.Helper()
-	gitRun(t, dir, "fsck", "--strict", "--no-dangling")
-}
-
 func TestPushPullFastForward(t *testing.T) {
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
@@ -211,12 +193,12 @@ func TestPushPullFastForward(t *testing.T) {
 	if err != nil || st.Ahead != 0 || st.Behind != 0 || st.LastError != "" || st.LastSync.IsZero() {
 		t.Fatalf("status: %+v %v", st, err)
 	}
-	fsckClean(t, remote)
-	fsckClean(t, a.Dir())
-	if out := gitRun(t, a.Dir(), "status", "--porcelain"); out != "" {
+	gittest.Fsck(t, remote)
+	gittest.Fsck(t, a.Dir())
+	if out := gittest.Git(t, a.Dir(), "status", "--porcelain"); out != "" {
 		// the index is written a second after the last change
 		a.Flush()
-		if out := gitRun(t, a.Dir(), "status", "--porcelain"); out != "" {
+		if out := gittest.Git(t, a.Dir(), "status", "--porcelain"); out != "" {
 			t.Fatalf("git status after a pull:\n%s", out)
 		}
 	}
@@ -227,12 +209,12 @@ func TestPushRefusesToOverwrite(t *testing.T) {
 	put(t, a, "toolu_a1", "a.md", "a\n")
 	put(t, b, "toolu_b1", "b.md", "b\n")
 	syncOK(t, a)
-	before := gitRun(t, remote, "rev-parse", "main")
+	before := gittest.Git(t, remote, "rev-parse", "main")
 	_, err := b.Push(context.Background(), "origin", SyncOptions{})
 	if !errors.Is(err, ErrNonFastForward) {
 		t.Fatalf("push over another agent's commit: %v, want ErrNonFastForward", err)
 	}
-	if after := gitRun(t, remote, "rev-parse", "main"); after != before {
+	if after := gittest.Git(t, remote, "rev-parse", "main"); after != before {
 		t.Fatal("a refused push moved the remote")
 	}
 	res := syncOK(t, b)
@@ -248,13 +230,13 @@ func TestPushRefusesToOverwrite(t *testing.T) {
 	if len(m.Parents) != 2 || m.Trailer(TrailerCommand) != "merge" {
 		t.Fatalf("merge commit %+v", m)
 	}
-	log := gitRun(t, remote, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
+	log := gittest.Git(t, remote, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
 	for _, id := range []string{"toolu_a1", "toolu_b1"} {
 		if !strings.Contains(log, id) {
 			t.Errorf("the remote's history lacks %s:\n%s", id, log)
 		}
 	}
-	fsckClean(t, remote)
+	gittest.Fsck(t, remote)
 }
 
 // Every kind of conflict, resolved without losing either side.
@@ -349,7 +331,7 @@ func TestMergeConflicts(t *testing.T) {
 	if len(trailers) != len(want) {
 		t.Errorf("conflict trailers %v", trailers)
 	}
-	fsckClean(t, remote)
+	gittest.Fsck(t, remote)
 }
 
 // A file one side renames onto a path where the other side wrote a file
@@ -418,7 +400,7 @@ func TestMergeKeepsWhatARenameLandsOn(t *testing.T) {
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Errorf("conflicts %v\nwant      %v", kinds, want)
 	}
-	fsckClean(t, remote)
+	gittest.Fsck(t, remote)
 }
 
 // keepsAll checks that both agents hold the same files and every line.
@@ -619,7 +601,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 			t.Errorf("log lacks %s: %v", id, ids)
 		}
 	}
-	if n := strings.Count(gitRun(t, a.Dir(), "log", "--format=%H"), "\n"); n != len(ids) {
+	if n := strings.Count(gittest.Git(t, a.Dir(), "log", "--format=%H"), "\n"); n != len(ids) {
 		t.Errorf("log lists %d commits, git log %d", len(ids), n)
 	}
 
@@ -635,7 +617,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	if want := "[line 1 by a=a1 line 2=a0 line 3=a0 line 4 by b=b1]"; fmt.Sprint(got) != want {
 		t.Errorf("blame %v, want %s", got, want)
 	}
-	gitBlame := gitRun(t, a.Dir(), "blame", "--line-porcelain", "memories/shared.md")
+	gitBlame := gittest.Git(t, a.Dir(), "blame", "--line-porcelain", "memories/shared.md")
 	if strings.Count(gitBlame, "author b\n") != 1 || strings.Count(gitBlame, "author a\n") != 3 {
 		t.Errorf("git blame disagrees:\n%s", gitBlame)
 	}
@@ -691,7 +673,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	if len(recs) != len(ids2) {
 		t.Errorf("the index file holds %d records, log %d", len(recs), len(ids2))
 	}
-	fsckClean(t, a.Dir())
+	gittest.Fsck(t, a.Dir())
 }
 
 // A clean clone brings its worktree to the remote's commit without a word
@@ -708,7 +690,7 @@ func TestCloneLogsNoRecovery(t *testing.T) {
 	var logged []string
 	opt := agentOptions(t, "b")
 	opt.Logf = func(f string, args ...any) { logged = append(logged, fmt.Sprintf(f, args...)) }
-	dir := filepath.Join(t.TempDir(), "b")
+	dir := filepath.Join(gittest.TempDir(t), "b")
 	b, _, err := Clone(context.Background(), remote, dir, opt, SyncOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -735,7 +717,7 @@ func TestCloneOfAnEmptyMemoryHasTheFolder(t *testing.T) {
 	if _, err := a.Sync(context.Background(), "origin", SyncOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "b")
+	dir := filepath.Join(gittest.TempDir(t), "b")
 	b, _, err := Clone(context.Background(), remote, dir, agentOptions(t, "b"), SyncOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -776,7 +758,7 @@ func TestUnrelatedHistoryIsRefused(t *testing.T) {
 			t.Fatal("a refused merge wrote the remote's file")
 		}
 	}
-	if n := strings.Count(gitRun(t, other, "log", "--format=%H", "main"), "\n"); n != 2 {
+	if n := strings.Count(gittest.Git(t, other, "log", "--format=%H", "main"), "\n"); n != 2 {
 		t.Errorf("the refused sync pushed: the remote has %d commits", n)
 	}
 	res, err := a.Pull(context.Background(), "other", SyncOptions{AllowUnrelatedHistories: true})
@@ -800,13 +782,13 @@ func TestUnrelatedHistoryIsRefused(t *testing.T) {
 	if fs := files(t, c); fs["c.md"] != "c\n" || fs["d.md"] != "d\n" {
 		t.Fatalf("two clones of an empty remote: %v", fs)
 	}
-	gitRun(t, other, "push", "-q", "--force", empty, "main:main")
+	gittest.Git(t, other, "push", "-q", "--force", empty, "main:main")
 	if _, err := c.Pull(context.Background(), "origin", SyncOptions{}); !errors.As(err, new(*UnrelatedHistoriesError)) {
 		t.Fatalf("another history pushed over the shared one: %v", err)
 	}
 
 	// A memory made and never written to takes a shared one.
-	fresh, _, err := Init(filepath.Join(t.TempDir(), "fresh"), agentOptions(t, "fresh"))
+	fresh, _, err := Init(filepath.Join(gittest.TempDir(t), "fresh"), agentOptions(t, "fresh"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -818,8 +800,8 @@ func TestUnrelatedHistoryIsRefused(t *testing.T) {
 	if fs := files(t, fresh); fs["theirs.md"] != "theirs\n" {
 		t.Errorf("the new memory holds %v", fs)
 	}
-	fsckClean(t, a.Dir())
-	fsckClean(t, fresh.Dir())
+	gittest.Fsck(t, a.Dir())
+	gittest.Fsck(t, fresh.Dir())
 }
 
 // pausedPull starts a pull of origin into r whose merge pauses in the
@@ -905,7 +887,7 @@ func TestToolCallsDoNotWaitForMerges(t *testing.T) {
 	if got := onDisk(t, a); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("the worktree: %q", got)
 	}
-	fsckClean(t, a.Dir())
+	gittest.Fsck(t, a.Dir())
 }
 
 // A merge whose tip moved otherwise than by tool calls while it was
@@ -936,14 +918,14 @@ func TestMergeStartsOverWhenTheTipMovesOtherwise(t *testing.T) {
 	if res, err := pulled(); err != nil || !res.UpToDate || res.Merge != "" {
 		t.Fatalf("the paused pull, after the other merged: %+v %v", res, err)
 	}
-	if n := strings.Count(gitRun(t, a.Dir(), "log", "--merges", "--format=%H"), "\n"); n != 1 {
+	if n := strings.Count(gittest.Git(t, a.Dir(), "log", "--merges", "--format=%H"), "\n"); n != 1 {
 		t.Errorf("%d merge commits, want 1", n)
 	}
 	if got := files(t, a); got["a.md"] != "from a\n" || got["b.md"] != "from b\n" {
 		t.Errorf("after both pulls: %q", got)
 	}
 	a.Flush()
-	fsckClean(t, a.Dir())
+	gittest.Fsck(t, a.Dir())
 }
 
 // A merge carried over tool calls made while it was computed (mergeFacts

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/gitmem-dev/gitmem/gitmem/internal/remote"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // Sharing through real servers on loopback, started by the test: git
@@ -33,7 +34,7 @@ import (
 
 func gitExecPath(t *testing.T, tool string) string {
 	t.Helper()
-	out, err := exec.Command("git", "--exec-path").Output()
+	out, err := gittest.Command(t, "", "--exec-path").Output()
 	if err != nil {
 		t.Skipf("no git CLI: %v", err)
 	}
@@ -49,7 +50,7 @@ func gitExecPath(t *testing.T, tool string) string {
 func roundTrip(t *testing.T, url string, opt SyncOptions) {
 	t.Helper()
 	ctx := context.Background()
-	a, _, err := Clone(ctx, url, filepath.Join(t.TempDir(), "a"), agentOptions(t, "a"), opt)
+	a, _, err := Clone(ctx, url, filepath.Join(gittest.TempDir(t), "a"), agentOptions(t, "a"), opt)
 	if err != nil {
 		t.Fatalf("clone: %v", err)
 	}
@@ -58,7 +59,7 @@ func roundTrip(t *testing.T, url string, opt SyncOptions) {
 	if res, err := a.Push(ctx, "origin", opt); err != nil || res.Pushed != 2 {
 		t.Fatalf("push: %+v %v", res, err)
 	}
-	b, _, err := Clone(ctx, url, filepath.Join(t.TempDir(), "b"), agentOptions(t, "b"), opt)
+	b, _, err := Clone(ctx, url, filepath.Join(gittest.TempDir(t), "b"), agentOptions(t, "b"), opt)
 	if err != nil {
 		t.Fatalf("second clone: %v", err)
 	}
@@ -86,13 +87,13 @@ func roundTrip(t *testing.T, url string, opt SyncOptions) {
 func TestSharePath(t *testing.T) {
 	dir := bareRemote(t)
 	roundTrip(t, dir, SyncOptions{})
-	fsckClean(t, dir)
+	gittest.Fsck(t, dir)
 }
 
 func TestShareFileURL(t *testing.T) {
 	dir := bareRemote(t)
 	roundTrip(t, "file://"+dir, SyncOptions{})
-	fsckClean(t, dir)
+	gittest.Fsck(t, dir)
 }
 
 func freePort(t testing.TB) int {
@@ -105,10 +106,10 @@ func freePort(t testing.TB) int {
 }
 
 func TestShareGitDaemon(t *testing.T) {
-	root := t.TempDir()
-	gitRun(t, "", "init", "-q", "--bare", "--initial-branch=main", filepath.Join(root, "memory.git"))
+	root := gittest.TempDir(t)
+	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", filepath.Join(root, "memory.git"))
 	roundTrip(t, gitDaemon(t, root)+"/memory.git", SyncOptions{})
-	fsckClean(t, filepath.Join(root, "memory.git"))
+	gittest.Fsck(t, filepath.Join(root, "memory.git"))
 }
 
 // gitDaemon serves the repositories under root with git daemon, and
@@ -161,19 +162,19 @@ func gitHTTP(t *testing.T, root, token string, before func(*http.Request)) *http
 }
 
 func TestShareSmartHTTP(t *testing.T) {
-	root := t.TempDir()
+	root := gittest.TempDir(t)
 	repo := filepath.Join(root, "memory.git")
-	gitRun(t, "", "init", "-q", "--bare", "--initial-branch=main", repo)
-	gitRun(t, repo, "config", "http.receivepack", "true")
+	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", repo)
+	gittest.Git(t, repo, "config", "http.receivepack", "true")
 	srv := gitHTTP(t, root, "s3cret-token", nil)
 	url := srv.URL + "/memory.git"
 	roundTrip(t, url, SyncOptions{Auth: RemoteAuth{User: "agent", Token: "s3cret-token"}})
-	fsckClean(t, repo)
+	gittest.Fsck(t, repo)
 
 	// Wrong or missing credentials: a clear error, nothing cloned, and
 	// never a password in .git/config.
 	for _, auth := range []RemoteAuth{{}, {User: "agent", Token: "wrong"}} {
-		dir := filepath.Join(t.TempDir(), "c")
+		dir := filepath.Join(gittest.TempDir(t), "c")
 		_, _, err := Clone(context.Background(), url, dir, agentOptions(t, "c"), SyncOptions{Auth: auth})
 		var re *RemoteError
 		if !errors.As(err, &re) || !(errors.Is(err, remote.ErrAuth) || errors.Is(err, remote.ErrNoAuth)) {
@@ -183,10 +184,10 @@ func TestShareSmartHTTP(t *testing.T) {
 			t.Errorf("a failed clone left %s", dir)
 		}
 	}
-	if _, _, err := Clone(context.Background(), strings.Replace(url, "http://", "http://agent:s3cret-token@", 1), filepath.Join(t.TempDir(), "d"), agentOptions(t, "d"), SyncOptions{}); err == nil || !strings.Contains(err.Error(), "password") {
+	if _, _, err := Clone(context.Background(), strings.Replace(url, "http://", "http://agent:s3cret-token@", 1), filepath.Join(gittest.TempDir(t), "d"), agentOptions(t, "d"), SyncOptions{}); err == nil || !strings.Contains(err.Error(), "password") {
 		t.Errorf("a URL with a password: %v", err)
 	}
-	a, _, err := Clone(context.Background(), url, filepath.Join(t.TempDir(), "e"), agentOptions(t, "e"), SyncOptions{Auth: RemoteAuth{User: "agent", Token: "s3cret-token"}})
+	a, _, err := Clone(context.Background(), url, filepath.Join(gittest.TempDir(t), "e"), agentOptions(t, "e"), SyncOptions{Auth: RemoteAuth{User: "agent", Token: "s3cret-token"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,9 +278,9 @@ func serveSSH(c net.Conn, cfg *ssh.ServerConfig, root string) {
 
 func TestShareSSH(t *testing.T) {
 	gitExecPath(t, "git-upload-pack")
-	root := t.TempDir()
+	root := gittest.TempDir(t)
 	repo := filepath.Join(root, "memory.git")
-	gitRun(t, "", "init", "-q", "--bare", "--initial-branch=main", repo)
+	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", repo)
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
 	block, err := ssh.MarshalPrivateKey(priv, "")
 	if err != nil {
@@ -291,14 +292,14 @@ func TestShareSSH(t *testing.T) {
 	addr := sshServer(t, root, sshPub)
 	url := "ssh://git@" + addr + "/memory.git"
 	roundTrip(t, url, SyncOptions{Auth: RemoteAuth{SSHKey: keyFile}})
-	fsckClean(t, repo)
+	gittest.Fsck(t, repo)
 
 	// Another key is refused with a clear error.
 	_, other, _ := ed25519.GenerateKey(rand.Reader)
 	block, _ = ssh.MarshalPrivateKey(other, "")
 	otherFile := filepath.Join(t.TempDir(), "other")
 	os.WriteFile(otherFile, pem.EncodeToMemory(block), 0o600)
-	_, _, err = Clone(context.Background(), url, filepath.Join(t.TempDir(), "x"), agentOptions(t, "x"), SyncOptions{Auth: RemoteAuth{SSHKey: otherFile}})
+	_, _, err = Clone(context.Background(), url, filepath.Join(gittest.TempDir(t), "x"), agentOptions(t, "x"), SyncOptions{Auth: RemoteAuth{SSHKey: otherFile}})
 	var re *RemoteError
 	if !errors.As(err, &re) {
 		t.Errorf("clone with a key the server does not know: %v", err)
@@ -311,20 +312,20 @@ func TestShareSSH(t *testing.T) {
 // refuses the push as such (a hook) is not retried and its reason is
 // given.
 func TestSyncSaysWhatFailed(t *testing.T) {
-	root := t.TempDir()
+	root := gittest.TempDir(t)
 	repo := filepath.Join(root, "memory.git")
-	gitRun(t, "", "init", "-q", "--bare", "--initial-branch=main", repo)
-	gitRun(t, repo, "config", "http.receivepack", "true")
+	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", repo)
+	gittest.Git(t, repo, "config", "http.receivepack", "true")
 	moving := false
 	srv := gitHTTP(t, root, "tok", func(r *http.Request) {
 		if moving && r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
 			// Another agent pushes first: the branch moves on.
-			c := strings.TrimSpace(gitRun(t, repo, "commit-tree", "-p", "main", "-m", "another agent", "main^{tree}"))
-			gitRun(t, repo, "update-ref", "refs/heads/main", c)
+			c := strings.TrimSpace(gittest.Git(t, repo, "commit-tree", "-p", "main", "-m", "another agent", "main^{tree}"))
+			gittest.Git(t, repo, "update-ref", "refs/heads/main", c)
 		}
 	})
 	opt := SyncOptions{Auth: RemoteAuth{User: "agent", Token: "tok"}, Retries: 2}
-	a, _, err := Clone(context.Background(), srv.URL+"/memory.git", filepath.Join(t.TempDir(), "a"), agentOptions(t, "a"), opt)
+	a, _, err := Clone(context.Background(), srv.URL+"/memory.git", filepath.Join(gittest.TempDir(t), "a"), agentOptions(t, "a"), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func TestSyncSaysWhatFailed(t *testing.T) {
 	if want := "origin moved again before each of 3 pushes (other agents pushed first each time); what was merged stays here, nothing was pushed"; !strings.Contains(err.Error(), want) {
 		t.Errorf("%q lacks %q", err, want)
 	}
-	if got := gitRun(t, a.Dir(), "log", "-1", "--format=%s"); !strings.HasPrefix(got, "memory: merge origin/main") {
+	if got := gittest.Git(t, a.Dir(), "log", "-1", "--format=%s"); !strings.HasPrefix(got, "memory: merge origin/main") {
 		t.Errorf("the merge is not kept: HEAD is %q", got)
 	}
 	moving = false
@@ -358,6 +359,6 @@ func TestSyncSaysWhatFailed(t *testing.T) {
 	if !errors.As(err, &re) || errors.Is(err, ErrNonFastForward) || res.Retries != 0 || !strings.Contains(err.Error(), "push to origin: the remote refused to update refs/heads/main: pre-receive hook declined") {
 		t.Fatalf("a push a hook declines: %v (%+v)", err, res)
 	}
-	fsckClean(t, a.Dir())
-	fsckClean(t, repo)
+	gittest.Fsck(t, a.Dir())
+	gittest.Fsck(t, repo)
 }

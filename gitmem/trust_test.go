@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // Regression tests for issue 6 ("gitmem keeps faith"): each failed on the
@@ -44,7 +45,7 @@ func failAt(t *testing.T, step string, paths ...string) (stop func()) {
 
 func subjects(t *testing.T, dir string) string {
 	t.Helper()
-	return gitCLI(t, dir, "log", "--format=%s")
+	return gittest.Git(t, dir, "log", "--format=%s")
 }
 
 func readDisk(t *testing.T, dir, p string) string {
@@ -62,7 +63,7 @@ func readDisk(t *testing.T, dir, p string) string {
 // commits and restarts until the worktree matches HEAD, and the stale
 // worktree is never adopted.
 func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 	if _, err := os.Stat(r.journalPath()); !os.IsNotExist(err) {
 		t.Fatal("the journal is still there after a complete repair")
 	}
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status after repair:\n%s", st)
 	}
 }
@@ -157,7 +158,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 	if got := readDisk(t, dir, "a.md"); got != "model line\nline one\nfix by hand\n" {
 		t.Fatalf("disk: %q", got)
 	}
-	log := gitCLI(t, dir, "log", "--format=%s|%an")
+	log := gittest.Git(t, dir, "log", "--format=%s|%an")
 	if !strings.HasPrefix(log, "insert|Claude\nmemory: adopt changes made outside gitmem|op\n") {
 		t.Fatalf("want the adopt commit by the operator right before the change:\n%s", log)
 	}
@@ -195,14 +196,14 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 		t.Fatalf("edit of a file deleted by hand: %v", err)
 	}
 	r.Flush()
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
 }
 
 // Item 2, stopped: edits made while gitmem is stopped are adopted at start.
 func TestHandEditWhileStoppedIsAdoptedAtStart(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +246,7 @@ func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
 		{"deleted branch", func(dir string) { os.Remove(filepath.Join(dir, ".git", "refs", "heads", "main")) }, "does not exist"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := gittest.TempDir(t)
 			r, _, err := Init(dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
@@ -278,7 +279,7 @@ func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
 			if _, err := r.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error { return nil }); !errors.As(err, new(*AppliedError)) {
 				t.Fatalf("an old tool_use id is not recognised after repair: %v", err)
 			}
-			if n := strings.Count(gitCLI(t, dir, "log", "--format=%H"), "\n"); n != 3 {
+			if n := strings.Count(gittest.Git(t, dir, "log", "--format=%H"), "\n"); n != 3 {
 				t.Fatalf("%d commits after repair, want 3", n)
 			}
 		})
@@ -288,7 +289,7 @@ func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
 // Item 4: paths read from the journal are checked like a model's.
 func TestJournalPathsAreValidated(t *testing.T) {
 	for _, bad := range []string{".git", "memories/../.git", "memories/.git/config", "/etc", "memories/a/../../.git"} {
-		dir := t.TempDir()
+		dir := gittest.TempDir(t)
 		r, _, err := Init(dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
@@ -304,7 +305,7 @@ func TestJournalPathsAreValidated(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, ".git", "HEAD")); err != nil {
 			t.Fatalf("journal path %q deleted .git", bad)
 		}
-		gitCLI(t, dir, "fsck", "--strict")
+		gittest.Fsck(t, dir)
 	}
 }
 
@@ -319,6 +320,7 @@ func TestFullDisk(t *testing.T) {
 		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v", err)
 	}
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	gittest.FsckAtEnd(t, mnt) // before the unmount
 	dir := filepath.Join(mnt, "repo")
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -389,7 +391,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	write(t, r, "after", "after.md", "there is room again\n")
 	settle(t, r)
-	subjects := strings.Fields(gitCLI(t, dir, "log", "--format=%s"))
+	subjects := strings.Fields(gittest.Git(t, dir, "log", "--format=%s"))
 	for _, s := range acked {
 		if !slices.Contains(subjects, s) {
 			t.Fatalf("acknowledged %s is not in the history", s)
@@ -398,8 +400,8 @@ func TestFullDisk(t *testing.T) {
 	if slices.Contains(subjects, fmt.Sprint("c", failedAt)) {
 		t.Fatalf("the refused c%d is in the history", failedAt)
 	}
-	gitCLI(t, dir, "fsck", "--strict")
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	gittest.Fsck(t, dir)
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
 }
@@ -407,11 +409,11 @@ func TestFullDisk(t *testing.T) {
 // Item 7: a git repository gitmem did not create is refused, read-only
 // or not, unless adopted; read-only opens write nothing.
 func TestForeignRepositoryIsRefused(t *testing.T) {
-	dir := t.TempDir()
-	gitCLI(t, dir, "init", "-q", "-b", "master")
+	dir := gittest.TempDir(t)
+	gittest.Git(t, dir, "init", "-q", "-b", "master")
 	os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644)
-	gitCLI(t, dir, "add", ".")
-	gitCLI(t, dir, "-c", "user.name=dev", "-c", "user.email=dev@x", "commit", "-qm", "code")
+	gittest.Git(t, dir, "add", ".")
+	gittest.Git(t, dir, "-c", "user.name=dev", "-c", "user.email=dev@x", "commit", "-qm", "code")
 	before := tree(t, dir)
 	for _, ro := range []bool{false, true} {
 		if _, err := Open(dir, Options{ReadOnly: ro, Logf: t.Logf}); !errors.Is(err, ErrForeign) {
@@ -434,7 +436,7 @@ func TestForeignRepositoryIsRefused(t *testing.T) {
 		t.Fatalf("Adopted() = %q, %v; want master, true", branch, ok)
 	}
 	r.Close()
-	if out := gitCLI(t, dir, "config", "gitmem.version"); out != "1\n" {
+	if out := gittest.Git(t, dir, "config", "gitmem.version"); out != "1\n" {
 		t.Fatalf("not marked: %q", out)
 	}
 	r, err = Open(dir, opt) // adopted already: this open adopts nothing
@@ -445,7 +447,7 @@ func TestForeignRepositoryIsRefused(t *testing.T) {
 		t.Fatalf("a second open reports adopting %q", branch)
 	}
 	r.Close()
-	r, created, err := Init(t.TempDir(), opt) // gitmem's own: nothing to adopt
+	r, created, err := Init(gittest.TempDir(t), opt) // gitmem's own: nothing to adopt
 	if err != nil || !created {
 		t.Fatal(created, err)
 	}
@@ -471,7 +473,7 @@ func tree(t *testing.T, dir string) string {
 // the history index, a cache, when they had to rebuild it (issue 21 item
 // 32): the same file a writer writes.
 func TestReadOnlyWritesNothing(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -540,7 +542,7 @@ func TestRedactCoversNamesAndMessages(t *testing.T) {
 	if got := read(t, r, "keys/[REDACTED].md"); got != "token [REDACTED]\n" {
 		t.Fatalf("renamed file holds %q", got)
 	}
-	if st := gitCLI(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
 }
@@ -549,12 +551,7 @@ func TestRedactCoversNamesAndMessages(t *testing.T) {
 // under .git and memories/ for the secret.
 func assertNoSecret(t *testing.T, dir, secret string) {
 	t.Helper()
-	cmd := exec.Command("git", "-C", dir, "cat-file", "--batch-all-objects", "--batch")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git cat-file: %v", err)
-	}
-	if strings.Contains(string(out), secret) {
+	if strings.Contains(gittest.Git(t, dir, "cat-file", "--batch-all-objects", "--batch"), secret) {
 		t.Errorf("an object git can find holds the secret")
 	}
 	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
@@ -569,7 +566,7 @@ func assertNoSecret(t *testing.T, dir, secret string) {
 		}
 		return nil
 	})
-	if log := gitCLI(t, dir, "log", "--all", "--format=%B%an%ae%cn%ce"); strings.Contains(log, secret) {
+	if log := gittest.Git(t, dir, "log", "--all", "--format=%B%an%ae%cn%ce"); strings.Contains(log, secret) {
 		t.Errorf("a commit message or identity holds the secret")
 	}
 }
@@ -577,7 +574,7 @@ func assertNoSecret(t *testing.T, dir, secret string) {
 // Item 9: a redaction killed after the refs moved is finished at the next
 // start: the old worktree is never adopted back (it held the secret).
 func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -614,7 +611,7 @@ func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
 // server that read packed objects before), and half-written packs a
 // killed gc left are deleted.
 func TestRedactLeavesNoOpenOrTemporaryPacks(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	server, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -654,7 +651,7 @@ func TestRedactLeavesNoOpenOrTemporaryPacks(t *testing.T) {
 // start, and a write of identical content replaces a damaged copy rather
 // than pointing at it.
 func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -662,7 +659,7 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 	c := write(t, r, "t1", "notes/a.md", "hello\n")
 	r.Close()
 	explode(t, dir)
-	blob := strings.Fields(gitCLI(t, dir, "rev-parse", c.Hash+":memories/notes/a.md"))[0]
+	blob := strings.Fields(gittest.Git(t, dir, "rev-parse", c.Hash+":memories/notes/a.md"))[0]
 	obj := filepath.Join(dir, ".git", "objects", blob[:2], blob[2:])
 	os.Chmod(obj, 0o644)
 	os.WriteFile(obj, []byte("garbage, not zlib"), 0o444)
@@ -684,7 +681,7 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
-	gitCLI(t, dir, "fsck", "--strict")
+	gittest.Fsck(t, dir)
 }
 
 // explode turns every pack of the repository into loose objects, which
@@ -702,8 +699,8 @@ func explode(t *testing.T, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command("git", "unpack-objects", "-q")
-		cmd.Dir, cmd.Stdin = dir, f
+		cmd := gittest.Command(t, dir, "unpack-objects", "-q")
+		cmd.Stdin = f
 		out, err := cmd.CombinedOutput()
 		f.Close()
 		if err != nil {
@@ -730,12 +727,13 @@ func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	blob := strings.Fields(gitCLI(t, dir, "rev-parse", first.Hash+":memories/notes/a.md"))[0]
+	blob := strings.Fields(gittest.Git(t, dir, "rev-parse", first.Hash+":memories/notes/a.md"))[0]
 	obj := filepath.Join(dir, ".git", "objects", blob[:2], blob[2:])
 	os.Chmod(obj, 0o644)
 	if err := os.WriteFile(obj, []byte("garbage, not zlib"), 0o444); err != nil {
 		t.Fatal(err)
 	}
+	gittest.Damaged(t, dir, "a blob of the history is overwritten with garbage")
 	r.obj.Reindex()
 	if fs, err := r.Files(first.Hash); err != nil || fs["notes/a.md"] != blob {
 		t.Fatalf("Files: %v %v", fs, err)
@@ -820,9 +818,9 @@ func crash(r *Repo) {
 // operator would, and returns the new commit's hash.
 func commitByHand(t *testing.T, dir, msg string) string {
 	t.Helper()
-	gitCLI(t, dir, "add", "-A")
-	gitCLI(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", msg)
-	return strings.TrimSpace(gitCLI(t, dir, "rev-parse", "HEAD"))
+	gittest.Git(t, dir, "add", "-A")
+	gittest.Git(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", msg)
+	return strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
 }
 
 // A git commit made by hand while gitmem holds the writer lock: the
@@ -840,14 +838,14 @@ func TestHandCommitWhileRunningIsMerged(t *testing.T) {
 	if err := r.Flush(); err != nil { // the merge is done by then
 		t.Fatal(err)
 	}
-	log := gitCLI(t, dir, "log", "--format=%s|%an")
+	log := gittest.Git(t, dir, "log", "--format=%s|%an")
 	if !strings.Contains(log, "by hand|hand\n") || !strings.Contains(log, "w a.md|Claude\n") {
 		t.Fatalf("history:\n%s", log)
 	}
-	if _, err := exec.Command("git", "-C", dir, "merge-base", "--is-ancestor", hand, "HEAD").Output(); err != nil {
+	if _, err := gittest.Command(t, dir, "merge-base", "--is-ancestor", hand, "HEAD").Output(); err != nil {
 		t.Fatalf("the hand commit %s is not on the branch:\n%s", hand, log)
 	}
-	ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
+	ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")
 	if !strings.Contains(ids, "t1\n") || !strings.Contains(ids, "t2\n") {
 		t.Fatalf("acknowledged calls missing:\n%s", ids)
 	}
@@ -857,11 +855,11 @@ func TestHandCommitWhileRunningIsMerged(t *testing.T) {
 	if readDisk(t, dir, "a.md") != "two\n" || readDisk(t, dir, "b.md") != "by hand\n" {
 		t.Fatal("the worktree does not hold both")
 	}
-	if refs := gitCLI(t, dir, "for-each-ref", "refs/gitmem/displaced"); refs != "" {
+	if refs := gittest.Git(t, dir, "for-each-ref", "refs/gitmem/displaced"); refs != "" {
 		t.Fatalf("a displaced ref is left after the merge:\n%s", refs)
 	}
-	gitCLI(t, dir, "fsck", "--strict")
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	gittest.Fsck(t, dir)
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
 	write(t, r, "t3", "c.md", "three\n") // and gitmem goes on
@@ -873,7 +871,7 @@ func TestHandCommitWhileRunningIsMerged(t *testing.T) {
 // git's files is simply kept. Either way the next start is a plain one.
 func TestHandCommitAfterCrash(t *testing.T) {
 	t.Run("log only", func(t *testing.T) {
-		dir := t.TempDir()
+		dir := gittest.TempDir(t)
 		r, _, err := Init(dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
@@ -899,16 +897,16 @@ func TestHandCommitAfterCrash(t *testing.T) {
 			}
 			r.Close()
 		}
-		if _, err := exec.Command("git", "-C", dir, "merge-base", "--is-ancestor", hand, "HEAD").Output(); err != nil {
+		if _, err := gittest.Command(t, dir, "merge-base", "--is-ancestor", hand, "HEAD").Output(); err != nil {
 			t.Fatal("the hand commit is not on the branch")
 		}
-		if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(ids, "t2\n") {
+		if ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(ids, "t2\n") {
 			t.Fatalf("t2 lost:\n%s", ids)
 		}
-		gitCLI(t, dir, "fsck", "--strict")
+		gittest.Fsck(t, dir)
 	})
 	t.Run("already in git", func(t *testing.T) {
-		dir := t.TempDir()
+		dir := gittest.TempDir(t)
 		r, _, err := Init(dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
@@ -928,8 +926,8 @@ func TestHandCommitAfterCrash(t *testing.T) {
 		if err := r.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		if head := strings.TrimSpace(gitCLI(t, dir, "rev-parse", "HEAD")); head != hand {
-			t.Fatalf("HEAD %s, want the hand commit %s kept as it is:\n%s", head, hand, gitCLI(t, dir, "log", "--format=%s"))
+		if head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD")); head != hand {
+			t.Fatalf("HEAD %s, want the hand commit %s kept as it is:\n%s", head, hand, gittest.Git(t, dir, "log", "--format=%s"))
 		}
 		if read(t, r, "a.md") != "one\n" {
 			t.Fatal("t1 lost")
@@ -946,9 +944,9 @@ func TestRedactCoversDisplacedCommits(t *testing.T) {
 	secret := "sk-live42secret"
 	os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("token "+secret+"\n"), 0o600)
 	hand := commitByHand(t, dir, "by hand")
-	gitCLI(t, dir, "update-ref", "refs/gitmem/displaced/"+hand, hand) // as moveBranch keeps it
-	gitCLI(t, dir, "reset", "-q", "--hard", "HEAD~1")
-	gitCLI(t, dir, "pack-refs", "--all") // as git gc does
+	gittest.Git(t, dir, "update-ref", "refs/gitmem/displaced/"+hand, hand) // as moveBranch keeps it
+	gittest.Git(t, dir, "reset", "-q", "--hard", "HEAD~1")
+	gittest.Git(t, dir, "pack-refs", "--all") // as git gc does
 	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -960,7 +958,7 @@ func TestRedactCoversDisplacedCommits(t *testing.T) {
 	if got := read(t, r, "b.md"); got != "token [REDACTED]\n" {
 		t.Fatalf("b.md = %q after the merge of the redacted commit", got)
 	}
-	if refs := gitCLI(t, dir, "for-each-ref", "refs/gitmem/displaced"); refs != "" {
+	if refs := gittest.Git(t, dir, "for-each-ref", "refs/gitmem/displaced"); refs != "" {
 		t.Fatalf("left: %s", refs)
 	}
 }
@@ -982,7 +980,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 		for _, then := range []string{"adopt", "close", "crash"} {
 			crashed := then == "crash"
 			t.Run(tc.name+"/"+then, func(t *testing.T) {
-				dir := t.TempDir()
+				dir := gittest.TempDir(t)
 				r, _, err := Init(dir, testOptions(t))
 				if err != nil {
 					t.Fatal(err)
@@ -1029,7 +1027,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 				if log := subjects(t, dir); !strings.HasPrefix(log, "memory: adopt changes made outside gitmem\nw a.md\nw a.md\n") {
 					t.Fatalf("history:\n%s", log)
 				}
-				if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+				if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 					t.Fatalf("git status:\n%s", st)
 				}
 			})
@@ -1047,7 +1045,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 func TestHandCommitFromAStaleIndex(t *testing.T) {
 	for _, crashed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "running", true: "after a crash"}[crashed], func(t *testing.T) {
-			dir := t.TempDir()
+			dir := gittest.TempDir(t)
 			r, _, err := Init(dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
@@ -1074,8 +1072,8 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 				want = "memories/a.md\nmemories/c.md\nmemories/d.md\nmemories/e.md\nmemories/op.md\n"
 			}
 			os.WriteFile(filepath.Join(dir, "memories", "op.md"), []byte("by hand\n"), 0o600)
-			gitCLI(t, dir, "add", "memories/op.md")
-			gitCLI(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", "op")
+			gittest.Git(t, dir, "add", "memories/op.md")
+			gittest.Git(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", "op")
 			if crashed {
 				if r, err = Open(dir, testOptions(t)); err != nil {
 					t.Fatal(err)
@@ -1086,17 +1084,17 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 			if err := r.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			files := gitCLI(t, dir, "ls-tree", "-r", "--name-only", "HEAD")
+			files := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")
 			if files != want {
-				t.Fatalf("HEAD holds:\n%s\n%s", files, gitCLI(t, dir, "log", "--stat", "--format=%s"))
+				t.Fatalf("HEAD holds:\n%s\n%s", files, gittest.Git(t, dir, "log", "--stat", "--format=%s"))
 			}
-			if a := gitCLI(t, dir, "show", "HEAD:memories/a.md"); a != "two\n" {
+			if a := gittest.Git(t, dir, "show", "HEAD:memories/a.md"); a != "two\n" {
 				t.Fatalf("a.md: %q", a)
 			}
 			if readDisk(t, dir, "a.md") != "two\n" || readDisk(t, dir, "op.md") != "by hand\n" {
 				t.Fatal("the worktree lost a change")
 			}
-			if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 				t.Fatalf("git status:\n%s", st)
 			}
 		})
@@ -1111,7 +1109,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
 	for _, stopped := range []bool{true, false} {
 		t.Run(map[bool]string{true: "stopped", false: "idle"}[stopped], func(t *testing.T) {
-			dir := t.TempDir()
+			dir := gittest.TempDir(t)
 			r, _, err := Init(dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
@@ -1127,15 +1125,15 @@ func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
 			}
 			// Another agent's clone moves on; this repository takes its
 			// commit with git alone, leaving the worktree as it was.
-			other := t.TempDir()
-			gitCLI(t, "", "clone", "-q", dir, other)
+			other := gittest.TempDir(t)
+			gittest.Git(t, "", "clone", "-q", dir, other)
 			os.WriteFile(filepath.Join(other, "memories", "a.md"), []byte("two\n"), 0o600)
 			os.Remove(filepath.Join(other, "memories", "b.md"))
 			os.WriteFile(filepath.Join(other, "memories", "c.md"), []byte("c\n"), 0o600)
 			os.WriteFile(filepath.Join(other, "memories", "e.md"), []byte("1\n2\n3\n4\nremote\n"), 0o600)
 			theirs := commitByHand(t, other, "elsewhere")
-			gitCLI(t, dir, "fetch", "-q", other, "HEAD")
-			gitCLI(t, dir, "update-ref", "refs/heads/main", theirs)
+			gittest.Git(t, dir, "fetch", "-q", other, "HEAD")
+			gittest.Git(t, dir, "update-ref", "refs/heads/main", theirs)
 			// A hand edit meanwhile, to a file the new commit changed too.
 			os.WriteFile(filepath.Join(dir, "memories", "e.md"), []byte("hand\n1\n2\n3\n4\n"), 0o600)
 			if stopped {
@@ -1161,14 +1159,14 @@ func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "memories", "b.md")); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("b.md, deleted by the new commit, is still on disk (%v)", err)
 			}
-			if _, err := exec.Command("git", "-C", dir, "merge-base", "--is-ancestor", theirs, "HEAD").Output(); err != nil {
+			if _, err := gittest.Command(t, dir, "merge-base", "--is-ancestor", theirs, "HEAD").Output(); err != nil {
 				t.Fatal("the new commit is not on the branch")
 			}
-			if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 				t.Fatalf("git status:\n%s", st)
 			}
-			if diff := gitCLI(t, dir, "diff", "--stat", theirs, "HEAD", "--", "memories/a.md", "memories/b.md", "memories/c.md"); diff != "" {
-				t.Fatalf("a later commit undid the new commit:\n%s\n%s", diff, gitCLI(t, dir, "log", "--format=%s", "--stat"))
+			if diff := gittest.Git(t, dir, "diff", "--stat", theirs, "HEAD", "--", "memories/a.md", "memories/b.md", "memories/c.md"); diff != "" {
+				t.Fatalf("a later commit undid the new commit:\n%s\n%s", diff, gittest.Git(t, dir, "log", "--format=%s", "--stat"))
 			}
 		})
 	}
@@ -1190,12 +1188,12 @@ func TestBranchMovedAfterAnotherProcessIsCheckedOut(t *testing.T) {
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
 	}
-	clone := t.TempDir()
-	gitCLI(t, "", "clone", "-q", dir, clone)
+	clone := gittest.TempDir(t)
+	gittest.Git(t, "", "clone", "-q", dir, clone)
 	os.WriteFile(filepath.Join(clone, "memories", "a.md"), []byte("1\n2\n3\nother\nremote\n"), 0o600)
 	theirs := commitByHand(t, clone, "elsewhere")
-	gitCLI(t, dir, "fetch", "-q", clone, "HEAD")
-	gitCLI(t, dir, "update-ref", "refs/heads/main", theirs)
+	gittest.Git(t, dir, "fetch", "-q", clone, "HEAD")
+	gittest.Git(t, dir, "update-ref", "refs/heads/main", theirs)
 	write(t, r, "t3", "x.md", "x\n")
 	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
 		t.Fatal(err)
@@ -1204,7 +1202,7 @@ func TestBranchMovedAfterAnotherProcessIsCheckedOut(t *testing.T) {
 	if got := read(t, r, "a.md"); got != "1\n2\n3\nother\nremote\n" {
 		t.Fatalf("a.md %q", got)
 	}
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
 }
@@ -1224,19 +1222,19 @@ func waitReleased(t *testing.T, r *Repo) {
 // A hand edit landing between checkoutMoved's check of a file and its
 // replacement by the branch's version is kept, merged with it.
 func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, r, "t1", "a.md", "1\n2\n3\n4\n")
 	r.Close()
-	other := t.TempDir()
-	gitCLI(t, "", "clone", "-q", dir, other)
+	other := gittest.TempDir(t)
+	gittest.Git(t, "", "clone", "-q", dir, other)
 	os.WriteFile(filepath.Join(other, "memories", "a.md"), []byte("1\n2\n3\n4\nremote\n"), 0o600)
 	theirs := commitByHand(t, other, "elsewhere")
-	gitCLI(t, dir, "fetch", "-q", other, "HEAD")
-	gitCLI(t, dir, "update-ref", "refs/heads/main", theirs)
+	gittest.Git(t, dir, "fetch", "-q", other, "HEAD")
+	gittest.Git(t, dir, "update-ref", "refs/heads/main", theirs)
 	var once sync.Once
 	gd.SetFault(func(step, p string) error {
 		if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
@@ -1301,27 +1299,27 @@ func TestRevertTwiceOfDeleteAndRename(t *testing.T) {
 // then the file comes (it was skipped while the folder was there, and the
 // empty folder was then adopted as the file's deletion).
 func TestBranchMovedFolderToFileIsCheckedOut(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, r, "t1", "x/y.md", "y\n")
 	r.Close()
-	other := t.TempDir()
-	gitCLI(t, "", "clone", "-q", dir, other)
+	other := gittest.TempDir(t)
+	gittest.Git(t, "", "clone", "-q", dir, other)
 	os.RemoveAll(filepath.Join(other, "memories", "x"))
 	os.WriteFile(filepath.Join(other, "memories", "x"), []byte("a file now\n"), 0o600)
 	theirs := commitByHand(t, other, "folder to file")
-	gitCLI(t, dir, "fetch", "-q", other, "HEAD")
-	gitCLI(t, dir, "update-ref", "refs/heads/main", theirs)
+	gittest.Git(t, dir, "fetch", "-q", other, "HEAD")
+	gittest.Git(t, dir, "update-ref", "refs/heads/main", theirs)
 	if r, err = Open(dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	settle(t, r)
 	if got := read(t, r, "x"); got != "a file now\n" {
-		t.Fatalf("x in HEAD: %q (log:\n%s)", got, gitCLI(t, dir, "log", "--format=%s", "--stat"))
+		t.Fatalf("x in HEAD: %q (log:\n%s)", got, gittest.Git(t, dir, "log", "--format=%s", "--stat"))
 	}
 	if got := readDisk(t, dir, "x"); got != "a file now\n" {
 		t.Fatalf("x on disk: %q", got)
@@ -1333,7 +1331,7 @@ func TestBranchMovedFolderToFileIsCheckedOut(t *testing.T) {
 // gitmem wrote last, says what the worktree holds, and the new history's
 // files are checked out, not undone by an adopt.
 func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -1341,23 +1339,23 @@ func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
 	write(t, r, "t1", "a.md", "old\n")
 	write(t, r, "t2", "old-only.md", "o\n")
 	r.Close()
-	other := t.TempDir()
-	gitCLI(t, other, "init", "-q", "-b", "main")
+	other := gittest.TempDir(t)
+	gittest.Git(t, other, "init", "-q", "-b", "main")
 	os.MkdirAll(filepath.Join(other, "memories"), 0o700)
 	os.WriteFile(filepath.Join(other, "memories", "a.md"), []byte("new\n"), 0o600)
 	os.WriteFile(filepath.Join(other, "memories", "new-only.md"), []byte("n\n"), 0o600)
 	theirs := commitByHand(t, other, "another history")
-	gitCLI(t, dir, "fetch", "-q", other, "main")
-	gitCLI(t, dir, "update-ref", "refs/heads/main", theirs)
-	gitCLI(t, dir, "reflog", "expire", "--expire=now", "--all")
-	gitCLI(t, dir, "gc", "-q", "--prune=now")
+	gittest.Git(t, dir, "fetch", "-q", other, "main")
+	gittest.Git(t, dir, "update-ref", "refs/heads/main", theirs)
+	gittest.Git(t, dir, "reflog", "expire", "--expire=now", "--all")
+	gittest.Git(t, dir, "gc", "-q", "--prune=now")
 	if r, err = Open(dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	settle(t, r)
 	if got := read(t, r, "a.md"); got != "new\n" {
-		t.Fatalf("a.md %q:\n%s", got, gitCLI(t, dir, "log", "--format=%s", "--stat"))
+		t.Fatalf("a.md %q:\n%s", got, gittest.Git(t, dir, "log", "--format=%s", "--stat"))
 	}
 	if v, _ := r.Snapshot(); func() bool { _, err := v.Stat("old-only.md"); return err == nil }() {
 		t.Fatal("old-only.md came back")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // crashWithLog leaves a repository as a gitmem killed before writing its
@@ -19,7 +20,7 @@ func crashWithLog(t *testing.T) string {
 	dir, r, stop := twoInTheLog(t)
 	crash(r)
 	stop()
-	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
+	if ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
 		t.Fatalf("t2 reached git's files; the test needs it in the log only:\n%s", ids)
 	}
 	return dir
@@ -30,7 +31,7 @@ func crashWithLog(t *testing.T) string {
 // log.
 func twoInTheLog(t *testing.T) (dir string, r *Repo, stop func()) {
 	t.Helper()
-	dir = t.TempDir()
+	dir = gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestUnrecoveredChangesAfterACrash(t *testing.T) {
 		t.Fatalf("a read-only log shows %q: the test expects the crash's changes missing", got)
 	}
 	ro.Close()
-	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
+	if ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
 		t.Fatal("asking changed git's files")
 	}
 
@@ -116,7 +117,7 @@ func TestUnrecoveredChangesAfterACrash(t *testing.T) {
 // Changes already in git's files (materialised, the log not yet emptied)
 // are not reported.
 func TestMaterialisedLogIsNotUnrecovered(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func TestFsckReportsTheWriteAheadLog(t *testing.T) {
 		!strings.Contains(rep.Problems[0].Repair, "next gitmem serve or writing command") {
 		t.Fatalf("fsck: %+v", rep)
 	}
-	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
+	if ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
 		t.Fatal("fsck without --repair changed git's files")
 	}
 	rep, err = Fsck(dir, testOptions(t), true)
@@ -171,11 +172,11 @@ func TestFsckReportsTheWriteAheadLog(t *testing.T) {
 	if len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
 		t.Fatalf("fsck --repair: %+v", rep)
 	}
-	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(ids, "t2\n") || !strings.Contains(ids, "t3\n") {
+	if ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(ids, "t2\n") || !strings.Contains(ids, "t3\n") {
 		t.Fatalf("fsck --repair did not recover the log:\n%s", ids)
 	}
-	gitCLI(t, dir, "fsck", "--strict")
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	gittest.Fsck(t, dir)
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
 	rep, err = Fsck(dir, Options{ReadOnly: true, Logf: t.Logf}, false)
@@ -212,7 +213,7 @@ func TestCloseWithFailedCheckpointKeepsTheLog(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if ids := gitCLI(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(ids, "t2\n") || !strings.Contains(ids, "t3\n") {
+	if ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); !strings.Contains(ids, "t2\n") || !strings.Contains(ids, "t3\n") {
 		t.Fatalf("not recovered:\n%s", ids)
 	}
 }
@@ -221,7 +222,7 @@ func TestCloseWithFailedCheckpointKeepsTheLog(t *testing.T) {
 // outside gitmem and the merge back has not happened yet) is reported by
 // fsck, its objects checked; --repair merges it back.
 func TestFsckReportsDisplacedCommits(t *testing.T) {
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -230,8 +231,8 @@ func TestFsckReportsDisplacedCommits(t *testing.T) {
 	r.Close()
 	os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("by hand\n"), 0o600)
 	hand := commitByHand(t, dir, "by hand")
-	gitCLI(t, dir, "update-ref", displacedRefs+hand, hand)
-	gitCLI(t, dir, "reset", "-q", "--hard", "HEAD~1")
+	gittest.Git(t, dir, "update-ref", displacedRefs+hand, hand)
+	gittest.Git(t, dir, "reset", "-q", "--hard", "HEAD~1")
 
 	rep, err := Fsck(dir, testOptions(t), false)
 	if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "the commit "+hand+", which the branch was moved to outside gitmem, waits to be merged back") || rep.Problems[0].Repaired {
@@ -243,10 +244,10 @@ func TestFsckReportsDisplacedCommits(t *testing.T) {
 	if rep, err = Fsck(dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
 		t.Fatalf("fsck --repair: %+v %v", rep, err)
 	}
-	if refs := gitCLI(t, dir, "for-each-ref", displacedRefs); refs != "" {
+	if refs := gittest.Git(t, dir, "for-each-ref", displacedRefs); refs != "" {
 		t.Fatalf("still waiting after the repair:\n%s", refs)
 	}
-	if b := gitCLI(t, dir, "show", "HEAD:memories/b.md"); b != "by hand\n" {
+	if b := gittest.Git(t, dir, "show", "HEAD:memories/b.md"); b != "by hand\n" {
 		t.Fatalf("b.md: %q", b)
 	}
 	if rep, err := Fsck(dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {

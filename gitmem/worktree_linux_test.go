@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // The worktree's one-step lookups (openat2) answer as os.Root does,
@@ -248,7 +250,7 @@ func TestALinkedFolderIsNoFolder(t *testing.T) {
 	}
 	write(t, r, "t3", "d/b.md", "b2\n")
 	settle(t, r)
-	log := gitCLI(t, dir, "log", "--format=%s", "--name-status", "-2")
+	log := gittest.Git(t, dir, "log", "--format=%s", "--name-status", "-2")
 	if !strings.Contains(log, "memory: adopt changes made outside gitmem") || !strings.Contains(log, "D\tmemories/d/b.md") {
 		t.Errorf("the file under the link was not adopted as deleted:\n%s", log)
 	}
@@ -261,7 +263,7 @@ func TestALinkedFolderIsNoFolder(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Join(mem, "real")); len(ents) != 1 || ents[0].Name() != "a.md" {
 		t.Errorf("the link's target was written to: %v", ents)
 	}
-	if st := gitCLI(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Errorf("git status:\n%s", st)
 	}
 }

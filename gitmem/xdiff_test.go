@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // gitChanged runs git diff -U0 on a and b and returns the lines of each
@@ -19,9 +20,7 @@ func gitChanged(t *testing.T, dir string, a, b []string) (map[int]bool, map[int]
 	pa, pb := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	os.WriteFile(pa, []byte(strings.Join(a, "")), 0o600)
 	os.WriteFile(pb, []byte(strings.Join(b, "")), 0o600)
-	cmd := exec.Command("git", "diff", "--no-index", "--no-color", "-U0", "a", "b")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	cmd := gittest.Command(t, dir, "diff", "--no-index", "--no-color", "-U0", "a", "b")
 	out, err := cmd.Output()
 	if err != nil && cmd.ProcessState.ExitCode() != 1 {
 		t.Fatalf("git diff: %v", err)
@@ -199,10 +198,7 @@ func TestRenameSimilarityMatchesGit(t *testing.T) {
 		s, d := []byte(strings.Join(src, "")), []byte(strings.Join(dst, ""))
 		os.WriteFile(filepath.Join(a, "x.md"), s, 0o600)
 		os.WriteFile(filepath.Join(b, "y.md"), d, 0o600)
-		cmd := exec.Command("git", "diff", "--no-index", "-M", "--name-status", filepath.Base(a), filepath.Base(b))
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-		out, _ := cmd.Output()
+		out, _ := gittest.Command(t, dir, "diff", "--no-index", "-M", "--name-status", filepath.Base(a), filepath.Base(b)).Output()
 		want := "no rename"
 		if m := regexp.MustCompile(`^R(\d+)\t`).FindStringSubmatch(string(out)); m != nil {
 			want = m[1] + "%"
