@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,23 +16,12 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 func TestHistoryOfASession(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "memory")
+	dir := filepath.Join(gittest.TempDir(t), "memory")
 	clock := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	repo, _, err := gitmem.Init(dir, gitmem.Options{
 		Now:      func() time.Time { clock = clock.Add(time.Minute); return clock },
@@ -95,50 +83,45 @@ func TestHistoryOfASession(t *testing.T) {
 	}
 
 	// One commit per successful mutation; the retry made none.
-	if n := strings.TrimSpace(git(t, dir, "rev-list", "--count", "HEAD")); n != fmt.Sprint(wantCommits) {
+	if n := strings.TrimSpace(gittest.Git(t, dir, "rev-list", "--count", "HEAD")); n != fmt.Sprint(wantCommits) {
 		t.Errorf("%s commits, want %d", n, wantCommits)
 	}
-	if got := git(t, dir, "log", "--format=%s", "--grep=Tool-Use-Id: toolu_05"); got != "memory: insert /memories/prefs.md\n" {
+	if got := gittest.Git(t, dir, "log", "--format=%s", "--grep=Tool-Use-Id: toolu_05"); got != "memory: insert /memories/prefs.md\n" {
 		t.Errorf("toolu_05 commits: %q", got)
 	}
 	// Trailers as git reads them.
-	msg := git(t, dir, "log", "-1", "--format=%B", "--grep=toolu_07")
-	cmd := exec.Command("git", "interpret-trailers", "--parse")
-	cmd.Stdin = strings.NewReader(msg)
-	parsed, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := gittest.Git(t, dir, "log", "-1", "--format=%B", "--grep=toolu_07")
+	parsed := gittest.GitIn(t, dir, msg, "interpret-trailers", "--parse")
 	want := "Tool-Use-Id: toolu_07\nMemory-Command: rename\nMemory-Path: /memories/projects\nMemory-New-Path: /memories/work/projects\nSession: sess-1\nAgent: support-bot\n"
-	if string(parsed) != want {
+	if parsed != want {
 		t.Errorf("trailers:\n%s\nwant\n%s", parsed, want)
 	}
-	if s := git(t, dir, "log", "-1", "--format=%s", "--grep=toolu_07"); s != "memory: rename /memories/projects -> /memories/work/projects\n" {
+	if s := gittest.Git(t, dir, "log", "-1", "--format=%s", "--grep=toolu_07"); s != "memory: rename /memories/projects -> /memories/work/projects\n" {
 		t.Errorf("subject %q", s)
 	}
-	if a := git(t, dir, "log", "-1", "--format=%an|%cn", "--grep=toolu_02"); a != "support-bot|gitmem\n" {
+	if a := gittest.Git(t, dir, "log", "-1", "--format=%an|%cn", "--grep=toolu_02"); a != "support-bot|gitmem\n" {
 		t.Errorf("author|committer = %q", a)
 	}
-	if s := git(t, dir, "log", "-1", "--format=%(trailers:key=Memory-Line,valueonly)", "--grep=toolu_04"); strings.TrimSpace(s) != "2" {
+	if s := gittest.Git(t, dir, "log", "-1", "--format=%(trailers:key=Memory-Line,valueonly)", "--grep=toolu_04"); strings.TrimSpace(s) != "2" {
 		t.Errorf("Memory-Line = %q", s)
 	}
 	// The repository is whole and the worktree clean.
-	git(t, dir, "fsck", "--strict", "--no-dangling")
-	if st := git(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+	gittest.Fsck(t, dir)
+	if st := gittest.Git(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Errorf("git status not clean:\n%s", st)
 	}
 	// blame names the tool calls that wrote each line.
-	blame := strings.Split(strings.TrimSpace(git(t, dir, "blame", "-s", "-l", "memories/prefs.md")), "\n")
+	blame := strings.Split(strings.TrimSpace(gittest.Git(t, dir, "blame", "-s", "-l", "memories/prefs.md")), "\n")
 	for i, id := range []string{"toolu_02", "toolu_04", "toolu_05"} {
-		sha := strings.TrimSpace(git(t, dir, "log", "--format=%H", "--grep=Tool-Use-Id: "+id))
+		sha := strings.TrimSpace(gittest.Git(t, dir, "log", "--format=%H", "--grep=Tool-Use-Id: "+id))
 		if i >= len(blame) || !strings.HasPrefix(blame[i], sha) {
 			t.Errorf("blame line %d is not %s (%s): %q", i+1, id, sha, blame)
 		}
 	}
-	if got := git(t, dir, "show", "HEAD:memories/prefs.md"); got != "# Preferences\ncolor: green\nfood: pasta\n" {
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/prefs.md"); got != "# Preferences\ncolor: green\nfood: pasta\n" {
 		t.Errorf("prefs.md = %q", got)
 	}
-	if got := git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); got != "memories/prefs.md\nmemories/work/projects/gitmem.md\n" {
+	if got := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); got != "memories/prefs.md\nmemories/work/projects/gitmem.md\n" {
 		t.Errorf("tree:\n%s", got)
 	}
 	// Files 0600, folders 0700, whatever the umask.
@@ -156,7 +139,7 @@ func TestHistoryOfASession(t *testing.T) {
 // An operator's edits made while gitmem was stopped are committed at the
 // next start, attributed to the operator; nothing is discarded.
 func TestHandEditsAreAdoptedAtStart(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "memory")
+	dir := filepath.Join(gittest.TempDir(t), "memory")
 	os.MkdirAll(filepath.Join(dir, "memories", "sdk"), 0o700)
 	os.WriteFile(filepath.Join(dir, "memories", "sdk", "old.md"), []byte("from the SDK backend\n"), 0o600)
 	opts := gitmem.Options{Operator: gitmem.Signature{Name: "Op", Email: "op@example.com"}, Logf: t.Logf}
@@ -165,7 +148,7 @@ func TestHandEditsAreAdoptedAtStart(t *testing.T) {
 		t.Fatal(err, created)
 	}
 	r.Close()
-	if got := git(t, dir, "show", "HEAD:memories/sdk/old.md"); got != "from the SDK backend\n" {
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/sdk/old.md"); got != "from the SDK backend\n" {
 		t.Fatalf("adopted content %q", got)
 	}
 	os.WriteFile(filepath.Join(dir, "memories", "sdk", "old.md"), []byte("edited by hand\n"), 0o600)
@@ -176,13 +159,13 @@ func TestHandEditsAreAdoptedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
-	if got := git(t, dir, "log", "-1", "--format=%an <%ae>|%s|%(trailers:key=Memory-Path,valueonly,separator=%x2C)"); got != "Op <op@example.com>|memory: adopt changes made outside gitmem|/memories/new.md,/memories/sdk/old.md\n" {
+	if got := gittest.Git(t, dir, "log", "-1", "--format=%an <%ae>|%s|%(trailers:key=Memory-Path,valueonly,separator=%x2C)"); got != "Op <op@example.com>|memory: adopt changes made outside gitmem|/memories/new.md,/memories/sdk/old.md\n" {
 		t.Errorf("adopt commit: %q", got)
 	}
-	if got := git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); got != "memories/new.md\nmemories/sdk/old.md\n" {
+	if got := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); got != "memories/new.md\nmemories/sdk/old.md\n" {
 		t.Errorf("tree (the symlink must not be adopted):\n%s", got)
 	}
-	git(t, dir, "fsck", "--strict")
+	gittest.Fsck(t, dir)
 }
 
 // The operator story: a session writes, a bad edit lands, later edits
@@ -190,7 +173,7 @@ func TestHandEditsAreAdoptedAtStart(t *testing.T) {
 // every line; expire with a fixed clock removes exactly the stale files;
 // redact leaves the secret in no object. git fsck is clean after each.
 func TestOperatorStory(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "memory")
+	dir := filepath.Join(gittest.TempDir(t), "memory")
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	opts := gitmem.Options{
 		Now:      func() time.Time { return clock },
@@ -209,7 +192,7 @@ func TestOperatorStory(t *testing.T) {
 			t.Fatalf("%s: %s", id, r.Content)
 		}
 	}
-	fsck := func() { t.Helper(); repo.Flush(); git(t, dir, "fsck", "--strict", "--no-dangling") }
+	fsck := func() { t.Helper(); repo.Flush(); gittest.Fsck(t, dir) }
 
 	do("t_old", `{"command":"create","path":"/memories/stale/old.md","file_text":"from january\n"}`)
 	clock = clock.AddDate(0, 2, 0) // March
@@ -225,7 +208,7 @@ func TestOperatorStory(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo.Flush() // git's files follow an acknowledged change within milliseconds
-	if got := git(t, dir, "show", "HEAD:memories/prefs.md"); got != "name: Ada\n\ncolor: blue\n\nfood: risotto\n\ndrink: tea\ndrink: also water\n" {
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/prefs.md"); got != "name: Ada\n\ncolor: blue\n\nfood: risotto\n\ndrink: tea\ndrink: also water\n" {
 		t.Fatalf("after revert:\n%s", got)
 	}
 	fsck()
@@ -249,7 +232,7 @@ func TestOperatorStory(t *testing.T) {
 	}
 	// ... and agrees with git blame, line by line.
 	repo.Flush()
-	gitBlame := strings.Split(strings.TrimSpace(git(t, dir, "blame", "-s", "-l", "memories/prefs.md")), "\n")
+	gitBlame := strings.Split(strings.TrimSpace(gittest.Git(t, dir, "blame", "-s", "-l", "memories/prefs.md")), "\n")
 	for i, l := range lines {
 		if !strings.HasPrefix(gitBlame[i], l.Commit.Hash) {
 			t.Errorf("line %d: gitmem %s, git %s", i+1, l.Commit.Hash[:7], gitBlame[i][:7])
@@ -266,7 +249,7 @@ func TestOperatorStory(t *testing.T) {
 		t.Fatalf("expired %+v", stale)
 	}
 	repo.Flush()
-	if tree := git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); tree != "memories/creds.md\nmemories/prefs.md\n" {
+	if tree := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); tree != "memories/creds.md\nmemories/prefs.md\n" {
 		t.Fatalf("tree after expire:\n%s", tree)
 	}
 	fsck()
@@ -275,17 +258,17 @@ func TestOperatorStory(t *testing.T) {
 	if _, err := repo.Redact(context.Background(), gitmem.Redaction{Match: regexp.MustCompile(`ghp_[A-Za-z0-9]+`)}, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	objects := git(t, dir, "rev-list", "--all", "--objects")
+	objects := gittest.Git(t, dir, "rev-list", "--all", "--objects")
 	for _, line := range strings.Split(strings.TrimSpace(objects), "\n") {
-		if out := git(t, dir, "cat-file", "-p", strings.Fields(line)[0]); strings.Contains(out, "ghp_SECRET") {
+		if out := gittest.Git(t, dir, "cat-file", "-p", strings.Fields(line)[0]); strings.Contains(out, "ghp_SECRET") {
 			t.Fatalf("object %s still holds the token", line)
 		}
 	}
-	if n := strings.Count(git(t, dir, "count-objects", "-v"), "count: 0\n"); n != 1 {
+	if n := strings.Count(gittest.Git(t, dir, "count-objects", "-v"), "count: 0\n"); n != 1 {
 		t.Fatal("loose objects survived the redaction")
 	}
 	fsck()
-	if st := git(t, dir, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("status:\n%s", st)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -19,7 +20,7 @@ import (
 // stay valid git objects of bounded size, the author email is gitmem's,
 // and no value forges a trailer.
 func TestHostileCallerNamesKeepTheRepositoryValid(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "memory")
+	dir := filepath.Join(gittest.TempDir(t), "memory")
 	repo, _, err := gitmem.Init(dir, gitmem.Options{
 		Now:      func() time.Time { return time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC) },
 		Operator: gitmem.Signature{Name: "Op", Email: "op@example.com"},
@@ -58,19 +59,19 @@ func TestHostileCallerNamesKeepTheRepositoryValid(t *testing.T) {
 		}
 	}
 	repo.Flush() // git's files follow an acknowledged change within milliseconds
-	git(t, dir, "fsck", "--strict", "--no-dangling")
-	if emails := git(t, dir, "log", "--format=%ae", "-4"); emails != strings.Repeat("claude@gitmem.invalid\n", 4) {
+	gittest.Fsck(t, dir)
+	if emails := gittest.Git(t, dir, "log", "--format=%ae", "-4"); emails != strings.Repeat("claude@gitmem.invalid\n", 4) {
 		t.Errorf("author emails:\n%s", emails)
 	}
-	if names := git(t, dir, "log", "--format=%an|%(trailers:key=Agent,valueonly)", "--reverse", "-4"); !strings.HasPrefix(names,
+	if names := gittest.Git(t, dir, "log", "--format=%an|%(trailers:key=Agent,valueonly)", "--reverse", "-4"); !strings.HasPrefix(names,
 		"Alice alice@corp|Alice <alice@corp>\n\nevil x|evil> <x\n\n"+strings.Repeat("A", 253)+"…|"+strings.Repeat("A", 253)+"…\n\nbad\uFFFDbytes|bad\uFFFDbytes\n") {
 		t.Errorf("authors and Agent trailers:\n%.600s", names)
 	}
-	if forged := git(t, dir, "log", "--format=%(trailers:key=Forged)%(trailers:key=Tool-Use-Id)", "-1"); forged != "Tool-Use-Id: toolu_3\n\n" {
+	if forged := gittest.Git(t, dir, "log", "--format=%(trailers:key=Forged)%(trailers:key=Tool-Use-Id)", "-1"); forged != "Tool-Use-Id: toolu_3\n\n" {
 		t.Errorf("trailers of the last commit: %q", forged)
 	}
 	for _, rev := range []string{"HEAD", "HEAD~1", "HEAD~2", "HEAD~3"} {
-		if size, _ := strconv.Atoi(strings.TrimSpace(git(t, dir, "cat-file", "-s", rev))); size > 2048 {
+		if size, _ := strconv.Atoi(strings.TrimSpace(gittest.Git(t, dir, "cat-file", "-s", rev))); size > 2048 {
 			t.Errorf("%s is %d bytes", rev, size)
 		}
 	}

@@ -22,14 +22,14 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
-func gitOut(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.Output()
+// gitOut runs git in dir and returns its output, leaving a failure of
+// git to the caller.
+func gitOut(t *testing.T, dir string, args ...string) (string, error) {
+	out, err := gittest.Command(t, dir, args...).Output()
 	return string(out), err
 }
 
@@ -40,8 +40,8 @@ func gitOut(dir string, args ...string) (string, error) {
 func longRun() bool { return os.Getenv("GITMEM_SYNC_LONG") != "" }
 
 func bare(t *testing.T) string {
-	dir := filepath.Join(t.TempDir(), "shared.git")
-	git(t, t.TempDir(), "init", "-q", "--bare", "--initial-branch=main", dir)
+	dir := filepath.Join(gittest.TempDir(t), "shared.git")
+	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", dir)
 	return dir
 }
 
@@ -61,7 +61,7 @@ var tokenRE = regexp.MustCompile(`tok-[a-z0-9]+-[0-9]+(?:-[0-9]+)?`)
 
 func newSharer(t *testing.T, remote, name string, seed uint64) *sharer {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), name)
+	dir := filepath.Join(gittest.TempDir(t), name)
 	repo, _, err := gitmem.Clone(context.Background(), remote, dir, gitmem.Options{
 		Operator: gitmem.Signature{Name: "op-" + name, Email: "op@example.com"},
 		Logf:     func(string, ...any) {},
@@ -311,7 +311,7 @@ func (w *remoteWatch) check(t *testing.T, final string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	all := map[string]bool{}
-	for _, h := range strings.Fields(git(t, w.dir, "rev-list", final)) {
+	for _, h := range strings.Fields(gittest.Git(t, w.dir, "rev-list", final)) {
 		all[h] = true
 	}
 	for h := range w.seen {
@@ -338,14 +338,14 @@ func checkShared(t *testing.T, agents []*sharer, remote, final string) {
 		if err := a.repo.Flush(); err != nil {
 			t.Errorf("%s: flush: %v", a.name, err)
 		}
-		if out := git(t, a.repo.Dir(), "status", "--porcelain"); out != "" {
-			diff, _ := gitOut(a.repo.Dir(), "diff")
+		if out := gittest.Git(t, a.repo.Dir(), "status", "--porcelain"); out != "" {
+			diff, _ := gitOut(t, a.repo.Dir(), "diff")
 			t.Errorf("%s's worktree differs from its HEAD:\n%s%s", a.name, out, diff)
 		}
-		git(t, a.repo.Dir(), "fsck", "--strict", "--no-dangling")
+		gittest.Fsck(t, a.repo.Dir())
 	}
-	git(t, remote, "fsck", "--strict", "--no-dangling")
-	if got := strings.TrimSpace(git(t, remote, "rev-parse", "main")); got != final {
+	gittest.Fsck(t, remote)
+	if got := strings.TrimSpace(gittest.Git(t, remote, "rev-parse", "main")); got != final {
 		t.Errorf("the remote is at %s, the agents at %s", got, final)
 	}
 
@@ -406,7 +406,7 @@ func checkShared(t *testing.T, agents []*sharer, remote, final string) {
 		// merges there are several, and a merge may use any of them).
 		// Agents that started on an empty remote share none.
 		base := &rec{tokens: map[string]bool{}}
-		out, _ := gitOut(r.Dir(), "merge-base", "--all", x.c.Parents[0], x.c.Parents[1])
+		out, _ := gitOut(t, r.Dir(), "merge-base", "--all", x.c.Parents[0], x.c.Parents[1])
 		for _, h := range strings.Fields(out) {
 			if recs[h] == nil {
 				t.Fatalf("merge %s: the merge base %s is not in the history", x.c.Hash, h)
@@ -422,9 +422,9 @@ func checkShared(t *testing.T, agents []*sharer, remote, final string) {
 				if (!base.tokens[tk] || other.tokens[tk]) && !x.tokens[tk] {
 					t.Errorf("merge %s lost %s", x.c.Hash[:7], tk)
 					if os.Getenv("GITMEM_SYNC_DEBUG") != "" {
-						bases, _ := gitOut(r.Dir(), "merge-base", "--all", x.c.Parents[0], x.c.Parents[1])
+						bases, _ := gitOut(t, r.Dir(), "merge-base", "--all", x.c.Parents[0], x.c.Parents[1])
 						where := func(rev string) string {
-							out, _ := gitOut(r.Dir(), "grep", "-n", tk, rev, "--", "memories")
+							out, _ := gitOut(t, r.Dir(), "grep", "-n", tk, rev, "--", "memories")
 							return out
 						}
 						t.Logf("  bases %q\n  p1 %s: %s\n  p2 %s: %s\n  base: %s\n  merge msg: %s", bases, x.c.Parents[0][:7], where(x.c.Parents[0]), x.c.Parents[1][:7], where(x.c.Parents[1]), where(strings.TrimSpace(bases)), x.c.Body)
