@@ -10,12 +10,13 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
 func newRepo(t testing.TB) *gitmem.Repo {
 	t.Helper()
-	r, _, err := gitmem.Init(t.TempDir(), gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf,
+	r, _, err := gitmem.Init(gittest.TempDir(t), gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf,
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
 )
@@ -103,7 +104,7 @@ func TestHTTP(t *testing.T) {
 // other, on each HTTP server gitmem runs.
 func TestRoutingRefusalsAreJSON(t *testing.T) {
 	h, _ := newHandler(t, policy.DefaultLimits)
-	d, err := stores.Open(t.TempDir(), stores.Options{IdleClose: -1})
+	d, err := stores.Open(gittest.TempDir(t), stores.Options{IdleClose: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

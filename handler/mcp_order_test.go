@@ -11,12 +11,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -133,14 +133,6 @@ func TestMCPStdioPipelinedCallsRunInOrder(t *testing.T) {
 	}
 }
 
-// fsckStrict checks repo's git files with the git CLI.
-func fsckStrict(t *testing.T, repo *gitmem.Repo) {
-	t.Helper()
-	if out, err := exec.Command("git", "-C", repo.Dir(), "fsck", "--strict", "--no-dangling").CombinedOutput(); err != nil {
-		t.Errorf("git fsck --strict: %v\n%s", err, out)
-	}
-}
-
 // holdWriter holds the repository's writer lock until the returned
 // function is called: calls that change the memory wait meanwhile.
 func holdWriter(t *testing.T, repo *gitmem.Repo) (release func()) {
@@ -212,7 +204,7 @@ func TestMCPStdioCancelledCallIsNotApplied(t *testing.T) {
 	if commits := commitsSince(t, repo, head.Hash); len(commits) != 2 {
 		t.Errorf("%d commits for two retried inserts", len(commits))
 	}
-	fsckStrict(t, repo)
+	gittest.Fsck(t, repo.Dir())
 }
 
 // A call cancelled after its change was committed stays applied; a retry
@@ -248,7 +240,7 @@ func TestMCPStdioRetryOfCancelledCallAppliesOnce(t *testing.T) {
 	if commits := commitsSince(t, repo, head.Hash); len(commits) != 3 {
 		t.Errorf("%d commits for three inserts", len(commits))
 	}
-	fsckStrict(t, repo)
+	gittest.Fsck(t, repo.Dir())
 }
 
 // mcpPost posts one JSON-RPC message to an MCP HTTP endpoint, in session
@@ -299,7 +291,7 @@ func TestMCPHTTPRetryOfCancelledCallAppliesOnce(t *testing.T) {
 	if commits := commitsSince(t, repo, head.Hash); len(commits) != 1 {
 		t.Errorf("%d commits for one insert and its retry", len(commits))
 	}
-	fsckStrict(t, repo)
+	gittest.Fsck(t, repo.Dir())
 }
 
 // The plain transports keep a connection's order too: stdio answers one

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -20,7 +21,7 @@ func TestStorageFailureIsGenericForTheModel(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs the git CLI")
 	}
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	opt := gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf}
 	r, _, err := gitmem.Init(dir, opt)
 	if err != nil {
@@ -33,11 +34,7 @@ func TestStorageFailureIsGenericForTheModel(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD:memories/a.md").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob := strings.TrimSpace(string(out))
+	blob := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD:memories/a.md"))
 	obj := filepath.Join(dir, ".git", "objects", blob[:2], blob[2:])
 	if _, err := os.Stat(obj); err != nil {
 		t.Skipf("the blob is not a loose object: %v", err)
@@ -54,6 +51,7 @@ func TestStorageFailureIsGenericForTheModel(t *testing.T) {
 	if err := os.Mkdir(obj, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	gittest.Damaged(t, dir, "a blob is a folder: the storage failure")
 	var calls []handler.Call
 	h = handler.New(r, handler.Options{Limits: policy.DefaultLimits, Logger: testLog(t), OnCall: func(c handler.Call) { calls = append(calls, c) }})
 	res := call(h, "toolu_2", `{"command":"view","path":"/memories/a.md"}`)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
 )
@@ -69,7 +69,7 @@ func newStoresAPI(t *testing.T, screen policy.ScreenMode) *storesAPI {
 	t.Helper()
 	clock := epoch
 	now := func() time.Time { return clock }
-	d, err := stores.Open(t.TempDir(), stores.Options{Repo: gitmem.Options{Now: now, Logf: t.Logf,
+	d, err := stores.Open(gittest.TempDir(t), stores.Options{Repo: gitmem.Options{Now: now, Logf: t.Logf,
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}}, IdleClose: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -401,6 +401,7 @@ func TestStoresLifecycleAPI(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(erin, ".git", "HEAD"), []byte("garbage\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	gittest.Damaged(t, erin, "its HEAD holds garbage: the store that cannot be read")
 	var mixed struct {
 		Data []map[string]any `json:"data"`
 	}
@@ -706,10 +707,7 @@ func TestVersionsAPI(t *testing.T) {
 	}
 	// The store shares its memory through a remote: the answer names it
 	// (its syncs are refused until the redaction is pushed there).
-	gitRemote := exec.Command("git", "-C", filepath.Join(a.dir.Root(), "alice"), "remote", "add", "origin", t.TempDir())
-	if out, err := gitRemote.CombinedOutput(); err != nil {
-		t.Fatalf("git remote add: %v %s", err, out)
-	}
+	gittest.Git(t, filepath.Join(a.dir.Root(), "alice"), "remote", "add", "origin", t.TempDir())
 	var redR struct {
 		DryRun  bool     `json:"dry_run"`
 		Remotes []string `json:"remotes_hold_old_history"`
