@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -440,5 +441,39 @@ func TestGitIdentityFromTheEnvironment(t *testing.T) {
 	t.Setenv("GIT_AUTHOR_EMAIL", "env@example.com")
 	if id := gitIdentity(dir); id != (Signature{"Env Op", "env@example.com"}) {
 		t.Fatalf("gitIdentity: %+v", id)
+	}
+}
+
+// Issue 21: a repository deleted while a process has it open (gitmem
+// store delete in another process) stays deleted: what that process
+// still writes (the branch it keeps, the objects it writes again, at
+// its checkpoints and its Close) fails rather than make the folder
+// again, a .git holding a branch file and some objects that git, and a
+// store listing, took for a damaged repository.
+func TestDeletedRepositoryIsNotBroughtBack(t *testing.T) {
+	for _, settled := range []bool{true, false} {
+		dir := filepath.Join(gittest.TempDir(t), "memory")
+		r, _, err := Init(dir, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, r, "t1", "a.md", "one\n")
+		if settled {
+			settle(t, r)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		var left []string
+		filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+			if err == nil {
+				left = append(left, p)
+			}
+			return nil
+		})
+		if len(left) > 0 {
+			t.Errorf("settled %v: the deleted repository is back: %q", settled, left)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package stores_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,6 +146,15 @@ func TestStoreLifecycle(t *testing.T) {
 	}
 	if _, err := d.Get("bob"); !errors.Is(err, stores.ErrNotFound) {
 		t.Errorf("get after another process deleted: %v", err)
+	}
+	// The processes that had them open (bob here, alice in the other)
+	// write nothing into the deleted stores' folders as they close.
+	d.Close()
+	d2.Close()
+	for _, name := range []string{"alice", "bob"} {
+		if _, err := os.Stat(filepath.Join(d.Root(), name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the deleted store %s is back: %v", name, err)
+		}
 	}
 }
 

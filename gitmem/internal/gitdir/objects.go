@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -544,6 +545,33 @@ func writeFile(tmpDir, pattern, final string, data []byte, mode os.FileMode, doS
 		os.Remove(tmp)
 	}
 	return err
+}
+
+// mkdirIn makes the folder dir in the git folder gitDir, with the
+// folders between, as os.MkdirAll does, but never gitDir itself: a
+// repository deleted while a process has it open (gitmem store delete in
+// another process) is not made again by what that process still writes
+// (its branch, its objects), as a .git git takes for a damaged
+// repository, holding the memory's content.
+func mkdirIn(gitDir, dir string, perm os.FileMode) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	rel, err := filepath.Rel(gitDir, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s is not in %s", dir, gitDir)
+	}
+	p := gitDir
+	if _, err := os.Stat(p); err != nil {
+		return err
+	}
+	for _, name := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, name)
+		if err := os.Mkdir(p, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 func SyncDir(dir string) error {

@@ -186,7 +186,7 @@ func newPackWriter(gitDir string, count, level int) (*packWriter, error) {
 	if err := Injected(StepPack, ".git/objects/pack"); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirIn(gitDir, dir, 0o755); err != nil {
 		return nil, err
 	}
 	f, err := os.CreateTemp(dir, TmpPackPrefix+"pack_")

@@ -173,7 +173,7 @@ func TestPackStoresTreesAsDeltasOfTheirBase(t *testing.T) {
 // mutation's CPU under load), and its objects, and the older packs', read
 // at once. A pack another process adds is still found (listed on a miss).
 func TestWrittenPackJoinsTheKnownPacks(t *testing.T) {
-	gitDir := filepath.Join(t.TempDir(), ".git")
+	gitDir := t.TempDir() // a git folder of objects only
 	s := Open(gitDir)
 	defer s.Close()
 	obj := func(i int) Object {
@@ -216,7 +216,7 @@ func TestWrittenPackJoinsTheKnownPacks(t *testing.T) {
 // of 16 objects) followed by a read from an older pack, in a folder of
 // 100 packs (gc packs them into one; between two runs they pile up).
 func BenchmarkPackThenRead(b *testing.B) {
-	s := Open(filepath.Join(b.TempDir(), ".git"))
+	s := Open(b.TempDir())
 	defer s.Close()
 	n := 0
 	group := func() []Object {

@@ -99,7 +99,7 @@ func (s *Store) UpdateRef(branch plumbing.ReferenceName, old, new plumbing.Hash,
 		return err
 	}
 	path := filepath.Join(s.Dir, filepath.FromSlash(string(branch)))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := mkdirIn(s.Dir, filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	err := replaceLocked(path, []byte(new.String()+"\n"), durable, func() error {

@@ -625,7 +625,7 @@ func repackedMarkPath(gitDir string, h string) string {
 
 // MarkRepacked records that Repack wrote the pack h.
 func MarkRepacked(gitDir string, h plumbing.Hash) error {
-	if err := os.MkdirAll(filepath.Join(gitDir, "gitmem", repackedDir), 0o700); err != nil {
+	if err := mkdirIn(gitDir, filepath.Join(gitDir, "gitmem", repackedDir), 0o700); err != nil {
 		return err
 	}
 	return os.WriteFile(repackedMarkPath(gitDir, h.String()), nil, 0o444)
