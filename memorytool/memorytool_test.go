@@ -13,6 +13,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/memorytool"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
@@ -20,7 +21,7 @@ import (
 
 func newHandler(t *testing.T) (*handler.Handler, *gitmem.Repo) {
 	t.Helper()
-	r, _, err := gitmem.Init(t.TempDir(), gitmem.Options{
+	r, _, err := gitmem.Init(gittest.TempDir(t), gitmem.Options{
 		Now:      func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"},
 		Logf:     t.Logf,
@@ -128,7 +129,7 @@ func TestCoreDoesNotImportTheSDK(t *testing.T) {
 // One memory per end user behind one server (gitmem serve --http --stores):
 // each user's Tool points at their store's endpoint, and sees only it.
 func TestRemoteStorePerUser(t *testing.T) {
-	d, err := stores.Open(t.TempDir(), stores.Options{Repo: gitmem.Options{Logf: t.Logf}, IdleClose: -1})
+	d, err := stores.Open(gittest.TempDir(t), stores.Options{Repo: gitmem.Options{Logf: t.Logf}, IdleClose: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
 )
@@ -23,7 +23,7 @@ var olive = gitmem.Signature{Name: "olive", Email: "olive@example.com"}
 func newDir(t *testing.T, root string, opt stores.Options) *stores.Dir {
 	t.Helper()
 	if root == "" {
-		root = t.TempDir()
+		root = gittest.TempDir(t)
 	}
 	opt.Repo = gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf, Operator: olive}
 	d, err := stores.Open(root, opt)
@@ -81,7 +81,7 @@ func TestStoreLifecycle(t *testing.T) {
 	}
 	// The metadata is in the store's history, attributed.
 	flush(t, d, "alice")
-	out := git(t, filepath.Join(d.Root(), "alice"), "log", "--format=%an|%s|%(trailers:key=Store-Action,valueonly,separator=)")
+	out := gittest.Git(t, filepath.Join(d.Root(), "alice"), "log", "--format=%an|%s|%(trailers:key=Store-Action,valueonly,separator=)")
 	want := "olive|memory: store archive|archive\nops-token|memory: store update|update\nolive|memory: store create|create\nolive|memory: init|\n"
 	if out != want {
 		t.Errorf("history:\n%s\nwant\n%s", out, want)
@@ -175,23 +175,14 @@ func flush(t *testing.T, d *stores.Dir, name string) {
 	}
 }
 
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
 func TestMetadataTravelsWithAClone(t *testing.T) {
 	d := newDir(t, "", stores.Options{})
 	if _, err := d.Create("team", stores.Meta{Description: "Shared notes", Metadata: map[string]string{"team": "support"}}, gitmem.Signature{}); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, d, "team")
-	other := t.TempDir()
-	git(t, d.Root(), "clone", "-q", filepath.Join(d.Root(), "team"), filepath.Join(other, "team-copy"))
+	other := gittest.TempDir(t)
+	gittest.Git(t, d.Root(), "clone", "-q", filepath.Join(d.Root(), "team"), filepath.Join(other, "team-copy"))
 	d2 := newDir(t, other, stores.Options{})
 	info, err := d2.Get("team-copy")
 	if err != nil || info.Description != "Shared notes" || info.Metadata["team"] != "support" {
@@ -300,7 +291,7 @@ func TestConcurrentUse(t *testing.T) {
 	total := 0
 	for _, n := range names {
 		flush(t, d, n)
-		total += len(strings.Split(strings.TrimSpace(git(t, filepath.Join(d.Root(), n), "log", "--format=%s", "--grep=memory: test")), "\n"))
+		total += len(strings.Split(strings.TrimSpace(gittest.Git(t, filepath.Join(d.Root(), n), "log", "--format=%s", "--grep=memory: test")), "\n"))
 	}
 	if total != 16*20 {
 		t.Errorf("%d commits, want %d", total, 16*20)

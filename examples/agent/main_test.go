@@ -17,12 +17,13 @@ import (
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/internal/fakeapi"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/memorytool"
 )
 
 func newRepo(t *testing.T) *gitmem.Repo {
 	t.Helper()
-	repo, _, err := gitmem.Init(t.TempDir(), gitmem.Options{
+	repo, _, err := gitmem.Init(gittest.TempDir(t), gitmem.Options{
 		Now:      func() time.Time { return time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC) },
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"},
 		Logf:     t.Logf,
