@@ -33,6 +33,7 @@ func TestBenchSmoke(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("GITMEM_BENCH_SDK", sdk)
 			env.Setenv("HOME", env.WorkDir)
+			fsckAtEnd(env)
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // The gitmem status example in docs/operations.md is what status prints:
@@ -28,7 +30,7 @@ func TestOperationsDocShowsStatusAsPrinted(t *testing.T) {
 
 	// The same situation: a clone that fetched two commits it has not merged.
 	env := testEnv(t)
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	gitmem := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("gitmem", args...)
@@ -41,11 +43,7 @@ func TestOperationsDocShowsStatusAsPrinted(t *testing.T) {
 	}
 	git := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Env, cmd.Dir = env, dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
+		gittest.Git(t, dir, args...)
 	}
 	git("init", "-q", "--bare", "--initial-branch=main", "shared.git")
 	gitmem("init", "a")

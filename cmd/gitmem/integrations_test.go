@@ -19,6 +19,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/internal/fakeapi"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/internal/nodetest"
 )
 
@@ -102,11 +103,7 @@ func gitLog(t *testing.T, repo string) []string {
 	format := "%(trailers:key=Tool-Use-Id,valueonly,separator=)|%(trailers:key=Memory-Command,valueonly,separator=)|" +
 		"%(trailers:key=Memory-Path,valueonly,separator=)|%(trailers:key=Session,valueonly,separator=)|" +
 		"%(trailers:key=Agent,valueonly,separator=)|%an"
-	out, err := exec.Command("git", "-C", repo, "log", "--format="+format).Output()
-	if err != nil {
-		t.Fatalf("git log: %v", err)
-	}
-	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	return strings.Split(strings.TrimSuffix(gittest.Git(t, repo, "log", "--format="+format), "\n"), "\n")
 }
 
 // mcpCall is one call for testdata/mcp-client/client.mjs.
@@ -138,7 +135,7 @@ type mcpRun struct {
 func TestTypeScriptServerFailureReachesTheDeveloper(t *testing.T) {
 	dir := nodetest.Harness(t, "../../typescript/test", "@anthropic-ai/sdk")
 	env := testEnv(t)
-	repo := filepath.Join(t.TempDir(), "memory")
+	repo := filepath.Join(gittest.TempDir(t), "memory")
 	base, stop := serveHTTPProcess(t, env, repo, "--http", "--token", "s3cret")
 	defer stop()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -189,7 +186,7 @@ func TestTypeScriptServerFailureReachesTheDeveloper(t *testing.T) {
 	if got := gitLog(t, repo); len(got) != 1 {
 		t.Errorf("history: %v", got)
 	}
-	git(t, repo, "fsck", "--strict", "--no-dangling")
+	gittest.Fsck(t, repo)
 }
 
 // An MCP session with the official TypeScript MCP SDK's client, over
@@ -221,7 +218,7 @@ func TestMCPWithTypeScriptSDK(t *testing.T) {
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			env := testEnv(t)
-			repo := filepath.Join(t.TempDir(), "memory")
+			repo := filepath.Join(gittest.TempDir(t), "memory")
 			var args []string
 			stop := func() {}
 			if transport == "stdio" {
@@ -293,7 +290,7 @@ func TestMCPPipelinedWithTypeScriptSDK(t *testing.T) {
 	}
 	input, _ := json.Marshal(calls)
 	env := testEnv(t)
-	repo := filepath.Join(t.TempDir(), "memory")
+	repo := filepath.Join(gittest.TempDir(t), "memory")
 	cmd := exec.Command("node", filepath.Join(dir, "client.mjs"), "stdio", "gitmem", "--repo", repo, "serve", "--mcp")
 	cmd.Env, cmd.Stdin, cmd.Stderr = append(env, "MCP_PIPELINE=1"), bytes.NewReader(input), os.Stderr
 	out, err := cmd.Output()
@@ -319,7 +316,7 @@ func TestMCPPipelinedWithTypeScriptSDK(t *testing.T) {
 	if got := len(gitLog(t, repo)); got != 1+2*n {
 		t.Errorf("%d commits, want %d", got, 1+2*n)
 	}
-	git(t, repo, "fsck", "--strict", "--no-dangling")
+	gittest.Fsck(t, repo)
 }
 
 // The TypeScript module (typescript/) under the real @anthropic-ai/sdk
@@ -360,7 +357,7 @@ func TestTypeScriptToolRunner(t *testing.T) {
 		`[{"type":"text","text":"Noted: you like green tea."}]`,
 	)
 	env := testEnv(t)
-	repo := filepath.Join(t.TempDir(), "memory")
+	repo := filepath.Join(gittest.TempDir(t), "memory")
 	base, stop := serveHTTPProcess(t, env, repo, "--http", "--token", "s3cret")
 	cmd := exec.Command("node", filepath.Join(dir, "run.mjs"))
 	cmd.Env = append(env, "FAKE_API_URL="+api.URL, "GITMEM_URL="+base+"/v1/tool_use", "GITMEM_TOKEN=s3cret")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gitmem-dev/gitmem/internal/bench"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // gitmemProcess is a gitmem command in its own process, as an operator
@@ -61,7 +62,7 @@ func TestLoadWithOperators(t *testing.T) {
 			t.Fatalf("GITMEM_LOAD=%q: want full or CLIENTSxCALLS", s)
 		}
 	}
-	dir := t.TempDir() + "/memory"
+	dir := gittest.TempDir(t) + "/memory"
 	if out, err := gitmemProcess(t, "--repo", dir, "init").CombinedOutput(); err != nil {
 		t.Fatalf("init: %v\n%s", err, out)
 	}
@@ -183,10 +184,7 @@ func TestLoadWithOperators(t *testing.T) {
 				return
 			case <-time.After(10 * time.Millisecond):
 			}
-			cmd := exec.Command("git", gitOps[i%len(gitOps)]...)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
-			cmd.Run()
+			gittest.Command(t, dir, gitOps[i%len(gitOps)]...).Run()
 			omu.Lock()
 			runs["git "+gitOps[i%len(gitOps)][0]]++
 			omu.Unlock()
@@ -225,7 +223,7 @@ func TestLoadWithOperators(t *testing.T) {
 
 	// What git says.
 	seen := map[string]int{}
-	for _, id := range strings.Fields(git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")) {
+	for _, id := range strings.Fields(gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")) {
 		seen[id]++
 	}
 	for id := range okIDs {
@@ -238,11 +236,11 @@ func TestLoadWithOperators(t *testing.T) {
 			t.Errorf("%s is in %d commits but was not acknowledged (refused: %v)", id, n, refused[id])
 		}
 	}
-	git(t, dir, "fsck", "--strict", "--no-dangling")
-	if st := git(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+	gittest.Fsck(t, dir)
+	if st := gittest.Git(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Errorf("the worktree differs from HEAD after serve exited:\n%s", st)
 	}
-	if adopts := git(t, dir, "log", "--format=%h %s", "--grep=^memory: adopt"); adopts != "" {
+	if adopts := gittest.Git(t, dir, "log", "--format=%h %s", "--grep=^memory: adopt"); adopts != "" {
 		t.Errorf("gitmem's own writes were adopted as hand edits:\n%s", adopts)
 	}
 }
@@ -271,16 +269,4 @@ func loadCall(rng *rand.Rand, c, i int) map[string]any {
 	default:
 		return map[string]any{"command": "rename", "old_path": shared(), "new_path": shared()}
 	}
-}
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output in testdata/script from what the commands print")
@@ -19,8 +21,9 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs the CLI end to end: testdata/script/*.txtar, each a
 // session of gitmem commands checked against expected output and with the
-// real git CLI. The clock is fixed (GITMEM_NOW) and so are identities, so
-// commit hashes are stable.
+// real git CLI, and ended by git fsck --strict in every repository it
+// leaves (fsckAtEnd). The clock is fixed (GITMEM_NOW) and so are
+// identities, so commit hashes are stable.
 func TestScripts(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("the scripts check results with the git CLI")
@@ -33,7 +36,19 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("GITMEM_REPO", env.WorkDir+"/memory")
+			fsckAtEnd(env)
 			return os.WriteFile(env.WorkDir+"/.gitconfig", []byte("[user]\n\tname = Olive Operator\n\temail = olive@example.com\n"), 0o600)
 		},
+	})
+}
+
+// fsckAtEnd makes a script end with git fsck --strict in every git
+// repository under $WORK, bare ones included: the script fails with git's
+// output for each that is not clean.
+func fsckAtEnd(env *testscript.Env) {
+	env.Defer(func() {
+		if err := gittest.FsckTree(env.WorkDir, env.WorkDir); err != nil {
+			env.T().Fatal("at the end of the script: ", err)
+		}
 	})
 }

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // lockedBuffer collects a process's stderr while the test reads it.
@@ -59,7 +61,7 @@ func TestServerLogsAndMetrics(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	repo := filepath.Join(t.TempDir(), "mem")
+	repo := filepath.Join(gittest.TempDir(t), "mem")
 	cmd := exec.Command("gitmem", "--repo", repo, "--log-format", "json", "serve", "--http", addr, "--token", "s3cret",
 		"--session", "ignored-over-http")
 	cmd.Env = testEnv(t)
@@ -183,29 +185,19 @@ func looseObject(t *testing.T, repo string, seed int) string {
 	for i := 0; ; i++ {
 		data := fmt.Sprintf("filler %d %d\n", seed, i)
 		if sum := sha1.Sum([]byte(fmt.Sprintf("blob %d\x00%s", len(data), data))); sum[0] == 0x17 {
-			cmd := exec.Command("git", "-C", repo, "hash-object", "-w", "--stdin")
-			cmd.Stdin = strings.NewReader(data)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return strings.TrimSpace(string(out))
+			return strings.TrimSpace(gittest.GitIn(t, repo, data, "hash-object", "-w", "--stdin"))
 		}
 	}
 }
 
 func looseCount(t *testing.T, repo string) string {
-	out, err := exec.Command("git", "-C", repo, "count-objects", "-v").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return regexp.MustCompile(`(?m)^count: \d+$`).FindString(string(out))
+	return regexp.MustCompile(`(?m)^count: \d+$`).FindString(gittest.Git(t, repo, "count-objects", "-v"))
 }
 
 // A short-lived server packs too: at start and at exit, when the loose
 // objects passed --gc-loose.
 func TestServePacksAtStartAndExit(t *testing.T) {
-	repo := filepath.Join(t.TempDir(), "mem")
+	repo := filepath.Join(gittest.TempDir(t), "mem")
 	env := testEnv(t)
 	init := exec.Command("gitmem", "--repo", repo, "init")
 	init.Env = env

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // postCall sends one memory tool call to a serve --http at base; it
@@ -54,7 +56,7 @@ func TestServeStoppedUnderLoadLeavesACleanIndex(t *testing.T) {
 	}
 	env := testEnv(t)
 	for run := range 2 {
-		repo := filepath.Join(t.TempDir(), "memory")
+		repo := filepath.Join(gittest.TempDir(t), "memory")
 		base, stop := serveHTTPProcess(t, env, repo, "--http", "--adopt-every", "0", "--log-level", "warn")
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: time.Minute}
 		var acked atomic.Int64
@@ -91,11 +93,11 @@ func TestServeStoppedUnderLoadLeavesACleanIndex(t *testing.T) {
 		}
 		stop() // SIGTERM while the 64 clients go on; it must exit 0
 		wg.Wait()
-		if st := git(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		if st := gittest.Git(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
 			n := strings.Count(st, "\n")
 			t.Errorf("run %d: git status lists %d file(s) after serve exited (%d calls acknowledged):\n%.2000s", run, n, acked.Load(), st)
 		}
-		git(t, repo, "fsck", "--strict")
-		t.Logf("run %d: %d calls acknowledged, %s commits", run, acked.Load(), strings.TrimSpace(git(t, repo, "rev-list", "--count", "HEAD")))
+		gittest.Fsck(t, repo)
+		t.Logf("run %d: %d calls acknowledged, %s commits", run, acked.Load(), strings.TrimSpace(gittest.Git(t, repo, "rev-list", "--count", "HEAD")))
 	}
 }

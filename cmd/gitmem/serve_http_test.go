@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // Every HTTP server gitmem runs is built by handler.HTTPOptions.Server,
@@ -21,10 +23,10 @@ func TestServeHTTPBoundsConnections(t *testing.T) {
 	}{
 		{"http", []string{"--http"}},
 		{"mcp-http", []string{"--mcp-http"}},
-		{"stores", []string{"--http", "--stores", filepath.Join(t.TempDir(), "stores")}},
+		{"stores", []string{"--http", "--stores", filepath.Join(gittest.TempDir(t), "stores")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			repo := filepath.Join(t.TempDir(), "memory")
+			repo := filepath.Join(gittest.TempDir(t), "memory")
 			base, stop := serveHTTPProcess(t, env, repo, tc.args[0], tc.args[1:]...)
 			defer stop()
 			req, _ := http.NewRequest("GET", base+"/healthz", nil)
@@ -59,7 +61,7 @@ func TestServeAnnouncesTheAddressGiven(t *testing.T) {
 	}
 
 	// And the real line, from the process.
-	cmd := exec.Command("gitmem", "--repo", filepath.Join(t.TempDir(), "memory"), "serve", "--http", "0.0.0.0:0", "--token", "s3cret")
+	cmd := exec.Command("gitmem", "--repo", filepath.Join(gittest.TempDir(t), "memory"), "serve", "--http", "0.0.0.0:0", "--token", "s3cret")
 	cmd.Env = testEnv(t)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // serve listens before it touches the repository: on a busy port it exits
@@ -14,7 +16,7 @@ import (
 // nor created a missing repository.
 func TestServeOnABusyPortChangesNothing(t *testing.T) {
 	env := testEnv(t)
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	run := func(name string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(name, args...)

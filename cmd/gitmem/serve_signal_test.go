@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // Every serve mode takes SIGHUP without dying (docs/operations.md: kill
@@ -36,14 +38,12 @@ func TestEveryServeTakesSIGHUP(t *testing.T) {
 		{"stores-tokens", []string{"--http", "ADDR", "--stores", "STORES", "--tokens", "TOKENS"}, "", "reloaded 1 token(s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tmp := t.TempDir()
+			tmp := gittest.TempDir(t)
 			repo := filepath.Join(tmp, "memory")
 			tokens := filepath.Join(tmp, "tokens.json")
 			if strings.Contains(tc.name, "sync") {
 				gitmemOut(t, env, "--repo", repo, "init")
-				if out, err := exec.Command("git", "init", "-q", "--bare", filepath.Join(tmp, "shared.git")).CombinedOutput(); err != nil {
-					t.Fatalf("git init: %v %s", err, out)
-				}
+				gittest.Git(t, tmp, "init", "-q", "--bare", filepath.Join(tmp, "shared.git"))
 				gitmemOut(t, env, "--repo", repo, "remote", "add", "origin", filepath.Join(tmp, "shared.git"))
 			}
 			if strings.Contains(tc.name, "tokens") {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // The child of TestServeStoppedDuringStart: it opens the repository,
@@ -67,7 +68,7 @@ func TestServeStoppedDuringStart(t *testing.T) {
 	}
 	env := testEnv(t)
 	for _, delay := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond} {
-		repo := filepath.Join(t.TempDir(), "memory")
+		repo := filepath.Join(gittest.TempDir(t), "memory")
 		gitmemOut(t, env, "--repo", repo, "init")
 		child := exec.Command(os.Args[0], "-test.run=^$")
 		child.Env = append(env, "GITMEM_TEST_WAL_CHILD="+repo)
@@ -120,7 +121,7 @@ func TestServeStoppedDuringStart(t *testing.T) {
 			t.Errorf("SIGTERM %v after listening: serve: %v\n%s", delay, err, stderr.String())
 		}
 		have := map[string]bool{}
-		for _, id := range strings.Fields(git(t, repo, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")) {
+		for _, id := range strings.Fields(gittest.Git(t, repo, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)")) {
 			have[id] = true
 		}
 		lost := 0
@@ -132,16 +133,16 @@ func TestServeStoppedDuringStart(t *testing.T) {
 		if lost > 0 {
 			t.Errorf("SIGTERM %v after listening: %d of %d acknowledged changes are not in the history", delay, lost, len(acked))
 		}
-		if st := git(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		if st := gittest.Git(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
 			t.Errorf("SIGTERM %v after listening: git status:\n%.2000s", delay, st)
 		}
 		if d := gitmemOut(t, env, "--repo", repo, "diff"); d != "" {
 			t.Errorf("SIGTERM %v after listening: gitmem diff shows hand edits:\n%.2000s", delay, d)
 		}
-		if adopts := git(t, repo, "log", "--format=%h %s", "--grep=^memory: adopt"); adopts != "" {
+		if adopts := gittest.Git(t, repo, "log", "--format=%h %s", "--grep=^memory: adopt"); adopts != "" {
 			t.Errorf("SIGTERM %v after listening: gitmem's own writes were adopted:\n%s", delay, adopts)
 		}
-		git(t, repo, "fsck", "--strict")
+		gittest.Fsck(t, repo)
 		t.Logf("SIGTERM %v after listening: %d acknowledged by the child; serve said:\n%s", delay, len(acked), tail(stderr.String(), 600))
 	}
 }

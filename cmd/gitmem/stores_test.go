@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // gitmemOut runs the CLI and returns what it printed on stdout.
@@ -29,7 +30,7 @@ func gitmemOut(t *testing.T, env []string, args ...string) string {
 // the CLI, tool calls over HTTP, and a token file reloaded on SIGHUP.
 func TestServeStoresProcess(t *testing.T) {
 	env := testEnv(t)
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	stores, tokens := filepath.Join(dir, "stores"), filepath.Join(dir, "tokens.json")
 	gitmemOut(t, env, "store", "create", "alice", "--stores", stores, "--description", "Alice's memory")
 	bot := strings.TrimSpace(gitmemOut(t, env, "token", "add", "alice-bot", "--file", tokens, "--store", "alice"))

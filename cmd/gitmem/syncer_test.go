@@ -16,6 +16,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -54,7 +55,7 @@ func TestBackgroundSyncNeverBlocksCalls(t *testing.T) {
 		cmu.Unlock()
 	}()
 
-	dir := filepath.Join(t.TempDir(), "memory")
+	dir := filepath.Join(gittest.TempDir(t), "memory")
 	repo, _, err := gitmem.Init(dir, gitmem.Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -117,10 +118,8 @@ func TestBackgroundSyncNeverBlocksCalls(t *testing.T) {
 	lmu.Unlock()
 
 	// The remote is fixed: the next try pushes everything.
-	bare := filepath.Join(t.TempDir(), "shared.git")
-	if out, err := exec.Command("git", "init", "-q", "--bare", "--initial-branch=main", bare).CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
+	bare := filepath.Join(gittest.TempDir(t), "shared.git")
+	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", bare)
 	repo.RemoveRemote("origin")
 	repo.AddRemote("origin", bare)
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
@@ -131,8 +130,7 @@ func TestBackgroundSyncNeverBlocksCalls(t *testing.T) {
 	if !strings.Contains(body, "sync-unpushed: 0\n") || strings.Contains(body, "sync-failures") {
 		t.Fatalf("after the remote came back:\n%s", body)
 	}
-	out, err := exec.Command("git", "-C", bare, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main").Output()
-	if err != nil || strings.Count(string(out), "toolu_") != 5 {
-		t.Fatalf("the remote holds %q (%v)", out, err)
+	if out := gittest.Git(t, bare, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main"); strings.Count(out, "toolu_") != 5 {
+		t.Fatalf("the remote holds %q", out)
 	}
 }

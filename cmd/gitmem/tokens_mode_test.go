@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // A token file others can read or write is refused, as ssh refuses such
@@ -20,7 +22,7 @@ import (
 // taken without a word.)
 func TestTokenFileOthersCanReadIsRefused(t *testing.T) {
 	env := testEnv(t)
-	dir := t.TempDir()
+	dir := gittest.TempDir(t)
 	stores, tokens := filepath.Join(dir, "stores"), filepath.Join(dir, "tokens.json")
 	gitmemOut(t, env, "token", "add", "bot", "--file", tokens, "--store", "*")
 	if fi, err := os.Stat(tokens); err != nil || fi.Mode().Perm() != 0o600 {
