@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/operator"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
 )
@@ -305,11 +306,11 @@ func (s *storesServer) listMemories(w http.ResponseWriter, r *http.Request, p pr
 		}
 	}
 	err := st.Use(func(repo *gitmem.Repo, _ stores.Meta) error {
-		page, err := stores.ListMemories(r.Context(), repo, rel, after, n)
+		page, err := operator.ListMemories(r.Context(), repo, rel, after, n)
 		if err != nil {
 			return err
 		}
-		var out []stores.MemoryJSON
+		var out []operator.MemoryJSON
 		for _, m := range page.Items {
 			out = append(out, m.JSON(false))
 		}
@@ -331,7 +332,7 @@ func (s *storesServer) getMemory(w http.ResponseWriter, r *http.Request, p princ
 		return
 	}
 	err := st.Use(func(repo *gitmem.Repo, _ stores.Meta) error {
-		m, err := stores.GetMemory(r.Context(), repo, rel)
+		m, err := operator.GetMemory(r.Context(), repo, rel)
 		if err != nil {
 			return err
 		}
@@ -343,7 +344,7 @@ func (s *storesServer) getMemory(w http.ResponseWriter, r *http.Request, p princ
 
 // memoryError answers the failure of a memory operation (nil: answered).
 func (s *storesServer) memoryError(w http.ResponseWriter, store, rel string, err error) {
-	var pe *stores.PreconditionError
+	var pe *operator.PreconditionError
 	var le *policy.LimitError
 	switch {
 	case err == nil:
@@ -401,11 +402,11 @@ func (s *storesServer) putMemory(w http.ResponseWriter, r *http.Request, p princ
 		if meta.IsArchived() {
 			return stores.ErrArchived
 		}
-		_, created, err := stores.PutMemory(repo, rel, []byte(*req.Content), expect, s.opt.Limits, p.author())
+		_, created, err := operator.PutMemory(repo, rel, []byte(*req.Content), expect, s.opt.Limits, p.author())
 		if err != nil {
 			return err
 		}
-		m, err := stores.GetMemory(r.Context(), repo, rel)
+		m, err := operator.GetMemory(r.Context(), repo, rel)
 		if err != nil {
 			return err
 		}
@@ -427,7 +428,7 @@ func (s *storesServer) deleteMemory(w http.ResponseWriter, r *http.Request, p pr
 		}
 	}
 	err := st.Use(func(repo *gitmem.Repo, _ stores.Meta) error {
-		c, err := stores.DeleteMemory(repo, rel, expect, p.author())
+		c, err := operator.DeleteMemory(repo, rel, expect, p.author())
 		if err != nil {
 			return err
 		}
@@ -467,18 +468,18 @@ func (s *storesServer) listVersions(w http.ResponseWriter, r *http.Request, p pr
 		}
 	}
 	err := st.Use(func(repo *gitmem.Repo, _ stores.Meta) error {
-		page, err := stores.Versions(r.Context(), repo, opt, q.Get("page"), n)
+		page, err := operator.Versions(r.Context(), repo, opt, q.Get("page"), n)
 		if err != nil {
 			return err
 		}
-		var out []stores.CommitJSON
+		var out []operator.CommitJSON
 		for _, c := range page.Items {
-			out = append(out, stores.ToCommitJSON(c))
+			out = append(out, operator.ToCommitJSON(c))
 		}
 		writeJSON(w, http.StatusOK, newPage(out, page.Next))
 		return nil
 	})
-	if errors.Is(err, stores.ErrBadCursor) {
+	if errors.Is(err, operator.ErrBadCursor) {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -489,12 +490,12 @@ func (s *storesServer) listVersions(w http.ResponseWriter, r *http.Request, p pr
 
 func (s *storesServer) getVersion(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
 	err := st.Use(func(repo *gitmem.Repo, _ stores.Meta) error {
-		c, err := stores.Revision(repo, r.PathValue("rev"), s.now(), false)
+		c, err := operator.Revision(repo, r.PathValue("rev"), s.now(), false)
 		if err != nil {
 			return err
 		}
-		j := stores.ToCommitJSON(c)
-		if j.Diff, err = stores.Patch(repo, c, nil); err != nil {
+		j := operator.ToCommitJSON(c)
+		if j.Diff, err = operator.Patch(repo, c, nil); err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, j)
@@ -505,7 +506,7 @@ func (s *storesServer) getVersion(w http.ResponseWriter, r *http.Request, p prin
 
 // revError answers a failed version operation (nil: answered).
 func (s *storesServer) revError(w http.ResponseWriter, store string, err error) {
-	var re *stores.RevError
+	var re *operator.RevError
 	var ce *gitmem.ConflictError
 	var ae *gitmem.AbsentError
 	switch {
@@ -571,10 +572,10 @@ func conflictJSON(ce *gitmem.ConflictError) map[string]any {
 
 // changeJSON is what a revert or restore did (or, dry, would do).
 type changeJSON struct {
-	DryRun  bool               `json:"dry_run"`
-	Version *stores.CommitJSON `json:"version"`
-	Paths   []string           `json:"paths"`
-	Diff    string             `json:"diff"`
+	DryRun  bool                 `json:"dry_run"`
+	Version *operator.CommitJSON `json:"version"`
+	Paths   []string             `json:"paths"`
+	Diff    string               `json:"diff"`
 }
 
 func writeChange(w http.ResponseWriter, c gitmem.Commit, changes []gitmem.FileChange, dry bool) {
@@ -586,7 +587,7 @@ func writeChange(w http.ResponseWriter, c gitmem.Commit, changes []gitmem.FileCh
 	}
 	out.Diff = diff.String()
 	if !dry {
-		j := stores.ToCommitJSON(c)
+		j := operator.ToCommitJSON(c)
 		j.Paths = out.Paths
 		out.Version = &j
 	}
@@ -655,7 +656,7 @@ func (s *storesServer) restore(w http.ResponseWriter, r *http.Request, p princip
 		if m.IsArchived() && !req.DryRun {
 			return stores.ErrArchived
 		}
-		target, err := stores.Revision(repo, req.To, s.now(), true)
+		target, err := operator.Revision(repo, req.To, s.now(), true)
 		if err != nil {
 			return err
 		}
@@ -688,8 +689,8 @@ func (s *storesServer) redact(w http.ResponseWriter, r *http.Request, p principa
 		}
 		path = &rel
 	}
-	red, err := stores.ParseRedaction(path, req.Blob, req.Match)
-	var re *stores.RedactionError
+	red, err := operator.ParseRedaction(path, req.Blob, req.Match)
+	var re *operator.RedactionError
 	if errors.As(err, &re) {
 		msg := re.Field + " " + re.Msg
 		if re.Field == "" {

@@ -23,6 +23,7 @@ import (
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
+	"github.com/gitmem-dev/gitmem/operator"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
 )
@@ -267,7 +268,7 @@ func TestStoresAuthAndScopes(t *testing.T) {
 		t.Fatal(res.Content)
 	}
 	var versions struct {
-		Data []stores.CommitJSON `json:"data"`
+		Data []operator.CommitJSON `json:"data"`
 	}
 	a.call("auditor", "GET", "/v1/stores/alice/versions?limit=2", nil, &versions)
 	if len(versions.Data) != 2 {
@@ -429,7 +430,7 @@ func TestStoresSecretScreening(t *testing.T) {
 	if _, res := a.tool("ops", "carol", "toolu_1", note); res.IsError || res.Content != "File created successfully at: /memories/keys.md" {
 		t.Errorf("off: %+v", res)
 	}
-	var m stores.MemoryJSON
+	var m operator.MemoryJSON
 	a.call("ops", "GET", "/v1/stores/carol/memory?path=/memories/keys.md", nil, &m)
 	if m.Content == nil || *m.Content != "aws AKIAZ3MHQ7XKP2LVN4RT\n" {
 		t.Errorf("stored unscreened: %+v", m)
@@ -458,7 +459,7 @@ func TestMemoriesAPI(t *testing.T) {
 			t.Fatal(res.Content)
 		}
 	}
-	sha := func(s string) string { return stores.SHA256([]byte(s)) }
+	sha := func(s string) string { return operator.SHA256([]byte(s)) }
 
 	// A request a newcomer gets wrong says what was meant.
 	var bad struct{ Error string }
@@ -479,8 +480,8 @@ func TestMemoriesAPI(t *testing.T) {
 	}
 
 	var list struct {
-		Data     []stores.MemoryJSON `json:"data"`
-		NextPage *string             `json:"next_page"`
+		Data     []operator.MemoryJSON `json:"data"`
+		NextPage *string               `json:"next_page"`
 	}
 	a.call("auditor", "GET", "/v1/stores/alice/memories", nil, &list)
 	if len(list.Data) != 3 || list.NextPage != nil {
@@ -502,7 +503,7 @@ func TestMemoriesAPI(t *testing.T) {
 
 	// Put with a precondition: the right hash replaces, a stale one is 409
 	// and changes nothing.
-	var m stores.MemoryJSON
+	var m operator.MemoryJSON
 	var e apiError
 	put := func(path, content, expect string, out any) int {
 		body := map[string]any{"content": content}
@@ -561,7 +562,7 @@ func TestMemoriesAPI(t *testing.T) {
 	}
 
 	// The operator commits, with their trailers.
-	var v stores.CommitJSON
+	var v operator.CommitJSON
 	a.call("auditor", "GET", "/v1/stores/alice/versions/HEAD", nil, &v)
 	if v.Subject != "memory: delete /memories/new.md" || v.Command != "delete" || v.Path != "/memories/new.md" || v.Author["name"] != "ops" || v.ToolUseID != "" {
 		t.Errorf("delete commit: %+v", v)
@@ -592,8 +593,8 @@ func TestVersionsAPI(t *testing.T) {
 
 	// Every page by cursor, newest first, nothing twice.
 	type page struct {
-		Data     []stores.CommitJSON `json:"data"`
-		NextPage *string             `json:"next_page"`
+		Data     []operator.CommitJSON `json:"data"`
+		NextPage *string               `json:"next_page"`
 	}
 	var all []string
 	for cursor := ""; ; {
@@ -640,7 +641,7 @@ func TestVersionsAPI(t *testing.T) {
 	if code := a.call("auditor", "GET", "/v1/stores/alice/versions?since=soonish", nil, &e); code != http.StatusBadRequest {
 		t.Errorf("bad time: %d", code)
 	}
-	var v stores.CommitJSON
+	var v operator.CommitJSON
 	if code := a.call("auditor", "GET", "/v1/stores/alice/versions/toolu_1", nil, &v); code != 200 || v.Command != "str_replace" ||
 		!strings.Contains(v.Diff, "-food: pasta\n+food: pizza\n") {
 		t.Errorf("get by tool_use id: %d %+v", code, v)
@@ -653,10 +654,10 @@ func TestVersionsAPI(t *testing.T) {
 	// Revert one tool call despite later edits; an overlapping one is 409
 	// with the conflicts; forced, it goes.
 	type change struct {
-		DryRun  bool               `json:"dry_run"`
-		Version *stores.CommitJSON `json:"version"`
-		Paths   []string           `json:"paths"`
-		Diff    string             `json:"diff"`
+		DryRun  bool                 `json:"dry_run"`
+		Version *operator.CommitJSON `json:"version"`
+		Paths   []string             `json:"paths"`
+		Diff    string               `json:"diff"`
 	}
 	var ch change
 	if code := a.call("ops", "POST", "/v1/stores/alice/revert", map[string]any{"revisions": []string{"toolu_1"}}, &ch); code != 200 ||

@@ -5,9 +5,8 @@
 // closed when idle, so a directory of any size costs what its active stores
 // cost.
 //
-// It also holds the operator operations that the CLI and the HTTP operator
-// API share (memory listing and edits with preconditions, version listing,
-// revision resolution), so that each has one implementation.
+// What an operator does to one memory (listing, edits with preconditions,
+// versions) is package operator's.
 //
 // It knows nothing of HTTP or the tool protocol.
 package stores

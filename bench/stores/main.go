@@ -33,6 +33,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/operator"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
 )
@@ -209,7 +210,7 @@ func populate(dir string, n, active, clients int) int {
 					s, err := d.Acquire(name)
 					check(err)
 					check(s.Use(func(r *gitmem.Repo, _ stores.Meta) error {
-						_, _, err := stores.PutMemory(r, "notes.md", []byte(lines.String()), nil, policy.Limits{}, gitmem.Signature{})
+						_, _, err := operator.PutMemory(r, "notes.md", []byte(lines.String()), nil, policy.Limits{}, gitmem.Signature{})
 						return err
 					}))
 					s.Release()

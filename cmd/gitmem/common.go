@@ -14,8 +14,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/operator"
 	"github.com/gitmem-dev/gitmem/policy"
-	"github.com/gitmem-dev/gitmem/stores"
 )
 
 // now is the clock of every command: GITMEM_NOW (RFC 3339) when set, for
@@ -162,7 +162,7 @@ func jsonLines(w io.Writer) func(any) error {
 	return enc.Encode
 }
 
-const timeLayout = stores.TimeLayout
+const timeLayout = operator.TimeLayout
 
 func short(hash string) string {
 	if len(hash) > 7 {
@@ -174,13 +174,13 @@ func short(hash string) string {
 // revArg resolves a revision given on the command line: a tool_use id, a
 // hash, a git revision, or a time as @{2h ago} / @{yesterday}.
 func revArg(r *gitmem.Repo, rev string) (gitmem.Commit, error) {
-	c, err := stores.Revision(r, rev, localNow(), false)
+	c, err := operator.Revision(r, rev, localNow(), false)
 	return c, revErr(err)
 }
 
 // revErr words a revision that names nothing.
 func revErr(err error) error {
-	var re *stores.RevError
+	var re *operator.RevError
 	switch {
 	case err == nil:
 		return nil

@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
-	"github.com/gitmem-dev/gitmem/stores"
+	"github.com/gitmem-dev/gitmem/operator"
 )
 
 // oneLine is the log line of a commit: short hash, time, command, path,
@@ -124,12 +124,12 @@ func logCommand() *cli.Command {
 			err = r.Log(ctx, opt, progress(c, "indexing history"), func(cm gitmem.Commit) error {
 				var patch string
 				if c.Bool("p") {
-					if patch, err = stores.Patch(r, cm, opt.Paths); err != nil { // with --follow, the file's name in cm
+					if patch, err = operator.Patch(r, cm, opt.Paths); err != nil { // with --follow, the file's name in cm
 						return err
 					}
 				}
 				if c.Bool("json") {
-					j := stores.ToCommitJSON(cm)
+					j := operator.ToCommitJSON(cm)
 					j.Diff = patch
 					return emit(j)
 				}
@@ -178,12 +178,12 @@ func showCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			patch, err := stores.Patch(r, cm, nil)
+			patch, err := operator.Patch(r, cm, nil)
 			if err != nil {
 				return storeErr(err, c.String("repo"))
 			}
 			if c.Bool("json") {
-				j := stores.ToCommitJSON(cm)
+				j := operator.ToCommitJSON(cm)
 				j.Diff = patch
 				return jsonLines(c.App.Writer)(j)
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
-	"github.com/gitmem-dev/gitmem/stores"
+	"github.com/gitmem-dev/gitmem/operator"
 )
 
 func redactCommand() *cli.Command {
@@ -45,8 +45,8 @@ func redactCommand() *cli.Command {
 			case c.IsSet("blob") && c.String("blob") == "":
 				return failf(exitUsage, "--blob takes a full 40-character blob hash (git ls-tree -r HEAD shows them); it was empty")
 			}
-			red, err := stores.ParseRedaction(path, c.String("blob"), c.String("match"))
-			var re *stores.RedactionError
+			red, err := operator.ParseRedaction(path, c.String("blob"), c.String("match"))
+			var re *operator.RedactionError
 			switch {
 			case errors.As(err, &re) && re.Field == "":
 				return failf(exitUsage, "redact takes exactly one of PATH, --blob or --match")

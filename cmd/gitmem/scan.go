@@ -8,8 +8,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/operator"
 	"github.com/gitmem-dev/gitmem/policy"
-	"github.com/gitmem-dev/gitmem/stores"
 )
 
 type leakJSON struct {
@@ -35,7 +35,7 @@ func scanCommand() *cli.Command {
 			defer r.Close()
 			ctx, stop := signalContext()
 			defer stop()
-			leaks, err := stores.ScanHistory(ctx, r, policy.DefaultSecretRules(), progress(c, "reading history"))
+			leaks, err := operator.ScanHistory(ctx, r, policy.DefaultSecretRules(), progress(c, "reading history"))
 			if errors.Is(err, context.Canceled) {
 				return failf(exitFailure, "interrupted")
 			}
@@ -48,7 +48,7 @@ func scanCommand() *cli.Command {
 				blobs[l.Blob] = true
 				if c.Bool("json") {
 					emit(leakJSON{Rule: l.Rule, Path: policy.Display(l.Path), Line: l.Line, Blob: l.Blob, Commit: l.Commit.Hash,
-						Time: stores.JSONTime(l.Commit.Time), ToolUseID: l.Commit.Trailer(gitmem.TrailerToolUseID)})
+						Time: operator.JSONTime(l.Commit.Time), ToolUseID: l.Commit.Trailer(gitmem.TrailerToolUseID)})
 					continue
 				}
 				fmt.Fprintf(c.App.Writer, "%s %s:%d %s blob %s\n", short(l.Commit.Hash), policy.Display(l.Path), l.Line, l.Rule, l.Blob)

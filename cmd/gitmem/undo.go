@@ -9,8 +9,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/operator"
 	"github.com/gitmem-dev/gitmem/policy"
-	"github.com/gitmem-dev/gitmem/stores"
 )
 
 func revertCommand() *cli.Command {
@@ -81,7 +81,7 @@ var jsonReportFlag = &cli.BoolFlag{Name: "json", Usage: "the new commit as a JSO
 // would make.
 func reportChange(c *cli.Context, cm gitmem.Commit, changes []gitmem.FileChange, dry bool) error {
 	if !dry && c.Bool("json") {
-		return jsonLines(c.App.Writer)(stores.ToCommitJSON(cm))
+		return jsonLines(c.App.Writer)(operator.ToCommitJSON(cm))
 	}
 	if !dry {
 		fmt.Fprintf(c.App.Writer, "[%s] %s\n", short(cm.Hash), cm.Subject)
@@ -123,7 +123,7 @@ func restoreCommand() *cli.Command {
 				return err
 			}
 			defer closeRepo(r, &err)
-			target, err := stores.Revision(r, c.String("to"), localNow(), true)
+			target, err := operator.Revision(r, c.String("to"), localNow(), true)
 			if err != nil {
 				return revErr(err)
 			}

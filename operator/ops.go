@@ -1,4 +1,4 @@
-package stores
+package operator
 
 import (
 	"context"
@@ -14,9 +14,6 @@ import (
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/policy"
 )
-
-// The operator operations below are shared by the CLI and the HTTP
-// operator API: each is one implementation over the gitmem package.
 
 // TimeLayout is how operator output prints a time.
 const TimeLayout = "2006-01-02 15:04:05 -0700"
@@ -78,6 +75,16 @@ func Patch(r *gitmem.Repo, c gitmem.Commit, paths []string) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// Page is a page of a listing; Next is the cursor of the next page ("" at
+// the end).
+type Page[T any] struct {
+	Items []T
+	Next  string
+}
+
+// errStop ends a walk of the history early.
+var errStop = errors.New("stop")
 
 // ErrBadCursor is a page cursor that names nothing in the listing (the
 // history was rewritten by a redaction since, say).
