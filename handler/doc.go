@@ -4,8 +4,7 @@
 // strings of docs/protocol.md. Its transports (stdio, HTTP, and MCP over
 // stdio or streamable HTTP) are thin framings over the one Handler.
 //
-// StoresHTTP serves many stores (package stores) from one process: the
-// same tool_use endpoint per store, scoped tokens (Tokens), and the
-// operator API of docs/openapi.yaml, behind the checks every HTTP route
-// has.
+// It knows gitmem and policy only. The multi-store HTTP server (package
+// storesapi) is built on ServeToolUse, HTTPOptions.Protect, WriteJSON,
+// HTTPError and ReadBody.
 package handler

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 )
@@ -65,7 +66,7 @@ const (
 func (h *Handler) HTTP(opt HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/tool_use", func(w http.ResponseWriter, r *http.Request) {
-		h.serveToolUse(w, r, Caller{Session: r.Header.Get(HeaderSession), Agent: r.Header.Get(HeaderAgent)})
+		h.ServeToolUse(w, r, Caller{Session: r.Header.Get(HeaderSession), Agent: r.Header.Get(HeaderAgent)})
 	})
 	return opt.protect(h.log, opt.Token != "", opt.bearer, mux)
 }
@@ -87,14 +88,14 @@ func (o HTTPOptions) bearer(next http.Handler) http.Handler {
 	})
 }
 
-// serveToolUse answers a request whose body is one tool_use block (with
+// ServeToolUse answers a request whose body is one tool_use block (with
 // its tool_result) or a JSON array, an assistant message's content (with
 // the array of tool_results for its memory tool_use blocks, run in order,
-// as HandleArray). Every HTTP transport answers tool calls through it,
-// behind HTTPOptions.protect.
-func (h *Handler) serveToolUse(w http.ResponseWriter, r *http.Request, c Caller) {
+// as HandleArray), for caller c. Every HTTP transport answers tool calls
+// through it, behind HTTPOptions.Protect.
+func (h *Handler) ServeToolUse(w http.ResponseWriter, r *http.Request, c Caller) {
 	start := requestStart(r)
-	body, ok := readBodyOrRefuse(w, r)
+	body, ok := ReadBody(w, r)
 	if !ok {
 		return
 	}
@@ -109,7 +110,7 @@ func (h *Handler) serveToolUse(w http.ResponseWriter, r *http.Request, c Caller)
 			httpError(w, http.StatusBadRequest, "body is not a JSON array of content blocks")
 		default:
 			serverTiming(w, start)
-			writeJSON(w, http.StatusOK, results)
+			WriteJSON(w, http.StatusOK, results)
 		}
 		return
 	}
@@ -119,7 +120,7 @@ func (h *Handler) serveToolUse(w http.ResponseWriter, r *http.Request, c Caller)
 	}
 	res := h.HandleJSON(c, trimmed)
 	serverTiming(w, start)
-	writeJSON(w, http.StatusOK, res)
+	WriteJSON(w, http.StatusOK, res)
 }
 
 // serverTiming says how long the server took over a call, from its
@@ -130,9 +131,9 @@ func serverTiming(w http.ResponseWriter, start time.Time) {
 	w.Header().Set("Server-Timing", fmt.Sprintf("call;dur=%.3f", float64(time.Since(start).Microseconds())/1000))
 }
 
-// readBodyOrRefuse reads a request's body (readBody); when it cannot, it
-// answers the request (413 past the limit, else 400) and reports false.
-func readBodyOrRefuse(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// ReadBody reads a request's body (readBody); when it cannot, it answers
+// the request (413 past the limit, else 400) and reports false.
+func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := readBody(r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -157,7 +158,8 @@ func readBody(r *http.Request) ([]byte, error) {
 	return io.ReadAll(r.Body)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers with status and v in JSON, as every gitmem HTTP route.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
@@ -165,8 +167,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
+// HTTPError answers with status and {"error": msg}, as every refusal of a
+// gitmem HTTP route.
+func HTTPError(w http.ResponseWriter, status int, msg string) { httpError(w, status, msg) }
+
 func httpError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
+	WriteJSON(w, status, map[string]string{"error": msg})
+}
+
+// Protect wraps the routes of an HTTP server built on the handler (as
+// package storesapi) in what every gitmem HTTP route gets (protect); auth
+// authenticates each request, hasToken saying whether one is needed.
+func (o HTTPOptions) Protect(log *slog.Logger, hasToken bool, auth func(http.Handler) http.Handler, routes http.Handler) http.Handler {
+	return o.protect(log, hasToken, auth, routes)
 }
 
 // Server returns the http.Server gitmem serves h (a transport built with

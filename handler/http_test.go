@@ -12,6 +12,7 @@ import (
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
+	"github.com/gitmem-dev/gitmem/storesapi"
 )
 
 func TestHTTP(t *testing.T) {
@@ -116,7 +117,7 @@ func TestRoutingRefusalsAreJSON(t *testing.T) {
 	}{
 		"tool_use": {h.HTTP(handler.HTTPOptions{}), "/v1/tool_use", "POST"},
 		"mcp":      {h.MCPHTTP(handler.HTTPOptions{}, handler.MCPOptions{}), handler.MCPPath, "POST, DELETE"},
-		"stores":   {handler.StoresHTTP(d, handler.StoresOptions{}), "/v1/stores/x/tool_use", "POST"},
+		"stores":   {storesapi.New(d, storesapi.Options{}), "/v1/stores/x/tool_use", "POST"},
 	} {
 		srv := httptest.NewServer(tc.h)
 		for _, req := range []struct {

@@ -278,7 +278,7 @@ func (ss *mcpSessions) screen(next http.Handler) http.Handler {
 			delete(ss.m, id)
 			ss.mu.Unlock()
 		case r.Method == http.MethodPost:
-			body, ok := readBodyOrRefuse(w, r)
+			body, ok := ReadBody(w, r)
 			if !ok {
 				return
 			}

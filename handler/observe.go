@@ -41,6 +41,9 @@ type Call struct {
 // to stderr; a server passes its own logger, which also logs every call.
 var defaultLogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
+// DefaultLogger is the logger of Options without one (defaultLogger).
+func DefaultLogger() *slog.Logger { return defaultLogger }
+
 // observe logs a call, one line, and hands it to OnCall.
 func (h *Handler) observe(c Call) {
 	level := slog.LevelInfo

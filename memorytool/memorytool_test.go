@@ -17,6 +17,7 @@ import (
 	"github.com/gitmem-dev/gitmem/memorytool"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
+	"github.com/gitmem-dev/gitmem/storesapi"
 )
 
 func newHandler(t *testing.T) (*handler.Handler, *gitmem.Repo) {
@@ -139,7 +140,7 @@ func TestRemoteStorePerUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(handler.StoresHTTP(d, handler.StoresOptions{Limits: policy.DefaultLimits}))
+	srv := httptest.NewServer(storesapi.New(d, storesapi.Options{Limits: policy.DefaultLimits}))
 	defer srv.Close()
 	mem := func(user string) *memorytool.Tool {
 		return memorytool.Remote(srv.URL+"/v1/stores/"+user+"/tool_use", memorytool.RemoteOptions{Session: user + "-1"})

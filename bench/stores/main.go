@@ -36,6 +36,7 @@ import (
 	"github.com/gitmem-dev/gitmem/operator"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
+	"github.com/gitmem-dev/gitmem/storesapi"
 )
 
 var (
@@ -65,7 +66,7 @@ func main() {
 	bin := filepath.Join(work, "gitmem")
 	run("go", "build", "-o", bin, "./cmd/gitmem")
 	tokens := filepath.Join(work, "tokens.json")
-	check(os.WriteFile(tokens, []byte(`{"tokens":[{"name":"bench","sha256":"`+handler.HashToken(secret)+
+	check(os.WriteFile(tokens, []byte(`{"tokens":[{"name":"bench","sha256":"`+storesapi.HashToken(secret)+
 		`","stores":["*"],"access":"read-write","role":"operator"}]}`), 0o600))
 
 	log.Printf("making %d stores in %s ...", *nStores, dir)

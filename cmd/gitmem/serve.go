@@ -23,6 +23,7 @@ import (
 	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
+	"github.com/gitmem-dev/gitmem/storesapi"
 )
 
 const defaultAddr = "127.0.0.1:7077"
@@ -266,9 +267,9 @@ func serveStores(ctx context.Context, started func(), c *cli.Context, author git
 		return err
 	}
 	defer ln.Close()
-	var tokens *handler.Tokens
+	var tokens *storesapi.Tokens
 	if path := c.String("tokens"); path != "" {
-		if tokens, err = handler.LoadTokens(path); err != nil {
+		if tokens, err = storesapi.LoadTokens(path); err != nil {
 			return failf(exitUsage, "--tokens: %v", err)
 		}
 		logf("gitmem: %d token(s) from %s", tokens.Len(), path)
@@ -303,7 +304,7 @@ func serveStores(ctx context.Context, started func(), c *cli.Context, author git
 	go onHangup(ctx, hup, reload, logf)
 	m := newMetrics(nil)
 	httpOpt := handler.HTTPOptions{Metrics: m.handler(), Ready: writable(dir.Root(), nil)}
-	h := handler.StoresHTTP(dir, handler.StoresOptions{Limits: limitFlags(c), Author: author, Screen: screen,
+	h := storesapi.New(dir, storesapi.Options{Limits: limitFlags(c), Author: author, Screen: screen,
 		Tokens: tokens, Logger: log, OnCall: m.call, Now: now, HTTP: httpOpt})
 	return serveHTTP(ctx, ln, addr, "/v1/stores/{store}/tool_use", httpOpt.Server(h), log)
 }

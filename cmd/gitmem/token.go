@@ -14,8 +14,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/storesapi"
 )
 
 func tokenCommand() *cli.Command {
@@ -42,7 +42,7 @@ func tokenCommand() *cli.Command {
 					if err != nil {
 						return failf(exitFailure, "%v", err)
 					}
-					tok := policy.Token{Name: c.Args().First(), SHA256: handler.HashToken(secret), Stores: c.StringSlice("store"),
+					tok := policy.Token{Name: c.Args().First(), SHA256: storesapi.HashToken(secret), Stores: c.StringSlice("store"),
 						Access: policy.ReadWrite, Role: policy.Agent}
 					if c.Bool("read-only") {
 						tok.Access = policy.ReadOnly

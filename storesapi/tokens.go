@@ -1,4 +1,4 @@
-package handler
+package storesapi
 
 import (
 	"crypto/sha256"

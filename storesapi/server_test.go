@@ -1,4 +1,4 @@
-package handler_test
+package storesapi_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,7 +27,13 @@ import (
 	"github.com/gitmem-dev/gitmem/operator"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
+	"github.com/gitmem-dev/gitmem/storesapi"
 )
+
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// testLog logs to the test's output.
+func testLog(t testing.TB) *slog.Logger { return slog.New(slog.NewTextHandler(t.Output(), nil)) }
 
 // storesAPI is a real multi-store server on loopback with its token file,
 // and a client that checks every request it sends and every response it
@@ -38,7 +45,7 @@ type storesAPI struct {
 	t      *testing.T
 	base   string
 	dir    *stores.Dir
-	tokens *handler.Tokens
+	tokens *storesapi.Tokens
 	file   string
 	router routers.Router
 	clock  *time.Time
@@ -57,7 +64,7 @@ func writeTokens(t *testing.T, path string, toks []policy.Token) {
 	t.Helper()
 	f := policy.TokenFile{}
 	for _, tok := range toks {
-		tok.SHA256 = handler.HashToken("secret-" + tok.Name)
+		tok.SHA256 = storesapi.HashToken("secret-" + tok.Name)
 		f.Tokens = append(f.Tokens, tok)
 	}
 	data, _ := json.Marshal(f)
@@ -78,11 +85,11 @@ func newStoresAPI(t *testing.T, screen policy.ScreenMode) *storesAPI {
 	t.Cleanup(func() { d.Close() })
 	file := filepath.Join(t.TempDir(), "tokens.json")
 	writeTokens(t, file, testTokens)
-	toks, err := handler.LoadTokens(file)
+	toks, err := storesapi.LoadTokens(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(handler.StoresHTTP(d, handler.StoresOptions{Limits: policy.DefaultLimits, Screen: screen,
+	srv := httptest.NewServer(storesapi.New(d, storesapi.Options{Limits: policy.DefaultLimits, Screen: screen,
 		Tokens: toks, Logger: testLog(t), Now: now}))
 	t.Cleanup(srv.Close)
 

@@ -1,4 +1,4 @@
-package handler
+package storesapi
 
 import (
 	"context"
@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
 )
 
-// StoresOptions configure the multi-store HTTP server.
-type StoresOptions struct {
+// Options configure the multi-store HTTP server.
+type Options struct {
 	Limits policy.Limits
 	// Author of the commits of calls made without a token (a server with
 	// no token file, on loopback); a token's name is its calls' author.
@@ -25,10 +26,10 @@ type StoresOptions struct {
 	Tokens *Tokens
 	// HTTP bounds requests as on every gitmem HTTP route (its Token is
 	// not used: Tokens are).
-	HTTP HTTPOptions
-	// Logger and OnCall are as in Options, for the calls of every store.
+	HTTP handler.HTTPOptions
+	// Logger and OnCall are as in handler.Options, for the calls of every store.
 	Logger *slog.Logger
-	OnCall func(Call)
+	OnCall func(handler.Call)
 	// Now is the clock relative times (2h, yesterday) are read against
 	// (default: time.Now).
 	Now func() time.Time
@@ -38,10 +39,10 @@ type StoresOptions struct {
 // API over them.
 type storesServer struct {
 	dir *stores.Dir
-	opt StoresOptions
+	opt Options
 }
 
-// StoresHTTP returns the multi-store HTTP server over the stores in d:
+// New returns the multi-store HTTP server over the stores in d:
 //
 //	POST /v1/stores/{store}/tool_use  a tool_use block or an assistant
 //	                                  message's content, as /v1/tool_use
@@ -52,21 +53,20 @@ type storesServer struct {
 // store outside the token's scope 403, an operator request from an agent
 // token 403. A read-only token's changing tool calls get a tool error.
 // Every route is behind the checks and bounds of the other HTTP
-// transports (HTTPOptions.protect), the token standing for --token.
-func StoresHTTP(d *stores.Dir, opt StoresOptions) http.Handler {
+// transports (handler.HTTPOptions.Protect), the token standing for --token.
+func New(d *stores.Dir, opt Options) http.Handler {
 	if opt.Logger == nil {
-		opt.Logger = defaultLogger
+		opt.Logger = handler.DefaultLogger()
 	}
-	opt.HTTP.defaults()
 	go policy.DefaultSecretRules() // compiled now (~0.1 s), not at the first screened call
 	s := &storesServer{dir: d, opt: opt}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/stores/{store}/tool_use", s.store(false, s.toolUse))
 	mux.HandleFunc("/v1/tool_use", func(w http.ResponseWriter, r *http.Request) {
-		httpError(w, http.StatusNotFound, "this server serves several stores: POST /v1/stores/{store}/tool_use")
+		handler.HTTPError(w, http.StatusNotFound, "this server serves several stores: POST /v1/stores/{store}/tool_use")
 	})
 	s.operatorRoutes(mux)
-	return opt.HTTP.protect(opt.Logger, opt.Tokens != nil, s.authenticated, mux)
+	return opt.HTTP.Protect(opt.Logger, opt.Tokens != nil, s.authenticated, mux)
 }
 
 // principal is who makes a request: a token, or anyone when the server
@@ -96,7 +96,7 @@ func (s *storesServer) authenticated(next http.Handler) http.Handler {
 			tok, ok := s.opt.Tokens.lookup(bearerSecret(r.Header.Get("Authorization")))
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="gitmem"`)
-				httpError(w, http.StatusUnauthorized, "missing or unknown bearer token")
+				handler.HTTPError(w, http.StatusUnauthorized, "missing or unknown bearer token")
 				return
 			}
 			p = principal{Token: tok}
@@ -120,10 +120,10 @@ func (s *storesServer) store(operator bool, fn func(w http.ResponseWriter, r *ht
 		name := r.PathValue("store")
 		switch {
 		case operator && !p.Operator():
-			httpError(w, http.StatusForbidden, "token "+p.Name+" is an agent token; the operator API needs an operator token")
+			handler.HTTPError(w, http.StatusForbidden, "token "+p.Name+" is an agent token; the operator API needs an operator token")
 			return
 		case !p.Allows(name):
-			httpError(w, http.StatusForbidden, "token "+p.Name+" may not use store "+name)
+			handler.HTTPError(w, http.StatusForbidden, "token "+p.Name+" may not use store "+name)
 			return
 		}
 		st, err := s.dir.Acquire(name)
@@ -140,34 +140,34 @@ func (s *storesServer) store(operator bool, fn func(w http.ResponseWriter, r *ht
 func (s *storesServer) storeError(w http.ResponseWriter, name string, err error) {
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
-		httpError(w, http.StatusNotFound, "there is no store "+name)
+		handler.HTTPError(w, http.StatusNotFound, "there is no store "+name)
 	case errors.Is(err, stores.ErrExists):
-		httpError(w, http.StatusConflict, "store "+name+" already exists")
+		handler.HTTPError(w, http.StatusConflict, "store "+name+" already exists")
 	case errors.Is(err, stores.ErrArchived):
-		httpError(w, http.StatusConflict, "store "+name+" is archived; unarchive it to change it")
+		handler.HTTPError(w, http.StatusConflict, "store "+name+" is archived; unarchive it to change it")
 	default:
 		s.opt.Logger.Error("store failure", "store", name, "err", err.Error())
-		httpError(w, http.StatusInternalServerError, "the store could not complete the request; nothing was changed")
+		handler.HTTPError(w, http.StatusInternalServerError, "the store could not complete the request; nothing was changed")
 	}
 }
 
 // handler is the memory tool handler for one call on the store name with
 // metadata m.
-func (s *storesServer) handler(name string, r *gitmem.Repo, m stores.Meta) *Handler {
+func (s *storesServer) handler(name string, r *gitmem.Repo, m stores.Meta) *handler.Handler {
 	screen := s.opt.Screen
 	if m.Screening != "" {
 		screen = m.Screening
 	}
-	return New(r, Options{Limits: s.opt.Limits, Author: s.opt.Author, Archived: m.IsArchived(), Screen: screen, Logger: s.opt.Logger.With("store", name), OnCall: s.opt.OnCall})
+	return handler.New(r, handler.Options{Limits: s.opt.Limits, Author: s.opt.Author, Archived: m.IsArchived(), Screen: screen, Logger: s.opt.Logger.With("store", name), OnCall: s.opt.OnCall})
 }
 
 func (s *storesServer) toolUse(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
-	c := Caller{Session: r.Header.Get(HeaderSession), Agent: r.Header.Get(HeaderAgent), Author: p.author(), ReadOnly: p.ReadOnly()}
+	c := handler.Caller{Session: r.Header.Get(handler.HeaderSession), Agent: r.Header.Get(handler.HeaderAgent), Author: p.author(), ReadOnly: p.ReadOnly()}
 	if c.Agent == "" {
 		c.Agent = p.Name // attribution that is not only self-asserted
 	}
 	err := st.Use(func(repo *gitmem.Repo, m stores.Meta) error {
-		s.handler(st.Name(), repo, m).serveToolUse(w, r, c)
+		s.handler(st.Name(), repo, m).ServeToolUse(w, r, c)
 		return nil
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package handler
+package storesapi
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/operator"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
@@ -49,7 +50,7 @@ const (
 func (s *storesServer) op(writes bool, fn func(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store)) http.HandlerFunc {
 	return s.store(true, func(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
 		if writes && p.ReadOnly() {
-			httpError(w, http.StatusForbidden, "token "+p.Name+" is read-only")
+			handler.HTTPError(w, http.StatusForbidden, "token "+p.Name+" is read-only")
 			return
 		}
 		fn(w, r, p, st)
@@ -61,10 +62,10 @@ func (s *storesServer) operator(w http.ResponseWriter, r *http.Request, writes b
 	p, ok := principalOf(r), true
 	switch {
 	case !p.Operator():
-		httpError(w, http.StatusForbidden, "token "+p.Name+" is an agent token; the operator API needs an operator token")
+		handler.HTTPError(w, http.StatusForbidden, "token "+p.Name+" is an agent token; the operator API needs an operator token")
 		ok = false
 	case writes && p.ReadOnly():
-		httpError(w, http.StatusForbidden, "token "+p.Name+" is read-only")
+		handler.HTTPError(w, http.StatusForbidden, "token "+p.Name+" is read-only")
 		ok = false
 	}
 	return p, ok
@@ -79,14 +80,14 @@ func (s *storesServer) now() time.Time {
 
 // decode reads a JSON request body into v, refusing unknown fields.
 func (s *storesServer) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, ok := readBodyOrRefuse(w, r)
+	body, ok := handler.ReadBody(w, r)
 	if !ok {
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		httpError(w, http.StatusBadRequest, "the body is not the expected JSON object: "+err.Error())
+		handler.HTTPError(w, http.StatusBadRequest, "the body is not the expected JSON object: "+err.Error())
 		return false
 	}
 	return true
@@ -117,7 +118,7 @@ func limit(w http.ResponseWriter, r *http.Request) (int, bool) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > 100 {
-		httpError(w, http.StatusBadRequest, "limit must be an integer from 1 to 100")
+		handler.HTTPError(w, http.StatusBadRequest, "limit must be an integer from 1 to 100")
 		return 0, false
 	}
 	return n, true
@@ -147,7 +148,7 @@ func (s *storesServer) listStores(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, info.ListJSON())
 	}
-	writeJSON(w, http.StatusOK, newPage(out, page.Next))
+	handler.WriteJSON(w, http.StatusOK, newPage(out, page.Next))
 }
 
 type storeRequest struct {
@@ -167,18 +168,18 @@ func (s *storesServer) createStore(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := policy.CheckStoreName(req.Name); err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
+		handler.HTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if !p.Allows(req.Name) {
-		httpError(w, http.StatusForbidden, "token "+p.Name+" may not use store "+req.Name)
+		handler.HTTPError(w, http.StatusForbidden, "token "+p.Name+" may not use store "+req.Name)
 		return
 	}
 	m := stores.Meta{Description: req.Description, Metadata: req.Metadata}
 	if req.SecretScreening != "" {
 		mode, err := policy.ParseScreenMode(req.SecretScreening)
 		if err != nil {
-			httpError(w, http.StatusBadRequest, err.Error())
+			handler.HTTPError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		m.Screening = mode
@@ -188,7 +189,7 @@ func (s *storesServer) createStore(w http.ResponseWriter, r *http.Request) {
 		s.metaError(w, req.Name, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, info.JSON())
+	handler.WriteJSON(w, http.StatusCreated, info.JSON())
 }
 
 // metaError answers a failed metadata change: a refused value is 400.
@@ -198,12 +199,12 @@ func (s *storesServer) metaError(w http.ResponseWriter, name string, err error) 
 		s.storeError(w, name, err)
 		return
 	}
-	httpError(w, http.StatusBadRequest, err.Error())
+	handler.HTTPError(w, http.StatusBadRequest, err.Error())
 }
 
 func (s *storesServer) getStore(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
 	err := st.Use(func(_ *gitmem.Repo, m stores.Meta) error {
-		writeJSON(w, http.StatusOK, stores.Info{Name: st.Name(), Meta: m}.JSON())
+		handler.WriteJSON(w, http.StatusOK, stores.Info{Name: st.Name(), Meta: m}.JSON())
 		return nil
 	})
 	if err != nil {
@@ -226,7 +227,7 @@ func (s *storesServer) updateStore(w http.ResponseWriter, r *http.Request, p pri
 		if *req.SecretScreening != "" {
 			var err error
 			if mode, err = policy.ParseScreenMode(*req.SecretScreening); err != nil {
-				httpError(w, http.StatusBadRequest, err.Error())
+				handler.HTTPError(w, http.StatusBadRequest, err.Error())
 				return
 			}
 		}
@@ -237,7 +238,7 @@ func (s *storesServer) updateStore(w http.ResponseWriter, r *http.Request, p pri
 		s.metaError(w, st.Name(), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, info.JSON())
+	handler.WriteJSON(w, http.StatusOK, info.JSON())
 }
 
 func (s *storesServer) archiveStore(archived bool) func(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
@@ -247,7 +248,7 @@ func (s *storesServer) archiveStore(archived bool) func(w http.ResponseWriter, r
 			s.metaError(w, st.Name(), err)
 			return
 		}
-		writeJSON(w, http.StatusOK, info.JSON())
+		handler.WriteJSON(w, http.StatusOK, info.JSON())
 	}
 }
 
@@ -256,7 +257,7 @@ func (s *storesServer) deleteStore(w http.ResponseWriter, r *http.Request, p pri
 		s.storeError(w, st.Name(), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"name": st.Name(), "deleted": true})
+	handler.WriteJSON(w, http.StatusOK, map[string]any{"name": st.Name(), "deleted": true})
 }
 
 // Memories.
@@ -266,7 +267,7 @@ func (s *storesServer) deleteStore(w http.ResponseWriter, r *http.Request, p pri
 func memPath(w http.ResponseWriter, p string) (string, bool) {
 	rel, err := policy.ParsePath(p)
 	if err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
+		handler.HTTPError(w, http.StatusBadRequest, err.Error())
 		return "", false
 	}
 	return rel, true
@@ -275,12 +276,12 @@ func memPath(w http.ResponseWriter, p string) (string, bool) {
 // filePath reads the path of one memory file: not the root.
 func filePath(w http.ResponseWriter, p string) (string, bool) {
 	if p == "" {
-		httpError(w, http.StatusBadRequest, "the path parameter is required: ?path=/memories/...")
+		handler.HTTPError(w, http.StatusBadRequest, "the path parameter is required: ?path=/memories/...")
 		return "", false
 	}
 	rel, ok := memPath(w, p)
 	if ok && rel == "" {
-		httpError(w, http.StatusBadRequest, "path names the /memories folder itself; name a file in it")
+		handler.HTTPError(w, http.StatusBadRequest, "path names the /memories folder itself; name a file in it")
 		return "", false
 	}
 	return rel, ok
@@ -318,7 +319,7 @@ func (s *storesServer) listMemories(w http.ResponseWriter, r *http.Request, p pr
 		if page.Next != "" {
 			next = policy.Display(page.Next)
 		}
-		writeJSON(w, http.StatusOK, newPage(out, next))
+		handler.WriteJSON(w, http.StatusOK, newPage(out, next))
 		return nil
 	})
 	if err != nil {
@@ -336,7 +337,7 @@ func (s *storesServer) getMemory(w http.ResponseWriter, r *http.Request, p princ
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, m.JSON(true))
+		handler.WriteJSON(w, http.StatusOK, m.JSON(true))
 		return nil
 	})
 	s.memoryError(w, st.Name(), rel, err)
@@ -349,13 +350,13 @@ func (s *storesServer) memoryError(w http.ResponseWriter, store, rel string, err
 	switch {
 	case err == nil:
 	case errors.Is(err, gitmem.ErrNotExist), errors.Is(err, gitmem.ErrIsDir):
-		httpError(w, http.StatusNotFound, "there is no memory file "+policy.Display(rel))
+		handler.HTTPError(w, http.StatusNotFound, "there is no memory file "+policy.Display(rel))
 	case errors.Is(err, gitmem.ErrNotDir):
-		httpError(w, http.StatusConflict, "a parent folder of "+policy.Display(rel)+" is a file")
+		handler.HTTPError(w, http.StatusConflict, "a parent folder of "+policy.Display(rel)+" is a file")
 	case errors.As(err, &pe):
-		writeJSON(w, http.StatusConflict, map[string]string{"error": pe.Error(), "content_sha256": pe.Current})
+		handler.WriteJSON(w, http.StatusConflict, map[string]string{"error": pe.Error(), "content_sha256": pe.Current})
 	case errors.As(err, &le):
-		httpError(w, http.StatusRequestEntityTooLarge, le.Error())
+		handler.HTTPError(w, http.StatusRequestEntityTooLarge, le.Error())
 	default:
 		s.storeError(w, store, err)
 	}
@@ -372,7 +373,7 @@ func (pc *precondition) expect(w http.ResponseWriter) (*string, bool) {
 		return nil, true
 	}
 	if pc.Type != "content_sha256" || len(pc.ContentSHA256) != 64 {
-		httpError(w, http.StatusBadRequest, `precondition must be {"type":"content_sha256","content_sha256":"<64 hex digits>"}`)
+		handler.HTTPError(w, http.StatusBadRequest, `precondition must be {"type":"content_sha256","content_sha256":"<64 hex digits>"}`)
 		return nil, false
 	}
 	return &pc.ContentSHA256, true
@@ -391,7 +392,7 @@ func (s *storesServer) putMemory(w http.ResponseWriter, r *http.Request, p princ
 		return
 	}
 	if req.Content == nil {
-		httpError(w, http.StatusBadRequest, `the body needs "content", the memory's new text`)
+		handler.HTTPError(w, http.StatusBadRequest, `the body needs "content", the memory's new text`)
 		return
 	}
 	expect, ok := req.Precondition.expect(w)
@@ -410,7 +411,7 @@ func (s *storesServer) putMemory(w http.ResponseWriter, r *http.Request, p princ
 		if err != nil {
 			return err
 		}
-		writeJSON(w, map[bool]int{true: http.StatusCreated, false: http.StatusOK}[created], m.JSON(false))
+		handler.WriteJSON(w, map[bool]int{true: http.StatusCreated, false: http.StatusOK}[created], m.JSON(false))
 		return nil
 	})
 	s.memoryError(w, st.Name(), rel, err)
@@ -432,7 +433,7 @@ func (s *storesServer) deleteMemory(w http.ResponseWriter, r *http.Request, p pr
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"path": policy.Display(rel), "deleted": true, "version": c.Hash})
+		handler.WriteJSON(w, http.StatusOK, map[string]any{"path": policy.Display(rel), "deleted": true, "version": c.Hash})
 		return nil
 	})
 	s.memoryError(w, st.Name(), rel, err)
@@ -461,7 +462,7 @@ func (s *storesServer) listVersions(w http.ResponseWriter, r *http.Request, p pr
 		if v := q.Get(tf.name); v != "" {
 			t, err := policy.ParseTime(v, s.now())
 			if err != nil {
-				httpError(w, http.StatusBadRequest, tf.name+": "+err.Error())
+				handler.HTTPError(w, http.StatusBadRequest, tf.name+": "+err.Error())
 				return
 			}
 			*tf.dst = t
@@ -476,11 +477,11 @@ func (s *storesServer) listVersions(w http.ResponseWriter, r *http.Request, p pr
 		for _, c := range page.Items {
 			out = append(out, operator.ToCommitJSON(c))
 		}
-		writeJSON(w, http.StatusOK, newPage(out, page.Next))
+		handler.WriteJSON(w, http.StatusOK, newPage(out, page.Next))
 		return nil
 	})
 	if errors.Is(err, operator.ErrBadCursor) {
-		httpError(w, http.StatusBadRequest, err.Error())
+		handler.HTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if err != nil {
@@ -498,7 +499,7 @@ func (s *storesServer) getVersion(w http.ResponseWriter, r *http.Request, p prin
 		if j.Diff, err = operator.Patch(repo, c, nil); err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, j)
+		handler.WriteJSON(w, http.StatusOK, j)
 		return nil
 	})
 	s.revError(w, st.Name(), err)
@@ -512,13 +513,13 @@ func (s *storesServer) revError(w http.ResponseWriter, store string, err error) 
 	switch {
 	case err == nil:
 	case errors.As(err, &re) && re.Usage:
-		httpError(w, http.StatusBadRequest, re.Msg)
+		handler.HTTPError(w, http.StatusBadRequest, re.Msg)
 	case errors.As(err, &re):
-		httpError(w, http.StatusNotFound, re.Msg)
+		handler.HTTPError(w, http.StatusNotFound, re.Msg)
 	case errors.Is(err, gitmem.ErrUnknownRev): // Revert's: worded as a RevError
-		httpError(w, http.StatusNotFound, strings.TrimPrefix(err.Error(), gitmem.ErrUnknownRev.Error()+": "))
+		handler.HTTPError(w, http.StatusNotFound, strings.TrimPrefix(err.Error(), gitmem.ErrUnknownRev.Error()+": "))
 	case errors.As(err, &ce):
-		writeJSON(w, http.StatusConflict, conflictJSON(ce))
+		handler.WriteJSON(w, http.StatusConflict, conflictJSON(ce))
 	case errors.As(err, &ae):
 		paths, them := displayAll(ae.Paths), "them"
 		if len(paths) == 1 {
@@ -527,10 +528,10 @@ func (s *storesServer) revError(w http.ResponseWriter, store string, err error) 
 		if len(paths) > 10 {
 			paths = append(paths[:10], fmt.Sprintf("and %d more", len(ae.Paths)-10))
 		}
-		httpError(w, http.StatusConflict, fmt.Sprintf("%s did not exist then: restoring would delete %s; nothing was changed (\"delete\": true deletes %[2]s)",
+		handler.HTTPError(w, http.StatusConflict, fmt.Sprintf("%s did not exist then: restoring would delete %s; nothing was changed (\"delete\": true deletes %[2]s)",
 			strings.Join(paths, ", "), them))
 	case errors.Is(err, gitmem.ErrNoChange):
-		httpError(w, http.StatusConflict, "nothing to change: the memory is already so; no commit was made")
+		handler.HTTPError(w, http.StatusConflict, "nothing to change: the memory is already so; no commit was made")
 	default:
 		s.memoryError(w, store, "", err)
 	}
@@ -591,7 +592,7 @@ func writeChange(w http.ResponseWriter, c gitmem.Commit, changes []gitmem.FileCh
 		j.Paths = out.Paths
 		out.Version = &j
 	}
-	writeJSON(w, http.StatusOK, out)
+	handler.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *storesServer) revert(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
@@ -604,7 +605,7 @@ func (s *storesServer) revert(w http.ResponseWriter, r *http.Request, p principa
 		return
 	}
 	if len(req.Revisions) == 0 || (req.Strategy != "" && req.Strategy != "theirs") {
-		httpError(w, http.StatusBadRequest, `the body needs "revisions" (commit hashes or tool_use ids); "strategy" can only be "theirs"`)
+		handler.HTTPError(w, http.StatusBadRequest, `the body needs "revisions" (commit hashes or tool_use ids); "strategy" can only be "theirs"`)
 		return
 	}
 	err := st.Use(func(repo *gitmem.Repo, m stores.Meta) error {
@@ -641,7 +642,7 @@ func (s *storesServer) restore(w http.ResponseWriter, r *http.Request, p princip
 		return
 	}
 	if req.To == "" {
-		httpError(w, http.StatusBadRequest, `the body needs "to": a revision, tool_use id or time (2h, yesterday, RFC 3339)`)
+		handler.HTTPError(w, http.StatusBadRequest, `the body needs "to": a revision, tool_use id or time (2h, yesterday, RFC 3339)`)
 		return
 	}
 	var paths []string
@@ -698,7 +699,7 @@ func (s *storesServer) redact(w http.ResponseWriter, r *http.Request, p principa
 		} else if re.Field == "path" {
 			msg = re.Msg
 		}
-		httpError(w, http.StatusBadRequest, msg)
+		handler.HTTPError(w, http.StatusBadRequest, msg)
 		return
 	}
 	err = st.Use(func(repo *gitmem.Repo, _ stores.Meta) error {
@@ -729,7 +730,7 @@ func (s *storesServer) redact(w http.ResponseWriter, r *http.Request, p principa
 		for _, rw := range rep.Rewritten {
 			out.Rewritten = append(out.Rewritten, rewrite{rw.Old, rw.New, rw.Subject})
 		}
-		writeJSON(w, http.StatusOK, out)
+		handler.WriteJSON(w, http.StatusOK, out)
 		return nil
 	})
 	if err != nil {
