@@ -188,7 +188,7 @@ func TestOperatorStory(t *testing.T) {
 	h := handler.New(repo, handler.Options{Limits: policy.DefaultLimits})
 	do := func(id, input string) {
 		t.Helper()
-		if r := h.HandleJSON(handler.Caller{Agent: "bot"}, []byte(fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"memory","input":%s}`, id, input))); r.IsError {
+		if r := h.HandleJSON(context.Background(), handler.Caller{Agent: "bot"}, []byte(fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"memory","input":%s}`, id, input))); r.IsError {
 			t.Fatalf("%s: %s", id, r.Content)
 		}
 	}

@@ -123,7 +123,7 @@ func (s *sharer) call(t *testing.T, n int) {
 	}
 	input, _ := json.Marshal(in)
 	block, _ := json.Marshal(map[string]any{"type": "tool_use", "id": id, "name": "memory", "input": json.RawMessage(input)})
-	res := s.h.HandleJSON(handler.Caller{Agent: s.name}, block)
+	res := s.h.HandleJSON(context.Background(), handler.Caller{Agent: s.name}, block)
 	if !res.IsError {
 		s.mu.Lock()
 		s.acked = append(s.acked, id)

@@ -38,7 +38,7 @@ func commits(t *testing.T, r *gitmem.Repo) []gitmem.Commit {
 }
 
 func callAs(h *handler.Handler, c handler.Caller, id, input string) handler.Result {
-	return h.HandleJSON(c, []byte(fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"memory","input":%s}`, id, input)))
+	return h.HandleJSON(context.Background(), c, []byte(fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"memory","input":%s}`, id, input)))
 }
 
 func TestReadOnlyCallerAndArchivedMemory(t *testing.T) {

@@ -28,11 +28,11 @@ func (e *ArrayError) Error() string { return e.Msg }
 
 // HandleArray answers a JSON array of content blocks (an assistant
 // message's content): the tool_results of its memory tool_use blocks, run
-// one after another in order; other blocks (text, thinking, other tools)
-// are skipped. Once ctx is done no further call is started: each gets an
-// error result saying it was not run, so every call is answered. An array
-// that is not valid JSON or holds more than MaxBlocks blocks is refused
-// with an *ArrayError and nothing runs.
+// one after another in order, each in ctx (as Handle); other blocks (text,
+// thinking, other tools) are skipped. Once ctx is done no further call is
+// started: each gets an error result saying it was not run, so every call
+// is answered. An array that is not valid JSON or holds more than
+// MaxBlocks blocks is refused with an *ArrayError and nothing runs.
 func (h *Handler) HandleArray(ctx context.Context, c Caller, raw []byte) ([]Result, error) {
 	if !json.Valid(raw) {
 		return nil, &ArrayError{Msg: "Invalid content array: not a JSON array of content blocks"}
@@ -59,7 +59,7 @@ func (h *Handler) HandleArray(ctx context.Context, c Caller, raw []byte) ([]Resu
 			results = append(results, errorResult(b.ID, notRun))
 			continue
 		}
-		results = append(results, h.Handle(c, b))
+		results = append(results, h.Handle(ctx, c, b))
 	}
 	return results, nil
 }

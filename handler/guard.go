@@ -281,10 +281,13 @@ func (l *limiter) wrap(next http.Handler) http.Handler {
 }
 
 // acquire takes n from sem, waiting until ctx ends (not at all when
-// QueueWait is negative).
+// QueueWait is negative). Room that is free is taken even when ctx has
+// ended (the server is stopping, the client went away): the request is
+// then answered as any other (its calls change nothing), not refused as
+// busy.
 func (l *limiter) acquire(ctx context.Context, sem *semaphore.Weighted, n int64) bool {
-	if l.opt.QueueWait < 0 {
-		return sem.TryAcquire(n)
+	if ok := sem.TryAcquire(n); ok || l.opt.QueueWait < 0 {
+		return ok
 	}
 	return sem.Acquire(ctx, n) == nil
 }

@@ -104,14 +104,15 @@ func (e *toolError) Error() string { return e.msg }
 
 func fail(format string, args ...any) error { return &toolError{fmt.Sprintf(format, args...)} }
 
-// HandleJSON answers one JSON-encoded tool_use block. A block that cannot
-// be parsed gets an error result, with its id when the id can be read.
-func (h *Handler) HandleJSON(c Caller, raw []byte) Result {
+// HandleJSON answers one JSON-encoded tool_use block, as Handle. A block
+// that cannot be parsed gets an error result, with its id when the id can
+// be read.
+func (h *Handler) HandleJSON(ctx context.Context, c Caller, raw []byte) Result {
 	b, ok := parseBlock(raw)
 	if !ok {
 		return errorResult(readID(raw), "Invalid tool_use block: not a JSON object with type, id, name and input")
 	}
-	return h.Handle(c, b)
+	return h.Handle(ctx, c, b)
 }
 
 // parseBlock reads a content block; its Input is a slice of raw, not a
@@ -189,15 +190,11 @@ func readID(raw []byte) string {
 	}
 }
 
-// Handle answers one tool_use block.
-func (h *Handler) Handle(c Caller, b Block) Result {
-	return h.handleContext(context.Background(), c, b)
-}
-
-// handleContext is Handle for a call its client may cancel: once ctx is
-// done, the call's change is not committed (it is checked under the
-// writer lock, just before the commit point); one committed stays.
-func (h *Handler) handleContext(ctx context.Context, c Caller, b Block) Result {
+// Handle answers one tool_use block. ctx is the call's (its request's):
+// once it is done, the call's change is not committed (it is checked
+// under the writer lock, just before the commit point) and the answer
+// says nothing was changed; a change committed before stays.
+func (h *Handler) Handle(ctx context.Context, c Caller, b Block) Result {
 	call := Call{ID: b.ID, Caller: c, Outcome: OutcomeOK}
 	start := time.Now()
 	res := h.handle(ctx, c, b, &call)

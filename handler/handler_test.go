@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -37,7 +38,7 @@ func block(id, input string) []byte {
 }
 
 func call(h *handler.Handler, id, input string) handler.Result {
-	return h.HandleJSON(handler.Caller{}, block(id, input))
+	return h.HandleJSON(context.Background(), handler.Caller{}, block(id, input))
 }
 
 type step struct {
@@ -250,7 +251,7 @@ func TestMalformedCalls(t *testing.T) {
 		{`{"id":"t7", "input": [}`, "t7", "Error: Invalid tool_use block: not a JSON object with type, id, name and input"},
 		{`{"id":"t6","type":"tool_use","name":"memory","input":3}`, "t6", `Error: Invalid input: expected a JSON object with a "command" field`},
 	} {
-		res := h.HandleJSON(handler.Caller{}, []byte(tc.raw))
+		res := h.HandleJSON(context.Background(), handler.Caller{}, []byte(tc.raw))
 		if res.Content != tc.want || !res.IsError || res.ToolUseID != tc.id {
 			t.Errorf("%s: got %+v", tc.raw, res)
 		}

@@ -118,7 +118,7 @@ func (h *Handler) ServeToolUse(w http.ResponseWriter, r *http.Request, c Caller)
 		httpError(w, http.StatusBadRequest, "body is not a JSON tool_use block")
 		return
 	}
-	res := h.HandleJSON(c, trimmed)
+	res := h.HandleJSON(r.Context(), c, trimmed)
 	serverTiming(w, start)
 	WriteJSON(w, http.StatusOK, res)
 }

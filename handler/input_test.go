@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ func TestUnusableToolUseIDsAreRefused(t *testing.T) {
 		strings.Repeat("x", 300): "Error: The tool_use id is 300 bytes long, the limit is 256",
 		"toolu\n1":               `Error: The tool_use id "toolu\n1" contains a control character`,
 	} {
-		res := h.Handle(handler.Caller{}, handler.Block{Type: "tool_use", ID: id, Name: "memory",
+		res := h.Handle(context.Background(), handler.Caller{}, handler.Block{Type: "tool_use", ID: id, Name: "memory",
 			Input: []byte(`{"command":"create","path":"/memories/a.md","file_text":"x"}`)})
 		if res.Content != want || !res.IsError || res.ToolUseID != id {
 			t.Errorf("id %.20q: %+v", id, res)

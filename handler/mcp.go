@@ -152,7 +152,7 @@ func (h *Handler) mcpServer(c Caller, opt MCPOptions, inflight *sync.RWMutex, ca
 				ctx, done = m.start(ctx, id)
 				defer done()
 			}
-			res = h.handleContext(ctx, caller, Block{Type: "tool_use", ID: id, Name: ToolName, Input: req.Params.Arguments})
+			res = h.Handle(ctx, caller, Block{Type: "tool_use", ID: id, Name: ToolName, Input: req.Params.Arguments})
 		}
 		out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Content}}, IsError: res.IsError}
 		if res.ToolUseID != "" {

@@ -16,9 +16,9 @@ const MaxLineBytes = 16 << 20
 // tool_result per line to out, flushed at once, in order. A line holding a
 // JSON array (an assistant message's content) is answered with one line
 // holding the array of results, as HandleArray. A malformed line
-// gets an error result and the loop goes on; blank lines are skipped. It
-// returns nil at the end of input, or when ctx is cancelled, after
-// finishing the block in hand.
+// gets an error result and the loop goes on; blank lines are skipped.
+// Every call runs in ctx (as Handle). It returns nil at the end of input,
+// or when ctx is cancelled, after answering the block in hand.
 func (h *Handler) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, c Caller) error {
 	type line struct {
 		data []byte
@@ -74,7 +74,7 @@ func (h *Handler) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, c
 				res = results
 			}
 		default:
-			res = h.HandleJSON(c, l.data)
+			res = h.HandleJSON(ctx, c, l.data)
 		}
 		if err := enc.Encode(res); err != nil {
 			return err

@@ -26,7 +26,7 @@ type transport struct {
 
 var transports = []transport{
 	{"in-process", func(t testing.TB, h *handler.Handler, c handler.Caller) caller {
-		return func(id, input string) handler.Result { return h.HandleJSON(c, block(id, input)) }
+		return func(id, input string) handler.Result { return h.HandleJSON(context.Background(), c, block(id, input)) }
 	}},
 	{"stdio", stdioCaller},
 	{"http", httpCaller},

@@ -56,7 +56,7 @@ func New(h *handler.Handler, c handler.Caller) *Tool {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			results = append(results, h.Handle(c, b))
+			results = append(results, h.Handle(ctx, c, b))
 		}
 		return results, nil
 	}}

@@ -412,9 +412,12 @@ func listen(addr string) (net.Listener, error) {
 
 // serveHTTP serves on ln, the listener of addr, with srv
 // (HTTPOptions.Server: every timeout and bound on a connection set) until
-// ctx ends.
+// ctx ends. Requests run in ctx: when it ends, the requests in flight are
+// answered, but a call that has not reached its commit point is stopped
+// with nothing changed (as when its client goes away).
 func serveHTTP(ctx context.Context, ln net.Listener, addr, path string, srv *http.Server, log *slog.Logger) error {
 	log.Info("serving the memory tool on http://" + announceAddr(addr, ln.Addr()) + path)
+	srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -80,7 +80,7 @@ func TestBackgroundSyncNeverBlocksCalls(t *testing.T) {
 	for i := range 5 {
 		res := make(chan handler.Result, 1)
 		go func() {
-			res <- h.HandleJSON(handler.Caller{}, fmt.Appendf(nil, `{"type":"tool_use","id":"toolu_%d","name":"memory","input":{"command":"create","path":"/memories/f%d.md","file_text":"x\n"}}`, i, i))
+			res <- h.HandleJSON(context.Background(), handler.Caller{}, fmt.Appendf(nil, `{"type":"tool_use","id":"toolu_%d","name":"memory","input":{"command":"create","path":"/memories/f%d.md","file_text":"x\n"}}`, i, i))
 		}()
 		select {
 		case r := <-res:
