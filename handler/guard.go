@@ -66,14 +66,15 @@ func (o *HTTPOptions) defaults() {
 	}
 }
 
-// protect wraps a transport's routes in what every gitmem HTTP route
+// Protect wraps a transport's routes (its own, or those of a server built
+// on the handler, as package storesapi) in what every gitmem HTTP route
 // gets, outermost first: the access log (one line per request), the
 // browser guard (Host on loopback, Origin, Content-Type), the public
 // routes (GET /healthz, /readyz and /metrics, which need no token),
 // auth (the bearer token, or the stores server's tokens; hasToken says
 // whether there is one), and the bounds on requests and body bytes in
 // flight.
-func (o HTTPOptions) protect(log *slog.Logger, hasToken bool, auth func(http.Handler) http.Handler, routes http.Handler) http.Handler {
+func (o HTTPOptions) Protect(log *slog.Logger, hasToken bool, auth func(http.Handler) http.Handler, routes http.Handler) http.Handler {
 	o.defaults()
 	public := http.NewServeMux()
 	public.HandleFunc("GET /healthz", o.healthz)
@@ -116,7 +117,7 @@ func jsonRouting(mux *http.ServeMux) http.Handler {
 			methodNotAllowed(w, r, rec.header.Get("Allow"), "")
 			return
 		}
-		httpError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+clipHeader(r.URL.Path))
+		HTTPError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+clipHeader(r.URL.Path))
 	})
 }
 
@@ -128,7 +129,7 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed, why strin
 		msg += ": " + why
 	}
 	w.Header().Set("Allow", allowed)
-	httpError(w, http.StatusMethodNotAllowed, msg)
+	HTTPError(w, http.StatusMethodNotAllowed, msg)
 }
 
 // headerRecorder keeps the status and headers a handler answers with.
@@ -172,16 +173,16 @@ func browserGuard(hasToken bool, next http.Handler) http.Handler {
 		if from == "" {
 			from = "Sec-Fetch-Site: " + r.Header.Get("Sec-Fetch-Site")
 		}
-		httpError(w, http.StatusForbidden, fmt.Sprintf("cross-origin request refused (%s)", clipHeader(from)))
+		HTTPError(w, http.StatusForbidden, fmt.Sprintf("cross-origin request refused (%s)", clipHeader(from)))
 	}))
 	return cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hasToken && onLoopback(r) && !loopbackHost(r.Host) {
-			httpError(w, http.StatusForbidden, fmt.Sprintf("Host %q is refused: a loopback server without a token answers only to localhost, 127.0.0.1 and [::1]", clipHeader(r.Host)))
+			HTTPError(w, http.StatusForbidden, fmt.Sprintf("Host %q is refused: a loopback server without a token answers only to localhost, 127.0.0.1 and [::1]", clipHeader(r.Host)))
 			return
 		}
 		if hasBody(r) {
 			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-				httpError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type must be application/json, got %q", clipHeader(r.Header.Get("Content-Type"))))
+				HTTPError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type must be application/json, got %q", clipHeader(r.Header.Get("Content-Type"))))
 				return
 			}
 		}
@@ -252,7 +253,7 @@ func (l *limiter) wrap(next http.Handler) http.Handler {
 		}
 		arrived := time.Now()
 		if r.ContentLength > l.opt.MaxBodyBytes {
-			httpError(w, http.StatusRequestEntityTooLarge, tooLarge(l.opt.MaxBodyBytes))
+			HTTPError(w, http.StatusRequestEntityTooLarge, tooLarge(l.opt.MaxBodyBytes))
 			return
 		}
 		weight := r.ContentLength
@@ -294,7 +295,7 @@ func (l *limiter) acquire(ctx context.Context, sem *semaphore.Weighted, n int64)
 
 func busy(w http.ResponseWriter, why string) {
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
-	httpError(w, http.StatusServiceUnavailable, "the server is busy: "+why+"; retry after "+strconv.Itoa(retryAfter)+" s")
+	HTTPError(w, http.StatusServiceUnavailable, "the server is busy: "+why+"; retry after "+strconv.Itoa(retryAfter)+" s")
 }
 
 func tooLarge(limit int64) string {

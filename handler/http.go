@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"time"
 )
@@ -68,7 +67,7 @@ func (h *Handler) HTTP(opt HTTPOptions) http.Handler {
 	mux.HandleFunc("POST /v1/tool_use", func(w http.ResponseWriter, r *http.Request) {
 		h.ServeToolUse(w, r, Caller{Session: r.Header.Get(HeaderSession), Agent: r.Header.Get(HeaderAgent)})
 	})
-	return opt.protect(h.log, opt.Token != "", opt.bearer, mux)
+	return opt.Protect(h.log, opt.Token != "", opt.bearer, mux)
 }
 
 // bearer requires "Authorization: Bearer <token>" on every request when
@@ -81,7 +80,7 @@ func (o HTTPOptions) bearer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gitmem"`)
-			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			HTTPError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -105,9 +104,9 @@ func (h *Handler) ServeToolUse(w http.ResponseWriter, r *http.Request, c Caller)
 		var ae *ArrayError
 		switch {
 		case errors.As(err, &ae) && ae.TooMany:
-			httpError(w, http.StatusRequestEntityTooLarge, ae.Msg)
+			HTTPError(w, http.StatusRequestEntityTooLarge, ae.Msg)
 		case err != nil:
-			httpError(w, http.StatusBadRequest, "body is not a JSON array of content blocks")
+			HTTPError(w, http.StatusBadRequest, "body is not a JSON array of content blocks")
 		default:
 			serverTiming(w, start)
 			WriteJSON(w, http.StatusOK, results)
@@ -115,7 +114,7 @@ func (h *Handler) ServeToolUse(w http.ResponseWriter, r *http.Request, c Caller)
 		return
 	}
 	if !json.Valid(trimmed) {
-		httpError(w, http.StatusBadRequest, "body is not a JSON tool_use block")
+		HTTPError(w, http.StatusBadRequest, "body is not a JSON tool_use block")
 		return
 	}
 	res := h.HandleJSON(r.Context(), c, trimmed)
@@ -138,9 +137,9 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			httpError(w, http.StatusRequestEntityTooLarge, tooLarge(tooBig.Limit))
+			HTTPError(w, http.StatusRequestEntityTooLarge, tooLarge(tooBig.Limit))
 		} else {
-			httpError(w, http.StatusBadRequest, "could not read the request body")
+			HTTPError(w, http.StatusBadRequest, "could not read the request body")
 		}
 		return nil, false
 	}
@@ -169,17 +168,8 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 
 // HTTPError answers with status and {"error": msg}, as every refusal of a
 // gitmem HTTP route.
-func HTTPError(w http.ResponseWriter, status int, msg string) { httpError(w, status, msg) }
-
-func httpError(w http.ResponseWriter, status int, msg string) {
+func HTTPError(w http.ResponseWriter, status int, msg string) {
 	WriteJSON(w, status, map[string]string{"error": msg})
-}
-
-// Protect wraps the routes of an HTTP server built on the handler (as
-// package storesapi) in what every gitmem HTTP route gets (protect); auth
-// authenticates each request, hasToken saying whether one is needed.
-func (o HTTPOptions) Protect(log *slog.Logger, hasToken bool, auth func(http.Handler) http.Handler, routes http.Handler) http.Handler {
-	return o.protect(log, hasToken, auth, routes)
 }
 
 // Server returns the http.Server gitmem serves h (a transport built with

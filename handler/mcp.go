@@ -519,7 +519,7 @@ func (h *Handler) MCPHTTP(opt HTTPOptions, mopt MCPOptions) http.Handler {
 		methodNotAllowed(w, r, "POST, DELETE", "gitmem sends no server-initiated messages, so there is no stream to GET")
 	})
 	mux.Handle(MCPPath, streamable)
-	return opt.protect(h.log, opt.Token != "", opt.bearer, mux)
+	return opt.Protect(h.log, opt.Token != "", opt.bearer, mux)
 }
 
 // version is gitmem's module version, for the MCP handshake.
