@@ -6,7 +6,7 @@
 // function on a transaction (Tx) over that tree and commits what it
 // changed: the blob, the trees on the changed paths and the commit are
 // made durable in the write-ahead log, then written as a pack (kept from
-// git's gc until the branch names it), the branch moves the way git moves
+// git's gc for good: see gitdir.Keep), the branch moves the way git moves
 // it (lock file, rename), and the worktree is mirrored, so a mutation
 // costs the size of what it touches, not of the memory or its history.
 // Snapshot gives readers an immutable View. Every gitmem process on a

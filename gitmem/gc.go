@@ -285,9 +285,10 @@ func (r *Repo) gcPlan(full, all bool) (gcPlan, error) {
 		return pl, err
 	}
 	if !all {
-		// A kept pack is one no ref names yet (gitdir.WritePackFiles):
-		// left alone, as git's gc leaves it. A redaction takes them all.
-		packs = slices.DeleteFunc(packs, func(p gd.Pack) bool { return p.Kept })
+		// A pack in flight (no ref names it yet) or another program's
+		// keep is left alone; gitmem's own are packed again (see gd.Keep).
+		// A redaction takes them all.
+		packs = slices.DeleteFunc(packs, func(p gd.Pack) bool { return p.Kept && !p.Ours })
 	}
 	if pl.packs = packs; !full {
 		pl.packs = packsToMerge(packs, len(pl.loose))
@@ -342,7 +343,7 @@ func packsToMerge(packs []gd.Pack, loose int) []gd.Pack {
 func (r *Repo) gcPack(pl gcPlan, stop func() bool) (gd.RepackResult, error) {
 	s := gd.Open(r.gitDir)
 	defer s.Close()
-	opt := gd.RepackOptions{Tips: pl.tips, Stop: stop}
+	opt := gd.RepackOptions{Tips: pl.tips, Stop: stop, Keep: gd.Own}
 	if !pl.full {
 		opt.Only = make(map[plumbing.Hash]bool, len(pl.loose))
 		for _, h := range pl.loose {
@@ -446,7 +447,8 @@ func noTree(plumbing.Hash) (plumbing.Hash, bool) { return plumbing.ZeroHash, fal
 // made while it ran (an object unreachable at the start can be used
 // again: gitmem does not write a loose copy twice). It adds them to keep,
 // leaving out what keep holds already (and what that reaches), and writes
-// loose the ones that no loose file and no pack that stays holds. s reads
+// the ones that no loose file and no pack that stays holds as one pack,
+// kept from git's gc as every pack gitmem writes (see gd.Keep). s reads
 // the refs and objects: a Store of the collection's own before the swap
 // (most of the work, no lock held), then r.obj under the swap's locks for
 // the commits made in between.
@@ -476,22 +478,20 @@ func (r *Repo) keepUsedAgain(s *gd.Store, pl gcPlan, res gd.RepackResult, keep m
 			stays[h] = true
 		}
 	}
-	ow := gd.NewObjectWriter(r.gitDir)
+	var write []plumbing.Hash
 	for _, h := range found {
 		keep[h] = true
 		hex := h.String()
 		if _, err := os.Stat(filepath.Join(r.gitDir, "objects", hex[:2], hex[2:])); err == nil || stays[h] {
 			continue
 		}
-		t, data, err := s.ReadObject(h)
-		if err == nil {
-			_, err = ow.Write(t, data)
-		}
-		if err != nil {
-			return err
-		}
+		write = append(write, h)
 	}
-	return ow.Sync()
+	if len(write) == 0 {
+		return nil
+	}
+	_, err = s.PackObjects(write, gd.Own)
+	return err
 }
 
 // packLooseBatches packs the loose objects and the small packs of
@@ -511,7 +511,7 @@ func (r *Repo) packLooseBatches() (GCStats, error) {
 	if err != nil {
 		return GCStats{}, err
 	}
-	packs = slices.DeleteFunc(packs, func(p gd.Pack) bool { return !burst(p) || p.Kept })
+	packs = slices.DeleteFunc(packs, func(p gd.Pack) bool { return !burst(p) || p.Kept && !p.Ours })
 	n, removed, err := r.obj.PackSmall(loose, packs)
 	r.obj.Reindex()
 	return GCStats{Packed: n, Removed: removed}, err

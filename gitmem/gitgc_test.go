@@ -7,10 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
@@ -21,10 +23,12 @@ import (
 // --prune=now, git repack -a -d, git prune --expire=now, a cruft or
 // geometric repack, git maintenance's gc, loose-objects and
 // incremental-repack tasks), and those that write derived files
-// (multi-pack-index, commit-graph, packed-refs), again and again while
-// eight writers commit. Each of them deletes what the refs
-// do not reach when it reads them, however new: gitmem's objects written
-// before the branch names them, and its packs. Afterwards every
+// (multi-pack-index, commit-graph, packed-refs), again and again, two
+// operators at once, while eight writers commit. Each of them deletes
+// what the refs do not reach when it reads them, however new: gitmem's
+// objects written before the branch names them, and its packs; and two
+// at once delete what the refs reach (see
+// TestGitMaintenanceBesideAFailingRepackLosesNothing). Afterwards every
 // acknowledged tool_use id is in git log main exactly once and git fsck
 // --strict is clean.
 func TestPlainGitGCBesideWritersLosesNothing(t *testing.T) {
@@ -92,12 +96,8 @@ func TestPlainGitGCBesideWritersLosesNothing(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := gittest.Command(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main").Output()
-	if err != nil {
-		t.Errorf("git log main: %v", err) // the history is cut: the ids below are missing
-	}
 	seen := map[string]int{}
-	for _, id := range strings.Fields(string(out)) {
+	for _, id := range mainIDs(t, dir) {
 		seen[id]++
 	}
 	lost, twice := 0, 0
@@ -116,11 +116,85 @@ func TestPlainGitGCBesideWritersLosesNothing(t *testing.T) {
 	gittest.Fsck(t, dir)
 }
 
+// TestGitMaintenanceBesideAFailingRepackLosesNothing stages what git's
+// own commands do to each other when they run at once, found beside
+// TestPlainGitGCBesideWritersLosesNothing: git maintenance's
+// incremental-repack writes a multi-pack-index naming every .idx in the
+// pack folder, a running git repack's temporary pack (.tmp-PID-pack-H)
+// too, which holds a copy of every object and is the newest; its expire
+// then deletes every pack whose objects the multi-pack-index finds in
+// that copy; the repack, failing (a pack it was reading is gone), deletes
+// its temporary pack. A plain git repository loses its whole history so
+// (git 2.39.5: git repack -a -d, git repack --cruft or git gc --prune=now
+// beside git maintenance run --task=incremental-repack). Here the copies
+// are made by hand, the task's first two steps run (git multi-pack-index
+// write, then expire), and the copies are removed: gitmem's
+// packs carry a .keep for good, which git's expire leaves alone, so every
+// acknowledged change is still in git log main and git fsck --strict is
+// clean once gitmem has removed the multi-pack-index naming what is gone.
+func TestGitMaintenanceBesideAFailingRepackLosesNothing(t *testing.T) {
+	r, dir := newRepo(t)
+	var ids []string
+	for i := range 3 { // a pack each, too large to wait in memory for a fold
+		id := fmt.Sprint("toolu_m", i)
+		if _, err := r.Update(Meta{Subject: "w", Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+			for j := range foldBelow {
+				if err := tx.WriteFile(fmt.Sprintf("d%d/f%d.md", i, j), []byte(fmt.Sprintf("%s %d\n", id, j))); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		// Written, synced, and the log emptied: git's files alone hold it.
+		if err := r.checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	packDir := filepath.Join(dir, ".git", "objects", "pack")
+	packs, _ := filepath.Glob(filepath.Join(packDir, "pack-*.pack"))
+	later := time.Now().Add(5 * time.Second)
+	for _, p := range packs {
+		for _, ext := range []string{".idx", ".pack"} {
+			data, err := os.ReadFile(strings.TrimSuffix(p, ".pack") + ext)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmp := filepath.Join(packDir, ".tmp-1-"+strings.TrimSuffix(filepath.Base(p), ".pack")+ext)
+			if err := os.WriteFile(tmp, data, 0o444); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(tmp, later, later)
+		}
+	}
+	// The first two steps of git maintenance's incremental-repack task.
+	gittest.Git(t, dir, "multi-pack-index", "write")
+	gittest.Git(t, dir, "multi-pack-index", "expire")
+	tmps, _ := filepath.Glob(filepath.Join(packDir, ".tmp-1-*"))
+	for _, p := range tmps { // the repack fails, and removes its temporary pack
+		os.Remove(p)
+	}
+	write(t, r, "toolu_last", "last.md", "after git maintenance\n")
+	ids = append(ids, "toolu_last")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := mainIDs(t, dir)
+	slices.Sort(got)
+	slices.Sort(ids)
+	if !slices.Equal(got, ids) {
+		t.Errorf("git log main holds %d of the %d acknowledged ids", len(got), len(ids))
+	}
+	gittest.Fsck(t, dir)
+}
+
 // TestPlainGitGCBeforeTheBranchMoves runs git's gc, repack and prune at
 // the worst instant, deterministically: after a change's objects are
 // written and before the branch names them, when no ref reaches them.
 // git prune deletes such loose objects, and git repack -a -d such a pack;
-// gitmem writes a pack, kept from them (.keep) until the branch moves.
+// gitmem writes a pack, kept from them (.keep) for good.
 // Afterwards every change is in git log main and git fsck --strict is
 // clean, and so after a git gc --prune=now.
 func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
@@ -368,12 +442,10 @@ func TestFoldAfterARedactionWritesNoOldObject(t *testing.T) {
 }
 
 // TestFoldWaitsForGitMaintenance: while git maintenance runs (it holds
-// .git/objects/maintenance.lock), a checkpoint deletes no pack: git's
-// incremental-repack deletes a pack whose objects its multi-pack-index
-// finds in another, and gitmem's fold deletes the small packs whose
-// objects its new pack holds; each deleting the copy the other keeps
-// would lose them. Once the lock is gone, the small packs are gitmem
-// gc's.
+// .git/objects/maintenance.lock), a fold deletes no pack: the
+// multi-pack-index git maintenance writes must not name a pack gitmem
+// deletes meanwhile (git fails to read what it says is there). Once the
+// lock is gone, the small packs are gitmem gc's.
 func TestFoldWaitsForGitMaintenance(t *testing.T) {
 	r, dir := newRepo(t)
 	lock := filepath.Join(dir, ".git", "objects", "maintenance.lock")
@@ -410,6 +482,17 @@ func TestFoldWaitsForGitMaintenance(t *testing.T) {
 		t.Errorf("after gitmem gc: %d packs", len(packs))
 	}
 	gittest.Fsck(t, dir)
+}
+
+// mainIDs lists the tool_use ids of git log main; a log that fails (the
+// history is cut) is an error, and the ids before the cut are listed.
+func mainIDs(t *testing.T, dir string) []string {
+	t.Helper()
+	out, err := gittest.Command(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main").Output()
+	if err != nil {
+		t.Errorf("git log main: %v", err)
+	}
+	return strings.Fields(string(out))
 }
 
 // gitGC runs git's commands that delete what no ref reaches.

@@ -37,17 +37,21 @@ func objectOf(t plumbing.ObjectType, data []byte) gd.Object {
 	return gd.Object{Type: t, Hash: plumbing.ComputeHash(t, data), Data: data}
 }
 
-// writeNamed writes objects as one pack, durably, kept from git's gc (git
-// prune deletes loose objects no ref reaches yet, however new) until set
-// has moved a ref onto them.
+// writeNamed writes objects as one pack, durably, in flight (see
+// gd.Keep: neither git's gc nor gitmem's takes it) until set has moved a
+// ref onto them, then gitmem's own.
 func (r *Repo) writeNamed(objs []gd.Object, set func() error) error {
-	h, err := r.obj.WritePackFiles(objs, true, true)
+	h, err := r.obj.WritePackFiles(objs, true, gd.InFlight)
 	if err != nil {
 		return err
 	}
-	defer gd.Unkeep(r.gitDir, h)
 	r.omu.Lock()
 	r.obj.AddPack(h)
 	r.unlockObj()
-	return set()
+	err = set()
+	// Whatever set did (a full gc drops what no ref reaches); one left in
+	// flight, on a full disk, is kept all the same and settled at the
+	// next start.
+	gd.Settle(r.gitDir, h)
+	return err
 }

@@ -92,7 +92,7 @@ type prepared struct {
 }
 
 // heldObjects are objects materialised together, in one pack, held in
-// memory (readable) until a checkpoint has made them safe from git's gc
+// memory (readable) until a checkpoint has found them in git's files
 // (secureMaterialized), and a small pack's until it is folded
 // (foldSmall).
 type heldObjects struct {
@@ -676,13 +676,16 @@ func (r *Repo) materializeSome(k int) error {
 	}
 	// One pack, two files, however many objects (a file each, loose,
 	// cost more and git prune deletes them before the branch names them:
-	// see secureMaterialized). It is kept from git's gc until the branch
-	// names its commits (gd.Unkeep below). The object store's lock is
-	// taken only to add the pack: writing it took as long as the group
-	// was large, and every call reading a file waited for it, holding the
-	// writer lock. The objects stay readable from memory until the
-	// checkpoint.
-	pack, err := r.obj.WritePackFiles(objs, false, true)
+	// see secureMaterialized), kept from git's gc for good (gd.Own: see
+	// gd.Keep). Own at once, though no ref names its commits yet: gitmem's
+	// gc takes it before the branch moves only as an incremental
+	// collection, which keeps every object of the packs it merges, or as a
+	// full one, whose swap waits for mmu, held here until the branch names
+	// them. The object store's lock is taken only to add the pack: writing
+	// it took as long as the group was large, and every call reading a
+	// file waited for it, holding the writer lock. The objects stay
+	// readable from memory until the checkpoint.
+	pack, err := r.obj.WritePackFiles(objs, false, gd.Own)
 	if err != nil {
 		return requeue(wrap("write the objects", err))
 	}
@@ -696,9 +699,8 @@ func (r *Repo) materializeSome(k int) error {
 			return requeue(err)
 		}
 	}
-	gd.Unkeep(r.gitDir, pack) // the branch names them
-	// The objects stay readable from memory until the checkpoint has made
-	// them safe from git's gc (secureMaterialized).
+	// The objects stay readable from memory until the checkpoint has
+	// found them in git's files (secureMaterialized).
 	r.held = append(r.held, heldObjects{pack: pack, objs: objs})
 	r.foldSmall()
 	// The commits are in git's files. The worktree follows; a path that
@@ -1316,6 +1318,10 @@ func (r *Repo) checkpoint() error {
 	defer r.mmu.Unlock()
 	r.lastCkpt.Store(time.Now().UnixNano()) // an attempt: a failing one is retried after checkpointEvery
 	r.keepBranch()
+	// A multi-pack-index naming a pack that is gone (one gitmem deleted as
+	// git listed it, or a repack's temporary pack): git fails to read
+	// what it says is there. A stat when there is none.
+	gd.RemoveStaleMidx(r.gitDir)
 	err := r.checkpointLocked()
 	r.noteCheckpoint(err)
 	return err
@@ -1454,8 +1460,6 @@ func (r *Repo) syncMaterialized() error {
 	if err := r.secureMaterialized(); err != nil {
 		return err
 	}
-	// A multi-pack-index git wrote as gitmem deleted a pack it names.
-	gd.RemoveStaleMidx(r.gitDir)
 	ref := filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch)))
 	files := append(r.wt.flushList(), r.packsWritten...)
 	files = append(files, ref, filepath.Dir(ref))
@@ -1484,44 +1488,34 @@ func (r *Repo) syncMaterialized() error {
 // materialised since the last checkpoint, before the log that holds them
 // is emptied.
 //
-// git gc --prune=now, git repack -a -d and git prune --expire=now delete
-// what the refs do not reach at the moment they read them, however new:
-// a run that read them before the branch moved deletes objects the
-// branch names by then (it then names a missing commit: git log "Failed
-// to traverse parents"). Materialisation writes no loose object, which
-// git prune deletes whatever gitmem does; each group's pack is kept from
-// git's gc (.keep) until the branch names it, and a repack that finds it
-// without one read the refs later still (see gitdir.WritePackFiles). Each
-// pack is looked for on disk; the objects of one that is gone (git
-// repacked it, or something deleted it) are looked for one by one, and
-// any missing is written again from memory — the log holds the same —
-// and the log says so at ERROR. Called with mmu held, after
-// materialisation.
+// git's gc, repack, prune and maintenance delete no pack gitmem writes:
+// each has a .keep for good (see gd.Keep), made before it appears. Each
+// pack is still looked for on disk: the objects of one that is gone
+// (something that ignores .keep deleted it: rm, a tool of its own; or
+// gitmem's gc replaced it) are looked for in git's files as they are now
+// (gd.Store.Missing), and any missing is written again from memory — the
+// log holds the same — and the log says so at ERROR. Called with mmu
+// held, after materialisation.
 func (r *Repo) secureMaterialized() error {
-	var missing []gd.Object
-	r.omu.Lock()
-	listed := false
+	var gone []gd.Object
 	for i := range r.held {
 		g := &r.held[i]
 		if gd.PackExists(r.gitDir, g.pack) {
 			g.done = g.done || len(g.objs) >= foldBelow // a small one waits to be folded
 			continue
 		}
-		if !listed {
-			r.obj.Reindex()
-			listed = true
-		}
-		for _, o := range g.objs {
-			if !r.obj.OnDisk(o.Hash) {
-				missing = append(missing, o)
-			}
-		}
+		gone = append(gone, g.objs...)
 		g.done = true // written again below, or in a pack that replaced it
 	}
+	if len(gone) == 0 {
+		return nil
+	}
+	r.omu.Lock()
+	missing := r.obj.Missing(gone)
 	r.unlockObj()
 	if len(missing) > 0 {
 		r.opt.Errorf("gitmem: %d object(s) of acknowledged commits were deleted from git's files by another program before a checkpoint; gitmem writes them again", len(missing))
-		h, err := r.obj.WritePackFiles(missing, false, false)
+		h, err := r.obj.WritePackFiles(missing, false, gd.Own)
 		if err != nil {
 			return wrap("write the objects again", err)
 		}
@@ -1541,29 +1535,26 @@ func (r *Repo) secureMaterialized() error {
 // with mmu held, after materialisation.
 func (r *Repo) foldSmall() {
 	var small []gd.Object
-	var folded []int
-	for i, g := range r.held {
+	var folded []plumbing.Hash
+	for _, g := range r.held {
 		if !g.done && len(g.objs) < foldBelow {
 			small = append(small, g.objs...)
-			folded = append(folded, i)
+			folded = append(folded, g.pack)
 		}
 	}
 	if len(folded) < foldAt {
 		return
 	}
-	h, err := r.obj.WritePackFiles(small, true, false) // the branch names them: no .keep
+	h, err := r.obj.WritePackFiles(small, true, gd.Own)
 	if err != nil {
 		return
 	}
 	r.addPack(h)
-	var gone []plumbing.Hash
-	for _, i := range folded {
-		if r.held[i].pack != h {
-			gone = append(gone, r.held[i].pack)
-		}
-		r.held[i].done = true
-	}
-	r.removeFolded(gone)
+	// The small ones are one group now, in the new pack, whose objects
+	// memory lets go of at the next checkpoint.
+	r.held = slices.DeleteFunc(r.held, func(g heldObjects) bool { return !g.done && len(g.objs) < foldBelow })
+	r.held = append(r.held, heldObjects{pack: h, objs: small, done: true})
+	r.removeFolded(slices.DeleteFunc(folded, func(p plumbing.Hash) bool { return p == h }))
 }
 
 // dropHeld forgets the objects held in memory (a redaction deleted them).

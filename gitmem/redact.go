@@ -97,7 +97,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	r.obj.Unhold()
 	r.unlockObj()
 	if !pack.IsZero() {
-		defer gd.Unkeep(r.gitDir, pack) // once the refs name what it holds (or it is left behind)
+		defer gd.Settle(r.gitDir, pack) // once the refs name what it holds (or it is left behind, for a full gc)
 	}
 	if err != nil || dry || len(moved) == 0 {
 		return rep, err
@@ -329,7 +329,7 @@ type treeKey struct {
 
 // rewrite computes (and unless dry, writes) the rewritten history. It
 // returns the refs to move: name -> (old, new), and the pack it wrote,
-// kept from git's gc until the refs move. Called with omu held.
+// in flight until the refs move (see gd.Keep). Called with omu held.
 func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Progress) (_ RedactReport, _ map[plumbing.ReferenceName][2]plumbing.Hash, pack plumbing.Hash, err error) {
 	var rep RedactReport
 	rw := &rewriter{r: r, red: red, trees: map[treeKey]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{}, renamed: map[string]bool{},
@@ -338,8 +338,8 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 			return plumbing.ComputeHash(t, data), nil
 		}}
 	if !dry {
-		// One pack, kept from git's gc until the refs name what it holds
-		// (git prune deletes loose objects no ref reaches yet).
+		// One pack, in flight until the refs name what it holds (git
+		// prune deletes loose objects no ref reaches yet; see gd.Keep).
 		pb, perr := r.obj.NewPack()
 		if perr != nil {
 			return rep, nil, plumbing.ZeroHash, wrap("write the rewritten objects", perr)

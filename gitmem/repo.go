@@ -453,7 +453,7 @@ func (r *Repo) clearTempFiles() {
 	if n := gd.RemoveOrphanIndexes(r.gitDir); n > 0 { // a pack killed between its index and itself
 		junk = append(junk, make([]string, n)...)
 	}
-	if n := gd.RemoveStaleKeeps(r.gitDir); n > 0 { // a burst killed before the branch named it
+	if n := gd.SettleStaleKeeps(r.gitDir); n > 0 { // a pack killed before it appeared
 		junk = append(junk, make([]string, n)...)
 	}
 	if len(junk) > 0 {

@@ -377,12 +377,12 @@ func (s *session) fetch(ctx context.Context) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, s.remoteErr("fetch from", err)
 	}
 	defer conn.Close()
-	// What comes is kept from git's gc until the remote-tracking refs
-	// name it (or it is refused, and removed).
+	// What comes is in flight (see gd.Keep) until the remote-tracking
+	// refs name it (or it is refused, and removed), then gitmem's own.
 	var packs []plumbing.Hash
 	defer func() {
 		for _, h := range packs {
-			gd.Unkeep(s.r.gitDir, h)
+			gd.Settle(s.r.gitDir, h)
 		}
 	}()
 	refs := conn.Refs()

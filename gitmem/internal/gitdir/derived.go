@@ -171,10 +171,12 @@ func RemoveStaleMidx(gitDir string) bool {
 // LockMaintenance takes git's objects/maintenance.lock, which git
 // maintenance run holds while it runs (and, finding it held, skips its
 // run). gitmem holds it while it deletes packs whose objects another pack
-// holds: git's incremental-repack deletes a pack whose objects its
-// multi-pack-index finds in another, and the two, each deleting the copy
-// the other keeps, would lose them. It reports false, taking nothing,
-// when another holds it.
+// holds, so that the multi-pack-index git maintenance's incremental-repack
+// writes never names one of them: git fails to read what such a file says
+// is in a pack that is gone. (Before gitmem's packs were kept for good,
+// that expire also deleted a pack whose objects its multi-pack-index found
+// in another, while gitmem deleted the other.) It reports false, taking
+// nothing, when another holds it.
 func LockMaintenance(gitDir string) (unlock func(), ok bool) {
 	path := filepath.Join(gitDir, "objects", "maintenance.lock")
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)

@@ -399,9 +399,9 @@ func (s *Store) Tree(h plumbing.Hash) (*object.Tree, error) {
 const TmpObjPrefix = "gitmem_obj_"
 
 // ObjectWriter writes loose objects: each to a temporary file that is
-// fsynced and renamed into place; sync then fsyncs the folders. Only for
-// objects a ref reaches already (gc's): git prune deletes a loose object
-// no ref reaches, however new (see keepNote).
+// fsynced and renamed into place; sync then fsyncs the folders. gitmem
+// writes none into its repository (every object it writes is in a kept
+// pack: see Keep); tests make loose objects with it, as git does.
 type ObjectWriter struct {
 	dir   string // .git/objects
 	dirty map[string]bool

@@ -32,7 +32,7 @@ const TmpPackPrefix = "gitmem_tmp_"
 // group of commits costs two file creations, not one per object. With
 // durable false nothing is fsynced (the caller syncs later).
 func (s *Store) WriteObjectsPack(objs []Object, durable bool) (plumbing.Hash, error) {
-	h, err := s.WritePackFiles(objs, durable, false)
+	h, err := s.WritePackFiles(objs, durable, Own)
 	if err == nil {
 		s.AddPack(h)
 	}
@@ -49,9 +49,9 @@ const StoredPackMax = 10_000
 // WritePackFiles is WriteObjectsPack without telling the Store: it writes
 // the two files and changes nothing the Store holds, so it needs none of
 // the caller's locks (what the pack holds must be readable meanwhile, as
-// objects in memory). AddPack then makes the Store read from it. With
-// keep, the pack is held from git's gc until Unkeep (see keepNote).
-func (s *Store) WritePackFiles(objs []Object, durable, keep bool) (plumbing.Hash, error) {
+// objects in memory). AddPack then makes the Store read from it. keep is
+// the .keep it gets (see Keep).
+func (s *Store) WritePackFiles(objs []Object, durable bool, keep Keep) (plumbing.Hash, error) {
 	seen := map[plumbing.Hash]bool{}
 	n := 0
 	for _, o := range objs {
@@ -96,11 +96,11 @@ func (s *Store) WritePackFiles(objs []Object, durable, keep bool) (plumbing.Hash
 	return pw.finish(durable)
 }
 
-// PackBuilder writes a pack object by object, kept from git's gc until
-// Unkeep (see keepNote), for a writer that makes many objects before a ref
-// names them (a redaction's rewritten history): one pack, where loose
-// objects would be a file each, and which git prune cannot delete before
-// the refs move.
+// PackBuilder writes a pack object by object, InFlight until Settle (see
+// Keep), for a writer that makes many objects before a ref names them (a
+// redaction's rewritten history): one pack, where loose objects would be
+// a file each, and which neither git's gc nor gitmem's takes before the
+// refs move.
 type PackBuilder struct {
 	pw *packWriter
 }
@@ -111,7 +111,7 @@ func (s *Store) NewPack() (*PackBuilder, error) {
 	if err != nil {
 		return nil, err
 	}
-	pw.keep = true
+	pw.keep = InFlight
 	return &PackBuilder{pw: pw}, nil
 }
 
@@ -124,7 +124,7 @@ func (b *PackBuilder) Add(t plumbing.ObjectType, data []byte) (plumbing.Hash, er
 
 // Finish completes the pack, durably, and returns its hash (zero, and no
 // pack, when nothing was added); the caller adds it to the Store
-// (AddPack) and, once a ref names its objects, unkeeps it.
+// (AddPack) and, once a ref names its objects, settles it (Settle).
 func (b *PackBuilder) Finish() (plumbing.Hash, error) {
 	if len(b.pw.entries) == 0 {
 		b.Abort()
@@ -161,7 +161,7 @@ type packWriter struct {
 	level   int
 	buf     bytes.Buffer
 	deltas  int
-	keep    bool // a .keep file comes before the pack (keepNote)
+	keep    Keep // the .keep file that comes before the pack
 }
 
 type packEntry struct {
@@ -373,18 +373,17 @@ func (pw *packWriter) finish(durable bool) (plumbing.Hash, error) {
 	pw.f.Close()
 	xf.Close()
 	base := filepath.Join(pw.dir, "pack-"+packSum.String())
-	if pw.keep {
-		if err := writeKeep(base); err != nil {
-			return fail(err, xf)
-		}
+	kept, err := writeKeep(base, pw.keep)
+	if err != nil {
+		return fail(err, xf)
 	}
 	if err := os.Rename(xf.Name(), base+".idx"); err != nil {
-		unkeep(base, pw.keep)
+		dropKeep(base, kept)
 		return fail(err, xf)
 	}
 	if err := os.Rename(pw.f.Name(), base+".pack"); err != nil {
 		os.Remove(base + ".idx")
-		unkeep(base, pw.keep)
+		dropKeep(base, kept)
 		return fail(err)
 	}
 	if durable {

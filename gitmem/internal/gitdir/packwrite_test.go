@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -369,5 +370,106 @@ func TestObjectWriteOutlivesPrunedFolders(t *testing.T) {
 	hex := h.String()
 	if !LooseIntact(filepath.Join(gitDir, "objects", hex[:2], hex[2:]), h) {
 		t.Fatal("the object is not there")
+	}
+}
+
+// Every pack gitmem writes into its repository keeps a .keep for good:
+// git's gc, prune, repack and multi-pack-index expire leave it and its
+// objects alone, even when no ref reaches them. One written in flight
+// becomes gitmem's own at Settle; gitmem's gc replaces its own packs
+// (Ours), not one in flight nor one another program keeps.
+func TestPacksAreKeptFromGitForGood(t *testing.T) {
+	dir, gitDir := gitInit(t)
+	s := Open(gitDir)
+	defer s.Close()
+	blob := func(text string) Object {
+		return Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(text)), Data: []byte(text)}
+	}
+	own, err := s.WriteObjectsPack([]Object{blob("own\n")}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flight, err := s.WritePackFiles([]Object{blob("in flight\n")}, true, InFlight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := s.WritePackFiles([]Object{blob("foreign\n")}, true, NoKeep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(gitDir, "objects", "pack", "pack-"+foreign.String()+".keep"), []byte("receive-pack 1 on host\n"), 0o644)
+	ours := func() map[plumbing.Hash]bool {
+		packs, _ := ListPacks(gitDir)
+		m := map[plumbing.Hash]bool{}
+		for _, p := range packs {
+			if !p.Kept {
+				t.Errorf("pack %s has no .keep", p.Hash)
+			}
+			m[p.Hash] = p.Ours
+		}
+		return m
+	}
+	if got := ours(); !got[own] || got[flight] || got[foreign] || len(got) != 3 {
+		t.Errorf("gitmem's own packs: %v (own %s)", got, own)
+	}
+	for _, op := range [][]string{{"gc", "--prune=now", "--quiet"}, {"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"},
+		{"multi-pack-index", "write"}, {"multi-pack-index", "expire"}, {"repack", "-d", "-q", "--cruft", "--cruft-expiration=now"}} {
+		gittest.Git(t, dir, op...)
+	}
+	for _, text := range []string{"own\n", "in flight\n", "foreign\n"} {
+		if got := gittest.Git(t, dir, "cat-file", "blob", blob(text).Hash.String()); got != text {
+			t.Errorf("git cat-file after git's gc: %q, want %q", got, text)
+		}
+	}
+	if err := Settle(gitDir, flight); err != nil {
+		t.Fatal(err)
+	}
+	if err := Settle(gitDir, foreign); err != nil {
+		t.Fatal(err)
+	}
+	if got := ours(); !got[own] || !got[flight] || got[foreign] {
+		t.Errorf("after Settle: %v", got)
+	}
+	if m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", TmpPackPrefix+"*")); len(m) != 0 {
+		t.Errorf("temporary files left: %v", m)
+	}
+}
+
+// Missing answers from git's files as they are, not from the packs the
+// store listed before: a pack deleted since (by a program that ignores
+// .keep) holds nothing.
+func TestMissingReadsTheFilesNotTheListedPacks(t *testing.T) {
+	_, gitDir := gitInit(t)
+	s := Open(gitDir)
+	defer s.Close()
+	var a, b []Object
+	for i := range 5 {
+		for name, side := range map[string]*[]Object{"a": &a, "b": &b} {
+			text := fmt.Sprintf("object %d of %s\n", i, name)
+			*side = append(*side, Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(text)), Data: []byte(text)})
+		}
+	}
+	if _, err := s.WriteObjectsPack(a, true); err != nil {
+		t.Fatal(err)
+	}
+	pb, err := s.WriteObjectsPack(b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Blob(b[0].Hash); err != nil { // the packs are listed
+		t.Fatal(err)
+	}
+	base := filepath.Join(gitDir, "objects", "pack", "pack-"+pb.String())
+	for _, ext := range []string{".pack", ".idx", ".keep"} {
+		os.Remove(base + ext)
+	}
+	got := s.Missing(append(slices.Clone(a), b...))
+	if len(got) != len(b) {
+		t.Fatalf("Missing: %d objects, want the %d of the deleted pack", len(got), len(b))
+	}
+	for i, o := range got {
+		if o.Hash != b[i].Hash {
+			t.Errorf("Missing[%d] = %s, want %s", i, o.Hash, b[i].Hash)
+		}
 	}
 }

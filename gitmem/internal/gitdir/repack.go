@@ -50,6 +50,9 @@ type RepackOptions struct {
 	// Stop is polled now and then; when it returns true Repack gives up
 	// with ErrStopped.
 	Stop func() bool
+	// Keep is the .keep the new pack gets: Own in gitmem's repository,
+	// NoKeep in a remote's.
+	Keep Keep
 }
 
 // RepackResult says what Repack wrote.
@@ -91,6 +94,7 @@ func (s *Store) Repack(opt RepackOptions) (_ RepackResult, err error) {
 			err = fmt.Errorf("a pack file changed while it was read: %v", e)
 		}
 	}()
+	pw.keep = opt.Keep
 	p := &repacker{s: s, out: pw, rest: opt.Only, stop: opt.Stop, paths: map[string]*versions{}}
 	p.in = func(plumbing.Hash) bool { return true }
 	if opt.Only != nil {
@@ -580,13 +584,14 @@ func compareEntries(a, b treeEntry) int {
 }
 
 // PackObjects writes the objects as one pack without deltas (read from
-// the store, in the order given) and returns the pack's hash. The pack
-// and its index are fsynced with the folder.
-func (s *Store) PackObjects(hashes []plumbing.Hash) (plumbing.Hash, error) {
+// the store, in the order given), with the .keep keep, and returns the
+// pack's hash. The pack and its index are fsynced with the folder.
+func (s *Store) PackObjects(hashes []plumbing.Hash, keep Keep) (plumbing.Hash, error) {
 	pw, err := newPackWriter(s.Dir, -1, zlib.DefaultCompression)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	pw.keep = keep
 	for _, h := range hashes {
 		t, data, err := s.ReadObject(h)
 		if err == nil {
@@ -606,7 +611,8 @@ type Pack struct {
 	Objects  int   // how many objects it holds (from its index)
 	Bytes    int64 // the pack file's size
 	Repacked bool  // written by Repack (its deltas are gitmem's)
-	Kept     bool  // it has a .keep file: git's gc leaves it alone, and so does gitmem's
+	Kept     bool  // it has a .keep file: git's gc leaves it alone
+	Ours     bool  // its .keep is gitmem's Own (see Keep): gitmem's gc replaces it as one without
 }
 
 // A pack Repack wrote is marked by an empty file .git/gitmem/repacked/H
@@ -683,8 +689,9 @@ func ListPacks(gitDir string) ([]Pack, error) {
 		if err != nil {
 			continue // no index (yet): not a pack git reads
 		}
-		_, kerr := os.Stat(base + ".keep")
-		out = append(out, Pack{Hash: plumbing.NewHash(hex), Objects: n, Bytes: fi.Size(), Repacked: isRepacked(gitDir, hex), Kept: kerr == nil})
+		k, foreign := keptBy(base)
+		out = append(out, Pack{Hash: plumbing.NewHash(hex), Objects: n, Bytes: fi.Size(), Repacked: isRepacked(gitDir, hex),
+			Kept: k != NoKeep || foreign, Ours: k == Own})
 	}
 	return out, nil
 }

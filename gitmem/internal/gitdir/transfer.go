@@ -70,6 +70,37 @@ func (s *Store) OnDisk(h plumbing.Hash) bool {
 	return ok
 }
 
+// Missing returns the objects of objs that no pack and no loose file
+// holds now. OnDisk answers from the packs last listed; here the list is
+// read again first, and each pack found holding one is looked for again
+// after the lookups: another program may delete one meanwhile, and then
+// the list is read once more (after three tries, what such a pack holds
+// counts as missing).
+func (s *Store) Missing(objs []Object) []Object {
+	for try := 1; ; try++ {
+		s.Reindex()
+		var missing []Object
+		in := map[*packIdx][]Object{}
+		for _, o := range objs {
+			if p, _, ok := s.packs.lookup(o.Hash); ok {
+				in[p] = append(in[p], o)
+			} else if !s.OnDisk(o.Hash) { // loose
+				missing = append(missing, o)
+			}
+		}
+		gone := 0
+		for p, held := range in {
+			if _, err := os.Stat(p.path); err != nil {
+				missing = append(missing, held...)
+				gone++
+			}
+		}
+		if gone == 0 || try == 3 {
+			return missing
+		}
+	}
+}
+
 // Receive stores the objects of a pack stream (from a remote) durably, as
 // a pack, and returns how many there were. More than limit bytes is an
 // error (*TooLargeError) and stores nothing. The stream is written to a
@@ -122,7 +153,8 @@ func (s *Store) Receive(r io.Reader, limit int64) (int, error) {
 		return fail(err, xf)
 	}
 	base := filepath.Join(pw.dir, "pack-"+sum.String())
-	if err := writeKeep(base); err != nil { // no ref names what came yet
+	kept, err := writeKeep(base, InFlight) // no ref names what came yet
+	if err != nil {
 		return fail(err, xf)
 	}
 	for _, x := range []*os.File{f, xf} {
@@ -136,12 +168,12 @@ func (s *Store) Receive(r io.Reader, limit int64) (int, error) {
 	f.Close()
 	xf.Close()
 	if err := os.Rename(xf.Name(), base+".idx"); err != nil { // the index first, as packWriter.finish
-		unkeep(base, true)
+		dropKeep(base, kept)
 		return fail(err, xf)
 	}
 	if err := os.Rename(f.Name(), base+".pack"); err != nil {
 		os.Remove(base + ".idx")
-		unkeep(base, true)
+		dropKeep(base, kept)
 		return fail(err)
 	}
 	s.noteReceived(sum)
@@ -160,8 +192,9 @@ func (s *Store) noteReceived(h plumbing.Hash) {
 }
 
 // Received returns the packs Receive and WritePackFrom wrote into s since
-// the last call. Each is kept from git's gc (see keepNote): the caller
-// unkeeps it once a ref names what it holds, or removes it.
+// the last call. Each is InFlight (see Keep): the caller settles it (in a
+// repository gitmem owns) or unkeeps it (in a remote) once a ref names
+// what it holds, or removes it.
 func (s *Store) Received() []plumbing.Hash {
 	s.recvmu.Lock()
 	defer s.recvmu.Unlock()
@@ -178,7 +211,7 @@ func (s *Store) WritePackFrom(src *Store, hashes []plumbing.Hash) (plumbing.Hash
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	pw.keep = true
+	pw.keep = InFlight
 	for _, h := range hashes {
 		t, data, err := src.ReadObject(h)
 		if err == nil {
@@ -302,7 +335,7 @@ func (s *Store) CombinePacks(before time.Time) (int, error) {
 		objects = append(objects, hs...)
 	}
 	slices.SortFunc(objects, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
-	pack, err := s.PackObjects(slices.Compact(objects))
+	pack, err := s.PackObjects(slices.Compact(objects), NoKeep)
 	if err != nil {
 		return 0, err
 	}
@@ -321,7 +354,7 @@ func (s *Store) Prune(before time.Time) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.Repack(RepackOptions{Tips: tips})
+	res, err := s.Repack(RepackOptions{Tips: tips}) // NoKeep: git's gc has the remote's packs
 	if err != nil {
 		return err
 	}
