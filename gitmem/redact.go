@@ -454,7 +454,7 @@ func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*obje
 		next int
 	}
 	for name, tip := range refs {
-		obj, err := r.obj.Storage().EncodedObject(plumbing.AnyObject, tip)
+		obj, err := r.obj.Encoded(plumbing.AnyObject, tip) // gitmem's reader: it lists the packs again when one is gone
 		if err != nil {
 			return nil, wrap("read "+name.String(), err)
 		}

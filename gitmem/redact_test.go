@@ -3,11 +3,15 @@ package gitmem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
@@ -175,4 +179,61 @@ func TestDamagedInterruptedRedactionRecord(t *testing.T) {
 	if _, err := os.Stat(dir + "/.git/gitmem/redact"); err == nil {
 		t.Error("the finished record is still there")
 	}
+}
+
+// TestRedactAfterThePacksWereReplaced: another process (gitmem gc, a
+// fold of serve's) replaces the packs after this one's go-git storage
+// listed them, as the redaction begins. The redaction reads the refs'
+// commits with gitmem's own reader, which lists the packs again when one
+// is gone; go-git's failed, "read refs/heads/main failed: packfile not
+// found" (TestLoadWithOperators met it).
+func TestRedactAfterThePacksWereReplaced(t *testing.T) {
+	r, dir := newRepo(t)
+	for i := range 3 {
+		write(t, r, fmt.Sprint("t", i), fmt.Sprintf("f%d.md", i), fmt.Sprintf("note %d: sk-live%dsecret\n", i, i))
+	}
+	settle(t, r)
+	replace := func() { // what a gc in another process does: every object into one new pack, the old ones deleted
+		packs, _ := gd.ListPacks(r.gitDir)
+		var all, old []plumbing.Hash
+		for _, p := range packs {
+			hs, err := gd.PackHashes(gd.PackIndexPath(r.gitDir, p.Hash))
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, hs...)
+			old = append(old, p.Hash)
+		}
+		other := gd.Open(r.gitDir)
+		defer other.Close()
+		if _, err := other.PackObjects(all, gd.Own); err != nil {
+			t.Fatal(err)
+		}
+		gd.RemovePacks(r.gitDir, old)
+	}
+	blob := plumbing.ComputeHash(plumbing.BlobObject, []byte("note 0: sk-live0secret\n"))
+	replaced := false
+	gd.SetFault(func(step, _ string) error {
+		if step == gd.StepPack && !replaced { // the redaction's pack is begun: the refs are read next
+			replaced = true
+			if _, err := r.obj.Storage().EncodedObject(plumbing.AnyObject, blob); err != nil { // go-git lists the packs
+				t.Error(err)
+			}
+			replace()
+		}
+		return nil
+	})
+	t.Cleanup(func() { gd.SetFault(nil) })
+	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	gd.SetFault(nil)
+	if !replaced {
+		t.Fatal("the packs were not replaced during the redaction")
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecret(t, dir, "sk-live1secret")
+	gittest.Fsck(t, dir)
 }
