@@ -484,6 +484,44 @@ func TestFoldWaitsForGitMaintenance(t *testing.T) {
 	gittest.Fsck(t, dir)
 }
 
+// TestRefLockFileBesideRedactAndGC: git holds a ref's lock file, empty
+// at first, while it writes the ref (git gc holds refs/heads/main.lock
+// while it expires the reflog, git pack-refs each ref it prunes, git
+// branch the new one's). A redaction and a full gitmem gc list the refs
+// meanwhile: the lock file is no ref. go-git's listing read it and failed
+// ("read the refs failed: ref file is empty": TestLoadWithOperators met
+// it beside git gc). A branch in packed-refs alone is listed too.
+func TestRefLockFileBesideRedactAndGC(t *testing.T) {
+	r, dir := newRepo(t)
+	for i := range 3 {
+		write(t, r, fmt.Sprint("t", i), fmt.Sprintf("f%d.md", i), fmt.Sprintf("note %d: sk-live%dsecret\n", i, i))
+	}
+	settle(t, r)
+	gittest.Git(t, dir, "branch", "other")
+	gittest.Git(t, dir, "pack-refs", "--all") // other is in packed-refs only
+	// git branch new, under way:
+	lock := filepath.Join(dir, ".git", "refs", "heads", "new.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.GC(true); err != nil {
+		t.Fatalf("gc --full: %v", err)
+	}
+	rep, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil)
+	if err != nil {
+		t.Fatalf("redact: %v", err)
+	}
+	if !slices.Contains(rep.Refs, "refs/heads/other") {
+		t.Errorf("the redaction moved %v, not the packed branch other", rep.Refs)
+	}
+	os.Remove(lock) // git is done
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecret(t, dir, "sk-live1secret")
+	gittest.Fsck(t, dir)
+}
+
 // mainIDs lists the tool_use ids of git log main; a log that fails (the
 // history is cut) is an error, and the ids before the cut are listed.
 func mainIDs(t *testing.T, dir string) []string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -1209,18 +1210,12 @@ func (r *Repo) keepDisplaced(h plumbing.Hash) error {
 // packed (git gc packs refs). A ref is named after the commit it was made
 // for, but holds the commit to merge: a redaction may have rewritten it.
 func (r *Repo) displaced() map[plumbing.ReferenceName]plumbing.Hash {
-	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	r.omu.Lock()
-	defer r.unlockObj()
-	iter, err := r.obj.Storage().IterReferences()
+	out, err := gd.ListRefs(r.gitDir)
 	if err != nil {
-		return out
+		return map[plumbing.ReferenceName]plumbing.Hash{}
 	}
-	iter.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() == plumbing.HashReference && strings.HasPrefix(ref.Name().String(), displacedRefs) {
-			out[ref.Name()] = ref.Hash()
-		}
-		return nil
+	maps.DeleteFunc(out, func(name plumbing.ReferenceName, _ plumbing.Hash) bool {
+		return !strings.HasPrefix(name.String(), displacedRefs)
 	})
 	return out
 }

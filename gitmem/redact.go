@@ -359,20 +359,11 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 			return err
 		}
 	}
-	refs := map[plumbing.ReferenceName]plumbing.Hash{}
-	iter, err := r.obj.Storage().IterReferences()
+	refs, err := gd.ListTips(r.gitDir)
 	if err != nil {
 		return rep, nil, plumbing.ZeroHash, wrap("read the refs", err)
 	}
-	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() == plumbing.HashReference && redactsRef(ref.Name().String()) {
-			refs[ref.Name()] = ref.Hash()
-		}
-		return nil
-	})
-	if err != nil {
-		return rep, nil, plumbing.ZeroHash, wrap("read the refs", err)
-	}
+	maps.DeleteFunc(refs, func(name plumbing.ReferenceName, _ plumbing.Hash) bool { return !redactsRef(name.String()) })
 	order, err := r.topoOrder(refs)
 	if err != nil {
 		return rep, nil, plumbing.ZeroHash, err

@@ -1,6 +1,7 @@
 package gitdir
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"io/fs"
@@ -177,20 +178,20 @@ func (s *Store) LooseHashes() ([]plumbing.Hash, error) {
 	return out, nil
 }
 
-// refTips are the objects the refs point to.
+// RefTips are the objects the refs (and a detached HEAD) point to.
 func (s *Store) RefTips() ([]plumbing.Hash, error) {
-	iter, err := s.st.IterReferences()
+	refs, err := ListTips(s.Dir)
 	if err != nil {
 		return nil, err
 	}
 	var tips []plumbing.Hash
-	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() == plumbing.HashReference && !slices.Contains(tips, ref.Hash()) {
-			tips = append(tips, ref.Hash())
+	for _, h := range refs {
+		if !slices.Contains(tips, h) {
+			tips = append(tips, h)
 		}
-		return nil
-	})
-	return tips, err
+	}
+	slices.SortFunc(tips, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	return tips, nil
 }
 
 // RemovePacks deletes packs with the files git keeps beside them, the

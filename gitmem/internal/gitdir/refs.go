@@ -187,19 +187,13 @@ func openLockFile(path string) (*os.File, error) {
 
 // ListRefs returns every ref under refs/ that names an object: loose ref
 // files (a lock file is another writer's, not a ref) over packed-refs.
-// go-git's listing reads lock files too, and fails on one that is being
-// written.
+// The loose files are read first, as git reads them: git pack-refs writes
+// a ref into packed-refs before it deletes its file, so a ref packed
+// meanwhile is found in packed-refs, never missed. go-git's listing reads
+// lock files too, and fails on one being written ("ref file is empty":
+// git gc holds refs/heads/main.lock while it expires the reflog).
 func ListRefs(gitDir string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	if data, err := os.ReadFile(filepath.Join(gitDir, "packed-refs")); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			if h, n, ok := strings.Cut(line, " "); ok && plumbing.IsHash(h) && ValidRefName(n) && strings.HasPrefix(n, "refs/") {
-				out[plumbing.ReferenceName(n)] = plumbing.NewHash(h)
-			}
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
 	root := filepath.Join(gitDir, "refs")
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -228,5 +222,37 @@ func ListRefs(gitDir string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if h, n, ok := strings.Cut(line, " "); ok && plumbing.IsHash(h) && ValidRefName(n) && strings.HasPrefix(n, "refs/") {
+			if _, loose := out[plumbing.ReferenceName(n)]; !loose {
+				out[plumbing.ReferenceName(n)] = plumbing.NewHash(h)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ListTips is ListRefs and HEAD when it names a commit itself (detached):
+// every ref what git's gc keeps is reached from.
+func ListTips(gitDir string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	out, err := ListRefs(gitDir)
+	if err != nil {
+		return nil, err
+	}
+	if data, err := os.ReadFile(filepath.Join(gitDir, "HEAD")); err == nil {
+		if s := strings.TrimSpace(string(data)); plumbing.IsHash(s) {
+			out[plumbing.HEAD] = plumbing.NewHash(s)
+		}
+	}
+	return out, nil
 }
