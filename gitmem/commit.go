@@ -58,6 +58,7 @@ type Commit struct {
 	Body      string // the message after the subject, trailers included
 	Trailers  []Trailer
 	Paths     []string // memory files the commit changed, relative to memories/ (from the history index)
+	Blobs     []string // the blob each of Paths holds after the commit, "" where it was deleted (from the history index)
 }
 
 // Trailer returns the first value of a trailer key, or "".

@@ -88,6 +88,13 @@ func (h *histRec) commit() Commit {
 	for _, p := range h.parents {
 		c.Parents = append(c.Parents, p.String())
 	}
+	for _, b := range h.blobs {
+		if b.IsZero() {
+			c.Blobs = append(c.Blobs, "")
+		} else {
+			c.Blobs = append(c.Blobs, b.String())
+		}
+	}
 	return c
 }
 

@@ -182,7 +182,8 @@ func (r *Repo) commitWithPaths(rev string) (Commit, error) {
 	}
 	err = r.scan(contains(c.Hash), nil, func(h *histRec) bool {
 		if h.hash.String() == c.Hash {
-			c.Paths = h.paths
+			hc := h.commit()
+			c.Paths, c.Blobs = hc.Paths, hc.Blobs
 			return false
 		}
 		return true

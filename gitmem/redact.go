@@ -28,6 +28,35 @@ type Redaction struct {
 	Path  string         // relative to memories/
 	Blob  string         // a blob hash
 	Match *regexp.Regexp // matched against file contents
+	// Placeholder, with Blob, keeps every entry that held the blob, with
+	// this content instead: each commit still changes the files it
+	// changed. It redacts only the past: a blob a memory file holds at
+	// HEAD is refused (*InUseError) and nothing is changed.
+	Placeholder []byte
+}
+
+// InUseError is a redaction of content that memory files hold now (Paths,
+// relative to memories/), refused: Redaction.Placeholder redacts only the
+// past.
+type InUseError struct{ Paths []string }
+
+func (e *InUseError) Error() string {
+	return "gitmem: the content to redact is what " + strings.Join(e.Paths, ", ") + " holds now"
+}
+
+// inUse lists the memory files of HEAD that hold blob h. Called with wmu
+// held, settled.
+func (r *Repo) inUse(h string) error {
+	var paths []string
+	walkFiles(lookup(r.snapshotTree(), memDir), "", func(p string, n *node) {
+		if n.hash.String() == h {
+			paths = append(paths, p)
+		}
+	})
+	if len(paths) > 0 {
+		return &InUseError{Paths: paths}
+	}
+	return nil
 }
 
 // Rewrite pairs a commit with the commit that replaces it.
@@ -76,6 +105,9 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if red.Match != nil && red.Match.MatchString("") {
 		return RedactReport{}, ErrEmptyMatch
 	}
+	if red.Placeholder != nil && red.Blob == "" {
+		return RedactReport{}, errors.New("gitmem: a placeholder replaces a blob; name the blob")
+	}
 	if !dry {
 		r.gcmu.Lock() // no collection meanwhile
 		defer r.gcmu.Unlock()
@@ -88,6 +120,11 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		}
 		r.drain()
 		if err := r.settle(); err != nil {
+			return RedactReport{}, err
+		}
+	}
+	if red.Placeholder != nil {
+		if err := r.inUse(red.Blob); err != nil {
 			return RedactReport{}, err
 		}
 	}
@@ -318,6 +355,8 @@ type rewriter struct {
 	blobs   map[plumbing.Hash]plumbing.Hash
 	renamed map[string]bool        // memory paths renamed, by their new name
 	dropped map[plumbing.Hash]bool // blobs replaced or removed (some may still be in other files)
+	// placeholder is the blob of Redaction.Placeholder, once written.
+	placeholder plumbing.Hash
 }
 
 // treeKey caches a rewritten tree: a pattern renames entries only inside
@@ -528,7 +567,15 @@ func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) 
 		case e.Mode.IsFile() && rw.red.Blob != "" && e.Hash.String() == rw.red.Blob:
 			changed = true
 			rw.dropped[e.Hash] = true
-			continue
+			if rw.red.Placeholder == nil {
+				continue
+			}
+			if rw.placeholder.IsZero() {
+				if rw.placeholder, err = rw.put(plumbing.BlobObject, rw.red.Placeholder); err != nil {
+					return h, err
+				}
+			}
+			e.Hash = rw.placeholder
 		case e.Mode.IsFile() && rw.red.Match != nil:
 			n, err := rw.blob(e.Hash)
 			if err != nil {
