@@ -16,6 +16,7 @@ import (
 // pairs, keys of 1 to 64 characters and values of at most 512.
 const (
 	MaxStoreNameBytes       = 63
+	MaxStoreDisplayName     = 255
 	MaxStoreDescription     = 1024
 	MaxStoreMetadata        = 16
 	MaxStoreMetadataKey     = 64
@@ -50,6 +51,22 @@ func validName(name string) bool {
 		}
 	}
 	return true
+}
+
+// CheckStoreDisplayName accepts a store's display name (the Memory Stores
+// API's "name"): 1 to 255 characters of valid UTF-8 without control
+// characters; names need not be unique.
+func CheckStoreDisplayName(n string) error {
+	if !utf8.ValidString(n) {
+		return fmt.Errorf("the name is not valid UTF-8")
+	}
+	if c := utf8.RuneCountInString(n); c < 1 || c > MaxStoreDisplayName {
+		return fmt.Errorf("the name is %d characters; a name is 1 to %d", c, MaxStoreDisplayName)
+	}
+	if strings.ContainsFunc(n, unicode.IsControl) {
+		return fmt.Errorf("the name contains a control character")
+	}
+	return nil
 }
 
 // CheckStoreDescription accepts a description of up to 1,024 characters

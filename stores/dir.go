@@ -75,10 +75,11 @@ type entry struct {
 	// under it.
 	gate sync.RWMutex
 
-	mmu      sync.Mutex // guards the cached metadata
+	mmu      sync.Mutex // guards the cached metadata and cache
 	meta     Meta
 	metaHead string // the HEAD the cached metadata is known valid at
 	gone     bool   // deleted or closed; guarded by gate
+	cache    map[any]any
 }
 
 // Open returns the Dir of stores in root, creating the folder if needed.
@@ -222,6 +223,24 @@ type Store struct {
 
 // Name is the store's name.
 func (s *Store) Name() string { return s.e.name }
+
+// Cache returns the value kept with the open store under key, made by
+// mk the first time: state derived from the repository (package
+// memstore's index of it), kept while the store is open and dropped with
+// it when it is closed.
+func (s *Store) Cache(key any, mk func() any) any {
+	s.e.mmu.Lock()
+	defer s.e.mmu.Unlock()
+	v, ok := s.e.cache[key]
+	if !ok {
+		if s.e.cache == nil {
+			s.e.cache = map[any]any{}
+		}
+		v = mk()
+		s.e.cache[key] = v
+	}
+	return v
+}
 
 // Release ends this use of the store.
 func (s *Store) Release() {
@@ -456,6 +475,14 @@ type Info struct {
 	Err error
 }
 
+// Title is the store's display name, or its folder name when it has none.
+func (i Info) Title() string {
+	if i.DisplayName != "" {
+		return i.DisplayName
+	}
+	return i.Name
+}
+
 // Create makes a new store, a gitmem repository with its first metadata
 // commit, authored by author (zero: the operator's git identity). A gitmem
 // repository already in the folder that is not yet a store becomes one;
@@ -520,6 +547,7 @@ func (d *Dir) Get(name string) (Info, error) {
 
 // Change is an update of a store's metadata; nil fields stay as they are.
 type Change struct {
+	DisplayName *string
 	Description *string
 	Metadata    map[string]*string // a nil value deletes the key
 	Screening   *policy.ScreenMode // "" : the server's default
@@ -531,6 +559,12 @@ func (d *Dir) Update(name string, ch Change, author gitmem.Signature) (Info, err
 	return d.changeMeta(name, "update", author, func(m *Meta) error {
 		if m.IsArchived() {
 			return ErrArchived
+		}
+		if ch.DisplayName != nil {
+			if *ch.DisplayName == "" {
+				return policy.CheckStoreDisplayName("")
+			}
+			m.DisplayName = *ch.DisplayName
 		}
 		if ch.Description != nil {
 			m.Description = *ch.Description
@@ -621,10 +655,18 @@ type Page[T any] struct {
 	Next  string
 }
 
-// List returns the stores in name order after the cursor `after` (a name;
-// "" from the start), at most limit of them, archived ones only when
-// includeArchived, and only names allow accepts (nil: all).
-func (d *Dir) List(after string, limit int, includeArchived bool, allow func(name string) bool) (Page[Info], error) {
+// ListOptions select the stores of a listing.
+type ListOptions struct {
+	After           string // a name: the cursor of the page ("" from the start)
+	Limit           int    // most stores in the page
+	IncludeArchived bool
+	Allow           func(name string) bool // only names it accepts (nil: all)
+	Where           func(Info) bool        // only stores whose metadata it accepts (nil: all)
+}
+
+// List returns the stores in name order that opt selects, a page of them.
+func (d *Dir) List(opt ListOptions) (Page[Info], error) {
+	after, limit, includeArchived, allow := opt.After, opt.Limit, opt.IncludeArchived, opt.Allow
 	entries, err := os.ReadDir(d.root)
 	if err != nil {
 		return Page[Info]{}, fmt.Errorf("read the stores folder: %w", err)
@@ -646,11 +688,15 @@ func (d *Dir) List(after string, limit int, includeArchived bool, allow func(nam
 		if m.IsArchived() && !includeArchived {
 			continue
 		}
+		info := Info{Name: name, Meta: m, Err: err}
+		if opt.Where != nil && err == nil && !opt.Where(info) {
+			continue
+		}
 		if len(p.Items) == limit { // there is a next page
 			p.Next = p.Items[len(p.Items)-1].Name
 			break
 		}
-		p.Items = append(p.Items, Info{Name: name, Meta: m, Err: err})
+		p.Items = append(p.Items, info)
 	}
 	return p, nil
 }

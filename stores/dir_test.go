@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -96,16 +97,16 @@ func TestStoreLifecycle(t *testing.T) {
 	os.MkdirAll(filepath.Join(d.Root(), ".hidden"), 0o700)
 	os.MkdirAll(filepath.Join(d.Root(), ".deleted-carol-x", ".git"), 0o700) // a delete cut short
 	d2 := newDir(t, d.Root(), stores.Options{})
-	p, err := d2.List("", 10, false, nil)
+	p, err := d2.List(stores.ListOptions{Limit: 10})
 	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "bob" || p.Next != "" {
 		t.Errorf("list: %+v %v", p, err)
 	}
-	p, err = d2.List("", 1, true, nil)
+	p, err = d2.List(stores.ListOptions{Limit: 1, IncludeArchived: true})
 	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "alice" || p.Next != "alice" || !p.Items[0].IsArchived() ||
 		p.Items[0].Description != desc || p.Items[0].Metadata["user"] != "alice" {
 		t.Errorf("list page 1: %+v %v", p, err)
 	}
-	p, err = d2.List(p.Next, 1, true, nil)
+	p, err = d2.List(stores.ListOptions{After: p.Next, Limit: 1, IncludeArchived: true})
 	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "bob" || p.Next != "" {
 		t.Errorf("list page 2: %+v %v", p, err)
 	}
@@ -295,5 +296,89 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	if total != 16*20 {
 		t.Errorf("%d commits, want %d", total, 16*20)
+	}
+}
+
+// A store's display name (the Memory Stores API's "name", free text)
+// lives in its history beside the rest of its metadata; a store without
+// one is called by its folder name.
+func TestDisplayName(t *testing.T) {
+	d := newDir(t, "", stores.Options{})
+	if _, err := d.Create("memstore_1", stores.Meta{DisplayName: "Alice's notes: \"work\" & home"}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Create("plain", stores.Meta{}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	name := "Renamed"
+	if _, err := d.Update("memstore_1", stores.Change{DisplayName: &name}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"", strings.Repeat("x", 256), "tab\there"} {
+		if _, err := d.Update("memstore_1", stores.Change{DisplayName: &bad}, gitmem.Signature{}); err == nil {
+			t.Errorf("display name %q accepted", bad)
+		}
+	}
+	d2 := newDir(t, d.Root(), stores.Options{}) // another process reads it back
+	for store, want := range map[string]string{"memstore_1": "Renamed", "plain": "plain"} {
+		if info, err := d2.Get(store); err != nil || info.Title() != want {
+			t.Errorf("%s: %q %v", store, info.Title(), err)
+		}
+	}
+}
+
+// Where filters a listing on the metadata, before the page is cut: a
+// page holds Limit stores that pass.
+func TestListWhere(t *testing.T) {
+	d := newDir(t, "", stores.Options{})
+	for _, name := range []string{"a", "b", "c", "d"} {
+		if _, err := d.Create(name, stores.Meta{Metadata: map[string]string{"keep": strconv.FormatBool(name != "b")}}, gitmem.Signature{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keep := func(i stores.Info) bool { return i.Metadata["keep"] == "true" }
+	var got []string
+	for after := ""; ; {
+		p, err := d.List(stores.ListOptions{After: after, Limit: 2, Where: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range p.Items {
+			got = append(got, i.Name)
+		}
+		if after = p.Next; after == "" {
+			break
+		}
+	}
+	if strings.Join(got, ",") != "a,c,d" {
+		t.Errorf("listed %v", got)
+	}
+}
+
+// A value cached with an open store is made once and kept until the
+// store closes.
+func TestCacheLivesWithTheOpenStore(t *testing.T) {
+	d := newDir(t, "", stores.Options{MaxOpen: 1})
+	for _, name := range []string{"a", "b"} {
+		if _, err := d.Create(name, stores.Meta{}, gitmem.Signature{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	made := 0
+	get := func(name string) any {
+		s, err := d.Acquire(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Release()
+		return s.Cache("k", func() any { made++; return new(int) })
+	}
+	first := get("a")
+	if get("a") != first || made != 1 {
+		t.Fatalf("made %d times", made)
+	}
+	get("b") // closes a: one open store at most
+	if get("a") == first || made != 3 {
+		t.Errorf("after a was closed and opened again: made %d times", made)
 	}
 }

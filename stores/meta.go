@@ -23,6 +23,7 @@ const (
 	CommandStore       = "store" // the Memory-Command of metadata commits
 	TrailerAction      = "Store-Action"
 	TrailerCreated     = "Store-Created"
+	TrailerName        = "Store-Name"        // a JSON string, as the description
 	TrailerDescription = "Store-Description" // a JSON string: it may hold newlines
 	TrailerMetadata    = "Store-Metadata"    // key=value, one per pair, sorted by key
 	TrailerArchived    = "Store-Archived"    // when it was archived
@@ -31,6 +32,9 @@ const (
 
 // Meta is a store's metadata.
 type Meta struct {
+	// DisplayName is the store's name for people (the Memory Stores API's
+	// "name": free text, not unique); "": the folder name (Info.Title).
+	DisplayName string
 	Description string            // written for the model: what the store holds
 	Metadata    map[string]string // the operator's key/value pairs (the end user, ...)
 	Screening   policy.ScreenMode // secret screening for this store; "": the server's
@@ -44,6 +48,11 @@ func (m Meta) IsArchived() bool { return !m.Archived.IsZero() }
 
 // check applies the policy's limits.
 func (m Meta) check() error {
+	if m.DisplayName != "" {
+		if err := policy.CheckStoreDisplayName(m.DisplayName); err != nil {
+			return err
+		}
+	}
 	if err := policy.CheckStoreDescription(m.Description); err != nil {
 		return err
 	}
@@ -66,6 +75,10 @@ func (m Meta) commit(action string, author gitmem.Signature) gitmem.Meta {
 		{Key: TrailerCreated, Value: m.Created.UTC().Format(time.RFC3339)},
 		{Key: TrailerDescription, Value: string(desc)},
 	}
+	if m.DisplayName != "" {
+		name, _ := json.Marshal(m.DisplayName)
+		ts = append(ts, gitmem.Trailer{Key: TrailerName, Value: string(name)})
+	}
 	for _, k := range slices.Sorted(maps.Keys(m.Metadata)) {
 		ts = append(ts, gitmem.Trailer{Key: TrailerMetadata, Value: k + "=" + m.Metadata[k]})
 	}
@@ -87,6 +100,8 @@ func metaOf(c gitmem.Commit) Meta {
 			m.Created, _ = time.Parse(time.RFC3339, t.Value)
 		case TrailerDescription:
 			json.Unmarshal([]byte(t.Value), &m.Description)
+		case TrailerName:
+			json.Unmarshal([]byte(t.Value), &m.DisplayName)
 		case TrailerMetadata:
 			if k, v, ok := strings.Cut(t.Value, "="); ok {
 				m.Metadata[k] = v

@@ -136,7 +136,7 @@ func (s *storesServer) listStores(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	page, err := s.dir.List(q.Get("page"), n, q.Get("include_archived") == "true", p.Allows)
+	page, err := s.dir.List(stores.ListOptions{After: q.Get("page"), Limit: n, IncludeArchived: q.Get("include_archived") == "true", Allow: p.Allows})
 	if err != nil {
 		s.storeError(w, "", err)
 		return

@@ -76,7 +76,7 @@ func storeCommand() *cli.Command {
 						emit := jsonLines(c.App.Writer)
 						bad := 0
 						for after := ""; ; {
-							page, err := d.List(after, 500, c.Bool("archived"), nil)
+							page, err := d.List(stores.ListOptions{After: after, Limit: 500, IncludeArchived: c.Bool("archived")})
 							if err != nil {
 								return storesErr(err, "")
 							}
