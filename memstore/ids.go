@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,18 +21,38 @@ const (
 // folder name (policy.CheckStoreName).
 var idEncoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
 
-// NewID is prefix and 26 characters: the time in milliseconds (ids made
-// later sort later) and 80 random bits.
+// NewID is prefix and 26 characters: the time in milliseconds and a count
+// (so that of the ids this process makes, a later one sorts later, also
+// within a millisecond or under a fixed clock), then 64 random bits.
 func NewID(prefix string, now time.Time) string {
+	idMu.Lock()
+	ms := max(uint64(now.UnixMilli()), idLast)
+	if ms == idLast {
+		idCount++
+		if idCount == 0 { // 65,536 in one millisecond: borrow the next
+			ms++
+		}
+	} else {
+		idCount = 0
+	}
+	idLast = ms
+	count := idCount
+	idMu.Unlock()
 	var b [16]byte
-	ms := uint64(now.UnixMilli())
 	for i := 5; i >= 0; i-- {
 		b[i] = byte(ms)
 		ms >>= 8
 	}
-	rand.Read(b[6:])
+	b[6], b[7] = byte(count>>8), byte(count)
+	rand.Read(b[8:])
 	return prefix + idEncoding.EncodeToString(b[:])
 }
+
+var (
+	idMu    sync.Mutex
+	idLast  uint64
+	idCount uint16
+)
 
 // derivedID is prefix and 26 characters of a hash of parts: the id of a
 // memory or version no trailer names.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
@@ -33,6 +35,10 @@ type Options struct {
 	// Now is the clock relative times (2h, yesterday) are read against
 	// (default: time.Now).
 	Now func() time.Time
+	// MaxMemories is the most memories a store holds through the Memory
+	// Stores API (0: DefaultMaxMemories; negative: no limit but
+	// Limits.MaxFiles).
+	MaxMemories int
 }
 
 // storesServer serves many stores: tool calls for each, and the operator
@@ -40,6 +46,10 @@ type Options struct {
 type storesServer struct {
 	dir *stores.Dir
 	opt Options
+
+	idemMu        sync.Mutex        // serialises the store creates with an Idempotency-Key
+	storeKeys     map[string]string // token and key -> the store it created
+	storeKeyOrder []string          // oldest first
 }
 
 // New returns the multi-store HTTP server over the stores in d:
@@ -66,7 +76,8 @@ func New(d *stores.Dir, opt Options) http.Handler {
 		handler.HTTPError(w, http.StatusNotFound, "this server serves several stores: POST /v1/stores/{store}/tool_use")
 	})
 	s.operatorRoutes(mux)
-	return opt.HTTP.Protect(opt.Logger, opt.Tokens != nil, s.authenticated, mux)
+	s.memoryStoreRoutes(mux)
+	return memoryStoresErrors(opt.HTTP.Protect(opt.Logger, opt.Tokens != nil, s.authenticated, mux))
 }
 
 // principal is who makes a request: a token, or anyone when the server
@@ -93,7 +104,11 @@ func (s *storesServer) authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principal{Token: policy.Token{Stores: []string{"*"}, Access: policy.ReadWrite, Role: policy.Operator}, anonymous: true}
 		if s.opt.Tokens != nil {
-			tok, ok := s.opt.Tokens.lookup(bearerSecret(r.Header.Get("Authorization")))
+			secret := bearerSecret(r.Header.Get("Authorization"))
+			if secret == "" {
+				secret = strings.TrimSpace(r.Header.Get("X-Api-Key")) // Anthropic's SDKs before TS 1.0 and Go v2
+			}
+			tok, ok := s.opt.Tokens.lookup(secret)
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="gitmem"`)
 				handler.HTTPError(w, http.StatusUnauthorized, "missing or unknown bearer token")
