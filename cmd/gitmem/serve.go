@@ -71,6 +71,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "tokens", EnvVars: []string{"GITMEM_TOKENS"}, Usage: "with --stores: the token `FILE` (named, scoped tokens; reloaded on SIGHUP)"},
 			&cli.IntFlag{Name: "max-open-stores", Value: 256, Usage: "with --stores: most stores open at once"},
 			&cli.DurationFlag{Name: "idle-close", Value: 5 * time.Minute, Usage: "with --stores: close a store unused this long"},
+			&cli.IntFlag{Name: "max-memories", Value: storesapi.DefaultMaxMemories, Usage: "with --stores: most memories a store holds through the Memory Stores API (0: no limit but --max-files)"},
 			&cli.StringFlag{Name: "sync", EnvVars: []string{"GITMEM_SYNC"}, Usage: "share the memory through the git remote `REMOTE`: push new commits in the background, pull on --sync-every"},
 			&cli.DurationFlag{Name: "sync-every", Value: 30 * time.Second, Usage: "with --sync: pull (and push) at least every `DURATION`"},
 		},
@@ -305,8 +306,16 @@ func serveStores(ctx context.Context, started func(), c *cli.Context, author git
 	m := newMetrics(nil)
 	httpOpt := handler.HTTPOptions{Metrics: m.handler(), Ready: writable(dir.Root(), nil)}
 	h := storesapi.New(dir, storesapi.Options{Limits: limitFlags(c), Author: author, Screen: screen,
-		Tokens: tokens, Logger: log, OnCall: m.call, Now: now, HTTP: httpOpt})
+		Tokens: tokens, Logger: log, OnCall: m.call, Now: now, HTTP: httpOpt, MaxMemories: maxMemories(c.Int("max-memories"))})
 	return serveHTTP(ctx, ln, addr, "/v1/stores/{store}/tool_use", httpOpt.Server(h), log)
+}
+
+// maxMemories is --max-memories as storesapi.Options takes it (0: none).
+func maxMemories(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // stopSignals catches SIGINT and SIGTERM from the start of serve on; the
