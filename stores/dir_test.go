@@ -2,6 +2,7 @@ package stores_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -380,5 +381,53 @@ func TestCacheLivesWithTheOpenStore(t *testing.T) {
 	get("b") // closes a: one open store at most
 	if get("a") == first || made != 3 {
 		t.Errorf("after a was closed and opened again: made %d times", made)
+	}
+}
+
+// A metadata change made by another process is seen at the next use,
+// whether few memory commits came after the one read last (read from
+// the objects) or many (read from the log).
+func TestMetadataChangeBehindMemoryCommits(t *testing.T) {
+	for _, n := range []int{1, 70} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			d := newDir(t, "", stores.Options{})
+			if _, err := d.Create("s", stores.Meta{Description: "before"}, gitmem.Signature{}); err != nil {
+				t.Fatal(err)
+			}
+			write := func(i int) {
+				s, err := d.Acquire("s")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Release()
+				err = s.Use(func(r *gitmem.Repo, _ stores.Meta) error {
+					_, err := r.Update(gitmem.Meta{Subject: "w"}, func(tx *gitmem.Tx) error {
+						return tx.WriteFile(fmt.Sprintf("m%d.md", i), []byte("x"))
+					})
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			write(-1)
+			if info, err := d.Get("s"); err != nil || info.Description != "before" {
+				t.Fatalf("%+v %v", info, err)
+			}
+			flush(t, d, "s")
+			d2 := newDir(t, d.Root(), stores.Options{})
+			desc := "after"
+			if _, err := d2.Update("s", stores.Change{Description: &desc}, gitmem.Signature{}); err != nil {
+				t.Fatal(err)
+			}
+			flush(t, d2, "s")
+			d2.Close()
+			for i := range n {
+				write(i)
+			}
+			if info, err := d.Get("s"); err != nil || info.Description != "after" {
+				t.Errorf("after another process's change and %d commits: %+v %v", n, info, err)
+			}
+		})
 	}
 }

@@ -132,6 +132,22 @@ func readMeta(r *gitmem.Repo, stop string) (m Meta, found bool, head string, err
 	if head == stop {
 		return m, false, head, nil
 	}
+	// The commits since stop, when few and without a merge, are read from
+	// the objects: a Log would first wait for git's files to follow the
+	// writes of this process (the materialiser's work), and every call
+	// reads the metadata.
+	for h, n := head, 0; stop != "" && n < 64; n++ {
+		c, err := r.CommitObject(h)
+		if err != nil || len(c.Parents) != 1 {
+			break
+		}
+		if c.Trailer(gitmem.TrailerCommand) == CommandStore {
+			return metaOf(c), true, head, nil
+		}
+		if h = c.Parents[0]; h == stop {
+			return m, false, head, nil
+		}
+	}
 	// Without a known commit to stop at, a filter lets a fresh process
 	// skip the index lines that cannot be store commits unparsed.
 	opt := gitmem.LogOptions{}
