@@ -301,6 +301,8 @@ type Index struct {
 
 	shaMu sync.Mutex
 	shas  map[string]contentSum // by blob hash: a blob's content never changes
+
+	catching sync.Mutex // held by the write that catches up for the others
 }
 
 type contentSum struct {

@@ -79,6 +79,11 @@ func (c Caller) meta(subject, command string, trailers ...gitmem.Trailer) gitmem
 	return gitmem.Meta{Subject: subject, Author: c.Author, Trailers: ts}
 }
 
+// maxPending is how many answered writes the index keeps pending (each
+// write looks through them) before one write reads them back from the
+// history.
+const maxPending = 1024
+
 // maxAttempts bounds how often a write runs again because the store
 // changed beside it (a tool call, another process): then ErrBusy.
 const maxAttempts = 50
@@ -125,7 +130,7 @@ func (ix *Index) write(ctx context.Context, repo *gitmem.Repo, meta gitmem.Meta,
 				}
 			}
 		}
-		long := len(ix.overlay) > 256
+		long := len(ix.overlay) > maxPending
 		ix.mu.Unlock()
 		if errors.Is(err, errStale) {
 			if attempt+1 < maxAttempts && ctx.Err() == nil {
@@ -133,49 +138,51 @@ func (ix *Index) write(ctx context.Context, repo *gitmem.Repo, meta gitmem.Meta,
 			}
 			return c, ErrBusy
 		}
-		if long { // answered writes are read back from the history now and then
+		// Answered writes are read back from the history now and then, by
+		// one write at a time (a catch-up waits for git's files to follow).
+		if long && ix.catching.TryLock() {
 			ix.catchUp(ctx, repo)
+			ix.catching.Unlock()
 		}
 		return c, err
 	}
 }
 
-// conflictAt is the path of a file that a file at p would overlap: p
-// itself, a file above it, or the first file below it ("": none).
-func conflictAt(tx *gitmem.Tx, p string) (string, error) {
+// put writes content at p unless a memory holds p or overlaps it: then
+// it returns that memory's path and writes nothing. Only p itself is
+// looked at (a folder looked at is checked for hand edits beneath it, at
+// every write): the folders above are, when WriteFile says one is a file.
+func put(tx *gitmem.Tx, p string, content []byte) (string, error) {
+	info, err := tx.Stat(p)
+	switch {
+	case err == nil && !info.Dir:
+		return p, nil
+	case err == nil:
+		for dir := p; ; { // the first memory below
+			kids, err := tx.List(dir)
+			if err != nil || len(kids) == 0 {
+				return dir, err
+			}
+			dir += "/" + kids[0].Name
+			if !kids[0].Dir {
+				return dir, nil
+			}
+		}
+	case !errors.Is(err, gitmem.ErrNotExist):
+		return "", err
+	}
+	err = tx.WriteFile(p, content)
+	if !errors.Is(err, gitmem.ErrNotDir) {
+		return "", err
+	}
 	segs := strings.Split(p, "/")
-	for i := 1; i < len(segs); i++ {
+	for i := 1; i < len(segs); i++ { // the memory above
 		above := strings.Join(segs[:i], "/")
-		info, err := tx.Stat(above)
-		if errors.Is(err, gitmem.ErrNotExist) {
-			return "", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		if !info.Dir {
+		if info, err := tx.Stat(above); err == nil && !info.Dir {
 			return above, nil
 		}
 	}
-	info, err := tx.Stat(p)
-	switch {
-	case errors.Is(err, gitmem.ErrNotExist):
-		return "", nil
-	case err != nil:
-		return "", err
-	case !info.Dir:
-		return p, nil
-	}
-	for dir := p; ; {
-		kids, err := tx.List(dir)
-		if err != nil || len(kids) == 0 {
-			return dir, err
-		}
-		dir += "/" + kids[0].Name
-		if !kids[0].Dir {
-			return dir, nil
-		}
-	}
+	return "", err
 }
 
 // CreateRequest is a memory to create. Path is relative to memories/
@@ -217,19 +224,16 @@ func (ix *Index) Create(ctx context.Context, repo *gitmem.Repo, req CreateReques
 				return nil, errReplay
 			}
 		}
-		conflict, err := conflictAt(tx, req.Path)
+		u := tx.Usage()
+		if err := req.Limits.Check(apiPath(req.Path), policy.Usage{Files: u.Files, Bytes: u.Bytes}, -1, int64(len(req.Content))); err != nil {
+			return nil, err
+		}
+		conflict, err := put(tx, req.Path, req.Content)
 		if err != nil {
 			return nil, err
 		}
 		if conflict != "" {
 			return nil, &PathConflictError{Path: conflict, MemoryID: ix.writerIDAt(conflict)}
-		}
-		u := tx.Usage()
-		if err := req.Limits.Check(apiPath(req.Path), policy.Usage{Files: u.Files, Bytes: u.Bytes}, -1, int64(len(req.Content))); err != nil {
-			return nil, err
-		}
-		if err := tx.WriteFile(req.Path, req.Content); err != nil {
-			return nil, err
 		}
 		return &pending{mid: mid, op: CommandCreate, to: req.Path, idem: idem}, nil
 	})
@@ -323,11 +327,15 @@ func (ix *Index) Update(ctx context.Context, repo *gitmem.Repo, id string, req U
 		}
 		subject := "memory: update " + policy.Display(cur.Path)
 		tx.SetTrailer(gitmem.TrailerPath, policy.Display(cur.Path))
-		if to != cur.Path {
+		if to == cur.Path {
+			if err := tx.WriteFile(to, content); err != nil {
+				return nil, err
+			}
+		} else {
 			if err := tx.Remove(cur.Path); err != nil {
 				return nil, err
 			}
-			conflict, err := conflictAt(tx, to)
+			conflict, err := put(tx, to, content)
 			if err != nil {
 				return nil, err
 			}
@@ -338,9 +346,6 @@ func (ix *Index) Update(ctx context.Context, repo *gitmem.Repo, id string, req U
 			tx.SetTrailer(gitmem.TrailerNewPath, policy.Display(to))
 		}
 		tx.SetSubject(subject)
-		if err := tx.WriteFile(to, content); err != nil {
-			return nil, err
-		}
 		return &pending{mid: id, op: CommandUpdate, from: cur.Path, to: to}, nil
 	})
 	if errors.Is(err, errNoChange) {

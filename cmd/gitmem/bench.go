@@ -31,7 +31,9 @@ rename, delete on small memory files) at each memory size, on a generated
 history, through: gitmem serve over stdio and over HTTP (child processes of
 this binary), the Anthropic TypeScript SDK's file backend (node), git add +
 git commit, and go-git's Worktree.Add + Commit; then concurrent HTTP clients
-against gitmem and against a node HTTP server over the SDK's backend. It
+against gitmem and against a node HTTP server over the SDK's backend; then
+the Memory Stores API of gitmem serve --stores (creates and updates by one
+client, and a whole store uploaded with many requests in flight). It
 prints p50/p99 latencies and throughput with ratios to the TypeScript
 backend, and the cost of one fsync and one fdatasync here. Backends take
 turns in small blocks, so the ratios hold on a busy machine.
@@ -54,6 +56,9 @@ temporary work folder before it exits (exit code 1).`,
 			&cli.IntFlag{Name: "conc-files", Usage: "memory size of the concurrency runs (default: the largest)"},
 			&cli.StringFlag{Name: "backends", Value: strings.Join(bench.AllBackends, ","), Usage: "one-client backends: `LIST` of " + strings.Join(bench.AllBackends, ", ")},
 			&cli.StringFlag{Name: "sdk", EnvVars: []string{"GITMEM_BENCH_SDK"}, Usage: "`DIR` whose node_modules holds @anthropic-ai/sdk (\"none\": leave the TypeScript backend out)"},
+			&cli.IntFlag{Name: "ms-ops", Value: 1000, Usage: "Memory Stores API: `N` creates, then N updates, one client (0: none)"},
+			&cli.IntFlag{Name: "ms-upload", Value: 2000, Usage: "Memory Stores API: a store of `N` memories uploaded --ms-inflight at a time (0: none)"},
+			&cli.IntFlag{Name: "ms-inflight", Value: 32, Usage: "Memory Stores API: `N` requests in flight during the upload"},
 			&cli.StringFlag{Name: "dir", Usage: "work in `DIR` and keep it (default: a temporary folder, removed)"},
 			&cli.StringFlag{Name: "markdown", Usage: "also write the tables as markdown to `FILE`"},
 		},
@@ -66,24 +71,29 @@ func runBench(c *cli.Context) error {
 		return failf(exitUsage, "bench takes no arguments (got %q)", c.Args().First())
 	}
 	cfg := bench.Config{
-		History:   c.Int("history"),
-		Ops:       c.Int("ops"),
-		Budget:    c.Duration("budget"),
-		ConcOps:   c.Int("conc-ops"),
-		ConcFiles: c.Int("conc-files"),
-		Dir:       c.String("dir"),
-		FloorOps:  200,
-		Log:       c.App.ErrWriter,
+		History:    c.Int("history"),
+		Ops:        c.Int("ops"),
+		Budget:     c.Duration("budget"),
+		ConcOps:    c.Int("conc-ops"),
+		ConcFiles:  c.Int("conc-files"),
+		Dir:        c.String("dir"),
+		FloorOps:   200,
+		MSOps:      c.Int("ms-ops"),
+		MSUpload:   c.Int("ms-upload"),
+		MSInflight: max(1, c.Int("ms-inflight")),
+		Log:        c.App.ErrWriter,
 	}
 	files, clients := c.String("files"), c.String("clients")
 	if c.Bool("quick") {
 		quick := map[string]func(){
-			"files":    func() { files = "10,100" },
-			"history":  func() { cfg.History = 200 },
-			"ops":      func() { cfg.Ops = 30 },
-			"budget":   func() { cfg.Budget = 10 * time.Second },
-			"clients":  func() { clients = "1,4" },
-			"conc-ops": func() { cfg.ConcOps = 40 },
+			"files":     func() { files = "10,100" },
+			"history":   func() { cfg.History = 200 },
+			"ops":       func() { cfg.Ops = 30 },
+			"budget":    func() { cfg.Budget = 10 * time.Second },
+			"clients":   func() { clients = "1,4" },
+			"conc-ops":  func() { cfg.ConcOps = 40 },
+			"ms-ops":    func() { cfg.MSOps = 20 },
+			"ms-upload": func() { cfg.MSUpload = 100 },
 		}
 		for name, set := range quick {
 			if !c.IsSet(name) {

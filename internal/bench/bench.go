@@ -56,6 +56,10 @@ type Config struct {
 	// Dir is the work folder; "" makes a temporary one, removed at the end.
 	Dir      string
 	FloorOps int // syncs per floor measurement
+	// The Memory Stores API: MSOps creates then updates by one client,
+	// then a store of MSUpload memories uploaded MSInflight at a time (0
+	// and 0: not measured).
+	MSOps, MSUpload, MSInflight int
 	// Gitmem returns a command running gitmem with args (the benchmark
 	// starts its servers as child processes).
 	Gitmem func(args ...string) *exec.Cmd
@@ -112,6 +116,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if cfg.Dir == "" {
 			os.RemoveAll(dir)
+		}
+	}
+	if cfg.MSOps > 0 || cfg.MSUpload > 0 {
+		if err := rep.memoryStores(ctx, filepath.Join(work, "memory-stores")); err != nil {
+			return nil, fmt.Errorf("the Memory Stores API: %w", err)
 		}
 	}
 	rep.Machine.LoadEnd = loadAverage()

@@ -25,6 +25,8 @@ type Report struct {
 	Floor   floor
 	Single  []*run
 	Conc    []*conc
+	// MemoryStores is the Memory Stores API's measurements (nil: not run).
+	MemoryStores *msResult
 }
 
 // Machine describes where the run happened.
@@ -251,6 +253,9 @@ func (rep *Report) tables() []table {
 			ct.rows = append(ct.rows, append(row, ratio(rates[0], rates[1])))
 		}
 		out = append(out, ct)
+	}
+	if rep.MemoryStores != nil {
+		out = append(out, rep.msTable())
 	}
 	fl := rep.Floor
 	out = append(out, table{title: "The floor: one 200-byte write and sync",
