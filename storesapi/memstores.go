@@ -597,18 +597,18 @@ func (s *storesServer) getStoreMemory(w http.ResponseWriter, r *http.Request, p 
 	}
 	mem, err := m.ix.Get(r.Context(), m.repo, r.PathValue("memory"), full)
 	if err != nil {
-		s.memoryNotFound(w, m, r.PathValue("memory"), err)
+		s.notFound(w, m, "memory", r.PathValue("memory"), err)
 		return
 	}
 	handler.WriteJSON(w, http.StatusOK, memoryOf(m.id(), mem, full))
 }
 
-// memoryNotFound answers a memory operation's failure, naming the memory
-// when it is not found.
-func (s *storesServer) memoryNotFound(w http.ResponseWriter, m msStore, id string, err error) {
+// notFound answers the failure of an operation on a memory or a version
+// (what), naming it (id) when it is not found.
+func (s *storesServer) notFound(w http.ResponseWriter, m msStore, what, id string, err error) {
 	if errors.Is(err, memstore.ErrNotFound) {
 		final(w)
-		apiError(w, http.StatusNotFound, errNotFound, "memory "+clip(id)+" not found in memory store "+m.id())
+		apiError(w, http.StatusNotFound, errNotFound, what+" "+clip(id)+" not found in memory store "+m.id())
 		return
 	}
 	s.msError(w, m.id(), err)
@@ -653,7 +653,7 @@ func (s *storesServer) updateMemory(w http.ResponseWriter, r *http.Request, p pr
 	}
 	mem, _, err := m.ix.Update(r.Context(), m.repo, r.PathValue("memory"), u)
 	if err != nil {
-		s.memoryNotFound(w, m, r.PathValue("memory"), err)
+		s.notFound(w, m, "memory", r.PathValue("memory"), err)
 		return
 	}
 	handler.WriteJSON(w, http.StatusOK, memoryOf(m.id(), mem, full))
@@ -666,7 +666,7 @@ func (s *storesServer) deleteStoreMemory(w http.ResponseWriter, r *http.Request,
 	}
 	id := r.PathValue("memory")
 	if err := m.ix.Delete(r.Context(), m.repo, id, expect, s.caller(r, p)); err != nil {
-		s.memoryNotFound(w, m, id, err)
+		s.notFound(w, m, "memory", id, err)
 		return
 	}
 	handler.WriteJSON(w, http.StatusOK, deletedJSON{ID: id, Type: "memory_deleted"})
@@ -755,19 +755,10 @@ func (s *storesServer) getMemoryVersion(w http.ResponseWriter, r *http.Request, 
 	id := r.PathValue("version")
 	v, err := m.ix.Version(r.Context(), m.repo, id, full)
 	if err != nil {
-		s.versionNotFound(w, m, id, err)
+		s.notFound(w, m, "memory version", id, err)
 		return
 	}
 	handler.WriteJSON(w, http.StatusOK, memoryVersionOf(m.id(), v, full))
-}
-
-func (s *storesServer) versionNotFound(w http.ResponseWriter, m msStore, id string, err error) {
-	if errors.Is(err, memstore.ErrNotFound) {
-		final(w)
-		apiError(w, http.StatusNotFound, errNotFound, "memory version "+clip(id)+" not found in memory store "+m.id())
-		return
-	}
-	s.msError(w, m.id(), err)
 }
 
 func (s *storesServer) redactMemoryVersion(w http.ResponseWriter, r *http.Request, p principal, m msStore) {
@@ -775,7 +766,7 @@ func (s *storesServer) redactMemoryVersion(w http.ResponseWriter, r *http.Reques
 	id := r.PathValue("version")
 	v, err := m.ix.Redact(r.Context(), m.repo, id, s.caller(r, p))
 	if err != nil {
-		s.versionNotFound(w, m, id, err)
+		s.notFound(w, m, "memory version", id, err)
 		return
 	}
 	handler.WriteJSON(w, http.StatusOK, memoryVersionOf(m.id(), v, false))
