@@ -1,5 +1,5 @@
 // Package memorytool runs Claude's memory tool (memory_20250818) for Go
-// programs that use github.com/anthropics/anthropic-sdk-go, on a gitmem
+// programs that use github.com/anthropics/anthropic-sdk-go/v2, on a gitmem
 // memory: in process (a *handler.Handler) or remote (gitmem serve --http).
 //
 // The SDK declares the memory tool but has no executor for it, and its
@@ -28,7 +28,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/anthropics/anthropic-sdk-go"
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/gitmem-dev/gitmem/handler"
 )

@@ -1,5 +1,5 @@
 // Command agent is a complete agent loop with Claude's memory tool on a
-// gitmem memory, using github.com/anthropics/anthropic-sdk-go: the
+// gitmem memory, using github.com/anthropics/anthropic-sdk-go/v2: the
 // Messages API (which adds the memory protocol to the system prompt when
 // the memory tool is present), each memory call run in order and
 // committed, and optional context editing: as the conversation grows, the
@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go"
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"

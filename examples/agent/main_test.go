@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
@@ -108,7 +108,7 @@ func TestAgentLoop(t *testing.T) {
 		if got := string(body.ContextManagement); got != `{"edits":[{"type":"clear_tool_uses_20250919"}]}` {
 			t.Errorf("request %d: context_management %s", i+1, got)
 		}
-		if !strings.Contains(r.Header.Get("anthropic-beta"), "context-management-2025-06-27") || r.Header.Get("x-api-key") != "test-key" {
+		if !strings.Contains(r.Header.Get("anthropic-beta"), "context-management-2025-06-27") || r.Header.Get("Authorization") != "Bearer test-key" {
 			t.Errorf("request %d: headers %v", i+1, r.Header)
 		}
 		// Each session is its own conversation (the second starts at request
