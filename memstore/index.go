@@ -23,6 +23,10 @@ const (
 	TrailerRedacted       = "Memory-Redacted"
 	TrailerAPIKey         = "Api-Key-Id"
 	TrailerIdempotencyKey = "Idempotency-Key"
+	// Only on versions imported from another Memory Store (Replay): a
+	// service account made it, or nobody was recorded.
+	TrailerServiceAccount = "Service-Account-Id"
+	TrailerNoActor        = "Actor-Unrecorded"
 )
 
 // Memory-Command values of this package's commits. create and delete are
@@ -44,14 +48,16 @@ const (
 
 // Actor types, as the API names them.
 const (
-	APIActor     = "api_actor"
-	SessionActor = "session_actor"
-	UserActor    = "user_actor"
+	APIActor            = "api_actor"
+	SessionActor        = "session_actor"
+	UserActor           = "user_actor"
+	ServiceAccountActor = "service_account_actor" // only on imported versions
 )
 
 // Actor is who made a change: an API key (a token's name), a session, or
-// a user (an operator's commit, named by its author). The zero Actor is
-// "not recorded".
+// a user (an operator's commit, named by its author); on a version
+// imported from another Memory Store, also a service account. The zero
+// Actor is "not recorded".
 type Actor struct{ Type, ID string }
 
 // version is one memory changed by one commit.
@@ -115,10 +121,16 @@ func stableKey(c gitmem.Commit, depth int) string {
 // actorOf is who made a commit: the API key of this package's commits,
 // else the session of a tool call, else the author of a tool call (the
 // multi-store server's token), else the author as a user (an operator).
+// An imported version's commit may also name a service account, or
+// nobody.
 func actorOf(c gitmem.Commit) Actor {
 	switch {
+	case c.Trailer(TrailerNoActor) != "":
+		return Actor{}
 	case c.Trailer(TrailerAPIKey) != "":
 		return Actor{APIActor, c.Trailer(TrailerAPIKey)}
+	case c.Trailer(TrailerServiceAccount) != "":
+		return Actor{ServiceAccountActor, c.Trailer(TrailerServiceAccount)}
 	case c.Trailer(gitmem.TrailerSession) != "":
 		return Actor{SessionActor, c.Trailer(gitmem.TrailerSession)}
 	case c.Author.Name == "":

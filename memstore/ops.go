@@ -533,8 +533,8 @@ func (ix *Index) List(ctx context.Context, repo *gitmem.Repo, opt ListOptions) (
 
 // VersionFilter selects versions; zero fields do not filter.
 type VersionFilter struct {
-	MemoryID, Operation, SessionID, APIKeyID string
-	Since, Until                             time.Time // inclusive
+	MemoryID, Operation, SessionID, APIKeyID, ServiceAccountID string
+	Since, Until                                               time.Time // inclusive
 }
 
 func (f VersionFilter) match(v *version) bool {
@@ -543,6 +543,7 @@ func (f VersionFilter) match(v *version) bool {
 		f.Operation != "" && v.op != f.Operation,
 		f.SessionID != "" && v.session != f.SessionID,
 		f.APIKeyID != "" && (v.by.Type != APIActor || v.by.ID != f.APIKeyID),
+		f.ServiceAccountID != "" && (v.by.Type != ServiceAccountActor || v.by.ID != f.ServiceAccountID),
 		!f.Since.IsZero() && v.time.Before(f.Since),
 		!f.Until.IsZero() && v.time.After(f.Until):
 		return false
@@ -704,14 +705,19 @@ func (ix *Index) Redact(ctx context.Context, repo *gitmem.Repo, id string, by Ca
 		}
 		ix.mu.Unlock()
 	}
-	trailers := []gitmem.Trailer{}
-	for _, r := range redacted {
-		trailers = append(trailers, gitmem.Trailer{Key: TrailerRedacted, Value: r})
-	}
-	if _, err := repo.Update(by.meta("memory: redact "+id, CommandRedact, trailers...), func(*gitmem.Tx) error { return nil }); err != nil {
+	if _, err := repo.Update(by.meta("memory: redact "+id, CommandRedact, redactedTrailers(redacted)...), func(*gitmem.Tx) error { return nil }); err != nil {
 		return Version{}, err
 	}
 	return ix.Version(ctx, repo, id, false)
+}
+
+// redactedTrailers name the versions a redaction commit records.
+func redactedTrailers(ids []string) []gitmem.Trailer {
+	var ts []gitmem.Trailer
+	for _, id := range ids {
+		ts = append(ts, gitmem.Trailer{Key: TrailerRedacted, Value: id})
+	}
+	return ts
 }
 
 func currentContent(m Memory) error {

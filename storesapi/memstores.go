@@ -724,25 +724,21 @@ func (s *storesServer) listMemoryVersions(w http.ResponseWriter, r *http.Request
 	}
 	q := r.URL.Query()
 	f := memstore.VersionFilter{MemoryID: q.Get("memory_id"), Operation: q.Get("operation"), SessionID: q.Get("session_id"),
-		APIKeyID: q.Get("api_key_id"), Since: gte, Until: lte}
+		APIKeyID: q.Get("api_key_id"), ServiceAccountID: q.Get("service_account_id"), Since: gte, Until: lte}
 	switch f.Operation {
 	case "", memstore.Created, memstore.Modified, memstore.Deleted:
 	default:
 		badQuery(w, "operation must be created, modified or deleted, not %s", clip(f.Operation))
 		return
 	}
+	vs, next, err := m.ix.Versions(r.Context(), m.repo, f, q.Get("page"), limit, full)
+	if err != nil {
+		s.msError(w, m.id(), err)
+		return
+	}
 	out := []memoryVersionJSON{}
-	next := ""
-	if q.Get("service_account_id") == "" { // no change here is a service account's
-		vs, n, err := m.ix.Versions(r.Context(), m.repo, f, q.Get("page"), limit, full)
-		if err != nil {
-			s.msError(w, m.id(), err)
-			return
-		}
-		for _, v := range vs {
-			out = append(out, memoryVersionOf(m.id(), v, full))
-		}
-		next = n
+	for _, v := range vs {
+		out = append(out, memoryVersionOf(m.id(), v, full))
 	}
 	handler.WriteJSON(w, http.StatusOK, newPage(out, next))
 }

@@ -76,10 +76,11 @@ type memoryPrefixJSON struct {
 }
 
 type actorJSON struct {
-	Type      string `json:"type"`
-	APIKeyID  string `json:"api_key_id,omitempty"`
-	SessionID string `json:"session_id,omitempty"`
-	UserID    string `json:"user_id,omitempty"`
+	Type             string `json:"type"`
+	APIKeyID         string `json:"api_key_id,omitempty"`
+	SessionID        string `json:"session_id,omitempty"`
+	UserID           string `json:"user_id,omitempty"`
+	ServiceAccountID string `json:"service_account_id,omitempty"`
 }
 
 func actorOf(a memstore.Actor) *actorJSON {
@@ -90,6 +91,8 @@ func actorOf(a memstore.Actor) *actorJSON {
 		return &actorJSON{Type: a.Type, SessionID: a.ID}
 	case memstore.UserActor:
 		return &actorJSON{Type: a.Type, UserID: a.ID}
+	case memstore.ServiceAccountActor:
+		return &actorJSON{Type: a.Type, ServiceAccountID: a.ID}
 	}
 	return nil
 }

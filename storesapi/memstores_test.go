@@ -1,6 +1,7 @@
 package storesapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/memstore"
 	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
 	"github.com/gitmem-dev/gitmem/storesapi"
 )
 
@@ -250,4 +254,43 @@ func TestMemoryStoresRoutesMatchTheDocument(t *testing.T) {
 	a.call("ops", "GET", base+"/memory_versions?memory_id="+m2.str("id")+"&limit=100", nil, nil)
 	a.call("ops", "POST", base+"/archive", nil, nil)
 	a.call("ops", "DELETE", base, nil, nil)
+}
+
+// A version imported from another Memory Store keeps its actor: a service
+// account (listed by the service_account_id filter) or none (null).
+func TestMemoryStoresImportedActors(t *testing.T) {
+	a := newStoresAPI(t, policy.ScreenOff)
+	var st msObject
+	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "Imported"}, &st)
+	id := st.str("id")
+	s, err := a.dir.Acquire(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Use(func(r *gitmem.Repo, _ stores.Meta) error {
+		ix := memstore.NewIndex()
+		if err := ix.Replay(context.Background(), r, memstore.Version{ID: "memver_1", MemoryID: "mem_1", Operation: memstore.Created,
+			Path: "/a.md", Content: []byte("a\n"), By: memstore.Actor{Type: memstore.ServiceAccountActor, ID: "svac_7"}}); err != nil {
+			return err
+		}
+		return ix.Replay(context.Background(), r, memstore.Version{ID: "memver_2", MemoryID: "mem_1", Operation: memstore.Modified,
+			Path: "/a.md", Content: []byte("b\n")})
+	})
+	s.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct{ Data []msObject }
+	a.call("ops", "GET", "/v1/memory_stores/"+id+"/memory_versions?service_account_id=svac_7", nil, &page)
+	if len(page.Data) != 1 || page.Data[0].str("id") != "memver_1" {
+		t.Fatalf("by the service account: %v", page.Data)
+	}
+	if by, _ := page.Data[0]["created_by"].(map[string]any); by["type"] != "service_account_actor" || by["service_account_id"] != "svac_7" || len(by) != 2 {
+		t.Errorf("created_by %v", page.Data[0]["created_by"])
+	}
+	var v msObject
+	a.call("ops", "GET", "/v1/memory_stores/"+id+"/memory_versions/memver_2", nil, &v)
+	if by, ok := v["created_by"]; !ok || by != nil {
+		t.Errorf("an unrecorded actor: created_by %v", v["created_by"])
+	}
 }
