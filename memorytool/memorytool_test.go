@@ -116,14 +116,23 @@ func TestRemoteErrors(t *testing.T) {
 	}
 }
 
-// The SDK stays out of the core: only this package (and examples) import it.
+// The SDK stays out of the core: only this package, package transfer (the
+// CLI's store import and export) and examples import it; the server, the
+// store and the CLI's own code do not.
 func TestCoreDoesNotImportTheSDK(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "../cmd/gitmem", "../handler", "../gitmem", "../policy").Output()
+	out, err := exec.Command("go", "list", "-deps", "../handler", "../gitmem", "../policy", "../stores", "../memstore", "../storesapi", "../operator").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
 	if strings.Contains(string(out), "anthropic-sdk-go") {
 		t.Error("a core package imports github.com/anthropics/anthropic-sdk-go")
+	}
+	out, err = exec.Command("go", "list", "-f", "{{join .Imports \"\\n\"}}", "../cmd/gitmem").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if strings.Contains(string(out), "anthropic-sdk-go") {
+		t.Error("cmd/gitmem imports github.com/anthropics/anthropic-sdk-go itself, not through package transfer")
 	}
 }
 

@@ -1,0 +1,155 @@
+package transfer
+
+import (
+	"context"
+	"math"
+	"sync/atomic"
+	"unicode/utf8"
+
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/memstore"
+	"github.com/gitmem-dev/gitmem/stores"
+)
+
+// ExportOptions say where a store is exported.
+type ExportOptions struct {
+	To       string // the id of a store there to copy into; "": a new store
+	Parallel int    // requests in flight (0: 8)
+}
+
+// ExportResult is what an export did, or had done when it failed.
+type ExportResult struct {
+	StoreID   string // the store there ("" when none was made)
+	New       bool   // made by this export
+	Memories  int    // the gitmem store's memories
+	Created   int    // memories made there
+	Updated   int    // memories there at the same path, given the content
+	Unchanged int    // memories there at the same path with the same content already
+	Others    int    // memories there at other paths: left as they are
+}
+
+// Export copies the current memories of the gitmem store name to the
+// Memory Stores API remote: into a new store with the same name,
+// description and metadata, or into the store opt.To. A memory there at
+// the same path gets the content (an update, on the condition that it
+// still has the content listed: a new version there, none when it has it
+// already); a memory at a path of its own is created (a new id: the API
+// makes ids); memories there at other paths are left as they are. Only
+// the current memories go: the API cannot write past versions.
+//
+// Export stops at the first request that fails (after the SDK's retries);
+// what it copied stays, and the result says what that was. Running it
+// again with To the store it made copies the rest: memories already
+// copied are unchanged.
+func Export(ctx context.Context, remote Remote, d *stores.Dir, name string, opt ExportOptions) (ExportResult, error) {
+	var res ExportResult
+	s, err := d.Acquire(name)
+	if err != nil {
+		return res, err
+	}
+	var meta stores.Meta
+	var mems []memstore.Item
+	err = s.Use(func(r *gitmem.Repo, m stores.Meta) error {
+		meta = m
+		// One listing: the memories of one commit.
+		mems, _, err = memstore.NewIndex().List(ctx, r, memstore.ListOptions{Limit: math.MaxInt, WithContent: true})
+		return err
+	})
+	s.Release()
+	if err != nil {
+		return res, err
+	}
+	res.Memories = len(mems)
+	for _, m := range mems {
+		if !utf8.Valid(m.Content) {
+			return res, &ExportError{Path: m.Path, Msg: "is not UTF-8 text, and the API holds text"}
+		}
+		if len(m.Content) > memstore.MaxContentBytes {
+			return res, &ExportError{Path: m.Path, Msg: "is over the API's 102,400 bytes"}
+		}
+	}
+
+	c := remote.client()
+	there := map[string]anthropic.BetaManagedAgentsMemoryListItemUnion{}
+	if opt.To == "" {
+		params := anthropic.BetaMemoryStoreNewParams{Name: stores.Info{Name: name, Meta: meta}.Title(), Metadata: meta.Metadata}
+		if meta.Description != "" {
+			params.Description = param.NewOpt(meta.Description)
+		}
+		st, err := c.Beta.MemoryStores.New(ctx, params)
+		if err != nil {
+			return res, remoteErr(err)
+		}
+		res.StoreID, res.New = st.ID, true
+	} else {
+		st, err := c.Beta.MemoryStores.Get(ctx, opt.To, anthropic.BetaMemoryStoreGetParams{})
+		if err != nil {
+			return res, remoteErr(err)
+		}
+		res.StoreID = st.ID
+		items, err := listMemories(ctx, c, st.ID)
+		if err != nil {
+			return res, err
+		}
+		for _, it := range items {
+			there[it.Path] = it
+		}
+	}
+	for _, m := range mems {
+		if _, ok := there[m.Path]; ok {
+			res.Others--
+		}
+	}
+	res.Others += len(there)
+
+	var created, updated, unchanged atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	if opt.Parallel <= 0 {
+		opt.Parallel = 8
+	}
+	g.SetLimit(opt.Parallel)
+	for _, m := range mems {
+		old, ok := there[m.Path]
+		if ok && old.ContentSha256 == m.SHA256 {
+			unchanged.Add(1)
+			continue
+		}
+		if gctx.Err() != nil {
+			break // a request failed: the rest waits for the next run
+		}
+		g.Go(func() error {
+			var got *anthropic.BetaManagedAgentsMemory
+			var err error
+			if ok {
+				got, err = c.Beta.MemoryStores.Memories.Update(gctx, old.ID, anthropic.BetaMemoryStoreMemoryUpdateParams{MemoryStoreID: res.StoreID,
+					Content: param.NewOpt(string(m.Content)), Precondition: anthropic.BetaManagedAgentsPreconditionParam{ContentSha256: param.NewOpt(old.ContentSha256)}})
+			} else {
+				got, err = c.Beta.MemoryStores.Memories.New(gctx, res.StoreID, anthropic.BetaMemoryStoreMemoryNewParams{Path: m.Path, Content: param.NewOpt(string(m.Content))})
+			}
+			if err != nil {
+				return remoteErr(err)
+			}
+			if got.ContentSha256 != m.SHA256 || got.Path != m.Path {
+				return &ExportError{Path: m.Path, Msg: "came back with another content_sha256 or path (" + got.ContentSha256 + " " + got.Path + ")"}
+			}
+			if ok {
+				updated.Add(1)
+			} else {
+				created.Add(1)
+			}
+			return nil
+		})
+	}
+	err = g.Wait()
+	res.Created, res.Updated, res.Unchanged = int(created.Load()), int(updated.Load()), int(unchanged.Load())
+	return res, err
+}
+
+// ExportError is a memory that cannot be exported as it is.
+type ExportError struct{ Path, Msg string }
+
+func (e *ExportError) Error() string { return "memory " + e.Path + " " + e.Msg }

@@ -1,0 +1,467 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/memstore"
+	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
+)
+
+// ImportError is a store that cannot be imported as it is there (an id,
+// a path or metadata a gitmem store cannot hold, a history that does not
+// follow), or whose copy did not come out the same (it changed while it
+// was read). Nothing was imported.
+type ImportError struct{ Msg string }
+
+func (e *ImportError) Error() string { return e.Msg }
+
+func importErr(format string, args ...any) error {
+	return &ImportError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// ImportOptions say how a store is imported.
+type ImportOptions struct {
+	Name     string          // the gitmem store's name (its folder under root)
+	Repo     gitmem.Options  // how it is opened (log, identities); its clock is each version's time
+	Progress gitmem.Progress // versions written of all; nil: none
+}
+
+// ImportResult is what an import made.
+type ImportResult struct {
+	Store      stores.Info
+	Memories   int // live ones
+	Versions   int // one commit each
+	Redacted   int // of Versions, redacted there (a placeholder here)
+	Redactions int // commits recording redactions
+	// A service that keeps versions for a while (the hosted one: 30 days)
+	// may no longer have the first versions of a memory:
+	Truncated   int // memories whose first version there is a modification: imported as their creation
+	Unversioned int // memories with no version there: imported as one version (created, no actor) at their updated_at
+	Skipped     int // deletions of memories with no earlier version there: not imported
+}
+
+// Import copies the store id of the Memory Stores API remote into a new
+// gitmem store opt.Name in the folder of stores root: its name,
+// description, metadata and times, every version a commit in the order of
+// their times, with its memory id, version id, actor and time (to the
+// second, as git keeps it), a redacted version a redacted version (whose
+// content it never had), and a redaction record at the time and by the
+// actor it had there. The copy is checked against what the API listed,
+// field by field, before it appears under root (it is built in a
+// temporary folder root/.import-NAME-*, renamed into place at the end):
+// an import that fails leaves nothing. root/NAME must not exist
+// (stores.ErrExists).
+func Import(ctx context.Context, remote Remote, root, id string, opt ImportOptions) (ImportResult, error) {
+	var res ImportResult
+	if err := policy.CheckStoreName(opt.Name); err != nil {
+		return res, err
+	}
+	dest := filepath.Join(root, opt.Name)
+	if _, err := os.Lstat(dest); err == nil {
+		return res, stores.ErrExists
+	}
+	c := remote.client()
+	st, err := c.Beta.MemoryStores.Get(ctx, id, anthropic.BetaMemoryStoreGetParams{})
+	if err != nil {
+		return res, remoteErr(err)
+	}
+	meta := stores.Meta{DisplayName: st.Name, Description: st.Description, Metadata: st.Metadata}
+	for _, err := range []error{policy.CheckStoreDisplayName(st.Name), policy.CheckStoreDescription(st.Description), policy.CheckStoreMetadata(st.Metadata)} {
+		if err != nil {
+			return res, importErr("the store's name, description or metadata cannot be a gitmem store's: %v", err)
+		}
+	}
+	versions, err := listVersions(ctx, c, id)
+	if err != nil {
+		return res, err
+	}
+	memories, err := listMemories(ctx, c, id)
+	if err != nil {
+		return res, err
+	}
+	p, err := plan(ctx, c, st, versions, memories)
+	if err != nil {
+		return res, err
+	}
+	res.Truncated, res.Unversioned, res.Skipped = len(p.truncated), p.unversioned, p.skipped
+
+	tmp, err := os.MkdirTemp(root, ".import-"+opt.Name+"-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(tmp) // empty after a success
+	var clock atomic.Int64
+	ropt := opt.Repo
+	ropt.Now = func() time.Time { return time.Unix(0, clock.Load()).UTC() }
+	d, err := stores.Open(tmp, stores.Options{Repo: ropt, IdleClose: -1})
+	if err != nil {
+		return res, err
+	}
+	defer d.Close()
+	clock.Store(st.CreatedAt.UnixNano())
+	if _, err := d.Create(opt.Name, meta, gitmem.Signature{}); err != nil {
+		return res, err
+	}
+	ix := memstore.NewIndex()
+	for i, e := range p.events {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		clock.Store(e.at.UnixNano())
+		switch {
+		case e.archive:
+			_, err = d.Archive(opt.Name, true, gitmem.Signature{})
+		case e.update:
+			_, err = d.Update(opt.Name, stores.Change{}, gitmem.Signature{})
+		case e.redacted != nil:
+			err = use(d, opt.Name, func(r *gitmem.Repo) error { return ix.ReplayRedaction(ctx, r, e.redacted, e.by) })
+			res.Redactions++
+		default:
+			err = use(d, opt.Name, func(r *gitmem.Repo) error { return ix.Replay(ctx, r, e.v) })
+			res.Versions++
+			if !e.v.RedactedAt.IsZero() {
+				res.Redacted++
+			}
+		}
+		if err != nil {
+			var inv *memstore.InvalidError
+			var pc *memstore.PathConflictError
+			if errors.As(err, &inv) || errors.As(err, &pc) {
+				return res, importErr("version %s of memory %s cannot follow the versions before it: %v", e.v.ID, e.v.MemoryID, err)
+			}
+			return res, err
+		}
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(p.events))
+		}
+	}
+	if err := use(d, opt.Name, func(r *gitmem.Repo) error { return p.check(ctx, ix, r) }); err != nil {
+		return res, err
+	}
+	if res.Store, err = d.Get(opt.Name); err != nil {
+		return res, err
+	}
+	if err := checkStore(st, res.Store); err != nil {
+		return res, err
+	}
+	res.Memories = len(memories)
+	if err := d.Close(); err != nil {
+		return res, err
+	}
+	if _, err := os.Lstat(dest); err == nil {
+		return res, stores.ErrExists
+	}
+	if err := os.Rename(filepath.Join(tmp, opt.Name), dest); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// use runs fn with store name's repository.
+func use(d *stores.Dir, name string, fn func(r *gitmem.Repo) error) error {
+	s, err := d.Acquire(name)
+	if err != nil {
+		return err
+	}
+	defer s.Release()
+	return s.Use(func(r *gitmem.Repo, _ stores.Meta) error { return fn(r) })
+}
+
+// listVersions lists every version, with its content, in the API's order.
+func listVersions(ctx context.Context, c anthropic.Client, id string) ([]anthropic.BetaManagedAgentsMemoryVersion, error) {
+	var out []anthropic.BetaManagedAgentsMemoryVersion
+	pager := c.Beta.MemoryStores.MemoryVersions.ListAutoPaging(ctx, id, anthropic.BetaMemoryStoreMemoryVersionListParams{
+		View: anthropic.BetaManagedAgentsMemoryViewFull, Limit: param.NewOpt[int64](20)})
+	for pager.Next() {
+		out = append(out, pager.Current())
+	}
+	return out, remoteErr(pager.Err())
+}
+
+// listMemories lists every memory, without content.
+func listMemories(ctx context.Context, c anthropic.Client, id string) ([]anthropic.BetaManagedAgentsMemoryListItemUnion, error) {
+	var out []anthropic.BetaManagedAgentsMemoryListItemUnion
+	pager := c.Beta.MemoryStores.Memories.ListAutoPaging(ctx, id, anthropic.BetaMemoryStoreMemoryListParams{
+		View: anthropic.BetaManagedAgentsMemoryViewBasic, Limit: param.NewOpt[int64](100)})
+	for pager.Next() {
+		if it := pager.Current(); it.Type == "memory" {
+			out = append(out, it)
+		}
+	}
+	return out, remoteErr(pager.Err())
+}
+
+func actorOf(a anthropic.BetaManagedAgentsActorUnion) memstore.Actor {
+	switch a.Type {
+	case memstore.APIActor:
+		return memstore.Actor{Type: a.Type, ID: a.APIKeyID}
+	case memstore.SessionActor:
+		return memstore.Actor{Type: a.Type, ID: a.SessionID}
+	case memstore.UserActor:
+		return memstore.Actor{Type: a.Type, ID: a.UserID}
+	case memstore.ServiceAccountActor:
+		return memstore.Actor{Type: a.Type, ID: a.ServiceAccountID}
+	}
+	return memstore.Actor{}
+}
+
+// event is one commit of an import: a version, a redaction record, or a
+// change of the store's metadata.
+type event struct {
+	at       time.Time
+	v        memstore.Version
+	redacted []string // a redaction record of these versions, by by
+	by       memstore.Actor
+	update   bool
+	archive  bool
+}
+
+// importPlan is an import's commits, oldest first, and what to check the
+// copy against.
+type importPlan struct {
+	events      []event
+	versions    []anthropic.BetaManagedAgentsMemoryVersion
+	memories    []anthropic.BetaManagedAgentsMemoryListItemUnion
+	truncated   map[string]bool // memories whose first version is not their creation
+	unversioned int
+	synthetic   map[string]bool // versions made here for memories with none there
+	skipped     int
+	skippedIDs  map[string]bool
+}
+
+// plan orders the versions by time (the API lists them newest first:
+// reversed, versions of the same time keep their order) and makes each a
+// version to replay: a redacted one at the path its memory had before
+// (or has next: the API does not say), a memory's first version a
+// creation, a memory's current content that no version holds (the
+// service no longer keeps it) a version of its own.
+func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgentsMemoryStore,
+	versions []anthropic.BetaManagedAgentsMemoryVersion, memories []anthropic.BetaManagedAgentsMemoryListItemUnion) (*importPlan, error) {
+	p := &importPlan{versions: versions, memories: memories, truncated: map[string]bool{}, synthetic: map[string]bool{}, skippedIDs: map[string]bool{}}
+	var vs []memstore.Version
+	listed := map[string]bool{}
+	for i := len(versions) - 1; i >= 0; i-- {
+		a := versions[i]
+		if listed[a.ID] {
+			return nil, importErr("version %s is listed twice", a.ID)
+		}
+		listed[a.ID] = true
+		v := memstore.Version{ID: a.ID, MemoryID: a.MemoryID, Operation: string(a.Operation), Created: a.CreatedAt, Path: a.Path,
+			Content: []byte(a.Content), By: actorOf(a.CreatedBy)}
+		if !a.RedactedAt.IsZero() {
+			v.RedactedAt, v.RedactedBy, v.Content = a.RedactedAt, actorOf(a.RedactedBy), nil
+		} else if v.Operation != memstore.Deleted && memstore.SHA256(v.Content) != a.ContentSha256 {
+			return nil, importErr("version %s: its content does not have its content_sha256", a.ID)
+		}
+		vs = append(vs, v)
+	}
+	for _, m := range memories {
+		if listed[m.MemoryVersionID] {
+			continue
+		}
+		full, err := c.Beta.MemoryStores.Memories.Get(ctx, m.ID, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: st.ID,
+			View: anthropic.BetaManagedAgentsMemoryViewFull})
+		if err != nil {
+			return nil, remoteErr(err)
+		}
+		if memstore.SHA256([]byte(full.Content)) != full.ContentSha256 {
+			return nil, importErr("memory %s: its content does not have its content_sha256", m.ID)
+		}
+		vs = append(vs, memstore.Version{ID: full.MemoryVersionID, MemoryID: full.ID, Operation: memstore.Created, Created: full.UpdatedAt,
+			Path: full.Path, Content: []byte(full.Content)})
+		p.synthetic[full.MemoryVersionID] = true
+		p.unversioned++
+	}
+	slices.SortStableFunc(vs, func(a, b memstore.Version) int { return a.Created.Compare(b.Created) })
+
+	current := map[string]string{} // the path of each memory live at this point
+	for _, m := range memories {
+		current[m.ID] = m.Path // where a memory is at the end, for a redacted version with nothing after it
+	}
+	live := map[string]string{}
+	var redactions []event
+	for i, v := range vs {
+		path, here := live[v.MemoryID]
+		switch {
+		case v.Operation == memstore.Deleted && !here:
+			p.skipped++
+			p.skippedIDs[v.ID] = true
+			continue
+		case v.Operation == memstore.Modified && !here:
+			v.Operation = memstore.Created
+			p.truncated[v.MemoryID] = true
+		case v.Operation == memstore.Created && here && p.synthetic[v.ID]:
+			v.Operation = memstore.Modified
+		}
+		if !v.RedactedAt.IsZero() {
+			v.Path = path
+			if !here {
+				v.Path = nextPath(vs[i+1:], v.MemoryID, current[v.MemoryID])
+			}
+			redactions = append(redactions, event{at: v.RedactedAt, redacted: []string{v.ID}, by: v.RedactedBy})
+		}
+		if v.Operation != memstore.Deleted {
+			if _, err := memstore.ParsePath(v.Path); err != nil {
+				return nil, importErr("version %s of memory %s: its path cannot be a gitmem memory's: %v", v.ID, v.MemoryID, err)
+			}
+		}
+		if v.Operation == memstore.Deleted {
+			delete(live, v.MemoryID)
+		} else {
+			live[v.MemoryID] = v.Path
+		}
+		p.events = append(p.events, event{at: v.Created, v: v})
+	}
+	// Redactions made together (the same time and actor) are one record.
+	type key struct {
+		at int64
+		by memstore.Actor
+	}
+	group := map[key]int{}
+	for _, r := range redactions {
+		k := key{r.at.UnixNano(), r.by}
+		if i, ok := group[k]; ok {
+			p.events[i].redacted = append(p.events[i].redacted, r.redacted...)
+			continue
+		}
+		group[k] = len(p.events)
+		p.events = append(p.events, r)
+	}
+	created, updated, archived := st.CreatedAt.Truncate(time.Second), st.UpdatedAt.Truncate(time.Second), st.ArchivedAt.Truncate(time.Second)
+	if !st.ArchivedAt.IsZero() {
+		p.events = append(p.events, event{at: st.ArchivedAt, archive: true})
+	}
+	if !updated.Equal(created) && !updated.Equal(archived) {
+		p.events = append(p.events, event{at: st.UpdatedAt, update: true})
+	}
+	// Oldest first; a version before a record made in the same second.
+	slices.SortStableFunc(p.events, func(a, b event) int { return a.at.Truncate(time.Second).Compare(b.at.Truncate(time.Second)) })
+	return p, nil
+}
+
+// nextPath is the path the first of vs that is memory mid's and has one
+// gives it, else end (its path at the end), else a path of its own.
+func nextPath(vs []memstore.Version, mid, end string) string {
+	for _, v := range vs {
+		if v.MemoryID == mid && v.RedactedAt.IsZero() {
+			return v.Path
+		}
+	}
+	if end != "" {
+		return end
+	}
+	return "/redacted/" + mid
+}
+
+// check compares the copy with what the API listed, field by field (times
+// to the second): every version, every memory.
+func (p *importPlan) check(ctx context.Context, ix *memstore.Index, r *gitmem.Repo) error {
+	local := map[string]memstore.Version{}
+	for page := ""; ; {
+		vs, next, err := ix.Versions(ctx, r, memstore.VersionFilter{}, page, 1000, false)
+		if err != nil {
+			return err
+		}
+		for _, v := range vs {
+			local[v.ID] = v
+		}
+		if page = next; next == "" {
+			break
+		}
+	}
+	differs := func(what, id string, got, want any) error {
+		return importErr("the copy differs from the store there: %s of %s is %v here, %v there (did the store change while it was read? run the import again)", what, id, got, want)
+	}
+	sec := zeroUnix
+	for _, a := range p.versions {
+		if p.skippedIDs[a.ID] {
+			continue
+		}
+		v, ok := local[a.ID]
+		redacted := !a.RedactedAt.IsZero()
+		op := string(a.Operation)
+		if p.truncated[a.MemoryID] && op == memstore.Modified && v.Operation == memstore.Created {
+			op = memstore.Created // its memory's first version here
+		}
+		switch {
+		case !ok:
+			return differs("version", a.ID, "missing", "listed")
+		case v.MemoryID != a.MemoryID:
+			return differs("the memory", a.ID, v.MemoryID, a.MemoryID)
+		case v.Operation != op:
+			return differs("the operation", a.ID, v.Operation, op)
+		case sec(v.Created) != sec(a.CreatedAt):
+			return differs("the time", a.ID, v.Created, a.CreatedAt)
+		case v.By != actorOf(a.CreatedBy):
+			return differs("created_by", a.ID, v.By, actorOf(a.CreatedBy))
+		case redacted != !v.RedactedAt.IsZero() || sec(v.RedactedAt) != sec(a.RedactedAt) || v.RedactedBy != actorOf(a.RedactedBy):
+			return differs("the redaction", a.ID, v.RedactedAt, a.RedactedAt)
+		case !redacted && (v.Path != a.Path || v.SHA256 != a.ContentSha256 || v.Size != a.ContentSizeBytes):
+			return differs("the path or content", a.ID, v.Path, a.Path)
+		}
+		delete(local, a.ID)
+	}
+	for id := range local {
+		if !p.synthetic[id] {
+			return differs("version", id, "made", "not listed")
+		}
+	}
+	items, _, err := ix.List(ctx, r, memstore.ListOptions{Limit: len(p.memories) + 1})
+	if err != nil {
+		return err
+	}
+	if len(items) != len(p.memories) {
+		return differs("the number of memories", "the store", len(items), len(p.memories))
+	}
+	redacted := map[string]bool{}
+	for _, a := range p.versions {
+		if !a.RedactedAt.IsZero() {
+			redacted[a.ID] = true
+		}
+	}
+	for _, a := range p.memories {
+		m, err := ix.Get(ctx, r, a.ID, false)
+		switch {
+		case errors.Is(err, memstore.ErrNotFound):
+			return differs("memory", a.ID, "missing", "listed")
+		case err != nil:
+			return err
+		case m.Path != a.Path || m.VersionID != a.MemoryVersionID || sec(m.Updated) != sec(a.UpdatedAt):
+			return differs("the path, version or time", a.ID, m.Path+" "+m.VersionID, a.Path+" "+a.MemoryVersionID)
+		case !redacted[a.MemoryVersionID] && (m.SHA256 != a.ContentSha256 || m.Size != a.ContentSizeBytes):
+			return differs("the content", a.ID, m.SHA256, a.ContentSha256)
+		case !p.truncated[a.ID] && !p.synthetic[a.MemoryVersionID] && sec(m.Created) != sec(a.CreatedAt):
+			return differs("created_at", a.ID, m.Created, a.CreatedAt)
+		}
+	}
+	return nil
+}
+
+// checkStore compares the copy's metadata with the store there.
+func checkStore(st *anthropic.BetaManagedAgentsMemoryStore, info stores.Info) error {
+	want := fmt.Sprintf("%q %q %v %d %d %d", st.Name, st.Description, st.Metadata, st.CreatedAt.Unix(), st.UpdatedAt.Unix(), zeroUnix(st.ArchivedAt))
+	got := fmt.Sprintf("%q %q %v %d %d %d", info.DisplayName, info.Description, info.Metadata, info.Created.Unix(), info.Updated.Unix(), zeroUnix(info.Archived))
+	if got != want {
+		return importErr("the copy's name, description, metadata or times differ from the store there: %s here, %s there", got, want)
+	}
+	return nil
+}
+
+func zeroUnix(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}

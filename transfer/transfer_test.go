@@ -1,0 +1,551 @@
+package transfer_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+	"github.com/gitmem-dev/gitmem/memstore"
+	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
+	"github.com/gitmem-dev/gitmem/storesapi"
+	"github.com/gitmem-dev/gitmem/transfer"
+)
+
+var ctx = context.Background()
+
+// server is a gitmem Memory Stores API (package storesapi over a folder
+// of stores, the server gitmem serve --stores runs) on loopback, with a
+// clock the test moves, behind a proxy that can fail requests.
+type server struct {
+	t     *testing.T
+	root  string
+	dir   *stores.Dir
+	url   string // the proxy's
+	clock atomic.Int64
+	// fault, when set, answers a request instead of the server (n counts
+	// the requests the proxy got, from 1); ok false lets it through.
+	mu    sync.Mutex
+	fault func(r *http.Request, n int) (status int, body string, ok bool)
+	// filter, when set, rewrites a response's body.
+	filter func(r *http.Request, body []byte) []byte
+	n      int
+}
+
+var tokens = []policy.Token{
+	{Name: "ops", Stores: []string{"*"}, Access: policy.ReadWrite, Role: policy.Operator},
+	{Name: "agent", Stores: []string{"*"}, Access: policy.ReadWrite, Role: policy.Agent},
+}
+
+func newServer(t *testing.T) *server {
+	t.Helper()
+	s := &server{t: t, root: gittest.TempDir(t)}
+	s.clock.Store(time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC).Unix())
+	now := func() time.Time { return time.Unix(s.clock.Load(), 0).UTC() }
+	d, err := stores.Open(s.root, stores.Options{Repo: gitmem.Options{Now: now, Logf: t.Logf, Operator: gitmem.Signature{Name: "Olive Operator", Email: "olive@example.com"}}, IdleClose: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	s.dir = d
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	f := policy.TokenFile{}
+	for _, tok := range tokens {
+		tok.SHA256 = storesapi.HashToken("secret-" + tok.Name)
+		f.Tokens = append(f.Tokens, tok)
+	}
+	data, _ := json.Marshal(f)
+	os.WriteFile(file, data, 0o600)
+	toks, err := storesapi.LoadTokens(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(storesapi.New(d, storesapi.Options{Limits: policy.DefaultLimits, Tokens: toks, Now: now,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(api.Close)
+	target, _ := url.Parse(api.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(res *http.Response) error {
+		s.mu.Lock()
+		filter := s.filter
+		s.mu.Unlock()
+		if filter == nil || res.StatusCode != 200 {
+			return nil
+		}
+		body, _ := io.ReadAll(res.Body)
+		body = filter(res.Request, body)
+		res.Body = io.NopCloser(bytes.NewReader(body))
+		res.ContentLength = int64(len(body))
+		res.Header.Del("Content-Length")
+		return nil
+	}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.n++
+		n, fault := s.n, s.fault
+		s.mu.Unlock()
+		if fault != nil {
+			if status, body, ok := fault(r, n); ok {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Retry-After-Ms", "1")
+				w.WriteHeader(status)
+				io.WriteString(w, body)
+				return
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	s.url = proxy.URL
+	return s
+}
+
+func (s *server) setFault(f func(r *http.Request, n int) (int, string, bool)) {
+	s.mu.Lock()
+	s.fault, s.n = f, 0
+	s.mu.Unlock()
+}
+
+func (s *server) tick() { s.clock.Add(1) }
+
+func (s *server) client(token string, opts ...option.RequestOption) anthropic.Client {
+	return anthropic.NewClient(append([]option.RequestOption{option.WithBaseURL(s.url), option.WithAPIKey("secret-" + token), option.WithMaxRetries(0)}, opts...)...)
+}
+
+func (s *server) remote() transfer.Remote {
+	return transfer.Remote{BaseURL: s.url, APIKey: "secret-ops", MaxRetries: 2}
+}
+
+// tool makes a memory tool call on a store, as an agent with a session.
+func (s *server) tool(store, session, input string) {
+	s.t.Helper()
+	body := `{"type":"tool_use","id":"toolu_` + session + `","name":"memory","input":` + input + `}`
+	req, _ := http.NewRequest("POST", s.url+"/v1/stores/"+store+"/tool_use", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer secret-agent")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Gitmem-Session", session)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	out, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || strings.Contains(string(out), `"is_error":true`) {
+		s.t.Fatalf("tool call %s: %d %s", input, res.StatusCode, out)
+	}
+}
+
+// must is v, or a panic (failing the test) on err.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// fill makes a store with a history of every kind: creates (more than a
+// page of versions), updates by another token and with a session, a
+// rename through the API and a folder's through the memory tool (two
+// versions in one commit), a conditional delete, a redacted version, a
+// change of the store's metadata.
+func fill(t *testing.T, s *server) string {
+	t.Helper()
+	ops, agent := s.client("ops"), s.client("agent", option.WithHeader("Gitmem-Session", "sesn_42"))
+	st := must(ops.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "Alice's memory",
+		Description: param.NewOpt("What Alice told the assistant."), Metadata: map[string]string{"user": "alice"}}))
+	mem := func(c anthropic.Client, path, content string) *anthropic.BetaManagedAgentsMemory {
+		s.tick()
+		return must(c.Beta.MemoryStores.Memories.New(ctx, st.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: path, Content: param.NewOpt(content)}))
+	}
+	update := func(c anthropic.Client, id string, p anthropic.BetaMemoryStoreMemoryUpdateParams) *anthropic.BetaManagedAgentsMemory {
+		s.tick()
+		p.MemoryStoreID = st.ID
+		return must(c.Beta.MemoryStores.Memories.Update(ctx, id, p))
+	}
+	todo := mem(ops, "/notes/todo.md", "buy milk\n")
+	prefs := mem(agent, "/prefs.md", "green tea\n")
+	secret := mem(ops, "/secret.md", "pin 1234\n")
+	for i := range 12 {
+		mem(ops, "/bulk/m"+string(rune('a'+i))+".md", strings.Repeat("x", i)+"\n")
+	}
+	update(agent, todo.ID, anthropic.BetaMemoryStoreMemoryUpdateParams{Content: param.NewOpt("buy oat milk\n")})
+	update(ops, prefs.ID, anthropic.BetaMemoryStoreMemoryUpdateParams{Path: param.NewOpt("/profile/prefs.md")})
+	update(ops, secret.ID, anthropic.BetaMemoryStoreMemoryUpdateParams{Content: param.NewOpt("nothing to see\n")})
+	s.tick()
+	s.tool(st.ID, "sesn_7", `{"command":"create","path":"/memories/tool/a.md","file_text":"a\n"}`)
+	s.tick()
+	s.tool(st.ID, "sesn_8", `{"command":"create","path":"/memories/tool/b.md","file_text":"b\n"}`)
+	s.tick()
+	s.tool(st.ID, "sesn_9", `{"command":"rename","old_path":"/memories/tool","new_path":"/memories/tooling"}`)
+	gone := mem(ops, "/gone.md", "soon gone\n")
+	s.tick()
+	if _, err := ops.Beta.MemoryStores.Memories.Delete(ctx, gone.ID, anthropic.BetaMemoryStoreMemoryDeleteParams{MemoryStoreID: st.ID,
+		ExpectedContentSha256: param.NewOpt(gone.ContentSha256)}); err != nil {
+		t.Fatal(err)
+	}
+	s.tick()
+	if _, err := ops.Beta.MemoryStores.MemoryVersions.Redact(ctx, secret.MemoryVersionID, anthropic.BetaMemoryStoreMemoryVersionRedactParams{MemoryStoreID: st.ID}); err != nil {
+		t.Fatal(err)
+	}
+	s.tick()
+	must(ops.Beta.MemoryStores.Update(ctx, st.ID, anthropic.BetaMemoryStoreUpdateParams{Metadata: map[string]string{"plan": "pro"}}))
+	s.tick()
+	return st.ID
+}
+
+// raw lists what a store shows through the API, as the JSON the SDK
+// received: the store, then every version (newest first), then every
+// memory with its content.
+func raw(t *testing.T, c anthropic.Client, id string) (store string, versions, memories []string) {
+	t.Helper()
+	st := must(c.Beta.MemoryStores.Get(ctx, id, anthropic.BetaMemoryStoreGetParams{}))
+	vp := c.Beta.MemoryStores.MemoryVersions.ListAutoPaging(ctx, id, anthropic.BetaMemoryStoreMemoryVersionListParams{View: anthropic.BetaManagedAgentsMemoryViewFull})
+	for vp.Next() {
+		versions = append(versions, vp.Current().RawJSON())
+	}
+	mp := c.Beta.MemoryStores.Memories.ListAutoPaging(ctx, id, anthropic.BetaMemoryStoreMemoryListParams{View: anthropic.BetaManagedAgentsMemoryViewFull})
+	for mp.Next() {
+		memories = append(memories, mp.Current().RawJSON())
+	}
+	if err := errors.Join(vp.Err(), mp.Err()); err != nil {
+		t.Fatal(err)
+	}
+	return st.RawJSON(), versions, memories
+}
+
+func sameLists(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d here, %d there", what, len(got), len(want))
+	}
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			t.Errorf("%s %d:\n here %s\nthere %s", what, i, got[i], want[i])
+		}
+	}
+}
+
+// A store moves from one gitmem server to another: every version a
+// commit, the two APIs answering the same JSON for the store, every
+// version and every memory; the redacted content in no object of the
+// copy. And back: export copies the current memories into a new store,
+// and again into it changes nothing.
+func TestImportThenExport(t *testing.T) {
+	a := newServer(t)
+	id := fill(t, a)
+	a.clock.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Unix()) // any commit of now would show
+
+	b := newServer(t)
+	var calls []int
+	res, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: id, Repo: gitmem.Options{Logf: t.Logf},
+		Progress: func(done, total int) { calls = append(calls, done) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStore, wantVersions, wantMemories := raw(t, a.client("ops"), id)
+	gotStore, gotVersions, gotMemories := raw(t, b.client("ops"), id)
+	if gotStore != wantStore {
+		t.Errorf("store:\n here %s\nthere %s", gotStore, wantStore)
+	}
+	sameLists(t, "version", gotVersions, wantVersions)
+	sameLists(t, "memory", gotMemories, wantMemories)
+	if res.Versions != len(wantVersions) || res.Memories != len(wantMemories) || res.Redacted != 1 || res.Redactions != 1 ||
+		res.Truncated+res.Unversioned+res.Skipped != 0 || len(calls) != res.Versions+res.Redactions+1 {
+		t.Errorf("result %+v, progress %v", res, calls)
+	}
+	t.Logf("%d versions, %d memories", len(wantVersions), len(wantMemories))
+	if len(wantVersions) <= 20 {
+		t.Errorf("%d versions: not more than a page", len(wantVersions))
+	}
+	repo := filepath.Join(b.root, id)
+	n := 0
+	for _, l := range strings.Split(gittest.Git(t, repo, "log", "--format=%s"), "\n") {
+		if l != "" {
+			n++
+		}
+	}
+	// gitmem init's, the store's create and update, a commit a version, the redaction.
+	if want := 1 + 2 + len(wantVersions) + 1; n != want {
+		t.Errorf("%d commits, want %d", n, want)
+	}
+	if objs := gittest.Git(t, repo, "cat-file", "--batch-all-objects", "--batch"); strings.Contains(objs, "pin 1234") {
+		t.Error("the redacted content is in a git object of the copy")
+	}
+	if strings.Contains(gittest.Git(t, repo, "log", "--format=%ad", "--date=unix"), "1893456000") {
+		t.Error("a commit has the import's time, not its version's")
+	}
+	if entries, _ := os.ReadDir(b.root); len(entries) != 1 {
+		t.Errorf("the stores folder holds %v", entries)
+	}
+	if _, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: id}); !errors.Is(err, stores.ErrExists) {
+		t.Errorf("import onto a store: %v", err)
+	}
+
+	// Export: a new store there with the current memories.
+	out, err := transfer.Export(ctx, a.remote(), b.dir, id, transfer.ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.New || out.Created != len(wantMemories) || out.Memories != len(wantMemories) || out.Updated+out.Unchanged+out.Others != 0 {
+		t.Errorf("export: %+v", out)
+	}
+	ca := a.client("ops")
+	exported := func(store string) map[string]string {
+		got := map[string]string{}
+		p := ca.Beta.MemoryStores.Memories.ListAutoPaging(ctx, store, anthropic.BetaMemoryStoreMemoryListParams{View: anthropic.BetaManagedAgentsMemoryViewFull})
+		for p.Next() {
+			got[p.Current().Path] = p.Current().Content
+		}
+		return got
+	}
+	copied := exported(out.StoreID)
+	for _, m := range gotMemories {
+		var mem struct{ Path, Content string }
+		json.Unmarshal([]byte(m), &mem)
+		if copied[mem.Path] != mem.Content {
+			t.Errorf("exported %s: %q, want %q", mem.Path, copied[mem.Path], mem.Content)
+		}
+	}
+	st := must(ca.Beta.MemoryStores.Get(ctx, out.StoreID, anthropic.BetaMemoryStoreGetParams{}))
+	if st.Name != "Alice's memory" || st.Description != "What Alice told the assistant." || len(st.Metadata) != 2 {
+		t.Errorf("the exported store: %s", st.RawJSON())
+	}
+	// Again into it: nothing to do, no version made. Into the first
+	// store, after a change here: one update, the rest as it is.
+	_, before, _ := raw(t, a.client("ops"), out.StoreID)
+	again, err := transfer.Export(ctx, a.remote(), b.dir, id, transfer.ExportOptions{To: out.StoreID})
+	if _, after, _ := raw(t, a.client("ops"), out.StoreID); err != nil || again.Unchanged != len(wantMemories) || again.Created+again.Updated+again.Others != 0 || len(after) != len(before) {
+		t.Errorf("export again: %+v %v; %d versions, were %d", again, err, len(after), len(before))
+	}
+	var todo struct{ ID, Path string }
+	for _, m := range wantMemories {
+		if json.Unmarshal([]byte(m), &todo); todo.Path == "/notes/todo.md" {
+			break
+		}
+	}
+	s, _ := b.dir.Acquire(id)
+	s.Use(func(r *gitmem.Repo, _ stores.Meta) error {
+		rel, _ := memstore.ParsePath("/notes/extra.md")
+		_, err := memstore.NewIndex().Create(ctx, r, memstore.CreateRequest{Path: rel, Content: []byte("new here\n"), By: memstore.Caller{APIKey: "t"}, Limits: policy.DefaultLimits})
+		return err
+	})
+	s.Release()
+	must(ca.Beta.MemoryStores.Memories.New(ctx, id, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/only-there.md", Content: param.NewOpt("x")}))
+	must(ca.Beta.MemoryStores.Memories.Update(ctx, todo.ID, anthropic.BetaMemoryStoreMemoryUpdateParams{MemoryStoreID: id, Content: param.NewOpt("changed there\n")}))
+	into, err := transfer.Export(ctx, a.remote(), b.dir, id, transfer.ExportOptions{To: id})
+	if err != nil || into.New || into.Created != 1 || into.Updated != 1 || into.Unchanged != len(wantMemories)-1 || into.Others != 1 {
+		t.Errorf("export into the first store: %+v %v", into, err)
+	}
+}
+
+// A far side that fails: a request answered 503 now and then is retried
+// (the SDK's rules, Retry-After-Ms); one that keeps failing half-way
+// through the listing fails the import, which then leaves nothing; run
+// again, it imports the store.
+func TestImportFailsCleanly(t *testing.T) {
+	a := newServer(t)
+	id := fill(t, a)
+	b := newServer(t)
+	var flaky atomic.Int64
+	a.setFault(func(r *http.Request, n int) (int, string, bool) {
+		if n%3 == 0 && r.Header.Get("X-Stainless-Retry-Count") == "0" {
+			flaky.Add(1)
+			return 503, `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`, true
+		}
+		return 0, "", false
+	})
+	if _, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: "flaky"}); err != nil || flaky.Load() == 0 {
+		t.Fatalf("with retries: %v (%d answered 503)", err, flaky.Load())
+	}
+	a.setFault(func(r *http.Request, n int) (int, string, bool) {
+		if strings.HasSuffix(r.URL.Path, "/memory_versions") && r.URL.Query().Get("page") != "" {
+			return 500, `{"type":"error","error":{"type":"api_error","message":"the disk is on fire"}}`, true
+		}
+		return 0, "", false
+	})
+	_, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: "again"})
+	var re *transfer.RemoteError
+	if !errors.As(err, &re) || re.Status != 500 || re.Type != "api_error" || re.Message != "the disk is on fire" || re.Method != "GET" ||
+		!strings.HasSuffix(re.URL, "/v1/memory_stores/"+id+"/memory_versions") {
+		t.Fatalf("a page that fails: %#v", err)
+	}
+	if entries, _ := os.ReadDir(b.root); len(entries) != 1 || entries[0].Name() != "flaky" {
+		t.Errorf("after a failed import the stores folder holds %v", entries)
+	}
+	a.setFault(nil)
+	if _, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: "again"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An export that fails half-way keeps what it copied and says so; run
+// again into the store it made, it copies the rest: one version of each
+// memory there, none twice.
+func TestExportResumes(t *testing.T) {
+	a := newServer(t)
+	id := fill(t, a)
+	if _, err := transfer.Import(ctx, a.remote(), a.root, id, transfer.ImportOptions{Name: "copy"}); err != nil {
+		t.Fatal(err)
+	}
+	var creates atomic.Int64
+	a.setFault(func(r *http.Request, n int) (int, string, bool) {
+		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/memories") && creates.Add(1) > 5 {
+			return 500, `{"type":"error","error":{"type":"api_error","message":"down"}}`, true
+		}
+		return 0, "", false
+	})
+	res, err := transfer.Export(ctx, a.remote(), a.dir, "copy", transfer.ExportOptions{Parallel: 1})
+	var re *transfer.RemoteError
+	if !errors.As(err, &re) || re.Status != 500 || !res.New || res.StoreID == "" || res.Created != 5 || res.Memories != 17 {
+		t.Fatalf("export that fails: %+v %v", res, err)
+	}
+	a.setFault(nil)
+	again, err := transfer.Export(ctx, a.remote(), a.dir, "copy", transfer.ExportOptions{To: res.StoreID})
+	if err != nil || again.New || again.Created != 12 || again.Unchanged != 5 || again.Updated+again.Others != 0 {
+		t.Fatalf("run again: %+v %v", again, err)
+	}
+	_, versions, memories := raw(t, a.client("ops"), res.StoreID)
+	if len(versions) != 17 || len(memories) != 17 {
+		t.Errorf("%d versions of %d memories there", len(versions), len(memories))
+	}
+}
+
+// A service that no longer keeps a memory's first versions (the hosted
+// one keeps them 30 days), as a proxy that leaves versions out of the
+// listing: the first kept version becomes the memory's creation, a memory
+// with no version left one version of its current content, a deletion of
+// a memory with nothing before it is left out; the rest is as there.
+func TestImportWithoutOldVersions(t *testing.T) {
+	a := newServer(t)
+	id := fill(t, a)
+	ops := a.client("ops")
+	_, all, memories := raw(t, ops, id)
+	type ver struct {
+		ID, MemoryID, Operation, Path string
+	}
+	var vs []ver
+	for _, v := range all {
+		var x ver
+		json.Unmarshal([]byte(v), &x)
+		vs = append(vs, x)
+	}
+	expired := map[string]bool{}
+	for _, v := range vs {
+		switch {
+		case v.Path == "/notes/todo.md" && v.Operation == "created", // then modified: truncated
+			v.Path == "/bulk/ma.md",                          // its only version: unversioned
+			v.Path == "/gone.md" && v.Operation == "created": // then deleted: skipped
+			expired[v.ID] = true
+		}
+	}
+	a.mu.Lock()
+	a.filter = func(r *http.Request, body []byte) []byte {
+		if !strings.HasSuffix(r.URL.Path, "/memory_versions") {
+			return body
+		}
+		var page struct {
+			Data     []json.RawMessage `json:"data"`
+			NextPage *string           `json:"next_page"`
+		}
+		json.Unmarshal(body, &page)
+		kept := []json.RawMessage{}
+		for _, d := range page.Data {
+			var v ver
+			json.Unmarshal(d, &v)
+			if !expired[v.ID] {
+				kept = append(kept, d)
+			}
+		}
+		page.Data = kept
+		out, _ := json.Marshal(page)
+		return out
+	}
+	a.mu.Unlock()
+	b := newServer(t)
+	res, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three versions no longer listed, the deletion after one left out,
+	// one made for the memory that has none.
+	if res.Truncated != 1 || res.Unversioned != 1 || res.Skipped != 1 || res.Versions != len(vs)-3-1+1 {
+		t.Errorf("result %+v", res)
+	}
+	_, gotVersions, gotMemories := raw(t, b.client("ops"), id)
+	if len(gotVersions) != len(vs)-3-1+1 {
+		t.Errorf("%d versions here", len(gotVersions))
+	}
+	sameLists(t, "memory", dropCreated(gotMemories), dropCreated(memories))
+}
+
+// dropCreated is memories without their created_at, which a memory whose
+// creation is no longer listed cannot have.
+func dropCreated(ms []string) []string {
+	var out []string
+	for _, m := range ms {
+		var x map[string]any
+		json.Unmarshal([]byte(m), &x)
+		delete(x, "created_at")
+		data, _ := json.Marshal(x)
+		out = append(out, string(data))
+	}
+	return out
+}
+
+// What the far side says when the URL, the key or the store is wrong,
+// as a RemoteError: its status and the API's error, or why there was no
+// answer.
+func TestRemoteErrors(t *testing.T) {
+	a := newServer(t)
+	id := fill(t, a)
+	root := gittest.TempDir(t)
+	notAPI := httptest.NewServer(http.NotFoundHandler())
+	defer notAPI.Close()
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	for _, tc := range []struct {
+		name   string
+		remote transfer.Remote
+		id     string
+		status int
+		typ    string
+	}{
+		{"a wrong key", transfer.Remote{BaseURL: a.url, APIKey: "wrong"}, id, 401, "authentication_error"},
+		{"no such store", a.remote(), "memstore_nope", 404, "not_found_error"},
+		{"no Memory Stores API", transfer.Remote{BaseURL: notAPI.URL, APIKey: "k"}, id, 404, ""},
+		{"nothing there", transfer.Remote{BaseURL: down.URL, APIKey: "k"}, id, 0, ""},
+	} {
+		_, err := transfer.Import(ctx, tc.remote, root, tc.id, transfer.ImportOptions{Name: "x"})
+		var re *transfer.RemoteError
+		if !errors.As(err, &re) || re.Status != tc.status || re.Type != tc.typ || (re.Status == 0) != (re.Err != nil) || re.URL == "" {
+			t.Errorf("%s: %#v", tc.name, err)
+		}
+		_, err = transfer.Export(ctx, tc.remote, a.dir, id, transfer.ExportOptions{To: tc.id})
+		if !errors.As(err, &re) || re.Status != tc.status {
+			t.Errorf("%s, export: %#v", tc.name, err)
+		}
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("the stores folder holds %v", entries)
+	}
+}
