@@ -271,10 +271,13 @@ func (pl gcPlan) empty() bool {
 }
 
 // gcPlan clears the garbage (every temporary file with all, else those a
-// crash left long ago) and takes the plan. The loose objects are listed
-// before the refs are read, so the refs name nothing written after the
-// list; a commit materialised meanwhile is kept by gcSwap.
+// crash left long ago) and takes the plan. The worktree's spare files are
+// temporary files too: it drops them first, so that no write reuses one
+// the clearing deleted. The loose objects are listed before the refs are
+// read, so the refs name nothing written after the list; a commit
+// materialised meanwhile is kept by gcSwap.
 func (r *Repo) gcPlan(full, all bool) (gcPlan, error) {
+	r.wt.dropSpares()
 	pl := gcPlan{full: full, all: all, removed: r.obj.ClearGarbage(all)}
 	var err error
 	if pl.loose, err = r.obj.LooseHashes(); err != nil {

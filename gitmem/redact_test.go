@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -236,4 +237,56 @@ func TestRedactAfterThePacksWereReplaced(t *testing.T) {
 	}
 	assertNoSecret(t, dir, "sk-live1secret")
 	gittest.Fsck(t, dir)
+}
+
+// The worktree keeps the files a write took aside, to reuse them (spares,
+// in .git/gitmem/tmp); a redaction deletes every temporary file there.
+// The writes after it put their files in place (none reuses a spare that
+// is gone), and a second redaction brings the worktree along.
+func TestWritesAfterARedaction(t *testing.T) {
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	var mu sync.Mutex
+	var logs []string
+	opt.Logf = func(format string, args ...any) {
+		mu.Lock()
+		logs = append(logs, fmt.Sprintf(format, args...))
+		mu.Unlock()
+		t.Logf(format, args...)
+	}
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	write(t, r, "t1", "a.md", "first secret\n")
+	write(t, r, "t2", "a.md", "second\n") // the first file is taken aside: a spare
+	settle(t, r)
+	if _, err := r.Redact(ctx, Redaction{Match: regexp.MustCompile(`first secret`)}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t3", "b.md", "b\n")
+	write(t, r, "t4", "b.md", "bb\n")
+	settle(t, r)
+	if _, err := r.Redact(ctx, Redaction{Match: regexp.MustCompile(`(?m)^b$`)}, false, nil); err != nil {
+		t.Fatal("a second redaction: ", err)
+	}
+	write(t, r, "t5", "c.md", "c\n")
+	settle(t, r)
+	for p, want := range map[string]string{"a.md": "second\n", "b.md": "bb\n", "c.md": "c\n"} {
+		if got, err := os.ReadFile(dir + "/memories/" + p); err != nil || string(got) != want {
+			t.Errorf("memories/%s on disk: %q %v", p, got, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range logs {
+		if strings.Contains(l, "could not follow") {
+			t.Errorf("logged: %s", l)
+		}
+	}
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("status:\n%s", st)
+	}
 }
