@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,10 +43,12 @@ type ImportOptions struct {
 // ImportResult is what an import made.
 type ImportResult struct {
 	Store      stores.Info
-	Memories   int // live ones
-	Versions   int // one commit each
-	Redacted   int // of Versions, redacted there (a placeholder here)
-	Redactions int // commits recording redactions
+	Again      bool // the store was imported before: only what is new there was added
+	Already    int  // versions here before this import (Again)
+	Memories   int  // live ones
+	Versions   int  // imported by this run, one commit each
+	Redacted   int  // of Versions, redacted there (a placeholder here)
+	Redactions int  // commits recording redactions
 	// A service that keeps versions for a while (the hosted one: 30 days)
 	// may no longer have the first versions of a memory:
 	Truncated   int // memories whose first version there is a modification: imported as their creation
@@ -52,25 +56,31 @@ type ImportResult struct {
 	Skipped     int // deletions of memories with no earlier version there: not imported
 }
 
-// Import copies the store id of the Memory Stores API remote into a new
+// ErrNotImport is a store here, of the name an import was given, that is
+// not an earlier import of the store there: made otherwise, or changed
+// here since. Nothing was imported.
+var ErrNotImport = errors.New("the store here is not an earlier import of the store there, or was changed here since")
+
+// Import copies the store id of the Memory Stores API remote into the
 // gitmem store opt.Name in the folder of stores root: its name,
 // description, metadata and times, every version a commit in the order of
 // their times, with its memory id, version id, actor and time (to the
 // second, as git keeps it), a redacted version a redacted version (whose
 // content it never had), and a redaction record at the time and by the
-// actor it had there. The copy is checked against what the API listed,
-// field by field, before it appears under root (it is built in a
-// temporary folder root/.import-NAME-*, renamed into place at the end):
-// an import that fails leaves nothing. root/NAME must not exist
-// (stores.ErrExists).
+// actor it had there.
+//
+// Everything is read from the API before anything is written. A new
+// store is built in a temporary folder root/.import-NAME-*, checked
+// against what the API listed, field by field, and only then renamed
+// into place: an import that fails leaves nothing. A store imported
+// before (the same creation time, and no change made here since) gets
+// what is new there, after the versions it has, and is checked the same
+// way; one that is up to date gets no commit. Anything else at root/NAME
+// is ErrNotImport.
 func Import(ctx context.Context, remote Remote, root, id string, opt ImportOptions) (ImportResult, error) {
 	var res ImportResult
 	if err := policy.CheckStoreName(opt.Name); err != nil {
 		return res, err
-	}
-	dest := filepath.Join(root, opt.Name)
-	if _, err := os.Lstat(dest); err == nil {
-		return res, stores.ErrExists
 	}
 	c := remote.client()
 	st, err := c.Beta.MemoryStores.Get(ctx, id, anthropic.BetaMemoryStoreGetParams{})
@@ -91,30 +101,148 @@ func Import(ctx context.Context, remote Remote, root, id string, opt ImportOptio
 	if err != nil {
 		return res, err
 	}
-	p, err := plan(ctx, c, st, versions, memories)
+	var clock atomic.Int64
+	ropt := opt.Repo
+	ropt.Now = func() time.Time { return time.Unix(0, clock.Load()).UTC() }
+	dest := filepath.Join(root, opt.Name)
+	if _, err := os.Lstat(dest); err == nil {
+		return importAgain(ctx, c, root, st, versions, memories, opt, ropt, &clock)
+	}
+	p, err := plan(ctx, c, st, versions, memories, nil)
 	if err != nil {
 		return res, err
 	}
-	res.Truncated, res.Unversioned, res.Skipped = len(p.truncated), p.unversioned, p.skipped
-
 	tmp, err := os.MkdirTemp(root, ".import-"+opt.Name+"-")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(tmp) // empty after a success
-	var clock atomic.Int64
-	ropt := opt.Repo
-	ropt.Now = func() time.Time { return time.Unix(0, clock.Load()).UTC() }
 	d, err := stores.Open(tmp, stores.Options{Repo: ropt, IdleClose: -1})
 	if err != nil {
 		return res, err
 	}
 	defer d.Close()
 	clock.Store(st.CreatedAt.UnixNano())
-	if _, err := d.Create(opt.Name, meta, gitmem.Signature{}); err != nil {
+	info, err := d.Create(opt.Name, meta, gitmem.Signature{})
+	if err != nil {
 		return res, err
 	}
+	if res, err = p.run(ctx, d, opt, info, &clock); err != nil {
+		return res, err
+	}
+	if err := d.Close(); err != nil {
+		return res, err
+	}
+	if _, err := os.Lstat(dest); err == nil {
+		return res, ErrNotImport // made meanwhile
+	}
+	if err := os.Rename(filepath.Join(tmp, opt.Name), dest); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// importAgain brings the store opt.Name, imported from st before, up to
+// date: the versions there that it does not have yet, after those it has.
+func importAgain(ctx context.Context, c anthropic.Client, root string, st *anthropic.BetaManagedAgentsMemoryStore,
+	versions []anthropic.BetaManagedAgentsMemoryVersion, memories []anthropic.BetaManagedAgentsMemoryListItemUnion,
+	opt ImportOptions, ropt gitmem.Options, clock *atomic.Int64) (ImportResult, error) {
+	d, err := stores.Open(root, stores.Options{Repo: ropt, IdleClose: -1})
+	if err != nil {
+		return ImportResult{}, err
+	}
+	defer d.Close()
+	info, err := d.Get(opt.Name)
+	if errors.Is(err, stores.ErrNotFound) {
+		return ImportResult{}, fmt.Errorf("%w: it is not a gitmem store", ErrNotImport)
+	}
+	if err != nil {
+		return ImportResult{}, err
+	}
+	if info.Created.Unix() != st.CreatedAt.Unix() {
+		return ImportResult{}, fmt.Errorf("%w: it was created at %s, the store there at %s", ErrNotImport,
+			info.Created.UTC().Format(time.RFC3339), st.CreatedAt.UTC().Format(time.RFC3339))
+	}
+	if info.IsArchived() && st.ArchivedAt.IsZero() {
+		return ImportResult{}, fmt.Errorf("%w: it is archived, the store there is not", ErrNotImport)
+	}
+	pr := &prior{versions: map[string]memstore.Version{}, live: map[string]string{}}
+	err = use(d, opt.Name, func(r *gitmem.Repo) error {
+		ix := memstore.NewIndex()
+		for page := ""; ; {
+			vs, next, err := ix.Versions(ctx, r, memstore.VersionFilter{}, page, 1000, false)
+			if err != nil {
+				return err
+			}
+			for _, v := range vs {
+				if pr.newest == "" {
+					pr.newest = v.ID
+				}
+				pr.versions[v.ID] = v
+			}
+			if page = next; next == "" {
+				break
+			}
+		}
+		items, _, err := ix.List(ctx, r, memstore.ListOptions{Limit: math.MaxInt})
+		for _, it := range items {
+			pr.live[it.ID] = it.Path
+		}
+		return err
+	})
+	if err != nil {
+		return ImportResult{}, err
+	}
+	if pr.newest != "" {
+		there := slices.ContainsFunc(versions, func(a anthropic.BetaManagedAgentsMemoryVersion) bool { return a.ID == pr.newest }) ||
+			slices.ContainsFunc(memories, func(m anthropic.BetaManagedAgentsMemoryListItemUnion) bool { return m.MemoryVersionID == pr.newest })
+		if !there {
+			return ImportResult{}, fmt.Errorf("%w: its newest version, %s, is not there", ErrNotImport, pr.newest)
+		}
+	}
+	p, err := plan(ctx, c, st, versions, memories, pr)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	res, err := p.run(ctx, d, opt, info, clock)
+	res.Again, res.Already = true, len(pr.versions)
+	return res, err
+}
+
+// prior is what a store imported before holds.
+type prior struct {
+	versions map[string]memstore.Version // by id
+	live     map[string]string           // the path of each live memory, by id
+	newest   string                      // the id of its newest version
+}
+
+func (pr *prior) has(id string) bool {
+	if pr == nil {
+		return false
+	}
+	_, ok := pr.versions[id]
+	return ok
+}
+
+// run writes the plan's commits into the store opt.Name of d, whose
+// metadata is info, each at its time, then checks the store against what
+// the API listed.
+func (p *importPlan) run(ctx context.Context, d *stores.Dir, opt ImportOptions, info stores.Info, clock *atomic.Int64) (ImportResult, error) {
+	res := ImportResult{Truncated: len(p.truncated), Unversioned: p.unversioned, Skipped: p.skipped}
+	st := p.store
+	archive := !st.ArchivedAt.IsZero() && info.Archived.IsZero()
+	if !archive || st.UpdatedAt.Unix() != st.ArchivedAt.Unix() {
+		if st.UpdatedAt.Unix() != info.Updated.Unix() {
+			p.events = append(p.events, event{at: st.UpdatedAt, update: true})
+		}
+	}
+	if archive {
+		p.events = append(p.events, event{at: st.ArchivedAt, archive: true})
+	}
+	// Oldest first; a version before a record made in the same second.
+	slices.SortStableFunc(p.events, func(a, b event) int { return a.at.Truncate(time.Second).Compare(b.at.Truncate(time.Second)) })
 	ix := memstore.NewIndex()
+	var err error
 	for i, e := range p.events {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -124,7 +252,7 @@ func Import(ctx context.Context, remote Remote, root, id string, opt ImportOptio
 		case e.archive:
 			_, err = d.Archive(opt.Name, true, gitmem.Signature{})
 		case e.update:
-			_, err = d.Update(opt.Name, stores.Change{}, gitmem.Signature{})
+			_, err = d.Update(opt.Name, changeTo(st, info.Metadata), gitmem.Signature{})
 		case e.redacted != nil:
 			err = use(d, opt.Name, func(r *gitmem.Repo) error { return ix.ReplayRedaction(ctx, r, e.redacted, e.by) })
 			res.Redactions++
@@ -156,17 +284,23 @@ func Import(ctx context.Context, remote Remote, root, id string, opt ImportOptio
 	if err := checkStore(st, res.Store); err != nil {
 		return res, err
 	}
-	res.Memories = len(memories)
-	if err := d.Close(); err != nil {
-		return res, err
-	}
-	if _, err := os.Lstat(dest); err == nil {
-		return res, stores.ErrExists
-	}
-	if err := os.Rename(filepath.Join(tmp, opt.Name), dest); err != nil {
-		return res, err
-	}
+	res.Memories = len(p.memories)
 	return res, nil
+}
+
+// changeTo is the change that gives a store whose metadata is cur the
+// name, description and metadata of st.
+func changeTo(st *anthropic.BetaManagedAgentsMemoryStore, cur map[string]string) stores.Change {
+	ch := stores.Change{DisplayName: &st.Name, Description: &st.Description, Metadata: map[string]*string{}}
+	for k, v := range st.Metadata {
+		ch.Metadata[k] = &v
+	}
+	for k := range cur {
+		if _, ok := st.Metadata[k]; !ok {
+			ch.Metadata[k] = nil
+		}
+	}
+	return ch
 }
 
 // use runs fn with store name's repository.
@@ -231,10 +365,13 @@ type event struct {
 // importPlan is an import's commits, oldest first, and what to check the
 // copy against.
 type importPlan struct {
+	store       *anthropic.BetaManagedAgentsMemoryStore
+	prior       *prior // what the store here has: nil for a new one
 	events      []event
 	versions    []anthropic.BetaManagedAgentsMemoryVersion
 	memories    []anthropic.BetaManagedAgentsMemoryListItemUnion
 	truncated   map[string]bool // memories whose first version is not their creation
+	created     map[string]bool // memories whose creation is listed
 	unversioned int
 	synthetic   map[string]bool // versions made here for memories with none there
 	skipped     int
@@ -242,14 +379,17 @@ type importPlan struct {
 }
 
 // plan orders the versions by time (the API lists them newest first:
-// reversed, versions of the same time keep their order) and makes each a
-// version to replay: a redacted one at the path its memory had before
-// (or has next: the API does not say), a memory's first version a
-// creation, a memory's current content that no version holds (the
-// service no longer keeps it) a version of its own.
+// reversed, versions of the same time keep their order) and makes each
+// that the store here does not have (pr: nil for a new store) a version
+// to replay: a redacted one at the path its memory had before (or has
+// next: the API does not say), a memory's first version a creation, a
+// memory's current content that no version holds (the service no longer
+// keeps it) a version of its own. The versions here must be the oldest
+// ones there, as they were there.
 func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgentsMemoryStore,
-	versions []anthropic.BetaManagedAgentsMemoryVersion, memories []anthropic.BetaManagedAgentsMemoryListItemUnion) (*importPlan, error) {
-	p := &importPlan{versions: versions, memories: memories, truncated: map[string]bool{}, synthetic: map[string]bool{}, skippedIDs: map[string]bool{}}
+	versions []anthropic.BetaManagedAgentsMemoryVersion, memories []anthropic.BetaManagedAgentsMemoryListItemUnion, pr *prior) (*importPlan, error) {
+	p := &importPlan{store: st, prior: pr, versions: versions, memories: memories, truncated: map[string]bool{}, created: map[string]bool{},
+		synthetic: map[string]bool{}, skippedIDs: map[string]bool{}}
 	var vs []memstore.Version
 	listed := map[string]bool{}
 	for i := len(versions) - 1; i >= 0; i-- {
@@ -258,6 +398,9 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 			return nil, importErr("version %s is listed twice", a.ID)
 		}
 		listed[a.ID] = true
+		if a.Operation == memstore.Created {
+			p.created[a.MemoryID] = true
+		}
 		v := memstore.Version{ID: a.ID, MemoryID: a.MemoryID, Operation: string(a.Operation), Created: a.CreatedAt, Path: a.Path,
 			Content: []byte(a.Content), By: actorOf(a.CreatedBy)}
 		if !a.RedactedAt.IsZero() {
@@ -268,7 +411,7 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 		vs = append(vs, v)
 	}
 	for _, m := range memories {
-		if listed[m.MemoryVersionID] {
+		if listed[m.MemoryVersionID] || pr.has(m.MemoryVersionID) {
 			continue
 		}
 		full, err := c.Beta.MemoryStores.Memories.Get(ctx, m.ID, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: st.ID,
@@ -291,8 +434,22 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 		current[m.ID] = m.Path // where a memory is at the end, for a redacted version with nothing after it
 	}
 	live := map[string]string{}
+	if pr != nil {
+		maps.Copy(live, pr.live)
+	}
 	var redactions []event
+	appended := "" // the first version of this import
 	for i, v := range vs {
+		if pr.has(v.ID) {
+			switch {
+			case appended != "":
+				return nil, fmt.Errorf("%w: it has version %s, not the earlier %s", ErrNotImport, v.ID, appended)
+			case !v.RedactedAt.IsZero() && pr.versions[v.ID].RedactedAt.IsZero():
+				return nil, importErr("version %s was redacted there after it was imported: an import does not rewrite history; redact it here too "+
+					"(the Memory Stores API of gitmem serve --stores), or import the store under another name", v.ID)
+			}
+			continue
+		}
 		path, here := live[v.MemoryID]
 		switch {
 		case v.Operation == memstore.Deleted && !here:
@@ -322,6 +479,9 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 		} else {
 			live[v.MemoryID] = v.Path
 		}
+		if appended == "" {
+			appended = v.ID
+		}
 		p.events = append(p.events, event{at: v.Created, v: v})
 	}
 	// Redactions made together (the same time and actor) are one record.
@@ -339,15 +499,6 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 		group[k] = len(p.events)
 		p.events = append(p.events, r)
 	}
-	created, updated, archived := st.CreatedAt.Truncate(time.Second), st.UpdatedAt.Truncate(time.Second), st.ArchivedAt.Truncate(time.Second)
-	if !st.ArchivedAt.IsZero() {
-		p.events = append(p.events, event{at: st.ArchivedAt, archive: true})
-	}
-	if !updated.Equal(created) && !updated.Equal(archived) {
-		p.events = append(p.events, event{at: st.UpdatedAt, update: true})
-	}
-	// Oldest first; a version before a record made in the same second.
-	slices.SortStableFunc(p.events, func(a, b event) int { return a.at.Truncate(time.Second).Compare(b.at.Truncate(time.Second)) })
 	return p, nil
 }
 
@@ -392,8 +543,8 @@ func (p *importPlan) check(ctx context.Context, ix *memstore.Index, r *gitmem.Re
 		v, ok := local[a.ID]
 		redacted := !a.RedactedAt.IsZero()
 		op := string(a.Operation)
-		if p.truncated[a.MemoryID] && op == memstore.Modified && v.Operation == memstore.Created {
-			op = memstore.Created // its memory's first version here
+		if !p.created[a.MemoryID] && op == memstore.Modified && v.Operation == memstore.Created {
+			op = memstore.Created // its memory's first version here, its creation no longer there
 		}
 		switch {
 		case !ok:
@@ -414,7 +565,7 @@ func (p *importPlan) check(ctx context.Context, ix *memstore.Index, r *gitmem.Re
 		delete(local, a.ID)
 	}
 	for id := range local {
-		if !p.synthetic[id] {
+		if !p.synthetic[id] && !p.prior.has(id) {
 			return differs("version", id, "made", "not listed")
 		}
 	}
@@ -442,7 +593,7 @@ func (p *importPlan) check(ctx context.Context, ix *memstore.Index, r *gitmem.Re
 			return differs("the path, version or time", a.ID, m.Path+" "+m.VersionID, a.Path+" "+a.MemoryVersionID)
 		case !redacted[a.MemoryVersionID] && (m.SHA256 != a.ContentSha256 || m.Size != a.ContentSizeBytes):
 			return differs("the content", a.ID, m.SHA256, a.ContentSha256)
-		case !p.truncated[a.ID] && !p.synthetic[a.MemoryVersionID] && sec(m.Created) != sec(a.CreatedAt):
+		case p.created[a.ID] && sec(m.Created) != sec(a.CreatedAt):
 			return differs("created_at", a.ID, m.Created, a.CreatedAt)
 		}
 	}

@@ -297,8 +297,14 @@ func TestImportThenExport(t *testing.T) {
 	if entries, _ := os.ReadDir(b.root); len(entries) != 1 {
 		t.Errorf("the stores folder holds %v", entries)
 	}
-	if _, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: id}); !errors.Is(err, stores.ErrExists) {
-		t.Errorf("import onto a store: %v", err)
+	// Again: nothing new there, no commit here.
+	head := gittest.Git(t, repo, "rev-parse", "HEAD")
+	if again, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: id}); err != nil || !again.Again ||
+		again.Already != len(wantVersions) || again.Versions+again.Redactions != 0 || again.Memories != len(wantMemories) {
+		t.Errorf("import again: %+v %v", again, err)
+	}
+	if now := gittest.Git(t, repo, "rev-parse", "HEAD"); now != head {
+		t.Errorf("import again made commits: HEAD %s, was %s", now, head)
 	}
 
 	// Export: a new store there with the current memories.
@@ -329,6 +335,22 @@ func TestImportThenExport(t *testing.T) {
 	st := must(ca.Beta.MemoryStores.Get(ctx, out.StoreID, anthropic.BetaMemoryStoreGetParams{}))
 	if st.Name != "Alice's memory" || st.Description != "What Alice told the assistant." || len(st.Metadata) != 2 {
 		t.Errorf("the exported store: %s", st.RawJSON())
+	}
+	// And the export imported: a version a memory, each as exported.
+	back, err := transfer.Import(ctx, a.remote(), b.root, out.StoreID, transfer.ImportOptions{Name: "back"})
+	if err != nil || back.Memories != len(wantMemories) || back.Versions != len(wantMemories) {
+		t.Errorf("import of the export: %+v %v", back, err)
+	}
+	_, _, backMemories := raw(t, b.client("ops"), "back")
+	for _, m := range backMemories {
+		var mem struct{ Path, Content string }
+		json.Unmarshal([]byte(m), &mem)
+		if copied[mem.Path] != mem.Content {
+			t.Errorf("imported back %s: %q, want %q", mem.Path, mem.Content, copied[mem.Path])
+		}
+	}
+	if len(backMemories) != len(copied) {
+		t.Errorf("imported back %d memories, exported %d", len(backMemories), len(copied))
 	}
 	// Again into it: nothing to do, no version made. Into the first
 	// store, after a change here: one update, the rest as it is.
@@ -548,4 +570,138 @@ func TestRemoteErrors(t *testing.T) {
 	if entries, _ := os.ReadDir(root); len(entries) != 0 {
 		t.Errorf("the stores folder holds %v", entries)
 	}
+}
+
+// A store imported before gets, from a second import, what is new there
+// and nothing else: the versions made since (a redaction and a change of
+// the store's metadata included), each a commit, after those it has. Up
+// to date, it gets no commit. A store changed here since, one made
+// otherwise, or one whose imported version was redacted there since, is
+// refused and left as it was.
+func TestImportAgain(t *testing.T) {
+	a := newServer(t)
+	id := fill(t, a)
+	b := newServer(t)
+	if _, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(b.root, "alice")
+	commits := func() int { return len(strings.Fields(gittest.Git(t, repo, "rev-list", "HEAD"))) }
+	before := commits()
+
+	// New there: a memory, a change, a deletion, a redacted version, the
+	// store's description.
+	ops := a.client("ops")
+	_, _, mems := raw(t, ops, id)
+	memID := map[string]string{}
+	for _, m := range mems {
+		var x struct{ ID, Path string }
+		json.Unmarshal([]byte(m), &x)
+		memID[x.Path] = x.ID
+	}
+	a.tick()
+	fresh := must(ops.Beta.MemoryStores.Memories.New(ctx, id, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/new.md", Content: param.NewOpt("new\n")}))
+	a.tick()
+	must(ops.Beta.MemoryStores.Memories.Update(ctx, memID["/notes/todo.md"], anthropic.BetaMemoryStoreMemoryUpdateParams{MemoryStoreID: id,
+		Content: param.NewOpt("buy soy milk\n")}))
+	a.tick()
+	must(ops.Beta.MemoryStores.Memories.Delete(ctx, memID["/bulk/mb.md"], anthropic.BetaMemoryStoreMemoryDeleteParams{MemoryStoreID: id}))
+	a.tick()
+	must(ops.Beta.MemoryStores.Memories.Update(ctx, fresh.ID, anthropic.BetaMemoryStoreMemoryUpdateParams{MemoryStoreID: id,
+		Content: param.NewOpt("newer\n")}))
+	a.tick()
+	must(ops.Beta.MemoryStores.MemoryVersions.Redact(ctx, fresh.MemoryVersionID, anthropic.BetaMemoryStoreMemoryVersionRedactParams{MemoryStoreID: id}))
+	a.tick()
+	must(ops.Beta.MemoryStores.Update(ctx, id, anthropic.BetaMemoryStoreUpdateParams{Description: param.NewOpt("Alice, since May.")}))
+	a.tick()
+
+	res, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Again || res.Versions != 4 || res.Redacted != 1 || res.Redactions != 1 {
+		t.Errorf("import again: %+v", res)
+	}
+	// Four versions, the redaction's record, the store's update.
+	if n := commits(); n != before+4+1+1 {
+		t.Errorf("%d commits, were %d", n, before)
+	}
+	wantStore, wantVersions, wantMemories := raw(t, ops, id)
+	gotStore, gotVersions, gotMemories := raw(t, b.client("ops"), "alice")
+	if strings.Replace(gotStore, `"id":"alice"`, `"id":"`+id+`"`, 1) != wantStore {
+		t.Errorf("store:\n here %s\nthere %s", gotStore, wantStore)
+	}
+	fix := func(l []string) []string {
+		for i := range l {
+			l[i] = strings.ReplaceAll(l[i], `"memory_store_id":"alice"`, `"memory_store_id":"`+id+`"`)
+		}
+		return l
+	}
+	sameLists(t, "version", fix(gotVersions), wantVersions)
+	sameLists(t, "memory", fix(gotMemories), wantMemories)
+	if objs := gittest.Git(t, repo, "cat-file", "--batch-all-objects", "--batch"); strings.Contains(objs, "new\n") && !strings.Contains(objs, "newer") {
+		t.Error("the redacted content is in a git object")
+	}
+
+	head := gittest.Git(t, repo, "rev-parse", "HEAD")
+	unchanged := func(what string) {
+		t.Helper()
+		if now := gittest.Git(t, repo, "rev-parse", "HEAD"); now != head {
+			t.Errorf("%s: HEAD %s, was %s", what, now, head)
+		}
+	}
+	if res, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: "alice"}); err != nil || res.Versions+res.Redactions != 0 {
+		t.Errorf("up to date: %+v %v", res, err)
+	}
+	unchanged("up to date")
+
+	// Redacted there after its import: refused.
+	a.tick()
+	old := versionOf(t, ops, id, "/bulk/mc.md")
+	must(ops.Beta.MemoryStores.Memories.Update(ctx, memID["/bulk/mc.md"], anthropic.BetaMemoryStoreMemoryUpdateParams{MemoryStoreID: id,
+		Content: param.NewOpt("changed\n")}))
+	a.tick()
+	must(ops.Beta.MemoryStores.MemoryVersions.Redact(ctx, old, anthropic.BetaMemoryStoreMemoryVersionRedactParams{MemoryStoreID: id}))
+	var ie *transfer.ImportError
+	if _, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: "alice"}); !errors.As(err, &ie) ||
+		!strings.Contains(ie.Msg, "redacted there after it was imported") {
+		t.Errorf("redacted there since: %v", err)
+	}
+	unchanged("redacted there since")
+
+	// Changed here since: refused.
+	b.tool("alice", "sesn_1", `{"command":"create","path":"/memories/local.md","file_text":"here\n"}`)
+	st, _ := b.dir.Acquire("alice")
+	st.Use(func(r *gitmem.Repo, _ stores.Meta) error { return r.Flush() }) // git's files have the commit
+	st.Release()
+	head = gittest.Git(t, repo, "rev-parse", "HEAD")
+	if _, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: "alice"}); !errors.Is(err, transfer.ErrNotImport) {
+		t.Errorf("changed here: %v", err)
+	}
+	unchanged("changed here")
+
+	// Another store of that name: refused.
+	b.tick()
+	if _, err := b.dir.Create("other", stores.Meta{}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: "other"}); !errors.Is(err, transfer.ErrNotImport) {
+		t.Errorf("another store: %v", err)
+	}
+	if n := len(strings.Fields(gittest.Git(t, filepath.Join(b.root, "other"), "rev-list", "HEAD"))); n != 2 {
+		t.Errorf("the other store has %d commits", n)
+	}
+}
+
+// versionOf is the current version of the memory at path.
+func versionOf(t *testing.T, c anthropic.Client, store, path string) string {
+	t.Helper()
+	p := c.Beta.MemoryStores.Memories.ListAutoPaging(ctx, store, anthropic.BetaMemoryStoreMemoryListParams{})
+	for p.Next() {
+		if p.Current().Path == path {
+			return p.Current().MemoryVersionID
+		}
+	}
+	t.Fatalf("no memory at %s", path)
+	return ""
 }
