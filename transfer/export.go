@@ -26,6 +26,7 @@ type ExportResult struct {
 	StoreID   string // the store there ("" when none was made)
 	New       bool   // made by this export
 	Memories  int    // the gitmem store's memories
+	History   int    // the gitmem store's versions, all of its history: not copied (the API writes only current content)
 	Created   int    // memories made there
 	Updated   int    // memories there at the same path, given the content
 	Unchanged int    // memories there at the same path with the same content already
@@ -56,7 +57,12 @@ func Export(ctx context.Context, remote Remote, d *stores.Dir, name string, opt 
 	err = s.Use(func(r *gitmem.Repo, m stores.Meta) error {
 		meta = m
 		// One listing: the memories of one commit.
-		mems, _, err = memstore.NewIndex().List(ctx, r, memstore.ListOptions{Limit: math.MaxInt, WithContent: true})
+		ix := memstore.NewIndex()
+		if mems, _, err = ix.List(ctx, r, memstore.ListOptions{Limit: math.MaxInt, WithContent: true}); err != nil {
+			return err
+		}
+		vs, _, err := ix.Versions(ctx, r, memstore.VersionFilter{}, "", math.MaxInt, false)
+		res.History = len(vs)
 		return err
 	})
 	s.Release()

@@ -45,6 +45,7 @@ type ImportResult struct {
 	Store      stores.Info
 	Again      bool // the store was imported before: only what is new there was added
 	Already    int  // versions here before this import (Again)
+	Changed    bool // the store's name, description, metadata or archiving changed there since (Again)
 	Memories   int  // live ones
 	Versions   int  // imported by this run, one commit each
 	Redacted   int  // of Versions, redacted there (a placeholder here)
@@ -251,8 +252,10 @@ func (p *importPlan) run(ctx context.Context, d *stores.Dir, opt ImportOptions, 
 		switch {
 		case e.archive:
 			_, err = d.Archive(opt.Name, true, gitmem.Signature{})
+			res.Changed = true
 		case e.update:
 			_, err = d.Update(opt.Name, changeTo(st, info.Metadata), gitmem.Signature{})
+			res.Changed = true
 		case e.redacted != nil:
 			err = use(d, opt.Name, func(r *gitmem.Repo) error { return ix.ReplayRedaction(ctx, r, e.redacted, e.by) })
 			res.Redactions++

@@ -17,6 +17,7 @@ const (
 	exitFailure = 1 // the command ran and failed
 	exitUsage   = 2 // the command line was wrong
 	exitNoRepo  = 3 // --repo is not a gitmem repository
+	exitRemote  = 4 // store import, export: the Memory Stores API could not be reached, or refused or failed a request
 )
 
 // exitError carries an exit code and the message the user sees.

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"os"
 	"os/exec"
+	"regexp"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -31,6 +33,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: *update,
+		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"serving": serving},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("GITMEM_NOW", "2026-03-01T09:00:00Z")
 			env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
@@ -51,4 +54,27 @@ func fsckAtEnd(env *testscript.Env) {
 			env.T().Fatal("at the end of the script: ", err)
 		}
 	})
+}
+
+// serving LOG VAR waits (up to a minute) until a gitmem serve --http
+// started in the background says in LOG, its standard error, the address
+// it serves, and sets VAR to its URL (http://127.0.0.1:PORT).
+func serving(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: serving LOG VAR")
+	}
+	re := regexp.MustCompile(`serving the memory tool on (http://[0-9.]+:[0-9]+)`)
+	var data []byte
+	for range 600 {
+		data, _ = os.ReadFile(ts.MkAbs(args[0]))
+		if m := re.FindSubmatch(data); m != nil {
+			ts.Setenv(args[1], string(m[1]))
+			return
+		}
+		if regexp.MustCompile(`(?m)^gitmem: `).Match(data) {
+			break // it failed
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Fatalf("%s does not say where gitmem serve listens:\n%s", args[0], data)
 }

@@ -36,7 +36,7 @@ func storeCommand() *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "store",
-		Usage: "create, list, show, update, archive and delete the stores of a multi-store server (serve --stores)",
+		Usage: "create, list, show, update, import, export, archive and delete the stores of a multi-store server (serve --stores)",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "create",
@@ -175,6 +175,8 @@ func storeCommand() *cli.Command {
 					})
 				},
 			},
+			importCommand(dirFlag),
+			exportCommand(dirFlag),
 			archiveCommand("archive", "make a store read-only: the model can view it but not change it", true, dirFlag, nameArg),
 			archiveCommand("unarchive", "make an archived store writable again", false, dirFlag, nameArg),
 			{
