@@ -448,8 +448,8 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 			case appended != "":
 				return nil, fmt.Errorf("%w: it has version %s, not the earlier %s", ErrNotImport, v.ID, appended)
 			case !v.RedactedAt.IsZero() && pr.versions[v.ID].RedactedAt.IsZero():
-				return nil, importErr("version %s was redacted there after it was imported: an import does not rewrite history; redact it here too "+
-					"(the Memory Stores API of gitmem serve --stores), or import the store under another name", v.ID)
+				return nil, importErr("version %s was redacted there after it was imported here, and an import does not rewrite history "+
+					"(a new import, under another name, does not have it)", v.ID)
 			}
 			continue
 		}

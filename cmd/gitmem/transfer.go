@@ -25,7 +25,7 @@ func remoteFlags() []cli.Flag {
 			Usage: "the Memory Stores API at `URL`: Anthropic's, or a gitmem server's (http://memory:7077)"},
 		&cli.StringFlag{Name: "api-key", EnvVars: []string{"ANTHROPIC_API_KEY"}, Required: true,
 			Usage: "its API `KEY` (for a gitmem server: a token's secret; an operator token's to create stores)"},
-		&cli.IntFlag{Name: "max-retries", Value: 2, Usage: "`N` retries of a request that failed for a reason worth retrying (429, 5xx, no connection)"},
+		&cli.IntFlag{Name: "max-retries", Value: 2, Usage: "`N` retries of a request that failed for a reason worth retrying (408, 409, 429, 5xx, no connection), as the SDK retries"},
 	}
 }
 
@@ -42,8 +42,13 @@ func importCommand(dirFlag cli.Flag) *cli.Command {
 		Usage: "copy a store of a Memory Stores API (Anthropic's, or another gitmem server) into a store: " +
 			"every version a commit, with its ids, time and actor; again, only what is new there",
 		ArgsUsage: "STORE_ID",
+		Description: "Reads the store, every version and every memory there before it writes anything, builds the copy\n" +
+			"aside, checks it against what the API listed, and only then puts it in place: a failed import leaves nothing.\n" +
+			"Run again into the same store, it adds only the versions, redactions and metadata changes made there since\n" +
+			"(up to date: no commit); a store of that name made otherwise or changed here since is refused.\n" +
+			"Exits 4 when the API cannot be reached, or refuses or fails a request. See docs/memory-stores.md.",
 		Flags: append([]cli.Flag{dirFlag,
-			&cli.StringFlag{Name: "as", Usage: "the new store's `NAME` (default: STORE_ID)"}}, remoteFlags()...),
+			&cli.StringFlag{Name: "as", Usage: "the store's `NAME` here (default: STORE_ID)"}}, remoteFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return failf(exitUsage, "store import takes one store id (memstore_...)")
@@ -120,6 +125,10 @@ func exportCommand(dirFlag cli.Flag) *cli.Command {
 		Usage: "copy a store's current memories to a Memory Stores API (Anthropic's, or another gitmem server): " +
 			"into a new store there, or into --to-store",
 		ArgsUsage: "NAME",
+		Description: "The API writes only current content: the history, the times and authors of the changes and the memory\n" +
+			"ids stay here; the memories there get ids and versions of their own. A memory there at the same path is\n" +
+			"updated if it still has the content listed, left alone if it has the same; a second export makes no version.\n" +
+			"Exits 4 when the API cannot be reached, or refuses or fails a request. See docs/memory-stores.md.",
 		Flags: append([]cli.Flag{dirFlag,
 			&cli.StringFlag{Name: "to-store", Usage: "copy into this store `ID` there (memories at the same paths get the content; the others stay)"},
 			&cli.IntFlag{Name: "parallel", Value: 8, Usage: "`N` requests in flight"}}, remoteFlags()...),
