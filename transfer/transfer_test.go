@@ -256,11 +256,22 @@ func TestImportThenExport(t *testing.T) {
 	a.clock.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Unix()) // any commit of now would show
 
 	b := newServer(t)
+	var auth sync.Map // the credentials headers the far side got
+	a.setFault(func(r *http.Request, n int) (int, string, bool) {
+		auth.Store(r.Header.Get("Authorization")+"|"+r.Header.Get("X-Api-Key"), true)
+		return 0, "", false
+	})
 	var calls []int
 	res, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: id, Repo: gitmem.Options{Logf: t.Logf},
 		Progress: func(done, total int) { calls = append(calls, done) }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	a.setFault(nil)
+	var got []any
+	auth.Range(func(k, _ any) bool { got = append(got, k); return true })
+	if len(got) != 1 || got[0] != "Bearer secret-ops|" {
+		t.Errorf("the import sent the credentials %v, want only Authorization: Bearer secret-ops", got)
 	}
 	wantStore, wantVersions, wantMemories := raw(t, a.client("ops"), id)
 	gotStore, gotVersions, gotMemories := raw(t, b.client("ops"), id)

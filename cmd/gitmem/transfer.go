@@ -176,6 +176,9 @@ func exportCommand(dirFlag cli.Flag) *cli.Command {
 				fmt.Fprintln(w)
 				fmt.Fprintf(w, "Not exported: the history (%d versions here: the API writes only current content), "+
 					"the times and authors of the changes, the memory ids; the memories there have ids and versions of their own, made now\n", res.History)
+				if res.New {
+					fmt.Fprintf(w, "To export again into the same store, give --to-store %s (another export without it makes another store)\n", res.StoreID)
+				}
 				return nil
 			})
 		},

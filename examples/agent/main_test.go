@@ -108,7 +108,9 @@ func TestAgentLoop(t *testing.T) {
 		if got := string(body.ContextManagement); got != `{"edits":[{"type":"clear_tool_uses_20250919"}]}` {
 			t.Errorf("request %d: context_management %s", i+1, got)
 		}
-		if !strings.Contains(r.Header.Get("anthropic-beta"), "context-management-2025-06-27") || r.Header.Get("Authorization") != "Bearer test-key" {
+		// The SDK (v2) sends the API key as a bearer token, and only so.
+		if !strings.Contains(r.Header.Get("anthropic-beta"), "context-management-2025-06-27") || r.Header.Get("Authorization") != "Bearer test-key" ||
+			r.Header.Get("X-Api-Key") != "" {
 			t.Errorf("request %d: headers %v", i+1, r.Header)
 		}
 		// Each session is its own conversation (the second starts at request
