@@ -231,11 +231,13 @@ func (pr *prior) has(id string) bool {
 func (p *importPlan) run(ctx context.Context, d *stores.Dir, opt ImportOptions, info stores.Info, clock *atomic.Int64) (ImportResult, error) {
 	res := ImportResult{Truncated: len(p.truncated), Unversioned: p.unversioned, Skipped: p.skipped}
 	st := p.store
+	// The store's metadata as it is there, at its time: archiving sets
+	// updated_at too, so an update at the time of the archiving is one only
+	// when the metadata differs, and comes first.
 	archive := !st.ArchivedAt.IsZero() && info.Archived.IsZero()
-	if !archive || st.UpdatedAt.Unix() != st.ArchivedAt.Unix() {
-		if st.UpdatedAt.Unix() != info.Updated.Unix() {
-			p.events = append(p.events, event{at: st.UpdatedAt, update: true})
-		}
+	differs := info.DisplayName != st.Name || info.Description != st.Description || !maps.Equal(info.Metadata, st.Metadata)
+	if differs || st.UpdatedAt.Unix() != info.Updated.Unix() && !(archive && st.UpdatedAt.Unix() == st.ArchivedAt.Unix()) {
+		p.events = append(p.events, event{at: st.UpdatedAt, update: true})
 	}
 	if archive {
 		p.events = append(p.events, event{at: st.ArchivedAt, archive: true})

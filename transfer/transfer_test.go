@@ -716,3 +716,30 @@ func versionOf(t *testing.T, c anthropic.Client, store, path string) string {
 	t.Fatalf("no memory at %s", path)
 	return ""
 }
+
+// A store renamed and archived there in the same second after its import
+// (its updated_at is its archived_at): a second import renames and
+// archives the store here, in that order.
+func TestImportAgainArchived(t *testing.T) {
+	a := newServer(t)
+	ops := a.client("ops")
+	st := must(ops.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "Bob"}))
+	a.tick()
+	must(ops.Beta.MemoryStores.Memories.New(ctx, st.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/a.md", Content: param.NewOpt("a\n")}))
+	b := newServer(t)
+	if _, err := transfer.Import(ctx, a.remote(), b.root, st.ID, transfer.ImportOptions{Name: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	a.tick()
+	must(ops.Beta.MemoryStores.Update(ctx, st.ID, anthropic.BetaMemoryStoreUpdateParams{Name: param.NewOpt("Robert")}))
+	must(ops.Beta.MemoryStores.Archive(ctx, st.ID, anthropic.BetaMemoryStoreArchiveParams{}))
+	res, err := transfer.Import(ctx, a.remote(), b.root, st.ID, transfer.ImportOptions{Name: "bob"})
+	if err != nil || !res.Changed || res.Versions != 0 || res.Store.DisplayName != "Robert" || !res.Store.IsArchived() {
+		t.Fatalf("import again: %+v %v", res, err)
+	}
+	want, _, _ := raw(t, ops, st.ID)
+	got, _, _ := raw(t, b.client("ops"), "bob")
+	if strings.Replace(got, `"id":"bob"`, `"id":"`+st.ID+`"`, 1) != want {
+		t.Errorf("store:\n here %s\nthere %s", got, want)
+	}
+}
