@@ -128,6 +128,34 @@ func (s *server) setFault(f func(r *http.Request, n int) (int, string, bool)) {
 
 func (s *server) tick() { s.clock.Add(1) }
 
+// expire leaves the versions ids out of the version listings, as a
+// service that no longer keeps them.
+func (s *server) expire(ids map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.filter = func(r *http.Request, body []byte) []byte {
+		if !strings.HasSuffix(r.URL.Path, "/memory_versions") {
+			return body
+		}
+		var page struct {
+			Data     []json.RawMessage `json:"data"`
+			NextPage *string           `json:"next_page"`
+		}
+		json.Unmarshal(body, &page)
+		kept := []json.RawMessage{}
+		for _, d := range page.Data {
+			var v struct{ ID string }
+			json.Unmarshal(d, &v)
+			if !ids[v.ID] {
+				kept = append(kept, d)
+			}
+		}
+		page.Data = kept
+		out, _ := json.Marshal(page)
+		return out
+	}
+}
+
 func (s *server) client(token string, opts ...option.RequestOption) anthropic.Client {
 	return anthropic.NewClient(append([]option.RequestOption{option.WithBaseURL(s.url), option.WithAPIKey("secret-" + token), option.WithMaxRetries(0)}, opts...)...)
 }
@@ -491,29 +519,7 @@ func TestImportWithoutOldVersions(t *testing.T) {
 			expired[v.ID] = true
 		}
 	}
-	a.mu.Lock()
-	a.filter = func(r *http.Request, body []byte) []byte {
-		if !strings.HasSuffix(r.URL.Path, "/memory_versions") {
-			return body
-		}
-		var page struct {
-			Data     []json.RawMessage `json:"data"`
-			NextPage *string           `json:"next_page"`
-		}
-		json.Unmarshal(body, &page)
-		kept := []json.RawMessage{}
-		for _, d := range page.Data {
-			var v ver
-			json.Unmarshal(d, &v)
-			if !expired[v.ID] {
-				kept = append(kept, d)
-			}
-		}
-		page.Data = kept
-		out, _ := json.Marshal(page)
-		return out
-	}
-	a.mu.Unlock()
+	a.expire(expired)
 	b := newServer(t)
 	res, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: id})
 	if err != nil {
@@ -742,4 +748,43 @@ func TestImportAgainArchived(t *testing.T) {
 	if strings.Replace(got, `"id":"bob"`, `"id":"`+st.ID+`"`, 1) != want {
 		t.Errorf("store:\n here %s\nthere %s", got, want)
 	}
+}
+
+// Imported every day from a service that keeps versions for a while: the
+// versions imported before are no longer listed there, and a second
+// import adds the new ones after them.
+func TestImportAgainAfterExpiry(t *testing.T) {
+	a := newServer(t)
+	id := fill(t, a)
+	ops := a.client("ops")
+	b := newServer(t)
+	if _, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	_, old, _ := raw(t, ops, id)
+	a.tick()
+	m := must(ops.Beta.MemoryStores.Memories.New(ctx, id, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/later.md", Content: param.NewOpt("later\n")}))
+	a.tick()
+	must(ops.Beta.MemoryStores.Memories.Update(ctx, m.ID, anthropic.BetaMemoryStoreMemoryUpdateParams{MemoryStoreID: id, Content: param.NewOpt("later on\n")}))
+	// All but the newest two versions of before expire.
+	expired := map[string]bool{}
+	for _, v := range old[2:] {
+		var x struct{ ID string }
+		json.Unmarshal([]byte(v), &x)
+		expired[x.ID] = true
+	}
+	a.expire(expired)
+	res, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: "alice"})
+	if err != nil || res.Versions != 2 || res.Already != len(old) || res.Truncated+res.Unversioned+res.Skipped != 0 {
+		t.Fatalf("import again: %+v %v", res, err)
+	}
+	_, versions, memories := raw(t, b.client("ops"), "alice")
+	_, _, wantMemories := raw(t, ops, id)
+	if len(versions) != len(old)+2 {
+		t.Errorf("%d versions here, want %d", len(versions), len(old)+2)
+	}
+	for i := range memories {
+		memories[i] = strings.ReplaceAll(memories[i], `"memory_store_id":"alice"`, `"memory_store_id":"`+id+`"`)
+	}
+	sameLists(t, "memory", memories, wantMemories)
 }
