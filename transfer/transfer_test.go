@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -787,4 +789,82 @@ func TestImportAgainAfterExpiry(t *testing.T) {
 		memories[i] = strings.ReplaceAll(memories[i], `"memory_store_id":"alice"`, `"memory_store_id":"`+id+`"`)
 	}
 	sameLists(t, "memory", memories, wantMemories)
+}
+
+// A far side that answers as the hosted service does, where a gitmem
+// server does not: ids with capitals, times with fractions of a second,
+// API keys, a service account and no actor recorded. The copy has the
+// same ids, operations, paths, contents and actors, the times to the
+// second.
+func TestImportHostedShapes(t *testing.T) {
+	const (
+		store = "memstore_011CZkZaBF1tNoB5wlCeusgy"
+		notes = "mem_011CZkZb2cQ7y9WmRkFhT3Ls"
+		other = "mem_011CZkZcUe8x1AbVnPq4Rs9T"
+	)
+	sha := func(s string) string { return memstore.SHA256([]byte(s)) }
+	version := func(id, mem, op, at, path, content, actor string) string {
+		return `{"id":"` + id + `","type":"memory_version","memory_id":"` + mem + `","memory_store_id":"` + store + `","operation":"` + op +
+			`","created_at":"` + at + `","path":"` + path + `","content":` + strconv.Quote(content) + `,"content_sha256":"` + sha(content) +
+			`","content_size_bytes":` + strconv.Itoa(len(content)) + `,"created_by":` + actor + `,"redacted_at":null,"redacted_by":null}`
+	}
+	answers := map[string]string{
+		"/v1/memory_stores/" + store: `{"id":"` + store + `","type":"memory_store","name":"Support bot","description":"","metadata":{},` +
+			`"archived_at":null,"created_at":"2026-04-01T10:00:00.123456Z","updated_at":"2026-04-01T10:00:00.123456Z"}`,
+		"/v1/memory_stores/" + store + "/memory_versions": `{"data":[` +
+			version("memver_011CZkZf3", notes, "modified", "2026-04-01T10:05:00.5Z", "/notes.md", "b\n", `{"type":"service_account_actor","service_account_id":"svac_01Xy"}`) + `,` +
+			version("memver_011CZkZe2", other, "created", "2026-04-01T10:03:00.25Z", "/other.md", "x\n", `null`) + `,` +
+			version("memver_011CZkZd1", notes, "created", "2026-04-01T10:01:00.999Z", "/notes.md", "a\n", `{"type":"api_actor","api_key_id":"apikey_01Ab"}`) +
+			`],"next_page":null}`,
+		"/v1/memory_stores/" + store + "/memories": `{"data":[` +
+			`{"id":"` + notes + `","type":"memory","memory_store_id":"` + store + `","path":"/notes.md","content":null,"content_sha256":"` + sha("b\n") +
+			`","content_size_bytes":2,"memory_version_id":"memver_011CZkZf3","created_at":"2026-04-01T10:01:00.999Z","updated_at":"2026-04-01T10:05:00.5Z"},` +
+			`{"id":"` + other + `","type":"memory","memory_store_id":"` + store + `","path":"/other.md","content":null,"content_sha256":"` + sha("x\n") +
+			`","content_size_bytes":2,"memory_version_id":"memver_011CZkZe2","created_at":"2026-04-01T10:03:00.25Z","updated_at":"2026-04-01T10:03:00.25Z"}` +
+			`],"next_page":null}`,
+	}
+	hosted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("request-id", "req_011CZ")
+		body, ok := answers[r.URL.Path]
+		if r.Header.Get("Authorization") != "Bearer sk-ant-test" {
+			w.WriteHeader(401)
+			body = `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`
+		} else if !ok || r.Method != "GET" {
+			w.WriteHeader(404)
+			body = `{"type":"error","error":{"type":"not_found_error","message":"not found"}}`
+		}
+		io.WriteString(w, body)
+	}))
+	defer hosted.Close()
+	b := newServer(t)
+	res, err := transfer.Import(ctx, transfer.Remote{BaseURL: hosted.URL, APIKey: "sk-ant-test"}, b.root, store, transfer.ImportOptions{Name: "support"})
+	if err != nil || res.Versions != 3 || res.Memories != 2 {
+		t.Fatalf("import: %+v %v", res, err)
+	}
+	_, versions, memories := raw(t, b.client("ops"), "support")
+	want := []string{
+		`memver_011CZkZf3 mem_011CZkZb2cQ7y9WmRkFhT3Ls modified 2026-04-01T10:05:00Z /notes.md "b\n" {"type":"service_account_actor","service_account_id":"svac_01Xy"}`,
+		`memver_011CZkZe2 mem_011CZkZcUe8x1AbVnPq4Rs9T created 2026-04-01T10:03:00Z /other.md "x\n" null`,
+		`memver_011CZkZd1 mem_011CZkZb2cQ7y9WmRkFhT3Ls created 2026-04-01T10:01:00Z /notes.md "a\n" {"type":"api_actor","api_key_id":"apikey_01Ab"}`,
+	}
+	var got []string
+	for _, v := range versions {
+		var x struct {
+			ID, Operation, Path, Content string
+			MemoryID                     string          `json:"memory_id"`
+			CreatedAt                    string          `json:"created_at"`
+			CreatedBy                    json.RawMessage `json:"created_by"`
+		}
+		json.Unmarshal([]byte(v), &x)
+		got = append(got, fmt.Sprintf("%s %s %s %s %s %q %s", x.ID, x.MemoryID, x.Operation, x.CreatedAt, x.Path, x.Content, x.CreatedBy))
+	}
+	sameLists(t, "version", got, want)
+	if len(memories) != 2 || !strings.Contains(memories[0], `"id":"`+notes+`"`) || !strings.Contains(memories[0], `"created_at":"2026-04-01T10:01:00Z"`) {
+		t.Errorf("memories: %v", memories)
+	}
+	// Again: nothing new.
+	if res, err := transfer.Import(ctx, transfer.Remote{BaseURL: hosted.URL, APIKey: "sk-ant-test"}, b.root, store, transfer.ImportOptions{Name: "support"}); err != nil || !res.Again || res.Versions != 0 {
+		t.Errorf("import again: %+v %v", res, err)
+	}
 }
