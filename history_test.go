@@ -241,7 +241,7 @@ func TestOperatorStory(t *testing.T) {
 
 	// expire with a fixed clock: only the January file goes.
 	clock = clock.AddDate(0, 1, 0) // April
-	stale, _, err := repo.Expire(clock.AddDate(0, 0, -60), nil, gitmem.Signature{}, nil)
+	stale, _, err := repo.Expire(clock.AddDate(0, 0, -60), gitmem.ExpireOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

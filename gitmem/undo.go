@@ -83,7 +83,16 @@ type RevertOptions struct {
 	Author Signature
 	// DryRun computes the changes without committing them.
 	DryRun bool
+	// Check, when set, is an operator's precondition (see Check).
+	Check Check
 }
+
+// Check sees the changes an operator command (revert, restore, expire)
+// is about to commit, under the writer lock, so that nothing can come
+// between: an error it returns refuses them, nothing is committed and
+// the command returns that error. (The console confirms only the changes
+// it previewed.) A dry run does not call it.
+type Check func([]FileChange) error
 
 // errDryRun ends a transaction that was run only to see its changes.
 var errDryRun = errors.New("dry run")
@@ -92,7 +101,7 @@ var errDryRun = errors.New("dry run")
 // the files it changed. A change that changes nothing makes no commit and
 // returns ErrNoChange; dry computes the changes and commits nothing (the
 // zero Commit).
-func (r *Repo) operate(meta Meta, dry bool, fn func(tx *Tx) error) (Commit, []FileChange, error) {
+func (r *Repo) operate(meta Meta, dry bool, check Check, fn func(tx *Tx) error) (Commit, []FileChange, error) {
 	var changes []FileChange
 	run := func(tx *Tx) error {
 		if err := fn(tx); err != nil {
@@ -107,6 +116,8 @@ func (r *Repo) operate(meta Meta, dry bool, fn func(tx *Tx) error) (Commit, []Fi
 			return ErrNoChange
 		case dry:
 			return errDryRun
+		case check != nil:
+			return check(changes)
 		}
 		return nil
 	}
@@ -207,7 +218,7 @@ func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, []FileChange, e
 			meta.Trailers = append(meta.Trailers, Trailer{"Reverts-Tool-Use-Id", id})
 		}
 	}
-	return r.operate(meta, opt.DryRun, func(tx *Tx) error {
+	return r.operate(meta, opt.DryRun, opt.Check, func(tx *Tx) error {
 		var conflicts []FileConflict
 		for _, t := range targets {
 			fc, err := r.undo(tx, t.c, opt.Theirs, movedAfter(hist[t.pos+1:]))
@@ -334,7 +345,8 @@ type RestoreOptions struct {
 	Paths  []string // memory paths relative to memories/; none: all memory
 	Delete bool     // a file that did not exist then is deleted (else AbsentError)
 	Author Signature
-	DryRun bool // compute the changes, commit nothing
+	DryRun bool  // compute the changes, commit nothing
+	Check  Check // an operator's precondition (see Check)
 }
 
 // AbsentError says that paths did not exist at the commit — given to
@@ -363,7 +375,7 @@ func (r *Repo) Restore(c Commit, opt RestoreOptions) (Commit, []FileChange, erro
 	}
 	meta := Meta{Subject: "memory: restore " + what + " to " + c.Hash[:7], Author: r.operator(opt.Author),
 		Trailers: []Trailer{{TrailerCommand, "restore"}, {"Restored-From", c.Hash}}}
-	return r.operate(meta, opt.DryRun, func(tx *Tx) error {
+	return r.operate(meta, opt.DryRun, opt.Check, func(tx *Tx) error {
 		then, err := r.Files(c.Hash, opt.Paths...)
 		if err != nil {
 			return err
@@ -536,17 +548,25 @@ func ancestry(hist []histRec) func(i, j int) bool {
 	}
 }
 
+// ExpireOptions tune an expire.
+type ExpireOptions struct {
+	Keep     []string // globs of paths never expired (see StaleFiles)
+	Author   Signature
+	Progress Progress
+	Check    Check // an operator's precondition (see Check)
+}
+
 // Expire deletes the stale files (see StaleFiles) as one commit that
 // lists them, so it can be reverted. Nothing to expire: no commit.
-func (r *Repo) Expire(cutoff time.Time, keep []string, author Signature, progress Progress) ([]Stale, Commit, error) {
+func (r *Repo) Expire(cutoff time.Time, opt ExpireOptions) ([]Stale, Commit, error) {
 	var stale []Stale
-	meta := Meta{Author: r.operator(author), Trailers: []Trailer{{TrailerCommand, "expire"}, {"Expired-Before", cutoff.UTC().Format(time.RFC3339)}}}
+	meta := Meta{Author: r.operator(opt.Author), Trailers: []Trailer{{TrailerCommand, "expire"}, {"Expired-Before", cutoff.UTC().Format(time.RFC3339)}}}
 	c, err := r.Update(meta, func(tx *Tx) error {
-		hist, err := r.history(tx.head, saveHeld, progress)
+		hist, err := r.history(tx.head, saveHeld, opt.Progress)
 		if err != nil {
 			return err
 		}
-		stale, err = staleIn(hist, tx.files(""), cutoff, keep)
+		stale, err = staleIn(hist, tx.files(""), cutoff, opt.Keep)
 		if err != nil {
 			return err
 		}
@@ -560,7 +580,14 @@ func (r *Repo) Expire(cutoff time.Time, keep []string, author Signature, progres
 			tx.AddTrailer(TrailerPath, "/memories/"+s.Path)
 		}
 		tx.SetSubject(fmt.Sprintf("memory: expire %d file(s) untouched since %s", len(stale), cutoff.UTC().Format(time.RFC3339)))
-		return nil
+		if opt.Check == nil {
+			return nil
+		}
+		changes, err := tx.changes()
+		if err != nil {
+			return err
+		}
+		return opt.Check(changes)
 	})
 	if errors.Is(err, errNothing) {
 		return nil, Commit{}, nil

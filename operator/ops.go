@@ -58,14 +58,20 @@ func at(r *gitmem.Repo, t time.Time) (gitmem.Commit, error) {
 	return c, err
 }
 
-// Patch is the unified diff of a commit against its first parent, under
-// paths (relative to memories/; none: all).
-func Patch(r *gitmem.Repo, c gitmem.Commit, paths []string) (string, error) {
+// Changes is what a commit changed against its first parent, file by
+// file, under paths (relative to memories/; none: all).
+func Changes(r *gitmem.Repo, c gitmem.Commit, paths []string) ([]gitmem.FileChange, error) {
 	parent := ""
 	if len(c.Parents) > 0 {
 		parent = c.Parents[0]
 	}
-	changes, err := r.Diff(parent, c.Hash, paths...)
+	return r.Diff(parent, c.Hash, paths...)
+}
+
+// Patch is the unified diff of a commit against its first parent, under
+// paths (relative to memories/; none: all).
+func Patch(r *gitmem.Repo, c gitmem.Commit, paths []string) (string, error) {
+	changes, err := Changes(r, c, paths)
 	if err != nil {
 		return "", err
 	}
@@ -74,6 +80,67 @@ func Patch(r *gitmem.Repo, c gitmem.Commit, paths []string) (string, error) {
 		b.WriteString(fc.Unified())
 	}
 	return b.String(), nil
+}
+
+// ChangesSHA256 is the digest of what a change does: each file's path
+// and the content_sha256 of its content before and after it ("-" where
+// the file does not exist), in path order. An operator who previewed a
+// change confirms it with ExpectChanges of this digest: the API's
+// content_sha256 precondition, on every file the change touches.
+func ChangesSHA256(changes []gitmem.FileChange) string {
+	side := func(data []byte, exists bool) string {
+		if !exists {
+			return "-"
+		}
+		return SHA256(data)
+	}
+	sorted := slices.Clone(changes)
+	slices.SortFunc(sorted, func(a, b gitmem.FileChange) int { return strings.Compare(a.Path, b.Path) })
+	h := sha256.New()
+	for _, fc := range sorted {
+		fmt.Fprintf(h, "%q %s %s\n", fc.Path, side(fc.Old, fc.OldFile), side(fc.New, fc.NewFile))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ErrPreviewChanged refuses a change that is no longer the one previewed:
+// the memory changed since (another operator, an agent); nothing was
+// changed.
+var ErrPreviewChanged = errors.New("the memory changed since the preview, so this would no longer change what was shown; nothing was changed: look at the new preview")
+
+// ExpectChanges is the precondition of a previewed change (a revert, a
+// restore, an expire): checked under the writer lock, it refuses with
+// ErrPreviewChanged changes whose ChangesSHA256 is not sum.
+func ExpectChanges(sum string) gitmem.Check {
+	return func(changes []gitmem.FileChange) error {
+		if ChangesSHA256(changes) != sum {
+			return ErrPreviewChanged
+		}
+		return nil
+	}
+}
+
+// ExpirePreview is what an expire at cutoff would do now: the stale files
+// (gitmem's StaleFiles) and their deletion as changes, to show and to
+// confirm with ExpectChanges.
+func ExpirePreview(r *gitmem.Repo, cutoff time.Time, keep []string) ([]gitmem.Stale, []gitmem.FileChange, error) {
+	snap, err := r.Snapshot()
+	if err != nil {
+		return nil, nil, err
+	}
+	stale, err := r.StaleFiles(cutoff, keep, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var changes []gitmem.FileChange
+	for _, s := range stale {
+		data, err := snap.ReadFile(s.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		changes = append(changes, gitmem.FileChange{Path: s.Path, Old: data, OldFile: true})
+	}
+	return stale, changes, nil
 }
 
 // Page is a page of a listing; Next is the cursor of the next page ("" at
@@ -191,7 +258,41 @@ func ListMemories(ctx context.Context, r *gitmem.Repo, prefix, after string, lim
 		}
 		p.Items = append(p.Items, Memory{Path: path, Size: int64(len(data)), SHA256: SHA256(data)})
 	}
-	return p, lastChanges(ctx, r, p.Items)
+	return p, withLastChanges(ctx, r, p.Items)
+}
+
+// Entry is a file or folder directly in a folder of the memory, with the
+// commit that last changed it (for a folder, anything beneath it).
+type Entry struct {
+	gitmem.Info
+	Path string // relative to memories/
+	Last gitmem.Commit
+}
+
+// ListFolder lists the files and folders directly in the folder dir
+// (relative to memories/; "" for /memories), by name, each with its size
+// (a folder's: of the files beneath, and their count) and its last
+// change. A file is gitmem.ErrNotDir.
+func ListFolder(ctx context.Context, r *gitmem.Repo, dir string) ([]Entry, error) {
+	snap, err := r.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	kids, err := snap.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(kids))
+	paths := make([]string, len(kids))
+	for i, k := range kids {
+		out[i] = Entry{Info: k, Path: join(dir, k.Name)}
+		paths[i] = out[i].Path
+	}
+	last, err := lastChanges(ctx, r, paths)
+	for i := range out {
+		out[i].Last = last[out[i].Path]
+	}
+	return out, err
 }
 
 func join(dir, name string) string {
@@ -201,23 +302,43 @@ func join(dir, name string) string {
 	return dir + "/" + name
 }
 
-// lastChanges finds the commit that last changed each memory: one pass
-// over the history, newest first, until every one is found.
-func lastChanges(ctx context.Context, r *gitmem.Repo, ms []Memory) error {
-	if len(ms) == 0 {
-		return nil
-	}
-	want := map[string]int{}
-	var paths []string
+// withLastChanges sets each memory's last change.
+func withLastChanges(ctx context.Context, r *gitmem.Repo, ms []Memory) error {
+	paths := make([]string, len(ms))
 	for i, m := range ms {
-		want[m.Path] = i
-		paths = append(paths, m.Path)
+		paths[i] = m.Path
+	}
+	last, err := lastChanges(ctx, r, paths)
+	for i := range ms {
+		ms[i].Last = last[ms[i].Path]
+	}
+	return err
+}
+
+// lastChanges finds the commit that last changed each of paths (a file,
+// or a folder: a file beneath it): one pass over the history, newest
+// first, until every one is found.
+func lastChanges(ctx context.Context, r *gitmem.Repo, paths []string) (map[string]gitmem.Commit, error) {
+	found := map[string]gitmem.Commit{}
+	if len(paths) == 0 {
+		return found, nil
+	}
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[p] = true
 	}
 	err := r.Log(ctx, gitmem.LogOptions{Paths: paths}, nil, func(c gitmem.Commit) error {
 		for _, p := range c.Paths {
-			if i, ok := want[p]; ok {
-				ms[i].Last = c
-				delete(want, p)
+			for q := p; ; { // the file, then each folder above it
+				if want[q] {
+					found[q] = c
+					delete(want, q)
+				}
+				i := strings.LastIndexByte(q, '/')
+				if i < 0 {
+					break
+				}
+				q = q[:i]
 			}
 		}
 		if len(want) == 0 {
@@ -228,7 +349,7 @@ func lastChanges(ctx context.Context, r *gitmem.Repo, ms []Memory) error {
 	if errors.Is(err, errStop) {
 		err = nil
 	}
-	return err
+	return found, err
 }
 
 // GetMemory reads one memory file with its last change. A folder is
@@ -243,7 +364,8 @@ func GetMemory(ctx context.Context, r *gitmem.Repo, path string) (Memory, error)
 		return Memory{}, err
 	}
 	ms := []Memory{{Path: path, Size: int64(len(data)), SHA256: SHA256(data), Content: data}}
-	return ms[0], lastChanges(ctx, r, ms)
+	err = withLastChanges(ctx, r, ms)
+	return ms[0], err
 }
 
 // PreconditionError is a write refused because the memory's content is

@@ -510,7 +510,7 @@ func maintain(ctx context.Context, repo *gitmem.Repo, m maintenance, logf func(s
 				logf("gitmem: committed hand edits to %d file(s) in %s", len(c.Paths), short(c.Hash))
 			}
 		case <-expireTick:
-			stale, c, err := repo.Expire(now().Add(-m.expireAge), m.keep, gitmem.Signature{Name: "gitmem expire", Email: "gitmem@gitmem.invalid"}, nil)
+			stale, c, err := repo.Expire(now().Add(-m.expireAge), gitmem.ExpireOptions{Keep: m.keep, Author: gitmem.Signature{Name: "gitmem expire", Email: "gitmem@gitmem.invalid"}})
 			switch {
 			case err != nil:
 				logf("gitmem: periodic expire: %v", err)

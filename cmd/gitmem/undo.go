@@ -183,7 +183,7 @@ func expireCommand() *cli.Command {
 			if c.Bool("dry-run") {
 				stale, err = r.StaleFiles(cutoff, keep, progress(c, "reading history"))
 			} else {
-				stale, cm, err = r.Expire(cutoff, keep, gitmem.Signature{}, progress(c, "reading history"))
+				stale, cm, err = r.Expire(cutoff, gitmem.ExpireOptions{Keep: keep, Progress: progress(c, "reading history")})
 			}
 			if err != nil {
 				return storeErr(err, c.String("repo"))

@@ -1,0 +1,96 @@
+package operator_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+	"github.com/gitmem-dev/gitmem/operator"
+)
+
+func newRepo(t *testing.T) (*gitmem.Repo, func(id, path, content string) gitmem.Commit) {
+	t.Helper()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r, _, err := gitmem.Init(gittest.TempDir(t), gitmem.Options{Now: func() time.Time { return clock }, Logf: t.Logf,
+		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, func(id, path, content string) gitmem.Commit {
+		t.Helper()
+		clock = clock.Add(time.Hour)
+		c, err := r.Update(gitmem.Meta{Subject: "w " + path, Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: id}}}, func(tx *gitmem.Tx) error {
+			return tx.WriteFile(path, []byte(content))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+}
+
+// A previewed revert is confirmed only while it would change the same
+// files from and to the same contents: a change made in between (by
+// another operator or an agent) refuses it, and nothing is committed.
+func TestExpectChangesRefusesWhatWasNotPreviewed(t *testing.T) {
+	r, write := newRepo(t)
+	write("t1", "a.md", "one\ntwo\nthree\n")
+	write("t2", "a.md", "one\nTWO\nthree\n")
+	_, preview, err := r.Revert([]string{"t2"}, gitmem.RevertOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := operator.ChangesSHA256(preview)
+	if again := operator.ChangesSHA256(append([]gitmem.FileChange(nil), preview...)); again != sum || len(sum) != 64 {
+		t.Fatalf("the digest is not stable: %s, %s", sum, again)
+	}
+	write("t3", "a.md", "one\nTWO\nthree\nfour\n") // lands between the preview and the confirmation
+	head, _ := r.Commit("HEAD")
+	if _, _, err := r.Revert([]string{"t2"}, gitmem.RevertOptions{Check: operator.ExpectChanges(sum)}); !errors.Is(err, operator.ErrPreviewChanged) {
+		t.Fatalf("a revert whose preview is out of date: %v", err)
+	}
+	if now, _ := r.Commit("HEAD"); now.Hash != head.Hash {
+		t.Fatal("a refused revert committed")
+	}
+	_, preview, _ = r.Revert([]string{"t2"}, gitmem.RevertOptions{DryRun: true})
+	c, _, err := r.Revert([]string{"t2"}, gitmem.RevertOptions{Check: operator.ExpectChanges(operator.ChangesSHA256(preview))})
+	if err != nil || c.Hash == head.Hash {
+		t.Fatalf("the revert of its new preview: %v", err)
+	}
+
+	// An expire's preview is its deletions.
+	stale, changes, err := operator.ExpirePreview(r, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), nil)
+	if err != nil || len(stale) != 1 || len(changes) != 1 || changes[0].NewFile || string(changes[0].Old) != "one\ntwo\nthree\nfour\n" {
+		t.Fatalf("expire preview: %+v %+v %v", stale, changes, err)
+	}
+	if _, _, err := r.Expire(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), gitmem.ExpireOptions{Check: operator.ExpectChanges(operator.ChangesSHA256(changes))}); err != nil {
+		t.Fatalf("the expire of its preview: %v", err)
+	}
+}
+
+// ListFolder gives a folder's own entries, each with its last change: a
+// folder's is the newest change to anything beneath it.
+func TestListFolder(t *testing.T) {
+	r, write := newRepo(t)
+	write("t1", "notes/a.md", "a\n")
+	write("t2", "top.md", "top\n")
+	write("t3", "notes/deep/b.md", "bb\n")
+	entries, err := operator.ListFolder(context.Background(), r, "")
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("%+v %v", entries, err)
+	}
+	notes, top := entries[0], entries[1]
+	if notes.Path != "notes" || !notes.Dir || notes.Files != 2 || notes.Size != 5 || notes.Last.Trailer(gitmem.TrailerToolUseID) != "t3" {
+		t.Errorf("notes: %+v", notes)
+	}
+	if top.Path != "top.md" || top.Dir || top.Size != 4 || top.Last.Trailer(gitmem.TrailerToolUseID) != "t2" {
+		t.Errorf("top.md: %+v", top)
+	}
+	if _, err := operator.ListFolder(context.Background(), r, "top.md"); !errors.Is(err, gitmem.ErrNotDir) {
+		t.Errorf("a file listed as a folder: %v", err)
+	}
+}
