@@ -95,8 +95,12 @@ func (o HTTPOptions) Protect(log *slog.Logger, hasToken bool, auth func(http.Han
 	if mux, ok := routes.(*http.ServeMux); ok {
 		routes = jsonRouting(mux)
 	}
-	public.Handle("/", auth(newLimiter(o).wrap(routes)))
-	return accessLog(log, browserGuard(hasToken, public))
+	lim := newLimiter(o)
+	public.Handle("/", auth(lim.wrap(routes)))
+	if o.Console != nil {
+		public.Handle(ConsolePath, lim.wrap(o.Console))
+	}
+	return accessLog(log, browserGuard(hasToken, o.Console != nil, public))
 }
 
 // jsonRouting serves mux, answering a path no route serves (404) and a
@@ -163,10 +167,11 @@ func (o HTTPOptions) healthz(w http.ResponseWriter, r *http.Request) {
 //     site) other than GET/HEAD/OPTIONS: 403;
 //   - a request with a body that is not Content-Type application/json
 //     (which a page can send only after a CORS preflight gitmem never
-//     answers): 415;
+//     answers): 415 — but for the console's forms (when console is
+//     set), which carry its CSRF token;
 //   - without a token, on a loopback connection, a Host that is not a
 //     loopback name (a rebound DNS name): 403.
-func browserGuard(hasToken bool, next http.Handler) http.Handler {
+func browserGuard(hasToken, console bool, next http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		from := r.Header.Get("Origin")
@@ -176,11 +181,11 @@ func browserGuard(hasToken bool, next http.Handler) http.Handler {
 		HTTPError(w, http.StatusForbidden, fmt.Sprintf("cross-origin request refused (%s)", clipHeader(from)))
 	}))
 	return cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !hasToken && onLoopback(r) && !loopbackHost(r.Host) {
+		if !hasToken && onLoopback(r) && !LoopbackHost(r.Host) {
 			HTTPError(w, http.StatusForbidden, fmt.Sprintf("Host %q is refused: a loopback server without a token answers only to localhost, 127.0.0.1 and [::1]", clipHeader(r.Host)))
 			return
 		}
-		if hasBody(r) {
+		if hasBody(r) && !(console && strings.HasPrefix(r.URL.Path, ConsolePath)) {
 			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 				HTTPError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type must be application/json, got %q", clipHeader(r.Header.Get("Content-Type"))))
 				return
@@ -211,10 +216,10 @@ func onLoopback(r *http.Request) bool {
 	return ok && a.IP.IsLoopback()
 }
 
-// loopbackHost reports whether a Host header names this machine:
+// LoopbackHost reports whether a Host header names this machine:
 // localhost (and *.localhost, which browsers resolve locally) or a
 // loopback address, with or without a port.
-func loopbackHost(host string) bool {
+func LoopbackHost(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}

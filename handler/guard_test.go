@@ -211,3 +211,61 @@ func TestArrayBounds(t *testing.T) {
 		t.Errorf("a late array made a commit: HEAD is %s", now.Subject)
 	}
 }
+
+// The console (HTTPOptions.Console) is served at /console/ behind the
+// same Host and Origin checks, without the token (it has its own login)
+// and with form bodies, which it checks for its CSRF token; every other
+// route still refuses them.
+func TestConsoleBehindTheBrowserGuard(t *testing.T) {
+	h, _ := newHandler(t, policy.DefaultLimits)
+	console := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		fmt.Fprintf(w, "console %s %s %s", r.Method, r.URL.Path, r.PostForm.Get("a"))
+	})
+	srv := httptest.NewServer(h.HTTP(handler.HTTPOptions{Token: "tok", Console: console}))
+	defer srv.Close()
+	form := func(path string, hdr ...string) (int, string) {
+		t.Helper()
+		status, _, body := post(t, srv.URL+path, "a=1", append([]string{"Content-Type", "application/x-www-form-urlencoded"}, hdr...)...)
+		return status, body
+	}
+	if status, body := form("/console/x"); status != 200 || body != "console POST /console/x 1" {
+		t.Errorf("a form to the console, without the bearer token: %d %s", status, body)
+	}
+	if status, body := form("/v1/tool_use", "Authorization", "Bearer tok"); status != 415 {
+		t.Errorf("a form to the API: %d %s", status, body)
+	}
+	if status, body := form("/console/x", "Origin", "https://evil.example"); status != 403 {
+		t.Errorf("a cross-origin form to the console: %d %s", status, body)
+	}
+	if status, body := form("/console/x", "Sec-Fetch-Site", "cross-site"); status != 403 {
+		t.Errorf("a cross-site form to the console: %d %s", status, body)
+	}
+	res, err := http.Get(srv.URL + "/console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.Request.URL.Path != "/console/" {
+		t.Errorf("/console went to %s", res.Request.URL.Path)
+	}
+	// Without a token, a rebound Host name is refused there too.
+	open := httptest.NewServer(h.HTTP(handler.HTTPOptions{Console: console}))
+	defer open.Close()
+	_, port, _ := net.SplitHostPort(open.Listener.Addr().String())
+	req, _ := http.NewRequest("GET", open.URL+"/console/", nil)
+	req.Host = "evil.example:" + port
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 403 {
+		t.Errorf("a rebound Host on a tokenless console: %d", res.StatusCode)
+	}
+	for host, want := range map[string]bool{"localhost:7077": true, "127.0.0.1": true, "[::1]:80": true, "app.localhost": true, "example.com": false, "10.0.0.1:7077": false} {
+		if handler.LoopbackHost(host) != want {
+			t.Errorf("LoopbackHost(%q) is %v", host, !want)
+		}
+	}
+}

@@ -48,7 +48,15 @@ type HTTPOptions struct {
 	// Ready answers GET /readyz, without the token: 200 "ready" when it
 	// returns nil (or is nil), else 503 with the reason.
 	Ready func() error
+	// Console, when set, is served at ConsolePath (package console),
+	// behind the access log, the Host and Origin checks and the bounds
+	// on requests, without the token (it has its own login) and with
+	// form bodies (it checks each for its CSRF token).
+	Console http.Handler
 }
+
+// ConsolePath is where HTTPOptions.Console is served.
+const ConsolePath = "/console/"
 
 // Headers that name the caller; they become the Session and Agent trailers.
 const (

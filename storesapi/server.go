@@ -108,7 +108,7 @@ func (s *storesServer) authenticated(next http.Handler) http.Handler {
 			if secret == "" {
 				secret = strings.TrimSpace(r.Header.Get("X-Api-Key")) // Anthropic's SDKs before TS 1.0 and Go v2
 			}
-			tok, ok := s.opt.Tokens.lookup(secret)
+			tok, ok := s.opt.Tokens.Lookup(secret)
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="gitmem"`)
 				handler.HTTPError(w, http.StatusUnauthorized, "missing or unknown bearer token")

@@ -79,10 +79,10 @@ func HashToken(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// lookup finds the token whose secret is given. Comparing hashes by map
-// lookup leaks nothing useful: the hash of a guess says nothing about the
-// secret.
-func (t *Tokens) lookup(secret string) (policy.Token, bool) {
+// Lookup finds the token whose secret is given (the API's bearer token,
+// the console's login). Comparing hashes by map lookup leaks nothing
+// useful: the hash of a guess says nothing about the secret.
+func (t *Tokens) Lookup(secret string) (policy.Token, bool) {
 	if secret == "" {
 		return policy.Token{}, false
 	}

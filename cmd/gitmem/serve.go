@@ -19,6 +19,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gitmem-dev/gitmem/console"
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/policy"
@@ -212,6 +213,12 @@ func serve(c *cli.Context) (err error) {
 	caller := handler.Caller{Session: c.String("session"), Agent: c.String("agent")}
 	switch {
 	case addr != "":
+		var login func(string) (policy.Token, bool)
+		if token != "" {
+			login = console.SingleToken(token)
+		}
+		httpOpt.Console = console.New(console.Options{Repo: repo, Login: login, Now: now, Logger: log})
+		log.Info("the console is at http://" + announceAddr(addr, ln.Addr()) + handler.ConsolePath)
 		return serveHTTP(ctx, ln, addr, "/v1/tool_use", httpOpt.Server(h.HTTP(httpOpt)), log)
 	case mcpAddr != "":
 		return serveHTTP(ctx, ln, mcpAddr, handler.MCPPath, httpOpt.Server(h.MCPHTTP(httpOpt, handler.MCPOptions{})), log)
@@ -305,6 +312,12 @@ func serveStores(ctx context.Context, started func(), c *cli.Context, author git
 	go onHangup(ctx, hup, reload, logf)
 	m := newMetrics(nil)
 	httpOpt := handler.HTTPOptions{Metrics: m.handler(), Ready: writable(dir.Root(), nil)}
+	var login func(string) (policy.Token, bool)
+	if tokens != nil {
+		login = tokens.Lookup
+	}
+	httpOpt.Console = console.New(console.Options{Stores: dir, Login: login, Now: now, Logger: log})
+	log.Info("the console is at http://" + announceAddr(addr, ln.Addr()) + handler.ConsolePath)
 	h := storesapi.New(dir, storesapi.Options{Limits: limitFlags(c), Author: author, Screen: screen,
 		Tokens: tokens, Logger: log, OnCall: m.call, Now: now, HTTP: httpOpt, MaxMemories: maxMemories(c.Int("max-memories"))})
 	return serveHTTP(ctx, ln, addr, "/v1/stores/{store}/tool_use", httpOpt.Server(h), log)
