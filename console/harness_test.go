@@ -155,13 +155,16 @@ func (s *server) git(store string, args ...string) string {
 	return gittest.Git(s.t, s.settled(store), args...)
 }
 
-// browser is a headless Chromium driven through the DevTools protocol,
-// with a fresh profile. A CSP violation, a script error or a dialog
-// (alert, confirm: what injected script would open) on any page fails
-// the test. Without Chromium the test is skipped (it fails under
-// CI, which installs it).
-func browser(t *testing.T) context.Context {
-	t.Helper()
+// The test binary's one headless Chromium, started by TestMain when
+// there is one; each test gets a tab of its own in a fresh browser
+// context (no cookies of another test).
+var (
+	shared     context.Context
+	noChromium string // why there is none
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
 	var path string
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -169,21 +172,52 @@ func browser(t *testing.T) context.Context {
 			break
 		}
 	}
+	code := 0
 	if path == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no Chromium: CI installs Debian's chromium package (.ci/run)")
+		noChromium = "no Chromium installed: the console's browser tests need it (apt-get install chromium)"
+		code = m.Run()
+	} else {
+		profile, err := os.MkdirTemp("", "gitmem-console-chromium-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
 		}
-		t.Skip("no Chromium installed: the console's browser tests need it (apt-get install chromium)")
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path), chromedp.UserDataDir(profile), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+			chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+			chromedp.WindowSize(1280, 900))
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(alloc)
+		if err := chromedp.Do(ctx); err != nil { // starts the browser
+			noChromium = "Chromium (" + path + ") does not start: " + err.Error()
+		} else {
+			shared = ctx
+		}
+		code = m.Run()
+		cancel()
+		cancelAlloc()
+		os.RemoveAll(profile)
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.UserDataDir(t.TempDir()), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.WindowSize(1280, 900))
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	os.Exit(code)
+}
+
+// browser is a tab of the shared headless Chromium, driven through the
+// DevTools protocol, in a browser context of its own. A CSP violation, a
+// script error or a dialog (alert, confirm: what injected script would
+// open) on any page fails the test. Without Chromium the test is skipped
+// (it fails under CI, which installs it).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if shared == nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(noChromium + "; CI installs Debian's chromium package (.ci/run)")
+		}
+		t.Skip(noChromium)
+	}
+	ctx, cancelCtx := chromedp.NewContext(shared, chromedp.WithNewBrowserContext())
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx() })
 	var mu sync.Mutex
 	var problems []string
 	if err := chromedp.Listen(ctx, func(ev any) {

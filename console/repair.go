@@ -50,6 +50,7 @@ type previewData struct {
 	Summary    []string
 	Notice     string
 	Error      string
+	Commits    []gitmem.Commit // the changes a revert undoes
 	Conflicts  []gitmem.FileConflict
 	Files      []diffFile
 	Stale      []gitmem.Stale
@@ -125,6 +126,13 @@ func (c *Console) revert(w http.ResponseWriter, r *http.Request, v *visit, repo 
 	if len(revs) == 0 {
 		d.Error = "Name the change to revert: its hash or its tool_use id."
 		return http.StatusBadRequest
+	}
+	for _, rev := range revs {
+		cm, err := operator.Revision(repo, rev, c.opt.Now(), false)
+		if err != nil {
+			return c.failed(r, v, d, err)
+		}
+		d.Commits = append(d.Commits, cm)
 	}
 	opt := gitmem.RevertOptions{Theirs: theirs}
 	if confirm {
