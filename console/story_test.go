@@ -121,9 +121,29 @@ func TestConsoleStory(t *testing.T) {
 		t.Errorf("the diff removes %q and adds %q", del, add)
 	}
 
-	// Its page, side by side too; then revert it: a preview, a
+	// The other filters: an agent, a time range.
+	run(t, ctx, "filter by agent", chromedp.Navigate(u+"timeline?agent=triage-bot"), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	if n, got := nodes(t, ctx, "#timeline > li[data-hash]"), text(t, ctx, "#timeline"); n != 1 || !strings.Contains(got, "toolu_06") {
+		t.Errorf("triage-bot's changes: %d\n%s", n, got)
+	}
+	run(t, ctx, "filter by time", chromedp.Navigate(u+"timeline?since=2026-03-01T09:02:30Z&until=2026-03-01T09:05:30Z&session=conv-2"), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	if got := eval[string](t, ctx, `[...document.querySelectorAll("#timeline > li[data-hash] .trailers")].map(e => e.innerText.match(/toolu_\w+/)[0]).join(" ")`); got != "toolu_05 toolu_04 toolu_03" {
+		t.Errorf("conv-2's changes between 9:02:30 and 9:05:30, newest first: %q", got)
+	}
+
+	// A diff between two times: what the memory became in between.
+	run(t, ctx, "diff between two times", chromedp.Navigate(u+"diff"),
+		chromedp.SendKeys(chromedp.CSS(`input[name="from"]`), "2026-03-01T09:02:30Z"),
+		chromedp.SendKeys(chromedp.CSS(`input[name="to"]`), "2026-03-01T09:03:30Z\r"),
+		chromedp.WaitVisible(chromedp.CSS("table.diff")))
+	if del, add := text(t, ctx, "tr.del code"), text(t, ctx, "tr.add code"); del != "Likes tea." || add != "Likes coffee, hates tea." {
+		t.Errorf("the diff between 9:02:30 and 9:03:30 removes %q and adds %q", del, add)
+	}
+	shot(t, ctx, "diff")
+
+	// Back to toolu_03's page, side by side too; then revert it: a preview, a
 	// confirmation, one new commit by the token, seen by git log.
-	run(t, ctx, "open the change", chromedp.Click(chromedp.CSS("#timeline .hash a")), chromedp.WaitVisible(chromedp.CSS("#revert-form")))
+	run(t, ctx, "open the change", chromedp.Navigate(u+"change?rev=toolu_03"), chromedp.WaitVisible(chromedp.CSS("#revert-form")))
 	shot(t, ctx, "change")
 	run(t, ctx, "side by side", chromedp.Click(`//a[text()="Side by side"]`), chromedp.WaitVisible(chromedp.CSS("table.diff.split")))
 	if left, right := text(t, ctx, "table.split td.src.del"), text(t, ctx, "table.split td.src.add"); left != "Likes tea." || right != "Likes coffee, hates tea." {

@@ -1,0 +1,78 @@
+package console_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+	"github.com/gitmem-dev/gitmem/stores"
+)
+
+// A shared memory: its remote's state (ahead, behind, last sync) and the
+// conflicts a merge kept, each linked to its file.
+func TestConsoleSharedMemory(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	remote := filepath.Join(gittest.TempDir(t), "shared.git")
+	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", remote)
+	s.create("team-red", "Shared by the red team")
+	s.call("team-red", "red-1", "r-1", "toolu_r1", map[string]any{"command": "create", "path": "/memories/plan.md", "file_text": "Ship on Friday.\n"})
+	use := func(fn func(r *gitmem.Repo) error) {
+		t.Helper()
+		st, err := s.dir.Acquire("team-red")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Release()
+		if err := st.Use(func(r *gitmem.Repo, _ stores.Meta) error { return fn(r) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	use(func(r *gitmem.Repo) error {
+		if err := r.AddRemote("origin", remote); err != nil {
+			return err
+		}
+		_, err := r.Push(ctx, "origin", gitmem.SyncOptions{})
+		return err
+	})
+	// Another agent's clone changes the same line.
+	other, _, err := gitmem.Clone(ctx, remote, filepath.Join(gittest.TempDir(t), "other"), gitmem.Options{Now: s.now}, gitmem.SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Update(gitmem.Meta{Subject: "memory: create /memories/plan.md", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: "toolu_blue"}}},
+		func(tx *gitmem.Tx) error { return tx.WriteFile("plan.md", []byte("Ship on Monday.\n")) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Push(ctx, "origin", gitmem.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.call("team-red", "red-1", "r-1", "toolu_r2", map[string]any{"command": "str_replace", "path": "/memories/plan.md", "old_str": "Friday", "new_str": "Thursday"})
+	use(func(r *gitmem.Repo) error { _, err := r.Sync(ctx, "origin", gitmem.SyncOptions{}); return err })
+	s.call("team-red", "red-1", "r-1", "toolu_r3", map[string]any{"command": "create", "path": "/memories/later.md", "file_text": "not pushed yet\n"})
+
+	b := browser(t)
+	login(t, b, s.url, "ops")
+	run(t, b, "shared", chromedp.Navigate(s.url+"/console/s/team-red/shared"), chromedp.WaitVisible(chromedp.CSS("#remotes")))
+	row := text(t, b, "#remotes tbody tr")
+	for _, want := range []string{"origin", remote, "\t1\t0\t", "2026-03-01"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the remote's row lacks %q:\n%q", want, row)
+		}
+	}
+	merges := text(t, b, ".merge")
+	if !strings.Contains(merges, "content") || !strings.Contains(merges, "/memories/plan.md") || !strings.Contains(merges, "Memory-Conflict") {
+		t.Errorf("the merges:\n%s", merges)
+	}
+	shot(t, b, "shared")
+	run(t, b, "the conflicted file", chromedp.Click(chromedp.CSS(".merge li a")), chromedp.WaitVisible(chromedp.CSS("#content")))
+	if got := text(t, b, "#content"); !strings.Contains(got, "<<<<<<<") || !strings.Contains(got, "Thursday") || !strings.Contains(got, "Monday") {
+		t.Errorf("the conflicted file:\n%s", got)
+	}
+}
