@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ import (
 	"github.com/gitmem-dev/gitmem/storesapi"
 )
 
-var screenshots = flag.Bool("screenshots", false, "write screenshots of the console's main pages to ../docs/console/ (go test ./console -run TestConsoleStory -screenshots)")
+var screenshots = flag.Bool("console.screenshots", false, "write screenshots of the console's main pages to docs/console/ (go test ./console -run 'TestConsoleStory|TestConsoleSharedMemory' -console.screenshots)")
 
 // server is a real multi-store server on loopback (storesapi with the
 // console, as serve --stores wires it), its token file, and a clock
@@ -323,14 +324,19 @@ func login(t *testing.T, ctx context.Context, base, token string) {
 	)
 }
 
-// shot writes a screenshot of the page to docs/console/NAME.png when the
-// test runs with -screenshots.
+// shot writes a screenshot of the whole page to docs/console/NAME.png
+// when the test runs with -console.screenshots (a name ending in -phone:
+// of the screen only).
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	if !*screenshots {
 		return
 	}
-	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	capture := chromedp.FullScreenshot(100) // 100: PNG
+	if strings.HasSuffix(name, "-phone") {
+		capture = chromedp.CaptureScreenshot()
+	}
+	png := value(t, ctx, "screenshot "+name, capture)
 	dir := filepath.Join("..", "docs", "console")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -127,13 +127,20 @@ func (c *Console) revert(w http.ResponseWriter, r *http.Request, v *visit, repo 
 		d.Error = "Name the change to revert: its hash or its tool_use id."
 		return http.StatusBadRequest
 	}
+	var names []string
 	for _, rev := range revs {
 		cm, err := operator.Revision(repo, rev, c.opt.Now(), false)
 		if err != nil {
 			return c.failed(r, v, d, err)
 		}
 		d.Commits = append(d.Commits, cm)
+		name := cm.Trailer(gitmem.TrailerToolUseID)
+		if name == "" {
+			name = cm.Hash[:7]
+		}
+		names = append(names, name)
 	}
+	d.Heading = "Revert " + strings.Join(names, ", ")
 	opt := gitmem.RevertOptions{Theirs: theirs}
 	if confirm {
 		opt.Author, opt.Check = v.author(), operator.ExpectChanges(r.PostForm.Get("expect"))

@@ -202,7 +202,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !formPost(r) || !same(r.PostForm.Get("csrf"), cookie(r, loginCookie)) {
-		c.showLogin(w, r, http.StatusForbidden, "The form had expired: enter the token again.")
+		msg := "The form had expired: enter the token again."
+		if secure(r) && cookie(r, loginCookie) == "" {
+			// A browser drops a Secure cookie sent over plain HTTP.
+			msg = "The form had expired, or the browser refused the console's cookie: off localhost the console works over HTTPS only (put a TLS proxy in front). Enter the token again."
+		}
+		c.showLogin(w, r, http.StatusForbidden, msg)
 		return
 	}
 	secret := strings.TrimSpace(r.PostForm.Get("token"))

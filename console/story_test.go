@@ -263,6 +263,6 @@ func TestConsoleStory(t *testing.T) {
 			t.Errorf("at 390 px, %s is %d px too wide", page, wide)
 		}
 	}
-	run(t, ctx, "phone timeline", chromedp.Navigate(u+"timeline"), chromedp.WaitVisible(chromedp.CSS("#timeline")))
-	shot(t, ctx, "timeline-phone")
+	run(t, ctx, "phone blame", chromedp.Navigate(u+"blame?path=/memories/projects/acme-corp.md"), chromedp.WaitVisible(chromedp.CSS("#blame")))
+	shot(t, ctx, "blame-phone")
 }
