@@ -2,7 +2,10 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -84,3 +87,51 @@ type fakeAddr string
 
 func (a fakeAddr) Network() string { return "tcp" }
 func (a fakeAddr) String() string  { return string(a) }
+
+// serve --http serves the console at /console/: with --token, a login
+// with that token opens the memory's pages; with --stores (here on
+// loopback without tokens), the stores list opens without one.
+func TestServeConsole(t *testing.T) {
+	env := testEnv(t)
+	get := func(c *http.Client, url string) (int, string, string) {
+		t.Helper()
+		res, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, res.Request.URL.Path, string(b)
+	}
+	newClient := func() *http.Client {
+		jar, _ := cookiejar.New(nil)
+		return &http.Client{Jar: jar}
+	}
+
+	base, stop := serveHTTPProcess(t, env, filepath.Join(gittest.TempDir(t), "memory"), "--http", "--token", "s3cret")
+	defer stop()
+	c := newClient()
+	status, path, body := get(c, base+"/console/")
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	if status != 200 || path != "/console/login" || csrf == nil {
+		t.Fatalf("/console/ without a session: %d at %s:\n%s", status, path, body)
+	}
+	res, err := c.PostForm(base+"/console/login", url.Values{"csrf": {csrf[1]}, "token": {"s3cret"}, "next": {"/console/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Request.URL.Path != "/console/m/tree" || !strings.Contains(string(b), `id="tree"`) {
+		t.Errorf("after the login: %d at %s:\n%s", res.StatusCode, res.Request.URL.Path, b)
+	}
+	stop()
+
+	stores := filepath.Join(gittest.TempDir(t), "stores")
+	gitmemOut(t, env, "store", "create", "user-1", "--stores", stores, "--description", "A customer")
+	base, stop = serveHTTPProcess(t, env, filepath.Join(gittest.TempDir(t), "unused"), "--http", "--stores", stores)
+	defer stop()
+	if status, path, body := get(newClient(), base+"/console/"); status != 200 || path != "/console/" || !strings.Contains(body, "user-1") || !strings.Contains(body, "A customer") {
+		t.Errorf("the stores' console: %d at %s:\n%s", status, path, body)
+	}
+}
