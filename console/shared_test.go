@@ -71,8 +71,25 @@ func TestConsoleSharedMemory(t *testing.T) {
 		t.Errorf("the merges:\n%s", merges)
 	}
 	shot(t, b, "shared")
+
 	run(t, b, "the conflicted file", chromedp.Click(chromedp.CSS(".merge li a")), chromedp.WaitVisible(chromedp.CSS("#content")))
 	if got := text(t, b, "#content"); !strings.Contains(got, "<<<<<<<") || !strings.Contains(got, "Thursday") || !strings.Contains(got, "Monday") {
 		t.Errorf("the conflicted file:\n%s", got)
+	}
+
+	// A redaction's preview names the remotes that keep the old history.
+	run(t, b, "preview a redaction", chromedp.Navigate(s.url+"/console/s/team-red/repair"),
+		chromedp.SendKeys(chromedp.CSS("#redact-path"), "/memories/plan.md"), chromedp.Submit(chromedp.CSS("#redact-path")),
+		chromedp.WaitVisible(chromedp.CSS("#rewritten")))
+	if got := text(t, b, "main"); !strings.Contains(got, "Remotes that still hold the old history") || !strings.Contains(got, "origin "+remote) {
+		t.Errorf("the redaction's preview:\n%s", got)
+	}
+	run(t, b, "confirm it", chromedp.Click(chromedp.CSS("#confirm button")), chromedp.WaitVisible(`//h2[starts-with(text(),"Rewritten")]`))
+	if got := s.git("team-red", "log", "--all", "--format=%s", "--", "memories/plan.md"); got != "" {
+		t.Errorf("after the redaction, commits still touch plan.md:\n%s", got)
+	}
+	run(t, b, "shared, after", chromedp.Navigate(s.url+"/console/s/team-red/shared"), chromedp.WaitVisible(chromedp.CSS("#remotes")))
+	if got := text(t, b, "main"); !strings.Contains(got, "origin still holds history redacted here at") {
+		t.Errorf("after a redaction here, the shared page:\n%s", got)
 	}
 }
