@@ -72,7 +72,26 @@ func TestConsoleStory(t *testing.T) {
 		}
 	}
 	shot(t, ctx, "tree")
-	run(t, ctx, "open prefs.md", chromedp.Click(`//a[@class="file"][text()="prefs.md"]`), chromedp.WaitVisible(chromedp.CSS("#content")))
+	// With the keyboard: the first Tab is the skip link, which leads to
+	// the content; Tab on to prefs.md, Enter opens it.
+	run(t, ctx, "Tab", chromedp.KeyEvent("\t"))
+	if got := eval[string](t, ctx, "document.activeElement.textContent"); got != "Skip to the content" {
+		t.Errorf("the first Tab focuses %q", got)
+	}
+	run(t, ctx, "Enter", chromedp.KeyEvent("\r"))
+	if got := eval[string](t, ctx, "document.activeElement.id"); got != "main" {
+		t.Errorf("the skip link leads to %q", got)
+	}
+	for i := 0; ; i++ {
+		if i == 5 {
+			t.Fatal("5 Tabs after the skip link do not reach prefs.md")
+		}
+		run(t, ctx, "Tab", chromedp.KeyEvent("\t"))
+		if eval[string](t, ctx, "document.activeElement.textContent") == "prefs.md" {
+			break
+		}
+	}
+	run(t, ctx, "open prefs.md", chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.CSS("#content")))
 	if got := text(t, ctx, "#L3"); !strings.Contains(got, "3") || !strings.Contains(got, "Likes coffee, hates tea.") {
 		t.Errorf("line 3 of prefs.md reads %q", got)
 	}
