@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -45,12 +46,27 @@ func TestConsoleOneMemory(t *testing.T) {
 	}
 	call("toolu_a", `{"command":"create","path":"/memories/todo.md","file_text":"Buy milk.\nCall Bob.\n"}`)
 	call("toolu_b", `{"command":"str_replace","path":"/memories/todo.md","old_str":"Call Bob.","new_str":"Call Bob: he owes 500 EUR."}`)
+	for i := range 21 {
+		call(fmt.Sprintf("toolu_c%02d", i), fmt.Sprintf(`{"command":"create","path":"/memories/log/%02d.md","file_text":"entry %d\n"}`, i, i))
+	}
 
 	ctx := browser(t)
 	run(t, ctx, "a wrong token", chromedp.Navigate(srv.URL+"/console/"), chromedp.SendKeys(chromedp.CSS("#token"), "nope\r"), chromedp.WaitVisible(chromedp.CSS("p.error")))
 	run(t, ctx, "the token", chromedp.SendKeys(chromedp.CSS("#token"), "tok\r"), chromedp.WaitVisible(chromedp.CSS("#tree")))
 	if got := text(t, ctx, "#tree"); !strings.Contains(got, "todo.md") || !strings.Contains(got, "toolu_b") || !strings.Contains(got, "helper") {
 		t.Errorf("the tree:\n%s", got)
+	}
+	// The timeline by pages of 20: the init commit and 23 changes.
+	run(t, ctx, "timeline", chromedp.Navigate(srv.URL+"/console/m/timeline"), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	if n, first := nodes(t, ctx, "#timeline > li[data-hash]"), text(t, ctx, "#timeline > li"); n != 20 || !strings.Contains(first, "toolu_c20") {
+		t.Errorf("the first page: %d changes, the newest %q", n, first)
+	}
+	run(t, ctx, "older", chromedp.Click(`//a[text()="Older changes"]`), chromedp.WaitVisible(`//a[text()="Back to the newest changes"]`))
+	if got := eval[string](t, ctx, `[...document.querySelectorAll("#timeline > li[data-hash] .subject")].map(e => e.textContent).join("|")`); got != "memory: create /memories/log/00.md|memory: str_replace /memories/todo.md|memory: create /memories/todo.md|memory: init" {
+		t.Errorf("the second page: %s", got)
+	}
+	if n := nodes(t, ctx, `a[rel="next"]`); n != 0 {
+		t.Error("the last page links to older changes")
 	}
 	run(t, ctx, "blame", chromedp.Navigate(srv.URL+"/console/m/blame?path=/memories/todo.md"), chromedp.WaitVisible(chromedp.CSS("#blame")))
 	if got := text(t, ctx, "#L2"); !strings.Contains(got, "toolu_b") {
