@@ -50,7 +50,7 @@ func serveCommand() *cli.Command {
 		Name:  "serve",
 		Usage: "answer memory tool calls: JSON lines on stdin/stdout, HTTP with --http, MCP with --mcp or --mcp-http",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "http", Usage: "serve HTTP on `ADDR` instead of stdio (alone: " + defaultAddr + ")", EnvVars: []string{"GITMEM_HTTP"}},
+			&cli.StringFlag{Name: "http", Usage: "serve HTTP on `ADDR` instead of stdio (alone: " + defaultAddr + "), with the web console at /console/", EnvVars: []string{"GITMEM_HTTP"}},
 			&cli.BoolFlag{Name: "mcp", Usage: "speak the Model Context Protocol on stdin/stdout (one tool: memory)"},
 			&cli.StringFlag{Name: "mcp-http", Usage: "serve MCP's streamable HTTP transport on `ADDR`, at /mcp"},
 			&cli.StringFlag{Name: "token", Usage: "require \"Authorization: Bearer `TOKEN`\" on HTTP", EnvVars: []string{"GITMEM_TOKEN"}},
