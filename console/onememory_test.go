@@ -84,6 +84,28 @@ func TestConsoleOneMemory(t *testing.T) {
 	if got := gittest.Git(t, dir, "show", "HEAD:memories/todo.md"); got != "Buy milk.\nCall Bob.\n" {
 		t.Errorf("todo.md after the revert: %q", got)
 	}
+	// Restore the whole memory to toolu_b: the files made since would be
+	// deleted, which is refused until asked for, then previewed.
+	run(t, ctx, "restore everything", chromedp.Navigate(srv.URL+"/console/m/repair"),
+		chromedp.SendKeys(chromedp.CSS("#restore-to"), "toolu_b\r"), chromedp.WaitVisible(chromedp.CSS("p.error")))
+	if got := text(t, ctx, "p.error"); !strings.Contains(got, "/memories/log/00.md") || !strings.Contains(got, "Nothing was changed") {
+		t.Errorf("the restore's refusal: %q", got)
+	}
+	run(t, ctx, "with the deletions", chromedp.Click(`//button[starts-with(text(),"Preview the restore that deletes")]`), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	if n := nodes(t, ctx, "section.file-diff"); n != 22 {
+		t.Errorf("the restore's preview shows %d files", n)
+	}
+	run(t, ctx, "confirm", chromedp.Click(chromedp.CSS("#confirm button")), chromedp.WaitVisible(chromedp.CSS("#done")))
+	if err := repo.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD", "memories"); got != "memories/todo.md\n" {
+		t.Errorf("after the restore HEAD holds:\n%s", got)
+	}
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/todo.md"); got != "Buy milk.\nCall Bob: he owes 500 EUR.\n" {
+		t.Errorf("todo.md after the restore: %q", got)
+	}
+
 	// The stores pages are not this server's.
 	run(t, ctx, "a store's page", chromedp.Navigate(srv.URL+"/console/s/x/tree"), chromedp.WaitVisible(chromedp.CSS("p.error")))
 }
