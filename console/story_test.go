@@ -159,6 +159,11 @@ func TestConsoleStory(t *testing.T) {
 		t.Errorf("the diff between 9:02:30 and 9:03:30 removes %q and adds %q", del, add)
 	}
 	shot(t, ctx, "diff")
+	run(t, ctx, "the file's history", chromedp.Click(chromedp.CSS(".file-diff a.path")),
+		chromedp.WaitVisible(chromedp.CSS(`#filters input[name="path"][value="/memories/prefs.md"]`)))
+	if n := nodes(t, ctx, "#timeline > li[data-hash]"); n != 3 {
+		t.Errorf("prefs.md's history lists %d changes", n)
+	}
 
 	// Back to toolu_03's page, side by side too; then revert it: a preview, a
 	// confirmation, one new commit by the token, seen by git log.
