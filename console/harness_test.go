@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
@@ -251,6 +252,11 @@ func browser(t *testing.T) context.Context {
 		if _, err := chromedp.Call(ctx, enable, cdp.Empty{}); err != nil {
 			t.Fatalf("start chromium: %v", err)
 		}
+	}
+	// The tab acts as the focused one (keyboard focus works the same
+	// whatever other tab the shared browser has).
+	if _, err := chromedp.Call(ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
+		t.Fatalf("start chromium: %v", err)
 	}
 	t.Cleanup(func() {
 		mu.Lock()
