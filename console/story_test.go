@@ -139,6 +139,10 @@ func TestConsoleStory(t *testing.T) {
 	if del, add := text(t, ctx, "#timeline tr.del code"), text(t, ctx, "#timeline tr.add code"); del != "Likes tea." || add != "Likes coffee, hates tea." {
 		t.Errorf("the diff removes %q and adds %q", del, add)
 	}
+	// Without colours, a line's sign says what happened to it.
+	if del, add := text(t, ctx, "#timeline tr.del td.sign"), text(t, ctx, "#timeline tr.add td.sign"); del != "-" || add != "+" {
+		t.Errorf("the diff's signs: %q and %q", del, add)
+	}
 
 	// The other filters: an agent, a time range.
 	run(t, ctx, "filter by agent", chromedp.Navigate(u+"timeline?agent=triage-bot"), chromedp.WaitVisible(chromedp.CSS("#timeline")))
@@ -172,6 +176,9 @@ func TestConsoleStory(t *testing.T) {
 	run(t, ctx, "side by side", chromedp.Click(`//a[text()="Side by side"]`), chromedp.WaitVisible(chromedp.CSS("table.diff.split")))
 	if left, right := text(t, ctx, "table.split td.src.del"), text(t, ctx, "table.split td.src.add"); left != "Likes tea." || right != "Likes coffee, hates tea." {
 		t.Errorf("side by side: %q beside %q", left, right)
+	}
+	if left, right := text(t, ctx, "table.split td.sign.del"), text(t, ctx, "table.split td.sign.add"); left != "-" || right != "+" {
+		t.Errorf("side by side, the signs: %q and %q", left, right)
 	}
 	run(t, ctx, "preview the revert", chromedp.Click(chromedp.CSS("#revert-form button")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
 	if got := text(t, ctx, "table.diff tr.add code"); got != "Likes tea." {
