@@ -31,6 +31,9 @@ type Options struct {
 	// no token is needed (a loopback server without one) and every
 	// visitor may do everything.
 	Login func(secret string) (policy.Token, bool)
+	// Sync is how a redaction rewrites a remote too (serve's remote
+	// flags: credentials, limits).
+	Sync gitmem.SyncOptions
 	// Now is the clock relative times (2h, yesterday) are read against
 	// (default time.Now).
 	Now    func() time.Time
@@ -281,6 +284,8 @@ func explain(err error) (int, string) {
 		return http.StatusConflict, "The store is archived; unarchive it to change it. Nothing was changed."
 	case errors.Is(err, gitmem.ErrNoChange):
 		return http.StatusConflict, "Nothing to change: the memory is already so. No commit was made."
+	case errors.Is(err, gitmem.ErrPatternHoldsSecret):
+		return http.StatusBadRequest, "Rewriting a remote records the redaction's pattern for every clone to read, and this pattern matches its own text: it likely holds the secret itself, which the record would publish. Write a regular expression for the secret's form instead (sk-[A-Za-z0-9]{20,}), or rewrite this memory only. Nothing was changed."
 	case errors.Is(err, operator.ErrPreviewChanged):
 		return http.StatusConflict, "The memory changed since the preview, so this would no longer change what was shown. Nothing was changed: preview it again."
 	case errors.As(err, &ae):

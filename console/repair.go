@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -362,11 +363,36 @@ func (c *Console) redact(r *http.Request, v *visit, repo *gitmem.Repo, confirm b
 	if err != nil {
 		return c.failed(r, v, d, err)
 	}
-	rep, err := repo.Redact(r.Context(), red, !confirm, nil)
+	rs, err := repo.Remotes()
 	if err != nil {
 		return c.failed(r, v, d, err)
 	}
-	rs, _ := repo.Remotes()
+	// push: the remote the confirmation rewrites too ("" none), as
+	// gitmem redact --push.
+	push := r.PostForm.Get("push")
+	if confirm && push != "" && !slices.ContainsFunc(rs, func(rm gitmem.Remote) bool { return rm.Name == push }) {
+		d.Error = "There is no remote " + push + ". Nothing was changed."
+		return http.StatusBadRequest
+	}
+	var rep gitmem.RedactReport
+	var res gitmem.SyncResult
+	if confirm && push != "" {
+		rep, res, err = repo.RedactShared(r.Context(), push, red, c.opt.Sync, nil)
+	} else {
+		rep, err = repo.Redact(r.Context(), red, !confirm, nil)
+	}
+	var re *gitmem.RemoteError
+	switch {
+	case errors.As(err, &re):
+		d.Error = fmt.Sprintf("%s %s failed: %v. See the Shared page for this memory's state.", re.Op, re.Remote, re.Err)
+		return http.StatusBadGateway
+	case err != nil && push != "" && !errors.Is(err, gitmem.ErrPatternHoldsSecret):
+		c.log.Error("console: redact --push", "store", v.store, "remote", push, "err", err.Error())
+		d.Error = "The redaction with " + push + " failed (the server's log says why). See the Shared page for this memory's state."
+		return http.StatusBadGateway
+	case err != nil:
+		return c.failed(r, v, d, err)
+	}
 	for _, rm := range rs {
 		d.Remotes = append(d.Remotes, remoteNote{rm.Name, rm.URL})
 	}
@@ -374,6 +400,10 @@ func (c *Console) redact(r *http.Request, v *visit, repo *gitmem.Repo, confirm b
 	switch {
 	case len(rep.Rewritten) == 0:
 		d.Error = "No commit holds it: nothing to redact."
+		d.Remotes = nil
+	case confirm && push != "":
+		d.Summary = []string{fmt.Sprintf("Redacted: %d commit(s) rewritten, %d object(s) deleted. Commits keep their messages, trailers, authors and dates; their hashes changed.", len(rep.Rewritten), len(rep.Removed)),
+			fmt.Sprintf("Replaced %s's history (%d commit(s) sent) and recorded the redaction: every other clone applies it at its next sync.", push, res.Pushed)}
 		d.Remotes = nil
 	case confirm:
 		d.Summary = []string{fmt.Sprintf("Redacted: %d commit(s) rewritten, %d object(s) deleted. Commits keep their messages, trailers, authors and dates; their hashes changed.", len(rep.Rewritten), len(rep.Removed))}

@@ -84,12 +84,47 @@ func TestConsoleSharedMemory(t *testing.T) {
 	if got := text(t, b, "main"); !strings.Contains(got, "Remotes that still hold the old history") || !strings.Contains(got, "origin "+remote) {
 		t.Errorf("the redaction's preview:\n%s", got)
 	}
-	run(t, b, "confirm it", chromedp.Click(chromedp.CSS("#confirm button")), chromedp.WaitVisible(`//h2[starts-with(text(),"Rewritten")]`))
+	run(t, b, "confirm it here only", chromedp.Click(chromedp.CSS(`#confirm input[name="push"][value=""]`)),
+		chromedp.Click(chromedp.CSS("#confirm button")), chromedp.WaitVisible(`//h2[starts-with(text(),"Rewritten")]`))
 	if got := s.git("team-red", "log", "--all", "--format=%s", "--", "memories/plan.md"); got != "" {
 		t.Errorf("after the redaction, commits still touch plan.md:\n%s", got)
 	}
 	run(t, b, "shared, after", chromedp.Navigate(s.url+"/console/s/team-red/shared"), chromedp.WaitVisible(chromedp.CSS("#remotes")))
 	if got := text(t, b, "main"); !strings.Contains(got, "origin still holds history redacted here at") {
 		t.Errorf("after a redaction here, the shared page:\n%s", got)
+	}
+
+	// A redaction that rewrites the remote too (as redact --push): the
+	// remote then holds neither this one's text nor the redaction made
+	// here only before, and syncs with it go on.
+	if !strings.Contains(gittest.Git(t, remote, "cat-file", "--batch-all-objects", "--batch"), "Ship on Monday") {
+		t.Fatal("the remote does not hold plan.md to begin with")
+	}
+	redact := func(text string, regex bool) {
+		t.Helper()
+		steps := []chromedp.Action[chromedp.Void]{chromedp.Navigate(s.url + "/console/s/team-red/repair"), chromedp.SendKeys(chromedp.CSS("#redact-text"), text)}
+		if regex {
+			steps = append(steps, chromedp.Click(chromedp.CSS(`input[name="regex"]`)))
+		}
+		run(t, b, "redact "+text+" with origin", append(steps, chromedp.Submit(chromedp.CSS("#redact-text")),
+			chromedp.WaitVisible(chromedp.CSS("#rewritten")),
+			chromedp.Click(chromedp.CSS(`#confirm input[name="push"][value="origin"]`)),
+			chromedp.Click(chromedp.CSS("#confirm button")), chromedp.WaitVisible(`//h2[starts-with(text(),"Rewritten")] | //p[@class="error"]`))...)
+	}
+	// Plain text would be published in the redaction's record: refused.
+	redact("not pushed yet", false)
+	if got := text(t, b, "p.error"); !strings.Contains(got, "matches its own text") || !strings.Contains(got, "Nothing was changed") {
+		t.Errorf("a plain text redaction with origin: %q", got)
+	}
+	redact("not push[e]d yet", true)
+	if got := text(t, b, "main"); !strings.Contains(got, "Replaced origin's history") {
+		t.Errorf("after the redaction with origin:\n%s", got)
+	}
+	if objects := gittest.Git(t, remote, "cat-file", "--batch-all-objects", "--batch"); strings.Contains(objects, "Ship on") || strings.Contains(objects, "not pushed yet") {
+		t.Error("the remote still holds what was redacted")
+	}
+	run(t, b, "shared, at last", chromedp.Navigate(s.url+"/console/s/team-red/shared"), chromedp.WaitVisible(chromedp.CSS("#remotes")))
+	if got := text(t, b, "main"); strings.Contains(got, "still holds history redacted here") {
+		t.Errorf("after the redaction with origin, the shared page:\n%s", got)
 	}
 }

@@ -217,7 +217,7 @@ func serve(c *cli.Context) (err error) {
 		if token != "" {
 			login = console.SingleToken(token)
 		}
-		httpOpt.Console = console.New(console.Options{Repo: repo, Login: login, Now: now, Logger: log})
+		httpOpt.Console = console.New(console.Options{Repo: repo, Login: login, Sync: syncOptions(c), Now: now, Logger: log})
 		log.Info("the console is at http://" + announceAddr(addr, ln.Addr()) + handler.ConsolePath)
 		return serveHTTP(ctx, ln, addr, "/v1/tool_use", httpOpt.Server(h.HTTP(httpOpt)), log)
 	case mcpAddr != "":
@@ -316,7 +316,7 @@ func serveStores(ctx context.Context, started func(), c *cli.Context, author git
 	if tokens != nil {
 		login = tokens.Lookup
 	}
-	httpOpt.Console = console.New(console.Options{Stores: dir, Login: login, Now: now, Logger: log})
+	httpOpt.Console = console.New(console.Options{Stores: dir, Login: login, Sync: syncOptions(c), Now: now, Logger: log})
 	log.Info("the console is at http://" + announceAddr(addr, ln.Addr()) + handler.ConsolePath)
 	h := storesapi.New(dir, storesapi.Options{Limits: limitFlags(c), Author: author, Screen: screen,
 		Tokens: tokens, Logger: log, OnCall: m.call, Now: now, HTTP: httpOpt, MaxMemories: maxMemories(c.Int("max-memories"))})
