@@ -174,6 +174,30 @@ func TestConsoleAccess(t *testing.T) {
 		t.Error("a refused POST made a commit")
 	}
 
+	// An archived store: seen, not changed (but for a redaction, as the
+	// API allows), even by a read-write token.
+	run(t, ctx, "log out", chromedp.Click(`//button[text()="Log out"]`), chromedp.WaitVisible(chromedp.CSS("#token")))
+	login(t, ctx, s.url, "ops")
+	run(t, ctx, "an archived store", chromedp.Navigate(s.url+"/console/s/old-user/repair"), chromedp.WaitVisible(chromedp.CSS("#revert-rev")))
+	if got := text(t, ctx, "main .notice"); !strings.Contains(got, "archived") {
+		t.Errorf("the archived store's repair page says %q", got)
+	}
+	if n, m := nodes(t, ctx, "#revert-rev:disabled, #restore-to:disabled, #expire-age:disabled"), nodes(t, ctx, "#redact-text:enabled"); n != 3 || m != 1 {
+		t.Errorf("on an archived store %d of revert, restore, expire are disabled, and redact is enabled %d time(s)", n, m)
+	}
+	opsCSRF := eval[string](t, ctx, `document.querySelector('input[name="csrf"]').value`)
+	ops := ""
+	if res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{}); err == nil {
+		for _, c := range res.Cookies {
+			if c.Name == "gitmem_console" {
+				ops = c.Value
+			}
+		}
+	}
+	if status, body := post("/console/s/old-user/repair/expire", ops, url.Values{"csrf": {opsCSRF}, "older_than": {"1d"}}); status != http.StatusConflict || !strings.Contains(body, "archived") {
+		t.Errorf("an expire on an archived store: %d %s", status, clip(body))
+	}
+
 	// Logging out ends the session: its cookie opens nothing any more.
 	run(t, ctx, "log out", chromedp.Click(`//button[text()="Log out"]`), chromedp.WaitVisible(chromedp.CSS("#token")))
 	req, _ := http.NewRequest("GET", s.url+"/console/s/user-4711/tree", nil)
