@@ -10,13 +10,14 @@
 // JSON API call (package operator, gitmem's Repo, package stores). A
 // repair is confirmed only as previewed (operator.ExpectChanges, checked
 // under the writer lock), and is one commit attributed to the operator's
-// token.
+// token; a redaction rewrites the history, of this memory or also of a
+// remote (gitmem redact --push: Repo.RedactShared).
 //
 // Pages are html/template, server-rendered, with one small script of
 // progressive enhancement (the live timeline); the stylesheet and the
 // script are embedded, so the binary needs nothing else. Security: an
-// operator token logs in (read-only tokens see the forms nowhere and
-// their POSTs are refused); the session cookie is HttpOnly,
+// operator token logs in (agent tokens do not; a read-only token sees
+// every page with its forms disabled, and its POSTs are refused); the session cookie is HttpOnly,
 // SameSite=Strict, and Secure unless the page is reached by a loopback
 // name; every form carries the session's CSRF token; every answer has a
 // Content-Security-Policy that allows no inline script or style; and the
