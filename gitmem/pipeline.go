@@ -1552,10 +1552,9 @@ func (r *Repo) foldSmall() {
 	r.removeFolded(slices.DeleteFunc(folded, func(p plumbing.Hash) bool { return p == h }))
 }
 
-// dropHeld forgets the objects held in memory (a redaction deleted them).
+// dropHeld forgets the objects held in memory (a redaction deleted
+// them). Called with mmu held.
 func (r *Repo) dropHeld() {
-	r.mmu.Lock()
-	defer r.mmu.Unlock()
 	for _, g := range r.held {
 		r.obj.Drop(g.objs)
 	}

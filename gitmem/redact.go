@@ -252,50 +252,8 @@ func (r *Repo) finishRedaction() error {
 				moved[n] = [2]plumbing.Hash{old, plumbing.NewHash(m[1])}
 			}
 		}
-		r.omu.Lock()
-		err := r.moveRefs(moved)
-		r.unlockObj()
-		if err != nil {
-			return wrap("move the refs", err)
-		}
-		// The refs moved: from here the old history is unreachable.
-		if err := r.scrubLog(); err != nil {
-			return wrap("scrub the write-ahead log", err)
-		}
-		r.dropHeld() // no fold may write the old objects again
-		os.RemoveAll(filepath.Join(r.gitDir, "logs"))
-		for _, f := range []string{"ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "COMMIT_EDITMSG", "gitmem/pending"} {
-			os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(f)))
-		}
-		r.pmu.Lock()
-		r.pend = nil
-		r.pmu.Unlock()
-		r.hfmu.Lock() // a save under way finishes first, or sees the index dropped
-		r.dropHistory(true)
-		os.Remove(r.historyPath())
-		r.hfmu.Unlock()
-		r.smu.Lock()
-		r.loaded, r.head = false, plumbing.ZeroHash
-		r.ids, r.idsOff, r.idsHead = map[string]plumbing.Hash{}, 0, plumbing.ZeroHash // the old hashes are gone
-		r.smu.Unlock()
-		if err := r.refresh(true); err != nil {
+		if err := r.switchHistory(moved); err != nil {
 			return err
-		}
-		// What the worktree mirrors is the new tree (it is synced below),
-		// and no hand edit is pending: the worktree's old copy is the old
-		// history's, never an edit. Else the next materialisation took
-		// the redacted files for hand edits made on the old versions.
-		r.smu.RLock()
-		r.diskHead, r.diskTree = r.head, r.tree
-		r.smu.RUnlock()
-		r.pmu.Lock()
-		clear(r.handBase)
-		r.pmu.Unlock()
-		r.cmu.Lock()
-		r.stats.clear()
-		r.cmu.Unlock()
-		if err := r.wt.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob); err != nil {
-			return wrap("bring the worktree to the redacted history", err)
 		}
 		if err := r.writeIndex(); err != nil {
 			return wrap("write the index", err)
@@ -315,11 +273,65 @@ func (r *Repo) finishRedaction() error {
 	return nil
 }
 
+// switchHistory moves the refs to the rewritten history and brings the
+// state and the worktree to it, holding the materialiser's lock
+// throughout: a materialisation or a check for a branch moved by git
+// (gitMoved, from Flush) that ran meanwhile took the redaction's move of
+// the branch for git's and put the branch back on the old history, which
+// kept the secret (in the objects, and in the worktree rebuilt from it).
+// Called with wmu and the writer lock held.
+func (r *Repo) switchHistory(moved map[plumbing.ReferenceName][2]plumbing.Hash) error {
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	r.omu.Lock()
+	moveErr := r.moveRefs(moved)
+	r.unlockObj()
+	// Whatever moved, what gitmem knows follows the branch as it is now.
+	r.smu.Lock()
+	r.loaded, r.head = false, plumbing.ZeroHash
+	r.ids, r.idsOff, r.idsHead = map[string]plumbing.Hash{}, 0, plumbing.ZeroHash // the old hashes are gone
+	r.smu.Unlock()
+	r.index = nil // (a start's) .git/index is rebuilt below; refresh takes no imu under mmu
+	if err := r.refresh(true); err != nil {
+		return err
+	}
+	// What the worktree mirrors is the new tree (it is synced below),
+	// and no hand edit is pending: the worktree's old copy is the old
+	// history's, never an edit. Else the next materialisation took the
+	// redacted files for hand edits made on the old versions.
+	r.smu.RLock()
+	r.diskHead, r.diskTree = r.head, r.tree
+	r.smu.RUnlock()
+	if moveErr != nil {
+		return wrap("move the refs", moveErr)
+	}
+	// The refs moved: from here the old history is unreachable.
+	if err := r.scrubLog(); err != nil {
+		return wrap("scrub the write-ahead log", err)
+	}
+	r.dropHeld() // no fold may write the old objects again
+	os.RemoveAll(filepath.Join(r.gitDir, "logs"))
+	for _, f := range []string{"ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "COMMIT_EDITMSG", "gitmem/pending"} {
+		os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(f)))
+	}
+	r.pmu.Lock()
+	r.pend = nil
+	clear(r.handBase)
+	r.pmu.Unlock()
+	r.hfmu.Lock() // a save under way finishes first, or sees the index dropped
+	r.dropHistory(true)
+	os.Remove(r.historyPath())
+	r.hfmu.Unlock()
+	r.cmu.Lock()
+	r.stats.clear()
+	r.cmu.Unlock()
+	return wrap("bring the worktree to the redacted history", r.wt.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob))
+}
+
 // scrubLog overwrites the write-ahead log files with zeros: they still
 // hold old records (the redacted content among them) after a checkpoint.
+// Called with mmu held (not while prepareSpareLog grows one).
 func (r *Repo) scrubLog() error {
-	r.mmu.Lock() // not while prepareSpareLog grows one
-	defer r.mmu.Unlock()
 	r.fmu.Lock()
 	defer r.fmu.Unlock()
 	for i, name := range []string{"wal", "wal2"} {

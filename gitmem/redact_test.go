@@ -290,3 +290,53 @@ func TestWritesAfterARedaction(t *testing.T) {
 		t.Errorf("status:\n%s", st)
 	}
 }
+
+// Flush (the index timer's, an operator's status) checks for a branch
+// moved by git. Run while a redaction moves the branch, it took that move
+// for git's, put the branch back on the old history and kept the rewritten
+// commit to merge back: the redaction returned no error, and the secret
+// stayed (in git's objects and the worktree). finishRedaction wrote the
+// materialiser's diskHead without its lock (a data race under -race).
+func TestRedactBesideFlush(t *testing.T) {
+	r, dir := newRepo(t)
+	writeSecrets(t, r)
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			r.Flush()
+			n++
+		}
+	}()
+	_, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil)
+	close(stop)
+	t.Logf("%d flushes beside the redaction", <-done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := gittest.Git(t, dir, "for-each-ref", "refs/gitmem/displaced"); d != "" {
+		t.Errorf("the redaction's move was taken for git's: %s", d)
+	}
+	assertNoSecret(t, dir, "sk-live1secret")
+	gittest.Fsck(t, dir)
+}
+
+// writeSecrets writes f0.md, f1.md and f2.md, each holding a secret
+// (sk-live<i>secret), and settles.
+func writeSecrets(t *testing.T, r *Repo) {
+	t.Helper()
+	for i := range 3 {
+		write(t, r, fmt.Sprint("t", i), fmt.Sprintf("f%d.md", i), fmt.Sprintf("note %d: sk-live%dsecret\n", i, i))
+	}
+	settle(t, r)
+}
