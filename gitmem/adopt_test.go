@@ -206,7 +206,11 @@ func TestAdoptWaitsWhileGitRewritesTheWorktree(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	settle(t, r)
+	// In git's files (not .git/index: git holds its lock, and gitmem
+	// waits for it, never removes it).
+	if err := r.materialize(); err != nil {
+		t.Fatal(err)
+	}
 	gittest.Git(t, dir, "update-ref", "refs/heads/main", old) // git is done: the branch moves
 	os.Remove(lock)
 	if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {

@@ -162,7 +162,7 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 		if err := r.settle(); err != nil {
 			return GCStats{}, err
 		}
-		return GCStats{}, r.finishRedaction()
+		return GCStats{}, r.finishRedaction(nil)
 	}
 	r.wmu.Unlock()
 	if full {

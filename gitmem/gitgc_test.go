@@ -493,10 +493,7 @@ func TestFoldWaitsForGitMaintenance(t *testing.T) {
 // it beside git gc). A branch in packed-refs alone is listed too.
 func TestRefLockFileBesideRedactAndGC(t *testing.T) {
 	r, dir := newRepo(t)
-	for i := range 3 {
-		write(t, r, fmt.Sprint("t", i), fmt.Sprintf("f%d.md", i), fmt.Sprintf("note %d: sk-live%dsecret\n", i, i))
-	}
-	settle(t, r)
+	writeSecrets(t, r)
 	gittest.Git(t, dir, "branch", "other")
 	gittest.Git(t, dir, "pack-refs", "--all") // other is in packed-refs only
 	// git branch new, under way:

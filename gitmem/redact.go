@@ -154,18 +154,71 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if err := r.writeRedactRecord(rec); err != nil {
 		return rep, wrap("write the redaction record", err)
 	}
+	// Every ref's lock before the first moves: a lock git holds (git gc
+	// holds a branch's while it expires its reflog) stops the redaction
+	// here, having changed nothing, rather than half-way.
+	tx, err := r.obj.LockRefs(moved, true)
+	if err != nil {
+		os.Remove(r.redactPath())
+		return rep, wrap("move the refs", err)
+	}
 	if redactFault != nil {
 		if err := redactFault(); err != nil {
 			return rep, err // as if killed: the next start finishes it
 		}
 	}
-	if err := r.finishRedaction(); err != nil {
+	if err := r.finishRedaction(tx); err != nil {
+		return rep, err
+	}
+	if err := r.checkRedacted(rep); err != nil {
 		return rep, err
 	}
 	r.omu.Lock()
 	rep.Removed = slices.DeleteFunc(rep.Removed, func(h string) bool { return r.obj.HasObject(plumbing.NewHash(h)) })
 	r.unlockObj()
 	return rep, nil
+}
+
+// checkRedacted fails, naming them, when refs still reach a commit the
+// redaction rewrote (the full gc kept it): a git command made them while
+// the redaction ran (git branch beside it), after it listed the refs to
+// move. Called with wmu held.
+func (r *Repo) checkRedacted(rep RedactReport) error {
+	r.omu.Lock()
+	defer r.unlockObj()
+	old := map[plumbing.Hash]bool{}
+	kept := false
+	for _, rw := range rep.Rewritten {
+		h := plumbing.NewHash(rw.Old)
+		old[h] = true
+		kept = kept || r.obj.HasObject(h)
+	}
+	if !kept {
+		return nil
+	}
+	refs, err := gd.ListTips(r.gitDir)
+	if err != nil {
+		return wrap("read the refs", err)
+	}
+	var names []string
+	for name, tip := range refs {
+		if !redactsRef(name.String()) {
+			continue
+		}
+		commits, err := r.topoOrder(map[plumbing.ReferenceName]plumbing.Hash{name: tip})
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(commits, func(c *object.Commit) bool { return old[c.Hash] }) {
+			names = append(names, name.String())
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	return fmt.Errorf("gitmem: the redaction is incomplete: refs a git command made while it ran still reach the old history, which holds what was redacted (%s); run the redaction again",
+		strings.Join(names, ", "))
 }
 
 // redactFault, when a test sets it, runs once the record of the moves is
@@ -199,13 +252,22 @@ func (r *Repo) writeRedactRecord(rec redactRecord) error {
 // still at their old commit move, reflogs and the history index go, the
 // worktree and .git/index are rebuilt from the new HEAD (nothing in the
 // worktree is a hand edit: it is the old history's copy), and a full GC
-// deletes the old objects. Called with wmu and the writer lock held.
-func (r *Repo) finishRedaction() error {
+// deletes the old objects. tx holds the refs' locks when Redact took
+// them; nil, they are taken here (after a crash: the locks a killed
+// redaction took are its own, and removed). Called with wmu and the
+// writer lock held.
+func (r *Repo) finishRedaction(tx *gd.RefTx) error {
 	data, err := os.ReadFile(r.redactPath())
 	if errors.Is(err, fs.ErrNotExist) {
+		if tx != nil {
+			tx.Abort()
+		}
 		return nil
 	}
 	damaged := func(why string) error {
+		if tx != nil {
+			tx.Abort()
+		}
 		return &DamagedError{Problem: "the record of an interrupted redaction (.git/gitmem/redact) is damaged (" + why + ")",
 			Repair: "delete .git/gitmem/redact, check the repository with gitmem fsck, then run the redaction again (gitmem redact ... --yes)"}
 	}
@@ -248,11 +310,24 @@ func (r *Repo) finishRedaction() error {
 				return damaged(fmt.Sprintf("%s would move to %s, which is not a commit of this repository", name, m[1]))
 			}
 			n, old := plumbing.ReferenceName(name), plumbing.NewHash(m[0])
+			if tx != nil {
+				continue // Redact's: locked and checked
+			}
+			// A lock file holding the new hash is a killed redaction's.
+			lock := filepath.Join(r.gitDir, filepath.FromSlash(name)) + ".lock"
+			if b, err := os.ReadFile(lock); err == nil && string(b) == m[1]+"\n" {
+				os.Remove(lock)
+			}
 			if cur, err := r.readRef(n); err == nil && cur == old {
 				moved[n] = [2]plumbing.Hash{old, plumbing.NewHash(m[1])}
 			}
 		}
-		if err := r.switchHistory(moved); err != nil {
+		if tx == nil {
+			if tx, err = r.obj.LockRefs(moved, true); err != nil {
+				return wrap("move the refs", err)
+			}
+		}
+		if err := r.switchHistory(tx); err != nil {
 			return err
 		}
 		if err := r.writeIndex(); err != nil {
@@ -273,19 +348,17 @@ func (r *Repo) finishRedaction() error {
 	return nil
 }
 
-// switchHistory moves the refs to the rewritten history and brings the
-// state and the worktree to it, holding the materialiser's lock
-// throughout: a materialisation or a check for a branch moved by git
+// switchHistory moves the refs tx holds to the rewritten history and
+// brings the state and the worktree to it, holding the materialiser's
+// lock throughout: a materialisation or a check for a branch moved by git
 // (gitMoved, from Flush) that ran meanwhile took the redaction's move of
 // the branch for git's and put the branch back on the old history, which
 // kept the secret (in the objects, and in the worktree rebuilt from it).
 // Called with wmu and the writer lock held.
-func (r *Repo) switchHistory(moved map[plumbing.ReferenceName][2]plumbing.Hash) error {
+func (r *Repo) switchHistory(tx *gd.RefTx) error {
 	r.mmu.Lock()
 	defer r.mmu.Unlock()
-	r.omu.Lock()
-	moveErr := r.moveRefs(moved)
-	r.unlockObj()
+	moveErr := tx.Commit()
 	// Whatever moved, what gitmem knows follows the branch as it is now.
 	r.smu.Lock()
 	r.loaded, r.head = false, plumbing.ZeroHash
@@ -304,6 +377,9 @@ func (r *Repo) switchHistory(moved map[plumbing.ReferenceName][2]plumbing.Hash) 
 	r.smu.RUnlock()
 	if moveErr != nil {
 		return wrap("move the refs", moveErr)
+	}
+	if err := r.rewritePackedRefs(tx); err != nil {
+		return wrap("move the refs", err)
 	}
 	// The refs moved: from here the old history is unreachable.
 	if err := r.scrubLog(); err != nil {
@@ -682,32 +758,43 @@ func (rw *rewriter) drop(e object.TreeEntry) error {
 	return nil
 }
 
-// moveRefs points each ref at its rewritten commit, atomically per ref.
-// Called with omu held.
-func (r *Repo) moveRefs(moved map[plumbing.ReferenceName][2]plumbing.Hash) error {
-	for name, m := range moved {
-		if err := r.obj.UpdateRef(name, m[0], m[1], true); err != nil {
-			return err
-		}
-	}
-	// A packed copy of a ref still names the old commit; rewrite the
-	// packed-refs file with the new hashes.
+// rewritePackedRefs writes the new hashes of the refs tx moved over
+// their lines in packed-refs (git pack-refs left them there; the loose
+// files that now shadow them are git's answer, but the old hashes stay
+// no longer), under packed-refs.lock as git writes it.
+func (r *Repo) rewritePackedRefs(tx *gd.RefTx) error {
+	moved := tx.Moved()
 	path := filepath.Join(r.gitDir, "packed-refs")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	lines := strings.SplitAfter(string(data), "\n")
-	for i, l := range lines {
-		if len(l) >= 41 && plumbing.IsHash(l[:40]) {
-			name := plumbing.ReferenceName(strings.TrimSpace(l[41:]))
-			if m, ok := moved[name]; ok {
-				lines[i] = m[1].String() + l[40:]
+	for try := 0; ; try++ {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		lines := strings.SplitAfter(string(data), "\n")
+		changed := false
+		for i, l := range lines {
+			if len(l) >= 41 && plumbing.IsHash(l[:40]) {
+				if h, ok := moved[plumbing.ReferenceName(strings.TrimSpace(l[41:]))]; ok {
+					lines[i], changed = h.String()+l[40:], true
+				}
 			}
 		}
+		if !changed {
+			return nil
+		}
+		err = gd.ReplaceLocked(path, []byte(strings.Join(lines, "")), func() error {
+			if now, err := os.ReadFile(path); err != nil || !bytes.Equal(now, data) {
+				return errPackedRefsChanged // git packed refs meanwhile: read again
+			}
+			return nil
+		})
+		if !errors.Is(err, errPackedRefsChanged) || try == 2 {
+			if err != nil {
+				return err
+			}
+			return gd.SyncDir(r.gitDir)
+		}
 	}
-	if err := gd.WriteFileSync(r.gitDir, "packed-refs-", path, []byte(strings.Join(lines, "")), 0o644); err != nil {
-		return err
-	}
-	return gd.SyncDir(r.gitDir)
 }
+
+var errPackedRefsChanged = errors.New("packed-refs changed while it was rewritten")

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -190,10 +192,7 @@ func TestDamagedInterruptedRedactionRecord(t *testing.T) {
 // found" (TestLoadWithOperators met it).
 func TestRedactAfterThePacksWereReplaced(t *testing.T) {
 	r, dir := newRepo(t)
-	for i := range 3 {
-		write(t, r, fmt.Sprint("t", i), fmt.Sprintf("f%d.md", i), fmt.Sprintf("note %d: sk-live%dsecret\n", i, i))
-	}
-	settle(t, r)
+	writeSecrets(t, r)
 	replace := func() { // what a gc in another process does: every object into one new pack, the old ones deleted
 		packs, _ := gd.ListPacks(r.gitDir)
 		var all, old []plumbing.Hash
@@ -291,6 +290,62 @@ func TestWritesAfterARedaction(t *testing.T) {
 	}
 }
 
+// A git command holds the lock file of a ref a redaction must move (git
+// gc holds refs/heads/<b>.lock, empty, while it expires the branch's
+// reflog), past the time gitmem waits for it. The redaction fails naming
+// the lock and changes nothing: the lock is git's still, no ref moved, no
+// record is left. Once git is done, the redaction completes and the
+// secret is nowhere. gitmem took any lock older than 2 s for abandoned and
+// removed it: git's live lock went, and (beside the index timer's Flush
+// during the wait) the redaction returned no error with the secret in a
+// pack and in memories/f1.md.
+func TestRedactBesideAHeldRefLock(t *testing.T) {
+	r, dir := newRepo(t)
+	writeSecrets(t, r)
+	gittest.Git(t, dir, "branch", "other")
+	refs := gittest.Git(t, dir, "for-each-ref")
+	lock := filepath.Join(dir, ".git", "refs", "heads", "other.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	red := Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}
+	_, err := r.Redact(context.Background(), red, false, nil)
+	if err == nil || !strings.Contains(err.Error(), ".git/refs/heads/other.lock") || strings.Contains(err.Error(), dir) {
+		t.Fatalf("redact while git holds other.lock: %v, want an error naming .git/refs/heads/other.lock (no host path)", err)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("git's lock file was removed: %v", err)
+	}
+	if now := gittest.Git(t, dir, "for-each-ref"); now != refs {
+		t.Fatalf("a failed redaction moved refs:\n%s\nwas\n%s", now, refs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "gitmem", "redact")); err == nil {
+		t.Fatal("a redaction that changed nothing left its record")
+	}
+	if got := readDisk(t, dir, "f1.md"); got != "note 1: sk-live1secret\n" {
+		t.Fatalf("f1.md = %q after a redaction that changed nothing", got)
+	}
+	os.Remove(lock) // git is done
+	rep, err := r.Redact(context.Background(), red, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rep.Refs, "refs/heads/other") || !slices.Contains(rep.Refs, "refs/heads/main") {
+		t.Fatalf("moved %v", rep.Refs)
+	}
+	if got := readDisk(t, dir, "f1.md"); got != "note 1: [REDACTED]\n" {
+		t.Fatalf("f1.md = %q", got)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := gittest.Git(t, dir, "for-each-ref", "refs/gitmem/displaced"); d != "" {
+		t.Fatalf("the redaction's move was taken for git's: %s", d)
+	}
+	assertNoSecret(t, dir, "sk-live1secret")
+	gittest.Fsck(t, dir)
+}
+
 // Flush (the index timer's, an operator's status) checks for a branch
 // moved by git. Run while a redaction moves the branch, it took that move
 // for git's, put the branch back on the old history and kept the rewritten
@@ -331,6 +386,51 @@ func TestRedactBesideFlush(t *testing.T) {
 	gittest.Fsck(t, dir)
 }
 
+// A redaction killed with the refs' locks taken: the next start knows
+// them for its own (each holds the new hash its record names), removes
+// them and finishes. A lock of git's beside them stays.
+func TestKilledRedactionsLocksAreItsOwn(t *testing.T) {
+	dir := gittest.TempDir(t)
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "f.md", "note: sk-live1secret\n")
+	settle(t, r)
+	gitLock := filepath.Join(dir, ".git", "refs", "heads", "new.lock") // git branch new, under way
+	if err := os.WriteFile(gitLock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	redactFault = func() error { return errors.New("killed") }
+	rep, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil)
+	redactFault = nil
+	if err == nil {
+		t.Fatal("the fault did not stop the redaction")
+	}
+	lock := filepath.Join(dir, ".git", "refs", "heads", "main.lock")
+	if b, err := os.ReadFile(lock); err != nil || string(b) != rep.Rewritten[len(rep.Rewritten)-1].New+"\n" {
+		t.Fatalf("main.lock after the kill: %q %v", b, err)
+	}
+	r.Close()
+	if r, err = Open(dir, testOptions(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := os.Stat(lock); err == nil {
+		t.Fatal("the killed redaction's lock is still there")
+	}
+	if _, err := os.Stat(gitLock); err != nil {
+		t.Fatalf("git's lock was removed: %v", err)
+	}
+	if got := readDisk(t, dir, "f.md"); got != "note: [REDACTED]\n" {
+		t.Fatalf("f.md = %q", got)
+	}
+	os.Remove(gitLock)
+	r.Close()
+	assertNoSecret(t, dir, "sk-live1secret")
+	gittest.Fsck(t, dir)
+}
+
 // writeSecrets writes f0.md, f1.md and f2.md, each holding a secret
 // (sk-live<i>secret), and settles.
 func writeSecrets(t *testing.T, r *Repo) {
@@ -339,4 +439,40 @@ func writeSecrets(t *testing.T, r *Repo) {
 		write(t, r, fmt.Sprint("t", i), fmt.Sprintf("f%d.md", i), fmt.Sprintf("note %d: sk-live%dsecret\n", i, i))
 	}
 	settle(t, r)
+}
+
+// A git command makes a branch on the old history while a redaction runs
+// (here between the rewrite and the refs' move: git branch keep main). The
+// redaction cannot move a ref it never listed: it says so, naming the
+// ref, rather than report success while the branch reaches the secret.
+// It reported success, and refs/heads/keep kept the secret in git's
+// objects. Run again, it rewrites keep too.
+func TestRedactBesideABranchGitMakes(t *testing.T) {
+	r, dir := newRepo(t)
+	writeSecrets(t, r)
+	redactFault = func() error {
+		gittest.Git(t, dir, "branch", "keep", "main") // main's lock is the redaction's: git reads the old tip
+		return nil
+	}
+	red := Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}
+	_, err := r.Redact(context.Background(), red, false, nil)
+	redactFault = nil
+	if err == nil || !strings.Contains(err.Error(), "refs/heads/keep") || strings.Contains(err.Error(), dir) {
+		t.Fatalf("redact while git made a branch: %v, want an error naming refs/heads/keep (no host path)", err)
+	}
+	if got := readDisk(t, dir, "f1.md"); got != "note 1: [REDACTED]\n" {
+		t.Fatalf("f1.md = %q", got)
+	}
+	rep, err := r.Redact(context.Background(), red, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rep.Refs, "refs/heads/keep") {
+		t.Fatalf("the second redaction moved %v", rep.Refs)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecret(t, dir, "sk-live1secret")
+	gittest.Fsck(t, dir)
 }

@@ -335,7 +335,7 @@ func (r *Repo) start(markIt bool) error {
 	defer func() { r.index = nil }()
 	if _, err := os.Stat(r.redactPath()); err == nil {
 		r.opt.Logf("gitmem: finishing an interrupted redaction")
-		if err := r.finishRedaction(); err != nil {
+		if err := r.finishRedaction(nil); err != nil {
 			return fail(err)
 		}
 	}
@@ -405,20 +405,16 @@ func (r *Repo) checkBranch() error {
 	}
 }
 
-// clearStaleLocks removes lock files a killed process left behind. We hold
-// the writer lock, so no gitmem process is using them; a lock older than a
-// few seconds is not a live git command's either.
+// clearStaleLocks removes the lock file a killed gitmem left that no git
+// command takes: .git/gitmem/index-head.lock (we hold the writer lock, so
+// no gitmem process is writing it). A lock file git takes too (the
+// branch's, .git/index.lock) is never removed for its age: git may hold
+// one for as long as a command runs (see gd.ErrLocked). A killed gitmem's
+// is removed where the log or a redaction's record shows it is its own
+// (openLog, finishRedaction); what needs any other waits for it, and
+// fails naming it.
 func (r *Repo) clearStaleLocks() {
-	for _, p := range []string{
-		filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock",
-		filepath.Join(r.gitDir, "index.lock"),
-		r.indexHeadPath() + ".lock",
-	} {
-		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > gd.StaleLock {
-			r.opt.Logf("gitmem: removing stale lock file %s", filepath.Base(p))
-			os.Remove(p)
-		}
-	}
+	os.Remove(r.indexHeadPath() + ".lock")
 }
 
 // clearTempFiles removes the temporary files a killed gitmem left: we hold

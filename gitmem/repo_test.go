@@ -378,7 +378,8 @@ func TestIndexFollowsUnderLoad(t *testing.T) {
 }
 
 // Regression: a writer killed while holding refs/heads/main.lock must not
-// block the next process's commits.
+// block the next process's commits (its journal shows the lock is its
+// own).
 func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
@@ -399,11 +400,26 @@ func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
 	if _, err := os.Stat(lock); !os.IsNotExist(err) {
 		t.Fatal("the leftover lock is still there")
 	}
-	// Without a journal, an old lock is taken as abandoned too.
+	// Without a record of gitmem's that shows it is its own, a lock is
+	// git's, however old (git gc holds the branch's while it expires the
+	// reflog): never removed. The change is acknowledged (the log holds
+	// it) and reaches the branch once git is done; meanwhile Flush names
+	// the lock.
 	os.WriteFile(lock, nil, 0o644)
 	old := time.Now().Add(-time.Minute)
 	os.Chtimes(lock, old, old)
 	write(t, r, "c", "c.md", "c")
+	if err := r.Flush(); err == nil || !strings.Contains(err.Error(), ".git/refs/heads/main.lock") {
+		t.Fatalf("Flush while git holds the branch's lock: %v", err)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("git's lock was removed: %v", err)
+	}
+	os.Remove(lock) // git is done
+	settle(t, r)
+	if ids := gittest.Git(t, dir, "log", "-1", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.TrimSpace(ids) != "c" {
+		t.Fatalf("the branch's last change: %q, want c", ids)
+	}
 }
 
 // A time before the first commit names gitmem init's empty commit (the

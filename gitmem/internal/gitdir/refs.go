@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,7 +88,7 @@ func packedRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error
 	return plumbing.ZeroHash, ErrNoRef
 }
 
-// updateRef moves branch from old to new the way git does: create
+// UpdateRef moves branch from old to new the way git does: create
 // "<ref>.lock" exclusively, write and Fsync it, check that the ref still
 // holds old, rename the lock over the ref and Fsync the folder. go-git's own
 // reference update truncates the ref in place, which a crash can leave
@@ -95,27 +97,99 @@ func packedRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error
 // With durable false nothing is fsynced: the caller makes the ref durable
 // later (SyncFS), having made the commit durable by other means.
 func (s *Store) UpdateRef(branch plumbing.ReferenceName, old, new plumbing.Hash, durable bool) error {
-	if err := Injected(StepRef, string(branch)); err != nil {
+	tx, err := s.LockRefs(map[plumbing.ReferenceName][2]plumbing.Hash{branch: {old, new}}, durable)
+	if err != nil {
 		return err
 	}
-	path := filepath.Join(s.Dir, filepath.FromSlash(string(branch)))
-	if err := mkdirIn(s.Dir, filepath.Dir(path), 0o755); err != nil {
-		return err
+	return tx.Commit()
+}
+
+// RefTx is refs about to move together, as a git ref transaction moves
+// them: the lock file of every one is taken, written and checked before
+// the first moves, so that a lock another program holds stops them all,
+// not half of them.
+type RefTx struct {
+	durable bool
+	refs    []string // the refs' files, each with its "<file>.lock" taken and written
+	moved   map[plumbing.ReferenceName]plumbing.Hash
+}
+
+// Moved is the refs the transaction moves, and where to.
+func (tx *RefTx) Moved() map[plumbing.ReferenceName]plumbing.Hash { return tx.moved }
+
+// LockRefs takes the lock file of each ref in moves (name -> old, new),
+// in name order as git does, writes the new hash into it (fsynced when
+// durable), and checks that the ref still holds old (zero: no ref). On
+// any failure it removes the locks it took, and no ref moves: a lock
+// another program holds past LockWait is an ErrLocked naming it.
+func (s *Store) LockRefs(moves map[plumbing.ReferenceName][2]plumbing.Hash, durable bool) (*RefTx, error) {
+	tx := &RefTx{durable: durable, moved: map[plumbing.ReferenceName]plumbing.Hash{}}
+	for name, m := range moves {
+		tx.moved[name] = m[1]
 	}
-	err := replaceLocked(path, []byte(new.String()+"\n"), durable, func() error {
-		cur, err := ReadRef(s.Dir, branch)
+	for _, name := range slices.Sorted(maps.Keys(moves)) {
+		m := moves[name]
+		if err := Injected(StepRef, string(name)); err != nil {
+			tx.Abort()
+			return nil, err
+		}
+		path := filepath.Join(s.Dir, filepath.FromSlash(string(name)))
+		if err := mkdirIn(s.Dir, filepath.Dir(path), 0o755); err != nil {
+			tx.Abort()
+			return nil, err
+		}
+		if err := writeLock(path, []byte(m[1].String()+"\n"), durable); err != nil {
+			tx.Abort()
+			return nil, err
+		}
+		tx.refs = append(tx.refs, path)
+		cur, err := ReadRef(s.Dir, name)
 		if errors.Is(err, ErrNoRef) {
 			cur, err = plumbing.ZeroHash, nil
 		}
-		if err == nil && cur != old {
-			err = fmt.Errorf("%s moved from %s to %s during the update", branch, old, cur)
+		if err == nil && cur != m[0] {
+			err = fmt.Errorf("%s moved from %s to %s during the update", name, m[0], cur)
 		}
-		return err
-	})
-	if err != nil || !durable {
-		return err
+		if err != nil {
+			tx.Abort()
+			return nil, err
+		}
 	}
-	return SyncDir(filepath.Dir(path))
+	return tx, nil
+}
+
+// Commit moves the refs: each lock renamed over its ref, then (durable)
+// their folders fsynced. A rename that fails leaves that ref and the ones
+// after it where they were (their locks removed).
+func (tx *RefTx) Commit() error {
+	for i, p := range tx.refs {
+		if err := os.Rename(p+".lock", p); err != nil {
+			tx.refs = tx.refs[i:]
+			tx.Abort()
+			return err
+		}
+	}
+	if !tx.durable {
+		return nil
+	}
+	dirs := map[string]bool{}
+	for _, p := range tx.refs {
+		dirs[filepath.Dir(p)] = true
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		if err := SyncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Abort removes the locks, moving no ref.
+func (tx *RefTx) Abort() {
+	for _, p := range tx.refs {
+		os.Remove(p + ".lock")
+	}
+	tx.refs = nil
 }
 
 // ReplaceLocked replaces the file at path the way git does: "<path>.lock"
@@ -133,6 +207,25 @@ func ReplaceCache(path string, data []byte) error {
 }
 
 func replaceLocked(path string, data []byte, durable bool, check func() error) error {
+	if err := writeLock(path, data, durable); err != nil {
+		return err
+	}
+	var err error
+	if check != nil {
+		err = check()
+	}
+	if err == nil {
+		err = os.Rename(path+".lock", path)
+	}
+	if err != nil {
+		os.Remove(path + ".lock")
+	}
+	return err
+}
+
+// writeLock takes "<path>.lock" (openLockFile) and writes data into it,
+// fsynced when durable. On failure the lock is removed.
+func writeLock(path string, data []byte, durable bool) error {
 	lock := path + ".lock"
 	f, err := openLockFile(lock)
 	if err != nil {
@@ -145,41 +238,44 @@ func replaceLocked(path string, data []byte, durable bool, check func() error) e
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && check != nil {
-		err = check()
-	}
-	if err == nil {
-		err = os.Rename(lock, path)
-	}
 	if err != nil {
 		os.Remove(lock)
 	}
 	return err
 }
 
-// StaleLock is how old a git lock file must be to count as abandoned: git
-// holds one for milliseconds, and gitmem takes them only under its own
-// writer lock.
+// LockWait is how long gitmem waits for a git lock file another program
+// holds before the step fails with ErrLocked. git holds one for
+// milliseconds as a rule, but for longer at times: git gc holds a ref's
+// while it expires the ref's reflog, git commit holds .git/index.lock
+// while the editor is open.
+const LockWait = 5 * time.Second
+
+// ErrLocked says a git lock file stayed held past LockWait. gitmem never
+// removes a lock file it did not take: a lock's age (its mtime) tells
+// nothing of whether the git command holding it still runs, and removing
+// a live one lets two writers write the same file. A lock left by a git
+// command that was killed stays until the operator deletes it, as git
+// itself asks.
+var ErrLocked = errors.New("another program holds it (a git command still running, or one that was killed: if no git command runs, delete the file)")
+
+// StaleLock is how long gitmem takes a held .git/index.lock for a git
+// command writing the worktree (git reset --hard): a younger one makes an
+// adopt wait (see gitmem's gitBusy). It is not a rule to remove locks.
 const StaleLock = 2 * time.Second
 
-// openLockFile creates a git lock file exclusively, waiting a little for a
-// concurrent git process to release it. A lock left by a killed process
-// (older than StaleLock) is removed once.
+// openLockFile creates a git lock file exclusively, waiting up to
+// LockWait for another program to release it: then the error is an
+// *fs.PathError whose Err is ErrLocked.
 func openLockFile(path string) (*os.File, error) {
-	deadline := time.Now().Add(StaleLock + 500*time.Millisecond)
-	removed := false
+	deadline := time.Now().Add(LockWait)
 	for {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil || !errors.Is(err, os.ErrExist) {
 			return f, err
 		}
-		if fi, serr := os.Stat(path); serr == nil && !removed && time.Since(fi.ModTime()) > StaleLock {
-			os.Remove(path)
-			removed = true
-			continue
-		}
 		if time.Now().After(deadline) {
-			return nil, err
+			return nil, &fs.PathError{Op: "lock", Path: path, Err: ErrLocked}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
