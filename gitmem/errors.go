@@ -141,10 +141,17 @@ func shortPath(p string) string {
 type UnwrittenError struct {
 	Changes int      // acknowledged changes git's files lack
 	IDs     []string // their tool_use ids, oldest first
+	// LogGone says the log's file was gone (the repository was deleted
+	// or moved while open): no start recovers the Changes.
+	LogGone bool
 	Err     error
 }
 
 func (e *UnwrittenError) Error() string {
+	if e.LogGone {
+		return fmt.Sprintf("gitmem: the last checkpoint failed (%s), and the write-ahead log (.git/gitmem/wal) is gone: the repository was deleted or moved while open; %d acknowledged change(s) git's files lack are in no file a next start would read",
+			strings.TrimPrefix(scrubPaths(e.Err), "gitmem: "), e.Changes)
+	}
 	return fmt.Sprintf("gitmem: the last checkpoint failed (%s); %d acknowledged change(s) are safe in the write-ahead log (.git/gitmem/wal) and are recovered at the next start",
 		strings.TrimPrefix(scrubPaths(e.Err), "gitmem: "), e.Changes)
 }

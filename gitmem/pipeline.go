@@ -1384,6 +1384,8 @@ func (r *Repo) clearBroken() {
 func (r *Repo) noteCheckpoint(err error) {
 	prev := r.ckptErr
 	switch {
+	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && r.logGone():
+		r.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files (%v), and the write-ahead log (.git/gitmem/wal) is gone: the repository was deleted or moved while open; the changes git's files lack are in no file a next start would read, new changes are refused", err)
 	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)):
 		r.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
 	case err == nil && prev != nil:

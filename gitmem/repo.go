@@ -963,11 +963,12 @@ func (r *Repo) Close() error {
 		} else {
 			kept = r.logRecords()
 		}
+		gone := kept > 0 && r.logGone()
 		r.closeLog(err == nil) // empty after a checkpoint: removed
 		if kept > 0 {
 			// Kept in the log for the next start: say how many of them
 			// git's files lack (all it holds, if that cannot be told).
-			ue := &UnwrittenError{Changes: kept, Err: err}
+			ue := &UnwrittenError{Changes: kept, LogGone: gone, Err: err}
 			if u, uerr := r.unrecovered(); uerr == nil && u.Changes > 0 {
 				ue.Changes, ue.IDs = u.Changes, u.IDs
 			}

@@ -493,3 +493,44 @@ func TestDeletedRepositoryIsNotBroughtBack(t *testing.T) {
 		}
 	}
 }
+
+// A repository deleted while it is open takes its write-ahead log with
+// it: what gitmem logs, and Close's error, say so, not that the changes
+// git's files lack are "safe in the write-ahead log" and "recovered at
+// the next start" (there is none). Both said so.
+func TestDeletedRepositoryIsNotSaidSafe(t *testing.T) {
+	dir := filepath.Join(gittest.TempDir(t), "memory")
+	var mu sync.Mutex
+	var logged []string
+	opt := testOptions(t)
+	opt.Logf = func(format string, a ...any) {
+		mu.Lock()
+		logged = append(logged, fmt.Sprintf(format, a...))
+		mu.Unlock()
+		t.Logf(format, a...)
+	}
+	opt.Errorf = opt.Logf
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "one\n")
+	for i := 0; ; i++ { // the background work may write a file meanwhile
+		if err := os.RemoveAll(dir); err == nil {
+			break
+		} else if i == 100 {
+			t.Fatal(err)
+		}
+	}
+	err = r.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range append(logged, fmt.Sprint(err)) {
+		if strings.Contains(l, "safe in the write-ahead log") || strings.Contains(l, "recovered at the next start") {
+			t.Errorf("said of a deleted repository: %s", l)
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "write-ahead log") || !strings.Contains(err.Error(), "deleted") {
+		t.Errorf("Close of a deleted repository: %v, want an error saying the write-ahead log was deleted", err)
+	}
+}

@@ -3,6 +3,7 @@ package gitmem
 import (
 	"bytes"
 	"path/filepath"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -119,4 +120,12 @@ func (r *Repo) logRecords() int {
 		}
 	}
 	return n
+}
+
+// logGone says the write-ahead log's file is no longer on disk where a
+// start reads it (the repository was deleted or moved while open).
+func (r *Repo) logGone() bool {
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
+	return slices.ContainsFunc(r.walFiles[:], func(w *gd.WAL) bool { return w != nil && w.Gone() })
 }

@@ -347,6 +347,17 @@ func (w *WAL) Reset(gen uint32) error {
 	return nil
 }
 
+// Gone says the log's file is no longer at its path (the repository was
+// deleted or moved): what it holds is in no file a start would read.
+func (w *WAL) Gone() bool {
+	fi, err := os.Stat(w.path)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	own, err := w.f.Stat()
+	return err == nil && !os.SameFile(fi, own)
+}
+
 // Close closes the log; remove deletes the file too (it must be empty).
 func (w *WAL) Close(remove bool) error {
 	err := w.f.Close()
