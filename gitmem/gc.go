@@ -270,15 +270,14 @@ func (pl gcPlan) empty() bool {
 	return len(pl.loose) == 0 && (len(pl.packs) == 0 || len(pl.packs) == 1 && pl.packs[0].Repacked && !pl.full)
 }
 
-// gcPlan clears the garbage (every temporary file with all, else those a
-// crash left long ago) and takes the plan. The worktree's spare files are
-// temporary files too: it drops them first, so that no write reuses one
-// the clearing deleted. The loose objects are listed before the refs are
-// read, so the refs name nothing written after the list; a commit
-// materialised meanwhile is kept by gcSwap.
+// gcPlan clears the garbage (every temporary file with all, the worktree
+// dropping its spares first so that no write reuses one the clearing
+// deleted; else those a crash left long ago, never the running
+// process's: see clearTemp) and takes the plan. The loose objects are
+// listed before the refs are read, so the refs name nothing written
+// after the list; a commit materialised meanwhile is kept by gcSwap.
 func (r *Repo) gcPlan(full, all bool) (gcPlan, error) {
-	r.wt.dropSpares()
-	pl := gcPlan{full: full, all: all, removed: r.obj.ClearGarbage(all)}
+	pl := gcPlan{full: full, all: all, removed: r.obj.ClearGarbage(all) + r.wt.clearTemp(all)}
 	var err error
 	if pl.loose, err = r.obj.LooseHashes(); err != nil {
 		return pl, err

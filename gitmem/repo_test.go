@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,25 @@ func testOptions(t *testing.T) Options {
 		Now:      func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) },
 		Operator: Signature{"op", "op@example.com"},
 		Logf:     t.Logf,
+	}
+}
+
+// captureLogs makes opt's Logf and Errorf keep what they are given (and
+// log it to t); the function returned lists what they were given so far.
+func captureLogs(t *testing.T, opt *Options) func() []string {
+	var mu sync.Mutex
+	var logged []string
+	opt.Logf = func(format string, a ...any) {
+		mu.Lock()
+		logged = append(logged, fmt.Sprintf(format, a...))
+		mu.Unlock()
+		t.Logf(format, a...)
+	}
+	opt.Errorf = opt.Logf
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(logged)
 	}
 }
 
@@ -500,16 +520,8 @@ func TestDeletedRepositoryIsNotBroughtBack(t *testing.T) {
 // the next start" (there is none). Both said so.
 func TestDeletedRepositoryIsNotSaidSafe(t *testing.T) {
 	dir := filepath.Join(gittest.TempDir(t), "memory")
-	var mu sync.Mutex
-	var logged []string
 	opt := testOptions(t)
-	opt.Logf = func(format string, a ...any) {
-		mu.Lock()
-		logged = append(logged, fmt.Sprintf(format, a...))
-		mu.Unlock()
-		t.Logf(format, a...)
-	}
-	opt.Errorf = opt.Logf
+	logged := captureLogs(t, &opt)
 	r, _, err := Init(dir, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -523,9 +535,7 @@ func TestDeletedRepositoryIsNotSaidSafe(t *testing.T) {
 		}
 	}
 	err = r.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	for _, l := range append(logged, fmt.Sprint(err)) {
+	for _, l := range append(logged(), fmt.Sprint(err)) {
 		if strings.Contains(l, "safe in the write-ahead log") || strings.Contains(l, "recovered at the next start") {
 			t.Errorf("said of a deleted repository: %s", l)
 		}

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // inode is the inode number of the memory file p.
@@ -160,5 +163,79 @@ func TestSpareOnAFullDisk(t *testing.T) {
 	os.Remove(filepath.Join(mnt, "filler"))
 	if _, err := w.writeTemp([]byte("there is room again\n")); err != nil {
 		t.Fatalf("a write with room again: %v", err)
+	}
+}
+
+// A file taken aside (the file a write replaced, until it is read) keeps
+// the mtime of the memory file it was: a rename keeps it. gc removed
+// every temporary file older than 10 minutes, the running process's
+// too: a memory file untouched for an hour, taken aside as gc ran, was
+// gone before it was read ("no such file or directory"), and with it
+// any hand edit it held. gc now leaves the process's own files alone
+// (clearTemp); another process's, that old, go.
+func TestGCLeavesAFileTakenAside(t *testing.T) {
+	r, dir, followed := newSpareRepo(t)
+	write(t, r, "t1", "a.md", "a, first\n")
+	settle(t, r)
+	old := time.Now().Add(-time.Hour)
+	for _, p := range []string{filepath.Join(dir, "memories", "a.md"), filepath.Join(dir, ".git", "gitmem", "tmp", "w-1.0badf00d-1")} {
+		if err := os.WriteFile(p, []byte("a, edited by hand\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.mmu.Lock() // as the materialiser does
+	tmp, err := r.wt.writeTemp([]byte("a, second\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	aside, _, placed, err := r.wt.put(tmp, "memories/a.md", true)
+	if err != nil || !placed || aside == "" {
+		t.Fatalf("put: %q %v %v", aside, placed, err)
+	}
+	r.gcmu.Lock()
+	pl, err := r.gcPlan(false, false) // a background gc, meanwhile
+	r.gcmu.Unlock()
+	data, _, aerr := r.wt.takeAside(aside, nil)
+	r.mmu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aerr != nil || string(data) != "a, edited by hand\n" {
+		t.Errorf("the file taken aside, read after gc: %q, %v", data, aerr)
+	}
+	if pl.removed != 1 {
+		t.Errorf("gc removed %d file(s), want 1 (another process's, an hour old)", pl.removed)
+	}
+	followed(map[string]string{"a.md": "a, second\n"})
+}
+
+// newSpareRepo is a new repository (closed at the end of the test) and a
+// check that the worktree followed: the memory files hold what want says,
+// and nothing was logged as "could not follow".
+func newSpareRepo(t *testing.T) (*Repo, string, func(want map[string]string)) {
+	t.Helper()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	logged := captureLogs(t, &opt)
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, dir, func(want map[string]string) {
+		t.Helper()
+		for p, text := range want {
+			if got, err := os.ReadFile(filepath.Join(dir, "memories", p)); err != nil || string(got) != text {
+				t.Errorf("%s: %q %v, want %q", p, got, err, text)
+			}
+		}
+		for _, l := range logged() {
+			if strings.Contains(l, "could not follow") {
+				t.Errorf("logged: %s", l)
+			}
+		}
 	}
 }

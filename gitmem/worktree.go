@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -453,7 +455,40 @@ func (w *worktree) scan(skip func(rel string, dir bool) bool) (map[string]plumbi
 var asideSeq atomic.Uint64
 
 func (w *worktree) asideName() string {
-	return fmt.Sprintf("%s/aside-%d-%d", w.tmpRel, os.Getpid(), asideSeq.Add(1))
+	return fmt.Sprintf("%s/aside-%s-%d", w.tmpRel, procTag, asideSeq.Add(1))
+}
+
+// procTag is in the name of every file this process makes in
+// .git/gitmem/tmp (its pid, and a random number: a container's process
+// has the same pid at every start). Those files are the worktree's while
+// the process runs: spares kept open, files between their writing and
+// their rename, files taken aside and not read yet. gc removes none of
+// them (clearTemp), whatever their mtime (a spare has the mtime of the
+// memory file it was).
+var procTag = fmt.Sprintf("%d.%08x", os.Getpid(), rand.Uint32())
+
+// clearTemp removes what other processes left in .git/gitmem/tmp once it
+// is older than gd.StaleTemp (the next start removes all of it), and
+// returns how many files went. With all (a redaction's gc: a spare or a
+// file taken aside may hold the redacted text) it removes every file, the
+// spares first; nothing else of the process's is there then (the
+// redaction holds the writer lock, and every change is settled).
+func (w *worktree) clearTemp(all bool) int {
+	if all {
+		w.dropSpares()
+	}
+	entries, _ := os.ReadDir(w.tmpAbs)
+	n := 0
+	for _, e := range entries {
+		if !all && strings.Contains(e.Name(), "-"+procTag+"-") {
+			continue
+		}
+		p := filepath.Join(w.tmpAbs, e.Name())
+		if fi, err := os.Lstat(p); err == nil && (all || time.Since(fi.ModTime()) > gd.StaleTemp) && os.RemoveAll(p) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // writeTemp writes data to a temporary file, mode 0600, and returns its
@@ -462,7 +497,7 @@ func (w *worktree) writeTemp(data []byte) (string, error) {
 	if name, ok := w.reuse(data); ok {
 		return name, nil
 	}
-	f, err := os.CreateTemp(w.tmpAbs, "w-")
+	f, err := os.CreateTemp(w.tmpAbs, "w-"+procTag+"-")
 	if err != nil {
 		return "", err
 	}
@@ -582,6 +617,11 @@ func (w *worktree) put(tmp, p string, there bool) (aside string, asideInfo fs.Fi
 		return aside, nil, false, nil
 	default: // no hard links here: a file made at p just now is replaced
 		if err := w.root.Rename(tmp, p); err != nil {
+			// tmp cannot be placed: what was at p goes back, the put
+			// changes nothing (else the memory file stayed aside).
+			if aside != "" && w.root.Rename(aside, p) == nil {
+				aside = ""
+			}
 			return aside, nil, false, err
 		}
 	}

@@ -116,6 +116,41 @@ func TestPutWhateverItsHint(t *testing.T) {
 	}
 }
 
+// A put whose new file cannot be placed (it is gone: removed by another
+// program) changes nothing: the file at the memory path stays there.
+// It moved the file aside, then failed, and left it there: the memory
+// file was missing from the worktree.
+func TestPutThatFailsLeavesTheFile(t *testing.T) {
+	for _, there := range []bool{true, false} {
+		dir := t.TempDir()
+		for _, d := range []string{filepath.Join(dir, ".git", "gitmem", "tmp"), filepath.Join(dir, memDir)} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := memDir + "/a.md"
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("old\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		w := openWorktree(t, dir)
+		tmp, err := w.writeTemp([]byte("new\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, tmp))
+		aside, _, placed, err := w.put(tmp, p, there)
+		if err == nil || placed || aside != "" {
+			t.Errorf("there %v: put of a file that is gone: aside %q, placed %v, %v; want an error, nothing aside", there, aside, placed, err)
+		}
+		if got, err := os.ReadFile(filepath.Join(dir, p)); err != nil || string(got) != "old\n" {
+			t.Errorf("there %v: %s holds %q (%v), want what it held", there, p, got, err)
+		}
+		if left, _ := os.ReadDir(filepath.Join(dir, ".git", "gitmem", "tmp")); len(left) != 0 {
+			t.Errorf("there %v: left in .git/gitmem/tmp: %v", there, left)
+		}
+	}
+}
+
 // A file that says it is huge (a sparse one made by hand) is read as what
 // it holds, without first taking the memory its size says.
 func TestReadAllDoesNotTrustTheSize(t *testing.T) {

@@ -104,8 +104,8 @@ func RemoveLoose(gitDir string, hashes []plumbing.Hash) int {
 }
 
 // ClearGarbage deletes what takes space for nothing: gitmem's temporary
-// files (half-written packs and objects, worktree files) that a crash
-// left, older than StaleTemp, or all of them (as a redaction needs: one
+// files (half-written packs and objects; the worktree's are gitmem's
+// clearTemp's) that a crash left, older than StaleTemp, or all of them (as a redaction needs: one
 // could hold the old content, and nothing writes meanwhile), and pack
 // indexes without their pack and marks of packs that are gone. It returns
 // how many files it deleted.
@@ -114,7 +114,6 @@ func (s *Store) ClearGarbage(all bool) int {
 	for _, pattern := range []string{
 		filepath.Join(s.Dir, "objects", "pack", "tmp_*"),
 		filepath.Join(s.Dir, "objects", "pack", TmpPackPrefix+"*"),
-		filepath.Join(s.Dir, "gitmem", "tmp", "*"),
 		filepath.Join(s.Dir, "objects", "??", TmpObjPrefix+"*"),
 	} {
 		m, _ := filepath.Glob(pattern)
