@@ -139,13 +139,21 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if err != nil || dry || len(moved) == 0 {
 		return rep, err
 	}
+	unnote := func() {}
 	if note {
 		// Before the first ref moves: a crash after it must not leave
 		// the rewrite without its note (a pull would take the old
 		// history back).
+		size := int64(0)
+		if fi, err := os.Stat(r.redactedPath()); err == nil {
+			size = fi.Size()
+		}
 		if err := r.noteRedaction(red, rep, moved); err != nil {
 			return rep, wrap("note the redaction for the next pull", err)
 		}
+		// A redaction that stops before it can move a ref takes its
+		// note back: pulls would refuse the history as it still is.
+		unnote = func() { os.Truncate(r.redactedPath(), size) }
 	}
 	rec := redactRecord{Refs: map[string][2]string{}}
 	for name, m := range moved {
@@ -160,6 +168,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	tx, err := r.obj.LockRefs(moved, true)
 	if err != nil {
 		os.Remove(r.redactPath())
+		unnote()
 		return rep, wrap("move the refs", err)
 	}
 	if redactFault != nil {

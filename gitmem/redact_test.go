@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -302,6 +303,10 @@ func TestWritesAfterARedaction(t *testing.T) {
 func TestRedactBesideAHeldRefLock(t *testing.T) {
 	r, dir := newRepo(t)
 	writeSecrets(t, r)
+	if err := r.AddRemote("origin", t.TempDir()); err != nil { // its commits are noted for pulls
+		t.Fatal(err)
+	}
+	noted := filepath.Join(dir, ".git", "gitmem", "redacted")
 	gittest.Git(t, dir, "branch", "other")
 	refs := gittest.Git(t, dir, "for-each-ref")
 	lock := filepath.Join(dir, ".git", "refs", "heads", "other.lock")
@@ -322,6 +327,9 @@ func TestRedactBesideAHeldRefLock(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ".git", "gitmem", "redact")); err == nil {
 		t.Fatal("a redaction that changed nothing left its record")
 	}
+	if b, _ := os.ReadFile(noted); len(b) != 0 {
+		t.Fatalf("a redaction that changed nothing noted its commits for pulls (a pull refuses a remote's history that holds one): %s", b)
+	}
 	if got := readDisk(t, dir, "f1.md"); got != "note 1: sk-live1secret\n" {
 		t.Fatalf("f1.md = %q after a redaction that changed nothing", got)
 	}
@@ -335,6 +343,9 @@ func TestRedactBesideAHeldRefLock(t *testing.T) {
 	}
 	if got := readDisk(t, dir, "f1.md"); got != "note 1: [REDACTED]\n" {
 		t.Fatalf("f1.md = %q", got)
+	}
+	if b, _ := os.ReadFile(noted); bytes.Count(b, []byte("\n")) != 1 {
+		t.Fatalf("the redaction's note for pulls: %q, want one line", b)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
