@@ -88,7 +88,7 @@ func (r *Repo) repairPending() {
 	r.mmu.Lock() // not while the worktree is being materialised
 	defer r.mmu.Unlock()
 	// A commit was under way: a branch lock file, if any, is its own.
-	os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
+	gd.RemoveLock(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
 	tree := r.snapshotTree()
 	var left []string
 	for _, p := range j.Paths {

@@ -280,7 +280,7 @@ func (r *Repo) openLog() (replayed bool, err error) {
 		r.opt.Logf("gitmem: recovering %d acknowledged change(s) from the write-ahead log", missing)
 	}
 	// A commit was under way: a branch lock file, if any, is its own.
-	os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
+	gd.RemoveLock(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
 	known := r.diskHead == replay[0].Parent
 	for _, rec := range replay {
 		known = known || r.diskHead == rec.Head

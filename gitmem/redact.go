@@ -325,7 +325,7 @@ func (r *Repo) finishRedaction(tx *gd.RefTx) error {
 			// A lock file holding the new hash is a killed redaction's.
 			lock := filepath.Join(r.gitDir, filepath.FromSlash(name)) + ".lock"
 			if b, err := os.ReadFile(lock); err == nil && string(b) == m[1]+"\n" {
-				os.Remove(lock)
+				gd.RemoveLock(lock)
 			}
 			if cur, err := r.readRef(n); err == nil && cur == old {
 				moved[n] = [2]plumbing.Hash{old, plumbing.NewHash(m[1])}

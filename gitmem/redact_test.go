@@ -430,6 +430,9 @@ func TestKilledRedactionsLocksAreItsOwn(t *testing.T) {
 	if _, err := os.Stat(lock); err == nil {
 		t.Fatal("the killed redaction's lock is still there")
 	}
+	if m, _ := filepath.Glob(filepath.Join(dir, ".git", "refs", "heads", "*.gitmem-*.lock")); len(m) != 0 {
+		t.Fatalf("the second names of the killed redaction's locks are still there: %v", m)
+	}
 	if _, err := os.Stat(gitLock); err != nil {
 		t.Fatalf("git's lock was removed: %v", err)
 	}

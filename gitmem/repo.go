@@ -405,15 +405,18 @@ func (r *Repo) checkBranch() error {
 	}
 }
 
-// clearStaleLocks removes the lock file a killed gitmem left that no git
-// command takes: .git/gitmem/index-head.lock (we hold the writer lock, so
-// no gitmem process is writing it). A lock file git takes too (the
-// branch's, .git/index.lock) is never removed for its age: git may hold
-// one for as long as a command runs (see gd.ErrLocked). A killed gitmem's
-// is removed where the log or a redaction's record shows it is its own
-// (openLog, finishRedaction); what needs any other waits for it, and
-// fails naming it.
+// clearStaleLocks removes the lock files a killed gitmem left: those that
+// are provably its own (gd.ClearOwnLocks: the lock is one file with a
+// second name of a process that no longer runs), and
+// .git/gitmem/index-head.lock, which no git command takes (we hold the
+// writer lock, so no gitmem process is writing it). A lock file of git's
+// (the branch's, .git/index.lock) is never removed for its age: git may
+// hold one for as long as a command runs (see gd.ErrLocked). What needs
+// one waits for it, and fails naming it.
 func (r *Repo) clearStaleLocks() {
+	for _, l := range gd.ClearOwnLocks(r.gitDir) {
+		r.opt.Logf("gitmem: removed .git/%s, which a gitmem that was killed left", l)
+	}
 	os.Remove(r.indexHeadPath() + ".lock")
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -542,5 +543,67 @@ func TestDeletedRepositoryIsNotSaidSafe(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "write-ahead log") || !strings.Contains(err.Error(), "deleted") {
 		t.Errorf("Close of a deleted repository: %v, want an error saying the write-ahead log was deleted", err)
+	}
+}
+
+// A gitmem killed while it holds a lock file (here .git/index.lock, as
+// it writes .git/index) leaves it, as git does: the next start removes
+// it, since it is provably the killed process's own (the lock is one file
+// with a second name that names a process that no longer runs). A lock
+// file of git's beside it (packed-refs.lock, no second name) stays, as
+// does one whose second name names a process that runs.
+func TestKilledGitmemsLockIsRemoved(t *testing.T) {
+	dir := gittest.TempDir(t)
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "one\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	git := filepath.Join(dir, ".git")
+	lock := func(path string, pid int) string { // what a gitmem with that pid leaves
+		own := fmt.Sprintf("%s.gitmem-%d.0badf00d-1.lock", path, pid)
+		if err := os.WriteFile(own, []byte("DIRC"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(own, path+".lock"); err != nil {
+			t.Fatal(err)
+		}
+		return own
+	}
+	killed := lock(filepath.Join(git, "index"), dead.Process.Pid)
+	running := lock(filepath.Join(git, "refs", "heads", "other"), os.Getpid())
+	gits := filepath.Join(git, "packed-refs.lock")
+	if err := os.WriteFile(gits, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = Open(dir, testOptions(t)); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t2", "b.md", "two\n")
+	if err := r.Close(); err != nil { // writes .git/index
+		t.Fatalf("Close with the killed gitmem's index.lock: %v", err)
+	}
+	for _, p := range []string{killed, filepath.Join(git, "index.lock")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s is still there", p)
+		}
+	}
+	for _, p := range []string{running, filepath.Join(git, "refs", "heads", "other.lock"), gits} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
+	}
+	os.Remove(running)
+	os.Remove(filepath.Join(git, "refs", "heads", "other.lock"))
+	os.Remove(gits)
+	if out := gittest.Git(t, dir, "status", "--porcelain"); out != "" {
+		t.Errorf("git status after Close: %q", out)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
@@ -455,17 +454,8 @@ func (w *worktree) scan(skip func(rel string, dir bool) bool) (map[string]plumbi
 var asideSeq atomic.Uint64
 
 func (w *worktree) asideName() string {
-	return fmt.Sprintf("%s/aside-%s-%d", w.tmpRel, procTag, asideSeq.Add(1))
+	return fmt.Sprintf("%s/aside-%s-%d", w.tmpRel, gd.ProcTag, asideSeq.Add(1))
 }
-
-// procTag is in the name of every file this process makes in
-// .git/gitmem/tmp (its pid, and a random number: a container's process
-// has the same pid at every start). Those files are the worktree's while
-// the process runs: spares kept open, files between their writing and
-// their rename, files taken aside and not read yet. gc removes none of
-// them (clearTemp), whatever their mtime (a spare has the mtime of the
-// memory file it was).
-var procTag = fmt.Sprintf("%d.%08x", os.Getpid(), rand.Uint32())
 
 // clearTemp removes what other processes left in .git/gitmem/tmp once it
 // is older than gd.StaleTemp (the next start removes all of it), and
@@ -474,13 +464,18 @@ var procTag = fmt.Sprintf("%d.%08x", os.Getpid(), rand.Uint32())
 // spares first; nothing else of the process's is there then (the
 // redaction holds the writer lock, and every change is settled).
 func (w *worktree) clearTemp(all bool) int {
+	// The process's own files (gd.ProcTag in their names) are the
+	// worktree's while it runs: spares kept open, files between their
+	// writing and their rename, files taken aside and not read yet. None
+	// goes, whatever its mtime (a spare has the mtime of the memory file
+	// it was).
 	if all {
 		w.dropSpares()
 	}
 	entries, _ := os.ReadDir(w.tmpAbs)
 	n := 0
 	for _, e := range entries {
-		if !all && strings.Contains(e.Name(), "-"+procTag+"-") {
+		if !all && strings.Contains(e.Name(), "-"+gd.ProcTag+"-") {
 			continue
 		}
 		p := filepath.Join(w.tmpAbs, e.Name())
@@ -497,7 +492,7 @@ func (w *worktree) writeTemp(data []byte) (string, error) {
 	if name, ok := w.reuse(data); ok {
 		return name, nil
 	}
-	f, err := os.CreateTemp(w.tmpAbs, "w-"+procTag+"-")
+	f, err := os.CreateTemp(w.tmpAbs, "w-"+gd.ProcTag+"-")
 	if err != nil {
 		return "", err
 	}

@@ -94,3 +94,8 @@ func HeldElsewhere(path string) (bool, error) {
 		return false, err
 	}
 }
+
+// processGone says no process with this pid runs on this machine.
+func processGone(pid int) bool {
+	return pid > 0 && syscall.Kill(pid, 0) == syscall.ESRCH
+}

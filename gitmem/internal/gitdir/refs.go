@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -111,6 +115,7 @@ func (s *Store) UpdateRef(branch plumbing.ReferenceName, old, new plumbing.Hash,
 type RefTx struct {
 	durable bool
 	refs    []string // the refs' files, each with its "<file>.lock" taken and written
+	owns    []string // each lock's second name (writeLock)
 	moved   map[plumbing.ReferenceName]plumbing.Hash
 }
 
@@ -138,11 +143,12 @@ func (s *Store) LockRefs(moves map[plumbing.ReferenceName][2]plumbing.Hash, dura
 			tx.Abort()
 			return nil, err
 		}
-		if err := writeLock(path, []byte(m[1].String()+"\n"), durable); err != nil {
+		own, err := writeLock(path, []byte(m[1].String()+"\n"), durable)
+		if err != nil {
 			tx.Abort()
 			return nil, err
 		}
-		tx.refs = append(tx.refs, path)
+		tx.refs, tx.owns = append(tx.refs, path), append(tx.owns, own)
 		cur, err := ReadRef(s.Dir, name)
 		if errors.Is(err, ErrNoRef) {
 			cur, err = plumbing.ZeroHash, nil
@@ -162,6 +168,7 @@ func (s *Store) LockRefs(moves map[plumbing.ReferenceName][2]plumbing.Hash, dura
 // their folders fsynced. A rename that fails leaves that ref and the ones
 // after it where they were (their locks removed).
 func (tx *RefTx) Commit() error {
+	defer tx.removeOwns()
 	for i, p := range tx.refs {
 		if err := os.Rename(p+".lock", p); err != nil {
 			tx.refs = tx.refs[i:]
@@ -190,6 +197,14 @@ func (tx *RefTx) Abort() {
 		os.Remove(p + ".lock")
 	}
 	tx.refs = nil
+	tx.removeOwns()
+}
+
+func (tx *RefTx) removeOwns() {
+	for _, p := range tx.owns {
+		os.Remove(p)
+	}
+	tx.owns = nil
 }
 
 // ReplaceLocked replaces the file at path the way git does: "<path>.lock"
@@ -207,10 +222,11 @@ func ReplaceCache(path string, data []byte) error {
 }
 
 func replaceLocked(path string, data []byte, durable bool, check func() error) error {
-	if err := writeLock(path, data, durable); err != nil {
+	own, err := writeLock(path, data, durable)
+	if err != nil {
 		return err
 	}
-	var err error
+	defer os.Remove(own)
 	if check != nil {
 		err = check()
 	}
@@ -223,13 +239,20 @@ func replaceLocked(path string, data []byte, durable bool, check func() error) e
 	return err
 }
 
-// writeLock takes "<path>.lock" (openLockFile) and writes data into it,
-// fsynced when durable. On failure the lock is removed.
-func writeLock(path string, data []byte, durable bool) error {
-	lock := path + ".lock"
-	f, err := openLockFile(lock)
+// writeLock takes "<path>.lock" holding data, fsynced when durable. The
+// data is written to a file of the process's own first, own (a name git
+// passes over: it ends in ".lock", see ownLockName), which is then linked
+// as the lock: the link is made only when no lock is there, as git's
+// O_EXCL create, waiting up to LockWait for one another program holds.
+// So the lock file, whole from the start, has a second name while it is
+// held, and a lock a killed gitmem left is provably its own
+// (ClearOwnLocks). The caller removes own once the lock is renamed or
+// removed. On failure neither is left.
+func writeLock(path string, data []byte, durable bool) (own string, err error) {
+	own = ownLockName(path)
+	f, err := os.OpenFile(own, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return err
+		return "", err
 	}
 	_, err = f.Write(data)
 	if err == nil && durable {
@@ -238,10 +261,68 @@ func writeLock(path string, data []byte, durable bool) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		os.Remove(lock)
+	if err == nil {
+		err = linkLock(own, path+".lock")
 	}
-	return err
+	if err != nil {
+		os.Remove(own)
+		return "", err
+	}
+	return own, nil
+}
+
+// ProcTag is in the name of the files this process makes beside git's and
+// in .git/gitmem/tmp: its pid, and a random number (a container's
+// process has the same pid at every start).
+var ProcTag = fmt.Sprintf("%d.%08x", os.Getpid(), rand.Uint32())
+
+var ownLockSeq atomic.Uint64
+
+// ownLockName is the second name of the lock of path this process takes:
+// "<path>.gitmem-<pid>.<random>-<n>.lock".
+func ownLockName(path string) string {
+	return fmt.Sprintf("%s.gitmem-%s-%d.lock", path, ProcTag, ownLockSeq.Add(1))
+}
+
+// ownLockRE parses an ownLockName: the path, the pid.
+var ownLockRE = regexp.MustCompile(`^(.+)\.gitmem-([0-9]+)\.[0-9a-f]{8}-[0-9]+\.lock$`)
+
+// ClearOwnLocks removes the lock files a killed gitmem left in gitDir
+// (its top folder, refs/ and gitmem/), and their second names: a lock
+// that is one file with an ownLockName of a process that no longer runs
+// (processGone) is that process's, however old. It returns the locks
+// removed, relative to gitDir. Any other lock file is left as it is.
+func ClearOwnLocks(gitDir string) []string {
+	var owns []string
+	for _, dir := range []string{gitDir, filepath.Join(gitDir, "gitmem")} {
+		m, _ := filepath.Glob(filepath.Join(dir, "*.gitmem-*.lock"))
+		owns = append(owns, m...)
+	}
+	filepath.WalkDir(filepath.Join(gitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && ownLockRE.MatchString(d.Name()) {
+			owns = append(owns, p)
+		}
+		return nil
+	})
+	var removed []string
+	for _, own := range owns {
+		m := ownLockRE.FindStringSubmatch(own)
+		if m == nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(m[2]); err != nil || !processGone(pid) {
+			continue
+		}
+		lock := m[1] + ".lock"
+		ofi, err1 := os.Lstat(own)
+		lfi, err2 := os.Lstat(lock)
+		if err1 == nil && err2 == nil && os.SameFile(ofi, lfi) && os.Remove(lock) == nil {
+			rel, _ := filepath.Rel(gitDir, lock)
+			removed = append(removed, filepath.ToSlash(rel))
+		}
+		os.Remove(own)
+	}
+	return removed
 }
 
 // LockWait is how long gitmem waits for a git lock file another program
@@ -264,18 +345,32 @@ var ErrLocked = errors.New("another program holds it (a git command still runnin
 // adopt wait (see gitmem's gitBusy). It is not a rule to remove locks.
 const StaleLock = 2 * time.Second
 
-// openLockFile creates a git lock file exclusively, waiting up to
-// LockWait for another program to release it: then the error is an
-// *fs.PathError whose Err is ErrLocked.
-func openLockFile(path string) (*os.File, error) {
+// RemoveLock removes the lock file lock, one that a gitmem took (that a
+// redaction's record names, say), and its second names.
+func RemoveLock(lock string) {
+	if fi, err := os.Lstat(lock); err == nil {
+		m, _ := filepath.Glob(strings.TrimSuffix(lock, ".lock") + ".gitmem-*.lock")
+		for _, own := range m {
+			if ofi, err := os.Lstat(own); err == nil && os.SameFile(fi, ofi) {
+				os.Remove(own)
+			}
+		}
+	}
+	os.Remove(lock)
+}
+
+// linkLock links own as the git lock file lock, made only when no lock
+// is there, waiting up to LockWait for another program to release it:
+// then the error is an *fs.PathError whose Err is ErrLocked.
+func linkLock(own, lock string) error {
 	deadline := time.Now().Add(LockWait)
 	for {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		err := os.Link(own, lock)
 		if err == nil || !errors.Is(err, os.ErrExist) {
-			return f, err
+			return err
 		}
 		if time.Now().After(deadline) {
-			return nil, &fs.PathError{Op: "lock", Path: path, Err: ErrLocked}
+			return &fs.PathError{Op: "lock", Path: lock, Err: ErrLocked}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
