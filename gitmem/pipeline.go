@@ -1311,6 +1311,11 @@ func (r *Repo) appendHistory(items []*prepared) {
 func (r *Repo) checkpoint() error {
 	r.mmu.Lock()
 	defer r.mmu.Unlock()
+	if r.walFiles[r.active] == nil {
+		// Closed (closeLog, under mmu): Close made the last checkpoint;
+		// the maintenance loop may still call one before it stops.
+		return nil
+	}
 	r.lastCkpt.Store(time.Now().UnixNano()) // an attempt: a failing one is retried after checkpointEvery
 	r.keepBranch()
 	// A multi-pack-index naming a pack that is gone (one gitmem deleted as

@@ -628,3 +628,34 @@ func TestIdleCheckpointLeavesCallsFree(t *testing.T) {
 		t.Fatal("a call waited for the idle checkpoint's sync: it was made under the writer lock")
 	}
 }
+
+// Close closes the log before it marks the Repo closed, and the
+// maintenance loop may run a checkpoint in between (a checkpoint failed
+// earlier, and one is due): it panicked on the closed log ("nil pointer
+// dereference" in WAL.Len: serve under load stopped with SIGTERM exited
+// 2, TestServeStoppedUnderLoadLeavesACleanIndex, 1 run in 9).
+func TestCheckpointAfterTheLogIsClosed(t *testing.T) {
+	r, _, err := Init(gittest.TempDir(t), testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "one\n")
+	settle(t, r)
+	r.wmu.Lock()
+	r.closeLog(false)
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("a checkpoint after the log was closed: panic: %v", p) // (the Repo is left: its locks are held)
+			}
+		}()
+		err = r.checkpoint()
+	}()
+	r.wmu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
