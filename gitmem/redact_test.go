@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -244,21 +243,7 @@ func TestRedactAfterThePacksWereReplaced(t *testing.T) {
 // The writes after it put their files in place (none reuses a spare that
 // is gone), and a second redaction brings the worktree along.
 func TestWritesAfterARedaction(t *testing.T) {
-	dir := gittest.TempDir(t)
-	opt := testOptions(t)
-	var mu sync.Mutex
-	var logs []string
-	opt.Logf = func(format string, args ...any) {
-		mu.Lock()
-		logs = append(logs, fmt.Sprintf(format, args...))
-		mu.Unlock()
-		t.Logf(format, args...)
-	}
-	r, _, err := Init(dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir, followed := newFollowedRepo(t)
 	ctx := context.Background()
 	write(t, r, "t1", "a.md", "first secret\n")
 	write(t, r, "t2", "a.md", "second\n") // the first file is taken aside: a spare
@@ -274,18 +259,7 @@ func TestWritesAfterARedaction(t *testing.T) {
 	}
 	write(t, r, "t5", "c.md", "c\n")
 	settle(t, r)
-	for p, want := range map[string]string{"a.md": "second\n", "b.md": "bb\n", "c.md": "c\n"} {
-		if got, err := os.ReadFile(dir + "/memories/" + p); err != nil || string(got) != want {
-			t.Errorf("memories/%s on disk: %q %v", p, got, err)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, l := range logs {
-		if strings.Contains(l, "could not follow") {
-			t.Errorf("logged: %s", l)
-		}
-	}
+	followed(map[string]string{"a.md": "second\n", "b.md": "bb\n", "c.md": "c\n"})
 	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Errorf("status:\n%s", st)
 	}

@@ -44,6 +44,34 @@ func captureLogs(t *testing.T, opt *Options) func() []string {
 	}
 }
 
+// newFollowedRepo is a new repository (closed at the end of the test) and a
+// check that the worktree followed: the memory files hold what want says,
+// and nothing was logged as "could not follow".
+func newFollowedRepo(t *testing.T) (*Repo, string, func(want map[string]string)) {
+	t.Helper()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	logged := captureLogs(t, &opt)
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, dir, func(want map[string]string) {
+		t.Helper()
+		for p, text := range want {
+			if got, err := os.ReadFile(filepath.Join(dir, "memories", p)); err != nil || string(got) != text {
+				t.Errorf("%s: %q %v, want %q", p, got, err, text)
+			}
+		}
+		for _, l := range logged() {
+			if strings.Contains(l, "could not follow") {
+				t.Errorf("logged: %s", l)
+			}
+		}
+	}
+}
+
 // newRepo is a new repository in a temporary folder, closed at the end
 // of the test.
 func newRepo(t *testing.T) (*Repo, string) {

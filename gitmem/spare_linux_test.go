@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // inode is the inode number of the memory file p.
@@ -174,7 +172,7 @@ func TestSpareOnAFullDisk(t *testing.T) {
 // any hand edit it held. gc now leaves the process's own files alone
 // (clearTemp); another process's, that old, go.
 func TestGCLeavesAFileTakenAside(t *testing.T) {
-	r, dir, followed := newSpareRepo(t)
+	r, dir, followed := newFollowedRepo(t)
 	write(t, r, "t1", "a.md", "a, first\n")
 	settle(t, r)
 	old := time.Now().Add(-time.Hour)
@@ -210,32 +208,4 @@ func TestGCLeavesAFileTakenAside(t *testing.T) {
 		t.Errorf("gc removed %d file(s), want 1 (another process's, an hour old)", pl.removed)
 	}
 	followed(map[string]string{"a.md": "a, second\n"})
-}
-
-// newSpareRepo is a new repository (closed at the end of the test) and a
-// check that the worktree followed: the memory files hold what want says,
-// and nothing was logged as "could not follow".
-func newSpareRepo(t *testing.T) (*Repo, string, func(want map[string]string)) {
-	t.Helper()
-	dir := gittest.TempDir(t)
-	opt := testOptions(t)
-	logged := captureLogs(t, &opt)
-	r, _, err := Init(dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r, dir, func(want map[string]string) {
-		t.Helper()
-		for p, text := range want {
-			if got, err := os.ReadFile(filepath.Join(dir, "memories", p)); err != nil || string(got) != text {
-				t.Errorf("%s: %q %v, want %q", p, got, err, text)
-			}
-		}
-		for _, l := range logged() {
-			if strings.Contains(l, "could not follow") {
-				t.Errorf("logged: %s", l)
-			}
-		}
-	}
 }
