@@ -27,8 +27,11 @@ import (
 // adopted.
 //
 // Checking a file costs one lstat: r.stats keeps the lstat data of each
-// worktree file last seen holding its HEAD blob (seeded from .git/index at
-// start), and only a file whose lstat data differs is read and hashed.
+// worktree file last seen holding its HEAD blob, with that blob (seeded
+// from .git/index at start), and only a file whose lstat data differs is
+// read and hashed. What such a read learns goes into the next .git/index
+// written (git's own refresh): a start after the folder was copied reads
+// every file once, the next one none.
 
 // sameAsTree reports whether the worktree file at repository path p (with
 // lstat data fi) holds blob h, reading it only when the cached lstat data
@@ -37,7 +40,7 @@ func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, erro
 	r.cmu.Lock()
 	cached, ok := r.stats.get(p)
 	r.cmu.Unlock()
-	if ok && cached == gd.StatOf(fi) {
+	if ok && cached.st == gd.StatOf(fi) && cached.hash == h {
 		return true, nil
 	}
 	// What is cached is the lstat data of the file read, taken on the
@@ -56,7 +59,7 @@ func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, erro
 	}
 	if before, after := gd.StatOf(st[0]), gd.StatOf(st[1]); before == after && !after.Racy(time.Now()) {
 		r.cmu.Lock()
-		r.stats.put(p, after)
+		r.stats.put(p, statEntry{after, h}, true)
 		r.cmu.Unlock()
 	}
 	return true, nil
@@ -73,34 +76,59 @@ func (r *Repo) forgetStats(paths []string) {
 	r.stats.forget(paths)
 }
 
-// statCache is the lstat data of the worktree files known to hold their
-// HEAD blob, with the number of them under each folder, so that
-// forgetting a path that is no cached file (a new file, a rename's target,
-// a deletion) costs a lookup, not a scan of every entry: only a folder
-// that holds cached files is scanned for them.
+// statCache is the lstat data of the worktree files known to hold a blob
+// (their HEAD blob when it was looked at), with the number of them under
+// each folder, so that forgetting a path that is no cached file (a new
+// file, a rename's target, a deletion) costs a lookup, not a scan of every
+// entry: only a folder that holds cached files is scanned for them.
 type statCache struct {
-	files map[string]gd.Stat
+	files map[string]statEntry
 	dirs  map[string]int // folder -> cached files at any depth under it
+	// read are the files whose entry a read of the file found since
+	// .git/index was last written (takeRead): the index lacks them.
+	read map[string]statEntry
+}
+
+// statEntry says that the file with lstat data st held the blob hash,
+// read and hashed (or so .git/index said) when st was not racy.
+type statEntry struct {
+	st   gd.Stat
+	hash plumbing.Hash
 }
 
 func newStatCache() *statCache {
-	return &statCache{files: map[string]gd.Stat{}, dirs: map[string]int{}}
+	return &statCache{files: map[string]statEntry{}, dirs: map[string]int{}, read: map[string]statEntry{}}
 }
 
-func (c *statCache) get(p string) (gd.Stat, bool) {
-	st, ok := c.files[p]
-	return st, ok
+func (c *statCache) get(p string) (statEntry, bool) {
+	e, ok := c.files[p]
+	return e, ok
 }
 
 func (c *statCache) len() int { return len(c.files) }
 
-func (c *statCache) put(p string, st gd.Stat) {
+// put caches e for p; read says a read of the file found it (the index
+// is to learn it).
+func (c *statCache) put(p string, e statEntry, read bool) {
 	if _, ok := c.files[p]; !ok {
 		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
 			c.dirs[d]++
 		}
 	}
-	c.files[p] = st
+	c.files[p] = e
+	if read {
+		c.read[p] = e
+	}
+}
+
+// takeRead returns the entries reads found since it was last called.
+func (c *statCache) takeRead() map[string]statEntry {
+	if len(c.read) == 0 {
+		return nil
+	}
+	m := c.read
+	c.read = map[string]statEntry{}
+	return m
 }
 
 func (c *statCache) del(p string) {
@@ -108,6 +136,7 @@ func (c *statCache) del(p string) {
 		return
 	}
 	delete(c.files, p)
+	delete(c.read, p)
 	for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
 		if c.dirs[d]--; c.dirs[d] <= 0 {
 			delete(c.dirs, d)
@@ -118,6 +147,7 @@ func (c *statCache) del(p string) {
 func (c *statCache) clear() {
 	clear(c.files)
 	clear(c.dirs)
+	clear(c.read)
 }
 
 // forget drops the files at or under paths. A path that is a cached file
@@ -155,7 +185,7 @@ func (r *Repo) loadIndexStats() {
 	defer r.cmu.Unlock()
 	for _, e := range r.index { // none: no index, or one gitmem does not read; files are hashed
 		if n := lookup(tree, e.Path); n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(r.indexWritten) {
-			r.stats.put(e.Path, e.Stat)
+			r.stats.put(e.Path, statEntry{e.Stat, e.Hash}, false)
 		}
 	}
 }

@@ -24,7 +24,12 @@ import (
 // (a second of ~300 ms, under the writer mutex, at 10,000 files). An
 // entry kept is as safe as git's own: a file edited since no longer
 // matches its lstat data, and git (and gitmem's next start) reads it
-// again. Called with wmu held, or by flush with imu held (as Locked).
+// again. A file the stat cache read since the last index (a hand-edit
+// check that found its lstat data changed but not its blob: a folder
+// copied, a backup restored) gets what that read found, as git's refresh
+// does, so the next start need not read it again; for it alone an index
+// that holds HEAD's tree is written again. Called with wmu held, or by
+// flush with imu held (as Locked).
 func (r *Repo) writeIndex() error {
 	r.imu.Lock()
 	defer r.imu.Unlock()
@@ -37,8 +42,11 @@ func (r *Repo) writeIndexLocked() error {
 	head, current := r.head, r.indexHead == r.head && !r.head.IsZero()
 	root := r.tree // with head: commits are published meanwhile (Flush holds no writer lock)
 	r.smu.RUnlock()
-	if current {
-		return nil // it holds HEAD's tree already (read at start, or written since)
+	r.cmu.Lock()
+	read := r.stats.takeRead()
+	r.cmu.Unlock()
+	if current && len(read) == 0 {
+		return nil // it holds HEAD's tree already (read at start, or written since) and what is known of the files
 	}
 	var entries []gd.IndexEntry
 	prev := r.idxEntries
@@ -49,6 +57,10 @@ func (r *Repo) writeIndexLocked() error {
 			k, p, w := e.n, join2(prefix, e.name), was.kid(e.name)
 			if k.isDir() {
 				walk(k, w, p)
+				continue
+			}
+			if c, ok := read[p]; ok && c.hash == k.hash && k.isFile() {
+				entries = append(entries, gd.IndexEntry{Path: p, Hash: k.hash, Mode: k.mode, Stat: c.st})
 				continue
 			}
 			if w != nil && w.hash == k.hash && w.mode == k.mode {

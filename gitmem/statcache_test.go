@@ -7,8 +7,6 @@ import (
 	"path"
 	"slices"
 	"testing"
-
-	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // TestStatCacheForgetsAsAScanWould checks the stat cache's per-folder
@@ -18,7 +16,7 @@ import (
 func TestStatCacheForgetsAsAScanWould(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := newStatCache()
-	naive := map[string]gd.Stat{}
+	naive := map[string]statEntry{}
 	names := []string{"memories/a", "memories/a/b", "memories/ab", "memories/a/b/c", "memories/a/bc", "memories/d", "memories/d/e", "memories"}
 	pick := func() string {
 		p := names[rng.IntN(len(names))]
@@ -30,9 +28,9 @@ func TestStatCacheForgetsAsAScanWould(t *testing.T) {
 	for i := range 5000 {
 		if rng.IntN(3) > 0 {
 			p := pick()
-			st := gd.Stat{}
-			c.put(p, st)
-			naive[p] = st
+			e := statEntry{}
+			c.put(p, e, rng.IntN(2) == 0)
+			naive[p] = e
 			continue
 		}
 		paths := []string{pick()}
@@ -48,9 +46,14 @@ func TestStatCacheForgetsAsAScanWould(t *testing.T) {
 				folders = append(folders, p)
 			}
 		}
-		maps.DeleteFunc(naive, func(p string, _ gd.Stat) bool { return len(folders) > 0 && under(p, folders) })
+		maps.DeleteFunc(naive, func(p string, _ statEntry) bool { return len(folders) > 0 && under(p, folders) })
 		if !maps.Equal(c.files, naive) {
 			t.Fatalf("step %d: forget %q left %v, a scan leaves %v", i, paths, slices.Sorted(maps.Keys(c.files)), slices.Sorted(maps.Keys(naive)))
+		}
+		for p := range c.read { // what the index is to learn is of files still cached
+			if _, ok := c.files[p]; !ok {
+				t.Fatalf("step %d: %s forgotten but still to go into the index", i, p)
+			}
 		}
 		// The counts are those of the files left.
 		want := map[string]int{}

@@ -40,6 +40,8 @@ type worktree struct {
 
 	smu    sync.Mutex
 	spares []spare // files taken aside that the next writes reuse (see recycle)
+
+	reads atomic.Int64 // files opened for reading (tests count what a start reads)
 }
 
 // newWorktree is the worktree of the repository folder dir, opened as
@@ -209,6 +211,7 @@ func readAll(r io.Reader, size int64) ([]byte, error) {
 
 // openRead opens the file at p for readRegular; done closes it.
 func (w *worktree) openRead(p string) (f statReader, done func(), err error) {
+	w.reads.Add(1)
 	if f, done, ok := w.fastOpenRead(p); ok {
 		return f, done, nil
 	}

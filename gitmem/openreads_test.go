@@ -1,0 +1,141 @@
+package gitmem
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+)
+
+// Opening a repository reads no worktree file whose lstat data
+// .git/index vouches for, as git does; when the index does not (the
+// folder was copied, or restored from a backup: every file has a new
+// inode), the files are read once and the index is rewritten with what
+// was found, so the next start reads none.
+func TestOpenReadsNoUnchangedFile(t *testing.T) {
+	dir := gittest.TempDir(t)
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const files = 20
+	for i := range files {
+		write(t, r, fmt.Sprintf("t%d", i), fmt.Sprintf("d%d/f%d.md", i%3, i), fmt.Sprintf("file %d\n", i))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Every file gets a new inode, its content unchanged (cp, a backup
+	// restored), and becomes older than the racy window.
+	for i := range files {
+		p := filepath.Join(dir, "memories", fmt.Sprintf("d%d/f%d.md", i%3, i))
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p+".tmp", data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(p+".tmp", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2 * gd.RacyWindow)
+	open := func() int64 {
+		t.Helper()
+		r, err := Open(dir, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := r.wt.reads.Load()
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := open(); n < files {
+		t.Fatalf("the first start after the copy read %d files, want all %d (the index's lstat data is not theirs)", n, files)
+	}
+	// git finds the index's lstat data matching every file.
+	if out := gittest.Git(t, dir, "diff-files", "--name-only"); out != "" {
+		t.Fatalf("git diff-files lists files whose lstat data the index lacks:\n%s", out)
+	}
+	if n := open(); n != 0 {
+		t.Fatalf("the second start read %d files, want none", n)
+	}
+	if got := subjects(t, dir); strings.Contains(got, "adopt") {
+		t.Fatalf("an unchanged file was adopted:\n%s", got)
+	}
+}
+
+// A hand edit that keeps the file's size and sets its mtime back
+// (touch -d) is adopted at the next start; so is one whose lstat data
+// the index holds exactly, when the racy rule says so: an entry not older
+// than the index itself may have been edited in the tick it was looked
+// at, and is read again.
+func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
+	for _, forged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("forged=%v", forged), func(t *testing.T) {
+			dir := gittest.TempDir(t)
+			r, _, err := Init(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, r, "t1", "a.md", "one\n")
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, "memories", "a.md")
+			was, err := os.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * gd.RacyWindow)
+			if err := os.WriteFile(p, []byte("two\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			stamp := was.ModTime().Format("2006-01-02 15:04:05.000000000 -0700")
+			if out, err := exec.Command("touch", "-m", "-d", stamp, p).CombinedOutput(); err != nil {
+				t.Fatalf("touch: %v: %s", err, out)
+			}
+			if forged {
+				// The index pairs the edited file's lstat data with the
+				// old blob (written in the tick of the edit), and is no
+				// newer than the file: racy.
+				entries, _, err := gd.ReadIndex(filepath.Join(dir, ".git"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				fi, err := os.Lstat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range entries {
+					if entries[i].Path == "memories/a.md" {
+						entries[i].Stat = gd.StatOf(fi)
+					}
+				}
+				if err := gd.WriteIndex(filepath.Join(dir, ".git"), entries); err != nil {
+					t.Fatal(err)
+				}
+				if out, err := exec.Command("touch", "-m", "-d", stamp, filepath.Join(dir, ".git", "index")).CombinedOutput(); err != nil {
+					t.Fatalf("touch: %v: %s", err, out)
+				}
+			}
+			r, err = Open(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if head, _ := r.Commit("HEAD"); head.Subject != "memory: adopt changes made outside gitmem" || read(t, r, "a.md") != "two\n" {
+				t.Fatalf("HEAD %q, a.md %q: the edit was not adopted", head.Subject, read(t, r, "a.md"))
+			}
+		})
+	}
+}
