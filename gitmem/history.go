@@ -910,8 +910,9 @@ func contains(s string) func([]byte) bool {
 // without parsing whole records. When the file does not reach HEAD
 // (commits made with plain git, a merge, a file missing or damaged), the
 // commits it lacks are read for their ids alone (walkIDs). Called with
-// wmu held, owning the writer lock.
-func (r *Repo) syncIDs() error {
+// wmu held, owning the writer lock. In the background (start's read),
+// it gives up when Close begins (ErrClosed).
+func (r *Repo) syncIDs(background bool) error {
 	r.smu.RLock()
 	dirty := r.idsDirty
 	r.smu.RUnlock()
@@ -922,7 +923,7 @@ func (r *Repo) syncIDs() error {
 	r.smu.RLock()
 	head := r.head
 	r.smu.RUnlock()
-	ok, err := r.readIDs(head)
+	ok, err := r.readIDs(head, background)
 	if err == nil && !ok {
 		err = r.walkIDs(head)
 	}
@@ -1024,7 +1025,7 @@ func (r *Repo) rebuildHistoryIndex() error {
 	if err := r.rewriteHistoryFile(head); err != nil {
 		return wrap("write the history index", err)
 	}
-	return r.syncIDs()
+	return r.syncIDs(false)
 }
 
 // dropHistory forgets the index in memory: loaded says whether it is
@@ -1127,8 +1128,9 @@ func lineToolUseID(line []byte) (string, bool) {
 // reports whether the file now ends at head. A file that does not go on
 // from where the last read stopped — shorter, or the record before
 // idsOff is not idsHead any more (rewritten) — is read again from the
-// start into a new map.
-func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
+// start into a new map. With stoppable it gives up when Close begins
+// (ErrClosed), having changed nothing.
+func (r *Repo) readIDs(head plumbing.Hash, stoppable bool) (bool, error) {
 	f, err := os.Open(r.historyPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return head.IsZero(), nil
@@ -1166,7 +1168,10 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 	}
 	damaged := false
 	br := bufio.NewReaderSize(f, 256<<10)
-	for {
+	for n := 1; ; n++ {
+		if stoppable && n%idsStopEvery == 0 && r.histStopping() {
+			return false, ErrClosed // Close gives the read up: the next process reads them
+		}
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) { // a long record: gather it
 			line = append([]byte(nil), line...) // before the next read reuses the buffer
@@ -1210,6 +1215,10 @@ func (r *Repo) readIDs(head plumbing.Hash) (bool, error) {
 	r.idsOff, r.idsHead = off, prev
 	return prev == head, nil
 }
+
+// idsStopEvery is how many records readIDs reads between two looks at
+// whether Close wants it to stop.
+const idsStopEvery = 256
 
 // lastRecord is the hash of the record that ends at offset end of the
 // history index file (zero if it cannot be read back).

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
@@ -137,5 +140,24 @@ func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
 				t.Fatalf("HEAD %q, a.md %q: the edit was not adopted", head.Subject, read(t, r, "a.md"))
 			}
 		})
+	}
+}
+
+// Close does not wait for the background read of the history's tool_use
+// ids that every start begins (about 130 ms at 100,000 commits, with the
+// writer lock held): the read gives up, and the next process reads them.
+func TestCloseStopsTheIDsRead(t *testing.T) {
+	r, _ := newRepo(t)
+	for i := range 2 * idsStopEvery {
+		write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("v%d\n", i))
+	}
+	settle(t, r)
+	head := r.snapshotHead()
+	r.stopHistoryBuild() // what Close does first
+	r.smu.Lock()
+	r.idsOff, r.idsHead = 0, plumbing.ZeroHash
+	r.smu.Unlock()
+	if ok, err := r.readIDs(head, true); !errors.Is(err, ErrClosed) {
+		t.Fatalf("readIDs after Close began: %v, %v; want ErrClosed", ok, err)
 	}
 }

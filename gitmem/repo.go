@@ -370,7 +370,7 @@ func (r *Repo) start(markIt bool) error {
 		closed := r.closed
 		r.smu.RUnlock()
 		if !closed && r.owned.Load() {
-			if err := r.syncIDs(); err != nil {
+			if err := r.syncIDs(true); err != nil && !errors.Is(err, ErrClosed) {
 				r.opt.Logf("gitmem: %v", err)
 			}
 		}
@@ -740,7 +740,7 @@ func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 		return Commit{}, err
 	}
 	if id := meta.ID(); id != "" {
-		if err := r.syncIDs(); err != nil {
+		if err := r.syncIDs(false); err != nil {
 			return Commit{}, err
 		}
 		r.smu.RLock()
