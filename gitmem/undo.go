@@ -185,12 +185,8 @@ func (tx *Tx) changes() ([]FileChange, error) {
 // change nothing (already undone) is ErrNoChange.
 func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, []FileChange, error) {
 	type target struct {
-		c   Commit
-		pos int
-	}
-	hist, err := r.indexed(nil)
-	if err != nil {
-		return Commit{}, nil, err
+		c     Commit
+		after []histRec // the records after it, oldest first
 	}
 	var targets []target
 	for _, rev := range revs {
@@ -198,13 +194,36 @@ func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, []FileChange, e
 		if err != nil {
 			return Commit{}, nil, fmt.Errorf("%w: %q is not a commit, tool_use id or revision of this memory", ErrUnknownRev, rev)
 		}
-		pos := slices.IndexFunc(hist, func(h histRec) bool { return h.hash.String() == c.Hash })
-		if pos < 0 {
-			return Commit{}, nil, fmt.Errorf("%w: %s is not on the current branch", ErrUnknownRev, rev)
-		}
-		targets = append(targets, target{c, pos})
+		targets = append(targets, target{c: c})
 	}
-	slices.SortFunc(targets, func(a, b target) int { return b.pos - a.pos }) // newest first
+	// The history is read from its newest record back to the oldest
+	// target only (a fresh process reads the index file from its end),
+	// not loaded whole.
+	back := map[string]int{} // target hash -> how many records follow it
+	for _, t := range targets {
+		back[t.c.Hash] = -1
+	}
+	left := len(back)
+	var later []histRec // newest first
+	if err := r.scan(nil, nil, func(h *histRec) bool {
+		if d, ok := back[h.hash.String()]; ok && d < 0 {
+			back[h.hash.String()] = len(later)
+			left--
+		}
+		later = append(later, *h)
+		return left > 0
+	}); err != nil {
+		return Commit{}, nil, err
+	}
+	for i := range targets {
+		d := back[targets[i].c.Hash]
+		if d < 0 {
+			return Commit{}, nil, fmt.Errorf("%w: %s is not on the current branch", ErrUnknownRev, revs[i])
+		}
+		targets[i].after = slices.Clone(later[:d])
+		slices.Reverse(targets[i].after)
+	}
+	slices.SortFunc(targets, func(a, b target) int { return len(a.after) - len(b.after) }) // newest first
 	meta := Meta{Author: r.operator(opt.Author), Trailers: []Trailer{{TrailerCommand, "revert"}}}
 	if len(targets) == 1 {
 		c := targets[0].c
@@ -221,7 +240,7 @@ func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, []FileChange, e
 	return r.operate(meta, opt.DryRun, opt.Check, func(tx *Tx) error {
 		var conflicts []FileConflict
 		for _, t := range targets {
-			fc, err := r.undo(tx, t.c, opt.Theirs, movedAfter(hist[t.pos+1:]))
+			fc, err := r.undo(tx, t.c, opt.Theirs, movedAfter(t.after))
 			if err != nil {
 				return err
 			}
