@@ -161,3 +161,60 @@ func TestCloseStopsTheIDsRead(t *testing.T) {
 		t.Fatalf("readIDs after Close began: %v, %v; want ErrClosed", ok, err)
 	}
 }
+
+// Reverting a recent call reads the history index from its end back to
+// that call (the renames after it), not the whole index: a fresh process
+// reverting one call does not load 100,000 records.
+func TestRevertReadsTheHistoryFromItsEnd(t *testing.T) {
+	dir := gittest.TempDir(t)
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		write(t, r, fmt.Sprintf("t%d", i), fmt.Sprintf("f%d.md", i), "one\n")
+	}
+	write(t, r, "t5", "a.md", "two\n")
+	tx := func(tx *Tx) error { return tx.Rename("a.md", "b.md") }
+	if _, err := r.Update(Meta{Subject: "mv", Trailers: []Trailer{{TrailerToolUseID, "t6"}, {TrailerCommand, "rename"}, {TrailerPath, "/memories/a.md"}, {TrailerNewPath, "/memories/b.md"}}}, tx); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t7", "f1.md", "more\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, _, err := r.Revert([]string{"t5"}, RevertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.histLoaded {
+		t.Fatal("revert loaded the whole history index")
+	}
+	v, err := r.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Stat("b.md"); err == nil {
+		t.Fatal("b.md (a.md, created by the reverted call, renamed since) is still there")
+	}
+}
+
+// A full hash names its commit, as in git, without reading the whole
+// history index for a tool_use id of the same text: even a call whose id
+// is that text (no client makes one) does not take its place.
+func TestResolveOfAFullHashIsThatCommit(t *testing.T) {
+	r, _ := newRepo(t)
+	first := write(t, r, "t1", "a.md", "one\n")
+	write(t, r, first.Hash, "b.md", "two\n")
+	c, err := r.Resolve(first.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Hash != first.Hash || len(c.Paths) != 1 || c.Paths[0] != "a.md" {
+		t.Fatalf("Resolve(%s) = %s %v, want the commit itself and its path", first.Hash[:7], c.Hash[:7], c.Paths)
+	}
+}

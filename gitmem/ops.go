@@ -153,10 +153,18 @@ func (h *histRec) renamedFrom(p string) string {
 }
 
 // Resolve finds the commit a user names: a tool_use id (the commit it
-// made), a full or abbreviated hash, or a git revision (HEAD~2, main).
+// made), a full or abbreviated hash, or a git revision (HEAD~2, main). A
+// full hash of a commit names that commit, as in git, without a look
+// for a tool_use id of the same text (which read the whole history
+// index: no call makes one).
 func (r *Repo) Resolve(rev string) (Commit, error) {
 	if rev == "" {
 		return Commit{}, ErrUnknownRev
+	}
+	if isObjectHash(rev) {
+		if c, err := r.commitWithPaths(rev); err == nil {
+			return c, nil
+		}
 	}
 	var found *histRec
 	err := r.scan(contains(rev), nil, func(h *histRec) bool {

@@ -7,6 +7,8 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
@@ -1075,8 +1078,8 @@ func (r *Repo) ReadFileAt(rev, p string) ([]byte, error) {
 	if err != nil {
 		return nil, wrap("read tree", err)
 	}
-	e, err := t.FindEntry(memDir + "/" + p)
-	if err != nil || !e.Mode.IsFile() {
+	e, ok := r.entryAt(t, memDir+"/"+p)
+	if !ok || !e.Mode.IsFile() {
 		return nil, ErrNotExist
 	}
 	data, err := r.obj.Blob(e.Hash)
@@ -1084,6 +1087,32 @@ func (r *Repo) ReadFileAt(rev, p string) ([]byte, error) {
 		return nil, objectError("blob", e.Hash, memDir+"/"+p, err)
 	}
 	return data, nil
+}
+
+// entryAt finds the entry at the repository path p beneath tree t,
+// reading the folders on the way with gitmem's own object reader:
+// go-git's Tree.FindEntry reads them through go-git's storage, whose
+// first read loads the whole index of a pack and maps every object's
+// offset (0.35 s for a revert's one file in a 335 MB pack). Called with
+// omu held.
+func (r *Repo) entryAt(t *object.Tree, p string) (object.TreeEntry, bool) {
+	for {
+		name, rest, more := strings.Cut(p, "/")
+		i := slices.IndexFunc(t.Entries, func(e object.TreeEntry) bool { return e.Name == name })
+		switch {
+		case i < 0:
+			return object.TreeEntry{}, false
+		case !more:
+			return t.Entries[i], true
+		case t.Entries[i].Mode != filemode.Dir:
+			return object.TreeEntry{}, false
+		}
+		sub, err := r.obj.Tree(t.Entries[i].Hash)
+		if err != nil {
+			return object.TreeEntry{}, false
+		}
+		t, p = sub, rest
+	}
 }
 
 // mergeTrailers sets each of extra's values in base (copied), appending the
