@@ -218,3 +218,31 @@ func TestResolveOfAFullHashIsThatCommit(t *testing.T) {
 		t.Fatalf("Resolve(%s) = %s %v, want the commit itself and its path", first.Hash[:7], c.Hash[:7], c.Paths)
 	}
 }
+
+// A repository opened for one command does not read the history's
+// tool_use ids ahead, and still recognises a retried call.
+func TestOneCommandStillRecognisesARetry(t *testing.T) {
+	dir := gittest.TempDir(t)
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := write(t, r, "t1", "a.md", "one\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opt := testOptions(t)
+	opt.OneCommand = true
+	r, err = Open(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = r.Update(Meta{Subject: "w a.md", Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error {
+		return tx.WriteFile("a.md", []byte("two\n"))
+	})
+	var applied *AppliedError
+	if !errors.As(err, &applied) || applied.Commit.Hash != c.Hash {
+		t.Fatalf("a retry of t1: %v, want it recognised as %s", err, c.Hash[:7])
+	}
+}

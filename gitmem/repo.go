@@ -57,6 +57,12 @@ type Options struct {
 	// Adopt opens a git repository that gitmem did not create, and marks
 	// it as gitmem's: gitmem then commits onto its branch.
 	Adopt bool
+	// OneCommand opens the repository for one operator command (revert,
+	// restore, ...): the tool_use ids of the history, which a server reads
+	// in the background from its start so that a retried call is
+	// recognised at once, are not read ahead. A change with an id still
+	// reads them first.
+	OneCommand bool
 }
 
 func (o *Options) defaults(dir string) {
@@ -366,6 +372,9 @@ func (r *Repo) start(markIt bool) error {
 	}
 	// The tool_use ids of the history are read in the background: the
 	// first change with an id waits only for what is left of it.
+	if r.opt.OneCommand {
+		return nil
+	}
 	go func() {
 		r.wmu.Lock()
 		defer r.wmu.Unlock()
