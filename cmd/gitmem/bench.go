@@ -33,9 +33,13 @@ this binary), the Anthropic TypeScript SDK's file backend (node), git add +
 git commit, and go-git's Worktree.Add + Commit; then concurrent HTTP clients
 against gitmem and against a node HTTP server over the SDK's backend; then
 the Memory Stores API of gitmem serve --stores (creates and updates by one
-client, and a whole store uploaded with many requests in flight). It
-prints p50/p99 latencies and throughput with ratios to the TypeScript
-backend, and the cost of one fsync and one fdatasync here. Backends take
+client, and a whole store uploaded with many requests in flight); and at
+the largest memory, as fresh processes each with its peer in turn, a
+restart of gitmem serve (start, one view, exit) against the TypeScript
+backend's, and log, show, blame, diff, revert and restore against the
+git CLI on a copy of the same repository. It prints p50/p99 latencies
+and throughput with ratios to the TypeScript backend and to git, and the
+cost of one fsync and one fdatasync here. Backends take
 turns in small blocks, so the ratios hold on a busy machine.
 
 The TypeScript backend needs node and a folder whose node_modules holds
@@ -56,6 +60,7 @@ temporary work folder before it exits (exit code 1).`,
 			&cli.IntFlag{Name: "conc-files", Usage: "memory size of the concurrency runs (default: the largest)"},
 			&cli.StringFlag{Name: "backends", Value: strings.Join(bench.AllBackends, ","), Usage: "one-client backends: `LIST` of " + strings.Join(bench.AllBackends, ", ")},
 			&cli.StringFlag{Name: "sdk", EnvVars: []string{"GITMEM_BENCH_SDK"}, Usage: "`DIR` whose node_modules holds @anthropic-ai/sdk (\"none\": leave the TypeScript backend out)"},
+			&cli.IntFlag{Name: "hist-runs", Value: 7, Usage: "restart and history commands (log, show, blame, diff, revert, restore) as fresh processes: `N` runs each, with the TypeScript backend's restart and the git CLI's commands alternated (0: none)"},
 			&cli.IntFlag{Name: "ms-ops", Value: 1000, Usage: "Memory Stores API: `N` creates, then N updates, one client (0: none)"},
 			&cli.IntFlag{Name: "ms-upload", Value: 2000, Usage: "Memory Stores API: a store of `N` memories uploaded --ms-inflight at a time (0: none)"},
 			&cli.IntFlag{Name: "ms-inflight", Value: 32, Usage: "Memory Stores API: `N` requests in flight during the upload"},
@@ -81,6 +86,7 @@ func runBench(c *cli.Context) error {
 		MSOps:      c.Int("ms-ops"),
 		MSUpload:   c.Int("ms-upload"),
 		MSInflight: max(1, c.Int("ms-inflight")),
+		HistRuns:   c.Int("hist-runs"),
 		Log:        c.App.ErrWriter,
 	}
 	files, clients := c.String("files"), c.String("clients")
@@ -94,6 +100,7 @@ func runBench(c *cli.Context) error {
 			"conc-ops":  func() { cfg.ConcOps = 40 },
 			"ms-ops":    func() { cfg.MSOps = 20 },
 			"ms-upload": func() { cfg.MSUpload = 100 },
+			"hist-runs": func() { cfg.HistRuns = 2 },
 		}
 		for name, set := range quick {
 			if !c.IsSet(name) {

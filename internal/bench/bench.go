@@ -60,6 +60,11 @@ type Config struct {
 	// then a store of MSUpload memories uploaded MSInflight at a time (0
 	// and 0: not measured).
 	MSOps, MSUpload, MSInflight int
+	// HistRuns is how many times each history command runs as a fresh
+	// process, and its peer (gitmem restarted against the TypeScript
+	// backend; log, show, blame, diff, revert and restore against the git
+	// CLI), at the largest memory (0: not measured).
+	HistRuns int
 	// Gitmem returns a command running gitmem with args (the benchmark
 	// starts its servers as child processes).
 	Gitmem func(args ...string) *exec.Cmd
@@ -218,6 +223,12 @@ func (rep *Report) size(ctx context.Context, dir string, files int) error {
 		}
 		cfg.logf("  %-24s %5d calls  mutation p50 %s  p99 %s", titles[r.name], r.calls, ms(pct(r.mutations(), 50)), ms(pct(r.mutations(), 99)))
 		rep.Single = append(rep.Single, r)
+	}
+	if files == slices.Max(cfg.Files) && cfg.HistRuns > 0 {
+		cfg.logf("restart and history commands at %d files, %d runs each", files, cfg.HistRuns)
+		if err := rep.histCmds(ctx, dir, base, files); err != nil {
+			return fmt.Errorf("history commands at %d files: %w", files, err)
+		}
 	}
 	if files == cfg.ConcFiles && len(cfg.Clients) > 0 {
 		return rep.concurrency(ctx, dir, base, files)

@@ -27,6 +27,9 @@ type Report struct {
 	Conc    []*conc
 	// MemoryStores is the Memory Stores API's measurements (nil: not run).
 	MemoryStores *msResult
+	// Hist is the restart and the history commands as fresh processes,
+	// each with its peer (none: not run).
+	Hist []*histRow
 }
 
 // Machine describes where the run happened.
@@ -253,6 +256,9 @@ func (rep *Report) tables() []table {
 			ct.rows = append(ct.rows, append(row, ratio(rates[0], rates[1])))
 		}
 		out = append(out, ct)
+	}
+	if len(rep.Hist) > 0 {
+		out = append(out, rep.histTable())
 	}
 	if rep.MemoryStores != nil {
 		out = append(out, rep.msTable())
