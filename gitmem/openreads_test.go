@@ -246,3 +246,31 @@ func TestOneCommandStillRecognisesARetry(t *testing.T) {
 		t.Fatalf("a retry of t1: %v, want it recognised as %s", err, c.Hash[:7])
 	}
 }
+
+// A full hash with ~N and ^N steps resolves to what git's rev-parse
+// says, read with gitmem's own object reader.
+func TestResolveAncestorsAsGit(t *testing.T) {
+	r, dir := newRepo(t)
+	var last Commit
+	for i := range 4 {
+		last = write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("v%d\n", i))
+	}
+	settle(t, r)
+	for _, suffix := range []string{"~0", "~1", "~3", "^", "^0", "^1", "~1^", "^^~1", "~2^0"} {
+		want := gittest.Git(t, dir, "rev-parse", last.Hash+suffix)
+		r.omu.Lock()
+		h, ok := r.resolveAncestor(last.Hash + suffix)
+		r.unlockObj()
+		if !ok || h.String() != strings.TrimSpace(want) {
+			t.Errorf("%s: %s %v, git says %s", suffix, h, ok, want)
+		}
+	}
+	for _, bad := range []string{"~9", "^2", "~x", ":a.md", "~99999999"} {
+		r.omu.Lock()
+		_, ok := r.resolveAncestor(last.Hash + bad)
+		r.unlockObj()
+		if ok {
+			t.Errorf("%s resolved", bad)
+		}
+	}
+}

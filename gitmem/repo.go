@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -1053,6 +1054,9 @@ func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 	if plumbing.IsHash(rev) {
 		return plumbing.NewHash(rev), nil
 	}
+	if h, ok := r.resolveAncestor(rev); ok {
+		return h, nil
+	}
 	repo, err := git.Open(r.obj.Storage(), nil)
 	if err != nil {
 		return plumbing.ZeroHash, wrap("open the repository", err)
@@ -1067,6 +1071,57 @@ func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 		}
 	}
 	return *h, nil
+}
+
+// resolveAncestor resolves a full hash followed by ~N and ^N steps
+// (restore --to HASH~1) reading the commits with gitmem's own object
+// reader: go-git's ResolveRevision reads them through its storage, whose
+// first read loads the pack's whole index (90 ms in a 335 MB pack). ok
+// is false for any other form, or a step that leads nowhere (go-git then
+// says why). Called with omu held.
+func (r *Repo) resolveAncestor(rev string) (plumbing.Hash, bool) {
+	if len(rev) <= 40 || !plumbing.IsHash(rev[:40]) {
+		return plumbing.ZeroHash, false
+	}
+	h, rest := plumbing.NewHash(rev[:40]), rev[40:]
+	parent := func(i int) bool { // h becomes its i-th parent (0: itself)
+		c, err := r.obj.Commit(h)
+		if err != nil || i > len(c.ParentHashes) {
+			return false
+		}
+		if i > 0 {
+			h = c.ParentHashes[i-1]
+		}
+		return true
+	}
+	for rest != "" {
+		op := rest[0]
+		rest = rest[1:]
+		digits := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
+		n := 1
+		if digits > 0 {
+			var err error
+			if n, err = strconv.Atoi(rest[:digits]); err != nil || digits > 6 {
+				return plumbing.ZeroHash, false
+			}
+		}
+		rest = rest[digits:]
+		switch op {
+		case '^':
+			if !parent(n) {
+				return plumbing.ZeroHash, false
+			}
+		case '~':
+			for range n {
+				if !parent(1) {
+					return plumbing.ZeroHash, false
+				}
+			}
+		default:
+			return plumbing.ZeroHash, false
+		}
+	}
+	return h, parent(0)
 }
 
 // ReadFileAt returns the content of a memory file (relative to memories/)
