@@ -63,6 +63,11 @@ func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
 	if err != nil {
 		return nil, wrap("compare the trees", err)
 	}
+	// The pack files stay open, and the delta bases read stay cached,
+	// across the blobs (each read released them: the pack opened again
+	// and every delta chain read from its start, for each blob).
+	r.holdPacks()
+	defer r.dropPacks()
 	return r.changes(a, b, r.blobOf)
 }
 
