@@ -274,3 +274,41 @@ func TestResolveAncestorsAsGit(t *testing.T) {
 		}
 	}
 }
+
+// An abbreviated hash names the one commit that begins with it, as git
+// rev-parse says, read from gitmem's own pack indexes and loose objects;
+// it is preferred to a ref of that name, as go-git (what resolved it
+// before) does.
+func TestResolveShortHashAsGit(t *testing.T) {
+	r, dir := newRepo(t)
+	var commits []Commit
+	for i := range 6 {
+		commits = append(commits, write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("v%d\n", i)))
+	}
+	settle(t, r)
+	gittest.Git(t, dir, "-c", "gc.auto=0", "repack", "-q") // some in a pack git wrote, as after git gc
+	commits = append(commits, write(t, r, "t6", "b.md", "b\n"))
+	settle(t, r)
+	for _, c := range commits {
+		for _, n := range []int{7, 5, 12} {
+			want := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", c.Hash[:n]))
+			r.omu.Lock()
+			h, ok := r.expandCommit(c.Hash[:n])
+			r.unlockObj()
+			if !ok || h.String() != want {
+				t.Errorf("%s: %s %v, git says %s", c.Hash[:n], h, ok, want)
+			}
+		}
+	}
+	r.omu.Lock()
+	_, ok := r.expandCommit("0000000")
+	r.unlockObj()
+	if ok {
+		t.Error("0000000 resolved")
+	}
+	short := commits[1].Hash[:7]
+	gittest.Git(t, dir, "update-ref", "refs/heads/"+short, commits[3].Hash)
+	if h, err := r.resolve(short); err != nil || h.String() != commits[1].Hash {
+		t.Fatalf("%s: %s %v, want the commit %s", short, h, err, commits[1].Hash[:7])
+	}
+}

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -677,4 +680,55 @@ func parseSize(b []byte) (int64, error) {
 		n = n*10 + int64(c-'0')
 	}
 	return n, nil
+}
+
+// Expand returns the one object whose hash begins with the hex digits of
+// prefix (at least 4), looking in the objects held in memory, the packs'
+// indexes and the loose objects; ok is false when none or more than one
+// does (the caller says which, as git does).
+func (s *Store) Expand(prefix string) (h plumbing.Hash, ok bool) {
+	if len(prefix) < 4 || len(prefix) >= 40 || strings.Trim(prefix, "0123456789abcdef") != "" {
+		return plumbing.ZeroHash, false
+	}
+	var low plumbing.Hash // the smallest hash with the prefix
+	hex.Decode(low[:], []byte(prefix[:len(prefix)&^1]))
+	if len(prefix)%2 == 1 {
+		d, _ := strconv.ParseUint(prefix[len(prefix)-1:], 16, 8)
+		low[len(prefix)/2] = byte(d) << 4
+	}
+	has := func(c plumbing.Hash) bool { return strings.HasPrefix(c.String(), prefix) }
+	found := map[plumbing.Hash]bool{}
+	s.ovmu.RLock()
+	for c := range s.overlay {
+		if has(c) {
+			found[c] = true
+		}
+	}
+	s.ovmu.RUnlock()
+	for _, p := range s.packs.list() {
+		names := p.names()
+		i := sort.Search(p.n, func(i int) bool { return bytes.Compare(names[20*i:20*i+20], low[:]) >= 0 })
+		for ; i < p.n && len(found) < 2; i++ {
+			var c plumbing.Hash
+			copy(c[:], names[20*i:20*i+20])
+			if !has(c) {
+				break
+			}
+			found[c] = true
+		}
+	}
+	if entries, err := os.ReadDir(filepath.Join(s.Dir, "objects", prefix[:2])); err == nil {
+		for _, e := range entries {
+			if name := prefix[:2] + e.Name(); len(name) == 40 && strings.HasPrefix(name, prefix) && plumbing.IsHash(name) {
+				found[plumbing.NewHash(name)] = true
+			}
+		}
+	}
+	if len(found) != 1 {
+		return plumbing.ZeroHash, false
+	}
+	for c := range found {
+		h = c
+	}
+	return h, true
 }
