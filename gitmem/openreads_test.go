@@ -247,8 +247,8 @@ func TestOneCommandStillRecognisesARetry(t *testing.T) {
 	}
 }
 
-// A full hash with ~N and ^N steps resolves to what git's rev-parse
-// says, read with gitmem's own object reader.
+// HEAD, a full hash or an abbreviated one with ~N and ^N steps resolves
+// to what git's rev-parse says, read with gitmem's own object reader.
 func TestResolveAncestorsAsGit(t *testing.T) {
 	r, dir := newRepo(t)
 	var last Commit
@@ -256,13 +256,15 @@ func TestResolveAncestorsAsGit(t *testing.T) {
 		last = write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("v%d\n", i))
 	}
 	settle(t, r)
-	for _, suffix := range []string{"~0", "~1", "~3", "^", "^0", "^1", "~1^", "^^~1", "~2^0"} {
-		want := gittest.Git(t, dir, "rev-parse", last.Hash+suffix)
-		r.omu.Lock()
-		h, ok := r.resolveAncestor(last.Hash + suffix)
-		r.unlockObj()
-		if !ok || h.String() != strings.TrimSpace(want) {
-			t.Errorf("%s: %s %v, git says %s", suffix, h, ok, want)
+	for _, base := range []string{last.Hash, last.Hash[:7], "HEAD"} {
+		for _, suffix := range []string{"~0", "~1", "~3", "^", "^0", "^1", "~1^", "^^~1", "~2^0"} {
+			want := gittest.Git(t, dir, "rev-parse", base+suffix)
+			r.omu.Lock()
+			h, ok := r.resolveAncestor(base + suffix)
+			r.unlockObj()
+			if !ok || h.String() != strings.TrimSpace(want) {
+				t.Errorf("%s%s: %s %v, git says %s", base, suffix, h, ok, want)
+			}
 		}
 	}
 	for _, bad := range []string{"~9", "^2", "~x", ":a.md", "~99999999"} {

@@ -1076,17 +1076,34 @@ func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 	return *h, nil
 }
 
-// resolveAncestor resolves a full hash followed by ~N and ^N steps
-// (restore --to HASH~1) reading the commits with gitmem's own object
-// reader: go-git's ResolveRevision reads them through its storage, whose
-// first read loads the pack's whole index (90 ms in a 335 MB pack). ok
-// is false for any other form, or a step that leads nowhere (go-git then
-// says why). Called with omu held.
+// resolveAncestor resolves HEAD, a full hash or an abbreviated one
+// (expandCommit) followed by ~N and ^N steps (restore --to HEAD~1)
+// reading the commits with gitmem's own object reader: go-git's
+// ResolveRevision reads them through its storage, whose first read loads
+// the pack's whole index (90 ms in a 335 MB pack). ok is false for any
+// other form, or a step that leads nowhere (go-git then says why).
+// Called with omu held.
 func (r *Repo) resolveAncestor(rev string) (plumbing.Hash, bool) {
-	if len(rev) <= 40 || !plumbing.IsHash(rev[:40]) {
+	i := strings.IndexAny(rev, "~^")
+	if i < 0 {
 		return plumbing.ZeroHash, false
 	}
-	h, rest := plumbing.NewHash(rev[:40]), rev[40:]
+	base, rest := rev[:i], rev[i:]
+	var h plumbing.Hash
+	switch {
+	case base == "HEAD":
+		var err error
+		if h, err = r.readRef(r.branch); err != nil {
+			return plumbing.ZeroHash, false
+		}
+	case plumbing.IsHash(base):
+		h = plumbing.NewHash(base)
+	default:
+		var ok bool
+		if h, ok = r.expandCommit(base); !ok {
+			return plumbing.ZeroHash, false
+		}
+	}
 	parent := func(i int) bool { // h becomes its i-th parent (0: itself)
 		c, err := r.obj.Commit(h)
 		if err != nil || i > len(c.ParentHashes) {
