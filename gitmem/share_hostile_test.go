@@ -1,3 +1,5 @@
+//go:build unix
+
 package gitmem
 
 import (
@@ -18,13 +20,6 @@ import (
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
-
-// hashObject writes a raw object into a repository with the git CLI,
-// malformed or not (--literally).
-func hashObject(t *testing.T, dir, kind string, data []byte) plumbing.Hash {
-	t.Helper()
-	return plumbing.NewHash(strings.TrimSpace(gittest.GitIn(t, dir, string(data), "hash-object", "-w", "--literally", "-t", kind, "--stdin")))
-}
 
 func rawTree(t *testing.T, dir string, entries ...object.TreeEntry) plumbing.Hash {
 	return hashObject(t, dir, "tree", gd.EncodeEntries(entries))

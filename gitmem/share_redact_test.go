@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gitmem-dev/gitmem/internal/gittest"
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // objectsHold reports whether any object of the repository at dir (loose
@@ -477,4 +478,11 @@ func TestAppliedRedactionIsNoHandEdit(t *testing.T) {
 		t.Errorf("git status after the sync:\n%s", st)
 	}
 	gittest.Fsck(t, b.Dir())
+}
+
+// hashObject writes a raw object into a repository with the git CLI,
+// malformed or not (--literally).
+func hashObject(t *testing.T, dir, kind string, data []byte) plumbing.Hash {
+	t.Helper()
+	return plumbing.NewHash(strings.TrimSpace(gittest.GitIn(t, dir, string(data), "hash-object", "-w", "--literally", "-t", kind, "--stdin")))
 }
