@@ -218,12 +218,30 @@ func (r *Repo) acquire() error {
 // are repaired, and the background work starts. Called with wmu and the
 // writer lock held.
 func (r *Repo) settleIn() error {
-	if err := r.refresh(true); err != nil {
-		return err
+	// A branch git moved off what this process acknowledged while the
+	// lock was free is not taken: it is put back below.
+	r.smu.RLock()
+	had, loaded := r.head, r.loaded
+	r.smu.RUnlock()
+	var off, rewritten bool
+	cur, err := r.readRef(r.branch)
+	if err == nil && loaded {
+		off, rewritten = r.movedOff(had, cur)
+	}
+	if rewritten {
+		r.dropHeld() // a redaction deleted them: never written again
+	}
+	if !off {
+		if err := r.refresh(true); err != nil {
+			return err
+		}
 	}
 	r.smu.RLock()
 	r.diskHead, r.diskTree = r.head, r.tree
 	r.smu.RUnlock()
+	if off {
+		r.takeBack(cur)
+	}
 	replayed, err := r.openLog()
 	if err != nil {
 		return err

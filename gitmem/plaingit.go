@@ -161,12 +161,69 @@ func (r *Repo) putHeadBack() {
 }
 
 // gitMovedAway reports whether HEAD or the branch was taken away with git
-// (git checkout, git switch, git update-ref -d): the holder of the writer
-// lock puts them back.
+// (git checkout, git switch, git update-ref -d, git reset): the holder of
+// the writer lock puts them back. Called with wmu held.
 func (r *Repo) gitMovedAway() bool {
 	if _, _, moved := r.headMoved(); moved {
 		return true
 	}
-	_, err := r.readRef(r.branch)
-	return errors.Is(err, gd.ErrNoRef)
+	cur, err := r.readRef(r.branch)
+	if err != nil {
+		return errors.Is(err, gd.ErrNoRef)
+	}
+	r.smu.RLock()
+	had := r.head
+	r.smu.RUnlock()
+	off, _ := r.movedOff(had, cur)
+	return off
+}
+
+// movedOff reports whether the branch, found at cur, was moved off had,
+// the commit this process last knew it at (what it acknowledged, or what
+// another gitmem process committed on top of that): cur does not descend
+// from had. A running gitmem never takes such a move (git reset --hard,
+// git update-ref while it had let the writer lock go): it puts the branch
+// back (takeBack). The one move it takes is a redaction's, by another
+// gitmem process: it rewrites had, and deletes it from git's files (or
+// has not yet: its record is still on disk); rewritten says so. A
+// read-only Repo takes the branch as it is. Called with wmu held.
+func (r *Repo) movedOff(had, cur plumbing.Hash) (off, rewritten bool) {
+	if had.IsZero() || cur.IsZero() || had == cur || r.opt.ReadOnly {
+		return false, false
+	}
+	if _, err := os.Stat(r.redactPath()); err == nil {
+		return false, true // a redaction is finishing (or its gc failed)
+	}
+	st := r.obj.View()
+	in, err := gd.NewGraph(st).IsAncestor(had, cur)
+	st.Close()
+	if err != nil || in {
+		return false, false // a missing commit is refresh's to report
+	}
+	r.omu.Lock()
+	gone := len(r.obj.Missing([]gd.Object{{Type: plumbing.CommitObject, Hash: had}})) > 0
+	r.unlockObj()
+	return !gone, gone
+}
+
+// takeBack puts the branch, which git moved to cur while this process did
+// not hold the writer lock, back on the acknowledged commits (diskHead):
+// cur is kept and merged back like a commit made by hand (takeBranchBack;
+// one the acknowledged commits already hold leaves nothing to merge), and
+// the worktree files git checked out for it get the acknowledged version
+// back (undoCheckout): they are git's, not hand edits. Called by settleIn
+// with wmu and the writer lock held.
+func (r *Repo) takeBack(cur plumbing.Hash) {
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	moved, err := r.takeBranchBack(cur, r.diskHead)
+	if err != nil {
+		// Put back by the next change's moveBranch or gitMoved: the
+		// acknowledged commits are what this process goes on from.
+		r.opt.Errorf("gitmem: the branch was moved outside gitmem (to %s) and could not be put back yet: %v", cur.String()[:7], err)
+		return
+	}
+	r.opt.Errorf("gitmem: the branch %s was moved outside gitmem (to %s, by git reset or git update-ref) while gitmem let the writer lock go; gitmem put it back at %s, the last acknowledged change: nothing is lost (to take changes back, use gitmem revert or gitmem restore)",
+		r.branch, moved.String()[:7], r.diskHead.String()[:7])
+	r.undoCheckout(moved, r.diskTree)
 }

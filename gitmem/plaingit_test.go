@@ -1,9 +1,11 @@
 package gitmem
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -615,4 +617,108 @@ func TestPlainGitBesideAWritingRepo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The branch moved back with git (git reset --hard HEAD~3) in the moment
+// serve had given the writer lock up — which it does after 200 ms without
+// a change, also under load when calls wait on git's index lock: the
+// attacker's reset landed in such a gap, serve took the old commit as its
+// tip when it took the lock again, and 2,000–6,924 acknowledged calls were
+// no longer on the branch (no ref reached them: a gc deleted them). A
+// running gitmem never takes a branch moved off what it acknowledged:
+// whether it then writes, reads or exits, the branch is put back, the
+// files git checked out get the acknowledged version back, a commit made
+// on the old one is merged back, and nothing is adopted. A redaction
+// (here by another process) is the one move it takes.
+func TestBranchMovedBackWhileTheLockIsFreeIsPutBack(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		move  func(t *testing.T, dir string)
+		after func(t *testing.T, r *Repo) // what gitmem does next
+	}{
+		{"reset then write", resetBack, func(t *testing.T, r *Repo) { write(t, r, "after", "b.md", "b\n") }},
+		{"reset then view", resetBack, func(t *testing.T, r *Repo) {
+			if got := read(t, r, "a.md"); got != "v5\n" {
+				t.Errorf("a view after the reset reads a.md = %q, want the acknowledged v5", got)
+			}
+		}},
+		{"reset then exit", resetBack, func(t *testing.T, r *Repo) {}},
+		{"update-ref then write", func(t *testing.T, dir string) {
+			gittest.Git(t, dir, "update-ref", "refs/heads/main", "HEAD~4")
+		}, func(t *testing.T, r *Repo) { write(t, r, "after", "b.md", "b\n") }},
+		{"reset and a commit on it, then write", func(t *testing.T, dir string) {
+			resetBack(t, dir)
+			os.WriteFile(filepath.Join(dir, "memories", "hand.md"), []byte("by hand\n"), 0o600)
+			commitByHand(t, dir, "on the old commit")
+		}, func(t *testing.T, r *Repo) { write(t, r, "after", "b.md", "b\n") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, dir := newRepo(t)
+			for i := range 6 {
+				write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("v%d\n", i))
+			}
+			settle(t, r)
+			waitReleased(t, r)
+			tc.move(t, dir)
+			tc.after(t, r)
+			settle(t, r)
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)", "main")
+			for i := range 6 {
+				if !strings.Contains(ids, fmt.Sprintf("t%d\n", i)) {
+					t.Fatalf("the acknowledged t%d is no longer on the branch:\n%s", i, gittest.Git(t, dir, "log", "--format=%h %s", "main"))
+				}
+			}
+			if got := gittest.Git(t, dir, "show", "main:memories/a.md"); got != "v5\n" {
+				t.Errorf("a.md in HEAD = %q, want the acknowledged v5", got)
+			}
+			if got := readDisk(t, dir, "a.md"); got != "v5\n" {
+				t.Errorf("a.md on disk = %q, want the acknowledged v5", got)
+			}
+			if strings.Contains(tc.name, "commit") {
+				if got := readDisk(t, dir, "hand.md"); got != "by hand\n" {
+					t.Errorf("the commit made on the old one was not merged back: hand.md = %q", got)
+				}
+			}
+			if log := gittest.Git(t, dir, "log", "--format=%s", "main"); strings.Contains(log, "adopt") {
+				t.Errorf("git's checkout was adopted:\n%s", log)
+			}
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status after exit:\n%s", st)
+			}
+		})
+	}
+	t.Run("a redaction by another process is taken", func(t *testing.T) {
+		r, dir := newRepo(t)
+		write(t, r, "t1", "a.md", "token sk-live42secret\n")
+		write(t, r, "t2", "b.md", "b\n")
+		settle(t, r)
+		waitReleased(t, r)
+		other, err := Open(dir, testOptions(t)) // gitmem redact, in its own process
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Close(); err != nil {
+			t.Fatal(err)
+		}
+		write(t, r, "t3", "c.md", "c\n")
+		settle(t, r)
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		assertNoSecret(t, dir, "sk-live42secret")
+		if got := gittest.Git(t, dir, "show", "main:memories/a.md"); got != "token [REDACTED]\n" {
+			t.Errorf("a.md = %q", got)
+		}
+	})
+}
+
+// resetBack is git reset --hard HEAD~3, as an operator runs it.
+func resetBack(t *testing.T, dir string) {
+	gittest.Git(t, dir, "reset", "-q", "--hard", "HEAD~3")
 }

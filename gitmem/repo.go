@@ -677,7 +677,13 @@ func (r *Repo) Snapshot(paths ...string) (*View, error) {
 		case head != cur:
 			r.wmu.Lock()
 			if !r.owned.Load() {
-				err = r.refresh(false)
+				if off, _ := r.movedOff(cur, head); off {
+					// Moved with git off what this process acknowledged:
+					// taking the writer lock puts it back (settleIn).
+					err = r.own()
+				} else {
+					err = r.refresh(false)
+				}
 			}
 			r.wmu.Unlock()
 			if err != nil {
