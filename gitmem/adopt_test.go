@@ -278,3 +278,69 @@ func TestConflictMarkersNeverNest(t *testing.T) {
 		}
 	}
 }
+
+// A git reset --hard that could not move the branch (gitmem moved it
+// meanwhile, under load) leaves the worktree and .git/index at the commit
+// it went to; undoGitCheckout found that commit only among the branch's
+// last 1,024, and the attack reset HEAD~2000 at 1,500 commits a second:
+// the files git wrote were adopted as hand edits (conflict blocks of
+// versions 2,000 calls old). git checkout -- FILE rewrites .git/index as
+// gitmem last wrote it, for a commit the branch has moved on from by
+// thousands under load: its file was adopted too, rolling the acknowledged
+// str_replaces back. Neither is a hand edit, however far back.
+func TestGitCheckoutOfAnOldCommitIsNoHandEdit(t *testing.T) {
+	const n = 1100 // commits since: the old bound was 1,024
+	for _, how := range []string{"reset that could not move the branch", "checkout -- file of a lagging index"} {
+		t.Run(how, func(t *testing.T) {
+			dir := gittest.TempDir(t)
+			opt := testOptions(t)
+			opt.IndexDelay = time.Hour // .git/index lags until the adopt
+			r, _, err := Init(dir, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			write(t, r, "t0", "a.md", "v0\n")
+			write(t, r, "t1", "b.md", "b0\n")
+			settle(t, r)    // .git/index written for t1
+			r.gcBusy.Add(1) // the writer lock stays held, as under load
+			defer r.gcBusy.Add(-1)
+			for i := range n {
+				write(t, r, fmt.Sprintf("a%d", i), "a.md", fmt.Sprintf("v%d\n", i+1))
+			}
+			write(t, r, "b", "b.md", "b1\n")
+			if err := r.materialize(); err != nil {
+				t.Fatal(err)
+			}
+			switch how {
+			case "reset that could not move the branch":
+				// What git reset --hard HEAD~n does up to its failed ref update.
+				gittest.Git(t, dir, "read-tree", "-u", "--reset", fmt.Sprintf("HEAD~%d", n+1))
+			default:
+				gittest.Git(t, dir, "checkout", "--", "memories/a.md")
+			}
+			if got := readDisk(t, dir, "a.md"); got != "v0\n" {
+				t.Fatalf("git wrote a.md = %q", got)
+			}
+			if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+				t.Fatalf("adopt: %v, want ErrNoChange", err)
+			}
+			settle(t, r)
+			want := map[string]string{"a.md": fmt.Sprintf("v%d\n", n), "b.md": "b1\n"}
+			for p, content := range want {
+				if got := read(t, r, p); got != content {
+					t.Errorf("%s in HEAD: %q, want %q", p, got, content)
+				}
+				if got := readDisk(t, dir, p); got != content {
+					t.Errorf("%s on disk: %q, want %q", p, got, content)
+				}
+			}
+			if log := subjects(t, dir); strings.Contains(log, "adopt") {
+				t.Errorf("an adopt commit")
+			}
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status:\n%s", st)
+			}
+		})
+	}
+}
