@@ -4,6 +4,7 @@ package gitmem
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,4 +96,66 @@ func TestWriteThroughADescriptorOpenWhileGitmemReplacesIsKept(t *testing.T) {
 		t.Fatalf("git status:\n%s", st)
 	}
 	gittest.Fsck(t, dir)
+}
+
+// A program holds a memory file open for writing (exec 3>>a.md, an
+// editor) while the model changes it, and still holds it when gitmem
+// stops cleanly: gitmem kept the program's file in place (what it writes
+// stays in the memory folder), to be merged with the acknowledged changes
+// once the program is done — and at exit the program was not done. The
+// next start took the file as it was, a hand edit, and rolled every
+// acknowledged change to it back (repro-held.sh, repro-exec3.sh). The
+// next start merges it with them from the version it was kept on: a
+// program that wrote nothing changes nothing (and makes no commit), one
+// that wrote keeps its lines beside the acknowledged change.
+func TestFileHeldOpenAtACleanStopIsMergedAtTheNextStart(t *testing.T) {
+	for _, wrote := range []string{"", "by hand\n"} {
+		t.Run(fmt.Sprintf("wrote %q", wrote), func(t *testing.T) {
+			dir := gittest.TempDir(t)
+			r, _, err := Init(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, r, "t0", "a.md", "value: 0\nsome\nnotes\n")
+			settle(t, r)
+			f, err := os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for i := 1; i <= 5; i++ {
+				write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("value: %d\nsome\nnotes\n", i))
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(wrote)
+			f.Close()
+			r, err = Open(dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			settle(t, r)
+			want := "value: 5\nsome\nnotes\n" + wrote
+			if got := read(t, r, "a.md"); got != want {
+				t.Errorf("a.md in HEAD = %q, want %q", got, want)
+			}
+			if got := readDisk(t, dir, "a.md"); got != want {
+				t.Errorf("a.md on disk = %q, want %q", got, want)
+			}
+			log := subjects(t, dir)
+			if n := strings.Count(log, "adopt"); n != min(len(wrote), 1) {
+				t.Errorf("%d adopt commit(s):\n%s", n, log)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status:\n%s", st)
+			}
+			if _, err := os.Stat(r.keptPath()); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the record of the kept edit is left (%v)", err)
+			}
+		})
+	}
 }

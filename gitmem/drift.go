@@ -1,6 +1,8 @@
 package gitmem
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"maps"
@@ -8,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -443,6 +446,96 @@ func (r *Repo) adoptKept() {
 	}
 }
 
+// keptPath names the file that carries to the next start the hand edits
+// kept from acknowledged changes that exit could not take (a program
+// still held the file open for writing): each path, with the version its
+// edit was made on. The next start took such a file as it was, and every
+// acknowledged change made to it since that version was undone; with it,
+// the start merges the file as a running gitmem would have.
+func (r *Repo) keptPath() string { return filepath.Join(r.gitDir, "gitmem", "kept") }
+
+// keptEdit is a record of keptPath: a hand edit of Path made on Base (on
+// no file when None).
+type keptEdit struct {
+	Path string `json:"path"`
+	Base []byte `json:"base,omitempty"`
+	None bool   `json:"none,omitempty"`
+}
+
+// saveKept writes the hand edits kept and not yet taken (r.handBase) to
+// keptPath, durably, or removes it when there are none. Called with wmu
+// and the writer lock held, at exit and after the start's adopt.
+func (r *Repo) saveKept() {
+	r.pmu.Lock()
+	bases := maps.Clone(r.handBase)
+	r.pmu.Unlock()
+	var out []keptEdit
+	for _, p := range slices.Sorted(maps.Keys(bases)) {
+		b := bases[p]
+		k := keptEdit{Path: p, Base: b.text, None: b.hash.IsZero() && b.text == nil}
+		if !k.None && k.Base == nil {
+			var err error
+			if k.Base, err = r.readBlob(b.hash); err != nil {
+				continue // gone (a redaction): taken as it is
+			}
+		}
+		out = append(out, k)
+	}
+	if len(out) == 0 {
+		os.Remove(r.keptPath())
+		return
+	}
+	data, _ := json.Marshal(out)
+	dir := filepath.Dir(r.keptPath())
+	err := gd.WriteFileSync(dir, "kept-", r.keptPath(), data, 0o600)
+	if err == nil {
+		err = gd.SyncDir(dir)
+	}
+	if err != nil {
+		r.opt.Logf("gitmem: could not save the hand edits kept for the next start (%v); it takes them as they are", err)
+	}
+}
+
+// loadKept notes the hand edits saveKept left (of files that still differ
+// from HEAD) in r.handBase, for the start's adopt to merge. Called by
+// start with wmu and the writer lock held, after settleIn.
+func (r *Repo) loadKept() {
+	data, err := os.ReadFile(r.keptPath())
+	if err != nil {
+		return
+	}
+	var ks []keptEdit
+	if err := json.Unmarshal(data, &ks); err != nil {
+		r.opt.Logf("gitmem: .git/gitmem/kept is unreadable (%v); the files it names are taken as they are", err)
+		return
+	}
+	bases := map[string]handBase{}
+	for _, k := range ks {
+		if rel, ok := strings.CutPrefix(k.Path, memDir+"/"); !ok || checkRel(rel) != nil {
+			continue
+		}
+		b := handBase{}
+		if !k.None {
+			b = handBase{hash: plumbing.ComputeHash(plumbing.BlobObject, k.Base), text: bytes.Clone(k.Base)}
+			if b.text == nil {
+				b.text = []byte{}
+			}
+		}
+		bases[k.Path] = b
+	}
+	drift, err := r.drifted(r.snapshotTree(), slices.Collect(maps.Keys(bases)), pathSet{})
+	if err != nil {
+		return
+	}
+	r.pmu.Lock()
+	for _, rel := range drift {
+		if _, ok := r.handBase[full(rel)]; !ok {
+			r.handBase[full(rel)] = bases[full(rel)]
+		}
+	}
+	r.pmu.Unlock()
+}
+
 // mergeHandEdit merges a hand edit of the file at repository path p
 // (hand, written at mtime) into the transaction's version of it, from the
 // version the edit was most likely made on (the base). The candidates are
@@ -527,7 +620,13 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (da
 	if err != nil {
 		return nil, 0, wrap("read a file to merge", err)
 	}
-	return mergeHand(best, ours, hand), handMerged, nil
+	m := mergeHand(best, ours, hand)
+	if bytes.Equal(m, ours) {
+		// The edit adds nothing to the acknowledged version (a program
+		// that held the file open and wrote nothing): no commit.
+		return nil, handStale, nil
+	}
+	return m, handMerged, nil
 }
 
 // handHow is what mergeHandEdit made of a hand edit.
@@ -606,6 +705,11 @@ func (r *Repo) putBackStale(files map[string][]byte) {
 	}
 	r.mmu.Lock()
 	defer r.mmu.Unlock()
+	r.pmu.Lock()
+	for p := range files { // no edit to merge (mirrorChecked notes one made since)
+		delete(r.handBase, p)
+	}
+	r.pmu.Unlock()
 	for p, had := range files {
 		r.opt.Logf("gitmem: %s was written back as it was before gitmem's last change to it (a program that read it before that change, or a git checkout); the acknowledged version is put back", p)
 		h := plumbing.ComputeHash(plumbing.BlobObject, had)

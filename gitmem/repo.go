@@ -356,6 +356,7 @@ func (r *Repo) start(markIt bool) error {
 	r.smu.RLock()
 	first := r.head.IsZero()
 	r.smu.RUnlock()
+	r.loadKept()
 	p, err := r.adoptDrift([]string{memDir}, first)
 	if err == nil && p != nil {
 		r.wmu.Unlock() // durable may need to reset the pipeline
@@ -365,6 +366,7 @@ func (r *Repo) start(markIt bool) error {
 	if err != nil && !errors.Is(err, ErrNoChange) {
 		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
 	}
+	r.saveKept() // what a program still holds open waits for the next adopt, or start
 	if err := r.materialize(); err != nil {
 		r.opt.Logf("gitmem: %v", err)
 	}
@@ -966,9 +968,14 @@ func (r *Repo) Close() error {
 		r.idx.Stop()
 	}
 	var err error
-	if !r.owned.Load() && !r.opt.ReadOnly && r.gitMovedAway() {
+	r.pmu.Lock()
+	kept := len(r.handBase) > 0
+	r.pmu.Unlock()
+	if !r.owned.Load() && !r.opt.ReadOnly && (kept || r.gitMovedAway()) {
 		// git took HEAD or the branch away while the lock was free: put
 		// back under it (settleIn), so that git's view at exit is whole.
+		// Hand edits kept and not yet taken are merged, or saved for the
+		// next start, under it.
 		if oerr := r.own(); oerr != nil {
 			r.opt.Errorf("gitmem: %v", oerr)
 		}
@@ -977,6 +984,7 @@ func (r *Repo) Close() error {
 		r.putHeadBack()
 		r.drain()
 		r.adoptKept()
+		r.saveKept()
 		kept := 0
 		err = r.checkpoint()
 		r.imu.Lock() // until the writer lock is given up below
