@@ -6,10 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
@@ -155,6 +160,98 @@ func TestFileHeldOpenAtACleanStopIsMergedAtTheNextStart(t *testing.T) {
 			}
 			if _, err := os.Stat(r.keptPath()); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the record of the kept edit is left (%v)", err)
+			}
+		})
+	}
+}
+
+// Another program holds a Linux lease (fcntl F_SETLEASE) on a memory
+// file: any open that conflicts with it waits until the holder gives it
+// back, or for the kernel's lease-break-time (45 s) — and gitmem's open
+// of that file, with the writer lock held, made every call wait that
+// long (attack4-outside-lease.sh: 45 s for the str_replace of a.md, and
+// for a str_replace of b.md behind it). gitmem opens such files without
+// waiting and takes a file it cannot open at once as a program's that is
+// busy with it, as one held open for writing: the call completes, and the
+// program's file gets no write of gitmem's. Once the lease is gone, the
+// file gets the acknowledged version back (the program wrote nothing).
+func TestCallsNeverWaitOnAnOutsideLease(t *testing.T) {
+	sigio := make(chan os.Signal, 8) // a lease break is signalled to the holder: this process
+	signal.Notify(sigio, syscall.SIGIO)
+	defer signal.Stop(sigio)
+	for _, lease := range []string{"read", "write"} {
+		t.Run(lease, func(t *testing.T) {
+			r, dir := newRepo(t)
+			write(t, r, "c1", "a.md", "value: 0\n")
+			write(t, r, "c2", "b.md", "other: 0\n")
+			settle(t, r)
+			waitReleased(t, r) // gitmem holds no descriptor of a.md
+			flag, typ := os.O_RDONLY, unix.F_RDLCK
+			if lease == "write" {
+				flag, typ = os.O_RDWR, unix.F_WRLCK
+			}
+			f, err := os.OpenFile(filepath.Join(dir, "memories", "a.md"), flag, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, typ); err != nil {
+				t.Skipf("no %s lease here: %v", lease, err)
+			}
+			unlease := func() { unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK) }
+			done := make(chan error, 1)
+			go func() {
+				_, err := r.Update(Meta{Subject: "str_replace", Trailers: []Trailer{{TrailerToolUseID, "s1"}}}, func(tx *Tx) error {
+					return tx.WriteFile("a.md", []byte("value: 1\n"))
+				})
+				if err == nil {
+					var v *View
+					if v, err = r.Snapshot("a.md"); err == nil {
+						_, err = v.ReadFile("a.md")
+					}
+				}
+				if err == nil {
+					_, err = r.Update(Meta{Subject: "str_replace", Trailers: []Trailer{{TrailerToolUseID, "b1"}}}, func(tx *Tx) error {
+						return tx.WriteFile("b.md", []byte("other: 1\n"))
+					})
+				}
+				if err == nil {
+					err = r.Flush() // the worktree follows, a.md's too
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(20 * time.Second): // a hang detector: the kernel's lease-break-time is 45 s
+				unlease()
+				t.Fatal("the calls waited for the lease another program holds on a.md")
+			}
+			held := make([]byte, 64)
+			n, _ := f.ReadAt(held, 0)
+			if got := string(held[:n]); got != "value: 0\n" {
+				t.Errorf("the lease holder's file was written: %q", got)
+			}
+			unlease()
+			f.Close()
+			if got := read(t, r, "a.md"); got != "value: 1\n" {
+				t.Errorf("a.md in HEAD = %q", got)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for p, want := range map[string]string{"a.md": "value: 1\n", "b.md": "other: 1\n"} {
+				if got := readDisk(t, dir, p); got != want {
+					t.Errorf("%s on disk = %q, want %q", p, got, want)
+				}
+			}
+			if log := subjects(t, dir); strings.Contains(log, "adopt") {
+				t.Errorf("an adopt commit:\n%s", log)
+			}
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status:\n%s", st)
 			}
 		})
 	}

@@ -54,6 +54,13 @@ func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, erro
 	if errors.Is(err, errNotRegular) { // replaced since it was looked at: not the blob
 		return false, nil
 	}
+	if leased(err) {
+		// Another program holds a lease on it: it cannot be read without
+		// waiting for that program. Taken as HEAD's until it can be
+		// (not cached); a change of gitmem's to it keeps that program's
+		// file (mirrorChecked, errWriting).
+		return true, nil
+	}
 	if err != nil {
 		return false, err
 	}

@@ -3,6 +3,7 @@
 package gitmem
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -13,3 +14,14 @@ import (
 // writer comes, a terminal would become the process's. O_NONBLOCK opens
 // either at once, and the file's type then decides.
 const readFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
+
+// asideFlags open a file taken aside for reading and reuse (takeAside).
+// O_NONBLOCK here: another program's lease (fcntl(2), F_SETLEASE) on it
+// would hold the open — and the writer lock, and every call — for the
+// kernel's lease-break-time (45 s); the open fails at once instead
+// (EWOULDBLOCK: leased), and the file is taken as that program's, busy.
+const asideFlags = os.O_RDWR | syscall.O_NONBLOCK
+
+// leased reports whether an open failed because another program holds a
+// lease on the file: readFlags and asideFlags opens do not wait for it.
+func leased(err error) bool { return errors.Is(err, syscall.EWOULDBLOCK) }

@@ -136,6 +136,9 @@ func (w *worktree) readRegular(p string, size int64, stat bool) (data []byte, st
 // Where that cannot be told (no leases), it is readFile.
 func (w *worktree) readSettled(p string) (data []byte, busy bool, err error) {
 	f, done, err := w.openRegular(p)
+	if leased(err) {
+		return nil, true, nil // another program's lease: it is busy with it
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -644,7 +647,10 @@ func (w *worktree) takeAside(aside string, fi fs.FileInfo) (data []byte, file bo
 	if !fi.Mode().IsRegular() {
 		return nil, false, w.root.RemoveAll(aside)
 	}
-	f, err := w.openFile(aside, os.O_RDWR)
+	f, err := w.openFile(aside, asideFlags)
+	if leased(err) {
+		return nil, false, errWriting // another program's lease: left where it is, that program's
+	}
 	if err != nil { // not writable (a mode set by hand): read, not reused
 		if data, err = w.readAside(aside); err != nil {
 			return nil, false, err

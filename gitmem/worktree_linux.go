@@ -66,7 +66,9 @@ func (w *worktree) beneath(p string, flags int) (fd int, ok bool) {
 			switch {
 			case err == nil:
 				fd, ok = nfd, true
-			case err == unix.EINTR || err == unix.EAGAIN:
+			case err == unix.EINTR || err == unix.EAGAIN && flags&unix.O_NONBLOCK == 0:
+				// (With O_NONBLOCK, EAGAIN is another program's lease:
+				// os.Root answers it, at once.)
 				continue
 			case err == unix.ENOSYS || err == unix.EPERM && flags&unix.O_PATH != 0:
 				beneathOff.Store(true)
