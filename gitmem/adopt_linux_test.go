@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -117,7 +118,16 @@ func TestFileHeldOpenAtACleanStopIsMergedAtTheNextStart(t *testing.T) {
 	for _, wrote := range []string{"", "by hand\n"} {
 		t.Run(fmt.Sprintf("wrote %q", wrote), func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			opt := testOptions(t)
+			var mu sync.Mutex
+			var said []string
+			opt.Logf = func(format string, args ...any) {
+				t.Logf(format, args...)
+				mu.Lock()
+				said = append(said, fmt.Sprintf(format, args...))
+				mu.Unlock()
+			}
+			r, _, err := Init(dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,6 +141,12 @@ func TestFileHeldOpenAtACleanStopIsMergedAtTheNextStart(t *testing.T) {
 			for i := 1; i <= 5; i++ {
 				write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("value: %d\nsome\nnotes\n", i))
 			}
+			settle(t, r)
+			mu.Lock()
+			if n := len(slices.DeleteFunc(slices.Clone(said), func(s string) bool { return !strings.Contains(s, "memories/a.md was") })); n != 1 {
+				t.Errorf("the kept file was logged %d times, not once:\n%s", n, strings.Join(said, "\n"))
+			}
+			mu.Unlock()
 			if err := r.Close(); err != nil {
 				t.Fatal(err)
 			}

@@ -383,6 +383,11 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 			stale[full(rel)] = data
 			continue
 		}
+		if how == handAsIs {
+			if n := lookup(tx.root, full(rel)); n.isFile() && n.hash == plumbing.ComputeHash(plumbing.BlobObject, data) {
+				continue // put back as HEAD holds it since drifted looked: nothing to commit
+			}
+		}
 		taken++
 		read[full(rel)] = data
 		if how == handMerged {

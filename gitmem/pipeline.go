@@ -934,11 +934,14 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 		base = handBase{hash: of.lastRead, text: of.texts[of.lastRead]}
 	}
 	r.pmu.Lock()
-	if _, ok := r.handBase[q]; !ok { // kept already: its base is the older one
+	_, noted := r.handBase[q]
+	if !noted { // kept already: its base is the older one
 		r.handBase[q] = base
 	}
 	r.pmu.Unlock()
-	r.opt.Logf("gitmem: %s was edited by hand before an acknowledged change to it reached the worktree; the edit is kept, and merged into that change by the next adopt commit", q)
+	if !noted { // once until the adopt takes it, not at every change under load
+		r.opt.Logf("gitmem: %s was edited by hand before an acknowledged change to it reached the worktree; the edit is kept, and merged into that change by the next adopt commit", q)
+	}
 	return true
 }
 
@@ -1041,7 +1044,6 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 				return fmt.Errorf("read the file it replaced (left in .git/gitmem/tmp): %w", err)
 			}
 			if hand = file && !expect(plumbing.ComputeHash(plumbing.BlobObject, data)); hand {
-				r.opt.Logf("gitmem: %s was edited by hand while gitmem wrote an acknowledged change to it; the edit is kept, and merged into that change by the next adopt commit", q)
 				if kept {
 					// An edit of what an earlier round put: merged into
 					// the edit that round kept.
@@ -1053,7 +1055,9 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 					// that is older than what q held (a program that read
 					// the file before gitmem's last change to it).
 					want = data
-					r.keepHand(q, mergeBase())
+					if r.keepHand(q, mergeBase()) {
+						r.opt.Logf("gitmem: %s was edited by hand while gitmem wrote an acknowledged change to it; the edit is kept, and merged into that change by the next adopt commit", q)
+					}
 				}
 				kept, wantFile = true, true
 			}
@@ -1105,24 +1109,29 @@ func (r *Repo) keepWriting(q, aside string, put []byte, putFile bool, base []byt
 			r.opt.Logf("gitmem: %s was written by two programs at once while gitmem wrote an acknowledged change to it; the file of the one still writing is kept", q)
 		}
 	}
-	r.keepHand(q, base)
-	r.opt.Logf("gitmem: %s was being written by another program when gitmem wrote an acknowledged change to it; the program's file is kept, and merged into that change by the next adopt commit", q)
+	if r.keepHand(q, base) {
+		r.opt.Logf("gitmem: %s was being written by another program when gitmem wrote an acknowledged change to it; the program's file is kept, and merged into that change by the next adopt commit", q)
+	}
 	return nil
 }
 
 // keepHand notes that the worktree file at q holds a hand edit made on
 // base (nil: no file), for the next adopt commit's merge (r.handBase),
-// unless an older base is noted already.
-func (r *Repo) keepHand(q string, base []byte) {
+// unless an older base is noted already. It reports whether it noted it:
+// what is logged of a kept edit is logged once until an adopt takes it,
+// not at every change of the file under load.
+func (r *Repo) keepHand(q string, base []byte) (noted bool) {
 	b := handBase{text: base}
 	if base != nil {
 		b.hash = plumbing.ComputeHash(plumbing.BlobObject, base)
 	}
 	r.pmu.Lock()
-	if _, ok := r.handBase[q]; !ok {
-		r.handBase[q] = b
+	defer r.pmu.Unlock()
+	if _, ok := r.handBase[q]; ok {
+		return false
 	}
-	r.pmu.Unlock()
+	r.handBase[q] = b
+	return true
 }
 
 // moveBranch points the branch at the last of items. The branch holds
