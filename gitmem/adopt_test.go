@@ -344,3 +344,53 @@ func TestGitCheckoutOfAnOldCommitIsNoHandEdit(t *testing.T) {
 		})
 	}
 }
+
+// A git reset --hard that fails half-way ("unable to create file ...:
+// File exists", when gitmem wrote a file in the instant git had removed
+// it) has written some worktree files and neither .git/index nor the
+// branch: nothing tells which commit it checked out. Under load the
+// attack's HEAD~1100 put a file 70 versions back, beyond the versions an
+// adopt compared it with (the last 64 of the last 2 s), and the adopt
+// took it for a hand edit: 70 acknowledged str_replaces undone. A file
+// that holds one of the versions of the last checkoutDepth commits,
+// written while git held .git/index.lock, is git's checkout, not a hand
+// edit. The same file put back by hand with no git command running is a
+// hand edit, adopted.
+func TestHalfFailedGitCheckoutIsNoHandEdit(t *testing.T) {
+	for _, git := range []bool{true, false} {
+		t.Run(fmt.Sprintf("git %v", git), func(t *testing.T) {
+			r, dir := newRepo(t)
+			r.gcBusy.Add(1) // the writer lock stays held, as under load
+			defer r.gcBusy.Add(-1)
+			for i := range 100 {
+				write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("v%d\n", i))
+			}
+			settle(t, r)
+			lock := filepath.Join(dir, ".git", "index.lock")
+			if git {
+				if err := os.WriteFile(lock, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("v10\n"), 0o600) // HEAD~89's
+			if git {
+				if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) { // waits for git
+					t.Fatalf("adopt while git holds the index: %v, want ErrNoChange", err)
+				}
+			}
+			os.Remove(lock) // git failed: no index written, the branch not moved
+			_, err := r.Adopt()
+			settle(t, r)
+			want := "v99\n"
+			if !git {
+				want = "v10\n" // a hand edit
+			}
+			if got := read(t, r, "a.md"); got != want {
+				t.Errorf("a.md in HEAD = %q, want %q (adopt: %v)", got, want, err)
+			}
+			if got := readDisk(t, dir, "a.md"); got != want {
+				t.Errorf("a.md on disk = %q, want %q", got, want)
+			}
+		})
+	}
+}

@@ -590,6 +590,9 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (da
 			return nil, handStale, nil // that version as it was: no edit
 		}
 	}
+	if h != tip.hash && r.gitCheckedOut(p[len(memDir)+1:], h, mtime) {
+		return nil, handStale, nil
+	}
 	cands := []handBase{base}
 	from := len(seen) - 1 // newest first
 	if kept {
@@ -693,8 +696,10 @@ func (r *Repo) show(rel string, prev *node, h plumbing.Hash, at time.Time) {
 	if len(v) == 0 {
 		if old := lookup(prev, full(rel)); old.isFile() {
 			v = append(v, shown{handBase: handBase{hash: old.hash}})
+			r.past.add(pastVersion{rel, old.hash})
 		}
 	}
+	r.past.add(pastVersion{rel, h})
 	if len(v) > 0 && v[len(v)-1].hash == h && v[len(v)-1].text == nil {
 		return
 	}
@@ -705,6 +710,54 @@ func (r *Repo) show(rel string, prev *node, h plumbing.Hash, at time.Time) {
 	drop = max(drop, len(v)+1-seenMax)
 	v = append(v[:0], v[drop:]...)
 	r.seen[rel] = append(v, shown{handBase: handBase{hash: h}, at: at})
+}
+
+// pastVersions holds the memory files' versions (path and blob) of the
+// last checkoutDepth commits materialised here, oldest first in a ring:
+// about one per commit, however many files there are.
+type pastVersions struct {
+	ring []pastVersion
+	next int
+	in   map[pastVersion]int
+}
+
+type pastVersion struct {
+	rel  string
+	blob plumbing.Hash
+}
+
+func (v *pastVersions) add(k pastVersion) {
+	if v.in == nil {
+		v.in = map[pastVersion]int{}
+	}
+	if len(v.ring) < checkoutDepth {
+		v.ring = append(v.ring, k)
+	} else {
+		old := v.ring[v.next]
+		if v.in[old]--; v.in[old] <= 0 {
+			delete(v.in, old)
+		}
+		v.ring[v.next] = k
+		v.next = (v.next + 1) % checkoutDepth
+	}
+	v.in[k]++
+}
+
+// gitCheckedOut reports whether a hand edit of the memory file rel,
+// holding blob h and written at mtime, is git's checkout: a git command
+// held .git/index.lock within staleWindow of mtime (gitBusy saw it), and
+// h is one of the file's versions in the last checkoutDepth commits.
+// (git reset --hard that fails half-way, "File exists", writes such files
+// and neither .git/index nor the branch: nothing else tells.) A version
+// put back by hand with no git command running is a hand edit.
+func (r *Repo) gitCheckedOut(rel string, h plumbing.Hash, mtime time.Time) bool {
+	seen := r.gitSeen.Load()
+	if seen == 0 || mtime.Sub(time.Unix(0, seen)).Abs() > staleWindow {
+		return false
+	}
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	return r.past.in[pastVersion{rel, h}] > 0
 }
 
 // putBackStale gives the worktree files an adopt found written back as
@@ -1032,7 +1085,12 @@ func (r *Repo) gitMoved() bool {
 // index write holds it too, for as long as the write.)
 func (r *Repo) gitBusy() bool {
 	fi, err := os.Stat(filepath.Join(r.gitDir, "index.lock"))
-	return err == nil && time.Since(fi.ModTime()) < gd.StaleLock
+	busy := err == nil && time.Since(fi.ModTime()) < gd.StaleLock
+	if busy && r.imu.TryLock() { // gitmem is not writing the index: a git command is
+		r.imu.Unlock()
+		r.gitSeen.Store(time.Now().UnixNano())
+	}
+	return busy
 }
 
 // awaitGit waits, up to gd.StaleLock, while a git command holds

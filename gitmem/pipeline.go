@@ -154,6 +154,8 @@ type pipeline struct {
 	inflight flight              // worktree paths of commits not yet materialised
 	handBase map[string]handBase // files edited by hand before the worktree caught up: the version the edit started from
 	seen     map[string][]shown  // each memory file's versions (by path under memories/) of its last commits, oldest first (mergeHandEdit)
+	past     pastVersions        // the memory files' versions of the last checkoutDepth commits materialised (mergeHandEdit)
+	gitSeen  atomic.Int64        // unix nanos: when a git command was last seen holding .git/index.lock (gitBusy)
 
 	intent *gd.FileLock
 	stop   chan struct{}
