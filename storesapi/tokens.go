@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -29,10 +28,15 @@ func LoadTokens(path string) (*Tokens, error) {
 	return t, t.Reload()
 }
 
-// Reload reads the token file again. A file others can read or write
-// is refused, as ssh refuses such a private key: whoever can write it can
+// Reload reads the token file again. The file is checked as ssh checks
+// a private key (StrictModes): whoever can write it, or replace it, can
 // give themselves any store, and its names and scopes are no one else's
-// business (Windows has no such modes: not checked there).
+// business. So it is refused when another user owns it, or its group or
+// others can read or write it, or when a folder above it is another
+// user's or can be written by its group or others (but a sticky one,
+// such as /tmp, where no one can replace what another owns). Root's
+// files and folders are taken as one's own. (Windows has no such modes:
+// not checked there.)
 func (t *Tokens) Reload() error {
 	f, err := os.Open(t.path)
 	if err != nil {
@@ -43,8 +47,8 @@ func (t *Tokens) Reload() error {
 	if err != nil {
 		return fmt.Errorf("read the token file: %w", err)
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
-		return fmt.Errorf("%s can be read or written by others (mode %04o): tokens are taken only from a file no one else can read or write; run chmod 600 %s", t.path, perm, t.path)
+	if err := checkTokenFile(t.path, fi); err != nil {
+		return err
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
