@@ -379,6 +379,7 @@ func (s *stdioConn) cancel(r *jsonrpc.Request) bool {
 	for qi, q := range s.queue {
 		for i := range q.msgs {
 			if c, ok := q.call(i); ok && c.ID.Raw() == id {
+				s.calls.done(id) // never to start
 				q.raws, q.msgs = slices.Delete(q.raws, i, i+1), slices.Delete(q.msgs, i, i+1)
 				if len(q.msgs) == 0 {
 					s.queue = slices.Delete(s.queue, qi, qi+1)
@@ -461,6 +462,7 @@ func (s *stdioConn) Write(p []byte) (int, error) {
 	if !silent {
 		n, err = s.write(p)
 	}
+	s.calls.done(ids...)
 	s.mu.Lock()
 	for _, id := range ids {
 		delete(s.running, id)

@@ -208,9 +208,9 @@ func TestMCPStdioCancelledCallIsNotApplied(t *testing.T) {
 }
 
 // A call cancelled after its change was committed stays applied; a retry
-// without a tool_use id (the same call, next) is answered from that
-// commit, not applied twice. A call that is not the same ends the retry:
-// after it, the same insert is a new one.
+// without a tool_use id (the same call) is answered from that commit, not
+// applied twice, whatever other calls came in between. Once retried, the
+// same insert is a new one.
 func TestMCPStdioRetryOfCancelledCallAppliesOnce(t *testing.T) {
 	h, repo := newHandler(t, policy.DefaultLimits)
 	send, next := stdioSession(t, h)
@@ -229,16 +229,76 @@ func TestMCPStdioRetryOfCancelledCallAppliesOnce(t *testing.T) {
 		t.Errorf("%d commits for one insert and its retry", len(commits))
 	}
 	send(rpcCall(4, insert))
-	next()
-	send(rpcCancel(4), rpcCall(5, `{"command":"view","path":"/memories/log.md"}`), rpcCall(6, insert))
+	first = answer(t, next())
+	// A view between the cancel and the retry: the retry is still one.
+	send(rpcCancel(4), rpcCall(5, `{"command":"view","path":"/memories/log.md"}`), rpcCall(6, insert), rpcCall(7, insert))
 	for _, want := range []string{"Here's the content of /memories/log.md with line numbers:\n     1\tstep\n     2\tstep\n     3\tstart\n     4\t",
-		"The file /memories/log.md has been edited."} {
-		if a := answer(t, next()); a.text() != want {
+		"The file /memories/log.md has been edited.", "The file /memories/log.md has been edited."} {
+		a := answer(t, next())
+		if a.text() != want {
 			t.Errorf("answer %d: %q, want %q", a.ID, a.text(), want)
+		}
+		if id := a.Result.Meta["tool_use_id"]; (a.ID == 6) != (id == first.Result.Meta["tool_use_id"]) {
+			t.Errorf("answer %d ran under %s (the cancelled call's: %s): only the retry, 6, takes its id", a.ID, id, first.Result.Meta["tool_use_id"])
 		}
 	}
 	if commits := commitsSince(t, repo, head.Hash); len(commits) != 3 {
 		t.Errorf("%d commits for three inserts", len(commits))
+	}
+	gittest.Fsck(t, repo.Dir())
+}
+
+// A burst of calls, all cancelled, then all retried (finding N1 of the
+// attacker pass: 200 calls, 200 cancels, 200 retries; the calls that had
+// committed before their cancel came were applied twice). The first call
+// is answered before the cancels are sent: it committed, and more than 64
+// calls were sent after it. Whichever others ran before their cancel, and
+// whichever were dropped, each insert is in the file once, and there is
+// one commit per insert.
+func TestMCPStdioBurstCancelledAndRetriedAppliesEachOnce(t *testing.T) {
+	h, repo := newHandler(t, policy.DefaultLimits)
+	send, next := stdioSession(t, h)
+	send(rpcCall(1, `{"command":"create","path":"/memories/d.md","file_text":"start\n"}`))
+	next()
+	head, _ := repo.Commit("HEAD")
+	const n = 100
+	insert := func(k int) string {
+		return fmt.Sprintf(`{"command":"insert","path":"/memories/d.md","insert_line":1,"insert_text":"burst %d"}`, k)
+	}
+	var burst, cancels, retries []string
+	for k := range n {
+		burst = append(burst, rpcCall(10+k, insert(k)))
+		cancels = append(cancels, rpcCancel(10+k))
+		retries = append(retries, rpcCall(10+n+k, insert(k)))
+	}
+	send(burst...)
+	if a := answer(t, next()); a.ID != 10 || a.Result.IsError {
+		t.Fatalf("the first call: %+v", a)
+	}
+	send(cancels...)
+	send(retries...)
+	send(rpcCall(10+2*n, `{"command":"view","path":"/memories/d.md"}`))
+	var view rpcAnswer
+	for view.ID != 10+2*n {
+		view = answer(t, next())
+	}
+	count := map[string]int{}
+	for _, line := range strings.Split(view.text(), "\n") {
+		if _, text, ok := strings.Cut(line, "\t"); ok && strings.HasPrefix(text, "burst ") {
+			count[text]++
+		}
+	}
+	var wrong []string
+	for k := range n {
+		if c := count[fmt.Sprintf("burst %d", k)]; c != 1 {
+			wrong = append(wrong, fmt.Sprintf("%d: %d times", k, c))
+		}
+	}
+	if len(wrong) > 0 {
+		t.Errorf("inserts not in the file once: %v", wrong)
+	}
+	if commits := commitsSince(t, repo, head.Hash); len(commits) != n {
+		t.Errorf("%d commits for %d inserts", len(commits), n)
 	}
 	gittest.Fsck(t, repo.Dir())
 }

@@ -27,24 +27,34 @@ import (
 //     just before the commit point). A change already committed stays.
 //   - Since the client ignores whatever answer a cancelled call gets (MCP),
 //     it cannot know whether the call was applied. Its retry — the same
-//     tool call (name and arguments) without a tool_use id, sent before any
-//     other tool call — takes the cancelled call's tool_use id: if the
-//     cancelled call was applied, the store answers the retry from its
-//     commit; if not, the retry is applied under that id. Either way the
-//     change is applied once.
+//     tool call (name and arguments) without a tool_use id, sent later in
+//     the session, whatever other calls came in between — takes the
+//     cancelled call's tool_use id when that call had started (so may have
+//     committed): the store answers the retry from its commit if it was
+//     applied, and applies the retry under that id if not. A call
+//     cancelled before it started was not applied: its retry is a new
+//     call. Either way the change is applied once.
 
-// mcpRecent bounds the calls of a session a cancel can name: the last
-// mcpRecent tool calls.
-const mcpRecent = 64
+// mcpRecent bounds what a session remembers: a cancel can name any call
+// not yet answered and the last mcpRecent answered ones, and the last
+// mcpRecent calls cancelled after they started wait for their retry.
+// mcpFollowMax bounds the calls followed in all (those not answered are
+// bounded by the transport: a stdio client's queue, HTTP's requests in
+// flight; this is a backstop).
+const (
+	mcpRecent    = 64
+	mcpFollowMax = 4096
+)
 
 // mcpCalls follows one MCP session's tool calls.
 type mcpCalls struct {
 	newID func() string
 
-	mu      sync.Mutex
-	byRPC   map[any]*mcpCall // the recent calls by JSON-RPC id (jsonrpc.ID.Raw)
-	order   []any            // their ids, oldest first
-	retries []*mcpCall       // cancelled calls, in the order cancelled, until another call comes
+	mu       sync.Mutex
+	byRPC    map[any]*mcpCall // the calls followed, by JSON-RPC id (jsonrpc.ID.Raw)
+	order    []any            // their ids, oldest first
+	answered int              // how many of them are answered
+	retries  []*mcpCall       // calls cancelled after they started, oldest cancelled first, until retried
 }
 
 // mcpCall is a tools/call request.
@@ -52,6 +62,8 @@ type mcpCall struct {
 	id        string // its tool_use id
 	same      string // what a retry repeats: sameCall of its name and arguments; "" when it brought its own id
 	cancelled bool
+	started   bool               // it reached the handler (mcpCalls.start): it may have committed
+	answered  bool               // answered, or dropped before it started
 	stop      context.CancelFunc // while it runs
 }
 
@@ -78,7 +90,6 @@ func (m *mcpCalls) assign(req *jsonrpc.Request, raw []byte) []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if key, ok := metaKey(meta); ok {
-		m.retries = nil
 		var id string
 		json.Unmarshal(meta[key], &id) // not a string: the handler refuses the call
 		m.note(req.ID.Raw(), &mcpCall{id: id})
@@ -91,7 +102,6 @@ func (m *mcpCalls) assign(req *jsonrpc.Request, raw []byte) []byte {
 		m.retries = slices.Delete(m.retries, i, i+1)
 	} else {
 		c.id = m.newID()
-		m.retries = nil
 	}
 	meta[MetaToolUseID], _ = json.Marshal(c.id)
 	params["_meta"], _ = json.Marshal(meta)
@@ -106,19 +116,62 @@ func (m *mcpCalls) assign(req *jsonrpc.Request, raw []byte) []byte {
 
 // note records c as the call with JSON-RPC id rpc. Called with mu held.
 func (m *mcpCalls) note(rpc any, c *mcpCall) {
-	if _, ok := m.byRPC[rpc]; !ok {
-		m.order = append(m.order, rpc)
+	if old, ok := m.byRPC[rpc]; ok {
+		m.forget(rpc, old) // the client used the id again
 	}
+	m.order = append(m.order, rpc)
 	m.byRPC[rpc] = c
-	if len(m.order) > mcpRecent {
-		delete(m.byRPC, m.order[0])
-		m.order = slices.Delete(m.order, 0, 1)
+	m.trim()
+}
+
+// forget drops the call c with JSON-RPC id rpc. Called with mu held.
+func (m *mcpCalls) forget(rpc any, c *mcpCall) {
+	if c.answered {
+		m.answered--
 	}
+	delete(m.byRPC, rpc)
+	m.order = slices.DeleteFunc(m.order, func(id any) bool { return id == rpc })
+}
+
+// trim forgets the oldest answered calls past mcpRecent, and the oldest
+// calls past mcpFollowMax. Called with mu held.
+func (m *mcpCalls) trim() {
+	if m.answered <= mcpRecent && len(m.order) <= mcpFollowMax {
+		return
+	}
+	over, excess := m.answered-mcpRecent, len(m.order)-mcpFollowMax
+	m.order = slices.DeleteFunc(m.order, func(rpc any) bool {
+		c := m.byRPC[rpc]
+		drop := excess > 0 || over > 0 && c.answered
+		if drop {
+			excess--
+			if c.answered {
+				m.answered--
+				over--
+			}
+			delete(m.byRPC, rpc)
+		}
+		return drop
+	})
+}
+
+// done notes that the calls with JSON-RPC ids rpcs were answered, or
+// dropped before they started (a cancel came first).
+func (m *mcpCalls) done(rpcs ...any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, rpc := range rpcs {
+		if c, ok := m.byRPC[rpc]; ok && !c.answered {
+			c.answered = true
+			m.answered++
+		}
+	}
+	m.trim()
 }
 
 // cancel stops the call with JSON-RPC id rpc (if it is running: its
-// context ends; if not started: it will not start) and keeps it for a
-// retry. It reports whether the call was known.
+// context ends; if not started: it will not start) and, if it had
+// started, keeps it for a retry. It reports whether the call was known.
 func (m *mcpCalls) cancel(rpc any) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -130,8 +183,11 @@ func (m *mcpCalls) cancel(rpc any) bool {
 	if c.stop != nil {
 		c.stop()
 	}
-	if c.same != "" && !slices.Contains(m.retries, c) {
+	if c.started && c.same != "" && !slices.Contains(m.retries, c) {
 		m.retries = append(m.retries, c)
+		if len(m.retries) > mcpRecent {
+			m.retries = slices.Delete(m.retries, 0, 1)
+		}
 	}
 	return true
 }
@@ -143,8 +199,9 @@ func (m *mcpCalls) start(ctx context.Context, id string) (context.Context, func(
 	ctx, stop := context.WithCancel(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i := len(m.order) - 1; i >= 0; i-- {
-		if c := m.byRPC[m.order[i]]; c.id == id && c.stop == nil {
+	for _, rpc := range m.order { // oldest first: a retry takes the id of a call sent before it
+		if c := m.byRPC[rpc]; c.id == id && !c.started && !c.answered {
+			c.started = true
 			if c.cancelled {
 				stop()
 			}
@@ -195,30 +252,32 @@ func canonical(raw json.RawMessage) string {
 
 // take gives the tools/call requests of a message the SDK reads (or a
 // batch of them), raw, their tool_use ids, and takes its cancels. It
-// returns the message to hand on: raw itself when nothing changed or raw
-// is not one.
-func (m *mcpCalls) take(raw []byte) []byte {
+// returns the message to hand on (raw itself when nothing changed or raw
+// is not one) and the JSON-RPC ids of its calls.
+func (m *mcpCalls) take(raw []byte) ([]byte, []any) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || !json.Valid(trimmed) {
-		return raw
+		return raw, nil
 	}
 	l, ok := decodeLine(trimmed)
 	if !ok {
-		return raw
+		return raw, nil
 	}
+	var calls []any
 	for i, msg := range l.msgs {
 		r, ok := msg.(*jsonrpc.Request)
 		switch {
 		case !ok:
 		case r.IsCall() && r.Method == "tools/call":
 			l.raws[i] = m.assign(r, l.raws[i])
+			calls = append(calls, r.ID.Raw())
 		case r.Method == "notifications/cancelled":
 			if id, ok := cancelledID(r); ok {
 				m.cancel(id)
 			}
 		}
 	}
-	return l.bytes()
+	return l.bytes(), calls
 }
 
 // mcpMaxSessions bounds the streamable HTTP sessions whose calls MCPHTTP
@@ -282,8 +341,12 @@ func (ss *mcpSessions) screen(next http.Handler) http.Handler {
 			if !ok {
 				return
 			}
-			body = ss.calls(id).take(body)
+			calls := ss.calls(id)
+			var rpcs []any
+			body, rpcs = calls.take(body)
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			// The calls of a POST are answered in its response.
+			defer calls.done(rpcs...)
 		}
 		next.ServeHTTP(w, r)
 	})
