@@ -143,6 +143,22 @@ type BadRemoteError struct{ Reason string }
 
 func (e *BadRemoteError) Error() string { return "gitmem: " + e.Reason }
 
+// Refused reports whether err refuses what the remote holds, or the
+// remote itself, so that trying again changes nothing until the remote
+// (or the configuration) does: objects git fsck refuses, a history that
+// shares no commit with the memory's, a history a redaction made here
+// removed, a merge past the memory's limits, a remote name or URL gitmem
+// cannot use. Any other failure (the network, a timeout, a remote that
+// kept moving) may pass by itself.
+func Refused(err error) bool {
+	var oe *ObjectsRefusedError
+	var ue *UnrelatedHistoriesError
+	var rr *RedactedRemoteError
+	var le *LimitError
+	var be *BadRemoteError
+	return errors.As(err, &oe) || errors.As(err, &ue) || errors.As(err, &rr) || errors.As(err, &le) || errors.As(err, &be)
+}
+
 // RemoteError is a failure to talk to a remote, or a refusal by it.
 type RemoteError struct {
 	Remote string
@@ -588,6 +604,7 @@ type SyncStatus struct {
 	LastSync    time.Time // the last successful push, pull or sync
 	LastAttempt time.Time
 	LastError   string // of the last attempt, "" if it succeeded
+	Refused     bool   // the last attempt's error was a refusal (see Refused)
 	// RedactedHere is when a redaction made here without --push rewrote
 	// the remote's history as last seen, after the last sync, and no
 	// fetch has moved it since: the remote still holds what it removed,
@@ -605,7 +622,7 @@ func (r *Repo) Status(name string) (SyncStatus, error) {
 	}
 	st := SyncStatus{Remote: name, URL: url}
 	rec := r.readSyncState()[name]
-	st.LastSync, st.LastAttempt, st.LastError = rec.LastSync, rec.LastAttempt, rec.LastError
+	st.LastSync, st.LastAttempt, st.LastError, st.Refused = rec.LastSync, rec.LastAttempt, rec.LastError, rec.Refused
 	track := r.readTracking(name)
 	for _, lr := range r.localRedactions() {
 		if lr.Time.After(st.LastSync) && !track.IsZero() && lr.Refs[r.tracking(name).String()] == track.String() {
@@ -646,6 +663,7 @@ type syncState struct {
 	LastSync    time.Time `json:"last_sync,omitzero"`
 	LastAttempt time.Time `json:"last_attempt,omitzero"`
 	LastError   string    `json:"last_error,omitempty"`
+	Refused     bool      `json:"refused,omitempty"`
 	// ClonedEmpty: the memory was cloned from this remote while it had no
 	// branch, so the first history the remote then holds (another agent's
 	// first push) is merged even though it shares no commit with the
@@ -668,7 +686,7 @@ func (r *Repo) readSyncState() map[string]syncState {
 func (r *Repo) noteSync(name string, err error) {
 	r.changeSyncState(name, func(st *syncState) {
 		st.LastAttempt = r.opt.Now()
-		st.LastError = ""
+		st.LastError, st.Refused = "", Refused(err)
 		if err != nil {
 			st.LastError = err.Error()
 		} else {

@@ -68,8 +68,14 @@ func (s *session) checkReceived(packs []plumbing.Hash, tip plumbing.Hash) error 
 	default:
 		what = fmt.Sprintf("its commit %s holds a %s (%s, at %s) that", commit.String()[:7], kind[obj], obj.String()[:7], at)
 	}
-	return fmt.Errorf("%s git fsck --strict refuses: %s; nothing was fetched (git refuses it too, with transfer.fsckObjects)", what, bad[obj])
+	return &ObjectsRefusedError{fmt.Sprintf("%s git fsck --strict refuses: %s; nothing was fetched (git refuses it too, with transfer.fsckObjects)", what, bad[obj])}
 }
+
+// ObjectsRefusedError refuses what a fetch brought: an object git fsck
+// --strict refuses (checkReceived). Nothing was fetched.
+type ObjectsRefusedError struct{ Reason string }
+
+func (e *ObjectsRefusedError) Error() string { return e.Reason }
 
 // holder finds the oldest commit of tip's history, less HEAD's, that is
 // or holds one of the bad objects, with that object and its path; a zero

@@ -170,6 +170,14 @@ func TestHostileRemote(t *testing.T) {
 // objects were fetched and kept as the merge's second parent: git fsck
 // --strict failed for good. Over a path and over git://.
 func TestRemoteObjectsGitFsckRefuses(t *testing.T) {
+	status := func(r *Repo, name string) SyncStatus {
+		t.Helper()
+		st, err := r.Status(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
 	remote := bareRemote(t)
 	gittest.Damaged(t, remote, "the remote holds the objects git fsck --strict refuses (the clones are checked)")
 	a := agent(t, remote, "a")
@@ -209,6 +217,9 @@ func TestRemoteObjectsGitFsckRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "its commit "+c.commit[:7]) || !strings.Contains(err.Error(), c.id) ||
 			!strings.Contains(err.Error(), "nothing was fetched") {
 			t.Errorf("%s: %v", c.name, err)
+		}
+		if !Refused(err) || !status(r, remoteName).Refused {
+			t.Errorf("%s: the refusal does not read as one (Refused, Status.Refused): serve --sync would retry it as a failure that passes", c.name)
 		}
 		if got := r.readTracking(remoteName); got.String() != base {
 			t.Errorf("%s: the refused fetch moved the remote-tracking ref to %s", c.name, got)

@@ -344,6 +344,7 @@ type statusJSON struct {
 	LastSync    string `json:"last_sync,omitempty"`
 	LastAttempt string `json:"last_attempt,omitempty"`
 	LastError   string `json:"last_error,omitempty"`
+	Refused     bool   `json:"refused,omitempty"`
 	Redacted    string `json:"redacted_here,omitempty"`
 }
 
@@ -405,7 +406,7 @@ func statusCommand() *cli.Command {
 					return t.Format(time.RFC3339)
 				}
 				if c.Bool("json") {
-					emit(statusJSON{head.Hash, st.Remote, st.URL, st.Tracking, st.Ahead, st.Behind, when(st.LastSync), when(st.LastAttempt), st.LastError, when(st.RedactedHere)})
+					emit(statusJSON{head.Hash, st.Remote, st.URL, st.Tracking, st.Ahead, st.Behind, when(st.LastSync), when(st.LastAttempt), st.LastError, st.Refused && st.LastError != "", when(st.RedactedHere)})
 					continue
 				}
 				fmt.Fprintf(w, "remote %s (%s)\n", st.Remote, st.URL)
@@ -427,6 +428,11 @@ func statusCommand() *cli.Command {
 					last := "no sync yet"
 					if !st.LastSync.IsZero() {
 						last = "last sync " + st.LastSync.Format(timeLayout)
+					}
+					if st.Refused {
+						fmt.Fprintf(w, "  %s; the last attempt (%s) was refused: %s; trying again changes nothing until the remote does (serve --sync tries again at growing intervals, up to an hour)\n",
+							last, st.LastAttempt.Format(timeLayout), strings.TrimPrefix(st.LastError, "gitmem: "))
+						break
 					}
 					fmt.Fprintf(w, "  %s; the last attempt (%s) failed: %s\n", last, st.LastAttempt.Format(timeLayout), strings.TrimPrefix(st.LastError, "gitmem: "))
 				}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -19,13 +20,21 @@ import (
 // an interval. A sync runs beside the tool calls, never in their way: it
 // takes the writer lock only to commit a merge, and a remote that fails
 // or hangs is retried with a growing pause, reported in the log and in
-// /healthz.
+// /healthz. A remote whose history is refused (gitmem.Refused: objects
+// git fsck refuses, unrelated histories, a history redacted here) is no
+// failure that passes: it is logged at ERROR once, and tried again at
+// growing intervals from a minute to an hour.
 
 const (
 	syncQuiet   = time.Second      // push a burst once it has been quiet this long ...
 	syncMaxWait = 10 * time.Second // ... or once its first change has waited this long
 	syncPoll    = 250 * time.Millisecond
 	syncTimeout = 2 * time.Minute // one sync, fetch to push
+	// A refused remote is tried again after syncRefusedMin (or the
+	// interval, when longer), twice that after the next refusal, and so
+	// on up to syncRefusedMax (or the interval).
+	syncRefusedMin = time.Minute
+	syncRefusedMax = time.Hour
 )
 
 type syncer struct {
@@ -36,6 +45,7 @@ type syncer struct {
 	opt     gitmem.SyncOptions
 	dir     string // the repository, for the wording of errors (shareErr)
 	logf    func(string, ...any)
+	errorf  func(string, ...any) // what the operator must see (a refusal); logf if nil
 	now     func() time.Time
 
 	mu        sync.Mutex
@@ -43,7 +53,9 @@ type syncer struct {
 	lastErr   string
 	lastErrAt time.Time
 	failures  int
-	retries   int // push retries since start (the remote moved)
+	refused   bool   // the last failure was a refusal (gitmem.Refused)
+	told      string // the refusal last logged at ERROR
+	retries   int    // push retries since start (the remote moved)
 }
 
 // run syncs until ctx ends, then once more (bounded), so that what was
@@ -57,7 +69,7 @@ func (s *syncer) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			if head := s.head(); head != pushed && head != "" {
+			if head := s.head(); head != pushed && head != "" && !s.isRefused() {
 				fctx, cancel := context.WithTimeout(context.Background(), min(s.timeout, 10*time.Second))
 				if !s.once(fctx) {
 					s.logf("gitmem: the last sync with %s before stopping failed: %s; the commits stay here and go out at the next sync", s.remote, s.lastError())
@@ -90,16 +102,50 @@ func (s *syncer) run(ctx context.Context) {
 			nextPull = now.Add(s.every)
 			continue
 		}
-		s.mu.Lock()
-		n := s.failures
-		s.mu.Unlock()
-		// 1 s, 2 s, 4 s ... up to the interval, at random within a
-		// quarter, so that many servers do not retry in step.
-		wait := min(time.Second<<min(n-1, 16), max(s.every, time.Second))
-		wait += time.Duration(rand.Int64N(int64(wait)/4 + 1))
-		nextTry = now.Add(wait)
-		s.logf("gitmem: sync with %s failed (%d in a row; next try in %s): %s", s.remote, n, wait.Round(time.Second), s.lastError())
+		nextTry = now.Add(s.failed())
 	}
+}
+
+// failed logs the failure of the last sync and returns how long to wait
+// before the next try: 1 s, 2 s, 4 s ... up to the interval; after a
+// refusal, syncRefusedMin, twice that ... up to syncRefusedMax (or the
+// interval, when longer), logged at ERROR once (and again when the reason
+// changes). At random within a quarter more, so that many servers do not
+// retry in step.
+func (s *syncer) failed() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, refused := s.failures, s.refused
+	var wait time.Duration
+	if refused {
+		wait = min(max(s.every, syncRefusedMin)<<min(n-1, 10), max(s.every, syncRefusedMax))
+	} else {
+		wait = min(time.Second<<min(n-1, 16), max(s.every, time.Second))
+	}
+	wait += time.Duration(rand.Int64N(int64(wait)/4 + 1))
+	switch {
+	case !refused:
+		s.told = ""
+		s.logf("gitmem: sync with %s failed (%d in a row; next try in %s): %s", s.remote, n, wait.Round(time.Second), s.lastErr)
+	case s.told != s.lastErr:
+		s.told = s.lastErr
+		errorf := s.errorf
+		if errorf == nil {
+			errorf = s.logf
+		}
+		errorf("gitmem: sync with %s refused: %s; trying again changes nothing until the remote does: the next try is in %s, and they come further apart, up to %s (gitmem status shows the refusal)",
+			s.remote, s.lastErr, wait.Round(time.Minute), max(s.every, syncRefusedMax))
+	default:
+		s.logf("gitmem: sync with %s still refused (%d in a row; next try in %s)", s.remote, n, wait.Round(time.Minute))
+	}
+	return wait
+}
+
+// isRefused reports whether the last sync was refused.
+func (s *syncer) isRefused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failures > 0 && s.refused
 }
 
 func (s *syncer) head() string {
@@ -118,13 +164,14 @@ func (s *syncer) once(ctx context.Context) bool {
 	s.retries += res.Retries
 	if err != nil {
 		s.failures++
+		s.refused = gitmem.Refused(err)
 		s.lastErr, s.lastErrAt = shareErr(err, "sync", s.remote, s.dir).Error(), s.now()
 		return false
 	}
 	if s.failures > 0 {
 		s.logf("gitmem: sync with %s works again", s.remote)
 	}
-	s.failures, s.lastOK = 0, s.now()
+	s.failures, s.refused, s.told, s.lastOK = 0, false, "", s.now()
 	var did []string
 	switch {
 	case res.FastForward != "":
@@ -178,6 +225,9 @@ func (s *syncer) health() []string {
 		fmt.Sprintf("sync-push-retries: %d", retries)}
 	if failures > 0 {
 		out = append(out, fmt.Sprintf("sync-failures: %d", failures), "sync-last-error: "+lastErrAt.UTC().Format(time.RFC3339)+" "+lastErr)
+		if s.isRefused() {
+			out = append(out, "sync-refused: the remote's history is refused; trying again changes nothing until the remote does")
+		}
 	}
 	return out
 }
@@ -188,7 +238,8 @@ func startSync(c *cli.Context, repo *gitmem.Repo, remote string, logf func(strin
 	if _, err := repo.Status(remote); err != nil {
 		return nil, nil, shareErr(err, "sync", remote, c.String("repo"))
 	}
-	s := &syncer{repo: repo, remote: remote, every: c.Duration("sync-every"), timeout: syncTimeout, opt: syncOptions(c), dir: c.String("repo"), logf: logf, now: time.Now}
+	s := &syncer{repo: repo, remote: remote, every: c.Duration("sync-every"), timeout: syncTimeout, opt: syncOptions(c), dir: c.String("repo"),
+		logf: logf, errorf: logAt(c, slog.LevelError), now: time.Now}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
