@@ -73,7 +73,11 @@ func (r *Repo) unrecovered() (Unrecovered, error) {
 
 // notInGit is how many of the log's last records the branch at head
 // lacks: those after the newest one it holds (the branch's own commit, or
-// one it moved on from, as a hand commit after a crash does).
+// one it moved on from, as a hand commit after a crash does). A record
+// whose commit git's files lack (most of a long log after a crash) is
+// passed over at the cost of a lookup in the packs as last listed: asking
+// the graph would read the pack folder again for each (a miss does), a
+// folder of thousands of packs after bursts of changes.
 func (r *Repo) notInGit(log []gd.WALRecord, head plumbing.Hash) int {
 	if head.IsZero() {
 		return len(log)
@@ -84,6 +88,9 @@ func (r *Repo) notInGit(log []gd.WALRecord, head plumbing.Hash) int {
 	for i := len(log) - 1; i >= 0; i-- {
 		if log[i].Head == head {
 			return len(log) - 1 - i
+		}
+		if !st.OnDisk(log[i].Head) {
+			continue
 		}
 		if in, err := g.IsAncestor(log[i].Head, head); err == nil && in {
 			return len(log) - 1 - i

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/klauspost/compress/zlib"
@@ -120,6 +121,7 @@ func (ps *packSet) list() []*packIdx {
 		return ps.packs
 	}
 	ps.loaded = true
+	packListings.Add(1)
 	idxs, _ := filepath.Glob(filepath.Join(ps.dir, "pack-*.idx"))
 	old := map[string]*packIdx{}
 	for _, p := range ps.packs {
@@ -146,6 +148,14 @@ func (ps *packSet) list() []*packIdx {
 	}
 	return ps.packs
 }
+
+// packListings counts the readings of pack folders (list), which cost
+// a folder's length each: a lookup that misses reads it again.
+var packListings atomic.Int64
+
+// PackListings is how many times a pack folder was read, by every Store
+// of the process (for tests).
+func PackListings() int64 { return packListings.Load() }
 
 // add makes a pack this process wrote known without listing the folder
 // again (until then a list would have found it); if the folder has not
