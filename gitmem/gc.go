@@ -136,7 +136,9 @@ func (r *Repo) GCDue(looseLimit int) bool {
 // (half-written packs, temporary files), and when the new pack does not
 // fit it packs the loose objects in small batches, each batch's loose
 // files deleted before the next is written. A redaction whose old objects
-// could not be deleted yet is completed here.
+// could not be deleted yet is completed here. Close stops a collection
+// under way at once (within a few hundred objects): GC then returns
+// ErrClosed, and the next one does it all again.
 func (r *Repo) GC(full bool) (GCStats, error) {
 	if r.opt.ReadOnly {
 		return GCStats{}, ErrReadOnly
@@ -173,7 +175,12 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 		}
 	}
 	st, err := r.collect(full)
-	if err != nil && !full && !errors.Is(err, errGCStopped) {
+	if errors.Is(err, errGCStopped) {
+		// Close stopped it: what it wrote is a temporary file the next
+		// collection deletes, and every object is where it was.
+		return st, ErrClosed
+	}
+	if err != nil && !full {
 		// Most likely a full disk: spend the reserve on small batches.
 		r.opt.Logf("gitmem: gc: %v; packing the loose objects and small packs in small batches", err)
 		st, err = r.packLooseBatches()

@@ -53,8 +53,10 @@ import (
 const (
 	checkpointEvery = time.Second
 	checkpointBytes = 16 << 20
-	foldBelow       = 16
-	foldAt          = 32
+	foldBelow       = 1024      // a group of fewer objects ...
+	foldBelowBytes  = 256 << 10 // ... and fewer bytes waits in memory to be folded
+	foldAt          = 32        // folded once this many wait ...
+	foldBytes       = 8 << 20   // ... or they hold this much
 	releaseIdle     = 200 * time.Millisecond
 	backlogWait     = 10 * time.Second
 	spareAt         = 32 << 10
@@ -97,9 +99,23 @@ type prepared struct {
 // (secureMaterialized), and a small pack's until it is folded
 // (foldSmall).
 type heldObjects struct {
-	pack plumbing.Hash
-	objs []gd.Object
-	done bool // safe, and not to be folded: dropped from memory once synced
+	pack  plumbing.Hash
+	objs  []gd.Object
+	bytes int  // the objects' content
+	done  bool // safe, and not to be folded: dropped from memory once synced
+}
+
+func newHeld(pack plumbing.Hash, objs []gd.Object) heldObjects {
+	g := heldObjects{pack: pack, objs: objs}
+	for _, o := range objs {
+		g.bytes += len(o.Data)
+	}
+	return g
+}
+
+// small reports whether g waits in memory to be folded (foldSmall).
+func (g heldObjects) small() bool {
+	return !g.done && len(g.objs) < foldBelow && g.bytes < foldBelowBytes
 }
 
 // batch is a group of prepared commits written with one fdatasync.
@@ -722,7 +738,7 @@ func (r *Repo) materializeSome(k int) error {
 	}
 	// The objects stay readable from memory until the checkpoint has
 	// found them in git's files (secureMaterialized).
-	r.held = append(r.held, heldObjects{pack: pack, objs: objs})
+	r.held = append(r.held, newHeld(pack, objs))
 	r.foldSmall()
 	// The commits are in git's files. The worktree follows; a path that
 	// cannot (a full disk) waits in r.pend and the journal.
@@ -1532,7 +1548,7 @@ func (r *Repo) secureMaterialized() error {
 	for i := range r.held {
 		g := &r.held[i]
 		if gd.PackExists(r.gitDir, g.pack) {
-			g.done = g.done || len(g.objs) >= foldBelow // a small one waits to be folded
+			g.done = g.done || !g.small() // a small one waits to be folded
 			continue
 		}
 		gone = append(gone, g.objs...)
@@ -1556,9 +1572,12 @@ func (r *Repo) secureMaterialized() error {
 }
 
 // foldSmall writes the small packs materialisation wrote (groups of
-// fewer than foldBelow objects, a call or two each) again as one, from
-// memory, once foldAt of them wait, and deletes them: the pack folder
-// does not fill with them. Only as changes are materialised: once they
+// fewer than foldBelow objects and foldBelowBytes: a call or two each, or
+// the dozen calls a group holds under load) again as one, from memory,
+// once foldAt of them wait or they hold foldBytes, and deletes them: the
+// pack folder does not fill with them (under load a pack per group was
+// ~80 packs a second, for gc to merge once a minute), and memory holds
+// at most about foldBytes of them. Only as changes are materialised: once they
 // stop, nothing is deleted, so that a git fsck run then does not meet a
 // pack vanishing under it (it fails on one). The new pack is durable
 // before the small ones go: what they hold may be in no log any more.
@@ -1567,13 +1586,15 @@ func (r *Repo) secureMaterialized() error {
 func (r *Repo) foldSmall() {
 	var small []gd.Object
 	var folded []plumbing.Hash
+	bytes := 0
 	for _, g := range r.held {
-		if !g.done && len(g.objs) < foldBelow {
+		if g.small() {
 			small = append(small, g.objs...)
 			folded = append(folded, g.pack)
+			bytes += g.bytes
 		}
 	}
-	if len(folded) < foldAt {
+	if len(folded) < foldAt && bytes < foldBytes {
 		return
 	}
 	h, err := r.obj.WritePackFiles(small, true, gd.Own)
@@ -1583,8 +1604,8 @@ func (r *Repo) foldSmall() {
 	r.addPack(h)
 	// The small ones are one group now, in the new pack, whose objects
 	// memory lets go of at the next checkpoint.
-	r.held = slices.DeleteFunc(r.held, func(g heldObjects) bool { return !g.done && len(g.objs) < foldBelow })
-	r.held = append(r.held, heldObjects{pack: h, objs: small, done: true})
+	r.held = slices.DeleteFunc(r.held, heldObjects.small)
+	r.held = append(r.held, heldObjects{pack: h, objs: small, bytes: bytes, done: true})
 	r.removeFolded(slices.DeleteFunc(folded, func(p plumbing.Hash) bool { return p == h }))
 }
 

@@ -194,8 +194,9 @@ func looseCount(t *testing.T, repo string) string {
 	return regexp.MustCompile(`(?m)^count: \d+$`).FindString(gittest.Git(t, repo, "count-objects", "-v"))
 }
 
-// A short-lived server packs too: at start and at exit, when the loose
-// objects passed --gc-loose.
+// A short-lived server packs too: at start (in the background: calls are
+// served meanwhile) and at exit, when the loose objects passed
+// --gc-loose.
 func TestServePacksAtStartAndExit(t *testing.T) {
 	repo := filepath.Join(gittest.TempDir(t), "mem")
 	env := testEnv(t)
@@ -215,8 +216,11 @@ func TestServePacksAtStartAndExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Fprintln(stdin, `{"type":"tool_use","id":"t1","name":"memory","input":{"command":"view","path":"/memories"}}`)
-	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil { // the server runs: it packed at start
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
 		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), `trigger=start`) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
 	}
 	if got := looseCount(t, repo); got != "count: 0" {
 		t.Errorf("after start: %s\n%s", got, stderr.String())

@@ -178,22 +178,40 @@ func serve(c *cli.Context) (err error) {
 		Logger: log,
 		OnCall: m.call,
 	})
-	// A short-lived server packs too: at start and at exit when loose
-	// objects passed --gc-loose, as in the background while it runs.
+	// A short-lived server packs too: at start (in the background: calls
+	// are served meanwhile) and at exit, for at most exitPackWait, when
+	// loose objects passed --gc-loose, as in the background while it runs.
+	// A packing is never needed for what was acknowledged (the
+	// write-ahead log holds it until git's files do), so one the stop
+	// cuts short (closeRepo stops it) is only redone later.
 	pack := func(trigger string) {
 		if n := c.Int("gc-loose"); n <= 0 || !repo.GCDue(n) {
 			return
 		}
 		st, err := repo.GC(false)
-		m.gc(trigger, err)
-		if err != nil {
+		switch {
+		case errors.Is(err, gitmem.ErrClosed):
+			log.Info("packing stopped: the server stops; the next start packs", "trigger", trigger)
+			return
+		case err != nil:
+			m.gc(trigger, err)
 			log.Error("gc failed", "trigger", trigger, "err", err)
 			return
 		}
+		m.gc(trigger, nil)
 		log.Info("packed loose objects", "trigger", trigger, "objects", st.Packed)
 	}
-	pack("start")
-	defer pack("exit")
+	defer func() {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			pack("exit")
+		}()
+		select {
+		case <-done:
+		case <-time.After(exitPackWait):
+		}
+	}()
 	go onHangup(ctx, hup, nil, logf)
 	go maintain(ctx, repo, maintenance{c.Duration("adopt-every"), expireEvery, expireAge, keep, pack}, logf)
 	httpOpt := handler.HTTPOptions{Token: token, Metrics: m.handler(), Ready: writable(filepath.Join(dir, ".git", "gitmem"), func() error {
@@ -486,6 +504,13 @@ func expireFlags(c *cli.Context) (every, age time.Duration, err error) {
 	return every, age, nil
 }
 
+// gcCheckEvery is how often serve looks whether packing is due (cheap:
+// a folder listing); exitPackWait how long a stop waits for packing.
+const (
+	gcCheckEvery = 5 * time.Second
+	exitPackWait = 2 * time.Second
+)
+
 type maintenance struct {
 	adoptEvery             time.Duration
 	expireEvery, expireAge time.Duration
@@ -496,7 +521,8 @@ type maintenance struct {
 // maintain runs the periodic expire and packs loose objects when they pile
 // up, until ctx ends. Both take the writer lock like any change.
 func maintain(ctx context.Context, repo *gitmem.Repo, m maintenance, logf func(string, ...any)) {
-	gcTick := time.NewTicker(time.Minute)
+	m.pack("start")
+	gcTick := time.NewTicker(gcCheckEvery)
 	defer gcTick.Stop()
 	var adoptTick, expireTick <-chan time.Time
 	if m.adoptEvery > 0 {
