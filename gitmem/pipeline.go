@@ -71,9 +71,15 @@ const (
 // that waiting calls go on after each. A burst of thousands of calls is
 // absorbed; a load the disk cannot keep up with is slowed to its pace.
 // (Variables for tests.)
+//
+// logMax bounds the write-ahead log the same way, in bytes (both files):
+// the commits answered and not yet checkpointed. The backlog alone let a
+// log of large records (a file grown to tens of kilobytes, rewritten at
+// every insert) reach 272 MiB under load.
 var (
 	backlogMax = 8192
 	chunkMax   = 2048
+	logMax     = int64(64 << 20)
 )
 
 // prepared is a commit that exists in memory and in the log (once durable)
@@ -139,7 +145,8 @@ type pipeline struct {
 
 	fmu      sync.Mutex // one log writer at a time; the log files' state
 	walFiles [2]*gd.WAL
-	active   int // the log file appends go to
+	active   int          // the log file appends go to
+	logBytes atomic.Int64 // what both files hold (read without fmu by awaitBacklog)
 
 	mmu          sync.Mutex // materialisation and checkpoints
 	umu          sync.Mutex // guards unmat and drained
@@ -302,6 +309,7 @@ func (r *Repo) openLog() (replayed bool, err error) {
 		}
 		r.walFiles[i], recs[i] = w, rs
 	}
+	r.noteLogBytes()
 	first := 0
 	if r.walFiles[1].Gen() < r.walFiles[0].Gen() {
 		first = 1
@@ -526,6 +534,7 @@ func (r *Repo) writeBatch(b *batch) error {
 	r.smu.RUnlock()
 	if err == nil {
 		err = r.walFiles[r.active].Append(recs)
+		r.noteLogBytes()
 	}
 	if err != nil {
 		return r.dropQueued(b, wrap("write the change to the log", err))
@@ -649,6 +658,17 @@ func (r *Repo) materializeLocked() error {
 	return nil
 }
 
+// noteLogBytes records what the log files hold. Called with fmu held.
+func (r *Repo) noteLogBytes() {
+	var n int64
+	for _, w := range r.walFiles {
+		if w != nil {
+			n += w.Len()
+		}
+	}
+	r.logBytes.Store(n)
+}
+
 // noteDrained wakes the calls waiting for the backlog to shrink.
 func (r *Repo) noteDrained() {
 	r.umu.Lock()
@@ -659,7 +679,8 @@ func (r *Repo) noteDrained() {
 }
 
 // awaitBacklog holds a call back while backlogMax commits answered are
-// not yet materialised, at most backlogWait, and not when materialising
+// not yet materialised, or the log holds logMax bytes (until a checkpoint
+// empties it), at most backlogWait, and not when materialising
 // fails (the call then meets the failure). Under a load the disk cannot
 // keep up with, calls are so answered at the rate their changes reach
 // git's files, and the memory the backlog holds, and how far git's files
@@ -674,7 +695,7 @@ func (r *Repo) awaitBacklog() {
 		r.smu.RLock()
 		broken := r.broken != nil
 		r.smu.RUnlock()
-		if n < backlogMax || drained == nil || broken || r.ckptFailing.Load() {
+		if n < backlogMax && r.logBytes.Load() < logMax || drained == nil || broken || r.ckptFailing.Load() {
 			return
 		}
 		if timeout == nil {
@@ -1411,7 +1432,9 @@ func (r *Repo) checkpointLocked() error {
 	if err == nil {
 		r.draining = -1
 	}
+	r.noteLogBytes()
 	r.fmu.Unlock()
+	r.noteDrained() // calls held back by logMax
 	if err != nil {
 		return wrap("empty the write-ahead log", err)
 	}
@@ -1491,6 +1514,7 @@ func (r *Repo) emptyLog() error {
 	r.fmu.Lock()
 	defer r.fmu.Unlock()
 	gen := max(r.walFiles[0].Gen(), r.walFiles[1].Gen()) + 1
+	defer r.noteLogBytes()
 	for i, w := range r.walFiles {
 		if err := w.Reset(gen + uint32(i)); err != nil {
 			return wrap("empty the write-ahead log", err)

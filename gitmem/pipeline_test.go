@@ -426,6 +426,53 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 	}
 }
 
+// Past logMax bytes in the write-ahead log (answered, not yet
+// checkpointed), a call waits as it does past backlogMax commits: under
+// 8 clients inserting into files grown to tens of kilobytes the log
+// reached 272 MiB (finding N5 of the attacker pass), bounded only in
+// commits (8,192 of them). It goes on once a checkpoint has emptied the
+// log, and every change lands, in order.
+func TestLogBytesHoldCallsBack(t *testing.T) {
+	r, dir := newRepo(t)
+	write(t, r, "t0", "a.md", "init\n")
+	settle(t, r)
+	r.mmu.Lock() // neither the materialiser nor a checkpoint can run
+	defer func(n int64) { logMax = n }(logMax)
+	logMax = 100 << 10
+	big := func(i int) []byte { return []byte(strings.Repeat(fmt.Sprintf("line %d\n", i), 40<<10/7)) }
+	for i := range 3 { // 3 x 40 KiB: past logMax
+		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
+			return tx.WriteFile("a.md", big(i))
+		}); err != nil {
+			r.mmu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Update(Meta{Subject: "c3"}, func(tx *Tx) error { return tx.WriteFile("a.md", big(3)) })
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		r.mmu.Unlock()
+		t.Fatalf("a call past logMax went through while nothing was checkpointed (err %v; the log holds %d bytes)", err, r.logBytes.Load())
+	case <-time.After(300 * time.Millisecond):
+	}
+	r.mmu.Unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := readDisk(t, dir, "a.md"); got != string(big(3)) {
+		t.Errorf("worktree a.md holds %d bytes, want the last change", len(got))
+	}
+	out := gittest.Git(t, dir, "log", "--format=%s")
+	if want := "c3\nc2\nc1\nc0\n"; !strings.HasPrefix(out, want) {
+		t.Errorf("git log:\n%s\nwant it to start with\n%s", out, want)
+	}
+}
+
 // A crash can leave git's branch at any commit the log holds: the
 // materialiser had written some chunks of them. Replayed at the next
 // start, they are materialised from there however many chunks they span:
