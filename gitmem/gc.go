@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,9 +50,10 @@ type gcState struct {
 	gcStop atomic.Bool  // Close asks a running collection to give up
 }
 
-// gcHook, when set by a test, runs between writing the new pack and
-// swapping it in: at "packed", then (a full collection, after it looked
-// for what commits made meanwhile use) at "swap".
+// gcHook, when set by a test, runs once the plan is taken, at "planned";
+// between writing the new pack and swapping it in: at "packed", then (a
+// full collection, after it looked for what commits made meanwhile use)
+// at "swap".
 var gcHook func(stage string)
 
 // errGCStopped is a collection's error when Close stopped it.
@@ -175,6 +177,14 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 		}
 	}
 	st, err := r.collect(full)
+	for try := 1; try < 3 && errors.Is(err, fs.ErrNotExist); try++ {
+		// A pack it planned to merge is gone: the fold wrote the
+		// objects of the small ones again as one and deleted them, or
+		// another gitmem or git deleted one. A new plan finds them
+		// where they are now (falling back to small batches held every
+		// call up).
+		st, err = r.collect(full)
+	}
 	if errors.Is(err, errGCStopped) {
 		// Close stopped it: what it wrote is a temporary file the next
 		// collection deletes, and every object is where it was.
@@ -206,6 +216,9 @@ func (r *Repo) collect(full bool) (GCStats, error) {
 	pl, err := r.gcPlan(full, false)
 	if err != nil || pl.empty() {
 		return GCStats{Removed: pl.removed, Locked: pl.locked}, err
+	}
+	if gcHook != nil {
+		gcHook("planned")
 	}
 	res, err := r.gcPack(pl, r.gcStop.Load)
 	if err != nil {

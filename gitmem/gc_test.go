@@ -183,7 +183,10 @@ func TestFullGCKeepsWhatCommitsMadeMeanwhileUse(t *testing.T) {
 	loose := hashObject("loose and unreachable\n")
 	garbage := hashObject("garbage\n")
 	gcHook = func(stage string) {
-		if stage == "packed" {
+		switch stage {
+		case "planned":
+			return
+		case "packed":
 			write(t, r, "b", "b.md", "loose and unreachable\n")
 			settle(t, r)
 			return

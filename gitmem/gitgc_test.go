@@ -625,3 +625,82 @@ func TestGCStoppedByCloseLosesNothing(t *testing.T) {
 	}
 	gittest.Fsck(t, dir)
 }
+
+// TestGCMeetsAFoldWithoutFallingBack: the fold deletes the small packs
+// it wrote again as one; a collection that had planned to merge them met
+// them gone ("open ...idx: no such file or directory") and fell back to
+// packing in small batches, under the materialiser's lock and the object
+// store's, every call waiting (seen under 8 clients, once serve looked
+// for packing every 5 s). It now takes a new plan.
+func TestGCMeetsAFoldWithoutFallingBack(t *testing.T) {
+	var mu sync.Mutex
+	var logged []string
+	opt := testOptions(t)
+	opt.Logf = func(format string, args ...any) {
+		mu.Lock()
+		logged = append(logged, fmt.Sprintf(format, args...))
+		mu.Unlock()
+		t.Logf(format, args...)
+	}
+	dir := gittest.TempDir(t)
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t", "a.md", "a\n")
+	settle(t, r)
+	waiting := func() int {
+		r.mmu.Lock()
+		defer r.mmu.Unlock()
+		n := 0
+		for _, g := range r.held {
+			if g.small() {
+				n++
+			}
+		}
+		return n
+	}
+	n := 0
+	for ; waiting() < foldAt-1 && n < 2*foldAt; n++ { // small packs, held for the fold
+		write(t, r, fmt.Sprint("t", n), fmt.Sprintf("f%d.md", n), "x\n")
+		if err := r.materialize(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := waiting(); w != foldAt-1 {
+		t.Fatalf("%d small packs wait for the fold; the test needs %d", w, foldAt-1)
+	}
+	folded := false
+	gcHook = func(stage string) {
+		if stage != "planned" || folded {
+			return
+		}
+		folded = true
+		write(t, r, "last", "last.md", "y\n") // its group makes foldAt: the fold deletes the others
+		if err := r.materialize(); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { gcHook = nil }()
+	if _, err := r.GC(false); err != nil {
+		t.Fatal(err)
+	}
+	if !folded {
+		t.Fatal("the hook did not run")
+	}
+	mu.Lock()
+	for _, l := range logged {
+		if strings.Contains(l, "small batches") {
+			t.Errorf("the collection fell back: %s", l)
+		}
+	}
+	mu.Unlock()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(gittest.Git(t, dir, "log", "--format=%H"), "\n"); got != n+3 {
+		t.Errorf("git log main: %d commits, want %d", got, n+3)
+	}
+	gittest.Fsck(t, dir)
+}
