@@ -526,9 +526,7 @@ func TestDeletedRepositoryIsNotBroughtBack(t *testing.T) {
 		if settled {
 			settle(t, r)
 		}
-		if err := os.RemoveAll(dir); err != nil {
-			t.Fatal(err)
-		}
+		removeWhileOpen(t, r, dir)
 		r.Close()
 		var left []string
 		filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
@@ -539,6 +537,24 @@ func TestDeletedRepositoryIsNotBroughtBack(t *testing.T) {
 		})
 		if len(left) > 0 {
 			t.Errorf("settled %v: the deleted repository is back: %q", settled, left)
+		}
+	}
+}
+
+// removeWhileOpen deletes the open repository r at dir, as another
+// process would (gitmem store delete), trying again while r's background
+// work writes a file into a folder being removed ("directory not empty");
+// r is closed if it cannot be done, so nothing logs after the test.
+func removeWhileOpen(t *testing.T, r *Repo, dir string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		err := os.RemoveAll(dir)
+		if err == nil {
+			return
+		}
+		if i == 100 {
+			r.Close()
+			t.Fatal(err)
 		}
 	}
 }
@@ -556,13 +572,7 @@ func TestDeletedRepositoryIsNotSaidSafe(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, r, "t1", "a.md", "one\n")
-	for i := 0; ; i++ { // the background work may write a file meanwhile
-		if err := os.RemoveAll(dir); err == nil {
-			break
-		} else if i == 100 {
-			t.Fatal(err)
-		}
-	}
+	removeWhileOpen(t, r, dir)
 	err = r.Close()
 	for _, l := range append(logged(), fmt.Sprint(err)) {
 		if strings.Contains(l, "safe in the write-ahead log") || strings.Contains(l, "recovered at the next start") {
