@@ -21,6 +21,7 @@ import (
 )
 
 func TestHistoryOfASession(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(gittest.TempDir(t), "memory")
 	clock := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	repo, _, err := gitmem.Init(dir, gitmem.Options{
@@ -139,6 +140,7 @@ func TestHistoryOfASession(t *testing.T) {
 // An operator's edits made while gitmem was stopped are committed at the
 // next start, attributed to the operator; nothing is discarded.
 func TestHandEditsAreAdoptedAtStart(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(gittest.TempDir(t), "memory")
 	os.MkdirAll(filepath.Join(dir, "memories", "sdk"), 0o700)
 	os.WriteFile(filepath.Join(dir, "memories", "sdk", "old.md"), []byte("from the SDK backend\n"), 0o600)
@@ -173,6 +175,7 @@ func TestHandEditsAreAdoptedAtStart(t *testing.T) {
 // every line; expire with a fixed clock removes exactly the stale files;
 // redact leaves the secret in no object. git fsck is clean after each.
 func TestOperatorStory(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(gittest.TempDir(t), "memory")
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	opts := gitmem.Options{

@@ -20,6 +20,7 @@ import (
 // stay valid git objects of bounded size, the author email is gitmem's,
 // and no value forges a trailer.
 func TestHostileCallerNamesKeepTheRepositoryValid(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(gittest.TempDir(t), "memory")
 	repo, _, err := gitmem.Init(dir, gitmem.Options{
 		Now:      func() time.Time { return time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC) },

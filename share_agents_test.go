@@ -147,6 +147,7 @@ func (s *sharer) sync(t *testing.T) {
 // calls (many on the same files and lines) and syncing at random moments
 // while they work.
 func TestAgentsShareAMemory(t *testing.T) {
+	t.Parallel()
 	calls := 120
 	if longRun() {
 		calls = 600
@@ -171,6 +172,7 @@ func TestAgentsShareAMemory(t *testing.T) {
 // once); all converge and nothing is lost. The push retries (a sync found
 // the remote moved and merged again) are the contention on one branch.
 func TestManyAgentsLoad(t *testing.T) {
+	gittest.Serial(t, "20 agents in one process sync at once: it keeps both cores busy")
 	n, rounds, calls := 20, 1, 3
 	if longRun() {
 		rounds = 10

@@ -42,6 +42,7 @@ func callAs(h *handler.Handler, c handler.Caller, id, input string) handler.Resu
 }
 
 func TestReadOnlyCallerAndArchivedMemory(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	rw := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Logger: testLog(t)})
 	if res := call(rw, "toolu_0", `{"command":"create","path":"/memories/a.md","file_text":"one\n"}`); res.IsError {
@@ -80,6 +81,7 @@ func TestReadOnlyCallerAndArchivedMemory(t *testing.T) {
 }
 
 func TestCallerAuthorIsNotSelfAsserted(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Logger: testLog(t)})
 	token := gitmem.Signature{Name: "support-bot", Email: "support-bot@gitmem.invalid"}
@@ -93,6 +95,7 @@ func TestCallerAuthorIsNotSelfAsserted(t *testing.T) {
 }
 
 func TestSecretScreening(t *testing.T) {
+	t.Parallel()
 	key := "ghp_" + strings.Repeat("aB3dE5gH7j", 3) + "K9mN0p"
 	note := "Likes tea.\nGitHub token: " + key + "\n"
 	for _, c := range []struct {
@@ -158,6 +161,7 @@ func q(s string) string { return fmt.Sprintf("%q", s) }
 // the text it sent. Refused calls change nothing and say so; mask masks
 // the whole secret; a name is refused in either mode.
 func TestSecretScreeningEdits(t *testing.T) {
+	t.Parallel()
 	key := "ghp_" + strings.Repeat("aB3dE5gH7j", 3) + "K9mN0p"
 	k1, k2 := key[:20], key[20:]
 	pem1 := "-----BEGIN OPENSSH PRIVATE KEY-----\n" + strings.Repeat("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW", 2) + "\n"

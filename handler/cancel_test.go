@@ -131,6 +131,7 @@ func stdioOneCall(t *testing.T, h *handler.Handler) *oneCall {
 // says nothing was changed; cancelled after it (in OnCall, once the
 // commit is made), the change is kept.
 func TestSingleCallRunsInItsRequestContext(t *testing.T) {
+	t.Parallel()
 	for name, open := range map[string]func(*testing.T, *handler.Handler) *oneCall{"http": httpOneCall, "stdio": stdioOneCall} {
 		for _, late := range []bool{false, true} {
 			t.Run(name+map[bool]string{false: "/before", true: "/after"}[late], func(t *testing.T) {

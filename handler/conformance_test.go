@@ -247,6 +247,7 @@ func sameVerdict(content, old string) bool {
 func utf8Boundaries(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 func TestConformanceWithReferenceSDK(t *testing.T) {
+	t.Parallel()
 	const sessions, calls = 12, 150
 	for seed := range uint64(sessions) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
@@ -291,6 +292,7 @@ func TestConformanceWithReferenceSDK(t *testing.T) {
 // The reference's known bugs, each run through both backends: the
 // reference shows the bug, gitmem the documented behaviour.
 func TestReferenceBugsAreAvoided(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		setup     []map[string]any

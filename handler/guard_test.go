@@ -42,6 +42,7 @@ const viewBlock = `{"type":"tool_use","id":"toolu_v","name":"memory","input":{"c
 // A page in a browser must not reach a loopback server: no simple
 // (text/plain, form) bodies, no foreign Origin, no rebound Host name.
 func TestBrowserGuard(t *testing.T) {
+	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
 	head, _ := repo.Commit("HEAD")
 	srv := httptest.NewServer(h.HTTP(handler.HTTPOptions{}))
@@ -98,6 +99,7 @@ func TestBrowserGuard(t *testing.T) {
 // before it is read; past the requests or bytes in flight a request waits
 // QueueWait, then gets 503 with Retry-After.
 func TestInflightBounds(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, policy.DefaultLimits)
 	for _, tc := range []struct {
 		name string
@@ -172,6 +174,7 @@ func TestInflightBounds(t *testing.T) {
 // An array is bounded in blocks, and answered in full even when its time
 // runs out: the calls not started get an error result, not silence.
 func TestArrayBounds(t *testing.T) {
+	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
 	head, _ := repo.Commit("HEAD")
 	srv := httptest.NewServer(h.HTTP(handler.HTTPOptions{}))

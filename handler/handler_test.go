@@ -99,6 +99,7 @@ var scripts = []script{commandsScript, malformedScript, limitsScript, pagination
 const dirHeader = "Here're the files and directories up to 2 levels deep in %s, excluding hidden items and node_modules:\n"
 
 func TestCommandsExactResults(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, commandsScript.limits)
 	run(t, h, commandsScript.steps)
 }
@@ -178,6 +179,7 @@ var commandsScript = script{"commands", policy.DefaultLimits, []step{
 // The reference SDKs wipe the whole store on these; gitmem treats every
 // spelling of the root as the root, or refuses the path.
 func TestRootSpellingsNeverWipe(t *testing.T) {
+	t.Parallel()
 	h, r := newHandler(t, policy.DefaultLimits)
 	run(t, h, []step{ok(`{"command":"create","path":"/memories/keep.md","file_text":"k"}`, "File created successfully at: /memories/keep.md")})
 	for _, p := range []string{"/memories", "/memories/", "/memories//", "/memories/.", "/memories/a/..", "/memories/./", "/memories/a/../"} {
@@ -197,6 +199,7 @@ func TestRootSpellingsNeverWipe(t *testing.T) {
 }
 
 func TestPathRefusals(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, policy.DefaultLimits)
 	run(t, h, pathsScript().steps)
 }
@@ -241,6 +244,7 @@ var malformedScript = script{"malformed calls", policy.DefaultLimits, []step{
 }}
 
 func TestMalformedCalls(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, malformedScript.limits)
 	run(t, h, malformedScript.steps)
 	// Blocks that are not memory calls: only the block transports have them.
@@ -259,6 +263,7 @@ func TestMalformedCalls(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	for _, s := range []script{limitsScript, paginationScript} {
 		h, _ := newHandler(t, s.limits)
 		run(t, h, s.steps)
@@ -301,11 +306,13 @@ const retriedSnippet = "The memory file has been edited. Here is the snippet sho
 
 // A retried tool_use id returns the first result and commits nothing new.
 func TestRetriedIDIsNotAppliedTwice(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, retriesScript.limits)
 	run(t, h, retriesScript.steps)
 }
 
 func TestRetriesOfEachCommand(t *testing.T) {
+	t.Parallel()
 	h, r := newHandler(t, policy.DefaultLimits)
 	first := call(h, "toolu_once", `{"command":"create","path":"/memories/f","file_text":"a\nb\nc\n"}`)
 	edit := call(h, "toolu_edit", `{"command":"str_replace","path":"/memories/f","old_str":"b","new_str":"B"}`)
@@ -337,6 +344,7 @@ func TestRetriesOfEachCommand(t *testing.T) {
 }
 
 func TestResultJSONShape(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, policy.DefaultLimits)
 	got, _ := json.Marshal(call(h, "toolu_x", `{"command":"view","path":"/memories/none"}`))
 	want := `{"type":"tool_result","tool_use_id":"toolu_x","content":"Error: The path /memories/none does not exist. Please provide a valid path.","is_error":true}`

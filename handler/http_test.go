@@ -16,6 +16,7 @@ import (
 )
 
 func TestHTTP(t *testing.T) {
+	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
 	srv := httptest.NewServer(h.HTTP(handler.HTTPOptions{Token: "s3cret", MaxBodyBytes: 4096}))
 	defer srv.Close()
@@ -104,6 +105,7 @@ func TestHTTP(t *testing.T) {
 // route does not take (405, with Allow) are JSON refusals like every
 // other, on each HTTP server gitmem runs.
 func TestRoutingRefusalsAreJSON(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, policy.DefaultLimits)
 	d, err := stores.Open(gittest.TempDir(t), stores.Options{IdleClose: -1})
 	if err != nil {

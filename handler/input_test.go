@@ -13,6 +13,7 @@ import (
 // A tool_use id is the retry key and a trailer: one that cannot be stored
 // as is gets an error result and makes no commit.
 func TestUnusableToolUseIDsAreRefused(t *testing.T) {
+	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
 	head, _ := repo.Commit("HEAD")
 	for id, want := range map[string]string{
@@ -33,6 +34,7 @@ func TestUnusableToolUseIDsAreRefused(t *testing.T) {
 // Invalid UTF-8 in a path or a file is refused, never replaced with U+FFFD
 // on its way in; a valid surrogate pair is decoded.
 func TestInvalidUTF8IsRefused(t *testing.T) {
+	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
 	head, _ := repo.Commit("HEAD")
 	run(t, h, invalidUTF8Steps)
@@ -59,6 +61,7 @@ var validEscapeSteps = []step{
 // Error results echo bounded values: a huge old_str or a long list of
 // lines is cut with a marker saying how much was left out.
 func TestErrorResultsAreBounded(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, policy.DefaultLimits)
 	run(t, h, boundedErrorSteps())
 }

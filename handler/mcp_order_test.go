@@ -98,6 +98,7 @@ func answer(t *testing.T, line string) rpcAnswer {
 // and answered, in the order it sent them: every view sees every write
 // sent before it.
 func TestMCPStdioPipelinedCallsRunInOrder(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, policy.DefaultLimits)
 	send, next := stdioSession(t, h)
 	const n = 20
@@ -165,6 +166,7 @@ func holdWriter(t *testing.T, repo *gitmem.Repo) (release func()) {
 // Neither gets an answer (MCP: a cancelled request gets none). Their
 // retries are applied, once each.
 func TestMCPStdioCancelledCallIsNotApplied(t *testing.T) {
+	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
 	if res := call(h, "toolu_setup", `{"command":"create","path":"/memories/todo.md","file_text":"one\n"}`); res.IsError {
 		t.Fatal(res.Content)
@@ -212,6 +214,7 @@ func TestMCPStdioCancelledCallIsNotApplied(t *testing.T) {
 // applied twice, whatever other calls came in between. Once retried, the
 // same insert is a new one.
 func TestMCPStdioRetryOfCancelledCallAppliesOnce(t *testing.T) {
+	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
 	send, next := stdioSession(t, h)
 	send(rpcCall(1, `{"command":"create","path":"/memories/log.md","file_text":"start\n"}`))
@@ -326,6 +329,7 @@ func mcpPost(t *testing.T, url, session, msg string) (int, string, string) {
 // Over streamable HTTP too, the retry of a call cancelled after its
 // change was committed is answered from that commit.
 func TestMCPHTTPRetryOfCancelledCallAppliesOnce(t *testing.T) {
+	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
 	srv := httptest.NewServer(h.MCPHTTP(handler.HTTPOptions{}, handler.MCPOptions{}))
 	defer srv.Close()
@@ -358,6 +362,7 @@ func TestMCPHTTPRetryOfCancelledCallAppliesOnce(t *testing.T) {
 // line after another, and HTTP/1.1 serves the requests of one connection
 // one after another, also when the client sends them all at once.
 func TestPlainTransportsPipelinedInOrder(t *testing.T) {
+	t.Parallel()
 	const n = 10
 	var blocks []string
 	for i := range n {

@@ -107,6 +107,7 @@ func mcpCall(t testing.TB, cs *mcp.ClientSession, input string, meta mcp.Meta) h
 }
 
 func TestMCPListsOneMemoryTool(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, policy.DefaultLimits)
 	for name, cs := range map[string]*mcp.ClientSession{
 		"stdio": mcpStdio(t, h, handler.Caller{}),
@@ -150,6 +151,7 @@ func TestMCPListsOneMemoryTool(t *testing.T) {
 // exact results, errors as isError, retries not applied twice, and the
 // client's name/version as Agent.
 func TestMCPSessionCommits(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			h, repo := newHandler(t, policy.DefaultLimits)
@@ -236,6 +238,7 @@ func commitsSince(t *testing.T, repo *gitmem.Repo, stop string) []gitmem.Commit 
 
 // The caller named by the transport wins over the client's name.
 func TestMCPAgentNamedByCaller(t *testing.T) {
+	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
 	for i, cs := range []*mcp.ClientSession{
 		mcpStdio(t, h, handler.Caller{Agent: "planner"}),
@@ -251,6 +254,7 @@ func TestMCPAgentNamedByCaller(t *testing.T) {
 }
 
 func TestMCPHTTPGuards(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, policy.DefaultLimits)
 	srv := httptest.NewServer(h.MCPHTTP(handler.HTTPOptions{Token: "s3cret", MaxBodyBytes: 4096}, handler.MCPOptions{}))
 	defer srv.Close()
@@ -295,6 +299,7 @@ func TestMCPHTTPGuards(t *testing.T) {
 // Over stdio, a line that is not a JSON-RPC message (not JSON, not a
 // message, over 16 MiB) gets a JSON-RPC error and the session goes on.
 func TestMCPStdioBadLines(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, policy.DefaultLimits)
 	toServer, fromServer := pipes(t, func(in io.Reader, out io.Writer) error {
 		return h.ServeMCP(context.Background(), in, out, handler.Caller{}, handler.MCPOptions{})
@@ -328,6 +333,7 @@ func TestMCPStdioBadLines(t *testing.T) {
 // answered and committed (a script that pipes its calls in and ends: the
 // SDK alone would end the session at end of input, dropping them).
 func TestMCPStdioAnswersCallsBeforeEndOfInput(t *testing.T) {
+	t.Parallel()
 	h, r := newHandler(t, policy.DefaultLimits)
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}

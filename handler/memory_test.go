@@ -28,6 +28,7 @@ import (
 //
 // GITMEM_MEMLIMIT=off lifts the bounds on requests and bytes in flight.
 func TestMemoryUnderLoad(t *testing.T) {
+	t.Parallel()
 	n, _ := strconv.Atoi(os.Getenv("GITMEM_MEMTEST"))
 	if n == 0 {
 		t.Skip("a measurement: set GITMEM_MEMTEST=<concurrent requests>")
@@ -48,6 +49,7 @@ func TestMemoryUnderLoad(t *testing.T) {
 }
 
 func TestMemoryChild(t *testing.T) {
+	t.Parallel()
 	n, _ := strconv.Atoi(os.Getenv("GITMEM_MEMCHILD"))
 	if n == 0 {
 		t.Skip("run by TestMemoryUnderLoad")

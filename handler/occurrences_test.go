@@ -8,6 +8,7 @@ import (
 
 // Every occurrence, overlapping ones too, in order.
 func TestOccurrences(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		s, sub string
 		want   []int

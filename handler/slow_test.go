@@ -71,6 +71,7 @@ func trickle(t *testing.T, conn net.Conn, s string) (closed bool, answer string)
 // (announced or chunked) gets 413 with the documented error. None of them
 // changes the memory.
 func TestSlowAndOversizedClients(t *testing.T) {
+	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
 	head, _ := repo.Commit("HEAD")
 	opt := handler.HTTPOptions{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond,

@@ -13,6 +13,7 @@ import (
 // stdio: one result per non-blank line, in order; a malformed or
 // over-long line gets an error result and the loop goes on.
 func TestStdioFraming(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, policy.DefaultLimits)
 	long := `{"type":"tool_use","id":"toolu_long","name":"memory","input":{"command":"create","path":"/memories/x","file_text":"` +
 		strings.Repeat("a", handler.MaxLineBytes) + `"}}`
@@ -56,6 +57,7 @@ func TestStdioFraming(t *testing.T) {
 // stdio takes an assistant message's content as HTTP does: one line in,
 // one line with the array of results out.
 func TestStdioArray(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, policy.DefaultLimits)
 	blocks := make([]string, 101)
 	for i := range blocks {

@@ -18,6 +18,7 @@ import (
 // with generic text — no host path, no library detail — while the
 // operator's record of the call names the cause, with no host path either.
 func TestStorageFailureIsGenericForTheModel(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs the git CLI")
 	}

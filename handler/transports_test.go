@@ -96,6 +96,7 @@ func mcpCaller(t testing.TB, cs *mcp.ClientSession) caller {
 // transport that changed an id, a trailer, an author or any content would
 // show there.
 func TestTransportsAgree(t *testing.T) {
+	t.Parallel()
 	c := handler.Caller{Session: "conformance", Agent: "conformance-agent"}
 	for _, s := range scripts {
 		t.Run(s.name, func(t *testing.T) {

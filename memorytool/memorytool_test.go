@@ -48,6 +48,7 @@ func message(t *testing.T, content string) *anthropic.BetaMessage {
 // each with its id, are the same in process and through gitmem serve
 // --http, and so are the commits.
 func TestRunInProcessAndRemote(t *testing.T) {
+	t.Parallel()
 	msg := message(t, `[
 		{"type":"thinking","thinking":"I should look.","signature":"sig"},
 		{"type":"text","text":"Checking memory."},
@@ -90,6 +91,7 @@ func TestRunInProcessAndRemote(t *testing.T) {
 }
 
 func TestRunWithoutMemoryCalls(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t)
 	results, err := memorytool.New(h, handler.Caller{}).Run(context.Background(), message(t, `[{"type":"text","text":"Done."}]`))
 	if results != nil || err != nil {
@@ -98,6 +100,7 @@ func TestRunWithoutMemoryCalls(t *testing.T) {
 }
 
 func TestRemoteErrors(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t)
 	srv := httptest.NewServer(h.HTTP(handler.HTTPOptions{Token: "s3cret"}))
 	msg := message(t, `[{"type":"tool_use","id":"toolu_1","name":"memory","input":{"command":"view","path":"/memories"}}]`)
@@ -120,6 +123,7 @@ func TestRemoteErrors(t *testing.T) {
 // CLI's store import and export) and examples import it; the server, the
 // store and the CLI's own code do not.
 func TestCoreDoesNotImportTheSDK(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "../handler", "../gitmem", "../policy", "../stores", "../memstore", "../storesapi", "../operator").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
@@ -139,6 +143,7 @@ func TestCoreDoesNotImportTheSDK(t *testing.T) {
 // One memory per end user behind one server (gitmem serve --http --stores):
 // each user's Tool points at their store's endpoint, and sees only it.
 func TestRemoteStorePerUser(t *testing.T) {
+	t.Parallel()
 	d, err := stores.Open(gittest.TempDir(t), stores.Options{Repo: gitmem.Options{Logf: t.Logf}, IdleClose: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestCommitText(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", 900<<10) // 1.8 MB
 	for _, tc := range []struct{ in, want string }{
 		{"support-bot", "support-bot"},
@@ -32,6 +33,7 @@ func TestCommitText(t *testing.T) {
 }
 
 func TestCommitIdent(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"Alice <alice@corp>": "Alice alice@corp",
 		"evil> <x":           "evil x",
@@ -46,6 +48,7 @@ func TestCommitIdent(t *testing.T) {
 }
 
 func TestCheckToolUseID(t *testing.T) {
+	t.Parallel()
 	for id, want := range map[string]string{
 		"toolu_01D5E6F7G8H9":       "",
 		"id with spaces":           "",
@@ -67,6 +70,7 @@ func TestCheckToolUseID(t *testing.T) {
 }
 
 func TestClip(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		max  int
@@ -85,6 +89,7 @@ func TestClip(t *testing.T) {
 }
 
 func TestLineList(t *testing.T) {
+	t.Parallel()
 	if got := LineList([]int{1, 4, 9}, 3); got != "1, 4, 9" {
 		t.Errorf("got %q", got)
 	}

@@ -10,6 +10,7 @@ import (
 )
 
 func TestParsePath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, rel string
 		ok      bool
@@ -79,6 +80,7 @@ func FuzzParsePath(f *testing.F) {
 }
 
 func TestHumanSize(t *testing.T) {
+	t.Parallel()
 	// Expected values are what the reference's formatFileSize prints.
 	for n, want := range map[int64]string{
 		0: "0B", 1: "1B", 17: "17B", 1023: "1023B", 1024: "1K", 1280: "1.3K", 1331: "1.3K",
@@ -92,6 +94,7 @@ func TestHumanSize(t *testing.T) {
 }
 
 func TestCountLines(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]int{"": 0, "a": 1, "a\n": 1, "a\nb": 2, "a\nb\n": 2, "\n": 1, "\n\n": 2} {
 		if got := CountLines(s); got != want {
 			t.Errorf("CountLines(%q) = %d, want %d", s, got, want)
@@ -100,6 +103,7 @@ func TestCountLines(t *testing.T) {
 }
 
 func TestViewRange(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ a, b, n, from, to int }{
 		{1, 2, 5, 0, 2}, {2, -1, 5, 1, 5}, {0, 3, 5, 0, 3}, {-4, 1, 5, 0, 1},
 		{4, 9, 5, 3, 5}, {7, 9, 5, 5, 5}, {3, 2, 5, 2, 2},
@@ -113,6 +117,7 @@ func TestViewRange(t *testing.T) {
 }
 
 func TestLessIsUTF16Order(t *testing.T) {
+	t.Parallel()
 	// U+FF5E sorts after U+1F600 in UTF-16 (0xFF5E > 0xD83D) but before it
 	// in UTF-8 byte order; JavaScript's sort uses UTF-16.
 	if !Less("\U0001F600", "\uFF5E") || Less("\uFF5E", "\U0001F600") {
@@ -124,6 +129,7 @@ func TestLessIsUTF16Order(t *testing.T) {
 }
 
 func TestPageKeepsWithinLimit(t *testing.T) {
+	t.Parallel()
 	lines := SplitLines(strings.Repeat("0123456789\n", 100))
 	out := Page("H:", lines, 0, len(lines), 200)
 	if len(out) > 200 {
@@ -138,6 +144,7 @@ func TestPageKeepsWithinLimit(t *testing.T) {
 }
 
 func TestThousands(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1048576: "1,048,576", -1234: "-1,234"} {
 		if got := Thousands(n); got != want {
 			t.Errorf("Thousands(%d) = %q", n, got)
@@ -148,6 +155,7 @@ func TestThousands(t *testing.T) {
 // TestCheckGlob: CheckGlob refuses exactly the globs doublestar refuses,
 // and says why.
 func TestCheckGlob(t *testing.T) {
+	t.Parallel()
 	for g, want := range map[string]string{
 		"[":         `"[" has a [ at byte 1 that no ] closes`,
 		"a[]b":      `"a[]b" has an empty [] at byte 2`,

@@ -92,6 +92,7 @@ func plantedNote(r *rand.Rand, p plant) string {
 // miss a rule now and then where the upstream rule is stricter than the
 // generator (an OpenAI key ending in "-" is not matched by gitleaks).
 func TestScreeningRates(t *testing.T) {
+	t.Parallel()
 	s := DefaultSecretRules()
 	n := 60
 	report := os.Getenv("GITMEM_SCREEN_REPORT") != ""
@@ -212,6 +213,7 @@ func BenchmarkFind(b *testing.B) {
 // the whole text finds, on ordinary notes, notes with planted secrets, and
 // (with GITMEM_SCREEN_CORPUS) every Markdown file under a folder.
 func TestFastFindMatchesWholeText(t *testing.T) {
+	t.Parallel()
 	s := DefaultSecretRules()
 	anchored, stripped, windowed, whole := 0, 0, 0, 0
 	for _, r := range s.rules {

@@ -12,6 +12,7 @@ import (
 // completed by a str_replace or an insert, or whose halves a removal
 // joined — and not the secrets the file already held elsewhere.
 func TestFindEdit(t *testing.T) {
+	t.Parallel()
 	s := DefaultSecretRules()
 	r := rand.New(rand.NewPCG(3, 4))
 	const head, tail = "# Notes\n\nLikes green tea.\n", "Meeting on Tuesday.\n"
@@ -56,6 +57,7 @@ func TestFindEdit(t *testing.T) {
 // costs what the edit's neighbourhood costs, and a secret far from the
 // edit is not reported.
 func TestFindEditReadsNearTheEdit(t *testing.T) {
+	t.Parallel()
 	s := DefaultSecretRules()
 	gh := "ghp_" + strings.Repeat("aB3dE5gH7j", 3) + "kLmNoP"
 	far := "token " + gh + "\n" + strings.Repeat("an ordinary line of notes\n", 2*JoinWindow/26+10)

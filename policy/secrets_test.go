@@ -7,6 +7,7 @@ import (
 )
 
 func TestVendoredSecretRulesParse(t *testing.T) {
+	t.Parallel()
 	s := DefaultSecretRules()
 	// gitleaks v8.30.1 has 222 rules; one (pkcs12-file) matches file names
 	// only. gitmem.toml adds url-password.
@@ -77,6 +78,7 @@ func plants(r *rand.Rand) []plant {
 }
 
 func TestFindPlantedSecrets(t *testing.T) {
+	t.Parallel()
 	s := DefaultSecretRules()
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, p := range plants(r) {
@@ -105,6 +107,7 @@ func TestFindPlantedSecrets(t *testing.T) {
 }
 
 func TestFindIgnoresOrdinaryText(t *testing.T) {
+	t.Parallel()
 	s := DefaultSecretRules()
 	for _, text := range []string{
 		"The user likes green tea and prefers meetings before noon.\n",
@@ -124,6 +127,7 @@ func TestFindIgnoresOrdinaryText(t *testing.T) {
 }
 
 func TestFindOrdersAndDeduplicates(t *testing.T) {
+	t.Parallel()
 	s := DefaultSecretRules()
 	r := rand.New(rand.NewPCG(3, 4))
 	gh := "ghp_" + randomString(r, alnum, 36)
@@ -150,6 +154,7 @@ func TestFindOrdersAndDeduplicates(t *testing.T) {
 }
 
 func TestParseScreenMode(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"off", "refuse", "mask"} {
 		if m, err := ParseScreenMode(s); err != nil || string(m) != s {
 			t.Errorf("%s: %v %v", s, m, err)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestCheckStoreName(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"a", "alice", "user-42", "team_a.prod", "0", strings.Repeat("a", 63)} {
 		if err := CheckStoreName(ok); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
@@ -25,6 +26,7 @@ func TestCheckStoreName(t *testing.T) {
 }
 
 func TestCheckStoreMetadata(t *testing.T) {
+	t.Parallel()
 	if err := CheckStoreDescription("Preferences of one customer.\nAsk before deleting."); err != nil {
 		t.Error(err)
 	}
@@ -60,6 +62,7 @@ func TestCheckStoreMetadata(t *testing.T) {
 const hashA = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
 
 func TestParseTokenFile(t *testing.T) {
+	t.Parallel()
 	f, err := ParseTokenFile([]byte(`{"tokens":[
 		{"name":"support-bot","sha256":"` + strings.ToUpper(hashA) + `","stores":["user-*","shared"],"access":"read-write","role":"agent"},
 		{"name":"auditor","sha256":"` + strings.Repeat("0", 64) + `","stores":["*"],"access":"read-only","role":"operator"}]}`))

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseDuration(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]time.Duration{
 		"30m": 30 * time.Minute, "2h": 2 * time.Hour, "7d": 7 * 24 * time.Hour, "2w": 14 * 24 * time.Hour,
 		"1d12h": 36 * time.Hour, "1.5h": 90 * time.Minute, "90s": 90 * time.Second,
@@ -24,6 +25,7 @@ func TestParseDuration(t *testing.T) {
 }
 
 func TestParseTime(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 21, 15, 30, 0, 0, time.UTC)
 	day := func(y int, m time.Month, d, h, min, sec int) time.Time {
 		return time.Date(y, m, d, h, min, sec, 0, time.UTC)
@@ -83,6 +85,7 @@ func TestParseTime(t *testing.T) {
 // time too. The expected seconds are git 2.39's (GIT_TEST_DATE_NOW=1795000000
 // TZ=America/New_York git rev-parse --since=...).
 func TestParseTimeZones(t *testing.T) {
+	t.Parallel()
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		t.Skip("no time zone data:", err)

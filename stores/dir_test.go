@@ -37,6 +37,7 @@ func newDir(t *testing.T, root string, opt stores.Options) *stores.Dir {
 }
 
 func TestStoreLifecycle(t *testing.T) {
+	t.Parallel()
 	d := newDir(t, "", stores.Options{})
 	info, err := d.Create("alice", stores.Meta{Description: "Alice's preferences.\nAsk before deleting.",
 		Metadata: map[string]string{"user": "alice", "tier": "gold"}}, gitmem.Signature{})
@@ -178,6 +179,7 @@ func flush(t *testing.T, d *stores.Dir, name string) {
 }
 
 func TestMetadataTravelsWithAClone(t *testing.T) {
+	t.Parallel()
 	d := newDir(t, "", stores.Options{})
 	if _, err := d.Create("team", stores.Meta{Description: "Shared notes", Metadata: map[string]string{"team": "support"}}, gitmem.Signature{}); err != nil {
 		t.Fatal(err)
@@ -193,6 +195,7 @@ func TestMetadataTravelsWithAClone(t *testing.T) {
 }
 
 func TestOpenStoresAreBounded(t *testing.T) {
+	t.Parallel()
 	d := newDir(t, "", stores.Options{MaxOpen: 3, IdleClose: -1})
 	names := []string{"s1", "s2", "s3", "s4", "s5"}
 	for _, n := range names {
@@ -236,6 +239,7 @@ func TestOpenStoresAreBounded(t *testing.T) {
 }
 
 func TestIdleStoresAreClosed(t *testing.T) {
+	t.Parallel()
 	d := newDir(t, "", stores.Options{IdleClose: 20 * time.Millisecond})
 	if _, err := d.Create("quiet", stores.Meta{}, gitmem.Signature{}); err != nil {
 		t.Fatal(err)
@@ -256,6 +260,7 @@ func TestIdleStoresAreClosed(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
 	d := newDir(t, "", stores.Options{MaxOpen: 2, IdleClose: -1})
 	names := []string{"a", "b", "c", "d"}
 	for _, n := range names {

@@ -220,6 +220,7 @@ func (a *storesAPI) createStores(names ...string) {
 }
 
 func TestStoresAuthAndScopes(t *testing.T) {
+	t.Parallel()
 	a := newStoresAPI(t, policy.ScreenOff)
 	a.createStores("alice", "bob")
 	create := `{"command":"create","path":"/memories/a.md","file_text":"one\n"}`
@@ -335,6 +336,7 @@ func TestStoresAuthAndScopes(t *testing.T) {
 }
 
 func TestStoresLifecycleAPI(t *testing.T) {
+	t.Parallel()
 	a := newStoresAPI(t, policy.ScreenOff)
 	var s stores.StoreJSON
 	if code := a.call("ops", "POST", "/v1/stores", map[string]any{"name": "alice", "description": "Alice's preferences.",
@@ -436,6 +438,7 @@ func TestStoresLifecycleAPI(t *testing.T) {
 }
 
 func TestStoresSecretScreening(t *testing.T) {
+	t.Parallel()
 	a := newStoresAPI(t, policy.ScreenRefuse) // the server refuses...
 	a.createStores("alice", "bob", "carol")
 	// ...alice masks, carol does not screen.
@@ -468,6 +471,7 @@ func TestStoresSecretScreening(t *testing.T) {
 }
 
 func TestMemoriesAPI(t *testing.T) {
+	t.Parallel()
 	a := newStoresAPI(t, policy.ScreenOff)
 	a.createStores("alice")
 	steps := []string{
@@ -596,6 +600,7 @@ func TestMemoriesAPI(t *testing.T) {
 }
 
 func TestVersionsAPI(t *testing.T) {
+	t.Parallel()
 	a := newStoresAPI(t, policy.ScreenOff)
 	a.createStores("alice")
 	calls := []string{

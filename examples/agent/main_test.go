@@ -42,6 +42,7 @@ func newRepo(t *testing.T) *gitmem.Repo {
 // tool_results with their ids) and the commits. (Too short for the API to
 // clear anything: TestAgentContextEditingClearsOldResults.)
 func TestAgentLoop(t *testing.T) {
+	t.Parallel()
 	api := fakeapi.New(t,
 		// Session 1.
 		`[{"type":"text","text":"I'll check my memory first."},
@@ -149,6 +150,7 @@ func TestAgentLoop(t *testing.T) {
 // With ANTHROPIC_API_KEY set, two sessions with the real API: the model
 // writes something to its memory in the first, and the second finds it.
 func TestAgentLoopLiveAPI(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("ANTHROPIC_API_KEY") == "" {
 		t.Skip("ANTHROPIC_API_KEY is not set")
 	}
@@ -180,6 +182,7 @@ func TestAgentLoopLiveAPI(t *testing.T) {
 // memory tool's: it is the only tool), and the agent reports each edit
 // the API applied. The fake API clears as the API documents it.
 func TestAgentContextEditingClearsOldResults(t *testing.T) {
+	t.Parallel()
 	var notes strings.Builder
 	for i := range 800 {
 		fmt.Fprintf(&notes, "- note %d: something worth remembering about the task\n", i)

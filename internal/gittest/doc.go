@@ -11,4 +11,5 @@
 // registered later (a repository's Close), so every end-to-end test ends
 // with git's own verdict on what it left. A test that damages a
 // repository on purpose says so with Damaged, and the reason is logged.
+// A test that must not run in parallel with others says why with Serial.
 package gittest

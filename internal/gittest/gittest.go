@@ -104,6 +104,16 @@ func TempDir(t testing.TB) string {
 	return dir
 }
 
+// Serial marks a test that does not call t.Parallel, and says why (it
+// is logged, so a failure shows it): a load or crash test that keeps both
+// cores busy, or one that sets something the whole process shares. Go
+// runs a package's serial tests one at a time before its parallel ones,
+// so such a test never runs beside another test of its package.
+func Serial(t testing.TB, why string) {
+	t.Helper()
+	t.Logf("gittest: runs alone: %s", why)
+}
+
 // Damaged says that the test leaves the repository at dir (or those
 // under it) damaged on purpose, and logs why: FsckAtEnd does not check
 // it. t is the test that called FsckAtEnd.

@@ -12,6 +12,7 @@ import (
 // pass clean ones, and fail on a broken object, on a missing one and on
 // a stray file among the objects (git exits 0 for that one).
 func TestFsckTree(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	work, bare, inner := filepath.Join(root, "work"), filepath.Join(root, "deep", "shared.git"), filepath.Join(root, "work", "sub")
 	Git(t, root, "init", "-q", work)

@@ -10,6 +10,7 @@ import (
 // Every delta applies back to its target, and the ones for small edits
 // are small.
 func TestDeltaRoundTrip(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 7))
 	random := func(n int) []byte {
 		b := make([]byte, n)
@@ -84,6 +85,7 @@ func TestDeltaRoundTrip(t *testing.T) {
 
 // A random base and random edits of it, many times over.
 func TestDeltaRandomEdits(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for iter := range 500 {
 		base := make([]byte, rng.IntN(4000))
@@ -122,6 +124,7 @@ func TestDeltaRandomEdits(t *testing.T) {
 
 // A damaged delta is refused, never applied out of bounds.
 func TestApplyDeltaRefusesDamage(t *testing.T) {
+	t.Parallel()
 	base := []byte("the quick brown fox jumps over the lazy dog, again and again")
 	target := []byte("the quick brown cat jumps over the lazy dog, again and again!")
 	d := Delta(base, target, 0)

@@ -16,6 +16,7 @@ import (
 // files git diff-tree finds, with their new blobs, between neighbouring
 // commits and commits far apart, a file turned into a folder included.
 func TestDiffTreeEntriesAgreesWithGit(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	dir := history(t, 120)
 	// A file that becomes a folder, and back.

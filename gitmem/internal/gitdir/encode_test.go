@@ -39,6 +39,7 @@ func refEncode(entries []object.TreeEntry) []byte {
 // "a-", "a0": '/' is between '.' and '0'), every mode, and a known tree
 // hash from git itself.
 func TestEncodeEntriesAsGit(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	names := []string{"a", "a.b", "a-", "a0", "a/", "ab", "b", "a.", "é", "Z", "a b", "aa", "a.md", "a0.md"}
 	modes := []filemode.FileMode{filemode.Dir, filemode.Regular, filemode.Executable, filemode.Symlink, filemode.Submodule}

@@ -17,6 +17,7 @@ import (
 // says: the same message ids, none where git passes, and some problem
 // where git fails with no message id (an object it cannot parse).
 func TestChecksAgreeWithGitFsckStrict(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	blob := plumbing.ComputeHash(plumbing.BlobObject, []byte("hi\n"))
 	entry := func(mode, name string, h plumbing.Hash) string { return mode + " " + name + "\x00" + string(h[:]) }

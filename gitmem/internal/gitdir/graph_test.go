@@ -87,6 +87,7 @@ func gitLines(t *testing.T, dir string, args ...string) []string {
 // beyond), MergeBase is one of git merge-base --all; also when commit
 // times tie.
 func TestGraphAgreesWithGit(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(8) {
 		tick := 60
 		if seed%2 == 1 {
@@ -180,6 +181,7 @@ func TestGraphAgreesWithGit(t *testing.T) {
 // itself (status when the memory and the remote agree) reads a few
 // commits, not the history.
 func TestExclusiveOfItselfStopsEarly(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(gittest.TempDir(t), "r.git")
 	all := randomHistory(t, dir, 9, 200, 60)
 	s := Open(dir)

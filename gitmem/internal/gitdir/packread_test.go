@@ -18,6 +18,7 @@ import (
 // Objects in a pack git wrote with deltas (OFS_DELTA, and REF_DELTA in a
 // thin-pack style repack) read back byte for byte, with their sizes.
 func TestReadDeltifiedPacks(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs the git CLI")
 	}

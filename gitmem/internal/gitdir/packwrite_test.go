@@ -31,6 +31,7 @@ func gitInit(t *testing.T) (dir, gitDir string) {
 // A pack gitmem writes is one git reads: `git verify-pack` accepts it and
 // every object comes back, through git and through go-git, byte for byte.
 func TestWriteObjectsPack(t *testing.T) {
+	t.Parallel()
 	dir, gitDir := gitInit(t)
 	var objs []Object
 	for i := range 300 {
@@ -68,6 +69,7 @@ func TestWriteObjectsPack(t *testing.T) {
 // PackSmall packs loose objects and small packs into one pack and removes
 // them: every object stays readable, through git and the Store.
 func TestPackSmallTakesLooseObjectsAndPacks(t *testing.T) {
+	t.Parallel()
 	dir, gitDir := gitInit(t)
 	s := Open(gitDir)
 	defer s.Close()
@@ -117,6 +119,7 @@ func TestPackSmallTakesLooseObjectsAndPacks(t *testing.T) {
 // elsewhere is stored whole): git verify-pack accepts the pack, and every
 // tree reads back byte for byte through git and through the Store.
 func TestPackStoresTreesAsDeltasOfTheirBase(t *testing.T) {
+	t.Parallel()
 	dir, gitDir := gitInit(t)
 	var objs []Object
 	blob := func(i int) plumbing.Hash {
@@ -174,6 +177,7 @@ func TestPackStoresTreesAsDeltasOfTheirBase(t *testing.T) {
 // mutation's CPU under load), and its objects, and the older packs', read
 // at once. A pack another process adds is still found (listed on a miss).
 func TestWrittenPackJoinsTheKnownPacks(t *testing.T) {
+	t.Parallel()
 	gitDir := t.TempDir() // a git folder of objects only
 	s := Open(gitDir)
 	defer s.Close()
@@ -253,6 +257,7 @@ func BenchmarkPackThenRead(b *testing.B) {
 // standard library's reader (not the one gitmem reads with) gives every
 // size back byte for byte.
 func TestPutStoredIsZlib(t *testing.T) {
+	t.Parallel()
 	for n := range storedBelow {
 		data := make([]byte, n)
 		for i := range data {
@@ -276,6 +281,7 @@ func TestPutStoredIsZlib(t *testing.T) {
 // of the object, or a copy in another pack, is sound, it is read instead,
 // as git does.
 func TestDamagedPackEntry(t *testing.T) {
+	t.Parallel()
 	dir, gitDir := gitInit(t)
 	gittest.Damaged(t, dir, "a byte of a pack entry is changed")
 	data := []byte("a small memory, stored as it is\n")

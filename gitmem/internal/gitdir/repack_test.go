@@ -27,6 +27,7 @@ func needGit(t *testing.T) {
 // `git verify-pack` checks every object and its chain, and `git cat-file`
 // and go-git give back every version.
 func TestPackWithDeltasIsReadByGit(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	dir := gittest.TempDir(t)
 	gittest.Git(t, dir, "init", "-q")
@@ -141,6 +142,7 @@ func refTips(t *testing.T, dir string) []plumbing.Hash {
 // (fsck, the log with patches), and the trees and edited files are
 // deltas along short chains.
 func TestRepackFull(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	dir := history(t, 200)
 	gitDir := filepath.Join(dir, ".git")
@@ -192,6 +194,7 @@ func TestRepackFull(t *testing.T) {
 // An incremental repack packs exactly the objects it is given: those the
 // walk reaches as deltas, the rest whole.
 func TestRepackOnly(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	dir := history(t, 60)
 	gitDir := filepath.Join(dir, ".git")
@@ -224,6 +227,7 @@ func TestRepackOnly(t *testing.T) {
 // The chains are those of the scheme: version n (back from the newest) is
 // a delta against n with its lowest set bit cleared.
 func TestVersionBases(t *testing.T) {
+	t.Parallel()
 	var v versions
 	hashes := make([]plumbing.Hash, 40)
 	for n := range hashes {
@@ -244,6 +248,7 @@ func TestVersionBases(t *testing.T) {
 
 // A repack asked to stop gives up with ErrStopped and leaves nothing.
 func TestRepackStops(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	dir := history(t, 400) // more objects than the stop is polled after
 	gitDir := filepath.Join(dir, ".git")
@@ -264,6 +269,7 @@ func TestRepackStops(t *testing.T) {
 // Repack fail with an error, not end the process with a fault, and leave
 // nothing behind.
 func TestRepackOfAPackCutShort(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	if !canMapPacks {
 		t.Skip("packs are not mapped here")
@@ -301,6 +307,7 @@ func TestRepackOfAPackCutShort(t *testing.T) {
 // A Store that listed a pack before another process repacked and deleted
 // it reads its objects from the new pack.
 func TestReadAfterRepackElsewhere(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	dir := history(t, 30)
 	gitDir := filepath.Join(dir, ".git")

@@ -26,6 +26,7 @@ func rec(i int, size int) WALRecord {
 // after Reset none does; a record cut short (a torn write) and whatever
 // follows it are never returned.
 func TestWALRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := walDir(t)
 	w, recs, err := OpenWAL(dir, "wal")
 	if err != nil || len(recs) != 0 {
@@ -89,6 +90,7 @@ func TestWALRoundTrip(t *testing.T) {
 // it change no size (no metadata for their fdatasync), they read back
 // after a reopen, and a smaller GrowTo changes nothing.
 func TestWALGrowTo(t *testing.T) {
+	t.Parallel()
 	dir := walDir(t)
 	w, _, err := OpenWAL(dir, "wal")
 	if err != nil {
