@@ -26,6 +26,7 @@ import (
 // take the empty file (it deleted every line, and the acknowledged values
 // with them, until the next adopt); the completed write is adopted.
 func TestAdoptWaitsForATruncatedFileToBeWritten(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\ntwo\n")
 	settle(t, r)

@@ -21,6 +21,7 @@ import (
 // nothing of what it read is no edit; and one made later that takes a
 // model's line out is taken as it is.
 func TestEditOfAFileReadBeforeAnAcknowledgedChange(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	p := filepath.Join(dir, "memories", "a.md")
 	adopt := func(want error) {
@@ -100,6 +101,7 @@ func TestEditOfAFileReadBeforeAnAcknowledgedChange(t *testing.T) {
 // to a file the reset rewrote — HEAD keeps every acknowledged change, the
 // worktree follows it, and no adopt commit is made.
 func TestResetHardWhileServingUndoesNoAcknowledgedChange(t *testing.T) {
+	t.Parallel()
 	for _, next := range []string{"adopt", "another file", "that file"} {
 		t.Run(next, func(t *testing.T) {
 			r, dir := newRepo(t)
@@ -181,6 +183,7 @@ func TestResetHardWhileServingUndoesNoAcknowledgedChange(t *testing.T) {
 // git wrote for a hand edit; once git is done the move is undone with
 // its files.
 func TestAdoptWaitsWhileGitRewritesTheWorktree(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "a1\n\nx\n")
 	settle(t, r)
@@ -236,6 +239,7 @@ func TestAdoptWaitsWhileGitRewritesTheWorktree(t *testing.T) {
 // every line: a block's two halves are merged each on its own, so a file
 // edited round after round grows by the lines of each round, no more.
 func TestConflictMarkersNeverNest(t *testing.T) {
+	t.Parallel()
 	block := func(o, h string) string {
 		return "<<<<<<< gitmem\n" + o + "=======\n" + h + ">>>>>>> edited by hand\n"
 	}

@@ -163,6 +163,7 @@ func blameEdit(t *testing.T, rng *rand.Rand, r *Repo, id string) {
 // blame of every file, in every agent, must name the commit git blame
 // names for every line.
 func TestBlameAgreesWithGitAfterMerges(t *testing.T) {
+	t.Parallel()
 	seeds := 6
 	if v, err := strconv.Atoi(os.Getenv("GITMEM_BLAME_SEEDS")); err == nil {
 		seeds = v

@@ -12,6 +12,7 @@ import (
 // an object git rejects: encoding neutralises what would corrupt a commit
 // (angle brackets and newlines in an identity, NUL anywhere).
 func TestHostileMetadataKeepsFsckClean(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs the git CLI")
 	}

@@ -117,6 +117,7 @@ func init() {
 // The default run makes a few kills of each kind; GITMEM_CRASH_KILLS=N
 // makes N (hundreds for the long mode), in rounds of 50 on new repositories.
 func TestKillNineModes(t *testing.T) {
+	gittest.Serial(t, "a crash test: child processes write as fast as they go and are killed")
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}

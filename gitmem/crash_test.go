@@ -73,6 +73,7 @@ func init() {
 // acknowledged change is in the history, git fsck is clean, and after the
 // next start the worktree matches HEAD exactly (git status is empty).
 func TestKillNineLosesNothing(t *testing.T) {
+	gittest.Serial(t, "a crash test: child processes write as fast as they go and are killed")
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
@@ -175,6 +176,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 // no object); when it has not, the repository is as before. Never is the
 // old worktree adopted back into history.
 func TestKillNineDuringRedact(t *testing.T) {
+	gittest.Serial(t, "a crash test: child processes redact and are killed, each waited for with a deadline")
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}

@@ -61,6 +61,7 @@ func closedRepo(t *testing.T) string {
 // after it ("Could not read ... for commit-graph" before), and so is
 // gitmem fsck.
 func TestRedactAfterGitGCLeavesGitFsckClean(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	for i, s := range []string{"plain\n", "key sk-live1secret\n", "more\n"} {
 		write(t, r, "t"+string(rune('0'+i)), "a.md", s)
@@ -86,6 +87,7 @@ func TestRedactAfterGitGCLeavesGitFsckClean(t *testing.T) {
 // make git fsck --strict fail. gitmem fsck names both and --repair
 // removes them; then git fsck --strict is clean.
 func TestFsckFindsStaleDerivedFiles(t *testing.T) {
+	t.Parallel()
 	dir := closedRepo(t)
 	// A commit only a branch reaches, in the commit-graph; then the
 	// branch goes, and git prune deletes the commit.
@@ -122,6 +124,7 @@ func TestFsckFindsStaleDerivedFiles(t *testing.T) {
 // fsck --strict refuses, put on the branch by hand, is named by gitmem
 // fsck with git's message id.
 func TestFsckRunsGitFsckStrictChecks(t *testing.T) {
+	t.Parallel()
 	dir := closedRepo(t)
 	tree := gitIn(t, dir, "", "rev-parse", "main^{tree}")
 	parent := gitIn(t, dir, "", "rev-parse", "main")

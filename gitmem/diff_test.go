@@ -17,6 +17,7 @@ var hunkContext = regexp.MustCompile(`(?m)^(@@ [^@]* @@).*$`)
 
 // The unified diff gitmem prints is the one git prints, hunk for hunk.
 func TestUnifiedMatchesGitDiff(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs the git CLI")
 	}
@@ -53,6 +54,7 @@ func TestUnifiedMatchesGitDiff(t *testing.T) {
 // The worktree's diff lists hand edits gitmem will adopt, and not a file
 // whose name no model could write, which it never adopts.
 func TestDiffWorktreeLeavesOutWhatIsNeverAdopted(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -77,6 +79,7 @@ func TestDiffWorktreeLeavesOutWhatIsNeverAdopted(t *testing.T) {
 // (plain git), is left out of the worktree's diff on both sides: it is no
 // deletion waiting to be adopted.
 func TestDiffWorktreeLeavesOutACommittedOddName(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // CLI message is useful, but never a host path: a path is shown from .git/
 // or memories/ on, or by its last element.
 func TestStorageErrorNamesTheCauseWithoutHostPaths(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err        error
 		want       string

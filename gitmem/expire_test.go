@@ -12,6 +12,7 @@ import (
 // say (commits in one second; a clock that went back), and the later in
 // time only between changes neither of which descends from the other.
 func TestStaleGoesByCommitOrder(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	hash := func(n byte) plumbing.Hash { return plumbing.Hash{n} }
 	rec := func(n byte, at int, parents ...byte) histRec {

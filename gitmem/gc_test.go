@@ -48,6 +48,7 @@ func pendingObjects(t *testing.T, r *Repo) (objects map[plumbing.Hash]bool, file
 }
 
 func TestGCPacksAndGitAgrees(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	for i := range 30 {
 		write(t, r, fmt.Sprint("id", i), fmt.Sprintf("d%d/f.md", i%4), fmt.Sprintf("v%d\n", i))
@@ -91,6 +92,7 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 // but the newest is a delta, and the pack is a fraction of the trees'
 // size.
 func TestGCDeltifiesAFlatFolder(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	_, err := r.Update(Meta{Subject: "seed"}, func(tx *Tx) error {
 		for i := range 500 {
@@ -212,6 +214,7 @@ func TestFullGCKeepsWhatCommitsMadeMeanwhileUse(t *testing.T) {
 // The packs left after merging form a geometric progression, and every
 // burst (a small pack gc did not write) is merged.
 func TestPacksToMerge(t *testing.T) {
+	t.Parallel()
 	h := func(i int) plumbing.Hash { return plumbing.ComputeHash(plumbing.BlobObject, []byte(fmt.Sprint(i))) }
 	ours := func(i, n int) gd.Pack { return gd.Pack{Hash: h(i), Objects: n, Repacked: true} }
 	fresh := func(i, n int) gd.Pack { return gd.Pack{Hash: h(i), Objects: n} }
@@ -254,6 +257,7 @@ func TestPacksToMerge(t *testing.T) {
 // clears it once it is old (a young one may be being written), a
 // redaction at once (gitmem's TestRedactLeavesNoOpenOrTemporaryPacks).
 func TestGCClearsTemporaryPacks(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "a", "a.md", "a\n")
 	settle(t, r)
@@ -281,6 +285,7 @@ func TestGCClearsTemporaryPacks(t *testing.T) {
 // which git counts as garbage) still counts as gc's, and the next start
 // moves the mark out of git's folder.
 func TestOldRepackedMarksMove(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {

@@ -33,6 +33,7 @@ import (
 // acknowledged tool_use id is in git log main exactly once and git fsck
 // --strict is clean.
 func TestPlainGitGCBesideWritersLosesNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs git gc in a loop")
 	}
@@ -312,6 +313,7 @@ func TestObjectsDeletedBeforeACheckpointAreWrittenAgain(t *testing.T) {
 // missing, with the history cut there, and the repair offered is a copy
 // from a clone, not gitmem redact --blob, which cannot mend it.
 func TestFsckNamesAMissingCommit(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	middle := write(t, r, "t2", "a.md", "two\n")
@@ -421,6 +423,7 @@ func TestPlainGitGCDuringAFetch(t *testing.T) {
 // pack; a redaction in between deletes the old objects, and the fold that
 // follows must not write them again.
 func TestFoldAfterARedactionWritesNoOldObject(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t0", "secret.md", "key sk-live7secret\n")
 	if err := r.checkpoint(); err != nil {
@@ -448,6 +451,7 @@ func TestFoldAfterARedactionWritesNoOldObject(t *testing.T) {
 // deletes meanwhile (git fails to read what it says is there). Once the
 // lock is gone, the small packs are gitmem gc's.
 func TestFoldWaitsForGitMaintenance(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	lock := filepath.Join(dir, ".git", "objects", "maintenance.lock")
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {

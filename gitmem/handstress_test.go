@@ -25,6 +25,7 @@ import (
 // after an adopt read the file). The run is bounded by a count of hand
 // edits and a deadline, not by a timing assertion.
 func TestHandEditsUnderLoadAreNeverLost(t *testing.T) {
+	gittest.Serial(t, "a load test: writers, hand edits and adopts as fast as they go, bounded by a deadline")
 	r, dir := quietRepo(t)
 	files := []string{"a.md", "b.md", "c.md"}
 	for i, f := range files {
@@ -191,6 +192,7 @@ func appendHand(t *testing.T, dir, p, line string) {
 // from before an acknowledged change): the merge gitmem writes must not
 // replace a second edit made after the read.
 func TestHandEditAfterAnAdoptReadIsKept(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\ntwo\n")
 	settle(t, r)
@@ -283,6 +285,7 @@ func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
 // touch the same lines). The run is bounded by a count of edits and a
 // deadline.
 func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
+	gittest.Serial(t, "a load test: writers, truncating hand edits and adopts as fast as they go, bounded by a deadline")
 	r, dir := quietRepo(t)
 	files := []string{"a.md", "b.md", "c.md"}
 	for i, f := range files {
@@ -426,6 +429,7 @@ func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
 // model last wrote, and HEAD ends with every inserted line and every last
 // value.
 func TestResetHardUnderLoad(t *testing.T) {
+	gittest.Serial(t, "a load test: two writers, adopts and git reset --hard as fast as they go")
 	r, dir := quietRepo(t)
 	files := []string{"a.md", "b.md", "c.md"}
 	for i, f := range files {

@@ -49,6 +49,7 @@ func importedHistory(t *testing.T, n int) string {
 // process holds the writer lock it saves nothing (that writer saves what
 // it builds).
 func TestReaderSavesTheIndexItRebuilt(t *testing.T) {
+	t.Parallel()
 	dir := importedHistory(t, 30)
 	head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
 	path := filepath.Join(dir, ".git", "gitmem", "history")

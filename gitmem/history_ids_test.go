@@ -18,6 +18,7 @@ import (
 // the index, its tool_use ids are still read, and the next change after a
 // restart goes through.
 func TestLongHistoryRecordIsRead(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -69,6 +70,7 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 // "Tool-Use-Id" does not stand for it, and the same call after a restart
 // is still known.
 func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -143,6 +145,7 @@ func damagedHistory(t *testing.T, damage string) (dir, path string, sound []byte
 // lost record's id is known at once, and a retry of its call makes no
 // second commit.
 func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
+	t.Parallel()
 	for _, damage := range []string{"lost", "doubled", "root lost"} {
 		t.Run(damage, func(t *testing.T) {
 			dir, path, sound := damagedHistory(t, damage)
@@ -169,6 +172,7 @@ func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 // fsck names a history index damaged in the middle, and --repair
 // rebuilds it.
 func TestFsckRepairsADamagedHistoryIndex(t *testing.T) {
+	t.Parallel()
 	dir, path, sound := damagedHistory(t, "lost")
 	rep, err := Fsck(dir, testOptions(t), false)
 	if err != nil || len(rep.Problems) != 1 || !strings.HasPrefix(rep.Problems[0].What, "the history index (.git/gitmem/history) is damaged at record") {
@@ -189,6 +193,7 @@ func TestFsckRepairsADamagedHistoryIndex(t *testing.T) {
 // first) says the index is damaged: it does not list the history without
 // that commit.
 func TestLogOfADamagedHistoryIndex(t *testing.T) {
+	t.Parallel()
 	for _, damage := range []string{"lost", "doubled", "root lost"} {
 		t.Run(damage, func(t *testing.T) {
 			dir, _, _ := damagedHistory(t, damage)

@@ -17,6 +17,7 @@ import (
 // were missing: nothing fails, the tool_use ids of the old history are
 // known again, log reads every commit, and the file is written anew.
 func TestOlderHistoryIndexIsRebuilt(t *testing.T) {
+	t.Parallel()
 	for _, header := range []string{"gitmem-history 4", "gitmem-history 3", "gitmem-history 99", "something else"} {
 		t.Run(header, func(t *testing.T) {
 			dir := gittest.TempDir(t)

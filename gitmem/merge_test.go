@@ -37,6 +37,7 @@ func edit(rng *rand.Rand, base []string, tag string) []string {
 // merge3 agrees with `git merge-file` on clean merges (same result) and on
 // which merges conflict.
 func TestMerge3AgreesWithGitMergeFile(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs the git CLI")
 	}
@@ -84,6 +85,7 @@ func TestMerge3AgreesWithGitMergeFile(t *testing.T) {
 }
 
 func TestMerge3Basics(t *testing.T) {
+	t.Parallel()
 	l := func(s string) []string { return splitKeep(s) }
 	got, c := merge3(l("a\nb\nc\nd\ne\n"), l("a\nB\nc\nd\ne\n"), l("a\nb\nc\nd\nE\n"))
 	if len(c) != 0 || strings.Join(got, "") != "a\nB\nc\nd\nE\n" {

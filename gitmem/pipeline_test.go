@@ -205,6 +205,7 @@ func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
 // A checkpoint failing again for the same reason is logged once, though
 // the file it names (a temporary one) is new at every attempt.
 func TestFailureKind(t *testing.T) {
+	t.Parallel()
 	enospc := func(path string) error {
 		return fmt.Errorf("write the object: %w", &fs.PathError{Op: "write", Path: path, Err: syscall.ENOSPC})
 	}
@@ -225,6 +226,7 @@ func TestFailureKind(t *testing.T) {
 // folder comes, a file written twice. (It looks a path up only in the
 // commits that may have changed it.)
 func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "t0", "a.md", "v0\n")
 	write(t, r, "t1", "d/b.md", "b0\n")
@@ -297,6 +299,7 @@ func itemTrees(items []*prepared) []*node {
 // writes the index, the materialiser's. It held the writer lock while it
 // materialised a backlog, and every call waited for it.
 func TestFlushLetsCallsThrough(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "t0", "a.md", "v0\n")
 	r.mmu.Lock() // a materialisation under way
@@ -341,6 +344,7 @@ func stackHas(fns ...string) bool {
 // ask about: it answers covers for every path at, above or beneath them
 // as the whole set does.
 func TestPendingForAnswersAsTheWholeSet(t *testing.T) {
+	t.Parallel()
 	all := []string{"memories/a.md", "memories/d", "memories/e/f.md", "memories/ab.md", "memories/x/y/z.md"}
 	r := &Repo{}
 	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
@@ -558,6 +562,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 // it: neither file then grows while calls wait. A light load leaves both
 // files small.
 func TestSpareLogTakesTheLoad(t *testing.T) {
+	gittest.Serial(t, "a load test: writers as fast as they go until the spare log grows, with a deadline")
 	r, _ := newRepo(t)
 	if free := gd.FreeSpace(r.gitDir); free < 16*spareCap {
 		t.Skipf("the temporary folder's file system has %d bytes free; a spare log is made only with %d", free, 16*spareCap)

@@ -21,6 +21,7 @@ import (
 // materialiser) gave the file its old size, and git then listed it as
 // modified for good though it was identical to HEAD (issue 21, item 17).
 func TestIndexNeverVouchesForAFileNotYetWritten(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	settle(t, r)
@@ -80,6 +81,7 @@ func repoLoggingErrors(t *testing.T) (r *Repo, dir string, logged func() string)
 // on the branch, git status empty and git fsck clean. (Issue 21, item 6:
 // every later write was refused, forever, with an INFO line.)
 func TestBranchDeletedWhileServingIsPutBack(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		after func(t *testing.T, r *Repo) // what gitmem does after the deletion
@@ -143,6 +145,7 @@ func TestBranchDeletedWhileServingIsPutBack(t *testing.T) {
 // process had committed on from what this one knew: no change is refused,
 // every acknowledged one ends on the branch.
 func TestBranchDeletedUnderLoadLosesNothing(t *testing.T) {
+	gittest.Serial(t, "a load test: writers as fast as they go while git deletes the branch")
 	t.Run("under load", func(t *testing.T) {
 		r, dir := newRepo(t)
 		write(t, r, "t0", "a.md", "zero\n")
@@ -229,6 +232,7 @@ func TestBranchDeletedUnderLoadLosesNothing(t *testing.T) {
 // HEAD stayed on the other branch, nothing was logged, and git status
 // listed every file written since.)
 func TestHeadSwitchedWhileServingIsPutBack(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		checkout []string // the git command, after t1 and t2 are settled
@@ -446,6 +450,7 @@ func refusedByGit(t *testing.T, out string, err error, why ...string) bool {
 // stash those it stashes, merge when it gives up) and for git gc, prune
 // and repack are pinned where those are fixed.
 func TestPlainGitBesideAWritingRepo(t *testing.T) {
+	gittest.Serial(t, "a load test: two writers beside every plain git command, each waited for with a deadline")
 	const lagging = time.Hour // .git/index lags every change: what git refuses, it refuses every time
 	for _, tc := range []struct {
 		name       string

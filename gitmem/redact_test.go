@@ -21,6 +21,7 @@ import (
 // After a redaction the secret is in no object git can find, every other
 // commit keeps its message, trailers, author and date, and fsck is clean.
 func TestRedactLeavesNoTrace(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		red  func(secretBlob string) Redaction
@@ -89,6 +90,7 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 // A server (one Repo) keeps working after an operator (another Repo on
 // the same folder) rewrote the history and deleted the old objects.
 func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	server, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -125,6 +127,7 @@ func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
 // refs/gitmem/, a new commit that is not in the repository or not a
 // commit — stops the start with a clear error and moves nothing.
 func TestDamagedInterruptedRedactionRecord(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {

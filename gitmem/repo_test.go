@@ -122,6 +122,7 @@ func read(t *testing.T, r *Repo, p string) string {
 // Two Repo values on one folder behave like two gitmem processes: the
 // lock serialises them and each sees what the other committed.
 func TestTwoWritersShareOneRepository(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r1, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -170,6 +171,7 @@ func TestTwoWritersShareOneRepository(t *testing.T) {
 // A crash between the branch update and the worktree leaves a journal;
 // the next start makes the named paths match HEAD and commits nothing.
 func TestStartRepairsAnInterruptedChange(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -206,6 +208,7 @@ func TestStartRepairsAnInterruptedChange(t *testing.T) {
 
 // A failing transaction writes nothing: no commit, no file.
 func TestFailedTransactionChangesNothing(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	before, _ := r.Commit("HEAD")
 	_, err := r.Update(Meta{Subject: "x"}, func(tx *Tx) error {
@@ -231,6 +234,7 @@ func TestFailedTransactionChangesNothing(t *testing.T) {
 
 // Readers see whole snapshots while writers commit (run with -race).
 func TestSnapshotsDuringWrites(t *testing.T) {
+	t.Parallel()
 	r, _, err := Init(gittest.TempDir(t), testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -308,6 +312,7 @@ func TestLogFromTheIndexTail(t *testing.T) {
 
 // blame follows a file back through a rename of its folder.
 func TestBlameFollowsRenames(t *testing.T) {
+	t.Parallel()
 	r, _, err := Init(gittest.TempDir(t), testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -336,6 +341,7 @@ func TestBlameFollowsRenames(t *testing.T) {
 // Two writers appending to one history index never duplicate a record:
 // the file stays one clean chain that a fresh process reads in full.
 func TestHistoryIndexStaysOneChainWithTwoWriters(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r1, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -364,6 +370,7 @@ func TestHistoryIndexStaysOneChainWithTwoWriters(t *testing.T) {
 // While gitmem runs, .git/index follows HEAD once it has been idle for
 // IndexDelay, so `git status` is clean without gitmem exiting.
 func TestIndexCatchesUpWhenIdle(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.IndexDelay = 20 * time.Millisecond
@@ -392,6 +399,7 @@ func TestIndexCatchesUpWhenIdle(t *testing.T) {
 // changed since the last one: an unchanged file keeps its entry, git
 // still sees a hand edit of it, and the files gitmem changed are clean.
 func TestIndexFollowsUnderLoad(t *testing.T) {
+	gittest.Serial(t, "a load test: a steady stream of writes while the index follows")
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.IndexDelay = 50 * time.Millisecond
@@ -430,6 +438,7 @@ func TestIndexFollowsUnderLoad(t *testing.T) {
 // block the next process's commits (its journal shows the lock is its
 // own).
 func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -474,6 +483,7 @@ func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
 // A time before the first commit names gitmem init's empty commit (the
 // memory was as empty before it), never a first commit that holds files.
 func TestAtBeforeTheFirstCommit(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	root, err := r.Resolve("HEAD~1")
@@ -516,6 +526,7 @@ func TestGitIdentityFromTheEnvironment(t *testing.T) {
 // again, a .git holding a branch file and some objects that git, and a
 // store listing, took for a damaged repository.
 func TestDeletedRepositoryIsNotBroughtBack(t *testing.T) {
+	t.Parallel()
 	for _, settled := range []bool{true, false} {
 		dir := filepath.Join(gittest.TempDir(t), "memory")
 		r, _, err := Init(dir, testOptions(t))

@@ -33,6 +33,7 @@ func rawTree(t *testing.T, dir string, entries ...object.TreeEntry) plumbing.Has
 // tree. (What git fsck --strict refuses, a ".." entry or a name with a
 // "/", is not fetched at all: TestRemoteObjectsGitFsckRefuses.)
 func TestHostileRemote(t *testing.T) {
+	t.Parallel()
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
 	put(t, a, "a1", "base.md", "base\n")
@@ -170,6 +171,7 @@ func TestHostileRemote(t *testing.T) {
 // objects were fetched and kept as the merge's second parent: git fsck
 // --strict failed for good. Over a path and over git://.
 func TestRemoteObjectsGitFsckRefuses(t *testing.T) {
+	t.Parallel()
 	status := func(r *Repo, name string) SyncStatus {
 		t.Helper()
 		st, err := r.Status(name)

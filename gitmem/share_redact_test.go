@@ -125,6 +125,7 @@ func TestRedactionPropagates(t *testing.T) {
 // once (the parents of the rewritten commits that were not rewritten),
 // and left the remote's branch on a commit whose parent it lacked.
 func TestRedactSharedSendsUnpushedCommits(t *testing.T) {
+	t.Parallel()
 	const secret = "xoxb-0123456789-abcdefghijKLMN"
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
@@ -159,6 +160,7 @@ func TestRedactSharedSendsUnpushedCommits(t *testing.T) {
 // history rewritten some other way) is refused: a redaction would erase
 // the content from every clone's history for good.
 func TestMadeUpRedactionRecordIsRefused(t *testing.T) {
+	t.Parallel()
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
 	put(t, a, "a1", "notes.md", "keep this\n")
@@ -202,6 +204,7 @@ func pushRecord(t *testing.T, remote, data string) {
 // not the clone's own record. Each rule here would otherwise apply (it
 // names nothing the history holds, so it rewrites nothing).
 func TestMalformedRedactionRecordIsRefused(t *testing.T) {
+	t.Parallel()
 	const (
 		id   = `"id":"0123456789abcdef","time":"2026-01-01T00:00:00Z"`
 		hash = "1111111111111111111111111111111111111111"
@@ -269,6 +272,7 @@ func TestMalformedRedactionRecordIsRefused(t *testing.T) {
 // branch is still where it was or another agent pushed on top of it; the
 // refusal names the way out, and redact --push then clears the remote.
 func TestLocalRedactionIsNotUndoneBySync(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-live-ABCDEFGHIJKLMNOPQRSTUV"
 	for _, moved := range []bool{false, true} {
 		t.Run(map[bool]string{false: "remote as it was", true: "remote moved on"}[moved], func(t *testing.T) {
@@ -338,6 +342,7 @@ func TestLocalRedactionIsNotUndoneBySync(t *testing.T) {
 // remote's history by both (and records both for the other clones), so
 // neither secret comes back, here, there or in a clone.
 func TestTwoLocalRedactionsThenPush(t *testing.T) {
+	t.Parallel()
 	const s1, s2 = "sk-live-FIRSTFIRSTFIRSTFIRST1", "sk-live-SECONDSECONDSECOND22"
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
@@ -423,6 +428,7 @@ func TestInterruptedLocalRedactionIsNoted(t *testing.T) {
 // changes made outside gitmem" for the redacted file, conflict markers
 // and duplicated lines in it, and pushed that to every clone).
 func TestAppliedRedactionIsNoHandEdit(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-live-ABCDEFGHIJKLMNOPQRSTUV"
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")

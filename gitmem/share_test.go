@@ -140,6 +140,7 @@ func onDisk(t testing.TB, r *Repo) map[string]string {
 }
 
 func TestPushPullFastForward(t *testing.T) {
+	t.Parallel()
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
 	put(t, a, "toolu_a1", "prefs.md", "tea\n")
@@ -205,6 +206,7 @@ func TestPushPullFastForward(t *testing.T) {
 }
 
 func TestPushRefusesToOverwrite(t *testing.T) {
+	t.Parallel()
 	remote, a, b := twoAgents(t)
 	put(t, a, "toolu_a1", "a.md", "a\n")
 	put(t, b, "toolu_b1", "b.md", "b\n")
@@ -241,6 +243,7 @@ func TestPushRefusesToOverwrite(t *testing.T) {
 
 // Every kind of conflict, resolved without losing either side.
 func TestMergeConflicts(t *testing.T) {
+	t.Parallel()
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
 	put(t, a, "s0", "lines.md", "one\ntwo\nthree\nfour\nfive\n")
@@ -340,6 +343,7 @@ func TestMergeConflicts(t *testing.T) {
 // renamed a file it edited keeps the edit. Each lost a side once
 // (TestAgentsShareAMemory found the first).
 func TestMergeKeepsWhatARenameLandsOn(t *testing.T) {
+	t.Parallel()
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
 	put(t, a, "s0", "del.md", "base of del\n")
@@ -424,6 +428,7 @@ func keepsAll(t *testing.T, a, b *Repo, lines ...string) {
 // Each case lost a file or stopped every sync once (an attacker's pass).
 // a (the merging side) and b each write files; b syncs, a merges, b pulls.
 func TestMergeBesideNameIsFree(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct{ a, b map[string]string }{
 		"remote file onto local x.md~origin": {
 			a: map[string]string{"x.md/in.md": "a in\n", "x.md~origin": "a tilde\n"},
@@ -456,6 +461,7 @@ func TestMergeBesideNameIsFree(t *testing.T) {
 
 // A second clash at x.md keeps the x.md~origin the first made.
 func TestMergeSecondClashKeepsTheFirst(t *testing.T) {
+	t.Parallel()
 	_, a, b := twoAgents(t)
 	put(t, a, "a1", "x.md/in.md", "a in\n")
 	put(t, b, "b1", "x.md", "b first file\n")
@@ -474,6 +480,7 @@ func TestMergeSecondClashKeepsTheFirst(t *testing.T) {
 // The first beside names are taken, or too long: a free, valid one is
 // found, and the sync goes through.
 func TestMergeBesideNameAlwaysFound(t *testing.T) {
+	t.Parallel()
 	for name, taken := range map[string]int{"ten names taken": 10, "name too long": -1} {
 		t.Run(name, func(t *testing.T) {
 			_, a, b := twoAgents(t)
@@ -517,6 +524,7 @@ func TestMergeBesideNameAlwaysFound(t *testing.T) {
 // folder. (An attacker's pass: the first stopped every sync, the second
 // scattered a folder over notes~origin, ~origin-2, ~origin-3.)
 func TestMergeBesideNearTheLimits(t *testing.T) {
+	t.Parallel()
 	seg := func(c string, n int) string { return strings.Repeat(c, n) }
 	for _, c := range []struct {
 		p    string // the remote's file; its first component is a file here
@@ -569,6 +577,7 @@ func TestMergeBesideNearTheLimits(t *testing.T) {
 // --to a time finds what HEAD was here, and a fresh process reads the
 // same index from disk.
 func TestOperatorToolsOnMergedHistory(t *testing.T) {
+	t.Parallel()
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
 	put(t, a, "a0", "shared.md", "line 1\nline 2\nline 3\nline 4\n")
@@ -680,6 +689,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 // of crash recovery: the journal it leaves for Open is a checkout, not an
 // unfinished change.
 func TestCloneLogsNoRecovery(t *testing.T) {
+	t.Parallel()
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
 	put(t, a, "t1", "notes.md", "hello\n")
@@ -712,6 +722,7 @@ func TestCloneLogsNoRecovery(t *testing.T) {
 // A clone of a memory that holds no file has the memories/ folder all the
 // same, as a new memory has: an operator looks for it there.
 func TestCloneOfAnEmptyMemoryHasTheFolder(t *testing.T) {
+	t.Parallel()
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
 	if _, err := a.Sync(context.Background(), "origin", SyncOptions{}); err != nil {
@@ -732,6 +743,7 @@ func TestCloneOfAnEmptyMemoryHasTheFolder(t *testing.T) {
 // unless asked (issue 21, item 11), as git refuses it; a memory that
 // holds nothing but its own first commit joins one as a clone would.
 func TestUnrelatedHistoryIsRefused(t *testing.T) {
+	t.Parallel()
 	a := agent(t, bareRemote(t), "a")
 	put(t, a, "a1", "mine.md", "mine\n")
 	other := bareRemote(t)
@@ -934,6 +946,7 @@ func TestMergeStartsOverWhenTheTipMovesOtherwise(t *testing.T) {
 // the remote changes, adds, deletes and renames files; then, between the
 // two computations, the memory does too, on the same files and others.
 func TestMergeCarriedOverCallsIsTheSame(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 12))

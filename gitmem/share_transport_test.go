@@ -85,12 +85,14 @@ func roundTrip(t *testing.T, url string, opt SyncOptions) {
 }
 
 func TestSharePath(t *testing.T) {
+	t.Parallel()
 	dir := bareRemote(t)
 	roundTrip(t, dir, SyncOptions{})
 	gittest.Fsck(t, dir)
 }
 
 func TestShareFileURL(t *testing.T) {
+	t.Parallel()
 	dir := bareRemote(t)
 	roundTrip(t, "file://"+dir, SyncOptions{})
 	gittest.Fsck(t, dir)
@@ -106,6 +108,7 @@ func freePort(t testing.TB) int {
 }
 
 func TestShareGitDaemon(t *testing.T) {
+	t.Parallel()
 	root := gittest.TempDir(t)
 	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", filepath.Join(root, "memory.git"))
 	roundTrip(t, gitDaemon(t, root)+"/memory.git", SyncOptions{})
@@ -162,6 +165,7 @@ func gitHTTP(t *testing.T, root, token string, before func(*http.Request)) *http
 }
 
 func TestShareSmartHTTP(t *testing.T) {
+	t.Parallel()
 	root := gittest.TempDir(t)
 	repo := filepath.Join(root, "memory.git")
 	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", repo)
@@ -312,6 +316,7 @@ func TestShareSSH(t *testing.T) {
 // refuses the push as such (a hook) is not retried and its reason is
 // given.
 func TestSyncSaysWhatFailed(t *testing.T) {
+	t.Parallel()
 	root := gittest.TempDir(t)
 	repo := filepath.Join(root, "memory.git")
 	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", repo)

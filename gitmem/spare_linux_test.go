@@ -25,6 +25,7 @@ func inode(t *testing.T, dir, p string) uint64 {
 // or deleted (worktree.recycle). Overwritten, it holds the new text only,
 // with gitmem's mode. Giving the writer lock up (idle) removes the spares.
 func TestSpareFilesAreReused(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", strings.Repeat("a long first version\n", 50))
 	settle(t, r)
@@ -70,6 +71,7 @@ func TestSpareFilesAreReused(t *testing.T) {
 // descriptor is merged with the acknowledged change by the adopt after
 // it is closed.)
 func TestReachableFilesAreNotReused(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "held.md", "held, first\n")
 	write(t, r, "t2", "linked.md", "linked, first\n")
@@ -122,6 +124,7 @@ func TestReachableFilesAreNotReused(t *testing.T) {
 // repair): no spare, no temporary file is left holding part of it.
 // Needs a small tmpfs (root); skipped otherwise.
 func TestSpareOnAFullDisk(t *testing.T) {
+	t.Parallel()
 	mnt := t.TempDir()
 	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt).Run(); err != nil {
 		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v", err)

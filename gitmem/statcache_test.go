@@ -14,6 +14,7 @@ import (
 // did): the same files are dropped, for files, folders, new paths, and
 // names that share a prefix without being under the folder.
 func TestStatCacheForgetsAsAScanWould(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := newStatCache()
 	naive := map[string]statEntry{}

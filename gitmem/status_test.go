@@ -10,6 +10,7 @@ import (
 
 // IndexLag counts the commits the history index file does not hold yet.
 func TestIndexLag(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	for i := range 3 {
 		write(t, r, fmt.Sprint("id-", i), "a.md", fmt.Sprint(i))

@@ -16,6 +16,7 @@ import (
 // differently as a folder: "a" against "a.b" and "a-b"), every folder
 // still encodes as git would, and its size and file count are its files'.
 func TestTreeOrderStaysGitOrder(t *testing.T) {
+	t.Parallel()
 	names := []string{"a", "a.b", "a-b", "a0", "b"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	put := func(_ plumbing.ObjectType, data []byte, _ plumbing.Hash) (plumbing.Hash, error) {

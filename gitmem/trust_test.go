@@ -135,6 +135,7 @@ func TestMirrorFailureRepairedByTheNextChange(t *testing.T) {
 // operator) before the model's change to that file, which then applies
 // to the edited text; a view of the file shows it.
 func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "line one\n")
 	settle(t, r)
@@ -203,6 +204,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 
 // Item 2, stopped: edits made while gitmem is stopped are adopted at start.
 func TestHandEditWhileStoppedIsAdoptedAtStart(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -231,6 +233,7 @@ func TestHandEditWhileStoppedIsAdoptedAtStart(t *testing.T) {
 // Item 3: a broken branch is refused with the repair, never orphaned by a
 // new root commit; fsck --repair brings the history back.
 func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		break_ func(dir string)
@@ -288,6 +291,7 @@ func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
 
 // Item 4: paths read from the journal are checked like a model's.
 func TestJournalPathsAreValidated(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{".git", "memories/../.git", "memories/.git/config", "/etc", "memories/a/../../.git"} {
 		dir := gittest.TempDir(t)
 		r, _, err := Init(dir, testOptions(t))
@@ -315,6 +319,7 @@ func TestJournalPathsAreValidated(t *testing.T) {
 // and then changes work again. Needs a small tmpfs (root); skipped
 // otherwise.
 func TestFullDisk(t *testing.T) {
+	t.Parallel()
 	mnt := t.TempDir()
 	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt).Run(); err != nil {
 		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v", err)
@@ -409,6 +414,7 @@ func TestFullDisk(t *testing.T) {
 // Item 7: a git repository gitmem did not create is refused, read-only
 // or not, unless adopted; read-only opens write nothing.
 func TestForeignRepositoryIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	gittest.Git(t, dir, "init", "-q", "-b", "master")
 	os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644)
@@ -473,6 +479,7 @@ func tree(t *testing.T, dir string) string {
 // the history index, a cache, when they had to rebuild it (issue 21 item
 // 32): the same file a writer writes.
 func TestReadOnlyWritesNothing(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -520,6 +527,7 @@ func TestReadOnlyWritesNothing(t *testing.T) {
 // renamed), commit messages, trailers, identities, .git/index and the
 // history index.
 func TestRedactCoversNamesAndMessages(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	secret := "sk-live42secret"
 	write(t, r, "t1", "keep.md", "fine\n")
@@ -611,6 +619,7 @@ func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
 // server that read packed objects before), and half-written packs a
 // killed gc left are deleted.
 func TestRedactLeavesNoOpenOrTemporaryPacks(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	server, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -651,6 +660,7 @@ func TestRedactLeavesNoOpenOrTemporaryPacks(t *testing.T) {
 // start, and a write of identical content replaces a damaged copy rather
 // than pointing at it.
 func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -714,6 +724,7 @@ func explode(t *testing.T, dir string) {
 // newcomer's pass found show and diff saying "read tree failed: zlib ...",
 // naming neither.)
 func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	first := write(t, r, "t1", "notes/a.md", "hello\n")
 	second := write(t, r, "t2", "notes/a.md", "hello\nworld\n")
@@ -757,6 +768,7 @@ func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
 // Item 6: nothing to do makes no commit; restoring a path absent then is
 // refused unless Delete; dry runs change nothing.
 func TestOperatorCommandsRefuseEmptyChanges(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	first := write(t, r, "t1", "a.md", "one\n")
 	write(t, r, "t2", "a.md", "two\n")
@@ -828,6 +840,7 @@ func commitByHand(t *testing.T, dir, msg string) string {
 // is merged back (the branch never loses either), and the repository
 // stays whole.
 func TestHandCommitWhileRunningIsMerged(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	settle(t, r)
@@ -938,6 +951,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 // A commit kept under refs/gitmem/displaced/ (waiting to be merged back)
 // is memory: redact covers it, and the redacted commit is what is merged.
 func TestRedactCoversDisplacedCommits(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	settle(t, r)
@@ -1107,6 +1121,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 // to the new commit, not adopted as hand edits that would undo it; a hand
 // edit made meanwhile is kept, merged with the new commit's change.
 func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
+	t.Parallel()
 	for _, stopped := range []bool{true, false} {
 		t.Run(map[bool]string{true: "stopped", false: "idle"}[stopped], func(t *testing.T) {
 			dir := gittest.TempDir(t)
@@ -1176,6 +1191,7 @@ func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
 // the worktree, and .git/index, at its own last commit): the files are
 // checked out from where that process left them, not merged as hand edits.
 func TestBranchMovedAfterAnotherProcessIsCheckedOut(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "1\n2\n3\n")
 	settle(t, r)
@@ -1264,6 +1280,7 @@ func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
 // brought back for an overlapping later edit and sent the operator to
 // --strategy=theirs, which then said there was nothing to revert.
 func TestRevertTwiceOfDeleteAndRename(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "t1", "gone.md", "x\n")
 	del, err := r.Update(Meta{Subject: "delete", Trailers: []Trailer{{TrailerToolUseID, "t2"}, {TrailerCommand, "delete"}, {TrailerPath, "/memories/gone.md"}}}, func(tx *Tx) error {
@@ -1299,6 +1316,7 @@ func TestRevertTwiceOfDeleteAndRename(t *testing.T) {
 // then the file comes (it was skipped while the folder was there, and the
 // empty folder was then adopted as the file's deletion).
 func TestBranchMovedFolderToFileIsCheckedOut(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -1331,6 +1349,7 @@ func TestBranchMovedFolderToFileIsCheckedOut(t *testing.T) {
 // gitmem wrote last, says what the worktree holds, and the new history's
 // files are checked out, not undone by an adopt.
 func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -1371,6 +1390,7 @@ func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
 // with lines the adopt had already committed (the attacker's repro 09:
 // conflict blocks in a file only the operator edited).
 func TestAdoptDropsTheBaseOfAnEditItTook(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "1\n")
 	settle(t, r)
@@ -1393,6 +1413,7 @@ func TestAdoptDropsTheBaseOfAnEditItTook(t *testing.T) {
 // Snapshot racing Close) is told ErrClosed; it took the closed lock files
 // up again ("bad file descriptor").
 func TestAdoptAfterCloseIsClosed(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "t0", "a.md", "before\n")
 	if err := r.Close(); err != nil {

@@ -118,6 +118,7 @@ func TestUnrecoveredChangesAfterACrash(t *testing.T) {
 // Changes already in git's files (materialised, the log not yet emptied)
 // are not reported.
 func TestMaterialisedLogIsNotUnrecovered(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -223,6 +224,7 @@ func TestCloseWithFailedCheckpointKeepsTheLog(t *testing.T) {
 // outside gitmem and the merge back has not happened yet) is reported by
 // fsck, its objects checked; --repair merges it back.
 func TestFsckReportsDisplacedCommits(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {

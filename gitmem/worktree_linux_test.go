@@ -25,6 +25,7 @@ import (
 // folder, missing, through a file, leaving the folder. The plain ones take
 // the fast path.
 func TestBeneathAnswersAsRoot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for p, text := range map[string]string{"top.md": "top\n", "memories/a.md": "a\n", "memories/d/b.md": "b, nested\n"} {
 		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o700); err != nil {
@@ -81,6 +82,7 @@ func TestBeneathAnswersAsRoot(t *testing.T) {
 // The fast path's folder is the one os.Root holds: a folder put at the
 // same name after the root was opened is not looked into.
 func TestBeneathIsTheRootsFolder(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "repo")
 	mustWrite := func(text string) {
 		if err := os.MkdirAll(filepath.Join(dir, "memories"), 0o700); err != nil {
@@ -110,6 +112,7 @@ func TestBeneathIsTheRootsFolder(t *testing.T) {
 // test -race) nor use its descriptor after it: they end with os.Root's
 // answer for a closed root.
 func TestBeneathWhileClosing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "memories", "d"), 0o700); err != nil {
 		t.Fatal(err)
@@ -180,6 +183,7 @@ func BenchmarkWorktreeLookup(b *testing.B) {
 // transaction's, holding the writer lock, would hold every call): it is
 // not the blob, and it cannot be read as a file.
 func TestWorktreeReadsNeverWaitOnAPipe(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, memDir), 0o700); err != nil {
 		t.Fatal(err)
@@ -209,6 +213,7 @@ func TestWorktreeReadsNeverWaitOnAPipe(t *testing.T) {
 // where a pipe opens): the stat cache's check says "not the blob" rather
 // than failing the hand-edit check of the call.
 func TestASocketIsNoFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, memDir), 0o700); err != nil {
 		t.Fatal(err)
@@ -234,6 +239,7 @@ func TestASocketIsNoFile(t *testing.T) {
 // and the next write there puts a real folder back, leaving the link's
 // target as it was.
 func TestALinkedFolderIsNoFolder(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "real/a.md", "a\n")
 	write(t, r, "t2", "d/b.md", "b\n")

@@ -28,6 +28,7 @@ func openWorktree(tb testing.TB, dir string) *worktree {
 // longer one, a folder, a symbolic link out, nothing) is read from git's
 // objects. A link inside the folder to the blob's bytes gives those bytes.
 func TestWorktreeBlobOnlyWhenItIsTheBlob(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "outside.md")
 	const text = "the blob's text\n"
@@ -64,6 +65,7 @@ func TestWorktreeBlobOnlyWhenItIsTheBlob(t *testing.T) {
 // its hint (a file is there, or not) points: a wrong hint costs a try,
 // never a file.
 func TestPutWhateverItsHint(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name         string
 		old          string // "" for none
@@ -154,6 +156,7 @@ func TestPutThatFailsLeavesTheFile(t *testing.T) {
 // A file that says it is huge (a sparse one made by hand) is read as what
 // it holds, without first taking the memory its size says.
 func TestReadAllDoesNotTrustTheSize(t *testing.T) {
+	t.Parallel()
 	data, err := readAll(strings.NewReader("five!"), 1<<40)
 	if err != nil || string(data) != "five!" {
 		t.Fatalf("%q, %v", data, err)

@@ -52,6 +52,7 @@ func gitChanged(t *testing.T, dir string, a, b []string) (map[int]bool, map[int]
 // heuristics, and common tails over 1 KiB, it marks the same lines of
 // each side changed.
 func TestGitDiffMatchesGit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(9, 21))
 	vocab := []string{"a\n", "b\n", "c\n", "\n", "\n", "  x\n", "\ty\n", "    z\n", "}\n", "if {\n", "- same note\n", "   \n"}
@@ -180,6 +181,7 @@ func TestGitDiffMatchesGit(t *testing.T) {
 // git reports a rename exactly when the port's score reaches 50%, with the
 // same percentage.
 func TestRenameSimilarityMatchesGit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(7, 21))
 	renamed := 0
