@@ -812,8 +812,9 @@ func (r *Repo) adoptFiles(rels []string) error {
 	return err
 }
 
-// adoptNow commits the hand edits under paths and waits for the commit
-// to be durable. It returns the commit, or ErrNoChange.
+// adoptNow commits the hand edits under paths, schedules the index's
+// rewrite as every commit does, and waits for the commit to be durable.
+// It returns the commit, or ErrNoChange.
 func (r *Repo) adoptNow(paths []string) (*prepared, error) {
 	r.wmu.Lock()
 	r.smu.RLock()
@@ -828,6 +829,9 @@ func (r *Repo) adoptNow(paths []string) (*prepared, error) {
 		return nil, err
 	}
 	p, err := r.adoptDrift(paths, false)
+	if p != nil {
+		r.scheduleIndex() // it needs wmu
+	}
 	r.wmu.Unlock()
 	if err != nil {
 		return nil, err
@@ -874,7 +878,6 @@ func (r *Repo) Adopt() (Commit, error) {
 	if err != nil {
 		return Commit{}, err
 	}
-	r.scheduleIndex()
 	c := p.commit
 	c.Paths = p.rec.paths
 	return c, nil

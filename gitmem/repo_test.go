@@ -434,6 +434,63 @@ func TestIndexFollowsUnderLoad(t *testing.T) {
 	}
 }
 
+// Adopt's commit schedules the index's rewrite with the writer mutex
+// held, as every commit does: serve's maintenance loop adopts hand edits
+// while calls commit, and the timer and its due time are the writer's.
+// (Adopt scheduled it after letting the mutex go: a data race on both,
+// which -race reports here, and a timer made twice, one of them lost.)
+func TestAdoptBesideWritersSchedulesTheIndex(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.IndexDelay = time.Millisecond // scheduled at nearly every commit
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const rounds = 40
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range rounds {
+			if _, err := r.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("w", i)}}}, func(tx *Tx) error {
+				return tx.WriteFile("model.md", []byte(fmt.Sprint(i, "\n")))
+			}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	hand := filepath.Join(dir, "memories", "hand.md")
+	for i := range rounds {
+		if err := os.WriteFile(hand, []byte(fmt.Sprint("by hand ", i, "\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Nothing to change when the last adopt has not reached the
+		// worktree yet: the edit is then the next adopt's.
+		if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+			t.Fatalf("adopt %d: %v", i, err)
+		}
+	}
+	wg.Wait()
+	settle(t, r)
+	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := read(t, r, "hand.md"); got != fmt.Sprint("by hand ", rounds-1, "\n") {
+		t.Errorf("HEAD's hand.md = %q", got)
+	}
+	if got := read(t, r, "model.md"); got != fmt.Sprint(rounds-1, "\n") {
+		t.Errorf("HEAD's model.md = %q", got)
+	}
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("git status:\n%s", st)
+	}
+}
+
 // Regression: a writer killed while holding refs/heads/main.lock must not
 // block the next process's commits (its journal shows the lock is its
 // own).
