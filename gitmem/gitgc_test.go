@@ -135,6 +135,7 @@ func TestPlainGitGCBesideWritersLosesNothing(t *testing.T) {
 // acknowledged change is still in git log main and git fsck --strict is
 // clean once gitmem has removed the multi-pack-index naming what is gone.
 func TestGitMaintenanceBesideAFailingRepackLosesNothing(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	var ids []string
 	for i := range 3 { // a pack each, too large to wait in memory for a fold
@@ -497,6 +498,7 @@ func TestFoldWaitsForGitMaintenance(t *testing.T) {
 // ("read the refs failed: ref file is empty": TestLoadWithOperators met
 // it beside git gc). A branch in packed-refs alone is listed too.
 func TestRefLockFileBesideRedactAndGC(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	writeSecrets(t, r)
 	gittest.Git(t, dir, "branch", "other")

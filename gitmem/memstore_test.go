@@ -13,6 +13,7 @@ import (
 // Log gives, beside each changed path, the blob the commit left there
 // ("" where it deleted the file), as git has it.
 func TestLogGivesTheBlobOfEachChangedPath(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	write(t, r, "t2", "b/c.md", "two\n")
@@ -48,6 +49,7 @@ func TestLogGivesTheBlobOfEachChangedPath(t *testing.T) {
 // A transaction reads the commit it builds on, also one not yet in git's
 // files: its trailers and hash.
 func TestTransactionReadsItsHeadCommit(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	first := write(t, r, "t1", "a.md", "one\n")
 	var got Commit
@@ -69,6 +71,7 @@ func TestTransactionReadsItsHeadCommit(t *testing.T) {
 // object afterwards, and the current content cannot be redacted so:
 // only the past goes.
 func TestRedactBlobWithPlaceholder(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "first\n")
 	secret := write(t, r, "t2", "a.md", "the secret 42\n")

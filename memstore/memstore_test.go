@@ -80,6 +80,7 @@ func flush(t *testing.T, r *gitmem.Repo) {
 // trailers, an update that changes nothing no commit, ids that survive a
 // rename, versions for each change.
 func TestMemoryLifecycle(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	ix := memstore.NewIndex()
 	m := create(t, ix, r, "/notes/todo.md", "buy milk\n")
@@ -151,6 +152,7 @@ func TestMemoryLifecycle(t *testing.T) {
 // and their versions say the session; what the API writes, the tool
 // reads, one commit each way.
 func TestMemoryToolAndAPIShareTheStore(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	ix := memstore.NewIndex()
 	tool(t, r, "sesn_1", "toolu_1", `{"command":"create","path":"/memories/a/one.md","file_text":"one\n"}`)
@@ -200,6 +202,7 @@ func TestMemoryToolAndAPIShareTheStore(t *testing.T) {
 // Listing: depth rolls deeper memories up, a page holds limit items
 // (roll-ups count), and the pages together hold each item once.
 func TestListDepthAndPages(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	ix := memstore.NewIndex()
 	for _, p := range []string{"/a.md", "/b/x.md", "/b/y/z.md", "/b/y/w.md", "/b.md", "/c/d/e/f.md", "/c/g.md"} {
@@ -256,6 +259,7 @@ func isInvalid(err error) bool {
 // Paths: the API's rules and the memory tool's, each refused with a
 // message that names the rule.
 func TestParsePath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"/notes/todo.md", "notes/todo.md"},
 		{"/a b/é.md", "a b/é.md"},
@@ -307,6 +311,7 @@ func TestParsePath(t *testing.T) {
 // onto the memory's own ancestor or descendant is not; the store's
 // memory limit holds.
 func TestConflictsAndLimits(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	ix := memstore.NewIndex()
 	a := create(t, ix, r, "/a/b.md", "x")
@@ -348,6 +353,7 @@ func TestConflictsAndLimits(t *testing.T) {
 // A create with an idempotency key, sent again, makes nothing and answers
 // the memory the first made; the key with another path is a conflict.
 func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	ix := memstore.NewIndex()
 	req := memstore.CreateRequest{Path: "k.md", Content: []byte("once"), By: alice, IdempotencyKey: "key-1"}
@@ -384,6 +390,7 @@ func TestIdempotencyKey(t *testing.T) {
 // versions that held the same bytes, records who and when, and refuses
 // content a memory holds now.
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	ix := memstore.NewIndex()
 	m := create(t, ix, r, "/creds.md", "password hunter2-secret\n")
@@ -456,6 +463,7 @@ func TestRedact(t *testing.T) {
 
 // Ids are derived from the history: a clone's fresh index gives the same.
 func TestIdsAreTheSameInAClone(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	ix := memstore.NewIndex()
 	tool(t, r, "s", "toolu_1", `{"command":"create","path":"/memories/a.md","file_text":"a\n"}`)
@@ -489,6 +497,7 @@ func TestIdsAreTheSameInAClone(t *testing.T) {
 // Writes in flight together (and tool calls beside them) each commit once;
 // the index they leave is the one a fresh index reads from the history.
 func TestConcurrentWrites(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	ix := memstore.NewIndex()
 	var wg sync.WaitGroup

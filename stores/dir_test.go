@@ -309,6 +309,7 @@ func TestConcurrentUse(t *testing.T) {
 // lives in its history beside the rest of its metadata; a store without
 // one is called by its folder name.
 func TestDisplayName(t *testing.T) {
+	t.Parallel()
 	d := newDir(t, "", stores.Options{})
 	if _, err := d.Create("memstore_1", stores.Meta{DisplayName: "Alice's notes: \"work\" & home"}, gitmem.Signature{}); err != nil {
 		t.Fatal(err)
@@ -336,6 +337,7 @@ func TestDisplayName(t *testing.T) {
 // Where filters a listing on the metadata, before the page is cut: a
 // page holds Limit stores that pass.
 func TestListWhere(t *testing.T) {
+	t.Parallel()
 	d := newDir(t, "", stores.Options{})
 	for _, name := range []string{"a", "b", "c", "d"} {
 		if _, err := d.Create(name, stores.Meta{Metadata: map[string]string{"keep": strconv.FormatBool(name != "b")}}, gitmem.Signature{}); err != nil {
@@ -364,6 +366,7 @@ func TestListWhere(t *testing.T) {
 // A value cached with an open store is made once and kept until the
 // store closes.
 func TestCacheLivesWithTheOpenStore(t *testing.T) {
+	t.Parallel()
 	d := newDir(t, "", stores.Options{MaxOpen: 1})
 	for _, name := range []string{"a", "b"} {
 		if _, err := d.Create(name, stores.Meta{}, gitmem.Signature{}); err != nil {
@@ -393,6 +396,7 @@ func TestCacheLivesWithTheOpenStore(t *testing.T) {
 // whether few memory commits came after the one read last (read from
 // the objects) or many (read from the log).
 func TestMetadataChangeBehindMemoryCommits(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{1, 70} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			d := newDir(t, "", stores.Options{})

@@ -55,6 +55,7 @@ func (a *storesAPI) refused(what string, code int, e msError, status int, typ, r
 }
 
 func TestMemoryStoresMalformedRequests(t *testing.T) {
+	t.Parallel()
 	a := newStoresAPI(t, policy.ScreenOff)
 	var st msObject
 	if code := a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "Alice"}, &st); code != 200 || !strings.HasPrefix(st.str("id"), "memstore_") {
@@ -122,6 +123,7 @@ func TestMemoryStoresMalformedRequests(t *testing.T) {
 // The memory limit of a store, and creates sent again with an
 // Idempotency-Key.
 func TestMemoryStoresLimitAndIdempotency(t *testing.T) {
+	t.Parallel()
 	a := newStoresAPIWith(t, storesapi.Options{MaxMemories: 2}, true)
 	var st, again msObject
 	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "A"}, &st, "Idempotency-Key", "store-1")
@@ -163,6 +165,7 @@ func TestMemoryStoresLimitAndIdempotency(t *testing.T) {
 // On a server without a token file (loopback) every caller may do
 // everything; its changes are the "anonymous" key's.
 func TestMemoryStoresWithoutTokens(t *testing.T) {
+	t.Parallel()
 	a := newStoresAPIWith(t, storesapi.Options{}, false)
 	var st, m msObject
 	a.call("", "POST", "/v1/memory_stores", map[string]any{"name": "local"}, &st)
@@ -177,6 +180,7 @@ func TestMemoryStoresWithoutTokens(t *testing.T) {
 // A body over the server's limit is 413 request_too_large; a busy server
 // 503 overloaded_error with Retry-After; both in Anthropic's shape.
 func TestMemoryStoresBoundsInAnthropicsShape(t *testing.T) {
+	t.Parallel()
 	a := newStoresAPIWith(t, storesapi.Options{HTTP: handler.HTTPOptions{MaxBodyBytes: 1 << 10, MaxInflight: 1, QueueWait: -1}}, true)
 	var st msObject
 	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "A"}, &st)
@@ -229,6 +233,7 @@ func TestMemoryStoresBoundsInAnthropicsShape(t *testing.T) {
 
 // Every route once, each answer checked against docs/openapi.yaml.
 func TestMemoryStoresRoutesMatchTheDocument(t *testing.T) {
+	t.Parallel()
 	a := newStoresAPI(t, policy.ScreenOff)
 	var st, m, m2, v msObject
 	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "A", "description": "d", "metadata": map[string]any{"k": "v"}}, &st)

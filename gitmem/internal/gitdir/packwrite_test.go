@@ -385,6 +385,7 @@ func TestObjectWriteOutlivesPrunedFolders(t *testing.T) {
 // becomes gitmem's own at Settle; gitmem's gc replaces its own packs
 // (Ours), not one in flight nor one another program keeps.
 func TestPacksAreKeptFromGitForGood(t *testing.T) {
+	t.Parallel()
 	dir, gitDir := gitInit(t)
 	s := Open(gitDir)
 	defer s.Close()
@@ -445,6 +446,7 @@ func TestPacksAreKeptFromGitForGood(t *testing.T) {
 // store listed before: a pack deleted since (by a program that ignores
 // .keep) holds nothing.
 func TestMissingReadsTheFilesNotTheListedPacks(t *testing.T) {
+	t.Parallel()
 	_, gitDir := gitInit(t)
 	s := Open(gitDir)
 	defer s.Close()
