@@ -63,12 +63,13 @@ func TestAdoptWaitsForATruncatedFileToBeWritten(t *testing.T) {
 // with the acknowledged change. (The write was lost with the file taken
 // aside.)
 func TestWriteThroughADescriptorOpenWhileGitmemReplacesIsKept(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\ntwo\nthree\n")
 	settle(t, r)
 	var f *os.File
 	var once sync.Once
-	gd.SetFault(func(step, p string) error {
+	r.obj.Env.SetFault(func(step, p string) error {
 		if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
 			once.Do(func() {
 				var err error
@@ -79,10 +80,10 @@ func TestWriteThroughADescriptorOpenWhileGitmemReplacesIsKept(t *testing.T) {
 		}
 		return nil
 	})
-	defer gd.SetFault(nil)
+	defer r.obj.Env.SetFault(nil)
 	write(t, r, "t2", "a.md", "ONE\ntwo\nthree\n")
 	settle(t, r) // the acknowledged change reaches the worktree, the descriptor still open
-	gd.SetFault(nil)
+	r.obj.Env.SetFault(nil)
 	if f == nil {
 		t.Fatal("the descriptor was not opened")
 	}

@@ -46,7 +46,8 @@ func init() {
 	want, atStr, _ := strings.Cut(os.Getenv("GITMEM_KILL_STEP"), ":")
 	at, _ := strconv.Atoi(atStr)
 	openAt, _ := strconv.Atoi(os.Getenv("GITMEM_KILL_OPEN"))
-	gd.SetFault(func(step, _ string) error {
+	env := new(gd.Env)
+	env.SetFault(func(step, _ string) error {
 		if opening.Load() && openAt > 0 && openSteps.Add(1) == int64(openAt) {
 			selfKill()
 		}
@@ -55,7 +56,7 @@ func init() {
 		}
 		return nil
 	})
-	r, err := Open(dir, Options{Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }, Operator: Signature{"op", "op@x"}})
+	r, err := Open(dir, Options{Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }, Operator: Signature{"op", "op@x"}, hooks: &testHooks{env: env}})
 	opening.Store(false)
 	if err != nil {
 		fmt.Println("open:", err)
@@ -292,7 +293,7 @@ func walRecords(t *testing.T, dir string) int {
 		if _, err := os.Stat(filepath.Join(dir, ".git", "gitmem", name)); err != nil {
 			continue
 		}
-		w, recs, err := gd.OpenWAL(filepath.Join(dir, ".git"), name)
+		w, recs, err := gd.OpenWAL(nil, filepath.Join(dir, ".git"), name)
 		if err != nil {
 			t.Fatalf("read the log: %v", err)
 		}

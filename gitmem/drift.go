@@ -938,7 +938,7 @@ func (r *Repo) checkoutMoved() {
 	r.pmu.Unlock()
 	if len(out) > 0 {
 		r.opt.Logf("gitmem: the branch moved to %s outside gitmem: checked out %d file(s) it changed", head.String()[:7], len(out))
-		if err := gd.SyncFS(r.dir, r.wt.flushList()); err != nil {
+		if err := gd.SyncFS(r.obj.Env, r.dir, r.wt.flushList()); err != nil {
 			r.opt.Logf("gitmem: could not sync the worktree: %v", err)
 		}
 	}

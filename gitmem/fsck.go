@@ -122,8 +122,8 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	if err != nil {
 		return rep, wrap("open the repository", err)
 	}
-	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: gd.Open(gitDir), ids: map[string]plumbing.Hash{}, stats: newStatCache(),
-		wt: newWorktree(root, dir, gitDir)}
+	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: opt.hooks.open(gitDir), ids: map[string]plumbing.Hash{}, stats: newStatCache(),
+		wt: newWorktree(root, dir, gitDir, opt.hooks.gdEnv())}
 	defer func() {
 		r.wt.close()
 		r.obj.Close()

@@ -50,12 +50,6 @@ type gcState struct {
 	gcStop atomic.Bool  // Close asks a running collection to give up
 }
 
-// gcHook, when set by a test, runs once the plan is taken, at "planned";
-// between writing the new pack and swapping it in: at "packed", then (a
-// full collection, after it looked for what commits made meanwhile use)
-// at "swap".
-var gcHook func(stage string)
-
 // errGCStopped is a collection's error when Close stopped it.
 var errGCStopped = errors.New("the repository was closed")
 
@@ -217,9 +211,7 @@ func (r *Repo) collect(full bool) (GCStats, error) {
 	if err != nil || pl.empty() {
 		return GCStats{Removed: pl.removed, Locked: pl.locked}, err
 	}
-	if gcHook != nil {
-		gcHook("planned")
-	}
+	r.opt.hooks.atGC("planned")
 	res, err := r.gcPack(pl, r.gcStop.Load)
 	if err != nil {
 		if errors.Is(err, gd.ErrStopped) {
@@ -227,22 +219,18 @@ func (r *Repo) collect(full bool) (GCStats, error) {
 		}
 		return GCStats{Removed: pl.removed, Locked: pl.locked}, err
 	}
-	if gcHook != nil {
-		gcHook("packed")
-	}
+	r.opt.hooks.atGC("packed")
 	keep := map[plumbing.Hash]bool{}
 	if full {
 		// Most of what commits made meanwhile use is found with no lock
 		// held; the swap looks at what was committed after that.
-		s := gd.Open(r.gitDir)
+		s := r.opt.hooks.open(r.gitDir)
 		err := r.keepUsedAgain(s, pl, res, keep)
 		s.Close()
 		if err != nil {
 			return GCStats{Removed: pl.removed, Locked: pl.locked}, err
 		}
-		if gcHook != nil {
-			gcHook("swap")
-		}
+		r.opt.hooks.atGC("swap")
 		r.mmu.Lock()
 	}
 	held := time.Now()
@@ -363,7 +351,7 @@ func packsToMerge(packs []gd.Pack, loose int) []gd.Pack {
 // the objects (immutable), and nothing else writes the pack folder's
 // temporary files. stop, when not nil, is polled.
 func (r *Repo) gcPack(pl gcPlan, stop func() bool) (gd.RepackResult, error) {
-	s := gd.Open(r.gitDir)
+	s := r.opt.hooks.open(r.gitDir)
 	defer s.Close()
 	opt := gd.RepackOptions{Tips: pl.tips, Stop: stop, Keep: gd.Own}
 	if !pl.full {
@@ -427,7 +415,7 @@ func (r *Repo) gcRemove(pl gcPlan, res gd.RepackResult, loose []plumbing.Hash, r
 	if pl.full {
 		// Commits nothing reaches are gone: a commit-graph git wrote may
 		// name them.
-		s := gd.Open(r.gitDir)
+		s := r.opt.hooks.open(r.gitDir)
 		removed += gd.RemoveDerived(r.gitDir, gd.StaleDerived(r.gitDir, true, s.OnDisk, noTree))
 		s.Close()
 	}

@@ -131,15 +131,12 @@ func TestGCDeltifiesAFlatFolder(t *testing.T) {
 // and materialised while the pack is being written (here, between writing
 // it and swapping it in) goes through, and the swap keeps it.
 func TestGCDoesNotHoldUpWriters(t *testing.T) {
+	t.Parallel()
 	for _, full := range []bool{false, true} {
 		t.Run(fmt.Sprint("full=", full), func(t *testing.T) {
-			r, dir := newRepo(t)
-			for i := range 20 {
-				write(t, r, fmt.Sprint("id", i), fmt.Sprintf("f%d.md", i%3), fmt.Sprintf("v%d\n", i))
-			}
-			settle(t, r)
 			hooked := 0
-			gcHook = func(stage string) {
+			var r *Repo
+			r, dir := newRepoWith(t, &testHooks{gc: func(stage string) {
 				if stage != "packed" {
 					return
 				}
@@ -148,8 +145,11 @@ func TestGCDoesNotHoldUpWriters(t *testing.T) {
 					write(t, r, fmt.Sprint("during", i), fmt.Sprintf("during%d.md", i), "written during gc\n")
 				}
 				settle(t, r) // materialised too: mmu is free
+			}})
+			for i := range 20 {
+				write(t, r, fmt.Sprint("id", i), fmt.Sprintf("f%d.md", i%3), fmt.Sprintf("v%d\n", i))
 			}
-			defer func() { gcHook = nil }()
+			settle(t, r)
 			if _, err := r.GC(full); err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +171,13 @@ func TestGCDoesNotHoldUpWriters(t *testing.T) {
 // commit git made refers to it); made while the pack is written, and
 // just before the swap.
 func TestFullGCKeepsWhatCommitsMadeMeanwhileUse(t *testing.T) {
-	r, dir := newRepo(t)
+	t.Parallel()
+	var hook func(stage string) // set for the full collection
+	r, dir := newRepoWith(t, &testHooks{gc: func(stage string) {
+		if hook != nil {
+			hook(stage)
+		}
+	}})
 	write(t, r, "a", "a.md", "a\n")
 	settle(t, r)
 	hashObject := func(content string) string {
@@ -184,7 +190,7 @@ func TestFullGCKeepsWhatCommitsMadeMeanwhileUse(t *testing.T) {
 	}
 	loose := hashObject("loose and unreachable\n")
 	garbage := hashObject("garbage\n")
-	gcHook = func(stage string) {
+	hook = func(stage string) {
 		switch stage {
 		case "planned":
 			return
@@ -197,7 +203,6 @@ func TestFullGCKeepsWhatCommitsMadeMeanwhileUse(t *testing.T) {
 		commit := strings.TrimSpace(gittest.Git(t, dir, "-c", "user.name=x", "-c", "user.email=x@x", "commit-tree", tree, "-m", "by git"))
 		gittest.Git(t, dir, "update-ref", "refs/heads/other", commit)
 	}
-	defer func() { gcHook = nil }()
 	st, err := r.GC(true)
 	if err != nil {
 		t.Fatal(err)

@@ -201,11 +201,12 @@ func TestGitMaintenanceBesideAFailingRepackLosesNothing(t *testing.T) {
 // Afterwards every change is in git log main and git fsck --strict is
 // clean, and so after a git gc --prune=now.
 func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "toolu_first", "a.md", "first\n")
 	settle(t, r)
 	ran := 0
-	gd.SetFault(func(step, p string) error {
+	r.obj.Env.SetFault(func(step, p string) error {
 		if step != gd.StepRef || p != "refs/heads/main" {
 			return nil
 		}
@@ -222,7 +223,7 @@ func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
 		}
 		return nil
 	})
-	t.Cleanup(func() { gd.SetFault(nil) })
+	t.Cleanup(func() { r.obj.Env.SetFault(nil) })
 	write(t, r, "toolu_small", "b.md", "small\n") // a few objects
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
@@ -240,7 +241,7 @@ func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
 	}
-	gd.SetFault(nil)
+	r.obj.Env.SetFault(nil)
 	if ran != 2 {
 		t.Fatalf("git ran before %d branch moves, want 2", ran)
 	}
@@ -261,6 +262,7 @@ func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
 // it. The checkpoint finds its objects missing from git's files before it
 // empties the log, writes them again, and says so at ERROR.
 func TestObjectsDeletedBeforeACheckpointAreWrittenAgain(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	var mu sync.Mutex
@@ -277,7 +279,7 @@ func TestObjectsDeletedBeforeACheckpointAreWrittenAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	gd.SetFault(func(step, p string) error {
+	r.obj.Env.SetFault(func(step, p string) error {
 		if step == gd.StepRef && p == "refs/heads/main" {
 			packs, _ := filepath.Glob(filepath.Join(r.gitDir, "objects", "pack", "pack-*"))
 			for _, f := range packs {
@@ -286,12 +288,12 @@ func TestObjectsDeletedBeforeACheckpointAreWrittenAgain(t *testing.T) {
 		}
 		return nil
 	})
-	t.Cleanup(func() { gd.SetFault(nil) })
+	t.Cleanup(func() { r.obj.Env.SetFault(nil) })
 	c := write(t, r, "toolu_deleted", "a.md", "deleted under gitmem\n")
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
 	}
-	gd.SetFault(nil)
+	r.obj.Env.SetFault(nil)
 	if err := r.checkpoint(); err != nil {
 		t.Fatal(err)
 	}
@@ -354,24 +356,25 @@ func TestFsckNamesAMissingCommit(t *testing.T) {
 // pack, kept from them until the refs move. Afterwards the history holds
 // every change, redacted, and git fsck --strict is clean.
 func TestPlainGitGCDuringARedaction(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	for i := range 5 {
 		write(t, r, fmt.Sprint("t", i), fmt.Sprintf("f%d.md", i), fmt.Sprintf("note %d: sk-live%dsecret\n", i, i))
 	}
 	settle(t, r)
 	ran := 0
-	gd.SetFault(func(step, p string) error {
+	r.obj.Env.SetFault(func(step, p string) error {
 		if step == gd.StepRef && p == "refs/heads/main" && ran == 0 {
 			ran++
 			gitGC(t, dir)
 		}
 		return nil
 	})
-	t.Cleanup(func() { gd.SetFault(nil) })
+	t.Cleanup(func() { r.obj.Env.SetFault(nil) })
 	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	gd.SetFault(nil)
+	r.obj.Env.SetFault(nil)
 	if ran != 1 {
 		t.Fatal("git did not run before the branch moved")
 	}
@@ -391,24 +394,25 @@ func TestPlainGitGCDuringARedaction(t *testing.T) {
 // pack is kept from them until the ref moves: the pull merges, and the
 // history holds both agents' changes.
 func TestPlainGitGCDuringAFetch(t *testing.T) {
+	t.Parallel()
 	_, a, b := twoAgents(t)
 	put(t, b, "b1", "b.md", "from b\n")
 	syncOK(t, b)
 	put(t, a, "a1", "a.md", "from a\n")
 	a.Flush()
 	ran := 0
-	gd.SetFault(func(step, p string) error {
+	a.obj.Env.SetFault(func(step, p string) error {
 		if step == gd.StepRef && p == "refs/remotes/origin/main" && ran == 0 {
 			ran++
 			gitGC(t, a.Dir())
 		}
 		return nil
 	})
-	t.Cleanup(func() { gd.SetFault(nil) })
+	t.Cleanup(func() { a.obj.Env.SetFault(nil) })
 	if _, err := a.Pull(context.Background(), "origin", SyncOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	gd.SetFault(nil)
+	a.obj.Env.SetFault(nil)
 	if ran != 1 {
 		t.Fatal("git did not run before the remote-tracking ref moved")
 	}
@@ -648,6 +652,12 @@ func TestGCMeetsAFoldWithoutFallingBack(t *testing.T) {
 		mu.Unlock()
 		t.Logf(format, args...)
 	}
+	var hook atomic.Pointer[func(stage string)] // set for the collection below
+	opt.hooks.gc = func(stage string) {
+		if h := hook.Load(); h != nil {
+			(*h)(stage)
+		}
+	}
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, opt)
 	if err != nil {
@@ -678,7 +688,7 @@ func TestGCMeetsAFoldWithoutFallingBack(t *testing.T) {
 		t.Fatalf("%d small packs wait for the fold; the test needs %d", w, foldAt-1)
 	}
 	folded := false
-	gcHook = func(stage string) {
+	fold := func(stage string) {
 		if stage != "planned" || folded {
 			return
 		}
@@ -688,7 +698,8 @@ func TestGCMeetsAFoldWithoutFallingBack(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	defer func() { gcHook = nil }()
+	hook.Store(&fold)
+	defer hook.Store(nil)
 	if _, err := r.GC(false); err != nil {
 		t.Fatal(err)
 	}

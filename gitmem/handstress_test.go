@@ -228,12 +228,13 @@ func TestHandEditAfterAnAdoptReadIsKept(t *testing.T) {
 // there) is merged into it; one on a file the change deletes keeps the
 // file.
 func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\ntwo\n")
 	write(t, r, "t2", "b.md", "bee\n")
 	settle(t, r)
 	var once sync.Once
-	gd.SetFault(func(step, p string) error {
+	r.obj.Env.SetFault(func(step, p string) error {
 		if step == gd.StepWorktree && (strings.HasSuffix(p, "a.md") || strings.HasSuffix(p, "b.md")) {
 			once.Do(func() {
 				appendHand(t, dir, "a.md", "by hand")
@@ -242,7 +243,7 @@ func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
 		}
 		return nil
 	})
-	defer gd.SetFault(nil)
+	defer r.obj.Env.SetFault(nil)
 	_, err := r.Update(Meta{Subject: "change", Trailers: []Trailer{{TrailerToolUseID, "t3"}}}, func(tx *Tx) error {
 		if err := tx.WriteFile("a.md", []byte("ONE\ntwo\n")); err != nil {
 			return err
@@ -253,7 +254,7 @@ func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(t, r)
-	gd.SetFault(nil)
+	r.obj.Env.SetFault(nil)
 	if _, err := r.Adopt(); err != nil {
 		t.Fatal(err)
 	}

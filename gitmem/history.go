@@ -299,10 +299,6 @@ const (
 	saveFree
 )
 
-// catchUpHook, when a test sets it, runs in catchUp before the commits
-// are recorded.
-var catchUpHook func()
-
 // errHistoryReset is a catch-up's error when the index was dropped while
 // it read the history (a redaction): it is read again from the new HEAD.
 var errHistoryReset = errors.New("gitmem: the history index was dropped meanwhile")
@@ -355,9 +351,7 @@ func (r *Repo) catchUp(head plumbing.Hash, progress Progress) ([]histRec, *histG
 // dropped or changed meanwhile (errHistoryReset). Called with bmu held.
 func (r *Repo) record(base []histRec, gen int, w newCommits, progress Progress) ([]histRec, *histGrowth, error) {
 	oldTip := tipOf(base)
-	if catchUpHook != nil {
-		catchUpHook()
-	}
+	r.opt.hooks.atCatchUp()
 	recs := make([]histRec, 0, len(w.newer))
 	for i, c := range w.newer {
 		if r.histStopping() {
@@ -775,7 +769,7 @@ func join2(prefix, name string) string {
 }
 
 // tailChunk is how much of the index file tailRecords reads at a time.
-var tailChunk = 64 << 10
+const tailChunk = 64 << 10
 
 // tailRecords streams the index file's records newest first, reading it
 // backwards in chunks, so that the first page of a long log costs what it
@@ -796,7 +790,7 @@ func (r *Repo) tailRecords(head plumbing.Hash, want func(line []byte) bool, fn f
 	if err != nil {
 		return false, nil
 	}
-	chunk := int64(tailChunk)
+	chunk := int64(r.opt.hooks.tail())
 	end := fi.Size()
 	var carry []byte // the start of a line whose end was read already
 	first := true

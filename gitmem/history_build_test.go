@@ -132,13 +132,12 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	catchUpHook = func() {
+	opt := testOptions(t)
+	opt.hooks = &testHooks{catchUp: func() {
 		once.Do(func() { close(started) })
 		<-release
-	}
-	t.Cleanup(func() { catchUpHook = nil })
-
-	r, err := Open(dir, testOptions(t))
+	}}
+	r, err := Open(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

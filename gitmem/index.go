@@ -79,7 +79,7 @@ func (r *Repo) writeIndexLocked() error {
 	if root != nil {
 		walk(root, r.idxTree, "")
 	}
-	if err := gd.WriteIndex(r.gitDir, entries); err != nil {
+	if err := gd.WriteIndex(r.obj.Env, r.gitDir, entries); err != nil {
 		return err
 	}
 	r.idxTree, r.idxEntries = root, make(map[string]gd.IndexEntry, len(entries))

@@ -34,7 +34,7 @@ type journal struct {
 func (r *Repo) journalPath() string { return filepath.Join(r.gitDir, "gitmem", "pending") }
 
 func (r *Repo) writeJournal(j journal) error {
-	if err := gd.Injected(gd.StepJournal, ".git/gitmem/pending"); err != nil {
+	if err := r.obj.Env.Injected(gd.StepJournal, ".git/gitmem/pending"); err != nil {
 		return err
 	}
 	data, _ := json.Marshal(j)
@@ -105,7 +105,7 @@ func (r *Repo) repairPending() {
 	r.pend = left
 	r.pmu.Unlock()
 	// The repaired files must be on disk before the record of them goes.
-	if err := gd.SyncFS(r.dir, r.wt.flushList()); err != nil {
+	if err := gd.SyncFS(r.obj.Env, r.dir, r.wt.flushList()); err != nil {
 		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)
 		return
 	}

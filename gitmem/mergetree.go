@@ -130,9 +130,7 @@ func (m *merger) run(tx *Tx) error {
 		m.ff = true
 		return m.fastForward(tx, f.dT)
 	}
-	if mergeHook != nil {
-		mergeHook()
-	}
+	m.r.opt.hooks.atMerge()
 	if err := m.combine(tx, f.dO, f.dT, renames(f.dO, f.ourRenames), renames(f.dT, f.theirRenames)); err != nil {
 		return err
 	}
@@ -329,10 +327,6 @@ func (m *merger) onlyFirstCommit(h plumbing.Hash) (bool, error) {
 // only at what those calls changed, which costs little. A tip that moved
 // otherwise (another merge, another process's commits) makes the merge
 // start over without the lock; after mergeAttempts, under it.
-
-// mergeHook, when a test sets it, runs in the middle of computing a
-// merge.
-var mergeHook func()
 
 const (
 	mergeAttempts = 3

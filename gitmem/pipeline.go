@@ -70,13 +70,13 @@ const (
 // the materialiser, which takes at most chunkMax commits at a time so
 // that waiting calls go on after each. A burst of thousands of calls is
 // absorbed; a load the disk cannot keep up with is slowed to its pace.
-// (Variables for tests.)
+// (A test sets others: testHooks.)
 //
 // logMax bounds the write-ahead log the same way, in bytes (both files):
 // the commits answered and not yet checkpointed. The backlog alone let a
 // log of large records (a file grown to tens of kilobytes, rewritten at
 // every insert) reach 272 MiB under load.
-var (
+const (
 	backlogMax = 8192
 	chunkMax   = 2048
 	logMax     = int64(64 << 20)
@@ -299,7 +299,7 @@ func (r *Repo) settleIn() error {
 func (r *Repo) openLog() (replayed bool, err error) {
 	var recs [2][]gd.WALRecord
 	for i, name := range []string{"wal", "wal2"} {
-		w, rs, err := gd.OpenWAL(r.gitDir, name)
+		w, rs, err := gd.OpenWAL(r.obj.Env, r.gitDir, name)
 		if err != nil {
 			for _, w := range r.walFiles[:i] {
 				w.Close(false)
@@ -644,7 +644,7 @@ func (r *Repo) materializeLocked() error {
 	whole := n > 0 && r.unmat[0].parent != r.diskHead
 	r.umu.Unlock()
 	for n > 0 {
-		k := min(n, chunkMax)
+		k := min(n, r.opt.hooks.chunk())
 		if whole {
 			k = n
 		}
@@ -695,7 +695,7 @@ func (r *Repo) awaitBacklog() {
 		r.smu.RLock()
 		broken := r.broken != nil
 		r.smu.RUnlock()
-		if n < backlogMax && r.logBytes.Load() < logMax || drained == nil || broken || r.ckptFailing.Load() {
+		if n < r.opt.hooks.backlog() && r.logBytes.Load() < r.opt.hooks.logLimit() || drained == nil || broken || r.ckptFailing.Load() {
 			return
 		}
 		if timeout == nil {
@@ -996,7 +996,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 	if n.isDir() {
 		return r.wt.sync(q, n, r.readBlob)
 	}
-	if err := gd.Injected(gd.StepWorktree, q); err != nil {
+	if err := r.obj.Env.Injected(gd.StepWorktree, q); err != nil {
 		return err
 	}
 	w := r.wt
@@ -1534,7 +1534,7 @@ func (r *Repo) syncMaterialized() error {
 	ref := filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch)))
 	files := append(r.wt.flushList(), r.packsWritten...)
 	files = append(files, ref, filepath.Dir(ref))
-	if err := gd.SyncFS(r.gitDir, files); err != nil {
+	if err := gd.SyncFS(r.obj.Env, r.gitDir, files); err != nil {
 		return wrap("sync the repository", err)
 	}
 	r.packsWritten = nil

@@ -26,6 +26,7 @@ import (
 // taken), and once the fault is gone the next call succeeds, the failed
 // ids can be retried, and the log never replays the failed group.
 func TestFailedGroupChangesNothing(t *testing.T) {
+	t.Parallel()
 	for _, step := range []string{gd.StepWAL, gd.StepWALSync} {
 		t.Run(step, func(t *testing.T) { testFailedGroup(t, step) })
 	}
@@ -34,13 +35,14 @@ func TestFailedGroupChangesNothing(t *testing.T) {
 // A failed fdatasync whose records reach the disk anyway: a crash right
 // after must not replay them.
 func TestFailedSyncIsNeverReplayed(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, r, "t0", "a.md", "before\n")
-	stop := failAt(t, gd.StepWALSync, ".git/gitmem/wal")
+	stop := failAt(t, r, gd.StepWALSync, ".git/gitmem/wal")
 	if _, err := r.Update(Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, "lost"}}}, func(tx *Tx) error {
 		return tx.WriteFile("lost.md", []byte("lost\n"))
 	}); err == nil {
@@ -66,7 +68,7 @@ func testFailedGroup(t *testing.T, step string) {
 	}
 	write(t, r, "t0", "a.md", "before\n")
 	before, _ := r.Snapshot()
-	stop := failAt(t, step, ".git/gitmem/wal")
+	stop := failAt(t, r, step, ".git/gitmem/wal")
 	errs := make([]error, 8)
 	// Rounds of concurrent calls, the same ids each time (a client
 	// retries): a group fails while later calls are being queued.
@@ -129,9 +131,10 @@ func testFailedGroup(t *testing.T, step string) {
 // acknowledged change stays readable from the log, new changes are
 // refused, and once the fault is gone everything lands.
 func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	settle(t, r)
-	stop := failAt(t, gd.StepPack, "")
+	stop := failAt(t, r, gd.StepPack, "")
 	write(t, r, "t1", "a.md", "acknowledged\n")
 	if err := r.materialize(); err == nil {
 		t.Fatal("the fault did not fail materialisation")
@@ -161,6 +164,7 @@ func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
 // used to switch back to the file the first had switched from, and empty
 // it; a single failed sync must keep the log as well.
 func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
+	t.Parallel()
 	for _, step := range []string{gd.StepPack, gd.StepSync} {
 		t.Run(step, func(t *testing.T) {
 			dir := gittest.TempDir(t)
@@ -174,7 +178,7 @@ func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
 			for i := range 3 {
 				write(t, r, fmt.Sprint("c", i), "a.md", fmt.Sprint(i))
 			}
-			stop := failAt(t, step, "")
+			stop := failAt(t, r, step, "")
 			r.mmu.Unlock()
 			for range 3 {
 				if err := r.checkpoint(); err == nil {
@@ -387,14 +391,13 @@ func TestPendingForAnswersAsTheWholeSet(t *testing.T) {
 // waits for the materialiser; it goes on once the backlog is written, and
 // every change lands, in order.
 func TestBacklogHoldsCallsBack(t *testing.T) {
-	r, dir := newRepo(t)
+	t.Parallel()
+	r, dir := newRepoWith(t, &testHooks{backlogMax: 3})
 	write(t, r, "t0", "a.md", "init\n") // (and the tool_use ids are loaded)
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
 	}
 	r.mmu.Lock() // the materialiser cannot run
-	defer func(n int) { backlogMax = n }(backlogMax)
-	backlogMax = 3
 	for i := range 3 {
 		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile("a.md", []byte(fmt.Sprintf("%d\n", i)))
@@ -437,12 +440,11 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 // commits (8,192 of them). It goes on once a checkpoint has emptied the
 // log, and every change lands, in order.
 func TestLogBytesHoldCallsBack(t *testing.T) {
-	r, dir := newRepo(t)
+	t.Parallel()
+	r, dir := newRepoWith(t, &testHooks{logMax: 100 << 10})
 	write(t, r, "t0", "a.md", "init\n")
 	settle(t, r)
 	r.mmu.Lock() // neither the materialiser nor a checkpoint can run
-	defer func(n int64) { logMax = n }(logMax)
-	logMax = 100 << 10
 	big := func(i int) []byte { return []byte(strings.Repeat(fmt.Sprintf("line %d\n", i), 40<<10/7)) }
 	for i := range 3 { // 3 x 40 KiB: past logMax
 		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
@@ -483,10 +485,12 @@ func TestLogBytesHoldCallsBack(t *testing.T) {
 // the branch is not taken for one moved outside gitmem, no file for a
 // hand edit, and every change lands once, in order.
 func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
-	defer func(n int) { chunkMax = n }(chunkMax)
-	chunkMax = 2
+	t.Parallel()
+	chunks := &testHooks{chunkMax: 2}
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	opt := testOptions(t)
+	opt.hooks = chunks
+	r, _, err := Init(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,6 +523,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 	}
 
 	opts := testOptions(t)
+	opts.hooks = chunks
 	var mu sync.Mutex
 	var logs []string
 	opts.Logf = func(format string, args ...any) {
@@ -608,6 +613,7 @@ func TestSpareLogTakesTheLoad(t *testing.T) {
 // costs the calls nothing, and is said once, not at every change: it is
 // tried again a minute later.
 func TestSpareLogFailureIsSaidOnce(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	said := 0
 	opt := testOptions(t)
@@ -627,7 +633,7 @@ func TestSpareLogFailureIsSaidOnce(t *testing.T) {
 	if free := gd.FreeSpace(r.gitDir); free < 16*spareCap {
 		t.Skipf("the temporary folder's file system has %d bytes free; a spare log is made only with %d", free, 16*spareCap)
 	}
-	failAt(t, gd.StepWALGrow, ".git/gitmem/wal")
+	failAt(t, r, gd.StepWALGrow, ".git/gitmem/wal")
 	big := strings.Repeat("x", 4000)
 	for i := range 120 { // past spareAt many times over
 		write(t, r, fmt.Sprintf("t%d", i), fmt.Sprintf("f%d.md", i%8), big+fmt.Sprint(i))
@@ -646,18 +652,19 @@ func TestSpareLogFailureIsSaidOnce(t *testing.T) {
 // began meanwhile waited for all of it when it was made under the lock.
 // Here the checkpoint's sync is held; a call must go through meanwhile.
 func TestIdleCheckpointLeavesCallsFree(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "t0", "a.md", "before\n") // the log holds it until a checkpoint
 	syncing, proceed := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	gd.SetFault(func(step, _ string) error {
+	r.obj.Env.SetFault(func(step, _ string) error {
 		if step == gd.StepSync {
 			once.Do(func() { close(syncing) })
 			<-proceed
 		}
 		return nil
 	})
-	defer gd.SetFault(nil)
+	defer r.obj.Env.SetFault(nil)
 	defer close(proceed) // before the fault is removed: nothing stays blocked
 	select {
 	case <-syncing:

@@ -171,10 +171,8 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		unnote()
 		return rep, wrap("move the refs", err)
 	}
-	if redactFault != nil {
-		if err := redactFault(); err != nil {
-			return rep, err // as if killed: the next start finishes it
-		}
+	if err := r.opt.hooks.atRedactRecord(); err != nil {
+		return rep, err // as if killed: the next start finishes it
 	}
 	if err := r.finishRedaction(tx); err != nil {
 		return rep, err
@@ -229,11 +227,6 @@ func (r *Repo) checkRedacted(rep RedactReport) error {
 	return fmt.Errorf("gitmem: the redaction is incomplete: refs a git command made while it ran still reach the old history, which holds what was redacted (%s); run the redaction again",
 		strings.Join(names, ", "))
 }
-
-// redactFault, when a test sets it, runs once the record of the moves is
-// written and before the first ref moves; an error stops the redaction
-// there, as a kill would.
-var redactFault func() error
 
 // redactRecord is written (fsynced) before a redaction moves its first
 // ref, and removed when the redaction is complete: a start that finds it
@@ -343,7 +336,7 @@ func (r *Repo) finishRedaction(tx *gd.RefTx) error {
 			return wrap("write the index", err)
 		}
 		// The rebuilt worktree must be on disk before the record says so.
-		if err := gd.SyncFS(r.dir, r.wt.flushList()); err != nil {
+		if err := gd.SyncFS(r.obj.Env, r.dir, r.wt.flushList()); err != nil {
 			return wrap("sync the worktree", err)
 		}
 		if err := r.writeRedactRecord(redactRecord{GC: true}); err != nil {
@@ -424,7 +417,7 @@ func (r *Repo) scrubLog() error {
 		if w := r.walFiles[i]; w != nil {
 			err = w.Scrub()
 		} else {
-			err = gd.ScrubWAL(r.gitDir, name)
+			err = gd.ScrubWAL(r.obj.Env, r.gitDir, name)
 		}
 		if err != nil {
 			return err

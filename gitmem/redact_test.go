@@ -194,6 +194,7 @@ func TestDamagedInterruptedRedactionRecord(t *testing.T) {
 // is gone; go-git's failed, "read refs/heads/main failed: packfile not
 // found" (TestLoadWithOperators met it).
 func TestRedactAfterThePacksWereReplaced(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	writeSecrets(t, r)
 	replace := func() { // what a gc in another process does: every object into one new pack, the old ones deleted
@@ -216,7 +217,7 @@ func TestRedactAfterThePacksWereReplaced(t *testing.T) {
 	}
 	blob := plumbing.ComputeHash(plumbing.BlobObject, []byte("note 0: sk-live0secret\n"))
 	replaced := false
-	gd.SetFault(func(step, _ string) error {
+	r.obj.Env.SetFault(func(step, _ string) error {
 		if step == gd.StepPack && !replaced { // the redaction's pack is begun: the refs are read next
 			replaced = true
 			if _, err := r.obj.Storage().EncodedObject(plumbing.AnyObject, blob); err != nil { // go-git lists the packs
@@ -226,11 +227,11 @@ func TestRedactAfterThePacksWereReplaced(t *testing.T) {
 		}
 		return nil
 	})
-	t.Cleanup(func() { gd.SetFault(nil) })
+	t.Cleanup(func() { r.obj.Env.SetFault(nil) })
 	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	gd.SetFault(nil)
+	r.obj.Env.SetFault(nil)
 	if !replaced {
 		t.Fatal("the packs were not replaced during the redaction")
 	}
@@ -378,8 +379,11 @@ func TestRedactBesideFlush(t *testing.T) {
 // them for its own (each holds the new hash its record names), removes
 // them and finishes. A lock of git's beside them stays.
 func TestKilledRedactionsLocksAreItsOwn(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	opt := testOptions(t)
+	opt.hooks.redactFault = func() error { return errors.New("killed") } // this repository's one redaction
+	r, _, err := Init(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,9 +393,7 @@ func TestKilledRedactionsLocksAreItsOwn(t *testing.T) {
 	if err := os.WriteFile(gitLock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	redactFault = func() error { return errors.New("killed") }
 	rep, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil)
-	redactFault = nil
 	if err == nil {
 		t.Fatal("the fault did not stop the redaction")
 	}
@@ -439,15 +441,19 @@ func writeSecrets(t *testing.T, r *Repo) {
 // It reported success, and refs/heads/keep kept the secret in git's
 // objects. Run again, it rewrites keep too.
 func TestRedactBesideABranchGitMakes(t *testing.T) {
-	r, dir := newRepo(t)
-	writeSecrets(t, r)
-	redactFault = func() error {
-		gittest.Git(t, dir, "branch", "keep", "main") // main's lock is the redaction's: git reads the old tip
+	t.Parallel()
+	first := true // the hook runs in the first redaction only
+	var dir string
+	r, dir := newRepoWith(t, &testHooks{redactFault: func() error {
+		if first {
+			first = false
+			gittest.Git(t, dir, "branch", "keep", "main") // main's lock is the redaction's: git reads the old tip
+		}
 		return nil
-	}
+	}})
+	writeSecrets(t, r)
 	red := Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}
 	_, err := r.Redact(context.Background(), red, false, nil)
-	redactFault = nil
 	if err == nil || !strings.Contains(err.Error(), "refs/heads/keep") || strings.Contains(err.Error(), dir) {
 		t.Fatalf("redact while git made a branch: %v, want an error naming refs/heads/keep (no host path)", err)
 	}

@@ -64,6 +64,8 @@ type Options struct {
 	// recognised at once, are not read ahead. A change with an id still
 	// reads them first.
 	OneCommand bool
+
+	hooks *testHooks // the test suite's seams (nil outside tests)
 }
 
 func (o *Options) defaults(dir string) {
@@ -248,8 +250,8 @@ func Open(dir string, opt Options) (*Repo, error) {
 		dir:    dir,
 		gitDir: gitDir,
 		opt:    opt,
-		wt:     newWorktree(root, dir, gitDir),
-		obj:    gd.Open(gitDir),
+		wt:     newWorktree(root, dir, gitDir, opt.hooks.gdEnv()),
+		obj:    opt.hooks.open(gitDir),
 		ids:    map[string]plumbing.Hash{},
 		stats:  newStatCache(),
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
@@ -22,6 +23,7 @@ func testOptions(t *testing.T) Options {
 		Now:      func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) },
 		Operator: Signature{"op", "op@example.com"},
 		Logf:     t.Logf,
+		hooks:    &testHooks{env: new(gd.Env)}, // for failAt
 	}
 }
 
@@ -76,8 +78,18 @@ func newFollowedRepo(t *testing.T) (*Repo, string, func(want map[string]string))
 // of the test.
 func newRepo(t *testing.T) (*Repo, string) {
 	t.Helper()
+	return newRepoWith(t, nil)
+}
+
+// newRepoWith is newRepo with the test's seams into it.
+func newRepoWith(t *testing.T, h *testHooks) (*Repo, string) {
+	t.Helper()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	opt := testOptions(t)
+	if h != nil {
+		opt.hooks = h
+	}
+	r, _, err := Init(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,6 +288,7 @@ func TestSnapshotsDuringWrites(t *testing.T) {
 // A fresh process's log reads the index file backwards; it must give the
 // same commits as the loaded index, for any page size and file layout.
 func TestLogFromTheIndexTail(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -287,10 +300,9 @@ func TestLogFromTheIndexTail(t *testing.T) {
 	var want []string
 	r.Log(context.Background(), LogOptions{}, nil, func(c Commit) error { want = append(want, c.Hash+c.Trailer(TrailerToolUseID)); return nil })
 	r.Close()
-	defer func(c int) { tailChunk = c }(tailChunk)
-	tailChunk = 333 // lines straddle many chunk boundaries
+	chunks := &testHooks{tailChunk: 333} // lines straddle many chunk boundaries
 	for _, limit := range []int{0, 1, 20, 299, 301} {
-		ro, err := Open(dir, Options{ReadOnly: true})
+		ro, err := Open(dir, Options{ReadOnly: true, hooks: chunks})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -772,7 +772,7 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 	// branch yet; open it at the remote's commit when that is clean.
 	opt.defaults(dir)
 	sopt.defaults()
-	pre := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: gd.Open(gitDir), branch: plumbing.NewBranchReferenceName("main")}
+	pre := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: opt.hooks.open(gitDir), branch: plumbing.NewBranchReferenceName("main")}
 	st := pre.obj.View()
 	s := &session{r: pre, name: "origin", url: url, opt: sopt, st: st, g: gd.NewGraph(st)}
 	tip, err := s.fetch(ctx)

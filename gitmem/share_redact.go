@@ -556,9 +556,7 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 	if err := record(); err != nil {
 		return err
 	}
-	if redactHook != nil {
-		redactHook()
-	}
+	s.r.opt.hooks.atRedactShared()
 	for attempt := 0; ; attempt++ {
 		err := s.forcePush(ctx, lease, rec, rewritten)
 		var moved *leaseError
@@ -609,10 +607,6 @@ func (s *session) noteLocalOnly(tip plumbing.Hash) error {
 	}
 	return nil
 }
-
-// redactHook, when a test sets it, runs between the local redaction and
-// the first forced push (another agent pushes there).
-var redactHook func()
 
 // leaseError: the remote's branch is no longer what the lease expects.
 type leaseError struct{}

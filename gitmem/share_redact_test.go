@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gitmem-dev/gitmem/internal/gittest"
@@ -27,14 +28,18 @@ func objectsHold(t *testing.T, dir, s string) bool {
 // Meanwhile a clone pushes onto the old history: the lease catches it,
 // and its commit is redacted and merged, not lost.
 func TestRedactionPropagates(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-live-ABCDEFGHIJKLMNOPQRSTUV"
 	remote := bareRemote(t)
-	a := agent(t, remote, "a")
+	var c *Repo
+	var once sync.Once
+	// c pushes onto the old history while a redacts.
+	a := agentWith(t, remote, "a", &testHooks{redactShared: func() { once.Do(func() { syncOK(t, c) }) }})
 	put(t, a, "a1", "notes.md", "user likes tea\nkey: "+secret+"\n")
 	put(t, a, "a2", "plans.md", "ship it\n")
 	syncOK(t, a)
 	b := agent(t, remote, "b")
-	c := agent(t, remote, "c")
+	c = agent(t, remote, "c")
 	for _, r := range []*Repo{a, b, c} {
 		if !objectsHold(t, r.Dir(), secret) {
 			t.Fatal("the secret should be everywhere before the redaction")
@@ -45,12 +50,6 @@ func TestRedactionPropagates(t *testing.T) {
 	put(t, b, "b1", "notes.md", "user likes tea\nkey: "+secret+"\nuser likes cake\n")
 	put(t, b, "b2", "b.md", "from b\n")
 	put(t, c, "c1", "c.md", "from c\n")
-	// And c pushes onto the old history while a redacts.
-	redactHook = func() {
-		redactHook = nil
-		syncOK(t, c)
-	}
-	defer func() { redactHook = nil }()
 
 	red := Redaction{Match: regexp.MustCompile(`sk-live-[A-Za-z0-9]{20,}`)}
 	rep, res, err := a.RedactShared(context.Background(), "origin", red, SyncOptions{}, nil)
@@ -394,15 +393,15 @@ func TestTwoLocalRedactionsThenPush(t *testing.T) {
 // One that failed before any ref moved noted commits that are still the
 // memory's own, and refuses nothing.
 func TestInterruptedLocalRedactionIsNoted(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-live-ABCDEFGHIJKLMNOPQRSTUV"
 	remote := bareRemote(t)
-	a := agent(t, remote, "a")
+	// The redaction stops after its record, before the refs move.
+	a := agentWith(t, remote, "a", &testHooks{redactFault: func() error { return errors.New("killed") }})
 	put(t, a, "a1", "creds.md", "key: "+secret+"\n")
 	put(t, a, "a2", "plans.md", "ship it\n")
 	syncOK(t, a)
-	redactFault = func() error { return errors.New("killed") } // after the record, before the refs move
 	_, err := a.Redact(context.Background(), Redaction{Path: "creds.md"}, false, nil)
-	redactFault = nil
 	if err == nil {
 		t.Fatal("the fault did not stop the redaction")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
@@ -40,14 +41,25 @@ func agentOptions(t testing.TB, name string) Options {
 		Now: func() time.Time {
 			return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(agentClock.Add(1)) * time.Second)
 		},
-		Logf: func(f string, a ...any) { t.Logf(name+": "+f, a...) },
+		Logf:  func(f string, a ...any) { t.Logf(name+": "+f, a...) },
+		hooks: &testHooks{env: new(gd.Env)}, // for failAt
 	}
 }
 
 // agent starts a memory that shares remote: a clone of it.
 func agent(t testing.TB, remote, name string) *Repo {
 	t.Helper()
-	r, _, err := Clone(context.Background(), remote, filepath.Join(gittest.TempDir(t), name), agentOptions(t, name), SyncOptions{})
+	return agentWith(t, remote, name, nil)
+}
+
+// agentWith is agent with the test's seams into the memory.
+func agentWith(t testing.TB, remote, name string, h *testHooks) *Repo {
+	t.Helper()
+	opt := agentOptions(t, name)
+	if h != nil {
+		opt.hooks = h
+	}
+	r, _, err := Clone(context.Background(), remote, filepath.Join(gittest.TempDir(t), name), opt, SyncOptions{})
 	if err != nil {
 		t.Fatalf("clone for %s: %v", name, err)
 	}
@@ -816,20 +828,29 @@ func TestUnrelatedHistoryIsRefused(t *testing.T) {
 	gittest.Fsck(t, fresh.Dir())
 }
 
-// pausedPull starts a pull of origin into r whose merge pauses in the
-// middle of its computation (mergeHook; a merge of another pull goes on)
-// until resume is closed; pulled waits for the pull.
-func pausedPull(t *testing.T, r *Repo) (resume chan struct{}, pulled func() (SyncResult, error)) {
-	paused := make(chan struct{})
-	resume = make(chan struct{})
-	var first atomic.Bool
-	mergeHook = func() {
-		if first.CompareAndSwap(false, true) {
-			close(paused)
-			<-resume
-		}
+// mergePause is a merge hook (testHooks.merge) that pauses the first
+// merge computed after pausedPull, in the middle of its computation.
+type mergePause struct {
+	armed          atomic.Bool
+	paused, resume chan struct{}
+}
+
+func newMergePause() *mergePause {
+	return &mergePause{paused: make(chan struct{}), resume: make(chan struct{})}
+}
+
+func (p *mergePause) hook() {
+	if p.armed.CompareAndSwap(true, false) {
+		close(p.paused)
+		<-p.resume
 	}
-	t.Cleanup(func() { mergeHook = nil })
+}
+
+// pausedPull starts a pull of origin into r, made with p as its merge
+// hook, whose merge pauses in the middle of its computation until resume
+// is closed; pulled waits for the pull.
+func pausedPull(t *testing.T, r *Repo, p *mergePause) (resume chan struct{}, pulled func() (SyncResult, error)) {
+	p.armed.Store(true)
 	var res SyncResult
 	done := make(chan error, 1)
 	go func() {
@@ -837,8 +858,8 @@ func pausedPull(t *testing.T, r *Repo) (resume chan struct{}, pulled func() (Syn
 		res, err = r.Pull(context.Background(), "origin", SyncOptions{})
 		done <- err
 	}()
-	<-paused
-	return resume, func() (SyncResult, error) { err := <-done; return res, err }
+	<-p.paused
+	return p.resume, func() (SyncResult, error) { err := <-done; return res, err }
 }
 
 // A merge is computed without the writer lock (issue 21, item 12): tool
@@ -846,8 +867,10 @@ func pausedPull(t *testing.T, r *Repo) (resume chan struct{}, pulled func() (Syn
 // computation complete, and the merge, made on top of them, keeps them.
 // Before, the merge held the lock throughout and the calls waited for it.
 func TestToolCallsDoNotWaitForMerges(t *testing.T) {
+	t.Parallel()
 	remote := bareRemote(t)
-	a := agent(t, remote, "a")
+	pause := newMergePause()
+	a := agentWith(t, remote, "a", &testHooks{merge: pause.hook})
 	put(t, a, "a0", "shared.md", "one\ntwo\nthree\nfour\nfive\n")
 	put(t, a, "a0b", "other.md", "x\n")
 	syncOK(t, a)
@@ -857,7 +880,7 @@ func TestToolCallsDoNotWaitForMerges(t *testing.T) {
 	syncOK(t, b)
 	put(t, a, "a1", "shared.md", "one by a\ntwo\nthree\nfour\nfive\n") // both sides changed it: a merge
 
-	resume, pulled := pausedPull(t, a)
+	resume, pulled := pausedPull(t, a, pause)
 	// The merge is paused: a call on a file it does not change, one on a
 	// file it merges.
 	called := make(chan error, 1)
@@ -907,8 +930,10 @@ func TestToolCallsDoNotWaitForMerges(t *testing.T) {
 // remote) starts over on the new tip rather than keeping what it found:
 // the remote is in the memory already, and no second merge is made.
 func TestMergeStartsOverWhenTheTipMovesOtherwise(t *testing.T) {
+	t.Parallel()
 	remote := bareRemote(t)
-	a := agent(t, remote, "a")
+	pause := newMergePause()
+	a := agentWith(t, remote, "a", &testHooks{merge: pause.hook})
 	put(t, a, "a0", "shared.md", "one\ntwo\n")
 	syncOK(t, a)
 	b := agent(t, remote, "b")
@@ -921,7 +946,7 @@ func TestMergeStartsOverWhenTheTipMovesOtherwise(t *testing.T) {
 	}
 	defer a2.Close()
 
-	resume, pulled := pausedPull(t, a)
+	resume, pulled := pausedPull(t, a, pause)
 	res2, err := a2.Pull(context.Background(), "origin", SyncOptions{}) // the other process merges first
 	close(resume)
 	if err != nil || res2.Merge == "" {

@@ -24,11 +24,12 @@ import (
 // Regression tests for issue 6 ("gitmem keeps faith"): each failed on the
 // code before the fix.
 
-// failAt makes every write step whose path contains one of the given
-// substrings fail with ENOSPC until the returned function is called.
-func failAt(t *testing.T, step string, paths ...string) (stop func()) {
+// failAt makes every write step of r whose path contains one of the
+// given substrings fail with ENOSPC until the returned function is called.
+func failAt(t *testing.T, r *Repo, step string, paths ...string) (stop func()) {
 	t.Helper()
-	gd.SetFault(func(s, p string) error {
+	env := r.obj.Env
+	env.SetFault(func(s, p string) error {
 		if s != step {
 			return nil
 		}
@@ -39,8 +40,8 @@ func failAt(t *testing.T, step string, paths ...string) (stop func()) {
 		}
 		return nil
 	})
-	t.Cleanup(func() { gd.SetFault(nil) })
-	return func() { gd.SetFault(nil) }
+	t.Cleanup(func() { env.SetFault(nil) })
+	return func() { env.SetFault(nil) }
 }
 
 func subjects(t *testing.T, dir string) string {
@@ -63,14 +64,16 @@ func readDisk(t *testing.T, dir, p string) string {
 // commits and restarts until the worktree matches HEAD, and the stale
 // worktree is never adopted.
 func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	opt := testOptions(t) // the restart below carries the fault too
+	r, _, err := Init(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, r, "t0", "a.md", "old\n")
 	settle(t, r)
-	stop := failAt(t, gd.StepWorktree, "memories/a.md")
+	stop := failAt(t, r, gd.StepWorktree, "memories/a.md")
 	acked := write(t, r, "t1", "a.md", "acknowledged\n") // the commit point passed: acknowledged
 	settle(t, r)
 	if got := readDisk(t, dir, "a.md"); got != "old\n" {
@@ -79,7 +82,7 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 	write(t, r, "t2", "b.md", "b\n") // used to overwrite the journal
 	r.Close()
 	// Restart while the fault persists: start works, adopts nothing.
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(dir, opt)
 	if err != nil {
 		t.Fatalf("start with a worktree that cannot be repaired yet: %v", err)
 	}
@@ -113,8 +116,9 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 // Item 1, while running: the next change repairs what the last one could
 // not mirror, and keeps the record while it cannot.
 func TestMirrorFailureRepairedByTheNextChange(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
-	stop := failAt(t, gd.StepWorktree, "memories/a.md")
+	stop := failAt(t, r, gd.StepWorktree, "memories/a.md")
 	write(t, r, "t1", "a.md", "one\n")
 	settle(t, r)
 	if got := readDisk(t, dir, "a.md"); got == "one\n" {
@@ -347,7 +351,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	// What an earlier gitmem left loose (it wrote a file per object): a
 	// page (4 KiB) each on this file system, for gc to pack.
-	ow := gd.NewObjectWriter(r.gitDir)
+	ow := gd.NewObjectWriter(nil, r.gitDir)
 	for i := range 400 {
 		if _, err := ow.Write(plumbing.BlobObject, []byte(fmt.Sprintf("an object an earlier gitmem left loose %d\n", i))); err != nil {
 			t.Fatal(err)
@@ -582,6 +586,7 @@ func assertNoSecret(t *testing.T, dir, secret string) {
 // Item 9: a redaction killed after the refs moved is finished at the next
 // start: the old worktree is never adopted back (it held the secret).
 func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -591,7 +596,7 @@ func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
 	write(t, r, "t1", "prefs.md", "key: "+secret+"\n")
 	write(t, r, "t2", "other.md", "x\n")
 	settle(t, r)
-	stop := failAt(t, gd.StepWorktree, "memories")
+	stop := failAt(t, r, gd.StepWorktree, "memories")
 	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err == nil {
 		t.Fatal("the fault did not interrupt the redaction")
 	}
@@ -679,7 +684,7 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 	}
 	// The same content written again (here through a fresh repository
 	// sharing the object folder would be contrived; write it directly).
-	ow := gd.NewObjectWriter(filepath.Join(dir, ".git"))
+	ow := gd.NewObjectWriter(nil, filepath.Join(dir, ".git"))
 	if _, err := ow.Write(plumbing.BlobObject, []byte("hello\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -883,6 +888,7 @@ func TestHandCommitWhileRunningIsMerged(t *testing.T) {
 // branch; a commit made on top of recovered changes that were already in
 // git's files is simply kept. Either way the next start is a plain one.
 func TestHandCommitAfterCrash(t *testing.T) {
+	t.Parallel()
 	t.Run("log only", func(t *testing.T) {
 		dir := gittest.TempDir(t)
 		r, _, err := Init(dir, testOptions(t))
@@ -891,7 +897,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 		}
 		write(t, r, "t1", "a.md", "one\n")
 		settle(t, r)
-		stop := failAt(t, gd.StepPack, "") // t2 stays in the log
+		stop := failAt(t, r, gd.StepPack, "") // t2 stays in the log
 		write(t, r, "t2", "a.md", "two\n")
 		crash(r)
 		stop()
@@ -984,6 +990,7 @@ func TestRedactCoversDisplacedCommits(t *testing.T) {
 // whole: the adopt commit merges the hand edit into the acknowledged
 // version, conflicts marked.
 func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
+	t.Parallel()
 	const base = "one\ntwo\nthree\n"
 	for _, tc := range []struct {
 		name, hand, want string
@@ -1005,7 +1012,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 					os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte(tc.hand), 0o600)
 				}
 				if crashed {
-					stop := failAt(t, gd.StepPack, "") // t2 stays in the log
+					stop := failAt(t, r, gd.StepPack, "") // t2 stays in the log
 					write(t, r, "t2", "a.md", "ONE\ntwo\nthree\n")
 					crash(r)
 					stop()
@@ -1057,6 +1064,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 // what the operator changed (op.md); every acknowledged change stays. The
 // same after a crash, the commit made before the next start.
 func TestHandCommitFromAStaleIndex(t *testing.T) {
+	t.Parallel()
 	for _, crashed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "running", true: "after a crash"}[crashed], func(t *testing.T) {
 			dir := gittest.TempDir(t)
@@ -1079,7 +1087,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 			}
 			want := "memories/a.md\nmemories/c.md\nmemories/d.md\nmemories/op.md\n"
 			if crashed { // e.md is in the log only
-				stop := failAt(t, gd.StepPack, "")
+				stop := failAt(t, r, gd.StepPack, "")
 				write(t, r, "t7", "e.md", "five\n")
 				crash(r)
 				stop()
@@ -1238,6 +1246,7 @@ func waitReleased(t *testing.T, r *Repo) {
 // A hand edit landing between checkoutMoved's check of a file and its
 // replacement by the branch's version is kept, merged with it.
 func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(dir, testOptions(t))
 	if err != nil {
@@ -1252,7 +1261,8 @@ func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
 	gittest.Git(t, dir, "fetch", "-q", other, "HEAD")
 	gittest.Git(t, dir, "update-ref", "refs/heads/main", theirs)
 	var once sync.Once
-	gd.SetFault(func(step, p string) error {
+	opt := testOptions(t)
+	opt.hooks.env.SetFault(func(step, p string) error {
 		if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
 			once.Do(func() {
 				os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("hand\n1\n2\n3\n4\n"), 0o600)
@@ -1260,12 +1270,12 @@ func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
 		}
 		return nil
 	})
-	defer gd.SetFault(nil)
-	if r, err = Open(dir, testOptions(t)); err != nil {
+	defer opt.hooks.env.SetFault(nil)
+	if r, err = Open(dir, opt); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	gd.SetFault(nil)
+	opt.hooks.env.SetFault(nil)
 	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
 		t.Fatal(err)
 	}

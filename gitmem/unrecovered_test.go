@@ -42,7 +42,7 @@ func twoInTheLog(t *testing.T) (dir string, r *Repo, stop func()) {
 	r.mmu.Lock() // t2 and t3 stay in the log until the fault is in place
 	write(t, r, "t2", "a.md", "two\n")
 	write(t, r, "t3", "b.md", "three\n")
-	stop = failAt(t, gd.StepPack, "")
+	stop = failAt(t, r, gd.StepPack, "")
 	r.mmu.Unlock()
 	return dir, r, stop
 }
@@ -67,6 +67,7 @@ func ids(t *testing.T, r *Repo) string {
 // their ids; it writes nothing. Once a writer opened the repository there
 // are none.
 func TestUnrecoveredChangesAfterACrash(t *testing.T) {
+	t.Parallel()
 	dir := crashWithLog(t)
 	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
 	if err != nil {
@@ -153,6 +154,7 @@ func TestMaterialisedLogIsNotUnrecovered(t *testing.T) {
 // ids, how they are recovered) and changes nothing; fsck --repair recovers
 // them.
 func TestFsckReportsTheWriteAheadLog(t *testing.T) {
+	t.Parallel()
 	dir := crashWithLog(t)
 	rep, err := Fsck(dir, Options{ReadOnly: true, Logf: t.Logf}, false)
 	if err != nil {
@@ -191,6 +193,7 @@ func TestFsckReportsTheWriteAheadLog(t *testing.T) {
 // UnwrittenError counting the acknowledged changes kept in the log, which
 // the next start recovers.
 func TestCloseWithFailedCheckpointKeepsTheLog(t *testing.T) {
+	t.Parallel()
 	dir, r, stop := twoInTheLog(t)
 	err := r.Close()
 	var ue *UnwrittenError
@@ -278,7 +281,7 @@ func TestLongLogIsCountedWithoutListingPacksPerChange(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		write(t, r, fmt.Sprintf("t%d", i), fmt.Sprintf("f%d.md", i), "x\n")
 	}
-	stop := failAt(t, gd.StepPack, "")
+	stop := failAt(t, r, gd.StepPack, "")
 	r.mmu.Unlock()
 	crash(r)
 	stop()

@@ -35,6 +35,7 @@ type worktree struct {
 	tmpAbs  string
 	tmpRel  string
 	dir     string          // the repository folder
+	env     *gd.Env         // the test suite's (nil: none)
 	wmu     sync.Mutex      // guards written
 	written map[string]bool // repository paths written since the last SyncFS
 
@@ -46,9 +47,9 @@ type worktree struct {
 
 // newWorktree is the worktree of the repository folder dir, opened as
 // root, whose git folder is gitDir.
-func newWorktree(root *os.Root, dir, gitDir string) *worktree {
+func newWorktree(root *os.Root, dir, gitDir string, env *gd.Env) *worktree {
 	base, rc := openBase(root, dir)
-	return &worktree{root: root, base: base, baseRC: rc, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir}
+	return &worktree{root: root, base: base, baseRC: rc, tmpAbs: filepath.Join(gitDir, "gitmem", "tmp"), tmpRel: ".git/gitmem/tmp", dir: dir, env: env}
 }
 
 // close removes the spare files and closes the root.
@@ -315,7 +316,7 @@ func (w *worktree) ensureDir(p string) error {
 }
 
 func (w *worktree) write(p string, data []byte) error {
-	if err := gd.Injected(gd.StepWorktree, p); err != nil {
+	if err := w.env.Injected(gd.StepWorktree, p); err != nil {
 		return err
 	}
 	if err := w.ensureDir(path.Dir(p)); err != nil {
@@ -339,7 +340,7 @@ func (w *worktree) write(p string, data []byte) error {
 }
 
 func (w *worktree) remove(p string) error {
-	if err := gd.Injected(gd.StepWorktree, p); err != nil {
+	if err := w.env.Injected(gd.StepWorktree, p); err != nil {
 		return err
 	}
 	if err := w.root.RemoveAll(p); err != nil {

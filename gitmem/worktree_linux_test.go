@@ -101,7 +101,7 @@ func TestBeneathIsTheRootsFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWrite("another folder's\n")
-	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
+	w := newWorktree(root, dir, filepath.Join(dir, ".git"), nil)
 	defer w.close()
 	if data, err := w.readFile("memories/a.md"); err != nil || string(data) != "the root's\n" {
 		t.Fatalf("read %q, %v; want the root's file", data, err)
@@ -124,7 +124,7 @@ func TestBeneathWhileClosing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
+	w := newWorktree(root, dir, filepath.Join(dir, ".git"), nil)
 	started, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)

@@ -18,7 +18,7 @@ func openWorktree(tb testing.TB, dir string) *worktree {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	w := newWorktree(root, dir, filepath.Join(dir, ".git"))
+	w := newWorktree(root, dir, filepath.Join(dir, ".git"), nil)
 	tb.Cleanup(w.close)
 	return w
 }

@@ -2,25 +2,33 @@ package gitdir
 
 import "sync/atomic"
 
-// fault is the test suite's fault-injecting layer: when set, each write
-// step that can fail on a real disk (an object, the journal, the branch,
-// a worktree file, the index, the history index, a pack) calls it first
-// with the step's name and repository-relative path, and an error it
-// returns is that step's error — ENOSPC, EACCES or EIO at a chosen point.
-// It is nil outside tests.
-var fault atomic.Pointer[func(step, path string) error]
+// Env is the test suite's way into the write steps beneath one
+// repository: the Store, log, pack, index and sync calls made for that
+// repository carry it, so that each test sets its own and tests run in
+// parallel. nil outside tests; every method works on nil.
+type Env struct {
+	// fault, when set, is called first by each write step that can fail
+	// on a real disk (an object, the journal, the branch, a worktree
+	// file, the index, a pack, the log, a sync) with the step's name and
+	// repository-relative path, and an error it returns is that step's
+	// error — ENOSPC, EACCES or EIO at a chosen point.
+	fault atomic.Pointer[func(step, path string) error]
+	// beforeObjectTemp, when set, runs just before a loose object's
+	// temporary file is made in its folder.
+	beforeObjectTemp func(folder string)
+}
 
 // SetFault installs the fault hook (nil removes it). It is safe while
 // background work runs.
-func SetFault(f func(step, path string) error) {
+func (e *Env) SetFault(f func(step, path string) error) {
 	if f == nil {
-		fault.Store(nil)
+		e.fault.Store(nil)
 		return
 	}
-	fault.Store(&f)
+	e.fault.Store(&f)
 }
 
-// Steps fault is called with.
+// Steps the fault hook is called with.
 const (
 	StepObject   = "object"
 	StepJournal  = "journal"
@@ -35,9 +43,12 @@ const (
 	StepSync     = "sync"
 )
 
-// Injected returns the error Fault gives the step, if any.
-func Injected(step, path string) error {
-	if f := fault.Load(); f != nil {
+// Injected returns the error the fault hook gives the step, if any.
+func (e *Env) Injected(step, path string) error {
+	if e == nil {
+		return nil
+	}
+	if f := e.fault.Load(); f != nil {
 		return (*f)(step, path)
 	}
 	return nil

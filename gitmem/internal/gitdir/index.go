@@ -121,8 +121,8 @@ func ReadIndex(gitDir string) ([]IndexEntry, time.Time, error) {
 // (tens of milliseconds for 1 MB here) would be paid under the writer
 // mutex. go-git's encoder is ~15x slower at 10,000 entries and is not
 // needed: gitmem's index has no extensions and no conflict stages.
-func WriteIndex(gitDir string, entries []IndexEntry) error {
-	if err := Injected(StepIndex, ".git/index"); err != nil {
+func WriteIndex(env *Env, gitDir string, entries []IndexEntry) error {
+	if err := env.Injected(StepIndex, ".git/index"); err != nil {
 		return err
 	}
 	slices.SortFunc(entries, func(a, b IndexEntry) int { return strings.Compare(a.Path, b.Path) })

@@ -29,6 +29,7 @@ import (
 // stays for go-git's own algorithms (revision parsing, object walks).
 type Store struct {
 	Dir   string // the .git folder
+	Env   *Env   // the test suite's (nil: none); set before the Store is used
 	st    *filesystem.Storage
 	packs *packSet
 	cache objCache // trees and commits recently read
@@ -108,6 +109,7 @@ func Open(gitDir string) *Store {
 // read through from s. Close it when done.
 func (s *Store) View() *Store {
 	v := Open(s.Dir)
+	v.Env = s.Env
 	v.shared = s
 	return v
 }
@@ -404,11 +406,12 @@ const TmpObjPrefix = "gitmem_obj_"
 // pack: see Keep); tests make loose objects with it, as git does.
 type ObjectWriter struct {
 	dir   string // .git/objects
+	env   *Env
 	dirty map[string]bool
 }
 
-func NewObjectWriter(gitDir string) *ObjectWriter {
-	return &ObjectWriter{dir: filepath.Join(gitDir, "objects"), dirty: map[string]bool{}}
+func NewObjectWriter(env *Env, gitDir string) *ObjectWriter {
+	return &ObjectWriter{dir: filepath.Join(gitDir, "objects"), env: env, dirty: map[string]bool{}}
 }
 
 func (w *ObjectWriter) Write(t plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
@@ -419,7 +422,7 @@ func (w *ObjectWriter) Write(t plumbing.ObjectType, content []byte) (plumbing.Ha
 	if _, err := os.Lstat(final); err == nil && LooseIntact(final, h) {
 		return h, nil // already there, and intact: never point at a damaged copy
 	}
-	if err := Injected(StepObject, ".git/objects/"+hex[:2]+"/"+hex[2:]); err != nil {
+	if err := w.env.Injected(StepObject, ".git/objects/"+hex[:2]+"/"+hex[2:]); err != nil {
 		return h, err
 	}
 	var buf bytes.Buffer
@@ -438,8 +441,8 @@ func (w *ObjectWriter) Write(t plumbing.ObjectType, content []byte) (plumbing.Ha
 			}
 			w.dirty[w.dir] = true
 		}
-		if beforeObjectTemp != nil {
-			beforeObjectTemp(sub)
+		if w.env != nil && w.env.beforeObjectTemp != nil {
+			w.env.beforeObjectTemp(sub)
 		}
 		err := writeFile(sub, TmpObjPrefix, final, buf.Bytes(), 0o444, true)
 		if errors.Is(err, fs.ErrNotExist) && try < 3 {
@@ -452,10 +455,6 @@ func (w *ObjectWriter) Write(t plumbing.ObjectType, content []byte) (plumbing.Ha
 		return h, nil
 	}
 }
-
-// beforeObjectTemp, when a test sets it, runs just before a loose
-// object's temporary file is made in its folder.
-var beforeObjectTemp func(folder string)
 
 // LooseIntact reports whether the loose object file at path holds the
 // object h: it inflates and hashes it.

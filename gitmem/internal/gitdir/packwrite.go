@@ -69,7 +69,7 @@ func (s *Store) WritePackFiles(objs []Object, durable bool, keep Keep) (plumbing
 	if n > StoredPackMax {
 		level = zlib.BestSpeed
 	}
-	pw, err := newPackWriter(s.Dir, n, level)
+	pw, err := newPackWriter(s.Env, s.Dir, n, level)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -107,7 +107,7 @@ type PackBuilder struct {
 
 // NewPack starts a PackBuilder.
 func (s *Store) NewPack() (*PackBuilder, error) {
-	pw, err := newPackWriter(s.Dir, -1, zlib.BestSpeed)
+	pw, err := newPackWriter(s.Env, s.Dir, -1, zlib.BestSpeed)
 	if err != nil {
 		return nil, err
 	}
@@ -181,9 +181,9 @@ const (
 
 // newPackWriter starts a pack of count objects (-1: not known yet)
 // compressed at level.
-func newPackWriter(gitDir string, count, level int) (*packWriter, error) {
+func newPackWriter(env *Env, gitDir string, count, level int) (*packWriter, error) {
 	dir := filepath.Join(gitDir, "objects", "pack")
-	if err := Injected(StepPack, ".git/objects/pack"); err != nil {
+	if err := env.Injected(StepPack, ".git/objects/pack"); err != nil {
 		return nil, err
 	}
 	if err := mkdirIn(gitDir, dir, 0o755); err != nil {

@@ -89,7 +89,7 @@ func TestPackSmallTakesLooseObjectsAndPacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ow := NewObjectWriter(gitDir)
+	ow := NewObjectWriter(nil, gitDir)
 	var loose []plumbing.Hash
 	for i := 6; i < 8; i++ {
 		o := blob(i)
@@ -318,7 +318,7 @@ func TestDamagedPackEntry(t *testing.T) {
 	if got, err := s.Blob(h); err == nil {
 		t.Fatalf("damaged entry read as %q", got)
 	}
-	w := NewObjectWriter(gitDir)
+	w := NewObjectWriter(nil, gitDir)
 	if _, err := w.Write(plumbing.BlobObject, data); err != nil {
 		t.Fatal(err)
 	}
@@ -357,15 +357,15 @@ func TestDamagedPackEntry(t *testing.T) {
 // one removed between the folder's creation and the object's temporary
 // file is made again, and the write goes on.
 func TestObjectWriteOutlivesPrunedFolders(t *testing.T) {
+	t.Parallel()
 	_, gitDir := gitInit(t)
 	pruned := 0
-	beforeObjectTemp = func(folder string) {
+	env := &Env{beforeObjectTemp: func(folder string) {
 		if pruned < 2 && os.Remove(folder) == nil { // empty: git would remove it
 			pruned++
 		}
-	}
-	defer func() { beforeObjectTemp = nil }()
-	w := NewObjectWriter(gitDir)
+	}}
+	w := NewObjectWriter(env, gitDir)
 	h, err := w.Write(plumbing.BlobObject, []byte("a memory\n"))
 	if err != nil || pruned != 2 {
 		t.Fatalf("after %d prunes: %v", pruned, err)

@@ -134,7 +134,7 @@ func (s *Store) LockRefs(moves map[plumbing.ReferenceName][2]plumbing.Hash, dura
 	}
 	for _, name := range slices.Sorted(maps.Keys(moves)) {
 		m := moves[name]
-		if err := Injected(StepRef, string(name)); err != nil {
+		if err := s.Env.Injected(StepRef, string(name)); err != nil {
 			tx.Abort()
 			return nil, err
 		}

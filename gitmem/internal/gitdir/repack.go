@@ -77,7 +77,7 @@ var ErrStopped = errors.New("repack stopped")
 // anyone else meanwhile (open a Store of its own for it).
 func (s *Store) Repack(opt RepackOptions) (_ RepackResult, err error) {
 	defer s.packs.mapPacks()()
-	pw, err := newPackWriter(s.Dir, -1, zlib.DefaultCompression)
+	pw, err := newPackWriter(s.Env, s.Dir, -1, zlib.DefaultCompression)
 	if err != nil {
 		return RepackResult{}, err
 	}
@@ -587,7 +587,7 @@ func compareEntries(a, b treeEntry) int {
 // the store, in the order given), with the .keep keep, and returns the
 // pack's hash. The pack and its index are fsynced with the folder.
 func (s *Store) PackObjects(hashes []plumbing.Hash, keep Keep) (plumbing.Hash, error) {
-	pw, err := newPackWriter(s.Dir, -1, zlib.DefaultCompression)
+	pw, err := newPackWriter(s.Env, s.Dir, -1, zlib.DefaultCompression)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}

@@ -36,7 +36,7 @@ func TestPackWithDeltasIsReadByGit(t *testing.T) {
 	for i := range 300 {
 		lines = append(lines, fmt.Sprintf("line %d of a memory file\n", i))
 	}
-	pw, err := newPackWriter(gitDir, -1, 6)
+	pw, err := newPackWriter(nil, gitDir, -1, 6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestReadAfterRepackElsewhere(t *testing.T) {
 	if RemovePacks(gitDir, gone) != len(old) {
 		t.Fatal("packs not removed")
 	}
-	ow := NewObjectWriter(gitDir)
+	ow := NewObjectWriter(nil, gitDir)
 	if _, err := ow.Write(typ, data); err != nil {
 		t.Fatal(err)
 	}

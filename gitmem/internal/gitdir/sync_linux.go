@@ -20,13 +20,13 @@ func fdatasync(f *os.File) error {
 // durable: one syncfs(2) flushes every file and folder changed on it, far
 // cheaper than an fsync per file for a checkpoint's many small files.
 // paths (what was written) is not needed here.
-func SyncFS(dir string, paths []string) error {
+func SyncFS(env *Env, dir string, paths []string) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := Injected(StepSync, dir); err != nil {
+	if err := env.Injected(StepSync, dir); err != nil {
 		return err
 	}
 	for {

@@ -10,8 +10,8 @@ import "os"
 // of them where that is a separate step (flushDevice, on macOS). The
 // paths are on one file system, the repository's (as syncfs(2) assumes
 // on Linux).
-func SyncFS(dir string, paths []string) error {
-	if err := Injected(StepSync, dir); err != nil {
+func SyncFS(env *Env, dir string, paths []string) error {
+	if err := env.Injected(StepSync, dir); err != nil {
 		return err
 	}
 	var last *os.File // a regular file synced: the device's cache is flushed through it

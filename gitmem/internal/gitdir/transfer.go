@@ -122,7 +122,7 @@ func (s *Store) Receive(r io.Reader, limit int64) (int, error) {
 	if count == 0 {
 		return 0, nil
 	}
-	pw, err := newPackWriter(s.Dir, count, zlib.BestSpeed)
+	pw, err := newPackWriter(s.Env, s.Dir, count, zlib.BestSpeed)
 	if err != nil {
 		return 0, err
 	}
@@ -207,7 +207,7 @@ func (s *Store) Received() []plumbing.Hash {
 // this machine: a push to it, a fetch from it), as one pack without
 // deltas into s, durably, kept from git's gc (see Received).
 func (s *Store) WritePackFrom(src *Store, hashes []plumbing.Hash) (plumbing.Hash, error) {
-	pw, err := newPackWriter(s.Dir, len(hashes), zlib.BestSpeed)
+	pw, err := newPackWriter(s.Env, s.Dir, len(hashes), zlib.BestSpeed)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}

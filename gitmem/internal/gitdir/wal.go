@@ -62,6 +62,7 @@ type WALRecord struct {
 // WAL is an open write-ahead log. It is not safe for concurrent use.
 type WAL struct {
 	path string
+	env  *Env
 	f    *os.File
 	gen  uint32
 	seq  uint64
@@ -73,17 +74,17 @@ type WAL struct {
 // OpenWAL opens (creating it when missing) the write-ahead log file
 // .git/gitmem/NAME and returns the records of its current generation, to
 // be replayed.
-func OpenWAL(gitDir, name string) (*WAL, []WALRecord, error) {
+func OpenWAL(env *Env, gitDir, name string) (*WAL, []WALRecord, error) {
 	path := filepath.Join(gitDir, "gitmem", name)
 	f, err := os.OpenFile(path, os.O_RDWR, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
-		w, err := createWAL(path)
+		w, err := createWAL(env, path)
 		return w, nil, err
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &WAL{path: path, f: f}
+	w := &WAL{path: path, env: env, f: f}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -144,13 +145,13 @@ func (w *WAL) readHeader() error {
 	return nil
 }
 
-func createWAL(path string) (*WAL, error) {
+func createWAL(env *Env, path string) (*WAL, error) {
 	tmp := path + ".new"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	w := &WAL{path: path, f: f, gen: 1}
+	w := &WAL{path: path, env: env, f: f, gen: 1}
 	err = w.writeHeader()
 	if err == nil {
 		err = w.grow(walHeaderSize + walGrow)
@@ -252,7 +253,7 @@ func (w *WAL) Append(recs []WALRecord) error {
 		crc = crc32.Update(crc, castagnoli, h[24:])
 		binary.BigEndian.PutUint32(h[20:], crc)
 	}
-	if err := Injected(StepWAL, ".git/gitmem/wal"); err != nil {
+	if err := w.env.Injected(StepWAL, ".git/gitmem/wal"); err != nil {
 		return err
 	}
 	grown := false
@@ -266,7 +267,7 @@ func (w *WAL) Append(recs []WALRecord) error {
 		w.void()
 		return err
 	}
-	err := Injected(StepWALSync, ".git/gitmem/wal")
+	err := w.env.Injected(StepWALSync, ".git/gitmem/wal")
 	if err == nil && grown {
 		err = Fsync(w.f) // the size changed: metadata too
 	} else if err == nil {
@@ -304,7 +305,7 @@ func (w *WAL) GrowTo(n int64) error {
 	if n <= w.Cap() {
 		return nil
 	}
-	if err := Injected(StepWALGrow, ".git/gitmem/wal"); err != nil {
+	if err := w.env.Injected(StepWALGrow, ".git/gitmem/wal"); err != nil {
 		return err
 	}
 	for target := walHeaderSize + n; w.size < target; {
@@ -331,7 +332,7 @@ func (w *WAL) Gen() uint32 { return w.gen }
 // any generation either log file had: no old record is read again, and
 // the generations order the files' records.
 func (w *WAL) Reset(gen uint32) error {
-	if err := Injected(StepWAL, ".git/gitmem/wal"); err != nil {
+	if err := w.env.Injected(StepWAL, ".git/gitmem/wal"); err != nil {
 		return err
 	}
 	old := w.gen
@@ -458,11 +459,11 @@ func (w *WAL) sizeOnDisk() int64 {
 }
 
 // ScrubWAL scrubs the log file .git/gitmem/NAME if it exists (see Scrub).
-func ScrubWAL(gitDir, name string) error {
+func ScrubWAL(env *Env, gitDir, name string) error {
 	if _, err := os.Stat(filepath.Join(gitDir, "gitmem", name)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	w, recs, err := OpenWAL(gitDir, name)
+	w, recs, err := OpenWAL(env, gitDir, name)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func rec(i int, size int) WALRecord {
 func TestWALRoundTrip(t *testing.T) {
 	t.Parallel()
 	dir := walDir(t)
-	w, recs, err := OpenWAL(dir, "wal")
+	w, recs, err := OpenWAL(nil, dir, "wal")
 	if err != nil || len(recs) != 0 {
 		t.Fatalf("new log: %v %d", err, len(recs))
 	}
@@ -44,7 +44,7 @@ func TestWALRoundTrip(t *testing.T) {
 		want = append(want, batch...)
 	}
 	w.Close(false)
-	w, recs, err = OpenWAL(dir, "wal")
+	w, recs, err = OpenWAL(nil, dir, "wal")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestWALRoundTrip(t *testing.T) {
 	end := w.off
 	w.f.WriteAt([]byte{0xff}, end-3) // damage the last record's payload
 	w.Close(false)
-	w, recs, err = OpenWAL(dir, "wal")
+	w, recs, err = OpenWAL(nil, dir, "wal")
 	if err != nil || len(recs) != len(want)+1 {
 		t.Fatalf("after a torn record: %d records, %v", len(recs), err)
 	}
@@ -75,7 +75,7 @@ func TestWALRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close(false)
-	w, recs, err = OpenWAL(dir, "wal")
+	w, recs, err = OpenWAL(nil, dir, "wal")
 	if err != nil || len(recs) != 1 || recs[0].Head != rec(60, 10).Head {
 		t.Fatalf("after Reset: %d records, %v", len(recs), err)
 	}
@@ -92,7 +92,7 @@ func TestWALRoundTrip(t *testing.T) {
 func TestWALGrowTo(t *testing.T) {
 	t.Parallel()
 	dir := walDir(t)
-	w, _, err := OpenWAL(dir, "wal")
+	w, _, err := OpenWAL(nil, dir, "wal")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestWALGrowTo(t *testing.T) {
 		t.Fatalf("the appends or a smaller GrowTo changed the size: Cap %d, file %d bytes, %v", w.Cap(), size(), err)
 	}
 	w.Close(false)
-	_, recs, err := OpenWAL(dir, "wal")
+	_, recs, err := OpenWAL(nil, dir, "wal")
 	if err != nil || len(recs) != len(want) {
 		t.Fatalf("%d records back of %d, %v", len(recs), len(want), err)
 	}

@@ -1,0 +1,113 @@
+package gitmem
+
+import gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+
+// testHooks are the test suite's seams into one Repo: given with the
+// Options it is opened with (Options.hooks), before Open, and not changed
+// after (env's fault hook excepted: SetFault is safe at any time), so that
+// each test sets them on its own repositories and tests run in parallel.
+// nil outside tests; every method works on nil.
+type testHooks struct {
+	// gc runs in a collection once the plan is taken, at "planned";
+	// between writing the new pack and swapping it in: at "packed", then
+	// (a full collection, after it looked for what commits made meanwhile
+	// use) at "swap".
+	gc func(stage string)
+	// catchUp runs in a catch-up of the history index before the commits
+	// are recorded.
+	catchUp func()
+	// merge runs in the middle of computing a merge.
+	merge func()
+	// redactFault runs once a redaction's record of the moves is written
+	// and before the first ref moves; an error stops the redaction there,
+	// as a kill would.
+	redactFault func() error
+	// redactShared runs in a shared redaction between the local
+	// redaction and the first forced push (another agent pushes there).
+	redactShared func()
+	// backlogMax, chunkMax, tailChunk and logMax replace the constants
+	// of the same names when positive.
+	backlogMax, chunkMax, tailChunk int
+	logMax                          int64
+	// env is carried by the object store, log, worktree and syncs of the
+	// Repo: its fault hook (SetFault) fails or pauses a write step.
+	env *gd.Env
+}
+
+// gdEnv is the test's gd.Env (nil: none).
+func (h *testHooks) gdEnv() *gd.Env {
+	if h == nil {
+		return nil
+	}
+	return h.env
+}
+
+// open is gd.Open carrying the test's gd.Env.
+func (h *testHooks) open(gitDir string) *gd.Store {
+	s := gd.Open(gitDir)
+	s.Env = h.gdEnv()
+	return s
+}
+
+func (h *testHooks) atGC(stage string) {
+	if h != nil && h.gc != nil {
+		h.gc(stage)
+	}
+}
+
+func (h *testHooks) atCatchUp() {
+	if h != nil && h.catchUp != nil {
+		h.catchUp()
+	}
+}
+
+func (h *testHooks) atMerge() {
+	if h != nil && h.merge != nil {
+		h.merge()
+	}
+}
+
+func (h *testHooks) atRedactRecord() error {
+	if h != nil && h.redactFault != nil {
+		return h.redactFault()
+	}
+	return nil
+}
+
+func (h *testHooks) atRedactShared() {
+	if h != nil && h.redactShared != nil {
+		h.redactShared()
+	}
+}
+
+// backlog is backlogMax, or the test's.
+func (h *testHooks) backlog() int {
+	if h == nil || h.backlogMax <= 0 {
+		return backlogMax
+	}
+	return h.backlogMax
+}
+
+// logLimit is logMax, or the test's.
+func (h *testHooks) logLimit() int64 {
+	if h == nil || h.logMax <= 0 {
+		return logMax
+	}
+	return h.logMax
+}
+
+// chunk is chunkMax, or the test's.
+func (h *testHooks) chunk() int {
+	if h == nil || h.chunkMax <= 0 {
+		return chunkMax
+	}
+	return h.chunkMax
+}
+
+// tail is tailChunk, or the test's.
+func (h *testHooks) tail() int {
+	if h == nil || h.tailChunk <= 0 {
+		return tailChunk
+	}
+	return h.tailChunk
+}
