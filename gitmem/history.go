@@ -514,6 +514,12 @@ func (r *Repo) saveGrowth(g histGrowth, save saveMode) {
 			head, err := r.readHead()
 			r.hmu.Lock()
 			current := err == nil && head == r.histTip()
+			if err == nil && !current && r.histRunning && !r.histStop {
+				// The branch moved on (this process's calls, before
+				// it let the lock go): the background build goes on
+				// to it, and saves then.
+				r.histWant = head
+			}
 			r.hmu.Unlock()
 			if !current {
 				return

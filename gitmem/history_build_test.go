@@ -125,6 +125,7 @@ func TestReaderSavesTheIndexItRebuilt(t *testing.T) {
 // are read from them. The background build is held at its start until
 // the calls are done: a call that waited for it would never return.
 func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
+	t.Parallel()
 	n := 4 * inlineCatchUp // more commits than a call records itself
 	dir := importedHistory(t, n)
 	os.Remove(filepath.Join(dir, ".git", "gitmem", "history"))                                   // missing, as after a plain git clone
@@ -182,6 +183,14 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 		t.Fatal("the tool calls wait for the history index to be built")
 	}
 	<-started // the ids were read before the first call was answered, and the build started then
+	// The writer lock is let go (idle) before the build ends, as on a
+	// busy machine: the calls moved the branch past what the build was
+	// asked for, and it goes on to the branch's commit to save the index.
+	for deadline := time.Now().Add(time.Minute); r.owned.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer lock was not let go")
+		}
+	}
 	close(release)
 	r.histWG.Wait()
 	if d := r.historyDamage(); d != "" {
