@@ -170,6 +170,7 @@ func TestBlameAgreesWithGitAfterMerges(t *testing.T) {
 	}
 	for seed := range uint64(seeds) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 21))
 			remote := bareRemote(t)
 			names := []string{"a", "b", "c"}

@@ -1001,6 +1001,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 		for _, then := range []string{"adopt", "close", "crash"} {
 			crashed := then == "crash"
 			t.Run(tc.name+"/"+then, func(t *testing.T) {
+				t.Parallel()
 				dir := gittest.TempDir(t)
 				r, _, err := Init(dir, testOptions(t))
 				if err != nil {

@@ -13,6 +13,7 @@ import (
 // docs/operations.md's settings table lists every global and serve flag,
 // with its environment variable and config key, and nothing else.
 func TestSettingsTableListsEveryFlag(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)

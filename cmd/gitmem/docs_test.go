@@ -14,6 +14,7 @@ import (
 // The gitmem status example in docs/operations.md is what status prints:
 // the same lines, hashes, URL and times aside.
 func TestOperationsDocShowsStatusAsPrinted(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)

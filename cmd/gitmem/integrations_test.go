@@ -133,6 +133,7 @@ type mcpRun struct {
 // failure to the model), and nothing is committed. Only the memory's own
 // errors go to the model (TestTypeScriptToolRunner).
 func TestTypeScriptServerFailureReachesTheDeveloper(t *testing.T) {
+	t.Parallel()
 	dir := nodetest.Harness(t, "../../typescript/test", "@anthropic-ai/sdk")
 	env := testEnv(t)
 	repo := filepath.Join(gittest.TempDir(t), "memory")
@@ -194,6 +195,7 @@ func TestTypeScriptServerFailureReachesTheDeveloper(t *testing.T) {
 // Desktop do) and over streamable HTTP: the tool list, exact results, and
 // commits whose trailers carry the ids from _meta and the client's name.
 func TestMCPWithTypeScriptSDK(t *testing.T) {
+	t.Parallel()
 	dir := nodetest.Harness(t, "testdata/mcp-client", "@modelcontextprotocol/sdk")
 	calls := []mcpCall{
 		{json.RawMessage(`{"command":"view","path":"/memories"}`), map[string]any{"claudecode/toolUseId": "toolu_01"}},
@@ -279,6 +281,7 @@ func TestMCPWithTypeScriptSDK(t *testing.T) {
 // serve --mcp: each is answered in the order sent, so every view sees the
 // writes sent before it.
 func TestMCPPipelinedWithTypeScriptSDK(t *testing.T) {
+	t.Parallel()
 	dir := nodetest.Harness(t, "testdata/mcp-client", "@modelcontextprotocol/sdk")
 	const n = 15
 	var calls []mcpCall
@@ -325,6 +328,7 @@ func TestMCPPipelinedWithTypeScriptSDK(t *testing.T) {
 // and the commits. Also: the shipped dist/ is what tsc makes of src/, it
 // type-checks as the SDK's BetaRunnableTool, and its unit tests pass.
 func TestTypeScriptToolRunner(t *testing.T) {
+	t.Parallel()
 	dir := nodetest.Harness(t, "../../typescript/test", "@anthropic-ai/sdk")
 	module := filepath.Dir(dir)
 	tsc := filepath.Join(dir, "node_modules", ".bin", "tsc")

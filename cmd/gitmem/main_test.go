@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 // leaves (fsckAtEnd). The clock is fixed (GITMEM_NOW) and so are
 // identities, so commit hashes are stable.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("the scripts check results with the git CLI")
 	}

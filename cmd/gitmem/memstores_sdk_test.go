@@ -102,6 +102,7 @@ func tsClass(status int) string {
 }
 
 func TestMemoryStoresWithTheOfficialSDKs(t *testing.T) {
+	t.Parallel()
 	t.Run("go", func(t *testing.T) {
 		h := newMSHarness(t)
 		h.call = goSDKCall(h.base)

@@ -55,6 +55,7 @@ func get(t *testing.T, url string) (int, string) {
 // it, every request and every tool call is one log line, and the metrics
 // count what happened.
 func TestServerLogsAndMetrics(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +199,7 @@ func looseCount(t *testing.T, repo string) string {
 // served meanwhile) and at exit, when the loose objects passed
 // --gc-loose.
 func TestServePacksAtStartAndExit(t *testing.T) {
+	t.Parallel()
 	repo := filepath.Join(gittest.TempDir(t), "mem")
 	env := testEnv(t)
 	init := exec.Command("gitmem", "--repo", repo, "init")

@@ -13,6 +13,7 @@ import (
 // -d), HEAD (git checkout -b) — is put back and logged at ERROR, every
 // call still succeeds, and after a clean exit git's view is whole.
 func TestServeLogsWhatGitTookAwayAtError(t *testing.T) {
+	t.Parallel()
 	repo := filepath.Join(gittest.TempDir(t), "memory")
 	var stderr lockedBuffer
 	base, _, stop := startHTTPProcessTo(t, &stderr, testEnv(t), repo, "--http")

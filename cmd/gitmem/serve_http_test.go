@@ -19,6 +19,7 @@ import (
 // with its bounds on a connection: headers far past 64 KiB get 431 (a
 // bare http.Server would read up to 1 MiB of them).
 func TestServeHTTPBoundsConnections(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	for _, tc := range []struct {
 		name string
@@ -49,6 +50,7 @@ func TestServeHTTPBoundsConnections(t *testing.T) {
 // The address serve announces is the one the operator gave (0.0.0.0 is
 // not rewritten to [::]; no host is every interface, 0.0.0.0), with the port the listener got when it was 0.
 func TestServeAnnouncesTheAddressGiven(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ given, listener, want string }{
 		{"0.0.0.0:7077", "[::]:7077", "0.0.0.0:7077"},
 		{"0.0.0.0:0", "[::]:41234", "0.0.0.0:41234"},

@@ -15,6 +15,7 @@ import (
 // 1 and has changed nothing, neither fetched and merged a --sync remote
 // nor created a missing repository.
 func TestServeOnABusyPortChangesNothing(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	dir := gittest.TempDir(t)
 	run := func(name string, args ...string) string {

@@ -20,6 +20,7 @@ import (
 // serve --stores --tokens, and else logs that there is nothing to reload;
 // it then goes on serving and still shuts down gracefully.
 func TestEveryServeTakesSIGHUP(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	const call = `{"type":"tool_use","id":"toolu_1","name":"memory","input":{"command":"view","path":"/memories"}}` + "\n"
 	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"

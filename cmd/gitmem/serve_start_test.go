@@ -63,6 +63,7 @@ func init() {
 // listens (serve --http listens before it opens the repository). (Issue
 // 21, item 16: the signal killed serve.)
 func TestServeStoppedDuringStart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -52,6 +52,7 @@ func flockFile(t *testing.T, path string, try bool) (*os.File, bool) {
 // context, which the signal ends before the call's commit point. serve
 // exits 0 and git fsck --strict is clean.
 func TestServeStoppedStopsACallBeforeItsCommitPoint(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	repo := filepath.Join(gittest.TempDir(t), "memory")
 	var stderr lockedBuffer

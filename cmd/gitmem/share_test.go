@@ -11,6 +11,7 @@ import (
 // A failed sync says what failed and what to do (issue 21, item 13): not
 // "gitmem sync pulls, merges and pushes" to whoever just ran gitmem sync.
 func TestSyncFailureSaysWhatToDo(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err       error
 		cmd, want string

@@ -29,6 +29,7 @@ func gitmemOut(t *testing.T, env []string, args ...string) string {
 // The multi-store server as operators run it: stores and tokens made with
 // the CLI, tool calls over HTTP, and a token file reloaded on SIGHUP.
 func TestServeStoresProcess(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	dir := gittest.TempDir(t)
 	stores, tokens := filepath.Join(dir, "stores"), filepath.Join(dir, "tokens.json")

@@ -23,6 +23,7 @@ import (
 // A remote that hangs never holds up a tool call; the failure shows in
 // /healthz, and once the remote works the sync catches up.
 func TestBackgroundSyncNeverBlocksCalls(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs the git CLI")
 	}

@@ -21,6 +21,7 @@ import (
 // old tokens stay). What gitmem token add writes is 0600. (Issue 21, item 19: a 0666 file was
 // taken without a word.)
 func TestTokenFileOthersCanReadIsRefused(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	dir := gittest.TempDir(t)
 	stores, tokens := filepath.Join(dir, "stores"), filepath.Join(dir, "tokens.json")
