@@ -172,6 +172,7 @@ func TestAgentsShareAMemory(t *testing.T) {
 // once); all converge and nothing is lost. The push retries (a sync found
 // the remote moved and merged again) are the contention on one branch.
 func TestManyAgentsLoad(t *testing.T) {
+	gittest.Long(t, "20 agents sync at once, round after round")
 	gittest.Serial(t, "20 agents in one process sync at once: it keeps both cores busy")
 	n, rounds, calls := 20, 1, 3
 	if longRun() {

@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, vet, and every test with the race
-# detector. Some tests drive real JavaScript libraries (the reference SDK,
-# the MCP SDK, ...), each pinned by a package-lock.json in a testdata
-# folder; they are installed here when node is present.
+# The test suite, with the race detector, in two parts that CI (.ci/run)
+# both runs:
+#   ./test.sh        formatting, vet, and every test but the long ones
+#   ./test.sh long   the long tests alone: those that call gittest.Long
+#                    (the Docker build, the longest load and crash tests)
+# Some tests drive real JavaScript libraries (the reference SDK, the MCP
+# SDK, ...), each pinned by a package-lock.json in a testdata folder; they
+# are installed here when node is present.
 set -euo pipefail
 cd "$(dirname "$0")"
+mode=${1:-quick}
+case $mode in
+  quick | long) ;;
+  *) echo "usage: ./test.sh [long]" >&2; exit 2 ;;
+esac
 if command -v npm >/dev/null; then
   for lock in $(git ls-files '*package-lock.json'); do
     dir=$(dirname "$lock")
@@ -14,6 +23,19 @@ if command -v npm >/dev/null; then
     fi
   done
 fi
+# A program built with -race sleeps a second as it exits, for reports of
+# races still under way (atexit_sleep_ms), and the tests start gitmem
+# (such a build) hundreds of times. A race is still reported when it
+# happens, and the program still exits with status 66 after one.
+export GORACE="atexit_sleep_ms=0 ${GORACE:-}"
+if [ "$mode" = long ]; then
+  # gittest.Long is called on a long test's first line.
+  long=$(git grep -h -B1 -e 'gittest\.Long(t' -- '*_test.go' | sed -n 's/^func \(Test[A-Za-z0-9_]*\)(.*/\1/p' | paste -sd'|' -)
+  if [ -z "$long" ]; then echo "no long test found"; exit 1; fi
+  echo "== GITMEM_LONG=1 go test -race, the long tests: $long"
+  GITMEM_LONG=1 go test -race -count=1 -run "^($long)\$" ./...
+  exit
+fi
 echo "== gofmt, go vet, builds for macOS and Windows"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
@@ -22,10 +44,5 @@ go vet ./...
 for target in darwin/arm64 windows/amd64; do
   GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/gitmem
 done
-echo "== go test -race ./... (several minutes; packages report as they finish)"
-# A program built with -race sleeps a second as it exits, for reports of
-# races still under way (atexit_sleep_ms), and the tests start gitmem
-# (such a build) hundreds of times. A race is still reported when it
-# happens, and the program still exits with status 66 after one.
-export GORACE="atexit_sleep_ms=0 ${GORACE:-}"
+echo "== go test -race ./... (a few minutes; packages report as they finish; the long tests skip: ./test.sh long)"
 go test -race -count=1 ./...

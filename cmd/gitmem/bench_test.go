@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // TestBenchSmoke runs gitmem bench in its quick mode end to end
@@ -14,6 +16,7 @@ import (
 // concurrency runs and the markdown. It checks what the run reports,
 // never how fast anything was.
 func TestBenchSmoke(t *testing.T) {
+	gittest.Long(t, "gitmem bench: servers and node clients")
 	if testing.Short() {
 		t.Skip("starts servers and node")
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // No container engine runs where the tests run, so the Dockerfile is
@@ -19,6 +21,7 @@ import (
 // token baked in), and its build step, run here as written, gives a
 // static binary that serves the way the image's CMD asks.
 func TestDockerfile(t *testing.T) {
+	gittest.Long(t, "the Dockerfile's build step, a static build of the binary")
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

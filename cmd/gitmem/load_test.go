@@ -42,6 +42,7 @@ func gitmemProcess(t testing.TB, args ...string) *exec.Cmd {
 // The default is small (seconds); GITMEM_LOAD=full runs the issue's
 // scale, 64 clients x 300 mutations; GITMEM_LOAD=CLIENTSxCALLS any other.
 func TestLoadWithOperators(t *testing.T) {
+	gittest.Long(t, "a server, its clients and operator processes")
 	if testing.Short() {
 		t.Skip("starts a server and operator processes")
 	}

@@ -51,6 +51,7 @@ func postCall(client *http.Client, base, id, input string) (ok bool, err error) 
 // when the disk makes the materialiser lag.) One run edits each client's
 // own files (views and inserts), one runs the load test's mix.
 func TestServeStoppedUnderLoadLeavesACleanIndex(t *testing.T) {
+	gittest.Long(t, "a server and 64 clients, twice")
 	if testing.Short() {
 		t.Skip("starts a server and 64 clients")
 	}

@@ -114,6 +114,19 @@ func Serial(t testing.TB, why string) {
 	t.Logf("gittest: runs alone: %s", why)
 }
 
+// Long marks a long test (the Docker build, the longest load and crash
+// tests: a minute or more on two cores) and says why: it runs only when
+// GITMEM_LONG=1, which `./test.sh long` sets (CI runs both ./test.sh and
+// ./test.sh long). Call it on the test's first line: test.sh finds the
+// long tests by it.
+func Long(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("GITMEM_LONG") == "" {
+		t.Skipf("a long test (GITMEM_LONG=1, ./test.sh long): %s", why)
+	}
+	t.Logf("gittest: a long test: %s", why)
+}
+
 // Damaged says that the test leaves the repository at dir (or those
 // under it) damaged on purpose, and logs why: FsckAtEnd does not check
 // it. t is the test that called FsckAtEnd.
