@@ -247,6 +247,7 @@ func TestRedactAfterThePacksWereReplaced(t *testing.T) {
 // The writes after it put their files in place (none reuses a spare that
 // is gone), and a second redaction brings the worktree along.
 func TestWritesAfterARedaction(t *testing.T) {
+	t.Parallel()
 	r, dir, followed := newFollowedRepo(t)
 	ctx := context.Background()
 	write(t, r, "t1", "a.md", "first secret\n")

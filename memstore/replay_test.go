@@ -33,6 +33,7 @@ func clockRepo(t *testing.T) (*gitmem.Repo, string, *atomic.Int64) {
 // one a redacted one whose content is nowhere, and the history that a
 // store of this package reads back the same, field by field.
 func TestReplay(t *testing.T) {
+	t.Parallel()
 	r, dir, now := clockRepo(t)
 	ix := memstore.NewIndex()
 	at := func(sec int) time.Time { return time.Date(2026, 1, 2, 3, 4, 5+sec, 0, time.UTC) }

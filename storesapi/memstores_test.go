@@ -264,6 +264,7 @@ func TestMemoryStoresRoutesMatchTheDocument(t *testing.T) {
 // A version imported from another Memory Store keeps its actor: a service
 // account (listed by the service_account_id filter) or none (null).
 func TestMemoryStoresImportedActors(t *testing.T) {
+	t.Parallel()
 	a := newStoresAPI(t, policy.ScreenOff)
 	var st msObject
 	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "Imported"}, &st)

@@ -281,6 +281,7 @@ func sameLists(t *testing.T, what string, got, want []string) {
 // copy. And back: export copies the current memories into a new store,
 // and again into it changes nothing.
 func TestImportThenExport(t *testing.T) {
+	t.Parallel()
 	a := newServer(t)
 	id := fill(t, a)
 	a.clock.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Unix()) // any commit of now would show
@@ -426,6 +427,7 @@ func TestImportThenExport(t *testing.T) {
 // through the listing fails the import, which then leaves nothing; run
 // again, it imports the store.
 func TestImportFailsCleanly(t *testing.T) {
+	t.Parallel()
 	a := newServer(t)
 	id := fill(t, a)
 	b := newServer(t)
@@ -465,6 +467,7 @@ func TestImportFailsCleanly(t *testing.T) {
 // again into the store it made, it copies the rest: one version of each
 // memory there, none twice.
 func TestExportResumes(t *testing.T) {
+	t.Parallel()
 	a := newServer(t)
 	id := fill(t, a)
 	if _, err := transfer.Import(ctx, a.remote(), a.root, id, transfer.ImportOptions{Name: "copy"}); err != nil {
@@ -499,6 +502,7 @@ func TestExportResumes(t *testing.T) {
 // with no version left one version of its current content, a deletion of
 // a memory with nothing before it is left out; the rest is as there.
 func TestImportWithoutOldVersions(t *testing.T) {
+	t.Parallel()
 	a := newServer(t)
 	id := fill(t, a)
 	ops := a.client("ops")
@@ -557,6 +561,7 @@ func dropCreated(ms []string) []string {
 // as a RemoteError: its status and the API's error, or why there was no
 // answer.
 func TestRemoteErrors(t *testing.T) {
+	t.Parallel()
 	a := newServer(t)
 	id := fill(t, a)
 	root := gittest.TempDir(t)
@@ -598,6 +603,7 @@ func TestRemoteErrors(t *testing.T) {
 // otherwise, or one whose imported version was redacted there since, is
 // refused and left as it was.
 func TestImportAgain(t *testing.T) {
+	t.Parallel()
 	a := newServer(t)
 	id := fill(t, a)
 	b := newServer(t)
@@ -729,6 +735,7 @@ func versionOf(t *testing.T, c anthropic.Client, store, path string) string {
 // (its updated_at is its archived_at): a second import renames and
 // archives the store here, in that order.
 func TestImportAgainArchived(t *testing.T) {
+	t.Parallel()
 	a := newServer(t)
 	ops := a.client("ops")
 	st := must(ops.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "Bob"}))
@@ -756,6 +763,7 @@ func TestImportAgainArchived(t *testing.T) {
 // versions imported before are no longer listed there, and a second
 // import adds the new ones after them.
 func TestImportAgainAfterExpiry(t *testing.T) {
+	t.Parallel()
 	a := newServer(t)
 	id := fill(t, a)
 	ops := a.client("ops")
@@ -797,6 +805,7 @@ func TestImportAgainAfterExpiry(t *testing.T) {
 // same ids, operations, paths, contents and actors, the times to the
 // second.
 func TestImportHostedShapes(t *testing.T) {
+	t.Parallel()
 	const (
 		store = "memstore_011CZkZaBF1tNoB5wlCeusgy"
 		notes = "mem_011CZkZb2cQ7y9WmRkFhT3Ls"
