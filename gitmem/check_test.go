@@ -12,6 +12,7 @@ import (
 // confirms only the changes it previewed: a change made meanwhile by
 // another operator or an agent is never overwritten unseen.)
 func TestOperatorCheckRefusesBeforeCommitting(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	first := write(t, r, "t1", "a.md", "one\n")
 	write(t, r, "t2", "a.md", "two\n")

@@ -220,6 +220,7 @@ func TestArrayBounds(t *testing.T) {
 // and with form bodies, which it checks for its CSRF token; every other
 // route still refuses them.
 func TestConsoleBehindTheBrowserGuard(t *testing.T) {
+	t.Parallel()
 	h, _ := newHandler(t, policy.DefaultLimits)
 	console := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()

@@ -37,6 +37,7 @@ func newRepo(t *testing.T) (*gitmem.Repo, func(id, path, content string) gitmem.
 // files from and to the same contents: a change made in between (by
 // another operator or an agent) refuses it, and nothing is committed.
 func TestExpectChangesRefusesWhatWasNotPreviewed(t *testing.T) {
+	t.Parallel()
 	r, write := newRepo(t)
 	write("t1", "a.md", "one\ntwo\nthree\n")
 	write("t2", "a.md", "one\nTWO\nthree\n")
@@ -75,6 +76,7 @@ func TestExpectChangesRefusesWhatWasNotPreviewed(t *testing.T) {
 // ListFolder gives a folder's own entries, each with its last change: a
 // folder's is the newest change to anything beneath it.
 func TestListFolder(t *testing.T) {
+	t.Parallel()
 	r, write := newRepo(t)
 	write("t1", "notes/a.md", "a\n")
 	write("t2", "top.md", "top\n")

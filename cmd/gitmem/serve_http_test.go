@@ -94,6 +94,7 @@ func (a fakeAddr) String() string  { return string(a) }
 // with that token opens the memory's pages; with --stores (here on
 // loopback without tokens), the stores list opens without one.
 func TestServeConsole(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	get := func(c *http.Client, url string) (int, string, string) {
 		t.Helper()
