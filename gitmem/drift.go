@@ -904,7 +904,7 @@ func (r *Repo) checkoutMoved() {
 	if was.IsZero() {
 		was = r.indexFor
 	}
-	r.indexFor = was
+	r.setIndexFor(was)
 	r.smu.Unlock()
 	if head.IsZero() || was == head {
 		return

@@ -3,6 +3,7 @@ package gitmem
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,7 +88,8 @@ func (r *Repo) writeIndexLocked() error {
 		r.idxEntries[e.Path] = e
 	}
 	r.smu.Lock()
-	r.indexHead, r.indexFor = head, head
+	r.indexHead = head
+	r.setIndexFor(head)
 	r.smu.Unlock()
 	if err := gd.ReplaceCache(r.indexHeadPath(), []byte(head.String()+"\n")); err != nil {
 		os.Remove(r.indexHeadPath()) // better none than a wrong one
@@ -116,6 +118,51 @@ func (r *Repo) vouch(p string, n *node, now time.Time) gd.Stat {
 	return after
 }
 
+// indexWrite is an indexFor value and when it began.
+type indexWrite struct {
+	at     time.Time
+	commit plumbing.Hash
+}
+
+// setIndexFor notes that .git/index is now for the commit h (zero: not
+// known), in indexFor and indexLog. Called with smu held, or at start.
+func (r *Repo) setIndexFor(h plumbing.Hash) {
+	r.indexFor = h
+	if n := len(r.indexLog); h.IsZero() || n > 0 && r.indexLog[n-1].commit == h {
+		return
+	}
+	const keep = 64
+	if len(r.indexLog) == keep {
+		r.indexLog = slices.Delete(r.indexLog, 0, 1)
+	}
+	r.indexLog = append(r.indexLog, indexWrite{time.Now(), h})
+}
+
+// indexCandidates lists the commits .git/index may have been written for
+// when git read it to make a commit at made (its committer date, in
+// seconds): git commit reads the index before it takes
+// .git/index.lock, so gitmem may write the index again in between, and
+// again after git released the lock but before gitmem finds the branch
+// moved — the index written last is not always the one the commit was
+// made from. So every index written since shortly before made is one,
+// with the two in effect before (a commit whose editor stayed open holds
+// the lock meanwhile: the index written just before it is among them).
+// Called with smu held.
+func (r *Repo) indexCandidates(made time.Time) []plumbing.Hash {
+	from := len(r.indexLog)
+	for from > 0 && !r.indexLog[from-1].at.Before(made.Add(-2*time.Second)) {
+		from--
+	}
+	var out []plumbing.Hash
+	for _, w := range r.indexLog[max(from-2, 0):] {
+		out = append(out, w.commit)
+	}
+	if len(out) == 0 && !r.indexFor.IsZero() {
+		out = append(out, r.indexFor)
+	}
+	return out
+}
+
 // indexHeadPath names the file that says which commit gitmem last wrote
 // .git/index for.
 func (r *Repo) indexHeadPath() string { return filepath.Join(r.gitDir, "gitmem", "index-head") }
@@ -138,35 +185,39 @@ func (r *Repo) readIndexHead() plumbing.Hash {
 
 // staleIndex drops from dT, the changes a commit made outside gitmem
 // brings (against the merge base), those that only restore the version
-// .git/index held (the tree of idx, a commit gitmem wrote the index for
-// before moving the branch on): git builds a commit from the index, so a
-// git commit made before gitmem rewrote it holds its older versions of
-// everything gitmem changed since — deletions of files made since, the
-// old text of files edited since — which are not the operator's. It
-// reports whether it dropped any. (An operator who deliberately put back
-// the exact version of that moment, within that second, is not told
-// apart.)
+// .git/index held (the tree of one of m.index, the commits gitmem wrote
+// the index for about the time the commit was made): git builds a commit
+// from the index, so a git commit made before gitmem rewrote it holds
+// its older versions of everything gitmem changed since — deletions of
+// files made since, the old text of files edited since — which are not
+// the operator's. Which of those indexes git read is not known (see
+// indexCandidates): a change that restores any one's version is dropped,
+// so that no acknowledged file or text is undone. It reports whether it
+// dropped any. (An operator who deliberately put back the exact version
+// of one of those moments, within those seconds, is not told apart.)
 func (m *merger) staleIndex(base plumbing.Hash, dT map[string]fchange) (bool, error) {
-	if m.index.IsZero() || len(dT) == 0 {
+	if len(m.index) == 0 || len(dT) == 0 {
 		return false, nil
-	}
-	c, err := m.g.Commit(m.index)
-	if err != nil {
-		return false, nil // gone (a redaction rewrote it): nothing to tell apart
 	}
 	bRoot, _, _, err := m.roots(base, plumbing.ZeroHash)
 	if err != nil {
 		return false, err
 	}
-	dI := map[string]fchange{}
-	if err := m.diff(m.memTree(bRoot), m.memTree(c.TreeHash), "", dI); err != nil {
-		return false, wrap("compare with the index", err)
-	}
 	dropped := false
-	for p, ch := range dT {
-		if i, ok := dI[p]; ok && i.new == ch.new {
-			delete(dT, p)
-			dropped = true
+	for _, idx := range m.index {
+		c, err := m.g.Commit(idx)
+		if err != nil {
+			continue // gone (a redaction rewrote it): nothing to tell apart
+		}
+		dI := map[string]fchange{}
+		if err := m.diff(m.memTree(bRoot), m.memTree(c.TreeHash), "", dI); err != nil {
+			return false, wrap("compare with the index", err)
+		}
+		for p, ch := range dT {
+			if i, ok := dI[p]; ok && i.new == ch.new {
+				delete(dT, p)
+				dropped = true
+			}
 		}
 	}
 	return dropped, nil

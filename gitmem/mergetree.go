@@ -94,7 +94,7 @@ type merger struct {
 	// unrelated: merge theirs also when it shares no commit with ours
 	// (SyncOptions.AllowUnrelatedHistories).
 	unrelated bool
-	index     plumbing.Hash // theirs was made outside gitmem, maybe from the index gitmem wrote for this commit (staleIndex)
+	index     []plumbing.Hash // theirs was made outside gitmem, maybe from an index gitmem wrote for one of these commits (staleIndex)
 
 	conflicts []MergeConflict
 	ignored   []IgnoredEntry

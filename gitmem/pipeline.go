@@ -1224,8 +1224,10 @@ func (r *Repo) moveBranch(items []*prepared) (moved plumbing.Hash, err error) {
 func (r *Repo) takeBranchBack(cur, to plumbing.Hash) (moved plumbing.Hash, err error) {
 	for try := 0; ; try++ {
 		r.omu.Lock()
-		_, err = r.obj.Commit(cur)
+		var made time.Time // when git made the commit (its committer date)
+		c, err := r.obj.Commit(cur)
 		if err == nil {
+			made = c.Committer.When
 			err = r.keepDisplaced(cur)
 		}
 		kept := err == nil
@@ -1237,9 +1239,9 @@ func (r *Repo) takeBranchBack(cur, to plumbing.Hash) (moved plumbing.Hash, err e
 			r.opt.Logf("gitmem: the branch was moved outside gitmem (to %s); the acknowledged commits stay on it and %s is merged back", cur, cur)
 			r.smu.Lock()
 			if r.displacedIndex == nil {
-				r.displacedIndex = map[plumbing.Hash]plumbing.Hash{}
+				r.displacedIndex = map[plumbing.Hash][]plumbing.Hash{}
 			}
-			r.displacedIndex[cur] = r.indexFor // what a git commit was likely made from
+			r.displacedIndex[cur] = r.indexCandidates(made) // what a git commit may have been made from
 			r.smu.Unlock()
 			r.displacedWait.Store(true)
 		}
@@ -1301,7 +1303,7 @@ func (r *Repo) mergeDisplaced() error {
 		r.smu.RLock()
 		idx, ok := r.displacedIndex[plumbing.NewHash(strings.TrimPrefix(name.String(), displacedRefs))]
 		if !ok {
-			idx = r.indexFor // displaced by an earlier run: the index file is the best clue left
+			idx = []plumbing.Hash{r.indexFor} // displaced by an earlier run: the index file is the best clue left
 		}
 		r.smu.RUnlock()
 		m := &merger{r: r, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits, index: idx}

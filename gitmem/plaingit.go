@@ -143,7 +143,7 @@ func (r *Repo) putHeadBack() {
 	if !at.IsZero() {
 		// git's checkout left the worktree and .git/index at it: what
 		// checkoutMoved brings the worktree from.
-		r.indexFor = at
+		r.setIndexFor(at)
 	}
 	r.indexHead = plumbing.ZeroHash // .git/index is git's now: written again whole
 	r.smu.Unlock()

@@ -182,10 +182,13 @@ type Repo struct {
 	indexHead plumbing.Hash // the commit .git/index holds the tree of
 	// indexFor is the commit gitmem last wrote .git/index for (kept in
 	// .git/gitmem/index-head): a commit made with git from that index
-	// holds its versions of what gitmem changed since. displacedIndex is
-	// indexFor when a commit was displaced (mergeDisplaced).
+	// holds its versions of what gitmem changed since. indexLog is the
+	// last indexFor values and when each began (setIndexFor).
+	// displacedIndex is, for a commit displaced (mergeDisplaced), the
+	// indexFor values it may have been made from (indexCandidates).
 	indexFor       plumbing.Hash
-	displacedIndex map[plumbing.Hash]plumbing.Hash
+	indexLog       []indexWrite
+	displacedIndex map[plumbing.Hash][]plumbing.Hash
 	closed         bool
 }
 
@@ -343,7 +346,7 @@ func (r *Repo) start(markIt bool) error {
 	// .git/index as gitmem left it gives the tree and the worktree's lstat
 	// data without reading every tree object and hashing every file.
 	r.index, r.indexWritten, _ = gd.ReadIndex(r.gitDir)
-	r.indexFor = r.readIndexHead()
+	r.setIndexFor(r.readIndexHead())
 	defer func() { r.index = nil }()
 	if _, err := os.Stat(r.redactPath()); err == nil {
 		r.opt.Logf("gitmem: finishing an interrupted redaction")

@@ -1124,6 +1124,54 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 	}
 }
 
+// git commit -a reads .git/index before it takes .git/index.lock: gitmem
+// may write the index for a later commit in between (here: new.md, made
+// after the index git read), and git builds its commit from the index it
+// read, without new.md. Merged back, that commit must not delete new.md:
+// the index gitmem wrote last is not the one the commit was made from,
+// so every index written about the commit's time is a candidate. (A run
+// of TestPlainGitBesideAWritingRepo lost six acknowledged files so.)
+func TestHandCommitFromAnIndexWrittenOverMeanwhile(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", "one\n")
+	settle(t, r)
+	read, err := os.ReadFile(filepath.Join(dir, ".git", "index")) // what git reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t2", "new.md", "made after\n")
+	settle(t, r) // gitmem writes the index for new.md's commit before git takes the lock
+	stale := filepath.Join(t.TempDir(), "index")
+	if err := os.WriteFile(stale, read, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("by hand\n"), 0o600)
+	cmd := gittest.Command(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-q", "-am", "by hand")
+	cmd.Env = append(cmd.Environ(), "GIT_INDEX_FILE="+stale)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git commit -am: %v\n%s", err, out)
+	}
+	write(t, r, "t3", "d.md", "four\n") // the branch is taken back
+	if err := r.Flush(); err != nil {   // and the commit merged back
+		t.Fatal(err)
+	}
+	if files := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); files != "memories/a.md\nmemories/d.md\nmemories/new.md\n" {
+		t.Fatalf("HEAD holds:\n%s\n%s", files, gittest.Git(t, dir, "log", "--stat", "--format=%s"))
+	}
+	if a := gittest.Git(t, dir, "show", "HEAD:memories/a.md"); a != "by hand\n" {
+		t.Fatalf("a.md: %q", a)
+	}
+	if readDisk(t, dir, "new.md") != "made after\n" {
+		t.Fatal("the worktree lost new.md")
+	}
+}
+
 // The branch moved forward by git alone (git fetch + git update-ref, as
 // a script syncing by hand would do) while gitmem was stopped or idle:
 // the worktree still holds the old commit's files. They are checked out
