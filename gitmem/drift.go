@@ -39,12 +39,16 @@ import (
 // sameAsTree reports whether the worktree file at repository path p (with
 // lstat data fi) holds blob h, reading it only when the cached lstat data
 // does not vouch for it.
-func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, error) {
+func (r *Repo) sameAsTree(p string, fi fs.FileInfo, n *node) (bool, error) {
+	h := n.hash
 	r.cmu.Lock()
 	cached, ok := r.stats.get(p)
 	r.cmu.Unlock()
 	if ok && cached.st == gd.StatOf(fi) && cached.hash == h {
 		return true, nil
+	}
+	if r.tooBig(fi.Size()) && fi.Size() != n.size {
+		return false, nil // not read: see adoptDrift
 	}
 	// What is cached is the lstat data of the file read, taken on the
 	// descriptor read from before and after the read (not fi, which may
@@ -73,6 +77,28 @@ func (r *Repo) sameAsTree(p string, fi fs.FileInfo, h plumbing.Hash) (bool, erro
 		r.cmu.Unlock()
 	}
 	return true, nil
+}
+
+// tooBig reports whether a hand-made file of size bytes is over the
+// largest file size: adoptDrift neither reads nor commits it.
+func (r *Repo) tooBig(size int64) bool {
+	return r.opt.MaxFileBytes > 0 && size > r.opt.MaxFileBytes
+}
+
+// leaveTooBig leaves the file rel (relative to memories/), made by hand
+// over the largest file size (2 GB of zeros, say), where it is: never read
+// (the whole file would be in memory), never committed. The error log
+// names it once, and again only if its size changes. Called with wmu held.
+func (r *Repo) leaveTooBig(rel string, size int64) {
+	if n, ok := r.tooBigLogged[rel]; ok && n == size {
+		return
+	}
+	if r.tooBigLogged == nil {
+		r.tooBigLogged = map[string]int64{}
+	}
+	r.tooBigLogged[rel] = size
+	r.opt.Errorf("gitmem: %s is %s bytes, over the limit of %s bytes per file: it is not committed, nor shown to the model; shrink or remove it",
+		full(rel), policy.Thousands(size), policy.Thousands(r.opt.MaxFileBytes))
 }
 
 // forgetStats drops what is known of the files at or under the given
@@ -233,7 +259,7 @@ func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, erro
 				n := lookup(root, a)
 				if !n.isFile() {
 					add(a)
-				} else if same, err := r.sameAsTree(a, fi, n.hash); err != nil {
+				} else if same, err := r.sameAsTree(a, fi, n); err != nil {
 					return nil, err
 				} else if !same {
 					add(a)
@@ -252,7 +278,7 @@ func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, erro
 			n := lookup(root, q)
 			if !n.isFile() {
 				add(q)
-			} else if same, err := r.sameAsTree(q, fi, n.hash); err != nil {
+			} else if same, err := r.sameAsTree(q, fi, n); err != nil {
 				return nil, err
 			} else if !same {
 				add(q)
@@ -346,10 +372,17 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	tx.mirror = false // the worktree already holds it
 	// Deletions first: a file deleted by hand may be where a folder now is.
 	var writes []string
+	taken := 0 // the removals, then the writes
 	mtime := map[string]time.Time{}
 	later := map[string]bool{}
 	for _, rel := range drift {
 		fi, err := r.wt.lstat(full(rel))
+		if err == nil && fi.Mode().IsRegular() && r.tooBig(fi.Size()) {
+			later[rel] = true
+			r.leaveTooBig(rel, fi.Size())
+			continue
+		}
+		delete(r.tooBigLogged, rel)
 		if err == nil && fi.Mode().IsRegular() {
 			writes = append(writes, rel)
 			mtime[rel] = fi.ModTime()
@@ -358,16 +391,21 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		if err := tx.Remove(rel); err != nil && !errors.Is(err, ErrNotExist) {
 			return nil, wrap("adopt the removal of "+rel, err)
 		}
+		taken++
 		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
 	read := map[string][]byte{}
-	taken := len(drift) - len(writes) // the removals
 	stale := map[string][]byte{}
 	defer r.putBackStale(stale)
 	for _, rel := range writes {
 		// A file another program holds open for writing may be one it
 		// truncated and has yet to write: it is taken once it is done.
-		data, busy, err := r.wt.readSettled(full(rel))
+		data, busy, err := r.wt.readSettled(full(rel), r.opt.MaxFileBytes)
+		if tb := (*tooBigError)(nil); errors.As(err, &tb) { // grown since the lstat
+			later[rel] = true
+			r.leaveTooBig(rel, tb.size)
+			continue
+		}
 		if err != nil {
 			return nil, wrap("read "+rel, err)
 		}

@@ -314,3 +314,81 @@ func TestResolveShortHashAsGit(t *testing.T) {
 		t.Fatalf("%s: %s %v, want the commit %s", short, h, err, commits[1].Hash[:7])
 	}
 }
+
+// A file made by hand over the largest file size (issue 21 N4: 2 GB of
+// zeros in memories/) is never read, never committed, and logged once
+// at the error level; the hand edits beside it are adopted as usual. A
+// view does not show it: it is in no commit.
+func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.MaxFileBytes = 1000
+	logs := captureLogs(t, &opt)
+	logf := opt.Logf
+	opt.Errorf = func(format string, a ...any) { logf("ERROR "+format, a...) }
+	r, _, err := Init(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "grown.md", "small\n")
+	write(t, r, "t2", "ok.md", "one\n")
+	settle(t, r)
+	big := strings.Repeat("x", 4000)
+	for p, data := range map[string]string{"big.md": big, "grown.md": big, "ok.md": "one\ntwo by hand\n"} {
+		if err := os.WriteFile(filepath.Join(dir, "memories", p), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := r.wt.readBytes.Load()
+	if _, err := r.Adopt(); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.wt.readBytes.Load() - before; n >= int64(len(big)) {
+		t.Fatalf("the adopt read %d bytes: a file over the limit (%d bytes) was read", n, len(big))
+	}
+	if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("second adopt: %v, want ErrNoChange", err)
+	}
+	if got := read(t, r, "ok.md"); got != "one\ntwo by hand\n" {
+		t.Fatalf("ok.md = %q: the hand edit beside the big files was not adopted", got)
+	}
+	if got := read(t, r, "grown.md"); got != "small\n" {
+		t.Fatalf("grown.md = %d bytes in HEAD, want HEAD's %q", len(got), "small\n")
+	}
+	if out := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); strings.Contains(out, "big.md") {
+		t.Fatalf("big.md was committed:\n%s", out)
+	}
+	v, err := r.Snapshot("big.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Stat("big.md"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("a view of big.md: %v, want ErrNotExist", err)
+	}
+	for _, p := range []string{"memories/big.md", "memories/grown.md"} {
+		n := 0
+		for _, l := range logs() {
+			if strings.HasPrefix(l, "ERROR gitmem: "+p+" is 4,000 bytes, over the limit of 1,000 bytes per file") && !strings.Contains(l, dir) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%s logged at the error level %d times, want once:\n%s", p, n, strings.Join(logs(), "\n"))
+		}
+	}
+	if got := readDisk(t, dir, "big.md"); got != big {
+		t.Fatalf("big.md on disk changed: %d bytes", len(got))
+	}
+	// A file that grows past the limit between the adopt's lstat and its
+	// read is not read either: the size is checked on the descriptor.
+	before = r.wt.readBytes.Load()
+	var tb *tooBigError
+	if _, _, err := r.wt.readSettled("memories/big.md", opt.MaxFileBytes); !errors.As(err, &tb) || tb.size != 4000 {
+		t.Fatalf("readSettled of a file over its bound: %v", err)
+	}
+	if n := r.wt.readBytes.Load() - before; n != 0 {
+		t.Fatalf("readSettled read %d bytes of a file over its bound", n)
+	}
+}

@@ -951,7 +951,7 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 		return false
 	}
 	if old.isFile() {
-		if same, err := r.sameAsTree(q, fi, old.hash); err != nil || same {
+		if same, err := r.sameAsTree(q, fi, old); err != nil || same {
 			of.found = old.hash
 			return false
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // memDir is the folder of the repository that the model sees as /memories.
@@ -64,6 +65,10 @@ type Options struct {
 	// recognised at once, are not read ahead. A change with an id still
 	// reads them first.
 	OneCommand bool
+	// MaxFileBytes is the largest file a hand edit may make: a file over
+	// it is neither read nor committed, and the error log names it
+	// (0: policy.DefaultLimits.MaxFileBytes; negative: no limit).
+	MaxFileBytes int64
 
 	hooks *testHooks // the test suite's seams (nil outside tests)
 }
@@ -89,6 +94,9 @@ func (o *Options) defaults(dir string) {
 	}
 	if o.Errorf == nil {
 		o.Errorf = o.Logf
+	}
+	if o.MaxFileBytes == 0 {
+		o.MaxFileBytes = policy.DefaultLimits.MaxFileBytes
 	}
 }
 
@@ -138,9 +146,13 @@ type Repo struct {
 	wt     *worktree
 	flock  *gd.FileLock // nil when read-only
 
-	wmu    sync.Mutex // one writer in this process; guards idx, idxDue
+	wmu    sync.Mutex // one writer in this process; guards idx, idxDue, tooBigLogged
 	idx    *time.Timer
 	idxDue time.Time // when idx fires
+	// tooBigLogged is the size each hand-made file over opt.MaxFileBytes
+	// had when the error log last named it (adoptDrift): named once, not
+	// at every look.
+	tooBigLogged map[string]int64
 	// imu guards .git/index, idxTree and idxEntries, and the writer lock
 	// while the index is written: it is released (owned set false) only
 	// with imu held. Taken after wmu, never with mmu or omu held.

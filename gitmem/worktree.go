@@ -42,7 +42,8 @@ type worktree struct {
 	smu    sync.Mutex
 	spares []spare // files taken aside that the next writes reuse (see recycle)
 
-	reads atomic.Int64 // files opened for reading (tests count what a start reads)
+	reads     atomic.Int64 // files opened for reading (tests count what a start reads)
+	readBytes atomic.Int64 // bytes read from them (tests: what was read whole)
 }
 
 // newWorktree is the worktree of the repository folder dir, opened as
@@ -126,7 +127,9 @@ func (w *worktree) readRegular(p string, size int64, stat bool) (data []byte, st
 		return nil, st, err
 	}
 	defer done()
-	return readOpened(f, p, size, stat)
+	data, st, err = readOpened(f, p, size, stat)
+	w.readBytes.Add(int64(len(data)))
+	return data, st, err
 }
 
 // readSettled reads the regular file at p whole when no program holds it
@@ -134,8 +137,9 @@ func (w *worktree) readRegular(p string, size int64, stat bool) (data []byte, st
 // it reads (holdRead): what it reads is a whole state of the file, never
 // one truncated by a write still under way (open with O_TRUNC, then
 // write). busy says a program held it open for writing: nothing was read.
-// Where that cannot be told (no leases), it is readFile.
-func (w *worktree) readSettled(p string) (data []byte, busy bool, err error) {
+// Where that cannot be told (no leases), it is readFile. A file over max
+// bytes (max > 0) when opened is not read: the error is a *tooBigError.
+func (w *worktree) readSettled(p string, max int64) (data []byte, busy bool, err error) {
 	f, done, err := w.openRegular(p)
 	if leased(err) {
 		return nil, true, nil // another program's lease: it is busy with it
@@ -149,7 +153,11 @@ func (w *worktree) readSettled(p string) (data []byte, busy bool, err error) {
 		return nil, true, nil
 	}
 	defer release()
+	if fi, err := f.Stat(); err == nil && max > 0 && fi.Size() > max {
+		return nil, false, &tooBigError{fi.Size()}
+	}
 	data, _, err = readOpened(f, p, -1, false)
+	w.readBytes.Add(int64(len(data)))
 	return data, false, err
 }
 
@@ -236,6 +244,12 @@ type statReader interface {
 // readAllFirst bounds readAll's first buffer: above the default largest
 // memory file (policy.DefaultLimits), so a memory file is read in one go.
 const readAllFirst = 4 << 20
+
+// tooBigError is readSettled's refusal of a file over the size it was
+// given.
+type tooBigError struct{ size int64 }
+
+func (e *tooBigError) Error() string { return fmt.Sprintf("%d bytes, too big to read", e.size) }
 
 var (
 	errNotRegular = errors.New("not a regular file")
@@ -693,7 +707,7 @@ func (w *worktree) takeAside(aside string, fi fs.FileInfo) (data []byte, file bo
 func (w *worktree) readAside(aside string) ([]byte, error) {
 	deadline := time.Now().Add(writerWait)
 	for {
-		data, busy, err := w.readSettled(aside)
+		data, busy, err := w.readSettled(aside, 0)
 		if !busy {
 			return data, err
 		}

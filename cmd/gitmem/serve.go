@@ -57,7 +57,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "session", Usage: "Session trailer for stdio calls"},
 			&cli.StringFlag{Name: "agent", Usage: "Agent trailer (and author name) for stdio calls (MCP: default the client's name/version)"},
 			&cli.StringFlag{Name: "author", Usage: "commit author, \"Name <email>\" (default: Claude <claude@gitmem.invalid>)"},
-			&cli.Int64Flag{Name: "max-file-bytes", Value: d.MaxFileBytes, Usage: "largest memory file"},
+			&cli.Int64Flag{Name: "max-file-bytes", Value: d.MaxFileBytes, Usage: "largest memory file (the model's; a larger file made by hand is not committed)"},
 			&cli.Int64Flag{Name: "max-total-bytes", Value: d.MaxTotalBytes, Usage: "largest total size of the memory"},
 			&cli.IntFlag{Name: "max-files", Value: d.MaxFiles, Usage: "most files in the memory"},
 			&cli.IntFlag{Name: "max-view-bytes", Value: d.MaxViewBytes, Usage: "largest view result before it is paginated"},
@@ -162,7 +162,7 @@ func serve(c *cli.Context) (err error) {
 	}
 	dir := c.String("repo")
 	logf := logTo(c)
-	repo, _, err := gitmem.Init(dir, gitmem.Options{Author: author, Now: clock(), Logf: logf, Errorf: logAt(c, slog.LevelError)})
+	repo, _, err := gitmem.Init(dir, repoOptions(c, author))
 	if err != nil {
 		return storeErr(err, dir)
 	}
@@ -255,6 +255,16 @@ func serve(c *cli.Context) (err error) {
 	return nil
 }
 
+// repoOptions are what serve opens a repository with: a hand-made file
+// over --max-file-bytes is not committed, as the model cannot write one.
+func repoOptions(c *cli.Context, author gitmem.Signature) gitmem.Options {
+	maxFile := c.Int64("max-file-bytes")
+	if maxFile <= 0 {
+		maxFile = -1 // no limit, for hand edits as for the model
+	}
+	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: logAt(c, slog.LevelError), MaxFileBytes: maxFile}
+}
+
 func limitFlags(c *cli.Context) policy.Limits {
 	return policy.Limits{
 		MaxFileBytes:  c.Int64("max-file-bytes"),
@@ -301,7 +311,7 @@ func serveStores(ctx context.Context, started func(), c *cli.Context, author git
 		logf("gitmem: %d token(s) from %s", tokens.Len(), path)
 	}
 	dir, err := stores.Open(c.String("stores"), stores.Options{
-		Repo:    gitmem.Options{Author: author, Now: clock(), Logf: logf, Errorf: logAt(c, slog.LevelError)},
+		Repo:    repoOptions(c, author),
 		MaxOpen: c.Int("max-open-stores"), IdleClose: c.Duration("idle-close"), GCLoose: c.Int("gc-loose"),
 	})
 	if err != nil {
