@@ -29,6 +29,10 @@ var (
 	// ErrForeign: a git repository gitmem did not create. gitmem would
 	// commit onto its branch; Options.Adopt says to do so anyway.
 	ErrForeign = errors.New("gitmem: a git repository that gitmem did not create")
+	// ErrOtherOwner: a writer with Options.OwnerOnly refused a repository
+	// whose .git belongs to another user than the one this process runs
+	// as. Nothing was written.
+	ErrOtherOwner = errors.New("gitmem: the repository belongs to another user")
 	// ErrNoChange: an operator command found nothing to change; no commit
 	// was made.
 	ErrNoChange = errors.New("gitmem: nothing to change")
@@ -169,7 +173,7 @@ func wrap(op string, err error) error {
 	var de *DamagedError
 	var ue *UnwrittenError
 	for _, own := range []error{ErrNotExist, ErrExist, ErrIsDir, ErrNotDir, ErrRoot, ErrInsideItself, ErrNotRepository,
-		ErrClosed, ErrUnknownRev, ErrReadOnly, ErrForeign, ErrNoChange, ErrEmptyMatch} {
+		ErrClosed, ErrUnknownRev, ErrReadOnly, ErrForeign, ErrOtherOwner, ErrNoChange, ErrEmptyMatch} {
 		if errors.Is(err, own) {
 			return err
 		}

@@ -118,6 +118,9 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
 		return rep, ErrNotRepository
 	}
+	if err := checkOwner(gitDir, opt); err != nil {
+		return rep, err
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return rep, wrap("open the repository", err)

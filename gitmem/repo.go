@@ -65,6 +65,13 @@ type Options struct {
 	// recognised at once, are not read ahead. A change with an id still
 	// reads them first.
 	OneCommand bool
+	// OwnerOnly makes a writer refuse a repository whose .git belongs to
+	// another user than the one this process runs as (ErrOtherOwner),
+	// before writing anything: every file it made (objects, refs, the
+	// log, worktree files) would be this user's, and the owner's serve
+	// could no longer write them. git refuses such a repository outright
+	// (safe.directory); a reader is not refused, and saves nothing there.
+	OwnerOnly bool
 	// MaxFileBytes is the largest file a hand edit may make: a file over
 	// it is neither read nor committed, and the error log names it
 	// (0: policy.DefaultLimits.MaxFileBytes; negative: no limit).
@@ -98,6 +105,15 @@ func (o *Options) defaults(dir string) {
 	if o.MaxFileBytes == 0 {
 		o.MaxFileBytes = policy.DefaultLimits.MaxFileBytes
 	}
+}
+
+// checkOwner is ErrOtherOwner for a writer with OwnerOnly whose
+// repository's .git is another user's (see Options.OwnerOnly).
+func checkOwner(gitDir string, opt Options) error {
+	if opt.OwnerOnly && !opt.ReadOnly && !ownedByUs(gitDir) {
+		return ErrOtherOwner
+	}
+	return nil
 }
 
 // gitIdentity is the operator's git identity (repository, then global
@@ -256,6 +272,9 @@ func Open(dir string, opt Options) (*Repo, error) {
 	gitDir := filepath.Join(dir, ".git")
 	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
 		return nil, ErrNotRepository
+	}
+	if err := checkOwner(gitDir, opt); err != nil {
+		return nil, err
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {

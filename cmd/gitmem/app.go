@@ -198,7 +198,7 @@ func initCommand() *cli.Command {
 			default:
 				return failf(exitUsage, "init takes one folder")
 			}
-			r, created, err := gitmem.Init(dir, gitmem.Options{Now: clock(), Logf: logTo(c), Adopt: c.Bool("adopt")})
+			r, created, err := gitmem.Init(dir, gitmem.Options{Now: clock(), Logf: logTo(c), Adopt: c.Bool("adopt"), OwnerOnly: ownerOnly(c)})
 			if err != nil {
 				return storeErr(err, dir)
 			}
@@ -232,6 +232,8 @@ func storeErr(err error, dir string) error {
 		return failf(exitNoRepo, "%s is a git repository that gitmem did not create; gitmem would commit onto its branch (to do so anyway: gitmem init --adopt %s)", dir, dir)
 	case errors.As(err, &de):
 		return failf(exitFailure, "%s; %s", de.Problem, de.Repair)
+	case errors.Is(err, gitmem.ErrOtherOwner):
+		return failf(exitFailure, "refusing to write %s: its .git belongs to another user than the one this command runs as, and the files it wrote would be this user's (the memory's own serve could then no longer write them); run it as the owner of %s/.git (sudo -u OWNER gitmem ...), or pass --allow-owner-mismatch", dir, dir)
 	}
 	// The store's errors say "gitmem: " first; the CLI's message does.
 	return failf(exitFailure, "%s", strings.TrimPrefix(err.Error(), "gitmem: "))

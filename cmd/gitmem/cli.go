@@ -28,6 +28,8 @@ func globalFlags() []cli.Flag {
 			Usage: "least important log messages written to stderr: debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: []string{"GITMEM_LOG_FORMAT"},
 			Usage: "log lines as text (key=value) or json"},
+		&cli.BoolFlag{Name: "allow-owner-mismatch", EnvVars: []string{"GITMEM_ALLOW_OWNER_MISMATCH"},
+			Usage: "let a command that writes (revert, restore, expire, fsck --repair, ...) write a repository whose .git is another user's (the files it writes are yours)"},
 	}
 }
 

@@ -45,7 +45,7 @@ func clock() func() time.Time {
 // changes they cannot show yet (warnUnrecovered).
 func openRepo(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
 	dir := c.String("repo")
-	r, err := gitmem.Open(dir, gitmem.Options{ReadOnly: readOnly, OneCommand: true, Now: clock(), Logf: logTo(c)})
+	r, err := gitmem.Open(dir, gitmem.Options{ReadOnly: readOnly, OneCommand: true, Now: clock(), Logf: logTo(c), OwnerOnly: ownerOnly(c)})
 	if err != nil {
 		return nil, storeErr(err, dir)
 	}
@@ -54,6 +54,10 @@ func openRepo(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
 	}
 	return r, nil
 }
+
+// ownerOnly says whether an operator command refuses to write a
+// repository whose .git is another user's (gitmem.ErrOtherOwner).
+func ownerOnly(c *cli.Context) bool { return !c.Bool("allow-owner-mismatch") }
 
 // warnUnrecovered prints one line on stderr when a gitmem was killed (or
 // its disk was full at exit) before writing acknowledged changes to git's
