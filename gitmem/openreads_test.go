@@ -381,6 +381,19 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 	if got := readDisk(t, dir, "big.md"); got != big {
 		t.Fatalf("big.md on disk changed: %d bytes", len(got))
 	}
+	// A change of the model's to such a path is committed; the file on
+	// disk is kept as a hand edit, and not read to tell it from gitmem's
+	// own versions: none is that long.
+	before = r.wt.readBytes.Load()
+	write(t, r, "t3", "grown.md", "model\n")
+	write(t, r, "t4", "big.md", "model big\n")
+	settle(t, r)
+	if n := r.wt.readBytes.Load() - before; n >= int64(len(big)) {
+		t.Fatalf("the model's changes read %d bytes: a file over the limit (%d bytes) was read", n, len(big))
+	}
+	if read(t, r, "grown.md") != "model\n" || read(t, r, "big.md") != "model big\n" || readDisk(t, dir, "grown.md") != big || readDisk(t, dir, "big.md") != big {
+		t.Fatalf("HEAD grown.md %q, big.md %q; on disk %d and %d bytes", read(t, r, "grown.md"), read(t, r, "big.md"), len(readDisk(t, dir, "grown.md")), len(readDisk(t, dir, "big.md")))
+	}
 	// A file that grows past the limit between the adopt's lstat and its
 	// read is not read either: the size is checked on the descriptor.
 	before = r.wt.readBytes.Load()

@@ -956,14 +956,19 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 			return false
 		}
 	}
-	data, err := r.wt.readFile(q)
-	if err != nil {
-		return false
-	}
-	h := plumbing.ComputeHash(plumbing.BlobObject, data)
-	if of.hashes[h] {
-		of.found = h
-		return false // gitmem's own write, done or left as it was by a crash, or what an adopt took
+	// A file over the largest file size that no version gitmem wrote
+	// there is as long as was made by hand: it is not read (adoptDrift
+	// leaves it too).
+	if !r.tooBig(fi.Size()) || r.ownSize(of, fi.Size()) {
+		data, err := r.wt.readFile(q)
+		if err != nil {
+			return false
+		}
+		h := plumbing.ComputeHash(plumbing.BlobObject, data)
+		if of.hashes[h] {
+			of.found = h
+			return false // gitmem's own write, done or left as it was by a crash, or what an adopt took
+		}
 	}
 	base := handBase{}
 	if old.isFile() {
@@ -982,6 +987,23 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 		r.opt.Logf("gitmem: %s was edited by hand before an acknowledged change to it reached the worktree; the edit is kept, and merged into that change by the next adopt commit", q)
 	}
 	return true
+}
+
+// ownSize reports whether a version of allows may be size bytes long (one
+// whose size cannot be read counts as one).
+func (r *Repo) ownSize(of *ownFiles, size int64) bool {
+	for h := range of.hashes {
+		if t, ok := of.texts[h]; ok {
+			if int64(len(t)) == size {
+				return true
+			}
+			continue
+		}
+		if n, err := r.obj.Size(h); err != nil || n == size {
+			return true
+		}
+	}
+	return false
 }
 
 // mirrorChecked makes the worktree at the memory path q match n (nil:
