@@ -8,6 +8,7 @@ import (
 	"net/mail"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -227,6 +228,10 @@ func storeErr(err error, dir string) error {
 		if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
 			return failf(exitNoRepo, "%s is a file; a gitmem repository is a folder (give --repo a folder)", dir)
 		}
+		if here, err := filepath.Abs("."); err == nil && here != absPath(dir) && isGitmemHere() {
+			// In a store's folder, say: the default ./memory is not it.
+			return failf(exitNoRepo, "%s is not a gitmem repository, but this folder is one: give --repo .", dir)
+		}
 		return failf(exitNoRepo, "%s is not a gitmem repository (run: gitmem --repo %s init)", dir, dir)
 	case errors.Is(err, gitmem.ErrForeign):
 		return failf(exitNoRepo, "%s is a git repository that gitmem did not create; gitmem would commit onto its branch (to do so anyway: gitmem init --adopt %s)", dir, dir)
@@ -253,4 +258,17 @@ func parseAuthor(s string) (gitmem.Signature, error) {
 
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+}
+
+// absPath is dir made absolute ("" if it cannot be).
+func absPath(dir string) string {
+	p, _ := filepath.Abs(dir)
+	return p
+}
+
+// isGitmemHere reports whether the working folder holds a repository
+// gitmem made (its .git/gitmem folder).
+func isGitmemHere() bool {
+	fi, err := os.Stat(filepath.Join(".git", "gitmem"))
+	return err == nil && fi.IsDir()
 }
