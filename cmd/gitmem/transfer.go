@@ -33,6 +33,9 @@ func remoteOf(c *cli.Context) (transfer.Remote, error) {
 	if c.Int("max-retries") < 0 {
 		return transfer.Remote{}, failf(exitUsage, "--max-retries cannot be negative")
 	}
+	if c.String("api-key") == "" { // ANTHROPIC_API_KEY= set, but empty
+		return transfer.Remote{}, failf(exitUsage, "the API key is empty: give it with --api-key or ANTHROPIC_API_KEY")
+	}
 	return transfer.Remote{BaseURL: c.String("base-url"), APIKey: c.String("api-key"), MaxRetries: c.Int("max-retries")}, nil
 }
 
