@@ -144,7 +144,7 @@ func (v *visit) author() gitmem.Signature {
 	if v.token.Name == "" {
 		return gitmem.Signature{}
 	}
-	return gitmem.Signature{Name: v.token.Name, Email: v.token.Name + "@gitmem.invalid"}
+	return gitmem.SignatureOf(v.token.Name)
 }
 
 // memRef is the memory a page shows: one store, or the server's memory.

@@ -28,6 +28,12 @@ type Signature struct {
 	Email string
 }
 
+// SignatureOf is the identity of a name gitmem knows no email for (a
+// token): Name <name@gitmem.invalid>.
+func SignatureOf(name string) Signature {
+	return Signature{Name: name, Email: name + "@gitmem.invalid"}
+}
+
 // Trailer is one "Key: value" line at the end of a commit message.
 type Trailer struct {
 	Key   string

@@ -93,7 +93,7 @@ func (p principal) author() gitmem.Signature {
 	if p.anonymous {
 		return gitmem.Signature{}
 	}
-	return gitmem.Signature{Name: p.Name, Email: p.Name + "@gitmem.invalid"}
+	return gitmem.SignatureOf(p.Name)
 }
 
 type principalKey struct{}
