@@ -10,6 +10,7 @@ import "time"
 // StoreJSON is a store.
 type StoreJSON struct {
 	Name            string            `json:"name"`
+	DisplayName     string            `json:"display_name,omitempty"`
 	Description     string            `json:"description"`
 	Metadata        map[string]string `json:"metadata"`
 	SecretScreening string            `json:"secret_screening,omitempty"`
@@ -40,7 +41,7 @@ func jsonTime(t time.Time) string { return t.Format(time.RFC3339) }
 
 // JSON is the store as StoreJSON.
 func (i Info) JSON() StoreJSON {
-	j := StoreJSON{Name: i.Name, Description: i.Description, Metadata: i.Metadata, SecretScreening: string(i.Screening),
+	j := StoreJSON{Name: i.Name, DisplayName: i.DisplayName, Description: i.Description, Metadata: i.Metadata, SecretScreening: string(i.Screening),
 		CreatedAt: jsonTime(i.Created), UpdatedAt: jsonTime(i.Updated)}
 	if j.Metadata == nil {
 		j.Metadata = map[string]string{}

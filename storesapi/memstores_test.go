@@ -177,6 +177,32 @@ func TestMemoryStoresWithoutTokens(t *testing.T) {
 	}
 }
 
+// A store made through the Memory Stores API is named by its id in the
+// stores API, and shows the name it was given there as display_name (it
+// showed none); a store made here has none.
+func TestMemoryStoreNameInTheStoresAPI(t *testing.T) {
+	t.Parallel()
+	a := newStoresAPIWith(t, storesapi.Options{}, false)
+	var st msObject
+	a.call("", "POST", "/v1/memory_stores", map[string]any{"name": "Customer 4711"}, &st)
+	a.call("", "POST", "/v1/stores", map[string]any{"name": "plain"}, nil)
+	var one msObject
+	a.call("", "GET", "/v1/stores/"+st.str("id"), nil, &one)
+	if one["name"] != st.str("id") || one["display_name"] != "Customer 4711" {
+		t.Errorf("GET /v1/stores/%s: name %v, display_name %v; want the id and \"Customer 4711\"", st.str("id"), one["name"], one["display_name"])
+	}
+	var list struct{ Data []msObject }
+	a.call("", "GET", "/v1/stores", nil, &list)
+	for _, s := range list.Data {
+		if want := map[string]any{"plain": nil, st.str("id"): "Customer 4711"}[s.str("name")]; s["display_name"] != want {
+			t.Errorf("GET /v1/stores: %s has display_name %v, want %v", s.str("name"), s["display_name"], want)
+		}
+	}
+	if len(list.Data) != 2 {
+		t.Errorf("%d stores listed, want 2", len(list.Data))
+	}
+}
+
 // A body over the server's limit is 413 request_too_large; a busy server
 // 503 overloaded_error with Retry-After; both in Anthropic's shape.
 func TestMemoryStoresBoundsInAnthropicsShape(t *testing.T) {
