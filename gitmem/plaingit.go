@@ -2,13 +2,16 @@ package gitmem
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // What gitmem does about plain git commands that take its branch away
@@ -226,4 +229,123 @@ func (r *Repo) takeBack(cur plumbing.Hash) {
 	r.opt.Errorf("gitmem: the branch %s was moved outside gitmem (to %s, by git reset or git update-ref) while gitmem let the writer lock go; gitmem put it back at %s, the last acknowledged change: nothing is lost (to take changes back, use gitmem revert or gitmem restore)",
 		r.branch, moved.String()[:7], r.diskHead.String()[:7])
 	r.undoCheckout(moved, r.diskTree)
+}
+
+// takeBranchBack points the branch, which something outside gitmem moved
+// to cur, at the acknowledged commit to, keeping cur (durably, first) for
+// mergeDisplaced to merge back. When the branch moves again meanwhile
+// (another git command), that commit is kept too, and so on a few times;
+// moved is the last commit kept. Called with mmu held.
+func (r *Repo) takeBranchBack(cur, to plumbing.Hash) (moved plumbing.Hash, err error) {
+	for try := 0; ; try++ {
+		r.omu.Lock()
+		var made time.Time // when git made the commit (its committer date)
+		c, err := r.obj.Commit(cur)
+		if err == nil {
+			made = c.Committer.When
+			err = r.keepDisplaced(cur)
+		}
+		kept := err == nil
+		if err == nil {
+			err = r.obj.UpdateRef(r.branch, cur, to, false)
+		}
+		r.unlockObj()
+		if kept {
+			r.opt.Logf("gitmem: the branch was moved outside gitmem (to %s); the acknowledged commits stay on it and %s is merged back", cur, cur)
+			r.smu.Lock()
+			if r.displacedIndex == nil {
+				r.displacedIndex = map[plumbing.Hash][]plumbing.Hash{}
+			}
+			r.displacedIndex[cur] = r.indexCandidates(made) // what a git commit may have been made from
+			r.smu.Unlock()
+			r.displacedWait.Store(true)
+		}
+		if err == nil {
+			break
+		}
+		now, rerr := r.readRef(r.branch)
+		if !kept || rerr != nil || now == cur || try == 4 {
+			r.signal()
+			return plumbing.ZeroHash, wrap("update the branch", err)
+		}
+		cur = now
+	}
+	r.diskHead = to
+	r.signal()
+	return cur, nil
+}
+
+// displacedRefs is where commits the branch was moved to outside gitmem
+// wait to be merged back.
+const displacedRefs = "refs/gitmem/displaced/"
+
+// keepDisplaced makes h reachable as refs/gitmem/displaced/<h>, durably.
+// Called with omu held.
+func (r *Repo) keepDisplaced(h plumbing.Hash) error {
+	name := plumbing.ReferenceName(displacedRefs + h.String())
+	if cur, err := r.readRef(name); err == nil && cur == h {
+		return nil
+	}
+	return r.obj.UpdateRef(name, plumbing.ZeroHash, h, true)
+}
+
+// displaced lists the commits waiting to be merged back, by ref, loose or
+// packed (git gc packs refs). A ref is named after the commit it was made
+// for, but holds the commit to merge: a redaction may have rewritten it.
+func (r *Repo) displaced() map[plumbing.ReferenceName]plumbing.Hash {
+	out, err := gd.ListRefs(r.gitDir)
+	if err != nil {
+		return map[plumbing.ReferenceName]plumbing.Hash{}
+	}
+	maps.DeleteFunc(out, func(name plumbing.ReferenceName, _ plumbing.Hash) bool {
+		return !strings.HasPrefix(name.String(), displacedRefs)
+	})
+	return out
+}
+
+// mergeDisplaced merges each commit the branch was moved to outside
+// gitmem back into it, one merge commit each by the operator (conflicts
+// are marked as in a pull), and drops its ref once merged. Called without
+// wmu, by the maintenance loop and Flush.
+func (r *Repo) mergeDisplaced() error {
+	r.dmu.Lock() // one at a time: Flush waits for the loop's
+	defer r.dmu.Unlock()
+	if !r.displacedWait.Swap(false) {
+		return nil
+	}
+	for name, h := range r.displaced() {
+		st := r.obj.View()
+		r.smu.RLock()
+		idx, ok := r.displacedIndex[plumbing.NewHash(strings.TrimPrefix(name.String(), displacedRefs))]
+		if !ok {
+			idx = []plumbing.Hash{r.indexFor} // displaced by an earlier run: the index file is the best clue left
+		}
+		r.smu.RUnlock()
+		m := &merger{r: r, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits, index: idx}
+		meta := Meta{Subject: "memory: merge outside-gitmem", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "merge"}}}
+		_, err := r.update(meta, m.run)
+		st.Close()
+		if err == nil {
+			r.mergedBack.Add(1)
+		}
+		if errors.Is(err, ErrClosed) {
+			return err
+		}
+		if err != nil && !errors.Is(err, errUpToDate) {
+			r.opt.Logf("gitmem: %s, which the branch was moved to outside gitmem, could not be merged back (%v); it is kept as %s and tried again at the next start", h, err, name)
+			continue
+		}
+		for _, c := range m.conflicts {
+			r.opt.Logf("gitmem: merging %s back: conflict (%s) in %s", h, c.Kind, c.Path)
+		}
+		r.omu.Lock()
+		if err := r.obj.Storage().RemoveReference(name); err != nil {
+			r.opt.Logf("gitmem: could not delete %s after merging it back: %v", name, err)
+		}
+		r.unlockObj()
+		r.smu.Lock()
+		delete(r.displacedIndex, plumbing.NewHash(strings.TrimPrefix(name.String(), displacedRefs)))
+		r.smu.Unlock()
+	}
+	return nil
 }

@@ -1,0 +1,154 @@
+package gitmem
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"time"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// checkpoint makes everything published durable in git's own files and
+// empties the log it was in: appends switch to the other log file, what
+// the old file holds is materialised and synced (one syncfs), then the
+// old file is emptied. Appends wait only for the switch.
+//
+// A log file is emptied only after a sync that covers everything it
+// holds: a checkpoint that fails (a full disk) leaves the switched-from
+// file in r.draining, and the next attempt finishes that one before it
+// switches again.
+func (r *Repo) checkpoint() error {
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	if r.walFiles[r.active] == nil {
+		// Closed (closeLog, under mmu): Close made the last checkpoint;
+		// the maintenance loop may still call one before it stops.
+		return nil
+	}
+	r.lastCkpt.Store(time.Now().UnixNano()) // an attempt: a failing one is retried after checkpointEvery
+	r.keepBranch()
+	// A multi-pack-index naming a pack that is gone (one gitmem deleted as
+	// git listed it, or a repack's temporary pack): git fails to read
+	// what it says is there. A stat when there is none.
+	gd.RemoveStaleMidx(r.gitDir)
+	err := r.checkpointLocked()
+	r.noteCheckpoint(err)
+	return err
+}
+
+func (r *Repo) checkpointLocked() error {
+	if r.recovering {
+		return r.checkpointRecovered()
+	}
+	r.fmu.Lock()
+	if r.draining < 0 {
+		cur, next := r.walFiles[r.active], r.walFiles[1-r.active]
+		if cur.Len() == 0 {
+			// Nothing in the log that git's files lack once materialised.
+			r.fmu.Unlock()
+			if err := r.materializeLocked(); err != nil {
+				return err
+			}
+			r.clearBroken()
+			return nil
+		}
+		if next.Len() != 0 { // cannot happen: a file is emptied before it is switched to
+			r.fmu.Unlock()
+			return &StorageError{Op: "switch the write-ahead log", Err: errors.New("both log files hold changes")}
+		}
+		if err := next.Reset(max(cur.Gen(), next.Gen()) + 1); err != nil {
+			r.fmu.Unlock()
+			return wrap("switch the write-ahead log", err)
+		}
+		r.draining, r.active = r.active, 1-r.active
+	}
+	old := r.walFiles[r.draining]
+	r.fmu.Unlock()
+	if err := r.materializeLocked(); err != nil {
+		return err
+	}
+	if err := r.syncMaterialized(); err != nil {
+		return err
+	}
+	r.fmu.Lock()
+	err := old.Reset(max(r.walFiles[0].Gen(), r.walFiles[1].Gen()) + 1)
+	if err == nil {
+		r.draining = -1
+	}
+	r.noteLogBytes()
+	r.fmu.Unlock()
+	r.noteDrained() // calls held back by logMax
+	if err != nil {
+		return wrap("empty the write-ahead log", err)
+	}
+	r.lastCkpt.Store(time.Now().UnixNano())
+	r.clearBroken()
+	return nil
+}
+
+// clearBroken lets changes through again after a checkpoint succeeded.
+func (r *Repo) clearBroken() {
+	r.smu.Lock()
+	r.broken = nil
+	r.smu.Unlock()
+}
+
+// noteCheckpoint logs a checkpoint's failure once (and again only when the
+// reason changes), and its recovery. While checkpoints fail, new changes
+// are refused (the log would only grow) and the attempt is retried every
+// checkpointEvery.
+func (r *Repo) noteCheckpoint(err error) {
+	prev := r.ckptErr
+	switch {
+	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && r.logGone():
+		r.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files (%v), and the write-ahead log (.git/gitmem/wal) is gone: the repository was deleted or moved while open; the changes git's files lack are in no file a next start would read, new changes are refused", err)
+	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)):
+		r.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
+	case err == nil && prev != nil:
+		r.opt.Logf("gitmem: git's files hold every acknowledged change again")
+	}
+	r.ckptErr = err
+	r.ckptFailing.Store(err != nil)
+	if err != nil {
+		r.smu.Lock()
+		if r.broken == nil {
+			r.broken = err
+		}
+		r.smu.Unlock()
+	}
+}
+
+// failureKind is what tells one reason of a failure from another: a file
+// operation's failure without the file's name (a temporary file's is new
+// at every attempt), anything else its text.
+func failureKind(err error) string {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Op + ": " + pe.Err.Error()
+	case errors.As(err, &le):
+		return le.Op + ": " + le.Err.Error()
+	}
+	return err.Error()
+}
+
+// checkpointRecovered makes the changes recovered from the log git's own,
+// then empties both log files. No change was appended meanwhile (they are
+// refused while recovering). Called with mmu held.
+func (r *Repo) checkpointRecovered() error {
+	if err := r.materializeLocked(); err != nil {
+		return err
+	}
+	if err := r.syncMaterialized(); err != nil {
+		return err
+	}
+	if err := r.emptyLog(); err != nil {
+		return err
+	}
+	r.recovering = false
+	r.lastCkpt.Store(time.Now().UnixNano())
+	r.clearBroken()
+	return nil
+}

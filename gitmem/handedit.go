@@ -1,0 +1,471 @@
+package gitmem
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// keepHandEdits returns the files among paths that were edited by hand
+// before the worktree caught up with items (it lags them by milliseconds,
+// longer on a full disk, or a crash's whole downtime): the worktree holds
+// neither what gitmem last wrote there (prev) nor a version one of items
+// gives the file, nor what an adopt among them read there. They are not
+// overwritten; the next adopt commit merges the hand edit into the
+// acknowledged version (adoptDrift), from the base noted here in
+// r.handBase. Paths gitmem has yet to repair (own) are gitmem's own
+// writes. A file deleted by hand is not kept: the acknowledged version
+// comes back. For every other memory file, checks says what the worktree
+// may hold as gitmem's own, for the write that follows (mirrorChecked):
+// an edit that lands between this check and that write is kept too.
+// Called with mmu held, before the stat cache forgets paths.
+func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *node, paths, own []string) (kept map[string]bool, checks map[string]*ownFiles) {
+	versions := []*node{prev} // the trees whose files are gitmem's own writes
+	for _, p := range items {
+		versions = append(versions, p.tree)
+	}
+	if base := items[0].parent; base != prevHead && !base.IsZero() {
+		// Replayed after a crash: the worktree may hold what it did
+		// before the first of them, where the crash stopped it.
+		r.omu.Lock()
+		c, err := r.obj.Commit(base)
+		if err == nil {
+			var t *node
+			if t, err = r.loadTree(c.TreeHash, prev, ""); err == nil {
+				versions = append(versions, t)
+			}
+		}
+		r.unlockObj()
+	}
+	// A path is looked up only in the versions that may hold another file
+	// there than the version before: with a group of n commits of a path
+	// each, n lookups, not n for every path. Those are prev and the
+	// crash's base, the first commit, any that is no plain transaction on
+	// the one before, and a plain one whose paths hold the path or a
+	// folder above it. (A path beneath it makes it a folder: no file.)
+	always := []int{0}
+	if len(versions) > len(items)+1 {
+		always = append(always, len(items)+1)
+	}
+	at := map[string][]int{}
+	for j, p := range items {
+		if j == 0 || !p.plain || p.parent != items[j-1].hash {
+			always = append(always, j+1)
+			continue
+		}
+		for _, x := range p.paths {
+			at[x] = append(at[x], j+1)
+		}
+	}
+	var adopts []*prepared // in order
+	for _, p := range items {
+		if p.read != nil {
+			adopts = append(adopts, p)
+		}
+	}
+	skip := newPathSet(own)
+	kept, checks = map[string]bool{}, map[string]*ownFiles{}
+	for _, q := range paths {
+		if skip.covers(q) || !under(q, []string{memDir}) {
+			continue
+		}
+		of := &ownFiles{hashes: map[plumbing.Hash]bool{}, texts: map[plumbing.Hash][]byte{}}
+		add := func(is []int) {
+			for _, i := range is {
+				if n := lookup(versions[i], q); n.isFile() {
+					of.hashes[n.hash] = true
+				}
+			}
+		}
+		add(always)
+		add(at[q])
+		for a := q; ; {
+			k := strings.LastIndexByte(a, '/')
+			if k < 0 {
+				break
+			}
+			a = a[:k]
+			add(at[a])
+		}
+		for _, p := range adopts { // what adopts read is gitmem's to replace, nothing later
+			if data, ok := p.read[q]; ok {
+				h := plumbing.ComputeHash(plumbing.BlobObject, data)
+				of.hashes[h], of.texts[h] = true, data
+				of.lastRead = h
+			}
+		}
+		if r.handEdited(versions, of, q) {
+			kept[q] = true
+			continue
+		}
+		checks[q] = of
+		r.pmu.Lock()
+		delete(r.handBase, q) // gitmem writes it again: an older edit was taken
+		r.pmu.Unlock()
+	}
+	return kept, checks
+}
+
+// ownFiles is what a worktree file may hold as gitmem's own: blobs gitmem
+// wrote or was writing there, and texts adopts read there.
+type ownFiles struct {
+	hashes   map[plumbing.Hash]bool
+	texts    map[plumbing.Hash][]byte // those that are no blob of the repository's
+	lastRead plumbing.Hash            // the last text an adopt read (zero: none)
+	found    plumbing.Hash            // what the worktree held when checked (zero: no file)
+}
+
+// text is the content of one of them.
+func (r *Repo) ownText(of *ownFiles, h plumbing.Hash) ([]byte, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	if t, ok := of.texts[h]; ok {
+		return t, nil
+	}
+	return r.readBlob(h)
+}
+
+// handEdited reports whether the worktree file at q holds an edit made by
+// hand: none of the versions gitmem wrote or was writing there — the
+// first of versions is what the worktree mirrors (old) — nor a text an
+// adopt read. If so its base is noted for the adopt commit's merge: the
+// last text an adopt read there, or else old.
+func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
+	old := lookup(versions[0], q)
+	if old.isDir() {
+		return false
+	}
+	fi, err := r.wt.lstat(q)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	if old.isFile() {
+		if same, err := r.sameAsTree(q, fi, old); err != nil || same {
+			of.found = old.hash
+			return false
+		}
+	}
+	// A file over the largest file size that no version gitmem wrote
+	// there is as long as was made by hand: it is not read (adoptDrift
+	// leaves it too).
+	if !r.tooBig(fi.Size()) || r.ownSize(of, fi.Size()) {
+		data, err := r.wt.readFile(q)
+		if err != nil {
+			return false
+		}
+		h := plumbing.ComputeHash(plumbing.BlobObject, data)
+		if of.hashes[h] {
+			of.found = h
+			return false // gitmem's own write, done or left as it was by a crash, or what an adopt took
+		}
+	}
+	base := handBase{}
+	if old.isFile() {
+		base.hash = old.hash
+	}
+	if !of.lastRead.IsZero() {
+		base = handBase{hash: of.lastRead, text: of.texts[of.lastRead]}
+	}
+	r.pmu.Lock()
+	_, noted := r.handBase[q]
+	if !noted { // kept already: its base is the older one
+		r.handBase[q] = base
+	}
+	r.pmu.Unlock()
+	if !noted { // once until the adopt takes it, not at every change under load
+		r.opt.Logf("gitmem: %s was edited by hand before an acknowledged change to it reached the worktree; the edit is kept, and merged into that change by the next adopt commit", q)
+	}
+	return true
+}
+
+// ownSize reports whether a version of allows may be size bytes long (one
+// whose size cannot be read counts as one).
+func (r *Repo) ownSize(of *ownFiles, size int64) bool {
+	for h := range of.hashes {
+		if t, ok := of.texts[h]; ok {
+			if int64(len(t)) == size {
+				return true
+			}
+			continue
+		}
+		if n, err := r.obj.Size(h); err != nil || n == size {
+			return true
+		}
+	}
+	return false
+}
+
+// mirrorChecked makes the worktree at the memory path q match n (nil:
+// absent), as wt.sync does, but every file it replaces or removes is moved
+// aside in the same step (worktree.put) and compared with what of allows:
+// one that holds anything else was edited by hand after keepHandEdits
+// looked. It is kept: put back as it is, its base (what the file held
+// when checked) noted in r.handBase for the next adopt commit's merge
+// (mergeHandEdit). One that another program still holds open for writing
+// is waited for, or put back (keepWriting). Called with mmu held.
+func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
+	if n.isDir() {
+		return r.wt.sync(q, n, r.readBlob)
+	}
+	if err := r.obj.Env.Injected(gd.StepWorktree, q); err != nil {
+		return err
+	}
+	w := r.wt
+	var want []byte
+	if n != nil {
+		// Read first, so that what q's lookup finds below is as fresh as
+		// can be when the file is put.
+		var err error
+		if want, err = r.readBlob(n.hash); err != nil {
+			return err
+		}
+	}
+	fi, err, folders := w.lstatFolders(q)
+	there := err == nil // something at q, as far as known: put's first try
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return err
+	case err == nil && fi.IsDir():
+		return w.sync(q, n, r.readBlob) // a folder where a file was (its files are not checked)
+	case err != nil && n == nil:
+		return nil
+	}
+	if n != nil {
+		if err == nil && fi.Mode().IsRegular() && fi.Size() == n.size { // the lstat tells most apart
+			if _, ok := w.readBlob(q, n); ok {
+				return nil
+			}
+		}
+		if !folders { // else q's folders were found real just now
+			if err := w.ensureDir(path.Dir(q)); err != nil {
+				return err
+			}
+		}
+	}
+	wantFile := n != nil
+	// expect is what the file at q may hold as gitmem's own; base is what
+	// it was made from, which a hand edit found in it is merged from.
+	expect := func(h plumbing.Hash) bool { return of.hashes[h] }
+	var base []byte
+	baseRead := false // read when a hand edit is found: it costs a blob read, maybe from a pack
+	mergeBase := func() []byte {
+		if !baseRead {
+			b, err := r.ownText(of, of.found)
+			if err != nil {
+				b = nil // merged from nothing: both sides kept between markers
+			}
+			base, baseRead = b, true
+		}
+		return base
+	}
+	tmp := ""
+	defer func() {
+		if tmp != "" {
+			w.root.Remove(tmp)
+		}
+	}()
+	kept := false // a hand edit was found, put back, its base noted
+	for {
+		aside, placed := "", true
+		var asideInfo fs.FileInfo
+		put, putFile := want, wantFile
+		if putFile {
+			if tmp == "" {
+				if tmp, err = w.writeTemp(put); err != nil {
+					return err
+				}
+			}
+			if aside, asideInfo, placed, err = w.put(tmp, q, there); err != nil {
+				return err
+			}
+			if placed {
+				tmp = ""
+			}
+		} else if aside, err = w.moveAside(q); err != nil {
+			return err
+		}
+		hand := false
+		if aside != "" {
+			data, file, err := w.takeAside(aside, asideInfo)
+			if errors.Is(err, errWriting) && placed {
+				return r.keepWriting(q, aside, put, putFile, mergeBase())
+			}
+			if err != nil {
+				return fmt.Errorf("read the file it replaced (left in .git/gitmem/tmp): %w", err)
+			}
+			if hand = file && !expect(plumbing.ComputeHash(plumbing.BlobObject, data)); hand {
+				if kept {
+					// An edit of what an earlier round put: merged into
+					// the edit that round kept.
+					want = mergeHand(mergeBase(), want, data)
+				} else {
+					// Put back as it is (where the change removes the
+					// file too), and merged by the next adopt, which
+					// also finds the version the edit was made from when
+					// that is older than what q held (a program that read
+					// the file before gitmem's last change to it).
+					want = data
+					if r.keepHand(q, mergeBase()) {
+						r.opt.Logf("gitmem: %s was edited by hand while gitmem wrote an acknowledged change to it; the edit is kept, and merged into that change by the next adopt commit", q)
+					}
+				}
+				kept, wantFile = true, true
+			}
+		}
+		if placed && !hand {
+			if !putFile {
+				w.touchDir(w.prune(path.Dir(q)))
+			}
+			return nil
+		}
+		there = putFile // what this round put, or what appeared at q meanwhile
+		// Another round. q holds what this one put there, or, when a file
+		// appeared at q after it was moved aside, one made from nothing.
+		if placed && putFile {
+			h := plumbing.ComputeHash(plumbing.BlobObject, put)
+			expect = func(g plumbing.Hash) bool { return g == h }
+			base, baseRead = put, true
+		} else {
+			expect = func(plumbing.Hash) bool { return false }
+			base, baseRead = nil, true
+		}
+		if hand && tmp != "" { // it holds the older want
+			w.root.Remove(tmp)
+			tmp = ""
+		}
+	}
+}
+
+// keepWriting puts back at the memory path q the file mirrorChecked took
+// aside (aside names it) while another program still holds it open for
+// writing: what it writes stays in the memory folder. q is then kept as a
+// hand edit made on base (what q held when checked), which the next adopt
+// commit merges with the acknowledged version, once the program is done
+// (adoptDrift reads no file open for writing). put is what mirrorChecked
+// had put at q (putFile: a file), which comes back aside. Called with mmu
+// held.
+func (r *Repo) keepWriting(q, aside string, put []byte, putFile bool, base []byte) error {
+	w := r.wt
+	back, backInfo, _, err := w.put(aside, q, putFile)
+	if err != nil {
+		return fmt.Errorf("put back the file another program writes (left in .git/gitmem/tmp): %w", err)
+	}
+	if back != "" {
+		// gitmem's own version, unless an edit of it landed in the same
+		// instant: two programs writing one file at once, of which the one
+		// still writing keeps the file.
+		data, file, err := w.takeAside(back, backInfo)
+		if err == nil && file && (!putFile || !bytes.Equal(data, put)) {
+			r.opt.Logf("gitmem: %s was written by two programs at once while gitmem wrote an acknowledged change to it; the file of the one still writing is kept", q)
+		}
+	}
+	if r.keepHand(q, base) {
+		r.opt.Logf("gitmem: %s was being written by another program when gitmem wrote an acknowledged change to it; the program's file is kept, and merged into that change by the next adopt commit", q)
+	}
+	return nil
+}
+
+// keepHand notes that the worktree file at q holds a hand edit made on
+// base (nil: no file), for the next adopt commit's merge (r.handBase),
+// unless an older base is noted already. It reports whether it noted it:
+// what is logged of a kept edit is logged once until an adopt takes it,
+// not at every change of the file under load.
+func (r *Repo) keepHand(q string, base []byte) (noted bool) {
+	b := handBase{text: base}
+	if base != nil {
+		b.hash = plumbing.ComputeHash(plumbing.BlobObject, base)
+	}
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	if _, ok := r.handBase[q]; ok {
+		return false
+	}
+	r.handBase[q] = b
+	return true
+}
+
+// coverer tells the paths drifted leaves alone: a path is covered when it
+// or a folder above it is in the set.
+type coverer interface{ covers(p string) bool }
+
+// pendingFor is the worktree paths that are gitmem's own unfinished work
+// (not yet materialised, or waiting for a repair), as far as a check of
+// the given repository paths can ask: those at, above or beneath one of
+// them. They are never taken for hand edits. It is a copy taken at one
+// instant, so that a check sees one state while materialisation goes on;
+// under load thousands of paths wait, and copying or scanning them all
+// for each call cost more than the rest of the check.
+func (r *Repo) pendingFor(paths []string) pathSet {
+	s := pathSet{}
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	for _, q := range r.pend {
+		for _, p := range paths {
+			if within(q, p) || within(p, q) {
+				s[q] = true
+			}
+		}
+	}
+	for _, p := range paths {
+		r.inflight.collect(p, s)
+	}
+	return s
+}
+
+// flight counts the worktree paths of the commits not yet materialised
+// and, for each folder, how many of them lie beneath it: what is in
+// flight at, above or beneath a path is then a few lookups.
+type flight struct {
+	paths map[string]int // path -> commits in flight that change it
+	below map[string]int // folder -> the sum of paths' counts beneath it
+}
+
+func (f *flight) add(q string) {
+	f.paths[q]++
+	for d := q; strings.Contains(d, "/"); {
+		d = path.Dir(d)
+		f.below[d]++
+	}
+}
+
+func (f *flight) done(q string) {
+	if f.paths[q] <= 0 {
+		return
+	}
+	if f.paths[q]--; f.paths[q] == 0 {
+		delete(f.paths, q)
+	}
+	for d := q; strings.Contains(d, "/"); {
+		d = path.Dir(d)
+		if f.below[d]--; f.below[d] <= 0 {
+			delete(f.below, d)
+		}
+	}
+}
+
+// collect adds to s the paths in flight at, above or beneath p.
+func (f *flight) collect(p string, s pathSet) {
+	for a := p; ; a = path.Dir(a) {
+		if f.paths[a] > 0 {
+			s[a] = true
+		}
+		if !strings.Contains(a, "/") {
+			break
+		}
+	}
+	if f.below[p] > 0 {
+		for q := range f.paths {
+			if within(q, p) {
+				s[q] = true
+			}
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package gitmem
+
+import "time"
+
+// own takes the writer lock for this process if it does not hold it yet:
+// behind any process already queued for it, then it loads what others
+// committed meanwhile, replays a log a crash left, and repairs unfinished
+// worktree paths. Called with wmu held.
+func (r *Repo) own() error {
+	if r.owned.Load() {
+		r.smu.RLock()
+		broken := r.broken
+		r.smu.RUnlock()
+		if broken != nil {
+			// The log or git's files failed earlier: a checkpoint that
+			// succeeds now (the fault is gone) lets changes through again.
+			if err := r.checkpoint(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := r.acquire(); err != nil {
+		return err
+	}
+	if err := r.settleIn(); err != nil {
+		r.flock.Unlock()
+		return err
+	}
+	return nil
+}
+
+// acquire takes the writer lock, queueing behind any process already
+// waiting for it (the intent lock is held while waiting, which tells the
+// holder to let go).
+func (r *Repo) acquire() error {
+	if err := r.intent.Lock(); err != nil {
+		return wrap("lock the repository", err)
+	}
+	err := r.flock.Lock()
+	r.intent.Unlock()
+	return wrap("lock the repository", err)
+}
+
+// settleIn makes a freshly taken writer lock ours: what others committed
+// is loaded, a log a crash left is replayed, unfinished worktree paths
+// are repaired, and the background work starts. Called with wmu and the
+// writer lock held.
+func (r *Repo) settleIn() error {
+	// A branch git moved off what this process acknowledged while the
+	// lock was free is not taken: it is put back below.
+	r.smu.RLock()
+	had, loaded := r.head, r.loaded
+	r.smu.RUnlock()
+	var off, rewritten bool
+	cur, err := r.readRef(r.branch)
+	if err == nil && loaded {
+		off, rewritten = r.movedOff(had, cur)
+	}
+	if rewritten {
+		r.dropHeld() // a redaction deleted them: never written again
+	}
+	if !off {
+		if err := r.refresh(true); err != nil {
+			return err
+		}
+	}
+	r.smu.RLock()
+	r.diskHead, r.diskTree = r.head, r.tree
+	r.smu.RUnlock()
+	if off {
+		r.takeBack(cur)
+	}
+	replayed, err := r.openLog()
+	if err != nil {
+		return err
+	}
+	r.repairPending()
+	if !replayed {
+		r.checkoutMoved()
+		// The log is empty: a checkpoint is due a checkpointEvery from
+		// now, not at the first change (a replay's checkpoint set it).
+		r.lastCkpt.Store(time.Now().UnixNano())
+	}
+	if len(r.displaced()) > 0 { // left by a start or a run that could not merge them
+		r.displacedWait.Store(true)
+	}
+	r.owned.Store(true)
+	r.putHeadBack() // git checkout or git switch while the lock was free
+	r.lastUse.Store(time.Now().UnixNano())
+	r.loopWG.Add(1)
+	go r.maintainLoop()
+	return nil
+}
+
+// lockWanted reports whether another process is queued for the writer
+// lock (it holds the intent lock while it waits).
+func (r *Repo) lockWanted() bool {
+	ok, err := r.intent.TryLock()
+	if err != nil {
+		return false
+	}
+	if ok {
+		r.intent.Unlock()
+	}
+	return !ok
+}
+
+// release checkpoints and gives the writer lock up, unless a change is
+// still being made. Called with wmu held; reports whether it released.
+func (r *Repo) release() bool {
+	if !r.owned.Load() {
+		return true
+	}
+	r.qmu.Lock()
+	queued := len(r.queue.items)
+	r.qmu.Unlock()
+	r.smu.RLock()
+	pending := r.tip != r.head
+	r.smu.RUnlock()
+	if queued > 0 || pending || r.gcBusy.Load() > 0 || r.histSaving.Load() > 0 {
+		return false
+	}
+	if r.ckptFailing.Load() && time.Since(time.Unix(0, r.lastCkpt.Load())) < checkpointEvery {
+		return false // the last attempt failed: retried when due, not at every poll
+	}
+	if r.checkpoint() != nil {
+		return false // keep the lock (and the log) until git's files take the changes
+	}
+	r.imu.Lock()
+	defer r.imu.Unlock() // an index written by Flush meanwhile is the holder's
+	if err := r.writeIndexLocked(); err != nil {
+		r.opt.Logf("gitmem: could not write .git/index: %v", err)
+	}
+	r.closeLog(false)
+	r.wt.dropSpares()
+	r.owned.Store(false)
+	r.flock.Unlock()
+	return true
+}

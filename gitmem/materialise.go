@@ -1,0 +1,416 @@
+package gitmem
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// heldObjects are objects materialised together, in one pack, held in
+// memory (readable) until a checkpoint has found them in git's files
+// (secureMaterialized), and a small pack's until it is folded
+// (foldSmall).
+type heldObjects struct {
+	pack  plumbing.Hash
+	objs  []gd.Object
+	bytes int  // the objects' content
+	done  bool // safe, and not to be folded: dropped from memory once synced
+}
+
+func newHeld(pack plumbing.Hash, objs []gd.Object) heldObjects {
+	g := heldObjects{pack: pack, objs: objs}
+	for _, o := range objs {
+		g.bytes += len(o.Data)
+	}
+	return g
+}
+
+// small reports whether g waits in memory to be folded (foldSmall).
+func (g heldObjects) small() bool {
+	return !g.done && len(g.objs) < foldBelow && g.bytes < foldBelowBytes
+}
+
+// materialize writes the published commits into git's files: loose
+// objects, the branch, the worktree, the history index. Nothing is
+// fsynced: the log keeps them durable until the next checkpoint.
+func (r *Repo) materialize() error {
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	return r.materializeLocked()
+}
+
+// materializeLocked materialises what was published when it started,
+// chunkMax commits at a time; all at once when they do not start from
+// the branch as git's files hold it (replayed after a crash, the branch
+// may be at any of them: moveBranch and keepHandEdits must see them all).
+func (r *Repo) materializeLocked() error {
+	r.umu.Lock()
+	n := len(r.unmat)
+	whole := n > 0 && r.unmat[0].parent != r.diskHead
+	r.umu.Unlock()
+	for n > 0 {
+		k := min(n, r.opt.hooks.chunk())
+		if whole {
+			k = n
+		}
+		err := r.materializeSome(k)
+		r.noteDrained()
+		if err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
+}
+
+// materializeSome materialises the first k commits published.
+func (r *Repo) materializeSome(k int) error {
+	r.umu.Lock()
+	items := slices.Clone(r.unmat[:k])
+	r.taken = k
+	clear(r.unmat[:k]) // the array's head no longer holds them (their objects) alive
+	if r.unmat = r.unmat[k:]; len(r.unmat) == 0 {
+		r.unmat = nil
+	}
+	r.umu.Unlock()
+	requeue := func(err error) error {
+		r.umu.Lock()
+		r.unmat = append(items, r.unmat...)
+		r.umu.Unlock()
+		return err
+	}
+	var objs []gd.Object
+	for _, p := range items {
+		objs = append(objs, p.objs...)
+	}
+	// One pack, two files, however many objects (a file each, loose,
+	// cost more and git prune deletes them before the branch names them:
+	// see secureMaterialized), kept from git's gc for good (gd.Own: see
+	// gd.Keep). Own at once, though no ref names its commits yet: gitmem's
+	// gc takes it before the branch moves only as an incremental
+	// collection, which keeps every object of the packs it merges, or as a
+	// full one, whose swap waits for mmu, held here until the branch names
+	// them. The object store's lock is taken only to add the pack: writing
+	// it took as long as the group was large, and every call reading a
+	// file waited for it, holding the writer lock. The objects stay
+	// readable from memory until the checkpoint.
+	pack, err := r.obj.WritePackFiles(objs, false, gd.Own)
+	if err != nil {
+		return requeue(wrap("write the objects", err))
+	}
+	r.addPack(pack)
+	last := items[len(items)-1]
+	prevHead := r.diskHead
+	var moved plumbing.Hash // where something outside gitmem had moved the branch
+	if last.hash != r.diskHead {
+		var err error
+		if moved, err = r.moveBranch(items); err != nil {
+			return requeue(err)
+		}
+	}
+	// The objects stay readable from memory until the checkpoint has
+	// found them in git's files (secureMaterialized).
+	r.held = append(r.held, newHeld(pack, objs))
+	r.foldSmall()
+	// The commits are in git's files. The worktree follows; a path that
+	// cannot (a full disk) waits in r.pend and the journal.
+	var paths []string
+	for _, p := range items {
+		paths = append(paths, p.paths...)
+	}
+	// Sorted once: a union per commit was quadratic in a large group.
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	prev := r.diskTree // what the worktree mirrors
+	if !moved.IsZero() {
+		r.undoCheckout(moved, prev) // git reset --hard: its files are no hand edits
+	}
+	r.diskTree = last.tree
+	r.pmu.Lock()
+	retry := r.pend // paths an earlier pass could not write
+	r.pmu.Unlock()
+	r.awaitGit()
+	kept, checks := r.keepHandEdits(items, prevHead, prev, paths, retry)
+	paths = union(paths, retry)
+	r.forgetStats(paths)
+	var failed []string
+	for _, q := range paths {
+		if kept[q] {
+			continue
+		}
+		var err error
+		if of, ok := checks[q]; ok {
+			err = r.mirrorChecked(q, lookup(last.tree, q), of)
+		} else {
+			err = r.wt.sync(q, lookup(last.tree, q), r.readBlob)
+		}
+		if err != nil {
+			failed = append(failed, q)
+			r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
+		}
+	}
+	now := time.Now()
+	r.pmu.Lock()
+	for _, p := range items { // the versions a hand edit may have been made on
+		for i, rel := range p.rec.paths {
+			r.show(rel, prev, p.rec.blobs[i], now)
+		}
+	}
+	r.pend = failed
+	for _, p := range items {
+		for _, q := range p.paths {
+			r.inflight.done(q)
+		}
+	}
+	r.pmu.Unlock()
+	r.appendHistory(items)
+	return nil
+}
+
+// moveBranch points the branch at the last of items. The branch holds
+// the commit gitmem last wrote there, or one of items after a crash. When
+// something else moved it meanwhile — a git commit made by hand while
+// gitmem holds the writer lock, a branch moved after a crash — that commit
+// is kept as refs/gitmem/displaced/<hash> (durably, before the branch
+// moves), the branch is put on the acknowledged commits all the same, and
+// the displaced commit is merged back soon after (mergeDisplaced): the
+// branch loses neither. moved is that commit (zero: none). A branch that
+// is damaged or missing is left alone and the commits wait in the log.
+// Called with mmu held.
+func (r *Repo) moveBranch(items []*prepared) (moved plumbing.Hash, err error) {
+	last := items[len(items)-1]
+	onChain := items[0].parent == r.diskHead
+	for _, p := range items { // after a crash, some may be on the branch already
+		onChain = onChain || p.hash == r.diskHead
+	}
+	if onChain {
+		r.omu.Lock()
+		err := r.obj.UpdateRef(r.branch, r.diskHead, last.hash, false)
+		r.unlockObj()
+		if err == nil {
+			r.diskHead = last.hash
+			return plumbing.ZeroHash, nil
+		}
+		if cur, rerr := r.readRef(r.branch); !errors.Is(rerr, gd.ErrNoRef) && (rerr != nil || cur == r.diskHead) {
+			return plumbing.ZeroHash, wrap("update the branch", err) // not moved: a disk fault
+		}
+	}
+	cur, err := r.readRef(r.branch)
+	if errors.Is(err, gd.ErrNoRef) && !r.diskHead.IsZero() {
+		// Deleted outside gitmem: put back, on the acknowledged commits.
+		if err := r.putBranchBack(r.diskHead, last.hash, "the last acknowledged change"); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		r.diskHead = last.hash
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, wrap("read the branch", err)
+	}
+	return r.takeBranchBack(cur, last.hash)
+}
+
+// appendHistory appends materialised commits to the history index file
+// when it ends where they start (else the next reader catches up from
+// git).
+func (r *Repo) appendHistory(items []*prepared) {
+	var recs []histRec
+	prev := items[0].parent
+	for _, p := range items {
+		// A merge or a fast-forward brings commits the file lacks: the
+		// next reader catches up from git.
+		if p.rec.hash != p.hash || len(p.rec.parents) > 1 || p.rec.parent() != prev {
+			break
+		}
+		recs = append(recs, p.rec)
+		prev = p.hash
+	}
+	if len(recs) == 0 {
+		return
+	}
+	r.hfmu.Lock()
+	defer r.hfmu.Unlock()
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	if tip := r.fileTip(); tip != items[0].parent || tip.IsZero() {
+		if !tip.IsZero() || !items[0].parent.IsZero() {
+			return
+		}
+	}
+	if err := r.appendHistoryFile(recs, r.hist); err != nil {
+		r.opt.Logf("gitmem: could not save the history index: %v", err)
+	}
+}
+
+// syncMaterialized makes what materialisation wrote durable (one syncfs),
+// and records the worktree paths still waiting for repair in the journal.
+// Called with mmu held.
+func (r *Repo) syncMaterialized() error {
+	if err := r.secureMaterialized(); err != nil {
+		return err
+	}
+	ref := filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch)))
+	files := append(r.wt.flushList(), r.packsWritten...)
+	files = append(files, ref, filepath.Dir(ref))
+	if err := gd.SyncFS(r.obj.Env, r.gitDir, files); err != nil {
+		return wrap("sync the repository", err)
+	}
+	r.packsWritten = nil
+	r.held = slices.DeleteFunc(r.held, func(g heldObjects) bool {
+		if g.done {
+			r.obj.Drop(g.objs)
+		}
+		return g.done
+	})
+	r.pmu.Lock()
+	pend := slices.Clone(r.pend)
+	r.pmu.Unlock()
+	if len(pend) > 0 {
+		if err := r.writeJournal(journal{Paths: pend}); err != nil {
+			return wrap("write the journal", err)
+		}
+	}
+	return nil
+}
+
+// secureMaterialized makes sure git's files hold the objects
+// materialised since the last checkpoint, before the log that holds them
+// is emptied.
+//
+// git's gc, repack, prune and maintenance delete no pack gitmem writes:
+// each has a .keep for good (see gd.Keep), made before it appears. Each
+// pack is still looked for on disk: the objects of one that is gone
+// (something that ignores .keep deleted it: rm, a tool of its own; or
+// gitmem's gc replaced it) are looked for in git's files as they are now
+// (gd.Store.Missing), and any missing is written again from memory — the
+// log holds the same — and the log says so at ERROR. Called with mmu
+// held, after materialisation.
+func (r *Repo) secureMaterialized() error {
+	var gone []gd.Object
+	for i := range r.held {
+		g := &r.held[i]
+		if gd.PackExists(r.gitDir, g.pack) {
+			g.done = g.done || !g.small() // a small one waits to be folded
+			continue
+		}
+		gone = append(gone, g.objs...)
+		g.done = true // written again below, or in a pack that replaced it
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	r.omu.Lock()
+	missing := r.obj.Missing(gone)
+	r.unlockObj()
+	if len(missing) > 0 {
+		r.opt.Errorf("gitmem: %d object(s) of acknowledged commits were deleted from git's files by another program before a checkpoint; gitmem writes them again", len(missing))
+		h, err := r.obj.WritePackFiles(missing, false, gd.Own)
+		if err != nil {
+			return wrap("write the objects again", err)
+		}
+		r.addPack(h)
+	}
+	return nil
+}
+
+// foldSmall writes the small packs materialisation wrote (groups of
+// fewer than foldBelow objects and foldBelowBytes: a call or two each, or
+// the dozen calls a group holds under load) again as one, from memory,
+// once foldAt of them wait or they hold foldBytes, and deletes them: the
+// pack folder does not fill with them (under load a pack per group was
+// ~80 packs a second, for gc to merge once a minute), and memory holds
+// at most about foldBytes of them. Only as changes are materialised: once they
+// stop, nothing is deleted, so that a git fsck run then does not meet a
+// pack vanishing under it (it fails on one). The new pack is durable
+// before the small ones go: what they hold may be in no log any more.
+// Best effort: on a full disk the small packs stay as they are. Called
+// with mmu held, after materialisation.
+func (r *Repo) foldSmall() {
+	var small []gd.Object
+	var folded []plumbing.Hash
+	bytes := 0
+	for _, g := range r.held {
+		if g.small() {
+			small = append(small, g.objs...)
+			folded = append(folded, g.pack)
+			bytes += g.bytes
+		}
+	}
+	if len(folded) < foldAt && bytes < foldBytes {
+		return
+	}
+	h, err := r.obj.WritePackFiles(small, true, gd.Own)
+	if err != nil {
+		return
+	}
+	r.addPack(h)
+	// The small ones are one group now, in the new pack, whose objects
+	// memory lets go of at the next checkpoint.
+	r.held = slices.DeleteFunc(r.held, heldObjects.small)
+	r.held = append(r.held, heldObjects{pack: h, objs: small, bytes: bytes, done: true})
+	r.removeFolded(slices.DeleteFunc(folded, func(p plumbing.Hash) bool { return p == h }))
+}
+
+// dropHeld forgets the objects held in memory (a redaction deleted
+// them). Called with mmu held.
+func (r *Repo) dropHeld() {
+	for _, g := range r.held {
+		r.obj.Drop(g.objs)
+	}
+	r.held = nil
+}
+
+// removeFolded deletes packs materialisation wrote whose objects are in
+// another pack now (a reader that misses one finds them there), and
+// forgets them; not while git maintenance runs (gd.LockMaintenance): they
+// stay for gc. Called with mmu held.
+func (r *Repo) removeFolded(packs []plumbing.Hash) {
+	unlock, ok := gd.LockMaintenance(r.gitDir)
+	if !ok {
+		return
+	}
+	gd.RemovePacks(r.gitDir, packs)
+	unlock()
+	gone := map[string]bool{}
+	for _, h := range packs {
+		base := filepath.Join(r.gitDir, "objects", "pack", "pack-"+h.String())
+		gone[base+".pack"], gone[base+".idx"] = true, true
+	}
+	r.packsWritten = slices.DeleteFunc(r.packsWritten, func(p string) bool { return gone[p] })
+	r.omu.Lock()
+	r.obj.Reindex()
+	r.unlockObj()
+}
+
+// addPack makes a pack materialisation wrote one the store reads from,
+// and one the next checkpoint syncs. Called with mmu held.
+func (r *Repo) addPack(h plumbing.Hash) {
+	r.omu.Lock()
+	r.obj.AddPack(h)
+	r.unlockObj()
+	base := filepath.Join(r.gitDir, "objects", "pack", "pack-"+h.String())
+	r.packsWritten = append(r.packsWritten, base+".pack", base+".idx", filepath.Dir(base))
+}
+
+// gitUpToDate materialises what is published, for a read of git's own
+// files (a commit, a tree, the history) that must see it.
+func (r *Repo) gitUpToDate() {
+	if err := r.materialize(); err != nil {
+		r.opt.Logf("gitmem: %v", err)
+	}
+}
+
+// settle materialises and checkpoints everything, for operations that
+// read or rewrite git's files directly (gc, redact) or hand the
+// repository over.
+func (r *Repo) settle() error {
+	if !r.owned.Load() {
+		return nil
+	}
+	return r.checkpoint()
+}
