@@ -216,14 +216,7 @@ func (r *Repo) publish(items []*prepared) {
 		}
 	}
 	r.smu.Unlock()
-	r.hmu.Lock()
-	for _, p := range items {
-		// A merge brings commits the index lacks: history() catches up.
-		if r.histLoaded && p.rec.hash == p.hash && len(p.rec.parents) <= 1 && r.histTip() == p.rec.parent() {
-			r.hist = append(r.hist, p.rec)
-		}
-	}
-	r.hmu.Unlock()
+	r.histIndex.appendPublished(items)
 	r.umu.Lock()
 	r.unmat = append(r.unmat, items...)
 	r.umu.Unlock()

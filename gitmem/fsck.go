@@ -125,7 +125,7 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	if err != nil {
 		return rep, wrap("open the repository", err)
 	}
-	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: opt.hooks.open(gitDir), ids: map[string]plumbing.Hash{}, stats: newStatCache(),
+	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: opt.hooks.open(gitDir), histIndex: newHistoryIndex(gitDir, opt.hooks), ids: map[string]plumbing.Hash{}, stats: newStatCache(),
 		wt: newWorktree(root, dir, gitDir, opt.hooks.gdEnv())}
 	defer func() {
 		r.wt.close()
@@ -250,7 +250,7 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 		}
 	}
 	historyDamaged := false
-	if what := r.historyDamage(); what != "" {
+	if what := r.histIndex.damage(); what != "" {
 		historyDamaged = true
 		add(Problem{What: what, Repaired: repair && !opt.ReadOnly && !rep.damagedObjects(),
 			Repair: "gitmem fsck --repair rebuilds it from the history"})
@@ -294,7 +294,7 @@ func (r *Repo) bestTip() plumbing.Hash {
 	if err != nil || len(tips) == 0 {
 		return plumbing.ZeroHash
 	}
-	if t := r.fileTip(); !t.IsZero() {
+	if t := r.histIndex.fileTip(); !t.IsZero() {
 		for _, c := range tips {
 			if c.Hash == t.String() {
 				return t

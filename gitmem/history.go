@@ -203,15 +203,50 @@ func newRec(hash plumbing.Hash, parents []plumbing.Hash, when time.Time, author 
 		path: trailerValue(trailers, TrailerPath), newPath: trailerValue(trailers, TrailerNewPath)}
 }
 
-func (r *Repo) historyPath() string { return filepath.Join(r.gitDir, "gitmem", "history") }
+// historyIndex is the history index in memory and its file,
+// .git/gitmem/history: what it holds, who builds it, how it is saved.
+// Reading git's objects to catch it up, and taking the writer lock to
+// save it, are the Repo's (catchUp, saveGrowth, startBuild); this part
+// only installs what they found and writes the file.
+type historyIndex struct {
+	path  string // .git/gitmem/history
+	chunk int    // how much of the file tail reads at a time (tailChunk, or a test's)
 
-// readHistoryFile loads the index file; a missing, foreign or damaged file
+	// buildMu lets one catch-up run at a time. Taken after the writer
+	// turn (wmu), before mu and the object store's lock (omu), and never
+	// with either held: a catch-up takes omu per commit, so that tool
+	// calls, views and the commit pipeline go on meanwhile.
+	buildMu sync.Mutex
+	// fileMu guards writes of the file (and its removal). Taken after
+	// the materialiser's lock (mmu: appendHistory) and before mu.
+	fileMu sync.Mutex
+	// mu guards every field below. Taken after fileMu, buildMu and the
+	// log files' lock (publish), before omu; never held across a read
+	// of git's objects.
+	mu      sync.Mutex
+	recs    []histRec     // the index, oldest first (nil until loaded)
+	loaded  bool          // recs was read from the file (or taken as empty)
+	gen     int           // bumped when the index is dropped (a redaction, a rebuild)
+	sound   bool          // the file recs was read from was whole to its end
+	stop    bool          // closing: no new background build; a running one gives up
+	want    plumbing.Hash // the commit the background build is to reach
+	running bool          // a background build is under way
+
+	wg     sync.WaitGroup // the background build
+	saving atomic.Int32   // saves under way in this process: the writer lock is kept (release)
+}
+
+func newHistoryIndex(gitDir string, hooks *testHooks) *historyIndex {
+	return &historyIndex{path: filepath.Join(gitDir, "gitmem", "history"), chunk: hooks.tail()}
+}
+
+// readFile loads the index file; a missing, foreign or damaged file
 // yields what could be read up to the damage (a record whose parents were
 // not all recorded before it is damage). sound says the file was read to
 // its end: no damage, no torn last line (a file that is not sound is
 // written anew when the index is next saved).
-func (r *Repo) readHistoryFile() (recs []histRec, sound bool) {
-	data, err := os.ReadFile(r.historyPath())
+func (x *historyIndex) readFile() (recs []histRec, sound bool) {
+	data, err := os.ReadFile(x.path)
 	if err != nil {
 		return nil, true
 	}
@@ -237,27 +272,27 @@ func (r *Repo) readHistoryFile() (recs []histRec, sound bool) {
 	return recs, true
 }
 
-// writeHistoryFile replaces the index file atomically.
-func (r *Repo) writeHistoryFile(recs []histRec) error {
+// writeFile replaces the index file atomically.
+func (x *historyIndex) writeFile(recs []histRec) error {
 	var b bytes.Buffer
 	b.WriteString(historyHeader + "\n")
 	for i := range recs {
 		b.WriteString(recs[i].line())
 	}
-	return gd.WriteFileSync(filepath.Dir(r.historyPath()), "history-", r.historyPath(), b.Bytes(), 0o600)
+	return gd.WriteFileSync(filepath.Dir(x.path), "history-", x.path, b.Bytes(), 0o600)
 }
 
-// appendHistoryFile appends recs to the index file; a missing file is
-// written whole, from all (the index that ends with recs; recs alone, from
-// a root commit, when the index in memory is not loaded). Called with
-// hfmu held.
-func (r *Repo) appendHistoryFile(recs, all []histRec) error {
-	f, err := os.OpenFile(r.historyPath(), os.O_WRONLY|os.O_APPEND, 0o600)
+// appendFile appends recs to the index file; a missing file is written
+// whole, from all (the index that ends with recs; recs alone, from a root
+// commit, when the index in memory is not loaded). Called with fileMu
+// held.
+func (x *historyIndex) appendFile(recs, all []histRec) error {
+	f, err := os.OpenFile(x.path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		if len(all) == 0 && len(recs) > 0 && len(recs[0].parents) == 0 {
 			all = recs
 		}
-		return r.writeHistoryFile(all)
+		return x.writeFile(all)
 	}
 	if err != nil {
 		return err
@@ -269,20 +304,6 @@ func (r *Repo) appendHistoryFile(recs, all []histRec) error {
 	}
 	_, err = f.WriteString(b.String())
 	return err
-}
-
-// histState is the Repo's state of the history index besides the index
-// itself (hmu, hist, histLoaded): who builds it, and how it is saved.
-type histState struct {
-	bmu         sync.Mutex     // one catch-up at a time; taken after wmu, before hmu and omu, never with them
-	hfmu        sync.Mutex     // writes of the index file (and its removal); taken before hmu
-	histGen     int            // (hmu) bumped when the index is dropped (a redaction, a rebuild)
-	histSound   bool           // (hmu) the file r.hist was read from was whole to its end
-	histStop    bool           // (hmu) closing: no new background build; a running one gives up
-	histWant    plumbing.Hash  // (hmu) the commit the background build is to reach
-	histRunning bool           // (hmu) a background build is under way
-	histWG      sync.WaitGroup // the background build
-	histSaving  atomic.Int32   // saves under way in this process: the writer lock is kept (release)
 }
 
 // saveMode says how history saves an index it had to catch up.
@@ -326,13 +347,13 @@ type histGrowth struct {
 
 // catchUp brings the index in memory up to head: the commits it lacks
 // are read from git and recorded (their trees compared), with no lock but
-// bmu held for long — omu is taken per object — so that tool calls, views
+// buildMu held for long — omu is taken per object — so that tool calls, views
 // and the commit pipeline go on meanwhile. It reports what it added (nil:
 // the index was at head already).
 func (r *Repo) catchUp(head plumbing.Hash, progress Progress) ([]histRec, *histGrowth, error) {
-	r.bmu.Lock()
-	defer r.bmu.Unlock()
-	base, gen := r.histBase()
+	r.histIndex.buildMu.Lock()
+	defer r.histIndex.buildMu.Unlock()
+	base, gen := r.histIndex.base()
 	oldTip := tipOf(base)
 	if oldTip == head {
 		return base, nil, nil
@@ -348,13 +369,14 @@ func (r *Repo) catchUp(head plumbing.Hash, progress Progress) ([]histRec, *histG
 
 // record records the commits a walk found (their trees compared, omu
 // taken per commit) and installs the index base grew into, unless it was
-// dropped or changed meanwhile (errHistoryReset). Called with bmu held.
+// dropped or changed meanwhile (errHistoryReset). Called with the index's
+// buildMu held.
 func (r *Repo) record(base []histRec, gen int, w newCommits, progress Progress) ([]histRec, *histGrowth, error) {
 	oldTip := tipOf(base)
 	r.opt.hooks.atCatchUp()
 	recs := make([]histRec, 0, len(w.newer))
 	for i, c := range w.newer {
-		if r.histStopping() {
+		if r.histIndex.stopping() {
 			return nil, nil, ErrClosed
 		}
 		r.omu.Lock()
@@ -375,13 +397,22 @@ func (r *Repo) record(base []histRec, gen int, w newCommits, progress Progress) 
 		hist = reachable(base, w.known, w.boundary)
 	}
 	hist = append(hist[:len(hist):len(hist)], recs...)
-	r.hmu.Lock()
-	defer r.hmu.Unlock()
-	if r.histGen != gen || len(r.hist) != len(base) || r.histTip() != oldTip {
-		return nil, nil, errHistoryReset
+	if err := r.histIndex.install(base, gen, hist); err != nil {
+		return nil, nil, err
 	}
-	r.hist = hist
 	return hist, &histGrowth{oldTip: oldTip, appendOnly: w.reachedTip, recs: recs, gen: gen}, nil
+}
+
+// install makes hist the index, grown from base (of generation gen),
+// unless the index was dropped or changed meanwhile (errHistoryReset).
+func (x *historyIndex) install(base []histRec, gen int, hist []histRec) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.gen != gen || len(x.recs) != len(base) || tipOf(x.recs) != tipOf(base) {
+		return errHistoryReset
+	}
+	x.recs = hist
+	return nil
 }
 
 func tipOf(hist []histRec) plumbing.Hash {
@@ -391,23 +422,31 @@ func tipOf(hist []histRec) plumbing.Hash {
 	return hist[len(hist)-1].hash
 }
 
-// histBase is the index in memory, read from the file first if need be
-// (without hmu: a commit's publish takes it), and its generation.
-func (r *Repo) histBase() ([]histRec, int) {
-	r.hmu.Lock()
-	loaded, gen := r.histLoaded, r.histGen
-	r.hmu.Unlock()
+// base is the index in memory, read from the file first if need be
+// (without mu: a commit's publish takes it), and its generation.
+func (x *historyIndex) base() ([]histRec, int) {
+	x.mu.Lock()
+	loaded, gen := x.loaded, x.gen
+	x.mu.Unlock()
 	if !loaded {
-		recs, sound := r.readHistoryFile()
-		r.hmu.Lock()
-		if !r.histLoaded && r.histGen == gen {
-			r.hist, r.histLoaded, r.histSound = recs, true, sound
+		recs, sound := x.readFile()
+		x.mu.Lock()
+		if !x.loaded && x.gen == gen {
+			x.recs, x.loaded, x.sound = recs, true, sound
 		}
-		r.hmu.Unlock()
+		x.mu.Unlock()
 	}
-	r.hmu.Lock()
-	defer r.hmu.Unlock()
-	return r.hist, r.histGen
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.recs, x.gen
+}
+
+// isLoaded reports whether the index in memory was loaded (it is then
+// kept up to every commit this process publishes on it).
+func (x *historyIndex) isLoaded() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.loaded
 }
 
 // newCommits is what a walk back from a commit to the commits an index
@@ -443,7 +482,7 @@ func (r *Repo) walkNew(head plumbing.Hash, base []histRec) (newCommits, error) {
 			w.reachedTip = w.reachedTip || h == oldTip
 			continue
 		}
-		if len(w.newer)%1024 == 1023 && r.histStopping() {
+		if len(w.newer)%1024 == 1023 && r.histIndex.stopping() {
 			return w, ErrClosed
 		}
 		r.omu.Lock()
@@ -495,8 +534,7 @@ func (r *Repo) saveGrowth(g histGrowth, save saveMode) {
 		r.smu.RUnlock()
 		owned := r.owned.Load() && !closed
 		if owned {
-			r.histSaving.Add(1) // release keeps the lock until the save is done
-			defer r.histSaving.Add(-1)
+			defer r.histIndex.saveBegins()() // release keeps the lock until the save is done
 		}
 		r.wmu.Unlock()
 		if closed {
@@ -512,21 +550,38 @@ func (r *Repo) saveGrowth(g histGrowth, save saveMode) {
 			// (a redaction rewrote it) since the history was read. The
 			// index is saved only when it is the branch's.
 			head, err := r.readHead()
-			r.hmu.Lock()
-			current := err == nil && head == r.histTip()
-			if err == nil && !current && r.histRunning && !r.histStop {
-				// The branch moved on (this process's calls, before
-				// it let the lock go): the background build goes on
-				// to it, and saves then.
-				r.histWant = head
-			}
-			r.hmu.Unlock()
-			if !current {
+			if err != nil || !r.histIndex.reaches(head) {
 				return
 			}
 		}
 	}
-	r.saveHistory(g)
+	if err := r.histIndex.save(g); err != nil {
+		r.opt.Logf("gitmem: could not save the history index: %v", err)
+	}
+}
+
+// saveBegins notes a save under way, so that the writer lock is kept
+// until it is done (savesUnderWay); the function it returns notes its end.
+func (x *historyIndex) saveBegins() func() {
+	x.saving.Add(1)
+	return func() { x.saving.Add(-1) }
+}
+
+// savesUnderWay reports whether a save this process began is not done.
+func (x *historyIndex) savesUnderWay() bool { return x.saving.Load() > 0 }
+
+// reaches reports whether the index in memory ends at head, the branch
+// as read under the writer lock taken for a save. When the branch moved
+// on (this process's calls, before it let the lock go), a background
+// build under way goes on to it, and saves then.
+func (x *historyIndex) reaches(head plumbing.Hash) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	current := head == tipOf(x.recs)
+	if !current && x.running && !x.stop {
+		x.want = head
+	}
+	return current
 }
 
 // lockForSave takes the writer lock for a process that does not own it,
@@ -556,64 +611,52 @@ func (r *Repo) lockForSave() func() {
 	}
 }
 
-// saveHistory brings the index file up to r.hist, which grew by g, unless
-// the index was dropped since (a redaction). Another process may have
-// written the same records already: the file's own tip decides; a file
-// that was not sound when read is written anew. The file is written
-// without hmu (a commit's publish takes it), under hfmu. Called with the
-// writer lock held.
-func (r *Repo) saveHistory(g histGrowth) {
-	r.hfmu.Lock()
-	defer r.hfmu.Unlock()
-	r.hmu.Lock()
-	hist, sound, current := r.hist, r.histSound, r.histGen == g.gen
-	r.hmu.Unlock()
+// save brings the index file up to the index in memory, which grew by
+// g, unless the index was dropped since (a redaction). Another process
+// may have written the same records already: the file's own tip decides;
+// a file that was not sound when read is written anew. The file is
+// written without mu (a commit's publish takes it), under fileMu. Called
+// with the writer lock held.
+func (x *historyIndex) save(g histGrowth) error {
+	x.fileMu.Lock()
+	defer x.fileMu.Unlock()
+	x.mu.Lock()
+	hist, sound, current := x.recs, x.sound, x.gen == g.gen
+	x.mu.Unlock()
 	if !current {
-		return
+		return nil
 	}
-	tip := r.fileTip()
-	var err error
+	tip := x.fileTip()
 	switch {
 	case tip == tipOf(hist) && sound:
-		return // already there
+		return nil // already there
 	case g.appendOnly && tip == g.oldTip && !tip.IsZero() && sound:
-		err = r.appendHistoryFile(g.recs, hist)
-	default:
-		if err = r.writeHistoryFile(hist); err == nil {
-			r.hmu.Lock()
-			r.histSound = r.histSound || r.histGen == g.gen
-			r.hmu.Unlock()
-		}
+		return x.appendFile(g.recs, hist)
 	}
-	if err != nil {
-		r.opt.Logf("gitmem: could not save the history index: %v", err)
+	if err := x.writeFile(hist); err != nil {
+		return err
 	}
+	x.mu.Lock()
+	x.sound = x.sound || x.gen == g.gen
+	x.mu.Unlock()
+	return nil
 }
 
 // startBuild catches the index up to head in the background, and saves
 // it (a build under way goes on to head when it is done). Tool calls do
 // not wait for it: their ids were read without the index (walkIDs).
 func (r *Repo) startBuild(head plumbing.Hash) {
-	r.hmu.Lock()
-	defer r.hmu.Unlock()
-	r.histWant = head
-	if r.histStop || r.histRunning {
+	if !r.histIndex.buildWanted(head) {
 		return
 	}
-	r.histRunning = true
-	r.histWG.Add(1)
 	go func() {
-		defer r.histWG.Done()
+		defer r.histIndex.wg.Done()
 		var done plumbing.Hash
 		for {
-			r.hmu.Lock()
-			want := r.histWant
-			if want == done || r.histStop {
-				r.histRunning = false
-				r.hmu.Unlock()
+			want, ok := r.histIndex.nextBuild(done)
+			if !ok {
 				return
 			}
-			r.hmu.Unlock()
 			_, err := r.history(want, saveFree, nil)
 			if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, errHistoryReset) {
 				r.opt.Logf("gitmem: could not build the history index: %v", err)
@@ -623,27 +666,55 @@ func (r *Repo) startBuild(head plumbing.Hash) {
 	}()
 }
 
-// stopHistoryBuild stops the background build (it gives up where it is:
-// the next process catches the index up) and waits for it.
-func (r *Repo) stopHistoryBuild() {
-	r.hmu.Lock()
-	r.histStop = true
-	r.hmu.Unlock()
-	r.histWG.Wait()
+// buildWanted makes head the commit the background build is to reach,
+// and reports whether a build is to start for it (none runs, none is
+// stopped); the caller then starts it, and calls wg.Done when it ends.
+func (x *historyIndex) buildWanted(head plumbing.Hash) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.want = head
+	if x.stop || x.running {
+		return false
+	}
+	x.running = true
+	x.wg.Add(1)
+	return true
 }
 
-func (r *Repo) histStopping() bool {
-	r.hmu.Lock()
-	defer r.hmu.Unlock()
-	return r.histStop
+// nextBuild is the commit the background build is to reach next, after
+// done; false when it is there, or stopped (the build then ends).
+func (x *historyIndex) nextBuild(done plumbing.Hash) (plumbing.Hash, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.want == done || x.stop {
+		x.running = false
+		return plumbing.ZeroHash, false
+	}
+	return x.want, true
+}
+
+// stopBuild stops the background build (it gives up where it is: the
+// next process catches the index up) and waits for it.
+func (x *historyIndex) stopBuild() {
+	x.mu.Lock()
+	x.stop = true
+	x.mu.Unlock()
+	x.wg.Wait()
+}
+
+// stopping reports whether Close began: long reads give up.
+func (x *historyIndex) stopping() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.stop
 }
 
 // fileTip is the hash of the index file's last record (zero if none, or
 // if the file is not of this version: an older gitmem's index is rebuilt,
 // never taken as up to date).
-func (r *Repo) fileTip() plumbing.Hash {
+func (x *historyIndex) fileTip() plumbing.Hash {
 	var tip plumbing.Hash
-	f, err := os.Open(r.historyPath())
+	f, err := os.Open(x.path)
 	if err != nil {
 		return tip
 	}
@@ -658,8 +729,6 @@ func (r *Repo) fileTip() plumbing.Hash {
 	}
 	return lastRecord(f, fi.Size()) // the last line may be long: a commit of thousands of files
 }
-
-func (r *Repo) histTip() plumbing.Hash { return tipOf(r.hist) }
 
 // recordOf indexes a commit read from git. Called with omu held.
 func (r *Repo) recordOf(c *object.Commit) (histRec, error) {
@@ -774,16 +843,16 @@ func join2(prefix, name string) string {
 	return prefix + "/" + name
 }
 
-// tailChunk is how much of the index file tailRecords reads at a time.
+// tailChunk is how much of the index file tail reads at a time.
 const tailChunk = 64 << 10
 
-// tailRecords streams the index file's records newest first, reading it
+// tail streams the index file's records newest first, reading it
 // backwards in chunks, so that the first page of a long log costs what it
 // shows. It returns false, having called fn for nothing, when the file
 // does not end at head (the caller then loads and catches up the index).
 // fn returns false to stop.
-func (r *Repo) tailRecords(head plumbing.Hash, want func(line []byte) bool, fn func(*histRec) bool) (bool, error) {
-	f, err := os.Open(r.historyPath())
+func (x *historyIndex) tail(head plumbing.Hash, want func(line []byte) bool, fn func(*histRec) bool) (bool, error) {
+	f, err := os.Open(x.path)
 	if err != nil {
 		return false, nil
 	}
@@ -796,7 +865,7 @@ func (r *Repo) tailRecords(head plumbing.Hash, want func(line []byte) bool, fn f
 	if err != nil {
 		return false, nil
 	}
-	chunk := int64(r.opt.hooks.tail())
+	chunk := int64(x.chunk)
 	end := fi.Size()
 	var carry []byte // the start of a line whose end was read already
 	first := true
@@ -875,11 +944,8 @@ func (r *Repo) scan(want func(line []byte) bool, progress Progress, fn func(*his
 	if err != nil {
 		return err
 	}
-	r.hmu.Lock()
-	loaded := r.histLoaded
-	r.hmu.Unlock()
-	if !loaded && !head.IsZero() {
-		if ok, err := r.tailRecords(head, want, fn); ok || err != nil {
+	if !r.histIndex.isLoaded() && !head.IsZero() {
+		if ok, err := r.histIndex.tail(head, want, fn); ok || err != nil {
 			return err
 		}
 	}
@@ -945,7 +1011,7 @@ func (r *Repo) syncIDs(background bool) error {
 // branch no longer reaches (a reset, a redaction) are forgotten, as the
 // rewritten index forgets them. Called with wmu held.
 func (r *Repo) walkIDs(head plumbing.Hash) error {
-	base, gen := r.histBase()
+	base, gen := r.histIndex.base()
 	w, err := r.walkNew(head, base)
 	if err != nil {
 		return err
@@ -971,9 +1037,9 @@ func (r *Repo) walkIDs(head plumbing.Hash) error {
 	r.smu.Unlock()
 	// A few commits (a merge, an operator's commit) are recorded here
 	// and now, unless a build is under way; more, in the background.
-	if len(w.newer) <= inlineCatchUp && r.bmu.TryLock() {
+	if len(w.newer) <= inlineCatchUp && r.histIndex.buildMu.TryLock() {
 		_, grew, err := r.record(base, gen, w, nil)
-		r.bmu.Unlock()
+		r.histIndex.buildMu.Unlock()
 		if err == nil {
 			if grew != nil {
 				r.saveGrowth(*grew, saveHeld)
@@ -989,17 +1055,17 @@ func (r *Repo) walkIDs(head plumbing.Hash) error {
 // are compared in milliseconds.
 const inlineCatchUp = 64
 
-// historyDamage says what is wrong with the history index file, if a
-// record in it is lost, doubled or unreadable before its end ("" for a
-// sound file, a missing one, one of an older version, or one torn at its
-// end: those are caught up or rewritten as gitmem goes).
-func (r *Repo) historyDamage() string {
-	data, err := os.ReadFile(r.historyPath())
+// damage says what is wrong with the history index file, if a record in
+// it is lost, doubled or unreadable before its end ("" for a sound file,
+// a missing one, one of an older version, or one torn at its end: those
+// are caught up or rewritten as gitmem goes).
+func (x *historyIndex) damage() string {
+	data, err := os.ReadFile(x.path)
 	if err != nil || !bytes.HasPrefix(data, []byte(historyHeader+"\n")) {
 		return ""
 	}
 	lines := bytes.Count(data, []byte("\n")) - 1
-	if recs, _ := r.readHistoryFile(); len(recs) < lines {
+	if recs, _ := x.readFile(); len(recs) < lines {
 		good := len(recs)
 		return fmt.Sprintf("the history index (.git/gitmem/history) is damaged at record %d of %d (lost, doubled or unreadable records): log and tool_use id retries would miss commits until it is rebuilt", good+1, lines)
 	}
@@ -1014,7 +1080,7 @@ func (r *Repo) rebuildHistoryIndex() error {
 	if err := r.own(); err != nil {
 		return err
 	}
-	r.dropHistory(false) // read again: up to the damage
+	r.histIndex.drop(false) // read again: up to the damage
 	r.smu.Lock()
 	head := r.head
 	r.idsDirty, r.idsOff, r.idsHead = true, 0, plumbing.ZeroHash
@@ -1022,36 +1088,95 @@ func (r *Repo) rebuildHistoryIndex() error {
 	if _, err := r.history(head, saveHeld, nil); err != nil {
 		return err
 	}
-	if err := r.rewriteHistoryFile(head); err != nil {
+	if err := r.histIndex.rewriteFile(head); err != nil {
 		return wrap("write the history index", err)
 	}
 	return r.syncIDs(false)
 }
 
-// dropHistory forgets the index in memory: loaded says whether it is
-// then taken as empty (a redaction removed the file) or read again from
-// the file when next needed. A catch-up under way does not install what
-// it read (errHistoryReset).
-func (r *Repo) dropHistory(loaded bool) {
-	r.hmu.Lock()
-	defer r.hmu.Unlock()
-	r.hist, r.histLoaded, r.histSound = nil, loaded, true
-	r.histGen++
+// drop forgets the index in memory: loaded says whether it is then
+// taken as empty (a redaction removed the file) or read again from the
+// file when next needed. A catch-up under way does not install what it
+// read (errHistoryReset).
+func (x *historyIndex) drop(loaded bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.recs, x.loaded, x.sound = nil, loaded, true
+	x.gen++
 }
 
-// rewriteHistoryFile writes the index file again from the index in
-// memory, up to head.
-func (r *Repo) rewriteHistoryFile(head plumbing.Hash) error {
-	r.hfmu.Lock()
-	defer r.hfmu.Unlock()
-	r.hmu.Lock()
-	defer r.hmu.Unlock()
-	i := slices.IndexFunc(r.hist, func(h histRec) bool { return h.hash == head })
+// remove drops the index and removes its file (a redaction: the records
+// name what was removed). A save under way finishes first, or sees the
+// index dropped.
+func (x *historyIndex) remove() {
+	x.fileMu.Lock()
+	defer x.fileMu.Unlock()
+	x.drop(true)
+	os.Remove(x.path)
+}
+
+// rewriteFile writes the index file again from the index in memory, up
+// to head.
+func (x *historyIndex) rewriteFile(head plumbing.Hash) error {
+	x.fileMu.Lock()
+	defer x.fileMu.Unlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	i := slices.IndexFunc(x.recs, func(h histRec) bool { return h.hash == head })
 	if i < 0 {
 		return errors.New("the index does not hold HEAD")
 	}
-	return r.writeHistoryFile(r.hist[:i+1])
+	return x.writeFile(x.recs[:i+1])
 }
+
+// appendPublished adds to the index in memory the records of commits
+// just published that follow its tip; a merge brings commits the index
+// lacks: history() catches up. Called from publish, with the log files'
+// lock held.
+func (x *historyIndex) appendPublished(items []*prepared) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, p := range items {
+		if x.loaded && p.rec.hash == p.hash && len(p.rec.parents) <= 1 && tipOf(x.recs) == p.rec.parent() {
+			x.recs = append(x.recs, p.rec)
+		}
+	}
+}
+
+// appendMaterialised appends to the index file the records of commits
+// written to git's files, when the file ends where they start (or is
+// missing and they start the history); else the next reader catches up
+// from git. Called with the materialiser's lock held.
+func (x *historyIndex) appendMaterialised(items []*prepared) error {
+	var recs []histRec
+	parent := items[0].parent
+	prev := parent
+	for _, p := range items {
+		// A merge or a fast-forward brings commits the file lacks: the
+		// next reader catches up from git.
+		if p.rec.hash != p.hash || len(p.rec.parents) > 1 || p.rec.parent() != prev {
+			break
+		}
+		recs = append(recs, p.rec)
+		prev = p.hash
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	x.fileMu.Lock()
+	defer x.fileMu.Unlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if tip := x.fileTip(); tip != parent || tip.IsZero() {
+		if !tip.IsZero() || !parent.IsZero() {
+			return nil
+		}
+	}
+	return x.appendFile(recs, x.recs)
+}
+
+// filePath is the index file's path (readIDs reads it on its own).
+func (x *historyIndex) filePath() string { return x.path }
 
 // errHistoryDamaged is a reader's error when the history index file is
 // damaged before its end (fsck names it too).
@@ -1131,7 +1256,7 @@ func lineToolUseID(line []byte) (string, bool) {
 // start into a new map. With stoppable it gives up when Close begins
 // (ErrClosed), having changed nothing.
 func (r *Repo) readIDs(head plumbing.Hash, stoppable bool) (bool, error) {
-	f, err := os.Open(r.historyPath())
+	f, err := os.Open(r.histIndex.filePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return head.IsZero(), nil
 	}
@@ -1158,7 +1283,7 @@ func (r *Repo) readIDs(head plumbing.Hash, stoppable bool) (bool, error) {
 		return false, wrap("read the history index", err)
 	}
 	// Read from the start, the records are checked to follow their
-	// parents, as readHistoryFile does: a record lost or doubled in the
+	// parents, as readFile does: a record lost or doubled in the
 	// middle (a damaged file that still ends at HEAD) would leave ids
 	// unknown, and a retry would be made again. The caller then rebuilds
 	// the file.
@@ -1169,7 +1294,7 @@ func (r *Repo) readIDs(head plumbing.Hash, stoppable bool) (bool, error) {
 	damaged := false
 	br := bufio.NewReaderSize(f, 256<<10)
 	for n := 1; ; n++ {
-		if stoppable && n%idsStopEvery == 0 && r.histStopping() {
+		if stoppable && n%idsStopEvery == 0 && r.histIndex.stopping() {
 			return false, ErrClosed // Close gives the read up: the next process reads them
 		}
 		line, err := br.ReadSlice('\n')

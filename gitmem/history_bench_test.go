@@ -14,7 +14,7 @@ import (
 func BenchmarkReadHistoryIndex(b *testing.B) {
 	dir := b.TempDir()
 	os.MkdirAll(filepath.Join(dir, ".git", "gitmem"), 0o700)
-	r := &Repo{gitDir: filepath.Join(dir, ".git")}
+	x := newHistoryIndex(filepath.Join(dir, ".git"), nil)
 	var recs []histRec
 	var parent plumbing.Hash
 	for i := range 100000 {
@@ -26,12 +26,12 @@ func BenchmarkReadHistoryIndex(b *testing.B) {
 		recs = append(recs, rec)
 		parent = h
 	}
-	if err := r.writeHistoryFile(recs); err != nil {
+	if err := x.writeFile(recs); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for range b.N {
-		if got, _ := r.readHistoryFile(); len(got) != 100000 {
+		if got, _ := x.readFile(); len(got) != 100000 {
 			b.Fatalf("%d records", len(got))
 		}
 	}

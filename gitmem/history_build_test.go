@@ -96,16 +96,16 @@ func TestReaderSavesTheIndexItRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if tip := r.fileTip(); tip.String() != head {
+	if tip := r.histIndex.fileTip(); tip.String() != head {
 		t.Fatalf("the saved index ends at %s, want HEAD %s", tip, head)
 	}
-	if d := r.historyDamage(); d != "" {
+	if d := r.histIndex.damage(); d != "" {
 		t.Fatal(d)
 	}
 	if got := first(r); got != head {
 		t.Fatalf("log -n 1 gave %s, want HEAD %s", got, head)
 	}
-	if r.histLoaded {
+	if r.histIndex.isLoaded() {
 		t.Fatal("the next reader rebuilt the index again instead of reading the saved file")
 	}
 	n := 0
@@ -192,11 +192,11 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 		}
 	}
 	close(release)
-	r.histWG.Wait()
-	if d := r.historyDamage(); d != "" {
+	r.histIndex.wg.Wait()
+	if d := r.histIndex.damage(); d != "" {
 		t.Fatal(d)
 	}
-	if tip := r.fileTip(); tip.IsZero() {
+	if tip := r.histIndex.fileTip(); tip.IsZero() {
 		t.Fatal("the background build saved no index")
 	}
 	// A retry now, through the index.

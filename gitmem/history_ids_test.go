@@ -161,7 +161,7 @@ func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 			if !errors.As(err, &applied) {
 				t.Fatalf("a retry of toolu_2 after the index was damaged: %v", err)
 			}
-			r.histWG.Wait() // the background build
+			r.histIndex.wg.Wait() // the background build
 			if got, _ := os.ReadFile(path); string(got) != string(sound) {
 				t.Fatalf("the index was not rebuilt:\n%s", got)
 			}

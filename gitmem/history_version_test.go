@@ -46,7 +46,7 @@ func TestOlderHistoryIndexIsRebuilt(t *testing.T) {
 			if err != nil {
 				t.Fatalf("open read-only: %v", err)
 			}
-			if tip := r.fileTip(); !tip.IsZero() {
+			if tip := r.histIndex.fileTip(); !tip.IsZero() {
 				t.Fatalf("the old file's tip %s is taken for the index's", tip)
 			}
 			r.Close()

@@ -219,30 +219,7 @@ func (r *Repo) moveBranch(items []*prepared) (moved plumbing.Hash, err error) {
 // when it ends where they start (else the next reader catches up from
 // git).
 func (r *Repo) appendHistory(items []*prepared) {
-	var recs []histRec
-	prev := items[0].parent
-	for _, p := range items {
-		// A merge or a fast-forward brings commits the file lacks: the
-		// next reader catches up from git.
-		if p.rec.hash != p.hash || len(p.rec.parents) > 1 || p.rec.parent() != prev {
-			break
-		}
-		recs = append(recs, p.rec)
-		prev = p.hash
-	}
-	if len(recs) == 0 {
-		return
-	}
-	r.hfmu.Lock()
-	defer r.hfmu.Unlock()
-	r.hmu.Lock()
-	defer r.hmu.Unlock()
-	if tip := r.fileTip(); tip != items[0].parent || tip.IsZero() {
-		if !tip.IsZero() || !items[0].parent.IsZero() {
-			return
-		}
-	}
-	if err := r.appendHistoryFile(recs, r.hist); err != nil {
+	if err := r.histIndex.appendMaterialised(items); err != nil {
 		r.opt.Logf("gitmem: could not save the history index: %v", err)
 	}
 }

@@ -153,7 +153,7 @@ func TestCloseStopsTheIDsRead(t *testing.T) {
 	}
 	settle(t, r)
 	head := r.snapshotHead()
-	r.stopHistoryBuild() // what Close does first
+	r.histIndex.stopBuild() // what Close does first
 	r.smu.Lock()
 	r.idsOff, r.idsHead = 0, plumbing.ZeroHash
 	r.smu.Unlock()
@@ -191,7 +191,7 @@ func TestRevertReadsTheHistoryFromItsEnd(t *testing.T) {
 	if _, _, err := r.Revert([]string{"t5"}, RevertOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if r.histLoaded {
+	if r.histIndex.isLoaded() {
 		t.Fatal("revert loaded the whole history index")
 	}
 	v, err := r.Snapshot()

@@ -396,10 +396,7 @@ func (r *Repo) switchHistory(tx *gd.RefTx) error {
 	r.pend = nil
 	clear(r.handBase)
 	r.pmu.Unlock()
-	r.hfmu.Lock() // a save under way finishes first, or sees the index dropped
-	r.dropHistory(true)
-	os.Remove(r.historyPath())
-	r.hfmu.Unlock()
+	r.histIndex.remove()
 	r.cmu.Lock()
 	r.stats.clear()
 	r.cmu.Unlock()

@@ -185,10 +185,7 @@ type Repo struct {
 	branch  plumbing.ReferenceName
 	adopted bool // this Open marked a repository gitmem did not create
 
-	hmu        sync.Mutex // guards the history index
-	hist       []histRec
-	histLoaded bool
-	histState  // building and saving it (history.go)
+	histIndex *historyIndex // the history index, in memory and in .git/gitmem/history (history.go)
 
 	cmu   sync.Mutex // guards stats
 	stats *statCache // worktree files known to hold their HEAD blob (see drift.go)
@@ -289,6 +286,7 @@ func Open(dir string, opt Options) (*Repo, error) {
 		ids:    map[string]plumbing.Hash{},
 		stats:  newStatCache(),
 	}
+	r.histIndex = newHistoryIndex(gitDir, opt.hooks)
 	r.initPipeline()
 	fail := func(err error) (*Repo, error) {
 		r.wt.close()
@@ -988,7 +986,8 @@ func (r *Repo) flush() error {
 // Close makes everything durable in git's own files, writes the index and
 // releases the repository.
 func (r *Repo) Close() error {
-	r.stopHistoryBuild() // a background build of the history index gives up (it needs wmu to save)
+	// A background build of the history index gives up (it needs wmu to save).
+	r.histIndex.stopBuild()
 	r.gcStop.Store(true) // a collection running gives up
 	r.gcmu.Lock()
 	defer r.gcmu.Unlock()
@@ -1062,7 +1061,7 @@ func (r *Repo) shutdown() {
 	r.wmu.Unlock()
 	close(r.stop)
 	r.loopWG.Wait()
-	r.stopHistoryBuild()
+	r.histIndex.stopBuild()
 	r.wt.close()
 	r.flock.Close()
 	r.intent.Close()

@@ -369,8 +369,8 @@ func TestHistoryIndexStaysOneChainWithTwoWriters(t *testing.T) {
 	}
 	r1.Close()
 	r2.Close()
-	ro := &Repo{gitDir: filepath.Join(dir, ".git")}
-	if recs, _ := ro.readHistoryFile(); len(recs) != 21 {
+	ro := newHistoryIndex(filepath.Join(dir, ".git"), nil)
+	if recs, _ := ro.readFile(); len(recs) != 21 {
 		t.Fatalf("the index file holds a chain of %d records, want 21", len(recs))
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, ".git", "gitmem", "history"))

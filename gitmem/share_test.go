@@ -690,7 +690,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	var ids2 []string
 	a2.Log(context.Background(), LogOptions{}, nil, func(c Commit) error { ids2 = append(ids2, c.Trailer(TrailerToolUseID)); return nil })
 	a.Log(context.Background(), LogOptions{}, nil, func(c Commit) error { ids = append(ids[:0], c.Trailer(TrailerToolUseID)); return nil })
-	recs, _ := a.readHistoryFile()
+	recs, _ := a.histIndex.readFile()
 	if len(recs) != len(ids2) {
 		t.Errorf("the index file holds %d records, log %d", len(recs), len(ids2))
 	}

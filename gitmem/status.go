@@ -11,7 +11,7 @@ func (r *Repo) IndexLag(max int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	tip := r.fileTip().String()
+	tip := r.histIndex.fileTip().String()
 	n := 0
 	for c := head; c.Hash != tip && n < max; n++ {
 		if len(c.Parents) == 0 {
