@@ -118,14 +118,7 @@ func (r *Repo) enqueue(p *prepared, base plumbing.Hash) (*prepared, error) {
 		return nil, err
 	}
 	r.tip, r.tipTree = p.hash, p.tree
-	if p.id != "" {
-		r.waiting[p.id] = p
-	}
-	for id := range p.merged {
-		if _, done := r.ids[id]; !done {
-			r.waiting[id] = p
-		}
-	}
+	r.toolIDs.expect(p)
 	r.obj.Put(p.objs)
 	r.smu.Unlock()
 	r.pmu.Lock()
@@ -201,20 +194,7 @@ func (r *Repo) publish(items []*prepared) {
 	last := items[len(items)-1]
 	r.smu.Lock()
 	r.head, r.tree = last.hash, last.tree
-	for _, p := range items {
-		if p.id != "" {
-			r.ids[p.id] = p.hash
-			delete(r.waiting, p.id)
-		}
-		for id, h := range p.merged {
-			if _, done := r.ids[id]; !done {
-				r.ids[id] = h
-			}
-			if r.waiting[id] == p {
-				delete(r.waiting, id)
-			}
-		}
-	}
+	r.toolIDs.durable(items)
 	r.smu.Unlock()
 	r.histIndex.appendPublished(items)
 	r.umu.Lock()
@@ -236,13 +216,7 @@ func (r *Repo) dropQueued(b *batch, err error) error {
 	dropped := append(slices.Clip(b.items), r.queue.items...)
 	r.queue = &batch{}
 	r.tip, r.tipTree = r.head, r.tree
-	for _, p := range dropped {
-		for id, w := range r.waiting {
-			if w == p {
-				delete(r.waiting, id)
-			}
-		}
-	}
+	r.toolIDs.dropped(dropped)
 	r.broken = err
 	r.smu.Unlock()
 	r.qmu.Unlock()

@@ -979,10 +979,7 @@ func contains(s string) func([]byte) bool {
 // wmu held, owning the writer lock. In the background (start's read),
 // it gives up when Close begins (ErrClosed).
 func (r *Repo) syncIDs(background bool) error {
-	r.smu.RLock()
-	dirty := r.idsDirty
-	r.smu.RUnlock()
-	if !dirty {
+	if !r.toolIDs.isStale() {
 		return nil
 	}
 	r.gitUpToDate() // this process's own commits are in the file too
@@ -996,9 +993,7 @@ func (r *Repo) syncIDs(background bool) error {
 	if err != nil {
 		return err
 	}
-	r.smu.Lock()
-	r.idsDirty = false
-	r.smu.Unlock()
+	r.toolIDs.synced()
 	return nil
 }
 
@@ -1032,9 +1027,7 @@ func (r *Repo) walkIDs(head plumbing.Hash) error {
 			ids[id] = c.Hash
 		}
 	}
-	r.smu.Lock()
-	r.ids = ids
-	r.smu.Unlock()
+	r.toolIDs.replace(ids)
 	// A few commits (a merge, an operator's commit) are recorded here
 	// and now, unless a build is under way; more, in the background.
 	if len(w.newer) <= inlineCatchUp && r.histIndex.buildMu.TryLock() {
@@ -1081,10 +1074,10 @@ func (r *Repo) rebuildHistoryIndex() error {
 		return err
 	}
 	r.histIndex.drop(false) // read again: up to the damage
-	r.smu.Lock()
+	r.smu.RLock()
 	head := r.head
-	r.idsDirty, r.idsOff, r.idsHead = true, 0, plumbing.ZeroHash
-	r.smu.Unlock()
+	r.smu.RUnlock()
+	r.toolIDs.forgetFile(true)
 	if _, err := r.history(head, saveHeld, nil); err != nil {
 		return err
 	}
@@ -1249,10 +1242,10 @@ func lineToolUseID(line []byte) (string, bool) {
 	return "", false
 }
 
-// readIDs reads the ids of the records after idsOff into the map and
-// reports whether the file now ends at head. A file that does not go on
-// from where the last read stopped — shorter, or the record before
-// idsOff is not idsHead any more (rewritten) — is read again from the
+// readIDs reads the ids of the records after where the last read stopped
+// (toolIDs.fileMark) and reports whether the file now ends at head. A
+// file that does not go on from there — shorter, or the record before
+// it is not the one read last any more (rewritten) — is read again from the
 // start into a new map. With stoppable it gives up when Close begins
 // (ErrClosed), having changed nothing.
 func (r *Repo) readIDs(head plumbing.Hash, stoppable bool) (bool, error) {
@@ -1264,9 +1257,7 @@ func (r *Repo) readIDs(head plumbing.Hash, stoppable bool) (bool, error) {
 		return false, wrap("read the history index", err)
 	}
 	defer f.Close()
-	r.smu.RLock()
-	off, prev := r.idsOff, r.idsHead
-	r.smu.RUnlock()
+	off, prev := r.toolIDs.fileMark()
 	hdr := []byte(historyHeader + "\n")
 	if off > int64(len(hdr)) && lastRecord(f, off) != prev {
 		off = 0 // rewritten since the last read
@@ -1325,19 +1316,11 @@ func (r *Repo) readIDs(head plumbing.Hash, stoppable bool) (bool, error) {
 		off += int64(len(line))
 		prev = h
 	}
-	r.smu.Lock()
-	defer r.smu.Unlock()
 	if damaged {
-		r.idsOff, r.idsHead = 0, plumbing.ZeroHash // read again from the start, once rebuilt
+		r.toolIDs.forgetFile(false) // read again from the start, once rebuilt
 		return false, nil
 	}
-	if fresh || r.ids == nil {
-		r.ids = map[string]plumbing.Hash{}
-	}
-	for id, h := range ids {
-		r.ids[id] = h
-	}
-	r.idsOff, r.idsHead = off, prev
+	r.toolIDs.readFromFile(ids, fresh, off, prev)
 	return prev == head, nil
 }
 

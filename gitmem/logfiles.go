@@ -81,11 +81,7 @@ func (r *Repo) openLog() (replayed bool, err error) {
 		items = append(items, p)
 	}
 	r.smu.Lock()
-	for _, p := range items {
-		if p.id != "" {
-			r.ids[p.id] = p.hash
-		}
-	}
+	r.toolIDs.durable(items)
 	last := items[len(items)-1]
 	r.tip, r.tipTree = last.hash, last.tree
 	r.smu.Unlock()

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
@@ -154,9 +152,7 @@ func TestCloseStopsTheIDsRead(t *testing.T) {
 	settle(t, r)
 	head := r.snapshotHead()
 	r.histIndex.stopBuild() // what Close does first
-	r.smu.Lock()
-	r.idsOff, r.idsHead = 0, plumbing.ZeroHash
-	r.smu.Unlock()
+	r.toolIDs.forgetFile(false)
 	if ok, err := r.readIDs(head, true); !errors.Is(err, ErrClosed) {
 		t.Fatalf("readIDs after Close began: %v, %v; want ErrClosed", ok, err)
 	}

@@ -61,8 +61,7 @@ type pipeline struct {
 	// smu (with the published state)
 	tip     plumbing.Hash // the newest commit prepared (durable or not)
 	tipTree *node
-	waiting map[string]*prepared // Tool-Use-Id -> a commit prepared, not yet durable
-	broken  error                // the log failed; nothing is written until a checkpoint succeeds
+	broken  error // the log failed; nothing is written until a checkpoint succeeds
 
 	qmu   sync.Mutex // the batch being filled
 	queue *batch
@@ -112,7 +111,6 @@ type pipeline struct {
 
 func (r *Repo) initPipeline() {
 	r.queue = &batch{}
-	r.waiting = map[string]*prepared{}
 	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
 	r.handBase = map[string]handBase{}
 	r.seen = map[string][]shown{}

@@ -93,7 +93,9 @@ func testFailedGroup(t *testing.T, step string) {
 		// Nothing of the failed calls is left behind: no id waiting for
 		// a write that will never come, no commit queued or built on.
 		r.smu.RLock()
-		waiting, tip, head := len(r.waiting), r.tip, r.head
+		r.toolIDs.mu.RLock()
+		waiting, tip, head := len(r.toolIDs.inFlight), r.tip, r.head
+		r.toolIDs.mu.RUnlock()
 		r.smu.RUnlock()
 		r.qmu.Lock()
 		queued := len(r.queue.items)

@@ -364,7 +364,7 @@ func (r *Repo) switchHistory(tx *gd.RefTx) error {
 	// Whatever moved, what gitmem knows follows the branch as it is now.
 	r.smu.Lock()
 	r.loaded, r.head = false, plumbing.ZeroHash
-	r.ids, r.idsOff, r.idsHead = map[string]plumbing.Hash{}, 0, plumbing.ZeroHash // the old hashes are gone
+	r.toolIDs.forget() // the old hashes are gone
 	r.smu.Unlock()
 	r.index = nil // (a start's) .git/index is rebuilt below; refresh takes no imu under mmu
 	if err := r.refresh(true); err != nil {

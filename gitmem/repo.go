@@ -186,6 +186,7 @@ type Repo struct {
 	adopted bool // this Open marked a repository gitmem did not create
 
 	histIndex *historyIndex // the history index, in memory and in .git/gitmem/history (history.go)
+	toolIDs   *toolUseIDs   // the tool_use ids known to have made a commit, or to be making one (toolids.go)
 
 	cmu   sync.Mutex // guards stats
 	stats *statCache // worktree files known to hold their HEAD blob (see drift.go)
@@ -200,10 +201,6 @@ type Repo struct {
 	loaded    bool
 	head      plumbing.Hash
 	tree      *node
-	ids       map[string]plumbing.Hash // Tool-Use-Id -> commit: the history index file's (read up to idsOff, whose last record is idsHead) and this process's own commits
-	idsOff    int64
-	idsHead   plumbing.Hash
-	idsDirty  bool          // the branch moved by other means since the ids were read
 	indexHead plumbing.Hash // the commit .git/index holds the tree of
 	// indexFor is the commit gitmem last wrote .git/index for (kept in
 	// .git/gitmem/index-head): a commit made with git from that index
@@ -283,10 +280,10 @@ func Open(dir string, opt Options) (*Repo, error) {
 		opt:    opt,
 		wt:     newWorktree(root, dir, gitDir, opt.hooks.gdEnv()),
 		obj:    opt.hooks.open(gitDir),
-		ids:    map[string]plumbing.Hash{},
 		stats:  newStatCache(),
 	}
 	r.histIndex = newHistoryIndex(gitDir, opt.hooks)
+	r.toolIDs = newToolUseIDs()
 	r.initPipeline()
 	fail := func(err error) (*Repo, error) {
 		r.wt.close()
@@ -576,7 +573,7 @@ func (r *Repo) refresh(persist bool) error {
 	r.smu.Lock()
 	r.head, r.tree, r.loaded = head, tree, true
 	r.tip, r.tipTree = head, tree
-	r.idsDirty = true // others committed: their ids are read when an id is next looked up
+	r.toolIDs.markStale() // others committed: their ids are read when an id is next looked up
 	r.smu.Unlock()
 	return nil
 }
@@ -798,10 +795,7 @@ func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 		if err := r.syncIDs(false); err != nil {
 			return Commit{}, err
 		}
-		r.smu.RLock()
-		h, done := r.ids[id]
-		p, inFlight := r.waiting[id]
-		r.smu.RUnlock()
+		h, done, p, inFlight := r.toolIDs.lookup(id)
 		switch {
 		case inFlight: // the first call is still being written
 			unlock()
