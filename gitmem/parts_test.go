@@ -24,6 +24,10 @@ import (
 // methods, so a part's lock sits beside the only code that touches what
 // it guards.
 var parts = map[string][]string{
+	// the history index, in memory and in .git/gitmem/history
+	"historyIndex": {"history.go"},
+	// the tool_use ids known to have made a commit, or to be making one
+	"toolUseIDs": {"toolids.go"},
 	// the mirror: memories/ following the branch, hand edits found
 	"worktree": {"worktree.go", "worktree_linux.go", "worktree_other.go", "drift.go", "handedit.go"},
 	"journal":  {"journal.go"},
