@@ -925,7 +925,7 @@ func (r *Repo) Adopt() (Commit, error) {
 // gitmem did not hold the writer lock (git fetch and git update-ref, git
 // reset --soft): the files of the commits it moved over were never
 // checked out. A file that still holds the version of the commit gitmem
-// last left the worktree at (indexFor, the commit .git/index was written
+// last left the worktree at (madeFor, the commit .git/index was written
 // for) is checked out — adopting it would undo the new commits; a file
 // that holds neither version was edited by hand meanwhile and is adopted
 // merged with the new commits' change to it (handBase), so neither is
@@ -937,13 +937,7 @@ func (r *Repo) checkoutMoved() {
 	r.smu.RUnlock()
 	// Another gitmem process may have written the index since this one
 	// last held the lock: the file says what the worktree was left at.
-	was := r.readIndexHead()
-	r.smu.Lock()
-	if was.IsZero() {
-		was = r.indexFor
-	}
-	r.setIndexFor(was)
-	r.smu.Unlock()
+	was := r.gitIndex.leftAt(r.readIndexHead())
 	if head.IsZero() || was == head {
 		return
 	}
@@ -1079,9 +1073,7 @@ func (r *Repo) undoCheckout(cur plumbing.Hash, to *node) {
 		r.opt.Logf("gitmem: %d worktree file(s) git checked out for %s were put back to the acknowledged version", len(out), cur.String()[:7])
 	}
 	r.undone.Add(1)
-	r.smu.Lock()
-	r.indexHead = plumbing.ZeroHash // git rewrote .git/index for cur: written again
-	r.smu.Unlock()
+	r.gitIndex.gitWrote(plumbing.ZeroHash) // git rewrote .git/index for cur: written again
 }
 
 // gitMoved undoes what a git command did while gitmem held the writer
@@ -1127,8 +1119,7 @@ func (r *Repo) gitMoved() bool {
 func (r *Repo) gitBusy() bool {
 	fi, err := os.Stat(filepath.Join(r.gitDir, "index.lock"))
 	busy := err == nil && time.Since(fi.ModTime()) < gd.StaleLock
-	if busy && r.imu.TryLock() { // gitmem is not writing the index: a git command is
-		r.imu.Unlock()
+	if busy && r.gitIndex.idle() { // gitmem is not writing the index: a git command is
 		r.gitSeen.Store(time.Now().UnixNano())
 	}
 	return busy

@@ -125,7 +125,7 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	if err != nil {
 		return rep, wrap("open the repository", err)
 	}
-	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: opt.hooks.open(gitDir), histIndex: newHistoryIndex(gitDir, opt.hooks), toolIDs: newToolUseIDs(), stats: newStatCache(),
+	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: opt.hooks.open(gitDir), histIndex: newHistoryIndex(gitDir, opt.hooks), toolIDs: newToolUseIDs(), gitIndex: newGitIndex(gitDir, opt.hooks.gdEnv()), stats: newStatCache(),
 		wt: newWorktree(root, dir, gitDir, opt.hooks.gdEnv())}
 	defer func() {
 		r.wt.close()

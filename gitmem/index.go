@@ -5,12 +5,73 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
+
+// gitIndex is gitmem's side of .git/index: what `git status` compares
+// the worktree with, and what a `git commit` made by hand is built from.
+// It keeps the tree and entries of the last index written (so that the
+// next write looks only at what changed), the marks of which commit the
+// index holds and was written for, and the timer that rewrites it.
+type gitIndex struct {
+	gitDir string
+	env    *gd.Env // the test suite's seams (nil: none)
+
+	// mu guards .git/index, tree and entries; the writer lock is let go
+	// (owned set false) only with it held, so that no flush writes the
+	// index after. Reached through lock (an indexHeld proves it held).
+	// Taken after wmu, never with mmu or omu held. release and Close
+	// close the log (mmu, then fmu) with it held: so the order is
+	// mu -> mmu -> fmu, and nothing may take mu with mmu held (design F8).
+	mu      sync.Mutex
+	tree    *node                    // the tree of the last .git/index written
+	entries map[string]gd.IndexEntry // its entries, by path
+
+	// marksMu guards the marks below. No lock is taken with it held.
+	marksMu sync.Mutex
+	head    plumbing.Hash // the commit .git/index holds the tree of
+	// madeFor is the commit gitmem last wrote .git/index for (kept in
+	// .git/gitmem/index-head): a commit made with git from that index
+	// holds its versions of what gitmem changed since. log is the last
+	// madeFor values and when each began (setMadeFor).
+	madeFor plumbing.Hash
+	log     []indexWrite
+
+	// timerMu guards timer and due (schedule). No lock is taken with it
+	// held; the timer's function runs without it.
+	timerMu sync.Mutex
+	timer   *time.Timer
+	due     time.Time // when timer fires
+}
+
+func newGitIndex(gitDir string, env *gd.Env) *gitIndex {
+	return &gitIndex{gitDir: gitDir, env: env}
+}
+
+// indexHeld is the index's lock held: what writes .git/index.
+type indexHeld struct{ x *gitIndex }
+
+// lock takes the index's lock (see gitIndex.mu).
+func (x *gitIndex) lock() indexHeld {
+	x.mu.Lock()
+	return indexHeld{x}
+}
+
+func (l indexHeld) unlock() { l.x.mu.Unlock() }
+
+// idle reports whether gitmem is not writing .git/index now.
+func (x *gitIndex) idle() bool {
+	if !x.mu.TryLock() {
+		return false
+	}
+	x.mu.Unlock()
+	return true
+}
 
 // writeIndex writes .git/index for HEAD's tree, so that `git status` and
 // `git diff` find the worktree clean without re-reading every file. Only
@@ -30,27 +91,37 @@ import (
 // copied, a backup restored) gets what that read found, as git's refresh
 // does, so the next start need not read it again; for it alone an index
 // that holds HEAD's tree is written again. Called with wmu held, or by
-// flush with imu held (as Locked).
+// flush with the index's lock held (as writeIndexHeld).
 func (r *Repo) writeIndex() error {
-	r.imu.Lock()
-	defer r.imu.Unlock()
-	return r.writeIndexLocked()
+	held := r.gitIndex.lock()
+	defer held.unlock()
+	return r.writeIndexHeld(held)
 }
 
-// writeIndexLocked is writeIndex with imu held.
-func (r *Repo) writeIndexLocked() error {
+// writeIndexHeld is writeIndex with the index's lock held.
+func (r *Repo) writeIndexHeld(held indexHeld) error {
 	r.smu.RLock()
-	head, current := r.head, r.indexHead == r.head && !r.head.IsZero()
-	root := r.tree // with head: commits are published meanwhile (Flush holds no writer lock)
+	head, root := r.head, r.tree // with head: commits are published meanwhile (Flush holds no writer lock)
 	r.smu.RUnlock()
 	r.cmu.Lock()
 	read := r.stats.takeRead()
 	r.cmu.Unlock()
+	return held.write(head, root, read, r.vouch)
+}
+
+// write writes .git/index for head's tree root (see writeIndex): read
+// is what the stat cache read since the last index, vouch the lstat data
+// a file changed since may be paired with.
+func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEntry, vouch func(string, *node, time.Time) gd.Stat) error {
+	x := l.x
+	x.marksMu.Lock()
+	current := x.head == head && !head.IsZero()
+	x.marksMu.Unlock()
 	if current && len(read) == 0 {
 		return nil // it holds HEAD's tree already (read at start, or written since) and what is known of the files
 	}
 	var entries []gd.IndexEntry
-	prev := r.idxEntries
+	prev := x.entries
 	now := time.Now()
 	var walk func(n, was *node, prefix string)
 	walk = func(n, was *node, prefix string) {
@@ -72,29 +143,84 @@ func (r *Repo) writeIndexLocked() error {
 			}
 			e := gd.IndexEntry{Path: p, Hash: k.hash, Mode: k.mode}
 			if k.isFile() {
-				e.Stat = r.vouch(p, k, now)
+				e.Stat = vouch(p, k, now)
 			}
 			entries = append(entries, e)
 		}
 	}
 	if root != nil {
-		walk(root, r.idxTree, "")
+		walk(root, x.tree, "")
 	}
-	if err := gd.WriteIndex(r.obj.Env, r.gitDir, entries); err != nil {
+	if err := gd.WriteIndex(x.env, x.gitDir, entries); err != nil {
 		return err
 	}
-	r.idxTree, r.idxEntries = root, make(map[string]gd.IndexEntry, len(entries))
+	x.tree, x.entries = root, make(map[string]gd.IndexEntry, len(entries))
 	for _, e := range entries {
-		r.idxEntries[e.Path] = e
+		x.entries[e.Path] = e
 	}
-	r.smu.Lock()
-	r.indexHead = head
-	r.setIndexFor(head)
-	r.smu.Unlock()
-	if err := gd.ReplaceCache(r.indexHeadPath(), []byte(head.String()+"\n")); err != nil {
-		os.Remove(r.indexHeadPath()) // better none than a wrong one
+	x.marksMu.Lock()
+	x.head = head
+	x.setMadeFor(head)
+	x.marksMu.Unlock()
+	if err := gd.ReplaceCache(x.headPath(), []byte(head.String()+"\n")); err != nil {
+		os.Remove(x.headPath()) // better none than a wrong one
 	}
 	return nil
+}
+
+// forget drops the last index written: the next is written whole.
+func (l indexHeld) forget() { l.x.tree, l.x.entries = nil, nil }
+
+// loaded takes the index read at start, start, as the last written: it
+// holds head's tree, tree.
+func (l indexHeld) loaded(head plumbing.Hash, tree *node, start []gd.IndexEntry) {
+	x := l.x
+	x.tree, x.entries = tree, make(map[string]gd.IndexEntry, len(start))
+	for _, e := range start { // the next index written keeps what did not change
+		x.entries[e.Path] = e
+	}
+	x.marksMu.Lock()
+	x.head = head
+	x.marksMu.Unlock()
+}
+
+// gitWrote notes that git rewrote .git/index (for at; zero: not known):
+// it is written again whole. With at, the worktree was left at it too.
+func (x *gitIndex) gitWrote(at plumbing.Hash) {
+	x.marksMu.Lock()
+	defer x.marksMu.Unlock()
+	if !at.IsZero() {
+		x.setMadeFor(at)
+	}
+	x.head = plumbing.ZeroHash
+}
+
+// schedule has flush run delay after the first change the index does
+// not hold: under a steady stream of changes too, so that git's index
+// (what `git status` compares with, what `git commit` is built from) is
+// never more than about delay behind the branch.
+func (x *gitIndex) schedule(delay time.Duration, flush func()) {
+	x.timerMu.Lock()
+	defer x.timerMu.Unlock()
+	now := time.Now()
+	if now.Before(x.due) {
+		return // due already
+	}
+	x.due = now.Add(delay)
+	if x.timer != nil {
+		x.timer.Reset(delay)
+		return
+	}
+	x.timer = time.AfterFunc(delay, flush)
+}
+
+// stopTimer stops the timer (closing).
+func (x *gitIndex) stopTimer() {
+	x.timerMu.Lock()
+	defer x.timerMu.Unlock()
+	if x.timer != nil {
+		x.timer.Stop()
+	}
 }
 
 // vouch is the lstat data the index may pair with the file n at p: that
@@ -118,27 +244,55 @@ func (r *Repo) vouch(p string, n *node, now time.Time) gd.Stat {
 	return after
 }
 
-// indexWrite is an indexFor value and when it began.
+// indexWrite is a madeFor value and when it began.
 type indexWrite struct {
 	at     time.Time
 	commit plumbing.Hash
 }
 
-// setIndexFor notes that .git/index is now for the commit h (zero: not
-// known), in indexFor and indexLog. Called with smu held, or at start.
-func (r *Repo) setIndexFor(h plumbing.Hash) {
-	r.indexFor = h
-	if n := len(r.indexLog); h.IsZero() || n > 0 && r.indexLog[n-1].commit == h {
+// setMadeFor notes that .git/index is now for the commit h (zero: not
+// known), in madeFor and log. Called with marksMu held.
+func (x *gitIndex) setMadeFor(h plumbing.Hash) {
+	x.madeFor = h
+	if n := len(x.log); h.IsZero() || n > 0 && x.log[n-1].commit == h {
 		return
 	}
 	const keep = 64
-	if len(r.indexLog) == keep {
-		r.indexLog = slices.Delete(r.indexLog, 0, 1)
+	if len(x.log) == keep {
+		x.log = slices.Delete(x.log, 0, 1)
 	}
-	r.indexLog = append(r.indexLog, indexWrite{time.Now(), h})
+	x.log = append(x.log, indexWrite{time.Now(), h})
 }
 
-// indexCandidates lists the commits .git/index may have been written for
+// noteMadeFor notes that .git/index is now for h (zero: not known).
+func (x *gitIndex) noteMadeFor(h plumbing.Hash) {
+	x.marksMu.Lock()
+	defer x.marksMu.Unlock()
+	x.setMadeFor(h)
+}
+
+// leftAt is the commit the worktree was last left at: read, the commit
+// the index file names (another process may have written it since this
+// one last held the lock), else the one this process last wrote it for.
+// It is noted as such.
+func (x *gitIndex) leftAt(read plumbing.Hash) plumbing.Hash {
+	x.marksMu.Lock()
+	defer x.marksMu.Unlock()
+	if read.IsZero() {
+		read = x.madeFor
+	}
+	x.setMadeFor(read)
+	return read
+}
+
+// lastMadeFor is the commit gitmem last wrote .git/index for.
+func (x *gitIndex) lastMadeFor() plumbing.Hash {
+	x.marksMu.Lock()
+	defer x.marksMu.Unlock()
+	return x.madeFor
+}
+
+// candidates lists the commits .git/index may have been written for
 // when git read it to make a commit at made (its committer date, in
 // seconds): git commit reads the index before it takes
 // .git/index.lock, so gitmem may write the index again in between, and
@@ -147,25 +301,28 @@ func (r *Repo) setIndexFor(h plumbing.Hash) {
 // made from. So every index written since shortly before made is one,
 // with the two in effect before (a commit whose editor stayed open holds
 // the lock meanwhile: the index written just before it is among them).
-// Called with smu held.
-func (r *Repo) indexCandidates(made time.Time) []plumbing.Hash {
-	from := len(r.indexLog)
-	for from > 0 && !r.indexLog[from-1].at.Before(made.Add(-2*time.Second)) {
+func (x *gitIndex) candidates(made time.Time) []plumbing.Hash {
+	x.marksMu.Lock()
+	defer x.marksMu.Unlock()
+	from := len(x.log)
+	for from > 0 && !x.log[from-1].at.Before(made.Add(-2*time.Second)) {
 		from--
 	}
 	var out []plumbing.Hash
-	for _, w := range r.indexLog[max(from-2, 0):] {
+	for _, w := range x.log[max(from-2, 0):] {
 		out = append(out, w.commit)
 	}
-	if len(out) == 0 && !r.indexFor.IsZero() {
-		out = append(out, r.indexFor)
+	if len(out) == 0 && !x.madeFor.IsZero() {
+		out = append(out, x.madeFor)
 	}
 	return out
 }
 
 // indexHeadPath names the file that says which commit gitmem last wrote
 // .git/index for.
-func (r *Repo) indexHeadPath() string { return filepath.Join(r.gitDir, "gitmem", "index-head") }
+func (r *Repo) indexHeadPath() string { return r.gitIndex.headPath() }
+
+func (x *gitIndex) headPath() string { return filepath.Join(x.gitDir, "gitmem", "index-head") }
 
 // readIndexHead reads it (zero: none, or not a commit here).
 func (r *Repo) readIndexHead() plumbing.Hash {
@@ -191,7 +348,7 @@ func (r *Repo) readIndexHead() plumbing.Hash {
 // its older versions of everything gitmem changed since — deletions of
 // files made since, the old text of files edited since — which are not
 // the operator's. Which of those indexes git read is not known (see
-// indexCandidates): a change that restores any one's version is dropped,
+// gitIndex.candidates): a change that restores any one's version is dropped,
 // so that no acknowledged file or text is undone. It reports whether it
 // dropped any. (An operator who deliberately put back the exact version
 // of one of those moments, within those seconds, is not told apart.)

@@ -127,9 +127,9 @@ func (r *Repo) release() bool {
 	if r.checkpoint() != nil {
 		return false // keep the lock (and the log) until git's files take the changes
 	}
-	r.imu.Lock()
-	defer r.imu.Unlock() // an index written by Flush meanwhile is the holder's
-	if err := r.writeIndexLocked(); err != nil {
+	held := r.gitIndex.lock()
+	defer held.unlock() // an index written by Flush meanwhile is the holder's
+	if err := r.writeIndexHeld(held); err != nil {
 		r.opt.Logf("gitmem: could not write .git/index: %v", err)
 	}
 	r.closeLog(false)

@@ -28,6 +28,9 @@ var parts = map[string][]string{
 	"historyIndex": {"history.go"},
 	// the tool_use ids known to have made a commit, or to be making one
 	"toolUseIDs": {"toolids.go"},
+	// .git/index: what gitmem last wrote there, its marks, its timer
+	"gitIndex":  {"index.go"},
+	"indexHeld": {"index.go"},
 	// the mirror: memories/ following the branch, hand edits found
 	"worktree": {"worktree.go", "worktree_linux.go", "worktree_other.go", "drift.go", "handedit.go"},
 	"journal":  {"journal.go"},

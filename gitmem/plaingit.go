@@ -142,22 +142,18 @@ func (r *Repo) putHeadBack() {
 	}
 	r.opt.Errorf("gitmem: HEAD was moved outside gitmem (%s, by git checkout or git switch); gitmem commits only to %s, so it put HEAD back on %s and the worktree follows it: nothing is lost (work on another branch in a clone, or in git worktree add)",
 		what, r.branch, r.branch)
-	r.smu.Lock()
-	if !at.IsZero() {
-		// git's checkout left the worktree and .git/index at it: what
-		// checkoutMoved brings the worktree from.
-		r.setIndexFor(at)
-	}
-	r.indexHead = plumbing.ZeroHash // .git/index is git's now: written again whole
-	r.smu.Unlock()
+	// .git/index is git's now: written again whole. git's checkout left
+	// the worktree and .git/index at at: what checkoutMoved brings the
+	// worktree from.
+	r.gitIndex.gitWrote(at)
 	if !at.IsZero() {
 		os.Remove(r.indexHeadPath())
 		r.checkoutMoved()
 	}
-	r.imu.Lock()
-	r.idxTree, r.idxEntries = nil, nil
-	err := r.writeIndexLocked()
-	r.imu.Unlock()
+	held := r.gitIndex.lock()
+	held.forget()
+	err := r.writeIndexHeld(held)
+	held.unlock()
 	if err != nil {
 		r.opt.Logf("gitmem: could not write .git/index: %v", err)
 	}
@@ -256,7 +252,7 @@ func (r *Repo) takeBranchBack(cur, to plumbing.Hash) (moved plumbing.Hash, err e
 			if r.displacedIndex == nil {
 				r.displacedIndex = map[plumbing.Hash][]plumbing.Hash{}
 			}
-			r.displacedIndex[cur] = r.indexCandidates(made) // what a git commit may have been made from
+			r.displacedIndex[cur] = r.gitIndex.candidates(made) // what a git commit may have been made from
 			r.smu.Unlock()
 			r.displacedWait.Store(true)
 		}
@@ -318,7 +314,7 @@ func (r *Repo) mergeDisplaced() error {
 		r.smu.RLock()
 		idx, ok := r.displacedIndex[plumbing.NewHash(strings.TrimPrefix(name.String(), displacedRefs))]
 		if !ok {
-			idx = []plumbing.Hash{r.indexFor} // displaced by an earlier run: the index file is the best clue left
+			idx = []plumbing.Hash{r.gitIndex.lastMadeFor()} // displaced by an earlier run: the index file is the best clue left
 		}
 		r.smu.RUnlock()
 		m := &merger{r: r, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits, index: idx}

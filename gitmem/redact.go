@@ -366,7 +366,7 @@ func (r *Repo) switchHistory(tx *gd.RefTx) error {
 	r.loaded, r.head = false, plumbing.ZeroHash
 	r.toolIDs.forget() // the old hashes are gone
 	r.smu.Unlock()
-	r.index = nil // (a start's) .git/index is rebuilt below; refresh takes no imu under mmu
+	r.index = nil // (a start's) .git/index is rebuilt below; refresh takes no index lock under mmu
 	if err := r.refresh(true); err != nil {
 		return err
 	}

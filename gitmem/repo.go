@@ -162,19 +162,11 @@ type Repo struct {
 	wt     *worktree
 	flock  *gd.FileLock // nil when read-only
 
-	wmu    sync.Mutex // one writer in this process; guards idx, idxDue, tooBigLogged
-	idx    *time.Timer
-	idxDue time.Time // when idx fires
+	wmu sync.Mutex // one writer in this process; guards tooBigLogged
 	// tooBigLogged is the size each hand-made file over opt.MaxFileBytes
 	// had when the error log last named it (adoptDrift): named once, not
 	// at every look.
 	tooBigLogged map[string]int64
-	// imu guards .git/index, idxTree and idxEntries, and the writer lock
-	// while the index is written: it is released (owned set false) only
-	// with imu held. Taken after wmu, never with mmu or omu held.
-	imu        sync.Mutex
-	idxTree    *node                    // the tree of the last .git/index written
-	idxEntries map[string]gd.IndexEntry // its entries, by path
 
 	pipeline          // the commit pipeline (pipeline.go)
 	gcState           // packing (gc.go)
@@ -187,6 +179,7 @@ type Repo struct {
 
 	histIndex *historyIndex // the history index, in memory and in .git/gitmem/history (history.go)
 	toolIDs   *toolUseIDs   // the tool_use ids known to have made a commit, or to be making one (toolids.go)
+	gitIndex  *gitIndex     // .git/index: what gitmem last wrote there, and when it writes it next (index.go)
 
 	cmu   sync.Mutex // guards stats
 	stats *statCache // worktree files known to hold their HEAD blob (see drift.go)
@@ -197,19 +190,13 @@ type Repo struct {
 	shareMu    sync.Mutex     // one push, pull or sync at a time (share.go)
 	redactions redactionCache // what the redactions this repository knows removed (share_redact.go)
 
-	smu       sync.RWMutex // guards the published state
-	loaded    bool
-	head      plumbing.Hash
-	tree      *node
-	indexHead plumbing.Hash // the commit .git/index holds the tree of
-	// indexFor is the commit gitmem last wrote .git/index for (kept in
-	// .git/gitmem/index-head): a commit made with git from that index
-	// holds its versions of what gitmem changed since. indexLog is the
-	// last indexFor values and when each began (setIndexFor).
+	smu    sync.RWMutex // guards the published state
+	loaded bool
+	head   plumbing.Hash
+	tree   *node
 	// displacedIndex is, for a commit displaced (mergeDisplaced), the
-	// indexFor values it may have been made from (indexCandidates).
-	indexFor       plumbing.Hash
-	indexLog       []indexWrite
+	// commits .git/index may have been written for when it was made
+	// (gitIndex.candidates).
 	displacedIndex map[plumbing.Hash][]plumbing.Hash
 	closed         bool
 }
@@ -284,6 +271,7 @@ func Open(dir string, opt Options) (*Repo, error) {
 	}
 	r.histIndex = newHistoryIndex(gitDir, opt.hooks)
 	r.toolIDs = newToolUseIDs()
+	r.gitIndex = newGitIndex(gitDir, opt.hooks.gdEnv())
 	r.initPipeline()
 	fail := func(err error) (*Repo, error) {
 		r.wt.close()
@@ -372,7 +360,7 @@ func (r *Repo) start(markIt bool) error {
 	// .git/index as gitmem left it gives the tree and the worktree's lstat
 	// data without reading every tree object and hashing every file.
 	r.index, r.indexWritten, _ = gd.ReadIndex(r.gitDir)
-	r.setIndexFor(r.readIndexHead())
+	r.gitIndex.noteMadeFor(r.readIndexHead())
 	defer func() { r.index = nil }()
 	if _, err := os.Stat(r.redactPath()); err == nil {
 		r.opt.Logf("gitmem: finishing an interrupted redaction")
@@ -554,17 +542,13 @@ func (r *Repo) refresh(persist bool) error {
 		} else if tree = r.treeFromIndex(c.TreeHash); tree == nil {
 			tree, err = r.loadTree(c.TreeHash, old, "")
 		} else {
-			r.indexHead = head // (smu not needed: start holds every lock there is to hold)
 			fromIndex = true
 		}
 		r.unlockObj()
 		if fromIndex {
-			r.imu.Lock()
-			r.idxTree, r.idxEntries = tree, make(map[string]gd.IndexEntry, len(r.index))
-			for _, e := range r.index { // the next index written keeps what did not change
-				r.idxEntries[e.Path] = e
-			}
-			r.imu.Unlock()
+			held := r.gitIndex.lock()
+			held.loaded(head, tree, r.index)
+			held.unlock()
 		}
 		if err != nil {
 			return err
@@ -911,16 +895,7 @@ func writeTrees(put putFunc, n, old *node) (plumbing.Hash, error) {
 // is never more than about IndexDelay behind the branch. Called with wmu
 // held.
 func (r *Repo) scheduleIndex() {
-	now := time.Now()
-	if now.Before(r.idxDue) {
-		return // due already
-	}
-	r.idxDue = now.Add(r.opt.IndexDelay)
-	if r.idx != nil {
-		r.idx.Reset(r.opt.IndexDelay)
-		return
-	}
-	r.idx = time.AfterFunc(r.opt.IndexDelay, func() {
+	r.gitIndex.schedule(r.opt.IndexDelay, func() {
 		if err := r.Flush(); err != nil && !errors.Is(err, ErrClosed) {
 			r.opt.Logf("gitmem: %v", err)
 		}
@@ -969,12 +944,12 @@ func (r *Repo) flush() error {
 		return err
 	}
 	r.gitMoved() // before the index git left, which tells what it did, is written over
-	r.imu.Lock()
-	defer r.imu.Unlock()
+	held := r.gitIndex.lock()
+	defer held.unlock()
 	if !r.owned.Load() { // released meanwhile: the holder wrote the index
 		return nil
 	}
-	return wrap("write the index", r.writeIndexLocked())
+	return wrap("write the index", r.writeIndexHeld(held))
 }
 
 // Close makes everything durable in git's own files, writes the index and
@@ -993,9 +968,7 @@ func (r *Repo) Close() error {
 		r.wmu.Unlock()
 		return nil
 	}
-	if r.idx != nil {
-		r.idx.Stop()
-	}
+	r.gitIndex.stopTimer()
 	var err error
 	r.pmu.Lock()
 	kept := len(r.handBase) > 0
@@ -1016,9 +989,9 @@ func (r *Repo) Close() error {
 		r.saveKept()
 		kept := 0
 		err = r.checkpoint()
-		r.imu.Lock() // until the writer lock is given up below
+		held := r.gitIndex.lock() // until the writer lock is given up below
 		if err == nil {
-			err = wrap("write the index", r.writeIndexLocked())
+			err = wrap("write the index", r.writeIndexHeld(held))
 		} else {
 			kept = r.logRecords()
 		}
@@ -1035,7 +1008,7 @@ func (r *Repo) Close() error {
 		}
 		r.owned.Store(false)
 		r.flock.Unlock()
-		r.imu.Unlock()
+		held.unlock()
 	}
 	r.shutdown()
 	return err
@@ -1045,9 +1018,7 @@ func (r *Repo) Close() error {
 // background work stops where it is. Called with wmu held, which it
 // releases. (Close checkpoints first; a test's crash does not.)
 func (r *Repo) shutdown() {
-	if r.idx != nil {
-		r.idx.Stop()
-	}
+	r.gitIndex.stopTimer()
 	r.smu.Lock()
 	r.closed = true
 	r.smu.Unlock()
