@@ -83,7 +83,7 @@ func (r *Repo) settleIn() error {
 		r.lastCkpt.Store(time.Now().UnixNano())
 	}
 	if len(r.displaced()) > 0 { // left by a start or a run that could not merge them
-		r.displacedWait.Store(true)
+		r.outside.wait()
 	}
 	r.owned.Store(true)
 	r.putHeadBack() // git checkout or git switch while the lock was free

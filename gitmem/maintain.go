@@ -72,7 +72,7 @@ func (r *Repo) maintainLoop() {
 				r.wmu.Unlock()
 			}
 		}
-		if r.displacedWait.Load() {
+		if r.outside.waits() {
 			r.mergeDisplaced()
 		}
 		if wanted || r.idle() { // idle again: calls may have come meanwhile

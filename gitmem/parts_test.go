@@ -31,6 +31,8 @@ var parts = map[string][]string{
 	// .git/index: what gitmem last wrote there, its marks, its timer
 	"gitIndex":  {"index.go"},
 	"indexHeld": {"index.go"},
+	// commits plain git moved the branch to, merged back
+	"outsideGit": {"plaingit.go"},
 	// the mirror: memories/ following the branch, hand edits found
 	"worktree": {"worktree.go", "worktree_linux.go", "worktree_other.go", "drift.go", "handedit.go"},
 	"journal":  {"journal.go"},

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -248,13 +250,7 @@ func (r *Repo) takeBranchBack(cur, to plumbing.Hash) (moved plumbing.Hash, err e
 		r.unlockObj()
 		if kept {
 			r.opt.Logf("gitmem: the branch was moved outside gitmem (to %s); the acknowledged commits stay on it and %s is merged back", cur, cur)
-			r.smu.Lock()
-			if r.displacedIndex == nil {
-				r.displacedIndex = map[plumbing.Hash][]plumbing.Hash{}
-			}
-			r.displacedIndex[cur] = r.gitIndex.candidates(made) // what a git commit may have been made from
-			r.smu.Unlock()
-			r.displacedWait.Store(true)
+			r.outside.displaced(cur, r.gitIndex.candidates(made)) // what a git commit may have been made from
 		}
 		if err == nil {
 			break
@@ -304,25 +300,24 @@ func (r *Repo) displaced() map[plumbing.ReferenceName]plumbing.Hash {
 // are marked as in a pull), and drops its ref once merged. Called without
 // wmu, by the maintenance loop and Flush.
 func (r *Repo) mergeDisplaced() error {
-	r.dmu.Lock() // one at a time: Flush waits for the loop's
-	defer r.dmu.Unlock()
-	if !r.displacedWait.Swap(false) {
+	r.outside.mergeMu.Lock() // one at a time: Flush waits for the loop's
+	defer r.outside.mergeMu.Unlock()
+	if !r.outside.due() {
 		return nil
 	}
 	for name, h := range r.displaced() {
 		st := r.obj.View()
-		r.smu.RLock()
-		idx, ok := r.displacedIndex[plumbing.NewHash(strings.TrimPrefix(name.String(), displacedRefs))]
+		was := plumbing.NewHash(strings.TrimPrefix(name.String(), displacedRefs))
+		idx, ok := r.outside.indexFor(was)
 		if !ok {
 			idx = []plumbing.Hash{r.gitIndex.lastMadeFor()} // displaced by an earlier run: the index file is the best clue left
 		}
-		r.smu.RUnlock()
 		m := &merger{r: r, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits, index: idx}
 		meta := Meta{Subject: "memory: merge outside-gitmem", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "merge"}}}
 		_, err := r.update(meta, m.run)
 		st.Close()
 		if err == nil {
-			r.mergedBack.Add(1)
+			r.outside.mergedBack.Add(1)
 		}
 		if errors.Is(err, ErrClosed) {
 			return err
@@ -339,9 +334,67 @@ func (r *Repo) mergeDisplaced() error {
 			r.opt.Logf("gitmem: could not delete %s after merging it back: %v", name, err)
 		}
 		r.unlockObj()
-		r.smu.Lock()
-		delete(r.displacedIndex, plumbing.NewHash(strings.TrimPrefix(name.String(), displacedRefs)))
-		r.smu.Unlock()
+		r.outside.merged(was)
 	}
 	return nil
 }
+
+// outsideGit is what gitmem knows of commits plain git moved the branch
+// to while gitmem held it (or while it let it go): each is kept under
+// refs/gitmem/displaced/ (takeBranchBack) and merged back
+// (mergeDisplaced).
+type outsideGit struct {
+	// mergeMu lets one merge back run at a time (the maintenance loop's
+	// or Flush's). Taken before wmu (the merge is a change, through
+	// update) and everything after it.
+	mergeMu    sync.Mutex
+	waiting    atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back
+	mergedBack atomic.Int64 // merges back made (counted once published)
+
+	// mu guards indexAt. No lock is taken with it held.
+	mu sync.Mutex
+	// indexAt is, for a commit displaced, the commits .git/index may
+	// have been written for when git made it (gitIndex.candidates).
+	indexAt map[plumbing.Hash][]plumbing.Hash
+}
+
+// displaced notes that cur was kept to be merged back, and the commits
+// .git/index may have been written for when git made it.
+func (o *outsideGit) displaced(cur plumbing.Hash, index []plumbing.Hash) {
+	o.mu.Lock()
+	if o.indexAt == nil {
+		o.indexAt = map[plumbing.Hash][]plumbing.Hash{}
+	}
+	o.indexAt[cur] = index
+	o.mu.Unlock()
+	o.waiting.Store(true)
+}
+
+// indexFor is what displaced noted for the commit h.
+func (o *outsideGit) indexFor(h plumbing.Hash) ([]plumbing.Hash, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	idx, ok := o.indexAt[h]
+	return idx, ok
+}
+
+// merged forgets the commit h: merged back (or nothing to merge).
+func (o *outsideGit) merged(h plumbing.Hash) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.indexAt, h)
+}
+
+// wait notes that a commit waits to be merged back (one left by an
+// earlier run).
+func (o *outsideGit) wait() { o.waiting.Store(true) }
+
+// waits reports whether a commit waits to be merged back.
+func (o *outsideGit) waits() bool { return o.waiting.Load() }
+
+// due reports whether a commit waited, and takes the note: a merge back
+// under way takes what was displaced until now.
+func (o *outsideGit) due() bool { return o.waiting.Swap(false) }
+
+// merges is how many merges back were made.
+func (o *outsideGit) merges() int64 { return o.mergedBack.Load() }

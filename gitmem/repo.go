@@ -180,6 +180,7 @@ type Repo struct {
 	histIndex *historyIndex // the history index, in memory and in .git/gitmem/history (history.go)
 	toolIDs   *toolUseIDs   // the tool_use ids known to have made a commit, or to be making one (toolids.go)
 	gitIndex  *gitIndex     // .git/index: what gitmem last wrote there, and when it writes it next (index.go)
+	outside   outsideGit    // commits plain git moved the branch to, merged back (plaingit.go)
 
 	cmu   sync.Mutex // guards stats
 	stats *statCache // worktree files known to hold their HEAD blob (see drift.go)
@@ -194,11 +195,7 @@ type Repo struct {
 	loaded bool
 	head   plumbing.Hash
 	tree   *node
-	// displacedIndex is, for a commit displaced (mergeDisplaced), the
-	// commits .git/index may have been written for when it was made
-	// (gitIndex.candidates).
-	displacedIndex map[plumbing.Hash][]plumbing.Hash
-	closed         bool
+	closed bool
 }
 
 // Init creates a gitmem repository in dir, or adopts what is there: a
@@ -910,7 +907,7 @@ func (r *Repo) Flush() error {
 	// one counted later (the maintenance loop's, done meanwhile) is
 	// written by a second flush. (Counting merges, not watching the head,
 	// which every call under load moves.)
-	merges := r.mergedBack.Load()
+	merges := r.outside.merges()
 	if err := r.flush(); err != nil {
 		return err
 	}
@@ -919,7 +916,7 @@ func (r *Repo) Flush() error {
 	if err := r.mergeDisplaced(); err != nil {
 		return err
 	}
-	if r.mergedBack.Load() == merges {
+	if r.outside.merges() == merges {
 		return nil
 	}
 	return r.flush()

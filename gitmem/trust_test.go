@@ -971,7 +971,7 @@ func TestRedactCoversDisplacedCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNoSecret(t, dir, secret)
-	r.displacedWait.Store(true)
+	r.outside.wait()
 	if err := r.Flush(); err != nil {
 		t.Fatal(err)
 	}
