@@ -713,21 +713,31 @@ func (x *historyIndex) stopping() bool {
 // if the file is not of this version: an older gitmem's index is rebuilt,
 // never taken as up to date).
 func (x *historyIndex) fileTip() plumbing.Hash {
-	var tip plumbing.Hash
-	f, err := os.Open(x.path)
-	if err != nil {
-		return tip
+	f, size, ok := x.open()
+	if !ok {
+		return plumbing.ZeroHash
 	}
 	defer f.Close()
+	return lastRecord(f, size) // the last line may be long: a commit of thousands of files
+}
+
+// open opens the index file, and gives its size, when it is of this
+// version (false: missing, unreadable, or another version's).
+func (x *historyIndex) open() (*os.File, int64, bool) {
+	f, err := os.Open(x.path)
+	if err != nil {
+		return nil, 0, false
+	}
 	fi, err := f.Stat()
-	if err != nil || fi.Size() < 2 {
-		return tip
-	}
 	hdr := make([]byte, len(historyHeader)+1)
-	if _, err := f.ReadAt(hdr, 0); err != nil || string(hdr) != historyHeader+"\n" {
-		return tip
+	if err == nil {
+		_, err = f.ReadAt(hdr, 0)
 	}
-	return lastRecord(f, fi.Size()) // the last line may be long: a commit of thousands of files
+	if err != nil || string(hdr) != historyHeader+"\n" {
+		f.Close()
+		return nil, 0, false
+	}
+	return f, fi.Size(), true
 }
 
 // recordOf indexes a commit read from git. Called with omu held.
@@ -852,26 +862,18 @@ const tailChunk = 64 << 10
 // does not end at head (the caller then loads and catches up the index).
 // fn returns false to stop.
 func (x *historyIndex) tail(head plumbing.Hash, want func(line []byte) bool, fn func(*histRec) bool) (bool, error) {
-	f, err := os.Open(x.path)
-	if err != nil {
+	f, end, ok := x.open()
+	if !ok {
 		return false, nil
 	}
 	defer f.Close()
-	header := make([]byte, len(historyHeader)+1)
-	if _, err := f.ReadAt(header, 0); err != nil || string(header) != historyHeader+"\n" {
-		return false, nil
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return false, nil
-	}
+	header := int64(len(historyHeader) + 1)
 	chunk := int64(x.chunk)
-	end := fi.Size()
 	var carry []byte // the start of a line whose end was read already
 	first := true
 	expected := map[plumbing.Hash]bool{} // parents of the records read, not read yet
-	for end > int64(len(header)) {
-		start := max(int64(len(header)), end-chunk)
+	for end > header {
+		start := max(header, end-chunk)
 		buf := make([]byte, end-start, int(end-start)+len(carry))
 		if _, err := f.ReadAt(buf, start); err != nil {
 			return !first, wrap("read the history index", err)
@@ -882,7 +884,7 @@ func (x *historyIndex) tail(head plumbing.Hash, want func(line []byte) bool, fn 
 		}
 		lines := bytes.Split(bytes.TrimSuffix(buf, []byte("\n")), []byte("\n"))
 		carry = nil
-		if start > int64(len(header)) { // the first line may be cut
+		if start > header { // the first line may be cut
 			carry = append([]byte(nil), lines[0]...)
 			carry = append(carry, '\n')
 			lines = lines[1:]

@@ -332,61 +332,8 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 	if len(hist) == 0 {
 		return nil, ErrNotExist
 	}
-	pos := make(map[plumbing.Hash]int, len(hist))
-	for i := range hist {
-		pos[hist[i].hash] = i
-	}
-	parentIdx := func(i int) []int {
-		var out []int
-		for _, ph := range hist[i].parents {
-			if j, ok := pos[ph]; ok {
-				out = append(out, j)
-			}
-		}
-		return out
-	}
-	// near[path][i] is the newest record on i's first-parent chain (i
-	// included) that changed path: the records hold changes against the
-	// first parent, so that record set the version i has.
-	near := map[string][]int{}
-	nearOf := func(path string) []int {
-		if n, ok := near[path]; ok {
-			return n
-		}
-		n := make([]int, len(hist))
-		for i := range hist {
-			n[i] = -1
-			if _, ok := slices.BinarySearch(hist[i].paths, path); ok {
-				n[i] = i
-			} else if j, ok := pos[hist[i].parent()]; ok {
-				n[i] = n[j]
-			}
-		}
-		near[path] = n
-		return n
-	}
-	// version is the record that set the version of path at record i and
-	// its blob (-1: the file does not exist there).
-	version := func(i int, path string) (int, plumbing.Hash) {
-		j := nearOf(path)[i]
-		if j < 0 {
-			return -1, plumbing.ZeroHash
-		}
-		k, _ := slices.BinarySearch(hist[j].paths, path)
-		if hist[j].blobs[k].IsZero() {
-			return -1, plumbing.ZeroHash
-		}
-		return j, hist[j].blobs[k]
-	}
-	type key struct {
-		rec  int
-		path string
-	}
-	type suspect struct {
-		blob  plumbing.Hash
-		lines map[int][]int // line of this version -> the lines of the result it is
-	}
-	start, blob := version(len(hist)-1, p)
+	v := newVersions(hist)
+	start, blob := v.version(len(hist)-1, p)
 	if start < 0 {
 		return nil, ErrNotExist
 	}
@@ -395,117 +342,224 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 		return nil, err
 	}
 	result := splitKeep(string(data))
-	owner := make([]int, len(result))
-	suspects := map[key]*suspect{{start, p}: {blob: blob, lines: map[int][]int{}}}
+	b := &blamer{r: r, v: v, owner: make([]int, len(result)), suspects: map[blameKey]*suspect{{start, p}: {blob: blob, lines: map[int][]int{}}}}
 	for i := range result {
-		suspects[key{start, p}].lines[i] = []int{i}
+		b.suspects[blameKey{start, p}].lines[i] = []int{i}
 	}
-	for len(suspects) > 0 {
+	for len(b.suspects) > 0 {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		// The newest first: every version reaches a record only after all
-		// the records above it have handed their lines down.
-		var k key
-		first := true
-		for c := range suspects {
-			if first || c.rec > k.rec || c.rec == k.rec && c.path < k.path {
-				k, first = c, false
-			}
-		}
-		s := suspects[k]
-		delete(suspects, k)
-		hand := func(j int, q string, b plumbing.Hash, m map[int][]int) {
-			t := suspects[key{j, q}]
-			if t == nil {
-				t = &suspect{blob: b, lines: map[int][]int{}}
-				suspects[key{j, q}] = t
-			}
-			for l, outs := range m {
-				t.lines[l] = append(t.lines[l], outs...)
-			}
-		}
-		// As git's pass_blame: each parent's version of the file, at the
-		// same path, else where a rename took it from; the first that is
-		// the same version takes every line.
-		type origin struct {
-			rec  int // -1: the parent has no version of it
-			path string
-			blob plumbing.Hash
-		}
-		parents := parentIdx(k.rec)
-		origins := make([]origin, len(parents))
-		same := false
-		for pass := 0; pass < 2 && !same; pass++ {
-			for i, pi := range parents {
-				if pass == 1 && origins[i].rec >= 0 {
-					continue
-				}
-				q := k.path
-				if pass == 1 {
-					from, ok, err := r.renameSource(hist[k.rec].hash, hist[pi].hash, k.path, s.blob)
-					if err != nil {
-						return nil, err
-					}
-					if !ok {
-						continue
-					}
-					q = from
-				}
-				j, b := version(pi, q)
-				origins[i] = origin{j, q, b}
-				if j >= 0 && b == s.blob {
-					hand(j, q, b, s.lines)
-					same = true
-					break
-				}
-			}
-		}
-		if same {
-			continue
-		}
-		var text []string
-		for _, o := range origins {
-			if len(s.lines) == 0 {
-				break
-			}
-			if o.rec < 0 {
-				continue
-			}
-			if text == nil {
-				d, err := r.readFile(s.blob, k.path)
-				if err != nil {
-					return nil, err
-				}
-				text = splitKeep(string(d))
-			}
-			d, err := r.readFile(o.blob, o.path)
-			if err != nil {
-				return nil, err
-			}
-			// The lines git's diff keeps go to this parent.
-			handed := map[int][]int{}
-			for newLine, oldLine := range gitMatch(splitKeep(string(d)), text) {
-				if outs, ok := s.lines[newLine]; ok && oldLine >= 0 {
-					handed[oldLine] = outs
-					delete(s.lines, newLine)
-				}
-			}
-			if len(handed) > 0 {
-				hand(o.rec, o.path, o.blob, handed)
-			}
-		}
-		for _, outs := range s.lines {
-			for _, out := range outs {
-				owner[out] = k.rec
-			}
+		if err := b.pass(); err != nil {
+			return nil, err
 		}
 	}
 	out := make([]BlameLine, len(result))
 	for i, l := range result {
-		out[i] = BlameLine{Line: i + 1, Text: strings.TrimSuffix(l, "\n"), Commit: hist[owner[i]].commit()}
+		out[i] = BlameLine{Line: i + 1, Text: strings.TrimSuffix(l, "\n"), Commit: hist[b.owner[i]].commit()}
 	}
 	return out, nil
+}
+
+// versions tells, over the history index, which record set the version
+// of a path that a record has.
+type versions struct {
+	hist []histRec
+	pos  map[plumbing.Hash]int
+	// near[path][i] is the newest record on i's first-parent chain (i
+	// included) that changed path: the records hold changes against the
+	// first parent, so that record set the version i has.
+	near map[string][]int
+}
+
+func newVersions(hist []histRec) *versions {
+	v := &versions{hist: hist, pos: make(map[plumbing.Hash]int, len(hist)), near: map[string][]int{}}
+	for i := range hist {
+		v.pos[hist[i].hash] = i
+	}
+	return v
+}
+
+// parents are the positions of record i's parents.
+func (v *versions) parents(i int) []int {
+	var out []int
+	for _, ph := range v.hist[i].parents {
+		if j, ok := v.pos[ph]; ok {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func (v *versions) nearOf(path string) []int {
+	if n, ok := v.near[path]; ok {
+		return n
+	}
+	n := make([]int, len(v.hist))
+	for i := range v.hist {
+		n[i] = -1
+		if _, ok := slices.BinarySearch(v.hist[i].paths, path); ok {
+			n[i] = i
+		} else if j, ok := v.pos[v.hist[i].parent()]; ok {
+			n[i] = n[j]
+		}
+	}
+	v.near[path] = n
+	return n
+}
+
+// version is the record that set the version of path at record i and
+// its blob (-1: the file does not exist there).
+func (v *versions) version(i int, path string) (int, plumbing.Hash) {
+	j := v.nearOf(path)[i]
+	if j < 0 {
+		return -1, plumbing.ZeroHash
+	}
+	k, _ := slices.BinarySearch(v.hist[j].paths, path)
+	if v.hist[j].blobs[k].IsZero() {
+		return -1, plumbing.ZeroHash
+	}
+	return j, v.hist[j].blobs[k]
+}
+
+// blameKey is a version of a file: the record that set it, and its path
+// there.
+type blameKey struct {
+	rec  int
+	path string
+}
+
+// suspect is a version of the file with the lines of the result it may
+// be blamed for.
+type suspect struct {
+	blob  plumbing.Hash
+	lines map[int][]int // line of this version -> the lines of the result it is
+}
+
+// origin is a parent's version of a suspect's file.
+type origin struct {
+	rec  int // -1: the parent has no version of it
+	path string
+	blob plumbing.Hash
+}
+
+// blamer hands the lines of a file down its history (Blame).
+type blamer struct {
+	r        *Repo
+	v        *versions
+	suspects map[blameKey]*suspect
+	owner    []int // the record each line of the result is blamed on
+}
+
+// pass takes the newest suspect (every version reaches a record only
+// after all the records above it have handed their lines down), hands
+// its lines to its parents' versions, as git's pass_blame, and blames it
+// for those it keeps.
+func (b *blamer) pass() error {
+	var k blameKey
+	first := true
+	for c := range b.suspects {
+		if first || c.rec > k.rec || c.rec == k.rec && c.path < k.path {
+			k, first = c, false
+		}
+	}
+	s := b.suspects[k]
+	delete(b.suspects, k)
+	origins, same, err := b.origins(k, s)
+	if err != nil || same {
+		return err
+	}
+	if err := b.diffDown(k, s, origins); err != nil {
+		return err
+	}
+	for _, outs := range s.lines {
+		for _, out := range outs {
+			b.owner[out] = k.rec
+		}
+	}
+	return nil
+}
+
+// hand gives the lines m to the version j of path q (blob).
+func (b *blamer) hand(j int, q string, blob plumbing.Hash, m map[int][]int) {
+	t := b.suspects[blameKey{j, q}]
+	if t == nil {
+		t = &suspect{blob: blob, lines: map[int][]int{}}
+		b.suspects[blameKey{j, q}] = t
+	}
+	for l, outs := range m {
+		t.lines[l] = append(t.lines[l], outs...)
+	}
+}
+
+// origins finds each parent's version of the file, at the same path,
+// else where a rename took it from; the first that is the same version
+// takes every line (same).
+func (b *blamer) origins(k blameKey, s *suspect) (origins []origin, same bool, err error) {
+	hist := b.v.hist
+	parents := b.v.parents(k.rec)
+	origins = make([]origin, len(parents))
+	for pass := 0; pass < 2; pass++ {
+		for i, pi := range parents {
+			if pass == 1 && origins[i].rec >= 0 {
+				continue
+			}
+			q := k.path
+			if pass == 1 {
+				from, ok, err := b.r.renameSource(hist[k.rec].hash, hist[pi].hash, k.path, s.blob)
+				if err != nil {
+					return nil, false, err
+				}
+				if !ok {
+					continue
+				}
+				q = from
+			}
+			j, blob := b.v.version(pi, q)
+			origins[i] = origin{j, q, blob}
+			if j >= 0 && blob == s.blob {
+				b.hand(j, q, blob, s.lines)
+				return origins, true, nil
+			}
+		}
+	}
+	return origins, false, nil
+}
+
+// diffDown hands each parent's version the lines git's diff keeps from
+// it, parent by parent; s keeps the rest.
+func (b *blamer) diffDown(k blameKey, s *suspect, origins []origin) error {
+	var text []string
+	for _, o := range origins {
+		if len(s.lines) == 0 {
+			break
+		}
+		if o.rec < 0 {
+			continue
+		}
+		if text == nil {
+			d, err := b.r.readFile(s.blob, k.path)
+			if err != nil {
+				return err
+			}
+			text = splitKeep(string(d))
+		}
+		d, err := b.r.readFile(o.blob, o.path)
+		if err != nil {
+			return err
+		}
+		handed := map[int][]int{}
+		for newLine, oldLine := range gitMatch(splitKeep(string(d)), text) {
+			if outs, ok := s.lines[newLine]; ok && oldLine >= 0 {
+				handed[oldLine] = outs
+				delete(s.lines, newLine)
+			}
+		}
+		if len(handed) > 0 {
+			b.hand(o.rec, o.path, o.blob, handed)
+		}
+	}
+	return nil
 }
 
 // splitKeep splits text into lines that keep their "\n" (the last may
