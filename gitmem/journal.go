@@ -33,13 +33,18 @@ type journal struct {
 
 func (r *Repo) journalPath() string { return filepath.Join(r.gitDir, "gitmem", "pending") }
 
-func (r *Repo) writeJournal(j journal) error {
-	if err := r.obj.Env.Injected(gd.StepJournal, ".git/gitmem/pending"); err != nil {
+func (r *Repo) writeJournal(j journal) error { return writeJournal(r.obj.Env, r.gitDir, j) }
+
+// writeJournal writes the journal of the repository at gitDir, durably
+// (a clone writes its first one before the repository is opened).
+func writeJournal(env *gd.Env, gitDir string, j journal) error {
+	if err := env.Injected(gd.StepJournal, ".git/gitmem/pending"); err != nil {
 		return err
 	}
 	data, _ := json.Marshal(j)
-	dir := filepath.Dir(r.journalPath())
-	if err := gd.WriteFileSync(dir, "pending-", r.journalPath(), data, 0o600); err != nil {
+	path := filepath.Join(gitDir, "gitmem", "pending")
+	dir := filepath.Dir(path)
+	if err := gd.WriteFileSync(dir, "pending-", path, data, 0o600); err != nil {
 		return err
 	}
 	return gd.SyncDir(dir)

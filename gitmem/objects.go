@@ -21,6 +21,14 @@ func (r *Repo) holdPacks() {
 	r.omu.Unlock()
 }
 
+// withObjects runs fn on the object store, with omu held, and closes the
+// packs fn opened after (see unlockObj).
+func (r *Repo) withObjects(fn func(st *gd.Store) error) error {
+	r.omu.Lock()
+	defer r.unlockObj()
+	return fn(r.obj)
+}
+
 func (r *Repo) dropPacks() {
 	r.omu.Lock()
 	r.obj.Unhold()
@@ -35,23 +43,4 @@ func (r *Repo) readRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
 // objectOf is a git object held in full.
 func objectOf(t plumbing.ObjectType, data []byte) gd.Object {
 	return gd.Object{Type: t, Hash: plumbing.ComputeHash(t, data), Data: data}
-}
-
-// writeNamed writes objects as one pack, durably, in flight (see
-// gd.Keep: neither git's gc nor gitmem's takes it) until set has moved a
-// ref onto them, then gitmem's own.
-func (r *Repo) writeNamed(objs []gd.Object, set func() error) error {
-	h, err := r.obj.WritePackFiles(objs, true, gd.InFlight)
-	if err != nil {
-		return err
-	}
-	r.omu.Lock()
-	r.obj.AddPack(h)
-	r.unlockObj()
-	err = set()
-	// Whatever set did (a full gc drops what no ref reaches); one left in
-	// flight, on a full disk, is kept all the same and settled at the
-	// next start.
-	gd.Settle(r.gitDir, h)
-	return err
 }

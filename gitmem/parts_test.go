@@ -36,6 +36,9 @@ var parts = map[string][]string{
 	// the mirror: memories/ following the branch, hand edits found
 	"worktree": {"worktree.go", "worktree_linux.go", "worktree_other.go", "drift.go", "handedit.go"},
 	"journal":  {"journal.go"},
+	// the share engine: sessions with remotes, one at a time
+	"sharer":         {"share.go"},
+	"redactionCache": {"share_redact.go"},
 }
 
 // TestPartsOwnTheirState fails when code outside a part's files names one

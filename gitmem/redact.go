@@ -145,7 +145,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		// the rewrite without its note (a pull would take the old
 		// history back).
 		size := int64(0)
-		if fi, err := os.Stat(r.redactedPath()); err == nil {
+		if fi, err := os.Stat(redactedPath(r.gitDir)); err == nil {
 			size = fi.Size()
 		}
 		if err := r.noteRedaction(red, rep, moved); err != nil {
@@ -153,7 +153,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		}
 		// A redaction that stops before it can move a ref takes its
 		// note back: pulls would refuse the history as it still is.
-		unnote = func() { os.Truncate(r.redactedPath(), size) }
+		unnote = func() { os.Truncate(redactedPath(r.gitDir), size) }
 	}
 	rec := redactRecord{Refs: map[string][2]string{}}
 	for name, m := range moved {

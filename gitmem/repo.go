@@ -188,8 +188,7 @@ type Repo struct {
 	index        []gd.IndexEntry // .git/index as read at start (then nil)
 	indexWritten time.Time
 
-	shareMu    sync.Mutex     // one push, pull or sync at a time (share.go)
-	redactions redactionCache // what the redactions this repository knows removed (share_redact.go)
+	sharer sharer // push, pull and sync sessions, one at a time (share.go)
 
 	smu    sync.RWMutex // guards the published state
 	loaded bool

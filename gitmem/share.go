@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -234,40 +235,17 @@ func (r *Repo) remoteURL(name string) (string, error) {
 	return "", ErrNoRemote
 }
 
-// tracking is the remote-tracking ref of the branch for a remote, as git
+// trackingRef is the remote-tracking ref of branch for a remote, as git
 // names it (refs/remotes/origin/main).
-func (r *Repo) tracking(name string) plumbing.ReferenceName {
-	return plumbing.NewRemoteReferenceName(name, r.branch.Short())
+func trackingRef(branch plumbing.ReferenceName, name string) plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName(name, branch.Short())
 }
 
-func (r *Repo) readTracking(name string) plumbing.Hash {
-	h, _ := r.readRef(r.tracking(name))
+// readTracking is where the remote's branch was when last seen (zero:
+// never).
+func readTracking(gitDir string, branch plumbing.ReferenceName, name string) plumbing.Hash {
+	h, _ := gd.ReadRef(gitDir, trackingRef(branch, name))
 	return h
-}
-
-// setRef moves a ref of ours (a remote-tracking ref, the redaction
-// record) to h. Another process's sync may move it at the same moment:
-// the ref is read again and the move tried again (the last one wins; a
-// tracking ref only says what a remote held when last seen).
-func (r *Repo) setRef(name plumbing.ReferenceName, h plumbing.Hash) error {
-	var err error
-	for range 3 {
-		var old plumbing.Hash
-		old, err = r.readRef(name)
-		if err != nil && !errors.Is(err, gd.ErrNoRef) {
-			return err
-		}
-		if old == h {
-			return nil
-		}
-		r.omu.Lock()
-		err = r.obj.UpdateRef(name, old, h, true)
-		r.unlockObj()
-		if err == nil {
-			return nil
-		}
-	}
-	return err
 }
 
 func (o SyncOptions) auth() remote.Auth {
@@ -275,19 +253,82 @@ func (o SyncOptions) auth() remote.Auth {
 	return remote.Auth{User: a.User, Password: a.Password, Token: a.Token, SSHKey: a.SSHKey, SSHKeyPassphrase: a.SSHKeyPassphrase}
 }
 
-// session is one push, pull or sync: its own view of the object store
-// (walks and packs never wait for, nor hold up, the tool calls' reads),
-// closed at the end so that no pack stays open.
-type session struct {
-	r    *Repo
-	name string
-	url  string
-	opt  SyncOptions
-	st   *gd.Store
-	g    *gd.Graph
-	res  SyncResult
+// sharer is the share engine's own state. Sessions with remotes (push,
+// pull, sync, a redaction pushed) run one at a time, and what the
+// repository's known redactions removed is kept between them for the
+// check before every push.
+type sharer struct {
+	// mu is held for a whole session; it guards redactions. It is first
+	// in the lock order: under it a session applies redactions (the
+	// collector's lock, then the writer turn), merges (the writer turn)
+	// and moves refs (the object store's lock).
+	mu         sync.Mutex
+	redactions redactionCache
+}
 
-	report       RedactReport           // RedactShared's
+// run runs fn as the repository's one session with a remote. fn is given
+// the redaction cache, which only a session reads and fills.
+func (sh *sharer) run(fn func(known *redactionCache) error) error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return fn(&sh.redactions)
+}
+
+// shareStore is what fetching from and pushing to a remote need of the
+// repository besides its files (found by path): HEAD, and the object
+// store. An open Repo is one; so is a clone before it is first opened
+// (cloneStore).
+type shareStore interface {
+	headHash() (plumbing.Hash, error)
+	// objectView is a view of the object store of the caller's own,
+	// closed by the caller (see gd.Store.View).
+	objectView() *gd.Store
+	// withObjects runs fn on the object store that the repository's
+	// other users read, holding the lock they take, and closes the
+	// packs it opened after.
+	withObjects(fn func(st *gd.Store) error) error
+}
+
+// cloneStore is a clone's repository before its first open: the objects
+// and refs the first fetch brings, used by that fetch alone (no writer,
+// no worktree, nothing published yet).
+type cloneStore struct {
+	gitDir string
+	branch plumbing.ReferenceName
+	obj    *gd.Store
+}
+
+func (c *cloneStore) headHash() (plumbing.Hash, error) {
+	h, err := gd.ReadRef(c.gitDir, c.branch)
+	if errors.Is(err, gd.ErrNoRef) {
+		return plumbing.ZeroHash, nil
+	}
+	return h, wrap("read the branch", err)
+}
+
+func (c *cloneStore) objectView() *gd.Store { return c.obj.View() }
+
+func (c *cloneStore) withObjects(fn func(st *gd.Store) error) error {
+	defer c.obj.Release()
+	return fn(c.obj)
+}
+
+// link is one remote of a repository as a push, pull or sync talks to
+// it: fetches and pushes through its own view of the object store (walks
+// and packs never wait for, nor hold up, the tool calls' reads), closed
+// at the end so that no pack stays open.
+type link struct {
+	store  shareStore
+	dir    string
+	gitDir string
+	branch plumbing.ReferenceName
+	name   string
+	url    string
+	opt    SyncOptions
+	st     *gd.Store
+	g      *gd.Graph
+	res    SyncResult
+
 	prevTip      plumbing.Hash          // the remote's branch as last seen before this session fetched
 	takeRedacted bool                   // RedactShared: the remote's history is redacted here, then there
 	localOnly    map[plumbing.Hash]bool // RedactShared: commits only this memory had before it redacted
@@ -297,22 +338,90 @@ type session struct {
 	redactedBy   map[plumbing.Hash]int
 }
 
-func (r *Repo) newSession(name string, opt SyncOptions) (*session, error) {
+func newLink(store shareStore, dir, gitDir string, branch plumbing.ReferenceName, name, url string, opt SyncOptions) *link {
+	opt.defaults()
+	st := store.objectView()
+	return &link{store: store, dir: dir, gitDir: gitDir, branch: branch, name: name, url: url, opt: opt, st: st, g: gd.NewGraph(st)}
+}
+
+// session is one push, pull or sync of an open memory: a link that
+// merges what it fetched, and applies and makes redactions. It runs
+// under the sharer's lock (known is the sharer's cache).
+type session struct {
+	*link
+	r      *Repo
+	known  *redactionCache
+	report RedactReport // RedactShared's
+}
+
+// newLink is a link to the remote name of the open memory.
+func (r *Repo) newLink(name string, opt SyncOptions) (*link, error) {
 	if r.opt.ReadOnly {
 		return nil, ErrReadOnly
 	}
-	opt.defaults()
 	url, err := r.remoteURL(name)
 	if err != nil {
 		return nil, err
 	}
-	st := r.obj.View()
-	return &session{r: r, name: name, url: url, opt: opt, st: st, g: gd.NewGraph(st)}, nil
+	return newLink(r, r.dir, r.gitDir, r.branch, name, url, opt), nil
 }
 
-func (s *session) close() { s.st.Close() }
+func (r *Repo) objectView() *gd.Store { return r.obj.View() }
 
-func (s *session) remoteErr(op string, err error) error {
+func (s *link) close() { s.st.Close() }
+
+func (s *link) tracking() plumbing.ReferenceName { return trackingRef(s.branch, s.name) }
+
+func (s *link) readTracking() plumbing.Hash { return readTracking(s.gitDir, s.branch, s.name) }
+
+func (s *link) readRedactionsRef(name string) plumbing.Hash {
+	return readRedactionsRef(s.gitDir, name)
+}
+
+// setRef moves a ref of ours (a remote-tracking ref, the redaction
+// record) to h. Another process's sync may move it at the same moment:
+// the ref is read again and the move tried again (the last one wins; a
+// tracking ref only says what a remote held when last seen).
+func (s *link) setRef(name plumbing.ReferenceName, h plumbing.Hash) error {
+	var err error
+	for range 3 {
+		var old plumbing.Hash
+		old, err = gd.ReadRef(s.gitDir, name)
+		if err != nil && !errors.Is(err, gd.ErrNoRef) {
+			return err
+		}
+		if old == h {
+			return nil
+		}
+		err = s.store.withObjects(func(st *gd.Store) error { return st.UpdateRef(name, old, h, true) })
+		if err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// writeNamed writes objects as one pack, durably, in flight (see
+// gd.Keep: neither git's gc nor gitmem's takes it) until set has moved a
+// ref onto them, then gitmem's own.
+func (s *link) writeNamed(objs []gd.Object, set func() error) error {
+	h, err := s.st.WritePackFiles(objs, true, gd.InFlight)
+	if err != nil {
+		return err
+	}
+	s.store.withObjects(func(st *gd.Store) error {
+		st.AddPack(h)
+		return nil
+	})
+	err = set()
+	// Whatever set did (a full gc drops what no ref reaches); one left in
+	// flight, on a full disk, is kept all the same and settled at the
+	// next start.
+	gd.Settle(s.gitDir, h)
+	return err
+}
+
+func (s *link) remoteErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -346,17 +455,19 @@ func (r *Repo) Sync(ctx context.Context, name string, opt SyncOptions) (SyncResu
 
 // share runs one push, pull or sync with the remote name, and records how
 // it went.
-func (r *Repo) share(name string, opt SyncOptions, fn func(*session) error) (SyncResult, error) {
-	r.shareMu.Lock()
-	defer r.shareMu.Unlock()
-	s, err := r.newSession(name, opt)
-	if err != nil {
-		return SyncResult{}, err
-	}
-	defer s.close()
-	err = fn(s)
-	r.noteSync(name, err)
-	return s.res, err
+func (r *Repo) share(name string, opt SyncOptions, fn func(*session) error) (res SyncResult, err error) {
+	err = r.sharer.run(func(known *redactionCache) error {
+		l, err := r.newLink(name, opt)
+		if err != nil {
+			return err
+		}
+		defer l.close()
+		err = fn(&session{link: l, r: r, known: known})
+		r.noteSync(name, err)
+		res = l.res
+		return err
+	})
+	return res, err
 }
 
 func (s *session) sync(ctx context.Context) error {
@@ -387,8 +498,8 @@ func (s *session) sync(ctx context.Context) error {
 // fetch brings the remote's branch (and its redaction record) into the
 // object store and moves the remote-tracking refs. It returns the
 // remote's branch commit (zero: the remote has no such branch).
-func (s *session) fetch(ctx context.Context) (plumbing.Hash, error) {
-	conn, err := remote.Dial(ctx, s.url, s.r.dir, s.opt.auth(), false)
+func (s *link) fetch(ctx context.Context) (plumbing.Hash, error) {
+	conn, err := remote.Dial(ctx, s.url, s.dir, s.opt.auth(), false)
 	if err != nil {
 		return plumbing.ZeroHash, s.remoteErr("fetch from", err)
 	}
@@ -398,11 +509,11 @@ func (s *session) fetch(ctx context.Context) (plumbing.Hash, error) {
 	var packs []plumbing.Hash
 	defer func() {
 		for _, h := range packs {
-			gd.Settle(s.r.gitDir, h)
+			gd.Settle(s.gitDir, h)
 		}
 	}()
 	refs := conn.Refs()
-	tip, rec := refs[s.r.branch], refs[redactionsRef]
+	tip, rec := refs[s.branch], refs[redactionsRef]
 	if err := s.checkRedactedHere(tip); err != nil {
 		return plumbing.ZeroHash, err // before a single object of it comes
 	}
@@ -414,11 +525,11 @@ func (s *session) fetch(ctx context.Context) (plumbing.Hash, error) {
 	}
 	if len(wants) > 0 {
 		var haves []plumbing.Hash
-		head, err := s.r.headHash()
+		head, err := s.store.headHash()
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		for _, h := range []plumbing.Hash{head, s.r.readTracking(s.name), s.r.readRedactionsRef(s.name), s.r.readRedactionsRef("")} {
+		for _, h := range []plumbing.Hash{head, s.readTracking(), s.readRedactionsRef(s.name), s.readRedactionsRef("")} {
 			if !h.IsZero() && s.g.Has(h) {
 				haves = append(haves, h)
 			}
@@ -430,15 +541,16 @@ func (s *session) fetch(ctx context.Context) (plumbing.Hash, error) {
 			err = s.checkReceived(packs, tip)
 		}
 		if err != nil {
-			gd.RemovePacks(s.r.gitDir, packs)
+			gd.RemovePacks(s.gitDir, packs)
 			packs = nil
 			s.st.Reindex()
 			return plumbing.ZeroHash, s.remoteErr("fetch from", err)
 		}
 		s.res.Fetched += n
-		s.r.omu.Lock()
-		s.r.obj.Reindex() // the new pack, for this process's reads
-		s.r.unlockObj()
+		s.store.withObjects(func(st *gd.Store) error {
+			st.Reindex() // the new pack, for this process's reads
+			return nil
+		})
 		for _, h := range wants {
 			if !s.g.Has(h) {
 				return plumbing.ZeroHash, s.remoteErr("fetch from", fmt.Errorf("the remote did not send the commit %s", h))
@@ -450,14 +562,14 @@ func (s *session) fetch(ctx context.Context) (plumbing.Hash, error) {
 	}
 	if !tip.IsZero() {
 		if s.prevTip.IsZero() {
-			s.prevTip = s.r.readTracking(s.name)
+			s.prevTip = s.readTracking()
 		}
-		if err := s.r.setRef(s.r.tracking(s.name), tip); err != nil {
-			return tip, wrap("update "+s.r.tracking(s.name).String(), err)
+		if err := s.setRef(s.tracking(), tip); err != nil {
+			return tip, wrap("update "+s.tracking().String(), err)
 		}
 	}
 	if !rec.IsZero() {
-		if err := s.r.setRef(remoteRedactionsRef(s.name), rec); err != nil {
+		if err := s.setRef(remoteRedactionsRef(s.name), rec); err != nil {
 			return tip, wrap("update the redaction record", err)
 		}
 	}
@@ -482,7 +594,7 @@ func (s *session) pull(ctx context.Context) error {
 // integrate merges the fetched commit tip into the memory as one Update
 // (merger.commit).
 func (s *session) integrate(tip plumbing.Hash) error {
-	m := &merger{r: s.r, g: s.g, st: s.st, label: s.name + "/" + s.r.branch.Short(), theirs: tip, limits: s.opt.Limits,
+	m := &merger{r: s.r, g: s.g, st: s.st, label: s.name + "/" + s.branch.Short(), theirs: tip, limits: s.opt.Limits,
 		unrelated: s.opt.AllowUnrelatedHistories || s.r.readSyncState()[s.name].ClonedEmpty}
 	meta := Meta{Subject: "memory: merge " + m.label, Author: s.r.operator(s.opt.Author),
 		Trailers: []Trailer{{TrailerCommand, "merge"}}}
@@ -510,18 +622,18 @@ func (s *session) integrate(tip plumbing.Hash) error {
 
 // push sends HEAD to the remote's branch when that is a fast-forward.
 func (s *session) push(ctx context.Context) error {
-	conn, err := remote.Dial(ctx, s.url, s.r.dir, s.opt.auth(), true)
+	conn, err := remote.Dial(ctx, s.url, s.dir, s.opt.auth(), true)
 	if err != nil {
 		return s.remoteErr("push to", err)
 	}
 	defer conn.Close()
 	refs := conn.Refs()
-	theirs := refs[s.r.branch]
-	head, err := s.r.headHash()
+	theirs := refs[s.branch]
+	head, err := s.store.headHash()
 	if err != nil {
 		return err
 	}
-	updates := []remote.Update{{Name: s.r.branch, Old: theirs, New: head}}
+	updates := []remote.Update{{Name: s.branch, Old: theirs, New: head}}
 	if theirs == head {
 		updates = nil
 	} else if !theirs.IsZero() {
@@ -540,7 +652,7 @@ func (s *session) push(ctx context.Context) error {
 		tips = append(tips, u.New)
 	}
 	if len(updates) == 0 {
-		return wrap("update "+s.r.tracking(s.name).String(), s.r.setRef(s.r.tracking(s.name), head))
+		return wrap("update "+s.tracking().String(), s.setRef(s.tracking(), head))
 	}
 	var haves []plumbing.Hash
 	for _, h := range refs {
@@ -552,19 +664,19 @@ func (s *session) push(ctx context.Context) error {
 	if err != nil {
 		return wrap("find what the remote lacks", err)
 	}
-	if err := s.r.checkNotRedacted(s.st, objects, commits); err != nil {
+	if err := s.known.check(s.st, s.readRedactionsRef(""), objects); err != nil {
 		return err
 	}
 	if err := conn.Push(ctx, s.st, objects, updates); err != nil {
 		var rej *remote.RejectedError
-		if errors.As(err, &rej) && rej.Ref == s.r.branch.String() && !declined(rej.Reason) {
+		if errors.As(err, &rej) && rej.Ref == s.branch.String() && !declined(rej.Reason) {
 			return fmt.Errorf("%w (%s)", ErrNonFastForward, rej.Reason)
 		}
 		return s.remoteErr("push to", err)
 	}
 	s.res.Pushed += countCommits(commits, head)
-	if err := s.r.setRef(s.r.tracking(s.name), head); err != nil {
-		return wrap("update "+s.r.tracking(s.name).String(), err)
+	if err := s.setRef(s.tracking(), head); err != nil {
+		return wrap("update "+s.tracking().String(), err)
 	}
 	return nil
 }
@@ -623,9 +735,9 @@ func (r *Repo) Status(name string) (SyncStatus, error) {
 	st := SyncStatus{Remote: name, URL: url}
 	rec := r.readSyncState()[name]
 	st.LastSync, st.LastAttempt, st.LastError, st.Refused = rec.LastSync, rec.LastAttempt, rec.LastError, rec.Refused
-	track := r.readTracking(name)
-	for _, lr := range r.localRedactions() {
-		if lr.Time.After(st.LastSync) && !track.IsZero() && lr.Refs[r.tracking(name).String()] == track.String() {
+	track := readTracking(r.gitDir, r.branch, name)
+	for _, lr := range localRedactions(r.gitDir) {
+		if lr.Time.After(st.LastSync) && !track.IsZero() && lr.Refs[trackingRef(r.branch, name).String()] == track.String() {
 			st.RedactedHere = lr.Time
 			break
 		}
@@ -691,7 +803,7 @@ func (r *Repo) noteSync(name string, err error) {
 			st.LastError = err.Error()
 		} else {
 			st.LastSync = st.LastAttempt
-			st.ClonedEmpty = st.ClonedEmpty && r.readTracking(name).IsZero()
+			st.ClonedEmpty = st.ClonedEmpty && readTracking(r.gitDir, r.branch, name).IsZero()
 		}
 	})
 }
@@ -768,42 +880,9 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 	if err := gd.AddRemote(gitDir, "origin", url); err != nil {
 		return fail(wrap("write .git/config", err))
 	}
-	// Fetch before the repository is opened, into a repository with no
-	// branch yet; open it at the remote's commit when that is clean.
 	opt.defaults(dir)
 	sopt.defaults()
-	pre := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: opt.hooks.open(gitDir), branch: plumbing.NewBranchReferenceName("main")}
-	st := pre.obj.View()
-	s := &session{r: pre, name: "origin", url: url, opt: sopt, st: st, g: gd.NewGraph(st)}
-	tip, err := s.fetch(ctx)
-	empty := err == nil && tip.IsZero()
-	if rec := pre.readRedactionsRef("origin"); err == nil && !rec.IsZero() {
-		// The history fetched is the remote's, redactions applied: its
-		// record is this clone's too, once it checks.
-		if _, err = readRecord(st, rec); err != nil {
-			err = s.remoteErr("fetch from", err)
-		} else {
-			err = pre.setRef(redactionsRef, rec)
-		}
-	}
-	if err == nil && !tip.IsZero() {
-		var clean bool
-		if clean, err = s.clean(tip); err == nil && clean {
-			if err = pre.obj.UpdateRef(pre.branch, plumbing.ZeroHash, tip, true); err == nil {
-				// Opening brings the worktree to the branch, as after a
-				// crash, but quietly: a first checkout, nothing to recover.
-				err = pre.writeJournal(journal{Paths: []string{memDir}, Checkout: true})
-			}
-			tip = plumbing.ZeroHash
-		} else if err == nil {
-			// A tree gitmem would not have made: the memory starts empty
-			// and merges what it can hold (below).
-			err = pre.initCommit()
-		}
-	}
-	res := s.res
-	st.Close()
-	pre.obj.Close()
+	tip, empty, res, err := cloneFetch(ctx, dir, url, opt, sopt)
 	if err != nil {
 		return fail(err)
 	}
@@ -812,13 +891,14 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 		return fail(err)
 	}
 	if !tip.IsZero() { // a tree gitmem would not have made: merge what it can hold
-		r.shareMu.Lock()
-		st := r.obj.View()
-		s := &session{r: r, name: "origin", url: url, opt: sopt, st: st, g: gd.NewGraph(st), res: res}
-		err = s.integrate(tip)
-		res = s.res
-		st.Close()
-		r.shareMu.Unlock()
+		err = r.sharer.run(func(known *redactionCache) error {
+			l := newLink(r, dir, r.gitDir, r.branch, "origin", url, sopt)
+			defer l.close()
+			l.res = res
+			err := (&session{link: l, r: r, known: known}).integrate(tip)
+			res = l.res
+			return err
+		})
 		if err != nil {
 			r.Close()
 			return fail(err)
@@ -831,26 +911,67 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 	return r, res, nil
 }
 
+// cloneFetch fetches the remote's branch into the new repository at dir
+// before it is first opened, into a repository with no branch yet. When
+// its tree is one gitmem would have made, the branch is set to it and the
+// first open checks it out; otherwise the memory gets an empty first
+// commit, and tip is the commit to merge once it is open. empty says the
+// remote has no branch.
+func cloneFetch(ctx context.Context, dir, url string, opt Options, sopt SyncOptions) (tip plumbing.Hash, empty bool, res SyncResult, err error) {
+	gitDir := filepath.Join(dir, ".git")
+	cs := &cloneStore{gitDir: gitDir, branch: plumbing.NewBranchReferenceName("main"), obj: opt.hooks.open(gitDir)}
+	defer cs.obj.Close()
+	s := newLink(cs, dir, gitDir, cs.branch, "origin", url, sopt)
+	defer s.close()
+	tip, err = s.fetch(ctx)
+	empty = err == nil && tip.IsZero()
+	if rec := s.readRedactionsRef("origin"); err == nil && !rec.IsZero() {
+		// The history fetched is the remote's, redactions applied: its
+		// record is this clone's too, once it checks.
+		if _, err = readRecord(s.st, rec); err != nil {
+			err = s.remoteErr("fetch from", err)
+		} else {
+			err = s.setRef(redactionsRef, rec)
+		}
+	}
+	if err == nil && !tip.IsZero() {
+		var clean bool
+		if clean, err = s.clean(tip); err == nil && clean {
+			if err = cs.obj.UpdateRef(cs.branch, plumbing.ZeroHash, tip, true); err == nil {
+				// Opening brings the worktree to the branch, as after a
+				// crash, but quietly: a first checkout, nothing to recover.
+				err = writeJournal(cs.obj.Env, gitDir, journal{Paths: []string{memDir}, Checkout: true})
+			}
+			tip = plumbing.ZeroHash
+		} else if err == nil {
+			// A tree gitmem would not have made: the memory starts empty
+			// and merges what it can hold (below).
+			err = s.initCommit(opt)
+		}
+	}
+	return tip, empty, s.res, err
+}
+
 // initCommit makes a new repository's first commit, an empty memory, as
 // Open would (it refuses to start one where commits exist: these are the
 // remote's, fetched).
-func (r *Repo) initCommit() error {
+func (s *link) initCommit(opt Options) error {
 	tree := objectOf(plumbing.TreeObject, nil)
 	msg := Meta{Subject: "memory: init", Trailers: []Trailer{{TrailerCommand, "init"}}}.message()
-	raw, err := encodeCommit(tree.Hash, nil, r.opt.Operator, r.opt.Committer, r.opt.Now(), msg)
+	raw, err := encodeCommit(tree.Hash, nil, opt.Operator, opt.Committer, opt.Now(), msg)
 	if err != nil {
 		return wrap("write the first commit", err)
 	}
 	c := objectOf(plumbing.CommitObject, raw)
-	return wrap("write the first commit", r.writeNamed([]gd.Object{tree, c}, func() error {
-		return r.obj.UpdateRef(r.branch, plumbing.ZeroHash, c.Hash, true)
+	return wrap("write the first commit", s.writeNamed([]gd.Object{tree, c}, func() error {
+		return s.store.withObjects(func(st *gd.Store) error { return st.UpdateRef(s.branch, plumbing.ZeroHash, c.Hash, true) })
 	}))
 }
 
 // clean reports whether the tree of commit h is one gitmem would have
 // made: nothing but memories/, every file valid and within the limits.
-func (s *session) clean(h plumbing.Hash) (bool, error) {
-	m := &merger{r: s.r, g: s.g, st: s.st, limits: s.opt.Limits}
+func (s *link) clean(h plumbing.Hash) (bool, error) {
+	m := &merger{g: s.g, st: s.st, limits: s.opt.Limits} // no r: what clean reads of it is the remote's commit alone
 	c, err := s.g.Commit(h)
 	if err != nil {
 		return false, wrap("read the remote's commit", err)
@@ -874,8 +995,8 @@ func (s *session) clean(h plumbing.Hash) (bool, error) {
 
 // reopen starts the session's view of the objects afresh (packs were
 // replaced or deleted).
-func (s *session) reopen() {
+func (s *link) reopen() {
 	s.st.Close()
-	s.st = s.r.obj.View()
+	s.st = s.store.objectView()
 	s.g = gd.NewGraph(s.st)
 }

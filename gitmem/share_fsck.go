@@ -18,12 +18,12 @@ import (
 // or not. The error names the first commit of the fetched branch that
 // holds it (or the object, when no commit of it does); the caller removes
 // the packs.
-func (s *session) checkReceived(packs []plumbing.Hash, tip plumbing.Hash) error {
+func (s *link) checkReceived(packs []plumbing.Hash, tip plumbing.Hash) error {
 	bad := map[plumbing.Hash]gd.ObjectProblem{}
 	kind := map[plumbing.Hash]plumbing.ObjectType{}
 	special := map[plumbing.Hash]string{}
 	for _, p := range packs {
-		hs, err := gd.PackHashes(gd.PackIndexPath(s.r.gitDir, p))
+		hs, err := gd.PackHashes(gd.PackIndexPath(s.gitDir, p))
 		if err != nil {
 			return wrap("read what the remote sent", err)
 		}
@@ -80,9 +80,9 @@ func (e *ObjectsRefusedError) Error() string { return e.Reason }
 // holder finds the oldest commit of tip's history, less HEAD's, that is
 // or holds one of the bad objects, with that object and its path; a zero
 // commit and any bad object when none does.
-func (s *session) holder(tip plumbing.Hash, bad map[plumbing.Hash]gd.ObjectProblem) (commit, obj plumbing.Hash, at string) {
+func (s *link) holder(tip plumbing.Hash, bad map[plumbing.Hash]gd.ObjectProblem) (commit, obj plumbing.Hash, at string) {
 	var ours []plumbing.Hash
-	if head, err := s.r.headHash(); err == nil && !head.IsZero() {
+	if head, err := s.store.headHash(); err == nil && !head.IsZero() {
 		ours = append(ours, head)
 	}
 	seen := map[plumbing.Hash]bool{}

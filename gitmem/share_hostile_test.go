@@ -223,7 +223,7 @@ func TestRemoteObjectsGitFsckRefuses(t *testing.T) {
 		if !Refused(err) || !status(r, remoteName).Refused {
 			t.Errorf("%s: the refusal does not read as one (Refused, Status.Refused): serve --sync would retry it as a failure that passes", c.name)
 		}
-		if got := r.readTracking(remoteName); got.String() != base {
+		if got := readTracking(r.gitDir, r.branch, remoteName); got.String() != base {
 			t.Errorf("%s: the refused fetch moved the remote-tracking ref to %s", c.name, got)
 		}
 		if after := packFiles(r); !slices.Equal(after, before) {

@@ -53,12 +53,12 @@ func remoteRedactionsRef(name string) plumbing.ReferenceName {
 
 // readRedactionsRef reads the remote's record as fetched, or with name ""
 // the repository's own.
-func (r *Repo) readRedactionsRef(name string) plumbing.Hash {
+func readRedactionsRef(gitDir, name string) plumbing.Hash {
 	ref := redactionsRef
 	if name != "" {
 		ref = remoteRedactionsRef(name)
 	}
-	h, _ := r.readRef(ref)
+	h, _ := gd.ReadRef(gitDir, ref)
 	return h
 }
 
@@ -224,7 +224,7 @@ func readRecord(st *gd.Store, h plumbing.Hash) ([]redactionEntry, error) {
 
 // writeRecord writes a record commit holding entries, after parent, and
 // points refs/gitmem/redactions at it.
-func (r *Repo) writeRecord(entries []redactionEntry, parent plumbing.Hash) (plumbing.Hash, error) {
+func (s *session) writeRecord(entries []redactionEntry, parent plumbing.Hash) (plumbing.Hash, error) {
 	var b strings.Builder
 	for _, e := range entries {
 		line, _ := json.Marshal(e)
@@ -235,12 +235,13 @@ func (r *Repo) writeRecord(entries []redactionEntry, parent plumbing.Hash) (plum
 	tree := objectOf(plumbing.TreeObject, gd.EncodeEntries([]object.TreeEntry{{Name: redactionRecordFile, Mode: filemode.Regular, Hash: blob.Hash}}))
 	msg := Meta{Subject: fmt.Sprintf("memory: redaction record (%d redaction(s))", len(entries)),
 		Trailers: []Trailer{{TrailerCommand, redactionRecordCommand}}}.message()
-	raw, err := encodeCommit(tree.Hash, parentList(parent), r.opt.Operator, r.opt.Committer, r.opt.Now(), msg)
+	opt := s.r.opt
+	raw, err := encodeCommit(tree.Hash, parentList(parent), opt.Operator, opt.Committer, opt.Now(), msg)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	c := objectOf(plumbing.CommitObject, raw)
-	return c.Hash, r.writeNamed([]gd.Object{blob, tree, c}, func() error { return r.setRef(redactionsRef, c.Hash) })
+	return c.Hash, s.writeNamed([]gd.Object{blob, tree, c}, func() error { return s.setRef(redactionsRef, c.Hash) })
 }
 
 // redactionCache holds the objects the repository's known redactions
@@ -250,14 +251,14 @@ type redactionCache struct {
 	removed map[plumbing.Hash]string // object -> the redaction that removed it
 }
 
-// checkNotRedacted refuses a push that would send an object a redaction
-// removed (a clone that still held it must never bring it back).
-func (r *Repo) checkNotRedacted(st *gd.Store, objects []plumbing.Hash, _ []*object.Commit) error {
-	rec := r.readRedactionsRef("")
+// check refuses a push that would send an object a redaction of the
+// record rec (the repository's) removed: a clone that still held it must
+// never bring it back. The cache is read from st when rec moved.
+func (c *redactionCache) check(st *gd.Store, rec plumbing.Hash, objects []plumbing.Hash) error {
 	if rec.IsZero() {
 		return nil
 	}
-	if r.redactions.record != rec {
+	if c.record != rec {
 		entries, err := readRecord(st, rec)
 		if err != nil {
 			return wrap("read the redaction record", err)
@@ -271,10 +272,10 @@ func (r *Repo) checkNotRedacted(st *gd.Store, objects []plumbing.Hash, _ []*obje
 				removed[plumbing.NewHash(m[0])] = e.ID
 			}
 		}
-		r.redactions = redactionCache{record: rec, removed: removed}
+		*c = redactionCache{record: rec, removed: removed}
 	}
 	for _, h := range objects {
-		if id, ok := r.redactions.removed[h]; ok {
+		if id, ok := c.removed[h]; ok {
 			return fmt.Errorf("gitmem: refusing to push: the object %s was removed by the redaction %s; run gitmem fsck, then pull to apply the redaction", h, id)
 		}
 	}
@@ -291,8 +292,8 @@ func (r *Repo) checkNotRedacted(st *gd.Store, objects []plumbing.Hash, _ []*obje
 // remote rewritten some other way, or a record made up) is refused: a
 // redaction rewrites this clone's history for good.
 func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error {
-	theirs := s.r.readRedactionsRef(s.name)
-	ours := s.r.readRedactionsRef("")
+	theirs := s.readRedactionsRef(s.name)
+	ours := s.readRedactionsRef("")
 	if theirs.IsZero() || theirs == ours {
 		return nil
 	}
@@ -373,10 +374,10 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		}
 	}
 	if len(extra) > 0 {
-		_, err := s.r.writeRecord(append(slices.Clone(remoteEntries), extra...), theirs)
+		_, err := s.writeRecord(append(slices.Clone(remoteEntries), extra...), theirs)
 		return wrap("write the redaction record", err)
 	}
-	return wrap("update the redaction record", s.r.setRef(redactionsRef, next))
+	return wrap("update the redaction record", s.setRef(redactionsRef, next))
 }
 
 // checkRecord refuses a redaction record the remote's history does not
@@ -405,8 +406,8 @@ func (s *session) checkRecord(ctx context.Context, e redactionEntry, red Redacti
 
 // redactionUpdate is the push of the repository's record, when the
 // remote's is behind it.
-func (s *session) redactionUpdate(refs remote.Refs) (remote.Update, bool) {
-	ours := s.r.readRedactionsRef("")
+func (s *link) redactionUpdate(refs remote.Refs) (remote.Update, bool) {
+	ours := s.readRedactionsRef("")
 	theirs := refs[redactionsRef]
 	if ours.IsZero() || ours == theirs {
 		return remote.Update{}, false
@@ -465,7 +466,7 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 	if err := s.applyRedactions(ctx, tip); err != nil {
 		return err
 	}
-	lease := s.r.readTracking(s.name) // what the remote's branch holds
+	lease := s.readTracking() // what the remote's branch holds
 	if err := s.noteLocalOnly(tip); err != nil {
 		return err
 	}
@@ -532,11 +533,11 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 	if held {
 		// The remote's branch, rewritten with every ref: what it holds
 		// besides what this memory has is merged now.
-		if err := s.integrate(s.r.readTracking(s.name)); err != nil {
+		if err := s.integrate(s.readTracking()); err != nil {
 			return err
 		}
 	}
-	prev := s.r.readRedactionsRef("")
+	prev := s.readRedactionsRef("")
 	entries, err := readRecord(s.st, prev)
 	if err != nil {
 		return wrap("read the redaction record", err)
@@ -550,7 +551,7 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 			}
 		}
 		var err error
-		rec, err = s.r.writeRecord(append(slices.Clone(entries), add...), prev)
+		rec, err = s.writeRecord(append(slices.Clone(entries), add...), prev)
 		return wrap("write the redaction record", err)
 	}
 	if err := record(); err != nil {
@@ -582,7 +583,7 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 		if err := record(); err != nil {
 			return err
 		}
-		if err := s.integrate(s.r.readTracking(s.name)); err != nil {
+		if err := s.integrate(s.readTracking()); err != nil {
 			return err
 		}
 	}
@@ -590,8 +591,8 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 
 // noteLocalOnly adds to s.localOnly the commits of HEAD's history that
 // the remote's branch (tip, as fetched) lacks.
-func (s *session) noteLocalOnly(tip plumbing.Hash) error {
-	head, err := s.r.headHash()
+func (s *link) noteLocalOnly(tip plumbing.Hash) error {
+	head, err := s.store.headHash()
 	if err != nil || head.IsZero() {
 		return err
 	}
@@ -615,17 +616,17 @@ func (e *leaseError) Error() string { return "the remote moved during the redact
 
 // forcePush replaces the remote's branch (which must hold lease) with
 // HEAD, and its redaction record with rec.
-func (s *session) forcePush(ctx context.Context, lease, rec plumbing.Hash, rewritten map[string]bool) error {
-	conn, err := remote.Dial(ctx, s.url, s.r.dir, s.opt.auth(), true)
+func (s *link) forcePush(ctx context.Context, lease, rec plumbing.Hash, rewritten map[string]bool) error {
+	conn, err := remote.Dial(ctx, s.url, s.dir, s.opt.auth(), true)
 	if err != nil {
 		return s.remoteErr("push to", err)
 	}
 	defer conn.Close()
 	refs := conn.Refs()
-	if refs[s.r.branch] != lease {
+	if refs[s.branch] != lease {
 		return &leaseError{}
 	}
-	head, err := s.r.headHash()
+	head, err := s.store.headHash()
 	if err != nil {
 		return err
 	}
@@ -654,7 +655,7 @@ func (s *session) forcePush(ctx context.Context, lease, rec plumbing.Hash, rewri
 	if err != nil {
 		return wrap("find what the remote lacks", err)
 	}
-	updates := []remote.Update{{Name: s.r.branch, Old: lease, New: head}, {Name: redactionsRef, Old: refs[redactionsRef], New: rec}}
+	updates := []remote.Update{{Name: s.branch, Old: lease, New: head}, {Name: redactionsRef, Old: refs[redactionsRef], New: rec}}
 	if err := conn.Push(ctx, s.st, objects, updates); err != nil {
 		var rej *remote.RejectedError
 		if errors.As(err, &rej) {
@@ -663,7 +664,7 @@ func (s *session) forcePush(ctx context.Context, lease, rec plumbing.Hash, rewri
 		return s.remoteErr("push to", err)
 	}
 	s.res.Pushed += countCommits(commits, head)
-	return wrap("update "+s.r.tracking(s.name).String(), s.r.setRef(s.r.tracking(s.name), head))
+	return wrap("update "+s.tracking().String(), s.setRef(s.tracking(), head))
 }
 
 func newID() string {
@@ -712,7 +713,7 @@ func (lr localRedaction) sameRule(red Redaction) bool {
 	return lr.Path == red.Path && lr.Blob == red.Blob && lr.Match == m
 }
 
-func (r *Repo) redactedPath() string { return filepath.Join(r.gitDir, "gitmem", "redacted") }
+func redactedPath(gitDir string) string { return filepath.Join(gitDir, "gitmem", "redacted") }
 
 // noteRedaction appends the rule, rep's rewritten commits and where the
 // refs moved to the file, durably.
@@ -729,7 +730,7 @@ func (r *Repo) noteRedaction(red Redaction, rep RedactReport, moved map[plumbing
 		lr.Refs[name.String()] = m[1].String()
 	}
 	line, _ := json.Marshal(lr)
-	f, err := os.OpenFile(r.redactedPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(redactedPath(r.gitDir), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -745,8 +746,8 @@ func (r *Repo) noteRedaction(red Redaction, rep RedactReport, moved map[plumbing
 
 // localRedactions reads the file (a line a crash cut short is skipped:
 // its redaction had not moved a ref).
-func (r *Repo) localRedactions() []localRedaction {
-	data, err := os.ReadFile(r.redactedPath())
+func localRedactions(gitDir string) []localRedaction {
+	data, err := os.ReadFile(redactedPath(gitDir))
 	if err != nil {
 		return nil
 	}
@@ -763,8 +764,8 @@ func (r *Repo) localRedactions() []localRedaction {
 // redactedHere returns the redactions made here without --push, in the
 // order they were made, and the commits they rewrote, each with the
 // index of the redaction that did (nil: none).
-func (r *Repo) redactedHere() ([]localRedaction, map[plumbing.Hash]int) {
-	lrs := r.localRedactions()
+func redactedHere(gitDir string) ([]localRedaction, map[plumbing.Hash]int) {
+	lrs := localRedactions(gitDir)
 	if len(lrs) == 0 {
 		return nil, nil
 	}
@@ -781,9 +782,9 @@ func (r *Repo) redactedHere() ([]localRedaction, map[plumbing.Hash]int) {
 
 // redactedHere is the repository's, read once per session (each fetch
 // asks twice: before and after it).
-func (s *session) redactedHere() ([]localRedaction, map[plumbing.Hash]int) {
+func (s *link) redactedHere() ([]localRedaction, map[plumbing.Hash]int) {
 	if !s.redactedRead {
-		s.redacted, s.redactedBy = s.r.redactedHere()
+		s.redacted, s.redactedBy = redactedHere(s.gitDir)
 		s.redactedRead = true
 	}
 	return s.redacted, s.redactedBy
@@ -804,7 +805,7 @@ func (e *RedactedRemoteError) Error() string {
 
 // checkNewHistory refuses a fetched branch tip whose history holds a
 // commit a redaction made here rewrote (the remote moved on from it).
-func (s *session) checkNewHistory(tip plumbing.Hash) error {
+func (s *link) checkNewHistory(tip plumbing.Hash) error {
 	if s.takeRedacted {
 		return nil
 	}
@@ -820,13 +821,13 @@ func (s *session) checkNewHistory(tip plumbing.Hash) error {
 // (its history, less HEAD's), with that commit; first is -1 when none
 // did. The ones after it rewrote what it made of that history, so a
 // remote holding it needs every one of them from there on.
-func (s *session) redactedIn(tip plumbing.Hash) (lrs []localRedaction, first int, commit plumbing.Hash, err error) {
+func (s *link) redactedIn(tip plumbing.Hash) (lrs []localRedaction, first int, commit plumbing.Hash, err error) {
 	lrs, by := s.redactedHere()
 	first = -1
 	if tip.IsZero() || len(by) == 0 {
 		return lrs, first, commit, nil
 	}
-	head, err := s.r.headHash()
+	head, err := s.store.headHash()
 	if err != nil {
 		return nil, first, commit, err
 	}
@@ -848,7 +849,7 @@ func (s *session) redactedIn(tip plumbing.Hash) (lrs []localRedaction, first int
 
 // checkRedactedHere refuses commits (hashes) that a redaction made here
 // rewrote, unless the session is the one that redacts the remote too.
-func (s *session) checkRedactedHere(commits ...plumbing.Hash) error {
+func (s *link) checkRedactedHere(commits ...plumbing.Hash) error {
 	if s.takeRedacted {
 		return nil
 	}
@@ -858,7 +859,7 @@ func (s *session) checkRedactedHere(commits ...plumbing.Hash) error {
 		if !ok {
 			continue
 		}
-		if head, err := s.r.headHash(); err == nil && !head.IsZero() && s.g.Has(c) {
+		if head, err := s.store.headHash(); err == nil && !head.IsZero() && s.g.Has(c) {
 			if in, err := s.g.IsAncestor(c, head); err == nil && in {
 				continue // still this memory's own: the redaction never moved a ref
 			}

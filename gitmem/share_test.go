@@ -1012,7 +1012,7 @@ func TestMergeCarriedOverCallsIsTheSame(t *testing.T) {
 			for range 3 {
 				change(a, "a")
 			}
-			s, err := a.newSession("origin", SyncOptions{})
+			s, err := a.newLink("origin", SyncOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
