@@ -351,8 +351,8 @@ type histGrowth struct {
 // and the commit pipeline go on meanwhile. It reports what it added (nil:
 // the index was at head already).
 func (r *Repo) catchUp(head plumbing.Hash, progress Progress) ([]histRec, *histGrowth, error) {
-	r.histIndex.buildMu.Lock()
-	defer r.histIndex.buildMu.Unlock()
+	c := r.histIndex.startCatchUp()
+	defer c.done()
 	base, gen := r.histIndex.base()
 	oldTip := tipOf(base)
 	if oldTip == head {
@@ -364,14 +364,32 @@ func (r *Repo) catchUp(head plumbing.Hash, progress Progress) ([]histRec, *histG
 	if err != nil {
 		return nil, nil, err
 	}
-	return r.record(base, gen, w, progress)
+	return r.record(c, base, gen, w, progress)
 }
+
+// catchingUp is the index's buildMu held: the one catch-up under way.
+type catchingUp struct{ x *historyIndex }
+
+// startCatchUp takes buildMu, waiting for a catch-up under way.
+func (x *historyIndex) startCatchUp() catchingUp {
+	x.buildMu.Lock()
+	return catchingUp{x}
+}
+
+// tryCatchUp takes buildMu unless a catch-up is under way.
+func (x *historyIndex) tryCatchUp() (catchingUp, bool) {
+	if !x.buildMu.TryLock() {
+		return catchingUp{}, false
+	}
+	return catchingUp{x}, true
+}
+
+func (c catchingUp) done() { c.x.buildMu.Unlock() }
 
 // record records the commits a walk found (their trees compared, omu
 // taken per commit) and installs the index base grew into, unless it was
-// dropped or changed meanwhile (errHistoryReset). Called with the index's
-// buildMu held.
-func (r *Repo) record(base []histRec, gen int, w newCommits, progress Progress) ([]histRec, *histGrowth, error) {
+// dropped or changed meanwhile (errHistoryReset), within the catch-up c.
+func (r *Repo) record(c catchingUp, base []histRec, gen int, w newCommits, progress Progress) ([]histRec, *histGrowth, error) {
 	oldTip := tipOf(base)
 	r.opt.hooks.atCatchUp()
 	recs := make([]histRec, 0, len(w.newer))
@@ -397,7 +415,7 @@ func (r *Repo) record(base []histRec, gen int, w newCommits, progress Progress) 
 		hist = reachable(base, w.known, w.boundary)
 	}
 	hist = append(hist[:len(hist):len(hist)], recs...)
-	if err := r.histIndex.install(base, gen, hist); err != nil {
+	if err := c.install(base, gen, hist); err != nil {
 		return nil, nil, err
 	}
 	return hist, &histGrowth{oldTip: oldTip, appendOnly: w.reachedTip, recs: recs, gen: gen}, nil
@@ -405,7 +423,8 @@ func (r *Repo) record(base []histRec, gen int, w newCommits, progress Progress) 
 
 // install makes hist the index, grown from base (of generation gen),
 // unless the index was dropped or changed meanwhile (errHistoryReset).
-func (x *historyIndex) install(base []histRec, gen int, hist []histRec) error {
+func (c catchingUp) install(base []histRec, gen int, hist []histRec) error {
+	x := c.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.gen != gen || len(x.recs) != len(base) || tipOf(x.recs) != tipOf(base) {
@@ -1032,18 +1051,30 @@ func (r *Repo) walkIDs(head plumbing.Hash) error {
 	r.toolIDs.replace(ids)
 	// A few commits (a merge, an operator's commit) are recorded here
 	// and now, unless a build is under way; more, in the background.
-	if len(w.newer) <= inlineCatchUp && r.histIndex.buildMu.TryLock() {
-		_, grew, err := r.record(base, gen, w, nil)
-		r.histIndex.buildMu.Unlock()
-		if err == nil {
-			if grew != nil {
-				r.saveGrowth(*grew, saveHeld)
-			}
-			return nil
-		}
+	if len(w.newer) <= inlineCatchUp && r.recordHere(base, gen, w) {
+		return nil
 	}
 	r.startBuild(head)
 	return nil
+}
+
+// recordHere records and saves the commits walkIDs found, unless a
+// catch-up is under way; it reports whether it did. Called with wmu held,
+// owning the writer lock.
+func (r *Repo) recordHere(base []histRec, gen int, w newCommits) bool {
+	c, ok := r.histIndex.tryCatchUp()
+	if !ok {
+		return false
+	}
+	_, grew, err := r.record(c, base, gen, w, nil)
+	c.done()
+	if err != nil {
+		return false
+	}
+	if grew != nil {
+		r.saveGrowth(*grew, saveHeld)
+	}
+	return true
 }
 
 // inlineCatchUp is the most commits walkIDs records itself: their trees

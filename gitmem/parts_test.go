@@ -26,6 +26,7 @@ import (
 var parts = map[string][]string{
 	// the history index, in memory and in .git/gitmem/history
 	"historyIndex": {"history.go"},
+	"catchingUp":   {"history.go"},
 	// the tool_use ids known to have made a commit, or to be making one
 	"toolUseIDs": {"toolids.go"},
 	// .git/index: what gitmem last wrote there, its marks, its timer
