@@ -4,17 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -35,173 +31,6 @@ import (
 // commits it brings), and rebuilt when the history was rewritten. It is a
 // cache: git stays the truth. Version 5 records every parent (version 4,
 // first-parent only, is rebuilt).
-
-const historyHeader = "gitmem-history 5"
-
-type histRec struct {
-	hash     plumbing.Hash
-	parents  []plumbing.Hash
-	when     time.Time
-	author   Signature
-	subject  string
-	id       string // Tool-Use-Id
-	command  string // Memory-Command
-	session  string
-	agent    string
-	path     string          // Memory-Path
-	newPath  string          // Memory-New-Path
-	trailers []Trailer       // all of the commit's trailers
-	paths    []string        // memory files changed against the first parent, relative to memories/, sorted
-	blobs    []plumbing.Hash // each path's new blob (zero: deleted there)
-}
-
-// parent is the first parent (zero for a root commit).
-func (h *histRec) parent() plumbing.Hash {
-	if len(h.parents) == 0 {
-		return plumbing.ZeroHash
-	}
-	return h.parents[0]
-}
-
-// change records that path p now holds blob h (zero: removed).
-func (h *histRec) change(p string, b plumbing.Hash) {
-	h.paths = append(h.paths, p)
-	h.blobs = append(h.blobs, b)
-}
-
-// sortPaths orders the changed paths (and their blobs) by path.
-func (h *histRec) sortPaths() {
-	idx := make([]int, len(h.paths))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(h.paths[a], h.paths[b]) })
-	paths, blobs := make([]string, len(idx)), make([]plumbing.Hash, len(idx))
-	for i, j := range idx {
-		paths[i], blobs[i] = h.paths[j], h.blobs[j]
-	}
-	h.paths, h.blobs = paths, blobs
-}
-
-func (h *histRec) commit() Commit {
-	c := Commit{Hash: h.hash.String(), Author: h.author, Time: h.when, Subject: h.subject, Paths: h.paths, Trailers: h.trailers}
-	for _, p := range h.parents {
-		c.Parents = append(c.Parents, p.String())
-	}
-	for _, b := range h.blobs {
-		if b.IsZero() {
-			c.Blobs = append(c.Blobs, "")
-		} else {
-			c.Blobs = append(c.Blobs, b.String())
-		}
-	}
-	return c
-}
-
-var escaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`)
-
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-			switch s[i] {
-			case 't':
-				b.WriteByte('\t')
-			case 'n':
-				b.WriteByte('\n')
-			case 'r':
-				b.WriteByte('\r')
-			default:
-				b.WriteByte(s[i])
-			}
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func (h *histRec) line() string {
-	_, off := h.when.Zone()
-	parents := make([]string, len(h.parents))
-	for i, p := range h.parents {
-		parents[i] = p.String()
-	}
-	f := []string{h.hash.String(), strings.Join(parents, ","), strconv.FormatInt(h.when.Unix(), 10), strconv.Itoa(off),
-		h.author.Name, h.author.Email, h.subject, strconv.Itoa(len(h.trailers))}
-	for _, t := range h.trailers {
-		f = append(f, t.Key, t.Value)
-	}
-	f = append(f, strconv.Itoa(len(h.paths)))
-	f = append(f, h.paths...)
-	for _, b := range h.blobs {
-		if b.IsZero() {
-			f = append(f, "")
-		} else {
-			f = append(f, b.String())
-		}
-	}
-	for i := range f {
-		f[i] = escaper.Replace(f[i])
-	}
-	return strings.Join(f, "\t") + "\n"
-}
-
-func parseRec(line string) (histRec, bool) {
-	f := strings.Split(line, "\t")
-	if len(f) < 8 || !plumbing.IsHash(f[0]) {
-		return histRec{}, false
-	}
-	var parents []plumbing.Hash
-	if f[1] != "" {
-		for _, p := range strings.Split(f[1], ",") {
-			if !plumbing.IsHash(p) {
-				return histRec{}, false
-			}
-			parents = append(parents, plumbing.NewHash(p))
-		}
-	}
-	sec, err1 := strconv.ParseInt(f[2], 10, 64)
-	off, err2 := strconv.Atoi(f[3])
-	n, err3 := strconv.Atoi(f[7])
-	if err1 != nil || err2 != nil || err3 != nil || n < 0 || len(f) < 8+2*n {
-		return histRec{}, false
-	}
-	var trailers []Trailer
-	for i := range n {
-		trailers = append(trailers, Trailer{unescape(f[8+2*i]), unescape(f[9+2*i])})
-	}
-	h := newRec(plumbing.NewHash(f[0]), parents, time.Unix(sec, 0).In(time.FixedZone("", off)),
-		Signature{unescape(f[4]), unescape(f[5])}, unescape(f[6]), trailers)
-	rest := f[8+2*n:]
-	if len(rest) < 1 {
-		return histRec{}, false
-	}
-	m, err := strconv.Atoi(rest[0])
-	if err != nil || m < 0 || len(rest) != 1+2*m {
-		return histRec{}, false
-	}
-	for i := range m {
-		var b plumbing.Hash
-		if hex := rest[1+m+i]; hex != "" {
-			b = plumbing.NewHash(hex)
-		}
-		h.change(unescape(rest[1+i]), b)
-	}
-	return h, true
-}
-
-// newRec makes a record, taking the fields log filters on from the trailers.
-func newRec(hash plumbing.Hash, parents []plumbing.Hash, when time.Time, author Signature, subject string, trailers []Trailer) histRec {
-	return histRec{hash: hash, parents: parents, when: when, author: author, subject: subject, trailers: trailers,
-		id: trailerValue(trailers, TrailerToolUseID), command: trailerValue(trailers, TrailerCommand),
-		session: trailerValue(trailers, TrailerSession), agent: trailerValue(trailers, TrailerAgent),
-		path: trailerValue(trailers, TrailerPath), newPath: trailerValue(trailers, TrailerNewPath)}
-}
 
 // historyIndex is the history index in memory and its file,
 // .git/gitmem/history: what it holds, who builds it, how it is saved.
@@ -238,72 +67,6 @@ type historyIndex struct {
 
 func newHistoryIndex(gitDir string, hooks *testHooks) *historyIndex {
 	return &historyIndex{path: filepath.Join(gitDir, "gitmem", "history"), chunk: hooks.tail()}
-}
-
-// readFile loads the index file; a missing, foreign or damaged file
-// yields what could be read up to the damage (a record whose parents were
-// not all recorded before it is damage). sound says the file was read to
-// its end: no damage, no torn last line (a file that is not sound is
-// written anew when the index is next saved).
-func (x *historyIndex) readFile() (recs []histRec, sound bool) {
-	data, err := os.ReadFile(x.path)
-	if err != nil {
-		return nil, true
-	}
-	header, rest, _ := bytes.Cut(data, []byte("\n"))
-	if string(header) != historyHeader {
-		return nil, true // another version's: its tip is not taken (fileTip), so it is written anew
-	}
-	recs = make([]histRec, 0, bytes.Count(rest, []byte("\n")))
-	known := make(map[plumbing.Hash]bool, cap(recs))
-	for len(rest) > 0 {
-		line, tail, ok := bytes.Cut(rest, []byte("\n"))
-		if !ok { // a torn last line
-			return recs, false
-		}
-		rec, good := parseRec(string(line))
-		if !good || known[rec.hash] || slices.ContainsFunc(rec.parents, func(p plumbing.Hash) bool { return !known[p] }) {
-			return recs, false // damaged from here: caught up from git
-		}
-		known[rec.hash] = true
-		recs = append(recs, rec)
-		rest = tail
-	}
-	return recs, true
-}
-
-// writeFile replaces the index file atomically.
-func (x *historyIndex) writeFile(recs []histRec) error {
-	var b bytes.Buffer
-	b.WriteString(historyHeader + "\n")
-	for i := range recs {
-		b.WriteString(recs[i].line())
-	}
-	return gd.WriteFileSync(filepath.Dir(x.path), "history-", x.path, b.Bytes(), 0o600)
-}
-
-// appendFile appends recs to the index file; a missing file is written
-// whole, from all (the index that ends with recs; recs alone, from a root
-// commit, when the index in memory is not loaded). Called with fileMu
-// held.
-func (x *historyIndex) appendFile(recs, all []histRec) error {
-	f, err := os.OpenFile(x.path, os.O_WRONLY|os.O_APPEND, 0o600)
-	if errors.Is(err, fs.ErrNotExist) {
-		if len(all) == 0 && len(recs) > 0 && len(recs[0].parents) == 0 {
-			all = recs
-		}
-		return x.writeFile(all)
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	var b strings.Builder
-	for i := range recs {
-		b.WriteString(recs[i].line())
-	}
-	_, err = f.WriteString(b.String())
-	return err
 }
 
 // saveMode says how history saves an index it had to catch up.
@@ -728,37 +491,6 @@ func (x *historyIndex) stopping() bool {
 	return x.stop
 }
 
-// fileTip is the hash of the index file's last record (zero if none, or
-// if the file is not of this version: an older gitmem's index is rebuilt,
-// never taken as up to date).
-func (x *historyIndex) fileTip() plumbing.Hash {
-	f, size, ok := x.open()
-	if !ok {
-		return plumbing.ZeroHash
-	}
-	defer f.Close()
-	return lastRecord(f, size) // the last line may be long: a commit of thousands of files
-}
-
-// open opens the index file, and gives its size, when it is of this
-// version (false: missing, unreadable, or another version's).
-func (x *historyIndex) open() (*os.File, int64, bool) {
-	f, err := os.Open(x.path)
-	if err != nil {
-		return nil, 0, false
-	}
-	fi, err := f.Stat()
-	hdr := make([]byte, len(historyHeader)+1)
-	if err == nil {
-		_, err = f.ReadAt(hdr, 0)
-	}
-	if err != nil || string(hdr) != historyHeader+"\n" {
-		f.Close()
-		return nil, 0, false
-	}
-	return f, fi.Size(), true
-}
-
 // recordOf indexes a commit read from git. Called with omu held.
 func (r *Repo) recordOf(c *object.Commit) (histRec, error) {
 	subject, _, trailers := parseMessage(c.Message)
@@ -870,90 +602,6 @@ func join2(prefix, name string) string {
 		return name
 	}
 	return prefix + "/" + name
-}
-
-// tailChunk is how much of the index file tail reads at a time.
-const tailChunk = 64 << 10
-
-// tail streams the index file's records newest first, reading it
-// backwards in chunks, so that the first page of a long log costs what it
-// shows. It returns false, having called fn for nothing, when the file
-// does not end at head (the caller then loads and catches up the index).
-// fn returns false to stop.
-func (x *historyIndex) tail(head plumbing.Hash, want func(line []byte) bool, fn func(*histRec) bool) (bool, error) {
-	f, end, ok := x.open()
-	if !ok {
-		return false, nil
-	}
-	defer f.Close()
-	header := int64(len(historyHeader) + 1)
-	chunk := int64(x.chunk)
-	var carry []byte // the start of a line whose end was read already
-	first := true
-	expected := map[plumbing.Hash]bool{} // parents of the records read, not read yet
-	for end > header {
-		start := max(header, end-chunk)
-		buf := make([]byte, end-start, int(end-start)+len(carry))
-		if _, err := f.ReadAt(buf, start); err != nil {
-			return !first, wrap("read the history index", err)
-		}
-		buf = append(buf, carry...)
-		if first && (len(buf) == 0 || buf[len(buf)-1] != '\n') {
-			return false, nil // a torn last line
-		}
-		lines := bytes.Split(bytes.TrimSuffix(buf, []byte("\n")), []byte("\n"))
-		carry = nil
-		if start > header { // the first line may be cut
-			carry = append([]byte(nil), lines[0]...)
-			carry = append(carry, '\n')
-			lines = lines[1:]
-		}
-		for i := len(lines) - 1; i >= 0; i-- {
-			if !first {
-				// Each record must be a parent of one read before it, once:
-				// a record lost or doubled in the middle is damage, not a
-				// commit to leave out or show twice.
-				h, parents, ok := recordLinks(lines[i])
-				if !ok || !expected[h] {
-					return true, errHistoryDamaged
-				}
-				delete(expected, h)
-				for _, p := range parents {
-					expected[p] = true
-				}
-				if want != nil && !want(lines[i]) {
-					continue // cheaper than parsing a line that cannot match
-				}
-			}
-			rec, ok := parseRec(string(lines[i]))
-			if first {
-				if !ok || rec.hash != head {
-					return false, nil
-				}
-				first = false
-				for _, p := range rec.parents {
-					expected[p] = true
-				}
-				if want != nil && !want(lines[i]) {
-					continue
-				}
-			}
-			if !ok {
-				return true, errHistoryDamaged
-			}
-			if !fn(&rec) {
-				return true, nil
-			}
-		}
-		end = start
-	}
-	if !first && len(expected) > 0 {
-		// A sound index holds every ancestor of its tip: one lost that
-		// another line of descent still reached (a root, a merge's side)
-		// shows only here.
-		return true, errHistoryDamaged
-	}
-	return !first, nil
 }
 
 // scan calls fn for the history's records, newest first, until fn returns
@@ -1081,23 +729,6 @@ func (r *Repo) recordHere(base []histRec, gen int, w newCommits) bool {
 // are compared in milliseconds.
 const inlineCatchUp = 64
 
-// damage says what is wrong with the history index file, if a record in
-// it is lost, doubled or unreadable before its end ("" for a sound file,
-// a missing one, one of an older version, or one torn at its end: those
-// are caught up or rewritten as gitmem goes).
-func (x *historyIndex) damage() string {
-	data, err := os.ReadFile(x.path)
-	if err != nil || !bytes.HasPrefix(data, []byte(historyHeader+"\n")) {
-		return ""
-	}
-	lines := bytes.Count(data, []byte("\n")) - 1
-	if recs, _ := x.readFile(); len(recs) < lines {
-		good := len(recs)
-		return fmt.Sprintf("the history index (.git/gitmem/history) is damaged at record %d of %d (lost, doubled or unreadable records): log and tool_use id retries would miss commits until it is rebuilt", good+1, lines)
-	}
-	return ""
-}
-
 // rebuildHistoryIndex makes the history index file whole again: what it
 // holds up to the damage, the rest recorded from git, written anew.
 func (r *Repo) rebuildHistoryIndex() error {
@@ -1204,77 +835,6 @@ func (x *historyIndex) appendMaterialised(items []*prepared) error {
 // filePath is the index file's path (readIDs reads it on its own).
 func (x *historyIndex) filePath() string { return x.path }
 
-// errHistoryDamaged is a reader's error when the history index file is
-// damaged before its end (fsck names it too).
-var errHistoryDamaged = errors.New("gitmem: the history index (.git/gitmem/history) is damaged; gitmem fsck --repair rebuilds it")
-
-// recordLinks reads a record line's hash and parents without parsing the
-// rest.
-func recordLinks(line []byte) (plumbing.Hash, []plumbing.Hash, bool) {
-	if len(line) < 41 || line[40] != '\t' || !plumbing.IsHash(string(line[:40])) {
-		return plumbing.ZeroHash, nil, false
-	}
-	field, _, _ := bytes.Cut(line[41:], []byte("\t"))
-	var parents []plumbing.Hash
-	for p := range bytes.SplitSeq(field, []byte(",")) {
-		if len(p) == 0 {
-			continue
-		}
-		if !plumbing.IsHash(string(p)) {
-			return plumbing.ZeroHash, nil, false
-		}
-		parents = append(parents, plumbing.NewHash(string(p)))
-	}
-	return plumbing.NewHash(string(line[:40])), parents, true
-}
-
-// parentsKnown reports whether every parent of a record's line is in
-// known.
-func parentsKnown(line []byte, known map[plumbing.Hash]bool) bool {
-	_, parents, ok := recordLinks(line)
-	return ok && !slices.ContainsFunc(parents, func(p plumbing.Hash) bool { return !known[p] })
-}
-
-// lineToolUseID returns the tool_use id trailer of a record's line, found
-// among the trailers alone: an author, an email or a subject may read
-// "Tool-Use-Id" too (an agent's name is a caller's to choose).
-func lineToolUseID(line []byte) (string, bool) {
-	field := func() ([]byte, bool) {
-		i := bytes.IndexAny(line, "\t\n")
-		if i < 0 {
-			return nil, false
-		}
-		f := line[:i]
-		line = line[i+1:]
-		return f, true
-	}
-	for range 7 { // hash, parents, time, zone, name, email, subject
-		if _, ok := field(); !ok {
-			return "", false
-		}
-	}
-	count, ok := field()
-	n, err := strconv.Atoi(string(count))
-	if !ok || err != nil || n < 0 {
-		return "", false
-	}
-	key := escaper.Replace(TrailerToolUseID)
-	for range n {
-		k, ok := field()
-		if !ok {
-			return "", false
-		}
-		v, ok := field()
-		if !ok {
-			return "", false
-		}
-		if string(k) == key {
-			return unescape(string(v)), true
-		}
-	}
-	return "", false
-}
-
 // readIDs reads the ids of the records after where the last read stopped
 // (toolIDs.fileMark) and reports whether the file now ends at head. A
 // file that does not go on from there — shorter, or the record before
@@ -1360,24 +920,3 @@ func (r *Repo) readIDs(head plumbing.Hash, stoppable bool) (bool, error) {
 // idsStopEvery is how many records readIDs reads between two looks at
 // whether Close wants it to stop.
 const idsStopEvery = 256
-
-// lastRecord is the hash of the record that ends at offset end of the
-// history index file (zero if it cannot be read back).
-func lastRecord(f *os.File, end int64) plumbing.Hash {
-	for size := int64(4 << 10); ; size *= 4 {
-		start := max(0, end-size)
-		buf := make([]byte, end-start)
-		if _, err := f.ReadAt(buf, start); err != nil || len(buf) == 0 || buf[len(buf)-1] != '\n' {
-			return plumbing.ZeroHash
-		}
-		i := bytes.LastIndexByte(buf[:len(buf)-1], '\n')
-		if i < 0 && start > 0 {
-			continue // a longer record: read further back
-		}
-		line := buf[i+1:]
-		if len(line) < 40 || !plumbing.IsHash(string(line[:40])) {
-			return plumbing.ZeroHash
-		}
-		return plumbing.NewHash(string(line[:40]))
-	}
-}

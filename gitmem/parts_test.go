@@ -25,7 +25,7 @@ import (
 // it guards.
 var parts = map[string][]string{
 	// the history index, in memory and in .git/gitmem/history
-	"historyIndex": {"history.go"},
+	"historyIndex": {"history.go", "histfile.go"},
 	"catchingUp":   {"history.go"},
 	// the tool_use ids known to have made a commit, or to be making one
 	"toolUseIDs": {"toolids.go"},
