@@ -169,7 +169,6 @@ type Repo struct {
 	tooBigLogged map[string]int64
 
 	pipeline          // the commit pipeline (pipeline.go)
-	gcState           // packing (gc.go)
 	pend     []string // (pmu) repository paths a journal names whose worktree copy is not yet repaired
 
 	omu     sync.Mutex // go-git's storage is not safe for concurrent use
@@ -188,7 +187,8 @@ type Repo struct {
 	index        []gd.IndexEntry // .git/index as read at start (then nil)
 	indexWritten time.Time
 
-	sharer sharer // push, pull and sync sessions, one at a time (share.go)
+	sharer    sharer    // push, pull and sync sessions, one at a time (share.go)
+	collector collector // one collection or redaction at a time (gc.go)
 
 	smu    sync.RWMutex // guards the published state
 	loaded bool
@@ -953,9 +953,9 @@ func (r *Repo) flush() error {
 func (r *Repo) Close() error {
 	// A background build of the history index gives up (it needs wmu to save).
 	r.histIndex.stopBuild()
-	r.gcStop.Store(true) // a collection running gives up
-	r.gcmu.Lock()
-	defer r.gcmu.Unlock()
+	r.collector.stopAll() // a collection running gives up
+	r.collector.lock()
+	defer r.collector.unlock()
 	r.wmu.Lock()
 	r.smu.RLock()
 	closed := r.closed
