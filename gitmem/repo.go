@@ -313,12 +313,14 @@ func Open(dir string, opt Options) (*Repo, error) {
 
 // madeByGitmem recognises a repository an earlier gitmem made before it
 // marked its repositories: HEAD is a commit gitmem wrote.
-func (r *Repo) madeByGitmem() bool {
-	head, err := r.readRef(r.branch)
+func (r *Repo) madeByGitmem() bool { return madeByGitmem(r.gitDir, r.branch, r.obj) }
+
+func madeByGitmem(gitDir string, branch plumbing.ReferenceName, st *gd.Store) bool {
+	head, err := gd.ReadRef(gitDir, branch)
 	if err != nil {
 		return false
 	}
-	c, err := r.obj.Commit(head)
+	c, err := st.Commit(head)
 	if err != nil {
 		return false
 	}
