@@ -120,8 +120,7 @@ func TestResetHardWhileServingUndoesNoAcknowledgedChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			settle(t, r)
-			r.gcBusy.Add(1) // the writer lock stays held, as under load
-			defer r.gcBusy.Add(-1)
+			defer r.collector.running()() // the writer lock stays held, as under load
 			gittest.Git(t, dir, "reset", "-q", "--hard", "HEAD~5")
 			want := map[string]string{"a.md": "a1\nins\nins2\n\nx\n", "b.md": "B\n", "c.md": "c\n"}
 			switch next {
@@ -190,8 +189,7 @@ func TestAdoptWaitsWhileGitRewritesTheWorktree(t *testing.T) {
 	old := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
 	write(t, r, "t2", "a.md", "a1\nins\n\nx\n")
 	settle(t, r)
-	r.gcBusy.Add(1) // the writer lock stays held, as under load
-	defer r.gcBusy.Add(-1)
+	defer r.collector.running()() // the writer lock stays held, as under load
 	lock := filepath.Join(dir, ".git", "index.lock")
 	if err := os.WriteFile(lock, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -306,9 +304,9 @@ func TestGitCheckoutOfAnOldCommitIsNoHandEdit(t *testing.T) {
 			defer r.Close()
 			write(t, r, "t0", "a.md", "v0\n")
 			write(t, r, "t1", "b.md", "b0\n")
-			settle(t, r)    // .git/index written for t1
-			r.gcBusy.Add(1) // the writer lock stays held, as under load
-			defer r.gcBusy.Add(-1)
+			settle(t, r) // .git/index written for t1
+			// The writer lock stays held, as under load.
+			defer r.collector.running()()
 			for i := range n {
 				write(t, r, fmt.Sprintf("a%d", i), "a.md", fmt.Sprintf("v%d\n", i+1))
 			}
@@ -364,8 +362,7 @@ func TestHalfFailedGitCheckoutIsNoHandEdit(t *testing.T) {
 	for _, git := range []bool{true, false} {
 		t.Run(fmt.Sprintf("git %v", git), func(t *testing.T) {
 			r, dir := newRepo(t)
-			r.gcBusy.Add(1) // the writer lock stays held, as under load
-			defer r.gcBusy.Add(-1)
+			defer r.collector.running()() // the writer lock stays held, as under load
 			for i := range 100 {
 				write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("v%d\n", i))
 			}

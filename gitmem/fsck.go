@@ -16,21 +16,38 @@ import (
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
-// headCommits returns every commit that no other commit names as a parent
-// (the tips a branch could point at), newest first by commit time. It
-// reads every object: it is for a repository whose branch is lost.
+// bareStore is a repository as fsck reads it, without opening it (Open
+// may refuse it): its files under gitDir, its branch, its history index
+// file and an object store of fsck's own. It repairs through a Repo it
+// opens only once the repository can be opened.
+type bareStore struct {
+	gitDir string
+	branch plumbing.ReferenceName
+	obj    *gd.Store
+	hist   *historyIndex // for its file only
+	flock  *gd.FileLock  // the writer lock, held (nil: read-only, or it could not be opened)
+}
+
 func (r *Repo) headCommits() ([]Commit, error) {
 	r.omu.Lock()
 	defer r.unlockObj()
-	r.obj.Reindex()
-	iter, err := r.obj.Storage().IterEncodedObjects(plumbing.CommitObject)
+	return headCommits(r.obj)
+}
+
+// headCommits returns every commit that no other commit names as a parent
+// (the tips a branch could point at), newest first by commit time. It
+// reads every object: it is for a repository whose branch is lost.
+// Called with st's lock held (omu, for the Repo's).
+func headCommits(st *gd.Store) ([]Commit, error) {
+	st.Reindex()
+	iter, err := st.Storage().IterEncodedObjects(plumbing.CommitObject)
 	if err != nil {
 		return nil, err
 	}
 	all := map[plumbing.Hash]*object.Commit{}
 	parents := map[plumbing.Hash]bool{}
 	err = iter.ForEach(func(o plumbing.EncodedObject) error {
-		c, err := object.DecodeCommit(r.obj.Storage(), o)
+		c, err := object.DecodeCommit(st.Storage(), o)
 		if err != nil {
 			return nil // a damaged commit is fsck's to report, not a tip
 		}
@@ -121,25 +138,18 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	if err := checkOwner(gitDir, opt); err != nil {
 		return rep, err
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return rep, wrap("open the repository", err)
-	}
-	r := &Repo{dir: dir, gitDir: gitDir, opt: opt, obj: opt.hooks.open(gitDir), histIndex: newHistoryIndex(gitDir, opt.hooks), toolIDs: newToolUseIDs(), gitIndex: newGitIndex(gitDir, opt.hooks.gdEnv()), stats: newStatCache(),
-		wt: newWorktree(root, dir, gitDir, opt.hooks.gdEnv())}
-	defer func() {
-		r.wt.close()
-		r.obj.Close()
-	}()
+	r := &bareStore{gitDir: gitDir, obj: opt.hooks.open(gitDir), hist: newHistoryIndex(gitDir, opt.hooks)}
+	defer r.obj.Close()
 	r.branch, _ = gd.ReadHEAD(gitDir)
-	if !gd.IsMarked(gitDir) && !opt.Adopt && !r.madeByGitmem() {
+	if !gd.IsMarked(gitDir) && !opt.Adopt && !madeByGitmem(r.gitDir, r.branch, r.obj) {
 		return rep, ErrForeign
 	}
 	if !opt.ReadOnly {
-		if r.flock, err = gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "lock")); err == nil {
-			defer r.flock.Close()
-			r.flock.Lock()
-			defer r.flock.Unlock()
+		if l, err := gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "lock")); err == nil {
+			defer l.Close()
+			l.Lock()
+			defer l.Unlock()
+			r.flock = l
 		}
 	}
 	add := func(p Problem) { rep.Problems = append(rep.Problems, p) }
@@ -198,7 +208,7 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	// Commits the branch was moved to outside gitmem, waiting to be
 	// merged back.
 	var tips []plumbing.Hash
-	for name, h := range r.displaced() {
+	for name, h := range displacedIn(r.gitDir) {
 		tips = append(tips, h)
 		add(Problem{What: fmt.Sprintf("the commit %s, which the branch was moved to outside gitmem, waits to be merged back (%s)", h, name),
 			Repair: "it is merged back by the next gitmem serve or writing command (gitmem fsck --repair does it now)", Repaired: repair && !opt.ReadOnly})
@@ -210,13 +220,12 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	trees := r.checkObjects(tips, &rep, add)
 	// git's derived files (a commit-graph, a multi-pack-index) that name
 	// what the repository no longer holds.
-	r.omu.Lock()
 	r.obj.Reindex()
 	stale := gd.StaleDerived(gitDir, true, r.obj.OnDisk, func(c plumbing.Hash) (plumbing.Hash, bool) {
 		t, ok := trees[c]
 		return t, ok
 	})
-	r.unlockObj()
+	r.obj.Release()
 	for _, d := range stale {
 		add(Problem{What: fmt.Sprintf("git's .git/%s is stale: %s (git fsck fails on it)", d.Path, d.Why), Repaired: repair && !opt.ReadOnly,
 			Repair: "gitmem fsck --repair removes it (git writes it again at its next gc)"})
@@ -240,7 +249,7 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 		held, _ = gd.HeldElsewhere(filepath.Join(gitDir, "gitmem", "lock"))
 	}
 	if !held {
-		u, err := r.unrecovered()
+		u, err := unrecoveredIn(r.gitDir, r.branch, r.obj)
 		if err != nil {
 			add(Problem{What: strings.TrimPrefix(err.Error(), "gitmem: "), Repair: "if gitmem was not killed while writing it, move .git/gitmem/wal and wal2 aside and run gitmem fsck again"})
 		} else if u.Changes > 0 {
@@ -250,7 +259,7 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 		}
 	}
 	historyDamaged := false
-	if what := r.histIndex.damage(); what != "" {
+	if what := r.hist.damage(); what != "" {
 		historyDamaged = true
 		add(Problem{What: what, Repaired: repair && !opt.ReadOnly && !rep.damagedObjects(),
 			Repair: "gitmem fsck --repair rebuilds it from the history"})
@@ -289,12 +298,13 @@ func (rep FsckReport) damagedObjects() bool {
 // bestTip is the commit a lost branch should point at: the history
 // index's tip if it is one of the repository's tip commits, else the
 // newest tip commit.
-func (r *Repo) bestTip() plumbing.Hash {
-	tips, err := r.headCommits()
+func (r *bareStore) bestTip() plumbing.Hash {
+	tips, err := headCommits(r.obj)
+	r.obj.Release()
 	if err != nil || len(tips) == 0 {
 		return plumbing.ZeroHash
 	}
-	if t := r.histIndex.fileTip(); !t.IsZero() {
+	if t := r.hist.fileTip(); !t.IsZero() {
 		for _, c := range tips {
 			if c.Hash == t.String() {
 				return t
@@ -307,7 +317,7 @@ func (r *Repo) bestTip() plumbing.Hash {
 // checkObjects reads every commit the tips reach (HEAD and the commits
 // waiting to be merged back) and every tree and blob they reach, once
 // each, and verifies each object's hash.
-func (r *Repo) checkObjects(tips []plumbing.Hash, rep *FsckReport, add func(Problem)) (trees map[plumbing.Hash]plumbing.Hash) {
+func (r *bareStore) checkObjects(tips []plumbing.Hash, rep *FsckReport, add func(Problem)) (trees map[plumbing.Hash]plumbing.Hash) {
 	trees = map[plumbing.Hash]plumbing.Hash{} // commit -> its tree
 	seen := map[plumbing.Hash]bool{}
 	bad := func(kind string, h plumbing.Hash, at string, err error) {
@@ -320,11 +330,10 @@ func (r *Repo) checkObjects(tips []plumbing.Hash, rep *FsckReport, add func(Prob
 		}
 		add(Problem{What: what, Repair: missingRepair(kind, h)})
 	}
-	r.omu.Lock()
 	r.obj.Hold()
 	defer func() {
 		r.obj.Unhold()
-		r.unlockObj()
+		r.obj.Release()
 	}()
 	strict := func(kind string, h plumbing.Hash, at string, ps []gd.ObjectProblem) {
 		for _, p := range ps {

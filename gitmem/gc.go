@@ -30,7 +30,7 @@ import (
 // on meanwhile. Loose files the new pack holds are deleted after the swap,
 // with no lock: a reader that misses one finds it in the pack.
 //
-// One collection or redaction runs at a time (gcmu, taken before wmu),
+// One collection or redaction runs at a time (collector.mu, taken before wmu),
 // and the process keeps the repository's writer lock while one runs, so
 // no other process can rewrite history under it. A full collection keeps
 // the unreachable objects that commits made while it ran refer to again.
@@ -43,12 +43,72 @@ type GCStats struct {
 	Locked  time.Duration // how long it held the materialiser and the object store (never the writer lock)
 }
 
-// gcState is the Repo's collection state.
-type gcState struct {
-	gcmu   sync.Mutex   // one collection or redaction at a time; taken before wmu
-	gcBusy atomic.Int32 // collections running: the writer lock is kept (see release)
-	gcStop atomic.Bool  // Close asks a running collection to give up
+// collector is the collection part's state: one collection or redaction
+// at a time, and whether one runs. What a collection does is its methods
+// (collect, collectAll, packLooseBatches) over a gcTarget; GC, which also
+// settles and finishes a redaction, is the Repo's.
+type collector struct {
+	// mu is held for a whole collection or redaction: one at a time. In
+	// the lock order it comes after sharer.mu (a sync applies a
+	// redaction) and before wmu (the writer turn).
+	mu   sync.Mutex
+	busy atomic.Int32 // collections running: the writer lock is kept (see release)
+	stop atomic.Bool  // Close asks a running collection to give up
 }
+
+// lock waits until no collection or redaction runs, and keeps any other
+// from starting until unlock.
+func (c *collector) lock()   { c.mu.Lock() }
+func (c *collector) unlock() { c.mu.Unlock() }
+
+// running marks a collection as running until done: meanwhile the
+// repository's writer lock is kept (see release).
+func (c *collector) running() (done func()) {
+	c.busy.Add(1)
+	return func() { c.busy.Add(-1) }
+}
+
+// isRunning reports whether a collection runs.
+func (c *collector) isRunning() bool { return c.busy.Load() > 0 }
+
+// stopAll makes a collection under way give up (errGCStopped), and every
+// later one: the repository is closing.
+func (c *collector) stopAll() { c.stop.Store(true) }
+
+// gcTarget is the repository a collection works on: its files under
+// gitDir, and the parts of the store it locks out at moments.
+type gcTarget struct {
+	gitDir string
+	hooks  *testHooks
+	logf   func(format string, args ...any)
+	store  gcStore
+}
+
+// gcStore is what a collection needs of the store besides its files.
+type gcStore interface {
+	// withObjects runs fn on the object store this process's readers
+	// share, with its lock (omu) held.
+	withObjects(fn func(st *gd.Store) error) error
+	// withDiskHeld runs fn with the materialiser's lock (mmu) held:
+	// nothing is written to git's files meanwhile.
+	withDiskHeld(fn func() error) error
+	// clearTemp deletes the worktree's temporary files (all, or those a
+	// crash left long ago: see worktree.clearTemp).
+	clearTemp(all bool) int
+}
+
+func (r *Repo) gcTarget() gcTarget {
+	return gcTarget{gitDir: r.gitDir, hooks: r.opt.hooks, logf: r.opt.Logf, store: r}
+}
+
+// withDiskHeld runs fn with mmu held (gcStore).
+func (r *Repo) withDiskHeld(fn func() error) error {
+	r.mmu.Lock()
+	defer r.mmu.Unlock()
+	return fn()
+}
+
+func (r *Repo) clearTemp(all bool) int { return r.wt.clearTemp(all) }
 
 // errGCStopped is a collection's error when Close stopped it.
 var errGCStopped = errors.New("the repository was closed")
@@ -139,8 +199,8 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 	if r.opt.ReadOnly {
 		return GCStats{}, ErrReadOnly
 	}
-	r.gcmu.Lock()
-	defer r.gcmu.Unlock()
+	r.collector.lock()
+	defer r.collector.unlock()
 	r.wmu.Lock()
 	r.smu.RLock()
 	closed := r.closed
@@ -153,8 +213,7 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 		r.wmu.Unlock()
 		return GCStats{}, err
 	}
-	r.gcBusy.Add(1)
-	defer r.gcBusy.Add(-1)
+	defer r.collector.running()()
 	if _, err := os.Stat(r.redactPath()); err == nil {
 		defer r.wmu.Unlock()
 		if err := r.settle(); err != nil {
@@ -170,14 +229,15 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 			return GCStats{}, err
 		}
 	}
-	st, err := r.collect(full)
+	t := r.gcTarget()
+	st, err := r.collector.collect(t, full)
 	for try := 1; try < 3 && errors.Is(err, fs.ErrNotExist); try++ {
 		// A pack it planned to merge is gone: the fold wrote the
 		// objects of the small ones again as one and deleted them, or
 		// another gitmem or git deleted one. A new plan finds them
 		// where they are now (falling back to small batches held every
 		// call up).
-		st, err = r.collect(full)
+		st, err = r.collector.collect(t, full)
 	}
 	if errors.Is(err, errGCStopped) {
 		// Close stopped it: what it wrote is a temporary file the next
@@ -187,7 +247,7 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 	if err != nil && !full {
 		// Most likely a full disk: spend the reserve on small batches.
 		r.opt.Logf("gitmem: gc: %v; packing the loose objects and small packs in small batches", err)
-		st, err = r.packLooseBatches()
+		st, err = t.packLooseBatches()
 	}
 	if err != nil {
 		return st, wrap("pack the repository", err)
@@ -205,62 +265,70 @@ func (r *Repo) GC(full bool) (GCStats, error) {
 // collect is a collection that holds no lock while it plans and packs,
 // and the object store's lock (omu) while it swaps the new pack in; a full
 // one also the materialiser's (mmu), for what commits made meanwhile use
-// to be settled. Called with gcmu held.
-func (r *Repo) collect(full bool) (GCStats, error) {
-	pl, err := r.gcPlan(full, false)
+// to be settled. Called with c locked.
+func (c *collector) collect(t gcTarget, full bool) (GCStats, error) {
+	pl, err := t.plan(full, false)
 	if err != nil || pl.empty() {
 		return GCStats{Removed: pl.removed, Locked: pl.locked}, err
 	}
-	r.opt.hooks.atGC("planned")
-	res, err := r.gcPack(pl, r.gcStop.Load)
+	t.hooks.atGC("planned")
+	res, err := t.pack(pl, c.stop.Load)
 	if err != nil {
 		if errors.Is(err, gd.ErrStopped) {
 			err = errGCStopped
 		}
 		return GCStats{Removed: pl.removed, Locked: pl.locked}, err
 	}
-	r.opt.hooks.atGC("packed")
+	t.hooks.atGC("packed")
 	keep := map[plumbing.Hash]bool{}
+	var held time.Time
+	var loose []plumbing.Hash
+	var removed int
+	swap := func() error {
+		held = time.Now()
+		return t.store.withObjects(func(st *gd.Store) (err error) {
+			loose, removed, err = t.swap(st, pl, res, keep)
+			return err
+		})
+	}
 	if full {
 		// Most of what commits made meanwhile use is found with no lock
 		// held; the swap looks at what was committed after that.
-		s := r.opt.hooks.open(r.gitDir)
-		err := r.keepUsedAgain(s, pl, res, keep)
+		s := t.hooks.open(t.gitDir)
+		err := t.keepUsedAgain(s, pl, res, keep)
 		s.Close()
 		if err != nil {
 			return GCStats{Removed: pl.removed, Locked: pl.locked}, err
 		}
-		r.opt.hooks.atGC("swap")
-		r.mmu.Lock()
+		t.hooks.atGC("swap")
+		err = t.store.withDiskHeld(swap)
+	} else {
+		err = swap()
 	}
-	held := time.Now()
-	r.omu.Lock()
-	loose, removed, err := r.gcSwap(pl, res, keep)
-	r.unlockObj()
-	if full {
-		r.mmu.Unlock()
-	}
-	st := r.gcRemove(pl, res, loose, removed)
+	st := t.remove(pl, res, loose, removed)
 	st.Locked = pl.locked + time.Since(held)
 	return st, err
 }
 
-// gc is a collection start to end, for a redaction, which holds wmu, the
-// writer lock and gcmu throughout: every temporary pack goes (one could
-// hold the old content).
-func (r *Repo) gc(full bool) (GCStats, error) {
-	pl, err := r.gcPlan(full, true)
+// collectAll is a collection start to end, for a redaction, which holds
+// wmu, the writer lock and c throughout: every temporary pack goes (one
+// could hold the old content).
+func (c *collector) collectAll(t gcTarget, full bool) (GCStats, error) {
+	pl, err := t.plan(full, true)
 	if err != nil || pl.empty() {
 		return GCStats{Removed: pl.removed}, err
 	}
-	res, err := r.gcPack(pl, nil)
+	res, err := t.pack(pl, nil)
 	if err != nil {
 		return GCStats{Removed: pl.removed}, err
 	}
-	r.omu.Lock()
-	loose, removed, err := r.gcSwap(pl, res, map[plumbing.Hash]bool{})
-	r.unlockObj()
-	return r.gcRemove(pl, res, loose, removed), err
+	var loose []plumbing.Hash
+	var removed int
+	err = t.store.withObjects(func(st *gd.Store) (err error) {
+		loose, removed, err = t.swap(st, pl, res, map[plumbing.Hash]bool{})
+		return err
+	})
+	return t.remove(pl, res, loose, removed), err
 }
 
 // gcPlan is what a collection packs and replaces, taken at its start.
@@ -278,19 +346,21 @@ func (pl gcPlan) empty() bool {
 	return len(pl.loose) == 0 && (len(pl.packs) == 0 || len(pl.packs) == 1 && pl.packs[0].Repacked && !pl.full)
 }
 
-// gcPlan clears the garbage (every temporary file with all, the worktree
+// plan clears the garbage (every temporary file with all, the worktree
 // dropping its spares first so that no write reuses one the clearing
 // deleted; else those a crash left long ago, never the running
 // process's: see clearTemp) and takes the plan. The loose objects are
 // listed before the refs are read, so the refs name nothing written
-// after the list; a commit materialised meanwhile is kept by gcSwap.
-func (r *Repo) gcPlan(full, all bool) (gcPlan, error) {
-	pl := gcPlan{full: full, all: all, removed: r.obj.ClearGarbage(all) + r.wt.clearTemp(all)}
+// after the list; a commit materialised meanwhile is kept by swap.
+func (t gcTarget) plan(full, all bool) (gcPlan, error) {
+	s := t.hooks.open(t.gitDir) // for what needs no lock: the files
+	defer s.Close()
+	pl := gcPlan{full: full, all: all, removed: s.ClearGarbage(all) + t.store.clearTemp(all)}
 	var err error
-	if pl.loose, err = r.obj.LooseHashes(); err != nil {
+	if pl.loose, err = s.LooseHashes(); err != nil {
 		return pl, err
 	}
-	packs, err := gd.ListPacks(r.gitDir)
+	packs, err := gd.ListPacks(t.gitDir)
 	if err != nil {
 		return pl, err
 	}
@@ -303,11 +373,12 @@ func (r *Repo) gcPlan(full, all bool) (gcPlan, error) {
 	if pl.packs = packs; !full {
 		pl.packs = packsToMerge(packs, len(pl.loose))
 	}
-	r.omu.Lock()
 	held := time.Now()
-	pl.tips, err = r.obj.RefTips()
-	pl.locked = time.Since(held)
-	r.unlockObj()
+	err = t.store.withObjects(func(st *gd.Store) (err error) {
+		pl.tips, err = st.RefTips()
+		pl.locked = time.Since(held)
+		return err
+	})
 	return pl, err
 }
 
@@ -347,11 +418,11 @@ func packsToMerge(packs []gd.Pack, loose int) []gd.Pack {
 	}
 }
 
-// gcPack writes the new pack, with no lock held: a Store of its own reads
+// pack writes the new pack, with no lock held: a Store of its own reads
 // the objects (immutable), and nothing else writes the pack folder's
 // temporary files. stop, when not nil, is polled.
-func (r *Repo) gcPack(pl gcPlan, stop func() bool) (gd.RepackResult, error) {
-	s := r.opt.hooks.open(r.gitDir)
+func (t gcTarget) pack(pl gcPlan, stop func() bool) (gd.RepackResult, error) {
+	s := t.hooks.open(t.gitDir)
 	defer s.Close()
 	opt := gd.RepackOptions{Tips: pl.tips, Stop: stop, Keep: gd.Own}
 	if !pl.full {
@@ -360,7 +431,7 @@ func (r *Repo) gcPack(pl gcPlan, stop func() bool) (gd.RepackResult, error) {
 			opt.Only[h] = true
 		}
 		for _, p := range pl.packs {
-			hs, err := gd.PackHashes(gd.PackIndexPath(r.gitDir, p.Hash))
+			hs, err := gd.PackHashes(gd.PackIndexPath(t.gitDir, p.Hash))
 			if err != nil {
 				return gd.RepackResult{}, err
 			}
@@ -371,20 +442,21 @@ func (r *Repo) gcPack(pl gcPlan, stop func() bool) (gd.RepackResult, error) {
 	}
 	res, err := s.Repack(opt)
 	if err == nil && !res.Pack.IsZero() {
-		err = gd.MarkRepacked(r.gitDir, res.Pack)
+		err = gd.MarkRepacked(t.gitDir, res.Pack)
 	}
 	return res, err
 }
 
-// gcSwap makes the new pack the store's, and for a full collection
+// swap makes the new pack the store's, and for a full collection
 // deletes the loose objects it does not hold (unreachable) but those that
 // commits made since use (keep, completed here). It returns the loose
-// objects left to delete: those the pack holds. Called with omu held, and
-// for a full collection mmu (or wmu): nothing is materialised meanwhile.
-func (r *Repo) gcSwap(pl gcPlan, res gd.RepackResult, keep map[plumbing.Hash]bool) (packed []plumbing.Hash, removed int, err error) {
-	r.obj.Reindex()
+// objects left to delete: those the pack holds. st is the shared store,
+// with omu held (withObjects), and for a full collection mmu (or wmu):
+// nothing is materialised meanwhile.
+func (t gcTarget) swap(st *gd.Store, pl gcPlan, res gd.RepackResult, keep map[plumbing.Hash]bool) (packed []plumbing.Hash, removed int, err error) {
+	st.Reindex()
 	if pl.full {
-		if err := r.keepUsedAgain(r.obj, pl, res, keep); err != nil {
+		if err := t.keepUsedAgain(st, pl, res, keep); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -397,26 +469,26 @@ func (r *Repo) gcSwap(pl gcPlan, res gd.RepackResult, keep map[plumbing.Hash]boo
 			unreachable = append(unreachable, h)
 		}
 	}
-	return packed, gd.RemoveLoose(r.gitDir, unreachable), nil
+	return packed, gd.RemoveLoose(t.gitDir, unreachable), nil
 }
 
-// gcRemove deletes, with no lock held, what the new pack replaces: the
+// remove deletes, with no lock held, what the new pack replaces: the
 // plan's packs and the loose objects it holds, and git's derived files
 // that name what is gone. A reader that misses one finds it in the new
 // pack.
-func (r *Repo) gcRemove(pl gcPlan, res gd.RepackResult, loose []plumbing.Hash, removed int) GCStats {
+func (t gcTarget) remove(pl gcPlan, res gd.RepackResult, loose []plumbing.Hash, removed int) GCStats {
 	var old []plumbing.Hash
 	for _, p := range pl.packs {
 		if p.Hash != res.Pack {
 			old = append(old, p.Hash)
 		}
 	}
-	removed += r.removeReplaced(old, pl.all) + gd.RemoveLoose(r.gitDir, loose)
+	removed += t.removeReplaced(old, pl.all) + gd.RemoveLoose(t.gitDir, loose)
 	if pl.full {
 		// Commits nothing reaches are gone: a commit-graph git wrote may
 		// name them.
-		s := r.opt.hooks.open(r.gitDir)
-		removed += gd.RemoveDerived(r.gitDir, gd.StaleDerived(r.gitDir, true, s.OnDisk, noTree))
+		s := t.hooks.open(t.gitDir)
+		removed += gd.RemoveDerived(t.gitDir, gd.StaleDerived(t.gitDir, true, s.OnDisk, noTree))
 		s.Close()
 	}
 	return GCStats{Packed: len(res.Objects), Deltas: res.Deltas, Removed: pl.removed + removed}
@@ -427,26 +499,26 @@ func (r *Repo) gcRemove(pl gcPlan, res gd.RepackResult, loose []plumbing.Hash, r
 // while git maintenance still runs they stay for the next collection,
 // but a redaction's (all), which must delete the old content, waits
 // longer and then deletes them all the same.
-func (r *Repo) removeReplaced(packs []plumbing.Hash, all bool) int {
+func (t gcTarget) removeReplaced(packs []plumbing.Hash, all bool) int {
 	wait := 5 * time.Second
 	if all {
 		wait = 30 * time.Second
 	}
 	for deadline := time.Now().Add(wait); ; time.Sleep(50 * time.Millisecond) {
-		unlock, ok := gd.LockMaintenance(r.gitDir)
+		unlock, ok := gd.LockMaintenance(t.gitDir)
 		if ok {
 			defer unlock()
 			break
 		}
 		if time.Now().After(deadline) {
 			if !all {
-				r.opt.Logf("gitmem: gc left %d pack(s) for the next collection: git maintenance holds .git/objects/maintenance.lock", len(packs))
+				t.logf("gitmem: gc left %d pack(s) for the next collection: git maintenance holds .git/objects/maintenance.lock", len(packs))
 				return 0
 			}
 			break
 		}
 	}
-	return gd.RemovePacks(r.gitDir, packs)
+	return gd.RemovePacks(t.gitDir, packs)
 }
 
 // noTree tells StaleDerived nothing of a commit's tree.
@@ -462,7 +534,7 @@ func noTree(plumbing.Hash) (plumbing.Hash, bool) { return plumbing.ZeroHash, fal
 // the refs and objects: a Store of the collection's own before the swap
 // (most of the work, no lock held), then r.obj under the swap's locks for
 // the commits made in between.
-func (r *Repo) keepUsedAgain(s *gd.Store, pl gcPlan, res gd.RepackResult, keep map[plumbing.Hash]bool) error {
+func (t gcTarget) keepUsedAgain(s *gd.Store, pl gcPlan, res gd.RepackResult, keep map[plumbing.Hash]bool) error {
 	tips, err := s.RefTips()
 	if err != nil {
 		return err
@@ -475,12 +547,12 @@ func (r *Repo) keepUsedAgain(s *gd.Store, pl gcPlan, res gd.RepackResult, keep m
 		return err
 	}
 	stays := map[plumbing.Hash]bool{} // in packs written since the plan
-	packs, _ := gd.ListPacks(r.gitDir)
+	packs, _ := gd.ListPacks(t.gitDir)
 	for _, p := range packs {
 		if p.Hash == res.Pack || slices.ContainsFunc(pl.packs, func(q gd.Pack) bool { return q.Hash == p.Hash }) {
 			continue
 		}
-		hs, err := gd.PackHashes(gd.PackIndexPath(r.gitDir, p.Hash))
+		hs, err := gd.PackHashes(gd.PackIndexPath(t.gitDir, p.Hash))
 		if err != nil {
 			return err
 		}
@@ -492,7 +564,7 @@ func (r *Repo) keepUsedAgain(s *gd.Store, pl gcPlan, res gd.RepackResult, keep m
 	for _, h := range found {
 		keep[h] = true
 		hex := h.String()
-		if _, err := os.Stat(filepath.Join(r.gitDir, "objects", hex[:2], hex[2:])); err == nil || stays[h] {
+		if _, err := os.Stat(filepath.Join(t.gitDir, "objects", hex[:2], hex[2:])); err == nil || stays[h] {
 			continue
 		}
 		write = append(write, h)
@@ -508,21 +580,23 @@ func (r *Repo) keepUsedAgain(s *gd.Store, pl gcPlan, res gd.RepackResult, keep m
 // bursts in batches that start small, each batch's files deleted before
 // the next is written: on a full disk, where one pack of everything does
 // not fit.
-func (r *Repo) packLooseBatches() (GCStats, error) {
-	r.mmu.Lock()
-	defer r.mmu.Unlock()
-	r.omu.Lock()
-	defer r.unlockObj()
-	loose, err := r.obj.LooseHashes()
-	if err != nil {
-		return GCStats{}, err
-	}
-	packs, err := gd.ListPacks(r.gitDir)
-	if err != nil {
-		return GCStats{}, err
-	}
-	packs = slices.DeleteFunc(packs, func(p gd.Pack) bool { return !burst(p) || p.Kept && !p.Ours })
-	n, removed, err := r.obj.PackSmall(loose, packs)
-	r.obj.Reindex()
-	return GCStats{Packed: n, Removed: removed}, err
+func (t gcTarget) packLooseBatches() (st GCStats, err error) {
+	err = t.store.withDiskHeld(func() error {
+		return t.store.withObjects(func(s *gd.Store) error {
+			loose, err := s.LooseHashes()
+			if err != nil {
+				return err
+			}
+			packs, err := gd.ListPacks(t.gitDir)
+			if err != nil {
+				return err
+			}
+			packs = slices.DeleteFunc(packs, func(p gd.Pack) bool { return !burst(p) || p.Kept && !p.Ours })
+			n, removed, err := s.PackSmall(loose, packs)
+			s.Reindex()
+			st = GCStats{Packed: n, Removed: removed}
+			return err
+		})
+	})
+	return st, err
 }

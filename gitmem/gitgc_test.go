@@ -612,7 +612,7 @@ func TestGCStoppedByCloseLosesNothing(t *testing.T) {
 		}
 	}
 	before, _ := gd.ListPacks(r.gitDir)
-	r.gcStop.Store(true) // as Close does, before it waits for the collection
+	r.collector.stopAll() // as Close does, before it waits for the collection
 	if _, err := r.GC(false); !errors.Is(err, ErrClosed) {
 		t.Errorf("a collection stopped by Close: %v, want ErrClosed", err)
 	}
@@ -620,7 +620,7 @@ func TestGCStoppedByCloseLosesNothing(t *testing.T) {
 		t.Errorf("a stopped collection left %d packs of %d", len(after), len(before))
 	}
 	gittest.Fsck(t, dir)
-	r.gcStop.Store(false)
+	r.collector.stop.Store(false)
 	if _, err := r.GC(false); err != nil {
 		t.Fatal(err)
 	}

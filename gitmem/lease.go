@@ -118,7 +118,7 @@ func (r *Repo) release() bool {
 	r.smu.RLock()
 	pending := r.tip != r.head
 	r.smu.RUnlock()
-	if queued > 0 || pending || r.gcBusy.Load() > 0 || r.histIndex.savesUnderWay() {
+	if queued > 0 || pending || r.collector.isRunning() || r.histIndex.savesUnderWay() {
 		return false
 	}
 	if r.ckptFailing.Load() && time.Since(time.Unix(0, r.lastCkpt.Load())) < checkpointEvery {

@@ -39,7 +39,7 @@ func (r *Repo) openLog() (replayed bool, err error) {
 	if len(replay) == 0 {
 		return false, nil
 	}
-	if missing := r.notInGit(replay, r.diskHead); missing > 0 {
+	if missing := notInGit(r.obj, replay, r.diskHead); missing > 0 {
 		r.opt.Logf("gitmem: recovering %d acknowledged change(s) from the write-ahead log", missing)
 	}
 	// A commit was under way: a branch lock file, if any, is its own.

@@ -40,6 +40,8 @@ var parts = map[string][]string{
 	// the share engine: sessions with remotes, one at a time
 	"sharer":         {"share.go"},
 	"redactionCache": {"share_redact.go"},
+	// one collection or redaction at a time
+	"collector": {"gc.go"},
 }
 
 // TestPartsOwnTheirState fails when code outside a part's files names one

@@ -284,8 +284,10 @@ func (r *Repo) keepDisplaced(h plumbing.Hash) error {
 // displaced lists the commits waiting to be merged back, by ref, loose or
 // packed (git gc packs refs). A ref is named after the commit it was made
 // for, but holds the commit to merge: a redaction may have rewritten it.
-func (r *Repo) displaced() map[plumbing.ReferenceName]plumbing.Hash {
-	out, err := gd.ListRefs(r.gitDir)
+func (r *Repo) displaced() map[plumbing.ReferenceName]plumbing.Hash { return displacedIn(r.gitDir) }
+
+func displacedIn(gitDir string) map[plumbing.ReferenceName]plumbing.Hash {
+	out, err := gd.ListRefs(gitDir)
 	if err != nil {
 		return map[plumbing.ReferenceName]plumbing.Hash{}
 	}

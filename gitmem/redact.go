@@ -109,8 +109,8 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		return RedactReport{}, errors.New("gitmem: a placeholder replaces a blob; name the blob")
 	}
 	if !dry {
-		r.gcmu.Lock() // no collection meanwhile
-		defer r.gcmu.Unlock()
+		r.collector.lock() // no collection meanwhile
+		defer r.collector.unlock()
 	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
@@ -343,7 +343,7 @@ func (r *Repo) finishRedaction(tx *gd.RefTx) error {
 			return wrap("write the redaction record", err)
 		}
 	}
-	if _, err = r.gc(true); err != nil {
+	if _, err = r.collector.collectAll(r.gcTarget(), true); err != nil {
 		return wrap("delete the old objects (run gitmem gc --full once the cause is fixed)", err)
 	}
 	os.Remove(r.redactPath())

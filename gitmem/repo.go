@@ -169,7 +169,6 @@ type Repo struct {
 	tooBigLogged map[string]int64
 
 	pipeline          // the commit pipeline (pipeline.go)
-	gcState           // packing (gc.go)
 	pend     []string // (pmu) repository paths a journal names whose worktree copy is not yet repaired
 
 	omu     sync.Mutex // go-git's storage is not safe for concurrent use
@@ -188,7 +187,8 @@ type Repo struct {
 	index        []gd.IndexEntry // .git/index as read at start (then nil)
 	indexWritten time.Time
 
-	sharer sharer // push, pull and sync sessions, one at a time (share.go)
+	sharer    sharer    // push, pull and sync sessions, one at a time (share.go)
+	collector collector // one collection or redaction at a time (gc.go)
 
 	smu    sync.RWMutex // guards the published state
 	loaded bool
@@ -313,12 +313,14 @@ func Open(dir string, opt Options) (*Repo, error) {
 
 // madeByGitmem recognises a repository an earlier gitmem made before it
 // marked its repositories: HEAD is a commit gitmem wrote.
-func (r *Repo) madeByGitmem() bool {
-	head, err := r.readRef(r.branch)
+func (r *Repo) madeByGitmem() bool { return madeByGitmem(r.gitDir, r.branch, r.obj) }
+
+func madeByGitmem(gitDir string, branch plumbing.ReferenceName, st *gd.Store) bool {
+	head, err := gd.ReadRef(gitDir, branch)
 	if err != nil {
 		return false
 	}
-	c, err := r.obj.Commit(head)
+	c, err := st.Commit(head)
 	if err != nil {
 		return false
 	}
@@ -953,9 +955,9 @@ func (r *Repo) flush() error {
 func (r *Repo) Close() error {
 	// A background build of the history index gives up (it needs wmu to save).
 	r.histIndex.stopBuild()
-	r.gcStop.Store(true) // a collection running gives up
-	r.gcmu.Lock()
-	defer r.gcmu.Unlock()
+	r.collector.stopAll() // a collection running gives up
+	r.collector.lock()
+	defer r.collector.unlock()
 	r.wmu.Lock()
 	r.smu.RLock()
 	closed := r.closed

@@ -196,9 +196,9 @@ func TestGCLeavesAFileTakenAside(t *testing.T) {
 	if err != nil || !placed || aside == "" {
 		t.Fatalf("put: %q %v %v", aside, placed, err)
 	}
-	r.gcmu.Lock()
-	pl, err := r.gcPlan(false, false) // a background gc, meanwhile
-	r.gcmu.Unlock()
+	r.collector.lock()
+	pl, err := r.gcTarget().plan(false, false) // a background gc, meanwhile
+	r.collector.unlock()
 	data, _, aerr := r.wt.takeAside(aside, nil)
 	r.mmu.Unlock()
 	if err != nil {

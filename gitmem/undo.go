@@ -97,11 +97,36 @@ type Check func([]FileChange) error
 // errDryRun ends a transaction that was run only to see its changes.
 var errDryRun = errors.New("dry run")
 
+// opStore is what the operator operations (revert, restore, expire, the
+// stale files: this file) need of a memory: its history, its files at
+// any commit, and a change made as one commit. They are functions over
+// it, not methods of Repo; a Repo is one, and its methods Revert,
+// Restore, Expire and StaleFiles are one-line forwarders, the public API.
+type opStore interface {
+	Update(meta Meta, fn func(tx *Tx) error) (Commit, error)
+	// preview runs fn on a transaction over HEAD and throws it away.
+	preview(fn func(tx *Tx) error) error
+	Resolve(rev string) (Commit, error)
+	Files(rev string, paths ...string) (map[string]string, error)
+	ReadFileAt(rev, p string) ([]byte, error)
+	// readFile reads the blob h, the file p.
+	readFile(h plumbing.Hash, p string) ([]byte, error)
+	// scan reads the history index newest first (see Repo.scan).
+	scan(want func(line []byte) bool, progress Progress, fn func(*histRec) bool) error
+	// indexed is the history index up to HEAD.
+	indexed(progress Progress) ([]histRec, error)
+	// history is the history index up to head (see Repo.history).
+	history(head plumbing.Hash, save saveMode, progress Progress) ([]histRec, error)
+	// operator is the author of an operator's command: who, or the
+	// memory's operator.
+	operator(who Signature) Signature
+}
+
 // operate runs an operator's change fn as one commit and returns it with
 // the files it changed. A change that changes nothing makes no commit and
 // returns ErrNoChange; dry computes the changes and commits nothing (the
 // zero Commit).
-func (r *Repo) operate(meta Meta, dry bool, check Check, fn func(tx *Tx) error) (Commit, []FileChange, error) {
+func operate(s opStore, meta Meta, dry bool, check Check, fn func(tx *Tx) error) (Commit, []FileChange, error) {
 	var changes []FileChange
 	run := func(tx *Tx) error {
 		if err := fn(tx); err != nil {
@@ -122,13 +147,13 @@ func (r *Repo) operate(meta Meta, dry bool, check Check, fn func(tx *Tx) error) 
 		return nil
 	}
 	if dry {
-		err := r.preview(run)
+		err := s.preview(run)
 		if errors.Is(err, errDryRun) {
 			err = nil
 		}
 		return Commit{}, changes, err
 	}
-	c, err := r.Update(meta, run)
+	c, err := s.Update(meta, run)
 	if err != nil {
 		return Commit{}, nil, err
 	}
@@ -184,13 +209,17 @@ func (tx *Tx) changes() ([]FileChange, error) {
 // It returns the commit and the files it changed; a revert that would
 // change nothing (already undone) is ErrNoChange.
 func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, []FileChange, error) {
+	return revert(r, revs, opt)
+}
+
+func revert(s opStore, revs []string, opt RevertOptions) (Commit, []FileChange, error) {
 	type target struct {
 		c     Commit
 		after []histRec // the records after it, oldest first
 	}
 	var targets []target
 	for _, rev := range revs {
-		c, err := r.Resolve(rev)
+		c, err := s.Resolve(rev)
 		if err != nil {
 			return Commit{}, nil, fmt.Errorf("%w: %q is not a commit, tool_use id or revision of this memory", ErrUnknownRev, rev)
 		}
@@ -205,7 +234,7 @@ func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, []FileChange, e
 	}
 	left := len(back)
 	var later []histRec // newest first
-	if err := r.scan(nil, nil, func(h *histRec) bool {
+	if err := s.scan(nil, nil, func(h *histRec) bool {
 		if d, ok := back[h.hash.String()]; ok && d < 0 {
 			back[h.hash.String()] = len(later)
 			left--
@@ -224,7 +253,7 @@ func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, []FileChange, e
 		slices.Reverse(targets[i].after)
 	}
 	slices.SortFunc(targets, func(a, b target) int { return len(a.after) - len(b.after) }) // newest first
-	meta := Meta{Author: r.operator(opt.Author), Trailers: []Trailer{{TrailerCommand, "revert"}}}
+	meta := Meta{Author: s.operator(opt.Author), Trailers: []Trailer{{TrailerCommand, "revert"}}}
 	if len(targets) == 1 {
 		c := targets[0].c
 		meta.Subject = "memory: revert " + c.Hash[:7] + " (" + c.Subject + ")"
@@ -237,10 +266,10 @@ func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, []FileChange, e
 			meta.Trailers = append(meta.Trailers, Trailer{"Reverts-Tool-Use-Id", id})
 		}
 	}
-	return r.operate(meta, opt.DryRun, opt.Check, func(tx *Tx) error {
+	return operate(s, meta, opt.DryRun, opt.Check, func(tx *Tx) error {
 		var conflicts []FileConflict
 		for _, t := range targets {
-			fc, err := r.undo(tx, t.c, opt.Theirs, movedAfter(t.after))
+			fc, err := undo(s, tx, t.c, opt.Theirs, movedAfter(t.after))
 			if err != nil {
 				return err
 			}
@@ -273,7 +302,7 @@ func movedAfter(later []histRec) func(string) string {
 
 // undo applies the inverse of commit c to tx. moved says where a path of
 // c's time lives now, after later renames.
-func (r *Repo) undo(tx *Tx, c Commit, theirs bool, moved func(string) string) ([]FileConflict, error) {
+func undo(s opStore, tx *Tx, c Commit, theirs bool, moved func(string) string) ([]FileConflict, error) {
 	if c.Trailer(TrailerCommand) == "rename" {
 		from := strings.TrimPrefix(c.Trailer(TrailerPath), "/memories/")
 		to := strings.TrimPrefix(c.Trailer(TrailerNewPath), "/memories/")
@@ -283,7 +312,7 @@ func (r *Repo) undo(tx *Tx, c Commit, theirs bool, moved func(string) string) ([
 		if errTo != nil && errFrom == nil {
 			// Moved back already (a revert of this revert's twin): nothing
 			// to undo when the file is back as the rename found it.
-			was, _, err := r.at(c.Hash, strings.TrimPrefix(c.Trailer(TrailerNewPath), "/memories/"))
+			was, _, err := at(s, c.Hash, strings.TrimPrefix(c.Trailer(TrailerNewPath), "/memories/"))
 			if err != nil {
 				return nil, err
 			}
@@ -303,11 +332,11 @@ func (r *Repo) undo(tx *Tx, c Commit, theirs bool, moved func(string) string) ([
 	var out []FileConflict
 	for _, old := range c.Paths {
 		p := moved(old)
-		base, baseOK, err := r.at(c.Hash, old)
+		base, baseOK, err := at(s, c.Hash, old)
 		if err != nil {
 			return nil, err
 		}
-		before, beforeOK, err := r.at(parent, old)
+		before, beforeOK, err := at(s, parent, old)
 		if err != nil {
 			return nil, err
 		}
@@ -348,11 +377,11 @@ func (r *Repo) undo(tx *Tx, c Commit, theirs bool, moved func(string) string) ([
 }
 
 // at returns a file's content at a commit ("" means before the first).
-func (r *Repo) at(commit, p string) ([]byte, bool, error) {
+func at(s opStore, commit, p string) ([]byte, bool, error) {
 	if commit == "" {
 		return nil, false, nil
 	}
-	data, err := r.ReadFileAt(commit, p)
+	data, err := s.ReadFileAt(commit, p)
 	if errors.Is(err, ErrNotExist) {
 		return nil, false, nil
 	}
@@ -384,6 +413,10 @@ func (e *AbsentError) Error() string {
 // c, as one new commit, and returns it with the files it changed. History
 // is not rewritten. Nothing to change is ErrNoChange.
 func (r *Repo) Restore(c Commit, opt RestoreOptions) (Commit, []FileChange, error) {
+	return restore(r, c, opt)
+}
+
+func restore(s opStore, c Commit, opt RestoreOptions) (Commit, []FileChange, error) {
 	what := "all memory"
 	if len(opt.Paths) > 0 {
 		var shown []string
@@ -392,10 +425,10 @@ func (r *Repo) Restore(c Commit, opt RestoreOptions) (Commit, []FileChange, erro
 		}
 		what = strings.Join(shown, ", ")
 	}
-	meta := Meta{Subject: "memory: restore " + what + " to " + c.Hash[:7], Author: r.operator(opt.Author),
+	meta := Meta{Subject: "memory: restore " + what + " to " + c.Hash[:7], Author: s.operator(opt.Author),
 		Trailers: []Trailer{{TrailerCommand, "restore"}, {"Restored-From", c.Hash}}}
-	return r.operate(meta, opt.DryRun, opt.Check, func(tx *Tx) error {
-		then, err := r.Files(c.Hash, opt.Paths...)
+	return operate(s, meta, opt.DryRun, opt.Check, func(tx *Tx) error {
+		then, err := s.Files(c.Hash, opt.Paths...)
 		if err != nil {
 			return err
 		}
@@ -434,7 +467,7 @@ func (r *Repo) Restore(c Commit, opt RestoreOptions) (Commit, []FileChange, erro
 			if now[p] == then[p] {
 				continue
 			}
-			data, err := r.readFile(plumbing.NewHash(then[p]), p)
+			data, err := s.readFile(plumbing.NewHash(then[p]), p)
 			if err != nil {
 				return err
 			}
@@ -466,18 +499,22 @@ type Stale struct {
 // relative to memories/; ** crosses folders). One pass over the history
 // index, newest first.
 func (r *Repo) StaleFiles(cutoff time.Time, keep []string, progress Progress) ([]Stale, error) {
-	hist, err := r.indexed(progress)
+	return staleFiles(r, cutoff, keep, progress)
+}
+
+func staleFiles(s opStore, cutoff time.Time, keep []string, progress Progress) ([]Stale, error) {
+	hist, err := s.indexed(progress)
 	if err != nil {
 		return nil, err
 	}
-	return staleIn(hist, r.headFiles(hist), cutoff, keep)
+	return staleIn(hist, headFiles(s, hist), cutoff, keep)
 }
 
-func (r *Repo) headFiles(hist []histRec) map[string]string {
+func headFiles(s opStore, hist []histRec) map[string]string {
 	if len(hist) == 0 {
 		return map[string]string{}
 	}
-	files, _ := r.Files(hist[len(hist)-1].hash.String())
+	files, _ := s.Files(hist[len(hist)-1].hash.String())
 	return files
 }
 
@@ -578,10 +615,14 @@ type ExpireOptions struct {
 // Expire deletes the stale files (see StaleFiles) as one commit that
 // lists them, so it can be reverted. Nothing to expire: no commit.
 func (r *Repo) Expire(cutoff time.Time, opt ExpireOptions) ([]Stale, Commit, error) {
+	return expire(r, cutoff, opt)
+}
+
+func expire(s opStore, cutoff time.Time, opt ExpireOptions) ([]Stale, Commit, error) {
 	var stale []Stale
-	meta := Meta{Author: r.operator(opt.Author), Trailers: []Trailer{{TrailerCommand, "expire"}, {"Expired-Before", cutoff.UTC().Format(time.RFC3339)}}}
-	c, err := r.Update(meta, func(tx *Tx) error {
-		hist, err := r.history(tx.head, saveHeld, opt.Progress)
+	meta := Meta{Author: s.operator(opt.Author), Trailers: []Trailer{{TrailerCommand, "expire"}, {"Expired-Before", cutoff.UTC().Format(time.RFC3339)}}}
+	c, err := s.Update(meta, func(tx *Tx) error {
+		hist, err := s.history(tx.head, saveHeld, opt.Progress)
 		if err != nil {
 			return err
 		}
@@ -592,11 +633,11 @@ func (r *Repo) Expire(cutoff time.Time, opt ExpireOptions) ([]Stale, Commit, err
 		if len(stale) == 0 {
 			return errNothing
 		}
-		for _, s := range stale {
-			if err := tx.Remove(s.Path); err != nil {
+		for _, f := range stale {
+			if err := tx.Remove(f.Path); err != nil {
 				return err
 			}
-			tx.AddTrailer(TrailerPath, "/memories/"+s.Path)
+			tx.AddTrailer(TrailerPath, "/memories/"+f.Path)
 		}
 		tx.SetSubject(fmt.Sprintf("memory: expire %d file(s) untouched since %s", len(stale), cutoff.UTC().Format(time.RFC3339)))
 		if opt.Check == nil {

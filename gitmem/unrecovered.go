@@ -42,11 +42,15 @@ func (r *Repo) Unrecovered() (Unrecovered, error) {
 // and returns the records after the last one git's branch holds. Called
 // when no process holds the writer lock, or by its holder before it opens
 // the log.
-func (r *Repo) unrecovered() (Unrecovered, error) {
+func (r *Repo) unrecovered() (Unrecovered, error) { return unrecoveredIn(r.gitDir, r.branch, r.obj) }
+
+// unrecoveredIn is unrecovered of the repository at gitDir, whose objects
+// st reads (only through views of its own: no lock is needed).
+func unrecoveredIn(gitDir string, branch plumbing.ReferenceName, st *gd.Store) (Unrecovered, error) {
 	var recs [2][]gd.WALRecord
 	var gens [2]uint32
 	for i, name := range []string{"wal", "wal2"} {
-		g, rs, err := gd.ReadWAL(r.gitDir, name)
+		g, rs, err := gd.ReadWAL(gitDir, name)
 		if err != nil {
 			return Unrecovered{}, wrap("read the write-ahead log", err)
 		}
@@ -60,8 +64,8 @@ func (r *Repo) unrecovered() (Unrecovered, error) {
 	if len(log) == 0 {
 		return Unrecovered{}, nil
 	}
-	head, _ := r.readRef(r.branch) // a missing branch holds none of them
-	missing := log[len(log)-r.notInGit(log, head):]
+	head, _ := gd.ReadRef(gitDir, branch) // a missing branch holds none of them
+	missing := log[len(log)-notInGit(st, log, head):]
 	u := Unrecovered{Changes: len(missing)}
 	for _, rec := range missing {
 		if id := walToolUseID(rec); id != "" {
@@ -78,11 +82,11 @@ func (r *Repo) unrecovered() (Unrecovered, error) {
 // passed over at the cost of a lookup in the packs as last listed: asking
 // the graph would read the pack folder again for each (a miss does), a
 // folder of thousands of packs after bursts of changes.
-func (r *Repo) notInGit(log []gd.WALRecord, head plumbing.Hash) int {
+func notInGit(obj *gd.Store, log []gd.WALRecord, head plumbing.Hash) int {
 	if head.IsZero() {
 		return len(log)
 	}
-	st := r.obj.View()
+	st := obj.View()
 	defer st.Close()
 	g := gd.NewGraph(st)
 	for i := len(log) - 1; i >= 0; i-- {

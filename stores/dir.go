@@ -141,6 +141,11 @@ func (d *Dir) background() {
 // pack packs the loose objects of the open stores that have piled up
 // GCLoose of them.
 func (d *Dir) pack() {
+	d.packWith(func(r *gitmem.Repo) (gitmem.GCStats, error) { return r.GC(false) })
+}
+
+// packWith is pack with the collection gc.
+func (d *Dir) packWith(gc func(r *gitmem.Repo) (gitmem.GCStats, error)) {
 	d.mu.Lock()
 	var open []*entry
 	for _, e := range d.open {
@@ -151,15 +156,24 @@ func (d *Dir) pack() {
 	}
 	d.mu.Unlock()
 	for _, e := range open {
+		// The gate is not held across the collection: a metadata change
+		// waiting for it would hold up every later call of the store
+		// (RWMutex lets no reader in while a writer waits). A collection
+		// needs none: it changes no metadata, and a store closed or
+		// deleted meanwhile stops it (ErrClosed).
 		e.gate.RLock()
-		if !e.gone && e.repo.GCDue(d.opt.GCLoose) {
-			if st, err := e.repo.GC(false); err != nil {
+		gone := e.gone
+		e.gate.RUnlock()
+		if !gone && e.repo.GCDue(d.opt.GCLoose) {
+			st, err := gc(e.repo)
+			switch {
+			case errors.Is(err, gitmem.ErrClosed): // closed or deleted meanwhile
+			case err != nil:
 				d.logf("gitmem: store %s: background gc: %v", e.name, err)
-			} else {
+			default:
 				d.logf("gitmem: store %s: packed %d loose objects", e.name, st.Packed)
 			}
 		}
-		e.gate.RUnlock()
 		d.release(e)
 	}
 }

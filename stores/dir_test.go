@@ -440,3 +440,53 @@ func TestMetadataChangeBehindMemoryCommits(t *testing.T) {
 		})
 	}
 }
+
+// A background collection holds up no call of its store (design F11): a
+// metadata change made while one runs is done at once, and so the tool
+// calls queued behind it go on too. (It used to wait for the whole
+// collection, holding the store's gate shared, and every later tool call
+// queued behind it.)
+func TestBackgroundGCHoldsUpNoCall(t *testing.T) {
+	t.Parallel()
+	d := newDir(t, "", stores.Options{IdleClose: -1})
+	if _, err := d.Create("a", stores.Meta{}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.Acquire("a") // open: the background packs open stores
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	inGC, changed, packed := make(chan struct{}), make(chan error, 1), make(chan struct{})
+	var during error
+	done := false // the change was done while the collection ran
+	go func() {
+		defer close(packed)
+		d.PackWith(func(r *gitmem.Repo) (gitmem.GCStats, error) {
+			close(inGC)
+			select { // the collection runs on until the change is done
+			case during = <-changed:
+				done = true
+			case <-time.After(10 * time.Second):
+			}
+			return r.GC(false)
+		})
+	}()
+	<-inGC
+	desc := "changed while gc ran"
+	go func() {
+		_, err := d.Update("a", stores.Change{Description: &desc}, gitmem.Signature{})
+		changed <- err
+	}()
+	<-packed
+	if !done {
+		<-changed
+		t.Fatal("the metadata change waited for the background collection to end")
+	}
+	if during != nil {
+		t.Fatal(during)
+	}
+	if info, err := d.Get("a"); err != nil || info.Description != desc {
+		t.Errorf("after the change: %+v %v", info, err)
+	}
+}
