@@ -46,7 +46,7 @@ func (r *Repo) awaitBacklog() {
 		r.smu.RLock()
 		broken := r.broken != nil
 		r.smu.RUnlock()
-		if n < r.opt.hooks.backlog() && r.logBytes.Load() < r.opt.hooks.logLimit() || drained == nil || broken || r.ckptFailing.Load() {
+		if n < r.opt.hooks.backlog() && r.log.size() < r.opt.hooks.logLimit() || drained == nil || broken || r.ckptFailing.Load() {
 			return
 		}
 		if timeout == nil {

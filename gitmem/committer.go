@@ -134,8 +134,8 @@ func (r *Repo) enqueue(p *prepared, base plumbing.Hash) (*prepared, error) {
 // that kept its group from being written. The first caller to find its
 // group unwritten writes it, and every other group member's with it.
 func (r *Repo) durable(p *prepared) error {
-	r.fmu.Lock()
-	defer r.fmu.Unlock()
+	a := r.log.beginAppend()
+	defer a.end()
 	if p.done {
 		return nil
 	}
@@ -149,7 +149,7 @@ func (r *Repo) durable(p *prepared) error {
 	}
 	r.queue = &batch{}
 	r.qmu.Unlock()
-	return r.writeBatch(b)
+	return r.writeBatch(a, b)
 }
 
 // failure is the error a failed group leaves for its members.
@@ -164,8 +164,8 @@ func (r *Repo) failure() error {
 
 // writeBatch writes a group to the log, then publishes it. On failure
 // every commit built on the group (the group after it too) is dropped and
-// the tip goes back to what is durable. Called with fmu held.
-func (r *Repo) writeBatch(b *batch) error {
+// the tip goes back to what is durable.
+func (r *Repo) writeBatch(a appending, b *batch) error {
 	recs := make([]gd.WALRecord, len(b.items))
 	for i, p := range b.items {
 		recs[i] = gd.WALRecord{Head: p.hash, Parent: p.parent, Paths: p.paths, Objects: p.objs}
@@ -173,15 +173,15 @@ func (r *Repo) writeBatch(b *batch) error {
 	r.smu.RLock()
 	err := r.broken
 	r.smu.RUnlock()
+	full := false
 	if err == nil {
-		err = r.walFiles[r.active].Append(recs)
-		r.noteLogBytes()
+		full, err = a.append(recs)
 	}
 	if err != nil {
 		return r.dropQueued(b, wrap("write the change to the log", err))
 	}
 	r.publish(b.items)
-	if r.walFiles[r.active].Len() > checkpointBytes {
+	if full {
 		r.signal()
 	}
 	return nil

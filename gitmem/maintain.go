@@ -37,16 +37,9 @@ func (r *Repo) maintainLoop() {
 			r.smu.Unlock()
 		}
 		r.prepareSpareLog()
-		var size int64
-		full := false
-		r.fmu.Lock()
-		if w, o := r.walFiles[r.active], r.walFiles[1-r.active]; w != nil && o != nil {
-			size = w.Len()
-			// Nearly full, and the other file takes more: switch to it
-			// now rather than grow this one while the writers wait.
-			full = r.draining < 0 && size > w.Cap()*3/4 && o.Cap() > w.Cap()
-		}
-		r.fmu.Unlock()
+		// Nearly full, and the other file takes more: switch to it now
+		// rather than grow this one while the writers wait.
+		size, full := r.log.fill()
 		r.smu.RLock()
 		broken := r.broken != nil
 		r.smu.RUnlock()

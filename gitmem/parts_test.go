@@ -39,6 +39,8 @@ var parts = map[string][]string{
 	// the share engine: sessions with remotes, one at a time
 	"sharer":         {"share.go"},
 	"redactionCache": {"share_redact.go"},
+	// the committer: the write-ahead log's files
+	"logFiles": {"logfiles.go"},
 }
 
 // TestPartsOwnTheirState fails when code outside a part's files names one

@@ -66,10 +66,7 @@ type pipeline struct {
 	qmu   sync.Mutex // the batch being filled
 	queue *batch
 
-	fmu      sync.Mutex // one log writer at a time; the log files' state
-	walFiles [2]*gd.WAL
-	active   int          // the log file appends go to
-	logBytes atomic.Int64 // what both files hold (read without fmu by awaitBacklog)
+	log logFiles // the write-ahead log
 
 	mmu          sync.Mutex // materialisation and checkpoints
 	umu          sync.Mutex // guards unmat and drained
@@ -85,7 +82,6 @@ type pipeline struct {
 
 	recovering  bool      // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
 	spareFailed time.Time // (mmu) when growing the spare log file last failed: not tried again for a minute
-	draining    int       // (mmu, fmu) the log file a failed checkpoint switched from, which still holds changes; -1 if none
 	ckptErr     error     // (mmu) the last checkpoint's failure
 	ckptFailing atomic.Bool
 
@@ -110,7 +106,6 @@ func (r *Repo) initPipeline() {
 	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
 	r.handBase = map[string]handBase{}
 	r.seen = map[string][]shown{}
-	r.draining = -1
 	r.stop = make(chan struct{})
 	r.wake = make(chan struct{}, 1)
 	r.drained = make(chan struct{})

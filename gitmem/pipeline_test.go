@@ -464,7 +464,7 @@ func TestLogBytesHoldCallsBack(t *testing.T) {
 	select {
 	case err := <-done:
 		r.mmu.Unlock()
-		t.Fatalf("a call past logMax went through while nothing was checkpointed (err %v; the log holds %d bytes)", err, r.logBytes.Load())
+		t.Fatalf("a call past logMax went through while nothing was checkpointed (err %v; the log holds %d bytes)", err, r.log.size())
 	case <-time.After(300 * time.Millisecond):
 	}
 	r.mmu.Unlock()
@@ -578,9 +578,9 @@ func TestSpareLogTakesTheLoad(t *testing.T) {
 	caps := func() (active, spare int64) {
 		r.mmu.Lock() // the spare grows under mmu
 		defer r.mmu.Unlock()
-		r.fmu.Lock()
-		defer r.fmu.Unlock()
-		return r.walFiles[r.active].Cap(), r.walFiles[1-r.active].Cap()
+		r.log.mu.Lock()
+		defer r.log.mu.Unlock()
+		return r.log.files[r.log.active].Cap(), r.log.files[1-r.log.active].Cap()
 	}
 	if a, s := caps(); a >= spareCap || s >= spareCap {
 		t.Fatalf("after one small change the log files take %d and %d bytes", a, s)

@@ -384,7 +384,7 @@ func (r *Repo) switchHistory(tx *gd.RefTx) error {
 		return wrap("move the refs", err)
 	}
 	// The refs moved: from here the old history is unreachable.
-	if err := r.scrubLog(); err != nil {
+	if err := r.log.scrub(r.obj.Env, r.gitDir); err != nil {
 		return wrap("scrub the write-ahead log", err)
 	}
 	r.dropHeld() // no fold may write the old objects again
@@ -401,26 +401,6 @@ func (r *Repo) switchHistory(tx *gd.RefTx) error {
 	r.stats.clear()
 	r.cmu.Unlock()
 	return wrap("bring the worktree to the redacted history", r.wt.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob))
-}
-
-// scrubLog overwrites the write-ahead log files with zeros: they still
-// hold old records (the redacted content among them) after a checkpoint.
-// Called with mmu held (not while prepareSpareLog grows one).
-func (r *Repo) scrubLog() error {
-	r.fmu.Lock()
-	defer r.fmu.Unlock()
-	for i, name := range []string{"wal", "wal2"} {
-		var err error
-		if w := r.walFiles[i]; w != nil {
-			err = w.Scrub()
-		} else {
-			err = gd.ScrubWAL(r.obj.Env, r.gitDir, name)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // redactsRef reports whether a redaction rewrites what a ref holds:

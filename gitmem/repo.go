@@ -989,9 +989,9 @@ func (r *Repo) Close() error {
 		if err == nil {
 			err = wrap("write the index", r.writeIndexHeld(held))
 		} else {
-			kept = r.logRecords()
+			kept = r.log.records()
 		}
-		gone := kept > 0 && r.logGone()
+		gone := kept > 0 && r.log.gone()
 		r.closeLog(err == nil) // empty after a checkpoint: removed
 		if kept > 0 {
 			// Kept in the log for the next start: say how many of them
