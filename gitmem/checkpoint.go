@@ -60,7 +60,7 @@ func (r *Repo) checkpointLocked() error {
 		return err
 	}
 	err = r.log.emptied(old)
-	r.noteDrained() // calls held back by logMax
+	r.backlog.noteDrained() // calls held back by logMax
 	if err != nil {
 		return wrap("empty the write-ahead log", err)
 	}

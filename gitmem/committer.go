@@ -197,9 +197,7 @@ func (r *Repo) publish(items []*prepared) {
 	r.toolIDs.durable(items)
 	r.smu.Unlock()
 	r.histIndex.appendPublished(items)
-	r.umu.Lock()
-	r.unmat = append(r.unmat, items...)
-	r.umu.Unlock()
+	r.backlog.add(items)
 	for _, p := range items {
 		p.done = true
 	}

@@ -41,6 +41,7 @@ var parts = map[string][]string{
 	"redactionCache": {"share_redact.go"},
 	// the committer: the write-ahead log's files
 	"logFiles": {"logfiles.go"},
+	"backlog":  {"backlog.go"},
 }
 
 // TestPartsOwnTheirState fails when code outside a part's files names one

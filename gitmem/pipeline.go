@@ -68,11 +68,8 @@ type pipeline struct {
 
 	log logFiles // the write-ahead log
 
-	mmu          sync.Mutex // materialisation and checkpoints
-	umu          sync.Mutex // guards unmat and drained
-	unmat        []*prepared
-	drained      chan struct{} // closed when some of unmat was materialised
-	taken        int           // commits taken from unmat and being materialised
+	mmu          sync.Mutex    // materialisation and checkpoints
+	backlog      backlog       // published, not yet materialised
 	diskHead     plumbing.Hash // the branch as written in git's files
 	diskTree     *node         // its tree
 	packsWritten []string      // packs materialised since the last sync
@@ -108,5 +105,5 @@ func (r *Repo) initPipeline() {
 	r.seen = map[string][]shown{}
 	r.stop = make(chan struct{})
 	r.wake = make(chan struct{}, 1)
-	r.drained = make(chan struct{})
+	r.backlog = newBacklog()
 }

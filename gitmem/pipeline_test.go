@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -259,9 +260,9 @@ func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.umu.Lock()
-	items := slices.Clone(r.unmat) // the materialiser clears what it takes
-	r.umu.Unlock()
+	r.backlog.mu.Lock()
+	items := slices.Clone(r.backlog.items) // the materialiser clears what it takes
+	r.backlog.mu.Unlock()
 	var paths []string
 	for _, p := range items {
 		paths = union(paths, p.paths)
@@ -432,6 +433,37 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 	out := gittest.Git(t, dir, "log", "--format=%s")
 	if want := "c3\nc2\nc1\nc0\n"; !strings.HasPrefix(out, want) {
 		t.Errorf("git log:\n%s\nwant it to start with\n%s", out, want)
+	}
+}
+
+// TestBacklogWaitEndsWithItsContext: a call held back by the backlog
+// stops waiting when its context ends (the client went away), with the
+// context's error, and not only after backlogWait.
+func TestBacklogWaitEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	b := newBacklog()
+	b.add([]*prepared{{}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	woken := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.await(ctx, func(n int) bool { return n >= 1 }, func() {
+			select {
+			case woken <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	<-woken // it waits, and has woken the materialiser
+	select {
+	case err := <-done:
+		t.Fatalf("the wait ended before its context did: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("await = %v, want context.Canceled", err)
 	}
 }
 

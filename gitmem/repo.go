@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -742,7 +743,9 @@ func (r *Repo) filePaths(paths []string) []string {
 // calls come faster than that, past backlogMax commits not yet in git's
 // files, Update first waits for them (at most backlogWait).
 func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
-	r.awaitBacklog()
+	if err := r.awaitBacklog(context.Background()); err != nil {
+		return Commit{}, err
+	}
 	return r.update(meta, fn)
 }
 
