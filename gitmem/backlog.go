@@ -131,9 +131,6 @@ func (r *Repo) awaitBacklog(ctx context.Context) error {
 		if n < r.opt.hooks.backlog() && r.log.size() < r.opt.hooks.logLimit() {
 			return false
 		}
-		r.smu.RLock()
-		broken := r.broken != nil
-		r.smu.RUnlock()
-		return !broken && !r.ckptFailing.Load()
+		return r.state.brokenErr() == nil && !r.ckptFailing.Load()
 	}, r.signal)
 }

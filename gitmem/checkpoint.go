@@ -50,7 +50,7 @@ func (r *Repo) checkpointLocked() error {
 		if err := r.materializeLocked(); err != nil {
 			return err
 		}
-		r.clearBroken()
+		r.state.clearBroken()
 		return nil
 	}
 	if err := r.materializeLocked(); err != nil {
@@ -65,15 +65,8 @@ func (r *Repo) checkpointLocked() error {
 		return wrap("empty the write-ahead log", err)
 	}
 	r.lastCkpt.Store(time.Now().UnixNano())
-	r.clearBroken()
+	r.state.clearBroken()
 	return nil
-}
-
-// clearBroken lets changes through again after a checkpoint succeeded.
-func (r *Repo) clearBroken() {
-	r.smu.Lock()
-	r.broken = nil
-	r.smu.Unlock()
 }
 
 // noteCheckpoint logs a checkpoint's failure once (and again only when the
@@ -93,11 +86,7 @@ func (r *Repo) noteCheckpoint(err error) {
 	r.ckptErr = err
 	r.ckptFailing.Store(err != nil)
 	if err != nil {
-		r.smu.Lock()
-		if r.broken == nil {
-			r.broken = err
-		}
-		r.smu.Unlock()
+		r.state.refuse(err)
 	}
 }
 
@@ -131,6 +120,6 @@ func (r *Repo) checkpointRecovered() error {
 	}
 	r.recovering = false
 	r.lastCkpt.Store(time.Now().UnixNano())
-	r.clearBroken()
+	r.state.clearBroken()
 	return nil
 }

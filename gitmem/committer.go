@@ -1,7 +1,6 @@
 package gitmem
 
 import (
-	"errors"
 	"slices"
 	"time"
 
@@ -108,19 +107,13 @@ func (r *Repo) enqueue(p *prepared, base plumbing.Hash) (*prepared, error) {
 	// The new tip, unless the pipeline dropped what this was built on.
 	// Its objects are readable at once: the next transaction may build on
 	// it before it is durable.
-	r.smu.Lock()
-	if r.tip != base || r.broken != nil {
-		err := r.broken
-		r.smu.Unlock()
-		if err == nil {
-			err = &StorageError{Op: "write the change", Err: errors.New("an earlier change it was built on failed")}
-		}
+	err := r.state.advance(base, p.hash, p.tree, func() {
+		r.toolIDs.expect(p)
+		r.obj.Put(p.objs)
+	})
+	if err != nil {
 		return nil, err
 	}
-	r.tip, r.tipTree = p.hash, p.tree
-	r.toolIDs.expect(p)
-	r.obj.Put(p.objs)
-	r.smu.Unlock()
 	r.pmu.Lock()
 	for _, q := range p.paths {
 		r.inflight.add(q)
@@ -145,21 +138,11 @@ func (r *Repo) durable(p *prepared) error {
 		// p's group failed before we got here. What was queued since
 		// is a later group's: its own callers write it.
 		r.qmu.Unlock()
-		return r.failure()
+		return r.state.failure()
 	}
 	r.queue = &batch{}
 	r.qmu.Unlock()
 	return r.writeBatch(a, b)
-}
-
-// failure is the error a failed group leaves for its members.
-func (r *Repo) failure() error {
-	r.smu.RLock()
-	defer r.smu.RUnlock()
-	if r.broken != nil {
-		return r.broken
-	}
-	return &StorageError{Op: "write the change", Err: errors.New("an earlier change in its group failed")}
 }
 
 // writeBatch writes a group to the log, then publishes it. On failure
@@ -170,9 +153,7 @@ func (r *Repo) writeBatch(a appending, b *batch) error {
 	for i, p := range b.items {
 		recs[i] = gd.WALRecord{Head: p.hash, Parent: p.parent, Paths: p.paths, Objects: p.objs}
 	}
-	r.smu.RLock()
-	err := r.broken
-	r.smu.RUnlock()
+	err := r.state.brokenErr()
 	full := false
 	if err == nil {
 		full, err = a.append(recs)
@@ -192,10 +173,7 @@ func (r *Repo) writeBatch(a appending, b *batch) error {
 // for materialisation.
 func (r *Repo) publish(items []*prepared) {
 	last := items[len(items)-1]
-	r.smu.Lock()
-	r.head, r.tree = last.hash, last.tree
-	r.toolIDs.durable(items)
-	r.smu.Unlock()
+	r.state.publish(last.hash, last.tree, func() { r.toolIDs.durable(items) })
 	r.histIndex.appendPublished(items)
 	r.backlog.add(items)
 	for _, p := range items {
@@ -210,13 +188,9 @@ func (r *Repo) publish(items []*prepared) {
 // written: the log may hold part of the failed group.
 func (r *Repo) dropQueued(b *batch, err error) error {
 	r.qmu.Lock()
-	r.smu.Lock()
 	dropped := append(slices.Clip(b.items), r.queue.items...)
 	r.queue = &batch{}
-	r.tip, r.tipTree = r.head, r.tree
-	r.toolIDs.dropped(dropped)
-	r.broken = err
-	r.smu.Unlock()
+	r.state.rollback(err, func() { r.toolIDs.dropped(dropped) })
 	r.qmu.Unlock()
 	r.pmu.Lock()
 	for _, p := range dropped {

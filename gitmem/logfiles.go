@@ -302,11 +302,9 @@ func (r *Repo) openLog() (replayed bool, err error) {
 		p.tree, p.id, p.commit = tree, p.rec.id, commitOf(c)
 		items = append(items, p)
 	}
-	r.smu.Lock()
 	r.toolIDs.durable(items)
 	last := items[len(items)-1]
-	r.tip, r.tipTree = last.hash, last.tree
-	r.smu.Unlock()
+	r.state.setTip(last.hash, last.tree)
 	r.pmu.Lock()
 	for _, p := range items {
 		for _, q := range p.paths {

@@ -29,20 +29,15 @@ func (r *Repo) maintainLoop() {
 		if err := r.materialize(); err != nil {
 			// Acknowledged changes are safe in the log; new ones wait
 			// until git's files can take them (a full disk).
-			r.smu.Lock()
-			if r.broken == nil {
-				r.broken = err
+			if r.state.refuse(err) {
 				r.opt.Errorf("gitmem: %v; changes are refused until it can be written", err)
 			}
-			r.smu.Unlock()
 		}
 		r.prepareSpareLog()
 		// Nearly full, and the other file takes more: switch to it now
 		// rather than grow this one while the writers wait.
 		size, full := r.log.fill()
-		r.smu.RLock()
-		broken := r.broken != nil
-		r.smu.RUnlock()
+		broken := r.state.brokenErr() != nil
 		due := time.Since(time.Unix(0, r.lastCkpt.Load())) > checkpointEvery
 		// The lock is about to be given up (idle, or another process
 		// waits for it): the checkpoint release needs is made here,

@@ -42,6 +42,8 @@ var parts = map[string][]string{
 	// the committer: the write-ahead log's files
 	"logFiles": {"logfiles.go"},
 	"backlog":  {"backlog.go"},
+	// readers' HEAD and the writer's tip
+	"published": {"published.go"},
 }
 
 // TestPartsOwnTheirState fails when code outside a part's files names one

@@ -58,10 +58,7 @@ const (
 type pipeline struct {
 	owned atomic.Bool // this process holds the writer lock (changed under wmu)
 
-	// smu (with the published state)
-	tip     plumbing.Hash // the newest commit prepared (durable or not)
-	tipTree *node
-	broken  error // the log failed; nothing is written until a checkpoint succeeds
+	state published // readers' HEAD, the writer's tip (published.go)
 
 	qmu   sync.Mutex // the batch being filled
 	queue *batch

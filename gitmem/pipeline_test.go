@@ -93,11 +93,11 @@ func testFailedGroup(t *testing.T, step string) {
 		}
 		// Nothing of the failed calls is left behind: no id waiting for
 		// a write that will never come, no commit queued or built on.
-		r.smu.RLock()
 		r.toolIDs.mu.RLock()
-		waiting, tip, head := len(r.toolIDs.inFlight), r.tip, r.head
+		waiting := len(r.toolIDs.inFlight)
 		r.toolIDs.mu.RUnlock()
-		r.smu.RUnlock()
+		tip, _ := r.state.tipOf()
+		head := r.snapshotHead()
 		r.qmu.Lock()
 		queued := len(r.queue.items)
 		r.qmu.Unlock()
@@ -142,9 +142,7 @@ func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
 	if err := r.materialize(); err == nil {
 		t.Fatal("the fault did not fail materialisation")
 	}
-	r.smu.Lock()
-	r.broken = &StorageError{Op: "write an object", Err: os.ErrInvalid} // what the background loop records
-	r.smu.Unlock()
+	r.state.refuse(&StorageError{Op: "write an object", Err: os.ErrInvalid}) // what the background loop records
 	if got := read(t, r, "a.md"); got != "acknowledged\n" {
 		t.Fatalf("an acknowledged change is not readable: %q", got)
 	}

@@ -62,9 +62,7 @@ func (r *Repo) restoreBranch() (plumbing.Hash, bool) {
 	if _, err := r.readRef(r.branch); !errors.Is(err, gd.ErrNoRef) {
 		return plumbing.ZeroHash, false
 	}
-	r.smu.RLock()
-	had := r.head
-	r.smu.RUnlock()
+	had := r.snapshotHead()
 	if had.IsZero() {
 		return plumbing.ZeroHash, false
 	}
@@ -172,9 +170,7 @@ func (r *Repo) gitMovedAway() bool {
 	if err != nil {
 		return errors.Is(err, gd.ErrNoRef)
 	}
-	r.smu.RLock()
-	had := r.head
-	r.smu.RUnlock()
+	had := r.snapshotHead()
 	off, _ := r.movedOff(had, cur)
 	return off
 }

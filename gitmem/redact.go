@@ -362,11 +362,9 @@ func (r *Repo) switchHistory(tx *gd.RefTx) error {
 	defer r.mmu.Unlock()
 	moveErr := tx.Commit()
 	// Whatever moved, what gitmem knows follows the branch as it is now.
-	r.smu.Lock()
-	r.loaded, r.head = false, plumbing.ZeroHash
+	r.state.forget()
 	r.toolIDs.forget() // the old hashes are gone
-	r.smu.Unlock()
-	r.index = nil // (a start's) .git/index is rebuilt below; refresh takes no index lock under mmu
+	r.index = nil      // (a start's) .git/index is rebuilt below; refresh takes no index lock under mmu
 	if err := r.refresh(true); err != nil {
 		return err
 	}
@@ -374,9 +372,7 @@ func (r *Repo) switchHistory(tx *gd.RefTx) error {
 	// and no hand edit is pending: the worktree's old copy is the old
 	// history's, never an edit. Else the next materialisation took the
 	// redacted files for hand edits made on the old versions.
-	r.smu.RLock()
-	r.diskHead, r.diskTree = r.head, r.tree
-	r.smu.RUnlock()
+	r.diskHead, r.diskTree = r.state.snapshot()
 	if moveErr != nil {
 		return wrap("move the refs", moveErr)
 	}

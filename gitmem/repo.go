@@ -191,10 +191,7 @@ type Repo struct {
 
 	sharer sharer // push, pull and sync sessions, one at a time (share.go)
 
-	smu    sync.RWMutex // guards the published state
-	loaded bool
-	head   plumbing.Hash
-	tree   *node
+	smu    sync.RWMutex // guards closed
 	closed bool
 }
 
@@ -369,9 +366,7 @@ func (r *Repo) start(markIt bool) error {
 		return fail(err)
 	}
 	r.loadIndexStats()
-	r.smu.RLock()
-	first := r.head.IsZero()
-	r.smu.RUnlock()
+	first := r.snapshotHead().IsZero()
 	r.loadKept()
 	p, err := r.adoptDrift([]string{memDir}, first)
 	if err == nil && p != nil {
@@ -497,9 +492,7 @@ func (r *Repo) clearTempFiles() {
 func (r *Repo) readHead() (plumbing.Hash, error) {
 	h, err := r.readRef(r.branch)
 	if errors.Is(err, gd.ErrNoRef) {
-		r.smu.RLock()
-		had := r.head
-		r.smu.RUnlock()
+		had := r.snapshotHead()
 		if !had.IsZero() {
 			return h, &DamagedError{Problem: fmt.Sprintf("the branch %s has disappeared (it was at %s)", r.branch, had),
 				Repair: fmt.Sprintf("run gitmem fsck --repair, or git update-ref %s %s", r.branch, had)}
@@ -523,9 +516,8 @@ func (r *Repo) refresh(persist bool) error {
 	if err != nil {
 		return wrap("read the branch", err)
 	}
-	r.smu.RLock()
-	same, old := r.loaded && head == r.head, r.tree
-	r.smu.RUnlock()
+	cur, old, loaded := r.state.loadedAt()
+	same := loaded && head == cur
 	if same {
 		return nil
 	}
@@ -551,11 +543,8 @@ func (r *Repo) refresh(persist bool) error {
 			return err
 		}
 	}
-	r.smu.Lock()
-	r.head, r.tree, r.loaded = head, tree, true
-	r.tip, r.tipTree = head, tree
+	r.state.load(head, tree)
 	r.toolIDs.markStale() // others committed: their ids are read when an id is next looked up
-	r.smu.Unlock()
 	return nil
 }
 
@@ -629,16 +618,14 @@ func inPath(at string) string {
 }
 
 func (r *Repo) snapshotTree() *node {
-	r.smu.RLock()
-	defer r.smu.RUnlock()
-	return r.tree
+	_, tree := r.state.snapshot()
+	return tree
 }
 
 // snapshotHead is the commit readers see.
 func (r *Repo) snapshotHead() plumbing.Hash {
-	r.smu.RLock()
-	defer r.smu.RUnlock()
-	return r.head
+	head, _ := r.state.snapshot()
+	return head
 }
 
 func (r *Repo) readBlob(h plumbing.Hash) ([]byte, error) {
@@ -665,8 +652,9 @@ func (r *Repo) readFile(h plumbing.Hash, p string) ([]byte, error) {
 // here (that would read the whole subtree); Adopt checks everything.
 func (r *Repo) Snapshot(paths ...string) (*View, error) {
 	r.smu.RLock()
-	closed, cur := r.closed, r.head
+	closed := r.closed
 	r.smu.RUnlock()
+	cur := r.snapshotHead()
 	if closed {
 		return nil, ErrClosed
 	}
@@ -710,9 +698,8 @@ func (r *Repo) Snapshot(paths ...string) (*View, error) {
 			r.opt.Logf("gitmem: could not commit a hand edit before a view: %v", err)
 		}
 	}
-	r.smu.RLock()
-	defer r.smu.RUnlock()
-	return &View{r: r, root: r.tree, head: r.head}, nil
+	head, tree := r.state.snapshot()
+	return &View{r: r, root: tree, head: head}, nil
 }
 
 // filePaths keeps the paths that are not folders at HEAD.
@@ -843,10 +830,9 @@ const maxAdoptRounds = 3
 
 // newTx starts a transaction on the writer's tip. Called with wmu held.
 func (r *Repo) newTx() *Tx {
-	r.smu.RLock()
-	defer r.smu.RUnlock()
-	return &Tx{View: View{r: r, root: r.tipTree, head: r.tip, pending: map[plumbing.Hash][]byte{}, reads: &[]string{}},
-		base: r.tipTree, mirror: true}
+	tip, tree := r.state.tipOf()
+	return &Tx{View: View{r: r, root: tree, head: tip, pending: map[plumbing.Hash][]byte{}, reads: &[]string{}},
+		base: tree, mirror: true}
 }
 
 func parentList(h plumbing.Hash) []plumbing.Hash {
