@@ -487,7 +487,7 @@ func (r *Repo) adoptKept() {
 	}
 	p, err := r.adoptDrift(paths, false)
 	if err == nil && p != nil {
-		err = r.durable(p)
+		err = r.committer.durable(p)
 	}
 	if err != nil && !errors.Is(err, ErrNoChange) {
 		r.opt.Logf("gitmem: could not commit the hand edits kept from acknowledged changes (%v); the next start takes them as they are", err)
@@ -875,7 +875,7 @@ func (r *Repo) adoptNow(paths []string) (*prepared, error) {
 	if p == nil {
 		return nil, ErrNoChange
 	}
-	return p, r.durable(p)
+	return p, r.committer.durable(p)
 }
 
 // readJournalPaths is the journal's paths, read without the lock, for a

@@ -105,9 +105,7 @@ func (r *Repo) release() bool {
 	if !r.owned.Load() {
 		return true
 	}
-	r.qmu.Lock()
-	queued := len(r.queue.items)
-	r.qmu.Unlock()
+	queued := r.committer.queued()
 	pending := r.state.pending()
 	if queued > 0 || pending || r.gcBusy.Load() > 0 || r.histIndex.savesUnderWay() {
 		return false

@@ -315,7 +315,7 @@ func (r *Repo) openLog() (replayed bool, err error) {
 	r.mmu.Lock()
 	r.recovering = true
 	r.mmu.Unlock()
-	r.publish(items)
+	r.committer.publish(items)
 	r.checkpoint() // a failure refuses changes until a retry succeeds
 	return true, nil
 }

@@ -44,6 +44,8 @@ var parts = map[string][]string{
 	"backlog":  {"backlog.go"},
 	// readers' HEAD and the writer's tip
 	"published": {"published.go"},
+	// the committer: the group being filled, the group commit
+	"committer": {"committer.go"},
 }
 
 // TestPartsOwnTheirState fails when code outside a part's files names one

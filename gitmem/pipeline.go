@@ -60,8 +60,7 @@ type pipeline struct {
 
 	state published // readers' HEAD, the writer's tip (published.go)
 
-	qmu   sync.Mutex // the batch being filled
-	queue *batch
+	committer committer // the queue and the group commit (committer.go)
 
 	log logFiles // the write-ahead log
 
@@ -82,6 +81,10 @@ type pipeline struct {
 	gitIndexSeen time.Time    // (mmu) the .git/index written by git that undoGitCheckout last looked at
 	undone       atomic.Int64 // checkouts of git's undone (undoCheckout): an adopt's look at the worktree is stale
 
+	displacedWait atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back
+	mergedBack    atomic.Int64 // merges back made (counted once published)
+	dmu           sync.Mutex   // held while merging them
+
 	pmu      sync.Mutex          // guards inflight (and Repo.pend)
 	inflight flight              // worktree paths of commits not yet materialised
 	handBase map[string]handBase // files edited by hand before the worktree caught up: the version the edit started from
@@ -96,7 +99,8 @@ type pipeline struct {
 }
 
 func (r *Repo) initPipeline() {
-	r.queue = &batch{}
+	r.committer = committer{queue: &batch{}, log: &r.log, state: &r.state, backlog: &r.backlog, objs: r.obj,
+		ids: r.toolIDs, paths: r, hist: r.histIndex, wake: r.signal, used: &r.lastUse, opt: &r.opt}
 	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
 	r.handBase = map[string]handBase{}
 	r.seen = map[string][]shown{}

@@ -98,9 +98,7 @@ func testFailedGroup(t *testing.T, step string) {
 		r.toolIDs.mu.RUnlock()
 		tip, _ := r.state.tipOf()
 		head := r.snapshotHead()
-		r.qmu.Lock()
-		queued := len(r.queue.items)
-		r.qmu.Unlock()
+		queued := r.committer.queued()
 		if waiting != 0 || queued != 0 || tip != head {
 			t.Fatalf("after a failed group: %d id(s) waiting, %d commit(s) queued, tip moved: %v", waiting, queued, tip != head)
 		}

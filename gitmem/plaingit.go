@@ -123,7 +123,7 @@ func (r *Repo) putHeadBack() {
 	if !moved || !r.owned.Load() {
 		return
 	}
-	r.drain() // the worktree mirrors every acknowledged change first
+	r.committer.drain() // the worktree mirrors every acknowledged change first
 	if err := r.materialize(); err != nil {
 		r.opt.Errorf("gitmem: HEAD was moved outside gitmem; it is put back once git's files take the acknowledged changes (%v)", err)
 		return

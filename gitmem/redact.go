@@ -118,7 +118,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		if err := r.own(); err != nil {
 			return RedactReport{}, err
 		}
-		r.drain()
+		r.committer.drain()
 		if err := r.settle(); err != nil {
 			return RedactReport{}, err
 		}

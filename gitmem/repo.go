@@ -371,7 +371,7 @@ func (r *Repo) start(markIt bool) error {
 	p, err := r.adoptDrift([]string{memDir}, first)
 	if err == nil && p != nil {
 		r.wmu.Unlock() // durable may need to reset the pipeline
-		err = r.durable(p)
+		err = r.committer.durable(p)
 		r.wmu.Lock()
 	}
 	if err != nil && !errors.Is(err, ErrNoChange) {
@@ -769,7 +769,7 @@ func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 		switch {
 		case inFlight: // the first call is still being written
 			unlock()
-			if err := r.durable(p); err != nil {
+			if err := r.committer.durable(p); err != nil {
 				return Commit{}, err
 			}
 			if h, ok := p.merged[id]; ok { // it came with a merge (share.go)
@@ -812,11 +812,11 @@ func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 		unlock()
 		if p == nil {
 			if adopted != nil { // the operator's edit is committed all the same
-				r.durable(adopted)
+				r.committer.durable(adopted)
 			}
 			return Commit{}, err
 		}
-		if err := r.durable(p); err != nil {
+		if err := r.committer.durable(p); err != nil {
 			return Commit{}, err
 		}
 		return p.commit, nil
@@ -969,7 +969,7 @@ func (r *Repo) Close() error {
 	}
 	if r.owned.Load() {
 		r.putHeadBack()
-		r.drain()
+		r.committer.drain()
 		r.adoptKept()
 		r.saveKept()
 		kept := 0
