@@ -132,5 +132,5 @@ func (r *Repo) awaitBacklog(ctx context.Context) error {
 			return false
 		}
 		return r.state.brokenErr() == nil && !r.ckptFailing.Load()
-	}, r.signal)
+	}, r.maint.signal)
 }

@@ -3,8 +3,6 @@ package gitmem
 import (
 	"slices"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -53,9 +51,8 @@ type committer struct {
 	ids     toolUseSink
 	paths   pathsInFlight
 	hist    historySink
-	wake    func()        // the maintainer: a group was published, or a checkpoint is due
-	used    *atomic.Int64 // unix nanos of the last change (the maintainer's idle clock)
-	opt     *Options      // Author, Committer, Now, Errorf
+	maint   *maintainer // woken when a group was published or a checkpoint is due
+	opt     *Options    // Author, Committer, Now, Errorf
 }
 
 // toolUseSink keeps the tool_use ids of commits in flight and made
@@ -214,7 +211,7 @@ func (c *committer) writeBatch(a appending, b *batch) error {
 	}
 	c.publish(b.items)
 	if full {
-		c.wake()
+		c.maint.signal()
 	}
 	return nil
 }
@@ -230,8 +227,8 @@ func (c *committer) publish(items []*prepared) {
 	for _, p := range items {
 		p.done = true
 	}
-	c.used.Store(time.Now().UnixNano())
-	c.wake()
+	c.maint.used()
+	c.maint.signal()
 }
 
 // dropQueued fails a group and everything prepared after it, and sets the
@@ -248,7 +245,7 @@ func (c *committer) dropQueued(b *batch, err error) error {
 	}
 	c.paths.droppedPaths(dropped)
 	c.opt.Errorf("gitmem: %v; %d change(s) refused", err, len(dropped))
-	c.wake()
+	c.maint.signal()
 	return err
 }
 

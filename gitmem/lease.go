@@ -80,9 +80,7 @@ func (r *Repo) settleIn() error {
 	}
 	r.owned.Store(true)
 	r.putHeadBack() // git checkout or git switch while the lock was free
-	r.lastUse.Store(time.Now().UnixNano())
-	r.loopWG.Add(1)
-	go r.maintainLoop()
+	r.maint.start(r.maintainLoop)
 	return nil
 }
 

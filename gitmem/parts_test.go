@@ -46,6 +46,8 @@ var parts = map[string][]string{
 	"published": {"published.go"},
 	// the committer: the group being filled, the group commit
 	"committer": {"committer.go"},
+	// the background loop of the writer lock's holder
+	"maintainer": {"maintain.go"},
 }
 
 // TestPartsOwnTheirState fails when code outside a part's files names one

@@ -71,7 +71,6 @@ type pipeline struct {
 	packsWritten []string      // packs materialised since the last sync
 	held         []heldObjects // the objects materialised since the last checkpoint, and small packs not folded yet
 	lastCkpt     atomic.Int64  // unix nanos of the last checkpoint (attempt)
-	lastUse      atomic.Int64  // unix nanos of the last change
 
 	recovering  bool      // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
 	spareFailed time.Time // (mmu) when growing the spare log file last failed: not tried again for a minute
@@ -93,18 +92,15 @@ type pipeline struct {
 	gitSeen  atomic.Int64        // unix nanos: when a git command was last seen holding .git/index.lock (gitBusy)
 
 	intent *gd.FileLock
-	stop   chan struct{}
-	wake   chan struct{}
-	loopWG sync.WaitGroup
+	maint  maintainer // the background loop (maintain.go)
 }
 
 func (r *Repo) initPipeline() {
 	r.committer = committer{queue: &batch{}, log: &r.log, state: &r.state, backlog: &r.backlog, objs: r.obj,
-		ids: r.toolIDs, paths: r, hist: r.histIndex, wake: r.signal, used: &r.lastUse, opt: &r.opt}
+		ids: r.toolIDs, paths: r, hist: r.histIndex, maint: &r.maint, opt: &r.opt}
 	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
 	r.handBase = map[string]handBase{}
 	r.seen = map[string][]shown{}
-	r.stop = make(chan struct{})
-	r.wake = make(chan struct{}, 1)
+	r.maint = newMaintainer()
 	r.backlog = newBacklog()
 }

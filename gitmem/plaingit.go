@@ -253,13 +253,13 @@ func (r *Repo) takeBranchBack(cur, to plumbing.Hash) (moved plumbing.Hash, err e
 		}
 		now, rerr := r.readRef(r.branch)
 		if !kept || rerr != nil || now == cur || try == 4 {
-			r.signal()
+			r.maint.signal()
 			return plumbing.ZeroHash, wrap("update the branch", err)
 		}
 		cur = now
 	}
 	r.diskHead = to
-	r.signal()
+	r.maint.signal()
 	return cur, nil
 }
 
