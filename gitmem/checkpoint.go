@@ -16,12 +16,12 @@ import (
 //
 // A log file is emptied only after a sync that covers everything it
 // holds: a checkpoint that fails (a full disk) leaves the switched-from
-// file in r.draining, and the next attempt finishes that one before it
-// switches again.
+// file to drain (logFiles.draining), and the next attempt finishes that
+// one before it switches again.
 func (r *Repo) checkpoint() error {
 	r.mmu.Lock()
 	defer r.mmu.Unlock()
-	if r.walFiles[r.active] == nil {
+	if r.log.isClosed() {
 		// Closed (closeLog, under mmu): Close made the last checkpoint;
 		// the maintenance loop may still call one before it stops.
 		return nil
@@ -41,57 +41,32 @@ func (r *Repo) checkpointLocked() error {
 	if r.recovering {
 		return r.checkpointRecovered()
 	}
-	r.fmu.Lock()
-	if r.draining < 0 {
-		cur, next := r.walFiles[r.active], r.walFiles[1-r.active]
-		if cur.Len() == 0 {
-			// Nothing in the log that git's files lack once materialised.
-			r.fmu.Unlock()
-			if err := r.materializeLocked(); err != nil {
-				return err
-			}
-			r.clearBroken()
-			return nil
-		}
-		if next.Len() != 0 { // cannot happen: a file is emptied before it is switched to
-			r.fmu.Unlock()
-			return &StorageError{Op: "switch the write-ahead log", Err: errors.New("both log files hold changes")}
-		}
-		if err := next.Reset(max(cur.Gen(), next.Gen()) + 1); err != nil {
-			r.fmu.Unlock()
-			return wrap("switch the write-ahead log", err)
-		}
-		r.draining, r.active = r.active, 1-r.active
+	old, err := r.log.switchOut()
+	if err != nil {
+		return err
 	}
-	old := r.walFiles[r.draining]
-	r.fmu.Unlock()
+	if old < 0 {
+		// Nothing in the log that git's files lack once materialised.
+		if err := r.materializeLocked(); err != nil {
+			return err
+		}
+		r.state.clearBroken()
+		return nil
+	}
 	if err := r.materializeLocked(); err != nil {
 		return err
 	}
 	if err := r.syncMaterialized(); err != nil {
 		return err
 	}
-	r.fmu.Lock()
-	err := old.Reset(max(r.walFiles[0].Gen(), r.walFiles[1].Gen()) + 1)
-	if err == nil {
-		r.draining = -1
-	}
-	r.noteLogBytes()
-	r.fmu.Unlock()
-	r.noteDrained() // calls held back by logMax
+	err = r.log.emptied(old)
+	r.backlog.noteDrained() // calls held back by logMax
 	if err != nil {
 		return wrap("empty the write-ahead log", err)
 	}
 	r.lastCkpt.Store(time.Now().UnixNano())
-	r.clearBroken()
+	r.state.clearBroken()
 	return nil
-}
-
-// clearBroken lets changes through again after a checkpoint succeeded.
-func (r *Repo) clearBroken() {
-	r.smu.Lock()
-	r.broken = nil
-	r.smu.Unlock()
 }
 
 // noteCheckpoint logs a checkpoint's failure once (and again only when the
@@ -101,7 +76,7 @@ func (r *Repo) clearBroken() {
 func (r *Repo) noteCheckpoint(err error) {
 	prev := r.ckptErr
 	switch {
-	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && r.logGone():
+	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && r.log.gone():
 		r.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files (%v), and the write-ahead log (.git/gitmem/wal) is gone: the repository was deleted or moved while open; the changes git's files lack are in no file a next start would read, new changes are refused", err)
 	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)):
 		r.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
@@ -111,11 +86,7 @@ func (r *Repo) noteCheckpoint(err error) {
 	r.ckptErr = err
 	r.ckptFailing.Store(err != nil)
 	if err != nil {
-		r.smu.Lock()
-		if r.broken == nil {
-			r.broken = err
-		}
-		r.smu.Unlock()
+		r.state.refuse(err)
 	}
 }
 
@@ -144,11 +115,11 @@ func (r *Repo) checkpointRecovered() error {
 	if err := r.syncMaterialized(); err != nil {
 		return err
 	}
-	if err := r.emptyLog(); err != nil {
+	if err := r.log.empty(); err != nil {
 		return err
 	}
 	r.recovering = false
 	r.lastCkpt.Store(time.Now().UnixNano())
-	r.clearBroken()
+	r.state.clearBroken()
 	return nil
 }

@@ -1,9 +1,8 @@
 package gitmem
 
 import (
-	"errors"
 	"slices"
-	"time"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -33,12 +32,63 @@ type batch struct {
 	items []*prepared
 }
 
+// committer turns a transaction into a durable commit: prepare encodes
+// it in memory and makes it the writer's tip (under the writer turn);
+// durable appends its group to the write-ahead log with one fdatasync
+// (the commit point); publish makes the group readers' HEAD, notes its
+// tool_use ids and history, and hands it to the materialiser (backlog).
+type committer struct {
+	// queueMu guards queue, the group being filled. In the lock order it
+	// comes after logFiles.mu (durable takes it with the log held) and
+	// before published.mu.
+	queueMu sync.Mutex
+	queue   *batch
+
+	log     *logFiles
+	state   *published
+	backlog *backlog
+	objs    *gd.Store // prepared objects are readable from memory (Put) until materialised
+	ids     toolUseSink
+	paths   pathsInFlight
+	hist    historySink
+	maint   *maintainer // woken when a group was published or a checkpoint is due
+	opt     *Options    // Author, Committer, Now, Errorf
+}
+
+// toolUseSink keeps the tool_use ids of commits in flight and made
+// (toolUseIDs), so that a retry finds the first call's commit. Each
+// method runs inside published.mu.
+type toolUseSink interface {
+	expect(p *prepared)        // p is prepared: its ids are in flight
+	durable(items []*prepared) // the group is durable: its ids are done
+	dropped(ps []*prepared)    // they failed: their ids are free again
+}
+
+// pathsInFlight tracks the worktree paths of commits not yet
+// materialised (today Repo's inflight, under pmu).
+type pathsInFlight interface {
+	inFlight(p *prepared)
+	droppedPaths(ps []*prepared)
+}
+
+// historySink appends published commits to the history index in memory
+// (historyIndex).
+type historySink interface {
+	appendPublished(items []*prepared)
+}
+
 // prepare encodes tx as a commit on the writer's tip, in memory, and makes
 // it the new tip. Called with wmu held, after own.
 func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	if !tx.ff.IsZero() {
 		return r.prepareFastForward(tx) // a pull (share.go)
 	}
+	return r.committer.prepare(tx, meta)
+}
+
+// prepare encodes tx (not a fast-forward) as a commit on the writer's
+// tip and enqueues it. Called with wmu held, after own.
+func (c *committer) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	var objs []gd.Object
 	put := func(t plumbing.ObjectType, data []byte, base plumbing.Hash) (plumbing.Hash, error) {
 		h := plumbing.ComputeHash(t, data)
@@ -60,20 +110,20 @@ func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	treeHash, _ := writeTrees(put, tx.root, tx.base)
 	author := meta.Author
 	if author.Name == "" {
-		author.Name = r.opt.Author.Name
+		author.Name = c.opt.Author.Name
 	}
 	if author.Email == "" {
-		author.Email = r.opt.Author.Email
+		author.Email = c.opt.Author.Email
 	}
 	author = author.safe()
-	when := r.opt.Now()
+	when := c.opt.Now()
 	meta.Trailers = append(mergeTrailers(meta.Trailers, tx.trailers), tx.extra...)
 	if tx.subject != "" {
 		meta.Subject = tx.subject
 	}
 	msg := meta.message()
 	parents := append(parentList(tx.head), tx.merged...)
-	raw, err := encodeCommit(treeHash, parents, author, r.opt.Committer, when, msg)
+	raw, err := encodeCommit(treeHash, parents, author, c.opt.Committer, when, msg)
 	if err != nil {
 		return nil, wrap("encode the commit", err)
 	}
@@ -92,97 +142,76 @@ func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	for _, q := range parents {
 		ps = append(ps, q.String())
 	}
-	p.commit = Commit{Hash: h.String(), Parents: ps, Author: author, Committer: r.opt.Committer,
+	p.commit = Commit{Hash: h.String(), Parents: ps, Author: author, Committer: c.opt.Committer,
 		Time: when, Subject: subject, Body: body, Trailers: trailers}
-	return r.enqueue(p, tx.head)
+	return c.enqueue(p, tx.head)
 }
 
 // enqueue makes a prepared commit the writer's tip and queues it for the
 // log. Called with wmu held. The check, the new tip and the place in the
-// queue are one step under qmu: a group failing meanwhile (dropQueued)
-// either drops this commit with it or is seen here, never half of each,
-// so that no commit built on a dropped one is queued or left waiting.
-func (r *Repo) enqueue(p *prepared, base plumbing.Hash) (*prepared, error) {
-	r.qmu.Lock()
-	defer r.qmu.Unlock()
+// queue are one step under queueMu: a group failing meanwhile
+// (dropQueued) either drops this commit with it or is seen here, never
+// half of each, so that no commit built on a dropped one is queued or
+// left waiting.
+func (c *committer) enqueue(p *prepared, base plumbing.Hash) (*prepared, error) {
+	c.queueMu.Lock()
+	defer c.queueMu.Unlock()
 	// The new tip, unless the pipeline dropped what this was built on.
 	// Its objects are readable at once: the next transaction may build on
 	// it before it is durable.
-	r.smu.Lock()
-	if r.tip != base || r.broken != nil {
-		err := r.broken
-		r.smu.Unlock()
-		if err == nil {
-			err = &StorageError{Op: "write the change", Err: errors.New("an earlier change it was built on failed")}
-		}
+	err := c.state.advance(base, p.hash, p.tree, func() {
+		c.ids.expect(p)
+		c.objs.Put(p.objs)
+	})
+	if err != nil {
 		return nil, err
 	}
-	r.tip, r.tipTree = p.hash, p.tree
-	r.toolIDs.expect(p)
-	r.obj.Put(p.objs)
-	r.smu.Unlock()
-	r.pmu.Lock()
-	for _, q := range p.paths {
-		r.inflight.add(q)
-	}
-	r.pmu.Unlock()
-	r.queue.items = append(r.queue.items, p)
+	c.paths.inFlight(p)
+	c.queue.items = append(c.queue.items, p)
 	return p, nil
 }
 
 // durable returns once p is in the log and published, or with the error
 // that kept its group from being written. The first caller to find its
 // group unwritten writes it, and every other group member's with it.
-func (r *Repo) durable(p *prepared) error {
-	r.fmu.Lock()
-	defer r.fmu.Unlock()
+func (c *committer) durable(p *prepared) error {
+	a := c.log.beginAppend()
+	defer a.end()
 	if p.done {
 		return nil
 	}
-	r.qmu.Lock()
-	b := r.queue
+	c.queueMu.Lock()
+	b := c.queue
 	if !slices.Contains(b.items, p) {
 		// p's group failed before we got here. What was queued since
 		// is a later group's: its own callers write it.
-		r.qmu.Unlock()
-		return r.failure()
+		c.queueMu.Unlock()
+		return c.state.failure()
 	}
-	r.queue = &batch{}
-	r.qmu.Unlock()
-	return r.writeBatch(b)
-}
-
-// failure is the error a failed group leaves for its members.
-func (r *Repo) failure() error {
-	r.smu.RLock()
-	defer r.smu.RUnlock()
-	if r.broken != nil {
-		return r.broken
-	}
-	return &StorageError{Op: "write the change", Err: errors.New("an earlier change in its group failed")}
+	c.queue = &batch{}
+	c.queueMu.Unlock()
+	return c.writeBatch(a, b)
 }
 
 // writeBatch writes a group to the log, then publishes it. On failure
 // every commit built on the group (the group after it too) is dropped and
-// the tip goes back to what is durable. Called with fmu held.
-func (r *Repo) writeBatch(b *batch) error {
+// the tip goes back to what is durable.
+func (c *committer) writeBatch(a appending, b *batch) error {
 	recs := make([]gd.WALRecord, len(b.items))
 	for i, p := range b.items {
 		recs[i] = gd.WALRecord{Head: p.hash, Parent: p.parent, Paths: p.paths, Objects: p.objs}
 	}
-	r.smu.RLock()
-	err := r.broken
-	r.smu.RUnlock()
+	err := c.state.brokenErr()
+	full := false
 	if err == nil {
-		err = r.walFiles[r.active].Append(recs)
-		r.noteLogBytes()
+		full, err = a.append(recs)
 	}
 	if err != nil {
-		return r.dropQueued(b, wrap("write the change to the log", err))
+		return c.dropQueued(b, wrap("write the change to the log", err))
 	}
-	r.publish(b.items)
-	if r.walFiles[r.active].Len() > checkpointBytes {
-		r.signal()
+	c.publish(b.items)
+	if full {
+		c.maint.signal()
 	}
 	return nil
 }
@@ -190,59 +219,74 @@ func (r *Repo) writeBatch(b *batch) error {
 // publish makes durable commits visible: their blobs to readers, their
 // state to Snapshot, their records to the history index, and queues them
 // for materialisation.
-func (r *Repo) publish(items []*prepared) {
+func (c *committer) publish(items []*prepared) {
 	last := items[len(items)-1]
-	r.smu.Lock()
-	r.head, r.tree = last.hash, last.tree
-	r.toolIDs.durable(items)
-	r.smu.Unlock()
-	r.histIndex.appendPublished(items)
-	r.umu.Lock()
-	r.unmat = append(r.unmat, items...)
-	r.umu.Unlock()
+	c.state.publish(last.hash, last.tree, func() { c.ids.durable(items) })
+	c.hist.appendPublished(items)
+	c.backlog.add(items)
 	for _, p := range items {
 		p.done = true
 	}
-	r.lastUse.Store(time.Now().UnixNano())
-	r.signal()
+	c.maint.used()
+	c.maint.signal()
 }
 
 // dropQueued fails a group and everything prepared after it, and sets the
 // tip back to what is durable. Until a checkpoint succeeds nothing more is
 // written: the log may hold part of the failed group.
-func (r *Repo) dropQueued(b *batch, err error) error {
-	r.qmu.Lock()
-	r.smu.Lock()
-	dropped := append(slices.Clip(b.items), r.queue.items...)
-	r.queue = &batch{}
-	r.tip, r.tipTree = r.head, r.tree
-	r.toolIDs.dropped(dropped)
-	r.broken = err
-	r.smu.Unlock()
-	r.qmu.Unlock()
-	r.pmu.Lock()
+func (c *committer) dropQueued(b *batch, err error) error {
+	c.queueMu.Lock()
+	dropped := append(slices.Clip(b.items), c.queue.items...)
+	c.queue = &batch{}
+	c.state.rollback(err, func() { c.ids.dropped(dropped) })
+	c.queueMu.Unlock()
 	for _, p := range dropped {
-		r.obj.Drop(p.objs)
-		for _, q := range p.paths {
-			r.inflight.done(q)
-		}
+		c.objs.Drop(p.objs)
 	}
-	r.pmu.Unlock()
-	r.opt.Errorf("gitmem: %v; %d change(s) refused", err, len(dropped))
-	r.signal()
+	c.paths.droppedPaths(dropped)
+	c.opt.Errorf("gitmem: %v; %d change(s) refused", err, len(dropped))
+	c.maint.signal()
 	return err
 }
 
 // drain writes whatever is queued. Called with wmu held, so nothing new
 // is prepared meanwhile.
-func (r *Repo) drain() {
-	r.qmu.Lock()
+func (c *committer) drain() {
+	c.queueMu.Lock()
 	var last *prepared
-	if n := len(r.queue.items); n > 0 {
-		last = r.queue.items[n-1]
+	if n := len(c.queue.items); n > 0 {
+		last = c.queue.items[n-1]
 	}
-	r.qmu.Unlock()
+	c.queueMu.Unlock()
 	if last != nil {
-		r.durable(last)
+		c.durable(last)
 	}
+}
+
+// queued is how many commits wait for the log.
+func (c *committer) queued() int {
+	c.queueMu.Lock()
+	defer c.queueMu.Unlock()
+	return len(c.queue.items)
+}
+
+// The committer's sink for worktree paths, on Repo until the worktree's
+// repairs are a part of their own.
+
+func (r *Repo) inFlight(p *prepared) {
+	r.pmu.Lock()
+	for _, q := range p.paths {
+		r.inflight.add(q)
+	}
+	r.pmu.Unlock()
+}
+
+func (r *Repo) droppedPaths(ps []*prepared) {
+	r.pmu.Lock()
+	for _, p := range ps {
+		for _, q := range p.paths {
+			r.inflight.done(q)
+		}
+	}
+	r.pmu.Unlock()
 }

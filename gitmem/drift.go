@@ -336,9 +336,7 @@ func (r *Repo) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, ou
 // commit is the repository's first and is made even when the worktree is
 // empty. Called with wmu held, after own; the caller makes it durable.
 func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
-	r.smu.RLock()
-	tip := r.tipTree
-	r.smu.RUnlock()
+	_, tip := r.state.tipOf()
 	undone := r.undone.Load()
 	drift, err := r.drifted(tip, paths, r.pendingFor(paths))
 	if err != nil {
@@ -489,7 +487,7 @@ func (r *Repo) adoptKept() {
 	}
 	p, err := r.adoptDrift(paths, false)
 	if err == nil && p != nil {
-		err = r.durable(p)
+		err = r.committer.durable(p)
 	}
 	if err != nil && !errors.Is(err, ErrNoChange) {
 		r.opt.Logf("gitmem: could not commit the hand edits kept from acknowledged changes (%v); the next start takes them as they are", err)
@@ -877,7 +875,7 @@ func (r *Repo) adoptNow(paths []string) (*prepared, error) {
 	if p == nil {
 		return nil, ErrNoChange
 	}
-	return p, r.durable(p)
+	return p, r.committer.durable(p)
 }
 
 // readJournalPaths is the journal's paths, read without the lock, for a
@@ -932,9 +930,7 @@ func (r *Repo) Adopt() (Commit, error) {
 // lost. Called by settleIn with wmu and the writer lock held, when the
 // write-ahead log had nothing to replay.
 func (r *Repo) checkoutMoved() {
-	r.smu.RLock()
-	head, tree := r.head, r.tree
-	r.smu.RUnlock()
+	head, tree := r.state.snapshot()
 	// Another gitmem process may have written the index since this one
 	// last held the lock: the file says what the worktree was left at.
 	was := r.gitIndex.leftAt(r.readIndexHead())
@@ -1090,9 +1086,7 @@ func (r *Repo) gitMoved() bool {
 		return false
 	}
 	cur, err := r.readRef(r.branch)
-	r.smu.RLock()
-	head := r.head
-	r.smu.RUnlock()
+	head := r.snapshotHead()
 	if err == nil && cur != head {
 		r.mmu.Lock()
 		// Read again under mmu: the materialiser may have moved it meanwhile.

@@ -652,9 +652,7 @@ func (r *Repo) syncIDs(background bool) error {
 		return nil
 	}
 	r.gitUpToDate() // this process's own commits are in the file too
-	r.smu.RLock()
-	head := r.head
-	r.smu.RUnlock()
+	head := r.snapshotHead()
 	ok, err := r.readIDs(head, background)
 	if err == nil && !ok {
 		err = r.walkIDs(head)
@@ -738,9 +736,7 @@ func (r *Repo) rebuildHistoryIndex() error {
 		return err
 	}
 	r.histIndex.drop(false) // read again: up to the damage
-	r.smu.RLock()
-	head := r.head
-	r.smu.RUnlock()
+	head := r.snapshotHead()
 	r.toolIDs.forgetFile(true)
 	if _, err := r.history(head, saveHeld, nil); err != nil {
 		return err

@@ -100,9 +100,7 @@ func (r *Repo) writeIndex() error {
 
 // writeIndexHeld is writeIndex with the index's lock held.
 func (r *Repo) writeIndexHeld(held indexHeld) error {
-	r.smu.RLock()
-	head, root := r.head, r.tree // with head: commits are published meanwhile (Flush holds no writer lock)
-	r.smu.RUnlock()
+	head, root := r.state.snapshot() // together: commits are published meanwhile (Flush holds no writer lock)
 	r.cmu.Lock()
 	read := r.stats.takeRead()
 	r.cmu.Unlock()

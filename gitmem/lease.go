@@ -8,10 +8,7 @@ import "time"
 // worktree paths. Called with wmu held.
 func (r *Repo) own() error {
 	if r.owned.Load() {
-		r.smu.RLock()
-		broken := r.broken
-		r.smu.RUnlock()
-		if broken != nil {
+		if r.state.brokenErr() != nil {
 			// The log or git's files failed earlier: a checkpoint that
 			// succeeds now (the fault is gone) lets changes through again.
 			if err := r.checkpoint(); err != nil {
@@ -49,9 +46,7 @@ func (r *Repo) acquire() error {
 func (r *Repo) settleIn() error {
 	// A branch git moved off what this process acknowledged while the
 	// lock was free is not taken: it is put back below.
-	r.smu.RLock()
-	had, loaded := r.head, r.loaded
-	r.smu.RUnlock()
+	had, _, loaded := r.state.loadedAt()
 	var off, rewritten bool
 	cur, err := r.readRef(r.branch)
 	if err == nil && loaded {
@@ -65,9 +60,7 @@ func (r *Repo) settleIn() error {
 			return err
 		}
 	}
-	r.smu.RLock()
-	r.diskHead, r.diskTree = r.head, r.tree
-	r.smu.RUnlock()
+	r.diskHead, r.diskTree = r.state.snapshot()
 	if off {
 		r.takeBack(cur)
 	}
@@ -87,9 +80,7 @@ func (r *Repo) settleIn() error {
 	}
 	r.owned.Store(true)
 	r.putHeadBack() // git checkout or git switch while the lock was free
-	r.lastUse.Store(time.Now().UnixNano())
-	r.loopWG.Add(1)
-	go r.maintainLoop()
+	r.maint.start(r.maintainLoop)
 	return nil
 }
 
@@ -112,12 +103,8 @@ func (r *Repo) release() bool {
 	if !r.owned.Load() {
 		return true
 	}
-	r.qmu.Lock()
-	queued := len(r.queue.items)
-	r.qmu.Unlock()
-	r.smu.RLock()
-	pending := r.tip != r.head
-	r.smu.RUnlock()
+	queued := r.committer.queued()
+	pending := r.state.pending()
 	if queued > 0 || pending || r.collector.isRunning() || r.histIndex.savesUnderWay() {
 		return false
 	}

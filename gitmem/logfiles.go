@@ -1,12 +1,250 @@
 package gitmem
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
+
+// logFiles is the write-ahead log (gitdir.WAL): two files, appends going
+// to one while a checkpoint empties the other.
+type logFiles struct {
+	// mu guards files, active and draining. A group's writer holds it
+	// across the group's append, its fdatasync and its publication
+	// (appending). In the lock order it comes after the disk lock (mmu)
+	// and before the committer's queue lock (qmu), the published state's
+	// (smu) and the history index's (hmu).
+	mu       sync.Mutex
+	files    [2]*gd.WAL // nil before open and after close
+	active   int        // the file appends go to
+	draining int        // the file a failed checkpoint switched from, which still holds changes; -1 if none
+	bytes    atomic.Int64
+}
+
+// appending is proof that logFiles.mu is held: one group is written at
+// a time (committer's durable).
+type appending struct{ l *logFiles }
+
+// beginAppend takes the log for one group; end gives it back.
+func (l *logFiles) beginAppend() appending {
+	l.mu.Lock()
+	return appending{l}
+}
+
+func (a appending) end() { a.l.mu.Unlock() }
+
+// append writes recs to the file appends go to and fdatasyncs once: the
+// commit point. full says the file holds more than checkpointBytes (a
+// checkpoint is due).
+func (a appending) append(recs []gd.WALRecord) (full bool, err error) {
+	l := a.l
+	w := l.files[l.active]
+	err = w.Append(recs)
+	l.noteBytes()
+	return err == nil && w.Len() > checkpointBytes, err
+}
+
+// open opens the two log files (.git/gitmem/wal and wal2) and returns
+// the records they hold, oldest first: changes a holder of the writer
+// lock acknowledged and crashed before its checkpoint made git's.
+func (l *logFiles) open(env *gd.Env, gitDir string) ([]gd.WALRecord, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var recs [2][]gd.WALRecord
+	for i, name := range []string{"wal", "wal2"} {
+		w, rs, err := gd.OpenWAL(env, gitDir, name)
+		if err != nil {
+			for _, w := range l.files[:i] {
+				w.Close(false)
+			}
+			return nil, &DamagedError{Problem: fmt.Sprintf("the write-ahead log .git/gitmem/%s cannot be read (%v)", name, err),
+				Repair: "if gitmem was not killed while writing it, move it aside and run gitmem fsck"}
+		}
+		l.files[i], recs[i] = w, rs
+	}
+	l.noteBytes()
+	first := 0
+	if l.files[1].Gen() < l.files[0].Gen() {
+		first = 1
+	}
+	l.active = 1 - first // appends go to the newer file
+	l.draining = -1
+	return append(recs[first], recs[1-first]...), nil
+}
+
+// noteBytes records what the log files hold. Called with mu held.
+func (l *logFiles) noteBytes() {
+	var n int64
+	for _, w := range l.files {
+		if w != nil {
+			n += w.Len()
+		}
+	}
+	l.bytes.Store(n)
+}
+
+// size is what both files hold, in bytes (read without mu: awaitBacklog).
+func (l *logFiles) size() int64 { return l.bytes.Load() }
+
+// isClosed says the files are not open (closeLog; or never opened).
+func (l *logFiles) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.files[l.active] == nil
+}
+
+// fill is what the file appends go to holds, and whether it is nearly
+// full while the other takes more: a checkpoint then switches to the
+// other now rather than grow this one while the writers wait.
+func (l *logFiles) fill() (size int64, full bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w, o := l.files[l.active], l.files[1-l.active]; w != nil && o != nil {
+		size = w.Len()
+		full = l.draining < 0 && size > w.Cap()*3/4 && o.Cap() > w.Cap()
+	}
+	return size, full
+}
+
+// switchOut makes appends go to the other file (a checkpoint's first
+// step) and returns the file to empty once a sync covers what it holds:
+// the one a failed checkpoint left, if any (then appends do not switch
+// again). -1: the log holds nothing git's files lack once materialised.
+// Called with the disk lock (mmu) held, which keeps draining as it is
+// until emptied.
+func (l *logFiles) switchOut() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.draining < 0 {
+		cur, next := l.files[l.active], l.files[1-l.active]
+		if cur.Len() == 0 {
+			return -1, nil
+		}
+		if next.Len() != 0 { // cannot happen: a file is emptied before it is switched to
+			return -1, &StorageError{Op: "switch the write-ahead log", Err: errors.New("both log files hold changes")}
+		}
+		if err := next.Reset(max(cur.Gen(), next.Gen()) + 1); err != nil {
+			return -1, wrap("switch the write-ahead log", err)
+		}
+		l.draining, l.active = l.active, 1-l.active
+	}
+	return l.draining, nil
+}
+
+// emptied empties file i, which switchOut returned, once git's files hold
+// (durably) everything it does.
+func (l *logFiles) emptied(i int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.files[i].Reset(max(l.files[0].Gen(), l.files[1].Gen()) + 1)
+	if err == nil {
+		l.draining = -1
+	}
+	l.noteBytes()
+	return err
+}
+
+// empty empties both log files once git's files hold all they do.
+func (l *logFiles) empty() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	gen := max(l.files[0].Gen(), l.files[1].Gen()) + 1
+	defer l.noteBytes()
+	for i, w := range l.files {
+		if err := w.Reset(gen + uint32(i)); err != nil {
+			return wrap("empty the write-ahead log", err)
+		}
+	}
+	l.active, l.draining = 1, -1
+	return nil
+}
+
+// growSpare makes the file appends do not go to large enough for a
+// second of load, once the one they go to has taken spareAt bytes
+// (prepareSpareLog says why). Called with the disk lock (mmu) held: the
+// spare's size changes under it alone, and whoever reads it holds it
+// (the checkpoint, close, scrub) or is the maintenance loop.
+func (l *logFiles) growSpare(gitDir string) error {
+	l.mu.Lock()
+	var cur, spare *gd.WAL
+	if l.draining < 0 {
+		cur, spare = l.files[l.active], l.files[1-l.active]
+	}
+	if cur == nil || spare == nil || cur.Len() < spareAt {
+		l.mu.Unlock()
+		return nil
+	}
+	want := max(int64(spareCap), cur.Cap())
+	l.mu.Unlock()
+	// Not on a file system short of space: the calls' own writes come
+	// first (a log file that must grow still grows, as it needs).
+	if spare.Cap() < want && gd.FreeSpace(gitDir) >= 16*(want-spare.Cap()) {
+		return spare.GrowTo(want)
+	}
+	return nil
+}
+
+// close closes the log files, removing them when asked (they are empty
+// after a checkpoint). Called with the disk lock (mmu) held: not while
+// growSpare grows one.
+func (l *logFiles) close(remove bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, w := range l.files {
+		if w != nil {
+			w.Close(remove)
+		}
+		l.files[i] = nil
+	}
+}
+
+// scrub overwrites the log files with zeros: they still hold old records
+// (the redacted content among them) after a checkpoint. Called with the
+// disk lock (mmu) held (not while growSpare grows one).
+func (l *logFiles) scrub(env *gd.Env, gitDir string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, name := range []string{"wal", "wal2"} {
+		var err error
+		if w := l.files[i]; w != nil {
+			err = w.Scrub()
+		} else {
+			err = gd.ScrubWAL(env, gitDir, name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// records is how many records the log files hold (changes acknowledged
+// since the last checkpoint emptied them).
+func (l *logFiles) records() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, w := range l.files {
+		if w != nil {
+			n += w.Records()
+		}
+	}
+	return n
+}
+
+// gone says a log file is no longer on disk where a start reads it (the
+// repository was deleted or moved while open).
+func (l *logFiles) gone() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.files[:], func(w *gd.WAL) bool { return w != nil && w.Gone() })
+}
 
 // openLog opens the two log files. Records they hold were acknowledged by
 // a holder of the lock that crashed before its checkpoint: they are
@@ -16,26 +254,10 @@ import (
 // new changes are refused until a checkpoint succeeds. Called with wmu
 // and the writer lock held, after refresh.
 func (r *Repo) openLog() (replayed bool, err error) {
-	var recs [2][]gd.WALRecord
-	for i, name := range []string{"wal", "wal2"} {
-		w, rs, err := gd.OpenWAL(r.obj.Env, r.gitDir, name)
-		if err != nil {
-			for _, w := range r.walFiles[:i] {
-				w.Close(false)
-			}
-			return false, &DamagedError{Problem: fmt.Sprintf("the write-ahead log .git/gitmem/%s cannot be read (%v)", name, err),
-				Repair: "if gitmem was not killed while writing it, move it aside and run gitmem fsck"}
-		}
-		r.walFiles[i], recs[i] = w, rs
+	replay, err := r.log.open(r.obj.Env, r.gitDir)
+	if err != nil {
+		return false, err
 	}
-	r.noteLogBytes()
-	first := 0
-	if r.walFiles[1].Gen() < r.walFiles[0].Gen() {
-		first = 1
-	}
-	r.active = 1 - first // appends go to the newer file
-	r.draining = -1
-	replay := append(recs[first], recs[1-first]...)
 	if len(replay) == 0 {
 		return false, nil
 	}
@@ -57,7 +279,7 @@ func (r *Repo) openLog() (replayed bool, err error) {
 		in, err := gd.NewGraph(st).IsAncestor(replay[len(replay)-1].Head, r.diskHead)
 		st.Close()
 		if err == nil && in {
-			return false, r.emptyLog()
+			return false, r.log.empty()
 		}
 	}
 	items := make([]*prepared, 0, len(replay))
@@ -80,11 +302,9 @@ func (r *Repo) openLog() (replayed bool, err error) {
 		p.tree, p.id, p.commit = tree, p.rec.id, commitOf(c)
 		items = append(items, p)
 	}
-	r.smu.Lock()
 	r.toolIDs.durable(items)
 	last := items[len(items)-1]
-	r.tip, r.tipTree = last.hash, last.tree
-	r.smu.Unlock()
+	r.state.setTip(last.hash, last.tree)
 	r.pmu.Lock()
 	for _, p := range items {
 		for _, q := range p.paths {
@@ -95,35 +315,9 @@ func (r *Repo) openLog() (replayed bool, err error) {
 	r.mmu.Lock()
 	r.recovering = true
 	r.mmu.Unlock()
-	r.publish(items)
+	r.committer.publish(items)
 	r.checkpoint() // a failure refuses changes until a retry succeeds
 	return true, nil
-}
-
-// noteLogBytes records what the log files hold. Called with fmu held.
-func (r *Repo) noteLogBytes() {
-	var n int64
-	for _, w := range r.walFiles {
-		if w != nil {
-			n += w.Len()
-		}
-	}
-	r.logBytes.Store(n)
-}
-
-// emptyLog empties both log files once git's files hold all they do.
-func (r *Repo) emptyLog() error {
-	r.fmu.Lock()
-	defer r.fmu.Unlock()
-	gen := max(r.walFiles[0].Gen(), r.walFiles[1].Gen()) + 1
-	defer r.noteLogBytes()
-	for i, w := range r.walFiles {
-		if err := w.Reset(gen + uint32(i)); err != nil {
-			return wrap("empty the write-ahead log", err)
-		}
-	}
-	r.active, r.draining = 1, -1
-	return nil
 }
 
 // prepareSpareLog makes the log file appends do not go to large enough
@@ -138,26 +332,12 @@ func (r *Repo) emptyLog() error {
 func (r *Repo) prepareSpareLog() {
 	r.mmu.Lock() // no checkpoint switches files meanwhile
 	defer r.mmu.Unlock()
-	r.fmu.Lock()
-	var cur, spare *gd.WAL
-	if r.draining < 0 {
-		cur, spare = r.walFiles[r.active], r.walFiles[1-r.active]
-	}
-	if cur == nil || spare == nil || cur.Len() < spareAt || time.Since(r.spareFailed) < time.Minute {
-		r.fmu.Unlock()
+	if time.Since(r.spareFailed) < time.Minute {
 		return
 	}
-	want := max(int64(spareCap), cur.Cap())
-	r.fmu.Unlock()
-	// Not on a file system short of space: the calls' own writes come
-	// first (a log file that must grow still grows, as it needs). The
-	// spare's size changes here, under mmu alone: whoever reads it holds
-	// mmu (the checkpoint, closeLog, scrubLog) or is this loop.
-	if spare.Cap() < want && gd.FreeSpace(r.gitDir) >= 16*(want-spare.Cap()) {
-		if err := spare.GrowTo(want); err != nil {
-			r.spareFailed = time.Now() // not at every change: retried in a minute
-			r.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
-		}
+	if err := r.log.growSpare(r.gitDir); err != nil {
+		r.spareFailed = time.Now() // not at every change: retried in a minute
+		r.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
 	}
 }
 
@@ -166,12 +346,5 @@ func (r *Repo) prepareSpareLog() {
 func (r *Repo) closeLog(remove bool) {
 	r.mmu.Lock() // not while prepareSpareLog grows one
 	defer r.mmu.Unlock()
-	r.fmu.Lock()
-	defer r.fmu.Unlock()
-	for i, w := range r.walFiles {
-		if w != nil {
-			w.Close(remove)
-		}
-		r.walFiles[i] = nil
-	}
+	r.log.close(remove)
 }

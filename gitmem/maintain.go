@@ -1,26 +1,69 @@
 package gitmem
 
-import "time"
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
-func (r *Repo) signal() {
+// maintainer runs the background loop of the writer lock's holder
+// (maintainLoop): it materialises soon after each group, checkpoints,
+// puts HEAD back, merges displaced commits back, and gives the lock up
+// when idle or wanted. Its state is channels and atomics: no lock.
+type maintainer struct {
+	stop    chan struct{}  // closed by shutdown: the loop ends
+	wake    chan struct{}  // signal: work is waiting
+	wg      sync.WaitGroup // the loop, while it runs
+	lastUse atomic.Int64   // unix nanos of the last change
+}
+
+func newMaintainer() maintainer {
+	return maintainer{stop: make(chan struct{}), wake: make(chan struct{}, 1)}
+}
+
+// signal wakes the loop (a group was published, a checkpoint is due).
+func (m *maintainer) signal() {
 	select {
-	case r.wake <- struct{}{}:
+	case m.wake <- struct{}{}:
 	default:
 	}
 }
 
+// used notes a change: the lock is not idle.
+func (m *maintainer) used() { m.lastUse.Store(time.Now().UnixNano()) }
+
+// idle reports whether no change was made for releaseIdle.
+func (m *maintainer) idle() bool {
+	return time.Since(time.Unix(0, m.lastUse.Load())) > releaseIdle
+}
+
+// start runs loop in the background, as the lock is taken.
+func (m *maintainer) start(loop func(stop, wake <-chan struct{})) {
+	m.used()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		loop(m.stop, m.wake)
+	}()
+}
+
+// shutdown ends the loop and waits for it. Once only (Close).
+func (m *maintainer) shutdown() {
+	close(m.stop)
+	m.wg.Wait()
+}
+
 // maintainLoop materialises soon after each group, checkpoints now and
 // then, and gives the writer lock up when idle or asked for.
-func (r *Repo) maintainLoop() {
-	defer r.loopWG.Done()
+func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	var headChecked time.Time
 	for {
 		select {
-		case <-r.stop:
+		case <-stop:
 			return
-		case <-r.wake:
+		case <-wake:
 		case <-t.C:
 		}
 		if !r.owned.Load() {
@@ -29,27 +72,15 @@ func (r *Repo) maintainLoop() {
 		if err := r.materialize(); err != nil {
 			// Acknowledged changes are safe in the log; new ones wait
 			// until git's files can take them (a full disk).
-			r.smu.Lock()
-			if r.broken == nil {
-				r.broken = err
+			if r.state.refuse(err) {
 				r.opt.Errorf("gitmem: %v; changes are refused until it can be written", err)
 			}
-			r.smu.Unlock()
 		}
 		r.prepareSpareLog()
-		var size int64
-		full := false
-		r.fmu.Lock()
-		if w, o := r.walFiles[r.active], r.walFiles[1-r.active]; w != nil && o != nil {
-			size = w.Len()
-			// Nearly full, and the other file takes more: switch to it
-			// now rather than grow this one while the writers wait.
-			full = r.draining < 0 && size > w.Cap()*3/4 && o.Cap() > w.Cap()
-		}
-		r.fmu.Unlock()
-		r.smu.RLock()
-		broken := r.broken != nil
-		r.smu.RUnlock()
+		// Nearly full, and the other file takes more: switch to it now
+		// rather than grow this one while the writers wait.
+		size, full := r.log.fill()
+		broken := r.state.brokenErr() != nil
 		due := time.Since(time.Unix(0, r.lastCkpt.Load())) > checkpointEvery
 		// The lock is about to be given up (idle, or another process
 		// waits for it): the checkpoint release needs is made here,
@@ -58,7 +89,7 @@ func (r *Repo) maintainLoop() {
 		// the end of a 64-client run, measured). release then finds the
 		// log empty. Not again at every poll while checkpoints fail.
 		wanted := r.lockWanted()
-		leaving := wanted || r.idle()
+		leaving := wanted || r.maint.idle()
 		if (size > 0 && (size > checkpointBytes || due || full || (leaving && !broken))) || (broken && due) {
 			r.checkpoint() // a failure is logged once and retried when due
 		}
@@ -75,7 +106,7 @@ func (r *Repo) maintainLoop() {
 		if r.outside.waits() {
 			r.mergeDisplaced()
 		}
-		if wanted || r.idle() { // idle again: calls may have come meanwhile
+		if wanted || r.maint.idle() { // idle again: calls may have come meanwhile
 			if r.wmu.TryLock() {
 				released := r.release()
 				r.wmu.Unlock()
@@ -85,9 +116,4 @@ func (r *Repo) maintainLoop() {
 			}
 		}
 	}
-}
-
-// idle reports whether no change was made for releaseIdle.
-func (r *Repo) idle() bool {
-	return time.Since(time.Unix(0, r.lastUse.Load())) > releaseIdle
 }

@@ -49,17 +49,15 @@ func (r *Repo) materialize() error {
 // the branch as git's files hold it (replayed after a crash, the branch
 // may be at any of them: moveBranch and keepHandEdits must see them all).
 func (r *Repo) materializeLocked() error {
-	r.umu.Lock()
-	n := len(r.unmat)
-	whole := n > 0 && r.unmat[0].parent != r.diskHead
-	r.umu.Unlock()
+	n, from := r.backlog.pending()
+	whole := n > 0 && from != r.diskHead
 	for n > 0 {
 		k := min(n, r.opt.hooks.chunk())
 		if whole {
 			k = n
 		}
 		err := r.materializeSome(k)
-		r.noteDrained()
+		r.backlog.noteDrained()
 		if err != nil {
 			return err
 		}
@@ -70,18 +68,9 @@ func (r *Repo) materializeLocked() error {
 
 // materializeSome materialises the first k commits published.
 func (r *Repo) materializeSome(k int) error {
-	r.umu.Lock()
-	items := slices.Clone(r.unmat[:k])
-	r.taken = k
-	clear(r.unmat[:k]) // the array's head no longer holds them (their objects) alive
-	if r.unmat = r.unmat[k:]; len(r.unmat) == 0 {
-		r.unmat = nil
-	}
-	r.umu.Unlock()
+	items := r.backlog.take(k)
 	requeue := func(err error) error {
-		r.umu.Lock()
-		r.unmat = append(items, r.unmat...)
-		r.umu.Unlock()
+		r.backlog.requeue(items)
 		return err
 	}
 	var objs []gd.Object

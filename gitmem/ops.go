@@ -64,9 +64,7 @@ func touches(changed, paths []string) bool {
 func (r *Repo) headHash() (plumbing.Hash, error) {
 	if r.owned.Load() { // git's files may lag: bring them up to date
 		r.gitUpToDate()
-		r.smu.RLock()
-		defer r.smu.RUnlock()
-		return r.head, nil
+		return r.snapshotHead(), nil
 	}
 	h, err := r.readHead()
 	return h, wrap("read the branch", err)

@@ -42,6 +42,15 @@ var parts = map[string][]string{
 	"redactionCache": {"share_redact.go"},
 	// one collection or redaction at a time
 	"collector": {"gc.go"},
+	// the committer: the write-ahead log's files
+	"logFiles": {"logfiles.go"},
+	"backlog":  {"backlog.go"},
+	// readers' HEAD and the writer's tip
+	"published": {"published.go"},
+	// the committer: the group being filled, the group commit
+	"committer": {"committer.go"},
+	// the background loop of the writer lock's holder
+	"maintainer": {"maintain.go"},
 }
 
 // TestPartsOwnTheirState fails when code outside a part's files names one

@@ -58,39 +58,31 @@ const (
 type pipeline struct {
 	owned atomic.Bool // this process holds the writer lock (changed under wmu)
 
-	// smu (with the published state)
-	tip     plumbing.Hash // the newest commit prepared (durable or not)
-	tipTree *node
-	broken  error // the log failed; nothing is written until a checkpoint succeeds
+	state published // readers' HEAD, the writer's tip (published.go)
 
-	qmu   sync.Mutex // the batch being filled
-	queue *batch
+	committer committer // the queue and the group commit (committer.go)
 
-	fmu      sync.Mutex // one log writer at a time; the log files' state
-	walFiles [2]*gd.WAL
-	active   int          // the log file appends go to
-	logBytes atomic.Int64 // what both files hold (read without fmu by awaitBacklog)
+	log logFiles // the write-ahead log
 
-	mmu          sync.Mutex // materialisation and checkpoints
-	umu          sync.Mutex // guards unmat and drained
-	unmat        []*prepared
-	drained      chan struct{} // closed when some of unmat was materialised
-	taken        int           // commits taken from unmat and being materialised
+	mmu          sync.Mutex    // materialisation and checkpoints
+	backlog      backlog       // published, not yet materialised
 	diskHead     plumbing.Hash // the branch as written in git's files
 	diskTree     *node         // its tree
 	packsWritten []string      // packs materialised since the last sync
 	held         []heldObjects // the objects materialised since the last checkpoint, and small packs not folded yet
 	lastCkpt     atomic.Int64  // unix nanos of the last checkpoint (attempt)
-	lastUse      atomic.Int64  // unix nanos of the last change
 
 	recovering  bool      // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
 	spareFailed time.Time // (mmu) when growing the spare log file last failed: not tried again for a minute
-	draining    int       // (mmu, fmu) the log file a failed checkpoint switched from, which still holds changes; -1 if none
 	ckptErr     error     // (mmu) the last checkpoint's failure
 	ckptFailing atomic.Bool
 
 	gitIndexSeen time.Time    // (mmu) the .git/index written by git that undoGitCheckout last looked at
 	undone       atomic.Int64 // checkouts of git's undone (undoCheckout): an adopt's look at the worktree is stale
+
+	displacedWait atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back
+	mergedBack    atomic.Int64 // merges back made (counted once published)
+	dmu           sync.Mutex   // held while merging them
 
 	pmu      sync.Mutex          // guards inflight (and Repo.pend)
 	inflight flight              // worktree paths of commits not yet materialised
@@ -100,18 +92,15 @@ type pipeline struct {
 	gitSeen  atomic.Int64        // unix nanos: when a git command was last seen holding .git/index.lock (gitBusy)
 
 	intent *gd.FileLock
-	stop   chan struct{}
-	wake   chan struct{}
-	loopWG sync.WaitGroup
+	maint  maintainer // the background loop (maintain.go)
 }
 
 func (r *Repo) initPipeline() {
-	r.queue = &batch{}
+	r.committer = committer{queue: &batch{}, log: &r.log, state: &r.state, backlog: &r.backlog, objs: r.obj,
+		ids: r.toolIDs, paths: r, hist: r.histIndex, maint: &r.maint, opt: &r.opt}
 	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
 	r.handBase = map[string]handBase{}
 	r.seen = map[string][]shown{}
-	r.draining = -1
-	r.stop = make(chan struct{})
-	r.wake = make(chan struct{}, 1)
-	r.drained = make(chan struct{})
+	r.maint = newMaintainer()
+	r.backlog = newBacklog()
 }

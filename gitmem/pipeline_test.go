@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -92,14 +93,12 @@ func testFailedGroup(t *testing.T, step string) {
 		}
 		// Nothing of the failed calls is left behind: no id waiting for
 		// a write that will never come, no commit queued or built on.
-		r.smu.RLock()
 		r.toolIDs.mu.RLock()
-		waiting, tip, head := len(r.toolIDs.inFlight), r.tip, r.head
+		waiting := len(r.toolIDs.inFlight)
 		r.toolIDs.mu.RUnlock()
-		r.smu.RUnlock()
-		r.qmu.Lock()
-		queued := len(r.queue.items)
-		r.qmu.Unlock()
+		tip, _ := r.state.tipOf()
+		head := r.snapshotHead()
+		queued := r.committer.queued()
 		if waiting != 0 || queued != 0 || tip != head {
 			t.Fatalf("after a failed group: %d id(s) waiting, %d commit(s) queued, tip moved: %v", waiting, queued, tip != head)
 		}
@@ -141,9 +140,7 @@ func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
 	if err := r.materialize(); err == nil {
 		t.Fatal("the fault did not fail materialisation")
 	}
-	r.smu.Lock()
-	r.broken = &StorageError{Op: "write an object", Err: os.ErrInvalid} // what the background loop records
-	r.smu.Unlock()
+	r.state.refuse(&StorageError{Op: "write an object", Err: os.ErrInvalid}) // what the background loop records
 	if got := read(t, r, "a.md"); got != "acknowledged\n" {
 		t.Fatalf("an acknowledged change is not readable: %q", got)
 	}
@@ -259,9 +256,9 @@ func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.umu.Lock()
-	items := slices.Clone(r.unmat) // the materialiser clears what it takes
-	r.umu.Unlock()
+	r.backlog.mu.Lock()
+	items := slices.Clone(r.backlog.items) // the materialiser clears what it takes
+	r.backlog.mu.Unlock()
 	var paths []string
 	for _, p := range items {
 		paths = union(paths, p.paths)
@@ -435,6 +432,37 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 	}
 }
 
+// TestBacklogWaitEndsWithItsContext: a call held back by the backlog
+// stops waiting when its context ends (the client went away), with the
+// context's error, and not only after backlogWait.
+func TestBacklogWaitEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	b := newBacklog()
+	b.add([]*prepared{{}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	woken := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.await(ctx, func(n int) bool { return n >= 1 }, func() {
+			select {
+			case woken <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	<-woken // it waits, and has woken the materialiser
+	select {
+	case err := <-done:
+		t.Fatalf("the wait ended before its context did: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("await = %v, want context.Canceled", err)
+	}
+}
+
 // Past logMax bytes in the write-ahead log (answered, not yet
 // checkpointed), a call waits as it does past backlogMax commits: under
 // 8 clients inserting into files grown to tens of kilobytes the log
@@ -464,7 +492,7 @@ func TestLogBytesHoldCallsBack(t *testing.T) {
 	select {
 	case err := <-done:
 		r.mmu.Unlock()
-		t.Fatalf("a call past logMax went through while nothing was checkpointed (err %v; the log holds %d bytes)", err, r.logBytes.Load())
+		t.Fatalf("a call past logMax went through while nothing was checkpointed (err %v; the log holds %d bytes)", err, r.log.size())
 	case <-time.After(300 * time.Millisecond):
 	}
 	r.mmu.Unlock()
@@ -578,9 +606,9 @@ func TestSpareLogTakesTheLoad(t *testing.T) {
 	caps := func() (active, spare int64) {
 		r.mmu.Lock() // the spare grows under mmu
 		defer r.mmu.Unlock()
-		r.fmu.Lock()
-		defer r.fmu.Unlock()
-		return r.walFiles[r.active].Cap(), r.walFiles[1-r.active].Cap()
+		r.log.mu.Lock()
+		defer r.log.mu.Unlock()
+		return r.log.files[r.log.active].Cap(), r.log.files[1-r.log.active].Cap()
 	}
 	if a, s := caps(); a >= spareCap || s >= spareCap {
 		t.Fatalf("after one small change the log files take %d and %d bytes", a, s)

@@ -62,9 +62,7 @@ func (r *Repo) restoreBranch() (plumbing.Hash, bool) {
 	if _, err := r.readRef(r.branch); !errors.Is(err, gd.ErrNoRef) {
 		return plumbing.ZeroHash, false
 	}
-	r.smu.RLock()
-	had := r.head
-	r.smu.RUnlock()
+	had := r.snapshotHead()
 	if had.IsZero() {
 		return plumbing.ZeroHash, false
 	}
@@ -125,7 +123,7 @@ func (r *Repo) putHeadBack() {
 	if !moved || !r.owned.Load() {
 		return
 	}
-	r.drain() // the worktree mirrors every acknowledged change first
+	r.committer.drain() // the worktree mirrors every acknowledged change first
 	if err := r.materialize(); err != nil {
 		r.opt.Errorf("gitmem: HEAD was moved outside gitmem; it is put back once git's files take the acknowledged changes (%v)", err)
 		return
@@ -172,9 +170,7 @@ func (r *Repo) gitMovedAway() bool {
 	if err != nil {
 		return errors.Is(err, gd.ErrNoRef)
 	}
-	r.smu.RLock()
-	had := r.head
-	r.smu.RUnlock()
+	had := r.snapshotHead()
 	off, _ := r.movedOff(had, cur)
 	return off
 }
@@ -257,13 +253,13 @@ func (r *Repo) takeBranchBack(cur, to plumbing.Hash) (moved plumbing.Hash, err e
 		}
 		now, rerr := r.readRef(r.branch)
 		if !kept || rerr != nil || now == cur || try == 4 {
-			r.signal()
+			r.maint.signal()
 			return plumbing.ZeroHash, wrap("update the branch", err)
 		}
 		cur = now
 	}
 	r.diskHead = to
-	r.signal()
+	r.maint.signal()
 	return cur, nil
 }
 

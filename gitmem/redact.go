@@ -118,7 +118,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		if err := r.own(); err != nil {
 			return RedactReport{}, err
 		}
-		r.drain()
+		r.committer.drain()
 		if err := r.settle(); err != nil {
 			return RedactReport{}, err
 		}
@@ -362,11 +362,9 @@ func (r *Repo) switchHistory(tx *gd.RefTx) error {
 	defer r.mmu.Unlock()
 	moveErr := tx.Commit()
 	// Whatever moved, what gitmem knows follows the branch as it is now.
-	r.smu.Lock()
-	r.loaded, r.head = false, plumbing.ZeroHash
+	r.state.forget()
 	r.toolIDs.forget() // the old hashes are gone
-	r.smu.Unlock()
-	r.index = nil // (a start's) .git/index is rebuilt below; refresh takes no index lock under mmu
+	r.index = nil      // (a start's) .git/index is rebuilt below; refresh takes no index lock under mmu
 	if err := r.refresh(true); err != nil {
 		return err
 	}
@@ -374,9 +372,7 @@ func (r *Repo) switchHistory(tx *gd.RefTx) error {
 	// and no hand edit is pending: the worktree's old copy is the old
 	// history's, never an edit. Else the next materialisation took the
 	// redacted files for hand edits made on the old versions.
-	r.smu.RLock()
-	r.diskHead, r.diskTree = r.head, r.tree
-	r.smu.RUnlock()
+	r.diskHead, r.diskTree = r.state.snapshot()
 	if moveErr != nil {
 		return wrap("move the refs", moveErr)
 	}
@@ -384,7 +380,7 @@ func (r *Repo) switchHistory(tx *gd.RefTx) error {
 		return wrap("move the refs", err)
 	}
 	// The refs moved: from here the old history is unreachable.
-	if err := r.scrubLog(); err != nil {
+	if err := r.log.scrub(r.obj.Env, r.gitDir); err != nil {
 		return wrap("scrub the write-ahead log", err)
 	}
 	r.dropHeld() // no fold may write the old objects again
@@ -401,26 +397,6 @@ func (r *Repo) switchHistory(tx *gd.RefTx) error {
 	r.stats.clear()
 	r.cmu.Unlock()
 	return wrap("bring the worktree to the redacted history", r.wt.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob))
-}
-
-// scrubLog overwrites the write-ahead log files with zeros: they still
-// hold old records (the redacted content among them) after a checkpoint.
-// Called with mmu held (not while prepareSpareLog grows one).
-func (r *Repo) scrubLog() error {
-	r.fmu.Lock()
-	defer r.fmu.Unlock()
-	for i, name := range []string{"wal", "wal2"} {
-		var err error
-		if w := r.walFiles[i]; w != nil {
-			err = w.Scrub()
-		} else {
-			err = gd.ScrubWAL(r.obj.Env, r.gitDir, name)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // redactsRef reports whether a redaction rewrites what a ref holds:

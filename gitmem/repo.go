@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -190,10 +191,7 @@ type Repo struct {
 	sharer    sharer    // push, pull and sync sessions, one at a time (share.go)
 	collector collector // one collection or redaction at a time (gc.go)
 
-	smu    sync.RWMutex // guards the published state
-	loaded bool
-	head   plumbing.Hash
-	tree   *node
+	smu    sync.RWMutex // guards closed
 	closed bool
 }
 
@@ -370,14 +368,12 @@ func (r *Repo) start(markIt bool) error {
 		return fail(err)
 	}
 	r.loadIndexStats()
-	r.smu.RLock()
-	first := r.head.IsZero()
-	r.smu.RUnlock()
+	first := r.snapshotHead().IsZero()
 	r.loadKept()
 	p, err := r.adoptDrift([]string{memDir}, first)
 	if err == nil && p != nil {
 		r.wmu.Unlock() // durable may need to reset the pipeline
-		err = r.durable(p)
+		err = r.committer.durable(p)
 		r.wmu.Lock()
 	}
 	if err != nil && !errors.Is(err, ErrNoChange) {
@@ -498,9 +494,7 @@ func (r *Repo) clearTempFiles() {
 func (r *Repo) readHead() (plumbing.Hash, error) {
 	h, err := r.readRef(r.branch)
 	if errors.Is(err, gd.ErrNoRef) {
-		r.smu.RLock()
-		had := r.head
-		r.smu.RUnlock()
+		had := r.snapshotHead()
 		if !had.IsZero() {
 			return h, &DamagedError{Problem: fmt.Sprintf("the branch %s has disappeared (it was at %s)", r.branch, had),
 				Repair: fmt.Sprintf("run gitmem fsck --repair, or git update-ref %s %s", r.branch, had)}
@@ -524,9 +518,8 @@ func (r *Repo) refresh(persist bool) error {
 	if err != nil {
 		return wrap("read the branch", err)
 	}
-	r.smu.RLock()
-	same, old := r.loaded && head == r.head, r.tree
-	r.smu.RUnlock()
+	cur, old, loaded := r.state.loadedAt()
+	same := loaded && head == cur
 	if same {
 		return nil
 	}
@@ -552,11 +545,8 @@ func (r *Repo) refresh(persist bool) error {
 			return err
 		}
 	}
-	r.smu.Lock()
-	r.head, r.tree, r.loaded = head, tree, true
-	r.tip, r.tipTree = head, tree
+	r.state.load(head, tree)
 	r.toolIDs.markStale() // others committed: their ids are read when an id is next looked up
-	r.smu.Unlock()
 	return nil
 }
 
@@ -630,16 +620,14 @@ func inPath(at string) string {
 }
 
 func (r *Repo) snapshotTree() *node {
-	r.smu.RLock()
-	defer r.smu.RUnlock()
-	return r.tree
+	_, tree := r.state.snapshot()
+	return tree
 }
 
 // snapshotHead is the commit readers see.
 func (r *Repo) snapshotHead() plumbing.Hash {
-	r.smu.RLock()
-	defer r.smu.RUnlock()
-	return r.head
+	head, _ := r.state.snapshot()
+	return head
 }
 
 func (r *Repo) readBlob(h plumbing.Hash) ([]byte, error) {
@@ -666,8 +654,9 @@ func (r *Repo) readFile(h plumbing.Hash, p string) ([]byte, error) {
 // here (that would read the whole subtree); Adopt checks everything.
 func (r *Repo) Snapshot(paths ...string) (*View, error) {
 	r.smu.RLock()
-	closed, cur := r.closed, r.head
+	closed := r.closed
 	r.smu.RUnlock()
+	cur := r.snapshotHead()
 	if closed {
 		return nil, ErrClosed
 	}
@@ -711,9 +700,8 @@ func (r *Repo) Snapshot(paths ...string) (*View, error) {
 			r.opt.Logf("gitmem: could not commit a hand edit before a view: %v", err)
 		}
 	}
-	r.smu.RLock()
-	defer r.smu.RUnlock()
-	return &View{r: r, root: r.tree, head: r.head}, nil
+	head, tree := r.state.snapshot()
+	return &View{r: r, root: tree, head: head}, nil
 }
 
 // filePaths keeps the paths that are not folders at HEAD.
@@ -744,7 +732,9 @@ func (r *Repo) filePaths(paths []string) []string {
 // calls come faster than that, past backlogMax commits not yet in git's
 // files, Update first waits for them (at most backlogWait).
 func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
-	r.awaitBacklog()
+	if err := r.awaitBacklog(context.Background()); err != nil {
+		return Commit{}, err
+	}
 	return r.update(meta, fn)
 }
 
@@ -781,7 +771,7 @@ func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 		switch {
 		case inFlight: // the first call is still being written
 			unlock()
-			if err := r.durable(p); err != nil {
+			if err := r.committer.durable(p); err != nil {
 				return Commit{}, err
 			}
 			if h, ok := p.merged[id]; ok { // it came with a merge (share.go)
@@ -824,11 +814,11 @@ func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 		unlock()
 		if p == nil {
 			if adopted != nil { // the operator's edit is committed all the same
-				r.durable(adopted)
+				r.committer.durable(adopted)
 			}
 			return Commit{}, err
 		}
-		if err := r.durable(p); err != nil {
+		if err := r.committer.durable(p); err != nil {
 			return Commit{}, err
 		}
 		return p.commit, nil
@@ -842,10 +832,9 @@ const maxAdoptRounds = 3
 
 // newTx starts a transaction on the writer's tip. Called with wmu held.
 func (r *Repo) newTx() *Tx {
-	r.smu.RLock()
-	defer r.smu.RUnlock()
-	return &Tx{View: View{r: r, root: r.tipTree, head: r.tip, pending: map[plumbing.Hash][]byte{}, reads: &[]string{}},
-		base: r.tipTree, mirror: true}
+	tip, tree := r.state.tipOf()
+	return &Tx{View: View{r: r, root: tree, head: tip, pending: map[plumbing.Hash][]byte{}, reads: &[]string{}},
+		base: tree, mirror: true}
 }
 
 func parentList(h plumbing.Hash) []plumbing.Hash {
@@ -982,7 +971,7 @@ func (r *Repo) Close() error {
 	}
 	if r.owned.Load() {
 		r.putHeadBack()
-		r.drain()
+		r.committer.drain()
 		r.adoptKept()
 		r.saveKept()
 		kept := 0
@@ -991,9 +980,9 @@ func (r *Repo) Close() error {
 		if err == nil {
 			err = wrap("write the index", r.writeIndexHeld(held))
 		} else {
-			kept = r.logRecords()
+			kept = r.log.records()
 		}
-		gone := kept > 0 && r.logGone()
+		gone := kept > 0 && r.log.gone()
 		r.closeLog(err == nil) // empty after a checkpoint: removed
 		if kept > 0 {
 			// Kept in the log for the next start: say how many of them
@@ -1022,8 +1011,7 @@ func (r *Repo) shutdown() {
 	r.smu.Unlock()
 	r.owned.Store(false)
 	r.wmu.Unlock()
-	close(r.stop)
-	r.loopWG.Wait()
+	r.maint.shutdown()
 	r.histIndex.stopBuild()
 	r.wt.close()
 	r.flock.Close()

@@ -840,7 +840,7 @@ func (r *Repo) prepareFastForward(tx *Tx) (*prepared, error) {
 	if tx.mirror {
 		p.paths = tx.touched()
 	}
-	return r.enqueue(p, tx.head)
+	return r.committer.enqueue(p, tx.head)
 }
 
 // Clone makes a new memory in dir from the remote at url (which becomes

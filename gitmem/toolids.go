@@ -13,7 +13,7 @@ import (
 // (history.go); this part holds them.
 type toolUseIDs struct {
 	// mu guards every field below. Taken after the published state's
-	// lock (smu) when both are held (enqueue, publish, dropQueued); no
+	// lock (published.mu) when both are held (enqueue, publish, dropQueued); no
 	// other lock is taken with it held. publish moves an id from
 	// inFlight to done in one step under it, so that a lookup never
 	// sees the id in neither.

@@ -3,7 +3,6 @@ package gitmem
 import (
 	"bytes"
 	"path/filepath"
-	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -117,26 +116,4 @@ func walToolUseID(rec gd.WALRecord) string {
 		return trailerValue(trailers, TrailerToolUseID)
 	}
 	return ""
-}
-
-// logRecords is how many records this process's log files hold (changes
-// acknowledged since the last checkpoint emptied them).
-func (r *Repo) logRecords() int {
-	r.fmu.Lock()
-	defer r.fmu.Unlock()
-	n := 0
-	for _, w := range r.walFiles {
-		if w != nil {
-			n += w.Records()
-		}
-	}
-	return n
-}
-
-// logGone says the write-ahead log's file is no longer on disk where a
-// start reads it (the repository was deleted or moved while open).
-func (r *Repo) logGone() bool {
-	r.fmu.Lock()
-	defer r.fmu.Unlock()
-	return slices.ContainsFunc(r.walFiles[:], func(w *gd.WAL) bool { return w != nil && w.Gone() })
 }
