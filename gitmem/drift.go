@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -852,23 +853,15 @@ func (r *Repo) adoptFiles(rels []string) error {
 // rewrite as every commit does, and waits for the commit to be durable.
 // It returns the commit, or ErrNoChange.
 func (r *Repo) adoptNow(paths []string) (*prepared, error) {
-	r.wmu.Lock()
-	r.smu.RLock()
-	closed := r.closed
-	r.smu.RUnlock()
-	if closed { // a look that began before Close: the lock files are closed
-		r.wmu.Unlock()
-		return nil, ErrClosed
-	}
-	if err := r.own(); err != nil {
-		r.wmu.Unlock()
+	t, err := r.beginWrite(context.Background(), withOwn)
+	if err != nil {
 		return nil, err
 	}
 	p, err := r.adoptDrift(paths, false)
 	if p != nil {
-		r.scheduleIndex() // it needs wmu
+		r.scheduleIndex() // it needs the turn
 	}
-	r.wmu.Unlock()
+	t.end()
 	if err != nil {
 		return nil, err
 	}
@@ -1082,7 +1075,7 @@ func (r *Repo) undoCheckout(cur plumbing.Hash, to *node) {
 // adopt looks at the files, and before gitmem writes .git/index over the
 // one git left.
 func (r *Repo) gitMoved() bool {
-	if !r.owned.Load() {
+	if !r.lease.Held() {
 		return false
 	}
 	cur, err := r.readRef(r.branch)
@@ -1141,7 +1134,7 @@ func (r *Repo) awaitGit() {
 // acknowledged version back (undoCheckout). It reports whether it did.
 // An index looked at once is not looked at again.
 func (r *Repo) undoGitCheckout() bool {
-	if !r.owned.Load() {
+	if !r.lease.Held() {
 		return false
 	}
 	ii, err := os.Stat(filepath.Join(r.gitDir, "index"))

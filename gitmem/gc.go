@@ -1,18 +1,19 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/gitmem/internal/lock"
 )
 
 // Packing. A commit per tool call leaves a loose object per blob, tree and
@@ -51,14 +52,18 @@ type collector struct {
 	// mu is held for a whole collection or redaction: one at a time. In
 	// the lock order it comes after sharer.mu (a sync applies a
 	// redaction) and before wmu (the writer turn).
-	mu   sync.Mutex
+	mu   lock.Mutex
 	busy atomic.Int32 // collections running: the writer lock is kept (see release)
 	stop atomic.Bool  // Close asks a running collection to give up
 }
 
 // lock waits until no collection or redaction runs, and keeps any other
 // from starting until unlock.
-func (c *collector) lock()   { c.mu.Lock() }
+// lock waits for the collector, giving up when ctx is done (ctx.Err())
+// or closing is closed (lock.ErrClosing).
+func (c *collector) lock(ctx context.Context, closing <-chan struct{}) error {
+	return c.mu.Lock(ctx, closing)
+}
 func (c *collector) unlock() { c.mu.Unlock() }
 
 // running marks a collection as running until done: meanwhile the
@@ -196,32 +201,19 @@ func (r *Repo) GCDue(looseLimit int) bool {
 // under way at once (within a few hundred objects): GC then returns
 // ErrClosed, and the next one does it all again.
 func (r *Repo) GC(full bool) (GCStats, error) {
-	if r.opt.ReadOnly {
-		return GCStats{}, ErrReadOnly
-	}
-	r.collector.lock()
-	defer r.collector.unlock()
-	r.wmu.Lock()
-	r.smu.RLock()
-	closed := r.closed
-	r.smu.RUnlock()
-	if closed {
-		r.wmu.Unlock()
-		return GCStats{}, ErrClosed
-	}
-	if err := r.own(); err != nil && !r.owned.Load() {
-		r.wmu.Unlock()
+	turn, err := r.beginWrite(context.Background(), exclusive|ownIfYouCan|writable)
+	if err != nil {
 		return GCStats{}, err
 	}
+	defer turn.end()
 	defer r.collector.running()()
 	if _, err := os.Stat(r.redactPath()); err == nil {
-		defer r.wmu.Unlock()
 		if err := r.settle(); err != nil {
 			return GCStats{}, err
 		}
-		return GCStats{}, r.finishRedaction(nil)
+		return GCStats{}, r.finishRedaction(turn, nil)
 	}
-	r.wmu.Unlock()
+	turn.endTurn() // writers go on; no other collection until it ends
 	if full {
 		// What is acknowledged goes to git's files first, for the refs to
 		// name it.

@@ -3,6 +3,7 @@ package gitmem
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -310,18 +311,15 @@ func reachable(hist []histRec, pos map[plumbing.Hash]int, boundary []plumbing.Ha
 // (see saveMode).
 func (r *Repo) saveGrowth(g histGrowth, save saveMode) {
 	if save == saveFree {
-		r.wmu.Lock()
-		r.smu.RLock()
-		closed := r.closed
-		r.smu.RUnlock()
-		owned := r.owned.Load() && !closed
+		t, err := r.beginWrite(r.life, 0)
+		if err != nil {
+			return // closed
+		}
+		owned := r.lease.Held()
 		if owned {
 			defer r.histIndex.saveBegins()() // release keeps the lock until the save is done
 		}
-		r.wmu.Unlock()
-		if closed {
-			return
-		}
+		t.end()
 		if !owned {
 			unlock := r.lockForSave()
 			if unlock == nil {
@@ -730,11 +728,11 @@ const inlineCatchUp = 64
 // rebuildHistoryIndex makes the history index file whole again: what it
 // holds up to the damage, the rest recorded from git, written anew.
 func (r *Repo) rebuildHistoryIndex() error {
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
-	if err := r.own(); err != nil {
+	t, err := r.beginWrite(context.Background(), withOwn)
+	if err != nil {
 		return err
 	}
+	defer t.end()
 	r.histIndex.drop(false) // read again: up to the damage
 	head := r.snapshotHead()
 	r.toolIDs.forgetFile(true)

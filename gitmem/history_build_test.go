@@ -186,7 +186,7 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 	// The writer lock is let go (idle) before the build ends, as on a
 	// busy machine: the calls moved the branch past what the build was
 	// asked for, and it goes on to the branch's commit to save the index.
-	for deadline := time.Now().Add(time.Minute); r.owned.Load(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); r.lease.Held(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the writer lock was not let go")
 		}

@@ -1,13 +1,18 @@
 package gitmem
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // own takes the writer lock for this process if it does not hold it yet:
 // behind any process already queued for it, then it loads what others
 // committed meanwhile, replays a log a crash left, and repairs unfinished
-// worktree paths. Called with wmu held.
-func (r *Repo) own() error {
-	if r.owned.Load() {
+// worktree paths. The wait gives up when ctx is done (ctx.Err()) or Close
+// begins (ErrClosed); settling in, once the lock is taken, always
+// finishes.
+func (r *Repo) own(ctx context.Context, t *writerTurn) error {
+	if r.lease.Held() {
 		if r.state.brokenErr() != nil {
 			// The log or git's files failed earlier: a checkpoint that
 			// succeeds now (the fault is gone) lets changes through again.
@@ -17,11 +22,11 @@ func (r *Repo) own() error {
 		}
 		return nil
 	}
-	if err := r.acquire(); err != nil {
+	if err := r.acquire(ctx); err != nil {
 		return err
 	}
-	if err := r.settleIn(); err != nil {
-		r.flock.Unlock()
+	if err := r.settleIn(t); err != nil {
+		r.lease.Release()
 		return err
 	}
 	return nil
@@ -29,21 +34,25 @@ func (r *Repo) own() error {
 
 // acquire takes the writer lock, queueing behind any process already
 // waiting for it (the intent lock is held while waiting, which tells the
-// holder to let go).
-func (r *Repo) acquire() error {
-	if err := r.intent.Lock(); err != nil {
+// holder to let go). It gives up when ctx is done or Close begins.
+func (r *Repo) acquire(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(r.life, stop)()
+	if err := r.lease.Acquire(ctx); err != nil {
+		if ctx.Err() != nil {
+			return r.gaveUp(err)
+		}
 		return wrap("lock the repository", err)
 	}
-	err := r.flock.Lock()
-	r.intent.Unlock()
-	return wrap("lock the repository", err)
+	return nil
 }
 
 // settleIn makes a freshly taken writer lock ours: what others committed
 // is loaded, a log a crash left is replayed, unfinished worktree paths
-// are repaired, and the background work starts. Called with wmu and the
-// writer lock held.
-func (r *Repo) settleIn() error {
+// are repaired, and the background work starts. Called with the turn and
+// the writer lock held.
+func (r *Repo) settleIn(t *writerTurn) error {
 	// A branch git moved off what this process acknowledged while the
 	// lock was free is not taken: it is put back below.
 	had, _, loaded := r.state.loadedAt()
@@ -56,7 +65,7 @@ func (r *Repo) settleIn() error {
 		r.dropHeld() // a redaction deleted them: never written again
 	}
 	if !off {
-		if err := r.refresh(true); err != nil {
+		if err := r.refresh(t, true); err != nil {
 			return err
 		}
 	}
@@ -78,29 +87,17 @@ func (r *Repo) settleIn() error {
 	if len(r.displaced()) > 0 { // left by a start or a run that could not merge them
 		r.outside.wait()
 	}
-	r.owned.Store(true)
+	r.lease.Own()
 	r.putHeadBack() // git checkout or git switch while the lock was free
 	r.maint.start(r.maintainLoop)
 	return nil
 }
 
-// lockWanted reports whether another process is queued for the writer
-// lock (it holds the intent lock while it waits).
-func (r *Repo) lockWanted() bool {
-	ok, err := r.intent.TryLock()
-	if err != nil {
-		return false
-	}
-	if ok {
-		r.intent.Unlock()
-	}
-	return !ok
-}
-
 // release checkpoints and gives the writer lock up, unless a change is
-// still being made. Called with wmu held; reports whether it released.
-func (r *Repo) release() bool {
-	if !r.owned.Load() {
+// still being made. Called with the turn held; reports whether it
+// released.
+func (r *Repo) release(t *writerTurn) bool {
+	if !r.lease.Held() {
 		return true
 	}
 	queued := r.committer.queued()
@@ -121,7 +118,6 @@ func (r *Repo) release() bool {
 	}
 	r.closeLog(false)
 	r.wt.dropSpares()
-	r.owned.Store(false)
-	r.flock.Unlock()
+	r.lease.Release()
 	return true
 }

@@ -375,7 +375,7 @@ func (r *Repo) gitUpToDate() {
 // read or rewrite git's files directly (gc, redact) or hand the
 // repository over.
 func (r *Repo) settle() error {
-	if !r.owned.Load() {
+	if !r.lease.Held() {
 		return nil
 	}
 	return r.checkpoint()

@@ -62,7 +62,7 @@ func touches(changed, paths []string) bool {
 
 // headHash is the branch's commit now.
 func (r *Repo) headHash() (plumbing.Hash, error) {
-	if r.owned.Load() { // git's files may lag: bring them up to date
+	if r.lease.Held() { // git's files may lag: bring them up to date
 		r.gitUpToDate()
 		return r.snapshotHead(), nil
 	}

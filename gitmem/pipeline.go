@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-
-	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // The commit pipeline. A change becomes durable with one fdatasync, shared
@@ -56,8 +54,6 @@ const (
 // pipeline is the Repo's commit pipeline state. Fields are grouped by the
 // mutex that guards them.
 type pipeline struct {
-	owned atomic.Bool // this process holds the writer lock (changed under wmu)
-
 	state published // readers' HEAD, the writer's tip (published.go)
 
 	committer committer // the queue and the group commit (committer.go)
@@ -91,8 +87,7 @@ type pipeline struct {
 	past     pastVersions        // the memory files' versions of the last checkoutDepth commits materialised (mergeHandEdit)
 	gitSeen  atomic.Int64        // unix nanos: when a git command was last seen holding .git/index.lock (gitBusy)
 
-	intent *gd.FileLock
-	maint  maintainer // the background loop (maintain.go)
+	maint maintainer // the background loop (maintain.go)
 }
 
 func (r *Repo) initPipeline() {

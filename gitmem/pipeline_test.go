@@ -730,7 +730,7 @@ func TestCheckpointAfterTheLogIsClosed(t *testing.T) {
 	}
 	write(t, r, "t1", "a.md", "one\n")
 	settle(t, r)
-	r.wmu.Lock()
+	turn := holdTurn(r)
 	r.closeLog(false)
 	func() {
 		defer func() {
@@ -740,7 +740,7 @@ func TestCheckpointAfterTheLogIsClosed(t *testing.T) {
 		}()
 		err = r.checkpoint()
 	}()
-	r.wmu.Unlock()
+	turn.end()
 	if err != nil {
 		t.Fatal(err)
 	}

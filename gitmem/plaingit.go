@@ -120,7 +120,7 @@ func (r *Repo) headMoved() (ref string, at plumbing.Hash, moved bool) {
 // writer lock.
 func (r *Repo) putHeadBack() {
 	ref, at, moved := r.headMoved()
-	if !moved || !r.owned.Load() {
+	if !moved || !r.lease.Held() {
 		return
 	}
 	r.committer.drain() // the worktree mirrors every acknowledged change first

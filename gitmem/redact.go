@@ -108,16 +108,16 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if red.Placeholder != nil && red.Blob == "" {
 		return RedactReport{}, errors.New("gitmem: a placeholder replaces a blob; name the blob")
 	}
-	if !dry {
-		r.collector.lock() // no collection meanwhile
-		defer r.collector.unlock()
+	mode := exclusive | withOwn // no collection meanwhile
+	if dry {
+		mode = 0
 	}
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
+	t, err := r.beginWrite(ctx, mode)
+	if err != nil {
+		return RedactReport{}, err
+	}
+	defer t.end()
 	if !dry {
-		if err := r.own(); err != nil {
-			return RedactReport{}, err
-		}
 		r.committer.drain()
 		if err := r.settle(); err != nil {
 			return RedactReport{}, err
@@ -174,7 +174,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if err := r.opt.hooks.atRedactRecord(); err != nil {
 		return rep, err // as if killed: the next start finishes it
 	}
-	if err := r.finishRedaction(tx); err != nil {
+	if err := r.finishRedaction(t, tx); err != nil {
 		return rep, err
 	}
 	if err := r.checkRedacted(rep); err != nil {
@@ -256,9 +256,9 @@ func (r *Repo) writeRedactRecord(rec redactRecord) error {
 // worktree is a hand edit: it is the old history's copy), and a full GC
 // deletes the old objects. tx holds the refs' locks when Redact took
 // them; nil, they are taken here (after a crash: the locks a killed
-// redaction took are its own, and removed). Called with wmu and the
+// redaction took are its own, and removed). Called with the turn and the
 // writer lock held.
-func (r *Repo) finishRedaction(tx *gd.RefTx) error {
+func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 	data, err := os.ReadFile(r.redactPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		if tx != nil {
@@ -329,7 +329,7 @@ func (r *Repo) finishRedaction(tx *gd.RefTx) error {
 				return wrap("move the refs", err)
 			}
 		}
-		if err := r.switchHistory(tx); err != nil {
+		if err := r.switchHistory(t, tx); err != nil {
 			return err
 		}
 		if err := r.writeIndex(); err != nil {
@@ -356,8 +356,8 @@ func (r *Repo) finishRedaction(tx *gd.RefTx) error {
 // (gitMoved, from Flush) that ran meanwhile took the redaction's move of
 // the branch for git's and put the branch back on the old history, which
 // kept the secret (in the objects, and in the worktree rebuilt from it).
-// Called with wmu and the writer lock held.
-func (r *Repo) switchHistory(tx *gd.RefTx) error {
+// Called with the turn and the writer lock held.
+func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
 	r.mmu.Lock()
 	defer r.mmu.Unlock()
 	moveErr := tx.Commit()
@@ -365,7 +365,7 @@ func (r *Repo) switchHistory(tx *gd.RefTx) error {
 	r.state.forget()
 	r.toolIDs.forget() // the old hashes are gone
 	r.index = nil      // (a start's) .git/index is rebuilt below; refresh takes no index lock under mmu
-	if err := r.refresh(true); err != nil {
+	if err := r.refresh(t, true); err != nil {
 		return err
 	}
 	// What the worktree mirrors is the new tree (it is synced below),

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -21,6 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/gitmem/internal/lock"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -154,16 +156,27 @@ func gitIdentity(dir string) Signature {
 // object store (no worktree scan), then mirrored to the worktree.
 //
 // A Repo is safe for concurrent use. Writers are serialised, within the
-// process by a mutex and across processes by a lock file; readers work on
-// immutable snapshots and never wait for a commit's fsyncs.
+// process by the writer turn and across processes by a lock file (the
+// lease, turn.go); readers work on immutable snapshots and never wait
+// for a commit's fsyncs.
 type Repo struct {
 	dir    string
 	gitDir string
 	opt    Options
 	wt     *worktree
-	flock  *gd.FileLock // nil when read-only
 
-	wmu sync.Mutex // one writer in this process; guards tooBigLogged
+	// lease is the writer turn (one writer in this process; in the lock
+	// order after the collector's lock) and the repository's lock files
+	// (one writer across processes, taken with the turn held). The turn
+	// guards tooBigLogged.
+	lease *lock.Writer
+	// life is cancelled when Close begins: every wait for the collector,
+	// the turn or the lock files gives up (ErrClosed). closed is set by
+	// Close with the turn held.
+	life   context.Context
+	cancel context.CancelFunc
+	closed atomic.Bool
+
 	// tooBigLogged is the size each hand-made file over opt.MaxFileBytes
 	// had when the error log last named it (adoptDrift): named once, not
 	// at every look.
@@ -190,9 +203,6 @@ type Repo struct {
 
 	sharer    sharer    // push, pull and sync sessions, one at a time (share.go)
 	collector collector // one collection or redaction at a time (gc.go)
-
-	smu    sync.RWMutex // guards closed
-	closed bool
 }
 
 // Init creates a gitmem repository in dir, or adopts what is there: a
@@ -262,15 +272,17 @@ func Open(dir string, opt Options) (*Repo, error) {
 		wt:     newWorktree(root, dir, gitDir, opt.hooks.gdEnv()),
 		obj:    opt.hooks.open(gitDir),
 		stats:  newStatCache(),
+		lease:  lock.NewWriter(nil, nil), // read-only: no lock files
 	}
+	r.life, r.cancel = context.WithCancel(context.Background())
 	r.histIndex = newHistoryIndex(gitDir, opt.hooks)
 	r.toolIDs = newToolUseIDs()
 	r.gitIndex = newGitIndex(gitDir, opt.hooks.gdEnv())
 	r.initPipeline()
 	fail := func(err error) (*Repo, error) {
+		r.cancel()
 		r.wt.close()
-		r.flock.Close()
-		r.intent.Close()
+		r.lease.Close()
 		r.obj.Close()
 		return nil, err
 	}
@@ -297,12 +309,16 @@ func Open(dir string, opt Options) (*Repo, error) {
 			return fail(wrap("prepare the repository", err))
 		}
 	}
-	if r.flock, err = gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "lock")); err != nil {
+	lockFile, err := gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "lock"))
+	if err != nil {
 		return fail(wrap("open the lock file", err))
 	}
-	if r.intent, err = gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "intent")); err != nil {
+	intent, err := gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "intent"))
+	if err != nil {
+		lockFile.Close()
 		return fail(wrap("open the lock file", err))
 	}
+	r.lease = lock.NewWriter(lockFile, intent)
 	if err := r.start(!marked); err != nil {
 		return fail(err)
 	}
@@ -333,13 +349,16 @@ func madeByGitmem(gitDir string, branch plumbing.ReferenceName, st *gd.Store) bo
 // leaves a repository that can still be read (the failed step is logged
 // and retried at the next change).
 func (r *Repo) start(markIt bool) error {
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
-	if err := r.acquire(); err != nil {
+	t, err := r.beginWrite(context.Background(), 0)
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	if err := r.acquire(context.Background()); err != nil {
 		return err
 	}
 	fail := func(err error) error {
-		r.flock.Unlock()
+		r.lease.Release()
 		return err
 	}
 	if markIt {
@@ -360,11 +379,11 @@ func (r *Repo) start(markIt bool) error {
 	defer func() { r.index = nil }()
 	if _, err := os.Stat(r.redactPath()); err == nil {
 		r.opt.Logf("gitmem: finishing an interrupted redaction")
-		if err := r.finishRedaction(nil); err != nil {
+		if err := r.finishRedaction(t, nil); err != nil {
 			return fail(err)
 		}
 	}
-	if err := r.settleIn(); err != nil {
+	if err := r.settleIn(t); err != nil {
 		return fail(err)
 	}
 	r.loadIndexStats()
@@ -372,9 +391,7 @@ func (r *Repo) start(markIt bool) error {
 	r.loadKept()
 	p, err := r.adoptDrift([]string{memDir}, first)
 	if err == nil && p != nil {
-		r.wmu.Unlock() // durable may need to reset the pipeline
-		err = r.committer.durable(p)
-		r.wmu.Lock()
+		err = t.without(func() error { return r.committer.durable(p) }) // durable may need to reset the pipeline
 	}
 	if err != nil && !errors.Is(err, ErrNoChange) {
 		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
@@ -392,12 +409,12 @@ func (r *Repo) start(markIt bool) error {
 		return nil
 	}
 	go func() {
-		r.wmu.Lock()
-		defer r.wmu.Unlock()
-		r.smu.RLock()
-		closed := r.closed
-		r.smu.RUnlock()
-		if !closed && r.owned.Load() {
+		t, err := r.beginWrite(r.life, 0)
+		if err != nil {
+			return // closed
+		}
+		defer t.end()
+		if r.lease.Held() {
 			if err := r.syncIDs(true); err != nil && !errors.Is(err, ErrClosed) {
 				r.opt.Logf("gitmem: %v", err)
 			}
@@ -507,8 +524,8 @@ func (r *Repo) readHead() (plumbing.Hash, error) {
 // refresh loads HEAD if it moved since we last looked (another process
 // committed). Unchanged subtrees are reused, so this costs what changed.
 // persist says the caller holds the writer lock (the history index file
-// may be written). Called with wmu held.
-func (r *Repo) refresh(persist bool) error {
+// may be written). Called with the turn held.
+func (r *Repo) refresh(t *writerTurn, persist bool) error {
 	head, err := r.readHead()
 	if err != nil && persist {
 		if h, ok := r.restoreBranch(); ok { // deleted outside gitmem
@@ -653,44 +670,23 @@ func (r *Repo) readFile(h plumbing.Hash, p string) ([]byte, error) {
 // (an adopt commit), so that the view shows it. A folder is not checked
 // here (that would read the whole subtree); Adopt checks everything.
 func (r *Repo) Snapshot(paths ...string) (*View, error) {
-	r.smu.RLock()
-	closed := r.closed
-	r.smu.RUnlock()
-	cur := r.snapshotHead()
-	if closed {
+	ctx := context.Background()
+	if r.closed.Load() {
 		return nil, ErrClosed
 	}
-	if !r.owned.Load() { // another process may have committed
+	cur := r.snapshotHead()
+	if !r.lease.Held() { // another process may have committed
 		head, err := r.readHead()
 		var de *DamagedError
 		switch {
 		case errors.As(err, &de) && !r.opt.ReadOnly:
-			// The branch was deleted outside gitmem: taking the writer
-			// lock puts it back (refresh) and loads what it holds.
-			r.wmu.Lock()
-			err = nil
-			if !r.owned.Load() {
-				err = r.own()
-			}
-			r.wmu.Unlock()
-			if err != nil {
+			if err := r.loadMoved(ctx, cur, head, true); err != nil {
 				return nil, err
 			}
 		case err != nil:
 			return nil, wrap("read the branch", err)
 		case head != cur:
-			r.wmu.Lock()
-			if !r.owned.Load() {
-				if off, _ := r.movedOff(cur, head); off {
-					// Moved with git off what this process acknowledged:
-					// taking the writer lock puts it back (settleIn).
-					err = r.own()
-				} else {
-					err = r.refresh(false)
-				}
-			}
-			r.wmu.Unlock()
-			if err != nil {
+			if err := r.loadMoved(ctx, cur, head, false); err != nil {
 				return nil, err
 			}
 		}
@@ -702,6 +698,28 @@ func (r *Repo) Snapshot(paths ...string) (*View, error) {
 	}
 	head, tree := r.state.snapshot()
 	return &View{r: r, root: tree, head: head}, nil
+}
+
+// loadMoved loads the branch another process moved from cur to head, for a
+// process that does not hold the writer lock. A branch deleted outside
+// gitmem, or moved with git off what this process acknowledged, is put
+// back instead: under the writer lock (refresh, settleIn).
+func (r *Repo) loadMoved(ctx context.Context, cur, head plumbing.Hash, deleted bool) error {
+	t, err := r.beginWrite(ctx, 0)
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	if r.lease.Held() {
+		return nil
+	}
+	if deleted {
+		return r.own(ctx, t)
+	}
+	if off, _ := r.movedOff(cur, head); off {
+		return r.own(ctx, t)
+	}
+	return r.refresh(t, false)
 }
 
 // filePaths keeps the paths that are not folders at HEAD.
@@ -742,27 +760,12 @@ func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 // materialiser's own commits (mergeDisplaced), which would wait for
 // itself.
 func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
-	r.wmu.Lock()
-	unlocked := false
-	unlock := func() {
-		if !unlocked {
-			unlocked = true
-			r.wmu.Unlock()
-		}
-	}
-	defer unlock()
-	r.smu.RLock()
-	closed := r.closed
-	r.smu.RUnlock()
-	switch {
-	case closed:
-		return Commit{}, ErrClosed
-	case r.opt.ReadOnly:
-		return Commit{}, ErrReadOnly
-	}
-	if err := r.own(); err != nil {
+	t, err := r.beginWrite(context.Background(), withOwn|writable)
+	if err != nil {
 		return Commit{}, err
 	}
+	defer t.end()
+	unlock := t.end
 	if id := meta.ID(); id != "" {
 		if err := r.syncIDs(false); err != nil {
 			return Commit{}, err
@@ -809,7 +812,7 @@ func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 			p, err = r.prepare(tx, meta)
 		}
 		if p != nil {
-			r.scheduleIndex() // it needs wmu
+			r.scheduleIndex() // it needs the turn
 		}
 		unlock()
 		if p == nil {
@@ -830,7 +833,8 @@ func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 // the model forever (the next round adopts the newer edit).
 const maxAdoptRounds = 3
 
-// newTx starts a transaction on the writer's tip. Called with wmu held.
+// newTx starts a transaction on the writer's tip. Called with the turn
+// held.
 func (r *Repo) newTx() *Tx {
 	tip, tree := r.state.tipOf()
 	return &Tx{View: View{r: r, root: tree, head: tip, pending: map[plumbing.Hash][]byte{}, reads: &[]string{}},
@@ -879,8 +883,8 @@ func writeTrees(put putFunc, n, old *node) (plumbing.Hash, error) {
 // scheduleIndex rewrites .git/index IndexDelay after the first change it
 // does not hold: under a steady stream of changes too, so that git's
 // index (what `git status` compares with, what `git commit` is built from)
-// is never more than about IndexDelay behind the branch. Called with wmu
-// held.
+// is never more than about IndexDelay behind the branch. Called with the
+// turn held.
 func (r *Repo) scheduleIndex() {
 	r.gitIndex.schedule(r.opt.IndexDelay, func() {
 		if err := r.Flush(); err != nil && !errors.Is(err, ErrClosed) {
@@ -914,17 +918,14 @@ func (r *Repo) Flush() error {
 
 // flush brings git's files up to what is committed and writes the index.
 // Only the writer lock's holder does: a process without it has nothing
-// to add. It was called with wmu held, and every call waited while it
+// to add. It was called with the turn held, and every call waited while it
 // materialised a backlog and wrote a 10,000-entry index (under 64 HTTP
 // clients, for up to 1-2 s every second); the index has its own lock.
 func (r *Repo) flush() error {
-	r.smu.RLock()
-	closed := r.closed
-	r.smu.RUnlock()
 	switch {
-	case closed:
+	case r.closed.Load():
 		return ErrClosed
-	case r.opt.ReadOnly || !r.owned.Load():
+	case r.opt.ReadOnly || !r.lease.Held():
 		return nil
 	}
 	if err := r.materialize(); err != nil {
@@ -933,26 +934,27 @@ func (r *Repo) flush() error {
 	r.gitMoved() // before the index git left, which tells what it did, is written over
 	held := r.gitIndex.lock()
 	defer held.unlock()
-	if !r.owned.Load() { // released meanwhile: the holder wrote the index
+	if !r.lease.Held() { // released meanwhile: the holder wrote the index
 		return nil
 	}
 	return wrap("write the index", r.writeIndexHeld(held))
 }
 
 // Close makes everything durable in git's own files, writes the index and
-// releases the repository.
+// releases the repository. Calls waiting for the writer turn or the
+// writer lock (behind another process's gc, say) give up at once with
+// ErrClosed; Close waits only for the calls under way in this process.
 func (r *Repo) Close() error {
-	// A background build of the history index gives up (it needs wmu to save).
+	r.cancel() // every wait for the collector, the turn or the lock files gives up
+	// A background build of the history index gives up (it needs the turn to save).
 	r.histIndex.stopBuild()
-	r.collector.stopAll() // a collection running gives up
-	r.collector.lock()
+	r.collector.stopAll()                       // a collection running gives up
+	r.collector.lock(context.Background(), nil) // cannot fail: no ctx, no closing
 	defer r.collector.unlock()
-	r.wmu.Lock()
-	r.smu.RLock()
-	closed := r.closed
-	r.smu.RUnlock()
-	if closed {
-		r.wmu.Unlock()
+	r.lease.Turn(context.Background(), nil) // cannot fail either
+	t := &writerTurn{r: r}
+	if r.closed.Load() {
+		t.end()
 		return nil
 	}
 	r.gitIndex.stopTimer()
@@ -960,16 +962,18 @@ func (r *Repo) Close() error {
 	r.pmu.Lock()
 	kept := len(r.handBase) > 0
 	r.pmu.Unlock()
-	if !r.owned.Load() && !r.opt.ReadOnly && (kept || r.gitMovedAway()) {
+	if !r.lease.Held() && !r.opt.ReadOnly && (kept || r.gitMovedAway()) {
 		// git took HEAD or the branch away while the lock was free: put
 		// back under it (settleIn), so that git's view at exit is whole.
 		// Hand edits kept and not yet taken are merged, or saved for the
-		// next start, under it.
-		if oerr := r.own(); oerr != nil {
+		// next start, under it. Only if the lock is free: Close does not
+		// wait for another process (its holder or the next start puts
+		// them back).
+		if oerr := r.ownIfFree(t); oerr != nil {
 			r.opt.Errorf("gitmem: %v", oerr)
 		}
 	}
-	if r.owned.Load() {
+	if r.lease.Held() {
 		r.putHeadBack()
 		r.committer.drain()
 		r.adoptKept()
@@ -993,29 +997,44 @@ func (r *Repo) Close() error {
 			}
 			err = ue
 		}
-		r.owned.Store(false)
-		r.flock.Unlock()
+		r.lease.Release()
 		held.unlock()
 	}
-	r.shutdown()
+	r.shutdown(t)
 	return err
 }
 
+// ownIfFree is own for Close: the writer lock is taken only if no
+// process holds it. Called with the turn held.
+func (r *Repo) ownIfFree(t *writerTurn) error {
+	ok, err := r.lease.TryAcquire()
+	if err != nil {
+		return wrap("lock the repository", err)
+	}
+	if !ok {
+		r.opt.Logf("gitmem: another process holds the writer lock: it puts back what git moved")
+		return nil
+	}
+	if err := r.settleIn(t); err != nil {
+		r.lease.Release()
+		return err
+	}
+	return nil
+}
+
 // shutdown marks the Repo closed and releases everything it holds; the
-// background work stops where it is. Called with wmu held, which it
-// releases. (Close checkpoints first; a test's crash does not.)
-func (r *Repo) shutdown() {
+// background work stops where it is. Called with the turn held, which it
+// gives back. (Close checkpoints first; a test's crash does not.)
+func (r *Repo) shutdown(t *writerTurn) {
+	r.cancel()
 	r.gitIndex.stopTimer()
-	r.smu.Lock()
-	r.closed = true
-	r.smu.Unlock()
-	r.owned.Store(false)
-	r.wmu.Unlock()
+	r.closed.Store(true)
+	r.lease.Disown() // the lock file is let go when it is closed, below
+	t.end()
 	r.maint.shutdown()
 	r.histIndex.stopBuild()
 	r.wt.close()
-	r.flock.Close()
-	r.intent.Close()
+	r.lease.Close()
 	r.closeLog(false)
 	r.omu.Lock()
 	r.obj.Close()

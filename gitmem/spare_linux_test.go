@@ -52,12 +52,12 @@ func TestSpareFilesAreReused(t *testing.T) {
 	write(t, r, "t4", "a.md", "third\n") // a.md's second file is a spare now
 	settle(t, r)
 	tmp := filepath.Join(dir, ".git", "gitmem", "tmp")
-	r.wmu.Lock() // no release meanwhile (unless one came first: the spare is gone then)
-	if left, _ := os.ReadDir(tmp); r.owned.Load() && len(left) != 1 {
+	turn := holdTurn(r) // no release meanwhile (unless one came first: the spare is gone then)
+	if left, _ := os.ReadDir(tmp); r.lease.Held() && len(left) != 1 {
 		t.Errorf("%d files in .git/gitmem/tmp, want the one spare", len(left))
 	}
-	released := r.release()
-	r.wmu.Unlock()
+	released := r.release(turn)
+	turn.end()
 	if left, _ := os.ReadDir(tmp); !released || len(left) != 0 {
 		t.Errorf("released %v; spare files left: %v", released, left)
 	}
@@ -196,7 +196,7 @@ func TestGCLeavesAFileTakenAside(t *testing.T) {
 	if err != nil || !placed || aside == "" {
 		t.Fatalf("put: %q %v %v", aside, placed, err)
 	}
-	r.collector.lock()
+	r.collector.lock(t.Context(), nil)
 	pl, err := r.gcTarget().plan(false, false) // a background gc, meanwhile
 	r.collector.unlock()
 	data, _, aerr := r.wt.takeAside(aside, nil)

@@ -827,8 +827,7 @@ func plumbingHash(s string) plumbing.Hash { return plumbing.NewHash(s) }
 // crash drops a Repo as a killed process would: no index write, no
 // cleanup; its lock and files are released.
 func crash(r *Repo) {
-	r.wmu.Lock()
-	r.shutdown()
+	r.shutdown(holdTurn(r))
 }
 
 // commitByHand commits what is in the worktree with the git CLI, as an
@@ -1284,10 +1283,10 @@ func TestBranchMovedAfterAnotherProcessIsCheckedOut(t *testing.T) {
 func waitReleased(t *testing.T, r *Repo) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for r.owned.Load() && time.Now().Before(deadline) {
+	for r.lease.Held() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if r.owned.Load() {
+	if r.lease.Held() {
 		t.Fatal("the writer lock was not released when idle")
 	}
 }

@@ -130,11 +130,11 @@ func TestMaterialisedLogIsNotUnrecovered(t *testing.T) {
 	// the crash: giving the lock up when idle (200 ms, which a loaded
 	// machine can take) checkpoints first; the periodic checkpoint is due
 	// only a second after the start.
-	r.wmu.Lock()
+	turn := holdTurn(r)
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
 	}
-	r.shutdown() // a crash: crash(r) with wmu held
+	r.shutdown(turn) // a crash: crash(r) with the turn held
 	if _, recs, _ := gd.ReadWAL(filepath.Join(dir, ".git"), "wal"); len(recs) == 0 {
 		if _, recs2, _ := gd.ReadWAL(filepath.Join(dir, ".git"), "wal2"); len(recs2) == 0 {
 			t.Fatal("the log is empty: the test needs it to hold t1")
