@@ -19,7 +19,7 @@ type logFiles struct {
 	// across the group's append, its fdatasync and its publication
 	// (appending). In the lock order it comes after the disk lock (mmu)
 	// and before the committer's queue lock (qmu), the published state's
-	// (smu) and the history index's (hmu).
+	// (published.mu) and the history index's (historyIndex.mu).
 	mu       sync.Mutex
 	files    [2]*gd.WAL // nil before open and after close
 	active   int        // the file appends go to
