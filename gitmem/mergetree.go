@@ -84,7 +84,9 @@ type fchange struct{ old, new fentry }
 
 // merger merges the remote commit theirs into a transaction over HEAD.
 type merger struct {
-	r      *Repo
+	store  mergeStore // nil for clean, which reads the remote's commit alone
+	hooks  *testHooks
+	logf   func(format string, args ...any)
 	g      *gd.Graph
 	st     *gd.Store
 	label  string // how the remote's side is named: origin/main
@@ -130,7 +132,7 @@ func (m *merger) run(tx *Tx) error {
 		m.ff = true
 		return m.fastForward(tx, f.dT)
 	}
-	m.r.opt.hooks.atMerge()
+	m.hooks.atMerge()
 	if err := m.combine(tx, f.dO, f.dT, renames(f.dO, f.ourRenames), renames(f.dT, f.theirRenames)); err != nil {
 		return err
 	}
@@ -183,7 +185,7 @@ func (m *merger) factsFor(ours plumbing.Hash, oursTree *node) (*mergeFacts, erro
 		return f, nil
 	}
 	if f := m.facts; f != nil && !f.upToDate && !f.ours.IsZero() {
-		if news, ok := m.r.linearSince(f.ours, ours); ok {
+		if news, ok := m.store.linearSince(f.ours, ours); ok {
 			g := *f
 			g.ours, g.oursTree = ours, oursTree
 			g.ourRenames = append(slices.Clip(f.ourRenames), renameTrailers(news)...)
@@ -340,18 +342,18 @@ var errTipMoved = errors.New("the branch moved while the merge was computed")
 // commit computes the merge and commits it as one Update (see above).
 func (m *merger) commit(meta Meta) (Commit, error) {
 	for attempt := 1; ; attempt++ {
-		pre := m.r.newTx()
+		pre := m.store.newTx()
 		if err := m.run(pre); err != nil {
 			return Commit{}, err
 		}
 		// The files it merges are checked for hand edits now too, so that
 		// the check under the lock finds them known (one lstat each), not
 		// to be read again.
-		if err := m.r.adoptFiles(pre.looked()); err != nil {
-			m.r.opt.Logf("gitmem: could not commit a hand edit before a merge: %v", err)
+		if err := m.store.adoptFiles(pre.looked()); err != nil {
+			m.logf("gitmem: could not commit a hand edit before a merge: %v", err)
 		}
 		m.noRestart = attempt < mergeAttempts
-		c, err := m.r.Update(meta, func(tx *Tx) error {
+		c, err := m.store.Update(meta, func(tx *Tx) error {
 			if tx.head == pre.head {
 				*tx = *pre
 				return nil
@@ -363,6 +365,28 @@ func (m *merger) commit(meta Meta) (Commit, error) {
 			return c, err
 		}
 	}
+}
+
+// mergeStore is what a merge needs of the memory it merges into, besides
+// the objects it reads through a view of its own (merger.st, g): a
+// transaction over HEAD to compute the merge on, the Update that commits
+// it, and its commits and trees as the memory's readers share them. A
+// Repo is one.
+type mergeStore interface {
+	newTx() *Tx
+	// adoptFiles commits the hand edits of the files given first.
+	adoptFiles(rels []string) error
+	Update(meta Meta, fn func(tx *Tx) error) (Commit, error)
+	linearSince(from, to plumbing.Hash) ([]*object.Commit, bool)
+	// readTree reads the tree h into nodes, reusing old's (loadTree).
+	readTree(h plumbing.Hash, old *node) (*node, error)
+}
+
+// readTree is loadTree with omu held (mergeStore).
+func (r *Repo) readTree(h plumbing.Hash, old *node) (*node, error) {
+	r.omu.Lock()
+	defer r.unlockObj()
+	return r.loadTree(h, old, "")
 }
 
 // linearSince returns the commits from descends to through commits of
@@ -615,9 +639,7 @@ func (m *merger) fastForward(tx *Tx, dT map[string]fchange) error {
 	if err != nil {
 		return wrap("read the remote's commit", err)
 	}
-	m.r.omu.Lock()
-	root, err := m.r.loadTree(c.TreeHash, tx.root, "")
-	m.r.unlockObj()
+	root, err := m.store.readTree(c.TreeHash, tx.root)
 	if err != nil {
 		return err
 	}

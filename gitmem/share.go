@@ -345,13 +345,31 @@ func newLink(store shareStore, dir, gitDir string, branch plumbing.ReferenceName
 }
 
 // session is one push, pull or sync of an open memory: a link that
-// merges what it fetched, and applies and makes redactions. It runs
-// under the sharer's lock (known is the sharer's cache).
+// merges what it fetched into the memory, and applies and makes
+// redactions. It runs under the sharer's lock (known is the sharer's
+// cache).
 type session struct {
 	*link
-	r      *Repo
+	mem    shareMemory
+	memOpt Options // the memory's: its log, clock, identities and test hooks
 	known  *redactionCache
 	report RedactReport // RedactShared's
+}
+
+// shareMemory is what a session does to the open memory it shares,
+// besides fetching and pushing: merge what it fetched (mergeStore),
+// commit hand edits first, redact. A Repo is one.
+type shareMemory interface {
+	mergeStore
+	Adopt() (Commit, error)
+	redact(ctx context.Context, red Redaction, dry bool, progress Progress, note bool) (RedactReport, error)
+	operator(who Signature) Signature
+}
+
+// newSession is a session of the open memory r over the link l, under
+// the sharer's lock (known).
+func (r *Repo) newSession(l *link, known *redactionCache) *session {
+	return &session{link: l, mem: r, memOpt: r.opt, known: known}
 }
 
 // newLink is a link to the remote name of the open memory.
@@ -462,7 +480,7 @@ func (r *Repo) share(name string, opt SyncOptions, fn func(*session) error) (res
 			return err
 		}
 		defer l.close()
-		err = fn(&session{link: l, r: r, known: known})
+		err = fn(r.newSession(l, known))
 		r.noteSync(name, err)
 		res = l.res
 		return err
@@ -594,9 +612,9 @@ func (s *session) pull(ctx context.Context) error {
 // integrate merges the fetched commit tip into the memory as one Update
 // (merger.commit).
 func (s *session) integrate(tip plumbing.Hash) error {
-	m := &merger{r: s.r, g: s.g, st: s.st, label: s.name + "/" + s.branch.Short(), theirs: tip, limits: s.opt.Limits,
-		unrelated: s.opt.AllowUnrelatedHistories || s.r.readSyncState()[s.name].ClonedEmpty}
-	meta := Meta{Subject: "memory: merge " + m.label, Author: s.r.operator(s.opt.Author),
+	m := &merger{store: s.mem, hooks: s.memOpt.hooks, logf: s.memOpt.Logf, g: s.g, st: s.st, label: s.name + "/" + s.branch.Short(), theirs: tip, limits: s.opt.Limits,
+		unrelated: s.opt.AllowUnrelatedHistories || readSyncState(s.gitDir)[s.name].ClonedEmpty}
+	meta := Meta{Subject: "memory: merge " + m.label, Author: s.mem.operator(s.opt.Author),
 		Trailers: []Trailer{{TrailerCommand, "merge"}}}
 	c, err := m.commit(meta)
 	switch {
@@ -615,7 +633,7 @@ func (s *session) integrate(tip plumbing.Hash) error {
 		s.res.Merge = c.Hash
 	}
 	for _, ig := range m.ignored {
-		s.r.opt.Logf("gitmem: the merge of %s did not take %s (%s)", m.label, ig.Path, ig.Reason)
+		s.memOpt.Logf("gitmem: the merge of %s did not take %s (%s)", m.label, ig.Path, ig.Reason)
 	}
 	return nil
 }
@@ -733,7 +751,7 @@ func (r *Repo) Status(name string) (SyncStatus, error) {
 		return SyncStatus{}, err
 	}
 	st := SyncStatus{Remote: name, URL: url}
-	rec := r.readSyncState()[name]
+	rec := readSyncState(r.gitDir)[name]
 	st.LastSync, st.LastAttempt, st.LastError, st.Refused = rec.LastSync, rec.LastAttempt, rec.LastError, rec.Refused
 	track := readTracking(r.gitDir, r.branch, name)
 	for _, lr := range localRedactions(r.gitDir) {
@@ -783,11 +801,11 @@ type syncState struct {
 	ClonedEmpty bool `json:"cloned_empty,omitempty"`
 }
 
-func (r *Repo) syncStatePath() string { return filepath.Join(r.gitDir, "gitmem", "sync") }
+func syncStatePath(gitDir string) string { return filepath.Join(gitDir, "gitmem", "sync") }
 
-func (r *Repo) readSyncState() map[string]syncState {
+func readSyncState(gitDir string) map[string]syncState {
 	out := map[string]syncState{}
-	if data, err := os.ReadFile(r.syncStatePath()); err == nil {
+	if data, err := os.ReadFile(syncStatePath(gitDir)); err == nil {
 		json.Unmarshal(data, &out)
 	}
 	return out
@@ -810,12 +828,12 @@ func (r *Repo) noteSync(name string, err error) {
 
 // changeSyncState changes what .git/gitmem/sync keeps for a remote.
 func (r *Repo) changeSyncState(name string, fn func(*syncState)) {
-	all := r.readSyncState()
+	all := readSyncState(r.gitDir)
 	st := all[name]
 	fn(&st)
 	all[name] = st
 	data, _ := json.Marshal(all)
-	if werr := gd.WriteFileSync(filepath.Join(r.gitDir, "gitmem", "tmp"), "sync-", r.syncStatePath(), data, 0o600); werr != nil {
+	if werr := gd.WriteFileSync(filepath.Join(r.gitDir, "gitmem", "tmp"), "sync-", syncStatePath(r.gitDir), data, 0o600); werr != nil {
 		r.opt.Logf("gitmem: could not record the sync state: %v", werr)
 	}
 }
@@ -895,7 +913,7 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 			l := newLink(r, dir, r.gitDir, r.branch, "origin", url, sopt)
 			defer l.close()
 			l.res = res
-			err := (&session{link: l, r: r, known: known}).integrate(tip)
+			err := r.newSession(l, known).integrate(tip)
 			res = l.res
 			return err
 		})
@@ -971,7 +989,7 @@ func (s *link) initCommit(opt Options) error {
 // clean reports whether the tree of commit h is one gitmem would have
 // made: nothing but memories/, every file valid and within the limits.
 func (s *link) clean(h plumbing.Hash) (bool, error) {
-	m := &merger{g: s.g, st: s.st, limits: s.opt.Limits} // no r: what clean reads of it is the remote's commit alone
+	m := &merger{g: s.g, st: s.st, limits: s.opt.Limits} // no store: clean reads the remote's commit alone
 	c, err := s.g.Commit(h)
 	if err != nil {
 		return false, wrap("read the remote's commit", err)

@@ -235,7 +235,7 @@ func (s *session) writeRecord(entries []redactionEntry, parent plumbing.Hash) (p
 	tree := objectOf(plumbing.TreeObject, gd.EncodeEntries([]object.TreeEntry{{Name: redactionRecordFile, Mode: filemode.Regular, Hash: blob.Hash}}))
 	msg := Meta{Subject: fmt.Sprintf("memory: redaction record (%d redaction(s))", len(entries)),
 		Trailers: []Trailer{{TrailerCommand, redactionRecordCommand}}}.message()
-	opt := s.r.opt
+	opt := s.memOpt
 	raw, err := encodeCommit(tree.Hash, parentList(parent), opt.Operator, opt.Committer, opt.Now(), msg)
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -339,7 +339,7 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		// A hand edit not committed yet goes into history first: the
 		// redaction rewrites it with the rest, where rebuilding the
 		// worktree from the new history would lose it.
-		if _, err := s.r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+		if _, err := s.mem.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
 			return err
 		}
 	}
@@ -356,8 +356,8 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		// The redaction deletes old packs: nothing of this session may
 		// hold them open.
 		s.st.Close()
-		s.r.opt.Logf("gitmem: applying the redaction %s from %s", e.ID, s.name)
-		_, err = s.r.redact(ctx, red, false, nil, false)
+		s.memOpt.Logf("gitmem: applying the redaction %s from %s", e.ID, s.name)
+		_, err = s.mem.redact(ctx, red, false, nil, false)
 		s.reopen()
 		if err != nil {
 			return err
@@ -392,7 +392,7 @@ func (s *session) checkRecord(ctx context.Context, e redactionEntry, red Redacti
 		}
 	}
 	// The record leaves that commit alone: so must the redaction here.
-	dry, err := s.r.redact(ctx, red, true, nil, false)
+	dry, err := s.mem.redact(ctx, red, true, nil, false)
 	if err != nil {
 		return err
 	}
@@ -497,7 +497,7 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 	}
 	es := make([]redactionEntry, len(rules))
 	for i, r := range rules {
-		es[i] = redactionEntry{ID: newID(), Time: s.r.opt.Now().UTC(), Path: r.Path, Blob: r.Blob}
+		es[i] = redactionEntry{ID: newID(), Time: s.memOpt.Now().UTC(), Path: r.Path, Blob: r.Blob}
 		if r.Match != nil {
 			es[i].Match = r.Match.String()
 		}
@@ -508,7 +508,7 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 		changed := false
 		for i, r := range rules {
 			s.st.Close()
-			rep, err := s.r.redact(ctx, r, false, progress, false)
+			rep, err := s.mem.redact(ctx, r, false, progress, false)
 			s.reopen()
 			if err != nil {
 				return false, err
@@ -557,7 +557,7 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 	if err := record(); err != nil {
 		return err
 	}
-	s.r.opt.hooks.atRedactShared()
+	s.memOpt.hooks.atRedactShared()
 	for attempt := 0; ; attempt++ {
 		err := s.forcePush(ctx, lease, rec, rewritten)
 		var moved *leaseError
