@@ -742,127 +742,147 @@ func (w result) same(v result) bool {
 // combine applies the remote's changes (dT, against the merge base) to
 // the transaction, which holds ours, in the light of our own (dO).
 func (m *merger) combine(tx *Tx, dO, dT map[string]fchange, renO, renT map[string]string) error {
-	writes := map[string]result{}
-	var removes []string
-	oursAt := func(p string) fentry {
-		n := lookup(tx.base, full(p))
-		if !n.isFile() {
-			return fentry{}
+	cb := &combination{m: m, tx: tx, dO: dO, dT: dT, writes: map[string]result{}}
+	for _, bp := range slices.Sorted(maps.Keys(dT)) {
+		if !dT[bp].old.present() {
+			continue // added on their side: below
 		}
-		return fentry{n.hash, n.mode}
-	}
-	baseAt := func(p string) fentry {
-		if c, ok := dO[p]; ok {
-			return c.old
+		if err := cb.theirChange(bp, renO, renT); err != nil {
+			return err
 		}
-		if c, ok := dT[p]; ok {
-			return c.old
-		}
-		return oursAt(p) // neither side changed it
 	}
 	theirTarget := map[string]bool{}
 	for _, q := range renT {
 		theirTarget[q] = true
 	}
-	// put makes q hold the remote's version t, merged line by line (base:
-	// what q held at the merge base) with what q holds so far: ours, or
-	// what the merge already wrote there. So a file one side renamed onto
-	// a path where the other wrote one keeps both, and the path is an
-	// add/add conflict besides the rename's. A conflict of kind is noted,
-	// or, without one, a content conflict the line merge found.
-	put := func(q string, t result, base fentry, kind string) error {
-		o, ok := writes[q]
-		if !ok {
-			o = result{entry: oursAt(q)}
-		}
-		both := false // both sides added a file at q
-		switch {
-		case !o.present() || o.same(result{entry: base}):
-			writes[q] = t
-		case o.same(t):
-		default:
-			data, clean, err := m.merge3(result{entry: base}, o, t)
-			if err != nil {
+	for _, q := range slices.Sorted(maps.Keys(dT)) {
+		if c := dT[q]; !c.old.present() && !theirTarget[q] {
+			if err := cb.put(q, result{entry: c.new}, fentry{}, ""); err != nil {
 				return err
 			}
-			writes[q] = result{data: data}
-			if !base.present() {
-				both = true
-			} else if kind == "" && !clean {
-				kind = "content"
-			}
 		}
-		if kind != "" {
-			m.conflict(kind, q)
-		}
-		if both {
-			m.conflict("add/add", q)
-		}
-		return nil
 	}
-	for _, bp := range slices.Sorted(maps.Keys(dT)) {
-		c := dT[bp]
-		if !c.old.present() {
-			continue // added on their side: below
-		}
-		oq, oRenamed := renO[bp]
-		oc, oChanged := dO[bp]
-		oDeleted := oChanged && !oc.new.present() && !oRenamed
-		tq, tRenamed := renT[bp]
-		var err error
-		switch {
-		case tRenamed:
-			t := result{entry: dT[tq].new}
-			switch {
-			case oRenamed && oq == tq: // both moved it to the same place
-				err = put(tq, t, c.old, "")
-			case oRenamed:
-				err = put(tq, t, baseAt(tq), "rename/rename")
-			case oDeleted:
-				err = put(tq, t, baseAt(tq), "delete/rename")
-			case oChanged: // our edit goes with their rename
-				removes = append(removes, bp)
-				data, _, merr := m.merge3(result{entry: c.old}, result{entry: oursAt(bp)}, t)
-				if merr != nil {
-					return merr
-				}
-				err = put(tq, result{data: data}, baseAt(tq), "edit/rename")
-			default:
-				removes = append(removes, bp)
-				err = put(tq, t, baseAt(tq), "")
-			}
-		case c.new.present(): // they edited it
-			switch {
-			case oRenamed:
-				err = put(oq, result{entry: c.new}, c.old, "rename/edit")
-			case oDeleted:
-				err = put(bp, result{entry: c.new}, c.old, "delete/edit")
-			default:
-				err = put(bp, result{entry: c.new}, c.old, "")
-			}
-		default: // they deleted it
-			switch {
-			case oRenamed:
-				m.conflict("rename/delete", oq)
-			case oDeleted:
-			case oChanged:
-				m.conflict("edit/delete", bp)
-			default:
-				removes = append(removes, bp)
-			}
-		}
+	return m.apply(tx, cb.removes, cb.writes)
+}
+
+// combination is the result of a merge being made (combine): the files
+// it writes and the paths it removes, over the transaction (ours) and
+// both sides' changes against the merge base.
+type combination struct {
+	m       *merger
+	tx      *Tx
+	dO, dT  map[string]fchange
+	writes  map[string]result
+	removes []string
+}
+
+// oursAt is our file at p.
+func (cb *combination) oursAt(p string) fentry {
+	n := lookup(cb.tx.base, full(p))
+	if !n.isFile() {
+		return fentry{}
+	}
+	return fentry{n.hash, n.mode}
+}
+
+// baseAt is the file at p at the merge base.
+func (cb *combination) baseAt(p string) fentry {
+	if c, ok := cb.dO[p]; ok {
+		return c.old
+	}
+	if c, ok := cb.dT[p]; ok {
+		return c.old
+	}
+	return cb.oursAt(p) // neither side changed it
+}
+
+// put makes q hold the remote's version t, merged line by line (base:
+// what q held at the merge base) with what q holds so far: ours, or
+// what the merge already wrote there. So a file one side renamed onto
+// a path where the other wrote one keeps both, and the path is an
+// add/add conflict besides the rename's. A conflict of kind is noted,
+// or, without one, a content conflict the line merge found.
+func (cb *combination) put(q string, t result, base fentry, kind string) error {
+	o, ok := cb.writes[q]
+	if !ok {
+		o = result{entry: cb.oursAt(q)}
+	}
+	both := false // both sides added a file at q
+	switch {
+	case !o.present() || o.same(result{entry: base}):
+		cb.writes[q] = t
+	case o.same(t):
+	default:
+		data, clean, err := cb.m.merge3(result{entry: base}, o, t)
 		if err != nil {
 			return err
 		}
-	}
-	for _, q := range slices.Sorted(maps.Keys(dT)) {
-		if c := dT[q]; !c.old.present() && !theirTarget[q] {
-			if err := put(q, result{entry: c.new}, fentry{}, ""); err != nil {
-				return err
-			}
+		cb.writes[q] = result{data: data}
+		if !base.present() {
+			both = true
+		} else if kind == "" && !clean {
+			kind = "content"
 		}
 	}
-	return m.apply(tx, removes, writes)
+	if kind != "" {
+		cb.m.conflict(kind, q)
+	}
+	if both {
+		cb.m.conflict("add/add", q)
+	}
+	return nil
+}
+
+// theirChange applies the remote's change of the file the merge base
+// held at bp (renamed, edited or deleted), in the light of ours.
+func (cb *combination) theirChange(bp string, renO, renT map[string]string) error {
+	c := cb.dT[bp]
+	oq, oRenamed := renO[bp]
+	oc, oChanged := cb.dO[bp]
+	oDeleted := oChanged && !oc.new.present() && !oRenamed
+	tq, tRenamed := renT[bp]
+	switch {
+	case tRenamed:
+		t := result{entry: cb.dT[tq].new}
+		switch {
+		case oRenamed && oq == tq: // both moved it to the same place
+			return cb.put(tq, t, c.old, "")
+		case oRenamed:
+			return cb.put(tq, t, cb.baseAt(tq), "rename/rename")
+		case oDeleted:
+			return cb.put(tq, t, cb.baseAt(tq), "delete/rename")
+		case oChanged: // our edit goes with their rename
+			cb.removes = append(cb.removes, bp)
+			data, _, err := cb.m.merge3(result{entry: c.old}, result{entry: cb.oursAt(bp)}, t)
+			if err != nil {
+				return err
+			}
+			return cb.put(tq, result{data: data}, cb.baseAt(tq), "edit/rename")
+		default:
+			cb.removes = append(cb.removes, bp)
+			return cb.put(tq, t, cb.baseAt(tq), "")
+		}
+	case c.new.present(): // they edited it
+		switch {
+		case oRenamed:
+			return cb.put(oq, result{entry: c.new}, c.old, "rename/edit")
+		case oDeleted:
+			return cb.put(bp, result{entry: c.new}, c.old, "delete/edit")
+		default:
+			return cb.put(bp, result{entry: c.new}, c.old, "")
+		}
+	default: // they deleted it
+		switch {
+		case oRenamed:
+			cb.m.conflict("rename/delete", oq)
+		case oDeleted:
+		case oChanged:
+			cb.m.conflict("edit/delete", bp)
+		default:
+			cb.removes = append(cb.removes, bp)
+		}
+		return nil
+	}
 }
 
 func (m *merger) conflict(kind, p string) {
