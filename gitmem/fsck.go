@@ -344,90 +344,104 @@ func (r *bareStore) bestTip() plumbing.Hash {
 // each, and verifies each object's hash.
 func (r *bareStore) checkObjects(tips []plumbing.Hash, rep *FsckReport) (trees map[plumbing.Hash]plumbing.Hash) {
 	trees = map[plumbing.Hash]plumbing.Hash{} // commit -> its tree
-	seen := map[plumbing.Hash]bool{}
-	bad := func(kind string, h plumbing.Hash, at string, err error) {
-		what := fmt.Sprintf("object %s (%s%s) is damaged: %v", h, kind, inPath(at), err)
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			what = fmt.Sprintf("object %s (%s%s) is missing from git's files", h, kind, inPath(at))
-			if kind == "commit" {
-				what += ": the history stops there (git log: \"Failed to traverse parents\"); something deleted it (git gc --prune=now run while an earlier gitmem wrote could)"
-			}
-		}
-		rep.add(Problem{What: what, Repair: missingRepair(kind, h)})
-	}
 	r.obj.Hold()
 	defer func() {
 		r.obj.Unhold()
 		r.obj.Release()
 	}()
-	strict := func(kind string, h plumbing.Hash, at string, ps []gd.ObjectProblem) {
-		for _, p := range ps {
-			rep.add(Problem{What: fmt.Sprintf("object %s (%s%s) fails git fsck --strict: %s", h, kind, inPath(at), p),
-				Repair: "an object cannot be mended in place; a redaction that removes it from every commit (gitmem redact --path or --blob) makes git fsck --strict pass"})
-		}
-	}
-	// content reads an object that Verify found sound.
-	content := func(h plumbing.Hash) []byte {
-		_, data, _ := r.obj.ReadObject(h)
-		return data
-	}
-	var walk func(h plumbing.Hash, at string)
-	walk = func(h plumbing.Hash, at string) {
-		if seen[h] {
-			return
-		}
-		seen[h] = true
-		rep.Objects++
-		if err := r.obj.Verify(plumbing.TreeObject, h); err != nil {
-			bad("tree", h, at, err)
-			return
-		}
-		special := map[plumbing.Hash]string{}
-		ps := gd.CheckTree(content(h), func(b plumbing.Hash, file string) { special[b] = file })
-		strict("tree", h, at, ps)
-		t, err := r.obj.Tree(h)
-		if err != nil {
-			return // named above: it cannot be parsed
-		}
-		for _, e := range t.Entries {
-			p := join2(at, e.Name)
-			switch {
-			case e.Mode == filemode.Dir:
-				walk(e.Hash, p)
-			case e.Mode == filemode.Submodule || seen[e.Hash]:
-			default:
-				seen[e.Hash] = true
-				rep.Objects++
-				if err := r.obj.Verify(plumbing.BlobObject, e.Hash); err != nil {
-					bad("blob", e.Hash, p, err)
-				} else if file, ok := special[e.Hash]; ok {
-					strict("blob", e.Hash, p, gd.CheckBlob(content(e.Hash), file))
-				}
-			}
-		}
-	}
+	oc := &objectCheck{st: r.obj, rep: rep, seen: map[plumbing.Hash]bool{}}
 	// Every commit the tips reach, both sides of every merge.
 	for stack := slices.Clone(tips); len(stack) > 0; {
 		h := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if seen[h] {
+		if oc.seen[h] {
 			continue
 		}
-		seen[h] = true
+		oc.seen[h] = true
 		rep.Commits++
 		rep.Objects++
 		if err := r.obj.Verify(plumbing.CommitObject, h); err != nil {
-			bad("commit", h, "", err)
+			oc.bad("commit", h, "", err)
 			continue
 		}
-		strict("commit", h, "", gd.CheckCommit(content(h)))
+		oc.strict("commit", h, "", gd.CheckCommit(oc.content(h)))
 		c, err := r.obj.Commit(h)
 		if err != nil {
 			continue // named above: it cannot be parsed
 		}
 		trees[h] = c.TreeHash
-		walk(c.TreeHash, "")
+		oc.walk(c.TreeHash, "")
 		stack = append(stack, c.ParentHashes...)
 	}
 	return trees
+}
+
+// objectCheck is checkObjects' reading of the objects: each read once
+// (seen), verified, and checked as git fsck --strict checks it.
+type objectCheck struct {
+	st   *gd.Store
+	rep  *FsckReport
+	seen map[plumbing.Hash]bool
+}
+
+// bad reports an object that cannot be read.
+func (oc *objectCheck) bad(kind string, h plumbing.Hash, at string, err error) {
+	what := fmt.Sprintf("object %s (%s%s) is damaged: %v", h, kind, inPath(at), err)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		what = fmt.Sprintf("object %s (%s%s) is missing from git's files", h, kind, inPath(at))
+		if kind == "commit" {
+			what += ": the history stops there (git log: \"Failed to traverse parents\"); something deleted it (git gc --prune=now run while an earlier gitmem wrote could)"
+		}
+	}
+	oc.rep.add(Problem{What: what, Repair: missingRepair(kind, h)})
+}
+
+// strict reports what git fsck --strict fails an object on.
+func (oc *objectCheck) strict(kind string, h plumbing.Hash, at string, ps []gd.ObjectProblem) {
+	for _, p := range ps {
+		oc.rep.add(Problem{What: fmt.Sprintf("object %s (%s%s) fails git fsck --strict: %s", h, kind, inPath(at), p),
+			Repair: "an object cannot be mended in place; a redaction that removes it from every commit (gitmem redact --path or --blob) makes git fsck --strict pass"})
+	}
+}
+
+// content reads an object that Verify found sound.
+func (oc *objectCheck) content(h plumbing.Hash) []byte {
+	_, data, _ := oc.st.ReadObject(h)
+	return data
+}
+
+// walk checks the tree h, at path at, and what it holds.
+func (oc *objectCheck) walk(h plumbing.Hash, at string) {
+	if oc.seen[h] {
+		return
+	}
+	oc.seen[h] = true
+	oc.rep.Objects++
+	if err := oc.st.Verify(plumbing.TreeObject, h); err != nil {
+		oc.bad("tree", h, at, err)
+		return
+	}
+	special := map[plumbing.Hash]string{}
+	ps := gd.CheckTree(oc.content(h), func(b plumbing.Hash, file string) { special[b] = file })
+	oc.strict("tree", h, at, ps)
+	t, err := oc.st.Tree(h)
+	if err != nil {
+		return // named above: it cannot be parsed
+	}
+	for _, e := range t.Entries {
+		p := join2(at, e.Name)
+		switch {
+		case e.Mode == filemode.Dir:
+			oc.walk(e.Hash, p)
+		case e.Mode == filemode.Submodule || oc.seen[e.Hash]:
+		default:
+			oc.seen[e.Hash] = true
+			oc.rep.Objects++
+			if err := oc.st.Verify(plumbing.BlobObject, e.Hash); err != nil {
+				oc.bad("blob", e.Hash, p, err)
+			} else if file, ok := special[e.Hash]; ok {
+				oc.strict("blob", e.Hash, p, gd.CheckBlob(oc.content(e.Hash), file))
+			}
+		}
+	}
 }

@@ -318,22 +318,8 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		}
 	}
 	at := s.prevTip // the remote's branch as last seen, through the redactions
-	if !at.IsZero() && len(todo) > 0 {
-		// Before any rewrite: the records' maps, one after the other
-		// (several redactions may have been pushed at once), must take
-		// that commit to one the remote's branch holds.
-		end := at
-		for _, e := range todo {
-			for _, m := range e.Rewritten {
-				if m[0] == end.String() && plumbing.IsHash(m[1]) {
-					end = plumbing.NewHash(m[1])
-					break
-				}
-			}
-		}
-		if in, err := s.g.IsAncestor(end, tip); err != nil || !in {
-			return s.remoteErr("fetch from", fmt.Errorf("the remote's redaction record %s does not match its history (%s is not in it); not applied (ask whoever redacted, or clone again)", todo[len(todo)-1].ID, end))
-		}
+	if err := s.checkChain(todo, at, tip); err != nil {
+		return err
 	}
 	if len(todo) > 0 {
 		// A hand edit not committed yet goes into history first: the
@@ -378,6 +364,29 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		return wrap("write the redaction record", err)
 	}
 	return wrap("update the redaction record", s.setRef(redactionsRef, next))
+}
+
+// checkChain refuses the remote's redactions todo, before any rewrite,
+// unless their records' maps, one after the other (several redactions
+// may have been pushed at once), take at, the commit the remote's branch
+// was at as last seen (zero: never seen), to one its branch (tip) holds.
+func (s *link) checkChain(todo []redactionEntry, at, tip plumbing.Hash) error {
+	if at.IsZero() || len(todo) == 0 {
+		return nil
+	}
+	end := at
+	for _, e := range todo {
+		for _, m := range e.Rewritten {
+			if m[0] == end.String() && plumbing.IsHash(m[1]) {
+				end = plumbing.NewHash(m[1])
+				break
+			}
+		}
+	}
+	if in, err := s.g.IsAncestor(end, tip); err != nil || !in {
+		return s.remoteErr("fetch from", fmt.Errorf("the remote's redaction record %s does not match its history (%s is not in it); not applied (ask whoever redacted, or clone again)", todo[len(todo)-1].ID, end))
+	}
+	return nil
 }
 
 // checkRecord refuses a redaction record the remote's history does not
