@@ -258,10 +258,11 @@ func (o SyncOptions) auth() remote.Auth {
 // repository's known redactions removed is kept between them for the
 // check before every push.
 type sharer struct {
-	// mu is held for a whole session; it guards redactions. It is first
-	// in the lock order: under it a session applies redactions (the
-	// collector's lock, then the writer turn), merges (the writer turn)
-	// and moves refs (the object store's lock).
+	// mu is held for a whole session; it guards redactions and the
+	// writes of .git/gitmem/sync (the sync state). It is first in the
+	// lock order: under it a session applies redactions (the collector's
+	// lock, then the writer turn), merges (the writer turn) and moves
+	// refs (the object store's lock).
 	mu         sync.Mutex
 	redactions redactionCache
 }
@@ -480,8 +481,9 @@ func (r *Repo) share(name string, opt SyncOptions, fn func(*session) error) (res
 			return err
 		}
 		defer l.close()
-		err = fn(r.newSession(l, known))
-		r.noteSync(name, err)
+		s := r.newSession(l, known)
+		err = fn(s)
+		s.noteSync(err)
 		res = l.res
 		return err
 	})
@@ -813,28 +815,29 @@ func readSyncState(gitDir string) map[string]syncState {
 
 // noteSync records the outcome of a push, pull or sync (best effort: it
 // is a report, not a state gitmem depends on).
-func (r *Repo) noteSync(name string, err error) {
-	r.changeSyncState(name, func(st *syncState) {
-		st.LastAttempt = r.opt.Now()
+func (s *session) noteSync(err error) {
+	s.changeSyncState(func(st *syncState) {
+		st.LastAttempt = s.memOpt.Now()
 		st.LastError, st.Refused = "", Refused(err)
 		if err != nil {
 			st.LastError = err.Error()
 		} else {
 			st.LastSync = st.LastAttempt
-			st.ClonedEmpty = st.ClonedEmpty && readTracking(r.gitDir, r.branch, name).IsZero()
+			st.ClonedEmpty = st.ClonedEmpty && s.readTracking().IsZero()
 		}
 	})
 }
 
-// changeSyncState changes what .git/gitmem/sync keeps for a remote.
-func (r *Repo) changeSyncState(name string, fn func(*syncState)) {
-	all := readSyncState(r.gitDir)
-	st := all[name]
+// changeSyncState changes what .git/gitmem/sync keeps for the session's
+// remote. Only sessions write the file: under the sharer's lock.
+func (s *session) changeSyncState(fn func(*syncState)) {
+	all := readSyncState(s.gitDir)
+	st := all[s.name]
 	fn(&st)
-	all[name] = st
+	all[s.name] = st
 	data, _ := json.Marshal(all)
-	if werr := gd.WriteFileSync(filepath.Join(r.gitDir, "gitmem", "tmp"), "sync-", syncStatePath(r.gitDir), data, 0o600); werr != nil {
-		r.opt.Logf("gitmem: could not record the sync state: %v", werr)
+	if werr := gd.WriteFileSync(filepath.Join(s.gitDir, "gitmem", "tmp"), "sync-", syncStatePath(s.gitDir), data, 0o600); werr != nil {
+		s.memOpt.Logf("gitmem: could not record the sync state: %v", werr)
 	}
 }
 
@@ -908,23 +911,27 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 	if err != nil {
 		return fail(err)
 	}
-	if !tip.IsZero() { // a tree gitmem would not have made: merge what it can hold
-		err = r.sharer.run(func(known *redactionCache) error {
-			l := newLink(r, dir, r.gitDir, r.branch, "origin", url, sopt)
-			defer l.close()
-			l.res = res
-			err := r.newSession(l, known).integrate(tip)
+	err = r.sharer.run(func(known *redactionCache) error {
+		l := newLink(r, dir, r.gitDir, r.branch, "origin", url, sopt)
+		defer l.close()
+		l.res = res
+		s := r.newSession(l, known)
+		if !tip.IsZero() { // a tree gitmem would not have made: merge what it can hold
+			err := s.integrate(tip)
 			res = l.res
-			return err
-		})
-		if err != nil {
-			r.Close()
-			return fail(err)
+			if err != nil {
+				return err
+			}
 		}
-	}
-	r.noteSync("origin", nil)
-	if empty { // the first history another agent pushes there is this memory's to merge
-		r.changeSyncState("origin", func(st *syncState) { st.ClonedEmpty = true })
+		s.noteSync(nil)
+		if empty { // the first history another agent pushes there is this memory's to merge
+			s.changeSyncState(func(st *syncState) { st.ClonedEmpty = true })
+		}
+		return nil
+	})
+	if err != nil {
+		r.Close()
+		return fail(err)
 	}
 	return r, res, nil
 }
