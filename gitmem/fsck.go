@@ -152,119 +152,14 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 			r.flock = l
 		}
 	}
-	add := func(p Problem) { rep.Problems = append(rep.Problems, p) }
-
-	// HEAD and its branch.
-	branch, err := gd.ReadHEAD(gitDir)
-	var de *DamagedError
-	if errors.As(err, &de) {
-		add(Problem{What: de.Problem, Repaired: repair})
-		branch = plumbing.NewBranchReferenceName("main")
-		if repair {
-			if err := gd.ReplaceLocked(filepath.Join(gitDir, "HEAD"), []byte("ref: "+branch.String()+"\n"), nil); err != nil {
-				return rep, wrap("repair HEAD", err)
-			}
-		}
-	} else if err != nil {
-		return rep, wrap("read HEAD", err)
+	head, err := r.checkBranch(&rep, repair)
+	if err != nil {
+		return rep, err
 	}
-	r.branch = branch
-	rep.Branch = branch.String()
-	head, err := gd.ReadRef(gitDir, branch)
-	de = nil
-	switch {
-	case errors.As(err, &de), errors.Is(err, gd.ErrNoRef):
-		rep.BranchState = "missing"
-		if de != nil {
-			rep.BranchState = "damaged"
-		}
-		tip := r.bestTip()
-		if tip.IsZero() {
-			if de != nil {
-				add(Problem{What: de.Problem, Repair: "the repository holds no commit to point it at; delete the branch file to start anew"})
-			} else {
-				rep.BranchState = "unborn"
-			}
-			break // a new repository
-		}
-		what := fmt.Sprintf("the branch %s is missing while the repository holds commits", branch)
-		if de != nil {
-			what = de.Problem
-		}
-		add(Problem{What: what + fmt.Sprintf("; its newest commit is %s", tip), Repaired: repair,
-			Repair: fmt.Sprintf("gitmem fsck --repair, or git update-ref %s %s", branch, tip)})
-		if repair {
-			if err := os.Remove(filepath.Join(gitDir, filepath.FromSlash(branch.String()))); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return rep, wrap("repair the branch", err)
-			}
-			if err := r.obj.UpdateRef(branch, plumbing.ZeroHash, tip, true); err != nil {
-				return rep, wrap("repair the branch", err)
-			}
-			head = tip
-		}
-	case err != nil:
-		return rep, wrap("read the branch", err)
-	}
-	// Commits the branch was moved to outside gitmem, waiting to be
-	// merged back.
-	var tips []plumbing.Hash
-	for name, h := range displacedIn(r.gitDir) {
-		tips = append(tips, h)
-		add(Problem{What: fmt.Sprintf("the commit %s, which the branch was moved to outside gitmem, waits to be merged back (%s)", h, name),
-			Repair: "it is merged back by the next gitmem serve or writing command (gitmem fsck --repair does it now)", Repaired: repair && !opt.ReadOnly})
-	}
-	if !head.IsZero() {
-		rep.Head, rep.BranchState = head.String(), ""
-		tips = append([]plumbing.Hash{head}, tips...)
-	}
-	trees := r.checkObjects(tips, &rep, add)
-	// git's derived files (a commit-graph, a multi-pack-index) that name
-	// what the repository no longer holds.
-	r.obj.Reindex()
-	stale := gd.StaleDerived(gitDir, true, r.obj.OnDisk, func(c plumbing.Hash) (plumbing.Hash, bool) {
-		t, ok := trees[c]
-		return t, ok
-	})
-	r.obj.Release()
-	for _, d := range stale {
-		add(Problem{What: fmt.Sprintf("git's .git/%s is stale: %s (git fsck fails on it)", d.Path, d.Why), Repaired: repair && !opt.ReadOnly,
-			Repair: "gitmem fsck --repair removes it (git writes it again at its next gc)"})
-	}
-	if repair && !opt.ReadOnly {
-		gd.RemoveDerived(gitDir, stale)
-	}
-	for _, f := range []struct{ path, what string }{
-		{"gitmem/pending", "a change was interrupted before the worktree followed it"},
-		{"gitmem/redact", "a redaction was interrupted"},
-	} {
-		if _, err := os.Stat(filepath.Join(gitDir, filepath.FromSlash(f.path))); err == nil {
-			add(Problem{What: f.what + " (.git/" + f.path + ")", Repair: "gitmem finishes it when it next opens the repository (gitmem fsck --repair does)", Repaired: repair})
-		}
-	}
-	// Acknowledged changes a killed gitmem left in the write-ahead log.
-	// Under the writer lock (repair) the log is stable; without it, a
-	// process holding the lock has recovered the log itself.
-	held := false
-	if r.flock == nil {
-		held, _ = gd.HeldElsewhere(filepath.Join(gitDir, "gitmem", "lock"))
-	}
-	if !held {
-		u, err := unrecoveredIn(r.gitDir, r.branch, r.obj)
-		if err != nil {
-			add(Problem{What: strings.TrimPrefix(err.Error(), "gitmem: "), Repair: "if gitmem was not killed while writing it, move .git/gitmem/wal and wal2 aside and run gitmem fsck again"})
-		} else if u.Changes > 0 {
-			rep.Unrecovered = u
-			add(Problem{What: unrecoveredText(u), Repaired: repair && !opt.ReadOnly && !rep.damagedObjects(),
-				Repair: "they are recovered by the next gitmem serve or writing command (gitmem fsck --repair does it now)"})
-		}
-	}
-	historyDamaged := false
-	if what := r.hist.damage(); what != "" {
-		historyDamaged = true
-		add(Problem{What: what, Repaired: repair && !opt.ReadOnly && !rep.damagedObjects(),
-			Repair: "gitmem fsck --repair rebuilds it from the history"})
-	}
-	if repair && !opt.ReadOnly && !rep.damagedObjects() {
+	writes := repair && !opt.ReadOnly
+	r.checkHistory(&rep, head, writes)
+	historyDamaged := r.checkLeftovers(&rep, repair, writes)
+	if writes && !rep.damagedObjects() {
 		r.flock.Unlock()
 		repo, err := Open(dir, opt)
 		if err != nil {
@@ -282,6 +177,136 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+func (rep *FsckReport) add(p Problem) { rep.Problems = append(rep.Problems, p) }
+
+// checkBranch checks HEAD and its branch, and returns the commit the
+// branch is at (zero: none). With repair a damaged HEAD names main again,
+// and a lost or damaged branch is pointed at bestTip.
+func (r *bareStore) checkBranch(rep *FsckReport, repair bool) (plumbing.Hash, error) {
+	branch, err := gd.ReadHEAD(r.gitDir)
+	var de *DamagedError
+	if errors.As(err, &de) {
+		rep.add(Problem{What: de.Problem, Repaired: repair})
+		branch = plumbing.NewBranchReferenceName("main")
+		if repair {
+			if err := gd.ReplaceLocked(filepath.Join(r.gitDir, "HEAD"), []byte("ref: "+branch.String()+"\n"), nil); err != nil {
+				return plumbing.ZeroHash, wrap("repair HEAD", err)
+			}
+		}
+	} else if err != nil {
+		return plumbing.ZeroHash, wrap("read HEAD", err)
+	}
+	r.branch = branch
+	rep.Branch = branch.String()
+	head, err := gd.ReadRef(r.gitDir, branch)
+	de = nil
+	switch {
+	case errors.As(err, &de), errors.Is(err, gd.ErrNoRef):
+		rep.BranchState = "missing"
+		if de != nil {
+			rep.BranchState = "damaged"
+		}
+		tip := r.bestTip()
+		if tip.IsZero() {
+			if de != nil {
+				rep.add(Problem{What: de.Problem, Repair: "the repository holds no commit to point it at; delete the branch file to start anew"})
+			} else {
+				rep.BranchState = "unborn"
+			}
+			return plumbing.ZeroHash, nil // a new repository
+		}
+		what := fmt.Sprintf("the branch %s is missing while the repository holds commits", branch)
+		if de != nil {
+			what = de.Problem
+		}
+		rep.add(Problem{What: what + fmt.Sprintf("; its newest commit is %s", tip), Repaired: repair,
+			Repair: fmt.Sprintf("gitmem fsck --repair, or git update-ref %s %s", branch, tip)})
+		if repair {
+			if err := os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(branch.String()))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return plumbing.ZeroHash, wrap("repair the branch", err)
+			}
+			if err := r.obj.UpdateRef(branch, plumbing.ZeroHash, tip, true); err != nil {
+				return plumbing.ZeroHash, wrap("repair the branch", err)
+			}
+			head = tip
+		}
+	case err != nil:
+		return plumbing.ZeroHash, wrap("read the branch", err)
+	}
+	return head, nil
+}
+
+// checkHistory checks every object HEAD's history and the commits
+// waiting to be merged back reach (checkObjects), and git's derived
+// files (a commit-graph, a multi-pack-index) that name what the
+// repository no longer holds; writes removes those.
+func (r *bareStore) checkHistory(rep *FsckReport, head plumbing.Hash, writes bool) {
+	// Commits the branch was moved to outside gitmem, waiting to be
+	// merged back.
+	var tips []plumbing.Hash
+	for name, h := range displacedIn(r.gitDir) {
+		tips = append(tips, h)
+		rep.add(Problem{What: fmt.Sprintf("the commit %s, which the branch was moved to outside gitmem, waits to be merged back (%s)", h, name),
+			Repair: "it is merged back by the next gitmem serve or writing command (gitmem fsck --repair does it now)", Repaired: writes})
+	}
+	if !head.IsZero() {
+		rep.Head, rep.BranchState = head.String(), ""
+		tips = append([]plumbing.Hash{head}, tips...)
+	}
+	trees := r.checkObjects(tips, rep)
+	r.obj.Reindex()
+	stale := gd.StaleDerived(r.gitDir, true, r.obj.OnDisk, func(c plumbing.Hash) (plumbing.Hash, bool) {
+		t, ok := trees[c]
+		return t, ok
+	})
+	r.obj.Release()
+	for _, d := range stale {
+		rep.add(Problem{What: fmt.Sprintf("git's .git/%s is stale: %s (git fsck fails on it)", d.Path, d.Why), Repaired: writes,
+			Repair: "gitmem fsck --repair removes it (git writes it again at its next gc)"})
+	}
+	if writes {
+		gd.RemoveDerived(r.gitDir, stale)
+	}
+}
+
+// checkLeftovers reports what interrupted work left: a change or a
+// redaction to finish, acknowledged changes only the write-ahead log
+// holds, a damaged history index (historyDamaged: the repair rebuilds
+// it).
+func (r *bareStore) checkLeftovers(rep *FsckReport, repair, writes bool) (historyDamaged bool) {
+	for _, f := range []struct{ path, what string }{
+		{"gitmem/pending", "a change was interrupted before the worktree followed it"},
+		{"gitmem/redact", "a redaction was interrupted"},
+	} {
+		if _, err := os.Stat(filepath.Join(r.gitDir, filepath.FromSlash(f.path))); err == nil {
+			rep.add(Problem{What: f.what + " (.git/" + f.path + ")", Repair: "gitmem finishes it when it next opens the repository (gitmem fsck --repair does)", Repaired: repair})
+		}
+	}
+	// Acknowledged changes a killed gitmem left in the write-ahead log.
+	// Under the writer lock (repair) the log is stable; without it, a
+	// process holding the lock has recovered the log itself.
+	held := false
+	if r.flock == nil {
+		held, _ = gd.HeldElsewhere(filepath.Join(r.gitDir, "gitmem", "lock"))
+	}
+	if !held {
+		u, err := unrecoveredIn(r.gitDir, r.branch, r.obj)
+		if err != nil {
+			rep.add(Problem{What: strings.TrimPrefix(err.Error(), "gitmem: "), Repair: "if gitmem was not killed while writing it, move .git/gitmem/wal and wal2 aside and run gitmem fsck again"})
+		} else if u.Changes > 0 {
+			rep.Unrecovered = u
+			rep.add(Problem{What: unrecoveredText(u), Repaired: writes && !rep.damagedObjects(),
+				Repair: "they are recovered by the next gitmem serve or writing command (gitmem fsck --repair does it now)"})
+		}
+	}
+	if what := r.hist.damage(); what != "" {
+		historyDamaged = true
+		rep.add(Problem{What: what, Repaired: writes && !rep.damagedObjects(),
+			Repair: "gitmem fsck --repair rebuilds it from the history"})
+	}
+	return historyDamaged
 }
 
 // damagedObjects reports whether an object cannot be read (one git fsck
@@ -317,92 +342,106 @@ func (r *bareStore) bestTip() plumbing.Hash {
 // checkObjects reads every commit the tips reach (HEAD and the commits
 // waiting to be merged back) and every tree and blob they reach, once
 // each, and verifies each object's hash.
-func (r *bareStore) checkObjects(tips []plumbing.Hash, rep *FsckReport, add func(Problem)) (trees map[plumbing.Hash]plumbing.Hash) {
+func (r *bareStore) checkObjects(tips []plumbing.Hash, rep *FsckReport) (trees map[plumbing.Hash]plumbing.Hash) {
 	trees = map[plumbing.Hash]plumbing.Hash{} // commit -> its tree
-	seen := map[plumbing.Hash]bool{}
-	bad := func(kind string, h plumbing.Hash, at string, err error) {
-		what := fmt.Sprintf("object %s (%s%s) is damaged: %v", h, kind, inPath(at), err)
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			what = fmt.Sprintf("object %s (%s%s) is missing from git's files", h, kind, inPath(at))
-			if kind == "commit" {
-				what += ": the history stops there (git log: \"Failed to traverse parents\"); something deleted it (git gc --prune=now run while an earlier gitmem wrote could)"
-			}
-		}
-		add(Problem{What: what, Repair: missingRepair(kind, h)})
-	}
 	r.obj.Hold()
 	defer func() {
 		r.obj.Unhold()
 		r.obj.Release()
 	}()
-	strict := func(kind string, h plumbing.Hash, at string, ps []gd.ObjectProblem) {
-		for _, p := range ps {
-			add(Problem{What: fmt.Sprintf("object %s (%s%s) fails git fsck --strict: %s", h, kind, inPath(at), p),
-				Repair: "an object cannot be mended in place; a redaction that removes it from every commit (gitmem redact --path or --blob) makes git fsck --strict pass"})
-		}
-	}
-	// content reads an object that Verify found sound.
-	content := func(h plumbing.Hash) []byte {
-		_, data, _ := r.obj.ReadObject(h)
-		return data
-	}
-	var walk func(h plumbing.Hash, at string)
-	walk = func(h plumbing.Hash, at string) {
-		if seen[h] {
-			return
-		}
-		seen[h] = true
-		rep.Objects++
-		if err := r.obj.Verify(plumbing.TreeObject, h); err != nil {
-			bad("tree", h, at, err)
-			return
-		}
-		special := map[plumbing.Hash]string{}
-		ps := gd.CheckTree(content(h), func(b plumbing.Hash, file string) { special[b] = file })
-		strict("tree", h, at, ps)
-		t, err := r.obj.Tree(h)
-		if err != nil {
-			return // named above: it cannot be parsed
-		}
-		for _, e := range t.Entries {
-			p := join2(at, e.Name)
-			switch {
-			case e.Mode == filemode.Dir:
-				walk(e.Hash, p)
-			case e.Mode == filemode.Submodule || seen[e.Hash]:
-			default:
-				seen[e.Hash] = true
-				rep.Objects++
-				if err := r.obj.Verify(plumbing.BlobObject, e.Hash); err != nil {
-					bad("blob", e.Hash, p, err)
-				} else if file, ok := special[e.Hash]; ok {
-					strict("blob", e.Hash, p, gd.CheckBlob(content(e.Hash), file))
-				}
-			}
-		}
-	}
+	oc := &objectCheck{st: r.obj, rep: rep, seen: map[plumbing.Hash]bool{}}
 	// Every commit the tips reach, both sides of every merge.
 	for stack := slices.Clone(tips); len(stack) > 0; {
 		h := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if seen[h] {
+		if oc.seen[h] {
 			continue
 		}
-		seen[h] = true
+		oc.seen[h] = true
 		rep.Commits++
 		rep.Objects++
 		if err := r.obj.Verify(plumbing.CommitObject, h); err != nil {
-			bad("commit", h, "", err)
+			oc.bad("commit", h, "", err)
 			continue
 		}
-		strict("commit", h, "", gd.CheckCommit(content(h)))
+		oc.strict("commit", h, "", gd.CheckCommit(oc.content(h)))
 		c, err := r.obj.Commit(h)
 		if err != nil {
 			continue // named above: it cannot be parsed
 		}
 		trees[h] = c.TreeHash
-		walk(c.TreeHash, "")
+		oc.walk(c.TreeHash, "")
 		stack = append(stack, c.ParentHashes...)
 	}
 	return trees
+}
+
+// objectCheck is checkObjects' reading of the objects: each read once
+// (seen), verified, and checked as git fsck --strict checks it.
+type objectCheck struct {
+	st   *gd.Store
+	rep  *FsckReport
+	seen map[plumbing.Hash]bool
+}
+
+// bad reports an object that cannot be read.
+func (oc *objectCheck) bad(kind string, h plumbing.Hash, at string, err error) {
+	what := fmt.Sprintf("object %s (%s%s) is damaged: %v", h, kind, inPath(at), err)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		what = fmt.Sprintf("object %s (%s%s) is missing from git's files", h, kind, inPath(at))
+		if kind == "commit" {
+			what += ": the history stops there (git log: \"Failed to traverse parents\"); something deleted it (git gc --prune=now run while an earlier gitmem wrote could)"
+		}
+	}
+	oc.rep.add(Problem{What: what, Repair: missingRepair(kind, h)})
+}
+
+// strict reports what git fsck --strict fails an object on.
+func (oc *objectCheck) strict(kind string, h plumbing.Hash, at string, ps []gd.ObjectProblem) {
+	for _, p := range ps {
+		oc.rep.add(Problem{What: fmt.Sprintf("object %s (%s%s) fails git fsck --strict: %s", h, kind, inPath(at), p),
+			Repair: "an object cannot be mended in place; a redaction that removes it from every commit (gitmem redact --path or --blob) makes git fsck --strict pass"})
+	}
+}
+
+// content reads an object that Verify found sound.
+func (oc *objectCheck) content(h plumbing.Hash) []byte {
+	_, data, _ := oc.st.ReadObject(h)
+	return data
+}
+
+// walk checks the tree h, at path at, and what it holds.
+func (oc *objectCheck) walk(h plumbing.Hash, at string) {
+	if oc.seen[h] {
+		return
+	}
+	oc.seen[h] = true
+	oc.rep.Objects++
+	if err := oc.st.Verify(plumbing.TreeObject, h); err != nil {
+		oc.bad("tree", h, at, err)
+		return
+	}
+	special := map[plumbing.Hash]string{}
+	ps := gd.CheckTree(oc.content(h), func(b plumbing.Hash, file string) { special[b] = file })
+	oc.strict("tree", h, at, ps)
+	t, err := oc.st.Tree(h)
+	if err != nil {
+		return // named above: it cannot be parsed
+	}
+	for _, e := range t.Entries {
+		p := join2(at, e.Name)
+		switch {
+		case e.Mode == filemode.Dir:
+			oc.walk(e.Hash, p)
+		case e.Mode == filemode.Submodule || oc.seen[e.Hash]:
+		default:
+			oc.seen[e.Hash] = true
+			oc.rep.Objects++
+			if err := oc.st.Verify(plumbing.BlobObject, e.Hash); err != nil {
+				oc.bad("blob", e.Hash, p, err)
+			} else if file, ok := special[e.Hash]; ok {
+				oc.strict("blob", e.Hash, p, gd.CheckBlob(oc.content(e.Hash), file))
+			}
+		}
+	}
 }

@@ -88,15 +88,52 @@ func mergeFill(base, ours, theirs []string, fill func(Conflict) []string) ([]str
 // range, and with it every change either side made there: a region of a
 // conflict block an earlier merge wrote is never split by a new one.
 func mergeAround(base, ours, theirs []string, keep [][2]int, fill func(Conflict) []string) ([]string, []Conflict) {
-	ho, ht := lineHunks(base, ours), lineHunks(base, theirs)
-	// Groups: each side's hunks that overlap or touch, in base order.
-	type group struct {
-		start, end int
-		gO, gT     []hunk
+	groups := hunkGroups(lineHunks(base, ours), lineHunks(base, theirs))
+	if len(keep) > 0 {
+		groups = widen(base, groups, keep)
 	}
-	var groups []group
+	var out []string
+	var conflicts []Conflict
+	pos := 0
+	for _, g := range groups {
+		out = append(out, base[pos:g.start]...)
+		o, t, conflict := g.sides(base)
+		switch {
+		case len(g.gT) == 0:
+			out = append(out, o...)
+		case len(g.gO) == 0 || !conflict:
+			out = append(out, t...)
+		default:
+			c := Conflict{BaseStart: g.start, BaseEnd: g.end, Ours: o, Theirs: t}
+			conflicts = append(conflicts, c)
+			out = append(out, fill(c)...)
+		}
+		pos = g.end
+	}
+	out = append(out, base[pos:]...)
+	return out, conflicts
+}
+
+// hunkGroup is the hunks of each side that overlap or touch, over the
+// base lines [start, end).
+type hunkGroup struct {
+	start, end int
+	gO, gT     []hunk
+}
+
+// sides is what ours and theirs make of the group's base lines, and
+// whether that is a conflict (both changed them, differently).
+func (g hunkGroup) sides(base []string) (o, t []string, conflict bool) {
+	o, t = apply(base, g.start, g.end, g.gO), apply(base, g.start, g.end, g.gT)
+	return o, t, len(g.gO) > 0 && len(g.gT) > 0 && strings.Join(o, "") != strings.Join(t, "")
+}
+
+// hunkGroups groups each side's hunks that overlap or touch, in base
+// order.
+func hunkGroups(ho, ht []hunk) []hunkGroup {
+	var groups []hunkGroup
 	for len(ho) > 0 || len(ht) > 0 {
-		var g group
+		var g hunkGroup
 		if len(ht) == 0 || len(ho) > 0 && ho[0].start <= ht[0].start {
 			g.gO, ho = append(g.gO, ho[0]), ho[1:]
 		} else {
@@ -117,17 +154,17 @@ func mergeAround(base, ours, theirs []string, keep [][2]int, fill func(Conflict)
 		}
 		groups = append(groups, g)
 	}
-	sides := func(g group) (o, t []string, conflict bool) {
-		o, t = apply(base, g.start, g.end, g.gO), apply(base, g.start, g.end, g.gT)
-		return o, t, len(g.gO) > 0 && len(g.gT) > 0 && strings.Join(o, "") != strings.Join(t, "")
-	}
-	// A conflict meeting a kept range takes it in, and the groups it then
-	// meets; until none does.
-	for widened := len(keep) > 0; widened; {
+	return groups
+}
+
+// widen makes a conflict meeting a kept range take it in, and the groups
+// it then meets; until none does.
+func widen(base []string, groups []hunkGroup, keep [][2]int) []hunkGroup {
+	for widened := true; widened; {
 		widened = false
 		for i := 0; i < len(groups); i++ {
 			g := &groups[i]
-			if _, _, c := sides(*g); !c {
+			if _, _, c := g.sides(base); !c {
 				continue
 			}
 			for _, k := range keep {
@@ -152,26 +189,7 @@ func mergeAround(base, ours, theirs []string, keep [][2]int, fill func(Conflict)
 			}
 		}
 	}
-	var out []string
-	var conflicts []Conflict
-	pos := 0
-	for _, g := range groups {
-		out = append(out, base[pos:g.start]...)
-		o, t, conflict := sides(g)
-		switch {
-		case len(g.gT) == 0:
-			out = append(out, o...)
-		case len(g.gO) == 0 || !conflict:
-			out = append(out, t...)
-		default:
-			c := Conflict{BaseStart: g.start, BaseEnd: g.end, Ours: o, Theirs: t}
-			conflicts = append(conflicts, c)
-			out = append(out, fill(c)...)
-		}
-		pos = g.end
-	}
-	out = append(out, base[pos:]...)
-	return out, conflicts
+	return groups
 }
 
 // apply returns base[start:end] with the hunks (all within it) applied.

@@ -84,7 +84,9 @@ type fchange struct{ old, new fentry }
 
 // merger merges the remote commit theirs into a transaction over HEAD.
 type merger struct {
-	r      *Repo
+	store  mergeStore // nil for clean, which reads the remote's commit alone
+	hooks  *testHooks
+	logf   func(format string, args ...any)
 	g      *gd.Graph
 	st     *gd.Store
 	label  string // how the remote's side is named: origin/main
@@ -130,7 +132,7 @@ func (m *merger) run(tx *Tx) error {
 		m.ff = true
 		return m.fastForward(tx, f.dT)
 	}
-	m.r.opt.hooks.atMerge()
+	m.hooks.atMerge()
 	if err := m.combine(tx, f.dO, f.dT, renames(f.dO, f.ourRenames), renames(f.dT, f.theirRenames)); err != nil {
 		return err
 	}
@@ -183,7 +185,7 @@ func (m *merger) factsFor(ours plumbing.Hash, oursTree *node) (*mergeFacts, erro
 		return f, nil
 	}
 	if f := m.facts; f != nil && !f.upToDate && !f.ours.IsZero() {
-		if news, ok := m.r.linearSince(f.ours, ours); ok {
+		if news, ok := m.store.linearSince(f.ours, ours); ok {
 			g := *f
 			g.ours, g.oursTree = ours, oursTree
 			g.ourRenames = append(slices.Clip(f.ourRenames), renameTrailers(news)...)
@@ -340,18 +342,18 @@ var errTipMoved = errors.New("the branch moved while the merge was computed")
 // commit computes the merge and commits it as one Update (see above).
 func (m *merger) commit(meta Meta) (Commit, error) {
 	for attempt := 1; ; attempt++ {
-		pre := m.r.newTx()
+		pre := m.store.newTx()
 		if err := m.run(pre); err != nil {
 			return Commit{}, err
 		}
 		// The files it merges are checked for hand edits now too, so that
 		// the check under the lock finds them known (one lstat each), not
 		// to be read again.
-		if err := m.r.adoptFiles(pre.looked()); err != nil {
-			m.r.opt.Logf("gitmem: could not commit a hand edit before a merge: %v", err)
+		if err := m.store.adoptFiles(pre.looked()); err != nil {
+			m.logf("gitmem: could not commit a hand edit before a merge: %v", err)
 		}
 		m.noRestart = attempt < mergeAttempts
-		c, err := m.r.Update(meta, func(tx *Tx) error {
+		c, err := m.store.Update(meta, func(tx *Tx) error {
 			if tx.head == pre.head {
 				*tx = *pre
 				return nil
@@ -363,6 +365,28 @@ func (m *merger) commit(meta Meta) (Commit, error) {
 			return c, err
 		}
 	}
+}
+
+// mergeStore is what a merge needs of the memory it merges into, besides
+// the objects it reads through a view of its own (merger.st, g): a
+// transaction over HEAD to compute the merge on, the Update that commits
+// it, and its commits and trees as the memory's readers share them. A
+// Repo is one.
+type mergeStore interface {
+	newTx() *Tx
+	// adoptFiles commits the hand edits of the files given first.
+	adoptFiles(rels []string) error
+	Update(meta Meta, fn func(tx *Tx) error) (Commit, error)
+	linearSince(from, to plumbing.Hash) ([]*object.Commit, bool)
+	// readTree reads the tree h into nodes, reusing old's (loadTree).
+	readTree(h plumbing.Hash, old *node) (*node, error)
+}
+
+// readTree is loadTree with omu held (mergeStore).
+func (r *Repo) readTree(h plumbing.Hash, old *node) (*node, error) {
+	r.omu.Lock()
+	defer r.unlockObj()
+	return r.loadTree(h, old, "")
 }
 
 // linearSince returns the commits from descends to through commits of
@@ -615,9 +639,7 @@ func (m *merger) fastForward(tx *Tx, dT map[string]fchange) error {
 	if err != nil {
 		return wrap("read the remote's commit", err)
 	}
-	m.r.omu.Lock()
-	root, err := m.r.loadTree(c.TreeHash, tx.root, "")
-	m.r.unlockObj()
+	root, err := m.store.readTree(c.TreeHash, tx.root)
 	if err != nil {
 		return err
 	}
@@ -720,127 +742,147 @@ func (w result) same(v result) bool {
 // combine applies the remote's changes (dT, against the merge base) to
 // the transaction, which holds ours, in the light of our own (dO).
 func (m *merger) combine(tx *Tx, dO, dT map[string]fchange, renO, renT map[string]string) error {
-	writes := map[string]result{}
-	var removes []string
-	oursAt := func(p string) fentry {
-		n := lookup(tx.base, full(p))
-		if !n.isFile() {
-			return fentry{}
+	cb := &combination{m: m, tx: tx, dO: dO, dT: dT, writes: map[string]result{}}
+	for _, bp := range slices.Sorted(maps.Keys(dT)) {
+		if !dT[bp].old.present() {
+			continue // added on their side: below
 		}
-		return fentry{n.hash, n.mode}
-	}
-	baseAt := func(p string) fentry {
-		if c, ok := dO[p]; ok {
-			return c.old
+		if err := cb.theirChange(bp, renO, renT); err != nil {
+			return err
 		}
-		if c, ok := dT[p]; ok {
-			return c.old
-		}
-		return oursAt(p) // neither side changed it
 	}
 	theirTarget := map[string]bool{}
 	for _, q := range renT {
 		theirTarget[q] = true
 	}
-	// put makes q hold the remote's version t, merged line by line (base:
-	// what q held at the merge base) with what q holds so far: ours, or
-	// what the merge already wrote there. So a file one side renamed onto
-	// a path where the other wrote one keeps both, and the path is an
-	// add/add conflict besides the rename's. A conflict of kind is noted,
-	// or, without one, a content conflict the line merge found.
-	put := func(q string, t result, base fentry, kind string) error {
-		o, ok := writes[q]
-		if !ok {
-			o = result{entry: oursAt(q)}
-		}
-		both := false // both sides added a file at q
-		switch {
-		case !o.present() || o.same(result{entry: base}):
-			writes[q] = t
-		case o.same(t):
-		default:
-			data, clean, err := m.merge3(result{entry: base}, o, t)
-			if err != nil {
+	for _, q := range slices.Sorted(maps.Keys(dT)) {
+		if c := dT[q]; !c.old.present() && !theirTarget[q] {
+			if err := cb.put(q, result{entry: c.new}, fentry{}, ""); err != nil {
 				return err
 			}
-			writes[q] = result{data: data}
-			if !base.present() {
-				both = true
-			} else if kind == "" && !clean {
-				kind = "content"
-			}
 		}
-		if kind != "" {
-			m.conflict(kind, q)
-		}
-		if both {
-			m.conflict("add/add", q)
-		}
-		return nil
 	}
-	for _, bp := range slices.Sorted(maps.Keys(dT)) {
-		c := dT[bp]
-		if !c.old.present() {
-			continue // added on their side: below
-		}
-		oq, oRenamed := renO[bp]
-		oc, oChanged := dO[bp]
-		oDeleted := oChanged && !oc.new.present() && !oRenamed
-		tq, tRenamed := renT[bp]
-		var err error
-		switch {
-		case tRenamed:
-			t := result{entry: dT[tq].new}
-			switch {
-			case oRenamed && oq == tq: // both moved it to the same place
-				err = put(tq, t, c.old, "")
-			case oRenamed:
-				err = put(tq, t, baseAt(tq), "rename/rename")
-			case oDeleted:
-				err = put(tq, t, baseAt(tq), "delete/rename")
-			case oChanged: // our edit goes with their rename
-				removes = append(removes, bp)
-				data, _, merr := m.merge3(result{entry: c.old}, result{entry: oursAt(bp)}, t)
-				if merr != nil {
-					return merr
-				}
-				err = put(tq, result{data: data}, baseAt(tq), "edit/rename")
-			default:
-				removes = append(removes, bp)
-				err = put(tq, t, baseAt(tq), "")
-			}
-		case c.new.present(): // they edited it
-			switch {
-			case oRenamed:
-				err = put(oq, result{entry: c.new}, c.old, "rename/edit")
-			case oDeleted:
-				err = put(bp, result{entry: c.new}, c.old, "delete/edit")
-			default:
-				err = put(bp, result{entry: c.new}, c.old, "")
-			}
-		default: // they deleted it
-			switch {
-			case oRenamed:
-				m.conflict("rename/delete", oq)
-			case oDeleted:
-			case oChanged:
-				m.conflict("edit/delete", bp)
-			default:
-				removes = append(removes, bp)
-			}
-		}
+	return m.apply(tx, cb.removes, cb.writes)
+}
+
+// combination is the result of a merge being made (combine): the files
+// it writes and the paths it removes, over the transaction (ours) and
+// both sides' changes against the merge base.
+type combination struct {
+	m       *merger
+	tx      *Tx
+	dO, dT  map[string]fchange
+	writes  map[string]result
+	removes []string
+}
+
+// oursAt is our file at p.
+func (cb *combination) oursAt(p string) fentry {
+	n := lookup(cb.tx.base, full(p))
+	if !n.isFile() {
+		return fentry{}
+	}
+	return fentry{n.hash, n.mode}
+}
+
+// baseAt is the file at p at the merge base.
+func (cb *combination) baseAt(p string) fentry {
+	if c, ok := cb.dO[p]; ok {
+		return c.old
+	}
+	if c, ok := cb.dT[p]; ok {
+		return c.old
+	}
+	return cb.oursAt(p) // neither side changed it
+}
+
+// put makes q hold the remote's version t, merged line by line (base:
+// what q held at the merge base) with what q holds so far: ours, or
+// what the merge already wrote there. So a file one side renamed onto
+// a path where the other wrote one keeps both, and the path is an
+// add/add conflict besides the rename's. A conflict of kind is noted,
+// or, without one, a content conflict the line merge found.
+func (cb *combination) put(q string, t result, base fentry, kind string) error {
+	o, ok := cb.writes[q]
+	if !ok {
+		o = result{entry: cb.oursAt(q)}
+	}
+	both := false // both sides added a file at q
+	switch {
+	case !o.present() || o.same(result{entry: base}):
+		cb.writes[q] = t
+	case o.same(t):
+	default:
+		data, clean, err := cb.m.merge3(result{entry: base}, o, t)
 		if err != nil {
 			return err
 		}
-	}
-	for _, q := range slices.Sorted(maps.Keys(dT)) {
-		if c := dT[q]; !c.old.present() && !theirTarget[q] {
-			if err := put(q, result{entry: c.new}, fentry{}, ""); err != nil {
-				return err
-			}
+		cb.writes[q] = result{data: data}
+		if !base.present() {
+			both = true
+		} else if kind == "" && !clean {
+			kind = "content"
 		}
 	}
-	return m.apply(tx, removes, writes)
+	if kind != "" {
+		cb.m.conflict(kind, q)
+	}
+	if both {
+		cb.m.conflict("add/add", q)
+	}
+	return nil
+}
+
+// theirChange applies the remote's change of the file the merge base
+// held at bp (renamed, edited or deleted), in the light of ours.
+func (cb *combination) theirChange(bp string, renO, renT map[string]string) error {
+	c := cb.dT[bp]
+	oq, oRenamed := renO[bp]
+	oc, oChanged := cb.dO[bp]
+	oDeleted := oChanged && !oc.new.present() && !oRenamed
+	tq, tRenamed := renT[bp]
+	switch {
+	case tRenamed:
+		t := result{entry: cb.dT[tq].new}
+		switch {
+		case oRenamed && oq == tq: // both moved it to the same place
+			return cb.put(tq, t, c.old, "")
+		case oRenamed:
+			return cb.put(tq, t, cb.baseAt(tq), "rename/rename")
+		case oDeleted:
+			return cb.put(tq, t, cb.baseAt(tq), "delete/rename")
+		case oChanged: // our edit goes with their rename
+			cb.removes = append(cb.removes, bp)
+			data, _, err := cb.m.merge3(result{entry: c.old}, result{entry: cb.oursAt(bp)}, t)
+			if err != nil {
+				return err
+			}
+			return cb.put(tq, result{data: data}, cb.baseAt(tq), "edit/rename")
+		default:
+			cb.removes = append(cb.removes, bp)
+			return cb.put(tq, t, cb.baseAt(tq), "")
+		}
+	case c.new.present(): // they edited it
+		switch {
+		case oRenamed:
+			return cb.put(oq, result{entry: c.new}, c.old, "rename/edit")
+		case oDeleted:
+			return cb.put(bp, result{entry: c.new}, c.old, "delete/edit")
+		default:
+			return cb.put(bp, result{entry: c.new}, c.old, "")
+		}
+	default: // they deleted it
+		switch {
+		case oRenamed:
+			cb.m.conflict("rename/delete", oq)
+		case oDeleted:
+		case oChanged:
+			cb.m.conflict("edit/delete", bp)
+		default:
+			cb.removes = append(cb.removes, bp)
+		}
+		return nil
+	}
 }
 
 func (m *merger) conflict(kind, p string) {

@@ -310,7 +310,7 @@ func (r *Repo) mergeDisplaced() error {
 		if !ok {
 			idx = []plumbing.Hash{r.gitIndex.lastMadeFor()} // displaced by an earlier run: the index file is the best clue left
 		}
-		m := &merger{r: r, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits, index: idx}
+		m := &merger{store: r, hooks: r.opt.hooks, logf: r.opt.Logf, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits, index: idx}
 		meta := Meta{Subject: "memory: merge outside-gitmem", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "merge"}}}
 		_, err := r.update(meta, m.run)
 		st.Close()

@@ -258,10 +258,11 @@ func (o SyncOptions) auth() remote.Auth {
 // repository's known redactions removed is kept between them for the
 // check before every push.
 type sharer struct {
-	// mu is held for a whole session; it guards redactions. It is first
-	// in the lock order: under it a session applies redactions (the
-	// collector's lock, then the writer turn), merges (the writer turn)
-	// and moves refs (the object store's lock).
+	// mu is held for a whole session; it guards redactions and the
+	// writes of .git/gitmem/sync (the sync state). It is first in the
+	// lock order: under it a session applies redactions (the collector's
+	// lock, then the writer turn), merges (the writer turn) and moves
+	// refs (the object store's lock).
 	mu         sync.Mutex
 	redactions redactionCache
 }
@@ -345,13 +346,31 @@ func newLink(store shareStore, dir, gitDir string, branch plumbing.ReferenceName
 }
 
 // session is one push, pull or sync of an open memory: a link that
-// merges what it fetched, and applies and makes redactions. It runs
-// under the sharer's lock (known is the sharer's cache).
+// merges what it fetched into the memory, and applies and makes
+// redactions. It runs under the sharer's lock (known is the sharer's
+// cache).
 type session struct {
 	*link
-	r      *Repo
+	mem    shareMemory
+	memOpt Options // the memory's: its log, clock, identities and test hooks
 	known  *redactionCache
 	report RedactReport // RedactShared's
+}
+
+// shareMemory is what a session does to the open memory it shares,
+// besides fetching and pushing: merge what it fetched (mergeStore),
+// commit hand edits first, redact. A Repo is one.
+type shareMemory interface {
+	mergeStore
+	Adopt() (Commit, error)
+	redact(ctx context.Context, red Redaction, dry bool, progress Progress, note bool) (RedactReport, error)
+	operator(who Signature) Signature
+}
+
+// newSession is a session of the open memory r over the link l, under
+// the sharer's lock (known).
+func (r *Repo) newSession(l *link, known *redactionCache) *session {
+	return &session{link: l, mem: r, memOpt: r.opt, known: known}
 }
 
 // newLink is a link to the remote name of the open memory.
@@ -462,8 +481,9 @@ func (r *Repo) share(name string, opt SyncOptions, fn func(*session) error) (res
 			return err
 		}
 		defer l.close()
-		err = fn(&session{link: l, r: r, known: known})
-		r.noteSync(name, err)
+		s := r.newSession(l, known)
+		err = fn(s)
+		s.noteSync(err)
 		res = l.res
 		return err
 	})
@@ -594,9 +614,9 @@ func (s *session) pull(ctx context.Context) error {
 // integrate merges the fetched commit tip into the memory as one Update
 // (merger.commit).
 func (s *session) integrate(tip plumbing.Hash) error {
-	m := &merger{r: s.r, g: s.g, st: s.st, label: s.name + "/" + s.branch.Short(), theirs: tip, limits: s.opt.Limits,
-		unrelated: s.opt.AllowUnrelatedHistories || s.r.readSyncState()[s.name].ClonedEmpty}
-	meta := Meta{Subject: "memory: merge " + m.label, Author: s.r.operator(s.opt.Author),
+	m := &merger{store: s.mem, hooks: s.memOpt.hooks, logf: s.memOpt.Logf, g: s.g, st: s.st, label: s.name + "/" + s.branch.Short(), theirs: tip, limits: s.opt.Limits,
+		unrelated: s.opt.AllowUnrelatedHistories || readSyncState(s.gitDir)[s.name].ClonedEmpty}
+	meta := Meta{Subject: "memory: merge " + m.label, Author: s.mem.operator(s.opt.Author),
 		Trailers: []Trailer{{TrailerCommand, "merge"}}}
 	c, err := m.commit(meta)
 	switch {
@@ -615,7 +635,7 @@ func (s *session) integrate(tip plumbing.Hash) error {
 		s.res.Merge = c.Hash
 	}
 	for _, ig := range m.ignored {
-		s.r.opt.Logf("gitmem: the merge of %s did not take %s (%s)", m.label, ig.Path, ig.Reason)
+		s.memOpt.Logf("gitmem: the merge of %s did not take %s (%s)", m.label, ig.Path, ig.Reason)
 	}
 	return nil
 }
@@ -733,7 +753,7 @@ func (r *Repo) Status(name string) (SyncStatus, error) {
 		return SyncStatus{}, err
 	}
 	st := SyncStatus{Remote: name, URL: url}
-	rec := r.readSyncState()[name]
+	rec := readSyncState(r.gitDir)[name]
 	st.LastSync, st.LastAttempt, st.LastError, st.Refused = rec.LastSync, rec.LastAttempt, rec.LastError, rec.Refused
 	track := readTracking(r.gitDir, r.branch, name)
 	for _, lr := range localRedactions(r.gitDir) {
@@ -783,11 +803,11 @@ type syncState struct {
 	ClonedEmpty bool `json:"cloned_empty,omitempty"`
 }
 
-func (r *Repo) syncStatePath() string { return filepath.Join(r.gitDir, "gitmem", "sync") }
+func syncStatePath(gitDir string) string { return filepath.Join(gitDir, "gitmem", "sync") }
 
-func (r *Repo) readSyncState() map[string]syncState {
+func readSyncState(gitDir string) map[string]syncState {
 	out := map[string]syncState{}
-	if data, err := os.ReadFile(r.syncStatePath()); err == nil {
+	if data, err := os.ReadFile(syncStatePath(gitDir)); err == nil {
 		json.Unmarshal(data, &out)
 	}
 	return out
@@ -795,28 +815,29 @@ func (r *Repo) readSyncState() map[string]syncState {
 
 // noteSync records the outcome of a push, pull or sync (best effort: it
 // is a report, not a state gitmem depends on).
-func (r *Repo) noteSync(name string, err error) {
-	r.changeSyncState(name, func(st *syncState) {
-		st.LastAttempt = r.opt.Now()
+func (s *session) noteSync(err error) {
+	s.changeSyncState(func(st *syncState) {
+		st.LastAttempt = s.memOpt.Now()
 		st.LastError, st.Refused = "", Refused(err)
 		if err != nil {
 			st.LastError = err.Error()
 		} else {
 			st.LastSync = st.LastAttempt
-			st.ClonedEmpty = st.ClonedEmpty && readTracking(r.gitDir, r.branch, name).IsZero()
+			st.ClonedEmpty = st.ClonedEmpty && s.readTracking().IsZero()
 		}
 	})
 }
 
-// changeSyncState changes what .git/gitmem/sync keeps for a remote.
-func (r *Repo) changeSyncState(name string, fn func(*syncState)) {
-	all := r.readSyncState()
-	st := all[name]
+// changeSyncState changes what .git/gitmem/sync keeps for the session's
+// remote. Only sessions write the file: under the sharer's lock.
+func (s *session) changeSyncState(fn func(*syncState)) {
+	all := readSyncState(s.gitDir)
+	st := all[s.name]
 	fn(&st)
-	all[name] = st
+	all[s.name] = st
 	data, _ := json.Marshal(all)
-	if werr := gd.WriteFileSync(filepath.Join(r.gitDir, "gitmem", "tmp"), "sync-", r.syncStatePath(), data, 0o600); werr != nil {
-		r.opt.Logf("gitmem: could not record the sync state: %v", werr)
+	if werr := gd.WriteFileSync(filepath.Join(s.gitDir, "gitmem", "tmp"), "sync-", syncStatePath(s.gitDir), data, 0o600); werr != nil {
+		s.memOpt.Logf("gitmem: could not record the sync state: %v", werr)
 	}
 }
 
@@ -890,23 +911,27 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 	if err != nil {
 		return fail(err)
 	}
-	if !tip.IsZero() { // a tree gitmem would not have made: merge what it can hold
-		err = r.sharer.run(func(known *redactionCache) error {
-			l := newLink(r, dir, r.gitDir, r.branch, "origin", url, sopt)
-			defer l.close()
-			l.res = res
-			err := (&session{link: l, r: r, known: known}).integrate(tip)
+	err = r.sharer.run(func(known *redactionCache) error {
+		l := newLink(r, dir, r.gitDir, r.branch, "origin", url, sopt)
+		defer l.close()
+		l.res = res
+		s := r.newSession(l, known)
+		if !tip.IsZero() { // a tree gitmem would not have made: merge what it can hold
+			err := s.integrate(tip)
 			res = l.res
-			return err
-		})
-		if err != nil {
-			r.Close()
-			return fail(err)
+			if err != nil {
+				return err
+			}
 		}
-	}
-	r.noteSync("origin", nil)
-	if empty { // the first history another agent pushes there is this memory's to merge
-		r.changeSyncState("origin", func(st *syncState) { st.ClonedEmpty = true })
+		s.noteSync(nil)
+		if empty { // the first history another agent pushes there is this memory's to merge
+			s.changeSyncState(func(st *syncState) { st.ClonedEmpty = true })
+		}
+		return nil
+	})
+	if err != nil {
+		r.Close()
+		return fail(err)
 	}
 	return r, res, nil
 }
@@ -971,7 +996,7 @@ func (s *link) initCommit(opt Options) error {
 // clean reports whether the tree of commit h is one gitmem would have
 // made: nothing but memories/, every file valid and within the limits.
 func (s *link) clean(h plumbing.Hash) (bool, error) {
-	m := &merger{g: s.g, st: s.st, limits: s.opt.Limits} // no r: what clean reads of it is the remote's commit alone
+	m := &merger{g: s.g, st: s.st, limits: s.opt.Limits} // no store: clean reads the remote's commit alone
 	c, err := s.g.Commit(h)
 	if err != nil {
 		return false, wrap("read the remote's commit", err)

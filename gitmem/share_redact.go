@@ -235,7 +235,7 @@ func (s *session) writeRecord(entries []redactionEntry, parent plumbing.Hash) (p
 	tree := objectOf(plumbing.TreeObject, gd.EncodeEntries([]object.TreeEntry{{Name: redactionRecordFile, Mode: filemode.Regular, Hash: blob.Hash}}))
 	msg := Meta{Subject: fmt.Sprintf("memory: redaction record (%d redaction(s))", len(entries)),
 		Trailers: []Trailer{{TrailerCommand, redactionRecordCommand}}}.message()
-	opt := s.r.opt
+	opt := s.memOpt
 	raw, err := encodeCommit(tree.Hash, parentList(parent), opt.Operator, opt.Committer, opt.Now(), msg)
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -318,28 +318,14 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		}
 	}
 	at := s.prevTip // the remote's branch as last seen, through the redactions
-	if !at.IsZero() && len(todo) > 0 {
-		// Before any rewrite: the records' maps, one after the other
-		// (several redactions may have been pushed at once), must take
-		// that commit to one the remote's branch holds.
-		end := at
-		for _, e := range todo {
-			for _, m := range e.Rewritten {
-				if m[0] == end.String() && plumbing.IsHash(m[1]) {
-					end = plumbing.NewHash(m[1])
-					break
-				}
-			}
-		}
-		if in, err := s.g.IsAncestor(end, tip); err != nil || !in {
-			return s.remoteErr("fetch from", fmt.Errorf("the remote's redaction record %s does not match its history (%s is not in it); not applied (ask whoever redacted, or clone again)", todo[len(todo)-1].ID, end))
-		}
+	if err := s.checkChain(todo, at, tip); err != nil {
+		return err
 	}
 	if len(todo) > 0 {
 		// A hand edit not committed yet goes into history first: the
 		// redaction rewrites it with the rest, where rebuilding the
 		// worktree from the new history would lose it.
-		if _, err := s.r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+		if _, err := s.mem.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
 			return err
 		}
 	}
@@ -356,8 +342,8 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		// The redaction deletes old packs: nothing of this session may
 		// hold them open.
 		s.st.Close()
-		s.r.opt.Logf("gitmem: applying the redaction %s from %s", e.ID, s.name)
-		_, err = s.r.redact(ctx, red, false, nil, false)
+		s.memOpt.Logf("gitmem: applying the redaction %s from %s", e.ID, s.name)
+		_, err = s.mem.redact(ctx, red, false, nil, false)
 		s.reopen()
 		if err != nil {
 			return err
@@ -380,6 +366,29 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 	return wrap("update the redaction record", s.setRef(redactionsRef, next))
 }
 
+// checkChain refuses the remote's redactions todo, before any rewrite,
+// unless their records' maps, one after the other (several redactions
+// may have been pushed at once), take at, the commit the remote's branch
+// was at as last seen (zero: never seen), to one its branch (tip) holds.
+func (s *link) checkChain(todo []redactionEntry, at, tip plumbing.Hash) error {
+	if at.IsZero() || len(todo) == 0 {
+		return nil
+	}
+	end := at
+	for _, e := range todo {
+		for _, m := range e.Rewritten {
+			if m[0] == end.String() && plumbing.IsHash(m[1]) {
+				end = plumbing.NewHash(m[1])
+				break
+			}
+		}
+	}
+	if in, err := s.g.IsAncestor(end, tip); err != nil || !in {
+		return s.remoteErr("fetch from", fmt.Errorf("the remote's redaction record %s does not match its history (%s is not in it); not applied (ask whoever redacted, or clone again)", todo[len(todo)-1].ID, end))
+	}
+	return nil
+}
+
 // checkRecord refuses a redaction record the remote's history does not
 // show (see applyRedactions). at is the commit the remote's branch was at
 // as last seen, moved along by each redaction checked (the end of the
@@ -392,7 +401,7 @@ func (s *session) checkRecord(ctx context.Context, e redactionEntry, red Redacti
 		}
 	}
 	// The record leaves that commit alone: so must the redaction here.
-	dry, err := s.r.redact(ctx, red, true, nil, false)
+	dry, err := s.mem.redact(ctx, red, true, nil, false)
 	if err != nil {
 		return err
 	}
@@ -470,62 +479,23 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 	if err := s.noteLocalOnly(tip); err != nil {
 		return err
 	}
-	lrs, first, _, err := s.redactedIn(tip)
+	rules, held, err := s.rulesFor(tip, red)
 	if err != nil {
 		return err
 	}
-	held := first >= 0
-	rules := []Redaction{}
-	for i := first; held && i < len(lrs); i++ {
-		if lrs[i].sameRule(red) {
-			continue
-		}
-		r, err := lrs[i].redaction()
-		if err != nil {
-			return err
-		}
-		if r.Match != nil && r.Match.MatchString(r.Match.String()) {
-			return ErrPatternHoldsSecret // it would be published with the others
-		}
-		rules = append(rules, r)
-	}
-	rules = append(rules, red)
 	if !tip.IsZero() && !held {
 		if err := s.integrate(tip); err != nil {
 			return err
 		}
 	}
-	es := make([]redactionEntry, len(rules))
+	sr := &sharedRedaction{rules: rules, entries: make([]redactionEntry, len(rules)), rewritten: map[string]bool{}}
 	for i, r := range rules {
-		es[i] = redactionEntry{ID: newID(), Time: s.r.opt.Now().UTC(), Path: r.Path, Blob: r.Blob}
+		sr.entries[i] = redactionEntry{ID: newID(), Time: s.memOpt.Now().UTC(), Path: r.Path, Blob: r.Blob}
 		if r.Match != nil {
-			es[i].Match = r.Match.String()
+			sr.entries[i].Match = r.Match.String()
 		}
 	}
-	// The commits the rewrite left alone are on the remote already.
-	rewritten := map[string]bool{}
-	redactAll := func(progress Progress) (bool, error) {
-		changed := false
-		for i, r := range rules {
-			s.st.Close()
-			rep, err := s.r.redact(ctx, r, false, progress, false)
-			s.reopen()
-			if err != nil {
-				return false, err
-			}
-			if i == len(rules)-1 {
-				s.report = rep
-			}
-			es[i].Removed = append(es[i].Removed, rep.Removed...)
-			for _, rw := range rep.Rewritten {
-				es[i].Rewritten = append(es[i].Rewritten, [2]string{rw.Old, rw.New})
-				rewritten[rw.New] = true
-			}
-			changed = changed || len(rep.Rewritten) > 0
-		}
-		return changed, nil
-	}
-	if changed, err := redactAll(progress); err != nil {
+	if changed, err := s.redactAll(ctx, sr, progress); err != nil {
 		return err
 	} else if !changed {
 		return nil // no commit held it: neither does the remote
@@ -537,35 +507,101 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 			return err
 		}
 	}
-	prev := s.readRedactionsRef("")
-	entries, err := readRecord(s.st, prev)
-	if err != nil {
+	sr.prev = s.readRedactionsRef("")
+	if sr.before, err = readRecord(s.st, sr.prev); err != nil {
 		return wrap("read the redaction record", err)
 	}
-	var rec plumbing.Hash
-	record := func() error {
-		var add []redactionEntry
-		for _, e := range es {
-			if len(e.Rewritten) > 0 {
-				add = append(add, e)
-			}
-		}
-		var err error
-		rec, err = s.writeRecord(append(slices.Clone(entries), add...), prev)
-		return wrap("write the redaction record", err)
-	}
-	if err := record(); err != nil {
+	if err := s.record(sr); err != nil {
 		return err
 	}
-	s.r.opt.hooks.atRedactShared()
+	s.memOpt.hooks.atRedactShared()
+	return s.pushRedacted(ctx, sr, lease)
+}
+
+// sharedRedaction is what one RedactShared runs and records.
+type sharedRedaction struct {
+	rules     []Redaction      // the redactions made here the remote's history needs, then the new one
+	entries   []redactionEntry // the record's entry of each rule
+	rewritten map[string]bool  // the commits the rewrites made (the rest are on the remote already)
+	prev      plumbing.Hash    // the repository's record before
+	before    []redactionEntry // its entries
+	rec       plumbing.Hash    // the record written (record)
+}
+
+// rulesFor returns the rules a shared redaction of red runs over the
+// remote's history at tip: red after every redaction made here without
+// --push from the first that rewrote a commit of that history (held).
+func (s *session) rulesFor(tip plumbing.Hash, red Redaction) (rules []Redaction, held bool, err error) {
+	lrs, first, _, err := s.redactedIn(tip)
+	if err != nil {
+		return nil, false, err
+	}
+	held = first >= 0
+	for i := first; held && i < len(lrs); i++ {
+		if lrs[i].sameRule(red) {
+			continue
+		}
+		r, err := lrs[i].redaction()
+		if err != nil {
+			return nil, false, err
+		}
+		if r.Match != nil && r.Match.MatchString(r.Match.String()) {
+			return nil, false, ErrPatternHoldsSecret // it would be published with the others
+		}
+		rules = append(rules, r)
+	}
+	return append(rules, red), held, nil
+}
+
+// redactAll runs every rule of sr here, noting in its entry what each
+// removed and rewrote; changed says a commit was rewritten.
+func (s *session) redactAll(ctx context.Context, sr *sharedRedaction, progress Progress) (changed bool, err error) {
+	for i, r := range sr.rules {
+		s.st.Close()
+		rep, err := s.mem.redact(ctx, r, false, progress, false)
+		s.reopen()
+		if err != nil {
+			return false, err
+		}
+		if i == len(sr.rules)-1 {
+			s.report = rep
+		}
+		e := &sr.entries[i]
+		e.Removed = append(e.Removed, rep.Removed...)
+		for _, rw := range rep.Rewritten {
+			e.Rewritten = append(e.Rewritten, [2]string{rw.Old, rw.New})
+			sr.rewritten[rw.New] = true
+		}
+		changed = changed || len(rep.Rewritten) > 0
+	}
+	return changed, nil
+}
+
+// record writes the repository's record: the one before, and the
+// entries of sr's rules that rewrote something.
+func (s *session) record(sr *sharedRedaction) error {
+	var add []redactionEntry
+	for _, e := range sr.entries {
+		if len(e.Rewritten) > 0 {
+			add = append(add, e)
+		}
+	}
+	var err error
+	sr.rec, err = s.writeRecord(append(slices.Clone(sr.before), add...), sr.prev)
+	return wrap("write the redaction record", err)
+}
+
+// pushRedacted replaces the remote's branch, which must still be at
+// lease, with the rewritten history, and its record with sr's. When
+// another agent pushed onto the old history meanwhile, its commits are
+// fetched, redacted too and merged, and the push is tried again.
+func (s *session) pushRedacted(ctx context.Context, sr *sharedRedaction, lease plumbing.Hash) error {
 	for attempt := 0; ; attempt++ {
-		err := s.forcePush(ctx, lease, rec, rewritten)
+		err := s.forcePush(ctx, lease, sr.rec, sr.rewritten)
 		var moved *leaseError
 		if !errors.As(err, &moved) || attempt >= s.opt.Retries {
 			return err
 		}
-		// Another agent pushed onto the old history meanwhile: fetch its
-		// commits, redact them too, merge, and try again.
 		s.res.Retries++
 		tip, err := s.fetch(ctx)
 		if err != nil {
@@ -575,12 +611,12 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 		if err := s.noteLocalOnly(tip); err != nil {
 			return err
 		}
-		if _, err := redactAll(nil); err != nil {
+		if _, err := s.redactAll(ctx, sr, nil); err != nil {
 			return err
 		}
 		// The record covers these commits too: the clone that pushed
 		// them finds them rewritten.
-		if err := record(); err != nil {
+		if err := s.record(sr); err != nil {
 			return err
 		}
 		if err := s.integrate(s.readTracking()); err != nil {

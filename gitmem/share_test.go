@@ -1022,7 +1022,7 @@ func TestMergeCarriedOverCallsIsTheSame(t *testing.T) {
 				t.Fatal(err)
 			}
 			mk := func() *merger {
-				return &merger{r: a, g: s.g, st: s.st, label: "origin/main", theirs: tip, limits: s.opt.Limits}
+				return &merger{store: a, hooks: a.opt.hooks, logf: a.opt.Logf, g: s.g, st: s.st, label: "origin/main", theirs: tip, limits: s.opt.Limits}
 			}
 			carried := mk()
 			if err := carried.run(a.newTx()); err != nil {
