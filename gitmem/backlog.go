@@ -131,6 +131,6 @@ func (r *Repo) awaitBacklog(ctx context.Context) error {
 		if n < r.opt.hooks.backlog() && r.log.size() < r.opt.hooks.logLimit() {
 			return false
 		}
-		return r.state.brokenErr() == nil && !r.ckptFailing.Load()
+		return r.state.brokenErr() == nil && !r.disk.failing()
 	}, r.maint.signal)
 }

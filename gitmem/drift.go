@@ -805,8 +805,8 @@ func (r *Repo) putBackStale(files map[string][]byte) {
 	if len(files) == 0 {
 		return
 	}
-	r.mmu.Lock()
-	defer r.mmu.Unlock()
+	dt := r.disk.hold()
+	defer dt.release()
 	r.pmu.Lock()
 	for p := range files { // no edit to merge (mirrorChecked notes one made since)
 		delete(r.handBase, p)
@@ -817,7 +817,7 @@ func (r *Repo) putBackStale(files map[string][]byte) {
 		h := plumbing.ComputeHash(plumbing.BlobObject, had)
 		of := &ownFiles{hashes: map[plumbing.Hash]bool{h: true}, texts: map[plumbing.Hash][]byte{h: had}, found: h}
 		r.forgetStats([]string{p})
-		if err := r.mirrorChecked(p, lookup(r.diskTree, p), of); err != nil {
+		if err := r.mirrorChecked(p, lookup(dt.tree(), p), of); err != nil {
 			r.opt.Logf("gitmem: could not put back %s: %v", p, err)
 		}
 	}
@@ -947,8 +947,7 @@ func (r *Repo) checkoutMoved() {
 			return // nothing tells what the worktree was left at: hand-edit checks alone
 		}
 	}
-	r.mmu.Lock()
-	defer r.mmu.Unlock()
+	defer r.disk.hold().release()
 	out, hand := r.moveWorktree(old, tree)
 	r.pmu.Lock()
 	for p, base := range hand {
@@ -1081,19 +1080,19 @@ func (r *Repo) gitMoved() bool {
 	cur, err := r.readRef(r.branch)
 	head := r.snapshotHead()
 	if err == nil && cur != head {
-		r.mmu.Lock()
-		// Read again under mmu: the materialiser may have moved it meanwhile.
+		dt := r.disk.hold()
+		// Read again under the disk lock: the materialiser may have moved it meanwhile.
 		cur, err = r.readRef(r.branch)
-		if err == nil && cur != r.diskHead && !r.diskHead.IsZero() {
-			if cur, err = r.takeBranchBack(cur, r.diskHead); err != nil {
+		if err == nil && cur != dt.head() && !dt.head().IsZero() {
+			if cur, err = r.takeBranchBack(dt, cur, dt.head()); err != nil {
 				r.opt.Logf("gitmem: %v", err)
 			} else {
-				r.undoCheckout(cur, r.diskTree)
+				r.undoCheckout(cur, dt.tree())
 			}
-			r.mmu.Unlock()
+			dt.release()
 			return err == nil
 		}
-		r.mmu.Unlock()
+		dt.release()
 	}
 	return r.undoGitCheckout()
 }
@@ -1144,12 +1143,11 @@ func (r *Repo) undoGitCheckout() bool {
 	if hi, err := os.Stat(r.indexHeadPath()); err == nil && !ii.ModTime().After(hi.ModTime()) {
 		return false // gitmem's own
 	}
-	r.mmu.Lock()
-	defer r.mmu.Unlock()
-	if ii.ModTime().Equal(r.gitIndexSeen) {
+	dt := r.disk.hold()
+	defer dt.release()
+	if !dt.seeGitIndex(ii.ModTime()) {
 		return false
 	}
-	r.gitIndexSeen = ii.ModTime()
 	entries, _, err := gd.ReadIndex(r.gitDir)
 	if err != nil {
 		return false
@@ -1174,7 +1172,7 @@ func (r *Repo) undoGitCheckout() bool {
 		}
 		r.unlockObj()
 	}
-	for h, i := r.diskHead, 0; found.IsZero() && i < checkoutDepth && !h.IsZero(); i++ {
+	for h, i := dt.head(), 0; found.IsZero() && i < checkoutDepth && !h.IsZero(); i++ {
 		r.omu.Lock() // per commit: the calls' reads are not held up by the walk
 		c, err := r.obj.Commit(h)
 		r.unlockObj()
@@ -1190,10 +1188,10 @@ func (r *Repo) undoGitCheckout() bool {
 			h = c.ParentHashes[0]
 		}
 	}
-	if found.IsZero() || found == r.diskHead {
+	if found.IsZero() || found == dt.head() {
 		return false
 	}
-	r.undoCheckout(found, r.diskTree)
+	r.undoCheckout(found, dt.tree())
 	return true
 }
 

@@ -106,10 +106,9 @@ func (r *Repo) gcTarget() gcTarget {
 	return gcTarget{gitDir: r.gitDir, hooks: r.opt.hooks, logf: r.opt.Logf, store: r}
 }
 
-// withDiskHeld runs fn with mmu held (gcStore).
+// withDiskHeld runs fn with the disk lock held (gcStore).
 func (r *Repo) withDiskHeld(fn func() error) error {
-	r.mmu.Lock()
-	defer r.mmu.Unlock()
+	defer r.disk.hold().release()
 	return fn()
 }
 

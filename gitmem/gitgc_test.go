@@ -569,11 +569,11 @@ func TestGroupsUnderLoadAreFolded(t *testing.T) {
 	settle(t, r)
 	const groups, calls = 64, 8
 	for g := range groups {
-		r.mmu.Lock() // the group's calls are materialised together
+		r.disk.mu.Lock() // the group's calls are materialised together
 		for c := range calls {
 			write(t, r, fmt.Sprintf("t%d-%d", g, c), fmt.Sprintf("d%d/f%d.md", g%4, c), fmt.Sprintf("%d\n", g))
 		}
-		r.mmu.Unlock()
+		r.disk.mu.Unlock()
 		if err := r.materialize(); err != nil {
 			t.Fatal(err)
 		}
@@ -667,10 +667,10 @@ func TestGCMeetsAFoldWithoutFallingBack(t *testing.T) {
 	write(t, r, "t", "a.md", "a\n")
 	settle(t, r)
 	waiting := func() int {
-		r.mmu.Lock()
-		defer r.mmu.Unlock()
+		r.disk.mu.Lock()
+		defer r.disk.mu.Unlock()
 		n := 0
-		for _, g := range r.held {
+		for _, g := range r.disk.held {
 			if g.small() {
 				n++
 			}

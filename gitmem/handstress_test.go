@@ -196,17 +196,17 @@ func TestHandEditAfterAnAdoptReadIsKept(t *testing.T) {
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\ntwo\n")
 	settle(t, r)
-	r.mmu.Lock() // the worktree has not caught up yet
+	r.disk.mu.Lock() // the worktree has not caught up yet
 	write(t, r, "t2", "a.md", "ONE\ntwo\n")
 	appendHand(t, dir, "a.md", "first by hand")
-	r.mmu.Unlock()
+	r.disk.mu.Unlock()
 	settle(t, r) // kept, to be merged
-	r.mmu.Lock()
+	r.disk.mu.Lock()
 	if _, err := r.Adopt(); err != nil { // reads the file, merges
 		t.Fatal(err)
 	}
 	appendHand(t, dir, "a.md", "second by hand")
-	r.mmu.Unlock()
+	r.disk.mu.Unlock()
 	settle(t, r)
 	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
 		t.Fatal(err)

@@ -90,8 +90,7 @@ func (r *Repo) repairPending() {
 		r.pmu.Unlock()
 		return
 	}
-	r.mmu.Lock() // not while the worktree is being materialised
-	defer r.mmu.Unlock()
+	defer r.disk.hold().release() // not while the worktree is being materialised
 	// A commit was under way: a branch lock file, if any, is its own.
 	gd.RemoveLock(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
 	tree := r.snapshotTree()

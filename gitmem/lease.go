@@ -2,7 +2,6 @@ package gitmem
 
 import (
 	"context"
-	"time"
 )
 
 // own takes the writer lock for this process if it does not hold it yet:
@@ -62,14 +61,16 @@ func (r *Repo) settleIn(t *writerTurn) error {
 		off, rewritten = r.movedOff(had, cur)
 	}
 	if rewritten {
-		r.dropHeld() // a redaction deleted them: never written again
+		dt := r.disk.hold()
+		r.dropHeld(dt) // a redaction deleted them: never written again
+		dt.release()
 	}
 	if !off {
 		if err := r.refresh(t, true); err != nil {
 			return err
 		}
 	}
-	r.diskHead, r.diskTree = r.state.snapshot()
+	r.disk.resetTo(r.state.snapshot())
 	if off {
 		r.takeBack(cur)
 	}
@@ -82,7 +83,7 @@ func (r *Repo) settleIn(t *writerTurn) error {
 		r.checkoutMoved()
 		// The log is empty: a checkpoint is due a checkpointEvery from
 		// now, not at the first change (a replay's checkpoint set it).
-		r.lastCkpt.Store(time.Now().UnixNano())
+		r.disk.checkpointed()
 	}
 	if len(r.displaced()) > 0 { // left by a start or a run that could not merge them
 		r.outside.wait()
@@ -105,7 +106,7 @@ func (r *Repo) release(t *writerTurn) bool {
 	if queued > 0 || pending || r.collector.isRunning() || r.histIndex.savesUnderWay() {
 		return false
 	}
-	if r.ckptFailing.Load() && time.Since(time.Unix(0, r.lastCkpt.Load())) < checkpointEvery {
+	if r.disk.failing() && !r.disk.due() {
 		return false // the last attempt failed: retried when due, not at every poll
 	}
 	if r.checkpoint() != nil {

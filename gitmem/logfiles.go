@@ -3,11 +3,9 @@ package gitmem
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
@@ -17,7 +15,7 @@ import (
 type logFiles struct {
 	// mu guards files, active and draining. A group's writer holds it
 	// across the group's append, its fdatasync and its publication
-	// (appending). In the lock order it comes after the disk lock (mmu)
+	// (appending). In the lock order it comes after the disk lock (disk.mu)
 	// and before the committer's queue lock (qmu), the published state's
 	// (published.mu) and the history index's (historyIndex.mu).
 	mu       sync.Mutex
@@ -116,7 +114,7 @@ func (l *logFiles) fill() (size int64, full bool) {
 // step) and returns the file to empty once a sync covers what it holds:
 // the one a failed checkpoint left, if any (then appends do not switch
 // again). -1: the log holds nothing git's files lack once materialised.
-// Called with the disk lock (mmu) held, which keeps draining as it is
+// Called with the disk lock (disk.mu) held, which keeps draining as it is
 // until emptied.
 func (l *logFiles) switchOut() (int, error) {
 	l.mu.Lock()
@@ -167,7 +165,7 @@ func (l *logFiles) empty() error {
 
 // growSpare makes the file appends do not go to large enough for a
 // second of load, once the one they go to has taken spareAt bytes
-// (prepareSpareLog says why). Called with the disk lock (mmu) held: the
+// (prepareSpareLog says why). Called with the disk lock (disk.mu) held: the
 // spare's size changes under it alone, and whoever reads it holds it
 // (the checkpoint, close, scrub) or is the maintenance loop.
 func (l *logFiles) growSpare(gitDir string) error {
@@ -191,7 +189,7 @@ func (l *logFiles) growSpare(gitDir string) error {
 }
 
 // close closes the log files, removing them when asked (they are empty
-// after a checkpoint). Called with the disk lock (mmu) held: not while
+// after a checkpoint). Called with the disk lock (disk.mu) held: not while
 // growSpare grows one.
 func (l *logFiles) close(remove bool) {
 	l.mu.Lock()
@@ -206,7 +204,7 @@ func (l *logFiles) close(remove bool) {
 
 // scrub overwrites the log files with zeros: they still hold old records
 // (the redacted content among them) after a checkpoint. Called with the
-// disk lock (mmu) held (not while growSpare grows one).
+// disk lock (disk.mu) held (not while growSpare grows one).
 func (l *logFiles) scrub(env *gd.Env, gitDir string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -244,107 +242,4 @@ func (l *logFiles) gone() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.ContainsFunc(l.files[:], func(w *gd.WAL) bool { return w != nil && w.Gone() })
-}
-
-// openLog opens the two log files. Records they hold were acknowledged by
-// a holder of the lock that crashed before its checkpoint: they are
-// published again, as durable commits not yet in git's files (their
-// objects readable from memory), and a checkpoint makes them git's. When
-// it cannot (a full disk), they stay readable, the log keeps them, and
-// new changes are refused until a checkpoint succeeds. Called with wmu
-// and the writer lock held, after refresh.
-func (r *Repo) openLog() (replayed bool, err error) {
-	replay, err := r.log.open(r.obj.Env, r.gitDir)
-	if err != nil {
-		return false, err
-	}
-	if len(replay) == 0 {
-		return false, nil
-	}
-	if missing := notInGit(r.obj, replay, r.diskHead); missing > 0 {
-		r.opt.Logf("gitmem: recovering %d acknowledged change(s) from the write-ahead log", missing)
-	}
-	// A commit was under way: a branch lock file, if any, is its own.
-	gd.RemoveLock(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
-	known := r.diskHead == replay[0].Parent
-	for _, rec := range replay {
-		known = known || r.diskHead == rec.Head
-	}
-	if !known {
-		// The branch moved by other means after the crash. When it moved on
-		// from the last acknowledged commit, the log is in git's files
-		// already; otherwise materialisation keeps the branch's commit and
-		// merges it back (moveBranch).
-		st := r.obj.View()
-		in, err := gd.NewGraph(st).IsAncestor(replay[len(replay)-1].Head, r.diskHead)
-		st.Close()
-		if err == nil && in {
-			return false, r.log.empty()
-		}
-	}
-	items := make([]*prepared, 0, len(replay))
-	tree := r.diskTree
-	for _, rec := range replay {
-		r.obj.Put(rec.Objects)
-		p := &prepared{hash: rec.Head, parent: rec.Parent, objs: rec.Objects, paths: rec.Paths}
-		r.omu.Lock()
-		c, err := r.obj.Commit(rec.Head)
-		if err == nil {
-			tree, err = r.loadTree(c.TreeHash, tree, "")
-		}
-		if err == nil {
-			p.rec, err = r.recordOf(c)
-		}
-		r.unlockObj()
-		if err != nil {
-			return true, wrap("recover the write-ahead log", err)
-		}
-		p.tree, p.id, p.commit = tree, p.rec.id, commitOf(c)
-		items = append(items, p)
-	}
-	r.toolIDs.durable(items)
-	last := items[len(items)-1]
-	r.state.setTip(last.hash, last.tree)
-	r.pmu.Lock()
-	for _, p := range items {
-		for _, q := range p.paths {
-			r.inflight.add(q)
-		}
-	}
-	r.pmu.Unlock()
-	r.mmu.Lock()
-	r.recovering = true
-	r.mmu.Unlock()
-	r.committer.publish(items)
-	r.checkpoint() // a failure refuses changes until a retry succeeds
-	return true, nil
-}
-
-// prepareSpareLog makes the log file appends do not go to large enough
-// for a second of load, once the one they go to has taken spareAt bytes
-// since the last checkpoint: zeros written and fsynced now, with no writer
-// waiting, and the checkpoint switches to it before the active file must
-// grow. An append that finds its file full grows it (zeros written and an
-// fsync with the log's mutex held, every writer waiting): from 68 KiB to
-// 27 MB under 64 clients, seven times in the first second, up to 33 ms
-// each (measured). A file under light load stays small, and so does one
-// on a file system with less than 16 times the growth free.
-func (r *Repo) prepareSpareLog() {
-	r.mmu.Lock() // no checkpoint switches files meanwhile
-	defer r.mmu.Unlock()
-	if time.Since(r.spareFailed) < time.Minute {
-		return
-	}
-	if err := r.log.growSpare(r.gitDir); err != nil {
-		r.spareFailed = time.Now() // not at every change: retried in a minute
-		r.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
-	}
-}
-
-// closeLog closes the log files, removing them when asked (they are
-// empty after a checkpoint).
-func (r *Repo) closeLog(remove bool) {
-	r.mmu.Lock() // not while prepareSpareLog grows one
-	defer r.mmu.Unlock()
-	r.log.close(remove)
 }

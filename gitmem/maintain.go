@@ -81,7 +81,7 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 		// rather than grow this one while the writers wait.
 		size, full := r.log.fill()
 		broken := r.state.brokenErr() != nil
-		due := time.Since(time.Unix(0, r.lastCkpt.Load())) > checkpointEvery
+		due := r.disk.due()
 		// The lock is about to be given up (idle, or another process
 		// waits for it): the checkpoint release needs is made here,
 		// without the writer lock, so that a burst of calls beginning

@@ -4,12 +4,91 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
+
+// disk is git's files and the worktree as this process last wrote them:
+// the materialiser's and the checkpoint's state.
+type disk struct {
+	// mu is held while git's files or the worktree are written:
+	// materialisation, checkpoints, the branch and the worktree put back
+	// after plain git, gc's swap. It guards every field below but the
+	// atomics. In the lock order it comes after the index lock
+	// (gitIndex.mu) and before the history file's lock, logFiles.mu, the
+	// published state's and the object store's. What says "Called with
+	// the disk lock held" takes a diskTurn.
+	mu           sync.Mutex
+	head         plumbing.Hash // the branch as written in git's files
+	tree         *node         // its tree: what the worktree mirrors
+	packsWritten []string      // packs materialised since the last sync
+	held         []heldObjects // the objects materialised since the last checkpoint, and small packs not folded yet
+	recovering   bool          // the log holds a crashed holder's changes: both files stay until they are git's
+	spareFailed  time.Time     // when growing the spare log file last failed: not tried again for a minute
+	ckptErr      error         // the last checkpoint's failure
+	gitIndexSeen time.Time     // the .git/index written by git that undoGitCheckout last looked at
+
+	lastCkpt    atomic.Int64 // unix nanos of the last checkpoint (attempt)
+	ckptFailing atomic.Bool
+}
+
+// diskTurn is proof that disk.mu is held.
+type diskTurn struct{ d *disk }
+
+// hold takes the disk lock; release gives it back.
+func (d *disk) hold() diskTurn {
+	d.mu.Lock()
+	return diskTurn{d}
+}
+
+func (t diskTurn) release() { t.d.mu.Unlock() }
+
+// head is the branch as written in git's files; tree is its tree, what
+// the worktree mirrors.
+func (t diskTurn) head() plumbing.Hash { return t.d.head }
+func (t diskTurn) tree() *node         { return t.d.tree }
+
+// setHead records that the branch was moved to h (its tree is the
+// materialiser's to follow).
+func (t diskTurn) setHead(h plumbing.Hash) { t.d.head = h }
+
+// resetTo makes head and tree what git's files and the worktree are
+// taken to hold (a start; a redaction, which rewrote them).
+func (t diskTurn) resetTo(head plumbing.Hash, tree *node) { t.d.head, t.d.tree = head, tree }
+
+// resetTo is diskTurn.resetTo with the disk lock taken.
+func (d *disk) resetTo(head plumbing.Hash, tree *node) {
+	t := d.hold()
+	defer t.release()
+	t.resetTo(head, tree)
+}
+
+// seeGitIndex notes the modification time of the .git/index git wrote,
+// and reports whether it is one not seen before (undoGitCheckout).
+func (t diskTurn) seeGitIndex(mtime time.Time) bool {
+	if mtime.Equal(t.d.gitIndexSeen) {
+		return false
+	}
+	t.d.gitIndexSeen = mtime
+	return true
+}
+
+// checkpointed notes a checkpoint (or an attempt): the next is due in
+// checkpointEvery.
+func (d *disk) checkpointed() { d.lastCkpt.Store(time.Now().UnixNano()) }
+
+// due says the last checkpoint (attempt) is checkpointEvery old.
+func (d *disk) due() bool {
+	return time.Since(time.Unix(0, d.lastCkpt.Load())) > checkpointEvery
+}
+
+// failing says the last checkpoint failed.
+func (d *disk) failing() bool { return d.ckptFailing.Load() }
 
 // heldObjects are objects materialised together, in one pack, held in
 // memory (readable) until a checkpoint has found them in git's files
@@ -39,24 +118,24 @@ func (g heldObjects) small() bool {
 // objects, the branch, the worktree, the history index. Nothing is
 // fsynced: the log keeps them durable until the next checkpoint.
 func (r *Repo) materialize() error {
-	r.mmu.Lock()
-	defer r.mmu.Unlock()
-	return r.materializeLocked()
+	dt := r.disk.hold()
+	defer dt.release()
+	return r.materializeLocked(dt)
 }
 
 // materializeLocked materialises what was published when it started,
 // chunkMax commits at a time; all at once when they do not start from
 // the branch as git's files hold it (replayed after a crash, the branch
 // may be at any of them: moveBranch and keepHandEdits must see them all).
-func (r *Repo) materializeLocked() error {
+func (r *Repo) materializeLocked(dt diskTurn) error {
 	n, from := r.backlog.pending()
-	whole := n > 0 && from != r.diskHead
+	whole := n > 0 && from != dt.d.head
 	for n > 0 {
 		k := min(n, r.opt.hooks.chunk())
 		if whole {
 			k = n
 		}
-		err := r.materializeSome(k)
+		err := r.materializeSome(dt, k)
 		r.backlog.noteDrained()
 		if err != nil {
 			return err
@@ -67,7 +146,7 @@ func (r *Repo) materializeLocked() error {
 }
 
 // materializeSome materialises the first k commits published.
-func (r *Repo) materializeSome(k int) error {
+func (r *Repo) materializeSome(dt diskTurn, k int) error {
 	items := r.backlog.take(k)
 	requeue := func(err error) error {
 		r.backlog.requeue(items)
@@ -83,7 +162,7 @@ func (r *Repo) materializeSome(k int) error {
 	// gd.Keep). Own at once, though no ref names its commits yet: gitmem's
 	// gc takes it before the branch moves only as an incremental
 	// collection, which keeps every object of the packs it merges, or as a
-	// full one, whose swap waits for mmu, held here until the branch names
+	// full one, whose swap waits for the disk lock, held here until the branch names
 	// them. The object store's lock is taken only to add the pack: writing
 	// it took as long as the group was large, and every call reading a
 	// file waited for it, holding the writer lock. The objects stay
@@ -92,20 +171,20 @@ func (r *Repo) materializeSome(k int) error {
 	if err != nil {
 		return requeue(wrap("write the objects", err))
 	}
-	r.addPack(pack)
+	r.addPack(dt, pack)
 	last := items[len(items)-1]
-	prevHead := r.diskHead
+	prevHead := dt.d.head
 	var moved plumbing.Hash // where something outside gitmem had moved the branch
-	if last.hash != r.diskHead {
+	if last.hash != dt.d.head {
 		var err error
-		if moved, err = r.moveBranch(items); err != nil {
+		if moved, err = r.moveBranch(dt, items); err != nil {
 			return requeue(err)
 		}
 	}
 	// The objects stay readable from memory until the checkpoint has
 	// found them in git's files (secureMaterialized).
-	r.held = append(r.held, newHeld(pack, objs))
-	r.foldSmall()
+	dt.d.held = append(dt.d.held, newHeld(pack, objs))
+	r.foldSmall(dt)
 	// The commits are in git's files. The worktree follows; a path that
 	// cannot (a full disk) waits in r.pend and the journal.
 	var paths []string
@@ -115,11 +194,11 @@ func (r *Repo) materializeSome(k int) error {
 	// Sorted once: a union per commit was quadratic in a large group.
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	prev := r.diskTree // what the worktree mirrors
+	prev := dt.d.tree // what the worktree mirrors
 	if !moved.IsZero() {
 		r.undoCheckout(moved, prev) // git reset --hard: its files are no hand edits
 	}
-	r.diskTree = last.tree
+	dt.d.tree = last.tree
 	r.pmu.Lock()
 	retry := r.pend // paths an earlier pass could not write
 	r.pmu.Unlock()
@@ -170,38 +249,38 @@ func (r *Repo) materializeSome(k int) error {
 // the displaced commit is merged back soon after (mergeDisplaced): the
 // branch loses neither. moved is that commit (zero: none). A branch that
 // is damaged or missing is left alone and the commits wait in the log.
-// Called with mmu held.
-func (r *Repo) moveBranch(items []*prepared) (moved plumbing.Hash, err error) {
+// Called with the disk lock held (dt).
+func (r *Repo) moveBranch(dt diskTurn, items []*prepared) (moved plumbing.Hash, err error) {
 	last := items[len(items)-1]
-	onChain := items[0].parent == r.diskHead
+	onChain := items[0].parent == dt.d.head
 	for _, p := range items { // after a crash, some may be on the branch already
-		onChain = onChain || p.hash == r.diskHead
+		onChain = onChain || p.hash == dt.d.head
 	}
 	if onChain {
 		r.omu.Lock()
-		err := r.obj.UpdateRef(r.branch, r.diskHead, last.hash, false)
+		err := r.obj.UpdateRef(r.branch, dt.d.head, last.hash, false)
 		r.unlockObj()
 		if err == nil {
-			r.diskHead = last.hash
+			dt.d.head = last.hash
 			return plumbing.ZeroHash, nil
 		}
-		if cur, rerr := r.readRef(r.branch); !errors.Is(rerr, gd.ErrNoRef) && (rerr != nil || cur == r.diskHead) {
+		if cur, rerr := r.readRef(r.branch); !errors.Is(rerr, gd.ErrNoRef) && (rerr != nil || cur == dt.d.head) {
 			return plumbing.ZeroHash, wrap("update the branch", err) // not moved: a disk fault
 		}
 	}
 	cur, err := r.readRef(r.branch)
-	if errors.Is(err, gd.ErrNoRef) && !r.diskHead.IsZero() {
+	if errors.Is(err, gd.ErrNoRef) && !dt.d.head.IsZero() {
 		// Deleted outside gitmem: put back, on the acknowledged commits.
-		if err := r.putBranchBack(r.diskHead, last.hash, "the last acknowledged change"); err != nil {
+		if err := r.putBranchBack(dt.d.head, last.hash, "the last acknowledged change"); err != nil {
 			return plumbing.ZeroHash, err
 		}
-		r.diskHead = last.hash
+		dt.d.head = last.hash
 		return plumbing.ZeroHash, nil
 	}
 	if err != nil {
 		return plumbing.ZeroHash, wrap("read the branch", err)
 	}
-	return r.takeBranchBack(cur, last.hash)
+	return r.takeBranchBack(dt, cur, last.hash)
 }
 
 // appendHistory appends materialised commits to the history index file
@@ -215,19 +294,19 @@ func (r *Repo) appendHistory(items []*prepared) {
 
 // syncMaterialized makes what materialisation wrote durable (one syncfs),
 // and records the worktree paths still waiting for repair in the journal.
-// Called with mmu held.
-func (r *Repo) syncMaterialized() error {
-	if err := r.secureMaterialized(); err != nil {
+// Called with the disk lock held (dt).
+func (r *Repo) syncMaterialized(dt diskTurn) error {
+	if err := r.secureMaterialized(dt); err != nil {
 		return err
 	}
 	ref := filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch)))
-	files := append(r.wt.flushList(), r.packsWritten...)
+	files := append(r.wt.flushList(), dt.d.packsWritten...)
 	files = append(files, ref, filepath.Dir(ref))
 	if err := gd.SyncFS(r.obj.Env, r.gitDir, files); err != nil {
 		return wrap("sync the repository", err)
 	}
-	r.packsWritten = nil
-	r.held = slices.DeleteFunc(r.held, func(g heldObjects) bool {
+	dt.d.packsWritten = nil
+	dt.d.held = slices.DeleteFunc(dt.d.held, func(g heldObjects) bool {
 		if g.done {
 			r.obj.Drop(g.objs)
 		}
@@ -254,12 +333,12 @@ func (r *Repo) syncMaterialized() error {
 // (something that ignores .keep deleted it: rm, a tool of its own; or
 // gitmem's gc replaced it) are looked for in git's files as they are now
 // (gd.Store.Missing), and any missing is written again from memory — the
-// log holds the same — and the log says so at ERROR. Called with mmu
-// held, after materialisation.
-func (r *Repo) secureMaterialized() error {
+// log holds the same — and the log says so at ERROR. Called with the
+// disk lock held (dt), after materialisation.
+func (r *Repo) secureMaterialized(dt diskTurn) error {
 	var gone []gd.Object
-	for i := range r.held {
-		g := &r.held[i]
+	for i := range dt.d.held {
+		g := &dt.d.held[i]
 		if gd.PackExists(r.gitDir, g.pack) {
 			g.done = g.done || !g.small() // a small one waits to be folded
 			continue
@@ -279,7 +358,7 @@ func (r *Repo) secureMaterialized() error {
 		if err != nil {
 			return wrap("write the objects again", err)
 		}
-		r.addPack(h)
+		r.addPack(dt, h)
 	}
 	return nil
 }
@@ -295,12 +374,12 @@ func (r *Repo) secureMaterialized() error {
 // pack vanishing under it (it fails on one). The new pack is durable
 // before the small ones go: what they hold may be in no log any more.
 // Best effort: on a full disk the small packs stay as they are. Called
-// with mmu held, after materialisation.
-func (r *Repo) foldSmall() {
+// with the disk lock held (dt), after materialisation.
+func (r *Repo) foldSmall(dt diskTurn) {
 	var small []gd.Object
 	var folded []plumbing.Hash
 	bytes := 0
-	for _, g := range r.held {
+	for _, g := range dt.d.held {
 		if g.small() {
 			small = append(small, g.objs...)
 			folded = append(folded, g.pack)
@@ -314,28 +393,28 @@ func (r *Repo) foldSmall() {
 	if err != nil {
 		return
 	}
-	r.addPack(h)
+	r.addPack(dt, h)
 	// The small ones are one group now, in the new pack, whose objects
 	// memory lets go of at the next checkpoint.
-	r.held = slices.DeleteFunc(r.held, heldObjects.small)
-	r.held = append(r.held, heldObjects{pack: h, objs: small, bytes: bytes, done: true})
-	r.removeFolded(slices.DeleteFunc(folded, func(p plumbing.Hash) bool { return p == h }))
+	dt.d.held = slices.DeleteFunc(dt.d.held, heldObjects.small)
+	dt.d.held = append(dt.d.held, heldObjects{pack: h, objs: small, bytes: bytes, done: true})
+	r.removeFolded(dt, slices.DeleteFunc(folded, func(p plumbing.Hash) bool { return p == h }))
 }
 
 // dropHeld forgets the objects held in memory (a redaction deleted
-// them). Called with mmu held.
-func (r *Repo) dropHeld() {
-	for _, g := range r.held {
+// them). Called with the disk lock held (dt).
+func (r *Repo) dropHeld(dt diskTurn) {
+	for _, g := range dt.d.held {
 		r.obj.Drop(g.objs)
 	}
-	r.held = nil
+	dt.d.held = nil
 }
 
 // removeFolded deletes packs materialisation wrote whose objects are in
 // another pack now (a reader that misses one finds them there), and
 // forgets them; not while git maintenance runs (gd.LockMaintenance): they
-// stay for gc. Called with mmu held.
-func (r *Repo) removeFolded(packs []plumbing.Hash) {
+// stay for gc. Called with the disk lock held (dt).
+func (r *Repo) removeFolded(dt diskTurn, packs []plumbing.Hash) {
 	unlock, ok := gd.LockMaintenance(r.gitDir)
 	if !ok {
 		return
@@ -347,20 +426,20 @@ func (r *Repo) removeFolded(packs []plumbing.Hash) {
 		base := filepath.Join(r.gitDir, "objects", "pack", "pack-"+h.String())
 		gone[base+".pack"], gone[base+".idx"] = true, true
 	}
-	r.packsWritten = slices.DeleteFunc(r.packsWritten, func(p string) bool { return gone[p] })
+	dt.d.packsWritten = slices.DeleteFunc(dt.d.packsWritten, func(p string) bool { return gone[p] })
 	r.omu.Lock()
 	r.obj.Reindex()
 	r.unlockObj()
 }
 
 // addPack makes a pack materialisation wrote one the store reads from,
-// and one the next checkpoint syncs. Called with mmu held.
-func (r *Repo) addPack(h plumbing.Hash) {
+// and one the next checkpoint syncs. Called with the disk lock held (dt).
+func (r *Repo) addPack(dt diskTurn, h plumbing.Hash) {
 	r.omu.Lock()
 	r.obj.AddPack(h)
 	r.unlockObj()
 	base := filepath.Join(r.gitDir, "objects", "pack", "pack-"+h.String())
-	r.packsWritten = append(r.packsWritten, base+".pack", base+".idx", filepath.Dir(base))
+	dt.d.packsWritten = append(dt.d.packsWritten, base+".pack", base+".idx", filepath.Dir(base))
 }
 
 // gitUpToDate materialises what is published, for a read of git's own

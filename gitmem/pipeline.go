@@ -4,8 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // The commit pipeline. A change becomes durable with one fdatasync, shared
@@ -60,21 +58,10 @@ type pipeline struct {
 
 	log logFiles // the write-ahead log
 
-	mmu          sync.Mutex    // materialisation and checkpoints
-	backlog      backlog       // published, not yet materialised
-	diskHead     plumbing.Hash // the branch as written in git's files
-	diskTree     *node         // its tree
-	packsWritten []string      // packs materialised since the last sync
-	held         []heldObjects // the objects materialised since the last checkpoint, and small packs not folded yet
-	lastCkpt     atomic.Int64  // unix nanos of the last checkpoint (attempt)
+	backlog backlog // published, not yet materialised
+	disk    disk    // git's files and the worktree as written: the materialiser's (materialise.go)
 
-	recovering  bool      // (mmu) the log holds a crashed holder's changes: both files stay until they are git's
-	spareFailed time.Time // (mmu) when growing the spare log file last failed: not tried again for a minute
-	ckptErr     error     // (mmu) the last checkpoint's failure
-	ckptFailing atomic.Bool
-
-	gitIndexSeen time.Time    // (mmu) the .git/index written by git that undoGitCheckout last looked at
-	undone       atomic.Int64 // checkouts of git's undone (undoCheckout): an adopt's look at the worktree is stale
+	undone atomic.Int64 // checkouts of git's undone (undoCheckout): an adopt's look at the worktree is stale
 
 	displacedWait atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back
 	mergedBack    atomic.Int64 // merges back made (counted once published)

@@ -173,12 +173,12 @@ func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
 			}
 			write(t, r, "c", "b.md", "first") // the id map is read: later writes need nothing but the log
 			settle(t, r)
-			r.mmu.Lock() // the changes stay in the log only, until the fault is in place
+			r.disk.mu.Lock() // the changes stay in the log only, until the fault is in place
 			for i := range 3 {
 				write(t, r, fmt.Sprint("c", i), "a.md", fmt.Sprint(i))
 			}
 			stop := failAt(t, r, step, "")
-			r.mmu.Unlock()
+			r.disk.mu.Unlock()
 			for range 3 {
 				if err := r.checkpoint(); err == nil {
 					t.Fatal("the fault did not fail the checkpoint")
@@ -237,7 +237,7 @@ func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
 	}
-	r.mmu.Lock() // the group waits to be materialised
+	r.disk.mu.Lock() // the group waits to be materialised
 	steps := []func(tx *Tx) error{
 		func(tx *Tx) error { return tx.WriteFile("a.md", []byte("v1\n")) },
 		func(tx *Tx) error { return tx.WriteFile("c.md", []byte("c\n")) },
@@ -252,7 +252,7 @@ func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
 	}
 	for i, fn := range steps {
 		if _, err := r.Update(Meta{Subject: fmt.Sprintf("step %d", i)}, fn); err != nil {
-			r.mmu.Unlock()
+			r.disk.mu.Unlock()
 			t.Fatal(err)
 		}
 	}
@@ -263,9 +263,9 @@ func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
 	for _, p := range items {
 		paths = union(paths, p.paths)
 	}
-	base := r.diskTree
-	_, checks := r.keepHandEdits(items, r.diskHead, base, paths, nil)
-	r.mmu.Unlock() // the background materialiser may now move r.diskTree on
+	base := r.disk.tree
+	_, checks := r.keepHandEdits(items, r.disk.head, base, paths, nil)
+	r.disk.mu.Unlock() // the background materialiser may now move r.disk.tree on
 	if len(items) != len(steps) {
 		t.Fatalf("%d commits wait to be materialised, want %d", len(items), len(steps))
 	}
@@ -305,7 +305,7 @@ func TestFlushLetsCallsThrough(t *testing.T) {
 	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "t0", "a.md", "v0\n")
-	r.mmu.Lock() // a materialisation under way
+	r.disk.mu.Lock() // a materialisation under way
 	flushed := make(chan error, 1)
 	go func() { flushed <- r.Flush() }()
 	for !stackHas("(*Repo).Flush(", "(*Repo).materialize(") { // Flush waits for the materialiser
@@ -319,10 +319,10 @@ func TestFlushLetsCallsThrough(t *testing.T) {
 	select {
 	case <-wrote:
 	case <-time.After(20 * time.Second):
-		r.mmu.Unlock()
+		r.disk.mu.Unlock()
 		t.Fatal("a call waited for Flush")
 	}
-	r.mmu.Unlock()
+	r.disk.mu.Unlock()
 	if err := <-flushed; err != nil {
 		t.Fatal(err)
 	}
@@ -396,12 +396,12 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
 	}
-	r.mmu.Lock() // the materialiser cannot run
+	r.disk.mu.Lock() // the materialiser cannot run
 	for i := range 3 {
 		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile("a.md", []byte(fmt.Sprintf("%d\n", i)))
 		}); err != nil {
-			r.mmu.Unlock()
+			r.disk.mu.Unlock()
 			t.Fatal(err)
 		}
 	}
@@ -412,11 +412,11 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		r.mmu.Unlock()
+		r.disk.mu.Unlock()
 		t.Fatalf("a call past the backlog went through while nothing was materialised (err %v)", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	r.mmu.Unlock()
+	r.disk.mu.Unlock()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -474,13 +474,13 @@ func TestLogBytesHoldCallsBack(t *testing.T) {
 	r, dir := newRepoWith(t, &testHooks{logMax: 100 << 10})
 	write(t, r, "t0", "a.md", "init\n")
 	settle(t, r)
-	r.mmu.Lock() // neither the materialiser nor a checkpoint can run
+	r.disk.mu.Lock() // neither the materialiser nor a checkpoint can run
 	big := func(i int) []byte { return []byte(strings.Repeat(fmt.Sprintf("line %d\n", i), 40<<10/7)) }
 	for i := range 3 { // 3 x 40 KiB: past logMax
 		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile("a.md", big(i))
 		}); err != nil {
-			r.mmu.Unlock()
+			r.disk.mu.Unlock()
 			t.Fatal(err)
 		}
 	}
@@ -491,11 +491,11 @@ func TestLogBytesHoldCallsBack(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		r.mmu.Unlock()
+		r.disk.mu.Unlock()
 		t.Fatalf("a call past logMax went through while nothing was checkpointed (err %v; the log holds %d bytes)", err, r.log.size())
 	case <-time.After(300 * time.Millisecond):
 	}
-	r.mmu.Unlock()
+	r.disk.mu.Unlock()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -526,24 +526,24 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 	}
 	write(t, r, "t0", "f0.md", "0\n")
 	settle(t, r)
-	r.mmu.Lock() // the materialiser waits
+	r.disk.mu.Lock() // the materialiser waits
 	for i := 1; i <= 7; i++ {
 		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile(fmt.Sprintf("f%d.md", i%3), []byte(fmt.Sprintf("%d\n", i)))
 		}); err != nil {
-			r.mmu.Unlock()
+			r.disk.mu.Unlock()
 			t.Fatal(err)
 		}
 	}
 	for range 2 { // it writes two chunks; then the process dies
-		if err := r.materializeSome(2); err != nil {
-			r.mmu.Unlock()
+		if err := r.materializeSome(diskTurn{&r.disk}, 2); err != nil { // (the disk lock is held)
+			r.disk.mu.Unlock()
 			t.Fatal(err)
 		}
 	}
 	crashed := gittest.TempDir(t)
 	out, err := exec.Command("cp", "-a", dir+"/.", crashed).CombinedOutput()
-	r.mmu.Unlock()
+	r.disk.mu.Unlock()
 	if err != nil {
 		t.Fatalf("cp: %v: %s", err, out)
 	}
@@ -604,8 +604,8 @@ func TestSpareLogTakesTheLoad(t *testing.T) {
 	}
 	write(t, r, "t0", "a.md", "small\n")
 	caps := func() (active, spare int64) {
-		r.mmu.Lock() // the spare grows under mmu
-		defer r.mmu.Unlock()
+		r.disk.mu.Lock() // the spare grows under the disk lock
+		defer r.disk.mu.Unlock()
 		r.log.mu.Lock()
 		defer r.log.mu.Unlock()
 		return r.log.files[r.log.active].Cap(), r.log.files[1-r.log.active].Cap()

@@ -39,15 +39,15 @@ func (r *Repo) putBranchBack(was, at plumbing.Hash, why string) error {
 // keepBranch puts the branch back at the commit git's files hold for it
 // when it was deleted outside gitmem meanwhile; checkpoints call it, so
 // that an idle gitmem repairs it before it lets the writer lock go or
-// exits. Called with mmu held.
-func (r *Repo) keepBranch() {
-	if r.diskHead.IsZero() {
+// exits.
+func (r *Repo) keepBranch(dt diskTurn) {
+	if dt.head().IsZero() {
 		return
 	}
 	if _, err := r.readRef(r.branch); !errors.Is(err, gd.ErrNoRef) {
 		return
 	}
-	if err := r.putBranchBack(r.diskHead, r.diskHead, "the last acknowledged change"); err != nil {
+	if err := r.putBranchBack(dt.head(), dt.head(), "the last acknowledged change"); err != nil {
 		r.opt.Errorf("gitmem: %v", err)
 	}
 }
@@ -211,9 +211,9 @@ func (r *Repo) movedOff(had, cur plumbing.Hash) (off, rewritten bool) {
 // back (undoCheckout): they are git's, not hand edits. Called by settleIn
 // with wmu and the writer lock held.
 func (r *Repo) takeBack(cur plumbing.Hash) {
-	r.mmu.Lock()
-	defer r.mmu.Unlock()
-	moved, err := r.takeBranchBack(cur, r.diskHead)
+	dt := r.disk.hold()
+	defer dt.release()
+	moved, err := r.takeBranchBack(dt, cur, dt.head())
 	if err != nil {
 		// Put back by the next change's moveBranch or gitMoved: the
 		// acknowledged commits are what this process goes on from.
@@ -221,16 +221,16 @@ func (r *Repo) takeBack(cur plumbing.Hash) {
 		return
 	}
 	r.opt.Errorf("gitmem: the branch %s was moved outside gitmem (to %s, by git reset or git update-ref) while gitmem let the writer lock go; gitmem put it back at %s, the last acknowledged change: nothing is lost (to take changes back, use gitmem revert or gitmem restore)",
-		r.branch, moved.String()[:7], r.diskHead.String()[:7])
-	r.undoCheckout(moved, r.diskTree)
+		r.branch, moved.String()[:7], dt.head().String()[:7])
+	r.undoCheckout(moved, dt.tree())
 }
 
 // takeBranchBack points the branch, which something outside gitmem moved
 // to cur, at the acknowledged commit to, keeping cur (durably, first) for
 // mergeDisplaced to merge back. When the branch moves again meanwhile
 // (another git command), that commit is kept too, and so on a few times;
-// moved is the last commit kept. Called with mmu held.
-func (r *Repo) takeBranchBack(cur, to plumbing.Hash) (moved plumbing.Hash, err error) {
+// moved is the last commit kept.
+func (r *Repo) takeBranchBack(dt diskTurn, cur, to plumbing.Hash) (moved plumbing.Hash, err error) {
 	for try := 0; ; try++ {
 		r.omu.Lock()
 		var made time.Time // when git made the commit (its committer date)
@@ -258,7 +258,7 @@ func (r *Repo) takeBranchBack(cur, to plumbing.Hash) (moved plumbing.Hash, err e
 		}
 		cur = now
 	}
-	r.diskHead = to
+	dt.setHead(to)
 	r.maint.signal()
 	return cur, nil
 }

@@ -30,13 +30,13 @@ func TestIndexNeverVouchesForAFileNotYetWritten(t *testing.T) {
 	if _, err := r.Snapshot("a.md"); err != nil {
 		t.Fatal(err)
 	}
-	r.mmu.Lock() // the materialiser waits: t2 is published, not yet in the worktree
+	r.disk.mu.Lock() // the materialiser waits: t2 is published, not yet in the worktree
 	write(t, r, "t2", "a.md", "two, longer\n")
 	if err := r.writeIndex(); err != nil {
-		r.mmu.Unlock()
+		r.disk.mu.Unlock()
 		t.Fatal(err)
 	}
-	r.mmu.Unlock()
+	r.disk.mu.Unlock()
 	settle(t, r)
 	if err := r.Close(); err != nil {
 		t.Fatal(err)

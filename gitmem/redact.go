@@ -358,8 +358,8 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 // kept the secret (in the objects, and in the worktree rebuilt from it).
 // Called with the turn and the writer lock held.
 func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
-	r.mmu.Lock()
-	defer r.mmu.Unlock()
+	dt := r.disk.hold()
+	defer dt.release()
 	moveErr := tx.Commit()
 	// Whatever moved, what gitmem knows follows the branch as it is now.
 	r.state.forget()
@@ -372,7 +372,7 @@ func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
 	// and no hand edit is pending: the worktree's old copy is the old
 	// history's, never an edit. Else the next materialisation took the
 	// redacted files for hand edits made on the old versions.
-	r.diskHead, r.diskTree = r.state.snapshot()
+	dt.resetTo(r.state.snapshot())
 	if moveErr != nil {
 		return wrap("move the refs", moveErr)
 	}
@@ -383,7 +383,7 @@ func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
 	if err := r.log.scrub(r.obj.Env, r.gitDir); err != nil {
 		return wrap("scrub the write-ahead log", err)
 	}
-	r.dropHeld() // no fold may write the old objects again
+	r.dropHeld(dt) // no fold may write the old objects again
 	os.RemoveAll(filepath.Join(r.gitDir, "logs"))
 	for _, f := range []string{"ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "COMMIT_EDITMSG", "gitmem/pending"} {
 		os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(f)))

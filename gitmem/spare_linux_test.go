@@ -35,10 +35,10 @@ func TestSpareFilesAreReused(t *testing.T) {
 	}
 	// One materialisation takes both (the lock held meanwhile), a.md
 	// first: an idle moment between them would drop the spare.
-	r.mmu.Lock()
+	r.disk.mu.Lock()
 	write(t, r, "t2", "a.md", "second\n")
 	write(t, r, "t3", "b.md", "bee\n")
-	r.mmu.Unlock()
+	r.disk.mu.Unlock()
 	settle(t, r)
 	if got := inode(t, dir, "b.md"); got != first {
 		t.Errorf("b.md is inode %d, not a.md's first file (%d), taken aside", got, first)
@@ -187,7 +187,7 @@ func TestGCLeavesAFileTakenAside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.mmu.Lock() // as the materialiser does
+	r.disk.mu.Lock() // as the materialiser does
 	tmp, err := r.wt.writeTemp([]byte("a, second\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestGCLeavesAFileTakenAside(t *testing.T) {
 	pl, err := r.gcTarget().plan(false, false) // a background gc, meanwhile
 	r.collector.unlock()
 	data, _, aerr := r.wt.takeAside(aside, nil)
-	r.mmu.Unlock()
+	r.disk.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1021,10 +1021,10 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 						t.Fatal(err)
 					}
 				} else {
-					r.mmu.Lock() // the worktree has not caught up yet
+					r.disk.mu.Lock() // the worktree has not caught up yet
 					write(t, r, "t2", "a.md", "ONE\ntwo\nthree\n")
 					hand()
-					r.mmu.Unlock()
+					r.disk.mu.Unlock()
 					settle(t, r)
 					if then == "adopt" {
 						if _, err := r.Adopt(); err != nil { // serve does it every --adopt-every
