@@ -145,13 +145,32 @@ func (r *Repo) materializeLocked(dt diskTurn) error {
 	return nil
 }
 
-// materializeSome materialises the first k commits published.
+// materializeSome materialises the first k commits published: their
+// objects and the branch (writeCommits), then the worktree
+// (followWorktree) and the history index file (appendHistory).
 func (r *Repo) materializeSome(dt diskTurn, k int) error {
 	items := r.backlog.take(k)
-	requeue := func(err error) error {
+	prevHead, prev := dt.d.head, dt.d.tree // prev: what the worktree mirrors
+	moved, err := r.writeCommits(dt, items)
+	if err != nil {
 		r.backlog.requeue(items)
 		return err
 	}
+	// The commits are in git's files. The worktree follows; a path that
+	// cannot (a full disk) waits in r.pend and the journal.
+	if !moved.IsZero() {
+		r.undoCheckout(moved, prev) // git reset --hard: its files are no hand edits
+	}
+	dt.d.tree = items[len(items)-1].tree
+	r.followWorktree(dt, items, prevHead, prev)
+	r.appendHistory(items)
+	return nil
+}
+
+// writeCommits writes the objects of items to git's files and points the
+// branch at the last of them. moved is where something outside gitmem
+// had moved the branch (moveBranch; zero: nowhere).
+func (r *Repo) writeCommits(dt diskTurn, items []*prepared) (moved plumbing.Hash, err error) {
 	var objs []gd.Object
 	for _, p := range items {
 		objs = append(objs, p.objs...)
@@ -162,31 +181,34 @@ func (r *Repo) materializeSome(dt diskTurn, k int) error {
 	// gd.Keep). Own at once, though no ref names its commits yet: gitmem's
 	// gc takes it before the branch moves only as an incremental
 	// collection, which keeps every object of the packs it merges, or as a
-	// full one, whose swap waits for the disk lock, held here until the branch names
-	// them. The object store's lock is taken only to add the pack: writing
-	// it took as long as the group was large, and every call reading a
-	// file waited for it, holding the writer lock. The objects stay
-	// readable from memory until the checkpoint.
+	// full one, whose swap waits for the disk lock, held here until the
+	// branch names them. The object store's lock is taken only to add the
+	// pack: writing it took as long as the group was large, and every call
+	// reading a file waited for it, holding the writer lock. The objects
+	// stay readable from memory until the checkpoint.
 	pack, err := r.obj.WritePackFiles(objs, false, gd.Own)
 	if err != nil {
-		return requeue(wrap("write the objects", err))
+		return plumbing.ZeroHash, wrap("write the objects", err)
 	}
 	r.addPack(dt, pack)
-	last := items[len(items)-1]
-	prevHead := dt.d.head
-	var moved plumbing.Hash // where something outside gitmem had moved the branch
-	if last.hash != dt.d.head {
-		var err error
+	if last := items[len(items)-1]; last.hash != dt.d.head {
 		if moved, err = r.moveBranch(dt, items); err != nil {
-			return requeue(err)
+			return plumbing.ZeroHash, err
 		}
 	}
 	// The objects stay readable from memory until the checkpoint has
 	// found them in git's files (secureMaterialized).
 	dt.d.held = append(dt.d.held, newHeld(pack, objs))
 	r.foldSmall(dt)
-	// The commits are in git's files. The worktree follows; a path that
-	// cannot (a full disk) waits in r.pend and the journal.
+	return moved, nil
+}
+
+// followWorktree makes the worktree follow items, which moved the
+// branch from prevHead (tree prev): a hand edit made meanwhile is kept
+// (keepHandEdits, mirrorChecked), and a path that cannot be written
+// waits in r.pend for a repair.
+func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.Hash, prev *node) {
+	last := items[len(items)-1]
 	var paths []string
 	for _, p := range items {
 		paths = append(paths, p.paths...)
@@ -194,11 +216,6 @@ func (r *Repo) materializeSome(dt diskTurn, k int) error {
 	// Sorted once: a union per commit was quadratic in a large group.
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	prev := dt.d.tree // what the worktree mirrors
-	if !moved.IsZero() {
-		r.undoCheckout(moved, prev) // git reset --hard: its files are no hand edits
-	}
-	dt.d.tree = last.tree
 	r.pmu.Lock()
 	retry := r.pend // paths an earlier pass could not write
 	r.pmu.Unlock()
@@ -236,8 +253,6 @@ func (r *Repo) materializeSome(dt diskTurn, k int) error {
 		}
 	}
 	r.pmu.Unlock()
-	r.appendHistory(items)
-	return nil
 }
 
 // moveBranch points the branch at the last of items. The branch holds
