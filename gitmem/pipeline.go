@@ -9,22 +9,25 @@ import (
 // The commit pipeline. A change becomes durable with one fdatasync, shared
 // by every change waiting at that moment (group commit):
 //
-//  1. prepare (under wmu): the transaction's objects are encoded and
-//     hashed in memory and the commit becomes the writer's tip. The next
+//  1. prepare (under wmu; the committer, committer.go): the
+//     transaction's objects are encoded and hashed in memory and the
+//     commit becomes the writer's tip (published.go). The next
 //     transaction builds on it at once; readers do not see it yet.
 //  2. durable (group commit): the first waiter writes every prepared
-//     commit to the write-ahead log (gitdir.WAL) and fdatasyncs once;
-//     then the commits are published to readers (Snapshot) and their
-//     callers acknowledged. The log has two files: appends go to one while
-//     a checkpoint empties the other.
-//  3. materialise (in the background, and before any operation that reads
-//     git's own files): the loose objects, the branch and the worktree
-//     files are written, without an fsync each, and the history index is
+//     commit to the write-ahead log (logfiles.go, over gitdir.WAL) and
+//     fdatasyncs once; then the commits are published to readers
+//     (Snapshot) and their callers acknowledged. The log has two files:
+//     appends go to one while a checkpoint empties the other.
+//  3. materialise (in the background: the maintainer, maintain.go; and
+//     before any operation that reads git's own files; the commits wait
+//     in the backlog, backlog.go, and are written under the disk lock,
+//     materialise.go): the objects, the branch and the worktree files
+//     are written, without an fsync each, and the history index is
 //     appended. git and other processes see the commit from here on.
-//  4. checkpoint (at most every checkpointEvery, when the log grows, and
-//     before the writer lock is released): the log switches files; what
-//     was materialised is made durable with one syncfs; the old file is
-//     emptied.
+//  4. checkpoint (checkpoint.go; at most every checkpointEvery, when the
+//     log grows, and before the writer lock is released): the log
+//     switches files; what was materialised is made durable with one
+//     syncfs; the old file is emptied.
 //
 // A crash at any point loses nothing acknowledged: the next owner of the
 // writer lock replays the log (the objects are in it, raw, so the hashes
@@ -49,18 +52,11 @@ const (
 	pollEvery       = 10 * time.Millisecond
 )
 
-// pipeline is the Repo's commit pipeline state. Fields are grouped by the
-// mutex that guards them.
+// pipeline is what is left of the commit pipeline's state on Repo: the
+// fields of parts not made yet (the worktree's repairs, plain git's). The pipeline's own parts are Repo's fields
+// state, committer, log, backlog, disk and maint. Fields are grouped by
+// the mutex that guards them.
 type pipeline struct {
-	state published // readers' HEAD, the writer's tip (published.go)
-
-	committer committer // the queue and the group commit (committer.go)
-
-	log logFiles // the write-ahead log
-
-	backlog backlog // published, not yet materialised
-	disk    disk    // git's files and the worktree as written: the materialiser's (materialise.go)
-
 	undone atomic.Int64 // checkouts of git's undone (undoCheckout): an adopt's look at the worktree is stale
 
 	displacedWait atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back
@@ -73,10 +69,10 @@ type pipeline struct {
 	seen     map[string][]shown  // each memory file's versions (by path under memories/) of its last commits, oldest first (mergeHandEdit)
 	past     pastVersions        // the memory files' versions of the last checkoutDepth commits materialised (mergeHandEdit)
 	gitSeen  atomic.Int64        // unix nanos: when a git command was last seen holding .git/index.lock (gitBusy)
-
-	maint maintainer // the background loop (maintain.go)
 }
 
+// initPipeline makes the pipeline's parts, and the maps of the state
+// left in pipeline.
 func (r *Repo) initPipeline() {
 	r.committer = committer{queue: &batch{}, log: &r.log, state: &r.state, backlog: &r.backlog, objs: r.obj,
 		ids: r.toolIDs, paths: r, hist: r.histIndex, maint: &r.maint, opt: &r.opt}

@@ -182,8 +182,19 @@ type Repo struct {
 	// at every look.
 	tooBigLogged map[string]int64
 
-	pipeline          // the commit pipeline (pipeline.go)
-	pend     []string // (pmu) repository paths a journal names whose worktree copy is not yet repaired
+	// The commit pipeline (pipeline.go): the committer makes a change
+	// durable in the log and publishes it; the materialiser writes it to
+	// git's files and the worktree (disk), the maintainer in the
+	// background. Their locks, in order: disk.mu, logFiles.mu,
+	// committer.queueMu, published.mu; backlog.mu is a leaf.
+	state     published  // readers' HEAD and the writer's tip (published.go)
+	committer committer  // the group being filled, the group commit (committer.go)
+	log       logFiles   // the write-ahead log (logfiles.go)
+	backlog   backlog    // published, not yet in git's files (backlog.go)
+	disk      disk       // git's files and the worktree as written (materialise.go, checkpoint.go)
+	maint     maintainer // the background loop (maintain.go)
+	pipeline             // fields of parts not made yet (pipeline.go)
+	pend      []string   // (pmu) repository paths a journal names whose worktree copy is not yet repaired
 
 	omu     sync.Mutex // go-git's storage is not safe for concurrent use
 	obj     *gd.Store
