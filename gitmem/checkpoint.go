@@ -42,7 +42,7 @@ func (r *Repo) checkpointLocked(dt diskTurn) error {
 	if dt.d.recovering {
 		return r.checkpointRecovered(dt)
 	}
-	old, err := r.log.switchOut()
+	old, err := r.log.switchOut(dt)
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (r *Repo) prepareSpareLog() {
 	if time.Since(dt.d.spareFailed) < time.Minute {
 		return
 	}
-	if err := r.log.growSpare(r.gitDir); err != nil {
+	if err := r.log.growSpare(dt, r.gitDir); err != nil {
 		dt.d.spareFailed = time.Now() // not at every change: retried in a minute
 		r.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
 	}
@@ -228,5 +228,5 @@ func (r *Repo) prepareSpareLog() {
 func (r *Repo) closeLog(remove bool) {
 	dt := r.disk.hold() // not while prepareSpareLog grows one
 	defer dt.release()
-	r.log.close(remove)
+	r.log.close(dt, remove)
 }

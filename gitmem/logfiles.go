@@ -114,9 +114,9 @@ func (l *logFiles) fill() (size int64, full bool) {
 // step) and returns the file to empty once a sync covers what it holds:
 // the one a failed checkpoint left, if any (then appends do not switch
 // again). -1: the log holds nothing git's files lack once materialised.
-// Called with the disk lock (disk.mu) held, which keeps draining as it is
+// Called with the disk lock held (dt), which keeps draining as it is
 // until emptied.
-func (l *logFiles) switchOut() (int, error) {
+func (l *logFiles) switchOut(_ diskTurn) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.draining < 0 {
@@ -165,10 +165,10 @@ func (l *logFiles) empty() error {
 
 // growSpare makes the file appends do not go to large enough for a
 // second of load, once the one they go to has taken spareAt bytes
-// (prepareSpareLog says why). Called with the disk lock (disk.mu) held: the
+// (prepareSpareLog says why). Called with the disk lock held (dt): the
 // spare's size changes under it alone, and whoever reads it holds it
 // (the checkpoint, close, scrub) or is the maintenance loop.
-func (l *logFiles) growSpare(gitDir string) error {
+func (l *logFiles) growSpare(_ diskTurn, gitDir string) error {
 	l.mu.Lock()
 	var cur, spare *gd.WAL
 	if l.draining < 0 {
@@ -189,9 +189,9 @@ func (l *logFiles) growSpare(gitDir string) error {
 }
 
 // close closes the log files, removing them when asked (they are empty
-// after a checkpoint). Called with the disk lock (disk.mu) held: not while
+// after a checkpoint). Called with the disk lock held (dt): not while
 // growSpare grows one.
-func (l *logFiles) close(remove bool) {
+func (l *logFiles) close(_ diskTurn, remove bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, w := range l.files {
@@ -204,8 +204,8 @@ func (l *logFiles) close(remove bool) {
 
 // scrub overwrites the log files with zeros: they still hold old records
 // (the redacted content among them) after a checkpoint. Called with the
-// disk lock (disk.mu) held (not while growSpare grows one).
-func (l *logFiles) scrub(env *gd.Env, gitDir string) error {
+// disk lock held (dt; not while growSpare grows one).
+func (l *logFiles) scrub(_ diskTurn, env *gd.Env, gitDir string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, name := range []string{"wal", "wal2"} {

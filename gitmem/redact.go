@@ -380,7 +380,7 @@ func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
 		return wrap("move the refs", err)
 	}
 	// The refs moved: from here the old history is unreachable.
-	if err := r.log.scrub(r.obj.Env, r.gitDir); err != nil {
+	if err := r.log.scrub(dt, r.obj.Env, r.gitDir); err != nil {
 		return wrap("scrub the write-ahead log", err)
 	}
 	r.dropHeld(dt) // no fold may write the old objects again
