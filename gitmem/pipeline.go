@@ -59,10 +59,6 @@ const (
 type pipeline struct {
 	undone atomic.Int64 // checkouts of git's undone (undoCheckout): an adopt's look at the worktree is stale
 
-	displacedWait atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back
-	mergedBack    atomic.Int64 // merges back made (counted once published)
-	dmu           sync.Mutex   // held while merging them
-
 	pmu      sync.Mutex          // guards inflight (and Repo.pend)
 	inflight flight              // worktree paths of commits not yet materialised
 	handBase map[string]handBase // files edited by hand before the worktree caught up: the version the edit started from
