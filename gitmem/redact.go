@@ -44,7 +44,7 @@ func (e *InUseError) Error() string {
 	return "gitmem: the content to redact is what " + strings.Join(e.Paths, ", ") + " holds now"
 }
 
-// inUse lists the memory files of HEAD that hold blob h. Called with wmu
+// inUse lists the memory files of HEAD that hold blob h. Called with the turn
 // held, settled.
 func (r *Repo) inUse(h string) error {
 	var paths []string
@@ -189,7 +189,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 // checkRedacted fails, naming them, when refs still reach a commit the
 // redaction rewrote (the full gc kept it): a git command made them while
 // the redaction ran (git branch beside it), after it listed the refs to
-// move. Called with wmu held.
+// move. Called with the turn held.
 func (r *Repo) checkRedacted(rep RedactReport) error {
 	r.omu.Lock()
 	defer r.unlockObj()

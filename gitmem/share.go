@@ -845,7 +845,7 @@ func (s *session) changeSyncState(fn func(*syncState)) {
 // tx.ff, whose tree tx holds: a commit of the pipeline with no objects of
 // its own (the fetch made them durable before), so that the log, the
 // worktree and the published state follow it as they follow any commit.
-// Called by prepare, with wmu held.
+// Called by prepare, with the turn held.
 func (r *Repo) prepareFastForward(tx *Tx) (*prepared, error) {
 	r.omu.Lock()
 	c, err := r.obj.Commit(tx.ff)
