@@ -128,11 +128,13 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 			return RedactReport{}, err
 		}
 	}
-	r.omu.Lock()
-	r.obj.Hold()
-	rep, moved, pack, err := r.rewrite(ctx, red, dry, progress)
-	r.obj.Unhold()
-	r.unlockObj()
+	// The rewrite reads through a view of its own: the tool calls' reads
+	// go on meanwhile (a preview's too).
+	st := r.obj.View()
+	st.Hold()
+	rep, moved, pack, err := r.rewrite(ctx, st, red, dry, progress)
+	st.Unhold()
+	st.Close()
 	if !pack.IsZero() {
 		defer gd.Settle(r.gitDir, pack) // once the refs name what it holds (or it is left behind, for a full gc)
 	}
@@ -212,7 +214,7 @@ func (r *Repo) checkRedacted(rep RedactReport) error {
 		if !redactsRef(name.String()) {
 			continue
 		}
-		commits, err := r.topoOrder(map[plumbing.ReferenceName]plumbing.Hash{name: tip})
+		commits, err := topoOrder(r.obj, map[plumbing.ReferenceName]plumbing.Hash{name: tip})
 		if err != nil {
 			return err
 		}
@@ -409,7 +411,7 @@ func redactsRef(name string) bool {
 
 // rewriter rewrites trees and blobs, remembering each answer.
 type rewriter struct {
-	r       *Repo
+	st      *gd.Store // the rewrite's view of the objects
 	red     Redaction
 	put     func(plumbing.ObjectType, []byte) (plumbing.Hash, error)
 	finish  func() error  // completes what put wrote
@@ -429,12 +431,13 @@ type treeKey struct {
 	mem bool
 }
 
-// rewrite computes (and unless dry, writes) the rewritten history. It
-// returns the refs to move: name -> (old, new), and the pack it wrote,
-// in flight until the refs move (see gd.Keep). Called with omu held.
-func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Progress) (_ RedactReport, _ map[plumbing.ReferenceName][2]plumbing.Hash, pack plumbing.Hash, err error) {
+// rewrite computes (and unless dry, writes) the rewritten history,
+// reading it through st, a view of the objects of its own. It returns the
+// refs to move: name -> (old, new), and the pack it wrote, in flight
+// until the refs move (see gd.Keep), which the shared store reads.
+func (r *Repo) rewrite(ctx context.Context, st *gd.Store, red Redaction, dry bool, progress Progress) (_ RedactReport, _ map[plumbing.ReferenceName][2]plumbing.Hash, pack plumbing.Hash, err error) {
 	var rep RedactReport
-	rw := &rewriter{r: r, red: red, trees: map[treeKey]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{}, renamed: map[string]bool{},
+	rw := &rewriter{st: st, red: red, trees: map[treeKey]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{}, renamed: map[string]bool{},
 		dropped: map[plumbing.Hash]bool{},
 		put: func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 			return plumbing.ComputeHash(t, data), nil
@@ -442,7 +445,7 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 	if !dry {
 		// One pack, in flight until the refs name what it holds (git
 		// prune deletes loose objects no ref reaches yet; see gd.Keep).
-		pb, perr := r.obj.NewPack()
+		pb, perr := st.NewPack()
 		if perr != nil {
 			return rep, nil, plumbing.ZeroHash, wrap("write the rewritten objects", perr)
 		}
@@ -455,7 +458,10 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		rw.finish = func() error {
 			h, err := pb.Finish()
 			if err == nil && !h.IsZero() {
-				r.obj.AddPack(h)
+				r.withObjects(func(st *gd.Store) error {
+					st.AddPack(h)
+					return nil
+				})
 				rw.pack = h
 			}
 			return err
@@ -466,7 +472,7 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		return rep, nil, plumbing.ZeroHash, wrap("read the refs", err)
 	}
 	maps.DeleteFunc(refs, func(name plumbing.ReferenceName, _ plumbing.Hash) bool { return !redactsRef(name.String()) })
-	order, err := r.topoOrder(refs)
+	order, err := topoOrder(st, refs)
 	if err != nil {
 		return rep, nil, plumbing.ZeroHash, err
 	}
@@ -537,9 +543,10 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 	return rep, moved, rw.pack, nil
 }
 
-// topoOrder lists every commit the refs reach, parents before children.
-// An annotated tag is refused: it would keep the old commit alive.
-func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*object.Commit, error) {
+// topoOrder lists every commit the refs reach, parents before children,
+// read from st. An annotated tag is refused: it would keep the old commit
+// alive.
+func topoOrder(st *gd.Store, refs map[plumbing.ReferenceName]plumbing.Hash) ([]*object.Commit, error) {
 	var order []*object.Commit
 	state := map[plumbing.Hash]int{} // 1 visiting, 2 done
 	type frame struct {
@@ -547,7 +554,7 @@ func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*obje
 		next int
 	}
 	for name, tip := range refs {
-		obj, err := r.obj.Encoded(plumbing.AnyObject, tip) // gitmem's reader: it lists the packs again when one is gone
+		obj, err := st.Encoded(plumbing.AnyObject, tip) // gitmem's reader: it lists the packs again when one is gone
 		if err != nil {
 			return nil, wrap("read "+name.String(), err)
 		}
@@ -557,7 +564,7 @@ func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*obje
 		if state[tip] != 0 {
 			continue
 		}
-		c, err := r.obj.Commit(tip)
+		c, err := st.Commit(tip)
 		if err != nil {
 			return nil, wrap("read a commit", err)
 		}
@@ -571,7 +578,7 @@ func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*obje
 				if state[p] != 0 {
 					continue
 				}
-				pc, err := r.obj.Commit(p)
+				pc, err := st.Commit(p)
 				if err != nil {
 					return nil, wrap("read a commit", err)
 				}
@@ -600,7 +607,7 @@ func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) 
 	} else if n, ok := rw.trees[key]; ok {
 		return n, nil
 	}
-	t, err := rw.r.obj.Tree(h)
+	t, err := rw.st.Tree(h)
 	if err != nil {
 		return h, err
 	}
@@ -698,7 +705,7 @@ func (rw *rewriter) blob(h plumbing.Hash) (plumbing.Hash, error) {
 	if n, ok := rw.blobs[h]; ok {
 		return n, nil
 	}
-	data, err := rw.r.obj.Blob(h)
+	data, err := rw.st.Blob(h)
 	if err != nil {
 		return h, err
 	}
@@ -721,7 +728,7 @@ func (rw *rewriter) drop(e object.TreeEntry) error {
 		rw.dropped[e.Hash] = true
 		return nil
 	}
-	t, err := rw.r.obj.Tree(e.Hash)
+	t, err := rw.st.Tree(e.Hash)
 	if err != nil {
 		return err
 	}
