@@ -481,42 +481,8 @@ func (r *Repo) rewrite(ctx context.Context, st *gd.Store, red Redaction, dry boo
 		if i%256 == 0 && ctx.Err() != nil {
 			return rep, nil, plumbing.ZeroHash, ctx.Err()
 		}
-		tree, err := rw.tree(c.TreeHash, "")
-		if err != nil {
-			return rep, nil, plumbing.ZeroHash, wrap("rewrite a tree", err)
-		}
-		nc := *c
-		nc.TreeHash, nc.PGPSignature = tree, ""
-		nc.ParentHashes = make([]plumbing.Hash, len(c.ParentHashes))
-		for j, p := range c.ParentHashes {
-			nc.ParentHashes[j] = mapped[p]
-		}
-		if m := red.Match; m != nil {
-			nc.Message = m.ReplaceAllLiteralString(c.Message, redacted)
-			for _, sig := range []*object.Signature{&nc.Author, &nc.Committer} {
-				sig.Name = m.ReplaceAllLiteralString(sig.Name, redacted)
-				sig.Email = m.ReplaceAllLiteralString(sig.Email, redacted)
-			}
-		}
-		changed := tree != c.TreeHash || !slices.Equal(nc.ParentHashes, c.ParentHashes) || nc.Message != c.Message ||
-			nc.Author != c.Author || nc.Committer != c.Committer
-		if !changed {
-			mapped[c.Hash] = c.Hash
-		} else {
-			obj := &plumbing.MemoryObject{}
-			if err := nc.EncodeWithoutSignature(obj); err != nil {
-				return rep, nil, plumbing.ZeroHash, wrap("encode a commit", err)
-			}
-			rd, _ := obj.Reader()
-			var buf bytes.Buffer
-			buf.ReadFrom(rd)
-			h, err := rw.put(plumbing.CommitObject, buf.Bytes())
-			if err != nil {
-				return rep, nil, plumbing.ZeroHash, wrap("write a commit", err)
-			}
-			mapped[c.Hash] = h
-			subject, _, _ := parseMessage(nc.Message)
-			rep.Rewritten = append(rep.Rewritten, Rewrite{Old: c.Hash.String(), New: h.String(), Subject: subject})
+		if err := rw.commit(c, mapped, &rep); err != nil {
+			return rep, nil, plumbing.ZeroHash, err
 		}
 		if progress != nil {
 			progress(i+1, len(order))
@@ -592,6 +558,50 @@ func topoOrder(st *gd.Store, refs map[plumbing.ReferenceName]plumbing.Hash) ([]*
 		}
 	}
 	return order, nil
+}
+
+// commit rewrites the commit c, whose parents mapped maps to their
+// rewritten hashes (themselves when unchanged), and adds it there and,
+// when it changed, to rep.
+func (rw *rewriter) commit(c *object.Commit, mapped map[plumbing.Hash]plumbing.Hash, rep *RedactReport) error {
+	tree, err := rw.tree(c.TreeHash, "")
+	if err != nil {
+		return wrap("rewrite a tree", err)
+	}
+	nc := *c
+	nc.TreeHash, nc.PGPSignature = tree, ""
+	nc.ParentHashes = make([]plumbing.Hash, len(c.ParentHashes))
+	for j, p := range c.ParentHashes {
+		nc.ParentHashes[j] = mapped[p]
+	}
+	if m := rw.red.Match; m != nil {
+		nc.Message = m.ReplaceAllLiteralString(c.Message, redacted)
+		for _, sig := range []*object.Signature{&nc.Author, &nc.Committer} {
+			sig.Name = m.ReplaceAllLiteralString(sig.Name, redacted)
+			sig.Email = m.ReplaceAllLiteralString(sig.Email, redacted)
+		}
+	}
+	changed := tree != c.TreeHash || !slices.Equal(nc.ParentHashes, c.ParentHashes) || nc.Message != c.Message ||
+		nc.Author != c.Author || nc.Committer != c.Committer
+	if !changed {
+		mapped[c.Hash] = c.Hash
+		return nil
+	}
+	obj := &plumbing.MemoryObject{}
+	if err := nc.EncodeWithoutSignature(obj); err != nil {
+		return wrap("encode a commit", err)
+	}
+	rd, _ := obj.Reader()
+	var buf bytes.Buffer
+	buf.ReadFrom(rd)
+	h, err := rw.put(plumbing.CommitObject, buf.Bytes())
+	if err != nil {
+		return wrap("write a commit", err)
+	}
+	mapped[c.Hash] = h
+	subject, _, _ := parseMessage(nc.Message)
+	rep.Rewritten = append(rep.Rewritten, Rewrite{Old: c.Hash.String(), New: h.String(), Subject: subject})
+	return nil
 }
 
 // tree returns the rewritten tree of h found at path prefix.
