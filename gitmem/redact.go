@@ -146,16 +146,9 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		// Before the first ref moves: a crash after it must not leave
 		// the rewrite without its note (a pull would take the old
 		// history back).
-		size := int64(0)
-		if fi, err := os.Stat(redactedPath(r.gitDir)); err == nil {
-			size = fi.Size()
-		}
-		if err := r.noteRedaction(red, rep, moved); err != nil {
+		if unnote, err = r.noteUndoably(red, rep, moved); err != nil {
 			return rep, wrap("note the redaction for the next pull", err)
 		}
-		// A redaction that stops before it can move a ref takes its
-		// note back: pulls would refuse the history as it still is.
-		unnote = func() { os.Truncate(redactedPath(r.gitDir), size) }
 	}
 	rec := redactRecord{Refs: map[string][2]string{}}
 	for name, m := range moved {
@@ -186,6 +179,20 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	rep.Removed = slices.DeleteFunc(rep.Removed, func(h string) bool { return r.obj.HasObject(plumbing.NewHash(h)) })
 	r.unlockObj()
 	return rep, nil
+}
+
+// noteUndoably notes the redaction for the next pull (noteRedaction),
+// and returns what takes the note back: a redaction that stops before it
+// can move a ref, for pulls would refuse the history as it still is.
+func (r *Repo) noteUndoably(red Redaction, rep RedactReport, moved map[plumbing.ReferenceName][2]plumbing.Hash) (unnote func(), err error) {
+	size := int64(0)
+	if fi, err := os.Stat(redactedPath(r.gitDir)); err == nil {
+		size = fi.Size()
+	}
+	if err := r.noteRedaction(red, rep, moved); err != nil {
+		return func() {}, err
+	}
+	return func() { os.Truncate(redactedPath(r.gitDir), size) }, nil
 }
 
 // checkRedacted fails, naming them, when refs still reach a commit the
