@@ -44,9 +44,9 @@ func (e *InUseError) Error() string {
 	return "gitmem: the content to redact is what " + strings.Join(e.Paths, ", ") + " holds now"
 }
 
-// inUse lists the memory files of HEAD that hold blob h. Called with the turn
-// held, settled.
-func (r *Repo) inUse(h string) error {
+// inUse lists the memory files of HEAD that hold blob h. Called with the
+// turn (t) held, settled.
+func (r *Repo) inUse(t *writerTurn, h string) error {
 	var paths []string
 	walkFiles(lookup(r.snapshotTree(), memDir), "", func(p string, n *node) {
 		if n.hash.String() == h {
@@ -124,7 +124,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		}
 	}
 	if red.Placeholder != nil {
-		if err := r.inUse(red.Blob); err != nil {
+		if err := r.inUse(t, red.Blob); err != nil {
 			return RedactReport{}, err
 		}
 	}
@@ -172,7 +172,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if err := r.finishRedaction(t, tx); err != nil {
 		return rep, err
 	}
-	if err := r.checkRedacted(rep); err != nil {
+	if err := r.checkRedacted(t, rep); err != nil {
 		return rep, err
 	}
 	r.omu.Lock()
@@ -198,8 +198,8 @@ func (r *Repo) noteUndoably(red Redaction, rep RedactReport, moved map[plumbing.
 // checkRedacted fails, naming them, when refs still reach a commit the
 // redaction rewrote (the full gc kept it): a git command made them while
 // the redaction ran (git branch beside it), after it listed the refs to
-// move. Called with the turn held.
-func (r *Repo) checkRedacted(rep RedactReport) error {
+// move. Called with the turn (t) held.
+func (r *Repo) checkRedacted(t *writerTurn, rep RedactReport) error {
 	r.omu.Lock()
 	defer r.unlockObj()
 	old := map[plumbing.Hash]bool{}
