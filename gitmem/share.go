@@ -970,7 +970,7 @@ func cloneFetch(ctx context.Context, dir, url string, opt Options, sopt SyncOpti
 			tip = plumbing.ZeroHash
 		} else if err == nil {
 			// A tree gitmem would not have made: the memory starts empty
-			// and merges what it can hold (below).
+			// and merges what it can hold once it is open (Clone).
 			err = s.initCommit(opt)
 		}
 	}
