@@ -26,14 +26,14 @@ import (
 // is written with no lock held, from a plan taken at the start: what is
 // loose, which packs it replaces, the refs. Only the plan and the swap
 // (removing what the new pack replaces) hold the materialiser's lock (mmu)
-// and the object store's (omu), for milliseconds; the writer lock (wmu) is
-// not held at all, and writers, whose changes are durable in the log, go
-// on meanwhile. Loose files the new pack holds are deleted after the swap,
+// and the object store's (omu), for milliseconds; the writer turn is not
+// held at all, and writers, whose changes are durable in the log, go on
+// meanwhile. Loose files the new pack holds are deleted after the swap,
 // with no lock: a reader that misses one finds it in the pack.
 //
-// One collection or redaction runs at a time (collector.mu, taken before wmu),
-// and the process keeps the repository's writer lock while one runs, so
-// no other process can rewrite history under it. A full collection keeps
+// One collection or redaction runs at a time (collector.mu, taken before
+// the writer turn), and the process keeps the repository's writer lock
+// while one runs, so no other process can rewrite history under it. A full collection keeps
 // the unreachable objects that commits made while it ran refer to again.
 
 // GCStats says what a collection did.
@@ -51,15 +51,14 @@ type GCStats struct {
 type collector struct {
 	// mu is held for a whole collection or redaction: one at a time. In
 	// the lock order it comes after sharer.mu (a sync applies a
-	// redaction) and before wmu (the writer turn).
+	// redaction) and before the writer turn (beginWrite's exclusive).
 	mu   lock.Mutex
 	busy atomic.Int32 // collections running: the writer lock is kept (see release)
 	stop atomic.Bool  // Close asks a running collection to give up
 }
 
 // lock waits until no collection or redaction runs, and keeps any other
-// from starting until unlock.
-// lock waits for the collector, giving up when ctx is done (ctx.Err())
+// from starting until unlock. It gives up when ctx is done (ctx.Err())
 // or closing is closed (lock.ErrClosing).
 func (c *collector) lock(ctx context.Context, closing <-chan struct{}) error {
 	return c.mu.Lock(ctx, closing)
@@ -302,7 +301,7 @@ func (c *collector) collect(t gcTarget, full bool) (GCStats, error) {
 }
 
 // collectAll is a collection start to end, for a redaction, which holds
-// wmu, the writer lock and c throughout: every temporary pack goes (one
+// the writer turn, the writer lock and c throughout: every temporary pack goes (one
 // could hold the old content).
 func (c *collector) collectAll(t gcTarget, full bool) (GCStats, error) {
 	pl, err := t.plan(full, true)
@@ -442,8 +441,8 @@ func (t gcTarget) pack(pl gcPlan, stop func() bool) (gd.RepackResult, error) {
 // deletes the loose objects it does not hold (unreachable) but those that
 // commits made since use (keep, completed here). It returns the loose
 // objects left to delete: those the pack holds. st is the shared store,
-// with omu held (withObjects), and for a full collection mmu (or wmu):
-// nothing is materialised meanwhile.
+// with omu held (withObjects), and for a full collection mmu (or the
+// writer turn): nothing is materialised meanwhile.
 func (t gcTarget) swap(st *gd.Store, pl gcPlan, res gd.RepackResult, keep map[plumbing.Hash]bool) (packed []plumbing.Hash, removed int, err error) {
 	st.Reindex()
 	if pl.full {

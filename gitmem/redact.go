@@ -44,9 +44,9 @@ func (e *InUseError) Error() string {
 	return "gitmem: the content to redact is what " + strings.Join(e.Paths, ", ") + " holds now"
 }
 
-// inUse lists the memory files of HEAD that hold blob h. Called with wmu
-// held, settled.
-func (r *Repo) inUse(h string) error {
+// inUse lists the memory files of HEAD that hold blob h. Called with the
+// turn (t) held, settled.
+func (r *Repo) inUse(t *writerTurn, h string) error {
 	var paths []string
 	walkFiles(lookup(r.snapshotTree(), memDir), "", func(p string, n *node) {
 		if n.hash.String() == h {
@@ -124,15 +124,17 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		}
 	}
 	if red.Placeholder != nil {
-		if err := r.inUse(red.Blob); err != nil {
+		if err := r.inUse(t, red.Blob); err != nil {
 			return RedactReport{}, err
 		}
 	}
-	r.omu.Lock()
-	r.obj.Hold()
-	rep, moved, pack, err := r.rewrite(ctx, red, dry, progress)
-	r.obj.Unhold()
-	r.unlockObj()
+	// The rewrite reads through a view of its own: the tool calls' reads
+	// go on meanwhile (a preview's too).
+	st := r.obj.View()
+	st.Hold()
+	rep, moved, pack, err := r.rewrite(ctx, st, red, dry, progress)
+	st.Unhold()
+	st.Close()
 	if !pack.IsZero() {
 		defer gd.Settle(r.gitDir, pack) // once the refs name what it holds (or it is left behind, for a full gc)
 	}
@@ -144,16 +146,9 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		// Before the first ref moves: a crash after it must not leave
 		// the rewrite without its note (a pull would take the old
 		// history back).
-		size := int64(0)
-		if fi, err := os.Stat(redactedPath(r.gitDir)); err == nil {
-			size = fi.Size()
-		}
-		if err := r.noteRedaction(red, rep, moved); err != nil {
+		if unnote, err = r.noteUndoably(red, rep, moved); err != nil {
 			return rep, wrap("note the redaction for the next pull", err)
 		}
-		// A redaction that stops before it can move a ref takes its
-		// note back: pulls would refuse the history as it still is.
-		unnote = func() { os.Truncate(redactedPath(r.gitDir), size) }
 	}
 	rec := redactRecord{Refs: map[string][2]string{}}
 	for name, m := range moved {
@@ -177,7 +172,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if err := r.finishRedaction(t, tx); err != nil {
 		return rep, err
 	}
-	if err := r.checkRedacted(rep); err != nil {
+	if err := r.checkRedacted(t, rep); err != nil {
 		return rep, err
 	}
 	r.omu.Lock()
@@ -186,11 +181,25 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	return rep, nil
 }
 
+// noteUndoably notes the redaction for the next pull (noteRedaction),
+// and returns what takes the note back: a redaction that stops before it
+// can move a ref, for pulls would refuse the history as it still is.
+func (r *Repo) noteUndoably(red Redaction, rep RedactReport, moved map[plumbing.ReferenceName][2]plumbing.Hash) (unnote func(), err error) {
+	size := int64(0)
+	if fi, err := os.Stat(redactedPath(r.gitDir)); err == nil {
+		size = fi.Size()
+	}
+	if err := r.noteRedaction(red, rep, moved); err != nil {
+		return func() {}, err
+	}
+	return func() { os.Truncate(redactedPath(r.gitDir), size) }, nil
+}
+
 // checkRedacted fails, naming them, when refs still reach a commit the
 // redaction rewrote (the full gc kept it): a git command made them while
 // the redaction ran (git branch beside it), after it listed the refs to
-// move. Called with wmu held.
-func (r *Repo) checkRedacted(rep RedactReport) error {
+// move. Called with the turn (t) held.
+func (r *Repo) checkRedacted(t *writerTurn, rep RedactReport) error {
 	r.omu.Lock()
 	defer r.unlockObj()
 	old := map[plumbing.Hash]bool{}
@@ -212,7 +221,7 @@ func (r *Repo) checkRedacted(rep RedactReport) error {
 		if !redactsRef(name.String()) {
 			continue
 		}
-		commits, err := r.topoOrder(map[plumbing.ReferenceName]plumbing.Hash{name: tip})
+		commits, err := topoOrder(r.obj, map[plumbing.ReferenceName]plumbing.Hash{name: tip})
 		if err != nil {
 			return err
 		}
@@ -409,7 +418,7 @@ func redactsRef(name string) bool {
 
 // rewriter rewrites trees and blobs, remembering each answer.
 type rewriter struct {
-	r       *Repo
+	st      *gd.Store // the rewrite's view of the objects
 	red     Redaction
 	put     func(plumbing.ObjectType, []byte) (plumbing.Hash, error)
 	finish  func() error  // completes what put wrote
@@ -429,12 +438,13 @@ type treeKey struct {
 	mem bool
 }
 
-// rewrite computes (and unless dry, writes) the rewritten history. It
-// returns the refs to move: name -> (old, new), and the pack it wrote,
-// in flight until the refs move (see gd.Keep). Called with omu held.
-func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Progress) (_ RedactReport, _ map[plumbing.ReferenceName][2]plumbing.Hash, pack plumbing.Hash, err error) {
+// rewrite computes (and unless dry, writes) the rewritten history,
+// reading it through st, a view of the objects of its own. It returns the
+// refs to move: name -> (old, new), and the pack it wrote, in flight
+// until the refs move (see gd.Keep), which the shared store reads.
+func (r *Repo) rewrite(ctx context.Context, st *gd.Store, red Redaction, dry bool, progress Progress) (_ RedactReport, _ map[plumbing.ReferenceName][2]plumbing.Hash, pack plumbing.Hash, err error) {
 	var rep RedactReport
-	rw := &rewriter{r: r, red: red, trees: map[treeKey]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{}, renamed: map[string]bool{},
+	rw := &rewriter{st: st, red: red, trees: map[treeKey]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{}, renamed: map[string]bool{},
 		dropped: map[plumbing.Hash]bool{},
 		put: func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 			return plumbing.ComputeHash(t, data), nil
@@ -442,7 +452,7 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 	if !dry {
 		// One pack, in flight until the refs name what it holds (git
 		// prune deletes loose objects no ref reaches yet; see gd.Keep).
-		pb, perr := r.obj.NewPack()
+		pb, perr := st.NewPack()
 		if perr != nil {
 			return rep, nil, plumbing.ZeroHash, wrap("write the rewritten objects", perr)
 		}
@@ -455,7 +465,10 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		rw.finish = func() error {
 			h, err := pb.Finish()
 			if err == nil && !h.IsZero() {
-				r.obj.AddPack(h)
+				r.withObjects(func(st *gd.Store) error {
+					st.AddPack(h)
+					return nil
+				})
 				rw.pack = h
 			}
 			return err
@@ -466,7 +479,7 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		return rep, nil, plumbing.ZeroHash, wrap("read the refs", err)
 	}
 	maps.DeleteFunc(refs, func(name plumbing.ReferenceName, _ plumbing.Hash) bool { return !redactsRef(name.String()) })
-	order, err := r.topoOrder(refs)
+	order, err := topoOrder(st, refs)
 	if err != nil {
 		return rep, nil, plumbing.ZeroHash, err
 	}
@@ -475,42 +488,8 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 		if i%256 == 0 && ctx.Err() != nil {
 			return rep, nil, plumbing.ZeroHash, ctx.Err()
 		}
-		tree, err := rw.tree(c.TreeHash, "")
-		if err != nil {
-			return rep, nil, plumbing.ZeroHash, wrap("rewrite a tree", err)
-		}
-		nc := *c
-		nc.TreeHash, nc.PGPSignature = tree, ""
-		nc.ParentHashes = make([]plumbing.Hash, len(c.ParentHashes))
-		for j, p := range c.ParentHashes {
-			nc.ParentHashes[j] = mapped[p]
-		}
-		if m := red.Match; m != nil {
-			nc.Message = m.ReplaceAllLiteralString(c.Message, redacted)
-			for _, sig := range []*object.Signature{&nc.Author, &nc.Committer} {
-				sig.Name = m.ReplaceAllLiteralString(sig.Name, redacted)
-				sig.Email = m.ReplaceAllLiteralString(sig.Email, redacted)
-			}
-		}
-		changed := tree != c.TreeHash || !slices.Equal(nc.ParentHashes, c.ParentHashes) || nc.Message != c.Message ||
-			nc.Author != c.Author || nc.Committer != c.Committer
-		if !changed {
-			mapped[c.Hash] = c.Hash
-		} else {
-			obj := &plumbing.MemoryObject{}
-			if err := nc.EncodeWithoutSignature(obj); err != nil {
-				return rep, nil, plumbing.ZeroHash, wrap("encode a commit", err)
-			}
-			rd, _ := obj.Reader()
-			var buf bytes.Buffer
-			buf.ReadFrom(rd)
-			h, err := rw.put(plumbing.CommitObject, buf.Bytes())
-			if err != nil {
-				return rep, nil, plumbing.ZeroHash, wrap("write a commit", err)
-			}
-			mapped[c.Hash] = h
-			subject, _, _ := parseMessage(nc.Message)
-			rep.Rewritten = append(rep.Rewritten, Rewrite{Old: c.Hash.String(), New: h.String(), Subject: subject})
+		if err := rw.commit(c, mapped, &rep); err != nil {
+			return rep, nil, plumbing.ZeroHash, err
 		}
 		if progress != nil {
 			progress(i+1, len(order))
@@ -537,9 +516,10 @@ func (r *Repo) rewrite(ctx context.Context, red Redaction, dry bool, progress Pr
 	return rep, moved, rw.pack, nil
 }
 
-// topoOrder lists every commit the refs reach, parents before children.
-// An annotated tag is refused: it would keep the old commit alive.
-func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*object.Commit, error) {
+// topoOrder lists every commit the refs reach, parents before children,
+// read from st. An annotated tag is refused: it would keep the old commit
+// alive.
+func topoOrder(st *gd.Store, refs map[plumbing.ReferenceName]plumbing.Hash) ([]*object.Commit, error) {
 	var order []*object.Commit
 	state := map[plumbing.Hash]int{} // 1 visiting, 2 done
 	type frame struct {
@@ -547,7 +527,7 @@ func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*obje
 		next int
 	}
 	for name, tip := range refs {
-		obj, err := r.obj.Encoded(plumbing.AnyObject, tip) // gitmem's reader: it lists the packs again when one is gone
+		obj, err := st.Encoded(plumbing.AnyObject, tip) // gitmem's reader: it lists the packs again when one is gone
 		if err != nil {
 			return nil, wrap("read "+name.String(), err)
 		}
@@ -557,7 +537,7 @@ func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*obje
 		if state[tip] != 0 {
 			continue
 		}
-		c, err := r.obj.Commit(tip)
+		c, err := st.Commit(tip)
 		if err != nil {
 			return nil, wrap("read a commit", err)
 		}
@@ -571,7 +551,7 @@ func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*obje
 				if state[p] != 0 {
 					continue
 				}
-				pc, err := r.obj.Commit(p)
+				pc, err := st.Commit(p)
 				if err != nil {
 					return nil, wrap("read a commit", err)
 				}
@@ -587,6 +567,50 @@ func (r *Repo) topoOrder(refs map[plumbing.ReferenceName]plumbing.Hash) ([]*obje
 	return order, nil
 }
 
+// commit rewrites the commit c, whose parents mapped maps to their
+// rewritten hashes (themselves when unchanged), and adds it there and,
+// when it changed, to rep.
+func (rw *rewriter) commit(c *object.Commit, mapped map[plumbing.Hash]plumbing.Hash, rep *RedactReport) error {
+	tree, err := rw.tree(c.TreeHash, "")
+	if err != nil {
+		return wrap("rewrite a tree", err)
+	}
+	nc := *c
+	nc.TreeHash, nc.PGPSignature = tree, ""
+	nc.ParentHashes = make([]plumbing.Hash, len(c.ParentHashes))
+	for j, p := range c.ParentHashes {
+		nc.ParentHashes[j] = mapped[p]
+	}
+	if m := rw.red.Match; m != nil {
+		nc.Message = m.ReplaceAllLiteralString(c.Message, redacted)
+		for _, sig := range []*object.Signature{&nc.Author, &nc.Committer} {
+			sig.Name = m.ReplaceAllLiteralString(sig.Name, redacted)
+			sig.Email = m.ReplaceAllLiteralString(sig.Email, redacted)
+		}
+	}
+	changed := tree != c.TreeHash || !slices.Equal(nc.ParentHashes, c.ParentHashes) || nc.Message != c.Message ||
+		nc.Author != c.Author || nc.Committer != c.Committer
+	if !changed {
+		mapped[c.Hash] = c.Hash
+		return nil
+	}
+	obj := &plumbing.MemoryObject{}
+	if err := nc.EncodeWithoutSignature(obj); err != nil {
+		return wrap("encode a commit", err)
+	}
+	rd, _ := obj.Reader()
+	var buf bytes.Buffer
+	buf.ReadFrom(rd)
+	h, err := rw.put(plumbing.CommitObject, buf.Bytes())
+	if err != nil {
+		return wrap("write a commit", err)
+	}
+	mapped[c.Hash] = h
+	subject, _, _ := parseMessage(nc.Message)
+	rep.Rewritten = append(rep.Rewritten, Rewrite{Old: c.Hash.String(), New: h.String(), Subject: subject})
+	return nil
+}
+
 // tree returns the rewritten tree of h found at path prefix.
 func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) {
 	target := ""
@@ -600,7 +624,7 @@ func (rw *rewriter) tree(h plumbing.Hash, prefix string) (plumbing.Hash, error) 
 	} else if n, ok := rw.trees[key]; ok {
 		return n, nil
 	}
-	t, err := rw.r.obj.Tree(h)
+	t, err := rw.st.Tree(h)
 	if err != nil {
 		return h, err
 	}
@@ -698,7 +722,7 @@ func (rw *rewriter) blob(h plumbing.Hash) (plumbing.Hash, error) {
 	if n, ok := rw.blobs[h]; ok {
 		return n, nil
 	}
-	data, err := rw.r.obj.Blob(h)
+	data, err := rw.st.Blob(h)
 	if err != nil {
 		return h, err
 	}
@@ -721,7 +745,7 @@ func (rw *rewriter) drop(e object.TreeEntry) error {
 		rw.dropped[e.Hash] = true
 		return nil
 	}
-	t, err := rw.r.obj.Tree(e.Hash)
+	t, err := rw.st.Tree(e.Hash)
 	if err != nil {
 		return err
 	}

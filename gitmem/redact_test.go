@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -472,5 +473,47 @@ func TestRedactBesideABranchGitMakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNoSecret(t, dir, "sk-live1secret")
+	gittest.Fsck(t, dir)
+}
+
+// A redaction's preview holds up no read (design F4): it reads the
+// history through a view of the objects of its own, not the store the
+// tool calls read, so a file read while it runs is answered before it
+// ends. (It used to hold the object store's lock for the whole rewrite,
+// a dry run too.)
+func TestRedactionPreviewHoldsUpNoRead(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	write(t, r, "t1", "a.md", "secret sk-1\n")
+	write(t, r, "t2", "b.md", "b\n")
+	read := make(chan error, 1)
+	answered := false // the read was answered while the preview ran
+	_, err := r.Redact(context.Background(), Redaction{Path: "a.md"}, true, func(done, total int) {
+		if done != 1 {
+			return
+		}
+		go func() {
+			v, err := r.Snapshot()
+			if err == nil {
+				_, err = v.ReadFile("b.md")
+			}
+			read <- err
+		}()
+		select {
+		case err := <-read:
+			answered = true
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(20 * time.Second): // without the fix: the read waits for the preview
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !answered {
+		<-read
+		t.Fatal("a read waited for the redaction's preview to end")
+	}
 	gittest.Fsck(t, dir)
 }

@@ -845,7 +845,7 @@ func (s *session) changeSyncState(fn func(*syncState)) {
 // tx.ff, whose tree tx holds: a commit of the pipeline with no objects of
 // its own (the fetch made them durable before), so that the log, the
 // worktree and the published state follow it as they follow any commit.
-// Called by prepare, with wmu held.
+// Called by prepare, with the turn held.
 func (r *Repo) prepareFastForward(tx *Tx) (*prepared, error) {
 	r.omu.Lock()
 	c, err := r.obj.Commit(tx.ff)
@@ -970,7 +970,7 @@ func cloneFetch(ctx context.Context, dir, url string, opt Options, sopt SyncOpti
 			tip = plumbing.ZeroHash
 		} else if err == nil {
 			// A tree gitmem would not have made: the memory starts empty
-			// and merges what it can hold (below).
+			// and merges what it can hold once it is open (Clone).
 			err = s.initCommit(opt)
 		}
 	}

@@ -467,7 +467,7 @@ func TestBackgroundGCHoldsUpNoCall(t *testing.T) {
 			select { // the collection runs on until the change is done
 			case during = <-changed:
 				done = true
-			case <-time.After(10 * time.Second):
+			case <-time.After(30 * time.Second): // without the fix: the change waits for the gate
 			}
 			return r.GC(false)
 		})
