@@ -207,7 +207,7 @@ func TestOperatorStory(t *testing.T) {
 	fsck()
 
 	// Revert the bad tool_use id: exactly it goes, later edits stay.
-	if _, _, err := repo.Revert([]string{"t_bad"}, gitmem.RevertOptions{}); err != nil {
+	if _, _, err := repo.Revert(context.Background(), []string{"t_bad"}, gitmem.RevertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	repo.Flush() // git's files follow an acknowledged change within milliseconds
@@ -244,7 +244,7 @@ func TestOperatorStory(t *testing.T) {
 
 	// expire with a fixed clock: only the January file goes.
 	clock = clock.AddDate(0, 1, 0) // April
-	stale, _, err := repo.Expire(clock.AddDate(0, 0, -60), gitmem.ExpireOptions{})
+	stale, _, err := repo.Expire(context.Background(), clock.AddDate(0, 0, -60), gitmem.ExpireOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

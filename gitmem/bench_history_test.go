@@ -274,7 +274,7 @@ func BenchmarkHistory(b *testing.B) {
 		b.ResetTimer()
 		for range b.N {
 			nextG++
-			if _, _, err := r.Revert([]string{fmt.Sprintf("toolu_gen_%d", plain[nextG%200])}, RevertOptions{}); err != nil {
+			if _, _, err := r.Revert(context.Background(), []string{fmt.Sprintf("toolu_gen_%d", plain[nextG%200])}, RevertOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -300,7 +300,7 @@ func BenchmarkStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if v, err := r.Snapshot(); err != nil || v.Head() == "" {
+		if v, err := r.Snapshot(context.Background()); err != nil || v.Head() == "" {
 			b.Fatal(err)
 		}
 		runtime.GC()

@@ -4,6 +4,7 @@ package gitmem
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -70,12 +71,12 @@ func init() {
 		go func() {
 			for i := 0; ; i++ {
 				id := fmt.Sprintf("%s-w%d-%d", run, w, i)
-				_, err := r.Update(Meta{Subject: "kill " + id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+				_, err := r.Update(context.Background(), Meta{Subject: "kill " + id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
 					own := fmt.Sprintf("w%d/n%d.md", w, i%5)
 					switch i % 5 {
 					case 0, 1:
 						return tx.WriteFile(own, []byte(strings.Repeat(id+"\n", 1+i%20)))
-					case 2: // a file every writer edits
+					case 2:
 						data, _ := tx.ReadFile("shared.md")
 						return tx.WriteFile("shared.md", append(data[:len(data):len(data)], id+"\n"...))
 					case 3:

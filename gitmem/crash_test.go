@@ -43,7 +43,7 @@ func init() {
 	}
 	for i := 0; ; i++ {
 		id := fmt.Sprintf("%s-%d", os.Getenv("GITMEM_CRASH_RUN"), i)
-		_, err := r.Update(Meta{Subject: "crash " + id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+		_, err := r.Update(context.Background(), Meta{Subject: "crash " + id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
 			switch i % 4 {
 			case 0, 1:
 				return tx.WriteFile(fmt.Sprintf("f%d/n%d.md", i%5, i%7), []byte(strings.Repeat(id+"\n", 1+i%50)))

@@ -154,7 +154,7 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 	go func() {
 		// A retry of a call the imported history made, of one gitmem
 		// made, then a new call.
-		_, err := r.Update(Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_imp_7"}}}, func(tx *Tx) error {
+		_, err := r.Update(context.Background(), Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_imp_7"}}}, func(tx *Tx) error {
 			return tx.WriteFile("imp/7.md", []byte("again\n"))
 		})
 		var applied *AppliedError
@@ -162,14 +162,14 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 			done <- fmt.Errorf("a retry of toolu_imp_7: %v (want its commit %s)", err, imported)
 			return
 		}
-		_, err = r.Update(Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_1"}}}, func(tx *Tx) error {
+		_, err = r.Update(context.Background(), Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_1"}}}, func(tx *Tx) error {
 			return tx.WriteFile("a.md", []byte("again\n"))
 		})
 		if !errors.As(err, &applied) {
 			done <- fmt.Errorf("a retry of toolu_1: %v", err)
 			return
 		}
-		_, err = r.Update(Meta{Subject: "new", Trailers: []Trailer{{TrailerToolUseID, "toolu_new"}}}, func(tx *Tx) error {
+		_, err = r.Update(context.Background(), Meta{Subject: "new", Trailers: []Trailer{{TrailerToolUseID, "toolu_new"}}}, func(tx *Tx) error {
 			return tx.WriteFile("new.md", []byte("new\n"))
 		})
 		done <- err
@@ -200,7 +200,7 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 		t.Fatal("the background build saved no index")
 	}
 	// A retry now, through the index.
-	_, err = r.Update(Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_new"}}}, func(tx *Tx) error {
+	_, err = r.Update(context.Background(), Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_new"}}}, func(tx *Tx) error {
 		return tx.WriteFile("new.md", []byte("again\n"))
 	})
 	var applied *AppliedError

@@ -24,8 +24,8 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.Update(Meta{Subject: "seed", Trailers: []Trailer{{TrailerToolUseID, "toolu_seed"}}}, func(tx *Tx) error {
-		for i := range 4000 { // ~100 bytes of record each: over 256 KiB
+	_, err = r.Update(context.Background(), Meta{Subject: "seed", Trailers: []Trailer{{TrailerToolUseID, "toolu_seed"}}}, func(tx *Tx) error {
+		for i := range 4000 {
 			if err := tx.WriteFile(fmt.Sprintf("notes/%s-%05d.md", strings.Repeat("n", 40), i), []byte("x\n")); err != nil {
 				return err
 			}
@@ -56,7 +56,7 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 	defer r.Close()
 	write(t, r, "toolu_next", "c.md", "c\n")
 	// The seed's id is known: the same call again is not made twice.
-	_, err = r.Update(Meta{Subject: "seed", Trailers: []Trailer{{TrailerToolUseID, "toolu_seed"}}}, func(tx *Tx) error {
+	_, err = r.Update(context.Background(), Meta{Subject: "seed", Trailers: []Trailer{{TrailerToolUseID, "toolu_seed"}}}, func(tx *Tx) error {
 		return tx.WriteFile("d.md", []byte("d\n"))
 	})
 	var applied *AppliedError
@@ -78,7 +78,7 @@ func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
 	}
 	meta := Meta{Subject: "Tool-Use-Id", Author: Signature{"Tool-Use-Id", "claude@gitmem.invalid"},
 		Trailers: []Trailer{{TrailerAgent, "Tool-Use-Id"}, {TrailerToolUseID, "toolu_A1"}}}
-	if _, err := r.Update(meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("a\n")) }); err != nil {
+	if _, err := r.Update(context.Background(), meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("a\n")) }); err != nil {
 		t.Fatal(err)
 	}
 	r.Close()
@@ -86,13 +86,13 @@ func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	_, err = r.Update(meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("again\n")) })
+	_, err = r.Update(context.Background(), meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("again\n")) })
 	var applied *AppliedError
 	if !errors.As(err, &applied) || applied.ID != "toolu_A1" {
 		t.Fatalf("the same tool_use id after a restart: %v", err)
 	}
 	// The author's email is no id.
-	_, err = r.Update(Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, "claude@gitmem.invalid"}}}, func(tx *Tx) error {
+	_, err = r.Update(context.Background(), Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, "claude@gitmem.invalid"}}}, func(tx *Tx) error {
 		return tx.WriteFile("b.md", []byte("b\n"))
 	})
 	if err != nil {
@@ -154,7 +154,7 @@ func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			_, err = r.Update(Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_2"}}}, func(tx *Tx) error {
+			_, err = r.Update(context.Background(), Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_2"}}}, func(tx *Tx) error {
 				return tx.WriteFile("f2.md", []byte("again\n"))
 			})
 			var applied *AppliedError

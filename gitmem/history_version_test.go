@@ -59,7 +59,7 @@ func TestOlderHistoryIndexIsRebuilt(t *testing.T) {
 				if err := r.Log(context.Background(), LogOptions{}, nil, func(Commit) error { n++; return nil }); err != nil || n < 3+round {
 					t.Fatalf("log: %d commits, %v", n, err)
 				}
-				_, err = r.Update(Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_1"}}}, func(tx *Tx) error {
+				_, err = r.Update(context.Background(), Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_1"}}}, func(tx *Tx) error {
 					return tx.WriteFile("c.md", []byte("x"))
 				})
 				var applied *AppliedError

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -172,7 +173,7 @@ func TestRevertReadsTheHistoryFromItsEnd(t *testing.T) {
 	}
 	write(t, r, "t5", "a.md", "two\n")
 	tx := func(tx *Tx) error { return tx.Rename("a.md", "b.md") }
-	if _, err := r.Update(Meta{Subject: "mv", Trailers: []Trailer{{TrailerToolUseID, "t6"}, {TrailerCommand, "rename"}, {TrailerPath, "/memories/a.md"}, {TrailerNewPath, "/memories/b.md"}}}, tx); err != nil {
+	if _, err := r.Update(context.Background(), Meta{Subject: "mv", Trailers: []Trailer{{TrailerToolUseID, "t6"}, {TrailerCommand, "rename"}, {TrailerPath, "/memories/a.md"}, {TrailerNewPath, "/memories/b.md"}}}, tx); err != nil {
 		t.Fatal(err)
 	}
 	write(t, r, "t7", "f1.md", "more\n")
@@ -184,13 +185,13 @@ func TestRevertReadsTheHistoryFromItsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, _, err := r.Revert([]string{"t5"}, RevertOptions{}); err != nil {
+	if _, _, err := r.Revert(context.Background(), []string{"t5"}, RevertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if r.histIndex.isLoaded() {
 		t.Fatal("revert loaded the whole history index")
 	}
-	v, err := r.Snapshot()
+	v, err := r.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestOneCommandStillRecognisesARetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	_, err = r.Update(Meta{Subject: "w a.md", Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error {
+	_, err = r.Update(context.Background(), Meta{Subject: "w a.md", Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error {
 		return tx.WriteFile("a.md", []byte("two\n"))
 	})
 	var applied *AppliedError
@@ -338,13 +339,13 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 		}
 	}
 	before := r.wt.readBytes.Load()
-	if _, err := r.Adopt(); err != nil {
+	if _, err := r.Adopt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if n := r.wt.readBytes.Load() - before; n >= int64(len(big)) {
 		t.Fatalf("the adopt read %d bytes: a file over the limit (%d bytes) was read", n, len(big))
 	}
-	if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
 		t.Fatalf("second adopt: %v, want ErrNoChange", err)
 	}
 	if got := read(t, r, "ok.md"); got != "one\ntwo by hand\n" {
@@ -356,7 +357,7 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 	if out := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); strings.Contains(out, "big.md") {
 		t.Fatalf("big.md was committed:\n%s", out)
 	}
-	v, err := r.Snapshot("big.md")
+	v, err := r.Snapshot(context.Background(), "big.md")
 	if err != nil {
 		t.Fatal(err)
 	}

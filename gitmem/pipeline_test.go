@@ -44,7 +44,7 @@ func TestFailedSyncIsNeverReplayed(t *testing.T) {
 	}
 	write(t, r, "t0", "a.md", "before\n")
 	stop := failAt(t, r, gd.StepWALSync, ".git/gitmem/wal")
-	if _, err := r.Update(Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, "lost"}}}, func(tx *Tx) error {
+	if _, err := r.Update(context.Background(), Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, "lost"}}}, func(tx *Tx) error {
 		return tx.WriteFile("lost.md", []byte("lost\n"))
 	}); err == nil {
 		t.Fatal("the fault did not fail the call")
@@ -68,7 +68,7 @@ func testFailedGroup(t *testing.T, step string) {
 		t.Fatal(err)
 	}
 	write(t, r, "t0", "a.md", "before\n")
-	before, _ := r.Snapshot()
+	before, _ := r.Snapshot(context.Background())
 	stop := failAt(t, r, step, ".git/gitmem/wal")
 	errs := make([]error, 8)
 	// Rounds of concurrent calls, the same ids each time (a client
@@ -79,7 +79,7 @@ func testFailedGroup(t *testing.T, step string) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, errs[i] = r.Update(Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("g", i)}}}, func(tx *Tx) error {
+				_, errs[i] = r.Update(context.Background(), Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("g", i)}}}, func(tx *Tx) error {
 					return tx.WriteFile(fmt.Sprintf("g%d.md", i), []byte("lost\n"))
 				})
 			}()
@@ -103,7 +103,7 @@ func testFailedGroup(t *testing.T, step string) {
 			t.Fatalf("after a failed group: %d id(s) waiting, %d commit(s) queued, tip moved: %v", waiting, queued, tip != head)
 		}
 	}
-	if v, _ := r.Snapshot(); v.Head() != before.Head() {
+	if v, _ := r.Snapshot(context.Background()); v.Head() != before.Head() {
 		t.Fatal("a failed group moved HEAD")
 	}
 	stop()
@@ -144,7 +144,7 @@ func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
 	if got := read(t, r, "a.md"); got != "acknowledged\n" {
 		t.Fatalf("an acknowledged change is not readable: %q", got)
 	}
-	if _, err := r.Update(Meta{Subject: "refused"}, func(tx *Tx) error { return tx.WriteFile("b.md", []byte("x")) }); err == nil {
+	if _, err := r.Update(context.Background(), Meta{Subject: "refused"}, func(tx *Tx) error { return tx.WriteFile("b.md", []byte("x")) }); err == nil {
 		t.Fatal("a change was accepted while git's files cannot follow")
 	}
 	stop()
@@ -251,7 +251,7 @@ func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
 		func(tx *Tx) error { return tx.WriteFile("d/b.md", []byte("b2\n")) },
 	}
 	for i, fn := range steps {
-		if _, err := r.Update(Meta{Subject: fmt.Sprintf("step %d", i)}, fn); err != nil {
+		if _, err := r.Update(context.Background(), Meta{Subject: fmt.Sprintf("step %d", i)}, fn); err != nil {
 			r.mmu.Unlock()
 			t.Fatal(err)
 		}
@@ -398,7 +398,7 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 	}
 	r.mmu.Lock() // the materialiser cannot run
 	for i := range 3 {
-		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
+		if _, err := r.Update(context.Background(), Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile("a.md", []byte(fmt.Sprintf("%d\n", i)))
 		}); err != nil {
 			r.mmu.Unlock()
@@ -407,7 +407,7 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Update(Meta{Subject: "c3"}, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("3\n")) })
+		_, err := r.Update(context.Background(), Meta{Subject: "c3"}, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("3\n")) })
 		done <- err
 	}()
 	select {
@@ -477,7 +477,7 @@ func TestLogBytesHoldCallsBack(t *testing.T) {
 	r.mmu.Lock() // neither the materialiser nor a checkpoint can run
 	big := func(i int) []byte { return []byte(strings.Repeat(fmt.Sprintf("line %d\n", i), 40<<10/7)) }
 	for i := range 3 { // 3 x 40 KiB: past logMax
-		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
+		if _, err := r.Update(context.Background(), Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile("a.md", big(i))
 		}); err != nil {
 			r.mmu.Unlock()
@@ -486,7 +486,7 @@ func TestLogBytesHoldCallsBack(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Update(Meta{Subject: "c3"}, func(tx *Tx) error { return tx.WriteFile("a.md", big(3)) })
+		_, err := r.Update(context.Background(), Meta{Subject: "c3"}, func(tx *Tx) error { return tx.WriteFile("a.md", big(3)) })
 		done <- err
 	}()
 	select {
@@ -528,7 +528,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 	settle(t, r)
 	r.mmu.Lock() // the materialiser waits
 	for i := 1; i <= 7; i++ {
-		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
+		if _, err := r.Update(context.Background(), Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile(fmt.Sprintf("f%d.md", i%3), []byte(fmt.Sprintf("%d\n", i)))
 		}); err != nil {
 			r.mmu.Unlock()
@@ -703,7 +703,7 @@ func TestIdleCheckpointLeavesCallsFree(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Update(Meta{Subject: "w", Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error {
+		_, err := r.Update(context.Background(), Meta{Subject: "w", Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error {
 			return tx.WriteFile("b.md", []byte("during the checkpoint\n"))
 		})
 		done <- err

@@ -41,7 +41,7 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 			write(t, r, "t2", "secret.txt", "password sk-live42secret\n")
 			write(t, r, "t3", "prefs.md", "key: sk-live42secret\ncolor: blue\n")
 			write(t, r, "t4", "prefs.md", "key: sk-live42secret\ncolor: green\n")
-			r.GC(false) // some of the secret is packed, some loose
+			r.GC(context.Background(), false) // some of the secret is packed, some loose
 			write(t, r, "t5", "other.md", "unrelated\n")
 			settle(t, r)
 			before := gittest.Git(t, dir, "log", "--format=%s|%an|%ad|%(trailers:key=Tool-Use-Id,valueonly)")
@@ -99,7 +99,7 @@ func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
 	defer server.Close()
 	write(t, server, "s1", "notes.md", "token sk-abc123\n")
 	write(t, server, "s2", "other.md", "x\n")
-	server.GC(false)
+	server.GC(context.Background(), false)
 	op, err := Open(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
 		t.Fatalf("the server reads %q", got)
 	}
 	write(t, server, "s3", "notes.md", "later\n")
-	if _, err := server.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "s2"}}}, func(*Tx) error { return nil }); err == nil {
+	if _, err := server.Update(context.Background(), Meta{Trailers: []Trailer{{TrailerToolUseID, "s2"}}}, func(*Tx) error { return nil }); err == nil {
 		t.Fatal("a tool_use id from before the rewrite was applied again")
 	}
 	gittest.Fsck(t, dir)

@@ -669,8 +669,9 @@ func (r *Repo) readFile(h plumbing.Hash, p string) ([]byte, error) {
 // about to read: one that an operator changed by hand is committed first
 // (an adopt commit), so that the view shows it. A folder is not checked
 // here (that would read the whole subtree); Adopt checks everything.
-func (r *Repo) Snapshot(paths ...string) (*View, error) {
-	ctx := context.Background()
+// Only these slow paths wait (for the writer turn or lock): they give up
+// when ctx is done.
+func (r *Repo) Snapshot(ctx context.Context, paths ...string) (*View, error) {
 	if r.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -692,7 +693,7 @@ func (r *Repo) Snapshot(paths ...string) (*View, error) {
 		}
 	}
 	if files := r.filePaths(paths); len(files) > 0 && !r.opt.ReadOnly {
-		if err := r.adoptFiles(files); err != nil {
+		if err := r.adoptFiles(ctx, files); err != nil {
 			r.opt.Logf("gitmem: could not commit a hand edit before a view: %v", err)
 		}
 	}
@@ -749,18 +750,23 @@ func (r *Repo) filePaths(paths []string) []string {
 // and the worktree follow in the background (see pipeline.go). When
 // calls come faster than that, past backlogMax commits not yet in git's
 // files, Update first waits for them (at most backlogWait).
-func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
-	if err := r.awaitBacklog(context.Background()); err != nil {
+//
+// Until fn has returned, every wait (the backlog, this process's writer
+// turn, the writer lock another process holds) gives up when ctx is
+// done: Update then returns ctx.Err() and nothing was written. Once the
+// commit is prepared, it completes.
+func (r *Repo) Update(ctx context.Context, meta Meta, fn func(tx *Tx) error) (Commit, error) {
+	if err := r.awaitBacklog(ctx); err != nil {
 		return Commit{}, err
 	}
-	return r.update(meta, fn)
+	return r.update(ctx, meta, fn)
 }
 
 // update is Update without the wait for the backlog: for the
 // materialiser's own commits (mergeDisplaced), which would wait for
 // itself.
-func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
-	t, err := r.beginWrite(context.Background(), withOwn|writable)
+func (r *Repo) update(ctx context.Context, meta Meta, fn func(tx *Tx) error) (Commit, error) {
+	t, err := r.beginWrite(ctx, withOwn|writable)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -806,6 +812,9 @@ func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 				adopted = p
 				continue // run fn again on what the operator wrote
 			}
+		}
+		if err == nil {
+			err = ctx.Err() // the last moment a cancel stops the call
 		}
 		var p *prepared
 		if err == nil {

@@ -99,7 +99,7 @@ func newRepoWith(t *testing.T, h *testHooks) (*Repo, string) {
 
 func write(t *testing.T, r *Repo, id, p, content string) Commit {
 	t.Helper()
-	c, err := r.Update(Meta{Subject: "w " + p, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+	c, err := r.Update(context.Background(), Meta{Subject: "w " + p, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
 		return tx.WriteFile(p, []byte(content))
 	})
 	if err != nil {
@@ -120,7 +120,7 @@ func settle(t *testing.T, r *Repo) {
 
 func read(t *testing.T, r *Repo, p string) string {
 	t.Helper()
-	v, err := r.Snapshot()
+	v, err := r.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestTwoWritersShareOneRepository(t *testing.T) {
 		t.Fatalf("r2 does not see r1's file: %q", got)
 	}
 	// An id committed by one writer is not applied again by the other.
-	if _, err := r2.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "w0-3"}}}, func(tx *Tx) error { return nil }); err == nil {
+	if _, err := r2.Update(context.Background(), Meta{Trailers: []Trailer{{TrailerToolUseID, "w0-3"}}}, func(tx *Tx) error { return nil }); err == nil {
 		t.Fatal("w0-3 applied twice")
 	}
 }
@@ -223,7 +223,7 @@ func TestFailedTransactionChangesNothing(t *testing.T) {
 	t.Parallel()
 	r, dir := newRepo(t)
 	before, _ := r.Commit("HEAD")
-	_, err := r.Update(Meta{Subject: "x"}, func(tx *Tx) error {
+	_, err := r.Update(context.Background(), Meta{Subject: "x"}, func(tx *Tx) error {
 		if err := tx.WriteFile("half.md", []byte("x")); err != nil {
 			return err
 		}
@@ -238,7 +238,7 @@ func TestFailedTransactionChangesNothing(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "memories", "half.md")); !os.IsNotExist(err) {
 		t.Fatal("a failed transaction wrote the worktree")
 	}
-	v, _ := r.Snapshot()
+	v, _ := r.Snapshot(context.Background())
 	if _, err := v.Stat("half.md"); err != ErrNotExist {
 		t.Fatal("a failed transaction is visible")
 	}
@@ -256,7 +256,7 @@ func TestSnapshotsDuringWrites(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 30 {
-			if _, err := r.Update(Meta{Subject: "pair"}, func(tx *Tx) error {
+			if _, err := r.Update(context.Background(), Meta{Subject: "pair"}, func(tx *Tx) error {
 				v := []byte(fmt.Sprint(i))
 				if err := tx.WriteFile("a", v); err != nil {
 					return err
@@ -273,7 +273,7 @@ func TestSnapshotsDuringWrites(t *testing.T) {
 			return
 		default:
 		}
-		v, err := r.Snapshot()
+		v, err := r.Snapshot(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,7 +332,7 @@ func TestBlameFollowsRenames(t *testing.T) {
 	defer r.Close()
 	write(t, r, "a", "old/f.md", "one\ntwo\n")
 	write(t, r, "b", "old/f.md", "one\nTWO\n")
-	if _, err := r.Update(Meta{Subject: "mv", Trailers: []Trailer{{TrailerToolUseID, "c"}, {TrailerCommand, "rename"},
+	if _, err := r.Update(context.Background(), Meta{Subject: "mv", Trailers: []Trailer{{TrailerToolUseID, "c"}, {TrailerCommand, "rename"},
 		{TrailerPath, "/memories/old"}, {TrailerNewPath, "/memories/new"}}}, func(tx *Tx) error { return tx.Rename("old", "new") }); err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +467,7 @@ func TestAdoptBesideWritersSchedulesTheIndex(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := range rounds {
-			if _, err := r.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("w", i)}}}, func(tx *Tx) error {
+			if _, err := r.Update(context.Background(), Meta{Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("w", i)}}}, func(tx *Tx) error {
 				return tx.WriteFile("model.md", []byte(fmt.Sprint(i, "\n")))
 			}); err != nil {
 				t.Error(err)
@@ -482,13 +482,13 @@ func TestAdoptBesideWritersSchedulesTheIndex(t *testing.T) {
 		}
 		// Nothing to change when the last adopt has not reached the
 		// worktree yet: the edit is then the next adopt's.
-		if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+		if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 			t.Fatalf("adopt %d: %v", i, err)
 		}
 	}
 	wg.Wait()
 	settle(t, r)
-	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 		t.Fatal(err)
 	}
 	settle(t, r)

@@ -362,7 +362,7 @@ type session struct {
 // commit hand edits first, redact. A Repo is one.
 type shareMemory interface {
 	mergeStore
-	Adopt() (Commit, error)
+	Adopt(ctx context.Context) (Commit, error)
 	redact(ctx context.Context, red Redaction, dry bool, progress Progress, note bool) (RedactReport, error)
 	operator(who Signature) Signature
 }
@@ -608,17 +608,17 @@ func (s *session) pull(ctx context.Context) error {
 		s.res.UpToDate = true
 		return nil
 	}
-	return s.integrate(tip)
+	return s.integrate(ctx, tip)
 }
 
 // integrate merges the fetched commit tip into the memory as one Update
 // (merger.commit).
-func (s *session) integrate(tip plumbing.Hash) error {
+func (s *session) integrate(ctx context.Context, tip plumbing.Hash) error {
 	m := &merger{store: s.mem, hooks: s.memOpt.hooks, logf: s.memOpt.Logf, g: s.g, st: s.st, label: s.name + "/" + s.branch.Short(), theirs: tip, limits: s.opt.Limits,
 		unrelated: s.opt.AllowUnrelatedHistories || readSyncState(s.gitDir)[s.name].ClonedEmpty}
 	meta := Meta{Subject: "memory: merge " + m.label, Author: s.mem.operator(s.opt.Author),
 		Trailers: []Trailer{{TrailerCommand, "merge"}}}
-	c, err := m.commit(meta)
+	c, err := m.commit(ctx, meta)
 	switch {
 	case errors.Is(err, errUpToDate):
 		s.res.UpToDate = true
@@ -917,7 +917,7 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 		l.res = res
 		s := r.newSession(l, known)
 		if !tip.IsZero() { // a tree gitmem would not have made: merge what it can hold
-			err := s.integrate(tip)
+			err := s.integrate(ctx, tip)
 			res = l.res
 			if err != nil {
 				return err

@@ -465,7 +465,7 @@ func TestAppliedRedactionIsNoHandEdit(t *testing.T) {
 	}
 	// The next commands: a tool call, the periodic adopt, a sync.
 	put(t, b, "b3", "b.md", "from b, again\n")
-	if c, err := b.Adopt(); !errors.Is(err, ErrNoChange) {
+	if c, err := b.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
 		t.Errorf("the redaction's worktree was adopted as a hand edit: %s %v (%v)", c.Subject, c.Paths, err)
 	}
 	syncOK(t, b)

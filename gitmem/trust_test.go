@@ -146,7 +146,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 	f, _ := os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString("fix by hand\n")
 	f.Close()
-	_, err := r.Update(Meta{Subject: "insert", Trailers: []Trailer{{TrailerToolUseID, "t2"}}}, func(tx *Tx) error {
+	_, err := r.Update(context.Background(), Meta{Subject: "insert", Trailers: []Trailer{{TrailerToolUseID, "t2"}}}, func(tx *Tx) error {
 		data, err := tx.ReadFile("a.md")
 		if err != nil {
 			return err
@@ -169,7 +169,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 	}
 	// A view of a file edited by hand shows the edit.
 	os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("rewritten\n"), 0o600)
-	v, err := r.Snapshot("a.md")
+	v, err := r.Snapshot(context.Background(), "a.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 	// A file created by hand where the model creates one: the model is
 	// told it exists, and the operator's file stays.
 	os.WriteFile(filepath.Join(dir, "memories", "new.md"), []byte("mine\n"), 0o600)
-	_, err = r.Update(Meta{Subject: "create"}, func(tx *Tx) error {
+	_, err = r.Update(context.Background(), Meta{Subject: "create"}, func(tx *Tx) error {
 		if _, err := tx.Stat("new.md"); err == nil {
 			return ErrExist
 		}
@@ -191,7 +191,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 	// A file deleted by hand: the deletion is adopted, the model's edit
 	// finds no file.
 	os.Remove(filepath.Join(dir, "memories", "a.md"))
-	_, err = r.Update(Meta{Subject: "edit"}, func(tx *Tx) error {
+	_, err = r.Update(context.Background(), Meta{Subject: "edit"}, func(tx *Tx) error {
 		if _, err := tx.ReadFile("a.md"); err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func TestHandEditWhileStoppedIsAdoptedAtStart(t *testing.T) {
 	if head.Subject != "memory: adopt changes made outside gitmem" || read(t, r, "a.md") != "two\n" || read(t, r, "d/b.md") != "b\n" {
 		t.Fatalf("HEAD %q", head.Subject)
 	}
-	if v, _ := r.Snapshot(); func() bool { _, err := v.Stat("link.md"); return err == nil }() {
+	if v, _ := r.Snapshot(context.Background()); func() bool { _, err := v.Stat("link.md"); return err == nil }() {
 		t.Fatal("a symlink was adopted")
 	}
 }
@@ -260,7 +260,7 @@ func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
 			}
 			write(t, r, "t1", "a.md", "a\n")
 			want := write(t, r, "t2", "b.md", "b\n")
-			r.GC(false)
+			r.GC(context.Background(), false)
 			r.Close()
 			tc.break_(dir)
 			_, err = Open(dir, testOptions(t))
@@ -283,7 +283,7 @@ func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			if _, err := r.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error { return nil }); !errors.As(err, new(*AppliedError)) {
+			if _, err := r.Update(context.Background(), Meta{Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error { return nil }); !errors.As(err, new(*AppliedError)) {
 				t.Fatalf("an old tool_use id is not recognised after repair: %v", err)
 			}
 			if n := strings.Count(gittest.Git(t, dir, "log", "--format=%H"), "\n"); n != 3 {
@@ -336,7 +336,7 @@ func TestFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	update := func(i int) error {
-		_, err := r.Update(Meta{Subject: fmt.Sprint("c", i)}, func(tx *Tx) error {
+		_, err := r.Update(context.Background(), Meta{Subject: fmt.Sprint("c", i)}, func(tx *Tx) error {
 			return tx.WriteFile(fmt.Sprintf("d%d/f%d.md", i%10, i), []byte(strings.Repeat(fmt.Sprint(i), 100)))
 		})
 		return err
@@ -393,7 +393,7 @@ func TestFullDisk(t *testing.T) {
 			t.Fatalf("read on a full disk: %q", got)
 		}
 	}
-	if st, err := r.GC(false); err != nil {
+	if st, err := r.GC(context.Background(), false); err != nil {
 		out, _ := exec.Command("df", "-k", mnt).Output()
 		du, _ := exec.Command("du", "-ak", dir).Output()
 		t.Fatalf("gc on a full disk: %+v %v (%v)\n%s\n%s", st, err, errors.Unwrap(err), out, du)
@@ -535,7 +535,7 @@ func TestRedactCoversNamesAndMessages(t *testing.T) {
 	r, dir := newRepo(t)
 	secret := "sk-live42secret"
 	write(t, r, "t1", "keep.md", "fine\n")
-	if _, err := r.Update(Meta{Subject: "memory: create /memories/keys/" + secret + ".md", Author: Signature{"agent " + secret, "a@x"},
+	if _, err := r.Update(context.Background(), Meta{Subject: "memory: create /memories/keys/" + secret + ".md", Author: Signature{"agent " + secret, "a@x"},
 		Trailers: []Trailer{{TrailerToolUseID, "t2"}, {TrailerPath, "/memories/keys/" + secret + ".md"}}}, func(tx *Tx) error {
 		return tx.WriteFile("keys/"+secret+".md", []byte("token "+secret+"\n"))
 	}); err != nil {
@@ -636,7 +636,7 @@ func TestRedactLeavesNoOpenOrTemporaryPacks(t *testing.T) {
 	for i := range 5 {
 		write(t, server, fmt.Sprint("n", i), fmt.Sprintf("n%d.md", i), "n\n")
 	}
-	if _, err := server.GC(false); err != nil {
+	if _, err := server.GC(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	read(t, server, "prefs.md") // the server reads from the pack
@@ -766,7 +766,7 @@ func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
 	named("ReadFileAt", err)
 	_, err = r.Blame(context.Background(), "notes/a.md")
 	named("Blame", err)
-	_, _, err = r.Restore(first, RestoreOptions{DryRun: true})
+	_, _, err = r.Restore(context.Background(), first, RestoreOptions{DryRun: true})
 	named("Restore", err)
 }
 
@@ -780,18 +780,18 @@ func TestOperatorCommandsRefuseEmptyChanges(t *testing.T) {
 	write(t, r, "t3", "b.md", "b\n")
 	head := func() string { c, _ := r.Commit("HEAD"); return c.Hash }
 	h := head()
-	_, changes, err := r.Revert([]string{"t2"}, RevertOptions{DryRun: true})
+	_, changes, err := r.Revert(context.Background(), []string{"t2"}, RevertOptions{DryRun: true})
 	if err != nil || len(changes) != 1 || string(changes[0].New) != "one\n" || head() != h {
 		t.Fatalf("dry revert: %+v %v", changes, err)
 	}
-	if _, _, err := r.Revert([]string{"t2"}, RevertOptions{}); err != nil {
+	if _, _, err := r.Revert(context.Background(), []string{"t2"}, RevertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h = head()
-	if _, _, err := r.Revert([]string{"t2"}, RevertOptions{}); !errors.Is(err, ErrNoChange) || head() != h {
+	if _, _, err := r.Revert(context.Background(), []string{"t2"}, RevertOptions{}); !errors.Is(err, ErrNoChange) || head() != h {
 		t.Fatalf("second revert: %v", err)
 	}
-	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"b.md"}}); !errors.As(err, new(*AbsentError)) || head() != h {
+	if _, _, err := r.Restore(context.Background(), first, RestoreOptions{Paths: []string{"b.md"}}); !errors.As(err, new(*AbsentError)) || head() != h {
 		t.Fatalf("restore of a path absent then: %v", err)
 	}
 	// The whole memory, or a folder, deletes no file without Delete either:
@@ -799,25 +799,25 @@ func TestOperatorCommandsRefuseEmptyChanges(t *testing.T) {
 	write(t, r, "t4", "notes/c.md", "c\n")
 	h = head()
 	var ae *AbsentError
-	if _, _, err := r.Restore(first, RestoreOptions{}); !errors.As(err, &ae) || !slices.Equal(ae.Paths, []string{"b.md", "notes/c.md"}) || head() != h {
+	if _, _, err := r.Restore(context.Background(), first, RestoreOptions{}); !errors.As(err, &ae) || !slices.Equal(ae.Paths, []string{"b.md", "notes/c.md"}) || head() != h {
 		t.Fatalf("restore of all memory deleting files: %v", err)
 	}
-	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"notes"}}); !errors.As(err, &ae) || !slices.Equal(ae.Paths, []string{"notes"}) || head() != h {
+	if _, _, err := r.Restore(context.Background(), first, RestoreOptions{Paths: []string{"notes"}}); !errors.As(err, &ae) || !slices.Equal(ae.Paths, []string{"notes"}) || head() != h {
 		t.Fatalf("restore of a folder absent then: %v", err)
 	}
-	if _, changes, err := r.Restore(first, RestoreOptions{Delete: true, DryRun: true}); err != nil || len(changes) != 2 || head() != h {
+	if _, changes, err := r.Restore(context.Background(), first, RestoreOptions{Delete: true, DryRun: true}); err != nil || len(changes) != 2 || head() != h {
 		t.Fatalf("dry restore of all memory --delete: %+v %v", changes, err)
 	}
-	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"never.md"}, Delete: true}); !errors.Is(err, ErrNoChange) || head() != h {
+	if _, _, err := r.Restore(context.Background(), first, RestoreOptions{Paths: []string{"never.md"}, Delete: true}); !errors.Is(err, ErrNoChange) || head() != h {
 		t.Fatalf("restore of a path that never existed: %v", err)
 	}
-	if _, changes, err := r.Restore(first, RestoreOptions{Paths: []string{"b.md"}, Delete: true, DryRun: true}); err != nil || len(changes) != 1 || changes[0].NewFile || head() != h {
+	if _, changes, err := r.Restore(context.Background(), first, RestoreOptions{Paths: []string{"b.md"}, Delete: true, DryRun: true}); err != nil || len(changes) != 1 || changes[0].NewFile || head() != h {
 		t.Fatalf("dry restore --delete: %+v %v", changes, err)
 	}
-	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"b.md"}, Delete: true}); err != nil {
+	if _, _, err := r.Restore(context.Background(), first, RestoreOptions{Paths: []string{"b.md"}, Delete: true}); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := r.Snapshot(); func() bool { _, err := v.Stat("b.md"); return err == nil }() {
+	if v, _ := r.Snapshot(context.Background()); func() bool { _, err := v.Stat("b.md"); return err == nil }() {
 		t.Fatal("restore --delete kept b.md")
 	}
 }
@@ -1027,7 +1027,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 					r.mmu.Unlock()
 					settle(t, r)
 					if then == "adopt" {
-						if _, err := r.Adopt(); err != nil { // serve does it every --adopt-every
+						if _, err := r.Adopt(context.Background()); err != nil { // serve does it every --adopt-every
 							t.Fatal(err)
 						}
 					} else { // stopped before it: Close does it
@@ -1077,7 +1077,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 			settle(t, r) // .git/index holds this
 			write(t, r, "t3", "a.md", "two\n")
 			write(t, r, "t4", "c.md", "three\n")
-			if _, err := r.Update(Meta{Subject: "rm gone.md", Trailers: []Trailer{{TrailerToolUseID, "t5"}}}, func(tx *Tx) error {
+			if _, err := r.Update(context.Background(), Meta{Subject: "rm gone.md", Trailers: []Trailer{{TrailerToolUseID, "t5"}}}, func(tx *Tx) error {
 				return tx.Remove("gone.md")
 			}); err != nil {
 				t.Fatal(err)
@@ -1214,7 +1214,7 @@ func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
 			}
 			defer r.Close()
 			write(t, r, "t4", "x.md", "x\n")
-			if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) { // as serve does every few seconds
+			if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) { // as serve does every few seconds
 				t.Fatal(err)
 			}
 			settle(t, r)
@@ -1267,7 +1267,7 @@ func TestBranchMovedAfterAnotherProcessIsCheckedOut(t *testing.T) {
 	gittest.Git(t, dir, "fetch", "-q", clone, "HEAD")
 	gittest.Git(t, dir, "update-ref", "refs/heads/main", theirs)
 	write(t, r, "t3", "x.md", "x\n")
-	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 		t.Fatal(err)
 	}
 	settle(t, r)
@@ -1324,7 +1324,7 @@ func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
 	}
 	defer r.Close()
 	opt.hooks.env.SetFault(nil)
-	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 		t.Fatal(err)
 	}
 	settle(t, r)
@@ -1341,24 +1341,24 @@ func TestRevertTwiceOfDeleteAndRename(t *testing.T) {
 	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "t1", "gone.md", "x\n")
-	del, err := r.Update(Meta{Subject: "delete", Trailers: []Trailer{{TrailerToolUseID, "t2"}, {TrailerCommand, "delete"}, {TrailerPath, "/memories/gone.md"}}}, func(tx *Tx) error {
+	del, err := r.Update(context.Background(), Meta{Subject: "delete", Trailers: []Trailer{{TrailerToolUseID, "t2"}, {TrailerCommand, "delete"}, {TrailerPath, "/memories/gone.md"}}}, func(tx *Tx) error {
 		return tx.Remove("gone.md")
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, r, "t3", "r.md", "r\n")
-	if _, err := r.Update(Meta{Subject: "rename", Trailers: []Trailer{{TrailerToolUseID, "t4"}, {TrailerCommand, "rename"}, {TrailerPath, "/memories/r.md"}, {TrailerNewPath, "/memories/s.md"}}}, func(tx *Tx) error {
+	if _, err := r.Update(context.Background(), Meta{Subject: "rename", Trailers: []Trailer{{TrailerToolUseID, "t4"}, {TrailerCommand, "rename"}, {TrailerPath, "/memories/r.md"}, {TrailerNewPath, "/memories/s.md"}}}, func(tx *Tx) error {
 		return tx.Rename("r.md", "s.md")
 	}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{del.Hash, "t4"} {
-		if _, _, err := r.Revert([]string{id}, RevertOptions{}); err != nil {
+		if _, _, err := r.Revert(context.Background(), []string{id}, RevertOptions{}); err != nil {
 			t.Fatalf("revert %s: %v", id, err)
 		}
 		c, _ := r.Commit("HEAD")
-		if _, _, err := r.Revert([]string{id}, RevertOptions{}); !errors.Is(err, ErrNoChange) {
+		if _, _, err := r.Revert(context.Background(), []string{id}, RevertOptions{}); !errors.Is(err, ErrNoChange) {
 			t.Fatalf("second revert of %s: %v", id, err)
 		}
 		if h, _ := r.Commit("HEAD"); h.Hash != c.Hash {
@@ -1434,7 +1434,7 @@ func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
 	if got := read(t, r, "a.md"); got != "new\n" {
 		t.Fatalf("a.md %q:\n%s", got, gittest.Git(t, dir, "log", "--format=%s", "--stat"))
 	}
-	if v, _ := r.Snapshot(); func() bool { _, err := v.Stat("old-only.md"); return err == nil }() {
+	if v, _ := r.Snapshot(context.Background()); func() bool { _, err := v.Stat("old-only.md"); return err == nil }() {
 		t.Fatal("old-only.md came back")
 	}
 	if got := read(t, r, "new-only.md"); got != "n\n" {
@@ -1457,7 +1457,7 @@ func TestAdoptDropsTheBaseOfAnEditItTook(t *testing.T) {
 	r.pmu.Unlock()
 	for _, text := range []string{"1\n2\n", "1\n2\n3\n"} {
 		os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte(text), 0o600)
-		if _, err := r.Adopt(); err != nil {
+		if _, err := r.Adopt(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		settle(t, r)
@@ -1477,7 +1477,7 @@ func TestAdoptAfterCloseIsClosed(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.adoptNow(repoPaths([]string{"a.md"})); !errors.Is(err, ErrClosed) {
+	if _, err := r.adoptNow(context.Background(), repoPaths([]string{"a.md"})); !errors.Is(err, ErrClosed) {
 		t.Fatalf("adopt after Close: %v, want ErrClosed", err)
 	}
 }

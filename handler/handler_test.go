@@ -192,7 +192,7 @@ func TestRootSpellingsNeverWipe(t *testing.T) {
 			}
 		}
 	}
-	snap, _ := r.Snapshot()
+	snap, _ := r.Snapshot(context.Background())
 	if _, err := snap.Stat("keep.md"); err != nil {
 		t.Fatalf("keep.md is gone: %v", err)
 	}
@@ -337,7 +337,7 @@ func TestRetriesOfEachCommand(t *testing.T) {
 	if after, _ := r.Commit("HEAD"); after.Hash != head.Hash {
 		t.Errorf("a retry committed: %s -> %s", head.Hash, after.Hash)
 	}
-	snap, _ := r.Snapshot()
+	snap, _ := r.Snapshot(context.Background())
 	if data, _ := snap.ReadFile("f"); string(data) != "a\nnew\nB\nc\n" {
 		t.Errorf("content after retries: %q", data)
 	}

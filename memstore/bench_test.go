@@ -1,6 +1,7 @@
 package memstore_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -21,7 +22,7 @@ func BenchmarkIndexFirstUse(b *testing.B) {
 	}
 	defer r.Close()
 	for i := range 10000 {
-		_, err := r.Update(gitmem.Meta{Subject: "w", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: fmt.Sprintf("toolu_%d", i)},
+		_, err := r.Update(context.Background(), gitmem.Meta{Subject: "w", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: fmt.Sprintf("toolu_%d", i)},
 			{Key: gitmem.TrailerCommand, Value: "create"}}}, func(tx *gitmem.Tx) error {
 			return tx.WriteFile(fmt.Sprintf("d%02d/m%03d.md", i%10, i%1000), []byte(fmt.Sprintf("version %d\n", i)))
 		})

@@ -2,6 +2,7 @@ package stores
 
 import (
 	"container/list"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -141,7 +142,7 @@ func (d *Dir) background() {
 // pack packs the loose objects of the open stores that have piled up
 // GCLoose of them.
 func (d *Dir) pack() {
-	d.packWith(func(r *gitmem.Repo) (gitmem.GCStats, error) { return r.GC(false) })
+	d.packWith(func(r *gitmem.Repo) (gitmem.GCStats, error) { return r.GC(context.Background(), false) })
 }
 
 // packWith is pack with the collection gc.
