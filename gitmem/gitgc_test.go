@@ -327,7 +327,7 @@ func TestFsckNamesAMissingCommit(t *testing.T) {
 	explode(t, dir)
 	os.Remove(filepath.Join(dir, ".git", "objects", middle.Hash[:2], middle.Hash[2:]))
 	gittest.Damaged(t, dir, "a commit of the history is deleted")
-	rep, err := Fsck(dir, testOptions(t), false)
+	rep, err := Fsck(context.Background(), dir, testOptions(t), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,17 +174,17 @@ func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 func TestFsckRepairsADamagedHistoryIndex(t *testing.T) {
 	t.Parallel()
 	dir, path, sound := damagedHistory(t, "lost")
-	rep, err := Fsck(dir, testOptions(t), false)
+	rep, err := Fsck(context.Background(), dir, testOptions(t), false)
 	if err != nil || len(rep.Problems) != 1 || !strings.HasPrefix(rep.Problems[0].What, "the history index (.git/gitmem/history) is damaged at record") {
 		t.Fatalf("fsck: %v %+v", err, rep.Problems)
 	}
-	if rep, err = Fsck(dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
+	if rep, err = Fsck(context.Background(), dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
 		t.Fatalf("fsck --repair: %v %+v", err, rep.Problems)
 	}
 	if got, _ := os.ReadFile(path); string(got) != string(sound) {
 		t.Fatalf("not rebuilt:\n%s", got)
 	}
-	if rep, err = Fsck(dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
+	if rep, err = Fsck(context.Background(), dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("fsck after the repair: %v %+v", err, rep.Problems)
 	}
 }

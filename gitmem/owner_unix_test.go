@@ -3,6 +3,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -53,7 +54,7 @@ func TestWriterRefusesAnotherUsersRepository(t *testing.T) {
 	if _, err := Open(dir, opt); !errors.Is(err, ErrOtherOwner) {
 		t.Fatalf("Open of another user's repository: %v, want ErrOtherOwner", err)
 	}
-	if _, err := Fsck(dir, opt, true); !errors.Is(err, ErrOtherOwner) {
+	if _, err := Fsck(context.Background(), dir, opt, true); !errors.Is(err, ErrOtherOwner) {
 		t.Fatalf("Fsck --repair of another user's repository: %v, want ErrOtherOwner", err)
 	}
 	mine := ""

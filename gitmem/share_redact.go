@@ -447,7 +447,7 @@ func (r *Repo) RedactShared(ctx context.Context, name string, red Redaction, opt
 	started := time.Now()
 	var rep RedactReport
 	var url string
-	res, err := r.share(name, opt, func(s *session) error {
+	res, err := r.share(ctx, name, opt, func(s *session) error {
 		err := s.redactShared(ctx, red, progress)
 		rep, url = s.report, s.url
 		return err

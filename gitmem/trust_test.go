@@ -268,10 +268,10 @@ func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
 			if !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(de.Repair, "gitmem fsck --repair") {
 				t.Fatalf("Open: %v", err)
 			}
-			if rep, err := Fsck(dir, Options{ReadOnly: true, Logf: t.Logf}, false); err != nil || len(rep.Problems) == 0 {
+			if rep, err := Fsck(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf}, false); err != nil || len(rep.Problems) == 0 {
 				t.Fatalf("fsck found nothing: %+v %v", rep, err)
 			}
-			rep, err := Fsck(dir, testOptions(t), true)
+			rep, err := Fsck(context.Background(), dir, testOptions(t), true)
 			if err != nil {
 				t.Fatalf("fsck --repair: %v", err)
 			}

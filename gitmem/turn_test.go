@@ -3,10 +3,12 @@ package gitmem
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
@@ -26,7 +28,7 @@ func TestWritesAfterCloseAreClosed(t *testing.T) {
 			_, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z]+`)}, false, nil)
 			return err
 		},
-		"rebuild the history index": r.rebuildHistoryIndex,
+		"rebuild the history index": func() error { return r.rebuildHistoryIndex(context.Background()) },
 		"gc": func() error {
 			_, err := r.GC(context.Background(), false)
 			return err
@@ -216,4 +218,50 @@ func TestCloseStopsACallWaitingForTheWriterLock(t *testing.T) {
 		t.Fatalf("HEAD moved from %s to %s", head, got)
 	}
 	letGo()
+}
+
+// A sync waiting for the session under way (the sharer's lock) gives up
+// when its context is cancelled, before that session ends.
+func TestCancelledSyncStopsWaitingForTheSession(t *testing.T) {
+	t.Parallel()
+	r, _ := newRepo(t)
+	if err := r.sharer.mu.Lock(context.Background(), nil); err != nil { // a session under way
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Pull(ctx, "origin", SyncOptions{})
+		done <- err
+	}()
+	waitUntil(t, "the pull waits for the session", func() bool { return r.sharer.mu.Waiting() == 1 })
+	cancel()
+	if err := returned(t, done, "Pull cancelled while waiting for the session"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Pull: %v, want context.Canceled", err)
+	}
+	r.sharer.mu.Unlock()
+}
+
+// Fsck waiting for the writer lock another process holds gives up when
+// its context is done, having checked nothing (it waited, and ignored
+// the lock's error).
+func TestFsckStopsWaitingForTheWriterLock(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	write(t, r, "t0", "a.md", "zero\n")
+	heldByAnother(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Fsck(ctx, dir, testOptions(t), false)
+		done <- err
+	}()
+	waitUntil(t, "fsck waits for the writer lock", func() bool {
+		held, _ := gd.HeldElsewhere(filepath.Join(dir, ".git", "gitmem", "lock"))
+		return held
+	})
+	cancel()
+	if err := returned(t, done, "Fsck cancelled while waiting for the writer lock"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Fsck: %v, want context.Canceled", err)
+	}
 }

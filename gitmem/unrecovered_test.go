@@ -156,7 +156,7 @@ func TestMaterialisedLogIsNotUnrecovered(t *testing.T) {
 func TestFsckReportsTheWriteAheadLog(t *testing.T) {
 	t.Parallel()
 	dir := crashWithLog(t)
-	rep, err := Fsck(dir, Options{ReadOnly: true, Logf: t.Logf}, false)
+	rep, err := Fsck(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestFsckReportsTheWriteAheadLog(t *testing.T) {
 	if ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
 		t.Fatal("fsck without --repair changed git's files")
 	}
-	rep, err = Fsck(dir, testOptions(t), true)
+	rep, err = Fsck(context.Background(), dir, testOptions(t), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestFsckReportsTheWriteAheadLog(t *testing.T) {
 	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
-	rep, err = Fsck(dir, Options{ReadOnly: true, Logf: t.Logf}, false)
+	rep, err = Fsck(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf}, false)
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("fsck after the repair: %+v %v", rep, err)
 	}
@@ -240,14 +240,14 @@ func TestFsckReportsDisplacedCommits(t *testing.T) {
 	gittest.Git(t, dir, "update-ref", displacedRefs+hand, hand)
 	gittest.Git(t, dir, "reset", "-q", "--hard", "HEAD~1")
 
-	rep, err := Fsck(dir, testOptions(t), false)
+	rep, err := Fsck(context.Background(), dir, testOptions(t), false)
 	if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "the commit "+hand+", which the branch was moved to outside gitmem, waits to be merged back") || rep.Problems[0].Repaired {
 		t.Fatalf("fsck: %+v %v", rep, err)
 	}
 	if rep.Commits != 3 { // init, t1 and the waiting commit
 		t.Fatalf("fsck checked %d commits, want 3", rep.Commits)
 	}
-	if rep, err = Fsck(dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
+	if rep, err = Fsck(context.Background(), dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
 		t.Fatalf("fsck --repair: %+v %v", rep, err)
 	}
 	if refs := gittest.Git(t, dir, "for-each-ref", displacedRefs); refs != "" {
@@ -256,7 +256,7 @@ func TestFsckReportsDisplacedCommits(t *testing.T) {
 	if b := gittest.Git(t, dir, "show", "HEAD:memories/b.md"); b != "by hand\n" {
 		t.Fatalf("b.md: %q", b)
 	}
-	if rep, err := Fsck(dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
+	if rep, err := Fsck(context.Background(), dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("fsck after the repair: %+v %v", rep, err)
 	}
 }
