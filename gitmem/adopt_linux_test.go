@@ -130,7 +130,7 @@ func TestFileHeldOpenAtACleanStopIsMergedAtTheNextStart(t *testing.T) {
 				said = append(said, fmt.Sprintf(format, args...))
 				mu.Unlock()
 			}
-			r, _, err := Init(dir, opt)
+			r, _, err := Init(context.Background(), dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +155,7 @@ func TestFileHeldOpenAtACleanStopIsMergedAtTheNextStart(t *testing.T) {
 			}
 			f.WriteString(wrote)
 			f.Close()
-			r, err = Open(dir, testOptions(t))
+			r, err = Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}

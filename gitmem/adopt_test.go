@@ -298,7 +298,7 @@ func TestGitCheckoutOfAnOldCommitIsNoHandEdit(t *testing.T) {
 			dir := gittest.TempDir(t)
 			opt := testOptions(t)
 			opt.IndexDelay = time.Hour // .git/index lags until the adopt
-			r, _, err := Init(dir, opt)
+			r, _, err := Init(context.Background(), dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}

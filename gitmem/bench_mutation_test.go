@@ -97,7 +97,7 @@ func mutationRepo(b *testing.B, files int) *Repo {
 		b.Fatal(err)
 	}
 	opt := Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}}
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func mutationRepo(b *testing.B, files int) *Repo {
 		b.Fatal(err)
 	}
 	opt.IndexDelay = time.Hour
-	if r, err = Open(dir, opt); err != nil {
+	if r, err = Open(context.Background(), dir, opt); err != nil {
 		b.Fatal(err)
 	}
 	r.cmu.Lock()

@@ -51,12 +51,12 @@ func BenchmarkSync(b *testing.B) {
 	run(work, "clone", "-q", "--no-checkout", g, "clia")
 	run(work, "clone", "-q", g, "clib")
 	opt := Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}}
-	ra, err := Open(a, opt)
+	ra, err := Open(context.Background(), a, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ra.Close()
-	rb, err := Open(bdir, opt)
+	rb, err := Open(context.Background(), bdir, opt)
 	if err != nil {
 		b.Fatal(err)
 	}

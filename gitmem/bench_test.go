@@ -26,7 +26,7 @@ func benchRepo(b *testing.B, files, commits int) *Repo {
 	}
 	gd.Fsync = func(*os.File) error { return nil }
 	defer func() { gd.Fsync = (*os.File).Sync }()
-	r, _, err := Init(dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
+	r, _, err := Init(context.Background(), dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
 	if err != nil {
 		b.Fatal(err)
 	}

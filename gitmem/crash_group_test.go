@@ -57,7 +57,7 @@ func init() {
 		}
 		return nil
 	})
-	r, err := Open(dir, Options{Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }, Operator: Signature{"op", "op@x"}, hooks: &testHooks{env: env}})
+	r, err := Open(context.Background(), dir, Options{Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }, Operator: Signature{"op", "op@x"}, hooks: &testHooks{env: env}})
 	opening.Store(false)
 	if err != nil {
 		fmt.Println("open:", err)
@@ -155,7 +155,7 @@ var killSteps = []struct {
 // checks it, and returns the acknowledged ids.
 func killRound(t *testing.T, rng *rand.Rand, first, n int, modes map[string]int) []string {
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func killRound(t *testing.T, rng *rand.Rand, first, n int, modes map[string]int)
 	if len(acked) < n {
 		t.Fatalf("only %d acknowledged commits over %d kills: children died early", len(acked), n)
 	}
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

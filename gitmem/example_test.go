@@ -15,7 +15,7 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "gitmem-example-")
 	defer os.RemoveAll(dir)
 	clock := func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
-	repo, _, err := gitmem.Init(dir, gitmem.Options{Now: clock, Logf: func(string, ...any) {}})
+	repo, _, err := gitmem.Init(context.Background(), dir, gitmem.Options{Now: clock, Logf: func(string, ...any) {}})
 	if err != nil {
 		log.Fatal(err)
 	}

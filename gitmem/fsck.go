@@ -169,7 +169,7 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	historyDamaged := r.checkLeftovers(&rep, repair, writes)
 	if writes && !rep.damagedObjects() {
 		r.flock.Unlock()
-		repo, err := Open(dir, opt)
+		repo, err := Open(ctx, dir, opt)
 		if err != nil {
 			return rep, err
 		}

@@ -293,7 +293,7 @@ func TestGCClearsTemporaryPacks(t *testing.T) {
 func TestOldRepackedMarksMove(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestOldRepackedMarksMove(t *testing.T) {
 	if packs, _ := gd.ListPacks(filepath.Join(dir, ".git")); len(packs) != 1 || !packs[0].Repacked {
 		t.Fatalf("an old mark is not honoured: %+v", packs)
 	}
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -274,7 +274,7 @@ func TestObjectsDeletedBeforeACheckpointAreWrittenAgain(t *testing.T) {
 		errs = append(errs, msg)
 		mu.Unlock()
 	}
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -659,7 +659,7 @@ func TestGCMeetsAFoldWithoutFallingBack(t *testing.T) {
 		}
 	}
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,7 +168,7 @@ func quietRepo(t *testing.T) (*Repo, string) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.Logf = func(string, ...any) {}
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 func importedHistory(t *testing.T, n int) string {
 	t.Helper()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestReaderSavesTheIndexItRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	held.Lock()
-	r, err := Open(dir, ro)
+	r, err := Open(context.Background(), dir, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +85,13 @@ func TestReaderSavesTheIndexItRebuilt(t *testing.T) {
 	held.Close()
 
 	// No one holds it: the reader saves what it rebuilt.
-	r, err = Open(dir, ro)
+	r, err = Open(context.Background(), dir, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first(r)
 	r.Close()
-	r, err = Open(dir, ro)
+	r, err = Open(context.Background(), dir, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 		once.Do(func() { close(started) })
 		<-release
 	}}
-	r, err := Open(dir, opt)
+	r, err := Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

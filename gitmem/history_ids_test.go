@@ -20,7 +20,7 @@ import (
 func TestLongHistoryRecordIsRead(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, head) {
 		t.Fatalf("the index ends at %.40s, not at HEAD %s", last, head)
 	}
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
-	if r, err = Open(dir, testOptions(t)); err != nil {
+	if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
@@ -108,7 +108,7 @@ func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
 func damagedHistory(t *testing.T, damage string) (dir, path string, sound []byte) {
 	t.Helper()
 	dir = gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 	for _, damage := range []string{"lost", "doubled", "root lost"} {
 		t.Run(damage, func(t *testing.T) {
 			dir, path, sound := damagedHistory(t, damage)
-			r, err := Open(dir, testOptions(t))
+			r, err := Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func TestLogOfADamagedHistoryIndex(t *testing.T) {
 			dir, _, _ := damagedHistory(t, damage)
 			opt := testOptions(t)
 			opt.ReadOnly = true // nothing rebuilds the file meanwhile
-			r, err := Open(dir, opt)
+			r, err := Open(context.Background(), dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,7 +22,7 @@ import (
 // was found, so the next start reads none.
 func TestOpenReadsNoUnchangedFile(t *testing.T) {
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestOpenReadsNoUnchangedFile(t *testing.T) {
 	time.Sleep(2 * gd.RacyWindow)
 	open := func() int64 {
 		t.Helper()
-		r, err := Open(dir, testOptions(t))
+		r, err := Open(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
 	for _, forged := range []bool{false, true} {
 		t.Run(fmt.Sprintf("forged=%v", forged), func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +130,7 @@ func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
 					t.Fatalf("touch: %v: %s", err, out)
 				}
 			}
-			r, err = Open(dir, testOptions(t))
+			r, err = Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +164,7 @@ func TestCloseStopsTheIDsRead(t *testing.T) {
 // reverting one call does not load 100,000 records.
 func TestRevertReadsTheHistoryFromItsEnd(t *testing.T) {
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestRevertReadsTheHistoryFromItsEnd(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestResolveOfAFullHashIsThatCommit(t *testing.T) {
 // tool_use ids ahead, and still recognises a retried call.
 func TestOneCommandStillRecognisesARetry(t *testing.T) {
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestOneCommandStillRecognisesARetry(t *testing.T) {
 	}
 	opt := testOptions(t)
 	opt.OneCommand = true
-	r, err = Open(dir, opt)
+	r, err = Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 	logs := captureLogs(t, &opt)
 	logf := opt.Logf
 	opt.Errorf = func(format string, a ...any) { logf("ERROR "+format, a...) }
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

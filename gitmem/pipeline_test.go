@@ -38,7 +38,7 @@ func TestFailedGroupChangesNothing(t *testing.T) {
 func TestFailedSyncIsNeverReplayed(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestFailedSyncIsNeverReplayed(t *testing.T) {
 	}
 	stop()
 	crash(r)
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestFailedSyncIsNeverReplayed(t *testing.T) {
 
 func testFailedGroup(t *testing.T, step string) {
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func testFailedGroup(t *testing.T, step string) {
 	}
 	settle(t, r)
 	crash(r) // the log must not bring back anything of the failed group
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
 	for _, step := range []string{gd.StepPack, gd.StepSync} {
 		t.Run(step, func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,7 +186,7 @@ func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
 			}
 			crash(r)
 			stop()
-			r, err = Open(dir, testOptions(t))
+			r, err = Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -520,7 +520,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.hooks = chunks
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,7 +562,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 		mu.Unlock()
 		t.Logf(format, args...)
 	}
-	r2, err := Open(crashed, opts)
+	r2, err := Open(context.Background(), crashed, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,7 +655,7 @@ func TestSpareLogFailureIsSaidOnce(t *testing.T) {
 		}
 		t.Logf(format, args...)
 	}
-	r, _, err := Init(gittest.TempDir(t), opt)
+	r, _, err := Init(context.Background(), gittest.TempDir(t), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -724,7 +724,7 @@ func TestIdleCheckpointLeavesCallsFree(t *testing.T) {
 // dereference" in WAL.Len: serve under load stopped with SIGTERM exited
 // 2, TestServeStoppedUnderLoadLeavesACleanIndex, 1 run in 9).
 func TestCheckpointAfterTheLogIsClosed(t *testing.T) {
-	r, _, err := Init(gittest.TempDir(t), testOptions(t))
+	r, _, err := Init(context.Background(), gittest.TempDir(t), testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

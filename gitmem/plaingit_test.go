@@ -61,7 +61,7 @@ func repoLoggingErrors(t *testing.T) (r *Repo, dir string, logged func() string)
 		mu.Unlock()
 		t.Logf("ERROR "+f, a...)
 	}
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestBranchDeletedWhileServingIsPutBack(t *testing.T) {
 			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 				t.Errorf("git status:\n%s", st)
 			}
-			r2, err := Open(dir, testOptions(t)) // and the next start is a plain one
+			r2, err := Open(context.Background(), dir, testOptions(t)) // and the next start is a plain one
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +198,7 @@ func TestBranchDeletedUnderLoadLosesNothing(t *testing.T) {
 		write(t, r1, "t1", "a.md", "one\n")
 		settle(t, r1)
 		waitReleased(t, r1)
-		r2, err := Open(dir, testOptions(t))
+		r2, err := Open(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +318,7 @@ func startWriters(t *testing.T, indexDelay time.Duration) *besideGit {
 	b := &besideGit{t: t, dir: gittest.TempDir(t), last: map[string]string{}}
 	opt := testOptions(t)
 	opt.IndexDelay = indexDelay
-	r, _, err := Init(b.dir, opt)
+	r, _, err := Init(context.Background(), b.dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -701,7 +701,7 @@ func TestBranchMovedBackWhileTheLockIsFreeIsPutBack(t *testing.T) {
 		write(t, r, "t2", "b.md", "b\n")
 		settle(t, r)
 		waitReleased(t, r)
-		other, err := Open(dir, testOptions(t)) // gitmem redact, in its own process
+		other, err := Open(context.Background(), dir, testOptions(t)) // gitmem redact, in its own process
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,7 +32,7 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	server, _, err := Init(dir, testOptions(t))
+	server, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
 	write(t, server, "s1", "notes.md", "token sk-abc123\n")
 	write(t, server, "s2", "other.md", "x\n")
 	server.GC(context.Background(), false)
-	op, err := Open(dir, testOptions(t))
+	op, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
 func TestDamagedInterruptedRedactionRecord(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestDamagedInterruptedRedactionRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.Remove(path)
-			r, err := Open(dir, testOptions(t))
+			r, err := Open(context.Background(), dir, testOptions(t))
 			if err == nil {
 				r.Close()
 			}
@@ -177,7 +177,7 @@ func TestDamagedInterruptedRedactionRecord(t *testing.T) {
 	// A record gitmem wrote still finishes (here: its one ref is at the
 	// new commit already), and the repository opens.
 	os.WriteFile(dir+"/.git/gitmem/redact", []byte(rec("refs/heads/main", parent, head)), 0o600)
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func TestKilledRedactionsLocksAreItsOwn(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.hooks.redactFault = func() error { return errors.New("killed") } // this repository's one redaction
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestKilledRedactionsLocksAreItsOwn(t *testing.T) {
 		t.Fatalf("main.lock after the kill: %q %v", b, err)
 	}
 	r.Close()
-	if r, err = Open(dir, testOptions(t)); err != nil {
+	if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()

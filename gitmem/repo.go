@@ -210,7 +210,7 @@ type Repo struct {
 // becomes the first commit; an existing gitmem repository is opened as is,
 // and another git repository only with Options.Adopt. It reports whether
 // a new repository was created.
-func Init(dir string, opt Options) (*Repo, bool, error) {
+func Init(ctx context.Context, dir string, opt Options) (*Repo, bool, error) {
 	created := false
 	if _, err := os.Stat(filepath.Join(dir, ".git")); errors.Is(err, fs.ErrNotExist) {
 		if err := initGitDir(dir); err != nil {
@@ -218,7 +218,7 @@ func Init(dir string, opt Options) (*Repo, bool, error) {
 		}
 		created = true
 	}
-	r, err := Open(dir, opt)
+	r, err := Open(ctx, dir, opt)
 	return r, created, err
 }
 
@@ -252,7 +252,12 @@ func initGitDir(dir string) error {
 // unless opt.Adopt is set; a branch that is missing while commits exist,
 // or damaged, is refused with a *DamagedError that says how to repair it.
 // Read-only, Open writes nothing at all.
-func Open(dir string, opt Options) (*Repo, error) {
+//
+// Open waits for the writer lock while another process holds it (a
+// gitmem gc --full, say), until ctx is done: it then returns ctx.Err(),
+// having changed nothing. Once the lock is taken, the recovery finishes
+// whatever ctx does.
+func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 	opt.defaults(dir)
 	gitDir := filepath.Join(dir, ".git")
 	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
@@ -319,7 +324,7 @@ func Open(dir string, opt Options) (*Repo, error) {
 		return fail(wrap("open the lock file", err))
 	}
 	r.lease = lock.NewWriter(lockFile, intent)
-	if err := r.start(!marked); err != nil {
+	if err := r.start(ctx, !marked); err != nil {
 		return fail(err)
 	}
 	return r, nil
@@ -348,13 +353,13 @@ func madeByGitmem(gitDir string, branch plumbing.ReferenceName, st *gd.Store) bo
 // Only a damaged repository stops it: a full disk or a read-only folder
 // leaves a repository that can still be read (the failed step is logged
 // and retried at the next change).
-func (r *Repo) start(markIt bool) error {
-	t, err := r.beginWrite(context.Background(), 0)
+func (r *Repo) start(ctx context.Context, markIt bool) error {
+	t, err := r.beginWrite(ctx, 0)
 	if err != nil {
 		return err
 	}
 	defer t.end()
-	if err := r.acquire(context.Background()); err != nil {
+	if err := r.acquire(ctx); err != nil {
 		return err
 	}
 	fail := func(err error) error {

@@ -54,7 +54,7 @@ func newFollowedRepo(t *testing.T) (*Repo, string, func(want map[string]string))
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	logged := captureLogs(t, &opt)
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func newRepoWith(t *testing.T, h *testHooks) (*Repo, string) {
 	if h != nil {
 		opt.hooks = h
 	}
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +136,12 @@ func read(t *testing.T, r *Repo, p string) string {
 func TestTwoWritersShareOneRepository(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r1, _, err := Init(dir, testOptions(t))
+	r1, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r1.Close()
-	r2, err := Open(dir, testOptions(t))
+	r2, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestTwoWritersShareOneRepository(t *testing.T) {
 func TestStartRepairsAnInterruptedChange(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestStartRepairsAnInterruptedChange(t *testing.T) {
 	os.Remove(filepath.Join(dir, "memories", "b.md"))
 	os.WriteFile(filepath.Join(dir, ".git", "gitmem", "pending"), []byte(`{"paths":["memories/notes/a.md","memories/b.md"]}`), 0o600)
 
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestFailedTransactionChangesNothing(t *testing.T) {
 // Readers see whole snapshots while writers commit (run with -race).
 func TestSnapshotsDuringWrites(t *testing.T) {
 	t.Parallel()
-	r, _, err := Init(gittest.TempDir(t), testOptions(t))
+	r, _, err := Init(context.Background(), gittest.TempDir(t), testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestSnapshotsDuringWrites(t *testing.T) {
 func TestLogFromTheIndexTail(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestLogFromTheIndexTail(t *testing.T) {
 	r.Close()
 	chunks := &testHooks{tailChunk: 333} // lines straddle many chunk boundaries
 	for _, limit := range []int{0, 1, 20, 299, 301} {
-		ro, err := Open(dir, Options{ReadOnly: true, hooks: chunks})
+		ro, err := Open(context.Background(), dir, Options{ReadOnly: true, hooks: chunks})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,7 +325,7 @@ func TestLogFromTheIndexTail(t *testing.T) {
 // blame follows a file back through a rename of its folder.
 func TestBlameFollowsRenames(t *testing.T) {
 	t.Parallel()
-	r, _, err := Init(gittest.TempDir(t), testOptions(t))
+	r, _, err := Init(context.Background(), gittest.TempDir(t), testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,11 +355,11 @@ func TestBlameFollowsRenames(t *testing.T) {
 func TestHistoryIndexStaysOneChainWithTwoWriters(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r1, _, err := Init(dir, testOptions(t))
+	r1, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := Open(dir, testOptions(t))
+	r2, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestIndexCatchesUpWhenIdle(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.IndexDelay = 20 * time.Millisecond
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +415,7 @@ func TestIndexFollowsUnderLoad(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.IndexDelay = 50 * time.Millisecond
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func TestAdoptBesideWritersSchedulesTheIndex(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.IndexDelay = time.Millisecond // scheduled at nearly every commit
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +509,7 @@ func TestAdoptBesideWritersSchedulesTheIndex(t *testing.T) {
 func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +518,7 @@ func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
 	lock := filepath.Join(dir, ".git", "refs", "heads", "main.lock")
 	os.WriteFile(lock, []byte("0000000000000000000000000000000000000000\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, ".git", "gitmem", "pending"), []byte(`{"paths":[]}`), 0o600)
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +567,7 @@ func TestAtBeforeTheFirstCommit(t *testing.T) {
 	dir2 := gittest.TempDir(t)
 	os.MkdirAll(filepath.Join(dir2, "memories"), 0o700)
 	os.WriteFile(filepath.Join(dir2, "memories", "kept.md"), []byte("kept\n"), 0o600)
-	r2, _, err := Init(dir2, testOptions(t))
+	r2, _, err := Init(context.Background(), dir2, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,7 +598,7 @@ func TestDeletedRepositoryIsNotBroughtBack(t *testing.T) {
 	t.Parallel()
 	for _, settled := range []bool{true, false} {
 		dir := filepath.Join(gittest.TempDir(t), "memory")
-		r, _, err := Init(dir, testOptions(t))
+		r, _, err := Init(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -647,7 +647,7 @@ func TestDeletedRepositoryIsNotSaidSafe(t *testing.T) {
 	dir := filepath.Join(gittest.TempDir(t), "memory")
 	opt := testOptions(t)
 	logged := captureLogs(t, &opt)
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -672,7 +672,7 @@ func TestDeletedRepositoryIsNotSaidSafe(t *testing.T) {
 // does one whose second name names a process that runs.
 func TestKilledGitmemsLockIsRemoved(t *testing.T) {
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -701,7 +701,7 @@ func TestKilledGitmemsLockIsRemoved(t *testing.T) {
 	if err := os.WriteFile(gits, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r, err = Open(dir, testOptions(t)); err != nil {
+	if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	write(t, r, "t2", "b.md", "two\n")

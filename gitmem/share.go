@@ -912,7 +912,7 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 	if err != nil {
 		return fail(err)
 	}
-	r, err := Open(dir, opt)
+	r, err := Open(ctx, dir, opt)
 	if err != nil {
 		return fail(err)
 	}

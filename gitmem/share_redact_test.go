@@ -407,7 +407,7 @@ func TestInterruptedLocalRedactionIsNoted(t *testing.T) {
 	}
 	dir := a.Dir()
 	a.Close()
-	a, err = Open(dir, agentOptions(t, "a")) // finishes the redaction
+	a, err = Open(context.Background(), dir, agentOptions(t, "a")) // finishes the redaction
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -682,7 +682,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 
 	// A fresh process reads the index file (merges and all) and agrees.
 	a.Flush()
-	a2, err := Open(a.Dir(), Options{ReadOnly: true, Logf: t.Logf})
+	a2, err := Open(context.Background(), a.Dir(), Options{ReadOnly: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -812,7 +812,7 @@ func TestUnrelatedHistoryIsRefused(t *testing.T) {
 	}
 
 	// A memory made and never written to takes a shared one.
-	fresh, _, err := Init(filepath.Join(gittest.TempDir(t), "fresh"), agentOptions(t, "fresh"))
+	fresh, _, err := Init(context.Background(), filepath.Join(gittest.TempDir(t), "fresh"), agentOptions(t, "fresh"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -940,7 +940,7 @@ func TestMergeStartsOverWhenTheTipMovesOtherwise(t *testing.T) {
 	put(t, b, "b1", "b.md", "from b\n")
 	syncOK(t, b)
 	put(t, a, "a1", "a.md", "from a\n")
-	a2, err := Open(a.Dir(), agentOptions(t, "a2"))
+	a2, err := Open(context.Background(), a.Dir(), agentOptions(t, "a2"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
 	opt := testOptions(t) // the restart below carries the fault too
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 	write(t, r, "t2", "b.md", "b\n") // used to overwrite the journal
 	r.Close()
 	// Restart while the fault persists: start works, adopts nothing.
-	r, err = Open(dir, opt)
+	r, err = Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatalf("start with a worktree that cannot be repaired yet: %v", err)
 	}
@@ -91,7 +91,7 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 	}
 	r.Close()
 	stop()
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 func TestHandEditWhileStoppedIsAdoptedAtStart(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestHandEditWhileStoppedIsAdoptedAtStart(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "memories", "d"), 0o700)
 	os.WriteFile(filepath.Join(dir, "memories", "d", "b.md"), []byte("b\n"), 0o600)
 	os.Symlink("/etc/passwd", filepath.Join(dir, "memories", "link.md"))
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,7 +263,7 @@ func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
 			r.GC(context.Background(), false)
 			r.Close()
 			tc.break_(dir)
-			_, err = Open(dir, testOptions(t))
+			_, err = Open(context.Background(), dir, testOptions(t))
 			var de *DamagedError
 			if !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(de.Repair, "gitmem fsck --repair") {
 				t.Fatalf("Open: %v", err)
@@ -278,7 +278,7 @@ func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
 			if rep.Head != want.Hash {
 				t.Fatalf("repaired to %s, want %s", rep.Head, want.Hash)
 			}
-			r, err = Open(dir, testOptions(t))
+			r, err = Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -298,14 +298,14 @@ func TestJournalPathsAreValidated(t *testing.T) {
 	t.Parallel()
 	for _, bad := range []string{".git", "memories/../.git", "memories/.git/config", "/etc", "memories/a/../../.git"} {
 		dir := gittest.TempDir(t)
-		r, _, err := Init(dir, testOptions(t))
+		r, _, err := Init(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		write(t, r, "t1", "a.md", "a\n")
 		r.Close()
 		os.WriteFile(filepath.Join(dir, ".git", "gitmem", "pending"), []byte(fmt.Sprintf(`{"paths":[%q]}`, bad)), 0o600)
-		r, err = Open(dir, testOptions(t))
+		r, err = Open(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatalf("%s: %v", bad, err)
 		}
@@ -331,7 +331,7 @@ func TestFullDisk(t *testing.T) {
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
 	gittest.FsckAtEnd(t, mnt) // before the unmount
 	dir := filepath.Join(mnt, "repo")
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +383,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	r.Close() // the acknowledged changes that do not fit stay in the log
 	// A new process starts and reads on the full disk.
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatalf("start on a full disk: %v", err)
 	}
@@ -426,10 +426,10 @@ func TestForeignRepositoryIsRefused(t *testing.T) {
 	gittest.Git(t, dir, "-c", "user.name=dev", "-c", "user.email=dev@x", "commit", "-qm", "code")
 	before := tree(t, dir)
 	for _, ro := range []bool{false, true} {
-		if _, err := Open(dir, Options{ReadOnly: ro, Logf: t.Logf}); !errors.Is(err, ErrForeign) {
+		if _, err := Open(context.Background(), dir, Options{ReadOnly: ro, Logf: t.Logf}); !errors.Is(err, ErrForeign) {
 			t.Fatalf("read-only %v: %v", ro, err)
 		}
-		if _, _, err := Init(dir, Options{ReadOnly: ro, Logf: t.Logf}); !errors.Is(err, ErrForeign) {
+		if _, _, err := Init(context.Background(), dir, Options{ReadOnly: ro, Logf: t.Logf}); !errors.Is(err, ErrForeign) {
 			t.Fatalf("Init read-only %v: %v", ro, err)
 		}
 	}
@@ -438,7 +438,7 @@ func TestForeignRepositoryIsRefused(t *testing.T) {
 	}
 	opt := testOptions(t)
 	opt.Adopt = true
-	r, err := Open(dir, opt)
+	r, err := Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +449,7 @@ func TestForeignRepositoryIsRefused(t *testing.T) {
 	if out := gittest.Git(t, dir, "config", "gitmem.version"); out != "1\n" {
 		t.Fatalf("not marked: %q", out)
 	}
-	r, err = Open(dir, opt) // adopted already: this open adopts nothing
+	r, err = Open(context.Background(), dir, opt) // adopted already: this open adopts nothing
 	if err != nil {
 		t.Fatalf("an adopted repository: %v", err)
 	}
@@ -457,7 +457,7 @@ func TestForeignRepositoryIsRefused(t *testing.T) {
 		t.Fatalf("a second open reports adopting %q", branch)
 	}
 	r.Close()
-	r, created, err := Init(gittest.TempDir(t), opt) // gitmem's own: nothing to adopt
+	r, created, err := Init(context.Background(), gittest.TempDir(t), opt) // gitmem's own: nothing to adopt
 	if err != nil || !created {
 		t.Fatal(created, err)
 	}
@@ -485,7 +485,7 @@ func tree(t *testing.T, dir string) string {
 func TestReadOnlyWritesNothing(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +507,7 @@ func TestReadOnlyWritesNothing(t *testing.T) {
 		return strings.Join(keep, "")
 	}
 	before := others(tree(t, dir))
-	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +588,7 @@ func assertNoSecret(t *testing.T, dir, secret string) {
 func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +606,7 @@ func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
 		t.Fatalf("test setup: worktree %q", got)
 	}
 	crash(r)
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,7 +626,7 @@ func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
 func TestRedactLeavesNoOpenOrTemporaryPacks(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	server, _, err := Init(dir, testOptions(t))
+	server, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -641,7 +641,7 @@ func TestRedactLeavesNoOpenOrTemporaryPacks(t *testing.T) {
 	}
 	read(t, server, "prefs.md") // the server reads from the pack
 	os.WriteFile(filepath.Join(dir, ".git", "objects", "pack", "tmp_pack_killed"), []byte("token "+secret), 0o444)
-	operator, err := Open(dir, testOptions(t))
+	operator, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -667,7 +667,7 @@ func TestRedactLeavesNoOpenOrTemporaryPacks(t *testing.T) {
 func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -678,7 +678,7 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 	obj := filepath.Join(dir, ".git", "objects", blob[:2], blob[2:])
 	os.Chmod(obj, 0o644)
 	os.WriteFile(obj, []byte("garbage, not zlib"), 0o444)
-	_, err = Open(dir, testOptions(t))
+	_, err = Open(context.Background(), dir, testOptions(t))
 	if err == nil || !strings.Contains(err.Error(), blob) || !strings.Contains(err.Error(), "memories/notes/a.md") {
 		t.Fatalf("Open: %v (want the object %s and its path named)", err, blob)
 	}
@@ -691,7 +691,7 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 	if !gd.LooseIntact(obj, plumbingHash(blob)) {
 		t.Fatal("a damaged object was kept when identical content was written")
 	}
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -738,7 +738,7 @@ func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	explode(t, dir)
-	r, err := Open(dir, testOptions(t))
+	r, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -890,7 +890,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 	t.Parallel()
 	t.Run("log only", func(t *testing.T) {
 		dir := gittest.TempDir(t)
-		r, _, err := Init(dir, testOptions(t))
+		r, _, err := Init(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -903,7 +903,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("by hand\n"), 0o600)
 		hand := commitByHand(t, dir, "by hand")
 		for range 2 {
-			r, err = Open(dir, testOptions(t))
+			r, err = Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -925,7 +925,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 	})
 	t.Run("already in git", func(t *testing.T) {
 		dir := gittest.TempDir(t)
-		r, _, err := Init(dir, testOptions(t))
+		r, _, err := Init(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -936,7 +936,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 		crash(r)
 		os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("by hand\n"), 0o600)
 		hand := commitByHand(t, dir, "by hand")
-		r, err = Open(dir, testOptions(t))
+		r, err = Open(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1002,7 +1002,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 			t.Run(tc.name+"/"+then, func(t *testing.T) {
 				t.Parallel()
 				dir := gittest.TempDir(t)
-				r, _, err := Init(dir, testOptions(t))
+				r, _, err := Init(context.Background(), dir, testOptions(t))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -1017,7 +1017,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 					crash(r)
 					stop()
 					hand()
-					if r, err = Open(dir, testOptions(t)); err != nil {
+					if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 						t.Fatal(err)
 					}
 				} else {
@@ -1032,7 +1032,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 						}
 					} else { // stopped before it: Close does it
 						r.Close()
-						if r, err = Open(dir, testOptions(t)); err != nil {
+						if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -1068,7 +1068,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 	for _, crashed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "running", true: "after a crash"}[crashed], func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1097,7 +1097,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 			gittest.Git(t, dir, "add", "memories/op.md")
 			gittest.Git(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", "op")
 			if crashed {
-				if r, err = Open(dir, testOptions(t)); err != nil {
+				if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -1133,7 +1133,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 func TestHandCommitFromAnIndexWrittenOverMeanwhile(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1181,7 +1181,7 @@ func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
 	for _, stopped := range []bool{true, false} {
 		t.Run(map[bool]string{true: "stopped", false: "idle"}[stopped], func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1208,7 +1208,7 @@ func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
 			// A hand edit meanwhile, to a file the new commit changed too.
 			os.WriteFile(filepath.Join(dir, "memories", "e.md"), []byte("hand\n1\n2\n3\n4\n"), 0o600)
 			if stopped {
-				if r, err = Open(dir, testOptions(t)); err != nil {
+				if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -1252,7 +1252,7 @@ func TestBranchMovedAfterAnotherProcessIsCheckedOut(t *testing.T) {
 	write(t, r, "t1", "a.md", "1\n2\n3\n")
 	settle(t, r)
 	waitReleased(t, r)
-	other, err := Open(dir, testOptions(t)) // as `gitmem revert` would, in its own process
+	other, err := Open(context.Background(), dir, testOptions(t)) // as `gitmem revert` would, in its own process
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1296,7 +1296,7 @@ func waitReleased(t *testing.T, r *Repo) {
 func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1319,7 +1319,7 @@ func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
 		return nil
 	})
 	defer opt.hooks.env.SetFault(nil)
-	if r, err = Open(dir, opt); err != nil {
+	if r, err = Open(context.Background(), dir, opt); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
@@ -1376,7 +1376,7 @@ func TestRevertTwiceOfDeleteAndRename(t *testing.T) {
 func TestBranchMovedFolderToFileIsCheckedOut(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1389,7 +1389,7 @@ func TestBranchMovedFolderToFileIsCheckedOut(t *testing.T) {
 	theirs := commitByHand(t, other, "folder to file")
 	gittest.Git(t, dir, "fetch", "-q", other, "HEAD")
 	gittest.Git(t, dir, "update-ref", "refs/heads/main", theirs)
-	if r, err = Open(dir, testOptions(t)); err != nil {
+	if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
@@ -1409,7 +1409,7 @@ func TestBranchMovedFolderToFileIsCheckedOut(t *testing.T) {
 func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1426,7 +1426,7 @@ func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
 	gittest.Git(t, dir, "update-ref", "refs/heads/main", theirs)
 	gittest.Git(t, dir, "reflog", "expire", "--expire=now", "--all")
 	gittest.Git(t, dir, "gc", "-q", "--prune=now")
-	if r, err = Open(dir, testOptions(t)); err != nil {
+	if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()

@@ -99,7 +99,7 @@ func returned(t *testing.T, done <-chan error, what string) error {
 // the second Repo is closed.
 func heldByAnother(t *testing.T, dir string) (letGo func()) {
 	t.Helper()
-	other, err := Open(dir, testOptions(t))
+	other, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,5 +263,40 @@ func TestFsckStopsWaitingForTheWriterLock(t *testing.T) {
 	cancel()
 	if err := returned(t, done, "Fsck cancelled while waiting for the writer lock"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Fsck: %v, want context.Canceled", err)
+	}
+}
+
+// Open waiting for the writer lock another process holds gives up when
+// its context is cancelled (it waited until the lock was free: serve's
+// start behind a gitmem gc --full).
+func TestCancelledOpenStopsWaitingForTheWriterLock(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	write(t, r, "t0", "a.md", "zero\n")
+	heldByAnother(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		r2, err := Open(ctx, dir, testOptions(t))
+		if err == nil {
+			r2.Close()
+		}
+		done <- err
+	}()
+	intent, err := gd.OpenFileLock(filepath.Join(dir, ".git", "gitmem", "intent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer intent.Close()
+	waitUntil(t, "Open waits for the writer lock (holds the intent lock)", func() bool {
+		free, _ := intent.TryLock()
+		if free {
+			intent.Unlock()
+		}
+		return !free
+	})
+	cancel()
+	if err := returned(t, done, "Open cancelled while waiting for the writer lock"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Open: %v, want context.Canceled", err)
 	}
 }

@@ -33,7 +33,7 @@ func crashWithLog(t *testing.T) string {
 func twoInTheLog(t *testing.T) (dir string, r *Repo, stop func()) {
 	t.Helper()
 	dir = gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func ids(t *testing.T, r *Repo) string {
 func TestUnrecoveredChangesAfterACrash(t *testing.T) {
 	t.Parallel()
 	dir := crashWithLog(t)
-	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestUnrecoveredChangesAfterACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Lock()
-	ro, _ = Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, _ = Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if u, err := ro.Unrecovered(); err != nil || u.Changes != 0 {
 		t.Fatalf("with the lock held elsewhere: %+v %v", u, err)
 	}
@@ -100,13 +100,13 @@ func TestUnrecoveredChangesAfterACrash(t *testing.T) {
 	l.Unlock()
 	l.Close()
 
-	w, err := Open(dir, testOptions(t)) // recovers
+	w, err := Open(context.Background(), dir, testOptions(t)) // recovers
 	if err != nil {
 		t.Fatal(err)
 	}
 	settle(t, w)
 	w.Close()
-	ro, _ = Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, _ = Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	defer ro.Close()
 	if u, err := ro.Unrecovered(); err != nil || u.Changes != 0 {
 		t.Fatalf("after recovery: %+v %v", u, err)
@@ -121,7 +121,7 @@ func TestUnrecoveredChangesAfterACrash(t *testing.T) {
 func TestMaterialisedLogIsNotUnrecovered(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestMaterialisedLogIsNotUnrecovered(t *testing.T) {
 			t.Fatal("the log is empty: the test needs it to hold t1")
 		}
 	}
-	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,12 +206,12 @@ func TestCloseWithFailedCheckpointKeepsTheLog(t *testing.T) {
 		t.Fatalf("Close: %q", msg)
 	}
 	stop()
-	ro, _ := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, _ := Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if u, err := ro.Unrecovered(); err != nil || u.Changes != 2 {
 		t.Fatalf("after Close: %+v %v", u, err)
 	}
 	ro.Close()
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestCloseWithFailedCheckpointKeepsTheLog(t *testing.T) {
 func TestFsckReportsDisplacedCommits(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestFsckReportsDisplacedCommits(t *testing.T) {
 func TestLongLogIsCountedWithoutListingPacksPerChange(t *testing.T) {
 	const n = 40
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestLongLogIsCountedWithoutListingPacksPerChange(t *testing.T) {
 	stop()
 
 	before := gd.PackListings()
-	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestLongLogIsCountedWithoutListingPacksPerChange(t *testing.T) {
 		t.Errorf("counting %d changes in the log read the pack folder %d times", n, got)
 	}
 	before = gd.PackListings()
-	r2, _, err := Init(dir, testOptions(t))
+	r2, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

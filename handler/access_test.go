@@ -16,7 +16,7 @@ import (
 
 func newRepo(t testing.TB) *gitmem.Repo {
 	t.Helper()
-	r, _, err := gitmem.Init(gittest.TempDir(t), gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf,
+	r, _, err := gitmem.Init(context.Background(), gittest.TempDir(t), gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf,
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}})
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func newHandler(t testing.TB, limits policy.Limits) (*handler.Handler, *gitmem.Repo) {
 	t.Helper()
-	r, _, err := gitmem.Init(gittest.TempDir(t), gitmem.Options{
+	r, _, err := gitmem.Init(context.Background(), gittest.TempDir(t), gitmem.Options{
 		Now:      func() time.Time { return epoch },
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"},
 		Logf:     t.Logf,

@@ -60,7 +60,7 @@ func TestHTTPCallWhoseClientGoesAwayStopsWaitingForTheWriterLock(t *testing.T) {
 
 	// Another process: a second Repo on the folder takes the writer lock
 	// and keeps it while its change is under way.
-	other, err := gitmem.Open(repo.Dir(), gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf})
+	other, err := gitmem.Open(context.Background(), repo.Dir(), gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // redaction).
 func BenchmarkIndexFirstUse(b *testing.B) {
 	dir := gittest.TempDir(b)
-	r, _, err := gitmem.Init(dir, gitmem.Options{Logf: b.Logf})
+	r, _, err := gitmem.Init(context.Background(), dir, gitmem.Options{Logf: b.Logf})
 	if err != nil {
 		b.Fatal(err)
 	}

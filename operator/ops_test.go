@@ -14,7 +14,7 @@ import (
 func newRepo(t *testing.T) (*gitmem.Repo, func(id, path, content string) gitmem.Commit) {
 	t.Helper()
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r, _, err := gitmem.Init(gittest.TempDir(t), gitmem.Options{Now: func() time.Time { return clock }, Logf: t.Logf,
+	r, _, err := gitmem.Init(context.Background(), gittest.TempDir(t), gitmem.Options{Now: func() time.Time { return clock }, Logf: t.Logf,
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}})
 	if err != nil {
 		t.Fatal(err)

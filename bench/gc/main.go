@@ -143,7 +143,7 @@ func main() {
 // of the length a notes folder has) and commits editing one file each,
 // from several clients at once.
 func makeRepo(dir string, files, commits int) error {
-	r, _, err := gitmem.Init(dir, options())
+	r, _, err := gitmem.Init(context.Background(), dir, options())
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func edit(r *gitmem.Repo, rng *rand.Rand, files int, id string) error {
 // writersDuringGC times commits from several clients for a while, then
 // while a collection runs, and prints one row.
 func writersDuringGC(dir string, full bool) {
-	r, err := gitmem.Open(dir, options())
+	r, err := gitmem.Open(context.Background(), dir, options())
 	check(err)
 	defer r.Close()
 	files := *nFiles

@@ -162,7 +162,9 @@ func serve(c *cli.Context) (err error) {
 	}
 	dir := c.String("repo")
 	logf := logTo(c)
-	repo, _, err := gitmem.Init(dir, repoOptions(c, author))
+	// Not serve's context: a signal never cuts the start short (see
+	// stopSignals; a second one ends the process).
+	repo, _, err := gitmem.Init(context.Background(), dir, repoOptions(c, author))
 	if err != nil {
 		return storeErr(err, dir)
 	}

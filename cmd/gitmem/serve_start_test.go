@@ -26,7 +26,7 @@ func init() {
 	if dir == "" {
 		return
 	}
-	r, err := gitmem.Open(dir, gitmem.Options{Logf: func(string, ...any) {}})
+	r, err := gitmem.Open(context.Background(), dir, gitmem.Options{Logf: func(string, ...any) {}})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)
