@@ -24,7 +24,7 @@ func TestHistoryOfASession(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(gittest.TempDir(t), "memory")
 	clock := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	repo, _, err := gitmem.Init(dir, gitmem.Options{
+	repo, _, err := gitmem.Init(context.Background(), dir, gitmem.Options{
 		Now:      func() time.Time { clock = clock.Add(time.Minute); return clock },
 		Operator: gitmem.Signature{Name: "Op", Email: "op@example.com"},
 		Logf:     t.Logf,
@@ -145,7 +145,7 @@ func TestHandEditsAreAdoptedAtStart(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "memories", "sdk"), 0o700)
 	os.WriteFile(filepath.Join(dir, "memories", "sdk", "old.md"), []byte("from the SDK backend\n"), 0o600)
 	opts := gitmem.Options{Operator: gitmem.Signature{Name: "Op", Email: "op@example.com"}, Logf: t.Logf}
-	r, created, err := gitmem.Init(dir, opts)
+	r, created, err := gitmem.Init(context.Background(), dir, opts)
 	if err != nil || !created {
 		t.Fatal(err, created)
 	}
@@ -156,7 +156,7 @@ func TestHandEditsAreAdoptedAtStart(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "memories", "sdk", "old.md"), []byte("edited by hand\n"), 0o600)
 	os.WriteFile(filepath.Join(dir, "memories", "new.md"), []byte("added by hand\n"), 0o600)
 	os.Symlink("/etc/passwd", filepath.Join(dir, "memories", "link"))
-	r, err = gitmem.Open(dir, opts)
+	r, err = gitmem.Open(context.Background(), dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestOperatorStory(t *testing.T) {
 		Operator: gitmem.Signature{Name: "Op", Email: "op@example.com"},
 		Logf:     t.Logf,
 	}
-	repo, _, err := gitmem.Init(dir, opts)
+	repo, _, err := gitmem.Init(context.Background(), dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestOperatorStory(t *testing.T) {
 	fsck()
 
 	// Revert the bad tool_use id: exactly it goes, later edits stay.
-	if _, _, err := repo.Revert([]string{"t_bad"}, gitmem.RevertOptions{}); err != nil {
+	if _, _, err := repo.Revert(context.Background(), []string{"t_bad"}, gitmem.RevertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	repo.Flush() // git's files follow an acknowledged change within milliseconds
@@ -244,7 +244,7 @@ func TestOperatorStory(t *testing.T) {
 
 	// expire with a fixed clock: only the January file goes.
 	clock = clock.AddDate(0, 1, 0) // April
-	stale, _, err := repo.Expire(clock.AddDate(0, 0, -60), gitmem.ExpireOptions{})
+	stale, _, err := repo.Expire(context.Background(), clock.AddDate(0, 0, -60), gitmem.ExpireOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

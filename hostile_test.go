@@ -1,6 +1,7 @@
 package gitmem_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +23,7 @@ import (
 func TestHostileCallerNamesKeepTheRepositoryValid(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(gittest.TempDir(t), "memory")
-	repo, _, err := gitmem.Init(dir, gitmem.Options{
+	repo, _, err := gitmem.Init(context.Background(), dir, gitmem.Options{
 		Now:      func() time.Time { return time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC) },
 		Operator: gitmem.Signature{Name: "Op", Email: "op@example.com"},
 		Logf:     t.Logf,

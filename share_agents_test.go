@@ -100,7 +100,7 @@ func (s *sharer) call(t *testing.T, n int) {
 	tok := fmt.Sprintf("tok-%s-%d", s.name, n)
 	p := "/memories/" + sharePaths[s.rng.IntN(len(sharePaths))]
 	in := map[string]any{"path": p}
-	view, _ := s.repo.Snapshot()
+	view, _ := s.repo.Snapshot(context.Background())
 	rel := strings.TrimPrefix(p, "/memories/")
 	cur, _ := view.ReadFile(rel)
 	lines := tokenRE.FindAllString(string(cur), -1)

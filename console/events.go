@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -85,7 +86,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, v *visit) {
 // headOf reads the head of the memory the stream is about.
 func (c *Console) headOf(store string) func() string {
 	snapHead := func(r *gitmem.Repo) string {
-		snap, err := r.Snapshot()
+		snap, err := r.Snapshot(context.Background())
 		if err != nil {
 			return ""
 		}

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +25,7 @@ import (
 func TestConsoleOneMemory(t *testing.T) {
 	dir := gittest.TempDir(t)
 	clock := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	repo, _, err := gitmem.Init(dir, gitmem.Options{Now: func() time.Time { clock = clock.Add(time.Minute); return clock },
+	repo, _, err := gitmem.Init(context.Background(), dir, gitmem.Options{Now: func() time.Time { clock = clock.Add(time.Minute); return clock },
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)

@@ -75,7 +75,7 @@ func (c *Console) storeStats(name string) (files int, size int64, last gitmem.Co
 	}
 	defer st.Release()
 	err = st.Use(func(repo *gitmem.Repo, _ stores.Meta) error {
-		snap, err := repo.Snapshot()
+		snap, err := repo.Snapshot(context.Background())
 		if err != nil {
 			return err
 		}
@@ -253,7 +253,7 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request, v *visit, rep
 			opt.Until = t
 		}
 	}
-	snap, err := repo.Snapshot()
+	snap, err := repo.Snapshot(r.Context())
 	if err != nil {
 		c.failErr(w, r, v, err)
 		return

@@ -145,7 +145,7 @@ func (c *Console) revert(w http.ResponseWriter, r *http.Request, v *visit, repo 
 	opt := gitmem.RevertOptions{Theirs: theirs}
 	if confirm {
 		opt.Author, opt.Check = v.author(), operator.ExpectChanges(r.PostForm.Get("expect"))
-		cm, _, err := repo.Revert(revs, opt)
+		cm, _, err := repo.Revert(r.Context(), revs, opt)
 		if err == nil {
 			return done(w, r, v, cm, "revert")
 		}
@@ -157,7 +157,7 @@ func (c *Console) revert(w http.ResponseWriter, r *http.Request, v *visit, repo 
 		d.Notice, opt.Author, opt.Check = outdated, gitmem.Signature{}, nil
 	}
 	opt.DryRun = true
-	_, changes, err := repo.Revert(revs, opt)
+	_, changes, err := repo.Revert(r.Context(), revs, opt)
 	var ce *gitmem.ConflictError
 	if errors.As(err, &ce) {
 		d.Conflicts = ce.Files
@@ -223,7 +223,7 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, v *visit, repo
 	opt := gitmem.RestoreOptions{Paths: paths, Delete: del}
 	if confirm {
 		opt.Author, opt.Check = v.author(), operator.ExpectChanges(r.PostForm.Get("expect"))
-		cm, _, err := repo.Restore(target, opt)
+		cm, _, err := repo.Restore(r.Context(), target, opt)
 		if err == nil {
 			return done(w, r, v, cm, "restore")
 		}
@@ -233,7 +233,7 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, v *visit, repo
 		d.Notice, opt.Author, opt.Check = outdated, gitmem.Signature{}, nil
 	}
 	opt.DryRun = true
-	_, changes, err := repo.Restore(target, opt)
+	_, changes, err := repo.Restore(r.Context(), target, opt)
 	what := "the whole memory"
 	if len(paths) > 0 {
 		what = strings.Join(displayAll(paths), ", ")
@@ -296,7 +296,7 @@ func (c *Console) expire(w http.ResponseWriter, r *http.Request, v *visit, repo 
 		return http.StatusBadRequest
 	}
 	if confirm {
-		stale, cm, err := repo.Expire(cutoff, gitmem.ExpireOptions{Keep: keep, Author: v.author(), Check: operator.ExpectChanges(r.PostForm.Get("expect"))})
+		stale, cm, err := repo.Expire(r.Context(), cutoff, gitmem.ExpireOptions{Keep: keep, Author: v.author(), Check: operator.ExpectChanges(r.PostForm.Get("expect"))})
 		switch {
 		case err == nil && len(stale) > 0:
 			return done(w, r, v, cm, "expire")

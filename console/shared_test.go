@@ -46,7 +46,7 @@ func TestConsoleSharedMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if _, err := other.Update(gitmem.Meta{Subject: "memory: create /memories/plan.md", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: "toolu_blue"}}},
+	if _, err := other.Update(context.Background(), gitmem.Meta{Subject: "memory: create /memories/plan.md", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: "toolu_blue"}}},
 		func(tx *gitmem.Tx) error { return tx.WriteFile("plan.md", []byte("Ship on Monday.\n")) }); err != nil {
 		t.Fatal(err)
 	}

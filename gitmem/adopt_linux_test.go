@@ -3,6 +3,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -34,7 +35,7 @@ func TestAdoptWaitsForATruncatedFileToBeWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
 		t.Fatalf("adopt of a file being written: %v, want ErrNoChange", err)
 	}
 	if got := read(t, r, "a.md"); got != "one\ntwo\n" {
@@ -42,7 +43,7 @@ func TestAdoptWaitsForATruncatedFileToBeWritten(t *testing.T) {
 	}
 	f.WriteString("one\ntwo\nthree by hand\n")
 	f.Close()
-	if _, err := r.Adopt(); err != nil {
+	if _, err := r.Adopt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, r)
@@ -89,7 +90,7 @@ func TestWriteThroughADescriptorOpenWhileGitmemReplacesIsKept(t *testing.T) {
 	}
 	f.WriteString("one\ntwo\nthree\nfour by hand\n")
 	f.Close()
-	if _, err := r.Adopt(); err != nil {
+	if _, err := r.Adopt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, r)
@@ -129,7 +130,7 @@ func TestFileHeldOpenAtACleanStopIsMergedAtTheNextStart(t *testing.T) {
 				said = append(said, fmt.Sprintf(format, args...))
 				mu.Unlock()
 			}
-			r, _, err := Init(dir, opt)
+			r, _, err := Init(context.Background(), dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +155,7 @@ func TestFileHeldOpenAtACleanStopIsMergedAtTheNextStart(t *testing.T) {
 			}
 			f.WriteString(wrote)
 			f.Close()
-			r, err = Open(dir, testOptions(t))
+			r, err = Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -219,17 +220,17 @@ func TestCallsNeverWaitOnAnOutsideLease(t *testing.T) {
 			unlease := func() { unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK) }
 			done := make(chan error, 1)
 			go func() {
-				_, err := r.Update(Meta{Subject: "str_replace", Trailers: []Trailer{{TrailerToolUseID, "s1"}}}, func(tx *Tx) error {
+				_, err := r.Update(context.Background(), Meta{Subject: "str_replace", Trailers: []Trailer{{TrailerToolUseID, "s1"}}}, func(tx *Tx) error {
 					return tx.WriteFile("a.md", []byte("value: 1\n"))
 				})
 				if err == nil {
 					var v *View
-					if v, err = r.Snapshot("a.md"); err == nil {
+					if v, err = r.Snapshot(context.Background(), "a.md"); err == nil {
 						_, err = v.ReadFile("a.md")
 					}
 				}
 				if err == nil {
-					_, err = r.Update(Meta{Subject: "str_replace", Trailers: []Trailer{{TrailerToolUseID, "b1"}}}, func(tx *Tx) error {
+					_, err = r.Update(context.Background(), Meta{Subject: "str_replace", Trailers: []Trailer{{TrailerToolUseID, "b1"}}}, func(tx *Tx) error {
 						return tx.WriteFile("b.md", []byte("other: 1\n"))
 					})
 				}

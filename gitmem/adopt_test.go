@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -26,7 +27,7 @@ func TestEditOfAFileReadBeforeAnAcknowledgedChange(t *testing.T) {
 	p := filepath.Join(dir, "memories", "a.md")
 	adopt := func(want error) {
 		t.Helper()
-		if _, err := r.Adopt(); !errors.Is(err, want) {
+		if _, err := r.Adopt(context.Background()); !errors.Is(err, want) {
 			t.Fatalf("adopt: %v, want %v", err, want)
 		}
 		settle(t, r)
@@ -114,7 +115,7 @@ func TestResetHardWhileServingUndoesNoAcknowledgedChange(t *testing.T) {
 			write(t, r, "t5", "b.md", "B\n")
 			write(t, r, "t6", "c.md", "c\n")
 			write(t, r, "t7", "a.md", "a1\nins\nins2\n\nx\n")
-			if _, err := r.Update(Meta{Subject: "rm gone.md", Trailers: []Trailer{{TrailerToolUseID, "t8"}}}, func(tx *Tx) error {
+			if _, err := r.Update(context.Background(), Meta{Subject: "rm gone.md", Trailers: []Trailer{{TrailerToolUseID, "t8"}}}, func(tx *Tx) error {
 				return tx.Remove("gone.md")
 			}); err != nil {
 				t.Fatal(err)
@@ -125,18 +126,18 @@ func TestResetHardWhileServingUndoesNoAcknowledgedChange(t *testing.T) {
 			want := map[string]string{"a.md": "a1\nins\nins2\n\nx\n", "b.md": "B\n", "c.md": "c\n"}
 			switch next {
 			case "adopt": // serve's --adopt-every
-				if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+				if _, err := r.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
 					t.Fatalf("adopt: %v, want ErrNoChange", err)
 				}
 			case "another file":
 				write(t, r, "t9", "z.md", "z\n")
 				want["z.md"] = "z\n"
 				settle(t, r)
-				if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+				if _, err := r.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
 					t.Fatalf("adopt: %v, want ErrNoChange", err)
 				}
 			case "that file": // a str_replace of a.md
-				if _, err := r.Update(Meta{Subject: "str_replace", Trailers: []Trailer{{TrailerToolUseID, "t9"}}}, func(tx *Tx) error {
+				if _, err := r.Update(context.Background(), Meta{Subject: "str_replace", Trailers: []Trailer{{TrailerToolUseID, "t9"}}}, func(tx *Tx) error {
 					data, err := tx.ReadFile("a.md")
 					if err != nil {
 						return err
@@ -195,10 +196,10 @@ func TestAdoptWaitsWhileGitRewritesTheWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("a1\n\nx\n"), 0o600) // git's checkout
-	if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
 		t.Fatalf("adopt while git holds the index: %v, want ErrNoChange", err)
 	}
-	if _, err := r.Update(Meta{Subject: "str_replace", Trailers: []Trailer{{TrailerToolUseID, "t3"}}}, func(tx *Tx) error {
+	if _, err := r.Update(context.Background(), Meta{Subject: "str_replace", Trailers: []Trailer{{TrailerToolUseID, "t3"}}}, func(tx *Tx) error {
 		data, err := tx.ReadFile("a.md")
 		if err != nil {
 			return err
@@ -214,7 +215,7 @@ func TestAdoptWaitsWhileGitRewritesTheWorktree(t *testing.T) {
 	}
 	gittest.Git(t, dir, "update-ref", "refs/heads/main", old) // git is done: the branch moves
 	os.Remove(lock)
-	if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
 		t.Fatalf("adopt: %v, want ErrNoChange", err)
 	}
 	settle(t, r)
@@ -297,7 +298,7 @@ func TestGitCheckoutOfAnOldCommitIsNoHandEdit(t *testing.T) {
 			dir := gittest.TempDir(t)
 			opt := testOptions(t)
 			opt.IndexDelay = time.Hour // .git/index lags until the adopt
-			r, _, err := Init(dir, opt)
+			r, _, err := Init(context.Background(), dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -324,7 +325,7 @@ func TestGitCheckoutOfAnOldCommitIsNoHandEdit(t *testing.T) {
 			if got := readDisk(t, dir, "a.md"); got != "v0\n" {
 				t.Fatalf("git wrote a.md = %q", got)
 			}
-			if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+			if _, err := r.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
 				t.Fatalf("adopt: %v, want ErrNoChange", err)
 			}
 			settle(t, r)
@@ -375,12 +376,12 @@ func TestHalfFailedGitCheckoutIsNoHandEdit(t *testing.T) {
 			}
 			os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("v10\n"), 0o600) // HEAD~89's
 			if git {
-				if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) { // waits for git
+				if _, err := r.Adopt(context.Background()); !errors.Is(err, ErrNoChange) { // waits for git
 					t.Fatalf("adopt while git holds the index: %v, want ErrNoChange", err)
 				}
 			}
 			os.Remove(lock) // git failed: no index written, the branch not moved
-			_, err := r.Adopt()
+			_, err := r.Adopt(context.Background())
 			settle(t, r)
 			want := "v99\n"
 			if !git {

@@ -57,7 +57,7 @@ func genHistory(b *testing.B) string {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	r, _, err := Init(dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}, Now: func() time.Time { return benchEpoch }})
+	r, _, err := Init(context.Background(), dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}, Now: func() time.Time { return benchEpoch }})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func genHistory(b *testing.B) string {
 	b.Logf("generated %d files, %d commits in %v", files, commits, time.Since(start).Round(time.Millisecond))
 	// The first open builds the history index from git: the cold start.
 	t0 := time.Now()
-	r, err = Open(dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
+	r, err = Open(context.Background(), dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func BenchmarkHistory(b *testing.B) {
 	dir := genHistory(b)
 	ro := Options{ReadOnly: true, Logf: func(string, ...any) {}}
 	open := func(b *testing.B) *Repo {
-		r, err := Open(dir, ro)
+		r, err := Open(context.Background(), dir, ro)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -266,7 +266,7 @@ func BenchmarkHistory(b *testing.B) {
 	}
 	nextG, nextGit := 0, 200 // across b.N rounds: never the same commit twice
 	b.Run("revert/gitmem", func(b *testing.B) {
-		r, err := Open(dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
+		r, err := Open(context.Background(), dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -274,7 +274,7 @@ func BenchmarkHistory(b *testing.B) {
 		b.ResetTimer()
 		for range b.N {
 			nextG++
-			if _, _, err := r.Revert([]string{fmt.Sprintf("toolu_gen_%d", plain[nextG%200])}, RevertOptions{}); err != nil {
+			if _, _, err := r.Revert(context.Background(), []string{fmt.Sprintf("toolu_gen_%d", plain[nextG%200])}, RevertOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -296,11 +296,11 @@ func BenchmarkStart(b *testing.B) {
 	opt := Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}}
 	var heap uint64
 	for range b.N {
-		r, err := Open(dir, opt)
+		r, err := Open(context.Background(), dir, opt)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if v, err := r.Snapshot(); err != nil || v.Head() == "" {
+		if v, err := r.Snapshot(context.Background()); err != nil || v.Head() == "" {
 			b.Fatal(err)
 		}
 		runtime.GC()

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -67,7 +68,7 @@ func BenchmarkMutation(b *testing.B) {
 				case 4: // delete
 					fn = func(tx *Tx) error { return tx.Remove(newName(i) + ".moved") }
 				}
-				if _, err := r.Update(Meta{Subject: "memory: mutation"}, fn); err != nil {
+				if _, err := r.Update(context.Background(), Meta{Subject: "memory: mutation"}, fn); err != nil {
 					b.Fatal(err)
 				}
 				if err := r.materialize(); err != nil {
@@ -96,13 +97,13 @@ func mutationRepo(b *testing.B, files int) *Repo {
 		b.Fatal(err)
 	}
 	opt := Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}}
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
 	const batch = 500
 	for i := 0; i < files; i += batch {
-		if _, err := r.Update(Meta{Subject: "seed"}, func(tx *Tx) error {
+		if _, err := r.Update(context.Background(), Meta{Subject: "seed"}, func(tx *Tx) error {
 			for j := i; j < min(files, i+batch); j++ {
 				if err := tx.WriteFile(fmt.Sprintf("d%03d/f%05d.md", j/100, j), []byte(fmt.Sprintf("memory %d\nline two\n", j))); err != nil {
 					return err
@@ -124,7 +125,7 @@ func mutationRepo(b *testing.B, files int) *Repo {
 		b.Fatal(err)
 	}
 	opt.IndexDelay = time.Hour
-	if r, err = Open(dir, opt); err != nil {
+	if r, err = Open(context.Background(), dir, opt); err != nil {
 		b.Fatal(err)
 	}
 	r.cmu.Lock()
@@ -205,7 +206,7 @@ func parallelMutations(b *testing.B, r *Repo, n int) []time.Duration {
 					fn = func(tx *Tx) error { return tx.Remove(newName(i) + ".moved") }
 				}
 				t := time.Now()
-				if _, err := r.Update(Meta{Subject: "memory: mutation"}, fn); err != nil {
+				if _, err := r.Update(context.Background(), Meta{Subject: "memory: mutation"}, fn); err != nil {
 					errs <- err
 					return
 				}
@@ -237,7 +238,7 @@ func parallelMutations(b *testing.B, r *Repo, n int) []time.Duration {
 //	go test ./gitmem/ -run '^$' -bench 'GC$' -benchtime 10x -count 6
 func BenchmarkGC(b *testing.B) {
 	r := mutationRepo(b, parallelFiles)
-	if _, err := r.GC(false); err != nil { // the seed's loose objects
+	if _, err := r.GC(context.Background(), false); err != nil { // the seed's loose objects
 		b.Fatal(err)
 	}
 	var cpu time.Duration
@@ -251,7 +252,7 @@ func BenchmarkGC(b *testing.B) {
 		}
 		b.StartTimer()
 		cpu0 := processCPU()
-		st, err := r.GC(false)
+		st, err := r.GC(context.Background(), false)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -51,12 +51,12 @@ func BenchmarkSync(b *testing.B) {
 	run(work, "clone", "-q", "--no-checkout", g, "clia")
 	run(work, "clone", "-q", g, "clib")
 	opt := Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}}
-	ra, err := Open(a, opt)
+	ra, err := Open(context.Background(), a, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ra.Close()
-	rb, err := Open(bdir, opt)
+	rb, err := Open(context.Background(), bdir, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func BenchmarkCallsDuringSync(b *testing.B) {
 		lines = append(lines, fmt.Sprintf("line %d of a memory file, long enough to be a note", l))
 	}
 	text := strings.Join(lines, "\n") + "\n"
-	if _, err := a.Update(Meta{Subject: "seed"}, func(tx *Tx) error {
+	if _, err := a.Update(context.Background(), Meta{Subject: "seed"}, func(tx *Tx) error {
 		for i := range files {
 			if err := tx.WriteFile(name(i), []byte(text)); err != nil {
 				return err
@@ -198,7 +198,7 @@ func BenchmarkCallsDuringSync(b *testing.B) {
 	}
 	syncOK(b, a)
 	edit := func(r *Repo, id, p string, line int) {
-		_, err := r.Update(Meta{Subject: "memory: str_replace", Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+		_, err := r.Update(context.Background(), Meta{Subject: "memory: str_replace", Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
 			data, err := tx.ReadFile(p)
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -25,7 +26,7 @@ func benchRepo(b *testing.B, files, commits int) *Repo {
 	}
 	gd.Fsync = func(*os.File) error { return nil }
 	defer func() { gd.Fsync = (*os.File).Sync }()
-	r, _, err := Init(dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
+	r, _, err := Init(context.Background(), dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func benchRepo(b *testing.B, files, commits int) *Repo {
 	const batch = 500
 	made := 0
 	for i := 0; i < files; i += batch {
-		if _, err := r.Update(Meta{Subject: "seed"}, func(tx *Tx) error {
+		if _, err := r.Update(context.Background(), Meta{Subject: "seed"}, func(tx *Tx) error {
 			for j := i; j < min(files, i+batch); j++ {
 				if err := tx.WriteFile(name(j), []byte(fmt.Sprintf("memory %d\nline two\n", j))); err != nil {
 					return err
@@ -48,7 +49,7 @@ func benchRepo(b *testing.B, files, commits int) *Repo {
 		made++
 	}
 	for ; made < commits; made++ {
-		if _, err := r.Update(Meta{Subject: "history"}, func(tx *Tx) error {
+		if _, err := r.Update(context.Background(), Meta{Subject: "history"}, func(tx *Tx) error {
 			return tx.WriteFile(name(made%files), []byte(fmt.Sprintf("memory %d\nrevision %d\n", made%files, made)))
 		}); err != nil {
 			b.Fatal(err)
@@ -81,7 +82,7 @@ func BenchmarkStore(b *testing.B) {
 		r := benchRepo(b, files, commits)
 		b.Run(fmt.Sprintf("create/files=%d", files), func(b *testing.B) {
 			for i := range b.N {
-				if _, err := r.Update(Meta{Subject: "create"}, func(tx *Tx) error {
+				if _, err := r.Update(context.Background(), Meta{Subject: "create"}, func(tx *Tx) error {
 					return tx.WriteFile(fmt.Sprintf("new/%d-%d-%d.md", files, b.N, i), []byte(fmt.Sprintf("a new memory %d\n", i)))
 				}); err != nil {
 					b.Fatal(err)
@@ -91,7 +92,7 @@ func BenchmarkStore(b *testing.B) {
 		b.Run(fmt.Sprintf("str_replace/files=%d", files), func(b *testing.B) {
 			p := fmt.Sprintf("d%03d/f%05d.md", 0, 5)
 			for i := range b.N {
-				if _, err := r.Update(Meta{Subject: "edit"}, func(tx *Tx) error {
+				if _, err := r.Update(context.Background(), Meta{Subject: "edit"}, func(tx *Tx) error {
 					data, err := tx.ReadFile(p)
 					if err != nil {
 						return err
@@ -104,7 +105,7 @@ func BenchmarkStore(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("view/files=%d", files), func(b *testing.B) {
 			for range b.N {
-				v, err := r.Snapshot()
+				v, err := r.Snapshot(context.Background())
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -83,7 +83,7 @@ func blameEdit(t *testing.T, rng *rand.Rand, r *Repo, id string) {
 	}
 	if rng.IntN(12) == 0 { // a rename (then edits and merges follow it)
 		to := next[other]
-		_, err := r.Update(Meta{Subject: "memory: rename", Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "rename"},
+		_, err := r.Update(context.Background(), Meta{Subject: "memory: rename", Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "rename"},
 			{TrailerPath, "/memories/" + other}, {TrailerNewPath, "/memories/" + to}}},
 			func(tx *Tx) error { return tx.Rename(other, to) })
 		if err == nil || errors.Is(err, ErrNotExist) || errors.Is(err, ErrExist) {
@@ -105,7 +105,7 @@ func blameEdit(t *testing.T, rng *rand.Rand, r *Repo, id string) {
 		}
 	}
 	cmd := ""
-	_, err := r.Update(Meta{Subject: "memory: edit /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "str_replace"}, {TrailerPath, "/memories/" + p}}},
+	_, err := r.Update(context.Background(), Meta{Subject: "memory: edit /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "str_replace"}, {TrailerPath, "/memories/" + p}}},
 		func(tx *Tx) error {
 			data, err := tx.ReadFile(p)
 			if err != nil {
@@ -120,7 +120,7 @@ func blameEdit(t *testing.T, rng *rand.Rand, r *Repo, id string) {
 				}
 			}
 			switch k := rng.IntN(10); {
-			case len(markers) > 0 && k < 3: // resolve: drop the markers, keep both sides
+			case len(markers) > 0 && k < 3:
 				cmd = "resolve"
 				var kept []string
 				for i, l := range lines {
@@ -131,7 +131,7 @@ func blameEdit(t *testing.T, rng *rand.Rand, r *Repo, id string) {
 					kept = append(kept, l)
 				}
 				lines = kept
-			case k < 5 || len(lines) == 0: // insert one to three lines
+			case k < 5 || len(lines) == 0:
 				cmd = "insert"
 				at := rng.IntN(len(lines) + 1)
 				var ins []string
@@ -139,10 +139,10 @@ func blameEdit(t *testing.T, rng *rand.Rand, r *Repo, id string) {
 					ins = append(ins, newLine())
 				}
 				lines = append(lines[:at], append(ins, lines[at:]...)...)
-			case k < 8: // replace a line
+			case k < 8:
 				cmd = "replace"
 				lines[rng.IntN(len(lines))] = newLine()
-			default: // delete a line
+			default:
 				cmd = "delete"
 				at := rng.IntN(len(lines))
 				lines = append(lines[:at], lines[at+1:]...)

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -23,30 +24,30 @@ func TestOperatorCheckRefusesBeforeCommitting(t *testing.T) {
 		return func(ch []FileChange) error { seen = ch; return err }
 	}
 	h := head()
-	if _, _, err := r.Revert([]string{"t2"}, RevertOptions{Check: check(refuse)}); !errors.Is(err, refuse) || head() != h {
+	if _, _, err := r.Revert(context.Background(), []string{"t2"}, RevertOptions{Check: check(refuse)}); !errors.Is(err, refuse) || head() != h {
 		t.Fatalf("revert refused by its check: %v (head moved: %v)", err, head() != h)
 	}
 	if len(seen) != 1 || seen[0].Path != "a.md" || string(seen[0].Old) != "two\n" || string(seen[0].New) != "one\n" {
 		t.Fatalf("the revert's check saw %+v", seen)
 	}
-	if _, _, err := r.Restore(first, RestoreOptions{Check: check(refuse)}); !errors.Is(err, refuse) || head() != h {
+	if _, _, err := r.Restore(context.Background(), first, RestoreOptions{Check: check(refuse)}); !errors.Is(err, refuse) || head() != h {
 		t.Fatalf("restore refused by its check: %v", err)
 	}
 	if len(seen) != 1 || string(seen[0].New) != "one\n" {
 		t.Fatalf("the restore's check saw %+v", seen)
 	}
 	later := r.opt.Now().Add(time.Hour)
-	if _, _, err := r.Expire(later, ExpireOptions{Check: check(refuse)}); !errors.Is(err, refuse) || head() != h {
+	if _, _, err := r.Expire(context.Background(), later, ExpireOptions{Check: check(refuse)}); !errors.Is(err, refuse) || head() != h {
 		t.Fatalf("expire refused by its check: %v", err)
 	}
 	if len(seen) != 1 || seen[0].Path != "a.md" || seen[0].NewFile || string(seen[0].Old) != "two\n" {
 		t.Fatalf("the expire's check saw %+v", seen)
 	}
 	// A check that accepts: the commit is made.
-	if _, _, err := r.Revert([]string{"t2"}, RevertOptions{Check: check(nil)}); err != nil || head() == h {
+	if _, _, err := r.Revert(context.Background(), []string{"t2"}, RevertOptions{Check: check(nil)}); err != nil || head() == h {
 		t.Fatalf("revert accepted by its check: %v", err)
 	}
-	if stale, c, err := r.Expire(later, ExpireOptions{Check: check(nil)}); err != nil || len(stale) != 1 || c.Hash != head() {
+	if stale, c, err := r.Expire(context.Background(), later, ExpireOptions{Check: check(nil)}); err != nil || len(stale) != 1 || c.Hash != head() {
 		t.Fatalf("expire accepted by its check: %v %v", stale, err)
 	}
 }

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func TestHostileMetadataKeepsFsckClean(t *testing.T) {
 		Author:   Signature{Name: "evil> <x", Email: "a@b> <forged@corp\n"},
 		Trailers: []Trailer{{TrailerToolUseID, "toolu_1"}, {TrailerSession, "s\x00\r\nForged: yes"}},
 	}
-	c, err := r.Update(meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("x")) })
+	c, err := r.Update(context.Background(), meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("x")) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ package gitmem
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -56,7 +57,7 @@ func init() {
 		}
 		return nil
 	})
-	r, err := Open(dir, Options{Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }, Operator: Signature{"op", "op@x"}, hooks: &testHooks{env: env}})
+	r, err := Open(context.Background(), dir, Options{Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }, Operator: Signature{"op", "op@x"}, hooks: &testHooks{env: env}})
 	opening.Store(false)
 	if err != nil {
 		fmt.Println("open:", err)
@@ -70,12 +71,12 @@ func init() {
 		go func() {
 			for i := 0; ; i++ {
 				id := fmt.Sprintf("%s-w%d-%d", run, w, i)
-				_, err := r.Update(Meta{Subject: "kill " + id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+				_, err := r.Update(context.Background(), Meta{Subject: "kill " + id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
 					own := fmt.Sprintf("w%d/n%d.md", w, i%5)
 					switch i % 5 {
 					case 0, 1:
 						return tx.WriteFile(own, []byte(strings.Repeat(id+"\n", 1+i%20)))
-					case 2: // a file every writer edits
+					case 2:
 						data, _ := tx.ReadFile("shared.md")
 						return tx.WriteFile("shared.md", append(data[:len(data):len(data)], id+"\n"...))
 					case 3:
@@ -154,7 +155,7 @@ var killSteps = []struct {
 // checks it, and returns the acknowledged ids.
 func killRound(t *testing.T, rng *rand.Rand, first, n int, modes map[string]int) []string {
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func killRound(t *testing.T, rng *rand.Rand, first, n int, modes map[string]int)
 	if len(acked) < n {
 		t.Fatalf("only %d acknowledged commits over %d kills: children died early", len(acked), n)
 	}
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

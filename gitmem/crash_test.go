@@ -22,7 +22,7 @@ import (
 // id once its Update has returned (acknowledged).
 func init() {
 	if dir := os.Getenv("GITMEM_REDACT_CHILD"); dir != "" {
-		r, err := Open(dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
+		r, err := Open(context.Background(), dir, Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}})
 		if err == nil {
 			_, err = r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil)
 		}
@@ -36,14 +36,14 @@ func init() {
 	if dir == "" {
 		return
 	}
-	r, err := Open(dir, Options{Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }, Operator: Signature{"op", "op@x"}})
+	r, err := Open(context.Background(), dir, Options{Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }, Operator: Signature{"op", "op@x"}})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)
 	}
 	for i := 0; ; i++ {
 		id := fmt.Sprintf("%s-%d", os.Getenv("GITMEM_CRASH_RUN"), i)
-		_, err := r.Update(Meta{Subject: "crash " + id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+		_, err := r.Update(context.Background(), Meta{Subject: "crash " + id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
 			switch i % 4 {
 			case 0, 1:
 				return tx.WriteFile(fmt.Sprintf("f%d/n%d.md", i%5, i%7), []byte(strings.Repeat(id+"\n", 1+i%50)))
@@ -81,7 +81,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 		t.Skip("needs the git CLI")
 	}
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 	if len(acked) < 12 {
 		t.Fatalf("only %d acknowledged commits: a child died early", len(acked))
 	}
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestKillNineDuringRedact(t *testing.T) {
 	finishedAtStart := 0
 	for round := range 8 {
 		dir := gittest.TempDir(t)
-		r, _, err := Init(dir, testOptions(t))
+		r, _, err := Init(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func TestKillNineDuringRedact(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		_, recErr := os.Stat(filepath.Join(dir, ".git", "gitmem", "redact"))
-		r, err = Open(dir, testOptions(t))
+		r, err = Open(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatalf("round %d: start after the kill: %v (%v)", round, err, errors.Unwrap(err))
 		}

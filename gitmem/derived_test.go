@@ -23,7 +23,7 @@ func fsckProblems(t *testing.T, dir string, repair bool) []string {
 	t.Helper()
 	opt := testOptions(t)
 	opt.ReadOnly = !repair
-	rep, err := Fsck(dir, opt, repair)
+	rep, err := Fsck(context.Background(), dir, opt, repair)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -56,7 +57,7 @@ func TestUnifiedMatchesGitDiff(t *testing.T) {
 func TestDiffWorktreeLeavesOutWhatIsNeverAdopted(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestDiffWorktreeLeavesOutWhatIsNeverAdopted(t *testing.T) {
 func TestDiffWorktreeLeavesOutACommittedOddName(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestDiffWorktreeLeavesOutACommittedOddName(t *testing.T) {
 	}
 	gittest.Git(t, dir, "add", "-A")
 	gittest.Git(t, dir, "-c", "user.name=T", "-c", "user.email=t@x", "commit", "-q", "-m", "plain git")
-	if r, err = Open(dir, testOptions(t)); err != nil {
+	if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()

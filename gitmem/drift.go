@@ -840,20 +840,20 @@ func mergeHand(base, ours, hand []byte) []byte {
 
 // adoptFiles commits hand edits to the given memory paths (relative to
 // memories/), taking the locks only when a cheap check finds one.
-func (r *Repo) adoptFiles(rels []string) error {
+func (r *Repo) adoptFiles(ctx context.Context, rels []string) error {
 	paths := repoPaths(rels)
 	if drift, err := r.drifted(r.snapshotTree(), paths, r.pendingFor(paths)); err != nil || len(drift) == 0 {
 		return err
 	}
-	_, err := r.adoptNow(paths)
+	_, err := r.adoptNow(ctx, paths)
 	return err
 }
 
 // adoptNow commits the hand edits under paths, schedules the index's
 // rewrite as every commit does, and waits for the commit to be durable.
 // It returns the commit, or ErrNoChange.
-func (r *Repo) adoptNow(paths []string) (*prepared, error) {
-	t, err := r.beginWrite(context.Background(), withOwn)
+func (r *Repo) adoptNow(ctx context.Context, paths []string) (*prepared, error) {
+	t, err := r.beginWrite(ctx, withOwn)
 	if err != nil {
 		return nil, err
 	}
@@ -883,7 +883,7 @@ func (r *Repo) readJournalPaths() []string {
 // Adopt commits every hand edit in the worktree now (serve does this in
 // the background, so that views show them within seconds). It returns the
 // adopt commit, or ErrNoChange.
-func (r *Repo) Adopt() (Commit, error) {
+func (r *Repo) Adopt(ctx context.Context) (Commit, error) {
 	if r.opt.ReadOnly {
 		return Commit{}, ErrReadOnly
 	}
@@ -903,7 +903,7 @@ func (r *Repo) Adopt() (Commit, error) {
 	// held stopped every writer for the scan's length (60–90 ms at 10,000
 	// files, every two seconds under load). An edit made after the scan
 	// is the next scan's.
-	p, err := r.adoptNow(repoPaths(drift))
+	p, err := r.adoptNow(ctx, repoPaths(drift))
 	if err != nil {
 		return Commit{}, err
 	}

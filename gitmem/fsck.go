@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -127,8 +128,10 @@ func unrecoveredText(u Unrecovered) string {
 // it can only name; the fix is a copy from a clone or backup, or for a
 // file's blob `gitmem redact --blob` to remove it from every commit.
 //
-// Fsck works on a repository Open refuses; it takes the writer lock.
-func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
+// Fsck works on a repository Open refuses; it takes the writer lock,
+// waiting for another process that holds it until ctx is done (then it
+// returns ctx.Err(), having checked nothing).
+func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport, error) {
 	var rep FsckReport
 	opt.defaults(dir)
 	gitDir := filepath.Join(dir, ".git")
@@ -147,7 +150,12 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	if !opt.ReadOnly {
 		if l, err := gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "lock")); err == nil {
 			defer l.Close()
-			l.Lock()
+			if err := l.LockContext(ctx); err != nil {
+				if ctx.Err() != nil {
+					return rep, err
+				}
+				return rep, wrap("lock the repository", err)
+			}
 			defer l.Unlock()
 			r.flock = l
 		}
@@ -161,12 +169,12 @@ func Fsck(dir string, opt Options, repair bool) (FsckReport, error) {
 	historyDamaged := r.checkLeftovers(&rep, repair, writes)
 	if writes && !rep.damagedObjects() {
 		r.flock.Unlock()
-		repo, err := Open(dir, opt)
+		repo, err := Open(ctx, dir, opt)
 		if err != nil {
 			return rep, err
 		}
 		if historyDamaged {
-			err = repo.rebuildHistoryIndex()
+			err = repo.rebuildHistoryIndex(ctx)
 		}
 		if err == nil {
 			err = repo.Flush() // merges back what waits under refs/gitmem/displaced/

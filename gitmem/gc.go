@@ -198,8 +198,8 @@ func (r *Repo) GCDue(looseLimit int) bool {
 // could not be deleted yet is completed here. Close stops a collection
 // under way at once (within a few hundred objects): GC then returns
 // ErrClosed, and the next one does it all again.
-func (r *Repo) GC(full bool) (GCStats, error) {
-	turn, err := r.beginWrite(context.Background(), exclusive|ownIfYouCan|writable)
+func (r *Repo) GC(ctx context.Context, full bool) (GCStats, error) {
+	turn, err := r.beginWrite(ctx, exclusive|ownIfYouCan|writable)
 	if err != nil {
 		return GCStats{}, err
 	}

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,7 +56,7 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 	}
 	settle(t, r)
 	objects, files := pendingObjects(t, r)
-	st, err := r.GC(false)
+	st, err := r.GC(context.Background(), false)
 	if err != nil || st.Packed != len(objects) || st.Removed != files {
 		t.Fatalf("incremental gc: %+v, %v (had %d objects in %d files)", st, err, len(objects), files)
 	}
@@ -74,7 +75,7 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 	if got := read(t, r, "d1/f.md"); got != "v29\n" {
 		t.Fatalf("read after gc: %q", got)
 	}
-	st, err = r.GC(true)
+	st, err = r.GC(context.Background(), true)
 	if err != nil || st.Packed == 0 {
 		t.Fatalf("full gc: %+v %v", st, err)
 	}
@@ -94,7 +95,7 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 func TestGCDeltifiesAFlatFolder(t *testing.T) {
 	t.Parallel()
 	r, dir := newRepo(t)
-	_, err := r.Update(Meta{Subject: "seed"}, func(tx *Tx) error {
+	_, err := r.Update(context.Background(), Meta{Subject: "seed"}, func(tx *Tx) error {
 		for i := range 500 {
 			if err := tx.WriteFile(fmt.Sprintf("notes/n%03d.md", i), []byte(fmt.Sprintf("note %d\n", i))); err != nil {
 				return err
@@ -110,7 +111,7 @@ func TestGCDeltifiesAFlatFolder(t *testing.T) {
 		write(t, r, fmt.Sprint("e", i), fmt.Sprintf("notes/n%03d.md", i*7), fmt.Sprintf("note edited %d\n", i))
 	}
 	settle(t, r)
-	st, err := r.GC(true)
+	st, err := r.GC(context.Background(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestGCDoesNotHoldUpWriters(t *testing.T) {
 				write(t, r, fmt.Sprint("id", i), fmt.Sprintf("f%d.md", i%3), fmt.Sprintf("v%d\n", i))
 			}
 			settle(t, r)
-			if _, err := r.GC(full); err != nil {
+			if _, err := r.GC(context.Background(), full); err != nil {
 				t.Fatal(err)
 			}
 			if hooked != 1 {
@@ -185,7 +186,7 @@ func TestFullGCKeepsWhatCommitsMadeMeanwhileUse(t *testing.T) {
 	}
 	// An unreachable blob, packed by an incremental gc.
 	packed := hashObject("only in a pack\n")
-	if _, err := r.GC(false); err != nil {
+	if _, err := r.GC(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	loose := hashObject("loose and unreachable\n")
@@ -203,7 +204,7 @@ func TestFullGCKeepsWhatCommitsMadeMeanwhileUse(t *testing.T) {
 		commit := strings.TrimSpace(gittest.Git(t, dir, "-c", "user.name=x", "-c", "user.email=x@x", "commit-tree", tree, "-m", "by git"))
 		gittest.Git(t, dir, "update-ref", "refs/heads/other", commit)
 	}
-	st, err := r.GC(true)
+	st, err := r.GC(context.Background(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +270,7 @@ func TestGCClearsTemporaryPacks(t *testing.T) {
 	tmp := filepath.Join(r.gitDir, "objects", "pack", gd.TmpPackPrefix+"pack_killed")
 	os.WriteFile(tmp, []byte("half a pack"), 0o444)
 	for _, full := range []bool{false, true} {
-		if _, err := r.GC(full); err != nil {
+		if _, err := r.GC(context.Background(), full); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(tmp); err != nil {
@@ -278,7 +279,7 @@ func TestGCClearsTemporaryPacks(t *testing.T) {
 	}
 	old := time.Now().Add(-2 * gd.StaleTemp)
 	os.Chtimes(tmp, old, old)
-	if _, err := r.GC(false); err != nil {
+	if _, err := r.GC(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(tmp); err == nil {
@@ -292,7 +293,7 @@ func TestGCClearsTemporaryPacks(t *testing.T) {
 func TestOldRepackedMarksMove(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestOldRepackedMarksMove(t *testing.T) {
 		write(t, r, fmt.Sprint("id", i), "f.md", fmt.Sprintf("v%d\n", i))
 	}
 	settle(t, r)
-	if _, err := r.GC(true); err != nil {
+	if _, err := r.GC(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
 	r.Close()
@@ -318,7 +319,7 @@ func TestOldRepackedMarksMove(t *testing.T) {
 	if packs, _ := gd.ListPacks(filepath.Join(dir, ".git")); len(packs) != 1 || !packs[0].Repacked {
 		t.Fatalf("an old mark is not honoured: %+v", packs)
 	}
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestPlainGitGCBesideWritersLosesNothing(t *testing.T) {
 			for i := range calls {
 				id := fmt.Sprintf("toolu_gc_%d_%d", w, i)
 				p := fmt.Sprintf("f%d.md", (w+i)%5)
-				_, err := r.Update(Meta{Subject: "memory: insert", Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+				_, err := r.Update(context.Background(), Meta{Subject: "memory: insert", Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
 					data, _ := tx.ReadFile(p)
 					return tx.WriteFile(p, append(data[:len(data):len(data)], id+"\n"...))
 				})
@@ -140,7 +140,7 @@ func TestGitMaintenanceBesideAFailingRepackLosesNothing(t *testing.T) {
 	var ids []string
 	for i := range 3 { // a pack each, too large to wait in memory for a fold
 		id := fmt.Sprint("toolu_m", i)
-		if _, err := r.Update(Meta{Subject: "w", Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+		if _, err := r.Update(context.Background(), Meta{Subject: "w", Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
 			for j := range foldBelow {
 				if err := tx.WriteFile(fmt.Sprintf("d%d/f%d.md", i, j), []byte(fmt.Sprintf("%s %d\n", id, j))); err != nil {
 					return err
@@ -228,7 +228,7 @@ func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Update(Meta{Subject: "w many", Trailers: []Trailer{{TrailerToolUseID, "toolu_many"}}}, func(tx *Tx) error {
+	if _, err := r.Update(context.Background(), Meta{Subject: "w many", Trailers: []Trailer{{TrailerToolUseID, "toolu_many"}}}, func(tx *Tx) error {
 		for i := range 20 {
 			if err := tx.WriteFile(fmt.Sprintf("many/%d.md", i), []byte(fmt.Sprintf("file %d\n", i))); err != nil {
 				return err
@@ -274,7 +274,7 @@ func TestObjectsDeletedBeforeACheckpointAreWrittenAgain(t *testing.T) {
 		errs = append(errs, msg)
 		mu.Unlock()
 	}
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestFsckNamesAMissingCommit(t *testing.T) {
 	explode(t, dir)
 	os.Remove(filepath.Join(dir, ".git", "objects", middle.Hash[:2], middle.Hash[2:]))
 	gittest.Damaged(t, dir, "a commit of the history is deleted")
-	rep, err := Fsck(dir, testOptions(t), false)
+	rep, err := Fsck(context.Background(), dir, testOptions(t), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +482,7 @@ func TestFoldWaitsForGitMaintenance(t *testing.T) {
 		t.Errorf("no fold: %d packs before, %d after", len(before), len(after))
 	}
 	os.Remove(lock)
-	if _, err := r.GC(false); err != nil {
+	if _, err := r.GC(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Close(); err != nil {
@@ -512,7 +512,7 @@ func TestRefLockFileBesideRedactAndGC(t *testing.T) {
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.GC(true); err != nil {
+	if _, err := r.GC(context.Background(), true); err != nil {
 		t.Fatalf("gc --full: %v", err)
 	}
 	rep, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil)
@@ -613,7 +613,7 @@ func TestGCStoppedByCloseLosesNothing(t *testing.T) {
 	}
 	before, _ := gd.ListPacks(r.gitDir)
 	r.collector.stopAll() // as Close does, before it waits for the collection
-	if _, err := r.GC(false); !errors.Is(err, ErrClosed) {
+	if _, err := r.GC(context.Background(), false); !errors.Is(err, ErrClosed) {
 		t.Errorf("a collection stopped by Close: %v, want ErrClosed", err)
 	}
 	if after, _ := gd.ListPacks(r.gitDir); len(after) != len(before) {
@@ -621,7 +621,7 @@ func TestGCStoppedByCloseLosesNothing(t *testing.T) {
 	}
 	gittest.Fsck(t, dir)
 	r.collector.stop.Store(false)
-	if _, err := r.GC(false); err != nil {
+	if _, err := r.GC(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Close(); err != nil {
@@ -659,7 +659,7 @@ func TestGCMeetsAFoldWithoutFallingBack(t *testing.T) {
 		}
 	}
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -700,7 +700,7 @@ func TestGCMeetsAFoldWithoutFallingBack(t *testing.T) {
 	}
 	hook.Store(&fold)
 	defer hook.Store(nil)
-	if _, err := r.GC(false); err != nil {
+	if _, err := r.GC(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	if !folded {

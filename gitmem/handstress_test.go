@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -51,16 +52,16 @@ func TestHandEditsUnderLoadAreNeverLost(t *testing.T) {
 				var err error
 				switch {
 				case f == "c.md" && i%4 == 0:
-					_, err = r.Update(meta, func(tx *Tx) error { return tx.Remove(f) })
+					_, err = r.Update(context.Background(), meta, func(tx *Tx) error { return tx.Remove(f) })
 				case f == "c.md" && i%4 == 1:
-					_, err = r.Update(meta, func(tx *Tx) error {
+					_, err = r.Update(context.Background(), meta, func(tx *Tx) error {
 						if _, err := tx.Stat(f); err == nil {
 							return ErrExist
 						}
 						return tx.WriteFile(f, []byte("created "+id+"\n"))
 					})
 				case i%3 == 0:
-					_, err = r.Update(meta, func(tx *Tx) error {
+					_, err = r.Update(context.Background(), meta, func(tx *Tx) error {
 						data, err := tx.ReadFile(f)
 						if err != nil {
 							return err
@@ -68,7 +69,7 @@ func TestHandEditsUnderLoadAreNeverLost(t *testing.T) {
 						return tx.WriteFile(f, []byte(strings.Replace(string(data), "seed", "SEED "+id, 1)))
 					})
 				default:
-					_, err = r.Update(meta, func(tx *Tx) error {
+					_, err = r.Update(context.Background(), meta, func(tx *Tx) error {
 						data, err := tx.ReadFile(f)
 						if err != nil {
 							return err
@@ -89,11 +90,11 @@ func TestHandEditsUnderLoadAreNeverLost(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; !stop.Load(); i++ {
-			if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+			if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 				t.Errorf("adopt: %v", err)
 				return
 			}
-			if _, err := r.Snapshot(files[i%len(files)]); err != nil {
+			if _, err := r.Snapshot(context.Background(), files[i%len(files)]); err != nil {
 				t.Errorf("view: %v", err)
 				return
 			}
@@ -118,7 +119,7 @@ func TestHandEditsUnderLoadAreNeverLost(t *testing.T) {
 	}
 	stop.Store(true)
 	wg.Wait()
-	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 		t.Fatal(err)
 	}
 	settle(t, r)
@@ -167,7 +168,7 @@ func quietRepo(t *testing.T) (*Repo, string) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.Logf = func(string, ...any) {}
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,13 +203,13 @@ func TestHandEditAfterAnAdoptReadIsKept(t *testing.T) {
 	r.disk.mu.Unlock()
 	settle(t, r) // kept, to be merged
 	r.disk.mu.Lock()
-	if _, err := r.Adopt(); err != nil { // reads the file, merges
+	if _, err := r.Adopt(context.Background()); err != nil { // reads the file, merges
 		t.Fatal(err)
 	}
 	appendHand(t, dir, "a.md", "second by hand")
 	r.disk.mu.Unlock()
 	settle(t, r)
-	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 		t.Fatal(err)
 	}
 	settle(t, r)
@@ -244,7 +245,7 @@ func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
 		return nil
 	})
 	defer r.obj.Env.SetFault(nil)
-	_, err := r.Update(Meta{Subject: "change", Trailers: []Trailer{{TrailerToolUseID, "t3"}}}, func(tx *Tx) error {
+	_, err := r.Update(context.Background(), Meta{Subject: "change", Trailers: []Trailer{{TrailerToolUseID, "t3"}}}, func(tx *Tx) error {
 		if err := tx.WriteFile("a.md", []byte("ONE\ntwo\n")); err != nil {
 			return err
 		}
@@ -255,7 +256,7 @@ func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
 	}
 	settle(t, r)
 	r.obj.Env.SetFault(nil)
-	if _, err := r.Adopt(); err != nil {
+	if _, err := r.Adopt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, r)
@@ -310,7 +311,7 @@ func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
 				key := fmt.Sprintf("m%d-%s: ", w, f)
 				old, new := fmt.Sprintf("%s%d\n", key, n[f]), fmt.Sprintf("%s%d\n", key, n[f]+1)
 				meta := Meta{Subject: "model " + f, Trailers: []Trailer{{TrailerToolUseID, fmt.Sprintf("m%d-%d", w, i)}}}
-				_, err := r.Update(meta, func(tx *Tx) error {
+				_, err := r.Update(context.Background(), meta, func(tx *Tx) error {
 					data, err := tx.ReadFile(f)
 					if err == nil {
 						data, err = replaceOnce(data, old, new)
@@ -342,7 +343,7 @@ func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
 	go func() { // serve's background adopt (--adopt-every)
 		defer wg.Done()
 		for !stop.Load() {
-			if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+			if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 				t.Errorf("adopt: %v", err)
 				return
 			}
@@ -383,7 +384,7 @@ func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	for range 2 {
-		if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+		if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 			t.Fatal(err)
 		}
 		settle(t, r)
@@ -452,11 +453,11 @@ func TestResetHardUnderLoad(t *testing.T) {
 				key := fmt.Sprintf("v%d-%s: ", w, f)
 				old, new := fmt.Sprintf("%s%d\n", key, n[f]), fmt.Sprintf("%s%d\n", key, n[f]+1)
 				line := fmt.Sprintf("ins-%d-%d\n", w, i)
-				_, err := r.Update(Meta{Subject: "model " + f, Trailers: []Trailer{{TrailerToolUseID, fmt.Sprintf("m%d-%d", w, i)}}}, func(tx *Tx) error {
+				_, err := r.Update(context.Background(), Meta{Subject: "model " + f, Trailers: []Trailer{{TrailerToolUseID, fmt.Sprintf("m%d-%d", w, i)}}}, func(tx *Tx) error {
 					data, err := tx.ReadFile(f)
 					switch {
 					case err != nil:
-					case i%2 == 0: // insert at the end
+					case i%2 == 0:
 						data = append(data, line...)
 					default:
 						data, err = replaceOnce(data, old, new)
@@ -496,7 +497,7 @@ func TestResetHardUnderLoad(t *testing.T) {
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
-			if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+			if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 				t.Errorf("adopt: %v", err)
 			}
 		}

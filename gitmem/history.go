@@ -727,8 +727,8 @@ const inlineCatchUp = 64
 
 // rebuildHistoryIndex makes the history index file whole again: what it
 // holds up to the damage, the rest recorded from git, written anew.
-func (r *Repo) rebuildHistoryIndex() error {
-	t, err := r.beginWrite(context.Background(), withOwn)
+func (r *Repo) rebuildHistoryIndex(ctx context.Context) error {
+	t, err := r.beginWrite(ctx, withOwn)
 	if err != nil {
 		return err
 	}

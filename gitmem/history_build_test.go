@@ -22,7 +22,7 @@ import (
 func importedHistory(t *testing.T, n int) string {
 	t.Helper()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestReaderSavesTheIndexItRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	held.Lock()
-	r, err := Open(dir, ro)
+	r, err := Open(context.Background(), dir, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +85,13 @@ func TestReaderSavesTheIndexItRebuilt(t *testing.T) {
 	held.Close()
 
 	// No one holds it: the reader saves what it rebuilt.
-	r, err = Open(dir, ro)
+	r, err = Open(context.Background(), dir, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first(r)
 	r.Close()
-	r, err = Open(dir, ro)
+	r, err = Open(context.Background(), dir, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 		once.Do(func() { close(started) })
 		<-release
 	}}
-	r, err := Open(dir, opt)
+	r, err := Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 	go func() {
 		// A retry of a call the imported history made, of one gitmem
 		// made, then a new call.
-		_, err := r.Update(Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_imp_7"}}}, func(tx *Tx) error {
+		_, err := r.Update(context.Background(), Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_imp_7"}}}, func(tx *Tx) error {
 			return tx.WriteFile("imp/7.md", []byte("again\n"))
 		})
 		var applied *AppliedError
@@ -162,14 +162,14 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 			done <- fmt.Errorf("a retry of toolu_imp_7: %v (want its commit %s)", err, imported)
 			return
 		}
-		_, err = r.Update(Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_1"}}}, func(tx *Tx) error {
+		_, err = r.Update(context.Background(), Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_1"}}}, func(tx *Tx) error {
 			return tx.WriteFile("a.md", []byte("again\n"))
 		})
 		if !errors.As(err, &applied) {
 			done <- fmt.Errorf("a retry of toolu_1: %v", err)
 			return
 		}
-		_, err = r.Update(Meta{Subject: "new", Trailers: []Trailer{{TrailerToolUseID, "toolu_new"}}}, func(tx *Tx) error {
+		_, err = r.Update(context.Background(), Meta{Subject: "new", Trailers: []Trailer{{TrailerToolUseID, "toolu_new"}}}, func(tx *Tx) error {
 			return tx.WriteFile("new.md", []byte("new\n"))
 		})
 		done <- err
@@ -200,7 +200,7 @@ func TestToolCallsDoNotWaitForTheIndex(t *testing.T) {
 		t.Fatal("the background build saved no index")
 	}
 	// A retry now, through the index.
-	_, err = r.Update(Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_new"}}}, func(tx *Tx) error {
+	_, err = r.Update(context.Background(), Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_new"}}}, func(tx *Tx) error {
 		return tx.WriteFile("new.md", []byte("again\n"))
 	})
 	var applied *AppliedError

@@ -20,12 +20,12 @@ import (
 func TestLongHistoryRecordIsRead(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.Update(Meta{Subject: "seed", Trailers: []Trailer{{TrailerToolUseID, "toolu_seed"}}}, func(tx *Tx) error {
-		for i := range 4000 { // ~100 bytes of record each: over 256 KiB
+	_, err = r.Update(context.Background(), Meta{Subject: "seed", Trailers: []Trailer{{TrailerToolUseID, "toolu_seed"}}}, func(tx *Tx) error {
+		for i := range 4000 {
 			if err := tx.WriteFile(fmt.Sprintf("notes/%s-%05d.md", strings.Repeat("n", 40), i), []byte("x\n")); err != nil {
 				return err
 			}
@@ -49,14 +49,14 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, head) {
 		t.Fatalf("the index ends at %.40s, not at HEAD %s", last, head)
 	}
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	write(t, r, "toolu_next", "c.md", "c\n")
 	// The seed's id is known: the same call again is not made twice.
-	_, err = r.Update(Meta{Subject: "seed", Trailers: []Trailer{{TrailerToolUseID, "toolu_seed"}}}, func(tx *Tx) error {
+	_, err = r.Update(context.Background(), Meta{Subject: "seed", Trailers: []Trailer{{TrailerToolUseID, "toolu_seed"}}}, func(tx *Tx) error {
 		return tx.WriteFile("d.md", []byte("d\n"))
 	})
 	var applied *AppliedError
@@ -72,27 +72,27 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	meta := Meta{Subject: "Tool-Use-Id", Author: Signature{"Tool-Use-Id", "claude@gitmem.invalid"},
 		Trailers: []Trailer{{TrailerAgent, "Tool-Use-Id"}, {TrailerToolUseID, "toolu_A1"}}}
-	if _, err := r.Update(meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("a\n")) }); err != nil {
+	if _, err := r.Update(context.Background(), meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("a\n")) }); err != nil {
 		t.Fatal(err)
 	}
 	r.Close()
-	if r, err = Open(dir, testOptions(t)); err != nil {
+	if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	_, err = r.Update(meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("again\n")) })
+	_, err = r.Update(context.Background(), meta, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("again\n")) })
 	var applied *AppliedError
 	if !errors.As(err, &applied) || applied.ID != "toolu_A1" {
 		t.Fatalf("the same tool_use id after a restart: %v", err)
 	}
 	// The author's email is no id.
-	_, err = r.Update(Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, "claude@gitmem.invalid"}}}, func(tx *Tx) error {
+	_, err = r.Update(context.Background(), Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, "claude@gitmem.invalid"}}}, func(tx *Tx) error {
 		return tx.WriteFile("b.md", []byte("b\n"))
 	})
 	if err != nil {
@@ -108,7 +108,7 @@ func TestIDIsReadFromTheTrailersOnly(t *testing.T) {
 func damagedHistory(t *testing.T, damage string) (dir, path string, sound []byte) {
 	t.Helper()
 	dir = gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,12 +149,12 @@ func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 	for _, damage := range []string{"lost", "doubled", "root lost"} {
 		t.Run(damage, func(t *testing.T) {
 			dir, path, sound := damagedHistory(t, damage)
-			r, err := Open(dir, testOptions(t))
+			r, err := Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			_, err = r.Update(Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_2"}}}, func(tx *Tx) error {
+			_, err = r.Update(context.Background(), Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_2"}}}, func(tx *Tx) error {
 				return tx.WriteFile("f2.md", []byte("again\n"))
 			})
 			var applied *AppliedError
@@ -174,17 +174,17 @@ func TestDamagedHistoryIndexIsRebuilt(t *testing.T) {
 func TestFsckRepairsADamagedHistoryIndex(t *testing.T) {
 	t.Parallel()
 	dir, path, sound := damagedHistory(t, "lost")
-	rep, err := Fsck(dir, testOptions(t), false)
+	rep, err := Fsck(context.Background(), dir, testOptions(t), false)
 	if err != nil || len(rep.Problems) != 1 || !strings.HasPrefix(rep.Problems[0].What, "the history index (.git/gitmem/history) is damaged at record") {
 		t.Fatalf("fsck: %v %+v", err, rep.Problems)
 	}
-	if rep, err = Fsck(dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
+	if rep, err = Fsck(context.Background(), dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
 		t.Fatalf("fsck --repair: %v %+v", err, rep.Problems)
 	}
 	if got, _ := os.ReadFile(path); string(got) != string(sound) {
 		t.Fatalf("not rebuilt:\n%s", got)
 	}
-	if rep, err = Fsck(dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
+	if rep, err = Fsck(context.Background(), dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("fsck after the repair: %v %+v", err, rep.Problems)
 	}
 }
@@ -199,7 +199,7 @@ func TestLogOfADamagedHistoryIndex(t *testing.T) {
 			dir, _, _ := damagedHistory(t, damage)
 			opt := testOptions(t)
 			opt.ReadOnly = true // nothing rebuilds the file meanwhile
-			r, err := Open(dir, opt)
+			r, err := Open(context.Background(), dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,7 +21,7 @@ func TestOlderHistoryIndexIsRebuilt(t *testing.T) {
 	for _, header := range []string{"gitmem-history 4", "gitmem-history 3", "gitmem-history 99", "something else"} {
 		t.Run(header, func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func TestOlderHistoryIndexIsRebuilt(t *testing.T) {
 			if err := os.WriteFile(p, []byte(header+"\n"+strings.Join(lines, "")), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			r, err = Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+			r, err = Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 			if err != nil {
 				t.Fatalf("open read-only: %v", err)
 			}
@@ -51,7 +51,7 @@ func TestOlderHistoryIndexIsRebuilt(t *testing.T) {
 			}
 			r.Close()
 			for round := range 2 { // a fresh process: by the index tail, then after a change
-				r, err = Open(dir, testOptions(t))
+				r, err = Open(context.Background(), dir, testOptions(t))
 				if err != nil {
 					t.Fatalf("open: %v", err)
 				}
@@ -59,7 +59,7 @@ func TestOlderHistoryIndexIsRebuilt(t *testing.T) {
 				if err := r.Log(context.Background(), LogOptions{}, nil, func(Commit) error { n++; return nil }); err != nil || n < 3+round {
 					t.Fatalf("log: %d commits, %v", n, err)
 				}
-				_, err = r.Update(Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_1"}}}, func(tx *Tx) error {
+				_, err = r.Update(context.Background(), Meta{Subject: "again", Trailers: []Trailer{{TrailerToolUseID, "toolu_1"}}}, func(tx *Tx) error {
 					return tx.WriteFile("c.md", []byte("x"))
 				})
 				var applied *AppliedError

@@ -17,7 +17,7 @@ func TestLogGivesTheBlobOfEachChangedPath(t *testing.T) {
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	write(t, r, "t2", "b/c.md", "two\n")
-	if _, err := r.Update(Meta{Subject: "mv"}, func(tx *Tx) error { return tx.Rename("a.md", "b/a.md") }); err != nil {
+	if _, err := r.Update(context.Background(), Meta{Subject: "mv"}, func(tx *Tx) error { return tx.Rename("a.md", "b/a.md") }); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, r)
@@ -53,7 +53,7 @@ func TestTransactionReadsItsHeadCommit(t *testing.T) {
 	r, _ := newRepo(t)
 	first := write(t, r, "t1", "a.md", "one\n")
 	var got Commit
-	_, err := r.Update(Meta{Subject: "second"}, func(tx *Tx) error {
+	_, err := r.Update(context.Background(), Meta{Subject: "second"}, func(tx *Tx) error {
 		var err error
 		got, err = tx.HeadCommit()
 		return err

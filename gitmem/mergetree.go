@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -340,7 +341,7 @@ const (
 var errTipMoved = errors.New("the branch moved while the merge was computed")
 
 // commit computes the merge and commits it as one Update (see above).
-func (m *merger) commit(meta Meta) (Commit, error) {
+func (m *merger) commit(ctx context.Context, meta Meta) (Commit, error) {
 	for attempt := 1; ; attempt++ {
 		pre := m.store.newTx()
 		if err := m.run(pre); err != nil {
@@ -349,11 +350,11 @@ func (m *merger) commit(meta Meta) (Commit, error) {
 		// The files it merges are checked for hand edits now too, so that
 		// the check under the lock finds them known (one lstat each), not
 		// to be read again.
-		if err := m.store.adoptFiles(pre.looked()); err != nil {
+		if err := m.store.adoptFiles(ctx, pre.looked()); err != nil {
 			m.logf("gitmem: could not commit a hand edit before a merge: %v", err)
 		}
 		m.noRestart = attempt < mergeAttempts
-		c, err := m.store.Update(meta, func(tx *Tx) error {
+		c, err := m.store.Update(ctx, meta, func(tx *Tx) error {
 			if tx.head == pre.head {
 				*tx = *pre
 				return nil
@@ -375,8 +376,8 @@ func (m *merger) commit(meta Meta) (Commit, error) {
 type mergeStore interface {
 	newTx() *Tx
 	// adoptFiles commits the hand edits of the files given first.
-	adoptFiles(rels []string) error
-	Update(meta Meta, fn func(tx *Tx) error) (Commit, error)
+	adoptFiles(ctx context.Context, rels []string) error
+	Update(ctx context.Context, meta Meta, fn func(tx *Tx) error) (Commit, error)
 	linearSince(from, to plumbing.Hash) ([]*object.Commit, bool)
 	// readTree reads the tree h into nodes, reusing old's (loadTree).
 	readTree(h plumbing.Hash, old *node) (*node, error)

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -21,7 +22,7 @@ import (
 // was found, so the next start reads none.
 func TestOpenReadsNoUnchangedFile(t *testing.T) {
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestOpenReadsNoUnchangedFile(t *testing.T) {
 	time.Sleep(2 * gd.RacyWindow)
 	open := func() int64 {
 		t.Helper()
-		r, err := Open(dir, testOptions(t))
+		r, err := Open(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +85,7 @@ func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
 	for _, forged := range []bool{false, true} {
 		t.Run(fmt.Sprintf("forged=%v", forged), func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +130,7 @@ func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
 					t.Fatalf("touch: %v: %s", err, out)
 				}
 			}
-			r, err = Open(dir, testOptions(t))
+			r, err = Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +164,7 @@ func TestCloseStopsTheIDsRead(t *testing.T) {
 // reverting one call does not load 100,000 records.
 func TestRevertReadsTheHistoryFromItsEnd(t *testing.T) {
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,25 +173,25 @@ func TestRevertReadsTheHistoryFromItsEnd(t *testing.T) {
 	}
 	write(t, r, "t5", "a.md", "two\n")
 	tx := func(tx *Tx) error { return tx.Rename("a.md", "b.md") }
-	if _, err := r.Update(Meta{Subject: "mv", Trailers: []Trailer{{TrailerToolUseID, "t6"}, {TrailerCommand, "rename"}, {TrailerPath, "/memories/a.md"}, {TrailerNewPath, "/memories/b.md"}}}, tx); err != nil {
+	if _, err := r.Update(context.Background(), Meta{Subject: "mv", Trailers: []Trailer{{TrailerToolUseID, "t6"}, {TrailerCommand, "rename"}, {TrailerPath, "/memories/a.md"}, {TrailerNewPath, "/memories/b.md"}}}, tx); err != nil {
 		t.Fatal(err)
 	}
 	write(t, r, "t7", "f1.md", "more\n")
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, _, err := r.Revert([]string{"t5"}, RevertOptions{}); err != nil {
+	if _, _, err := r.Revert(context.Background(), []string{"t5"}, RevertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if r.histIndex.isLoaded() {
 		t.Fatal("revert loaded the whole history index")
 	}
-	v, err := r.Snapshot()
+	v, err := r.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestResolveOfAFullHashIsThatCommit(t *testing.T) {
 // tool_use ids ahead, and still recognises a retried call.
 func TestOneCommandStillRecognisesARetry(t *testing.T) {
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,12 +230,12 @@ func TestOneCommandStillRecognisesARetry(t *testing.T) {
 	}
 	opt := testOptions(t)
 	opt.OneCommand = true
-	r, err = Open(dir, opt)
+	r, err = Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	_, err = r.Update(Meta{Subject: "w a.md", Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error {
+	_, err = r.Update(context.Background(), Meta{Subject: "w a.md", Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error {
 		return tx.WriteFile("a.md", []byte("two\n"))
 	})
 	var applied *AppliedError
@@ -323,7 +324,7 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 	logs := captureLogs(t, &opt)
 	logf := opt.Logf
 	opt.Errorf = func(format string, a ...any) { logf("ERROR "+format, a...) }
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,13 +339,13 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 		}
 	}
 	before := r.wt.readBytes.Load()
-	if _, err := r.Adopt(); err != nil {
+	if _, err := r.Adopt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if n := r.wt.readBytes.Load() - before; n >= int64(len(big)) {
 		t.Fatalf("the adopt read %d bytes: a file over the limit (%d bytes) was read", n, len(big))
 	}
-	if _, err := r.Adopt(); !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
 		t.Fatalf("second adopt: %v, want ErrNoChange", err)
 	}
 	if got := read(t, r, "ok.md"); got != "one\ntwo by hand\n" {
@@ -356,7 +357,7 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 	if out := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); strings.Contains(out, "big.md") {
 		t.Fatalf("big.md was committed:\n%s", out)
 	}
-	v, err := r.Snapshot("big.md")
+	v, err := r.Snapshot(context.Background(), "big.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -24,7 +25,7 @@ func TestWriterRefusesAnotherUsersRepository(t *testing.T) {
 		t.Skip("giving a repository to another user needs root")
 	}
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +51,10 @@ func TestWriterRefusesAnotherUsersRepository(t *testing.T) {
 	os.Chown(filepath.Join(dir, "memories", "a.md"), other, -1)
 	opt := testOptions(t)
 	opt.OwnerOnly = true
-	if _, err := Open(dir, opt); !errors.Is(err, ErrOtherOwner) {
+	if _, err := Open(context.Background(), dir, opt); !errors.Is(err, ErrOtherOwner) {
 		t.Fatalf("Open of another user's repository: %v, want ErrOtherOwner", err)
 	}
-	if _, err := Fsck(dir, opt, true); !errors.Is(err, ErrOtherOwner) {
+	if _, err := Fsck(context.Background(), dir, opt, true); !errors.Is(err, ErrOtherOwner) {
 		t.Fatalf("Fsck --repair of another user's repository: %v, want ErrOtherOwner", err)
 	}
 	mine := ""
@@ -67,13 +68,13 @@ func TestWriterRefusesAnotherUsersRepository(t *testing.T) {
 		t.Fatalf("the refused writer left files of its own user:\n%s", mine)
 	}
 	opt.ReadOnly = true
-	rr, err := Open(dir, opt)
+	rr, err := Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatalf("a reader of another user's repository: %v", err)
 	}
 	rr.Close()
 	opt.ReadOnly, opt.OwnerOnly = false, false
-	w, err := Open(dir, opt) // allowed: takes the hand edit, as root
+	w, err := Open(context.Background(), dir, opt) // allowed: takes the hand edit, as root
 	if err != nil {
 		t.Fatalf("a writer without OwnerOnly: %v", err)
 	}

@@ -38,20 +38,20 @@ func TestFailedGroupChangesNothing(t *testing.T) {
 func TestFailedSyncIsNeverReplayed(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, r, "t0", "a.md", "before\n")
 	stop := failAt(t, r, gd.StepWALSync, ".git/gitmem/wal")
-	if _, err := r.Update(Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, "lost"}}}, func(tx *Tx) error {
+	if _, err := r.Update(context.Background(), Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, "lost"}}}, func(tx *Tx) error {
 		return tx.WriteFile("lost.md", []byte("lost\n"))
 	}); err == nil {
 		t.Fatal("the fault did not fail the call")
 	}
 	stop()
 	crash(r)
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,12 +63,12 @@ func TestFailedSyncIsNeverReplayed(t *testing.T) {
 
 func testFailedGroup(t *testing.T, step string) {
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, r, "t0", "a.md", "before\n")
-	before, _ := r.Snapshot()
+	before, _ := r.Snapshot(context.Background())
 	stop := failAt(t, r, step, ".git/gitmem/wal")
 	errs := make([]error, 8)
 	// Rounds of concurrent calls, the same ids each time (a client
@@ -79,7 +79,7 @@ func testFailedGroup(t *testing.T, step string) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, errs[i] = r.Update(Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("g", i)}}}, func(tx *Tx) error {
+				_, errs[i] = r.Update(context.Background(), Meta{Subject: "x", Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("g", i)}}}, func(tx *Tx) error {
 					return tx.WriteFile(fmt.Sprintf("g%d.md", i), []byte("lost\n"))
 				})
 			}()
@@ -103,7 +103,7 @@ func testFailedGroup(t *testing.T, step string) {
 			t.Fatalf("after a failed group: %d id(s) waiting, %d commit(s) queued, tip moved: %v", waiting, queued, tip != head)
 		}
 	}
-	if v, _ := r.Snapshot(); v.Head() != before.Head() {
+	if v, _ := r.Snapshot(context.Background()); v.Head() != before.Head() {
 		t.Fatal("a failed group moved HEAD")
 	}
 	stop()
@@ -112,7 +112,7 @@ func testFailedGroup(t *testing.T, step string) {
 	}
 	settle(t, r)
 	crash(r) // the log must not bring back anything of the failed group
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestMaterialisationFailureRefusesNewChanges(t *testing.T) {
 	if got := read(t, r, "a.md"); got != "acknowledged\n" {
 		t.Fatalf("an acknowledged change is not readable: %q", got)
 	}
-	if _, err := r.Update(Meta{Subject: "refused"}, func(tx *Tx) error { return tx.WriteFile("b.md", []byte("x")) }); err == nil {
+	if _, err := r.Update(context.Background(), Meta{Subject: "refused"}, func(tx *Tx) error { return tx.WriteFile("b.md", []byte("x")) }); err == nil {
 		t.Fatal("a change was accepted while git's files cannot follow")
 	}
 	stop()
@@ -167,7 +167,7 @@ func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
 	for _, step := range []string{gd.StepPack, gd.StepSync} {
 		t.Run(step, func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,7 +186,7 @@ func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
 			}
 			crash(r)
 			stop()
-			r, err = Open(dir, testOptions(t))
+			r, err = Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -251,7 +251,7 @@ func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
 		func(tx *Tx) error { return tx.WriteFile("d/b.md", []byte("b2\n")) },
 	}
 	for i, fn := range steps {
-		if _, err := r.Update(Meta{Subject: fmt.Sprintf("step %d", i)}, fn); err != nil {
+		if _, err := r.Update(context.Background(), Meta{Subject: fmt.Sprintf("step %d", i)}, fn); err != nil {
 			r.disk.mu.Unlock()
 			t.Fatal(err)
 		}
@@ -398,7 +398,7 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 	}
 	r.disk.mu.Lock() // the materialiser cannot run
 	for i := range 3 {
-		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
+		if _, err := r.Update(context.Background(), Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile("a.md", []byte(fmt.Sprintf("%d\n", i)))
 		}); err != nil {
 			r.disk.mu.Unlock()
@@ -407,7 +407,7 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Update(Meta{Subject: "c3"}, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("3\n")) })
+		_, err := r.Update(context.Background(), Meta{Subject: "c3"}, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("3\n")) })
 		done <- err
 	}()
 	select {
@@ -477,7 +477,7 @@ func TestLogBytesHoldCallsBack(t *testing.T) {
 	r.disk.mu.Lock() // neither the materialiser nor a checkpoint can run
 	big := func(i int) []byte { return []byte(strings.Repeat(fmt.Sprintf("line %d\n", i), 40<<10/7)) }
 	for i := range 3 { // 3 x 40 KiB: past logMax
-		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
+		if _, err := r.Update(context.Background(), Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile("a.md", big(i))
 		}); err != nil {
 			r.disk.mu.Unlock()
@@ -486,7 +486,7 @@ func TestLogBytesHoldCallsBack(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Update(Meta{Subject: "c3"}, func(tx *Tx) error { return tx.WriteFile("a.md", big(3)) })
+		_, err := r.Update(context.Background(), Meta{Subject: "c3"}, func(tx *Tx) error { return tx.WriteFile("a.md", big(3)) })
 		done <- err
 	}()
 	select {
@@ -520,7 +520,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.hooks = chunks
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +528,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 	settle(t, r)
 	r.disk.mu.Lock() // the materialiser waits
 	for i := 1; i <= 7; i++ {
-		if _, err := r.Update(Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
+		if _, err := r.Update(context.Background(), Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile(fmt.Sprintf("f%d.md", i%3), []byte(fmt.Sprintf("%d\n", i)))
 		}); err != nil {
 			r.disk.mu.Unlock()
@@ -562,7 +562,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 		mu.Unlock()
 		t.Logf(format, args...)
 	}
-	r2, err := Open(crashed, opts)
+	r2, err := Open(context.Background(), crashed, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,7 +655,7 @@ func TestSpareLogFailureIsSaidOnce(t *testing.T) {
 		}
 		t.Logf(format, args...)
 	}
-	r, _, err := Init(gittest.TempDir(t), opt)
+	r, _, err := Init(context.Background(), gittest.TempDir(t), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -703,7 +703,7 @@ func TestIdleCheckpointLeavesCallsFree(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Update(Meta{Subject: "w", Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error {
+		_, err := r.Update(context.Background(), Meta{Subject: "w", Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error {
 			return tx.WriteFile("b.md", []byte("during the checkpoint\n"))
 		})
 		done <- err
@@ -724,7 +724,7 @@ func TestIdleCheckpointLeavesCallsFree(t *testing.T) {
 // dereference" in WAL.Len: serve under load stopped with SIGTERM exited
 // 2, TestServeStoppedUnderLoadLeavesACleanIndex, 1 run in 9).
 func TestCheckpointAfterTheLogIsClosed(t *testing.T) {
-	r, _, err := Init(gittest.TempDir(t), testOptions(t))
+	r, _, err := Init(context.Background(), gittest.TempDir(t), testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -312,7 +312,7 @@ func (r *Repo) mergeDisplaced() error {
 		}
 		m := &merger{store: r, hooks: r.opt.hooks, logf: r.opt.Logf, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits, index: idx}
 		meta := Meta{Subject: "memory: merge outside-gitmem", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "merge"}}}
-		_, err := r.update(meta, m.run)
+		_, err := r.update(r.life, meta, m.run) // gives up when Close begins
 		st.Close()
 		if err == nil {
 			r.outside.mergedBack.Add(1)

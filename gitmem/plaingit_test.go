@@ -27,7 +27,7 @@ func TestIndexNeverVouchesForAFileNotYetWritten(t *testing.T) {
 	settle(t, r)
 	// Past the racy window, a view's drift check caches a.md's lstat data.
 	time.Sleep(150 * time.Millisecond)
-	if _, err := r.Snapshot("a.md"); err != nil {
+	if _, err := r.Snapshot(context.Background(), "a.md"); err != nil {
 		t.Fatal(err)
 	}
 	r.disk.mu.Lock() // the materialiser waits: t2 is published, not yet in the worktree
@@ -61,7 +61,7 @@ func repoLoggingErrors(t *testing.T) (r *Repo, dir string, logged func() string)
 		mu.Unlock()
 		t.Logf("ERROR "+f, a...)
 	}
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestBranchDeletedWhileServingIsPutBack(t *testing.T) {
 			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 				t.Errorf("git status:\n%s", st)
 			}
-			r2, err := Open(dir, testOptions(t)) // and the next start is a plain one
+			r2, err := Open(context.Background(), dir, testOptions(t)) // and the next start is a plain one
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestBranchDeletedUnderLoadLosesNothing(t *testing.T) {
 			wg.Go(func() {
 				for i := range 60 {
 					id := fmt.Sprintf("w%d-%d", w, i)
-					if _, err := r.Update(Meta{Subject: id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+					if _, err := r.Update(context.Background(), Meta{Subject: id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
 						return tx.WriteFile(fmt.Sprintf("w%d.md", w), []byte(id+"\n"))
 					}); err != nil {
 						t.Errorf("%s refused: %v", id, err)
@@ -198,7 +198,7 @@ func TestBranchDeletedUnderLoadLosesNothing(t *testing.T) {
 		write(t, r1, "t1", "a.md", "one\n")
 		settle(t, r1)
 		waitReleased(t, r1)
-		r2, err := Open(dir, testOptions(t))
+		r2, err := Open(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +318,7 @@ func startWriters(t *testing.T, indexDelay time.Duration) *besideGit {
 	b := &besideGit{t: t, dir: gittest.TempDir(t), last: map[string]string{}}
 	opt := testOptions(t)
 	opt.IndexDelay = indexDelay
-	r, _, err := Init(b.dir, opt)
+	r, _, err := Init(context.Background(), b.dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func startWriters(t *testing.T, indexDelay time.Duration) *besideGit {
 				if i%3 == 0 {
 					p = fmt.Sprintf("new/w%d-%d.md", g, i)
 				}
-				if _, err := r.Update(Meta{Subject: id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+				if _, err := r.Update(context.Background(), Meta{Subject: id, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
 					return tx.WriteFile(p, []byte(id+"\n"))
 				}); err != nil {
 					t.Errorf("%s refused: %v", id, err)
@@ -588,7 +588,7 @@ func TestPlainGitBesideAWritingRepo(t *testing.T) {
 				t.Fatal("git clean deleted nothing")
 			}
 			// serve's periodic adopt: git's deletions are taken as hand edits
-			c, err := b.r.Adopt()
+			c, err := b.r.Adopt(context.Background())
 			if err != nil {
 				t.Fatalf("adopt: %v", err)
 			}
@@ -596,7 +596,7 @@ func TestPlainGitBesideAWritingRepo(t *testing.T) {
 				t.Errorf("the adopt commit deletes %d file(s), git clean deleted %d: %v", len(c.Paths), n, c.Paths)
 			}
 			// ... and gitmem revert brings them back as they were
-			if _, _, err := b.r.Revert([]string{c.Hash}, RevertOptions{}); err != nil {
+			if _, _, err := b.r.Revert(context.Background(), []string{c.Hash}, RevertOptions{}); err != nil {
 				t.Fatalf("revert: %v", err)
 			}
 			b.finish()
@@ -701,7 +701,7 @@ func TestBranchMovedBackWhileTheLockIsFreeIsPutBack(t *testing.T) {
 		write(t, r, "t2", "b.md", "b\n")
 		settle(t, r)
 		waitReleased(t, r)
-		other, err := Open(dir, testOptions(t)) // gitmem redact, in its own process
+		other, err := Open(context.Background(), dir, testOptions(t)) // gitmem redact, in its own process
 		if err != nil {
 			t.Fatal(err)
 		}

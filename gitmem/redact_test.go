@@ -33,7 +33,7 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 			write(t, r, "t2", "secret.txt", "password sk-live42secret\n")
 			write(t, r, "t3", "prefs.md", "key: sk-live42secret\ncolor: blue\n")
 			write(t, r, "t4", "prefs.md", "key: sk-live42secret\ncolor: green\n")
-			r.GC(false) // some of the secret is packed, some loose
+			r.GC(context.Background(), false) // some of the secret is packed, some loose
 			write(t, r, "t5", "other.md", "unrelated\n")
 			settle(t, r)
 			before := gittest.Git(t, dir, "log", "--format=%s|%an|%ad|%(trailers:key=Tool-Use-Id,valueonly)")
@@ -93,15 +93,15 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	server, _, err := Init(dir, testOptions(t))
+	server, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer server.Close()
 	write(t, server, "s1", "notes.md", "token sk-abc123\n")
 	write(t, server, "s2", "other.md", "x\n")
-	server.GC(false)
-	op, err := Open(dir, testOptions(t))
+	server.GC(context.Background(), false)
+	op, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
 		t.Fatalf("the server reads %q", got)
 	}
 	write(t, server, "s3", "notes.md", "later\n")
-	if _, err := server.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "s2"}}}, func(*Tx) error { return nil }); err == nil {
+	if _, err := server.Update(context.Background(), Meta{Trailers: []Trailer{{TrailerToolUseID, "s2"}}}, func(*Tx) error { return nil }); err == nil {
 		t.Fatal("a tool_use id from before the rewrite was applied again")
 	}
 	gittest.Fsck(t, dir)
@@ -130,7 +130,7 @@ func TestServerFollowsARedactionByAnotherProcess(t *testing.T) {
 func TestDamagedInterruptedRedactionRecord(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestDamagedInterruptedRedactionRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.Remove(path)
-			r, err := Open(dir, testOptions(t))
+			r, err := Open(context.Background(), dir, testOptions(t))
 			if err == nil {
 				r.Close()
 			}
@@ -178,7 +178,7 @@ func TestDamagedInterruptedRedactionRecord(t *testing.T) {
 	// A record gitmem wrote still finishes (here: its one ref is at the
 	// new commit already), and the repository opens.
 	os.WriteFile(dir+"/.git/gitmem/redact", []byte(rec("refs/heads/main", parent, head)), 0o600)
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +385,7 @@ func TestKilledRedactionsLocksAreItsOwn(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.hooks.redactFault = func() error { return errors.New("killed") } // this repository's one redaction
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func TestKilledRedactionsLocksAreItsOwn(t *testing.T) {
 		t.Fatalf("main.lock after the kill: %q %v", b, err)
 	}
 	r.Close()
-	if r, err = Open(dir, testOptions(t)); err != nil {
+	if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
@@ -493,7 +493,7 @@ func TestRedactionPreviewHoldsUpNoRead(t *testing.T) {
 			return
 		}
 		go func() {
-			v, err := r.Snapshot()
+			v, err := r.Snapshot(context.Background())
 			if err == nil {
 				_, err = v.ReadFile("b.md")
 			}

@@ -221,7 +221,7 @@ type Repo struct {
 // becomes the first commit; an existing gitmem repository is opened as is,
 // and another git repository only with Options.Adopt. It reports whether
 // a new repository was created.
-func Init(dir string, opt Options) (*Repo, bool, error) {
+func Init(ctx context.Context, dir string, opt Options) (*Repo, bool, error) {
 	created := false
 	if _, err := os.Stat(filepath.Join(dir, ".git")); errors.Is(err, fs.ErrNotExist) {
 		if err := initGitDir(dir); err != nil {
@@ -229,7 +229,7 @@ func Init(dir string, opt Options) (*Repo, bool, error) {
 		}
 		created = true
 	}
-	r, err := Open(dir, opt)
+	r, err := Open(ctx, dir, opt)
 	return r, created, err
 }
 
@@ -263,7 +263,12 @@ func initGitDir(dir string) error {
 // unless opt.Adopt is set; a branch that is missing while commits exist,
 // or damaged, is refused with a *DamagedError that says how to repair it.
 // Read-only, Open writes nothing at all.
-func Open(dir string, opt Options) (*Repo, error) {
+//
+// Open waits for the writer lock while another process holds it (a
+// gitmem gc --full, say), until ctx is done: it then returns ctx.Err(),
+// having changed nothing. Once the lock is taken, the recovery finishes
+// whatever ctx does.
+func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 	opt.defaults(dir)
 	gitDir := filepath.Join(dir, ".git")
 	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
@@ -330,7 +335,7 @@ func Open(dir string, opt Options) (*Repo, error) {
 		return fail(wrap("open the lock file", err))
 	}
 	r.lease = lock.NewWriter(lockFile, intent)
-	if err := r.start(!marked); err != nil {
+	if err := r.start(ctx, !marked); err != nil {
 		return fail(err)
 	}
 	return r, nil
@@ -359,13 +364,13 @@ func madeByGitmem(gitDir string, branch plumbing.ReferenceName, st *gd.Store) bo
 // Only a damaged repository stops it: a full disk or a read-only folder
 // leaves a repository that can still be read (the failed step is logged
 // and retried at the next change).
-func (r *Repo) start(markIt bool) error {
-	t, err := r.beginWrite(context.Background(), 0)
+func (r *Repo) start(ctx context.Context, markIt bool) error {
+	t, err := r.beginWrite(ctx, 0)
 	if err != nil {
 		return err
 	}
 	defer t.end()
-	if err := r.acquire(context.Background()); err != nil {
+	if err := r.acquire(ctx); err != nil {
 		return err
 	}
 	fail := func(err error) error {
@@ -680,8 +685,9 @@ func (r *Repo) readFile(h plumbing.Hash, p string) ([]byte, error) {
 // about to read: one that an operator changed by hand is committed first
 // (an adopt commit), so that the view shows it. A folder is not checked
 // here (that would read the whole subtree); Adopt checks everything.
-func (r *Repo) Snapshot(paths ...string) (*View, error) {
-	ctx := context.Background()
+// Only these slow paths wait (for the writer turn or lock): they give up
+// when ctx is done.
+func (r *Repo) Snapshot(ctx context.Context, paths ...string) (*View, error) {
 	if r.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -703,7 +709,7 @@ func (r *Repo) Snapshot(paths ...string) (*View, error) {
 		}
 	}
 	if files := r.filePaths(paths); len(files) > 0 && !r.opt.ReadOnly {
-		if err := r.adoptFiles(files); err != nil {
+		if err := r.adoptFiles(ctx, files); err != nil {
 			r.opt.Logf("gitmem: could not commit a hand edit before a view: %v", err)
 		}
 	}
@@ -760,18 +766,23 @@ func (r *Repo) filePaths(paths []string) []string {
 // and the worktree follow in the background (see pipeline.go). When
 // calls come faster than that, past backlogMax commits not yet in git's
 // files, Update first waits for them (at most backlogWait).
-func (r *Repo) Update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
-	if err := r.awaitBacklog(context.Background()); err != nil {
+//
+// Until fn has returned, every wait (the backlog, this process's writer
+// turn, the writer lock another process holds) gives up when ctx is
+// done: Update then returns ctx.Err() and nothing was written. Once the
+// commit is prepared, it completes.
+func (r *Repo) Update(ctx context.Context, meta Meta, fn func(tx *Tx) error) (Commit, error) {
+	if err := r.awaitBacklog(ctx); err != nil {
 		return Commit{}, err
 	}
-	return r.update(meta, fn)
+	return r.update(ctx, meta, fn)
 }
 
 // update is Update without the wait for the backlog: for the
 // materialiser's own commits (mergeDisplaced), which would wait for
 // itself.
-func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
-	t, err := r.beginWrite(context.Background(), withOwn|writable)
+func (r *Repo) update(ctx context.Context, meta Meta, fn func(tx *Tx) error) (Commit, error) {
+	t, err := r.beginWrite(ctx, withOwn|writable)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -817,6 +828,9 @@ func (r *Repo) update(meta Meta, fn func(tx *Tx) error) (Commit, error) {
 				adopted = p
 				continue // run fn again on what the operator wrote
 			}
+		}
+		if err == nil {
+			err = ctx.Err() // the last moment a cancel stops the call
 		}
 		var p *prepared
 		if err == nil {

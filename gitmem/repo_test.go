@@ -54,7 +54,7 @@ func newFollowedRepo(t *testing.T) (*Repo, string, func(want map[string]string))
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	logged := captureLogs(t, &opt)
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func newRepoWith(t *testing.T, h *testHooks) (*Repo, string) {
 	if h != nil {
 		opt.hooks = h
 	}
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func newRepoWith(t *testing.T, h *testHooks) (*Repo, string) {
 
 func write(t *testing.T, r *Repo, id, p, content string) Commit {
 	t.Helper()
-	c, err := r.Update(Meta{Subject: "w " + p, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
+	c, err := r.Update(context.Background(), Meta{Subject: "w " + p, Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
 		return tx.WriteFile(p, []byte(content))
 	})
 	if err != nil {
@@ -120,7 +120,7 @@ func settle(t *testing.T, r *Repo) {
 
 func read(t *testing.T, r *Repo, p string) string {
 	t.Helper()
-	v, err := r.Snapshot()
+	v, err := r.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +136,12 @@ func read(t *testing.T, r *Repo, p string) string {
 func TestTwoWritersShareOneRepository(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r1, _, err := Init(dir, testOptions(t))
+	r1, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r1.Close()
-	r2, err := Open(dir, testOptions(t))
+	r2, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestTwoWritersShareOneRepository(t *testing.T) {
 		t.Fatalf("r2 does not see r1's file: %q", got)
 	}
 	// An id committed by one writer is not applied again by the other.
-	if _, err := r2.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "w0-3"}}}, func(tx *Tx) error { return nil }); err == nil {
+	if _, err := r2.Update(context.Background(), Meta{Trailers: []Trailer{{TrailerToolUseID, "w0-3"}}}, func(tx *Tx) error { return nil }); err == nil {
 		t.Fatal("w0-3 applied twice")
 	}
 }
@@ -185,7 +185,7 @@ func TestTwoWritersShareOneRepository(t *testing.T) {
 func TestStartRepairsAnInterruptedChange(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestStartRepairsAnInterruptedChange(t *testing.T) {
 	os.Remove(filepath.Join(dir, "memories", "b.md"))
 	os.WriteFile(filepath.Join(dir, ".git", "gitmem", "pending"), []byte(`{"paths":["memories/notes/a.md","memories/b.md"]}`), 0o600)
 
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestFailedTransactionChangesNothing(t *testing.T) {
 	t.Parallel()
 	r, dir := newRepo(t)
 	before, _ := r.Commit("HEAD")
-	_, err := r.Update(Meta{Subject: "x"}, func(tx *Tx) error {
+	_, err := r.Update(context.Background(), Meta{Subject: "x"}, func(tx *Tx) error {
 		if err := tx.WriteFile("half.md", []byte("x")); err != nil {
 			return err
 		}
@@ -238,7 +238,7 @@ func TestFailedTransactionChangesNothing(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "memories", "half.md")); !os.IsNotExist(err) {
 		t.Fatal("a failed transaction wrote the worktree")
 	}
-	v, _ := r.Snapshot()
+	v, _ := r.Snapshot(context.Background())
 	if _, err := v.Stat("half.md"); err != ErrNotExist {
 		t.Fatal("a failed transaction is visible")
 	}
@@ -247,7 +247,7 @@ func TestFailedTransactionChangesNothing(t *testing.T) {
 // Readers see whole snapshots while writers commit (run with -race).
 func TestSnapshotsDuringWrites(t *testing.T) {
 	t.Parallel()
-	r, _, err := Init(gittest.TempDir(t), testOptions(t))
+	r, _, err := Init(context.Background(), gittest.TempDir(t), testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestSnapshotsDuringWrites(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 30 {
-			if _, err := r.Update(Meta{Subject: "pair"}, func(tx *Tx) error {
+			if _, err := r.Update(context.Background(), Meta{Subject: "pair"}, func(tx *Tx) error {
 				v := []byte(fmt.Sprint(i))
 				if err := tx.WriteFile("a", v); err != nil {
 					return err
@@ -273,7 +273,7 @@ func TestSnapshotsDuringWrites(t *testing.T) {
 			return
 		default:
 		}
-		v, err := r.Snapshot()
+		v, err := r.Snapshot(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,7 +290,7 @@ func TestSnapshotsDuringWrites(t *testing.T) {
 func TestLogFromTheIndexTail(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestLogFromTheIndexTail(t *testing.T) {
 	r.Close()
 	chunks := &testHooks{tailChunk: 333} // lines straddle many chunk boundaries
 	for _, limit := range []int{0, 1, 20, 299, 301} {
-		ro, err := Open(dir, Options{ReadOnly: true, hooks: chunks})
+		ro, err := Open(context.Background(), dir, Options{ReadOnly: true, hooks: chunks})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,14 +325,14 @@ func TestLogFromTheIndexTail(t *testing.T) {
 // blame follows a file back through a rename of its folder.
 func TestBlameFollowsRenames(t *testing.T) {
 	t.Parallel()
-	r, _, err := Init(gittest.TempDir(t), testOptions(t))
+	r, _, err := Init(context.Background(), gittest.TempDir(t), testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	write(t, r, "a", "old/f.md", "one\ntwo\n")
 	write(t, r, "b", "old/f.md", "one\nTWO\n")
-	if _, err := r.Update(Meta{Subject: "mv", Trailers: []Trailer{{TrailerToolUseID, "c"}, {TrailerCommand, "rename"},
+	if _, err := r.Update(context.Background(), Meta{Subject: "mv", Trailers: []Trailer{{TrailerToolUseID, "c"}, {TrailerCommand, "rename"},
 		{TrailerPath, "/memories/old"}, {TrailerNewPath, "/memories/new"}}}, func(tx *Tx) error { return tx.Rename("old", "new") }); err != nil {
 		t.Fatal(err)
 	}
@@ -355,11 +355,11 @@ func TestBlameFollowsRenames(t *testing.T) {
 func TestHistoryIndexStaysOneChainWithTwoWriters(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r1, _, err := Init(dir, testOptions(t))
+	r1, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := Open(dir, testOptions(t))
+	r2, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestIndexCatchesUpWhenIdle(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.IndexDelay = 20 * time.Millisecond
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +415,7 @@ func TestIndexFollowsUnderLoad(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.IndexDelay = 50 * time.Millisecond
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func TestAdoptBesideWritersSchedulesTheIndex(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.IndexDelay = time.Millisecond // scheduled at nearly every commit
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +467,7 @@ func TestAdoptBesideWritersSchedulesTheIndex(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := range rounds {
-			if _, err := r.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("w", i)}}}, func(tx *Tx) error {
+			if _, err := r.Update(context.Background(), Meta{Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("w", i)}}}, func(tx *Tx) error {
 				return tx.WriteFile("model.md", []byte(fmt.Sprint(i, "\n")))
 			}); err != nil {
 				t.Error(err)
@@ -482,13 +482,13 @@ func TestAdoptBesideWritersSchedulesTheIndex(t *testing.T) {
 		}
 		// Nothing to change when the last adopt has not reached the
 		// worktree yet: the edit is then the next adopt's.
-		if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+		if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 			t.Fatalf("adopt %d: %v", i, err)
 		}
 	}
 	wg.Wait()
 	settle(t, r)
-	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 		t.Fatal(err)
 	}
 	settle(t, r)
@@ -509,7 +509,7 @@ func TestAdoptBesideWritersSchedulesTheIndex(t *testing.T) {
 func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +518,7 @@ func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
 	lock := filepath.Join(dir, ".git", "refs", "heads", "main.lock")
 	os.WriteFile(lock, []byte("0000000000000000000000000000000000000000\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, ".git", "gitmem", "pending"), []byte(`{"paths":[]}`), 0o600)
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +567,7 @@ func TestAtBeforeTheFirstCommit(t *testing.T) {
 	dir2 := gittest.TempDir(t)
 	os.MkdirAll(filepath.Join(dir2, "memories"), 0o700)
 	os.WriteFile(filepath.Join(dir2, "memories", "kept.md"), []byte("kept\n"), 0o600)
-	r2, _, err := Init(dir2, testOptions(t))
+	r2, _, err := Init(context.Background(), dir2, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,7 +598,7 @@ func TestDeletedRepositoryIsNotBroughtBack(t *testing.T) {
 	t.Parallel()
 	for _, settled := range []bool{true, false} {
 		dir := filepath.Join(gittest.TempDir(t), "memory")
-		r, _, err := Init(dir, testOptions(t))
+		r, _, err := Init(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -647,7 +647,7 @@ func TestDeletedRepositoryIsNotSaidSafe(t *testing.T) {
 	dir := filepath.Join(gittest.TempDir(t), "memory")
 	opt := testOptions(t)
 	logged := captureLogs(t, &opt)
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -672,7 +672,7 @@ func TestDeletedRepositoryIsNotSaidSafe(t *testing.T) {
 // does one whose second name names a process that runs.
 func TestKilledGitmemsLockIsRemoved(t *testing.T) {
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -701,7 +701,7 @@ func TestKilledGitmemsLockIsRemoved(t *testing.T) {
 	if err := os.WriteFile(gits, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r, err = Open(dir, testOptions(t)); err != nil {
+	if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	write(t, r, "t2", "b.md", "two\n")

@@ -9,13 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/gitmem/internal/lock"
 	"github.com/gitmem-dev/gitmem/gitmem/internal/remote"
 	"github.com/gitmem-dev/gitmem/policy"
 )
@@ -262,15 +262,20 @@ type sharer struct {
 	// writes of .git/gitmem/sync (the sync state). It is first in the
 	// lock order: under it a session applies redactions (the collector's
 	// lock, then the writer turn), merges (the writer turn) and moves
-	// refs (the object store's lock).
-	mu         sync.Mutex
+	// refs (the object store's lock). A wait for it gives up with the
+	// caller's context.
+	mu         lock.Mutex
 	redactions redactionCache
 }
 
 // run runs fn as the repository's one session with a remote. fn is given
-// the redaction cache, which only a session reads and fills.
-func (sh *sharer) run(fn func(known *redactionCache) error) error {
-	sh.mu.Lock()
+// the redaction cache, which only a session reads and fills. The wait
+// for another session gives up when ctx is done (ctx.Err()) or closing
+// is closed (lock.ErrClosing).
+func (sh *sharer) run(ctx context.Context, closing <-chan struct{}, fn func(known *redactionCache) error) error {
+	if err := sh.mu.Lock(ctx, closing); err != nil {
+		return err
+	}
 	defer sh.mu.Unlock()
 	return fn(&sh.redactions)
 }
@@ -362,7 +367,7 @@ type session struct {
 // commit hand edits first, redact. A Repo is one.
 type shareMemory interface {
 	mergeStore
-	Adopt() (Commit, error)
+	Adopt(ctx context.Context) (Commit, error)
 	redact(ctx context.Context, red Redaction, dry bool, progress Progress, note bool) (RedactReport, error)
 	operator(who Signature) Signature
 }
@@ -457,25 +462,25 @@ func (s *link) remoteErr(op string, err error) error {
 // fast-forward when the memory has nothing the remote lacks). It takes
 // the writer lock only to commit the merge.
 func (r *Repo) Pull(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
-	return r.share(name, opt, func(s *session) error { return s.pull(ctx) })
+	return r.share(ctx, name, opt, func(s *session) error { return s.pull(ctx) })
 }
 
 // Push sends the memory's new commits to the remote and moves its branch,
 // only if the remote has nothing the memory lacks (ErrNonFastForward).
 func (r *Repo) Push(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
-	return r.share(name, opt, func(s *session) error { return s.push(ctx) })
+	return r.share(ctx, name, opt, func(s *session) error { return s.push(ctx) })
 }
 
 // Sync pulls, merges and pushes; when the remote moved in between (another
 // agent pushed), it pulls and merges again, up to opt.Retries times.
 func (r *Repo) Sync(ctx context.Context, name string, opt SyncOptions) (SyncResult, error) {
-	return r.share(name, opt, func(s *session) error { return s.sync(ctx) })
+	return r.share(ctx, name, opt, func(s *session) error { return s.sync(ctx) })
 }
 
 // share runs one push, pull or sync with the remote name, and records how
 // it went.
-func (r *Repo) share(name string, opt SyncOptions, fn func(*session) error) (res SyncResult, err error) {
-	err = r.sharer.run(func(known *redactionCache) error {
+func (r *Repo) share(ctx context.Context, name string, opt SyncOptions, fn func(*session) error) (res SyncResult, err error) {
+	err = r.sharer.run(ctx, r.life.Done(), func(known *redactionCache) error {
 		l, err := r.newLink(name, opt)
 		if err != nil {
 			return err
@@ -487,7 +492,7 @@ func (r *Repo) share(name string, opt SyncOptions, fn func(*session) error) (res
 		res = l.res
 		return err
 	})
-	return res, err
+	return res, r.gaveUp(err)
 }
 
 func (s *session) sync(ctx context.Context) error {
@@ -608,17 +613,17 @@ func (s *session) pull(ctx context.Context) error {
 		s.res.UpToDate = true
 		return nil
 	}
-	return s.integrate(tip)
+	return s.integrate(ctx, tip)
 }
 
 // integrate merges the fetched commit tip into the memory as one Update
 // (merger.commit).
-func (s *session) integrate(tip plumbing.Hash) error {
+func (s *session) integrate(ctx context.Context, tip plumbing.Hash) error {
 	m := &merger{store: s.mem, hooks: s.memOpt.hooks, logf: s.memOpt.Logf, g: s.g, st: s.st, label: s.name + "/" + s.branch.Short(), theirs: tip, limits: s.opt.Limits,
 		unrelated: s.opt.AllowUnrelatedHistories || readSyncState(s.gitDir)[s.name].ClonedEmpty}
 	meta := Meta{Subject: "memory: merge " + m.label, Author: s.mem.operator(s.opt.Author),
 		Trailers: []Trailer{{TrailerCommand, "merge"}}}
-	c, err := m.commit(meta)
+	c, err := m.commit(ctx, meta)
 	switch {
 	case errors.Is(err, errUpToDate):
 		s.res.UpToDate = true
@@ -907,17 +912,17 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 	if err != nil {
 		return fail(err)
 	}
-	r, err := Open(dir, opt)
+	r, err := Open(ctx, dir, opt)
 	if err != nil {
 		return fail(err)
 	}
-	err = r.sharer.run(func(known *redactionCache) error {
+	err = r.sharer.run(ctx, r.life.Done(), func(known *redactionCache) error {
 		l := newLink(r, dir, r.gitDir, r.branch, "origin", url, sopt)
 		defer l.close()
 		l.res = res
 		s := r.newSession(l, known)
 		if !tip.IsZero() { // a tree gitmem would not have made: merge what it can hold
-			err := s.integrate(tip)
+			err := s.integrate(ctx, tip)
 			res = l.res
 			if err != nil {
 				return err

@@ -325,7 +325,7 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		// A hand edit not committed yet goes into history first: the
 		// redaction rewrites it with the rest, where rebuilding the
 		// worktree from the new history would lose it.
-		if _, err := s.mem.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+		if _, err := s.mem.Adopt(ctx); err != nil && !errors.Is(err, ErrNoChange) {
 			return err
 		}
 	}
@@ -447,7 +447,7 @@ func (r *Repo) RedactShared(ctx context.Context, name string, red Redaction, opt
 	started := time.Now()
 	var rep RedactReport
 	var url string
-	res, err := r.share(name, opt, func(s *session) error {
+	res, err := r.share(ctx, name, opt, func(s *session) error {
 		err := s.redactShared(ctx, red, progress)
 		rep, url = s.report, s.url
 		return err
@@ -484,7 +484,7 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 		return err
 	}
 	if !tip.IsZero() && !held {
-		if err := s.integrate(tip); err != nil {
+		if err := s.integrate(ctx, tip); err != nil {
 			return err
 		}
 	}
@@ -503,7 +503,7 @@ func (s *session) redactShared(ctx context.Context, red Redaction, progress Prog
 	if held {
 		// The remote's branch, rewritten with every ref: what it holds
 		// besides what this memory has is merged now.
-		if err := s.integrate(s.readTracking()); err != nil {
+		if err := s.integrate(ctx, s.readTracking()); err != nil {
 			return err
 		}
 	}
@@ -619,7 +619,7 @@ func (s *session) pushRedacted(ctx context.Context, sr *sharedRedaction, lease p
 		if err := s.record(sr); err != nil {
 			return err
 		}
-		if err := s.integrate(s.readTracking()); err != nil {
+		if err := s.integrate(ctx, s.readTracking()); err != nil {
 			return err
 		}
 	}

@@ -407,7 +407,7 @@ func TestInterruptedLocalRedactionIsNoted(t *testing.T) {
 	}
 	dir := a.Dir()
 	a.Close()
-	a, err = Open(dir, agentOptions(t, "a")) // finishes the redaction
+	a, err = Open(context.Background(), dir, agentOptions(t, "a")) // finishes the redaction
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +465,7 @@ func TestAppliedRedactionIsNoHandEdit(t *testing.T) {
 	}
 	// The next commands: a tool call, the periodic adopt, a sync.
 	put(t, b, "b3", "b.md", "from b, again\n")
-	if c, err := b.Adopt(); !errors.Is(err, ErrNoChange) {
+	if c, err := b.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
 		t.Errorf("the redaction's worktree was adopted as a hand edit: %s %v (%v)", c.Subject, c.Paths, err)
 	}
 	syncOK(t, b)

@@ -79,7 +79,7 @@ func twoAgents(t testing.TB) (remote string, a, b *Repo) {
 
 func put(t testing.TB, r *Repo, id, p, content string) {
 	t.Helper()
-	_, err := r.Update(Meta{Subject: "memory: create /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "create"}, {TrailerPath, "/memories/" + p}}},
+	_, err := r.Update(context.Background(), Meta{Subject: "memory: create /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "create"}, {TrailerPath, "/memories/" + p}}},
 		func(tx *Tx) error { return tx.WriteFile(p, []byte(content)) })
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func put(t testing.TB, r *Repo, id, p, content string) {
 
 func del(t testing.TB, r *Repo, id, p string) {
 	t.Helper()
-	_, err := r.Update(Meta{Subject: "memory: delete /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "delete"}, {TrailerPath, "/memories/" + p}}},
+	_, err := r.Update(context.Background(), Meta{Subject: "memory: delete /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "delete"}, {TrailerPath, "/memories/" + p}}},
 		func(tx *Tx) error { return tx.Remove(p) })
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func del(t testing.TB, r *Repo, id, p string) {
 
 func mv(t testing.TB, r *Repo, id, from, to string) {
 	t.Helper()
-	_, err := r.Update(Meta{Subject: "memory: rename", Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "rename"},
+	_, err := r.Update(context.Background(), Meta{Subject: "memory: rename", Trailers: []Trailer{{TrailerToolUseID, id}, {TrailerCommand, "rename"},
 		{TrailerPath, "/memories/" + from}, {TrailerNewPath, "/memories/" + to}}},
 		func(tx *Tx) error { return tx.Rename(from, to) })
 	if err != nil {
@@ -117,7 +117,7 @@ func syncOK(t testing.TB, r *Repo) SyncResult {
 // files reads every memory file at HEAD.
 func files(t testing.TB, r *Repo) map[string]string {
 	t.Helper()
-	v, err := r.Snapshot()
+	v, err := r.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestPushPullFastForward(t *testing.T) {
 		t.Fatalf("heads differ after a fast-forward: %s %s", ha.Hash, hb.Hash)
 	}
 	// b's tool_use id counts as applied in a: a retry is not applied twice.
-	_, err = a.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "toolu_b1"}}}, func(tx *Tx) error { return tx.WriteFile("prefs.md", []byte("again\n")) })
+	_, err = a.Update(context.Background(), Meta{Trailers: []Trailer{{TrailerToolUseID, "toolu_b1"}}}, func(tx *Tx) error { return tx.WriteFile("prefs.md", []byte("again\n")) })
 	var ae *AppliedError
 	if !errors.As(err, &ae) || ae.Commit.Hash != hb.Hash {
 		t.Fatalf("retry of a merged-in id: %v", err)
@@ -644,7 +644,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	}
 
 	// revert a commit that arrived through the merge.
-	if _, _, err := a.Revert([]string{"b1"}, RevertOptions{}); err != nil {
+	if _, _, err := a.Revert(context.Background(), []string{"b1"}, RevertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := files(t, a)["shared.md"]; got != "line 1 by a\nline 2\nline 3\nline 4\n" {
@@ -673,7 +673,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	if c.Trailer(TrailerToolUseID) != "a1" {
 		t.Errorf("HEAD before the merge was %s (%s), want a1", c.Hash[:7], c.Trailer(TrailerToolUseID))
 	}
-	if _, _, err := a.Restore(c, RestoreOptions{Paths: []string{"bfile.md"}, Delete: true}); err != nil {
+	if _, _, err := a.Restore(context.Background(), c, RestoreOptions{Paths: []string{"bfile.md"}, Delete: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := files(t, a)["bfile.md"]; ok {
@@ -682,7 +682,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 
 	// A fresh process reads the index file (merges and all) and agrees.
 	a.Flush()
-	a2, err := Open(a.Dir(), Options{ReadOnly: true, Logf: t.Logf})
+	a2, err := Open(context.Background(), a.Dir(), Options{ReadOnly: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -812,7 +812,7 @@ func TestUnrelatedHistoryIsRefused(t *testing.T) {
 	}
 
 	// A memory made and never written to takes a shared one.
-	fresh, _, err := Init(filepath.Join(gittest.TempDir(t), "fresh"), agentOptions(t, "fresh"))
+	fresh, _, err := Init(context.Background(), filepath.Join(gittest.TempDir(t), "fresh"), agentOptions(t, "fresh"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -886,7 +886,7 @@ func TestToolCallsDoNotWaitForMerges(t *testing.T) {
 	called := make(chan error, 1)
 	go func() {
 		write := func(id, p, content string) error {
-			_, err := a.Update(Meta{Subject: "memory: create /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}}},
+			_, err := a.Update(context.Background(), Meta{Subject: "memory: create /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}}},
 				func(tx *Tx) error { return tx.WriteFile(p, []byte(content)) })
 			return err
 		}
@@ -940,7 +940,7 @@ func TestMergeStartsOverWhenTheTipMovesOtherwise(t *testing.T) {
 	put(t, b, "b1", "b.md", "from b\n")
 	syncOK(t, b)
 	put(t, a, "a1", "a.md", "from a\n")
-	a2, err := Open(a.Dir(), agentOptions(t, "a2"))
+	a2, err := Open(context.Background(), a.Dir(), agentOptions(t, "a2"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -100,7 +101,7 @@ func TestReachableFilesAreNotReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := r.Adopt(); err != nil {
+	if _, err := r.Adopt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, r)

@@ -67,7 +67,7 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
 	opt := testOptions(t) // the restart below carries the fault too
-	r, _, err := Init(dir, opt)
+	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 	write(t, r, "t2", "b.md", "b\n") // used to overwrite the journal
 	r.Close()
 	// Restart while the fault persists: start works, adopts nothing.
-	r, err = Open(dir, opt)
+	r, err = Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatalf("start with a worktree that cannot be repaired yet: %v", err)
 	}
@@ -91,7 +91,7 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 	}
 	r.Close()
 	stop()
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 	f, _ := os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString("fix by hand\n")
 	f.Close()
-	_, err := r.Update(Meta{Subject: "insert", Trailers: []Trailer{{TrailerToolUseID, "t2"}}}, func(tx *Tx) error {
+	_, err := r.Update(context.Background(), Meta{Subject: "insert", Trailers: []Trailer{{TrailerToolUseID, "t2"}}}, func(tx *Tx) error {
 		data, err := tx.ReadFile("a.md")
 		if err != nil {
 			return err
@@ -169,7 +169,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 	}
 	// A view of a file edited by hand shows the edit.
 	os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("rewritten\n"), 0o600)
-	v, err := r.Snapshot("a.md")
+	v, err := r.Snapshot(context.Background(), "a.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 	// A file created by hand where the model creates one: the model is
 	// told it exists, and the operator's file stays.
 	os.WriteFile(filepath.Join(dir, "memories", "new.md"), []byte("mine\n"), 0o600)
-	_, err = r.Update(Meta{Subject: "create"}, func(tx *Tx) error {
+	_, err = r.Update(context.Background(), Meta{Subject: "create"}, func(tx *Tx) error {
 		if _, err := tx.Stat("new.md"); err == nil {
 			return ErrExist
 		}
@@ -191,7 +191,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 	// A file deleted by hand: the deletion is adopted, the model's edit
 	// finds no file.
 	os.Remove(filepath.Join(dir, "memories", "a.md"))
-	_, err = r.Update(Meta{Subject: "edit"}, func(tx *Tx) error {
+	_, err = r.Update(context.Background(), Meta{Subject: "edit"}, func(tx *Tx) error {
 		if _, err := tx.ReadFile("a.md"); err != nil {
 			return err
 		}
@@ -210,7 +210,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 func TestHandEditWhileStoppedIsAdoptedAtStart(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestHandEditWhileStoppedIsAdoptedAtStart(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "memories", "d"), 0o700)
 	os.WriteFile(filepath.Join(dir, "memories", "d", "b.md"), []byte("b\n"), 0o600)
 	os.Symlink("/etc/passwd", filepath.Join(dir, "memories", "link.md"))
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestHandEditWhileStoppedIsAdoptedAtStart(t *testing.T) {
 	if head.Subject != "memory: adopt changes made outside gitmem" || read(t, r, "a.md") != "two\n" || read(t, r, "d/b.md") != "b\n" {
 		t.Fatalf("HEAD %q", head.Subject)
 	}
-	if v, _ := r.Snapshot(); func() bool { _, err := v.Stat("link.md"); return err == nil }() {
+	if v, _ := r.Snapshot(context.Background()); func() bool { _, err := v.Stat("link.md"); return err == nil }() {
 		t.Fatal("a symlink was adopted")
 	}
 }
@@ -254,36 +254,36 @@ func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
 			write(t, r, "t1", "a.md", "a\n")
 			want := write(t, r, "t2", "b.md", "b\n")
-			r.GC(false)
+			r.GC(context.Background(), false)
 			r.Close()
 			tc.break_(dir)
-			_, err = Open(dir, testOptions(t))
+			_, err = Open(context.Background(), dir, testOptions(t))
 			var de *DamagedError
 			if !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(de.Repair, "gitmem fsck --repair") {
 				t.Fatalf("Open: %v", err)
 			}
-			if rep, err := Fsck(dir, Options{ReadOnly: true, Logf: t.Logf}, false); err != nil || len(rep.Problems) == 0 {
+			if rep, err := Fsck(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf}, false); err != nil || len(rep.Problems) == 0 {
 				t.Fatalf("fsck found nothing: %+v %v", rep, err)
 			}
-			rep, err := Fsck(dir, testOptions(t), true)
+			rep, err := Fsck(context.Background(), dir, testOptions(t), true)
 			if err != nil {
 				t.Fatalf("fsck --repair: %v", err)
 			}
 			if rep.Head != want.Hash {
 				t.Fatalf("repaired to %s, want %s", rep.Head, want.Hash)
 			}
-			r, err = Open(dir, testOptions(t))
+			r, err = Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			if _, err := r.Update(Meta{Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error { return nil }); !errors.As(err, new(*AppliedError)) {
+			if _, err := r.Update(context.Background(), Meta{Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error { return nil }); !errors.As(err, new(*AppliedError)) {
 				t.Fatalf("an old tool_use id is not recognised after repair: %v", err)
 			}
 			if n := strings.Count(gittest.Git(t, dir, "log", "--format=%H"), "\n"); n != 3 {
@@ -298,14 +298,14 @@ func TestJournalPathsAreValidated(t *testing.T) {
 	t.Parallel()
 	for _, bad := range []string{".git", "memories/../.git", "memories/.git/config", "/etc", "memories/a/../../.git"} {
 		dir := gittest.TempDir(t)
-		r, _, err := Init(dir, testOptions(t))
+		r, _, err := Init(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		write(t, r, "t1", "a.md", "a\n")
 		r.Close()
 		os.WriteFile(filepath.Join(dir, ".git", "gitmem", "pending"), []byte(fmt.Sprintf(`{"paths":[%q]}`, bad)), 0o600)
-		r, err = Open(dir, testOptions(t))
+		r, err = Open(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatalf("%s: %v", bad, err)
 		}
@@ -331,12 +331,12 @@ func TestFullDisk(t *testing.T) {
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
 	gittest.FsckAtEnd(t, mnt) // before the unmount
 	dir := filepath.Join(mnt, "repo")
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	update := func(i int) error {
-		_, err := r.Update(Meta{Subject: fmt.Sprint("c", i)}, func(tx *Tx) error {
+		_, err := r.Update(context.Background(), Meta{Subject: fmt.Sprint("c", i)}, func(tx *Tx) error {
 			return tx.WriteFile(fmt.Sprintf("d%d/f%d.md", i%10, i), []byte(strings.Repeat(fmt.Sprint(i), 100)))
 		})
 		return err
@@ -383,7 +383,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	r.Close() // the acknowledged changes that do not fit stay in the log
 	// A new process starts and reads on the full disk.
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatalf("start on a full disk: %v", err)
 	}
@@ -393,7 +393,7 @@ func TestFullDisk(t *testing.T) {
 			t.Fatalf("read on a full disk: %q", got)
 		}
 	}
-	if st, err := r.GC(false); err != nil {
+	if st, err := r.GC(context.Background(), false); err != nil {
 		out, _ := exec.Command("df", "-k", mnt).Output()
 		du, _ := exec.Command("du", "-ak", dir).Output()
 		t.Fatalf("gc on a full disk: %+v %v (%v)\n%s\n%s", st, err, errors.Unwrap(err), out, du)
@@ -426,10 +426,10 @@ func TestForeignRepositoryIsRefused(t *testing.T) {
 	gittest.Git(t, dir, "-c", "user.name=dev", "-c", "user.email=dev@x", "commit", "-qm", "code")
 	before := tree(t, dir)
 	for _, ro := range []bool{false, true} {
-		if _, err := Open(dir, Options{ReadOnly: ro, Logf: t.Logf}); !errors.Is(err, ErrForeign) {
+		if _, err := Open(context.Background(), dir, Options{ReadOnly: ro, Logf: t.Logf}); !errors.Is(err, ErrForeign) {
 			t.Fatalf("read-only %v: %v", ro, err)
 		}
-		if _, _, err := Init(dir, Options{ReadOnly: ro, Logf: t.Logf}); !errors.Is(err, ErrForeign) {
+		if _, _, err := Init(context.Background(), dir, Options{ReadOnly: ro, Logf: t.Logf}); !errors.Is(err, ErrForeign) {
 			t.Fatalf("Init read-only %v: %v", ro, err)
 		}
 	}
@@ -438,7 +438,7 @@ func TestForeignRepositoryIsRefused(t *testing.T) {
 	}
 	opt := testOptions(t)
 	opt.Adopt = true
-	r, err := Open(dir, opt)
+	r, err := Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +449,7 @@ func TestForeignRepositoryIsRefused(t *testing.T) {
 	if out := gittest.Git(t, dir, "config", "gitmem.version"); out != "1\n" {
 		t.Fatalf("not marked: %q", out)
 	}
-	r, err = Open(dir, opt) // adopted already: this open adopts nothing
+	r, err = Open(context.Background(), dir, opt) // adopted already: this open adopts nothing
 	if err != nil {
 		t.Fatalf("an adopted repository: %v", err)
 	}
@@ -457,7 +457,7 @@ func TestForeignRepositoryIsRefused(t *testing.T) {
 		t.Fatalf("a second open reports adopting %q", branch)
 	}
 	r.Close()
-	r, created, err := Init(gittest.TempDir(t), opt) // gitmem's own: nothing to adopt
+	r, created, err := Init(context.Background(), gittest.TempDir(t), opt) // gitmem's own: nothing to adopt
 	if err != nil || !created {
 		t.Fatal(created, err)
 	}
@@ -485,7 +485,7 @@ func tree(t *testing.T, dir string) string {
 func TestReadOnlyWritesNothing(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +507,7 @@ func TestReadOnlyWritesNothing(t *testing.T) {
 		return strings.Join(keep, "")
 	}
 	before := others(tree(t, dir))
-	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +535,7 @@ func TestRedactCoversNamesAndMessages(t *testing.T) {
 	r, dir := newRepo(t)
 	secret := "sk-live42secret"
 	write(t, r, "t1", "keep.md", "fine\n")
-	if _, err := r.Update(Meta{Subject: "memory: create /memories/keys/" + secret + ".md", Author: Signature{"agent " + secret, "a@x"},
+	if _, err := r.Update(context.Background(), Meta{Subject: "memory: create /memories/keys/" + secret + ".md", Author: Signature{"agent " + secret, "a@x"},
 		Trailers: []Trailer{{TrailerToolUseID, "t2"}, {TrailerPath, "/memories/keys/" + secret + ".md"}}}, func(tx *Tx) error {
 		return tx.WriteFile("keys/"+secret+".md", []byte("token "+secret+"\n"))
 	}); err != nil {
@@ -588,7 +588,7 @@ func assertNoSecret(t *testing.T, dir, secret string) {
 func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +606,7 @@ func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
 		t.Fatalf("test setup: worktree %q", got)
 	}
 	crash(r)
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,7 +626,7 @@ func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
 func TestRedactLeavesNoOpenOrTemporaryPacks(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	server, _, err := Init(dir, testOptions(t))
+	server, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,12 +636,12 @@ func TestRedactLeavesNoOpenOrTemporaryPacks(t *testing.T) {
 	for i := range 5 {
 		write(t, server, fmt.Sprint("n", i), fmt.Sprintf("n%d.md", i), "n\n")
 	}
-	if _, err := server.GC(false); err != nil {
+	if _, err := server.GC(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	read(t, server, "prefs.md") // the server reads from the pack
 	os.WriteFile(filepath.Join(dir, ".git", "objects", "pack", "tmp_pack_killed"), []byte("token "+secret), 0o444)
-	operator, err := Open(dir, testOptions(t))
+	operator, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -667,7 +667,7 @@ func TestRedactLeavesNoOpenOrTemporaryPacks(t *testing.T) {
 func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -678,7 +678,7 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 	obj := filepath.Join(dir, ".git", "objects", blob[:2], blob[2:])
 	os.Chmod(obj, 0o644)
 	os.WriteFile(obj, []byte("garbage, not zlib"), 0o444)
-	_, err = Open(dir, testOptions(t))
+	_, err = Open(context.Background(), dir, testOptions(t))
 	if err == nil || !strings.Contains(err.Error(), blob) || !strings.Contains(err.Error(), "memories/notes/a.md") {
 		t.Fatalf("Open: %v (want the object %s and its path named)", err, blob)
 	}
@@ -691,7 +691,7 @@ func TestDamagedObjectIsNamedAndNotReused(t *testing.T) {
 	if !gd.LooseIntact(obj, plumbingHash(blob)) {
 		t.Fatal("a damaged object was kept when identical content was written")
 	}
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -738,7 +738,7 @@ func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	explode(t, dir)
-	r, err := Open(dir, testOptions(t))
+	r, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -766,7 +766,7 @@ func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
 	named("ReadFileAt", err)
 	_, err = r.Blame(context.Background(), "notes/a.md")
 	named("Blame", err)
-	_, _, err = r.Restore(first, RestoreOptions{DryRun: true})
+	_, _, err = r.Restore(context.Background(), first, RestoreOptions{DryRun: true})
 	named("Restore", err)
 }
 
@@ -780,18 +780,18 @@ func TestOperatorCommandsRefuseEmptyChanges(t *testing.T) {
 	write(t, r, "t3", "b.md", "b\n")
 	head := func() string { c, _ := r.Commit("HEAD"); return c.Hash }
 	h := head()
-	_, changes, err := r.Revert([]string{"t2"}, RevertOptions{DryRun: true})
+	_, changes, err := r.Revert(context.Background(), []string{"t2"}, RevertOptions{DryRun: true})
 	if err != nil || len(changes) != 1 || string(changes[0].New) != "one\n" || head() != h {
 		t.Fatalf("dry revert: %+v %v", changes, err)
 	}
-	if _, _, err := r.Revert([]string{"t2"}, RevertOptions{}); err != nil {
+	if _, _, err := r.Revert(context.Background(), []string{"t2"}, RevertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h = head()
-	if _, _, err := r.Revert([]string{"t2"}, RevertOptions{}); !errors.Is(err, ErrNoChange) || head() != h {
+	if _, _, err := r.Revert(context.Background(), []string{"t2"}, RevertOptions{}); !errors.Is(err, ErrNoChange) || head() != h {
 		t.Fatalf("second revert: %v", err)
 	}
-	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"b.md"}}); !errors.As(err, new(*AbsentError)) || head() != h {
+	if _, _, err := r.Restore(context.Background(), first, RestoreOptions{Paths: []string{"b.md"}}); !errors.As(err, new(*AbsentError)) || head() != h {
 		t.Fatalf("restore of a path absent then: %v", err)
 	}
 	// The whole memory, or a folder, deletes no file without Delete either:
@@ -799,25 +799,25 @@ func TestOperatorCommandsRefuseEmptyChanges(t *testing.T) {
 	write(t, r, "t4", "notes/c.md", "c\n")
 	h = head()
 	var ae *AbsentError
-	if _, _, err := r.Restore(first, RestoreOptions{}); !errors.As(err, &ae) || !slices.Equal(ae.Paths, []string{"b.md", "notes/c.md"}) || head() != h {
+	if _, _, err := r.Restore(context.Background(), first, RestoreOptions{}); !errors.As(err, &ae) || !slices.Equal(ae.Paths, []string{"b.md", "notes/c.md"}) || head() != h {
 		t.Fatalf("restore of all memory deleting files: %v", err)
 	}
-	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"notes"}}); !errors.As(err, &ae) || !slices.Equal(ae.Paths, []string{"notes"}) || head() != h {
+	if _, _, err := r.Restore(context.Background(), first, RestoreOptions{Paths: []string{"notes"}}); !errors.As(err, &ae) || !slices.Equal(ae.Paths, []string{"notes"}) || head() != h {
 		t.Fatalf("restore of a folder absent then: %v", err)
 	}
-	if _, changes, err := r.Restore(first, RestoreOptions{Delete: true, DryRun: true}); err != nil || len(changes) != 2 || head() != h {
+	if _, changes, err := r.Restore(context.Background(), first, RestoreOptions{Delete: true, DryRun: true}); err != nil || len(changes) != 2 || head() != h {
 		t.Fatalf("dry restore of all memory --delete: %+v %v", changes, err)
 	}
-	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"never.md"}, Delete: true}); !errors.Is(err, ErrNoChange) || head() != h {
+	if _, _, err := r.Restore(context.Background(), first, RestoreOptions{Paths: []string{"never.md"}, Delete: true}); !errors.Is(err, ErrNoChange) || head() != h {
 		t.Fatalf("restore of a path that never existed: %v", err)
 	}
-	if _, changes, err := r.Restore(first, RestoreOptions{Paths: []string{"b.md"}, Delete: true, DryRun: true}); err != nil || len(changes) != 1 || changes[0].NewFile || head() != h {
+	if _, changes, err := r.Restore(context.Background(), first, RestoreOptions{Paths: []string{"b.md"}, Delete: true, DryRun: true}); err != nil || len(changes) != 1 || changes[0].NewFile || head() != h {
 		t.Fatalf("dry restore --delete: %+v %v", changes, err)
 	}
-	if _, _, err := r.Restore(first, RestoreOptions{Paths: []string{"b.md"}, Delete: true}); err != nil {
+	if _, _, err := r.Restore(context.Background(), first, RestoreOptions{Paths: []string{"b.md"}, Delete: true}); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := r.Snapshot(); func() bool { _, err := v.Stat("b.md"); return err == nil }() {
+	if v, _ := r.Snapshot(context.Background()); func() bool { _, err := v.Stat("b.md"); return err == nil }() {
 		t.Fatal("restore --delete kept b.md")
 	}
 }
@@ -890,7 +890,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 	t.Parallel()
 	t.Run("log only", func(t *testing.T) {
 		dir := gittest.TempDir(t)
-		r, _, err := Init(dir, testOptions(t))
+		r, _, err := Init(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -903,7 +903,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("by hand\n"), 0o600)
 		hand := commitByHand(t, dir, "by hand")
 		for range 2 {
-			r, err = Open(dir, testOptions(t))
+			r, err = Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -925,7 +925,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 	})
 	t.Run("already in git", func(t *testing.T) {
 		dir := gittest.TempDir(t)
-		r, _, err := Init(dir, testOptions(t))
+		r, _, err := Init(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -936,7 +936,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 		crash(r)
 		os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("by hand\n"), 0o600)
 		hand := commitByHand(t, dir, "by hand")
-		r, err = Open(dir, testOptions(t))
+		r, err = Open(context.Background(), dir, testOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1002,7 +1002,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 			t.Run(tc.name+"/"+then, func(t *testing.T) {
 				t.Parallel()
 				dir := gittest.TempDir(t)
-				r, _, err := Init(dir, testOptions(t))
+				r, _, err := Init(context.Background(), dir, testOptions(t))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -1017,7 +1017,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 					crash(r)
 					stop()
 					hand()
-					if r, err = Open(dir, testOptions(t)); err != nil {
+					if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 						t.Fatal(err)
 					}
 				} else {
@@ -1027,12 +1027,12 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 					r.disk.mu.Unlock()
 					settle(t, r)
 					if then == "adopt" {
-						if _, err := r.Adopt(); err != nil { // serve does it every --adopt-every
+						if _, err := r.Adopt(context.Background()); err != nil { // serve does it every --adopt-every
 							t.Fatal(err)
 						}
 					} else { // stopped before it: Close does it
 						r.Close()
-						if r, err = Open(dir, testOptions(t)); err != nil {
+						if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -1068,7 +1068,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 	for _, crashed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "running", true: "after a crash"}[crashed], func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1077,7 +1077,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 			settle(t, r) // .git/index holds this
 			write(t, r, "t3", "a.md", "two\n")
 			write(t, r, "t4", "c.md", "three\n")
-			if _, err := r.Update(Meta{Subject: "rm gone.md", Trailers: []Trailer{{TrailerToolUseID, "t5"}}}, func(tx *Tx) error {
+			if _, err := r.Update(context.Background(), Meta{Subject: "rm gone.md", Trailers: []Trailer{{TrailerToolUseID, "t5"}}}, func(tx *Tx) error {
 				return tx.Remove("gone.md")
 			}); err != nil {
 				t.Fatal(err)
@@ -1097,7 +1097,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 			gittest.Git(t, dir, "add", "memories/op.md")
 			gittest.Git(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", "op")
 			if crashed {
-				if r, err = Open(dir, testOptions(t)); err != nil {
+				if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -1133,7 +1133,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 func TestHandCommitFromAnIndexWrittenOverMeanwhile(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1181,7 +1181,7 @@ func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
 	for _, stopped := range []bool{true, false} {
 		t.Run(map[bool]string{true: "stopped", false: "idle"}[stopped], func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(dir, testOptions(t))
+			r, _, err := Init(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1208,13 +1208,13 @@ func TestBranchMovedByGitIsCheckedOut(t *testing.T) {
 			// A hand edit meanwhile, to a file the new commit changed too.
 			os.WriteFile(filepath.Join(dir, "memories", "e.md"), []byte("hand\n1\n2\n3\n4\n"), 0o600)
 			if stopped {
-				if r, err = Open(dir, testOptions(t)); err != nil {
+				if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			defer r.Close()
 			write(t, r, "t4", "x.md", "x\n")
-			if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) { // as serve does every few seconds
+			if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) { // as serve does every few seconds
 				t.Fatal(err)
 			}
 			settle(t, r)
@@ -1252,7 +1252,7 @@ func TestBranchMovedAfterAnotherProcessIsCheckedOut(t *testing.T) {
 	write(t, r, "t1", "a.md", "1\n2\n3\n")
 	settle(t, r)
 	waitReleased(t, r)
-	other, err := Open(dir, testOptions(t)) // as `gitmem revert` would, in its own process
+	other, err := Open(context.Background(), dir, testOptions(t)) // as `gitmem revert` would, in its own process
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1267,7 +1267,7 @@ func TestBranchMovedAfterAnotherProcessIsCheckedOut(t *testing.T) {
 	gittest.Git(t, dir, "fetch", "-q", clone, "HEAD")
 	gittest.Git(t, dir, "update-ref", "refs/heads/main", theirs)
 	write(t, r, "t3", "x.md", "x\n")
-	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 		t.Fatal(err)
 	}
 	settle(t, r)
@@ -1296,7 +1296,7 @@ func waitReleased(t *testing.T, r *Repo) {
 func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1319,12 +1319,12 @@ func TestBranchMovedHandEditInTheWindowIsKept(t *testing.T) {
 		return nil
 	})
 	defer opt.hooks.env.SetFault(nil)
-	if r, err = Open(dir, opt); err != nil {
+	if r, err = Open(context.Background(), dir, opt); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	opt.hooks.env.SetFault(nil)
-	if _, err := r.Adopt(); err != nil && !errors.Is(err, ErrNoChange) {
+	if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
 		t.Fatal(err)
 	}
 	settle(t, r)
@@ -1341,24 +1341,24 @@ func TestRevertTwiceOfDeleteAndRename(t *testing.T) {
 	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "t1", "gone.md", "x\n")
-	del, err := r.Update(Meta{Subject: "delete", Trailers: []Trailer{{TrailerToolUseID, "t2"}, {TrailerCommand, "delete"}, {TrailerPath, "/memories/gone.md"}}}, func(tx *Tx) error {
+	del, err := r.Update(context.Background(), Meta{Subject: "delete", Trailers: []Trailer{{TrailerToolUseID, "t2"}, {TrailerCommand, "delete"}, {TrailerPath, "/memories/gone.md"}}}, func(tx *Tx) error {
 		return tx.Remove("gone.md")
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, r, "t3", "r.md", "r\n")
-	if _, err := r.Update(Meta{Subject: "rename", Trailers: []Trailer{{TrailerToolUseID, "t4"}, {TrailerCommand, "rename"}, {TrailerPath, "/memories/r.md"}, {TrailerNewPath, "/memories/s.md"}}}, func(tx *Tx) error {
+	if _, err := r.Update(context.Background(), Meta{Subject: "rename", Trailers: []Trailer{{TrailerToolUseID, "t4"}, {TrailerCommand, "rename"}, {TrailerPath, "/memories/r.md"}, {TrailerNewPath, "/memories/s.md"}}}, func(tx *Tx) error {
 		return tx.Rename("r.md", "s.md")
 	}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{del.Hash, "t4"} {
-		if _, _, err := r.Revert([]string{id}, RevertOptions{}); err != nil {
+		if _, _, err := r.Revert(context.Background(), []string{id}, RevertOptions{}); err != nil {
 			t.Fatalf("revert %s: %v", id, err)
 		}
 		c, _ := r.Commit("HEAD")
-		if _, _, err := r.Revert([]string{id}, RevertOptions{}); !errors.Is(err, ErrNoChange) {
+		if _, _, err := r.Revert(context.Background(), []string{id}, RevertOptions{}); !errors.Is(err, ErrNoChange) {
 			t.Fatalf("second revert of %s: %v", id, err)
 		}
 		if h, _ := r.Commit("HEAD"); h.Hash != c.Hash {
@@ -1376,7 +1376,7 @@ func TestRevertTwiceOfDeleteAndRename(t *testing.T) {
 func TestBranchMovedFolderToFileIsCheckedOut(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1389,7 +1389,7 @@ func TestBranchMovedFolderToFileIsCheckedOut(t *testing.T) {
 	theirs := commitByHand(t, other, "folder to file")
 	gittest.Git(t, dir, "fetch", "-q", other, "HEAD")
 	gittest.Git(t, dir, "update-ref", "refs/heads/main", theirs)
-	if r, err = Open(dir, testOptions(t)); err != nil {
+	if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
@@ -1409,7 +1409,7 @@ func TestBranchMovedFolderToFileIsCheckedOut(t *testing.T) {
 func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1426,7 +1426,7 @@ func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
 	gittest.Git(t, dir, "update-ref", "refs/heads/main", theirs)
 	gittest.Git(t, dir, "reflog", "expire", "--expire=now", "--all")
 	gittest.Git(t, dir, "gc", "-q", "--prune=now")
-	if r, err = Open(dir, testOptions(t)); err != nil {
+	if r, err = Open(context.Background(), dir, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
@@ -1434,7 +1434,7 @@ func TestBranchMovedIndexHeadGoneUsesTheIndex(t *testing.T) {
 	if got := read(t, r, "a.md"); got != "new\n" {
 		t.Fatalf("a.md %q:\n%s", got, gittest.Git(t, dir, "log", "--format=%s", "--stat"))
 	}
-	if v, _ := r.Snapshot(); func() bool { _, err := v.Stat("old-only.md"); return err == nil }() {
+	if v, _ := r.Snapshot(context.Background()); func() bool { _, err := v.Stat("old-only.md"); return err == nil }() {
 		t.Fatal("old-only.md came back")
 	}
 	if got := read(t, r, "new-only.md"); got != "n\n" {
@@ -1457,7 +1457,7 @@ func TestAdoptDropsTheBaseOfAnEditItTook(t *testing.T) {
 	r.pmu.Unlock()
 	for _, text := range []string{"1\n2\n", "1\n2\n3\n"} {
 		os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte(text), 0o600)
-		if _, err := r.Adopt(); err != nil {
+		if _, err := r.Adopt(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		settle(t, r)
@@ -1477,7 +1477,7 @@ func TestAdoptAfterCloseIsClosed(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.adoptNow(repoPaths([]string{"a.md"})); !errors.Is(err, ErrClosed) {
+	if _, err := r.adoptNow(context.Background(), repoPaths([]string{"a.md"})); !errors.Is(err, ErrClosed) {
 		t.Fatalf("adopt after Close: %v, want ErrClosed", err)
 	}
 }

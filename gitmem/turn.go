@@ -89,9 +89,10 @@ func (r *Repo) tryTurn() *writerTurn {
 }
 
 // gaveUp is the error of a wait that ended: ErrClosed when Close ended
-// it, else the caller's ctx.Err().
+// it (lock.ErrClosing, or a context Close cancelled), else err (the
+// caller's ctx.Err(), or any other error, unchanged).
 func (r *Repo) gaveUp(err error) error {
-	if errors.Is(err, lock.ErrClosing) || r.life.Err() != nil {
+	if errors.Is(err, lock.ErrClosing) || r.life.Err() != nil && errors.Is(err, context.Canceled) {
 		return ErrClosed
 	}
 	return err

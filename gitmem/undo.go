@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -103,9 +104,9 @@ var errDryRun = errors.New("dry run")
 // it, not methods of Repo; a Repo is one, and its methods Revert,
 // Restore, Expire and StaleFiles are one-line forwarders, the public API.
 type opStore interface {
-	Update(meta Meta, fn func(tx *Tx) error) (Commit, error)
+	Update(ctx context.Context, meta Meta, fn func(tx *Tx) error) (Commit, error)
 	// preview runs fn on a transaction over HEAD and throws it away.
-	preview(fn func(tx *Tx) error) error
+	preview(ctx context.Context, fn func(tx *Tx) error) error
 	Resolve(rev string) (Commit, error)
 	Files(rev string, paths ...string) (map[string]string, error)
 	ReadFileAt(rev, p string) ([]byte, error)
@@ -126,7 +127,7 @@ type opStore interface {
 // the files it changed. A change that changes nothing makes no commit and
 // returns ErrNoChange; dry computes the changes and commits nothing (the
 // zero Commit).
-func operate(s opStore, meta Meta, dry bool, check Check, fn func(tx *Tx) error) (Commit, []FileChange, error) {
+func operate(ctx context.Context, s opStore, meta Meta, dry bool, check Check, fn func(tx *Tx) error) (Commit, []FileChange, error) {
 	var changes []FileChange
 	run := func(tx *Tx) error {
 		if err := fn(tx); err != nil {
@@ -147,13 +148,13 @@ func operate(s opStore, meta Meta, dry bool, check Check, fn func(tx *Tx) error)
 		return nil
 	}
 	if dry {
-		err := s.preview(run)
+		err := s.preview(ctx, run)
 		if errors.Is(err, errDryRun) {
 			err = nil
 		}
 		return Commit{}, changes, err
 	}
-	c, err := s.Update(meta, run)
+	c, err := s.Update(ctx, meta, run)
 	if err != nil {
 		return Commit{}, nil, err
 	}
@@ -162,8 +163,8 @@ func operate(s opStore, meta Meta, dry bool, check Check, fn func(tx *Tx) error)
 
 // preview runs fn on a transaction over HEAD and throws it away: nothing
 // is locked or written, so it works on a read-only Repo.
-func (r *Repo) preview(fn func(tx *Tx) error) error {
-	if _, err := r.Snapshot(); err != nil {
+func (r *Repo) preview(ctx context.Context, fn func(tx *Tx) error) error {
+	if _, err := r.Snapshot(ctx); err != nil {
 		return err
 	}
 	return fn(r.newTx())
@@ -208,11 +209,11 @@ func (tx *Tx) changes() ([]FileChange, error) {
 // A reverted delete brings the file back; a reverted rename moves it back.
 // It returns the commit and the files it changed; a revert that would
 // change nothing (already undone) is ErrNoChange.
-func (r *Repo) Revert(revs []string, opt RevertOptions) (Commit, []FileChange, error) {
-	return revert(r, revs, opt)
+func (r *Repo) Revert(ctx context.Context, revs []string, opt RevertOptions) (Commit, []FileChange, error) {
+	return revert(ctx, r, revs, opt)
 }
 
-func revert(s opStore, revs []string, opt RevertOptions) (Commit, []FileChange, error) {
+func revert(ctx context.Context, s opStore, revs []string, opt RevertOptions) (Commit, []FileChange, error) {
 	type target struct {
 		c     Commit
 		after []histRec // the records after it, oldest first
@@ -266,7 +267,7 @@ func revert(s opStore, revs []string, opt RevertOptions) (Commit, []FileChange, 
 			meta.Trailers = append(meta.Trailers, Trailer{"Reverts-Tool-Use-Id", id})
 		}
 	}
-	return operate(s, meta, opt.DryRun, opt.Check, func(tx *Tx) error {
+	return operate(ctx, s, meta, opt.DryRun, opt.Check, func(tx *Tx) error {
 		var conflicts []FileConflict
 		for _, t := range targets {
 			fc, err := undo(s, tx, t.c, opt.Theirs, movedAfter(t.after))
@@ -412,11 +413,11 @@ func (e *AbsentError) Error() string {
 // Restore makes the memory, or the given paths, what they were at commit
 // c, as one new commit, and returns it with the files it changed. History
 // is not rewritten. Nothing to change is ErrNoChange.
-func (r *Repo) Restore(c Commit, opt RestoreOptions) (Commit, []FileChange, error) {
-	return restore(r, c, opt)
+func (r *Repo) Restore(ctx context.Context, c Commit, opt RestoreOptions) (Commit, []FileChange, error) {
+	return restore(ctx, r, c, opt)
 }
 
-func restore(s opStore, c Commit, opt RestoreOptions) (Commit, []FileChange, error) {
+func restore(ctx context.Context, s opStore, c Commit, opt RestoreOptions) (Commit, []FileChange, error) {
 	what := "all memory"
 	if len(opt.Paths) > 0 {
 		var shown []string
@@ -427,7 +428,7 @@ func restore(s opStore, c Commit, opt RestoreOptions) (Commit, []FileChange, err
 	}
 	meta := Meta{Subject: "memory: restore " + what + " to " + c.Hash[:7], Author: s.operator(opt.Author),
 		Trailers: []Trailer{{TrailerCommand, "restore"}, {"Restored-From", c.Hash}}}
-	return operate(s, meta, opt.DryRun, opt.Check, func(tx *Tx) error {
+	return operate(ctx, s, meta, opt.DryRun, opt.Check, func(tx *Tx) error {
 		then, err := s.Files(c.Hash, opt.Paths...)
 		if err != nil {
 			return err
@@ -614,14 +615,14 @@ type ExpireOptions struct {
 
 // Expire deletes the stale files (see StaleFiles) as one commit that
 // lists them, so it can be reverted. Nothing to expire: no commit.
-func (r *Repo) Expire(cutoff time.Time, opt ExpireOptions) ([]Stale, Commit, error) {
-	return expire(r, cutoff, opt)
+func (r *Repo) Expire(ctx context.Context, cutoff time.Time, opt ExpireOptions) ([]Stale, Commit, error) {
+	return expire(ctx, r, cutoff, opt)
 }
 
-func expire(s opStore, cutoff time.Time, opt ExpireOptions) ([]Stale, Commit, error) {
+func expire(ctx context.Context, s opStore, cutoff time.Time, opt ExpireOptions) ([]Stale, Commit, error) {
 	var stale []Stale
 	meta := Meta{Author: s.operator(opt.Author), Trailers: []Trailer{{TrailerCommand, "expire"}, {"Expired-Before", cutoff.UTC().Format(time.RFC3339)}}}
-	c, err := s.Update(meta, func(tx *Tx) error {
+	c, err := s.Update(ctx, meta, func(tx *Tx) error {
 		hist, err := s.history(tx.head, saveHeld, opt.Progress)
 		if err != nil {
 			return err

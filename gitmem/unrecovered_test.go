@@ -33,7 +33,7 @@ func crashWithLog(t *testing.T) string {
 func twoInTheLog(t *testing.T) (dir string, r *Repo, stop func()) {
 	t.Helper()
 	dir = gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func ids(t *testing.T, r *Repo) string {
 func TestUnrecoveredChangesAfterACrash(t *testing.T) {
 	t.Parallel()
 	dir := crashWithLog(t)
-	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestUnrecoveredChangesAfterACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Lock()
-	ro, _ = Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, _ = Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if u, err := ro.Unrecovered(); err != nil || u.Changes != 0 {
 		t.Fatalf("with the lock held elsewhere: %+v %v", u, err)
 	}
@@ -100,13 +100,13 @@ func TestUnrecoveredChangesAfterACrash(t *testing.T) {
 	l.Unlock()
 	l.Close()
 
-	w, err := Open(dir, testOptions(t)) // recovers
+	w, err := Open(context.Background(), dir, testOptions(t)) // recovers
 	if err != nil {
 		t.Fatal(err)
 	}
 	settle(t, w)
 	w.Close()
-	ro, _ = Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, _ = Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	defer ro.Close()
 	if u, err := ro.Unrecovered(); err != nil || u.Changes != 0 {
 		t.Fatalf("after recovery: %+v %v", u, err)
@@ -121,7 +121,7 @@ func TestUnrecoveredChangesAfterACrash(t *testing.T) {
 func TestMaterialisedLogIsNotUnrecovered(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestMaterialisedLogIsNotUnrecovered(t *testing.T) {
 			t.Fatal("the log is empty: the test needs it to hold t1")
 		}
 	}
-	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestMaterialisedLogIsNotUnrecovered(t *testing.T) {
 func TestFsckReportsTheWriteAheadLog(t *testing.T) {
 	t.Parallel()
 	dir := crashWithLog(t)
-	rep, err := Fsck(dir, Options{ReadOnly: true, Logf: t.Logf}, false)
+	rep, err := Fsck(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestFsckReportsTheWriteAheadLog(t *testing.T) {
 	if ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
 		t.Fatal("fsck without --repair changed git's files")
 	}
-	rep, err = Fsck(dir, testOptions(t), true)
+	rep, err = Fsck(context.Background(), dir, testOptions(t), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestFsckReportsTheWriteAheadLog(t *testing.T) {
 	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
-	rep, err = Fsck(dir, Options{ReadOnly: true, Logf: t.Logf}, false)
+	rep, err = Fsck(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf}, false)
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("fsck after the repair: %+v %v", rep, err)
 	}
@@ -206,12 +206,12 @@ func TestCloseWithFailedCheckpointKeepsTheLog(t *testing.T) {
 		t.Fatalf("Close: %q", msg)
 	}
 	stop()
-	ro, _ := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, _ := Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if u, err := ro.Unrecovered(); err != nil || u.Changes != 2 {
 		t.Fatalf("after Close: %+v %v", u, err)
 	}
 	ro.Close()
-	r, err = Open(dir, testOptions(t))
+	r, err = Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestCloseWithFailedCheckpointKeepsTheLog(t *testing.T) {
 func TestFsckReportsDisplacedCommits(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,14 +240,14 @@ func TestFsckReportsDisplacedCommits(t *testing.T) {
 	gittest.Git(t, dir, "update-ref", displacedRefs+hand, hand)
 	gittest.Git(t, dir, "reset", "-q", "--hard", "HEAD~1")
 
-	rep, err := Fsck(dir, testOptions(t), false)
+	rep, err := Fsck(context.Background(), dir, testOptions(t), false)
 	if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "the commit "+hand+", which the branch was moved to outside gitmem, waits to be merged back") || rep.Problems[0].Repaired {
 		t.Fatalf("fsck: %+v %v", rep, err)
 	}
 	if rep.Commits != 3 { // init, t1 and the waiting commit
 		t.Fatalf("fsck checked %d commits, want 3", rep.Commits)
 	}
-	if rep, err = Fsck(dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
+	if rep, err = Fsck(context.Background(), dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
 		t.Fatalf("fsck --repair: %+v %v", rep, err)
 	}
 	if refs := gittest.Git(t, dir, "for-each-ref", displacedRefs); refs != "" {
@@ -256,7 +256,7 @@ func TestFsckReportsDisplacedCommits(t *testing.T) {
 	if b := gittest.Git(t, dir, "show", "HEAD:memories/b.md"); b != "by hand\n" {
 		t.Fatalf("b.md: %q", b)
 	}
-	if rep, err := Fsck(dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
+	if rep, err := Fsck(context.Background(), dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("fsck after the repair: %+v %v", rep, err)
 	}
 }
@@ -271,7 +271,7 @@ func TestFsckReportsDisplacedCommits(t *testing.T) {
 func TestLongLogIsCountedWithoutListingPacksPerChange(t *testing.T) {
 	const n = 40
 	dir := gittest.TempDir(t)
-	r, _, err := Init(dir, testOptions(t))
+	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestLongLogIsCountedWithoutListingPacksPerChange(t *testing.T) {
 	stop()
 
 	before := gd.PackListings()
-	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestLongLogIsCountedWithoutListingPacksPerChange(t *testing.T) {
 		t.Errorf("counting %d changes in the log read the pack folder %d times", n, got)
 	}
 	before = gd.PackListings()
-	r2, _, err := Init(dir, testOptions(t))
+	r2, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 func newRepo(t testing.TB) *gitmem.Repo {
 	t.Helper()
-	r, _, err := gitmem.Init(gittest.TempDir(t), gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf,
+	r, _, err := gitmem.Init(context.Background(), gittest.TempDir(t), gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf,
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestSecretScreening(t *testing.T) {
 			r := newRepo(t)
 			h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Screen: c.mode, Logger: testLog(t)})
 			run(t, h, c.steps)
-			snap, err := r.Snapshot()
+			snap, err := r.Snapshot(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +217,7 @@ func TestSecretScreeningEdits(t *testing.T) {
 			r := newRepo(t)
 			h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Screen: c.mode, Logger: testLog(t)})
 			run(t, h, c.steps)
-			snap, err := r.Snapshot()
+			snap, err := r.Snapshot(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

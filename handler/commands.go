@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,9 +31,9 @@ func (h *Handler) view(in input) (string, error) {
 		}
 		from, to, ranged = r[0], r[1], true
 	}
-	snap, err := h.repo.Snapshot(rel) // a hand edit to the file is committed first
+	snap, err := h.repo.Snapshot(in.ctx, rel) // a hand edit to the file is committed first
 	if err != nil {
-		return "", err
+		return "", cancelled(err)
 	}
 	info, err := snap.Stat(rel)
 	if errors.Is(err, gitmem.ErrNotExist) {
@@ -255,16 +256,15 @@ func maskNote(trailers []gitmem.Trailer) string {
 func (h *Handler) update(in input, meta gitmem.Meta, fn func(tx *gitmem.Tx) (string, error), replay func(gitmem.Commit) (string, error)) (string, error) {
 	var result string
 	start := time.Now()
-	commit, err := h.repo.Update(meta, func(tx *gitmem.Tx) error {
+	// The call's context stops the wait for the writer lock (another
+	// process's gc, say) and is checked once more after fn: what fn did
+	// is committed once the store has prepared it.
+	commit, err := h.repo.Update(in.ctx, meta, func(tx *gitmem.Tx) error {
 		var err error
 		result, err = fn(tx)
-		if err == nil && in.ctx.Err() != nil {
-			// The last moment a cancel can stop the call: what fn did is
-			// committed once it returns.
-			err = fail("The call was cancelled before its change was saved; nothing was changed")
-		}
 		return err
 	})
+	err = cancelled(err)
 	if err == nil {
 		in.call.Commit, in.call.CommitDuration = commit.Hash, time.Since(start)
 	}
@@ -282,6 +282,15 @@ func (h *Handler) update(in input, meta gitmem.Meta, fn func(tx *gitmem.Tx) (str
 		return result + maskNote(c.Trailers), err
 	}
 	return result + maskNote(commit.Trailers), err
+}
+
+// cancelled says that a call its client cancelled (or whose deadline
+// passed) changed nothing: the store gave up before its commit point.
+func cancelled(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fail("The call was cancelled before its change was saved; nothing was changed")
+	}
+	return err
 }
 
 // checkWrite applies the size and count limits to writing size bytes at rel.

@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -254,7 +255,7 @@ func TestConformanceWithReferenceSDK(t *testing.T) {
 			ref := startReference(t)
 			h, repo := newHandler(t, policy.Limits{})
 			s := &session{rng: rand.New(rand.NewPCG(seed, 7)), snap: func() *gitmem.View {
-				v, err := repo.Snapshot()
+				v, err := repo.Snapshot(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}

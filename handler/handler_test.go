@@ -20,7 +20,7 @@ var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func newHandler(t testing.TB, limits policy.Limits) (*handler.Handler, *gitmem.Repo) {
 	t.Helper()
-	r, _, err := gitmem.Init(gittest.TempDir(t), gitmem.Options{
+	r, _, err := gitmem.Init(context.Background(), gittest.TempDir(t), gitmem.Options{
 		Now:      func() time.Time { return epoch },
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"},
 		Logf:     t.Logf,
@@ -192,7 +192,7 @@ func TestRootSpellingsNeverWipe(t *testing.T) {
 			}
 		}
 	}
-	snap, _ := r.Snapshot()
+	snap, _ := r.Snapshot(context.Background())
 	if _, err := snap.Stat("keep.md"); err != nil {
 		t.Fatalf("keep.md is gone: %v", err)
 	}
@@ -337,7 +337,7 @@ func TestRetriesOfEachCommand(t *testing.T) {
 	if after, _ := r.Commit("HEAD"); after.Hash != head.Hash {
 		t.Errorf("a retry committed: %s -> %s", head.Hash, after.Hash)
 	}
-	snap, _ := r.Snapshot()
+	snap, _ := r.Snapshot(context.Background())
 	if data, _ := snap.ReadFile("f"); string(data) != "a\nnew\nB\nc\n" {
 		t.Errorf("content after retries: %q", data)
 	}

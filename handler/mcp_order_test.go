@@ -141,7 +141,7 @@ func holdWriter(t *testing.T, repo *gitmem.Repo) (release func()) {
 	held, free, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		repo.Update(gitmem.Meta{Subject: "test: hold the writer lock"}, func(*gitmem.Tx) error {
+		repo.Update(context.Background(), gitmem.Meta{Subject: "test: hold the writer lock"}, func(*gitmem.Tx) error {
 			close(held)
 			<-free
 			return errors.New("held only")

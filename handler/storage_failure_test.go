@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,7 @@ func TestStorageFailureIsGenericForTheModel(t *testing.T) {
 	}
 	dir := gittest.TempDir(t)
 	opt := gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf}
-	r, _, err := gitmem.Init(dir, opt)
+	r, _, err := gitmem.Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestStorageFailureIsGenericForTheModel(t *testing.T) {
 	if _, err := os.Stat(obj); err != nil {
 		t.Fatalf("the blob is not a loose object after unpacking: %v", err)
 	}
-	r, err = gitmem.Open(dir, opt)
+	r, err = gitmem.Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	repo, _, err := gitmem.Init(dir, gitmem.Options{})
+	repo, _, err := gitmem.Init(context.Background(), dir, gitmem.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func Example() {
 // An agent loop with the memory tool; see examples/agent for a complete one.
 func Example_loop() {
 	ctx := context.Background()
-	repo, _, err := gitmem.Init("./memory", gitmem.Options{})
+	repo, _, err := gitmem.Init(context.Background(), "./memory", gitmem.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

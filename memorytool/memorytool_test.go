@@ -22,7 +22,7 @@ import (
 
 func newHandler(t *testing.T) (*handler.Handler, *gitmem.Repo) {
 	t.Helper()
-	r, _, err := gitmem.Init(gittest.TempDir(t), gitmem.Options{
+	r, _, err := gitmem.Init(context.Background(), gittest.TempDir(t), gitmem.Options{
 		Now:      func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"},
 		Logf:     t.Logf,

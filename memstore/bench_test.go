@@ -1,6 +1,7 @@
 package memstore_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -15,13 +16,13 @@ import (
 // redaction).
 func BenchmarkIndexFirstUse(b *testing.B) {
 	dir := gittest.TempDir(b)
-	r, _, err := gitmem.Init(dir, gitmem.Options{Logf: b.Logf})
+	r, _, err := gitmem.Init(context.Background(), dir, gitmem.Options{Logf: b.Logf})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer r.Close()
 	for i := range 10000 {
-		_, err := r.Update(gitmem.Meta{Subject: "w", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: fmt.Sprintf("toolu_%d", i)},
+		_, err := r.Update(context.Background(), gitmem.Meta{Subject: "w", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: fmt.Sprintf("toolu_%d", i)},
 			{Key: gitmem.TrailerCommand, Value: "create"}}}, func(tx *gitmem.Tx) error {
 			return tx.WriteFile(fmt.Sprintf("d%02d/m%03d.md", i%10, i%1000), []byte(fmt.Sprintf("version %d\n", i)))
 		})

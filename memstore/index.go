@@ -336,7 +336,7 @@ var ErrBusy = errors.New("the memory store kept changing during the request; ret
 
 // catchUp brings the state up to the store's head.
 func (ix *Index) catchUp(ctx context.Context, repo *gitmem.Repo) error {
-	snap, err := repo.Snapshot()
+	snap, err := repo.Snapshot(ctx)
 	if err != nil {
 		return err
 	}
@@ -448,7 +448,7 @@ func (ix *Index) view(ctx context.Context, repo *gitmem.Repo, fn func(s *state, 
 		if err := ix.catchUp(ctx, repo); err != nil {
 			return err
 		}
-		snap, err := repo.Snapshot()
+		snap, err := repo.Snapshot(ctx)
 		if err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ var alice = memstore.Caller{APIKey: "alice-key", Author: gitmem.Signature{Name: 
 func newRepo(t *testing.T) (*gitmem.Repo, string) {
 	t.Helper()
 	dir := gittest.TempDir(t)
-	r, _, err := gitmem.Init(dir, gitmem.Options{Logf: t.Logf, Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}})
+	r, _, err := gitmem.Init(context.Background(), dir, gitmem.Options{Logf: t.Logf, Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +471,7 @@ func TestIdsAreTheSameInAClone(t *testing.T) {
 	flush(t, r)
 	clone := filepath.Join(gittest.TempDir(t), "clone")
 	gittest.Git(t, filepath.Dir(clone), "clone", "-q", dir, clone)
-	c, err := gitmem.Open(clone, gitmem.Options{Logf: t.Logf, Adopt: true})
+	c, err := gitmem.Open(context.Background(), clone, gitmem.Options{Logf: t.Logf, Adopt: true})
 	if err != nil {
 		t.Fatal(err)
 	}

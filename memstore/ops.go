@@ -104,10 +104,10 @@ func (ix *Index) write(ctx context.Context, repo *gitmem.Repo, meta gitmem.Meta,
 				return gitmem.Commit{}, err
 			}
 		}
-		c, err := repo.Update(meta, func(tx *gitmem.Tx) error {
+		c, err := repo.Update(ctx, meta, func(tx *gitmem.Tx) error {
 			ix.mu.Lock()
 			defer ix.mu.Unlock()
-			ix.forget(vid) // this transaction's earlier run
+			ix.forget(vid)
 			if err := ix.validate(tx); err != nil {
 				return err
 			}
@@ -705,7 +705,7 @@ func (ix *Index) Redact(ctx context.Context, repo *gitmem.Repo, id string, by Ca
 		}
 		ix.mu.Unlock()
 	}
-	if _, err := repo.Update(by.meta("memory: redact "+id, CommandRedact, redactedTrailers(redacted)...), func(*gitmem.Tx) error { return nil }); err != nil {
+	if _, err := repo.Update(ctx, by.meta("memory: redact "+id, CommandRedact, redactedTrailers(redacted)...), func(*gitmem.Tx) error { return nil }); err != nil {
 		return Version{}, err
 	}
 	return ix.Version(ctx, repo, id, false)

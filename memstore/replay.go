@@ -143,7 +143,7 @@ func (ix *Index) ReplayRedaction(ctx context.Context, repo *gitmem.Repo, ids []s
 	if len(ids) > 1 {
 		subject += " and " + strconv.Itoa(len(ids)-1) + " more"
 	}
-	_, err = repo.Update(by.meta(repo, subject, CommandRedact, redactedTrailers(ids)...), func(*gitmem.Tx) error { return nil })
+	_, err = repo.Update(ctx, by.meta(repo, subject, CommandRedact, redactedTrailers(ids)...), func(*gitmem.Tx) error { return nil })
 	return err
 }
 

@@ -1,6 +1,7 @@
 package memstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -19,7 +20,7 @@ func clockRepo(t *testing.T) (*gitmem.Repo, string, *atomic.Int64) {
 	var now atomic.Int64
 	now.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).Unix())
 	dir := gittest.TempDir(t)
-	r, _, err := gitmem.Init(dir, gitmem.Options{Logf: t.Logf, Operator: gitmem.Signature{Name: "op", Email: "op@example.com"},
+	r, _, err := gitmem.Init(context.Background(), dir, gitmem.Options{Logf: t.Logf, Operator: gitmem.Signature{Name: "op", Email: "op@example.com"},
 		Now: func() time.Time { return time.Unix(now.Load(), 0).UTC() }})
 	if err != nil {
 		t.Fatal(err)

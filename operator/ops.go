@@ -124,7 +124,7 @@ func ExpectChanges(sum string) gitmem.Check {
 // (gitmem's StaleFiles) and their deletion as changes, to show and to
 // confirm with ExpectChanges.
 func ExpirePreview(r *gitmem.Repo, cutoff time.Time, keep []string) ([]gitmem.Stale, []gitmem.FileChange, error) {
-	snap, err := r.Snapshot()
+	snap, err := r.Snapshot(context.Background())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -205,7 +205,7 @@ func SHA256(content []byte) string {
 // `after`, at most limit: each with its size, SHA-256 and the last commit
 // that changed it.
 func ListMemories(ctx context.Context, r *gitmem.Repo, prefix, after string, limit int) (Page[Memory], error) {
-	snap, err := r.Snapshot()
+	snap, err := r.Snapshot(ctx)
 	if err != nil {
 		return Page[Memory]{}, err
 	}
@@ -274,7 +274,7 @@ type Entry struct {
 // (a folder's: of the files beneath, and their count) and its last
 // change. A file is gitmem.ErrNotDir.
 func ListFolder(ctx context.Context, r *gitmem.Repo, dir string) ([]Entry, error) {
-	snap, err := r.Snapshot()
+	snap, err := r.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +355,7 @@ func lastChanges(ctx context.Context, r *gitmem.Repo, paths []string) (map[strin
 // GetMemory reads one memory file with its last change. A folder is
 // gitmem.ErrIsDir.
 func GetMemory(ctx context.Context, r *gitmem.Repo, path string) (Memory, error) {
-	snap, err := r.Snapshot()
+	snap, err := r.Snapshot(ctx)
 	if err != nil {
 		return Memory{}, err
 	}
@@ -394,7 +394,7 @@ const (
 func PutMemory(r *gitmem.Repo, path string, content []byte, expect *string, limits policy.Limits, author gitmem.Signature) (gitmem.Commit, bool, error) {
 	display := policy.Display(path)
 	created := false
-	c, err := r.Update(operatorMeta(r, CommandPut, display, author), func(tx *gitmem.Tx) error {
+	c, err := r.Update(context.Background(), operatorMeta(r, CommandPut, display, author), func(tx *gitmem.Tx) error {
 		old, err := tx.ReadFile(path)
 		switch {
 		case errors.Is(err, gitmem.ErrNotExist):
@@ -422,7 +422,7 @@ func PutMemory(r *gitmem.Repo, path string, content []byte, expect *string, limi
 // delete PATH", Memory-Command: delete), with the same precondition as
 // PutMemory. A folder is gitmem.ErrIsDir.
 func DeleteMemory(r *gitmem.Repo, path string, expect *string, author gitmem.Signature) (gitmem.Commit, error) {
-	return r.Update(operatorMeta(r, CommandDelete, policy.Display(path), author), func(tx *gitmem.Tx) error {
+	return r.Update(context.Background(), operatorMeta(r, CommandDelete, policy.Display(path), author), func(tx *gitmem.Tx) error {
 		old, err := tx.ReadFile(path)
 		if err != nil {
 			return err

@@ -14,7 +14,7 @@ import (
 func newRepo(t *testing.T) (*gitmem.Repo, func(id, path, content string) gitmem.Commit) {
 	t.Helper()
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r, _, err := gitmem.Init(gittest.TempDir(t), gitmem.Options{Now: func() time.Time { return clock }, Logf: t.Logf,
+	r, _, err := gitmem.Init(context.Background(), gittest.TempDir(t), gitmem.Options{Now: func() time.Time { return clock }, Logf: t.Logf,
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}})
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func newRepo(t *testing.T) (*gitmem.Repo, func(id, path, content string) gitmem.
 	return r, func(id, path, content string) gitmem.Commit {
 		t.Helper()
 		clock = clock.Add(time.Hour)
-		c, err := r.Update(gitmem.Meta{Subject: "w " + path, Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: id}}}, func(tx *gitmem.Tx) error {
+		c, err := r.Update(context.Background(), gitmem.Meta{Subject: "w " + path, Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: id}}}, func(tx *gitmem.Tx) error {
 			return tx.WriteFile(path, []byte(content))
 		})
 		if err != nil {
@@ -41,7 +41,7 @@ func TestExpectChangesRefusesWhatWasNotPreviewed(t *testing.T) {
 	r, write := newRepo(t)
 	write("t1", "a.md", "one\ntwo\nthree\n")
 	write("t2", "a.md", "one\nTWO\nthree\n")
-	_, preview, err := r.Revert([]string{"t2"}, gitmem.RevertOptions{DryRun: true})
+	_, preview, err := r.Revert(context.Background(), []string{"t2"}, gitmem.RevertOptions{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,14 +51,14 @@ func TestExpectChangesRefusesWhatWasNotPreviewed(t *testing.T) {
 	}
 	write("t3", "a.md", "one\nTWO\nthree\nfour\n") // lands between the preview and the confirmation
 	head, _ := r.Commit("HEAD")
-	if _, _, err := r.Revert([]string{"t2"}, gitmem.RevertOptions{Check: operator.ExpectChanges(sum)}); !errors.Is(err, operator.ErrPreviewChanged) {
+	if _, _, err := r.Revert(context.Background(), []string{"t2"}, gitmem.RevertOptions{Check: operator.ExpectChanges(sum)}); !errors.Is(err, operator.ErrPreviewChanged) {
 		t.Fatalf("a revert whose preview is out of date: %v", err)
 	}
 	if now, _ := r.Commit("HEAD"); now.Hash != head.Hash {
 		t.Fatal("a refused revert committed")
 	}
-	_, preview, _ = r.Revert([]string{"t2"}, gitmem.RevertOptions{DryRun: true})
-	c, _, err := r.Revert([]string{"t2"}, gitmem.RevertOptions{Check: operator.ExpectChanges(operator.ChangesSHA256(preview))})
+	_, preview, _ = r.Revert(context.Background(), []string{"t2"}, gitmem.RevertOptions{DryRun: true})
+	c, _, err := r.Revert(context.Background(), []string{"t2"}, gitmem.RevertOptions{Check: operator.ExpectChanges(operator.ChangesSHA256(preview))})
 	if err != nil || c.Hash == head.Hash {
 		t.Fatalf("the revert of its new preview: %v", err)
 	}
@@ -68,7 +68,7 @@ func TestExpectChangesRefusesWhatWasNotPreviewed(t *testing.T) {
 	if err != nil || len(stale) != 1 || len(changes) != 1 || changes[0].NewFile || string(changes[0].Old) != "one\ntwo\nthree\nfour\n" {
 		t.Fatalf("expire preview: %+v %+v %v", stale, changes, err)
 	}
-	if _, _, err := r.Expire(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), gitmem.ExpireOptions{Check: operator.ExpectChanges(operator.ChangesSHA256(changes))}); err != nil {
+	if _, _, err := r.Expire(context.Background(), time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), gitmem.ExpireOptions{Check: operator.ExpectChanges(operator.ChangesSHA256(changes))}); err != nil {
 		t.Fatalf("the expire of its preview: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package stores
 
 import (
 	"container/list"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -141,7 +142,7 @@ func (d *Dir) background() {
 // pack packs the loose objects of the open stores that have piled up
 // GCLoose of them.
 func (d *Dir) pack() {
-	d.packWith(func(r *gitmem.Repo) (gitmem.GCStats, error) { return r.GC(false) })
+	d.packWith(func(r *gitmem.Repo) (gitmem.GCStats, error) { return r.GC(context.Background(), false) })
 }
 
 // packWith is pack with the collection gc.
@@ -334,7 +335,7 @@ func (d *Dir) openStore(name string) (*gitmem.Repo, Meta, string, error) {
 	}
 	opt := d.opt.Repo
 	opt.ReadOnly, opt.Adopt = false, false
-	r, err := gitmem.Open(dir, opt)
+	r, err := gitmem.Open(context.Background(), dir, opt)
 	if err != nil {
 		return nil, Meta{}, "", d.openErr(name, err)
 	}
@@ -516,7 +517,7 @@ func (d *Dir) Create(name string, m Meta, author gitmem.Signature) (Info, error)
 	}
 	opt := d.opt.Repo
 	opt.ReadOnly, opt.Adopt = false, false
-	r, _, err := gitmem.Init(dir, opt)
+	r, _, err := gitmem.Init(context.Background(), dir, opt)
 	if errors.Is(err, gitmem.ErrForeign) {
 		return Info{}, ErrExists
 	}
@@ -727,7 +728,7 @@ func (d *Dir) peek(name string) (Meta, error) {
 	}
 	opt := d.opt.Repo
 	opt.ReadOnly, opt.Adopt = true, false
-	r, err := gitmem.Open(d.path(name), opt)
+	r, err := gitmem.Open(context.Background(), d.path(name), opt)
 	if err != nil {
 		return Meta{}, d.openErr(name, err)
 	}

@@ -1,6 +1,7 @@
 package stores_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -225,7 +226,7 @@ func TestOpenStoresAreBounded(t *testing.T) {
 		t.Errorf("%d open while 4 are in use", got)
 	}
 	for _, s := range held {
-		if err := s.Use(func(r *gitmem.Repo, m stores.Meta) error { _, err := r.Snapshot(); return err }); err != nil {
+		if err := s.Use(func(r *gitmem.Repo, m stores.Meta) error { _, err := r.Snapshot(context.Background()); return err }); err != nil {
 			t.Errorf("%s: %v", s.Name(), err)
 		}
 		s.Release()
@@ -281,7 +282,7 @@ func TestConcurrentUse(t *testing.T) {
 					return
 				}
 				err = s.Use(func(r *gitmem.Repo, m stores.Meta) error {
-					_, err := r.Update(gitmem.Meta{Subject: "memory: test"}, func(tx *gitmem.Tx) error {
+					_, err := r.Update(context.Background(), gitmem.Meta{Subject: "memory: test"}, func(tx *gitmem.Tx) error {
 						return tx.WriteFile("n.md", []byte(name))
 					})
 					return err
@@ -410,7 +411,7 @@ func TestMetadataChangeBehindMemoryCommits(t *testing.T) {
 				}
 				defer s.Release()
 				err = s.Use(func(r *gitmem.Repo, _ stores.Meta) error {
-					_, err := r.Update(gitmem.Meta{Subject: "w"}, func(tx *gitmem.Tx) error {
+					_, err := r.Update(context.Background(), gitmem.Meta{Subject: "w"}, func(tx *gitmem.Tx) error {
 						return tx.WriteFile(fmt.Sprintf("m%d.md", i), []byte("x"))
 					})
 					return err
@@ -469,7 +470,7 @@ func TestBackgroundGCHoldsUpNoCall(t *testing.T) {
 				done = true
 			case <-time.After(30 * time.Second): // without the fix: the change waits for the gate
 			}
-			return r.GC(false)
+			return r.GC(context.Background(), false)
 		})
 	}()
 	<-inGC

@@ -124,7 +124,7 @@ var errStop = errors.New("stop")
 // further than the commit stop (whose metadata the caller knows: found is
 // then false). It returns the head it read up to.
 func readMeta(r *gitmem.Repo, stop string) (m Meta, found bool, head string, err error) {
-	snap, err := r.Snapshot()
+	snap, err := r.Snapshot(context.Background())
 	if err != nil {
 		return m, false, "", err
 	}
@@ -175,5 +175,5 @@ func writeMeta(r *gitmem.Repo, action string, m Meta, author gitmem.Signature) (
 	if author == (gitmem.Signature{}) {
 		author = r.Operator()
 	}
-	return r.Update(m.commit(action, author), func(*gitmem.Tx) error { return nil })
+	return r.Update(context.Background(), m.commit(action, author), func(*gitmem.Tx) error { return nil })
 }

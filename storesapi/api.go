@@ -612,7 +612,7 @@ func (s *storesServer) revert(w http.ResponseWriter, r *http.Request, p principa
 		if m.IsArchived() && !req.DryRun {
 			return stores.ErrArchived
 		}
-		c, changes, err := repo.Revert(req.Revisions, gitmem.RevertOptions{Theirs: req.Strategy == "theirs", Author: s.operatorAuthor(repo, p), DryRun: req.DryRun})
+		c, changes, err := repo.Revert(r.Context(), req.Revisions, gitmem.RevertOptions{Theirs: req.Strategy == "theirs", Author: s.operatorAuthor(repo, p), DryRun: req.DryRun})
 		if err != nil {
 			return err
 		}
@@ -661,7 +661,7 @@ func (s *storesServer) restore(w http.ResponseWriter, r *http.Request, p princip
 		if err != nil {
 			return err
 		}
-		c, changes, err := repo.Restore(target, gitmem.RestoreOptions{Paths: paths, Delete: req.Delete, DryRun: req.DryRun,
+		c, changes, err := repo.Restore(r.Context(), target, gitmem.RestoreOptions{Paths: paths, Delete: req.Delete, DryRun: req.DryRun,
 			Author: s.operatorAuthor(repo, p)})
 		if err != nil {
 			return err

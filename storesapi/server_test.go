@@ -418,7 +418,7 @@ func TestStoresLifecycleAPI(t *testing.T) {
 
 	// A store that cannot be read is listed as such; the others still are.
 	erin := filepath.Join(a.dir.Root(), "erin")
-	r, _, err := gitmem.Init(erin, gitmem.Options{Logf: t.Logf})
+	r, _, err := gitmem.Init(context.Background(), erin, gitmem.Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

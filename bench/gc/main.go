@@ -22,6 +22,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -142,12 +143,12 @@ func main() {
 // of the length a notes folder has) and commits editing one file each,
 // from several clients at once.
 func makeRepo(dir string, files, commits int) error {
-	r, _, err := gitmem.Init(dir, options())
+	r, _, err := gitmem.Init(context.Background(), dir, options())
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	_, err = r.Update(gitmem.Meta{Subject: "memory: seed"}, func(tx *gitmem.Tx) error {
+	_, err = r.Update(context.Background(), gitmem.Meta{Subject: "memory: seed"}, func(tx *gitmem.Tx) error {
 		for i := range files {
 			if err := tx.WriteFile(name(i), []byte(fmt.Sprintf("# note %d\n\nsomething worth remembering, number %d\n", i, i))); err != nil {
 				return err
@@ -188,8 +189,8 @@ func name(i int) string {
 func edit(r *gitmem.Repo, rng *rand.Rand, files int, id string) error {
 	p := name(rng.IntN(files))
 	meta := gitmem.Meta{Subject: "memory: str_replace /memories/" + p, Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: id}}}
-	_, err := r.Update(meta, func(tx *gitmem.Tx) error {
-		v, _ := tx.ReadFile(p) // (a new file in a repository given with -repo)
+	_, err := r.Update(context.Background(), meta, func(tx *gitmem.Tx) error {
+		v, _ := tx.ReadFile(p)
 		return tx.WriteFile(p, append(slices.Clone(v), fmt.Sprintf("- %s\n", id)...))
 	})
 	return err
@@ -198,7 +199,7 @@ func edit(r *gitmem.Repo, rng *rand.Rand, files int, id string) error {
 // writersDuringGC times commits from several clients for a while, then
 // while a collection runs, and prints one row.
 func writersDuringGC(dir string, full bool) {
-	r, err := gitmem.Open(dir, options())
+	r, err := gitmem.Open(context.Background(), dir, options())
 	check(err)
 	defer r.Close()
 	files := *nFiles
@@ -234,7 +235,7 @@ func writersDuringGC(dir string, full bool) {
 	}
 	time.Sleep(*warmup)
 	gcStart := time.Now()
-	st, err := r.GC(full)
+	st, err := r.GC(context.Background(), full)
 	check(err)
 	gcEnd := time.Now()
 	close(stop)

@@ -171,7 +171,7 @@ var repoCommands = []string{"log", "show", "diff", "blame", "revert", "restore",
 // damaged branch) is left to the command, which words it.
 func checkRepoFirst(c *cli.Context) error {
 	dir := c.String("repo")
-	r, err := gitmem.Open(dir, gitmem.Options{ReadOnly: true, Now: clock()})
+	r, err := gitmem.Open(context.Background(), dir, gitmem.Options{ReadOnly: true, Now: clock()})
 	switch {
 	case err == nil:
 		r.Close() // read-only: nothing to write back; the command opens it again
@@ -199,7 +199,7 @@ func initCommand() *cli.Command {
 			default:
 				return failf(exitUsage, "init takes one folder")
 			}
-			r, created, err := gitmem.Init(dir, gitmem.Options{Now: clock(), Logf: logTo(c), Adopt: c.Bool("adopt"), OwnerOnly: ownerOnly(c)})
+			r, created, err := gitmem.Init(c.Context, dir, gitmem.Options{Now: clock(), Logf: logTo(c), Adopt: c.Bool("adopt"), OwnerOnly: ownerOnly(c)})
 			if err != nil {
 				return storeErr(err, dir)
 			}

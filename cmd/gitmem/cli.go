@@ -3,11 +3,12 @@ package main
 import (
 	_ "embed"
 	"fmt"
-	"github.com/xrash/smetrics"
 	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/xrash/smetrics"
 
 	"github.com/urfave/cli/v2"
 )

@@ -45,7 +45,7 @@ func clock() func() time.Time {
 // changes they cannot show yet (warnUnrecovered).
 func openRepo(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
 	dir := c.String("repo")
-	r, err := gitmem.Open(dir, gitmem.Options{ReadOnly: readOnly, OneCommand: true, Now: clock(), Logf: logTo(c), OwnerOnly: ownerOnly(c)})
+	r, err := gitmem.Open(c.Context, dir, gitmem.Options{ReadOnly: readOnly, OneCommand: true, Now: clock(), Logf: logTo(c), OwnerOnly: ownerOnly(c)})
 	if err != nil {
 		return nil, storeErr(err, dir)
 	}

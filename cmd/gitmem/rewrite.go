@@ -164,7 +164,7 @@ func gcCommand() *cli.Command {
 				return err
 			}
 			defer closeRepo(r, &err)
-			st, err := r.GC(c.Bool("full"))
+			st, err := r.GC(c.Context, c.Bool("full"))
 			if err != nil {
 				return storeErr(err, c.String("repo"))
 			}

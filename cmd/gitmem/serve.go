@@ -162,7 +162,9 @@ func serve(c *cli.Context) (err error) {
 	}
 	dir := c.String("repo")
 	logf := logTo(c)
-	repo, _, err := gitmem.Init(dir, repoOptions(c, author))
+	// Not serve's context: a signal never cuts the start short (see
+	// stopSignals; a second one ends the process).
+	repo, _, err := gitmem.Init(context.Background(), dir, repoOptions(c, author))
 	if err != nil {
 		return storeErr(err, dir)
 	}
@@ -188,7 +190,7 @@ func serve(c *cli.Context) (err error) {
 		if n := c.Int("gc-loose"); n <= 0 || !repo.GCDue(n) {
 			return
 		}
-		st, err := repo.GC(false)
+		st, err := repo.GC(context.Background(), false)
 		switch {
 		case errors.Is(err, gitmem.ErrClosed):
 			log.Info("packing stopped: the server stops; the next start packs", "trigger", trigger)
@@ -550,17 +552,18 @@ func maintain(ctx context.Context, repo *gitmem.Repo, m maintenance, logf func(s
 		case <-ctx.Done():
 			return
 		case <-adoptTick:
-			c, err := repo.Adopt()
+			c, err := repo.Adopt(ctx)
 			switch {
-			case errors.Is(err, gitmem.ErrNoChange):
+			case errors.Is(err, gitmem.ErrNoChange), ctx.Err() != nil: // stopped: the next start adopts
 			case err != nil:
 				logf("gitmem: committing hand edits: %v", err)
 			default:
 				logf("gitmem: committed hand edits to %d file(s) in %s", len(c.Paths), short(c.Hash))
 			}
 		case <-expireTick:
-			stale, c, err := repo.Expire(now().Add(-m.expireAge), gitmem.ExpireOptions{Keep: m.keep, Author: gitmem.Signature{Name: "gitmem expire", Email: "gitmem@gitmem.invalid"}})
+			stale, c, err := repo.Expire(ctx, now().Add(-m.expireAge), gitmem.ExpireOptions{Keep: m.keep, Author: gitmem.Signature{Name: "gitmem expire", Email: "gitmem@gitmem.invalid"}})
 			switch {
+			case ctx.Err() != nil: // stopped: the next run expires
 			case err != nil:
 				logf("gitmem: periodic expire: %v", err)
 			case len(stale) > 0:

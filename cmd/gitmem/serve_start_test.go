@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -25,7 +26,7 @@ func init() {
 	if dir == "" {
 		return
 	}
-	r, err := gitmem.Open(dir, gitmem.Options{Logf: func(string, ...any) {}})
+	r, err := gitmem.Open(context.Background(), dir, gitmem.Options{Logf: func(string, ...any) {}})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)
@@ -37,7 +38,7 @@ func init() {
 		wg.Go(func() {
 			for i := 0; time.Now().Before(end); i++ {
 				id := fmt.Sprintf("w%d-%d", w, i)
-				_, err := r.Update(gitmem.Meta{Subject: "child " + id, Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: id}}}, func(tx *gitmem.Tx) error {
+				_, err := r.Update(context.Background(), gitmem.Meta{Subject: "child " + id, Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: id}}}, func(tx *gitmem.Tx) error {
 					return tx.WriteFile(fmt.Sprintf("w%d/n%d.md", w, i%40), []byte(strings.Repeat(id+"\n", 1+i%7)))
 				})
 				mu.Lock()

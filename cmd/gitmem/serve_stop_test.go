@@ -47,10 +47,12 @@ func flockFile(t *testing.T, path string, try bool) (*os.File, bool) {
 }
 
 // serve --http stopped (SIGTERM) while a call waits for the writer lock
-// (held by another process, as gitmem gc --full holds it) answers the call,
-// once the lock is free, with nothing changed: the requests run in serve's
-// context, which the signal ends before the call's commit point. serve
-// exits 0 and git fsck --strict is clean.
+// (held by another process, as gitmem gc --full holds it) answers the call
+// with nothing changed, and exits 0, while the other process still holds
+// the lock: the requests run in serve's context, which the signal ends,
+// and the wait for the lock gives up with it. (It waited until the lock
+// was free: the answer, and serve's exit, came only after the holder let
+// go.) The next start is clean, and so is git fsck --strict.
 func TestServeStoppedStopsACallBeforeItsCommitPoint(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
@@ -101,11 +103,35 @@ func TestServeStoppedStopsACallBeforeItsCommitPoint(t *testing.T) {
 			t.Fatalf("serve did not start shutting down:\n%s", stderr.String())
 		}
 	}
-	lock.Close()
-	if got := <-answered; got != "Error: The call was cancelled before its change was saved; nothing was changed" {
-		t.Errorf("the call in flight at SIGTERM was answered %q", got)
+	// Answered, and exited, with the lock still held.
+	select {
+	case got := <-answered:
+		if got != "Error: The call was cancelled before its change was saved; nothing was changed" {
+			t.Errorf("the call in flight at SIGTERM was answered %q", got)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the call in flight at SIGTERM is not answered while another process holds the writer lock")
 	}
 	stop() // exit 0, else the test fails
+	if _, free := flockFile(t, filepath.Join(dir, "lock"), true); free {
+		t.Fatal("the other process's lock was taken from it")
+	}
+	lock.Close()
+
+	// The next start is clean: it serves a call at once.
+	base, _, stop = startHTTPProcessTo(t, &stderr, env, repo, "--http", "--adopt-every", "0")
+	body := `{"type":"tool_use","id":"toolu_next","name":"memory","input":{"command":"create","path":"/memories/next.md","file_text":"y\n"}}`
+	res, err := http.Post(base+"/v1/tool_use", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r handler.Result
+	err = json.NewDecoder(res.Body).Decode(&r)
+	res.Body.Close()
+	if err != nil || r.IsError {
+		t.Fatalf("the call after a restart: %+v, %v", r, err)
+	}
+	stop()
 	if log := gittest.Git(t, repo, "log", "--format=%H %(trailers:key=Tool-Use-Id,valueonly,separator=)"); strings.Contains(log, "toolu_stop") {
 		t.Errorf("the call stopped before its commit point committed:\n%s", log)
 	}

@@ -149,7 +149,7 @@ func (s *syncer) isRefused() bool {
 }
 
 func (s *syncer) head() string {
-	v, err := s.repo.Snapshot()
+	v, err := s.repo.Snapshot(context.Background())
 	if err != nil {
 		return ""
 	}

@@ -57,7 +57,7 @@ func TestBackgroundSyncNeverBlocksCalls(t *testing.T) {
 	}()
 
 	dir := filepath.Join(gittest.TempDir(t), "memory")
-	repo, _, err := gitmem.Init(dir, gitmem.Options{Logf: t.Logf})
+	repo, _, err := gitmem.Init(context.Background(), dir, gitmem.Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func revertCommand() *cli.Command {
 				return err
 			}
 			defer closeRepo(r, &err)
-			cm, changes, err := r.Revert(c.Args().Slice(), gitmem.RevertOptions{Theirs: c.String("strategy") == "theirs", DryRun: dry})
+			cm, changes, err := r.Revert(c.Context, c.Args().Slice(), gitmem.RevertOptions{Theirs: c.String("strategy") == "theirs", DryRun: dry})
 			var ce *gitmem.ConflictError
 			switch {
 			case errors.As(err, &ce):
@@ -127,7 +127,7 @@ func restoreCommand() *cli.Command {
 			if err != nil {
 				return revErr(err)
 			}
-			cm, changes, err := r.Restore(target, gitmem.RestoreOptions{Paths: paths, Delete: c.Bool("delete"), DryRun: dry})
+			cm, changes, err := r.Restore(c.Context, target, gitmem.RestoreOptions{Paths: paths, Delete: c.Bool("delete"), DryRun: dry})
 			var ae *gitmem.AbsentError
 			switch {
 			case errors.As(err, &ae):
@@ -183,7 +183,7 @@ func expireCommand() *cli.Command {
 			if c.Bool("dry-run") {
 				stale, err = r.StaleFiles(cutoff, keep, progress(c, "reading history"))
 			} else {
-				stale, cm, err = r.Expire(cutoff, gitmem.ExpireOptions{Keep: keep, Progress: progress(c, "reading history")})
+				stale, cm, err = r.Expire(c.Context, cutoff, gitmem.ExpireOptions{Keep: keep, Progress: progress(c, "reading history")})
 			}
 			if err != nil {
 				return storeErr(err, c.String("repo"))

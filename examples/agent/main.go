@@ -187,7 +187,7 @@ func run() error {
 	if *url != "" {
 		mem = memorytool.Remote(*url, memorytool.RemoteOptions{Token: *token, Session: *session, Agent: *agentName})
 	} else {
-		repo, _, err := gitmem.Init(*repoDir, gitmem.Options{})
+		repo, _, err := gitmem.Init(context.Background(), *repoDir, gitmem.Options{})
 		if err != nil {
 			return err
 		}

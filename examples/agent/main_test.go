@@ -23,7 +23,7 @@ import (
 
 func newRepo(t *testing.T) *gitmem.Repo {
 	t.Helper()
-	repo, _, err := gitmem.Init(gittest.TempDir(t), gitmem.Options{
+	repo, _, err := gitmem.Init(context.Background(), gittest.TempDir(t), gitmem.Options{
 		Now:      func() time.Time { return time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC) },
 		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"},
 		Logf:     t.Logf,

@@ -28,7 +28,7 @@ import (
 func Generate(dir string, files, commits int) error {
 	now := func() time.Time { return genEpoch }
 	quiet := gitmem.Options{Now: now, Logf: func(string, ...any) {}}
-	r, _, err := gitmem.Init(dir, quiet)
+	r, _, err := gitmem.Init(context.Background(), dir, quiet)
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func Generate(dir string, files, commits int) error {
 	if err != nil {
 		return err
 	}
-	r, err = gitmem.Open(dir, quiet)
+	r, err = gitmem.Open(context.Background(), dir, quiet)
 	if err != nil {
 		return err
 	}
