@@ -25,7 +25,7 @@ import (
 // gc does not hold up writers. The objects are immutable, so the new pack
 // is written with no lock held, from a plan taken at the start: what is
 // loose, which packs it replaces, the refs. Only the plan and the swap
-// (removing what the new pack replaces) hold the materialiser's lock (mmu)
+// (removing what the new pack replaces) hold the materialiser's lock (disk.mu)
 // and the object store's (omu), for milliseconds; the writer turn is not
 // held at all, and writers, whose changes are durable in the log, go on
 // meanwhile. Loose files the new pack holds are deleted after the swap,
@@ -93,7 +93,7 @@ type gcStore interface {
 	// withObjects runs fn on the object store this process's readers
 	// share, with its lock (omu) held.
 	withObjects(fn func(st *gd.Store) error) error
-	// withDiskHeld runs fn with the materialiser's lock (mmu) held:
+	// withDiskHeld runs fn with the materialiser's lock (disk.mu) held:
 	// nothing is written to git's files meanwhile.
 	withDiskHeld(fn func() error) error
 	// clearTemp deletes the worktree's temporary files (all, or those a
@@ -254,7 +254,7 @@ func (r *Repo) GC(ctx context.Context, full bool) (GCStats, error) {
 
 // collect is a collection that holds no lock while it plans and packs,
 // and the object store's lock (omu) while it swaps the new pack in; a full
-// one also the materialiser's (mmu), for what commits made meanwhile use
+// one also the materialiser's (disk.mu), for what commits made meanwhile use
 // to be settled. Called with c locked.
 func (c *collector) collect(t gcTarget, full bool) (GCStats, error) {
 	pl, err := t.plan(full, false)
@@ -441,7 +441,7 @@ func (t gcTarget) pack(pl gcPlan, stop func() bool) (gd.RepackResult, error) {
 // deletes the loose objects it does not hold (unreachable) but those that
 // commits made since use (keep, completed here). It returns the loose
 // objects left to delete: those the pack holds. st is the shared store,
-// with omu held (withObjects), and for a full collection mmu (or the
+// with omu held (withObjects), and for a full collection disk.mu (or the
 // writer turn): nothing is materialised meanwhile.
 func (t gcTarget) swap(st *gd.Store, pl gcPlan, res gd.RepackResult, keep map[plumbing.Hash]bool) (packed []plumbing.Hash, removed int, err error) {
 	st.Reindex()

@@ -48,7 +48,7 @@ type historyIndex struct {
 	// calls, views and the commit pipeline go on meanwhile.
 	buildMu sync.Mutex
 	// fileMu guards writes of the file (and its removal). Taken after
-	// the materialiser's lock (mmu: appendHistory) and before mu.
+	// the materialiser's lock (disk.mu: appendHistory) and before mu.
 	fileMu sync.Mutex
 	// mu guards every field below. Taken after fileMu, buildMu and the
 	// log files' lock (publish), before omu; never held across a read

@@ -25,9 +25,10 @@ type gitIndex struct {
 	// mu guards .git/index, tree and entries; the writer lock is let go
 	// (owned set false) only with it held, so that no flush writes the
 	// index after. Reached through lock (an indexHeld proves it held).
-	// Taken after wmu, never with mmu or omu held. release and Close
-	// close the log (mmu, then fmu) with it held: so the order is
-	// mu -> mmu -> fmu, and nothing may take mu with mmu held (design F8).
+	// Taken after wmu, never with disk.mu or omu held. release and Close
+	// close the log (disk.mu, then logFiles.mu) with it held: so the order
+	// is mu -> disk.mu -> logFiles.mu, and nothing may take mu with
+	// disk.mu held (design F8).
 	mu      sync.Mutex
 	tree    *node                    // the tree of the last .git/index written
 	entries map[string]gd.IndexEntry // its entries, by path

@@ -16,7 +16,7 @@ type logFiles struct {
 	// mu guards files, active and draining. A group's writer holds it
 	// across the group's append, its fdatasync and its publication
 	// (appending). In the lock order it comes after the disk lock (disk.mu)
-	// and before the committer's queue lock (qmu), the published state's
+	// and before the committer's queue lock (queueMu), the published state's
 	// (published.mu) and the history index's (historyIndex.mu).
 	mu       sync.Mutex
 	files    [2]*gd.WAL // nil before open and after close

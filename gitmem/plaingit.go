@@ -204,7 +204,7 @@ func (r *Repo) movedOff(had, cur plumbing.Hash) (off, rewritten bool) {
 }
 
 // takeBack puts the branch, which git moved to cur while this process did
-// not hold the writer lock, back on the acknowledged commits (diskHead):
+// not hold the writer lock, back on the acknowledged commits (disk.head):
 // cur is kept and merged back like a commit made by hand (takeBranchBack;
 // one the acknowledged commits already hold leaves nothing to merge), and
 // the worktree files git checked out for it get the acknowledged version

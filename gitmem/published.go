@@ -12,7 +12,7 @@ import (
 // not), and whether the log or git's files failed.
 type published struct {
 	// mu guards every field below. In the lock order it comes after the
-	// committer's queue lock (qmu) and before toolUseIDs.mu, which the
+	// committer's queue lock (committer.queueMu) and before toolUseIDs.mu, which the
 	// then callbacks take while it is held (enqueue, publish, dropQueued).
 	mu      sync.RWMutex
 	loaded  bool          // head and tree were read from git's files (refresh)
