@@ -191,7 +191,7 @@ func (c *Console) memory(fn func(w http.ResponseWriter, r *http.Request, v *visi
 			c.fail(w, r, v, http.StatusForbidden, "Token "+v.token.Name+" may not use store "+name+".")
 			return
 		}
-		st, err := c.opt.Stores.Acquire(name)
+		st, err := c.opt.Stores.Acquire(r.Context(), name)
 		if err != nil {
 			c.failErr(w, r, v, err)
 			return

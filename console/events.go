@@ -96,7 +96,7 @@ func (c *Console) headOf(store string) func() string {
 		return func() string { return snapHead(c.opt.Repo) }
 	}
 	return func() string {
-		st, err := c.opt.Stores.Acquire(store)
+		st, err := c.opt.Stores.Acquire(context.Background(), store)
 		if err != nil {
 			return ""
 		}

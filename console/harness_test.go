@@ -140,7 +140,7 @@ func (s *server) call(store, agent, session, id string, input map[string]any) {
 // acknowledged, and returns its folder: plain git reads it then.
 func (s *server) settled(store string) string {
 	s.t.Helper()
-	st, err := s.dir.Acquire(store)
+	st, err := s.dir.Acquire(context.Background(), store)
 	if err != nil {
 		s.t.Fatal(err)
 	}

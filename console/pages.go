@@ -69,7 +69,7 @@ func (c *Console) storeList(w http.ResponseWriter, r *http.Request, v *visit) {
 // storeStats is a store's number of files, their size and its last
 // commit; unreadable when it cannot be opened.
 func (c *Console) storeStats(name string) (files int, size int64, last gitmem.Commit, unreadable bool) {
-	st, err := c.opt.Stores.Acquire(name)
+	st, err := c.opt.Stores.Acquire(context.Background(), name)
 	if err != nil {
 		return 0, 0, last, true
 	}

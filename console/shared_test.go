@@ -24,7 +24,7 @@ func TestConsoleSharedMemory(t *testing.T) {
 	s.call("team-red", "red-1", "r-1", "toolu_r1", map[string]any{"command": "create", "path": "/memories/plan.md", "file_text": "Ship on Friday.\n"})
 	use := func(fn func(r *gitmem.Repo) error) {
 		t.Helper()
-		st, err := s.dir.Acquire("team-red")
+		st, err := s.dir.Acquire(context.Background(), "team-red")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,6 +58,10 @@ type Dir struct {
 	closed bool
 	stop   chan struct{}
 	done   chan struct{}
+	// life is cancelled by Close: a store being opened stops waiting for
+	// its writer lock (another process's gc, say).
+	life   context.Context
+	cancel context.CancelFunc
 }
 
 // entry is an open (or opening) store.
@@ -96,6 +100,7 @@ func Open(root string, opt Options) (*Dir, error) {
 	}
 	d := &Dir{root: root, opt: opt, open: map[string]*entry{}, lru: list.New(),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	d.life, d.cancel = context.WithCancel(context.Background())
 	go d.background()
 	return d, nil
 }
@@ -266,8 +271,11 @@ func (s *Store) Release() {
 }
 
 // Acquire opens the store (or finds it open) for use until Release. A
-// name that is not a store is ErrNotFound.
-func (d *Dir) Acquire(name string) (*Store, error) {
+// name that is not a store is ErrNotFound. The wait for the store to open
+// (behind another process's writer lock, say) gives up when ctx is done:
+// Acquire then returns ctx.Err(), and the opening goes on for the next
+// Acquire.
+func (d *Dir) Acquire(ctx context.Context, name string) (*Store, error) {
 	if err := policy.CheckStoreName(name); err != nil {
 		return nil, ErrNotFound
 	}
@@ -280,40 +288,49 @@ func (d *Dir) Acquire(name string) (*Store, error) {
 	if e != nil {
 		e.refs++
 		d.lru.MoveToFront(e.elem)
-		d.mu.Unlock()
-		<-e.ready
-		err := e.err
-		if err == nil && !exists(d.path(name)) {
-			// Deleted behind our back (by another process): the next
-			// Acquire starts afresh and finds no store.
-			err = ErrNotFound
-			d.mu.Lock()
-			d.remove(e)
-			d.mu.Unlock()
-			go d.closeEntry(e)
-		}
-		if err != nil {
-			d.release(e)
-			return nil, err
-		}
-		return &Store{d, e}, nil
+	} else {
+		e = &entry{name: name, ready: make(chan struct{}), refs: 1}
+		e.elem = d.lru.PushFront(e)
+		d.open[name] = e
+		go d.load(e)
 	}
-	e = &entry{name: name, ready: make(chan struct{}), refs: 1}
-	e.elem = d.lru.PushFront(e)
-	d.open[name] = e
 	d.mu.Unlock()
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		d.release(e)
+		return nil, ctx.Err()
+	}
+	err := e.err
+	if err == nil && !exists(d.path(name)) {
+		// Deleted behind our back (by another process): the next
+		// Acquire starts afresh and finds no store.
+		err = ErrNotFound
+		d.mu.Lock()
+		d.remove(e)
+		d.mu.Unlock()
+		go d.closeEntry(e)
+	}
+	if err != nil {
+		d.release(e)
+		return nil, err
+	}
+	return &Store{d, e}, nil
+}
 
-	e.repo, e.meta, e.metaHead, e.err = d.openStore(name)
+// load opens e's store for the Acquire calls waiting for it, within the
+// Dir's life (Close ends a wait for the writer lock). A store that fails
+// to open leaves the pool: the next Acquire tries again.
+func (d *Dir) load(e *entry) {
+	e.repo, e.meta, e.metaHead, e.err = d.openStore(e.name)
 	close(e.ready)
 	if e.err != nil {
 		d.mu.Lock()
-		e.refs--
 		d.remove(e)
 		d.mu.Unlock()
-		return nil, e.err
+		return
 	}
 	d.evict()
-	return &Store{d, e}, nil
 }
 
 func (d *Dir) release(e *entry) {
@@ -335,7 +352,7 @@ func (d *Dir) openStore(name string) (*gitmem.Repo, Meta, string, error) {
 	}
 	opt := d.opt.Repo
 	opt.ReadOnly, opt.Adopt = false, false
-	r, err := gitmem.Open(context.Background(), dir, opt)
+	r, err := gitmem.Open(d.life, dir, opt)
 	if err != nil {
 		return nil, Meta{}, "", d.openErr(name, err)
 	}
@@ -394,6 +411,7 @@ func (d *Dir) Close() error {
 		return nil
 	}
 	d.closed = true
+	d.cancel() // a store being opened stops waiting for its lock
 	var all []*entry
 	for _, e := range d.open {
 		all = append(all, e)
@@ -547,7 +565,7 @@ func (d *Dir) now() time.Time {
 
 // Get returns a store's metadata.
 func (d *Dir) Get(name string) (Info, error) {
-	s, err := d.Acquire(name)
+	s, err := d.Acquire(context.Background(), name)
 	if err != nil {
 		return Info{}, err
 	}
@@ -617,7 +635,7 @@ func (d *Dir) Archive(name string, archived bool, author gitmem.Signature) (Info
 var errUnchanged = errors.New("unchanged")
 
 func (d *Dir) changeMeta(name, action string, author gitmem.Signature, fn func(m *Meta) error) (Info, error) {
-	s, err := d.Acquire(name)
+	s, err := d.Acquire(context.Background(), name)
 	if err != nil {
 		return Info{}, err
 	}
@@ -637,7 +655,7 @@ const tombstonePrefix = ".deleted-"
 // Delete removes a store and its whole history for good. Calls using it
 // finish first; later ones find no store.
 func (d *Dir) Delete(name string) error {
-	s, err := d.Acquire(name)
+	s, err := d.Acquire(context.Background(), name)
 	if err != nil {
 		return err
 	}

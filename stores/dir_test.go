@@ -169,7 +169,7 @@ func ptr[T any](v T) *T { return &v }
 // acknowledges).
 func flush(t *testing.T, d *stores.Dir, name string) {
 	t.Helper()
-	s, err := d.Acquire(name)
+	s, err := d.Acquire(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestOpenStoresAreBounded(t *testing.T) {
 	// released.
 	var held []*stores.Store
 	for _, n := range []string{"s1", "s2", "s3", "s4"} {
-		s, err := d.Acquire(n)
+		s, err := d.Acquire(context.Background(), n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,7 +276,7 @@ func TestConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			for j := range 20 {
 				name := names[(i+j)%len(names)]
-				s, err := d.Acquire(name)
+				s, err := d.Acquire(context.Background(), name)
 				if err != nil {
 					t.Error(err)
 					return
@@ -376,7 +376,7 @@ func TestCacheLivesWithTheOpenStore(t *testing.T) {
 	}
 	made := 0
 	get := func(name string) any {
-		s, err := d.Acquire(name)
+		s, err := d.Acquire(context.Background(), name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,7 +405,7 @@ func TestMetadataChangeBehindMemoryCommits(t *testing.T) {
 				t.Fatal(err)
 			}
 			write := func(i int) {
-				s, err := d.Acquire("s")
+				s, err := d.Acquire(context.Background(), "s")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -453,7 +453,7 @@ func TestBackgroundGCHoldsUpNoCall(t *testing.T) {
 	if _, err := d.Create("a", stores.Meta{}, gitmem.Signature{}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := d.Acquire("a") // open: the background packs open stores
+	s, err := d.Acquire(context.Background(), "a") // open: the background packs open stores
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,4 +490,86 @@ func TestBackgroundGCHoldsUpNoCall(t *testing.T) {
 	if info, err := d.Get("a"); err != nil || info.Description != desc {
 		t.Errorf("after the change: %+v %v", info, err)
 	}
+}
+
+// Acquire waiting for a store to open, behind the writer lock another
+// process holds (its gc, say), gives up when its context is done, and
+// Close ends the opening: neither waits for the other process. (Acquire
+// took no context and waited until the lock was free; Close waited for
+// the opening.) Once the lock is free the store opens.
+func TestAcquireStopsWaitingForTheWriterLock(t *testing.T) {
+	t.Parallel()
+	root := gittest.TempDir(t)
+	first := newDir(t, root, stores.Options{})
+	if _, err := first.Create("alice", stores.Meta{}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Another process holds alice's writer lock while its change is
+	// under way.
+	other, err := gitmem.Open(context.Background(), filepath.Join(root, "alice"), gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, free, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		other.Update(context.Background(), gitmem.Meta{Subject: "test: hold the writer lock"}, func(*gitmem.Tx) error {
+			close(held)
+			<-free
+			return errors.New("held only")
+		})
+	}()
+	<-held
+	var once sync.Once
+	letGo := func() {
+		once.Do(func() {
+			close(free)
+			<-done
+			other.Close()
+		})
+	}
+	t.Cleanup(letGo)
+
+	d := newDir(t, root, stores.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := d.Acquire(ctx, "alice"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire behind the writer lock, its context done: %v", err)
+	}
+	waiting := make(chan error, 1)
+	go func() {
+		s, err := d.Acquire(context.Background(), "alice")
+		if err == nil {
+			s.Release()
+		}
+		waiting <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); d.OpenCount() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the store's opening never began")
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		letGo()
+		t.Fatal("Close waited for the other process's lock")
+	}
+	if err := <-waiting; err == nil {
+		t.Fatal("Acquire waiting at Close opened the store")
+	}
+	letGo()
+	s, err := newDir(t, root, stores.Options{}).Acquire(context.Background(), "alice")
+	if err != nil {
+		t.Fatalf("Acquire once the lock is free: %v", err)
+	}
+	s.Release()
 }

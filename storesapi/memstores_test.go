@@ -295,7 +295,7 @@ func TestMemoryStoresImportedActors(t *testing.T) {
 	var st msObject
 	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "Imported"}, &st)
 	id := st.str("id")
-	s, err := a.dir.Acquire(id)
+	s, err := a.dir.Acquire(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,7 +141,7 @@ func (s *storesServer) store(operator bool, fn func(w http.ResponseWriter, r *ht
 			handler.HTTPError(w, http.StatusForbidden, "token "+p.Name+" may not use store "+name)
 			return
 		}
-		st, err := s.dir.Acquire(name)
+		st, err := s.dir.Acquire(r.Context(), name)
 		if err != nil {
 			s.storeError(w, name, err)
 			return

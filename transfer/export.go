@@ -48,7 +48,7 @@ type ExportResult struct {
 // copied are unchanged.
 func Export(ctx context.Context, remote Remote, d *stores.Dir, name string, opt ExportOptions) (ExportResult, error) {
 	var res ExportResult
-	s, err := d.Acquire(name)
+	s, err := d.Acquire(ctx, name)
 	if err != nil {
 		return res, err
 	}

@@ -310,7 +310,7 @@ func changeTo(st *anthropic.BetaManagedAgentsMemoryStore, cur map[string]string)
 
 // use runs fn with store name's repository.
 func use(d *stores.Dir, name string, fn func(r *gitmem.Repo) error) error {
-	s, err := d.Acquire(name)
+	s, err := d.Acquire(context.Background(), name)
 	if err != nil {
 		return err
 	}

@@ -407,7 +407,7 @@ func TestImportThenExport(t *testing.T) {
 			break
 		}
 	}
-	s, _ := b.dir.Acquire(id)
+	s, _ := b.dir.Acquire(context.Background(), id)
 	s.Use(func(r *gitmem.Repo, _ stores.Meta) error {
 		rel, _ := memstore.ParsePath("/notes/extra.md")
 		_, err := memstore.NewIndex().Create(ctx, r, memstore.CreateRequest{Path: rel, Content: []byte("new here\n"), By: memstore.Caller{APIKey: "t"}, Limits: policy.DefaultLimits})
@@ -696,7 +696,7 @@ func TestImportAgain(t *testing.T) {
 
 	// Changed here since: refused.
 	b.tool("alice", "sesn_1", `{"command":"create","path":"/memories/local.md","file_text":"here\n"}`)
-	st, _ := b.dir.Acquire("alice")
+	st, _ := b.dir.Acquire(context.Background(), "alice")
 	st.Use(func(r *gitmem.Repo, _ stores.Meta) error { return r.Flush() }) // git's files have the commit
 	st.Release()
 	head = gittest.Git(t, repo, "rev-parse", "HEAD")

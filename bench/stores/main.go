@@ -208,7 +208,7 @@ func populate(dir string, n, active, clients int) int {
 				_, err := d.Create(name, stores.Meta{Description: "Benchmark store " + name, Metadata: map[string]string{"user": name}}, gitmem.Signature{})
 				check(err)
 				if i < active {
-					s, err := d.Acquire(name)
+					s, err := d.Acquire(context.Background(), name)
 					check(err)
 					check(s.Use(func(r *gitmem.Repo, _ stores.Meta) error {
 						_, _, err := operator.PutMemory(r, "notes.md", []byte(lines.String()), nil, policy.Limits{}, gitmem.Signature{})
