@@ -830,7 +830,7 @@ func (r *Repo) update(ctx context.Context, meta Meta, fn func(tx *Tx) error) (Co
 			}
 		}
 		if err == nil {
-			err = ctx.Err() // the last moment a cancel stops the call
+			err = r.gaveUp(ctx.Err()) // the last moment a cancel stops the call
 		}
 		var p *prepared
 		if err == nil {

@@ -300,3 +300,23 @@ func TestCancelledOpenStopsWaitingForTheWriterLock(t *testing.T) {
 		t.Fatalf("Open: %v, want context.Canceled", err)
 	}
 }
+
+// A change made in the Repo's life (the merge back of commits git moved
+// the branch to) that Close cuts short before its commit point answers
+// ErrClosed, as every wait Close ends does, not context.Canceled (which
+// the merge back logged as a failure, at every stop).
+func TestUpdateCutShortByCloseIsClosed(t *testing.T) {
+	t.Parallel()
+	r, _ := newRepo(t)
+	head := r.snapshotHead()
+	_, err := r.update(r.life, Meta{}, func(tx *Tx) error {
+		r.cancel() // Close begins
+		return tx.WriteFile("a.md", []byte("a\n"))
+	})
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("update cut short by Close: %v, want ErrClosed", err)
+	}
+	if h := r.snapshotHead(); h != head {
+		t.Fatalf("HEAD moved from %s to %s", head, h)
+	}
+}
