@@ -38,9 +38,17 @@ type Options struct {
 	IdleClose time.Duration
 	// GCLoose packs an open store's loose objects in the background once
 	// about this many have piled up (0: never), as serve does for one
-	// repository.
+	// repository: looked at every packEvery, in the stores used since the
+	// last look.
 	GCLoose int
 }
+
+// packEvery is how often the background looks for stores to pack: as
+// often as serve does for one repository, so that a store under load
+// gets the same bound on its packs. Only the stores used since the last
+// look are looked at, so the cost follows the stores in use, not the
+// stores open.
+const packEvery = 5 * time.Second
 
 // Dir is a directory of stores: each store NAME is the gitmem repository
 // DIR/NAME. Stores are opened on first use and closed when idle or when
@@ -56,6 +64,9 @@ type Dir struct {
 	open   map[string]*entry
 	lru    *list.List // of *entry, most recently used first
 	closed bool
+	// packed is when the background last chose stores to pack: a store
+	// not used since needs no new look.
+	packed time.Time
 	stop   chan struct{}
 	done   chan struct{}
 	// life is cancelled by Close: a store being opened stops waiting for
@@ -125,7 +136,7 @@ func (d *Dir) background() {
 	if d.opt.IdleClose > 0 {
 		idle = max(d.opt.IdleClose/4, 10*time.Millisecond)
 	}
-	idleTick, gcTick := time.NewTicker(idle), time.NewTicker(time.Minute)
+	idleTick, gcTick := time.NewTicker(idle), time.NewTicker(packEvery)
 	defer idleTick.Stop()
 	defer gcTick.Stop()
 	for {
@@ -144,8 +155,8 @@ func (d *Dir) background() {
 	}
 }
 
-// pack packs the loose objects of the open stores that have piled up
-// GCLoose of them.
+// pack packs the loose objects of the open stores, used since the last
+// look, that have piled up GCLoose of them.
 func (d *Dir) pack() {
 	d.packWith(func(r *gitmem.Repo) (gitmem.GCStats, error) { return r.GC(context.Background(), false) })
 }
@@ -153,9 +164,11 @@ func (d *Dir) pack() {
 // packWith is pack with the collection gc.
 func (d *Dir) packWith(gc func(r *gitmem.Repo) (gitmem.GCStats, error)) {
 	d.mu.Lock()
+	since := d.packed
+	d.packed = time.Now()
 	var open []*entry
 	for _, e := range d.open {
-		if isReady(e) && e.err == nil {
+		if isReady(e) && e.err == nil && (e.refs > 0 || !e.used.Before(since)) {
 			e.refs++ // kept open meanwhile
 			open = append(open, e)
 		}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -572,4 +573,50 @@ func TestAcquireStopsWaitingForTheWriterLock(t *testing.T) {
 		t.Fatalf("Acquire once the lock is free: %v", err)
 	}
 	s.Release()
+}
+
+// The background looks for stores to pack only among those used since its
+// last look (and those in use): with many stores open, its cost follows
+// the stores in use, so it can look as often as serve does for one
+// repository.
+func TestPackLooksOnlyAtStoresUsedSince(t *testing.T) {
+	t.Parallel()
+	d := newDir(t, "", stores.Options{IdleClose: -1}) // GCLoose 0: every store looked at is due
+	use := func(name string) *stores.Store {
+		s, err := d.Acquire(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, err := d.Create(name, stores.Meta{}, gitmem.Signature{}); err != nil {
+			t.Fatal(err)
+		}
+		use(name).Release()
+	}
+	looked := func() string {
+		var names []string
+		d.PackWith(func(r *gitmem.Repo) (gitmem.GCStats, error) {
+			names = append(names, filepath.Base(r.Dir()))
+			return gitmem.GCStats{}, nil
+		})
+		slices.Sort(names)
+		return strings.Join(names, " ")
+	}
+	if got := looked(); got != "a b" {
+		t.Fatalf("first look: %q, want both stores", got)
+	}
+	if got := looked(); got != "" {
+		t.Fatalf("nothing used since: looked at %q", got)
+	}
+	use("a").Release()
+	if got := looked(); got != "a" {
+		t.Fatalf("a used since: looked at %q", got)
+	}
+	held := use("b")
+	defer held.Release()
+	if got := looked(); got != "b" {
+		t.Fatalf("b in use: looked at %q", got)
+	}
 }
