@@ -216,12 +216,12 @@ func (c *statCache) forget(paths []string) {
 // loadIndexStats seeds the lstat cache from .git/index: an entry whose
 // blob is HEAD's and that is not racy (changed no earlier than the index
 // was written) vouches for its file.
-func (r *Repo) loadIndexStats() {
+func (r *Repo) loadIndexStats(si *startIndex) {
 	tree := r.snapshotTree()
 	r.cmu.Lock()
 	defer r.cmu.Unlock()
-	for _, e := range r.index { // none: no index, or one gitmem does not read; files are hashed
-		if n := lookup(tree, e.Path); n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(r.indexWritten) {
+	for _, e := range si.list() { // none: no index, or one gitmem does not read; files are hashed
+		if n := lookup(tree, e.Path); n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(si.written) {
 			r.stats.put(e.Path, statEntry{e.Stat, e.Hash}, false)
 		}
 	}
@@ -922,7 +922,7 @@ func (r *Repo) Adopt(ctx context.Context) (Commit, error) {
 // merged with the new commits' change to it (handBase), so neither is
 // lost. Called by settleIn with wmu and the writer lock held, when the
 // write-ahead log had nothing to replay.
-func (r *Repo) checkoutMoved() {
+func (r *Repo) checkoutMoved(si *startIndex) {
 	head, tree := r.state.snapshot()
 	// Another gitmem process may have written the index since this one
 	// last held the lock: the file says what the worktree was left at.
@@ -943,7 +943,7 @@ func (r *Repo) checkoutMoved() {
 	if err != nil {
 		// Gone (git gc pruned it after the branch moved to another
 		// history): .git/index, if gitmem wrote it last, holds its files.
-		if old = r.indexTree(); old == nil {
+		if old = r.indexTree(si); old == nil {
 			return // nothing tells what the worktree was left at: hand-edit checks alone
 		}
 	}
@@ -1206,14 +1206,14 @@ const checkoutDepth = 8192
 // indexTree is the tree .git/index holds, when gitmem wrote it last (it
 // writes .git/gitmem/index-head after it: a later index is another
 // program's); nil otherwise. Folders have no hashes.
-func (r *Repo) indexTree() *node {
+func (r *Repo) indexTree(si *startIndex) *node {
 	ii, err1 := os.Stat(filepath.Join(r.gitDir, "index"))
 	hi, err2 := os.Stat(r.indexHeadPath())
-	if len(r.index) == 0 || err1 != nil || err2 != nil || ii.ModTime().After(hi.ModTime()) {
+	if len(si.list()) == 0 || err1 != nil || err2 != nil || ii.ModTime().After(hi.ModTime()) {
 		return nil
 	}
 	root := newDir(nil)
-	for _, e := range r.index {
+	for _, e := range si.list() {
 		if !under(e.Path, []string{memDir}) {
 			continue
 		}

@@ -222,6 +222,34 @@ func (x *gitIndex) stopTimer() {
 	}
 }
 
+// startIndex is .git/index as start reads it, before gitmem writes it
+// again: the tree and the worktree's lstat data without reading every
+// tree object and hashing every file. It lives as long as start does,
+// passed to what uses it (settleIn, refresh, treeFromIndex,
+// checkoutMoved, indexTree, loadIndexStats); nil elsewhere, and when
+// there is no index, or one gitmem does not read.
+type startIndex struct {
+	entries []gd.IndexEntry
+	written time.Time // when the file was written
+}
+
+// readStartIndex reads .git/index for start.
+func readStartIndex(gitDir string) *startIndex {
+	entries, written, _ := gd.ReadIndex(gitDir)
+	if len(entries) == 0 {
+		return nil
+	}
+	return &startIndex{entries: entries, written: written}
+}
+
+// list is the index's entries (none for nil).
+func (s *startIndex) list() []gd.IndexEntry {
+	if s == nil {
+		return nil
+	}
+	return s.entries
+}
+
 // vouch is the lstat data the index may pair with the file n at p: that
 // of the file read, taken on its descriptor before and after the read,
 // when it holds n's blob, nothing changed it meanwhile and it did not

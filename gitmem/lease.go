@@ -24,7 +24,7 @@ func (r *Repo) own(ctx context.Context, t *writerTurn) error {
 	if err := r.acquire(ctx); err != nil {
 		return err
 	}
-	if err := r.settleIn(t); err != nil {
+	if err := r.settleIn(t, nil); err != nil {
 		r.lease.Release()
 		return err
 	}
@@ -50,8 +50,8 @@ func (r *Repo) acquire(ctx context.Context) error {
 // settleIn makes a freshly taken writer lock ours: what others committed
 // is loaded, a log a crash left is replayed, unfinished worktree paths
 // are repaired, and the background work starts. Called with the turn and
-// the writer lock held.
-func (r *Repo) settleIn(t *writerTurn) error {
+// the writer lock held; si is .git/index as start read it (nil after).
+func (r *Repo) settleIn(t *writerTurn, si *startIndex) error {
 	// A branch git moved off what this process acknowledged while the
 	// lock was free is not taken: it is put back below.
 	had, _, loaded := r.state.loadedAt()
@@ -66,7 +66,7 @@ func (r *Repo) settleIn(t *writerTurn) error {
 		dt.release()
 	}
 	if !off {
-		if err := r.refresh(t, true); err != nil {
+		if err := r.refresh(t, si, true); err != nil {
 			return err
 		}
 	}
@@ -80,7 +80,7 @@ func (r *Repo) settleIn(t *writerTurn) error {
 	}
 	r.repairPending()
 	if !replayed {
-		r.checkoutMoved()
+		r.checkoutMoved(si)
 		// The log is empty: a checkpoint is due a checkpointEvery from
 		// now, not at the first change (a replay's checkpoint set it).
 		r.disk.checkpointed()

@@ -148,7 +148,7 @@ func (r *Repo) putHeadBack() {
 	r.gitIndex.gitWrote(at)
 	if !at.IsZero() {
 		os.Remove(r.indexHeadPath())
-		r.checkoutMoved()
+		r.checkoutMoved(nil)
 	}
 	held := r.gitIndex.lock()
 	held.forget()

@@ -373,8 +373,9 @@ func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
 	// Whatever moved, what gitmem knows follows the branch as it is now.
 	r.state.forget()
 	r.toolIDs.forget() // the old hashes are gone
-	r.index = nil      // (a start's) .git/index is rebuilt below; refresh takes no index lock under disk.mu
-	if err := r.refresh(t, true); err != nil {
+	// Not from a start's .git/index: it is rebuilt below, and refresh
+	// takes no index lock under disk.mu.
+	if err := r.refresh(t, nil, true); err != nil {
 		return err
 	}
 	// What the worktree mirrors is the new tree (it is synced below),

@@ -209,9 +209,6 @@ type Repo struct {
 	cmu   sync.Mutex // guards stats
 	stats *statCache // worktree files known to hold their HEAD blob (see drift.go)
 
-	index        []gd.IndexEntry // .git/index as read at start (then nil)
-	indexWritten time.Time
-
 	sharer    sharer    // push, pull and sync sessions, one at a time (share.go)
 	collector collector // one collection or redaction at a time (gc.go)
 }
@@ -390,19 +387,19 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	}
 	// .git/index as gitmem left it gives the tree and the worktree's lstat
 	// data without reading every tree object and hashing every file.
-	r.index, r.indexWritten, _ = gd.ReadIndex(r.gitDir)
+	si := readStartIndex(r.gitDir)
 	r.gitIndex.noteMadeFor(r.readIndexHead())
-	defer func() { r.index = nil }()
 	if _, err := os.Stat(r.redactPath()); err == nil {
 		r.opt.Logf("gitmem: finishing an interrupted redaction")
 		if err := r.finishRedaction(t, nil); err != nil {
 			return fail(err)
 		}
+		si = nil // the history was rewritten: .git/index was written anew
 	}
-	if err := r.settleIn(t); err != nil {
+	if err := r.settleIn(t, si); err != nil {
 		return fail(err)
 	}
-	r.loadIndexStats()
+	r.loadIndexStats(si)
 	first := r.snapshotHead().IsZero()
 	r.loadKept()
 	p, err := r.adoptDrift([]string{memDir}, first)
@@ -540,8 +537,9 @@ func (r *Repo) readHead() (plumbing.Hash, error) {
 // refresh loads HEAD if it moved since we last looked (another process
 // committed). Unchanged subtrees are reused, so this costs what changed.
 // persist says the caller holds the writer lock (the history index file
-// may be written). Called with the turn held.
-func (r *Repo) refresh(t *writerTurn, persist bool) error {
+// may be written). si, at start, may give the tree without reading tree
+// objects (treeFromIndex). Called with the turn held.
+func (r *Repo) refresh(t *writerTurn, si *startIndex, persist bool) error {
 	head, err := r.readHead()
 	if err != nil && persist {
 		if h, ok := r.restoreBranch(); ok { // deleted outside gitmem
@@ -563,7 +561,7 @@ func (r *Repo) refresh(t *writerTurn, persist bool) error {
 		c, err := r.obj.Commit(head)
 		if err != nil {
 			err = objectError("commit", head, "", err)
-		} else if tree = r.treeFromIndex(c.TreeHash); tree == nil {
+		} else if tree = r.treeFromIndex(si, c.TreeHash); tree == nil {
 			tree, err = r.loadTree(c.TreeHash, old, "")
 		} else {
 			fromIndex = true
@@ -571,7 +569,7 @@ func (r *Repo) refresh(t *writerTurn, persist bool) error {
 		r.unlockObj()
 		if fromIndex {
 			held := r.gitIndex.lock()
-			held.loaded(head, tree, r.index)
+			held.loaded(head, tree, si.list())
 			held.unlock()
 		}
 		if err != nil {
@@ -736,7 +734,7 @@ func (r *Repo) loadMoved(ctx context.Context, cur, head plumbing.Hash, deleted b
 	if off, _ := r.movedOff(cur, head); off {
 		return r.own(ctx, t)
 	}
-	return r.refresh(t, false)
+	return r.refresh(t, nil, false)
 }
 
 // filePaths keeps the paths that are not folders at HEAD.
@@ -1040,7 +1038,7 @@ func (r *Repo) ownIfFree(t *writerTurn) error {
 		r.opt.Logf("gitmem: another process holds the writer lock: it puts back what git moved")
 		return nil
 	}
-	if err := r.settleIn(t); err != nil {
+	if err := r.settleIn(t, nil); err != nil {
 		r.lease.Release()
 		return err
 	}

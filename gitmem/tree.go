@@ -232,13 +232,13 @@ func edited(kids []kid, i int, name string, child *node) []kid {
 // its vouched lstat data (only the others are looked up). nil when the
 // index does not match (git changed it, or there is none). Called with
 // omu held.
-func (r *Repo) treeFromIndex(treeHash plumbing.Hash) *node {
-	if len(r.index) == 0 {
+func (r *Repo) treeFromIndex(si *startIndex, treeHash plumbing.Hash) *node {
+	if len(si.list()) == 0 {
 		return nil
 	}
 	type dir struct{ kids map[string]any } // *dir or *node
 	root := &dir{kids: map[string]any{}}
-	for _, e := range r.index {
+	for _, e := range si.list() {
 		segs := split(e.Path)
 		d := root
 		for _, s := range segs[:len(segs)-1] {
