@@ -650,7 +650,9 @@ func (r *Repo) syncIDs(background bool) error {
 		return nil
 	}
 	r.gitUpToDate() // this process's own commits are in the file too
+	r.toolIDs.beginSync()
 	head := r.snapshotHead()
+	r.opt.hooks.atSyncIDs()
 	ok, err := r.readIDs(head, background)
 	if err == nil && !ok {
 		err = r.walkIDs(head)

@@ -18,6 +18,8 @@ type testHooks struct {
 	catchUp func()
 	// merge runs in the middle of computing a merge.
 	merge func()
+	// syncIDs runs in syncIDs once HEAD was read, before the ids are.
+	syncIDs func()
 	// redactFault runs once a redaction's record of the moves is written
 	// and before the first ref moves; an error stops the redaction there,
 	// as a kill would.
@@ -58,6 +60,12 @@ func (h *testHooks) atGC(stage string) {
 func (h *testHooks) atCatchUp() {
 	if h != nil && h.catchUp != nil {
 		h.catchUp()
+	}
+}
+
+func (h *testHooks) atSyncIDs() {
+	if h != nil && h.syncIDs != nil {
+		h.syncIDs()
 	}
 }
 

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -23,6 +24,7 @@ type toolUseIDs struct {
 	fileOff  int64                    // how far the history index file was read
 	fileHead plumbing.Hash            // the record that ends there
 	stale    bool                     // the branch moved by other means since the ids were read
+	since    map[string]plumbing.Hash // ids made durable since syncIDs read HEAD (beginSync): kept when the ids read up to it replace done
 }
 
 func newToolUseIDs() *toolUseIDs {
@@ -63,16 +65,34 @@ func (x *toolUseIDs) durable(items []*prepared) {
 		if p.id != "" {
 			x.done[p.id] = p.hash
 			delete(x.inFlight, p.id)
+			x.noteSince(p.id, p.hash)
 		}
 		for id, h := range p.merged {
 			if _, done := x.done[id]; !done {
 				x.done[id] = h
+				x.noteSince(id, h)
 			}
 			if x.inFlight[id] == p {
 				delete(x.inFlight, id)
 			}
 		}
 	}
+}
+
+// noteSince keeps an id made durable while syncIDs reads. Called with
+// mu held.
+func (x *toolUseIDs) noteSince(id string, h plumbing.Hash) {
+	if x.since != nil {
+		x.since[id] = h
+	}
+}
+
+// beginSync notes the ids made durable from now on (syncIDs, before it
+// reads HEAD): the ids read up to that HEAD lack them.
+func (x *toolUseIDs) beginSync() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.since = map[string]plumbing.Hash{}
 }
 
 // dropped forgets the ids in flight of commits that will never be
@@ -108,7 +128,7 @@ func (x *toolUseIDs) isStale() bool {
 func (x *toolUseIDs) synced() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.stale = false
+	x.stale, x.since = false, nil
 }
 
 // forgetFile makes the next read of the history index file start from
@@ -144,7 +164,10 @@ func (x *toolUseIDs) readFromFile(ids map[string]plumbing.Hash, fresh bool, off 
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if fresh {
-		x.done = map[string]plumbing.Hash{}
+		x.done = maps.Clone(x.since)
+		if x.done == nil {
+			x.done = map[string]plumbing.Hash{}
+		}
 	}
 	for id, h := range ids {
 		x.done[id] = h
@@ -153,9 +176,10 @@ func (x *toolUseIDs) readFromFile(ids map[string]plumbing.Hash, fresh bool, off 
 }
 
 // replace makes ids the ids done (walkIDs: those of every commit the
-// branch reaches).
+// branch reaches), with those made durable since (beginSync).
 func (x *toolUseIDs) replace(ids map[string]plumbing.Hash) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	maps.Copy(ids, x.since)
 	x.done = ids
 }
