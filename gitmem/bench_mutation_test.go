@@ -128,9 +128,7 @@ func mutationRepo(b *testing.B, files int) *Repo {
 	if r, err = Open(context.Background(), dir, opt); err != nil {
 		b.Fatal(err)
 	}
-	r.cmu.Lock()
 	n := r.stats.len()
-	r.cmu.Unlock()
 	if n < files {
 		b.Fatalf("the stat cache holds %d files of %d", n, files)
 	}

@@ -42,10 +42,7 @@ import (
 // does not vouch for it.
 func (r *Repo) sameAsTree(p string, fi fs.FileInfo, n *node) (bool, error) {
 	h := n.hash
-	r.cmu.Lock()
-	cached, ok := r.stats.get(p)
-	r.cmu.Unlock()
-	if ok && cached.st == gd.StatOf(fi) && cached.hash == h {
+	if r.stats.vouches(p, gd.StatOf(fi), h) {
 		return true, nil
 	}
 	if r.tooBig(fi.Size()) && fi.Size() != n.size {
@@ -73,9 +70,7 @@ func (r *Repo) sameAsTree(p string, fi fs.FileInfo, n *node) (bool, error) {
 		return false, nil
 	}
 	if before, after := gd.StatOf(st[0]), gd.StatOf(st[1]); before == after && !after.Racy(time.Now()) {
-		r.cmu.Lock()
 		r.stats.put(p, statEntry{after, h}, true)
-		r.cmu.Unlock()
 	}
 	return true, nil
 }
@@ -105,11 +100,6 @@ func (r *Repo) leaveTooBig(rel string, size int64) {
 // forgetStats drops what is known of the files at or under the given
 // repository paths (gitmem is about to write them).
 func (r *Repo) forgetStats(paths []string) {
-	if len(paths) == 0 {
-		return
-	}
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
 	r.stats.forget(paths)
 }
 
@@ -117,14 +107,10 @@ func (r *Repo) forgetStats(paths []string) {
 // blob is HEAD's and that is not racy (changed no earlier than the index
 // was written) vouches for its file.
 func (r *Repo) loadIndexStats(si *startIndex) {
-	tree := r.snapshotTree()
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	for _, e := range si.list() { // none: no index, or one gitmem does not read; files are hashed
-		if n := lookup(tree, e.Path); n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(si.written) {
-			r.stats.put(e.Path, statEntry{e.Stat, e.Hash}, false)
-		}
+	if si == nil {
+		return // no index, or one gitmem does not read: files are hashed
 	}
+	r.stats.seed(si.list(), r.snapshotTree(), si.written)
 }
 
 // drifted returns the memory files (relative to memories/) at or under the

@@ -102,9 +102,7 @@ func (r *Repo) writeIndex() error {
 // writeIndexHeld is writeIndex with the index's lock held.
 func (r *Repo) writeIndexHeld(held indexHeld) error {
 	head, root := r.state.snapshot() // together: commits are published meanwhile (Flush holds no writer lock)
-	r.cmu.Lock()
 	read := r.stats.takeRead()
-	r.cmu.Unlock()
 	return held.write(head, root, read, r.vouch)
 }
 

@@ -403,9 +403,7 @@ func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
 	clear(r.handBase)
 	r.pmu.Unlock()
 	r.histIndex.remove()
-	r.cmu.Lock()
 	r.stats.clear()
-	r.cmu.Unlock()
 	return wrap("bring the worktree to the redacted history", r.wt.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob))
 }
 

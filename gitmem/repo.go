@@ -206,8 +206,7 @@ type Repo struct {
 	gitIndex  *gitIndex     // .git/index: what gitmem last wrote there, and when it writes it next (index.go)
 	outside   outsideGit    // commits plain git moved the branch to, merged back (plaingit.go)
 
-	cmu   sync.Mutex // guards stats
-	stats *statCache // worktree files known to hold their HEAD blob (see drift.go)
+	stats *statCache // worktree files known to hold their HEAD blob (its own lock; statcache.go)
 
 	sharer    sharer    // push, pull and sync sessions, one at a time (share.go)
 	collector collector // one collection or redaction at a time (gc.go)
