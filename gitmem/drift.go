@@ -590,82 +590,6 @@ func keptLines(a, b []string) int {
 	return n
 }
 
-// shown is a version of a memory file (a blob, or a text an adopt read
-// and merged, which is none) and when gitmem committed it (or read it).
-type shown struct {
-	handBase
-	at time.Time
-}
-
-// seenMax bounds the versions kept per file in r.seen (those replaced
-// more than staleWindow ago are dropped too); baseCandidates bounds the
-// versions a hand edit is compared with, line by line, to find its base.
-const (
-	seenMax        = 64
-	baseCandidates = 8
-)
-
-// show notes that a commit gave the memory file rel (relative to
-// memories/) the blob h (zero: removed it) at, after the version the tree
-// prev gives it when none is noted: a hand edit found later may have been
-// made on either (the worktree held it, or a git command checked it out).
-// Called with pmu held.
-func (r *Repo) show(rel string, prev *node, h plumbing.Hash, at time.Time) {
-	if h.IsZero() {
-		delete(r.seen, rel)
-		return
-	}
-	v := r.seen[rel]
-	if len(v) == 0 {
-		if old := lookup(prev, full(rel)); old.isFile() {
-			v = append(v, shown{handBase: handBase{hash: old.hash}})
-			r.past.add(pastVersion{rel, old.hash})
-		}
-	}
-	r.past.add(pastVersion{rel, h})
-	if len(v) > 0 && v[len(v)-1].hash == h && v[len(v)-1].text == nil {
-		return
-	}
-	drop := 0 // replaced long ago, or past the bound
-	for drop < len(v)-1 && at.Sub(v[drop+1].at) > staleWindow {
-		drop++
-	}
-	drop = max(drop, len(v)+1-seenMax)
-	v = append(v[:0], v[drop:]...)
-	r.seen[rel] = append(v, shown{handBase: handBase{hash: h}, at: at})
-}
-
-// pastVersions holds the memory files' versions (path and blob) of the
-// last checkoutDepth commits materialised here, oldest first in a ring:
-// about one per commit, however many files there are.
-type pastVersions struct {
-	ring []pastVersion
-	next int
-	in   map[pastVersion]int
-}
-
-type pastVersion struct {
-	rel  string
-	blob plumbing.Hash
-}
-
-func (v *pastVersions) add(k pastVersion) {
-	if v.in == nil {
-		v.in = map[pastVersion]int{}
-	}
-	if len(v.ring) < checkoutDepth {
-		v.ring = append(v.ring, k)
-	} else {
-		old := v.ring[v.next]
-		if v.in[old]--; v.in[old] <= 0 {
-			delete(v.in, old)
-		}
-		v.ring[v.next] = k
-		v.next = (v.next + 1) % checkoutDepth
-	}
-	v.in[k]++
-}
-
 // gitCheckedOut reports whether a hand edit of the memory file rel,
 // holding blob h and written at mtime, is git's checkout: a git command
 // held .git/index.lock within staleWindow of mtime (gitBusy saw it), and
@@ -707,13 +631,6 @@ func (r *Repo) putBackStale(files map[string][]byte) {
 			r.opt.Logf("gitmem: could not put back %s: %v", p, err)
 		}
 	}
-}
-
-// handBase is the version a hand edit started from: a blob (zero: none),
-// or the text an adopt read, which need not be one.
-type handBase struct {
-	hash plumbing.Hash
-	text []byte // nil: the blob's
 }
 
 // mergeHand merges a hand edit made on base with gitmem's version of the
