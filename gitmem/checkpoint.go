@@ -187,13 +187,9 @@ func (r *Repo) openLog() (replayed bool, err error) {
 	r.toolIDs.durable(items)
 	last := items[len(items)-1]
 	r.state.setTip(last.hash, last.tree)
-	r.pmu.Lock()
 	for _, p := range items {
-		for _, q := range p.paths {
-			r.inflight.add(q)
-		}
+		r.repairs.inFlight(p)
 	}
-	r.pmu.Unlock()
 	dt = r.disk.hold()
 	dt.d.recovering = true
 	dt.release()

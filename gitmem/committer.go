@@ -65,7 +65,7 @@ type toolUseSink interface {
 }
 
 // pathsInFlight tracks the worktree paths of commits not yet
-// materialised (today Repo's inflight, under pmu).
+// materialised (the mirror's repairs).
 type pathsInFlight interface {
 	inFlight(p *prepared)
 	droppedPaths(ps []*prepared)
@@ -268,25 +268,4 @@ func (c *committer) queued() int {
 	c.queueMu.Lock()
 	defer c.queueMu.Unlock()
 	return len(c.queue.items)
-}
-
-// The committer's sink for worktree paths, on Repo until the worktree's
-// repairs are a part of their own.
-
-func (r *Repo) inFlight(p *prepared) {
-	r.pmu.Lock()
-	for _, q := range p.paths {
-		r.inflight.add(q)
-	}
-	r.pmu.Unlock()
-}
-
-func (r *Repo) droppedPaths(ps []*prepared) {
-	r.pmu.Lock()
-	for _, p := range ps {
-		for _, q := range p.paths {
-			r.inflight.done(q)
-		}
-	}
-	r.pmu.Unlock()
 }

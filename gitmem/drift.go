@@ -225,7 +225,7 @@ func (r *Repo) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, ou
 func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	_, tip := r.state.tipOf()
 	undone := r.undone.Load()
-	drift, err := r.drifted(tip, paths, r.pendingFor(paths))
+	drift, err := r.drifted(tip, paths, r.repairs.pendingFor(paths))
 	if err != nil {
 		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
 		return nil, nil
@@ -244,7 +244,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		r.scheduleIndex()
 	}
 	if r.undone.Load() != undone { // files git wrote were put back since drifted looked
-		if drift, err = r.drifted(tip, paths, r.pendingFor(paths)); err != nil || len(drift) == 0 {
+		if drift, err = r.drifted(tip, paths, r.repairs.pendingFor(paths)); err != nil || len(drift) == 0 {
 			return nil, ErrNoChange
 		}
 	}
@@ -341,20 +341,21 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		// history now, and merging a later edit from it would make
 		// conflicts of lines this commit already has.
 		now := time.Now()
-		r.pmu.Lock()
+		var taken []string
 		for _, rel := range drift {
 			if !later[rel] {
-				delete(r.handBase, full(rel))
+				taken = append(taken, full(rel))
 			}
 		}
+		shows := map[string]shown{}
 		for q, data := range read { // what a later edit of it is made on
 			v := shown{handBase: handBase{hash: plumbing.ComputeHash(plumbing.BlobObject, data)}, at: now}
 			if n := lookup(p.tree, q); !n.isFile() || n.hash != v.hash {
 				v.text = data // merged: no blob of the repository's
 			}
-			r.seen[q[len(memDir)+1:]] = []shown{v}
+			shows[q[len(memDir)+1:]] = v
 		}
-		r.pmu.Unlock()
+		r.repairs.adopted(taken, shows)
 	}
 	return p, err
 }
@@ -366,9 +367,7 @@ func (r *Repo) adoptKept() {
 	if err := r.materialize(); err != nil {
 		return // the checkpoint that follows says why
 	}
-	r.pmu.Lock()
-	paths := slices.Collect(maps.Keys(r.handBase))
-	r.pmu.Unlock()
+	paths := slices.Collect(maps.Keys(r.repairs.bases()))
 	if len(paths) == 0 {
 		return
 	}
@@ -397,13 +396,11 @@ type keptEdit struct {
 	None bool   `json:"none,omitempty"`
 }
 
-// saveKept writes the hand edits kept and not yet taken (r.handBase) to
+// saveKept writes the hand edits kept and not yet taken (repairs.bases) to
 // keptPath, durably, or removes it when there are none. Called with wmu
 // and the writer lock held, at exit and after the start's adopt.
 func (r *Repo) saveKept() {
-	r.pmu.Lock()
-	bases := maps.Clone(r.handBase)
-	r.pmu.Unlock()
+	bases := r.repairs.bases()
 	var out []keptEdit
 	for _, p := range slices.Sorted(maps.Keys(bases)) {
 		b := bases[p]
@@ -432,7 +429,7 @@ func (r *Repo) saveKept() {
 }
 
 // loadKept notes the hand edits saveKept left (of files that still differ
-// from HEAD) in r.handBase, for the start's adopt to merge. Called by
+// from HEAD) in repairs (noteBase), for the start's adopt to merge. Called by
 // start with wmu and the writer lock held, after settleIn.
 func (r *Repo) loadKept() {
 	data, err := os.ReadFile(r.keptPath())
@@ -462,21 +459,17 @@ func (r *Repo) loadKept() {
 	if err != nil {
 		return
 	}
-	r.pmu.Lock()
 	for _, rel := range drift {
-		if _, ok := r.handBase[full(rel)]; !ok {
-			r.handBase[full(rel)] = bases[full(rel)]
-		}
+		r.repairs.noteBase(full(rel), bases[full(rel)])
 	}
-	r.pmu.Unlock()
 }
 
 // mergeHandEdit merges a hand edit of the file at repository path p
 // (hand, written at mtime) into the transaction's version of it, from the
 // version the edit was most likely made on (the base). The candidates are
 // the version noted for an edit kept from an acknowledged change
-// (r.handBase; else the transaction's own), and the file's older versions
-// of the last commits that changed it (r.seen) that were replaced less
+// (repairs.handBase; else the transaction's own), and the file's older versions
+// of the last commits that changed it (repairs.seen) that were replaced less
 // than staleWindow before the edit was written: a program that read the
 // file just before gitmem replaced it, and wrote it just after, made its
 // edit on the replaced version (and git reset --hard writes such
@@ -497,10 +490,7 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (da
 	if !tip.isFile() {
 		return nil, handAsIs, nil
 	}
-	r.pmu.Lock()
-	base, kept := r.handBase[p]
-	seen := slices.Clone(r.seen[p[len(memDir)+1:]])
-	r.pmu.Unlock()
+	base, kept, seen := r.repairs.baseOf(p)
 	if !kept {
 		base = handBase{hash: tip.hash}
 	}
@@ -513,7 +503,7 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (da
 			return nil, handStale, nil // that version as it was: no edit
 		}
 	}
-	if h != tip.hash && r.gitCheckedOut(p[len(memDir)+1:], h, mtime) {
+	if h != tip.hash && r.repairs.gitCheckedOut(p[len(memDir)+1:], h, mtime) {
 		return nil, handStale, nil
 	}
 	cands := []handBase{base}
@@ -590,23 +580,6 @@ func keptLines(a, b []string) int {
 	return n
 }
 
-// gitCheckedOut reports whether a hand edit of the memory file rel,
-// holding blob h and written at mtime, is git's checkout: a git command
-// held .git/index.lock within staleWindow of mtime (gitBusy saw it), and
-// h is one of the file's versions in the last checkoutDepth commits.
-// (git reset --hard that fails half-way, "File exists", writes such files
-// and neither .git/index nor the branch: nothing else tells.) A version
-// put back by hand with no git command running is a hand edit.
-func (r *Repo) gitCheckedOut(rel string, h plumbing.Hash, mtime time.Time) bool {
-	seen := r.gitSeen.Load()
-	if seen == 0 || mtime.Sub(time.Unix(0, seen)).Abs() > staleWindow {
-		return false
-	}
-	r.pmu.Lock()
-	defer r.pmu.Unlock()
-	return r.past.in[pastVersion{rel, h}] > 0
-}
-
 // putBackStale gives the worktree files an adopt found written back as
 // they were before gitmem's last changes to them (mergeHandEdit,
 // handStale; repository path -> what the file held) their acknowledged
@@ -617,11 +590,8 @@ func (r *Repo) putBackStale(files map[string][]byte) {
 	}
 	dt := r.disk.hold()
 	defer dt.release()
-	r.pmu.Lock()
-	for p := range files { // no edit to merge (mirrorChecked notes one made since)
-		delete(r.handBase, p)
-	}
-	r.pmu.Unlock()
+	// No edit to merge (mirrorChecked notes one made since).
+	r.repairs.dropBases(slices.Collect(maps.Keys(files))...)
 	for p, had := range files {
 		r.opt.Logf("gitmem: %s was written back as it was before gitmem's last change to it (a program that read it before that change, or a git checkout); the acknowledged version is put back", p)
 		h := plumbing.ComputeHash(plumbing.BlobObject, had)
@@ -645,7 +615,7 @@ func mergeHand(base, ours, hand []byte) []byte {
 // memories/), taking the locks only when a cheap check finds one.
 func (r *Repo) adoptFiles(ctx context.Context, rels []string) error {
 	paths := repoPaths(rels)
-	if drift, err := r.drifted(r.snapshotTree(), paths, r.pendingFor(paths)); err != nil || len(drift) == 0 {
+	if drift, err := r.drifted(r.snapshotTree(), paths, r.repairs.pendingFor(paths)); err != nil || len(drift) == 0 {
 		return err
 	}
 	_, err := r.adoptNow(ctx, paths)
@@ -690,7 +660,7 @@ func (r *Repo) Adopt(ctx context.Context) (Commit, error) {
 	if r.opt.ReadOnly {
 		return Commit{}, ErrReadOnly
 	}
-	pend := r.pendingFor([]string{memDir})
+	pend := r.repairs.pendingFor([]string{memDir})
 	for _, p := range r.readJournalPaths() {
 		pend[p] = true
 	}
@@ -752,13 +722,9 @@ func (r *Repo) checkoutMoved(si *startIndex) {
 	}
 	defer r.disk.hold().release()
 	out, hand := r.moveWorktree(old, tree)
-	r.pmu.Lock()
 	for p, base := range hand {
-		if _, ok := r.handBase[p]; !ok {
-			r.handBase[p] = handBase{hash: base}
-		}
+		r.repairs.noteBase(p, handBase{hash: base})
 	}
-	r.pmu.Unlock()
 	if len(out) > 0 {
 		r.opt.Logf("gitmem: the branch moved to %s outside gitmem: checked out %d file(s) it changed", head.String()[:7], len(out))
 		if err := gd.SyncFS(r.obj.Env, r.dir, r.wt.flushList()); err != nil {
@@ -813,9 +779,7 @@ func (r *Repo) moveWorktree(old, tree *node) (out []string, hand map[string]plum
 			// Replaced in one step with what it held moved aside: a hand
 			// edit landing after the check is kept (mirrorChecked, which
 			// notes its base). One noted before is gone with what it held.
-			r.pmu.Lock()
-			delete(r.handBase, p)
-			r.pmu.Unlock()
+			r.repairs.dropBases(p)
 			of := &ownFiles{hashes: map[plumbing.Hash]bool{before: true}, found: before}
 			if err := r.mirrorChecked(p, n, of); err != nil {
 				r.opt.Logf("gitmem: could not check out %s: %v", p[len(memDir)+1:], err)
@@ -909,7 +873,7 @@ func (r *Repo) gitBusy() bool {
 	fi, err := os.Stat(filepath.Join(r.gitDir, "index.lock"))
 	busy := err == nil && time.Since(fi.ModTime()) < gd.StaleLock
 	if busy && r.gitIndex.idle() { // gitmem is not writing the index: a git command is
-		r.gitSeen.Store(time.Now().UnixNano())
+		r.repairs.sawGit()
 	}
 	return busy
 }

@@ -20,7 +20,7 @@ import (
 // gives the file, nor what an adopt among them read there. They are not
 // overwritten; the next adopt commit merges the hand edit into the
 // acknowledged version (adoptDrift), from the base noted here in
-// r.handBase. Paths gitmem has yet to repair (own) are gitmem's own
+// repairs (noteBase). Paths gitmem has yet to repair (own) are gitmem's own
 // writes. A file deleted by hand is not kept: the acknowledged version
 // comes back. For every other memory file, checks says what the worktree
 // may hold as gitmem's own, for the write that follows (mirrorChecked):
@@ -106,9 +106,7 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 			continue
 		}
 		checks[q] = of
-		r.pmu.Lock()
-		delete(r.handBase, q) // gitmem writes it again: an older edit was taken
-		r.pmu.Unlock()
+		r.repairs.dropBases(q) // gitmem writes it again: an older edit was taken
 	}
 	return kept, checks
 }
@@ -174,13 +172,9 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 	if !of.lastRead.IsZero() {
 		base = handBase{hash: of.lastRead, text: of.texts[of.lastRead]}
 	}
-	r.pmu.Lock()
-	_, noted := r.handBase[q]
-	if !noted { // kept already: its base is the older one
-		r.handBase[q] = base
-	}
-	r.pmu.Unlock()
-	if !noted { // once until the adopt takes it, not at every change under load
+	// Kept already: its base is the older one, and it was logged (once
+	// until the adopt takes it, not at every change under load).
+	if r.repairs.noteBase(q, base) {
 		r.opt.Logf("gitmem: %s was edited by hand before an acknowledged change to it reached the worktree; the edit is kept, and merged into that change by the next adopt commit", q)
 	}
 	return true
@@ -208,7 +202,7 @@ func (r *Repo) ownSize(of *ownFiles, size int64) bool {
 // aside in the same step (worktree.put) and compared with what of allows:
 // one that holds anything else was edited by hand after keepHandEdits
 // looked. It is kept: put back as it is, its base (what the file held
-// when checked) noted in r.handBase for the next adopt commit's merge
+// when checked) noted in repairs (noteBase) for the next adopt commit's merge
 // (mergeHandEdit). One that another program still holds open for writing
 // is waited for, or put back (keepWriting). Called with mmu held.
 func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
@@ -374,7 +368,7 @@ func (r *Repo) keepWriting(q, aside string, put []byte, putFile bool, base []byt
 }
 
 // keepHand notes that the worktree file at q holds a hand edit made on
-// base (nil: no file), for the next adopt commit's merge (r.handBase),
+// base (nil: no file), for the next adopt commit's merge (repairs.noteBase),
 // unless an older base is noted already. It reports whether it noted it:
 // what is logged of a kept edit is logged once until an adopt takes it,
 // not at every change of the file under load.
@@ -383,13 +377,7 @@ func (r *Repo) keepHand(q string, base []byte) (noted bool) {
 	if base != nil {
 		b.hash = plumbing.ComputeHash(plumbing.BlobObject, base)
 	}
-	r.pmu.Lock()
-	defer r.pmu.Unlock()
-	if _, ok := r.handBase[q]; ok {
-		return false
-	}
-	r.handBase[q] = b
-	return true
+	return r.repairs.noteBase(q, b)
 }
 
 // coverer tells the paths drifted leaves alone: a path is covered when it

@@ -80,14 +80,12 @@ func (r *Repo) readJournal() *journal {
 
 // repairPending brings the worktree paths a leftover journal names back
 // to HEAD and removes the journal once all of them match. What could not
-// be repaired stays in r.pend (and in the journal) for the next attempt.
+// be repaired stays in repairs.pend (and in the journal) for the next attempt.
 // Called with wmu and the writer lock held.
 func (r *Repo) repairPending() {
 	j := r.readJournal()
 	if j == nil {
-		r.pmu.Lock()
-		r.pend = nil
-		r.pmu.Unlock()
+		r.repairs.setPending(nil)
 		return
 	}
 	defer r.disk.hold().release() // not while the worktree is being materialised
@@ -105,9 +103,7 @@ func (r *Repo) repairPending() {
 		r.opt.Logf("gitmem: brought %d path(s) of an unfinished change back to HEAD", len(j.Paths)-len(left))
 	}
 	r.forgetStats(j.Paths)
-	r.pmu.Lock()
-	r.pend = left
-	r.pmu.Unlock()
+	r.repairs.setPending(left)
 	// The repaired files must be on disk before the record of them goes.
 	if err := gd.SyncFS(r.obj.Env, r.dir, r.wt.flushList()); err != nil {
 		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)

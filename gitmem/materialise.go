@@ -157,7 +157,7 @@ func (r *Repo) materializeSome(dt diskTurn, k int) error {
 		return err
 	}
 	// The commits are in git's files. The worktree follows; a path that
-	// cannot (a full disk) waits in r.pend and the journal.
+	// cannot (a full disk) waits in repairs.pend and the journal.
 	if !moved.IsZero() {
 		r.undoCheckout(moved, prev) // git reset --hard: its files are no hand edits
 	}
@@ -206,7 +206,7 @@ func (r *Repo) writeCommits(dt diskTurn, items []*prepared) (moved plumbing.Hash
 // followWorktree makes the worktree follow items, which moved the
 // branch from prevHead (tree prev): a hand edit made meanwhile is kept
 // (keepHandEdits, mirrorChecked), and a path that cannot be written
-// waits in r.pend for a repair.
+// waits in repairs.pend for a repair.
 func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.Hash, prev *node) {
 	last := items[len(items)-1]
 	var paths []string
@@ -216,9 +216,7 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 	// Sorted once: a union per commit was quadratic in a large group.
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	r.pmu.Lock()
-	retry := r.pend // paths an earlier pass could not write
-	r.pmu.Unlock()
+	retry := r.repairs.pending() // paths an earlier pass could not write
 	r.awaitGit()
 	kept, checks := r.keepHandEdits(items, prevHead, prev, paths, retry)
 	paths = union(paths, retry)
@@ -239,20 +237,7 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 			r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
 		}
 	}
-	now := time.Now()
-	r.pmu.Lock()
-	for _, p := range items { // the versions a hand edit may have been made on
-		for i, rel := range p.rec.paths {
-			r.show(rel, prev, p.rec.blobs[i], now)
-		}
-	}
-	r.pend = failed
-	for _, p := range items {
-		for _, q := range p.paths {
-			r.inflight.done(q)
-		}
-	}
-	r.pmu.Unlock()
+	r.repairs.followed(items, prev, failed, time.Now())
 }
 
 // moveBranch points the branch at the last of items. The branch holds
@@ -327,9 +312,7 @@ func (r *Repo) syncMaterialized(dt diskTurn) error {
 		}
 		return g.done
 	})
-	r.pmu.Lock()
-	pend := slices.Clone(r.pend)
-	r.pmu.Unlock()
+	pend := r.repairs.pending()
 	if len(pend) > 0 {
 		if err := r.writeJournal(journal{Paths: pend}); err != nil {
 			return wrap("write the journal", err)

@@ -1,7 +1,6 @@
 package gitmem
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -58,23 +57,13 @@ const (
 // the mutex that guards them.
 type pipeline struct {
 	undone atomic.Int64 // checkouts of git's undone (undoCheckout): an adopt's look at the worktree is stale
-
-	pmu      sync.Mutex          // guards inflight (and Repo.pend)
-	inflight flight              // worktree paths of commits not yet materialised
-	handBase map[string]handBase // files edited by hand before the worktree caught up: the version the edit started from
-	seen     map[string][]shown  // each memory file's versions (by path under memories/) of its last commits, oldest first (mergeHandEdit)
-	past     pastVersions        // the memory files' versions of the last checkoutDepth commits materialised (mergeHandEdit)
-	gitSeen  atomic.Int64        // unix nanos: when a git command was last seen holding .git/index.lock (gitBusy)
 }
 
 // initPipeline makes the pipeline's parts, and the maps of the state
 // left in pipeline.
 func (r *Repo) initPipeline() {
 	r.committer = committer{queue: &batch{}, log: &r.log, state: &r.state, backlog: &r.backlog, objs: r.obj,
-		ids: r.toolIDs, paths: r, hist: r.histIndex, maint: &r.maint, opt: &r.opt}
-	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
-	r.handBase = map[string]handBase{}
-	r.seen = map[string][]shown{}
+		ids: r.toolIDs, paths: r.repairs, hist: r.histIndex, maint: &r.maint, opt: &r.opt}
 	r.maint = newMaintainer()
 	r.backlog = newBacklog()
 }

@@ -349,16 +349,13 @@ func stackHas(fns ...string) bool {
 func TestPendingForAnswersAsTheWholeSet(t *testing.T) {
 	t.Parallel()
 	all := []string{"memories/a.md", "memories/d", "memories/e/f.md", "memories/ab.md", "memories/x/y/z.md"}
-	r := &Repo{}
-	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
+	r := newRepairs()
 	for _, p := range all[1:] {
-		r.inflight.add(p)
-		r.inflight.add(p)
+		r.inFlight(&prepared{paths: []string{p, p}})
 	}
-	r.inflight.add("memories/gone.md")
-	r.inflight.done("memories/gone.md")
-	r.inflight.done("memories/d")
-	r.pend = all[:1]
+	r.inFlight(&prepared{paths: []string{"memories/gone.md"}})
+	r.droppedPaths([]*prepared{{paths: []string{"memories/gone.md", "memories/d"}}})
+	r.setPending(all[:1])
 	whole := newPathSet(all)
 	asked := []string{"memories", "memories/a.md", "memories/a", "memories/ab.md", "memories/d", "memories/d/g.md",
 		"memories/e", "memories/e/f.md", "memories/e/g.md", "memories/x", "memories/x/y", "memories/x/y/z.md", "memories/q.md"}

@@ -398,10 +398,7 @@ func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
 	for _, f := range []string{"ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "COMMIT_EDITMSG", "gitmem/pending"} {
 		os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(f)))
 	}
-	r.pmu.Lock()
-	r.pend = nil
-	clear(r.handBase)
-	r.pmu.Unlock()
+	r.repairs.reset()
 	r.histIndex.remove()
 	r.stats.clear()
 	return wrap("bring the worktree to the redacted history", r.wt.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob))

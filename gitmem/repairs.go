@@ -1,12 +1,113 @@
 package gitmem
 
 import (
+	"maps"
 	"path"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
+
+// repairs is what the worktree mirror knows of worktree files that are
+// not (yet) as the branch has them, and of the versions they held: the
+// paths gitmem has still to write (in flight: commits not materialised
+// yet; pend: paths a pass could not write), which are never taken for hand
+// edits; the hand edits kept from acknowledged changes and the version
+// each was made on, for the next adopt's merge; and the versions of each
+// file that gitmem wrote or git checked out, to tell a hand edit from a
+// version written back. It is part of the worktree mirror: its methods
+// take its lock, and nothing else touches its fields.
+type repairs struct {
+	// mu guards the fields below (it was pipeline.pmu). A leaf of the
+	// lock order: it may be taken with any other lock held (wmu in
+	// adoptDrift, mmu in materializeSome, fmu and qmu in dropQueued), and
+	// no lock is taken while it is held.
+	mu       sync.Mutex
+	pend     []string            // repository paths the worktree could not follow yet (also in the journal)
+	inflight flight              // worktree paths of commits not yet materialised
+	handBase map[string]handBase // files edited by hand before the worktree caught up: the version the edit started from
+	seen     map[string][]shown  // each memory file's versions (by path under memories/) of its last commits, oldest first (mergeHandEdit)
+	past     pastVersions        // the memory files' versions of the last checkoutDepth commits materialised (gitCheckedOut)
+
+	gitSeen atomic.Int64 // unix nanos: when a git command was last seen holding .git/index.lock (gitBusy)
+}
+
+func newRepairs() *repairs {
+	return &repairs{
+		inflight: flight{paths: map[string]int{}, below: map[string]int{}},
+		handBase: map[string]handBase{},
+		seen:     map[string][]shown{},
+	}
+}
+
+// inFlight notes that p, not yet materialised, changes its paths: no
+// hand edit is looked for there until it is (committer's pathsInFlight).
+func (rp *repairs) inFlight(p *prepared) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	for _, q := range p.paths {
+		rp.inflight.add(q)
+	}
+}
+
+// droppedPaths notes that ps were dropped: they never reach the
+// worktree, and their paths leave the flight.
+func (rp *repairs) droppedPaths(ps []*prepared) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	for _, p := range ps {
+		for _, q := range p.paths {
+			rp.inflight.done(q)
+		}
+	}
+}
+
+// followed notes that the worktree followed items, materialised on the
+// tree prev, at at: their paths left the flight, the versions they wrote
+// are noted (show), and failed (the paths the worktree could not follow)
+// become the paths to repair.
+func (rp *repairs) followed(items []*prepared, prev *node, failed []string, at time.Time) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	for _, p := range items { // the versions a hand edit may have been made on
+		for i, rel := range p.rec.paths {
+			rp.show(rel, prev, p.rec.blobs[i], at)
+		}
+	}
+	rp.pend = failed
+	for _, p := range items {
+		for _, q := range p.paths {
+			rp.inflight.done(q)
+		}
+	}
+}
+
+// pending is the paths the worktree could not follow yet.
+func (rp *repairs) pending() []string {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return slices.Clone(rp.pend)
+}
+
+// setPending makes paths the ones the worktree could not follow yet.
+func (rp *repairs) setPending(paths []string) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.pend = paths
+}
+
+// reset forgets the paths to repair and the hand edits' bases: a
+// redaction rewrote the history they name, and writes every file anew.
+func (rp *repairs) reset() {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.pend = nil
+	clear(rp.handBase)
+}
 
 // pendingFor is the worktree paths that are gitmem's own unfinished work
 // (not yet materialised, or waiting for a repair), as far as a check of
@@ -15,11 +116,11 @@ import (
 // instant, so that a check sees one state while materialisation goes on;
 // under load thousands of paths wait, and copying or scanning them all
 // for each call cost more than the rest of the check.
-func (r *Repo) pendingFor(paths []string) pathSet {
+func (rp *repairs) pendingFor(paths []string) pathSet {
 	s := pathSet{}
-	r.pmu.Lock()
-	defer r.pmu.Unlock()
-	for _, q := range r.pend {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	for _, q := range rp.pend {
 		for _, p := range paths {
 			if within(q, p) || within(p, q) {
 				s[q] = true
@@ -27,7 +128,7 @@ func (r *Repo) pendingFor(paths []string) pathSet {
 		}
 	}
 	for _, p := range paths {
-		r.inflight.collect(p, s)
+		rp.inflight.collect(p, s)
 	}
 	return s
 }
@@ -89,7 +190,7 @@ type shown struct {
 	at time.Time
 }
 
-// seenMax bounds the versions kept per file in r.seen (those replaced
+// seenMax bounds the versions kept per file in repairs.seen (those replaced
 // more than staleWindow ago are dropped too); baseCandidates bounds the
 // versions a hand edit is compared with, line by line, to find its base.
 const (
@@ -101,20 +202,20 @@ const (
 // memories/) the blob h (zero: removed it) at, after the version the tree
 // prev gives it when none is noted: a hand edit found later may have been
 // made on either (the worktree held it, or a git command checked it out).
-// Called with pmu held.
-func (r *Repo) show(rel string, prev *node, h plumbing.Hash, at time.Time) {
+// Called with mu held.
+func (rp *repairs) show(rel string, prev *node, h plumbing.Hash, at time.Time) {
 	if h.IsZero() {
-		delete(r.seen, rel)
+		delete(rp.seen, rel)
 		return
 	}
-	v := r.seen[rel]
+	v := rp.seen[rel]
 	if len(v) == 0 {
 		if old := lookup(prev, full(rel)); old.isFile() {
 			v = append(v, shown{handBase: handBase{hash: old.hash}})
-			r.past.add(pastVersion{rel, old.hash})
+			rp.past.add(pastVersion{rel, old.hash})
 		}
 	}
-	r.past.add(pastVersion{rel, h})
+	rp.past.add(pastVersion{rel, h})
 	if len(v) > 0 && v[len(v)-1].hash == h && v[len(v)-1].text == nil {
 		return
 	}
@@ -124,7 +225,7 @@ func (r *Repo) show(rel string, prev *node, h plumbing.Hash, at time.Time) {
 	}
 	drop = max(drop, len(v)+1-seenMax)
 	v = append(v[:0], v[drop:]...)
-	r.seen[rel] = append(v, shown{handBase: handBase{hash: h}, at: at})
+	rp.seen[rel] = append(v, shown{handBase: handBase{hash: h}, at: at})
 }
 
 // pastVersions holds the memory files' versions (path and blob) of the
@@ -163,4 +264,86 @@ func (v *pastVersions) add(k pastVersion) {
 type handBase struct {
 	hash plumbing.Hash
 	text []byte // nil: the blob's
+}
+
+// noteBase notes that the worktree file at repository path q holds a hand
+// edit made on b, unless an older base is noted already (the edit was
+// kept before: it is made on that one). It reports whether it noted it.
+func (rp *repairs) noteBase(q string, b handBase) (noted bool) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	if _, ok := rp.handBase[q]; ok {
+		return false
+	}
+	rp.handBase[q] = b
+	return true
+}
+
+// dropBases forgets the hand edits noted at paths: gitmem writes them
+// again, or an adopt took them.
+func (rp *repairs) dropBases(paths ...string) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	for _, q := range paths {
+		delete(rp.handBase, q)
+	}
+}
+
+// bases is a copy of the hand edits noted: path -> the version each was
+// made on.
+func (rp *repairs) bases() map[string]handBase {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return maps.Clone(rp.handBase)
+}
+
+// handKept reports whether a hand edit is noted.
+func (rp *repairs) handKept() bool {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return len(rp.handBase) > 0
+}
+
+// baseOf is what a merge of a hand edit of the memory file at repository
+// path p starts from: the base noted for it (kept: one is), and a copy of
+// the file's versions of its last commits, oldest first.
+func (rp *repairs) baseOf(p string) (base handBase, kept bool, seen []shown) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	base, kept = rp.handBase[p]
+	return base, kept, slices.Clone(rp.seen[p[len(memDir)+1:]])
+}
+
+// adopted notes an adopt commit: the hand edits at taken are history
+// now (their bases are dropped), and read (by path under memories/) is
+// the version a later edit of each file it read is made on.
+func (rp *repairs) adopted(taken []string, read map[string]shown) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	for _, q := range taken {
+		delete(rp.handBase, q)
+	}
+	for rel, v := range read {
+		rp.seen[rel] = []shown{v}
+	}
+}
+
+// sawGit notes that a git command holds .git/index.lock now.
+func (rp *repairs) sawGit() { rp.gitSeen.Store(time.Now().UnixNano()) }
+
+// gitCheckedOut reports whether a hand edit of the memory file rel,
+// holding blob h and written at mtime, is git's checkout: a git command
+// held .git/index.lock within staleWindow of mtime (gitBusy saw it), and
+// h is one of the file's versions in the last checkoutDepth commits.
+// (git reset --hard that fails half-way, "File exists", writes such files
+// and neither .git/index nor the branch: nothing else tells.) A version
+// put back by hand with no git command running is a hand edit.
+func (rp *repairs) gitCheckedOut(rel string, h plumbing.Hash, mtime time.Time) bool {
+	seen := rp.gitSeen.Load()
+	if seen == 0 || mtime.Sub(time.Unix(0, seen)).Abs() > staleWindow {
+		return false
+	}
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return rp.past.in[pastVersion{rel, h}] > 0
 }

@@ -194,7 +194,7 @@ type Repo struct {
 	disk      disk       // git's files and the worktree as written (materialise.go, checkpoint.go)
 	maint     maintainer // the background loop (maintain.go)
 	pipeline             // fields of parts not made yet (pipeline.go)
-	pend      []string   // (pmu) repository paths a journal names whose worktree copy is not yet repaired
+	repairs   *repairs   // worktree paths to write, hand edits kept, versions shown (its own lock; repairs.go)
 
 	omu     sync.Mutex // go-git's storage is not safe for concurrent use
 	obj     *gd.Store
@@ -290,6 +290,7 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 	r.histIndex = newHistoryIndex(gitDir, opt.hooks)
 	r.toolIDs = newToolUseIDs()
 	r.gitIndex = newGitIndex(gitDir, opt.hooks.gdEnv())
+	r.repairs = newRepairs()
 	r.initPipeline()
 	fail := func(err error) (*Repo, error) {
 		r.cancel()
@@ -981,9 +982,7 @@ func (r *Repo) Close() error {
 	}
 	r.gitIndex.stopTimer()
 	var err error
-	r.pmu.Lock()
-	kept := len(r.handBase) > 0
-	r.pmu.Unlock()
+	kept := r.repairs.handKept()
 	if !r.lease.Held() && !r.opt.ReadOnly && (kept || r.gitMovedAway()) {
 		// git took HEAD or the branch away while the lock was free: put
 		// back under it (settleIn), so that git's view at exit is whole.
