@@ -35,8 +35,12 @@ var parts = map[string][]string{
 	// commits plain git moved the branch to, merged back
 	"outsideGit": {"plaingit.go"},
 	// the mirror: memories/ following the branch, hand edits found
-	"worktree": {"worktree.go", "worktree_linux.go", "worktree_other.go", "drift.go", "handedit.go"},
-	"journal":  {"journal.go"},
+	"worktree":     {"worktree.go", "worktree_linux.go", "worktree_other.go", "drift.go", "handedit.go"},
+	"journal":      {"journal.go"},
+	"statCache":    {"statcache.go"},
+	"repairs":      {"repairs.go"},
+	"flight":       {"repairs.go"},
+	"pastVersions": {"repairs.go"},
 	// the share engine: sessions with remotes, one at a time
 	"sharer":         {"share.go"},
 	"redactionCache": {"share_redact.go"},
