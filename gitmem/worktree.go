@@ -29,18 +29,22 @@ import (
 // what was written is listed (written) for the caller's SyncFS, which makes
 // it durable before the record of the change is dropped.
 type worktree struct {
-	root    *os.Root
-	base    *os.File        // the folder, opened for the one-step lookups of lstat and openFile (nil: none)
-	baseRC  syscall.RawConn // base's, for them
-	tmpAbs  string
-	tmpRel  string
-	dir     string          // the repository folder
-	env     *gd.Env         // the test suite's (nil: none)
-	wmu     sync.Mutex      // guards written
-	written map[string]bool // repository paths written since the last SyncFS
+	root   *os.Root
+	base   *os.File        // the folder, opened for the one-step lookups of lstat and openFile (nil: none)
+	baseRC syscall.RawConn // base's, for them
+	tmpAbs string
+	tmpRel string
+	dir    string  // the repository folder
+	env    *gd.Env // the test suite's (nil: none)
+	// writtenMu guards written (it was wmu, a name Repo's writer mutex
+	// has too). A leaf: no lock is taken while it is held.
+	writtenMu sync.Mutex
+	written   map[string]bool // repository paths written since the last SyncFS
 
-	smu    sync.Mutex
-	spares []spare // files taken aside that the next writes reuse (see recycle)
+	// sparesMu guards spares (it was smu, a name Repo's state lock has
+	// too). A leaf: no lock is taken while it is held.
+	sparesMu sync.Mutex
+	spares   []spare // files taken aside that the next writes reuse (see recycle)
 
 	reads     atomic.Int64 // files opened for reading (tests count what a start reads)
 	readBytes atomic.Int64 // bytes read from them (tests: what was read whole)
@@ -259,8 +263,8 @@ var (
 // dropSpares closes and removes the spare files (serve gives the writer
 // lock up when idle: an idle repository holds no descriptor for them).
 func (w *worktree) dropSpares() {
-	w.smu.Lock()
-	defer w.smu.Unlock()
+	w.sparesMu.Lock()
+	defer w.sparesMu.Unlock()
 	for _, s := range w.spares {
 		s.f.Close()
 		w.root.Remove(s.name)
@@ -275,8 +279,8 @@ func (w *worktree) touch(p string) {
 }
 
 func (w *worktree) touchDir(d string) {
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
+	w.writtenMu.Lock()
+	defer w.writtenMu.Unlock()
 	if w.written == nil {
 		w.written = map[string]bool{}
 	}
@@ -285,8 +289,8 @@ func (w *worktree) touchDir(d string) {
 
 // flushList is what touch noted, as host paths, and forgets it.
 func (w *worktree) flushList() []string {
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
+	w.writtenMu.Lock()
+	defer w.writtenMu.Unlock()
 	var out []string
 	for p := range w.written {
 		out = append(out, filepath.Join(w.dir, filepath.FromSlash(p)))
@@ -557,13 +561,13 @@ type spare struct {
 // else held it open while it was read); else it closes and removes it.
 func (w *worktree) recycle(name string, f *os.File, fi fs.FileInfo, alone bool) {
 	if reusable(fi, alone) {
-		w.smu.Lock()
+		w.sparesMu.Lock()
 		if len(w.spares) < spareMax {
 			w.spares = append(w.spares, spare{name: name, f: f, mode: fi.Mode().Perm()})
-			w.smu.Unlock()
+			w.sparesMu.Unlock()
 			return
 		}
-		w.smu.Unlock()
+		w.sparesMu.Unlock()
 	}
 	f.Close()
 	w.root.Remove(name)
@@ -572,15 +576,15 @@ func (w *worktree) recycle(name string, f *os.File, fi fs.FileInfo, alone bool) 
 // reuse writes data to a spare file, if there is one, and returns its
 // repository path.
 func (w *worktree) reuse(data []byte) (string, bool) {
-	w.smu.Lock()
+	w.sparesMu.Lock()
 	n := len(w.spares)
 	if n == 0 {
-		w.smu.Unlock()
+		w.sparesMu.Unlock()
 		return "", false
 	}
 	s := w.spares[n-1]
 	w.spares = w.spares[:n-1]
-	w.smu.Unlock()
+	w.sparesMu.Unlock()
 	_, err := s.f.WriteAt(data, 0)
 	if err == nil {
 		err = s.f.Truncate(int64(len(data)))
