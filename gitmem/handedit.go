@@ -6,12 +6,53 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
+
+// followWorktree brings the worktree from prev, the tree it mirrors (of
+// the commit prevHead), to the last of items, which git's files hold now:
+// every path the commits change, and those an earlier pass could not
+// write. A hand edit found there is kept (keepHandEdits, mirrorChecked);
+// a path that cannot be written (a full disk) waits in repairs.pend and
+// the journal. Called by materializeSome with the disk lock held (dt).
+func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.Hash, prev *node) {
+	last := items[len(items)-1]
+	var paths []string
+	for _, p := range items {
+		paths = append(paths, p.paths...)
+	}
+	// Sorted once: a union per commit was quadratic in a large group.
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	retry := r.repairs.pending() // paths an earlier pass could not write
+	r.awaitGit()
+	kept, checks := r.keepHandEdits(items, prevHead, prev, paths, retry)
+	paths = union(paths, retry)
+	r.forgetStats(paths)
+	var failed []string
+	for _, q := range paths {
+		if kept[q] {
+			continue
+		}
+		var err error
+		if of, ok := checks[q]; ok {
+			err = r.mirrorChecked(q, lookup(last.tree, q), of)
+		} else {
+			err = r.wt.sync(q, lookup(last.tree, q), r.readBlob)
+		}
+		if err != nil {
+			failed = append(failed, q)
+			r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
+		}
+	}
+	r.repairs.followed(items, prev, failed, time.Now())
+}
 
 // keepHandEdits returns the files among paths that were edited by hand
 // before the worktree caught up with items (it lags them by milliseconds,

@@ -203,43 +203,6 @@ func (r *Repo) writeCommits(dt diskTurn, items []*prepared) (moved plumbing.Hash
 	return moved, nil
 }
 
-// followWorktree makes the worktree follow items, which moved the
-// branch from prevHead (tree prev): a hand edit made meanwhile is kept
-// (keepHandEdits, mirrorChecked), and a path that cannot be written
-// waits in repairs.pend for a repair.
-func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.Hash, prev *node) {
-	last := items[len(items)-1]
-	var paths []string
-	for _, p := range items {
-		paths = append(paths, p.paths...)
-	}
-	// Sorted once: a union per commit was quadratic in a large group.
-	slices.Sort(paths)
-	paths = slices.Compact(paths)
-	retry := r.repairs.pending() // paths an earlier pass could not write
-	r.awaitGit()
-	kept, checks := r.keepHandEdits(items, prevHead, prev, paths, retry)
-	paths = union(paths, retry)
-	r.forgetStats(paths)
-	var failed []string
-	for _, q := range paths {
-		if kept[q] {
-			continue
-		}
-		var err error
-		if of, ok := checks[q]; ok {
-			err = r.mirrorChecked(q, lookup(last.tree, q), of)
-		} else {
-			err = r.wt.sync(q, lookup(last.tree, q), r.readBlob)
-		}
-		if err != nil {
-			failed = append(failed, q)
-			r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
-		}
-	}
-	r.repairs.followed(items, prev, failed, time.Now())
-}
-
 // moveBranch points the branch at the last of items. The branch holds
 // the commit gitmem last wrote there, or one of items after a crash. When
 // something else moved it meanwhile — a git commit made by hand while
