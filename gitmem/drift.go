@@ -223,12 +223,58 @@ func (r *Repo) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, ou
 // commit is the repository's first and is made even when the worktree is
 // empty. Called with wmu held, after own; the caller makes it durable.
 func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
+	drift, err := r.findDrift(paths, first)
+	if errors.Is(err, ErrNoChange) {
+		return nil, err
+	}
+	if err != nil {
+		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
+		return nil, nil
+	}
+	a := &adoption{stale: map[string][]byte{}}
+	defer r.putBackStale(a.stale)
+	if err := r.buildAdopt(drift, first, a); err != nil {
+		return nil, err
+	}
+	p, err := r.prepare(a.tx, a.meta)
+	if err == nil {
+		p.read = a.read
+		// The commit takes every one of them as the worktree holds it
+		// (merged or not): a base noted for an earlier hand edit is
+		// history now, and merging a later edit from it would make
+		// conflicts of lines this commit already has.
+		now := time.Now()
+		var taken []string
+		for _, rel := range drift {
+			if !a.later[rel] {
+				taken = append(taken, full(rel))
+			}
+		}
+		shows := map[string]shown{}
+		for q, data := range a.read { // what a later edit of it is made on
+			v := shown{handBase: handBase{hash: plumbing.ComputeHash(plumbing.BlobObject, data)}, at: now}
+			if n := lookup(p.tree, q); !n.isFile() || n.hash != v.hash {
+				v.text = data // merged: no blob of the repository's
+			}
+			shows[q[len(memDir)+1:]] = v
+		}
+		r.repairs.adopted(taken, shows)
+	}
+	return p, err
+}
+
+// findDrift is adoptDrift's look at the worktree: the memory files at or
+// under paths that differ from the writer's tip, none while a git command
+// may be writing files, and after a move of the branch by git was undone.
+// ErrNoChange when there is none (with first set, an empty worktree is
+// no error); another error when the worktree could not be read. Called
+// with wmu held.
+func (r *Repo) findDrift(paths []string, first bool) ([]string, error) {
 	_, tip := r.state.tipOf()
 	undone := r.undone.Load()
 	drift, err := r.drifted(tip, paths, r.repairs.pendingFor(paths))
 	if err != nil {
-		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
-		return nil, nil
+		return nil, err
 	}
 	if len(drift) == 0 && !first {
 		return nil, ErrNoChange
@@ -248,116 +294,117 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 			return nil, ErrNoChange
 		}
 	}
-	meta := Meta{Subject: "memory: adopt changes made outside gitmem", Author: r.opt.Operator,
+	return drift, nil
+}
+
+// adoption is an adopt commit being built (buildAdopt).
+type adoption struct {
+	tx    *Tx
+	meta  Meta
+	taken int                  // the files taken: removals, then writes
+	read  map[string][]byte    // what was taken of each file written (repository path -> its bytes)
+	later map[string]bool      // files left for a later adopt (over the size limit, still being written)
+	stale map[string][]byte    // files written back as they were: put back (putBackStale), not taken
+	mtime map[string]time.Time // when each file to take was written
+}
+
+// buildAdopt is adoptDrift's transaction: the hand edits drift names
+// (relative to memories/), each merged with the acknowledged version
+// (mergeHandEdit), with their commit message, into a (whose stale the
+// caller puts back). ErrNoChange when there is nothing to commit (unless
+// first). Called with wmu held.
+func (r *Repo) buildAdopt(drift []string, first bool, a *adoption) error {
+	a.meta = Meta{Subject: "memory: adopt changes made outside gitmem", Author: r.opt.Operator,
 		Trailers: []Trailer{{TrailerCommand, "adopt"}}}
 	if first {
-		meta = Meta{Subject: "memory: init", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "init"}}}
+		a.meta = Meta{Subject: "memory: init", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "init"}}}
 	}
-	tx := r.newTx()
-	tx.mirror = false // the worktree already holds it
+	a.tx = r.newTx()
+	a.tx.mirror = false // the worktree already holds it
+	a.read, a.later, a.mtime = map[string][]byte{}, map[string]bool{}, map[string]time.Time{}
 	// Deletions first: a file deleted by hand may be where a folder now is.
 	var writes []string
-	taken := 0 // the removals, then the writes
-	mtime := map[string]time.Time{}
-	later := map[string]bool{}
 	for _, rel := range drift {
 		fi, err := r.wt.lstat(full(rel))
 		if err == nil && fi.Mode().IsRegular() && r.tooBig(fi.Size()) {
-			later[rel] = true
+			a.later[rel] = true
 			r.leaveTooBig(rel, fi.Size())
 			continue
 		}
 		delete(r.tooBigLogged, rel)
 		if err == nil && fi.Mode().IsRegular() {
 			writes = append(writes, rel)
-			mtime[rel] = fi.ModTime()
+			a.mtime[rel] = fi.ModTime()
 			continue
 		}
-		if err := tx.Remove(rel); err != nil && !errors.Is(err, ErrNotExist) {
-			return nil, wrap("adopt the removal of "+rel, err)
+		if err := a.tx.Remove(rel); err != nil && !errors.Is(err, ErrNotExist) {
+			return wrap("adopt the removal of "+rel, err)
 		}
-		taken++
-		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
+		a.taken++
+		a.meta.Trailers = append(a.meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
-	read := map[string][]byte{}
-	stale := map[string][]byte{}
-	defer r.putBackStale(stale)
 	for _, rel := range writes {
-		// A file another program holds open for writing may be one it
-		// truncated and has yet to write: it is taken once it is done.
-		data, busy, err := r.wt.readSettled(full(rel), r.opt.MaxFileBytes)
-		if tb := (*tooBigError)(nil); errors.As(err, &tb) { // grown since the lstat
-			later[rel] = true
-			r.leaveTooBig(rel, tb.size)
-			continue
+		if err := r.adoptWrite(a, rel); err != nil {
+			return err
 		}
-		if err != nil {
-			return nil, wrap("read "+rel, err)
-		}
-		if busy {
-			later[rel] = true
-			continue
-		}
-		m, how, err := r.mergeHandEdit(tx, full(rel), data, mtime[rel])
-		if err != nil {
-			return nil, err
-		}
-		if how == handStale {
-			stale[full(rel)] = data
-			continue
-		}
-		if how == handAsIs {
-			if n := lookup(tx.root, full(rel)); n.isFile() && n.hash == plumbing.ComputeHash(plumbing.BlobObject, data) {
-				continue // put back as HEAD holds it since drifted looked: nothing to commit
-			}
-		}
-		taken++
-		read[full(rel)] = data
-		if how == handMerged {
-			data = m
-			tx.mirror = true // the worktree gets the merge
-		}
-		if n := lookup(tx.root, full(rel)); n.isDir() {
-			if err := tx.Remove(rel); err != nil {
-				return nil, wrap("adopt "+rel, err)
-			}
-		}
-		if err := tx.WriteFile(rel, data); err != nil {
-			return nil, wrap("adopt "+rel, err)
-		}
-		meta.Trailers = append(meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
-	if taken == 0 && !first {
-		return nil, ErrNoChange
+	if a.taken == 0 && !first {
+		return ErrNoChange
 	}
 	if !first {
-		r.opt.Logf("gitmem: committing %d file(s) changed outside gitmem", taken)
+		r.opt.Logf("gitmem: committing %d file(s) changed outside gitmem", a.taken)
 	}
-	p, err := r.prepare(tx, meta)
-	if err == nil {
-		p.read = read
-		// The commit takes every one of them as the worktree holds it
-		// (merged or not): a base noted for an earlier hand edit is
-		// history now, and merging a later edit from it would make
-		// conflicts of lines this commit already has.
-		now := time.Now()
-		var taken []string
-		for _, rel := range drift {
-			if !later[rel] {
-				taken = append(taken, full(rel))
-			}
-		}
-		shows := map[string]shown{}
-		for q, data := range read { // what a later edit of it is made on
-			v := shown{handBase: handBase{hash: plumbing.ComputeHash(plumbing.BlobObject, data)}, at: now}
-			if n := lookup(p.tree, q); !n.isFile() || n.hash != v.hash {
-				v.text = data // merged: no blob of the repository's
-			}
-			shows[q[len(memDir)+1:]] = v
-		}
-		r.repairs.adopted(taken, shows)
+	return nil
+}
+
+// adoptWrite takes the file rel (relative to memories/), which a hand
+// edit wrote, into a: as it is, merged, or not at all (left for later,
+// or stale). Called with wmu held.
+func (r *Repo) adoptWrite(a *adoption, rel string) error {
+	// A file another program holds open for writing may be one it
+	// truncated and has yet to write: it is taken once it is done.
+	data, busy, err := r.wt.readSettled(full(rel), r.opt.MaxFileBytes)
+	if tb := (*tooBigError)(nil); errors.As(err, &tb) { // grown since the lstat
+		a.later[rel] = true
+		r.leaveTooBig(rel, tb.size)
+		return nil
 	}
-	return p, err
+	if err != nil {
+		return wrap("read "+rel, err)
+	}
+	if busy {
+		a.later[rel] = true
+		return nil
+	}
+	m, how, err := r.mergeHandEdit(a.tx, full(rel), data, a.mtime[rel])
+	if err != nil {
+		return err
+	}
+	if how == handStale {
+		a.stale[full(rel)] = data
+		return nil
+	}
+	if how == handAsIs {
+		if n := lookup(a.tx.root, full(rel)); n.isFile() && n.hash == plumbing.ComputeHash(plumbing.BlobObject, data) {
+			return nil // put back as HEAD holds it since drifted looked: nothing to commit
+		}
+	}
+	a.taken++
+	a.read[full(rel)] = data
+	if how == handMerged {
+		data = m
+		a.tx.mirror = true // the worktree gets the merge
+	}
+	if n := lookup(a.tx.root, full(rel)); n.isDir() {
+		if err := a.tx.Remove(rel); err != nil {
+			return wrap("adopt "+rel, err)
+		}
+	}
+	if err := a.tx.WriteFile(rel, data); err != nil {
+		return wrap("adopt "+rel, err)
+	}
+	a.meta.Trailers = append(a.meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
+	return nil
 }
 
 // adoptKept commits the hand edits materialisation kept from acknowledged
