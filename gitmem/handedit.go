@@ -68,9 +68,47 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 // an edit that lands between this check and that write is kept too.
 // Called with mmu held, before the stat cache forgets paths.
 func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *node, paths, own []string) (kept map[string]bool, checks map[string]*ownFiles) {
-	versions := []*node{prev} // the trees whose files are gitmem's own writes
+	v := r.ownVersionsOf(items, prevHead, prev)
+	skip := newPathSet(own)
+	kept, checks = map[string]bool{}, map[string]*ownFiles{}
+	for _, q := range paths {
+		if skip.covers(q) || !under(q, []string{memDir}) {
+			continue
+		}
+		of := v.files(q)
+		if r.handEdited(v.trees, of, q) {
+			kept[q] = true
+			continue
+		}
+		checks[q] = of
+		r.repairs.dropBases(q) // gitmem writes it again: an older edit was taken
+	}
+	return kept, checks
+}
+
+// ownVersions are the versions of the worktree files that are gitmem's
+// own writes when the worktree follows a group of commits (keepHandEdits):
+// the trees, and which of them to look a path up in.
+type ownVersions struct {
+	trees []*node // what the worktree mirrored, each commit's tree, and a crash's base
+	// A path is looked up only in the versions that may hold another file
+	// there than the version before: with a group of n commits of a path
+	// each, n lookups, not n for every path. Those are the mirrored tree
+	// and the crash's base, the first commit, any that is no plain
+	// transaction on the one before (always), and a plain one whose paths
+	// hold the path or a folder above it (at). (A path beneath it makes it
+	// a folder: no file.)
+	always []int
+	at     map[string][]int
+	adopts []*prepared // the adopt commits among them, in order
+}
+
+// ownVersionsOf is the versions gitmem wrote, or was writing, when the
+// worktree mirrored prev (of commit prevHead) and follows items.
+func (r *Repo) ownVersionsOf(items []*prepared, prevHead plumbing.Hash, prev *node) *ownVersions {
+	v := &ownVersions{trees: []*node{prev}, always: []int{0}, at: map[string][]int{}}
 	for _, p := range items {
-		versions = append(versions, p.tree)
+		v.trees = append(v.trees, p.tree)
 	}
 	if base := items[0].parent; base != prevHead && !base.IsZero() {
 		// Replayed after a crash: the worktree may hold what it did
@@ -80,76 +118,57 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 		if err == nil {
 			var t *node
 			if t, err = r.loadTree(c.TreeHash, prev, ""); err == nil {
-				versions = append(versions, t)
+				v.trees = append(v.trees, t)
 			}
 		}
 		r.unlockObj()
 	}
-	// A path is looked up only in the versions that may hold another file
-	// there than the version before: with a group of n commits of a path
-	// each, n lookups, not n for every path. Those are prev and the
-	// crash's base, the first commit, any that is no plain transaction on
-	// the one before, and a plain one whose paths hold the path or a
-	// folder above it. (A path beneath it makes it a folder: no file.)
-	always := []int{0}
-	if len(versions) > len(items)+1 {
-		always = append(always, len(items)+1)
+	if len(v.trees) > len(items)+1 {
+		v.always = append(v.always, len(items)+1)
 	}
-	at := map[string][]int{}
 	for j, p := range items {
+		if p.read != nil {
+			v.adopts = append(v.adopts, p)
+		}
 		if j == 0 || !p.plain || p.parent != items[j-1].hash {
-			always = append(always, j+1)
+			v.always = append(v.always, j+1)
 			continue
 		}
 		for _, x := range p.paths {
-			at[x] = append(at[x], j+1)
+			v.at[x] = append(v.at[x], j+1)
 		}
 	}
-	var adopts []*prepared // in order
-	for _, p := range items {
-		if p.read != nil {
-			adopts = append(adopts, p)
+	return v
+}
+
+// files is what the worktree file at q may hold as gitmem's own.
+func (v *ownVersions) files(q string) *ownFiles {
+	of := &ownFiles{hashes: map[plumbing.Hash]bool{}, texts: map[plumbing.Hash][]byte{}}
+	add := func(is []int) {
+		for _, i := range is {
+			if n := lookup(v.trees[i], q); n.isFile() {
+				of.hashes[n.hash] = true
+			}
 		}
 	}
-	skip := newPathSet(own)
-	kept, checks = map[string]bool{}, map[string]*ownFiles{}
-	for _, q := range paths {
-		if skip.covers(q) || !under(q, []string{memDir}) {
-			continue
+	add(v.always)
+	add(v.at[q])
+	for a := q; ; {
+		k := strings.LastIndexByte(a, '/')
+		if k < 0 {
+			break
 		}
-		of := &ownFiles{hashes: map[plumbing.Hash]bool{}, texts: map[plumbing.Hash][]byte{}}
-		add := func(is []int) {
-			for _, i := range is {
-				if n := lookup(versions[i], q); n.isFile() {
-					of.hashes[n.hash] = true
-				}
-			}
-		}
-		add(always)
-		add(at[q])
-		for a := q; ; {
-			k := strings.LastIndexByte(a, '/')
-			if k < 0 {
-				break
-			}
-			a = a[:k]
-			add(at[a])
-		}
-		for _, p := range adopts { // what adopts read is gitmem's to replace, nothing later
-			if data, ok := p.read[q]; ok {
-				h := plumbing.ComputeHash(plumbing.BlobObject, data)
-				of.hashes[h], of.texts[h] = true, data
-				of.lastRead = h
-			}
-		}
-		if r.handEdited(versions, of, q) {
-			kept[q] = true
-			continue
-		}
-		checks[q] = of
-		r.repairs.dropBases(q) // gitmem writes it again: an older edit was taken
+		a = a[:k]
+		add(v.at[a])
 	}
-	return kept, checks
+	for _, p := range v.adopts { // what adopts read is gitmem's to replace, nothing later
+		if data, ok := p.read[q]; ok {
+			h := plumbing.ComputeHash(plumbing.BlobObject, data)
+			of.hashes[h], of.texts[h] = true, data
+			of.lastRead = h
+		}
+	}
+	return of
 }
 
 // ownFiles is what a worktree file may hold as gitmem's own: blobs gitmem
@@ -246,6 +265,14 @@ func (r *Repo) ownSize(of *ownFiles, size int64) bool {
 // when checked) noted in repairs (noteBase) for the next adopt commit's merge
 // (mergeHandEdit). One that another program still holds open for writing
 // is waited for, or put back (keepWriting). Called with mmu held.
+//
+// It is longer than 80 lines on purpose: its rounds share the state of
+// one write (what to put, what q may hold as gitmem's own, the edit's
+// base, the temporary file, whether an edit was kept), and every round
+// may change each of them; split, that state would become a struct
+// passed through every piece, and the order of the steps within a round
+// (put, take aside, compare, keep), which is what makes a hand edit safe,
+// would no longer read in one place.
 func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 	if n.isDir() {
 		return r.wt.sync(q, n, r.readBlob)
