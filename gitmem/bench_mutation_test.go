@@ -128,7 +128,7 @@ func mutationRepo(b *testing.B, files int) *Repo {
 	if r, err = Open(context.Background(), dir, opt); err != nil {
 		b.Fatal(err)
 	}
-	n := r.stats.len()
+	n := r.mirror.stats.len()
 	if n < files {
 		b.Fatalf("the stat cache holds %d files of %d", n, files)
 	}

@@ -188,7 +188,7 @@ func (r *Repo) openLog() (replayed bool, err error) {
 	last := items[len(items)-1]
 	r.state.setTip(last.hash, last.tree)
 	for _, p := range items {
-		r.repairs.inFlight(p)
+		r.mirror.inFlight(p)
 	}
 	dt = r.disk.hold()
 	dt.d.recovering = true

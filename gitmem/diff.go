@@ -121,7 +121,7 @@ func (r *Repo) DiffWorktree(paths ...string) ([]FileChange, error) {
 			delete(a, p)
 		}
 	}
-	disk, err := r.wt.scan(func(rel string, dir bool) bool { return checkRel(rel) != nil })
+	disk, err := r.mirror.scan(func(rel string, dir bool) bool { return checkRel(rel) != nil })
 	if err != nil {
 		return nil, wrap("scan the worktree", err)
 	}
@@ -133,7 +133,7 @@ func (r *Repo) DiffWorktree(paths ...string) ([]FileChange, error) {
 	}
 	return r.changes(a, b, func(side int, p, h string) ([]byte, error) {
 		if side == 1 {
-			data, err := r.wt.readFile(memDir + "/" + p)
+			data, err := r.mirror.readFile(memDir + "/" + p)
 			return data, wrap("read "+p, err)
 		}
 		return r.blobOf(side, p, h)

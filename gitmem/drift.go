@@ -30,29 +30,29 @@ import (
 // gitmem's own unfinished writes, not hand edits: they are repaired, never
 // adopted.
 //
-// Checking a file costs one lstat: r.stats keeps the lstat data of each
-// worktree file last seen holding its HEAD blob, with that blob (seeded
-// from .git/index at start), and only a file whose lstat data differs is
-// read and hashed. What such a read learns goes into the next .git/index
+// Checking a file costs one lstat: the mirror's stat cache keeps the
+// lstat data of each worktree file last seen holding its HEAD blob, with
+// that blob (seeded from .git/index at start), and only a file whose lstat
+// data differs is read and hashed. What such a read learns goes into the next .git/index
 // written (git's own refresh): a start after the folder was copied reads
 // every file once, the next one none.
 
 // sameAsTree reports whether the worktree file at repository path p (with
 // lstat data fi) holds blob h, reading it only when the cached lstat data
 // does not vouch for it.
-func (r *Repo) sameAsTree(p string, fi fs.FileInfo, n *node) (bool, error) {
+func (m *mirror) sameAsTree(p string, fi fs.FileInfo, n *node) (bool, error) {
 	h := n.hash
-	if r.stats.vouches(p, gd.StatOf(fi), h) {
+	if m.stats.vouches(p, gd.StatOf(fi), h) {
 		return true, nil
 	}
-	if r.tooBig(fi.Size()) && fi.Size() != n.size {
+	if m.tooBig(fi.Size()) && fi.Size() != n.size {
 		return false, nil // not read: see adoptDrift
 	}
 	// What is cached is the lstat data of the file read, taken on the
 	// descriptor read from before and after the read (not fi, which may
 	// be of an older file at p): an edit that lands after the read changes
 	// it, and the next look reads the file again.
-	data, st, err := r.wt.readRegular(p, -1, true)
+	data, st, err := m.wt.readRegular(p, -1, true)
 	if errors.Is(err, errNotRegular) { // replaced since it was looked at: not the blob
 		return false, nil
 	}
@@ -70,15 +70,9 @@ func (r *Repo) sameAsTree(p string, fi fs.FileInfo, n *node) (bool, error) {
 		return false, nil
 	}
 	if before, after := gd.StatOf(st[0]), gd.StatOf(st[1]); before == after && !after.Racy(time.Now()) {
-		r.stats.put(p, statEntry{after, h}, true)
+		m.stats.put(p, statEntry{after, h}, true)
 	}
 	return true, nil
-}
-
-// tooBig reports whether a hand-made file of size bytes is over the
-// largest file size: adoptDrift neither reads nor commits it.
-func (r *Repo) tooBig(size int64) bool {
-	return r.opt.MaxFileBytes > 0 && size > r.opt.MaxFileBytes
 }
 
 // leaveTooBig leaves the file rel (relative to memories/), made by hand
@@ -97,12 +91,6 @@ func (r *Repo) leaveTooBig(rel string, size int64) {
 		full(rel), policy.Thousands(size), policy.Thousands(r.opt.MaxFileBytes))
 }
 
-// forgetStats drops what is known of the files at or under the given
-// repository paths (gitmem is about to write them).
-func (r *Repo) forgetStats(paths []string) {
-	r.stats.forget(paths)
-}
-
 // loadIndexStats seeds the lstat cache from .git/index: an entry whose
 // blob is HEAD's and that is not racy (changed no earlier than the index
 // was written) vouches for its file.
@@ -110,7 +98,7 @@ func (r *Repo) loadIndexStats(si *startIndex) {
 	if si == nil {
 		return // no index, or one gitmem does not read: files are hashed
 	}
-	r.stats.seed(si.list(), r.snapshotTree(), si.written)
+	r.mirror.stats.seed(si.list(), r.snapshotTree(), si.written)
 }
 
 // drifted returns the memory files (relative to memories/) at or under the
@@ -118,7 +106,7 @@ func (r *Repo) loadIndexStats(si *startIndex) {
 // differs from the tree root: changed, created or deleted by hand. Paths
 // that are gitmem's own unfinished work (pend, see pendingFor) are skipped. Names no model could write
 // (.git*, control characters) and symlinks are not memory files.
-func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, error) {
+func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -134,10 +122,10 @@ func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, erro
 		// A file made by hand where the path needs a folder; a symlink or
 		// a missing folder on the way means nothing is there. When p's
 		// folders are known real, each need not be looked at.
-		fi, err, folders := r.wt.lstatFolders(p)
+		fi, err, folders := m.wt.lstatFolders(p)
 		blocked := false
 		for a := path.Dir(p); !folders && a != memDir && a != "."; a = path.Dir(a) {
-			fi, err := r.wt.lstat(a)
+			fi, err := m.wt.lstat(a)
 			switch {
 			case err != nil || fi.Mode()&fs.ModeSymlink != 0:
 				blocked = true
@@ -146,7 +134,7 @@ func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, erro
 				n := lookup(root, a)
 				if !n.isFile() {
 					add(a)
-				} else if same, err := r.sameAsTree(a, fi, n); err != nil {
+				} else if same, err := m.sameAsTree(a, fi, n); err != nil {
 					return nil, err
 				} else if !same {
 					add(a)
@@ -157,7 +145,7 @@ func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, erro
 		}
 		onDisk := map[string]fs.FileInfo{}
 		if !blocked {
-			if err := r.filesOnDisk(p, fi, err, pend, onDisk); err != nil {
+			if err := m.filesOnDisk(p, fi, err, pend, onDisk); err != nil {
 				return nil, err
 			}
 		}
@@ -165,7 +153,7 @@ func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, erro
 			n := lookup(root, q)
 			if !n.isFile() {
 				add(q)
-			} else if same, err := r.sameAsTree(q, fi, n); err != nil {
+			} else if same, err := m.sameAsTree(q, fi, n); err != nil {
 				return nil, err
 			} else if !same {
 				add(q)
@@ -184,7 +172,7 @@ func (r *Repo) drifted(root *node, paths []string, pend coverer) ([]string, erro
 // filesOnDisk collects the regular files at or under repository path p
 // (whose lstat gave fi and err), never following a symlink and skipping
 // what no model could write.
-func (r *Repo) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, out map[string]fs.FileInfo) error {
+func (m *mirror) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, out map[string]fs.FileInfo) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -196,7 +184,7 @@ func (r *Repo) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, ou
 	case !fi.IsDir():
 		return nil
 	}
-	return fs.WalkDir(r.wt.root.FS(), p, func(q string, d fs.DirEntry, err error) error {
+	return fs.WalkDir(m.wt.root.FS(), p, func(q string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -258,7 +246,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 			}
 			shows[q[len(memDir)+1:]] = v
 		}
-		r.repairs.adopted(taken, shows)
+		r.mirror.repairs.adopted(taken, shows)
 	}
 	return p, err
 }
@@ -271,8 +259,8 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 // with wmu held.
 func (r *Repo) findDrift(paths []string, first bool) ([]string, error) {
 	_, tip := r.state.tipOf()
-	undone := r.undone.Load()
-	drift, err := r.drifted(tip, paths, r.repairs.pendingFor(paths))
+	undone := r.mirror.undone.Load()
+	drift, err := r.mirror.drifted(tip, paths, r.mirror.repairs.pendingFor(paths))
 	if err != nil {
 		return nil, err
 	}
@@ -289,8 +277,8 @@ func (r *Repo) findDrift(paths []string, first bool) ([]string, error) {
 	if !first && r.gitMoved() {
 		r.scheduleIndex()
 	}
-	if r.undone.Load() != undone { // files git wrote were put back since drifted looked
-		if drift, err = r.drifted(tip, paths, r.repairs.pendingFor(paths)); err != nil || len(drift) == 0 {
+	if r.mirror.undone.Load() != undone { // files git wrote were put back since drifted looked
+		if drift, err = r.mirror.drifted(tip, paths, r.mirror.repairs.pendingFor(paths)); err != nil || len(drift) == 0 {
 			return nil, ErrNoChange
 		}
 	}
@@ -325,8 +313,8 @@ func (r *Repo) buildAdopt(drift []string, first bool, a *adoption) error {
 	// Deletions first: a file deleted by hand may be where a folder now is.
 	var writes []string
 	for _, rel := range drift {
-		fi, err := r.wt.lstat(full(rel))
-		if err == nil && fi.Mode().IsRegular() && r.tooBig(fi.Size()) {
+		fi, err := r.mirror.wt.lstat(full(rel))
+		if err == nil && fi.Mode().IsRegular() && r.mirror.tooBig(fi.Size()) {
 			a.later[rel] = true
 			r.leaveTooBig(rel, fi.Size())
 			continue
@@ -363,7 +351,7 @@ func (r *Repo) buildAdopt(drift []string, first bool, a *adoption) error {
 func (r *Repo) adoptWrite(a *adoption, rel string) error {
 	// A file another program holds open for writing may be one it
 	// truncated and has yet to write: it is taken once it is done.
-	data, busy, err := r.wt.readSettled(full(rel), r.opt.MaxFileBytes)
+	data, busy, err := r.mirror.wt.readSettled(full(rel), r.opt.MaxFileBytes)
 	if tb := (*tooBigError)(nil); errors.As(err, &tb) { // grown since the lstat
 		a.later[rel] = true
 		r.leaveTooBig(rel, tb.size)
@@ -414,7 +402,7 @@ func (r *Repo) adoptKept() {
 	if err := r.materialize(); err != nil {
 		return // the checkpoint that follows says why
 	}
-	paths := slices.Collect(maps.Keys(r.repairs.bases()))
+	paths := slices.Collect(maps.Keys(r.mirror.repairs.bases()))
 	if len(paths) == 0 {
 		return
 	}
@@ -447,7 +435,7 @@ type keptEdit struct {
 // keptPath, durably, or removes it when there are none. Called with wmu
 // and the writer lock held, at exit and after the start's adopt.
 func (r *Repo) saveKept() {
-	bases := r.repairs.bases()
+	bases := r.mirror.repairs.bases()
 	var out []keptEdit
 	for _, p := range slices.Sorted(maps.Keys(bases)) {
 		b := bases[p]
@@ -502,12 +490,12 @@ func (r *Repo) loadKept() {
 		}
 		bases[k.Path] = b
 	}
-	drift, err := r.drifted(r.snapshotTree(), slices.Collect(maps.Keys(bases)), pathSet{})
+	drift, err := r.mirror.drifted(r.snapshotTree(), slices.Collect(maps.Keys(bases)), pathSet{})
 	if err != nil {
 		return
 	}
 	for _, rel := range drift {
-		r.repairs.noteBase(full(rel), bases[full(rel)])
+		r.mirror.repairs.noteBase(full(rel), bases[full(rel)])
 	}
 }
 
@@ -537,7 +525,7 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (da
 	if !tip.isFile() {
 		return nil, handAsIs, nil
 	}
-	base, kept, seen := r.repairs.baseOf(p)
+	base, kept, seen := r.mirror.repairs.baseOf(p)
 	if !kept {
 		base = handBase{hash: tip.hash}
 	}
@@ -550,7 +538,7 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (da
 			return nil, handStale, nil // that version as it was: no edit
 		}
 	}
-	if h != tip.hash && r.repairs.gitCheckedOut(p[len(memDir)+1:], h, mtime) {
+	if h != tip.hash && r.mirror.repairs.gitCheckedOut(p[len(memDir)+1:], h, mtime) {
 		return nil, handStale, nil
 	}
 	cands := []handBase{base}
@@ -638,12 +626,12 @@ func (r *Repo) putBackStale(files map[string][]byte) {
 	dt := r.disk.hold()
 	defer dt.release()
 	// No edit to merge (mirrorChecked notes one made since).
-	r.repairs.dropBases(slices.Collect(maps.Keys(files))...)
+	r.mirror.repairs.dropBases(slices.Collect(maps.Keys(files))...)
 	for p, had := range files {
 		r.opt.Logf("gitmem: %s was written back as it was before gitmem's last change to it (a program that read it before that change, or a git checkout); the acknowledged version is put back", p)
 		h := plumbing.ComputeHash(plumbing.BlobObject, had)
 		of := &ownFiles{hashes: map[plumbing.Hash]bool{h: true}, texts: map[plumbing.Hash][]byte{h: had}, found: h}
-		r.forgetStats([]string{p})
+		r.mirror.forget([]string{p})
 		if err := r.mirrorChecked(p, lookup(dt.tree(), p), of); err != nil {
 			r.opt.Logf("gitmem: could not put back %s: %v", p, err)
 		}
@@ -662,7 +650,7 @@ func mergeHand(base, ours, hand []byte) []byte {
 // memories/), taking the locks only when a cheap check finds one.
 func (r *Repo) adoptFiles(ctx context.Context, rels []string) error {
 	paths := repoPaths(rels)
-	if drift, err := r.drifted(r.snapshotTree(), paths, r.repairs.pendingFor(paths)); err != nil || len(drift) == 0 {
+	if drift, err := r.mirror.drifted(r.snapshotTree(), paths, r.mirror.repairs.pendingFor(paths)); err != nil || len(drift) == 0 {
 		return err
 	}
 	_, err := r.adoptNow(ctx, paths)
@@ -707,11 +695,11 @@ func (r *Repo) Adopt(ctx context.Context) (Commit, error) {
 	if r.opt.ReadOnly {
 		return Commit{}, ErrReadOnly
 	}
-	pend := r.repairs.pendingFor([]string{memDir})
+	pend := r.mirror.repairs.pendingFor([]string{memDir})
 	for _, p := range r.readJournalPaths() {
 		pend[p] = true
 	}
-	drift, err := r.drifted(r.snapshotTree(), []string{memDir}, pend)
+	drift, err := r.mirror.drifted(r.snapshotTree(), []string{memDir}, pend)
 	if err != nil {
 		return Commit{}, wrap("scan the worktree", err)
 	} else if len(drift) == 0 {
@@ -770,11 +758,11 @@ func (r *Repo) checkoutMoved(si *startIndex) {
 	defer r.disk.hold().release()
 	out, hand := r.moveWorktree(old, tree)
 	for p, base := range hand {
-		r.repairs.noteBase(p, handBase{hash: base})
+		r.mirror.repairs.noteBase(p, handBase{hash: base})
 	}
 	if len(out) > 0 {
 		r.opt.Logf("gitmem: the branch moved to %s outside gitmem: checked out %d file(s) it changed", head.String()[:7], len(out))
-		if err := gd.SyncFS(r.obj.Env, r.dir, r.wt.flushList()); err != nil {
+		if err := gd.SyncFS(r.obj.Env, r.dir, r.mirror.wt.flushList()); err != nil {
 			r.opt.Logf("gitmem: could not sync the worktree: %v", err)
 		}
 	}
@@ -799,12 +787,12 @@ func (r *Repo) moveWorktree(old, tree *node) (out []string, hand map[string]plum
 	// the branch has a file, which can go once the files in it went.
 	check := func(p string) (folder bool) {
 		var have, before, now plumbing.Hash
-		if fi, err := r.wt.lstat(p); err == nil {
+		if fi, err := r.mirror.wt.lstat(p); err == nil {
 			if !fi.Mode().IsRegular() {
 				// a folder or a symlink where a file was: the hand-edit check decides
 				return fi.IsDir() && lookup(tree, p).isFile()
 			}
-			data, err := r.wt.readFile(p)
+			data, err := r.mirror.wt.readFile(p)
 			if err != nil {
 				return false
 			}
@@ -826,7 +814,7 @@ func (r *Repo) moveWorktree(old, tree *node) (out []string, hand map[string]plum
 			// Replaced in one step with what it held moved aside: a hand
 			// edit landing after the check is kept (mirrorChecked, which
 			// notes its base). One noted before is gone with what it held.
-			r.repairs.dropBases(p)
+			r.mirror.repairs.dropBases(p)
 			of := &ownFiles{hashes: map[plumbing.Hash]bool{before: true}, found: before}
 			if err := r.mirrorChecked(p, n, of); err != nil {
 				r.opt.Logf("gitmem: could not check out %s: %v", p[len(memDir)+1:], err)
@@ -847,7 +835,7 @@ func (r *Repo) moveWorktree(old, tree *node) (out []string, hand map[string]plum
 	for _, p := range later {
 		check(p) // a folder still there holds files made by hand: adopted
 	}
-	r.forgetStats(out)
+	r.mirror.forget(out)
 	return out, hand
 }
 
@@ -874,7 +862,7 @@ func (r *Repo) undoCheckout(cur plumbing.Hash, to *node) {
 	if out, _ := r.moveWorktree(old, to); len(out) > 0 {
 		r.opt.Logf("gitmem: %d worktree file(s) git checked out for %s were put back to the acknowledged version", len(out), cur.String()[:7])
 	}
-	r.undone.Add(1)
+	r.mirror.undone.Add(1)
 	r.gitIndex.gitWrote(plumbing.ZeroHash) // git rewrote .git/index for cur: written again
 }
 
@@ -920,7 +908,7 @@ func (r *Repo) gitBusy() bool {
 	fi, err := os.Stat(filepath.Join(r.gitDir, "index.lock"))
 	busy := err == nil && time.Since(fi.ModTime()) < gd.StaleLock
 	if busy && r.gitIndex.idle() { // gitmem is not writing the index: a git command is
-		r.repairs.sawGit()
+		r.mirror.repairs.sawGit()
 	}
 	return busy
 }

@@ -111,7 +111,7 @@ func (r *Repo) withDiskHeld(fn func() error) error {
 	return fn()
 }
 
-func (r *Repo) clearTemp(all bool) int { return r.wt.clearTemp(all) }
+func (r *Repo) clearTemp(all bool) int { return r.mirror.clearTemp(all) }
 
 // errGCStopped is a collection's error when Close stopped it.
 var errGCStopped = errors.New("the repository was closed")

@@ -30,11 +30,11 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 	// Sorted once: a union per commit was quadratic in a large group.
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	retry := r.repairs.pending() // paths an earlier pass could not write
+	retry := r.mirror.repairs.pending() // paths an earlier pass could not write
 	r.awaitGit()
 	kept, checks := r.keepHandEdits(items, prevHead, prev, paths, retry)
 	paths = union(paths, retry)
-	r.forgetStats(paths)
+	r.mirror.forget(paths)
 	var failed []string
 	for _, q := range paths {
 		if kept[q] {
@@ -44,14 +44,14 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 		if of, ok := checks[q]; ok {
 			err = r.mirrorChecked(q, lookup(last.tree, q), of)
 		} else {
-			err = r.wt.sync(q, lookup(last.tree, q), r.readBlob)
+			err = r.mirror.wt.sync(q, lookup(last.tree, q), r.readBlob)
 		}
 		if err != nil {
 			failed = append(failed, q)
 			r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
 		}
 	}
-	r.repairs.followed(items, prev, failed, time.Now())
+	r.mirror.repairs.followed(items, prev, failed, time.Now())
 }
 
 // keepHandEdits returns the files among paths that were edited by hand
@@ -81,7 +81,7 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 			continue
 		}
 		checks[q] = of
-		r.repairs.dropBases(q) // gitmem writes it again: an older edit was taken
+		r.mirror.repairs.dropBases(q) // gitmem writes it again: an older edit was taken
 	}
 	return kept, checks
 }
@@ -201,12 +201,12 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 	if old.isDir() {
 		return false
 	}
-	fi, err := r.wt.lstat(q)
+	fi, err := r.mirror.wt.lstat(q)
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
 	if old.isFile() {
-		if same, err := r.sameAsTree(q, fi, old); err != nil || same {
+		if same, err := r.mirror.sameAsTree(q, fi, old); err != nil || same {
 			of.found = old.hash
 			return false
 		}
@@ -214,8 +214,8 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 	// A file over the largest file size that no version gitmem wrote
 	// there is as long as was made by hand: it is not read (adoptDrift
 	// leaves it too).
-	if !r.tooBig(fi.Size()) || r.ownSize(of, fi.Size()) {
-		data, err := r.wt.readFile(q)
+	if !r.mirror.tooBig(fi.Size()) || r.ownSize(of, fi.Size()) {
+		data, err := r.mirror.wt.readFile(q)
 		if err != nil {
 			return false
 		}
@@ -234,7 +234,7 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 	}
 	// Kept already: its base is the older one, and it was logged (once
 	// until the adopt takes it, not at every change under load).
-	if r.repairs.noteBase(q, base) {
+	if r.mirror.repairs.noteBase(q, base) {
 		r.opt.Logf("gitmem: %s was edited by hand before an acknowledged change to it reached the worktree; the edit is kept, and merged into that change by the next adopt commit", q)
 	}
 	return true
@@ -275,12 +275,12 @@ func (r *Repo) ownSize(of *ownFiles, size int64) bool {
 // would no longer read in one place.
 func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 	if n.isDir() {
-		return r.wt.sync(q, n, r.readBlob)
+		return r.mirror.wt.sync(q, n, r.readBlob)
 	}
 	if err := r.obj.Env.Injected(gd.StepWorktree, q); err != nil {
 		return err
 	}
-	w := r.wt
+	w := r.mirror.wt
 	var want []byte
 	if n != nil {
 		// Read first, so that what q's lookup finds below is as fresh as
@@ -415,7 +415,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 // had put at q (putFile: a file), which comes back aside. Called with mmu
 // held.
 func (r *Repo) keepWriting(q, aside string, put []byte, putFile bool, base []byte) error {
-	w := r.wt
+	w := r.mirror.wt
 	back, backInfo, _, err := w.put(aside, q, putFile)
 	if err != nil {
 		return fmt.Errorf("put back the file another program writes (left in .git/gitmem/tmp): %w", err)
@@ -445,7 +445,7 @@ func (r *Repo) keepHand(q string, base []byte) (noted bool) {
 	if base != nil {
 		b.hash = plumbing.ComputeHash(plumbing.BlobObject, base)
 	}
-	return r.repairs.noteBase(q, b)
+	return r.mirror.repairs.noteBase(q, b)
 }
 
 // coverer tells the paths drifted leaves alone: a path is covered when it

@@ -102,7 +102,7 @@ func (r *Repo) writeIndex() error {
 // writeIndexHeld is writeIndex with the index's lock held.
 func (r *Repo) writeIndexHeld(held indexHeld) error {
 	head, root := r.state.snapshot() // together: commits are published meanwhile (Flush holds no writer lock)
-	read := r.stats.takeRead()
+	read := r.mirror.statsRead()
 	return held.write(head, root, read, r.vouch)
 }
 
@@ -258,7 +258,7 @@ func (s *startIndex) list() []gd.IndexEntry {
 // blob with the old file's size — which git takes as modified without
 // reading it, for as long as the entry is kept (issue 21, item 17).
 func (r *Repo) vouch(p string, n *node, now time.Time) gd.Stat {
-	data, st, err := r.wt.readRegular(p, n.size, true)
+	data, st, err := r.mirror.readRegular(p, n.size, true)
 	if err != nil || plumbing.ComputeHash(plumbing.BlobObject, data) != n.hash {
 		return gd.Stat{}
 	}

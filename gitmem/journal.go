@@ -85,7 +85,7 @@ func (r *Repo) readJournal() *journal {
 func (r *Repo) repairPending() {
 	j := r.readJournal()
 	if j == nil {
-		r.repairs.setPending(nil)
+		r.mirror.repairs.setPending(nil)
 		return
 	}
 	defer r.disk.hold().release() // not while the worktree is being materialised
@@ -94,7 +94,7 @@ func (r *Repo) repairPending() {
 	tree := r.snapshotTree()
 	var left []string
 	for _, p := range j.Paths {
-		if err := r.wt.sync(p, lookup(tree, p), r.readBlob); err != nil {
+		if err := r.mirror.wt.sync(p, lookup(tree, p), r.readBlob); err != nil {
 			r.opt.Logf("gitmem: could not bring %s back to HEAD yet: %v", p, err)
 			left = append(left, p)
 		}
@@ -102,10 +102,10 @@ func (r *Repo) repairPending() {
 	if len(j.Paths) > 0 && len(left) < len(j.Paths) && !j.Checkout {
 		r.opt.Logf("gitmem: brought %d path(s) of an unfinished change back to HEAD", len(j.Paths)-len(left))
 	}
-	r.forgetStats(j.Paths)
-	r.repairs.setPending(left)
+	r.mirror.forget(j.Paths)
+	r.mirror.repairs.setPending(left)
 	// The repaired files must be on disk before the record of them goes.
-	if err := gd.SyncFS(r.obj.Env, r.dir, r.wt.flushList()); err != nil {
+	if err := gd.SyncFS(r.obj.Env, r.dir, r.mirror.wt.flushList()); err != nil {
 		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)
 		return
 	}

@@ -118,7 +118,7 @@ func (r *Repo) release(t *writerTurn) bool {
 		r.opt.Logf("gitmem: could not write .git/index: %v", err)
 	}
 	r.closeLog(false)
-	r.wt.dropSpares()
+	r.mirror.dropSpares()
 	r.lease.Release()
 	return true
 }

@@ -263,7 +263,7 @@ func (r *Repo) syncMaterialized(dt diskTurn) error {
 		return err
 	}
 	ref := filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch)))
-	files := append(r.wt.flushList(), dt.d.packsWritten...)
+	files := append(r.mirror.flushList(), dt.d.packsWritten...)
 	files = append(files, ref, filepath.Dir(ref))
 	if err := gd.SyncFS(r.obj.Env, r.gitDir, files); err != nil {
 		return wrap("sync the repository", err)
@@ -275,7 +275,7 @@ func (r *Repo) syncMaterialized(dt diskTurn) error {
 		}
 		return g.done
 	})
-	pend := r.repairs.pending()
+	pend := r.mirror.pending()
 	if len(pend) > 0 {
 		if err := r.writeJournal(journal{Paths: pend}); err != nil {
 			return wrap("write the journal", err)

@@ -55,7 +55,7 @@ func TestOpenReadsNoUnchangedFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := r.wt.reads.Load()
+		n := r.mirror.wt.reads.Load()
 		if err := r.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -338,11 +338,11 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := r.wt.readBytes.Load()
+	before := r.mirror.wt.readBytes.Load()
 	if _, err := r.Adopt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := r.wt.readBytes.Load() - before; n >= int64(len(big)) {
+	if n := r.mirror.wt.readBytes.Load() - before; n >= int64(len(big)) {
 		t.Fatalf("the adopt read %d bytes: a file over the limit (%d bytes) was read", n, len(big))
 	}
 	if _, err := r.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
@@ -381,11 +381,11 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 	// A change of the model's to such a path is committed; the file on
 	// disk is kept as a hand edit, and not read to tell it from gitmem's
 	// own versions: none is that long.
-	before = r.wt.readBytes.Load()
+	before = r.mirror.wt.readBytes.Load()
 	write(t, r, "t3", "grown.md", "model\n")
 	write(t, r, "t4", "big.md", "model big\n")
 	settle(t, r)
-	if n := r.wt.readBytes.Load() - before; n >= int64(len(big)) {
+	if n := r.mirror.wt.readBytes.Load() - before; n >= int64(len(big)) {
 		t.Fatalf("the model's changes read %d bytes: a file over the limit (%d bytes) was read", n, len(big))
 	}
 	if read(t, r, "grown.md") != "model\n" || read(t, r, "big.md") != "model big\n" || readDisk(t, dir, "grown.md") != big || readDisk(t, dir, "big.md") != big {
@@ -393,12 +393,12 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 	}
 	// A file that grows past the limit between the adopt's lstat and its
 	// read is not read either: the size is checked on the descriptor.
-	before = r.wt.readBytes.Load()
+	before = r.mirror.wt.readBytes.Load()
 	var tb *tooBigError
-	if _, _, err := r.wt.readSettled("memories/big.md", opt.MaxFileBytes); !errors.As(err, &tb) || tb.size != 4000 {
+	if _, _, err := r.mirror.wt.readSettled("memories/big.md", opt.MaxFileBytes); !errors.As(err, &tb) || tb.size != 4000 {
 		t.Fatalf("readSettled of a file over its bound: %v", err)
 	}
-	if n := r.wt.readBytes.Load() - before; n != 0 {
+	if n := r.mirror.wt.readBytes.Load() - before; n != 0 {
 		t.Fatalf("readSettled read %d bytes of a file over its bound", n)
 	}
 }

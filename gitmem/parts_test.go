@@ -35,6 +35,7 @@ var parts = map[string][]string{
 	// commits plain git moved the branch to, merged back
 	"outsideGit": {"plaingit.go"},
 	// the mirror: memories/ following the branch, hand edits found
+	"mirror":       {"mirror.go", "worktree.go", "worktree_linux.go", "worktree_other.go", "drift.go", "handedit.go", "journal.go"},
 	"worktree":     {"worktree.go", "worktree_linux.go", "worktree_other.go", "drift.go", "handedit.go"},
 	"journal":      {"journal.go"},
 	"statCache":    {"statcache.go"},

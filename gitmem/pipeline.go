@@ -1,7 +1,6 @@
 package gitmem
 
 import (
-	"sync/atomic"
 	"time"
 )
 
@@ -51,19 +50,11 @@ const (
 	pollEvery       = 10 * time.Millisecond
 )
 
-// pipeline is what is left of the commit pipeline's state on Repo: the
-// fields of parts not made yet (the worktree's repairs, plain git's). The pipeline's own parts are Repo's fields
-// state, committer, log, backlog, disk and maint. Fields are grouped by
-// the mutex that guards them.
-type pipeline struct {
-	undone atomic.Int64 // checkouts of git's undone (undoCheckout): an adopt's look at the worktree is stale
-}
-
-// initPipeline makes the pipeline's parts, and the maps of the state
-// left in pipeline.
+// initPipeline makes the pipeline's parts (the mirror, which the
+// committer tells of the paths in flight, is made before).
 func (r *Repo) initPipeline() {
 	r.committer = committer{queue: &batch{}, log: &r.log, state: &r.state, backlog: &r.backlog, objs: r.obj,
-		ids: r.toolIDs, paths: r.repairs, hist: r.histIndex, maint: &r.maint, opt: &r.opt}
+		ids: r.toolIDs, paths: r.mirror, hist: r.histIndex, maint: &r.maint, opt: &r.opt}
 	r.maint = newMaintainer()
 	r.backlog = newBacklog()
 }

@@ -345,7 +345,7 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 			return wrap("write the index", err)
 		}
 		// The rebuilt worktree must be on disk before the record says so.
-		if err := gd.SyncFS(r.obj.Env, r.dir, r.wt.flushList()); err != nil {
+		if err := gd.SyncFS(r.obj.Env, r.dir, r.mirror.flushList()); err != nil {
 			return wrap("sync the worktree", err)
 		}
 		if err := r.writeRedactRecord(redactRecord{GC: true}); err != nil {
@@ -398,10 +398,9 @@ func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
 	for _, f := range []string{"ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "COMMIT_EDITMSG", "gitmem/pending"} {
 		os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(f)))
 	}
-	r.repairs.reset()
+	r.mirror.reset()
 	r.histIndex.remove()
-	r.stats.clear()
-	return wrap("bring the worktree to the redacted history", r.wt.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob))
+	return wrap("bring the worktree to the redacted history", r.mirror.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob))
 }
 
 // redactsRef reports whether a redaction rewrites what a ref holds:

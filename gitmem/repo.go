@@ -163,7 +163,6 @@ type Repo struct {
 	dir    string
 	gitDir string
 	opt    Options
-	wt     *worktree
 
 	// lease is the writer turn (one writer in this process; in the lock
 	// order after the collector's lock) and the repository's lock files
@@ -193,8 +192,7 @@ type Repo struct {
 	backlog   backlog    // published, not yet in git's files (backlog.go)
 	disk      disk       // git's files and the worktree as written (materialise.go, checkpoint.go)
 	maint     maintainer // the background loop (maintain.go)
-	pipeline             // fields of parts not made yet (pipeline.go)
-	repairs   *repairs   // worktree paths to write, hand edits kept, versions shown (its own lock; repairs.go)
+	mirror    *mirror    // memories/ following the branch, hand edits found (mirror.go)
 
 	omu     sync.Mutex // go-git's storage is not safe for concurrent use
 	obj     *gd.Store
@@ -281,20 +279,18 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 		dir:    dir,
 		gitDir: gitDir,
 		opt:    opt,
-		wt:     newWorktree(root, dir, gitDir, opt.hooks.gdEnv()),
 		obj:    opt.hooks.open(gitDir),
-		stats:  newStatCache(),
 		lease:  lock.NewWriter(nil, nil), // read-only: no lock files
 	}
 	r.life, r.cancel = context.WithCancel(context.Background())
 	r.histIndex = newHistoryIndex(gitDir, opt.hooks)
 	r.toolIDs = newToolUseIDs()
 	r.gitIndex = newGitIndex(gitDir, opt.hooks.gdEnv())
-	r.repairs = newRepairs()
+	r.mirror = newMirror(newWorktree(root, dir, gitDir, opt.hooks.gdEnv()), opt.MaxFileBytes)
 	r.initPipeline()
 	fail := func(err error) (*Repo, error) {
 		r.cancel()
-		r.wt.close()
+		r.mirror.close()
 		r.lease.Close()
 		r.obj.Close()
 		return nil, err
@@ -982,7 +978,7 @@ func (r *Repo) Close() error {
 	}
 	r.gitIndex.stopTimer()
 	var err error
-	kept := r.repairs.handKept()
+	kept := r.mirror.handKept()
 	if !r.lease.Held() && !r.opt.ReadOnly && (kept || r.gitMovedAway()) {
 		// git took HEAD or the branch away while the lock was free: put
 		// back under it (settleIn), so that git's view at exit is whole.
@@ -1054,7 +1050,7 @@ func (r *Repo) shutdown(t *writerTurn) {
 	t.end()
 	r.maint.shutdown()
 	r.histIndex.stopBuild()
-	r.wt.close()
+	r.mirror.close()
 	r.lease.Close()
 	r.closeLog(false)
 	r.omu.Lock()

@@ -189,18 +189,18 @@ func TestGCLeavesAFileTakenAside(t *testing.T) {
 		}
 	}
 	r.disk.mu.Lock() // as the materialiser does
-	tmp, err := r.wt.writeTemp([]byte("a, second\n"))
+	tmp, err := r.mirror.wt.writeTemp([]byte("a, second\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	aside, _, placed, err := r.wt.put(tmp, "memories/a.md", true)
+	aside, _, placed, err := r.mirror.wt.put(tmp, "memories/a.md", true)
 	if err != nil || !placed || aside == "" {
 		t.Fatalf("put: %q %v %v", aside, placed, err)
 	}
 	r.collector.lock(t.Context(), nil)
 	pl, err := r.gcTarget().plan(false, false) // a background gc, meanwhile
 	r.collector.unlock()
-	data, _, aerr := r.wt.takeAside(aside, nil)
+	data, _, aerr := r.mirror.wt.takeAside(aside, nil)
 	r.disk.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)

@@ -1452,7 +1452,7 @@ func TestAdoptDropsTheBaseOfAnEditItTook(t *testing.T) {
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "1\n")
 	settle(t, r)
-	r.repairs.noteBase(full("a.md"), handBase{hash: plumbing.ComputeHash(plumbing.BlobObject, []byte("1\n"))})
+	r.mirror.repairs.noteBase(full("a.md"), handBase{hash: plumbing.ComputeHash(plumbing.BlobObject, []byte("1\n"))})
 	for _, text := range []string{"1\n2\n", "1\n2\n3\n"} {
 		os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte(text), 0o600)
 		if _, err := r.Adopt(context.Background()); err != nil {

@@ -103,7 +103,7 @@ func (v *View) ReadFile(p string) ([]byte, error) {
 	// the read from the pack was more than a quarter of Update's CPU (pprof
 	// of serve: 0.51 s of 1.79 s; from the worktree, 0.09 s of 2.16 s).
 	if v.reads != nil && n.size <= blobFromWorktreeMax {
-		if data, ok := v.r.wt.readBlob(full(p), n); ok {
+		if data, ok := v.r.mirror.readBlob(full(p), n); ok {
 			return data, nil
 		}
 	}

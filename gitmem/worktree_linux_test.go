@@ -251,7 +251,7 @@ func TestALinkedFolderIsNoFolder(t *testing.T) {
 	if err := os.Symlink("real", filepath.Join(mem, "d")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, folders := r.wt.lstatFolders("memories/d/a.md"); folders {
+	if _, _, folders := r.mirror.wt.lstatFolders("memories/d/a.md"); folders {
 		t.Fatal("a path through a link was taken for one through real folders")
 	}
 	write(t, r, "t3", "d/b.md", "b2\n")

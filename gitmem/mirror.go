@@ -1,0 +1,93 @@
+package gitmem
+
+import (
+	"io/fs"
+	"sync/atomic"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// mirror keeps memories/ following the branch, and finds what was edited
+// there by hand (design D7). It owns the worktree's file I/O (worktree,
+// with .git/gitmem/tmp and its spares), the stat cache, the repair state
+// (repairs) and the journal. Its fields are touched only in the mirror's
+// files (worktree*.go, drift.go, handedit.go, journal.go, mirror.go; see
+// parts_test.go): the rest of the store goes through its methods.
+//
+// It has no lock of its own. Its parts' locks, statCache.mu, repairs.mu
+// and the worktree's writtenMu and sparesMu, are leaves of the lock
+// order: each may be taken with any other lock held, and none is held
+// while another lock is taken. What orchestrates it with the rest of the
+// store (materializeSome's follow, adopting, checking out what git moved)
+// runs on Repo, with wmu or mmu held as its comments say.
+type mirror struct {
+	wt           *worktree
+	stats        *statCache // worktree files known to hold their HEAD blob
+	repairs      *repairs   // paths to write, hand edits kept, versions shown
+	maxFileBytes int64      // Options.MaxFileBytes: a hand-made file over it is not read (0: no limit)
+
+	// undone counts git's checkouts undone (undoCheckout): an adopt's
+	// look at the worktree is stale.
+	undone atomic.Int64
+}
+
+func newMirror(wt *worktree, maxFileBytes int64) *mirror {
+	return &mirror{wt: wt, stats: newStatCache(), repairs: newRepairs(), maxFileBytes: maxFileBytes}
+}
+
+// close removes the spare files and closes the worktree's root.
+func (m *mirror) close() { m.wt.close() }
+
+// inFlight notes that p, not yet materialised, changes its paths: no
+// hand edit is looked for there until it is (the committer's
+// pathsInFlight).
+func (m *mirror) inFlight(p *prepared) { m.repairs.inFlight(p) }
+
+// droppedPaths notes that ps were dropped: they never reach the worktree.
+func (m *mirror) droppedPaths(ps []*prepared) { m.repairs.droppedPaths(ps) }
+
+// pending is the paths the worktree could not follow yet.
+func (m *mirror) pending() []string { return m.repairs.pending() }
+
+// handKept reports whether a hand edit kept from an acknowledged change
+// waits for an adopt commit.
+func (m *mirror) handKept() bool { return m.repairs.handKept() }
+
+// reset forgets what the mirror knew of the worktree (the paths to
+// repair, the hand edits' bases, the stat cache): a redaction rewrote the
+// history, and every file is written anew.
+func (m *mirror) reset() {
+	m.repairs.reset()
+	m.stats.clear()
+}
+
+// statsRead is what reads of worktree files found since .git/index was
+// last written (statCache.takeRead).
+func (m *mirror) statsRead() map[string]statEntry { return m.stats.takeRead() }
+
+// forget drops what is known of the files at or under the given
+// repository paths (gitmem is about to write them).
+func (m *mirror) forget(paths []string) { m.stats.forget(paths) }
+
+// tooBig reports whether a hand-made file of size bytes is over the
+// largest file size: adoptDrift neither reads nor commits it.
+func (m *mirror) tooBig(size int64) bool {
+	return m.maxFileBytes > 0 && size > m.maxFileBytes
+}
+
+// The worktree's file I/O, for the rest of the store.
+
+func (m *mirror) scan(skip func(rel string, dir bool) bool) (map[string]plumbing.Hash, error) {
+	return m.wt.scan(skip)
+}
+func (m *mirror) readFile(p string) ([]byte, error)         { return m.wt.readFile(p) }
+func (m *mirror) readBlob(p string, n *node) ([]byte, bool) { return m.wt.readBlob(p, n) }
+func (m *mirror) readRegular(p string, size int64, stat bool) ([]byte, [2]fs.FileInfo, error) {
+	return m.wt.readRegular(p, size, stat)
+}
+func (m *mirror) flushList() []string    { return m.wt.flushList() }
+func (m *mirror) dropSpares()            { m.wt.dropSpares() }
+func (m *mirror) clearTemp(all bool) int { return m.wt.clearTemp(all) }
+func (m *mirror) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, error)) error {
+	return m.wt.sync(p, n, blob)
+}
