@@ -375,7 +375,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 					// that is older than what q held (a program that read
 					// the file before gitmem's last change to it).
 					want = data
-					if r.keepHand(q, mergeBase()) {
+					if r.mirror.keepHand(q, mergeBase()) {
 						r.opt.Logf("gitmem: %s was edited by hand while gitmem wrote an acknowledged change to it; the edit is kept, and merged into that change by the next adopt commit", q)
 					}
 				}
@@ -429,7 +429,7 @@ func (r *Repo) keepWriting(q, aside string, put []byte, putFile bool, base []byt
 			r.opt.Logf("gitmem: %s was written by two programs at once while gitmem wrote an acknowledged change to it; the file of the one still writing is kept", q)
 		}
 	}
-	if r.keepHand(q, base) {
+	if r.mirror.keepHand(q, base) {
 		r.opt.Logf("gitmem: %s was being written by another program when gitmem wrote an acknowledged change to it; the program's file is kept, and merged into that change by the next adopt commit", q)
 	}
 	return nil
@@ -440,12 +440,12 @@ func (r *Repo) keepWriting(q, aside string, put []byte, putFile bool, base []byt
 // unless an older base is noted already. It reports whether it noted it:
 // what is logged of a kept edit is logged once until an adopt takes it,
 // not at every change of the file under load.
-func (r *Repo) keepHand(q string, base []byte) (noted bool) {
+func (m *mirror) keepHand(q string, base []byte) (noted bool) {
 	b := handBase{text: base}
 	if base != nil {
 		b.hash = plumbing.ComputeHash(plumbing.BlobObject, base)
 	}
-	return r.mirror.repairs.noteBase(q, b)
+	return m.repairs.noteBase(q, b)
 }
 
 // coverer tells the paths drifted leaves alone: a path is covered when it
