@@ -682,7 +682,7 @@ func (r *Repo) adoptNow(ctx context.Context, paths []string) (*prepared, error) 
 // readJournalPaths is the journal's paths, read without the lock, for a
 // check that the locked path repeats.
 func (r *Repo) readJournalPaths() []string {
-	if j := r.readJournal(); j != nil {
+	if j := r.mirror.readJournal(); j != nil {
 		return j.Paths
 	}
 	return nil

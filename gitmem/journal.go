@@ -31,9 +31,9 @@ type journal struct {
 	Checkout bool     `json:"checkout,omitempty"` // a clone's first checkout, nothing to recover
 }
 
-func (r *Repo) journalPath() string { return filepath.Join(r.gitDir, "gitmem", "pending") }
+func (m *mirror) journalPath() string { return filepath.Join(m.gitDir, "gitmem", "pending") }
 
-func (r *Repo) writeJournal(j journal) error { return writeJournal(r.obj.Env, r.gitDir, j) }
+func (m *mirror) writeJournal(j journal) error { return writeJournal(m.env, m.gitDir, j) }
 
 // writeJournal writes the journal of the repository at gitDir, durably
 // (a clone writes its first one before the repository is opened).
@@ -54,14 +54,14 @@ func writeJournal(env *gd.Env, gitDir string, j journal) error {
 // are checked like a model's: one that is not memories/ or a valid memory
 // path beneath it is dropped, and the whole memories folder is repaired
 // instead; an unreadable journal means the same.
-func (r *Repo) readJournal() *journal {
-	data, err := os.ReadFile(r.journalPath())
+func (m *mirror) readJournal() *journal {
+	data, err := os.ReadFile(m.journalPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	var j journal
 	if err != nil || json.Unmarshal(data, &j) != nil {
-		r.opt.Logf("gitmem: the journal is unreadable; the whole worktree will be brought back to HEAD")
+		m.logf("gitmem: the journal is unreadable; the whole worktree will be brought back to HEAD")
 		return &journal{Paths: []string{memDir}}
 	}
 	paths := j.Paths[:0]
@@ -70,7 +70,7 @@ func (r *Repo) readJournal() *journal {
 			paths = append(paths, p)
 			continue
 		}
-		r.opt.Logf("gitmem: ignoring the journal path %q: not a memory path; the whole worktree will be brought back to HEAD", p)
+		m.logf("gitmem: ignoring the journal path %q: not a memory path; the whole worktree will be brought back to HEAD", p)
 		paths = []string{memDir}
 		break
 	}
@@ -83,7 +83,7 @@ func (r *Repo) readJournal() *journal {
 // be repaired stays in repairs.pend (and in the journal) for the next attempt.
 // Called with wmu and the writer lock held.
 func (r *Repo) repairPending() {
-	j := r.readJournal()
+	j := r.mirror.readJournal()
 	if j == nil {
 		r.mirror.repairs.setPending(nil)
 		return
@@ -109,18 +109,18 @@ func (r *Repo) repairPending() {
 		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)
 		return
 	}
-	r.clearJournal(left, j.Checkout)
+	r.mirror.clearJournal(left, j.Checkout)
 }
 
 // clearJournal removes the journal, or, while paths still wait for repair,
 // rewrites it to name only them (a checkout's still a checkout).
-func (r *Repo) clearJournal(left []string, checkout bool) {
+func (m *mirror) clearJournal(left []string, checkout bool) {
 	if len(left) == 0 {
-		os.Remove(r.journalPath())
+		os.Remove(m.journalPath())
 		return
 	}
-	if err := r.writeJournal(journal{Paths: left, Checkout: checkout}); err != nil {
-		r.opt.Logf("gitmem: could not rewrite the journal: %v", err)
+	if err := m.writeJournal(journal{Paths: left, Checkout: checkout}); err != nil {
+		m.logf("gitmem: could not rewrite the journal: %v", err)
 	}
 }
 

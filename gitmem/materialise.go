@@ -277,7 +277,7 @@ func (r *Repo) syncMaterialized(dt diskTurn) error {
 	})
 	pend := r.mirror.pending()
 	if len(pend) > 0 {
-		if err := r.writeJournal(journal{Paths: pend}); err != nil {
+		if err := r.mirror.writeJournal(journal{Paths: pend}); err != nil {
 			return wrap("write the journal", err)
 		}
 	}

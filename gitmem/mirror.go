@@ -2,8 +2,10 @@ package gitmem
 
 import (
 	"io/fs"
+	"os"
 	"sync/atomic"
 
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
@@ -24,15 +26,22 @@ type mirror struct {
 	wt           *worktree
 	stats        *statCache // worktree files known to hold their HEAD blob
 	repairs      *repairs   // paths to write, hand edits kept, versions shown
+	gitDir       string     // the journal is gitDir/gitmem/pending (journal.go)
+	env          *gd.Env    // the test suite's seams (nil: none)
 	maxFileBytes int64      // Options.MaxFileBytes: a hand-made file over it is not read (0: no limit)
+	logf         func(string, ...any)
 
 	// undone counts git's checkouts undone (undoCheckout): an adopt's
 	// look at the worktree is stale.
 	undone atomic.Int64
 }
 
-func newMirror(wt *worktree, maxFileBytes int64) *mirror {
-	return &mirror{wt: wt, stats: newStatCache(), repairs: newRepairs(), maxFileBytes: maxFileBytes}
+// newMirror is the mirror of the repository folder dir, opened as root,
+// whose git folder is gitDir.
+func newMirror(root *os.Root, dir, gitDir string, opt *Options) *mirror {
+	env := opt.hooks.gdEnv()
+	return &mirror{wt: newWorktree(root, dir, gitDir, env), stats: newStatCache(), repairs: newRepairs(),
+		gitDir: gitDir, env: env, maxFileBytes: opt.MaxFileBytes, logf: opt.Logf}
 }
 
 // close removes the spare files and closes the worktree's root.

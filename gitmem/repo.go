@@ -286,7 +286,7 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 	r.histIndex = newHistoryIndex(gitDir, opt.hooks)
 	r.toolIDs = newToolUseIDs()
 	r.gitIndex = newGitIndex(gitDir, opt.hooks.gdEnv())
-	r.mirror = newMirror(newWorktree(root, dir, gitDir, opt.hooks.gdEnv()), opt.MaxFileBytes)
+	r.mirror = newMirror(root, dir, gitDir, &opt)
 	r.initPipeline()
 	fail := func(err error) (*Repo, error) {
 		r.cancel()
@@ -442,7 +442,7 @@ func (r *Repo) checkBranch() error {
 	if !errors.Is(err, gd.ErrNoRef) {
 		return wrap("read the branch", err)
 	}
-	if j := r.readJournal(); j != nil && j.Commit != "" && j.Parent == "" {
+	if j := r.mirror.readJournal(); j != nil && j.Commit != "" && j.Parent == "" {
 		return nil
 	}
 	tips, err := r.headCommits()

@@ -105,7 +105,7 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 	if head, _ := r.Commit("HEAD"); head.Trailer(TrailerToolUseID) != "t2" || acked.Hash == "" {
 		t.Fatalf("HEAD is %q", head.Subject)
 	}
-	if _, err := os.Stat(r.journalPath()); !os.IsNotExist(err) {
+	if _, err := os.Stat(r.mirror.journalPath()); !os.IsNotExist(err) {
 		t.Fatal("the journal is still there after a complete repair")
 	}
 	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
@@ -130,7 +130,7 @@ func TestMirrorFailureRepairedByTheNextChange(t *testing.T) {
 	if got := readDisk(t, dir, "a.md"); got != "one\n" {
 		t.Fatalf("a.md not repaired by the next change: %q", got)
 	}
-	if _, err := os.Stat(r.journalPath()); !os.IsNotExist(err) {
+	if _, err := os.Stat(r.mirror.journalPath()); !os.IsNotExist(err) {
 		t.Fatal("journal left after the repair")
 	}
 }
