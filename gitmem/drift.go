@@ -60,7 +60,7 @@ func (m *mirror) sameAsTree(p string, fi fs.FileInfo, n *node) (bool, error) {
 		// Another program holds a lease on it: it cannot be read without
 		// waiting for that program. Taken as HEAD's until it can be
 		// (not cached); a change of gitmem's to it keeps that program's
-		// file (mirrorChecked, errWriting).
+		// file (syncChecked, errWriting).
 		return true, nil
 	}
 	if err != nil {
@@ -625,14 +625,14 @@ func (r *Repo) putBackStale(files map[string][]byte) {
 	}
 	dt := r.disk.hold()
 	defer dt.release()
-	// No edit to merge (mirrorChecked notes one made since).
+	// No edit to merge (syncChecked notes one made since).
 	r.mirror.repairs.dropBases(slices.Collect(maps.Keys(files))...)
 	for p, had := range files {
 		r.opt.Logf("gitmem: %s was written back as it was before gitmem's last change to it (a program that read it before that change, or a git checkout); the acknowledged version is put back", p)
 		h := plumbing.ComputeHash(plumbing.BlobObject, had)
 		of := &ownFiles{hashes: map[plumbing.Hash]bool{h: true}, texts: map[plumbing.Hash][]byte{h: had}, found: h}
 		r.mirror.forget([]string{p})
-		if err := r.mirrorChecked(p, lookup(dt.tree(), p), of); err != nil {
+		if err := r.mirror.syncChecked(p, lookup(dt.tree(), p), of, r.readBlob); err != nil {
 			r.opt.Logf("gitmem: could not put back %s: %v", p, err)
 		}
 	}
@@ -771,7 +771,7 @@ func (r *Repo) checkoutMoved(si *startIndex) {
 // moveWorktree brings the worktree files that hold the version of the tree
 // old to the version of tree, where the two differ: a file that holds
 // old's version (or is missing where old has none) is replaced in one step,
-// what it held moved aside (mirrorChecked: a hand edit landing after the
+// what it held moved aside (syncChecked: a hand edit landing after the
 // check is kept); one that holds tree's is left; one that holds neither
 // was edited by hand: hand says the version of old it differs from. It
 // returns the files it wrote. Called with mmu held.
@@ -812,11 +812,11 @@ func (r *Repo) moveWorktree(old, tree *node) (out []string, hand map[string]plum
 				n = nil
 			}
 			// Replaced in one step with what it held moved aside: a hand
-			// edit landing after the check is kept (mirrorChecked, which
+			// edit landing after the check is kept (syncChecked, which
 			// notes its base). One noted before is gone with what it held.
 			r.mirror.repairs.dropBases(p)
 			of := &ownFiles{hashes: map[plumbing.Hash]bool{before: true}, found: before}
-			if err := r.mirrorChecked(p, n, of); err != nil {
+			if err := r.mirror.syncChecked(p, n, of, r.readBlob); err != nil {
 				r.opt.Logf("gitmem: could not check out %s: %v", p[len(memDir)+1:], err)
 				return false
 			}

@@ -18,7 +18,7 @@ import (
 // followWorktree brings the worktree from prev, the tree it mirrors (of
 // the commit prevHead), to the last of items, which git's files hold now:
 // every path the commits change, and those an earlier pass could not
-// write. A hand edit found there is kept (keepHandEdits, mirrorChecked);
+// write. A hand edit found there is kept (keepHandEdits, syncChecked);
 // a path that cannot be written (a full disk) waits in repairs.pend and
 // the journal. Called by materializeSome with the disk lock held (dt).
 func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.Hash, prev *node) {
@@ -42,7 +42,7 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 		}
 		var err error
 		if of, ok := checks[q]; ok {
-			err = r.mirrorChecked(q, lookup(last.tree, q), of)
+			err = r.mirror.syncChecked(q, lookup(last.tree, q), of, r.readBlob)
 		} else {
 			err = r.mirror.wt.sync(q, lookup(last.tree, q), r.readBlob)
 		}
@@ -64,7 +64,7 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 // repairs (noteBase). Paths gitmem has yet to repair (own) are gitmem's own
 // writes. A file deleted by hand is not kept: the acknowledged version
 // comes back. For every other memory file, checks says what the worktree
-// may hold as gitmem's own, for the write that follows (mirrorChecked):
+// may hold as gitmem's own, for the write that follows (syncChecked):
 // an edit that lands between this check and that write is kept too.
 // Called with mmu held, before the stat cache forgets paths.
 func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *node, paths, own []string) (kept map[string]bool, checks map[string]*ownFiles) {
@@ -76,7 +76,7 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 			continue
 		}
 		of := v.files(q)
-		if r.handEdited(v.trees, of, q) {
+		if r.mirror.handEdited(v.trees, of, q, r.obj.Size) {
 			kept[q] = true
 			continue
 		}
@@ -180,33 +180,33 @@ type ownFiles struct {
 	found    plumbing.Hash            // what the worktree held when checked (zero: no file)
 }
 
-// text is the content of one of them.
-func (r *Repo) ownText(of *ownFiles, h plumbing.Hash) ([]byte, error) {
+// text is the content of one of them (blob reads a blob).
+func (of *ownFiles) text(h plumbing.Hash, blob func(plumbing.Hash) ([]byte, error)) ([]byte, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
 	if t, ok := of.texts[h]; ok {
 		return t, nil
 	}
-	return r.readBlob(h)
+	return blob(h)
 }
 
 // handEdited reports whether the worktree file at q holds an edit made by
 // hand: none of the versions gitmem wrote or was writing there — the
 // first of versions is what the worktree mirrors (old) — nor a text an
 // adopt read. If so its base is noted for the adopt commit's merge: the
-// last text an adopt read there, or else old.
-func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
+// last text an adopt read there, or else old. sizeOf gives a blob's size.
+func (m *mirror) handEdited(versions []*node, of *ownFiles, q string, sizeOf func(plumbing.Hash) (int64, error)) bool {
 	old := lookup(versions[0], q)
 	if old.isDir() {
 		return false
 	}
-	fi, err := r.mirror.wt.lstat(q)
+	fi, err := m.wt.lstat(q)
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
 	if old.isFile() {
-		if same, err := r.mirror.sameAsTree(q, fi, old); err != nil || same {
+		if same, err := m.sameAsTree(q, fi, old); err != nil || same {
 			of.found = old.hash
 			return false
 		}
@@ -214,8 +214,8 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 	// A file over the largest file size that no version gitmem wrote
 	// there is as long as was made by hand: it is not read (adoptDrift
 	// leaves it too).
-	if !r.mirror.tooBig(fi.Size()) || r.ownSize(of, fi.Size()) {
-		data, err := r.mirror.wt.readFile(q)
+	if !m.tooBig(fi.Size()) || of.sized(fi.Size(), sizeOf) {
+		data, err := m.wt.readFile(q)
 		if err != nil {
 			return false
 		}
@@ -234,15 +234,15 @@ func (r *Repo) handEdited(versions []*node, of *ownFiles, q string) bool {
 	}
 	// Kept already: its base is the older one, and it was logged (once
 	// until the adopt takes it, not at every change under load).
-	if r.mirror.repairs.noteBase(q, base) {
-		r.opt.Logf("gitmem: %s was edited by hand before an acknowledged change to it reached the worktree; the edit is kept, and merged into that change by the next adopt commit", q)
+	if m.repairs.noteBase(q, base) {
+		m.logf("gitmem: %s was edited by hand before an acknowledged change to it reached the worktree; the edit is kept, and merged into that change by the next adopt commit", q)
 	}
 	return true
 }
 
-// ownSize reports whether a version of allows may be size bytes long (one
-// whose size cannot be read counts as one).
-func (r *Repo) ownSize(of *ownFiles, size int64) bool {
+// sized reports whether a version of allows may be size bytes long (one
+// whose size sizeOf cannot read counts as one).
+func (of *ownFiles) sized(size int64, sizeOf func(plumbing.Hash) (int64, error)) bool {
 	for h := range of.hashes {
 		if t, ok := of.texts[h]; ok {
 			if int64(len(t)) == size {
@@ -250,21 +250,22 @@ func (r *Repo) ownSize(of *ownFiles, size int64) bool {
 			}
 			continue
 		}
-		if n, err := r.obj.Size(h); err != nil || n == size {
+		if n, err := sizeOf(h); err != nil || n == size {
 			return true
 		}
 	}
 	return false
 }
 
-// mirrorChecked makes the worktree at the memory path q match n (nil:
+// syncChecked makes the worktree at the memory path q match n (nil:
 // absent), as wt.sync does, but every file it replaces or removes is moved
 // aside in the same step (worktree.put) and compared with what of allows:
 // one that holds anything else was edited by hand after keepHandEdits
 // looked. It is kept: put back as it is, its base (what the file held
 // when checked) noted in repairs (noteBase) for the next adopt commit's merge
 // (mergeHandEdit). One that another program still holds open for writing
-// is waited for, or put back (keepWriting). Called with mmu held.
+// is waited for, or put back (keepWriting). blob reads a blob. Called
+// with mmu held.
 //
 // It is longer than 80 lines on purpose: its rounds share the state of
 // one write (what to put, what q may hold as gitmem's own, the edit's
@@ -273,20 +274,20 @@ func (r *Repo) ownSize(of *ownFiles, size int64) bool {
 // passed through every piece, and the order of the steps within a round
 // (put, take aside, compare, keep), which is what makes a hand edit safe,
 // would no longer read in one place.
-func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
+func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing.Hash) ([]byte, error)) error {
 	if n.isDir() {
-		return r.mirror.wt.sync(q, n, r.readBlob)
+		return m.wt.sync(q, n, blob)
 	}
-	if err := r.obj.Env.Injected(gd.StepWorktree, q); err != nil {
+	if err := m.env.Injected(gd.StepWorktree, q); err != nil {
 		return err
 	}
-	w := r.mirror.wt
+	w := m.wt
 	var want []byte
 	if n != nil {
 		// Read first, so that what q's lookup finds below is as fresh as
 		// can be when the file is put.
 		var err error
-		if want, err = r.readBlob(n.hash); err != nil {
+		if want, err = blob(n.hash); err != nil {
 			return err
 		}
 	}
@@ -296,7 +297,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
 	case err == nil && fi.IsDir():
-		return w.sync(q, n, r.readBlob) // a folder where a file was (its files are not checked)
+		return w.sync(q, n, blob) // a folder where a file was (its files are not checked)
 	case err != nil && n == nil:
 		return nil
 	}
@@ -320,7 +321,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 	baseRead := false // read when a hand edit is found: it costs a blob read, maybe from a pack
 	mergeBase := func() []byte {
 		if !baseRead {
-			b, err := r.ownText(of, of.found)
+			b, err := of.text(of.found, blob)
 			if err != nil {
 				b = nil // merged from nothing: both sides kept between markers
 			}
@@ -358,7 +359,7 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 		if aside != "" {
 			data, file, err := w.takeAside(aside, asideInfo)
 			if errors.Is(err, errWriting) && placed {
-				return r.keepWriting(q, aside, put, putFile, mergeBase())
+				return m.keepWriting(q, aside, put, putFile, mergeBase())
 			}
 			if err != nil {
 				return fmt.Errorf("read the file it replaced (left in .git/gitmem/tmp): %w", err)
@@ -375,8 +376,8 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 					// that is older than what q held (a program that read
 					// the file before gitmem's last change to it).
 					want = data
-					if r.mirror.keepHand(q, mergeBase()) {
-						r.opt.Logf("gitmem: %s was edited by hand while gitmem wrote an acknowledged change to it; the edit is kept, and merged into that change by the next adopt commit", q)
+					if m.keepHand(q, mergeBase()) {
+						m.logf("gitmem: %s was edited by hand while gitmem wrote an acknowledged change to it; the edit is kept, and merged into that change by the next adopt commit", q)
 					}
 				}
 				kept, wantFile = true, true
@@ -406,16 +407,16 @@ func (r *Repo) mirrorChecked(q string, n *node, of *ownFiles) error {
 	}
 }
 
-// keepWriting puts back at the memory path q the file mirrorChecked took
+// keepWriting puts back at the memory path q the file syncChecked took
 // aside (aside names it) while another program still holds it open for
 // writing: what it writes stays in the memory folder. q is then kept as a
 // hand edit made on base (what q held when checked), which the next adopt
 // commit merges with the acknowledged version, once the program is done
-// (adoptDrift reads no file open for writing). put is what mirrorChecked
+// (adoptDrift reads no file open for writing). put is what syncChecked
 // had put at q (putFile: a file), which comes back aside. Called with mmu
 // held.
-func (r *Repo) keepWriting(q, aside string, put []byte, putFile bool, base []byte) error {
-	w := r.mirror.wt
+func (m *mirror) keepWriting(q, aside string, put []byte, putFile bool, base []byte) error {
+	w := m.wt
 	back, backInfo, _, err := w.put(aside, q, putFile)
 	if err != nil {
 		return fmt.Errorf("put back the file another program writes (left in .git/gitmem/tmp): %w", err)
@@ -426,11 +427,11 @@ func (r *Repo) keepWriting(q, aside string, put []byte, putFile bool, base []byt
 		// still writing keeps the file.
 		data, file, err := w.takeAside(back, backInfo)
 		if err == nil && file && (!putFile || !bytes.Equal(data, put)) {
-			r.opt.Logf("gitmem: %s was written by two programs at once while gitmem wrote an acknowledged change to it; the file of the one still writing is kept", q)
+			m.logf("gitmem: %s was written by two programs at once while gitmem wrote an acknowledged change to it; the file of the one still writing is kept", q)
 		}
 	}
-	if r.mirror.keepHand(q, base) {
-		r.opt.Logf("gitmem: %s was being written by another program when gitmem wrote an acknowledged change to it; the program's file is kept, and merged into that change by the next adopt commit", q)
+	if m.keepHand(q, base) {
+		m.logf("gitmem: %s was being written by another program when gitmem wrote an acknowledged change to it; the program's file is kept, and merged into that change by the next adopt commit", q)
 	}
 	return nil
 }

@@ -97,7 +97,7 @@ func (w *worktree) openFile(p string, flag int) (*os.File, error) {
 
 // readBlob reads the file at p when it holds n's blob (its type and
 // size, then its hash, checked): whether the worktree is up to date there
-// (sync, mirrorChecked), and a small file read where the blob from git's
+// (sync, syncChecked), and a small file read where the blob from git's
 // objects is a pack's delta chain resolved (View.ReadFile). Whatever else
 // is at p (a hand edit, a version not yet written, a folder, a link out
 // of the folder) is not read as the blob: ok is false. A link inside the
@@ -469,7 +469,7 @@ func (w *worktree) scan(skip func(rel string, dir bool) bool) (map[string]plumbi
 // then a link that fails if a file appeared meanwhile), so that an edit
 // made at any moment before the swap is in the file handed back, never
 // overwritten: the caller compares it with what gitmem expected there
-// and keeps a difference (mirrorChecked). A write through a descriptor
+// and keeps a difference (syncChecked). A write through a descriptor
 // opened before the swap lands in the file handed back: on Linux
 // takeAside waits for such a writer (leases tell it is there), and the
 // caller puts the file back if it takes longer; elsewhere, a write made
