@@ -6,7 +6,11 @@ import (
 	"math/rand/v2"
 	"path"
 	"slices"
+	"sync"
 	"testing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // TestStatCacheForgetsAsAScanWould checks the stat cache's per-folder
@@ -66,5 +70,42 @@ func TestStatCacheForgetsAsAScanWould(t *testing.T) {
 		if !maps.Equal(c.dirs, want) {
 			t.Fatalf("step %d: folder counts %v, want %v", i, c.dirs, want)
 		}
+	}
+}
+
+// The stat cache and the repair state take their own locks: the
+// materialiser, an adopt, the index writer and a redaction call them at
+// once, holding no lock of theirs (run with -race). What is left is what
+// a serial run leaves.
+func TestMirrorStateIsSafeForConcurrentUse(t *testing.T) {
+	t.Parallel()
+	c, rp := newStatCache(), newRepairs()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				p := fmt.Sprintf("memories/g%d/f%d.md", g, i%10)
+				c.put(p, statEntry{}, i%2 == 0)
+				c.vouches(p, gd.Stat{}, plumbing.ZeroHash)
+				c.takeRead()
+				c.forget([]string{fmt.Sprintf("memories/g%d", g)})
+				q := &prepared{paths: []string{p}}
+				rp.inFlight(q)
+				rp.pendingFor([]string{"memories"})
+				rp.noteBase(p, handBase{})
+				rp.baseOf(p)
+				rp.dropBases(p)
+				rp.droppedPaths([]*prepared{q})
+			}
+		}()
+	}
+	wg.Wait()
+	if n := c.len(); n != 0 {
+		t.Errorf("the stat cache holds %d files, want none", n)
+	}
+	if s := rp.pendingFor([]string{"memories"}); len(s) != 0 || rp.handKept() {
+		t.Errorf("repairs hold %v in flight, hand edits kept %v; want nothing", s, rp.handKept())
 	}
 }
