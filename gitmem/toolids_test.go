@@ -49,11 +49,22 @@ func TestToolUseIDIsNeverInNeither(t *testing.T) {
 	}
 }
 
-// syncIDs reads the ids of the history up to a HEAD it read first: a
-// group published meanwhile (prepared before, durable now) keeps its ids,
-// so that a retry of one finds its commit and is not made a second time.
+// syncIDs reads the ids of the history up to a HEAD it read first (the
+// history index file from its start, or the commits when the file is
+// gone): a group published meanwhile (prepared before, durable now) keeps
+// its ids, so that a retry of one finds its commit and is not made a
+// second time.
 func TestSyncIDsKeepsAGroupPublishedMeanwhile(t *testing.T) {
 	t.Parallel()
+	for _, fileGone := range []bool{false, true} {
+		t.Run(fmt.Sprint("fileGone=", fileGone), func(t *testing.T) {
+			t.Parallel()
+			syncIDsBesidePublish(t, fileGone)
+		})
+	}
+}
+
+func syncIDsBesidePublish(t *testing.T, fileGone bool) {
 	var publish atomic.Pointer[func()]
 	r, dir := newRepoWith(t, &testHooks{syncIDs: func() {
 		if f := publish.Swap(nil); f != nil {
@@ -77,12 +88,15 @@ func TestSyncIDsKeepsAGroupPublishedMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Others moved the branch, and the history index file is gone: the
-	// ids are read from the commits (walkIDs).
-	if err := os.Remove(r.histIndex.filePath()); err != nil {
-		t.Fatal(err)
+	// Others moved the branch: the ids are read again, from the history
+	// index file's start (readIDs), or from the commits when the file is
+	// gone (walkIDs).
+	r.toolIDs.forgetFile(true)
+	if fileGone {
+		if err := os.Remove(r.histIndex.filePath()); err != nil {
+			t.Fatal(err)
+		}
 	}
-	r.toolIDs.markStale()
 	durable := func() {
 		if err := r.committer.durable(p); err != nil {
 			t.Error(err)
