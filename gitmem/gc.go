@@ -205,7 +205,7 @@ func (r *Repo) GC(ctx context.Context, full bool) (GCStats, error) {
 	}
 	defer turn.end()
 	defer r.collector.running()()
-	if _, err := os.Stat(r.redactPath()); err == nil {
+	if _, err := os.Stat(redactPath(r.gitDir)); err == nil {
 		if err := r.settle(); err != nil {
 			return GCStats{}, err
 		}

@@ -389,7 +389,7 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	// data without reading every tree object and hashing every file.
 	si := readStartIndex(r.gitDir)
 	r.gitIndex.noteMadeFor(r.readIndexHead())
-	if _, err := os.Stat(r.redactPath()); err == nil {
+	if _, err := os.Stat(redactPath(r.gitDir)); err == nil {
 		r.opt.Logf("gitmem: finishing an interrupted redaction")
 		if err := r.finishRedaction(t, nil); err != nil {
 			return fail(err)
