@@ -373,7 +373,6 @@ type shareMemory interface {
 	mergeStore
 	Adopt(ctx context.Context) (Commit, error)
 	redact(ctx context.Context, red Redaction, dry bool, progress Progress, note bool) (RedactReport, error)
-	operator(who Signature) Signature
 }
 
 // newSession is a session of the open memory mem, whose options are
@@ -617,7 +616,7 @@ func (s *session) pull(ctx context.Context) error {
 func (s *session) integrate(ctx context.Context, tip plumbing.Hash) error {
 	m := &merger{store: s.mem, hooks: s.memOpt.hooks, logf: s.memOpt.Logf, g: s.g, st: s.st, label: s.name + "/" + s.branch.Short(), theirs: tip, limits: s.opt.Limits,
 		unrelated: s.opt.AllowUnrelatedHistories || readSyncState(s.gitDir)[s.name].ClonedEmpty}
-	meta := Meta{Subject: "memory: merge " + m.label, Author: s.mem.operator(s.opt.Author),
+	meta := Meta{Subject: "memory: merge " + m.label, Author: authorOr(s.opt.Author, s.memOpt.Operator),
 		Trailers: []Trailer{{TrailerCommand, "merge"}}}
 	c, err := m.commit(ctx, meta)
 	switch {
