@@ -1015,7 +1015,7 @@ func (r *Repo) Close() error {
 			// Kept in the log for the next start: say how many of them
 			// git's files lack (all it holds, if that cannot be told).
 			ue := &UnwrittenError{Changes: kept, LogGone: gone, Err: err}
-			if u, uerr := r.unrecovered(); uerr == nil && u.Changes > 0 {
+			if u, uerr := unrecoveredIn(r.gitDir, r.branch, r.obj); uerr == nil && u.Changes > 0 {
 				ue.Changes, ue.IDs = u.Changes, u.IDs
 			}
 			err = ue
