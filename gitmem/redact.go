@@ -273,8 +273,8 @@ func writeRedactRecord(gitDir string, rec redactRecord) error {
 // redaction took are its own, and removed). Called with the turn and the
 // writer lock held.
 func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
-	data, err := os.ReadFile(redactPath(r.gitDir))
-	if errors.Is(err, fs.ErrNotExist) {
+	refs, found, why := readRedactRecord(r.gitDir)
+	if !found {
 		if tx != nil {
 			tx.Abort()
 		}
@@ -287,37 +287,18 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 		return &DamagedError{Problem: "the record of an interrupted redaction (.git/gitmem/redact) is damaged (" + why + ")",
 			Repair: "delete .git/gitmem/redact, check the repository with gitmem fsck, then run the redaction again (gitmem redact ... --yes)"}
 	}
-	if err != nil {
-		return damaged("it cannot be read")
+	if why != "" {
+		return damaged(why)
 	}
-	// As redactRecord, with lists of any length (JSON into a [2]string
-	// drops a third element silently).
-	var w struct {
-		Refs map[string][]string `json:"refs,omitempty"`
-		GC   bool                `json:"gc,omitempty"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil || dec.More() {
-		if err == nil {
-			err = errors.New("more than one object")
-		}
-		return damaged(fmt.Sprintf("it is not JSON of the record's form: %v", err))
-	}
-	if len(w.Refs) > 0 {
+	if len(refs) > 0 {
 		// Every ref is checked before the first moves: each is one a
 		// redaction moves, each hash as git writes it, each new commit in
 		// the repository.
 		moved := map[plumbing.ReferenceName][2]plumbing.Hash{}
-		for _, name := range slices.Sorted(maps.Keys(w.Refs)) {
-			m := w.Refs[name]
-			switch {
-			case !gd.ValidRefName(name) || !strings.HasPrefix(name, "refs/") || !redactsRef(name):
-				return damaged(fmt.Sprintf("%s is not a ref a redaction moves", quoteField(name)))
-			case len(m) != 2:
-				return damaged(fmt.Sprintf("it is not JSON of the record's form: %s holds %d hashes, not a pair", name, len(m)))
-			case !isObjectHash(m[0]) || !isObjectHash(m[1]):
-				return damaged(fmt.Sprintf("%s holds %s, not an object hash (40 lowercase hex digits)", name, quoteField(m[0]+" -> "+m[1])))
+		for _, name := range slices.Sorted(maps.Keys(refs)) {
+			m := refs[name]
+			if why := badRedactMove(name, m); why != "" {
+				return damaged(why)
 			}
 			r.omu.Lock()
 			_, err := r.obj.Commit(plumbing.NewHash(m[1]))
@@ -339,6 +320,7 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 			}
 		}
 		if tx == nil {
+			var err error
 			if tx, err = r.obj.LockRefs(moved, true); err != nil {
 				return wrap("move the refs", err)
 			}
@@ -357,11 +339,55 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 			return wrap("write the redaction record", err)
 		}
 	}
-	if _, err = r.collector.collectAll(r.gcTarget(), true); err != nil {
+	if _, err := r.collector.collectAll(r.gcTarget(), true); err != nil {
 		return wrap("delete the old objects (run gitmem gc --full once the cause is fixed)", err)
 	}
 	os.Remove(redactPath(r.gitDir))
 	return nil
+}
+
+// readRedactRecord reads the redaction's record (redactPath) as its
+// refs left to move, name -> [old, new], unchecked (see badRedactMove).
+// found is false when there is none; why, when it is not "", says why
+// the record is damaged.
+func readRedactRecord(gitDir string) (refs map[string][]string, found bool, why string) {
+	data, err := os.ReadFile(redactPath(gitDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, ""
+	}
+	if err != nil {
+		return nil, true, "it cannot be read"
+	}
+	// As redactRecord, with lists of any length (JSON into a [2]string
+	// drops a third element silently).
+	var w struct {
+		Refs map[string][]string `json:"refs,omitempty"`
+		GC   bool                `json:"gc,omitempty"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil || dec.More() {
+		if err == nil {
+			err = errors.New("more than one object")
+		}
+		return nil, true, fmt.Sprintf("it is not JSON of the record's form: %v", err)
+	}
+	return w.Refs, true, ""
+}
+
+// badRedactMove says why the record's move of the ref name (m: old,
+// new) is not one a redaction makes, or "": the ref is one a redaction
+// moves, and each hash is written as git writes it.
+func badRedactMove(name string, m []string) string {
+	switch {
+	case !gd.ValidRefName(name) || !strings.HasPrefix(name, "refs/") || !redactsRef(name):
+		return fmt.Sprintf("%s is not a ref a redaction moves", quoteField(name))
+	case len(m) != 2:
+		return fmt.Sprintf("it is not JSON of the record's form: %s holds %d hashes, not a pair", name, len(m))
+	case !isObjectHash(m[0]) || !isObjectHash(m[1]):
+		return fmt.Sprintf("%s holds %s, not an object hash (40 lowercase hex digits)", name, quoteField(m[0]+" -> "+m[1]))
+	}
+	return ""
 }
 
 // switchHistory moves the refs tx holds to the rewritten history and
