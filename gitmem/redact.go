@@ -103,11 +103,8 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if r.opt.ReadOnly && !dry {
 		return RedactReport{}, ErrReadOnly
 	}
-	if red.Match != nil && red.Match.MatchString("") {
-		return RedactReport{}, ErrEmptyMatch
-	}
-	if red.Placeholder != nil && red.Blob == "" {
-		return RedactReport{}, errors.New("gitmem: a placeholder replaces a blob; name the blob")
+	if err := red.check(); err != nil {
+		return RedactReport{}, err
 	}
 	mode := exclusive | withOwn // no collection meanwhile
 	if dry {
@@ -155,11 +152,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 			return rep, wrap("note the redaction for the next pull", err)
 		}
 	}
-	rec := redactRecord{Refs: map[string][2]string{}}
-	for name, m := range moved {
-		rec.Refs[name.String()] = [2]string{m[0].String(), m[1].String()}
-	}
-	if err := writeRedactRecord(r.gitDir, rec); err != nil {
+	if err := writeRedactRecord(r.gitDir, movesRecord(moved)); err != nil {
 		return rep, wrap("write the redaction record", err)
 	}
 	// Every ref's lock before the first moves: a lock git holds (git gc
@@ -184,6 +177,18 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	rep.Removed = slices.DeleteFunc(rep.Removed, func(h string) bool { return r.obj.HasObject(plumbing.NewHash(h)) })
 	r.unlockObj()
 	return rep, nil
+}
+
+// check refuses a redaction that cannot be made: a pattern that matches
+// empty text (ErrEmptyMatch), a placeholder for no blob.
+func (red Redaction) check() error {
+	if red.Match != nil && red.Match.MatchString("") {
+		return ErrEmptyMatch
+	}
+	if red.Placeholder != nil && red.Blob == "" {
+		return errors.New("gitmem: a placeholder replaces a blob; name the blob")
+	}
+	return nil
 }
 
 // noteUndoably notes the redaction made now for the next pull
@@ -251,6 +256,16 @@ func checkRedacted(t *writerTurn, st *gd.Store, gitDir string, rep RedactReport)
 type redactRecord struct {
 	Refs map[string][2]string `json:"refs,omitempty"`
 	GC   bool                 `json:"gc,omitempty"`
+}
+
+// movesRecord is the record of a redaction that moves the refs moved
+// (name -> old, new).
+func movesRecord(moved map[plumbing.ReferenceName][2]plumbing.Hash) redactRecord {
+	rec := redactRecord{Refs: map[string][2]string{}}
+	for name, m := range moved {
+		rec.Refs[name.String()] = [2]string{m[0].String(), m[1].String()}
+	}
+	return rec
 }
 
 func redactPath(gitDir string) string { return filepath.Join(gitDir, "gitmem", "redact") }
