@@ -119,14 +119,14 @@ var errGCStopped = errors.New("the repository was closed")
 // LooseObjects estimates the number of loose objects as git does: it
 // counts one fan-out folder and multiplies by 256.
 func (r *Repo) LooseObjects() int {
-	n, _ := r.looseEstimate()
+	n, _ := looseEstimate(r.gitDir)
 	return n
 }
 
-// looseEstimate estimates the number and size of the loose objects from
-// one fan-out folder.
-func (r *Repo) looseEstimate() (int, int64) {
-	dir := filepath.Join(r.gitDir, "objects", "17")
+// looseEstimate estimates the number and size of the loose objects in
+// gitDir from one fan-out folder.
+func looseEstimate(gitDir string) (int, int64) {
+	dir := filepath.Join(gitDir, "objects", "17")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, 0
@@ -166,12 +166,15 @@ func burst(p gd.Pack) bool { return !p.Repacked && p.Objects < settledPack }
 // GCDue reports whether a background collection is due: about
 // looseLimit loose objects, gcDuePacks packs that gc did not write (a
 // burst of changes is materialised as one), or gcDueBytes in either.
-func (r *Repo) GCDue(looseLimit int) bool {
-	n, size := r.looseEstimate()
+func (r *Repo) GCDue(looseLimit int) bool { return gcDue(r.gitDir, looseLimit) }
+
+// gcDue is GCDue of the repository at gitDir.
+func gcDue(gitDir string, looseLimit int) bool {
+	n, size := looseEstimate(gitDir)
 	if n >= looseLimit {
 		return true
 	}
-	packs, _ := gd.ListPacks(r.gitDir)
+	packs, _ := gd.ListPacks(gitDir)
 	fresh := 0
 	for _, p := range packs {
 		if burst(p) {
@@ -205,7 +208,7 @@ func (r *Repo) GC(ctx context.Context, full bool) (GCStats, error) {
 	}
 	defer turn.end()
 	defer r.collector.running()()
-	if _, err := os.Stat(r.redactPath()); err == nil {
+	if _, err := os.Stat(redactPath(r.gitDir)); err == nil {
 		if err := r.settle(); err != nil {
 			return GCStats{}, err
 		}

@@ -27,11 +27,7 @@ const (
 // renameSource is where git blame finds the file dst (blob dstBlob) of
 // commit in its parent: the path in parent, or false.
 func (r *Repo) renameSource(commit, parent plumbing.Hash, dst string, dstBlob plumbing.Hash) (string, bool, error) {
-	type source struct {
-		path string
-		blob plumbing.Hash
-	}
-	var sources []source
+	var sources []renameCandidate
 	r.omu.Lock()
 	err := func() error {
 		var trees [2]plumbing.Hash
@@ -54,7 +50,7 @@ func (r *Repo) renameSource(commit, parent plumbing.Hash, dst string, dstBlob pl
 		}
 		return r.diffTrees(trees[0], trees[1], "", func(p string, b plumbing.Hash) {
 			if gone[p] && !b.IsZero() {
-				sources = append(sources, source{p, b})
+				sources = append(sources, renameCandidate{p, b})
 			}
 		})
 	}()
@@ -62,7 +58,20 @@ func (r *Repo) renameSource(commit, parent plumbing.Hash, dst string, dstBlob pl
 	if err != nil || len(sources) == 0 {
 		return "", false, err
 	}
-	slices.SortFunc(sources, func(a, b source) int { return strings.Compare(a.path, b.path) })
+	return pickRename(sources, dst, dstBlob, r.readFile)
+}
+
+// renameCandidate is a file of the parent that the commit has not:
+// where the file blame follows may come from.
+type renameCandidate struct {
+	path string
+	blob plumbing.Hash
+}
+
+// pickRename is the path of the one of sources git blame takes for the
+// file dst (blob dstBlob), or false; read reads the blob h of the file p.
+func pickRename(sources []renameCandidate, dst string, dstBlob plumbing.Hash, read func(h plumbing.Hash, p string) ([]byte, error)) (string, bool, error) {
+	slices.SortFunc(sources, func(a, b renameCandidate) int { return strings.Compare(a.path, b.path) })
 	sameName := func(p string) bool { return path.Base(p) == path.Base(dst) }
 	// An exact rename: the same blob.
 	best := -1
@@ -74,13 +83,13 @@ func (r *Repo) renameSource(commit, parent plumbing.Hash, dst string, dstBlob pl
 	if best >= 0 {
 		return sources[best].path, true, nil
 	}
-	dstData, err := r.readFile(dstBlob, dst)
+	dstData, err := read(dstBlob, dst)
 	if err != nil {
 		return "", false, err
 	}
 	dstSpans := spanHashes(dstData)
-	score := func(s source) (int, error) {
-		data, err := r.readFile(s.blob, s.path)
+	score := func(s renameCandidate) (int, error) {
+		data, err := read(s.blob, s.path)
 		if err != nil {
 			return 0, err
 		}
@@ -106,8 +115,14 @@ func (r *Repo) renameSource(commit, parent plumbing.Hash, dst string, dstBlob pl
 			return sources[named].path, true, nil
 		}
 	}
-	// The most similar: git keeps the best four candidates (record_if_better)
-	// and sorts them, stably, by score, then same file name.
+	return mostSimilar(sources, score, sameName)
+}
+
+// mostSimilar is the path of the source of the highest score, or false
+// when none reaches renameMinScore: git keeps the best four candidates
+// (record_if_better) and sorts them, stably, by score, then same file
+// name.
+func mostSimilar(sources []renameCandidate, score func(renameCandidate) (int, error), sameName func(string) bool) (string, bool, error) {
 	type cand struct{ src, score, name int }
 	worse := func(a, b cand) int { // score_compare: > 0 when a sorts after b
 		switch {

@@ -188,7 +188,7 @@ func (r *Repo) movedOff(had, cur plumbing.Hash) (off, rewritten bool) {
 	if had.IsZero() || cur.IsZero() || had == cur || r.opt.ReadOnly {
 		return false, false
 	}
-	if _, err := os.Stat(r.redactPath()); err == nil {
+	if _, err := os.Stat(redactPath(r.gitDir)); err == nil {
 		return false, true // a redaction is finishing (or its gc failed)
 	}
 	st := r.obj.View()

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -44,11 +45,11 @@ func (e *InUseError) Error() string {
 	return "gitmem: the content to redact is what " + strings.Join(e.Paths, ", ") + " holds now"
 }
 
-// inUse lists the memory files of HEAD that hold blob h. Called with the
-// turn (t) held, settled.
-func (r *Repo) inUse(t *writerTurn, h string) error {
+// inUse lists the memory files of mem, HEAD's memories/, that hold blob
+// h. Called with the turn (t) held, settled.
+func inUse(t *writerTurn, mem *node, h string) error {
 	var paths []string
-	walkFiles(lookup(r.snapshotTree(), memDir), "", func(p string, n *node) {
+	walkFiles(mem, "", func(p string, n *node) {
 		if n.hash.String() == h {
 			paths = append(paths, p)
 		}
@@ -102,11 +103,8 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if r.opt.ReadOnly && !dry {
 		return RedactReport{}, ErrReadOnly
 	}
-	if red.Match != nil && red.Match.MatchString("") {
-		return RedactReport{}, ErrEmptyMatch
-	}
-	if red.Placeholder != nil && red.Blob == "" {
-		return RedactReport{}, errors.New("gitmem: a placeholder replaces a blob; name the blob")
+	if err := red.check(); err != nil {
+		return RedactReport{}, err
 	}
 	mode := exclusive | withOwn // no collection meanwhile
 	if dry {
@@ -124,7 +122,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		}
 	}
 	if red.Placeholder != nil {
-		if err := r.inUse(t, red.Blob); err != nil {
+		if err := inUse(t, lookup(r.snapshotTree(), memDir), red.Blob); err != nil {
 			return RedactReport{}, err
 		}
 	}
@@ -132,10 +130,14 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	// go on meanwhile (a preview's too).
 	st := r.obj.View()
 	st.Hold()
-	rep, moved, pack, err := r.rewrite(ctx, st, red, dry, progress)
+	rep, moved, pack, err := rewrite(ctx, r.gitDir, st, red, dry, progress)
 	st.Unhold()
 	st.Close()
 	if !pack.IsZero() {
+		r.withObjects(func(st *gd.Store) error {
+			st.AddPack(pack) // for the reads once the refs move
+			return nil
+		})
 		defer gd.Settle(r.gitDir, pack) // once the refs name what it holds (or it is left behind, for a full gc)
 	}
 	if err != nil || dry || len(moved) == 0 {
@@ -146,15 +148,11 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 		// Before the first ref moves: a crash after it must not leave
 		// the rewrite without its note (a pull would take the old
 		// history back).
-		if unnote, err = r.noteUndoably(red, rep, moved); err != nil {
+		if unnote, err = noteUndoably(r.gitDir, r.opt.Now(), red, rep, moved); err != nil {
 			return rep, wrap("note the redaction for the next pull", err)
 		}
 	}
-	rec := redactRecord{Refs: map[string][2]string{}}
-	for name, m := range moved {
-		rec.Refs[name.String()] = [2]string{m[0].String(), m[1].String()}
-	}
-	if err := r.writeRedactRecord(rec); err != nil {
+	if err := writeRedactRecord(r.gitDir, movesRecord(moved)); err != nil {
 		return rep, wrap("write the redaction record", err)
 	}
 	// Every ref's lock before the first moves: a lock git holds (git gc
@@ -162,7 +160,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	// here, having changed nothing, rather than half-way.
 	tx, err := r.obj.LockRefs(moved, true)
 	if err != nil {
-		os.Remove(r.redactPath())
+		os.Remove(redactPath(r.gitDir))
 		unnote()
 		return rep, wrap("move the refs", err)
 	}
@@ -172,7 +170,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if err := r.finishRedaction(t, tx); err != nil {
 		return rep, err
 	}
-	if err := r.checkRedacted(t, rep); err != nil {
+	if err := r.withObjects(func(st *gd.Store) error { return checkRedacted(t, st, r.gitDir, rep) }); err != nil {
 		return rep, err
 	}
 	r.omu.Lock()
@@ -181,38 +179,50 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	return rep, nil
 }
 
-// noteUndoably notes the redaction for the next pull (noteRedaction),
-// and returns what takes the note back: a redaction that stops before it
-// can move a ref, for pulls would refuse the history as it still is.
-func (r *Repo) noteUndoably(red Redaction, rep RedactReport, moved map[plumbing.ReferenceName][2]plumbing.Hash) (unnote func(), err error) {
+// check refuses a redaction that cannot be made: a pattern that matches
+// empty text (ErrEmptyMatch), a placeholder for no blob.
+func (red Redaction) check() error {
+	if red.Match != nil && red.Match.MatchString("") {
+		return ErrEmptyMatch
+	}
+	if red.Placeholder != nil && red.Blob == "" {
+		return errors.New("gitmem: a placeholder replaces a blob; name the blob")
+	}
+	return nil
+}
+
+// noteUndoably notes the redaction made now for the next pull
+// (noteRedaction), and returns what takes the note back: a redaction
+// that stops before it can move a ref, for pulls would refuse the
+// history as it still is.
+func noteUndoably(gitDir string, now time.Time, red Redaction, rep RedactReport, moved map[plumbing.ReferenceName][2]plumbing.Hash) (unnote func(), err error) {
 	size := int64(0)
-	if fi, err := os.Stat(redactedPath(r.gitDir)); err == nil {
+	if fi, err := os.Stat(redactedPath(gitDir)); err == nil {
 		size = fi.Size()
 	}
-	if err := r.noteRedaction(red, rep, moved); err != nil {
+	if err := noteRedaction(gitDir, now, red, rep, moved); err != nil {
 		return func() {}, err
 	}
-	return func() { os.Truncate(redactedPath(r.gitDir), size) }, nil
+	return func() { os.Truncate(redactedPath(gitDir), size) }, nil
 }
 
 // checkRedacted fails, naming them, when refs still reach a commit the
 // redaction rewrote (the full gc kept it): a git command made them while
 // the redaction ran (git branch beside it), after it listed the refs to
-// move. Called with the turn (t) held.
-func (r *Repo) checkRedacted(t *writerTurn, rep RedactReport) error {
-	r.omu.Lock()
-	defer r.unlockObj()
+// move. st is the object store the readers share, its lock held; called
+// with the turn (t) held.
+func checkRedacted(t *writerTurn, st *gd.Store, gitDir string, rep RedactReport) error {
 	old := map[plumbing.Hash]bool{}
 	kept := false
 	for _, rw := range rep.Rewritten {
 		h := plumbing.NewHash(rw.Old)
 		old[h] = true
-		kept = kept || r.obj.HasObject(h)
+		kept = kept || st.HasObject(h)
 	}
 	if !kept {
 		return nil
 	}
-	refs, err := gd.ListTips(r.gitDir)
+	refs, err := gd.ListTips(gitDir)
 	if err != nil {
 		return wrap("read the refs", err)
 	}
@@ -221,7 +231,7 @@ func (r *Repo) checkRedacted(t *writerTurn, rep RedactReport) error {
 		if !redactsRef(name.String()) {
 			continue
 		}
-		commits, err := topoOrder(r.obj, map[plumbing.ReferenceName]plumbing.Hash{name: tip})
+		commits, err := topoOrder(st, map[plumbing.ReferenceName]plumbing.Hash{name: tip})
 		if err != nil {
 			return err
 		}
@@ -248,12 +258,22 @@ type redactRecord struct {
 	GC   bool                 `json:"gc,omitempty"`
 }
 
-func (r *Repo) redactPath() string { return filepath.Join(r.gitDir, "gitmem", "redact") }
+// movesRecord is the record of a redaction that moves the refs moved
+// (name -> old, new).
+func movesRecord(moved map[plumbing.ReferenceName][2]plumbing.Hash) redactRecord {
+	rec := redactRecord{Refs: map[string][2]string{}}
+	for name, m := range moved {
+		rec.Refs[name.String()] = [2]string{m[0].String(), m[1].String()}
+	}
+	return rec
+}
 
-func (r *Repo) writeRedactRecord(rec redactRecord) error {
+func redactPath(gitDir string) string { return filepath.Join(gitDir, "gitmem", "redact") }
+
+func writeRedactRecord(gitDir string, rec redactRecord) error {
 	data, _ := json.Marshal(rec)
-	dir := filepath.Dir(r.redactPath())
-	if err := gd.WriteFileSync(dir, "redact-", r.redactPath(), data, 0o600); err != nil {
+	dir := filepath.Dir(redactPath(gitDir))
+	if err := gd.WriteFileSync(dir, "redact-", redactPath(gitDir), data, 0o600); err != nil {
 		return err
 	}
 	return gd.SyncDir(dir)
@@ -268,8 +288,8 @@ func (r *Repo) writeRedactRecord(rec redactRecord) error {
 // redaction took are its own, and removed). Called with the turn and the
 // writer lock held.
 func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
-	data, err := os.ReadFile(r.redactPath())
-	if errors.Is(err, fs.ErrNotExist) {
+	refs, found, why := readRedactRecord(r.gitDir)
+	if !found {
 		if tx != nil {
 			tx.Abort()
 		}
@@ -282,37 +302,18 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 		return &DamagedError{Problem: "the record of an interrupted redaction (.git/gitmem/redact) is damaged (" + why + ")",
 			Repair: "delete .git/gitmem/redact, check the repository with gitmem fsck, then run the redaction again (gitmem redact ... --yes)"}
 	}
-	if err != nil {
-		return damaged("it cannot be read")
+	if why != "" {
+		return damaged(why)
 	}
-	// As redactRecord, with lists of any length (JSON into a [2]string
-	// drops a third element silently).
-	var w struct {
-		Refs map[string][]string `json:"refs,omitempty"`
-		GC   bool                `json:"gc,omitempty"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil || dec.More() {
-		if err == nil {
-			err = errors.New("more than one object")
-		}
-		return damaged(fmt.Sprintf("it is not JSON of the record's form: %v", err))
-	}
-	if len(w.Refs) > 0 {
+	if len(refs) > 0 {
 		// Every ref is checked before the first moves: each is one a
 		// redaction moves, each hash as git writes it, each new commit in
 		// the repository.
 		moved := map[plumbing.ReferenceName][2]plumbing.Hash{}
-		for _, name := range slices.Sorted(maps.Keys(w.Refs)) {
-			m := w.Refs[name]
-			switch {
-			case !gd.ValidRefName(name) || !strings.HasPrefix(name, "refs/") || !redactsRef(name):
-				return damaged(fmt.Sprintf("%s is not a ref a redaction moves", quoteField(name)))
-			case len(m) != 2:
-				return damaged(fmt.Sprintf("it is not JSON of the record's form: %s holds %d hashes, not a pair", name, len(m)))
-			case !isObjectHash(m[0]) || !isObjectHash(m[1]):
-				return damaged(fmt.Sprintf("%s holds %s, not an object hash (40 lowercase hex digits)", name, quoteField(m[0]+" -> "+m[1])))
+		for _, name := range slices.Sorted(maps.Keys(refs)) {
+			m := refs[name]
+			if why := badRedactMove(name, m); why != "" {
+				return damaged(why)
 			}
 			r.omu.Lock()
 			_, err := r.obj.Commit(plumbing.NewHash(m[1]))
@@ -334,6 +335,7 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 			}
 		}
 		if tx == nil {
+			var err error
 			if tx, err = r.obj.LockRefs(moved, true); err != nil {
 				return wrap("move the refs", err)
 			}
@@ -348,15 +350,59 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 		if err := gd.SyncFS(r.obj.Env, r.dir, r.mirror.flushList()); err != nil {
 			return wrap("sync the worktree", err)
 		}
-		if err := r.writeRedactRecord(redactRecord{GC: true}); err != nil {
+		if err := writeRedactRecord(r.gitDir, redactRecord{GC: true}); err != nil {
 			return wrap("write the redaction record", err)
 		}
 	}
-	if _, err = r.collector.collectAll(r.gcTarget(), true); err != nil {
+	if _, err := r.collector.collectAll(r.gcTarget(), true); err != nil {
 		return wrap("delete the old objects (run gitmem gc --full once the cause is fixed)", err)
 	}
-	os.Remove(r.redactPath())
+	os.Remove(redactPath(r.gitDir))
 	return nil
+}
+
+// readRedactRecord reads the redaction's record (redactPath) as its
+// refs left to move, name -> [old, new], unchecked (see badRedactMove).
+// found is false when there is none; why, when it is not "", says why
+// the record is damaged.
+func readRedactRecord(gitDir string) (refs map[string][]string, found bool, why string) {
+	data, err := os.ReadFile(redactPath(gitDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, ""
+	}
+	if err != nil {
+		return nil, true, "it cannot be read"
+	}
+	// As redactRecord, with lists of any length (JSON into a [2]string
+	// drops a third element silently).
+	var w struct {
+		Refs map[string][]string `json:"refs,omitempty"`
+		GC   bool                `json:"gc,omitempty"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil || dec.More() {
+		if err == nil {
+			err = errors.New("more than one object")
+		}
+		return nil, true, fmt.Sprintf("it is not JSON of the record's form: %v", err)
+	}
+	return w.Refs, true, ""
+}
+
+// badRedactMove says why the record's move of the ref name (m: old,
+// new) is not one a redaction makes, or "": the ref is one a redaction
+// moves, and each hash is written as git writes it.
+func badRedactMove(name string, m []string) string {
+	switch {
+	case !gd.ValidRefName(name) || !strings.HasPrefix(name, "refs/") || !redactsRef(name):
+		return fmt.Sprintf("%s is not a ref a redaction moves", quoteField(name))
+	case len(m) != 2:
+		return fmt.Sprintf("it is not JSON of the record's form: %s holds %d hashes, not a pair", name, len(m))
+	case !isObjectHash(m[0]) || !isObjectHash(m[1]):
+		return fmt.Sprintf("%s holds %s, not an object hash (40 lowercase hex digits)", name, quoteField(m[0]+" -> "+m[1]))
+	}
+	return ""
 }
 
 // switchHistory moves the refs tx holds to the rewritten history and
@@ -386,7 +432,7 @@ func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
 	if moveErr != nil {
 		return wrap("move the refs", moveErr)
 	}
-	if err := r.rewritePackedRefs(tx); err != nil {
+	if err := rewritePackedRefs(r.gitDir, tx); err != nil {
 		return wrap("move the refs", err)
 	}
 	// The refs moved: from here the old history is unreachable.
@@ -436,8 +482,9 @@ type treeKey struct {
 // rewrite computes (and unless dry, writes) the rewritten history,
 // reading it through st, a view of the objects of its own. It returns the
 // refs to move: name -> (old, new), and the pack it wrote, in flight
-// until the refs move (see gd.Keep), which the shared store reads.
-func (r *Repo) rewrite(ctx context.Context, st *gd.Store, red Redaction, dry bool, progress Progress) (_ RedactReport, _ map[plumbing.ReferenceName][2]plumbing.Hash, pack plumbing.Hash, err error) {
+// until the refs move (see gd.Keep), for the caller to add to the object
+// store the readers share.
+func rewrite(ctx context.Context, gitDir string, st *gd.Store, red Redaction, dry bool, progress Progress) (_ RedactReport, _ map[plumbing.ReferenceName][2]plumbing.Hash, pack plumbing.Hash, err error) {
 	var rep RedactReport
 	rw := &rewriter{st: st, red: red, trees: map[treeKey]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{}, renamed: map[string]bool{},
 		dropped: map[plumbing.Hash]bool{},
@@ -459,17 +506,13 @@ func (r *Repo) rewrite(ctx context.Context, st *gd.Store, red Redaction, dry boo
 		rw.put = pb.Add
 		rw.finish = func() error {
 			h, err := pb.Finish()
-			if err == nil && !h.IsZero() {
-				r.withObjects(func(st *gd.Store) error {
-					st.AddPack(h)
-					return nil
-				})
+			if err == nil {
 				rw.pack = h
 			}
 			return err
 		}
 	}
-	refs, err := gd.ListTips(r.gitDir)
+	refs, err := gd.ListTips(gitDir)
 	if err != nil {
 		return rep, nil, plumbing.ZeroHash, wrap("read the refs", err)
 	}
@@ -756,9 +799,9 @@ func (rw *rewriter) drop(e object.TreeEntry) error {
 // their lines in packed-refs (git pack-refs left them there; the loose
 // files that now shadow them are git's answer, but the old hashes stay
 // no longer), under packed-refs.lock as git writes it.
-func (r *Repo) rewritePackedRefs(tx *gd.RefTx) error {
+func rewritePackedRefs(gitDir string, tx *gd.RefTx) error {
 	moved := tx.Moved()
-	path := filepath.Join(r.gitDir, "packed-refs")
+	path := filepath.Join(gitDir, "packed-refs")
 	for try := 0; ; try++ {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -786,7 +829,7 @@ func (r *Repo) rewritePackedRefs(tx *gd.RefTx) error {
 			if err != nil {
 				return err
 			}
-			return gd.SyncDir(r.gitDir)
+			return gd.SyncDir(gitDir)
 		}
 	}
 }

@@ -385,7 +385,7 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	// data without reading every tree object and hashing every file.
 	si := readStartIndex(r.gitDir)
 	r.gitIndex.noteMadeFor(r.readIndexHead())
-	if _, err := os.Stat(r.redactPath()); err == nil {
+	if _, err := os.Stat(redactPath(r.gitDir)); err == nil {
 		r.opt.Logf("gitmem: finishing an interrupted redaction")
 		if err := r.finishRedaction(t, nil); err != nil {
 			return fail(err)
@@ -1009,7 +1009,7 @@ func (r *Repo) Close() error {
 			// Kept in the log for the next start: say how many of them
 			// git's files lack (all it holds, if that cannot be told).
 			ue := &UnwrittenError{Changes: kept, LogGone: gone, Err: err}
-			if u, uerr := r.unrecovered(); uerr == nil && u.Changes > 0 {
+			if u, uerr := unrecoveredIn(r.gitDir, r.branch, r.obj); uerr == nil && u.Changes > 0 {
 				ue.Changes, ue.IDs = u.Changes, u.IDs
 			}
 			err = ue

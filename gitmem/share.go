@@ -173,8 +173,11 @@ func (e *RemoteError) Error() string {
 func (e *RemoteError) Unwrap() error { return e.Err }
 
 // Remotes lists the repository's remotes.
-func (r *Repo) Remotes() ([]Remote, error) {
-	rs, err := gd.Remotes(r.gitDir)
+func (r *Repo) Remotes() ([]Remote, error) { return remotes(r.gitDir) }
+
+// remotes lists the remotes in gitDir's config.
+func remotes(gitDir string) ([]Remote, error) {
+	rs, err := gd.Remotes(gitDir)
 	if err != nil {
 		return nil, wrap("read .git/config", err)
 	}
@@ -219,8 +222,9 @@ func (r *Repo) RemoveRemote(name string) error {
 	return wrap("write .git/config", err)
 }
 
-func (r *Repo) remoteURL(name string) (string, error) {
-	rs, err := r.Remotes()
+// remoteURL is the URL of the remote name in gitDir's config.
+func remoteURL(gitDir, name string) (string, error) {
+	rs, err := remotes(gitDir)
 	if err != nil {
 		return "", err
 	}
@@ -369,25 +373,12 @@ type shareMemory interface {
 	mergeStore
 	Adopt(ctx context.Context) (Commit, error)
 	redact(ctx context.Context, red Redaction, dry bool, progress Progress, note bool) (RedactReport, error)
-	operator(who Signature) Signature
 }
 
-// newSession is a session of the open memory r over the link l, under
-// the sharer's lock (known).
-func (r *Repo) newSession(l *link, known *redactionCache) *session {
-	return &session{link: l, mem: r, memOpt: r.opt, known: known}
-}
-
-// newLink is a link to the remote name of the open memory.
-func (r *Repo) newLink(name string, opt SyncOptions) (*link, error) {
-	if r.opt.ReadOnly {
-		return nil, ErrReadOnly
-	}
-	url, err := r.remoteURL(name)
-	if err != nil {
-		return nil, err
-	}
-	return newLink(r, r.dir, r.gitDir, r.branch, name, url, opt), nil
+// newSession is a session of the open memory mem, whose options are
+// memOpt, over the link l, under the sharer's lock (known).
+func newSession(l *link, mem shareMemory, memOpt Options, known *redactionCache) *session {
+	return &session{link: l, mem: mem, memOpt: memOpt, known: known}
 }
 
 func (r *Repo) objectView() *gd.Store { return r.obj.View() }
@@ -481,12 +472,16 @@ func (r *Repo) Sync(ctx context.Context, name string, opt SyncOptions) (SyncResu
 // it went.
 func (r *Repo) share(ctx context.Context, name string, opt SyncOptions, fn func(*session) error) (res SyncResult, err error) {
 	err = r.sharer.run(ctx, r.life.Done(), func(known *redactionCache) error {
-		l, err := r.newLink(name, opt)
+		if r.opt.ReadOnly {
+			return ErrReadOnly
+		}
+		url, err := remoteURL(r.gitDir, name)
 		if err != nil {
 			return err
 		}
+		l := newLink(r, r.dir, r.gitDir, r.branch, name, url, opt)
 		defer l.close()
-		s := r.newSession(l, known)
+		s := newSession(l, r, r.opt, known)
 		err = fn(s)
 		s.noteSync(err)
 		res = l.res
@@ -621,7 +616,7 @@ func (s *session) pull(ctx context.Context) error {
 func (s *session) integrate(ctx context.Context, tip plumbing.Hash) error {
 	m := &merger{store: s.mem, hooks: s.memOpt.hooks, logf: s.memOpt.Logf, g: s.g, st: s.st, label: s.name + "/" + s.branch.Short(), theirs: tip, limits: s.opt.Limits,
 		unrelated: s.opt.AllowUnrelatedHistories || readSyncState(s.gitDir)[s.name].ClonedEmpty}
-	meta := Meta{Subject: "memory: merge " + m.label, Author: s.mem.operator(s.opt.Author),
+	meta := Meta{Subject: "memory: merge " + m.label, Author: authorOr(s.opt.Author, s.memOpt.Operator),
 		Trailers: []Trailer{{TrailerCommand, "merge"}}}
 	c, err := m.commit(ctx, meta)
 	switch {
@@ -753,44 +748,51 @@ type SyncStatus struct {
 // Status reports where the memory stands against a remote, from what was
 // last fetched (no network).
 func (r *Repo) Status(name string) (SyncStatus, error) {
-	url, err := r.remoteURL(name)
+	return syncStatus(r, r.gitDir, r.branch, name)
+}
+
+// syncStatus is Status of the remote name of the repository at gitDir,
+// whose branch is branch and whose HEAD and objects store holds.
+func syncStatus(store shareStore, gitDir string, branch plumbing.ReferenceName, name string) (SyncStatus, error) {
+	url, err := remoteURL(gitDir, name)
 	if err != nil {
 		return SyncStatus{}, err
 	}
 	st := SyncStatus{Remote: name, URL: url}
-	rec := readSyncState(r.gitDir)[name]
+	rec := readSyncState(gitDir)[name]
 	st.LastSync, st.LastAttempt, st.LastError, st.Refused = rec.LastSync, rec.LastAttempt, rec.LastError, rec.Refused
-	track := readTracking(r.gitDir, r.branch, name)
-	for _, lr := range localRedactions(r.gitDir) {
-		if lr.Time.After(st.LastSync) && !track.IsZero() && lr.Refs[trackingRef(r.branch, name).String()] == track.String() {
+	track := readTracking(gitDir, branch, name)
+	for _, lr := range localRedactions(gitDir) {
+		if lr.Time.After(st.LastSync) && !track.IsZero() && lr.Refs[trackingRef(branch, name).String()] == track.String() {
 			st.RedactedHere = lr.Time
 			break
 		}
 	}
-	head, err := r.headHash()
+	head, err := store.headHash()
 	if err != nil {
 		return st, err
 	}
+	view := store.objectView()
+	defer view.Close()
+	g := gd.NewGraph(view)
 	if track.IsZero() {
-		st.Ahead, err = r.countExclusive(head, plumbing.ZeroHash)
+		st.Ahead, err = countExclusive(g, head, plumbing.ZeroHash)
 		return st, err
 	}
 	st.Tracking = track.String()
-	if st.Ahead, err = r.countExclusive(head, track); err != nil {
+	if st.Ahead, err = countExclusive(g, head, track); err != nil {
 		return st, err
 	}
-	st.Behind, err = r.countExclusive(track, head)
+	st.Behind, err = countExclusive(g, track, head)
 	return st, err
 }
 
-// countExclusive counts the commits reachable from a and not from b.
-func (r *Repo) countExclusive(a, b plumbing.Hash) (int, error) {
+// countExclusive counts the commits of g reachable from a and not from b.
+func countExclusive(g *gd.Graph, a, b plumbing.Hash) (int, error) {
 	if a.IsZero() {
 		return 0, nil
 	}
-	store := r.obj.View()
-	defer store.Close()
-	cs, err := gd.NewGraph(store).Exclusive([]plumbing.Hash{a}, parentList(b))
+	cs, err := g.Exclusive([]plumbing.Hash{a}, parentList(b))
 	return len(cs), wrap("read the history", err)
 }
 
@@ -920,7 +922,7 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 		l := newLink(r, dir, r.gitDir, r.branch, "origin", url, sopt)
 		defer l.close()
 		l.res = res
-		s := r.newSession(l, known)
+		s := newSession(l, r, r.opt, known)
 		if !tip.IsZero() { // a tree gitmem would not have made: merge what it can hold
 			err := s.integrate(ctx, tip)
 			res = l.res

@@ -751,10 +751,10 @@ func (lr localRedaction) sameRule(red Redaction) bool {
 
 func redactedPath(gitDir string) string { return filepath.Join(gitDir, "gitmem", "redacted") }
 
-// noteRedaction appends the rule, rep's rewritten commits and where the
-// refs moved to the file, durably.
-func (r *Repo) noteRedaction(red Redaction, rep RedactReport, moved map[plumbing.ReferenceName][2]plumbing.Hash) error {
-	lr := localRedaction{Time: r.opt.Now().UTC(), Path: red.Path, Blob: red.Blob}
+// noteRedaction appends the rule of the redaction made now, rep's
+// rewritten commits and where the refs moved to the file, durably.
+func noteRedaction(gitDir string, now time.Time, red Redaction, rep RedactReport, moved map[plumbing.ReferenceName][2]plumbing.Hash) error {
+	lr := localRedaction{Time: now.UTC(), Path: red.Path, Blob: red.Blob}
 	if red.Match != nil {
 		lr.Match = red.Match.String()
 	}
@@ -766,7 +766,7 @@ func (r *Repo) noteRedaction(red Redaction, rep RedactReport, moved map[plumbing
 		lr.Refs[name.String()] = m[1].String()
 	}
 	line, _ := json.Marshal(lr)
-	f, err := os.OpenFile(redactedPath(r.gitDir), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(redactedPath(gitDir), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}

@@ -1012,10 +1012,11 @@ func TestMergeCarriedOverCallsIsTheSame(t *testing.T) {
 			for range 3 {
 				change(a, "a")
 			}
-			s, err := a.newLink("origin", SyncOptions{})
+			url, err := remoteURL(a.gitDir, "origin")
 			if err != nil {
 				t.Fatal(err)
 			}
+			s := newLink(a, a.dir, a.gitDir, a.branch, "origin", url, SyncOptions{})
 			defer s.close()
 			tip, err := s.fetch(context.Background())
 			if err != nil {

@@ -615,7 +615,7 @@ func TestRedactInterruptedAfterRefsMovedIsFinished(t *testing.T) {
 		t.Fatalf("the old worktree was adopted:\n%s", s)
 	}
 	assertNoSecret(t, dir, secret)
-	if _, err := os.Stat(r.redactPath()); !os.IsNotExist(err) {
+	if _, err := os.Stat(redactPath(r.gitDir)); !os.IsNotExist(err) {
 		t.Fatal("the redaction record is still there")
 	}
 }

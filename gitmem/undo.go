@@ -118,9 +118,9 @@ type opStore interface {
 	indexed(progress Progress) ([]histRec, error)
 	// history is the history index up to head (see Repo.history).
 	history(head plumbing.Hash, save saveMode, progress Progress) ([]histRec, error)
-	// operator is the author of an operator's command: who, or the
-	// memory's operator.
-	operator(who Signature) Signature
+	// Operator is who an operator's command names when it names no one
+	// (see authorOr).
+	Operator() Signature
 }
 
 // operate runs an operator's change fn as one commit and returns it with
@@ -254,7 +254,7 @@ func revert(ctx context.Context, s opStore, revs []string, opt RevertOptions) (C
 		slices.Reverse(targets[i].after)
 	}
 	slices.SortFunc(targets, func(a, b target) int { return len(a.after) - len(b.after) }) // newest first
-	meta := Meta{Author: s.operator(opt.Author), Trailers: []Trailer{{TrailerCommand, "revert"}}}
+	meta := Meta{Author: authorOr(opt.Author, s.Operator()), Trailers: []Trailer{{TrailerCommand, "revert"}}}
 	if len(targets) == 1 {
 		c := targets[0].c
 		meta.Subject = "memory: revert " + c.Hash[:7] + " (" + c.Subject + ")"
@@ -426,7 +426,7 @@ func restore(ctx context.Context, s opStore, c Commit, opt RestoreOptions) (Comm
 		}
 		what = strings.Join(shown, ", ")
 	}
-	meta := Meta{Subject: "memory: restore " + what + " to " + c.Hash[:7], Author: s.operator(opt.Author),
+	meta := Meta{Subject: "memory: restore " + what + " to " + c.Hash[:7], Author: authorOr(opt.Author, s.Operator()),
 		Trailers: []Trailer{{TrailerCommand, "restore"}, {"Restored-From", c.Hash}}}
 	return operate(ctx, s, meta, opt.DryRun, opt.Check, func(tx *Tx) error {
 		then, err := s.Files(c.Hash, opt.Paths...)
@@ -621,7 +621,7 @@ func (r *Repo) Expire(ctx context.Context, cutoff time.Time, opt ExpireOptions) 
 
 func expire(ctx context.Context, s opStore, cutoff time.Time, opt ExpireOptions) ([]Stale, Commit, error) {
 	var stale []Stale
-	meta := Meta{Author: s.operator(opt.Author), Trailers: []Trailer{{TrailerCommand, "expire"}, {"Expired-Before", cutoff.UTC().Format(time.RFC3339)}}}
+	meta := Meta{Author: authorOr(opt.Author, s.Operator()), Trailers: []Trailer{{TrailerCommand, "expire"}, {"Expired-Before", cutoff.UTC().Format(time.RFC3339)}}}
 	c, err := s.Update(ctx, meta, func(tx *Tx) error {
 		hist, err := s.history(tx.head, saveHeld, opt.Progress)
 		if err != nil {
@@ -658,11 +658,11 @@ func expire(ctx context.Context, s opStore, cutoff time.Time, opt ExpireOptions)
 
 var errNothing = errors.New("nothing to do")
 
-// operator is the author of an operator command: who, or the operator's
-// git identity.
-func (r *Repo) operator(who Signature) Signature {
+// authorOr is the author of an operator command: who, or, when it names
+// no one, the memory's operator (Options.Operator).
+func authorOr(who, operator Signature) Signature {
 	if who == (Signature{}) {
-		return r.opt.Operator
+		return operator
 	}
 	return who
 }

@@ -34,17 +34,14 @@ func (r *Repo) Unrecovered() (Unrecovered, error) {
 	if err != nil || held {
 		return Unrecovered{}, wrap("check the writer lock", err)
 	}
-	return r.unrecovered()
+	return unrecoveredIn(r.gitDir, r.branch, r.obj)
 }
 
-// unrecovered reads both log files (in the order their generations give)
-// and returns the records after the last one git's branch holds. Called
-// when no process holds the writer lock, or by its holder before it opens
-// the log.
-func (r *Repo) unrecovered() (Unrecovered, error) { return unrecoveredIn(r.gitDir, r.branch, r.obj) }
-
-// unrecoveredIn is unrecovered of the repository at gitDir, whose objects
-// st reads (only through views of its own: no lock is needed).
+// unrecoveredIn reads both log files of the repository at gitDir (in the
+// order their generations give) and returns the records after the last
+// one git's branch holds, whose objects st reads (only through views of
+// its own: no lock is needed). Called when no process holds the writer
+// lock, or by its holder before it opens the log.
 func unrecoveredIn(gitDir string, branch plumbing.ReferenceName, st *gd.Store) (Unrecovered, error) {
 	var recs [2][]gd.WALRecord
 	var gens [2]uint32
