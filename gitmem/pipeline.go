@@ -75,6 +75,6 @@ func (r *Repo) initPipeline() {
 	r.inflight = flight{paths: map[string]int{}, below: map[string]int{}}
 	r.handBase = map[string]handBase{}
 	r.seen = map[string][]shown{}
-	r.maint = newMaintainer()
+	r.maint = newMaintainer(r.opt.hooks.idleRelease())
 	r.backlog = newBacklog()
 }
