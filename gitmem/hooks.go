@@ -1,6 +1,10 @@
 package gitmem
 
-import gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+import (
+	"time"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
 
 // testHooks are the test suite's seams into one Repo: given with the
 // Options it is opened with (Options.hooks), before Open, and not changed
@@ -27,10 +31,11 @@ type testHooks struct {
 	// redactShared runs in a shared redaction between the local
 	// redaction and the first forced push (another agent pushes there).
 	redactShared func()
-	// backlogMax, chunkMax, tailChunk and logMax replace the constants
-	// of the same names when positive.
+	// backlogMax, chunkMax, tailChunk, logMax and releaseIdle replace
+	// the constants of the same names when positive.
 	backlogMax, chunkMax, tailChunk int
 	logMax                          int64
+	releaseIdle                     time.Duration
 	// env is carried by the object store, log, worktree and syncs of the
 	// Repo: its fault hook (SetFault) fails or pauses a write step.
 	env *gd.Env
@@ -102,6 +107,14 @@ func (h *testHooks) logLimit() int64 {
 		return logMax
 	}
 	return h.logMax
+}
+
+// idleRelease is releaseIdle, or the test's.
+func (h *testHooks) idleRelease() time.Duration {
+	if h == nil || h.releaseIdle <= 0 {
+		return releaseIdle
+	}
+	return h.releaseIdle
 }
 
 // chunk is chunkMax, or the test's.

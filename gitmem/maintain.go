@@ -15,10 +15,11 @@ type maintainer struct {
 	wake    chan struct{}  // signal: work is waiting
 	wg      sync.WaitGroup // the loop, while it runs
 	lastUse atomic.Int64   // unix nanos of the last change
+	idleFor time.Duration  // releaseIdle (a test's own: Options.hooks)
 }
 
-func newMaintainer() maintainer {
-	return maintainer{stop: make(chan struct{}), wake: make(chan struct{}, 1)}
+func newMaintainer(idleFor time.Duration) maintainer {
+	return maintainer{stop: make(chan struct{}), wake: make(chan struct{}, 1), idleFor: idleFor}
 }
 
 // signal wakes the loop (a group was published, a checkpoint is due).
@@ -34,7 +35,7 @@ func (m *maintainer) used() { m.lastUse.Store(time.Now().UnixNano()) }
 
 // idle reports whether no change was made for releaseIdle.
 func (m *maintainer) idle() bool {
-	return time.Since(time.Unix(0, m.lastUse.Load())) > releaseIdle
+	return time.Since(time.Unix(0, m.lastUse.Load())) > m.idleFor
 }
 
 // start runs loop in the background, as the lock is taken.

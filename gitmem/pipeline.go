@@ -55,6 +55,6 @@ const (
 func (r *Repo) initPipeline() {
 	r.committer = committer{queue: &batch{}, log: &r.log, state: &r.state, backlog: &r.backlog, objs: r.obj,
 		ids: r.toolIDs, paths: r.mirror, hist: r.histIndex, maint: &r.maint, opt: &r.opt}
-	r.maint = newMaintainer()
+	r.maint = newMaintainer(r.opt.hooks.idleRelease())
 	r.backlog = newBacklog()
 }

@@ -313,11 +313,17 @@ type besideGit struct {
 	wg   sync.WaitGroup
 }
 
+// startWriters starts the writers. indexDelay (0: the default) is how
+// long .git/index may lag the branch; the writer lock is kept as long
+// without a change (releaseIdle), since giving it up writes the index: a
+// row that needs the index to lag would otherwise find it written when,
+// under load, the writers' stop or a stall of theirs outlasts 200 ms.
 func startWriters(t *testing.T, indexDelay time.Duration) *besideGit {
 	t.Helper()
 	b := &besideGit{t: t, dir: gittest.TempDir(t), last: map[string]string{}}
 	opt := testOptions(t)
 	opt.IndexDelay = indexDelay
+	opt.hooks.releaseIdle = indexDelay
 	r, _, err := Init(context.Background(), b.dir, opt)
 	if err != nil {
 		t.Fatal(err)
