@@ -104,7 +104,7 @@ func TestReachableFilesAreNotReused(t *testing.T) {
 	// The descriptor may outlive the Close a moment: a process another
 	// test of the package forks (to run git) holds a copy of every
 	// descriptor until it execs, and an adopt leaves a file open for
-	// writing to a later round (ErrNoChange here, one run in ten beside
+	// writing to a later round (ErrNoChange here, one run in five beside
 	// a test that forks). The adopt runs once no process holds it.
 	waitUntil(t, "held.md closed in every process", func() bool {
 		_, busy, err := r.mirror.wt.readSettled("memories/held.md", 0)
