@@ -195,7 +195,7 @@ func TestOperatorStory(t *testing.T) {
 			t.Fatalf("%s: %s", id, r.Content)
 		}
 	}
-	fsck := func() { t.Helper(); repo.Flush(); gittest.Fsck(t, dir) }
+	fsck := func() { t.Helper(); repo.Flush(context.Background()); gittest.Fsck(t, dir) }
 
 	do("t_old", `{"command":"create","path":"/memories/stale/old.md","file_text":"from january\n"}`)
 	clock = clock.AddDate(0, 2, 0) // March
@@ -210,7 +210,7 @@ func TestOperatorStory(t *testing.T) {
 	if _, _, err := repo.Revert(context.Background(), []string{"t_bad"}, gitmem.RevertOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	repo.Flush() // git's files follow an acknowledged change within milliseconds
+	repo.Flush(context.Background()) // git's files follow an acknowledged change within milliseconds
 	if got := gittest.Git(t, dir, "show", "HEAD:memories/prefs.md"); got != "name: Ada\n\ncolor: blue\n\nfood: risotto\n\ndrink: tea\ndrink: also water\n" {
 		t.Fatalf("after revert:\n%s", got)
 	}
@@ -234,7 +234,7 @@ func TestOperatorStory(t *testing.T) {
 		t.Fatalf("blame: %v\nwant   %v", got, want)
 	}
 	// ... and agrees with git blame, line by line.
-	repo.Flush()
+	repo.Flush(context.Background())
 	gitBlame := strings.Split(strings.TrimSpace(gittest.Git(t, dir, "blame", "-s", "-l", "memories/prefs.md")), "\n")
 	for i, l := range lines {
 		if !strings.HasPrefix(gitBlame[i], l.Commit.Hash) {
@@ -251,7 +251,7 @@ func TestOperatorStory(t *testing.T) {
 	if len(stale) != 1 || stale[0].Path != "stale/old.md" {
 		t.Fatalf("expired %+v", stale)
 	}
-	repo.Flush()
+	repo.Flush(context.Background())
 	if tree := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); tree != "memories/creds.md\nmemories/prefs.md\n" {
 		t.Fatalf("tree after expire:\n%s", tree)
 	}

@@ -60,7 +60,7 @@ func TestHostileCallerNamesKeepTheRepositoryValid(t *testing.T) {
 			t.Fatalf("call %d: %d %s", i, res.StatusCode, r.Content)
 		}
 	}
-	repo.Flush() // git's files follow an acknowledged change within milliseconds
+	repo.Flush(context.Background()) // git's files follow an acknowledged change within milliseconds
 	gittest.Fsck(t, dir)
 	if emails := gittest.Git(t, dir, "log", "--format=%ae", "-4"); emails != strings.Repeat("claude@gitmem.invalid\n", 4) {
 		t.Errorf("author emails:\n%s", emails)

@@ -266,7 +266,7 @@ func converge(t *testing.T, agents []*sharer) string {
 		heads := map[string]bool{}
 		var head string
 		for _, a := range agents {
-			c, err := a.repo.Commit("HEAD")
+			c, err := a.repo.Commit(context.Background(), "HEAD")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -338,7 +338,7 @@ func checkShared(t *testing.T, agents []*sharer, remote, final string) {
 		if got := memFiles(t, a.repo, "HEAD"); !maps.Equal(got, want) {
 			t.Errorf("%s's memory differs from %s's", a.name, agents[0].name)
 		}
-		if err := a.repo.Flush(); err != nil {
+		if err := a.repo.Flush(context.Background()); err != nil {
 			t.Errorf("%s: flush: %v", a.name, err)
 		}
 		if out := gittest.Git(t, a.repo.Dir(), "status", "--porcelain"); out != "" {
@@ -444,7 +444,7 @@ func checkShared(t *testing.T, agents []*sharer, remote, final string) {
 			if kind != "content" && kind != "add/add" {
 				continue
 			}
-			data, err := r.ReadFileAt(x.c.Hash, strings.TrimPrefix(path, "/memories/"))
+			data, err := r.ReadFileAt(context.Background(), x.c.Hash, strings.TrimPrefix(path, "/memories/"))
 			if err != nil || !strings.Contains(string(data), "<<<<<<< local ") || !strings.Contains(string(data), "\n=======\n") || !strings.Contains(string(data), ">>>>>>> origin/main ") {
 				t.Errorf("merge %s: the conflict in %s is not readable: %q %v", x.c.Hash[:7], path, data, err)
 			}

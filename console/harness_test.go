@@ -145,7 +145,7 @@ func (s *server) settled(store string) string {
 		s.t.Fatal(err)
 	}
 	defer st.Release()
-	if err := st.Use(func(r *gitmem.Repo, _ stores.Meta) error { return r.Flush() }); err != nil {
+	if err := st.Use(func(r *gitmem.Repo, _ stores.Meta) error { return r.Flush(context.Background()) }); err != nil {
 		s.t.Fatal(err)
 	}
 	return filepath.Join(s.root, store)

@@ -76,7 +76,7 @@ func TestConsoleOneMemory(t *testing.T) {
 	run(t, ctx, "its change", chromedp.Click(chromedp.CSS("#L2 a")), chromedp.WaitVisible(chromedp.CSS("#revert-form")),
 		chromedp.Click(chromedp.CSS("#revert-form button")), chromedp.WaitVisible(chromedp.CSS("#confirm")),
 		chromedp.Click(chromedp.CSS("#confirm button")), chromedp.WaitVisible(chromedp.CSS("#done")))
-	if err := repo.Flush(); err != nil {
+	if err := repo.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := gittest.Git(t, dir, "log", "-1", "--format=%an|%(trailers:key=Reverts-Tool-Use-Id,valueonly)"); got != "op|toolu_b\n\n" {
@@ -97,7 +97,7 @@ func TestConsoleOneMemory(t *testing.T) {
 		t.Errorf("the restore's preview shows %d files", n)
 	}
 	run(t, ctx, "confirm", chromedp.Click(chromedp.CSS("#confirm button")), chromedp.WaitVisible(chromedp.CSS("#done")))
-	if err := repo.Flush(); err != nil {
+	if err := repo.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD", "memories"); got != "memories/todo.md\n" {

@@ -316,7 +316,7 @@ func (c *Console) change(w http.ResponseWriter, r *http.Request, v *visit, repo 
 		c.fail(w, r, v, http.StatusBadRequest, "Name a change: its hash or its tool_use id.")
 		return
 	}
-	cm, err := operator.Revision(repo, rev, c.opt.Now(), false)
+	cm, err := operator.Revision(r.Context(), repo, rev, c.opt.Now(), false)
 	if err != nil {
 		c.failErr(w, r, v, err)
 		return
@@ -374,8 +374,8 @@ func (c *Console) diff(w http.ResponseWriter, r *http.Request, v *visit, repo *g
 		paths = []string{rel}
 	}
 	var err error
-	if d.FromCommit, err = operator.Revision(repo, d.From, c.opt.Now(), true); err == nil {
-		d.ToCommit, err = operator.Revision(repo, to, c.opt.Now(), true)
+	if d.FromCommit, err = operator.Revision(r.Context(), repo, d.From, c.opt.Now(), true); err == nil {
+		d.ToCommit, err = operator.Revision(r.Context(), repo, to, c.opt.Now(), true)
 	}
 	if err != nil {
 		c.failErr(w, r, v, err)
@@ -446,7 +446,7 @@ func (c *Console) shared(w http.ResponseWriter, r *http.Request, v *visit, repo 
 	}
 	var d sharedData
 	for _, rm := range remotes {
-		st, err := repo.Status(rm.Name)
+		st, err := repo.Status(r.Context(), rm.Name)
 		if err != nil {
 			d.Errors = append(d.Errors, rm.Name+": its state cannot be read")
 			c.log.Error("console: remote status", "store", v.store, "remote", rm.Name, "err", err)

@@ -130,7 +130,7 @@ func (c *Console) revert(w http.ResponseWriter, r *http.Request, v *visit, repo 
 	}
 	var names []string
 	for _, rev := range revs {
-		cm, err := operator.Revision(repo, rev, c.opt.Now(), false)
+		cm, err := operator.Revision(r.Context(), repo, rev, c.opt.Now(), false)
 		if err != nil {
 			return c.failed(r, v, d, err)
 		}
@@ -216,7 +216,7 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, v *visit, repo
 		d.Error = "Say when to restore to: a time (2h, yesterday, 2026-11-20 15:04), a change's hash or its tool_use id."
 		return http.StatusBadRequest
 	}
-	target, err := operator.Revision(repo, to, c.opt.Now(), true)
+	target, err := operator.Revision(r.Context(), repo, to, c.opt.Now(), true)
 	if err != nil {
 		return c.failed(r, v, d, err)
 	}
@@ -307,7 +307,7 @@ func (c *Console) expire(w http.ResponseWriter, r *http.Request, v *visit, repo 
 			return c.failed(r, v, d, err)
 		}
 	}
-	stale, changes, err := operator.ExpirePreview(repo, cutoff, keep)
+	stale, changes, err := operator.ExpirePreview(r.Context(), repo, cutoff, keep)
 	if err != nil {
 		return c.failed(r, v, d, err)
 	}

@@ -235,7 +235,7 @@ func TestCallsNeverWaitOnAnOutsideLease(t *testing.T) {
 					})
 				}
 				if err == nil {
-					err = r.Flush() // the worktree follows, a.md's too
+					err = r.Flush(context.Background()) // the worktree follows, a.md's too
 				}
 				done <- err
 			}()

@@ -244,7 +244,7 @@ func BenchmarkHistory(b *testing.B) {
 	b.Run("expire-dry-run/gitmem", func(b *testing.B) {
 		for range b.N {
 			r := open(b)
-			stale, err := r.StaleFiles(cutoff, nil, nil)
+			stale, err := r.StaleFiles(context.Background(), cutoff, nil, nil)
 			r.Close()
 			if err != nil || len(stale) == 0 {
 				b.Fatalf("%d stale, %v", len(stale), err)

@@ -118,7 +118,7 @@ func mutationRepo(b *testing.B, files int) *Repo {
 		b.Fatal(err)
 	}
 	time.Sleep(gd.RacyWindow + 20*time.Millisecond) // not racy: the index vouches for every file
-	if err := r.Flush(); err != nil {
+	if err := r.Flush(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	if err := r.Close(); err != nil {

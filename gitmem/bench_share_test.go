@@ -95,7 +95,7 @@ func BenchmarkSync(b *testing.B) {
 						p := fmt.Sprintf("d%d/s%d/f%04d.md", i/1000, i/100%10, i)
 						put(b, ra, fmt.Sprintf("toolu_sync_%d", n), p, fmt.Sprintf("memory %s\nsync round %d\n", p, n))
 					}
-					ra.Flush()
+					ra.Flush(context.Background())
 					t0 := time.Now()
 					res, err := ra.Push(ctx, "origin", sopt)
 					push += time.Since(t0)
@@ -131,7 +131,7 @@ func BenchmarkSync(b *testing.B) {
 			})
 		}
 	}
-	head, _ := ra.Commit("HEAD")
+	head, _ := ra.Commit(context.Background(), "HEAD")
 	if out := gittest.Git(b, filepath.Join(work, "clib"), "rev-parse", "HEAD"); strings.TrimSpace(out) != head.Hash {
 		b.Errorf("the git CLI clone is at %s, gitmem at %s", out, head.Hash)
 	}
@@ -146,7 +146,7 @@ func BenchmarkSync(b *testing.B) {
 		for range b.N {
 			n++
 			put(b, ra, fmt.Sprintf("toolu_sync_%d", n), "d0/s0/f0000.md", fmt.Sprintf("round %d\n", n))
-			ra.Flush()
+			ra.Flush(context.Background())
 			repo, err := git.PlainOpen(a)
 			if err != nil {
 				b.Fatal(err)

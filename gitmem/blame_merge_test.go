@@ -34,7 +34,7 @@ func gitBlameHashes(t *testing.T, dir, p string) []string {
 // git blame's, line by line.
 func blameAgreesWithGit(t *testing.T, r *Repo, what string) {
 	t.Helper()
-	if err := r.Flush(); err != nil {
+	if err := r.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	fs, err := r.Files("HEAD")
@@ -54,8 +54,8 @@ func blameAgreesWithGit(t *testing.T, r *Repo, what string) {
 		for i, l := range lines {
 			if l.Commit.Hash != want[i] {
 				if bad++; bad <= 5 {
-					got, _ := r.Commit(l.Commit.Hash)
-					exp, _ := r.Commit(want[i])
+					got, _ := r.Commit(context.Background(), l.Commit.Hash)
+					exp, _ := r.Commit(context.Background(), want[i])
 					t.Errorf("%s: %s line %d %q: gitmem names %s %q (%s), git blame %s %q (%s)", what, p, i+1, l.Text,
 						l.Commit.Hash[:7], got.Subject, got.Trailer(TrailerToolUseID), want[i][:7], exp.Subject, exp.Trailer(TrailerToolUseID))
 				}
@@ -200,7 +200,7 @@ func TestBlameAgreesWithGitAfterMerges(t *testing.T) {
 					blameEdit(t, rng, r, fmt.Sprintf("t%d%s", calls, names[i]))
 				case k < 8: // straight from a peer: criss-cross merges
 					j := (i + 1 + rng.IntN(len(agents)-1)) % len(agents)
-					if err := agents[j].Flush(); err != nil {
+					if err := agents[j].Flush(context.Background()); err != nil {
 						t.Fatal(err)
 					}
 					if _, err := r.Pull(context.Background(), "peer-"+names[j], SyncOptions{}); err != nil {

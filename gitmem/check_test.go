@@ -17,7 +17,7 @@ func TestOperatorCheckRefusesBeforeCommitting(t *testing.T) {
 	r, _ := newRepo(t)
 	first := write(t, r, "t1", "a.md", "one\n")
 	write(t, r, "t2", "a.md", "two\n")
-	head := func() string { c, _ := r.Commit("HEAD"); return c.Hash }
+	head := func() string { c, _ := r.Commit(context.Background(), "HEAD"); return c.Hash }
 	refuse := errors.New("not what was previewed")
 	var seen []FileChange
 	check := func(err error) func([]FileChange) error {

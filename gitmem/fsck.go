@@ -177,7 +177,7 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 			err = repo.rebuildHistoryIndex(ctx)
 		}
 		if err == nil {
-			err = repo.Flush() // merges back what waits under refs/gitmem/displaced/
+			err = repo.Flush(ctx) // merges back what waits under refs/gitmem/displaced/
 		}
 		if cerr := repo.Close(); err == nil {
 			err = cerr

@@ -399,7 +399,7 @@ func TestPlainGitGCDuringAFetch(t *testing.T) {
 	put(t, b, "b1", "b.md", "from b\n")
 	syncOK(t, b)
 	put(t, a, "a1", "a.md", "from a\n")
-	a.Flush()
+	a.Flush(context.Background())
 	ran := 0
 	a.obj.Env.SetFault(func(step, p string) error {
 		if step == gd.StepRef && p == "refs/remotes/origin/main" && ran == 0 {
@@ -419,7 +419,7 @@ func TestPlainGitGCDuringAFetch(t *testing.T) {
 	if got := files(t, a); got["a.md"] != "from a\n" || got["b.md"] != "from b\n" {
 		t.Errorf("after the pull: %v", got)
 	}
-	a.Flush()
+	a.Flush(context.Background())
 	gittest.Fsck(t, a.Dir())
 }
 
@@ -575,7 +575,7 @@ func TestGroupsUnderLoadAreFolded(t *testing.T) {
 	settle(t, r)
 	const groups, calls = 64, 8
 	for g := range groups {
-		r.disk.mu.Lock() // the group's calls are materialised together
+		r.disk.hold() // the group's calls are materialised together
 		for c := range calls {
 			write(t, r, fmt.Sprintf("t%d-%d", g, c), fmt.Sprintf("d%d/f%d.md", g%4, c), fmt.Sprintf("%d\n", g))
 		}
@@ -673,7 +673,7 @@ func TestGCMeetsAFoldWithoutFallingBack(t *testing.T) {
 	write(t, r, "t", "a.md", "a\n")
 	settle(t, r)
 	waiting := func() int {
-		r.disk.mu.Lock()
+		r.disk.hold()
 		defer r.disk.mu.Unlock()
 		n := 0
 		for _, g := range r.disk.held {

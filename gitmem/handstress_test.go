@@ -197,12 +197,12 @@ func TestHandEditAfterAnAdoptReadIsKept(t *testing.T) {
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\ntwo\n")
 	settle(t, r)
-	r.disk.mu.Lock() // the worktree has not caught up yet
+	r.disk.hold() // the worktree has not caught up yet
 	write(t, r, "t2", "a.md", "ONE\ntwo\n")
 	appendHand(t, dir, "a.md", "first by hand")
 	r.disk.mu.Unlock()
 	settle(t, r) // kept, to be merged
-	r.disk.mu.Lock()
+	r.disk.hold()
 	if _, err := r.Adopt(context.Background()); err != nil { // reads the file, merges
 		t.Fatal(err)
 	}

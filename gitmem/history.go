@@ -606,8 +606,8 @@ func join2(prefix, name string) string {
 // false. want, if not nil, is a cheap test on a record's raw index line
 // that every record fn needs passes (a substring it must contain); it lets
 // a fresh process skip parsing the rest of a long index.
-func (r *Repo) scan(want func(line []byte) bool, progress Progress, fn func(*histRec) bool) error {
-	head, err := r.headHash()
+func (r *Repo) scan(ctx context.Context, want func(line []byte) bool, progress Progress, fn func(*histRec) bool) error {
+	head, err := r.branchHead(ctx)
 	if err != nil {
 		return err
 	}
@@ -616,7 +616,7 @@ func (r *Repo) scan(want func(line []byte) bool, progress Progress, fn func(*his
 			return err
 		}
 	}
-	hist, err := r.indexed(progress)
+	hist, err := r.indexed(ctx, progress)
 	if err != nil {
 		return err
 	}
@@ -649,7 +649,9 @@ func (r *Repo) syncIDs(background bool) error {
 	if !r.toolIDs.isStale() {
 		return nil
 	}
-	r.gitUpToDate() // this process's own commits are in the file too
+	if err := r.gitUpToDate(context.Background()); err != nil { // this process's own commits are in the file too
+		return err // ErrClosed: Close began
+	}
 	r.toolIDs.beginSync()
 	head := r.snapshotHead()
 	r.opt.hooks.atSyncIDs()

@@ -1,16 +1,17 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/gitmem/internal/lock"
 )
 
 // disk is git's files and the worktree as this process last wrote them:
@@ -22,8 +23,10 @@ type disk struct {
 	// atomics. In the lock order it comes after the index lock
 	// (gitIndex.mu) and before the history file's lock, logFiles.mu, the
 	// published state's and the object store's. What says "Called with
-	// the disk lock held" takes a diskTurn.
-	mu           sync.Mutex
+	// the disk lock held" takes a diskTurn. The background takes it
+	// with hold; a read waits for it with holdContext, which its context
+	// or Close ends.
+	mu           lock.Mutex
 	head         plumbing.Hash // the branch as written in git's files
 	tree         *node         // its tree: what the worktree mirrors
 	packsWritten []string      // packs materialised since the last sync
@@ -40,10 +43,24 @@ type disk struct {
 // diskTurn is proof that disk.mu is held.
 type diskTurn struct{ d *disk }
 
-// hold takes the disk lock; release gives it back.
+// hold takes the disk lock, however long it waits (the background:
+// materialisation, checkpoints, Close); release gives it back.
 func (d *disk) hold() diskTurn {
-	d.mu.Lock()
+	d.mu.Lock(context.Background(), nil) // cannot fail: no ctx, no closing
 	return diskTurn{d}
+}
+
+// holdContext takes the disk lock for a call: a wait for it ends with
+// ctx (ctx.Err()) or when Close begins (ErrClosed). A free lock is taken
+// whatever ctx and the Repo's life say: only a wait is given up.
+func (r *Repo) holdContext(ctx context.Context) (diskTurn, error) {
+	if r.disk.mu.TryLock() {
+		return diskTurn{&r.disk}, nil
+	}
+	if err := r.disk.mu.Lock(ctx, r.life.Done()); err != nil {
+		return diskTurn{}, r.gaveUp(err)
+	}
+	return diskTurn{&r.disk}, nil
 }
 
 func (t diskTurn) release() { t.d.mu.Unlock() }
@@ -404,11 +421,20 @@ func (r *Repo) addPack(dt diskTurn, h plumbing.Hash) {
 }
 
 // gitUpToDate materialises what is published, for a read of git's own
-// files (a commit, a tree, the history) that must see it.
-func (r *Repo) gitUpToDate() {
-	if err := r.materialize(); err != nil {
+// files (a commit, a tree, the history) that must see it. Its error is
+// the wait's for the disk lock (holdContext): ctx's, or ErrClosed. A
+// materialisation that fails is logged and the read goes on (what it
+// did not write is still readable from memory).
+func (r *Repo) gitUpToDate(ctx context.Context) error {
+	dt, err := r.holdContext(ctx)
+	if err != nil {
+		return err
+	}
+	defer dt.release()
+	if err := r.materializeLocked(dt); err != nil {
 		r.opt.Logf("gitmem: %v", err)
 	}
+	return nil
 }
 
 // settle materialises and checkpoints everything, for operations that

@@ -135,7 +135,7 @@ func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			if head, _ := r.Commit("HEAD"); head.Subject != "memory: adopt changes made outside gitmem" || read(t, r, "a.md") != "two\n" {
+			if head, _ := r.Commit(context.Background(), "HEAD"); head.Subject != "memory: adopt changes made outside gitmem" || read(t, r, "a.md") != "two\n" {
 				t.Fatalf("HEAD %q, a.md %q: the edit was not adopted", head.Subject, read(t, r, "a.md"))
 			}
 		})
@@ -207,7 +207,7 @@ func TestResolveOfAFullHashIsThatCommit(t *testing.T) {
 	r, _ := newRepo(t)
 	first := write(t, r, "t1", "a.md", "one\n")
 	write(t, r, first.Hash, "b.md", "two\n")
-	c, err := r.Resolve(first.Hash)
+	c, err := r.Resolve(context.Background(), first.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,10 +60,17 @@ func touches(changed, paths []string) bool {
 	return false
 }
 
-// headHash is the branch's commit now.
-func (r *Repo) headHash() (plumbing.Hash, error) {
+// headHash is the branch's commit now (shareStore's: its wait for the
+// disk lock ends only when Close begins).
+func (r *Repo) headHash() (plumbing.Hash, error) { return r.branchHead(context.Background()) }
+
+// branchHead is the branch's commit now, after git's files were brought
+// up to date; the wait for that ends with ctx (gitUpToDate).
+func (r *Repo) branchHead(ctx context.Context) (plumbing.Hash, error) {
 	if r.lease.Held() { // git's files may lag: bring them up to date
-		r.gitUpToDate()
+		if err := r.gitUpToDate(ctx); err != nil {
+			return plumbing.ZeroHash, err
+		}
 		return r.snapshotHead(), nil
 	}
 	h, err := r.readHead()
@@ -73,9 +80,9 @@ func (r *Repo) headHash() (plumbing.Hash, error) {
 // indexed returns the history index up to HEAD, catching it up first
 // and saving it when it had to (under the writer lock: see saveFree), by
 // a reader too.
-func (r *Repo) indexed(progress Progress) ([]histRec, error) {
+func (r *Repo) indexed(ctx context.Context, progress Progress) ([]histRec, error) {
 	for attempt := 0; ; attempt++ {
-		head, err := r.headHash()
+		head, err := r.branchHead(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +124,7 @@ func (r *Repo) Log(ctx context.Context, opt LogOptions, progress Progress, fn fu
 	}
 	n := 0
 	var ferr error
-	err := r.scan(want, progress, func(h *histRec) bool {
+	err := r.scan(ctx, want, progress, func(h *histRec) bool {
 		if n%4096 == 0 && ctx.Err() != nil {
 			ferr = ctx.Err()
 			return false
@@ -155,17 +162,17 @@ func (h *histRec) renamedFrom(p string) string {
 // full hash of a commit names that commit, as in git, without a look
 // for a tool_use id of the same text (which read the whole history
 // index: no call makes one).
-func (r *Repo) Resolve(rev string) (Commit, error) {
+func (r *Repo) Resolve(ctx context.Context, rev string) (Commit, error) {
 	if rev == "" {
 		return Commit{}, ErrUnknownRev
 	}
 	if isObjectHash(rev) {
-		if c, err := r.commitWithPaths(rev); err == nil {
+		if c, err := r.commitWithPaths(ctx, rev); err == nil {
 			return c, nil
 		}
 	}
 	var found *histRec
-	err := r.scan(contains(rev), nil, func(h *histRec) bool {
+	err := r.scan(ctx, contains(rev), nil, func(h *histRec) bool {
 		if h.id == rev {
 			found = h
 		}
@@ -175,18 +182,18 @@ func (r *Repo) Resolve(rev string) (Commit, error) {
 		return Commit{}, err
 	}
 	if found != nil {
-		return r.commitWithPaths(found.hash.String())
+		return r.commitWithPaths(ctx, found.hash.String())
 	}
-	return r.commitWithPaths(rev)
+	return r.commitWithPaths(ctx, rev)
 }
 
 // commitWithPaths is Commit plus the files it changed, from the index.
-func (r *Repo) commitWithPaths(rev string) (Commit, error) {
-	c, err := r.Commit(rev)
+func (r *Repo) commitWithPaths(ctx context.Context, rev string) (Commit, error) {
+	c, err := r.Commit(ctx, rev)
 	if err != nil {
 		return c, err
 	}
-	err = r.scan(contains(c.Hash), nil, func(h *histRec) bool {
+	err = r.scan(ctx, contains(c.Hash), nil, func(h *histRec) bool {
 		if h.hash.String() == c.Hash {
 			hc := h.commit()
 			c.Paths, c.Blobs = hc.Paths, hc.Blobs
@@ -203,13 +210,13 @@ func (r *Repo) commitWithPaths(rev string) (Commit, error) {
 // before the first commit names the first commit when it holds no memory
 // file (gitmem init's): the memory was as empty before it. ErrUnknownRev
 // if none.
-func (r *Repo) At(t time.Time) (Commit, error) {
-	next, err := r.headHash()
+func (r *Repo) At(ctx context.Context, t time.Time) (Commit, error) {
+	next, err := r.branchHead(ctx)
 	if err != nil {
 		return Commit{}, err
 	}
 	var found, root *histRec
-	err = r.scan(nil, nil, func(h *histRec) bool {
+	err = r.scan(ctx, nil, nil, func(h *histRec) bool {
 		if h.hash != next {
 			return true // the index lists parents before children: the chain comes in order
 		}
@@ -234,7 +241,7 @@ func (r *Repo) At(t time.Time) (Commit, error) {
 	if found == nil {
 		return Commit{}, ErrUnknownRev
 	}
-	return r.commitWithPaths(found.hash.String())
+	return r.commitWithPaths(ctx, found.hash.String())
 }
 
 // Files returns the memory files (relative to memories/) and their blob
@@ -323,7 +330,7 @@ type BlameLine struct {
 func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 	r.holdPacks()
 	defer r.dropPacks()
-	hist, err := r.indexed(nil)
+	hist, err := r.indexed(ctx, nil)
 	if err != nil {
 		return nil, err
 	}

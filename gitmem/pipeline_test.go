@@ -173,7 +173,7 @@ func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
 			}
 			write(t, r, "c", "b.md", "first") // the id map is read: later writes need nothing but the log
 			settle(t, r)
-			r.disk.mu.Lock() // the changes stay in the log only, until the fault is in place
+			r.disk.hold() // the changes stay in the log only, until the fault is in place
 			for i := range 3 {
 				write(t, r, fmt.Sprint("c", i), "a.md", fmt.Sprint(i))
 			}
@@ -237,7 +237,7 @@ func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
 	}
-	r.disk.mu.Lock() // the group waits to be materialised
+	r.disk.hold() // the group waits to be materialised
 	steps := []func(tx *Tx) error{
 		func(tx *Tx) error { return tx.WriteFile("a.md", []byte("v1\n")) },
 		func(tx *Tx) error { return tx.WriteFile("c.md", []byte("c\n")) },
@@ -305,10 +305,10 @@ func TestFlushLetsCallsThrough(t *testing.T) {
 	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "t0", "a.md", "v0\n")
-	r.disk.mu.Lock() // a materialisation under way
+	r.disk.hold() // a materialisation under way
 	flushed := make(chan error, 1)
-	go func() { flushed <- r.Flush() }()
-	for !stackHas("(*Repo).Flush(", "(*Repo).materialize(") { // Flush waits for the materialiser
+	go func() { flushed <- r.Flush(context.Background()) }()
+	for !stackHas("(*Repo).Flush(", "(*Repo).holdContext(") { // Flush waits for the materialiser
 		runtime.Gosched()
 	}
 	wrote := make(chan struct{})
@@ -393,7 +393,7 @@ func TestBacklogHoldsCallsBack(t *testing.T) {
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
 	}
-	r.disk.mu.Lock() // the materialiser cannot run
+	r.disk.hold() // the materialiser cannot run
 	for i := range 3 {
 		if _, err := r.Update(context.Background(), Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile("a.md", []byte(fmt.Sprintf("%d\n", i)))
@@ -471,7 +471,7 @@ func TestLogBytesHoldCallsBack(t *testing.T) {
 	r, dir := newRepoWith(t, &testHooks{logMax: 100 << 10})
 	write(t, r, "t0", "a.md", "init\n")
 	settle(t, r)
-	r.disk.mu.Lock() // neither the materialiser nor a checkpoint can run
+	r.disk.hold() // neither the materialiser nor a checkpoint can run
 	big := func(i int) []byte { return []byte(strings.Repeat(fmt.Sprintf("line %d\n", i), 40<<10/7)) }
 	for i := range 3 { // 3 x 40 KiB: past logMax
 		if _, err := r.Update(context.Background(), Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
@@ -523,7 +523,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 	}
 	write(t, r, "t0", "f0.md", "0\n")
 	settle(t, r)
-	r.disk.mu.Lock() // the materialiser waits
+	r.disk.hold() // the materialiser waits
 	for i := 1; i <= 7; i++ {
 		if _, err := r.Update(context.Background(), Meta{Subject: fmt.Sprintf("c%d", i)}, func(tx *Tx) error {
 			return tx.WriteFile(fmt.Sprintf("f%d.md", i%3), []byte(fmt.Sprintf("%d\n", i)))
@@ -601,7 +601,7 @@ func TestSpareLogTakesTheLoad(t *testing.T) {
 	}
 	write(t, r, "t0", "a.md", "small\n")
 	caps := func() (active, spare int64) {
-		r.disk.mu.Lock() // the spare grows under the disk lock
+		r.disk.hold() // the spare grows under the disk lock
 		defer r.disk.mu.Unlock()
 		r.log.mu.Lock()
 		defer r.log.mu.Unlock()

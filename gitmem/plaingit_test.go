@@ -30,7 +30,7 @@ func TestIndexNeverVouchesForAFileNotYetWritten(t *testing.T) {
 	if _, err := r.Snapshot(context.Background(), "a.md"); err != nil {
 		t.Fatal(err)
 	}
-	r.disk.mu.Lock() // the materialiser waits: t2 is published, not yet in the worktree
+	r.disk.hold() // the materialiser waits: t2 is published, not yet in the worktree
 	write(t, r, "t2", "a.md", "two, longer\n")
 	if err := r.writeIndex(); err != nil {
 		r.disk.mu.Unlock()
@@ -580,7 +580,7 @@ func TestPlainGitBesideAWritingRepo(t *testing.T) {
 		}},
 		{"clean -fd: the files gitmem made since it wrote the index deleted, adopted, reverted", lagging, func(t *testing.T, b *besideGit) {
 			b.stopWriters()
-			b.r.gitUpToDate() // the worktree holds every acknowledged change; .git/index lags them
+			b.r.gitUpToDate(context.Background()) // the worktree holds every acknowledged change; .git/index lags them
 			if _, err := b.git("clean", "-fdq"); err != nil {
 				t.Fatal("git clean failed")
 			}

@@ -81,7 +81,7 @@ func TestRedactLeavesNoTrace(t *testing.T) {
 			}
 			// The store goes on working on the new history.
 			write(t, r, "t6", "after.md", "x")
-			if _, err := r.Resolve("t3"); err != nil {
+			if _, err := r.Resolve(context.Background(), "t3"); err != nil {
 				t.Fatalf("tool_use id lookup after redact: %v", err)
 			}
 		})
@@ -357,7 +357,7 @@ func TestRedactBesideFlush(t *testing.T) {
 				return
 			default:
 			}
-			r.Flush()
+			r.Flush(context.Background())
 			n++
 		}
 	}()

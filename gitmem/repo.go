@@ -794,7 +794,7 @@ func (r *Repo) update(ctx context.Context, meta Meta, fn func(tx *Tx) error) (Co
 				return Commit{}, err
 			}
 			if h, ok := p.merged[id]; ok { // it came with a merge (share.go)
-				c, err := r.Commit(h.String())
+				c, err := r.Commit(ctx, h.String())
 				if err != nil {
 					return Commit{}, err
 				}
@@ -803,7 +803,7 @@ func (r *Repo) update(ctx context.Context, meta Meta, fn func(tx *Tx) error) (Co
 			return p.commit, &AppliedError{ID: id, Commit: p.commit}
 		case done:
 			unlock()
-			c, err := r.Commit(h.String())
+			c, err := r.Commit(ctx, h.String())
 			if err != nil {
 				return Commit{}, err
 			}
@@ -906,7 +906,7 @@ func writeTrees(put putFunc, n, old *node) (plumbing.Hash, error) {
 // turn held.
 func (r *Repo) scheduleIndex() {
 	r.gitIndex.schedule(r.opt.IndexDelay, func() {
-		if err := r.Flush(); err != nil && !errors.Is(err, ErrClosed) {
+		if err := r.Flush(r.life); err != nil && !errors.Is(err, ErrClosed) {
 			r.opt.Logf("gitmem: %v", err)
 		}
 	})
@@ -914,14 +914,16 @@ func (r *Repo) scheduleIndex() {
 
 // Flush writes .git/index now, so that `git status` is clean at once.
 // Calls go on meanwhile: it holds neither the writer lock nor, while it
-// writes the index, the materialiser's.
-func (r *Repo) Flush() error {
+// writes the index, the materialiser's. Its wait for git's files to be
+// brought up to date ends with ctx (ctx.Err()) or when Close begins
+// (ErrClosed).
+func (r *Repo) Flush(ctx context.Context) error {
 	// A merge counted before the first flush is in git's files after it;
 	// one counted later (the maintenance loop's, done meanwhile) is
 	// written by a second flush. (Counting merges, not watching the head,
 	// which every call under load moves.)
 	merges := r.outside.merges()
-	if err := r.flush(); err != nil {
+	if err := r.flush(ctx); err != nil {
 		return err
 	}
 	// The branch was moved outside gitmem: merged back now (or the merge
@@ -932,7 +934,7 @@ func (r *Repo) Flush() error {
 	if r.outside.merges() == merges {
 		return nil
 	}
-	return r.flush()
+	return r.flush(ctx)
 }
 
 // flush brings git's files up to what is committed and writes the index.
@@ -940,14 +942,20 @@ func (r *Repo) Flush() error {
 // to add. It was called with the turn held, and every call waited while it
 // materialised a backlog and wrote a 10,000-entry index (under 64 HTTP
 // clients, for up to 1-2 s every second); the index has its own lock.
-func (r *Repo) flush() error {
+func (r *Repo) flush(ctx context.Context) error {
 	switch {
 	case r.closed.Load():
 		return ErrClosed
 	case r.opt.ReadOnly || !r.lease.Held():
 		return nil
 	}
-	if err := r.materialize(); err != nil {
+	dt, err := r.holdContext(ctx)
+	if err != nil {
+		return err
+	}
+	err = r.materializeLocked(dt)
+	dt.release()
+	if err != nil {
 		return err
 	}
 	r.gitMoved() // before the index git left, which tells what it did, is written over
@@ -1070,8 +1078,10 @@ func (r *Repo) Adopted() (branch string, ok bool) {
 
 // Commit returns the commit a revision names: a full or abbreviated hash,
 // or anything go-git's revision syntax resolves (HEAD~2, main).
-func (r *Repo) Commit(rev string) (Commit, error) {
-	r.gitUpToDate()
+func (r *Repo) Commit(ctx context.Context, rev string) (Commit, error) {
+	if err := r.gitUpToDate(ctx); err != nil {
+		return Commit{}, err
+	}
 	r.omu.Lock()
 	defer r.unlockObj()
 	h, err := r.resolve(rev)
@@ -1200,8 +1210,10 @@ func (r *Repo) expandCommit(rev string) (plumbing.Hash, bool) {
 
 // ReadFileAt returns the content of a memory file (relative to memories/)
 // as it was at a commit.
-func (r *Repo) ReadFileAt(rev, p string) ([]byte, error) {
-	r.gitUpToDate()
+func (r *Repo) ReadFileAt(ctx context.Context, rev, p string) ([]byte, error) {
+	if err := r.gitUpToDate(ctx); err != nil {
+		return nil, err
+	}
 	r.omu.Lock()
 	defer r.unlockObj()
 	h, err := r.resolve(rev)

@@ -113,7 +113,7 @@ func write(t *testing.T, r *Repo, id, p, content string) Commit {
 // milliseconds, and a test that reads them with git must not race that.
 func settle(t *testing.T, r *Repo) {
 	t.Helper()
-	if err := r.Flush(); err != nil {
+	if err := r.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -160,13 +160,13 @@ func TestTwoWritersShareOneRepository(t *testing.T) {
 	wg.Wait()
 	settle(t, r1) // the other process sees a change once it is in git's files
 	settle(t, r2)
-	head, _ := r1.Commit("HEAD")
+	head, _ := r1.Commit(context.Background(), "HEAD")
 	n := 0
 	for h := head; ; n++ {
 		if len(h.Parents) == 0 {
 			break
 		}
-		h, _ = r1.Commit(h.Parents[0])
+		h, _ = r1.Commit(context.Background(), h.Parents[0])
 	}
 	if n != 40 {
 		t.Fatalf("%d commits after init, want 40", n)
@@ -191,7 +191,7 @@ func TestStartRepairsAnInterruptedChange(t *testing.T) {
 	}
 	write(t, r, "a", "notes/a.md", "committed\n")
 	write(t, r, "b", "b.md", "b\n")
-	head, _ := r.Commit("HEAD")
+	head, _ := r.Commit(context.Background(), "HEAD")
 	r.Close()
 	// As if the process died after moving the branch: the worktree still
 	// holds the old state of the two paths the journal names.
@@ -204,7 +204,7 @@ func TestStartRepairsAnInterruptedChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if after, _ := r.Commit("HEAD"); after.Hash != head.Hash {
+	if after, _ := r.Commit(context.Background(), "HEAD"); after.Hash != head.Hash {
 		t.Fatalf("start committed %s; the repair must not commit", after.Subject)
 	}
 	for p, want := range map[string]string{"notes/a.md": "committed\n", "b.md": "b\n"} {
@@ -222,7 +222,7 @@ func TestStartRepairsAnInterruptedChange(t *testing.T) {
 func TestFailedTransactionChangesNothing(t *testing.T) {
 	t.Parallel()
 	r, dir := newRepo(t)
-	before, _ := r.Commit("HEAD")
+	before, _ := r.Commit(context.Background(), "HEAD")
 	_, err := r.Update(context.Background(), Meta{Subject: "x"}, func(tx *Tx) error {
 		if err := tx.WriteFile("half.md", []byte("x")); err != nil {
 			return err
@@ -232,7 +232,7 @@ func TestFailedTransactionChangesNothing(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	if after, _ := r.Commit("HEAD"); after.Hash != before.Hash {
+	if after, _ := r.Commit(context.Background(), "HEAD"); after.Hash != before.Hash {
 		t.Fatal("a failed transaction committed")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "memories", "half.md")); !os.IsNotExist(err) {
@@ -428,7 +428,7 @@ func TestIndexFollowsUnderLoad(t *testing.T) {
 		write(t, r, fmt.Sprint("t", i), "busy.md", fmt.Sprint(i, "\n"))
 		time.Sleep(10 * time.Millisecond)
 		if data, err := os.ReadFile(filepath.Join(dir, ".git", "gitmem", "index-head")); err == nil {
-			if c, err := r.Commit(strings.TrimSpace(string(data))); err == nil && strings.HasPrefix(c.Trailer(TrailerToolUseID), "t") {
+			if c, err := r.Commit(context.Background(), strings.TrimSpace(string(data))); err == nil && strings.HasPrefix(c.Trailer(TrailerToolUseID), "t") {
 				written++
 			}
 		}
@@ -536,7 +536,7 @@ func TestLeftoverBranchLockDoesNotBlock(t *testing.T) {
 	old := time.Now().Add(-time.Minute)
 	os.Chtimes(lock, old, old)
 	write(t, r, "c", "c.md", "c")
-	if err := r.Flush(); err == nil || !strings.Contains(err.Error(), ".git/refs/heads/main.lock") {
+	if err := r.Flush(context.Background()); err == nil || !strings.Contains(err.Error(), ".git/refs/heads/main.lock") {
 		t.Fatalf("Flush while git holds the branch's lock: %v", err)
 	}
 	if _, err := os.Stat(lock); err != nil {
@@ -555,12 +555,12 @@ func TestAtBeforeTheFirstCommit(t *testing.T) {
 	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
-	root, err := r.Resolve("HEAD~1")
+	root, err := r.Resolve(context.Background(), "HEAD~1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := time.Date(2025, 12, 31, 0, 0, 0, 0, time.UTC)
-	if c, err := r.At(before); err != nil || c.Hash != root.Hash {
+	if c, err := r.At(context.Background(), before); err != nil || c.Hash != root.Hash {
 		t.Fatalf("At before an empty first commit: %v %v, want %s", c.Hash, err, root.Hash)
 	}
 
@@ -572,7 +572,7 @@ func TestAtBeforeTheFirstCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r2.Close()
-	if c, err := r2.At(before); !errors.Is(err, ErrUnknownRev) {
+	if c, err := r2.At(context.Background(), before); !errors.Is(err, ErrUnknownRev) {
 		t.Fatalf("At before a first commit with files: %v %v, want ErrUnknownRev", c.Hash, err)
 	}
 }

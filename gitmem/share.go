@@ -747,7 +747,13 @@ type SyncStatus struct {
 
 // Status reports where the memory stands against a remote, from what was
 // last fetched (no network).
-func (r *Repo) Status(name string) (SyncStatus, error) {
+func (r *Repo) Status(ctx context.Context, name string) (SyncStatus, error) {
+	// git's files brought up to date here, where ctx ends the wait for
+	// the disk lock; the store's headHash (no ctx) then has at most what
+	// was published meanwhile to materialise.
+	if err := r.gitUpToDate(ctx); err != nil {
+		return SyncStatus{}, err
+	}
 	return syncStatus(r, r.gitDir, r.branch, name)
 }
 

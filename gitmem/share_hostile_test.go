@@ -66,7 +66,7 @@ func TestHostileRemote(t *testing.T) {
 
 	check := func(r *Repo, res SyncResult) {
 		t.Helper()
-		r.Flush()
+		r.Flush(context.Background())
 		gittest.Fsck(t, r.Dir())
 		if got := onDisk(t, r); fmt.Sprint(got) != fmt.Sprint(map[string]string{"base.md": "base\n", "ok.md": "a good file\n", "run.sh": "echo hi\n"}) {
 			t.Errorf("the worktree holds %v", got)
@@ -151,12 +151,12 @@ func TestHostileRemote(t *testing.T) {
 	huge := fmt.Sprintf("tree %s\nparent %s\nauthor m <m@x> 1767225600 +0000\ncommitter m <m@x> 1767225600 +0000\n\n%s\n",
 		rawTree(t, remote, root...), base, strings.Repeat("x", 2<<20))
 	gittest.Git(t, remote, "update-ref", "refs/heads/main", hashObject(t, remote, "commit", []byte(huge)).String())
-	before, _ := d.Commit("HEAD")
+	before, _ := d.Commit(context.Background(), "HEAD")
 	_, err = d.Pull(context.Background(), "hostile", SyncOptions{})
 	if err == nil || !strings.Contains(err.Error(), "has a message of 2097153 bytes, over the limit of 1048576; nothing was merged") {
 		t.Fatalf("a 2 MiB commit message: %v", err)
 	}
-	if after, _ := d.Commit("HEAD"); after.Hash != before.Hash {
+	if after, _ := d.Commit(context.Background(), "HEAD"); after.Hash != before.Hash {
 		t.Error("a refused merge moved the branch")
 	}
 }
@@ -174,7 +174,7 @@ func TestRemoteObjectsGitFsckRefuses(t *testing.T) {
 	t.Parallel()
 	status := func(r *Repo, name string) SyncStatus {
 		t.Helper()
-		st, err := r.Status(name)
+		st, err := r.Status(context.Background(), name)
 		if err != nil {
 			t.Fatal(err)
 		}

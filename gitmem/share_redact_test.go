@@ -81,9 +81,9 @@ func TestRedactionPropagates(t *testing.T) {
 	syncOK(t, b)
 	heads := map[string]bool{}
 	for _, r := range []*Repo{a, b, c} {
-		h, _ := r.Commit("HEAD")
+		h, _ := r.Commit(context.Background(), "HEAD")
 		heads[h.Hash] = true
-		r.Flush()
+		r.Flush(context.Background())
 		if objectsHold(t, r.Dir(), secret) {
 			t.Errorf("%s still holds the secret", r.Dir())
 		}
@@ -237,7 +237,7 @@ func TestMalformedRedactionRecordIsRefused(t *testing.T) {
 			b := agent(t, remote, "b")
 			put(t, a, "a2", "more.md", "more\n")
 			syncOK(t, a)
-			head, _ := b.Commit("HEAD")
+			head, _ := b.Commit(context.Background(), "HEAD")
 			pushRecord(t, remote, tc.line+"\n")
 
 			_, err := b.Sync(context.Background(), "origin", SyncOptions{})
@@ -245,7 +245,7 @@ func TestMalformedRedactionRecordIsRefused(t *testing.T) {
 				!strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("sync: %v\nwant the record refused with %s", err, tc.want)
 			}
-			if now, _ := b.Commit("HEAD"); now.Hash != head.Hash {
+			if now, _ := b.Commit(context.Background(), "HEAD"); now.Hash != head.Hash {
 				t.Errorf("b's HEAD moved to %s", now.Subject)
 			}
 			if got := files(t, b); len(got) != 1 || got["notes.md"] != "keep this\n" {
@@ -453,7 +453,7 @@ func TestAppliedRedactionIsNoHandEdit(t *testing.T) {
 	if res.Redactions != 1 || res.Merge == "" {
 		t.Fatalf("b's sync: %+v", res)
 	}
-	if err := b.Flush(); err != nil {
+	if err := b.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	want := "user likes green tea\nkey: [REDACTED]\nend\nb was here\n"
@@ -469,7 +469,7 @@ func TestAppliedRedactionIsNoHandEdit(t *testing.T) {
 		t.Errorf("the redaction's worktree was adopted as a hand edit: %s %v (%v)", c.Subject, c.Paths, err)
 	}
 	syncOK(t, b)
-	b.Flush()
+	b.Flush(context.Background())
 	if adopts := gittest.Git(t, b.Dir(), "log", "--format=%s", "--name-only", "--grep=adopt"); adopts != "memory: adopt changes made outside gitmem\n\nmemories/hand.md\n" {
 		t.Errorf("the adopt commits (the hand edit's alone):\n%s", adopts)
 	}

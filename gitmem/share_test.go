@@ -182,12 +182,12 @@ func TestPushPullFastForward(t *testing.T) {
 	if res.FastForward == "" || res.Merge != "" {
 		t.Fatalf("pull: %+v, want a fast-forward", res)
 	}
-	a.Flush() // the worktree follows a commit in the background
+	a.Flush(context.Background()) // the worktree follows a commit in the background
 	if got := onDisk(t, a); got["prefs.md"] != "green tea\n" {
 		t.Fatalf("a's worktree after the pull: %v", got)
 	}
-	ha, _ := a.Commit("HEAD")
-	hb, _ := b.Commit("HEAD")
+	ha, _ := a.Commit(context.Background(), "HEAD")
+	hb, _ := b.Commit(context.Background(), "HEAD")
 	if ha.Hash != hb.Hash {
 		t.Fatalf("heads differ after a fast-forward: %s %s", ha.Hash, hb.Hash)
 	}
@@ -202,7 +202,7 @@ func TestPushPullFastForward(t *testing.T) {
 	if err != nil || !res.UpToDate || res.Pushed != 0 {
 		t.Fatalf("second sync: %+v %v", res, err)
 	}
-	st, err := a.Status("origin")
+	st, err := a.Status(context.Background(), "origin")
 	if err != nil || st.Ahead != 0 || st.Behind != 0 || st.LastError != "" || st.LastSync.IsZero() {
 		t.Fatalf("status: %+v %v", st, err)
 	}
@@ -210,7 +210,7 @@ func TestPushPullFastForward(t *testing.T) {
 	gittest.Fsck(t, a.Dir())
 	if out := gittest.Git(t, a.Dir(), "status", "--porcelain"); out != "" {
 		// the index is written a second after the last change
-		a.Flush()
+		a.Flush(context.Background())
 		if out := gittest.Git(t, a.Dir(), "status", "--porcelain"); out != "" {
 			t.Fatalf("git status after a pull:\n%s", out)
 		}
@@ -240,7 +240,7 @@ func TestPushRefusesToOverwrite(t *testing.T) {
 		t.Fatalf("after sync: a %v, b %v", fa, fb)
 	}
 	// A real two-parent merge; git sees both sides.
-	m, _ := b.Commit(res.Merge)
+	m, _ := b.Commit(context.Background(), res.Merge)
 	if len(m.Parents) != 2 || m.Trailer(TrailerCommand) != "merge" {
 		t.Fatalf("merge commit %+v", m)
 	}
@@ -653,7 +653,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 
 	// expire: bfile.md was last changed by b ten days before the merge
 	// brought it; old.md earlier still; shared.md just now.
-	stale, err := a.StaleFiles(beforeMerge.Add(5*24*time.Hour), nil, nil)
+	stale, err := a.StaleFiles(context.Background(), beforeMerge.Add(5*24*time.Hour), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -666,7 +666,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	}
 
 	// restore --to a time: what HEAD was here, not b's commits.
-	c, err := a.At(beforeMerge)
+	c, err := a.At(context.Background(), beforeMerge)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -681,7 +681,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	}
 
 	// A fresh process reads the index file (merges and all) and agrees.
-	a.Flush()
+	a.Flush(context.Background())
 	a2, err := Open(context.Background(), a.Dir(), Options{ReadOnly: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -765,7 +765,7 @@ func TestUnrelatedHistoryIsRefused(t *testing.T) {
 	if err := a.AddRemote("other", other); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := a.Commit("HEAD")
+	before, _ := a.Commit(context.Background(), "HEAD")
 	for _, op := range []func(context.Context, string, SyncOptions) (SyncResult, error){a.Pull, a.Sync} {
 		_, err := op(context.Background(), "other", SyncOptions{})
 		var ue *UnrelatedHistoriesError
@@ -775,7 +775,7 @@ func TestUnrelatedHistoryIsRefused(t *testing.T) {
 		if !strings.Contains(err.Error(), "other/main ("+ue.Commit[:7]+") shares no commit with this memory") {
 			t.Errorf("message: %v", err)
 		}
-		if after, _ := a.Commit("HEAD"); after.Hash != before.Hash {
+		if after, _ := a.Commit(context.Background(), "HEAD"); after.Hash != before.Hash {
 			t.Fatal("a refused merge moved the branch")
 		}
 		if _, ok := onDisk(t, a)["theirs.md"]; ok {
@@ -914,11 +914,11 @@ func TestToolCallsDoNotWaitForMerges(t *testing.T) {
 	if got := files(t, a); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after the merge: %q", got)
 	}
-	merge, _ := a.Commit(res.Merge)
-	if first, _ := a.Commit(merge.Parents[0]); first.Trailer(TrailerToolUseID) != "during2" {
+	merge, _ := a.Commit(context.Background(), res.Merge)
+	if first, _ := a.Commit(context.Background(), merge.Parents[0]); first.Trailer(TrailerToolUseID) != "during2" {
 		t.Errorf("the merge's first parent is %s (%s), not the last call", first.Hash[:7], first.Subject)
 	}
-	a.Flush()
+	a.Flush(context.Background())
 	if got := onDisk(t, a); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("the worktree: %q", got)
 	}
@@ -961,7 +961,7 @@ func TestMergeStartsOverWhenTheTipMovesOtherwise(t *testing.T) {
 	if got := files(t, a); got["a.md"] != "from a\n" || got["b.md"] != "from b\n" {
 		t.Errorf("after both pulls: %q", got)
 	}
-	a.Flush()
+	a.Flush(context.Background())
 	gittest.Fsck(t, a.Dir())
 }
 

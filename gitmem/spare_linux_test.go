@@ -36,7 +36,7 @@ func TestSpareFilesAreReused(t *testing.T) {
 	}
 	// One materialisation takes both (the lock held meanwhile), a.md
 	// first: an idle moment between them would drop the spare.
-	r.disk.mu.Lock()
+	r.disk.hold()
 	write(t, r, "t2", "a.md", "second\n")
 	write(t, r, "t3", "b.md", "bee\n")
 	r.disk.mu.Unlock()
@@ -197,7 +197,7 @@ func TestGCLeavesAFileTakenAside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.disk.mu.Lock() // as the materialiser does
+	r.disk.hold() // as the materialiser does
 	tmp, err := r.mirror.wt.writeTemp([]byte("a, second\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -102,7 +102,7 @@ func TestMirrorFailureIsRepairedNeverAdopted(t *testing.T) {
 	if s := subjects(t, dir); strings.Contains(s, "adopt") {
 		t.Fatalf("gitmem's unfinished mirror was adopted as a hand edit:\n%s", s)
 	}
-	if head, _ := r.Commit("HEAD"); head.Trailer(TrailerToolUseID) != "t2" || acked.Hash == "" {
+	if head, _ := r.Commit(context.Background(), "HEAD"); head.Trailer(TrailerToolUseID) != "t2" || acked.Hash == "" {
 		t.Fatalf("HEAD is %q", head.Subject)
 	}
 	if _, err := os.Stat(r.mirror.journalPath()); !os.IsNotExist(err) {
@@ -200,7 +200,7 @@ func TestHandEditWhileRunningIsAdoptedFirst(t *testing.T) {
 	if !errors.Is(err, ErrNotExist) {
 		t.Fatalf("edit of a file deleted by hand: %v", err)
 	}
-	r.Flush()
+	r.Flush(context.Background())
 	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
@@ -225,7 +225,7 @@ func TestHandEditWhileStoppedIsAdoptedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	head, _ := r.Commit("HEAD")
+	head, _ := r.Commit(context.Background(), "HEAD")
 	if head.Subject != "memory: adopt changes made outside gitmem" || read(t, r, "a.md") != "two\n" || read(t, r, "d/b.md") != "b\n" {
 		t.Fatalf("HEAD %q", head.Subject)
 	}
@@ -514,7 +514,7 @@ func TestReadOnlyWritesNothing(t *testing.T) {
 	n := 0
 	ro.Log(context.Background(), LogOptions{}, nil, func(Commit) error { n++; return nil })
 	ro.Blame(context.Background(), "a.md")
-	ro.StaleFiles(ro.opt.Now(), nil, nil)
+	ro.StaleFiles(context.Background(), ro.opt.Now(), nil, nil)
 	ro.Close()
 	if n != 6 {
 		t.Fatalf("log gave %d commits", n)
@@ -542,7 +542,7 @@ func TestRedactCoversNamesAndMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, r, "t3", "keep.md", "still fine\n")
-	r.Flush()
+	r.Flush(context.Background())
 	rep, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -762,7 +762,7 @@ func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
 	}
 	_, err = r.Diff(first.Hash, second.Hash)
 	named("Diff", err)
-	_, err = r.ReadFileAt(first.Hash, "notes/a.md")
+	_, err = r.ReadFileAt(context.Background(), first.Hash, "notes/a.md")
 	named("ReadFileAt", err)
 	_, err = r.Blame(context.Background(), "notes/a.md")
 	named("Blame", err)
@@ -778,7 +778,7 @@ func TestOperatorCommandsRefuseEmptyChanges(t *testing.T) {
 	first := write(t, r, "t1", "a.md", "one\n")
 	write(t, r, "t2", "a.md", "two\n")
 	write(t, r, "t3", "b.md", "b\n")
-	head := func() string { c, _ := r.Commit("HEAD"); return c.Hash }
+	head := func() string { c, _ := r.Commit(context.Background(), "HEAD"); return c.Hash }
 	h := head()
 	_, changes, err := r.Revert(context.Background(), []string{"t2"}, RevertOptions{DryRun: true})
 	if err != nil || len(changes) != 1 || string(changes[0].New) != "one\n" || head() != h {
@@ -852,7 +852,7 @@ func TestHandCommitWhileRunningIsMerged(t *testing.T) {
 	hand := commitByHand(t, dir, "by hand")
 	write(t, r, "t2", "a.md", "two\n")
 	settle(t, r)
-	if err := r.Flush(); err != nil { // the merge is done by then
+	if err := r.Flush(context.Background()); err != nil { // the merge is done by then
 		t.Fatal(err)
 	}
 	log := gittest.Git(t, dir, "log", "--format=%s|%an")
@@ -907,7 +907,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := r.Flush(); err != nil {
+			if err := r.Flush(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if read(t, r, "a.md") != "two\n" || read(t, r, "b.md") != "by hand\n" {
@@ -941,7 +941,7 @@ func TestHandCommitAfterCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer r.Close()
-		if err := r.Flush(); err != nil {
+		if err := r.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD")); head != hand {
@@ -971,7 +971,7 @@ func TestRedactCoversDisplacedCommits(t *testing.T) {
 	}
 	assertNoSecret(t, dir, secret)
 	r.outside.wait()
-	if err := r.Flush(); err != nil {
+	if err := r.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := read(t, r, "b.md"); got != "token [REDACTED]\n" {
@@ -1021,7 +1021,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 						t.Fatal(err)
 					}
 				} else {
-					r.disk.mu.Lock() // the worktree has not caught up yet
+					r.disk.hold() // the worktree has not caught up yet
 					write(t, r, "t2", "a.md", "ONE\ntwo\nthree\n")
 					hand()
 					r.disk.mu.Unlock()
@@ -1103,7 +1103,7 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 			}
 			defer r.Close()
 			write(t, r, "t6", "d.md", "four\n")
-			if err := r.Flush(); err != nil {
+			if err := r.Flush(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			files := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")
@@ -1156,8 +1156,8 @@ func TestHandCommitFromAnIndexWrittenOverMeanwhile(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git commit -am: %v\n%s", err, out)
 	}
-	write(t, r, "t3", "d.md", "four\n") // the branch is taken back
-	if err := r.Flush(); err != nil {   // and the commit merged back
+	write(t, r, "t3", "d.md", "four\n")                   // the branch is taken back
+	if err := r.Flush(context.Background()); err != nil { // and the commit merged back
 		t.Fatal(err)
 	}
 	if files := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); files != "memories/a.md\nmemories/d.md\nmemories/new.md\n" {
@@ -1357,11 +1357,11 @@ func TestRevertTwiceOfDeleteAndRename(t *testing.T) {
 		if _, _, err := r.Revert(context.Background(), []string{id}, RevertOptions{}); err != nil {
 			t.Fatalf("revert %s: %v", id, err)
 		}
-		c, _ := r.Commit("HEAD")
+		c, _ := r.Commit(context.Background(), "HEAD")
 		if _, _, err := r.Revert(context.Background(), []string{id}, RevertOptions{}); !errors.Is(err, ErrNoChange) {
 			t.Fatalf("second revert of %s: %v", id, err)
 		}
-		if h, _ := r.Commit("HEAD"); h.Hash != c.Hash {
+		if h, _ := r.Commit(context.Background(), "HEAD"); h.Hash != c.Hash {
 			t.Fatalf("second revert of %s made a commit", id)
 		}
 	}

@@ -107,15 +107,15 @@ type opStore interface {
 	Update(ctx context.Context, meta Meta, fn func(tx *Tx) error) (Commit, error)
 	// preview runs fn on a transaction over HEAD and throws it away.
 	preview(ctx context.Context, fn func(tx *Tx) error) error
-	Resolve(rev string) (Commit, error)
+	Resolve(ctx context.Context, rev string) (Commit, error)
 	Files(rev string, paths ...string) (map[string]string, error)
-	ReadFileAt(rev, p string) ([]byte, error)
+	ReadFileAt(ctx context.Context, rev, p string) ([]byte, error)
 	// readFile reads the blob h, the file p.
 	readFile(h plumbing.Hash, p string) ([]byte, error)
 	// scan reads the history index newest first (see Repo.scan).
-	scan(want func(line []byte) bool, progress Progress, fn func(*histRec) bool) error
+	scan(ctx context.Context, want func(line []byte) bool, progress Progress, fn func(*histRec) bool) error
 	// indexed is the history index up to HEAD.
-	indexed(progress Progress) ([]histRec, error)
+	indexed(ctx context.Context, progress Progress) ([]histRec, error)
 	// history is the history index up to head (see Repo.history).
 	history(head plumbing.Hash, save saveMode, progress Progress) ([]histRec, error)
 	// Operator is who an operator's command names when it names no one
@@ -220,7 +220,7 @@ func revert(ctx context.Context, s opStore, revs []string, opt RevertOptions) (C
 	}
 	var targets []target
 	for _, rev := range revs {
-		c, err := s.Resolve(rev)
+		c, err := s.Resolve(ctx, rev)
 		if err != nil {
 			return Commit{}, nil, fmt.Errorf("%w: %q is not a commit, tool_use id or revision of this memory", ErrUnknownRev, rev)
 		}
@@ -235,7 +235,7 @@ func revert(ctx context.Context, s opStore, revs []string, opt RevertOptions) (C
 	}
 	left := len(back)
 	var later []histRec // newest first
-	if err := s.scan(nil, nil, func(h *histRec) bool {
+	if err := s.scan(ctx, nil, nil, func(h *histRec) bool {
 		if d, ok := back[h.hash.String()]; ok && d < 0 {
 			back[h.hash.String()] = len(later)
 			left--
@@ -270,7 +270,7 @@ func revert(ctx context.Context, s opStore, revs []string, opt RevertOptions) (C
 	return operate(ctx, s, meta, opt.DryRun, opt.Check, func(tx *Tx) error {
 		var conflicts []FileConflict
 		for _, t := range targets {
-			fc, err := undo(s, tx, t.c, opt.Theirs, movedAfter(t.after))
+			fc, err := undo(ctx, s, tx, t.c, opt.Theirs, movedAfter(t.after))
 			if err != nil {
 				return err
 			}
@@ -303,7 +303,7 @@ func movedAfter(later []histRec) func(string) string {
 
 // undo applies the inverse of commit c to tx. moved says where a path of
 // c's time lives now, after later renames.
-func undo(s opStore, tx *Tx, c Commit, theirs bool, moved func(string) string) ([]FileConflict, error) {
+func undo(ctx context.Context, s opStore, tx *Tx, c Commit, theirs bool, moved func(string) string) ([]FileConflict, error) {
 	if c.Trailer(TrailerCommand) == "rename" {
 		from := strings.TrimPrefix(c.Trailer(TrailerPath), "/memories/")
 		to := strings.TrimPrefix(c.Trailer(TrailerNewPath), "/memories/")
@@ -313,7 +313,7 @@ func undo(s opStore, tx *Tx, c Commit, theirs bool, moved func(string) string) (
 		if errTo != nil && errFrom == nil {
 			// Moved back already (a revert of this revert's twin): nothing
 			// to undo when the file is back as the rename found it.
-			was, _, err := at(s, c.Hash, strings.TrimPrefix(c.Trailer(TrailerNewPath), "/memories/"))
+			was, _, err := at(ctx, s, c.Hash, strings.TrimPrefix(c.Trailer(TrailerNewPath), "/memories/"))
 			if err != nil {
 				return nil, err
 			}
@@ -333,11 +333,11 @@ func undo(s opStore, tx *Tx, c Commit, theirs bool, moved func(string) string) (
 	var out []FileConflict
 	for _, old := range c.Paths {
 		p := moved(old)
-		base, baseOK, err := at(s, c.Hash, old)
+		base, baseOK, err := at(ctx, s, c.Hash, old)
 		if err != nil {
 			return nil, err
 		}
-		before, beforeOK, err := at(s, parent, old)
+		before, beforeOK, err := at(ctx, s, parent, old)
 		if err != nil {
 			return nil, err
 		}
@@ -378,11 +378,11 @@ func undo(s opStore, tx *Tx, c Commit, theirs bool, moved func(string) string) (
 }
 
 // at returns a file's content at a commit ("" means before the first).
-func at(s opStore, commit, p string) ([]byte, bool, error) {
+func at(ctx context.Context, s opStore, commit, p string) ([]byte, bool, error) {
 	if commit == "" {
 		return nil, false, nil
 	}
-	data, err := s.ReadFileAt(commit, p)
+	data, err := s.ReadFileAt(ctx, commit, p)
 	if errors.Is(err, ErrNotExist) {
 		return nil, false, nil
 	}
@@ -499,12 +499,12 @@ type Stale struct {
 // cutoff, skipping paths that match a keep glob (matched against the path
 // relative to memories/; ** crosses folders). One pass over the history
 // index, newest first.
-func (r *Repo) StaleFiles(cutoff time.Time, keep []string, progress Progress) ([]Stale, error) {
-	return staleFiles(r, cutoff, keep, progress)
+func (r *Repo) StaleFiles(ctx context.Context, cutoff time.Time, keep []string, progress Progress) ([]Stale, error) {
+	return staleFiles(ctx, r, cutoff, keep, progress)
 }
 
-func staleFiles(s opStore, cutoff time.Time, keep []string, progress Progress) ([]Stale, error) {
-	hist, err := s.indexed(progress)
+func staleFiles(ctx context.Context, s opStore, cutoff time.Time, keep []string, progress Progress) ([]Stale, error) {
+	hist, err := s.indexed(ctx, progress)
 	if err != nil {
 		return nil, err
 	}

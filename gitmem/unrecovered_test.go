@@ -39,7 +39,7 @@ func twoInTheLog(t *testing.T) (dir string, r *Repo, stop func()) {
 	}
 	write(t, r, "t1", "a.md", "one\n")
 	settle(t, r)
-	r.disk.mu.Lock() // t2 and t3 stay in the log until the fault is in place
+	r.disk.hold() // t2 and t3 stay in the log until the fault is in place
 	write(t, r, "t2", "a.md", "two\n")
 	write(t, r, "t3", "b.md", "three\n")
 	stop = failAt(t, r, gd.StepPack, "")
@@ -277,7 +277,7 @@ func TestLongLogIsCountedWithoutListingPacksPerChange(t *testing.T) {
 	}
 	write(t, r, "t0", "a.md", "zero\n")
 	settle(t, r)
-	r.disk.mu.Lock() // the changes stay in the log until the fault is in place
+	r.disk.hold() // the changes stay in the log until the fault is in place
 	for i := 1; i <= n; i++ {
 		write(t, r, fmt.Sprintf("t%d", i), fmt.Sprintf("f%d.md", i), "x\n")
 	}

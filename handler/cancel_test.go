@@ -143,7 +143,7 @@ func TestSingleCallRunsInItsRequestContext(t *testing.T) {
 					}
 				}})
 				oc = open(t, h)
-				head, _ := repo.Commit("HEAD")
+				head, _ := repo.Commit(context.Background(), "HEAD")
 				release := holdWriter(t, repo)
 				oc.send(block("toolu_ctx", `{"command":"create","path":"/memories/note.md","file_text":"kept?\n"}`))
 				if !late {

@@ -453,7 +453,7 @@ func (h *Handler) strReplace(c Caller, id string, in input) (string, error) {
 		tx.SetTrailer(gitmem.TrailerLine, strconv.Itoa(line))
 		return snippet(updated, line), tx.WriteFile(rel, []byte(updated))
 	}, func(c gitmem.Commit) (string, error) {
-		data, err := h.repo.ReadFileAt(c.Hash, rel)
+		data, err := h.repo.ReadFileAt(in.ctx, c.Hash, rel)
 		if err != nil {
 			return "", err
 		}

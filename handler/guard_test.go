@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,7 +45,7 @@ const viewBlock = `{"type":"tool_use","id":"toolu_v","name":"memory","input":{"c
 func TestBrowserGuard(t *testing.T) {
 	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 	srv := httptest.NewServer(h.HTTP(handler.HTTPOptions{}))
 	defer srv.Close()
 	url := srv.URL + "/v1/tool_use"
@@ -68,7 +69,7 @@ func TestBrowserGuard(t *testing.T) {
 			t.Errorf("%q: %d %s\nwant %d %s", tc.hdr, status, body, tc.status, tc.body)
 		}
 	}
-	if now, _ := repo.Commit("HEAD"); now.Hash != head.Hash {
+	if now, _ := repo.Commit(context.Background(), "HEAD"); now.Hash != head.Hash {
 		t.Fatal("a refused request made a commit")
 	}
 	// What a real client sends is accepted: same-origin, loopback names,
@@ -176,7 +177,7 @@ func TestInflightBounds(t *testing.T) {
 func TestArrayBounds(t *testing.T) {
 	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 	srv := httptest.NewServer(h.HTTP(handler.HTTPOptions{}))
 	defer srv.Close()
 	creates := func(n int) string {
@@ -190,7 +191,7 @@ func TestArrayBounds(t *testing.T) {
 	if status != 413 || body != `{"error":"The array holds 101 content blocks, the limit is 100 per request; none was run"}` {
 		t.Errorf("101 blocks: %d %s", status, body)
 	}
-	if now, _ := repo.Commit("HEAD"); now.Hash != head.Hash {
+	if now, _ := repo.Commit(context.Background(), "HEAD"); now.Hash != head.Hash {
 		t.Fatal("a refused array made a commit")
 	}
 
@@ -210,7 +211,7 @@ func TestArrayBounds(t *testing.T) {
 	if results[0].Content != cancelled || results[1].Content != notRun || results[2].Content != notRun || results[2].ToolUseID != "toolu_2" {
 		t.Errorf("late array: %+v", results)
 	}
-	if now, _ := repo.Commit("HEAD"); now.Hash != head.Hash {
+	if now, _ := repo.Commit(context.Background(), "HEAD"); now.Hash != head.Hash {
 		t.Errorf("a late array made a commit: HEAD is %s", now.Subject)
 	}
 }

@@ -317,7 +317,7 @@ func TestRetriesOfEachCommand(t *testing.T) {
 	first := call(h, "toolu_once", `{"command":"create","path":"/memories/f","file_text":"a\nb\nc\n"}`)
 	edit := call(h, "toolu_edit", `{"command":"str_replace","path":"/memories/f","old_str":"b","new_str":"B"}`)
 	ins := call(h, "toolu_ins", `{"command":"insert","path":"/memories/f","insert_line":1,"insert_text":"new"}`)
-	head, _ := r.Commit("HEAD")
+	head, _ := r.Commit(context.Background(), "HEAD")
 	for _, tc := range []struct {
 		id, input string
 		want      handler.Result
@@ -334,7 +334,7 @@ func TestRetriesOfEachCommand(t *testing.T) {
 	if !other.IsError || !strings.Contains(other.Content, "already used for another command") {
 		t.Errorf("reused id for another command: %+v", other)
 	}
-	if after, _ := r.Commit("HEAD"); after.Hash != head.Hash {
+	if after, _ := r.Commit(context.Background(), "HEAD"); after.Hash != head.Hash {
 		t.Errorf("a retry committed: %s -> %s", head.Hash, after.Hash)
 	}
 	snap, _ := r.Snapshot(context.Background())

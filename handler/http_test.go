@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -75,7 +76,7 @@ func TestHTTP(t *testing.T) {
 	if len(results) != 2 || results[0] != want[0] || results[1] != want[1] {
 		t.Fatalf("results %+v", results)
 	}
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 	if head.Trailer("Session") != "sess-9" || head.Trailer("Agent") != "planner" || head.Author.Name != "planner" {
 		t.Errorf("headers did not become trailers: %+v", head)
 	}

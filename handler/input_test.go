@@ -15,7 +15,7 @@ import (
 func TestUnusableToolUseIDsAreRefused(t *testing.T) {
 	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 	for id, want := range map[string]string{
 		strings.Repeat("x", 300): "Error: The tool_use id is 300 bytes long, the limit is 256",
 		"toolu\n1":               `Error: The tool_use id "toolu\n1" contains a control character`,
@@ -26,7 +26,7 @@ func TestUnusableToolUseIDsAreRefused(t *testing.T) {
 			t.Errorf("id %.20q: %+v", id, res)
 		}
 	}
-	if now, _ := repo.Commit("HEAD"); now.Hash != head.Hash {
+	if now, _ := repo.Commit(context.Background(), "HEAD"); now.Hash != head.Hash {
 		t.Error("a refused id made a commit")
 	}
 }
@@ -36,9 +36,9 @@ func TestUnusableToolUseIDsAreRefused(t *testing.T) {
 func TestInvalidUTF8IsRefused(t *testing.T) {
 	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 	run(t, h, invalidUTF8Steps)
-	if now, _ := repo.Commit("HEAD"); now.Hash != head.Hash {
+	if now, _ := repo.Commit(context.Background(), "HEAD"); now.Hash != head.Hash {
 		t.Fatal("a refused call made a commit")
 	}
 	run(t, h, validEscapeSteps)

@@ -66,7 +66,7 @@ func TestHTTPCallWhoseClientGoesAwayStopsWaitingForTheWriterLock(t *testing.T) {
 	}
 	t.Cleanup(func() { other.Close() }) // after the change is let go
 	letGo := holdWriter(t, other)       // (before srv.Close, which waits for the call)
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 
 	intent := filepath.Join(repo.Dir(), ".git", "gitmem", "intent")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -96,7 +96,7 @@ func TestHTTPCallWhoseClientGoesAwayStopsWaitingForTheWriterLock(t *testing.T) {
 	if len(commits) != 1 || commits[0].Trailer(gitmem.TrailerToolUseID) != "toolu_next" {
 		t.Fatalf("commits after the call that gave up: %+v, want only the next call's", commits)
 	}
-	if _, err := repo.ReadFileAt("HEAD", "memories/gone.md"); !errors.Is(err, gitmem.ErrNotExist) {
+	if _, err := repo.ReadFileAt(context.Background(), "HEAD", "memories/gone.md"); !errors.Is(err, gitmem.ErrNotExist) {
 		t.Fatalf("gone.md at HEAD: %v", err)
 	}
 	// The repository's git fsck --strict: at the end (newHandler).

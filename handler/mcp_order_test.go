@@ -171,7 +171,7 @@ func TestMCPStdioCancelledCallIsNotApplied(t *testing.T) {
 	if res := call(h, "toolu_setup", `{"command":"create","path":"/memories/todo.md","file_text":"one\n"}`); res.IsError {
 		t.Fatal(res.Content)
 	}
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 	send, next := stdioSession(t, h)
 	release := holdWriter(t, repo)
 	insertA := `{"command":"insert","path":"/memories/todo.md","insert_line":1,"insert_text":"A"}`
@@ -219,7 +219,7 @@ func TestMCPStdioRetryOfCancelledCallAppliesOnce(t *testing.T) {
 	send, next := stdioSession(t, h)
 	send(rpcCall(1, `{"command":"create","path":"/memories/log.md","file_text":"start\n"}`))
 	next()
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 	insert := `{"command":"insert","path":"/memories/log.md","insert_line":0,"insert_text":"step"}`
 	send(rpcCall(2, insert))
 	first := answer(t, next())
@@ -263,7 +263,7 @@ func TestMCPStdioBurstCancelledAndRetriedAppliesEachOnce(t *testing.T) {
 	send, next := stdioSession(t, h)
 	send(rpcCall(1, `{"command":"create","path":"/memories/d.md","file_text":"start\n"}`))
 	next()
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 	const n = 100
 	insert := func(k int) string {
 		return fmt.Sprintf(`{"command":"insert","path":"/memories/d.md","insert_line":1,"insert_text":"burst %d"}`, k)
@@ -340,7 +340,7 @@ func TestMCPHTTPRetryOfCancelledCallAppliesOnce(t *testing.T) {
 	}
 	mcpPost(t, url, session, rpcInitialized)
 	mcpPost(t, url, session, rpcCall(1, `{"command":"create","path":"/memories/log.md","file_text":"start\n"}`))
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 	insert := `{"command":"insert","path":"/memories/log.md","insert_line":0,"insert_text":"step"}`
 	_, body, _ := mcpPost(t, url, session, rpcCall(2, insert))
 	first := answer(t, body)

@@ -187,7 +187,7 @@ func TestMCPSessionCommits(t *testing.T) {
 					t.Errorf("%s %v:\n got %+v\nwant %+v", tc.input, tc.meta, got, tc.want)
 				}
 			}
-			head, _ := repo.Commit("HEAD")
+			head, _ := repo.Commit(context.Background(), "HEAD")
 			// No id in _meta: one is generated, returned and committed.
 			res := mcpCall(t, cs, `{"command":"insert","path":"/memories/prefs.md","insert_line":0,"insert_text":"# Prefs"}`, nil)
 			if !regexp.MustCompile(`^mcp_[0-9a-f]{24}$`).MatchString(res.ToolUseID) || res.Content != "The file /memories/prefs.md has been edited." {
@@ -221,7 +221,7 @@ func commitsSince(t *testing.T, repo *gitmem.Repo, stop string) []gitmem.Commit 
 	t.Helper()
 	var out []gitmem.Commit
 	for rev := "HEAD"; ; {
-		c, err := repo.Commit(rev)
+		c, err := repo.Commit(context.Background(), rev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +246,7 @@ func TestMCPAgentNamedByCaller(t *testing.T) {
 	} {
 		path := []string{"/memories/a", "/memories/b"}[i]
 		mcpCall(t, cs, `{"command":"create","path":"`+path+`","file_text":""}`, nil)
-		head, _ := repo.Commit("HEAD")
+		head, _ := repo.Commit(context.Background(), "HEAD")
 		if head.Trailer("Agent") != "planner" || head.Trailer("Memory-Path") != path {
 			t.Errorf("%s: Agent %q", path, head.Trailer("Agent"))
 		}
@@ -360,7 +360,7 @@ func TestMCPStdioAnswersCallsBeforeEndOfInput(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"toolu_eof1", "toolu_eof2"} {
-		if _, err := r.Resolve(id); err != nil {
+		if _, err := r.Resolve(context.Background(), id); err != nil {
 			t.Errorf("%s: %v", id, err)
 		}
 	}

@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -73,7 +74,7 @@ func trickle(t *testing.T, conn net.Conn, s string) (closed bool, answer string)
 func TestSlowAndOversizedClients(t *testing.T) {
 	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 	opt := handler.HTTPOptions{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond,
 		IdleTimeout: 200 * time.Millisecond, MaxHeaderBytes: 4096, MaxBodyBytes: 1000}
 	srv := serveWith(t, opt, h.HTTP(opt))
@@ -153,7 +154,7 @@ func TestSlowAndOversizedClients(t *testing.T) {
 			t.Errorf("chunked: %d %s", res.StatusCode, b)
 		}
 	})
-	if now, _ := repo.Commit("HEAD"); now.Hash != head.Hash {
+	if now, _ := repo.Commit(context.Background(), "HEAD"); now.Hash != head.Hash {
 		t.Errorf("a refused request made a commit: %s", now.Subject)
 	}
 	if files, _ := repo.Files("HEAD"); len(files) != 0 {

@@ -105,7 +105,7 @@ func TestTransportsAgree(t *testing.T) {
 				t.Run(tr.name, func(t *testing.T) {
 					h, repo := newHandler(t, s.limits)
 					runOn(t, tr.connect(t, h, c), s.steps)
-					head, err := repo.Commit("HEAD")
+					head, err := repo.Commit(context.Background(), "HEAD")
 					if err != nil {
 						t.Fatal(err)
 					}

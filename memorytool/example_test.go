@@ -43,7 +43,7 @@ func Example() {
 		fmt.Printf("%s: %s\n", r.OfToolResult.ToolUseID, r.OfToolResult.Content[0].OfText.Text)
 	}
 	// The next request: params.Messages = append(params.Messages, msg.ToParam(), anthropic.NewBetaUserMessage(results...))
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 	fmt.Println(head.Subject, head.Trailer("Tool-Use-Id"), head.Trailer("Session"))
 	// Output:
 	// toolu_01: Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:

@@ -81,8 +81,8 @@ func TestRunInProcessAndRemote(t *testing.T) {
 					t.Errorf("try %d:\n got %s\nwant %s", try, got, want)
 				}
 			}
-			head, _ := tc.repo.Commit("HEAD")
-			parent, _ := tc.repo.Commit(head.Parents[0])
+			head, _ := tc.repo.Commit(context.Background(), "HEAD")
+			parent, _ := tc.repo.Commit(context.Background(), head.Parents[0])
 			if head.Trailer("Tool-Use-Id") != "toolu_1" || head.Trailer("Session") != "s-1" || head.Trailer("Agent") != "bot" || parent.Subject != "memory: init" {
 				t.Errorf("commits: %+v, then %+v", parent, head)
 			}

@@ -30,7 +30,7 @@ func BenchmarkIndexFirstUse(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := r.Flush(); err != nil {
+	if err := r.Flush(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()

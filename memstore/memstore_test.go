@@ -71,7 +71,7 @@ func commits(t *testing.T, r *gitmem.Repo, dir string) int {
 
 func flush(t *testing.T, r *gitmem.Repo) {
 	t.Helper()
-	if err := r.Flush(); err != nil {
+	if err := r.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -32,26 +32,26 @@ func (e *RevError) Error() string { return e.Msg }
 // @{yesterday}, @{2026-11-20}. With orTime, a bare time (2h, yesterday,
 // RFC 3339) also names the commit that was HEAD then, as restore --to
 // takes it. now is the clock times are read against.
-func Revision(r *gitmem.Repo, rev string, now time.Time, orTime bool) (gitmem.Commit, error) {
+func Revision(ctx context.Context, r *gitmem.Repo, rev string, now time.Time, orTime bool) (gitmem.Commit, error) {
 	if inner, ok := strings.CutPrefix(rev, "@{"); ok && strings.HasSuffix(inner, "}") {
 		t, err := policy.ParseTime(strings.TrimSuffix(inner, "}"), now)
 		if err != nil {
 			return gitmem.Commit{}, &RevError{Msg: err.Error(), Usage: true}
 		}
-		return at(r, t)
+		return at(ctx, r, t)
 	}
-	c, err := r.Resolve(rev)
+	c, err := r.Resolve(ctx, rev)
 	if errors.Is(err, gitmem.ErrUnknownRev) {
 		if t, terr := policy.ParseTime(rev, now); orTime && terr == nil {
-			return at(r, t)
+			return at(ctx, r, t)
 		}
 		return c, &RevError{Msg: fmt.Sprintf("%q is not a commit, tool_use id or revision of this memory", rev)}
 	}
 	return c, err
 }
 
-func at(r *gitmem.Repo, t time.Time) (gitmem.Commit, error) {
-	c, err := r.At(t)
+func at(ctx context.Context, r *gitmem.Repo, t time.Time) (gitmem.Commit, error) {
+	c, err := r.At(ctx, t)
 	if errors.Is(err, gitmem.ErrUnknownRev) {
 		return c, &RevError{Msg: "the memory has no commit as old as " + t.Format(TimeLayout)}
 	}
@@ -123,12 +123,12 @@ func ExpectChanges(sum string) gitmem.Check {
 // ExpirePreview is what an expire at cutoff would do now: the stale files
 // (gitmem's StaleFiles) and their deletion as changes, to show and to
 // confirm with ExpectChanges.
-func ExpirePreview(r *gitmem.Repo, cutoff time.Time, keep []string) ([]gitmem.Stale, []gitmem.FileChange, error) {
-	snap, err := r.Snapshot(context.Background())
+func ExpirePreview(ctx context.Context, r *gitmem.Repo, cutoff time.Time, keep []string) ([]gitmem.Stale, []gitmem.FileChange, error) {
+	snap, err := r.Snapshot(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	stale, err := r.StaleFiles(cutoff, keep, nil)
+	stale, err := r.StaleFiles(ctx, cutoff, keep, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -50,11 +50,11 @@ func TestExpectChangesRefusesWhatWasNotPreviewed(t *testing.T) {
 		t.Fatalf("the digest is not stable: %s, %s", sum, again)
 	}
 	write("t3", "a.md", "one\nTWO\nthree\nfour\n") // lands between the preview and the confirmation
-	head, _ := r.Commit("HEAD")
+	head, _ := r.Commit(context.Background(), "HEAD")
 	if _, _, err := r.Revert(context.Background(), []string{"t2"}, gitmem.RevertOptions{Check: operator.ExpectChanges(sum)}); !errors.Is(err, operator.ErrPreviewChanged) {
 		t.Fatalf("a revert whose preview is out of date: %v", err)
 	}
-	if now, _ := r.Commit("HEAD"); now.Hash != head.Hash {
+	if now, _ := r.Commit(context.Background(), "HEAD"); now.Hash != head.Hash {
 		t.Fatal("a refused revert committed")
 	}
 	_, preview, _ = r.Revert(context.Background(), []string{"t2"}, gitmem.RevertOptions{DryRun: true})
@@ -64,7 +64,7 @@ func TestExpectChangesRefusesWhatWasNotPreviewed(t *testing.T) {
 	}
 
 	// An expire's preview is its deletions.
-	stale, changes, err := operator.ExpirePreview(r, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), nil)
+	stale, changes, err := operator.ExpirePreview(context.Background(), r, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), nil)
 	if err != nil || len(stale) != 1 || len(changes) != 1 || changes[0].NewFile || string(changes[0].Old) != "one\ntwo\nthree\nfour\n" {
 		t.Fatalf("expire preview: %+v %+v %v", stale, changes, err)
 	}

@@ -175,7 +175,7 @@ func flush(t *testing.T, d *stores.Dir, name string) {
 		t.Fatal(err)
 	}
 	defer s.Release()
-	if err := s.Use(func(r *gitmem.Repo, _ stores.Meta) error { return r.Flush() }); err != nil {
+	if err := s.Use(func(r *gitmem.Repo, _ stores.Meta) error { return r.Flush(context.Background()) }); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -491,7 +491,7 @@ func (s *storesServer) listVersions(w http.ResponseWriter, r *http.Request, p pr
 
 func (s *storesServer) getVersion(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
 	err := st.Use(func(repo *gitmem.Repo, _ stores.Meta) error {
-		c, err := operator.Revision(repo, r.PathValue("rev"), s.now(), false)
+		c, err := operator.Revision(r.Context(), repo, r.PathValue("rev"), s.now(), false)
 		if err != nil {
 			return err
 		}
@@ -657,7 +657,7 @@ func (s *storesServer) restore(w http.ResponseWriter, r *http.Request, p princip
 		if m.IsArchived() && !req.DryRun {
 			return stores.ErrArchived
 		}
-		target, err := operator.Revision(repo, req.To, s.now(), true)
+		target, err := operator.Revision(r.Context(), repo, req.To, s.now(), true)
 		if err != nil {
 			return err
 		}

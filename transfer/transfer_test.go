@@ -697,7 +697,7 @@ func TestImportAgain(t *testing.T) {
 	// Changed here since: refused.
 	b.tool("alice", "sesn_1", `{"command":"create","path":"/memories/local.md","file_text":"here\n"}`)
 	st, _ := b.dir.Acquire(context.Background(), "alice")
-	st.Use(func(r *gitmem.Repo, _ stores.Meta) error { return r.Flush() }) // git's files have the commit
+	st.Use(func(r *gitmem.Repo, _ stores.Meta) error { return r.Flush(context.Background()) }) // git's files have the commit
 	st.Release()
 	head = gittest.Git(t, repo, "rev-parse", "HEAD")
 	if _, err := transfer.Import(ctx, a.remote(), b.root, id, transfer.ImportOptions{Name: "alice"}); !errors.Is(err, transfer.ErrNotImport) {

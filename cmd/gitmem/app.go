@@ -204,7 +204,7 @@ func initCommand() *cli.Command {
 				return storeErr(err, dir)
 			}
 			defer closeRepo(r, &err)
-			head, err := r.Commit("HEAD")
+			head, err := r.Commit(c.Context, "HEAD")
 			if err != nil {
 				return storeErr(err, dir)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,8 +178,8 @@ func short(hash string) string {
 
 // revArg resolves a revision given on the command line: a tool_use id, a
 // hash, a git revision, or a time as @{2h ago} / @{yesterday}.
-func revArg(r *gitmem.Repo, rev string) (gitmem.Commit, error) {
-	c, err := operator.Revision(r, rev, localNow(), false)
+func revArg(ctx context.Context, r *gitmem.Repo, rev string) (gitmem.Commit, error) {
+	c, err := operator.Revision(ctx, r, rev, localNow(), false)
 	return c, revErr(err)
 }
 

@@ -174,7 +174,7 @@ func showCommand() *cli.Command {
 				return err
 			}
 			defer r.Close()
-			cm, err := revArg(r, c.Args().First())
+			cm, err := revArg(c.Context, r, c.Args().First())
 			if err != nil {
 				return err
 			}
@@ -238,13 +238,13 @@ func diffCommand() *cli.Command {
 			case 0:
 				changes, err = r.DiffWorktree(paths...)
 			default:
-				from, err1 := revArg(r, revs[0])
+				from, err1 := revArg(c.Context, r, revs[0])
 				if err1 != nil {
 					return err1
 				}
 				to := gitmem.Commit{Hash: "HEAD"}
 				if len(revs) == 2 {
-					if to, err1 = revArg(r, revs[1]); err1 != nil {
+					if to, err1 = revArg(c.Context, r, revs[1]); err1 != nil {
 						return err1
 					}
 				}

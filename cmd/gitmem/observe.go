@@ -102,7 +102,7 @@ func newMetrics(repo *gitmem.Repo) *metrics {
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gitmem_history_index_lag_commits",
 				Help: "Commits the history index (.git/gitmem/history) does not hold yet (counted up to 1000)."},
 				func() float64 {
-					lag, err := repo.IndexLag(1000)
+					lag, err := repo.IndexLag(context.Background(), 1000) // a scrape has no context: Close ends the wait
 					if err != nil {
 						return -1
 					}

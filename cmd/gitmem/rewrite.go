@@ -70,7 +70,7 @@ func redactCommand() *cli.Command {
 			// remote's history as last fetched, and says so.
 			var there gitmem.SyncStatus
 			if remote != "" && dry {
-				if there, err = r.Status(remote); err != nil {
+				if there, err = r.Status(c.Context, remote); err != nil {
 					return shareErr(err, "pull", remote, c.String("repo"))
 				}
 			}

@@ -217,7 +217,7 @@ func serve(c *cli.Context) (err error) {
 	go onHangup(ctx, hup, nil, logf)
 	go maintain(ctx, repo, maintenance{c.Duration("adopt-every"), expireEvery, expireAge, keep, pack}, logf)
 	httpOpt := handler.HTTPOptions{Token: token, Metrics: m.handler(), Ready: writable(filepath.Join(dir, ".git", "gitmem"), func() error {
-		if _, err := repo.Commit("HEAD"); err != nil {
+		if _, err := repo.Commit(ctx, "HEAD"); err != nil {
 			return errors.New("the repository cannot be read")
 		}
 		return nil

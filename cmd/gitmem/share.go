@@ -236,7 +236,7 @@ func cloneCommand() *cli.Command {
 				return shareErr(err, "clone", "origin", dir)
 			}
 			defer closeRepo(r, &err)
-			head, err := r.Commit("HEAD")
+			head, err := r.Commit(c.Context, "HEAD")
 			if err != nil {
 				return storeErr(err, dir)
 			}
@@ -376,7 +376,7 @@ func statusCommand() *cli.Command {
 				}
 				names = c.Args().Slice()
 			}
-			head, err := r.Commit("HEAD")
+			head, err := r.Commit(c.Context, "HEAD")
 			if err != nil {
 				return storeErr(err, c.String("repo"))
 			}
@@ -395,7 +395,7 @@ func statusCommand() *cli.Command {
 				}
 			}
 			for _, name := range names {
-				st, err := r.Status(name)
+				st, err := r.Status(c.Context, name)
 				if err != nil {
 					return shareErr(err, "status", name, c.String("repo"))
 				}

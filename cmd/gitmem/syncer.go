@@ -218,7 +218,7 @@ func (s *syncer) health() []string {
 		last = lastOK.UTC().Format(time.RFC3339)
 	}
 	unpushed := "unknown"
-	if st, err := s.repo.Status(s.remote); err == nil {
+	if st, err := s.repo.Status(context.Background(), s.remote); err == nil { // health has no context: Close ends the wait
 		unpushed = fmt.Sprint(st.Ahead)
 	}
 	out := []string{"sync-remote: " + s.remote, "sync-last-success: " + last, "sync-unpushed: " + unpushed,
@@ -235,7 +235,7 @@ func (s *syncer) health() []string {
 // startSync starts serve's background sync with remote; stop ends it
 // after a last sync (bounded), health reports it.
 func startSync(c *cli.Context, repo *gitmem.Repo, remote string, logf func(string, ...any)) (stop func(), health func() []string, err error) {
-	if _, err := repo.Status(remote); err != nil {
+	if _, err := repo.Status(c.Context, remote); err != nil {
 		return nil, nil, shareErr(err, "sync", remote, c.String("repo"))
 	}
 	s := &syncer{repo: repo, remote: remote, every: c.Duration("sync-every"), timeout: syncTimeout, opt: syncOptions(c), dir: c.String("repo"),

@@ -123,7 +123,7 @@ func restoreCommand() *cli.Command {
 				return err
 			}
 			defer closeRepo(r, &err)
-			target, err := operator.Revision(r, c.String("to"), localNow(), true)
+			target, err := operator.Revision(c.Context, r, c.String("to"), localNow(), true)
 			if err != nil {
 				return revErr(err)
 			}
@@ -181,7 +181,7 @@ func expireCommand() *cli.Command {
 			var stale []gitmem.Stale
 			var cm gitmem.Commit
 			if c.Bool("dry-run") {
-				stale, err = r.StaleFiles(cutoff, keep, progress(c, "reading history"))
+				stale, err = r.StaleFiles(c.Context, cutoff, keep, progress(c, "reading history"))
 			} else {
 				stale, cm, err = r.Expire(c.Context, cutoff, gitmem.ExpireOptions{Keep: keep, Progress: progress(c, "reading history")})
 			}

@@ -126,12 +126,12 @@ func TestAgentLoop(t *testing.T) {
 	}
 
 	var history []string
-	for c, _ := repo.Commit("HEAD"); ; {
+	for c, _ := repo.Commit(context.Background(), "HEAD"); ; {
 		history = append(history, c.Trailer("Tool-Use-Id")+" "+c.Subject+" "+c.Trailer("Session")+" "+c.Trailer("Agent"))
 		if len(c.Parents) == 0 {
 			break
 		}
-		c, _ = repo.Commit(c.Parents[0])
+		c, _ = repo.Commit(context.Background(), c.Parents[0])
 	}
 	wantHistory := []string{
 		"toolu_s1_5 memory: insert /memories/user.md s1 examples/agent",
@@ -168,7 +168,7 @@ func TestAgentLoopLiveAPI(t *testing.T) {
 		return answer
 	}
 	run("live-1", "My favourite tea is genmaicha. Remember it for our next conversation.")
-	head, _ := repo.Commit("HEAD")
+	head, _ := repo.Commit(context.Background(), "HEAD")
 	if head.Trailer("Session") != "live-1" {
 		t.Fatalf("the first session committed nothing; log:\n%s", logged.String())
 	}

@@ -32,7 +32,7 @@ func Generate(dir string, files, commits int) error {
 	if err != nil {
 		return err
 	}
-	head, err := r.Commit("HEAD")
+	head, err := r.Commit(context.Background(), "HEAD")
 	r.Close()
 	if err != nil {
 		return err

@@ -1,0 +1,96 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// A read that brings git's files up to date first (Commit, Log, ...,
+// Flush) waits for the disk lock while a materialisation, a checkpoint
+// or gc's swap holds it. That wait ends when the read's context is
+// cancelled (ctx.Err(), the lock still held) and when Close begins
+// (ErrClosed). Nothing ended it before: each read waited until the lock
+// was let go.
+func TestReadsStopWaitingForTheDiskLock(t *testing.T) {
+	t.Parallel()
+	r, _ := newRepo(t)
+	write(t, r, "t0", "a.md", "zero\n")
+	if err := r.AddRemote("origin", "https://example.invalid/memory.git"); err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]func(ctx context.Context) error{
+		"Commit": func(ctx context.Context) error {
+			_, err := r.Commit(ctx, "HEAD")
+			return err
+		},
+		"ReadFileAt": func(ctx context.Context) error {
+			_, err := r.ReadFileAt(ctx, "HEAD", "a.md")
+			return err
+		},
+		"Resolve": func(ctx context.Context) error {
+			_, err := r.Resolve(ctx, "t0")
+			return err
+		},
+		"At": func(ctx context.Context) error {
+			_, err := r.At(ctx, time.Now())
+			return err
+		},
+		"Log": func(ctx context.Context) error {
+			return r.Log(ctx, LogOptions{}, nil, func(Commit) error { return nil })
+		},
+		"Blame": func(ctx context.Context) error {
+			_, err := r.Blame(ctx, "a.md")
+			return err
+		},
+		"StaleFiles": func(ctx context.Context) error {
+			_, err := r.StaleFiles(ctx, time.Now(), nil, nil)
+			return err
+		},
+		"IndexLag": func(ctx context.Context) error {
+			_, err := r.IndexLag(ctx, 10)
+			return err
+		},
+		"Status": func(ctx context.Context) error {
+			_, err := r.Status(ctx, "origin")
+			return err
+		},
+		"Flush": func(ctx context.Context) error { return r.Flush(ctx) },
+	}
+	dt := r.disk.hold() // a materialisation under way
+	held := true
+	defer func() {
+		if held {
+			dt.release()
+		}
+	}()
+	reading := func(ctx context.Context, name string) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- reads[name](ctx) }()
+		waitUntil(t, name+" waits for the disk lock", func() bool {
+			return stackHas("(*Repo)."+name+"(", "(*Repo).holdContext(")
+		})
+		return done
+	}
+	for name := range reads {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := reading(ctx, name)
+		cancel()
+		if err := returned(t, done, name+" cancelled while waiting for the disk lock"); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s cancelled while waiting for the disk lock: %v, want context.Canceled", name, err)
+		}
+	}
+
+	done := reading(context.Background(), "Commit")
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close() }()
+	if err := returned(t, done, "Commit waiting for the disk lock at Close"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Commit waiting for the disk lock at Close: %v, want ErrClosed", err)
+	}
+	held = false
+	dt.release() // Close checkpoints under it
+	if err := returned(t, closed, "Close"); err != nil {
+		t.Fatal(err)
+	}
+}
