@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/gitmem/internal/lock"
 )
 
 // gitIndex is gitmem's side of .git/index: what `git status` compares
@@ -28,8 +30,9 @@ type gitIndex struct {
 	// Taken after wmu, never with disk.mu or omu held. release and Close
 	// close the log (disk.mu, then logFiles.mu) with it held: so the order
 	// is mu -> disk.mu -> logFiles.mu, and nothing may take mu with
-	// disk.mu held (design F8).
-	mu      sync.Mutex
+	// disk.mu held (design F8). Flush's wait for it ends with its
+	// context (lockContext).
+	mu      lock.Mutex
 	tree    *node                    // the tree of the last .git/index written
 	entries map[string]gd.IndexEntry // its entries, by path
 
@@ -57,10 +60,19 @@ func newGitIndex(gitDir string, env *gd.Env) *gitIndex {
 // indexHeld is the index's lock held: what writes .git/index.
 type indexHeld struct{ x *gitIndex }
 
-// lock takes the index's lock (see gitIndex.mu).
+// lock takes the index's lock (see gitIndex.mu), however long it waits.
 func (x *gitIndex) lock() indexHeld {
-	x.mu.Lock()
+	x.mu.Lock(context.Background(), nil) // cannot fail: no ctx, no closing
 	return indexHeld{x}
+}
+
+// lockContext takes the index's lock for Flush: a wait for it ends with
+// ctx or closing (lock.Mutex.Take).
+func (x *gitIndex) lockContext(ctx context.Context, closing <-chan struct{}) (indexHeld, error) {
+	if err := x.mu.Take(ctx, closing); err != nil {
+		return indexHeld{}, err
+	}
+	return indexHeld{x}, nil
 }
 
 func (l indexHeld) unlock() { l.x.mu.Unlock() }

@@ -54,10 +54,7 @@ func (d *disk) hold() diskTurn {
 // ctx (ctx.Err()) or when Close begins (ErrClosed). A free lock is taken
 // whatever ctx and the Repo's life say: only a wait is given up.
 func (r *Repo) holdContext(ctx context.Context) (diskTurn, error) {
-	if r.disk.mu.TryLock() {
-		return diskTurn{&r.disk}, nil
-	}
-	if err := r.disk.mu.Lock(ctx, r.life.Done()); err != nil {
+	if err := r.disk.mu.Take(ctx, r.life.Done()); err != nil {
 		return diskTurn{}, r.gaveUp(err)
 	}
 	return diskTurn{&r.disk}, nil

@@ -94,3 +94,40 @@ func TestReadsStopWaitingForTheDiskLock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Flush waits for the index's lock while .git/index is written (the
+// timer's flush, 1-2 s at 10,000 files under load): that wait too ends
+// when its context is cancelled, and when Close begins.
+func TestFlushStopsWaitingForTheIndexLock(t *testing.T) {
+	t.Parallel()
+	r, _ := newRepo(t)
+	write(t, r, "t0", "a.md", "zero\n")
+	held := r.gitIndex.lock() // an index write under way
+	locked := true
+	defer func() {
+		if locked {
+			held.unlock()
+		}
+	}()
+	flushing := func(ctx context.Context) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- r.Flush(ctx) }()
+		waitUntil(t, "Flush waits for the index lock", func() bool {
+			return stackHas("(*Repo).Flush(", "(*gitIndex).lockContext(")
+		})
+		return done
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := flushing(ctx)
+	cancel()
+	if err := returned(t, done, "Flush cancelled while waiting for the index lock"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Flush cancelled while waiting for the index lock: %v, want context.Canceled", err)
+	}
+	done = flushing(context.Background())
+	r.cancel() // Close begins
+	if err := returned(t, done, "Flush waiting for the index lock at Close"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Flush waiting for the index lock at Close: %v, want ErrClosed", err)
+	}
+	locked = false
+	held.unlock()
+}

@@ -959,7 +959,10 @@ func (r *Repo) flush(ctx context.Context) error {
 		return err
 	}
 	r.gitMoved() // before the index git left, which tells what it did, is written over
-	held := r.gitIndex.lock()
+	held, err := r.gitIndex.lockContext(ctx, r.life.Done())
+	if err != nil {
+		return r.gaveUp(err)
+	}
 	defer held.unlock()
 	if !r.lease.Held() { // released meanwhile: the holder wrote the index
 		return nil

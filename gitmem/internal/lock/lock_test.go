@@ -168,3 +168,25 @@ func TestReadOnlyWriterNeverWaits(t *testing.T) {
 	}
 	w.Close()
 }
+
+func TestMutexTakeGivesUpOnlyAWait(t *testing.T) {
+	t.Parallel()
+	m := new(Mutex)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	closing := make(chan struct{})
+	close(closing)
+	if err := m.Take(ctx, closing); err != nil {
+		t.Fatalf("Take of a free Mutex = %v", err)
+	}
+	if err := m.Take(ctx, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Take of a held Mutex, ctx done = %v", err)
+	}
+	if err := m.Take(context.Background(), closing); !errors.Is(err, ErrClosing) {
+		t.Fatalf("Take of a held Mutex, closed = %v", err)
+	}
+	m.Unlock()
+	if !m.TryLock() {
+		t.Fatal("a Take that gave up took the Mutex")
+	}
+}

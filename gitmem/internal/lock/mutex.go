@@ -64,6 +64,16 @@ func gaveUp(ctx context.Context, closing <-chan struct{}) error {
 	}
 }
 
+// Take is Lock for a call that need not give up when it does not wait:
+// a free m is taken at once, whatever ctx and closing say; a wait gives
+// up as Lock's does.
+func (m *Mutex) Take(ctx context.Context, closing <-chan struct{}) error {
+	if m.TryLock() {
+		return nil
+	}
+	return m.Lock(ctx, closing)
+}
+
 // TryLock takes m if it is free, and reports whether it did.
 func (m *Mutex) TryLock() bool {
 	select {
