@@ -106,7 +106,7 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 			}
 		}
 		if r.outside.waits() {
-			r.mergeDisplaced()
+			r.mergeDisplaced(r.life)
 		}
 		if wanted || r.maint.idle() { // idle again: calls may have come meanwhile
 			if t := r.tryTurn(); t != nil {

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/gitmem/internal/lock"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -296,9 +298,12 @@ func displacedIn(gitDir string) map[plumbing.ReferenceName]plumbing.Hash {
 // mergeDisplaced merges each commit the branch was moved to outside
 // gitmem back into it, one merge commit each by the operator (conflicts
 // are marked as in a pull), and drops its ref once merged. Called without
-// wmu, by the maintenance loop and Flush.
-func (r *Repo) mergeDisplaced() error {
-	r.outside.mergeMu.Lock() // one at a time: Flush waits for the loop's
+// wmu, by the maintenance loop and Flush. The wait for the one under way
+// ends with ctx (ctx.Err()) or when Close begins (ErrClosed).
+func (r *Repo) mergeDisplaced(ctx context.Context) error {
+	if err := r.outside.mergeMu.Take(ctx, r.life.Done()); err != nil { // one at a time: Flush waits for the loop's
+		return r.gaveUp(err)
+	}
 	defer r.outside.mergeMu.Unlock()
 	if !r.outside.due() {
 		return nil
@@ -345,7 +350,7 @@ type outsideGit struct {
 	// mergeMu lets one merge back run at a time (the maintenance loop's
 	// or Flush's). Taken before wmu (the merge is a change, through
 	// update) and everything after it.
-	mergeMu    sync.Mutex
+	mergeMu    lock.Mutex
 	waiting    atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back
 	mergedBack atomic.Int64 // merges back made (counted once published)
 

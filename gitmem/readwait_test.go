@@ -96,12 +96,29 @@ func TestReadsStopWaitingForTheDiskLock(t *testing.T) {
 }
 
 // Flush waits for the index's lock while .git/index is written (the
-// timer's flush, 1-2 s at 10,000 files under load): that wait too ends
-// when its context is cancelled, and when Close begins.
-func TestFlushStopsWaitingForTheIndexLock(t *testing.T) {
+// timer's flush, 1-2 s at 10,000 files under load), and for a merge back
+// under way (the maintenance loop's): those waits too end when its
+// context is cancelled, and when Close begins.
+func TestFlushStopsWaiting(t *testing.T) {
 	t.Parallel()
 	r, _ := newRepo(t)
 	write(t, r, "t0", "a.md", "zero\n")
+	flushing := func(ctx context.Context, in string) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- r.Flush(ctx) }()
+		waitUntil(t, "Flush waits in "+in, func() bool { return stackHas("(*Repo).Flush(", in) })
+		return done
+	}
+
+	r.outside.mergeMu.Lock(context.Background(), nil) // a merge back under way
+	ctx, cancel := context.WithCancel(context.Background())
+	done := flushing(ctx, "(*Repo).mergeDisplaced(")
+	cancel()
+	if err := returned(t, done, "Flush cancelled while waiting for the merge back"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Flush cancelled while waiting for the merge back: %v, want context.Canceled", err)
+	}
+	r.outside.mergeMu.Unlock()
+
 	held := r.gitIndex.lock() // an index write under way
 	locked := true
 	defer func() {
@@ -109,21 +126,13 @@ func TestFlushStopsWaitingForTheIndexLock(t *testing.T) {
 			held.unlock()
 		}
 	}()
-	flushing := func(ctx context.Context) <-chan error {
-		done := make(chan error, 1)
-		go func() { done <- r.Flush(ctx) }()
-		waitUntil(t, "Flush waits for the index lock", func() bool {
-			return stackHas("(*Repo).Flush(", "(*gitIndex).lockContext(")
-		})
-		return done
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := flushing(ctx)
+	ctx, cancel = context.WithCancel(context.Background())
+	done = flushing(ctx, "(*gitIndex).lockContext(")
 	cancel()
 	if err := returned(t, done, "Flush cancelled while waiting for the index lock"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Flush cancelled while waiting for the index lock: %v, want context.Canceled", err)
 	}
-	done = flushing(context.Background())
+	done = flushing(context.Background(), "(*gitIndex).lockContext(")
 	r.cancel() // Close begins
 	if err := returned(t, done, "Flush waiting for the index lock at Close"); !errors.Is(err, ErrClosed) {
 		t.Errorf("Flush waiting for the index lock at Close: %v, want ErrClosed", err)

@@ -928,7 +928,7 @@ func (r *Repo) Flush(ctx context.Context) error {
 	}
 	// The branch was moved outside gitmem: merged back now (or the merge
 	// under way finishes), and git's files follow.
-	if err := r.mergeDisplaced(); err != nil {
+	if err := r.mergeDisplaced(ctx); err != nil {
 		return err
 	}
 	if r.outside.merges() == merges {
