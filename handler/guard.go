@@ -154,7 +154,7 @@ func (o HTTPOptions) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	body := "ok\n"
 	if o.Health != nil && (o.Token == "" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+o.Token)) == 1) {
-		for _, l := range o.Health() {
+		for _, l := range o.Health(r.Context()) {
 			body += l + "\n"
 		}
 	}

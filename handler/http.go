@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -40,8 +41,8 @@ type HTTPOptions struct {
 	MaxHeaderBytes    int
 	// Health, when set, gives lines /healthz adds after "ok": the state
 	// of background work (serve --sync: the last successful sync, the
-	// commits not yet pushed, the last error).
-	Health func() []string
+	// commits not yet pushed, the last error). ctx is the request's.
+	Health func(ctx context.Context) []string
 	// Metrics, when set, answers GET /metrics, without the token: it holds
 	// counts and sizes, no memory content.
 	Metrics http.Handler

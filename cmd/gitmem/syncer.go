@@ -209,7 +209,7 @@ func (s *syncer) lastError() string {
 
 // health is what /healthz adds: the last successful sync, the commits not
 // yet pushed, the last error (if the last sync failed).
-func (s *syncer) health() []string {
+func (s *syncer) health(ctx context.Context) []string {
 	s.mu.Lock()
 	lastOK, lastErr, lastErrAt, failures, retries := s.lastOK, s.lastErr, s.lastErrAt, s.failures, s.retries
 	s.mu.Unlock()
@@ -218,7 +218,7 @@ func (s *syncer) health() []string {
 		last = lastOK.UTC().Format(time.RFC3339)
 	}
 	unpushed := "unknown"
-	if st, err := s.repo.Status(context.Background(), s.remote); err == nil { // health has no context: Close ends the wait
+	if st, err := s.repo.Status(ctx, s.remote); err == nil {
 		unpushed = fmt.Sprint(st.Ahead)
 	}
 	out := []string{"sync-remote: " + s.remote, "sync-last-success: " + last, "sync-unpushed: " + unpushed,
@@ -234,7 +234,7 @@ func (s *syncer) health() []string {
 
 // startSync starts serve's background sync with remote; stop ends it
 // after a last sync (bounded), health reports it.
-func startSync(c *cli.Context, repo *gitmem.Repo, remote string, logf func(string, ...any)) (stop func(), health func() []string, err error) {
+func startSync(c *cli.Context, repo *gitmem.Repo, remote string, logf func(string, ...any)) (stop func(), health func(context.Context) []string, err error) {
 	if _, err := repo.Status(c.Context, remote); err != nil {
 		return nil, nil, shareErr(err, "sync", remote, c.String("repo"))
 	}
