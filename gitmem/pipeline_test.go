@@ -602,6 +602,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 func TestSpareLogTakesTheLoad(t *testing.T) {
 	gittest.Serial(t, "a load test: writers as fast as they go until the spare log grows, with a deadline")
 	r, _ := newRepo(t)
+	keepWriterLock(t, r)
 	if free := gd.FreeSpace(r.gitDir); free < 16*spareCap {
 		t.Skipf("the temporary folder's file system has %d bytes free; a spare log is made only with %d", free, 16*spareCap)
 	}
@@ -754,8 +755,9 @@ func TestCheckpointAfterTheLogIsClosed(t *testing.T) {
 
 // keepWriterLock keeps the writer lock, once taken, until the test ends,
 // as a running collection does: for a test that writes with the disk lock
-// held. Given up when the Repo was idle for releaseIdle (a stall of a
-// loaded machine), the next write's settle-in waited for the disk lock
-// the test held, or the release (the turn, then the disk lock) for the
-// test, which waited for the turn: the test hung.
+// held, or reads the log files the holder keeps open. Given up when the
+// Repo was idle for releaseIdle (a stall of a loaded machine), the next
+// write's settle-in waited for the disk lock the test held, or the
+// release (the turn, then the disk lock) for the test, which waited for
+// the turn: the test hung; or the log files were closed under it.
 func keepWriterLock(t *testing.T, r *Repo) { t.Cleanup(r.collector.running()) }
