@@ -565,12 +565,7 @@ func fileExists(p string) bool {
 // memory to be folded too (within a bound in bytes), across checkpoints.
 func TestGroupsUnderLoadAreFolded(t *testing.T) {
 	r, dir := newRepo(t)
-	// The test writes with the disk lock held: the writer lock, once
-	// taken by the first write, is kept, as while a collection runs.
-	// Given up when idle, its release (the turn, then the disk lock) or
-	// the next write's settle-in (the disk lock) waited for the test,
-	// which waited for them.
-	defer r.collector.running()()
+	keepWriterLock(t, r)
 	write(t, r, "t", "a.md", "a\n")
 	settle(t, r)
 	const groups, calls = 64, 8

@@ -195,6 +195,7 @@ func appendHand(t *testing.T, dir, p, line string) {
 func TestHandEditAfterAnAdoptReadIsKept(t *testing.T) {
 	t.Parallel()
 	r, dir := newRepo(t)
+	keepWriterLock(t, r)
 	write(t, r, "t1", "a.md", "one\ntwo\n")
 	settle(t, r)
 	r.disk.hold() // the worktree has not caught up yet

@@ -171,6 +171,7 @@ func TestRepeatedFailedCheckpointsKeepTheLog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			keepWriterLock(t, r)
 			write(t, r, "c", "b.md", "first") // the id map is read: later writes need nothing but the log
 			settle(t, r)
 			r.disk.hold() // the changes stay in the log only, until the fault is in place
@@ -231,6 +232,7 @@ func TestFailureKind(t *testing.T) {
 func TestKeepHandEditsKnowsEveryVersion(t *testing.T) {
 	t.Parallel()
 	r, _ := newRepo(t)
+	keepWriterLock(t, r)
 	write(t, r, "t0", "a.md", "v0\n")
 	write(t, r, "t1", "d/b.md", "b0\n")
 	write(t, r, "t2", "e", "a file\n")
@@ -304,6 +306,7 @@ func itemTrees(items []*prepared) []*node {
 func TestFlushLetsCallsThrough(t *testing.T) {
 	t.Parallel()
 	r, _ := newRepo(t)
+	keepWriterLock(t, r)
 	write(t, r, "t0", "a.md", "v0\n")
 	r.disk.hold() // a materialisation under way
 	flushed := make(chan error, 1)
@@ -389,6 +392,7 @@ func TestPendingForAnswersAsTheWholeSet(t *testing.T) {
 func TestBacklogHoldsCallsBack(t *testing.T) {
 	t.Parallel()
 	r, dir := newRepoWith(t, &testHooks{backlogMax: 3})
+	keepWriterLock(t, r)
 	write(t, r, "t0", "a.md", "init\n") // (and the tool_use ids are loaded)
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
@@ -469,6 +473,7 @@ func TestBacklogWaitEndsWithItsContext(t *testing.T) {
 func TestLogBytesHoldCallsBack(t *testing.T) {
 	t.Parallel()
 	r, dir := newRepoWith(t, &testHooks{logMax: 100 << 10})
+	keepWriterLock(t, r)
 	write(t, r, "t0", "a.md", "init\n")
 	settle(t, r)
 	r.disk.hold() // neither the materialiser nor a checkpoint can run
@@ -521,6 +526,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	keepWriterLock(t, r)
 	write(t, r, "t0", "f0.md", "0\n")
 	settle(t, r)
 	r.disk.hold() // the materialiser waits
@@ -596,6 +602,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 func TestSpareLogTakesTheLoad(t *testing.T) {
 	gittest.Serial(t, "a load test: writers as fast as they go until the spare log grows, with a deadline")
 	r, _ := newRepo(t)
+	keepWriterLock(t, r)
 	if free := gd.FreeSpace(r.gitDir); free < 16*spareCap {
 		t.Skipf("the temporary folder's file system has %d bytes free; a spare log is made only with %d", free, 16*spareCap)
 	}
@@ -745,3 +752,12 @@ func TestCheckpointAfterTheLogIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// keepWriterLock keeps the writer lock, once taken, until the test ends,
+// as a running collection does: for a test that writes with the disk lock
+// held, or reads the log files the holder keeps open. Given up when the
+// Repo was idle for releaseIdle (a stall of a loaded machine), the next
+// write's settle-in waited for the disk lock the test held, or the
+// release (the turn, then the disk lock) for the test, which waited for
+// the turn: the test hung; or the log files were closed under it.
+func keepWriterLock(t *testing.T, r *Repo) { t.Cleanup(r.collector.running()) }
