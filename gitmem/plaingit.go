@@ -161,6 +161,39 @@ func (r *Repo) putHeadBack() {
 	}
 }
 
+// gitMoved undoes what a git command did while gitmem held the writer
+// lock that no materialisation has seen yet (nothing was committed
+// since): a move of the branch — the moved-to commit is kept
+// (refs/gitmem/displaced/, merged back), the branch goes back on the
+// acknowledged commits, and the files git checked out for it are put back
+// (undoCheckout) — or a checkout that could not move it
+// (undoGitCheckout). It reports whether it did either. Called before an
+// adopt looks at the files, and before gitmem writes .git/index over the
+// one git left.
+func (r *Repo) gitMoved() bool {
+	if !r.lease.Held() {
+		return false
+	}
+	cur, err := r.readRef(r.branch)
+	head := r.snapshotHead()
+	if err == nil && cur != head {
+		dt := r.disk.hold()
+		// Read again under the disk lock: the materialiser may have moved it meanwhile.
+		cur, err = r.readRef(r.branch)
+		if err == nil && cur != dt.head() && !dt.head().IsZero() {
+			if cur, err = r.takeBranchBack(dt, cur, dt.head()); err != nil {
+				r.opt.Logf("gitmem: %v", err)
+			} else {
+				r.undoCheckout(cur, dt.tree())
+			}
+			dt.release()
+			return err == nil
+		}
+		dt.release()
+	}
+	return r.undoGitCheckout()
+}
+
 // gitMovedAway reports whether HEAD or the branch was taken away with git
 // (git checkout, git switch, git update-ref -d, git reset): the holder of
 // the writer lock puts them back. Called with wmu held.
