@@ -79,17 +79,22 @@ func (m *mirror) sameAsTree(p string, fi fs.FileInfo, n *node) (bool, error) {
 // over the largest file size (2 GB of zeros, say), where it is: never read
 // (the whole file would be in memory), never committed. The error log
 // names it once, and again only if its size changes. Called with wmu held.
-func (r *Repo) leaveTooBig(rel string, size int64) {
-	if n, ok := r.tooBigLogged[rel]; ok && n == size {
+func (m *mirror) leaveTooBig(rel string, size int64) {
+	if n, ok := m.tooBigLogged[rel]; ok && n == size {
 		return
 	}
-	if r.tooBigLogged == nil {
-		r.tooBigLogged = map[string]int64{}
+	if m.tooBigLogged == nil {
+		m.tooBigLogged = map[string]int64{}
 	}
-	r.tooBigLogged[rel] = size
-	r.opt.Errorf("gitmem: %s is %s bytes, over the limit of %s bytes per file: it is not committed, nor shown to the model; shrink or remove it",
-		full(rel), policy.Thousands(size), policy.Thousands(r.opt.MaxFileBytes))
+	m.tooBigLogged[rel] = size
+	m.errorf("gitmem: %s is %s bytes, over the limit of %s bytes per file: it is not committed, nor shown to the model; shrink or remove it",
+		full(rel), policy.Thousands(size), policy.Thousands(m.maxFileBytes))
 }
+
+// tooBigGone forgets that the file rel was named as over the largest
+// file size: it is no longer, and is named again if it grows over it.
+// Called with wmu held.
+func (m *mirror) tooBigGone(rel string) { delete(m.tooBigLogged, rel) }
 
 // loadIndexStats seeds the lstat cache from .git/index: an entry whose
 // blob is HEAD's and that is not racy (changed no earlier than the index
@@ -316,10 +321,10 @@ func (r *Repo) buildAdopt(drift []string, first bool, a *adoption) error {
 		fi, err := r.mirror.wt.lstat(full(rel))
 		if err == nil && fi.Mode().IsRegular() && r.mirror.tooBig(fi.Size()) {
 			a.later[rel] = true
-			r.leaveTooBig(rel, fi.Size())
+			r.mirror.leaveTooBig(rel, fi.Size())
 			continue
 		}
-		delete(r.tooBigLogged, rel)
+		r.mirror.tooBigGone(rel)
 		if err == nil && fi.Mode().IsRegular() {
 			writes = append(writes, rel)
 			a.mtime[rel] = fi.ModTime()
@@ -354,7 +359,7 @@ func (r *Repo) adoptWrite(a *adoption, rel string) error {
 	data, busy, err := r.mirror.wt.readSettled(full(rel), r.opt.MaxFileBytes)
 	if tb := (*tooBigError)(nil); errors.As(err, &tb) { // grown since the lstat
 		a.later[rel] = true
-		r.leaveTooBig(rel, tb.size)
+		r.mirror.leaveTooBig(rel, tb.size)
 		return nil
 	}
 	if err != nil {

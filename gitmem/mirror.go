@@ -30,10 +30,17 @@ type mirror struct {
 	env          *gd.Env    // the test suite's seams (nil: none)
 	maxFileBytes int64      // Options.MaxFileBytes: a hand-made file over it is not read (0: no limit)
 	logf         func(string, ...any)
+	errorf       func(string, ...any) // Options.Errorf: what the operator must act on
 
 	// undone counts git's checkouts undone (undoCheckout): an adopt's
 	// look at the worktree is stale.
 	undone atomic.Int64
+
+	// tooBigLogged is the size each hand-made file over maxFileBytes had
+	// when the error log last named it (leaveTooBig): named once, not at
+	// every look. Guarded by the writer turn: only an adopt, with wmu
+	// held, touches it.
+	tooBigLogged map[string]int64
 }
 
 // newMirror is the mirror of the repository folder dir, opened as root,
@@ -41,7 +48,7 @@ type mirror struct {
 func newMirror(root *os.Root, dir, gitDir string, opt *Options) *mirror {
 	env := opt.hooks.gdEnv()
 	return &mirror{wt: newWorktree(root, dir, gitDir, env), stats: newStatCache(), repairs: newRepairs(),
-		gitDir: gitDir, env: env, maxFileBytes: opt.MaxFileBytes, logf: opt.Logf}
+		gitDir: gitDir, env: env, maxFileBytes: opt.MaxFileBytes, logf: opt.Logf, errorf: opt.Errorf}
 }
 
 // close removes the spare files and closes the worktree's root.

@@ -166,8 +166,7 @@ type Repo struct {
 
 	// lease is the writer turn (one writer in this process; in the lock
 	// order after the collector's lock) and the repository's lock files
-	// (one writer across processes, taken with the turn held). The turn
-	// guards tooBigLogged.
+	// (one writer across processes, taken with the turn held).
 	lease *lock.Writer
 	// life is cancelled when Close begins: every wait for the collector,
 	// the turn or the lock files gives up (ErrClosed). closed is set by
@@ -175,11 +174,6 @@ type Repo struct {
 	life   context.Context
 	cancel context.CancelFunc
 	closed atomic.Bool
-
-	// tooBigLogged is the size each hand-made file over opt.MaxFileBytes
-	// had when the error log last named it (adoptDrift): named once, not
-	// at every look.
-	tooBigLogged map[string]int64
 
 	// The commit pipeline (pipeline.go): the committer makes a change
 	// durable in the log and publishes it; the materialiser writes it to
@@ -203,8 +197,6 @@ type Repo struct {
 	toolIDs   *toolUseIDs   // the tool_use ids known to have made a commit, or to be making one (toolids.go)
 	gitIndex  *gitIndex     // .git/index: what gitmem last wrote there, and when it writes it next (index.go)
 	outside   outsideGit    // commits plain git moved the branch to, merged back (plaingit.go)
-
-	stats *statCache // worktree files known to hold their HEAD blob (its own lock; statcache.go)
 
 	sharer    sharer    // push, pull and sync sessions, one at a time (share.go)
 	collector collector // one collection or redaction at a time (gc.go)
