@@ -387,9 +387,9 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	if err := r.settleIn(t, si); err != nil {
 		return fail(err)
 	}
-	r.loadIndexStats(si)
+	r.mirror.loadIndexStats(si, r.snapshotTree())
 	first := r.snapshotHead().IsZero()
-	r.loadKept()
+	r.mirror.loadKept(r.snapshotTree())
 	p, err := r.adoptDrift([]string{memDir}, first)
 	if err == nil && p != nil {
 		err = t.without(func() error { return r.committer.durable(p) }) // durable may need to reset the pipeline
@@ -397,7 +397,7 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	if err != nil && !errors.Is(err, ErrNoChange) {
 		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
 	}
-	r.saveKept() // what a program still holds open waits for the next adopt, or start
+	r.mirror.saveKept(r.readBlob) // what a program still holds open waits for the next adopt, or start
 	if err := r.materialize(); err != nil {
 		r.opt.Logf("gitmem: %v", err)
 	}
@@ -997,7 +997,7 @@ func (r *Repo) Close() error {
 		r.putHeadBack()
 		r.committer.drain()
 		r.adoptKept()
-		r.saveKept()
+		r.mirror.saveKept(r.readBlob)
 		kept := 0
 		err = r.checkpoint()
 		held := r.gitIndex.lock() // until the writer lock is given up below
