@@ -276,7 +276,7 @@ func (r *Repo) findDrift(paths []string, first bool) ([]string, error) {
 	// writer lock) is no hand edit: nothing is taken while git may be
 	// writing, and a move of the branch, or a checkout that could not
 	// move it, is undone first, its files with it.
-	if !first && r.gitBusy() {
+	if !first && r.mirror.gitBusy() {
 		return nil, ErrNoChange // taken once git is done
 	}
 	if !first && r.gitMoved() {
@@ -764,7 +764,7 @@ func (r *Repo) checkoutMoved(si *startIndex) {
 	if err != nil {
 		// Gone (git gc pruned it after the branch moved to another
 		// history): .git/index, if gitmem wrote it last, holds its files.
-		if old = r.indexTree(si); old == nil {
+		if old = r.mirror.indexTree(si); old == nil {
 			return // nothing tells what the worktree was left at: hand-edit checks alone
 		}
 	}
@@ -885,11 +885,11 @@ func (r *Repo) undoCheckout(cur plumbing.Hash, to *node) {
 // reset --hard writes them, then the index, then moves the branch), so
 // an adopt takes no file for a hand edit until it is done. (gitmem's own
 // index write holds it too, for as long as the write.)
-func (r *Repo) gitBusy() bool {
-	fi, err := os.Stat(filepath.Join(r.gitDir, "index.lock"))
+func (m *mirror) gitBusy() bool {
+	fi, err := os.Stat(filepath.Join(m.gitDir, "index.lock"))
 	busy := err == nil && time.Since(fi.ModTime()) < gd.StaleLock
-	if busy && r.gitIndex.idle() { // gitmem is not writing the index: a git command is
-		r.mirror.repairs.sawGit()
+	if busy && m.index.idle() { // gitmem is not writing the index: a git command is
+		m.repairs.sawGit()
 	}
 	return busy
 }
@@ -900,8 +900,8 @@ func (r *Repo) gitBusy() bool {
 // there in between made it fail half-way, leaving the worktree half
 // checked out with neither its index nor its branch move to tell what it
 // did. One stat when no git command runs.
-func (r *Repo) awaitGit() {
-	for deadline := time.Now().Add(gd.StaleLock); r.gitBusy() && time.Now().Before(deadline); {
+func (m *mirror) awaitGit() {
+	for deadline := time.Now().Add(gd.StaleLock); m.gitBusy() && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -989,9 +989,9 @@ const checkoutDepth = 8192
 // indexTree is the tree .git/index holds, when gitmem wrote it last (it
 // writes .git/gitmem/index-head after it: a later index is another
 // program's); nil otherwise. Folders have no hashes.
-func (r *Repo) indexTree(si *startIndex) *node {
-	ii, err1 := os.Stat(filepath.Join(r.gitDir, "index"))
-	hi, err2 := os.Stat(r.indexHeadPath())
+func (m *mirror) indexTree(si *startIndex) *node {
+	ii, err1 := os.Stat(filepath.Join(m.gitDir, "index"))
+	hi, err2 := os.Stat(m.index.headPath())
 	if len(si.list()) == 0 || err1 != nil || err2 != nil || ii.ModTime().After(hi.ModTime()) {
 		return nil
 	}

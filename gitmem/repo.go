@@ -278,7 +278,7 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 	r.histIndex = newHistoryIndex(gitDir, opt.hooks)
 	r.toolIDs = newToolUseIDs()
 	r.gitIndex = newGitIndex(gitDir, opt.hooks.gdEnv())
-	r.mirror = newMirror(root, dir, gitDir, &opt)
+	r.mirror = newMirror(root, dir, gitDir, r.gitIndex, &opt)
 	r.initPipeline()
 	fail := func(err error) (*Repo, error) {
 		r.cancel()
