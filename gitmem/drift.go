@@ -631,22 +631,30 @@ func keptLines(a, b []string) int {
 // putBackStale gives the worktree files an adopt found written back as
 // they were before gitmem's last changes to them (mergeHandEdit,
 // handStale; repository path -> what the file held) their acknowledged
-// version again. Called with wmu held: none of them is in flight.
+// version again, with the disk turn held. Called with wmu held: none of
+// them is in flight.
 func (r *Repo) putBackStale(files map[string][]byte) {
 	if len(files) == 0 {
 		return
 	}
 	dt := r.disk.hold()
 	defer dt.release()
+	r.mirror.putBackStale(files, dt.tree(), r.readBlob)
+}
+
+// putBackStale writes each of files (repository path -> what the file
+// held, an older version) back to its version in tree, HEAD's, which
+// readBlob reads. Called with the disk turn held.
+func (m *mirror) putBackStale(files map[string][]byte, tree *node, readBlob func(plumbing.Hash) ([]byte, error)) {
 	// No edit to merge (syncChecked notes one made since).
-	r.mirror.repairs.dropBases(slices.Collect(maps.Keys(files))...)
+	m.repairs.dropBases(slices.Collect(maps.Keys(files))...)
 	for p, had := range files {
-		r.opt.Logf("gitmem: %s was written back as it was before gitmem's last change to it (a program that read it before that change, or a git checkout); the acknowledged version is put back", p)
+		m.logf("gitmem: %s was written back as it was before gitmem's last change to it (a program that read it before that change, or a git checkout); the acknowledged version is put back", p)
 		h := plumbing.ComputeHash(plumbing.BlobObject, had)
 		of := &ownFiles{hashes: map[plumbing.Hash]bool{h: true}, texts: map[plumbing.Hash][]byte{h: had}, found: h}
-		r.mirror.forget([]string{p})
-		if err := r.mirror.syncChecked(p, lookup(dt.tree(), p), of, r.readBlob); err != nil {
-			r.opt.Logf("gitmem: could not put back %s: %v", p, err)
+		m.forget([]string{p})
+		if err := m.syncChecked(p, lookup(tree, p), of, readBlob); err != nil {
+			m.logf("gitmem: could not put back %s: %v", p, err)
 		}
 	}
 }
