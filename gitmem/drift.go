@@ -265,7 +265,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 func (r *Repo) findDrift(paths []string, first bool) ([]string, error) {
 	_, tip := r.state.tipOf()
 	undone := r.mirror.undone.Load()
-	drift, err := r.mirror.drifted(tip, paths, r.mirror.repairs.pendingFor(paths))
+	drift, err := r.mirror.driftedAt(tip, paths)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +283,7 @@ func (r *Repo) findDrift(paths []string, first bool) ([]string, error) {
 		r.scheduleIndex()
 	}
 	if r.mirror.undone.Load() != undone { // files git wrote were put back since drifted looked
-		if drift, err = r.mirror.drifted(tip, paths, r.mirror.repairs.pendingFor(paths)); err != nil || len(drift) == 0 {
+		if drift, err = r.mirror.driftedAt(tip, paths); err != nil || len(drift) == 0 {
 			return nil, ErrNoChange
 		}
 	}
@@ -671,7 +671,7 @@ func mergeHand(base, ours, hand []byte) []byte {
 // memories/), taking the locks only when a cheap check finds one.
 func (r *Repo) adoptFiles(ctx context.Context, rels []string) error {
 	paths := repoPaths(rels)
-	if drift, err := r.mirror.drifted(r.snapshotTree(), paths, r.mirror.repairs.pendingFor(paths)); err != nil || len(drift) == 0 {
+	if drift, err := r.mirror.driftedAt(r.snapshotTree(), paths); err != nil || len(drift) == 0 {
 		return err
 	}
 	_, err := r.adoptNow(ctx, paths)
@@ -700,13 +700,24 @@ func (r *Repo) adoptNow(ctx context.Context, paths []string) (*prepared, error) 
 	return p, r.committer.durable(p)
 }
 
-// readJournalPaths is the journal's paths, read without the lock, for a
-// check that the locked path repeats.
-func (m *mirror) readJournalPaths() []string {
+// driftedAt is what drifted finds at or under paths against tree,
+// skipping what the worktree has yet to follow there (repairs.pendingFor:
+// gitmem's own unfinished work, not hand edits).
+func (m *mirror) driftedAt(tree *node, paths []string) ([]string, error) {
+	return m.drifted(tree, paths, m.repairs.pendingFor(paths))
+}
+
+// allDrifted is driftedAt over the whole of memories/, skipping too
+// the paths the journal names, read without the journal's lock: a look
+// that adoptNow repeats, locked, for what it finds.
+func (m *mirror) allDrifted(tree *node) ([]string, error) {
+	pend := m.repairs.pendingFor([]string{memDir})
 	if j := m.readJournal(); j != nil {
-		return j.Paths
+		for _, p := range j.Paths {
+			pend[p] = true
+		}
 	}
-	return nil
+	return m.drifted(tree, []string{memDir}, pend)
 }
 
 // Adopt commits every hand edit in the worktree now (serve does this in
@@ -716,11 +727,7 @@ func (r *Repo) Adopt(ctx context.Context) (Commit, error) {
 	if r.opt.ReadOnly {
 		return Commit{}, ErrReadOnly
 	}
-	pend := r.mirror.repairs.pendingFor([]string{memDir})
-	for _, p := range r.mirror.readJournalPaths() {
-		pend[p] = true
-	}
-	drift, err := r.mirror.drifted(r.snapshotTree(), []string{memDir}, pend)
+	drift, err := r.mirror.allDrifted(r.snapshotTree())
 	if err != nil {
 		return Commit{}, wrap("scan the worktree", err)
 	} else if len(drift) == 0 {
