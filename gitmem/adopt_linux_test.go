@@ -177,7 +177,7 @@ func TestFileHeldOpenAtACleanStopIsMergedAtTheNextStart(t *testing.T) {
 			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 				t.Errorf("git status:\n%s", st)
 			}
-			if _, err := os.Stat(r.keptPath()); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(r.mirror.keptPath()); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the record of the kept edit is left (%v)", err)
 			}
 		})

@@ -79,26 +79,31 @@ func (m *mirror) sameAsTree(p string, fi fs.FileInfo, n *node) (bool, error) {
 // over the largest file size (2 GB of zeros, say), where it is: never read
 // (the whole file would be in memory), never committed. The error log
 // names it once, and again only if its size changes. Called with wmu held.
-func (r *Repo) leaveTooBig(rel string, size int64) {
-	if n, ok := r.tooBigLogged[rel]; ok && n == size {
+func (m *mirror) leaveTooBig(rel string, size int64) {
+	if n, ok := m.tooBigLogged[rel]; ok && n == size {
 		return
 	}
-	if r.tooBigLogged == nil {
-		r.tooBigLogged = map[string]int64{}
+	if m.tooBigLogged == nil {
+		m.tooBigLogged = map[string]int64{}
 	}
-	r.tooBigLogged[rel] = size
-	r.opt.Errorf("gitmem: %s is %s bytes, over the limit of %s bytes per file: it is not committed, nor shown to the model; shrink or remove it",
-		full(rel), policy.Thousands(size), policy.Thousands(r.opt.MaxFileBytes))
+	m.tooBigLogged[rel] = size
+	m.errorf("gitmem: %s is %s bytes, over the limit of %s bytes per file: it is not committed, nor shown to the model; shrink or remove it",
+		full(rel), policy.Thousands(size), policy.Thousands(m.maxFileBytes))
 }
+
+// tooBigGone forgets that the file rel was named as over the largest
+// file size: it is no longer, and is named again if it grows over it.
+// Called with wmu held.
+func (m *mirror) tooBigGone(rel string) { delete(m.tooBigLogged, rel) }
 
 // loadIndexStats seeds the lstat cache from .git/index: an entry whose
 // blob is HEAD's and that is not racy (changed no earlier than the index
-// was written) vouches for its file.
-func (r *Repo) loadIndexStats(si *startIndex) {
+// was written) vouches for its file. tree is HEAD's.
+func (m *mirror) loadIndexStats(si *startIndex, tree *node) {
 	if si == nil {
 		return // no index, or one gitmem does not read: files are hashed
 	}
-	r.mirror.stats.seed(si.list(), r.snapshotTree(), si.written)
+	m.stats.seed(si.list(), tree, si.written)
 }
 
 // drifted returns the memory files (relative to memories/) at or under the
@@ -219,9 +224,9 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
 		return nil, nil
 	}
-	a := &adoption{stale: map[string][]byte{}}
+	a := &adoption{tx: r.newTx(), meta: adoptMeta(r.opt.Operator, first), stale: map[string][]byte{}}
 	defer r.putBackStale(a.stale)
-	if err := r.buildAdopt(drift, first, a); err != nil {
+	if err := r.mirror.buildAdopt(drift, first, a, r.readBlob); err != nil {
 		return nil, err
 	}
 	p, err := r.prepare(a.tx, a.meta)
@@ -260,7 +265,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 func (r *Repo) findDrift(paths []string, first bool) ([]string, error) {
 	_, tip := r.state.tipOf()
 	undone := r.mirror.undone.Load()
-	drift, err := r.mirror.drifted(tip, paths, r.mirror.repairs.pendingFor(paths))
+	drift, err := r.mirror.driftedAt(tip, paths)
 	if err != nil {
 		return nil, err
 	}
@@ -271,14 +276,14 @@ func (r *Repo) findDrift(paths []string, first bool) ([]string, error) {
 	// writer lock) is no hand edit: nothing is taken while git may be
 	// writing, and a move of the branch, or a checkout that could not
 	// move it, is undone first, its files with it.
-	if !first && r.gitBusy() {
+	if !first && r.mirror.gitBusy() {
 		return nil, ErrNoChange // taken once git is done
 	}
 	if !first && r.gitMoved() {
 		r.scheduleIndex()
 	}
 	if r.mirror.undone.Load() != undone { // files git wrote were put back since drifted looked
-		if drift, err = r.mirror.drifted(tip, paths, r.mirror.repairs.pendingFor(paths)); err != nil || len(drift) == 0 {
+		if drift, err = r.mirror.driftedAt(tip, paths); err != nil || len(drift) == 0 {
 			return nil, ErrNoChange
 		}
 	}
@@ -296,30 +301,35 @@ type adoption struct {
 	mtime map[string]time.Time // when each file to take was written
 }
 
+// adoptMeta is the message of an adopt commit by the operator (of the
+// repository's first commit, with first set), before its paths.
+func adoptMeta(operator Signature, first bool) Meta {
+	if first {
+		return Meta{Subject: "memory: init", Author: operator, Trailers: []Trailer{{TrailerCommand, "init"}}}
+	}
+	return Meta{Subject: "memory: adopt changes made outside gitmem", Author: operator,
+		Trailers: []Trailer{{TrailerCommand, "adopt"}}}
+}
+
 // buildAdopt is adoptDrift's transaction: the hand edits drift names
 // (relative to memories/), each merged with the acknowledged version
-// (mergeHandEdit), with their commit message, into a (whose stale the
-// caller puts back). ErrNoChange when there is nothing to commit (unless
-// first). Called with wmu held.
-func (r *Repo) buildAdopt(drift []string, first bool, a *adoption) error {
-	a.meta = Meta{Subject: "memory: adopt changes made outside gitmem", Author: r.opt.Operator,
-		Trailers: []Trailer{{TrailerCommand, "adopt"}}}
-	if first {
-		a.meta = Meta{Subject: "memory: init", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "init"}}}
-	}
-	a.tx = r.newTx()
+// (mergeHandEdit, reading versions with readBlob), with their paths in
+// the commit message, into a, whose tx and meta the caller made (and
+// whose stale it puts back). ErrNoChange when there is nothing to commit
+// (unless first). Called with wmu held.
+func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob func(plumbing.Hash) ([]byte, error)) error {
 	a.tx.mirror = false // the worktree already holds it
 	a.read, a.later, a.mtime = map[string][]byte{}, map[string]bool{}, map[string]time.Time{}
 	// Deletions first: a file deleted by hand may be where a folder now is.
 	var writes []string
 	for _, rel := range drift {
-		fi, err := r.mirror.wt.lstat(full(rel))
-		if err == nil && fi.Mode().IsRegular() && r.mirror.tooBig(fi.Size()) {
+		fi, err := m.wt.lstat(full(rel))
+		if err == nil && fi.Mode().IsRegular() && m.tooBig(fi.Size()) {
 			a.later[rel] = true
-			r.leaveTooBig(rel, fi.Size())
+			m.leaveTooBig(rel, fi.Size())
 			continue
 		}
-		delete(r.tooBigLogged, rel)
+		m.tooBigGone(rel)
 		if err == nil && fi.Mode().IsRegular() {
 			writes = append(writes, rel)
 			a.mtime[rel] = fi.ModTime()
@@ -332,7 +342,7 @@ func (r *Repo) buildAdopt(drift []string, first bool, a *adoption) error {
 		a.meta.Trailers = append(a.meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
 	for _, rel := range writes {
-		if err := r.adoptWrite(a, rel); err != nil {
+		if err := m.adoptWrite(a, rel, readBlob); err != nil {
 			return err
 		}
 	}
@@ -340,7 +350,7 @@ func (r *Repo) buildAdopt(drift []string, first bool, a *adoption) error {
 		return ErrNoChange
 	}
 	if !first {
-		r.opt.Logf("gitmem: committing %d file(s) changed outside gitmem", a.taken)
+		m.logf("gitmem: committing %d file(s) changed outside gitmem", a.taken)
 	}
 	return nil
 }
@@ -348,13 +358,13 @@ func (r *Repo) buildAdopt(drift []string, first bool, a *adoption) error {
 // adoptWrite takes the file rel (relative to memories/), which a hand
 // edit wrote, into a: as it is, merged, or not at all (left for later,
 // or stale). Called with wmu held.
-func (r *Repo) adoptWrite(a *adoption, rel string) error {
+func (m *mirror) adoptWrite(a *adoption, rel string, readBlob func(plumbing.Hash) ([]byte, error)) error {
 	// A file another program holds open for writing may be one it
 	// truncated and has yet to write: it is taken once it is done.
-	data, busy, err := r.mirror.wt.readSettled(full(rel), r.opt.MaxFileBytes)
+	data, busy, err := m.wt.readSettled(full(rel), m.maxFileBytes)
 	if tb := (*tooBigError)(nil); errors.As(err, &tb) { // grown since the lstat
 		a.later[rel] = true
-		r.leaveTooBig(rel, tb.size)
+		m.leaveTooBig(rel, tb.size)
 		return nil
 	}
 	if err != nil {
@@ -364,7 +374,7 @@ func (r *Repo) adoptWrite(a *adoption, rel string) error {
 		a.later[rel] = true
 		return nil
 	}
-	m, how, err := r.mergeHandEdit(a.tx, full(rel), data, a.mtime[rel])
+	merged, how, err := m.mergeHandEdit(a.tx.root, full(rel), data, a.mtime[rel], readBlob)
 	if err != nil {
 		return err
 	}
@@ -380,7 +390,7 @@ func (r *Repo) adoptWrite(a *adoption, rel string) error {
 	a.taken++
 	a.read[full(rel)] = data
 	if how == handMerged {
-		data = m
+		data = merged
 		a.tx.mirror = true // the worktree gets the merge
 	}
 	if n := lookup(a.tx.root, full(rel)); n.isDir() {
@@ -421,7 +431,7 @@ func (r *Repo) adoptKept() {
 // edit was made on. The next start took such a file as it was, and every
 // acknowledged change made to it since that version was undone; with it,
 // the start merges the file as a running gitmem would have.
-func (r *Repo) keptPath() string { return filepath.Join(r.gitDir, "gitmem", "kept") }
+func (m *mirror) keptPath() string { return filepath.Join(m.gitDir, "gitmem", "kept") }
 
 // keptEdit is a record of keptPath: a hand edit of Path made on Base (on
 // no file when None).
@@ -433,47 +443,49 @@ type keptEdit struct {
 
 // saveKept writes the hand edits kept and not yet taken (repairs.bases) to
 // keptPath, durably, or removes it when there are none. Called with wmu
-// and the writer lock held, at exit and after the start's adopt.
-func (r *Repo) saveKept() {
-	bases := r.mirror.repairs.bases()
+// and the writer lock held, at exit and after the start's adopt; readBlob
+// reads a version noted by its hash.
+func (m *mirror) saveKept(readBlob func(plumbing.Hash) ([]byte, error)) {
+	bases := m.repairs.bases()
 	var out []keptEdit
 	for _, p := range slices.Sorted(maps.Keys(bases)) {
 		b := bases[p]
 		k := keptEdit{Path: p, Base: b.text, None: b.hash.IsZero() && b.text == nil}
 		if !k.None && k.Base == nil {
 			var err error
-			if k.Base, err = r.readBlob(b.hash); err != nil {
+			if k.Base, err = readBlob(b.hash); err != nil {
 				continue // gone (a redaction): taken as it is
 			}
 		}
 		out = append(out, k)
 	}
 	if len(out) == 0 {
-		os.Remove(r.keptPath())
+		os.Remove(m.keptPath())
 		return
 	}
 	data, _ := json.Marshal(out)
-	dir := filepath.Dir(r.keptPath())
-	err := gd.WriteFileSync(dir, "kept-", r.keptPath(), data, 0o600)
+	dir := filepath.Dir(m.keptPath())
+	err := gd.WriteFileSync(dir, "kept-", m.keptPath(), data, 0o600)
 	if err == nil {
 		err = gd.SyncDir(dir)
 	}
 	if err != nil {
-		r.opt.Logf("gitmem: could not save the hand edits kept for the next start (%v); it takes them as they are", err)
+		m.logf("gitmem: could not save the hand edits kept for the next start (%v); it takes them as they are", err)
 	}
 }
 
 // loadKept notes the hand edits saveKept left (of files that still differ
-// from HEAD) in repairs (noteBase), for the start's adopt to merge. Called by
-// start with wmu and the writer lock held, after settleIn.
-func (r *Repo) loadKept() {
-	data, err := os.ReadFile(r.keptPath())
+// from HEAD, whose tree is tree) in repairs (noteBase), for the start's
+// adopt to merge. Called by start with wmu and the writer lock held, after
+// settleIn.
+func (m *mirror) loadKept(tree *node) {
+	data, err := os.ReadFile(m.keptPath())
 	if err != nil {
 		return
 	}
 	var ks []keptEdit
 	if err := json.Unmarshal(data, &ks); err != nil {
-		r.opt.Logf("gitmem: .git/gitmem/kept is unreadable (%v); the files it names are taken as they are", err)
+		m.logf("gitmem: .git/gitmem/kept is unreadable (%v); the files it names are taken as they are", err)
 		return
 	}
 	bases := map[string]handBase{}
@@ -490,17 +502,18 @@ func (r *Repo) loadKept() {
 		}
 		bases[k.Path] = b
 	}
-	drift, err := r.mirror.drifted(r.snapshotTree(), slices.Collect(maps.Keys(bases)), pathSet{})
+	drift, err := m.drifted(tree, slices.Collect(maps.Keys(bases)), pathSet{})
 	if err != nil {
 		return
 	}
 	for _, rel := range drift {
-		r.mirror.repairs.noteBase(full(rel), bases[full(rel)])
+		m.repairs.noteBase(full(rel), bases[full(rel)])
 	}
 }
 
 // mergeHandEdit merges a hand edit of the file at repository path p
-// (hand, written at mtime) into the transaction's version of it, from the
+// (hand, written at mtime) into the transaction's version of it (in its
+// tree root; readBlob reads a version by its hash), from the
 // version the edit was most likely made on (the base). The candidates are
 // the version noted for an edit kept from an acknowledged change
 // (repairs.handBase; else the transaction's own), and the file's older versions
@@ -520,12 +533,12 @@ func (r *Repo) loadKept() {
 // transaction's version); handMerged, both sides' changes from the base,
 // a region both changed held between conflict markers ("gitmem", "edited
 // by hand"); or handStale.
-func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (data []byte, how handHow, err error) {
-	tip := lookup(tx.root, p)
+func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Time, readBlob func(plumbing.Hash) ([]byte, error)) (data []byte, how handHow, err error) {
+	tip := lookup(root, p)
 	if !tip.isFile() {
 		return nil, handAsIs, nil
 	}
-	base, kept, seen := r.mirror.repairs.baseOf(p)
+	base, kept, seen := m.repairs.baseOf(p)
 	if !kept {
 		base = handBase{hash: tip.hash}
 	}
@@ -538,7 +551,7 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (da
 			return nil, handStale, nil // that version as it was: no edit
 		}
 	}
-	if h != tip.hash && r.mirror.repairs.gitCheckedOut(p[len(memDir)+1:], h, mtime) {
+	if h != tip.hash && m.repairs.gitCheckedOut(p[len(memDir)+1:], h, mtime) {
 		return nil, handStale, nil
 	}
 	cands := []handBase{base}
@@ -564,7 +577,7 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (da
 	for i, c := range cands {
 		b := c.text
 		if b == nil && !c.hash.IsZero() {
-			if b, err = r.readBlob(c.hash); err != nil {
+			if b, err = readBlob(c.hash); err != nil {
 				if i == 0 {
 					return nil, 0, wrap("read a file to merge", err)
 				}
@@ -579,17 +592,17 @@ func (r *Repo) mergeHandEdit(tx *Tx, p string, hand []byte, mtime time.Time) (da
 	if bestHash == tip.hash {
 		return nil, handAsIs, nil
 	}
-	ours, err := r.readBlob(tip.hash)
+	ours, err := readBlob(tip.hash)
 	if err != nil {
 		return nil, 0, wrap("read a file to merge", err)
 	}
-	m := mergeHand(best, ours, hand)
-	if bytes.Equal(m, ours) {
+	merged := mergeHand(best, ours, hand)
+	if bytes.Equal(merged, ours) {
 		// The edit adds nothing to the acknowledged version (a program
 		// that held the file open and wrote nothing): no commit.
 		return nil, handStale, nil
 	}
-	return m, handMerged, nil
+	return merged, handMerged, nil
 }
 
 // handHow is what mergeHandEdit made of a hand edit.
@@ -618,22 +631,30 @@ func keptLines(a, b []string) int {
 // putBackStale gives the worktree files an adopt found written back as
 // they were before gitmem's last changes to them (mergeHandEdit,
 // handStale; repository path -> what the file held) their acknowledged
-// version again. Called with wmu held: none of them is in flight.
+// version again, with the disk turn held. Called with wmu held: none of
+// them is in flight.
 func (r *Repo) putBackStale(files map[string][]byte) {
 	if len(files) == 0 {
 		return
 	}
 	dt := r.disk.hold()
 	defer dt.release()
+	r.mirror.putBackStale(files, dt.tree(), r.readBlob)
+}
+
+// putBackStale writes each of files (repository path -> what the file
+// held, an older version) back to its version in tree, HEAD's, which
+// readBlob reads. Called with the disk turn held.
+func (m *mirror) putBackStale(files map[string][]byte, tree *node, readBlob func(plumbing.Hash) ([]byte, error)) {
 	// No edit to merge (syncChecked notes one made since).
-	r.mirror.repairs.dropBases(slices.Collect(maps.Keys(files))...)
+	m.repairs.dropBases(slices.Collect(maps.Keys(files))...)
 	for p, had := range files {
-		r.opt.Logf("gitmem: %s was written back as it was before gitmem's last change to it (a program that read it before that change, or a git checkout); the acknowledged version is put back", p)
+		m.logf("gitmem: %s was written back as it was before gitmem's last change to it (a program that read it before that change, or a git checkout); the acknowledged version is put back", p)
 		h := plumbing.ComputeHash(plumbing.BlobObject, had)
 		of := &ownFiles{hashes: map[plumbing.Hash]bool{h: true}, texts: map[plumbing.Hash][]byte{h: had}, found: h}
-		r.mirror.forget([]string{p})
-		if err := r.mirror.syncChecked(p, lookup(dt.tree(), p), of, r.readBlob); err != nil {
-			r.opt.Logf("gitmem: could not put back %s: %v", p, err)
+		m.forget([]string{p})
+		if err := m.syncChecked(p, lookup(tree, p), of, readBlob); err != nil {
+			m.logf("gitmem: could not put back %s: %v", p, err)
 		}
 	}
 }
@@ -650,7 +671,7 @@ func mergeHand(base, ours, hand []byte) []byte {
 // memories/), taking the locks only when a cheap check finds one.
 func (r *Repo) adoptFiles(ctx context.Context, rels []string) error {
 	paths := repoPaths(rels)
-	if drift, err := r.mirror.drifted(r.snapshotTree(), paths, r.mirror.repairs.pendingFor(paths)); err != nil || len(drift) == 0 {
+	if drift, err := r.mirror.driftedAt(r.snapshotTree(), paths); err != nil || len(drift) == 0 {
 		return err
 	}
 	_, err := r.adoptNow(ctx, paths)
@@ -679,13 +700,24 @@ func (r *Repo) adoptNow(ctx context.Context, paths []string) (*prepared, error) 
 	return p, r.committer.durable(p)
 }
 
-// readJournalPaths is the journal's paths, read without the lock, for a
-// check that the locked path repeats.
-func (r *Repo) readJournalPaths() []string {
-	if j := r.mirror.readJournal(); j != nil {
-		return j.Paths
+// driftedAt is what drifted finds at or under paths against tree,
+// skipping what the worktree has yet to follow there (repairs.pendingFor:
+// gitmem's own unfinished work, not hand edits).
+func (m *mirror) driftedAt(tree *node, paths []string) ([]string, error) {
+	return m.drifted(tree, paths, m.repairs.pendingFor(paths))
+}
+
+// allDrifted is driftedAt over the whole of memories/, skipping too
+// the paths the journal names, read without the journal's lock: a look
+// that adoptNow repeats, locked, for what it finds.
+func (m *mirror) allDrifted(tree *node) ([]string, error) {
+	pend := m.repairs.pendingFor([]string{memDir})
+	if j := m.readJournal(); j != nil {
+		for _, p := range j.Paths {
+			pend[p] = true
+		}
 	}
-	return nil
+	return m.drifted(tree, []string{memDir}, pend)
 }
 
 // Adopt commits every hand edit in the worktree now (serve does this in
@@ -695,11 +727,7 @@ func (r *Repo) Adopt(ctx context.Context) (Commit, error) {
 	if r.opt.ReadOnly {
 		return Commit{}, ErrReadOnly
 	}
-	pend := r.mirror.repairs.pendingFor([]string{memDir})
-	for _, p := range r.readJournalPaths() {
-		pend[p] = true
-	}
-	drift, err := r.mirror.drifted(r.snapshotTree(), []string{memDir}, pend)
+	drift, err := r.mirror.allDrifted(r.snapshotTree())
 	if err != nil {
 		return Commit{}, wrap("scan the worktree", err)
 	} else if len(drift) == 0 {
@@ -751,12 +779,12 @@ func (r *Repo) checkoutMoved(si *startIndex) {
 	if err != nil {
 		// Gone (git gc pruned it after the branch moved to another
 		// history): .git/index, if gitmem wrote it last, holds its files.
-		if old = r.indexTree(si); old == nil {
+		if old = r.mirror.indexTree(si); old == nil {
 			return // nothing tells what the worktree was left at: hand-edit checks alone
 		}
 	}
 	defer r.disk.hold().release()
-	out, hand := r.moveWorktree(old, tree)
+	out, hand := r.mirror.moveWorktree(old, tree, r.readBlob)
 	for p, base := range hand {
 		r.mirror.repairs.noteBase(p, handBase{hash: base})
 	}
@@ -774,8 +802,9 @@ func (r *Repo) checkoutMoved(si *startIndex) {
 // what it held moved aside (syncChecked: a hand edit landing after the
 // check is kept); one that holds tree's is left; one that holds neither
 // was edited by hand: hand says the version of old it differs from. It
-// returns the files it wrote. Called with mmu held.
-func (r *Repo) moveWorktree(old, tree *node) (out []string, hand map[string]plumbing.Hash) {
+// returns the files it wrote; readBlob reads a version by its hash.
+// Called with mmu held.
+func (m *mirror) moveWorktree(old, tree *node, readBlob func(plumbing.Hash) ([]byte, error)) (out []string, hand map[string]plumbing.Hash) {
 	var moved []string
 	changedFiles(lookup(old, memDir), lookup(tree, memDir), memDir, func(p string) {
 		if checkRel(p[len(memDir)+1:]) == nil {
@@ -787,12 +816,12 @@ func (r *Repo) moveWorktree(old, tree *node) (out []string, hand map[string]plum
 	// the branch has a file, which can go once the files in it went.
 	check := func(p string) (folder bool) {
 		var have, before, now plumbing.Hash
-		if fi, err := r.mirror.wt.lstat(p); err == nil {
+		if fi, err := m.wt.lstat(p); err == nil {
 			if !fi.Mode().IsRegular() {
 				// a folder or a symlink where a file was: the hand-edit check decides
 				return fi.IsDir() && lookup(tree, p).isFile()
 			}
-			data, err := r.mirror.wt.readFile(p)
+			data, err := m.wt.readFile(p)
 			if err != nil {
 				return false
 			}
@@ -814,10 +843,10 @@ func (r *Repo) moveWorktree(old, tree *node) (out []string, hand map[string]plum
 			// Replaced in one step with what it held moved aside: a hand
 			// edit landing after the check is kept (syncChecked, which
 			// notes its base). One noted before is gone with what it held.
-			r.mirror.repairs.dropBases(p)
+			m.repairs.dropBases(p)
 			of := &ownFiles{hashes: map[plumbing.Hash]bool{before: true}, found: before}
-			if err := r.mirror.syncChecked(p, n, of, r.readBlob); err != nil {
-				r.opt.Logf("gitmem: could not check out %s: %v", p[len(memDir)+1:], err)
+			if err := m.syncChecked(p, n, of, readBlob); err != nil {
+				m.logf("gitmem: could not check out %s: %v", p[len(memDir)+1:], err)
 				return false
 			}
 			out = append(out, p)
@@ -835,7 +864,7 @@ func (r *Repo) moveWorktree(old, tree *node) (out []string, hand map[string]plum
 	for _, p := range later {
 		check(p) // a folder still there holds files made by hand: adopted
 	}
-	r.mirror.forget(out)
+	m.forget(out)
 	return out, hand
 }
 
@@ -859,44 +888,11 @@ func (r *Repo) undoCheckout(cur plumbing.Hash, to *node) {
 		r.opt.Logf("gitmem: could not read %s to put back the files git checked out for it: %v", cur, err)
 		return
 	}
-	if out, _ := r.moveWorktree(old, to); len(out) > 0 {
+	if out, _ := r.mirror.moveWorktree(old, to, r.readBlob); len(out) > 0 {
 		r.opt.Logf("gitmem: %d worktree file(s) git checked out for %s were put back to the acknowledged version", len(out), cur.String()[:7])
 	}
 	r.mirror.undone.Add(1)
 	r.gitIndex.gitWrote(plumbing.ZeroHash) // git rewrote .git/index for cur: written again
-}
-
-// gitMoved undoes what a git command did while gitmem held the writer
-// lock that no materialisation has seen yet (nothing was committed
-// since): a move of the branch — the moved-to commit is kept
-// (refs/gitmem/displaced/, merged back), the branch goes back on the
-// acknowledged commits, and the files git checked out for it are put back
-// (undoCheckout) — or a checkout that could not move it
-// (undoGitCheckout). It reports whether it did either. Called before an
-// adopt looks at the files, and before gitmem writes .git/index over the
-// one git left.
-func (r *Repo) gitMoved() bool {
-	if !r.lease.Held() {
-		return false
-	}
-	cur, err := r.readRef(r.branch)
-	head := r.snapshotHead()
-	if err == nil && cur != head {
-		dt := r.disk.hold()
-		// Read again under the disk lock: the materialiser may have moved it meanwhile.
-		cur, err = r.readRef(r.branch)
-		if err == nil && cur != dt.head() && !dt.head().IsZero() {
-			if cur, err = r.takeBranchBack(dt, cur, dt.head()); err != nil {
-				r.opt.Logf("gitmem: %v", err)
-			} else {
-				r.undoCheckout(cur, dt.tree())
-			}
-			dt.release()
-			return err == nil
-		}
-		dt.release()
-	}
-	return r.undoGitCheckout()
 }
 
 // gitBusy reports whether a git command holds .git/index.lock (no
@@ -904,11 +900,11 @@ func (r *Repo) gitMoved() bool {
 // reset --hard writes them, then the index, then moves the branch), so
 // an adopt takes no file for a hand edit until it is done. (gitmem's own
 // index write holds it too, for as long as the write.)
-func (r *Repo) gitBusy() bool {
-	fi, err := os.Stat(filepath.Join(r.gitDir, "index.lock"))
+func (m *mirror) gitBusy() bool {
+	fi, err := os.Stat(filepath.Join(m.gitDir, "index.lock"))
 	busy := err == nil && time.Since(fi.ModTime()) < gd.StaleLock
-	if busy && r.gitIndex.idle() { // gitmem is not writing the index: a git command is
-		r.mirror.repairs.sawGit()
+	if busy && m.index.idle() { // gitmem is not writing the index: a git command is
+		m.repairs.sawGit()
 	}
 	return busy
 }
@@ -919,8 +915,8 @@ func (r *Repo) gitBusy() bool {
 // there in between made it fail half-way, leaving the worktree half
 // checked out with neither its index nor its branch move to tell what it
 // did. One stat when no git command runs.
-func (r *Repo) awaitGit() {
-	for deadline := time.Now().Add(gd.StaleLock); r.gitBusy() && time.Now().Before(deadline); {
+func (m *mirror) awaitGit() {
+	for deadline := time.Now().Add(gd.StaleLock); m.gitBusy() && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -1008,9 +1004,9 @@ const checkoutDepth = 8192
 // indexTree is the tree .git/index holds, when gitmem wrote it last (it
 // writes .git/gitmem/index-head after it: a later index is another
 // program's); nil otherwise. Folders have no hashes.
-func (r *Repo) indexTree(si *startIndex) *node {
-	ii, err1 := os.Stat(filepath.Join(r.gitDir, "index"))
-	hi, err2 := os.Stat(r.indexHeadPath())
+func (m *mirror) indexTree(si *startIndex) *node {
+	ii, err1 := os.Stat(filepath.Join(m.gitDir, "index"))
+	hi, err2 := os.Stat(m.index.headPath())
 	if len(si.list()) == 0 || err1 != nil || err2 != nil || ii.ModTime().After(hi.ModTime()) {
 		return nil
 	}

@@ -31,7 +31,7 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
 	retry := r.mirror.repairs.pending() // paths an earlier pass could not write
-	r.awaitGit()
+	r.mirror.awaitGit()
 	kept, checks := r.keepHandEdits(items, prevHead, prev, paths, retry)
 	paths = union(paths, retry)
 	r.mirror.forget(paths)

@@ -85,7 +85,7 @@ func (r *Repo) settleIn(t *writerTurn, si *startIndex) error {
 		// now, not at the first change (a replay's checkpoint set it).
 		r.disk.checkpointed()
 	}
-	if len(r.displaced()) > 0 { // left by a start or a run that could not merge them
+	if len(displacedIn(r.gitDir)) > 0 { // left by a start or a run that could not merge them
 		r.outside.wait()
 	}
 	r.lease.Own()

@@ -98,7 +98,7 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 		// second, and before the lock is let go.
 		if now := time.Now(); leaving || now.Sub(headChecked) > checkpointEvery {
 			headChecked = now
-			if _, _, moved := r.headMoved(); moved {
+			if _, _, moved := headMoved(r.gitDir, r.branch); moved {
 				if t, err := r.beginWrite(r.life, 0); err == nil { // not once Close began: it puts back itself
 					r.putHeadBack()
 					t.end()

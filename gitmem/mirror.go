@@ -30,18 +30,36 @@ type mirror struct {
 	env          *gd.Env    // the test suite's seams (nil: none)
 	maxFileBytes int64      // Options.MaxFileBytes: a hand-made file over it is not read (0: no limit)
 	logf         func(string, ...any)
+	index        indexWriting         // .git/index's part: whether gitmem writes it now, where it notes for what
+	errorf       func(string, ...any) // Options.Errorf: what the operator must act on
 
 	// undone counts git's checkouts undone (undoCheckout): an adopt's
 	// look at the worktree is stale.
 	undone atomic.Int64
+
+	// tooBigLogged is the size each hand-made file over maxFileBytes had
+	// when the error log last named it (leaveTooBig): named once, not at
+	// every look. Guarded by the writer turn: only an adopt, with wmu
+	// held, touches it.
+	tooBigLogged map[string]int64
+}
+
+// indexWriting is what the mirror asks of .git/index's part (gitIndex):
+// whether gitmem is writing .git/index now (idle: a .git/index.lock is
+// then a git command's), and the file that says which commit gitmem last
+// wrote it for (a later .git/index is another program's). idle only
+// tries gitIndex.mu, never waits for it: the lock order holds.
+type indexWriting interface {
+	idle() bool
+	headPath() string
 }
 
 // newMirror is the mirror of the repository folder dir, opened as root,
-// whose git folder is gitDir.
-func newMirror(root *os.Root, dir, gitDir string, opt *Options) *mirror {
+// whose git folder is gitDir, and whose .git/index is index's.
+func newMirror(root *os.Root, dir, gitDir string, index indexWriting, opt *Options) *mirror {
 	env := opt.hooks.gdEnv()
 	return &mirror{wt: newWorktree(root, dir, gitDir, env), stats: newStatCache(), repairs: newRepairs(),
-		gitDir: gitDir, env: env, maxFileBytes: opt.MaxFileBytes, logf: opt.Logf}
+		gitDir: gitDir, env: env, maxFileBytes: opt.MaxFileBytes, logf: opt.Logf, errorf: opt.Errorf, index: index}
 }
 
 // close removes the spare files and closes the worktree's root.

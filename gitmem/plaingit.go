@@ -88,21 +88,21 @@ func (r *Repo) restoreBranch() (plumbing.Hash, bool) {
 	return at, true
 }
 
-// headMoved reads .git/HEAD and reports whether it no longer names
+// headMoved reads gitDir's HEAD and reports whether it no longer names
 // gitmem's branch (git checkout, git switch), and then what it names: a
 // ref (empty when detached) and its commit (zero when there is none).
-func (r *Repo) headMoved() (ref string, at plumbing.Hash, moved bool) {
-	data, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD"))
+func headMoved(gitDir string, branch plumbing.ReferenceName) (ref string, at plumbing.Hash, moved bool) {
+	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return "", plumbing.ZeroHash, false // unreadable now: the next look
 	}
 	s := strings.TrimSpace(string(data))
 	if target, ok := strings.CutPrefix(s, "ref: "); ok {
-		if target == string(r.branch) {
+		if target == string(branch) {
 			return "", plumbing.ZeroHash, false
 		}
 		if strings.HasPrefix(target, "refs/") && gd.ValidRefName(target) {
-			at, _ = r.readRef(plumbing.ReferenceName(target))
+			at, _ = gd.ReadRef(gitDir, plumbing.ReferenceName(target))
 		}
 		return target, at, true
 	}
@@ -121,7 +121,7 @@ func (r *Repo) headMoved() (ref string, at plumbing.Hash, moved bool) {
 // any, stays where git put it. Called with wmu held, by the holder of the
 // writer lock.
 func (r *Repo) putHeadBack() {
-	ref, at, moved := r.headMoved()
+	ref, at, moved := headMoved(r.gitDir, r.branch)
 	if !moved || !r.lease.Held() {
 		return
 	}
@@ -161,11 +161,44 @@ func (r *Repo) putHeadBack() {
 	}
 }
 
+// gitMoved undoes what a git command did while gitmem held the writer
+// lock that no materialisation has seen yet (nothing was committed
+// since): a move of the branch — the moved-to commit is kept
+// (refs/gitmem/displaced/, merged back), the branch goes back on the
+// acknowledged commits, and the files git checked out for it are put back
+// (undoCheckout) — or a checkout that could not move it
+// (undoGitCheckout). It reports whether it did either. Called before an
+// adopt looks at the files, and before gitmem writes .git/index over the
+// one git left.
+func (r *Repo) gitMoved() bool {
+	if !r.lease.Held() {
+		return false
+	}
+	cur, err := r.readRef(r.branch)
+	head := r.snapshotHead()
+	if err == nil && cur != head {
+		dt := r.disk.hold()
+		// Read again under the disk lock: the materialiser may have moved it meanwhile.
+		cur, err = r.readRef(r.branch)
+		if err == nil && cur != dt.head() && !dt.head().IsZero() {
+			if cur, err = r.takeBranchBack(dt, cur, dt.head()); err != nil {
+				r.opt.Logf("gitmem: %v", err)
+			} else {
+				r.undoCheckout(cur, dt.tree())
+			}
+			dt.release()
+			return err == nil
+		}
+		dt.release()
+	}
+	return r.undoGitCheckout()
+}
+
 // gitMovedAway reports whether HEAD or the branch was taken away with git
 // (git checkout, git switch, git update-ref -d, git reset): the holder of
 // the writer lock puts them back. Called with wmu held.
 func (r *Repo) gitMovedAway() bool {
-	if _, _, moved := r.headMoved(); moved {
+	if _, _, moved := headMoved(r.gitDir, r.branch); moved {
 		return true
 	}
 	cur, err := r.readRef(r.branch)
@@ -279,11 +312,10 @@ func (r *Repo) keepDisplaced(h plumbing.Hash) error {
 	return r.obj.UpdateRef(name, plumbing.ZeroHash, h, true)
 }
 
-// displaced lists the commits waiting to be merged back, by ref, loose or
-// packed (git gc packs refs). A ref is named after the commit it was made
-// for, but holds the commit to merge: a redaction may have rewritten it.
-func (r *Repo) displaced() map[plumbing.ReferenceName]plumbing.Hash { return displacedIn(r.gitDir) }
-
+// displacedIn lists the commits waiting to be merged back in gitDir, by
+// ref, loose or packed (git gc packs refs). A ref is named after the
+// commit it was made for, but holds the commit to merge: a redaction may
+// have rewritten it.
 func displacedIn(gitDir string) map[plumbing.ReferenceName]plumbing.Hash {
 	out, err := gd.ListRefs(gitDir)
 	if err != nil {
@@ -308,7 +340,7 @@ func (r *Repo) mergeDisplaced(ctx context.Context) error {
 	if !r.outside.due() {
 		return nil
 	}
-	for name, h := range r.displaced() {
+	for name, h := range displacedIn(r.gitDir) {
 		st := r.obj.View()
 		was := plumbing.NewHash(strings.TrimPrefix(name.String(), displacedRefs))
 		idx, ok := r.outside.indexFor(was)

@@ -166,8 +166,7 @@ type Repo struct {
 
 	// lease is the writer turn (one writer in this process; in the lock
 	// order after the collector's lock) and the repository's lock files
-	// (one writer across processes, taken with the turn held). The turn
-	// guards tooBigLogged.
+	// (one writer across processes, taken with the turn held).
 	lease *lock.Writer
 	// life is cancelled when Close begins: every wait for the collector,
 	// the turn or the lock files gives up (ErrClosed). closed is set by
@@ -175,11 +174,6 @@ type Repo struct {
 	life   context.Context
 	cancel context.CancelFunc
 	closed atomic.Bool
-
-	// tooBigLogged is the size each hand-made file over opt.MaxFileBytes
-	// had when the error log last named it (adoptDrift): named once, not
-	// at every look.
-	tooBigLogged map[string]int64
 
 	// The commit pipeline (pipeline.go): the committer makes a change
 	// durable in the log and publishes it; the materialiser writes it to
@@ -203,8 +197,6 @@ type Repo struct {
 	toolIDs   *toolUseIDs   // the tool_use ids known to have made a commit, or to be making one (toolids.go)
 	gitIndex  *gitIndex     // .git/index: what gitmem last wrote there, and when it writes it next (index.go)
 	outside   outsideGit    // commits plain git moved the branch to, merged back (plaingit.go)
-
-	stats *statCache // worktree files known to hold their HEAD blob (its own lock; statcache.go)
 
 	sharer    sharer    // push, pull and sync sessions, one at a time (share.go)
 	collector collector // one collection or redaction at a time (gc.go)
@@ -286,7 +278,7 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 	r.histIndex = newHistoryIndex(gitDir, opt.hooks)
 	r.toolIDs = newToolUseIDs()
 	r.gitIndex = newGitIndex(gitDir, opt.hooks.gdEnv())
-	r.mirror = newMirror(root, dir, gitDir, &opt)
+	r.mirror = newMirror(root, dir, gitDir, r.gitIndex, &opt)
 	r.initPipeline()
 	fail := func(err error) (*Repo, error) {
 		r.cancel()
@@ -395,9 +387,9 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	if err := r.settleIn(t, si); err != nil {
 		return fail(err)
 	}
-	r.loadIndexStats(si)
+	r.mirror.loadIndexStats(si, r.snapshotTree())
 	first := r.snapshotHead().IsZero()
-	r.loadKept()
+	r.mirror.loadKept(r.snapshotTree())
 	p, err := r.adoptDrift([]string{memDir}, first)
 	if err == nil && p != nil {
 		err = t.without(func() error { return r.committer.durable(p) }) // durable may need to reset the pipeline
@@ -405,7 +397,7 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	if err != nil && !errors.Is(err, ErrNoChange) {
 		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
 	}
-	r.saveKept() // what a program still holds open waits for the next adopt, or start
+	r.mirror.saveKept(r.readBlob) // what a program still holds open waits for the next adopt, or start
 	if err := r.materialize(); err != nil {
 		r.opt.Logf("gitmem: %v", err)
 	}
@@ -1005,7 +997,7 @@ func (r *Repo) Close() error {
 		r.putHeadBack()
 		r.committer.drain()
 		r.adoptKept()
-		r.saveKept()
+		r.mirror.saveKept(r.readBlob)
 		kept := 0
 		err = r.checkpoint()
 		held := r.gitIndex.lock() // until the writer lock is given up below
