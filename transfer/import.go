@@ -395,12 +395,34 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 	versions []anthropic.BetaManagedAgentsMemoryVersion, memories []anthropic.BetaManagedAgentsMemoryListItemUnion, pr *prior) (*importPlan, error) {
 	p := &importPlan{store: st, prior: pr, versions: versions, memories: memories, truncated: map[string]bool{}, created: map[string]bool{},
 		synthetic: map[string]bool{}, skippedIDs: map[string]bool{}}
+	vs, listed, err := p.listedVersions()
+	if err != nil {
+		return nil, err
+	}
+	unlisted, err := p.unversionedMemories(ctx, c, listed)
+	if err != nil {
+		return nil, err
+	}
+	vs = append(vs, unlisted...)
+	slices.SortStableFunc(vs, func(a, b memstore.Version) int { return a.Created.Compare(b.Created) })
+	redactions, err := p.replayEvents(vs)
+	if err != nil {
+		return nil, err
+	}
+	p.addRedactions(redactions)
+	return p, nil
+}
+
+// listedVersions is p.versions oldest first (versions of the same time
+// keep their order), each checked against its content_sha256, and the
+// set of their ids.
+func (p *importPlan) listedVersions() ([]memstore.Version, map[string]bool, error) {
 	var vs []memstore.Version
 	listed := map[string]bool{}
-	for i := len(versions) - 1; i >= 0; i-- {
-		a := versions[i]
+	for i := len(p.versions) - 1; i >= 0; i-- {
+		a := p.versions[i]
 		if listed[a.ID] {
-			return nil, importErr("version %s is listed twice", a.ID)
+			return nil, nil, importErr("version %s is listed twice", a.ID)
 		}
 		listed[a.ID] = true
 		if a.Operation == memstore.Created {
@@ -411,15 +433,23 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 		if !a.RedactedAt.IsZero() {
 			v.RedactedAt, v.RedactedBy, v.Content = a.RedactedAt, actorOf(a.RedactedBy), nil
 		} else if v.Operation != memstore.Deleted && memstore.SHA256(v.Content) != a.ContentSha256 {
-			return nil, importErr("version %s: its content does not have its content_sha256", a.ID)
+			return nil, nil, importErr("version %s: its content does not have its content_sha256", a.ID)
 		}
 		vs = append(vs, v)
 	}
-	for _, m := range memories {
-		if listed[m.MemoryVersionID] || pr.has(m.MemoryVersionID) {
+	return vs, listed, nil
+}
+
+// unversionedMemories is a version of its own for each memory whose
+// current content no version listed (or here) holds: the service no
+// longer keeps it. It reads each such memory in full.
+func (p *importPlan) unversionedMemories(ctx context.Context, c anthropic.Client, listed map[string]bool) ([]memstore.Version, error) {
+	var vs []memstore.Version
+	for _, m := range p.memories {
+		if listed[m.MemoryVersionID] || p.prior.has(m.MemoryVersionID) {
 			continue
 		}
-		full, err := c.Beta.MemoryStores.Memories.Get(ctx, m.ID, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: st.ID,
+		full, err := c.Beta.MemoryStores.Memories.Get(ctx, m.ID, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: p.store.ID,
 			View: anthropic.BetaManagedAgentsMemoryViewFull})
 		if err != nil {
 			return nil, remoteErr(err)
@@ -432,10 +462,16 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 		p.synthetic[full.MemoryVersionID] = true
 		p.unversioned++
 	}
-	slices.SortStableFunc(vs, func(a, b memstore.Version) int { return a.Created.Compare(b.Created) })
+	return vs, nil
+}
 
+// replayEvents makes each of vs (oldest first) that the store here does
+// not have an event of p, as the store here is to replay it, and returns
+// the redactions among them, one event each.
+func (p *importPlan) replayEvents(vs []memstore.Version) ([]event, error) {
+	pr := p.prior
 	current := map[string]string{} // the path of each memory live at this point
-	for _, m := range memories {
+	for _, m := range p.memories {
 		current[m.ID] = m.Path // where a memory is at the end, for a redacted version with nothing after it
 	}
 	live := map[string]string{}
@@ -489,7 +525,12 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 		}
 		p.events = append(p.events, event{at: v.Created, v: v})
 	}
-	// Redactions made together (the same time and actor) are one record.
+	return redactions, nil
+}
+
+// addRedactions appends the redactions to p's events: those made
+// together (the same time and actor) as one record.
+func (p *importPlan) addRedactions(redactions []event) {
 	type key struct {
 		at int64
 		by memstore.Actor
@@ -504,7 +545,6 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 		group[k] = len(p.events)
 		p.events = append(p.events, r)
 	}
-	return p, nil
 }
 
 // nextPath is the path the first of vs that is memory mid's and has one
