@@ -577,9 +577,21 @@ func (p *importPlan) check(ctx context.Context, ix *memstore.Index, r *gitmem.Re
 			break
 		}
 	}
-	differs := func(what, id string, got, want any) error {
-		return importErr("the copy differs from the store there: %s of %s is %v here, %v there (did the store change while it was read? run the import again)", what, id, got, want)
+	if err := p.checkVersions(local); err != nil {
+		return err
 	}
+	return p.checkMemories(ctx, ix, r)
+}
+
+// copyDiffers is the error of a copy whose what of id is got, not want.
+func copyDiffers(what, id string, got, want any) error {
+	return importErr("the copy differs from the store there: %s of %s is %v here, %v there (did the store change while it was read? run the import again)", what, id, got, want)
+}
+
+// checkVersions compares the versions here (local, by id: it takes out
+// those listed) with those the API listed, and says which was made here
+// that is not listed.
+func (p *importPlan) checkVersions(local map[string]memstore.Version) error {
 	sec := zeroUnix
 	for _, a := range p.versions {
 		if p.skippedIDs[a.ID] {
@@ -593,33 +605,39 @@ func (p *importPlan) check(ctx context.Context, ix *memstore.Index, r *gitmem.Re
 		}
 		switch {
 		case !ok:
-			return differs("version", a.ID, "missing", "listed")
+			return copyDiffers("version", a.ID, "missing", "listed")
 		case v.MemoryID != a.MemoryID:
-			return differs("the memory", a.ID, v.MemoryID, a.MemoryID)
+			return copyDiffers("the memory", a.ID, v.MemoryID, a.MemoryID)
 		case v.Operation != op:
-			return differs("the operation", a.ID, v.Operation, op)
+			return copyDiffers("the operation", a.ID, v.Operation, op)
 		case sec(v.Created) != sec(a.CreatedAt):
-			return differs("the time", a.ID, v.Created, a.CreatedAt)
+			return copyDiffers("the time", a.ID, v.Created, a.CreatedAt)
 		case v.By != actorOf(a.CreatedBy):
-			return differs("created_by", a.ID, v.By, actorOf(a.CreatedBy))
+			return copyDiffers("created_by", a.ID, v.By, actorOf(a.CreatedBy))
 		case redacted != !v.RedactedAt.IsZero() || sec(v.RedactedAt) != sec(a.RedactedAt) || v.RedactedBy != actorOf(a.RedactedBy):
-			return differs("the redaction", a.ID, v.RedactedAt, a.RedactedAt)
+			return copyDiffers("the redaction", a.ID, v.RedactedAt, a.RedactedAt)
 		case !redacted && (v.Path != a.Path || v.SHA256 != a.ContentSha256 || v.Size != a.ContentSizeBytes):
-			return differs("the path or content", a.ID, v.Path, a.Path)
+			return copyDiffers("the path or content", a.ID, v.Path, a.Path)
 		}
 		delete(local, a.ID)
 	}
 	for id := range local {
 		if !p.synthetic[id] && !p.prior.has(id) {
-			return differs("version", id, "made", "not listed")
+			return copyDiffers("version", id, "made", "not listed")
 		}
 	}
+	return nil
+}
+
+// checkMemories compares the memories here with those the API listed.
+func (p *importPlan) checkMemories(ctx context.Context, ix *memstore.Index, r *gitmem.Repo) error {
+	sec := zeroUnix
 	items, _, err := ix.List(ctx, r, memstore.ListOptions{Limit: len(p.memories) + 1})
 	if err != nil {
 		return err
 	}
 	if len(items) != len(p.memories) {
-		return differs("the number of memories", "the store", len(items), len(p.memories))
+		return copyDiffers("the number of memories", "the store", len(items), len(p.memories))
 	}
 	redacted := map[string]bool{}
 	for _, a := range p.versions {
@@ -631,15 +649,15 @@ func (p *importPlan) check(ctx context.Context, ix *memstore.Index, r *gitmem.Re
 		m, err := ix.Get(ctx, r, a.ID, false)
 		switch {
 		case errors.Is(err, memstore.ErrNotFound):
-			return differs("memory", a.ID, "missing", "listed")
+			return copyDiffers("memory", a.ID, "missing", "listed")
 		case err != nil:
 			return err
 		case m.Path != a.Path || m.VersionID != a.MemoryVersionID || sec(m.Updated) != sec(a.UpdatedAt):
-			return differs("the path, version or time", a.ID, m.Path+" "+m.VersionID, a.Path+" "+a.MemoryVersionID)
+			return copyDiffers("the path, version or time", a.ID, m.Path+" "+m.VersionID, a.Path+" "+a.MemoryVersionID)
 		case !redacted[a.MemoryVersionID] && (m.SHA256 != a.ContentSha256 || m.Size != a.ContentSizeBytes):
-			return differs("the content", a.ID, m.SHA256, a.ContentSha256)
+			return copyDiffers("the content", a.ID, m.SHA256, a.ContentSha256)
 		case p.created[a.ID] && sec(m.Created) != sec(a.CreatedAt):
-			return differs("created_at", a.ID, m.Created, a.CreatedAt)
+			return copyDiffers("created_at", a.ID, m.Created, a.CreatedAt)
 		}
 	}
 	return nil
