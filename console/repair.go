@@ -323,45 +323,9 @@ func (c *Console) expire(w http.ResponseWriter, r *http.Request, v *visit, repo 
 }
 
 func (c *Console) redact(r *http.Request, v *visit, repo *gitmem.Repo, confirm bool, d *previewData) int {
-	kind := r.PostForm.Get("kind")
-	text, path, blob := r.PostForm.Get("text"), strings.TrimSpace(r.PostForm.Get("path")), strings.TrimSpace(r.PostForm.Get("blob"))
-	regex := r.PostForm.Get("regex") != ""
-	fields := []field{{"kind", kind}}
-	var rel *string
-	match := ""
-	switch kind {
-	case "text":
-		d.Heading = "Redact text from all history"
-		match = text
-		if !regex {
-			match = regexp.QuoteMeta(text)
-		}
-		fields = append(fields, field{"text", text})
-		if regex {
-			fields = append(fields, field{"regex", "1"})
-		}
-	case "path":
-		d.Heading = "Redact " + path + " from all history"
-		p, err := policy.ParsePath(path)
-		if err != nil {
-			return c.failed(r, v, d, err)
-		}
-		rel = &p
-		fields = append(fields, field{"path", path})
-	case "blob":
-		d.Heading = "Redact blob " + blob + " from all history"
-		fields = append(fields, field{"blob", blob})
-	default:
-		d.Heading = "Redact"
-		d.Error = "Say what to redact: text, a file or a blob."
-		return http.StatusBadRequest
-	}
-	if kind != "blob" {
-		blob = ""
-	}
-	red, err := operator.ParseRedaction(rel, blob, match)
-	if err != nil {
-		return c.failed(r, v, d, err)
+	red, fields, status := c.redactionAsked(r, v, d)
+	if status != 0 {
+		return status
 	}
 	rs, err := repo.Remotes()
 	if err != nil {
@@ -381,21 +345,83 @@ func (c *Console) redact(r *http.Request, v *visit, repo *gitmem.Repo, confirm b
 	} else {
 		rep, err = repo.Redact(r.Context(), red, !confirm, nil)
 	}
+	if err != nil {
+		return c.redactFailed(r, v, d, push, err)
+	}
+	for _, rm := range rs {
+		d.Remotes = append(d.Remotes, remoteNote{rm.Name, rm.URL})
+	}
+	describeRedaction(d, rep, res, confirm, push, fields)
+	return http.StatusOK
+}
+
+// redactionAsked reads the redaction the form asks for (text, a file or
+// a blob), sets the page's heading, and returns the form's fields a
+// confirmation repeats; status is the page's when the form is wrong (0:
+// it is right).
+func (c *Console) redactionAsked(r *http.Request, v *visit, d *previewData) (red gitmem.Redaction, fields []field, status int) {
+	kind := r.PostForm.Get("kind")
+	text, path, blob := r.PostForm.Get("text"), strings.TrimSpace(r.PostForm.Get("path")), strings.TrimSpace(r.PostForm.Get("blob"))
+	regex := r.PostForm.Get("regex") != ""
+	fields = []field{{"kind", kind}}
+	var rel *string
+	match := ""
+	switch kind {
+	case "text":
+		d.Heading = "Redact text from all history"
+		match = text
+		if !regex {
+			match = regexp.QuoteMeta(text)
+		}
+		fields = append(fields, field{"text", text})
+		if regex {
+			fields = append(fields, field{"regex", "1"})
+		}
+	case "path":
+		d.Heading = "Redact " + path + " from all history"
+		p, err := policy.ParsePath(path)
+		if err != nil {
+			return red, nil, c.failed(r, v, d, err)
+		}
+		rel = &p
+		fields = append(fields, field{"path", path})
+	case "blob":
+		d.Heading = "Redact blob " + blob + " from all history"
+		fields = append(fields, field{"blob", blob})
+	default:
+		d.Heading = "Redact"
+		d.Error = "Say what to redact: text, a file or a blob."
+		return red, nil, http.StatusBadRequest
+	}
+	if kind != "blob" {
+		blob = ""
+	}
+	red, err := operator.ParseRedaction(rel, blob, match)
+	if err != nil {
+		return red, nil, c.failed(r, v, d, err)
+	}
+	return red, fields, 0
+}
+
+// redactFailed says on the page why a redaction (with the remote push:
+// "" none) failed, and returns the page's status.
+func (c *Console) redactFailed(r *http.Request, v *visit, d *previewData, push string, err error) int {
 	var re *gitmem.RemoteError
 	switch {
 	case errors.As(err, &re):
 		d.Error = fmt.Sprintf("%s %s failed: %v. See the Shared page for this memory's state.", re.Op, re.Remote, re.Err)
 		return http.StatusBadGateway
-	case err != nil && push != "" && !errors.Is(err, gitmem.ErrPatternHoldsSecret):
+	case push != "" && !errors.Is(err, gitmem.ErrPatternHoldsSecret):
 		c.log.Error("console: redact --push", "store", v.store, "remote", push, "err", err.Error())
 		d.Error = "The redaction with " + push + " failed (the server's log says why). See the Shared page for this memory's state."
 		return http.StatusBadGateway
-	case err != nil:
-		return c.failed(r, v, d, err)
 	}
-	for _, rm := range rs {
-		d.Remotes = append(d.Remotes, remoteNote{rm.Name, rm.URL})
-	}
+	return c.failed(r, v, d, err)
+}
+
+// describeRedaction puts on the page what the redaction did (confirm) or
+// would do, and, for a preview, the fields its confirmation repeats.
+func describeRedaction(d *previewData, rep gitmem.RedactReport, res gitmem.SyncResult, confirm bool, push string, fields []field) {
 	d.Rewritten, d.Refs, d.Renamed, d.Removed, d.Done = rep.Rewritten, rep.Refs, rep.Renamed, len(rep.Removed), confirm
 	switch {
 	case len(rep.Rewritten) == 0:
@@ -411,5 +437,4 @@ func (c *Console) redact(r *http.Request, v *visit, repo *gitmem.Repo, confirm b
 		d.Summary = []string{fmt.Sprintf("%d commit(s) would be rewritten, from the first that holds it; every object that held it is then deleted. This cannot be undone.", len(rep.Rewritten))}
 		d.Confirm = fields
 	}
-	return http.StatusOK
 }

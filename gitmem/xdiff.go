@@ -293,7 +293,10 @@ func (a *xdalgo) recsCmp(off1, lim1, off2, lim2 int, needMin bool) {
 }
 
 // split is xdl_split: the middle snake of the box, or, when that costs
-// too much, a good enough point.
+// too much, a good enough point. It stays one function, line for line
+// beside git's xdiff/xdiffi.c, because its forward pass, backward pass and
+// cost cut-offs share the diagonal bounds and both k-vectors; split apart,
+// it could no longer be checked against git's.
 func (a *xdalgo) split(off1, lim1, off2, lim2 int, needMin bool) xdsplit {
 	h1, h2 := a.x1.ha, a.x2.ha
 	dmin, dmax := off1-lim2, lim1-off2

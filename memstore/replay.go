@@ -23,36 +23,12 @@ import (
 // store does not give either: the importer says where). ReplayRedaction
 // then records its redaction. A deletion deletes the memory where it is.
 func (ix *Index) Replay(ctx context.Context, repo *gitmem.Repo, v Version) error {
-	if !idLike(v.ID, PrefixVersion) || !idLike(v.MemoryID, PrefixMemory) {
-		return invalid("version %s of memory %s: not ids this store can keep", quote(v.ID), quote(v.MemoryID))
-	}
-	rel := ""
-	if v.Operation != Deleted {
-		var err error
-		if rel, err = ParsePath(v.Path); err != nil {
-			return err
-		}
-	}
-	content := v.Content
-	if !v.RedactedAt.IsZero() {
-		content = placeholder(v.ID)
-	}
-	if len(content) > MaxContentBytes {
-		return invalid("version %s: content is over %d bytes", v.ID, MaxContentBytes)
-	}
-	var command string
-	switch v.Operation {
-	case Created:
-		command = CommandCreate
-	case Modified:
-		command = CommandUpdate
-	case Deleted:
-		command = CommandDelete
-	default:
-		return invalid("version %s: operation %s is not created, modified or deleted", v.ID, quote(v.Operation))
+	rel, content, command, err := replayed(v)
+	if err != nil {
+		return err
 	}
 	trailers := []gitmem.Trailer{{Key: TrailerMemoryID, Value: v.MemoryID}, {Key: TrailerVersion, Value: v.ID}}
-	_, err := ix.write(ctx, repo, v.By.meta(repo, "memory: "+command, command, trailers...), v.ID, func(tx *gitmem.Tx) (*pending, error) {
+	_, err = ix.write(ctx, repo, v.By.meta(repo, "memory: "+command, command, trailers...), v.ID, func(tx *gitmem.Tx) (*pending, error) {
 		if ix.writerVersion(v.ID) {
 			return nil, invalid("version %s is here already", v.ID)
 		}
@@ -65,59 +41,107 @@ func (ix *Index) Replay(ctx context.Context, repo *gitmem.Repo, v Version) error
 		}
 		switch v.Operation {
 		case Created:
-			display := policy.Display(rel)
-			conflict, err := put(tx, rel, content)
-			if err != nil {
-				return nil, err
-			}
-			if conflict != "" {
-				return nil, &PathConflictError{Path: conflict, MemoryID: ix.writerIDAt(conflict)}
-			}
-			tx.SetTrailer(gitmem.TrailerPath, display)
-			tx.SetSubject("memory: create " + display)
-			return &pending{mid: v.MemoryID, op: CommandCreate, to: rel}, nil
+			return ix.replayCreate(tx, v, rel, content)
 		case Deleted:
-			tx.SetTrailer(gitmem.TrailerPath, policy.Display(cur.Path))
-			tx.SetSubject("memory: delete " + policy.Display(cur.Path))
-			if err := tx.Remove(cur.Path); err != nil {
-				return nil, err
-			}
-			return &pending{mid: v.MemoryID, op: CommandDelete, from: cur.Path}, nil
+			return replayDelete(tx, v, cur)
 		}
-		old, err := tx.ReadFile(cur.Path)
-		if errors.Is(err, gitmem.ErrNotExist) || errors.Is(err, gitmem.ErrIsDir) {
-			return nil, errStale // the state disagrees with the tree: read again
+		return ix.replayUpdate(tx, v, cur, rel, content)
+	})
+	return err
+}
+
+// replayed checks v and returns what Replay writes: the path in the
+// worktree (rel; "" for a deletion), the content (a redacted version's
+// placeholder) and the commit's Memory-Command.
+func replayed(v Version) (rel string, content []byte, command string, err error) {
+	if !idLike(v.ID, PrefixVersion) || !idLike(v.MemoryID, PrefixMemory) {
+		return "", nil, "", invalid("version %s of memory %s: not ids this store can keep", quote(v.ID), quote(v.MemoryID))
+	}
+	if v.Operation != Deleted {
+		if rel, err = ParsePath(v.Path); err != nil {
+			return "", nil, "", err
 		}
+	}
+	content = v.Content
+	if !v.RedactedAt.IsZero() {
+		content = placeholder(v.ID)
+	}
+	if len(content) > MaxContentBytes {
+		return "", nil, "", invalid("version %s: content is over %d bytes", v.ID, MaxContentBytes)
+	}
+	switch v.Operation {
+	case Created:
+		command = CommandCreate
+	case Modified:
+		command = CommandUpdate
+	case Deleted:
+		command = CommandDelete
+	default:
+		return "", nil, "", invalid("version %s: operation %s is not created, modified or deleted", v.ID, quote(v.Operation))
+	}
+	return rel, content, command, nil
+}
+
+// replayCreate writes version v, the creation of its memory, at rel.
+func (ix *Index) replayCreate(tx *gitmem.Tx, v Version, rel string, content []byte) (*pending, error) {
+	display := policy.Display(rel)
+	conflict, err := put(tx, rel, content)
+	if err != nil {
+		return nil, err
+	}
+	if conflict != "" {
+		return nil, &PathConflictError{Path: conflict, MemoryID: ix.writerIDAt(conflict)}
+	}
+	tx.SetTrailer(gitmem.TrailerPath, display)
+	tx.SetSubject("memory: create " + display)
+	return &pending{mid: v.MemoryID, op: CommandCreate, to: rel}, nil
+}
+
+// replayDelete deletes memory cur, as version v.
+func replayDelete(tx *gitmem.Tx, v Version, cur Memory) (*pending, error) {
+	tx.SetTrailer(gitmem.TrailerPath, policy.Display(cur.Path))
+	tx.SetSubject("memory: delete " + policy.Display(cur.Path))
+	if err := tx.Remove(cur.Path); err != nil {
+		return nil, err
+	}
+	return &pending{mid: v.MemoryID, op: CommandDelete, from: cur.Path}, nil
+}
+
+// replayUpdate writes version v of memory cur: content at rel (a move
+// when rel is not where cur is).
+func (ix *Index) replayUpdate(tx *gitmem.Tx, v Version, cur Memory, rel string, content []byte) (*pending, error) {
+	old, err := tx.ReadFile(cur.Path)
+	if errors.Is(err, gitmem.ErrNotExist) || errors.Is(err, gitmem.ErrIsDir) {
+		return nil, errStale // the state disagrees with the tree: read again
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rel == cur.Path && bytes.Equal(old, content) {
+		return nil, invalid("version %s changes nothing of memory %s", v.ID, v.MemoryID)
+	}
+	subject := "memory: update " + policy.Display(cur.Path)
+	tx.SetTrailer(gitmem.TrailerPath, policy.Display(cur.Path))
+	if rel == cur.Path {
+		if err := tx.WriteFile(rel, content); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := tx.Remove(cur.Path); err != nil {
+			return nil, err
+		}
+		conflict, err := put(tx, rel, content)
 		if err != nil {
 			return nil, err
 		}
-		if rel == cur.Path && bytes.Equal(old, content) {
-			return nil, invalid("version %s changes nothing of memory %s", v.ID, v.MemoryID)
+		if conflict != "" {
+			return nil, &PathConflictError{Path: conflict, MemoryID: ix.writerIDAt(conflict)}
 		}
-		subject := "memory: update " + policy.Display(cur.Path)
-		tx.SetTrailer(gitmem.TrailerPath, policy.Display(cur.Path))
-		if rel == cur.Path {
-			if err := tx.WriteFile(rel, content); err != nil {
-				return nil, err
-			}
-		} else {
-			if err := tx.Remove(cur.Path); err != nil {
-				return nil, err
-			}
-			conflict, err := put(tx, rel, content)
-			if err != nil {
-				return nil, err
-			}
-			if conflict != "" {
-				return nil, &PathConflictError{Path: conflict, MemoryID: ix.writerIDAt(conflict)}
-			}
-			subject += " -> " + policy.Display(rel)
-			tx.SetTrailer(gitmem.TrailerNewPath, policy.Display(rel))
-		}
-		tx.SetSubject(subject)
-		return &pending{mid: v.MemoryID, op: CommandUpdate, from: cur.Path, to: rel}, nil
-	})
-	return err
+		subject += " -> " + policy.Display(rel)
+		tx.SetTrailer(gitmem.TrailerNewPath, policy.Display(rel))
+	}
+	tx.SetSubject(subject)
+	return &pending{mid: v.MemoryID, op: CommandUpdate, from: cur.Path, to: rel}, nil
 }
 
 // ReplayRedaction records that another Memory Store's versions ids were

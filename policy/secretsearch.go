@@ -166,79 +166,7 @@ func startsWithKeyword(re *syntax.Regexp, keywords []string) bool {
 // case), each as long as it can be known (at most limit ways); ok is
 // false when there are more.
 func spellings(re *syntax.Regexp, limit int) (out []string, ok bool) {
-	type prefix struct {
-		s      string
-		closed bool // the literal beginning ended: nothing more is known
-	}
-	var expand func(re *syntax.Regexp, ps []prefix) ([]prefix, bool)
-	expand = func(re *syntax.Regexp, ps []prefix) ([]prefix, bool) {
-		if !slices.ContainsFunc(ps, func(p prefix) bool { return !p.closed }) {
-			return ps, true // nothing more can be known
-		}
-		grow := func(alts []string) ([]prefix, bool) {
-			var next []prefix
-			for _, p := range ps {
-				if p.closed {
-					next = append(next, p)
-					continue
-				}
-				for _, a := range alts {
-					next = append(next, prefix{s: p.s + a})
-				}
-			}
-			return next, len(next) <= limit
-		}
-		switch re.Op {
-		case syntax.OpLiteral:
-			return grow([]string{strings.ToLower(string(re.Rune))})
-		case syntax.OpCharClass:
-			var alts []string
-			for i := 0; i+1 < len(re.Rune); i += 2 {
-				for c := re.Rune[i]; c <= re.Rune[i+1]; c++ {
-					if alts = append(alts, strings.ToLower(string(c))); len(alts) > 8 {
-						return nil, false
-					}
-				}
-			}
-			return grow(slices.Compact(slices.Sorted(slices.Values(alts))))
-		case syntax.OpCapture:
-			return expand(re.Sub[0], ps)
-		case syntax.OpConcat:
-			for _, sub := range re.Sub {
-				var ok bool
-				if ps, ok = expand(sub, ps); !ok {
-					return nil, false
-				}
-			}
-			return ps, true
-		case syntax.OpAlternate:
-			var all []prefix
-			for _, sub := range re.Sub {
-				got, ok := expand(sub, ps)
-				if !ok {
-					return nil, false
-				}
-				all = append(all, got...)
-			}
-			return all, len(all) <= limit
-		case syntax.OpQuest:
-			with, ok := expand(re.Sub[0], ps)
-			if !ok {
-				return nil, false
-			}
-			all := append(slices.Clone(ps), with...)
-			return all, len(all) <= limit
-		case syntax.OpEmptyMatch:
-			return ps, true
-		}
-		// Anything else (a repetition, an assertion) ends what is known.
-		closed := make([]prefix, len(ps))
-		for i, p := range ps {
-			closed[i] = prefix{p.s, true}
-		}
-		return closed, true
-	}
-	ps, ok := expand(re, []prefix{{}})
+	ps, ok := expandSpellings(re, []spelling{{}}, limit)
 	if !ok {
 		return nil, false
 	}
@@ -246,6 +174,96 @@ func spellings(re *syntax.Regexp, limit int) (out []string, ok bool) {
 		out = append(out, p.s)
 	}
 	return out, true
+}
+
+// spelling is a beginning a regular expression's match can have.
+type spelling struct {
+	s      string
+	closed bool // the literal beginning ended: nothing more is known
+}
+
+// expandSpellings extends each of ps that is not closed by what re can
+// match next (at most limit ways in all; ok is false when there are
+// more).
+func expandSpellings(re *syntax.Regexp, ps []spelling, limit int) ([]spelling, bool) {
+	if !slices.ContainsFunc(ps, func(p spelling) bool { return !p.closed }) {
+		return ps, true // nothing more can be known
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		return growSpellings(ps, []string{strings.ToLower(string(re.Rune))}, limit)
+	case syntax.OpCharClass:
+		alts, ok := classSpellings(re)
+		if !ok {
+			return nil, false
+		}
+		return growSpellings(ps, alts, limit)
+	case syntax.OpCapture:
+		return expandSpellings(re.Sub[0], ps, limit)
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			var ok bool
+			if ps, ok = expandSpellings(sub, ps, limit); !ok {
+				return nil, false
+			}
+		}
+		return ps, true
+	case syntax.OpAlternate:
+		var all []spelling
+		for _, sub := range re.Sub {
+			got, ok := expandSpellings(sub, ps, limit)
+			if !ok {
+				return nil, false
+			}
+			all = append(all, got...)
+		}
+		return all, len(all) <= limit
+	case syntax.OpQuest:
+		with, ok := expandSpellings(re.Sub[0], ps, limit)
+		if !ok {
+			return nil, false
+		}
+		all := append(slices.Clone(ps), with...)
+		return all, len(all) <= limit
+	case syntax.OpEmptyMatch:
+		return ps, true
+	}
+	// Anything else (a repetition, an assertion) ends what is known.
+	closed := make([]spelling, len(ps))
+	for i, p := range ps {
+		closed[i] = spelling{p.s, true}
+	}
+	return closed, true
+}
+
+// growSpellings extends each of ps that is not closed by each of alts
+// (ok is false when that makes more than limit).
+func growSpellings(ps []spelling, alts []string, limit int) ([]spelling, bool) {
+	var next []spelling
+	for _, p := range ps {
+		if p.closed {
+			next = append(next, p)
+			continue
+		}
+		for _, a := range alts {
+			next = append(next, spelling{s: p.s + a})
+		}
+	}
+	return next, len(next) <= limit
+}
+
+// classSpellings is the characters of the class re, in lower case,
+// sorted and distinct; ok is false when there are more than 8.
+func classSpellings(re *syntax.Regexp) ([]string, bool) {
+	var alts []string
+	for i := 0; i+1 < len(re.Rune); i += 2 {
+		for c := re.Rune[i]; c <= re.Rune[i+1]; c++ {
+			if alts = append(alts, strings.ToLower(string(c))); len(alts) > 8 {
+				return nil, false
+			}
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(alts))), true
 }
 
 // lineIndex finds line starts in a text, computed on first use.

@@ -48,9 +48,36 @@ type ExportResult struct {
 // copied are unchanged.
 func Export(ctx context.Context, remote Remote, d *stores.Dir, name string, opt ExportOptions) (ExportResult, error) {
 	var res ExportResult
-	s, err := d.Acquire(ctx, name)
+	meta, mems, err := readExport(ctx, d, name, &res)
 	if err != nil {
 		return res, err
+	}
+	res.Memories = len(mems)
+	if err := checkExportable(mems); err != nil {
+		return res, err
+	}
+	c := remote.client()
+	there, err := exportTarget(ctx, c, name, meta, opt.To, &res)
+	if err != nil {
+		return res, err
+	}
+	for _, m := range mems {
+		if _, ok := there[m.Path]; ok {
+			res.Others--
+		}
+	}
+	res.Others += len(there)
+	err = copyMemories(ctx, c, mems, there, opt.Parallel, &res)
+	return res, err
+}
+
+// readExport reads the gitmem store name's metadata and current
+// memories (with their content), all of one commit, and sets
+// res.History.
+func readExport(ctx context.Context, d *stores.Dir, name string, res *ExportResult) (stores.Meta, []memstore.Item, error) {
+	s, err := d.Acquire(ctx, name)
+	if err != nil {
+		return stores.Meta{}, nil, err
 	}
 	var meta stores.Meta
 	var mems []memstore.Item
@@ -66,58 +93,69 @@ func Export(ctx context.Context, remote Remote, d *stores.Dir, name string, opt 
 		return err
 	})
 	s.Release()
-	if err != nil {
-		return res, err
-	}
-	res.Memories = len(mems)
+	return meta, mems, err
+}
+
+// checkExportable says which of mems the API cannot hold: not UTF-8 text,
+// or too long.
+func checkExportable(mems []memstore.Item) error {
 	for _, m := range mems {
 		if !utf8.Valid(m.Content) {
-			return res, &ExportError{Path: m.Path, Msg: "is not UTF-8 text, and the API holds text"}
+			return &ExportError{Path: m.Path, Msg: "is not UTF-8 text, and the API holds text"}
 		}
 		if len(m.Content) > memstore.MaxContentBytes {
-			return res, &ExportError{Path: m.Path, Msg: "is over the API's 102,400 bytes"}
+			return &ExportError{Path: m.Path, Msg: "is over the API's 102,400 bytes"}
 		}
 	}
+	return nil
+}
 
-	c := remote.client()
+// exportTarget makes the store there an export copies into (to: ""), or
+// finds the store to and lists its memories by path. It sets
+// res.StoreID and res.New.
+func exportTarget(ctx context.Context, c anthropic.Client, name string, meta stores.Meta, to string,
+	res *ExportResult) (map[string]anthropic.BetaManagedAgentsMemoryListItemUnion, error) {
 	there := map[string]anthropic.BetaManagedAgentsMemoryListItemUnion{}
-	if opt.To == "" {
+	if to == "" {
 		params := anthropic.BetaMemoryStoreNewParams{Name: stores.Info{Name: name, Meta: meta}.Title(), Metadata: meta.Metadata}
 		if meta.Description != "" {
 			params.Description = param.NewOpt(meta.Description)
 		}
 		st, err := c.Beta.MemoryStores.New(ctx, params)
 		if err != nil {
-			return res, remoteErr(err)
+			return nil, remoteErr(err)
 		}
 		res.StoreID, res.New = st.ID, true
-	} else {
-		st, err := c.Beta.MemoryStores.Get(ctx, opt.To, anthropic.BetaMemoryStoreGetParams{})
-		if err != nil {
-			return res, remoteErr(err)
-		}
-		res.StoreID = st.ID
-		items, err := listMemories(ctx, c, st.ID)
-		if err != nil {
-			return res, err
-		}
-		for _, it := range items {
-			there[it.Path] = it
-		}
+		return there, nil
 	}
-	for _, m := range mems {
-		if _, ok := there[m.Path]; ok {
-			res.Others--
-		}
+	st, err := c.Beta.MemoryStores.Get(ctx, to, anthropic.BetaMemoryStoreGetParams{})
+	if err != nil {
+		return nil, remoteErr(err)
 	}
-	res.Others += len(there)
+	res.StoreID = st.ID
+	items, err := listMemories(ctx, c, st.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		there[it.Path] = it
+	}
+	return there, nil
+}
 
+// copyMemories writes mems to the store res.StoreID, parallel requests
+// in flight (0: 8): an update of the memory there at the same path
+// (unless it has the content), else a creation. It stops at the first
+// request that fails, and sets res.Created, res.Updated and
+// res.Unchanged to what it did.
+func copyMemories(ctx context.Context, c anthropic.Client, mems []memstore.Item, there map[string]anthropic.BetaManagedAgentsMemoryListItemUnion,
+	parallel int, res *ExportResult) error {
 	var created, updated, unchanged atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
-	if opt.Parallel <= 0 {
-		opt.Parallel = 8
+	if parallel <= 0 {
+		parallel = 8
 	}
-	g.SetLimit(opt.Parallel)
+	g.SetLimit(parallel)
 	for _, m := range mems {
 		old, ok := there[m.Path]
 		if ok && old.ContentSha256 == m.SHA256 {
@@ -150,9 +188,9 @@ func Export(ctx context.Context, remote Remote, d *stores.Dir, name string, opt 
 			return nil
 		})
 	}
-	err = g.Wait()
+	err := g.Wait()
 	res.Created, res.Updated, res.Unchanged = int(created.Load()), int(updated.Load()), int(unchanged.Load())
-	return res, err
+	return err
 }
 
 // ExportError is a memory that cannot be exported as it is.

@@ -395,12 +395,34 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 	versions []anthropic.BetaManagedAgentsMemoryVersion, memories []anthropic.BetaManagedAgentsMemoryListItemUnion, pr *prior) (*importPlan, error) {
 	p := &importPlan{store: st, prior: pr, versions: versions, memories: memories, truncated: map[string]bool{}, created: map[string]bool{},
 		synthetic: map[string]bool{}, skippedIDs: map[string]bool{}}
+	vs, listed, err := p.listedVersions()
+	if err != nil {
+		return nil, err
+	}
+	unlisted, err := p.unversionedMemories(ctx, c, listed)
+	if err != nil {
+		return nil, err
+	}
+	vs = append(vs, unlisted...)
+	slices.SortStableFunc(vs, func(a, b memstore.Version) int { return a.Created.Compare(b.Created) })
+	redactions, err := p.replayEvents(vs)
+	if err != nil {
+		return nil, err
+	}
+	p.addRedactions(redactions)
+	return p, nil
+}
+
+// listedVersions is p.versions oldest first (versions of the same time
+// keep their order), each checked against its content_sha256, and the
+// set of their ids.
+func (p *importPlan) listedVersions() ([]memstore.Version, map[string]bool, error) {
 	var vs []memstore.Version
 	listed := map[string]bool{}
-	for i := len(versions) - 1; i >= 0; i-- {
-		a := versions[i]
+	for i := len(p.versions) - 1; i >= 0; i-- {
+		a := p.versions[i]
 		if listed[a.ID] {
-			return nil, importErr("version %s is listed twice", a.ID)
+			return nil, nil, importErr("version %s is listed twice", a.ID)
 		}
 		listed[a.ID] = true
 		if a.Operation == memstore.Created {
@@ -411,15 +433,23 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 		if !a.RedactedAt.IsZero() {
 			v.RedactedAt, v.RedactedBy, v.Content = a.RedactedAt, actorOf(a.RedactedBy), nil
 		} else if v.Operation != memstore.Deleted && memstore.SHA256(v.Content) != a.ContentSha256 {
-			return nil, importErr("version %s: its content does not have its content_sha256", a.ID)
+			return nil, nil, importErr("version %s: its content does not have its content_sha256", a.ID)
 		}
 		vs = append(vs, v)
 	}
-	for _, m := range memories {
-		if listed[m.MemoryVersionID] || pr.has(m.MemoryVersionID) {
+	return vs, listed, nil
+}
+
+// unversionedMemories is a version of its own for each memory whose
+// current content no version listed (or here) holds: the service no
+// longer keeps it. It reads each such memory in full.
+func (p *importPlan) unversionedMemories(ctx context.Context, c anthropic.Client, listed map[string]bool) ([]memstore.Version, error) {
+	var vs []memstore.Version
+	for _, m := range p.memories {
+		if listed[m.MemoryVersionID] || p.prior.has(m.MemoryVersionID) {
 			continue
 		}
-		full, err := c.Beta.MemoryStores.Memories.Get(ctx, m.ID, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: st.ID,
+		full, err := c.Beta.MemoryStores.Memories.Get(ctx, m.ID, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: p.store.ID,
 			View: anthropic.BetaManagedAgentsMemoryViewFull})
 		if err != nil {
 			return nil, remoteErr(err)
@@ -432,10 +462,16 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 		p.synthetic[full.MemoryVersionID] = true
 		p.unversioned++
 	}
-	slices.SortStableFunc(vs, func(a, b memstore.Version) int { return a.Created.Compare(b.Created) })
+	return vs, nil
+}
 
+// replayEvents makes each of vs (oldest first) that the store here does
+// not have an event of p, as the store here is to replay it, and returns
+// the redactions among them, one event each.
+func (p *importPlan) replayEvents(vs []memstore.Version) ([]event, error) {
+	pr := p.prior
 	current := map[string]string{} // the path of each memory live at this point
-	for _, m := range memories {
+	for _, m := range p.memories {
 		current[m.ID] = m.Path // where a memory is at the end, for a redacted version with nothing after it
 	}
 	live := map[string]string{}
@@ -489,7 +525,12 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 		}
 		p.events = append(p.events, event{at: v.Created, v: v})
 	}
-	// Redactions made together (the same time and actor) are one record.
+	return redactions, nil
+}
+
+// addRedactions appends the redactions to p's events: those made
+// together (the same time and actor) as one record.
+func (p *importPlan) addRedactions(redactions []event) {
 	type key struct {
 		at int64
 		by memstore.Actor
@@ -504,7 +545,6 @@ func plan(ctx context.Context, c anthropic.Client, st *anthropic.BetaManagedAgen
 		group[k] = len(p.events)
 		p.events = append(p.events, r)
 	}
-	return p, nil
 }
 
 // nextPath is the path the first of vs that is memory mid's and has one
@@ -537,9 +577,21 @@ func (p *importPlan) check(ctx context.Context, ix *memstore.Index, r *gitmem.Re
 			break
 		}
 	}
-	differs := func(what, id string, got, want any) error {
-		return importErr("the copy differs from the store there: %s of %s is %v here, %v there (did the store change while it was read? run the import again)", what, id, got, want)
+	if err := p.checkVersions(local); err != nil {
+		return err
 	}
+	return p.checkMemories(ctx, ix, r)
+}
+
+// copyDiffers is the error of a copy whose what of id is got, not want.
+func copyDiffers(what, id string, got, want any) error {
+	return importErr("the copy differs from the store there: %s of %s is %v here, %v there (did the store change while it was read? run the import again)", what, id, got, want)
+}
+
+// checkVersions compares the versions here (local, by id: it takes out
+// those listed) with those the API listed, and says which was made here
+// that is not listed.
+func (p *importPlan) checkVersions(local map[string]memstore.Version) error {
 	sec := zeroUnix
 	for _, a := range p.versions {
 		if p.skippedIDs[a.ID] {
@@ -553,33 +605,39 @@ func (p *importPlan) check(ctx context.Context, ix *memstore.Index, r *gitmem.Re
 		}
 		switch {
 		case !ok:
-			return differs("version", a.ID, "missing", "listed")
+			return copyDiffers("version", a.ID, "missing", "listed")
 		case v.MemoryID != a.MemoryID:
-			return differs("the memory", a.ID, v.MemoryID, a.MemoryID)
+			return copyDiffers("the memory", a.ID, v.MemoryID, a.MemoryID)
 		case v.Operation != op:
-			return differs("the operation", a.ID, v.Operation, op)
+			return copyDiffers("the operation", a.ID, v.Operation, op)
 		case sec(v.Created) != sec(a.CreatedAt):
-			return differs("the time", a.ID, v.Created, a.CreatedAt)
+			return copyDiffers("the time", a.ID, v.Created, a.CreatedAt)
 		case v.By != actorOf(a.CreatedBy):
-			return differs("created_by", a.ID, v.By, actorOf(a.CreatedBy))
+			return copyDiffers("created_by", a.ID, v.By, actorOf(a.CreatedBy))
 		case redacted != !v.RedactedAt.IsZero() || sec(v.RedactedAt) != sec(a.RedactedAt) || v.RedactedBy != actorOf(a.RedactedBy):
-			return differs("the redaction", a.ID, v.RedactedAt, a.RedactedAt)
+			return copyDiffers("the redaction", a.ID, v.RedactedAt, a.RedactedAt)
 		case !redacted && (v.Path != a.Path || v.SHA256 != a.ContentSha256 || v.Size != a.ContentSizeBytes):
-			return differs("the path or content", a.ID, v.Path, a.Path)
+			return copyDiffers("the path or content", a.ID, v.Path, a.Path)
 		}
 		delete(local, a.ID)
 	}
 	for id := range local {
 		if !p.synthetic[id] && !p.prior.has(id) {
-			return differs("version", id, "made", "not listed")
+			return copyDiffers("version", id, "made", "not listed")
 		}
 	}
+	return nil
+}
+
+// checkMemories compares the memories here with those the API listed.
+func (p *importPlan) checkMemories(ctx context.Context, ix *memstore.Index, r *gitmem.Repo) error {
+	sec := zeroUnix
 	items, _, err := ix.List(ctx, r, memstore.ListOptions{Limit: len(p.memories) + 1})
 	if err != nil {
 		return err
 	}
 	if len(items) != len(p.memories) {
-		return differs("the number of memories", "the store", len(items), len(p.memories))
+		return copyDiffers("the number of memories", "the store", len(items), len(p.memories))
 	}
 	redacted := map[string]bool{}
 	for _, a := range p.versions {
@@ -591,15 +649,15 @@ func (p *importPlan) check(ctx context.Context, ix *memstore.Index, r *gitmem.Re
 		m, err := ix.Get(ctx, r, a.ID, false)
 		switch {
 		case errors.Is(err, memstore.ErrNotFound):
-			return differs("memory", a.ID, "missing", "listed")
+			return copyDiffers("memory", a.ID, "missing", "listed")
 		case err != nil:
 			return err
 		case m.Path != a.Path || m.VersionID != a.MemoryVersionID || sec(m.Updated) != sec(a.UpdatedAt):
-			return differs("the path, version or time", a.ID, m.Path+" "+m.VersionID, a.Path+" "+a.MemoryVersionID)
+			return copyDiffers("the path, version or time", a.ID, m.Path+" "+m.VersionID, a.Path+" "+a.MemoryVersionID)
 		case !redacted[a.MemoryVersionID] && (m.SHA256 != a.ContentSha256 || m.Size != a.ContentSizeBytes):
-			return differs("the content", a.ID, m.SHA256, a.ContentSha256)
+			return copyDiffers("the content", a.ID, m.SHA256, a.ContentSha256)
 		case p.created[a.ID] && sec(m.Created) != sec(a.CreatedAt):
-			return differs("created_at", a.ID, m.Created, a.CreatedAt)
+			return copyDiffers("created_at", a.ID, m.Created, a.CreatedAt)
 		}
 	}
 	return nil

@@ -167,32 +167,39 @@ type walked struct {
 	child      int32
 }
 
+// run writes (to p.out) the objects the tips reach that p.in admits,
+// then those of p.rest the walk did not reach.
 func (p *repacker) run(tips []plumbing.Hash) error {
 	var q commitQueue
-	seq := 0
-	push := func(h plumbing.Hash, child int32) error {
-		data, err := p.read(h, plumbing.CommitObject)
-		if err != nil {
-			return err
-		}
-		_, _, when, err := parseCommit(data)
-		if err != nil {
-			return fmt.Errorf("commit %s: %w", h, err)
-		}
-		heap.Push(&q, queuedCommit{h, when, child, seq})
-		seq++
-		return nil
+	others, err := p.queueTips(&q, tips)
+	if err != nil {
+		return err
 	}
-	var others []plumbing.Hash // tags, and trees and blobs refs name
+	order, err := p.writeCommits(&q)
+	if err != nil {
+		return err
+	}
+	if err := p.writeTrees(order); err != nil {
+		return err
+	}
+	if err := p.writeOthers(others); err != nil {
+		return err
+	}
+	return p.writeRest()
+}
+
+// queueTips puts the commits among the tips (or that their tags name) on
+// q, and returns the tags, and the trees and blobs the tips name.
+func (p *repacker) queueTips(q *commitQueue, tips []plumbing.Hash) (others []plumbing.Hash, err error) {
 	for _, tip := range tips {
 		for depth := 0; p.in(tip); depth++ {
 			t, data, err := p.readAny(tip)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if t == plumbing.CommitObject {
-				if err := push(tip, -1); err != nil {
-					return err
+				if err := p.queueCommit(q, tip, -1); err != nil {
+					return nil, err
 				}
 				break
 			}
@@ -201,29 +208,50 @@ func (p *repacker) run(tips []plumbing.Hash) error {
 				break
 			}
 			if tip, err = tagTarget(data); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	// The commits, newest first; each written as it is reached.
+	return others, nil
+}
+
+// queueCommit puts commit h, reached from the child at index child of
+// the walk order (-1: a tip), on q.
+func (p *repacker) queueCommit(q *commitQueue, h plumbing.Hash, child int32) error {
+	data, err := p.read(h, plumbing.CommitObject)
+	if err != nil {
+		return err
+	}
+	_, _, when, err := parseCommit(data)
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", h, err)
+	}
+	heap.Push(q, queuedCommit{h, when, child, q.pushed})
+	q.pushed++
+	return nil
+}
+
+// writeCommits writes the commits, newest first, each as it is reached,
+// and returns them in that order.
+func (p *repacker) writeCommits(q *commitQueue) ([]walked, error) {
 	seen := map[plumbing.Hash]bool{}
 	var order []walked
 	for q.Len() > 0 {
-		c := heap.Pop(&q).(queuedCommit)
+		c := heap.Pop(q).(queuedCommit)
 		if seen[c.hash] {
 			continue
 		}
 		seen[c.hash] = true
 		data, err := p.read(c.hash, plumbing.CommitObject)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		tree, parents, _, err := parseCommit(data)
 		if err != nil {
-			return fmt.Errorf("commit %s: %w", c.hash, err)
+			return nil, fmt.Errorf("commit %s: %w", c.hash, err)
 		}
 		if err := p.put(plumbing.CommitObject, c.hash, data, "\x00commit"); err != nil {
-			return err
+			return nil, err
 		}
 		w := walked{tree: tree, child: c.child}
 		if c.child < 0 && len(parents) > 0 && !p.in(parents[0]) {
@@ -236,13 +264,18 @@ func (p *repacker) run(tips []plumbing.Hash) error {
 		order = append(order, w)
 		for _, parent := range parents {
 			if !seen[parent] && p.in(parent) {
-				if err := push(parent, int32(len(order)-1)); err != nil {
-					return err
+				if err := p.queueCommit(q, parent, int32(len(order)-1)); err != nil {
+					return nil, err
 				}
 			}
 		}
 	}
-	// Their trees and blobs, each commit's compared with its child's.
+	return order, nil
+}
+
+// writeTrees writes the trees and blobs of the commits in walk order,
+// each commit's compared with its child's.
+func (p *repacker) writeTrees(order []walked) error {
 	for _, c := range order {
 		prev := c.prev
 		if c.child >= 0 {
@@ -252,6 +285,11 @@ func (p *repacker) run(tips []plumbing.Hash) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// writeOthers writes the tags, trees and blobs the tips named.
+func (p *repacker) writeOthers(others []plumbing.Hash) error {
 	for _, h := range others {
 		t, data, err := p.readAny(h)
 		if err != nil {
@@ -269,24 +307,26 @@ func (p *repacker) run(tips []plumbing.Hash) error {
 			return err
 		}
 	}
-	// What the walk did not reach (an incremental repack packs all it was
-	// given): whole, in hash order.
-	if p.rest != nil {
-		var rest []plumbing.Hash
-		for h := range p.rest {
-			if !p.out.has(h) {
-				rest = append(rest, h)
-			}
+	return nil
+}
+
+// writeRest writes what of p.rest the walk did not reach (an incremental
+// repack packs all it was given): whole, in hash order.
+func (p *repacker) writeRest() error {
+	var rest []plumbing.Hash
+	for h := range p.rest {
+		if !p.out.has(h) {
+			rest = append(rest, h)
 		}
-		slices.SortFunc(rest, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
-		for _, h := range rest {
-			t, data, err := p.readAny(h)
-			if err != nil {
-				return err
-			}
-			if err := p.put(t, h, data, ""); err != nil {
-				return err
-			}
+	}
+	slices.SortFunc(rest, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	for _, h := range rest {
+		t, data, err := p.readAny(h)
+		if err != nil {
+			return err
+		}
+		if err := p.put(t, h, data, ""); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -471,21 +511,25 @@ type queuedCommit struct {
 	seq   int
 }
 
-type commitQueue []queuedCommit
-
-func (q commitQueue) Len() int { return len(q) }
-func (q commitQueue) Less(i, j int) bool {
-	if q[i].when != q[j].when {
-		return q[i].when > q[j].when
-	}
-	return q[i].seq < q[j].seq
+// commitQueue holds the commits waiting in the walk, newest first; ties
+// in time go in the order they were pushed.
+type commitQueue struct {
+	items  []queuedCommit
+	pushed int // commits pushed so far: the seq of the next
 }
-func (q commitQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *commitQueue) Push(x any)   { *q = append(*q, x.(queuedCommit)) }
+
+func (q *commitQueue) Len() int { return len(q.items) }
+func (q *commitQueue) Less(i, j int) bool {
+	if q.items[i].when != q.items[j].when {
+		return q.items[i].when > q.items[j].when
+	}
+	return q.items[i].seq < q.items[j].seq
+}
+func (q *commitQueue) Swap(i, j int) { q.items[i], q.items[j] = q.items[j], q.items[i] }
+func (q *commitQueue) Push(x any)    { q.items = append(q.items, x.(queuedCommit)) }
 func (q *commitQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
+	x := q.items[len(q.items)-1]
+	q.items = q.items[:len(q.items)-1]
 	return x
 }
 
