@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,6 +173,9 @@ func TestCancelledUpdateStopsWaitingForTheTurn(t *testing.T) {
 	write(t, r, "t0", "a.md", "zero\n")
 	head := r.snapshotHead()
 	held, free, first := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	var freeOnce sync.Once
+	letGo := func() { freeOnce.Do(func() { close(free) }) }
+	t.Cleanup(letGo) // a failure below must not leave Close waiting for the turn
 	go func() {
 		_, err := r.Update(context.Background(), Meta{}, func(tx *Tx) error {
 			close(held)
@@ -183,12 +187,17 @@ func TestCancelledUpdateStopsWaitingForTheTurn(t *testing.T) {
 	<-held
 	ctx, cancel := context.WithCancel(context.Background())
 	done := updating(ctx, r, "t1")
-	waitUntil(t, "the call waits for the turn", func() bool { return r.lease.TurnWaiters() == 1 })
+	// The call's own goroutine waits in the turn's Lock: the background
+	// (start's id sync, a save of the history index) may wait for the
+	// turn too, so the waiters are not counted.
+	waitUntil(t, "the call waits for the turn", func() bool {
+		return stackHas("gitmem.updating.func", "beginWrite", "lock.(*Mutex).Lock")
+	})
 	cancel()
 	if err := returned(t, done, "Update cancelled while waiting for the turn"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Update cancelled while waiting for the turn: %v, want context.Canceled", err)
 	}
-	close(free)
+	letGo()
 	<-first
 	if got := r.snapshotHead(); got != head {
 		t.Fatalf("HEAD moved from %s to %s", head, got)
