@@ -392,7 +392,7 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	r.mirror.loadKept(r.snapshotTree())
 	p, err := r.adoptDrift([]string{memDir}, first)
 	if err == nil && p != nil {
-		err = t.without(func() error { return r.committer.durable(p) }) // durable may need to reset the pipeline
+		err = r.committer.durable(p) // with the turn held: no release lets the lease go meanwhile
 	}
 	if err != nil && !errors.Is(err, ErrNoChange) {
 		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)

@@ -118,12 +118,3 @@ func (t *writerTurn) end() {
 		t.r.collector.unlock()
 	}
 }
-
-// without runs fn with the turn given back, then takes it again (start,
-// whose adopt commit's durable may reset the pipeline, which takes the
-// turn). Called with the turn held, and only where no Close can run.
-func (t *writerTurn) without(fn func() error) error {
-	t.r.lease.EndTurn()
-	defer t.r.lease.Turn(context.Background(), nil) // cannot fail: no ctx, no closing
-	return fn()
-}
