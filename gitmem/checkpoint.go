@@ -10,6 +10,10 @@ import (
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
+// checkpoint is materialiser.checkpoint, for the lease, the maintainer
+// and Close.
+func (r *Repo) checkpoint() error { return r.mat.checkpoint() }
+
 // checkpoint makes everything published durable in git's own files and
 // empties the log it was in: appends switch to the other log file, what
 // the old file holds is materialised and synced (one syncfs), then the
@@ -19,54 +23,54 @@ import (
 // holds: a checkpoint that fails (a full disk) leaves the switched-from
 // file to drain (logFiles.draining), and the next attempt finishes that
 // one before it switches again.
-func (r *Repo) checkpoint() error {
-	dt := r.disk.hold()
+func (m *materialiser) checkpoint() error {
+	dt := m.disk.hold()
 	defer dt.release()
-	if r.log.isClosed() {
+	if m.log.isClosed() {
 		// Closed (closeLog, under the disk lock): Close made the last checkpoint;
 		// the maintenance loop may still call one before it stops.
 		return nil
 	}
-	r.disk.checkpointed() // an attempt: a failing one is retried after checkpointEvery
-	r.keepBranch(dt)
+	m.disk.checkpointed() // an attempt: a failing one is retried after checkpointEvery
+	m.branches.keepBranch(dt)
 	// A multi-pack-index naming a pack that is gone (one gitmem deleted as
 	// git listed it, or a repack's temporary pack): git fails to read
 	// what it says is there. A stat when there is none.
-	gd.RemoveStaleMidx(r.gitDir)
-	err := r.checkpointLocked(dt)
-	r.noteCheckpoint(dt, err)
+	gd.RemoveStaleMidx(m.gitDir)
+	err := m.checkpointLocked(dt)
+	m.noteCheckpoint(dt, err)
 	return err
 }
 
-func (r *Repo) checkpointLocked(dt diskTurn) error {
+func (m *materialiser) checkpointLocked(dt diskTurn) error {
 	if dt.d.recovering {
-		return r.checkpointRecovered(dt)
+		return m.checkpointRecovered(dt)
 	}
-	old, err := r.log.switchOut(dt)
+	old, err := m.log.switchOut(dt)
 	if err != nil {
 		return err
 	}
 	if old < 0 {
 		// Nothing in the log that git's files lack once materialised.
-		if err := r.materializeLocked(dt); err != nil {
+		if err := m.materializeLocked(dt); err != nil {
 			return err
 		}
-		r.state.clearBroken()
+		m.state.clearBroken()
 		return nil
 	}
-	if err := r.materializeLocked(dt); err != nil {
+	if err := m.materializeLocked(dt); err != nil {
 		return err
 	}
-	if err := r.syncMaterialized(dt); err != nil {
+	if err := m.syncMaterialized(dt); err != nil {
 		return err
 	}
-	err = r.log.emptied(old)
-	r.backlog.noteDrained() // calls held back by logMax
+	err = m.log.emptied(old)
+	m.backlog.noteDrained() // calls held back by logMax
 	if err != nil {
 		return wrap("empty the write-ahead log", err)
 	}
-	r.disk.checkpointed()
-	r.state.clearBroken()
+	m.disk.checkpointed()
+	m.state.clearBroken()
 	return nil
 }
 
@@ -74,20 +78,20 @@ func (r *Repo) checkpointLocked(dt diskTurn) error {
 // reason changes), and its recovery. While checkpoints fail, new changes
 // are refused (the log would only grow) and the attempt is retried every
 // checkpointEvery.
-func (r *Repo) noteCheckpoint(dt diskTurn, err error) {
+func (m *materialiser) noteCheckpoint(dt diskTurn, err error) {
 	prev := dt.d.ckptErr
 	switch {
-	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && r.log.gone():
-		r.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files (%v), and the write-ahead log (.git/gitmem/wal) is gone: the repository was deleted or moved while open; the changes git's files lack are in no file a next start would read, new changes are refused", err)
+	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && m.log.gone():
+		m.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files (%v), and the write-ahead log (.git/gitmem/wal) is gone: the repository was deleted or moved while open; the changes git's files lack are in no file a next start would read, new changes are refused", err)
 	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)):
-		r.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
+		m.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
 	case err == nil && prev != nil:
-		r.opt.Logf("gitmem: git's files hold every acknowledged change again")
+		m.opt.Logf("gitmem: git's files hold every acknowledged change again")
 	}
 	dt.d.ckptErr = err
-	r.disk.ckptFailing.Store(err != nil)
+	m.disk.ckptFailing.Store(err != nil)
 	if err != nil {
-		r.state.refuse(err)
+		m.state.refuse(err)
 	}
 }
 
@@ -109,19 +113,19 @@ func failureKind(err error) string {
 // checkpointRecovered makes the changes recovered from the log git's own,
 // then empties both log files. No change was appended meanwhile (they are
 // refused while recovering). Called with the disk lock held (dt).
-func (r *Repo) checkpointRecovered(dt diskTurn) error {
-	if err := r.materializeLocked(dt); err != nil {
+func (m *materialiser) checkpointRecovered(dt diskTurn) error {
+	if err := m.materializeLocked(dt); err != nil {
 		return err
 	}
-	if err := r.syncMaterialized(dt); err != nil {
+	if err := m.syncMaterialized(dt); err != nil {
 		return err
 	}
-	if err := r.log.empty(); err != nil {
+	if err := m.log.empty(); err != nil {
 		return err
 	}
 	dt.d.recovering = false
-	r.disk.checkpointed()
-	r.state.clearBroken()
+	m.disk.checkpointed()
+	m.state.clearBroken()
 	return nil
 }
 
@@ -207,22 +211,25 @@ func (r *Repo) openLog() (replayed bool, err error) {
 // 27 MB under 64 clients, seven times in the first second, up to 33 ms
 // each (measured). A file under light load stays small, and so does one
 // on a file system with less than 16 times the growth free.
-func (r *Repo) prepareSpareLog() {
-	dt := r.disk.hold() // no checkpoint switches files meanwhile
+func (m *materialiser) prepareSpareLog() {
+	dt := m.disk.hold() // no checkpoint switches files meanwhile
 	defer dt.release()
 	if time.Since(dt.d.spareFailed) < time.Minute {
 		return
 	}
-	if err := r.log.growSpare(dt, r.gitDir); err != nil {
+	if err := m.log.growSpare(dt, m.gitDir); err != nil {
 		dt.d.spareFailed = time.Now() // not at every change: retried in a minute
-		r.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
+		m.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
 	}
 }
 
+// closeLog is materialiser.closeLog, for the lease and Close.
+func (r *Repo) closeLog(remove bool) { r.mat.closeLog(remove) }
+
 // closeLog closes the log files, removing them when asked (they are
 // empty after a checkpoint).
-func (r *Repo) closeLog(remove bool) {
-	dt := r.disk.hold() // not while prepareSpareLog grows one
+func (m *materialiser) closeLog(remove bool) {
+	dt := m.disk.hold() // not while prepareSpareLog grows one
 	defer dt.release()
-	r.log.close(dt, remove)
+	m.log.close(dt, remove)
 }
