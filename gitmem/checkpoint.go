@@ -137,36 +137,9 @@ func (m *materialiser) checkpointRecovered(dt diskTurn) error {
 // new changes are refused until a checkpoint succeeds. Called with wmu
 // and the writer lock held, after refresh.
 func (r *Repo) openLog() (replayed bool, err error) {
-	replay, err := r.log.open(r.obj.Env, r.gitDir)
-	if err != nil {
+	replay, atTree, err := r.mat.openLog()
+	if err != nil || len(replay) == 0 {
 		return false, err
-	}
-	if len(replay) == 0 {
-		return false, nil
-	}
-	dt := r.disk.hold() // (no loop runs yet: to read what git's files hold)
-	at, atTree := dt.head(), dt.tree()
-	dt.release()
-	if missing := notInGit(r.obj, replay, at); missing > 0 {
-		r.opt.Logf("gitmem: recovering %d acknowledged change(s) from the write-ahead log", missing)
-	}
-	// A commit was under way: a branch lock file, if any, is its own.
-	gd.RemoveLock(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
-	known := at == replay[0].Parent
-	for _, rec := range replay {
-		known = known || at == rec.Head
-	}
-	if !known {
-		// The branch moved by other means after the crash. When it moved on
-		// from the last acknowledged commit, the log is in git's files
-		// already; otherwise materialisation keeps the branch's commit and
-		// merges it back (moveBranch).
-		st := r.obj.View()
-		in, err := gd.NewGraph(st).IsAncestor(replay[len(replay)-1].Head, at)
-		st.Close()
-		if err == nil && in {
-			return false, r.log.empty()
-		}
 	}
 	items := make([]*prepared, 0, len(replay))
 	tree := atTree
@@ -194,12 +167,56 @@ func (r *Repo) openLog() (replayed bool, err error) {
 	for _, p := range items {
 		r.mirror.inFlight(p)
 	}
-	dt = r.disk.hold()
-	dt.d.recovering = true
-	dt.release()
+	r.mat.recovering()
 	r.committer.publish(items)
 	r.checkpoint() // a failure refuses changes until a retry succeeds
 	return true, nil
+}
+
+// openLog opens the two log files and returns the records they hold
+// that git's files may lack (none: nothing to recover), and the tree
+// git's files hold, from which the records' trees are read. Records of
+// commits the branch has moved on from since (by other means, after the
+// crash) are in git's files: the log is emptied.
+func (m *materialiser) openLog() (replay []gd.WALRecord, atTree *node, err error) {
+	replay, err = m.log.open(m.obj.Env, m.gitDir)
+	if err != nil || len(replay) == 0 {
+		return nil, nil, err
+	}
+	dt := m.disk.hold() // (no loop runs yet: to read what git's files hold)
+	at, atTree := dt.head(), dt.tree()
+	dt.release()
+	if missing := notInGit(m.obj, replay, at); missing > 0 {
+		m.opt.Logf("gitmem: recovering %d acknowledged change(s) from the write-ahead log", missing)
+	}
+	// A commit was under way: a branch lock file, if any, is its own.
+	gd.RemoveLock(filepath.Join(m.gitDir, filepath.FromSlash(string(*m.branch))) + ".lock")
+	known := at == replay[0].Parent
+	for _, rec := range replay {
+		known = known || at == rec.Head
+	}
+	if !known {
+		// The branch moved by other means after the crash. When it moved on
+		// from the last acknowledged commit, the log is in git's files
+		// already; otherwise materialisation keeps the branch's commit and
+		// merges it back (moveBranch).
+		st := m.obj.View()
+		in, err := gd.NewGraph(st).IsAncestor(replay[len(replay)-1].Head, at)
+		st.Close()
+		if err == nil && in {
+			return nil, nil, m.log.empty()
+		}
+	}
+	return replay, atTree, nil
+}
+
+// recovering notes that the log holds a crashed holder's changes, now
+// published: both files stay until a checkpoint has made them git's
+// (checkpointRecovered).
+func (m *materialiser) recovering() {
+	dt := m.disk.hold()
+	dt.d.recovering = true
+	dt.release()
 }
 
 // prepareSpareLog makes the log file appends do not go to large enough
