@@ -10,6 +10,10 @@ import (
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
+// checkpoint is materialiser.checkpoint, for the lease, the maintainer
+// and Close.
+func (r *Repo) checkpoint() error { return r.mat.checkpoint() }
+
 // checkpoint makes everything published durable in git's own files and
 // empties the log it was in: appends switch to the other log file, what
 // the old file holds is materialised and synced (one syncfs), then the
@@ -19,54 +23,54 @@ import (
 // holds: a checkpoint that fails (a full disk) leaves the switched-from
 // file to drain (logFiles.draining), and the next attempt finishes that
 // one before it switches again.
-func (r *Repo) checkpoint() error {
-	dt := r.disk.hold()
+func (m *materialiser) checkpoint() error {
+	dt := m.disk.hold()
 	defer dt.release()
-	if r.log.isClosed() {
+	if m.log.isClosed() {
 		// Closed (closeLog, under the disk lock): Close made the last checkpoint;
 		// the maintenance loop may still call one before it stops.
 		return nil
 	}
-	r.disk.checkpointed() // an attempt: a failing one is retried after checkpointEvery
-	r.keepBranch(dt)
+	m.disk.checkpointed() // an attempt: a failing one is retried after checkpointEvery
+	m.branches.keepBranch(dt)
 	// A multi-pack-index naming a pack that is gone (one gitmem deleted as
 	// git listed it, or a repack's temporary pack): git fails to read
 	// what it says is there. A stat when there is none.
-	gd.RemoveStaleMidx(r.gitDir)
-	err := r.checkpointLocked(dt)
-	r.noteCheckpoint(dt, err)
+	gd.RemoveStaleMidx(m.gitDir)
+	err := m.checkpointLocked(dt)
+	m.noteCheckpoint(dt, err)
 	return err
 }
 
-func (r *Repo) checkpointLocked(dt diskTurn) error {
+func (m *materialiser) checkpointLocked(dt diskTurn) error {
 	if dt.d.recovering {
-		return r.checkpointRecovered(dt)
+		return m.checkpointRecovered(dt)
 	}
-	old, err := r.log.switchOut(dt)
+	old, err := m.log.switchOut(dt)
 	if err != nil {
 		return err
 	}
 	if old < 0 {
 		// Nothing in the log that git's files lack once materialised.
-		if err := r.materializeLocked(dt); err != nil {
+		if err := m.materializeLocked(dt); err != nil {
 			return err
 		}
-		r.state.clearBroken()
+		m.state.clearBroken()
 		return nil
 	}
-	if err := r.materializeLocked(dt); err != nil {
+	if err := m.materializeLocked(dt); err != nil {
 		return err
 	}
-	if err := r.syncMaterialized(dt); err != nil {
+	if err := m.syncMaterialized(dt); err != nil {
 		return err
 	}
-	err = r.log.emptied(old)
-	r.backlog.noteDrained() // calls held back by logMax
+	err = m.log.emptied(old)
+	m.backlog.noteDrained() // calls held back by logMax
 	if err != nil {
 		return wrap("empty the write-ahead log", err)
 	}
-	r.disk.checkpointed()
-	r.state.clearBroken()
+	m.disk.checkpointed()
+	m.state.clearBroken()
 	return nil
 }
 
@@ -74,20 +78,20 @@ func (r *Repo) checkpointLocked(dt diskTurn) error {
 // reason changes), and its recovery. While checkpoints fail, new changes
 // are refused (the log would only grow) and the attempt is retried every
 // checkpointEvery.
-func (r *Repo) noteCheckpoint(dt diskTurn, err error) {
+func (m *materialiser) noteCheckpoint(dt diskTurn, err error) {
 	prev := dt.d.ckptErr
 	switch {
-	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && r.log.gone():
-		r.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files (%v), and the write-ahead log (.git/gitmem/wal) is gone: the repository was deleted or moved while open; the changes git's files lack are in no file a next start would read, new changes are refused", err)
+	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && m.log.gone():
+		m.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files (%v), and the write-ahead log (.git/gitmem/wal) is gone: the repository was deleted or moved while open; the changes git's files lack are in no file a next start would read, new changes are refused", err)
 	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)):
-		r.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
+		m.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
 	case err == nil && prev != nil:
-		r.opt.Logf("gitmem: git's files hold every acknowledged change again")
+		m.opt.Logf("gitmem: git's files hold every acknowledged change again")
 	}
 	dt.d.ckptErr = err
-	r.disk.ckptFailing.Store(err != nil)
+	m.disk.ckptFailing.Store(err != nil)
 	if err != nil {
-		r.state.refuse(err)
+		m.state.refuse(err)
 	}
 }
 
@@ -109,19 +113,19 @@ func failureKind(err error) string {
 // checkpointRecovered makes the changes recovered from the log git's own,
 // then empties both log files. No change was appended meanwhile (they are
 // refused while recovering). Called with the disk lock held (dt).
-func (r *Repo) checkpointRecovered(dt diskTurn) error {
-	if err := r.materializeLocked(dt); err != nil {
+func (m *materialiser) checkpointRecovered(dt diskTurn) error {
+	if err := m.materializeLocked(dt); err != nil {
 		return err
 	}
-	if err := r.syncMaterialized(dt); err != nil {
+	if err := m.syncMaterialized(dt); err != nil {
 		return err
 	}
-	if err := r.log.empty(); err != nil {
+	if err := m.log.empty(); err != nil {
 		return err
 	}
 	dt.d.recovering = false
-	r.disk.checkpointed()
-	r.state.clearBroken()
+	m.disk.checkpointed()
+	m.state.clearBroken()
 	return nil
 }
 
@@ -133,36 +137,9 @@ func (r *Repo) checkpointRecovered(dt diskTurn) error {
 // new changes are refused until a checkpoint succeeds. Called with wmu
 // and the writer lock held, after refresh.
 func (r *Repo) openLog() (replayed bool, err error) {
-	replay, err := r.log.open(r.obj.Env, r.gitDir)
-	if err != nil {
+	replay, atTree, err := r.mat.openLog()
+	if err != nil || len(replay) == 0 {
 		return false, err
-	}
-	if len(replay) == 0 {
-		return false, nil
-	}
-	dt := r.disk.hold() // (no loop runs yet: to read what git's files hold)
-	at, atTree := dt.head(), dt.tree()
-	dt.release()
-	if missing := notInGit(r.obj, replay, at); missing > 0 {
-		r.opt.Logf("gitmem: recovering %d acknowledged change(s) from the write-ahead log", missing)
-	}
-	// A commit was under way: a branch lock file, if any, is its own.
-	gd.RemoveLock(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
-	known := at == replay[0].Parent
-	for _, rec := range replay {
-		known = known || at == rec.Head
-	}
-	if !known {
-		// The branch moved by other means after the crash. When it moved on
-		// from the last acknowledged commit, the log is in git's files
-		// already; otherwise materialisation keeps the branch's commit and
-		// merges it back (moveBranch).
-		st := r.obj.View()
-		in, err := gd.NewGraph(st).IsAncestor(replay[len(replay)-1].Head, at)
-		st.Close()
-		if err == nil && in {
-			return false, r.log.empty()
-		}
 	}
 	items := make([]*prepared, 0, len(replay))
 	tree := atTree
@@ -190,12 +167,56 @@ func (r *Repo) openLog() (replayed bool, err error) {
 	for _, p := range items {
 		r.mirror.inFlight(p)
 	}
-	dt = r.disk.hold()
-	dt.d.recovering = true
-	dt.release()
+	r.mat.recovering()
 	r.committer.publish(items)
 	r.checkpoint() // a failure refuses changes until a retry succeeds
 	return true, nil
+}
+
+// openLog opens the two log files and returns the records they hold
+// that git's files may lack (none: nothing to recover), and the tree
+// git's files hold, from which the records' trees are read. Records of
+// commits the branch has moved on from since (by other means, after the
+// crash) are in git's files: the log is emptied.
+func (m *materialiser) openLog() (replay []gd.WALRecord, atTree *node, err error) {
+	replay, err = m.log.open(m.obj.Env, m.gitDir)
+	if err != nil || len(replay) == 0 {
+		return nil, nil, err
+	}
+	dt := m.disk.hold() // (no loop runs yet: to read what git's files hold)
+	at, atTree := dt.head(), dt.tree()
+	dt.release()
+	if missing := notInGit(m.obj, replay, at); missing > 0 {
+		m.opt.Logf("gitmem: recovering %d acknowledged change(s) from the write-ahead log", missing)
+	}
+	// A commit was under way: a branch lock file, if any, is its own.
+	gd.RemoveLock(filepath.Join(m.gitDir, filepath.FromSlash(string(*m.branch))) + ".lock")
+	known := at == replay[0].Parent
+	for _, rec := range replay {
+		known = known || at == rec.Head
+	}
+	if !known {
+		// The branch moved by other means after the crash. When it moved on
+		// from the last acknowledged commit, the log is in git's files
+		// already; otherwise materialisation keeps the branch's commit and
+		// merges it back (moveBranch).
+		st := m.obj.View()
+		in, err := gd.NewGraph(st).IsAncestor(replay[len(replay)-1].Head, at)
+		st.Close()
+		if err == nil && in {
+			return nil, nil, m.log.empty()
+		}
+	}
+	return replay, atTree, nil
+}
+
+// recovering notes that the log holds a crashed holder's changes, now
+// published: both files stay until a checkpoint has made them git's
+// (checkpointRecovered).
+func (m *materialiser) recovering() {
+	dt := m.disk.hold()
+	dt.d.recovering = true
+	dt.release()
 }
 
 // prepareSpareLog makes the log file appends do not go to large enough
@@ -207,22 +228,25 @@ func (r *Repo) openLog() (replayed bool, err error) {
 // 27 MB under 64 clients, seven times in the first second, up to 33 ms
 // each (measured). A file under light load stays small, and so does one
 // on a file system with less than 16 times the growth free.
-func (r *Repo) prepareSpareLog() {
-	dt := r.disk.hold() // no checkpoint switches files meanwhile
+func (m *materialiser) prepareSpareLog() {
+	dt := m.disk.hold() // no checkpoint switches files meanwhile
 	defer dt.release()
 	if time.Since(dt.d.spareFailed) < time.Minute {
 		return
 	}
-	if err := r.log.growSpare(dt, r.gitDir); err != nil {
+	if err := m.log.growSpare(dt, m.gitDir); err != nil {
 		dt.d.spareFailed = time.Now() // not at every change: retried in a minute
-		r.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
+		m.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
 	}
 }
 
+// closeLog is materialiser.closeLog, for the lease and Close.
+func (r *Repo) closeLog(remove bool) { r.mat.closeLog(remove) }
+
 // closeLog closes the log files, removing them when asked (they are
 // empty after a checkpoint).
-func (r *Repo) closeLog(remove bool) {
-	dt := r.disk.hold() // not while prepareSpareLog grows one
+func (m *materialiser) closeLog(remove bool) {
+	dt := m.disk.hold() // not while prepareSpareLog grows one
 	defer dt.release()
-	r.log.close(dt, remove)
+	m.log.close(dt, remove)
 }

@@ -62,7 +62,7 @@ func (r *Repo) settleIn(t *writerTurn, si *startIndex) error {
 	}
 	if rewritten {
 		dt := r.disk.hold()
-		r.dropHeld(dt) // a redaction deleted them: never written again
+		r.mat.dropHeld(dt) // a redaction deleted them: never written again
 		dt.release()
 	}
 	if !off {

@@ -77,7 +77,7 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 				r.opt.Errorf("gitmem: %v; changes are refused until it can be written", err)
 			}
 		}
-		r.prepareSpareLog()
+		r.mat.prepareSpareLog()
 		// Nearly full, and the other file takes more: switch to it now
 		// rather than grow this one while the writers wait.
 		size, full := r.log.fill()

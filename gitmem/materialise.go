@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -128,29 +129,79 @@ func (g heldObjects) small() bool {
 	return !g.done && len(g.objs) < foldBelow && g.bytes < foldBelowBytes
 }
 
+// materialiser writes the published commits into git's files and the
+// worktree (materialise.go), and makes them durable there so that the
+// log can be emptied (checkpoint.go). Its state is the disk (its lock,
+// disk.mu, is the first of the pipeline's: see disk); it reaches the
+// other parts it writes through, each taken after the disk lock: the log
+// files, the backlog, the published state, the object store (omu), the
+// mirror, the history index, and the branch's keeper.
+type materialiser struct {
+	disk    *disk
+	log     *logFiles
+	backlog *backlog
+	state   *published
+	omu     *sync.Mutex // the object store's lock: go-git's storage is not safe for concurrent use
+	obj     *gd.Store
+	mirror  *mirror // the files a sync covers, the paths waiting for repair
+	hist    *historyIndex
+	follow  worktreeFollower
+	// branches keeps the branch on the acknowledged commits when
+	// something outside gitmem moved or deleted it.
+	branches branchKeeper
+	gitDir   string
+	branch   *plumbing.ReferenceName // the Repo's, read once at Open
+	opt      *Options
+}
+
+// worktreeFollower brings the worktree to commits materialised (the
+// Repo's, for now: it reaches the mirror, .git/index and the objects).
+// Both are called with the disk lock held.
+type worktreeFollower interface {
+	// undoCheckout puts back the files git checked out for cur.
+	undoCheckout(cur plumbing.Hash, to *node)
+	// followWorktree writes the paths items change.
+	followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.Hash, prev *node)
+}
+
+// branchKeeper puts the branch back on the acknowledged commits after
+// something outside gitmem moved or deleted it (plaingit.go).
+type branchKeeper interface {
+	keepBranch(dt diskTurn)
+	putBranchBack(was, at plumbing.Hash, why string) error
+	takeBranchBack(dt diskTurn, cur, to plumbing.Hash) (moved plumbing.Hash, err error)
+}
+
+// unlockObj releases omu, closing the pack files go-git opened unless an
+// operation holds them (see gitdir.Store.Release).
+func (m *materialiser) unlockObj() {
+	m.obj.Release()
+	m.omu.Unlock()
+}
+
 // materialize writes the published commits into git's files: loose
 // objects, the branch, the worktree, the history index. Nothing is
 // fsynced: the log keeps them durable until the next checkpoint.
 func (r *Repo) materialize() error {
 	dt := r.disk.hold()
 	defer dt.release()
-	return r.materializeLocked(dt)
+	return r.mat.materializeLocked(dt)
 }
 
 // materializeLocked materialises what was published when it started,
 // chunkMax commits at a time; all at once when they do not start from
 // the branch as git's files hold it (replayed after a crash, the branch
 // may be at any of them: moveBranch and keepHandEdits must see them all).
-func (r *Repo) materializeLocked(dt diskTurn) error {
-	n, from := r.backlog.pending()
+func (m *materialiser) materializeLocked(dt diskTurn) error {
+	n, from := m.backlog.pending()
 	whole := n > 0 && from != dt.d.head
 	for n > 0 {
-		k := min(n, r.opt.hooks.chunk())
+		k := min(n, m.opt.hooks.chunk())
 		if whole {
 			k = n
 		}
-		err := r.materializeSome(dt, k)
-		r.backlog.noteDrained()
+		err := m.materializeSome(dt, k)
+		m.backlog.noteDrained()
 		if err != nil {
 			return err
 		}
@@ -162,29 +213,29 @@ func (r *Repo) materializeLocked(dt diskTurn) error {
 // materializeSome materialises the first k commits published: their
 // objects and the branch (writeCommits), then the worktree
 // (followWorktree) and the history index file (appendHistory).
-func (r *Repo) materializeSome(dt diskTurn, k int) error {
-	items := r.backlog.take(k)
+func (m *materialiser) materializeSome(dt diskTurn, k int) error {
+	items := m.backlog.take(k)
 	prevHead, prev := dt.d.head, dt.d.tree // prev: what the worktree mirrors
-	moved, err := r.writeCommits(dt, items)
+	moved, err := m.writeCommits(dt, items)
 	if err != nil {
-		r.backlog.requeue(items)
+		m.backlog.requeue(items)
 		return err
 	}
 	// The commits are in git's files. The worktree follows; a path that
 	// cannot (a full disk) waits in repairs.pend and the journal.
 	if !moved.IsZero() {
-		r.undoCheckout(moved, prev) // git reset --hard: its files are no hand edits
+		m.follow.undoCheckout(moved, prev) // git reset --hard: its files are no hand edits
 	}
 	dt.d.tree = items[len(items)-1].tree
-	r.followWorktree(dt, items, prevHead, prev)
-	r.appendHistory(items)
+	m.follow.followWorktree(dt, items, prevHead, prev)
+	m.appendHistory(items)
 	return nil
 }
 
 // writeCommits writes the objects of items to git's files and points the
 // branch at the last of them. moved is where something outside gitmem
 // had moved the branch (moveBranch; zero: nowhere).
-func (r *Repo) writeCommits(dt diskTurn, items []*prepared) (moved plumbing.Hash, err error) {
+func (m *materialiser) writeCommits(dt diskTurn, items []*prepared) (moved plumbing.Hash, err error) {
 	var objs []gd.Object
 	for _, p := range items {
 		objs = append(objs, p.objs...)
@@ -200,20 +251,20 @@ func (r *Repo) writeCommits(dt diskTurn, items []*prepared) (moved plumbing.Hash
 	// pack: writing it took as long as the group was large, and every call
 	// reading a file waited for it, holding the writer lock. The objects
 	// stay readable from memory until the checkpoint.
-	pack, err := r.obj.WritePackFiles(objs, false, gd.Own)
+	pack, err := m.obj.WritePackFiles(objs, false, gd.Own)
 	if err != nil {
 		return plumbing.ZeroHash, wrap("write the objects", err)
 	}
-	r.addPack(dt, pack)
+	m.addPack(dt, pack)
 	if last := items[len(items)-1]; last.hash != dt.d.head {
-		if moved, err = r.moveBranch(dt, items); err != nil {
+		if moved, err = m.moveBranch(dt, items); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
 	// The objects stay readable from memory until the checkpoint has
 	// found them in git's files (secureMaterialized).
 	dt.d.held = append(dt.d.held, newHeld(pack, objs))
-	r.foldSmall(dt)
+	m.foldSmall(dt)
 	return moved, nil
 }
 
@@ -227,28 +278,28 @@ func (r *Repo) writeCommits(dt diskTurn, items []*prepared) (moved plumbing.Hash
 // branch loses neither. moved is that commit (zero: none). A branch that
 // is damaged or missing is left alone and the commits wait in the log.
 // Called with the disk lock held (dt).
-func (r *Repo) moveBranch(dt diskTurn, items []*prepared) (moved plumbing.Hash, err error) {
+func (m *materialiser) moveBranch(dt diskTurn, items []*prepared) (moved plumbing.Hash, err error) {
 	last := items[len(items)-1]
 	onChain := items[0].parent == dt.d.head
 	for _, p := range items { // after a crash, some may be on the branch already
 		onChain = onChain || p.hash == dt.d.head
 	}
 	if onChain {
-		r.omu.Lock()
-		err := r.obj.UpdateRef(r.branch, dt.d.head, last.hash, false)
-		r.unlockObj()
+		m.omu.Lock()
+		err := m.obj.UpdateRef(*m.branch, dt.d.head, last.hash, false)
+		m.unlockObj()
 		if err == nil {
 			dt.d.head = last.hash
 			return plumbing.ZeroHash, nil
 		}
-		if cur, rerr := r.readRef(r.branch); !errors.Is(rerr, gd.ErrNoRef) && (rerr != nil || cur == dt.d.head) {
+		if cur, rerr := gd.ReadRef(m.gitDir, *m.branch); !errors.Is(rerr, gd.ErrNoRef) && (rerr != nil || cur == dt.d.head) {
 			return plumbing.ZeroHash, wrap("update the branch", err) // not moved: a disk fault
 		}
 	}
-	cur, err := r.readRef(r.branch)
+	cur, err := gd.ReadRef(m.gitDir, *m.branch)
 	if errors.Is(err, gd.ErrNoRef) && !dt.d.head.IsZero() {
 		// Deleted outside gitmem: put back, on the acknowledged commits.
-		if err := r.putBranchBack(dt.d.head, last.hash, "the last acknowledged change"); err != nil {
+		if err := m.branches.putBranchBack(dt.d.head, last.hash, "the last acknowledged change"); err != nil {
 			return plumbing.ZeroHash, err
 		}
 		dt.d.head = last.hash
@@ -257,41 +308,41 @@ func (r *Repo) moveBranch(dt diskTurn, items []*prepared) (moved plumbing.Hash, 
 	if err != nil {
 		return plumbing.ZeroHash, wrap("read the branch", err)
 	}
-	return r.takeBranchBack(dt, cur, last.hash)
+	return m.branches.takeBranchBack(dt, cur, last.hash)
 }
 
 // appendHistory appends materialised commits to the history index file
 // when it ends where they start (else the next reader catches up from
 // git).
-func (r *Repo) appendHistory(items []*prepared) {
-	if err := r.histIndex.appendMaterialised(items); err != nil {
-		r.opt.Logf("gitmem: could not save the history index: %v", err)
+func (m *materialiser) appendHistory(items []*prepared) {
+	if err := m.hist.appendMaterialised(items); err != nil {
+		m.opt.Logf("gitmem: could not save the history index: %v", err)
 	}
 }
 
 // syncMaterialized makes what materialisation wrote durable (one syncfs),
 // and records the worktree paths still waiting for repair in the journal.
 // Called with the disk lock held (dt).
-func (r *Repo) syncMaterialized(dt diskTurn) error {
-	if err := r.secureMaterialized(dt); err != nil {
+func (m *materialiser) syncMaterialized(dt diskTurn) error {
+	if err := m.secureMaterialized(dt); err != nil {
 		return err
 	}
-	ref := filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch)))
-	files := append(r.mirror.flushList(), dt.d.packsWritten...)
+	ref := filepath.Join(m.gitDir, filepath.FromSlash(string(*m.branch)))
+	files := append(m.mirror.flushList(), dt.d.packsWritten...)
 	files = append(files, ref, filepath.Dir(ref))
-	if err := gd.SyncFS(r.obj.Env, r.gitDir, files); err != nil {
+	if err := gd.SyncFS(m.obj.Env, m.gitDir, files); err != nil {
 		return wrap("sync the repository", err)
 	}
 	dt.d.packsWritten = nil
 	dt.d.held = slices.DeleteFunc(dt.d.held, func(g heldObjects) bool {
 		if g.done {
-			r.obj.Drop(g.objs)
+			m.obj.Drop(g.objs)
 		}
 		return g.done
 	})
-	pend := r.mirror.pending()
+	pend := m.mirror.pending()
 	if len(pend) > 0 {
-		if err := r.mirror.writeJournal(journal{Paths: pend}); err != nil {
+		if err := m.mirror.writeJournal(journal{Paths: pend}); err != nil {
 			return wrap("write the journal", err)
 		}
 	}
@@ -310,11 +361,11 @@ func (r *Repo) syncMaterialized(dt diskTurn) error {
 // (gd.Store.Missing), and any missing is written again from memory — the
 // log holds the same — and the log says so at ERROR. Called with the
 // disk lock held (dt), after materialisation.
-func (r *Repo) secureMaterialized(dt diskTurn) error {
+func (m *materialiser) secureMaterialized(dt diskTurn) error {
 	var gone []gd.Object
 	for i := range dt.d.held {
 		g := &dt.d.held[i]
-		if gd.PackExists(r.gitDir, g.pack) {
+		if gd.PackExists(m.gitDir, g.pack) {
 			g.done = g.done || !g.small() // a small one waits to be folded
 			continue
 		}
@@ -324,16 +375,16 @@ func (r *Repo) secureMaterialized(dt diskTurn) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	r.omu.Lock()
-	missing := r.obj.Missing(gone)
-	r.unlockObj()
+	m.omu.Lock()
+	missing := m.obj.Missing(gone)
+	m.unlockObj()
 	if len(missing) > 0 {
-		r.opt.Errorf("gitmem: %d object(s) of acknowledged commits were deleted from git's files by another program before a checkpoint; gitmem writes them again", len(missing))
-		h, err := r.obj.WritePackFiles(missing, false, gd.Own)
+		m.opt.Errorf("gitmem: %d object(s) of acknowledged commits were deleted from git's files by another program before a checkpoint; gitmem writes them again", len(missing))
+		h, err := m.obj.WritePackFiles(missing, false, gd.Own)
 		if err != nil {
 			return wrap("write the objects again", err)
 		}
-		r.addPack(dt, h)
+		m.addPack(dt, h)
 	}
 	return nil
 }
@@ -350,7 +401,7 @@ func (r *Repo) secureMaterialized(dt diskTurn) error {
 // before the small ones go: what they hold may be in no log any more.
 // Best effort: on a full disk the small packs stay as they are. Called
 // with the disk lock held (dt), after materialisation.
-func (r *Repo) foldSmall(dt diskTurn) {
+func (m *materialiser) foldSmall(dt diskTurn) {
 	var small []gd.Object
 	var folded []plumbing.Hash
 	bytes := 0
@@ -364,23 +415,23 @@ func (r *Repo) foldSmall(dt diskTurn) {
 	if len(folded) < foldAt && bytes < foldBytes {
 		return
 	}
-	h, err := r.obj.WritePackFiles(small, true, gd.Own)
+	h, err := m.obj.WritePackFiles(small, true, gd.Own)
 	if err != nil {
 		return
 	}
-	r.addPack(dt, h)
+	m.addPack(dt, h)
 	// The small ones are one group now, in the new pack, whose objects
 	// memory lets go of at the next checkpoint.
 	dt.d.held = slices.DeleteFunc(dt.d.held, heldObjects.small)
 	dt.d.held = append(dt.d.held, heldObjects{pack: h, objs: small, bytes: bytes, done: true})
-	r.removeFolded(dt, slices.DeleteFunc(folded, func(p plumbing.Hash) bool { return p == h }))
+	m.removeFolded(dt, slices.DeleteFunc(folded, func(p plumbing.Hash) bool { return p == h }))
 }
 
 // dropHeld forgets the objects held in memory (a redaction deleted
 // them). Called with the disk lock held (dt).
-func (r *Repo) dropHeld(dt diskTurn) {
+func (m *materialiser) dropHeld(dt diskTurn) {
 	for _, g := range dt.d.held {
-		r.obj.Drop(g.objs)
+		m.obj.Drop(g.objs)
 	}
 	dt.d.held = nil
 }
@@ -389,31 +440,31 @@ func (r *Repo) dropHeld(dt diskTurn) {
 // another pack now (a reader that misses one finds them there), and
 // forgets them; not while git maintenance runs (gd.LockMaintenance): they
 // stay for gc. Called with the disk lock held (dt).
-func (r *Repo) removeFolded(dt diskTurn, packs []plumbing.Hash) {
-	unlock, ok := gd.LockMaintenance(r.gitDir)
+func (m *materialiser) removeFolded(dt diskTurn, packs []plumbing.Hash) {
+	unlock, ok := gd.LockMaintenance(m.gitDir)
 	if !ok {
 		return
 	}
-	gd.RemovePacks(r.gitDir, packs)
+	gd.RemovePacks(m.gitDir, packs)
 	unlock()
 	gone := map[string]bool{}
 	for _, h := range packs {
-		base := filepath.Join(r.gitDir, "objects", "pack", "pack-"+h.String())
+		base := filepath.Join(m.gitDir, "objects", "pack", "pack-"+h.String())
 		gone[base+".pack"], gone[base+".idx"] = true, true
 	}
 	dt.d.packsWritten = slices.DeleteFunc(dt.d.packsWritten, func(p string) bool { return gone[p] })
-	r.omu.Lock()
-	r.obj.Reindex()
-	r.unlockObj()
+	m.omu.Lock()
+	m.obj.Reindex()
+	m.unlockObj()
 }
 
 // addPack makes a pack materialisation wrote one the store reads from,
 // and one the next checkpoint syncs. Called with the disk lock held (dt).
-func (r *Repo) addPack(dt diskTurn, h plumbing.Hash) {
-	r.omu.Lock()
-	r.obj.AddPack(h)
-	r.unlockObj()
-	base := filepath.Join(r.gitDir, "objects", "pack", "pack-"+h.String())
+func (m *materialiser) addPack(dt diskTurn, h plumbing.Hash) {
+	m.omu.Lock()
+	m.obj.AddPack(h)
+	m.unlockObj()
+	base := filepath.Join(m.gitDir, "objects", "pack", "pack-"+h.String())
 	dt.d.packsWritten = append(dt.d.packsWritten, base+".pack", base+".idx", filepath.Dir(base))
 }
 
@@ -428,7 +479,7 @@ func (r *Repo) gitUpToDate(ctx context.Context) error {
 		return err
 	}
 	defer dt.release()
-	if err := r.materializeLocked(dt); err != nil {
+	if err := r.mat.materializeLocked(dt); err != nil {
 		r.opt.Logf("gitmem: %v", err)
 	}
 	return nil

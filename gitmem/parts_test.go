@@ -57,8 +57,9 @@ var parts = map[string][]string{
 	// the background loop of the writer lock's holder
 	"maintainer": {"maintain.go"},
 	// git's files and the worktree as written: the materialiser, the checkpoint
-	"disk":     {"materialise.go", "checkpoint.go"},
-	"diskTurn": {"materialise.go", "checkpoint.go"},
+	"disk":         {"materialise.go", "checkpoint.go"},
+	"diskTurn":     {"materialise.go", "checkpoint.go"},
+	"materialiser": {"materialise.go", "checkpoint.go"},
 }
 
 // TestPartsOwnTheirState fails when code outside a part's files names one

@@ -57,4 +57,6 @@ func (r *Repo) initPipeline() {
 		ids: r.toolIDs, paths: r.mirror, hist: r.histIndex, maint: &r.maint, opt: &r.opt}
 	r.maint = newMaintainer(r.opt.hooks.idleRelease())
 	r.backlog = newBacklog()
+	r.mat = &materialiser{disk: &r.disk, log: &r.log, backlog: &r.backlog, state: &r.state, omu: &r.omu, obj: r.obj,
+		mirror: r.mirror, hist: r.histIndex, follow: r, branches: r, gitDir: r.gitDir, branch: &r.branch, opt: &r.opt}
 }

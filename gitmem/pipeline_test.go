@@ -539,7 +539,7 @@ func TestReplayFromTheMiddleOfTheLog(t *testing.T) {
 		}
 	}
 	for range 2 { // it writes two chunks; then the process dies
-		if err := r.materializeSome(diskTurn{&r.disk}, 2); err != nil { // (the disk lock is held)
+		if err := r.mat.materializeSome(diskTurn{&r.disk}, 2); err != nil { // (the disk lock is held)
 			r.disk.mu.Unlock()
 			t.Fatal(err)
 		}

@@ -439,7 +439,7 @@ func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
 	if err := r.log.scrub(dt, r.obj.Env, r.gitDir); err != nil {
 		return wrap("scrub the write-ahead log", err)
 	}
-	r.dropHeld(dt) // no fold may write the old objects again
+	r.mat.dropHeld(dt) // no fold may write the old objects again
 	os.RemoveAll(filepath.Join(r.gitDir, "logs"))
 	for _, f := range []string{"ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "COMMIT_EDITMSG", "gitmem/pending"} {
 		os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(f)))

@@ -188,6 +188,10 @@ type Repo struct {
 	maint     maintainer // the background loop (maintain.go)
 	mirror    *mirror    // memories/ following the branch, hand edits found (mirror.go)
 
+	// mat writes the published commits to git's files and the worktree,
+	// and checkpoints (materialise.go, checkpoint.go).
+	mat *materialiser
+
 	omu     sync.Mutex // go-git's storage is not safe for concurrent use
 	obj     *gd.Store
 	branch  plumbing.ReferenceName
@@ -945,7 +949,7 @@ func (r *Repo) flush(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = r.materializeLocked(dt)
+	err = r.mat.materializeLocked(dt)
 	dt.release()
 	if err != nil {
 		return err
