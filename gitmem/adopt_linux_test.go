@@ -70,7 +70,7 @@ func TestWriteThroughADescriptorOpenWhileGitmemReplacesIsKept(t *testing.T) {
 	settle(t, r)
 	var f *os.File
 	var once sync.Once
-	r.obj.Env.SetFault(func(step, p string) error {
+	r.objects.st.Env.SetFault(func(step, p string) error {
 		if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
 			once.Do(func() {
 				var err error
@@ -81,10 +81,10 @@ func TestWriteThroughADescriptorOpenWhileGitmemReplacesIsKept(t *testing.T) {
 		}
 		return nil
 	})
-	defer r.obj.Env.SetFault(nil)
+	defer r.objects.st.Env.SetFault(nil)
 	write(t, r, "t2", "a.md", "ONE\ntwo\nthree\n")
 	settle(t, r) // the acknowledged change reaches the worktree, the descriptor still open
-	r.obj.Env.SetFault(nil)
+	r.objects.st.Env.SetFault(nil)
 	if f == nil {
 		t.Fatal("the descriptor was not opened")
 	}

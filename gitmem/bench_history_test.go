@@ -117,7 +117,7 @@ func genHistory(b *testing.B) string {
 	var hashes []plumbing.Hash
 	iter, _ := mem.IterEncodedObjects(plumbing.AnyObject)
 	iter.ForEach(func(o plumbing.EncodedObject) error { hashes = append(hashes, o.Hash()); return nil })
-	pw, err := r.obj.Storage().PackfileWriter()
+	pw, err := r.objects.st.Storage().PackfileWriter()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func genHistory(b *testing.B) string {
 		b.Fatal(err)
 	}
 	old, _ := r.readHead()
-	if err := r.obj.UpdateRef(r.branch, old, parent, true); err != nil {
+	if err := r.objects.st.UpdateRef(r.branch, old, parent, true); err != nil {
 		b.Fatal(err)
 	}
 	r.Close()

@@ -134,7 +134,7 @@ func (m *materialiser) checkpointRecovered(dt diskTurn) error {
 // published again, as durable commits not yet in git's files (their
 // objects readable from memory), and a checkpoint makes them git's. When
 // it cannot (a full disk), they stay readable, the log keeps them, and
-// new changes are refused until a checkpoint succeeds. Called with wmu
+// new changes are refused until a checkpoint succeeds. Called with the writer turn
 // and the writer lock held, after refresh.
 func (r *Repo) openLog() (replayed bool, err error) {
 	replay, atTree, err := r.mat.openLog()
@@ -144,17 +144,17 @@ func (r *Repo) openLog() (replayed bool, err error) {
 	items := make([]*prepared, 0, len(replay))
 	tree := atTree
 	for _, rec := range replay {
-		r.obj.Put(rec.Objects)
+		r.objects.st.Put(rec.Objects)
 		p := &prepared{hash: rec.Head, parent: rec.Parent, objs: rec.Objects, paths: rec.Paths}
-		r.omu.Lock()
-		c, err := r.obj.Commit(rec.Head)
+		r.objects.lock()
+		c, err := r.objects.st.Commit(rec.Head)
 		if err == nil {
 			tree, err = r.loadTree(c.TreeHash, tree, "")
 		}
 		if err == nil {
 			p.rec, err = r.recordOf(c)
 		}
-		r.unlockObj()
+		r.objects.unlock()
 		if err != nil {
 			return true, wrap("recover the write-ahead log", err)
 		}
@@ -179,14 +179,14 @@ func (r *Repo) openLog() (replayed bool, err error) {
 // commits the branch has moved on from since (by other means, after the
 // crash) are in git's files: the log is emptied.
 func (m *materialiser) openLog() (replay []gd.WALRecord, atTree *node, err error) {
-	replay, err = m.log.open(m.obj.Env, m.gitDir)
+	replay, err = m.log.open(m.objs.st.Env, m.gitDir)
 	if err != nil || len(replay) == 0 {
 		return nil, nil, err
 	}
 	dt := m.disk.hold() // (no loop runs yet: to read what git's files hold)
 	at, atTree := dt.head(), dt.tree()
 	dt.release()
-	if missing := notInGit(m.obj, replay, at); missing > 0 {
+	if missing := notInGit(m.objs.st, replay, at); missing > 0 {
 		m.opt.Logf("gitmem: recovering %d acknowledged change(s) from the write-ahead log", missing)
 	}
 	// A commit was under way: a branch lock file, if any, is its own.
@@ -200,7 +200,7 @@ func (m *materialiser) openLog() (replay []gd.WALRecord, atTree *node, err error
 		// from the last acknowledged commit, the log is in git's files
 		// already; otherwise materialisation keeps the branch's commit and
 		// merges it back (moveBranch).
-		st := m.obj.View()
+		st := m.objs.st.View()
 		in, err := gd.NewGraph(st).IsAncestor(replay[len(replay)-1].Head, at)
 		st.Close()
 		if err == nil && in {

@@ -78,7 +78,7 @@ type historySink interface {
 }
 
 // prepare encodes tx as a commit on the writer's tip, in memory, and makes
-// it the new tip. Called with wmu held, after own.
+// it the new tip. Called with the writer turn held, after own.
 func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	if !tx.ff.IsZero() {
 		return r.prepareFastForward(tx) // a pull (share.go)
@@ -87,7 +87,7 @@ func (r *Repo) prepare(tx *Tx, meta Meta) (*prepared, error) {
 }
 
 // prepare encodes tx (not a fast-forward) as a commit on the writer's
-// tip and enqueues it. Called with wmu held, after own.
+// tip and enqueues it. Called with the writer turn held, after own.
 func (c *committer) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	var objs []gd.Object
 	put := func(t plumbing.ObjectType, data []byte, base plumbing.Hash) (plumbing.Hash, error) {
@@ -148,7 +148,7 @@ func (c *committer) prepare(tx *Tx, meta Meta) (*prepared, error) {
 }
 
 // enqueue makes a prepared commit the writer's tip and queues it for the
-// log. Called with wmu held. The check, the new tip and the place in the
+// log. Called with the writer turn held. The check, the new tip and the place in the
 // queue are one step under queueMu: a group failing meanwhile
 // (dropQueued) either drops this commit with it or is seen here, never
 // half of each, so that no commit built on a dropped one is queued or
@@ -249,7 +249,7 @@ func (c *committer) dropQueued(b *batch, err error) error {
 	return err
 }
 
-// drain writes whatever is queued. Called with wmu held, so nothing new
+// drain writes whatever is queued. Called with the writer turn held, so nothing new
 // is prepared meanwhile.
 func (c *committer) drain() {
 	c.queueMu.Lock()

@@ -26,7 +26,7 @@ func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
 	// Only the folders that differ are read (equal subtrees skipped, as
 	// git diff does), not both trees whole: showing one call read 2 of
 	// 202 trees at 10,000 files.
-	r.omu.Lock()
+	r.objects.lock()
 	var mem [2]plumbing.Hash
 	for i, rev := range []string{from, to} {
 		if i == 0 && rev == "" {
@@ -34,16 +34,16 @@ func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
 		}
 		h, err := r.resolve(rev)
 		if err != nil {
-			r.unlockObj()
+			r.objects.unlock()
 			return nil, err
 		}
-		c, err := r.obj.Commit(h)
+		c, err := r.objects.st.Commit(h)
 		if err != nil {
-			r.unlockObj()
+			r.objects.unlock()
 			return nil, objectError("commit", h, "", err)
 		}
 		if mem[i], err = r.memTree(c.TreeHash); err != nil {
-			r.unlockObj()
+			r.objects.unlock()
 			return nil, objectError("tree", c.TreeHash, "", err)
 		}
 	}
@@ -59,7 +59,7 @@ func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
 			b[p] = y.String()
 		}
 	})
-	r.unlockObj()
+	r.objects.unlock()
 	if err != nil {
 		return nil, wrap("compare the trees", err)
 	}
@@ -74,7 +74,7 @@ func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
 // diffFiles calls fn for every memory file (a blob that is no link or
 // submodule, as filesAt lists) whose blob differs between the memories/
 // trees a and b (zero: empty), with its blob on each side (zero: none),
-// skipping subtrees with equal hashes. Called with omu held.
+// skipping subtrees with equal hashes. Called with objects.mu held.
 func (r *Repo) diffFiles(a, b plumbing.Hash, prefix string, fn func(p string, x, y plumbing.Hash)) error {
 	if a == b {
 		return nil
@@ -91,7 +91,7 @@ func (r *Repo) diffFiles(a, b plumbing.Hash, prefix string, fn func(p string, x,
 		}
 		return plumbing.ZeroHash
 	}
-	return r.obj.DiffTreeEntries(a, b, func(x, y object.TreeEntry) error {
+	return r.objects.st.DiffTreeEntries(a, b, func(x, y object.TreeEntry) error {
 		n := x.Name
 		if n == "" {
 			n = y.Name

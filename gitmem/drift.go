@@ -78,7 +78,7 @@ func (m *mirror) sameAsTree(p string, fi fs.FileInfo, n *node) (bool, error) {
 // leaveTooBig leaves the file rel (relative to memories/), made by hand
 // over the largest file size (2 GB of zeros, say), where it is: never read
 // (the whole file would be in memory), never committed. The error log
-// names it once, and again only if its size changes. Called with wmu held.
+// names it once, and again only if its size changes. Called with the writer turn held.
 func (m *mirror) leaveTooBig(rel string, size int64) {
 	if n, ok := m.tooBigLogged[rel]; ok && n == size {
 		return
@@ -93,7 +93,7 @@ func (m *mirror) leaveTooBig(rel string, size int64) {
 
 // tooBigGone forgets that the file rel was named as over the largest
 // file size: it is no longer, and is named again if it grows over it.
-// Called with wmu held.
+// Called with the writer turn held.
 func (m *mirror) tooBigGone(rel string) { delete(m.tooBigLogged, rel) }
 
 // loadIndexStats seeds the lstat cache from .git/index: an entry whose
@@ -214,7 +214,7 @@ func (m *mirror) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, 
 // paths (see drifted) as one adopt commit by the operator, and returns it
 // (ErrNoChange when there was nothing to adopt). With first set, the
 // commit is the repository's first and is made even when the worktree is
-// empty. Called with wmu held, after own; the caller makes it durable.
+// empty. Called with the writer turn held, after own; the caller makes it durable.
 func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	drift, err := r.findDrift(paths, first)
 	if errors.Is(err, ErrNoChange) {
@@ -261,7 +261,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 // may be writing files, and after a move of the branch by git was undone.
 // ErrNoChange when there is none (with first set, an empty worktree is
 // no error); another error when the worktree could not be read. Called
-// with wmu held.
+// with the writer turn held.
 func (r *Repo) findDrift(paths []string, first bool) ([]string, error) {
 	_, tip := r.state.tipOf()
 	undone := r.mirror.undone.Load()
@@ -316,7 +316,7 @@ func adoptMeta(operator Signature, first bool) Meta {
 // (mergeHandEdit, reading versions with readBlob), with their paths in
 // the commit message, into a, whose tx and meta the caller made (and
 // whose stale it puts back). ErrNoChange when there is nothing to commit
-// (unless first). Called with wmu held.
+// (unless first). Called with the writer turn held.
 func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob func(plumbing.Hash) ([]byte, error)) error {
 	a.tx.mirror = false // the worktree already holds it
 	a.read, a.later, a.mtime = map[string][]byte{}, map[string]bool{}, map[string]time.Time{}
@@ -357,7 +357,7 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 
 // adoptWrite takes the file rel (relative to memories/), which a hand
 // edit wrote, into a: as it is, merged, or not at all (left for later,
-// or stale). Called with wmu held.
+// or stale). Called with the writer turn held.
 func (m *mirror) adoptWrite(a *adoption, rel string, readBlob func(plumbing.Hash) ([]byte, error)) error {
 	// A file another program holds open for writing may be one it
 	// truncated and has yet to write: it is taken once it is done.
@@ -407,7 +407,7 @@ func (m *mirror) adoptWrite(a *adoption, rel string, readBlob func(plumbing.Hash
 
 // adoptKept commits the hand edits materialisation kept from acknowledged
 // changes (keepHandEdits) now, merged, rather than at the next start,
-// which could only take them as they are. Called by Close with wmu held.
+// which could only take them as they are. Called by Close with the writer turn held.
 func (r *Repo) adoptKept() {
 	if err := r.materialize(); err != nil {
 		return // the checkpoint that follows says why
@@ -442,7 +442,7 @@ type keptEdit struct {
 }
 
 // saveKept writes the hand edits kept and not yet taken (repairs.bases) to
-// keptPath, durably, or removes it when there are none. Called with wmu
+// keptPath, durably, or removes it when there are none. Called with the writer turn
 // and the writer lock held, at exit and after the start's adopt; readBlob
 // reads a version noted by its hash.
 func (m *mirror) saveKept(readBlob func(plumbing.Hash) ([]byte, error)) {
@@ -476,7 +476,7 @@ func (m *mirror) saveKept(readBlob func(plumbing.Hash) ([]byte, error)) {
 
 // loadKept notes the hand edits saveKept left (of files that still differ
 // from HEAD, whose tree is tree) in repairs (noteBase), for the start's
-// adopt to merge. Called by start with wmu and the writer lock held, after
+// adopt to merge. Called by start with the writer turn and the writer lock held, after
 // settleIn.
 func (m *mirror) loadKept(tree *node) {
 	data, err := os.ReadFile(m.keptPath())
@@ -631,7 +631,7 @@ func keptLines(a, b []string) int {
 // putBackStale gives the worktree files an adopt found written back as
 // they were before gitmem's last changes to them (mergeHandEdit,
 // handStale; repository path -> what the file held) their acknowledged
-// version again, with the disk turn held. Called with wmu held: none of
+// version again, with the disk turn held. Called with the writer turn held: none of
 // them is in flight.
 func (r *Repo) putBackStale(files map[string][]byte) {
 	if len(files) == 0 {
@@ -756,7 +756,7 @@ func (r *Repo) Adopt(ctx context.Context) (Commit, error) {
 // for) is checked out — adopting it would undo the new commits; a file
 // that holds neither version was edited by hand meanwhile and is adopted
 // merged with the new commits' change to it (handBase), so neither is
-// lost. Called by settleIn with wmu and the writer lock held, when the
+// lost. Called by settleIn with the writer turn and the writer lock held, when the
 // write-ahead log had nothing to replay.
 func (r *Repo) checkoutMoved(si *startIndex) {
 	head, tree := r.state.snapshot()
@@ -769,12 +769,12 @@ func (r *Repo) checkoutMoved(si *startIndex) {
 	var old *node
 	err := ErrNotExist
 	if !was.IsZero() {
-		r.omu.Lock()
+		r.objects.lock()
 		var c *object.Commit
-		if c, err = r.obj.Commit(was); err == nil {
+		if c, err = r.objects.st.Commit(was); err == nil {
 			old, err = r.loadTree(c.TreeHash, tree, "")
 		}
-		r.unlockObj()
+		r.objects.unlock()
 	}
 	if err != nil {
 		// Gone (git gc pruned it after the branch moved to another
@@ -790,7 +790,7 @@ func (r *Repo) checkoutMoved(si *startIndex) {
 	}
 	if len(out) > 0 {
 		r.opt.Logf("gitmem: the branch moved to %s outside gitmem: checked out %d file(s) it changed", head.String()[:7], len(out))
-		if err := gd.SyncFS(r.obj.Env, r.dir, r.mirror.wt.flushList()); err != nil {
+		if err := gd.SyncFS(r.objects.st.Env, r.dir, r.mirror.wt.flushList()); err != nil {
 			r.opt.Logf("gitmem: could not sync the worktree: %v", err)
 		}
 	}
@@ -803,7 +803,7 @@ func (r *Repo) checkoutMoved(si *startIndex) {
 // check is kept); one that holds tree's is left; one that holds neither
 // was edited by hand: hand says the version of old it differs from. It
 // returns the files it wrote; readBlob reads a version by its hash.
-// Called with mmu held.
+// Called with the disk lock held.
 func (m *mirror) moveWorktree(old, tree *node, readBlob func(plumbing.Hash) ([]byte, error)) (out []string, hand map[string]plumbing.Hash) {
 	var moved []string
 	changedFiles(lookup(old, memDir), lookup(tree, memDir), memDir, func(p string) {
@@ -875,15 +875,15 @@ func (m *mirror) moveWorktree(old, tree *node, readBlob func(plumbing.Hash) ([]b
 // version (or is missing where cur has none), to the version of to, what
 // the worktree mirrors; any other file is left to the hand-edit checks.
 // Such files are git's, not the operator's: adopted, they undid
-// acknowledged changes. Called with mmu held.
+// acknowledged changes. Called with the disk lock held.
 func (r *Repo) undoCheckout(cur plumbing.Hash, to *node) {
-	r.omu.Lock()
-	c, err := r.obj.Commit(cur)
+	r.objects.lock()
+	c, err := r.objects.st.Commit(cur)
 	var old *node
 	if err == nil {
 		old, err = r.loadTree(c.TreeHash, to, "")
 	}
-	r.unlockObj()
+	r.objects.unlock()
 	if err != nil {
 		r.opt.Logf("gitmem: could not read %s to put back the files git checked out for it: %v", cur, err)
 		return
@@ -964,16 +964,16 @@ func (r *Repo) undoGitCheckout() bool {
 	// thousands of commits under load: that commit is looked at first.
 	found := plumbing.ZeroHash
 	if ih := r.readIndexHead(); !ih.IsZero() {
-		r.omu.Lock()
-		if c, err := r.obj.Commit(ih); err == nil && c.TreeHash == tree {
+		r.objects.lock()
+		if c, err := r.objects.st.Commit(ih); err == nil && c.TreeHash == tree {
 			found = ih
 		}
-		r.unlockObj()
+		r.objects.unlock()
 	}
 	for h, i := dt.head(), 0; found.IsZero() && i < checkoutDepth && !h.IsZero(); i++ {
-		r.omu.Lock() // per commit: the calls' reads are not held up by the walk
-		c, err := r.obj.Commit(h)
-		r.unlockObj()
+		r.objects.lock() // per commit: the calls' reads are not held up by the walk
+		c, err := r.objects.st.Commit(h)
+		r.objects.unlock()
 		if err != nil {
 			break
 		}

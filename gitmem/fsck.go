@@ -30,15 +30,15 @@ type bareStore struct {
 }
 
 func (r *Repo) headCommits() ([]Commit, error) {
-	r.omu.Lock()
-	defer r.unlockObj()
-	return headCommits(r.obj)
+	r.objects.lock()
+	defer r.objects.unlock()
+	return headCommits(r.objects.st)
 }
 
 // headCommits returns every commit that no other commit names as a parent
 // (the tips a branch could point at), newest first by commit time. It
 // reads every object: it is for a repository whose branch is lost.
-// Called with st's lock held (omu, for the Repo's).
+// Called with st's lock held (objects.mu, for the Repo's).
 func headCommits(st *gd.Store) ([]Commit, error) {
 	st.Reindex()
 	iter, err := st.Storage().IterEncodedObjects(plumbing.CommitObject)

@@ -26,7 +26,7 @@ import (
 // is written with no lock held, from a plan taken at the start: what is
 // loose, which packs it replaces, the refs. Only the plan and the swap
 // (removing what the new pack replaces) hold the materialiser's lock (disk.mu)
-// and the object store's (omu), for milliseconds; the writer turn is not
+// and the object store's (objects.mu), for milliseconds; the writer turn is not
 // held at all, and writers, whose changes are durable in the log, go on
 // meanwhile. Loose files the new pack holds are deleted after the swap,
 // with no lock: a reader that misses one finds it in the pack.
@@ -91,7 +91,7 @@ type gcTarget struct {
 // gcStore is what a collection needs of the store besides its files.
 type gcStore interface {
 	// withObjects runs fn on the object store this process's readers
-	// share, with its lock (omu) held.
+	// share, with its lock (objects.mu) held.
 	withObjects(fn func(st *gd.Store) error) error
 	// withDiskHeld runs fn with the materialiser's lock (disk.mu) held:
 	// nothing is written to git's files meanwhile.
@@ -256,7 +256,7 @@ func (r *Repo) GC(ctx context.Context, full bool) (GCStats, error) {
 }
 
 // collect is a collection that holds no lock while it plans and packs,
-// and the object store's lock (omu) while it swaps the new pack in; a full
+// and the object store's lock (objects.mu) while it swaps the new pack in; a full
 // one also the materialiser's (disk.mu), for what commits made meanwhile use
 // to be settled. Called with c locked.
 func (c *collector) collect(t gcTarget, full bool) (GCStats, error) {
@@ -332,7 +332,7 @@ type gcPlan struct {
 	loose   []plumbing.Hash
 	packs   []gd.Pack     // the packs the new one replaces
 	removed int           // garbage files deleted
-	locked  time.Duration // omu held to read the refs
+	locked  time.Duration // objects.mu held to read the refs
 }
 
 func (pl gcPlan) empty() bool {
@@ -444,7 +444,7 @@ func (t gcTarget) pack(pl gcPlan, stop func() bool) (gd.RepackResult, error) {
 // deletes the loose objects it does not hold (unreachable) but those that
 // commits made since use (keep, completed here). It returns the loose
 // objects left to delete: those the pack holds. st is the shared store,
-// with omu held (withObjects), and for a full collection disk.mu (or the
+// with objects.mu held (withObjects), and for a full collection disk.mu (or the
 // writer turn): nothing is materialised meanwhile.
 func (t gcTarget) swap(st *gd.Store, pl gcPlan, res gd.RepackResult, keep map[plumbing.Hash]bool) (packed []plumbing.Hash, removed int, err error) {
 	st.Reindex()
@@ -525,7 +525,7 @@ func noTree(plumbing.Hash) (plumbing.Hash, bool) { return plumbing.ZeroHash, fal
 // the ones that no loose file and no pack that stays holds as one pack,
 // kept from git's gc as every pack gitmem writes (see gd.Keep). s reads
 // the refs and objects: a Store of the collection's own before the swap
-// (most of the work, no lock held), then r.obj under the swap's locks for
+// (most of the work, no lock held), then r.objects.st under the swap's locks for
 // the commits made in between.
 func (t gcTarget) keepUsedAgain(s *gd.Store, pl gcPlan, res gd.RepackResult, keep map[plumbing.Hash]bool) error {
 	tips, err := s.RefTips()

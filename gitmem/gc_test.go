@@ -27,7 +27,7 @@ func noGarbage(countObjects string) bool {
 func pendingObjects(t *testing.T, r *Repo) (objects map[plumbing.Hash]bool, files int) {
 	t.Helper()
 	objects = map[plumbing.Hash]bool{}
-	loose, _ := r.obj.LooseHashes()
+	loose, _ := r.objects.st.LooseHashes()
 	for _, h := range loose {
 		objects[h] = true
 	}
@@ -60,7 +60,7 @@ func TestGCPacksAndGitAgrees(t *testing.T) {
 	if err != nil || st.Packed != len(objects) || st.Removed != files {
 		t.Fatalf("incremental gc: %+v, %v (had %d objects in %d files)", st, err, len(objects), files)
 	}
-	if left, _ := r.obj.LooseHashes(); len(left) != 0 {
+	if left, _ := r.objects.st.LooseHashes(); len(left) != 0 {
 		t.Fatalf("%d loose objects left", len(left))
 	}
 	if packs, _ := gd.ListPacks(r.gitDir); len(packs) != 1 || !packs[0].Repacked {
@@ -145,7 +145,7 @@ func TestGCDoesNotHoldUpWriters(t *testing.T) {
 				for i := range 5 {
 					write(t, r, fmt.Sprint("during", i), fmt.Sprintf("during%d.md", i), "written during gc\n")
 				}
-				settle(t, r) // materialised too: mmu is free
+				settle(t, r) // materialised too: the disk lock is free
 			}})
 			for i := range 20 {
 				write(t, r, fmt.Sprint("id", i), fmt.Sprintf("f%d.md", i%3), fmt.Sprintf("v%d\n", i))

@@ -206,7 +206,7 @@ func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
 	write(t, r, "toolu_first", "a.md", "first\n")
 	settle(t, r)
 	ran := 0
-	r.obj.Env.SetFault(func(step, p string) error {
+	r.objects.st.Env.SetFault(func(step, p string) error {
 		if step != gd.StepRef || p != "refs/heads/main" {
 			return nil
 		}
@@ -223,7 +223,7 @@ func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
 		}
 		return nil
 	})
-	t.Cleanup(func() { r.obj.Env.SetFault(nil) })
+	t.Cleanup(func() { r.objects.st.Env.SetFault(nil) })
 	write(t, r, "toolu_small", "b.md", "small\n") // a few objects
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestPlainGitGCBeforeTheBranchMoves(t *testing.T) {
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
 	}
-	r.obj.Env.SetFault(nil)
+	r.objects.st.Env.SetFault(nil)
 	if ran != 2 {
 		t.Fatalf("git ran before %d branch moves, want 2", ran)
 	}
@@ -279,7 +279,7 @@ func TestObjectsDeletedBeforeACheckpointAreWrittenAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	r.obj.Env.SetFault(func(step, p string) error {
+	r.objects.st.Env.SetFault(func(step, p string) error {
 		if step == gd.StepRef && p == "refs/heads/main" {
 			packs, _ := filepath.Glob(filepath.Join(r.gitDir, "objects", "pack", "pack-*"))
 			for _, f := range packs {
@@ -288,12 +288,12 @@ func TestObjectsDeletedBeforeACheckpointAreWrittenAgain(t *testing.T) {
 		}
 		return nil
 	})
-	t.Cleanup(func() { r.obj.Env.SetFault(nil) })
+	t.Cleanup(func() { r.objects.st.Env.SetFault(nil) })
 	c := write(t, r, "toolu_deleted", "a.md", "deleted under gitmem\n")
 	if err := r.materialize(); err != nil {
 		t.Fatal(err)
 	}
-	r.obj.Env.SetFault(nil)
+	r.objects.st.Env.SetFault(nil)
 	if err := r.checkpoint(); err != nil {
 		t.Fatal(err)
 	}
@@ -363,18 +363,18 @@ func TestPlainGitGCDuringARedaction(t *testing.T) {
 	}
 	settle(t, r)
 	ran := 0
-	r.obj.Env.SetFault(func(step, p string) error {
+	r.objects.st.Env.SetFault(func(step, p string) error {
 		if step == gd.StepRef && p == "refs/heads/main" && ran == 0 {
 			ran++
 			gitGC(t, dir)
 		}
 		return nil
 	})
-	t.Cleanup(func() { r.obj.Env.SetFault(nil) })
+	t.Cleanup(func() { r.objects.st.Env.SetFault(nil) })
 	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	r.obj.Env.SetFault(nil)
+	r.objects.st.Env.SetFault(nil)
 	if ran != 1 {
 		t.Fatal("git did not run before the branch moved")
 	}
@@ -401,18 +401,18 @@ func TestPlainGitGCDuringAFetch(t *testing.T) {
 	put(t, a, "a1", "a.md", "from a\n")
 	a.Flush(context.Background())
 	ran := 0
-	a.obj.Env.SetFault(func(step, p string) error {
+	a.objects.st.Env.SetFault(func(step, p string) error {
 		if step == gd.StepRef && p == "refs/remotes/origin/main" && ran == 0 {
 			ran++
 			gitGC(t, a.Dir())
 		}
 		return nil
 	})
-	t.Cleanup(func() { a.obj.Env.SetFault(nil) })
+	t.Cleanup(func() { a.objects.st.Env.SetFault(nil) })
 	if _, err := a.Pull(context.Background(), "origin", SyncOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	a.obj.Env.SetFault(nil)
+	a.objects.st.Env.SetFault(nil)
 	if ran != 1 {
 		t.Fatal("git did not run before the remote-tracking ref moved")
 	}

@@ -28,11 +28,11 @@ const (
 // commit in its parent: the path in parent, or false.
 func (r *Repo) renameSource(commit, parent plumbing.Hash, dst string, dstBlob plumbing.Hash) (string, bool, error) {
 	var sources []renameCandidate
-	r.omu.Lock()
+	r.objects.lock()
 	err := func() error {
 		var trees [2]plumbing.Hash
 		for i, h := range []plumbing.Hash{commit, parent} {
-			c, err := r.obj.Commit(h)
+			c, err := r.objects.st.Commit(h)
 			if err != nil {
 				return objectError("commit", h, "", err)
 			}
@@ -54,7 +54,7 @@ func (r *Repo) renameSource(commit, parent plumbing.Hash, dst string, dstBlob pl
 			}
 		})
 	}()
-	r.unlockObj()
+	r.objects.unlock()
 	if err != nil || len(sources) == 0 {
 		return "", false, err
 	}

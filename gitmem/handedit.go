@@ -66,7 +66,7 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 // comes back. For every other memory file, checks says what the worktree
 // may hold as gitmem's own, for the write that follows (syncChecked):
 // an edit that lands between this check and that write is kept too.
-// Called with mmu held, before the stat cache forgets paths.
+// Called with the disk lock held, before the stat cache forgets paths.
 func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *node, paths, own []string) (kept map[string]bool, checks map[string]*ownFiles) {
 	v := r.ownVersionsOf(items, prevHead, prev)
 	skip := newPathSet(own)
@@ -76,7 +76,7 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 			continue
 		}
 		of := v.files(q)
-		if r.mirror.handEdited(v.trees, of, q, r.obj.Size) {
+		if r.mirror.handEdited(v.trees, of, q, r.objects.st.Size) {
 			kept[q] = true
 			continue
 		}
@@ -113,15 +113,15 @@ func (r *Repo) ownVersionsOf(items []*prepared, prevHead plumbing.Hash, prev *no
 	if base := items[0].parent; base != prevHead && !base.IsZero() {
 		// Replayed after a crash: the worktree may hold what it did
 		// before the first of them, where the crash stopped it.
-		r.omu.Lock()
-		c, err := r.obj.Commit(base)
+		r.objects.lock()
+		c, err := r.objects.st.Commit(base)
 		if err == nil {
 			var t *node
 			if t, err = r.loadTree(c.TreeHash, prev, ""); err == nil {
 				v.trees = append(v.trees, t)
 			}
 		}
-		r.unlockObj()
+		r.objects.unlock()
 	}
 	if len(v.trees) > len(items)+1 {
 		v.always = append(v.always, len(items)+1)
@@ -265,7 +265,7 @@ func (of *ownFiles) sized(size int64, sizeOf func(plumbing.Hash) (int64, error))
 // when checked) noted in repairs (noteBase) for the next adopt commit's merge
 // (mergeHandEdit). One that another program still holds open for writing
 // is waited for, or put back (keepWriting). blob reads a blob. Called
-// with mmu held.
+// with the disk lock held.
 //
 // It is longer than 80 lines on purpose: its rounds share the state of
 // one write (what to put, what q may hold as gitmem's own, the edit's
@@ -413,7 +413,7 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 // hand edit made on base (what q held when checked), which the next adopt
 // commit merges with the acknowledged version, once the program is done
 // (adoptDrift reads no file open for writing). put is what syncChecked
-// had put at q (putFile: a file), which comes back aside. Called with mmu
+// had put at q (putFile: a file), which comes back aside. Called with the disk lock
 // held.
 func (m *mirror) keepWriting(q, aside string, put []byte, putFile bool, base []byte) error {
 	w := m.wt

@@ -236,7 +236,7 @@ func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
 	write(t, r, "t2", "b.md", "bee\n")
 	settle(t, r)
 	var once sync.Once
-	r.obj.Env.SetFault(func(step, p string) error {
+	r.objects.st.Env.SetFault(func(step, p string) error {
 		if step == gd.StepWorktree && (strings.HasSuffix(p, "a.md") || strings.HasSuffix(p, "b.md")) {
 			once.Do(func() {
 				appendHand(t, dir, "a.md", "by hand")
@@ -245,7 +245,7 @@ func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
 		}
 		return nil
 	})
-	defer r.obj.Env.SetFault(nil)
+	defer r.objects.st.Env.SetFault(nil)
 	_, err := r.Update(context.Background(), Meta{Subject: "change", Trailers: []Trailer{{TrailerToolUseID, "t3"}}}, func(tx *Tx) error {
 		if err := tx.WriteFile("a.md", []byte("ONE\ntwo\n")); err != nil {
 			return err
@@ -256,7 +256,7 @@ func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(t, r)
-	r.obj.Env.SetFault(nil)
+	r.objects.st.Env.SetFault(nil)
 	if _, err := r.Adopt(context.Background()); err != nil {
 		t.Fatal(err)
 	}

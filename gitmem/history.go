@@ -43,15 +43,15 @@ type historyIndex struct {
 	chunk int    // how much of the file tail reads at a time (tailChunk, or a test's)
 
 	// buildMu lets one catch-up run at a time. Taken after the writer
-	// turn (wmu), before mu and the object store's lock (omu), and never
-	// with either held: a catch-up takes omu per commit, so that tool
+	// turn (the writer turn), before mu and the object store's lock (objects.mu), and never
+	// with either held: a catch-up takes objects.mu per commit, so that tool
 	// calls, views and the commit pipeline go on meanwhile.
 	buildMu sync.Mutex
 	// fileMu guards writes of the file (and its removal). Taken after
 	// the materialiser's lock (disk.mu: appendHistory) and before mu.
 	fileMu sync.Mutex
 	// mu guards every field below. Taken after fileMu, buildMu and the
-	// log files' lock (publish), before omu; never held across a read
+	// log files' lock (publish), before objects.mu; never held across a read
 	// of git's objects.
 	mu      sync.Mutex
 	recs    []histRec     // the index, oldest first (nil until loaded)
@@ -75,7 +75,7 @@ type saveMode int
 
 const (
 	noSave   saveMode = iota
-	saveHeld          // the caller holds wmu and the writer lock
+	saveHeld          // the caller holds the writer turn and the writer lock
 	// saveFree: the caller holds no lock. The index is saved under the
 	// writer lock: this process's when it owns it, else the lock taken
 	// for the save alone when no other process holds it (a read-only
@@ -111,7 +111,7 @@ type histGrowth struct {
 
 // catchUp brings the index in memory up to head: the commits it lacks
 // are read from git and recorded (their trees compared), with no lock but
-// buildMu held for long — omu is taken per object — so that tool calls, views
+// buildMu held for long — objects.mu is taken per object — so that tool calls, views
 // and the commit pipeline go on meanwhile. It reports what it added (nil:
 // the index was at head already).
 func (r *Repo) catchUp(head plumbing.Hash, progress Progress) ([]histRec, *histGrowth, error) {
@@ -150,7 +150,7 @@ func (x *historyIndex) tryCatchUp() (catchingUp, bool) {
 
 func (c catchingUp) done() { c.x.buildMu.Unlock() }
 
-// record records the commits a walk found (their trees compared, omu
+// record records the commits a walk found (their trees compared, objects.mu
 // taken per commit) and installs the index base grew into, unless it was
 // dropped or changed meanwhile (errHistoryReset), within the catch-up c.
 func (r *Repo) record(c catchingUp, base []histRec, gen int, w newCommits, progress Progress) ([]histRec, *histGrowth, error) {
@@ -161,9 +161,9 @@ func (r *Repo) record(c catchingUp, base []histRec, gen int, w newCommits, progr
 		if r.histIndex.stopping() {
 			return nil, nil, ErrClosed
 		}
-		r.omu.Lock()
+		r.objects.lock()
 		rec, err := r.recordOf(c)
-		r.unlockObj()
+		r.objects.unlock()
 		if err != nil {
 			return nil, nil, wrap("index the history", err)
 		}
@@ -242,7 +242,7 @@ type newCommits struct {
 }
 
 // walkNew walks back from head over every parent to the commits base
-// holds, reading the commits it lacks (omu taken per commit), so that a
+// holds, reading the commits it lacks (objects.mu taken per commit), so that a
 // merge costs the commits it brings.
 func (r *Repo) walkNew(head plumbing.Hash, base []histRec) (newCommits, error) {
 	w := newCommits{known: make(map[plumbing.Hash]int, len(base))}
@@ -268,9 +268,9 @@ func (r *Repo) walkNew(head plumbing.Hash, base []histRec) (newCommits, error) {
 		if len(w.newer)%1024 == 1023 && r.histIndex.stopping() {
 			return w, ErrClosed
 		}
-		r.omu.Lock()
-		c, err := r.obj.Commit(h)
-		r.unlockObj()
+		r.objects.lock()
+		c, err := r.objects.st.Commit(h)
+		r.objects.unlock()
 		if err != nil {
 			return w, wrap("read the history", err)
 		}
@@ -489,13 +489,13 @@ func (x *historyIndex) stopping() bool {
 	return x.stop
 }
 
-// recordOf indexes a commit read from git. Called with omu held.
+// recordOf indexes a commit read from git. Called with objects.mu held.
 func (r *Repo) recordOf(c *object.Commit) (histRec, error) {
 	subject, _, trailers := parseMessage(c.Message)
 	var parentTree plumbing.Hash
 	rec := newRec(c.Hash, c.ParentHashes, c.Author.When, Signature{c.Author.Name, c.Author.Email}, subject, trailers)
 	if p := rec.parent(); !p.IsZero() {
-		p, err := r.obj.Commit(p)
+		p, err := r.objects.st.Commit(p)
 		if err != nil {
 			return rec, err
 		}
@@ -515,12 +515,12 @@ func (r *Repo) recordOf(c *object.Commit) (histRec, error) {
 }
 
 // memTree returns the hash of the memories/ tree in a root tree (zero if
-// none). Called with omu held.
+// none). Called with objects.mu held.
 func (r *Repo) memTree(root plumbing.Hash) (plumbing.Hash, error) {
 	if root.IsZero() {
 		return plumbing.ZeroHash, nil
 	}
-	t, err := r.obj.Tree(root)
+	t, err := r.objects.st.Tree(root)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -535,14 +535,14 @@ func (r *Repo) memTree(root plumbing.Hash) (plumbing.Hash, error) {
 // diffTrees calls fn for every file path that differs between trees a and
 // b (zero: empty) with its blob in b (zero: none), skipping subtrees with
 // equal hashes. The two entry lists are merged in git's order (a folder
-// sorts as its name and "/"), without maps. Called with omu held.
+// sorts as its name and "/"), without maps. Called with objects.mu held.
 func (r *Repo) diffTrees(a, b plumbing.Hash, prefix string, fn func(string, plumbing.Hash)) error {
 	if a == b {
 		return nil
 	}
 	// A file that became a folder (or back) comes as two entries: one
 	// removed, one added, which reports the same paths.
-	return r.obj.DiffTreeEntries(a, b, func(x, y object.TreeEntry) error {
+	return r.objects.st.DiffTreeEntries(a, b, func(x, y object.TreeEntry) error {
 		n := x.Name
 		if n == "" {
 			n = y.Name
@@ -643,7 +643,7 @@ func contains(s string) func([]byte) bool {
 // without parsing whole records. When the file does not reach HEAD
 // (commits made with plain git, a merge, a file missing or damaged), the
 // commits it lacks are read for their ids alone (walkIDs). Called with
-// wmu held, owning the writer lock. In the background (start's read),
+// the writer turn held, owning the writer lock. In the background (start's read),
 // it gives up when Close begins (ErrClosed).
 func (r *Repo) syncIDs(background bool) error {
 	if !r.toolIDs.isStale() {
@@ -673,7 +673,7 @@ func (r *Repo) syncIDs(background bool) error {
 // 4-140 s), and the index is caught up and saved in the background
 // (startBuild). The map is made anew, so that the ids of commits the
 // branch no longer reaches (a reset, a redaction) are forgotten, as the
-// rewritten index forgets them. Called with wmu held.
+// rewritten index forgets them. Called with the writer turn held.
 func (r *Repo) walkIDs(head plumbing.Hash) error {
 	base, gen := r.histIndex.base()
 	w, err := r.walkNew(head, base)
@@ -707,7 +707,7 @@ func (r *Repo) walkIDs(head plumbing.Hash) error {
 }
 
 // recordHere records and saves the commits walkIDs found, unless a
-// catch-up is under way; it reports whether it did. Called with wmu held,
+// catch-up is under way; it reports whether it did. Called with the writer turn held,
 // owning the writer lock.
 func (r *Repo) recordHere(base []histRec, gen int, w newCommits) bool {
 	c, ok := r.histIndex.tryCatchUp()

@@ -27,7 +27,7 @@ type gitIndex struct {
 	// mu guards .git/index, tree and entries; the writer lock is let go
 	// (owned set false) only with it held, so that no flush writes the
 	// index after. Reached through lock (an indexHeld proves it held).
-	// Taken after wmu, never with disk.mu or omu held. release and Close
+	// Taken after the writer turn, never with disk.mu or objects.mu held. release and Close
 	// close the log (disk.mu, then logFiles.mu) with it held: so the order
 	// is mu -> disk.mu -> logFiles.mu, and nothing may take mu with
 	// disk.mu held (design F8). Flush's wait for it ends with its
@@ -103,7 +103,7 @@ func (x *gitIndex) idle() bool {
 // check that found its lstat data changed but not its blob: a folder
 // copied, a backup restored) gets what that read found, as git's refresh
 // does, so the next start need not read it again; for it alone an index
-// that holds HEAD's tree is written again. Called with wmu held, or by
+// that holds HEAD's tree is written again. Called with the writer turn held, or by
 // flush with the index's lock held (as writeIndexHeld).
 func (r *Repo) writeIndex() error {
 	held := r.gitIndex.lock()
@@ -369,9 +369,9 @@ func (r *Repo) readIndexHead() plumbing.Hash {
 		return plumbing.ZeroHash
 	}
 	h := plumbing.NewHash(s)
-	r.omu.Lock()
-	defer r.unlockObj()
-	if _, err := r.obj.Commit(h); err != nil {
+	r.objects.lock()
+	defer r.objects.unlock()
+	if _, err := r.objects.st.Commit(h); err != nil {
 		return plumbing.ZeroHash
 	}
 	return h

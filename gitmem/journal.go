@@ -81,7 +81,7 @@ func (m *mirror) readJournal() *journal {
 // repairPending brings the worktree paths a leftover journal names back
 // to HEAD and removes the journal once all of them match. What could not
 // be repaired stays in repairs.pend (and in the journal) for the next attempt.
-// Called with wmu and the writer lock held.
+// Called with the writer turn and the writer lock held.
 func (r *Repo) repairPending() {
 	j := r.mirror.readJournal()
 	if j == nil {
@@ -105,7 +105,7 @@ func (r *Repo) repairPending() {
 	r.mirror.forget(j.Paths)
 	r.mirror.repairs.setPending(left)
 	// The repaired files must be on disk before the record of them goes.
-	if err := gd.SyncFS(r.obj.Env, r.dir, r.mirror.wt.flushList()); err != nil {
+	if err := gd.SyncFS(r.objects.st.Env, r.dir, r.mirror.wt.flushList()); err != nil {
 		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -134,14 +133,14 @@ func (g heldObjects) small() bool {
 // log can be emptied (checkpoint.go). Its state is the disk (its lock,
 // disk.mu, is the first of the pipeline's: see disk); it reaches the
 // other parts it writes through, each taken after the disk lock: the log
-// files, the backlog, the published state, the object store (omu), the
+// files, the backlog, the published state, the object store (objects.mu), the
 // mirror, the history index, and the branch's keeper.
 type materialiser struct {
 	disk    *disk
 	log     *logFiles
 	backlog *backlog
 	state   *published
-	omu     *sync.Mutex // the object store's lock: go-git's storage is not safe for concurrent use
+	objs    *objects
 	obj     *gd.Store
 	mirror  *mirror // the files a sync covers, the paths waiting for repair
 	hist    *historyIndex
@@ -170,13 +169,6 @@ type branchKeeper interface {
 	keepBranch(dt diskTurn)
 	putBranchBack(was, at plumbing.Hash, why string) error
 	takeBranchBack(dt diskTurn, cur, to plumbing.Hash) (moved plumbing.Hash, err error)
-}
-
-// unlockObj releases omu, closing the pack files go-git opened unless an
-// operation holds them (see gitdir.Store.Release).
-func (m *materialiser) unlockObj() {
-	m.obj.Release()
-	m.omu.Unlock()
 }
 
 // materialize writes the published commits into git's files: loose
@@ -251,7 +243,7 @@ func (m *materialiser) writeCommits(dt diskTurn, items []*prepared) (moved plumb
 	// pack: writing it took as long as the group was large, and every call
 	// reading a file waited for it, holding the writer lock. The objects
 	// stay readable from memory until the checkpoint.
-	pack, err := m.obj.WritePackFiles(objs, false, gd.Own)
+	pack, err := m.objs.st.WritePackFiles(objs, false, gd.Own)
 	if err != nil {
 		return plumbing.ZeroHash, wrap("write the objects", err)
 	}
@@ -285,9 +277,9 @@ func (m *materialiser) moveBranch(dt diskTurn, items []*prepared) (moved plumbin
 		onChain = onChain || p.hash == dt.d.head
 	}
 	if onChain {
-		m.omu.Lock()
-		err := m.obj.UpdateRef(*m.branch, dt.d.head, last.hash, false)
-		m.unlockObj()
+		m.objs.lock()
+		err := m.objs.st.UpdateRef(*m.branch, dt.d.head, last.hash, false)
+		m.objs.unlock()
 		if err == nil {
 			dt.d.head = last.hash
 			return plumbing.ZeroHash, nil
@@ -330,13 +322,13 @@ func (m *materialiser) syncMaterialized(dt diskTurn) error {
 	ref := filepath.Join(m.gitDir, filepath.FromSlash(string(*m.branch)))
 	files := append(m.mirror.flushList(), dt.d.packsWritten...)
 	files = append(files, ref, filepath.Dir(ref))
-	if err := gd.SyncFS(m.obj.Env, m.gitDir, files); err != nil {
+	if err := gd.SyncFS(m.objs.st.Env, m.gitDir, files); err != nil {
 		return wrap("sync the repository", err)
 	}
 	dt.d.packsWritten = nil
 	dt.d.held = slices.DeleteFunc(dt.d.held, func(g heldObjects) bool {
 		if g.done {
-			m.obj.Drop(g.objs)
+			m.objs.st.Drop(g.objs)
 		}
 		return g.done
 	})
@@ -375,12 +367,12 @@ func (m *materialiser) secureMaterialized(dt diskTurn) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	m.omu.Lock()
-	missing := m.obj.Missing(gone)
-	m.unlockObj()
+	m.objs.lock()
+	missing := m.objs.st.Missing(gone)
+	m.objs.unlock()
 	if len(missing) > 0 {
 		m.opt.Errorf("gitmem: %d object(s) of acknowledged commits were deleted from git's files by another program before a checkpoint; gitmem writes them again", len(missing))
-		h, err := m.obj.WritePackFiles(missing, false, gd.Own)
+		h, err := m.objs.st.WritePackFiles(missing, false, gd.Own)
 		if err != nil {
 			return wrap("write the objects again", err)
 		}
@@ -415,7 +407,7 @@ func (m *materialiser) foldSmall(dt diskTurn) {
 	if len(folded) < foldAt && bytes < foldBytes {
 		return
 	}
-	h, err := m.obj.WritePackFiles(small, true, gd.Own)
+	h, err := m.objs.st.WritePackFiles(small, true, gd.Own)
 	if err != nil {
 		return
 	}
@@ -431,7 +423,7 @@ func (m *materialiser) foldSmall(dt diskTurn) {
 // them). Called with the disk lock held (dt).
 func (m *materialiser) dropHeld(dt diskTurn) {
 	for _, g := range dt.d.held {
-		m.obj.Drop(g.objs)
+		m.objs.st.Drop(g.objs)
 	}
 	dt.d.held = nil
 }
@@ -453,17 +445,17 @@ func (m *materialiser) removeFolded(dt diskTurn, packs []plumbing.Hash) {
 		gone[base+".pack"], gone[base+".idx"] = true, true
 	}
 	dt.d.packsWritten = slices.DeleteFunc(dt.d.packsWritten, func(p string) bool { return gone[p] })
-	m.omu.Lock()
-	m.obj.Reindex()
-	m.unlockObj()
+	m.objs.lock()
+	m.objs.st.Reindex()
+	m.objs.unlock()
 }
 
 // addPack makes a pack materialisation wrote one the store reads from,
 // and one the next checkpoint syncs. Called with the disk lock held (dt).
 func (m *materialiser) addPack(dt diskTurn, h plumbing.Hash) {
-	m.omu.Lock()
-	m.obj.AddPack(h)
-	m.unlockObj()
+	m.objs.lock()
+	m.objs.st.AddPack(h)
+	m.objs.unlock()
 	base := filepath.Join(m.gitDir, "objects", "pack", "pack-"+h.String())
 	dt.d.packsWritten = append(dt.d.packsWritten, base+".pack", base+".idx", filepath.Dir(base))
 }

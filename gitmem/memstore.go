@@ -24,9 +24,9 @@ func (r *Repo) CommitObject(hash string) (Commit, error) {
 	if !plumbing.IsHash(hash) {
 		return Commit{}, ErrUnknownRev
 	}
-	r.omu.Lock()
-	defer r.unlockObj()
-	c, err := r.obj.Commit(plumbing.NewHash(hash))
+	r.objects.lock()
+	defer r.objects.unlock()
+	c, err := r.objects.st.Commit(plumbing.NewHash(hash))
 	if err != nil {
 		return Commit{}, wrap("read commit", err)
 	}

@@ -383,10 +383,10 @@ type mergeStore interface {
 	readTree(h plumbing.Hash, old *node) (*node, error)
 }
 
-// readTree is loadTree with omu held (mergeStore).
+// readTree is loadTree with objects.mu held (mergeStore).
 func (r *Repo) readTree(h plumbing.Hash, old *node) (*node, error) {
-	r.omu.Lock()
-	defer r.unlockObj()
+	r.objects.lock()
+	defer r.objects.unlock()
 	return r.loadTree(h, old, "")
 }
 
@@ -400,9 +400,9 @@ func (r *Repo) linearSince(from, to plumbing.Hash) ([]*object.Commit, bool) {
 		if len(out) == rebaseMax {
 			return nil, false
 		}
-		r.omu.Lock() // a commit at a time: readers go on between
-		c, err := r.obj.Commit(to)
-		r.unlockObj()
+		r.objects.lock() // a commit at a time: readers go on between
+		c, err := r.objects.st.Commit(to)
+		r.objects.unlock()
 		if err != nil || len(c.ParentHashes) != 1 {
 			return nil, false
 		}

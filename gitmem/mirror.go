@@ -5,8 +5,9 @@ import (
 	"os"
 	"sync/atomic"
 
-	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // mirror keeps memories/ following the branch, and finds what was edited
@@ -21,7 +22,7 @@ import (
 // order: each may be taken with any other lock held, and none is held
 // while another lock is taken. What orchestrates it with the rest of the
 // store (materializeSome's follow, adopting, checking out what git moved)
-// runs on Repo, with wmu or mmu held as its comments say.
+// runs on Repo, with the writer turn or the disk lock held as its comments say.
 type mirror struct {
 	wt           *worktree
 	stats        *statCache // worktree files known to hold their HEAD blob
@@ -39,7 +40,7 @@ type mirror struct {
 
 	// tooBigLogged is the size each hand-made file over maxFileBytes had
 	// when the error log last named it (leaveTooBig): named once, not at
-	// every look. Guarded by the writer turn: only an adopt, with wmu
+	// every look. Guarded by the writer turn: only an adopt, with the writer turn
 	// held, touches it.
 	tooBigLogged map[string]int64
 }

@@ -1,38 +1,57 @@
 package gitmem
 
 import (
+	"sync"
+
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
-// unlockObj releases omu, closing the pack files go-git opened unless an
+// objects is the object store every part of this process reads and
+// writes through: go-git's storage, the packs it opened and their caches,
+// which are not safe for concurrent use, and the overlay of objects
+// durable in the write-ahead log but not yet in git's files (Put, Drop,
+// View: lock-free, with the store's own lock). The functions commented
+// "Called with objects.mu held" run with mu held.
+type objects struct {
+	// mu guards st's storage, pack handles and caches. In the lock order
+	// it comes after historyIndex.mu, before the leaves; a long read (a
+	// redaction's rewrite, a catch-up of the history index) takes it per
+	// object, or reads through its own View.
+	mu sync.Mutex
+	st *gd.Store
+}
+
+func (o *objects) lock() { o.mu.Lock() }
+
+// unlock releases mu, closing the pack files go-git opened unless an
 // operation holds them (see gitdir.Store.Release).
-func (r *Repo) unlockObj() {
-	r.obj.Release()
-	r.omu.Unlock()
+func (o *objects) unlock() {
+	o.st.Release()
+	o.mu.Unlock()
 }
 
 // holdPacks keeps pack files open until dropPacks, for an operation that
 // reads many objects (blame, a log with patches).
 func (r *Repo) holdPacks() {
-	r.omu.Lock()
-	r.obj.Hold()
-	r.omu.Unlock()
+	r.objects.lock()
+	r.objects.st.Hold()
+	r.objects.mu.Unlock()
 }
 
-// withObjects runs fn on the object store, with omu held, and closes the
+// withObjects runs fn on the object store, with objects.mu held, and closes the
 // packs fn opened after (see unlockObj).
 func (r *Repo) withObjects(fn func(st *gd.Store) error) error {
-	r.omu.Lock()
-	defer r.unlockObj()
-	return fn(r.obj)
+	r.objects.lock()
+	defer r.objects.unlock()
+	return fn(r.objects.st)
 }
 
 func (r *Repo) dropPacks() {
-	r.omu.Lock()
-	r.obj.Unhold()
-	r.unlockObj()
+	r.objects.lock()
+	r.objects.st.Unhold()
+	r.objects.unlock()
 }
 
 // readRef reads a ref of the repository (gitdir.ReadRef).

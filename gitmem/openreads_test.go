@@ -256,18 +256,18 @@ func TestResolveAncestorsAsGit(t *testing.T) {
 	for _, base := range []string{last.Hash, last.Hash[:7], "HEAD"} {
 		for _, suffix := range []string{"~0", "~1", "~3", "^", "^0", "^1", "~1^", "^^~1", "~2^0"} {
 			want := gittest.Git(t, dir, "rev-parse", base+suffix)
-			r.omu.Lock()
+			r.objects.lock()
 			h, ok := r.resolveAncestor(base + suffix)
-			r.unlockObj()
+			r.objects.unlock()
 			if !ok || h.String() != strings.TrimSpace(want) {
 				t.Errorf("%s%s: %s %v, git says %s", base, suffix, h, ok, want)
 			}
 		}
 	}
 	for _, bad := range []string{"~9", "^2", "~x", ":a.md", "~99999999"} {
-		r.omu.Lock()
+		r.objects.lock()
 		_, ok := r.resolveAncestor(last.Hash + bad)
-		r.unlockObj()
+		r.objects.unlock()
 		if ok {
 			t.Errorf("%s resolved", bad)
 		}
@@ -291,17 +291,17 @@ func TestResolveShortHashAsGit(t *testing.T) {
 	for _, c := range commits {
 		for _, n := range []int{7, 5, 12} {
 			want := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", c.Hash[:n]))
-			r.omu.Lock()
+			r.objects.lock()
 			h, ok := r.expandCommit(c.Hash[:n])
-			r.unlockObj()
+			r.objects.unlock()
 			if !ok || h.String() != want {
 				t.Errorf("%s: %s %v, git says %s", c.Hash[:n], h, ok, want)
 			}
 		}
 	}
-	r.omu.Lock()
+	r.objects.lock()
 	_, ok := r.expandCommit("0000000")
-	r.unlockObj()
+	r.objects.unlock()
 	if ok {
 		t.Error("0000000 resolved")
 	}

@@ -247,8 +247,8 @@ func (r *Repo) At(ctx context.Context, t time.Time) (Commit, error) {
 // Files returns the memory files (relative to memories/) and their blob
 // hashes at a commit, under the given paths ("" or none: all).
 func (r *Repo) Files(rev string, paths ...string) (map[string]string, error) {
-	r.omu.Lock()
-	defer r.unlockObj()
+	r.objects.lock()
+	defer r.objects.unlock()
 	h, err := r.resolve(rev)
 	if err != nil {
 		return nil, err
@@ -257,13 +257,13 @@ func (r *Repo) Files(rev string, paths ...string) (map[string]string, error) {
 }
 
 // filesAt lists files with their blob hashes, reading trees only (a
-// damaged blob is named where its content is read). Called with omu held.
+// damaged blob is named where its content is read). Called with objects.mu held.
 func (r *Repo) filesAt(commit plumbing.Hash, paths []string) (map[string]string, error) {
 	out := map[string]string{}
 	if commit.IsZero() {
 		return out, nil
 	}
-	c, err := r.obj.Commit(commit)
+	c, err := r.objects.st.Commit(commit)
 	if err != nil {
 		return nil, objectError("commit", commit, "", err)
 	}
@@ -273,7 +273,7 @@ func (r *Repo) filesAt(commit plumbing.Hash, paths []string) (map[string]string,
 	}
 	var walk func(h plumbing.Hash, dir string) error
 	walk = func(h plumbing.Hash, dir string) error {
-		t, err := r.obj.Tree(h)
+		t, err := r.objects.st.Tree(h)
 		if err != nil {
 			return objectError("tree", h, path.Join(memDir, dir), err)
 		}

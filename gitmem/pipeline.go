@@ -7,7 +7,7 @@ import (
 // The commit pipeline. A change becomes durable with one fdatasync, shared
 // by every change waiting at that moment (group commit):
 //
-//  1. prepare (under wmu; the committer, committer.go): the
+//  1. prepare (under the writer turn; the committer, committer.go): the
 //     transaction's objects are encoded and hashed in memory and the
 //     commit becomes the writer's tip (published.go). The next
 //     transaction builds on it at once; readers do not see it yet.
@@ -53,10 +53,10 @@ const (
 // initPipeline makes the pipeline's parts (the mirror, which the
 // committer tells of the paths in flight, is made before).
 func (r *Repo) initPipeline() {
-	r.committer = committer{queue: &batch{}, log: &r.log, state: &r.state, backlog: &r.backlog, objs: r.obj,
+	r.committer = committer{queue: &batch{}, log: &r.log, state: &r.state, backlog: &r.backlog, objs: r.objects.st,
 		ids: r.toolIDs, paths: r.mirror, hist: r.histIndex, maint: &r.maint, opt: &r.opt}
 	r.maint = newMaintainer(r.opt.hooks.idleRelease())
 	r.backlog = newBacklog()
-	r.mat = &materialiser{disk: &r.disk, log: &r.log, backlog: &r.backlog, state: &r.state, omu: &r.omu, obj: r.obj,
+	r.mat = &materialiser{disk: &r.disk, log: &r.log, backlog: &r.backlog, state: &r.state, objs: &r.objects,
 		mirror: r.mirror, hist: r.histIndex, follow: r, branches: r, gitDir: r.gitDir, branch: &r.branch, opt: &r.opt}
 }

@@ -691,14 +691,14 @@ func TestIdleCheckpointLeavesCallsFree(t *testing.T) {
 	write(t, r, "t0", "a.md", "before\n") // the log holds it until a checkpoint
 	syncing, proceed := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	r.obj.Env.SetFault(func(step, _ string) error {
+	r.objects.st.Env.SetFault(func(step, _ string) error {
 		if step == gd.StepSync {
 			once.Do(func() { close(syncing) })
 			<-proceed
 		}
 		return nil
 	})
-	defer r.obj.Env.SetFault(nil)
+	defer r.objects.st.Env.SetFault(nil)
 	defer close(proceed) // before the fault is removed: nothing stays blocked
 	select {
 	case <-syncing:

@@ -25,11 +25,11 @@ import (
 // putBranchBack recreates the branch at at after it was deleted outside
 // gitmem (git update-ref -d, git branch -D) while it was at was: gitmem
 // knows the acknowledged commits, so none is refused or lost for it.
-// Called with omu not held.
+// Called with objects.mu not held.
 func (r *Repo) putBranchBack(was, at plumbing.Hash, why string) error {
-	r.omu.Lock()
-	err := r.obj.UpdateRef(r.branch, plumbing.ZeroHash, at, false)
-	r.unlockObj()
+	r.objects.lock()
+	err := r.objects.st.UpdateRef(r.branch, plumbing.ZeroHash, at, false)
+	r.objects.unlock()
 	if err != nil {
 		return wrap("put the branch back", err)
 	}
@@ -59,7 +59,7 @@ func (r *Repo) keepBranch(dt diskTurn) {
 // that descends from the one it last knew (another gitmem process may
 // have committed on from it), found among the commits no other commit
 // names as a parent. It reports where, or false when the branch is not
-// missing or cannot be put back. Called with wmu and the writer lock held.
+// missing or cannot be put back. Called with the writer turn and the writer lock held.
 func (r *Repo) restoreBranch() (plumbing.Hash, bool) {
 	if _, err := r.readRef(r.branch); !errors.Is(err, gd.ErrNoRef) {
 		return plumbing.ZeroHash, false
@@ -70,7 +70,7 @@ func (r *Repo) restoreBranch() (plumbing.Hash, bool) {
 	}
 	at := had
 	if tips, err := r.headCommits(); err == nil {
-		st := r.obj.View()
+		st := r.objects.st.View()
 		g := gd.NewGraph(st)
 		for _, c := range tips { // newest first
 			h := plumbing.NewHash(c.Hash)
@@ -118,7 +118,7 @@ func headMoved(gitDir string, branch plumbing.ReferenceName) (ref string, at plu
 // one edited by hand since is adopted merged, as after a branch moved
 // while gitmem was stopped: checkoutMoved), so that git's view — HEAD,
 // .git/index, the worktree — is the branch's again. The ref git made, if
-// any, stays where git put it. Called with wmu held, by the holder of the
+// any, stays where git put it. Called with the writer turn held, by the holder of the
 // writer lock.
 func (r *Repo) putHeadBack() {
 	ref, at, moved := headMoved(r.gitDir, r.branch)
@@ -196,7 +196,7 @@ func (r *Repo) gitMoved() bool {
 
 // gitMovedAway reports whether HEAD or the branch was taken away with git
 // (git checkout, git switch, git update-ref -d, git reset): the holder of
-// the writer lock puts them back. Called with wmu held.
+// the writer lock puts them back. Called with the writer turn held.
 func (r *Repo) gitMovedAway() bool {
 	if _, _, moved := headMoved(r.gitDir, r.branch); moved {
 		return true
@@ -218,7 +218,7 @@ func (r *Repo) gitMovedAway() bool {
 // back (takeBack). The one move it takes is a redaction's, by another
 // gitmem process: it rewrites had, and deletes it from git's files (or
 // has not yet: its record is still on disk); rewritten says so. A
-// read-only Repo takes the branch as it is. Called with wmu held.
+// read-only Repo takes the branch as it is. Called with the writer turn held.
 func (r *Repo) movedOff(had, cur plumbing.Hash) (off, rewritten bool) {
 	if had.IsZero() || cur.IsZero() || had == cur || r.opt.ReadOnly {
 		return false, false
@@ -226,15 +226,15 @@ func (r *Repo) movedOff(had, cur plumbing.Hash) (off, rewritten bool) {
 	if _, err := os.Stat(redactPath(r.gitDir)); err == nil {
 		return false, true // a redaction is finishing (or its gc failed)
 	}
-	st := r.obj.View()
+	st := r.objects.st.View()
 	in, err := gd.NewGraph(st).IsAncestor(had, cur)
 	st.Close()
 	if err != nil || in {
 		return false, false // a missing commit is refresh's to report
 	}
-	r.omu.Lock()
-	gone := len(r.obj.Missing([]gd.Object{{Type: plumbing.CommitObject, Hash: had}})) > 0
-	r.unlockObj()
+	r.objects.lock()
+	gone := len(r.objects.st.Missing([]gd.Object{{Type: plumbing.CommitObject, Hash: had}})) > 0
+	r.objects.unlock()
 	return !gone, gone
 }
 
@@ -244,7 +244,7 @@ func (r *Repo) movedOff(had, cur plumbing.Hash) (off, rewritten bool) {
 // one the acknowledged commits already hold leaves nothing to merge), and
 // the worktree files git checked out for it get the acknowledged version
 // back (undoCheckout): they are git's, not hand edits. Called by settleIn
-// with wmu and the writer lock held.
+// with the writer turn and the writer lock held.
 func (r *Repo) takeBack(cur plumbing.Hash) {
 	dt := r.disk.hold()
 	defer dt.release()
@@ -267,18 +267,18 @@ func (r *Repo) takeBack(cur plumbing.Hash) {
 // moved is the last commit kept.
 func (r *Repo) takeBranchBack(dt diskTurn, cur, to plumbing.Hash) (moved plumbing.Hash, err error) {
 	for try := 0; ; try++ {
-		r.omu.Lock()
+		r.objects.lock()
 		var made time.Time // when git made the commit (its committer date)
-		c, err := r.obj.Commit(cur)
+		c, err := r.objects.st.Commit(cur)
 		if err == nil {
 			made = c.Committer.When
 			err = r.keepDisplaced(cur)
 		}
 		kept := err == nil
 		if err == nil {
-			err = r.obj.UpdateRef(r.branch, cur, to, false)
+			err = r.objects.st.UpdateRef(r.branch, cur, to, false)
 		}
-		r.unlockObj()
+		r.objects.unlock()
 		if kept {
 			r.opt.Logf("gitmem: the branch was moved outside gitmem (to %s); the acknowledged commits stay on it and %s is merged back", cur, cur)
 			r.outside.displaced(cur, r.gitIndex.candidates(made)) // what a git commit may have been made from
@@ -303,13 +303,13 @@ func (r *Repo) takeBranchBack(dt diskTurn, cur, to plumbing.Hash) (moved plumbin
 const displacedRefs = "refs/gitmem/displaced/"
 
 // keepDisplaced makes h reachable as refs/gitmem/displaced/<h>, durably.
-// Called with omu held.
+// Called with objects.mu held.
 func (r *Repo) keepDisplaced(h plumbing.Hash) error {
 	name := plumbing.ReferenceName(displacedRefs + h.String())
 	if cur, err := r.readRef(name); err == nil && cur == h {
 		return nil
 	}
-	return r.obj.UpdateRef(name, plumbing.ZeroHash, h, true)
+	return r.objects.st.UpdateRef(name, plumbing.ZeroHash, h, true)
 }
 
 // displacedIn lists the commits waiting to be merged back in gitDir, by
@@ -330,7 +330,7 @@ func displacedIn(gitDir string) map[plumbing.ReferenceName]plumbing.Hash {
 // mergeDisplaced merges each commit the branch was moved to outside
 // gitmem back into it, one merge commit each by the operator (conflicts
 // are marked as in a pull), and drops its ref once merged. Called without
-// wmu, by the maintenance loop and Flush. The wait for the one under way
+// the writer turn, by the maintenance loop and Flush. The wait for the one under way
 // ends with ctx (ctx.Err()) or when Close begins (ErrClosed).
 func (r *Repo) mergeDisplaced(ctx context.Context) error {
 	if err := r.outside.mergeMu.Take(ctx, r.life.Done()); err != nil { // one at a time: Flush waits for the loop's
@@ -341,7 +341,7 @@ func (r *Repo) mergeDisplaced(ctx context.Context) error {
 		return nil
 	}
 	for name, h := range displacedIn(r.gitDir) {
-		st := r.obj.View()
+		st := r.objects.st.View()
 		was := plumbing.NewHash(strings.TrimPrefix(name.String(), displacedRefs))
 		idx, ok := r.outside.indexFor(was)
 		if !ok {
@@ -364,11 +364,11 @@ func (r *Repo) mergeDisplaced(ctx context.Context) error {
 		for _, c := range m.conflicts {
 			r.opt.Logf("gitmem: merging %s back: conflict (%s) in %s", h, c.Kind, c.Path)
 		}
-		r.omu.Lock()
-		if err := r.obj.Storage().RemoveReference(name); err != nil {
+		r.objects.lock()
+		if err := r.objects.st.Storage().RemoveReference(name); err != nil {
 			r.opt.Logf("gitmem: could not delete %s after merging it back: %v", name, err)
 		}
-		r.unlockObj()
+		r.objects.unlock()
 		r.outside.merged(was)
 	}
 	return nil
@@ -380,7 +380,7 @@ func (r *Repo) mergeDisplaced(ctx context.Context) error {
 // (mergeDisplaced).
 type outsideGit struct {
 	// mergeMu lets one merge back run at a time (the maintenance loop's
-	// or Flush's). Taken before wmu (the merge is a change, through
+	// or Flush's). Taken before the writer turn (the merge is a change, through
 	// update) and everything after it.
 	mergeMu    lock.Mutex
 	waiting    atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back

@@ -128,7 +128,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	}
 	// The rewrite reads through a view of its own: the tool calls' reads
 	// go on meanwhile (a preview's too).
-	st := r.obj.View()
+	st := r.objects.st.View()
 	st.Hold()
 	rep, moved, pack, err := rewrite(ctx, r.gitDir, st, red, dry, progress)
 	st.Unhold()
@@ -158,7 +158,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	// Every ref's lock before the first moves: a lock git holds (git gc
 	// holds a branch's while it expires its reflog) stops the redaction
 	// here, having changed nothing, rather than half-way.
-	tx, err := r.obj.LockRefs(moved, true)
+	tx, err := r.objects.st.LockRefs(moved, true)
 	if err != nil {
 		os.Remove(redactPath(r.gitDir))
 		unnote()
@@ -173,9 +173,9 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	if err := r.withObjects(func(st *gd.Store) error { return checkRedacted(t, st, r.gitDir, rep) }); err != nil {
 		return rep, err
 	}
-	r.omu.Lock()
-	rep.Removed = slices.DeleteFunc(rep.Removed, func(h string) bool { return r.obj.HasObject(plumbing.NewHash(h)) })
-	r.unlockObj()
+	r.objects.lock()
+	rep.Removed = slices.DeleteFunc(rep.Removed, func(h string) bool { return r.objects.st.HasObject(plumbing.NewHash(h)) })
+	r.objects.unlock()
 	return rep, nil
 }
 
@@ -315,9 +315,9 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 			if why := badRedactMove(name, m); why != "" {
 				return damaged(why)
 			}
-			r.omu.Lock()
-			_, err := r.obj.Commit(plumbing.NewHash(m[1]))
-			r.unlockObj()
+			r.objects.lock()
+			_, err := r.objects.st.Commit(plumbing.NewHash(m[1]))
+			r.objects.unlock()
 			if err != nil {
 				return damaged(fmt.Sprintf("%s would move to %s, which is not a commit of this repository", name, m[1]))
 			}
@@ -336,7 +336,7 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 		}
 		if tx == nil {
 			var err error
-			if tx, err = r.obj.LockRefs(moved, true); err != nil {
+			if tx, err = r.objects.st.LockRefs(moved, true); err != nil {
 				return wrap("move the refs", err)
 			}
 		}
@@ -347,7 +347,7 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 			return wrap("write the index", err)
 		}
 		// The rebuilt worktree must be on disk before the record says so.
-		if err := gd.SyncFS(r.obj.Env, r.dir, r.mirror.flushList()); err != nil {
+		if err := gd.SyncFS(r.objects.st.Env, r.dir, r.mirror.flushList()); err != nil {
 			return wrap("sync the worktree", err)
 		}
 		if err := writeRedactRecord(r.gitDir, redactRecord{GC: true}); err != nil {
@@ -436,7 +436,7 @@ func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
 		return wrap("move the refs", err)
 	}
 	// The refs moved: from here the old history is unreachable.
-	if err := r.log.scrub(dt, r.obj.Env, r.gitDir); err != nil {
+	if err := r.log.scrub(dt, r.objects.st.Env, r.gitDir); err != nil {
 		return wrap("scrub the write-ahead log", err)
 	}
 	r.mat.dropHeld(dt) // no fold may write the old objects again

@@ -218,21 +218,21 @@ func TestRedactAfterThePacksWereReplaced(t *testing.T) {
 	}
 	blob := plumbing.ComputeHash(plumbing.BlobObject, []byte("note 0: sk-live0secret\n"))
 	replaced := false
-	r.obj.Env.SetFault(func(step, _ string) error {
+	r.objects.st.Env.SetFault(func(step, _ string) error {
 		if step == gd.StepPack && !replaced { // the redaction's pack is begun: the refs are read next
 			replaced = true
-			if _, err := r.obj.Storage().EncodedObject(plumbing.AnyObject, blob); err != nil { // go-git lists the packs
+			if _, err := r.objects.st.Storage().EncodedObject(plumbing.AnyObject, blob); err != nil { // go-git lists the packs
 				t.Error(err)
 			}
 			replace()
 		}
 		return nil
 	})
-	t.Cleanup(func() { r.obj.Env.SetFault(nil) })
+	t.Cleanup(func() { r.objects.st.Env.SetFault(nil) })
 	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	r.obj.Env.SetFault(nil)
+	r.objects.st.Env.SetFault(nil)
 	if !replaced {
 		t.Fatal("the packs were not replaced during the redaction")
 	}

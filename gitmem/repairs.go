@@ -22,9 +22,9 @@ import (
 // version written back. It is part of the worktree mirror: its methods
 // take its lock, and nothing else touches its fields.
 type repairs struct {
-	// mu guards the fields below (it was pipeline.pmu). A leaf of the
-	// lock order: it may be taken with any other lock held (wmu in
-	// adoptDrift, mmu in materializeSome, fmu and qmu in dropQueued), and
+	// mu guards the fields below. A leaf of the
+	// lock order: it may be taken with any other lock held (the writer turn in
+	// adoptDrift, the disk lock in materializeSome, the log's lock and the committer's queue lock in dropQueued), and
 	// no lock is taken while it is held.
 	mu       sync.Mutex
 	pend     []string            // repository paths the worktree could not follow yet (also in the journal)

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -192,8 +191,7 @@ type Repo struct {
 	// and checkpoints (materialise.go, checkpoint.go).
 	mat *materialiser
 
-	omu     sync.Mutex // go-git's storage is not safe for concurrent use
-	obj     *gd.Store
+	objects objects // git's objects, shared by every part (objects.go)
 	branch  plumbing.ReferenceName
 	adopted bool // this Open marked a repository gitmem did not create
 
@@ -272,11 +270,11 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 		return nil, wrap("open the repository", err)
 	}
 	r := &Repo{
-		dir:    dir,
-		gitDir: gitDir,
-		opt:    opt,
-		obj:    opt.hooks.open(gitDir),
-		lease:  lock.NewWriter(nil, nil), // read-only: no lock files
+		dir:     dir,
+		gitDir:  gitDir,
+		opt:     opt,
+		objects: objects{st: opt.hooks.open(gitDir)},
+		lease:   lock.NewWriter(nil, nil), // read-only: no lock files
 	}
 	r.life, r.cancel = context.WithCancel(context.Background())
 	r.histIndex = newHistoryIndex(gitDir, opt.hooks)
@@ -288,7 +286,7 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 		r.cancel()
 		r.mirror.close()
 		r.lease.Close()
-		r.obj.Close()
+		r.objects.st.Close()
 		return nil, err
 	}
 	if r.branch, err = gd.ReadHEAD(gitDir); err != nil {
@@ -332,7 +330,7 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 
 // madeByGitmem recognises a repository an earlier gitmem made before it
 // marked its repositories: HEAD is a commit gitmem wrote.
-func (r *Repo) madeByGitmem() bool { return madeByGitmem(r.gitDir, r.branch, r.obj) }
+func (r *Repo) madeByGitmem() bool { return madeByGitmem(r.gitDir, r.branch, r.objects.st) }
 
 func madeByGitmem(gitDir string, branch plumbing.ReferenceName, st *gd.Store) bool {
 	head, err := gd.ReadRef(gitDir, branch)
@@ -373,7 +371,7 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	}
 	r.clearStaleLocks()
 	r.clearTempFiles()
-	r.obj.MakeReserve()
+	r.objects.st.MakeReserve()
 	if err := r.checkBranch(); err != nil {
 		return fail(err)
 	}
@@ -549,8 +547,8 @@ func (r *Repo) refresh(t *writerTurn, si *startIndex, persist bool) error {
 	var tree *node
 	if !head.IsZero() {
 		fromIndex := false
-		r.omu.Lock()
-		c, err := r.obj.Commit(head)
+		r.objects.lock()
+		c, err := r.objects.st.Commit(head)
 		if err != nil {
 			err = objectError("commit", head, "", err)
 		} else if tree = r.treeFromIndex(si, c.TreeHash); tree == nil {
@@ -558,7 +556,7 @@ func (r *Repo) refresh(t *writerTurn, si *startIndex, persist bool) error {
 		} else {
 			fromIndex = true
 		}
-		r.unlockObj()
+		r.objects.unlock()
 		if fromIndex {
 			held := r.gitIndex.lock()
 			held.loaded(head, tree, si.list())
@@ -575,12 +573,12 @@ func (r *Repo) refresh(t *writerTurn, si *startIndex, persist bool) error {
 
 // loadTree reads a tree object into nodes, reusing old's nodes where the
 // hashes match. at is the tree's path, for error messages. Called with
-// omu held.
+// objects.mu held.
 func (r *Repo) loadTree(h plumbing.Hash, old *node, at string) (*node, error) {
 	if old != nil && old.isDir() && old.hash == h {
 		return old, nil
 	}
-	t, err := r.obj.Tree(h)
+	t, err := r.objects.st.Tree(h)
 	if err != nil {
 		return nil, objectError("tree", h, at, err)
 	}
@@ -600,7 +598,7 @@ func (r *Repo) loadTree(h plumbing.Hash, old *node, at string) (*node, error) {
 		default:
 			k := &node{mode: e.Mode, hash: e.Hash}
 			if k.isFile() {
-				if k.size, err = r.obj.Size(e.Hash); err != nil {
+				if k.size, err = r.objects.st.Size(e.Hash); err != nil {
 					return nil, objectError("blob", e.Hash, p, err)
 				}
 			}
@@ -654,9 +652,9 @@ func (r *Repo) snapshotHead() plumbing.Hash {
 }
 
 func (r *Repo) readBlob(h plumbing.Hash) ([]byte, error) {
-	r.omu.Lock()
-	defer r.unlockObj()
-	return r.obj.Blob(h)
+	r.objects.lock()
+	defer r.objects.unlock()
+	return r.objects.st.Blob(h)
 }
 
 // readFile reads the blob h of the memory file p (relative to
@@ -1016,7 +1014,7 @@ func (r *Repo) Close() error {
 			// Kept in the log for the next start: say how many of them
 			// git's files lack (all it holds, if that cannot be told).
 			ue := &UnwrittenError{Changes: kept, LogGone: gone, Err: err}
-			if u, uerr := unrecoveredIn(r.gitDir, r.branch, r.obj); uerr == nil && u.Changes > 0 {
+			if u, uerr := unrecoveredIn(r.gitDir, r.branch, r.objects.st); uerr == nil && u.Changes > 0 {
 				ue.Changes, ue.IDs = u.Changes, u.IDs
 			}
 			err = ue
@@ -1060,9 +1058,9 @@ func (r *Repo) shutdown(t *writerTurn) {
 	r.mirror.close()
 	r.lease.Close()
 	r.closeLog(false)
-	r.omu.Lock()
-	r.obj.Close()
-	r.unlockObj()
+	r.objects.lock()
+	r.objects.st.Close()
+	r.objects.unlock()
 }
 
 // Dir is the repository's folder.
@@ -1081,20 +1079,20 @@ func (r *Repo) Commit(ctx context.Context, rev string) (Commit, error) {
 	if err := r.gitUpToDate(ctx); err != nil {
 		return Commit{}, err
 	}
-	r.omu.Lock()
-	defer r.unlockObj()
+	r.objects.lock()
+	defer r.objects.unlock()
 	h, err := r.resolve(rev)
 	if err != nil {
 		return Commit{}, err
 	}
-	c, err := r.obj.Commit(h)
+	c, err := r.objects.st.Commit(h)
 	if err != nil {
 		return Commit{}, wrap("read commit", err)
 	}
 	return commitOf(c), nil
 }
 
-// resolve turns a revision into a commit hash. Called with omu held.
+// resolve turns a revision into a commit hash. Called with objects.mu held.
 func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 	if plumbing.IsHash(rev) {
 		return plumbing.NewHash(rev), nil
@@ -1105,7 +1103,7 @@ func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 	if h, ok := r.expandCommit(rev); ok {
 		return h, nil
 	}
-	repo, err := git.Open(r.obj.Storage(), nil)
+	repo, err := git.Open(r.objects.st.Storage(), nil)
 	if err != nil {
 		return plumbing.ZeroHash, wrap("open the repository", err)
 	}
@@ -1113,7 +1111,7 @@ func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 	if err != nil {
 		// A commit in a pack another process (or a fetch) wrote since
 		// go-git listed the packs: list them again, once.
-		r.obj.Reindex()
+		r.objects.st.Reindex()
 		if h, err = repo.ResolveRevision(plumbing.Revision(rev)); err != nil {
 			return plumbing.ZeroHash, ErrUnknownRev
 		}
@@ -1127,7 +1125,7 @@ func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 // ResolveRevision reads them through its storage, whose first read loads
 // the pack's whole index (90 ms in a 335 MB pack). ok is false for any
 // other form, or a step that leads nowhere (go-git then says why).
-// Called with omu held.
+// Called with objects.mu held.
 func (r *Repo) resolveAncestor(rev string) (plumbing.Hash, bool) {
 	i := strings.IndexAny(rev, "~^")
 	if i < 0 {
@@ -1150,7 +1148,7 @@ func (r *Repo) resolveAncestor(rev string) (plumbing.Hash, bool) {
 		}
 	}
 	parent := func(i int) bool { // h becomes its i-th parent (0: itself)
-		c, err := r.obj.Commit(h)
+		c, err := r.objects.st.Commit(h)
 		if err != nil || i > len(c.ParentHashes) {
 			return false
 		}
@@ -1195,13 +1193,13 @@ func (r *Repo) resolveAncestor(rev string) (plumbing.Hash, bool) {
 // object's offset for it (90 ms in a 335 MB pack). As go-git (and git),
 // a hash is preferred to a ref of the same name. Anything else (no such
 // object, several, not a commit) is left to go-git, which says why.
-// Called with omu held.
+// Called with objects.mu held.
 func (r *Repo) expandCommit(rev string) (plumbing.Hash, bool) {
-	h, ok := r.obj.Expand(rev)
+	h, ok := r.objects.st.Expand(rev)
 	if !ok {
 		return plumbing.ZeroHash, false
 	}
-	if _, err := r.obj.Commit(h); err != nil {
+	if _, err := r.objects.st.Commit(h); err != nil {
 		return plumbing.ZeroHash, false
 	}
 	return h, true
@@ -1213,17 +1211,17 @@ func (r *Repo) ReadFileAt(ctx context.Context, rev, p string) ([]byte, error) {
 	if err := r.gitUpToDate(ctx); err != nil {
 		return nil, err
 	}
-	r.omu.Lock()
-	defer r.unlockObj()
+	r.objects.lock()
+	defer r.objects.unlock()
 	h, err := r.resolve(rev)
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.obj.Commit(h)
+	c, err := r.objects.st.Commit(h)
 	if err != nil {
 		return nil, wrap("read commit", err)
 	}
-	t, err := r.obj.Tree(c.TreeHash)
+	t, err := r.objects.st.Tree(c.TreeHash)
 	if err != nil {
 		return nil, wrap("read tree", err)
 	}
@@ -1231,7 +1229,7 @@ func (r *Repo) ReadFileAt(ctx context.Context, rev, p string) ([]byte, error) {
 	if !ok || !e.Mode.IsFile() {
 		return nil, ErrNotExist
 	}
-	data, err := r.obj.Blob(e.Hash)
+	data, err := r.objects.st.Blob(e.Hash)
 	if err != nil {
 		return nil, objectError("blob", e.Hash, memDir+"/"+p, err)
 	}
@@ -1243,7 +1241,7 @@ func (r *Repo) ReadFileAt(ctx context.Context, rev, p string) ([]byte, error) {
 // go-git's Tree.FindEntry reads them through go-git's storage, whose
 // first read loads the whole index of a pack and maps every object's
 // offset (0.35 s for a revert's one file in a 335 MB pack). Called with
-// omu held.
+// objects.mu held.
 func (r *Repo) entryAt(t *object.Tree, p string) (object.TreeEntry, bool) {
 	for {
 		name, rest, more := strings.Cut(p, "/")
@@ -1256,7 +1254,7 @@ func (r *Repo) entryAt(t *object.Tree, p string) (object.TreeEntry, bool) {
 		case t.Entries[i].Mode != filemode.Dir:
 			return object.TreeEntry{}, false
 		}
-		sub, err := r.obj.Tree(t.Entries[i].Hash)
+		sub, err := r.objects.st.Tree(t.Entries[i].Hash)
 		if err != nil {
 			return object.TreeEntry{}, false
 		}

@@ -381,7 +381,7 @@ func newSession(l *link, mem shareMemory, memOpt Options, known *redactionCache)
 	return &session{link: l, mem: mem, memOpt: memOpt, known: known}
 }
 
-func (r *Repo) objectView() *gd.Store { return r.obj.View() }
+func (r *Repo) objectView() *gd.Store { return r.objects.st.View() }
 
 func (s *link) close() { s.st.Close() }
 
@@ -860,13 +860,13 @@ func (s *session) changeSyncState(fn func(*syncState)) {
 // worktree and the published state follow it as they follow any commit.
 // Called by prepare, with the turn held.
 func (r *Repo) prepareFastForward(tx *Tx) (*prepared, error) {
-	r.omu.Lock()
-	c, err := r.obj.Commit(tx.ff)
+	r.objects.lock()
+	c, err := r.objects.st.Commit(tx.ff)
 	var rec histRec
 	if err == nil {
 		rec, err = r.recordOf(c)
 	}
-	r.unlockObj()
+	r.objects.unlock()
 	if err != nil {
 		return nil, wrap("read the fetched commit", err)
 	}

@@ -11,8 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // objectsHold reports whether any object of the repository at dir (loose

@@ -19,9 +19,9 @@ import (
 // It is part of the worktree mirror. Its methods take its lock; nothing
 // else touches its fields.
 type statCache struct {
-	// mu guards the fields below (it was Repo.cmu). A leaf of the lock
-	// order: it may be taken with any other lock held (mmu in handEdited,
-	// imu in writeIndexLocked, wmu in adoptDrift), and no lock is taken
+	// mu guards the fields below. A leaf of the lock
+	// order: it may be taken with any other lock held (the disk lock in handEdited,
+	// the index lock in writeIndexLocked, the writer turn in adoptDrift), and no lock is taken
 	// while it is held.
 	mu    sync.Mutex
 	files map[string]statEntry

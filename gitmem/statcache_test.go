@@ -9,8 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // TestStatCacheForgetsAsAScanWould checks the stat cache's per-folder

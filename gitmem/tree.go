@@ -231,7 +231,7 @@ func edited(kids []kid, i int, name string, child *node) []kid {
 // hashed to check): no tree object is read, and a file's size comes from
 // its vouched lstat data (only the others are looked up). nil when the
 // index does not match (git changed it, or there is none). Called with
-// omu held.
+// objects.mu held.
 func (r *Repo) treeFromIndex(si *startIndex, treeHash plumbing.Hash) *node {
 	if len(si.list()) == 0 {
 		return nil
@@ -255,7 +255,7 @@ func (r *Repo) treeFromIndex(si *startIndex, treeHash plumbing.Hash) *node {
 		n := &node{mode: e.Mode, hash: e.Hash}
 		if n.isFile() {
 			if e.Stat.IsZero() {
-				size, err := r.obj.Size(e.Hash)
+				size, err := r.objects.st.Size(e.Hash)
 				if err != nil {
 					return nil
 				}

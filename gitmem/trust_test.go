@@ -28,7 +28,7 @@ import (
 // given substrings fail with ENOSPC until the returned function is called.
 func failAt(t *testing.T, r *Repo, step string, paths ...string) (stop func()) {
 	t.Helper()
-	env := r.obj.Env
+	env := r.objects.st.Env
 	env.SetFault(func(s, p string) error {
 		if s != step {
 			return nil
@@ -750,7 +750,7 @@ func TestDamagedObjectIsNamedByHistoryReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	gittest.Damaged(t, dir, "a blob of the history is overwritten with garbage")
-	r.obj.Reindex()
+	r.objects.st.Reindex()
 	if fs, err := r.Files(first.Hash); err != nil || fs["notes/a.md"] != blob {
 		t.Fatalf("Files: %v %v", fs, err)
 	}

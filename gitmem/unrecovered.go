@@ -34,7 +34,7 @@ func (r *Repo) Unrecovered() (Unrecovered, error) {
 	if err != nil || held {
 		return Unrecovered{}, wrap("check the writer lock", err)
 	}
-	return unrecoveredIn(r.gitDir, r.branch, r.obj)
+	return unrecoveredIn(r.gitDir, r.branch, r.objects.st)
 }
 
 // unrecoveredIn reads both log files of the repository at gitDir (in the

@@ -36,13 +36,12 @@ type worktree struct {
 	tmpRel string
 	dir    string  // the repository folder
 	env    *gd.Env // the test suite's (nil: none)
-	// writtenMu guards written (it was wmu, a name Repo's writer mutex
-	// has too). A leaf: no lock is taken while it is held.
+	// writtenMu guards written. A leaf: no lock is taken while it is
+	// held.
 	writtenMu sync.Mutex
 	written   map[string]bool // repository paths written since the last SyncFS
 
-	// sparesMu guards spares (it was smu, a name Repo's state lock has
-	// too). A leaf: no lock is taken while it is held.
+	// sparesMu guards spares. A leaf: no lock is taken while it is held.
 	sparesMu sync.Mutex
 	spares   []spare // files taken aside that the next writes reuse (see recycle)
 
