@@ -336,14 +336,14 @@ func (d *Dir) Acquire(ctx context.Context, name string) (*Store, error) {
 // to open leaves the pool: the next Acquire tries again.
 func (d *Dir) load(e *entry) {
 	e.repo, e.meta, e.metaHead, e.err = d.openStore(e.name)
-	close(e.ready)
 	if e.err != nil {
 		d.mu.Lock()
 		d.remove(e)
 		d.mu.Unlock()
-		return
+	} else {
+		d.evict() // before the store is handed out: the bound holds when Acquire returns
 	}
-	d.evict()
+	close(e.ready)
 }
 
 func (d *Dir) release(e *entry) {
