@@ -152,7 +152,7 @@ func (r *Repo) openLog() (replayed bool, err error) {
 			tree, err = r.loadTree(c.TreeHash, tree, "")
 		}
 		if err == nil {
-			p.rec, err = r.recordOf(c)
+			p.rec, err = r.hist().recordOf(c)
 		}
 		r.objects.unlock()
 		if err != nil {

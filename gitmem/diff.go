@@ -42,13 +42,13 @@ func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
 			r.objects.unlock()
 			return nil, objectError("commit", h, "", err)
 		}
-		if mem[i], err = r.memTree(c.TreeHash); err != nil {
+		if mem[i], err = r.hist().memTree(c.TreeHash); err != nil {
 			r.objects.unlock()
 			return nil, objectError("tree", c.TreeHash, "", err)
 		}
 	}
 	a, b := map[string]string{}, map[string]string{}
-	err := r.diffFiles(mem[0], mem[1], "", func(p string, x, y plumbing.Hash) {
+	err := r.hist().diffFiles(mem[0], mem[1], "", func(p string, x, y plumbing.Hash) {
 		if len(paths) > 0 && !touches([]string{p}, paths) {
 			return
 		}
@@ -75,7 +75,7 @@ func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
 // submodule, as filesAt lists) whose blob differs between the memories/
 // trees a and b (zero: empty), with its blob on each side (zero: none),
 // skipping subtrees with equal hashes. Called with objects.mu held.
-func (r *Repo) diffFiles(a, b plumbing.Hash, prefix string, fn func(p string, x, y plumbing.Hash)) error {
+func (hr historyReader) diffFiles(a, b plumbing.Hash, prefix string, fn func(p string, x, y plumbing.Hash)) error {
 	if a == b {
 		return nil
 	}
@@ -91,7 +91,7 @@ func (r *Repo) diffFiles(a, b plumbing.Hash, prefix string, fn func(p string, x,
 		}
 		return plumbing.ZeroHash
 	}
-	return r.objects.st.DiffTreeEntries(a, b, func(x, y object.TreeEntry) error {
+	return hr.o.st.DiffTreeEntries(a, b, func(x, y object.TreeEntry) error {
 		n := x.Name
 		if n == "" {
 			n = y.Name
@@ -101,7 +101,7 @@ func (r *Repo) diffFiles(a, b plumbing.Hash, prefix string, fn func(p string, x,
 			fn(p, bx, by)
 		}
 		if xt, yt := tree(x), tree(y); !xt.IsZero() || !yt.IsZero() {
-			return r.diffFiles(xt, yt, p, fn)
+			return hr.diffFiles(xt, yt, p, fn)
 		}
 		return nil
 	})

@@ -36,19 +36,19 @@ func (r *Repo) renameSource(commit, parent plumbing.Hash, dst string, dstBlob pl
 			if err != nil {
 				return objectError("commit", h, "", err)
 			}
-			if trees[i], err = r.memTree(c.TreeHash); err != nil {
+			if trees[i], err = r.hist().memTree(c.TreeHash); err != nil {
 				return objectError("tree", c.TreeHash, "", err)
 			}
 		}
 		gone := map[string]bool{}
-		if err := r.diffTrees(trees[1], trees[0], "", func(p string, b plumbing.Hash) {
+		if err := r.hist().diffTrees(trees[1], trees[0], "", func(p string, b plumbing.Hash) {
 			if b.IsZero() {
 				gone[p] = true
 			}
 		}); err != nil {
 			return err
 		}
-		return r.diffTrees(trees[0], trees[1], "", func(p string, b plumbing.Hash) {
+		return r.hist().diffTrees(trees[0], trees[1], "", func(p string, b plumbing.Hash) {
 			if gone[p] && !b.IsZero() {
 				sources = append(sources, renameCandidate{p, b})
 			}

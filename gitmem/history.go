@@ -124,11 +124,11 @@ func (r *Repo) catchUp(head plumbing.Hash, progress Progress) ([]histRec, *histG
 	}
 	r.holdPacks()
 	defer r.dropPacks()
-	w, err := r.walkNew(head, base)
+	w, err := r.hist().walkNew(head, base)
 	if err != nil {
 		return nil, nil, err
 	}
-	return r.record(c, base, gen, w, progress)
+	return r.hist().record(c, base, gen, w, progress)
 }
 
 // catchingUp is the index's buildMu held: the one catch-up under way.
@@ -153,17 +153,17 @@ func (c catchingUp) done() { c.x.buildMu.Unlock() }
 // record records the commits a walk found (their trees compared, objects.mu
 // taken per commit) and installs the index base grew into, unless it was
 // dropped or changed meanwhile (errHistoryReset), within the catch-up c.
-func (r *Repo) record(c catchingUp, base []histRec, gen int, w newCommits, progress Progress) ([]histRec, *histGrowth, error) {
+func (hr historyReader) record(c catchingUp, base []histRec, gen int, w newCommits, progress Progress) ([]histRec, *histGrowth, error) {
 	oldTip := tipOf(base)
-	r.opt.hooks.atCatchUp()
+	hr.hooks.atCatchUp()
 	recs := make([]histRec, 0, len(w.newer))
 	for i, c := range w.newer {
-		if r.histIndex.stopping() {
+		if hr.x.stopping() {
 			return nil, nil, ErrClosed
 		}
-		r.objects.lock()
-		rec, err := r.recordOf(c)
-		r.objects.unlock()
+		hr.o.lock()
+		rec, err := hr.recordOf(c)
+		hr.o.unlock()
 		if err != nil {
 			return nil, nil, wrap("index the history", err)
 		}
@@ -244,7 +244,7 @@ type newCommits struct {
 // walkNew walks back from head over every parent to the commits base
 // holds, reading the commits it lacks (objects.mu taken per commit), so that a
 // merge costs the commits it brings.
-func (r *Repo) walkNew(head plumbing.Hash, base []histRec) (newCommits, error) {
+func (hr historyReader) walkNew(head plumbing.Hash, base []histRec) (newCommits, error) {
 	w := newCommits{known: make(map[plumbing.Hash]int, len(base))}
 	for i := range base {
 		w.known[base[i].hash] = i
@@ -265,12 +265,12 @@ func (r *Repo) walkNew(head plumbing.Hash, base []histRec) (newCommits, error) {
 			w.reachedTip = w.reachedTip || h == oldTip
 			continue
 		}
-		if len(w.newer)%1024 == 1023 && r.histIndex.stopping() {
+		if len(w.newer)%1024 == 1023 && hr.x.stopping() {
 			return w, ErrClosed
 		}
-		r.objects.lock()
-		c, err := r.objects.st.Commit(h)
-		r.objects.unlock()
+		hr.o.lock()
+		c, err := hr.o.st.Commit(h)
+		hr.o.unlock()
 		if err != nil {
 			return w, wrap("read the history", err)
 		}
@@ -490,37 +490,37 @@ func (x *historyIndex) stopping() bool {
 }
 
 // recordOf indexes a commit read from git. Called with objects.mu held.
-func (r *Repo) recordOf(c *object.Commit) (histRec, error) {
+func (hr historyReader) recordOf(c *object.Commit) (histRec, error) {
 	subject, _, trailers := parseMessage(c.Message)
 	var parentTree plumbing.Hash
 	rec := newRec(c.Hash, c.ParentHashes, c.Author.When, Signature{c.Author.Name, c.Author.Email}, subject, trailers)
 	if p := rec.parent(); !p.IsZero() {
-		p, err := r.objects.st.Commit(p)
+		p, err := hr.o.st.Commit(p)
 		if err != nil {
 			return rec, err
 		}
 		parentTree = p.TreeHash
 	}
-	a, err := r.memTree(parentTree)
+	a, err := hr.memTree(parentTree)
 	if err != nil {
 		return rec, err
 	}
-	b, err := r.memTree(c.TreeHash)
+	b, err := hr.memTree(c.TreeHash)
 	if err != nil {
 		return rec, err
 	}
-	err = r.diffTrees(a, b, "", rec.change)
+	err = hr.diffTrees(a, b, "", rec.change)
 	rec.sortPaths()
 	return rec, err
 }
 
 // memTree returns the hash of the memories/ tree in a root tree (zero if
 // none). Called with objects.mu held.
-func (r *Repo) memTree(root plumbing.Hash) (plumbing.Hash, error) {
+func (hr historyReader) memTree(root plumbing.Hash) (plumbing.Hash, error) {
 	if root.IsZero() {
 		return plumbing.ZeroHash, nil
 	}
-	t, err := r.objects.st.Tree(root)
+	t, err := hr.o.st.Tree(root)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -536,13 +536,13 @@ func (r *Repo) memTree(root plumbing.Hash) (plumbing.Hash, error) {
 // b (zero: empty) with its blob in b (zero: none), skipping subtrees with
 // equal hashes. The two entry lists are merged in git's order (a folder
 // sorts as its name and "/"), without maps. Called with objects.mu held.
-func (r *Repo) diffTrees(a, b plumbing.Hash, prefix string, fn func(string, plumbing.Hash)) error {
+func (hr historyReader) diffTrees(a, b plumbing.Hash, prefix string, fn func(string, plumbing.Hash)) error {
 	if a == b {
 		return nil
 	}
 	// A file that became a folder (or back) comes as two entries: one
 	// removed, one added, which reports the same paths.
-	return r.objects.st.DiffTreeEntries(a, b, func(x, y object.TreeEntry) error {
+	return hr.o.st.DiffTreeEntries(a, b, func(x, y object.TreeEntry) error {
 		n := x.Name
 		if n == "" {
 			n = y.Name
@@ -563,7 +563,7 @@ func (r *Repo) diffTrees(a, b plumbing.Hash, prefix string, fn func(string, plum
 			fn(p, blob)
 		}
 		if !xt.IsZero() || !yt.IsZero() {
-			return r.diffTrees(xt, yt, p, fn)
+			return hr.diffTrees(xt, yt, p, fn)
 		}
 		return nil
 	})
@@ -676,7 +676,7 @@ func (r *Repo) syncIDs(background bool) error {
 // rewritten index forgets them. Called with the writer turn held.
 func (r *Repo) walkIDs(head plumbing.Hash) error {
 	base, gen := r.histIndex.base()
-	w, err := r.walkNew(head, base)
+	w, err := r.hist().walkNew(head, base)
 	if err != nil {
 		return err
 	}
@@ -714,7 +714,7 @@ func (r *Repo) recordHere(base []histRec, gen int, w newCommits) bool {
 	if !ok {
 		return false
 	}
-	_, grew, err := r.record(c, base, gen, w, nil)
+	_, grew, err := r.hist().record(c, base, gen, w, nil)
 	c.done()
 	if err != nil {
 		return false

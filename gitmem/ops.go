@@ -253,27 +253,27 @@ func (r *Repo) Files(rev string, paths ...string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.filesAt(h, paths)
+	return r.hist().filesAt(h, paths)
 }
 
 // filesAt lists files with their blob hashes, reading trees only (a
 // damaged blob is named where its content is read). Called with objects.mu held.
-func (r *Repo) filesAt(commit plumbing.Hash, paths []string) (map[string]string, error) {
+func (hr historyReader) filesAt(commit plumbing.Hash, paths []string) (map[string]string, error) {
 	out := map[string]string{}
 	if commit.IsZero() {
 		return out, nil
 	}
-	c, err := r.objects.st.Commit(commit)
+	c, err := hr.o.st.Commit(commit)
 	if err != nil {
 		return nil, objectError("commit", commit, "", err)
 	}
-	mem, err := r.memTree(c.TreeHash)
+	mem, err := hr.memTree(c.TreeHash)
 	if err != nil {
 		return nil, objectError("tree", c.TreeHash, "", err)
 	}
 	var walk func(h plumbing.Hash, dir string) error
 	walk = func(h plumbing.Hash, dir string) error {
-		t, err := r.objects.st.Tree(h)
+		t, err := hr.o.st.Tree(h)
 		if err != nil {
 			return objectError("tree", h, path.Join(memDir, dir), err)
 		}

@@ -864,7 +864,7 @@ func (r *Repo) prepareFastForward(tx *Tx) (*prepared, error) {
 	c, err := r.objects.st.Commit(tx.ff)
 	var rec histRec
 	if err == nil {
-		rec, err = r.recordOf(c)
+		rec, err = r.hist().recordOf(c)
 	}
 	r.objects.unlock()
 	if err != nil {
