@@ -66,8 +66,8 @@ func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
 	// The pack files stay open, and the delta bases read stay cached,
 	// across the blobs (each read released them: the pack opened again
 	// and every delta chain read from its start, for each blob).
-	r.holdPacks()
-	defer r.dropPacks()
+	r.objects.holdPacks()
+	defer r.objects.dropPacks()
 	return r.changes(a, b, r.blobOf)
 }
 

@@ -92,7 +92,7 @@ var errHistoryReset = errors.New("gitmem: the history index was dropped meanwhil
 // it up as needed, and saves it when it grew (save says how). The
 // returned slice must not be modified.
 func (r *Repo) history(head plumbing.Hash, save saveMode, progress Progress) ([]histRec, error) {
-	hist, grew, err := r.catchUp(head, progress)
+	hist, grew, err := r.hist().catchUp(head, progress)
 	if err == nil && grew != nil && save != noSave {
 		r.saveGrowth(*grew, save)
 	}
@@ -114,21 +114,21 @@ type histGrowth struct {
 // buildMu held for long — objects.mu is taken per object — so that tool calls, views
 // and the commit pipeline go on meanwhile. It reports what it added (nil:
 // the index was at head already).
-func (r *Repo) catchUp(head plumbing.Hash, progress Progress) ([]histRec, *histGrowth, error) {
-	c := r.histIndex.startCatchUp()
+func (hr historyReader) catchUp(head plumbing.Hash, progress Progress) ([]histRec, *histGrowth, error) {
+	c := hr.x.startCatchUp()
 	defer c.done()
-	base, gen := r.histIndex.base()
+	base, gen := hr.x.base()
 	oldTip := tipOf(base)
 	if oldTip == head {
 		return base, nil, nil
 	}
-	r.holdPacks()
-	defer r.dropPacks()
-	w, err := r.hist().walkNew(head, base)
+	hr.o.holdPacks()
+	defer hr.o.dropPacks()
+	w, err := hr.walkNew(head, base)
 	if err != nil {
 		return nil, nil, err
 	}
-	return r.hist().record(c, base, gen, w, progress)
+	return hr.record(c, base, gen, w, progress)
 }
 
 // catchingUp is the index's buildMu held: the one catch-up under way.
@@ -321,7 +321,7 @@ func (r *Repo) saveGrowth(g histGrowth, save saveMode) {
 		}
 		t.end()
 		if !owned {
-			unlock := r.lockForSave()
+			unlock := r.hist().lockForSave()
 			if unlock == nil {
 				return
 			}
@@ -372,8 +372,8 @@ func (x *historyIndex) reaches(head plumbing.Hash) bool {
 // (sudo gitmem log must not leave a file the service cannot read). A lock
 // of its own file description: this process's writer lock (r.flock) is
 // not touched.
-func (r *Repo) lockForSave() func() {
-	dir := filepath.Join(r.gitDir, "gitmem")
+func (hr historyReader) lockForSave() func() {
+	dir := filepath.Join(hr.gitDir, "gitmem")
 	if !ownedByUs(dir) {
 		return nil
 	}

@@ -393,8 +393,8 @@ func (r *Repo) readTree(h plumbing.Hash, old *node) (*node, error) {
 // linearSince returns the commits from descends to through commits of
 // one parent each (at most rebaseMax), oldest first, or false.
 func (r *Repo) linearSince(from, to plumbing.Hash) ([]*object.Commit, bool) {
-	r.holdPacks()
-	defer r.dropPacks()
+	r.objects.holdPacks()
+	defer r.objects.dropPacks()
 	var out []*object.Commit
 	for to != from {
 		if len(out) == rebaseMax {

@@ -34,10 +34,10 @@ func (o *objects) unlock() {
 
 // holdPacks keeps pack files open until dropPacks, for an operation that
 // reads many objects (blame, a log with patches).
-func (r *Repo) holdPacks() {
-	r.objects.lock()
-	r.objects.st.Hold()
-	r.objects.mu.Unlock()
+func (o *objects) holdPacks() {
+	o.lock()
+	o.st.Hold()
+	o.mu.Unlock()
 }
 
 // withObjects runs fn on the object store, with objects.mu held, and closes the
@@ -48,10 +48,10 @@ func (r *Repo) withObjects(fn func(st *gd.Store) error) error {
 	return fn(r.objects.st)
 }
 
-func (r *Repo) dropPacks() {
-	r.objects.lock()
-	r.objects.st.Unhold()
-	r.objects.unlock()
+func (o *objects) dropPacks() {
+	o.lock()
+	o.st.Unhold()
+	o.unlock()
 }
 
 // readRef reads a ref of the repository (gitdir.ReadRef).

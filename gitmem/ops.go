@@ -328,8 +328,8 @@ type BlameLine struct {
 // parent without the path gives the file it was renamed from, found as
 // git finds renames (gitrename.go).
 func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
-	r.holdPacks()
-	defer r.dropPacks()
+	r.objects.holdPacks()
+	defer r.objects.dropPacks()
 	hist, err := r.indexed(ctx, nil)
 	if err != nil {
 		return nil, err
