@@ -141,7 +141,7 @@ func (r *Repo) DiffWorktree(paths ...string) ([]FileChange, error) {
 }
 
 func (r *Repo) blobOf(_ int, p string, h string) ([]byte, error) {
-	return r.readFile(plumbing.NewHash(h), p)
+	return r.objects.readFile(plumbing.NewHash(h), p)
 }
 
 func (r *Repo) changes(a, b map[string]string, read func(side int, p, h string) ([]byte, error)) ([]FileChange, error) {

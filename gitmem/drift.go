@@ -226,7 +226,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	}
 	a := &adoption{tx: r.newTx(), meta: adoptMeta(r.opt.Operator, first), stale: map[string][]byte{}}
 	defer r.putBackStale(a.stale)
-	if err := r.mirror.buildAdopt(drift, first, a, r.readBlob); err != nil {
+	if err := r.mirror.buildAdopt(drift, first, a, r.objects.readBlob); err != nil {
 		return nil, err
 	}
 	p, err := r.prepare(a.tx, a.meta)
@@ -639,7 +639,7 @@ func (r *Repo) putBackStale(files map[string][]byte) {
 	}
 	dt := r.disk.hold()
 	defer dt.release()
-	r.mirror.putBackStale(files, dt.tree(), r.readBlob)
+	r.mirror.putBackStale(files, dt.tree(), r.objects.readBlob)
 }
 
 // putBackStale writes each of files (repository path -> what the file
@@ -784,7 +784,7 @@ func (r *Repo) checkoutMoved(si *startIndex) {
 		}
 	}
 	defer r.disk.hold().release()
-	out, hand := r.mirror.moveWorktree(old, tree, r.readBlob)
+	out, hand := r.mirror.moveWorktree(old, tree, r.objects.readBlob)
 	for p, base := range hand {
 		r.mirror.repairs.noteBase(p, handBase{hash: base})
 	}
@@ -888,7 +888,7 @@ func (r *Repo) undoCheckout(cur plumbing.Hash, to *node) {
 		r.opt.Logf("gitmem: could not read %s to put back the files git checked out for it: %v", cur, err)
 		return
 	}
-	if out, _ := r.mirror.moveWorktree(old, to, r.readBlob); len(out) > 0 {
+	if out, _ := r.mirror.moveWorktree(old, to, r.objects.readBlob); len(out) > 0 {
 		r.opt.Logf("gitmem: %d worktree file(s) git checked out for %s were put back to the acknowledged version", len(out), cur.String()[:7])
 	}
 	r.mirror.undone.Add(1)

@@ -26,39 +26,39 @@ const (
 
 // renameSource is where git blame finds the file dst (blob dstBlob) of
 // commit in its parent: the path in parent, or false.
-func (r *Repo) renameSource(commit, parent plumbing.Hash, dst string, dstBlob plumbing.Hash) (string, bool, error) {
+func (hr historyReader) renameSource(commit, parent plumbing.Hash, dst string, dstBlob plumbing.Hash) (string, bool, error) {
 	var sources []renameCandidate
-	r.objects.lock()
+	hr.o.lock()
 	err := func() error {
 		var trees [2]plumbing.Hash
 		for i, h := range []plumbing.Hash{commit, parent} {
-			c, err := r.objects.st.Commit(h)
+			c, err := hr.o.st.Commit(h)
 			if err != nil {
 				return objectError("commit", h, "", err)
 			}
-			if trees[i], err = r.hist().memTree(c.TreeHash); err != nil {
+			if trees[i], err = hr.memTree(c.TreeHash); err != nil {
 				return objectError("tree", c.TreeHash, "", err)
 			}
 		}
 		gone := map[string]bool{}
-		if err := r.hist().diffTrees(trees[1], trees[0], "", func(p string, b plumbing.Hash) {
+		if err := hr.diffTrees(trees[1], trees[0], "", func(p string, b plumbing.Hash) {
 			if b.IsZero() {
 				gone[p] = true
 			}
 		}); err != nil {
 			return err
 		}
-		return r.hist().diffTrees(trees[0], trees[1], "", func(p string, b plumbing.Hash) {
+		return hr.diffTrees(trees[0], trees[1], "", func(p string, b plumbing.Hash) {
 			if gone[p] && !b.IsZero() {
 				sources = append(sources, renameCandidate{p, b})
 			}
 		})
 	}()
-	r.objects.unlock()
+	hr.o.unlock()
 	if err != nil || len(sources) == 0 {
 		return "", false, err
 	}
-	return pickRename(sources, dst, dstBlob, r.readFile)
+	return pickRename(sources, dst, dstBlob, hr.o.readFile)
 }
 
 // renameCandidate is a file of the parent that the commit has not:

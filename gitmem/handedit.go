@@ -42,9 +42,9 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 		}
 		var err error
 		if of, ok := checks[q]; ok {
-			err = r.mirror.syncChecked(q, lookup(last.tree, q), of, r.readBlob)
+			err = r.mirror.syncChecked(q, lookup(last.tree, q), of, r.objects.readBlob)
 		} else {
-			err = r.mirror.wt.sync(q, lookup(last.tree, q), r.readBlob)
+			err = r.mirror.wt.sync(q, lookup(last.tree, q), r.objects.readBlob)
 		}
 		if err != nil {
 			failed = append(failed, q)

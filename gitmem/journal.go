@@ -94,7 +94,7 @@ func (r *Repo) repairPending() {
 	tree := r.snapshotTree()
 	var left []string
 	for _, p := range j.Paths {
-		if err := r.mirror.wt.sync(p, lookup(tree, p), r.readBlob); err != nil {
+		if err := r.mirror.wt.sync(p, lookup(tree, p), r.objects.readBlob); err != nil {
 			r.opt.Logf("gitmem: could not bring %s back to HEAD yet: %v", p, err)
 			left = append(left, p)
 		}

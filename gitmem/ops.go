@@ -302,7 +302,7 @@ func (r *Repo) Blob(hash string) ([]byte, error) {
 	if !plumbing.IsHash(hash) {
 		return nil, ErrNotExist
 	}
-	data, err := r.readBlob(plumbing.NewHash(hash))
+	data, err := r.objects.readBlob(plumbing.NewHash(hash))
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return nil, ErrNotExist
 	}
@@ -342,12 +342,12 @@ func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
 	if start < 0 {
 		return nil, ErrNotExist
 	}
-	data, err := r.readFile(blob, p)
+	data, err := r.objects.readFile(blob, p)
 	if err != nil {
 		return nil, err
 	}
 	result := splitKeep(string(data))
-	b := &blamer{r: r, v: v, owner: make([]int, len(result)), suspects: map[blameKey]*suspect{{start, p}: {blob: blob, lines: map[int][]int{}}}}
+	b := &blamer{hr: r.hist(), v: v, owner: make([]int, len(result)), suspects: map[blameKey]*suspect{{start, p}: {blob: blob, lines: map[int][]int{}}}}
 	for i := range result {
 		b.suspects[blameKey{start, p}].lines[i] = []int{i}
 	}
@@ -450,7 +450,7 @@ type origin struct {
 
 // blamer hands the lines of a file down its history (Blame).
 type blamer struct {
-	r        *Repo
+	hr       historyReader
 	v        *versions
 	suspects map[blameKey]*suspect
 	owner    []int // the record each line of the result is blamed on
@@ -511,7 +511,7 @@ func (b *blamer) origins(k blameKey, s *suspect) (origins []origin, same bool, e
 			}
 			q := k.path
 			if pass == 1 {
-				from, ok, err := b.r.renameSource(hist[k.rec].hash, hist[pi].hash, k.path, s.blob)
+				from, ok, err := b.hr.renameSource(hist[k.rec].hash, hist[pi].hash, k.path, s.blob)
 				if err != nil {
 					return nil, false, err
 				}
@@ -543,13 +543,13 @@ func (b *blamer) diffDown(k blameKey, s *suspect, origins []origin) error {
 			continue
 		}
 		if text == nil {
-			d, err := b.r.readFile(s.blob, k.path)
+			d, err := b.hr.o.readFile(s.blob, k.path)
 			if err != nil {
 				return err
 			}
 			text = splitKeep(string(d))
 		}
-		d, err := b.r.readFile(o.blob, o.path)
+		d, err := b.hr.o.readFile(o.blob, o.path)
 		if err != nil {
 			return err
 		}

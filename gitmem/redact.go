@@ -446,7 +446,7 @@ func (r *Repo) switchHistory(t *writerTurn, tx *gd.RefTx) error {
 	}
 	r.mirror.reset()
 	r.histIndex.remove()
-	return wrap("bring the worktree to the redacted history", r.mirror.sync(memDir, lookup(r.snapshotTree(), memDir), r.readBlob))
+	return wrap("bring the worktree to the redacted history", r.mirror.sync(memDir, lookup(r.snapshotTree(), memDir), r.objects.readBlob))
 }
 
 // redactsRef reports whether a redaction rewrites what a ref holds:

@@ -399,7 +399,7 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	if err != nil && !errors.Is(err, ErrNoChange) {
 		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
 	}
-	r.mirror.saveKept(r.readBlob) // what a program still holds open waits for the next adopt, or start
+	r.mirror.saveKept(r.objects.readBlob) // what a program still holds open waits for the next adopt, or start
 	if err := r.materialize(); err != nil {
 		r.opt.Logf("gitmem: %v", err)
 	}
@@ -651,16 +651,19 @@ func (r *Repo) snapshotHead() plumbing.Hash {
 	return head
 }
 
-func (r *Repo) readBlob(h plumbing.Hash) ([]byte, error) {
-	r.objects.lock()
-	defer r.objects.unlock()
-	return r.objects.st.Blob(h)
+// readFile is objects.readFile (opStore's).
+func (r *Repo) readFile(h plumbing.Hash, p string) ([]byte, error) { return r.objects.readFile(h, p) }
+
+func (o *objects) readBlob(h plumbing.Hash) ([]byte, error) {
+	o.lock()
+	defer o.unlock()
+	return o.st.Blob(h)
 }
 
 // readFile reads the blob h of the memory file p (relative to
 // memories/); a failure names the object and the file (objectError).
-func (r *Repo) readFile(h plumbing.Hash, p string) ([]byte, error) {
-	data, err := r.readBlob(h)
+func (o *objects) readFile(h plumbing.Hash, p string) ([]byte, error) {
+	data, err := o.readBlob(h)
 	if err != nil {
 		return nil, objectError("blob", h, memDir+"/"+p, err)
 	}
@@ -999,7 +1002,7 @@ func (r *Repo) Close() error {
 		r.putHeadBack()
 		r.committer.drain()
 		r.adoptKept()
-		r.mirror.saveKept(r.readBlob)
+		r.mirror.saveKept(r.objects.readBlob)
 		kept := 0
 		err = r.checkpoint()
 		held := r.gitIndex.lock() // until the writer lock is given up below

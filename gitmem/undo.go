@@ -179,7 +179,7 @@ func (tx *Tx) changes() ([]FileChange, error) {
 		fc := FileChange{Path: p}
 		if n := lookup(tx.base, full(p)); n.isFile() {
 			fc.OldFile = true
-			if data, rerr := tx.r.readBlob(n.hash); rerr != nil {
+			if data, rerr := tx.r.objects.readBlob(n.hash); rerr != nil {
 				err = rerr
 			} else {
 				fc.Old = data

@@ -107,7 +107,7 @@ func (v *View) ReadFile(p string) ([]byte, error) {
 			return data, nil
 		}
 	}
-	data, err := v.r.readBlob(n.hash)
+	data, err := v.r.objects.readBlob(n.hash)
 	return data, wrap("read a file", err)
 }
 
@@ -278,5 +278,5 @@ func (tx *Tx) blob(h plumbing.Hash) ([]byte, error) {
 	if data, ok := tx.pending[h]; ok {
 		return data, nil
 	}
-	return tx.r.readBlob(h)
+	return tx.r.objects.readBlob(h)
 }
