@@ -32,7 +32,7 @@ func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
 		if i == 0 && rev == "" {
 			continue
 		}
-		h, err := r.resolve(rev)
+		h, err := r.hist().resolve(rev)
 		if err != nil {
 			r.objects.unlock()
 			return nil, err
@@ -68,7 +68,7 @@ func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
 	// and every delta chain read from its start, for each blob).
 	r.objects.holdPacks()
 	defer r.objects.dropPacks()
-	return r.changes(a, b, r.blobOf)
+	return changes(a, b, r.hist().blobOf)
 }
 
 // diffFiles calls fn for every memory file (a blob that is no link or
@@ -131,20 +131,20 @@ func (r *Repo) DiffWorktree(paths ...string) ([]FileChange, error) {
 			b[p] = h.String()
 		}
 	}
-	return r.changes(a, b, func(side int, p, h string) ([]byte, error) {
+	return changes(a, b, func(side int, p, h string) ([]byte, error) {
 		if side == 1 {
 			data, err := r.mirror.readFile(memDir + "/" + p)
 			return data, wrap("read "+p, err)
 		}
-		return r.blobOf(side, p, h)
+		return r.hist().blobOf(side, p, h)
 	})
 }
 
-func (r *Repo) blobOf(_ int, p string, h string) ([]byte, error) {
-	return r.objects.readFile(plumbing.NewHash(h), p)
+func (hr historyReader) blobOf(_ int, p string, h string) ([]byte, error) {
+	return hr.o.readFile(plumbing.NewHash(h), p)
 }
 
-func (r *Repo) changes(a, b map[string]string, read func(side int, p, h string) ([]byte, error)) ([]FileChange, error) {
+func changes(a, b map[string]string, read func(side int, p, h string) ([]byte, error)) ([]FileChange, error) {
 	all := make(map[string]string, len(a)+len(b))
 	maps.Copy(all, a)
 	maps.Copy(all, b)

@@ -257,7 +257,7 @@ func TestResolveAncestorsAsGit(t *testing.T) {
 		for _, suffix := range []string{"~0", "~1", "~3", "^", "^0", "^1", "~1^", "^^~1", "~2^0"} {
 			want := gittest.Git(t, dir, "rev-parse", base+suffix)
 			r.objects.lock()
-			h, ok := r.resolveAncestor(base + suffix)
+			h, ok := r.hist().resolveAncestor(base + suffix)
 			r.objects.unlock()
 			if !ok || h.String() != strings.TrimSpace(want) {
 				t.Errorf("%s%s: %s %v, git says %s", base, suffix, h, ok, want)
@@ -266,7 +266,7 @@ func TestResolveAncestorsAsGit(t *testing.T) {
 	}
 	for _, bad := range []string{"~9", "^2", "~x", ":a.md", "~99999999"} {
 		r.objects.lock()
-		_, ok := r.resolveAncestor(last.Hash + bad)
+		_, ok := r.hist().resolveAncestor(last.Hash + bad)
 		r.objects.unlock()
 		if ok {
 			t.Errorf("%s resolved", bad)
@@ -292,7 +292,7 @@ func TestResolveShortHashAsGit(t *testing.T) {
 		for _, n := range []int{7, 5, 12} {
 			want := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", c.Hash[:n]))
 			r.objects.lock()
-			h, ok := r.expandCommit(c.Hash[:n])
+			h, ok := r.hist().expandCommit(c.Hash[:n])
 			r.objects.unlock()
 			if !ok || h.String() != want {
 				t.Errorf("%s: %s %v, git says %s", c.Hash[:n], h, ok, want)
@@ -300,14 +300,14 @@ func TestResolveShortHashAsGit(t *testing.T) {
 		}
 	}
 	r.objects.lock()
-	_, ok := r.expandCommit("0000000")
+	_, ok := r.hist().expandCommit("0000000")
 	r.objects.unlock()
 	if ok {
 		t.Error("0000000 resolved")
 	}
 	short := commits[1].Hash[:7]
 	gittest.Git(t, dir, "update-ref", "refs/heads/"+short, commits[3].Hash)
-	if h, err := r.resolve(short); err != nil || h.String() != commits[1].Hash {
+	if h, err := r.hist().resolve(short); err != nil || h.String() != commits[1].Hash {
 		t.Fatalf("%s: %s %v, want the commit %s", short, h, err, commits[1].Hash[:7])
 	}
 }

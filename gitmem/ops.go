@@ -249,7 +249,7 @@ func (r *Repo) At(ctx context.Context, t time.Time) (Commit, error) {
 func (r *Repo) Files(rev string, paths ...string) (map[string]string, error) {
 	r.objects.lock()
 	defer r.objects.unlock()
-	h, err := r.resolve(rev)
+	h, err := r.hist().resolve(rev)
 	if err != nil {
 		return nil, err
 	}

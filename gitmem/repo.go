@@ -1084,7 +1084,7 @@ func (r *Repo) Commit(ctx context.Context, rev string) (Commit, error) {
 	}
 	r.objects.lock()
 	defer r.objects.unlock()
-	h, err := r.resolve(rev)
+	h, err := r.hist().resolve(rev)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -1096,17 +1096,17 @@ func (r *Repo) Commit(ctx context.Context, rev string) (Commit, error) {
 }
 
 // resolve turns a revision into a commit hash. Called with objects.mu held.
-func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
+func (hr historyReader) resolve(rev string) (plumbing.Hash, error) {
 	if plumbing.IsHash(rev) {
 		return plumbing.NewHash(rev), nil
 	}
-	if h, ok := r.resolveAncestor(rev); ok {
+	if h, ok := hr.resolveAncestor(rev); ok {
 		return h, nil
 	}
-	if h, ok := r.expandCommit(rev); ok {
+	if h, ok := hr.expandCommit(rev); ok {
 		return h, nil
 	}
-	repo, err := git.Open(r.objects.st.Storage(), nil)
+	repo, err := git.Open(hr.o.st.Storage(), nil)
 	if err != nil {
 		return plumbing.ZeroHash, wrap("open the repository", err)
 	}
@@ -1114,7 +1114,7 @@ func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 	if err != nil {
 		// A commit in a pack another process (or a fetch) wrote since
 		// go-git listed the packs: list them again, once.
-		r.objects.st.Reindex()
+		hr.o.st.Reindex()
 		if h, err = repo.ResolveRevision(plumbing.Revision(rev)); err != nil {
 			return plumbing.ZeroHash, ErrUnknownRev
 		}
@@ -1129,7 +1129,7 @@ func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
 // the pack's whole index (90 ms in a 335 MB pack). ok is false for any
 // other form, or a step that leads nowhere (go-git then says why).
 // Called with objects.mu held.
-func (r *Repo) resolveAncestor(rev string) (plumbing.Hash, bool) {
+func (hr historyReader) resolveAncestor(rev string) (plumbing.Hash, bool) {
 	i := strings.IndexAny(rev, "~^")
 	if i < 0 {
 		return plumbing.ZeroHash, false
@@ -1139,19 +1139,19 @@ func (r *Repo) resolveAncestor(rev string) (plumbing.Hash, bool) {
 	switch {
 	case base == "HEAD":
 		var err error
-		if h, err = r.readRef(r.branch); err != nil {
+		if h, err = gd.ReadRef(hr.gitDir, hr.branch); err != nil {
 			return plumbing.ZeroHash, false
 		}
 	case plumbing.IsHash(base):
 		h = plumbing.NewHash(base)
 	default:
 		var ok bool
-		if h, ok = r.expandCommit(base); !ok {
+		if h, ok = hr.expandCommit(base); !ok {
 			return plumbing.ZeroHash, false
 		}
 	}
 	parent := func(i int) bool { // h becomes its i-th parent (0: itself)
-		c, err := r.objects.st.Commit(h)
+		c, err := hr.o.st.Commit(h)
 		if err != nil || i > len(c.ParentHashes) {
 			return false
 		}
@@ -1197,12 +1197,12 @@ func (r *Repo) resolveAncestor(rev string) (plumbing.Hash, bool) {
 // a hash is preferred to a ref of the same name. Anything else (no such
 // object, several, not a commit) is left to go-git, which says why.
 // Called with objects.mu held.
-func (r *Repo) expandCommit(rev string) (plumbing.Hash, bool) {
-	h, ok := r.objects.st.Expand(rev)
+func (hr historyReader) expandCommit(rev string) (plumbing.Hash, bool) {
+	h, ok := hr.o.st.Expand(rev)
 	if !ok {
 		return plumbing.ZeroHash, false
 	}
-	if _, err := r.objects.st.Commit(h); err != nil {
+	if _, err := hr.o.st.Commit(h); err != nil {
 		return plumbing.ZeroHash, false
 	}
 	return h, true
@@ -1216,7 +1216,7 @@ func (r *Repo) ReadFileAt(ctx context.Context, rev, p string) ([]byte, error) {
 	}
 	r.objects.lock()
 	defer r.objects.unlock()
-	h, err := r.resolve(rev)
+	h, err := r.hist().resolve(rev)
 	if err != nil {
 		return nil, err
 	}
