@@ -23,32 +23,37 @@ type FileChange struct {
 // Diff compares the memory at two commits ("" for from: before the first
 // commit), under the given paths (none: all), in path order.
 func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
+	return r.hist().diff(from, to, paths...)
+}
+
+// diff is Diff.
+func (hr historyReader) diff(from, to string, paths ...string) ([]FileChange, error) {
 	// Only the folders that differ are read (equal subtrees skipped, as
 	// git diff does), not both trees whole: showing one call read 2 of
 	// 202 trees at 10,000 files.
-	r.objects.lock()
+	hr.o.lock()
 	var mem [2]plumbing.Hash
 	for i, rev := range []string{from, to} {
 		if i == 0 && rev == "" {
 			continue
 		}
-		h, err := r.hist().resolve(rev)
+		h, err := hr.resolve(rev)
 		if err != nil {
-			r.objects.unlock()
+			hr.o.unlock()
 			return nil, err
 		}
-		c, err := r.objects.st.Commit(h)
+		c, err := hr.o.st.Commit(h)
 		if err != nil {
-			r.objects.unlock()
+			hr.o.unlock()
 			return nil, objectError("commit", h, "", err)
 		}
-		if mem[i], err = r.hist().memTree(c.TreeHash); err != nil {
-			r.objects.unlock()
+		if mem[i], err = hr.memTree(c.TreeHash); err != nil {
+			hr.o.unlock()
 			return nil, objectError("tree", c.TreeHash, "", err)
 		}
 	}
 	a, b := map[string]string{}, map[string]string{}
-	err := r.hist().diffFiles(mem[0], mem[1], "", func(p string, x, y plumbing.Hash) {
+	err := hr.diffFiles(mem[0], mem[1], "", func(p string, x, y plumbing.Hash) {
 		if len(paths) > 0 && !touches([]string{p}, paths) {
 			return
 		}
@@ -59,16 +64,16 @@ func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
 			b[p] = y.String()
 		}
 	})
-	r.objects.unlock()
+	hr.o.unlock()
 	if err != nil {
 		return nil, wrap("compare the trees", err)
 	}
 	// The pack files stay open, and the delta bases read stay cached,
 	// across the blobs (each read released them: the pack opened again
 	// and every delta chain read from its start, for each blob).
-	r.objects.holdPacks()
-	defer r.objects.dropPacks()
-	return changes(a, b, r.hist().blobOf)
+	hr.o.holdPacks()
+	defer hr.o.dropPacks()
+	return changes(a, b, hr.blobOf)
 }
 
 // diffFiles calls fn for every memory file (a blob that is no link or

@@ -247,13 +247,18 @@ func (r *Repo) At(ctx context.Context, t time.Time) (Commit, error) {
 // Files returns the memory files (relative to memories/) and their blob
 // hashes at a commit, under the given paths ("" or none: all).
 func (r *Repo) Files(rev string, paths ...string) (map[string]string, error) {
-	r.objects.lock()
-	defer r.objects.unlock()
-	h, err := r.hist().resolve(rev)
+	return r.hist().files(rev, paths...)
+}
+
+// files is Files.
+func (hr historyReader) files(rev string, paths ...string) (map[string]string, error) {
+	hr.o.lock()
+	defer hr.o.unlock()
+	h, err := hr.resolve(rev)
 	if err != nil {
 		return nil, err
 	}
-	return r.hist().filesAt(h, paths)
+	return hr.filesAt(h, paths)
 }
 
 // filesAt lists files with their blob hashes, reading trees only (a
