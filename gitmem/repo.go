@@ -1082,13 +1082,18 @@ func (r *Repo) Commit(ctx context.Context, rev string) (Commit, error) {
 	if err := r.gitUpToDate(ctx); err != nil {
 		return Commit{}, err
 	}
-	r.objects.lock()
-	defer r.objects.unlock()
-	h, err := r.hist().resolve(rev)
+	return r.hist().commit(rev)
+}
+
+// commit is Commit, once git's files are up to date.
+func (hr historyReader) commit(rev string) (Commit, error) {
+	hr.o.lock()
+	defer hr.o.unlock()
+	h, err := hr.resolve(rev)
 	if err != nil {
 		return Commit{}, err
 	}
-	c, err := r.objects.st.Commit(h)
+	c, err := hr.o.st.Commit(h)
 	if err != nil {
 		return Commit{}, wrap("read commit", err)
 	}
@@ -1214,25 +1219,30 @@ func (r *Repo) ReadFileAt(ctx context.Context, rev, p string) ([]byte, error) {
 	if err := r.gitUpToDate(ctx); err != nil {
 		return nil, err
 	}
-	r.objects.lock()
-	defer r.objects.unlock()
-	h, err := r.hist().resolve(rev)
+	return r.hist().readFileAt(rev, p)
+}
+
+// readFileAt is ReadFileAt, once git's files are up to date.
+func (hr historyReader) readFileAt(rev, p string) ([]byte, error) {
+	hr.o.lock()
+	defer hr.o.unlock()
+	h, err := hr.resolve(rev)
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.objects.st.Commit(h)
+	c, err := hr.o.st.Commit(h)
 	if err != nil {
 		return nil, wrap("read commit", err)
 	}
-	t, err := r.objects.st.Tree(c.TreeHash)
+	t, err := hr.o.st.Tree(c.TreeHash)
 	if err != nil {
 		return nil, wrap("read tree", err)
 	}
-	e, ok := r.entryAt(t, memDir+"/"+p)
+	e, ok := hr.entryAt(t, memDir+"/"+p)
 	if !ok || !e.Mode.IsFile() {
 		return nil, ErrNotExist
 	}
-	data, err := r.objects.st.Blob(e.Hash)
+	data, err := hr.o.st.Blob(e.Hash)
 	if err != nil {
 		return nil, objectError("blob", e.Hash, memDir+"/"+p, err)
 	}
@@ -1245,7 +1255,7 @@ func (r *Repo) ReadFileAt(ctx context.Context, rev, p string) ([]byte, error) {
 // first read loads the whole index of a pack and maps every object's
 // offset (0.35 s for a revert's one file in a 335 MB pack). Called with
 // objects.mu held.
-func (r *Repo) entryAt(t *object.Tree, p string) (object.TreeEntry, bool) {
+func (hr historyReader) entryAt(t *object.Tree, p string) (object.TreeEntry, bool) {
 	for {
 		name, rest, more := strings.Cut(p, "/")
 		i := slices.IndexFunc(t.Entries, func(e object.TreeEntry) bool { return e.Name == name })
@@ -1257,7 +1267,7 @@ func (r *Repo) entryAt(t *object.Tree, p string) (object.TreeEntry, bool) {
 		case t.Entries[i].Mode != filemode.Dir:
 			return object.TreeEntry{}, false
 		}
-		sub, err := r.objects.st.Tree(t.Entries[i].Hash)
+		sub, err := hr.o.st.Tree(t.Entries[i].Hash)
 		if err != nil {
 			return object.TreeEntry{}, false
 		}
