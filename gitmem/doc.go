@@ -33,10 +33,11 @@
 // worktree follow (backlog.go, materialise.go, checkpoint.go), the
 // maintainer's background loop (maintain.go), the worktree mirror with
 // hand-edit adoption (mirror.go, handedit.go, drift.go, repairs.go),
-// .git/index (index.go), the history index (history.go), commits plain
-// git made (plaingit.go), the object store (objects.go), the sharer
-// (share*.go) and the collector (gc.go). Their one lock order, what each
-// owns and the life of one call are in docs/design.md.
+// .git/index (index.go), the history index and its reads (history.go,
+// histread.go), commits plain git made (plaingit.go), the object store
+// (objects.go), the sharer (share*.go) and the collector (gc.go). Their
+// one lock order, what each owns and the life of one call are in
+// docs/design.md.
 //
 // This package knows git and nothing of JSON, HTTP or the tool protocol.
 // Its errors are its own (ErrNotExist, *AppliedError, *StorageError, ...):
