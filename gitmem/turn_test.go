@@ -93,6 +93,16 @@ func returned(t *testing.T, done <-chan error, what string) error {
 	}
 }
 
+// cancelled cancels a call waiting for a lock and checks that it gave up
+// with context.Canceled (a hang guard, as returned).
+func cancelled(t *testing.T, cancel context.CancelFunc, done <-chan error, what string) {
+	t.Helper()
+	cancel()
+	if err := returned(t, done, what); !errors.Is(err, context.Canceled) {
+		t.Fatalf("%s: %v, want context.Canceled", what, err)
+	}
+}
+
 // heldByAnother opens a second Repo on dir, which takes the writer lock
 // from r (as another gitmem process would: r lets go when it sees the
 // intent), and keeps it with a change that stays under way until the
@@ -144,10 +154,7 @@ func TestCancelledUpdateStopsWaitingForTheWriterLock(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := updating(ctx, r, "t1")
 	waitUntil(t, "the call waits for the writer lock", func() bool { return r.lease.AcquireWaiters() == 1 })
-	cancel()
-	if err := returned(t, done, "Update cancelled while waiting for the writer lock"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Update cancelled while waiting for the writer lock: %v, want context.Canceled", err)
-	}
+	cancelled(t, cancel, done, "Update cancelled while waiting for the writer lock")
 	// Answered while the other process still holds the lock (letGo has
 	// not run), with nothing committed.
 	if got := gittest.Git(t, dir, "rev-parse", "HEAD"); got != head {
@@ -193,10 +200,7 @@ func TestCancelledUpdateStopsWaitingForTheTurn(t *testing.T) {
 	waitUntil(t, "the call waits for the turn", func() bool {
 		return stackHas("gitmem.updating.func", "beginWrite", "lock.(*Mutex).Lock")
 	})
-	cancel()
-	if err := returned(t, done, "Update cancelled while waiting for the turn"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Update cancelled while waiting for the turn: %v, want context.Canceled", err)
-	}
+	cancelled(t, cancel, done, "Update cancelled while waiting for the turn")
 	letGo()
 	<-first
 	if got := r.snapshotHead(); got != head {
@@ -244,10 +248,7 @@ func TestCancelledSyncStopsWaitingForTheSession(t *testing.T) {
 		done <- err
 	}()
 	waitUntil(t, "the pull waits for the session", func() bool { return r.sharer.mu.Waiting() == 1 })
-	cancel()
-	if err := returned(t, done, "Pull cancelled while waiting for the session"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Pull: %v, want context.Canceled", err)
-	}
+	cancelled(t, cancel, done, "Pull cancelled while waiting for the session")
 	r.sharer.mu.Unlock()
 }
 
@@ -269,10 +270,7 @@ func TestFsckStopsWaitingForTheWriterLock(t *testing.T) {
 		held, _ := gd.HeldElsewhere(filepath.Join(dir, ".git", "gitmem", "lock"))
 		return held
 	})
-	cancel()
-	if err := returned(t, done, "Fsck cancelled while waiting for the writer lock"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Fsck: %v, want context.Canceled", err)
-	}
+	cancelled(t, cancel, done, "Fsck cancelled while waiting for the writer lock")
 }
 
 // Open waiting for the writer lock another process holds gives up when
@@ -304,10 +302,7 @@ func TestCancelledOpenStopsWaitingForTheWriterLock(t *testing.T) {
 		}
 		return !free
 	})
-	cancel()
-	if err := returned(t, done, "Open cancelled while waiting for the writer lock"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Open: %v, want context.Canceled", err)
-	}
+	cancelled(t, cancel, done, "Open cancelled while waiting for the writer lock")
 }
 
 // A change made in the Repo's life (the merge back of commits git moved
