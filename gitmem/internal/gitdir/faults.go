@@ -37,10 +37,12 @@ const (
 	StepIndex    = "index"
 	StepHistory  = "history"
 	StepPack     = "pack"
-	StepWAL      = "wal"
-	StepWALSync  = "wal-sync"
-	StepWALGrow  = "wal-grow" // a log file grown ahead of need (GrowTo)
-	StepSync     = "sync"
+	// StepPackIndex: a pack is in place, its index is renamed next.
+	StepPackIndex = "pack-index"
+	StepWAL       = "wal"
+	StepWALSync   = "wal-sync"
+	StepWALGrow   = "wal-grow" // a log file grown ahead of need (GrowTo)
+	StepSync      = "sync"
 )
 
 // Injected returns the error the fault hook gives the step, if any.

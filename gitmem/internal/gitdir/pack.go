@@ -127,8 +127,8 @@ func (s *Store) ClearGarbage(all bool) int {
 }
 
 // RemoveOrphanIndexes deletes pack indexes (and marks) whose pack is
-// missing: an index is renamed into place before its pack, and a
-// half-written one would be trusted if the same pack were written again.
+// missing (an earlier version renamed an index into place before its
+// pack): one would be trusted if the same pack were written again.
 // A mark in .git/gitmem/repacked whose pack is gone (git's own gc
 // replaced it, say) is deleted too, and not counted: it is no leftover
 // of a crash.
@@ -193,11 +193,15 @@ func (s *Store) RefTips() ([]plumbing.Hash, error) {
 	return tips, nil
 }
 
-// RemovePacks deletes packs with the files git keeps beside them, the
-// pack itself first (an index without its pack is ignored), and a
-// multi-pack-index that names one of them (see StaleDerived). A reader
-// that listed a pack before finds its objects again in the pack that
-// replaced it (Store.read looks again when a pack is gone).
+// RemovePacks deletes packs with the files git keeps beside them, and a
+// multi-pack-index that names one of them (see StaleDerived), in the
+// reverse of placePack's order: the index first (git and gitmem read a
+// pack by its index: none reads it after that), then the pack, its other
+// files, and the .keep last. An index left without its pack would be
+// garbage git gc deletes, with the .keep beside it, when it ends: after
+// the same pack was written again, perhaps. A reader that listed a pack
+// before finds its objects again in the pack that replaced it
+// (Store.read looks again when a pack is gone).
 func RemovePacks(gitDir string, packs []plumbing.Hash) int {
 	n := 0
 	if midxNames(gitDir, packs) {
@@ -205,10 +209,11 @@ func RemovePacks(gitDir string, packs []plumbing.Hash) int {
 	}
 	for _, p := range packs {
 		base := filepath.Join(gitDir, "objects", "pack", "pack-"+p.String())
+		os.Remove(base + ".idx")
 		if os.Remove(base+".pack") == nil {
 			n++
 		}
-		for _, ext := range []string{".idx", ".rev", ".bitmap", ".mtimes", ".keep", ".promisor", oldMarkExt} {
+		for _, ext := range []string{".rev", ".bitmap", ".mtimes", ".promisor", oldMarkExt, ".keep"} {
 			os.Remove(base + ext)
 		}
 		os.Remove(repackedMarkPath(gitDir, p.String()))
@@ -344,9 +349,10 @@ func keptBy(base string) (k Keep, foreign bool) {
 // gitmem's own (what one holds for a commit is in the write-ahead log,
 // which the start replays; what no ref reaches goes at a full gc), and
 // removes gitmem's .keep files without a pack (killed before the pack
-// appeared, or before the note was written: an empty one), and returns
-// how many files it removed. Called with the writer lock held: no gitmem
-// process has a pack in flight.
+// appeared, or before the note was written: an empty one) and gitmem's
+// packs without an index (killed between the two: see placePack), and
+// returns how many files it removed. Called with the writer lock held: no
+// gitmem process has a pack in flight.
 func SettleStaleKeeps(gitDir string) int {
 	m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*.keep"))
 	n := 0
@@ -356,7 +362,14 @@ func SettleStaleKeeps(gitDir string) int {
 			continue // another program's
 		}
 		base := strings.TrimSuffix(p, ".keep")
-		if _, err := os.Stat(base + ".pack"); errors.Is(err, fs.ErrNotExist) {
+		_, err = os.Stat(base + ".pack")
+		if err == nil {
+			if _, ierr := os.Stat(base + ".idx"); errors.Is(ierr, fs.ErrNotExist) && os.Remove(base+".pack") == nil {
+				n++
+				err = fs.ErrNotExist
+			}
+		}
+		if errors.Is(err, fs.ErrNotExist) {
 			if os.Remove(p) == nil {
 				n++
 			}

@@ -149,6 +149,7 @@ func (s *Store) AddPack(h plumbing.Hash) {
 // pays. When the number of objects is not known at the start, the header
 // is patched at the end and the pack hashed again.
 type packWriter struct {
+	env     *Env
 	dir     string // .git/objects/pack
 	f       *os.File
 	w       *bufio.Writer
@@ -199,7 +200,7 @@ func newPackWriter(env *Env, gitDir string, count, level int) (*packWriter, erro
 	} else {
 		zw, _ = zlib.NewWriterLevel(nil, level)
 	}
-	pw := &packWriter{dir: dir, f: f, count: count, index: map[plumbing.Hash]int32{}, zw: zw, level: level}
+	pw := &packWriter{env: env, dir: dir, f: f, count: count, index: map[plumbing.Hash]int32{}, zw: zw, level: level}
 	var out io.Writer = f
 	if count >= 0 {
 		pw.sum = sha1.New()
@@ -315,10 +316,9 @@ func (pw *packWriter) release() {
 	pw.zw = nil
 }
 
-// finish completes the pack and writes its index, then renames both into
-// place (the index first: go-git lists packs by their .pack file and fails
-// a pack without an index, and an index without a pack is ignored and
-// later removed). With durable, both files and the folder are fsynced.
+// finish completes the pack and writes its index, then puts both in
+// place (placePack). With durable, both files and the folder are
+// fsynced.
 func (pw *packWriter) finish(durable bool) (plumbing.Hash, error) {
 	pw.release()
 	fail := func(err error, files ...*os.File) (plumbing.Hash, error) {
@@ -372,19 +372,8 @@ func (pw *packWriter) finish(durable bool) (plumbing.Hash, error) {
 	}
 	pw.f.Close()
 	xf.Close()
-	base := filepath.Join(pw.dir, "pack-"+packSum.String())
-	kept, err := writeKeep(base, pw.keep)
-	if err != nil {
+	if err := placePack(pw.env, filepath.Join(pw.dir, "pack-"+packSum.String()), pw.f.Name(), xf.Name(), pw.keep); err != nil {
 		return fail(err, xf)
-	}
-	if err := os.Rename(xf.Name(), base+".idx"); err != nil {
-		dropKeep(base, kept)
-		return fail(err, xf)
-	}
-	if err := os.Rename(pw.f.Name(), base+".pack"); err != nil {
-		os.Remove(base + ".idx")
-		dropKeep(base, kept)
-		return fail(err)
 	}
 	if durable {
 		if err := SyncDir(pw.dir); err != nil {
@@ -392,6 +381,39 @@ func (pw *packWriter) finish(durable bool) (plumbing.Hash, error) {
 		}
 	}
 	return packSum, nil
+}
+
+// placePack renames a pack and its index, written and closed under
+// temporary names, into place as base.pack and base.idx, in git's order:
+// the .keep k says first (see Keep), then the pack, then its index. git
+// finds a pack by its index, so it reads the pack once both are there;
+// and an index without its pack is garbage that git gc deletes when it
+// ends, with the .keep beside it: had the index come first, a git gc
+// that looked in between deleted them both once the pack was there,
+// leaving a pack that no git command reads and the next git repack -a -d
+// deletes (TestPlainGitGCBetweenAPackAndItsIndex). A pack without its
+// index is left alone by git gc, and by every reader; a crash between the
+// two leaves one, which the next start removes (SettleStaleKeeps). On a
+// failure nothing stays in place but a .keep that was there before.
+func placePack(env *Env, base, packTmp, idxTmp string, k Keep) error {
+	kept, err := writeKeep(base, k)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(packTmp, base+".pack"); err != nil {
+		dropKeep(base, kept)
+		return err
+	}
+	err = env.Injected(StepPackIndex, ".git/objects/pack/"+filepath.Base(base)+".idx")
+	if err == nil {
+		err = os.Rename(idxTmp, base+".idx")
+	}
+	if err != nil {
+		os.Remove(base + ".pack")
+		dropKeep(base, kept)
+		return err
+	}
+	return nil
 }
 
 // writeIndex writes a pack index (version 2) of entries.

@@ -3,12 +3,15 @@ package gitdir
 import (
 	"bytes"
 	stdzlib "compress/zlib"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -439,6 +442,67 @@ func TestPacksAreKeptFromGitForGood(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", TmpPackPrefix+"*")); len(m) != 0 {
 		t.Errorf("temporary files left: %v", m)
+	}
+}
+
+// A pack is put in place before its index, as git does: an index that
+// cannot follow (a fault between the two) takes the pack and the .keep
+// with it; and a pack a crash left without its index (with gitmem's
+// .keep) is removed by the next start (SettleStaleKeeps), while another
+// program's is left alone.
+func TestPackWithoutItsIndexIsNeverLeft(t *testing.T) {
+	t.Parallel()
+	_, gitDir := gitInit(t)
+	s := Open(gitDir)
+	defer s.Close()
+	s.Env = new(Env)
+	blob := Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte("x\n")), Data: []byte("x\n")}
+	packDir := filepath.Join(gitDir, "objects", "pack")
+	var seen []string
+	s.Env.SetFault(func(step, p string) error {
+		if step != StepPackIndex {
+			return nil
+		}
+		seen, _ = filepath.Glob(filepath.Join(packDir, "pack-*"))
+		return &os.PathError{Op: "rename", Path: p, Err: syscall.EIO}
+	})
+	if _, err := s.WritePackFiles([]Object{blob}, true, Own); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("WritePackFiles = %v, want EIO", err)
+	}
+	s.Env.SetFault(nil)
+	var names []string
+	for _, p := range seen {
+		names = append(names, filepath.Ext(p))
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{".keep", ".pack"}) {
+		t.Errorf("before the index: %v, want the .keep and the pack", names)
+	}
+	if left, _ := os.ReadDir(packDir); len(left) != 0 {
+		t.Errorf("a failed index left %v", left)
+	}
+
+	h, err := s.WritePackFiles([]Object{blob}, true, Own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.WritePackFiles([]Object{{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte("y\n")), Data: []byte("y\n")}}, true, NoKeep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, otherBase := filepath.Join(packDir, "pack-"+h.String()), filepath.Join(packDir, "pack-"+other.String())
+	os.WriteFile(otherBase+".keep", []byte("receive-pack 1 on host\n"), 0o644)
+	os.Remove(base + ".idx") // killed between the pack and its index
+	os.Remove(otherBase + ".idx")
+	if n := SettleStaleKeeps(gitDir); n != 2 {
+		t.Errorf("SettleStaleKeeps removed %d files, want 2 (the pack and its .keep)", n)
+	}
+	for _, ext := range []string{".pack", ".keep"} {
+		if _, err := os.Stat(base + ext); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("gitmem's pack without its index: the %s is still there", ext)
+		}
+		if _, err := os.Stat(otherBase + ext); err != nil {
+			t.Errorf("another program's pack without its index: %v", err)
+		}
 	}
 }
 

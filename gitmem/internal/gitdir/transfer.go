@@ -152,11 +152,6 @@ func (s *Store) Receive(r io.Reader, limit int64) (int, error) {
 	if err := writeIndex(xf, entries, sum); err != nil {
 		return fail(err, xf)
 	}
-	base := filepath.Join(pw.dir, "pack-"+sum.String())
-	kept, err := writeKeep(base, InFlight) // no ref names what came yet
-	if err != nil {
-		return fail(err, xf)
-	}
 	for _, x := range []*os.File{f, xf} {
 		if err := x.Chmod(0o444); err != nil {
 			return fail(err, xf)
@@ -167,14 +162,9 @@ func (s *Store) Receive(r io.Reader, limit int64) (int, error) {
 	}
 	f.Close()
 	xf.Close()
-	if err := os.Rename(xf.Name(), base+".idx"); err != nil { // the index first, as packWriter.finish
-		dropKeep(base, kept)
+	// InFlight: no ref names what came yet.
+	if err := placePack(s.Env, filepath.Join(pw.dir, "pack-"+sum.String()), f.Name(), xf.Name(), InFlight); err != nil {
 		return fail(err, xf)
-	}
-	if err := os.Rename(f.Name(), base+".pack"); err != nil {
-		os.Remove(base + ".idx")
-		dropKeep(base, kept)
-		return fail(err)
 	}
 	s.noteReceived(sum)
 	if err := SyncDir(pw.dir); err != nil {
