@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,4 +191,135 @@ func TestMutexTakeGivesUpOnlyAWait(t *testing.T) {
 	if !m.TryLock() {
 		t.Fatal("a Take that gave up took the Mutex")
 	}
+}
+
+// TestMutexServesWaitersInOrder: goroutines that queue for m are served
+// in the order they came.
+func TestMutexServesWaitersInOrder(t *testing.T) {
+	t.Parallel()
+	m := new(Mutex)
+	m.TryLock()
+	const n = 5
+	order := make(chan int, n)
+	for i := range n {
+		go func() {
+			if err := m.Lock(context.Background(), nil); err != nil {
+				t.Error(err)
+				return
+			}
+			order <- i
+			m.Unlock()
+		}()
+		waitFor(t, "the waiter queues", func() bool { return m.Waiting() == i+1 })
+	}
+	m.Unlock()
+	for want := range n {
+		if got := <-order; got != want {
+			t.Fatalf("waiter %d served %dth", got, want)
+		}
+	}
+}
+
+// TestMutexHandsOffToAStarvedWaiter: a waiter that has waited longer
+// than starveAfter is given m by the next Unlock, ahead of a goroutine
+// that tries meanwhile; and a waiter that gives up while m is handed to
+// it passes m on.
+func TestMutexHandsOffToAStarvedWaiter(t *testing.T) {
+	t.Parallel()
+	m := new(Mutex)
+	m.TryLock()
+	got := make(chan error, 1)
+	go func() { got <- m.Lock(context.Background(), nil) }()
+	waitFor(t, "the waiter queues", func() bool { return m.Waiting() == 1 })
+	time.Sleep(2 * starveAfter)
+	// Woken, it finds m taken again and turns m to handing off.
+	m.mu.Lock()
+	m.release()
+	m.locked = true // a goroutine that came meanwhile took it
+	m.mu.Unlock()
+	waitFor(t, "m hands off", func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.starving && len(m.queue) == 1 })
+	m.Unlock()
+	if m.TryLock() {
+		t.Fatal("TryLock took m while it was handed to a waiter")
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	m.Unlock()
+	if !m.TryLock() {
+		t.Fatal("m is not free after the waiter let it go")
+	}
+	m.Unlock()
+}
+
+// TestMutexUnderCancels: many goroutines take m, some giving up while
+// they wait; m is never held twice, and is free at the end.
+func TestMutexUnderCancels(t *testing.T) {
+	t.Parallel()
+	m := new(Mutex)
+	var held atomic.Int32
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 300 {
+				ctx, cancel := context.WithCancel(context.Background())
+				if (g+i)%3 == 0 {
+					time.AfterFunc(time.Duration(i%50)*time.Microsecond, cancel)
+				}
+				if m.Lock(ctx, nil) == nil {
+					if held.Add(1) != 1 {
+						t.Error("m held twice")
+					}
+					if i%25 == 0 {
+						time.Sleep(2 * starveAfter) // the others starve
+					}
+					held.Add(-1)
+					m.Unlock()
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	if !m.TryLock() {
+		t.Fatal("m is held at the end")
+	}
+	if m.Waiting() != 0 || len(m.queue) != 0 {
+		t.Fatalf("%d waiting, %d queued at the end", m.Waiting(), len(m.queue))
+	}
+}
+
+// BenchmarkMutex compares Mutex with sync.Mutex, which it imitates,
+// uncontended and under RunParallel's goroutines, over a short critical
+// section. Measured here (2 cores, -cpu 1,2,8, busy machine): Mutex
+// 36, 34, 44 ns/op; sync.Mutex 15, 17-21, 27-43; the one-slot channel
+// Mutex was first 44-63, 58-67, 195-249.
+func BenchmarkMutex(b *testing.B) {
+	work := func(n *int) {
+		for i := range 50 {
+			*n += i
+		}
+	}
+	b.Run("lock.Mutex", func(b *testing.B) {
+		var m Mutex
+		n := 0
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.Lock(context.Background(), nil)
+				work(&n)
+				m.Unlock()
+			}
+		})
+	})
+	b.Run("sync.Mutex", func(b *testing.B) {
+		var m sync.Mutex
+		n := 0
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.Lock()
+				work(&n)
+				m.Unlock()
+			}
+		})
+	})
 }
