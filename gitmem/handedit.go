@@ -329,6 +329,20 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 		}
 		return base
 	}
+	if there && fi.Mode().IsRegular() && m.editedBefore(q, fi, expect) {
+		// Edited by hand before this write: it stays as it is, never
+		// taken aside, and the next adopt commit merges it. Taken aside,
+		// gitmem's version would be in its place until a round below put
+		// the edit back, and a program that read the file then (to append
+		// to it, say) wrote back a file without its own last edit, which
+		// the adopt could only keep beside the other between conflict
+		// markers (TestTruncatingHandEditsBesideTheModel). An edit made
+		// between this look and the put is found by the rounds below.
+		if m.keepHand(q, mergeBase()) {
+			m.logf("gitmem: %s was edited by hand while gitmem wrote an acknowledged change to it; the edit is kept, and merged into that change by the next adopt commit", q)
+		}
+		return nil
+	}
 	tmp := ""
 	defer func() {
 		if tmp != "" {
@@ -385,6 +399,7 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 		}
 		if placed && !hand {
 			if !putFile {
+				w.forgetPlaced(q)
 				w.touchDir(w.prune(path.Dir(q)))
 			}
 			return nil
@@ -405,6 +420,26 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 			tmp = ""
 		}
 	}
+}
+
+// editedBefore reports whether the regular file at the memory path q,
+// with lstat data fi, holds something other than gitmem's own (expect)
+// although gitmem is about to replace it: it is not the file gitmem put
+// there last (asPlaced) nor one the stat cache knows to hold a version
+// of gitmem's own, and either another program has it open for
+// writing now (an edit under way: its end is the adopt's to take) or
+// reading it finds a content expect does not allow. A file that cannot
+// be read for another reason is left to syncChecked's rounds. Called with
+// the disk lock held.
+func (m *mirror) editedBefore(q string, fi fs.FileInfo, expect func(plumbing.Hash) bool) bool {
+	if m.wt.asPlaced(q, fi) {
+		return false
+	}
+	if h, ok := m.stats.hashAt(q, gd.StatOf(fi)); ok && expect(h) {
+		return false
+	}
+	data, busy, err := m.wt.readSettled(q, 0)
+	return busy || err == nil && !expect(plumbing.ComputeHash(plumbing.BlobObject, data))
 }
 
 // keepWriting puts back at the memory path q the file syncChecked took

@@ -416,7 +416,7 @@ func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
 		t.Errorf("acknowledged values rolled back: not found by the next str_replace %v, not in HEAD %v", missed, rolledBack)
 	}
 	if n := strings.Count(head, "<<<<<<<"); n > 0 {
-		t.Errorf("%d conflict blocks in HEAD", n)
+		t.Errorf("%d conflict blocks in HEAD:\n%s", n, head)
 	}
 	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Errorf("git status:\n%s", st)

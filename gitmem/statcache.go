@@ -51,6 +51,15 @@ func (c *statCache) vouches(p string, st gd.Stat, h plumbing.Hash) bool {
 	return ok && e.st == st && e.hash == h
 }
 
+// hashAt returns the blob the cache says the file at p with lstat data
+// st holds.
+func (c *statCache) hashAt(p string, st gd.Stat) (plumbing.Hash, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.files[p]
+	return e.hash, ok && e.st == st
+}
+
 // len is the number of files cached.
 func (c *statCache) len() int {
 	c.mu.Lock()

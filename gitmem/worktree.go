@@ -36,10 +36,13 @@ type worktree struct {
 	tmpRel string
 	dir    string  // the repository folder
 	env    *gd.Env // the test suite's (nil: none)
-	// writtenMu guards written. A leaf: no lock is taken while it is
-	// held.
+	// writtenMu guards written and placed. A leaf: no lock is taken
+	// while it is held.
 	writtenMu sync.Mutex
 	written   map[string]bool // repository paths written since the last SyncFS
+	// placed is the lstat data each file put (put) had just after: one
+	// that still has it holds what gitmem put there (asPlaced).
+	placed map[string]gd.Stat
 
 	// sparesMu guards spares. A leaf: no lock is taken while it is held.
 	sparesMu sync.Mutex
@@ -623,6 +626,11 @@ func (w *worktree) moveAside(p string) (string, error) {
 // first. asideInfo is the lstat data of the file moved aside, when known
 // (for takeAside).
 func (w *worktree) put(tmp, p string, there bool) (aside string, asideInfo fs.FileInfo, placed bool, err error) {
+	defer func() {
+		if placed && err == nil {
+			w.notePlaced(p)
+		}
+	}()
 	if aside, asideInfo, placed, ok, err := w.exchange(tmp, p, there); ok {
 		return aside, asideInfo, placed, err
 	}
@@ -646,6 +654,40 @@ func (w *worktree) put(tmp, p string, there bool) (aside string, asideInfo fs.Fi
 	}
 	w.touch(p)
 	return aside, nil, true, nil
+}
+
+// notePlaced records the lstat data of the file just put at p (none
+// when it cannot be read: asPlaced then reads the file).
+func (w *worktree) notePlaced(p string) {
+	fi, err := w.lstat(p)
+	w.writtenMu.Lock()
+	defer w.writtenMu.Unlock()
+	if err != nil || !fi.Mode().IsRegular() {
+		delete(w.placed, p)
+		return
+	}
+	if w.placed == nil {
+		w.placed = map[string]gd.Stat{}
+	}
+	w.placed[p] = gd.StatOf(fi)
+}
+
+// asPlaced reports whether the file at p, with lstat data fi, is the one
+// gitmem put there last, unchanged as far as its lstat data tells (an edit
+// within the clock's granularity that keeps the size may not show: what
+// relies on this looks again after).
+func (w *worktree) asPlaced(p string, fi fs.FileInfo) bool {
+	w.writtenMu.Lock()
+	defer w.writtenMu.Unlock()
+	st, ok := w.placed[p]
+	return ok && st == gd.StatOf(fi)
+}
+
+// forgetPlaced forgets the file put at p (it was removed).
+func (w *worktree) forgetPlaced(p string) {
+	w.writtenMu.Lock()
+	defer w.writtenMu.Unlock()
+	delete(w.placed, p)
 }
 
 // takeAside reads a file moved aside (with lstat data fi, nil when not
