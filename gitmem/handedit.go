@@ -344,6 +344,7 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 		return nil
 	}
 	tmp := ""
+	var tmpInfo fs.FileInfo // tmp's stat data once written
 	defer func() {
 		if tmp != "" {
 			w.root.Remove(tmp)
@@ -356,7 +357,7 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 		put, putFile := want, wantFile
 		if putFile {
 			if tmp == "" {
-				if tmp, err = w.writeTemp(put); err != nil {
+				if tmp, tmpInfo, err = w.writeTemp(put); err != nil {
 					return err
 				}
 			}
@@ -364,6 +365,7 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 				return err
 			}
 			if placed {
+				w.notePlaced(q, tmpInfo)
 				tmp = ""
 			}
 		} else if aside, err = w.moveAside(q); err != nil {
@@ -453,6 +455,7 @@ func (m *mirror) editedBefore(q string, fi fs.FileInfo, expect func(plumbing.Has
 func (m *mirror) keepWriting(q, aside string, put []byte, putFile bool, base []byte) error {
 	w := m.wt
 	back, backInfo, _, err := w.put(aside, q, putFile)
+	w.forgetPlaced(q) // the other program's file, not gitmem's
 	if err != nil {
 		return fmt.Errorf("put back the file another program writes (left in .git/gitmem/tmp): %w", err)
 	}

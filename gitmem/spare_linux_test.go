@@ -145,7 +145,7 @@ func TestSpareOnAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := openWorktree(t, mnt)
-	name, err := w.writeTemp([]byte("small\n"))
+	name, _, err := w.writeTemp([]byte("small\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,14 +165,14 @@ func TestSpareOnAFullDisk(t *testing.T) {
 		}
 	}
 	filler.Close()
-	if got, err := w.writeTemp([]byte(strings.Repeat("does not fit\n", 1000))); !errors.Is(err, syscall.ENOSPC) {
+	if got, _, err := w.writeTemp([]byte(strings.Repeat("does not fit\n", 1000))); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("a write on a full disk gave %q, %v; want ENOSPC", got, err)
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 || len(w.spares) != 0 {
 		t.Errorf("left after the failed write: %v, %d spares", left, len(w.spares))
 	}
 	os.Remove(filepath.Join(mnt, "filler"))
-	if _, err := w.writeTemp([]byte("there is room again\n")); err != nil {
+	if _, _, err := w.writeTemp([]byte("there is room again\n")); err != nil {
 		t.Fatalf("a write with room again: %v", err)
 	}
 }
@@ -198,7 +198,7 @@ func TestGCLeavesAFileTakenAside(t *testing.T) {
 		}
 	}
 	r.disk.hold() // as the materialiser does
-	tmp, err := r.mirror.wt.writeTemp([]byte("a, second\n"))
+	tmp, _, err := r.mirror.wt.writeTemp([]byte("a, second\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,9 +40,10 @@ type worktree struct {
 	// while it is held.
 	writtenMu sync.Mutex
 	written   map[string]bool // repository paths written since the last SyncFS
-	// placed is the lstat data each file put (put) had just after: one
-	// that still has it holds what gitmem put there (asPlaced).
-	placed map[string]gd.Stat
+	// placed is the stat data of each file syncChecked put, taken as it
+	// was written: one that is still that file, with that size and
+	// modification time, holds what gitmem put there (asPlaced).
+	placed map[string]fs.FileInfo
 
 	// sparesMu guards spares. A leaf: no lock is taken while it is held.
 	sparesMu sync.Mutex
@@ -347,7 +348,7 @@ func (w *worktree) write(p string, data []byte) error {
 			return err
 		}
 	}
-	tmp, err := w.writeTemp(data)
+	tmp, _, err := w.writeTemp(data)
 	if err != nil {
 		return err
 	}
@@ -514,27 +515,29 @@ func (w *worktree) clearTemp(all bool) int {
 }
 
 // writeTemp writes data to a temporary file, mode 0600, and returns its
-// repository path: a spare file when there is one, else a new file.
-func (w *worktree) writeTemp(data []byte) (string, error) {
-	if name, ok := w.reuse(data); ok {
-		return name, nil
+// repository path and its stat data once written (nil when not known): a
+// spare file when there is one, else a new file.
+func (w *worktree) writeTemp(data []byte) (string, fs.FileInfo, error) {
+	if name, fi, ok := w.reuse(data); ok {
+		return name, fi, nil
 	}
 	f, err := os.CreateTemp(w.tmpAbs, "w-"+gd.ProcTag+"-")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Chmod(fileMode)
 	}
+	fi, _ := f.Stat()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return "", err
+		return "", nil, err
 	}
-	return w.tmpRel + "/" + filepath.Base(f.Name()), nil
+	return w.tmpRel + "/" + filepath.Base(f.Name()), fi, nil
 }
 
 // Spare files. Every write puts a new file in place and takes the old one
@@ -576,13 +579,13 @@ func (w *worktree) recycle(name string, f *os.File, fi fs.FileInfo, alone bool) 
 }
 
 // reuse writes data to a spare file, if there is one, and returns its
-// repository path.
-func (w *worktree) reuse(data []byte) (string, bool) {
+// repository path and its stat data once written.
+func (w *worktree) reuse(data []byte) (string, fs.FileInfo, bool) {
 	w.sparesMu.Lock()
 	n := len(w.spares)
 	if n == 0 {
 		w.sparesMu.Unlock()
-		return "", false
+		return "", nil, false
 	}
 	s := w.spares[n-1]
 	w.spares = w.spares[:n-1]
@@ -594,14 +597,15 @@ func (w *worktree) reuse(data []byte) (string, bool) {
 	if err == nil && s.mode != fileMode {
 		err = s.f.Chmod(fileMode)
 	}
+	fi, _ := s.f.Stat()
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		w.root.Remove(s.name)
-		return "", false
+		return "", nil, false
 	}
-	return s.name, true
+	return s.name, fi, true
 }
 
 // moveAside moves the file at p out of the worktree and returns where it
@@ -626,11 +630,6 @@ func (w *worktree) moveAside(p string) (string, error) {
 // first. asideInfo is the lstat data of the file moved aside, when known
 // (for takeAside).
 func (w *worktree) put(tmp, p string, there bool) (aside string, asideInfo fs.FileInfo, placed bool, err error) {
-	defer func() {
-		if placed && err == nil {
-			w.notePlaced(p)
-		}
-	}()
 	if aside, asideInfo, placed, ok, err := w.exchange(tmp, p, there); ok {
 		return aside, asideInfo, placed, err
 	}
@@ -656,31 +655,31 @@ func (w *worktree) put(tmp, p string, there bool) (aside string, asideInfo fs.Fi
 	return aside, nil, true, nil
 }
 
-// notePlaced records the lstat data of the file just put at p (none
-// when it cannot be read: asPlaced then reads the file).
-func (w *worktree) notePlaced(p string) {
-	fi, err := w.lstat(p)
+// notePlaced records that the file written with stat data fi (writeTemp's;
+// nil: not known) was just put at p.
+func (w *worktree) notePlaced(p string, fi fs.FileInfo) {
 	w.writtenMu.Lock()
 	defer w.writtenMu.Unlock()
-	if err != nil || !fi.Mode().IsRegular() {
+	if fi == nil {
 		delete(w.placed, p)
 		return
 	}
 	if w.placed == nil {
-		w.placed = map[string]gd.Stat{}
+		w.placed = map[string]fs.FileInfo{}
 	}
-	w.placed[p] = gd.StatOf(fi)
+	w.placed[p] = fi
 }
 
 // asPlaced reports whether the file at p, with lstat data fi, is the one
-// gitmem put there last, unchanged as far as its lstat data tells (an edit
-// within the clock's granularity that keeps the size may not show: what
-// relies on this looks again after).
+// gitmem put there last, unchanged as far as its size and modification
+// time tell (an edit within the clock's granularity that keeps the size
+// may not show: what relies on this looks again after). Its change time
+// is not compared: a rename changes it.
 func (w *worktree) asPlaced(p string, fi fs.FileInfo) bool {
 	w.writtenMu.Lock()
 	defer w.writtenMu.Unlock()
-	st, ok := w.placed[p]
-	return ok && st == gd.StatOf(fi)
+	was, ok := w.placed[p]
+	return ok && os.SameFile(was, fi) && was.Size() == fi.Size() && was.ModTime().Equal(fi.ModTime())
 }
 
 // forgetPlaced forgets the file put at p (it was removed).

@@ -90,7 +90,7 @@ func TestPutWhateverItsHint(t *testing.T) {
 				}
 			}
 			w := openWorktree(t, dir)
-			tmp, err := w.writeTemp([]byte("new\n"))
+			tmp, _, err := w.writeTemp([]byte("new\n"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestPutThatFailsLeavesTheFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := openWorktree(t, dir)
-		tmp, err := w.writeTemp([]byte("new\n"))
+		tmp, _, err := w.writeTemp([]byte("new\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
