@@ -3,6 +3,7 @@ package storesapi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -216,19 +217,25 @@ func TestMemoryStoresBoundsInAnthropicsShape(t *testing.T) {
 	a.refused("a body over the limit", code, e, 413, "request_too_large", "false")
 
 	// One request holds the only place (its body comes slowly); the next
-	// is turned away at once.
-	pr, pw := io.Pipe()
-	req, _ := http.NewRequest("POST", a.base+mems, pr)
-	req.Header.Set("Authorization", "Bearer secret-ops")
-	req.Header.Set("Content-Type", "application/json")
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if res, err := http.DefaultClient.Do(req); err == nil {
-			res.Body.Close()
-		}
-	}()
-	pw.Write([]byte(`{"path":"/slow.md",`))
+	// is turned away at once. A probe sent before the slow request reached
+	// the server takes the place itself, and the slow request is the one
+	// turned away: it is sent again.
+	slow := func() (*io.PipeWriter, chan struct{}) {
+		pr, pw := io.Pipe()
+		req, _ := http.NewRequest("POST", a.base+mems, pr)
+		req.Header.Set("Authorization", "Bearer secret-ops")
+		req.Header.Set("Content-Type", "application/json")
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if res, err := http.DefaultClient.Do(req); err == nil {
+				res.Body.Close()
+			}
+		}()
+		pw.Write([]byte(`{"path":"/slow.md",`))
+		return pw, done
+	}
+	pw, done := slow()
 	var busy *http.Response
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		r, _ := http.NewRequest("POST", a.base+mems, strings.NewReader(`{"path":"/b.md","content":"b"}`))
@@ -243,6 +250,9 @@ func TestMemoryStoresBoundsInAnthropicsShape(t *testing.T) {
 			break
 		}
 		res.Body.Close()
+		pw.CloseWithError(errors.New("sent again")) // it did not hold the place
+		<-done
+		pw, done = slow()
 	}
 	pw.Write([]byte(`"content":"s"}`))
 	pw.Close()
