@@ -402,3 +402,90 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 		t.Fatalf("readSettled read %d bytes of a file over its bound", n)
 	}
 }
+
+// A revision that is not a full hash (restore --to HASH~1) is first
+// looked for as a tool_use id through the whole history index: that look
+// costs the file's read and a check of each record's links, not a parse
+// of each record (allocations per record): only a part of the file that
+// holds the text is looked at line by line.
+func TestResolveOfARevisionParsesNoRecordItCannotMatch(t *testing.T) { // not parallel: AllocsPerRun
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 400
+	for i := range n {
+		write(t, r, fmt.Sprintf("toolu_%03d", i), fmt.Sprintf("f%d.md", i%7), fmt.Sprint(i))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	want := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD~1"))
+	var got Commit
+	allocs := testing.AllocsPerRun(3, func() {
+		if got, err = ro.Resolve(context.Background(), "HEAD~1"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got.Hash != want {
+		t.Fatalf("HEAD~1 resolved to %s, git says %s", got.Hash, want)
+	}
+	if ro.histIndex.isLoaded() {
+		t.Fatal("the whole history index was loaded")
+	}
+	if allocs > n {
+		t.Fatalf("Resolve(HEAD~1) over %d records made %.0f allocations: records are parsed one by one", n, allocs)
+	}
+}
+
+// A tool_use id is any text: one that reads as a revision (HEAD~1, a
+// hash with ~1) names its call's commit before the revision, wherever
+// its record is in the index and however the reader's chunks cut it.
+func TestToolUseIDThatReadsAsARevisionWins(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := write(t, r, "toolu_first", "a.md", "a\n")
+	ids := map[string]Commit{}
+	for i := range 120 {
+		id := fmt.Sprintf("toolu_%03d", i)
+		switch i {
+		case 3:
+			id = "HEAD~1"
+		case 60:
+			id = first.Hash + "~1"
+		case 110:
+			id = first.Hash[:7] + "^"
+		}
+		ids[id] = write(t, r, id, fmt.Sprintf("f%d.md", i%5), fmt.Sprint(i))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range []int{0, 64, 333} {
+		ro, err := Open(context.Background(), dir, Options{ReadOnly: true, hooks: &testHooks{tailChunk: chunk}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"HEAD~1", first.Hash + "~1", first.Hash[:7] + "^", "toolu_000", "toolu_119"} {
+			c, err := ro.Resolve(context.Background(), id)
+			if err != nil || c.Hash != ids[id].Hash {
+				t.Errorf("chunk %d: %s resolved to %s %v, want its call's commit %s", chunk, id, c.Hash, err, ids[id].Hash)
+			}
+		}
+		head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD~2"))
+		if c, err := ro.Resolve(context.Background(), "HEAD~2"); err != nil || c.Hash != head {
+			t.Errorf("chunk %d: HEAD~2 resolved to %s %v, git says %s", chunk, c.Hash, err, head)
+		}
+		ro.Close()
+	}
+}

@@ -99,7 +99,7 @@ func (r *Repo) indexed(ctx context.Context, progress Progress) ([]histRec, error
 // reachable from HEAD is listed, both sides of every merge, in the order
 // they reached this repository (a commit always after its parents).
 func (r *Repo) Log(ctx context.Context, opt LogOptions, progress Progress, fn func(Commit) error) error {
-	var want func([]byte) bool
+	var want []byte
 	switch {
 	case opt.Conflicts:
 		want = contains(TrailerConflict)
