@@ -489,3 +489,59 @@ func TestToolUseIDThatReadsAsARevisionWins(t *testing.T) {
 		ro.Close()
 	}
 }
+
+// A repository opened for one command does not write .git/index at
+// start for what the start read (a file copied): the command's Close
+// writes it once, with the same lstat data, so the next start reads no
+// file.
+func TestOneCommandWritesTheIndexOnceAtClose(t *testing.T) {
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "one\n")
+	write(t, r, "t2", "b.md", "two\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "memories", "a.md") // a new inode, the same content: read at start
+	if err := os.WriteFile(p+".tmp", []byte("one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p+".tmp", p); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * gd.RacyWindow)
+	index := filepath.Join(dir, ".git", "index")
+	before, err := os.Stat(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := testOptions(t)
+	opt.OneCommand = true
+	r, err = Open(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.mirror.wt.reads.Load(); n == 0 {
+		t.Fatal("the start read no file, want the copied one read")
+	}
+	if now, err := os.Stat(index); err != nil || !os.SameFile(before, now) {
+		t.Fatalf(".git/index was written at the start of one command (%v)", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out := gittest.Git(t, dir, "diff-files", "--name-only"); out != "" {
+		t.Fatalf("git diff-files lists files whose lstat data the index lacks:\n%s", out)
+	}
+	r, err = Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := r.mirror.wt.reads.Load(); n != 0 {
+		t.Fatalf("the next start read %d files, want none", n)
+	}
+}

@@ -64,8 +64,9 @@ type Options struct {
 	// OneCommand opens the repository for one operator command (revert,
 	// restore, ...): the tool_use ids of the history, which a server reads
 	// in the background from its start so that a retried call is
-	// recognised at once, are not read ahead. A change with an id still
-	// reads them first.
+	// recognised at once, are not read ahead (a change with an id still
+	// reads them first), and .git/index is written at Close, not at
+	// start too.
 	OneCommand bool
 	// OwnerOnly makes a writer refuse a repository whose .git belongs to
 	// another user than the one this process runs as (ErrOtherOwner),
@@ -403,14 +404,17 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	if err := r.materialize(); err != nil {
 		r.opt.Logf("gitmem: %v", err)
 	}
+	// One command's Close writes .git/index (under the writer lock, as
+	// the lease's release would): written here too, the 10,000 entries
+	// would be written twice within the command.
+	if r.opt.OneCommand {
+		return nil
+	}
 	if err := r.writeIndex(); err != nil {
 		r.opt.Logf("gitmem: could not write .git/index: %v", err)
 	}
 	// The tool_use ids of the history are read in the background: the
 	// first change with an id waits only for what is left of it.
-	if r.opt.OneCommand {
-		return nil
-	}
 	go func() {
 		t, err := r.beginWrite(r.life, 0)
 		if err != nil {
