@@ -545,3 +545,54 @@ func TestOneCommandWritesTheIndexOnceAtClose(t *testing.T) {
 		t.Fatalf("the next start read %d files, want none", n)
 	}
 }
+
+// Close keeps the write-ahead log's files, emptied by its checkpoint (as
+// letting the lease go when idle does), and the next start opens them
+// again: it does not make two new files, with two fsyncs of each file
+// and of their folder, at every start of a command that writes.
+func TestTheNextStartOpensTheLogCloseKept(t *testing.T) {
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "one\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logs := map[string]os.FileInfo{}
+	for _, name := range []string{"wal", "wal2"} {
+		fi, err := os.Stat(filepath.Join(dir, ".git", "gitmem", name))
+		if err != nil {
+			t.Fatalf("after Close: %v", err)
+		}
+		logs[name] = fi
+	}
+	opt := testOptions(t)
+	opt.OneCommand = true
+	r, err = Open(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t2", "a.md", "two\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, was := range logs {
+		fi, err := os.Stat(filepath.Join(dir, ".git", "gitmem", name))
+		if err != nil || !os.SameFile(was, fi) {
+			t.Fatalf(".git/gitmem/%s was made anew by the next start (%v)", name, err)
+		}
+	}
+	if n := walRecords(t, dir); n != 0 {
+		t.Fatalf("the log holds %d records after Close, want none (a checkpoint emptied it)", n)
+	}
+	r, err = Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := read(t, r, "a.md"); got != "two\n" {
+		t.Fatalf("a.md = %q after a restart", got)
+	}
+}

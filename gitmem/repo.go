@@ -1016,7 +1016,7 @@ func (r *Repo) Close() error {
 			kept = r.log.records()
 		}
 		gone := kept > 0 && r.log.gone()
-		r.closeLog(err == nil) // empty after a checkpoint: removed
+		r.closeLog(true) // kept, empty after a checkpoint: the next start opens it again
 		if kept > 0 {
 			// Kept in the log for the next start: say how many of them
 			// git's files lack (all it holds, if that cannot be told).
@@ -1064,7 +1064,7 @@ func (r *Repo) shutdown(t *writerTurn) {
 	r.histIndex.stopBuild()
 	r.mirror.close()
 	r.lease.Close()
-	r.closeLog(false)
+	r.closeLog(true)
 	r.objects.lock()
 	r.objects.st.Close()
 	r.objects.unlock()
