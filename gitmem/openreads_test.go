@@ -1,9 +1,11 @@
 package gitmem
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -594,5 +596,28 @@ func TestTheNextStartOpensTheLogCloseKept(t *testing.T) {
 	defer r.Close()
 	if got := read(t, r, "a.md"); got != "two\n" {
 		t.Fatalf("a.md = %q after a restart", got)
+	}
+}
+
+// containsText says what bytes.Contains says, whichever byte of the
+// text it searches from: texts and lines of a small alphabet (hex, ~, ^,
+// a tab, a multibyte letter), matches at the start, the end, overlapping
+// and cut.
+func TestContainsTextIsContains(t *testing.T) {
+	t.Parallel()
+	alphabet := []string{"a", "b", "0", "~", "^", "\t", "é", "1"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	word := func(n int) []byte {
+		var b []byte
+		for range n {
+			b = append(b, alphabet[rng.IntN(len(alphabet))]...)
+		}
+		return b
+	}
+	for range 20000 {
+		s, text := word(rng.IntN(40)), word(1+rng.IntN(5))
+		if got, want := containsText(s, text), bytes.Contains(s, text); got != want {
+			t.Fatalf("containsText(%q, %q) = %v, bytes.Contains says %v", s, text, got, want)
+		}
 	}
 }
