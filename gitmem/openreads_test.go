@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -618,6 +619,65 @@ func TestContainsTextIsContains(t *testing.T) {
 		s, text := word(rng.IntN(40)), word(1+rng.IntN(5))
 		if got, want := containsText(s, text), bytes.Contains(s, text); got != want {
 			t.Fatalf("containsText(%q, %q) = %v, bytes.Contains says %v", s, text, got, want)
+		}
+	}
+}
+
+// The files of one path at a commit (restore --to REV -- PATH) are read
+// from the folders on the way to it alone, not from every folder of the
+// memory: at 10,000 files in 100 folders, 101 trees read for one.
+func TestFilesOfOnePathReadItsFoldersAlone(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.Update(context.Background(), Meta{Subject: "seed"}, func(tx *Tx) error {
+		for i := range 40 {
+			if err := tx.WriteFile(fmt.Sprintf("d%02d/sub/f%d.md", i, i), []byte(fmt.Sprint(i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		paths []string
+		want  string
+	}{
+		{[]string{"d07/sub/f7.md"}, "d07/sub/f7.md"},
+		{[]string{"d07"}, "d07/sub/f7.md"},
+		{[]string{"d07/sub/f7.md", "d31/sub"}, "d07/sub/f7.md d31/sub/f31.md"},
+		{[]string{"d0"}, ""},
+		{[]string{"d07/sub/f7.md/x"}, ""},
+	} {
+		ro, err := Open(context.Background(), dir, Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := ro.objects.st.Decoded()
+		files, err := ro.Files(c.Hash, tc.paths...)
+		read := ro.objects.st.Decoded() - before
+		ro.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for p := range files {
+			got = append(got, p)
+		}
+		slices.Sort(got)
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("Files(%q) = %q, want %q", tc.paths, got, tc.want)
+		}
+		if read > 10 {
+			t.Errorf("Files(%q) read %d objects, of a tree of 40 folders", tc.paths, read)
 		}
 	}
 }
