@@ -90,8 +90,8 @@ func (o *Options) defaults(dir string) {
 	if o.Committer == (Signature{}) {
 		o.Committer = Signature{"gitmem", "gitmem@gitmem.invalid"}
 	}
-	if o.Operator == (Signature{}) {
-		o.Operator = gitIdentity(dir)
+	if o.Operator == (Signature{}) && !o.ReadOnly {
+		o.Operator = gitIdentity(dir) // a reader's is read when asked (Repo.Operator): it commits nothing
 	}
 	if o.Now == nil {
 		o.Now = time.Now
