@@ -87,15 +87,7 @@ func TestOpenReadsNoUnchangedFile(t *testing.T) {
 func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
 	for _, forged := range []bool{false, true} {
 		t.Run(fmt.Sprintf("forged=%v", forged), func(t *testing.T) {
-			dir := gittest.TempDir(t)
-			r, _, err := Init(context.Background(), dir, testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			write(t, r, "t1", "a.md", "one\n")
-			if err := r.Close(); err != nil {
-				t.Fatal(err)
-			}
+			dir := closedRepo(t)
 			p := filepath.Join(dir, "memories", "a.md")
 			was, err := os.Lstat(p)
 			if err != nil {
@@ -133,7 +125,7 @@ func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
 					t.Fatalf("touch: %v: %s", err, out)
 				}
 			}
-			r, err = Open(context.Background(), dir, testOptions(t))
+			r, err := Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -498,16 +490,7 @@ func TestToolUseIDThatReadsAsARevisionWins(t *testing.T) {
 // writes it once, with the same lstat data, so the next start reads no
 // file.
 func TestOneCommandWritesTheIndexOnceAtClose(t *testing.T) {
-	dir := gittest.TempDir(t)
-	r, _, err := Init(context.Background(), dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, r, "t1", "a.md", "one\n")
-	write(t, r, "t2", "b.md", "two\n")
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := closedRepo(t)
 	p := filepath.Join(dir, "memories", "a.md") // a new inode, the same content: read at start
 	if err := os.WriteFile(p+".tmp", []byte("one\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -523,7 +506,7 @@ func TestOneCommandWritesTheIndexOnceAtClose(t *testing.T) {
 	}
 	opt := testOptions(t)
 	opt.OneCommand = true
-	r, err = Open(context.Background(), dir, opt)
+	r, err := Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,15 +537,7 @@ func TestOneCommandWritesTheIndexOnceAtClose(t *testing.T) {
 // again: it does not make two new files, with two fsyncs of each file
 // and of their folder, at every start of a command that writes.
 func TestTheNextStartOpensTheLogCloseKept(t *testing.T) {
-	dir := gittest.TempDir(t)
-	r, _, err := Init(context.Background(), dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, r, "t1", "a.md", "one\n")
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := closedRepo(t)
 	logs := map[string]os.FileInfo{}
 	for _, name := range []string{"wal", "wal2"} {
 		fi, err := os.Stat(filepath.Join(dir, ".git", "gitmem", name))
@@ -573,7 +548,7 @@ func TestTheNextStartOpensTheLogCloseKept(t *testing.T) {
 	}
 	opt := testOptions(t)
 	opt.OneCommand = true
-	r, err = Open(context.Background(), dir, opt)
+	r, err := Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -688,12 +663,7 @@ func TestFilesOfOnePathReadItsFoldersAlone(t *testing.T) {
 // of a 9 ms log): Operator still says who it is when asked.
 func TestReaderReadsTheOperatorsIdentityWhenAsked(t *testing.T) {
 	t.Parallel()
-	dir := gittest.TempDir(t)
-	r, _, err := Init(context.Background(), dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
+	dir := closedRepo(t)
 	gittest.Git(t, dir, "config", "user.name", "Olive Operator")
 	gittest.Git(t, dir, "config", "user.email", "olive@example.com")
 	ro, err := Open(context.Background(), dir, Options{ReadOnly: true})

@@ -10,6 +10,16 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
+// walSize is the size of the log file .git/gitmem/wal under dir.
+func walSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	fi, err := os.Stat(filepath.Join(dir, "gitmem", "wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
 func walDir(t *testing.T) string {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "gitmem"), 0o700)
@@ -102,13 +112,7 @@ func TestWALGrowTo(t *testing.T) {
 	if err := w.GrowTo(n); err != nil {
 		t.Fatal(err)
 	}
-	size := func() int64 {
-		fi, err := os.Stat(filepath.Join(dir, "gitmem", "wal"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi.Size()
-	}
+	size := func() int64 { return walSize(t, dir) }
 	if w.Cap() != n || size() != walHeaderSize+n {
 		t.Fatalf("after GrowTo(%d): Cap %d, file %d bytes", n, w.Cap(), size())
 	}
@@ -144,13 +148,7 @@ func TestWALShrink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	size := func() int64 {
-		fi, err := os.Stat(filepath.Join(dir, "gitmem", "wal"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi.Size()
-	}
+	size := func() int64 { return walSize(t, dir) }
 	first := size()
 	if err := w.GrowTo(1 << 20); err != nil {
 		t.Fatal(err)
