@@ -241,12 +241,11 @@ func (m *materialiser) prepareSpareLog() {
 }
 
 // closeLog is materialiser.closeLog, for the lease and Close.
-func (r *Repo) closeLog(remove bool) { r.mat.closeLog(remove) }
+func (r *Repo) closeLog(exit bool) { r.mat.closeLog(exit) }
 
-// closeLog closes the log files, removing them when asked (they are
-// empty after a checkpoint).
-func (m *materialiser) closeLog(remove bool) {
+// closeLog closes the log files (see logFiles.close).
+func (m *materialiser) closeLog(exit bool) {
 	dt := m.disk.hold() // not while prepareSpareLog grows one
 	defer dt.release()
-	m.log.close(dt, remove)
+	m.log.close(dt, exit)
 }

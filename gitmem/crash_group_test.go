@@ -298,7 +298,7 @@ func walRecords(t *testing.T, dir string) int {
 		if err != nil {
 			t.Fatalf("read the log: %v", err)
 		}
-		w.Close(false)
+		w.Close()
 		n += len(recs)
 	}
 	return n

@@ -603,10 +603,10 @@ func join2(prefix, name string) string {
 }
 
 // scan calls fn for the history's records, newest first, until fn returns
-// false. want, if not nil, is a cheap test on a record's raw index line
-// that every record fn needs passes (a substring it must contain); it lets
-// a fresh process skip parsing the rest of a long index.
-func (r *Repo) scan(ctx context.Context, want func(line []byte) bool, progress Progress, fn func(*histRec) bool) error {
+// false. want, if not nil, is text that every record fn needs holds in its
+// raw index line (contains); it lets a fresh process skip parsing the rest
+// of a long index.
+func (r *Repo) scan(ctx context.Context, want []byte, progress Progress, fn func(*histRec) bool) error {
 	head, err := r.branchHead(ctx)
 	if err != nil {
 		return err
@@ -628,13 +628,13 @@ func (r *Repo) scan(ctx context.Context, want func(line []byte) bool, progress P
 	return nil
 }
 
-// contains is a want test for scan: the line holds s as a field's text.
-func contains(s string) func([]byte) bool {
+// contains is scan's want for records that hold s in a field's text: s
+// as the index line has it (escaped).
+func contains(s string) []byte {
 	if s == "" {
 		return nil
 	}
-	b := []byte(escaper.Replace(s))
-	return func(line []byte) bool { return bytes.Contains(line, b) }
+	return []byte(escaper.Replace(s))
 }
 
 // syncIDs brings the tool_use id map up to the branch after others moved

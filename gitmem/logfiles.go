@@ -59,7 +59,7 @@ func (l *logFiles) open(env *gd.Env, gitDir string) ([]gd.WALRecord, error) {
 		w, rs, err := gd.OpenWAL(env, gitDir, name)
 		if err != nil {
 			for _, w := range l.files[:i] {
-				w.Close(false)
+				w.Close()
 			}
 			return nil, &DamagedError{Problem: fmt.Sprintf("the write-ahead log .git/gitmem/%s cannot be read (%v)", name, err),
 				Repair: "if gitmem was not killed while writing it, move it aside and run gitmem fsck"}
@@ -188,15 +188,19 @@ func (l *logFiles) growSpare(_ diskTurn, gitDir string) error {
 	return nil
 }
 
-// close closes the log files, removing them when asked (they are empty
-// after a checkpoint). Called with the disk lock held (dt): not while
+// close closes the log files: they stay on disk, for the next holder of
+// the writer lock; at exit, an empty one goes back to its first size
+// (gd.WAL.Shrink). Called with the disk lock held (dt): not while
 // growSpare grows one.
-func (l *logFiles) close(_ diskTurn, remove bool) {
+func (l *logFiles) close(_ diskTurn, exit bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, w := range l.files {
 		if w != nil {
-			w.Close(remove)
+			if exit {
+				w.Shrink() // best effort: a larger file is only disk space
+			}
+			w.Close()
 		}
 		l.files[i] = nil
 	}

@@ -1,12 +1,15 @@
 package gitmem
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,15 +87,7 @@ func TestOpenReadsNoUnchangedFile(t *testing.T) {
 func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
 	for _, forged := range []bool{false, true} {
 		t.Run(fmt.Sprintf("forged=%v", forged), func(t *testing.T) {
-			dir := gittest.TempDir(t)
-			r, _, err := Init(context.Background(), dir, testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			write(t, r, "t1", "a.md", "one\n")
-			if err := r.Close(); err != nil {
-				t.Fatal(err)
-			}
+			dir := closedRepo(t)
 			p := filepath.Join(dir, "memories", "a.md")
 			was, err := os.Lstat(p)
 			if err != nil {
@@ -130,7 +125,7 @@ func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
 					t.Fatalf("touch: %v: %s", err, out)
 				}
 			}
-			r, err = Open(context.Background(), dir, testOptions(t))
+			r, err := Open(context.Background(), dir, testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -400,5 +395,286 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 	}
 	if n := r.mirror.wt.readBytes.Load() - before; n != 0 {
 		t.Fatalf("readSettled read %d bytes of a file over its bound", n)
+	}
+}
+
+// A revision that is not a full hash (restore --to HASH~1) is first
+// looked for as a tool_use id through the whole history index: that look
+// costs the file's read and a check of each record's links, not a parse
+// of each record (allocations per record): only a part of the file that
+// holds the text is looked at line by line.
+func TestResolveOfARevisionParsesNoRecordItCannotMatch(t *testing.T) { // not parallel: AllocsPerRun
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 400
+	for i := range n {
+		write(t, r, fmt.Sprintf("toolu_%03d", i), fmt.Sprintf("f%d.md", i%7), fmt.Sprint(i))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	want := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD~1"))
+	var got Commit
+	allocs := testing.AllocsPerRun(3, func() {
+		if got, err = ro.Resolve(context.Background(), "HEAD~1"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got.Hash != want {
+		t.Fatalf("HEAD~1 resolved to %s, git says %s", got.Hash, want)
+	}
+	if ro.histIndex.isLoaded() {
+		t.Fatal("the whole history index was loaded")
+	}
+	if allocs > n {
+		t.Fatalf("Resolve(HEAD~1) over %d records made %.0f allocations: records are parsed one by one", n, allocs)
+	}
+}
+
+// A tool_use id is any text: one that reads as a revision (HEAD~1, a
+// hash with ~1) names its call's commit before the revision, wherever
+// its record is in the index and however the reader's chunks cut it.
+func TestToolUseIDThatReadsAsARevisionWins(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := write(t, r, "toolu_first", "a.md", "a\n")
+	ids := map[string]Commit{}
+	for i := range 120 {
+		id := fmt.Sprintf("toolu_%03d", i)
+		switch i {
+		case 3:
+			id = "HEAD~1"
+		case 60:
+			id = first.Hash + "~1"
+		case 110:
+			id = first.Hash[:7] + "^"
+		}
+		ids[id] = write(t, r, id, fmt.Sprintf("f%d.md", i%5), fmt.Sprint(i))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range []int{0, 64, 333} {
+		ro, err := Open(context.Background(), dir, Options{ReadOnly: true, hooks: &testHooks{tailChunk: chunk}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"HEAD~1", first.Hash + "~1", first.Hash[:7] + "^", "toolu_000", "toolu_119"} {
+			c, err := ro.Resolve(context.Background(), id)
+			if err != nil || c.Hash != ids[id].Hash {
+				t.Errorf("chunk %d: %s resolved to %s %v, want its call's commit %s", chunk, id, c.Hash, err, ids[id].Hash)
+			}
+		}
+		head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD~2"))
+		if c, err := ro.Resolve(context.Background(), "HEAD~2"); err != nil || c.Hash != head {
+			t.Errorf("chunk %d: HEAD~2 resolved to %s %v, git says %s", chunk, c.Hash, err, head)
+		}
+		ro.Close()
+	}
+}
+
+// A repository opened for one command does not write .git/index at
+// start for what the start read (a file copied): the command's Close
+// writes it once, with the same lstat data, so the next start reads no
+// file.
+func TestOneCommandWritesTheIndexOnceAtClose(t *testing.T) {
+	dir := closedRepo(t)
+	p := filepath.Join(dir, "memories", "a.md") // a new inode, the same content: read at start
+	if err := os.WriteFile(p+".tmp", []byte("one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p+".tmp", p); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * gd.RacyWindow)
+	index := filepath.Join(dir, ".git", "index")
+	before, err := os.Stat(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := testOptions(t)
+	opt.OneCommand = true
+	r, err := Open(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.mirror.wt.reads.Load(); n == 0 {
+		t.Fatal("the start read no file, want the copied one read")
+	}
+	if now, err := os.Stat(index); err != nil || !os.SameFile(before, now) {
+		t.Fatalf(".git/index was written at the start of one command (%v)", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out := gittest.Git(t, dir, "diff-files", "--name-only"); out != "" {
+		t.Fatalf("git diff-files lists files whose lstat data the index lacks:\n%s", out)
+	}
+	r, err = Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := r.mirror.wt.reads.Load(); n != 0 {
+		t.Fatalf("the next start read %d files, want none", n)
+	}
+}
+
+// Close keeps the write-ahead log's files, emptied by its checkpoint (as
+// letting the lease go when idle does), and the next start opens them
+// again: it does not make two new files, with two fsyncs of each file
+// and of their folder, at every start of a command that writes.
+func TestTheNextStartOpensTheLogCloseKept(t *testing.T) {
+	dir := closedRepo(t)
+	logs := map[string]os.FileInfo{}
+	for _, name := range []string{"wal", "wal2"} {
+		fi, err := os.Stat(filepath.Join(dir, ".git", "gitmem", name))
+		if err != nil {
+			t.Fatalf("after Close: %v", err)
+		}
+		logs[name] = fi
+	}
+	opt := testOptions(t)
+	opt.OneCommand = true
+	r, err := Open(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t2", "a.md", "two\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, was := range logs {
+		fi, err := os.Stat(filepath.Join(dir, ".git", "gitmem", name))
+		if err != nil || !os.SameFile(was, fi) {
+			t.Fatalf(".git/gitmem/%s was made anew by the next start (%v)", name, err)
+		}
+	}
+	if n := walRecords(t, dir); n != 0 {
+		t.Fatalf("the log holds %d records after Close, want none (a checkpoint emptied it)", n)
+	}
+	r, err = Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := read(t, r, "a.md"); got != "two\n" {
+		t.Fatalf("a.md = %q after a restart", got)
+	}
+}
+
+// containsText says what bytes.Contains says, whichever byte of the
+// text it searches from: texts and lines of a small alphabet (hex, ~, ^,
+// a tab, a multibyte letter), matches at the start, the end, overlapping
+// and cut.
+func TestContainsTextIsContains(t *testing.T) {
+	t.Parallel()
+	alphabet := []string{"a", "b", "0", "~", "^", "\t", "é", "1"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	word := func(n int) []byte {
+		var b []byte
+		for range n {
+			b = append(b, alphabet[rng.IntN(len(alphabet))]...)
+		}
+		return b
+	}
+	for range 20000 {
+		s, text := word(rng.IntN(40)), word(1+rng.IntN(5))
+		if got, want := containsText(s, text), bytes.Contains(s, text); got != want {
+			t.Fatalf("containsText(%q, %q) = %v, bytes.Contains says %v", s, text, got, want)
+		}
+	}
+}
+
+// The files of one path at a commit (restore --to REV -- PATH) are read
+// from the folders on the way to it alone, not from every folder of the
+// memory: at 10,000 files in 100 folders, 101 trees read for one.
+func TestFilesOfOnePathReadItsFoldersAlone(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.Update(context.Background(), Meta{Subject: "seed"}, func(tx *Tx) error {
+		for i := range 40 {
+			if err := tx.WriteFile(fmt.Sprintf("d%02d/sub/f%d.md", i, i), []byte(fmt.Sprint(i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		paths []string
+		want  string
+	}{
+		{[]string{"d07/sub/f7.md"}, "d07/sub/f7.md"},
+		{[]string{"d07"}, "d07/sub/f7.md"},
+		{[]string{"d07/sub/f7.md", "d31/sub"}, "d07/sub/f7.md d31/sub/f31.md"},
+		{[]string{"d0"}, ""},
+		{[]string{"d07/sub/f7.md/x"}, ""},
+	} {
+		ro, err := Open(context.Background(), dir, Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := ro.objects.st.Decoded()
+		files, err := ro.Files(c.Hash, tc.paths...)
+		read := ro.objects.st.Decoded() - before
+		ro.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for p := range files {
+			got = append(got, p)
+		}
+		slices.Sort(got)
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("Files(%q) = %q, want %q", tc.paths, got, tc.want)
+		}
+		if read > 10 {
+			t.Errorf("Files(%q) read %d objects, of a tree of 40 folders", tc.paths, read)
+		}
+	}
+}
+
+// A reader (log, show, diff, blame) does not read the git configuration
+// for the operator's identity at Open, which only a commit needs (two
+// config files and a go-git open of the repository, half a millisecond
+// of a 9 ms log): Operator still says who it is when asked.
+func TestReaderReadsTheOperatorsIdentityWhenAsked(t *testing.T) {
+	t.Parallel()
+	dir := closedRepo(t)
+	gittest.Git(t, dir, "config", "user.name", "Olive Operator")
+	gittest.Git(t, dir, "config", "user.email", "olive@example.com")
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if ro.opt.Operator != (Signature{}) {
+		t.Fatalf("a read-only Open read the operator's identity: %v", ro.opt.Operator)
+	}
+	if got := ro.Operator(); got != (Signature{"Olive Operator", "olive@example.com"}) {
+		t.Fatalf("Operator() = %v, want the repository's user", got)
 	}
 }

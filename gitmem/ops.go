@@ -60,6 +60,18 @@ func touches(changed, paths []string) bool {
 	return false
 }
 
+// onTheWay reports whether folder dir may hold files that touches
+// paths: it is one of them, on the way to one, or beneath one (none:
+// every folder is).
+func onTheWay(dir string, paths []string) bool {
+	for _, p := range paths {
+		if p == "" || within(p, dir) || within(dir, p) {
+			return true
+		}
+	}
+	return len(paths) == 0
+}
+
 // headHash is the branch's commit now (shareStore's: its wait for the
 // disk lock ends only when Close begins).
 func (r *Repo) headHash() (plumbing.Hash, error) { return r.branchHead(context.Background()) }
@@ -99,7 +111,7 @@ func (r *Repo) indexed(ctx context.Context, progress Progress) ([]histRec, error
 // reachable from HEAD is listed, both sides of every merge, in the order
 // they reached this repository (a commit always after its parents).
 func (r *Repo) Log(ctx context.Context, opt LogOptions, progress Progress, fn func(Commit) error) error {
-	var want func([]byte) bool
+	var want []byte
 	switch {
 	case opt.Conflicts:
 		want = contains(TrailerConflict)
@@ -286,6 +298,9 @@ func (hr historyReader) filesAt(commit plumbing.Hash, paths []string) (map[strin
 			p := join2(dir, e.Name)
 			switch {
 			case e.Mode == filemode.Dir:
+				if !onTheWay(p, paths) {
+					continue // no file under it is one of paths
+				}
 				if err := walk(e.Hash, p); err != nil {
 					return err
 				}

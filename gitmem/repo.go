@@ -64,8 +64,9 @@ type Options struct {
 	// OneCommand opens the repository for one operator command (revert,
 	// restore, ...): the tool_use ids of the history, which a server reads
 	// in the background from its start so that a retried call is
-	// recognised at once, are not read ahead. A change with an id still
-	// reads them first.
+	// recognised at once, are not read ahead (a change with an id still
+	// reads them first), and .git/index is written at Close, not at
+	// start too.
 	OneCommand bool
 	// OwnerOnly makes a writer refuse a repository whose .git belongs to
 	// another user than the one this process runs as (ErrOtherOwner),
@@ -89,8 +90,8 @@ func (o *Options) defaults(dir string) {
 	if o.Committer == (Signature{}) {
 		o.Committer = Signature{"gitmem", "gitmem@gitmem.invalid"}
 	}
-	if o.Operator == (Signature{}) {
-		o.Operator = gitIdentity(dir)
+	if o.Operator == (Signature{}) && !o.ReadOnly {
+		o.Operator = gitIdentity(dir) // a reader's is read when asked (Repo.Operator): it commits nothing
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -403,14 +404,17 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	if err := r.materialize(); err != nil {
 		r.opt.Logf("gitmem: %v", err)
 	}
+	// One command's Close writes .git/index (under the writer lock, as
+	// the lease's release would): written here too, the 10,000 entries
+	// would be written twice within the command.
+	if r.opt.OneCommand {
+		return nil
+	}
 	if err := r.writeIndex(); err != nil {
 		r.opt.Logf("gitmem: could not write .git/index: %v", err)
 	}
 	// The tool_use ids of the history are read in the background: the
 	// first change with an id waits only for what is left of it.
-	if r.opt.OneCommand {
-		return nil
-	}
 	go func() {
 		t, err := r.beginWrite(r.life, 0)
 		if err != nil {
@@ -1012,7 +1016,7 @@ func (r *Repo) Close() error {
 			kept = r.log.records()
 		}
 		gone := kept > 0 && r.log.gone()
-		r.closeLog(err == nil) // empty after a checkpoint: removed
+		r.closeLog(true) // kept, empty after a checkpoint: the next start opens it again
 		if kept > 0 {
 			// Kept in the log for the next start: say how many of them
 			// git's files lack (all it holds, if that cannot be told).
@@ -1060,7 +1064,7 @@ func (r *Repo) shutdown(t *writerTurn) {
 	r.histIndex.stopBuild()
 	r.mirror.close()
 	r.lease.Close()
-	r.closeLog(false)
+	r.closeLog(true)
 	r.objects.lock()
 	r.objects.st.Close()
 	r.objects.unlock()

@@ -113,7 +113,7 @@ type opStore interface {
 	// readFile reads the blob h, the file p.
 	readFile(h plumbing.Hash, p string) ([]byte, error)
 	// scan reads the history index newest first (see Repo.scan).
-	scan(ctx context.Context, want func(line []byte) bool, progress Progress, fn func(*histRec) bool) error
+	scan(ctx context.Context, want []byte, progress Progress, fn func(*histRec) bool) error
 	// indexed is the history index up to HEAD.
 	indexed(ctx context.Context, progress Progress) ([]histRec, error)
 	// history is the history index up to head (see Repo.history).

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -41,7 +42,13 @@ type Store struct {
 
 	recvmu   sync.Mutex
 	received []plumbing.Hash // packs a transfer wrote, kept (Received)
+
+	decoded atomic.Int64 // objects read from a pack or a loose file (Decoded)
 }
+
+// Decoded is how many objects the Store has read from a pack or a loose
+// file (not from memory): the work a read did, for tests to count.
+func (s *Store) Decoded() int64 { return s.decoded.Load() }
 
 type held struct {
 	Object
@@ -191,6 +198,7 @@ func (s *Store) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 }
 
 func (s *Store) readUncached(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	s.decoded.Add(1)
 	o, err := find(s, h, func() (Object, bool, error) {
 		t, data, found, err := s.packs.read(h)
 		return Object{Type: t, Data: data}, found, err

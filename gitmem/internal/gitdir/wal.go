@@ -359,13 +359,25 @@ func (w *WAL) Gone() bool {
 	return err == nil && !os.SameFile(fi, own)
 }
 
-// Close closes the log; remove deletes the file too (it must be empty).
-func (w *WAL) Close(remove bool) error {
-	err := w.f.Close()
-	if remove && w.off == walHeaderSize {
-		os.Remove(w.path)
+// Close closes the log. The file stays: the next holder of the writer
+// lock opens it again (a new file would cost two fsyncs, of it and of its
+// folder).
+func (w *WAL) Close() error { return w.f.Close() }
+
+// Shrink gives an empty log (Reset, nothing appended since) back the
+// size a new one has: what it grew to under load, written with zeros
+// ahead of need, is not kept on disk after the process exits. Nothing to
+// sync: it holds no record, and a file left longer by a crash holds none
+// either (its leftovers are of older generations).
+func (w *WAL) Shrink() error {
+	if w.off != walHeaderSize || w.size <= walHeaderSize+walGrow {
+		return nil
 	}
-	return err
+	if err := w.f.Truncate(walHeaderSize + walGrow); err != nil {
+		return err
+	}
+	w.size = walHeaderSize + walGrow
+	return nil
 }
 
 func encodeRecord(b []byte, r *WALRecord) []byte {
@@ -467,7 +479,7 @@ func ScrubWAL(env *Env, gitDir, name string) error {
 	if err != nil {
 		return err
 	}
-	defer w.Close(false)
+	defer w.Close()
 	if len(recs) > 0 {
 		return errors.New("the write-ahead log holds changes not yet checkpointed")
 	}

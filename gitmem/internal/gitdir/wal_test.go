@@ -10,6 +10,16 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
+// walSize is the size of the log file .git/gitmem/wal under dir.
+func walSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	fi, err := os.Stat(filepath.Join(dir, "gitmem", "wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
 func walDir(t *testing.T) string {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "gitmem"), 0o700)
@@ -43,7 +53,7 @@ func TestWALRoundTrip(t *testing.T) {
 		}
 		want = append(want, batch...)
 	}
-	w.Close(false)
+	w.Close()
 	w, recs, err = OpenWAL(nil, dir, "wal")
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +73,7 @@ func TestWALRoundTrip(t *testing.T) {
 	}
 	end := w.off
 	w.f.WriteAt([]byte{0xff}, end-3) // damage the last record's payload
-	w.Close(false)
+	w.Close()
 	w, recs, err = OpenWAL(nil, dir, "wal")
 	if err != nil || len(recs) != len(want)+1 {
 		t.Fatalf("after a torn record: %d records, %v", len(recs), err)
@@ -74,16 +84,18 @@ func TestWALRoundTrip(t *testing.T) {
 	if err := w.Append([]WALRecord{rec(60, 10)}); err != nil {
 		t.Fatal(err)
 	}
-	w.Close(false)
+	w.Close()
 	w, recs, err = OpenWAL(nil, dir, "wal")
 	if err != nil || len(recs) != 1 || recs[0].Head != rec(60, 10).Head {
 		t.Fatalf("after Reset: %d records, %v", len(recs), err)
 	}
 	w.Reset(w.Gen() + 1)
-	w.Close(true)
-	if _, err := os.Stat(filepath.Join(dir, "gitmem", "wal")); !os.IsNotExist(err) {
-		t.Fatal("an empty log was not removed")
+	w.Close()
+	w, recs, err = OpenWAL(nil, dir, "wal")
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("an emptied log, opened again: %d records, %v", len(recs), err)
 	}
+	w.Close()
 }
 
 // GrowTo makes the file take that many bytes of records: appends up to
@@ -100,13 +112,7 @@ func TestWALGrowTo(t *testing.T) {
 	if err := w.GrowTo(n); err != nil {
 		t.Fatal(err)
 	}
-	size := func() int64 {
-		fi, err := os.Stat(filepath.Join(dir, "gitmem", "wal"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi.Size()
-	}
+	size := func() int64 { return walSize(t, dir) }
 	if w.Cap() != n || size() != walHeaderSize+n {
 		t.Fatalf("after GrowTo(%d): Cap %d, file %d bytes", n, w.Cap(), size())
 	}
@@ -120,7 +126,7 @@ func TestWALGrowTo(t *testing.T) {
 	if err := w.GrowTo(1000); err != nil || w.Cap() != n || size() != walHeaderSize+n {
 		t.Fatalf("the appends or a smaller GrowTo changed the size: Cap %d, file %d bytes, %v", w.Cap(), size(), err)
 	}
-	w.Close(false)
+	w.Close()
 	_, recs, err := OpenWAL(nil, dir, "wal")
 	if err != nil || len(recs) != len(want) {
 		t.Fatalf("%d records back of %d, %v", len(recs), len(want), err)
@@ -130,4 +136,47 @@ func TestWALGrowTo(t *testing.T) {
 			t.Fatalf("record %d differs", i)
 		}
 	}
+}
+
+// Shrink gives an emptied log its first size back, and only an empty
+// one: a log that holds records keeps them, and a shrunk log takes
+// appends and reads them back.
+func TestWALShrink(t *testing.T) {
+	t.Parallel()
+	dir := walDir(t)
+	w, _, err := OpenWAL(nil, dir, "wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := func() int64 { return walSize(t, dir) }
+	first := size()
+	if err := w.GrowTo(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append([]WALRecord{rec(1, 10)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Shrink(); err != nil || size() <= first {
+		t.Fatalf("a log holding a record was shrunk to %d bytes (%v)", size(), err)
+	}
+	if err := w.Reset(w.Gen() + 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Shrink(); err != nil || size() != first {
+		t.Fatalf("an emptied log is %d bytes after Shrink, want %d (%v)", size(), first, err)
+	}
+	w.Close()
+	w, recs, err := OpenWAL(nil, dir, "wal")
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("the shrunk log: %d records, %v", len(recs), err)
+	}
+	if err := w.Append([]WALRecord{rec(2, 100<<10)}); err != nil { // past the first size: it grows again
+		t.Fatal(err)
+	}
+	w.Close()
+	w, recs, err = OpenWAL(nil, dir, "wal")
+	if err != nil || len(recs) != 1 || recs[0].Head != rec(2, 100<<10).Head {
+		t.Fatalf("after an append to the shrunk log: %d records, %v", len(recs), err)
+	}
+	w.Close()
 }
