@@ -371,6 +371,7 @@ func BenchmarkSyncMany(b *testing.B) {
 				bdir, clib := filepath.Join(work, "b"), filepath.Join(work, "clib")
 				cp(b0, bdir)
 				cp(filepath.Join(work, "clib0"), clib)
+				syscall.Sync() // the copies written out, not left to the first to sync
 				gmPush := func() {
 					t0 := time.Now()
 					res, err := ra.Push(ctx, "origin", sopt)
