@@ -3,6 +3,7 @@ package gitdir
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,24 +80,37 @@ func TestSendPackedObjectsAsStored(t *testing.T) {
 	}
 	check(dstDir, dst, objs)
 
-	// As a pack stream, which git indexes.
-	var stream bytes.Buffer
-	reads = src.PackReads()
-	if err := src.EncodePack(&stream, hashes); err != nil {
+	// Deltas before their bases: a delta then refers to its base by hash.
+	backward := slices.Clone(hashes)
+	slices.Reverse(backward)
+	backDir, backGit := gitInit(t)
+	back := Open(backGit)
+	defer back.Close()
+	if _, err := back.WritePackFrom(src, backward); err != nil {
 		t.Fatal(err)
 	}
-	if n := src.PackReads() - reads; n != 0 {
-		t.Errorf("the pack stream read %d of the %d objects whole", n, len(hashes))
-	}
-	gitDir, _ := gitInit(t)
-	cmd := gittest.Command(t, gitDir, "index-pack", "--stdin", "--strict")
-	cmd.Stdin = &stream
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git index-pack: %v\n%s", err, out)
-	}
-	for _, o := range objs {
-		if got := gittest.Git(t, gitDir, "cat-file", o.Type.String(), o.Hash.String()); got != string(o.Data) {
-			t.Fatalf("git cat-file %s: %q", o.Hash, got)
+	check(backDir, back, objs)
+
+	// As a pack stream, which git indexes, in either order.
+	for _, order := range [][]plumbing.Hash{hashes, backward} {
+		var stream bytes.Buffer
+		reads = src.PackReads()
+		if err := src.EncodePack(&stream, order); err != nil {
+			t.Fatal(err)
+		}
+		if n := src.PackReads() - reads; n != 0 {
+			t.Errorf("the pack stream read %d of the %d objects whole", n, len(hashes))
+		}
+		gitDir, _ := gitInit(t)
+		cmd := gittest.Command(t, gitDir, "index-pack", "--stdin", "--strict")
+		cmd.Stdin = &stream
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git index-pack: %v\n%s", err, out)
+		}
+		for _, o := range objs {
+			if got := gittest.Git(t, gitDir, "cat-file", o.Type.String(), o.Hash.String()); got != string(o.Data) {
+				t.Fatalf("git cat-file %s: %q", o.Hash, got)
+			}
 		}
 	}
 
