@@ -290,3 +290,157 @@ func BenchmarkCallsDuringSync(b *testing.B) {
 	}
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkSyncMany measures a push and a pull of 10,000 new commits at
+// once (a memory that was offline for a while), with the git CLI doing
+// the very same push and pull in the same run, the order swapped every
+// round. The history is the generated one (see BenchmarkHistory;
+// GITMEM_BENCH_COMMITS=20000 makes it 10,000 commits and 10,000 new
+// ones): the remote, a bare repository, holds it without its last 10,000
+// commits; agent A (the generated memory) pushes them, agent B (a gitmem
+// clone of the remote as it was) pulls them, worktree included; the git
+// CLI pushes them from a clone of the generated repository and pulls them
+// into a clone of the remote as it was. Every round starts from fresh
+// copies. It logs each side's median [min–max] of the rounds.
+//
+//	GITMEM_BENCH_COMMITS=20000 go test ./gitmem -run '^$' -bench SyncMany -benchtime 7x -timeout 60m
+func BenchmarkSyncMany(b *testing.B) {
+	const k = 10000
+	if _, commits := historySize(); commits <= k {
+		b.Skipf("the generated history has %d commits: %d new ones need more (GITMEM_BENCH_COMMITS)", commits, k)
+	}
+	g := genHistory(b)
+	work := b.TempDir()
+	run := func(dir string, args ...string) {
+		b.Helper()
+		gittest.Git(b, dir, args...)
+	}
+	cp := func(from, to string) {
+		b.Helper()
+		os.RemoveAll(to)
+		if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+			b.Fatalf("cp: %v %s", err, out)
+		}
+	}
+	base := filepath.Join(work, "base.git")
+	run(g, "branch", "-f", "bench-base", fmt.Sprintf("HEAD~%d", k))
+	run(work, "clone", "-q", "--bare", "--no-local", "--single-branch", "--branch", "bench-base", g, base)
+	run(g, "branch", "-D", "bench-base")
+	run(base, "branch", "-m", "bench-base", "main")
+	run(base, "symbolic-ref", "HEAD", "refs/heads/main")
+	run(work, "clone", "-q", "--no-checkout", g, "clia")
+	run(work, "clone", "-q", base, "clib0")
+	opt := Options{Logf: func(string, ...any) {}, Operator: Signature{"op", "op@x"}}
+	sopt := SyncOptions{Limits: policy.Limits{MaxFiles: 100000}}
+	b0 := filepath.Join(work, "b0")
+	rb0, _, err := Clone(context.Background(), base, b0, opt, sopt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rb0.Close()
+	ra, err := Open(context.Background(), g, opt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ra.Close()
+	tip, _ := ra.Commit(context.Background(), "HEAD")
+	port := freePort(b)
+	daemon := exec.Command("git", "daemon", "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port),
+		"--base-path="+work, "--export-all", "--enable=receive-pack", work)
+	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := daemon.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { syscall.Kill(-daemon.Process.Pid, syscall.SIGKILL); daemon.Wait() }()
+	waitListening(b, fmt.Sprintf("127.0.0.1:%d", port))
+
+	ctx := context.Background()
+	for _, remote := range []struct{ name, gm, cli string }{
+		{"path", filepath.Join(work, "gm.git"), filepath.Join(work, "cli.git")},
+		{"git-daemon", fmt.Sprintf("git://127.0.0.1:%d/gm.git", port), fmt.Sprintf("git://127.0.0.1:%d/cli.git", port)},
+	} {
+		ra.RemoveRemote("origin")
+		if err := ra.AddRemote("origin", remote.gm); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(remote.name, func(b *testing.B) {
+			var push, pull, gitPush, gitPull []time.Duration
+			for i := range b.N {
+				cp(base, filepath.Join(work, "gm.git"))
+				cp(base, filepath.Join(work, "cli.git"))
+				bdir, clib := filepath.Join(work, "b"), filepath.Join(work, "clib")
+				cp(b0, bdir)
+				cp(filepath.Join(work, "clib0"), clib)
+				syscall.Sync() // the copies written out, not left to the first to sync
+				gmPush := func() {
+					t0 := time.Now()
+					res, err := ra.Push(ctx, "origin", sopt)
+					push = append(push, time.Since(t0))
+					if err != nil || res.Pushed != k {
+						b.Fatalf("push: %+v %v", res, err)
+					}
+				}
+				cliPush := func() {
+					t0 := time.Now()
+					run(filepath.Join(work, "clia"), "push", "-q", remote.cli, "main")
+					gitPush = append(gitPush, time.Since(t0))
+				}
+				rb, err := Open(ctx, bdir, opt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rb.RemoveRemote("origin")
+				if err := rb.AddRemote("origin", remote.gm); err != nil {
+					b.Fatal(err)
+				}
+				gmPull := func() {
+					t0 := time.Now()
+					res, err := rb.Pull(ctx, "origin", sopt)
+					if err == nil {
+						err = rb.materialize() // the worktree too, as git pull checks it out
+					}
+					pull = append(pull, time.Since(t0))
+					if err != nil || res.FastForward != tip.Hash || res.Merged != k {
+						b.Fatalf("pull: %+v %v", res, err)
+					}
+				}
+				cliPull := func() {
+					t0 := time.Now()
+					run(clib, "pull", "-q", "--ff-only", remote.cli, "main")
+					gitPull = append(gitPull, time.Since(t0))
+				}
+				if i%2 == 0 {
+					gmPush()
+					cliPush()
+					gmPull()
+					cliPull()
+				} else {
+					cliPush()
+					gmPush()
+					cliPull()
+					gmPull()
+				}
+				rb.Close()
+				b.Logf("%s round %d: push %v, git push %v, pull %v, git pull %v", remote.name, i, push[i].Round(time.Millisecond),
+					gitPush[i].Round(time.Millisecond), pull[i].Round(time.Millisecond), gitPull[i].Round(time.Millisecond))
+				if out := gittest.Git(b, clib, "rev-parse", "HEAD"); strings.TrimSpace(out) != tip.Hash {
+					b.Fatalf("the git CLI clone is at %s, gitmem at %s", out, tip.Hash)
+				}
+			}
+			med := func(name string, ds []time.Duration) float64 {
+				s := slices.Clone(ds)
+				slices.Sort(s)
+				m := float64(s[len(s)/2].Microseconds()) / 1000
+				b.Logf("%s %s: %.0f ms [%.0f–%.0f] over %d rounds", remote.name, name, m,
+					float64(s[0].Microseconds())/1000, float64(s[len(s)-1].Microseconds())/1000, len(s))
+				b.ReportMetric(m, name+"-ms")
+				return m
+			}
+			p, gp := med("push", push), med("git-push", gitPush)
+			l, gl := med("pull", pull), med("git-pull", gitPull)
+			b.ReportMetric(p/gp, "push/git")
+			b.ReportMetric(l/gl, "pull/git")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

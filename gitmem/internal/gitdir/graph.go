@@ -1,6 +1,7 @@
 package gitdir
 
 import (
+	"bytes"
 	"container/heap"
 	"fmt"
 	"slices"
@@ -371,7 +372,10 @@ func (g *Graph) Missing(tips, haves []plumbing.Hash) ([]plumbing.Hash, []*object
 
 // newTrees appends tree t and what it holds that none of the trees in
 // old (at the same path; zero: none) holds. Trees are read raw (no
-// decoding into go-git's types): a push of many commits reads many.
+// decoding into go-git's types): a push of many commits reads many. Each
+// old tree is walked beside t in git's order of entries, and against one
+// old tree (a commit of one parent) the entries in the bytes both begin
+// and end with are passed over unread, as DiffTreeEntries does.
 func (g *Graph) newTrees(t plumbing.Hash, old []plumbing.Hash, seen map[plumbing.Hash]bool, out []plumbing.Hash) ([]plumbing.Hash, error) {
 	if seen[t] || slices.Contains(old, t) {
 		return out, nil
@@ -382,7 +386,11 @@ func (g *Graph) newTrees(t plumbing.Hash, old []plumbing.Hash, seen map[plumbing
 	if err != nil {
 		return nil, err
 	}
-	var olds []map[string]treeEntry
+	type cursor struct {
+		data []byte
+		i    int
+	}
+	var olds []cursor
 	for _, o := range old {
 		if o.IsZero() {
 			continue
@@ -391,18 +399,25 @@ func (g *Graph) newTrees(t plumbing.Hash, old []plumbing.Hash, seen map[plumbing
 		if err != nil {
 			return nil, err
 		}
-		m := map[string]treeEntry{}
-		for i := 0; i < len(od); {
-			e, next, err := treeEntryAt(od, i)
-			if err != nil {
-				return nil, err
-			}
-			m[string(e.name)] = e
-			i = next
-		}
-		olds = append(olds, m)
+		olds = append(olds, cursor{data: od})
 	}
-	for i := 0; i < len(data); {
+	i, suf := 0, -1
+	if len(olds) == 1 {
+		od := olds[0].data
+		for pre := commonPrefix(data, od); ; {
+			nul := bytes.IndexByte(data[i:], 0)
+			if nul < 0 || i+nul+21 > pre {
+				break
+			}
+			i += nul + 21
+		}
+		olds[0].i = i
+		suf = commonSuffix(data[i:], od[i:])
+	}
+	for i < len(data) {
+		if suf >= 0 && len(data)-i <= suf && len(data)-i == len(olds[0].data)-olds[0].i {
+			break // the rest is the same entries
+		}
 		e, next, err := treeEntryAt(data, i)
 		if err != nil {
 			return nil, err
@@ -410,15 +425,27 @@ func (g *Graph) newTrees(t plumbing.Hash, old []plumbing.Hash, seen map[plumbing
 		i = next
 		var sub []plumbing.Hash
 		same := false
-		for _, m := range olds {
-			if oe, ok := m[string(e.name)]; ok {
-				if oe.hash == e.hash {
-					same = true
-					break
+		for k := range olds {
+			c := &olds[k]
+			for c.i < len(c.data) {
+				o, onext, err := treeEntryAt(c.data, c.i)
+				if err != nil {
+					return nil, err
 				}
-				if oe.tree {
-					sub = append(sub, oe.hash)
+				d := compareEntries(o, e)
+				if d < 0 {
+					c.i = onext
+					continue
 				}
+				if d == 0 {
+					c.i = onext
+					if o.hash == e.hash {
+						same = true
+					} else if o.tree {
+						sub = append(sub, o.hash)
+					}
+				}
+				break
 			}
 		}
 		switch {

@@ -43,12 +43,22 @@ type packIdx struct {
 	pf        *os.File
 	pack      []byte // the .pack file mapped, when the packSet maps packs
 	unmapPack func()
+	byOffset  []int32 // the positions in the order of their offsets (see reverse), once built
+	packEnd   int64   // where the last entry ends (see reverse)
 }
 
 func (p *packIdx) names() []byte { return p.data[8+256*4 : 8+256*4+20*p.n] }
 
 // find returns the offset of object h in the pack.
 func (p *packIdx) find(h plumbing.Hash) (int64, bool) {
+	if i, ok := p.position(h); ok {
+		return p.offset(i), true
+	}
+	return 0, false
+}
+
+// position returns where object h is in the index's sorted names.
+func (p *packIdx) position(h plumbing.Hash) (int, bool) {
 	fan := p.data[8:]
 	lo := 0
 	if h[0] > 0 {
@@ -61,7 +71,7 @@ func (p *packIdx) find(h plumbing.Hash) (int64, bool) {
 		c := bytes.Compare(names[20*m:20*m+20], h[:])
 		switch {
 		case c == 0:
-			return p.offset(m), true
+			return m, true
 		case c < 0:
 			lo = m + 1
 		default:
@@ -110,6 +120,7 @@ type packSet struct {
 	loaded bool
 	packs  []*packIdx
 	bases  baseCache
+	reads  atomic.Int64 // objects read whole from the packs (see PackReads)
 }
 
 // list returns the packs, reading the folder the first time (and after
@@ -263,6 +274,7 @@ func inPacks[T any](ps *packSet, h plumbing.Hash, at func(p *packIdx, off int64)
 
 // read returns an object from the packs, resolving deltas.
 func (ps *packSet) read(h plumbing.Hash) (plumbing.ObjectType, []byte, bool, error) {
+	ps.reads.Add(1)
 	o, found, err := inPacks(ps, h, func(p *packIdx, off int64) (Object, error) {
 		t, data, err := ps.readAt(p, off, 0)
 		return Object{Type: t, Data: data}, err

@@ -254,6 +254,31 @@ func (pw *packWriter) add(t plumbing.ObjectType, h plumbing.Hash, data []byte, b
 			return err
 		}
 	}
+	return pw.put(h, depth)
+}
+
+// addStored writes an object as it is stored in another pack (see
+// sender), unless the pack holds it already: a delta refers to its base
+// by offset when the base is in the pack already, else by hash.
+func (pw *packWriter) addStored(h plumbing.Hash, e storedEntry) error {
+	if pw.has(h) {
+		return nil
+	}
+	pw.buf.Reset()
+	depth := uint8(0)
+	if i, ok := pw.index[e.base]; ok && !e.base.IsZero() {
+		pw.buf.Write(putEntryHeader(plumbing.OFSDeltaObject, e.size))
+		pw.buf.Write(putOfsOffset(pw.off - pw.entries[i].off))
+		depth = maxDepth // its chain's length is not known here
+	} else {
+		pw.buf.Write(e.header())
+	}
+	pw.buf.Write(e.z)
+	return pw.put(h, depth)
+}
+
+// put writes the entry of h in pw.buf.
+func (pw *packWriter) put(h plumbing.Hash, depth uint8) error {
 	if _, err := pw.w.Write(pw.buf.Bytes()); err != nil {
 		return err
 	}

@@ -194,15 +194,23 @@ func (s *Store) Received() []plumbing.Hash {
 }
 
 // WritePackFrom writes the objects, read from src (another repository on
-// this machine: a push to it, a fetch from it), as one pack without
-// deltas into s, durably, kept from git's gc (see Received).
+// this machine: a push to it, a fetch from it), as one pack into s
+// (as they are stored, where they can be: see sender), durably, kept from git's gc (see Received).
 func (s *Store) WritePackFrom(src *Store, hashes []plumbing.Hash) (plumbing.Hash, error) {
 	pw, err := newPackWriter(s.Env, s.Dir, len(hashes), zlib.BestSpeed)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	pw.keep = InFlight
+	x := src.newSender(hashes)
 	for _, h := range hashes {
+		if e, ok := x.stored(h); ok {
+			if err := pw.addStored(h, e); err != nil {
+				pw.abort()
+				return plumbing.ZeroHash, err
+			}
+			continue
+		}
 		t, data, err := src.ReadObject(h)
 		if err == nil {
 			err = pw.add(t, h, data, plumbing.ZeroHash, nil)
@@ -220,8 +228,8 @@ func (s *Store) WritePackFrom(src *Store, hashes []plumbing.Hash) (plumbing.Hash
 	return sum, err
 }
 
-// EncodePack writes a pack of the objects (no deltas) to w: what a push
-// sends.
+// EncodePack writes a pack of the objects to w, as they are stored where
+// they can be (see sender): what a push sends.
 func (s *Store) EncodePack(w io.Writer, hashes []plumbing.Hash) error {
 	sum := sha1.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 256<<10)
@@ -232,7 +240,13 @@ func (s *Store) EncodePack(w io.Writer, hashes []plumbing.Hash) error {
 	bw.Write(hdr)
 	zw := zlibWriters[zlib.BestSpeed].Get().(*zlib.Writer)
 	defer zlibWriters[zlib.BestSpeed].Put(zw)
+	x := s.newSender(hashes)
 	for _, h := range hashes {
+		if e, ok := x.stored(h); ok {
+			bw.Write(e.header())
+			bw.Write(e.z)
+			continue
+		}
 		t, data, err := s.ReadObject(h)
 		if err != nil {
 			return fmt.Errorf("read the object %s: %w", h, err)

@@ -1,0 +1,199 @@
+package gitdir
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Sending objects as they are stored. A push, and a copy between two
+// repositories on this machine, sends what the other side lacks as one
+// pack. Reading each object whole (inflating it, resolving its delta
+// chain) to compress it again was most of the CPU of a push of many
+// commits. git copies packed data as it is stored (pack.reuseObject),
+// once the entry's bytes match the CRC its pack index records; so does
+// gitmem: an entry stored whole goes as it is, one stored as a delta
+// goes as that delta when its base is sent too (never a delta of what
+// the other side may lack). Anything else — a loose object, one held in
+// memory, a delta of a base not sent, an entry whose CRC does not match,
+// a pack too big for the few objects taken from it to be worth finding
+// where its entries end — is read whole and compressed again.
+
+// storedEntry is an object's pack entry as stored.
+type storedEntry struct {
+	t    plumbing.ObjectType // a whole object's type; zero for a delta
+	size int64               // the object's size, or for a delta the delta's
+	base plumbing.Hash       // a delta's base
+	z    []byte              // the zlib stream
+}
+
+// reuseShare: the entries of a pack are sent as stored when at least one
+// in reuseShare of them is sent. Finding where an entry ends sorts the
+// pack's offsets (git's reverse index), which costs about what reading
+// that share of its objects whole would.
+const reuseShare = 128
+
+// crc returns the CRC-32 of the entry at position i, as the index has it.
+func (p *packIdx) crc(i int) uint32 {
+	return binary.BigEndian.Uint32(p.data[8+256*4+20*p.n+4*i:])
+}
+
+// name returns the hash at position i.
+func (p *packIdx) name(i int) (h plumbing.Hash) {
+	copy(h[:], p.names()[20*i:])
+	return h
+}
+
+// reverse builds, once, the positions of p's entries in the order of
+// their offsets, and notes where its last entry ends.
+func (ps *packSet) reverse(p *packIdx) error {
+	f, err := ps.file(p)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if p.byOffset != nil {
+		return nil
+	}
+	offs := make([]int64, p.n)
+	r := make([]int32, p.n)
+	for i := range r {
+		r[i], offs[i] = int32(i), p.offset(i)
+	}
+	slices.SortFunc(r, func(a, b int32) int { return cmp.Compare(offs[a], offs[b]) })
+	p.byOffset, p.packEnd = r, fi.Size()-20
+	return nil
+}
+
+// at returns the position of the entry at off, and where it ends.
+func (p *packIdx) at(off int64) (pos int, end int64, ok bool) {
+	k, found := slices.BinarySearchFunc(p.byOffset, off, func(i int32, off int64) int { return cmp.Compare(p.offset(int(i)), off) })
+	if !found {
+		return 0, 0, false
+	}
+	end = p.packEnd
+	if k+1 < len(p.byOffset) {
+		end = p.offset(int(p.byOffset[k+1]))
+	}
+	return int(p.byOffset[k]), end, true
+}
+
+// sender sends objects as they are stored where it can.
+type sender struct {
+	s     *Store
+	send  map[plumbing.Hash]bool
+	packs map[*packIdx]bool // the packs whose entries are sent as stored
+	buf   []byte
+}
+
+// newSender is a sender of hashes, all of them sent.
+func (s *Store) newSender(hashes []plumbing.Hash) *sender {
+	x := &sender{s: s, send: make(map[plumbing.Hash]bool, len(hashes)), packs: map[*packIdx]bool{}}
+	in := map[*packIdx]int{}
+	for _, h := range hashes {
+		x.send[h] = true
+		if p, _, ok := s.packs.lookup(h); ok {
+			in[p]++
+		}
+	}
+	for p, k := range in {
+		if k*reuseShare >= p.n && s.packs.reverse(p) == nil {
+			x.packs[p] = true
+		}
+	}
+	return x
+}
+
+// stored returns h's pack entry as it is stored, when it can be sent so
+// (see above). The entry is valid until the next call.
+func (x *sender) stored(h plumbing.Hash) (storedEntry, bool) {
+	var e storedEntry
+	if _, held := x.s.fromOverlay(h); held {
+		return e, false
+	}
+	p, off, ok := x.s.packs.lookup(h)
+	if !ok || !x.packs[p] {
+		return e, false
+	}
+	pos, end, ok := p.at(off)
+	if !ok || end <= off || end-off > maxObjectBytes {
+		return e, false
+	}
+	x.buf = slices.Grow(x.buf[:0], int(end-off))[:end-off]
+	if err := x.s.packs.readRaw(p, off, x.buf); err != nil || crc32.ChecksumIEEE(x.buf) != p.crc(pos) {
+		return e, false
+	}
+	r := bytes.NewReader(x.buf)
+	t, size, err := entryHeader(r)
+	if err != nil {
+		return e, false
+	}
+	switch t {
+	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+		e.t = t
+	case plumbing.OFSDeltaObject:
+		neg, err := ofsOffset(r)
+		if err != nil {
+			return e, false
+		}
+		bpos, _, ok := p.at(off - neg)
+		if !ok {
+			return e, false
+		}
+		e.base = p.name(bpos)
+	case plumbing.REFDeltaObject:
+		if _, err := io.ReadFull(r, e.base[:]); err != nil {
+			return e, false
+		}
+	default:
+		return e, false
+	}
+	if !e.base.IsZero() && !x.send[e.base] {
+		return e, false
+	}
+	e.size, e.z = size, x.buf[len(x.buf)-r.Len():]
+	return e, true
+}
+
+// readRaw reads len(buf) bytes of p from off.
+func (ps *packSet) readRaw(p *packIdx, off int64, buf []byte) error {
+	if ps.mapped {
+		data, err := ps.mapPack(p)
+		if err != nil {
+			return err
+		}
+		if off+int64(len(buf)) > int64(len(data)) {
+			return io.ErrUnexpectedEOF
+		}
+		copy(buf, data[off:])
+		return nil
+	}
+	f, err := ps.file(p)
+	if err != nil {
+		return err
+	}
+	_, err = f.ReadAt(buf, off)
+	return err
+}
+
+// header returns the entry's header as sent in a pack of its own: a
+// delta refers to its base by hash (REF_DELTA).
+func (e storedEntry) header() []byte {
+	if e.base.IsZero() {
+		return putEntryHeader(e.t, e.size)
+	}
+	return append(putEntryHeader(plumbing.REFDeltaObject, e.size), e.base[:]...)
+}
+
+// PackReads is how many objects s read whole from its packs (for tests).
+func (s *Store) PackReads() int64 { return s.packs.reads.Load() }

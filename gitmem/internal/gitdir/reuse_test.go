@@ -1,0 +1,129 @@
+package gitdir
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+)
+
+// A push, and a copy between repositories on this machine, send packed
+// objects as they are stored, as git does: none is read whole (inflated,
+// its delta chain resolved) to be compressed again, deltas stay deltas,
+// and what arrives reads back the same through gitmem and git. A delta
+// whose base is not sent goes whole.
+func TestSendPackedObjectsAsStored(t *testing.T) {
+	t.Parallel()
+	_, srcGit := gitInit(t)
+	var objs []Object
+	blob := func(i int) plumbing.Hash {
+		data := []byte(fmt.Sprintf("memory %d\n%s", i, strings.Repeat("a line of a memory file\n", i%7)))
+		h := plumbing.ComputeHash(plumbing.BlobObject, data)
+		objs = append(objs, Object{Type: plumbing.BlobObject, Hash: h, Data: data})
+		return h
+	}
+	entries := make([]object.TreeEntry, 100)
+	for i := range entries {
+		entries[i] = object.TreeEntry{Name: fmt.Sprintf("f%03d.md", i), Mode: filemode.Regular, Hash: blob(i)}
+	}
+	var base plumbing.Hash
+	for v := range 20 { // 20 versions of a folder, each a delta of the one before
+		entries[v*5%100].Hash = blob(1000 + v)
+		data := EncodeEntries(entries)
+		h := plumbing.ComputeHash(plumbing.TreeObject, data)
+		objs = append(objs, Object{Type: plumbing.TreeObject, Hash: h, Data: data, Base: base})
+		base = h
+	}
+	src := Open(srcGit)
+	defer src.Close()
+	if _, err := src.WriteObjectsPack(objs, true); err != nil {
+		t.Fatal(err)
+	}
+	var hashes []plumbing.Hash
+	for _, o := range objs {
+		hashes = append(hashes, o.Hash)
+	}
+	check := func(dir string, st *Store, want []Object) {
+		t.Helper()
+		for _, o := range want {
+			typ, data, err := st.ReadObject(o.Hash)
+			if err != nil || typ != o.Type || !bytes.Equal(data, o.Data) {
+				t.Fatalf("read %s: %v %v", o.Hash, typ, err)
+			}
+			if got := gittest.Git(t, dir, "cat-file", o.Type.String(), o.Hash.String()); got != string(o.Data) {
+				t.Fatalf("git cat-file %s: %q", o.Hash, got)
+			}
+		}
+	}
+
+	// Into another repository on this machine.
+	dstDir, dstGit := gitInit(t)
+	dst := Open(dstGit)
+	defer dst.Close()
+	reads := src.PackReads()
+	h, err := dst.WritePackFrom(src, hashes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := src.PackReads() - reads; n != 0 {
+		t.Errorf("the copy read %d of the %d objects whole", n, len(hashes))
+	}
+	if out := gittest.Git(t, dstDir, "verify-pack", "-v", PackIndexPath(dstGit, h)); !strings.Contains(out, "chain length = 19: 1 object") {
+		t.Errorf("the deltas did not stay deltas: git verify-pack:\n%s", out)
+	}
+	check(dstDir, dst, objs)
+
+	// Deltas before their bases: a delta then refers to its base by hash.
+	backward := slices.Clone(hashes)
+	slices.Reverse(backward)
+	backDir, backGit := gitInit(t)
+	back := Open(backGit)
+	defer back.Close()
+	if _, err := back.WritePackFrom(src, backward); err != nil {
+		t.Fatal(err)
+	}
+	check(backDir, back, objs)
+
+	// As a pack stream, which git indexes, in either order.
+	for _, order := range [][]plumbing.Hash{hashes, backward} {
+		var stream bytes.Buffer
+		reads = src.PackReads()
+		if err := src.EncodePack(&stream, order); err != nil {
+			t.Fatal(err)
+		}
+		if n := src.PackReads() - reads; n != 0 {
+			t.Errorf("the pack stream read %d of the %d objects whole", n, len(hashes))
+		}
+		gitDir, _ := gitInit(t)
+		cmd := gittest.Command(t, gitDir, "index-pack", "--stdin", "--strict")
+		cmd.Stdin = &stream
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git index-pack: %v\n%s", err, out)
+		}
+		for _, o := range objs {
+			if got := gittest.Git(t, gitDir, "cat-file", o.Type.String(), o.Hash.String()); got != string(o.Data) {
+				t.Fatalf("git cat-file %s: %q", o.Hash, got)
+			}
+		}
+	}
+
+	// The newest version alone: its base is not sent, so it goes whole.
+	oneDir, oneGit := gitInit(t)
+	one := Open(oneGit)
+	defer one.Close()
+	last := objs[len(objs)-1]
+	if h, err = one.WritePackFrom(src, []plumbing.Hash{last.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if out := gittest.Git(t, oneDir, "verify-pack", "-v", PackIndexPath(oneGit, h)); !strings.Contains(out, "non delta: 1 object") {
+		t.Errorf("git verify-pack:\n%s", out)
+	}
+	check(oneDir, one, []Object{last})
+}
