@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -69,7 +70,9 @@ func startHTTPProcessTo(t *testing.T, stderr io.Writer, env []string, repo, flag
 	stop = func() {
 		if !stopped {
 			stopped = true
-			cmd.Process.Signal(syscall.SIGTERM)
+			if _, sent := terminated.Load(cmd.Process); !sent {
+				cmd.Process.Signal(syscall.SIGTERM)
+			}
 			if err := cmd.Wait(); err != nil {
 				t.Errorf("gitmem serve: %v", err)
 			}
@@ -94,6 +97,18 @@ func startHTTPProcessTo(t *testing.T, stderr io.Writer, env []string, repo, flag
 			t.Fatalf("gitmem serve %s %s did not start", flag, addr)
 		}
 	}
+}
+
+// terminated holds the serve processes a test sent SIGTERM itself
+// (terminate): their stop waits for them to exit, and sends no second
+// one, which would find serve past its handler, about to exit, and end
+// it ("signal: terminated").
+var terminated sync.Map
+
+// terminate sends SIGTERM to a serve process startHTTPProcess started.
+func terminate(p *os.Process) {
+	terminated.Store(p, true)
+	p.Signal(syscall.SIGTERM)
 }
 
 // gitLog is the history of repo by the git CLI, newest first, one line a

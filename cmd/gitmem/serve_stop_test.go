@@ -97,7 +97,7 @@ func TestServeStoppedStopsACallBeforeItsCommitPoint(t *testing.T) {
 			t.Fatal("the call never waited for the writer lock")
 		}
 	}
-	proc.Signal(syscall.SIGTERM)
+	terminate(proc)
 	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "shutting down"); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("serve did not start shutting down:\n%s", stderr.String())
@@ -112,7 +112,7 @@ func TestServeStoppedStopsACallBeforeItsCommitPoint(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the call in flight at SIGTERM is not answered while another process holds the writer lock")
 	}
-	stop() // exit 0, else the test fails
+	stop() // waits for the exit: 0, else the test fails
 	if _, free := flockFile(t, filepath.Join(dir, "lock"), true); free {
 		t.Fatal("the other process's lock was taken from it")
 	}
