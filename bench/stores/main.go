@@ -45,18 +45,19 @@ import (
 )
 
 var (
-	dirFlag  = flag.String("dir", "", "folder of the stores (kept; made when missing); default: a temporary folder, removed")
-	nStores  = flag.Int("stores", 10000, "stores in the folder")
-	nActive  = flag.Int("active", 100, "stores the clients use")
-	nClients = flag.Int("clients", 50, "concurrent clients")
-	duration = flag.Duration("duration", 10*time.Second, "how long each run of the load lasts")
-	nCold    = flag.Int("cold", 20, "cold stores whose first call is timed")
-	maxOpen  = flag.Int("max-open", 256, "serve --max-open-stores")
-	mixFlag  = flag.String("mix", "view=60,str_replace=30,create=10", "the calls the clients make, in percent")
-	runs     = flag.Int("runs", 3, "runs of the load, each peer a fresh server in turn, the order swapped every run (0: only make the stores)")
-	peerFlag = flag.Bool("peer", true, "run the node peer (a folder per store, the TypeScript SDK's file backend) alternated with gitmem")
-	sdkFlag  = flag.String("sdk", "handler/testdata/reference", "the folder whose node_modules holds @anthropic-ai/sdk")
-	binFlag  = flag.String("bin", "", "the gitmem binary to run (default: built from ./cmd/gitmem)")
+	dirFlag    = flag.String("dir", "", "folder of the stores (kept; made when missing); default: a temporary folder, removed")
+	nStores    = flag.Int("stores", 10000, "stores in the folder")
+	nActive    = flag.Int("active", 100, "stores the clients use")
+	nClients   = flag.Int("clients", 50, "concurrent clients")
+	duration   = flag.Duration("duration", 10*time.Second, "how long each run of the load lasts")
+	nCold      = flag.Int("cold", 20, "cold stores whose first call is timed")
+	maxOpen    = flag.Int("max-open", 256, "serve --max-open-stores")
+	mixFlag    = flag.String("mix", "view=60,str_replace=30,create=10", "the calls the clients make, in percent")
+	runs       = flag.Int("runs", 3, "runs of the load, each peer a fresh server in turn, the order swapped every run (0: only make the stores)")
+	peerFlag   = flag.Bool("peer", true, "run the node peer (a folder per store, the TypeScript SDK's file backend) alternated with gitmem")
+	sdkFlag    = flag.String("sdk", "handler/testdata/reference", "the folder whose node_modules holds @anthropic-ai/sdk")
+	binFlag    = flag.String("bin", "", "the gitmem binary to run (default: built from ./cmd/gitmem)")
+	beforeFlag = flag.String("before", "", "a second gitmem binary (an earlier build), run as a third peer in turn with the others")
 )
 
 const secret = "gitmem_benchmark_token"
@@ -94,6 +95,9 @@ func main() {
 	populate(small, 10)
 
 	peers := []peer{{name: "gitmem", start: func() *server { return serve(bin, dir, tokens) }}}
+	if *beforeFlag != "" {
+		peers = append(peers, peer{name: "before", start: func() *server { return serve(*beforeFlag, dir, tokens) }})
+	}
 	if node := nodePeer(work, dir+"-node"); node != nil {
 		peers = append(peers, *node)
 	}
@@ -106,10 +110,7 @@ func main() {
 	coldOrder := rand.New(rand.NewPCG(1, 2)).Perm(*nStores - *nActive)
 	results := map[string][]loadResult{}
 	for i := range *runs {
-		order := slices.Clone(peers)
-		if i%2 == 1 {
-			slices.Reverse(order)
-		}
+		order := append(slices.Clone(peers[i%len(peers):]), peers[:i%len(peers)]...)
 		var cold []string
 		for _, k := range coldOrder[i**nCold : (i+1)**nCold] {
 			cold = append(cold, storeName(*nActive+k))
@@ -128,10 +129,10 @@ func main() {
 	for _, p := range peers {
 		fmt.Printf(" %s |", p.name)
 	}
-	if len(peers) > 1 {
-		fmt.Printf(" gitmem / node |")
+	for _, p := range peers[1:] {
+		fmt.Printf(" gitmem / %s |", p.name)
 	}
-	fmt.Printf("\n|---|%s\n", strings.Repeat("--:|", len(peers)+min(1, len(peers)-1)))
+	fmt.Printf("\n|---|%s\n", strings.Repeat("--:|", 2*len(peers)-1))
 	row := func(what string, f func(loadResult) float64, unit func(float64) string) {
 		fmt.Printf("| %s |", what)
 		var meds []float64
@@ -145,8 +146,8 @@ func main() {
 			meds = append(meds, med)
 			fmt.Printf(" %s [%s–%s] |", unit(med), unit(xs[0]), unit(xs[len(xs)-1]))
 		}
-		if len(meds) > 1 {
-			fmt.Printf(" %.2fx |", meds[0]/meds[1])
+		for _, m := range meds[1:] {
+			fmt.Printf(" %.2fx |", meds[0]/m)
 		}
 		fmt.Println()
 	}
