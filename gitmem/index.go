@@ -237,16 +237,19 @@ func (x *gitIndex) stopTimer() {
 // tree object and hashing every file. It lives as long as start does,
 // passed to what uses it (settleIn, refresh, treeFromIndex,
 // checkoutMoved, indexTree, loadIndexStats); nil elsewhere, and when
-// there is no index, or one gitmem does not read.
+// there is no index, or one gitmem does not read. It may hold no entries
+// (the index of an empty tree).
 type startIndex struct {
 	entries []gd.IndexEntry
 	written time.Time // when the file was written
 }
 
-// readStartIndex reads .git/index for start.
+// readStartIndex reads .git/index for start. An index of no entries is
+// one too: that of an empty tree (a memory no call has written to yet),
+// which start then need not write again.
 func readStartIndex(gitDir string) *startIndex {
-	entries, written, _ := gd.ReadIndex(gitDir)
-	if len(entries) == 0 {
+	entries, written, err := gd.ReadIndex(gitDir)
+	if err != nil {
 		return nil
 	}
 	return &startIndex{entries: entries, written: written}

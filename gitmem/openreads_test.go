@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -676,5 +677,43 @@ func TestReaderReadsTheOperatorsIdentityWhenAsked(t *testing.T) {
 	}
 	if got := ro.Operator(); got != (Signature{"Olive Operator", "olive@example.com"}) {
 		t.Fatalf("Operator() = %v, want the repository's user", got)
+	}
+}
+
+// Opening a repository whose memory is empty (a store no call has
+// written to yet) and closing it again writes nothing to .git/index:
+// the index holding no entries is HEAD's empty tree, as one holding
+// entries is taken for HEAD's tree when it matches.
+func TestOpenOfAnEmptyMemoryWritesNoIndex(t *testing.T) {
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		opt := testOptions(t)
+		var writes atomic.Int32
+		opt.hooks.env.SetFault(func(step, _ string) error {
+			if step == gd.StepIndex {
+				writes.Add(1)
+			}
+			return nil
+		})
+		r, err := Open(context.Background(), dir, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := writes.Load(); n != 0 {
+			t.Fatalf("an open and close of an empty memory wrote .git/index %d times, want none", n)
+		}
+	}
+	if out := gittest.Git(t, dir, "status", "--porcelain"); out != "" {
+		t.Fatalf("git status:\n%s", out)
 	}
 }

@@ -230,10 +230,10 @@ func edited(kids []kid, i int, name string, child *node) []kid {
 // its entries make exactly the tree treeHash (every tree is encoded and
 // hashed to check): no tree object is read, and a file's size comes from
 // its vouched lstat data (only the others are looked up). nil when the
-// index does not match (git changed it, or there is none). Called with
-// objects.mu held.
+// index does not match (git changed it, or there is none; an index of no
+// entries matches the empty tree). Called with objects.mu held.
 func (r *Repo) treeFromIndex(si *startIndex, treeHash plumbing.Hash) *node {
-	if len(si.list()) == 0 {
+	if si == nil {
 		return nil
 	}
 	type dir struct{ kids map[string]any } // *dir or *node

@@ -59,11 +59,14 @@ type Dir struct {
 	root string
 	opt  Options
 
-	cmu    sync.Mutex // serialises Create
-	mu     sync.Mutex
-	open   map[string]*entry
-	lru    *list.List // of *entry, most recently used first
-	closed bool
+	mu   sync.Mutex
+	open map[string]*entry
+	// creating holds a lock per name being created: the creates of one
+	// name take turns (the second finds the first's store), those of
+	// different names run at once. Guarded by mu.
+	creating map[string]*nameLock
+	lru      *list.List // of *entry, most recently used first
+	closed   bool
 	// packed is when the background last chose stores to pack: a store
 	// not used since needs no new look.
 	packed time.Time
@@ -109,7 +112,7 @@ func Open(root string, opt Options) (*Dir, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("create the stores folder: %w", err)
 	}
-	d := &Dir{root: root, opt: opt, open: map[string]*entry{}, lru: list.New(),
+	d := &Dir{root: root, opt: opt, open: map[string]*entry{}, creating: map[string]*nameLock{}, lru: list.New(),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	d.life, d.cancel = context.WithCancel(context.Background())
 	go d.background()
@@ -540,8 +543,7 @@ func (d *Dir) Create(name string, m Meta, author gitmem.Signature) (Info, error)
 	if err := m.check(); err != nil {
 		return Info{}, err
 	}
-	d.cmu.Lock() // one create at a time: the second of two finds the first's store
-	defer d.cmu.Unlock()
+	defer d.lockName(name)() // the second of two creates of name finds the first's store
 	dir := d.path(name)
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return Info{}, fmt.Errorf("create store %s: %w", name, err)
@@ -567,6 +569,34 @@ func (d *Dir) Create(name string, m Meta, author gitmem.Signature) (Info, error)
 		return Info{}, err
 	}
 	return Info{Name: name, Meta: metaOf(c)}, nil
+}
+
+// nameLock is the lock of one name being created, and how many creates
+// hold or wait for it.
+type nameLock struct {
+	mu    sync.Mutex
+	users int // guarded by Dir.mu
+}
+
+// lockName takes the lock of name for a create, and returns its unlock.
+func (d *Dir) lockName(name string) func() {
+	d.mu.Lock()
+	l := d.creating[name]
+	if l == nil {
+		l = &nameLock{}
+		d.creating[name] = l
+	}
+	l.users++
+	d.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		d.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(d.creating, name)
+		}
+		d.mu.Unlock()
+	}
 }
 
 func (d *Dir) now() time.Time {

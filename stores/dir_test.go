@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -618,5 +619,70 @@ func TestPackLooksOnlyAtStoresUsedSince(t *testing.T) {
 	defer held.Release()
 	if got := looked(); got != "b" {
 		t.Fatalf("b in use: looked at %q", got)
+	}
+}
+
+// TestCreatesOfDifferentNamesOverlap: creating a store does not wait for
+// the creation of another (the folder of stores fills at the pace of
+// several creates at once), while creates of one name still take turns,
+// the second finding the first's store.
+func TestCreatesOfDifferentNamesOverlap(t *testing.T) {
+	t.Parallel()
+	root := gittest.TempDir(t)
+	var first atomic.Bool
+	inA, bDone := make(chan struct{}), make(chan struct{})
+	now := func() time.Time {
+		if first.CompareAndSwap(false, true) { // the first call: in a's create
+			close(inA)
+			select { // a's create waits here until b's is made
+			case <-bDone:
+			case <-time.After(20 * time.Second):
+				t.Error("creating b waited for the creation of a")
+			}
+		}
+		return epoch
+	}
+	d, err := stores.Open(root, stores.Options{Repo: gitmem.Options{Now: now, Logf: t.Logf, Operator: olive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	aDone := make(chan error)
+	go func() {
+		_, err := d.Create("a", stores.Meta{}, gitmem.Signature{})
+		aDone <- err
+	}()
+	<-inA
+	if _, err := d.Create("b", stores.Meta{}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	close(bDone)
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := d.Create("same", stores.Meta{}, gitmem.Signature{})
+			errs <- err
+		}()
+	}
+	made := 0
+	for range 8 {
+		switch err := <-errs; {
+		case err == nil:
+			made++
+		case !errors.Is(err, stores.ErrExists):
+			t.Errorf("create same: %v", err)
+		}
+	}
+	if made != 1 {
+		t.Errorf("8 creates of one name made %d stores", made)
+	}
+	for _, name := range []string{"a", "b", "same"} {
+		if _, err := d.Get(name); err != nil {
+			t.Errorf("get %s: %v", name, err)
+		}
 	}
 }
