@@ -62,22 +62,14 @@ func BenchmarkSync(b *testing.B) {
 	}
 	defer rb.Close()
 	// git daemon serving the bare repositories, for git://.
-	port := freePort(b)
-	daemon := exec.Command("git", "daemon", "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port),
-		"--base-path="+work, "--export-all", "--enable=receive-pack", work)
-	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := daemon.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { syscall.Kill(-daemon.Process.Pid, syscall.SIGKILL); daemon.Wait() }()
-	waitListening(b, fmt.Sprintf("127.0.0.1:%d", port))
+	daemon := gitDaemon(b, work)
 
 	ctx := context.Background()
 	n := 0
 	sopt := SyncOptions{Limits: policy.Limits{MaxFiles: 100000}}
 	for _, remote := range []struct{ name, gm, cli string }{
 		{"path", filepath.Join(work, "gm.git"), filepath.Join(work, "cli.git")},
-		{"git-daemon", fmt.Sprintf("git://127.0.0.1:%d/gm.git", port), fmt.Sprintf("git://127.0.0.1:%d/cli.git", port)},
+		{"git-daemon", daemon + "/gm.git", daemon + "/cli.git"},
 	} {
 		for _, r := range []*Repo{ra, rb} {
 			r.RemoveRemote("origin")
@@ -344,20 +336,12 @@ func BenchmarkSyncMany(b *testing.B) {
 	}
 	defer ra.Close()
 	tip, _ := ra.Commit(context.Background(), "HEAD")
-	port := freePort(b)
-	daemon := exec.Command("git", "daemon", "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port),
-		"--base-path="+work, "--export-all", "--enable=receive-pack", work)
-	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := daemon.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { syscall.Kill(-daemon.Process.Pid, syscall.SIGKILL); daemon.Wait() }()
-	waitListening(b, fmt.Sprintf("127.0.0.1:%d", port))
+	daemon := gitDaemon(b, work)
 
 	ctx := context.Background()
 	for _, remote := range []struct{ name, gm, cli string }{
 		{"path", filepath.Join(work, "gm.git"), filepath.Join(work, "cli.git")},
-		{"git-daemon", fmt.Sprintf("git://127.0.0.1:%d/gm.git", port), fmt.Sprintf("git://127.0.0.1:%d/cli.git", port)},
+		{"git-daemon", daemon + "/gm.git", daemon + "/cli.git"},
 	} {
 		ra.RemoveRemote("origin")
 		if err := ra.AddRemote("origin", remote.gm); err != nil {

@@ -184,12 +184,7 @@ func TestGitMaintenanceBesideAFailingRepackLosesNothing(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got := mainIDs(t, dir)
-	slices.Sort(got)
-	slices.Sort(ids)
-	if !slices.Equal(got, ids) {
-		t.Errorf("git log main holds %d of the %d acknowledged ids", len(got), len(ids))
-	}
+	wantMainIDs(t, dir, ids)
 	gittest.Fsck(t, dir)
 }
 
@@ -308,12 +303,7 @@ func TestPlainGitGCBetweenAPackAndItsIndex(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got := mainIDs(t, dir)
-	slices.Sort(got)
-	slices.Sort(ids)
-	if !slices.Equal(got, ids) {
-		t.Errorf("git log main holds %q, want %q", got, ids)
-	}
+	wantMainIDs(t, dir, ids)
 	gittest.Fsck(t, dir)
 }
 
@@ -588,6 +578,18 @@ func TestRefLockFileBesideRedactAndGC(t *testing.T) {
 	}
 	assertNoSecret(t, dir, "sk-live1secret")
 	gittest.Fsck(t, dir)
+}
+
+// wantMainIDs checks that git log main holds the tool_use ids ids, each
+// once, and no other.
+func wantMainIDs(t *testing.T, dir string, ids []string) {
+	t.Helper()
+	got := mainIDs(t, dir)
+	slices.Sort(got)
+	slices.Sort(ids)
+	if !slices.Equal(got, ids) {
+		t.Errorf("git log main holds %q, want %q", got, ids)
+	}
 }
 
 // mainIDs lists the tool_use ids of git log main; a log that fails (the

@@ -32,7 +32,7 @@ import (
 // ssh server running git-upload-pack and git-receive-pack, and the path
 // and file:// forms.
 
-func gitExecPath(t *testing.T, tool string) string {
+func gitExecPath(t testing.TB, tool string) string {
 	t.Helper()
 	out, err := gittest.Command(t, "", "--exec-path").Output()
 	if err != nil {
@@ -117,7 +117,7 @@ func TestShareGitDaemon(t *testing.T) {
 
 // gitDaemon serves the repositories under root with git daemon, and
 // returns its git:// URL.
-func gitDaemon(t *testing.T, root string) string {
+func gitDaemon(t testing.TB, root string) string {
 	gitExecPath(t, "git-daemon")
 	port := freePort(t)
 	cmd := exec.Command("git", "daemon", "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port),
