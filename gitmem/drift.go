@@ -898,12 +898,15 @@ func (r *Repo) undoCheckout(cur plumbing.Hash, to *node) {
 // gitBusy reports whether a git command holds .git/index.lock (no
 // older than gd.StaleLock): it may be writing worktree files now (git
 // reset --hard writes them, then the index, then moves the branch), so
-// an adopt takes no file for a hand edit until it is done. (gitmem's own
-// index write holds it too, for as long as the write.)
+// an adopt takes no file for a hand edit until it is done. gitmem's own
+// index write, which holds the lock for as long as the write, is no git
+// command (gd.HeldByThisProcess): an adopt then took nothing, and said
+// there was nothing to change.
 func (m *mirror) gitBusy() bool {
-	fi, err := os.Stat(filepath.Join(m.gitDir, "index.lock"))
-	busy := err == nil && time.Since(fi.ModTime()) < gd.StaleLock
-	if busy && m.index.idle() { // gitmem is not writing the index: a git command is
+	index := filepath.Join(m.gitDir, "index")
+	fi, err := os.Stat(index + ".lock")
+	busy := err == nil && time.Since(fi.ModTime()) < gd.StaleLock && !gd.HeldByThisProcess(index)
+	if busy {
 		m.repairs.sawGit()
 	}
 	return busy

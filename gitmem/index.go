@@ -77,15 +77,6 @@ func (x *gitIndex) lockContext(ctx context.Context, closing <-chan struct{}) (in
 
 func (l indexHeld) unlock() { l.x.mu.Unlock() }
 
-// idle reports whether gitmem is not writing .git/index now.
-func (x *gitIndex) idle() bool {
-	if !x.mu.TryLock() {
-		return false
-	}
-	x.mu.Unlock()
-	return true
-}
-
 // writeIndex writes .git/index for HEAD's tree, so that `git status` and
 // `git diff` find the worktree clean without re-reading every file. Only
 // lstat data gitmem has checked against HEAD's blob goes in (a file it

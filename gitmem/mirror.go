@@ -31,7 +31,7 @@ type mirror struct {
 	env          *gd.Env    // the test suite's seams (nil: none)
 	maxFileBytes int64      // Options.MaxFileBytes: a hand-made file over it is not read (0: no limit)
 	logf         func(string, ...any)
-	index        indexWriting         // .git/index's part: whether gitmem writes it now, where it notes for what
+	index        indexWriting         // .git/index's part: where it notes for what commit gitmem wrote it
 	errorf       func(string, ...any) // Options.Errorf: what the operator must act on
 
 	// undone counts git's checkouts undone (undoCheckout): an adopt's
@@ -46,12 +46,9 @@ type mirror struct {
 }
 
 // indexWriting is what the mirror asks of .git/index's part (gitIndex):
-// whether gitmem is writing .git/index now (idle: a .git/index.lock is
-// then a git command's), and the file that says which commit gitmem last
-// wrote it for (a later .git/index is another program's). idle only
-// tries gitIndex.mu, never waits for it: the lock order holds.
+// the file that says which commit gitmem last wrote it for (a later
+// .git/index is another program's).
 type indexWriting interface {
-	idle() bool
 	headPath() string
 }
 

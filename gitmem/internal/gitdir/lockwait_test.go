@@ -3,6 +3,7 @@ package gitdir
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -63,5 +64,31 @@ func TestLockContextDoneNeverTakes(t *testing.T) {
 	}
 	if err := (*FileLock)(nil).LockContext(ctx); err != nil {
 		t.Fatalf("nil lock: %v", err)
+	}
+}
+
+// A lock file this process holds (writeLock: a second name of its own) is
+// told from one another program made (git's, one name only), and from
+// none: gitmem's adopt waits for git at work, not for itself.
+func TestHeldByThisProcess(t *testing.T) {
+	t.Parallel()
+	index := filepath.Join(t.TempDir(), "index")
+	if HeldByThisProcess(index) {
+		t.Fatal("no lock file, yet held")
+	}
+	own, err := writeLock(index, []byte("gitmem's\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !HeldByThisProcess(index) {
+		t.Error("the lock writeLock took is not this process's")
+	}
+	os.Remove(index + ".lock")
+	os.Remove(own)
+	if err := os.WriteFile(index+".lock", []byte("git's\n"), 0o644); err != nil { // as git's O_EXCL create
+		t.Fatal(err)
+	}
+	if HeldByThisProcess(index) {
+		t.Error("git's lock file taken for this process's")
 	}
 }

@@ -287,6 +287,23 @@ func ownLockName(path string) string {
 // ownLockRE parses an ownLockName: the path, the pid.
 var ownLockRE = regexp.MustCompile(`^(.+)\.gitmem-([0-9]+)\.[0-9a-f]{8}-[0-9]+\.lock$`)
 
+// HeldByThisProcess reports whether the lock file of path ("<path>.lock")
+// is one this process holds (writeLock): the same file as one of its
+// ownLockName second names. git's lock files have no second name.
+func HeldByThisProcess(path string) bool {
+	lock, err := os.Lstat(path + ".lock")
+	if err != nil {
+		return false
+	}
+	owns, _ := filepath.Glob(path + ".gitmem-" + ProcTag + "-*.lock")
+	for _, o := range owns {
+		if fi, err := os.Lstat(o); err == nil && os.SameFile(fi, lock) {
+			return true
+		}
+	}
+	return false
+}
+
 // ClearOwnLocks removes the lock files a killed gitmem left in gitDir
 // (its top folder, refs/ and gitmem/), and their second names: a lock
 // that is one file with an ownLockName of a process that no longer runs
