@@ -354,27 +354,46 @@ func keptBy(base string) (k Keep, foreign bool) {
 // returns how many files it removed. Called with the writer lock held: no
 // gitmem process has a pack in flight.
 func SettleStaleKeeps(gitDir string) int {
-	m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*.keep"))
+	packDir := filepath.Join(gitDir, "objects", "pack")
+	ents, _ := os.ReadDir(packDir)
+	names := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		names[e.Name()] = true
+	}
 	n := 0
-	for _, p := range m {
+	for _, e := range ents {
+		base, ok := strings.CutSuffix(e.Name(), ".keep")
+		if !ok || !strings.HasPrefix(base, "pack-") {
+			continue
+		}
+		whole := names[base+".pack"] && names[base+".idx"]
+		if whole {
+			// Only one in flight is settled: by its size (the names are
+			// one listing, the sizes an lstat each) the others are not
+			// read.
+			if fi, err := e.Info(); err != nil || fi.Size() != int64(len(keepNote)) {
+				continue
+			}
+		}
+		p := filepath.Join(packDir, e.Name())
 		data, err := os.ReadFile(p)
 		if err != nil || len(data) != 0 && string(data) != keepNote && string(data) != ownNote {
 			continue // another program's
 		}
-		base := strings.TrimSuffix(p, ".keep")
-		_, err = os.Stat(base + ".pack")
-		if err == nil {
-			if _, ierr := os.Stat(base + ".idx"); errors.Is(ierr, fs.ErrNotExist) && os.Remove(base+".pack") == nil {
+		base = filepath.Join(packDir, base)
+		switch {
+		case whole:
+			settle(base)
+		case names[filepath.Base(base)+".pack"]:
+			// Without its index (see placePack): no git command reads it.
+			if os.Remove(base+".pack") == nil {
 				n++
-				err = fs.ErrNotExist
 			}
-		}
-		if errors.Is(err, fs.ErrNotExist) {
+			fallthrough
+		default:
 			if os.Remove(p) == nil {
 				n++
 			}
-		} else if err == nil && string(data) == keepNote {
-			settle(base)
 		}
 	}
 	return n
