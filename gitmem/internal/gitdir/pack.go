@@ -135,17 +135,23 @@ func (s *Store) ClearGarbage(all bool) int {
 func RemoveOrphanIndexes(gitDir string) int {
 	n := 0
 	packDir := filepath.Join(gitDir, "objects", "pack")
-	for _, ext := range []string{".idx", oldMarkExt} {
-		m, _ := filepath.Glob(filepath.Join(packDir, "pack-*"+ext))
-		for _, p := range m {
-			if _, err := os.Stat(strings.TrimSuffix(p, ext) + ".pack"); errors.Is(err, fs.ErrNotExist) && os.Remove(p) == nil {
-				n++
+	ents, _ := os.ReadDir(packDir)
+	names := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		names[e.Name()] = true
+	}
+	for _, e := range ents {
+		for _, ext := range []string{".idx", oldMarkExt} {
+			if base, ok := strings.CutSuffix(e.Name(), ext); ok && strings.HasPrefix(base, "pack-") && !names[base+".pack"] {
+				if os.Remove(filepath.Join(packDir, e.Name())) == nil {
+					n++
+				}
 			}
 		}
 	}
 	marks, _ := os.ReadDir(filepath.Join(gitDir, "gitmem", repackedDir))
 	for _, e := range marks {
-		if _, err := os.Stat(filepath.Join(packDir, "pack-"+e.Name()+".pack")); errors.Is(err, fs.ErrNotExist) {
+		if !names["pack-"+e.Name()+".pack"] {
 			os.Remove(repackedMarkPath(gitDir, e.Name()))
 		}
 	}

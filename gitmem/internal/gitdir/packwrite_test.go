@@ -506,6 +506,45 @@ func TestPackWithoutItsIndexIsNeverLeft(t *testing.T) {
 	}
 }
 
+// RemoveOrphanIndexes deletes an index without its pack and a gc mark
+// whose pack is gone, from one listing of the folder, and leaves a whole
+// pack and its mark alone.
+func TestRemoveOrphanIndexes(t *testing.T) {
+	t.Parallel()
+	_, gitDir := gitInit(t)
+	s := Open(gitDir)
+	defer s.Close()
+	blob := func(text string) Object {
+		return Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(text)), Data: []byte(text)}
+	}
+	whole, err := s.WritePackFiles([]Object{blob("whole\n")}, true, Own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := s.WritePackFiles([]Object{blob("orphan\n")}, true, Own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []plumbing.Hash{whole, orphan} {
+		if err := MarkRepacked(gitDir, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Remove(filepath.Join(gitDir, "objects", "pack", "pack-"+orphan.String()+".pack"))
+	if n := RemoveOrphanIndexes(gitDir); n != 1 {
+		t.Errorf("removed %d indexes, want 1", n)
+	}
+	if _, err := os.Stat(PackIndexPath(gitDir, orphan)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the index without its pack: %v", err)
+	}
+	if !PackExists(gitDir, whole) || !isRepacked(gitDir, whole.String()) {
+		t.Error("the whole pack, or its mark, was removed")
+	}
+	if isRepacked(gitDir, orphan.String()) {
+		t.Error("the mark of a pack that is gone stayed")
+	}
+}
+
 // Missing answers from git's files as they are, not from the packs the
 // store listed before: a pack deleted since (by a program that ignores
 // .keep) holds nothing.
