@@ -2,7 +2,6 @@ package storesapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,8 +192,9 @@ func (s *storesServer) msError(w http.ResponseWriter, store string, err error) {
 	case errors.Is(err, memstore.ErrBusy):
 		w.Header().Set(headerShouldRetry, "true")
 		apiError(w, http.StatusConflict, errConflict, err.Error())
-	case errors.Is(err, context.Canceled):
-		apiError(w, 499, errInvalidRequest, "the request was cancelled")
+	case notBegun(err):
+		w.Header().Set("Retry-After", "1")
+		apiError(w, http.StatusServiceUnavailable, errOverloaded, notBegunMsg)
 	default:
 		s.opt.Logger.Error("memory store failure", "store", store, "err", err.Error())
 		apiError(w, http.StatusInternalServerError, errAPI, "the store could not complete the request; nothing was changed")

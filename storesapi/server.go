@@ -160,11 +160,25 @@ func (s *storesServer) storeError(w http.ResponseWriter, name string, err error)
 		handler.HTTPError(w, http.StatusConflict, "store "+name+" already exists")
 	case errors.Is(err, stores.ErrArchived):
 		handler.HTTPError(w, http.StatusConflict, "store "+name+" is archived; unarchive it to change it")
+	case notBegun(err):
+		w.Header().Set("Retry-After", "1")
+		handler.HTTPError(w, http.StatusServiceUnavailable, notBegunMsg)
 	default:
 		s.opt.Logger.Error("store failure", "store", name, "err", err.Error())
 		handler.HTTPError(w, http.StatusInternalServerError, "the store could not complete the request; nothing was changed")
 	}
 }
+
+// notBegun reports whether err says a request ended before it began: the
+// server is stopping (its stores are closing, the requests' context ends)
+// or the request's own context ended first (its client went away, or its
+// time ran out while the store opened). Nothing was changed, and nothing
+// is wrong with the store: a 503 with Retry-After, not a failure logged.
+func notBegun(err error) bool {
+	return errors.Is(err, gitmem.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+const notBegunMsg = "the request ended before it began (the server is stopping, or the request was cancelled or ran out of time); nothing was changed; retry after 1 s"
 
 // handler is the memory tool handler for one call on the store name with
 // metadata m.

@@ -753,3 +753,39 @@ func TestVersionsAPI(t *testing.T) {
 		t.Errorf("view after redact: %+v", res)
 	}
 }
+
+// A request that cannot begin because the server is stopping (its stores
+// closed) is a 503 with Retry-After on every kind of route, in each
+// route's error shape, and changes nothing: not a 500 logged as a store's
+// failure.
+func TestStoppingServerAnswersRetryLater(t *testing.T) {
+	t.Parallel()
+	a := newStoresAPI(t, policy.ScreenOff)
+	a.createStores("alice")
+	var st msObject
+	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "A"}, &st)
+	if err := a.dir.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ method, path, body, want string }{
+		{"POST", "/v1/stores/alice/tool_use", `{"type":"tool_use","id":"t","name":"memory","input":{"command":"create","path":"/memories/a.md","file_text":"a"}}`, `"error":"`},
+		{"GET", "/v1/stores/alice/memories", "", `"error":"`},
+		{"POST", "/v1/memory_stores/" + st.str("id") + "/memories", `{"path":"/a.md","content":"a"}`, `"type":"overloaded_error"`},
+	} {
+		req, _ := http.NewRequest(c.method, a.base+c.path, strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer secret-ops")
+		if c.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), c.want) ||
+			!strings.Contains(string(body), "the request ended before it began") {
+			t.Errorf("%s %s on a stopping server: %d Retry-After %q %s", c.method, c.path, res.StatusCode, res.Header.Get("Retry-After"), body)
+		}
+	}
+}
