@@ -37,7 +37,13 @@ client, and a whole store uploaded with many requests in flight); and at
 the largest memory, as fresh processes each with its peer in turn, a
 restart of gitmem serve (start, one view, exit) against the TypeScript
 backend's, and log, show, blame, diff, revert and restore against the
-git CLI on a copy of the same repository. It prints p50/p99 latencies
+git CLI on a copy of the same repository; and there too, a push and a
+pull of many new commits against the git CLI's, by path and through git
+daemon. Then tool calls during the merges of pulls against the same load
+without a sync, and many stores: gitmem serve --stores over thousands of
+stores against a node server over a folder each (the TypeScript SDK's
+file backend): making them, a cold store's first call, and calls/s
+spread over the active ones. It prints p50/p99 latencies
 and throughput with ratios to the TypeScript backend and to git, and the
 cost of one fsync and one fdatasync here. Backends take
 turns in small blocks, so the ratios hold on a busy machine.
@@ -64,6 +70,14 @@ temporary work folder before it exits (exit code 1).`,
 			&cli.IntFlag{Name: "ms-ops", Value: 1000, Usage: "Memory Stores API: `N` creates, then N updates, one client (0: none)"},
 			&cli.IntFlag{Name: "ms-upload", Value: 2000, Usage: "Memory Stores API: a store of `N` memories uploaded --ms-inflight at a time (0: none)"},
 			&cli.IntFlag{Name: "ms-inflight", Value: 32, Usage: "Memory Stores API: `N` requests in flight during the upload"},
+			&cli.IntFlag{Name: "sync-commits", Value: 10000, Usage: "push and pull of `N` new commits at the largest memory, against git push and git pull, by path and through git daemon (0: none; fewer than --history)"},
+			&cli.IntFlag{Name: "sync-runs", Value: 5, Usage: "rounds of the push and pull, `N` each, gitmem and the git CLI alternated"},
+			&cli.IntFlag{Name: "merge-commits", Value: 1000, Usage: "tool calls during the merges of 6 pulls of `N` commits each into a memory of 4N files, against the same load without a sync (0: none)"},
+			&cli.IntFlag{Name: "stores", Value: 10000, Usage: "many stores: gitmem serve --stores over `N` stores against a node server over a folder each (0: none)"},
+			&cli.IntFlag{Name: "stores-active", Value: 100, Usage: "many stores: `N` of them under load"},
+			&cli.IntFlag{Name: "stores-clients", Value: 50, Usage: "many stores: `N` concurrent clients"},
+			&cli.DurationFlag{Name: "stores-load", Value: 10 * time.Second, Usage: "many stores: how long each run's load lasts"},
+			&cli.IntFlag{Name: "stores-runs", Value: 3, Usage: "many stores: `N` runs, each server fresh, gitmem and the node server alternated (0: only make the stores)"},
 			&cli.StringFlag{Name: "dir", Usage: "work in `DIR` and keep it (default: a temporary folder, removed)"},
 			&cli.StringFlag{Name: "markdown", Usage: "also write the tables as markdown to `FILE`"},
 		},
@@ -76,31 +90,48 @@ func runBench(c *cli.Context) error {
 		return failf(exitUsage, "bench takes no arguments (got %q)", c.Args().First())
 	}
 	cfg := bench.Config{
-		History:    c.Int("history"),
-		Ops:        c.Int("ops"),
-		Budget:     c.Duration("budget"),
-		ConcOps:    c.Int("conc-ops"),
-		ConcFiles:  c.Int("conc-files"),
-		Dir:        c.String("dir"),
-		FloorOps:   200,
-		MSOps:      c.Int("ms-ops"),
-		MSUpload:   c.Int("ms-upload"),
-		MSInflight: max(1, c.Int("ms-inflight")),
-		HistRuns:   c.Int("hist-runs"),
-		Log:        c.App.ErrWriter,
+		History:       c.Int("history"),
+		Ops:           c.Int("ops"),
+		Budget:        c.Duration("budget"),
+		ConcOps:       c.Int("conc-ops"),
+		ConcFiles:     c.Int("conc-files"),
+		Dir:           c.String("dir"),
+		FloorOps:      200,
+		MSOps:         c.Int("ms-ops"),
+		MSUpload:      c.Int("ms-upload"),
+		MSInflight:    max(1, c.Int("ms-inflight")),
+		HistRuns:      c.Int("hist-runs"),
+		SyncCommits:   c.Int("sync-commits"),
+		SyncRuns:      c.Int("sync-runs"),
+		MergeCommits:  c.Int("merge-commits"),
+		Stores:        c.Int("stores"),
+		StoresActive:  c.Int("stores-active"),
+		StoresClients: c.Int("stores-clients"),
+		StoresLoad:    c.Duration("stores-load"),
+		StoresRuns:    c.Int("stores-runs"),
+		Quick:         c.Bool("quick"),
+		Log:           c.App.ErrWriter,
 	}
 	files, clients := c.String("files"), c.String("clients")
 	if c.Bool("quick") {
 		quick := map[string]func(){
-			"files":     func() { files = "10,100" },
-			"history":   func() { cfg.History = 200 },
-			"ops":       func() { cfg.Ops = 30 },
-			"budget":    func() { cfg.Budget = 10 * time.Second },
-			"clients":   func() { clients = "1,4" },
-			"conc-ops":  func() { cfg.ConcOps = 40 },
-			"ms-ops":    func() { cfg.MSOps = 20 },
-			"ms-upload": func() { cfg.MSUpload = 100 },
-			"hist-runs": func() { cfg.HistRuns = 2 },
+			"files":          func() { files = "10,100" },
+			"history":        func() { cfg.History = 200 },
+			"ops":            func() { cfg.Ops = 30 },
+			"budget":         func() { cfg.Budget = 10 * time.Second },
+			"clients":        func() { clients = "1,4" },
+			"conc-ops":       func() { cfg.ConcOps = 40 },
+			"ms-ops":         func() { cfg.MSOps = 20 },
+			"ms-upload":      func() { cfg.MSUpload = 100 },
+			"hist-runs":      func() { cfg.HistRuns = 2 },
+			"sync-commits":   func() { cfg.SyncCommits = 10 },
+			"sync-runs":      func() { cfg.SyncRuns = 2 },
+			"merge-commits":  func() { cfg.MergeCommits = 10 },
+			"stores":         func() { cfg.Stores = 20 },
+			"stores-active":  func() { cfg.StoresActive = 4 },
+			"stores-clients": func() { cfg.StoresClients = 4 },
+			"stores-load":    func() { cfg.StoresLoad = time.Second },
+			"stores-runs":    func() { cfg.StoresRuns = 2 },
 		}
 		for name, set := range quick {
 			if !c.IsSet(name) {
@@ -108,6 +139,9 @@ func runBench(c *cli.Context) error {
 			}
 		}
 		cfg.FloorOps = 20
+		if !c.IsSet("sync-commits") { // fewer than the history has
+			cfg.SyncCommits = min(cfg.SyncCommits, cfg.History/2)
+		}
 	}
 	var err error
 	if cfg.Files, err = intList("--files", files); err != nil {
@@ -120,6 +154,17 @@ func runBench(c *cli.Context) error {
 		if n < 1 {
 			return failf(exitUsage, "--files: a memory holds at least one file")
 		}
+	}
+	for _, f := range []string{"sync-commits", "sync-runs", "merge-commits", "stores", "stores-runs"} {
+		if c.Int(f) < 0 {
+			return failf(exitUsage, "--%s: %d is not a count", f, c.Int(f))
+		}
+	}
+	if cfg.Stores > 0 && (cfg.StoresActive < 1 || cfg.StoresClients < 1 || cfg.StoresActive >= cfg.Stores) {
+		return failf(exitUsage, "--stores-active and --stores-clients: at least one, and fewer active stores than --stores")
+	}
+	if cfg.SyncCommits >= cfg.History && cfg.SyncCommits > 0 {
+		return failf(exitUsage, "--sync-commits: %d new commits need a longer --history than %d", cfg.SyncCommits, cfg.History)
 	}
 	for _, b := range strings.Split(c.String("backends"), ",") {
 		if b = strings.TrimSpace(b); b == "" {

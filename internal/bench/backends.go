@@ -273,7 +273,20 @@ func (s *httpServer) timedCall(op Op) (time.Duration, error) {
 // post sends one tool_use block and returns its tool_result and the
 // server's time over it (see timedCall).
 func (s *httpServer) post(block []byte) (r Result, took time.Duration, err error) {
-	res, err := s.client.Post(s.url, "application/json", bytes.NewReader(block))
+	return s.postTo(s.url, "", block)
+}
+
+// postTo is post to url, with a bearer token unless token is "".
+func (s *httpServer) postTo(url, token string, block []byte) (r Result, took time.Duration, err error) {
+	req, err := http.NewRequest("POST", url, bytes.NewReader(block))
+	if err != nil {
+		return r, -1, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := s.client.Do(req)
 	if err != nil {
 		return r, -1, err
 	}
@@ -346,9 +359,14 @@ func tsCommand(ctx context.Context, sdkDir, scratch, mode, base string) (*exec.C
 	if err := os.WriteFile(script, sdkBackendJS, 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, "node", script, mode, base)
+	return nodeCommand(ctx, sdkDir, script, mode, base), nil
+}
+
+// nodeCommand runs script with node, the SDK found in sdkDir/node_modules.
+func nodeCommand(ctx context.Context, sdkDir, script string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(sdkDir, "node_modules"))
-	return cmd, nil
+	return cmd
 }
 
 // applyFS runs op on plain files under dir/memories, as a backend

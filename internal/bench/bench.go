@@ -65,6 +65,18 @@ type Config struct {
 	// backend; log, show, blame, diff, revert and restore against the git
 	// CLI), at the largest memory (0: not measured).
 	HistRuns int
+	// Many stores (manystores.go): Stores stores (0: not measured),
+	// StoresActive of them used by StoresClients clients for StoresLoad
+	// in each of StoresRuns runs, gitmem and the node peer in turn.
+	Stores, StoresActive, StoresClients, StoresRuns int
+	StoresLoad                                      time.Duration
+	// Remotes (remotes.go): a push and a pull of SyncCommits commits at
+	// the largest memory, SyncRuns rounds alternated with the git CLI's
+	// (0: not measured); calls during the merges of pulls of
+	// MergeCommits commits each (0: not measured).
+	SyncCommits, SyncRuns, MergeCommits int
+	// Quick makes the fixed parts small: a smoke run.
+	Quick bool
 	// Gitmem returns a command running gitmem with args (the benchmark
 	// starts its servers as child processes).
 	Gitmem func(args ...string) *exec.Cmd
@@ -121,6 +133,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if cfg.Dir == "" {
 			os.RemoveAll(dir)
+		}
+	}
+	if cfg.MergeCommits > 0 {
+		cfg.logf("calls during the merges of pulls of %d commits", cfg.MergeCommits)
+		if err := rep.callsDuringSync(ctx, filepath.Join(work, "merges")); err != nil {
+			return nil, fmt.Errorf("calls during a sync: %w", err)
+		}
+	}
+	if cfg.Stores > 0 {
+		cfg.logf("many stores: %d", cfg.Stores)
+		if err := rep.manyStores(ctx, work); err != nil {
+			return nil, fmt.Errorf("many stores: %w", err)
 		}
 	}
 	if cfg.MSOps > 0 || cfg.MSUpload > 0 {
@@ -228,6 +252,12 @@ func (rep *Report) size(ctx context.Context, dir string, files int) error {
 		cfg.logf("restart and history commands at %d files, %d runs each", files, cfg.HistRuns)
 		if err := rep.histCmds(ctx, dir, base, files); err != nil {
 			return fmt.Errorf("history commands at %d files: %w", files, err)
+		}
+	}
+	if files == slices.Max(cfg.Files) && cfg.SyncCommits > 0 && cfg.SyncRuns > 0 {
+		cfg.logf("push and pull of %d commits at %d files, %d runs each", cfg.SyncCommits, files, cfg.SyncRuns)
+		if err := rep.syncMany(ctx, dir, base); err != nil {
+			return fmt.Errorf("push and pull at %d files: %w", files, err)
 		}
 	}
 	if files == cfg.ConcFiles && len(cfg.Clients) > 0 {

@@ -165,8 +165,7 @@ func (rep *Report) histCmds(ctx context.Context, dir, base string, files int) er
 		}
 	}
 	for _, r := range rep.Hist {
-		cfg.logf("  %-40s gitmem %s [%s-%s], %s %s [%s-%s]", r.what, ms(pct(r.gitmem, 50)), ms(slices.Min(r.gitmem)), ms(slices.Max(r.gitmem)),
-			r.peer, ms(pct(r.other, 50)), ms(slices.Min(r.other)), ms(slices.Max(r.other)))
+		cfg.logf("  %-40s gitmem %s, %s %s", r.what, span(r.gitmem), r.peer, span(r.other))
 	}
 	return nil
 }
@@ -228,13 +227,14 @@ func untouchedSince(dir string, n int) ([]call, error) {
 
 // histTable is the history commands' table.
 func (rep *Report) histTable() table {
-	t := table{title: fmt.Sprintf("Fresh processes at %s files and %s commits: gitmem and its peer alternated, median of %d [min–max]",
-		count(slices.Max(rep.cfg.Files)), count(rep.cfg.History), rep.cfg.HistRuns),
-		header: []string{"operation", "gitmem", "peer", "peer's time", "gitmem vs peer"}}
-	span := func(ds []time.Duration) string {
-		return fmt.Sprintf("%s [%s–%s]", ms(pct(ds, 50)), ms(slices.Min(ds)), ms(slices.Max(ds)))
-	}
-	for _, r := range rep.Hist {
+	return pairTable(fmt.Sprintf("Fresh processes at %s files and %s commits: gitmem and its peer alternated, median of %d [min–max]",
+		count(slices.Max(rep.cfg.Files)), count(rep.cfg.History), rep.cfg.HistRuns), rep.Hist)
+}
+
+// pairTable shows rows of gitmem and its peer, run alternated.
+func pairTable(title string, rows []*histRow) table {
+	t := table{title: title, header: []string{"operation", "gitmem", "peer", "peer's time", "gitmem vs peer"}}
+	for _, r := range rows {
 		t.rows = append(t.rows, []string{r.what, span(r.gitmem), r.peer, span(r.other), ratio(float64(pct(r.gitmem, 50)), float64(pct(r.other, 50)))})
 	}
 	return t

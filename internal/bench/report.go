@@ -30,6 +30,13 @@ type Report struct {
 	// Hist is the restart and the history commands as fresh processes,
 	// each with its peer (none: not run).
 	Hist []*histRow
+	// Stores is the many-stores measurements (nil: not run).
+	Stores *storesResult
+	// Sync is push and pull of many commits, each with the git CLI's.
+	Sync []*histRow
+	// Merge is the calls made during a sync's merges and without (nil:
+	// not run).
+	Merge *mergeResult
 }
 
 // Machine describes where the run happened.
@@ -259,6 +266,15 @@ func (rep *Report) tables() []table {
 	}
 	if len(rep.Hist) > 0 {
 		out = append(out, rep.histTable())
+	}
+	if len(rep.Sync) > 0 {
+		out = append(out, rep.syncTable())
+	}
+	if rep.Merge != nil {
+		out = append(out, rep.mergeTable())
+	}
+	if rep.Stores != nil {
+		out = append(out, rep.storesTable())
 	}
 	if rep.MemoryStores != nil {
 		out = append(out, rep.msTable())

@@ -1,6 +1,6 @@
-// The peer of bench/stores: a node server over a folder of folders, one
-// per store, each the Anthropic TypeScript SDK's file backend
-// (BetaLocalFilesystemMemoryTool of @anthropic-ai/sdk, found through
+// The peer of gitmem bench --stores (internal/bench/manystores.go): a
+// node server over a folder of folders, one per store, each the
+// Anthropic TypeScript SDK's file backend (BetaLocalFilesystemMemoryTool of @anthropic-ai/sdk, found through
 // NODE_PATH) on DIR/NAME, behind the route gitmem serve --stores answers:
 //
 //   node node_stores.js DIR SHA256   POST /v1/stores/NAME/tool_use on

@@ -1,0 +1,11 @@
+//go:build !unix
+
+package bench
+
+import "os/exec"
+
+func newProcessGroup(*exec.Cmd) {}
+
+func killGroup(cmd *exec.Cmd) { cmd.Process.Kill() }
+
+func syncDisk() {}
