@@ -164,7 +164,11 @@ func runBench(c *cli.Context) error {
 		return failf(exitUsage, "--stores-active and --stores-clients: at least one, and fewer active stores than --stores")
 	}
 	if cfg.SyncCommits >= cfg.History && cfg.SyncCommits > 0 {
-		return failf(exitUsage, "--sync-commits: %d new commits need a longer --history than %d", cfg.SyncCommits, cfg.History)
+		if c.IsSet("sync-commits") {
+			return failf(exitUsage, "--sync-commits: %d new commits need a longer --history than %d", cfg.SyncCommits, cfg.History)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "gitmem bench: push and pull are left out: --history %d is not longer than --sync-commits %d\n", cfg.History, cfg.SyncCommits)
+		cfg.SyncCommits = 0
 	}
 	for _, b := range strings.Split(c.String("backends"), ",") {
 		if b = strings.TrimSpace(b); b == "" {

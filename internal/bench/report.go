@@ -193,57 +193,8 @@ func (rep *Report) find(name string, files int) *run {
 func (rep *Report) tables() []table {
 	cfg := rep.cfg
 	var out []table
-	one := table{title: fmt.Sprintf("One client: the mix of create, str_replace, insert, view, rename and delete, %s commits of history", count(cfg.History)),
-		header: []string{"backend", "files", "calls", "mutation p50", "p99", "view p50", "calls/s", "p50 vs TS", "start"}}
-	for _, files := range cfg.Files {
-		ts := rep.find(TS, files)
-		for _, name := range AllBackends {
-			r := rep.find(name, files)
-			if r == nil {
-				continue
-			}
-			vs := "–"
-			if ts != nil {
-				vs = ratio(float64(pct(r.mutations(), 50)), float64(pct(ts.mutations(), 50)))
-			}
-			start := "–"
-			if name != GitCLI && name != GoGit {
-				start = ms(r.start)
-			}
-			one.rows = append(one.rows, []string{titles[name], count(files), count(r.calls), ms(pct(r.mutations(), 50)),
-				ms(pct(r.mutations(), 99)), ms(pct(r.byCmd["view"], 50)), fmt.Sprintf("%.0f", float64(r.calls)/r.busy.Seconds()), vs, start})
-		}
-	}
-	out = append(out, one)
-	largest := slices.Max(cfg.Files)
-	per := table{title: fmt.Sprintf("p50 per command at %s files", count(largest)), header: []string{"command"}}
-	var names []string
-	for _, name := range AllBackends {
-		if rep.find(name, largest) != nil {
-			names = append(names, name)
-			per.header = append(per.header, titles[name])
-		}
-	}
-	for _, cmd := range Commands {
-		row := []string{cmd}
-		for _, name := range names {
-			row = append(row, ms(pct(rep.find(name, largest).byCmd[cmd], 50)))
-		}
-		per.rows = append(per.rows, row)
-	}
-	out = append(out, per)
-	if smallest := slices.Min(cfg.Files); smallest != largest {
-		grow := table{title: fmt.Sprintf("Growth: mutation p50 at %s files over %s files", count(largest), count(smallest)),
-			header: []string{"backend", count(smallest) + " files", count(largest) + " files", "growth"}}
-		for _, name := range names {
-			a, b := rep.find(name, smallest), rep.find(name, largest)
-			if a == nil {
-				continue
-			}
-			pa, pb := pct(a.mutations(), 50), pct(b.mutations(), 50)
-			grow.rows = append(grow.rows, []string{titles[name], ms(pa), ms(pb), ratio(float64(pb), float64(pa))})
-		}
-		out = append(out, grow)
+	if len(rep.Single) > 0 {
+		out = rep.singleTables()
 	}
 	if len(rep.Conc) > 0 {
 		ct := table{title: fmt.Sprintf("Concurrent clients over HTTP, %s files: mutations only, each client on its own files", count(cfg.ConcFiles)),
@@ -330,4 +281,63 @@ func (rep *Report) Markdown(w io.Writer, command string) {
 	for _, t := range rep.tables() {
 		t.markdown(w)
 	}
+}
+
+// singleTables are the one-client tables.
+func (rep *Report) singleTables() []table {
+	cfg := rep.cfg
+	var out []table
+	one := table{title: fmt.Sprintf("One client: the mix of create, str_replace, insert, view, rename and delete, %s commits of history", count(cfg.History)),
+		header: []string{"backend", "files", "calls", "mutation p50", "p99", "view p50", "calls/s", "p50 vs TS", "start"}}
+	for _, files := range cfg.Files {
+		ts := rep.find(TS, files)
+		for _, name := range AllBackends {
+			r := rep.find(name, files)
+			if r == nil {
+				continue
+			}
+			vs := "–"
+			if ts != nil {
+				vs = ratio(float64(pct(r.mutations(), 50)), float64(pct(ts.mutations(), 50)))
+			}
+			start := "–"
+			if name != GitCLI && name != GoGit {
+				start = ms(r.start)
+			}
+			one.rows = append(one.rows, []string{titles[name], count(files), count(r.calls), ms(pct(r.mutations(), 50)),
+				ms(pct(r.mutations(), 99)), ms(pct(r.byCmd["view"], 50)), fmt.Sprintf("%.0f", float64(r.calls)/r.busy.Seconds()), vs, start})
+		}
+	}
+	out = append(out, one)
+	largest := slices.Max(cfg.Files)
+	per := table{title: fmt.Sprintf("p50 per command at %s files", count(largest)), header: []string{"command"}}
+	var names []string
+	for _, name := range AllBackends {
+		if rep.find(name, largest) != nil {
+			names = append(names, name)
+			per.header = append(per.header, titles[name])
+		}
+	}
+	for _, cmd := range Commands {
+		row := []string{cmd}
+		for _, name := range names {
+			row = append(row, ms(pct(rep.find(name, largest).byCmd[cmd], 50)))
+		}
+		per.rows = append(per.rows, row)
+	}
+	out = append(out, per)
+	if smallest := slices.Min(cfg.Files); smallest != largest {
+		grow := table{title: fmt.Sprintf("Growth: mutation p50 at %s files over %s files", count(largest), count(smallest)),
+			header: []string{"backend", count(smallest) + " files", count(largest) + " files", "growth"}}
+		for _, name := range names {
+			a, b := rep.find(name, smallest), rep.find(name, largest)
+			if a == nil {
+				continue
+			}
+			pa, pb := pct(a.mutations(), 50), pct(b.mutations(), 50)
+			grow.rows = append(grow.rows, []string{titles[name], ms(pa), ms(pb), ratio(float64(pb), float64(pa))})
+		}
+		out = append(out, grow)
+	}
+	return out
 }
