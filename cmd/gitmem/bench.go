@@ -130,7 +130,7 @@ func runBench(c *cli.Context) error {
 			"stores":         func() { cfg.Stores = 20 },
 			"stores-active":  func() { cfg.StoresActive = 4 },
 			"stores-clients": func() { cfg.StoresClients = 4 },
-			"stores-load":    func() { cfg.StoresLoad = time.Second },
+			"stores-load":    func() { cfg.StoresLoad = 500 * time.Millisecond },
 			"stores-runs":    func() { cfg.StoresRuns = 2 },
 		}
 		for name, set := range quick {
