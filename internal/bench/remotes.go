@@ -210,9 +210,9 @@ func startGitDaemon(root string) (string, func(), error) {
 // work, each MergeCommits of the files changed in as many commits, some
 // of them files the callers change too (other lines), so that each pull
 // is a merge of that many files and of histories that went apart that
-// many commits before. Its peer is the same load without a sync: before
-// or after each pull (the order swapped every round), as long as that
-// pull took.
+// many commits before. Its peer is the same load without a sync, before
+// or after each pull (the order swapped every round), as long as the
+// last pull took (2 s before the first).
 
 // syncRounds is the pulls of the calls-during-a-sync measurement.
 const syncRounds = 6
