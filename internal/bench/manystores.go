@@ -140,8 +140,8 @@ func (rep *Report) manyStores(ctx context.Context, work string) error {
 func storeName(i int) string { return fmt.Sprintf("store-%05d", i) }
 
 // makeStores makes the stores missing from dir (gitmem's, 8 at a time)
-// and their peer's folders in nodeDir, in ten blocks, gitmem's and the
-// peer's in turn.
+// and their peer's folders in nodeDir (with the SDK), in ten blocks,
+// gitmem's and the peer's in turn.
 func (rep *Report) makeStores(ctx context.Context, res *storesResult, dir, nodeDir string) error {
 	cfg := rep.cfg
 	d, err := stores.Open(dir, stores.Options{Repo: gitmem.Options{Logf: func(string, ...any) {}}, MaxOpen: 64, IdleClose: -1})
@@ -172,6 +172,9 @@ func (rep *Report) makeStores(ctx context.Context, res *storesResult, dir, nodeD
 		these := missing[b*block : min(len(missing), (b+1)*block)]
 		for k := range 2 {
 			isGitmem := (k+b)%2 == 0
+			if !isGitmem && cfg.SDKDir == "" {
+				continue // no peer
+			}
 			f, took := makeNode, &res.peerMaking
 			if isGitmem {
 				f, took = makeGitmem, &res.making
@@ -346,8 +349,12 @@ func rssMiB(pid int) float64 {
 // storesTable is the many-stores table.
 func (rep *Report) storesTable() table {
 	cfg, r := rep.cfg, rep.Stores
-	t := table{title: fmt.Sprintf("Many stores: gitmem serve --stores over %s stores against a node server over a folder each (TS SDK file backend); %d active, %d clients (60%% view, 30%% str_replace, 10%% create), %d runs of %s alternated, median [min–max]",
-		count(cfg.Stores), cfg.StoresActive, cfg.StoresClients, cfg.StoresRuns, cfg.StoresLoad),
+	peer := ""
+	if cfg.SDKDir != "" {
+		peer = " against a node server over a folder each (the SDK's file backend)"
+	}
+	t := table{title: fmt.Sprintf("Many stores: gitmem serve --stores over %s stores%s; %d active, %d clients (60%% view, 30%% str_replace, 10%% create), %d runs of %s alternated, median [min–max]",
+		count(cfg.Stores), peer, cfg.StoresActive, cfg.StoresClients, cfg.StoresRuns, cfg.StoresLoad),
 		header: []string{"operation", "gitmem", "node peer", "gitmem / peer"}}
 	if r.made > 0 {
 		t.rows = append(t.rows, []string{fmt.Sprintf("making %s stores, 8 at a time (the peer: a folder each)", count(r.made)),
