@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -108,6 +109,7 @@ type merger struct {
 	noRestart bool        // (commit) a run whose facts cannot be carried over says errTipMoved
 	merged3   map[merge3Key]merge3Result
 	sizes     map[plumbing.Hash]int64
+	renamed   bool // the last run found renames on either side
 }
 
 // run computes the merge into tx: a fast-forward, a merge commit's tree,
@@ -134,7 +136,9 @@ func (m *merger) run(tx *Tx) error {
 		return m.fastForward(tx, f.dT)
 	}
 	m.hooks.atMerge()
-	if err := m.combine(tx, f.dO, f.dT, renames(f.dO, f.ourRenames), renames(f.dT, f.theirRenames)); err != nil {
+	renO, renT := renames(f.dO, f.ourRenames), renames(f.dT, f.theirRenames)
+	m.renamed = len(renO) > 0 || len(renT) > 0
+	if err := m.combine(tx, f.dO, f.dT, renO, renT); err != nil {
 		return err
 	}
 	if err := m.checkLimits(tx); err != nil {
@@ -185,26 +189,9 @@ func (m *merger) factsFor(ours plumbing.Hash, oursTree *node) (*mergeFacts, erro
 	if f := m.facts; f != nil && f.ours == ours {
 		return f, nil
 	}
-	if f := m.facts; f != nil && !f.upToDate && !f.ours.IsZero() {
-		if news, ok := m.store.linearSince(f.ours, ours); ok {
-			g := *f
-			g.ours, g.oursTree = ours, oursTree
-			g.ourRenames = append(slices.Clip(f.ourRenames), renameTrailers(news)...)
-			g.dO = maps.Clone(f.dO)
-			diffNodes(lookup(f.oursTree, memDir), lookup(oursTree, memDir), "", func(p string, _ plumbing.Hash) {
-				base, ok := g.dO[p]
-				if !ok {
-					base = fchange{old: fileAt(f.oursTree, p)} // ours was the base there
-				}
-				if now := fileAt(oursTree, p); now == base.old {
-					delete(g.dO, p)
-				} else {
-					g.dO[p] = fchange{old: base.old, new: now}
-				}
-			})
-			m.facts = &g
-			return &g, nil
-		}
+	if g := m.carryFacts(ours, oursTree); g != nil {
+		m.facts = g
+		return g, nil
 	}
 	if m.noRestart {
 		return nil, errTipMoved
@@ -216,6 +203,37 @@ func (m *merger) factsFor(ours plumbing.Hash, oursTree *node) (*mergeFacts, erro
 	f.oursTree = oursTree
 	m.facts = f
 	return f, nil
+}
+
+// carryFacts is the facts found for an earlier tip carried over to the
+// tip ours (whose tree is oursTree), when ours descends from it through
+// plain commits of one parent each (tool calls made meanwhile): only what
+// those changed is looked at. nil: they cannot be.
+func (m *merger) carryFacts(ours plumbing.Hash, oursTree *node) *mergeFacts {
+	f := m.facts
+	if f == nil || f.upToDate || f.ours.IsZero() {
+		return nil
+	}
+	news, ok := m.store.linearSince(f.ours, ours)
+	if !ok {
+		return nil
+	}
+	g := *f
+	g.ours, g.oursTree = ours, oursTree
+	g.ourRenames = append(slices.Clip(f.ourRenames), renameTrailers(news)...)
+	g.dO = maps.Clone(f.dO)
+	diffNodes(lookup(f.oursTree, memDir), lookup(oursTree, memDir), "", func(p string, _ plumbing.Hash) {
+		base, ok := g.dO[p]
+		if !ok {
+			base = fchange{old: fileAt(f.oursTree, p)} // ours was the base there
+		}
+		if now := fileAt(oursTree, p); now == base.old {
+			delete(g.dO, p)
+		} else {
+			g.dO[p] = fchange{old: base.old, new: now}
+		}
+	})
+	return &g
 }
 
 // fileAt is the file at memory path p of a tree (absent: zero).
@@ -324,12 +342,18 @@ func (m *merger) onlyFirstCommit(h plumbing.Hash) (bool, error) {
 // A merge is computed without the writer lock (commit): the objects it
 // reads never change, and the transaction it fills starts from the
 // writer's tip as it was. Under the lock, if the tip is still there, the
-// result is committed as it is; if tool calls committed meanwhile, the
-// merge is made again on the new tip from what the first computation
-// found (mergeFacts: the base, theirs' changes, the line merges), looking
-// only at what those calls changed, which costs little. A tip that moved
-// otherwise (another merge, another process's commits) makes the merge
-// start over without the lock; after mergeAttempts, under it.
+// result is committed as it is; if tool calls committed meanwhile, their
+// changes are put onto the merge's result and only the files both they
+// and the remote changed are merged again (carry), which costs what the
+// calls changed, not what the merge did. Where that does not hold (a
+// rename on either side, a conflict, a file where the merge makes a
+// folder) the merge is made again on the new tip from what the first
+// computation found (mergeFacts: the base, theirs' changes, the line
+// merges). A tip that moved otherwise (another merge, another process's
+// commits) makes the merge start over without the lock; after
+// mergeAttempts, under it. The calls made while the merge was computed
+// are carried once without the lock too, so that under it there are
+// only those made since.
 
 const (
 	mergeAttempts = 3
@@ -353,10 +377,17 @@ func (m *merger) commit(ctx context.Context, meta Meta) (Commit, error) {
 		if err := m.store.adoptFiles(ctx, pre.looked()); err != nil {
 			m.logf("gitmem: could not commit a hand edit before a merge: %v", err)
 		}
+		if c := m.carry(pre, m.store.newTx()); c != nil {
+			pre = c
+		}
 		m.noRestart = attempt < mergeAttempts
 		c, err := m.store.Update(ctx, meta, func(tx *Tx) error {
 			if tx.head == pre.head {
 				*tx = *pre
+				return nil
+			}
+			if c := m.carry(pre, tx); c != nil {
+				pre, *tx = c, *c
 				return nil
 			}
 			return m.run(tx)
@@ -366,6 +397,95 @@ func (m *merger) commit(ctx context.Context, meta Meta) (Commit, error) {
 			return c, err
 		}
 	}
+}
+
+// carry is the merge pre holds (computed on pre.head) carried over to
+// the tip of tx, a later one it descends from through tool calls (plain
+// commits of one parent each): pre's result with what those calls
+// changed put onto it, the files that the remote changed too merged
+// again. nil when it cannot be carried so (the tip did not move, or
+// moved otherwise; renames on either side; a conflict or a file where
+// the merge makes a folder, before or after; limits), and the merger is
+// then as it was: run makes the merge on tx's tip. tx is not changed.
+func (m *merger) carry(pre, tx *Tx) *Tx {
+	if tx.head == pre.head || !pre.ff.IsZero() || m.renamed || len(m.conflicts) > 0 || len(m.beside) > 0 || m.facts == nil || m.facts.ours != pre.head {
+		return nil
+	}
+	was, ignored, local := m.facts, len(m.ignored), m.local
+	c, ok := m.carryOnto(pre, tx)
+	if !ok {
+		m.facts, m.ignored, m.local, m.conflicts, m.beside = was, m.ignored[:ignored], local, nil, map[string]string{}
+		return nil
+	}
+	return c
+}
+
+func (m *merger) carryOnto(pre, tx *Tx) (*Tx, bool) {
+	g := m.carryFacts(tx.head, tx.base)
+	if g == nil || len(renames(g.dO, g.ourRenames)) > 0 {
+		return nil, false
+	}
+	m.facts, m.local = g, tx.head.String()[:7]
+	// What the merge changes, and the folders above: a call's path at or
+	// under one of its files, or that is one of its folders, is merged
+	// again (dT) or makes the merge start again.
+	changed, folders := map[string]bool{}, map[string]bool{}
+	for _, p := range pre.Paths() {
+		changed[p] = true
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			folders[d] = true
+		}
+	}
+	c := *pre
+	c.head, c.base = tx.head, tx.base
+	c.pending = maps.Clone(pre.pending)
+	c.ops = slices.Clone(pre.ops)
+	reads := slices.Clone(*pre.reads)
+	c.reads = &reads
+	var again []string
+	ok := true
+	diffNodes(lookup(pre.base, memDir), lookup(tx.base, memDir), "", func(p string, _ plumbing.Hash) {
+		if !ok {
+			return
+		}
+		if _, theirs := g.dT[p]; theirs {
+			again = append(again, p)
+		} else if p == "" || changed[p] || folders[p] {
+			ok = false
+			return
+		}
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			if changed[d] {
+				ok = false
+				return
+			}
+		}
+		root, err := with(c.root, split(full(p)), lookup(tx.base, full(p))) // ours, as the call left it
+		if err != nil {
+			ok = false
+			return
+		}
+		c.root = root
+	})
+	if !ok {
+		return nil, false
+	}
+	cb := &combination{m: m, tx: &c, dO: g.dO, dT: g.dT, writes: map[string]result{}}
+	for _, p := range again {
+		var err error
+		if g.dT[p].old.present() {
+			err = cb.theirChange(p, nil, nil)
+		} else {
+			err = cb.put(p, result{entry: g.dT[p].new}, fentry{}, "")
+		}
+		if err != nil {
+			return nil, false
+		}
+	}
+	if err := m.apply(&c, cb.removes, cb.writes); err != nil || len(m.conflicts) > 0 || len(m.beside) > 0 || m.checkLimits(&c) != nil {
+		return nil, false
+	}
+	return &c, true
 }
 
 // mergeStore is what a merge needs of the memory it merges into, besides

@@ -829,10 +829,12 @@ func TestUnrelatedHistoryIsRefused(t *testing.T) {
 }
 
 // mergePause is a merge hook (testHooks.merge) that pauses the first
-// merge computed after pausedPull, in the middle of its computation.
+// merge computed after pausedPull, in the middle of its computation. It
+// counts the merges computed (runs).
 type mergePause struct {
 	armed          atomic.Bool
 	paused, resume chan struct{}
+	runs           atomic.Int32
 }
 
 func newMergePause() *mergePause {
@@ -840,6 +842,7 @@ func newMergePause() *mergePause {
 }
 
 func (p *mergePause) hook() {
+	p.runs.Add(1)
 	if p.armed.CompareAndSwap(true, false) {
 		close(p.paused)
 		<-p.resume
@@ -862,39 +865,38 @@ func pausedPull(t *testing.T, r *Repo, p *mergePause) (resume chan struct{}, pul
 	return p.resume, func() (SyncResult, error) { err := <-done; return res, err }
 }
 
-// A merge is computed without the writer lock (issue 21, item 12): tool
-// calls made while a pull's merge is paused in the middle of its
-// computation complete, and the merge, made on top of them, keeps them.
-// Before, the merge held the lock throughout and the calls waited for it.
-func TestToolCallsDoNotWaitForMerges(t *testing.T) {
-	t.Parallel()
+// mergeOverCalls pulls into a memory a remote's change of shared.md
+// (its last line) and a new file, d/b.md, where the memory changed the
+// first line of shared.md; calls (tool_use id, path, content) are made
+// while the merge is paused in the middle of its computation. The memory
+// must then hold want (nil: not checked), in HEAD and in the worktree.
+// It returns the memory, the pull's result and how often the merge was
+// computed.
+func mergeOverCalls(t *testing.T, want map[string]string, calls ...[3]string) (*Repo, SyncResult, int) {
+	t.Helper()
 	remote := bareRemote(t)
 	pause := newMergePause()
 	a := agentWith(t, remote, "a", &testHooks{merge: pause.hook})
 	put(t, a, "a0", "shared.md", "one\ntwo\nthree\nfour\nfive\n")
-	put(t, a, "a0b", "other.md", "x\n")
+	put(t, a, "a0b", "mine.md", "mine\n")
 	syncOK(t, a)
 	b := agent(t, remote, "b")
 	put(t, b, "b1", "shared.md", "one\ntwo\nthree\nfour\nfive by b\n")
-	put(t, b, "b2", "b.md", "from b\n")
+	put(t, b, "b2", "d/b.md", "from b\n")
 	syncOK(t, b)
 	put(t, a, "a1", "shared.md", "one by a\ntwo\nthree\nfour\nfive\n") // both sides changed it: a merge
 
 	resume, pulled := pausedPull(t, a, pause)
-	// The merge is paused: a call on a file it does not change, one on a
-	// file it merges.
 	called := make(chan error, 1)
 	go func() {
-		write := func(id, p, content string) error {
-			_, err := a.Update(context.Background(), Meta{Subject: "memory: create /memories/" + p, Trailers: []Trailer{{TrailerToolUseID, id}}},
-				func(tx *Tx) error { return tx.WriteFile(p, []byte(content)) })
-			return err
+		for _, c := range calls {
+			if _, err := a.Update(context.Background(), Meta{Subject: "memory: create /memories/" + c[1], Trailers: []Trailer{{TrailerToolUseID, c[0]}, {TrailerCommand, "create"}, {TrailerPath, "/memories/" + c[1]}}},
+				func(tx *Tx) error { return tx.WriteFile(c[1], []byte(c[2])) }); err != nil {
+				called <- err
+				return
+			}
 		}
-		err := write("during1", "other.md", "x\ny, during the merge\n")
-		if err == nil {
-			err = write("during2", "shared.md", "one by a\ntwo\nthree, during the merge\nfour\nfive\n")
-		}
-		called <- err
+		called <- nil
 	}()
 	select {
 	case err := <-called:
@@ -910,19 +912,81 @@ func TestToolCallsDoNotWaitForMerges(t *testing.T) {
 	if err != nil || res.Merge == "" {
 		t.Fatalf("the pull: %+v %v", res, err)
 	}
-	want := map[string]string{"shared.md": "one by a\ntwo\nthree, during the merge\nfour\nfive by b\n", "other.md": "x\ny, during the merge\n", "b.md": "from b\n"}
-	if got := files(t, a); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("after the merge: %q", got)
-	}
 	merge, _ := a.Commit(context.Background(), res.Merge)
-	if first, _ := a.Commit(context.Background(), merge.Parents[0]); first.Trailer(TrailerToolUseID) != "during2" {
+	last := calls[len(calls)-1][0]
+	if first, _ := a.Commit(context.Background(), merge.Parents[0]); first.Trailer(TrailerToolUseID) != last {
 		t.Errorf("the merge's first parent is %s (%s), not the last call", first.Hash[:7], first.Subject)
 	}
 	a.Flush(context.Background())
-	if got := onDisk(t, a); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := files(t, a); want != nil && fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after the merge: %q", got)
+	}
+	if got := onDisk(t, a); want != nil && fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("the worktree: %q", got)
 	}
 	gittest.Fsck(t, a.Dir())
+	return a, res, int(pause.runs.Load())
+}
+
+// A merge is computed without the writer lock (issue 21, item 12): tool
+// calls made while a pull's merge is paused in the middle of its
+// computation complete, and the merge, made on top of them, keeps them.
+// Before, the merge held the lock throughout and the calls waited for it.
+// It is computed once: a call's file the remote changed too is merged
+// again on its own (before, the whole merge was made again under the
+// writer lock).
+func TestToolCallsDoNotWaitForMerges(t *testing.T) {
+	t.Parallel()
+	want := map[string]string{"shared.md": "one by a\ntwo\nthree, during the merge\nfour\nfive by b\n", "mine.md": "mine\ny, during the merge\n", "d/b.md": "from b\n"}
+	_, _, runs := mergeOverCalls(t, want, [3]string{"during1", "mine.md", "mine\ny, during the merge\n"},
+		[3]string{"during2", "shared.md", "one by a\ntwo\nthree, during the merge\nfour\nfive\n"})
+	if runs != 1 {
+		t.Errorf("the merge was computed %d times, want once", runs)
+	}
+}
+
+// A tool call made while a merge is computed, on a file the merge does
+// not touch, is put onto the merge's result: the merge is computed once
+// (before, a second time under the writer lock, on top of the call), and
+// the merge commit's tree holds the call's change, on top of the call's
+// own commit, trailers and all.
+func TestMergeCarriesACallOnAnotherFile(t *testing.T) {
+	t.Parallel()
+	want := map[string]string{"shared.md": "one by a\ntwo\nthree\nfour\nfive by b\n", "mine.md": "mine, during the merge\n", "d/b.md": "from b\n"}
+	a, res, runs := mergeOverCalls(t, want, [3]string{"during", "mine.md", "mine, during the merge\n"})
+	if runs != 1 {
+		t.Errorf("the merge was computed %d times, want once", runs)
+	}
+	if got := gittest.Git(t, a.Dir(), "show", res.Merge+":memories/mine.md"); got != want["mine.md"] {
+		t.Errorf("the merge commit's tree holds mine.md = %q", got)
+	}
+	// The call's own commit, as git reads it, and what the merge changes
+	// against it: what the remote brought.
+	if got := gittest.Git(t, a.Dir(), "log", "-1", "--format=%(trailers:key=Tool-Use-Id,valueonly)%(trailers:key=Memory-Path,valueonly)", res.Merge+"^1"); got != "during\n/memories/mine.md\n\n" {
+		t.Errorf("git log of the merge's first parent: %q", got)
+	}
+	if got := gittest.Git(t, a.Dir(), "diff", "--name-only", res.Merge+"^1", res.Merge); got != "memories/d/b.md\nmemories/shared.md\n" {
+		t.Errorf("the merge changes %q", got)
+	}
+}
+
+// A tool call made while a merge is computed, on a line of a file the
+// remote changed too, conflicts: the merge is computed again on top of
+// it (under the writer lock), and its conflict names the call's commit.
+func TestMergeOnACallThatConflictsIsMadeAgain(t *testing.T) {
+	t.Parallel()
+	a, res, runs := mergeOverCalls(t, nil, [3]string{"during", "shared.md", "one by a\ntwo\nthree\nfour\nfive, during the merge\n"})
+	if runs != 2 {
+		t.Errorf("the merge was computed %d times, want twice (again on the call)", runs)
+	}
+	if fmt.Sprint(res.Conflicts) != "[{content shared.md}]" {
+		t.Errorf("conflicts: %v", res.Conflicts)
+	}
+	merge, _ := a.Commit(context.Background(), res.Merge)
+	want := "one by a\ntwo\nthree\nfour\n<<<<<<< local " + merge.Parents[0][:7] + "\nfive, during the merge\n=======\nfive by b\n>>>>>>> origin/main "
+	if got := files(t, a)["shared.md"]; !strings.HasPrefix(got, want) {
+		t.Errorf("shared.md = %q, want it to start %q", got, want)
+	}
 }
 
 // A merge whose tip moved otherwise than by tool calls while it was
@@ -972,14 +1036,19 @@ func TestMergeStartsOverWhenTheTipMovesOtherwise(t *testing.T) {
 // two computations, the memory does too, on the same files and others.
 func TestMergeCarriedOverCallsIsTheSame(t *testing.T) {
 	t.Parallel()
-	for seed := range uint64(8) {
+	var carriedOnto atomic.Int32
+	for seed := range uint64(32) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 12))
 			remote := bareRemote(t)
 			a := agent(t, remote, "a")
 			names := []string{"a.md", "b.md", "c.md", "d/e.md", "d/f.md", "g.md"}
+			text := "1\n2\n3\n4\n5\n6\n"
+			if seed >= 16 { // and have longer files: fewer conflicts
+				text = strings.Repeat(text, 5)
+			}
 			for i, p := range names[:5] {
-				put(t, a, fmt.Sprint("seed", i), p, "1\n2\n3\n4\n5\n6\n")
+				put(t, a, fmt.Sprint("seed", i), p, text)
 			}
 			syncOK(t, a)
 			b := agent(t, remote, "b")
@@ -995,7 +1064,7 @@ func TestMergeCarriedOverCallsIsTheSame(t *testing.T) {
 					put(t, r, id, p, fmt.Sprintf("new %s\n", id))
 				case k == 0:
 					del(t, r, id, p)
-				case k == 1:
+				case k == 1 && seed < 16: // the later seeds rename nothing, so that more merges are carried onto the calls
 					if to := names[rng.IntN(len(names))]; fs[to] == "" && !strings.HasPrefix(to, p+"/") {
 						mv(t, r, id, p, to)
 					}
@@ -1025,8 +1094,12 @@ func TestMergeCarriedOverCallsIsTheSame(t *testing.T) {
 			mk := func() *merger {
 				return &merger{store: a, hooks: a.opt.hooks, logf: a.opt.Logf, g: s.g, st: s.st, label: "origin/main", theirs: tip, limits: s.opt.Limits}
 			}
-			carried := mk()
+			carried, quick := mk(), mk()
+			pre := a.newTx()
 			if err := carried.run(a.newTx()); err != nil {
+				t.Fatal(err)
+			}
+			if err := quick.run(pre); err != nil {
 				t.Fatal(err)
 			}
 			for range 1 + rng.IntN(4) { // the calls made meanwhile
@@ -1051,6 +1124,30 @@ func TestMergeCarriedOverCallsIsTheSame(t *testing.T) {
 				fmt.Sprint(afresh.conflicts, afresh.ignored, tx2.subject, tx2.extra, tx2.merged, len(tx2.mergedIDs)); a != b {
 				t.Errorf("carried over:\n%s\nafresh:\n%s", a, b)
 			}
+			// The calls put onto the result computed before them (carry),
+			// when it can be: the same merge again.
+			tx3 := a.newTx()
+			c := quick.carry(pre, tx3)
+			if c == nil {
+				return
+			}
+			carriedOnto.Add(1)
+			if err2 != nil {
+				t.Fatalf("carried onto the calls, where afresh: %v", err2)
+			}
+			diffs = nil
+			diffNodes(c.root, tx2.root, "", func(p string, _ plumbing.Hash) { diffs = append(diffs, p) })
+			if len(diffs) > 0 || c.head != tx2.head || c.base != tx2.base {
+				t.Errorf("the calls put onto the merge: the trees differ at %v", diffs)
+			}
+			if a, b := fmt.Sprint(quick.conflicts, quick.ignored, c.subject, c.extra, c.merged, len(c.mergedIDs)),
+				fmt.Sprint(afresh.conflicts, afresh.ignored, tx2.subject, tx2.extra, tx2.merged, len(tx2.mergedIDs)); a != b {
+				t.Errorf("the calls put onto the merge:\n%s\nafresh:\n%s", a, b)
+			}
 		})
+	}
+	t.Logf("%d of 32 merges carried onto the calls", carriedOnto.Load())
+	if carriedOnto.Load() == 0 {
+		t.Error("no merge was carried onto the calls")
 	}
 }
