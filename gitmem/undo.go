@@ -40,13 +40,13 @@ func (tx *Tx) Paths() []string {
 	var out []string
 	for _, o := range tx.ops {
 		for _, p := range []string{o.from, o.to} {
-			if p != "" && !slices.Contains(out, p) {
+			if p != "" {
 				out = append(out, p)
 			}
 		}
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // files returns the files under prefix ("" all) with their blob hashes.
