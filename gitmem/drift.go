@@ -120,6 +120,8 @@ func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, er
 			out = append(out, rel)
 		}
 	}
+	var last folderFD // paths come sorted: a folder's files one after the other
+	defer last.done()
 	for _, p := range paths {
 		if pend.covers(p) || (p != memDir && !under(p, []string{memDir})) {
 			continue
@@ -127,7 +129,7 @@ func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, er
 		// A file made by hand where the path needs a folder; a symlink or
 		// a missing folder on the way means nothing is there. When p's
 		// folders are known real, each need not be looked at.
-		fi, err, folders := m.wt.lstatFolders(p)
+		fi, err, folders := m.wt.lstatIn(p, &last)
 		blocked := false
 		for a := path.Dir(p); !folders && a != memDir && a != "."; a = path.Dir(a) {
 			fi, err := m.wt.lstat(a)

@@ -51,6 +51,7 @@ type worktree struct {
 
 	reads     atomic.Int64 // files opened for reading (tests count what a start reads)
 	readBytes atomic.Int64 // bytes read from them (tests: what was read whole)
+	lookups   atomic.Int64 // paths resolved beneath the folder (openat2; tests count them)
 }
 
 // newWorktree is the worktree of the repository folder dir, opened as
@@ -84,7 +85,16 @@ func (w *worktree) lstat(p string) (fs.FileInfo, error) {
 // known when the kernel resolved them in one step, which refuses a link on
 // the way. false says nothing.
 func (w *worktree) lstatFolders(p string) (fi fs.FileInfo, err error, folders bool) {
-	if fi, err, ok := w.fastLstat(p); ok {
+	return w.lstatIn(p, nil)
+}
+
+// lstatIn is lstatFolders for one of many paths looked at in turn (a
+// check for hand edits): the folder of the last is held open in last,
+// so that the files of one folder, looked at one after the other, cost
+// an fstatat each, not an openat2, an fstatat and a close. The caller
+// closes last (done) after the last path.
+func (w *worktree) lstatIn(p string, last *folderFD) (fi fs.FileInfo, err error, folders bool) {
+	if fi, err, ok := w.fastLstat(p, last); ok {
 		return fi, err, true
 	}
 	fi, err = w.root.Lstat(p)

@@ -57,6 +57,7 @@ func (w *worktree) beneath(p string, flags int) (fd int, ok bool) {
 		return -1, false
 	}
 	fd = -1
+	w.lookups.Add(1)
 	cerr := w.baseRC.Control(func(base uintptr) {
 		for {
 			nfd, err := unix.Openat2(int(base), p, &unix.OpenHow{
@@ -82,9 +83,25 @@ func (w *worktree) beneath(p string, flags int) (fd int, ok bool) {
 	return fd, ok
 }
 
+// folderFD is a folder of the worktree held open (O_PATH) for the lstat
+// of the next path, when it is in the same folder (lstatIn).
+type folderFD struct {
+	dir string // "": none
+	fd  int
+}
+
+// done closes the folder held.
+func (f *folderFD) done() {
+	if f.dir != "" {
+		unix.Close(f.fd)
+		f.dir = ""
+	}
+}
+
 // fastLstat is os.Root's Lstat by openat2 and fstatat: ok is false
-// when os.Root must do it.
-func (w *worktree) fastLstat(p string) (fi fs.FileInfo, err error, ok bool) {
+// when os.Root must do it. With last, the folder's descriptor is taken
+// from it when it holds p's folder, and left there.
+func (w *worktree) fastLstat(p string, last *folderFD) (fi fs.FileInfo, err error, ok bool) {
 	dir, name := path.Split(p)
 	if name == "" || name == "." || name == ".." {
 		return nil, nil, false
@@ -92,11 +109,20 @@ func (w *worktree) fastLstat(p string) (fi fs.FileInfo, err error, ok bool) {
 	if dir == "" {
 		dir = "."
 	}
-	dfd, ok := w.beneath(dir, unix.O_PATH|unix.O_DIRECTORY)
-	if !ok {
-		return nil, nil, false
+	var dfd int
+	if last != nil && last.dir == dir {
+		dfd = last.fd
+	} else {
+		if dfd, ok = w.beneath(dir, unix.O_PATH|unix.O_DIRECTORY); !ok {
+			return nil, nil, false
+		}
+		if last != nil {
+			last.done()
+			last.dir, last.fd = dir, dfd
+		} else {
+			defer unix.Close(dfd)
+		}
 	}
-	defer unix.Close(dfd)
 	var st unix.Stat_t
 	for {
 		err = unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)

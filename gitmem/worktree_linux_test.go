@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
@@ -42,7 +43,7 @@ func TestBeneathAnswersAsRoot(t *testing.T) {
 	}
 	w := openWorktree(t, dir)
 	root := w.root
-	if _, _, ok := w.fastLstat("memories/a.md"); !ok {
+	if _, _, ok := w.fastLstat("memories/a.md", nil); !ok {
 		t.Skip("openat2 is not available here: os.Root does every lookup")
 	}
 	fast := map[string]bool{"top.md": true, "memories": true, "memories/a.md": true, "memories/d": true, "memories/d/b.md": true,
@@ -63,7 +64,7 @@ func TestBeneathAnswersAsRoot(t *testing.T) {
 					rfi.Name(), rfi.Size(), rfi.Mode(), rfi.ModTime())
 			}
 		}
-		if _, _, ok := w.fastLstat(p); ok != fast[p] {
+		if _, _, ok := w.fastLstat(p, nil); ok != fast[p] {
 			t.Errorf("lstat %s: fast path taken %v, want %v", p, ok, fast[p])
 		}
 		// Only a path resolved in one step vouches for its folders: never
@@ -271,5 +272,49 @@ func TestALinkedFolderIsNoFolder(t *testing.T) {
 	}
 	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Errorf("git status:\n%s", st)
+	}
+}
+
+// A check for hand edits of many files (a merge's, before and while it
+// commits) opens each folder once, not once per file: the files of a
+// folder come one after the other, an fstatat each on the folder held
+// open. A file edited by hand among them is found all the same.
+func TestHandEditCheckOpensAFolderOnce(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	if _, _, ok := r.mirror.wt.fastLstat("memories", nil); !ok {
+		t.Skip("openat2 is not available here: os.Root does every lookup")
+	}
+	var rels []string
+	for i := range 40 {
+		p := fmt.Sprintf("d%d/f%02d.md", i/20, i)
+		write(t, r, fmt.Sprint("t", i), p, fmt.Sprintf("file %d\n", i))
+		rels = append(rels, p)
+	}
+	settle(t, r)
+	time.Sleep(2 * gd.RacyWindow) // past the racy window, the stat cache vouches for them, once they are read
+	if _, err := r.mirror.driftedAt(r.snapshotTree(), repoPaths(rels)); err != nil {
+		t.Fatal(err)
+	}
+	check := func() []string {
+		t.Helper()
+		was, read := r.mirror.wt.lookups.Load(), r.mirror.wt.reads.Load()
+		drift, err := r.mirror.driftedAt(r.snapshotTree(), repoPaths(rels))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, reads := r.mirror.wt.lookups.Load()-was, r.mirror.wt.reads.Load()-read; n-reads != 2 {
+			t.Errorf("the check of %d files in 2 folders resolved %d paths besides the %d files it read, want 2 (a folder each)", len(rels), n-reads, reads)
+		}
+		return drift
+	}
+	if drift := check(); len(drift) != 0 {
+		t.Errorf("found edited by hand: %v", drift)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d1", "f33.md"), []byte("edited by hand\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if drift := check(); fmt.Sprint(drift) != "[d1/f33.md]" {
+		t.Errorf("found edited by hand: %v, want d1/f33.md", drift)
 	}
 }

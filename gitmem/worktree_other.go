@@ -26,8 +26,13 @@ func holdRead(statReader) (func(), bool) { return func() {}, false }
 // does it all here.
 func openBase(*os.Root, string) (*os.File, syscall.RawConn) { return nil, nil }
 
-func (w *worktree) fastLstat(string) (fs.FileInfo, error, bool)    { return nil, nil, false }
-func (w *worktree) fastOpen(string, int) (*os.File, bool)          { return nil, false }
-func (w *worktree) fastOpenRead(string) (statReader, func(), bool) { return nil, nil, false }
+// folderFD is Linux's (worktree_linux.go): nothing is held open here.
+type folderFD struct{}
+
+func (*folderFD) done() {}
+
+func (w *worktree) fastLstat(string, *folderFD) (fs.FileInfo, error, bool) { return nil, nil, false }
+func (w *worktree) fastOpen(string, int) (*os.File, bool)                  { return nil, false }
+func (w *worktree) fastOpenRead(string) (statReader, func(), bool)         { return nil, nil, false }
 
 func sameFile(a, b fs.FileInfo) bool { return os.SameFile(a, b) }
