@@ -404,22 +404,25 @@ func (m *merger) commit(ctx context.Context, meta Meta) (Commit, error) {
 // commits of one parent each): pre's result with what those calls
 // changed put onto it, the files that the remote changed too merged
 // again. nil when it cannot be carried so (the tip did not move, or
-// moved otherwise; renames on either side; a conflict or a file where
-// the merge makes a folder, before or after; limits), and the merger is
-// then as it was: run makes the merge on tx's tip. tx is not changed.
+// moved otherwise; renames on either side; a conflict, a file left out
+// or a file where the merge makes a folder, before or after; the
+// limits), and the merger is then as it was: run makes the merge on
+// tx's tip. tx is not changed.
 func (m *merger) carry(pre, tx *Tx) *Tx {
 	if tx.head == pre.head || !pre.ff.IsZero() || m.renamed || len(m.conflicts) > 0 || len(m.beside) > 0 || m.facts == nil || m.facts.ours != pre.head {
 		return nil
 	}
 	was, ignored, local := m.facts, len(m.ignored), m.local
 	c, ok := m.carryOnto(pre, tx)
-	if !ok {
+	if !ok || len(m.ignored) != ignored { // (a file left out now: its trailer is not in pre's message)
 		m.facts, m.ignored, m.local, m.conflicts, m.beside = was, m.ignored[:ignored], local, nil, map[string]string{}
 		return nil
 	}
 	return c
 }
 
+// carryOnto is carry's work; false leaves the merger's state for carry
+// to put back.
 func (m *merger) carryOnto(pre, tx *Tx) (*Tx, bool) {
 	g := m.carryFacts(tx.head, tx.base)
 	if g == nil || len(renames(g.dO, g.ourRenames)) > 0 {
