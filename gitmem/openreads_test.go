@@ -717,3 +717,21 @@ func TestOpenOfAnEmptyMemoryWritesNoIndex(t *testing.T) {
 		t.Fatalf("git status:\n%s", out)
 	}
 }
+
+// walRecords counts the records the write-ahead log holds (a crash left
+// them for the next start to replay).
+func walRecords(t *testing.T, dir string) int {
+	n := 0
+	for _, name := range []string{"wal", "wal2"} {
+		if _, err := os.Stat(filepath.Join(dir, ".git", "gitmem", name)); err != nil {
+			continue
+		}
+		w, recs, err := gd.OpenWAL(nil, filepath.Join(dir, ".git"), name)
+		if err != nil {
+			t.Fatalf("read the log: %v", err)
+		}
+		w.Close()
+		n += len(recs)
+	}
+	return n
+}
