@@ -226,7 +226,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
 		return nil, nil
 	}
-	a := &adoption{tx: r.newTx(), meta: adoptMeta(r.opt.Operator, first), stale: map[string][]byte{}}
+	a := &adoption{tx: r.newTx(), meta: adoptMeta(r.opt.operator(), first), stale: map[string][]byte{}}
 	defer r.putBackStale(a.stale)
 	if err := r.mirror.buildAdopt(drift, first, a, r.objects.readBlob); err != nil {
 		return nil, err

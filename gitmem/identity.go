@@ -4,11 +4,6 @@ package gitmem
 // one: Options.Operator, by default the git identity (user.name and
 // user.email) of the repository, else of the user. Callers that commit on
 // an operator's behalf through Update (the stores package's metadata
-// commits) use it as Meta.Author. A reader (Options.ReadOnly) reads it
-// here, when asked, not at Open.
-func (r *Repo) Operator() Signature {
-	if r.opt.Operator == (Signature{}) {
-		return gitIdentity(r.dir)
-	}
-	return r.opt.Operator
-}
+// commits) use it as Meta.Author. The git identity is read at the first
+// call, not at Open.
+func (r *Repo) Operator() Signature { return r.opt.operator() }

@@ -348,7 +348,7 @@ func (r *Repo) mergeDisplaced(ctx context.Context) error {
 			idx = []plumbing.Hash{r.gitIndex.lastMadeFor()} // displaced by an earlier run: the index file is the best clue left
 		}
 		m := &merger{store: r, hooks: r.opt.hooks, logf: r.opt.Logf, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits, index: idx}
-		meta := Meta{Subject: "memory: merge outside-gitmem", Author: r.opt.Operator, Trailers: []Trailer{{TrailerCommand, "merge"}}}
+		meta := Meta{Subject: "memory: merge outside-gitmem", Author: r.opt.operator(), Trailers: []Trailer{{TrailerCommand, "merge"}}}
 		_, err := r.update(r.life, meta, m.run) // gives up when Close begins
 		st.Close()
 		if err == nil {

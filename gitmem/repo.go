@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,7 +38,8 @@ type Options struct {
 	// Operator is the author of changes found on disk at start, made by
 	// hand while gitmem was stopped (default, as git: GIT_AUTHOR_NAME and
 	// GIT_AUTHOR_EMAIL, else user.name and user.email from git config, else
-	// operator <operator@gitmem.invalid>).
+	// operator <operator@gitmem.invalid>; read when a commit first needs
+	// it, not at Open).
 	Operator Signature
 	// Now is the clock for commit times (default: time.Now).
 	Now func() time.Time
@@ -81,6 +83,10 @@ type Options struct {
 	MaxFileBytes int64
 
 	hooks *testHooks // the test suite's seams (nil outside tests)
+
+	// gitOperator is the git identity of defaults' dir, read at its first
+	// use (operator).
+	gitOperator func() Signature
 }
 
 func (o *Options) defaults(dir string) {
@@ -90,8 +96,12 @@ func (o *Options) defaults(dir string) {
 	if o.Committer == (Signature{}) {
 		o.Committer = Signature{"gitmem", "gitmem@gitmem.invalid"}
 	}
-	if o.Operator == (Signature{}) && !o.ReadOnly {
-		o.Operator = gitIdentity(dir) // a reader's is read when asked (Repo.Operator): it commits nothing
+	if o.Operator == (Signature{}) && o.gitOperator == nil {
+		// Read when a commit needs it (operator), not at Open: a store's
+		// first call, a reader and most tool calls commit nothing of the
+		// operator's, and the read is two config files and a go-git open
+		// of the repository.
+		o.gitOperator = sync.OnceValue(func() Signature { return gitIdentity(dir) })
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -108,6 +118,15 @@ func (o *Options) defaults(dir string) {
 	if o.MaxFileBytes == 0 {
 		o.MaxFileBytes = policy.DefaultLimits.MaxFileBytes
 	}
+}
+
+// operator is Operator, else the git identity of the repository (read
+// once, at the first call).
+func (o *Options) operator() Signature {
+	if o.Operator != (Signature{}) || o.gitOperator == nil {
+		return o.Operator
+	}
+	return o.gitOperator()
 }
 
 // checkOwner is ErrOtherOwner for a writer with OwnerOnly whose

@@ -616,7 +616,7 @@ func (s *session) pull(ctx context.Context) error {
 func (s *session) integrate(ctx context.Context, tip plumbing.Hash) error {
 	m := &merger{store: s.mem, hooks: s.memOpt.hooks, logf: s.memOpt.Logf, g: s.g, st: s.st, label: s.name + "/" + s.branch.Short(), theirs: tip, limits: s.opt.Limits,
 		unrelated: s.opt.AllowUnrelatedHistories || readSyncState(s.gitDir)[s.name].ClonedEmpty}
-	meta := Meta{Subject: "memory: merge " + m.label, Author: authorOr(s.opt.Author, s.memOpt.Operator),
+	meta := Meta{Subject: "memory: merge " + m.label, Author: authorOr(s.opt.Author, s.memOpt.operator()),
 		Trailers: []Trailer{{TrailerCommand, "merge"}}}
 	c, err := m.commit(ctx, meta)
 	switch {
@@ -996,7 +996,7 @@ func cloneFetch(ctx context.Context, dir, url string, opt Options, sopt SyncOpti
 func (s *link) initCommit(opt Options) error {
 	tree := objectOf(plumbing.TreeObject, nil)
 	msg := Meta{Subject: "memory: init", Trailers: []Trailer{{TrailerCommand, "init"}}}.message()
-	raw, err := encodeCommit(tree.Hash, nil, opt.Operator, opt.Committer, opt.Now(), msg)
+	raw, err := encodeCommit(tree.Hash, nil, opt.operator(), opt.Committer, opt.Now(), msg)
 	if err != nil {
 		return wrap("write the first commit", err)
 	}

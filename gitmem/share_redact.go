@@ -236,7 +236,7 @@ func (s *session) writeRecord(entries []redactionEntry, parent plumbing.Hash) (p
 	msg := Meta{Subject: fmt.Sprintf("memory: redaction record (%d redaction(s))", len(entries)),
 		Trailers: []Trailer{{TrailerCommand, redactionRecordCommand}}}.message()
 	opt := s.memOpt
-	raw, err := encodeCommit(tree.Hash, parentList(parent), opt.Operator, opt.Committer, opt.Now(), msg)
+	raw, err := encodeCommit(tree.Hash, parentList(parent), opt.operator(), opt.Committer, opt.Now(), msg)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
