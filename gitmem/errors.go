@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
@@ -79,8 +80,11 @@ func (e *StorageError) Error() string {
 func (e *StorageError) Unwrap() error { return e.Err }
 
 // absPath is a host path in an error's text: an absolute path at the start
-// of a word (up to a space, a colon or a quote).
-var absPath = regexp.MustCompile(`(^|[\s"'(=])((?:[A-Za-z]:)?[/\\][^\s:"')]+)`)
+// of a word (up to a space, a colon or a quote). Compiled when an error
+// is first worded, not in every command's start-up.
+var absPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^|[\s"'(=])((?:[A-Za-z]:)?[/\\][^\s:"')]+)`)
+})
 
 // scrubPaths is err's text with every host path shortened by shortPath:
 // the paths the chain's *fs.PathError and *os.LinkError name (which may
@@ -113,8 +117,8 @@ func scrubPaths(err error) string {
 			text = strings.ReplaceAll(text, p, shortPath(p))
 		}
 	}
-	return absPath.ReplaceAllStringFunc(text, func(m string) string {
-		loc := absPath.FindStringSubmatchIndex(m)
+	return absPath().ReplaceAllStringFunc(text, func(m string) string {
+		loc := absPath().FindStringSubmatchIndex(m)
 		return m[:loc[4]] + shortPath(m[loc[4]:loc[5]])
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -86,7 +87,7 @@ func (e redactionEntry) redaction() (Redaction, error) {
 	return red, nil
 }
 
-var recordID = regexp.MustCompile(`^[0-9a-f]{16}$`)
+var recordID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{16}$`) })
 
 // isObjectHash reports whether s is an object hash as git writes it: 40
 // lowercase hex digits (plumbing.IsHash takes upper case too, and
@@ -115,7 +116,7 @@ func quoteField(s string) string {
 // check says what is wrong with an entry read from a record, or "": every
 // field is checked before any is used, as a model's input is.
 func (e redactionEntry) check() string {
-	if !recordID.MatchString(e.ID) {
+	if !recordID().MatchString(e.ID) {
 		return fmt.Sprintf(`"id" holds %s, not 16 lowercase hex digits`, quoteField(e.ID))
 	}
 	n := 0

@@ -52,26 +52,29 @@ const mcpDescription = "Your persistent memory: a directory, /memories, that out
 
 // mcpSchema is the memory tool's input: the six memory_20250818 commands.
 // It is flat (no oneOf), as the Messages API requires of a tool's schema;
-// the handler checks which parameters a command needs.
-var mcpSchema = map[string]any{
-	"type":     "object",
-	"required": []string{"command"},
-	"properties": map[string]any{
-		"command": map[string]any{
-			"type":        "string",
-			"enum":        []string{"view", "create", "str_replace", "insert", "delete", "rename"},
-			"description": "The operation to perform.",
+// the handler checks which parameters a command needs. (Made per server,
+// not in every command's start-up.)
+func mcpSchema() map[string]any {
+	return map[string]any{
+		"type":     "object",
+		"required": []string{"command"},
+		"properties": map[string]any{
+			"command": map[string]any{
+				"type":        "string",
+				"enum":        []string{"view", "create", "str_replace", "insert", "delete", "rename"},
+				"description": "The operation to perform.",
+			},
+			"path":        str("view, create, str_replace, insert, delete: the file or folder, starting with /memories."),
+			"view_range":  map[string]any{"type": "array", "items": map[string]any{"type": "integer"}, "minItems": 2, "maxItems": 2, "description": "view of a file: [start_line, end_line], 1-based and inclusive; -1 as end_line means the last line."},
+			"file_text":   str("create: the content of the new file."),
+			"old_str":     str("str_replace: the exact text to replace; it must occur once in the file."),
+			"new_str":     str("str_replace: the text to put in its place."),
+			"insert_line": map[string]any{"type": "integer", "description": "insert: the line after which insert_text goes; 0 is the top of the file."},
+			"insert_text": str("insert: the text to insert."),
+			"old_path":    str("rename: the file or folder to rename."),
+			"new_path":    str("rename: its new path."),
 		},
-		"path":        str("view, create, str_replace, insert, delete: the file or folder, starting with /memories."),
-		"view_range":  map[string]any{"type": "array", "items": map[string]any{"type": "integer"}, "minItems": 2, "maxItems": 2, "description": "view of a file: [start_line, end_line], 1-based and inclusive; -1 as end_line means the last line."},
-		"file_text":   str("create: the content of the new file."),
-		"old_str":     str("str_replace: the exact text to replace; it must occur once in the file."),
-		"new_str":     str("str_replace: the text to put in its place."),
-		"insert_line": map[string]any{"type": "integer", "description": "insert: the line after which insert_text goes; 0 is the top of the file."},
-		"insert_text": str("insert: the text to insert."),
-		"old_path":    str("rename: the file or folder to rename."),
-		"new_path":    str("rename: its new path."),
-	},
+	}
 }
 
 func str(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
@@ -120,7 +123,7 @@ func (h *Handler) mcpServer(c Caller, opt MCPOptions, inflight *sync.RWMutex, ca
 		Name:        ToolName,
 		Title:       "Memory",
 		Description: mcpDescription,
-		InputSchema: mcpSchema,
+		InputSchema: mcpSchema(),
 		Annotations: &mcp.ToolAnnotations{Title: "Memory", DestructiveHint: new(true), OpenWorldHint: new(false)},
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if inflight != nil {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/xrash/smetrics"
 
@@ -154,7 +155,7 @@ func forEachCommand(cmds []*cli.Command, fn func(*cli.Command)) {
 	}
 }
 
-var undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+var undefinedFlag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^flag provided but not defined: -+(.*)$`) })
 
 // usageError words a command line that does not parse as one line with a
 // hint, instead of urfave/cli's whole help text.
@@ -171,7 +172,7 @@ func usageError(c *cli.Context, err error, _ bool) error {
 		prefix = strings.Join(names, " ") + ": "
 	}
 	msg := err.Error()
-	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
+	if m := undefinedFlag().FindStringSubmatch(msg); m != nil {
 		// Not the version flag (it stands before any command), nor the
 		// very flag refused: "remote -v" is no slip for -v.
 		var names []string

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -284,8 +285,11 @@ func ownLockName(path string) string {
 	return fmt.Sprintf("%s.gitmem-%s-%d.lock", path, ProcTag, ownLockSeq.Add(1))
 }
 
-// ownLockRE parses an ownLockName: the path, the pid.
-var ownLockRE = regexp.MustCompile(`^(.+)\.gitmem-([0-9]+)\.[0-9a-f]{8}-[0-9]+\.lock$`)
+// ownLockRE parses an ownLockName: the path, the pid. (Compiled at the
+// first use: every command's start-up would pay for it.)
+var ownLockRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(.+)\.gitmem-([0-9]+)\.[0-9a-f]{8}-[0-9]+\.lock$`)
+})
 
 // HeldByThisProcess reports whether the lock file of path ("<path>.lock")
 // is one this process holds (writeLock): the same file as one of its
@@ -316,14 +320,14 @@ func ClearOwnLocks(gitDir string) []string {
 		owns = append(owns, m...)
 	}
 	filepath.WalkDir(filepath.Join(gitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && ownLockRE.MatchString(d.Name()) {
+		if err == nil && !d.IsDir() && ownLockRE().MatchString(d.Name()) {
 			owns = append(owns, p)
 		}
 		return nil
 	})
 	var removed []string
 	for _, own := range owns {
-		m := ownLockRE.FindStringSubmatch(own)
+		m := ownLockRE().FindStringSubmatch(own)
 		if m == nil {
 			continue
 		}
