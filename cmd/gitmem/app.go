@@ -32,6 +32,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			lazyGC()
 		}
 		err = app.Run(args)
+		if r := takeCheckedRepo(app); r != nil { // the command stopped before openRepo
+			r.Close()
+		}
 	}
 	if err == nil {
 		return exitOK
@@ -196,18 +199,36 @@ var repoCommands = []string{"log", "show", "diff", "blame", "revert", "restore",
 
 // checkRepoFirst refuses --repo when it is no gitmem repository (missing,
 // or a git repository gitmem did not create). Any other trouble (a
-// damaged branch) is left to the command, which words it.
+// damaged branch) is left to the command, which words it. The repository
+// it opened read-only is the one a reading command's openRepo takes
+// (log, show, diff, blame read it once, not twice); a writing command's
+// openRepo closes it first.
 func checkRepoFirst(c *cli.Context) error {
 	dir := c.String("repo")
-	r, err := gitmem.Open(context.Background(), dir, gitmem.Options{ReadOnly: true, Now: clock()})
+	r, err := openRepository(context.Background(), dir, readOptions(c))
 	switch {
 	case err == nil:
-		r.Close() // read-only: nothing to write back; the command opens it again
+		c.App.Metadata[checkedRepo] = r
 		return nil
 	case errors.Is(err, gitmem.ErrNotRepository), errors.Is(err, gitmem.ErrForeign):
 		return storeErr(err, dir)
 	}
 	return nil
+}
+
+// openRepository is gitmem.Open (a test counts the opens).
+var openRepository = gitmem.Open
+
+// checkedRepo is the key of the repository checkRepoFirst opened in the
+// app's Metadata, until openRepo or run's end takes it.
+const checkedRepo = "checked repository"
+
+// takeCheckedRepo returns and forgets the repository checkRepoFirst
+// opened (nil if none).
+func takeCheckedRepo(app *cli.App) *gitmem.Repo {
+	r, _ := app.Metadata[checkedRepo].(*gitmem.Repo)
+	delete(app.Metadata, checkedRepo)
+	return r
 }
 
 func initCommand() *cli.Command {

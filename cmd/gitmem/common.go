@@ -45,8 +45,18 @@ func clock() func() time.Time {
 // no lock and change nothing; after a crash they warn of acknowledged
 // changes they cannot show yet (warnUnrecovered).
 func openRepo(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
+	checked := takeCheckedRepo(c.App)
+	if readOnly && checked != nil {
+		warnUnrecovered(c, checked)
+		return checked, nil
+	}
+	if checked != nil {
+		checked.Close() // read-only: nothing to write back
+	}
 	dir := c.String("repo")
-	r, err := gitmem.Open(c.Context, dir, gitmem.Options{ReadOnly: readOnly, OneCommand: true, Now: clock(), Logf: logTo(c), OwnerOnly: ownerOnly(c)})
+	opt := readOptions(c)
+	opt.ReadOnly = readOnly
+	r, err := openRepository(c.Context, dir, opt)
 	if err != nil {
 		return nil, storeErr(err, dir)
 	}
@@ -54,6 +64,11 @@ func openRepo(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
 		warnUnrecovered(c, r)
 	}
 	return r, nil
+}
+
+// readOptions are an operator command's options to open --repo read-only.
+func readOptions(c *cli.Context) gitmem.Options {
+	return gitmem.Options{ReadOnly: true, OneCommand: true, Now: clock(), Logf: logTo(c), OwnerOnly: ownerOnly(c)}
 }
 
 // ownerOnly says whether an operator command refuses to write a

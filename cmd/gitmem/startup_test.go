@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // Every package linked into gitmem runs its package-level initialisers at
@@ -61,5 +66,54 @@ func TestStartUpCompilesNothing(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Fatalf("checked only %d files of gitmem's packages", checked)
+	}
+}
+
+// A reading command (log, show, diff, blame) opens the repository once:
+// the check that --repo is a gitmem repository (checkRepoFirst) opened it
+// read-only and closed it, and the command opened it again (HEAD, the
+// config, the branch and both write-ahead logs read twice, 0.1 ms of a
+// 7 ms log). A writing command still opens it to write, after the check.
+func TestReadingCommandOpensTheRepositoryOnce(t *testing.T) {
+	// Not parallel: it counts the opens through a package variable, and
+	// runs the commands in this process.
+	t.Setenv("GOGC", "100") // run leaves the collector as it is
+	repo := filepath.Join(gittest.TempDir(t), "memory")
+	r, _, err := gitmem.Init(context.Background(), repo, gitmem.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.Update(context.Background(), gitmem.Meta{Subject: "edit", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: "toolu_1"}}},
+		func(tx *gitmem.Tx) error { return tx.WriteFile("notes.md", []byte("a note\n")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var opens []bool // ReadOnly of each open
+	openRepository = func(ctx context.Context, dir string, opt gitmem.Options) (*gitmem.Repo, error) {
+		opens = append(opens, opt.ReadOnly)
+		return gitmem.Open(ctx, dir, opt)
+	}
+	defer func() { openRepository = gitmem.Open }()
+	for _, tc := range []struct {
+		args  []string
+		opens []bool
+	}{
+		{[]string{"log"}, []bool{true}},
+		{[]string{"show", c.Hash}, []bool{true}},
+		{[]string{"blame", "/memories/notes.md"}, []bool{true}},
+		{[]string{"revert", "--dry-run", c.Hash}, []bool{true}},
+		{[]string{"revert", c.Hash}, []bool{true, false}},
+	} {
+		opens = nil
+		var stdout, stderr strings.Builder
+		if code := run(append([]string{"gitmem", "--repo", repo}, tc.args...), strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("gitmem %s: exit %d: %s", strings.Join(tc.args, " "), code, stderr.String())
+		}
+		if !slices.Equal(opens, tc.opens) {
+			t.Errorf("gitmem %s opened the repository %d time(s), read-only: %v; want %v", strings.Join(tc.args, " "), len(opens), opens, tc.opens)
+		}
 	}
 }
