@@ -3,7 +3,6 @@ package gitmem
 import (
 	"context"
 	"errors"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -317,13 +316,10 @@ func (r *Repo) keepDisplaced(h plumbing.Hash) error {
 // commit it was made for, but holds the commit to merge: a redaction may
 // have rewritten it.
 func displacedIn(gitDir string) map[plumbing.ReferenceName]plumbing.Hash {
-	out, err := gd.ListRefs(gitDir)
+	out, err := gd.ListRefsUnder(gitDir, displacedRefs) // not every ref: every writer's start asks
 	if err != nil {
 		return map[plumbing.ReferenceName]plumbing.Hash{}
 	}
-	maps.DeleteFunc(out, func(name plumbing.ReferenceName, _ plumbing.Hash) bool {
-		return !strings.HasPrefix(name.String(), displacedRefs)
-	})
 	return out
 }
 

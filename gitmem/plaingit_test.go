@@ -733,3 +733,31 @@ func TestBranchMovedBackWhileTheLockIsFreeIsPutBack(t *testing.T) {
 func resetBack(t *testing.T, dir string) {
 	gittest.Git(t, dir, "reset", "-q", "--hard", "HEAD~3")
 }
+
+// displacedIn, which every writer's start calls, reads the folder of the
+// displaced refs and packed-refs, not every ref: it listed all of refs/
+// and read each ref file (a cold store's first call: refs/, heads/, the
+// branch, tags/, 4% of its CPU). A symlink to a folder under refs/tags,
+// which a read of every ref fails on, shows which it reads: before this
+// change it found nothing (the listing failed) where the displaced refs,
+// loose and packed, are.
+func TestDisplacedRefsAreListedAlone(t *testing.T) {
+	t.Parallel()
+	dir := closedRepo(t)
+	head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
+	gittest.Git(t, dir, "update-ref", displacedRefs+"packed", head)
+	gittest.Git(t, dir, "pack-refs", "--all")
+	gittest.Git(t, dir, "update-ref", displacedRefs+"loose", head)
+	trap := filepath.Join(dir, ".git", "refs", "tags", "trap")
+	if err := os.MkdirAll(filepath.Dir(trap), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), trap); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(trap) // before git fsck at the end
+	got := displacedIn(filepath.Join(dir, ".git"))
+	if len(got) != 2 || got[displacedRefs+"packed"].String() != head || got[displacedRefs+"loose"].String() != head {
+		t.Errorf("displacedIn = %v, want %spacked and %sloose at %s", got, displacedRefs, displacedRefs, head)
+	}
+}

@@ -405,8 +405,15 @@ func linkLock(own, lock string) error {
 // lock files too, and fails on one being written ("ref file is empty":
 // git gc holds refs/heads/main.lock while it expires the reflog).
 func ListRefs(gitDir string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	return ListRefsUnder(gitDir, "refs/")
+}
+
+// ListRefsUnder is ListRefs of the refs whose names begin with prefix (a
+// folder of refs/, ending in '/'): only that folder is read, and the
+// packed refs under it.
+func ListRefsUnder(gitDir, prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	root := filepath.Join(gitDir, "refs")
+	root := filepath.Join(gitDir, filepath.FromSlash(prefix))
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -445,7 +452,7 @@ func ListRefs(gitDir string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 		return nil, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if h, n, ok := strings.Cut(line, " "); ok && plumbing.IsHash(h) && ValidRefName(n) && strings.HasPrefix(n, "refs/") {
+		if h, n, ok := strings.Cut(line, " "); ok && plumbing.IsHash(h) && ValidRefName(n) && strings.HasPrefix(n, "refs/") && strings.HasPrefix(n, prefix) {
 			if _, loose := out[plumbing.ReferenceName(n)]; !loose {
 				out[plumbing.ReferenceName(n)] = plumbing.NewHash(h)
 			}
