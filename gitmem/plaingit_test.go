@@ -761,3 +761,36 @@ func TestDisplacedRefsAreListedAlone(t *testing.T) {
 		t.Errorf("displacedIn = %v, want %spacked and %sloose at %s", got, displacedRefs, displacedRefs, head)
 	}
 }
+
+// A writer's start removes the temporary files a killed gitmem left in
+// .git/gitmem (pending-*, history-*, redact-*, reserve-*), read from one
+// listing of the folder, and nothing else there: the history index and
+// the reserve of the same names without the dash stay.
+func TestStartClearsTheTemporaryFilesOfGitmemsFolder(t *testing.T) {
+	t.Parallel()
+	dir := closedRepo(t)
+	gm := filepath.Join(dir, ".git", "gitmem")
+	left := []string{"pending-1.tmp", "history-2.tmp", "redact-3.tmp", "reserve-4.tmp"}
+	for _, n := range left {
+		if err := os.WriteFile(filepath.Join(gm, n), []byte("left by a killed gitmem\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Open(context.Background(), dir, Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range left {
+		if _, err := os.Stat(filepath.Join(gm, n)); err == nil {
+			t.Errorf(".git/gitmem/%s is still there after a start", n)
+		}
+	}
+	for _, n := range []string{"history", "reserve", "wal"} {
+		if _, err := os.Stat(filepath.Join(gm, n)); err != nil {
+			t.Errorf(".git/gitmem/%s: %v", n, err)
+		}
+	}
+}

@@ -496,13 +496,11 @@ func (r *Repo) clearStaleLocks() {
 // killed gc or clone left half-written (tmp_pack_*) goes too once it is
 // older than gd.StaleTemp, the longest a live git could still be writing it.
 func (r *Repo) clearTempFiles() {
-	var junk []string
+	// One listing of .git/gitmem for its four kinds (a Glob each listed
+	// it four times at every writer's start).
+	junk := globIn(filepath.Join(r.gitDir, "gitmem"), "pending-*", "history-*", "redact-*", "reserve-*")
 	for _, pattern := range []string{
 		filepath.Join(r.gitDir, "gitmem", "tmp", "*"),
-		filepath.Join(r.gitDir, "gitmem", "pending-*"),
-		filepath.Join(r.gitDir, "gitmem", "history-*"),
-		filepath.Join(r.gitDir, "gitmem", "redact-*"),
-		filepath.Join(r.gitDir, "gitmem", "reserve-*"),
 		filepath.Join(r.gitDir, "packed-refs-*"),
 		filepath.Join(r.gitDir, "objects", "??", gd.TmpObjPrefix+"*"),
 		filepath.Join(r.gitDir, "objects", "pack", gd.TmpPackPrefix+"*"),
@@ -529,6 +527,27 @@ func (r *Repo) clearTempFiles() {
 	if len(junk) > 0 {
 		r.opt.Logf("gitmem: removed %d temporary file(s) left by an interrupted run", len(junk))
 	}
+}
+
+// globIn is filepath.Glob of dir's names that match one of patterns
+// (names, without a separator), from one listing of dir.
+func globIn(dir string, patterns ...string) []string {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	var out []string
+	for _, n := range names {
+		for _, p := range patterns {
+			if ok, _ := filepath.Match(p, n); ok {
+				out = append(out, filepath.Join(dir, n))
+				break
+			}
+		}
+	}
+	return out
 }
 
 // readHead returns the commit the branch points to now: zero in a new
