@@ -208,6 +208,9 @@ func checkRepoFirst(c *cli.Context) error {
 	r, err := openRepository(context.Background(), dir, readOptions(c))
 	switch {
 	case err == nil:
+		if old := takeCheckedRepo(c.App); old != nil { // a parent command's check
+			old.Close()
+		}
 		c.App.Metadata[checkedRepo] = r
 		return nil
 	case errors.Is(err, gitmem.ErrNotRepository), errors.Is(err, gitmem.ErrForeign):
