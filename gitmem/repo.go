@@ -503,29 +503,20 @@ func (r *Repo) clearTempFiles() {
 		filepath.Join(r.gitDir, "gitmem", "tmp", "*"),
 		filepath.Join(r.gitDir, "packed-refs-*"),
 		filepath.Join(r.gitDir, "objects", "??", gd.TmpObjPrefix+"*"),
-		filepath.Join(r.gitDir, "objects", "pack", gd.TmpPackPrefix+"*"),
 	} {
 		m, _ := filepath.Glob(pattern)
 		junk = append(junk, m...)
 	}
-	for _, p := range gd.TempPacks(r.gitDir) {
-		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > gd.StaleTemp {
-			junk = append(junk, p)
-		}
-	}
 	for _, p := range junk {
 		os.RemoveAll(p)
 	}
-	// gc's marks go out of git's pack folder, where an earlier version kept them.
-	gd.MoveRepackedMarks(r.gitDir)
-	if n := gd.RemoveOrphanIndexes(r.gitDir); n > 0 { // a pack killed between its index and itself
-		junk = append(junk, make([]string, n)...)
-	}
-	if n := gd.SettleStaleKeeps(r.gitDir); n > 0 { // a pack killed before it appeared
-		junk = append(junk, make([]string, n)...)
-	}
-	if len(junk) > 0 {
-		r.opt.Logf("gitmem: removed %d temporary file(s) left by an interrupted run", len(junk))
+	// The pack folder, from one listing: temporary packs, gc's marks
+	// where an earlier version kept them, indexes of a pack killed
+	// between its index and itself, .keep files of one killed before it
+	// appeared.
+	n := len(junk) + gd.SweepPacks(r.gitDir)
+	if n > 0 {
+		r.opt.Logf("gitmem: removed %d temporary file(s) left by an interrupted run", n)
 	}
 }
 

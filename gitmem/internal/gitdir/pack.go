@@ -133,9 +133,22 @@ func (s *Store) ClearGarbage(all bool) int {
 // replaced it, say) is deleted too, and not counted: it is no leftover
 // of a crash.
 func RemoveOrphanIndexes(gitDir string) int {
+	return removeOrphanIndexes(gitDir, listPackDir(gitDir))
+}
+
+// listPackDir lists .git/objects/pack (nil if it cannot), counted in
+// PackListings.
+func listPackDir(gitDir string) []os.DirEntry {
+	packListings.Add(1)
+	ents, _ := os.ReadDir(filepath.Join(gitDir, "objects", "pack"))
+	return ents
+}
+
+// removeOrphanIndexes is RemoveOrphanIndexes of the listing ents of the
+// pack folder.
+func removeOrphanIndexes(gitDir string, ents []os.DirEntry) int {
 	n := 0
 	packDir := filepath.Join(gitDir, "objects", "pack")
-	ents, _ := os.ReadDir(packDir)
 	names := make(map[string]bool, len(ents))
 	for _, e := range ents {
 		names[e.Name()] = true
@@ -360,8 +373,13 @@ func keptBy(base string) (k Keep, foreign bool) {
 // returns how many files it removed. Called with the writer lock held: no
 // gitmem process has a pack in flight.
 func SettleStaleKeeps(gitDir string) int {
+	return settleStaleKeeps(gitDir, listPackDir(gitDir))
+}
+
+// settleStaleKeeps is SettleStaleKeeps of the listing ents of the pack
+// folder.
+func settleStaleKeeps(gitDir string, ents []os.DirEntry) int {
 	packDir := filepath.Join(gitDir, "objects", "pack")
-	ents, _ := os.ReadDir(packDir)
 	names := make(map[string]bool, len(ents))
 	for _, e := range ents {
 		names[e.Name()] = true
@@ -408,10 +426,33 @@ func SettleStaleKeeps(gitDir string) int {
 // StaleTemp is how old a temporary pack must be to count as abandoned.
 const StaleTemp = 10 * time.Minute
 
-// TempPacks lists the half-written packs in .git/objects/pack.
-func TempPacks(gitDir string) []string {
-	m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "tmp_*"))
-	return m
+// SweepPacks is a writer's start's sweep of the pack folder, from one
+// listing of it (five before, one per kind): it removes gitmem's
+// temporary files there (TmpPackPrefix: the writer lock is held, no
+// gitmem process writes one), git's half-written packs (tmp_*) older
+// than StaleTemp, then moves the marks an earlier version kept there
+// (MoveRepackedMarks), removes indexes without their pack
+// (RemoveOrphanIndexes) and settles gitmem's .keep files
+// (SettleStaleKeeps). It returns the files it removed. A file another
+// program adds meanwhile waits for the next start.
+func SweepPacks(gitDir string) int {
+	packDir := filepath.Join(gitDir, "objects", "pack")
+	ents := listPackDir(gitDir)
+	n := 0
+	for _, e := range ents {
+		name := e.Name()
+		stale := strings.HasPrefix(name, TmpPackPrefix)
+		if !stale && strings.HasPrefix(name, "tmp_") {
+			fi, err := e.Info()
+			stale = err == nil && time.Since(fi.ModTime()) > StaleTemp
+		}
+		if stale && os.RemoveAll(filepath.Join(packDir, name)) == nil {
+			n++
+		}
+	}
+	moveRepackedMarks(gitDir, ents)
+	n += removeOrphanIndexes(gitDir, ents)
+	return n + settleStaleKeeps(gitDir, ents)
 }
 
 func (s *Store) reservePath() string { return filepath.Join(s.Dir, "gitmem", "reserve") }

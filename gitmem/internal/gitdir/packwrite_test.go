@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -582,5 +583,69 @@ func TestMissingReadsTheFilesNotTheListedPacks(t *testing.T) {
 		if o.Hash != b[i].Hash {
 			t.Errorf("Missing[%d] = %s, want %s", i, o.Hash, b[i].Hash)
 		}
+	}
+}
+
+// A writer's start sweeps the pack folder from one listing of it (five
+// before: a Glob or a ReadDir for each kind, 13% of a cold store's first
+// call with the other sweeps): gitmem's temporary files go, git's
+// half-written packs once older than StaleTemp, an old-style gc mark
+// moves to .git/gitmem/repacked (gone with its pack), an index without
+// its pack goes with its .keep; a whole pack, a young git temporary file
+// and another program's file stay.
+func TestSweepPacksListsThePackFolderOnce(t *testing.T) {
+	// Not parallel: it counts the listings of every pack folder.
+	_, gitDir := gitInit(t)
+	s := Open(gitDir)
+	defer s.Close()
+	blob := func(text string) Object {
+		return Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(text)), Data: []byte(text)}
+	}
+	whole, err := s.WritePackFiles([]Object{blob("whole\n")}, true, Own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := s.WritePackFiles([]Object{blob("orphan\n")}, true, Own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packDir := filepath.Join(gitDir, "objects", "pack")
+	os.Remove(filepath.Join(packDir, "pack-"+orphan.String()+".pack"))
+	old := time.Now().Add(-2 * StaleTemp)
+	files := map[string]bool{ // name: removed
+		TmpPackPrefix + "pack_1":              true,
+		"tmp_pack_old":                        true,
+		"tmp_pack_young":                      false,
+		"pack-" + whole.String() + oldMarkExt: true, // moved
+		"another-program.txt":                 false,
+	}
+	for name := range files {
+		if err := os.WriteFile(filepath.Join(packDir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(filepath.Join(packDir, "tmp_pack_old"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	before := PackListings()
+	n := SweepPacks(gitDir)
+	if got := PackListings() - before; got != 1 {
+		t.Errorf("SweepPacks listed the pack folder %d times, want 1", got)
+	}
+	if n != 4 { // two temporary files, the orphan's index and .keep (the mark moved)
+		t.Errorf("SweepPacks removed %d files, want 4", n)
+	}
+	for name, removed := range files {
+		if _, err := os.Stat(filepath.Join(packDir, name)); errors.Is(err, fs.ErrNotExist) != removed {
+			t.Errorf("%s: removed %v, want %v", name, !removed, removed)
+		}
+	}
+	for _, ext := range []string{".idx", ".keep"} {
+		if _, err := os.Stat(filepath.Join(packDir, "pack-"+orphan.String()+ext)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the %s without its pack: %v", ext, err)
+		}
+	}
+	if !PackExists(gitDir, whole) || !isRepacked(gitDir, whole.String()) {
+		t.Error("the whole pack, or its mark in .git/gitmem/repacked, is missing")
 	}
 }

@@ -691,13 +691,16 @@ func isRepacked(gitDir, hex string) bool {
 	return err == nil
 }
 
-// MoveRepackedMarks moves the marks an earlier version left in
-// .git/objects/pack to .git/gitmem/repacked (a mark whose pack is gone
-// is deleted instead). A mark that cannot be written in the new place
-// stays where it is, still honoured.
-func MoveRepackedMarks(gitDir string) {
-	m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*"+oldMarkExt))
-	for _, p := range m {
+// moveRepackedMarks moves the marks an earlier version left in
+// .git/objects/pack (ents is its listing) to .git/gitmem/repacked (a
+// mark whose pack is gone is deleted instead). A mark that cannot be
+// written in the new place stays where it is, still honoured.
+func moveRepackedMarks(gitDir string, ents []os.DirEntry) {
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "pack-") || !strings.HasSuffix(e.Name(), oldMarkExt) {
+			continue
+		}
+		p := filepath.Join(gitDir, "objects", "pack", e.Name())
 		base := strings.TrimSuffix(p, oldMarkExt)
 		hex := strings.TrimPrefix(filepath.Base(base), "pack-")
 		if !plumbing.IsHash(hex) {
