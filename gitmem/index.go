@@ -214,6 +214,18 @@ func (x *gitIndex) schedule(delay time.Duration, flush func()) {
 	x.timer = time.AfterFunc(delay, flush)
 }
 
+// waits reports whether .git/index lacks head and its rewrite is
+// scheduled, not yet due.
+func (x *gitIndex) waits(head plumbing.Hash) bool {
+	x.timerMu.Lock()
+	due := x.due
+	x.timerMu.Unlock()
+	x.marksMu.Lock()
+	current := x.head == head
+	x.marksMu.Unlock()
+	return !current && time.Now().Before(due)
+}
+
 // stopTimer stops the timer (closing).
 func (x *gitIndex) stopTimer() {
 	x.timerMu.Lock()

@@ -90,7 +90,7 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 		// the end of a 64-client run, measured). release then finds the
 		// log empty. Not again at every poll while checkpoints fail.
 		wanted := r.lease.Wanted()
-		leaving := wanted || r.maint.idle()
+		leaving := wanted || r.idleToRelease()
 		if (size > 0 && (size > checkpointBytes || due || full || (leaving && !broken))) || (broken && due) {
 			r.checkpoint() // a failure is logged once and retried when due
 		}
@@ -108,7 +108,7 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 		if r.outside.waits() {
 			r.mergeDisplaced(r.life)
 		}
-		if wanted || r.maint.idle() { // idle again: calls may have come meanwhile
+		if wanted || r.idleToRelease() { // again: calls may have come meanwhile
 			if t := r.tryTurn(); t != nil {
 				released := r.release(t)
 				t.end()
@@ -118,4 +118,18 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 			}
 		}
 	}
+}
+
+// idleToRelease reports whether the writer lock is to be let go for
+// idleness: no change for releaseIdle, and .git/index holds every change
+// or its rewrite is due (the lock is kept until then). Letting the lock
+// go writes the index: under load, where a store often goes releaseIdle
+// without a change, writing it there rewrote the whole index a few times
+// a second instead of once every IndexDelay (issue 25).
+func (r *Repo) idleToRelease() bool {
+	if !r.maint.idle() {
+		return false
+	}
+	head, _ := r.state.snapshot()
+	return !r.gitIndex.waits(head)
 }

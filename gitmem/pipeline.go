@@ -32,7 +32,8 @@ import (
 // are the same), then checkpoints.
 //
 // The process keeps the writer lock while it writes and gives it up when
-// it has been idle for releaseIdle, or as soon as another process queues
+// it has been idle for releaseIdle and .git/index holds its changes (see
+// Repo.idleToRelease), or as soon as another process queues
 // for it (.git/gitmem/intent), after a checkpoint: the lock's holder is
 // the only one with a non-empty log.
 

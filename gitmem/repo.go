@@ -45,7 +45,9 @@ type Options struct {
 	Now func() time.Time
 	// IndexDelay is how long after the first change it lacks .git/index
 	// is rewritten (default: 1s): what `git status` compares the worktree
-	// with, and what a `git commit` made by hand is built from.
+	// with, and what a `git commit` made by hand is built from. An idle
+	// writer keeps the writer lock until then, unless another process
+	// queues for it.
 	IndexDelay time.Duration
 	// Logf receives operational messages (default: the standard logger).
 	Logf func(format string, args ...any)
