@@ -2,9 +2,11 @@ package gitmem
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -33,8 +35,15 @@ type gitIndex struct {
 	// disk.mu held (design F8). Flush's wait for it ends with its
 	// context (lockContext).
 	mu      lock.Mutex
-	tree    *node                    // the tree of the last .git/index written
-	entries map[string]gd.IndexEntry // its entries, by path
+	tree    *node           // the tree of the last .git/index written
+	entries []gd.IndexEntry // its entries, sorted by path
+	// exact says that entries are those write made for tree: the entries
+	// of a folder of tree are the ones under its path (not so for an
+	// index read at start, which git may have written).
+	exact bool
+	// looked is how many files the last write looked at one by one (for
+	// tests).
+	looked int
 
 	// marksMu guards the marks below. No lock is taken with it held.
 	marksMu sync.Mutex
@@ -87,7 +96,10 @@ func (l indexHeld) unlock() { l.x.mu.Unlock() }
 // A file whose blob is the one the last index written held keeps that
 // entry: only the files changed since are looked at, so an index written
 // every second under load costs what changed, not an lstat of every file
-// (a second of ~300 ms, under the writer mutex, at 10,000 files). An
+// (a second of ~300 ms, under the writer mutex, at 10,000 files); a
+// folder that is the one the last index was written for (the same node)
+// keeps all its entries at once, unless one of them is still to be
+// vouched for or a read found one of its files. An
 // entry kept is as safe as git's own: a file edited since no longer
 // matches its lstat data, and git (and gitmem's next start) reads it
 // again. A file the stat cache read since the last index (a hand-edit
@@ -120,24 +132,33 @@ func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEnt
 	if current && len(read) == 0 {
 		return nil // it holds HEAD's tree already (read at start, or written since) and what is known of the files
 	}
-	var entries []gd.IndexEntry
 	prev := x.entries
+	entries := make([]gd.IndexEntry, 0, len(prev)+16)
+	readPaths := slices.Sorted(maps.Keys(read))
+	looked := 0
 	now := time.Now()
 	var walk func(n, was *node, prefix string)
 	walk = func(n, was *node, prefix string) {
 		for _, e := range n.kids {
 			k, p, w := e.n, join2(prefix, e.name), was.kid(e.name)
 			if k.isDir() {
+				if w == k && x.exact { // the same folder as the last index's
+					if kept, ok := keptUnder(prev, p+"/", readPaths); ok {
+						entries = append(entries, kept...)
+						continue
+					}
+				}
 				walk(k, w, p)
 				continue
 			}
+			looked++
 			if c, ok := read[p]; ok && c.hash == k.hash && k.isFile() {
 				entries = append(entries, gd.IndexEntry{Path: p, Hash: k.hash, Mode: k.mode, Stat: c.st})
 				continue
 			}
 			if w != nil && w.hash == k.hash && w.mode == k.mode {
-				if e, ok := prev[p]; ok && !e.Stat.IsZero() {
-					entries = append(entries, e)
+				if i, ok := slices.BinarySearchFunc(prev, p, byPath); ok && !prev[i].Stat.IsZero() {
+					entries = append(entries, prev[i])
 					continue
 				}
 			}
@@ -151,13 +172,10 @@ func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEnt
 	if root != nil {
 		walk(root, x.tree, "")
 	}
-	if err := gd.WriteIndex(x.env, x.gitDir, entries); err != nil {
+	if err := gd.WriteIndex(x.env, x.gitDir, entries); err != nil { // sorts entries
 		return err
 	}
-	x.tree, x.entries = root, make(map[string]gd.IndexEntry, len(entries))
-	for _, e := range entries {
-		x.entries[e.Path] = e
-	}
+	x.tree, x.entries, x.exact, x.looked = root, entries, true, looked
 	x.marksMu.Lock()
 	x.head = head
 	x.setMadeFor(head)
@@ -168,17 +186,38 @@ func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEnt
 	return nil
 }
 
+// keptUnder returns the entries of prev (sorted by path) under the
+// folder prefix (ending in "/"), unless one of them carries no lstat data
+// (it is to be vouched for again) or one of read (sorted) is under it.
+func keptUnder(prev []gd.IndexEntry, prefix string, read []string) ([]gd.IndexEntry, bool) {
+	if i, _ := slices.BinarySearch(read, prefix); i < len(read) && strings.HasPrefix(read[i], prefix) {
+		return nil, false
+	}
+	lo, _ := slices.BinarySearchFunc(prev, prefix, byPath)
+	n := sort.Search(len(prev)-lo, func(i int) bool { return !strings.HasPrefix(prev[lo+i].Path, prefix) })
+	kept := prev[lo : lo+n]
+	for _, e := range kept {
+		if e.Stat.IsZero() {
+			return nil, false
+		}
+	}
+	return kept, true
+}
+
+// byPath orders index entries by path, as .git/index does.
+func byPath(e gd.IndexEntry, p string) int { return strings.Compare(e.Path, p) }
+
 // forget drops the last index written: the next is written whole.
-func (l indexHeld) forget() { l.x.tree, l.x.entries = nil, nil }
+func (l indexHeld) forget() { l.x.tree, l.x.entries, l.x.exact = nil, nil, false }
 
 // loaded takes the index read at start, start, as the last written: it
 // holds head's tree, tree.
 func (l indexHeld) loaded(head plumbing.Hash, tree *node, start []gd.IndexEntry) {
 	x := l.x
-	x.tree, x.entries = tree, make(map[string]gd.IndexEntry, len(start))
-	for _, e := range start { // the next index written keeps what did not change
-		x.entries[e.Path] = e
-	}
+	// The next index written keeps what did not change, entry by entry.
+	x.tree, x.entries, x.exact = tree, slices.SortedFunc(slices.Values(start), func(a, b gd.IndexEntry) int {
+		return strings.Compare(a.Path, b.Path)
+	}), false
 	x.marksMu.Lock()
 	x.head = head
 	x.marksMu.Unlock()
