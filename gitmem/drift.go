@@ -934,16 +934,25 @@ func (m *mirror) awaitGit() {
 // since gitmem last wrote it, then holds exactly the tree of that commit:
 // the files that hold its version are git's, not hand edits, and get the
 // acknowledged version back (undoCheckout). It reports whether it did.
-// An index looked at once is not looked at again.
+// An index looked at once is not looked at again. gitmem writes
+// .git/index, then index-head, with the index's lock held: in between,
+// its own index is newer than index-head too, so the index is looked at
+// only with that lock held (not while another holds it: at the next
+// call).
 func (r *Repo) undoGitCheckout() bool {
 	if !r.lease.Held() {
 		return false
 	}
-	ii, err := os.Stat(filepath.Join(r.gitDir, "index"))
-	if err != nil {
+	if _, newer := r.indexNewer(); !newer {
 		return false
 	}
-	if hi, err := os.Stat(r.indexHeadPath()); err == nil && !ii.ModTime().After(hi.ModTime()) {
+	held, ok := r.gitIndex.tryLock()
+	if !ok {
+		return false // gitmem is writing it
+	}
+	defer held.unlock()
+	ii, newer := r.indexNewer()
+	if !newer {
 		return false // gitmem's own
 	}
 	dt := r.disk.hold()
@@ -996,6 +1005,19 @@ func (r *Repo) undoGitCheckout() bool {
 	}
 	r.undoCheckout(found, dt.tree())
 	return true
+}
+
+// indexNewer reports whether .git/index (ii) was written after
+// index-head, which gitmem writes after each index of its own.
+func (r *Repo) indexNewer() (ii fs.FileInfo, newer bool) {
+	ii, err := os.Stat(filepath.Join(r.gitDir, "index"))
+	if err != nil {
+		return nil, false
+	}
+	if hi, err := os.Stat(r.indexHeadPath()); err == nil && !ii.ModTime().After(hi.ModTime()) {
+		return ii, false
+	}
+	return ii, true
 }
 
 // checkoutDepth is how far back undoGitCheckout looks for the commit a

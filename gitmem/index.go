@@ -84,6 +84,14 @@ func (x *gitIndex) lockContext(ctx context.Context, closing <-chan struct{}) (in
 	return indexHeld{x}, nil
 }
 
+// tryLock takes the index's lock if it is free.
+func (x *gitIndex) tryLock() (indexHeld, bool) {
+	if !x.mu.TryLock() {
+		return indexHeld{}, false
+	}
+	return indexHeld{x}, true
+}
+
 func (l indexHeld) unlock() { l.x.mu.Unlock() }
 
 // writeIndex writes .git/index for HEAD's tree, so that `git status` and
