@@ -902,12 +902,11 @@ func (r *Repo) undoCheckout(cur plumbing.Hash, to *node) {
 // reset --hard writes them, then the index, then moves the branch), so
 // an adopt takes no file for a hand edit until it is done. gitmem's own
 // index write, which holds the lock for as long as the write, is no git
-// command (gd.HeldByThisProcess): an adopt then took nothing, and said
-// there was nothing to change.
+// command (gd.HeldByAnother), also in the instant it releases it: an
+// adopt then took nothing, and said there was nothing to change (the
+// model's change ran on the version before a hand edit).
 func (m *mirror) gitBusy() bool {
-	index := filepath.Join(m.gitDir, "index")
-	fi, err := os.Stat(index + ".lock")
-	busy := err == nil && time.Since(fi.ModTime()) < gd.StaleLock && !gd.HeldByThisProcess(index)
+	busy := gd.HeldByAnother(filepath.Join(m.gitDir, "index"), gd.StaleLock)
 	if busy {
 		m.repairs.sawGit()
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestLockContextGivesUpWhenCancelled(t *testing.T) {
@@ -69,26 +70,70 @@ func TestLockContextDoneNeverTakes(t *testing.T) {
 
 // A lock file this process holds (writeLock: a second name of its own) is
 // told from one another program made (git's, one name only), and from
-// none: gitmem's adopt waits for git at work, not for itself.
-func TestHeldByThisProcess(t *testing.T) {
+// none or an old one: gitmem's adopt waits for git at work, not for
+// itself.
+func TestHeldByAnother(t *testing.T) {
 	t.Parallel()
 	index := filepath.Join(t.TempDir(), "index")
-	if HeldByThisProcess(index) {
+	if HeldByAnother(index, StaleLock) {
 		t.Fatal("no lock file, yet held")
 	}
 	own, err := writeLock(index, []byte("gitmem's\n"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !HeldByThisProcess(index) {
-		t.Error("the lock writeLock took is not this process's")
+	if HeldByAnother(index, StaleLock) {
+		t.Error("the lock writeLock took is another program's")
 	}
 	os.Remove(index + ".lock")
 	os.Remove(own)
 	if err := os.WriteFile(index+".lock", []byte("git's\n"), 0o644); err != nil { // as git's O_EXCL create
 		t.Fatal(err)
 	}
-	if HeldByThisProcess(index) {
+	if !HeldByAnother(index, StaleLock) {
 		t.Error("git's lock file taken for this process's")
+	}
+	old := time.Now().Add(-2 * StaleLock)
+	os.Chtimes(index+".lock", old, old)
+	if HeldByAnother(index, StaleLock) {
+		t.Error("a lock file older than StaleLock taken for a git command at work")
+	}
+}
+
+// This process's lock released between the look at the lock file and
+// the one at its second names (the index written, renamed into place,
+// its second name removed) is no other program's: an adopt that took it
+// for git at work took no hand edit, and the model's change ran on the
+// version before the edit (TestHandEditWhileRunningIsAdoptedFirst, once
+// under load). A lock git takes in that instant is git's.
+func TestHeldByAnotherWhileThisProcessReleases(t *testing.T) {
+	t.Parallel()
+	for _, gitTakes := range []bool{false, true} {
+		index := filepath.Join(t.TempDir(), "index")
+		own, err := writeLock(index, []byte("gitmem's\n"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		released := false
+		glob := func(pattern string) ([]string, error) {
+			if released {
+				return filepath.Glob(pattern)
+			}
+			released = true
+			// Released as replaceLocked releases it.
+			if err := os.Rename(index+".lock", index); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(own)
+			if gitTakes {
+				if err := os.WriteFile(index+".lock", []byte("git's\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return filepath.Glob(pattern)
+		}
+		if got := heldByAnother(index, StaleLock, glob); got != gitTakes {
+			t.Errorf("git takes the lock in that instant: %v; held by another: %v", gitTakes, got)
+		}
 	}
 }

@@ -291,21 +291,40 @@ var ownLockRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^(.+)\.gitmem-([0-9]+)\.[0-9a-f]{8}-[0-9]+\.lock$`)
 })
 
-// HeldByThisProcess reports whether the lock file of path ("<path>.lock")
-// is one this process holds (writeLock): the same file as one of its
-// ownLockName second names. git's lock files have no second name.
-func HeldByThisProcess(path string) bool {
+// HeldByAnother reports whether the lock file of path ("<path>.lock")
+// is held, changed less than younger ago, by another program than this
+// process: it is no file this process holds (writeLock), which has one
+// of this process's ownLockName second names. git's lock files have no
+// second name.
+func HeldByAnother(path string, younger time.Duration) bool {
+	return heldByAnother(path, younger, filepath.Glob)
+}
+
+// heldByAnother is HeldByAnother listing the second names with glob.
+// The lock file is looked at again after its second names: one this
+// process released meanwhile (renamed into place, then its second name
+// removed) is found with no second name, and is no other program's. A
+// lock file that is the same file at both looks had its second name
+// throughout, if it is this process's (writeLock makes it first, the
+// release removes it last).
+func heldByAnother(path string, younger time.Duration, glob func(string) ([]string, error)) bool {
 	lock, err := os.Lstat(path + ".lock")
-	if err != nil {
-		return false
-	}
-	owns, _ := filepath.Glob(path + ".gitmem-" + ProcTag + "-*.lock")
-	for _, o := range owns {
-		if fi, err := os.Lstat(o); err == nil && os.SameFile(fi, lock) {
+	for {
+		if err != nil || time.Since(lock.ModTime()) >= younger {
+			return false
+		}
+		owns, _ := glob(path + ".gitmem-" + ProcTag + "-*.lock")
+		for _, o := range owns {
+			if fi, err := os.Lstat(o); err == nil && os.SameFile(fi, lock) {
+				return false
+			}
+		}
+		again, err2 := os.Lstat(path + ".lock")
+		if err2 == nil && os.SameFile(again, lock) {
 			return true
 		}
+		lock, err = again, err2
 	}
-	return false
 }
 
 // ClearOwnLocks removes the lock files a killed gitmem left in gitDir
