@@ -329,6 +329,8 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 		}
 		return base
 	}
+	m.hooks.atExchange(q, true)
+	defer m.hooks.atExchange(q, false)
 	if there && fi.Mode().IsRegular() && m.editedBefore(q, fi, expect) {
 		// Edited by hand before this write: it stays as it is, never
 		// taken aside, and the next adopt commit merges it. Taken aside,

@@ -163,11 +163,14 @@ func replaceOnce(data []byte, old, new string) ([]byte, error) {
 
 // quietRepo is newRepo without its log (a load test logs thousands of
 // "kept" lines).
-func quietRepo(t *testing.T) (*Repo, string) {
+func quietRepo(t *testing.T, set ...func(*Options)) (*Repo, string) {
 	t.Helper()
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.Logf = func(string, ...any) {}
+	for _, f := range set {
+		f(&opt)
+	}
 	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -285,12 +288,42 @@ func TestHandEditBetweenCheckAndWriteIsKept(t *testing.T) {
 // an older value of the model's back: every str_replace finds the value
 // the model last wrote, every marker reaches HEAD's history, and HEAD
 // ends with every acknowledged value and no conflict (the edits never
-// touch the same lines). The run is bounded by a count of edits and a
-// deadline.
+// touch the same lines). Every read the program makes finds its own last
+// edit, but in the instant gitmem puts back an edit that landed while it
+// wrote the file (then it reads again: see exchanges). The run is bounded
+// by a count of edits and a deadline.
 func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
 	gittest.Serial(t, "a load test: writers, truncating hand edits and adopts as fast as they go, bounded by a deadline")
-	r, dir := quietRepo(t)
 	files := []string{"a.md", "b.md", "c.md"}
+	// exchanges tells when gitmem writes a file over what may be a hand
+	// edit (syncChecked: from its look for one to its end), counted as
+	// they begin and end, with those under way. An edit that lands after
+	// the look is taken aside as gitmem's version is put in place, and put
+	// back after: no file system swaps a file only if it is unchanged. A
+	// program that reads the file in that instant (under load, for
+	// milliseconds) is shown gitmem's version, and one that rewrites the
+	// whole file from that read writes it without its own last edit,
+	// which the adopt can only keep beside that edit between conflict
+	// markers. Ours reads again when the exchange that hid its edit was
+	// under way when it wrote it; in any other case its own last edit
+	// must be there (an edit made before the look is never taken aside).
+	type exchanging struct{ seq, open atomic.Int64 }
+	exchanges := map[string]*exchanging{}
+	for _, f := range files {
+		exchanges[full(f)] = &exchanging{}
+	}
+	r, dir := quietRepo(t, func(opt *Options) {
+		opt.hooks.exchange = func(q string, open bool) {
+			if x := exchanges[q]; x != nil {
+				if open {
+					x.open.Add(1)
+				} else {
+					x.open.Add(-1)
+				}
+				x.seq.Add(1)
+			}
+		}
+	})
 	for i, f := range files {
 		write(t, r, fmt.Sprint("seed", i), f, fmt.Sprintf("m0-%s: 0\nfiller\nm1-%s: 0\nfiller\nfiller\n", f, f))
 	}
@@ -354,11 +387,30 @@ func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
 	const hands = 300
 	var written []string
 	deadline := time.Now().Add(4 * time.Second)
+	var hidden []string              // edits the next read did not find, but in the exchange they were written in
+	reread := 0                      // reads made again: in the exchange the last edit was written in
+	wroteIn := map[string][2]int64{} // file -> exchanges' seq and open when its last edit was written
 	for i := 0; i < hands && time.Now().Before(deadline); i++ {
-		p := filepath.Join(dir, "memories", files[i%len(files)])
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
+		name := files[i%len(files)]
+		p := filepath.Join(dir, "memories", name)
+		x := exchanges[full(name)]
+		var data []byte
+		for {
+			seq, open := x.seq.Load(), x.open.Load()
+			var err error
+			if data, err = os.ReadFile(p); err != nil {
+				t.Fatal(err)
+			}
+			if i < len(files) || strings.Contains(string(data), fmt.Sprintf("hand-%d-end\n", i-len(files))) {
+				break
+			}
+			if w := wroteIn[name]; seq != w[0] || w[1] == 0 || open == 0 {
+				// Not the exchange under way when the edit was written.
+				hidden = append(hidden, fmt.Sprintf("hand-%d-end", i-len(files)))
+				break
+			}
+			reread++
+			time.Sleep(time.Millisecond)
 		}
 		marker := fmt.Sprintf("hand-%d-end", i)
 		// Written in two parts, as a program writing a larger file does.
@@ -380,6 +432,7 @@ func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		written = append(written, marker)
+		wroteIn[name] = [2]int64{x.seq.Load(), x.open.Load()}
 		time.Sleep(2 * time.Millisecond)
 	}
 	stop.Store(true)
@@ -408,7 +461,10 @@ func TestTruncatingHandEditsBesideTheModel(t *testing.T) {
 			rolledBack = append(rolledBack, fmt.Sprintf("%s%d", k, v))
 		}
 	}
-	t.Logf("%d hand edits, %d model calls", len(written), calls)
+	t.Logf("%d hand edits, %d model calls, %d reads made again (taken while gitmem put an edit back)", len(written), calls, reread)
+	if len(hidden) > 0 {
+		t.Errorf("the worktree did not show %d hand edits to the next read, outside any exchange: %v", len(hidden), hidden)
+	}
 	if len(lost) > 0 {
 		t.Errorf("%d of %d hand edits never reached a commit, e.g. %v", len(lost), len(written), lost[:min(len(lost), 5)])
 	}

@@ -31,6 +31,12 @@ type testHooks struct {
 	// redactShared runs in a shared redaction between the local
 	// redaction and the first forced push (another agent pushes there).
 	redactShared func()
+	// exchange runs in the mirror's checked write of the worktree file
+	// q (syncChecked) with open set before it looks for a hand edit
+	// there, and unset once it is done: in between, an edit that landed
+	// after the look may be aside while gitmem's version is in place,
+	// until it is put back.
+	exchange func(q string, open bool)
 	// backlogMax, chunkMax, tailChunk, logMax and releaseIdle replace
 	// the constants of the same names when positive.
 	backlogMax, chunkMax, tailChunk int
@@ -59,6 +65,12 @@ func (h *testHooks) open(gitDir string) *gd.Store {
 func (h *testHooks) atGC(stage string) {
 	if h != nil && h.gc != nil {
 		h.gc(stage)
+	}
+}
+
+func (h *testHooks) atExchange(q string, open bool) {
+	if h != nil && h.exchange != nil {
+		h.exchange(q, open)
 	}
 }
 

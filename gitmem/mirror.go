@@ -29,6 +29,7 @@ type mirror struct {
 	repairs      *repairs   // paths to write, hand edits kept, versions shown
 	gitDir       string     // the journal is gitDir/gitmem/pending (journal.go)
 	env          *gd.Env    // the test suite's seams (nil: none)
+	hooks        *testHooks // the test suite's other seams (nil: none)
 	maxFileBytes int64      // Options.MaxFileBytes: a hand-made file over it is not read (0: no limit)
 	logf         func(string, ...any)
 	index        indexWriting         // .git/index's part: where it notes for what commit gitmem wrote it
@@ -57,7 +58,7 @@ type indexWriting interface {
 func newMirror(root *os.Root, dir, gitDir string, index indexWriting, opt *Options) *mirror {
 	env := opt.hooks.gdEnv()
 	return &mirror{wt: newWorktree(root, dir, gitDir, env), stats: newStatCache(), repairs: newRepairs(),
-		gitDir: gitDir, env: env, maxFileBytes: opt.MaxFileBytes, logf: opt.Logf, errorf: opt.Errorf, index: index}
+		gitDir: gitDir, env: env, hooks: opt.hooks, maxFileBytes: opt.MaxFileBytes, logf: opt.Logf, errorf: opt.Errorf, index: index}
 }
 
 // close removes the spare files and closes the worktree's root.
