@@ -26,7 +26,8 @@ import (
 // change touches (or a command looks at) a file whose worktree copy
 // differs from HEAD, the worktree's version is committed as an adopt
 // commit by the operator, and the command runs on it. At start the whole
-// worktree is checked the same way. Paths named by the journal are
+// worktree is checked the same way (not with Options.TouchedOnly: a
+// revert's or a restore's change checks the files it reads or changes). Paths named by the journal are
 // gitmem's own unfinished writes, not hand edits: they are repaired, never
 // adopted.
 //
@@ -156,6 +157,7 @@ func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, er
 				return nil, err
 			}
 		}
+		m.wt.looks.Add(int64(len(onDisk)))
 		for q, fi := range onDisk {
 			n := lookup(root, q)
 			if !n.isFile() {

@@ -72,6 +72,16 @@ type Options struct {
 	// reads them first), and .git/index is written at Close, not at
 	// start too.
 	OneCommand bool
+	// TouchedOnly makes a writer's start look at no worktree file for
+	// hand edits (a repository without commits still gets its first
+	// commit of what is there). A change still commits first the hand
+	// edits of the files it reads or changes, as every change does
+	// (Update); the others are left for the next start that looks at
+	// every file (serve, push, pull, gc, ...), as `git commit -- PATH`
+	// looks at that path alone. For an operator command that changes a
+	// few files (revert, restore, expire): its start need not lstat
+	// every file of the memory.
+	TouchedOnly bool
 	// OwnerOnly makes a writer refuse a repository whose .git belongs to
 	// another user than the one this process runs as (ErrOtherOwner),
 	// before writing anything: every file it made (objects, refs, the
@@ -414,12 +424,14 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	r.mirror.loadIndexStats(si, r.snapshotTree())
 	first := r.snapshotHead().IsZero()
 	r.mirror.loadKept(r.snapshotTree())
-	p, err := r.adoptDrift([]string{memDir}, first)
-	if err == nil && p != nil {
-		err = r.committer.durable(p) // with the turn held: no release lets the lease go meanwhile
-	}
-	if err != nil && !errors.Is(err, ErrNoChange) {
-		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
+	if first || !r.opt.TouchedOnly {
+		p, err := r.adoptDrift([]string{memDir}, first)
+		if err == nil && p != nil {
+			err = r.committer.durable(p) // with the turn held: no release lets the lease go meanwhile
+		}
+		if err != nil && !errors.Is(err, ErrNoChange) {
+			r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
+		}
 	}
 	r.mirror.saveKept(r.objects.readBlob) // what a program still holds open waits for the next adopt, or start
 	if err := r.materialize(); err != nil {

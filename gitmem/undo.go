@@ -50,7 +50,12 @@ func (tx *Tx) Paths() []string {
 }
 
 // files returns the files under prefix ("" all) with their blob hashes.
+// A transaction looks at the folder (see get): a file made there by hand
+// is committed first.
 func (v *View) files(prefix string) map[string]string {
+	if v.reads != nil {
+		*v.reads = append(*v.reads, prefix)
+	}
 	out := map[string]string{}
 	walkFiles(lookup(v.root, full(prefix)), prefix, func(p string, n *node) { out[p] = n.hash.String() })
 	return out

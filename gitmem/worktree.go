@@ -52,6 +52,7 @@ type worktree struct {
 	reads     atomic.Int64 // files opened for reading (tests count what a start reads)
 	readBytes atomic.Int64 // bytes read from them (tests: what was read whole)
 	lookups   atomic.Int64 // paths resolved beneath the folder (openat2; tests count them)
+	looks     atomic.Int64 // files a check for hand edits compared with the tree (tests count them)
 }
 
 // newWorktree is the worktree of the repository folder dir, opened as

@@ -45,6 +45,17 @@ func clock() func() time.Time {
 // no lock and change nothing; after a crash they warn of acknowledged
 // changes they cannot show yet (warnUnrecovered).
 func openRepo(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
+	return openRepoWith(c, readOnly, false)
+}
+
+// openTouching is openRepo for revert and restore, whose one change looks
+// for hand edits at the files it reads or changes: their start looks at
+// no other worktree file (gitmem.Options.TouchedOnly).
+func openTouching(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
+	return openRepoWith(c, readOnly, true)
+}
+
+func openRepoWith(c *cli.Context, readOnly, touchedOnly bool) (*gitmem.Repo, error) {
 	checked := takeCheckedRepo(c.App)
 	if readOnly && checked != nil {
 		warnUnrecovered(c, checked)
@@ -55,7 +66,7 @@ func openRepo(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
 	}
 	dir := c.String("repo")
 	opt := readOptions(c)
-	opt.ReadOnly = readOnly
+	opt.ReadOnly, opt.TouchedOnly = readOnly, touchedOnly
 	r, err := openRepository(c.Context, dir, opt)
 	if err != nil {
 		return nil, storeErr(err, dir)

@@ -33,7 +33,7 @@ func revertCommand() *cli.Command {
 				return failf(exitUsage, "--strategy can only be theirs")
 			}
 			dry := c.Bool("dry-run")
-			r, err := openRepo(c, dry)
+			r, err := openTouching(c, dry)
 			if err != nil {
 				return err
 			}
@@ -118,7 +118,7 @@ func restoreCommand() *cli.Command {
 				return err
 			}
 			dry := c.Bool("dry-run")
-			r, err := openRepo(c, dry)
+			r, err := openTouching(c, dry)
 			if err != nil {
 				return err
 			}
