@@ -215,6 +215,9 @@ func keptUnder(prev []gd.IndexEntry, prefix string, read []string) ([]gd.IndexEn
 // byPath orders index entries by path, as .git/index does.
 func byPath(e gd.IndexEntry, p string) int { return strings.Compare(e.Path, p) }
 
+// inIndexOrder orders two index entries by path, as .git/index does.
+func inIndexOrder(a, b gd.IndexEntry) int { return strings.Compare(a.Path, b.Path) }
+
 // forget drops the last index written: the next is written whole.
 func (l indexHeld) forget() { l.x.tree, l.x.entries, l.x.exact = nil, nil, false }
 
@@ -223,9 +226,7 @@ func (l indexHeld) forget() { l.x.tree, l.x.entries, l.x.exact = nil, nil, false
 func (l indexHeld) loaded(head plumbing.Hash, tree *node, start []gd.IndexEntry) {
 	x := l.x
 	// The next index written keeps what did not change, entry by entry.
-	x.tree, x.entries, x.exact = tree, slices.SortedFunc(slices.Values(start), func(a, b gd.IndexEntry) int {
-		return strings.Compare(a.Path, b.Path)
-	}), false
+	x.tree, x.entries, x.exact = tree, slices.SortedFunc(slices.Values(start), inIndexOrder), false
 	x.marksMu.Lock()
 	x.head = head
 	x.marksMu.Unlock()

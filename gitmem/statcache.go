@@ -2,6 +2,8 @@ package gitmem
 
 import (
 	"path"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +31,17 @@ type statCache struct {
 	// read are the files whose entry a read of the file found since
 	// .git/index was last written (takeRead): the index lacks them.
 	read map[string]statEntry
+	// index is .git/index as start read it (seed): its entries, sorted
+	// by path, HEAD's tree then and when the index was written. An entry
+	// is taken into files at the first look at its path (entry), not all
+	// at start: a command that looks at a few files (a revert) does not
+	// cache 10,000. taken are the paths looked at or forgotten since,
+	// whose entry there says nothing more. A folder forgotten takes every
+	// entry left first (takeAll).
+	index   []gd.IndexEntry
+	tree    *node
+	written time.Time
+	taken   map[string]bool
 }
 
 // statEntry says that the file with lstat data st held the blob hash,
@@ -47,8 +60,42 @@ func newStatCache() *statCache {
 func (c *statCache) vouches(p string, st gd.Stat, h plumbing.Hash) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.files[p]
+	e, ok := c.entry(p)
 	return ok && e.st == st && e.hash == h
+}
+
+// entry is the cached entry of p, taking .git/index's (see index) at
+// the first look. Called with mu held.
+func (c *statCache) entry(p string) (statEntry, bool) {
+	if e, ok := c.files[p]; ok || c.index == nil || c.taken[p] {
+		return e, ok
+	}
+	c.taken[p] = true
+	if i, ok := slices.BinarySearchFunc(c.index, p, byPath); ok {
+		c.take(c.index[i])
+	}
+	e, ok := c.files[p]
+	return e, ok
+}
+
+// take caches the index entry e when it vouches for its file: its blob
+// is the tree's and it is not racy (changed no earlier than the index
+// was written). Called with mu held.
+func (c *statCache) take(e gd.IndexEntry) {
+	if n := lookup(c.tree, e.Path); n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(c.written) {
+		c.add(e.Path, statEntry{e.Stat, e.Hash}, false)
+	}
+}
+
+// takeAll takes every index entry not looked at yet, and forgets the
+// index. Called with mu held.
+func (c *statCache) takeAll() {
+	for _, e := range c.index {
+		if !c.taken[e.Path] {
+			c.take(e)
+		}
+	}
+	c.index, c.tree, c.taken = nil, nil, nil
 }
 
 // hashAt returns the blob the cache says the file at p with lstat data
@@ -56,11 +103,12 @@ func (c *statCache) vouches(p string, st gd.Stat, h plumbing.Hash) bool {
 func (c *statCache) hashAt(p string, st gd.Stat) (plumbing.Hash, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.files[p]
+	e, ok := c.entry(p)
 	return e.hash, ok && e.st == st
 }
 
-// len is the number of files cached.
+// len is the number of files cached (not counting the index's entries
+// not looked at yet).
 func (c *statCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -77,6 +125,9 @@ func (c *statCache) put(p string, e statEntry, read bool) {
 
 // add is put with mu held.
 func (c *statCache) add(p string, e statEntry, read bool) {
+	if c.index != nil {
+		c.taken[p] = true // what the index says of p is history
+	}
 	if _, ok := c.files[p]; !ok {
 		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
 			c.dirs[d]++
@@ -121,6 +172,7 @@ func (c *statCache) clear() {
 	clear(c.files)
 	clear(c.dirs)
 	clear(c.read)
+	c.index, c.tree, c.taken = nil, nil, nil
 }
 
 // forget drops the files at or under paths. A path that is a cached file
@@ -132,6 +184,19 @@ func (c *statCache) forget(paths []string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.index != nil {
+		for _, p := range paths {
+			if c.taken[p] {
+				continue
+			}
+			// Past p+"/" (not p: "d-x.md" sorts between "d" and "d/...").
+			if i, _ := slices.BinarySearchFunc(c.index, p+"/", byPath); i < len(c.index) && strings.HasPrefix(c.index[i].Path, p+"/") {
+				c.takeAll() // a folder of the index: its files are dropped below
+				break
+			}
+			c.taken[p] = true
+		}
+	}
 	var folders []string
 	for _, p := range paths {
 		if _, ok := c.files[p]; ok {
@@ -154,15 +219,16 @@ func (c *statCache) forget(paths []string) {
 	}
 }
 
-// seed caches the entries of .git/index (written at written) that vouch
-// for their file: an entry whose blob is tree's and that is not racy
-// (changed no earlier than the index was written).
+// seed gives the cache the entries of .git/index (written at written),
+// each taken at the first look at its path (entry): one whose blob is
+// tree's and that is not racy (changed no earlier than the index was
+// written) vouches for its file. entries are sorted by path, as in the
+// file.
 func (c *statCache) seed(entries []gd.IndexEntry, tree *node, written time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, e := range entries {
-		if n := lookup(tree, e.Path); n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(written) {
-			c.add(e.Path, statEntry{e.Stat, e.Hash}, false)
-		}
+	if !slices.IsSortedFunc(entries, inIndexOrder) {
+		entries = slices.SortedFunc(slices.Values(entries), inIndexOrder)
 	}
+	c.index, c.tree, c.written, c.taken = entries, tree, written, map[string]bool{}
 }

@@ -2,12 +2,14 @@ package gitmem
 
 import (
 	"fmt"
+	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"path"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -108,5 +110,106 @@ func TestMirrorStateIsSafeForConcurrentUse(t *testing.T) {
 	}
 	if s := rp.pendingFor([]string{"memories"}); len(s) != 0 || rp.handKept() {
 		t.Errorf("repairs hold %v in flight, hand edits kept %v; want nothing", s, rp.handKept())
+	}
+}
+
+// fakeStat is lstat data of a given size and modification time.
+type fakeStat struct {
+	size  int64
+	mtime time.Time
+}
+
+func (s fakeStat) Name() string       { return "f" }
+func (s fakeStat) Size() int64        { return s.size }
+func (s fakeStat) Mode() fs.FileMode  { return 0o600 }
+func (s fakeStat) ModTime() time.Time { return s.mtime }
+func (s fakeStat) IsDir() bool        { return false }
+func (s fakeStat) Sys() any           { return nil }
+
+// A cache seeded from .git/index takes each entry at the first look at
+// its path: whatever is put and forgotten meanwhile (files, folders, new
+// paths, names sharing a prefix with a folder), what it says of a file
+// is what a cache that took every entry at once says.
+func TestStatCacheSeedIsAsEagerAsItLooks(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	written := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var files []string
+	for _, d := range []string{"memories/a", "memories/a/b", "memories/a-x", "memories/ab", "memories/d"} {
+		for i := range 3 {
+			files = append(files, fmt.Sprintf("%s/f%d.md", d, i))
+		}
+	}
+	files = append(files, "memories/a.md", "memories/top.md")
+	statOf := func(i int) gd.Stat {
+		return gd.StatOf(fakeStat{int64(i), written.Add(-time.Duration(rng.IntN(3)-1) * time.Second)})
+	}
+	for round := range 200 {
+		var root *node
+		var entries []gd.IndexEntry
+		for i, p := range files {
+			h := plumbing.ComputeHash(plumbing.BlobObject, []byte(p))
+			var err error
+			if root, err = with(root, split(p), &node{mode: 0o100644, hash: h}); err != nil {
+				t.Fatal(err)
+			}
+			switch rng.IntN(4) {
+			case 0: // not vouched for
+				entries = append(entries, gd.IndexEntry{Path: p, Hash: h})
+			case 1: // another blob
+				entries = append(entries, gd.IndexEntry{Path: p, Hash: plumbing.ComputeHash(plumbing.BlobObject, nil), Stat: statOf(i)})
+			default: // racy or not
+				entries = append(entries, gd.IndexEntry{Path: p, Hash: h, Stat: statOf(i)})
+			}
+		}
+		slices.SortFunc(entries, inIndexOrder)
+		lazy, eager := newStatCache(), newStatCache()
+		lazy.seed(entries, root, written)
+		eager.seed(entries, root, written)
+		eager.mu.Lock()
+		eager.takeAll()
+		eager.mu.Unlock()
+		look := func(step int, p string) {
+			for _, e := range entries {
+				if e.Path == p {
+					if a, b := lazy.vouches(p, e.Stat, e.Hash), eager.vouches(p, e.Stat, e.Hash); a != b {
+						t.Fatalf("round %d step %d: %s vouched for %v, taken at once %v", round, step, p, a, b)
+					}
+				}
+			}
+			ha, oka := lazy.hashAt(p, gd.Stat{})
+			hb, okb := eager.hashAt(p, gd.Stat{})
+			if ha != hb || oka != okb {
+				t.Fatalf("round %d step %d: %s hashAt %v %v, taken at once %v %v", round, step, p, ha, oka, hb, okb)
+			}
+		}
+		pick := func() string {
+			switch rng.IntN(4) {
+			case 0:
+				return path.Dir(files[rng.IntN(len(files))]) // a folder
+			case 1:
+				return "memories/new.md"
+			}
+			return files[rng.IntN(len(files))]
+		}
+		for step := range 20 {
+			switch rng.IntN(3) {
+			case 0:
+				p, e := files[rng.IntN(len(files))], statEntry{statOf(99), plumbing.ComputeHash(plumbing.BlobObject, []byte("put"))}
+				lazy.put(p, e, false)
+				eager.put(p, e, false)
+			case 1:
+				paths := []string{pick()}
+				lazy.forget(paths)
+				eager.forget(paths)
+			}
+			look(step, files[rng.IntN(len(files))])
+		}
+		for _, p := range files {
+			look(-1, p)
+		}
+		if !maps.Equal(lazy.files, eager.files) || !maps.Equal(lazy.dirs, eager.dirs) {
+			t.Fatalf("round %d: looked at every file, the caches differ:\n%v\n%v", round, lazy.files, eager.files)
+		}
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
@@ -108,5 +110,36 @@ func TestTouchedOnlyRestoreOfAllLooksAtEveryFile(t *testing.T) {
 	var absent *AbsentError
 	if !errors.As(err, &absent) || !slices.Equal(absent.Paths, []string{"new.md"}) {
 		t.Fatalf("restore of all memory: %v, want new.md named as a file it would delete", err)
+	}
+}
+
+// The stat cache takes .git/index's word for a file at the first look
+// at it: a start that looks at no file caches none (it cached all 21
+// before).
+func TestStatCacheTakesTheIndexAtTheFirstLook(t *testing.T) {
+	t.Parallel()
+	dir, c := touchedRepo(t)
+	time.Sleep(2 * gd.RacyWindow)
+	r, err := Open(context.Background(), dir, testOptions(t)) // reads the files the last index did not vouch for
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opt := testOptions(t)
+	opt.OneCommand, opt.TouchedOnly = true, true
+	if r, err = Open(context.Background(), dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := r.mirror.stats.len(); n != 0 {
+		t.Fatalf("the start cached the lstat data of %d files, want none", n)
+	}
+	if _, _, err := r.Revert(context.Background(), []string{c.Hash}, RevertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, r, "a.md"); got != "1\n2\n3\n4\n5\n" {
+		t.Fatalf("a.md = %q after the revert", got)
 	}
 }
