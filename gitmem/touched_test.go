@@ -31,6 +31,19 @@ func touchedRepo(t *testing.T) (string, Commit) {
 	return dir, c
 }
 
+// openTouchedOnly opens dir as revert and restore do (OneCommand,
+// TouchedOnly).
+func openTouchedOnly(t *testing.T, dir string) *Repo {
+	t.Helper()
+	opt := testOptions(t)
+	opt.OneCommand, opt.TouchedOnly = true, true
+	r, err := Open(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // editByHand writes a memory file of dir as an operator would.
 func editByHand(t *testing.T, dir, rel, content string) {
 	t.Helper()
@@ -49,12 +62,7 @@ func TestTouchedOnlyRevertLooksAtTheFileItChanges(t *testing.T) {
 	dir, c := touchedRepo(t)
 	editByHand(t, dir, "a.md", "one\n2\n3\n4\nfive\n")
 	editByHand(t, dir, "f05.md", "edited by hand\n")
-	opt := testOptions(t)
-	opt.OneCommand, opt.TouchedOnly = true, true
-	r, err := Open(context.Background(), dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openTouchedOnly(t, dir)
 	if n := r.mirror.wt.looks.Load(); n != 0 {
 		t.Fatalf("the start compared %d worktree files with the tree, want none", n)
 	}
@@ -82,7 +90,7 @@ func TestTouchedOnlyRevertLooksAtTheFileItChanges(t *testing.T) {
 	if st := gittest.Git(t, dir, "status", "--porcelain"); st != " M memories/f05.md\n" {
 		t.Fatalf("git status says %q, want f05.md's hand edit left uncommitted", st)
 	}
-	r, err = Open(context.Background(), dir, testOptions(t))
+	r, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +107,9 @@ func TestTouchedOnlyRestoreOfAllLooksAtEveryFile(t *testing.T) {
 	t.Parallel()
 	dir, c := touchedRepo(t)
 	editByHand(t, dir, "new.md", "made by hand\n")
-	opt := testOptions(t)
-	opt.OneCommand, opt.TouchedOnly = true, true
-	r, err := Open(context.Background(), dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openTouchedOnly(t, dir)
 	defer r.Close()
-	_, _, err = r.Restore(context.Background(), c, RestoreOptions{})
+	_, _, err := r.Restore(context.Background(), c, RestoreOptions{})
 	var absent *AbsentError
 	if !errors.As(err, &absent) || !slices.Equal(absent.Paths, []string{"new.md"}) {
 		t.Fatalf("restore of all memory: %v, want new.md named as a file it would delete", err)
@@ -127,11 +130,7 @@ func TestStatCacheTakesTheIndexAtTheFirstLook(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	opt := testOptions(t)
-	opt.OneCommand, opt.TouchedOnly = true, true
-	if r, err = Open(context.Background(), dir, opt); err != nil {
-		t.Fatal(err)
-	}
+	r = openTouchedOnly(t, dir)
 	defer r.Close()
 	if n := r.mirror.stats.len(); n != 0 {
 		t.Fatalf("the start cached the lstat data of %d files, want none", n)

@@ -50,15 +50,18 @@ func (tx *Tx) Paths() []string {
 }
 
 // files returns the files under prefix ("" all) with their blob hashes.
-// A transaction looks at the folder (see get): a file made there by hand
-// is committed first.
 func (v *View) files(prefix string) map[string]string {
-	if v.reads != nil {
-		*v.reads = append(*v.reads, prefix)
-	}
 	out := map[string]string{}
 	walkFiles(lookup(v.root, full(prefix)), prefix, func(p string, n *node) { out[p] = n.hash.String() })
 	return out
+}
+
+// listed is files(prefix) for a change made to every file there (a
+// restore): the folder is looked at (see View.get), so that a file made
+// there by hand is committed first, and is one the change sees.
+func (tx *Tx) listed(prefix string) map[string]string {
+	*tx.reads = append(*tx.reads, prefix)
+	return tx.files(prefix)
 }
 
 // content returns a file's content in the transaction, or nil, false.
@@ -440,10 +443,10 @@ func restore(ctx context.Context, s opStore, c Commit, opt RestoreOptions) (Comm
 		}
 		now := map[string]string{}
 		if len(opt.Paths) == 0 {
-			now = tx.files("")
+			now = tx.listed("")
 		}
 		for _, p := range opt.Paths {
-			maps.Copy(now, tx.files(p))
+			maps.Copy(now, tx.listed(p))
 		}
 		if !opt.Delete { // a restore deletes nothing unless asked to
 			var absent []string
