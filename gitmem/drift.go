@@ -107,6 +107,11 @@ func (m *mirror) loadIndexStats(si *startIndex, tree *node) {
 	m.stats.seed(si.list(), tree, si.written)
 }
 
+// statsSeeded takes what is left of .git/index's entries into the lstat
+// cache, and lets the index go: after a look at every file (a start's,
+// which took nearly all of them), the cache keeps no second copy of it.
+func (m *mirror) statsSeeded() { m.stats.takeRest() }
+
 // drifted returns the memory files (relative to memories/) at or under the
 // given repository paths, or at a folder on their way, whose worktree copy
 // differs from the tree root: changed, created or deleted by hand. Paths

@@ -432,6 +432,7 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 		if err != nil && !errors.Is(err, ErrNoChange) {
 			r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
 		}
+		r.mirror.statsSeeded() // it looked at every file
 	}
 	r.mirror.saveKept(r.objects.readBlob) // what a program still holds open waits for the next adopt, or start
 	if err := r.materialize(); err != nil {

@@ -98,6 +98,13 @@ func (c *statCache) takeAll() {
 	c.index, c.tree, c.taken = nil, nil, nil
 }
 
+// takeRest is takeAll, taking mu.
+func (c *statCache) takeRest() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.takeAll()
+}
+
 // hashAt returns the blob the cache says the file at p with lstat data
 // st holds.
 func (c *statCache) hashAt(p string, st gd.Stat) (plumbing.Hash, bool) {

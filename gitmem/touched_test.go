@@ -127,6 +127,10 @@ func TestStatCacheTakesTheIndexAtTheFirstLook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A start that looked at every file keeps no second copy of the index.
+	if n, idx := r.mirror.stats.len(), len(r.mirror.stats.index); n != 21 || idx != 0 {
+		t.Fatalf("after a start that looked at every file the cache holds %d files and %d index entries, want 21 and none", n, idx)
+	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
