@@ -368,15 +368,22 @@ func (s *stdioConn) take(l *stdioLine) bool {
 // nothing more to do.
 func (s *stdioConn) cancel(r *jsonrpc.Request) bool {
 	id, ok := cancelledID(r)
-	if ok {
-		s.calls.cancel(id)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, handed := s.running[id]; !ok || handed {
-		if handed {
-			s.running[id] = true
-		}
+	if !ok {
+		return !s.ended
+	}
+	// The mark goes first, then the call is stopped, both under mu: a
+	// call stopped while it waits is answered at once, and Write (which
+	// reads the mark under mu) must find it. Stopped first, its answer
+	// could be written before the mark was made. (mu, then the calls'
+	// lock: the calls never take mu.)
+	_, handed := s.running[id]
+	if handed {
+		s.running[id] = true
+	}
+	s.calls.cancel(id)
+	if handed {
 		return !s.ended
 	}
 	for qi, q := range s.queue {
