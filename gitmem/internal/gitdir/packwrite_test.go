@@ -393,18 +393,15 @@ func TestPacksAreKeptFromGitForGood(t *testing.T) {
 	dir, gitDir := gitInit(t)
 	s := Open(gitDir)
 	defer s.Close()
-	blob := func(text string) Object {
-		return Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(text)), Data: []byte(text)}
-	}
-	own, err := s.WriteObjectsPack([]Object{blob("own\n")}, true)
+	own, err := s.WriteObjectsPack([]Object{textBlob("own\n")}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	flight, err := s.WritePackFiles([]Object{blob("in flight\n")}, true, InFlight)
+	flight, err := s.WritePackFiles([]Object{textBlob("in flight\n")}, true, InFlight)
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, err := s.WritePackFiles([]Object{blob("foreign\n")}, true, NoKeep)
+	foreign, err := s.WritePackFiles([]Object{textBlob("foreign\n")}, true, NoKeep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +425,7 @@ func TestPacksAreKeptFromGitForGood(t *testing.T) {
 		gittest.Git(t, dir, op...)
 	}
 	for _, text := range []string{"own\n", "in flight\n", "foreign\n"} {
-		if got := gittest.Git(t, dir, "cat-file", "blob", blob(text).Hash.String()); got != text {
+		if got := gittest.Git(t, dir, "cat-file", "blob", textBlob(text).Hash.String()); got != text {
 			t.Errorf("git cat-file after git's gc: %q, want %q", got, text)
 		}
 	}
@@ -457,7 +454,7 @@ func TestPackWithoutItsIndexIsNeverLeft(t *testing.T) {
 	s := Open(gitDir)
 	defer s.Close()
 	s.Env = new(Env)
-	blob := Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte("x\n")), Data: []byte("x\n")}
+	blob := textBlob("x\n")
 	packDir := filepath.Join(gitDir, "objects", "pack")
 	var seen []string
 	s.Env.SetFault(func(step, p string) error {
@@ -486,7 +483,7 @@ func TestPackWithoutItsIndexIsNeverLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := s.WritePackFiles([]Object{{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte("y\n")), Data: []byte("y\n")}}, true, NoKeep)
+	other, err := s.WritePackFiles([]Object{textBlob("y\n")}, true, NoKeep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,17 +512,7 @@ func TestRemoveOrphanIndexes(t *testing.T) {
 	_, gitDir := gitInit(t)
 	s := Open(gitDir)
 	defer s.Close()
-	blob := func(text string) Object {
-		return Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(text)), Data: []byte(text)}
-	}
-	whole, err := s.WritePackFiles([]Object{blob("whole\n")}, true, Own)
-	if err != nil {
-		t.Fatal(err)
-	}
-	orphan, err := s.WritePackFiles([]Object{blob("orphan\n")}, true, Own)
-	if err != nil {
-		t.Fatal(err)
-	}
+	whole, orphan := twoPacks(t, s)
 	for _, h := range []plumbing.Hash{whole, orphan} {
 		if err := MarkRepacked(gitDir, h); err != nil {
 			t.Fatal(err)
@@ -558,7 +545,7 @@ func TestMissingReadsTheFilesNotTheListedPacks(t *testing.T) {
 	for i := range 5 {
 		for name, side := range map[string]*[]Object{"a": &a, "b": &b} {
 			text := fmt.Sprintf("object %d of %s\n", i, name)
-			*side = append(*side, Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(text)), Data: []byte(text)})
+			*side = append(*side, textBlob(text))
 		}
 	}
 	if _, err := s.WriteObjectsPack(a, true); err != nil {
@@ -598,17 +585,7 @@ func TestSweepPacksListsThePackFolderOnce(t *testing.T) {
 	_, gitDir := gitInit(t)
 	s := Open(gitDir)
 	defer s.Close()
-	blob := func(text string) Object {
-		return Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(text)), Data: []byte(text)}
-	}
-	whole, err := s.WritePackFiles([]Object{blob("whole\n")}, true, Own)
-	if err != nil {
-		t.Fatal(err)
-	}
-	orphan, err := s.WritePackFiles([]Object{blob("orphan\n")}, true, Own)
-	if err != nil {
-		t.Fatal(err)
-	}
+	whole, orphan := twoPacks(t, s)
 	packDir := filepath.Join(gitDir, "objects", "pack")
 	os.Remove(filepath.Join(packDir, "pack-"+orphan.String()+".pack"))
 	old := time.Now().Add(-2 * StaleTemp)
@@ -648,4 +625,24 @@ func TestSweepPacksListsThePackFolderOnce(t *testing.T) {
 	if !PackExists(gitDir, whole) || !isRepacked(gitDir, whole.String()) {
 		t.Error("the whole pack, or its mark in .git/gitmem/repacked, is missing")
 	}
+}
+
+// textBlob is the blob object of text.
+func textBlob(text string) Object {
+	return Object{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(text)), Data: []byte(text)}
+}
+
+// twoPacks writes two packs of one blob each with gitmem's .keep: one to
+// stay whole, one whose .pack the test then removes.
+func twoPacks(t *testing.T, s *Store) (whole, orphan plumbing.Hash) {
+	t.Helper()
+	whole, err := s.WritePackFiles([]Object{textBlob("whole\n")}, true, Own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, err = s.WritePackFiles([]Object{textBlob("orphan\n")}, true, Own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return whole, orphan
 }
