@@ -121,6 +121,7 @@ type packSet struct {
 	packs  []*packIdx
 	bases  baseCache
 	reads  atomic.Int64 // objects read whole from the packs (see PackReads)
+	preads atomic.Int64 // entries read from a pack file with pread, not mapped (see PackFileReads)
 }
 
 // list returns the packs, reading the folder the first time (and after
@@ -410,6 +411,7 @@ func (ps *packSet) entry(p *packIdx, off int64) (entryReader, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	ps.preads.Add(1)
 	r := getReader(io.NewSectionReader(f, off, 1<<62))
 	return r, func() { readers.Put(r) }, nil
 }
@@ -430,6 +432,21 @@ func (ps *packSet) mapPacks() (done func()) {
 			p.unmapPackFile()
 		}
 	}
+}
+
+// faultError is what a goroutine reading packs mapped, with
+// debug.SetPanicOnFault on, makes of what it recovered: a pack file
+// another program cut short under its mapping makes a read fault
+// (SIGBUS), which would end the process; it is an error, as a short read
+// of the file would be. Anything else panics on; nil is nil.
+func faultError(e any) error {
+	if e == nil {
+		return nil
+	}
+	if _, fault := e.(interface{ Addr() uintptr }); !fault {
+		panic(e)
+	}
+	return fmt.Errorf("a pack file changed while it was read: %v", e)
 }
 
 func (ps *packSet) mapPack(p *packIdx) ([]byte, error) {

@@ -81,17 +81,11 @@ func (s *Store) Repack(opt RepackOptions) (_ RepackResult, err error) {
 	if err != nil {
 		return RepackResult{}, err
 	}
-	// A pack file another program cuts short under its mapping makes a
-	// read fault (SIGBUS), which would end the process: here it is an
-	// error, as a short read of the file would be.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
-		if e := recover(); e != nil {
-			if _, fault := e.(interface{ Addr() uintptr }); !fault {
-				panic(e)
-			}
+		if ferr := faultError(recover()); ferr != nil {
 			pw.abort()
-			err = fmt.Errorf("a pack file changed while it was read: %v", e)
+			err = ferr
 		}
 	}()
 	pw.keep = opt.Keep

@@ -362,3 +362,50 @@ func TestReadAfterRepackElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// A pack file cut short under the mapping a Mapped read uses makes that
+// read fail with an error, not end the process with a fault; a read
+// outside Mapped reads the file, not the mapping.
+func TestMappedReadOfAPackCutShort(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	if !canMapPacks {
+		t.Skip("packs are not mapped here")
+	}
+	dir := history(t, 400)
+	gittest.Damaged(t, dir, "its pack is cut short")
+	s := Open(filepath.Join(dir, ".git"))
+	defer s.Close()
+	s.Hold()
+	packs := s.packs.list()
+	if len(packs) != 1 {
+		t.Fatalf("packs: %d", len(packs))
+	}
+	p := packs[0]
+	var near, far plumbing.Hash
+	for i := range p.n {
+		switch off := p.offset(i); {
+		case off < 4096 && near.IsZero():
+			copy(near[:], p.names()[20*i:])
+		case off > 8192 && far.IsZero():
+			copy(far[:], p.names()[20*i:])
+		}
+	}
+	preads := s.PackFileReads()
+	if err := s.Mapped(func() error { _, _, err := s.read(near); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.PackFileReads() - preads; n != 0 {
+		t.Fatalf("a mapped read made %d preads", n)
+	}
+	if err := os.Truncate(p.path, 4096); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Mapped(func() error { _, _, err := s.read(far); return err })
+	if err == nil || !strings.Contains(err.Error(), "a pack file changed while it was read") {
+		t.Fatalf("got %v", err)
+	}
+	if s.packs.mapped {
+		t.Fatal("reads outside Mapped still read the mapping")
+	}
+}
