@@ -310,9 +310,8 @@ func (x *historyIndex) tail(head plumbing.Hash, want []byte, fn func(*histRec) b
 	chunk := int64(x.chunk)
 	var buf, carry []byte // carry: the start of a line whose end was read already
 	var lines [][]byte
-	var parents []plumbing.Hash
 	first := true
-	expected := map[plumbing.Hash]bool{} // parents of the records read, not read yet
+	var expected descent // parents of the records read, not read yet
 	for end > header {
 		start := max(header, end-chunk)
 		n := int(end - start)
@@ -340,15 +339,8 @@ func (x *historyIndex) tail(head plumbing.Hash, want []byte, fn func(*histRec) b
 				// Each record must be a parent of one read before it, once:
 				// a record lost or doubled in the middle is damage, not a
 				// commit to leave out or show twice.
-				var h plumbing.Hash
-				var ok bool
-				h, parents, ok = recordLinks(line, parents)
-				if !ok || !expected[h] {
+				if !expected.next(x, line) {
 					return true, errHistoryDamaged
-				}
-				delete(expected, h)
-				for _, p := range parents {
-					expected[p] = true
 				}
 				if !hit || want != nil && !bytes.Contains(line, want) {
 					continue // cheaper than parsing a line that cannot match
@@ -360,9 +352,7 @@ func (x *historyIndex) tail(head plumbing.Hash, want []byte, fn func(*histRec) b
 					return false, nil
 				}
 				first = false
-				for _, p := range rec.parents {
-					expected[p] = true
-				}
+				expected.start(rec.parents)
 				if !hit || want != nil && !bytes.Contains(line, want) {
 					continue
 				}
@@ -376,7 +366,7 @@ func (x *historyIndex) tail(head plumbing.Hash, want []byte, fn func(*histRec) b
 		}
 		end = start
 	}
-	if !first && len(expected) > 0 {
+	if !first && expected.pending() {
 		// A sound index holds every ancestor of its tip: one lost that
 		// another line of descent still reached (a root, a merge's side)
 		// shows only here.
@@ -384,6 +374,92 @@ func (x *historyIndex) tail(head plumbing.Hash, want []byte, fn func(*histRec) b
 	}
 	return !first, nil
 }
+
+// descent is the commits tail expects to read next: the parents of the
+// records read, not read yet. While it is one commit (a line of descent
+// without merges) it is kept as the text its child's line spells it in,
+// and the next line is compared with it as text: a look through 100,000
+// records for a tool_use id no call has (restore --to HASH~1) decoded
+// two hashes and changed a map for each, a third of the command's CPU.
+// What it accepts and refuses is recordLinks' and the map's.
+type descent struct {
+	one     bool     // the one commit expected is text (as index lines spell it, lower case)
+	text    [40]byte // it, when one
+	many    map[plumbing.Hash]bool
+	parents []plumbing.Hash // recordLinks' buffer
+}
+
+// start expects the parents of the first record read (the tip's).
+func (d *descent) start(parents []plumbing.Hash) {
+	d.many = map[plumbing.Hash]bool{}
+	for _, p := range parents {
+		d.many[p] = true
+	}
+	d.settle()
+}
+
+// next reports whether line's record is one expected; if so it is
+// expected no more, and its parents are.
+func (d *descent) next(x *historyIndex, line []byte) bool {
+	// hash \t parent \t ...: the one expected, with one parent.
+	if d.one && len(line) > 81 && line[40] == '\t' && line[81] == '\t' && string(line[:40]) == string(d.text[:]) && lowerHex(line[41:81]) {
+		copy(d.text[:], line[41:81])
+		return true
+	}
+	if d.one {
+		h, _ := hexHash(d.text[:])
+		d.many[h] = true
+		d.one = false
+	}
+	x.linksDecoded.Add(1)
+	h, parents, ok := recordLinks(line, d.parents)
+	d.parents = parents
+	if !ok || !d.many[h] {
+		return false
+	}
+	delete(d.many, h)
+	for _, p := range parents {
+		d.many[p] = true
+	}
+	d.settle()
+	return true
+}
+
+// settle keeps one commit expected as its text.
+func (d *descent) settle() {
+	if len(d.many) != 1 {
+		return
+	}
+	for h := range d.many {
+		hex.Encode(d.text[:], h[:])
+		delete(d.many, h)
+	}
+	d.one = true
+}
+
+// pending reports whether a commit is still expected.
+func (d *descent) pending() bool { return d.one || len(d.many) > 0 }
+
+// lowerHex reports whether b is hex digits in lower case alone, without
+// a branch per byte (one per digit or letter, which a hash mixes at
+// random, took longer than the rest of the look).
+func lowerHex(b []byte) bool {
+	var bad byte
+	for _, c := range b {
+		bad |= notLowerHex[c]
+	}
+	return bad == 0
+}
+
+// notLowerHex is 1 for each byte that is no hex digit in lower case.
+var notLowerHex = func() (t [256]byte) {
+	for c := range t {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			t[c] = 1
+		}
+	}
+	return t
+}()
 
 // containsText is bytes.Contains(s, text), searched from text's first
 // byte that index lines seldom hold (not a letter, a digit, a tab or one

@@ -64,6 +64,9 @@ type historyIndex struct {
 
 	wg     sync.WaitGroup // the background build
 	saving atomic.Int32   // saves under way in this process: the writer lock is kept (release)
+	// linksDecoded counts the records whose links tail decoded (not
+	// compared as text: see descent), for tests.
+	linksDecoded atomic.Int64
 }
 
 func newHistoryIndex(gitDir string, hooks *testHooks) *historyIndex {
