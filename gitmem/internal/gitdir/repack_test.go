@@ -270,12 +270,7 @@ func TestRepackStops(t *testing.T) {
 // nothing behind.
 func TestRepackOfAPackCutShort(t *testing.T) {
 	t.Parallel()
-	needGit(t)
-	if !canMapPacks {
-		t.Skip("packs are not mapped here")
-	}
-	dir := history(t, 400)
-	gittest.Damaged(t, dir, "its pack is cut short")
+	dir := packToCut(t)
 	gitDir := filepath.Join(dir, ".git")
 	packs, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*.pack"))
 	if len(packs) != 1 {
@@ -302,6 +297,19 @@ func TestRepackOfAPackCutShort(t *testing.T) {
 	if after, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*")); len(after) != len(before) {
 		t.Fatalf("left %v", after)
 	}
+}
+
+// packToCut is a repository of 400 commits, for a test that cuts its
+// pack short under a mapping.
+func packToCut(t *testing.T) string {
+	t.Helper()
+	needGit(t)
+	if !canMapPacks {
+		t.Skip("packs are not mapped here")
+	}
+	dir := history(t, 400)
+	gittest.Damaged(t, dir, "its pack is cut short")
+	return dir
 }
 
 // A Store that listed a pack before another process repacked and deleted
@@ -368,12 +376,7 @@ func TestReadAfterRepackElsewhere(t *testing.T) {
 // outside Mapped reads the file, not the mapping.
 func TestMappedReadOfAPackCutShort(t *testing.T) {
 	t.Parallel()
-	needGit(t)
-	if !canMapPacks {
-		t.Skip("packs are not mapped here")
-	}
-	dir := history(t, 400)
-	gittest.Damaged(t, dir, "its pack is cut short")
+	dir := packToCut(t)
 	s := Open(filepath.Join(dir, ".git"))
 	defer s.Close()
 	s.Hold()
