@@ -447,9 +447,12 @@ func TestResolveOfARevisionParsesNoRecordItCannotMatch(t *testing.T) { // not pa
 	}
 }
 
-// A tool_use id is any text: one that reads as a revision (HEAD~1, a
-// hash with ~1) names its call's commit before the revision, wherever
-// its record is in the index and however the reader's chunks cut it.
+// A tool_use id is any text: one that reads as a revision (HEAD~1, an
+// abbreviated hash with ^) names its call's commit before the revision,
+// wherever its record is in the index and however the reader's chunks
+// cut it. A full hash with ancestry steps after it (HASH~1) is the
+// revision, as in git: it is not looked for as an id (a look reads the
+// whole history index).
 func TestToolUseIDThatReadsAsARevisionWins(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
@@ -479,15 +482,17 @@ func TestToolUseIDThatReadsAsARevisionWins(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, id := range []string{"HEAD~1", first.Hash + "~1", first.Hash[:7] + "^", "toolu_000", "toolu_119"} {
+		for _, id := range []string{"HEAD~1", first.Hash[:7] + "^", "toolu_000", "toolu_119"} {
 			c, err := ro.Resolve(context.Background(), id)
 			if err != nil || c.Hash != ids[id].Hash {
 				t.Errorf("chunk %d: %s resolved to %s %v, want its call's commit %s", chunk, id, c.Hash, err, ids[id].Hash)
 			}
 		}
-		head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD~2"))
-		if c, err := ro.Resolve(context.Background(), "HEAD~2"); err != nil || c.Hash != head {
-			t.Errorf("chunk %d: HEAD~2 resolved to %s %v, git says %s", chunk, c.Hash, err, head)
+		for _, rev := range []string{"HEAD~2", first.Hash + "~1", ids["toolu_100"].Hash + "~2^1", ids["toolu_100"].Hash + "^^"} {
+			want := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", rev))
+			if c, err := ro.Resolve(context.Background(), rev); err != nil || c.Hash != want {
+				t.Errorf("chunk %d: %s resolved to %s %v, git says %s", chunk, rev, c.Hash, err, want)
+			}
 		}
 		ro.Close()
 	}

@@ -171,14 +171,15 @@ func (h *histRec) renamedFrom(p string) string {
 
 // Resolve finds the commit a user names: a tool_use id (the commit it
 // made), a full or abbreviated hash, or a git revision (HEAD~2, main). A
-// full hash of a commit names that commit, as in git, without a look
-// for a tool_use id of the same text (which read the whole history
+// full hash of a commit, alone or with ancestry steps after it (HASH~1,
+// HASH^2~3), names that commit or its ancestor, as in git, without a
+// look for a tool_use id of the same text (which reads the whole history
 // index: no call makes one).
 func (r *Repo) Resolve(ctx context.Context, rev string) (Commit, error) {
 	if rev == "" {
 		return Commit{}, ErrUnknownRev
 	}
-	if isObjectHash(rev) {
+	if len(rev) >= 40 && isObjectHash(rev[:40]) && isAncestrySteps(rev[40:]) {
 		if c, err := r.commitWithPaths(ctx, rev); err == nil {
 			return c, nil
 		}
@@ -197,6 +198,17 @@ func (r *Repo) Resolve(ctx context.Context, rev string) (Commit, error) {
 		return r.commitWithPaths(ctx, found.hash.String())
 	}
 	return r.commitWithPaths(ctx, rev)
+}
+
+// isAncestrySteps reports whether s is git's ancestry steps after a
+// revision: none, or any of ~, ~N, ^, ^N one after another.
+func isAncestrySteps(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '~' && s[i] != '^' && (s[i] < '0' || s[i] > '9' || i == 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // commitWithPaths is Commit plus the files it changed, from the index.
