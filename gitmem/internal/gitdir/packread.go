@@ -375,11 +375,11 @@ func (ps *packSet) sizeAt(p *packIdx, off int64) (int64, error) {
 	default:
 		return size, nil
 	}
-	zr, err := zlib.NewReader(r)
+	zr, err := inflater(r)
 	if err != nil {
 		return 0, err
 	}
-	defer zr.Close()
+	defer inflaters.Put(zr)
 	br := bufio.NewReaderSize(zr, 32)
 	if _, err := binary.ReadUvarint(br); err != nil { // the base's size
 		return 0, err
@@ -512,14 +512,7 @@ func inflate(r io.Reader, size int64) ([]byte, error) {
 	if size > maxObjectBytes {
 		return nil, errors.New("object too large")
 	}
-	var zr io.ReadCloser
-	var err error
-	if pooled, ok := inflaters.Get().(io.ReadCloser); ok {
-		zr = pooled
-		err = zr.(zlib.Resetter).Reset(r, nil)
-	} else {
-		zr, err = zlib.NewReader(r)
-	}
+	zr, err := inflater(r)
 	if err != nil {
 		return nil, err
 	}
@@ -555,6 +548,15 @@ var (
 	inflaters sync.Pool
 	readers   = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 )
+
+// inflater is a zlib reader of r, the pool's when it has one: give it
+// back with inflaters.Put.
+func inflater(r io.Reader) (io.ReadCloser, error) {
+	if zr, ok := inflaters.Get().(io.ReadCloser); ok {
+		return zr, zr.(zlib.Resetter).Reset(r, nil)
+	}
+	return zlib.NewReader(r)
+}
 
 func getReader(r io.Reader) *bufio.Reader {
 	br := readers.Get().(*bufio.Reader)

@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
@@ -84,4 +87,49 @@ func mustGlob(t *testing.T, pattern string) string {
 		t.Fatalf("%s: %v", pattern, m)
 	}
 	return m[0]
+}
+
+// Size of a delta reads the start of its zlib stream with a reader from
+// the pool, as a read does: a local fetch asks the size of every object
+// it copies, and a new zlib reader each time (about 40 KiB) was half of
+// that and a tenth of a merging pull's samples (issue 25). Not parallel:
+// it counts the bytes the process allocates.
+func TestSizeOfADeltaAllocatesNoInflater(t *testing.T) {
+	_, gitDir := gitInit(t)
+	var objs []Object
+	entries := make([]object.TreeEntry, 100)
+	for i := range entries {
+		entries[i] = object.TreeEntry{Name: fmt.Sprintf("f%03d.md", i), Mode: filemode.Regular, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte{byte(i)})}
+	}
+	var base plumbing.Hash
+	for v := range 20 { // 20 versions of a folder, each a delta of the one before
+		entries[v].Hash = plumbing.ComputeHash(plumbing.BlobObject, []byte{byte(v), 1})
+		data := EncodeEntries(entries)
+		o := Object{Type: plumbing.TreeObject, Hash: plumbing.ComputeHash(plumbing.TreeObject, data), Data: data, Base: base}
+		objs = append(objs, o)
+		base = o.Hash
+	}
+	st := Open(gitDir)
+	defer st.Close()
+	if _, err := st.WriteObjectsPack(objs, true); err != nil {
+		t.Fatal(err)
+	}
+	size := func() {
+		for _, o := range objs[1:] {
+			if n, err := st.Size(o.Hash); err != nil || n != int64(len(o.Data)) {
+				t.Fatalf("Size(%s) = %d, %v; want %d", o.Hash, n, err, len(o.Data))
+			}
+		}
+	}
+	size() // the pack opened, the pool filled
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const rounds = 20
+	for range rounds {
+		size()
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / (rounds * uint64(len(objs)-1)); per > 4<<10 {
+		t.Errorf("a Size of a delta allocated %d bytes, want at most 4 KiB (no zlib reader of its own)", per)
+	}
 }
