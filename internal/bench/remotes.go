@@ -210,9 +210,11 @@ func startGitDaemon(root string) (string, func(), error) {
 // work, each MergeCommits of the files changed in as many commits, some
 // of them files the callers change too (other lines), so that each pull
 // is a merge of that many files and of histories that went apart that
-// many commits before. Its peer is the same load without a sync, before
-// or after each pull (the order swapped every round), as long as the
-// last pull took (2 s before the first).
+// many commits before; a pull lasts until its files are in the worktree
+// (Flush), so that none of its work falls on the next phase. Its peer is
+// the same load without a sync, before or after each pull (the order
+// swapped every round), as long as the last pull took (2 s before the
+// first).
 
 // syncRounds is the pulls of the calls-during-a-sync measurement.
 const syncRounds = 6
@@ -372,6 +374,9 @@ func (rep *Report) callsDuringSync(ctx context.Context, work string) error {
 				got, err := a.Pull(ctx, fmt.Sprint("r", r), sopt)
 				if err == nil && got.Merge == "" {
 					err = fmt.Errorf("the pull of round %d merged nothing: %+v", r, got)
+				}
+				if err == nil { // the merge's files in the worktree: its work, not the next phase's
+					err = a.Flush(ctx)
 				}
 				pullErr = err
 			}()
