@@ -92,6 +92,66 @@ func TestEditOfAFileReadBeforeAnAcknowledgedChange(t *testing.T) {
 	gittest.Fsck(t, dir)
 }
 
+// A program reads a memory file the last adopt took, the model changes
+// the file more times than mergeHandEdit compares an edit with (the
+// worktree follows them in one pass, writing only the last), and the
+// program writes its edit of what it had read. The edit was made on what
+// the worktree held, the adopt's read: merged from any version the pass
+// went over (which the worktree never held), it undid the model's
+// changes between that version and the read, or conflicted with them
+// (TestTruncatingHandEditsBesideTheModel, about 1 run in 430 under load).
+func TestEditMadeBeforeAFollowOfManyCommitsMergesFromWhatTheWorktreeHeld(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	keepWriterLock(t, r)
+	p := filepath.Join(dir, "memories", "a.md")
+	write(t, r, "t0", "a.md", "m0: 0\nfiller\nm1: 0\nfiller\nfiller\n")
+	settle(t, r)
+	appendHand(t, dir, "a.md", "hand-0")
+	if _, err := r.Adopt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	had := readDisk(t, dir, "a.md") // the program reads what the adopt took
+	n := [2]int{}
+	r.disk.hold()                       // the worktree follows the model's changes in one pass
+	for i := range baseCandidates + 1 { // more than are compared with
+		key := fmt.Sprintf("m%d: ", i%2)
+		old, new := fmt.Sprintf("%s%d\n", key, n[i%2]), fmt.Sprintf("%s%d\n", key, n[i%2]+1)
+		n[i%2]++
+		_, err := r.Update(context.Background(), Meta{Subject: "model", Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("m", i)}}}, func(tx *Tx) error {
+			data, err := tx.ReadFile("a.md")
+			if err != nil {
+				return err
+			}
+			return tx.WriteFile("a.md", []byte(strings.Replace(string(data), old, new, 1)))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.disk.mu.Unlock()
+	settle(t, r)
+	if err := os.WriteFile(p, []byte(had+"hand-1\n"), 0o600); err != nil { // its edit of what it read
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	want := fmt.Sprintf("m0: %d\nfiller\nm1: %d\nfiller\nfiller\nhand-0\nhand-1\n", n[0], n[1])
+	if got := read(t, r, "a.md"); got != want {
+		t.Fatalf("HEAD's a.md = %q, want %q", got, want)
+	}
+	if got := readDisk(t, dir, "a.md"); got != want {
+		t.Fatalf("worktree a.md = %q, want %q", got, want)
+	}
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
+	gittest.Fsck(t, dir)
+}
+
 // git reset --hard HEAD~5 while serve holds the writer lock (under load
 // it always does): the branch move is undone, as documented, and so is
 // what the reset wrote to the worktree — files put back to their version

@@ -526,13 +526,17 @@ func (m *mirror) loadKept(tree *node) {
 // version the edit was most likely made on (the base). The candidates are
 // the version noted for an edit kept from an acknowledged change
 // (repairs.handBase; else the transaction's own), and the file's older versions
-// of the last commits that changed it (repairs.seen) that were replaced less
-// than staleWindow before the edit was written: a program that read the
-// file just before gitmem replaced it, and wrote it just after, made its
-// edit on the replaced version (and git reset --hard writes such
-// versions). A file that is exactly one of those versions holds no edit:
-// it was written back as it was read, or checked out so by git
-// (handStale: the transaction's version stands, and is put back).
+// of the last commits that changed it (repairs.seen) that the worktree
+// held and that were replaced less than staleWindow before the edit was
+// written: a program that read the file just before gitmem replaced it,
+// and wrote it just after, made its edit on the replaced version. (A pass
+// of the worktree over several commits of the file writes only the last:
+// merged from a version passed over, an edit made on the one before the
+// pass undid the model's changes in between, or conflicted with them.) A
+// file that is exactly one of the recent versions, held or passed over,
+// holds no edit: it was written back as it was read, or checked out so by
+// git, which writes any (handStale: the transaction's version stands, and
+// is put back).
 // Otherwise the base is the candidate of which the edit keeps the most
 // lines: an edit that keeps lines an older version had and a newer one
 // changed was made on the older. Among equals the oldest is taken (a
@@ -576,7 +580,7 @@ func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Tim
 		}
 	}
 	for i := from; i >= 0 && recent(i) && len(cands) < baseCandidates; i-- {
-		if !slices.ContainsFunc(cands, func(c handBase) bool { return c.hash == seen[i].hash }) {
+		if !seen[i].passed && !slices.ContainsFunc(cands, func(c handBase) bool { return c.hash == seen[i].hash }) {
 			cands = append(cands, seen[i].handBase)
 		}
 	}

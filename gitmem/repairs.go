@@ -73,9 +73,17 @@ func (rp *repairs) droppedPaths(ps []*prepared) {
 func (rp *repairs) followed(items []*prepared, prev *node, failed []string, at time.Time) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
-	for _, p := range items { // the versions a hand edit may have been made on
+	// The versions a hand edit may have been made on, or that git may
+	// check out: the worktree was given only each file's last one here.
+	last := map[string]int{}
+	for j, p := range items {
+		for _, rel := range p.rec.paths {
+			last[rel] = j
+		}
+	}
+	for j, p := range items {
 		for i, rel := range p.rec.paths {
-			rp.show(rel, prev, p.rec.blobs[i], at)
+			rp.show(rel, prev, p.rec.blobs[i], at, j < last[rel])
 		}
 	}
 	rp.pend = failed
@@ -185,9 +193,13 @@ func (f *flight) collect(p string, s pathSet) {
 
 // shown is a version of a memory file (a blob, or a text an adopt read
 // and merged, which is none) and when gitmem committed it (or read it).
+// A version the worktree followed past in one pass (a later commit of
+// the same pass changed the file again) was never written there: no hand
+// edit is made on it, though git may check it out.
 type shown struct {
 	handBase
-	at time.Time
+	at     time.Time
+	passed bool
 }
 
 // seenMax bounds the versions kept per file in repairs.seen (those replaced
@@ -202,8 +214,9 @@ const (
 // memories/) the blob h (zero: removed it) at, after the version the tree
 // prev gives it when none is noted: a hand edit found later may have been
 // made on either (the worktree held it, or a git command checked it out).
-// Called with mu held.
-func (rp *repairs) show(rel string, prev *node, h plumbing.Hash, at time.Time) {
+// passed says the worktree was not given h (a later commit of the same
+// pass changed the file again). Called with mu held.
+func (rp *repairs) show(rel string, prev *node, h plumbing.Hash, at time.Time, passed bool) {
 	if h.IsZero() {
 		delete(rp.seen, rel)
 		return
@@ -217,6 +230,7 @@ func (rp *repairs) show(rel string, prev *node, h plumbing.Hash, at time.Time) {
 	}
 	rp.past.add(pastVersion{rel, h})
 	if len(v) > 0 && v[len(v)-1].hash == h && v[len(v)-1].text == nil {
+		v[len(v)-1].passed = v[len(v)-1].passed && passed
 		return
 	}
 	drop := 0 // replaced long ago, or past the bound
@@ -225,7 +239,7 @@ func (rp *repairs) show(rel string, prev *node, h plumbing.Hash, at time.Time) {
 	}
 	drop = max(drop, len(v)+1-seenMax)
 	v = append(v[:0], v[drop:]...)
-	rp.seen[rel] = append(v, shown{handBase: handBase{hash: h}, at: at})
+	rp.seen[rel] = append(v, shown{handBase: handBase{hash: h}, at: at, passed: passed})
 }
 
 // pastVersions holds the memory files' versions (path and blob) of the
