@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,67 +21,104 @@ import (
 // then wrote back a file without its earlier line, which the adopt could
 // only keep between conflict markers: TestTruncatingHandEditsBesideTheModel,
 // about 1 run in 60 under load.) Here the edit lands after the
-// materialiser's look for hand edits, before its write. An inotify watch on the folder sees
-// whether anything was moved to or from the file's name. The next adopt
-// merges both.
+// materialiser's look for hand edits, before its write (syncChecked's
+// editedBefore): an edit written, or one under way, a program holding the
+// file open for writing that has written nothing yet (`exec 3>>a.md`, an
+// editor; taken aside, it was put back only once the wait for its writer
+// ran out). An inotify watch on the folder sees whether anything was
+// moved to or from the file's name. The next adopt merges both.
 func TestHandEditBeforeAWriteStaysInPlace(t *testing.T) {
 	t.Parallel()
-	r, dir := newRepo(t)
-	keepWriterLock(t, r)
-	write(t, r, "t1", "a.md", "one\ntwo\n")
-	settle(t, r)
-	r.disk.hold() // the worktree has not caught up yet
-	write(t, r, "t2", "a.md", "ONE\ntwo\n")
-	// The edit lands after the materialiser's look for hand edits
-	// (keepHandEdits), before it writes the file.
-	var once sync.Once
-	r.objects.st.Env.SetFault(func(step, p string) error {
-		if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
-			once.Do(func() { appendHand(t, dir, "a.md", "by hand") })
-		}
-		return nil
-	})
-	defer r.objects.st.Env.SetFault(nil)
+	for _, open := range []bool{false, true} {
+		t.Run(map[bool]string{false: "written", true: "open for writing"}[open], func(t *testing.T) {
+			t.Parallel()
+			r, dir := newRepo(t)
+			keepWriterLock(t, r)
+			write(t, r, "t1", "a.md", "one\ntwo\n")
+			settle(t, r)
+			r.disk.hold() // the worktree has not caught up yet
+			write(t, r, "t2", "a.md", "ONE\ntwo\n")
+			// The edit lands after the materialiser's look for hand edits
+			// (keepHandEdits), before it writes the file.
+			var f *os.File
+			var once sync.Once
+			r.objects.st.Env.SetFault(func(step, p string) error {
+				if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
+					once.Do(func() {
+						if !open {
+							appendHand(t, dir, "a.md", "by hand")
+							return
+						}
+						var err error
+						if f, err = os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_WRONLY|os.O_APPEND, 0); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+				return nil
+			})
+			defer r.objects.st.Env.SetFault(nil)
+			moves := watchMoves(t, filepath.Join(dir, "memories"), "a.md")
+			r.disk.mu.Unlock()
+			settle(t, r)
+			if n := moves(); n > 0 {
+				t.Errorf("the file edited by hand was replaced %d time(s) while gitmem wrote its change", n/2)
+			}
+			if open {
+				if f == nil {
+					t.Fatal("the file was not opened")
+				}
+				if got := readDisk(t, dir, "a.md"); got != "one\ntwo\n" {
+					t.Errorf("worktree a.md = %q while the program held it open", got)
+				}
+				f.WriteString("by hand\n")
+				f.Close()
+			}
+			if got := readDisk(t, dir, "a.md"); got != "one\ntwo\nby hand\n" {
+				t.Errorf("worktree a.md = %q before the adopt", got)
+			}
+			if _, err := r.Adopt(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			settle(t, r)
+			if got := read(t, r, "a.md"); got != "ONE\ntwo\nby hand\n" {
+				t.Errorf("HEAD's a.md = %q after the adopt", got)
+			}
+			if disk := readDisk(t, dir, "a.md"); disk != "ONE\ntwo\nby hand\n" {
+				t.Errorf("worktree a.md = %q after the adopt", disk)
+			}
+		})
+	}
+}
+
+// watchMoves watches the folder dir with inotify from now on, and returns
+// how many times, so far, a file was moved to or from, created or deleted
+// at name there.
+func watchMoves(t *testing.T, dir, name string) func() int {
+	t.Helper()
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(fd)
-	if _, err := unix.InotifyAddWatch(fd, filepath.Join(dir, "memories"), unix.IN_MOVED_TO|unix.IN_MOVED_FROM|unix.IN_CREATE|unix.IN_DELETE); err != nil {
+	t.Cleanup(func() { unix.Close(fd) })
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_MOVED_TO|unix.IN_MOVED_FROM|unix.IN_CREATE|unix.IN_DELETE); err != nil {
 		t.Fatal(err)
 	}
-	r.disk.mu.Unlock()
-	settle(t, r)
-	var moved []string
+	n := 0
 	buf := make([]byte, 64<<10)
-	for {
-		n, err := unix.Read(fd, buf)
-		if err != nil || n <= 0 {
-			break
-		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			name := strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+int(ev.Len)]), "\x00")
-			if name == "a.md" {
-				moved = append(moved, name)
+	return func() int {
+		for {
+			k, err := unix.Read(fd, buf)
+			if err != nil || k <= 0 {
+				return n
 			}
-			off += unix.SizeofInotifyEvent + int(ev.Len)
+			for off := 0; off+unix.SizeofInotifyEvent <= k; {
+				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+				if strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+int(ev.Len)]), "\x00") == name {
+					n++
+				}
+				off += unix.SizeofInotifyEvent + int(ev.Len)
+			}
 		}
-	}
-	if len(moved) > 0 {
-		t.Errorf("the file edited by hand was replaced %d time(s) while gitmem wrote its change", len(moved)/2)
-	}
-	if got := readDisk(t, dir, "a.md"); got != "one\ntwo\nby hand\n" {
-		t.Errorf("worktree a.md = %q before the adopt", got)
-	}
-	if _, err := r.Adopt(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, r)
-	if got := read(t, r, "a.md"); got != "ONE\ntwo\nby hand\n" {
-		t.Errorf("HEAD's a.md = %q after the adopt", got)
-	}
-	if disk := readDisk(t, dir, "a.md"); disk != "ONE\ntwo\nby hand\n" {
-		t.Errorf("worktree a.md = %q after the adopt", disk)
 	}
 }
