@@ -37,28 +37,36 @@ func (r *Repo) headCommits() ([]Commit, error) {
 
 // headCommits returns every commit that no other commit names as a parent
 // (the tips a branch could point at), newest first by commit time. It
-// reads every object: it is for a repository whose branch is lost.
-// Called with st's lock held (objects.mu, for the Repo's).
+// reads every object: it is for a repository whose branch is lost. A
+// pack listed before its index was in place is read once listed again
+// (Relisted). Called with st's lock held (objects.mu, for the Repo's).
 func headCommits(st *gd.Store) ([]Commit, error) {
 	st.Reindex()
-	iter, err := st.Storage().IterEncodedObjects(plumbing.CommitObject)
-	if err != nil {
-		return nil, err
-	}
-	all := map[plumbing.Hash]*object.Commit{}
-	parents := map[plumbing.Hash]bool{}
-	err = iter.ForEach(func(o plumbing.EncodedObject) error {
-		c, err := object.DecodeCommit(st.Storage(), o)
+	var all map[plumbing.Hash]*object.Commit
+	var parents map[plumbing.Hash]bool
+	err := st.Relisted(func() error {
+		all, parents = map[plumbing.Hash]*object.Commit{}, map[plumbing.Hash]bool{}
+		iter, err := st.Storage().IterEncodedObjects(plumbing.CommitObject)
 		if err != nil {
-			return nil // a damaged commit is fsck's to report, not a tip
+			return err
 		}
-		all[c.Hash] = c
-		for _, p := range c.ParentHashes {
-			parents[p] = true
+		err = iter.ForEach(func(o plumbing.EncodedObject) error {
+			c, err := object.DecodeCommit(st.Storage(), o)
+			if err != nil {
+				return nil // a damaged commit is fsck's to report, not a tip
+			}
+			all[c.Hash] = c
+			for _, p := range c.ParentHashes {
+				parents[p] = true
+			}
+			return nil
+		})
+		if errors.Is(err, storer.ErrStop) {
+			err = nil
 		}
-		return nil
+		return err
 	})
-	if err != nil && !errors.Is(err, storer.ErrStop) {
+	if err != nil {
 		return nil, err
 	}
 	var out []Commit
@@ -216,7 +224,10 @@ func (r *bareStore) checkBranch(rep *FsckReport, repair bool) (plumbing.Hash, er
 		if de != nil {
 			rep.BranchState = "damaged"
 		}
-		tip := r.bestTip()
+		tip, err := r.bestTip()
+		if err != nil {
+			return plumbing.ZeroHash, wrap("look for commits", err)
+		}
 		if tip.IsZero() {
 			if de != nil {
 				rep.add(Problem{What: de.Problem, Repair: "the repository holds no commit to point it at; delete the branch file to start anew"})
@@ -330,21 +341,22 @@ func (rep FsckReport) damagedObjects() bool {
 
 // bestTip is the commit a lost branch should point at: the history
 // index's tip if it is one of the repository's tip commits, else the
-// newest tip commit.
-func (r *bareStore) bestTip() plumbing.Hash {
+// newest tip commit; zero when it holds none. An error when its commits
+// could not be read (not taken for a new repository's none).
+func (r *bareStore) bestTip() (plumbing.Hash, error) {
 	tips, err := headCommits(r.obj)
 	r.obj.Release()
 	if err != nil || len(tips) == 0 {
-		return plumbing.ZeroHash
+		return plumbing.ZeroHash, err
 	}
 	if t := r.hist.fileTip(); !t.IsZero() {
 		for _, c := range tips {
 			if c.Hash == t.String() {
-				return t
+				return t, nil
 			}
 		}
 	}
-	return plumbing.NewHash(tips[0].Hash)
+	return plumbing.NewHash(tips[0].Hash), nil
 }
 
 // checkObjects reads every commit the tips reach (HEAD and the commits

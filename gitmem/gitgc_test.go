@@ -307,6 +307,64 @@ func TestPlainGitGCBetweenAPackAndItsIndex(t *testing.T) {
 	gittest.Fsck(t, dir)
 }
 
+// fsck finds the commit a lost branch was at by reading every commit
+// (headCommits, through go-git, which lists the .pack files). A pack
+// another program was putting in place (git and gitmem rename the pack,
+// then its index) was listed without its index: the look failed, and
+// fsck took the repository for a new one ("unborn"), repairing nothing.
+// It lists the packs again and looks once more, as Resolve does: here the
+// index is in place by then (the relist hook puts it there); when it is
+// still not, fsck says it could not read the commits.
+func TestFsckFindsALostBranchBesideAPackBeingPutInPlace(t *testing.T) {
+	t.Parallel()
+	env := &gd.Env{}
+	r, dir := newRepoWith(t, &testHooks{env: env})
+	write(t, r, "t1", "a.md", "one\n")
+	c := write(t, r, "t2", "a.md", "two\n")
+	if _, err := r.GC(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, dir, "update-ref", "-d", "refs/heads/main")
+	idxs, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "pack-*.idx"))
+	if len(idxs) == 0 {
+		t.Fatal("no pack")
+	}
+	for _, idx := range idxs { // the packs are in place, their indexes not yet
+		if err := os.Rename(idx, idx+".tmp"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opt := testOptions(t)
+	opt.hooks = &testHooks{env: env}
+	// Still not in place when looked at again: an error, not a new
+	// repository.
+	if rep, err := Fsck(context.Background(), dir, opt, false); err == nil || rep.BranchState == "unborn" || strings.Contains(err.Error(), dir) {
+		t.Fatalf("fsck with a pack without its index: %v, %+v", err, rep)
+	}
+	env.SetRelist(func() {
+		for _, idx := range idxs {
+			if err := os.Rename(idx+".tmp", idx); err != nil {
+				t.Error(err)
+			}
+		}
+		env.SetRelist(nil)
+	})
+	rep, err := Fsck(context.Background(), dir, opt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Head != c.Hash || len(rep.Problems) != 1 || !rep.Problems[0].Repaired || !strings.Contains(rep.Problems[0].What, "is missing") {
+		t.Fatalf("fsck --repair: head %q (want %s), problems %+v", rep.Head, c.Hash, rep.Problems)
+	}
+	if got := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "main")); got != c.Hash {
+		t.Fatalf("main is at %s, want %s", got, c.Hash)
+	}
+	gittest.Fsck(t, dir)
+}
+
 // TestObjectsDeletedBeforeACheckpointAreWrittenAgain: a program that
 // honours no .keep deletes the pack of a change before the branch names
 // it. The checkpoint finds its objects missing from git's files before it

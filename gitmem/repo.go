@@ -1163,14 +1163,12 @@ func (hr historyReader) resolve(rev string) (plumbing.Hash, error) {
 	if err != nil {
 		return plumbing.ZeroHash, wrap("open the repository", err)
 	}
-	h, err := repo.ResolveRevision(plumbing.Revision(rev))
-	if err != nil {
-		// A commit in a pack another process (or a fetch) wrote since
-		// go-git listed the packs: list them again, once.
-		hr.o.st.Reindex()
-		if h, err = repo.ResolveRevision(plumbing.Revision(rev)); err != nil {
-			return plumbing.ZeroHash, ErrUnknownRev
-		}
+	var h *plumbing.Hash
+	if err := hr.o.st.Relisted(func() (err error) {
+		h, err = repo.ResolveRevision(plumbing.Revision(rev))
+		return err
+	}); err != nil {
+		return plumbing.ZeroHash, ErrUnknownRev
 	}
 	return *h, nil
 }

@@ -16,6 +16,29 @@ type Env struct {
 	// beforeObjectTemp, when set, runs just before a loose object's
 	// temporary file is made in its folder.
 	beforeObjectTemp func(folder string)
+	// relist, when set, runs when a read that failed is about to list
+	// the packs again (Store.Relisted).
+	relist atomic.Pointer[func()]
+}
+
+// SetRelist installs the hook run before a failed read lists the packs
+// again (nil removes it). It is safe while background work runs.
+func (e *Env) SetRelist(f func()) {
+	if f == nil {
+		e.relist.Store(nil)
+		return
+	}
+	e.relist.Store(&f)
+}
+
+// relisting runs the relist hook, if any.
+func (e *Env) relisting() {
+	if e == nil {
+		return
+	}
+	if f := e.relist.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // SetFault installs the fault hook (nil removes it). It is safe while

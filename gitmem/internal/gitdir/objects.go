@@ -179,6 +179,22 @@ func (s *Store) Reindex() {
 	s.packs.reset()
 }
 
+// Relisted runs read, a read through go-git's storage (Storage), and
+// once more after the packs are listed again (Reindex) when it fails:
+// go-git lists the packs once, and another process (or a fetch) may have
+// written one since, or have been between putting a pack in place and its
+// index (git and gitmem rename them in that order), which go-git, listing
+// the .pack files, read as a pack whose index is missing.
+func (s *Store) Relisted(read func() error) error {
+	err := read()
+	if err != nil {
+		s.Env.relisting()
+		s.Reindex()
+		err = read()
+	}
+	return err
+}
+
 // Encoded returns an object. go-git caches the list of packs; when another
 // process has repacked (gitmem gc, git gc) a missing object is looked up
 // once more after re-reading the pack list.
