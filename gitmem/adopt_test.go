@@ -456,3 +456,56 @@ func TestHalfFailedGitCheckoutIsNoHandEdit(t *testing.T) {
 		})
 	}
 }
+
+// An adopt that merges a hand edit kept from an acknowledged change
+// writes the merge to the worktree, in place of what it read there. Its
+// commit joins the group being filled, which another member may write
+// and publish, and the worktree follow, the instant it is queued (the
+// hook does both then): the follow found the file still holding what the
+// adopt read, which it was not yet told of, and kept it as a hand edit.
+// The worktree then held the edit without the acknowledged change, until
+// the next adopt, and -race reported the adopt's note of what it read
+// (TestTruncatingHandEditsBesideTheModel).
+func TestAdoptPublishedTheInstantItIsQueuedWritesItsMerge(t *testing.T) {
+	t.Parallel()
+	var r *Repo
+	followed := 0
+	r, dir := newRepoWith(t, &testHooks{adopted: func(p *prepared) {
+		if r == nil {
+			return // the first commit, made by Init
+		}
+		if err := r.committer.durable(p); err != nil {
+			t.Error(err)
+		}
+		if err := r.materialize(); err != nil {
+			t.Error(err)
+		}
+		followed++
+	}})
+	keepWriterLock(t, r)
+	write(t, r, "t1", "a.md", "one\ntwo\n")
+	settle(t, r)
+	r.disk.hold() // the worktree has not caught up yet
+	write(t, r, "t2", "a.md", "ONE\ntwo\n")
+	appendHand(t, dir, "a.md", "by hand")
+	r.disk.mu.Unlock()
+	settle(t, r) // kept, to be merged
+	if _, err := r.Adopt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if followed != 1 {
+		t.Fatalf("the hook ran %d times", followed)
+	}
+	want := "ONE\ntwo\nby hand\n"
+	if got := read(t, r, "a.md"); got != want {
+		t.Fatalf("HEAD's a.md = %q, want %q", got, want)
+	}
+	if got := readDisk(t, dir, "a.md"); got != want {
+		t.Fatalf("worktree a.md = %q, want %q", got, want)
+	}
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
+	gittest.Fsck(t, dir)
+}

@@ -131,7 +131,7 @@ func (c *committer) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	_, body, trailers := parseMessage(msg)
 	subject := oneLine(meta.Subject)
 	p := &prepared{hash: h, parent: tx.head, tree: tx.root, objs: objs, id: meta.ID(), merged: tx.mergedIDs,
-		rec: newRec(h, parents, when, author, subject, trailers)}
+		read: tx.read, rec: newRec(h, parents, when, author, subject, trailers)}
 	diffNodes(lookup(tx.base, memDir), lookup(tx.root, memDir), "", p.rec.change)
 	p.rec.sortPaths()
 	if tx.mirror {

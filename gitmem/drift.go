@@ -238,9 +238,10 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	if err := r.mirror.buildAdopt(drift, first, a, r.objects.readBlob); err != nil {
 		return nil, err
 	}
+	a.tx.read = a.read // the commit carries it once queued
 	p, err := r.prepare(a.tx, a.meta)
 	if err == nil {
-		p.read = a.read
+		r.opt.hooks.atAdopted(p)
 		// The commit takes every one of them as the worktree holds it
 		// (merged or not): a base noted for an earlier hand edit is
 		// history now, and merging a later edit from it would make

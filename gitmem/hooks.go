@@ -37,6 +37,11 @@ type testHooks struct {
 	// after the look may be aside while gitmem's version is in place,
 	// until it is put back.
 	exchange func(q string, open bool)
+	// adopted runs in an adopt once its commit p is prepared (the
+	// writer's tip, queued for the log with the group being filled),
+	// before the adopt notes what it read: another member of the group
+	// may write and publish it then, and the worktree follow it.
+	adopted func(p *prepared)
 	// backlogMax, chunkMax, tailChunk, logMax and releaseIdle replace
 	// the constants of the same names when positive.
 	backlogMax, chunkMax, tailChunk int
@@ -71,6 +76,12 @@ func (h *testHooks) atGC(stage string) {
 func (h *testHooks) atExchange(q string, open bool) {
 	if h != nil && h.exchange != nil {
 		h.exchange(q, open)
+	}
+}
+
+func (h *testHooks) atAdopted(p *prepared) {
+	if h != nil && h.adopted != nil {
+		h.adopted(p)
 	}
 }
 

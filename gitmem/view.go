@@ -157,6 +157,9 @@ type Tx struct {
 	extra     []Trailer // appended to the commit message by AddTrailer
 	subject   string    // replaces the Meta's subject when set
 	mirror    bool      // apply to the worktree after the commit
+	// An adopt's: the worktree files it read (repository paths), for the
+	// commit (prepared.read) before it is queued: the follow may come at once.
+	read map[string][]byte
 }
 
 // SetSubject replaces the commit's subject, for changes whose subject
