@@ -139,17 +139,7 @@ func TestEditMadeBeforeAFollowOfManyCommitsMergesFromWhatTheWorktreeHeld(t *test
 		t.Fatal(err)
 	}
 	settle(t, r)
-	want := fmt.Sprintf("m0: %d\nfiller\nm1: %d\nfiller\nfiller\nhand-0\nhand-1\n", n[0], n[1])
-	if got := read(t, r, "a.md"); got != want {
-		t.Fatalf("HEAD's a.md = %q, want %q", got, want)
-	}
-	if got := readDisk(t, dir, "a.md"); got != want {
-		t.Fatalf("worktree a.md = %q, want %q", got, want)
-	}
-	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
-		t.Fatalf("git status:\n%s", st)
-	}
-	gittest.Fsck(t, dir)
+	wantEverywhere(t, r, dir, "a.md", fmt.Sprintf("m0: %d\nfiller\nm1: %d\nfiller\nfiller\nhand-0\nhand-1\n", n[0], n[1]))
 }
 
 // git reset --hard HEAD~5 while serve holds the writer lock (under load
@@ -483,13 +473,7 @@ func TestAdoptPublishedTheInstantItIsQueuedWritesItsMerge(t *testing.T) {
 		followed++
 	}})
 	keepWriterLock(t, r)
-	write(t, r, "t1", "a.md", "one\ntwo\n")
-	settle(t, r)
-	r.disk.hold() // the worktree has not caught up yet
-	write(t, r, "t2", "a.md", "ONE\ntwo\n")
-	appendHand(t, dir, "a.md", "by hand")
-	r.disk.mu.Unlock()
-	settle(t, r) // kept, to be merged
+	changeBehindTheWorktree(t, r, func() { appendHand(t, dir, "a.md", "by hand") }) // kept, to be merged
 	if _, err := r.Adopt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -497,12 +481,18 @@ func TestAdoptPublishedTheInstantItIsQueuedWritesItsMerge(t *testing.T) {
 	if followed != 1 {
 		t.Fatalf("the hook ran %d times", followed)
 	}
-	want := "ONE\ntwo\nby hand\n"
-	if got := read(t, r, "a.md"); got != want {
-		t.Fatalf("HEAD's a.md = %q, want %q", got, want)
+	wantEverywhere(t, r, dir, "a.md", "ONE\ntwo\nby hand\n")
+}
+
+// wantEverywhere fails the test unless HEAD and the worktree hold want at
+// the memory path p, git status is clean and git fsck --strict too.
+func wantEverywhere(t *testing.T, r *Repo, dir, p, want string) {
+	t.Helper()
+	if got := read(t, r, p); got != want {
+		t.Fatalf("HEAD's %s = %q, want %q", p, got, want)
 	}
-	if got := readDisk(t, dir, "a.md"); got != want {
-		t.Fatalf("worktree a.md = %q, want %q", got, want)
+	if got := readDisk(t, dir, p); got != want {
+		t.Fatalf("worktree %s = %q, want %q", p, got, want)
 	}
 	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)

@@ -34,33 +34,30 @@ func TestHandEditBeforeAWriteStaysInPlace(t *testing.T) {
 			t.Parallel()
 			r, dir := newRepo(t)
 			keepWriterLock(t, r)
-			write(t, r, "t1", "a.md", "one\ntwo\n")
-			settle(t, r)
-			r.disk.hold() // the worktree has not caught up yet
-			write(t, r, "t2", "a.md", "ONE\ntwo\n")
 			// The edit lands after the materialiser's look for hand edits
 			// (keepHandEdits), before it writes the file.
 			var f *os.File
 			var once sync.Once
-			r.objects.st.Env.SetFault(func(step, p string) error {
-				if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
-					once.Do(func() {
-						if !open {
-							appendHand(t, dir, "a.md", "by hand")
-							return
-						}
-						var err error
-						if f, err = os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_WRONLY|os.O_APPEND, 0); err != nil {
-							t.Error(err)
-						}
-					})
-				}
-				return nil
-			})
 			defer r.objects.st.Env.SetFault(nil)
-			moves := watchMoves(t, filepath.Join(dir, "memories"), "a.md")
-			r.disk.mu.Unlock()
-			settle(t, r)
+			var moves func() int
+			changeBehindTheWorktree(t, r, func() {
+				r.objects.st.Env.SetFault(func(step, p string) error {
+					if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
+						once.Do(func() {
+							if !open {
+								appendHand(t, dir, "a.md", "by hand")
+								return
+							}
+							var err error
+							if f, err = os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_WRONLY|os.O_APPEND, 0); err != nil {
+								t.Error(err)
+							}
+						})
+					}
+					return nil
+				})
+				moves = watchMoves(t, filepath.Join(dir, "memories"), "a.md")
+			})
 			if n := moves(); n > 0 {
 				t.Errorf("the file edited by hand was replaced %d time(s) while gitmem wrote its change", n/2)
 			}

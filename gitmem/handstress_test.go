@@ -192,6 +192,20 @@ func appendHand(t *testing.T, dir, p, line string) {
 	}
 }
 
+// changeBehindTheWorktree writes a.md as "one\ntwo\n", then as
+// "ONE\ntwo\n" while the worktree has not caught up (the disk lock
+// held), runs meanwhile then, and lets the worktree follow.
+func changeBehindTheWorktree(t *testing.T, r *Repo, meanwhile func()) {
+	t.Helper()
+	write(t, r, "t1", "a.md", "one\ntwo\n")
+	settle(t, r)
+	r.disk.hold()
+	write(t, r, "t2", "a.md", "ONE\ntwo\n")
+	meanwhile()
+	r.disk.mu.Unlock()
+	settle(t, r)
+}
+
 // A hand edit of a file an adopt has just read and merged (the edit kept
 // from before an acknowledged change): the merge gitmem writes must not
 // replace a second edit made after the read.
@@ -199,13 +213,7 @@ func TestHandEditAfterAnAdoptReadIsKept(t *testing.T) {
 	t.Parallel()
 	r, dir := newRepo(t)
 	keepWriterLock(t, r)
-	write(t, r, "t1", "a.md", "one\ntwo\n")
-	settle(t, r)
-	r.disk.hold() // the worktree has not caught up yet
-	write(t, r, "t2", "a.md", "ONE\ntwo\n")
-	appendHand(t, dir, "a.md", "first by hand")
-	r.disk.mu.Unlock()
-	settle(t, r) // kept, to be merged
+	changeBehindTheWorktree(t, r, func() { appendHand(t, dir, "a.md", "first by hand") }) // kept, to be merged
 	r.disk.hold()
 	if _, err := r.Adopt(context.Background()); err != nil { // reads the file, merges
 		t.Fatal(err)
