@@ -499,3 +499,54 @@ func wantEverywhere(t *testing.T, r *Repo, dir, p, want string) {
 	}
 	gittest.Fsck(t, dir)
 }
+
+// An adopt takes a hand edit kept from an acknowledged change, merged;
+// the program that made the edit writes to the file again right after the
+// adopt read it; and the adopt's commit is published, and the worktree
+// follows it, the instant it is queued (the hook does all three then).
+// The follow keeps the new edit, made on what the adopt read. That read
+// is its base: noted before the adopt had dropped the older edit's base,
+// it was not noted at all (the older one stood), and the adopt then
+// dropped the older one. Without a base, the edit was taken as it is at
+// the next start, and the model's change the adopt had merged was undone
+// (and a model change in between noted a version the worktree never held
+// as its base: the conflicts of an old value with the model's latest in
+// TestTruncatingHandEditsBesideTheModel).
+func TestEditAfterAnAdoptReadKeepsTheReadAsItsBase(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	var r *Repo
+	ran := false
+	opt := testOptions(t)
+	opt.hooks = &testHooks{adopted: func(p *prepared) {
+		if r == nil || ran {
+			return // the first commit, made by Init; Close's adopt
+		}
+		ran = true
+		appendHand(t, dir, "a.md", "second by hand")
+		if err := r.committer.durable(p); err != nil {
+			t.Error(err)
+		}
+		if err := r.materialize(); err != nil {
+			t.Error(err)
+		}
+	}}
+	r, _, err := Init(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changeBehindTheWorktree(t, r, func() { appendHand(t, dir, "a.md", "by hand") }) // kept, to be merged
+	if _, err := r.Adopt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opt.hooks = nil
+	if r, err = Open(context.Background(), dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	settle(t, r)
+	wantEverywhere(t, r, dir, "a.md", "ONE\ntwo\nby hand\nsecond by hand\n")
+}

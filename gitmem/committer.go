@@ -19,7 +19,7 @@ type prepared struct {
 	rec          histRec
 	id           string
 	merged       map[string]plumbing.Hash // tool_use ids of the commits a merge or fast-forward brings (share.go)
-	read         map[string][]byte        // an adopt's: the worktree files it read (repository paths), before any merge
+	adopt        *adoptNote               // an adopt's: what it read and took (nil: no adopt)
 	commit       Commit
 	done         bool // published (durable)
 	// plain: tree is its parent's with only paths changed (a
@@ -131,7 +131,7 @@ func (c *committer) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	_, body, trailers := parseMessage(msg)
 	subject := oneLine(meta.Subject)
 	p := &prepared{hash: h, parent: tx.head, tree: tx.root, objs: objs, id: meta.ID(), merged: tx.mergedIDs,
-		read: tx.read, rec: newRec(h, parents, when, author, subject, trailers)}
+		adopt: tx.adopt, rec: newRec(h, parents, when, author, subject, trailers)}
 	diffNodes(lookup(tx.base, memDir), lookup(tx.root, memDir), "", p.rec.change)
 	p.rec.sortPaths()
 	if tx.mirror {

@@ -238,30 +238,30 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	if err := r.mirror.buildAdopt(drift, first, a, r.objects.readBlob); err != nil {
 		return nil, err
 	}
-	a.tx.read = a.read // the commit carries it once queued
+	// The commit takes every one of them as the worktree holds it
+	// (merged or not): a base noted for an earlier hand edit is history
+	// now, and merging a later edit from it would make conflicts of lines
+	// this commit already has. The mirror is told so as the commit is
+	// queued (repairs.inFlight), before the worktree may follow it: a
+	// later edit its follow keeps is made on what the adopt read.
+	note := &adoptNote{read: a.read, shows: map[string]shown{}}
+	for _, rel := range drift {
+		if !a.later[rel] {
+			note.taken = append(note.taken, full(rel))
+		}
+	}
+	now := time.Now()
+	for q, data := range a.read { // what a later edit of it is made on
+		v := shown{handBase: handBase{hash: plumbing.ComputeHash(plumbing.BlobObject, data)}, at: now}
+		if n := lookup(a.tx.root, q); !n.isFile() || n.hash != v.hash {
+			v.text = data // merged: no blob of the repository's
+		}
+		note.shows[q[len(memDir)+1:]] = v
+	}
+	a.tx.adopt = note
 	p, err := r.prepare(a.tx, a.meta)
 	if err == nil {
 		r.opt.hooks.atAdopted(p)
-		// The commit takes every one of them as the worktree holds it
-		// (merged or not): a base noted for an earlier hand edit is
-		// history now, and merging a later edit from it would make
-		// conflicts of lines this commit already has.
-		now := time.Now()
-		var taken []string
-		for _, rel := range drift {
-			if !a.later[rel] {
-				taken = append(taken, full(rel))
-			}
-		}
-		shows := map[string]shown{}
-		for q, data := range a.read { // what a later edit of it is made on
-			v := shown{handBase: handBase{hash: plumbing.ComputeHash(plumbing.BlobObject, data)}, at: now}
-			if n := lookup(p.tree, q); !n.isFile() || n.hash != v.hash {
-				v.text = data // merged: no blob of the repository's
-			}
-			shows[q[len(memDir)+1:]] = v
-		}
-		r.mirror.repairs.adopted(taken, shows)
 	}
 	return p, err
 }

@@ -127,7 +127,7 @@ func (r *Repo) ownVersionsOf(items []*prepared, prevHead plumbing.Hash, prev *no
 		v.always = append(v.always, len(items)+1)
 	}
 	for j, p := range items {
-		if p.read != nil {
+		if p.adopt != nil {
 			v.adopts = append(v.adopts, p)
 		}
 		if j == 0 || !p.plain || p.parent != items[j-1].hash {
@@ -162,7 +162,7 @@ func (v *ownVersions) files(q string) *ownFiles {
 		add(v.at[a])
 	}
 	for _, p := range v.adopts { // what adopts read is gitmem's to replace, nothing later
-		if data, ok := p.read[q]; ok {
+		if data, ok := p.adopt.read[q]; ok {
 			h := plumbing.ComputeHash(plumbing.BlobObject, data)
 			of.hashes[h], of.texts[h] = true, data
 			of.lastRead = h

@@ -46,12 +46,25 @@ func newRepairs() *repairs {
 
 // inFlight notes that p, not yet materialised, changes its paths: no
 // hand edit is looked for there until it is (committer's pathsInFlight).
+// An adopt's commit is noted as taken (adopted) here, as it is queued:
+// its group may be published, and the worktree follow it, at once.
 func (rp *repairs) inFlight(p *prepared) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	for _, q := range p.paths {
 		rp.inflight.add(q)
 	}
+	if p.adopt != nil {
+		rp.adopted(p.adopt)
+	}
+}
+
+// adoptNote is what an adopt commit read and took, for the worktree's
+// follow (read) and the mirror's notes (repairs.adopted).
+type adoptNote struct {
+	read  map[string][]byte // the worktree files it read (repository paths), before any merge
+	taken []string          // the hand edits it takes (repository paths)
+	shows map[string]shown  // by path under memories/: what a later edit of each file it read is made on
 }
 
 // droppedPaths notes that ps were dropped: they never reach the
@@ -328,16 +341,14 @@ func (rp *repairs) baseOf(p string) (base handBase, kept bool, seen []shown) {
 	return base, kept, slices.Clone(rp.seen[p[len(memDir)+1:]])
 }
 
-// adopted notes an adopt commit: the hand edits at taken are history
-// now (their bases are dropped), and read (by path under memories/) is
-// the version a later edit of each file it read is made on.
-func (rp *repairs) adopted(taken []string, read map[string]shown) {
-	rp.mu.Lock()
-	defer rp.mu.Unlock()
-	for _, q := range taken {
+// adopted notes an adopt commit: the hand edits it took are history now
+// (their bases are dropped), and what it read is the version a later
+// edit of each file is made on. Called with mu held.
+func (rp *repairs) adopted(a *adoptNote) {
+	for _, q := range a.taken {
 		delete(rp.handBase, q)
 	}
-	for rel, v := range read {
+	for rel, v := range a.shows {
 		rp.seen[rel] = []shown{v}
 	}
 }

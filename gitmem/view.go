@@ -153,13 +153,11 @@ type Tx struct {
 	ff        plumbing.Hash
 	mergedIDs map[string]plumbing.Hash
 	ops       []op
-	trailers  []Trailer // set in the commit message by SetTrailer
-	extra     []Trailer // appended to the commit message by AddTrailer
-	subject   string    // replaces the Meta's subject when set
-	mirror    bool      // apply to the worktree after the commit
-	// An adopt's: the worktree files it read (repository paths), for the
-	// commit (prepared.read) before it is queued: the follow may come at once.
-	read map[string][]byte
+	trailers  []Trailer  // set in the commit message by SetTrailer
+	extra     []Trailer  // appended to the commit message by AddTrailer
+	subject   string     // replaces the Meta's subject when set
+	mirror    bool       // apply to the worktree after the commit
+	adopt     *adoptNote // an adopt's, for its commit (prepared.adopt)
 }
 
 // SetSubject replaces the commit's subject, for changes whose subject
