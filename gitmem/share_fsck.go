@@ -13,7 +13,8 @@ import (
 // fails git fsck --strict (a tree entry named .git, a bad date, a
 // .gitmodules with an option for a URL: gitdir.CheckTree and its
 // siblings, the checks gitmem fsck makes), as git's transfer.fsckObjects
-// does: every object of the packs it wrote is checked. Once such an
+// does: every object of the packs it wrote is checked, each pack read
+// once in the order it is stored (gd.WalkPack). Once such an
 // object is in the repository, git fsck --strict fails for good, reachable
 // or not. The error names the first commit of the fetched branch that
 // holds it (or the object, when no commit of it does); the caller removes
@@ -23,15 +24,9 @@ func (s *link) checkReceived(packs []plumbing.Hash, tip plumbing.Hash) error {
 	kind := map[plumbing.Hash]plumbing.ObjectType{}
 	special := map[plumbing.Hash]string{}
 	for _, p := range packs {
-		hs, err := gd.PackHashes(gd.PackIndexPath(s.gitDir, p))
-		if err != nil {
-			return wrap("read what the remote sent", err)
-		}
-		for _, h := range hs {
-			t, data, err := s.st.ReadObject(h)
-			if err != nil {
-				return wrap("read what the remote sent", err)
-			}
+		// Each pack read once, as it is stored; a blob is read only when
+		// a tree names it as a special file (below).
+		err := s.st.WalkPack(p, func(t plumbing.ObjectType) bool { return t != plumbing.BlobObject }, func(h plumbing.Hash, t plumbing.ObjectType, data []byte) error {
 			var ps []gd.ObjectProblem
 			switch t {
 			case plumbing.TreeObject:
@@ -44,6 +39,10 @@ func (s *link) checkReceived(packs []plumbing.Hash, tip plumbing.Hash) error {
 			if len(ps) > 0 {
 				bad[h], kind[h] = ps[0], t
 			}
+			return nil
+		})
+		if err != nil {
+			return wrap("read what the remote sent", err)
 		}
 	}
 	for b, file := range special {
