@@ -542,6 +542,10 @@ func atEnd(zr io.Reader) error {
 	return errors.New("the object's stream does not end")
 }
 
+// inflations counts the zlib streams the process began to inflate (for
+// tests).
+var inflations atomic.Int64
+
 // inflaters and readers are reused: a zlib reader allocates tens of KiB,
 // and reading a long history reads hundreds of thousands of objects.
 var (
@@ -552,6 +556,7 @@ var (
 // inflater is a zlib reader of r, the pool's when it has one: give it
 // back with inflaters.Put.
 func inflater(r io.Reader) (io.ReadCloser, error) {
+	inflations.Add(1)
 	if zr, ok := inflaters.Get().(io.ReadCloser); ok {
 		return zr, zr.(zlib.Resetter).Reset(r, nil)
 	}

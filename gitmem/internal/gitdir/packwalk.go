@@ -90,7 +90,7 @@ type walkEntry struct {
 	body     []byte              // the zlib stream
 	size     int64               // the header's
 	base     int                 // a delta's base, by rank; -1: outside the pack
-	ext      plumbing.Hash       // a REF_DELTA's base outside the pack
+	ext      plumbing.Hash       // a REF_DELTA's base, when outside the pack (or, indexing, not found yet)
 	extData  []byte              // that base's content, once read
 	children int                 // deltas of it not rebuilt yet
 	data     []byte              // its content, kept while children > 0
@@ -177,6 +177,22 @@ func (w *packWalk) typeOf(k, depth int) (plumbing.ObjectType, error) {
 	return t, nil
 }
 
+// grounded reports whether the delta chain of the entry at rank k ends
+// at a whole entry of the pack (every base found).
+func (w *packWalk) grounded(k int) bool {
+	for depth := 0; depth <= maxDeltaDepth; depth++ {
+		e := &w.es[k]
+		switch {
+		case !e.kind.IsDelta():
+			return true
+		case e.base < 0:
+			return false
+		}
+		k = e.base
+	}
+	return false
+}
+
 // content returns the content of the object at rank k, rebuilding a
 // delta from its base, and keeps it while deltas of it are left.
 func (w *packWalk) content(k, depth int) ([]byte, error) {
@@ -187,7 +203,9 @@ func (w *packWalk) content(k, depth int) ([]byte, error) {
 	if depth > maxDeltaDepth {
 		return nil, errors.New("delta chain too long")
 	}
-	w.s.decoded.Add(1)
+	if w.s != nil {
+		w.s.decoded.Add(1)
+	}
 	obj, err := inflate(bytes.NewReader(e.body), e.size)
 	if err != nil {
 		return nil, err

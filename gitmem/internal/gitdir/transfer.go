@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,8 +15,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/klauspost/compress/zlib"
 )
 
@@ -265,39 +264,174 @@ func (s *Store) EncodePack(w io.Writer, hashes []plumbing.Hash) error {
 	return err
 }
 
-// indexPack reads the pack in f and returns its checksum and entries.
+// indexPack reads the pack in f (all a remote sent) and returns its
+// checksum and entries, checking it as git index-pack does: the pack's
+// checksum, each entry's zlib stream ending where the next entry begins
+// (the last where the checksum does), each object's size, every delta's
+// base in the pack (no thin pack: a REF_DELTA's base found by its hash,
+// an OFS_DELTA's at an entry's start before it). Each object is inflated
+// as it is read, a whole one into its hash; then each delta is rebuilt,
+// in the order they are stored, from a base kept only until its last
+// delta is (packWalk), and hashed. go-git's parser, used before, read and
+// inflated each whole object twice and rebuilt each delta twice, for 28%
+// of the CPU of a pull of 10,000 commits through git daemon.
 func indexPack(f *os.File) (plumbing.Hash, []packEntry, error) {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	w := &idxfile.Writer{}
-	p, err := packfile.NewParser(packfile.NewScanner(f), w)
+	data, unmap, err := mapFile(f.Name())
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	sum, err := p.Parse()
-	if err != nil {
-		return plumbing.ZeroHash, nil, err
+	defer unmap()
+	bad := func(format string, a ...any) (plumbing.Hash, []packEntry, error) {
+		return plumbing.ZeroHash, nil, fmt.Errorf("the remote sent a malformed pack: "+format, a...)
 	}
-	idx, err := w.Index()
-	if err != nil {
-		return plumbing.ZeroHash, nil, err
+	if len(data) < 12+20 || string(data[:4]) != "PACK" {
+		return bad("no pack header")
 	}
-	iter, err := idx.Entries()
-	if err != nil {
-		return plumbing.ZeroHash, nil, err
+	if v := binary.BigEndian.Uint32(data[4:]); v != 2 && v != 3 {
+		return bad("version %d", v)
 	}
-	defer iter.Close()
-	var out []packEntry
-	for {
-		e, err := iter.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	end := int64(len(data)) - 20
+	n := int64(binary.BigEndian.Uint32(data[8:]))
+	if n > (end-12)/8 { // an entry is at least a byte of header and a 7-byte zlib stream
+		return bad("%d objects in %d bytes", n, end)
+	}
+	var sum plumbing.Hash
+	if sum = plumbing.Hash(sha1.Sum(data[:end])); !bytes.Equal(sum[:], data[end:]) {
+		return bad("its checksum does not match")
+	}
+	w := &packWalk{data: data, es: make([]walkEntry, n)}
+	out := make([]packEntry, n)
+	rank := make(map[int64]int, n)
+	buf := make([]byte, 32<<10)
+	off := int64(12)
+	for k := range w.es {
+		if off >= end {
+			return bad("it ends before its %d objects", n)
 		}
+		r := bytes.NewReader(data[off:end])
+		t, size, err := entryHeader(r)
 		if err != nil {
-			return plumbing.ZeroHash, nil, err
+			return bad("an entry at %d: %v", off, err)
 		}
-		out = append(out, packEntry{hash: e.Hash, off: int64(e.Offset), crc: e.CRC32})
+		e := &w.es[k]
+		e.kind, e.size, e.base = t, size, -1
+		switch t {
+		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+			e.t = t
+		case plumbing.OFSDeltaObject:
+			neg, err := ofsOffset(r)
+			b, ok := rank[off-neg]
+			if err != nil || !ok {
+				return bad("the delta at %d has no base", off)
+			}
+			e.base = b
+			w.es[b].children++
+		case plumbing.REFDeltaObject:
+			if _, err := io.ReadFull(r, e.ext[:]); err != nil {
+				return bad("the delta at %d: %v", off, err)
+			}
+		default:
+			return bad("an entry of unknown type %d", t)
+		}
+		if size > maxObjectBytes {
+			return bad("an object of %d bytes", size)
+		}
+		at := end - int64(r.Len())
+		zr, err := inflater(r)
+		if err != nil {
+			return bad("the entry at %d: %v", off, err)
+		}
+		var h plumbing.Hasher
+		var into io.Writer = io.Discard
+		if e.t != 0 {
+			h = plumbing.NewHasher(t, size)
+			into = h
+		}
+		m, err := io.CopyBuffer(into, io.LimitReader(zr, size), buf)
+		if err == nil && m != size {
+			err = io.ErrUnexpectedEOF
+		}
+		if err == nil {
+			err = atEnd(zr)
+		}
+		inflaters.Put(zr)
+		if err != nil {
+			return bad("the entry at %d: %v", off, err)
+		}
+		next := end - int64(r.Len())
+		e.body = data[at:next]
+		out[k] = packEntry{off: off, crc: crc32.ChecksumIEEE(data[off:next])}
+		if e.t != 0 {
+			out[k].hash = h.Sum()
+			e.done = true
+		}
+		rank[off] = k
+		off = next
+	}
+	if off != end {
+		return bad("%d bytes after its last object", end-off)
+	}
+	// The deltas, in the order they are stored; a REF_DELTA's base may be
+	// a delta, whose hash is known once it is rebuilt (then the ones
+	// stored before it take another round).
+	byHash := make(map[plumbing.Hash]int, n)
+	waiting := map[plumbing.Hash][]int{}
+	var deltas []int
+	for k := range w.es {
+		if w.es[k].t != 0 {
+			byHash[out[k].hash] = k
+		} else {
+			deltas = append(deltas, k)
+		}
+	}
+	link := func(k, base int) {
+		w.es[k].base = base
+		w.es[base].children++
+	}
+	for _, k := range deltas {
+		if e := &w.es[k]; e.kind == plumbing.REFDeltaObject {
+			if b, ok := byHash[e.ext]; ok {
+				link(k, b)
+			} else {
+				waiting[e.ext] = append(waiting[e.ext], k)
+			}
+		}
+	}
+	for len(deltas) > 0 {
+		var left []int
+		for _, k := range deltas {
+			if !w.grounded(k) {
+				left = append(left, k)
+				continue
+			}
+			t, err := w.typeOf(k, 0)
+			if err != nil {
+				return bad("the delta at %d: %v", out[k].off, err)
+			}
+			obj, err := w.content(k, 0)
+			if err != nil {
+				return bad("the delta at %d: %v", out[k].off, err)
+			}
+			h := plumbing.ComputeHash(t, obj)
+			out[k].hash = h
+			if _, ok := byHash[h]; !ok {
+				byHash[h] = k
+				for _, j := range waiting[h] {
+					link(j, k)
+				}
+				delete(waiting, h)
+			}
+			e := &w.es[k]
+			if e.done = true; e.children == 0 {
+				e.data = nil
+			} else if e.data == nil {
+				e.data = obj // for deltas of it linked just now
+			}
+		}
+		if len(left) == len(deltas) {
+			return bad("the base of the delta at %d is not in it", out[left[0]].off)
+		}
+		deltas = left
 	}
 	return sum, out, nil
 }
