@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -26,7 +27,7 @@ import (
 // rebuilt from its base: read earlier in the walk, or later (a REF_DELTA
 // may name an entry after it), or outside the pack. A malformed entry is
 // an error, as ReadObject's.
-func (s *Store) WalkPack(pack plumbing.Hash, whole func(plumbing.ObjectType) bool, fn func(h plumbing.Hash, t plumbing.ObjectType, data []byte) error) error {
+func (s *Store) WalkPack(pack plumbing.Hash, whole func(plumbing.ObjectType) bool, fn func(h plumbing.Hash, t plumbing.ObjectType, data []byte) error) (err error) {
 	var p *packIdx
 	for _, q := range s.packs.list() {
 		if q.hash == pack {
@@ -44,6 +45,12 @@ func (s *Store) WalkPack(pack plumbing.Hash, whole func(plumbing.ObjectType) boo
 		return err
 	}
 	defer unmap()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if ferr := faultError(recover()); ferr != nil {
+			err = ferr
+		}
+	}()
 	if int64(len(data)) < p.packEnd {
 		return fmt.Errorf("the pack %s is shorter than its index says", pack)
 	}

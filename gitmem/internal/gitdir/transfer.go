@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -275,12 +276,18 @@ func (s *Store) EncodePack(w io.Writer, hashes []plumbing.Hash) error {
 // delta is (packWalk), and hashed. go-git's parser, used before, read and
 // inflated each whole object twice and rebuilt each delta twice, for 28%
 // of the CPU of a pull of 10,000 commits through git daemon.
-func indexPack(f *os.File) (plumbing.Hash, []packEntry, error) {
+func indexPack(f *os.File) (_ plumbing.Hash, _ []packEntry, err error) {
 	data, unmap, err := mapFile(f.Name())
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
 	defer unmap()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if ferr := faultError(recover()); ferr != nil {
+			err = ferr
+		}
+	}()
 	bad := func(format string, a ...any) (plumbing.Hash, []packEntry, error) {
 		return plumbing.ZeroHash, nil, fmt.Errorf("the remote sent a malformed pack: "+format, a...)
 	}
