@@ -104,8 +104,8 @@ func (s *Store) Missing(objs []Object) []Object {
 // Receive stores the objects of a pack stream (from a remote) durably, as
 // a pack, and returns how many there were. More than limit bytes is an
 // error (*TooLargeError) and stores nothing. The stream is written to a
-// temporary file, then indexed by go-git's parser (which checks every
-// object, resolves deltas within the pack, and checks the checksum).
+// temporary file, then indexed (indexPack: every object hashed, every
+// delta rebuilt from a base in the pack, the checksum checked).
 func (s *Store) Receive(r io.Reader, limit int64) (int, error) {
 	lr := &limited{r: r, limit: limit}
 	var head [12]byte
