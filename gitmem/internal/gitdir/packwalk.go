@@ -122,37 +122,27 @@ func (w *packWalk) headers() error {
 			return fmt.Errorf("an entry at %d beyond the pack's end", offs[k])
 		}
 		r := bytes.NewReader(w.data[offs[k]:end])
-		t, size, err := entryHeader(r)
+		t, size, back, bh, err := entryStart(r)
 		if err != nil {
-			return err
+			return fmt.Errorf("the entry at %d: %w", offs[k], err)
 		}
 		e := &w.es[k]
 		e.kind, e.size, e.base = t, size, -1
 		switch t {
-		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
-			e.t = t
 		case plumbing.OFSDeltaObject:
-			neg, err := ofsOffset(r)
-			if err != nil {
-				return err
-			}
-			b, ok := rank(offs[k] - neg)
+			b, ok := rank(offs[k] - back)
 			if !ok || b >= k {
-				return fmt.Errorf("the delta at %d has no base at %d", offs[k], offs[k]-neg)
+				return fmt.Errorf("the delta at %d has no base at %d", offs[k], offs[k]-back)
 			}
 			e.base = b
 		case plumbing.REFDeltaObject:
-			var bh plumbing.Hash
-			if _, err := io.ReadFull(r, bh[:]); err != nil {
-				return err
-			}
 			if i, ok := p.position(bh); ok {
 				e.base, _ = rank(p.offset(i))
 			} else {
 				e.ext = bh
 			}
 		default:
-			return fmt.Errorf("unknown pack entry type %d", t)
+			e.t = t
 		}
 		if e.base >= 0 {
 			w.es[e.base].children++
@@ -160,6 +150,24 @@ func (w *packWalk) headers() error {
 		e.body = w.data[offs[k]+int64(r.Size())-int64(r.Len()) : end]
 	}
 	return nil
+}
+
+// entryStart reads the start of a pack entry: its type and size, and an
+// OFS_DELTA's distance back to its base or a REF_DELTA's base.
+func entryStart(r *bytes.Reader) (t plumbing.ObjectType, size, back int64, base plumbing.Hash, err error) {
+	if t, size, err = entryHeader(r); err != nil {
+		return
+	}
+	switch t {
+	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+	case plumbing.OFSDeltaObject:
+		back, err = ofsOffset(r)
+	case plumbing.REFDeltaObject:
+		_, err = io.ReadFull(r, base[:])
+	default:
+		err = fmt.Errorf("unknown pack entry type %d", t)
+	}
+	return
 }
 
 // typeOf returns the type of the object at rank k: a delta's is its

@@ -316,29 +316,24 @@ func indexPack(f *os.File) (_ plumbing.Hash, _ []packEntry, err error) {
 			return bad("it ends before its %d objects", n)
 		}
 		r := bytes.NewReader(data[off:end])
-		t, size, err := entryHeader(r)
+		t, size, back, bh, err := entryStart(r)
 		if err != nil {
-			return bad("an entry at %d: %v", off, err)
+			return bad("the entry at %d: %v", off, err)
 		}
 		e := &w.es[k]
 		e.kind, e.size, e.base = t, size, -1
 		switch t {
-		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
-			e.t = t
 		case plumbing.OFSDeltaObject:
-			neg, err := ofsOffset(r)
-			b, ok := rank[off-neg]
-			if err != nil || !ok {
+			b, ok := rank[off-back]
+			if !ok {
 				return bad("the delta at %d has no base", off)
 			}
 			e.base = b
 			w.es[b].children++
 		case plumbing.REFDeltaObject:
-			if _, err := io.ReadFull(r, e.ext[:]); err != nil {
-				return bad("the delta at %d: %v", off, err)
-			}
+			e.ext = bh
 		default:
-			return bad("an entry of unknown type %d", t)
+			e.t = t
 		}
 		if size > maxObjectBytes {
 			return bad("an object of %d bytes", size)
