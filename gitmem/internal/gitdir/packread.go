@@ -542,9 +542,10 @@ func atEnd(zr io.Reader) error {
 	return errors.New("the object's stream does not end")
 }
 
-// inflations counts the zlib streams the process began to inflate (for
-// tests).
-var inflations atomic.Int64
+// inflations counts the zlib streams the process began to inflate, and
+// inflatersMade the zlib readers it made for them, the pool being empty
+// (for tests).
+var inflations, inflatersMade atomic.Int64
 
 // inflaters and readers are reused: a zlib reader allocates tens of KiB,
 // and reading a long history reads hundreds of thousands of objects.
@@ -560,6 +561,7 @@ func inflater(r io.Reader) (io.ReadCloser, error) {
 	if zr, ok := inflaters.Get().(io.ReadCloser); ok {
 		return zr, zr.(zlib.Resetter).Reset(r, nil)
 	}
+	inflatersMade.Add(1)
 	return zlib.NewReader(r)
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -93,7 +92,7 @@ func mustGlob(t *testing.T, pattern string) string {
 // the pool, as a read does: a local fetch asks the size of every object
 // it copies, and a new zlib reader each time (about 40 KiB) was half of
 // that and a tenth of a merging pull's samples (issue 25). Not parallel:
-// it counts the bytes the process allocates.
+// it counts the zlib readers the process makes.
 func TestSizeOfADeltaAllocatesNoInflater(t *testing.T) {
 	_, gitDir := gitInit(t)
 	var objs []Object
@@ -122,14 +121,15 @@ func TestSizeOfADeltaAllocatesNoInflater(t *testing.T) {
 		}
 	}
 	size() // the pack opened, the pool filled
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
 	const rounds = 20
+	calls := int64(rounds * (len(objs) - 1))
+	before := inflatersMade.Load()
 	for range rounds {
 		size()
 	}
-	runtime.ReadMemStats(&after)
-	if per := (after.TotalAlloc - before.TotalAlloc) / (rounds * uint64(len(objs)-1)); per > 4<<10 {
-		t.Errorf("a Size of a delta allocated %d bytes, want at most 4 KiB (no zlib reader of its own)", per)
+	// Under -race sync.Pool drops a quarter of what is put back, at
+	// random: half leaves room for that, and fails a reader made per call.
+	if made := inflatersMade.Load() - before; made > calls/2 {
+		t.Errorf("%d Sizes of a delta made %d zlib readers, want at most %d: each takes the pool's", calls, made, calls/2)
 	}
 }
