@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
@@ -22,6 +23,7 @@ type logFiles struct {
 	files    [2]*gd.WAL // nil before open and after close
 	active   int        // the file appends go to
 	draining int        // the file a failed checkpoint switched from, which still holds changes; -1 if none
+	began    time.Time  // when the file appends go to took its first record since it was emptied
 	bytes    atomic.Int64
 }
 
@@ -43,6 +45,9 @@ func (a appending) end() { a.l.mu.Unlock() }
 func (a appending) append(recs []gd.WALRecord) (full bool, err error) {
 	l := a.l
 	w := l.files[l.active]
+	if w.Len() == 0 {
+		l.began = time.Now()
+	}
 	err = w.Append(recs)
 	l.noteBytes()
 	return err == nil && w.Len() > checkpointBytes, err
@@ -165,9 +170,10 @@ func (l *logFiles) empty() error {
 
 // growSpare makes the file appends do not go to large enough for a
 // second of load, once the one they go to has taken spareAt bytes
-// (prepareSpareLog says why). Called with the disk lock held (dt): the
-// spare's size changes under it alone, and whoever reads it holds it
-// (the checkpoint, close, scrub) or is the maintenance loop.
+// (prepareSpareLog says why): spareWant of what that one took since it
+// was emptied. Called with the disk lock held (dt): the spare's size
+// changes under it alone, and whoever reads it holds it (the checkpoint,
+// close, scrub) or is the maintenance loop.
 func (l *logFiles) growSpare(_ diskTurn, gitDir string) error {
 	l.mu.Lock()
 	var cur, spare *gd.WAL
@@ -178,14 +184,28 @@ func (l *logFiles) growSpare(_ diskTurn, gitDir string) error {
 		l.mu.Unlock()
 		return nil
 	}
-	want := max(int64(spareCap), cur.Cap())
+	want := spareWant(cur.Len(), time.Since(l.began))
 	l.mu.Unlock()
-	// Not on a file system short of space: the calls' own writes come
-	// first (a log file that must grow still grows, as it needs).
-	if spare.Cap() < want && gd.FreeSpace(gitDir) >= 16*(want-spare.Cap()) {
+	// Grown when it takes less than half of that (a few times as a load
+	// rises, not at every poll). Not on a file system short of space: the
+	// calls' own writes come first (a log file that must grow still
+	// grows, as it needs).
+	if spare.Cap() < want/2 && gd.FreeSpace(gitDir) >= 16*(want-spare.Cap()) {
 		return spare.GrowTo(want)
 	}
 	return nil
+}
+
+// spareWant is how many bytes the spare log file is to take when the one
+// appends go to took n in d since it was emptied: twice what a
+// checkpoint's second takes at that rate (d counted as at least a tenth
+// of a second: one large record is no rate), at least n, at most
+// spareCap. A store under a light load keeps small files: at spareCap
+// each, 100 stores each wrote 20 MiB of zeros at their first change
+// after a start.
+func spareWant(n int64, d time.Duration) int64 {
+	d = max(d, checkpointEvery/10)
+	return min(max(n, 2*int64(float64(n)*float64(checkpointEvery)/float64(d))), spareCap)
 }
 
 // close closes the log files: they stay on disk, for the next holder of
