@@ -83,6 +83,14 @@ func serveCommand() *cli.Command {
 }
 
 func serve(c *cli.Context) (err error) {
+	// The log's lines go out from a goroutine of their own (logWriter):
+	// a call's answer does not wait for stderr to take them.
+	lw := newLogWriter(c.App.ErrWriter)
+	c.App.ErrWriter = lw
+	defer func() {
+		lw.Close()
+		c.App.ErrWriter = lw.w
+	}()
 	if os.Getenv("GOGC") == "" {
 		// serve's heap is small (trees, the history index) and its
 		// allocation rate high under load: collecting at three times the
