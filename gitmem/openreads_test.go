@@ -270,6 +270,34 @@ func TestResolveAncestorsAsGit(t *testing.T) {
 	}
 }
 
+// What go-git's ResolveRevision skips (a reflog's @{1}, a path after a
+// colon, ^{type}) names nothing: it resolved to the commit before it, and
+// gitmem revert HEAD@{1} reverted HEAD. A full hash of no commit is an
+// unknown revision, not a failed read. Ref names with steps still resolve
+// as git's rev-parse.
+func TestResolveRefusesWhatGitWouldNotResolveSo(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	var last Commit
+	for i := range 3 {
+		last = write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("v%d\n", i))
+	}
+	settle(t, r)
+	blob := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD:memories/a.md"))
+	for _, rev := range []string{"HEAD@{1}", "main@{1}", "HEAD:", last.Hash + ":memories/a.md", last.Hash + "~1:foo",
+		last.Hash + "^{tree}", "HEAD^{commit}", "main~1:a.md", strings.Repeat("0", 40), strings.Repeat("0", 40) + "~1", blob, "HEAD..main", "~1"} {
+		if c, err := r.Resolve(context.Background(), rev); !errors.Is(err, ErrUnknownRev) {
+			t.Errorf("Resolve(%q) = %s, %v; want ErrUnknownRev", rev, c.Hash, err)
+		}
+	}
+	for _, rev := range []string{"main", "main~1", "HEAD^^", "refs/heads/main~2", "@", "@~1"} {
+		want := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", rev))
+		if c, err := r.Resolve(context.Background(), rev); err != nil || c.Hash != want {
+			t.Errorf("Resolve(%q) = %s, %v; git says %s", rev, c.Hash, err, want)
+		}
+	}
+}
+
 // An abbreviated hash names the one commit that begins with it, as git
 // rev-parse says, read from gitmem's own pack indexes and loose objects;
 // it is preferred to a ref of that name, as go-git (what resolved it

@@ -1142,6 +1142,9 @@ func (hr historyReader) commit(rev string) (Commit, error) {
 		return Commit{}, err
 	}
 	c, err := hr.o.st.Commit(h)
+	if err != nil && plumbing.IsHash(rev) {
+		return Commit{}, ErrUnknownRev // a hash the user typed: no commit of this memory
+	}
 	if err != nil {
 		return Commit{}, wrap("read commit", err)
 	}
@@ -1159,6 +1162,9 @@ func (hr historyReader) resolve(rev string) (plumbing.Hash, error) {
 	if h, ok := hr.expandCommit(rev); ok {
 		return h, nil
 	}
+	if !refRevision(rev) {
+		return plumbing.ZeroHash, ErrUnknownRev
+	}
 	repo, err := git.Open(hr.o.st.Storage(), nil)
 	if err != nil {
 		return plumbing.ZeroHash, wrap("open the repository", err)
@@ -1171,6 +1177,31 @@ func (hr historyReader) resolve(rev string) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, ErrUnknownRev
 	}
 	return *h, nil
+}
+
+// refRevision reports whether rev is a form go-git resolves as git does:
+// a ref name (HEAD, main, origin/main, @) or a hash, with ~N and ^N steps
+// after it. go-git's ResolveRevision skips what it does not know
+// (HEAD@{1}, HASH:path, HASH^{tree}) and names the commit before it: a
+// revert of HEAD@{1} reverted HEAD. gitmem names none of those.
+func refRevision(rev string) bool {
+	base := rev
+	if i := strings.IndexAny(rev, "~^"); i >= 0 {
+		if !isAncestrySteps(rev[i:]) {
+			return false
+		}
+		base = rev[:i]
+	}
+	if base == "@" {
+		return true
+	}
+	for i := 0; i < len(base); i++ {
+		c := base[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-' || c == '/') {
+			return false
+		}
+	}
+	return base != "" && !strings.Contains(base, "..")
 }
 
 // resolveAncestor resolves HEAD, a full hash or an abbreviated one
