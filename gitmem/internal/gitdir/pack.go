@@ -336,8 +336,14 @@ func Settle(gitDir string, h plumbing.Hash) error {
 }
 
 func settle(base string) error {
-	if data, err := os.ReadFile(base + ".keep"); err == nil && string(data) != keepNote {
+	data, err := os.ReadFile(base + ".keep")
+	switch {
+	case err == nil && string(data) != keepNote:
 		return nil // Own already, or another program's
+	case errors.Is(err, fs.ErrNotExist):
+		if _, err := os.Lstat(base + ".pack"); errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted meanwhile (a redaction's gc): nothing to keep
+		}
 	}
 	return WriteFileSync(filepath.Dir(base), TmpPackPrefix+"keep_", base+".keep", []byte(ownNote), 0o444)
 }

@@ -438,6 +438,20 @@ func TestPacksAreKeptFromGitForGood(t *testing.T) {
 	if got := ours(); !got[own] || !got[flight] || got[foreign] {
 		t.Errorf("after Settle: %v", got)
 	}
+	// A pack deleted before it was settled (a redaction's full gc runs
+	// before the rewritten history's packs are settled) gets no .keep:
+	// one alone is litter the next start takes for a killed run's.
+	gone, err := s.WritePackFiles([]Object{textBlob("gone\n")}, true, InFlight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	RemovePacks(gitDir, []plumbing.Hash{gone})
+	if err := Settle(gitDir, gone); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-"+gone.String()+".*")); len(m) != 0 {
+		t.Errorf("Settle of a deleted pack left %v", m)
+	}
 	if m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", TmpPackPrefix+"*")); len(m) != 0 {
 		t.Errorf("temporary files left: %v", m)
 	}
