@@ -19,14 +19,24 @@ import (
 // or not. The error names the first commit of the fetched branch that
 // holds it (or the object, when no commit of it does); the caller removes
 // the packs.
+//
+// It refuses them too when they do not connect, as git's connectivity
+// check does: an object they name (a commit's tree or parent, a tree's
+// entry, a tag's target) that they do not hold and the store did not
+// hold already. A server may send such a pack (git daemon does not); a
+// ref on it would leave git fsck --strict and gc failing.
 func (s *link) checkReceived(packs []plumbing.Hash, tip plumbing.Hash) error {
 	bad := map[plumbing.Hash]gd.ObjectProblem{}
 	kind := map[plumbing.Hash]plumbing.ObjectType{}
 	special := map[plumbing.Hash]string{}
+	got, named := map[plumbing.Hash]bool{}, map[plumbing.Hash]naming{}
 	for _, p := range packs {
 		// Each pack read once, as it is stored; a blob is read only when
 		// a tree names it as a special file (below).
 		err := s.st.WalkPack(p, func(t plumbing.ObjectType) bool { return t != plumbing.BlobObject }, func(h plumbing.Hash, t plumbing.ObjectType, data []byte) error {
+			got[h] = true
+			// A malformed object names nothing: the checks below refuse it.
+			_ = gd.ObjectLinks(t, data, func(n plumbing.Hash, nt plumbing.ObjectType) { named[n] = naming{nt, h} })
 			var ps []gd.ObjectProblem
 			switch t {
 			case plumbing.TreeObject:
@@ -53,7 +63,7 @@ func (s *link) checkReceived(packs []plumbing.Hash, tip plumbing.Hash) error {
 		}
 	}
 	if len(bad) == 0 {
-		return nil
+		return s.checkConnected(got, named)
 	}
 	commit, obj, at := s.holder(tip, bad)
 	var what string
@@ -70,8 +80,38 @@ func (s *link) checkReceived(packs []plumbing.Hash, tip plumbing.Hash) error {
 	return &ObjectsRefusedError{fmt.Sprintf("%s git fsck --strict refuses: %s; nothing was fetched (git refuses it too, with transfer.fsckObjects)", what, bad[obj])}
 }
 
+// checkConnected refuses the objects a fetch brought (got) when one they
+// name (named: its type and the object that names it) is neither among
+// them nor in the store: the first in hash order is named.
+func (s *link) checkConnected(got map[plumbing.Hash]bool, named map[plumbing.Hash]naming) error {
+	var missing plumbing.Hash
+	for h := range named {
+		if !got[h] && !s.st.HasObject(h) && (missing.IsZero() || h.String() < missing.String()) {
+			missing = h
+		}
+	}
+	if missing.IsZero() {
+		return nil
+	}
+	n := named[missing]
+	what := "object"
+	if n.kind != plumbing.AnyObject {
+		what = n.kind.String()
+	}
+	return &ObjectsRefusedError{fmt.Sprintf("the remote did not send the %s %s that its %s names; nothing was fetched (git refuses it too: its objects do not connect)",
+		what, missing, n.by.String()[:7])}
+}
+
+// naming is how an object fetched names another: the type it gives it,
+// and its own hash.
+type naming struct {
+	kind plumbing.ObjectType
+	by   plumbing.Hash
+}
+
 // ObjectsRefusedError refuses what a fetch brought: an object git fsck
-// --strict refuses (checkReceived). Nothing was fetched.
+// --strict refuses, or objects that do not connect (checkReceived).
+// Nothing was fetched.
 type ObjectsRefusedError struct{ Reason string }
 
 func (e *ObjectsRefusedError) Error() string { return e.Reason }

@@ -3,9 +3,14 @@
 package gitmem
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -156,4 +161,104 @@ func mustGlobOne(t *testing.T, pattern string) string {
 		t.Fatalf("%s: %v %v", pattern, m, err)
 	}
 	return m[0]
+}
+
+// A git:// server that sends a pack whose objects do not connect (commit
+// C and its root tree, but not the memories/ tree that root names) is
+// refused at the fetch, as git's connectivity check refuses it: a pull
+// and a sync fail naming the missing tree, no pack stays, no ref moves,
+// and git fsck --strict stays clean. Before, the pull failed later
+// ("compare the remote's tree failed: object not found") with the
+// remote-tracking ref already on C: git fsck --strict, git gc and gitmem
+// gc --full failed until the remote was removed. (A path remote and git
+// daemon never send such a pack; hostileDaemon does.)
+func TestFetchRefusesAnIncompletePack(t *testing.T) {
+	t.Parallel()
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "a1", "base.md", "base\n")
+	syncOK(t, a)
+	base := strings.TrimSpace(gittest.Git(t, remote, "rev-parse", "main"))
+	blob := hashObject(t, remote, "blob", []byte("new\n"))
+	mem := rawTree(t, remote, object.TreeEntry{Name: "base.md", Mode: filemode.Regular, Hash: hashObject(t, remote, "blob", []byte("base\n"))},
+		object.TreeEntry{Name: "new.md", Mode: filemode.Regular, Hash: blob})
+	root := rawTree(t, remote, object.TreeEntry{Name: "memories", Mode: filemode.Dir, Hash: mem})
+	c := hashObject(t, remote, "commit", []byte(fmt.Sprintf("tree %s\nparent %s\nauthor m <m@x> 1767225600 +0000\ncommitter m <m@x> 1767225600 +0000\n\nincomplete\n", root, base)))
+	pack := gittest.GitIn(t, remote, fmt.Sprintf("%s\n%s\n%s\n", c, root, blob), "pack-objects", "--stdout", "-q")
+	if err := a.AddRemote("hostile", hostileDaemon(t, c, pack)); err != nil {
+		t.Fatal(err)
+	}
+	packs := func() []string {
+		m, _ := filepath.Glob(filepath.Join(a.Dir(), ".git", "objects", "pack", "*"))
+		return m
+	}
+	before := packs()
+	for _, op := range []func(context.Context, string, SyncOptions) (SyncResult, error){a.Pull, a.Sync} {
+		_, err := op(context.Background(), "hostile", SyncOptions{})
+		if err == nil || !strings.Contains(err.Error(), "the remote did not send the tree "+mem.String()) || !strings.Contains(err.Error(), "nothing was fetched") || !Refused(err) {
+			t.Errorf("an incomplete pack: %v", err)
+		}
+		if got := readTracking(a.gitDir, a.branch, "hostile"); !got.IsZero() {
+			t.Errorf("the refused fetch moved the remote-tracking ref to %s", got)
+		}
+		if after := packs(); !slices.Equal(after, before) {
+			t.Errorf("a refused fetch left files in the pack folder: %v, before %v", after, before)
+		}
+		gittest.Fsck(t, a.Dir())
+	}
+	if head, _ := a.Commit(context.Background(), "HEAD"); head.Hash != base {
+		t.Errorf("HEAD moved to %s", head.Hash)
+	}
+}
+
+// hostileDaemon serves, over git:// (protocol v0) on loopback, one
+// branch main at tip, and answers every fetch with pack as it is,
+// whatever was asked. It returns the URL.
+func hostileDaemon(t *testing.T, tip plumbing.Hash, pack string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	pkt := func(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				r := bufio.NewReader(conn)
+				read := func() (string, error) {
+					var n [4]byte
+					if _, err := io.ReadFull(r, n[:]); err != nil {
+						return "", err
+					}
+					size, err := strconv.ParseUint(string(n[:]), 16, 16)
+					if err != nil || size == 0 {
+						return "", err // a flush
+					}
+					line := make([]byte, size-4)
+					_, err = io.ReadFull(r, line)
+					return string(line), err
+				}
+				if _, err := read(); err != nil { // git-upload-pack /path\0host=...\0
+					return
+				}
+				io.WriteString(conn, pkt(tip.String()+" refs/heads/main\x00ofs-delta\n")+"0000")
+				for {
+					line, err := read()
+					if err != nil {
+						return
+					}
+					if line == "done\n" {
+						break
+					}
+				}
+				io.WriteString(conn, pkt("NAK\n")+pack)
+			}()
+		}
+	}()
+	return "git://" + ln.Addr().String() + "/memory.git"
 }

@@ -766,34 +766,41 @@ func indexCount(idxPath string) (int, error) {
 	return int(b[0])<<24 | int(b[1])<<16 | int(b[2])<<8 | int(b[3]), nil
 }
 
-// Links returns an object's type and the objects it names: a commit's
-// tree and parents, a tree's entries (submodule commits left out), a
-// tag's target.
-func (s *Store) Links(h plumbing.Hash) (plumbing.ObjectType, []plumbing.Hash, error) {
-	t, data, err := s.ReadObject(h)
-	if err != nil {
-		return t, nil, err
-	}
+// ObjectLinks calls fn with each object that the object data of type t
+// names, and that object's type as the naming says: a commit's parents
+// (commits) and tree, a tree's entries (trees and blobs; submodule
+// commits left out), a tag's target (AnyObject).
+func ObjectLinks(t plumbing.ObjectType, data []byte, fn func(h plumbing.Hash, t plumbing.ObjectType)) error {
 	switch t {
 	case plumbing.CommitObject:
 		tree, parents, _, err := parseCommit(data)
-		return t, append(parents, tree), err
+		if err != nil {
+			return err
+		}
+		for _, p := range parents {
+			fn(p, plumbing.CommitObject)
+		}
+		fn(tree, plumbing.TreeObject)
 	case plumbing.TagObject:
 		target, err := tagTarget(data)
-		return t, []plumbing.Hash{target}, err
+		if err != nil {
+			return err
+		}
+		fn(target, plumbing.AnyObject)
 	case plumbing.TreeObject:
-		var out []plumbing.Hash
 		for i := 0; i < len(data); {
 			e, next, err := treeEntryAt(data, i)
 			if err != nil {
-				return t, nil, err
+				return err
 			}
-			if !e.gitlink {
-				out = append(out, e.hash)
+			switch {
+			case e.tree:
+				fn(e.hash, plumbing.TreeObject)
+			case !e.gitlink:
+				fn(e.hash, plumbing.BlobObject)
 			}
 			i = next
 		}
-		return t, out, nil
 	}
-	return t, nil, nil
+	return nil
 }

@@ -59,15 +59,16 @@ func (s *Store) HasObject(h plumbing.Hash) bool {
 	return s.OnDisk(h)
 }
 
-// OnDisk reports whether git's own files hold the object h, loose or in
-// a pack last listed, whatever memory holds.
+// OnDisk reports whether git's own files hold the object h, in a pack
+// last listed or loose (the packs first: no system call), whatever
+// memory holds.
 func (s *Store) OnDisk(h plumbing.Hash) bool {
-	hex := h.String()
-	if _, err := os.Stat(filepath.Join(s.Dir, "objects", hex[:2], hex[2:])); err == nil {
+	if _, _, ok := s.packs.lookup(h); ok {
 		return true
 	}
-	_, _, ok := s.packs.lookup(h)
-	return ok
+	hex := h.String()
+	_, err := os.Stat(filepath.Join(s.Dir, "objects", hex[:2], hex[2:]))
+	return err == nil
 }
 
 // Missing returns the objects of objs that no pack and no loose file
