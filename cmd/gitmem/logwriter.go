@@ -3,11 +3,16 @@ package main
 import (
 	"io"
 	"sync"
+	"time"
 )
 
-// logBufferMax is how many bytes of log lines logWriter holds before a
-// Write waits for the output to take some: lines are never dropped.
+// logBufferMax is how many bytes of log lines logWriter holds for a
+// stderr that takes them slower than they come; past it, lines are
+// dropped (and counted) rather than a call made to wait.
 const logBufferMax = 1 << 20
+
+// logFlushWait is how long Close waits for stderr to take what is left.
+const logFlushWait = 5 * time.Second
 
 // logWriter is serve's stderr: the log's lines are copied into a buffer
 // and written out by a goroutine of its own, so that a call's answer does
@@ -15,69 +20,88 @@ const logBufferMax = 1 << 20
 // holds its lock across each write(2): under 50 clients over 100 stores,
 // a third of the calls in flight were waiting for it, and a server that
 // logged nothing answered 1.3x the calls a second (docs/performance.md).
-// Order is kept; a Write waits only once logBufferMax bytes wait. Close
-// writes out what is left.
+// Order is kept. A stderr that takes nothing (a pipe nobody reads) never
+// holds the server up: once logBufferMax bytes wait, a line is dropped
+// and counted, and notice(n) — a line saying n were dropped — goes out
+// after the lines that waited, when stderr takes them; as Docker's
+// non-blocking log mode and journald's rate limit do, not as zap's
+// BufferedWriteSyncer (which waits). Close waits at most flushWait.
 type logWriter struct {
-	w    io.Writer
-	mu   sync.Mutex
-	cond sync.Cond // signalled when buf or closed changes
-	buf  []byte    // what is yet to be written
-	shut bool      // Close began
-	done chan struct{}
+	w         io.Writer
+	notice    func(dropped int) []byte
+	flushWait time.Duration
+	mu        sync.Mutex
+	cond      sync.Cond // signalled when buf or shut changes
+	buf       []byte    // what is yet to be written
+	dropped   int       // lines dropped since the last notice
+	shut      bool      // Close began
+	exited    bool      // drain returned: Writes go straight to w
+	done      chan struct{}
 }
 
-func newLogWriter(w io.Writer) *logWriter {
-	l := &logWriter{w: w, done: make(chan struct{})}
+func newLogWriter(w io.Writer, notice func(dropped int) []byte) *logWriter {
+	l := &logWriter{w: w, notice: notice, flushWait: logFlushWait, done: make(chan struct{})}
 	l.cond.L = &l.mu
 	go l.drain()
 	return l
 }
 
-// Write copies p into the buffer (waiting while it holds logBufferMax
-// bytes) and returns at once.
+// Write copies p into the buffer, or drops it when logBufferMax bytes
+// wait, and returns at once.
 func (l *logWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	for len(l.buf) >= logBufferMax && !l.shut {
-		l.cond.Wait()
-	}
-	if l.shut { // after Close: once the rest is out, in the caller
+	if l.exited { // after Close, once the rest is out: in the caller
 		l.mu.Unlock()
-		<-l.done
 		return l.w.Write(p)
 	}
-	l.buf = append(l.buf, p...)
-	l.cond.Broadcast()
+	if len(l.buf) >= logBufferMax {
+		l.dropped++
+	} else {
+		l.buf = append(l.buf, p...)
+		l.cond.Signal()
+	}
 	l.mu.Unlock()
 	return len(p), nil
 }
 
-// drain writes out the buffer, a batch at a time, until Close.
+// drain writes out the buffer, a batch at a time, until Close, with the
+// notice of lines dropped after the batch they followed.
 func (l *logWriter) drain() {
 	defer close(l.done)
 	var batch []byte
 	l.mu.Lock()
 	for {
-		for len(l.buf) == 0 && !l.shut {
+		for len(l.buf) == 0 && l.dropped == 0 && !l.shut {
 			l.cond.Wait()
 		}
-		if len(l.buf) == 0 {
+		if len(l.buf) == 0 && l.dropped == 0 {
+			l.exited = true
 			l.mu.Unlock()
 			return
 		}
-		batch, l.buf = l.buf, batch[:0]
-		l.cond.Broadcast() // room for writers waiting
+		dropped := l.dropped
+		batch, l.buf, l.dropped = l.buf, batch[:0], 0
 		l.mu.Unlock()
+		if dropped > 0 {
+			batch = append(batch, l.notice(dropped)...)
+		}
 		l.w.Write(batch) // a log that cannot be written is no reason to fail a call
 		l.mu.Lock()
 	}
 }
 
-// Close writes out what is buffered, then lets later Writes go straight
-// to the output.
+// Close writes out what is buffered, waiting at most flushWait for
+// stderr to take it; later Writes go straight to the output once it has.
+// What a stuck stderr has not taken by then is lost with the process.
 func (l *logWriter) Close() {
 	l.mu.Lock()
 	l.shut = true
 	l.cond.Broadcast()
 	l.mu.Unlock()
-	<-l.done
+	t := time.NewTimer(l.flushWait)
+	defer t.Stop()
+	select {
+	case <-l.done:
+	case <-t.C:
+	}
 }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -70,5 +73,110 @@ func TestServeCallsDoNotWaitForStderr(t *testing.T) {
 		if want := fmt.Sprintf("toolu_%03d", i); id != want {
 			t.Fatalf("tool call line %d is %s's, want %s's", i, id, want)
 		}
+	}
+}
+
+// A stderr that takes nothing never holds serve up (F2): with 3 MB of
+// lines written, three times what waits, every Write returns and so does
+// Close (after flushWait). Once stderr takes lines again, it gets the
+// first ones in order, then a line that counts the others, dropped; then
+// a line written after Close. Before, a Write waited for room once 1 MiB
+// waited (a call held, and a SIGTERM with it) and Close waited for stderr
+// for ever: the test failed at its 2-minute bound.
+func TestLogWriterStuckStderrHoldsNothing(t *testing.T) {
+	t.Parallel()
+	gate := &gatedWriter{open: make(chan struct{})}
+	lw := newLogWriter(gate, func(n int) []byte { return fmt.Appendf(nil, "dropped %d\n", n) })
+	lw.flushWait = time.Millisecond
+	line := strings.Repeat("x", 995)
+	const lines = 3000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range lines {
+			fmt.Fprintf(lw, "%04d %s\n", i, line)
+		}
+		lw.Close()
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute): // a bound for a hang, not a timing
+		t.Fatal("the writes or Close waited for a stderr that takes nothing")
+	}
+	close(gate.open)
+	<-lw.done
+	fmt.Fprintln(lw, "after")
+	got := strings.Split(strings.TrimSuffix(gate.String(), "\n"), "\n")
+	if len(got) < 3 || got[len(got)-1] != "after" {
+		t.Fatalf("%d lines, ending %q", len(got), got[len(got)-1])
+	}
+	kept := got[:len(got)-2]
+	for i, l := range kept {
+		if want := fmt.Sprintf("%04d %s", i, line); l != want {
+			t.Fatalf("line %d is %.10q, want %.10q", i, l, want)
+		}
+	}
+	if want := fmt.Sprintf("dropped %d", lines-len(kept)); got[len(got)-2] != want {
+		t.Fatalf("after %d lines: %q, want %q", len(kept), got[len(got)-2], want)
+	}
+	if len(kept)*len(line) < logBufferMax || len(kept) == lines {
+		t.Fatalf("%d of %d lines kept: want what 1 MiB holds", len(kept), lines)
+	}
+}
+
+// serve (stdio) with a stderr that is open but never read answers and
+// commits every call, and exits at stdin's end, after waiting
+// logFlushWait for stderr. Before (F2), it waited for stderr for ever:
+// the test failed at its 2-minute bound.
+func TestServeExitsWhileStderrTakesNothing(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	repo := filepath.Join(gittest.TempDir(t), "memory")
+	const calls = 600 // about 120 KB of log lines: more than a pipe holds
+	var in strings.Builder
+	for i := range calls {
+		fmt.Fprintf(&in, `{"type":"tool_use","id":"toolu_%03d","name":"memory","input":{"command":"create","path":"/memories/notes/a-long-enough-name-for-a-long-log-line-%03d.md","file_text":"%d\n"}}`+"\n", i, i, i)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close() // open, never read
+	cmd := exec.Command("gitmem", "--repo", repo, "serve")
+	cmd.Env = testEnv(t)
+	cmd.Stdin = strings.NewReader(in.String())
+	var out strings.Builder
+	cmd.Stdout = &out
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(2 * time.Minute): // a bound for a hang, not a timing
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("serve did not exit at stdin's end while stderr took nothing (%d answers)", strings.Count(out.String(), "tool_use_id"))
+	}
+	if n := strings.Count(out.String(), `"tool_use_id"`); n != calls {
+		t.Fatalf("%d answers, want %d", n, calls)
+	}
+	held, err := io.ReadAll(r) // what the pipe took: serve is gone
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := fmt.Sprintf("id=toolu_%03d", calls-1); strings.Contains(string(held), last) {
+		t.Fatalf("the pipe took every line (%d bytes): the test needs more", len(held))
+	}
+	if n := strings.Count(gittest.Git(t, repo, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"), "toolu_"); n != calls {
+		t.Fatalf("%d commits with a tool_use id, want %d", n, calls)
 	}
 }

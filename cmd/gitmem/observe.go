@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -24,7 +26,10 @@ import (
 // logger is the structured log of --log-level and --log-format, on
 // stderr: one line per tool call and per HTTP request, and what the store
 // reports.
-func logger(c *cli.Context) (*slog.Logger, error) {
+func logger(c *cli.Context) (*slog.Logger, error) { return loggerTo(c, c.App.ErrWriter) }
+
+// loggerTo is logger writing to w.
+func loggerTo(c *cli.Context, w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return nil, failf(exitUsage, "--log-level must be debug, info, warn or error, not %q", c.String("log-level"))
@@ -32,11 +37,27 @@ func logger(c *cli.Context) (*slog.Logger, error) {
 	opt := &slog.HandlerOptions{Level: level}
 	switch c.String("log-format") {
 	case "text":
-		return slog.New(slog.NewTextHandler(c.App.ErrWriter, opt)), nil
+		return slog.New(slog.NewTextHandler(w, opt)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(c.App.ErrWriter, opt)), nil
+		return slog.New(slog.NewJSONHandler(w, opt)), nil
 	}
 	return nil, failf(exitUsage, "--log-format must be text or json, not %q", c.String("log-format"))
+}
+
+// droppedNotice is serve's log line saying that n lines were dropped
+// because stderr took nothing while logBufferMax bytes waited (logWriter),
+// at ERROR in --log-format. It is called by logWriter's one goroutine.
+func droppedNotice(c *cli.Context) func(n int) []byte {
+	var b bytes.Buffer
+	l, err := loggerTo(c, &b)
+	if err != nil {
+		l = slog.New(slog.NewTextHandler(&b, nil))
+	}
+	return func(n int) []byte {
+		b.Reset()
+		l.Error("log lines dropped", "dropped", n, "cause", "stderr took nothing while 1 MiB of lines waited")
+		return bytes.Clone(b.Bytes())
+	}
 }
 
 // logTo is the store's log (gitmem.Options.Logf) on the command's logger:

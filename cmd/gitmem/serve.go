@@ -85,12 +85,12 @@ func serveCommand() *cli.Command {
 func serve(c *cli.Context) (err error) {
 	// The log's lines go out from a goroutine of their own (logWriter):
 	// a call's answer does not wait for stderr to take them.
-	lw := newLogWriter(c.App.ErrWriter)
+	// A stderr that takes nothing neither holds a call nor the exit: lines
+	// past 1 MiB are dropped and counted, and the exit waits at most
+	// logFlushWait for it.
+	lw := newLogWriter(c.App.ErrWriter, droppedNotice(c))
 	c.App.ErrWriter = lw
-	defer func() {
-		lw.Close()
-		c.App.ErrWriter = lw.w
-	}()
+	defer lw.Close()
 	if os.Getenv("GOGC") == "" {
 		// serve's heap is small (trees, the history index) and its
 		// allocation rate high under load: collecting at three times the
