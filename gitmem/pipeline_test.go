@@ -608,14 +608,7 @@ func TestSpareLogTakesTheLoad(t *testing.T) {
 		t.Skipf("the temporary folder's file system has %d bytes free; a spare log is made only with %d", free, 16*spareCap)
 	}
 	write(t, r, "t0", "a.md", "small\n")
-	caps := func() (active, spare int64) {
-		r.disk.hold() // the spare grows under the disk lock
-		defer r.disk.mu.Unlock()
-		r.log.mu.Lock()
-		defer r.log.mu.Unlock()
-		return r.log.files[r.log.active].Cap(), r.log.files[1-r.log.active].Cap()
-	}
-	first, firstSpare := caps()
+	first, firstSpare := logCaps(r)
 	if first >= spareCap || firstSpare >= spareCap {
 		t.Fatalf("after one small change the log files take %d and %d bytes", first, firstSpare)
 	}
@@ -627,12 +620,12 @@ func TestSpareLogTakesTheLoad(t *testing.T) {
 	// meanwhile, had its appends outrun the spare).
 	var ready int64
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if a, s := caps(); s > max(a, first) {
+		if a, s := logCaps(r); s > max(a, first) {
 			ready = s
 			break
 		}
 		if time.Now().After(deadline) {
-			a, s := caps()
+			a, s := logCaps(r)
 			t.Fatalf("no log file made ready for the load: %d and %d bytes", a, s)
 		}
 	}
@@ -640,13 +633,23 @@ func TestSpareLogTakesTheLoad(t *testing.T) {
 	// quarters full (or at the next checkpoint).
 	for i := 0; ; i++ {
 		write(t, r, fmt.Sprintf("u%d", i), fmt.Sprintf("g%d.md", i%8), big+fmt.Sprint(i))
-		if a, _ := caps(); a >= ready {
+		if a, _ := logCaps(r); a >= ready {
 			break
 		}
 		if i == 200 {
 			t.Fatal("the appends never moved to the large log file")
 		}
 	}
+}
+
+// logCaps is the sizes of r's write-ahead log files: the active one and
+// the spare (which grows under the disk lock).
+func logCaps(r *Repo) (active, spare int64) {
+	r.disk.hold()
+	defer r.disk.mu.Unlock()
+	r.log.mu.Lock()
+	defer r.log.mu.Unlock()
+	return r.log.files[r.log.active].Cap(), r.log.files[1-r.log.active].Cap()
 }
 
 // The spare log file is made as large as its store's load needs, not
@@ -662,18 +665,11 @@ func TestSpareLogFollowsItsLoad(t *testing.T) {
 	if free := gd.FreeSpace(r.gitDir); free < 16*spareCap {
 		t.Skipf("the temporary folder's file system has %d bytes free; a spare log is made only with %d", free, 16*spareCap)
 	}
-	caps := func() (active, spare int64) {
-		r.disk.hold() // the spare grows under the disk lock
-		defer r.disk.mu.Unlock()
-		r.log.mu.Lock()
-		defer r.log.mu.Unlock()
-		return r.log.files[r.log.active].Cap(), r.log.files[1-r.log.active].Cap()
-	}
-	first, _ := caps()
+	first, _ := logCaps(r)
 	const size = 40 << 10
 	write(t, r, "t0", "a.md", strings.Repeat("x", size))
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		a, s := caps()
+		a, s := logCaps(r)
 		if big := max(a, s); big > first { // grown (by the append, or ahead of need)
 			if big >= 20*(size+4<<10) || big >= spareCap {
 				t.Fatalf("after one change of %d bytes a log file takes %d bytes", size, big)
