@@ -58,8 +58,7 @@ func Generate(dir string, files, commits int) error {
 	if err != nil {
 		return err
 	}
-	// Reading the log builds the history index and saves it.
-	err = r.Log(context.Background(), gitmem.LogOptions{Limit: 1}, nil, func(gitmem.Commit) error { return nil })
+	err = buildHistoryIndex(context.Background(), r)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
@@ -67,6 +66,12 @@ func Generate(dir string, files, commits int) error {
 		return fmt.Errorf("gitmem moved the generated branch at its first start (%s -> %s): the worktree did not match", tip, after)
 	}
 	return err
+}
+
+// buildHistoryIndex builds r's history index and saves it: reading the
+// log does.
+func buildHistoryIndex(ctx context.Context, r *gitmem.Repo) error {
+	return r.Log(ctx, gitmem.LogOptions{Limit: 1}, nil, func(gitmem.Commit) error { return nil })
 }
 
 var genEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
