@@ -174,11 +174,7 @@ func mustGlobOne(t *testing.T, pattern string) string {
 // daemon never send such a pack; hostileDaemon does.)
 func TestFetchRefusesAnIncompletePack(t *testing.T) {
 	t.Parallel()
-	remote := bareRemote(t)
-	a := agent(t, remote, "a")
-	put(t, a, "a1", "base.md", "base\n")
-	syncOK(t, a)
-	base := strings.TrimSpace(gittest.Git(t, remote, "rev-parse", "main"))
+	remote, a, base := sharedBase(t)
 	blob := hashObject(t, remote, "blob", []byte("new\n"))
 	mem := rawTree(t, remote, object.TreeEntry{Name: "base.md", Mode: filemode.Regular, Hash: hashObject(t, remote, "blob", []byte("base\n"))},
 		object.TreeEntry{Name: "new.md", Mode: filemode.Regular, Hash: blob})

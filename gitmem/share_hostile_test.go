@@ -25,6 +25,17 @@ func rawTree(t *testing.T, dir string, entries ...object.TreeEntry) plumbing.Has
 	return hashObject(t, dir, "tree", gd.EncodeEntries(entries))
 }
 
+// sharedBase is a bare remote and agent a, whose base.md ("base\n") is
+// synced to it, and the remote's main there: what a hostile remote's
+// commit is made on.
+func sharedBase(t *testing.T) (remote string, a *Repo, base string) {
+	remote = bareRemote(t)
+	a = agent(t, remote, "a")
+	put(t, a, "a1", "base.md", "base\n")
+	syncOK(t, a)
+	return remote, a, strings.TrimSpace(gittest.Git(t, remote, "rev-parse", "main"))
+}
+
 // A remote that holds what no memory may, in objects git accepts: a
 // symlink to /etc, a gitlink, a .gitattributes, a 50 MiB file, an
 // executable, files outside memories/. Pulling or cloning it takes the one
@@ -34,11 +45,7 @@ func rawTree(t *testing.T, dir string, entries ...object.TreeEntry) plumbing.Has
 // "/", is not fetched at all: TestRemoteObjectsGitFsckRefuses.)
 func TestHostileRemote(t *testing.T) {
 	t.Parallel()
-	remote := bareRemote(t)
-	a := agent(t, remote, "a")
-	put(t, a, "a1", "base.md", "base\n")
-	syncOK(t, a)
-	base := strings.TrimSpace(gittest.Git(t, remote, "rev-parse", "main"))
+	remote, a, base := sharedBase(t)
 
 	big := make([]byte, 50<<20)
 	rand.Read(big)
