@@ -119,7 +119,7 @@ func TestLogWriterStuckStderrHoldsNothing(t *testing.T) {
 	if want := fmt.Sprintf("dropped %d", lines-len(kept)); got[len(got)-2] != want {
 		t.Fatalf("after %d lines: %q, want %q", len(kept), got[len(got)-2], want)
 	}
-	if len(kept)*len(line) < logBufferMax || len(kept) == lines {
+	if len(kept)*len(fmt.Sprintf("%04d %s\n", 0, line)) < logBufferMax || len(kept) == lines { // a line is 1,001 bytes
 		t.Fatalf("%d of %d lines kept: want what 1 MiB holds", len(kept), lines)
 	}
 }
