@@ -435,17 +435,21 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 		r.mirror.statsSeeded() // it looked at every file
 	}
 	r.mirror.saveKept(r.objects.readBlob) // what a program still holds open waits for the next adopt, or start
-	if err := r.materialize(); err != nil {
-		r.opt.Logf("gitmem: %v", err)
-	}
 	// One command's Close writes .git/index (under the writer lock, as
 	// the lease's release would): written here too, the 10,000 entries
-	// would be written twice within the command.
+	// would be written twice within the command. And none is written for
+	// changes git's files could not take (a full disk): it would name
+	// blobs git does not have; the release or Close after a checkpoint
+	// that lands writes it.
+	if err := r.materialize(); err != nil {
+		r.opt.Logf("gitmem: %v", err)
+	} else if !r.opt.OneCommand {
+		if err := r.writeIndex(); err != nil {
+			r.opt.Logf("gitmem: could not write .git/index: %v", err)
+		}
+	}
 	if r.opt.OneCommand {
 		return nil
-	}
-	if err := r.writeIndex(); err != nil {
-		r.opt.Logf("gitmem: could not write .git/index: %v", err)
 	}
 	// The tool_use ids of the history are read in the background: the
 	// first change with an id waits only for what is left of it.
