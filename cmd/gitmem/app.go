@@ -39,6 +39,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
+	// The last line goes where the command's other lines went: serve's
+	// log writer waits a bounded time for a stderr that takes nothing.
+	stderr = app.ErrWriter
 	var ee *exitError
 	if errors.As(err, &ee) {
 		fmt.Fprintln(stderr, "gitmem: "+ee.msg)

@@ -25,7 +25,10 @@ const logFlushWait = 5 * time.Second
 // and counted, and notice(n) — a line saying n were dropped — goes out
 // after the lines that waited, when stderr takes them; as Docker's
 // non-blocking log mode and journald's rate limit do, not as zap's
-// BufferedWriteSyncer (which waits). Close waits at most flushWait.
+// BufferedWriteSyncer (which waits). Close waits at most flushWait, and
+// so does each Write after it (the process's last words: an error that
+// ended serve); once one has not been taken in that time, later ones
+// are dropped.
 type logWriter struct {
 	w         io.Writer
 	notice    func(dropped int) []byte
@@ -35,7 +38,8 @@ type logWriter struct {
 	buf       []byte    // what is yet to be written
 	dropped   int       // lines dropped since the last notice
 	shut      bool      // Close began
-	exited    bool      // drain returned: Writes go straight to w
+	exited    bool      // drain returned: Writes go to w, waiting at most flushWait
+	stuck     bool      // a Write after drain returned was not taken in flushWait
 	done      chan struct{}
 }
 
@@ -51,8 +55,8 @@ func newLogWriter(w io.Writer, notice func(dropped int) []byte) *logWriter {
 func (l *logWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	if l.exited { // after Close, once the rest is out: in the caller
-		l.mu.Unlock()
-		return l.w.Write(p)
+		defer l.mu.Unlock()
+		return l.writeLast(p)
 	}
 	if len(l.buf) >= logBufferMax {
 		l.dropped++
@@ -90,9 +94,32 @@ func (l *logWriter) drain() {
 	}
 }
 
+// writeLast writes p to w for a Write after Close, waiting at most
+// flushWait; l.mu is held, so that such Writes keep their order.
+func (l *logWriter) writeLast(p []byte) (int, error) {
+	if l.stuck {
+		return len(p), nil
+	}
+	p = append([]byte(nil), p...) // w may still hold it after this returns
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		l.w.Write(p)
+	}()
+	t := time.NewTimer(l.flushWait)
+	defer t.Stop()
+	select {
+	case <-wrote:
+	case <-t.C:
+		l.stuck = true
+	}
+	return len(p), nil
+}
+
 // Close writes out what is buffered, waiting at most flushWait for
-// stderr to take it; later Writes go straight to the output once it has.
-// What a stuck stderr has not taken by then is lost with the process.
+// stderr to take it; later Writes go to the output once it has, each
+// waiting at most flushWait, or wait in the buffer with the rest. What a
+// stuck stderr has not taken by then is lost with the process.
 func (l *logWriter) Close() {
 	l.mu.Lock()
 	l.shut = true

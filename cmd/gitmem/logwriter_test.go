@@ -1,14 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,5 +181,106 @@ func TestServeExitsWhileStderrTakesNothing(t *testing.T) {
 	}
 	if n := strings.Count(gittest.Git(t, repo, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"), "toolu_"); n != calls {
 		t.Fatalf("%d commits with a tool_use id, want %d", n, calls)
+	}
+}
+
+// A Write after Close (the error that ended serve, written by run) waits
+// at most flushWait for a stderr that takes nothing, and a later one not
+// at all. Before, it went straight to stderr and waited for ever: the
+// test failed at its 2-minute bound.
+func TestLogWriterLastWordsWaitABoundedTime(t *testing.T) {
+	t.Parallel()
+	gate := &gatedWriter{open: make(chan struct{})}
+	lw := newLogWriter(gate, func(n int) []byte { return fmt.Appendf(nil, "dropped %d\n", n) })
+	lw.flushWait = time.Millisecond
+	lw.Close() // nothing waited: drain returned
+	<-lw.done
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fmt.Fprintln(lw, "gitmem: the last words")
+		fmt.Fprintln(lw, "gitmem: more")
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute): // a bound for a hang, not a timing
+		t.Fatal("a Write after Close waited for a stderr that takes nothing")
+	}
+	close(gate.open)
+	for deadline := time.Now().Add(time.Minute); gate.String() == "" && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if got := gate.String(); got != "gitmem: the last words\n" {
+		t.Fatalf("stderr took %q, want the first line only (the second dropped: stderr was stuck)", got)
+	}
+}
+
+// serve that ends with an error (its --http address taken) while its
+// stderr, a pipe nobody reads, is full exits with its error's code.
+// Before, run wrote the error line straight to stderr and the process
+// never exited: the test failed at its 2-minute bound.
+func TestServeEndsWithAnErrorWhileStderrTakesNothing(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close() // open, never read
+	fillPipe(t, w)
+	cmd := exec.Command("gitmem", "--repo", filepath.Join(gittest.TempDir(t), "memory"), "serve", "--http", ln.Addr().String())
+	cmd.Env = testEnv(t)
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
+			t.Fatalf("serve on a taken address: %v, want exit code %d", err, exitFailure)
+		}
+	case <-time.After(2 * time.Minute): // a bound for a hang, not a timing
+		cmd.Process.Kill()
+		<-exited
+		t.Fatal("serve did not exit after its error while stderr took nothing")
+	}
+}
+
+// fillPipe writes to w until the pipe holds all it can.
+func fillPipe(t *testing.T, w *os.File) {
+	t.Helper()
+	raw, err := w.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 4096)
+	var werr error
+	if err := raw.Write(func(fd uintptr) bool {
+		if werr = syscall.SetNonblock(int(fd), true); werr != nil {
+			return true
+		}
+		for {
+			if _, err := syscall.Write(int(fd), chunk); err != nil {
+				if err != syscall.EAGAIN {
+					werr = err
+				}
+				break
+			}
+		}
+		werr = errors.Join(werr, syscall.SetNonblock(int(fd), false))
+		return true
+	}); err != nil || werr != nil {
+		t.Fatal(err, werr)
 	}
 }
