@@ -234,6 +234,38 @@ func TestHandEditWhileStoppedIsAdoptedAtStart(t *testing.T) {
 	}
 }
 
+// Files a hand made under names git reads as .git or .gitmodules on some
+// file system (git~1, GITMOD~1, .g\u200cit) are never adopted: the adopt
+// commit of git~1/x made a tree `git fsck --strict` refuses (hasDotgit),
+// and GITMOD~1 a blob git checks as a .gitmodules (gitmodulesUrl). The
+// files stay on disk, as other names gitmem never tracks do.
+func TestHandMadeGitSpellingsAreNeverAdopted(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	mem := filepath.Join(dir, "memories")
+	os.MkdirAll(filepath.Join(mem, "git~1"), 0o700)
+	os.WriteFile(filepath.Join(mem, "git~1", "x.md"), []byte("x\n"), 0o600)
+	os.WriteFile(filepath.Join(mem, "GITMOD~1"), []byte("[submodule \"x\"]\n\tpath = x\n\turl = -upload-pack=evil\n"), 0o600)
+	os.WriteFile(filepath.Join(mem, ".g\u200cit"), []byte("x\n"), 0o600)
+	os.WriteFile(filepath.Join(mem, "kept.md"), []byte("kept\n"), 0o600)
+	r, err = Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "-z", "HEAD"); got != "memories/kept.md\x00" {
+		t.Fatalf("HEAD holds %q, want kept.md only", got)
+	}
+	if _, err := os.Stat(filepath.Join(mem, "GITMOD~1")); err != nil {
+		t.Fatalf("the hand-made file is gone: %v", err)
+	}
+}
+
 // Item 3: a broken branch is refused with the repair, never orphaned by a
 // new root commit; fsck --repair brings the history back.
 func TestBrokenBranchIsRefusedAndRepaired(t *testing.T) {

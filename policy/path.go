@@ -17,10 +17,6 @@ const (
 	MaxSegmentBytes = 255
 )
 
-// reservedNames are segments that would let the model write git's own
-// control files; they are refused in any letter case.
-var reservedNames = []string{".git", ".gitignore", ".gitattributes", ".gitmodules"}
-
 // PathError is a refused path. Its message is the exact text the model sees
 // (after the "Error: " prefix the handler adds).
 type PathError struct{ Msg string }
@@ -108,17 +104,9 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// isReserved reports whether a segment names one of git's control files.
-// Trailing dots and spaces are ignored, as some filesystems ignore them.
-func isReserved(seg string) bool {
-	s := strings.TrimRight(seg, ". ")
-	for _, r := range reservedNames {
-		if strings.EqualFold(s, r) {
-			return true
-		}
-	}
-	return false
-}
+// isReserved reports whether a segment names one of git's control files,
+// as git reads a tree on any file system (isGitName).
+func isReserved(seg string) bool { return isGitName(seg) }
 
 // IsReservedName reports whether a file or folder name found on disk is one
 // gitmem never tracks (git's control files).

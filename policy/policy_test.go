@@ -189,3 +189,36 @@ func TestCheckGlob(t *testing.T) {
 		}
 	}
 }
+
+// The names git reads as .git, .gitmodules, .gitattributes or
+// .gitignore on some file system are refused in a path, as git's own
+// verify_path and fsck refuse them: one create of /memories/git~1/x made
+// a tree `git fsck --strict` refuses (hasDotgit) and a remote every
+// other agent's pull refused; GITMOD~1 was checked by git as a
+// .gitmodules. Before, only the exact names were refused (any case,
+// trailing dots and spaces).
+func TestParsePathRefusesGitsOtherSpellings(t *testing.T) {
+	t.Parallel()
+	for _, seg := range []string{
+		"git~1", "GIT~1", "Git~1.", ".git::$INDEX_ALLOCATION", ".git:stream",
+		".g\u200cit", ".git\u200d", ".GIT\ufeff", "\u202e.git",
+		"GITMOD~1", "gitmod~4", ".gitmodules::$DATA", ".gitmodules\u200c", "gi7eba~9",
+		"GITATT~1", ".gitattributes\u200e", "gi7d29~1",
+		"GITIGN~1", ".gitignore::$DATA", "gi250a~2",
+	} {
+		for _, p := range []string{"/memories/" + seg, "/memories/" + seg + "/notes.md", "/memories/a/" + seg} {
+			_, err := ParsePath(p)
+			if want := "Path " + p + " uses the reserved name " + seg; err == nil || err.Error() != want {
+				t.Errorf("ParsePath(%q) = %v, want %q", p, err, want)
+			}
+		}
+	}
+	for _, seg := range []string{
+		"git", "git~2", "git~1x", ".gitx", ".git-notes", ".github", "gitmodules",
+		"GITMOD~5", "GITMOD~1.md", ".gitmodules.md", "gitign~1x", "gi7eba~a", "~1", ".g\u200cithub",
+	} {
+		if _, err := ParsePath("/memories/" + seg); err != nil {
+			t.Errorf("ParsePath(%q) = %v, want it taken", "/memories/"+seg, err)
+		}
+	}
+}

@@ -7,9 +7,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // The checks git fsck --strict makes of an object's content (git's
@@ -69,10 +70,10 @@ func CheckTree(data []byte, special func(h plumbing.Hash, file string)) []Object
 		fullPath = fullPath || strings.Contains(name, "/")
 		dot = dot || name == "."
 		dotdot = dotdot || name == ".."
-		dotgit = dotgit || isHFSDot(name, "git") || isNTFSDot(name, "git", "")
+		dotgit = dotgit || policy.IsHFSDot(name, "git") || policy.IsNTFSDot(name, "git", "")
 		zeroPad = zeroPad || modeText[0] == '0'
 		m := uint32(mode)
-		if isHFSDot(name, "gitmodules") || isNTFSDot(name, "gitmodules", "gi7eba") {
+		if policy.IsHFSDot(name, "gitmodules") || policy.IsNTFSDot(name, "gitmodules", "gi7eba") {
 			switch {
 			case m == 0o120000:
 				out = append(out, ObjectProblem{"gitmodulesSymlink", ".gitmodules is a symbolic link"})
@@ -80,7 +81,7 @@ func CheckTree(data []byte, special func(h plumbing.Hash, file string)) []Object
 				special(h, Gitmodules)
 			}
 		}
-		if special != nil && m != 0o120000 && (isHFSDot(name, "gitattributes") || isNTFSDot(name, "gitattributes", "gi7d29")) {
+		if special != nil && m != 0o120000 && (policy.IsHFSDot(name, "gitattributes") || policy.IsNTFSDot(name, "gitattributes", "gi7d29")) {
 			special(h, Gitattributes)
 		}
 		if !first {
@@ -172,99 +173,6 @@ func verifyOrdered(mode1 uint32, name1 string, mode2 uint32, name2 string, candi
 		return treeOrdered
 	}
 	return treeUnordered
-}
-
-// isHFSDot reports whether name is "." and needle as HFS+ takes it:
-// case-insensitive, ignoring the code points HFS+ ignores (git's
-// is_hfs_dotgit).
-func isHFSDot(name, needle string) bool {
-	next := func() rune {
-		for name != "" {
-			r, n := utf8.DecodeRuneInString(name)
-			name = name[n:]
-			switch {
-			case r == utf8.RuneError && n == 1:
-				return 0 // malformed: not .git
-			case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
-				continue
-			}
-			return r
-		}
-		return 0
-	}
-	if next() != '.' {
-		return false
-	}
-	for i := 0; i < len(needle); i++ {
-		c := next()
-		if c > 127 || lower(byte(c)) != needle[i] {
-			return false
-		}
-	}
-	c := next()
-	return c == 0 || c == '/'
-}
-
-func lower(c byte) byte {
-	if c >= 'A' && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
-// isNTFSDot reports whether name is "." and needle as NTFS takes it:
-// case-insensitive, with trailing spaces and periods, an alternate stream
-// (":..."), or a short 8.3 name: the first six letters then ~1 to ~4, or
-// shortPrefix then ~ and a digit (git's is_ntfs_dot_generic; for .git,
-// git~1 only).
-func isNTFSDot(name, needle, shortPrefix string) bool {
-	at := func(i int) byte {
-		if i < len(name) {
-			return name[i]
-		}
-		return 0
-	}
-	onlySpacesAndPeriods := func(i int) bool {
-		for ; ; i++ {
-			c := at(i)
-			if c == 0 || c == ':' || shortPrefix == "" && (c == '/' || c == '\\') {
-				return true
-			}
-			if c != ' ' && c != '.' {
-				return false
-			}
-		}
-	}
-	if at(0) == '.' && len(name) > len(needle) && strings.EqualFold(name[1:1+len(needle)], needle) {
-		return onlySpacesAndPeriods(1 + len(needle))
-	}
-	if shortPrefix == "" { // .git: git~1 only
-		return len(name) >= 5 && strings.EqualFold(name[:3], needle) && name[3] == '~' && name[4] == '1' && onlySpacesAndPeriods(5)
-	}
-	if len(name) >= 8 && strings.EqualFold(name[:6], needle[:6]) && name[6] == '~' && name[7] >= '1' && name[7] <= '4' {
-		return onlySpacesAndPeriods(8)
-	}
-	tilde := false
-	for i := 0; i < 8; i++ {
-		c := at(i)
-		switch {
-		case c == 0:
-			return false
-		case tilde:
-			if c < '0' || c > '9' {
-				return false
-			}
-		case c == '~':
-			i++
-			if c := at(i); c < '1' || c > '9' {
-				return false
-			}
-			tilde = true
-		case i >= 6 || c&0x80 != 0 || lower(c) != shortPrefix[i]:
-			return false
-		}
-	}
-	return onlySpacesAndPeriods(8)
 }
 
 // CheckCommit checks a commit's headers (the first problem, as git
