@@ -246,7 +246,16 @@ type stdioConn struct {
 	closed   bool         // the client's input ended (closeErr: how)
 	closeErr error
 	ended    bool // the session ended
+	noBatch  bool // the protocol version agreed at initialize has no batches
 }
+
+// batchless is the first MCP protocol version without JSON-RPC batches;
+// the SDK ends a stdio session at a batch line from then on, so such a
+// line is answered here and never handed to it.
+const batchless = "2025-06-18"
+
+// noBatchProblem answers a batch line once the session's version has none.
+const noBatchProblem = "Invalid Request: JSON-RPC batching is not supported in MCP " + batchless + " and later"
 
 // stdioLine is a line of the client's or the SDK's: one JSON-RPC message,
 // or a batch.
@@ -434,6 +443,18 @@ func (s *stdioConn) hand() {
 		}
 		l := s.queue[0]
 		s.queue = slices.Delete(s.queue, 0, 1)
+		if l.batch && s.noBatch {
+			for i := range l.msgs {
+				if c, ok := l.call(i); ok {
+					s.calls.done(c.ID.Raw())
+				}
+			}
+			s.mu.Unlock()
+			reply, _ := json.Marshal(rpcError{"2.0", nil, rpcErrorBody{jsonrpc.CodeInvalidRequest, noBatchProblem}})
+			s.write(append(reply, '\n'))
+			s.mu.Lock()
+			continue
+		}
 		for i := range l.msgs {
 			if c, ok := l.call(i); ok {
 				s.running[c.ID.Raw()] = false
@@ -449,20 +470,23 @@ func (s *stdioConn) hand() {
 }
 
 // Write writes a line of the SDK's (a message or a batch) to the client,
-// and notes the answers it holds. An answer to a cancelled call is not
-// written.
+// and notes the answers it holds, and the protocol version the answer to
+// initialize agrees. An answer to a cancelled call is not written.
 func (s *stdioConn) Write(p []byte) (int, error) {
 	var ids []any
+	noBatch := false
 	if trimmed := bytes.TrimSpace(p); len(trimmed) > 0 {
 		if l, ok := decodeLine(trimmed); ok {
 			for _, m := range l.msgs {
 				if r, ok := m.(*jsonrpc.Response); ok {
 					ids = append(ids, r.ID.Raw())
+					noBatch = noBatch || agreesNoBatch(r.Result)
 				}
 			}
 		}
 	}
 	s.mu.Lock()
+	s.noBatch = s.noBatch || noBatch
 	silent := len(ids) > 0
 	for _, id := range ids {
 		silent = silent && s.running[id]
@@ -480,6 +504,19 @@ func (s *stdioConn) Write(p []byte) (int, error) {
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	return n, err
+}
+
+// agreesNoBatch reports whether result is an answer to initialize that
+// agrees a protocol version without batches (versions are dates, which
+// compare as text, as the SDK compares them).
+func agreesNoBatch(result json.RawMessage) bool {
+	if !bytes.Contains(result, []byte(`"protocolVersion"`)) {
+		return false
+	}
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.ProtocolVersion >= batchless
 }
 
 func (s *stdioConn) write(p []byte) (int, error) {

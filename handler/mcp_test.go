@@ -327,6 +327,26 @@ func TestMCPStdioBadLines(t *testing.T) {
 			t.Errorf("%.40s:\n got %s\nwant %s", tc.send, got, tc.want)
 		}
 	}
+	// A batch, once the session's version (2025-06-18) has none, gets a
+	// JSON-RPC error and the session goes on. Before, the SDK ended the
+	// session at it (serve --mcp exited 1) and the lines after it were
+	// never run nor answered.
+	noBatch := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: JSON-RPC batching is not supported in MCP 2025-06-18 and later"}}`
+	for _, tc := range []struct{ send, want string }{
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + `[{"jsonrpc":"2.0","id":9,"method":"tools/list"}]`, noBatch},
+		{`[{"jsonrpc":"2.0","method":"notifications/initialized"}]`, noBatch},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":3,"result":{`},
+	} {
+		if _, err := io.WriteString(toServer, tc.send+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if !lines.Scan() {
+			t.Fatalf("%.40s: the session ended: %v", tc.send, lines.Err())
+		}
+		if got := lines.Text(); got != tc.want && !(strings.HasSuffix(tc.want, "{") && strings.HasPrefix(got, tc.want)) {
+			t.Errorf("%.40s:\n got %.200s\nwant %s", tc.send, got, tc.want)
+		}
+	}
 }
 
 // Over stdio, every call the client sent before closing its end is
