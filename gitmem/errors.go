@@ -42,6 +42,23 @@ var (
 	ErrEmptyMatch = errors.New("gitmem: the pattern matches empty text")
 )
 
+// AmbiguousError is a name that is the tool_use id of one commit and a
+// revision (an abbreviated hash, a branch, HEAD~1) of another: a caller
+// chooses its ids, so an id `HEAD` or a hash `gitmem log` printed could
+// otherwise make an operator's command act on another commit than the
+// one meant. Nothing is done; the commit is named by its hash.
+type AmbiguousError struct {
+	Name      string
+	ByID      string // the hash of the call's commit
+	AsRevType string // what else the name is: "revision", "time"
+	AsRev     string // the hash of the commit it names so
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("%q names two commits: the tool_use id of %s and the %s %s; name the one meant by its hash",
+		e.Name, e.ByID[:12], e.AsRevType, e.AsRev[:12])
+}
+
 // DamagedError reports a repository gitmem will not work on until it is
 // repaired, because going on could lose history: what is wrong
 // (Problem) and how to repair it (Repair), both for an operator; no host
@@ -176,13 +193,14 @@ func wrap(op string, err error) error {
 	var ae *AppliedError
 	var de *DamagedError
 	var ue *UnwrittenError
+	var me *AmbiguousError
 	for _, own := range []error{ErrNotExist, ErrExist, ErrIsDir, ErrNotDir, ErrRoot, ErrInsideItself, ErrNotRepository,
 		ErrClosed, ErrUnknownRev, ErrReadOnly, ErrForeign, ErrOtherOwner, ErrNoChange, ErrEmptyMatch} {
 		if errors.Is(err, own) {
 			return err
 		}
 	}
-	if errors.As(err, &se) || errors.As(err, &ae) || errors.As(err, &de) || errors.As(err, &ue) {
+	if errors.As(err, &se) || errors.As(err, &ae) || errors.As(err, &de) || errors.As(err, &ue) || errors.As(err, &me) {
 		return err
 	}
 	return &StorageError{Op: op, Err: err}

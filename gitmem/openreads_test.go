@@ -476,12 +476,12 @@ func TestResolveOfARevisionParsesNoRecordItCannotMatch(t *testing.T) { // not pa
 }
 
 // A tool_use id is any text: one that reads as a revision (HEAD~1, an
-// abbreviated hash with ^) names its call's commit before the revision,
-// wherever its record is in the index and however the reader's chunks
-// cut it. A full hash with ancestry steps after it (HASH~1) is the
-// revision, as in git: it is not looked for as an id (a look reads the
-// whole history index).
-func TestToolUseIDThatReadsAsARevisionWins(t *testing.T) {
+// abbreviated hash with ^) is found as its call's wherever its record is
+// in the index and however the reader's chunks cut it, and, naming
+// another commit as a revision, is refused as naming two. A full hash
+// with ancestry steps after it (HASH~1) is the revision, as in git: it is
+// not looked for as an id (a look reads the whole history index).
+func TestToolUseIDThatReadsAsARevisionIsFoundAndAmbiguous(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(context.Background(), dir, testOptions(t))
@@ -510,10 +510,17 @@ func TestToolUseIDThatReadsAsARevisionWins(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, id := range []string{"HEAD~1", first.Hash[:7] + "^", "toolu_000", "toolu_119"} {
+		for _, id := range []string{"toolu_000", "toolu_119"} {
 			c, err := ro.Resolve(context.Background(), id)
 			if err != nil || c.Hash != ids[id].Hash {
 				t.Errorf("chunk %d: %s resolved to %s %v, want its call's commit %s", chunk, id, c.Hash, err, ids[id].Hash)
+			}
+		}
+		for _, id := range []string{"HEAD~1", first.Hash[:7] + "^"} {
+			want := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", id))
+			_, err := ro.Resolve(context.Background(), id)
+			if ae := (*AmbiguousError)(nil); !errors.As(err, &ae) || ae.ByID != ids[id].Hash || ae.AsRev != want {
+				t.Errorf("chunk %d: %s resolved: %v; want the call's commit %.7s and the revision %.7s", chunk, id, err, ids[id].Hash, want)
 			}
 		}
 		for _, rev := range []string{"HEAD~2", first.Hash + "~1", ids["toolu_100"].Hash + "~2^1", ids["toolu_100"].Hash + "^^"} {
@@ -780,4 +787,48 @@ func walRecords(t *testing.T, dir string) int {
 		n += len(recs)
 	}
 	return n
+}
+
+// A caller chooses its tool_use ids: an id that is also a revision of
+// another commit (a short hash `gitmem log` printed, HEAD, the branch)
+// is refused as naming two commits, for show and revert alike, never
+// taken for the call's commit. An id that names the same commit both
+// ways, or no revision at all, is the call's. Before, the id won: `show
+// HEAD` showed the call whose id was HEAD, and a revert of a short hash
+// would have undone another commit.
+func TestResolveRefusesAnIdThatIsAnotherCommitsRevision(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	first := write(t, r, "toolu_a", "a.md", "a\n")
+	short := first.Hash[:7]
+	byShort := write(t, r, short, "b.md", "b\n")
+	byHEAD := write(t, r, "HEAD", "c.md", "c\n")
+	byMain := write(t, r, "main", "d.md", "d\n")
+	last := write(t, r, "HEAD~3", "e.md", "e\n") // as a revision: byShort
+	settle(t, r)
+	for _, tc := range []struct{ name, byID, asRev string }{
+		{short, byShort.Hash, first.Hash},
+		{"HEAD", byHEAD.Hash, last.Hash},
+		{"main", byMain.Hash, last.Hash},
+		{"HEAD~3", last.Hash, byShort.Hash},
+	} {
+		_, err := r.Resolve(context.Background(), tc.name)
+		var ae *AmbiguousError
+		if !errors.As(err, &ae) || ae.ByID != tc.byID || ae.AsRev != tc.asRev {
+			t.Errorf("Resolve(%q) = %v; want it to name %.7s by id and %.7s as a revision", tc.name, err, tc.byID, tc.asRev)
+			continue
+		}
+		if want := fmt.Sprintf("%q names two commits: the tool_use id of %s and the revision %s; name the one meant by its hash", tc.name, tc.byID[:12], tc.asRev[:12]); err.Error() != want {
+			t.Errorf("Resolve(%q): %q, want %q", tc.name, err, want)
+		}
+		if _, _, err := r.Revert(context.Background(), []string{tc.name}, RevertOptions{}); !errors.As(err, &ae) {
+			t.Errorf("Revert(%q) = %v; want it refused as naming two commits", tc.name, err)
+		}
+	}
+	if c, err := r.Resolve(context.Background(), "toolu_a"); err != nil || c.Hash != first.Hash {
+		t.Errorf("Resolve(toolu_a) = %s, %v; want %s", c.Hash, err, first.Hash)
+	}
+	if got := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD")); got != last.Hash {
+		t.Fatalf("HEAD moved to %s: a refused revert committed", got)
+	}
 }

@@ -174,7 +174,8 @@ func (h *histRec) renamedFrom(p string) string {
 // full hash of a commit, alone or with ancestry steps after it (HASH~1,
 // HASH^2~3), names that commit or its ancestor, as in git, without a
 // look for a tool_use id of the same text (which reads the whole history
-// index: no call makes one).
+// index: no call makes one). A tool_use id that is also a revision of
+// another commit is an AmbiguousError.
 func (r *Repo) Resolve(ctx context.Context, rev string) (Commit, error) {
 	if rev == "" {
 		return Commit{}, ErrUnknownRev
@@ -195,7 +196,11 @@ func (r *Repo) Resolve(ctx context.Context, rev string) (Commit, error) {
 		return Commit{}, err
 	}
 	if found != nil {
-		return r.commitWithPaths(ctx, found.hash.String())
+		byID := found.hash.String()
+		if c, err := r.Commit(ctx, rev); err == nil && c.Hash != byID {
+			return Commit{}, &AmbiguousError{Name: rev, ByID: byID, AsRevType: "revision", AsRev: c.Hash}
+		}
+		return r.commitWithPaths(ctx, byID)
 	}
 	return r.commitWithPaths(ctx, rev)
 }

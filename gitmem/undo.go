@@ -229,6 +229,9 @@ func revert(ctx context.Context, s opStore, revs []string, opt RevertOptions) (C
 	var targets []target
 	for _, rev := range revs {
 		c, err := s.Resolve(ctx, rev)
+		if me := (*AmbiguousError)(nil); errors.As(err, &me) {
+			return Commit{}, nil, err
+		}
 		if err != nil {
 			return Commit{}, nil, fmt.Errorf("%w: %q is not a commit, tool_use id or revision of this memory", ErrUnknownRev, rev)
 		}

@@ -31,7 +31,9 @@ func (e *RevError) Error() string { return e.Msg }
 // characters are enough), a git revision (HEAD~2), or a time as @{2h ago},
 // @{yesterday}, @{2026-11-20}. With orTime, a bare time (2h, yesterday,
 // RFC 3339) also names the commit that was HEAD then, as restore --to
-// takes it. now is the clock times are read against.
+// takes it. now is the clock times are read against. A name that is a
+// tool_use id and names another commit as a revision or a time is
+// refused (a Usage RevError): a caller chooses its ids.
 func Revision(ctx context.Context, r *gitmem.Repo, rev string, now time.Time, orTime bool) (gitmem.Commit, error) {
 	if inner, ok := strings.CutPrefix(rev, "@{"); ok && strings.HasSuffix(inner, "}") {
 		t, err := policy.ParseTime(strings.TrimSuffix(inner, "}"), now)
@@ -41,6 +43,18 @@ func Revision(ctx context.Context, r *gitmem.Repo, rev string, now time.Time, or
 		return at(ctx, r, t)
 	}
 	c, err := r.Resolve(ctx, rev)
+	if err == nil && orTime {
+		// An id that reads as a time names two commits when the time
+		// names another.
+		if t, terr := policy.ParseTime(rev, now); terr == nil {
+			if tc, aerr := r.At(ctx, t); aerr == nil && tc.Hash != c.Hash {
+				err = &gitmem.AmbiguousError{Name: rev, ByID: c.Hash, AsRevType: "time", AsRev: tc.Hash}
+			}
+		}
+	}
+	if ae := (*gitmem.AmbiguousError)(nil); errors.As(err, &ae) {
+		return gitmem.Commit{}, &RevError{Msg: ae.Error(), Usage: true}
+	}
 	if errors.Is(err, gitmem.ErrUnknownRev) {
 		if t, terr := policy.ParseTime(rev, now); orTime && terr == nil {
 			return at(ctx, r, t)

@@ -96,3 +96,30 @@ func TestListFolder(t *testing.T) {
 		t.Errorf("a file listed as a folder: %v", err)
 	}
 }
+
+// An id that reads as a time (restore --to takes times) names two
+// commits when the time names another: refused as a usage error, not
+// taken for the call's commit. Where times are not taken, or the time
+// names the call's own commit, the id is the call's. Before, --to 2h
+// restored to the call whose id was 2h.
+func TestRevisionRefusesAnIdThatIsAnotherCommitsTime(t *testing.T) {
+	t.Parallel()
+	r, write := newRepo(t)
+	write("toolu_a", "a.md", "a\n")                     // 01:00
+	byID := write("2h", "b.md", "b\n")                  // 02:00
+	third := write("toolu_c", "c.md", "c\n")            // 03:00
+	write("toolu_d", "d.md", "d\n")                     // 04:00
+	now := time.Date(2026, 1, 1, 5, 30, 0, 0, time.UTC) // 2h ago: 03:30, third's time
+	_, err := operator.Revision(context.Background(), r, "2h", now, true)
+	var re *operator.RevError
+	want := `"2h" names two commits: the tool_use id of ` + byID.Hash[:12] + ` and the time ` + third.Hash[:12] + `; name the one meant by its hash`
+	if !errors.As(err, &re) || !re.Usage || re.Msg != want {
+		t.Fatalf("Revision(2h) with times: %v; want a usage error %q", err, want)
+	}
+	if c, err := operator.Revision(context.Background(), r, "2h", now, false); err != nil || c.Hash != byID.Hash {
+		t.Fatalf("Revision(2h) without times = %s, %v; want the call's %s", c.Hash, err, byID.Hash)
+	}
+	if c, err := operator.Revision(context.Background(), r, "2h", now.Add(-time.Hour), true); err != nil || c.Hash != byID.Hash {
+		t.Fatalf("Revision(2h) when 2h ago was the call's = %s, %v; want %s", c.Hash, err, byID.Hash)
+	}
+}

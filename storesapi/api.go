@@ -516,6 +516,8 @@ func (s *storesServer) revError(w http.ResponseWriter, store string, err error) 
 		handler.HTTPError(w, http.StatusBadRequest, re.Msg)
 	case errors.As(err, &re):
 		handler.HTTPError(w, http.StatusNotFound, re.Msg)
+	case errors.As(err, new(*gitmem.AmbiguousError)): // Revert's: as a Usage RevError
+		handler.HTTPError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, gitmem.ErrUnknownRev): // Revert's: worded as a RevError
 		handler.HTTPError(w, http.StatusNotFound, strings.TrimPrefix(err.Error(), gitmem.ErrUnknownRev.Error()+": "))
 	case errors.As(err, &ce):

@@ -52,6 +52,8 @@ func revertCommand() *cli.Command {
 					}
 				}
 				return failf(exitFailure, "cannot revert: later edits overlap in %d file(s); nothing was changed (--strategy=theirs forces the undo)", len(ce.Files))
+			case errors.As(err, new(*gitmem.AmbiguousError)):
+				return failf(exitUsage, "%v", err)
 			case errors.Is(err, gitmem.ErrUnknownRev): // worded as show's and diff's
 				return failf(exitFailure, "%v", strings.TrimPrefix(err.Error(), gitmem.ErrUnknownRev.Error()+": "))
 			case errors.Is(err, gitmem.ErrNoChange):
