@@ -121,7 +121,9 @@ func logCommand() *cli.Command {
 			out := newOutput(c)
 			defer out.Close()
 			emit := jsonLines(out)
+			listed := 0
 			err = r.Log(ctx, opt, progress(c, "indexing history"), func(cm gitmem.Commit) error {
+				listed++
 				var patch string
 				if c.Bool("p") {
 					if patch, err = operator.Patch(r, cm, opt.Paths); err != nil { // with --follow, the file's name in cm
@@ -153,6 +155,9 @@ func logCommand() *cli.Command {
 			}
 			if err != nil {
 				return storeErr(err, c.String("repo"))
+			}
+			if listed == 0 && opt.Conflicts && !c.Bool("json") { // on stderr: stdout stays empty, as git log's
+				fmt.Fprintln(c.App.ErrWriter, "no merge kept both sides of a conflict")
 			}
 			return out.Close()
 		},

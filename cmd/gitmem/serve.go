@@ -222,7 +222,7 @@ func serve(c *cli.Context) (err error) {
 		case <-time.After(exitPackWait):
 		}
 	}()
-	go onHangup(ctx, hup, nil, logf)
+	go onHangup(ctx, hup, nil, logf, nil)
 	go maintain(ctx, repo, maintenance{c.Duration("adopt-every"), expireEvery, expireAge, keep, pack}, logf)
 	httpOpt := handler.HTTPOptions{Token: token, Metrics: m.handler(), Ready: writable(filepath.Join(dir, ".git", "gitmem"), func() error {
 		if _, err := repo.Commit(ctx, "HEAD"); err != nil {
@@ -347,7 +347,7 @@ func serveStores(ctx context.Context, started func(), c *cli.Context, author git
 			return nil
 		}
 	}
-	go onHangup(ctx, hup, reload, logf)
+	go onHangup(ctx, hup, reload, logf, logAt(c, slog.LevelError))
 	m := newMetrics(nil)
 	httpOpt := handler.HTTPOptions{Metrics: m.handler(), Ready: writable(dir.Root(), nil)}
 	var login func(string) (policy.Token, bool)
@@ -425,9 +425,10 @@ func notifyHangup() chan os.Signal {
 	return hup
 }
 
-// onHangup runs reload at each SIGHUP until ctx ends; with nothing to
-// reload (no token file), it logs so.
-func onHangup(ctx context.Context, hup <-chan os.Signal, reload func() error, logf func(string, ...any)) {
+// onHangup runs reload at each SIGHUP until ctx ends, and logs a failed
+// one with errorf (an operator who keeps only problems sees it); with
+// nothing to reload (no token file), it logs so.
+func onHangup(ctx context.Context, hup <-chan os.Signal, reload func() error, logf, errorf func(string, ...any)) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -438,7 +439,7 @@ func onHangup(ctx context.Context, hup <-chan os.Signal, reload func() error, lo
 				logf("gitmem: SIGHUP: nothing to reload (only serve --stores --tokens reloads its token file); still serving")
 			default:
 				if err := reload(); err != nil {
-					logf("gitmem: SIGHUP: %v", err)
+					errorf("gitmem: SIGHUP: %v", err)
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,10 @@ func TestEveryServeTakesSIGHUP(t *testing.T) {
 		{"http-sync", []string{"--http", "ADDR", "--sync", "origin", "--sync-every", "1h"}, "", "nothing to reload"},
 		{"mcp-http", []string{"--mcp-http", "ADDR"}, "", "nothing to reload"},
 		{"stores", []string{"--http", "ADDR", "--stores", "STORES"}, "", "nothing to reload"},
-		{"stores-tokens", []string{"--http", "ADDR", "--stores", "STORES", "--tokens", "TOKENS"}, "", "reloaded 1 token(s)"},
+		{"stores-tokens", []string{"--http", "ADDR", "--stores", "STORES", "--tokens", "TOKENS"}, "", "level=INFO msg=\"SIGHUP: reloaded 1 token(s)\""},
+		// A reload that fails is an ERROR: one who keeps only problems
+		// (--log-level warn) sees it. (It was INFO.)
+		{"stores-tokens-broken", []string{"--http", "ADDR", "--stores", "STORES", "--tokens", "TOKENS"}, "", "level=ERROR msg=\"SIGHUP: the token file was not reloaded, the old tokens stay"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp := gittest.TempDir(t)
@@ -103,6 +107,11 @@ func TestEveryServeTakesSIGHUP(t *testing.T) {
 				}
 			}
 			alive("at start")
+			if strings.HasSuffix(tc.name, "broken") {
+				if err := os.WriteFile(tokens, []byte("{"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 				t.Fatal(err)
 			}
