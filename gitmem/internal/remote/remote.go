@@ -94,6 +94,9 @@ type Conn interface {
 // CheckURL refuses a URL gitmem cannot use or must not store: one that
 // carries a password (credentials belong in the environment).
 func CheckURL(url string) error {
+	if helper, ok := remoteHelper(url); ok {
+		return fmt.Errorf("%q: gitmem speaks file paths, file://, git://, http(s):// and ssh, not git's remote helper %s::", url, helper)
+	}
 	ep, err := transport.NewEndpoint(url)
 	if err != nil {
 		return fmt.Errorf("%q is not a remote URL or path: %v", url, err)
@@ -106,6 +109,18 @@ func CheckURL(url string) error {
 		return nil
 	}
 	return fmt.Errorf("%q: gitmem speaks file paths, file://, git://, http(s):// and ssh, not %s", url, ep.Protocol)
+}
+
+// remoteHelper reads git's <transport>::<address> (ext::, fd::, a
+// git-remote-<transport> program) as git does: letters, digits, - + .
+// then ::. go-git reads such a URL as an scp-like ssh address.
+func remoteHelper(url string) (string, bool) {
+	i := 0
+	for i < len(url) && (url[i] >= 'a' && url[i] <= 'z' || url[i] >= 'A' && url[i] <= 'Z' || url[i] >= '0' && url[i] <= '9' ||
+		url[i] == '-' || url[i] == '+' || url[i] == '.') {
+		i++
+	}
+	return url[:i], strings.HasPrefix(url[i:], "::")
 }
 
 // Dial connects to the remote at url for a fetch (push false) or a push.
