@@ -167,31 +167,42 @@ func ParseTokenFile(data []byte) (TokenFile, error) {
 	names, hashes := map[string]bool{}, map[string]bool{}
 	for i, t := range f.Tokens {
 		what := fmt.Sprintf("token file: token %d (%q)", i+1, t.Name)
+		if err := CheckToken(t); err != nil {
+			return f, fmt.Errorf("%s: %v", what, err)
+		}
 		switch {
-		case !validName(t.Name):
-			return f, fmt.Errorf("%s: names are 1 to %d characters: %s, starting with a letter or digit", what, MaxStoreNameBytes, storeNameCharsForHumans)
 		case names[t.Name]:
 			return f, fmt.Errorf("%s: the name is used twice", what)
-		case len(t.SHA256) != 64 || !validHex(t.SHA256):
-			return f, fmt.Errorf("%s: sha256 must be the 64 hex digits of the secret's SHA-256 (gitmem token add writes it)", what)
 		case hashes[strings.ToLower(t.SHA256)]:
 			return f, fmt.Errorf("%s: the same secret as another token", what)
-		case len(t.Stores) == 0:
-			return f, fmt.Errorf("%s: stores must name at least one store or glob (\"*\" for all)", what)
-		case t.Access != ReadOnly && t.Access != ReadWrite:
-			return f, fmt.Errorf("%s: access must be %q or %q", what, ReadOnly, ReadWrite)
-		case t.Role != Agent && t.Role != Operator:
-			return f, fmt.Errorf("%s: role must be %q or %q", what, Agent, Operator)
-		}
-		for _, g := range t.Stores {
-			if err := CheckStoreGlob(g); err != nil {
-				return f, fmt.Errorf("%s: %v", what, err)
-			}
 		}
 		f.Tokens[i].SHA256 = strings.ToLower(t.SHA256)
 		names[t.Name], hashes[f.Tokens[i].SHA256] = true, true
 	}
 	return f, nil
+}
+
+// CheckToken checks one token as a token file must hold it (ParseTokenFile
+// checks each, then that names and secrets are not used twice).
+func CheckToken(t Token) error {
+	switch {
+	case !validName(t.Name):
+		return fmt.Errorf("names are 1 to %d characters: %s, starting with a letter or digit", MaxStoreNameBytes, storeNameCharsForHumans)
+	case len(t.SHA256) != 64 || !validHex(t.SHA256):
+		return fmt.Errorf("sha256 must be the 64 hex digits of the secret's SHA-256 (gitmem token add writes it)")
+	case len(t.Stores) == 0:
+		return fmt.Errorf("stores must name at least one store or glob (\"*\" for all)")
+	case t.Access != ReadOnly && t.Access != ReadWrite:
+		return fmt.Errorf("access must be %q or %q", ReadOnly, ReadWrite)
+	case t.Role != Agent && t.Role != Operator:
+		return fmt.Errorf("role must be %q or %q", Agent, Operator)
+	}
+	for _, g := range t.Stores {
+		if err := CheckStoreGlob(g); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CheckStoreGlob accepts a store name or a glob over store names (path.Match

@@ -50,6 +50,9 @@ func tokenCommand() *cli.Command {
 					if c.Bool("operator") {
 						tok.Role = policy.Operator
 					}
+					if err := policy.CheckToken(tok); err != nil { // the command line's, not the file's
+						return failf(exitUsage, "token %q: %v", tok.Name, err)
+					}
 					err = editTokens(c.String("file"), func(f *policy.TokenFile) error {
 						for _, t := range f.Tokens {
 							if t.Name == tok.Name {
