@@ -14,9 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/urfave/cli/v2"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
@@ -79,12 +77,14 @@ func logAt(c *cli.Context, level slog.Level) func(string, ...any) {
 // metrics are what GET /metrics shows (Prometheus text format): tool
 // calls by command and outcome, how long commits take, the repository's
 // loose objects, size and history-index lag, gc runs, and Go's and the
-// process's own.
+// process's own. They are VictoriaMetrics' library's, not Prometheus's
+// client's: that one's packages (its default registry with the process
+// and Go collectors, procfs's regexps, protobuf reading samples of the
+// binary) initialise at every start of every command, 0.7-1.5 ms of a
+// 7 ms log or show, which have no /metrics.
 type metrics struct {
-	reg    *prometheus.Registry
-	calls  *prometheus.CounterVec
-	commit prometheus.Histogram
-	gcRuns *prometheus.CounterVec
+	set    *vm.Set
+	commit *vm.PrometheusHistogram
 }
 
 // knownCommands bound the command label: a model's typo is "other".
@@ -93,43 +93,30 @@ var knownCommands = map[string]bool{"view": true, "create": true, "str_replace":
 // newMetrics registers the metrics; repo (nil with --stores) adds the
 // repository's gauges.
 func newMetrics(repo *gitmem.Repo) *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitmem_tool_calls_total",
-			Help: "Memory tool calls answered, by command and outcome (ok, error: refused with an error result, failure: the store failed)."},
-			[]string{"command", "outcome"}),
-		commit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitmem_commit_duration_seconds",
-			Help:    "Time a changing call spent committing: the writer lock, the change and the durable commit.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}), // 0.5 ms .. 16 s
-		gcRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitmem_gc_runs_total",
-			Help: "Packings of loose objects by the server, by trigger (start, background, exit) and result (ok, error)."},
-			[]string{"trigger", "result"}),
+	vm.ExposeMetadata(true) // # TYPE lines: counters, gauges and the histogram typed
+	// 0.5 ms .. 16 s
+	buckets := make([]float64, 16)
+	for i, b := 0, 0.0005; i < len(buckets); i, b = i+1, b*2 {
+		buckets[i] = b
 	}
+	m := &metrics{set: vm.NewSet()}
+	m.commit = m.set.NewPrometheusHistogramExt("gitmem_commit_duration_seconds", buckets)
 	for _, trigger := range []string{"start", "background", "exit"} {
 		for _, result := range []string{"ok", "error"} {
-			m.gcRuns.WithLabelValues(trigger, result) // shown as 0 before the first run
+			m.gcRuns(trigger, result) // shown as 0 before the first run
 		}
 	}
-	m.reg.MustRegister(m.calls, m.commit, m.gcRuns, collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if repo != nil {
 		size := cached(30*time.Second, func() float64 { return float64(dirSize(filepath.Join(repo.Dir(), ".git"))) })
-		m.reg.MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gitmem_loose_objects",
-				Help: "Loose objects in the repository (git's estimate from one fan-out folder); the server packs them past --gc-loose."},
-				func() float64 { return float64(repo.LooseObjects()) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gitmem_repository_size_bytes",
-				Help: "Size of the repository's .git folder (measured at most every 30 s)."}, size),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gitmem_history_index_lag_commits",
-				Help: "Commits the history index (.git/gitmem/history) does not hold yet (counted up to 1000)."},
-				func() float64 {
-					lag, err := repo.IndexLag(context.Background(), 1000) // a scrape has no context: Close ends the wait
-					if err != nil {
-						return -1
-					}
-					return float64(lag)
-				}),
-		)
+		m.set.NewGauge("gitmem_loose_objects", func() float64 { return float64(repo.LooseObjects()) })
+		m.set.NewGauge("gitmem_repository_size_bytes", size)
+		m.set.NewGauge("gitmem_history_index_lag_commits", func() float64 {
+			lag, err := repo.IndexLag(context.Background(), 1000) // a scrape has no context: Close ends the wait
+			if err != nil {
+				return -1
+			}
+			return float64(lag)
+		})
 	}
 	return m
 }
@@ -140,9 +127,9 @@ func (m *metrics) call(c handler.Call) {
 	if !knownCommands[cmd] {
 		cmd = "other"
 	}
-	m.calls.WithLabelValues(cmd, c.Outcome).Inc()
+	m.set.GetOrCreateCounter(`gitmem_tool_calls_total{command="` + cmd + `",outcome="` + c.Outcome + `"}`).Inc()
 	if c.Commit != "" && !c.Replayed {
-		m.commit.Observe(c.CommitDuration.Seconds())
+		m.commit.Update(c.CommitDuration.Seconds())
 	}
 }
 
@@ -151,11 +138,24 @@ func (m *metrics) gc(trigger string, err error) {
 	if err != nil {
 		result = "error"
 	}
-	m.gcRuns.WithLabelValues(trigger, result).Inc()
+	m.gcRuns(trigger, result).Inc()
+}
+
+// gcRuns is the counter of packings by trigger and result.
+func (m *metrics) gcRuns(trigger, result string) *vm.Counter {
+	return m.set.GetOrCreateCounter(`gitmem_gc_runs_total{result="` + result + `",trigger="` + trigger + `"}`)
 }
 
 func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		var b bytes.Buffer
+		m.set.WritePrometheus(&b)
+		vm.WriteGoMetrics(&b)
+		vm.WriteProcMetrics(&b)
+		vm.WriteFDMetrics(&b)
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Write(b.Bytes())
+	})
 }
 
 // cached calls fn at most once per ttl.
