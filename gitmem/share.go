@@ -91,8 +91,9 @@ func (o *SyncOptions) defaults() {
 type SyncResult struct {
 	Fetched     int    // objects received
 	FastForward string // the commit the branch moved to, when a pull fast-forwarded
-	Merge       string // the merge commit a pull made
-	Merged      int    // commits the pull brought
+	Merge       string // the merge commit a pull made (the last, when sync merged again)
+	Merges      int    // merge commits made (more than one when sync merged again)
+	Merged      int    // commits the pull brought (in all its merges)
 	Conflicts   []MergeConflict
 	Ignored     []IgnoredEntry
 	Pushed      int // commits sent
@@ -633,6 +634,7 @@ func (s *session) integrate(ctx context.Context, tip plumbing.Hash) error {
 		s.res.FastForward = c.Hash
 	} else {
 		s.res.Merge = c.Hash
+		s.res.Merges++
 	}
 	for _, ig := range m.ignored {
 		s.memOpt.Logf("gitmem: the merge of %s did not take %s (%s)", m.label, ig.Path, ig.Reason)

@@ -344,7 +344,7 @@ func TestSyncSaysWhatFailed(t *testing.T) {
 	put(t, a, "t2", "a.md", "b\n")
 	res, err := a.Sync(context.Background(), "origin", opt)
 	var moved *RemoteMovedError
-	if !errors.As(err, &moved) || moved.Attempts != 3 || !errors.Is(err, ErrNonFastForward) || res.Retries != 2 {
+	if !errors.As(err, &moved) || moved.Attempts != 3 || !errors.Is(err, ErrNonFastForward) || res.Retries != 2 || res.Merges != 2 {
 		t.Fatalf("a remote that moves before every push: %v (%+v)", err, res)
 	}
 	if want := "origin moved again before each of 3 pushes (other agents pushed first each time); what was merged stays here, nothing was pushed"; !strings.Contains(err.Error(), want) {

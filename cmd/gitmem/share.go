@@ -305,7 +305,7 @@ func reportPull(w io.Writer, res gitmem.SyncResult) {
 	case res.FastForward != "":
 		fmt.Fprintf(w, "fast-forwarded to %s (%d commit(s))\n", short(res.FastForward), res.Merged)
 	case res.Merge != "":
-		fmt.Fprintf(w, "merged %d commit(s) in %s", res.Merged, short(res.Merge))
+		io.WriteString(w, mergedWhat(res))
 		if len(res.Conflicts) > 0 {
 			fmt.Fprintf(w, "; %d conflict(s), both sides kept:", len(res.Conflicts))
 		}
@@ -317,6 +317,16 @@ func reportPull(w io.Writer, res gitmem.SyncResult) {
 	for _, ig := range res.Ignored {
 		fmt.Fprintf(w, "  not taken: %s (%s)\n", ig.Path, ig.Reason)
 	}
+}
+
+// mergedWhat says what the merges of a pull or sync brought: "merged 3
+// commit(s) in abc1234", or, when sync merged again because the remote
+// moved, "merged 93 commit(s) in 2 merges, the last abc1234".
+func mergedWhat(res gitmem.SyncResult) string {
+	if res.Merges > 1 {
+		return fmt.Sprintf("merged %d commit(s) in %d merges, the last %s", res.Merged, res.Merges, short(res.Merge))
+	}
+	return fmt.Sprintf("merged %d commit(s) in %s", res.Merged, short(res.Merge))
 }
 
 // reportPush says what a push sent.

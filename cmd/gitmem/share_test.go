@@ -32,3 +32,22 @@ func TestSyncFailureSaysWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// A sync that merged again (the remote moved) says how many merges its
+// commits came in, and which was the last: the count is of them all.
+// Before, "merged 93 commit(s) in 80176e9" named the last merge only.
+func TestMergedWhatCountsTheMerges(t *testing.T) {
+	t.Parallel()
+	last := "80176e9a0c0ffee0c0ffee0c0ffee0c0ffee0c0f"
+	for _, tc := range []struct {
+		res  gitmem.SyncResult
+		want string
+	}{
+		{gitmem.SyncResult{Merge: last, Merges: 1, Merged: 33}, "merged 33 commit(s) in 80176e9"},
+		{gitmem.SyncResult{Merge: last, Merges: 2, Merged: 93}, "merged 93 commit(s) in 2 merges, the last 80176e9"},
+	} {
+		if got := mergedWhat(tc.res); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.res, got, tc.want)
+		}
+	}
+}

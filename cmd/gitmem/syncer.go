@@ -177,7 +177,7 @@ func (s *syncer) once(ctx context.Context) bool {
 	case res.FastForward != "":
 		did = append(did, fmt.Sprintf("took %d commit(s)", res.Merged))
 	case res.Merge != "":
-		did = append(did, fmt.Sprintf("merged %d commit(s) in %s", res.Merged, short(res.Merge)))
+		did = append(did, mergedWhat(res))
 	}
 	if len(res.Conflicts) > 0 {
 		var cs []string
