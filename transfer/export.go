@@ -96,10 +96,14 @@ func readExport(ctx context.Context, d *stores.Dir, name string, res *ExportResu
 	return meta, mems, err
 }
 
-// checkExportable says which of mems the API cannot hold: not UTF-8 text,
-// or too long.
+// checkExportable says which of mems the API cannot hold: a path it
+// refuses (the memory tool takes names the API does not: not in NFC, a
+// format character), not UTF-8 text, or too long.
 func checkExportable(mems []memstore.Item) error {
 	for _, m := range mems {
+		if _, err := memstore.ParsePath(m.Path); err != nil {
+			return &ExportError{Path: m.Path, Msg: "has a path the API refuses: " + err.Error()}
+		}
 		if !utf8.Valid(m.Content) {
 			return &ExportError{Path: m.Path, Msg: "is not UTF-8 text, and the API holds text"}
 		}

@@ -496,6 +496,34 @@ func TestExportResumes(t *testing.T) {
 	}
 }
 
+// A memory the API would refuse by its path (the memory tool takes a name
+// not in NFC, or with a format character such as U+202E; the API does
+// not) stops the export before anything is sent, naming it. Before, the
+// export stopped half-way at it with a 400, and every run again at the
+// same memory: the rest never went.
+func TestExportRefusesAPathTheAPIRefusesFirst(t *testing.T) {
+	t.Parallel()
+	a := newServer(t)
+	if _, err := a.dir.Create("alice", stores.Meta{}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	a.tool("alice", "s1", `{"command":"create","path":"/memories/a.md","file_text":"a\n"}`)
+	a.tool("alice", "s2", `{"command":"create","path":"/memories/cafe\u0301.md","file_text":"b\n"}`)
+	var requests atomic.Int64
+	a.setFault(func(r *http.Request, n int) (int, string, bool) {
+		requests.Add(1)
+		return 0, "", false
+	})
+	res, err := transfer.Export(ctx, a.remote(), a.dir, "alice", transfer.ExportOptions{})
+	var ee *transfer.ExportError
+	if !errors.As(err, &ee) || ee.Path != "/cafe\u0301.md" || !strings.Contains(err.Error(), "is not in Unicode Normalization Form C") {
+		t.Fatalf("export of a path the API refuses: %+v, %v", res, err)
+	}
+	if n := requests.Load(); n != 0 || res.StoreID != "" {
+		t.Fatalf("%d requests sent, store %q made, before the refusal", n, res.StoreID)
+	}
+}
+
 // A service that no longer keeps a memory's first versions (the hosted
 // one keeps them 30 days), as a proxy that leaves versions out of the
 // listing: the first kept version becomes the memory's creation, a memory
