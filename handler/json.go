@@ -190,3 +190,60 @@ func skipString(raw []byte, i int) int {
 	}
 	return i
 }
+
+// NotUTF8 names the first string of the JSON value raw (which a JSON
+// parser has already accepted) that is not valid UTF-8 as sent: bytes
+// that are not UTF-8, or an escaped lone surrogate, which encoding/json
+// would silently replace with U+FFFD. The name is the member's path
+// ("content", "precondition.type", "metadata.k", "revisions[2]"), and
+// ok is false when every string, member names included, is valid. The
+// HTTP APIs that decode bodies with encoding/json call it first, so that
+// they refuse what the memory tool refuses.
+func NotUTF8(raw []byte) (name string, ok bool) {
+	var walk func(path string, val []byte)
+	walk = func(path string, val []byte) {
+		i := skipSpace(val, 0)
+		if i == len(val) {
+			return
+		}
+		switch val[i] {
+		case '"':
+			if s, _ := decodeString(val); !utf8.ValidString(s) {
+				name, ok = path, true
+			}
+		case '{':
+			members(val, func(key string, v []byte) {
+				switch {
+				case ok:
+				case !utf8.ValidString(key):
+					name, ok = "a member name in "+orBody(path), true
+				default:
+					walk(memberPath(path, key), v)
+				}
+			})
+		case '[':
+			n := 0
+			elements(val, func(v []byte) bool {
+				walk(path+"["+strconv.Itoa(n)+"]", v)
+				n++
+				return !ok
+			})
+		}
+	}
+	walk("", raw)
+	return name, ok
+}
+
+func memberPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func orBody(path string) string {
+	if path == "" {
+		return "the body"
+	}
+	return path
+}

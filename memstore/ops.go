@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/policy"
@@ -17,6 +18,11 @@ import (
 var (
 	ErrNotFound     = errors.New("not found")
 	ErrPrecondition = errors.New("the memory's content_sha256 is not the expected one")
+	// ErrNotUTF8 refuses an update of a memory's content on the condition
+	// of its content_sha256 when the memory is not valid UTF-8: what any
+	// client read of it (U+FFFD in place of the bytes that are not) is not
+	// what it holds, and writing that back would rewrite bytes nobody saw.
+	ErrNotUTF8 = errors.New("the memory is not valid UTF-8")
 )
 
 // PathConflictError is a create or rename onto a path that a memory holds,
@@ -320,6 +326,9 @@ func (ix *Index) Update(ctx context.Context, repo *gitmem.Repo, id string, req U
 		}
 		if req.Expect != "" && !strings.EqualFold(SHA256(old), req.Expect) {
 			return nil, ErrPrecondition
+		}
+		if req.Expect != "" && req.SetContent && !utf8.Valid(old) {
+			return nil, ErrNotUTF8
 		}
 		u := tx.Usage()
 		if err := req.Limits.Check(apiPath(to), policy.Usage{Files: u.Files, Bytes: u.Bytes}, int64(len(old)), int64(len(content))); err != nil {

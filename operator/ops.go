@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/policy"
@@ -384,10 +385,19 @@ func GetMemory(ctx context.Context, r *gitmem.Repo, path string) (Memory, error)
 
 // PreconditionError is a write refused because the memory's content is
 // not what the caller expected; nothing was changed. Current is the
-// content's SHA-256 ("" when the memory does not exist).
-type PreconditionError struct{ Current string }
+// content's SHA-256 ("" when the memory does not exist). NotUTF8: the
+// hash matched, but the content is not valid UTF-8, so what the caller
+// read (JSON: U+FFFD in place of the bytes that are not) is not what the
+// file holds, and writing it back would rewrite bytes nobody saw.
+type PreconditionError struct {
+	Current string
+	NotUTF8 bool
+}
 
 func (e *PreconditionError) Error() string {
+	if e.NotUTF8 {
+		return "the memory is not valid UTF-8: read as JSON, it has U+FFFD in place of the bytes that are not, so no content read through the API is its content; nothing was changed (write it without a precondition to replace it)"
+	}
 	if e.Current == "" {
 		return "the memory does not exist, so it cannot have the expected content_sha256; nothing was changed"
 	}
@@ -418,6 +428,9 @@ func PutMemory(r *gitmem.Repo, path string, content []byte, expect *string, limi
 		}
 		if err := precondition(expect, old, created); err != nil {
 			return err
+		}
+		if expect != nil && !utf8.Valid(old) {
+			return &PreconditionError{Current: SHA256(old), NotUTF8: true}
 		}
 		var oldSize int64 = -1
 		if !created {

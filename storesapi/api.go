@@ -90,7 +90,17 @@ func (s *storesServer) decode(w http.ResponseWriter, r *http.Request, v any) boo
 		handler.HTTPError(w, http.StatusBadRequest, "the body is not the expected JSON object: "+err.Error())
 		return false
 	}
+	if name, bad := handler.NotUTF8(body); bad {
+		handler.HTTPError(w, http.StatusBadRequest, notUTF8(name))
+		return false
+	}
 	return true
+}
+
+// notUTF8 is the refusal of a body with a string that is not valid UTF-8
+// (encoding/json would have stored U+FFFD in its place without a word).
+func notUTF8(name string) string {
+	return name + " is not valid UTF-8 (nor is an escaped lone surrogate); nothing was changed"
 }
 
 // listPage is a page of a listing.

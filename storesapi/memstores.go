@@ -15,6 +15,7 @@ import (
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/memstore"
+	"github.com/gitmem-dev/gitmem/operator"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
 )
@@ -173,6 +174,9 @@ func (s *storesServer) msError(w http.ResponseWriter, store string, err error) {
 	case errors.As(err, &limit):
 		final(w)
 		apiError(w, http.StatusBadRequest, errInvalidRequest, limit.Msg)
+	case errors.Is(err, memstore.ErrNotUTF8):
+		final(w)
+		apiError(w, http.StatusConflict, errPreconditionFailed, (&operator.PreconditionError{NotUTF8: true}).Error()) // as the operator API says it
 	case errors.Is(err, memstore.ErrPrecondition):
 		final(w)
 		apiError(w, http.StatusConflict, errPreconditionFailed, "the memory's content_sha256 is not the expected one; nothing was changed (retrieve the memory for its current content)")
@@ -225,6 +229,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 			msg = "the body is not valid JSON"
 		case dec.More():
 			msg = "the body holds more than one JSON value"
+		default:
+			if name, bad := handler.NotUTF8(body); bad {
+				msg = notUTF8(name)
+			}
 		}
 	}
 	if msg != "" {
