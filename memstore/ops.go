@@ -468,7 +468,7 @@ type ListOptions struct {
 // their paths, a roll-up at the place of its first memory; Next is the
 // next page's cursor ("" at the end).
 func (ix *Index) List(ctx context.Context, repo *gitmem.Repo, opt ListOptions) (items []Item, next string, err error) {
-	after, err := decodeCursor(opt.Page)
+	after, err := FromCursor(opt.Page)
 	if err != nil {
 		return nil, "", err
 	}
@@ -507,9 +507,9 @@ func (ix *Index) List(ctx context.Context, repo *gitmem.Repo, opt ListOptions) (
 				continue // rolled up already
 			}
 			if len(page) == opt.Limit {
-				next = encodeCursor(page[len(page)-1].m.Path)
+				next = Cursor(page[len(page)-1].m.Path)
 				if pre := prefixes[len(prefixes)-1]; pre != "" {
-					next = encodeCursor(pre)
+					next = Cursor(pre)
 				}
 				break
 			}

@@ -461,7 +461,12 @@ func (s *storesServer) listMemoryStores(w http.ResponseWriter, r *http.Request) 
 		badQuery(w, "include_archived must be true or false, not %s", clip(v))
 		return
 	}
-	page, err := s.dir.List(stores.ListOptions{After: q.Get("page"), Limit: limit, IncludeArchived: archived, Allow: p.Allows,
+	after, err := memstore.FromCursor(q.Get("page"))
+	if err != nil {
+		s.msError(w, "", err)
+		return
+	}
+	page, err := s.dir.List(stores.ListOptions{After: after, Limit: limit, IncludeArchived: archived, Allow: p.Allows,
 		Where: func(i stores.Info) bool {
 			return (gte.IsZero() || !i.Created.Before(gte)) && (lte.IsZero() || !i.Created.After(lte))
 		}})
@@ -477,7 +482,11 @@ func (s *storesServer) listMemoryStores(w http.ResponseWriter, r *http.Request) 
 		}
 		out = append(out, memoryStoreOf(info))
 	}
-	handler.WriteJSON(w, http.StatusOK, newPage(out, page.Next))
+	next := ""
+	if page.Next != "" {
+		next = memstore.Cursor(page.Next)
+	}
+	handler.WriteJSON(w, http.StatusOK, newPage(out, next))
 }
 
 func (s *storesServer) getMemoryStore(w http.ResponseWriter, r *http.Request, p principal, m msStore) {

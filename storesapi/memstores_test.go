@@ -336,3 +336,49 @@ func TestMemoryStoresImportedActors(t *testing.T) {
 		t.Errorf("an unrecorded actor: created_by %v", v["created_by"])
 	}
 }
+
+// The three listings take only the cursors they made: a garbage page, or
+// a path or store name made to look like one, is 400, not a page that
+// looks empty (or starts somewhere else).
+func TestMemoryStoresListingsRefuseCursorsTheyDidNotMake(t *testing.T) {
+	t.Parallel()
+	a := newStoresAPI(t, policy.ScreenOff)
+	var st msObject
+	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "A"}, &st)
+	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "B"}, nil)
+	mems := "/v1/memory_stores/" + st.str("id") + "/memories"
+	for _, p := range []string{"/a.md", "/b.md", "/c.md"} {
+		if code := a.call("ops", "POST", mems, map[string]any{"path": p, "content": p}, nil); code != 200 {
+			t.Fatalf("create %s: %d", p, code)
+		}
+	}
+	for _, list := range []string{"/v1/memory_stores", mems, "/v1/memory_stores/" + st.str("id") + "/memory_versions"} {
+		// Each page of one, by its cursors: every item once.
+		seen, page := 0, ""
+		for {
+			var got struct {
+				Data     []msObject
+				NextPage *string `json:"next_page"`
+			}
+			if code := a.call("ops", "GET", list+"?limit=1&page="+page, nil, &got); code != 200 || len(got.Data) != 1 {
+				t.Fatalf("%s page %q: %d %v", list, page, code, got.Data)
+			}
+			seen++
+			if got.NextPage == nil {
+				break
+			}
+			page = *got.NextPage
+		}
+		if want := map[bool]int{true: 2, false: 3}[list == "/v1/memory_stores"]; seen != want {
+			t.Errorf("%s: %d items by pages of one, want %d", list, seen, want)
+		}
+		for _, bad := range []string{"garbage", "L2EubWQ", "YS5tZA", st.str("id")} { // "/a.md", "a.md" in base64; a store id
+			var e msError
+			code := a.callBad("ops", "GET", list+"?page="+bad, nil, &e)
+			a.refused(list+" page "+bad, code, e, 400, "invalid_request_error", "false")
+			if e.Error.Message != `page "`+bad+`" is not a cursor of this listing` {
+				t.Errorf("%s page %s: %q", list, bad, e.Error.Message)
+			}
+		}
+	}
+}
