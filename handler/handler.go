@@ -58,6 +58,7 @@ type Handler struct {
 	secrets   *policy.SecretRules
 	log       *slog.Logger
 	onCall    func(Call)
+	down      error
 }
 
 // Options configure a Handler.
@@ -79,6 +80,10 @@ type Options struct {
 	Logger *slog.Logger
 	// OnCall, when set, is called after each tool call (for metrics).
 	OnCall func(Call)
+	// Unavailable, when set, is why the memory could not be opened (repo
+	// is then nil): every command that passes the checks of its call is
+	// answered as a storage failure, Unavailable its cause in the log.
+	Unavailable error
 }
 
 // New returns a Handler for repo.
@@ -94,7 +99,7 @@ func New(repo *gitmem.Repo, opt Options) *Handler {
 	}
 	author := gitmem.Signature{Name: policy.CommitIdent(opt.Author.Name), Email: policy.CommitIdent(opt.Author.Email)}
 	return &Handler{repo: repo, limits: opt.Limits, author: author, archived: opt.Archived,
-		screening: opt.Screen, secrets: opt.Secrets, log: opt.Logger, onCall: opt.OnCall}
+		screening: opt.Screen, secrets: opt.Secrets, log: opt.Logger, onCall: opt.OnCall, down: opt.Unavailable}
 }
 
 // toolError is a failure shown to the model; its text is exact.
@@ -325,6 +330,11 @@ func (h *Handler) run(ctx context.Context, c Caller, id string, rawInput json.Ra
 			return "", fail("This memory is archived: view works, but %s is not allowed; nothing was changed", in.command)
 		case c.ReadOnly:
 			return "", fail("This memory is read-only for you: view works, but %s is not allowed; nothing was changed", in.command)
+		}
+		fallthrough
+	case "view":
+		if h.down != nil {
+			return "", h.down
 		}
 	}
 	switch in.command {

@@ -142,7 +142,11 @@ func (s *storesServer) store(operator bool, fn func(w http.ResponseWriter, r *ht
 			return
 		}
 		st, err := s.dir.Acquire(r.Context(), name)
-		if err != nil {
+		switch {
+		case err != nil && !operator: // the tool route
+			s.toolUseError(w, r, p, name, err)
+			return
+		case err != nil:
 			s.storeError(w, name, err)
 			return
 		}
@@ -181,25 +185,46 @@ func notBegun(err error) bool {
 const notBegunMsg = "the request ended before it began (the server is stopping, or the request was cancelled or ran out of time); nothing was changed; retry after 1 s"
 
 // handler is the memory tool handler for one call on the store name with
-// metadata m.
-func (s *storesServer) handler(name string, r *gitmem.Repo, m stores.Meta) *handler.Handler {
+// metadata m; down is why the store could not be opened or read (then r
+// is nil).
+func (s *storesServer) handler(name string, r *gitmem.Repo, m stores.Meta, down error) *handler.Handler {
 	screen := s.opt.Screen
 	if m.Screening != "" {
 		screen = m.Screening
 	}
-	return handler.New(r, handler.Options{Limits: s.opt.Limits, Author: s.opt.Author, Archived: m.IsArchived(), Screen: screen, Logger: s.opt.Logger.With("store", name), OnCall: s.opt.OnCall})
+	return handler.New(r, handler.Options{Limits: s.opt.Limits, Author: s.opt.Author, Archived: m.IsArchived(), Screen: screen,
+		Logger: s.opt.Logger.With("store", name), OnCall: s.opt.OnCall, Unavailable: down})
 }
 
 func (s *storesServer) toolUse(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
+	err := st.Use(func(repo *gitmem.Repo, m stores.Meta) error {
+		s.handler(st.Name(), repo, m, nil).ServeToolUse(w, r, toolCaller(r, p))
+		return nil
+	})
+	if err != nil {
+		s.toolUseError(w, r, p, st.Name(), err)
+	}
+}
+
+// toolUseError answers a tool call on a store that could not be opened
+// or read. A storage failure (a damaged repository) is answered as the
+// single-memory server answers one, a tool_result `Error: The memory store
+// could not complete the command; nothing was changed` per call (the
+// checks that need no repository first), its cause in the log; a store
+// that is not there, or a request that did not begin, as storeError says.
+func (s *storesServer) toolUseError(w http.ResponseWriter, r *http.Request, p principal, name string, err error) {
+	if errors.Is(err, stores.ErrNotFound) || errors.Is(err, stores.ErrArchived) || notBegun(err) {
+		s.storeError(w, name, err)
+		return
+	}
+	s.handler(name, nil, stores.Meta{}, err).ServeToolUse(w, r, toolCaller(r, p))
+}
+
+// toolCaller is who makes a tool call.
+func toolCaller(r *http.Request, p principal) handler.Caller {
 	c := handler.Caller{Session: r.Header.Get(handler.HeaderSession), Agent: r.Header.Get(handler.HeaderAgent), Author: p.author(), ReadOnly: p.ReadOnly()}
 	if c.Agent == "" {
 		c.Agent = p.Name // attribution that is not only self-asserted
 	}
-	err := st.Use(func(repo *gitmem.Repo, m stores.Meta) error {
-		s.handler(st.Name(), repo, m).ServeToolUse(w, r, c)
-		return nil
-	})
-	if err != nil {
-		s.storeError(w, st.Name(), err)
-	}
+	return c
 }

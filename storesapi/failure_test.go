@@ -1,0 +1,57 @@
+package storesapi_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// A store whose repository cannot be read (a garbage branch file) answers
+// a tool call as the single-memory server answers a storage failure: a
+// tool_result error with no host path, HTTP 200, not an HTTP 500 the SDK
+// takes for a failed run (docs/protocol.md "Storage failures"): a store
+// opened after the damage.
+func TestStoresToolCallOnADamagedStoreIsAToolError(t *testing.T) {
+	t.Parallel()
+	a := newStoresAPI(t, policy.ScreenOff)
+	a.createStores("alice", "bob")
+	if _, res := a.tool("ops", "alice", "toolu_1", `{"command":"create","path":"/memories/a.md","file_text":"a\n"}`); res.IsError {
+		t.Fatal(res.Content)
+	}
+	for _, name := range []string{"alice", "bob"} {
+		dir := filepath.Join(a.dir.Root(), name)
+		if err := os.WriteFile(filepath.Join(dir, ".git", "refs", "heads", "main"), []byte("garbage\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gittest.Damaged(t, dir, "a garbage branch file: the storage failure")
+	}
+	const failure = "Error: The memory store could not complete the command; nothing was changed"
+	for _, tc := range []struct{ store, input, want string }{
+		{"bob", `{"command":"create","path":"/memories/b.md","file_text":"b\n"}`, failure},
+		{"bob", `{"command":"view","path":"/memories"}`, failure},
+		// The checks that need no repository come first.
+		{"bob", `{"command":"delete","path":"/memories/a.md"}`, "Error: This memory is read-only for you: view works, but delete is not allowed; nothing was changed"},
+		{"bob", `{"command":"fly"}`, "Error: Unknown command \"fly\". The memory tool's commands are: view, create, str_replace, insert, delete, rename"},
+	} {
+		token := "ops"
+		if strings.Contains(tc.input, "delete") {
+			token = "reader"
+		}
+		code, res := a.tool(token, tc.store, "toolu_2", tc.input)
+		if code != http.StatusOK || !res.IsError || res.ToolUseID != "toolu_2" || res.Content != tc.want {
+			t.Errorf("%s %s: %d %+v", tc.store, tc.input, code, res)
+		}
+	}
+	// The store open before the damage answers as the single-memory server
+	// does: a view from what it holds; a change is acknowledged in the
+	// write-ahead log or refused as a storage failure, as its background
+	// checkpoint has met the damage or not yet (not checked here).
+	if _, res := a.tool("ops", "alice", "toolu_4", `{"command":"view","path":"/memories/a.md"}`); res.IsError {
+		t.Errorf("alice view: %+v", res)
+	}
+}
