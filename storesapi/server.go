@@ -134,6 +134,9 @@ func (s *storesServer) store(operator bool, fn func(w http.ResponseWriter, r *ht
 		p := principalOf(r)
 		name := r.PathValue("store")
 		switch {
+		case policy.CheckStoreName(name) != nil: // no store has such a name: nothing to learn, whatever the token
+			handler.HTTPError(w, http.StatusNotFound, "there is no store "+clip(name))
+			return
 		case operator && !p.Operator():
 			handler.HTTPError(w, http.StatusForbidden, "token "+p.Name+" is an agent token; the operator API needs an operator token")
 			return

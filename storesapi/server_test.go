@@ -267,6 +267,19 @@ func TestStoresAuthAndScopes(t *testing.T) {
 		e.Error != "there is no store nobody" {
 		t.Errorf("unknown store: %d %q", code, e.Error)
 	}
+	// An id that is not a store name names no store: 404 whatever the token
+	// (docs/memory-stores.md), before its scope or role is looked at.
+	for _, tok := range []string{"ops", "team-ops", "alice-bot", "reader"} {
+		for _, path := range []string{"/v1/stores/..%2Fx", "/v1/stores/..%2Fx/memories", "/v1/stores/Alice/versions"} {
+			if code := a.callBad(tok, "GET", path, nil, &e); code != http.StatusNotFound || !strings.HasPrefix(e.Error, "there is no store ") {
+				t.Errorf("%s %s: %d %q", tok, path, code, e.Error)
+			}
+		}
+		if code := a.callBad(tok, "POST", "/v1/stores/..%2Fx/tool_use", `{"type":"tool_use","id":"t","name":"memory","input":{"command":"view","path":"/memories"}}`, &e); code != http.StatusNotFound ||
+			e.Error != "there is no store ../x" {
+			t.Errorf("%s tool_use on ../x: %d %q", tok, code, e.Error)
+		}
+	}
 
 	// A read-only token: views work, changes are a tool error the model reads.
 	if code, res := a.tool("reader", "alice", "toolu_r1", create); code != 200 || !res.IsError ||
