@@ -208,7 +208,12 @@ func NotUTF8(raw []byte) (name string, ok bool) {
 		}
 		switch val[i] {
 		case '"':
-			if s, _ := decodeString(val); !utf8.ValidString(s) {
+			valid := utf8.Valid(val) // without an escape, the bytes are the string: no copy
+			if valid && bytes.IndexByte(val, '\\') >= 0 {
+				s, _ := decodeString(val)
+				valid = utf8.ValidString(s)
+			}
+			if !valid {
 				name, ok = path, true
 			}
 		case '{':

@@ -35,3 +35,22 @@ func FuzzDecodeString(f *testing.F) {
 		}
 	})
 }
+
+// NotUTF8 names the first string that is not valid UTF-8 as sent, at any
+// depth, and nothing in a body whose strings all are.
+func TestNotUTF8(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"a":"x","b":[1,"y",{"c":"\ud83d\ude00"}],"d":null}`: "",
+		`{"content":"\ud800"}`:                                "content",
+		"{\"a\":{\"b\":\"ok\",\"c\":\"\xc0\"}}":               "a.c",
+		`{"r":["ok","\udc00x"]}`:                              "r[1]",
+		"{\"m\":{\"k\xff\":1}}":                               "a member name in m",
+		"{\"k\xff\":1}":                                       "a member name in the body",
+		`{"a":"\\ud800"}`:                                     "", // an escaped backslash, then text
+	} {
+		name, bad := NotUTF8([]byte(raw))
+		if bad != (want != "") || name != want {
+			t.Errorf("%q: %q %v, want %q", raw, name, bad, want)
+		}
+	}
+}
