@@ -10,7 +10,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
 // FileChange is one memory file that differs between two states.
@@ -223,17 +222,31 @@ type lineOp struct {
 	text string
 }
 
-// unifiedHunks is the body of a unified diff between a and b.
+// unifiedHunks is the body of a unified diff between a and b: git's
+// line diff (xdlMatch, as git diff -U3 runs it, without blame's trim of
+// a common tail), so that each line is matched where git matches it,
+// each change's lines removed before those added.
 func unifiedHunks(a, b string, context int) string {
-	dmp := diffmatchpatch.New()
-	ca, cb, table := dmp.DiffLinesToChars(a, b)
-	var ops []lineOp
-	for _, d := range dmp.DiffCharsToLines(dmp.DiffMain(ca, cb, false), table) {
-		kind := map[diffmatchpatch.Operation]byte{diffmatchpatch.DiffEqual: ' ', diffmatchpatch.DiffDelete: '-', diffmatchpatch.DiffInsert: '+'}[d.Type]
-		for _, l := range splitKeep(d.Text) {
-			ops = append(ops, lineOp{kind, l})
+	la, lb := splitKeep(a), splitKeep(b)
+	ops := make([]lineOp, 0, len(la)+len(lb))
+	i1, added := 0, 0 // the next line of a; where b's lines not yet written start
+	flush := func(upTo, i2 int) {
+		for ; i1 < upTo; i1++ {
+			ops = append(ops, lineOp{'-', la[i1]})
+		}
+		for ; added < i2; added++ {
+			ops = append(ops, lineOp{'+', lb[added]})
 		}
 	}
+	for i2, m := range xdlMatch(la, lb, 0) {
+		if m < 0 {
+			continue
+		}
+		flush(m, i2)
+		ops = append(ops, lineOp{' ', lb[i2]})
+		i1, added = m+1, i2+1
+	}
+	flush(len(la), len(lb))
 	var out strings.Builder
 	for i := 0; i < len(ops); {
 		if ops[i].kind == ' ' {

@@ -607,7 +607,7 @@ func (b *blamer) diffDown(k blameKey, s *suspect, origins []origin) error {
 // splitKeep splits text into lines that keep their "\n" (the last may
 // have none); "" has no lines.
 func splitKeep(s string) []string {
-	var out []string
+	out := make([]string, 0, strings.Count(s, "\n")+1)
 	for s != "" {
 		i := strings.IndexByte(s, '\n')
 		if i < 0 {

@@ -56,11 +56,18 @@ func (x *xdfile) setChg(i int, v bool) { x.changed[i+1] = v }
 // returns, for each line of b, the line of a it is the same as (-1: b
 // changed it). a and b are lines that keep their "\n" (splitKeep).
 func gitMatch(a, b []string) []int {
-	out := make([]int, len(b))
 	// trim_common_tail: git drops a common tail of whole 1 KiB blocks,
-	// given back up to the first line end within them, before diffing.
+	// given back up to the first line end within them, before diffing
+	// without context (blame's diff; git diff -U3 diffs it all).
+	return xdlMatch(a, b, commonTailLines(a, b))
+}
+
+// xdlMatch is gitMatch with the last tail lines of a and b taken as the
+// same without diffing them.
+func xdlMatch(a, b []string, tail int) []int {
+	out := make([]int, len(b))
 	na, nb := len(a), len(b)
-	if tail := commonTailLines(a, b); tail > 0 {
+	if tail > 0 {
 		na, nb = na-tail, nb-tail
 		for i := range tail {
 			out[nb+i] = na + i
