@@ -198,6 +198,7 @@ func newRec(hash plumbing.Hash, parents []plumbing.Hash, when time.Time, author 
 // its end: no damage, no torn last line (a file that is not sound is
 // written anew when the index is next saved).
 func (x *historyIndex) readFile() (recs []histRec, sound bool) {
+	x.reads.Add(1)
 	data, err := os.ReadFile(x.path)
 	if err != nil {
 		return nil, true
@@ -273,6 +274,7 @@ func (x *historyIndex) fileTip() plumbing.Hash {
 // open opens the index file, and gives its size, when it is of this
 // version (false: missing, unreadable, or another version's).
 func (x *historyIndex) open() (*os.File, int64, bool) {
+	x.reads.Add(1)
 	f, err := os.Open(x.path)
 	if err != nil {
 		return nil, 0, false
@@ -505,6 +507,7 @@ func splitLines(lines [][]byte, b []byte) [][]byte {
 // a missing one, one of an older version, or one torn at its end: those
 // are caught up or rewritten as gitmem goes).
 func (x *historyIndex) damage() string {
+	x.reads.Add(1)
 	data, err := os.ReadFile(x.path)
 	if err != nil || !bytes.HasPrefix(data, []byte(historyHeader+"\n")) {
 		return ""

@@ -64,6 +64,7 @@ type historyIndex struct {
 
 	wg     sync.WaitGroup // the background build
 	saving atomic.Int32   // saves under way in this process: the writer lock is kept (release)
+	reads  atomic.Int64   // times the file was opened to be read (for tests)
 	// linksDecoded counts the records whose links tail decoded (not
 	// compared as text: see descent), for tests.
 	linksDecoded atomic.Int64

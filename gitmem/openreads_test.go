@@ -475,6 +475,54 @@ func TestResolveOfARevisionParsesNoRecordItCannotMatch(t *testing.T) { // not pa
 	}
 }
 
+// A commit named by its full hash, alone or with ancestry steps, is read
+// from git alone when its files are not wanted (ResolveCommit, what
+// diff resolves its two revisions with): the history index is not read
+// for its record. Resolve in its place read it once per name, and a diff
+// of two hashes 50,000 commits apart searched half of it for the older.
+func TestResolveCommitReadsNoHistoryIndex(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []Commit
+	for i := range 5 {
+		calls = append(calls, write(t, r, fmt.Sprintf("toolu_%d", i), "a.md", fmt.Sprint(i)))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	for _, rev := range []string{calls[0].Hash, calls[3].Hash + "~2", calls[4].Hash + "^"} {
+		want := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", rev))
+		reads := ro.histIndex.reads.Load()
+		c, err := ro.ResolveCommit(context.Background(), rev)
+		if err != nil || c.Hash != want {
+			t.Fatalf("ResolveCommit(%s) = %s, %v; git says %s", rev, c.Hash, err, want)
+		}
+		if n := ro.histIndex.reads.Load() - reads; n != 0 {
+			t.Errorf("ResolveCommit(%s) read the history index %d times", rev, n)
+		}
+		reads = ro.histIndex.reads.Load()
+		if c, err := ro.Resolve(context.Background(), rev); err != nil || c.Hash != want || len(c.Paths) != 1 {
+			t.Fatalf("Resolve(%s) = %s %v, %v; git says %s", rev, c.Hash, c.Paths, err, want)
+		}
+		if ro.histIndex.reads.Load() == reads {
+			t.Fatalf("Resolve(%s) read no history index for the commit's files: not a test of the reads", rev)
+		}
+	}
+	// Any other name is looked for as a tool_use id first, as Resolve does.
+	if c, err := ro.ResolveCommit(context.Background(), "toolu_2"); err != nil || c.Hash != calls[2].Hash {
+		t.Fatalf("ResolveCommit(toolu_2) = %s, %v; want %s", c.Hash, err, calls[2].Hash)
+	}
+}
+
 // A tool_use id is any text: one that reads as a revision (HEAD~1, an
 // abbreviated hash with ^) is found as its call's wherever its record is
 // in the index and however the reader's chunks cut it, and, naming

@@ -177,11 +177,25 @@ func (h *histRec) renamedFrom(p string) string {
 // index: no call makes one). A tool_use id that is also a revision of
 // another commit is an AmbiguousError.
 func (r *Repo) Resolve(ctx context.Context, rev string) (Commit, error) {
+	return r.resolve(ctx, rev, r.commitWithPaths)
+}
+
+// ResolveCommit is Resolve without the files the commit changed (its
+// Paths and Blobs are empty), for a caller that needs only the commit
+// (diff): a full hash, alone or with ancestry steps, is read from git
+// alone, with no search of the history index for its record (a diff of
+// two hashes 50,000 commits apart searched half the index for the older).
+func (r *Repo) ResolveCommit(ctx context.Context, rev string) (Commit, error) {
+	return r.resolve(ctx, rev, r.Commit)
+}
+
+// resolve is Resolve, reading the commit it names with commit.
+func (r *Repo) resolve(ctx context.Context, rev string, commit func(context.Context, string) (Commit, error)) (Commit, error) {
 	if rev == "" {
 		return Commit{}, ErrUnknownRev
 	}
 	if len(rev) >= 40 && isObjectHash(rev[:40]) && isAncestrySteps(rev[40:]) {
-		if c, err := r.commitWithPaths(ctx, rev); err == nil {
+		if c, err := commit(ctx, rev); err == nil {
 			return c, nil
 		}
 	}
@@ -200,9 +214,9 @@ func (r *Repo) Resolve(ctx context.Context, rev string) (Commit, error) {
 		if c, err := r.Commit(ctx, rev); err == nil && c.Hash != byID {
 			return Commit{}, &AmbiguousError{Name: rev, ByID: byID, AsRevType: "revision", AsRev: c.Hash}
 		}
-		return r.commitWithPaths(ctx, byID)
+		return commit(ctx, byID)
 	}
-	return r.commitWithPaths(ctx, rev)
+	return commit(ctx, rev)
 }
 
 // isAncestrySteps reports whether s is git's ancestry steps after a

@@ -36,6 +36,16 @@ func (e *RevError) Error() string { return e.Msg }
 // tool_use id and names another commit as a revision or a time is
 // refused (a Usage RevError): a caller chooses its ids.
 func Revision(ctx context.Context, r *gitmem.Repo, rev string, now time.Time, orTime bool) (gitmem.Commit, error) {
+	return revision(ctx, r, rev, now, orTime, r.Resolve)
+}
+
+// RevisionCommit is Revision without the files the commit changed
+// (gitmem.Repo.ResolveCommit), for a caller that needs only the commit.
+func RevisionCommit(ctx context.Context, r *gitmem.Repo, rev string, now time.Time, orTime bool) (gitmem.Commit, error) {
+	return revision(ctx, r, rev, now, orTime, r.ResolveCommit)
+}
+
+func revision(ctx context.Context, r *gitmem.Repo, rev string, now time.Time, orTime bool, resolve func(context.Context, string) (gitmem.Commit, error)) (gitmem.Commit, error) {
 	if inner, ok := strings.CutPrefix(rev, "@{"); ok && strings.HasSuffix(inner, "}") {
 		t, err := policy.ParseTime(strings.TrimSuffix(inner, "}"), now)
 		if err != nil {
@@ -43,7 +53,7 @@ func Revision(ctx context.Context, r *gitmem.Repo, rev string, now time.Time, or
 		}
 		return at(ctx, r, t)
 	}
-	c, err := r.Resolve(ctx, rev)
+	c, err := resolve(ctx, rev)
 	if err == nil && orTime {
 		// An id that reads as a time names two commits when the time
 		// names another.

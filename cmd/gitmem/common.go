@@ -209,6 +209,13 @@ func revArg(ctx context.Context, r *gitmem.Repo, rev string) (gitmem.Commit, err
 	return c, revErr(err)
 }
 
+// commitArg is revArg without the files the commit changed, for a
+// command that needs only the commit's hash (diff).
+func commitArg(ctx context.Context, r *gitmem.Repo, rev string) (gitmem.Commit, error) {
+	c, err := operator.RevisionCommit(ctx, r, rev, localNow(), false)
+	return c, revErr(err)
+}
+
 // revErr words a revision that names nothing.
 func revErr(err error) error {
 	var re *operator.RevError

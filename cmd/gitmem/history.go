@@ -243,13 +243,13 @@ func diffCommand() *cli.Command {
 			case 0:
 				changes, err = r.DiffWorktree(paths...)
 			default:
-				from, err1 := revArg(c.Context, r, revs[0])
+				from, err1 := commitArg(c.Context, r, revs[0])
 				if err1 != nil {
 					return err1
 				}
 				to := gitmem.Commit{Hash: "HEAD"}
 				if len(revs) == 2 {
-					if to, err1 = revArg(c.Context, r, revs[1]); err1 != nil {
+					if to, err1 = commitArg(c.Context, r, revs[1]); err1 != nil {
 						return err1
 					}
 				}
