@@ -132,7 +132,7 @@ func (l *logFiles) switchOut(_ diskTurn) (int, error) {
 		if next.Len() != 0 { // cannot happen: a file is emptied before it is switched to
 			return -1, &StorageError{Op: "switch the write-ahead log", Err: errors.New("both log files hold changes")}
 		}
-		if err := next.Reset(max(cur.Gen(), next.Gen()) + 1); err != nil {
+		if err := next.Renew(max(cur.Gen(), next.Gen()) + 1); err != nil { // empty already: no sync needed (Renew)
 			return -1, wrap("switch the write-ahead log", err)
 		}
 		l.draining, l.active = l.active, 1-l.active

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -903,3 +904,54 @@ func TestCheckpointAfterTheLogIsClosed(t *testing.T) {
 // release (the turn, then the disk lock) for the test, which waited for
 // the turn: the test hung; or the log files were closed under it.
 func keepWriterLock(t *testing.T, r *Repo) { t.Cleanup(r.collector.running()) }
+
+// A one-command process (revert, restore) syncs its log twice: the
+// record, its commit point, and the emptying of its file once a syncfs
+// made git's files hold it. The checkpoint's switch of appends to the
+// other file, which holds no record, is not synced (WAL.Renew): a third
+// fdatasync of each command, which git revert does not make. Not
+// parallel: it replaces gd.Fdatasync.
+func TestOneCommandSyncsItsLogTwice(t *testing.T) {
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t0", "a.md", "zero\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var syncs []string
+	fdatasync := gd.Fdatasync
+	gd.Fdatasync = func(f *os.File) error {
+		if strings.HasPrefix(f.Name(), dir) || strings.HasPrefix(f.Name(), ".git") {
+			mu.Lock()
+			syncs = append(syncs, filepath.Base(f.Name()))
+			mu.Unlock()
+		}
+		return fdatasync(f)
+	}
+	defer func() { gd.Fdatasync = fdatasync }()
+	r, err = Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := write(t, r, "t1", "a.md", "one\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gd.Fdatasync = fdatasync
+	mu.Lock()
+	got := slices.Clone(syncs)
+	mu.Unlock()
+	if len(got) != 2 {
+		t.Errorf("one commit and a close synced %v, want the record's log file and its emptying", got)
+	}
+	if head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD")); head != c.Hash {
+		t.Fatalf("HEAD is %s, want %s", head, c.Hash)
+	}
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/a.md"); got != "one\n" {
+		t.Fatalf("a.md at HEAD is %q", got)
+	}
+}

@@ -355,7 +355,22 @@ func (w *WAL) Gen() uint32 { return w.gen }
 // (a checkpoint), giving it generation gen, which must be higher than
 // any generation either log file had: no old record is read again, and
 // the generations order the files' records.
-func (w *WAL) Reset(gen uint32) error {
+func (w *WAL) Reset(gen uint32) error { return w.reset(gen, true) }
+
+// Renew gives a log that holds no record generation gen, for appends to
+// go to from now on (a checkpoint switches to it), without a sync: it
+// holds no record whichever header a crash leaves on the disk (what
+// follows the header is of older generations either way), and the first
+// record appended is synced with the header. A checkpoint's sync of git's
+// files (one syncfs) flushes it too, on Linux.
+func (w *WAL) Renew(gen uint32) error {
+	if w.Len() != 0 {
+		return errors.New("the write-ahead log file holds records")
+	}
+	return w.reset(gen, false)
+}
+
+func (w *WAL) reset(gen uint32, sync bool) error {
 	if err := w.env.Injected(StepWAL, ".git/gitmem/wal"); err != nil {
 		return err
 	}
@@ -365,8 +380,10 @@ func (w *WAL) Reset(gen uint32) error {
 		w.gen = old
 		return err
 	}
-	if err := Fdatasync(w.f); err != nil {
-		return err
+	if sync {
+		if err := Fdatasync(w.f); err != nil {
+			return err
+		}
 	}
 	w.off, w.seq = walHeaderSize, 0
 	return nil
