@@ -280,6 +280,29 @@ func find[T any](s *Store, h plumbing.Hash, inPacks func() (T, bool, error), loo
 	return none, plumbing.ErrObjectNotFound
 }
 
+// SortForReading returns where each of hs is, in the order to read them
+// all in: pack by pack, each from its end back, so that the delta chains
+// read first leave in the cache the bases the next ones share (see
+// packSet.sortForReading); objects in no pack last. BlobAt reads them.
+func (s *Store) SortForReading(hs []plumbing.Hash) []Located { return s.packs.sortForReading(hs) }
+
+// BlobAt is Blob of l.Hash, read where SortForReading found it (no
+// second search of the pack indexes) while the packs are the ones listed
+// then; else, or when that entry cannot be read, as Blob reads it.
+func (s *Store) BlobAt(l Located) ([]byte, error) {
+	if o, ok := s.fromOverlay(l.Hash); ok {
+		if o.Type != plumbing.BlobObject {
+			return nil, plumbing.ErrObjectNotFound
+		}
+		return o.Data, nil
+	}
+	if t, data, ok := s.packs.readLocated(l); ok && t == plumbing.BlobObject {
+		s.decoded.Add(1)
+		return data, nil
+	}
+	return s.Blob(l.Hash)
+}
+
 func (s *Store) Blob(h plumbing.Hash) ([]byte, error) {
 	t, data, err := s.read(h)
 	if err == nil && t != plumbing.BlobObject {

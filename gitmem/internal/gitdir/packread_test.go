@@ -225,3 +225,83 @@ func TestBaseCacheEvictsWithoutAllocating(t *testing.T) {
 		t.Errorf("puts into a full cache allocated %.1f bytes each, want (nearly) none", perPut)
 	}
 }
+
+// Blobs read in the order SortForReading gives (pack by pack, each from
+// its end back) inflate fewer pack entries than in the order of their
+// paths, once the delta base cache is full: the deepest chains, read
+// first, leave in it the bases the others share (a diff across 50,000
+// commits of 10,000 files inflated 75,500 entries so, 95,300 in the
+// order of its paths). Not parallel: it counts the zlib streams the
+// process inflates.
+func TestReadingInPackOrderInflatesLess(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs the git CLI")
+	}
+	dir := gittest.TempDir(t)
+	git := func(args ...string) string {
+		t.Helper()
+		return gittest.Git(t, dir, args...)
+	}
+	git("init", "-q")
+	const files, versions = 10, 30
+	var old, last []plumbing.Hash // each file's second version and its last, in the order of the paths
+	for v := range versions {
+		for i := range files {
+			var body strings.Builder // each version one more line changed: long delta chains
+			fmt.Fprintf(&body, "file %d\n", i)
+			for l := range versions {
+				if l <= v {
+					fmt.Fprintf(&body, "line %d, changed in version %d of the file\n", l, l)
+				} else {
+					fmt.Fprintf(&body, "line %d as it was first written, before any change\n", l)
+				}
+			}
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.md", i)), []byte(body.String()), 0o644)
+			h := plumbing.ComputeHash(plumbing.BlobObject, []byte(body.String()))
+			switch v {
+			case 1:
+				old = append(old, h)
+			case versions - 1:
+				last = append(last, h)
+			}
+		}
+		git("add", ".")
+		git("commit", "-qm", fmt.Sprint("v", v))
+	}
+	git("-c", "pack.threads=1", "repack", "-adf", "-q", "--depth=50", "--window=50") // one thread: the same deltas every run
+	var byPath []plumbing.Hash
+	for i := range files {
+		byPath = append(byPath, old[i], last[i])
+	}
+	read := func(sorted bool) int64 {
+		s := Open(filepath.Join(dir, ".git"))
+		defer s.Close()
+		s.packs.bases.limit = 8 << 10 // a few bases: the cache full, as a large diff fills it
+		before := inflations.Load()
+		var err error
+		if sorted {
+			for _, l := range s.SortForReading(byPath) {
+				if _, err = s.BlobAt(l); err != nil {
+					break
+				}
+			}
+		} else {
+			for _, h := range byPath {
+				if _, err = s.Blob(h); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inflations.Load() - before
+	}
+	inPathOrder, inPackOrder := read(false), read(true)
+	if inPathOrder < 2*int64(len(byPath)) {
+		t.Fatalf("%d blobs inflated %d entries in the order of their paths: not a test of delta chains", len(byPath), inPathOrder)
+	}
+	if inPackOrder >= inPathOrder {
+		t.Errorf("%d blobs inflated %d pack entries in pack order, %d in the order of their paths: want fewer", len(byPath), inPackOrder, inPathOrder)
+	}
+}
