@@ -74,10 +74,14 @@ func TestEditOfAFileReadBeforeAnAcknowledgedChange(t *testing.T) {
 	// change is that version written back, or checked out by git, when it
 	// comes right after the change; written seconds later (its mtime), it
 	// is the operator taking the model's line out.
+	// (Its mtime is set to before the change reached the worktree: "right
+	// after" whatever the time settle took on a loaded machine.)
 	write(t, r, "t5", "a.md", "fresh\n")
+	right := time.Now()
 	write(t, r, "t6", "a.md", "fresh\nwrong fact\n")
 	settle(t, r)
 	os.WriteFile(p, []byte("fresh\n"), 0o600)
+	os.Chtimes(p, right, right)
 	adopt(ErrNoChange)
 	check("fresh\nwrong fact\n")
 	os.WriteFile(p, []byte("fresh\n"), 0o600)
