@@ -11,7 +11,11 @@ import (
 )
 
 // mapFile maps a file read-only into memory: an index is searched in
-// place, paged in by the kernel as it is touched, and costs no heap.
+// place, paged in by the kernel as it is touched, and costs no heap. A
+// file smaller than mapMin is read instead: most packs gitmem writes are
+// a group of calls' few objects, one mapped and unmapped per group and
+// fold (issue 25), and each munmap in a process of many threads has
+// the other CPUs it runs on flush their TLBs.
 // The mapping is made and undone with MmapPtr and MunmapPtr: unix.Mmap
 // and unix.Munmap keep a table of mappings under one lock of the
 // process, which Munmap holds through its system call, so that a
@@ -31,6 +35,13 @@ func mapFile(path string) ([]byte, func(), error) {
 	if fi.Size() == 0 {
 		return nil, func() {}, nil
 	}
+	if fi.Size() < mapMin {
+		data := make([]byte, fi.Size())
+		if _, err := f.ReadAt(data, 0); err != nil {
+			return nil, nil, err
+		}
+		return data, func() {}, nil
+	}
 	size := uintptr(fi.Size())
 	if int64(size) != fi.Size() || int(size) < 0 {
 		return nil, nil, unix.ENOMEM // larger than this platform can map
@@ -43,6 +54,10 @@ func mapFile(path string) ([]byte, func(), error) {
 	// same address (unix.Munmap's table refused it).
 	return unsafe.Slice((*byte)(addr), int(size)), sync.OnceFunc(func() { unix.MunmapPtr(addr, size) }), nil
 }
+
+// mapMin is the size from which mapFile maps a file rather than read
+// it.
+const mapMin = 64 << 10
 
 // canMapPacks: pack files can be mapped (see packSet.mapPacks).
 const canMapPacks = true
