@@ -660,3 +660,44 @@ func twoPacks(t *testing.T, s *Store) (whole, orphan plumbing.Hash) {
 	}
 	return whole, orphan
 }
+
+// TestRemovePacksTriesOnlyWhatIsThere: RemovePacks removes each pack's
+// files, the ones git may add beside it and gitmem's mark of a repack
+// included, and tries no file that is not there: a fold removes 32
+// small packs of three files each (issue 25), for which it tried eleven
+// removals a pack.
+func TestRemovePacksTriesOnlyWhatIsThere(t *testing.T) {
+	_, gitDir := gitInit(t)
+	s := Open(gitDir)
+	defer s.Close()
+	var packs []plumbing.Hash
+	for i := range 4 {
+		h, err := s.WritePackFiles([]Object{textBlob(fmt.Sprintf("pack %d\n", i))}, false, Own)
+		if err != nil {
+			t.Fatal(err)
+		}
+		packs = append(packs, h)
+	}
+	base := filepath.Join(gitDir, "objects", "pack", "pack-"+packs[0].String())
+	if err := os.WriteFile(base+".rev", nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := MarkRepacked(gitDir, packs[1]); err != nil {
+		t.Fatal(err)
+	}
+	before := packRemovals.Load()
+	if n := RemovePacks(gitDir, packs); n != len(packs) {
+		t.Errorf("RemovePacks removed %d packs, want %d", n, len(packs))
+	}
+	if got, want := packRemovals.Load()-before, int64(3*len(packs)+2); got != want {
+		t.Errorf("%d removals tried, want %d (the files there)", got, want)
+	}
+	for _, h := range packs {
+		if m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-"+h.String()+".*")); len(m) != 0 {
+			t.Errorf("left %v", m)
+		}
+	}
+	if _, err := os.Stat(repackedMarkPath(gitDir, packs[1].String())); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the repack mark: %v", err)
+	}
+}
