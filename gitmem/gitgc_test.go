@@ -558,6 +558,53 @@ func TestFoldAfterARedactionWritesNoOldObject(t *testing.T) {
 	gittest.Fsck(t, dir)
 }
 
+// TestFoldReadsNoPackFolder: a fold deletes the small packs it wrote
+// again as one, and the store forgets them (DropPacks): the next read of
+// an object from a pack does not read the pack folder again (under the
+// load of many stores, a listing and a stat of every pack, with the
+// object store's lock held, at the first read after each fold). Not
+// parallel: gd.PackListings counts every store of the process.
+func TestFoldReadsNoPackFolder(t *testing.T) {
+	r, dir := newRepo(t)
+	first := write(t, r, "t0", "a.md", "a\n")
+	second := write(t, r, "t00", "b.md", "b\n")
+	packs := func() int { p, _ := gd.ListPacks(r.gitDir); return len(p) }
+	n := 0
+	fold := func() { // foldAt+1 changes, the last one's materialisation folds; then a checkpoint
+		t.Helper()
+		was := packs()
+		for range foldAt + 1 {
+			n++
+			write(t, r, fmt.Sprint("t", n), fmt.Sprintf("f%d.md", n), "x\n")
+			if err := r.materialize(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := packs(); got >= was+foldAt {
+			t.Fatalf("%d packs after %d changes, %d before: no fold", got, foldAt+1, was)
+		}
+		if err := r.checkpoint(); err != nil { // the folded objects are only in their pack now
+			t.Fatal(err)
+		}
+	}
+	fold()
+	if _, err := r.CommitObject(first.Hash); err != nil { // lists the packs
+		t.Fatal(err)
+	}
+	before := gd.PackListings()
+	fold()
+	if _, err := r.CommitObject(second.Hash); err != nil { // not read before: from its pack
+		t.Fatal(err)
+	}
+	if got := gd.PackListings() - before; got != 0 {
+		t.Errorf("the pack folder was read %d times after the fold", got)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Fsck(t, dir)
+}
+
 // TestFoldWaitsForGitMaintenance: while git maintenance runs (it holds
 // .git/objects/maintenance.lock), a fold deletes no pack: the
 // multi-pack-index git maintenance writes must not name a pack gitmem

@@ -446,7 +446,7 @@ func (m *materialiser) removeFolded(dt diskTurn, packs []plumbing.Hash) {
 	}
 	dt.d.packsWritten = slices.DeleteFunc(dt.d.packsWritten, func(p string) bool { return gone[p] })
 	m.objs.lock()
-	m.objs.st.Reindex()
+	m.objs.st.DropPacks(packs) // no reading of the pack folder again at the next read
 	m.objs.unlock()
 }
 

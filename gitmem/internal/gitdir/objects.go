@@ -179,6 +179,18 @@ func (s *Store) Reindex() {
 	s.packs.reset()
 }
 
+// DropPacks forgets packs this process wrote and deleted with
+// RemovePacks (a fold of small packs, whose objects another pack holds):
+// the next read finds the others without reading the pack folder again.
+func (s *Store) DropPacks(packs []plumbing.Hash) {
+	s.st.ObjectStorage.Reindex()
+	paths := map[string]bool{}
+	for _, h := range packs {
+		paths[filepath.Join(s.Dir, "objects", "pack", "pack-"+h.String()+".pack")] = true
+	}
+	s.packs.drop(paths)
+}
+
 // Relisted runs read, a read through go-git's storage (Storage), and
 // once more after the packs are listed again (Reindex) when it fails:
 // go-git lists the packs once, and another process (or a fetch) may have

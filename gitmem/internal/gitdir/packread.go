@@ -200,6 +200,21 @@ func (ps *packSet) add(idxPath string) {
 	ps.packs = append(ps.packs, p)
 }
 
+// drop forgets the packs at these paths (.pack), closed and unmapped:
+// this process deleted them (see Store.DropPacks).
+func (ps *packSet) drop(paths map[string]bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.packs = slices.DeleteFunc(ps.packs, func(p *packIdx) bool {
+		if paths[p.path] {
+			p.close()
+			p.unmap()
+		}
+		return paths[p.path]
+	})
+	ps.bases.clear()
+}
+
 // reset makes the next list read the folder again (another process
 // repacked).
 func (ps *packSet) reset() {
