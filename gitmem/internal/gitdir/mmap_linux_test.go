@@ -1,10 +1,7 @@
 package gitdir
 
 import (
-	"bytes"
-	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -23,18 +20,7 @@ func TestMapFileReadsSmallFiles(t *testing.T) {
 		return strings.Contains(string(maps), path)
 	}
 	for _, size := range []int{1100, mapMin - 1, mapMin} {
-		path := filepath.Join(dir, fmt.Sprintf("f%d", size))
-		want := bytes.Repeat([]byte{'g'}, size)
-		if err := os.WriteFile(path, want, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		data, unmap, err := mapFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(data, want) {
-			t.Fatalf("%d bytes: got %d bytes back", size, len(data))
-		}
+		path, _, unmap := mapTemp(t, dir, size)
 		if got, want := mapped(path), size >= mapMin; got != want {
 			t.Errorf("%d bytes: mapped %v, want %v", size, got, want)
 		}
