@@ -288,7 +288,7 @@ func (rep *Report) singleTables() []table {
 	cfg := rep.cfg
 	var out []table
 	one := table{title: fmt.Sprintf("One client: the mix of create, str_replace, insert, view, rename and delete, %s commits of history", count(cfg.History)),
-		header: []string{"backend", "files", "calls", "mutation p50", "p99", "view p50", "calls/s", "p50 vs TS", "start"}}
+		header: []string{"backend", "files", "calls", "mutation p50", "p99", "view p50", "calls/s", "p50 vs TS", fmt.Sprintf("first start, median of %d [min–max]", firstStarts)}}
 	for _, files := range cfg.Files {
 		ts := rep.find(TS, files)
 		for _, name := range AllBackends {
@@ -302,7 +302,7 @@ func (rep *Report) singleTables() []table {
 			}
 			start := "–"
 			if name != GitCLI && name != GoGit {
-				start = ms(r.start)
+				start = span(r.starts)
 			}
 			one.rows = append(one.rows, []string{titles[name], count(files), count(r.calls), ms(pct(r.mutations(), 50)),
 				ms(pct(r.mutations(), 99)), ms(pct(r.byCmd["view"], 50)), fmt.Sprintf("%.0f", float64(r.calls)/r.busy.Seconds()), vs, start})
