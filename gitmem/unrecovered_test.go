@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
@@ -24,7 +25,29 @@ func crashWithLog(t *testing.T) string {
 	if ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t2") {
 		t.Fatalf("t2 reached git's files; the test needs it in the log only:\n%s", ids)
 	}
+	notHeld(t, dir)
 	return dir
+}
+
+// notHeld waits until no one holds the writer lock of the repository at
+// dir, as after a crash: a child another test forks in this process
+// (git) holds a copy of every descriptor, the crashed Repo's lock file's
+// too, until it execs, and a reader then sees the lock held (a full run
+// under load: "unrecovered {Changes:0}").
+func notHeld(t *testing.T, dir string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) { // a bound for a hang, not a timing
+		held, err := gd.HeldElsewhere(filepath.Join(dir, ".git", "gitmem", "lock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !held {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer lock is still held after the crash")
+		}
+	}
 }
 
 // twoInTheLog makes a repository whose writes to git's files fail (as on
