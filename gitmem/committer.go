@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -25,6 +26,25 @@ type prepared struct {
 	// plain: tree is its parent's with only paths changed (a
 	// transaction's own edits, mirrored; no merge, no fast-forward).
 	plain bool
+}
+
+// moves is what p moved in the memory folder (repository paths, from
+// and to, in order): a rename commit's file or folder (its Memory-Path
+// and Memory-New-Path), or the hand edits an adopt merged into a file a
+// rename had moved (adoptNote.moved).
+func (p *prepared) moves() [][2]string {
+	if p.adopt != nil {
+		return p.adopt.moved
+	}
+	if p.rec.command != "rename" {
+		return nil
+	}
+	from, ok := strings.CutPrefix(p.rec.path, "/"+memDir+"/")
+	to, ok2 := strings.CutPrefix(p.rec.newPath, "/"+memDir+"/")
+	if !ok || !ok2 || from == "" || to == "" {
+		return nil
+	}
+	return [][2]string{{full(from), full(to)}}
 }
 
 // batch is a group of prepared commits written with one fdatasync.

@@ -235,7 +235,9 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	}
 	a := &adoption{tx: r.newTx(), meta: adoptMeta(r.opt.operator(), first), stale: map[string][]byte{}}
 	defer r.putBackStale(a.stale)
-	if err := r.mirror.buildAdopt(drift, first, a, r.objects.readBlob); err != nil {
+	// Versions are read from the transaction too: an edit that a rename
+	// took elsewhere merges into a file an earlier one of drift wrote.
+	if err := r.mirror.buildAdopt(drift, first, a, a.tx.blob); err != nil {
 		return nil, err
 	}
 	// The commit takes every one of them as the worktree holds it
@@ -244,7 +246,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	// this commit already has. The mirror is told so as the commit is
 	// queued (repairs.inFlight), before the worktree may follow it: a
 	// later edit its follow keeps is made on what the adopt read.
-	note := &adoptNote{read: a.read, shows: map[string]shown{}}
+	note := &adoptNote{read: a.read, shows: map[string]shown{}, moved: a.moved}
 	for _, rel := range drift {
 		if !a.later[rel] {
 			note.taken = append(note.taken, full(rel))
@@ -308,6 +310,7 @@ type adoption struct {
 	read  map[string][]byte    // what was taken of each file written (repository path -> its bytes)
 	later map[string]bool      // files left for a later adopt (over the size limit, still being written)
 	stale map[string][]byte    // files written back as they were: put back (putBackStale), not taken
+	moved [][2]string          // edits merged where a rename had taken their file: from, to (repository paths)
 	mtime map[string]time.Time // when each file to take was written
 }
 
@@ -384,7 +387,7 @@ func (m *mirror) adoptWrite(a *adoption, rel string, readBlob func(plumbing.Hash
 		a.later[rel] = true
 		return nil
 	}
-	merged, how, err := m.mergeHandEdit(a.tx.root, full(rel), data, a.mtime[rel], readBlob)
+	merged, at, how, err := m.mergeHandEdit(a.tx.root, full(rel), data, a.mtime[rel], readBlob)
 	if err != nil {
 		return err
 	}
@@ -393,7 +396,10 @@ func (m *mirror) adoptWrite(a *adoption, rel string, readBlob func(plumbing.Hash
 		return nil
 	}
 	if how == handAsIs {
-		if n := lookup(a.tx.root, full(rel)); n.isFile() && n.hash == plumbing.ComputeHash(plumbing.BlobObject, data) {
+		if n := lookup(a.tx.root, at); n.isFile() && n.hash == plumbing.ComputeHash(plumbing.BlobObject, data) {
+			if at != full(rel) { // a copy of the file where a rename took it: no edit
+				a.stale[full(rel)] = data
+			}
 			return nil // put back as HEAD holds it since drifted looked: nothing to commit
 		}
 	}
@@ -403,15 +409,26 @@ func (m *mirror) adoptWrite(a *adoption, rel string, readBlob func(plumbing.Hash
 		data = merged
 		a.tx.mirror = true // the worktree gets the merge
 	}
-	if n := lookup(a.tx.root, full(rel)); n.isDir() {
-		if err := a.tx.Remove(rel); err != nil {
+	to := at[len(memDir)+1:]
+	if to != rel {
+		// Merged into the file where a rename took it: the worktree
+		// gets the merge there, and the file at the old path, which
+		// held the edit, goes, or becomes what HEAD has there.
+		a.tx.ops = append(a.tx.ops, op{kind: 'm', from: rel, to: to})
+		a.tx.mirror = true
+		a.moved = append(a.moved, [2]string{full(rel), at})
+	}
+	if n := lookup(a.tx.root, at); n.isDir() {
+		if err := a.tx.Remove(to); err != nil {
 			return wrap("adopt "+rel, err)
 		}
 	}
-	if err := a.tx.WriteFile(rel, data); err != nil {
+	if err := a.tx.WriteFile(to, data); err != nil {
 		return wrap("adopt "+rel, err)
 	}
-	a.meta.Trailers = append(a.meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
+	if t := (Trailer{TrailerPath, policy.Display(to)}); !slices.Contains(a.meta.Trailers, t) { // to's own edit may be taken too
+		a.meta.Trailers = append(a.meta.Trailers, t)
+	}
 	return nil
 }
 
@@ -444,11 +461,12 @@ func (r *Repo) adoptKept() {
 func (m *mirror) keptPath() string { return filepath.Join(m.gitDir, "gitmem", "kept") }
 
 // keptEdit is a record of keptPath: a hand edit of Path made on Base (on
-// no file when None).
+// no file when None), whose file a rename took to To (handBase.to).
 type keptEdit struct {
 	Path string `json:"path"`
 	Base []byte `json:"base,omitempty"`
 	None bool   `json:"none,omitempty"`
+	To   string `json:"to,omitempty"`
 }
 
 // saveKept writes the hand edits kept and not yet taken (repairs.bases) to
@@ -460,7 +478,7 @@ func (m *mirror) saveKept(readBlob func(plumbing.Hash) ([]byte, error)) {
 	var out []keptEdit
 	for _, p := range slices.Sorted(maps.Keys(bases)) {
 		b := bases[p]
-		k := keptEdit{Path: p, Base: b.text, None: b.hash.IsZero() && b.text == nil}
+		k := keptEdit{Path: p, Base: b.text, None: b.hash.IsZero() && b.text == nil, To: b.to}
 		if !k.None && k.Base == nil {
 			var err error
 			if k.Base, err = readBlob(b.hash); err != nil {
@@ -510,6 +528,9 @@ func (m *mirror) loadKept(tree *node) {
 				b.text = []byte{}
 			}
 		}
+		if to, ok := strings.CutPrefix(k.To, memDir+"/"); ok && checkRel(to) == nil {
+			b.to = k.To
+		}
 		bases[k.Path] = b
 	}
 	drift, err := m.drifted(tree, slices.Collect(maps.Keys(bases)), pathSet{})
@@ -547,12 +568,16 @@ func (m *mirror) loadKept(tree *node) {
 // transaction's version); handMerged, both sides' changes from the base,
 // a region both changed held between conflict markers ("gitmem", "edited
 // by hand"); or handStale.
-func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Time, readBlob func(plumbing.Hash) ([]byte, error)) (data []byte, how handHow, err error) {
-	tip := lookup(root, p)
-	if !tip.isFile() {
-		return nil, handAsIs, nil
-	}
+func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Time, readBlob func(plumbing.Hash) ([]byte, error)) (data []byte, at string, how handHow, err error) {
 	base, kept, seen := m.repairs.baseOf(p)
+	at = p
+	if kept && base.to != "" && lookup(root, base.to).isFile() {
+		at = base.to // a rename took the file the edit was made on there
+	}
+	tip := lookup(root, at)
+	if !tip.isFile() {
+		return nil, at, handAsIs, nil
+	}
 	if !kept {
 		base = handBase{hash: tip.hash}
 	}
@@ -562,11 +587,11 @@ func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Tim
 	h := plumbing.ComputeHash(plumbing.BlobObject, hand)
 	for i := len(seen) - 1; i >= 0 && recent(i); i-- {
 		if seen[i].hash == h && h != tip.hash {
-			return nil, handStale, nil // that version as it was: no edit
+			return nil, at, handStale, nil // that version as it was: no edit
 		}
 	}
 	if h != tip.hash && m.repairs.gitCheckedOut(p[len(memDir)+1:], h, mtime) {
-		return nil, handStale, nil
+		return nil, at, handStale, nil
 	}
 	cands := []handBase{base}
 	from := len(seen) - 1 // newest first
@@ -593,7 +618,7 @@ func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Tim
 		if b == nil && !c.hash.IsZero() {
 			if b, err = readBlob(c.hash); err != nil {
 				if i == 0 {
-					return nil, 0, wrap("read a file to merge", err)
+					return nil, at, 0, wrap("read a file to merge", err)
 				}
 				continue // gone (a redaction): no candidate
 			}
@@ -604,19 +629,19 @@ func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Tim
 		}
 	}
 	if bestHash == tip.hash {
-		return nil, handAsIs, nil
+		return nil, at, handAsIs, nil
 	}
 	ours, err := readBlob(tip.hash)
 	if err != nil {
-		return nil, 0, wrap("read a file to merge", err)
+		return nil, at, 0, wrap("read a file to merge", err)
 	}
 	merged := mergeHand(best, ours, hand)
 	if bytes.Equal(merged, ours) {
 		// The edit adds nothing to the acknowledged version (a program
 		// that held the file open and wrote nothing): no commit.
-		return nil, handStale, nil
+		return nil, at, handStale, nil
 	}
-	return merged, handMerged, nil
+	return merged, at, handMerged, nil
 }
 
 // handHow is what mergeHandEdit made of a hand edit.

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"cmp"
 	"maps"
 	"path"
 	"slices"
@@ -65,6 +66,7 @@ type adoptNote struct {
 	read  map[string][]byte // the worktree files it read (repository paths), before any merge
 	taken []string          // the hand edits it takes (repository paths)
 	shows map[string]shown  // by path under memories/: what a later edit of each file it read is made on
+	moved [][2]string       // the hand edits it merged where a rename had taken their file: from, to (repository paths)
 }
 
 // droppedPaths notes that ps were dropped: they never reach the
@@ -103,6 +105,33 @@ func (rp *repairs) followed(items []*prepared, prev *node, failed []string, at t
 	for _, p := range items {
 		for _, q := range p.paths {
 			rp.inflight.done(q)
+		}
+	}
+	rp.moveKept(items)
+}
+
+// moveKept moves the hand edits noted (handBase.to) where the renames
+// among items, which the worktree just followed, took their files: an
+// edit of a file a rename moved away before the worktree caught up is
+// kept at the old path, and merged into the file at the new one. (Each
+// follow moves the edits noted by its end once: those it noted were made
+// on a version from before its commits.) Called with mu held.
+func (rp *repairs) moveKept(items []*prepared) {
+	if len(rp.handBase) == 0 {
+		return
+	}
+	for _, p := range items {
+		for _, mv := range p.moves() {
+			for q, b := range rp.handBase {
+				at := cmp.Or(b.to, q)
+				if to := movePath(at, mv[0], mv[1]); to != at {
+					b.to = to
+					if to == q {
+						b.to = ""
+					}
+					rp.handBase[q] = b
+				}
+			}
 		}
 	}
 }
@@ -291,6 +320,11 @@ func (v *pastVersions) add(k pastVersion) {
 type handBase struct {
 	hash plumbing.Hash
 	text []byte // nil: the blob's
+	// to is where acknowledged renames took the file since the edit was
+	// made on it (a repository path; "": where it is): a noted edit's,
+	// moved by the commits the worktree follows (repairs.moveKept). The
+	// adopt merges the edit into the file there (mergeHandEdit).
+	to string
 }
 
 // noteBase notes that the worktree file at repository path q holds a hand

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -1091,6 +1092,122 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A hand edit of a file that an acknowledged rename moved away before the
+// worktree caught up with it goes with the file: the adopt commit merges
+// it into the file at its new path, and the old path is not brought back
+// (it was: whole, the version from before the rename plus the edit, a
+// second stale copy of the memory on which every later rename of the
+// model failed, "already exists"). The edit lands before the worktree
+// follows the rename, or at the worktree's write (after its look for hand
+// edits, before the old file is removed); it is committed by the next
+// adopt, by Close, or, after a crash, by the next start; or by the
+// model's next rename, which takes it back to its old path.
+func TestHandEditOfAFileRenamedAwayGoesWithIt(t *testing.T) {
+	t.Parallel()
+	for _, then := range []string{"adopt", "close", "crash", "at the write", "renamed back"} {
+		t.Run(then, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dir := gittest.TempDir(t)
+			r, _, err := Init(ctx, dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, r, "t1", "a.md", "one\ntwo\n")
+			settle(t, r)
+			// The model renames a.md to b.md, then inserts a line there
+			// (after a crash, one change stays in the log: the rename).
+			want, at, gone := "zero\none\ntwo\nby hand\n", "b.md", "a.md"
+			model := func() {
+				if _, err := r.Update(ctx, Meta{Subject: "rename", Trailers: []Trailer{{TrailerToolUseID, "t2"}, {TrailerCommand, "rename"},
+					{TrailerPath, "/memories/a.md"}, {TrailerNewPath, "/memories/b.md"}}}, func(tx *Tx) error {
+					return tx.Rename("a.md", "b.md")
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if then == "crash" {
+					want = "one\ntwo\nby hand\n"
+					return
+				}
+				write(t, r, "t3", "b.md", "zero\none\ntwo\n")
+			}
+			switch then {
+			case "crash":
+				stop := failAt(t, r, gd.StepPack, "") // the rename stays in the log
+				model()
+				crash(r)
+				stop()
+				appendHand(t, dir, "a.md", "by hand")
+				if r, err = Open(ctx, dir, testOptions(t)); err != nil {
+					t.Fatal(err)
+				}
+			case "at the write":
+				var once sync.Once
+				r.objects.st.Env.SetFault(func(step, p string) error {
+					if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
+						once.Do(func() { appendHand(t, dir, "a.md", "by hand") })
+					}
+					return nil
+				})
+				r.disk.hold()
+				model()
+				r.disk.mu.Unlock()
+				settle(t, r)
+				r.objects.st.Env.SetFault(nil)
+			default:
+				r.disk.hold() // the worktree has not caught up yet
+				model()
+				appendHand(t, dir, "a.md", "by hand")
+				r.disk.mu.Unlock()
+				settle(t, r)
+			}
+			if then == "renamed back" {
+				if _, err := r.Update(ctx, Meta{Subject: "rename", Trailers: []Trailer{{TrailerToolUseID, "t4"}, {TrailerCommand, "rename"},
+					{TrailerPath, "/memories/b.md"}, {TrailerNewPath, "/memories/a.md"}}}, func(tx *Tx) error {
+					return tx.Rename("b.md", "a.md")
+				}); err != nil {
+					t.Fatal(err)
+				}
+				settle(t, r)
+				at, gone = gone, at
+			}
+			if then == "close" {
+				r.Close()
+				if r, err = Open(ctx, dir, testOptions(t)); err != nil {
+					t.Fatal(err)
+				}
+			} else if then != "crash" {
+				// serve does it every --adopt-every (renamed back: the
+				// model's rename took the edit first, as any command does
+				// with the files it changes)
+				if _, err := r.Adopt(ctx); err != nil && !(then == "renamed back" && errors.Is(err, ErrNoChange)) {
+					t.Fatal(err)
+				}
+			}
+			defer r.Close()
+			settle(t, r)
+			if got := read(t, r, at); got != want {
+				t.Errorf("%s = %q, want %q", at, got, want)
+			}
+			if got := readDisk(t, dir, at); got != want {
+				t.Errorf("worktree %s = %q, want %q", at, got, want)
+			}
+			if _, err := r.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSpace(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")); got != "memories/"+at {
+				t.Errorf("HEAD holds:\n%s", got)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "memories", gone)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("worktree %s: %v, want none", gone, err)
+			}
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status:\n%s", st)
+			}
+		})
 	}
 }
 
