@@ -354,9 +354,17 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 		a.taken++
 		a.meta.Trailers = append(a.meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
-	for _, rel := range writes {
-		if err := m.adoptWrite(a, rel, readBlob); err != nil {
-			return err
+	// An edit of a file a rename took elsewhere last: it merges into
+	// what the file there holds then, an edit of that one taken first
+	// (taken after, as it is, it would replace the merge).
+	for _, late := range []bool{false, true} {
+		for _, rel := range writes {
+			if (m.repairs.movedTo(full(rel)) != "") != late {
+				continue
+			}
+			if err := m.adoptWrite(a, rel, readBlob); err != nil {
+				return err
+			}
 		}
 	}
 	if a.taken == 0 && !first {
@@ -567,7 +575,9 @@ func (m *mirror) loadKept(tree *node) {
 // says what came of it: handAsIs, the edit taken as it is (its base is the
 // transaction's version); handMerged, both sides' changes from the base,
 // a region both changed held between conflict markers ("gitmem", "edited
-// by hand"); or handStale.
+// by hand"); or handStale. at is the repository path of the version it
+// merges into: p, or the file renames took p's to since the noted base
+// (handBase.to), when that is a file in root.
 func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Time, readBlob func(plumbing.Hash) ([]byte, error)) (data []byte, at string, how handHow, err error) {
 	base, kept, seen := m.repairs.baseOf(p)
 	at = p

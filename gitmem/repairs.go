@@ -375,6 +375,14 @@ func (rp *repairs) baseOf(p string) (base handBase, kept bool, seen []shown) {
 	return base, kept, slices.Clone(rp.seen[p[len(memDir)+1:]])
 }
 
+// movedTo is where renames took the file of the hand edit noted at
+// repository path p since its base ("": none, or where it is).
+func (rp *repairs) movedTo(p string) string {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return rp.handBase[p].to
+}
+
 // adopted notes an adopt commit: the hand edits it took are history now
 // (their bases are dropped), and what it read is the version a later
 // edit of each file is made on. Called with mu held.

@@ -1104,10 +1104,11 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 // follows the rename, or at the worktree's write (after its look for hand
 // edits, before the old file is removed); it is committed by the next
 // adopt, by Close, or, after a crash, by the next start; or by the
-// model's next rename, which takes it back to its old path.
+// model's next rename, which takes it back to its old path. An edit of
+// the file at the new path is merged with it.
 func TestHandEditOfAFileRenamedAwayGoesWithIt(t *testing.T) {
 	t.Parallel()
-	for _, then := range []string{"adopt", "close", "crash", "at the write", "renamed back"} {
+	for _, then := range []string{"adopt", "close", "crash", "at the write", "renamed back", "both edited"} {
 		t.Run(then, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -1163,6 +1164,12 @@ func TestHandEditOfAFileRenamedAwayGoesWithIt(t *testing.T) {
 				appendHand(t, dir, "a.md", "by hand")
 				r.disk.mu.Unlock()
 				settle(t, r)
+			}
+			if then == "both edited" { // b.md too, once the worktree has it: both edits merged
+				if err := os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("top by hand\nzero\none\ntwo\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				want = "top by hand\n" + want
 			}
 			if then == "renamed back" {
 				if _, err := r.Update(ctx, Meta{Subject: "rename", Trailers: []Trailer{{TrailerToolUseID, "t4"}, {TrailerCommand, "rename"},
