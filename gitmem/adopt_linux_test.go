@@ -184,6 +184,59 @@ func TestFileHeldOpenAtACleanStopIsMergedAtTheNextStart(t *testing.T) {
 	}
 }
 
+// A file another program holds open for writing while the model renames
+// it, and still at a clean stop: the program's file stays at the old path,
+// and the next start merges what it wrote into the file at the new path
+// (the record of the kept edit says where it went); the old path goes.
+func TestFileHeldOpenAtACleanStopFollowsARename(t *testing.T) {
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(ctx, dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t0", "a.md", "some\nnotes\n")
+	settle(t, r)
+	f, err := os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := r.Update(ctx, Meta{Subject: "rename", Trailers: []Trailer{{TrailerToolUseID, "t1"}, {TrailerCommand, "rename"},
+		{TrailerPath, "/memories/a.md"}, {TrailerNewPath, "/memories/b.md"}}}, func(tx *Tx) error {
+		return tx.Rename("a.md", "b.md")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("by hand\n")
+	f.Close()
+	if r, err = Open(ctx, dir, testOptions(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	settle(t, r)
+	const want = "some\nnotes\nby hand\n"
+	if got := read(t, r, "b.md"); got != want {
+		t.Errorf("b.md in HEAD = %q, want %q", got, want)
+	}
+	if got := readDisk(t, dir, "b.md"); got != want {
+		t.Errorf("b.md on disk = %q, want %q", got, want)
+	}
+	if got := strings.TrimSpace(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")); got != "memories/b.md" {
+		t.Errorf("HEAD holds:\n%s", got)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "memories", "a.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a.md on disk: %v, want none", err)
+	}
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("git status:\n%s", st)
+	}
+}
+
 // Another program holds a Linux lease (fcntl F_SETLEASE) on a memory
 // file: any open that conflicts with it waits until the holder gives it
 // back, or for the kernel's lease-break-time (45 s) — and gitmem's open
