@@ -136,11 +136,7 @@ func TestFileHeldOpenAtACleanStopIsMergedAtTheNextStart(t *testing.T) {
 			}
 			write(t, r, "t0", "a.md", "value: 0\nsome\nnotes\n")
 			settle(t, r)
-			f, err := os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_WRONLY|os.O_APPEND, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := holdOpen(t, dir, "a.md")
 			for i := 1; i <= 5; i++ {
 				write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("value: %d\nsome\nnotes\n", i))
 			}
@@ -189,52 +185,35 @@ func TestFileHeldOpenAtACleanStopIsMergedAtTheNextStart(t *testing.T) {
 // and the next start merges what it wrote into the file at the new path
 // (the record of the kept edit says where it went); the old path goes.
 func TestFileHeldOpenAtACleanStopFollowsARename(t *testing.T) {
-	ctx := context.Background()
-	dir := gittest.TempDir(t)
-	r, _, err := Init(ctx, dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, dir := newRepo(t)
 	write(t, r, "t0", "a.md", "some\nnotes\n")
 	settle(t, r)
-	f, err := os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := r.Update(ctx, Meta{Subject: "rename", Trailers: []Trailer{{TrailerToolUseID, "t1"}, {TrailerCommand, "rename"},
-		{TrailerPath, "/memories/a.md"}, {TrailerNewPath, "/memories/b.md"}}}, func(tx *Tx) error {
-		return tx.Rename("a.md", "b.md")
-	}); err != nil {
-		t.Fatal(err)
-	}
+	f := holdOpen(t, dir, "a.md")
+	mv(t, r, "t1", "a.md", "b.md")
 	settle(t, r)
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
 	f.WriteString("by hand\n")
 	f.Close()
-	if r, err = Open(ctx, dir, testOptions(t)); err != nil {
+	r, err := Open(context.Background(), dir, testOptions(t))
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	settle(t, r)
-	const want = "some\nnotes\nby hand\n"
-	if got := read(t, r, "b.md"); got != want {
-		t.Errorf("b.md in HEAD = %q, want %q", got, want)
+	onlyFile(t, r, dir, "b.md", "some\nnotes\nby hand\n", "a.md")
+}
+
+// holdOpen opens memories/p for appending, as a program that holds it.
+func holdOpen(t *testing.T, dir, p string) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "memories", p), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := readDisk(t, dir, "b.md"); got != want {
-		t.Errorf("b.md on disk = %q, want %q", got, want)
-	}
-	if got := strings.TrimSpace(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")); got != "memories/b.md" {
-		t.Errorf("HEAD holds:\n%s", got)
-	}
-	if _, err := os.Lstat(filepath.Join(dir, "memories", "a.md")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a.md on disk: %v, want none", err)
-	}
-	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
-		t.Errorf("git status:\n%s", st)
-	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // Another program holds a Linux lease (fcntl F_SETLEASE) on a memory

@@ -1112,23 +1112,15 @@ func TestHandEditOfAFileRenamedAwayGoesWithIt(t *testing.T) {
 		t.Run(then, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			dir := gittest.TempDir(t)
-			r, _, err := Init(ctx, dir, testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			r, dir := newRepo(t)
+			var err error
 			write(t, r, "t1", "a.md", "one\ntwo\n")
 			settle(t, r)
 			// The model renames a.md to b.md, then inserts a line there
 			// (after a crash, one change stays in the log: the rename).
 			want, at, gone := "zero\none\ntwo\nby hand\n", "b.md", "a.md"
 			model := func() {
-				if _, err := r.Update(ctx, Meta{Subject: "rename", Trailers: []Trailer{{TrailerToolUseID, "t2"}, {TrailerCommand, "rename"},
-					{TrailerPath, "/memories/a.md"}, {TrailerNewPath, "/memories/b.md"}}}, func(tx *Tx) error {
-					return tx.Rename("a.md", "b.md")
-				}); err != nil {
-					t.Fatal(err)
-				}
+				mv(t, r, "t2", "a.md", "b.md")
 				if then == "crash" {
 					want = "one\ntwo\nby hand\n"
 					return
@@ -1172,12 +1164,7 @@ func TestHandEditOfAFileRenamedAwayGoesWithIt(t *testing.T) {
 				want = "top by hand\n" + want
 			}
 			if then == "renamed back" {
-				if _, err := r.Update(ctx, Meta{Subject: "rename", Trailers: []Trailer{{TrailerToolUseID, "t4"}, {TrailerCommand, "rename"},
-					{TrailerPath, "/memories/b.md"}, {TrailerNewPath, "/memories/a.md"}}}, func(tx *Tx) error {
-					return tx.Rename("b.md", "a.md")
-				}); err != nil {
-					t.Fatal(err)
-				}
+				mv(t, r, "t4", "b.md", "a.md")
 				settle(t, r)
 				at, gone = gone, at
 			}
@@ -1196,25 +1183,29 @@ func TestHandEditOfAFileRenamedAwayGoesWithIt(t *testing.T) {
 			}
 			defer r.Close()
 			settle(t, r)
-			if got := read(t, r, at); got != want {
-				t.Errorf("%s = %q, want %q", at, got, want)
-			}
-			if got := readDisk(t, dir, at); got != want {
-				t.Errorf("worktree %s = %q, want %q", at, got, want)
-			}
-			if _, err := r.Snapshot(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.TrimSpace(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")); got != "memories/"+at {
-				t.Errorf("HEAD holds:\n%s", got)
-			}
-			if _, err := os.Lstat(filepath.Join(dir, "memories", gone)); !errors.Is(err, fs.ErrNotExist) {
-				t.Errorf("worktree %s: %v, want none", gone, err)
-			}
-			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
-				t.Errorf("git status:\n%s", st)
-			}
+			onlyFile(t, r, dir, at, want, gone)
 		})
+	}
+}
+
+// onlyFile checks that HEAD holds one memory file, at, as want, and so
+// does the worktree, where gone is no file (git finds it clean).
+func onlyFile(t *testing.T, r *Repo, dir, at, want, gone string) {
+	t.Helper()
+	if got := read(t, r, at); got != want {
+		t.Errorf("%s = %q, want %q", at, got, want)
+	}
+	if got := readDisk(t, dir, at); got != want {
+		t.Errorf("worktree %s = %q, want %q", at, got, want)
+	}
+	if got := strings.TrimSpace(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")); got != "memories/"+at {
+		t.Errorf("HEAD holds:\n%s", got)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "memories", gone)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("worktree %s: %v, want none", gone, err)
+	}
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("git status:\n%s", st)
 	}
 }
 
