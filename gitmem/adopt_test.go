@@ -336,6 +336,85 @@ func TestConflictMarkersNeverNest(t *testing.T) {
 	}
 }
 
+// A block one side holds and the base does not (the file was edited by
+// hand from the version before the merge that wrote it) is kept whole too:
+// a hand edit just before or after it, or in it, took in only part of it,
+// and the merge wrote two "<<<<<<< gitmem" lines before one "=======".
+// Every case must give balanced blocks, one deep, and keep every line of
+// either side.
+func TestMergeHandKeepsASideBlockWhole(t *testing.T) {
+	t.Parallel()
+	block := "<<<<<<< gitmem\n113\n=======\n110\n>>>>>>> edited by hand\n"
+	base := "a\nb\n113\nc\nd\n"
+	merged := "a\nb\n" + block + "c\nd\n" // the base after a merge
+	for _, tc := range []struct{ name, base, ours, hand string }{
+		{"the finding", "s\n113\n", "s\n" + block, "s\n113\n116\n"},
+		{"a line added after it", base, merged, "a\nb\n113\n116\nc\nd\n"},
+		{"a line added before it", base, merged, "a\nb\n112\n113\nc\nd\n"},
+		{"the line before it changed", base, merged, "a\nB\n113\nc\nd\n"},
+		{"the line after it changed", base, merged, "a\nb\n113\nC\nd\n"},
+		{"lines added around it", base, merged, "a\nb\n112\n113\n116\nc\nd\n"},
+		{"its line changed", base, merged, "a\nb\n114\nc\nd\n"},
+		{"its line deleted", base, merged, "a\nb\nc\nd\n"},
+		{"far from it", base, merged, "A\nb\n113\nc\nD\n"},
+		{"the model changed the line after it too", base, "a\nb\n" + block + "c2\nd\n", "a\nb\n113\n116\nc\nd\n"},
+		{"the model changed the line before it too", base, "a\nb2\n" + block + "c\nd\n", "a\nb\n112\n113\nc\nd\n"},
+		{"the block on the hand side", base, "a\nb\n113\n116\nc\nd\n", merged},
+		{"a block on each side", base, merged, "a\nb\n" + strings.Replace(block, "110", "111", 1) + "116\nc\nd\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := string(mergeHand([]byte(tc.base), []byte(tc.ours), []byte(tc.hand)))
+			if err := checkBlocks(got); err != nil {
+				t.Fatalf("%v:\n%s", err, got)
+			}
+			// Each line a side added (more of it than the base has) is kept.
+			count := func(text string) map[string]int {
+				n := map[string]int{}
+				for _, l := range unmarked(splitKeep(text)) {
+					n[l]++
+				}
+				return n
+			}
+			have, was := count(got), count(tc.base)
+			for _, side := range []string{tc.ours, tc.hand} {
+				for l, n := range count(side) {
+					if n > was[l] && have[l] < n-was[l] {
+						t.Fatalf("line %q of\n%s\nlost:\n%s", l, side, got)
+					}
+				}
+			}
+		})
+	}
+}
+
+// checkBlocks says what is wrong with the conflict blocks of text: each
+// is a "<<<<<<< " line, then one "=======", then a ">>>>>>> " line, none
+// in another.
+func checkBlocks(text string) error {
+	state := 0 // 0 outside a block, 1 in its first half, 2 in its second
+	for i, l := range splitKeep(text) {
+		next := state
+		switch {
+		case strings.HasPrefix(l, markerOurs):
+			next = 1
+		case l == markerSep:
+			next = 2
+		case strings.HasPrefix(l, markerTheirs):
+			next = 0
+		default:
+			continue
+		}
+		if next != (state+1)%3 {
+			return fmt.Errorf("line %d, %q, where a block is %d", i+1, l, state)
+		}
+		state = next
+	}
+	if state != 0 {
+		return fmt.Errorf("a block is left open")
+	}
+	return nil
+}
+
 // A git reset --hard that could not move the branch (gitmem moved it
 // meanwhile, under load) leaves the worktree and .git/index at the commit
 // it went to; undoGitCheckout found that commit only among the branch's

@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"math"
 	"strings"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
@@ -83,13 +84,27 @@ func mergeFill(base, ours, theirs []string, fill func(Conflict) []string) ([]str
 	return mergeAround(base, ours, theirs, nil, fill)
 }
 
-// mergeAround is mergeFill where a conflict that meets one of the base
-// ranges in keep ([start, end) pairs, in order, apart) takes in the whole
-// range, and with it every change either side made there: a region of a
-// conflict block an earlier merge wrote is never split by a new one.
-func mergeAround(base, ours, theirs []string, keep [][2]int, fill func(Conflict) []string) ([]string, []Conflict) {
-	groups := hunkGroups(lineHunks(base, ours), lineHunks(base, theirs))
-	if len(keep) > 0 {
+// mergeAround is mergeFill where a conflict that meets a block of lines
+// (blocks finds them in a text: [start, end) pairs, in order, apart) of
+// the base or of either side takes in the whole block, and with it every
+// change either side made there: a conflict block an earlier merge wrote
+// is never split by a new one.
+func mergeAround(base, ours, theirs []string, blocks func([]string) [][2]int, fill func(Conflict) []string) ([]string, []Conflict) {
+	ho, ht := lineHunks(base, ours), lineHunks(base, theirs)
+	groups := hunkGroups(ho, ht)
+	if blocks != nil {
+		var keep []span
+		for _, b := range blocks(base) {
+			keep = append(keep, span{start: b[0], end: b[1]})
+		}
+		for _, side := range []struct {
+			lines []string
+			hs    []hunk
+		}{{ours, ho}, {theirs, ht}} {
+			for _, b := range blocks(side.lines) {
+				keep = append(keep, baseSpan(side.hs, b[0], b[1]))
+			}
+		}
 		groups = widen(base, groups, keep)
 	}
 	var out []string
@@ -112,6 +127,51 @@ func mergeAround(base, ours, theirs []string, keep [][2]int, fill func(Conflict)
 	}
 	out = append(out, base[pos:]...)
 	return out, conflicts
+}
+
+// span is base lines [start, end) that a conflict meeting them takes in
+// whole. A side's block that begins (or ends) with lines the side
+// inserted at start (end) is met too by a conflict that only touches it
+// there: that conflict holds those lines.
+type span struct {
+	start, end         int
+	openStart, openEnd bool
+}
+
+// meets reports whether the group's base lines meet the span's.
+func (k span) meets(g hunkGroup) bool {
+	return k.start < g.end && g.start < k.end ||
+		g.start == g.end && k.start < g.start && g.start < k.end ||
+		k.openStart && g.start <= k.start && k.start <= g.end ||
+		k.openEnd && g.start <= k.end && k.end <= g.end
+}
+
+// baseSpan is the span of base lines that a side's lines [a, b) come
+// from, hs being the side's hunks against the base: an unchanged line
+// comes from its base line, a changed one from its hunk's base lines.
+func baseSpan(hs []hunk, a, b int) span {
+	k := span{start: -1}
+	take := func(start, end int, changed bool) {
+		if k.start < 0 {
+			k.start, k.end, k.openStart = start, end, changed
+		}
+		k.start, k.end, k.openEnd = min(k.start, start), max(k.end, end), changed
+	}
+	bp, sp := 0, 0 // where the base and the side are, after the last hunk
+	for _, h := range append(hs, hunk{start: math.MaxInt}) {
+		n := min(h.start-bp, b-sp) // unchanged lines up to the hunk
+		if lo, hi := max(a, sp), sp+n; lo < hi {
+			take(bp+lo-sp, bp+hi-sp, false)
+		}
+		if sp += n; sp >= b {
+			break
+		}
+		if max(a, sp) < min(b, sp+len(h.lines)) {
+			take(h.start, h.end, true)
+		}
+		sp, bp = sp+len(h.lines), h.end
+	}
+	return k
 }
 
 // hunkGroup is the hunks of each side that overlap or touch, over the
@@ -159,7 +219,7 @@ func hunkGroups(ho, ht []hunk) []hunkGroup {
 
 // widen makes a conflict meeting a kept range take it in, and the groups
 // it then meets; until none does.
-func widen(base []string, groups []hunkGroup, keep [][2]int) []hunkGroup {
+func widen(base []string, groups []hunkGroup, keep []span) []hunkGroup {
 	for widened := true; widened; {
 		widened = false
 		for i := 0; i < len(groups); i++ {
@@ -168,10 +228,8 @@ func widen(base []string, groups []hunkGroup, keep [][2]int) []hunkGroup {
 				continue
 			}
 			for _, k := range keep {
-				if k[0] < g.end && g.start < k[1] || g.start == g.end && k[0] < g.start && g.start < k[1] {
-					if k[0] < g.start || k[1] > g.end {
-						g.start, g.end, widened = min(g.start, k[0]), max(g.end, k[1]), true
-					}
+				if k.meets(*g) && (k.start < g.start || k.end > g.end) {
+					g.start, g.end, widened = min(g.start, k.start), max(g.end, k.end), true
 				}
 			}
 			for j := i + 1; j < len(groups) && groups[j].start <= g.end; {

@@ -1070,14 +1070,14 @@ type merge3Result struct {
 // naming them. It reports whether there was no such region.
 //
 // Conflict markers never nest: a region both changed that meets a
-// conflict block of the base (an earlier merge's, not yet resolved) takes
-// in the whole block. When the region is that block on every side, its
-// two halves are merged each on its own (lines both sides changed kept
-// one after the other); otherwise each side's lines of the region are
-// written without the markers they hold. Every line is kept, one block
-// deep.
+// conflict block (an earlier merge's, not yet resolved) of the base or
+// of either side takes in the whole block. When the region is that
+// block on every side, its two halves are merged each on its own (lines
+// both sides changed kept one after the other); otherwise each side's
+// lines of the region are written without the markers they hold. Every
+// line is kept, one block deep.
 func mergeMarked(texts [3][]string, ours, theirs string) ([]byte, bool) {
-	lines, conflicts := mergeAround(texts[0], texts[1], texts[2], markedBlocks(texts[0]), func(c Conflict) []string {
+	lines, conflicts := mergeAround(texts[0], texts[1], texts[2], markedBlocks, func(c Conflict) []string {
 		o, t := unmarked(c.Ours), unmarked(c.Theirs)
 		bo, bt, ok1 := blockHalves(texts[0][c.BaseStart:c.BaseEnd])
 		oo, ot, ok2 := blockHalves(c.Ours)
