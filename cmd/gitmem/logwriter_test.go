@@ -170,17 +170,10 @@ func TestServeExitsWhileStderrTakesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("serve: %v", err)
-		}
-	case <-time.After(2 * time.Minute): // a bound for a hang, not a timing
-		cmd.Process.Kill()
-		<-exited
+	if ok, err := exitOf(cmd); !ok {
 		t.Fatalf("serve did not exit at stdin's end while stderr took nothing (%d answers)", strings.Count(out.String(), "tool_use_id"))
+	} else if err != nil {
+		t.Fatalf("serve: %v", err)
 	}
 	if n := strings.Count(out.String(), `"tool_use_id"`); n != calls {
 		t.Fatalf("%d answers, want %d", n, calls)
@@ -255,18 +248,29 @@ func TestServeEndsWithAnErrorWhileStderrTakesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
-			t.Fatalf("serve on a taken address: %v, want exit code %d", err, exitFailure)
-		}
-	case <-time.After(2 * time.Minute): // a bound for a hang, not a timing
-		cmd.Process.Kill()
-		<-exited
+	ok, err := exitOf(cmd)
+	if !ok {
 		t.Fatal("serve did not exit after its error while stderr took nothing")
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
+		t.Fatalf("serve on a taken address: %v, want exit code %d", err, exitFailure)
+	}
+}
+
+// exitOf waits for the started cmd to exit and says how; exited is false
+// if it had not after 2 minutes (a bound for a hang, not a timing), when
+// it is killed.
+func exitOf(cmd *exec.Cmd) (exited bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return true, err
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		<-done
+		return false, nil
 	}
 }
 
