@@ -420,7 +420,7 @@ func (oc *objectCheck) bad(kind string, h plumbing.Hash, at string, err error) {
 func (oc *objectCheck) strict(kind string, h plumbing.Hash, at string, ps []gd.ObjectProblem) {
 	for _, p := range ps {
 		oc.rep.add(Problem{What: fmt.Sprintf("object %s (%s%s) fails git fsck --strict: %s", h, kind, inPath(at), p),
-			Repair: "an object cannot be mended in place; a redaction that removes it from every commit (gitmem redact --path or --blob) makes git fsck --strict pass"})
+			Repair: "an object cannot be mended in place; a redaction that removes it from every commit (gitmem redact PATH, or --blob SHA) makes git fsck --strict pass"})
 	}
 }
 

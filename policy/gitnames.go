@@ -40,8 +40,8 @@ func IsHFSDot(name, needle string) bool {
 			r, n := utf8.DecodeRuneInString(name)
 			name = name[n:]
 			switch {
-			case r == utf8.RuneError && n == 1:
-				return 0 // malformed: not .git
+			case r == utf8.RuneError && n == 1, r == 0xfffe, r == 0xffff:
+				return 0 // malformed (git takes U+FFFE and U+FFFF for so too): the name ends here
 			case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
 				continue
 			}

@@ -35,8 +35,17 @@ func pathErr(format string, args ...any) error {
 // Refused: anything not under /memories (including /memoriesX), "." and ".."
 // segments, backslashes, NUL and other control characters, invalid UTF-8,
 // percent-encoded bytes, over-long paths and segments, and git's reserved
-// names (.git, .gitignore, .gitattributes, .gitmodules) in any case.
-func ParsePath(p string) (string, error) {
+// names (.git, .gitignore, .gitattributes, .gitmodules) as git reads
+// them on any file system.
+func ParsePath(p string) (string, error) { return parsePath(p, true) }
+
+// ParseHeldPath is ParsePath that takes git's reserved names: a path a
+// repository may hold from before gitmem refused them all (git~1 was
+// taken until 2026-11-29) or from plain git, for an operator removing it
+// from the history (redact), which git fsck --strict then passes.
+func ParseHeldPath(p string) (string, error) { return parsePath(p, false) }
+
+func parsePath(p string, refuseReserved bool) (string, error) {
 	// Length and encoding come first: every later message echoes the path.
 	if len(p) > MaxPathBytes {
 		return "", pathErr("Path %s... is too long: %d bytes, the limit is %d", strings.ToValidUTF8(prefix(p, 64), "\uFFFD"), len(p), MaxPathBytes)
@@ -73,7 +82,7 @@ func ParsePath(p string) (string, error) {
 			return "", pathErr("Path %s contains a '.' segment; name the folder directly", p)
 		case len(s) > MaxSegmentBytes:
 			return "", pathErr("Path %s has a name of %d bytes, the limit is %d", p, len(s), MaxSegmentBytes)
-		case isReserved(s):
+		case refuseReserved && isReserved(s):
 			return "", pathErr("Path %s uses the reserved name %s", p, s)
 		}
 		segs = append(segs, s)

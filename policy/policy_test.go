@@ -205,6 +205,9 @@ func TestParsePathRefusesGitsOtherSpellings(t *testing.T) {
 		"GITMOD~1", "gitmod~4", ".gitmodules::$DATA", ".gitmodules\u200c", "gi7eba~9",
 		"GITATT~1", ".gitattributes\u200e", "gi7d29~1",
 		"GITIGN~1", ".gitignore::$DATA", "gi250a~2",
+		// git reads U+FFFE and U+FFFF as malformed UTF-8, the end of
+		// the name: .git whatever follows (an attacker's pass).
+		".git\uffff", ".git\ufffe", ".git\uffffx", ".g\u200cit\ufffe", ".gitmodules\uffff",
 	} {
 		for _, p := range []string{"/memories/" + seg, "/memories/" + seg + "/notes.md", "/memories/a/" + seg} {
 			_, err := ParsePath(p)

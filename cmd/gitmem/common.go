@@ -121,11 +121,14 @@ func closeRepo(r *gitmem.Repo, err *error) {
 
 // memPath reads a path as the model writes it (/memories/a.md) or relative
 // to the repository (memories/a.md) and returns it relative to memories/.
-func memPath(s string) (string, error) {
+func memPath(s string) (string, error) { return memPathBy(policy.ParsePath, s) }
+
+// memPathBy is memPath with the rule parse (policy.ParseHeldPath for redact).
+func memPathBy(parse func(string) (string, error), s string) (string, error) {
 	if s == "memories" || strings.HasPrefix(s, "memories/") {
 		s = "/" + s
 	}
-	rel, err := policy.ParsePath(s)
+	rel, err := parse(s)
 	if err != nil {
 		return "", failf(exitUsage, "%v (paths look like /memories/notes.md or memories/notes.md)", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/operator"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 func redactCommand() *cli.Command {
@@ -31,7 +32,7 @@ func redactCommand() *cli.Command {
 				if c.NArg() > 1 {
 					return failf(exitUsage, "redact takes one path")
 				}
-				p, err := memPath(c.Args().First())
+				p, err := memPathBy(policy.ParseHeldPath, c.Args().First()) // a name git refuses too: its removal
 				if err != nil {
 					return err
 				}
