@@ -22,21 +22,12 @@ import (
 // busy process, journald behind), then keeps what it is given.
 type gatedWriter struct {
 	open chan struct{}
-	mu   sync.Mutex
-	b    strings.Builder
+	lockedBuffer
 }
 
 func (g *gatedWriter) Write(p []byte) (int, error) {
 	<-g.open
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.b.Write(p)
-}
-
-func (g *gatedWriter) String() string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.b.String()
+	return g.lockedBuffer.Write(p)
 }
 
 // serve's log lines go out from a goroutine of their own (logWriter): a
