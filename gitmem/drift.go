@@ -581,8 +581,10 @@ func (m *mirror) loadKept(tree *node) {
 func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Time, readBlob func(plumbing.Hash) ([]byte, error)) (data []byte, at string, how handHow, err error) {
 	base, kept, seen := m.repairs.baseOf(p)
 	at = p
-	if kept && base.to != "" && lookup(root, base.to).isFile() {
-		at = base.to // a rename took the file the edit was made on there
+	if kept && base.to != "" && (lookup(root, base.to).isFile() || base.hash.IsZero() && base.text == nil && lookup(root, base.to) == nil) {
+		// A rename took the file the edit was made on there, or the
+		// folder a file made by hand is in.
+		at = base.to
 	}
 	tip := lookup(root, at)
 	if !tip.isFile() {

@@ -32,13 +32,30 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 	paths = slices.Compact(paths)
 	retry := r.mirror.repairs.pending() // paths an earlier pass could not write
 	r.mirror.awaitGit()
-	kept, checks := r.keepHandEdits(items, prevHead, prev, paths, retry)
+	// A folder the commits remove or replace with another (a delete, a
+	// rename) goes file by file: each of its files is checked as a file
+	// is, and one edited by hand is kept (syncFolder).
+	inside := map[string][]string{}
+	var files []string
+	for _, q := range paths {
+		if !lookup(last.tree, q).isFile() {
+			if in := r.mirror.wt.filesIn(q); len(in) > 0 {
+				inside[q] = in
+				files = append(files, in...)
+			}
+		}
+	}
+	kept, checks := r.keepHandEdits(items, prevHead, prev, union(paths, files), retry)
 	paths = union(paths, retry)
 	r.mirror.forget(paths)
 	var failed []string
-	for _, q := range paths {
+	fail := func(q string, err error) {
+		failed = append(failed, q)
+		r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
+	}
+	follow := func(q string) {
 		if kept[q] {
-			continue
+			return
 		}
 		var err error
 		if of, ok := checks[q]; ok {
@@ -47,8 +64,20 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 			err = r.mirror.wt.sync(q, lookup(last.tree, q), r.objects.readBlob)
 		}
 		if err != nil {
-			failed = append(failed, q)
-			r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
+			fail(q, err)
+		}
+	}
+	for _, q := range paths {
+		in, ok := inside[q]
+		if !ok {
+			follow(q)
+			continue
+		}
+		for _, f := range in {
+			follow(f)
+		}
+		if err := r.mirror.wt.syncFolder(q, lookup(last.tree, q), r.objects.readBlob); err != nil {
+			fail(q, err)
 		}
 	}
 	r.mirror.repairs.followed(items, prev, failed, time.Now())

@@ -1188,6 +1188,85 @@ func TestHandEditOfAFileRenamedAwayGoesWithIt(t *testing.T) {
 	}
 }
 
+// A hand edit of a file inside a folder the model renames (or deletes),
+// made before the worktree follows the change (serve's milliseconds of
+// lag) or at its write, is kept as a file's is: the folder's files are
+// each taken aside and compared, not removed with the folder. Renamed,
+// the edit (and a file made by hand in the folder) is merged at the new
+// path; deleted, the edited file is adopted back.
+func TestHandEditInAFolderRenamedAwayGoesWithIt(t *testing.T) {
+	t.Parallel()
+	for _, then := range []string{"adopt", "at the write", "deleted"} {
+		t.Run(then, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			r, dir := newRepo(t)
+			defer r.Close()
+			write(t, r, "t1", "d/a.md", "one\ntwo\n")
+			settle(t, r)
+			hand := func() {
+				appendHand(t, dir, "d/a.md", "by hand")
+				if then != "at the write" { // made after the folder's files were looked at: left for a later adopt
+					if err := os.WriteFile(filepath.Join(dir, "memories", "d", "new.md"), []byte("new by hand\n"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if then == "at the write" {
+				var once sync.Once
+				r.objects.st.Env.SetFault(func(step, p string) error {
+					if step == gd.StepWorktree && (p == "memories/d" || strings.HasPrefix(p, "memories/d/")) {
+						once.Do(hand)
+					}
+					return nil
+				})
+				defer r.objects.st.Env.SetFault(nil)
+			}
+			r.disk.hold() // the worktree has not caught up yet
+			if then == "deleted" {
+				del(t, r, "t2", "d")
+			} else {
+				mv(t, r, "t2", "d", "e")
+			}
+			if then != "at the write" {
+				hand()
+			}
+			r.disk.mu.Unlock()
+			settle(t, r)
+			if _, err := r.Adopt(ctx); err != nil {
+				t.Fatal(err)
+			}
+			settle(t, r)
+			at, gone := "e", "d"
+			want := map[string]string{"a.md": "one\ntwo\nby hand\n", "new.md": "new by hand\n"}
+			switch then {
+			case "at the write":
+				delete(want, "new.md")
+			case "deleted":
+				at, gone = "d", "e"
+			}
+			got := files(t, r)
+			for name, text := range want {
+				if got[at+"/"+name] != text {
+					t.Errorf("%s/%s = %q, want %q", at, name, got[at+"/"+name], text)
+				}
+				if disk := readDisk(t, dir, at+"/"+name); disk != text {
+					t.Errorf("worktree %s/%s = %q, want %q", at, name, disk, text)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("HEAD holds %v", got)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "memories", gone)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("worktree %s: %v, want none", gone, err)
+			}
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status:\n%s", st)
+			}
+		})
+	}
+}
+
 // onlyFile checks that HEAD holds one memory file, at, as want, and so
 // does the worktree, where gone is no file (git finds it clean).
 func onlyFile(t *testing.T, r *Repo, dir, at, want, gone string) {

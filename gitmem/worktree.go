@@ -443,6 +443,72 @@ func (w *worktree) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, err
 	return nil
 }
 
+// filesIn is the regular files beneath the memory path p when the
+// worktree holds a folder there (none otherwise), for followWorktree to
+// check each as a file before the folder goes (syncFolder).
+func (w *worktree) filesIn(p string) []string {
+	if fi, err := w.lstat(p); err != nil || !fi.IsDir() {
+		return nil
+	}
+	var out []string
+	fs.WalkDir(w.root.FS(), p, func(q string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			out = append(out, q)
+		}
+		return nil // what cannot be read is left to sync
+	})
+	return out
+}
+
+// syncFolder is sync for the folder p whose regular files were each
+// checked (syncChecked) just before: a regular file beneath p that n
+// (nil: absent) does not hold is a hand edit kept there, or made since,
+// and stays, for the next adopt; everything else n does not hold goes,
+// and folders left empty with it.
+func (w *worktree) syncFolder(p string, n *node, blob func(plumbing.Hash) ([]byte, error)) error {
+	if fi, err := w.lstat(p); err != nil || !fi.IsDir() || n.isFile() || p == memDir {
+		return w.sync(p, n, blob)
+	}
+	if err := w.env.Injected(gd.StepWorktree, p); err != nil {
+		return err
+	}
+	ents, err := fs.ReadDir(w.root.FS(), p)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		c, k := p+"/"+e.Name(), n.kid(e.Name())
+		switch {
+		case k != nil || e.Type().IsRegular():
+			// n's: synced below; a file n does not hold: kept
+		case e.IsDir():
+			if err := w.syncFolder(c, nil, blob); err != nil {
+				return err
+			}
+		default:
+			if err := w.remove(c); err != nil {
+				return err
+			}
+		}
+	}
+	if n == nil {
+		w.touchDir(w.prune(p))
+		return nil
+	}
+	for _, k := range n.kids {
+		c := p + "/" + k.name
+		if k.n.isDir() {
+			err = w.syncFolder(c, k.n, blob)
+		} else {
+			err = w.sync(c, k.n, blob)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // scan hashes every regular file under the memories folder, skipping
 // symlinks and whatever skip rejects (paths relative to memories/).
 func (w *worktree) scan(skip func(rel string, dir bool) bool) (map[string]plumbing.Hash, error) {
