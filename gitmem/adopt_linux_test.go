@@ -90,6 +90,7 @@ func TestWriteThroughADescriptorOpenWhileGitmemReplacesIsKept(t *testing.T) {
 	}
 	f.WriteString("one\ntwo\nthree\nfour by hand\n")
 	f.Close()
+	notWrittenElsewhere(t, filepath.Join(dir, "memories", "a.md"))
 	if _, err := r.Adopt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -305,5 +306,33 @@ func TestCallsNeverWaitOnAnOutsideLease(t *testing.T) {
 				t.Errorf("git status:\n%s", st)
 			}
 		})
+	}
+}
+
+// notWrittenElsewhere waits until no one holds the file at p open for
+// writing (a read lease can be taken), as after the test's own writer
+// closed it: a child another parallel test forks holds a copy of every
+// descriptor of this process until it execs, and an adopt reads no file
+// open for writing (it is the next adopt's). A fresh clone's CI run failed
+// so once: "nothing to change"; a dup of the writer held across the
+// adopt fails the test the same way every time.
+func notWrittenElsewhere(t *testing.T, p string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) { // a bound for a hang, not a timing
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_RDLCK)
+		if err == nil {
+			unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK)
+		}
+		f.Close()
+		if err != unix.EAGAIN { // taken, or leases cannot tell here (nor can the adopt)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is still open for writing: %v", p, err)
+		}
 	}
 }
