@@ -211,7 +211,7 @@ func TestListDepthAndPages(t *testing.T) {
 	list := func(prefix string, depth, limit int) []string {
 		var out []string
 		for page := ""; ; {
-			items, next, err := ix.List(ctx, r, memstore.ListOptions{Prefix: prefix, Depth: depth, Page: page, Limit: limit})
+			items, next, err := ix.List(ctx, r, memstore.ListOptions{Prefix: prefix, Depth: depth, After: page, Limit: limit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -246,8 +246,24 @@ func TestListDepthAndPages(t *testing.T) {
 			t.Errorf("prefix %q depth %d limit %d: %s\nwant %s", tc.prefix, tc.depth, tc.limit, got, tc.want)
 		}
 	}
-	if _, _, err := ix.List(ctx, r, memstore.ListOptions{Page: "!!", Limit: 5}); !isInvalid(err) {
-		t.Errorf("a bad cursor: %v", err)
+}
+
+// A cursor is taken by the listing it was made for alone.
+func TestCursorIsItsListings(t *testing.T) {
+	c := memstore.Cursor("/v1/x?depth=1", "b/")
+	if v, err := memstore.FromCursor("/v1/x?depth=1", c); v != "b/" || err != nil {
+		t.Errorf("its own listing: %q %v", v, err)
+	}
+	for _, tc := range []struct{ listing, page string }{
+		{"/v1/x?depth=1", "!!"},
+		{"/v1/x?depth=1", "YS5tZA"}, // "a.md" in base64
+		{"/v1/x?depth=2", c},
+		{"/v1/y?depth=1", c},
+		{"", c},
+	} {
+		if _, err := memstore.FromCursor(tc.listing, tc.page); !isInvalid(err) {
+			t.Errorf("%q on %q: %v", tc.page, tc.listing, err)
+		}
 	}
 }
 

@@ -459,19 +459,16 @@ type Item struct {
 type ListOptions struct {
 	Prefix      string // relative, "" or ending in "/" (ParsePrefix)
 	Depth       int    // 0: every memory below Prefix; d: d segments deep, the rest rolled up
-	Page        string // the cursor of the page ("" the first)
+	After       string // where the page starts: after this value of a page's next ("" the first; Cursor)
 	Limit       int
 	WithContent bool
 }
 
 // List returns a page of the memories under a prefix in byte order of
-// their paths, a roll-up at the place of its first memory; Next is the
-// next page's cursor ("" at the end).
+// their paths, a roll-up at the place of its first memory; next is
+// where the next page starts (its ListOptions.After; "" at the end).
 func (ix *Index) List(ctx context.Context, repo *gitmem.Repo, opt ListOptions) (items []Item, next string, err error) {
-	after, err := FromCursor(opt.Page)
-	if err != nil {
-		return nil, "", err
-	}
+	after := opt.After
 	type found struct {
 		m    Memory
 		blob string
@@ -507,9 +504,9 @@ func (ix *Index) List(ctx context.Context, repo *gitmem.Repo, opt ListOptions) (
 				continue // rolled up already
 			}
 			if len(page) == opt.Limit {
-				next = Cursor(page[len(page)-1].m.Path)
+				next = page[len(page)-1].m.Path
 				if pre := prefixes[len(prefixes)-1]; pre != "" {
-					next = Cursor(pre)
+					next = pre
 				}
 				break
 			}
@@ -560,16 +557,17 @@ func (f VersionFilter) match(v *version) bool {
 	return true
 }
 
-// Versions returns a page of the versions that match, newest first, from
-// the cursor page ("" the newest); next is the next page's cursor.
-func (ix *Index) Versions(ctx context.Context, repo *gitmem.Repo, f VersionFilter, page string, limit int, withContent bool) (out []Version, next string, err error) {
+// Versions returns a page of the versions that match, newest first,
+// after the version with id after ("" from the newest); next is where the
+// next page starts (its after; "" at the end).
+func (ix *Index) Versions(ctx context.Context, repo *gitmem.Repo, f VersionFilter, after string, limit int, withContent bool) (out []Version, next string, err error) {
 	var vs []Version
 	err = ix.view(ctx, repo, func(s *state, _ *gitmem.View) error {
 		start := len(s.versions) - 1
-		if page != "" {
-			v := s.verByID[page]
+		if after != "" {
+			v := s.verByID[after]
 			if v == nil {
-				return invalid("page %s is not a cursor of this listing", quote(page))
+				return invalid("page: the version it starts after (%s) is not in this store; list from the first page", quote(after))
 			}
 			start = v.seq - 1
 		}

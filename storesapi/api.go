@@ -12,6 +12,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/memstore"
 	"github.com/gitmem-dev/gitmem/operator"
 	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/gitmem-dev/gitmem/stores"
@@ -109,15 +110,46 @@ type listPage[T any] struct {
 	NextPage *string `json:"next_page"`
 }
 
-func newPage[T any](items []T, next string) listPage[T] {
+// newPage is a page of r's listing; after is where the next page starts
+// ("" at the end), handed out as a cursor of r's listing.
+func newPage[T any](r *http.Request, items []T, after string) listPage[T] {
 	p := listPage[T]{Data: items}
 	if p.Data == nil {
 		p.Data = []T{}
 	}
-	if next != "" {
+	if after != "" {
+		next := memstore.Cursor(listing(r), after)
 		p.NextPage = &next
 	}
 	return p
+}
+
+// pageAfter is where the page r asks for starts: the value of its cursor
+// ("" for the first page), or an *memstore.InvalidError when r's listing
+// did not make it.
+func pageAfter(r *http.Request) (string, error) {
+	return memstore.FromCursor(listing(r), r.URL.Query().Get("page"))
+}
+
+// opPageAfter is pageAfter for the operator API (false: answered 400).
+func opPageAfter(w http.ResponseWriter, r *http.Request) (string, bool) {
+	after, err := pageAfter(r)
+	if err != nil {
+		handler.HTTPError(w, http.StatusBadRequest, err.Error())
+		return "", false
+	}
+	return after, true
+}
+
+// listing names the listing r reads, whose cursors alone it takes: its
+// path (the route, the store) and its query but for what does not change
+// which items it lists (page, limit, view, beta).
+func listing(r *http.Request) string {
+	q := r.URL.Query()
+	for _, k := range []string{"page", "limit", "view", "beta"} {
+		q.Del(k)
+	}
+	return r.URL.Path + "?" + q.Encode()
 }
 
 // limit reads ?limit= (1 to 100, default 20).
@@ -145,8 +177,11 @@ func (s *storesServer) listStores(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	q := r.URL.Query()
-	page, err := s.dir.List(stores.ListOptions{After: q.Get("page"), Limit: n, IncludeArchived: q.Get("include_archived") == "true", Allow: p.Allows})
+	after, ok := opPageAfter(w, r)
+	if !ok {
+		return
+	}
+	page, err := s.dir.List(stores.ListOptions{After: after, Limit: n, IncludeArchived: r.URL.Query().Get("include_archived") == "true", Allow: p.Allows})
 	if err != nil {
 		s.storeError(w, "", err)
 		return
@@ -158,7 +193,7 @@ func (s *storesServer) listStores(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, info.ListJSON())
 	}
-	handler.WriteJSON(w, http.StatusOK, newPage(out, page.Next))
+	handler.WriteJSON(w, http.StatusOK, newPage(r, out, page.Next))
 }
 
 type storeRequest struct {
@@ -310,11 +345,9 @@ func (s *storesServer) listMemories(w http.ResponseWriter, r *http.Request, p pr
 	if !ok {
 		return
 	}
-	after := ""
-	if c := r.URL.Query().Get("page"); c != "" {
-		if after, ok = memPath(w, c); !ok {
-			return
-		}
+	after, ok := opPageAfter(w, r)
+	if !ok {
+		return
 	}
 	err := st.Use(func(repo *gitmem.Repo, _ stores.Meta) error {
 		page, err := operator.ListMemories(r.Context(), repo, rel, after, n)
@@ -325,11 +358,7 @@ func (s *storesServer) listMemories(w http.ResponseWriter, r *http.Request, p pr
 		for _, m := range page.Items {
 			out = append(out, m.JSON(false))
 		}
-		next := ""
-		if page.Next != "" {
-			next = policy.Display(page.Next)
-		}
-		handler.WriteJSON(w, http.StatusOK, newPage(out, next))
+		handler.WriteJSON(w, http.StatusOK, newPage(r, out, page.Next))
 		return nil
 	})
 	if err != nil {
@@ -478,8 +507,12 @@ func (s *storesServer) listVersions(w http.ResponseWriter, r *http.Request, p pr
 			*tf.dst = t
 		}
 	}
+	after, ok := opPageAfter(w, r)
+	if !ok {
+		return
+	}
 	err := st.Use(func(repo *gitmem.Repo, _ stores.Meta) error {
-		page, err := operator.Versions(r.Context(), repo, opt, q.Get("page"), n)
+		page, err := operator.Versions(r.Context(), repo, opt, after, n)
 		if err != nil {
 			return err
 		}
@@ -487,7 +520,7 @@ func (s *storesServer) listVersions(w http.ResponseWriter, r *http.Request, p pr
 		for _, c := range page.Items {
 			out = append(out, operator.ToCommitJSON(c))
 		}
-		handler.WriteJSON(w, http.StatusOK, newPage(out, page.Next))
+		handler.WriteJSON(w, http.StatusOK, newPage(r, out, page.Next))
 		return nil
 	})
 	if errors.Is(err, operator.ErrBadCursor) {

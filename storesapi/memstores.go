@@ -461,7 +461,7 @@ func (s *storesServer) listMemoryStores(w http.ResponseWriter, r *http.Request) 
 		badQuery(w, "include_archived must be true or false, not %s", clip(v))
 		return
 	}
-	after, err := memstore.FromCursor(q.Get("page"))
+	after, err := pageAfter(r)
 	if err != nil {
 		s.msError(w, "", err)
 		return
@@ -482,11 +482,7 @@ func (s *storesServer) listMemoryStores(w http.ResponseWriter, r *http.Request) 
 		}
 		out = append(out, memoryStoreOf(info))
 	}
-	next := ""
-	if page.Next != "" {
-		next = memstore.Cursor(page.Next)
-	}
-	handler.WriteJSON(w, http.StatusOK, newPage(out, next))
+	handler.WriteJSON(w, http.StatusOK, newPage(r, out, page.Next))
 }
 
 func (s *storesServer) getMemoryStore(w http.ResponseWriter, r *http.Request, p principal, m msStore) {
@@ -694,8 +690,13 @@ func (s *storesServer) listStoreMemories(w http.ResponseWriter, r *http.Request,
 	if !ok {
 		return
 	}
+	after, err := pageAfter(r)
+	if err != nil {
+		s.msError(w, m.id(), err)
+		return
+	}
 	q := r.URL.Query()
-	opt := memstore.ListOptions{Page: q.Get("page"), Limit: limit, WithContent: full}
+	opt := memstore.ListOptions{After: after, Limit: limit, WithContent: full}
 	if v := q.Get("path_prefix"); v != "" {
 		prefix, err := memstore.ParsePrefix(v)
 		if err != nil {
@@ -725,7 +726,7 @@ func (s *storesServer) listStoreMemories(w http.ResponseWriter, r *http.Request,
 			out = append(out, memoryOf(m.id(), it.Memory, full))
 		}
 	}
-	handler.WriteJSON(w, http.StatusOK, newPage(out, next))
+	handler.WriteJSON(w, http.StatusOK, newPage(r, out, next))
 }
 
 // Versions.
@@ -748,7 +749,12 @@ func (s *storesServer) listMemoryVersions(w http.ResponseWriter, r *http.Request
 		badQuery(w, "operation must be created, modified or deleted, not %s", clip(f.Operation))
 		return
 	}
-	vs, next, err := m.ix.Versions(r.Context(), m.repo, f, q.Get("page"), limit, full)
+	after, err := pageAfter(r)
+	if err != nil {
+		s.msError(w, m.id(), err)
+		return
+	}
+	vs, next, err := m.ix.Versions(r.Context(), m.repo, f, after, limit, full)
 	if err != nil {
 		s.msError(w, m.id(), err)
 		return
@@ -757,7 +763,7 @@ func (s *storesServer) listMemoryVersions(w http.ResponseWriter, r *http.Request
 	for _, v := range vs {
 		out = append(out, memoryVersionOf(m.id(), v, full))
 	}
-	handler.WriteJSON(w, http.StatusOK, newPage(out, next))
+	handler.WriteJSON(w, http.StatusOK, newPage(r, out, next))
 }
 
 func (s *storesServer) getMemoryVersion(w http.ResponseWriter, r *http.Request, p principal, m msStore) {

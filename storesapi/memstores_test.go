@@ -382,3 +382,69 @@ func TestMemoryStoresListingsRefuseCursorsTheyDidNotMake(t *testing.T) {
 		}
 	}
 }
+
+// A cursor is taken only by the listing that made it: its route, its
+// store and its filters (page size and view may change). Another store's
+// cursor, another listing's, or one made with other filters is 400, not a
+// page of another listing that starts somewhere else.
+func TestMemoryStoresCursorsBelongToTheirListing(t *testing.T) {
+	t.Parallel()
+	a := newStoresAPI(t, policy.ScreenOff)
+	var sa, sb msObject
+	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "A"}, &sa)
+	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "B"}, &sb)
+	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "C"}, nil)
+	storeA, storeB := "/v1/memory_stores/"+sa.str("id"), "/v1/memory_stores/"+sb.str("id")
+	for _, st := range []string{storeA, storeB} {
+		for _, p := range []string{"/a.md", "/b.md", "/d/c.md"} {
+			if code := a.call("ops", "POST", st+"/memories", map[string]any{"path": p, "content": p}, nil); code != 200 {
+				t.Fatalf("create %s: %d", p, code)
+			}
+		}
+	}
+	next := func(list string) string {
+		t.Helper()
+		var got struct {
+			NextPage *string `json:"next_page"`
+		}
+		if code := a.call("ops", "GET", list, nil, &got); code != 200 || got.NextPage == nil {
+			t.Fatalf("%s: %d, next page %v", list, code, got.NextPage)
+		}
+		return *got.NextPage
+	}
+	mems := next(storeA + "/memories?limit=1")
+	vers := next(storeA + "/memory_versions?limit=1")
+	stos := next("/v1/memory_stores?limit=1")
+	for _, tc := range []struct{ list, page string }{
+		{storeB + "/memories", mems},                          // another store's
+		{storeA + "/memories?depth=1", mems},                  // other filters
+		{storeA + "/memories?path_prefix=/d/", mems},          //
+		{storeA + "/memory_versions", mems},                   // another route's
+		{storeA + "/memories", stos},                          //
+		{storeA + "/memories", vers},                          //
+		{storeB + "/memory_versions", vers},                   // another store's
+		{storeA + "/memory_versions?operation=created", vers}, // other filters
+		{storeA + "/memory_versions?memory_id=x", vers},       //
+		{"/v1/memory_stores?include_archived=true", stos},     //
+		{"/v1/memory_stores", mems},                           // another route's
+	} {
+		sep := "?"
+		if strings.Contains(tc.list, "?") {
+			sep = "&"
+		}
+		var e msError
+		code := a.callBad("ops", "GET", tc.list+sep+"page="+tc.page, nil, &e)
+		a.refused(tc.list+" page "+tc.page, code, e, 400, "invalid_request_error", "false")
+		if e.Error.Message != `page "`+tc.page+`" is not a cursor of this listing` {
+			t.Errorf("%s page %s: %q", tc.list, tc.page, e.Error.Message)
+		}
+	}
+	// Its own listing takes it, with another page size or view.
+	for _, list := range []string{storeA + "/memories?limit=2&view=full&page=" + mems, storeA + "/memory_versions?view=full&page=" + vers,
+		"/v1/memory_stores?limit=5&page=" + stos} {
+		var got struct{ Data []msObject }
+		if code := a.call("ops", "GET", list, nil, &got); code != 200 || len(got.Data) != 2 {
+			t.Errorf("%s: %d, %d items", list, code, len(got.Data))
+		}
+	}
+}

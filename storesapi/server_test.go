@@ -404,12 +404,21 @@ func TestStoresLifecycleAPI(t *testing.T) {
 		t.Errorf("list without archived: %+v", list)
 	}
 	a.call("ops", "GET", "/v1/stores?include_archived=true&limit=2", nil, &list)
-	if len(list.Data) != 2 || list.Data[0].Name != "alice" || list.NextPage == nil || *list.NextPage != "bob" {
-		t.Errorf("list page 1: %+v", list)
+	if len(list.Data) != 2 || list.Data[0].Name != "alice" || list.NextPage == nil {
+		t.Fatalf("list page 1: %+v", list)
 	}
-	a.call("ops", "GET", "/v1/stores?include_archived=true&limit=2&page=bob", nil, &list)
+	cursor := *list.NextPage
+	a.call("ops", "GET", "/v1/stores?include_archived=true&limit=2&page="+cursor, nil, &list)
 	if len(list.Data) != 1 || list.Data[0].Name != "carol" || list.NextPage != nil {
 		t.Errorf("list page 2: %+v", list)
+	}
+	// A cursor is one this listing made: not a store's name, nor its
+	// cursor with other filters.
+	for _, q := range []string{"include_archived=true&page=bob", "page=" + cursor, "include_archived=true&page=garbage"} {
+		var e apiError
+		if code := a.call("ops", "GET", "/v1/stores?"+q, nil, &e); code != http.StatusBadRequest || !strings.HasSuffix(e.Error, "is not a cursor of this listing") {
+			t.Errorf("list %s: %d %q", q, code, e.Error)
+		}
 	}
 	if code := a.call("ops", "POST", "/v1/stores/alice/unarchive", nil, &s); code != 200 || s.ArchivedAt != nil {
 		t.Errorf("unarchive: %d %+v", code, s)
@@ -535,9 +544,18 @@ func TestMemoriesAPI(t *testing.T) {
 	if len(list.Data) != 1 || list.Data[0].Path != "/memories/projects/a.md" || list.Data[0].ToolUseID != "toolu_1" || list.NextPage == nil {
 		t.Fatalf("prefix page 1: %+v", list)
 	}
-	a.call("auditor", "GET", "/v1/stores/alice/memories?path_prefix=/memories/projects&limit=1&page="+*list.NextPage, nil, &list)
+	cursor := *list.NextPage
+	a.call("auditor", "GET", "/v1/stores/alice/memories?path_prefix=/memories/projects&limit=1&page="+cursor, nil, &list)
 	if len(list.Data) != 1 || list.Data[0].Path != "/memories/projects/b.md" || list.NextPage != nil {
 		t.Errorf("prefix page 2: %+v", list)
+	}
+	// A cursor is one this listing made: not a path, nor its cursor
+	// under another prefix.
+	for _, q := range []string{"path_prefix=/memories/projects&page=/memories/projects/a.md", "page=" + cursor} {
+		var e apiError
+		if code := a.call("auditor", "GET", "/v1/stores/alice/memories?"+q, nil, &e); code != http.StatusBadRequest || !strings.HasSuffix(e.Error, "is not a cursor of this listing") {
+			t.Errorf("list %s: %d %q", q, code, e.Error)
+		}
 	}
 
 	// Put with a precondition: the right hash replaces, a stale one is 409
@@ -674,10 +692,19 @@ func TestVersionsAPI(t *testing.T) {
 			t.Errorf("%s: %v, want %s", q, ids, want)
 		}
 	}
-	var e apiError
-	if code := a.call("auditor", "GET", "/v1/stores/alice/versions?page=0000000000000000000000000000000000000000", nil, &e); code != http.StatusBadRequest {
-		t.Errorf("bad cursor: %d", code)
+	// A cursor is one this listing made: not a commit's hash, nor its
+	// cursor with other filters.
+	var p page
+	if a.call("auditor", "GET", "/v1/stores/alice/versions?session=s1&limit=1", nil, &p); p.NextPage == nil {
+		t.Fatalf("session s1's first page: %+v", p)
 	}
+	for _, q := range []string{"page=0000000000000000000000000000000000000000", "session=s1&page=" + p.Data[0].Hash, "session=s0&page=" + *p.NextPage} {
+		var e apiError
+		if code := a.call("auditor", "GET", "/v1/stores/alice/versions?"+q, nil, &e); code != http.StatusBadRequest || !strings.HasSuffix(e.Error, "is not a cursor of this listing") {
+			t.Errorf("list %s: %d %q", q, code, e.Error)
+		}
+	}
+	var e apiError
 	if code := a.call("auditor", "GET", "/v1/stores/alice/versions?since=soonish", nil, &e); code != http.StatusBadRequest {
 		t.Errorf("bad time: %d", code)
 	}
