@@ -46,11 +46,13 @@ var (
 // revision (an abbreviated hash, a branch, HEAD~1) of another: a caller
 // chooses its ids, so an id `HEAD` or a hash `gitmem log` printed could
 // otherwise make an operator's command act on another commit than the
-// one meant. Nothing is done; the commit is named by its hash.
+// one meant. Or it is the tool_use id of two commits: two agents each
+// made a call with it, and a pull or sync merged their histories. Nothing
+// is done; the commit is named by its hash.
 type AmbiguousError struct {
 	Name      string
-	ByID      string // the hash of the call's commit
-	AsRevType string // what else the name is: "revision", "time"
+	ByID      string // the hash of the call's commit (of two, one)
+	AsRevType string // what else the name is: "revision", "time", "tool_use id of" (another call's)
 	AsRev     string // the hash of the commit it names so
 }
 

@@ -175,7 +175,8 @@ func (h *histRec) renamedFrom(p string) string {
 // HASH^2~3), names that commit or its ancestor, as in git, without a
 // look for a tool_use id of the same text (which reads the whole history
 // index: no call makes one). A tool_use id that is also a revision of
-// another commit is an AmbiguousError.
+// another commit, or the id of two commits (two agents' calls, merged),
+// is an AmbiguousError.
 func (r *Repo) Resolve(ctx context.Context, rev string) (Commit, error) {
 	return r.resolve(ctx, rev, r.commitWithPaths)
 }
@@ -199,15 +200,24 @@ func (r *Repo) resolve(ctx context.Context, rev string, commit func(context.Cont
 			return c, nil
 		}
 	}
-	var found *histRec
+	// Two commits of one id came from two agents that each made a call
+	// with it (a retry makes no commit: Update): neither is the one.
+	var found, twin *histRec
 	err := r.scan(ctx, contains(rev), nil, func(h *histRec) bool {
 		if h.id == rev {
-			found = h
+			if found == nil {
+				found = h
+			} else {
+				twin = h
+			}
 		}
-		return found == nil
+		return twin == nil
 	})
 	if err != nil {
 		return Commit{}, err
+	}
+	if twin != nil {
+		return Commit{}, &AmbiguousError{Name: rev, ByID: found.hash.String(), AsRevType: "tool_use id of", AsRev: twin.hash.String()}
 	}
 	if found != nil {
 		byID := found.hash.String()

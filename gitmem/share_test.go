@@ -1151,3 +1151,67 @@ func TestMergeCarriedOverCallsIsTheSame(t *testing.T) {
 		t.Error("no merge was carried onto the calls")
 	}
 }
+
+// Two agents that each made a call with the same tool_use id hold two
+// commits of that id once a sync merged their histories. An operator's
+// command that names the id is refused as naming two commits, as an id
+// that is also a revision is: it asks for the hash rather than take the
+// newest. A retry of the call is still answered from a commit and makes
+// none.
+func TestAnIDOfTwoMergedCommitsIsAmbiguous(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, a, b := twoAgents(t)
+	write(t, a, "toolu_dup", "a.md", "from a\n")
+	write(t, b, "toolu_dup", "b.md", "from b\n")
+	syncOK(t, a)
+	syncOK(t, b)
+	settle(t, b)
+	hashes := strings.Fields(gittest.Git(t, b.Dir(), "log", "--format=%H", "--grep=^Tool-Use-Id: toolu_dup$"))
+	if len(hashes) != 2 {
+		t.Fatalf("commits of toolu_dup after the sync: %v", hashes)
+	}
+	head := strings.TrimSpace(gittest.Git(t, b.Dir(), "rev-parse", "HEAD"))
+	check := func(what string, err error) {
+		t.Helper()
+		var ae *AmbiguousError
+		if !errors.As(err, &ae) || ae.ByID == ae.AsRev || !slices.Contains(hashes, ae.ByID) || !slices.Contains(hashes, ae.AsRev) {
+			t.Errorf("%s: %v; want it refused as naming %.7s and %.7s", what, err, hashes[0], hashes[1])
+			return
+		}
+		if want := fmt.Sprintf(`"toolu_dup" names two commits: the tool_use id of %s and the tool_use id of %s; name the one meant by its hash`,
+			ae.ByID[:12], ae.AsRev[:12]); err.Error() != want {
+			t.Errorf("%s: %q, want %q", what, err, want)
+		}
+	}
+	_, err := b.Resolve(ctx, "toolu_dup")
+	check("Resolve", err)
+	_, err = b.ResolveCommit(ctx, "toolu_dup")
+	check("ResolveCommit", err)
+	_, _, err = b.Revert(ctx, []string{"toolu_dup"}, RevertOptions{})
+	check("Revert", err)
+	ro, err := Open(ctx, b.Dir(), Options{ReadOnly: true}) // a fresh process reads the index file from its end
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ro.Resolve(ctx, "toolu_dup")
+	check("Resolve in a fresh process", err)
+	ro.Close()
+	for _, h := range hashes {
+		if c, err := b.Resolve(ctx, h[:12]); err != nil || c.Hash != h {
+			t.Errorf("Resolve(%.12s) = %s %v", h, c.Hash, err)
+		}
+	}
+	// The call retried: answered from a commit, nothing written.
+	_, err = b.Update(ctx, Meta{Subject: "w b.md", Trailers: []Trailer{{TrailerToolUseID, "toolu_dup"}}}, func(tx *Tx) error {
+		return tx.WriteFile("b.md", []byte("from b\n"))
+	})
+	var applied *AppliedError
+	if !errors.As(err, &applied) || !slices.Contains(hashes, applied.Commit.Hash) {
+		t.Errorf("the retry: %v", err)
+	}
+	settle(t, b)
+	if got := strings.TrimSpace(gittest.Git(t, b.Dir(), "rev-parse", "HEAD")); got != head {
+		t.Errorf("HEAD moved from %.7s to %.7s", head, got)
+	}
+}
