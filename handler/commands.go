@@ -270,19 +270,54 @@ func (h *Handler) update(in input, meta gitmem.Meta, fn func(tx *gitmem.Tx) (str
 	}
 	var applied *gitmem.AppliedError
 	if errors.As(err, &applied) {
-		c := applied.Commit
-		in.call.Commit, in.call.Replayed = c.Hash, true
-		for _, key := range []string{gitmem.TrailerCommand, gitmem.TrailerPath, gitmem.TrailerNewPath} {
-			if c.Trailer(key) != meta.Trailer(key) {
-				return "", fail("tool_use id %s was already used for another command (%s); nothing was changed",
-					applied.ID, c.Subject)
-			}
+		c, err := h.retried(in.ctx, applied, meta)
+		if err != nil {
+			return "", err
 		}
+		in.call.Commit, in.call.Replayed = c.Hash, true
 		result, err := replay(c)
 		return result + maskNote(c.Trailers), err
 	}
 	return result + maskNote(commit.Trailers), err
 }
+
+// retried is the commit a retried call made: the one the store names, if
+// its command and paths are the call's; else (two agents each made a call
+// with the id, and a pull or sync merged their histories, so the id has
+// two commits) another commit of the id that has them. None: the id was
+// used for another command.
+func (h *Handler) retried(ctx context.Context, applied *gitmem.AppliedError, meta gitmem.Meta) (gitmem.Commit, error) {
+	same := func(c gitmem.Commit) bool {
+		for _, key := range []string{gitmem.TrailerCommand, gitmem.TrailerPath, gitmem.TrailerNewPath} {
+			if c.Trailer(key) != meta.Trailer(key) {
+				return false
+			}
+		}
+		return true
+	}
+	if same(applied.Commit) {
+		return applied.Commit, nil
+	}
+	var twin string
+	err := h.repo.Log(ctx, gitmem.LogOptions{ToolUseID: applied.ID}, nil, func(c gitmem.Commit) error {
+		if c.Hash != applied.Commit.Hash && same(c) {
+			twin = c.Hash
+			return errFound
+		}
+		return nil
+	})
+	switch {
+	case err != nil && !errors.Is(err, errFound):
+		return gitmem.Commit{}, err
+	case twin != "":
+		return h.repo.Commit(ctx, twin)
+	}
+	return gitmem.Commit{}, fail("tool_use id %s was already used for another command (%s); nothing was changed",
+		applied.ID, applied.Commit.Subject)
+}
+
+// errFound ends a walk of the history that found what it looked for.
+var errFound = errors.New("found")
 
 // cancelled says that a call its client cancelled (or whose deadline
 // passed) changed nothing: the store gave up before its commit point.
