@@ -24,6 +24,17 @@ var (
 	ErrArchived = errors.New("the store is archived")
 )
 
+// OpenError is a store whose repository could not be opened: damaged
+// (Err is then a *gitmem.DamagedError), or its folder not readable. Err
+// is for an operator: it may name host files.
+type OpenError struct {
+	Name string
+	Err  error
+}
+
+func (e *OpenError) Error() string { return "store " + e.Name + ": " + e.Err.Error() }
+func (e *OpenError) Unwrap() error { return e.Err }
+
 // Options configure a Dir.
 type Options struct {
 	// Repo is how stores are opened (clock, log, default author).
@@ -388,7 +399,7 @@ func (d *Dir) openErr(name string, err error) error {
 	if errors.Is(err, gitmem.ErrNotRepository) || errors.Is(err, gitmem.ErrForeign) {
 		return ErrNotFound
 	}
-	return fmt.Errorf("store %s: %w", name, err)
+	return &OpenError{Name: name, Err: err}
 }
 
 // evict closes the least recently used stores no call is using while more

@@ -55,3 +55,56 @@ func TestStoresToolCallOnADamagedStoreIsAToolError(t *testing.T) {
 		t.Errorf("alice view: %+v", res)
 	}
 }
+
+// A memory store whose repository cannot be opened (damaged, or its
+// folder unreadable) answers every request on it with a final 500
+// api_error (x-should-retry: false: the SDKs would retry a 500 twice,
+// and no retry mends a store) whose message names the store, says it is
+// damaged and that its operator runs gitmem fsck, and names no host
+// path; nothing is changed. Before, a 500 "the store could not complete
+// the request" that the SDKs retried.
+func TestMemoryStoresDamagedStoreIsAFinal500(t *testing.T) {
+	t.Parallel()
+	a := newStoresAPI(t, policy.ScreenOff)
+	ids := a.memoryStores("branch", "lock")
+	for _, tc := range []struct {
+		store, damage, say string
+	}{
+		{ids[0], "refs/heads/main", "memory store " + ids[0] + " is damaged: the branch refs/heads/main is damaged (its file holds 8 bytes that are not a commit hash); nothing was changed. " +
+			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/" + ids[0] + " fsck says how (STORES is the server's --stores folder)"},
+		{ids[1], "gitmem", "memory store " + ids[1] + " cannot be opened: its folder or repository cannot be read; nothing was changed. " +
+			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/" + ids[1] + " fsck says why (STORES is the server's --stores folder)"},
+	} {
+		dir := filepath.Join(a.dir.Root(), tc.store)
+		p := filepath.Join(dir, ".git", filepath.FromSlash(tc.damage))
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("garbage\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gittest.Damaged(t, dir, "a store damaged on purpose: "+tc.damage)
+		st := "/v1/memory_stores/" + tc.store
+		for _, r := range []struct{ method, path string }{
+			{"GET", st}, {"GET", st + "/memories"}, {"POST", st + "/memories"}, {"GET", st + "/memory_versions"},
+			{"POST", st}, {"POST", st + "/archive"}, {"DELETE", st},
+		} {
+			var body any
+			switch r.path {
+			case st + "/memories":
+				body = map[string]any{"path": "/a.md", "content": "a"}
+			case st:
+				body = map[string]any{"name": "renamed"}
+			}
+			var e msError
+			code := a.call("ops", r.method, r.path, body, &e)
+			a.refused(r.method+" "+r.path, code, e, 500, "api_error", "false")
+			if e.Error.Message != tc.say {
+				t.Errorf("%s %s: %q\nwant %q", r.method, r.path, e.Error.Message, tc.say)
+			}
+			if strings.Contains(e.Error.Message, a.dir.Root()) {
+				t.Errorf("%s %s names a host path: %q", r.method, r.path, e.Error.Message)
+			}
+		}
+	}
+}

@@ -390,11 +390,8 @@ func TestMemoryStoresListingsRefuseCursorsTheyDidNotMake(t *testing.T) {
 func TestMemoryStoresCursorsBelongToTheirListing(t *testing.T) {
 	t.Parallel()
 	a := newStoresAPI(t, policy.ScreenOff)
-	var sa, sb msObject
-	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "A"}, &sa)
-	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "B"}, &sb)
-	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "C"}, nil)
-	storeA, storeB := "/v1/memory_stores/"+sa.str("id"), "/v1/memory_stores/"+sb.str("id")
+	ids := a.memoryStores("A", "B", "C")
+	storeA, storeB := "/v1/memory_stores/"+ids[0], "/v1/memory_stores/"+ids[1]
 	for _, st := range []string{storeA, storeB} {
 		for _, p := range []string{"/a.md", "/b.md", "/d/c.md"} {
 			if code := a.call("ops", "POST", st+"/memories", map[string]any{"path": p, "content": p}, nil); code != 200 {
@@ -447,4 +444,19 @@ func TestMemoryStoresCursorsBelongToTheirListing(t *testing.T) {
 			t.Errorf("%s: %d, %d items", list, code, len(got.Data))
 		}
 	}
+}
+
+// memoryStores makes a memory store of each name through the API and
+// returns their ids.
+func (a *storesAPI) memoryStores(names ...string) []string {
+	a.t.Helper()
+	var ids []string
+	for _, n := range names {
+		var st msObject
+		if code := a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": n}, &st); code != 200 {
+			a.t.Fatalf("create memory store %s: %d", n, code)
+		}
+		ids = append(ids, st.str("id"))
+	}
+	return ids
 }

@@ -98,7 +98,7 @@ var sdkTokens = []policy.Token{
 // tsClass is the error class the TypeScript SDK makes of a status.
 func tsClass(status int) string {
 	return map[int]string{400: "BadRequestError", 401: "AuthenticationError", 403: "PermissionDeniedError", 404: "NotFoundError",
-		409: "ConflictError", 413: "ContentTooLargeError", 429: "RateLimitError", 503: "ServiceUnavailableError"}[status]
+		409: "ConflictError", 413: "ContentTooLargeError", 429: "RateLimitError", 500: "InternalServerError", 503: "ServiceUnavailableError"}[status]
 }
 
 func TestMemoryStoresWithTheOfficialSDKs(t *testing.T) {
@@ -611,6 +611,20 @@ func sdkCases() []sdkStep {
 		{Name: "its memories can be deleted", Op: "memories.delete", Store: "$s2.id", ID: "$k.id", Want: map[string]any{"type": "memory_deleted"}},
 		{Name: "delete the store", Op: "stores.delete", ID: "$s2.id", Want: map[string]any{"id": "$s2.id", "type": "memory_store_deleted"}},
 		{Name: "it is gone", Op: "stores.retrieve", ID: "$s2.id", Err: "not_found_error", Status: 404},
+
+		// A store that cannot be opened: the SDK's InternalServerError at
+		// once (x-should-retry: false; a retry does not mend it).
+		{Name: "a store to damage", Op: "stores.create", Params: map[string]any{"name": "Damaged"}, Save: "d"},
+		{Name: "its branch file damaged", Local: func(t *testing.T, h *msHarness) {
+			dir := filepath.Join(h.stores, h.str("$d.id"))
+			if err := os.WriteFile(filepath.Join(dir, ".git", "refs", "heads", "main"), []byte("garbage\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			gittest.Damaged(t, dir, "a store damaged on purpose")
+		}},
+		{Name: "its memories cannot be listed", Op: "memories.list", Store: "$d.id", Err: "api_error", Status: 500},
+		{Name: "nor made", Op: "memories.create", Store: "$d.id", Params: map[string]any{"path": "/a.md", "content": "a"}, Err: "api_error", Status: 500},
+		{Name: "nor the store retrieved", Op: "stores.retrieve", ID: "$d.id", Err: "api_error", Status: 500},
 	}
 }
 
