@@ -167,6 +167,10 @@ func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, er
 			n := lookup(root, q)
 			if !n.isFile() {
 				add(q)
+				// A folder where root has a file: that file is gone.
+				if a := fileAbove(root, q); a != "" && !pend.covers(a) {
+					add(a)
+				}
 			} else if same, err := m.sameAsTree(q, fi, n); err != nil {
 				return nil, err
 			} else if !same {
@@ -181,6 +185,17 @@ func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, er
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// fileAbove is the folder above the repository path p where tree holds
+// a file ("": none).
+func fileAbove(tree *node, p string) string {
+	for a := path.Dir(p); a != memDir && a != "."; a = path.Dir(a) {
+		if lookup(tree, a).isFile() {
+			return a
+		}
+	}
+	return ""
 }
 
 // filesOnDisk collects the regular files at or under repository path p

@@ -32,17 +32,19 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 	paths = slices.Compact(paths)
 	retry := r.mirror.repairs.pending() // paths an earlier pass could not write
 	r.mirror.awaitGit()
-	// A folder the commits remove or replace with another (a delete, a
-	// rename) goes file by file: each of its files is checked as a file
-	// is, and one edited by hand is kept (syncFolder).
+	// A folder the commits remove, or replace with another or with a
+	// file (a delete, a rename), goes file by file: each of its files is
+	// checked as a file is, and one edited by hand is kept (syncFolder).
+	// (A file that stays a file has no folder to look for.)
 	inside := map[string][]string{}
 	var files []string
 	for _, q := range paths {
-		if !lookup(last.tree, q).isFile() {
-			if in := r.mirror.wt.filesIn(q); len(in) > 0 {
-				inside[q] = in
-				files = append(files, in...)
-			}
+		if lookup(last.tree, q).isFile() && lookup(prev, q).isFile() {
+			continue
+		}
+		if in := r.mirror.wt.filesIn(q); len(in) > 0 {
+			inside[q] = in
+			files = append(files, in...)
 		}
 	}
 	kept, checks := r.keepHandEdits(items, prevHead, prev, union(paths, files), retry)
@@ -54,7 +56,9 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 		r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
 	}
 	follow := func(q string) {
-		if kept[q] {
+		if kept[q] || r.mirror.repairs.keptAbove(q) {
+			// A hand edit stays there; one of a file the commits make a
+			// folder of holds the path beneath it, for the adopt.
 			return
 		}
 		var err error
@@ -305,6 +309,16 @@ func (of *ownFiles) sized(size int64, sizeOf func(plumbing.Hash) (int64, error))
 // would no longer read in one place.
 func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing.Hash) ([]byte, error)) error {
 	if n.isDir() {
+		// A file where the folder goes is removed checked first: a hand
+		// edit in it stays, and the folder waits for the adopt.
+		if fi, err := m.wt.lstat(q); err == nil && fi.Mode().IsRegular() {
+			if err := m.syncChecked(q, nil, of, blob); err != nil {
+				return err
+			}
+			if _, err := m.wt.lstat(q); err == nil {
+				return nil // kept
+			}
+		}
 		return m.wt.sync(q, n, blob)
 	}
 	if err := m.env.Injected(gd.StepWorktree, q); err != nil {

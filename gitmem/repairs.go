@@ -350,6 +350,23 @@ func (rp *repairs) dropBases(paths ...string) {
 	}
 }
 
+// keptAbove reports whether a hand edit is noted at a folder above the
+// repository path q: the edited file is where acknowledged changes put a
+// folder, and holds q's way until the adopt takes it.
+func (rp *repairs) keptAbove(q string) bool {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	if len(rp.handBase) == 0 {
+		return false
+	}
+	for a := path.Dir(q); a != memDir && a != "."; a = path.Dir(a) {
+		if _, ok := rp.handBase[a]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // bases is a copy of the hand edits noted: path -> the version each was
 // made on.
 func (rp *repairs) bases() map[string]handBase {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -1262,6 +1263,91 @@ func TestHandEditInAFolderRenamedAwayGoesWithIt(t *testing.T) {
 			}
 			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 				t.Errorf("git status:\n%s", st)
+			}
+		})
+	}
+}
+
+// A hand edit of a file the model replaces within one group of commits
+// (the worktree follows them in one pass) — a folder replaced by a file
+// at its path, or a file by a folder — made before the worktree follows
+// the change or at its write, is kept as in a folder the model deletes:
+// the replaced files are each checked, an edited one stays where it is,
+// and the adopt takes it back there. The model's file (folder) there
+// makes way for it: it stays in history (the model's commit), and HEAD,
+// the worktree and git agree.
+func TestHandEditInAReplacedFolderOrFileIsKept(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, edited, with, then string }{
+		{"folder by a file", "d/a.md", "d", "adopt"},
+		{"folder by a file at the write", "d/a.md", "d", "at the write"},
+		{"file by a folder", "d", "d/x.md", "adopt"},
+		{"file by a folder at the write", "d", "d/x.md", "at the write"},
+		{"folder by a file, taken at close", "d/a.md", "d", "close"},
+		{"file by a folder, taken at close", "d", "d/x.md", "close"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			r, dir := newRepo(t)
+			defer r.Close()
+			write(t, r, "t1", c.edited, "one\ntwo\n")
+			settle(t, r)
+			made := false
+			hand := func() { appendHand(t, dir, c.edited, "by hand"); made = true }
+			if c.then == "at the write" {
+				var once sync.Once
+				r.objects.st.Env.SetFault(func(step, p string) error {
+					if step == gd.StepWorktree && p == "memories/"+c.edited {
+						once.Do(hand)
+					}
+					return nil
+				})
+				defer r.objects.st.Env.SetFault(nil)
+			}
+			r.disk.hold() // the worktree has not caught up yet: it follows both commits in one pass
+			del(t, r, "t2", "d")
+			write(t, r, "t3", c.with, "the model's\n")
+			if c.then != "at the write" {
+				hand()
+			}
+			r.disk.mu.Unlock()
+			settle(t, r)
+			if !made {
+				t.Fatalf("%s was replaced unchecked", c.edited)
+			}
+			write(t, r, "t4", "other.md", "other\n") // a change the worktree follows before the adopt
+			settle(t, r)
+			if c.then == "close" { // it adopts the edits kept
+				r.Close()
+				if got := gittest.Git(t, dir, "log", "-1", "--format=%s"); got != "memory: adopt changes made outside gitmem\n" {
+					t.Errorf("close left HEAD at %q", got)
+				}
+				var err error
+				if r, err = Open(ctx, dir, testOptions(t)); err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+			} else if _, err := r.Adopt(ctx); err != nil {
+				t.Fatal(err)
+			}
+			settle(t, r)
+			want := map[string]string{c.edited: "one\ntwo\nby hand\n", "other.md": "other\n"}
+			if got := files(t, r); !maps.Equal(got, want) {
+				t.Errorf("HEAD holds %q, want %q", got, want)
+			}
+			if disk := readDisk(t, dir, c.edited); disk != want[c.edited] {
+				t.Errorf("worktree %s = %q, want %q", c.edited, disk, want[c.edited])
+			}
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status:\n%s", st)
+			}
+			// The model's file is in its commit, the edit in the adopt's.
+			if got := gittest.Git(t, dir, "show", "HEAD~2:memories/"+c.with); got != "the model's\n" {
+				t.Errorf("HEAD~2:%s = %q", c.with, got)
+			}
+			if got := gittest.Git(t, dir, "log", "-1", "--format=%(trailers:key=Memory-Command,valueonly)"); strings.TrimSpace(got) != "adopt" {
+				t.Errorf("HEAD is no adopt commit: %q", got)
 			}
 		})
 	}

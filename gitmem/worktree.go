@@ -464,9 +464,19 @@ func (w *worktree) filesIn(p string) []string {
 // checked (syncChecked) just before: a regular file beneath p that n
 // (nil: absent) does not hold is a hand edit kept there, or made since,
 // and stays, for the next adopt; everything else n does not hold goes,
-// and folders left empty with it.
+// and folders left empty with it. A file n puts at p is written once the
+// folder is gone: while a kept file holds it, the adopt decides.
 func (w *worktree) syncFolder(p string, n *node, blob func(plumbing.Hash) ([]byte, error)) error {
-	if fi, err := w.lstat(p); err != nil || !fi.IsDir() || n.isFile() || p == memDir {
+	if fi, err := w.lstat(p); err != nil || !fi.IsDir() || p == memDir {
+		return w.sync(p, n, blob)
+	}
+	if n.isFile() {
+		if err := w.syncFolder(p, nil, blob); err != nil {
+			return err
+		}
+		if _, err := w.lstat(p); err == nil {
+			return nil
+		}
 		return w.sync(p, n, blob)
 	}
 	if err := w.env.Injected(gd.StepWorktree, p); err != nil {
