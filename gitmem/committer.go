@@ -21,6 +21,7 @@ type prepared struct {
 	id           string
 	merged       map[string]plumbing.Hash // tool_use ids of the commits a merge or fast-forward brings (share.go)
 	adopt        *adoptNote               // an adopt's: what it read and took (nil: no adopt)
+	ffMoves      [][2]string              // a fast-forward's: what the renames among the commits it brings moved (Tx.ffMoves)
 	commit       Commit
 	done         bool // published (durable)
 	// plain: tree is its parent's with only paths changed (a
@@ -30,11 +31,15 @@ type prepared struct {
 
 // moves is what p moved in the memory folder (repository paths, from
 // and to, in order): a rename commit's file or folder (its Memory-Path
-// and Memory-New-Path), or the hand edits an adopt merged into a file a
+// and Memory-New-Path), those of every rename commit a fast-forward
+// brings (ffMoves), or the hand edits an adopt merged into a file a
 // rename had moved (adoptNote.moved).
 func (p *prepared) moves() [][2]string {
 	if p.adopt != nil {
 		return p.adopt.moved
+	}
+	if p.ffMoves != nil {
+		return p.ffMoves
 	}
 	if p.rec.command != "rename" {
 		return nil

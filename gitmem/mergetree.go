@@ -133,7 +133,7 @@ func (m *merger) run(tx *Tx) error {
 	m.ignored = slices.Clone(f.ignored)
 	if f.base == ours && len(m.ignored) == 0 && !f.sanitized {
 		m.ff = true
-		return m.fastForward(tx, f.dT)
+		return m.fastForward(tx, f)
 	}
 	m.hooks.atMerge()
 	renO, renT := renames(f.dO, f.ourRenames), renames(f.dT, f.theirRenames)
@@ -757,8 +757,12 @@ func displayPath(p string) string {
 	return strings.ToValidUTF8(oneLine(p), "\uFFFD")
 }
 
-// fastForward makes tx the remote's tree, for the branch to move to it.
-func (m *merger) fastForward(tx *Tx, dT map[string]fchange) error {
+// fastForward makes tx the remote's tree (f.dT changed), for the branch
+// to move to it. The renames among the commits it brings (their
+// trailers) move the hand edits kept of their files (repairs.moveKept),
+// as a rename commit of the memory's own does.
+func (m *merger) fastForward(tx *Tx, f *mergeFacts) error {
+	dT := f.dT
 	c, err := m.g.Commit(m.theirs)
 	if err != nil {
 		return wrap("read the remote's commit", err)
@@ -783,6 +787,12 @@ func (m *merger) fastForward(tx *Tx, dT map[string]fchange) error {
 		}
 	}
 	tx.ff = m.theirs
+	tx.ffMoves = nil
+	for _, mv := range f.theirRenames {
+		if checkRel(mv[0]) == nil && checkRel(mv[1]) == nil {
+			tx.ffMoves = append(tx.ffMoves, [2]string{full(mv[0]), full(mv[1])})
+		}
+	}
 	return nil
 }
 

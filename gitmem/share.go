@@ -872,7 +872,7 @@ func (r *Repo) prepareFastForward(tx *Tx) (*prepared, error) {
 	if err != nil {
 		return nil, wrap("read the fetched commit", err)
 	}
-	p := &prepared{hash: tx.ff, parent: tx.head, tree: tx.root, merged: tx.mergedIDs, rec: rec, commit: commitOf(c)}
+	p := &prepared{hash: tx.ff, parent: tx.head, tree: tx.root, merged: tx.mergedIDs, rec: rec, commit: commitOf(c), ffMoves: tx.ffMoves}
 	if tx.mirror {
 		p.paths = tx.touched()
 	}

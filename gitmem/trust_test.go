@@ -1353,6 +1353,70 @@ func TestHandEditInAReplacedFolderOrFileIsKept(t *testing.T) {
 	}
 }
 
+// A pull that fast-forwards over another agent's rename of a file this
+// agent's operator edited by hand (before the worktree followed the pull,
+// or at its write) moves the kept edit as the model's own rename does
+// (TestHandEditOfAFileRenamedAwayGoesWithIt): the adopt merges it into
+// the file at the new path, and the old path does not come back, also
+// when the commit the pull lands on is no rename.
+func TestHandEditOfAFileRenamedByAPullGoesWithIt(t *testing.T) {
+	t.Parallel()
+	for _, then := range []string{"adopt", "at the write", "lands on the rename"} {
+		t.Run(then, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			_, a, b := twoAgents(t)
+			put(t, a, "ta1", "a.md", "one\ntwo\n")
+			syncOK(t, a)
+			syncOK(t, b)
+			settle(t, b)
+			mv(t, a, "ta2", "a.md", "b.md")
+			want := "one\ntwo\nby hand\n"
+			if then != "lands on the rename" {
+				put(t, a, "ta3", "b.md", "zero\none\ntwo\n")
+				want = "zero\n" + want
+			}
+			syncOK(t, a)
+			dir := b.Dir()
+			// The edit is made as the branch moves to the pulled commit
+			// (the worktree has not followed it yet), or at the write of
+			// a.md.
+			step, at := gd.StepRef, "refs/heads/main"
+			if then == "at the write" {
+				step, at = gd.StepWorktree, "memories/a.md"
+			}
+			made := false
+			b.objects.st.Env.SetFault(func(s, p string) error {
+				if s == step && p == at && !made {
+					made = true
+					appendHand(t, dir, "a.md", "by hand")
+				}
+				return nil
+			})
+			res, err := b.Pull(ctx, "origin", SyncOptions{})
+			if err != nil || res.FastForward == "" {
+				t.Fatalf("pull: %+v %v, want a fast-forward", res, err)
+			}
+			settle(t, b)
+			b.objects.st.Env.SetFault(nil)
+			if !made {
+				t.Fatal("no edit was made")
+			}
+			if _, err := b.Adopt(ctx); err != nil {
+				t.Fatal(err)
+			}
+			settle(t, b)
+			onlyFile(t, b, dir, "b.md", want, "a.md")
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status:\n%s", st)
+			}
+			if got := gittest.Git(t, dir, "log", "-1", "--format=%(trailers:key=Memory-Command,valueonly)"); strings.TrimSpace(got) != "adopt" {
+				t.Errorf("HEAD is no adopt commit: %q", got)
+			}
+		})
+	}
+}
+
 // onlyFile checks that HEAD holds one memory file, at, as want, and so
 // does the worktree, where gone is no file (git finds it clean).
 func onlyFile(t *testing.T, r *Repo, dir, at, want, gone string) {
