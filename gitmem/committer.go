@@ -21,7 +21,7 @@ type prepared struct {
 	id           string
 	merged       map[string]plumbing.Hash // tool_use ids of the commits a merge or fast-forward brings (share.go)
 	adopt        *adoptNote               // an adopt's: what it read and took (nil: no adopt)
-	ffMoves      [][2]string              // a fast-forward's: what the renames among the commits it brings moved (Tx.ffMoves)
+	pulled       [][2]string              // a pull's: where the renames it brings moved files (Tx.pulled)
 	commit       Commit
 	done         bool // published (durable)
 	// plain: tree is its parent's with only paths changed (a
@@ -31,15 +31,16 @@ type prepared struct {
 
 // moves is what p moved in the memory folder (repository paths, from
 // and to, in order): a rename commit's file or folder (its Memory-Path
-// and Memory-New-Path), those of every rename commit a fast-forward
-// brings (ffMoves), or the hand edits an adopt merged into a file a
-// rename had moved (adoptNote.moved).
+// and Memory-New-Path), where a pull's renames moved files (pulled:
+// those of every rename commit a fast-forward brings, or the files a
+// merge moved where the remote renamed them), or the hand edits an adopt
+// merged into a file a rename had moved (adoptNote.moved).
 func (p *prepared) moves() [][2]string {
 	if p.adopt != nil {
 		return p.adopt.moved
 	}
-	if p.ffMoves != nil {
-		return p.ffMoves
+	if p.pulled != nil {
+		return p.pulled
 	}
 	if p.rec.command != "rename" {
 		return nil
@@ -155,7 +156,7 @@ func (c *committer) prepare(tx *Tx, meta Meta) (*prepared, error) {
 	h, _ := put(plumbing.CommitObject, raw, plumbing.ZeroHash)
 	_, body, trailers := parseMessage(msg)
 	subject := oneLine(meta.Subject)
-	p := &prepared{hash: h, parent: tx.head, tree: tx.root, objs: objs, id: meta.ID(), merged: tx.mergedIDs,
+	p := &prepared{hash: h, parent: tx.head, tree: tx.root, objs: objs, id: meta.ID(), merged: tx.mergedIDs, pulled: tx.pulled,
 		adopt: tx.adopt, rec: newRec(h, parents, when, author, subject, trailers)}
 	diffNodes(lookup(tx.base, memDir), lookup(tx.root, memDir), "", p.rec.change)
 	p.rec.sortPaths()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,5 +95,37 @@ func TestMerge3Basics(t *testing.T) {
 	_, c = merge3(l("a\nb\nc\n"), l("a\nX\nc\n"), l("a\nY\nc\n"))
 	if len(c) != 1 || c[0].BaseStart != 1 || c[0].BaseEnd != 2 {
 		t.Fatalf("overlapping: %+v", c)
+	}
+}
+
+// The moves a merge makes at once are ordered so that applied one after
+// the other (as repairs.moveKept does) each path lands where the merge
+// put it; a swap cannot be, and is left out.
+func TestMergeMovesInOrder(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want [][2]string }{
+		{[][2]string{{"a", "b"}, {"b", "c"}}, [][2]string{{"b", "c"}, {"a", "b"}}},
+		{[][2]string{{"a", "b"}, {"c", "d"}}, [][2]string{{"a", "b"}, {"c", "d"}}},
+		{[][2]string{{"a", "b"}, {"b", "a"}, {"c", "d"}}, [][2]string{{"c", "d"}}},
+	} {
+		got := inOrder(c.in)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("inOrder(%q) = %q, want %q", c.in, got, c.want)
+		}
+		for _, p := range []string{"a", "b", "c"} { // one after the other, as at once
+			at := p
+			for _, mv := range got {
+				at = movePath(at, mv[0], mv[1])
+			}
+			once := p
+			for _, mv := range c.in {
+				if p == mv[0] && slices.Contains(got, mv) {
+					once = mv[1]
+				}
+			}
+			if at != once {
+				t.Errorf("%q: %s goes to %s, want %s", c.in, p, at, once)
+			}
+		}
 	}
 }

@@ -787,10 +787,10 @@ func (m *merger) fastForward(tx *Tx, f *mergeFacts) error {
 		}
 	}
 	tx.ff = m.theirs
-	tx.ffMoves = nil
+	tx.pulled = nil
 	for _, mv := range f.theirRenames {
 		if checkRel(mv[0]) == nil && checkRel(mv[1]) == nil {
-			tx.ffMoves = append(tx.ffMoves, [2]string{full(mv[0]), full(mv[1])})
+			tx.pulled = append(tx.pulled, [2]string{full(mv[0]), full(mv[1])})
 		}
 	}
 	return nil
@@ -896,7 +896,35 @@ func (m *merger) combine(tx *Tx, dO, dT map[string]fchange, renO, renT map[strin
 			}
 		}
 	}
+	tx.pulled = inOrder(cb.moved)
 	return m.apply(tx, cb.removes, cb.writes)
+}
+
+// inOrder is moves, made at once (from, to), in an order that moves a
+// path as they do when applied one after the other (repairs.moveKept):
+// a move onto a path another one moves away comes after it. Moves that
+// form a cycle (a swap) are left out.
+func inOrder(moves [][2]string) [][2]string {
+	var out [][2]string
+	for len(moves) > 0 {
+		away := map[string]bool{}
+		for _, mv := range moves {
+			away[mv[0]] = true
+		}
+		var rest [][2]string
+		for _, mv := range moves {
+			if away[mv[1]] {
+				rest = append(rest, mv) // after the move away from its target
+			} else {
+				out = append(out, mv)
+			}
+		}
+		if len(rest) == len(moves) {
+			break // a cycle
+		}
+		moves = rest
+	}
+	return out
 }
 
 // combination is the result of a merge being made (combine): the files
@@ -908,6 +936,7 @@ type combination struct {
 	dO, dT  map[string]fchange
 	writes  map[string]result
 	removes []string
+	moved   [][2]string // our files it moves where the remote renamed them (repository paths)
 }
 
 // oursAt is our file at p.
@@ -987,6 +1016,7 @@ func (cb *combination) theirChange(bp string, renO, renT map[string]string) erro
 			return cb.put(tq, t, cb.baseAt(tq), "delete/rename")
 		case oChanged: // our edit goes with their rename
 			cb.removes = append(cb.removes, bp)
+			cb.moved = append(cb.moved, [2]string{full(bp), full(tq)})
 			data, _, err := cb.m.merge3(result{entry: c.old}, result{entry: cb.oursAt(bp)}, t)
 			if err != nil {
 				return err
@@ -994,6 +1024,7 @@ func (cb *combination) theirChange(bp string, renO, renT map[string]string) erro
 			return cb.put(tq, result{data: data}, cb.baseAt(tq), "edit/rename")
 		default:
 			cb.removes = append(cb.removes, bp)
+			cb.moved = append(cb.moved, [2]string{full(bp), full(tq)})
 			return cb.put(tq, t, cb.baseAt(tq), "")
 		}
 	case c.new.present(): // they edited it

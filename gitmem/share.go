@@ -872,7 +872,7 @@ func (r *Repo) prepareFastForward(tx *Tx) (*prepared, error) {
 	if err != nil {
 		return nil, wrap("read the fetched commit", err)
 	}
-	p := &prepared{hash: tx.ff, parent: tx.head, tree: tx.root, merged: tx.mergedIDs, rec: rec, commit: commitOf(c), ffMoves: tx.ffMoves}
+	p := &prepared{hash: tx.ff, parent: tx.head, tree: tx.root, merged: tx.mergedIDs, rec: rec, commit: commitOf(c), pulled: tx.pulled}
 	if tx.mirror {
 		p.paths = tx.touched()
 	}

@@ -1361,7 +1361,7 @@ func TestHandEditInAReplacedFolderOrFileIsKept(t *testing.T) {
 // when the commit the pull lands on is no rename.
 func TestHandEditOfAFileRenamedByAPullGoesWithIt(t *testing.T) {
 	t.Parallel()
-	for _, then := range []string{"adopt", "at the write", "lands on the rename"} {
+	for _, then := range []string{"adopt", "at the write", "lands on the rename", "merged"} {
 		t.Run(then, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -1371,12 +1371,18 @@ func TestHandEditOfAFileRenamedByAPullGoesWithIt(t *testing.T) {
 			syncOK(t, b)
 			settle(t, b)
 			mv(t, a, "ta2", "a.md", "b.md")
-			want := "one\ntwo\nby hand\n"
+			text := "one\ntwo\nby hand\n"
 			if then != "lands on the rename" {
 				put(t, a, "ta3", "b.md", "zero\none\ntwo\n")
-				want = "zero\n" + want
+				text = "zero\n" + text
 			}
 			syncOK(t, a)
+			want := map[string]string{"b.md": text}
+			if then == "merged" { // b has a commit of its own: the pull merges
+				put(t, b, "tb1", "c.md", "c\n")
+				settle(t, b)
+				want["c.md"] = "c\n"
+			}
 			dir := b.Dir()
 			// The edit is made as the branch moves to the pulled commit
 			// (the worktree has not followed it yet), or at the write of
@@ -1394,8 +1400,8 @@ func TestHandEditOfAFileRenamedByAPullGoesWithIt(t *testing.T) {
 				return nil
 			})
 			res, err := b.Pull(ctx, "origin", SyncOptions{})
-			if err != nil || res.FastForward == "" {
-				t.Fatalf("pull: %+v %v, want a fast-forward", res, err)
+			if err != nil || (res.FastForward == "") != (then == "merged") || len(res.Conflicts) > 0 {
+				t.Fatalf("pull: %+v %v", res, err)
 			}
 			settle(t, b)
 			b.objects.st.Env.SetFault(nil)
@@ -1406,7 +1412,12 @@ func TestHandEditOfAFileRenamedByAPullGoesWithIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			settle(t, b)
-			onlyFile(t, b, dir, "b.md", want, "a.md")
+			if got := files(t, b); !maps.Equal(got, want) {
+				t.Errorf("HEAD holds %q, want %q", got, want)
+			}
+			if got := onDisk(t, b); !maps.Equal(got, want) {
+				t.Errorf("the worktree holds %q, want %q", got, want)
+			}
 			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 				t.Errorf("git status:\n%s", st)
 			}

@@ -152,7 +152,7 @@ type Tx struct {
 	// merge or fast-forward brings had applied.
 	ff        plumbing.Hash
 	mergedIDs map[string]plumbing.Hash
-	ffMoves   [][2]string // a fast-forward's: what the renames among the commits it brings moved
+	pulled    [][2]string // a pull's: where the renames it brings moved files (repository paths, in order: prepared.moves)
 	ops       []op
 	trailers  []Trailer  // set in the commit message by SetTrailer
 	extra     []Trailer  // appended to the commit message by AddTrailer
