@@ -37,9 +37,10 @@ type gitIndex struct {
 	mu      lock.Mutex
 	tree    *node           // the tree of the last .git/index written
 	entries []gd.IndexEntry // its entries, sorted by path
-	// exact says that entries are those write made for tree: the entries
-	// of a folder of tree are the ones under its path (not so for an
-	// index read at start, which git may have written).
+	// exact says that the entries of a folder of tree are the ones under
+	// its path: so for those write made for tree, and for an index read
+	// at start whose entries made tree (treeFromIndex: each path once,
+	// the tree's hash checked).
 	exact bool
 	// looked is how many files the last write looked at one by one (for
 	// tests).
@@ -222,11 +223,13 @@ func inIndexOrder(a, b gd.IndexEntry) int { return strings.Compare(a.Path, b.Pat
 func (l indexHeld) forget() { l.x.tree, l.x.entries, l.x.exact = nil, nil, false }
 
 // loaded takes the index read at start, start, as the last written: it
-// holds head's tree, tree.
+// holds head's tree, tree, which treeFromIndex made of exactly these
+// entries. So the next index written keeps a folder that did not change
+// whole, as after a write (a one-command revert's Close looked at every
+// file of the memory one by one).
 func (l indexHeld) loaded(head plumbing.Hash, tree *node, start []gd.IndexEntry) {
 	x := l.x
-	// The next index written keeps what did not change, entry by entry.
-	x.tree, x.entries, x.exact = tree, slices.SortedFunc(slices.Values(start), inIndexOrder), false
+	x.tree, x.entries, x.exact = tree, slices.SortedFunc(slices.Values(start), inIndexOrder), true
 	x.marksMu.Lock()
 	x.head = head
 	x.marksMu.Unlock()

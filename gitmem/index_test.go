@@ -57,6 +57,106 @@ func TestIndexTimerNeedsNoWriterTurn(t *testing.T) {
 // looking up every file's entry at every rewrite was a fifth of the
 // server's CPU (issue 25). The index stays git's: clean for git status,
 // and a hand edit of a file kept whole still shows.
+// TestIndexFirstRewriteAfterStartLooksOnlyAtChangedFolders: the index a
+// start read, whose entries made HEAD's tree, is that tree's: the first
+// rewrite after it (a one-command revert's, at Close) keeps the folders
+// the change did not touch whole, as every later rewrite does, instead
+// of looking at every file of the memory one by one.
+func TestIndexFirstRewriteAfterStartLooksOnlyAtChangedFolders(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.IndexDelay = time.Hour // written at Close only
+	r, _, err := Init(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const folders, each = 10, 20
+	if _, err := r.Update(context.Background(), Meta{Subject: "many"}, func(tx *Tx) error {
+		for i := range folders * each {
+			if err := tx.WriteFile(fmt.Sprintf("f%d/n%02d.md", i%folders, i/folders), []byte(fmt.Sprint(i, "\n"))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * gd.RacyWindow) // the files are no longer racy: the index vouches for them
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opt = testOptions(t)
+	opt.OneCommand, opt.TouchedOnly = true, true // as an operator command opens it
+	r, err = Open(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "f3/n00.md", "changed\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if looked := r.gitIndex.looked; looked != each {
+		t.Fatalf("the first index written after a start, after a change in one folder, looked at %d files one by one, want %d (that folder's)", looked, each)
+	}
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
+	entries, _, err := gd.ReadIndex(filepath.Join(dir, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vouched := 0
+	for _, e := range entries {
+		if !e.Stat.IsZero() {
+			vouched++
+		}
+	}
+	if len(entries) != folders*each || vouched < folders*each-1 { // the file written last may be racy
+		t.Fatalf(".git/index holds %d entries, %d with lstat data; want %d, all but at most one", len(entries), vouched, folders*each)
+	}
+}
+
+// TestIndexNamingAPathTwiceIsNotTheTree: an index that holds a path
+// twice (no git writes one) is not taken for HEAD's tree at start, so
+// the next index written, keeping unchanged folders whole, does not copy
+// the path twice.
+func TestIndexNamingAPathTwiceIsNotTheTree(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	r, _, err := Init(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a/one.md", "one\n")
+	write(t, r, "t2", "b/two.md", "two\n")
+	time.Sleep(2 * gd.RacyWindow) // the index vouches for both
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gitDir := filepath.Join(dir, ".git")
+	entries, _, err := gd.ReadIndex(gitDir)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("index: %v, %v", entries, err)
+	}
+	if err := gd.WriteIndex(nil, gitDir, append(entries, entries[0])); err != nil {
+		t.Fatal(err)
+	}
+	opt = testOptions(t)
+	opt.OneCommand, opt.TouchedOnly = true, true
+	if r, err = Open(context.Background(), dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t3", "b/two.md", "two, changed\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _, err = gd.ReadIndex(gitDir); err != nil || len(entries) != 2 {
+		t.Fatalf("the index written after one that named memories/a/one.md twice holds %d entries (%v), want 2", len(entries), err)
+	}
+}
+
 func TestIndexRewriteLooksOnlyAtChangedFolders(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)

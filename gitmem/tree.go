@@ -228,10 +228,11 @@ func edited(kids []kid, i int, name string, child *node) []kid {
 
 // treeFromIndex builds the tree from the index gitmem read at start, if
 // its entries make exactly the tree treeHash (every tree is encoded and
-// hashed to check): no tree object is read, and a file's size comes from
-// its vouched lstat data (only the others are looked up). nil when the
-// index does not match (git changed it, or there is none; an index of no
-// entries matches the empty tree). Called with objects.mu held.
+// hashed to check; a path is there once): no tree object is read, and a
+// file's size comes from its vouched lstat data (only the others are
+// looked up). nil when the index does not match (git changed it, or there
+// is none; an index of no entries matches the empty tree). Called with
+// objects.mu held.
 func (r *Repo) treeFromIndex(si *startIndex, treeHash plumbing.Hash) *node {
 	if si == nil {
 		return nil
@@ -252,6 +253,10 @@ func (r *Repo) treeFromIndex(si *startIndex, treeHash plumbing.Hash) *node {
 			}
 			d = next
 		}
+		name := segs[len(segs)-1]
+		if _, clash := d.kids[name]; clash {
+			return nil // a path twice, or a file and a folder of one name
+		}
 		n := &node{mode: e.Mode, hash: e.Hash}
 		if n.isFile() {
 			if e.Stat.IsZero() {
@@ -264,7 +269,7 @@ func (r *Repo) treeFromIndex(si *startIndex, treeHash plumbing.Hash) *node {
 				n.size = e.Stat.Size()
 			}
 		}
-		d.kids[segs[len(segs)-1]] = n
+		d.kids[name] = n
 	}
 	var build func(d *dir) *node
 	build = func(d *dir) *node {
