@@ -229,7 +229,7 @@ func (l indexHeld) forget() { l.x.tree, l.x.entries, l.x.exact = nil, nil, false
 // file of the memory one by one).
 func (l indexHeld) loaded(head plumbing.Hash, tree *node, start []gd.IndexEntry) {
 	x := l.x
-	x.tree, x.entries, x.exact = tree, slices.SortedFunc(slices.Values(start), inIndexOrder), true
+	x.tree, x.entries, x.exact = tree, start, true // sorted (readStartIndex), and never changed in place
 	x.marksMu.Lock()
 	x.head = head
 	x.marksMu.Unlock()
@@ -300,11 +300,15 @@ type startIndex struct {
 
 // readStartIndex reads .git/index for start. An index of no entries is
 // one too: that of an empty tree (a memory no call has written to yet),
-// which start then need not write again.
+// which start then need not write again. Its entries are sorted by path,
+// as git writes them.
 func readStartIndex(gitDir string) *startIndex {
 	entries, written, err := gd.ReadIndex(gitDir)
 	if err != nil {
 		return nil
+	}
+	if !slices.IsSortedFunc(entries, inIndexOrder) {
+		slices.SortFunc(entries, inIndexOrder)
 	}
 	return &startIndex{entries: entries, written: written}
 }

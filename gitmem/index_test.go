@@ -92,6 +92,13 @@ func TestIndexFirstRewriteAfterStartLooksOnlyAtChangedFolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	held := r.gitIndex.lock()
+	r.mirror.stats.mu.Lock()
+	if kept, seeded := r.gitIndex.entries, r.mirror.stats.index; len(kept) != folders*each || len(seeded) != len(kept) || &kept[0] != &seeded[0] {
+		t.Errorf("the start kept %d and %d entries of .git/index, not one copy of its %d", len(kept), len(seeded), folders*each)
+	}
+	r.mirror.stats.mu.Unlock()
+	held.unlock()
 	write(t, r, "t1", "f3/n00.md", "changed\n")
 	if err := r.Close(); err != nil {
 		t.Fatal(err)

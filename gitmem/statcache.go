@@ -234,8 +234,5 @@ func (c *statCache) forget(paths []string) {
 func (c *statCache) seed(entries []gd.IndexEntry, tree *node, written time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !slices.IsSortedFunc(entries, inIndexOrder) {
-		entries = slices.SortedFunc(slices.Values(entries), inIndexOrder)
-	}
 	c.index, c.tree, c.written, c.taken = entries, tree, written, map[string]bool{}
 }

@@ -231,61 +231,63 @@ func edited(kids []kid, i int, name string, child *node) []kid {
 // hashed to check; a path is there once): no tree object is read, and a
 // file's size comes from its vouched lstat data (only the others are
 // looked up). nil when the index does not match (git changed it, or there
-// is none; an index of no entries matches the empty tree). Called with
-// objects.mu held.
+// is none; an index of no entries matches the empty tree). The entries
+// are sorted by path (readStartIndex), so a folder's are one run of them,
+// in git's order of its kids. Called with objects.mu held.
 func (r *Repo) treeFromIndex(si *startIndex, treeHash plumbing.Hash) *node {
 	if si == nil {
 		return nil
 	}
-	type dir struct{ kids map[string]any } // *dir or *node
-	root := &dir{kids: map[string]any{}}
-	for _, e := range si.list() {
-		segs := split(e.Path)
-		d := root
-		for _, s := range segs[:len(segs)-1] {
-			next, ok := d.kids[s].(*dir)
-			if !ok {
-				if _, clash := d.kids[s]; clash {
+	entries := si.list()
+	files := make([]node, len(entries)) // one allocation for every file's node
+	var stack []kid                     // the kids of the folders being built, innermost last
+	// build makes the folder of entries[lo:hi], the entries whose paths
+	// begin with its path, at bytes [0, at).
+	var build func(lo, hi, at int) *node
+	build = func(lo, hi, at int) *node {
+		base := len(stack)
+		for i := lo; i < hi; {
+			e := &entries[i]
+			rest := e.Path[at:]
+			if j := strings.IndexByte(rest, '/'); j >= 0 {
+				name := rest[:j+1] // with its slash: the folder's run
+				k := i + 1
+				for k < hi && strings.HasPrefix(entries[k].Path[at:], name) {
+					k++
+				}
+				sub := build(i, k, at+len(name))
+				if sub == nil {
 					return nil
 				}
-				next = &dir{kids: map[string]any{}}
-				d.kids[s] = next
+				stack = append(stack, kid{name[:j], sub})
+				i = k
+				continue
 			}
-			d = next
-		}
-		name := segs[len(segs)-1]
-		if _, clash := d.kids[name]; clash {
-			return nil // a path twice, or a file and a folder of one name
-		}
-		n := &node{mode: e.Mode, hash: e.Hash}
-		if n.isFile() {
-			if e.Stat.IsZero() {
-				size, err := r.objects.st.Size(e.Hash)
-				if err != nil {
-					return nil
+			if i > lo && entries[i-1].Path == e.Path {
+				return nil // a path twice
+			}
+			n := &files[i]
+			n.mode, n.hash = e.Mode, e.Hash
+			if n.isFile() {
+				if e.Stat.IsZero() {
+					size, err := r.objects.st.Size(n.hash)
+					if err != nil {
+						return nil
+					}
+					n.size = size
+				} else {
+					n.size = e.Stat.Size()
 				}
-				n.size = size
-			} else {
-				n.size = e.Stat.Size()
 			}
+			stack = append(stack, kid{rest, n})
+			i++
 		}
-		d.kids[name] = n
-	}
-	var build func(d *dir) *node
-	build = func(d *dir) *node {
-		kids := make([]kid, 0, len(d.kids))
-		for name, k := range d.kids {
-			if sub, ok := k.(*dir); ok {
-				kids = append(kids, kid{name, build(sub)})
-			} else {
-				kids = append(kids, kid{name, k.(*node)})
-			}
-		}
-		n := newDir(kids)
+		n := newDir(slices.Clone(stack[base:]))
+		stack = stack[:base]
 		n.hash = plumbing.ComputeHash(plumbing.TreeObject, encodeTree(n))
 		return n
 	}
-	if n := build(root); n.hash == treeHash {
+	if n := build(0, len(entries), 0); n != nil && n.hash == treeHash {
 		return n
 	}
 	return nil

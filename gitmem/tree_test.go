@@ -1,13 +1,20 @@
 package gitmem
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // Folders that differ only in a kid's content share their kids' order
@@ -85,4 +92,61 @@ func joinPath(segs []string) string {
 		s += "/" + x
 	}
 	return s
+}
+
+// The tree a start builds from .git/index (treeFromIndex) is made from
+// the entries' runs, sorted by path: the files' nodes in one allocation,
+// a few per folder, no map of names nor split path per entry (that, with
+// a second copy of the 10,000 entries sorted again, was a quarter of a
+// revert's CPU on the bench's repository). Names that sort apart as a
+// file and as a folder ("q-s/", "q.md", "q/", "q0.md") make git's tree.
+func TestTreeFromIndexAllocatesLittle(t *testing.T) { // not parallel: AllocsPerRun
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.IndexDelay = time.Hour // written at Close only
+	r, _, err := Init(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const folders, each = 20, 100
+	if _, err := r.Update(context.Background(), Meta{Subject: "many"}, func(tx *Tx) error {
+		for i := range folders * each {
+			if err := tx.WriteFile(fmt.Sprintf("f%02d/n%03d.md", i%folders, i/folders), []byte(fmt.Sprint(i, "\n"))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	time.Sleep(2 * gd.RacyWindow) // the index written after the next change vouches for these files: their sizes are not looked up
+	if _, err := r.Update(context.Background(), Meta{Subject: "names"}, func(tx *Tx) error {
+		for _, p := range []string{"q-s/t.md", "q.md", "q/r.md", "q0.md"} {
+			if err := tx.WriteFile(p, []byte(p+"\n")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	si := readStartIndex(filepath.Join(dir, ".git"))
+	if si == nil || len(si.list()) != folders*each+4 {
+		t.Fatalf("the index read: %v", si)
+	}
+	want := plumbing.NewHash(strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD^{tree}")))
+	var got *node
+	r.objects.lock()
+	allocs := testing.AllocsPerRun(3, func() { got = r.treeFromIndex(si, want) })
+	r.objects.unlock()
+	if got == nil || got.hash != want {
+		t.Fatalf("the tree built from the index is not HEAD's (%v)", got)
+	}
+	if files := folders*each + 4; allocs > float64(files)/4 { // about 4,500 with a map per folder and a split per path
+		t.Fatalf("building the tree of %d files from the index made %.0f allocations, want at most %d: some are per file", files, allocs, files/4)
+	}
 }
