@@ -38,9 +38,13 @@ func (hr historyReader) diff(from, to string, paths ...string) ([]FileChange, er
 	// reads them, with no system call per object.
 	hr.o.holdPacks()
 	defer hr.o.dropPacks()
-	a, b := map[string]string{}, map[string]string{}
-	pathOf := map[string]string{} // a path of each blob, for an error
-	var order []gd.Located        // the blobs, in the order they are read
+	type change struct {
+		p    string
+		x, y plumbing.Hash // the blob on each side (zero: none)
+	}
+	var found []change                   // in path order, as the trees list them
+	pathOf := map[plumbing.Hash]string{} // a path of each blob, for an error
+	var order []gd.Located               // the blobs, in the order they are read
 	hr.o.lock()
 	err := hr.o.st.Mapped(func() error {
 		var mem [2]plumbing.Hash
@@ -61,25 +65,19 @@ func (hr historyReader) diff(from, to string, paths ...string) ([]FileChange, er
 			}
 		}
 		err := hr.diffFiles(mem[0], mem[1], "", func(p string, x, y plumbing.Hash) {
-			if len(paths) > 0 && !touches([]string{p}, paths) {
-				return
-			}
-			if !x.IsZero() {
-				a[p] = x.String()
-			}
-			if !y.IsZero() {
-				b[p] = y.String()
+			if len(paths) == 0 || touches([]string{p}, paths) {
+				found = append(found, change{p, x, y})
 			}
 		})
 		if err != nil {
 			return wrap("compare the trees", err)
 		}
 		var hs []plumbing.Hash
-		for _, m := range []map[string]string{a, b} {
-			for p, h := range m {
-				if _, ok := pathOf[h]; !ok {
-					pathOf[h] = p
-					hs = append(hs, plumbing.NewHash(h))
+		for _, c := range found {
+			for _, h := range [2]plumbing.Hash{c.x, c.y} {
+				if _, ok := pathOf[h]; !ok && !h.IsZero() {
+					pathOf[h] = c.p
+					hs = append(hs, h)
 				}
 			}
 		}
@@ -94,16 +92,16 @@ func (hr historyReader) diff(from, to string, paths ...string) ([]FileChange, er
 	// (75,500 entries inflated for a diff across 50,000 commits, not
 	// 95,300: see gitdir.Store.SortForReading), a few at a time under the
 	// Store's lock, for the calls of a serve meanwhile.
-	blobs := make(map[string][]byte, len(order))
+	blobs := make(map[plumbing.Hash][]byte, len(order))
 	for batch := range slices.Chunk(order, 256) {
 		hr.o.lock()
 		err := hr.o.st.Mapped(func() error {
 			for _, l := range batch {
 				data, err := hr.o.st.BlobAt(l)
 				if err != nil {
-					return objectError("blob", l.Hash, memDir+"/"+pathOf[l.Hash.String()], err)
+					return objectError("blob", l.Hash, memDir+"/"+pathOf[l.Hash], err)
 				}
-				blobs[l.Hash.String()] = data
+				blobs[l.Hash] = data
 			}
 			return nil
 		})
@@ -112,7 +110,13 @@ func (hr historyReader) diff(from, to string, paths ...string) ([]FileChange, er
 			return nil, err
 		}
 	}
-	return changes(a, b, func(_ int, _, h string) ([]byte, error) { return blobs[h], nil })
+	// The trees list the paths in byte order (a folder sorts as its name
+	// and "/"), each once: the changes need no map of their own nor a sort.
+	out := make([]FileChange, 0, len(found))
+	for _, c := range found {
+		out = append(out, FileChange{Path: c.p, Old: blobs[c.x], New: blobs[c.y], OldFile: !c.x.IsZero(), NewFile: !c.y.IsZero()})
+	}
+	return out, nil
 }
 
 // diffFiles calls fn for every memory file (a blob that is no link or

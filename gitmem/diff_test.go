@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -168,5 +169,61 @@ func TestUnifiedAllocatesLittle(t *testing.T) { // not parallel: AllocsPerRun
 	}
 	if got != want {
 		t.Fatalf("got\n%s", got)
+	}
+}
+
+// A diff lists its changes in the order the trees give their paths
+// (byte order, each path once), with the blobs looked up by hash: no hex
+// string per blob, no map of paths to sort (a tenth of a diff's CPU
+// across 50,000 commits, 8,900 files).
+func TestDiffAllocatesLittlePerFile(t *testing.T) { // not parallel: AllocsPerRun
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const files = 300
+	names := func(i int) string {
+		return []string{"a/%03d.md", "a-b/%03d.md", "a.b/%03d.md", "a0/%03d.md", "a/x/%03d.md"}[i%5]
+	}
+	var hashes []string
+	for v := range 2 {
+		c, err := r.Update(context.Background(), Meta{Subject: fmt.Sprint("v", v)}, func(tx *Tx) error {
+			for i := range files {
+				if err := tx.WriteFile(fmt.Sprintf(names(i), i), []byte(fmt.Sprintf("version %d of %d\n", v, i))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes = append(hashes, c.Hash)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	var changes []FileChange
+	allocs := testing.AllocsPerRun(3, func() {
+		if changes, err = ro.Diff(hashes[0], hashes[1]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(changes) != files || !slices.IsSortedFunc(changes, func(a, b FileChange) int { return strings.Compare(a.Path, b.Path) }) {
+		t.Fatalf("the diff listed %d changes, want %d in path order", len(changes), files)
+	}
+	for _, c := range changes {
+		if !strings.HasPrefix(string(c.Old), "version 0 of ") || !strings.HasPrefix(string(c.New), "version 1 of ") {
+			t.Fatalf("%s: %q -> %q", c.Path, c.Old, c.New)
+		}
+	}
+	if perFile := allocs / files; perFile > 12 { // 19.6 with the paths' and blobs' maps of hex strings
+		t.Errorf("a diff of %d files made %.1f allocations per file", files, perFile)
 	}
 }
