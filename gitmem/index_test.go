@@ -57,6 +57,35 @@ func TestIndexTimerNeedsNoWriterTurn(t *testing.T) {
 // looking up every file's entry at every rewrite was a fifth of the
 // server's CPU (issue 25). The index stays git's: clean for git status,
 // and a hand edit of a file kept whole still shows.
+func TestIndexRewriteLooksOnlyAtChangedFolders(t *testing.T) {
+	t.Parallel()
+	const folders, each = 10, 20
+	r, dir := folderRepo(t, folders, each) // the index written by settle only
+	defer r.Close()
+	settle(t, r)
+	time.Sleep(2 * gd.RacyWindow) // the files are no longer racy: the next index vouches for them
+	write(t, r, "t1", "f03/n000.md", "changed\n")
+	settle(t, r)
+	write(t, r, "t2", "f03/n001.md", "changed too\n")
+	settle(t, r)
+	held := r.gitIndex.lock()
+	looked := r.gitIndex.looked
+	held.unlock()
+	if looked != each {
+		t.Fatalf("the index's rewrite after a change in one folder looked at %d files one by one, want %d (that folder's)", looked, each)
+	}
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
+	checkVouched(t, dir, folders*each)
+	if err := os.WriteFile(filepath.Join(dir, "memories", "f07", "n005.md"), []byte("by hand\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != " M memories/f07/n005.md\n" {
+		t.Fatalf("git status after a hand edit of a file kept whole: %q", st)
+	}
+}
+
 // TestIndexFirstRewriteAfterStartLooksOnlyAtChangedFolders: the index a
 // start read, whose entries made HEAD's tree, is that tree's: the first
 // rewrite after it (a one-command revert's, at Close) keeps the folders
@@ -64,31 +93,15 @@ func TestIndexTimerNeedsNoWriterTurn(t *testing.T) {
 // of looking at every file of the memory one by one.
 func TestIndexFirstRewriteAfterStartLooksOnlyAtChangedFolders(t *testing.T) {
 	t.Parallel()
-	dir := gittest.TempDir(t)
-	opt := testOptions(t)
-	opt.IndexDelay = time.Hour // written at Close only
-	r, _, err := Init(context.Background(), dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const folders, each = 10, 20
-	if _, err := r.Update(context.Background(), Meta{Subject: "many"}, func(tx *Tx) error {
-		for i := range folders * each {
-			if err := tx.WriteFile(fmt.Sprintf("f%d/n%02d.md", i%folders, i/folders), []byte(fmt.Sprint(i, "\n"))); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * gd.RacyWindow) // the files are no longer racy: the index vouches for them
+	r, dir := folderRepo(t, folders, each) // the index written at Close only
+	time.Sleep(2 * gd.RacyWindow)          // the files are no longer racy: the index vouches for them
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	opt = testOptions(t)
+	opt := testOptions(t)
 	opt.OneCommand, opt.TouchedOnly = true, true // as an operator command opens it
-	r, err = Open(context.Background(), dir, opt)
+	r, err := Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +112,7 @@ func TestIndexFirstRewriteAfterStartLooksOnlyAtChangedFolders(t *testing.T) {
 	}
 	r.mirror.stats.mu.Unlock()
 	held.unlock()
-	write(t, r, "t1", "f3/n00.md", "changed\n")
+	write(t, r, "t1", "f03/n000.md", "changed\n")
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,19 +122,7 @@ func TestIndexFirstRewriteAfterStartLooksOnlyAtChangedFolders(t *testing.T) {
 	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status:\n%s", st)
 	}
-	entries, _, err := gd.ReadIndex(filepath.Join(dir, ".git"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vouched := 0
-	for _, e := range entries {
-		if !e.Stat.IsZero() {
-			vouched++
-		}
-	}
-	if len(entries) != folders*each || vouched < folders*each-1 { // the file written last may be racy
-		t.Fatalf(".git/index holds %d entries, %d with lstat data; want %d, all but at most one", len(entries), vouched, folders*each)
-	}
+	checkVouched(t, dir, folders*each)
 }
 
 // TestIndexNamingAPathTwiceIsNotTheTree: an index that holds a path
@@ -164,20 +165,21 @@ func TestIndexNamingAPathTwiceIsNotTheTree(t *testing.T) {
 	}
 }
 
-func TestIndexRewriteLooksOnlyAtChangedFolders(t *testing.T) {
-	t.Parallel()
+// folderRepo is a new repository whose one commit holds folders*each
+// files, fNN/nNNN.md, each folder's every folders-th; its .git/index is
+// written when settled or closed only.
+func folderRepo(t *testing.T, folders, each int) (*Repo, string) {
+	t.Helper()
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
-	opt.IndexDelay = time.Hour // written by settle only
+	opt.IndexDelay = time.Hour
 	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	const folders, each = 10, 20
 	if _, err := r.Update(context.Background(), Meta{Subject: "many"}, func(tx *Tx) error {
 		for i := range folders * each {
-			if err := tx.WriteFile(fmt.Sprintf("f%d/n%02d.md", i%folders, i/folders), []byte(fmt.Sprint(i, "\n"))); err != nil {
+			if err := tx.WriteFile(fmt.Sprintf("f%02d/n%03d.md", i%folders, i/folders), []byte(fmt.Sprint(i, "\n"))); err != nil {
 				return err
 			}
 		}
@@ -185,21 +187,13 @@ func TestIndexRewriteLooksOnlyAtChangedFolders(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	settle(t, r)
-	time.Sleep(2 * gd.RacyWindow) // the files are no longer racy: the next index vouches for them
-	write(t, r, "t1", "f3/n00.md", "changed\n")
-	settle(t, r)
-	write(t, r, "t2", "f3/n01.md", "changed too\n")
-	settle(t, r)
-	held := r.gitIndex.lock()
-	looked := r.gitIndex.looked
-	held.unlock()
-	if looked != each {
-		t.Fatalf("the index's rewrite after a change in one folder looked at %d files one by one, want %d (that folder's)", looked, each)
-	}
-	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
-		t.Fatalf("git status:\n%s", st)
-	}
+	return r, dir
+}
+
+// checkVouched checks that dir's .git/index holds n entries, every one
+// with lstat data but the file written last, which may be racy.
+func checkVouched(t *testing.T, dir string, n int) {
+	t.Helper()
 	entries, _, err := gd.ReadIndex(filepath.Join(dir, ".git"))
 	if err != nil {
 		t.Fatal(err)
@@ -210,13 +204,7 @@ func TestIndexRewriteLooksOnlyAtChangedFolders(t *testing.T) {
 			vouched++
 		}
 	}
-	if len(entries) != folders*each || vouched < folders*each-1 { // the file written last may be racy
-		t.Fatalf(".git/index holds %d entries, %d with lstat data; want %d, all but at most one", len(entries), vouched, folders*each)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "memories", "f7", "n05.md"), []byte("by hand\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if st := gittest.Git(t, dir, "status", "--porcelain"); st != " M memories/f7/n05.md\n" {
-		t.Fatalf("git status after a hand edit of a file kept whole: %q", st)
+	if len(entries) != n || vouched < n-1 {
+		t.Fatalf(".git/index holds %d entries, %d with lstat data; want %d, all but at most one", len(entries), vouched, n)
 	}
 }

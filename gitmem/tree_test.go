@@ -101,24 +101,8 @@ func joinPath(segs []string) string {
 // revert's CPU on the bench's repository). Names that sort apart as a
 // file and as a folder ("q-s/", "q.md", "q/", "q0.md") make git's tree.
 func TestTreeFromIndexAllocatesLittle(t *testing.T) { // not parallel: AllocsPerRun
-	dir := gittest.TempDir(t)
-	opt := testOptions(t)
-	opt.IndexDelay = time.Hour // written at Close only
-	r, _, err := Init(context.Background(), dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const folders, each = 20, 100
-	if _, err := r.Update(context.Background(), Meta{Subject: "many"}, func(tx *Tx) error {
-		for i := range folders * each {
-			if err := tx.WriteFile(fmt.Sprintf("f%02d/n%03d.md", i%folders, i/folders), []byte(fmt.Sprint(i, "\n"))); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	r, dir := folderRepo(t, folders, each) // the index written at Close only
 	settle(t, r)
 	time.Sleep(2 * gd.RacyWindow) // the index written after the next change vouches for these files: their sizes are not looked up
 	if _, err := r.Update(context.Background(), Meta{Subject: "names"}, func(tx *Tx) error {
