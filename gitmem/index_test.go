@@ -94,11 +94,14 @@ func TestIndexRewriteLooksOnlyAtChangedFolders(t *testing.T) {
 func TestIndexFirstRewriteAfterStartLooksOnlyAtChangedFolders(t *testing.T) {
 	t.Parallel()
 	const folders, each = 10, 20
-	r, dir := folderRepo(t, folders, each) // the index written at Close only
-	time.Sleep(2 * gd.RacyWindow)          // the files are no longer racy: the index vouches for them
+	r, dir := folderRepo(t, folders, each)
+	settle(t, r) // every file written; the index pairs none written within the racy window with lstat data
+	time.Sleep(2 * gd.RacyWindow)
+	write(t, r, "t0", "f03/n001.md", "changed first\n") // the index written at Close vouches for the others
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(2 * gd.RacyWindow) // nor is that one racy at the next index
 	opt := testOptions(t)
 	opt.OneCommand, opt.TouchedOnly = true, true // as an operator command opens it
 	r, err := Open(context.Background(), dir, opt)
