@@ -592,15 +592,15 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	t.Parallel()
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
-	put(t, a, "a0", "shared.md", "line 1\nline 2\nline 3\nline 4\n")
+	put(t, a, "call-a0", "shared.md", "line 1\nline 2\nline 3\nline 4\n")
 	put(t, a, "a-old", "old.md", "old\n")
 	syncOK(t, a)
 	b := agent(t, remote, "b")
 	agentClock.Add(10 * 86400) // ten days later
-	put(t, b, "b1", "shared.md", "line 1\nline 2\nline 3\nline 4 by b\n")
-	put(t, b, "b2", "bfile.md", "b wrote this\n")
+	put(t, b, "call-b1", "shared.md", "line 1\nline 2\nline 3\nline 4 by b\n")
+	put(t, b, "call-b2", "bfile.md", "b wrote this\n")
 	syncOK(t, b)
-	put(t, a, "a1", "shared.md", "line 1 by a\nline 2\nline 3\nline 4\n")
+	put(t, a, "call-a1", "shared.md", "line 1 by a\nline 2\nline 3\nline 4\n")
 	beforeMerge := a.opt.Now()
 	agentClock.Add(10 * 86400) // the merge comes ten days after b's edits
 	res := syncOK(t, a)
@@ -617,7 +617,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"a0", "a-old", "a1", "b1", "b2"} {
+	for _, id := range []string{"call-a0", "a-old", "call-a1", "call-b1", "call-b2"} {
 		if !slices.Contains(ids, id) {
 			t.Errorf("log lacks %s: %v", id, ids)
 		}
@@ -635,7 +635,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	for _, l := range lines {
 		got = append(got, l.Text+"="+l.Commit.Trailer(TrailerToolUseID))
 	}
-	if want := "[line 1 by a=a1 line 2=a0 line 3=a0 line 4 by b=b1]"; fmt.Sprint(got) != want {
+	if want := "[line 1 by a=call-a1 line 2=call-a0 line 3=call-a0 line 4 by b=call-b1]"; fmt.Sprint(got) != want {
 		t.Errorf("blame %v, want %s", got, want)
 	}
 	gitBlame := gittest.Git(t, a.Dir(), "blame", "--line-porcelain", "memories/shared.md")
@@ -644,7 +644,7 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	}
 
 	// revert a commit that arrived through the merge.
-	if _, _, err := a.Revert(context.Background(), []string{"b1"}, RevertOptions{}); err != nil {
+	if _, _, err := a.Revert(context.Background(), []string{"call-b1"}, RevertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := files(t, a)["shared.md"]; got != "line 1 by a\nline 2\nline 3\nline 4\n" {
@@ -670,8 +670,8 @@ func TestOperatorToolsOnMergedHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Trailer(TrailerToolUseID) != "a1" {
-		t.Errorf("HEAD before the merge was %s (%s), want a1", c.Hash[:7], c.Trailer(TrailerToolUseID))
+	if c.Trailer(TrailerToolUseID) != "call-a1" {
+		t.Errorf("HEAD before the merge was %s (%s), want call-a1", c.Hash[:7], c.Trailer(TrailerToolUseID))
 	}
 	if _, _, err := a.Restore(context.Background(), c, RestoreOptions{Paths: []string{"bfile.md"}, Delete: true}); err != nil {
 		t.Fatal(err)
