@@ -252,8 +252,10 @@ func maskNote(trailers []gitmem.Trailer) string {
 
 // update commits the change fn makes and returns fn's result. A tool_use
 // id that already has a commit is not applied again: replay renders the
-// original result from that commit.
-func (h *Handler) update(in input, meta gitmem.Meta, fn func(tx *gitmem.Tx) (string, error), replay func(gitmem.Commit) (string, error)) (string, error) {
+// original result from that commit. made tells the commits of an id
+// apart when several have the call's command and paths (retried); nil:
+// command and paths decide (delete, rename).
+func (h *Handler) update(in input, meta gitmem.Meta, fn func(tx *gitmem.Tx) (string, error), replay func(gitmem.Commit) (string, error), made func(gitmem.Commit) (bool, error)) (string, error) {
 	var result string
 	start := time.Now()
 	// The call's context stops the wait for the writer lock (another
@@ -270,7 +272,7 @@ func (h *Handler) update(in input, meta gitmem.Meta, fn func(tx *gitmem.Tx) (str
 	}
 	var applied *gitmem.AppliedError
 	if errors.As(err, &applied) {
-		c, err := h.retried(in.ctx, applied, meta)
+		c, err := h.retried(in.ctx, applied, meta, made)
 		if err != nil {
 			return "", err
 		}
@@ -281,12 +283,16 @@ func (h *Handler) update(in input, meta gitmem.Meta, fn func(tx *gitmem.Tx) (str
 	return result + maskNote(commit.Trailers), err
 }
 
-// retried is the commit a retried call made: the one the store names, if
-// its command and paths are the call's; else (two agents each made a call
-// with the id, and a pull or sync merged their histories, so the id has
-// two commits) another commit of the id that has them. None: the id was
-// used for another command.
-func (h *Handler) retried(ctx context.Context, applied *gitmem.AppliedError, meta gitmem.Meta) (gitmem.Commit, error) {
+// retried is the commit a retried call made. The id has one commit as a
+// rule, and the call is its retry if its command and paths are the
+// call's. Two agents that each made a call with the id, their histories
+// then merged by a pull or sync, gave it two: the retry's is the one of
+// the call's command and paths, and if both have them, the one whose
+// change is what the call does to its parent's version (made). The
+// store's commit is checked first; the id's others (Log by tool_use id)
+// only when it is not the call's by command, paths or change. None: the
+// id was used for another command.
+func (h *Handler) retried(ctx context.Context, applied *gitmem.AppliedError, meta gitmem.Meta, made func(gitmem.Commit) (bool, error)) (gitmem.Commit, error) {
 	same := func(c gitmem.Commit) bool {
 		for _, key := range []string{gitmem.TrailerCommand, gitmem.TrailerPath, gitmem.TrailerNewPath} {
 			if c.Trailer(key) != meta.Trailer(key) {
@@ -295,25 +301,68 @@ func (h *Handler) retried(ctx context.Context, applied *gitmem.AppliedError, met
 		}
 		return true
 	}
+	mine := func(c gitmem.Commit) (bool, error) {
+		if !same(c) || made == nil {
+			return same(c), nil
+		}
+		return made(c)
+	}
+	if ok, err := mine(applied.Commit); ok || err != nil {
+		return applied.Commit, err
+	}
+	var alike []string // the id's commits of the call's command and paths
 	if same(applied.Commit) {
-		return applied.Commit, nil
+		alike = append(alike, applied.Commit.Hash)
 	}
 	var twin string
 	err := h.repo.Log(ctx, gitmem.LogOptions{ToolUseID: applied.ID}, nil, func(c gitmem.Commit) error {
-		if c.Hash != applied.Commit.Hash && same(c) {
+		if c.Hash == applied.Commit.Hash || !same(c) {
+			return nil
+		}
+		alike = append(alike, c.Hash)
+		ok, err := mine(c)
+		if ok {
 			twin = c.Hash
 			return errFound
 		}
-		return nil
+		return err
 	})
 	switch {
 	case err != nil && !errors.Is(err, errFound):
 		return gitmem.Commit{}, err
 	case twin != "":
 		return h.repo.Commit(ctx, twin)
+	case len(alike) == 1: // the only commit of its command and paths: the call's, whatever its change
+		return h.repo.Commit(ctx, alike[0])
 	}
 	return gitmem.Commit{}, fail("tool_use id %s was already used for another command (%s); nothing was changed",
 		applied.ID, applied.Commit.Subject)
+}
+
+// madeBy is update's made for a call that writes the file rel: whether
+// commit c turned the file of c's first parent into the text edit makes
+// of it. edit gets the parent's text (exists false: it has no such file)
+// and returns the text the call writes, or false where the call fails.
+func (h *Handler) madeBy(ctx context.Context, rel string, edit func(old string, exists bool) (string, bool)) func(gitmem.Commit) (bool, error) {
+	return func(c gitmem.Commit) (bool, error) {
+		var old []byte
+		err := gitmem.ErrNotExist
+		if len(c.Parents) > 0 {
+			old, err = h.repo.ReadFileAt(ctx, c.Parents[0], rel)
+		}
+		if err != nil && !errors.Is(err, gitmem.ErrNotExist) {
+			return false, err
+		}
+		want, ok := edit(string(old), err == nil)
+		if !ok {
+			return false, nil
+		}
+		got, err := h.repo.ReadFileAt(ctx, c.Hash, rel)
+		if errors.Is(err, gitmem.ErrNotExist) {
+			return false, nil
+		}
+		return err == nil && string(got) == want, err
+	}
 }
 
 // errFound ends a walk of the history that found what it looked for.
@@ -365,7 +414,8 @@ func (h *Handler) create(c Caller, id string, in input) (string, error) {
 			return "", err
 		}
 		return done, parentErr(tx.WriteFile(rel, []byte(file)), "create "+path)
-	}, func(gitmem.Commit) (string, error) { return done, nil })
+	}, func(gitmem.Commit) (string, error) { return done, nil },
+		h.madeBy(in.ctx, rel, func(_ string, exists bool) (string, bool) { return text, !exists }))
 }
 
 // parentErr explains a path whose parent is a file.
@@ -494,7 +544,13 @@ func (h *Handler) strReplace(c Caller, id string, in input) (string, error) {
 		}
 		line, _ := strconv.Atoi(c.Trailer(gitmem.TrailerLine))
 		return snippet(string(data), max(line, 1)), nil
-	})
+	}, h.madeBy(in.ctx, rel, func(old string, exists bool) (string, bool) {
+		at := occurrences(old, oldStr)
+		if !exists || len(at) != 1 {
+			return "", false
+		}
+		return old[:at[0]] + newStr + old[at[0]+len(oldStr):], true
+	}))
 }
 
 func (h *Handler) insert(c Caller, id string, in input) (string, error) {
@@ -525,16 +581,7 @@ func (h *Handler) insert(c Caller, id string, in input) (string, error) {
 		if n := policy.CountLines(content); at < 0 || at > n {
 			return "", fail("Invalid `insert_line` parameter: %d. It should be within the range of lines of the file: [0, %d]", at, n)
 		}
-		// The text becomes lines at..., each line joined by "\n": the
-		// file's own text either side of it.
-		lines := policy.SplitLines(content)
-		before, after := strings.Join(lines[:at], "\n"), strings.Join(lines[at:], "\n")
-		if at > 0 {
-			before += "\n"
-		}
-		if at < len(lines) {
-			after = "\n" + after
-		}
+		before, after := around(content, at)
 		updated, _, err := h.place(sc.trimNewline(), rel, path, before, after, tx)
 		if err != nil {
 			return "", err
@@ -543,7 +590,28 @@ func (h *Handler) insert(c Caller, id string, in input) (string, error) {
 			return "", err
 		}
 		return done, tx.WriteFile(rel, []byte(updated))
-	}, func(gitmem.Commit) (string, error) { return done, nil })
+	}, func(gitmem.Commit) (string, error) { return done, nil }, h.madeBy(in.ctx, rel, func(old string, exists bool) (string, bool) {
+		if !exists || at < 0 || at > policy.CountLines(old) {
+			return "", false
+		}
+		before, after := around(old, at)
+		return before + strings.TrimSuffix(text, "\n") + after, true
+	}))
+}
+
+// around is the file's own text either side of an insert at line at
+// (0 to its count of lines): the text becomes lines at..., each line
+// joined by "\n".
+func around(content string, at int) (before, after string) {
+	lines := policy.SplitLines(content)
+	before, after = strings.Join(lines[:at], "\n"), strings.Join(lines[at:], "\n")
+	if at > 0 {
+		before += "\n"
+	}
+	if at < len(lines) {
+		after = "\n" + after
+	}
+	return before, after
 }
 
 func (h *Handler) delete(c Caller, id string, in input) (string, error) {
@@ -563,7 +631,7 @@ func (h *Handler) delete(c Caller, id string, in input) (string, error) {
 			return "", err
 		}
 		return done, nil
-	}, func(gitmem.Commit) (string, error) { return done, nil })
+	}, func(gitmem.Commit) (string, error) { return done, nil }, nil)
 }
 
 func (h *Handler) rename(c Caller, id string, in input) (string, error) {
@@ -598,5 +666,5 @@ func (h *Handler) rename(c Caller, id string, in input) (string, error) {
 			return "", fail("Cannot rename %s to %s: a folder cannot be moved into itself", oldPath, newPath)
 		}
 		return done, parentErr(err, "rename "+oldPath+" to "+newPath)
-	}, func(gitmem.Commit) (string, error) { return done, nil })
+	}, func(gitmem.Commit) (string, error) { return done, nil }, nil)
 }

@@ -11,6 +11,13 @@ import (
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
+// agentOptions are the options of the memory of the agent name: a fixed
+// clock, name as its author.
+func agentOptions(t *testing.T, name string) gitmem.Options {
+	return gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf, Author: gitmem.Signature{Name: name, Email: name + "@example.com"},
+		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}}
+}
+
 // Two agents each made a call with the same tool_use id, and a sync
 // merged their histories: the id has two commits. A retry of either
 // call, on either agent, is answered from the commit of the same command
@@ -23,10 +30,7 @@ func TestRetryOfACallTwoAgentsMadeWithTheSameID(t *testing.T) {
 	ctx := context.Background()
 	remote := filepath.Join(gittest.TempDir(t), "shared.git")
 	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", remote)
-	opt := func(name string) gitmem.Options {
-		return gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf, Author: gitmem.Signature{Name: name, Email: name + "@example.com"},
-			Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}}
-	}
+	opt := func(name string) gitmem.Options { return agentOptions(t, name) }
 	ann, _, err := gitmem.Init(ctx, gittest.TempDir(t), opt("ann"))
 	if err != nil {
 		t.Fatal(err)
@@ -82,4 +86,105 @@ func TestRetryOfACallTwoAgentsMadeWithTheSameID(t *testing.T) {
 	}
 	defer bob.Close()
 	check("after a restart", handler.New(bob, handler.Options{Logger: testLog(t)}), bob)
+}
+
+// Two agents each made a str_replace with the same tool_use id on the same
+// file (other old_str and new_str), and syncs merged their histories: the
+// id has two commits of one command and one path (so for a create and an
+// insert). A retry, on either agent, while it runs and after a restart,
+// is answered from the commit whose change is what the call does to its
+// parent's version (its own snippet), and commits nothing; a call of the
+// id that made neither change is refused. Before, after a restart each agent's retry was
+// answered from the other agent's commit (the one its history index kept
+// last).
+func TestRetryOfTwoCallsOfOneIDOnOnePath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	remote := filepath.Join(gittest.TempDir(t), "srv.git")
+	gittest.Git(t, "", "init", "-q", "--bare", "--initial-branch=main", remote)
+	opt := func(name string) gitmem.Options { return agentOptions(t, name) }
+	annDir, bobDir := filepath.Join(gittest.TempDir(t), "A"), filepath.Join(gittest.TempDir(t), "B")
+	ann, _, err := gitmem.Init(ctx, annDir, opt("ann"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha := handler.New(ann, handler.Options{Logger: testLog(t)})
+	if res := call(ha, "c0", `{"command":"create","path":"/memories/s.md","file_text":"alpha\nmiddle\nomega\n"}`); res.IsError {
+		t.Fatal(res.Content)
+	}
+	if err := ann.AddRemote("origin", remote); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ann.Push(ctx, "origin", gitmem.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bob, _, err := gitmem.Clone(ctx, remote, bobDir, opt("bob"), gitmem.SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := handler.New(bob, handler.Options{Logger: testLog(t)})
+	const snippet, inserted = "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n", "The file /memories/s.md has been edited."
+	refused := func(id, command, path string) string {
+		return "Error: tool_use id " + id + " was already used for another command (memory: " + command + " " + path + "); nothing was changed"
+	}
+	// Each id: ann's call, bob's, and one that made neither change, with
+	// the answer of each.
+	calls := []struct{ id, input, want string }{
+		{"toolu_q", `{"command":"str_replace","path":"/memories/s.md","old_str":"alpha","new_str":"ANN WAS HERE"}`, snippet + "     1\tANN WAS HERE\n     2\tmiddle\n     3\tomega"},
+		{"toolu_q", `{"command":"str_replace","path":"/memories/s.md","old_str":"omega","new_str":"BOB WAS HERE"}`, snippet + "     1\talpha\n     2\tmiddle\n     3\tBOB WAS HERE\n     4\t"},
+		{"toolu_q", `{"command":"str_replace","path":"/memories/s.md","old_str":"middle","new_str":"CAROL"}`, refused("toolu_q", "str_replace", "/memories/s.md")},
+		{"toolu_c", `{"command":"create","path":"/memories/n.md","file_text":"ann\n"}`, "File created successfully at: /memories/n.md"},
+		{"toolu_c", `{"command":"create","path":"/memories/n.md","file_text":"bob\n"}`, "File created successfully at: /memories/n.md"},
+		{"toolu_c", `{"command":"create","path":"/memories/n.md","file_text":"carol\n"}`, refused("toolu_c", "create", "/memories/n.md")},
+		{"toolu_i", `{"command":"insert","path":"/memories/s.md","insert_line":1,"insert_text":"from ann"}`, inserted},
+		{"toolu_i", `{"command":"insert","path":"/memories/s.md","insert_line":2,"insert_text":"from bob\n"}`, inserted},
+		{"toolu_i", `{"command":"insert","path":"/memories/s.md","insert_line":0,"insert_text":"carol"}`, refused("toolu_i", "insert", "/memories/s.md")},
+	}
+	for i := 0; i < len(calls); i += 3 {
+		for _, made := range []struct {
+			h *handler.Handler
+			c int
+		}{{ha, i}, {hb, i + 1}} {
+			if res := call(made.h, calls[made.c].id, calls[made.c].input); res.IsError || res.Content != calls[made.c].want {
+				t.Fatalf("%s: %+v", calls[made.c].input, res)
+			}
+		}
+	}
+	for _, r := range []*gitmem.Repo{ann, bob, ann} {
+		if _, err := r.Sync(ctx, "origin", gitmem.SyncOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string, h *handler.Handler, r *gitmem.Repo) {
+		t.Helper()
+		head, _ := r.Commit(ctx, "HEAD")
+		for _, c := range calls {
+			if res := call(h, c.id, c.input); res.Content != c.want {
+				t.Errorf("%s: the retry of %s: %q, want %q", when, c.input, res.Content, c.want)
+			}
+		}
+		if after, _ := r.Commit(ctx, "HEAD"); after.Hash != head.Hash {
+			t.Errorf("%s: a retry committed %s", when, after.Subject)
+		}
+	}
+	check("ann, while she runs", ha, ann)
+	check("bob, while he runs", hb, bob)
+	for _, m := range []struct {
+		name string
+		dir  string
+		r    **gitmem.Repo
+	}{{"ann", annDir, &ann}, {"bob", bobDir, &bob}} {
+		if err := (*m.r).Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := gitmem.Open(ctx, m.dir, opt(m.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		check(m.name+", after a restart", handler.New(r, handler.Options{Logger: testLog(t)}), r)
+	}
+	if a, b := gittest.Git(t, annDir, "rev-parse", "HEAD"), gittest.Git(t, bobDir, "rev-parse", "HEAD"); a != b {
+		t.Errorf("ann is at %s, bob at %s: one history expected", a, b)
+	}
 }
