@@ -1872,3 +1872,44 @@ func TestAdoptAfterCloseIsClosed(t *testing.T) {
 		t.Fatalf("adopt after Close: %v, want ErrClosed", err)
 	}
 }
+
+// One commit named twice (twice the same name, or its tool_use id and its
+// hash) is reverted once, and the revert records one change: one Reverts
+// trailer, its subject that of a revert of one commit. Before, it was
+// "memory: revert 2 changes" with two identical Reverts trailers.
+func TestRevertOfOneCommitNamedTwice(t *testing.T) {
+	t.Parallel()
+	r, _ := newRepo(t)
+	write(t, r, "c1", "x.md", "x\ny\n")
+	c, err := r.Update(context.Background(), Meta{Subject: "memory: str_replace /memories/x.md", Trailers: []Trailer{{TrailerToolUseID, "i1"}, {TrailerCommand, "str_replace"}, {TrailerPath, "/memories/x.md"}}}, func(tx *Tx) error {
+		return tx.WriteFile("x.md", []byte("x\ny\nx\n"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, revs := range [][]string{{"i1", "i1"}, {"i1", c.Hash[:9], c.Hash}} {
+		rc, _, err := r.Revert(context.Background(), revs, RevertOptions{})
+		if err != nil {
+			t.Fatalf("revert %q: %v", revs, err)
+		}
+		if want := "memory: revert " + c.Hash[:7] + " (memory: str_replace /memories/x.md)"; rc.Subject != want {
+			t.Errorf("revert %q: subject %q, want %q", revs, rc.Subject, want)
+		}
+		var reverts []string
+		for _, tr := range rc.Trailers {
+			if tr.Key == "Reverts" || tr.Key == "Reverts-Tool-Use-Id" {
+				reverts = append(reverts, tr.Key+": "+tr.Value)
+			}
+		}
+		if want := []string{"Reverts: " + c.Hash, "Reverts-Tool-Use-Id: i1"}; !slices.Equal(reverts, want) {
+			t.Errorf("revert %q: trailers %q, want %q", revs, reverts, want)
+		}
+		if got := read(t, r, "x.md"); got != "x\ny\n" {
+			t.Errorf("revert %q: x.md = %q", revs, got)
+		}
+		// Back to the change, for the next names.
+		if _, _, err := r.Revert(context.Background(), []string{rc.Hash}, RevertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -210,7 +210,8 @@ func (tx *Tx) changes() ([]FileChange, error) {
 }
 
 // Revert undoes the changes the given commits (or tool_use ids) made, as
-// one new commit with a Reverts trailer for each. Later edits to the same
+// one new commit with a Reverts trailer for each (a commit named twice
+// counts once). Later edits to the same
 // files are kept where they do not overlap (a three-way line merge: base
 // = the file after the change, ours = HEAD, theirs = the file before).
 // When they overlap, a *ConflictError describes them and nothing changes.
@@ -223,6 +224,7 @@ func (r *Repo) Revert(ctx context.Context, revs []string, opt RevertOptions) (Co
 
 func revert(ctx context.Context, s opStore, revs []string, opt RevertOptions) (Commit, []FileChange, error) {
 	type target struct {
+		rev   string // the name it was given by
 		c     Commit
 		after []histRec // the records after it, oldest first
 	}
@@ -235,7 +237,9 @@ func revert(ctx context.Context, s opStore, revs []string, opt RevertOptions) (C
 		if err != nil {
 			return Commit{}, nil, fmt.Errorf("%w: %q is not a commit, tool_use id or revision of this memory", ErrUnknownRev, rev)
 		}
-		targets = append(targets, target{c: c})
+		if !slices.ContainsFunc(targets, func(t target) bool { return t.c.Hash == c.Hash }) { // a commit named twice is reverted once
+			targets = append(targets, target{rev: rev, c: c})
+		}
 	}
 	// The history is read from its newest record back to the oldest
 	// target only (a fresh process reads the index file from its end),
@@ -259,7 +263,7 @@ func revert(ctx context.Context, s opStore, revs []string, opt RevertOptions) (C
 	for i := range targets {
 		d := back[targets[i].c.Hash]
 		if d < 0 {
-			return Commit{}, nil, fmt.Errorf("%w: %s is not on the current branch", ErrUnknownRev, revs[i])
+			return Commit{}, nil, fmt.Errorf("%w: %s is not on the current branch", ErrUnknownRev, targets[i].rev)
 		}
 		targets[i].after = slices.Clone(later[:d])
 		slices.Reverse(targets[i].after)
