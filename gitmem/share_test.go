@@ -1215,3 +1215,39 @@ func TestAnIDOfTwoMergedCommitsIsAmbiguous(t *testing.T) {
 		t.Errorf("HEAD moved from %.7s to %.7s", head, got)
 	}
 }
+
+// A remote URL with a control character (a newline, a tab, another C0
+// character, DEL) is refused by remote add and by clone, as a remote
+// helper's is, and nothing is written: no remote, no clone folder, and
+// .git/config is as it was. Before, it was stored (quoted in the config)
+// and `gitmem remote` and `git remote -v` printed lines it forged.
+func TestRemoteURLWithAControlCharacterIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, dir := newRepo(t)
+	srv := bareRemote(t)
+	config, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"\n", "\r", "\t", "\x00", "\x01", "\x1b", "\x7f"} {
+		url := srv + c + "[core]\n\tfsmonitor = touch pwned; false"
+		var bad *BadRemoteError
+		if err := r.AddRemote("r1", url); !errors.As(err, &bad) || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("remote add of a URL with %q: %v", c, err)
+		}
+		clone := filepath.Join(gittest.TempDir(t), "clone")
+		if _, _, err := Clone(ctx, url, clone, testOptions(t), SyncOptions{}); !errors.As(err, &bad) || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("clone of a URL with %q: %v", c, err)
+		}
+		if _, err := os.Stat(clone); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("clone of a URL with %q left %s: %v", c, clone, err)
+		}
+	}
+	if rs, err := r.Remotes(); err != nil || len(rs) != 0 {
+		t.Errorf("remotes: %v, %v", rs, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, ".git", "config")); string(got) != string(config) {
+		t.Errorf(".git/config changed:\n%s", got)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
@@ -92,8 +93,13 @@ type Conn interface {
 }
 
 // CheckURL refuses a URL gitmem cannot use or must not store: one that
-// carries a password (credentials belong in the environment).
+// carries a password (credentials belong in the environment), or a
+// control character (a newline, a tab, DEL: stored, it would forge lines
+// where remotes are listed).
 func CheckURL(url string) error {
+	if i := strings.IndexFunc(url, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("%q holds a control character (%q); a remote URL cannot", url, []rune(url[i:])[0])
+	}
 	if helper, ok := remoteHelper(url); ok {
 		return fmt.Errorf("%q: gitmem speaks file paths, file://, git://, http(s):// and ssh, not git's remote helper %s::", url, helper)
 	}
