@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // The store's errors. Callers test them with errors.Is; no go-git error or
@@ -57,8 +58,8 @@ type AmbiguousError struct {
 }
 
 func (e *AmbiguousError) Error() string {
-	return fmt.Sprintf("%q names two commits: the tool_use id of %s and the %s %s; name the one meant by its hash",
-		e.Name, e.ByID[:12], e.AsRevType, e.AsRev[:12])
+	return fmt.Sprintf("%s names two commits: the tool_use id of %s and the %s %s; name the one meant by its hash",
+		policy.QuoteName(e.Name), e.ByID[:12], e.AsRevType, e.AsRev[:12])
 }
 
 // DamagedError reports a repository gitmem will not work on until it is

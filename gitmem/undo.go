@@ -235,7 +235,7 @@ func revert(ctx context.Context, s opStore, revs []string, opt RevertOptions) (C
 			return Commit{}, nil, err
 		}
 		if err != nil {
-			return Commit{}, nil, fmt.Errorf("%w: %q is not a commit, tool_use id or revision of this memory", ErrUnknownRev, rev)
+			return Commit{}, nil, fmt.Errorf("%w: %s is not a commit, tool_use id or revision of this memory", ErrUnknownRev, policy.QuoteName(rev))
 		}
 		if !slices.ContainsFunc(targets, func(t target) bool { return t.c.Hash == c.Hash }) { // a commit named twice is reverted once
 			targets = append(targets, target{rev: rev, c: c})

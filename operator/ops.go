@@ -70,7 +70,7 @@ func revision(ctx context.Context, r *gitmem.Repo, rev string, now time.Time, or
 		if t, terr := policy.ParseTime(rev, now); orTime && terr == nil {
 			return at(ctx, r, t)
 		}
-		return c, &RevError{Msg: fmt.Sprintf("%q is not a commit, tool_use id or revision of this memory", rev)}
+		return c, &RevError{Msg: policy.QuoteName(rev) + " is not a commit, tool_use id or revision of this memory"}
 	}
 	return c, err
 }

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +122,27 @@ func TestRevisionRefusesAnIdThatIsAnotherCommitsTime(t *testing.T) {
 	}
 	if c, err := operator.Revision(context.Background(), r, "2h", now.Add(-time.Hour), true); err != nil || c.Hash != byID.Hash {
 		t.Fatalf("Revision(2h) when 2h ago was the call's = %s, %v; want %s", c.Hash, err, byID.Hash)
+	}
+}
+
+// A name that names nothing is echoed clipped: its first 80 bytes,
+// quoted, then "...". Before, `gitmem show <3,000 bytes>` (and the
+// operator API's versions/{rev}) echoed all of it.
+func TestRevisionOfNothingEchoesTheNameClipped(t *testing.T) {
+	t.Parallel()
+	r, write := newRepo(t)
+	write("toolu_a", "a.md", "a\n")
+	long := strings.Repeat("a", 3000)
+	_, err := operator.Revision(context.Background(), r, long, time.Now(), false)
+	var re *operator.RevError
+	if want := `"` + long[:80] + `"... is not a commit, tool_use id or revision of this memory`; !errors.As(err, &re) || re.Msg != want {
+		t.Fatalf("Revision(3,000 bytes): %v; want %q", err, want)
+	}
+	_, err = operator.Revision(context.Background(), r, "toolu_nope", time.Now(), false)
+	if want := `"toolu_nope" is not a commit, tool_use id or revision of this memory`; !errors.As(err, &re) || re.Msg != want {
+		t.Fatalf("Revision(toolu_nope): %v; want %q", err, want)
+	}
+	if _, _, err := r.Revert(context.Background(), []string{long}, gitmem.RevertOptions{}); err == nil || len(err.Error()) > 200 || !strings.Contains(err.Error(), `"...`) {
+		t.Fatalf("Revert(3,000 bytes): %v", err)
 	}
 }

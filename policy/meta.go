@@ -89,6 +89,30 @@ func Clip(s string, max int) string {
 	return p + " [... " + Thousands(int64(len(s)-len(p))) + " more bytes]"
 }
 
+// MaxNameEcho is how much of a name or id a user gave (a revision, a
+// store's id, a query value) an error message quotes.
+const MaxNameEcho = 80
+
+// QuoteName is a name or id a user gave as an error message quotes it:
+// quoted, at most its first MaxNameEcho bytes (cut at a character), then
+// "..." when it was cut.
+func QuoteName(s string) string {
+	if p := prefix(s, MaxNameEcho); len(p) < len(s) {
+		return strconv.Quote(p) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// ClipName is QuoteName for a message that names a short plain name as it
+// is: a name of at most MaxNameEcho bytes without a control character is
+// not quoted.
+func ClipName(s string) string {
+	if len(s) > MaxNameEcho || strings.ContainsFunc(s, isControl) {
+		return QuoteName(s)
+	}
+	return s
+}
+
 // LineList joins ascending line numbers with ", " for an error result; past
 // max numbers it ends with " [... N more lines]".
 func LineList(lines []int, max int) string {

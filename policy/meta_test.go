@@ -88,6 +88,26 @@ func TestClip(t *testing.T) {
 	}
 }
 
+func TestQuoteAndClipName(t *testing.T) {
+	t.Parallel()
+	x80, x81 := strings.Repeat("x", 80), strings.Repeat("x", 81)
+	for _, tc := range []struct{ in, quote, clip string }{
+		{"memstore_1", `"memstore_1"`, "memstore_1"},
+		{x80, `"` + x80 + `"`, x80},
+		{x81, `"` + x80 + `"...`, `"` + x80 + `"...`},
+		{strings.Repeat("x", 79) + "é", `"` + strings.Repeat("x", 79) + `"...`, `"` + strings.Repeat("x", 79) + `"...`}, // cut at a character
+		{"a\nb", `"a\nb"`, `"a\nb"`},
+		{"a\x7fb", `"a\x7fb"`, `"a\x7fb"`},
+	} {
+		if got := QuoteName(tc.in); got != tc.quote {
+			t.Errorf("QuoteName(%.20q) = %q, want %q", tc.in, got, tc.quote)
+		}
+		if got := ClipName(tc.in); got != tc.clip {
+			t.Errorf("ClipName(%.20q) = %q, want %q", tc.in, got, tc.clip)
+		}
+	}
+}
+
 func TestLineList(t *testing.T) {
 	t.Parallel()
 	if got := LineList([]int{1, 4, 9}, 3); got != "1, 4, 9" {

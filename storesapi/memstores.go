@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
@@ -91,7 +90,7 @@ func scoped(w http.ResponseWriter, r *http.Request, n need) (principal, string, 
 	id := r.PathValue("store")
 	if policy.CheckStoreName(id) != nil { // no store has such an id: nothing to learn
 		final(w)
-		apiError(w, http.StatusNotFound, errNotFound, "memory store "+clip(id)+" not found")
+		apiError(w, http.StatusNotFound, errNotFound, "memory store "+policy.ClipName(id)+" not found")
 		return p, id, false
 	}
 	if !allowed(w, p, n) {
@@ -99,7 +98,7 @@ func scoped(w http.ResponseWriter, r *http.Request, n need) (principal, string, 
 	}
 	if !p.Allows(id) {
 		final(w)
-		apiError(w, http.StatusForbidden, errPermission, "token "+p.Name+" may not use memory store "+clip(id))
+		apiError(w, http.StatusForbidden, errPermission, "token "+p.Name+" may not use memory store "+policy.ClipName(id))
 		return p, id, false
 	}
 	return p, id, true
@@ -142,14 +141,6 @@ func (s *storesServer) ms(n need, fn func(w http.ResponseWriter, r *http.Request
 	}
 }
 
-// clip is an id or name from a request as a message quotes it.
-func clip(s string) string {
-	if len(s) > 80 || strings.ContainsFunc(s, unicode.IsControl) {
-		return strconv.Quote(s[:min(len(s), 80)]) + "..."
-	}
-	return s
-}
-
 // msError answers the failure of a Memory Stores request; nothing was
 // changed.
 func (s *storesServer) msError(w http.ResponseWriter, store string, err error) {
@@ -163,13 +154,13 @@ func (s *storesServer) msError(w http.ResponseWriter, store string, err error) {
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
 		final(w)
-		apiError(w, http.StatusNotFound, errNotFound, "memory store "+clip(store)+" not found")
+		apiError(w, http.StatusNotFound, errNotFound, "memory store "+policy.ClipName(store)+" not found")
 	case errors.Is(err, stores.ErrArchived):
 		final(w)
-		apiError(w, http.StatusBadRequest, errInvalidRequest, "memory store "+clip(store)+" is archived: it is read-only (its memories can still be read, deleted and their versions redacted)")
+		apiError(w, http.StatusBadRequest, errInvalidRequest, "memory store "+policy.ClipName(store)+" is archived: it is read-only (its memories can still be read, deleted and their versions redacted)")
 	case errors.Is(err, memstore.ErrNotFound):
 		final(w)
-		apiError(w, http.StatusNotFound, errNotFound, "not found in memory store "+clip(store))
+		apiError(w, http.StatusNotFound, errNotFound, "not found in memory store "+policy.ClipName(store))
 	case errors.As(err, &invalid):
 		final(w)
 		apiError(w, http.StatusBadRequest, errInvalidRequest, invalid.Msg)
@@ -204,11 +195,11 @@ func (s *storesServer) msError(w http.ResponseWriter, store string, err error) {
 	case errors.As(err, &damaged):
 		s.opt.Logger.Error("memory store damaged", "store", store, "err", err.Error())
 		final(w)
-		apiError(w, http.StatusInternalServerError, errAPI, "memory store "+clip(store)+" is damaged: "+damaged.Problem+"; nothing was changed. "+repairIt(store, "how"))
+		apiError(w, http.StatusInternalServerError, errAPI, "memory store "+policy.ClipName(store)+" is damaged: "+damaged.Problem+"; nothing was changed. "+repairIt(store, "how"))
 	case errors.As(err, &unopened):
 		s.opt.Logger.Error("memory store cannot be opened", "store", store, "err", err.Error())
 		final(w)
-		apiError(w, http.StatusInternalServerError, errAPI, "memory store "+clip(store)+" cannot be opened: its folder or repository cannot be read; nothing was changed. "+repairIt(store, "why"))
+		apiError(w, http.StatusInternalServerError, errAPI, "memory store "+policy.ClipName(store)+" cannot be opened: its folder or repository cannot be read; nothing was changed. "+repairIt(store, "why"))
 	default:
 		s.opt.Logger.Error("memory store failure", "store", store, "err", err.Error())
 		apiError(w, http.StatusInternalServerError, errAPI, "the store could not complete the request; nothing was changed")
@@ -219,7 +210,7 @@ func (s *storesServer) msError(w http.ResponseWriter, store string, err error) {
 // or cannot be opened: nothing (a retry does not mend it, so the answer
 // is final), its operator something, on the server.
 func repairIt(store, what string) string {
-	return "Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/" + clip(store) + " fsck says " + what +
+	return "Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/" + policy.ClipName(store) + " fsck says " + what +
 		" (STORES is the server's --stores folder)"
 }
 
@@ -290,7 +281,7 @@ func pageLimit(w http.ResponseWriter, r *http.Request, defaultView string) (limi
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			badQuery(w, "limit must be an integer from 1 to 100, not %s", clip(v))
+			badQuery(w, "limit must be an integer from 1 to 100, not %s", policy.ClipName(v))
 			return 0, false, false
 		}
 		limit = n
@@ -313,7 +304,7 @@ func view(w http.ResponseWriter, r *http.Request, def string) (full bool, ok boo
 	case "full":
 		return true, true
 	}
-	badQuery(w, "view must be basic or full, not %s", clip(v))
+	badQuery(w, "view must be basic or full, not %s", policy.ClipName(v))
 	return false, false
 }
 
@@ -332,7 +323,7 @@ func timeRange(w http.ResponseWriter, r *http.Request) (gte, lte time.Time, ok b
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
 			if t, err = time.Parse("2006-01-02", v); err != nil {
-				badQuery(w, "%s must be an RFC 3339 time, such as 2026-01-02T15:04:05Z, not %s", f.key, clip(v))
+				badQuery(w, "%s must be an RFC 3339 time, such as 2026-01-02T15:04:05Z, not %s", f.key, policy.ClipName(v))
 				return gte, lte, false
 			}
 		}
@@ -381,7 +372,7 @@ func (s *storesServer) createMemoryStore(w http.ResponseWriter, r *http.Request)
 	}
 	for k, v := range req.Metadata {
 		if v == nil {
-			badQuery(w, "metadata %s: a new store's values are strings, not null", clip(k))
+			badQuery(w, "metadata %s: a new store's values are strings, not null", policy.ClipName(k))
 			return
 		}
 		m.Metadata[k] = *v
@@ -476,7 +467,7 @@ func (s *storesServer) listMemoryStores(w http.ResponseWriter, r *http.Request) 
 	case "true":
 		archived = true
 	default:
-		badQuery(w, "include_archived must be true or false, not %s", clip(v))
+		badQuery(w, "include_archived must be true or false, not %s", policy.ClipName(v))
 		return
 	}
 	after, err := pageAfter(r)
@@ -615,7 +606,7 @@ func (s *storesServer) createMemory(w http.ResponseWriter, r *http.Request, p pr
 // sha256Param checks a content_sha256 given by a client (false: answered).
 func sha256Param(w http.ResponseWriter, name, v string) bool {
 	if len(v) != 64 || strings.ContainsFunc(v, func(r rune) bool { return !strings.ContainsRune("0123456789abcdefABCDEF", r) }) {
-		badQuery(w, "%s must be 64 hexadecimal digits (a SHA-256), not %s", name, clip(v))
+		badQuery(w, "%s must be 64 hexadecimal digits (a SHA-256), not %s", name, policy.ClipName(v))
 		return false
 	}
 	return true
@@ -639,7 +630,7 @@ func (s *storesServer) getStoreMemory(w http.ResponseWriter, r *http.Request, p 
 func (s *storesServer) notFound(w http.ResponseWriter, m msStore, what, id string, err error) {
 	if errors.Is(err, memstore.ErrNotFound) {
 		final(w)
-		apiError(w, http.StatusNotFound, errNotFound, what+" "+clip(id)+" not found in memory store "+m.id())
+		apiError(w, http.StatusNotFound, errNotFound, what+" "+policy.ClipName(id)+" not found in memory store "+m.id())
 		return
 	}
 	s.msError(w, m.id(), err)
@@ -669,7 +660,7 @@ func (s *storesServer) updateMemory(w http.ResponseWriter, r *http.Request, p pr
 	if pc := req.Precondition; pc != nil {
 		switch {
 		case pc.Type != "content_sha256":
-			badQuery(w, "precondition.type must be content_sha256, not %s", clip(pc.Type))
+			badQuery(w, "precondition.type must be content_sha256, not %s", policy.ClipName(pc.Type))
 			return
 		case pc.ContentSHA256 == "":
 			badQuery(w, "precondition.content_sha256 is required")
@@ -726,7 +717,7 @@ func (s *storesServer) listStoreMemories(w http.ResponseWriter, r *http.Request,
 	if v := q.Get("depth"); v != "" {
 		d, err := strconv.Atoi(v)
 		if err != nil || d < 0 {
-			badQuery(w, "depth must be an integer of 0 or more, not %s", clip(v))
+			badQuery(w, "depth must be an integer of 0 or more, not %s", policy.ClipName(v))
 			return
 		}
 		opt.Depth = d
@@ -764,7 +755,7 @@ func (s *storesServer) listMemoryVersions(w http.ResponseWriter, r *http.Request
 	switch f.Operation {
 	case "", memstore.Created, memstore.Modified, memstore.Deleted:
 	default:
-		badQuery(w, "operation must be created, modified or deleted, not %s", clip(f.Operation))
+		badQuery(w, "operation must be created, modified or deleted, not %s", policy.ClipName(f.Operation))
 		return
 	}
 	after, err := pageAfter(r)

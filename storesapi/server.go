@@ -135,7 +135,7 @@ func (s *storesServer) store(operator bool, fn func(w http.ResponseWriter, r *ht
 		name := r.PathValue("store")
 		switch {
 		case policy.CheckStoreName(name) != nil: // no store has such a name: nothing to learn, whatever the token
-			handler.HTTPError(w, http.StatusNotFound, "there is no store "+clip(name))
+			handler.HTTPError(w, http.StatusNotFound, "there is no store "+policy.ClipName(name))
 			return
 		case operator && !p.Operator():
 			handler.HTTPError(w, http.StatusForbidden, "token "+p.Name+" is an agent token; the operator API needs an operator token")

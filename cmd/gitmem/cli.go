@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gitmem-dev/gitmem/policy"
 	"github.com/xrash/smetrics"
 
 	"github.com/urfave/cli/v2"
@@ -69,7 +70,7 @@ func normalize(app *cli.App, args []string) (out []string, cmdName string, err e
 		for _, c := range app.Commands {
 			names = append(names, c.Names()...)
 		}
-		return failf(exitUsage, "%q is not a gitmem command%s (see: gitmem help)", name, didYouMean(name, names))
+		return failf(exitUsage, "%s is not a gitmem command%s (see: gitmem help)", policy.QuoteName(name), didYouMean(name, names))
 	}
 	if args[i] == "help" || args[i] == "h" { // urfave/cli's own help command: gitmem help serve
 		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && app.Command(args[i+1]) == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/operator"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // oneLine is the log line of a commit: short hash, time, command, path,
@@ -90,7 +91,7 @@ func logCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			revs, args := splitArgs(c)
 			if len(revs) > 0 {
-				return failf(exitUsage, "log takes memory paths, not %q (paths look like /memories/notes.md)", revs[0])
+				return failf(exitUsage, "log takes memory paths, not %s (paths look like /memories/notes.md)", policy.QuoteName(revs[0]))
 			}
 			paths, err := memPaths(args)
 			if err != nil {

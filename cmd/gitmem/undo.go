@@ -113,7 +113,7 @@ func restoreCommand() *cli.Command {
 			}
 			revs, args := splitArgs(c)
 			if len(revs) > 0 {
-				return failf(exitUsage, "restore takes memory paths after --, not %q (paths look like /memories/notes.md)", revs[0])
+				return failf(exitUsage, "restore takes memory paths after --, not %s (paths look like /memories/notes.md)", policy.QuoteName(revs[0]))
 			}
 			paths, err := memPaths(args)
 			if err != nil {

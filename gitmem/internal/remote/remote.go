@@ -31,6 +31,7 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // Auth holds the credentials for a remote. They come from flags or the
@@ -98,14 +99,14 @@ type Conn interface {
 // where remotes are listed).
 func CheckURL(url string) error {
 	if i := strings.IndexFunc(url, unicode.IsControl); i >= 0 {
-		return fmt.Errorf("%q holds a control character (%q); a remote URL cannot", url, []rune(url[i:])[0])
+		return fmt.Errorf("%s holds a control character (%q); a remote URL cannot", policy.QuoteName(url), []rune(url[i:])[0])
 	}
 	if helper, ok := remoteHelper(url); ok {
-		return fmt.Errorf("%q: gitmem speaks file paths, file://, git://, http(s):// and ssh, not git's remote helper %s::", url, helper)
+		return fmt.Errorf("%s: gitmem speaks file paths, file://, git://, http(s):// and ssh, not git's remote helper %s::", policy.QuoteName(url), policy.ClipName(helper))
 	}
 	ep, err := transport.NewEndpoint(url)
 	if err != nil {
-		return fmt.Errorf("%q is not a remote URL or path: %v", url, err)
+		return fmt.Errorf("%s is not a remote URL or path: %v", policy.QuoteName(url), err)
 	}
 	if ep.Password != "" {
 		return errors.New("the URL holds a password; give it in GITMEM_REMOTE_PASSWORD or GITMEM_REMOTE_TOKEN instead, so that it is not written into the repository")
@@ -114,7 +115,7 @@ func CheckURL(url string) error {
 	case "file", "git", "http", "https", "ssh":
 		return nil
 	}
-	return fmt.Errorf("%q: gitmem speaks file paths, file://, git://, http(s):// and ssh, not %s", url, ep.Protocol)
+	return fmt.Errorf("%s: gitmem speaks file paths, file://, git://, http(s):// and ssh, not %s", policy.QuoteName(url), policy.ClipName(ep.Protocol))
 }
 
 // remoteHelper reads git's <transport>::<address> (ext::, fd::, a
