@@ -300,6 +300,7 @@ type pending struct {
 	hash     string // its commit, once known
 	time     time.Time
 	idem     string
+	done     chan struct{} // closed once its write returned (answered, or failed and forgotten)
 }
 
 // Index is the Memory Stores view of one store's history: the memories
@@ -543,14 +544,21 @@ func (ix *Index) writerIDAt(p string) string {
 }
 
 // writerIdem is the version id of the create an idempotency key made ("":
-// none). Called with ix.mu held.
-func (ix *Index) writerIdem(k string) string {
+// none), or, while that create is still being written (its commit not
+// yet durable nor readable), a channel closed once it returned. Called
+// with ix.mu held.
+func (ix *Index) writerIdem(k string) (string, <-chan struct{}) {
 	for i := len(ix.overlay) - 1; i >= 0; i-- {
-		if ix.overlay[i].idem == k {
-			return ix.overlay[i].vid
+		if e := ix.overlay[i]; e.idem == k {
+			select {
+			case <-e.done:
+				return e.vid, nil
+			default:
+				return "", e.done
+			}
 		}
 	}
-	return ix.s.idem[k]
+	return ix.s.idem[k], nil
 }
 
 // sum is the SHA-256 and size of a blob's content (data, when the caller

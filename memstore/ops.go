@@ -110,6 +110,7 @@ func (ix *Index) write(ctx context.Context, repo *gitmem.Repo, meta gitmem.Meta,
 				return gitmem.Commit{}, err
 			}
 		}
+		var made []*pending // fn runs again when Update adopts a hand edit
 		c, err := repo.Update(ctx, meta, func(tx *gitmem.Tx) error {
 			ix.mu.Lock()
 			defer ix.mu.Unlock()
@@ -121,8 +122,9 @@ func (ix *Index) write(ctx context.Context, repo *gitmem.Repo, meta gitmem.Meta,
 			if err != nil {
 				return err
 			}
-			e.vid, e.parent = vid, tx.Head()
+			e.vid, e.parent, e.done = vid, tx.Head(), make(chan struct{})
 			ix.overlay = append(ix.overlay, e)
+			made = append(made, e)
 			return nil
 		})
 		c.Time = c.Time.Truncate(time.Second) // as git keeps it, and Log gives it
@@ -138,6 +140,9 @@ func (ix *Index) write(ctx context.Context, repo *gitmem.Repo, meta gitmem.Meta,
 		}
 		long := len(ix.overlay) > maxPending
 		ix.mu.Unlock()
+		for _, e := range made {
+			close(e.done) // what waits for it (writerIdem) may read it now
+		}
 		if errors.Is(err, errStale) {
 			if attempt+1 < maxAttempts && ctx.Err() == nil {
 				continue
@@ -209,10 +214,28 @@ func (e *ReplayError) Error() string { return "the idempotency key already creat
 
 // Create makes a memory: one commit (Memory-Command: create). A path held
 // or overlapped is *PathConflictError; a key already used,
-// *ReplayError (Get the memory it made).
+// *ReplayError (Get the memory it made). A key that a create still being
+// written uses waits for it: then the key made that create's memory, or,
+// when it failed, nothing (this create makes the memory).
 func (ix *Index) Create(ctx context.Context, repo *gitmem.Repo, req CreateRequest) (Memory, error) {
+	for {
+		m, wait, err := ix.create(ctx, repo, req)
+		if wait == nil {
+			return m, err
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return Memory{}, ctx.Err()
+		}
+	}
+}
+
+// create is one attempt of Create: wait is the create in flight with the
+// same key, if any (then nothing was written).
+func (ix *Index) create(ctx context.Context, repo *gitmem.Repo, req CreateRequest) (Memory, <-chan struct{}, error) {
 	if len(req.Content) > MaxContentBytes {
-		return Memory{}, invalid("content is %s bytes; the limit is %s", policy.Thousands(int64(len(req.Content))), policy.Thousands(int64(MaxContentBytes)))
+		return Memory{}, nil, invalid("content is %s bytes; the limit is %s", policy.Thousands(int64(len(req.Content))), policy.Thousands(int64(MaxContentBytes)))
 	}
 	now := time.Now()
 	mid, vid := NewID(PrefixMemory, now), NewID(PrefixVersion, now)
@@ -224,9 +247,10 @@ func (ix *Index) Create(ctx context.Context, repo *gitmem.Repo, req CreateReques
 		trailers = append(trailers, gitmem.Trailer{Key: TrailerIdempotencyKey, Value: req.IdempotencyKey})
 	}
 	var replay string
+	var wait <-chan struct{}
 	c, err := ix.write(ctx, repo, req.By.meta("memory: create "+display, CommandCreate, trailers...), vid, func(tx *gitmem.Tx) (*pending, error) {
 		if idem != "" {
-			if replay = ix.writerIdem(idem); replay != "" {
+			if replay, wait = ix.writerIdem(idem); replay != "" || wait != nil {
 				return nil, errReplay
 			}
 		}
@@ -243,14 +267,17 @@ func (ix *Index) Create(ctx context.Context, repo *gitmem.Repo, req CreateReques
 		}
 		return &pending{mid: mid, op: CommandCreate, to: req.Path, idem: idem}, nil
 	})
-	if errors.Is(err, errReplay) {
-		return ix.replay(ctx, repo, replay, req.Path)
-	}
-	if err != nil {
-		return Memory{}, err
+	switch {
+	case errors.Is(err, errReplay) && wait != nil:
+		return Memory{}, wait, nil
+	case errors.Is(err, errReplay):
+		m, err := ix.replay(ctx, repo, replay, req.Path)
+		return m, nil, err
+	case err != nil:
+		return Memory{}, nil, err
 	}
 	return Memory{ID: mid, Path: apiPath(req.Path), Content: req.Content, SHA256: SHA256(req.Content), Size: int64(len(req.Content)),
-		VersionID: vid, Created: c.Time, Updated: c.Time}, nil
+		VersionID: vid, Created: c.Time, Updated: c.Time}, nil, nil
 }
 
 var errReplay = errors.New("replay")
