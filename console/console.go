@@ -191,13 +191,13 @@ func (c *Console) memory(fn func(w http.ResponseWriter, r *http.Request, v *visi
 			c.fail(w, r, v, http.StatusForbidden, "Token "+v.token.Name+" may not use store "+name+".")
 			return
 		}
+		v.store = name
 		st, err := c.opt.Stores.Acquire(r.Context(), name)
 		if err != nil {
 			c.failErr(w, r, v, err)
 			return
 		}
 		defer st.Release()
-		v.store = name
 		err = st.Use(func(repo *gitmem.Repo, m stores.Meta) error {
 			info := stores.Info{Name: name, Meta: m}
 			v.mem = &memRef{Store: name, Title: info.Title(), Base: base + "s/" + pathEscape(name) + "/", Archived: m.IsArchived()}
@@ -253,14 +253,16 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, v *visit, status 
 // for: the words the API uses for it, or, for a failure of the store, a
 // generic one (logged with its cause, which may name host files).
 func (c *Console) failErr(w http.ResponseWriter, r *http.Request, v *visit, err error) {
-	status, msg := explain(err)
+	status, msg := explain(v.store, err)
 	if status == http.StatusInternalServerError {
 		c.log.Error("console: store failure", "store", v.store, "path", r.URL.Path, "err", err.Error())
 	}
 	c.fail(w, r, v, status, msg)
 }
 
-func explain(err error) (int, string) {
+// explain is the status and the words of an error on store (a store
+// that is damaged or cannot be opened: as the APIs say it, Unopened).
+func explain(store string, err error) (int, string) {
 	var re *operator.RevError
 	var pe *policy.PathError
 	var rde *operator.RedactionError
@@ -290,6 +292,9 @@ func explain(err error) (int, string) {
 		return http.StatusConflict, "The memory changed since the preview, so this would no longer change what was shown. Nothing was changed: preview it again."
 	case errors.As(err, &ae):
 		return http.StatusConflict, "Restoring would delete " + strings.Join(displayAll(ae.Paths), ", ") + ", which did not exist then. Nothing was changed."
+	}
+	if msg, ok := stores.Unopened(store, err); ok {
+		return http.StatusInternalServerError, strings.ToUpper(msg[:1]) + msg[1:] + "."
 	}
 	return http.StatusInternalServerError, "The store could not complete the request; nothing was changed."
 }

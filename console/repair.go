@@ -108,7 +108,7 @@ func done(w http.ResponseWriter, r *http.Request, v *visit, cm gitmem.Commit, ac
 // failed puts an error in the preview and returns its status; a failure
 // of the store is logged, and worded without its cause.
 func (c *Console) failed(r *http.Request, v *visit, d *previewData, err error) int {
-	status, msg := explain(err)
+	status, msg := explain(v.store, err)
 	if status == http.StatusInternalServerError {
 		c.log.Error("console: store failure", "store", v.store, "path", r.URL.Path, "err", err.Error())
 	}

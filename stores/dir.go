@@ -35,6 +35,29 @@ type OpenError struct {
 func (e *OpenError) Error() string { return "store " + e.Name + ": " + e.Err.Error() }
 func (e *OpenError) Unwrap() error { return e.Err }
 
+// Unopened is what a client of the server (the operator API, the
+// Memory Stores API, the console) is told of a request that failed on
+// store name because its repository is damaged (err holds a
+// *gitmem.DamagedError) or cannot be opened (an *OpenError): what is
+// wrong, that nothing was changed, and what its operator runs on the
+// server, which a retry does not replace; no host path. ok is false for
+// any other error.
+func Unopened(name string, err error) (msg string, ok bool) {
+	var damaged *gitmem.DamagedError
+	var unopened *OpenError
+	var what string
+	switch {
+	case errors.As(err, &damaged):
+		msg, what = "store "+name+" is damaged: "+damaged.Problem, "how"
+	case errors.As(err, &unopened):
+		msg, what = "store "+name+" cannot be opened: its folder or repository cannot be read", "why"
+	default:
+		return "", false
+	}
+	return msg + "; nothing was changed. Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/" + name +
+		" fsck says " + what + " (STORES is the server's --stores folder)", true
+}
+
 // Options configure a Dir.
 type Options struct {
 	// Repo is how stores are opened (clock, log, default author).

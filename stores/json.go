@@ -20,7 +20,8 @@ type StoreJSON struct {
 }
 
 // UnreadableStoreJSON is a store a list could not read (Info.Err): its
-// name, and the same words for every cause, which may name host files.
+// name, and what is wrong as Unopened words it (the cause, which may name
+// host files, is not given).
 type UnreadableStoreJSON struct {
 	Name  string `json:"name"`
 	Error string `json:"error"`
@@ -30,7 +31,11 @@ type UnreadableStoreJSON struct {
 // UnreadableStoreJSON when it could not be read.
 func (i Info) ListJSON() any {
 	if i.Err != nil {
-		return UnreadableStoreJSON{Name: i.Name, Error: "the store cannot be read; gitmem fsck on its folder says why"}
+		msg, ok := Unopened(i.Name, i.Err)
+		if !ok {
+			msg = "the store cannot be read; gitmem fsck on its folder says why"
+		}
+		return UnreadableStoreJSON{Name: i.Name, Error: msg}
 	}
 	return i.JSON()
 }

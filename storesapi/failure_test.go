@@ -75,15 +75,7 @@ func TestMemoryStoresDamagedStoreIsAFinal500(t *testing.T) {
 		{ids[1], "gitmem", "memory store " + ids[1] + " cannot be opened: its folder or repository cannot be read; nothing was changed. " +
 			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/" + ids[1] + " fsck says why (STORES is the server's --stores folder)"},
 	} {
-		dir := filepath.Join(a.dir.Root(), tc.store)
-		p := filepath.Join(dir, ".git", filepath.FromSlash(tc.damage))
-		if err := os.RemoveAll(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("garbage\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		gittest.Damaged(t, dir, "a store damaged on purpose: "+tc.damage)
+		a.damage(tc.store, tc.damage)
 		st := "/v1/memory_stores/" + tc.store
 		for _, r := range []struct{ method, path string }{
 			{"GET", st}, {"GET", st + "/memories"}, {"POST", st + "/memories"}, {"GET", st + "/memory_versions"},
@@ -107,4 +99,74 @@ func TestMemoryStoresDamagedStoreIsAFinal500(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The operator API gives a store that cannot be opened the Memory Stores
+// API's answer in its own shape: 500 {"error": ...}, x-should-retry:
+// false, naming the store, what is wrong and what its operator runs,
+// with no host path; its store list says the same of it. Before, a 500
+// "the store could not complete the request; nothing was changed" with
+// no header, and the list "the store cannot be read; gitmem fsck on its
+// folder says why" (an attacker's pass: an operator learnt least where
+// they look first).
+func TestOperatorAPIDamagedStoreSaysWhatToRun(t *testing.T) {
+	t.Parallel()
+	a := newStoresAPI(t, policy.ScreenOff)
+	a.createStores("branch", "lock")
+	said := map[string]string{}
+	for _, tc := range []struct {
+		store, damage, say string
+	}{
+		{"branch", "refs/heads/main", "store branch is damaged: the branch refs/heads/main is damaged (its file holds 8 bytes that are not a commit hash); nothing was changed. " +
+			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/branch fsck says how (STORES is the server's --stores folder)"},
+		{"lock", "gitmem", "store lock cannot be opened: its folder or repository cannot be read; nothing was changed. " +
+			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/lock fsck says why (STORES is the server's --stores folder)"},
+	} {
+		a.damage(tc.store, tc.damage)
+		said[tc.store] = tc.say
+		st := "/v1/stores/" + tc.store
+		for _, r := range []struct {
+			method, path string
+			body         any
+		}{
+			{"GET", st, nil}, {"PATCH", st, map[string]any{"description": "d"}}, {"POST", st + "/archive", nil}, {"POST", st + "/unarchive", nil},
+			{"GET", st + "/memories", nil}, {"GET", st + "/memory?path=/memories/a.md", nil},
+			{"PUT", st + "/memory?path=/memories/a.md", map[string]any{"content": "a\n"}}, {"DELETE", st + "/memory?path=/memories/a.md", nil},
+			{"GET", st + "/versions", nil}, {"GET", st + "/versions/HEAD", nil},
+			{"POST", st + "/revert", map[string]any{"revisions": []string{"HEAD"}}}, {"POST", st + "/restore", map[string]any{"to": "HEAD"}},
+			{"POST", st + "/redact", map[string]any{"match": "x"}}, {"DELETE", st, nil},
+		} {
+			var e struct{ Error string }
+			code := a.call("ops", r.method, r.path, r.body, &e)
+			if code != 500 || e.Error != tc.say || a.header.Get("x-should-retry") != "false" {
+				t.Errorf("%s %s: %d x-should-retry %q %q\nwant 500 false %q", r.method, r.path, code, a.header.Get("x-should-retry"), e.Error, tc.say)
+			}
+			if strings.Contains(e.Error, a.dir.Root()) {
+				t.Errorf("%s %s names a host path: %q", r.method, r.path, e.Error)
+			}
+		}
+	}
+	var list struct{ Data []map[string]any }
+	if code := a.call("ops", "GET", "/v1/stores", nil, &list); code != 200 || len(list.Data) != 2 {
+		t.Fatalf("the list: %d %v", code, list)
+	}
+	// The list reads a store's metadata only: lock's damage does not stop it.
+	if s := list.Data[0]; s["name"] != "branch" || s["error"] != said["branch"] {
+		t.Errorf("the list says of branch: %v\nwant %q", s, said["branch"])
+	}
+}
+
+// damage puts garbage in place of the file (or folder) of store's .git
+// named by damage.
+func (a *storesAPI) damage(store, damage string) {
+	a.t.Helper()
+	dir := filepath.Join(a.dir.Root(), store)
+	p := filepath.Join(dir, ".git", filepath.FromSlash(damage))
+	if err := os.RemoveAll(p); err != nil {
+		a.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("garbage\n"), 0o644); err != nil {
+		a.t.Fatal(err)
+	}
+	gittest.Damaged(a.t, dir, "a store damaged on purpose: "+damage)
 }

@@ -149,8 +149,6 @@ func (s *storesServer) msError(w http.ResponseWriter, store string, err error) {
 	var other *memstore.ConflictError
 	var replay *memstore.ReplayError
 	var limit *policy.LimitError
-	var damaged *gitmem.DamagedError
-	var unopened *stores.OpenError
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
 		final(w)
@@ -192,26 +190,16 @@ func (s *storesServer) msError(w http.ResponseWriter, store string, err error) {
 	case notBegun(err):
 		w.Header().Set("Retry-After", "1")
 		apiError(w, http.StatusServiceUnavailable, errOverloaded, notBegunMsg)
-	case errors.As(err, &damaged):
-		s.opt.Logger.Error("memory store damaged", "store", store, "err", err.Error())
-		final(w)
-		apiError(w, http.StatusInternalServerError, errAPI, "memory store "+policy.ClipName(store)+" is damaged: "+damaged.Problem+"; nothing was changed. "+repairIt(store, "how"))
-	case errors.As(err, &unopened):
-		s.opt.Logger.Error("memory store cannot be opened", "store", store, "err", err.Error())
-		final(w)
-		apiError(w, http.StatusInternalServerError, errAPI, "memory store "+policy.ClipName(store)+" cannot be opened: its folder or repository cannot be read; nothing was changed. "+repairIt(store, "why"))
 	default:
+		if msg, ok := stores.Unopened(policy.ClipName(store), err); ok {
+			s.opt.Logger.Error("memory store damaged or cannot be opened", "store", store, "err", err.Error())
+			final(w)
+			apiError(w, http.StatusInternalServerError, errAPI, "memory "+msg)
+			return
+		}
 		s.opt.Logger.Error("memory store failure", "store", store, "err", err.Error())
 		apiError(w, http.StatusInternalServerError, errAPI, "the store could not complete the request; nothing was changed")
 	}
-}
-
-// repairIt is what a client is told to do about a store that is damaged
-// or cannot be opened: nothing (a retry does not mend it, so the answer
-// is final), its operator something, on the server.
-func repairIt(store, what string) string {
-	return "Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/" + policy.ClipName(store) + " fsck says " + what +
-		" (STORES is the server's --stores folder)"
 }
 
 // decodeBody reads a JSON object body into v, refusing unknown fields
@@ -441,8 +429,8 @@ func idempotencyKey(w http.ResponseWriter, r *http.Request) (string, bool) {
 
 // msMetaError answers a failed store change: a refused value is 400.
 func (s *storesServer) msMetaError(w http.ResponseWriter, id string, err error) {
-	if errors.Is(err, stores.ErrNotFound) || errors.Is(err, stores.ErrExists) || errors.Is(err, stores.ErrArchived) ||
-		errors.As(err, new(*gitmem.StorageError)) || errors.As(err, new(*gitmem.DamagedError)) || errors.As(err, new(*stores.OpenError)) {
+	if _, unopened := stores.Unopened(id, err); unopened || errors.Is(err, stores.ErrNotFound) || errors.Is(err, stores.ErrExists) ||
+		errors.Is(err, stores.ErrArchived) || errors.As(err, new(*gitmem.StorageError)) {
 		s.msError(w, id, err)
 		return
 	}

@@ -158,7 +158,8 @@ func (s *storesServer) store(operator bool, fn func(w http.ResponseWriter, r *ht
 	}
 }
 
-// storeError answers a stores error.
+// storeError answers a stores error: a store damaged or that cannot be
+// opened as the Memory Stores API does (msError), in this API's shape.
 func (s *storesServer) storeError(w http.ResponseWriter, name string, err error) {
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
@@ -171,6 +172,12 @@ func (s *storesServer) storeError(w http.ResponseWriter, name string, err error)
 		w.Header().Set("Retry-After", "1")
 		handler.HTTPError(w, http.StatusServiceUnavailable, notBegunMsg)
 	default:
+		if msg, ok := stores.Unopened(name, err); ok {
+			s.opt.Logger.Error("store damaged or cannot be opened", "store", name, "err", err.Error())
+			final(w)
+			handler.HTTPError(w, http.StatusInternalServerError, msg)
+			return
+		}
 		s.opt.Logger.Error("store failure", "store", name, "err", err.Error())
 		handler.HTTPError(w, http.StatusInternalServerError, "the store could not complete the request; nothing was changed")
 	}

@@ -454,7 +454,8 @@ func TestStoresLifecycleAPI(t *testing.T) {
 	}
 	if code := a.call("ops", "GET", "/v1/stores", nil, &mixed); code != 200 || len(mixed.Data) != 3 ||
 		mixed.Data[0]["name"] != "alice" || mixed.Data[1]["name"] != "carol" || mixed.Data[2]["name"] != "erin" ||
-		mixed.Data[2]["error"] != "the store cannot be read; gitmem fsck on its folder says why" || mixed.Data[1]["error"] != nil {
+		mixed.Data[2]["error"] != "store erin is damaged: HEAD does not name a branch (it is detached or damaged); nothing was changed. "+
+			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/erin fsck says how (STORES is the server's --stores folder)" || mixed.Data[1]["error"] != nil {
 		t.Errorf("list with an unreadable store: %d %v", code, mixed.Data)
 	}
 }
