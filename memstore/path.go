@@ -69,6 +69,30 @@ func ParsePath(p string) (string, error) {
 	return rest, nil
 }
 
+// ParseToolPath checks a memory path as this API shows a memory that the
+// memory tool may hold ("/notes/todo.md"), and returns it relative to
+// /memories: the memory tool's rules (policy.ParsePath of /memories +
+// path), written as the API writes them (one "/" between segments, none
+// at the end). It takes what ParsePath's own rules refuse and the tool
+// writes: a name not in Unicode Normalization Form C, a format
+// character, more than MaxSegments segments. For what is written into a
+// gitmem store, not sent to an API (package transfer's import).
+func ParseToolPath(p string) (string, error) {
+	if !strings.HasPrefix(p, "/") {
+		return "", invalid("path %s must start with \"/\"", quote(p))
+	}
+	rel, err := policy.ParsePath(policy.Root + p)
+	switch {
+	case err != nil:
+		return "", invalid("path %s is not a memory path: %s", quote(p), strings.TrimPrefix(err.Error(), "Path "))
+	case rel == "":
+		return "", invalid("path %s names the store's root, not a memory", quote(p))
+	case apiPath(rel) != p:
+		return "", invalid("path %s is not a memory path as this API writes it (%s)", quote(p), quote(apiPath(rel)))
+	}
+	return rel, nil
+}
+
 // ParsePrefix checks a path_prefix: "/" (the whole store) or a path that
 // ends with "/" ("/notes/"); it returns it relative to /memories, with its
 // "/" ("" or "notes/").

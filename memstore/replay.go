@@ -58,7 +58,7 @@ func replayed(v Version) (rel string, content []byte, command string, err error)
 		return "", nil, "", invalid("version %s of memory %s: not ids this store can keep", quote(v.ID), quote(v.MemoryID))
 	}
 	if v.Operation != Deleted {
-		if rel, err = ParsePath(v.Path); err != nil {
+		if rel, err = ParseToolPath(v.Path); err != nil {
 			return "", nil, "", err
 		}
 	}

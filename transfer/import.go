@@ -511,7 +511,7 @@ func (p *importPlan) replayEvents(vs []memstore.Version) ([]event, error) {
 			redactions = append(redactions, event{at: v.RedactedAt, redacted: []string{v.ID}, by: v.RedactedBy})
 		}
 		if v.Operation != memstore.Deleted {
-			if _, err := memstore.ParsePath(v.Path); err != nil {
+			if _, err := memstore.ParseToolPath(v.Path); err != nil {
 				return nil, importErr("version %s of memory %s: its path cannot be a gitmem memory's: %v", v.ID, v.MemoryID, err)
 			}
 		}

@@ -905,3 +905,41 @@ func TestImportHostedShapes(t *testing.T) {
 		t.Errorf("import again: %+v %v", res, err)
 	}
 }
+
+// A store whose memory tool wrote names the API refuses (not in Unicode
+// Normalization Form C, a format character, more than 20 folders deep)
+// is imported from a gitmem server whole: the import writes into a
+// gitmem store, so it takes what the memory tool takes. It refused the
+// whole store, even with such a memory deleted since, saying the path
+// "cannot be a gitmem memory's" (an attacker's pass). Export keeps the
+// API's rules (TestExportRefusesAPathTheAPIRefusesFirst).
+func TestImportTakesTheMemoryToolsNames(t *testing.T) {
+	t.Parallel()
+	a := newServer(t)
+	ops := a.client("ops")
+	st := must(ops.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "tool names"}))
+	deep := strings.Repeat("d/", 24) + "deep.md"
+	for i, p := range []string{"cafe\u0301.md", "rtl\u202etxt.md", deep, "gone\u0301.md"} {
+		a.tick()
+		a.tool(st.ID, "s"+string(rune('a'+i)), `{"command":"create","path":"/memories/`+p+`","file_text":"`+string(rune('a'+i))+`\n"}`)
+	}
+	a.tick()
+	a.tool(st.ID, "se", `{"command":"delete","path":"/memories/gone\u0301.md"}`)
+	a.tick()
+	b := newServer(t)
+	res, err := transfer.Import(ctx, a.remote(), b.root, st.ID, transfer.ImportOptions{Name: st.ID, Repo: gitmem.Options{Logf: t.Logf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Versions != 5 || res.Memories != 3 {
+		t.Errorf("result %+v", res)
+	}
+	_, wantVersions, wantMemories := raw(t, a.client("ops"), st.ID)
+	_, gotVersions, gotMemories := raw(t, b.client("ops"), st.ID)
+	sameLists(t, "version", gotVersions, wantVersions)
+	sameLists(t, "memory", gotMemories, wantMemories)
+	repo := filepath.Join(b.root, st.ID)
+	if got, want := gittest.Git(t, repo, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "HEAD", "memories/"), "memories/cafe\u0301.md\nmemories/"+deep+"\nmemories/rtl\u202etxt.md\n"; got != want {
+		t.Errorf("the copy holds:\n%s\nwant:\n%s", got, want)
+	}
+}
