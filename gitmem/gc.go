@@ -145,6 +145,10 @@ func looseEstimate(gitDir string) (int, int64) {
 const (
 	gcDueBytes = 64 << 20
 	gcDuePacks = 16
+	// autoPackLimit is how many packs of changes a one-command process
+	// leaves before it packs them (git's gc.autoPackLimit): it has no
+	// background collection (foldAfterCommand).
+	autoPackLimit = 50
 	// settledPack is where a pack gc did not write stops being a burst
 	// waiting to be packed: one this big holds a history (git's own gc or
 	// fast-import, a fetch), with git's deltas. It is left alone like gc's
@@ -175,14 +179,52 @@ func gcDue(gitDir string, looseLimit int) bool {
 		return true
 	}
 	packs, _ := gd.ListPacks(gitDir)
-	fresh := 0
+	fresh, bytes := bursts(packs)
+	return fresh >= gcDuePacks || size+bytes >= gcDueBytes
+}
+
+// bursts is how many of packs are bursts (burst), which an incremental
+// collection packs, and their size.
+func bursts(packs []gd.Pack) (n int, bytes int64) {
 	for _, p := range packs {
 		if burst(p) {
-			fresh++
-			size += p.Bytes
+			n++
+			bytes += p.Bytes
 		}
 	}
-	return fresh >= gcDuePacks || size >= gcDueBytes
+	return n, bytes
+}
+
+// packAfterCommand packs the repository as GC does (incremental) when a
+// one-command process (Options.OneCommand) that holds the writer lock at
+// its end — a command that wrote: revert, restore, expire, pull, ... —
+// leaves more than autoPackLimit bursts, as git's commands run gc --auto
+// after a commit. Each such command writes a pack, and nothing else
+// merges them unless a server runs: 253 packs after ~250 reverts, and a
+// revert spent 17% of its CPU opening their indexes. Near the limit,
+// what the command acknowledged goes to git's files first (the
+// checkpoint Close would make), for its own pack to be counted and
+// packed. Called by Close before it stops anything; a failure is logged
+// (the packs stay for the next command or gc).
+func (r *Repo) packAfterCommand() {
+	if !r.opt.OneCommand || !r.lease.Held() || r.closed.Load() {
+		return
+	}
+	count := func() int {
+		packs, _ := gd.ListPacks(r.gitDir)
+		n, _ := bursts(packs)
+		return n
+	}
+	if count() < autoPackLimit || r.settle() != nil { // settled, its own pack may pass the limit
+		return
+	}
+	n := count()
+	if n <= autoPackLimit {
+		return
+	}
+	if _, err := r.GC(r.life, false); err != nil {
+		r.opt.Logf("gitmem: could not pack the memory's %d packs of changes: %v", n, err)
+	}
 }
 
 // GC packs the repository. Incremental (full false): the loose objects,

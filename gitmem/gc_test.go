@@ -336,3 +336,52 @@ func TestOldRepackedMarksMove(t *testing.T) {
 		t.Fatalf("after the start:\n%s", count)
 	}
 }
+
+// Each one-command change (gitmem revert, restore, ...) writes a small
+// pack, and nothing merged them across processes unless a server ran:
+// after ~250 reverts a memory held 253 packs and a revert spent 17% of
+// its CPU opening pack indexes. Like git's gc --auto after a commit
+// (gc.autoPackLimit), a one-command process that changed the memory
+// packs them once it holds more than autoPackLimit: not at 10, nor at
+// 50, and at 51 into one pack of gc's (a few milliseconds here).
+func TestOneCommandFoldsItsPacks(t *testing.T) {
+	r, dir := newRepo(t)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bursts := func() int {
+		packs, err := gd.ListPacks(filepath.Join(dir, ".git"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := bursts(packs)
+		return n
+	}
+	opt := testOptions(t)
+	opt.OneCommand, opt.TouchedOnly = true, true
+	before := bursts()
+	for i := 1; ; i++ {
+		r, err := Open(context.Background(), dir, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, r, fmt.Sprintf("t%d", i), fmt.Sprintf("f%d.md", i%4), fmt.Sprintf("change %d\n", i))
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		n := bursts()
+		if before+i <= autoPackLimit {
+			if n != before+i {
+				t.Fatalf("after %d one-command changes the memory holds %d packs of changes, want %d: folded under the limit", i, n, before+i)
+			}
+			continue
+		}
+		if n != 0 {
+			t.Fatalf("after %d one-command changes the memory holds %d packs of changes: not folded", i, n)
+		}
+		break
+	}
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/f1.md"); !strings.HasPrefix(got, "change ") {
+		t.Fatalf("f1.md at HEAD is %q", got)
+	}
+}

@@ -1020,10 +1020,12 @@ func (r *Repo) flush(ctx context.Context) error {
 }
 
 // Close makes everything durable in git's own files, writes the index and
-// releases the repository. Calls waiting for the writer turn or the
+// releases the repository; a one-command process packs first when it
+// leaves many packs (packAfterCommand). Calls waiting for the writer turn or the
 // writer lock (behind another process's gc, say) give up at once with
 // ErrClosed; Close waits only for the calls under way in this process.
 func (r *Repo) Close() error {
+	r.packAfterCommand()
 	r.cancel() // every wait for the collector, the turn or the lock files gives up
 	// A background build of the history index gives up (it needs the turn to save).
 	r.histIndex.stopBuild()
