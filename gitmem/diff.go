@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -24,6 +25,9 @@ type FileChange struct {
 // Diff compares the memory at two commits ("" for from: before the first
 // commit), under the given paths (none: all), in path order.
 func (r *Repo) Diff(from, to string, paths ...string) ([]FileChange, error) {
+	if err := r.awaitStartCheck(context.Background()); err != nil {
+		return nil, err
+	}
 	return r.hist().diff(from, to, paths...)
 }
 

@@ -27,9 +27,11 @@ import (
 // differs from HEAD, the worktree's version is committed as an adopt
 // commit by the operator, and the command runs on it. At start the whole
 // worktree is checked the same way (not with Options.TouchedOnly: a
-// revert's or a restore's change checks the files it reads or changes). Paths named by the journal are
-// gitmem's own unfinished writes, not hand edits: they are repaired, never
-// adopted.
+// revert's or a restore's change checks the files it reads or changes):
+// one command's start before Open returns, a server's right after, with
+// the writer turn the start held (checkLater; what waits for it there).
+// Paths named by the journal are gitmem's own unfinished writes, not hand
+// edits: they are repaired, never adopted.
 //
 // Checking a file costs one lstat: the mirror's stat cache keeps the
 // lstat data of each worktree file last seen holding its HEAD blob, with
@@ -734,15 +736,91 @@ func mergeHand(base, ours, hand []byte) []byte {
 }
 
 // adoptFiles commits hand edits to the given memory paths (relative to
-// memories/), taking the locks only when a cheap check finds one.
+// memories/), taking the locks only when a cheap check finds one. One
+// found while the start's look at every file is under way is committed
+// by that look (with the others, in one adopt commit): it is waited for.
 func (r *Repo) adoptFiles(ctx context.Context, rels []string) error {
 	paths := repoPaths(rels)
 	if drift, err := r.mirror.driftedAt(r.snapshotTree(), paths); err != nil || len(drift) == 0 {
 		return err
 	}
-	_, err := r.adoptNow(ctx, paths)
-	return err
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return err
+	}
+	if _, err := r.adoptNow(ctx, paths); err != nil && !errors.Is(err, ErrNoChange) {
+		return err
+	}
+	return nil
 }
+
+// adoptAll is the start's look at every worktree file for hand edits:
+// what it finds is committed in one adopt commit (with first, the
+// repository's first commit, made even when the worktree is empty), and
+// made durable with the turn held (no release lets the lease go
+// meanwhile). Called with the writer turn held, after own.
+func (r *Repo) adoptAll(first bool) *prepared {
+	p, err := r.adoptDrift([]string{memDir}, first)
+	if err == nil && p != nil {
+		err = r.committer.durable(p)
+	}
+	if err != nil && !errors.Is(err, ErrNoChange) {
+		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
+	}
+	r.mirror.statsSeeded() // it looked at every file
+	return p
+}
+
+// checkLater is a server's start's look at every worktree file for hand
+// edits (adoptAll), made after Open returned so that the first calls are
+// answered meanwhile: at 10,000 files copied elsewhere (no lstat data of
+// .git/index is theirs) it reads and hashes every file, 79% of the
+// start. It holds the turn start handed it (t) throughout, so every
+// change, and every call that takes the turn, comes after it; a change
+// that came first would adopt the files it looks at anyway (Update). A
+// read that sees files waits for it (awaitStartCheck) unless it looks at
+// files alone, each checked as it is read (Snapshot, adoptFiles). Close
+// waits for it, as for any call under way; a kill loses nothing: the
+// hand edits are on disk (the kept ones named in .git/gitmem/kept), and
+// the next start looks again.
+func (r *Repo) checkLater(t *writerTurn) {
+	defer t.end()
+	defer close(r.mirror.checked) // before the turn is given back: whoever takes it next finds the look done
+	r.opt.hooks.atStartCheck()
+	if !r.lease.Held() {
+		return // let go (a failed start's cleanup): the next owner looks
+	}
+	r.adoptAll(false)
+	r.mirror.saveKept(r.objects.readBlob) // what a program still holds open waits for the next adopt, or start
+	// .git/index learns what the look read (the lstat data of files
+	// copied), and the adopt commit: written once both are in git's files.
+	r.scheduleIndex()
+}
+
+// awaitStartCheck waits until the start's look at every worktree file
+// for hand edits is done (checkLater): at once when there is none under
+// way. It gives up when ctx ends (ctx.Err()) or Close begins
+// (ErrClosed). Called with no lock of the store held.
+func (r *Repo) awaitStartCheck(ctx context.Context) error {
+	select {
+	case <-r.mirror.checked:
+		return nil
+	default:
+	}
+	r.opt.hooks.atAwaitCheck()
+	select {
+	case <-r.mirror.checked:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.life.Done():
+		return ErrClosed
+	}
+}
+
+// checking notes that the start's look at every worktree file is left
+// for after Open returns (checkLater closes it). Called by start, before
+// it returns.
+func (m *mirror) checking() { m.checked = make(chan struct{}) }
 
 // adoptNow commits the hand edits under paths, schedules the index's
 // rewrite as every commit does, and waits for the commit to be durable.
@@ -792,6 +870,9 @@ func (m *mirror) allDrifted(tree *node) ([]string, error) {
 func (r *Repo) Adopt(ctx context.Context) (Commit, error) {
 	if r.opt.ReadOnly {
 		return Commit{}, ErrReadOnly
+	}
+	if err := r.awaitStartCheck(ctx); err != nil { // it looks at every file
+		return Commit{}, err
 	}
 	drift, err := r.mirror.allDrifted(r.snapshotTree())
 	if err != nil {

@@ -42,6 +42,11 @@ type testHooks struct {
 	// before the adopt notes what it read: another member of the group
 	// may write and publish it then, and the worktree follow it.
 	adopted func(p *prepared)
+	// startCheck runs in a start's look at every worktree file for hand
+	// edits, made after Open returned (Repo.checkLater), with the writer
+	// turn held, before it looks; awaitCheck runs when a call begins to
+	// wait for that look to finish.
+	startCheck, awaitCheck func()
 	// backlogMax, chunkMax, tailChunk, logMax and releaseIdle replace
 	// the constants of the same names when positive.
 	backlogMax, chunkMax, tailChunk int
@@ -82,6 +87,18 @@ func (h *testHooks) atExchange(q string, open bool) {
 func (h *testHooks) atAdopted(p *prepared) {
 	if h != nil && h.adopted != nil {
 		h.adopted(p)
+	}
+}
+
+func (h *testHooks) atStartCheck() {
+	if h != nil && h.startCheck != nil {
+		h.startCheck()
+	}
+}
+
+func (h *testHooks) atAwaitCheck() {
+	if h != nil && h.awaitCheck != nil {
+		h.awaitCheck()
 	}
 }
 

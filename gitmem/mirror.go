@@ -44,6 +44,11 @@ type mirror struct {
 	// every look. Guarded by the writer turn: only an adopt, with the writer turn
 	// held, touches it.
 	tooBigLogged map[string]int64
+
+	// checked is closed once the start's look at every worktree file
+	// for hand edits is done (drift.go, checkLater); closed from the
+	// start when none is under way. Set by start before Open returns.
+	checked chan struct{}
 }
 
 // indexWriting is what the mirror asks of .git/index's part (gitIndex):
@@ -57,8 +62,11 @@ type indexWriting interface {
 // whose git folder is gitDir, and whose .git/index is index's.
 func newMirror(root *os.Root, dir, gitDir string, index indexWriting, opt *Options) *mirror {
 	env := opt.hooks.gdEnv()
+	checked := make(chan struct{})
+	close(checked)
 	return &mirror{wt: newWorktree(root, dir, gitDir, env), stats: newStatCache(), repairs: newRepairs(),
-		gitDir: gitDir, env: env, hooks: opt.hooks, maxFileBytes: opt.MaxFileBytes, logf: opt.Logf, errorf: opt.Errorf, index: index}
+		gitDir: gitDir, env: env, hooks: opt.hooks, maxFileBytes: opt.MaxFileBytes, logf: opt.Logf, errorf: opt.Errorf, index: index,
+		checked: checked}
 }
 
 // close removes the spare files and closes the worktree's root.

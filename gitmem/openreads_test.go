@@ -59,11 +59,10 @@ func TestOpenReadsNoUnchangedFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := r.mirror.wt.reads.Load()
-		if err := r.Close(); err != nil {
+		if err := r.Close(); err != nil { // a server's start looks after Open returned: Close waits for it
 			t.Fatal(err)
 		}
-		return n
+		return r.mirror.wt.reads.Load()
 	}
 	if n := open(); n < files {
 		t.Fatalf("the first start after the copy read %d files, want all %d (the index's lstat data is not theirs)", n, files)

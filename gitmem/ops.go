@@ -111,6 +111,9 @@ func (r *Repo) indexed(ctx context.Context, progress Progress) ([]histRec, error
 // reachable from HEAD is listed, both sides of every merge, in the order
 // they reached this repository (a commit always after its parents).
 func (r *Repo) Log(ctx context.Context, opt LogOptions, progress Progress, fn func(Commit) error) error {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return err
+	}
 	var want []byte
 	switch {
 	case opt.Conflicts:
@@ -178,6 +181,9 @@ func (h *histRec) renamedFrom(p string) string {
 // another commit, or the id of two commits (two agents' calls, merged),
 // is an AmbiguousError.
 func (r *Repo) Resolve(ctx context.Context, rev string) (Commit, error) {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return Commit{}, err
+	}
 	return r.resolve(ctx, rev, r.commitWithPaths)
 }
 
@@ -187,6 +193,9 @@ func (r *Repo) Resolve(ctx context.Context, rev string) (Commit, error) {
 // alone, with no search of the history index for its record (a diff of
 // two hashes 50,000 commits apart searched half the index for the older).
 func (r *Repo) ResolveCommit(ctx context.Context, rev string) (Commit, error) {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return Commit{}, err
+	}
 	return r.resolve(ctx, rev, r.Commit)
 }
 
@@ -264,6 +273,9 @@ func (r *Repo) commitWithPaths(ctx context.Context, rev string) (Commit, error) 
 // file (gitmem init's): the memory was as empty before it. ErrUnknownRev
 // if none.
 func (r *Repo) At(ctx context.Context, t time.Time) (Commit, error) {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return Commit{}, err
+	}
 	next, err := r.branchHead(ctx)
 	if err != nil {
 		return Commit{}, err
@@ -300,6 +312,9 @@ func (r *Repo) At(ctx context.Context, t time.Time) (Commit, error) {
 // Files returns the memory files (relative to memories/) and their blob
 // hashes at a commit, under the given paths ("" or none: all).
 func (r *Repo) Files(rev string, paths ...string) (map[string]string, error) {
+	if err := r.awaitStartCheck(context.Background()); err != nil {
+		return nil, err
+	}
 	return r.hist().files(rev, paths...)
 }
 
@@ -389,6 +404,9 @@ type BlameLine struct {
 // parent without the path gives the file it was renamed from, found as
 // git finds renames (gitrename.go).
 func (r *Repo) Blame(ctx context.Context, p string) ([]BlameLine, error) {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return nil, err
+	}
 	r.objects.holdPacks()
 	defer r.objects.dropPacks()
 	hist, err := r.indexed(ctx, nil)

@@ -92,6 +92,9 @@ const redacted = "[REDACTED]"
 // rewritten are noted so that no pull takes them back (see
 // RedactedRemoteError); RedactShared redacts a remote too.
 func (r *Repo) Redact(ctx context.Context, red Redaction, dry bool, progress Progress) (RedactReport, error) {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return RedactReport{}, err
+	}
 	remotes, _ := r.Remotes()
 	return r.redact(ctx, red, dry, progress, len(remotes) > 0)
 }

@@ -69,8 +69,9 @@ type Options struct {
 	// restore, ...): the tool_use ids of the history, which a server reads
 	// in the background from its start so that a retried call is
 	// recognised at once, are not read ahead (a change with an id still
-	// reads them first), and .git/index is written at Close, not at
-	// start too.
+	// reads them first), the worktree is looked at for hand edits before
+	// Open returns (a server's start looks right after: checkLater), and
+	// .git/index is written at Close, not at start too.
 	OneCommand bool
 	// TouchedOnly makes a writer's start look at no worktree file for
 	// hand edits (a repository without commits still gets its first
@@ -276,8 +277,10 @@ func initGitDir(dir string) error {
 // Open opens the gitmem repository in dir. Under the writer lock it first
 // finishes what a crash interrupted (a redaction, a change whose worktree
 // copy is unfinished), then commits changes an operator made by hand under
-// memories/ while gitmem was stopped, attributed to the operator. A
-// repository without commits gets its first commit here.
+// memories/ while gitmem was stopped, attributed to the operator: with
+// Options.OneCommand before it returns, otherwise right after, in the
+// background, every read that could miss them waiting for it (see
+// checkLater). A repository without commits gets its first commit here.
 //
 // A git repository that gitmem did not create is refused (ErrForeign)
 // unless opt.Adopt is set; a branch that is missing while commits exist,
@@ -379,7 +382,8 @@ func madeByGitmem(gitDir string, branch plumbing.ReferenceName, st *gd.Store) bo
 
 // start makes the repository ready for writing: under the writer lock it
 // checks the branch, clears what killed processes left, finishes an
-// interrupted redaction and an interrupted change, and adopts hand edits.
+// interrupted redaction and an interrupted change, and adopts hand edits
+// (a server's start, after it returns: checkLater).
 // Only a damaged repository stops it: a full disk or a read-only folder
 // leaves a repository that can still be read (the failed step is logged
 // and retried at the next change).
@@ -388,7 +392,12 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	if err != nil {
 		return err
 	}
-	defer t.end()
+	handed := false // the turn goes to the look at every file (checkLater)
+	defer func() {
+		if !handed {
+			t.end()
+		}
+	}()
 	if err := r.acquire(ctx); err != nil {
 		return err
 	}
@@ -424,17 +433,17 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	r.mirror.loadIndexStats(si, r.snapshotTree())
 	first := r.snapshotHead().IsZero()
 	r.mirror.loadKept(r.snapshotTree())
-	if first || !r.opt.TouchedOnly {
-		p, err := r.adoptDrift([]string{memDir}, first)
-		if err == nil && p != nil {
-			err = r.committer.durable(p) // with the turn held: no release lets the lease go meanwhile
-		}
-		if err != nil && !errors.Is(err, ErrNoChange) {
-			r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
-		}
-		r.mirror.statsSeeded() // it looked at every file
+	// Every file is looked at for hand edits: here for a memory without
+	// commits (its first commit comes before anything else) and for one
+	// command, which exits right after; for a server after Open returned,
+	// with the turn this start holds (checkLater).
+	later := !first && !r.opt.TouchedOnly && !r.opt.OneCommand
+	if first || (!r.opt.TouchedOnly && !later) {
+		r.adoptAll(first)
 	}
-	r.mirror.saveKept(r.objects.readBlob) // what a program still holds open waits for the next adopt, or start
+	if !later {
+		r.mirror.saveKept(r.objects.readBlob) // what a program still holds open waits for the next adopt, or start
+	}
 	// One command's Close writes .git/index (under the writer lock, as
 	// the lease's release would): written here too, the 10,000 entries
 	// would be written twice within the command. And none is written for
@@ -451,14 +460,21 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	if r.opt.OneCommand {
 		return nil
 	}
-	// The tool_use ids of the history are read in the background: the
-	// first change with an id waits only for what is left of it.
+	if later {
+		r.mirror.checking()
+		handed = true
+	}
 	go func() {
-		t, err := r.beginWrite(r.life, 0)
+		if handed {
+			r.checkLater(t)
+		}
+		// The tool_use ids of the history are read in the background: the
+		// first change with an id waits only for what is left of it.
+		ids, err := r.beginWrite(r.life, 0)
 		if err != nil {
 			return // closed
 		}
-		defer t.end()
+		defer ids.end()
 		if r.lease.Held() {
 			if err := r.syncIDs(true); err != nil && !errors.Is(err, ErrClosed) {
 				r.opt.Logf("gitmem: %v", err)
@@ -728,6 +744,9 @@ func (o *objects) readFile(h plumbing.Hash, p string) ([]byte, error) {
 // about to read: one that an operator changed by hand is committed first
 // (an adopt commit), so that the view shows it. A folder is not checked
 // here (that would read the whole subtree); Adopt checks everything.
+// Without paths, or with a folder among them, it waits for the start's
+// look at every file when that is still under way (checkLater); a file
+// is checked as above (adoptFiles).
 // Only these slow paths wait (for the writer turn or lock): they give up
 // when ctx is done.
 func (r *Repo) Snapshot(ctx context.Context, paths ...string) (*View, error) {
@@ -751,7 +770,15 @@ func (r *Repo) Snapshot(ctx context.Context, paths ...string) (*View, error) {
 			}
 		}
 	}
-	if files := r.filePaths(paths); len(files) > 0 && !r.opt.ReadOnly {
+	files := r.filePaths(paths)
+	if len(files) < len(paths) || len(paths) == 0 {
+		// A folder, or whatever the caller goes on to read: the start's
+		// look at every file, under way, is waited for.
+		if err := r.awaitStartCheck(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if len(files) > 0 && !r.opt.ReadOnly {
 		if err := r.adoptFiles(ctx, files); err != nil {
 			r.opt.Logf("gitmem: could not commit a hand edit before a view: %v", err)
 		}
@@ -961,12 +988,18 @@ func (r *Repo) scheduleIndex() {
 	})
 }
 
-// Flush writes .git/index now, so that `git status` is clean at once.
-// Calls go on meanwhile: it holds neither the writer lock nor, while it
+// Flush writes .git/index now, so that `git status` is clean at once,
+// after the start's look at every file for hand edits, when that is
+// still under way (checkLater). Calls go on meanwhile: it holds neither the writer lock nor, while it
 // writes the index, the materialiser's. Its wait for git's files to be
 // brought up to date ends with ctx (ctx.Err()) or when Close begins
 // (ErrClosed).
 func (r *Repo) Flush(ctx context.Context) error {
+	// The start's look at every file, under way, first: its adopt
+	// commit, and what it read, are for git's files too.
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return err
+	}
 	// A merge counted before the first flush is in git's files after it;
 	// one counted later (the maintenance loop's, done meanwhile) is
 	// written by a second flush. (Counting merges, not watching the head,
@@ -1133,6 +1166,9 @@ func (r *Repo) Adopted() (branch string, ok bool) {
 // Commit returns the commit a revision names: a full or abbreviated hash,
 // or anything go-git's revision syntax resolves (HEAD~2, main).
 func (r *Repo) Commit(ctx context.Context, rev string) (Commit, error) {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return Commit{}, err
+	}
 	if err := r.gitUpToDate(ctx); err != nil {
 		return Commit{}, err
 	}
@@ -1299,6 +1335,9 @@ func (hr historyReader) expandCommit(rev string) (plumbing.Hash, bool) {
 // ReadFileAt returns the content of a memory file (relative to memories/)
 // as it was at a commit.
 func (r *Repo) ReadFileAt(ctx context.Context, rev, p string) ([]byte, error) {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.gitUpToDate(ctx); err != nil {
 		return nil, err
 	}

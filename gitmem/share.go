@@ -472,6 +472,9 @@ func (r *Repo) Sync(ctx context.Context, name string, opt SyncOptions) (SyncResu
 // share runs one push, pull or sync with the remote name, and records how
 // it went.
 func (r *Repo) share(ctx context.Context, name string, opt SyncOptions, fn func(*session) error) (res SyncResult, err error) {
+	if err := r.awaitStartCheck(ctx); err != nil { // what is pushed or merged holds the hand edits
+		return SyncResult{}, err
+	}
 	err = r.sharer.run(ctx, r.life.Done(), func(known *redactionCache) error {
 		if r.opt.ReadOnly {
 			return ErrReadOnly

@@ -442,6 +442,9 @@ var ErrPatternHoldsSecret = errors.New("gitmem: the pattern matches its own text
 // a repository on this machine, the old objects are deleted there too;
 // a server keeps them until its own garbage collection.
 func (r *Repo) RedactShared(ctx context.Context, name string, red Redaction, opt SyncOptions, progress Progress) (RedactReport, SyncResult, error) {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return RedactReport{}, SyncResult{}, err
+	}
 	if red.Match != nil && red.Match.MatchString(red.Match.String()) {
 		return RedactReport{}, SyncResult{}, ErrPatternHoldsSecret
 	}

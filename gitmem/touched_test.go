@@ -127,6 +127,7 @@ func TestStatCacheTakesTheIndexAtTheFirstLook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	settle(t, r) // the start's look, made after Open returned
 	// A start that looked at every file keeps no second copy of the index.
 	if n, idx := r.mirror.stats.len(), len(r.mirror.stats.index); n != 21 || idx != 0 {
 		t.Fatalf("after a start that looked at every file the cache holds %d files and %d index entries, want 21 and none", n, idx)

@@ -260,6 +260,7 @@ func TestHandMadeGitSpellingsAreNeverAdopted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	settle(t, r) // the start's look, after Open returned, and its commit in git's files
 	if got := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "-z", "HEAD"); got != "memories/kept.md\x00" {
 		t.Fatalf("HEAD holds %q, want kept.md only", got)
 	}

@@ -219,6 +219,9 @@ func (tx *Tx) changes() ([]FileChange, error) {
 // It returns the commit and the files it changed; a revert that would
 // change nothing (already undone) is ErrNoChange.
 func (r *Repo) Revert(ctx context.Context, revs []string, opt RevertOptions) (Commit, []FileChange, error) {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return Commit{}, nil, err
+	}
 	return revert(ctx, r, revs, opt)
 }
 
@@ -429,6 +432,9 @@ func (e *AbsentError) Error() string {
 // c, as one new commit, and returns it with the files it changed. History
 // is not rewritten. Nothing to change is ErrNoChange.
 func (r *Repo) Restore(ctx context.Context, c Commit, opt RestoreOptions) (Commit, []FileChange, error) {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return Commit{}, nil, err
+	}
 	return restore(ctx, r, c, opt)
 }
 
@@ -515,6 +521,9 @@ type Stale struct {
 // relative to memories/; ** crosses folders). One pass over the history
 // index, newest first.
 func (r *Repo) StaleFiles(ctx context.Context, cutoff time.Time, keep []string, progress Progress) ([]Stale, error) {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return nil, err
+	}
 	return staleFiles(ctx, r, cutoff, keep, progress)
 }
 
@@ -631,6 +640,9 @@ type ExpireOptions struct {
 // Expire deletes the stale files (see StaleFiles) as one commit that
 // lists them, so it can be reverted. Nothing to expire: no commit.
 func (r *Repo) Expire(ctx context.Context, cutoff time.Time, opt ExpireOptions) ([]Stale, Commit, error) {
+	if err := r.awaitStartCheck(ctx); err != nil {
+		return nil, Commit{}, err
+	}
 	return expire(ctx, r, cutoff, opt)
 }
 
