@@ -784,7 +784,7 @@ func (r *Repo) adoptAll(first bool) *prepared {
 // the next start looks again.
 func (r *Repo) checkLater(t *writerTurn) {
 	defer t.end()
-	defer close(r.mirror.checked) // before the turn is given back: whoever takes it next finds the look done
+	defer r.mirror.looked() // before the turn is given back: whoever takes it next finds the look done
 	r.opt.hooks.atStartCheck()
 	if !r.lease.Held() {
 		return // let go (a failed start's cleanup): the next owner looks
@@ -801,14 +801,15 @@ func (r *Repo) checkLater(t *writerTurn) {
 // way. It gives up when ctx ends (ctx.Err()) or Close begins
 // (ErrClosed). Called with no lock of the store held.
 func (r *Repo) awaitStartCheck(ctx context.Context) error {
+	checked := *r.mirror.checked.Load()
 	select {
-	case <-r.mirror.checked:
+	case <-checked:
 		return nil
 	default:
 	}
 	r.opt.hooks.atAwaitCheck()
 	select {
-	case <-r.mirror.checked:
+	case <-checked:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -820,7 +821,13 @@ func (r *Repo) awaitStartCheck(ctx context.Context) error {
 // checking notes that the start's look at every worktree file is left
 // for after Open returns (checkLater closes it). Called by start, before
 // it returns.
-func (m *mirror) checking() { m.checked = make(chan struct{}) }
+func (m *mirror) checking() {
+	checking := make(chan struct{})
+	m.checked.Store(&checking)
+}
+
+// looked notes that the start's look at every worktree file is done.
+func (m *mirror) looked() { close(*m.checked.Load()) }
 
 // adoptNow commits the hand edits under paths, schedules the index's
 // rewrite as every commit does, and waits for the commit to be durable.

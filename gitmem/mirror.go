@@ -47,8 +47,9 @@ type mirror struct {
 
 	// checked is closed once the start's look at every worktree file
 	// for hand edits is done (drift.go, checkLater); closed from the
-	// start when none is under way. Set by start before Open returns.
-	checked chan struct{}
+	// start when none is under way. Replaced by start before Open
+	// returns, while the maintainer may look at it.
+	checked atomic.Pointer[chan struct{}]
 }
 
 // indexWriting is what the mirror asks of .git/index's part (gitIndex):
@@ -62,11 +63,12 @@ type indexWriting interface {
 // whose git folder is gitDir, and whose .git/index is index's.
 func newMirror(root *os.Root, dir, gitDir string, index indexWriting, opt *Options) *mirror {
 	env := opt.hooks.gdEnv()
+	m := &mirror{wt: newWorktree(root, dir, gitDir, env), stats: newStatCache(), repairs: newRepairs(),
+		gitDir: gitDir, env: env, hooks: opt.hooks, maxFileBytes: opt.MaxFileBytes, logf: opt.Logf, errorf: opt.Errorf, index: index}
 	checked := make(chan struct{})
 	close(checked)
-	return &mirror{wt: newWorktree(root, dir, gitDir, env), stats: newStatCache(), repairs: newRepairs(),
-		gitDir: gitDir, env: env, hooks: opt.hooks, maxFileBytes: opt.MaxFileBytes, logf: opt.Logf, errorf: opt.Errorf, index: index,
-		checked: checked}
+	m.checked.Store(&checked)
+	return m
 }
 
 // close removes the spare files and closes the worktree's root.
