@@ -25,34 +25,7 @@ import (
 // inode), the files are read once and the index is rewritten with what
 // was found, so the next start reads none.
 func TestOpenReadsNoUnchangedFile(t *testing.T) {
-	dir := gittest.TempDir(t)
-	r, _, err := Init(context.Background(), dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const files = 20
-	for i := range files {
-		write(t, r, fmt.Sprintf("t%d", i), fmt.Sprintf("d%d/f%d.md", i%3, i), fmt.Sprintf("file %d\n", i))
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// Every file gets a new inode, its content unchanged (cp, a backup
-	// restored), and becomes older than the racy window.
-	for i := range files {
-		p := filepath.Join(dir, "memories", fmt.Sprintf("d%d/f%d.md", i%3, i))
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p+".tmp", data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(p+".tmp", p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(2 * gd.RacyWindow)
+	dir, files := copiedRepo(t)
 	open := func() int64 {
 		t.Helper()
 		r, err := Open(context.Background(), dir, testOptions(t))
@@ -77,6 +50,40 @@ func TestOpenReadsNoUnchangedFile(t *testing.T) {
 	if got := subjects(t, dir); strings.Contains(got, "adopt") {
 		t.Fatalf("an unchanged file was adopted:\n%s", got)
 	}
+}
+
+// copiedRepo is a closed repository of files memory files, each of which
+// then got a new inode, its content unchanged (cp, a backup restored),
+// and became older than the racy window: .git/index vouches for none.
+func copiedRepo(t *testing.T) (dir string, files int64) {
+	t.Helper()
+	dir = gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = 20
+	for i := range files {
+		write(t, r, fmt.Sprintf("t%d", i), fmt.Sprintf("d%d/f%d.md", i%3, i), fmt.Sprintf("file %d\n", i))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range files {
+		p := filepath.Join(dir, "memories", fmt.Sprintf("d%d/f%d.md", i%3, i))
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p+".tmp", data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(p+".tmp", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2 * gd.RacyWindow)
+	return dir, files
 }
 
 // A hand edit that keeps the file's size and sets its mtime back

@@ -54,6 +54,18 @@ func (g *startGate) hooks() *testHooks {
 
 func (g *startGate) open() { g.once.Do(func() { close(g.gate) }) }
 
+// openRepo opens the repository in dir with the gate's seams.
+func (g *startGate) openRepo(t *testing.T, dir string) *Repo {
+	t.Helper()
+	opt := testOptions(t)
+	opt.hooks = g.hooks()
+	r, err := Open(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // handEditedRepo is a closed repository whose a.md and d/b.md gitmem
 // wrote, and in whose worktree a.md was then edited and d/new.md made by
 // hand, each file older than the racy window.
@@ -105,39 +117,28 @@ func TestHandEditsAtStartAreSeenByTheFirstCall(t *testing.T) {
 		case <-answered:
 		}
 	}
+	// view reads file in a view of at (a file or a folder), as the
+	// memory tool's view does.
+	view := func(at, file string) func(*Repo) (string, error) {
+		return func(r *Repo) (string, error) {
+			v, err := r.Snapshot(context.Background(), at)
+			if err != nil {
+				return "", err
+			}
+			data, err := v.ReadFile(file)
+			return string(data), err
+		}
+	}
+	const edited, made = "one\nby hand\n", "made by hand\n"
 	for _, tc := range []struct {
 		name string
 		wait func(*testing.T, *Repo, *startGate, <-chan struct{})
 		call func(*Repo) (string, error)
+		want string
 	}{
-		{"view of the edited file", waitLook, func(r *Repo) (string, error) {
-			v, err := r.Snapshot(context.Background(), "a.md")
-			if err != nil {
-				return "", err
-			}
-			data, err := v.ReadFile("a.md")
-			return string(data), err
-		}},
-		{"view of a folder", waitLook, func(r *Repo) (string, error) {
-			v, err := r.Snapshot(context.Background(), "d")
-			if err != nil {
-				return "", err
-			}
-			list, err := v.List("d")
-			var names []string
-			for _, i := range list {
-				names = append(names, i.Name)
-			}
-			return strings.Join(names, " "), err
-		}},
-		{"view of the root", waitLook, func(r *Repo) (string, error) {
-			v, err := r.Snapshot(context.Background(), "")
-			if err != nil {
-				return "", err
-			}
-			data, err := v.ReadFile("d/new.md")
-			return string(data), err
-		}},
+		{"view of the edited file", waitLook, view("a.md", "a.md"), edited},
+		{"view of a folder", waitLook, view("d", "d/new.md"), made},
+		{"view of the root", waitLook, view("", "d/new.md"), made},
 		{"first change", waitTurn, func(r *Repo) (string, error) {
 			var got string
 			_, err := r.Update(context.Background(), Meta{Subject: "w a.md", Trailers: []Trailer{{TrailerToolUseID, "t3"}}}, func(tx *Tx) error {
@@ -149,22 +150,17 @@ func TestHandEditsAtStartAreSeenByTheFirstCall(t *testing.T) {
 				return tx.WriteFile("a.md", append(data, "by the model\n"...))
 			})
 			return got, err
-		}},
+		}, edited},
 		{"history", waitLook, func(r *Repo) (string, error) {
 			c, err := r.Commit(context.Background(), "HEAD")
 			return c.Subject, err
-		}},
+		}, "memory: adopt changes made outside gitmem"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := handEditedRepo(t)
 			g := newStartGate()
-			opt := testOptions(t)
-			opt.hooks = g.hooks()
-			r, err := Open(context.Background(), dir, opt)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := g.openRepo(t, dir)
 			defer r.Close()
 			defer g.open()
 			type answer struct {
@@ -183,13 +179,8 @@ func TestHandEditsAtStartAreSeenByTheFirstCall(t *testing.T) {
 			if a.err != nil {
 				t.Fatal(a.err)
 			}
-			want := map[string]string{"view of a folder": "b.md new.md", "view of the root": "made by hand\n",
-				"history": "memory: adopt changes made outside gitmem"}[tc.name]
-			if want == "" {
-				want = "one\nby hand\n"
-			}
-			if a.got != want {
-				t.Errorf("the first call got %q, want %q", a.got, want)
+			if a.got != tc.want {
+				t.Errorf("the first call got %q, want %q", a.got, tc.want)
 			}
 			settle(t, r)
 			log := gittest.Git(t, dir, "log", "--format=%s%n%(trailers:key=Memory-Path,valueonly)")
@@ -215,39 +206,9 @@ func TestHandEditsAtStartAreSeenByTheFirstCall(t *testing.T) {
 // here); it reads them once, and the next start none.
 func TestStartReadsNoFileBeforeOpenReturns(t *testing.T) {
 	t.Parallel()
-	dir := gittest.TempDir(t)
-	r, _, err := Init(context.Background(), dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const files = 20
-	for i := range files {
-		write(t, r, fmt.Sprintf("t%d", i), fmt.Sprintf("d%d/f%d.md", i%3, i), fmt.Sprintf("file %d\n", i))
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range files { // a new inode each, the content unchanged (cp -r)
-		p := filepath.Join(dir, "memories", fmt.Sprintf("d%d/f%d.md", i%3, i))
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p+".tmp", data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(p+".tmp", p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(2 * gd.RacyWindow)
+	dir, files := copiedRepo(t)
 	g := newStartGate()
-	opt := testOptions(t)
-	opt.hooks = g.hooks()
-	r, err = Open(context.Background(), dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := g.openRepo(t, dir)
 	n := r.mirror.wt.reads.Load()
 	g.open()
 	if n != 0 {
@@ -266,7 +227,7 @@ func TestStartReadsNoFileBeforeOpenReturns(t *testing.T) {
 	if out := gittest.Git(t, dir, "diff-files", "--name-only"); out != "" {
 		t.Fatalf("git diff-files lists files whose lstat data the index lacks:\n%s", out)
 	}
-	r, err = Open(context.Background(), dir, testOptions(t))
+	r, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,12 +248,7 @@ func TestCloseBeforeTheStartsLookLosesNothing(t *testing.T) {
 	t.Parallel()
 	dir := handEditedRepo(t)
 	g := newStartGate()
-	opt := testOptions(t)
-	opt.hooks = g.hooks()
-	r, err := Open(context.Background(), dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := g.openRepo(t, dir)
 	closed := make(chan error, 1)
 	go func() { closed <- r.Close() }()
 	<-r.life.Done() // Close began; it waits for the turn the look holds
