@@ -223,7 +223,7 @@ func TestDiffAllocatesLittlePerFile(t *testing.T) { // not parallel: AllocsPerRu
 			t.Fatalf("%s: %q -> %q", c.Path, c.Old, c.New)
 		}
 	}
-	if perFile := allocs / files; perFile > 12 { // 19.6 with the paths' and blobs' maps of hex strings
+	if perFile := allocs / files; perFile > 15 { // 19.6 with the paths' and blobs' maps of hex strings; 9.5 now, 12.5 seen under -race beside the package's leftover goroutines
 		t.Errorf("a diff of %d files made %.1f allocations per file", files, perFile)
 	}
 }
