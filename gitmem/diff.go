@@ -11,8 +11,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-
-	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // FileChange is one memory file that differs between two states.
@@ -48,7 +46,7 @@ func (hr historyReader) diff(from, to string, paths ...string) ([]FileChange, er
 	}
 	var found []change                   // in path order, as the trees list them
 	pathOf := map[plumbing.Hash]string{} // a path of each blob, for an error
-	var order []gd.Located               // the blobs, in the order they are read
+	var hs []plumbing.Hash               // the blobs
 	hr.o.lock()
 	err := hr.o.st.Mapped(func() error {
 		var mem [2]plumbing.Hash
@@ -76,7 +74,6 @@ func (hr historyReader) diff(from, to string, paths ...string) ([]FileChange, er
 		if err != nil {
 			return wrap("compare the trees", err)
 		}
-		var hs []plumbing.Hash
 		for _, c := range found {
 			for _, h := range [2]plumbing.Hash{c.x, c.y} {
 				if _, ok := pathOf[h]; !ok && !h.IsZero() {
@@ -85,7 +82,6 @@ func (hr historyReader) diff(from, to string, paths ...string) ([]FileChange, er
 				}
 			}
 		}
-		order = hr.o.st.SortForReading(hs)
 		return nil
 	})
 	hr.o.unlock()
@@ -94,25 +90,17 @@ func (hr historyReader) diff(from, to string, paths ...string) ([]FileChange, er
 	}
 	// The blobs are read in the order of the packs, not of the paths
 	// (75,500 entries inflated for a diff across 50,000 commits, not
-	// 95,300: see gitdir.Store.SortForReading), a few at a time under the
-	// Store's lock, for the calls of a serve meanwhile.
-	blobs := make(map[plumbing.Hash][]byte, len(order))
-	for batch := range slices.Chunk(order, 256) {
-		hr.o.lock()
-		err := hr.o.st.Mapped(func() error {
-			for _, l := range batch {
-				data, err := hr.o.st.BlobAt(l)
-				if err != nil {
-					return objectError("blob", l.Hash, memDir+"/"+pathOf[l.Hash], err)
-				}
-				blobs[l.Hash] = data
-			}
-			return nil
-		})
-		hr.o.unlock()
+	// 95,300: see gitdir.Store.SortForReading).
+	blobs := make(map[plumbing.Hash][]byte, len(hs))
+	err = hr.o.blobsInPackOrder(hs, func(h plumbing.Hash, data []byte, err error) error {
 		if err != nil {
-			return nil, err
+			return objectError("blob", h, memDir+"/"+pathOf[h], err)
 		}
+		blobs[h] = data
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// The trees list the paths in byte order (a folder sorts as its name
 	// and "/"), each once: the changes need no map of their own nor a sort.

@@ -55,6 +55,22 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 		failed = append(failed, q)
 		r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
 	}
+	// The files' blobs are read a batch at a time before they are written,
+	// in the order of the packs, mapped, the packs held open and their
+	// delta bases cached from one batch to the next: read as each file
+	// was written, every read opened the pack again and read the blob's
+	// whole delta chain with a pread per link (a pull of 10,000 commits
+	// writing 6,367 files made 196,000). What is not read so (a blob
+	// already in the batch, a read that failed) is read as before.
+	r.objects.holdPacks()
+	defer r.objects.dropPacks()
+	var batch map[plumbing.Hash][]byte
+	blob := func(h plumbing.Hash) ([]byte, error) {
+		if data, ok := batch[h]; ok {
+			return data, nil
+		}
+		return r.objects.readBlob(h)
+	}
 	follow := func(q string) {
 		if kept[q] || r.mirror.repairs.keptAbove(q) {
 			// A hand edit stays there; one of a file the commits make a
@@ -63,29 +79,52 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 		}
 		var err error
 		if of, ok := checks[q]; ok {
-			err = r.mirror.syncChecked(q, lookup(last.tree, q), of, r.objects.readBlob)
+			err = r.mirror.syncChecked(q, lookup(last.tree, q), of, blob)
 		} else {
-			err = r.mirror.wt.sync(q, lookup(last.tree, q), r.objects.readBlob)
+			err = r.mirror.wt.sync(q, lookup(last.tree, q), blob)
 		}
 		if err != nil {
 			fail(q, err)
 		}
 	}
-	for _, q := range paths {
-		in, ok := inside[q]
-		if !ok {
-			follow(q)
-			continue
+	for len(paths) > 0 {
+		var hs []plumbing.Hash
+		var size int64
+		k := 0
+		for ; k < len(paths) && size < followBatchBytes; k++ {
+			for _, f := range append([]string{paths[k]}, inside[paths[k]]...) {
+				if n := lookup(last.tree, f); n.isFile() && !kept[f] {
+					hs, size = append(hs, n.hash), size+n.size
+				}
+			}
 		}
-		for _, f := range in {
-			follow(f)
+		batch = make(map[plumbing.Hash][]byte, len(hs))
+		r.objects.blobsInPackOrder(hs, func(h plumbing.Hash, data []byte, err error) error {
+			if err == nil {
+				batch[h] = data
+			}
+			return nil
+		})
+		for _, q := range paths[:k] {
+			in, ok := inside[q]
+			if !ok {
+				follow(q)
+				continue
+			}
+			for _, f := range in {
+				follow(f)
+			}
+			if err := r.mirror.wt.syncFolder(q, lookup(last.tree, q), blob); err != nil {
+				fail(q, err)
+			}
 		}
-		if err := r.mirror.wt.syncFolder(q, lookup(last.tree, q), r.objects.readBlob); err != nil {
-			fail(q, err)
-		}
+		paths = paths[k:]
 	}
 	r.mirror.repairs.followed(items, prev, failed, time.Now())
 }
+
+// followBatchBytes bounds the blobs followWorktree holds read at once.
+const followBatchBytes = 16 << 20
 
 // keepHandEdits returns the files among paths that were edited by hand
 // before the worktree caught up with items (it lags them by milliseconds,

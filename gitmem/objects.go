@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -62,4 +63,33 @@ func (r *Repo) readRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
 // objectOf is a git object held in full.
 func objectOf(t plumbing.ObjectType, data []byte) gd.Object {
 	return gd.Object{Type: t, Hash: plumbing.ComputeHash(t, data), Data: data}
+}
+
+// blobsInPackOrder reads the blobs hs, in the order of the packs (see
+// gitdir.Store.SortForReading), mapped, a few at a time under the
+// Store's lock (for the calls of a serve meanwhile), and gives each to
+// fn with its read's error; an error from fn ends the reads. The caller
+// holds the packs (holdPacks), so that the mappings and the delta bases
+// read stay from one batch to the next.
+func (o *objects) blobsInPackOrder(hs []plumbing.Hash, fn func(h plumbing.Hash, data []byte, err error) error) error {
+	o.lock()
+	order := o.st.SortForReading(hs)
+	o.unlock()
+	for batch := range slices.Chunk(order, 256) {
+		o.lock()
+		err := o.st.Mapped(func() error {
+			for _, l := range batch {
+				data, err := o.st.BlobAt(l)
+				if err := fn(l.Hash, data, err); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		o.unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
