@@ -47,6 +47,9 @@ type testHooks struct {
 	// turn held, before it looks; awaitCheck runs when a call begins to
 	// wait for that look to finish.
 	startCheck, awaitCheck func()
+	// link runs with the object store of a push, pull or sync (its own
+	// View) once the link is made, for a test to count its reads.
+	link func(st *gd.Store)
 	// backlogMax, chunkMax, tailChunk, logMax and releaseIdle replace
 	// the constants of the same names when positive.
 	backlogMax, chunkMax, tailChunk int
@@ -75,6 +78,12 @@ func (h *testHooks) open(gitDir string) *gd.Store {
 func (h *testHooks) atGC(stage string) {
 	if h != nil && h.gc != nil {
 		h.gc(stage)
+	}
+}
+
+func (h *testHooks) atLink(st *gd.Store) {
+	if h != nil && h.link != nil {
+		h.link(st)
 	}
 }
 

@@ -485,6 +485,7 @@ func (r *Repo) share(ctx context.Context, name string, opt SyncOptions, fn func(
 		}
 		l := newLink(r, r.dir, r.gitDir, r.branch, name, url, opt)
 		defer l.close()
+		r.opt.hooks.atLink(l.st)
 		s := newSession(l, r, r.opt, known)
 		err = fn(s)
 		s.noteSync(err)
@@ -665,7 +666,12 @@ func (s *session) push(ctx context.Context) error {
 		if !s.g.Has(theirs) {
 			return ErrNonFastForward
 		}
-		if in, err := s.g.IsAncestor(theirs, head); err != nil {
+		// The link's own View, which nothing else reads meanwhile, is
+		// read mapped here and below, as git reads its packs: no pread
+		// per entry of each delta chain (114,000 for a push of 10,000
+		// commits).
+		var in bool
+		if err := s.st.Mapped(func() (err error) { in, err = s.g.IsAncestor(theirs, head); return err }); err != nil {
 			return wrap("read the history", err)
 		} else if !in {
 			return ErrNonFastForward
@@ -685,11 +691,15 @@ func (s *session) push(ctx context.Context) error {
 			haves = append(haves, h)
 		}
 	}
-	objects, commits, err := s.g.Missing(tips, haves)
+	var objects []plumbing.Hash
+	var commits []*object.Commit
+	err = s.st.Mapped(func() (err error) {
+		if objects, commits, err = s.g.Missing(tips, haves); err != nil {
+			return wrap("find what the remote lacks", err)
+		}
+		return s.known.check(s.st, s.readRedactionsRef(""), objects)
+	})
 	if err != nil {
-		return wrap("find what the remote lacks", err)
-	}
-	if err := s.known.check(s.st, s.readRedactionsRef(""), objects); err != nil {
 		return err
 	}
 	if err := conn.Push(ctx, s.st, objects, updates); err != nil {

@@ -218,6 +218,26 @@ func TestPushPullFastForward(t *testing.T) {
 	}
 }
 
+// writeVersions commits versions from, from+1, ... up to to (not
+// included) of 20 files in 4 folders, each a commit (delta chains once
+// packed): "line V of file I", 40 times.
+func writeVersions(t testing.TB, r *Repo, from, to int) {
+	t.Helper()
+	for v := from; v < to; v++ {
+		_, err := r.Update(context.Background(), Meta{Subject: fmt.Sprint("v", v)}, func(tx *Tx) error {
+			for i := range 20 {
+				if err := tx.WriteFile(fmt.Sprintf("d%d/f%d.md", i%4, i), []byte(strings.Repeat(fmt.Sprintf("line %d of file %d\n", v, i), 40))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // The worktree follows a pull with the blobs it writes read beforehand,
 // in the order of the packs, mapped: not each as its file is written,
 // which opened the pack again and read every link of the blob's delta
@@ -230,22 +250,9 @@ func TestPullWritesTheWorktreeFromBlobsReadMapped(t *testing.T) {
 	}
 	remote := bareRemote(t)
 	a := agent(t, remote, "a")
-	for v := range 6 { // versions of each file: delta chains once packed
-		_, err := a.Update(context.Background(), Meta{Subject: fmt.Sprint("v", v)}, func(tx *Tx) error {
-			for i := range 20 {
-				if err := tx.WriteFile(fmt.Sprintf("d%d/f%d.md", i%4, i), []byte(strings.Repeat(fmt.Sprintf("line %d of file %d\n", v, i), 40))); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v == 0 {
-			syncOK(t, a)
-		}
-	}
+	writeVersions(t, a, 0, 1)
+	syncOK(t, a)
+	writeVersions(t, a, 1, 6)
 	var b *Repo
 	var writes, first, last atomic.Int64 // the files written, the pack entries read with a pread at the first write and at the last
 	h := &testHooks{env: new(gd.Env), exchange: func(q string, open bool) {

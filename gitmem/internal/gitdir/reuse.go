@@ -182,6 +182,7 @@ func (ps *packSet) readRaw(p *packIdx, off int64, buf []byte) error {
 	if err != nil {
 		return err
 	}
+	ps.preads.Add(1)
 	_, err = f.ReadAt(buf, off)
 	return err
 }

@@ -89,7 +89,9 @@ func (l *local) Push(ctx context.Context, src *gd.Store, objects []plumbing.Hash
 			gd.Unkeep(l.store.Dir, h)
 		}
 	}()
-	if err := copyObjects(ctx, src, l.store, objects); err != nil {
+	// src is the push's own (a View), which nothing else reads meanwhile:
+	// it is read mapped, no pread per entry.
+	if err := src.Mapped(func() error { return copyObjects(ctx, src, l.store, objects) }); err != nil {
 		return fmt.Errorf("write the objects into the remote: %v", err)
 	}
 

@@ -307,7 +307,9 @@ func (n *network) Push(ctx context.Context, src *gd.Store, objects []plumbing.Ha
 	req.Packfile = rd
 	done := make(chan error, 1)
 	go func() {
-		err := src.EncodePack(wr, objects)
+		// src is the push's own (a View), which nothing reads while the
+		// pack is sent: it is read mapped, no pread per entry.
+		err := src.Mapped(func() error { return src.EncodePack(wr, objects) })
 		wr.CloseWithError(err)
 		done <- err
 	}()
