@@ -196,7 +196,15 @@ func (m *merger) factsFor(ours plumbing.Hash, oursTree *node) (*mergeFacts, erro
 	if m.noRestart {
 		return nil, errTipMoved
 	}
-	f, err := m.findFacts(ours)
+	// m.st is the merge's own View, which nothing else reads meanwhile:
+	// its packs are read mapped, as git reads them, not with a pread per
+	// entry of each delta chain (21,000 for a pull of 10,000 commits:
+	// the commits to the merge base, the sizes of the files changed).
+	var f *mergeFacts
+	err := m.st.Mapped(func() (err error) {
+		f, err = m.findFacts(ours)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -507,10 +515,17 @@ type mergeStore interface {
 }
 
 // readTree is loadTree with objects.mu held (mergeStore).
-func (r *Repo) readTree(h plumbing.Hash, old *node) (*node, error) {
+func (r *Repo) readTree(h plumbing.Hash, old *node) (n *node, err error) {
 	r.objects.lock()
 	defer r.objects.unlock()
-	return r.loadTree(h, old, "")
+	// Read mapped: a fast-forward over many commits reads each changed
+	// tree and the size of each changed file, a pread each (9,000 for a
+	// pull of 10,000 commits).
+	err = r.objects.st.Mapped(func() (err error) {
+		n, err = r.loadTree(h, old, "")
+		return err
+	})
+	return n, err
 }
 
 // linearSince returns the commits from descends to through commits of

@@ -876,11 +876,14 @@ func (s *session) changeSyncState(fn func(*syncState)) {
 // Called by prepare, with the turn held.
 func (r *Repo) prepareFastForward(tx *Tx) (*prepared, error) {
 	r.objects.lock()
-	c, err := r.objects.st.Commit(tx.ff)
+	var c *object.Commit
 	var rec histRec
-	if err == nil {
-		rec, err = r.hist().recordOf(c)
-	}
+	err := r.objects.st.Mapped(func() (err error) {
+		if c, err = r.objects.st.Commit(tx.ff); err == nil {
+			rec, err = r.hist().recordOf(c)
+		}
+		return err
+	})
 	r.objects.unlock()
 	if err != nil {
 		return nil, wrap("read the fetched commit", err)
