@@ -238,6 +238,21 @@ func writeVersions(t testing.TB, r *Repo, from, to int) {
 	}
 }
 
+// versionsToPush makes a memory on a shared remote that holds the first
+// of writeVersions' versions, and five more not pushed yet (for a test
+// of reading packs, which are not mapped on Windows).
+func versionsToPush(t *testing.T) (remote string, a *Repo) {
+	if runtime.GOOS == "windows" {
+		t.Skip("packs are not mapped here")
+	}
+	remote = bareRemote(t)
+	a = agent(t, remote, "a")
+	writeVersions(t, a, 0, 1)
+	syncOK(t, a)
+	writeVersions(t, a, 1, 6)
+	return remote, a
+}
+
 // The worktree follows a pull with the blobs it writes read beforehand,
 // in the order of the packs, mapped: not each as its file is written,
 // which opened the pack again and read every link of the blob's delta
@@ -245,14 +260,7 @@ func writeVersions(t testing.TB, r *Repo, from, to int) {
 // wrote 6,367 files).
 func TestPullWritesTheWorktreeFromBlobsReadMapped(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS == "windows" {
-		t.Skip("packs are not mapped here")
-	}
-	remote := bareRemote(t)
-	a := agent(t, remote, "a")
-	writeVersions(t, a, 0, 1)
-	syncOK(t, a)
-	writeVersions(t, a, 1, 6)
+	remote, a := versionsToPush(t)
 	var b *Repo
 	var writes, first, last atomic.Int64 // the files written, the pack entries read with a pread at the first write and at the last
 	h := &testHooks{env: new(gd.Env), exchange: func(q string, open bool) {
@@ -297,14 +305,7 @@ func TestPullWritesTheWorktreeFromBlobsReadMapped(t *testing.T) {
 // pread (31,000 for a pull of 10,000 commits).
 func TestPullReadsThePacksMapped(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS == "windows" {
-		t.Skip("packs are not mapped here")
-	}
-	remote := bareRemote(t)
-	a := agent(t, remote, "a")
-	writeVersions(t, a, 0, 1)
-	syncOK(t, a)
-	writeVersions(t, a, 1, 6)
+	remote, a := versionsToPush(t)
 	var links []*gd.Store
 	b := agentWith(t, remote, "b", &testHooks{env: new(gd.Env), link: func(st *gd.Store) { links = append(links, st) }})
 	if _, err := a.Push(context.Background(), "origin", SyncOptions{}); err != nil {
