@@ -173,8 +173,8 @@ func screenedRefusal(f policy.Finding, path string) error {
 // file's text, or whose pieces an edit that removes text joins, counts as
 // much as one written whole (policy.FindEdit). Refuse mode fails on the
 // first secret, naming its line in the file; mask mode masks each secret
-// whole and records it in a trailer. It returns the file to write and
-// where the text begins in it.
+// whole and records it in a trailer of tx (nil: none, for madeBy). It
+// returns the file to write and where the text begins in it.
 func (h *Handler) place(sc screened, rel, path, before, after string, tx *gitmem.Tx) (string, int, error) {
 	file, start := before+sc.text+after, len(before)
 	if h.screening == policy.ScreenOff {
@@ -189,7 +189,9 @@ func (h *Handler) place(sc screened, rel, path, before, after string, tx *gitmem
 	}
 	masked, lines := policy.MaskSecrets(file, fs)
 	for i, f := range fs {
-		tx.AddTrailer(TrailerMasked, fmt.Sprintf("%s line %d", f.Rule, lines[i]))
+		if tx != nil {
+			tx.AddTrailer(TrailerMasked, fmt.Sprintf("%s line %d", f.Rule, lines[i]))
+		}
 	}
 	// Where the text begins once the secrets before it are masked (at the
 	// placeholder, when one holds the beginning).
@@ -339,11 +341,15 @@ func (h *Handler) retried(ctx context.Context, applied *gitmem.AppliedError, met
 		applied.ID, applied.Commit.Subject)
 }
 
-// madeBy is update's made for a call that writes the file rel: whether
-// commit c turned the file of c's first parent into the text edit makes
-// of it. edit gets the parent's text (exists false: it has no such file)
-// and returns the text the call writes, or false where the call fails.
-func (h *Handler) madeBy(ctx context.Context, rel string, edit func(old string, exists bool) (string, bool)) func(gitmem.Commit) (bool, error) {
+// madeBy is update's made for a call that writes the screened text sc to
+// the file rel: whether commit c turned the file of c's first parent into
+// what the call writes of it. edit gets the parent's text (exists false:
+// it has no such file) and returns the file's text either side of where
+// the call puts sc, or false where the call fails. The call's file is
+// the one place makes (its secrets masked in mask mode), or the
+// unscreened one: the commit may have been made with another
+// --secret-screening.
+func (h *Handler) madeBy(ctx context.Context, rel string, sc screened, edit func(old string, exists bool) (before, after string, ok bool)) func(gitmem.Commit) (bool, error) {
 	return func(c gitmem.Commit) (bool, error) {
 		var old []byte
 		err := gitmem.ErrNotExist
@@ -353,15 +359,21 @@ func (h *Handler) madeBy(ctx context.Context, rel string, edit func(old string, 
 		if err != nil && !errors.Is(err, gitmem.ErrNotExist) {
 			return false, err
 		}
-		want, ok := edit(string(old), err == nil)
+		before, after, ok := edit(string(old), err == nil)
 		if !ok {
 			return false, nil
 		}
 		got, err := h.repo.ReadFileAt(ctx, c.Hash, rel)
 		if errors.Is(err, gitmem.ErrNotExist) {
 			return false, nil
+		} else if err != nil {
+			return false, err
 		}
-		return err == nil && string(got) == want, err
+		if string(got) == before+sc.text+after {
+			return true, nil
+		}
+		placed, _, err := h.place(sc, rel, "", before, after, nil)
+		return err == nil && string(got) == placed, nil
 	}
 }
 
@@ -415,7 +427,7 @@ func (h *Handler) create(c Caller, id string, in input) (string, error) {
 		}
 		return done, parentErr(tx.WriteFile(rel, []byte(file)), "create "+path)
 	}, func(gitmem.Commit) (string, error) { return done, nil },
-		h.madeBy(in.ctx, rel, func(_ string, exists bool) (string, bool) { return text, !exists }))
+		h.madeBy(in.ctx, rel, sc, func(_ string, exists bool) (string, string, bool) { return "", "", !exists }))
 }
 
 // parentErr explains a path whose parent is a file.
@@ -544,12 +556,12 @@ func (h *Handler) strReplace(c Caller, id string, in input) (string, error) {
 		}
 		line, _ := strconv.Atoi(c.Trailer(gitmem.TrailerLine))
 		return snippet(string(data), max(line, 1)), nil
-	}, h.madeBy(in.ctx, rel, func(old string, exists bool) (string, bool) {
+	}, h.madeBy(in.ctx, rel, sc, func(old string, exists bool) (string, string, bool) {
 		at := occurrences(old, oldStr)
 		if !exists || len(at) != 1 {
-			return "", false
+			return "", "", false
 		}
-		return old[:at[0]] + newStr + old[at[0]+len(oldStr):], true
+		return old[:at[0]], old[at[0]+len(oldStr):], true
 	}))
 }
 
@@ -590,12 +602,12 @@ func (h *Handler) insert(c Caller, id string, in input) (string, error) {
 			return "", err
 		}
 		return done, tx.WriteFile(rel, []byte(updated))
-	}, func(gitmem.Commit) (string, error) { return done, nil }, h.madeBy(in.ctx, rel, func(old string, exists bool) (string, bool) {
+	}, func(gitmem.Commit) (string, error) { return done, nil }, h.madeBy(in.ctx, rel, sc.trimNewline(), func(old string, exists bool) (string, string, bool) {
 		if !exists || at < 0 || at > policy.CountLines(old) {
-			return "", false
+			return "", "", false
 		}
 		before, after := around(old, at)
-		return before + strings.TrimSuffix(text, "\n") + after, true
+		return before, after, true
 	}))
 }
 
