@@ -1914,3 +1914,67 @@ func TestRevertOfOneCommitNamedTwice(t *testing.T) {
 		}
 	}
 }
+
+// A revert records only the commits whose undo changed something: a
+// target already undone, or one whose undo is empty (the memory's init
+// commit), is left out of its subject and Reverts trailers; a revert of
+// such targets only changes nothing (ErrNoChange). Before, `revert i1
+// i2` with i1 already undone was "memory: revert 2 changes" with i1's
+// Reverts and Reverts-Tool-Use-Id trailers, as if i1 were undone again.
+func TestRevertRecordsOnlyTheChangesItUndoes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, _ := newRepo(t)
+	init, err := r.Resolve(ctx, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := map[string]Commit{}
+	for _, id := range []string{"i1", "i2", "i3", "i4", "i5"} {
+		c[id] = write(t, r, id, id+".md", id+"\n")
+	}
+	revert := func(revs ...string) Commit {
+		t.Helper()
+		rc, _, err := r.Revert(ctx, revs, RevertOptions{})
+		if err != nil {
+			t.Fatalf("revert %q: %v", revs, err)
+		}
+		return rc
+	}
+	reverted := func(rc Commit) []string {
+		var out []string
+		for _, tr := range rc.Trailers {
+			if tr.Key == "Reverts" || tr.Key == "Reverts-Tool-Use-Id" {
+				out = append(out, tr.Key+": "+tr.Value)
+			}
+		}
+		return out
+	}
+	one := func(id string) []string { return []string{"Reverts: " + c[id].Hash, "Reverts-Tool-Use-Id: " + id} }
+	revert("i1")
+	for _, step := range []struct {
+		revs    []string
+		subject string
+		trailer []string
+	}{
+		{[]string{"i1", "i2"}, "memory: revert " + c["i2"].Hash[:7] + " (w i2.md)", one("i2")},
+		{[]string{"i3", init.Hash}, "memory: revert " + c["i3"].Hash[:7] + " (w i3.md)", one("i3")},
+		{[]string{"i1", "i4", init.Hash[:9], "i5"}, "memory: revert 2 changes", append(one("i5"), one("i4")...)},
+	} {
+		rc := revert(step.revs...)
+		if rc.Subject != step.subject {
+			t.Errorf("revert %q: subject %q, want %q", step.revs, rc.Subject, step.subject)
+		}
+		if got := reverted(rc); !slices.Equal(got, step.trailer) {
+			t.Errorf("revert %q: trailers %q, want %q", step.revs, got, step.trailer)
+		}
+	}
+	for _, revs := range [][]string{{"i1", "i2"}, {"i1", init.Hash}, {init.Hash}} {
+		if _, _, err := r.Revert(ctx, revs, RevertOptions{}); !errors.Is(err, ErrNoChange) {
+			t.Errorf("revert %q: %v, want ErrNoChange", revs, err)
+		}
+	}
+	if files, err := r.Files("HEAD"); err != nil || len(files) != 0 {
+		t.Errorf("files left: %v (%v)", files, err)
+	}
+}

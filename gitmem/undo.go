@@ -210,8 +210,9 @@ func (tx *Tx) changes() ([]FileChange, error) {
 }
 
 // Revert undoes the changes the given commits (or tool_use ids) made, as
-// one new commit with a Reverts trailer for each (a commit named twice
-// counts once). Later edits to the same
+// one new commit with a Reverts trailer for each whose undo changed
+// something (a commit named twice counts once; one already undone, or
+// whose undo is empty, not at all). Later edits to the same
 // files are kept where they do not overlap (a three-way line merge: base
 // = the file after the change, ours = HEAD, theirs = the file before).
 // When they overlap, a *ConflictError describes them and nothing changes.
@@ -273,35 +274,51 @@ func revert(ctx context.Context, s opStore, revs []string, opt RevertOptions) (C
 	}
 	slices.SortFunc(targets, func(a, b target) int { return len(a.after) - len(b.after) }) // newest first
 	meta := Meta{Author: authorOr(opt.Author, s.Operator()), Trailers: []Trailer{{TrailerCommand, "revert"}}}
-	if len(targets) == 1 {
-		c := targets[0].c
-		meta.Subject = "memory: revert " + c.Hash[:7] + " (" + c.Subject + ")"
-	} else {
-		meta.Subject = fmt.Sprintf("memory: revert %d changes", len(targets))
-	}
-	for _, t := range targets {
-		meta.Trailers = append(meta.Trailers, Trailer{"Reverts", t.c.Hash})
-		if id := t.c.Trailer(TrailerToolUseID); id != "" {
-			meta.Trailers = append(meta.Trailers, Trailer{"Reverts-Tool-Use-Id", id})
-		}
-	}
 	return operate(ctx, s, meta, opt.DryRun, opt.Check, func(tx *Tx) error {
 		var conflicts []FileConflict
+		var undone []Commit // the targets whose undo changed something, newest first
 		for _, t := range targets {
+			was := tx.root
 			fc, err := undo(ctx, s, tx, t.c, opt.Theirs, movedAfter(t.after))
 			if err != nil {
 				return err
 			}
 			conflicts = append(conflicts, fc...)
+			if tx.changedFrom(was) {
+				undone = append(undone, t.c)
+			}
 		}
 		if len(conflicts) > 0 {
 			return &ConflictError{Files: conflicts}
+		}
+		// The record names only the commits undone: one already undone,
+		// or whose undo is empty (the init commit), is not reverted again.
+		// None: no change, and operate says so.
+		if len(undone) == 1 {
+			tx.SetSubject("memory: revert " + undone[0].Hash[:7] + " (" + undone[0].Subject + ")")
+		} else {
+			tx.SetSubject(fmt.Sprintf("memory: revert %d changes", len(undone)))
+		}
+		for _, c := range undone {
+			tx.AddTrailer("Reverts", c.Hash)
+			if id := c.Trailer(TrailerToolUseID); id != "" {
+				tx.AddTrailer("Reverts-Tool-Use-Id", id)
+			}
 		}
 		for _, p := range tx.Paths() {
 			tx.AddTrailer(TrailerPath, "/memories/"+p)
 		}
 		return nil
 	})
+}
+
+// changedFrom tells whether the memory in the transaction differs from
+// the one in root, a tree the transaction held before (trees are not
+// edited in place: an edit makes a new root).
+func (tx *Tx) changedFrom(root *node) bool {
+	changed := false
+	diffNodes(lookup(root, memDir), lookup(tx.root, memDir), "", func(string, plumbing.Hash) { changed = true })
+	return changed
 }
 
 // movedAfter maps a path to where the renames in later (oldest first)
