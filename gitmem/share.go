@@ -196,7 +196,7 @@ func (r *Repo) AddRemote(name, url string) error {
 		return ErrReadOnly
 	}
 	if !gd.ValidRemoteName(name) {
-		return &BadRemoteError{fmt.Sprintf("%q is not a remote name (letters, digits, '.', '_', '-')", name)}
+		return &BadRemoteError{fmt.Sprintf("%s is not a remote name (letters, digits, '.', '_', '-', beginning with a letter or digit, at most 64 characters)", policy.QuoteName(name))}
 	}
 	if err := remote.CheckURL(url); err != nil {
 		return &BadRemoteError{err.Error()}

@@ -113,6 +113,16 @@ func ClipName(s string) string {
 	return s
 }
 
+// Printable is s as it is, or quoted (strconv.Quote) when it holds a
+// control character: a value printed whole (a remote's URL set by hand,
+// in a listing) writes no escape sequence or line break to a terminal.
+func Printable(s string) string {
+	if strings.ContainsFunc(s, isControl) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
 // LineList joins ascending line numbers with ", " for an error result; past
 // max numbers it ends with " [... N more lines]".
 func LineList(lines []int, max int) string {

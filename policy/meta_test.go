@@ -108,6 +108,18 @@ func TestQuoteAndClipName(t *testing.T) {
 	}
 }
 
+// Printable quotes only a value that holds a control character, and
+// never clips.
+func TestPrintable(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 300)
+	for in, want := range map[string]string{"/srv/memory.git": "/srv/memory.git", long: long, "/x\ny": `"/x\ny"`, "o\x1b[31m": `"o\x1b[31m"`, "a\u0085b": `"a\u0085b"`} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%.20q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestLineList(t *testing.T) {
 	t.Parallel()
 	if got := LineList([]int{1, 4, 9}, 3); got != "1, 4, 9" {

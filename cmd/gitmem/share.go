@@ -97,7 +97,7 @@ func shareErr(err error, cmd, remote, dir string) error {
 	case errors.As(err, &be):
 		return failf(exitUsage, "%s", strings.TrimPrefix(be.Error(), "gitmem: "))
 	case errors.Is(err, gitmem.ErrNoRemote):
-		return failf(exitUsage, "no remote named %q (gitmem remote list; gitmem remote add %s URL)", remote, remote)
+		return failf(exitUsage, "no remote named %s (gitmem remote list; gitmem remote add %s URL)", policy.QuoteName(remote), policy.ClipName(remote))
 	case errors.As(err, &ue):
 		if cmd != "sync" {
 			cmd = "pull"
@@ -174,7 +174,7 @@ func listRemotes(c *cli.Context) error {
 		if c.Bool("json") {
 			emit(map[string]string{"name": x.Name, "url": x.URL})
 		} else {
-			fmt.Fprintf(c.App.Writer, "%s\t%s\n", x.Name, x.URL)
+			fmt.Fprintf(c.App.Writer, "%s\t%s\n", policy.Printable(x.Name), policy.Printable(x.URL))
 		}
 	}
 	return nil
@@ -200,7 +200,7 @@ func remoteChange(n int, what string, fn func(*gitmem.Repo, []string) error) cli
 				return err
 			}
 			if c.Command.Name == "remove" && errors.Is(err, gitmem.ErrNoRemote) {
-				return failf(exitUsage, "no remote named %q (gitmem remote list)", c.Args().First())
+				return failf(exitUsage, "no remote named %s (gitmem remote list)", policy.QuoteName(c.Args().First()))
 			}
 			return shareErr(err, "remote", c.Args().First(), c.String("repo"))
 		}
@@ -419,7 +419,7 @@ func statusCommand() *cli.Command {
 					emit(statusJSON{head.Hash, st.Remote, st.URL, st.Tracking, st.Ahead, st.Behind, when(st.LastSync), when(st.LastAttempt), st.LastError, st.Refused && st.LastError != "", when(st.RedactedHere)})
 					continue
 				}
-				fmt.Fprintf(w, "remote %s (%s)\n", st.Remote, st.URL)
+				fmt.Fprintf(w, "remote %s (%s)\n", policy.Printable(st.Remote), policy.Printable(st.URL))
 				if st.Tracking == "" {
 					fmt.Fprintf(w, "  never fetched; %d commit(s) not pushed\n", st.Ahead)
 				} else {

@@ -51,3 +51,21 @@ func TestMergedWhatCountsTheMerges(t *testing.T) {
 		}
 	}
 }
+
+// "no remote named" echoes the name it was given quoted and clipped, in
+// its hint too (a plain name as it is, to copy): before, the hint wrote
+// the name raw and whole, so an escape sequence in it reached the
+// terminal, and a 300-byte name was repeated whole.
+func TestNoRemoteEchoesTheNameQuotedAndClipped(t *testing.T) {
+	t.Parallel()
+	n80 := strings.Repeat("n", 80)
+	for name, want := range map[string]string{
+		"nowhere":                `no remote named "nowhere" (gitmem remote list; gitmem remote add nowhere URL)`,
+		"o\x1b[31mRED":           `no remote named "o\x1b[31mRED" (gitmem remote list; gitmem remote add "o\x1b[31mRED" URL)`,
+		strings.Repeat("n", 300): `no remote named "` + n80 + `"... (gitmem remote list; gitmem remote add "` + n80 + `"... URL)`,
+	} {
+		if got := shareErr(gitmem.ErrNoRemote, "push", name, t.TempDir()).Error(); got != want {
+			t.Errorf("%.20q:\n got %s\nwant %s", name, got, want)
+		}
+	}
+}
