@@ -128,6 +128,8 @@ func unrecoveredText(u Unrecovered) string {
 // (read and hashed, and checked as git fsck --strict checks them), git's
 // derived files (a commit-graph or multi-pack-index that names what is
 // gone), the history index, and the worktree against HEAD.
+// A .git/config that does not parse is reported, with how to repair it
+// by hand; nothing else is repaired until it is.
 // With repair it fixes what it safely can: a lost or damaged branch is
 // pointed at the newest commit that no other commit descends from (the
 // history index's tip when it is one), then the repository is opened,
@@ -152,7 +154,16 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	r := &bareStore{gitDir: gitDir, obj: opt.hooks.open(gitDir), hist: newHistoryIndex(gitDir, opt.hooks)}
 	defer r.obj.Close()
 	r.branch, _ = gd.ReadHEAD(gitDir)
-	if !gd.IsMarked(gitDir) && !opt.Adopt && !madeByGitmem(r.gitDir, r.branch, r.obj) {
+	// A .git/config that does not parse is repaired by hand first: until
+	// then nothing is repaired (the repair opens the repository), and
+	// whether gitmem made the repository cannot be read from its mark.
+	var de *DamagedError
+	if err := gd.CheckConfig(gitDir); errors.As(err, &de) {
+		rep.add(Problem{What: de.Problem, Repair: de.Repair})
+		repair = false
+	} else if err != nil {
+		return rep, wrap("read .git/config", err)
+	} else if !gd.IsMarked(gitDir) && !opt.Adopt && !madeByGitmem(r.gitDir, r.branch, r.obj) {
 		return rep, ErrForeign
 	}
 	if !opt.ReadOnly {

@@ -300,6 +300,9 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 	if err := checkOwner(gitDir, opt); err != nil {
 		return nil, err
 	}
+	if err := gd.CheckConfig(gitDir); err != nil {
+		return nil, wrap("read .git/config", err)
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, wrap("open the repository", err)

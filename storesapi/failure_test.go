@@ -112,7 +112,7 @@ func TestMemoryStoresDamagedStoreIsAFinal500(t *testing.T) {
 func TestOperatorAPIDamagedStoreSaysWhatToRun(t *testing.T) {
 	t.Parallel()
 	a := newStoresAPI(t, policy.ScreenOff)
-	a.createStores("branch", "lock")
+	a.createStores("branch", "cfg", "lock")
 	said := map[string]string{}
 	for _, tc := range []struct {
 		store, damage, say string
@@ -121,6 +121,10 @@ func TestOperatorAPIDamagedStoreSaysWhatToRun(t *testing.T) {
 			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/branch fsck says how (STORES is the server's --stores folder)"},
 		{"lock", "gitmem", "store lock cannot be opened: its folder or repository cannot be read; nothing was changed. " +
 			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/lock fsck says why (STORES is the server's --stores folder)"},
+		// Before, a .git/config that does not parse was served, and
+		// written, but versions/HEAD gave a bare 500.
+		{"cfg", "config", "store cfg is damaged: .git/config does not parse (1:1: expected section header); nothing was changed. " +
+			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/cfg fsck says how (STORES is the server's --stores folder)"},
 	} {
 		a.damage(tc.store, tc.damage)
 		said[tc.store] = tc.say
@@ -147,7 +151,7 @@ func TestOperatorAPIDamagedStoreSaysWhatToRun(t *testing.T) {
 		}
 	}
 	var list struct{ Data []map[string]any }
-	if code := a.call("ops", "GET", "/v1/stores", nil, &list); code != 200 || len(list.Data) != 2 {
+	if code := a.call("ops", "GET", "/v1/stores", nil, &list); code != 200 || len(list.Data) != 3 {
 		t.Fatalf("the list: %d %v", code, list)
 	}
 	// The list reads a store's metadata only: lock's damage does not stop it.

@@ -3,6 +3,7 @@ package gitdir
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,15 +19,34 @@ const markSection, markKey, markValue = "gitmem", "version", "1"
 
 // IsMarked reports whether .git/config carries gitmem's mark.
 func IsMarked(gitDir string) bool {
+	c, err := readMarkConfig(gitDir)
+	return err == nil && c != nil && c.Raw.Section(markSection).Option(markKey) != ""
+}
+
+// readMarkConfig parses .git/config as go-git does when it opens the
+// repository; nil, nil: there is none.
+func readMarkConfig(gitDir string) (*config.Config, error) {
 	data, err := os.ReadFile(filepath.Join(gitDir, "config"))
-	if err != nil {
-		return false
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
 	}
 	c := config.NewConfig()
 	if err := c.Unmarshal(data); err != nil {
-		return false
+		return nil, &Damaged{Problem: fmt.Sprintf(".git/config does not parse (%v)", err),
+			Repair: "correct it by hand (git config --file .git/config --list names the first line git cannot read either), or move it aside and write one that holds " +
+				"[core] bare = false and [gitmem] version = 1 (what gitmem init writes), then add its remotes again (gitmem remote add NAME URL)"}
 	}
-	return c.Raw.Section(markSection).Option(markKey) != ""
+	return c, nil
+}
+
+// CheckConfig returns a *Damaged when .git/config does not parse: the
+// repository cannot be used (go-git reads the file to open it) until it
+// is repaired. A missing file is none of its business.
+func CheckConfig(gitDir string) error {
+	_, err := readMarkConfig(gitDir)
+	return err
 }
 
 // Mark adds gitmem's mark to .git/config, appending to the file as it is
