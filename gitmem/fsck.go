@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -186,6 +187,9 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	writes := repair && !opt.ReadOnly
 	r.checkHistory(&rep, head, writes)
 	historyDamaged := r.checkLeftovers(&rep, repair, writes)
+	if err := r.checkMemories(&rep, dir, writes && !rep.damagedObjects()); err != nil {
+		return rep, err
+	}
 	if writes && !rep.damagedObjects() {
 		r.flock.Unlock()
 		repo, err := Open(ctx, dir, opt)
@@ -207,6 +211,61 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 }
 
 func (rep *FsckReport) add(p Problem) { rep.Problems = append(rep.Problems, p) }
+
+// memAside is where fsck --repair moves a memories that is not a folder.
+const memAside = memDir + ".was-a-file"
+
+// memoriesNotAFolder returns a *DamagedError when the repository's
+// memories is there but is not a folder (a file, or a link to none): the
+// memory files have no place, and gitmem cannot open it for writing.
+func memoriesNotAFolder(dir string) error {
+	p := filepath.Join(dir, memDir)
+	if _, err := os.Lstat(p); err != nil {
+		return nil // none: Open makes it
+	}
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return nil
+	}
+	return &DamagedError{Problem: memDir + " is a file, not the folder of the memory files",
+		Repair: "gitmem fsck --repair moves it aside to " + memAside + " and puts the memory files back as HEAD holds them"}
+}
+
+// checkMemories reports a memories that is not a folder. writes moves it
+// aside to memAside (kept as it is) and has the open that follows bring
+// the folder back to HEAD, as a clone's first checkout is (the journal
+// names all of memories/): the memory files are not taken as deleted by
+// hand. A memAside already there is left for the operator.
+func (r *bareStore) checkMemories(rep *FsckReport, dir string, writes bool) error {
+	var de *DamagedError
+	if !errors.As(memoriesNotAFolder(dir), &de) {
+		return nil
+	}
+	p := Problem{What: de.Problem, Repair: de.Repair}
+	if writes {
+		aside := filepath.Join(dir, memAside)
+		if _, err := os.Lstat(aside); err == nil {
+			p.Repair = "move it aside by hand (" + memAside + " is taken), then run gitmem fsck --repair"
+		} else {
+			// A journal left by an unfinished change keeps its commit and
+			// now names all of memories/; none: a first checkout's.
+			j := journal{Checkout: true}
+			if data, err := os.ReadFile(filepath.Join(r.gitDir, "gitmem", "pending")); err == nil {
+				j = journal{}
+				json.Unmarshal(data, &j) // unreadable: the whole folder is repaired anyway
+			}
+			j.Paths = []string{memDir}
+			if err := writeJournal(r.obj.Env, r.gitDir, j); err != nil {
+				return wrap("write the journal", err)
+			}
+			if err := os.Rename(filepath.Join(dir, memDir), aside); err != nil {
+				return wrap("move "+memDir+" aside", err)
+			}
+			p.Repaired = true
+		}
+	}
+	rep.add(p)
+	return nil
+}
 
 // checkBranch checks HEAD and its branch, and returns the commit the
 // branch is at (zero: none). With repair a damaged HEAD names main again,

@@ -345,6 +345,9 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 		}
 		return r, nil
 	}
+	if err := memoriesNotAFolder(dir); err != nil {
+		return fail(err)
+	}
 	for _, d := range []string{filepath.Join(gitDir, "gitmem", "tmp"), filepath.Join(dir, memDir)} {
 		if err := os.MkdirAll(d, dirMode); err != nil {
 			return fail(wrap("prepare the repository", err))

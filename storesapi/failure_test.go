@@ -112,7 +112,7 @@ func TestMemoryStoresDamagedStoreIsAFinal500(t *testing.T) {
 func TestOperatorAPIDamagedStoreSaysWhatToRun(t *testing.T) {
 	t.Parallel()
 	a := newStoresAPI(t, policy.ScreenOff)
-	a.createStores("branch", "cfg", "lock")
+	a.createStores("branch", "cfg", "lock", "mem")
 	said := map[string]string{}
 	for _, tc := range []struct {
 		store, damage, say string
@@ -125,6 +125,11 @@ func TestOperatorAPIDamagedStoreSaysWhatToRun(t *testing.T) {
 		// written, but versions/HEAD gave a bare 500.
 		{"cfg", "config", "store cfg is damaged: .git/config does not parse (1:1: expected section header); nothing was changed. " +
 			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/cfg fsck says how (STORES is the server's --stores folder)"},
+		// Its memories a file (a damage beside .git): before, "cannot be
+		// opened: its folder or repository cannot be read", and fsck
+		// found nothing.
+		{"mem", "../memories", "store mem is damaged: memories is a file, not the folder of the memory files; nothing was changed. " +
+			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/mem fsck says how (STORES is the server's --stores folder)"},
 	} {
 		a.damage(tc.store, tc.damage)
 		said[tc.store] = tc.say
@@ -151,7 +156,7 @@ func TestOperatorAPIDamagedStoreSaysWhatToRun(t *testing.T) {
 		}
 	}
 	var list struct{ Data []map[string]any }
-	if code := a.call("ops", "GET", "/v1/stores", nil, &list); code != 200 || len(list.Data) != 3 {
+	if code := a.call("ops", "GET", "/v1/stores", nil, &list); code != 200 || len(list.Data) != 4 {
 		t.Fatalf("the list: %d %v", code, list)
 	}
 	// The list reads a store's metadata only: lock's damage does not stop it.
@@ -161,7 +166,7 @@ func TestOperatorAPIDamagedStoreSaysWhatToRun(t *testing.T) {
 }
 
 // damage puts garbage in place of the file (or folder) of store's .git
-// named by damage.
+// named by damage (../memories: the store's memories folder).
 func (a *storesAPI) damage(store, damage string) {
 	a.t.Helper()
 	dir := filepath.Join(a.dir.Root(), store)
