@@ -17,18 +17,23 @@ func gitIn(t *testing.T, dir, stdin string, args ...string) string {
 	return strings.TrimSpace(gittest.GitIn(t, dir, stdin, args...))
 }
 
-// fsckProblems runs gitmem's Fsck (repairing or not) and returns what it
-// reports.
-func fsckProblems(t *testing.T, dir string, repair bool) []string {
+// fsckReport runs gitmem's Fsck (repairing or not) and returns its report.
+func fsckReport(t *testing.T, dir string, repair bool) FsckReport {
 	t.Helper()
 	opt := testOptions(t)
 	opt.ReadOnly = !repair
 	rep, err := Fsck(context.Background(), dir, opt, repair)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("fsck (repair %v): %v", repair, err)
 	}
+	return rep
+}
+
+// fsckProblems is what fsckReport reports.
+func fsckProblems(t *testing.T, dir string, repair bool) []string {
+	t.Helper()
 	var out []string
-	for _, p := range rep.Problems {
+	for _, p := range fsckReport(t, dir, repair).Problems {
 		out = append(out, p.What)
 	}
 	return out

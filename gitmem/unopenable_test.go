@@ -50,12 +50,7 @@ func TestAConfigThatDoesNotParseIsDamage(t *testing.T) {
 		}
 	}
 	for _, repair := range []bool{false, true} {
-		opt := testOptions(t)
-		opt.ReadOnly = !repair
-		rep, err := Fsck(ctx, dir, opt, repair)
-		if err != nil {
-			t.Fatalf("fsck (repair %v): %v", repair, err)
-		}
+		rep := fsckReport(t, dir, repair)
 		found := false
 		for _, p := range rep.Problems {
 			if strings.Contains(p.What, ".git/config") {
@@ -110,12 +105,7 @@ func TestMemoriesThatIsAFileIsDamage(t *testing.T) {
 		t.Errorf("Open: %q", de.Error())
 	}
 	for _, repair := range []bool{false, true} {
-		opt := testOptions(t)
-		opt.ReadOnly = !repair
-		rep, err := Fsck(ctx, dir, opt, repair)
-		if err != nil {
-			t.Fatalf("fsck (repair %v): %v", repair, err)
-		}
+		rep := fsckReport(t, dir, repair)
 		if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "memories is a file") || rep.Problems[0].Repaired != repair {
 			t.Errorf("fsck (repair %v): %+v", repair, rep.Problems)
 		}
