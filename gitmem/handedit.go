@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -35,7 +36,10 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 	// A folder the commits remove, or replace with another or with a
 	// file (a delete, a rename), goes file by file: each of its files is
 	// checked as a file is, and one edited by hand is kept (syncFolder).
-	// (A file that stays a file has no folder to look for.)
+	// (A file that stays a file has no folder to look for in the trees;
+	// one the disk holds there all the same — files kept in a folder an
+	// earlier pass replaced by a file, or made by hand — is found by the
+	// write, errFolderThere, and its files checked then.)
 	inside := map[string][]string{}
 	var files []string
 	for _, q := range paths {
@@ -71,7 +75,16 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 		}
 		return r.objects.readBlob(h)
 	}
-	follow := func(q string) {
+	var follow func(q string)
+	through := func(q string, in []string) { // the folder q, whose files are in
+		for _, f := range in {
+			follow(f)
+		}
+		if err := r.mirror.wt.syncFolder(q, lookup(last.tree, q), blob); err != nil {
+			fail(q, err)
+		}
+	}
+	follow = func(q string) {
 		if kept[q] || r.mirror.repairs.keptAbove(q) {
 			// A hand edit stays there; one of a file the commits make a
 			// folder of holds the path beneath it, for the adopt.
@@ -82,6 +95,19 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 			err = r.mirror.syncChecked(q, lookup(last.tree, q), of, blob)
 		} else {
 			err = r.mirror.wt.sync(q, lookup(last.tree, q), blob)
+		}
+		if errors.Is(err, errFolderThere) {
+			// A folder where the trees had a file: files kept in a folder
+			// the commits replaced by a file hold it (an earlier pass
+			// left it), or one was made by hand. Its files are checked
+			// as those of a folder the commits remove.
+			in := r.mirror.wt.filesIn(q)
+			kin, cin := r.keepHandEdits(items, prevHead, prev, in, retry)
+			maps.Copy(kept, kin)
+			maps.Copy(checks, cin)
+			r.mirror.forget(in)
+			through(q, in)
+			return
 		}
 		if err != nil {
 			fail(q, err)
@@ -106,16 +132,10 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 			return nil
 		})
 		for _, q := range paths[:k] {
-			in, ok := inside[q]
-			if !ok {
+			if in, ok := inside[q]; ok {
+				through(q, in)
+			} else {
 				follow(q)
-				continue
-			}
-			for _, f := range in {
-				follow(f)
-			}
-			if err := r.mirror.wt.syncFolder(q, lookup(last.tree, q), blob); err != nil {
-				fail(q, err)
 			}
 		}
 		paths = paths[k:]
@@ -336,8 +356,9 @@ func (of *ownFiles) sized(size int64, sizeOf func(plumbing.Hash) (int64, error))
 // looked. It is kept: put back as it is, its base (what the file held
 // when checked) noted in repairs (noteBase) for the next adopt commit's merge
 // (mergeHandEdit). One that another program still holds open for writing
-// is waited for, or put back (keepWriting). blob reads a blob. Called
-// with the disk lock held.
+// is waited for, or put back (keepWriting). A folder found where a file
+// was is left as it is (errFolderThere): its files are the caller's to
+// check. blob reads a blob. Called with the disk lock held.
 //
 // It is longer than 80 lines on purpose: its rounds share the state of
 // one write (what to put, what q may hold as gitmem's own, the edit's
@@ -358,7 +379,9 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 				return nil // kept
 			}
 		}
-		return m.wt.sync(q, n, blob)
+		// A file made by hand in the folder once it is there is kept:
+		// the folder is synced as one whose files were checked.
+		return m.wt.syncFolder(q, n, blob)
 	}
 	if err := m.env.Injected(gd.StepWorktree, q); err != nil {
 		return err
@@ -379,7 +402,9 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
 	case err == nil && fi.IsDir():
-		return w.sync(q, n, blob) // a folder where a file was (its files are not checked)
+		// A folder where a file was: its files are the caller's to check
+		// (followWorktree), never removed with it unchecked.
+		return errFolderThere
 	case err != nil && n == nil:
 		return nil
 	}
@@ -507,6 +532,10 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 		}
 	}
 }
+
+// errFolderThere is syncChecked's answer when it finds a folder at the
+// path of a file: it is left as it is.
+var errFolderThere = errors.New("a folder is there")
 
 // editedBefore reports whether the regular file at the memory path q,
 // with lstat data fi, holds something other than gitmem's own (expect)

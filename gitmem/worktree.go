@@ -465,10 +465,17 @@ func (w *worktree) filesIn(p string) []string {
 // (nil: absent) does not hold is a hand edit kept there, or made since,
 // and stays, for the next adopt; everything else n does not hold goes,
 // and folders left empty with it. A file n puts at p is written once the
-// folder is gone: while a kept file holds it, the adopt decides.
+// folder is gone: while a kept file holds it, the adopt decides. A
+// folder n puts where none is, is made first: a file made in it by hand
+// before it is read stays too.
 func (w *worktree) syncFolder(p string, n *node, blob func(plumbing.Hash) ([]byte, error)) error {
 	if fi, err := w.lstat(p); err != nil || !fi.IsDir() || p == memDir {
-		return w.sync(p, n, blob)
+		if !n.isDir() || !errors.Is(err, fs.ErrNotExist) || p == memDir {
+			return w.sync(p, n, blob)
+		}
+		if err := w.ensureDir(p); err != nil {
+			return err
+		}
 	}
 	if n.isFile() {
 		if err := w.syncFolder(p, nil, blob); err != nil {
@@ -506,13 +513,8 @@ func (w *worktree) syncFolder(p string, n *node, blob func(plumbing.Hash) ([]byt
 		return nil
 	}
 	for _, k := range n.kids {
-		c := p + "/" + k.name
-		if k.n.isDir() {
-			err = w.syncFolder(c, k.n, blob)
-		} else {
-			err = w.sync(c, k.n, blob)
-		}
-		if err != nil {
+		// A file's too: a folder there holds files kept, or made since.
+		if err := w.syncFolder(p+"/"+k.name, k.n, blob); err != nil {
 			return err
 		}
 	}
