@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -399,6 +400,8 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 	fi, err, folders := w.lstatFolders(q)
 	there := err == nil // something at q, as far as known: put's first try
 	switch {
+	case n == nil && errors.Is(err, syscall.ENOTDIR):
+		return nil // a folder of q is a file (made by hand): q is gone already
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
 	case err == nil && fi.IsDir():

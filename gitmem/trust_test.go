@@ -2110,3 +2110,41 @@ func TestRevertRecordsOnlyTheChangesItUndoes(t *testing.T) {
 		t.Errorf("files left: %v (%v)", files, err)
 	}
 }
+
+// A file the model deletes under a folder that an operator has meanwhile
+// replaced by a file of the same name (memories/d, made by hand) is
+// absent from the worktree already: the worktree follows the delete
+// without a failure, instead of an ENOTDIR noted for repair and retried
+// at every change (78 "could not follow" lines in one race of helper
+// E2's), and the hand-made file is kept.
+func TestDeleteUnderAFileMadeByHandIsFollowed(t *testing.T) {
+	t.Parallel()
+	r, dir, followed := newFollowedRepo(t)
+	keepWriterLock(t, r) // the test takes the disk lock before a change: see TestIndexNeverVouchesForAFileNotYetWritten
+	write(t, r, "t1", "d/m.md", "model\n")
+	settle(t, r)
+	r.disk.hold() // the worktree lags: the delete is published, not yet followed
+	del(t, r, "t2", "d/m.md")
+	d := filepath.Join(dir, "memories", "d")
+	if err := os.RemoveAll(d); err != nil {
+		r.disk.mu.Unlock()
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(d, []byte("by hand\n"), 0o644); err != nil {
+		r.disk.mu.Unlock()
+		t.Fatal(err)
+	}
+	r.disk.mu.Unlock()
+	settle(t, r)
+	followed(map[string]string{"d": "by hand\n"})
+	if _, err := r.Adopt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/d"); got != "by hand\n" {
+		t.Errorf("HEAD holds %q at memories/d", got)
+	}
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("git status:\n%s", st)
+	}
+}
