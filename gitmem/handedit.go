@@ -402,6 +402,20 @@ func (m *mirror) syncChecked(q string, n *node, of *ownFiles, blob func(plumbing
 	switch {
 	case n == nil && errors.Is(err, syscall.ENOTDIR):
 		return nil // a folder of q is a file (made by hand): q is gone already
+	case errors.Is(err, syscall.ENOTDIR):
+		// A folder of q is a file: not gitmem's (its own goes with the
+		// change that made the folder, before q), so made by hand. It
+		// holds q's way, kept for the adopt commit, which takes it where
+		// it is (the model's files under it make way, in the history), as
+		// a folder replaced by a file by hand; the paths beneath it are not
+		// followed meanwhile (repairs.keptAbove).
+		if a := w.fileAbove(q); a != "" {
+			if m.keepHand(a, nil) {
+				m.logf("gitmem: %s was made by hand where an acknowledged change puts a folder; the file is kept, and taken by the next adopt commit", a)
+			}
+			return nil
+		}
+		return err
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
 	case err == nil && fi.IsDir():

@@ -2148,3 +2148,47 @@ func TestDeleteUnderAFileMadeByHandIsFollowed(t *testing.T) {
 		t.Errorf("git status:\n%s", st)
 	}
 }
+
+// A file the model writes under a folder that an operator has meanwhile
+// replaced by a file of the same name (memories/d, made by hand): the
+// hand-made file holds the way, kept for the adopt commit, which takes
+// it where it is; the model's files under d make way (in the history,
+// as for a folder replaced by a file by hand). The write failed
+// (ENOTDIR), was queued for repair, and the repair made the folder,
+// removing the hand-made file unchecked: it was in no commit.
+func TestWriteUnderAFileMadeByHandKeepsTheFile(t *testing.T) {
+	t.Parallel()
+	r, dir, followed := newFollowedRepo(t)
+	keepWriterLock(t, r) // the test takes the disk lock before a change: see TestIndexNeverVouchesForAFileNotYetWritten
+	write(t, r, "t1", "d/m.md", "model\n")
+	settle(t, r)
+	r.disk.hold() // the worktree lags: the write is published, not yet followed
+	write(t, r, "t2", "d/x.md", "model x\n")
+	d := filepath.Join(dir, "memories", "d")
+	if err := os.RemoveAll(d); err != nil {
+		r.disk.mu.Unlock()
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(d, []byte("by hand\n"), 0o644); err != nil {
+		r.disk.mu.Unlock()
+		t.Fatal(err)
+	}
+	r.disk.mu.Unlock()
+	settle(t, r)
+	write(t, r, "t3", "e.md", "later\n") // a repair would be retried here
+	settle(t, r)
+	followed(map[string]string{"d": "by hand\n", "e.md": "later\n"})
+	if _, err := r.Adopt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/d"); got != "by hand\n" {
+		t.Errorf("HEAD holds %q at memories/d", got)
+	}
+	if got := gittest.Git(t, dir, "show", "HEAD~1:memories/d/x.md"); got != "model x\n" {
+		t.Errorf("the model's d/x.md before the adopt: %q", got)
+	}
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("git status:\n%s", st)
+	}
+}

@@ -102,6 +102,17 @@ func (w *worktree) lstatIn(p string, last *folderFD) (fi fs.FileInfo, err error,
 	return fi, err, false
 }
 
+// fileAbove is the first folder of the path p, from p's own up to the
+// memories folder, that is a regular file on disk ("": none).
+func (w *worktree) fileAbove(p string) string {
+	for a := path.Dir(p); a != memDir && a != "." && a != "/"; a = path.Dir(a) {
+		if fi, err := w.root.Lstat(a); err == nil && fi.Mode().IsRegular() {
+			return a
+		}
+	}
+	return ""
+}
+
 func (w *worktree) openFile(p string, flag int) (*os.File, error) {
 	if f, ok := w.fastOpen(p, flag); ok {
 		return f, nil
