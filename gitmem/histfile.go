@@ -25,7 +25,13 @@ import (
 // read it whole (readFile), from its end (tail, fileTip), or for the
 // tool_use ids alone (readIDs, lineToolUseID).
 
-const historyHeader = "gitmem-history 5"
+// Version 6 ends each line with the record's twin flag (histRec.twin),
+// which version 5 lacks: a version 5 file is read whole, its flags worked
+// out, and written anew (not rebuilt from git).
+const (
+	historyHeader   = "gitmem-history 6"
+	historyHeaderV5 = "gitmem-history 5"
+)
 
 type histRec struct {
 	hash     plumbing.Hash
@@ -42,6 +48,13 @@ type histRec struct {
 	trailers []Trailer       // all of the commit's trailers
 	paths    []string        // memory files changed against the first parent, relative to memories/, sorted
 	blobs    []plumbing.Hash // each path's new blob (zero: deleted there)
+	// twin says an earlier record of the index has the same tool_use id
+	// (two agents' calls, merged; a commit copied by hand), so that a look
+	// for an id, which comes from the newest record, stops at the first
+	// it finds without the flag instead of reading the rest of the index
+	// for a second. A commit gitmem makes never has it: a retry of an id
+	// makes no commit (Update).
+	twin bool
 }
 
 // parent is the first parent (zero for a root commit).
@@ -134,13 +147,20 @@ func (h *histRec) line() string {
 			f = append(f, b.String())
 		}
 	}
+	twin := ""
+	if h.twin {
+		twin = "1"
+	}
+	f = append(f, twin)
 	for i := range f {
 		f[i] = escaper.Replace(f[i])
 	}
 	return strings.Join(f, "\t") + "\n"
 }
 
-func parseRec(line string) (histRec, bool) {
+// parseRec parses a record's line of the current version; v5, of
+// version 5 (no twin flag: the caller works the flags out).
+func parseRec(line string, v5 bool) (histRec, bool) {
 	f := strings.Split(line, "\t")
 	if len(f) < 8 || !plumbing.IsHash(f[0]) {
 		return histRec{}, false
@@ -171,8 +191,21 @@ func parseRec(line string) (histRec, bool) {
 		return histRec{}, false
 	}
 	m, err := strconv.Atoi(rest[0])
-	if err != nil || m < 0 || len(rest) != 1+2*m {
+	flag := 1
+	if v5 {
+		flag = 0
+	}
+	if err != nil || m < 0 || len(rest) != 1+2*m+flag {
 		return histRec{}, false
+	}
+	if flag == 1 {
+		switch rest[1+2*m] {
+		case "":
+		case "1":
+			h.twin = true
+		default:
+			return histRec{}, false
+		}
 	}
 	for i := range m {
 		var b plumbing.Hash
@@ -196,7 +229,8 @@ func newRec(hash plumbing.Hash, parents []plumbing.Hash, when time.Time, author 
 // yields what could be read up to the damage (a record whose parents were
 // not all recorded before it is damage). sound says the file was read to
 // its end: no damage, no torn last line (a file that is not sound is
-// written anew when the index is next saved).
+// written anew when the index is next saved). A version 5 file is read,
+// its twin flags worked out, and is not sound: it is written anew.
 func (x *historyIndex) readFile() (recs []histRec, sound bool) {
 	x.reads.Add(1)
 	data, err := os.ReadFile(x.path)
@@ -204,8 +238,15 @@ func (x *historyIndex) readFile() (recs []histRec, sound bool) {
 		return nil, true
 	}
 	header, rest, _ := bytes.Cut(data, []byte("\n"))
-	if string(header) != historyHeader {
+	v5 := string(header) == historyHeaderV5
+	if string(header) != historyHeader && !v5 {
 		return nil, true // another version's: its tip is not taken (fileTip), so it is written anew
+	}
+	if v5 {
+		defer func() {
+			markTwins(nil, recs)
+			sound = false
+		}()
 	}
 	recs = make([]histRec, 0, bytes.Count(rest, []byte("\n")))
 	known := make(map[plumbing.Hash]bool, cap(recs))
@@ -214,7 +255,7 @@ func (x *historyIndex) readFile() (recs []histRec, sound bool) {
 		if !ok { // a torn last line
 			return recs, false
 		}
-		rec, good := parseRec(string(line))
+		rec, good := parseRec(string(line), v5)
 		if !good || known[rec.hash] || slices.ContainsFunc(rec.parents, func(p plumbing.Hash) bool { return !known[p] }) {
 			return recs, false // damaged from here: caught up from git
 		}
@@ -225,12 +266,19 @@ func (x *historyIndex) readFile() (recs []histRec, sound bool) {
 	return recs, true
 }
 
-// writeFile replaces the index file atomically.
+// writeFile replaces the index file atomically. The twin flags are
+// worked out again from recs' order.
 func (x *historyIndex) writeFile(recs []histRec) error {
 	var b bytes.Buffer
 	b.WriteString(historyHeader + "\n")
+	ids := make(map[string]bool, len(recs))
 	for i := range recs {
-		b.WriteString(recs[i].line())
+		rec := recs[i] // a copy: recs may be the index in memory, read meanwhile
+		rec.twin = rec.id != "" && ids[rec.id]
+		if rec.id != "" {
+			ids[rec.id] = true
+		}
+		b.WriteString(rec.line())
 	}
 	return gd.WriteFileSync(filepath.Dir(x.path), "history-", x.path, b.Bytes(), 0o600)
 }
@@ -321,6 +369,7 @@ func (x *historyIndex) tail(head plumbing.Hash, want []byte, fn func(*histRec) b
 		if _, err := f.ReadAt(buf, start); err != nil {
 			return !first, wrap("read the history index", err)
 		}
+		x.tailBytes.Add(int64(n))
 		buf = append(buf, carry...)
 		if first && (len(buf) == 0 || buf[len(buf)-1] != '\n') {
 			return false, nil // a torn last line
@@ -348,7 +397,7 @@ func (x *historyIndex) tail(head plumbing.Hash, want []byte, fn func(*histRec) b
 					continue // cheaper than parsing a line that cannot match
 				}
 			}
-			rec, ok := parseRec(string(line))
+			rec, ok := parseRec(string(line), false)
 			if first {
 				if !ok || rec.hash != head {
 					return false, nil
@@ -617,6 +666,31 @@ func lineToolUseID(line []byte) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// markTwins sets the twin flag of each record of recs, which follow
+// before in the index, whose tool_use id a record before it has.
+func markTwins(before, recs []histRec) {
+	ids := map[string]bool{} // recs' ids: true once a record before holds it
+	for i := range recs {
+		if recs[i].id != "" {
+			ids[recs[i].id] = false
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	for i := range before {
+		if _, ok := ids[before[i].id]; ok {
+			ids[before[i].id] = true
+		}
+	}
+	for i := range recs {
+		if id := recs[i].id; id != "" {
+			recs[i].twin = ids[id]
+			ids[id] = true
+		}
+	}
 }
 
 // lastRecord is the hash of the record that ends at offset end of the

@@ -31,7 +31,8 @@ import (
 // back over every parent to commits the index knows, so a merge costs the
 // commits it brings), and rebuilt when the history was rewritten. It is a
 // cache: git stays the truth. Version 5 records every parent (version 4,
-// first-parent only, is rebuilt).
+// first-parent only, is rebuilt); version 6 each record's twin flag
+// (version 5 is read and written anew with them).
 
 // historyIndex is the history index in memory and its file,
 // .git/gitmem/history: what it holds, who builds it, how it is saved.
@@ -68,6 +69,7 @@ type historyIndex struct {
 	// linksDecoded counts the records whose links tail decoded (not
 	// compared as text: see descent), for tests.
 	linksDecoded atomic.Int64
+	tailBytes    atomic.Int64 // bytes tail read (for tests)
 }
 
 func newHistoryIndex(gitDir string, hooks *testHooks) *historyIndex {
@@ -124,6 +126,11 @@ func (hr historyReader) catchUp(head plumbing.Hash, progress Progress) ([]histRe
 	base, gen := hr.x.base()
 	oldTip := tipOf(base)
 	if oldTip == head {
+		if !hr.x.isSound() {
+			// Read from a file to write anew (of version 5, or torn
+			// after head's record): saved as it is.
+			return base, &histGrowth{oldTip: oldTip, gen: gen}, nil
+		}
 		return base, nil, nil
 	}
 	hr.o.holdPacks()
@@ -182,6 +189,7 @@ func (hr historyReader) record(c catchingUp, base []histRec, gen int, w newCommi
 		// reset or rewritten): keep the records HEAD still reaches.
 		hist = reachable(base, w.known, w.boundary)
 	}
+	markTwins(hist, recs)
 	hist = append(hist[:len(hist):len(hist)], recs...)
 	if err := c.install(base, gen, hist); err != nil {
 		return nil, nil, err
@@ -226,6 +234,14 @@ func (x *historyIndex) base() ([]histRec, int) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.recs, x.gen
+}
+
+// isSound reports whether the file the index in memory was read from
+// needs no writing anew (see readFile).
+func (x *historyIndex) isSound() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.sound
 }
 
 // isLoaded reports whether the index in memory was loaded (it is then

@@ -481,6 +481,144 @@ func TestResolveOfARevisionParsesNoRecordItCannotMatch(t *testing.T) { // not pa
 	}
 }
 
+// A tool_use id is looked for from the newest record back: the record
+// found says whether an older one has the id too (its twin flag), so a
+// fresh process reads the index only back to the call's record, not the
+// rest of it for a second commit of the id (show of a recent call read
+// all 32 MB at 100,000 commits, twice the CPU of a show by hash). A
+// commit of the id made by hand (copied by git) is still found, and the
+// id refused as naming two.
+func TestResolveOfAnIDReadsTheIndexBackToItsRecordOnly(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	calls := make([]Commit, n)
+	for i := range n {
+		calls[i] = write(t, r, fmt.Sprintf("toolu_%03d", i), fmt.Sprintf("f%d.md", i%7), fmt.Sprint(i))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	size := func() int64 {
+		fi, err := os.Stat(filepath.Join(dir, ".git", "gitmem", "history"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	look := func(id string) (Commit, int64, error) {
+		t.Helper()
+		ro, err := Open(context.Background(), dir, Options{ReadOnly: true, hooks: &testHooks{tailChunk: 512}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Close()
+		c, err := ro.Resolve(context.Background(), id)
+		if ro.histIndex.isLoaded() {
+			t.Fatalf("Resolve(%s) loaded the whole history index", id)
+		}
+		return c, ro.histIndex.tailBytes.Load(), err
+	}
+	c, read, err := look("toolu_290")
+	if err != nil || c.Hash != calls[290].Hash || len(c.Paths) != 1 {
+		t.Fatalf("toolu_290 resolved to %s %v, %v; want %s", c.Hash, c.Paths, err, calls[290].Hash)
+	}
+	if all := size(); read > all/4 {
+		t.Fatalf("Resolve of the 10th newest call's id read %d bytes of the %d-byte history index", read, all)
+	}
+	// The call of toolu_005 copied by hand: two commits of the id.
+	msg := gittest.Git(t, dir, "log", "-1", "--format=%B", calls[5].Hash)
+	gittest.Git(t, dir, "commit", "--allow-empty", "-q", "-m", msg)
+	r, err = Open(context.Background(), dir, testOptions(t)) // records the commit
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "toolu_after", "g.md", "after\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, read, err = look("toolu_005")
+	if ae := (*AmbiguousError)(nil); !errors.As(err, &ae) || ae.AsRev != calls[5].Hash {
+		t.Fatalf("toolu_005, of two commits: %v", err)
+	}
+	if all := size(); read < all/2 {
+		t.Fatalf("Resolve of an id of two commits read %d bytes of the %d-byte history index: not back to the older", read, all)
+	}
+}
+
+// A version 5 history index (no twin flags) is read, its flags worked
+// out, and written anew as version 6 with the same records: not rebuilt
+// from git. An id of two commits in it is still refused, before and
+// after.
+func TestVersion5HistoryIndexIsWrittenAnewWithTwinFlags(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := write(t, r, "toolu_1", "a.md", "one\n")
+	write(t, r, "toolu_2", "b.md", "two\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, dir, "commit", "--allow-empty", "-q", "-m", gittest.Git(t, dir, "log", "-1", "--format=%B", first.Hash))
+	r, err = Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "toolu_3", "c.md", "three\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, ".git", "gitmem", "history")
+	v6, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(v6), "\t1\n"); n != 1 {
+		t.Fatalf("%d records flagged as twins, want 1:\n%s", n, v6)
+	}
+	// As version 5 wrote it: the header, and no flag at each line's end.
+	header, rest, _ := strings.Cut(string(v6), "\n")
+	if header != historyHeader {
+		t.Fatalf("header %q", header)
+	}
+	lines := strings.SplitAfter(rest, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = l[:strings.LastIndexByte(l[:len(l)-1], '\t')] + "\n"
+		}
+	}
+	v5 := historyHeaderV5 + "\n" + strings.Join(lines, "")
+	if err := os.WriteFile(p, []byte(v5), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var recorded atomic.Int32
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true, hooks: &testHooks{catchUp: func() { recorded.Add(1) }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ro.Resolve(context.Background(), "toolu_1")
+	if ae := (*AmbiguousError)(nil); !errors.As(err, &ae) || ae.AsRev != first.Hash {
+		t.Fatalf("toolu_1 in a version 5 index: %v", err)
+	}
+	if c, err := ro.Resolve(context.Background(), "toolu_3"); err != nil || len(c.Paths) != 1 || c.Paths[0] != "c.md" {
+		t.Fatalf("toolu_3 in a version 5 index: %v %v", c.Paths, err)
+	}
+	ro.Close()
+	if n := recorded.Load(); n != 0 {
+		t.Fatalf("a version 5 index was caught up from git %d times", n)
+	}
+	if got, err := os.ReadFile(p); err != nil || string(got) != string(v6) {
+		t.Fatalf("the version 5 index was written anew as\n%s\nwant\n%s", got, v6)
+	}
+}
+
 // A commit named by its full hash, alone or with ancestry steps, is read
 // from git alone when its files are not wanted (ResolveCommit, what
 // diff resolves its two revisions with): the history index is not read

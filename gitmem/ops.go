@@ -210,7 +210,9 @@ func (r *Repo) resolve(ctx context.Context, rev string, commit func(context.Cont
 		}
 	}
 	// Two commits of one id came from two agents that each made a call
-	// with it (a retry makes no commit: Update): neither is the one.
+	// with it (a retry makes no commit: Update): neither is the one. The
+	// newest record of the id says whether an older one has it too
+	// (histRec.twin): if not, the rest of the index is not read.
 	var found, twin *histRec
 	err := r.scan(ctx, contains(rev), nil, func(h *histRec) bool {
 		if h.id == rev {
@@ -220,7 +222,7 @@ func (r *Repo) resolve(ctx context.Context, rev string, commit func(context.Cont
 				twin = h
 			}
 		}
-		return twin == nil
+		return twin == nil && (found == nil || found.twin)
 	})
 	if err != nil {
 		return Commit{}, err
