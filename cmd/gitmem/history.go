@@ -180,7 +180,15 @@ func showCommand() *cli.Command {
 				return err
 			}
 			defer r.Close()
-			cm, err := revArg(c.Context, r, c.Args().First())
+			// The files the commit changed (its record in the history
+			// index, which a full hash is looked for from the index's end:
+			// most of it for an old commit) are only shown as JSON's
+			// paths: the diff is read from git.
+			resolve := commitArg
+			if c.Bool("json") {
+				resolve = revArg
+			}
+			cm, err := resolve(c.Context, r, c.Args().First())
 			if err != nil {
 				return err
 			}
