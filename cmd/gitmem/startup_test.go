@@ -99,19 +99,7 @@ func TestReadingCommandOpensTheRepositoryOnce(t *testing.T) {
 	// Not parallel: it counts the opens through a package variable, and
 	// runs the commands in this process.
 	t.Setenv("GOGC", "100") // run leaves the collector as it is
-	repo := filepath.Join(gittest.TempDir(t), "memory")
-	r, _, err := gitmem.Init(context.Background(), repo, gitmem.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := r.Update(context.Background(), gitmem.Meta{Subject: "edit", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: "toolu_1"}}},
-		func(tx *gitmem.Tx) error { return tx.WriteFile("notes.md", []byte("a note\n")) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
+	repo, c := oneCallRepo(t)
 	var opens []bool // ReadOnly of each open
 	openRepository = func(ctx context.Context, dir string, opt gitmem.Options) (*gitmem.Repo, error) {
 		opens = append(opens, opt.ReadOnly)
@@ -146,19 +134,7 @@ func TestReadingCommandOpensTheRepositoryOnce(t *testing.T) {
 // for a recent one); without an index file it does not build one.
 func TestShowReadsNoHistoryIndexButForJSON(t *testing.T) {
 	t.Parallel()
-	repo := filepath.Join(gittest.TempDir(t), "memory")
-	r, _, err := gitmem.Init(context.Background(), repo, gitmem.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := r.Update(context.Background(), gitmem.Meta{Subject: "edit", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: "toolu_1"}}},
-		func(tx *gitmem.Tx) error { return tx.WriteFile("notes.md", []byte("a note\n")) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
+	repo, c := oneCallRepo(t)
 	index := filepath.Join(repo, ".git", "gitmem", "history")
 	show := func(args ...string) string {
 		t.Helper()
@@ -180,4 +156,24 @@ func TestShowReadsNoHistoryIndexButForJSON(t *testing.T) {
 	if out := show("--json", c.Hash); !strings.Contains(out, `"paths":["/memories/notes.md"]`) {
 		t.Fatalf("gitmem show --json %s:\n%s", c.Hash, out)
 	}
+}
+
+// oneCallRepo is a closed repository of one call (toolu_1 wrote
+// notes.md), and its commit.
+func oneCallRepo(t *testing.T) (string, gitmem.Commit) {
+	t.Helper()
+	repo := filepath.Join(gittest.TempDir(t), "memory")
+	r, _, err := gitmem.Init(context.Background(), repo, gitmem.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.Update(context.Background(), gitmem.Meta{Subject: "edit", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: "toolu_1"}}},
+		func(tx *gitmem.Tx) error { return tx.WriteFile("notes.md", []byte("a note\n")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return repo, c
 }
