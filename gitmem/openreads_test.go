@@ -523,12 +523,32 @@ func TestResolveOfAnIDReadsTheIndexBackToItsRecordOnly(t *testing.T) {
 		}
 		return c, ro.histIndex.tailBytes.Load(), err
 	}
+	// log --tool-use-id: the commits of the id, and the bytes read.
+	logID := func(id string) ([]string, int64) {
+		t.Helper()
+		ro, err := Open(context.Background(), dir, Options{ReadOnly: true, hooks: &testHooks{tailChunk: 512}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Close()
+		var hashes []string
+		if err := ro.Log(context.Background(), LogOptions{ToolUseID: id}, nil, func(c Commit) error {
+			hashes = append(hashes, c.Hash)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return hashes, ro.histIndex.tailBytes.Load()
+	}
 	c, read, err := look("toolu_290")
 	if err != nil || c.Hash != calls[290].Hash || len(c.Paths) != 1 {
 		t.Fatalf("toolu_290 resolved to %s %v, %v; want %s", c.Hash, c.Paths, err, calls[290].Hash)
 	}
 	if all := size(); read > all/4 {
 		t.Fatalf("Resolve of the 10th newest call's id read %d bytes of the %d-byte history index", read, all)
+	}
+	if hashes, read := logID("toolu_290"); len(hashes) != 1 || hashes[0] != calls[290].Hash || read > size()/4 {
+		t.Fatalf("log of toolu_290: %.7s, having read %d bytes of the %d-byte history index", hashes, read, size())
 	}
 	// The call of toolu_005 copied by hand: two commits of the id.
 	msg := gittest.Git(t, dir, "log", "-1", "--format=%B", calls[5].Hash)
@@ -547,6 +567,9 @@ func TestResolveOfAnIDReadsTheIndexBackToItsRecordOnly(t *testing.T) {
 	}
 	if all := size(); read < all/2 {
 		t.Fatalf("Resolve of an id of two commits read %d bytes of the %d-byte history index: not back to the older", read, all)
+	}
+	if hashes, _ := logID("toolu_005"); len(hashes) != 2 || hashes[1] != calls[5].Hash {
+		t.Fatalf("log of toolu_005, of two commits: %.7s", hashes)
 	}
 }
 

@@ -147,14 +147,17 @@ func (r *Repo) Log(ctx context.Context, opt LogOptions, progress Progress, fn fu
 		if opt.Follow {
 			defer func() { opt.Paths[0] = h.renamedFrom(opt.Paths[0]) }()
 		}
+		// The newest record of the id without the twin flag is its last:
+		// no older record has the id.
+		more := opt.ToolUseID == "" || h.id != opt.ToolUseID || h.twin
 		if !opt.match(h) {
-			return true
+			return more
 		}
 		if ferr = fn(h.commit()); ferr != nil {
 			return false
 		}
 		n++
-		return opt.Limit <= 0 || n < opt.Limit
+		return more && (opt.Limit <= 0 || n < opt.Limit)
 	})
 	if ferr != nil {
 		return ferr
