@@ -517,9 +517,13 @@ func TestResolveOfAnIDReadsTheIndexBackToItsRecordOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ro.Close()
+		reads := ro.histIndex.reads.Load()
 		c, err := ro.Resolve(context.Background(), id)
 		if ro.histIndex.isLoaded() {
 			t.Fatalf("Resolve(%s) loaded the whole history index", id)
+		}
+		if n := ro.histIndex.reads.Load() - reads; n != 1 {
+			t.Fatalf("Resolve(%s) read the history index %d times: the record found has the commit's files", id, n)
 		}
 		return c, ro.histIndex.tailBytes.Load(), err
 	}

@@ -187,7 +187,7 @@ func (r *Repo) Resolve(ctx context.Context, rev string) (Commit, error) {
 	if err := r.awaitStartCheck(ctx); err != nil {
 		return Commit{}, err
 	}
-	return r.resolve(ctx, rev, r.commitWithPaths)
+	return r.resolve(ctx, rev, true)
 }
 
 // ResolveCommit is Resolve without the files the commit changed (its
@@ -199,11 +199,16 @@ func (r *Repo) ResolveCommit(ctx context.Context, rev string) (Commit, error) {
 	if err := r.awaitStartCheck(ctx); err != nil {
 		return Commit{}, err
 	}
-	return r.resolve(ctx, rev, r.Commit)
+	return r.resolve(ctx, rev, false)
 }
 
-// resolve is Resolve, reading the commit it names with commit.
-func (r *Repo) resolve(ctx context.Context, rev string, commit func(context.Context, string) (Commit, error)) (Commit, error) {
+// resolve is Resolve, with the files the commit changed when paths is
+// set (ResolveCommit: without).
+func (r *Repo) resolve(ctx context.Context, rev string, paths bool) (Commit, error) {
+	commit := r.Commit
+	if paths {
+		commit = r.commitWithPaths
+	}
 	if rev == "" {
 		return Commit{}, ErrUnknownRev
 	}
@@ -238,7 +243,12 @@ func (r *Repo) resolve(ctx context.Context, rev string, commit func(context.Cont
 		if c, err := r.Commit(ctx, rev); err == nil && c.Hash != byID {
 			return Commit{}, &AmbiguousError{Name: rev, ByID: byID, AsRevType: "revision", AsRev: c.Hash}
 		}
-		return commit(ctx, byID)
+		c, err := r.Commit(ctx, byID)
+		if err == nil && paths { // the record found has them: no second look
+			hc := found.commit()
+			c.Paths, c.Blobs = hc.Paths, hc.Blobs
+		}
+		return c, err
 	}
 	return commit(ctx, rev)
 }
