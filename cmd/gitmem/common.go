@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
@@ -175,39 +175,17 @@ func progress(c *cli.Context, what string) gitmem.Progress {
 	if !isTerminal(c.App.ErrWriter) {
 		return nil
 	}
-	return progressBar(c.App.ErrWriter, what, time.Now)
-}
-
-// progressBar draws "what  45% |█████     | (450/1000)" on one line of
-// w, again at most every 100 ms, and clears the line at the end (a
-// library did it before: its initialisers ran at the start of every
-// command, 1% of a log).
-func progressBar(w io.Writer, what string, clock func() time.Time) gitmem.Progress {
-	const width = 40
-	var last time.Time
-	var shown int // the length of the line drawn
+	var bar *progressbar.ProgressBar
 	return func(done, total int) {
-		if total <= 0 {
-			return
+		if bar == nil {
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(c.App.ErrWriter),
+				progressbar.OptionSetDescription(what), progressbar.OptionClearOnFinish(),
+				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionShowCount())
 		}
-		if done >= total {
-			if shown > 0 {
-				fmt.Fprintf(w, "\r%s\r", strings.Repeat(" ", shown))
-				shown = 0
-			}
-			return
+		bar.Set(done)
+		if done == total {
+			bar.Finish()
 		}
-		t := clock()
-		if !last.IsZero() && t.Sub(last) < 100*time.Millisecond {
-			return
-		}
-		last = t
-		filled := width * done / total
-		line := fmt.Sprintf("%s %3d%% |%s%s| (%d/%d)", what, 100*done/total,
-			strings.Repeat("█", filled), strings.Repeat(" ", width-filled), done, total)
-		n := utf8.RuneCountInString(line)
-		fmt.Fprintf(w, "\r%s%s", line, strings.Repeat(" ", max(0, shown-n)))
-		shown = max(shown, n)
 	}
 }
 

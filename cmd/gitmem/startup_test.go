@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -14,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
@@ -89,53 +87,6 @@ func TestStartUpLinksNoPrometheus(t *testing.T) {
 		if strings.HasPrefix(p, "github.com/prometheus/") || strings.HasPrefix(p, "google.golang.org/protobuf/") {
 			t.Errorf("gitmem links %s, whose initialisers run at every start of every command", p)
 		}
-	}
-}
-
-// The progress bar of long commands (log's first indexing, redact,
-// scan, expire, import) is drawn here: a library's (schollz/progressbar,
-// with colorstring and uniseg) initialisers ran at every start of every
-// command, 0.07 ms of a 5.6 ms log.
-func TestStartUpLinksNoProgressBarLibrary(t *testing.T) {
-	t.Parallel()
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, p := range strings.Fields(string(out)) {
-		for _, lib := range []string{"github.com/schollz/", "github.com/mitchellh/colorstring", "github.com/rivo/uniseg"} {
-			if strings.HasPrefix(p, lib) {
-				t.Errorf("gitmem links %s, whose initialisers run at every start of every command", p)
-			}
-		}
-	}
-}
-
-// The bar: one line, drawn again at most every 100 ms (the last state
-// shown is the newest), cleared at the end.
-func TestProgressBar(t *testing.T) {
-	t.Parallel()
-	var b strings.Builder
-	clock := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	bar := progressBar(&b, "indexing history", func() time.Time { return clock })
-	bar(0, 200)
-	bar(50, 200) // within 100 ms: not drawn
-	clock = clock.Add(100 * time.Millisecond)
-	bar(100, 200)
-	clock = clock.Add(time.Second)
-	bar(200, 200)
-	line := func(pct, filled, done int) string {
-		return fmt.Sprintf("\rindexing history %3d%% |%s%s| (%d/200)", pct, strings.Repeat("█", filled), strings.Repeat(" ", 40-filled), done)
-	}
-	width := len([]rune(line(50, 20, 100))) - 1 // the longest line drawn
-	want := line(0, 0, 0) + line(50, 20, 100) + "\r" + strings.Repeat(" ", width) + "\r"
-	if b.String() != want {
-		t.Errorf("progress drew\n%q\nwant\n%q", b.String(), want)
-	}
-	b.Reset()
-	progressBar(&b, "x", time.Now)(3, 3) // done at once: nothing drawn, nothing cleared
-	if b.Len() != 0 {
-		t.Errorf("a bar done at its first call drew %q", b.String())
 	}
 }
 
