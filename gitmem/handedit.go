@@ -95,13 +95,16 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 		if of, ok := checks[q]; ok {
 			err = r.mirror.syncChecked(q, lookup(last.tree, q), of, blob)
 		} else {
-			err = r.mirror.wt.sync(q, lookup(last.tree, q), blob)
+			// A path to repair (retry): the file the disk holds there is
+			// gitmem's own; a folder is not (keepHandEdits).
+			err = r.mirror.wt.syncKeeping(q, lookup(last.tree, q), blob)
 		}
 		if errors.Is(err, errFolderThere) {
-			// A folder where the trees had a file: files kept in a folder
-			// the commits replaced by a file hold it (an earlier pass
-			// left it), or one was made by hand. Its files are checked
-			// as those of a folder the commits remove.
+			// A folder where the trees had a file (or none): files kept
+			// in a folder the commits replaced by a file hold it (an
+			// earlier pass left it), or one was made by hand, also where
+			// a repair writes. Its files are checked as those of a
+			// folder the commits remove.
 			in := r.mirror.wt.filesIn(q)
 			kin, cin := r.keepHandEdits(items, prevHead, prev, in, retry)
 			maps.Copy(kept, kin)
@@ -155,7 +158,11 @@ const followBatchBytes = 16 << 20
 // overwritten; the next adopt commit merges the hand edit into the
 // acknowledged version (adoptDrift), from the base noted here in
 // repairs (noteBase). Paths gitmem has yet to repair (own) are gitmem's own
-// writes. A file deleted by hand is not kept: the acknowledged version
+// writes, and so is what lies beneath one where the trees have a folder;
+// beneath one that is a file or nothing there, gitmem has nothing of its
+// own to write (a file of a folder it removed that it could not remove
+// waits for repair at its own path), and what a folder there holds is
+// checked. A file deleted by hand is not kept: the acknowledged version
 // comes back. For every other memory file, checks says what the worktree
 // may hold as gitmem's own, for the write that follows (syncChecked):
 // an edit that lands between this check and that write is kept too.
@@ -163,9 +170,10 @@ const followBatchBytes = 16 << 20
 func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *node, paths, own []string) (kept map[string]bool, checks map[string]*ownFiles) {
 	v := r.ownVersionsOf(items, prevHead, prev)
 	skip := newPathSet(own)
+	last := items[len(items)-1].tree
 	kept, checks = map[string]bool{}, map[string]*ownFiles{}
 	for _, q := range paths {
-		if skip.covers(q) || !under(q, []string{memDir}) {
+		if skip.coversFolder(q, last) || !under(q, []string{memDir}) {
 			continue
 		}
 		of := v.files(q)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -93,14 +94,32 @@ func (r *Repo) repairPending() {
 	gd.RemoveLock(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
 	tree := r.snapshotTree()
 	var left []string
+	// A folder found where HEAD has a file or nothing holds files made by
+	// hand (gitmem's own there, a file it could not remove, waits at its
+	// own path, repaired first: the paths beneath one come before it):
+	// they are kept, for the adopt, as the follow keeps them
+	// (followWorktree).
+	slices.Sort(j.Paths)
+	slices.Reverse(j.Paths)
+	kept := 0
 	for _, p := range j.Paths {
-		if err := r.mirror.wt.sync(p, lookup(tree, p), r.objects.readBlob); err != nil {
+		n := lookup(tree, p)
+		err := r.mirror.wt.syncKeeping(p, n, r.objects.readBlob)
+		if errors.Is(err, errFolderThere) {
+			err = r.mirror.wt.syncFolder(p, n, r.objects.readBlob)
+			if fi, lerr := r.mirror.wt.lstat(p); err == nil && lerr == nil && fi.IsDir() {
+				r.opt.Logf("gitmem: kept the files made by hand in the folder %s, where HEAD has no folder; the adopt commit takes them", p)
+				kept++
+				continue
+			}
+		}
+		if err != nil {
 			r.opt.Logf("gitmem: could not bring %s back to HEAD yet: %v", p, err)
 			left = append(left, p)
 		}
 	}
-	if len(j.Paths) > 0 && len(left) < len(j.Paths) && !j.Checkout {
-		r.opt.Logf("gitmem: brought %d path(s) of an unfinished change back to HEAD", len(j.Paths)-len(left))
+	if back := len(j.Paths) - len(left) - kept; back > 0 && !j.Checkout {
+		r.opt.Logf("gitmem: brought %d path(s) of an unfinished change back to HEAD", back)
 	}
 	r.mirror.forget(j.Paths)
 	r.mirror.repairs.setPending(left)
@@ -156,6 +175,20 @@ func newPathSet(paths []string) pathSet {
 		s[p] = true
 	}
 	return s
+}
+
+// coversFolder reports whether p is in the set or beneath a path of it
+// that tree holds a folder at (the memory folder is one).
+func (s pathSet) coversFolder(p string, tree *node) bool {
+	if s[p] {
+		return true
+	}
+	for a := p; len(s) > 0 && strings.Contains(a, "/"); {
+		if a = path.Dir(a); s[a] && (a == memDir || lookup(tree, a).isDir()) {
+			return true
+		}
+	}
+	return false
 }
 
 // covers reports whether p is in the set or beneath a path of it: one

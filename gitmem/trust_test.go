@@ -2192,3 +2192,107 @@ func TestWriteUnderAFileMadeByHandKeepsTheFile(t *testing.T) {
 		t.Errorf("git status:\n%s", st)
 	}
 }
+
+// A path the worktree could not follow (a full disk) is repaired later:
+// at the next change, or by the next start from the journal. A folder an
+// operator made meanwhile where the repair writes the model's file (or
+// removes it) holds files in no commit: they are checked as those of a
+// folder the model replaces, kept, and adopted, the model's file making
+// way (it stays in its commit); never removed with the folder unchecked.
+// So is a folder made in the moment between the removal of the model's
+// folder and the write of the file that replaces it (syncFolder).
+func TestHandFilesInAFolderWhereARepairWritesAreKept(t *testing.T) {
+	t.Parallel()
+	for _, c := range []string{"the next change", "the model deletes it", "the next start", "made at the write"} {
+		t.Run(c, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dir := gittest.TempDir(t)
+			r, _, err := Init(ctx, dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { r.Close() }()
+			x := filepath.Join(dir, "memories", "x")
+			byHand := func() {
+				if err := os.Mkdir(x, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(x, "h.md"), []byte("by hand\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := map[string]string{"x/h.md": "by hand\n"}
+			if c == "made at the write" {
+				write(t, r, "t1", "x/a.md", "the model's folder\n")
+				settle(t, r)
+				var once sync.Once
+				made := false
+				r.objects.st.Env.SetFault(func(step, p string) error {
+					if _, err := os.Lstat(x); step == gd.StepWorktree && p == "memories/x" && errors.Is(err, fs.ErrNotExist) {
+						once.Do(func() { byHand(); made = true }) // the model's folder is gone, its file not yet written
+					}
+					return nil
+				})
+				func() {
+					r.disk.hold()
+					defer r.disk.mu.Unlock()
+					del(t, r, "t2", "x")
+					write(t, r, "t3", "x", "the model's\n")
+				}()
+				settle(t, r)
+				r.objects.st.Env.SetFault(nil)
+				if !made {
+					t.Fatal("no folder was made at the write")
+				}
+			} else {
+				stop := failAt(t, r, gd.StepWorktree, "memories/x")
+				write(t, r, "t1", "x", "the model's\n")
+				settle(t, r)
+				stop()
+				if got := r.mirror.pending(); !slices.Equal(got, []string{"memories/x"}) {
+					t.Fatalf("waiting for repair: %q", got)
+				}
+				byHand()
+				switch c {
+				case "the next change":
+					write(t, r, "t2", "y.md", "y\n")
+					want["y.md"] = "y\n"
+				case "the model deletes it":
+					del(t, r, "t2", "x")
+				case "the next start":
+					r.Close()
+					if r, err = Open(ctx, dir, testOptions(t)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				settle(t, r)
+			}
+			if got := readDisk(t, dir, "x/h.md"); got != "by hand\n" {
+				t.Fatalf("the file made by hand is gone: %s", got)
+			}
+			// (The start adopts what it finds: nothing is left then.)
+			if _, err := r.Adopt(ctx); err != nil && (c != "the next start" || !errors.Is(err, ErrNoChange)) {
+				t.Fatal(err)
+			}
+			settle(t, r)
+			if got := files(t, r); !maps.Equal(got, want) {
+				t.Errorf("HEAD holds %q, want %q", got, want)
+			}
+			if got := onDisk(t, r); !maps.Equal(got, want) {
+				t.Errorf("the worktree holds %q, want %q", got, want)
+			}
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status:\n%s", st)
+			}
+			if got := gittest.Git(t, dir, "log", "-1", "--format=%(trailers:key=Memory-Command,valueonly)"); strings.TrimSpace(got) != "adopt" {
+				t.Errorf("HEAD is no adopt commit: %q", got)
+			}
+			if c != "the model deletes it" { // the model's file is in its commit
+				if got := gittest.Git(t, dir, "show", "HEAD~1:memories/x"); got != "the model's\n" {
+					t.Errorf("HEAD~1:memories/x = %q", got)
+				}
+			}
+		})
+	}
+}

@@ -358,7 +358,9 @@ func (w *worktree) ensureDir(p string) error {
 	return w.root.Chmod(p, dirMode)
 }
 
-func (w *worktree) write(p string, data []byte) error {
+// write puts data at p. A folder there goes with all it holds; with
+// keep, only an empty one goes (see syncKeeping).
+func (w *worktree) write(p string, data []byte, keep bool) error {
 	if err := w.env.Injected(gd.StepWorktree, p); err != nil {
 		return err
 	}
@@ -366,7 +368,7 @@ func (w *worktree) write(p string, data []byte) error {
 		return err
 	}
 	if fi, err := w.lstat(p); err == nil && fi.IsDir() {
-		if err := w.root.RemoveAll(p); err != nil {
+		if err := w.removeAt(p, keep); err != nil {
 			return err
 		}
 	}
@@ -374,23 +376,61 @@ func (w *worktree) write(p string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	// A file is never renamed over a folder (EISDIR): one made since
+	// the look above stays.
 	if err := w.root.Rename(tmp, p); err != nil {
 		w.root.Remove(tmp)
+		if keep && w.folderWithin(p) {
+			return errFolderThere
+		}
 		return err
 	}
 	w.touch(p)
 	return nil
 }
 
-func (w *worktree) remove(p string) error {
+// remove removes p, and the folders it leaves empty. A folder goes with
+// all it holds; with keep, only an empty one goes (see syncKeeping).
+func (w *worktree) remove(p string, keep bool) error {
 	if err := w.env.Injected(gd.StepWorktree, p); err != nil {
 		return err
 	}
-	if err := w.root.RemoveAll(p); err != nil {
+	if err := w.removeAt(p, keep); err != nil {
 		return err
 	}
 	w.touchDir(w.prune(path.Dir(p)))
 	return nil
+}
+
+// removeAt removes p, with all it holds or, with keep, only when it is no
+// folder with anything in it (errFolderThere).
+func (w *worktree) removeAt(p string, keep bool) error {
+	if !keep {
+		return w.root.RemoveAll(p)
+	}
+	err := w.root.Remove(p)
+	if err != nil && w.folderWithin(p) {
+		return errFolderThere
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// folderWithin reports whether p is a folder with anything in it.
+func (w *worktree) folderWithin(p string) bool {
+	f, err := w.root.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	names, _ := f.Readdirnames(1)
+	return len(names) > 0
 }
 
 // prune removes the empty folders from dir up to (not including) the
@@ -408,8 +448,24 @@ func (w *worktree) prune(dir string) string {
 
 // sync makes the worktree at p match the tree node n (nil: absent),
 // reading blob contents with blob. It is the repair step after a crash:
-// idempotent, and it rewrites only what differs.
+// idempotent, and it rewrites only what differs. A folder in the way goes
+// with all it holds (the whole worktree brought back to HEAD); a repair
+// of one path uses syncKeeping.
 func (w *worktree) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, error)) error {
+	return w.syncAt(p, n, blob, false)
+}
+
+// syncKeeping is sync for a path whose folder, if the disk holds one where
+// n (nil: absent) has a file or nothing, may hold files made by hand (a
+// repair of a path gitmem could not write, which an operator may have
+// made a folder meanwhile): such a folder goes only if empty; one with
+// anything in it is left as it is (errFolderThere), its files the
+// caller's to check, never removed with it unchecked.
+func (w *worktree) syncKeeping(p string, n *node, blob func(plumbing.Hash) ([]byte, error)) error {
+	return w.syncAt(p, n, blob, true)
+}
+
+func (w *worktree) syncAt(p string, n *node, blob func(plumbing.Hash) ([]byte, error), keep bool) error {
 	if n == nil && p == memDir {
 		n = &node{mode: filemode.Dir} // the memory folder stays, empty
 	}
@@ -418,7 +474,7 @@ func (w *worktree) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, err
 		if _, err := w.lstat(p); err != nil {
 			return nil
 		}
-		return w.remove(p)
+		return w.remove(p, keep)
 	case n.isFile():
 		if fi, err := w.lstat(p); err == nil && fi.Mode().IsRegular() { // a link there is no file
 			if _, ok := w.readBlob(p, n); ok {
@@ -429,7 +485,7 @@ func (w *worktree) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, err
 		if err != nil {
 			return err
 		}
-		return w.write(p, data)
+		return w.write(p, data, keep)
 	case n.isDir():
 		if err := w.ensureDir(p); err != nil {
 			return err
@@ -440,7 +496,7 @@ func (w *worktree) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, err
 		}
 		for _, e := range ents {
 			if n.kid(e.Name()) == nil {
-				if err := w.remove(p + "/" + e.Name()); err != nil {
+				if err := w.remove(p+"/"+e.Name(), false); err != nil {
 					return err
 				}
 			}
@@ -482,7 +538,7 @@ func (w *worktree) filesIn(p string) []string {
 func (w *worktree) syncFolder(p string, n *node, blob func(plumbing.Hash) ([]byte, error)) error {
 	if fi, err := w.lstat(p); err != nil || !fi.IsDir() || p == memDir {
 		if !n.isDir() || !errors.Is(err, fs.ErrNotExist) || p == memDir {
-			return w.sync(p, n, blob)
+			return w.syncKeepingFolder(p, n, blob)
 		}
 		if err := w.ensureDir(p); err != nil {
 			return err
@@ -495,7 +551,7 @@ func (w *worktree) syncFolder(p string, n *node, blob func(plumbing.Hash) ([]byt
 		if _, err := w.lstat(p); err == nil {
 			return nil
 		}
-		return w.sync(p, n, blob)
+		return w.syncKeepingFolder(p, n, blob)
 	}
 	if err := w.env.Injected(gd.StepWorktree, p); err != nil {
 		return err
@@ -514,7 +570,7 @@ func (w *worktree) syncFolder(p string, n *node, blob func(plumbing.Hash) ([]byt
 				return err
 			}
 		default:
-			if err := w.remove(c); err != nil {
+			if err := w.remove(c, false); err != nil {
 				return err
 			}
 		}
@@ -530,6 +586,17 @@ func (w *worktree) syncFolder(p string, n *node, blob func(plumbing.Hash) ([]byt
 		}
 	}
 	return nil
+}
+
+// syncKeepingFolder is syncKeeping for syncFolder: a folder made where
+// it writes n's file, or removes one, in the moment since it looked (by
+// hand: gitmem's own went before) is synced as one whose files were
+// checked, its regular files kept.
+func (w *worktree) syncKeepingFolder(p string, n *node, blob func(plumbing.Hash) ([]byte, error)) error {
+	if err := w.syncKeeping(p, n, blob); !errors.Is(err, errFolderThere) {
+		return err
+	}
+	return w.syncFolder(p, n, blob)
 }
 
 // scan hashes every regular file under the memories folder, skipping
