@@ -337,6 +337,11 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 		}
 		r.adopted = !opt.ReadOnly // a reader marks nothing
 	}
+	// A damaged repository is refused by every command, reading ones
+	// too: a diff of hand edits would show every memory file deleted.
+	if err := memoriesNotAFolder(dir); err != nil {
+		return fail(err)
+	}
 	if opt.ReadOnly {
 		// A reader needs the branch as much as a writer: without it the
 		// history would read as empty (gitmem log printing nothing).
@@ -344,9 +349,6 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 			return fail(err)
 		}
 		return r, nil
-	}
-	if err := memoriesNotAFolder(dir); err != nil {
-		return fail(err)
 	}
 	for _, d := range []string{filepath.Join(gitDir, "gitmem", "tmp"), filepath.Join(dir, memDir)} {
 		if err := os.MkdirAll(d, dirMode); err != nil {

@@ -71,7 +71,9 @@ func TestAConfigThatDoesNotParseIsDamage(t *testing.T) {
 
 // A `memories` that is a file, not the folder of the memory files: Open
 // refuses the repository with a *DamagedError that says so and how to
-// repair it; fsck reports it; fsck --repair moves the file aside to
+// repair it, for reading too (before, a reader opened it: gitmem diff
+// showed every memory file deleted by hand, and a store list named the
+// store as sound while every request on it was refused); fsck reports it; fsck --repair moves the file aside to
 // memories.was-a-file (kept as it is) and puts the memory files back as
 // HEAD holds them, without a commit (the memory is not taken as deleted
 // by hand). Before, Open failed with "prepare the repository failed:
@@ -93,16 +95,20 @@ func TestMemoriesThatIsAFileIsDamage(t *testing.T) {
 	if err := os.WriteFile(mem, []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(ctx, dir, testOptions(t))
-	var de *DamagedError
-	if !errors.As(err, &de) {
-		if err == nil {
-			r.Close()
+	for _, readOnly := range []bool{true, false} {
+		opt := testOptions(t)
+		opt.ReadOnly = readOnly
+		r, err := Open(ctx, dir, opt)
+		var de *DamagedError
+		if !errors.As(err, &de) {
+			if err == nil {
+				r.Close()
+			}
+			t.Fatalf("Open (read-only %v): %v, want a *DamagedError", readOnly, err)
 		}
-		t.Fatalf("Open: %v, want a *DamagedError", err)
-	}
-	if !strings.Contains(de.Problem, "memories is a file") || !strings.Contains(de.Repair, "fsck --repair") || strings.Contains(de.Error(), dir) {
-		t.Errorf("Open: %q", de.Error())
+		if !strings.Contains(de.Problem, "memories is a file") || !strings.Contains(de.Repair, "fsck --repair") || strings.Contains(de.Error(), dir) {
+			t.Errorf("Open (read-only %v): %q", readOnly, de.Error())
+		}
 	}
 	for _, repair := range []bool{false, true} {
 		rep := fsckReport(t, dir, repair)
