@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
@@ -23,6 +24,22 @@ var (
 	ErrExists   = errors.New("a store with this name already exists")
 	ErrArchived = errors.New("the store is archived")
 )
+
+// ErrOutOfFiles is a store that could not be opened because the server
+// had no file descriptor to spare: the process's limit (EMFILE) or the
+// system's (ENFILE). Nothing is wrong with the store, and nothing was
+// changed: the same request a moment later may be answered.
+var ErrOutOfFiles = errors.New("the server has too many files open")
+
+// OutOfFiles is what a client of the server is told of a request that
+// failed on store name for want of file descriptors (ErrOutOfFiles): a
+// retry helps. ok is false for any other error.
+func OutOfFiles(name string, err error) (msg string, ok bool) {
+	if !errors.Is(err, ErrOutOfFiles) {
+		return "", false
+	}
+	return "store " + name + " could not be opened: the server has too many files open; nothing was changed; retry after 1 s", true
+}
 
 // OpenError is a store whose repository could not be opened: damaged
 // (Err is then a *gitmem.DamagedError), or its folder not readable. Err
@@ -421,6 +438,9 @@ func (d *Dir) openStore(name string) (*gitmem.Repo, Meta, string, error) {
 func (d *Dir) openErr(name string, err error) error {
 	if errors.Is(err, gitmem.ErrNotRepository) || errors.Is(err, gitmem.ErrForeign) {
 		return ErrNotFound
+	}
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		return fmt.Errorf("store %s: %w (%w)", name, ErrOutOfFiles, err)
 	}
 	return &OpenError{Name: name, Err: err}
 }

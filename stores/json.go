@@ -20,8 +20,8 @@ type StoreJSON struct {
 }
 
 // UnreadableStoreJSON is a store a list could not read (Info.Err): its
-// name, and what is wrong as Unopened words it (the cause, which may name
-// host files, is not given).
+// name, and what is wrong as Unopened (or OutOfFiles) words it (the cause,
+// which may name host files, is not given).
 type UnreadableStoreJSON struct {
 	Name  string `json:"name"`
 	Error string `json:"error"`
@@ -32,6 +32,9 @@ type UnreadableStoreJSON struct {
 func (i Info) ListJSON() any {
 	if i.Err != nil {
 		msg, ok := Unopened(i.Name, i.Err)
+		if !ok {
+			msg, ok = OutOfFiles(i.Name, i.Err)
+		}
 		if !ok {
 			msg = "the store cannot be read; gitmem fsck on its folder says why"
 		}

@@ -191,6 +191,10 @@ func (s *storesServer) msError(w http.ResponseWriter, store string, err error) {
 		w.Header().Set("Retry-After", "1")
 		apiError(w, http.StatusServiceUnavailable, errOverloaded, notBegunMsg)
 	default:
+		if msg, ok := s.outOfFiles(w, policy.ClipName(store), err); ok {
+			apiError(w, http.StatusServiceUnavailable, errOverloaded, "memory "+msg)
+			return
+		}
 		if msg, ok := stores.Unopened(policy.ClipName(store), err); ok {
 			s.opt.Logger.Error("memory store damaged or cannot be opened", "store", store, "err", err.Error())
 			final(w)

@@ -172,6 +172,10 @@ func (s *storesServer) storeError(w http.ResponseWriter, name string, err error)
 		w.Header().Set("Retry-After", "1")
 		handler.HTTPError(w, http.StatusServiceUnavailable, notBegunMsg)
 	default:
+		if msg, ok := s.outOfFiles(w, name, err); ok {
+			handler.HTTPError(w, http.StatusServiceUnavailable, msg)
+			return
+		}
 		if msg, ok := stores.Unopened(name, err); ok {
 			s.opt.Logger.Error("store damaged or cannot be opened", "store", name, "err", err.Error())
 			final(w)
@@ -181,6 +185,20 @@ func (s *storesServer) storeError(w http.ResponseWriter, name string, err error)
 		s.opt.Logger.Error("store failure", "store", name, "err", err.Error())
 		handler.HTTPError(w, http.StatusInternalServerError, "the store could not complete the request; nothing was changed")
 	}
+}
+
+// outOfFiles answers the headers of a request on the store name that
+// failed for want of file descriptors (stores.ErrOutOfFiles): transient,
+// a 503 the SDKs retry (Retry-After, x-should-retry: true), logged for
+// the operator. It returns the message, or false for any other error.
+func (s *storesServer) outOfFiles(w http.ResponseWriter, name string, err error) (string, bool) {
+	msg, ok := stores.OutOfFiles(name, err)
+	if ok {
+		s.opt.Logger.Warn("store could not be opened for want of file descriptors: raise ulimit -n or lower --max-open-stores", "store", name, "err", err.Error())
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set(headerShouldRetry, "true")
+	}
+	return msg, ok
 }
 
 // notBegun reports whether err says a request ended before it began: the
@@ -221,9 +239,10 @@ func (s *storesServer) toolUse(w http.ResponseWriter, r *http.Request, p princip
 // single-memory server answers one, a tool_result `Error: The memory store
 // could not complete the command; nothing was changed` per call (the
 // checks that need no repository first), its cause in the log; a store
-// that is not there, or a request that did not begin, as storeError says.
+// that is not there, or a request that did not begin or found the server
+// out of file descriptors, as storeError says.
 func (s *storesServer) toolUseError(w http.ResponseWriter, r *http.Request, p principal, name string, err error) {
-	if errors.Is(err, stores.ErrNotFound) || errors.Is(err, stores.ErrArchived) || notBegun(err) {
+	if errors.Is(err, stores.ErrNotFound) || errors.Is(err, stores.ErrArchived) || notBegun(err) || errors.Is(err, stores.ErrOutOfFiles) {
 		s.storeError(w, name, err)
 		return
 	}
