@@ -261,7 +261,8 @@ func (c *Console) failErr(w http.ResponseWriter, r *http.Request, v *visit, err 
 }
 
 // explain is the status and the words of an error on store (a store
-// that is damaged or cannot be opened: as the APIs say it, Unopened).
+// that is damaged or cannot be opened: as the APIs say it, Unopened; one
+// opened out of file descriptors: OutOfFiles, 503).
 func explain(store string, err error) (int, string) {
 	var re *operator.RevError
 	var pe *policy.PathError
@@ -292,6 +293,9 @@ func explain(store string, err error) (int, string) {
 		return http.StatusConflict, "The memory changed since the preview, so this would no longer change what was shown. Nothing was changed: preview it again."
 	case errors.As(err, &ae):
 		return http.StatusConflict, "Restoring would delete " + strings.Join(displayAll(ae.Paths), ", ") + ", which did not exist then. Nothing was changed."
+	}
+	if msg, ok := stores.OutOfFiles(store, err); ok {
+		return http.StatusServiceUnavailable, strings.ToUpper(msg[:1]) + msg[1:] + "."
 	}
 	if msg, ok := stores.Unopened(store, err); ok {
 		return http.StatusInternalServerError, strings.ToUpper(msg[:1]) + msg[1:] + "."

@@ -16,7 +16,8 @@ import (
 // the operator API and the Memory Stores API give it (stores.Unopened):
 // damaged, how, and what to run. Before, "The store could not complete
 // the request; nothing was changed." (an attacker's pass), which told the
-// operator looking for what is wrong the least of the three.
+// operator looking for what is wrong the least of the three. So does the
+// list of stores, which said only "unreadable" of it.
 func TestConsoleDamagedStoreSaysWhatToRun(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
@@ -27,8 +28,9 @@ func TestConsoleDamagedStoreSaysWhatToRun(t *testing.T) {
 	}
 	gittest.Damaged(t, dir, "a store damaged on purpose")
 	session := loginHTTP(t, s.url, "ops")
-	want := html.EscapeString("Store broken is damaged: the branch refs/heads/main is damaged (its file holds 8 bytes that are not a commit hash); nothing was changed. " +
-		"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/broken fsck says how (STORES is the server's --stores folder).")
+	sentence := "store broken is damaged: the branch refs/heads/main is damaged (its file holds 8 bytes that are not a commit hash); nothing was changed. " +
+		"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/broken fsck says how (STORES is the server's --stores folder)"
+	want := html.EscapeString("S" + sentence[1:] + ".")
 	for _, page := range []string{"tree", "timeline"} {
 		req, _ := http.NewRequest("GET", s.url+"/console/s/broken/"+page, nil)
 		req.AddCookie(session)
@@ -39,6 +41,13 @@ func TestConsoleDamagedStoreSaysWhatToRun(t *testing.T) {
 		if strings.Contains(body, s.root) {
 			t.Errorf("%s names a host path", page)
 		}
+	}
+	req, _ := http.NewRequest("GET", s.url+"/console/", nil)
+	req.AddCookie(session)
+	status, body := do(t, req)
+	said := `<strong>damaged</strong><br><span class="hint">` + html.EscapeString(sentence) + "</span>"
+	if status != 200 || !strings.Contains(body, said) || strings.Contains(body, s.root) {
+		t.Errorf("the list of stores: %d %s\nwant 200 with %q", status, clip(body), said)
 	}
 }
 

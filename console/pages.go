@@ -29,6 +29,9 @@ type storeRow struct {
 	Last                     gitmem.Commit
 	Archived                 bool
 	Unreadable               bool
+	// Problem is why an unreadable store cannot be read, in a word
+	// (Kind) and as the APIs say it (stores.Problem).
+	Kind, Problem string
 }
 
 type storesData struct {
@@ -54,9 +57,14 @@ func (c *Console) storeList(w http.ResponseWriter, r *http.Request, v *visit) {
 	d := storesData{Query: q}
 	for _, info := range page.Items {
 		row := storeRow{Name: info.Name, Title: info.Title(), Description: info.Description, Archived: info.IsArchived(),
-			URL: base + "s/" + pathEscape(info.Name) + "/", Unreadable: info.Err != nil}
-		if info.Err == nil {
-			row.Files, row.Size, row.Last, row.Unreadable = c.storeStats(info.Name)
+			URL: base + "s/" + pathEscape(info.Name) + "/"}
+		err := info.Err
+		if err == nil {
+			row.Files, row.Size, row.Last, err = c.storeStats(info.Name)
+		}
+		if err != nil {
+			row.Unreadable = true
+			row.Kind, row.Problem = stores.Problem(info.Name, err)
 		}
 		d.Rows = append(d.Rows, row)
 	}
@@ -67,11 +75,11 @@ func (c *Console) storeList(w http.ResponseWriter, r *http.Request, v *visit) {
 }
 
 // storeStats is a store's number of files, their size and its last
-// commit; unreadable when it cannot be opened.
-func (c *Console) storeStats(name string) (files int, size int64, last gitmem.Commit, unreadable bool) {
+// commit; err when it cannot be opened or read.
+func (c *Console) storeStats(name string) (files int, size int64, last gitmem.Commit, err error) {
 	st, err := c.opt.Stores.Acquire(context.Background(), name)
 	if err != nil {
-		return 0, 0, last, true
+		return 0, 0, last, err
 	}
 	defer st.Release()
 	err = st.Use(func(repo *gitmem.Repo, _ stores.Meta) error {
@@ -84,7 +92,7 @@ func (c *Console) storeStats(name string) (files int, size int64, last gitmem.Co
 		last, err = snap.HeadCommit()
 		return err
 	})
-	return files, size, last, err != nil
+	return files, size, last, err
 }
 
 // memPath reads a memory path parameter (/memories/... as the model

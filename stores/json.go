@@ -1,6 +1,11 @@
 package stores
 
-import "time"
+import (
+	"errors"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+)
 
 // The JSON shapes below are shared by `gitmem store ... --json` and the
 // HTTP operator API (docs/openapi.yaml), so both print a store the same
@@ -31,16 +36,27 @@ type UnreadableStoreJSON struct {
 // UnreadableStoreJSON when it could not be read.
 func (i Info) ListJSON() any {
 	if i.Err != nil {
-		msg, ok := Unopened(i.Name, i.Err)
-		if !ok {
-			msg, ok = OutOfFiles(i.Name, i.Err)
-		}
-		if !ok {
-			msg = "the store cannot be read; gitmem fsck on its folder says why"
-		}
+		_, msg := Problem(i.Name, i.Err)
 		return UnreadableStoreJSON{Name: i.Name, Error: msg}
 	}
 	return i.JSON()
+}
+
+// Problem is what a list says of the store name that could not be read
+// (err): the kind in a word or two (damaged, cannot be opened, busy,
+// unreadable) and the sentence Unopened or OutOfFiles words, with what
+// to run; no host path.
+func Problem(name string, err error) (kind, msg string) {
+	if msg, ok := OutOfFiles(name, err); ok {
+		return "busy", msg
+	}
+	if msg, ok := Unopened(name, err); ok {
+		if errors.As(err, new(*gitmem.DamagedError)) {
+			return "damaged", msg
+		}
+		return "cannot be opened", msg
+	}
+	return "unreadable", "the store cannot be read; gitmem fsck on its folder says why"
 }
 
 // jsonTime is the time format of every JSON shape: RFC 3339, as
