@@ -2203,7 +2203,7 @@ func TestWriteUnderAFileMadeByHandKeepsTheFile(t *testing.T) {
 // folder and the write of the file that replaces it (syncFolder).
 func TestHandFilesInAFolderWhereARepairWritesAreKept(t *testing.T) {
 	t.Parallel()
-	for _, c := range []string{"the next change", "the model deletes it", "the next start", "made at the write"} {
+	for _, c := range []string{"the next change", "the model deletes it", "the next start", "made at the write", "a folder to repair", "a folder to repair at the start"} {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -2215,7 +2215,7 @@ func TestHandFilesInAFolderWhereARepairWritesAreKept(t *testing.T) {
 			defer func() { r.Close() }()
 			x := filepath.Join(dir, "memories", "x")
 			byHand := func() {
-				if err := os.Mkdir(x, 0o700); err != nil {
+				if err := os.MkdirAll(x, 0o700); err != nil {
 					t.Fatal(err)
 				}
 				if err := os.WriteFile(filepath.Join(x, "h.md"), []byte("by hand\n"), 0o600); err != nil {
@@ -2223,7 +2223,31 @@ func TestHandFilesInAFolderWhereARepairWritesAreKept(t *testing.T) {
 				}
 			}
 			want := map[string]string{"x/h.md": "by hand\n"}
-			if c == "made at the write" {
+			if strings.HasPrefix(c, "a folder to repair") {
+				// The model renames d to x, and the folder x cannot be
+				// written: the file made in it by hand is not the model's.
+				write(t, r, "t1", "d/a.md", "the model's\n")
+				settle(t, r)
+				stop := failAt(t, r, gd.StepWorktree, "memories/x")
+				mv(t, r, "t2", "d", "x")
+				settle(t, r)
+				stop()
+				if got := r.mirror.pending(); !slices.Equal(got, []string{"memories/x"}) {
+					t.Fatalf("waiting for repair: %q", got)
+				}
+				byHand()
+				if c == "a folder to repair" {
+					write(t, r, "t3", "y.md", "y\n")
+					want["y.md"] = "y\n"
+				} else {
+					r.Close()
+					if r, err = Open(ctx, dir, testOptions(t)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				settle(t, r)
+				want["x/a.md"] = "the model's\n"
+			} else if c == "made at the write" {
 				write(t, r, "t1", "x/a.md", "the model's folder\n")
 				settle(t, r)
 				var once sync.Once
@@ -2272,7 +2296,7 @@ func TestHandFilesInAFolderWhereARepairWritesAreKept(t *testing.T) {
 				t.Fatalf("the file made by hand is gone: %s", got)
 			}
 			// (The start adopts what it finds: nothing is left then.)
-			if _, err := r.Adopt(ctx); err != nil && (c != "the next start" || !errors.Is(err, ErrNoChange)) {
+			if _, err := r.Adopt(ctx); err != nil && (!strings.HasSuffix(c, "start") || !errors.Is(err, ErrNoChange)) {
 				t.Fatal(err)
 			}
 			settle(t, r)
@@ -2288,7 +2312,9 @@ func TestHandFilesInAFolderWhereARepairWritesAreKept(t *testing.T) {
 			if got := gittest.Git(t, dir, "log", "-1", "--format=%(trailers:key=Memory-Command,valueonly)"); strings.TrimSpace(got) != "adopt" {
 				t.Errorf("HEAD is no adopt commit: %q", got)
 			}
-			if c != "the model deletes it" { // the model's file is in its commit
+			if c == "the model deletes it" || strings.HasPrefix(c, "a folder to repair") {
+				// nothing of the model's made way
+			} else { // the model's file is in its commit
 				if got := gittest.Git(t, dir, "show", "HEAD~1:memories/x"); got != "the model's\n" {
 					t.Errorf("HEAD~1:memories/x = %q", got)
 				}

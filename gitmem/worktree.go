@@ -455,12 +455,16 @@ func (w *worktree) sync(p string, n *node, blob func(plumbing.Hash) ([]byte, err
 	return w.syncAt(p, n, blob, false)
 }
 
-// syncKeeping is sync for a path whose folder, if the disk holds one where
-// n (nil: absent) has a file or nothing, may hold files made by hand (a
-// repair of a path gitmem could not write, which an operator may have
-// made a folder meanwhile): such a folder goes only if empty; one with
-// anything in it is left as it is (errFolderThere), its files the
-// caller's to check, never removed with it unchecked.
+// syncKeeping is sync for a path whose folder, if the disk holds one, may
+// hold files made by hand (a repair of a path gitmem could not write,
+// where an operator may have made a folder, or files in n's folder,
+// meanwhile). Where n (nil: absent) has a file or nothing, such a folder
+// goes only if empty; one with anything in it is left as it is
+// (errFolderThere), its files the caller's to check, never removed with
+// it unchecked. Where n has a folder, a regular file n does not hold
+// stays (syncFolder): gitmem's own there, one it could not remove, waits
+// for repair at its own path. (The memory folder itself is brought to n
+// whole: the journal names it when it cannot say which paths.)
 func (w *worktree) syncKeeping(p string, n *node, blob func(plumbing.Hash) ([]byte, error)) error {
 	return w.syncAt(p, n, blob, true)
 }
@@ -487,6 +491,9 @@ func (w *worktree) syncAt(p string, n *node, blob func(plumbing.Hash) ([]byte, e
 		}
 		return w.write(p, data, keep)
 	case n.isDir():
+		if fi, err := w.lstat(p); keep && p != memDir && err == nil && fi.IsDir() {
+			return w.syncFolder(p, n, blob) // a file n does not hold stays
+		}
 		if err := w.ensureDir(p); err != nil {
 			return err
 		}
