@@ -1466,21 +1466,10 @@ func TestHandFilesInAFolderWhereAFileIsWrittenAreKept(t *testing.T) {
 				t.Fatal(err)
 			}
 			settle(t, r)
-			if got := files(t, r); !maps.Equal(got, want) {
-				t.Errorf("HEAD holds %q, want %q", got, want)
-			}
-			if got := onDisk(t, r); !maps.Equal(got, want) {
-				t.Errorf("the worktree holds %q, want %q", got, want)
-			}
-			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
-				t.Errorf("git status:\n%s", st)
-			}
+			adoptedAs(t, r, want)
 			// The model's file is in its commit, the hand's in the adopt's.
 			if got := gittest.Git(t, dir, "show", "HEAD~1:memories/"+model); got != "file 2\n" {
 				t.Errorf("HEAD~1:memories/%s = %q", model, got)
-			}
-			if got := gittest.Git(t, dir, "log", "-1", "--format=%(trailers:key=Memory-Command,valueonly)"); strings.TrimSpace(got) != "adopt" {
-				t.Errorf("HEAD is no adopt commit: %q", got)
 			}
 		})
 	}
@@ -1545,18 +1534,7 @@ func TestHandEditOfAFileRenamedByAPullGoesWithIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			settle(t, b)
-			if got := files(t, b); !maps.Equal(got, want) {
-				t.Errorf("HEAD holds %q, want %q", got, want)
-			}
-			if got := onDisk(t, b); !maps.Equal(got, want) {
-				t.Errorf("the worktree holds %q, want %q", got, want)
-			}
-			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
-				t.Errorf("git status:\n%s", st)
-			}
-			if got := gittest.Git(t, dir, "log", "-1", "--format=%(trailers:key=Memory-Command,valueonly)"); strings.TrimSpace(got) != "adopt" {
-				t.Errorf("HEAD is no adopt commit: %q", got)
-			}
+			adoptedAs(t, b, want)
 		})
 	}
 }
@@ -2223,29 +2201,35 @@ func TestHandFilesInAFolderWhereARepairWritesAreKept(t *testing.T) {
 				}
 			}
 			want := map[string]string{"x/h.md": "by hand\n"}
-			if strings.HasPrefix(c, "a folder to repair") {
-				// The model renames d to x, and the folder x cannot be
-				// written: the file made in it by hand is not the model's.
-				write(t, r, "t1", "d/a.md", "the model's\n")
-				settle(t, r)
+			fails := func(change func()) { // the worktree cannot follow it at x
 				stop := failAt(t, r, gd.StepWorktree, "memories/x")
-				mv(t, r, "t2", "d", "x")
+				change()
 				settle(t, r)
 				stop()
 				if got := r.mirror.pending(); !slices.Equal(got, []string{"memories/x"}) {
 					t.Fatalf("waiting for repair: %q", got)
 				}
 				byHand()
-				if c == "a folder to repair" {
-					write(t, r, "t3", "y.md", "y\n")
-					want["y.md"] = "y\n"
-				} else {
+			}
+			repaired := func() { // by the next change, or by the next start
+				if strings.HasSuffix(c, "start") {
 					r.Close()
 					if r, err = Open(ctx, dir, testOptions(t)); err != nil {
 						t.Fatal(err)
 					}
+				} else {
+					write(t, r, "t3", "y.md", "y\n")
+					want["y.md"] = "y\n"
 				}
 				settle(t, r)
+			}
+			if strings.HasPrefix(c, "a folder to repair") {
+				// The model renames d to x, and the folder x cannot be
+				// written: the file made in it by hand is not the model's.
+				write(t, r, "t1", "d/a.md", "the model's\n")
+				settle(t, r)
+				fails(func() { mv(t, r, "t2", "d", "x") })
+				repaired()
 				want["x/a.md"] = "the model's\n"
 			} else if c == "made at the write" {
 				write(t, r, "t1", "x/a.md", "the model's folder\n")
@@ -2270,27 +2254,13 @@ func TestHandFilesInAFolderWhereARepairWritesAreKept(t *testing.T) {
 					t.Fatal("no folder was made at the write")
 				}
 			} else {
-				stop := failAt(t, r, gd.StepWorktree, "memories/x")
-				write(t, r, "t1", "x", "the model's\n")
-				settle(t, r)
-				stop()
-				if got := r.mirror.pending(); !slices.Equal(got, []string{"memories/x"}) {
-					t.Fatalf("waiting for repair: %q", got)
-				}
-				byHand()
-				switch c {
-				case "the next change":
-					write(t, r, "t2", "y.md", "y\n")
-					want["y.md"] = "y\n"
-				case "the model deletes it":
+				fails(func() { write(t, r, "t1", "x", "the model's\n") })
+				if c == "the model deletes it" {
 					del(t, r, "t2", "x")
-				case "the next start":
-					r.Close()
-					if r, err = Open(ctx, dir, testOptions(t)); err != nil {
-						t.Fatal(err)
-					}
+					settle(t, r)
+				} else {
+					repaired()
 				}
-				settle(t, r)
 			}
 			if got := readDisk(t, dir, "x/h.md"); got != "by hand\n" {
 				t.Fatalf("the file made by hand is gone: %s", got)
@@ -2300,18 +2270,7 @@ func TestHandFilesInAFolderWhereARepairWritesAreKept(t *testing.T) {
 				t.Fatal(err)
 			}
 			settle(t, r)
-			if got := files(t, r); !maps.Equal(got, want) {
-				t.Errorf("HEAD holds %q, want %q", got, want)
-			}
-			if got := onDisk(t, r); !maps.Equal(got, want) {
-				t.Errorf("the worktree holds %q, want %q", got, want)
-			}
-			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
-				t.Errorf("git status:\n%s", st)
-			}
-			if got := gittest.Git(t, dir, "log", "-1", "--format=%(trailers:key=Memory-Command,valueonly)"); strings.TrimSpace(got) != "adopt" {
-				t.Errorf("HEAD is no adopt commit: %q", got)
-			}
+			adoptedAs(t, r, want)
 			if c == "the model deletes it" || strings.HasPrefix(c, "a folder to repair") {
 				// nothing of the model's made way
 			} else { // the model's file is in its commit
@@ -2320,5 +2279,24 @@ func TestHandFilesInAFolderWhereARepairWritesAreKept(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// adoptedAs checks that HEAD and the worktree hold want (memory paths:
+// contents), that git finds the worktree clean, and that HEAD is an adopt
+// commit: what an operator made by hand was kept and committed.
+func adoptedAs(t *testing.T, r *Repo, want map[string]string) {
+	t.Helper()
+	if got := files(t, r); !maps.Equal(got, want) {
+		t.Errorf("HEAD holds %q, want %q", got, want)
+	}
+	if got := onDisk(t, r); !maps.Equal(got, want) {
+		t.Errorf("the worktree holds %q, want %q", got, want)
+	}
+	if st := gittest.Git(t, r.Dir(), "status", "--porcelain"); st != "" {
+		t.Errorf("git status:\n%s", st)
+	}
+	if got := gittest.Git(t, r.Dir(), "log", "-1", "--format=%(trailers:key=Memory-Command,valueonly)"); strings.TrimSpace(got) != "adopt" {
+		t.Errorf("HEAD is no adopt commit: %q", got)
 	}
 }

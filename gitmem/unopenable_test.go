@@ -22,7 +22,6 @@ import (
 // expected section name", and fsck found nothing.
 func TestAConfigThatDoesNotParseIsDamage(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	if err := r.Close(); err != nil {
@@ -34,21 +33,7 @@ func TestAConfigThatDoesNotParseIsDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	gittest.Damaged(t, dir, "its .git/config does not parse")
-	for _, readOnly := range []bool{true, false} {
-		opt := testOptions(t)
-		opt.ReadOnly = readOnly
-		r, err := Open(ctx, dir, opt)
-		var de *DamagedError
-		if !errors.As(err, &de) {
-			if err == nil {
-				r.Close()
-			}
-			t.Fatalf("Open (read-only %v): %v, want a *DamagedError", readOnly, err)
-		}
-		if !strings.Contains(de.Problem, ".git/config") || !strings.Contains(de.Repair, "[gitmem]") || strings.Contains(de.Error(), dir) {
-			t.Errorf("Open (read-only %v): %q", readOnly, de.Error())
-		}
-	}
+	refusedAsDamaged(t, dir, ".git/config", "[gitmem]")
 	for _, repair := range []bool{false, true} {
 		rep := fsckReport(t, dir, repair)
 		found := false
@@ -81,7 +66,6 @@ func TestAConfigThatDoesNotParseIsDamage(t *testing.T) {
 // "fsck says why", and fsck found nothing.
 func TestMemoriesThatIsAFileIsDamage(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	head := write(t, r, "t2", "sub/b.md", "two\n")
@@ -95,21 +79,7 @@ func TestMemoriesThatIsAFileIsDamage(t *testing.T) {
 	if err := os.WriteFile(mem, []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, readOnly := range []bool{true, false} {
-		opt := testOptions(t)
-		opt.ReadOnly = readOnly
-		r, err := Open(ctx, dir, opt)
-		var de *DamagedError
-		if !errors.As(err, &de) {
-			if err == nil {
-				r.Close()
-			}
-			t.Fatalf("Open (read-only %v): %v, want a *DamagedError", readOnly, err)
-		}
-		if !strings.Contains(de.Problem, "memories is a file") || !strings.Contains(de.Repair, "fsck --repair") || strings.Contains(de.Error(), dir) {
-			t.Errorf("Open (read-only %v): %q", readOnly, de.Error())
-		}
-	}
+	refusedAsDamaged(t, dir, "memories is a file", "fsck --repair")
 	for _, repair := range []bool{false, true} {
 		rep := fsckReport(t, dir, repair)
 		if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "memories is a file") || rep.Problems[0].Repaired != repair {
@@ -129,5 +99,27 @@ func TestMemoriesThatIsAFileIsDamage(t *testing.T) {
 	}
 	if st := gittest.Git(t, dir, "status", "--porcelain", "--", "memories"); st != "" {
 		t.Errorf("git status: %q", st)
+	}
+}
+
+// refusedAsDamaged checks that Open refuses the repository at dir, for
+// reading and for writing, with a *DamagedError whose problem and repair
+// say what problem and repair hold, and no host path.
+func refusedAsDamaged(t *testing.T, dir, problem, repair string) {
+	t.Helper()
+	for _, readOnly := range []bool{true, false} {
+		opt := testOptions(t)
+		opt.ReadOnly = readOnly
+		r, err := Open(context.Background(), dir, opt)
+		var de *DamagedError
+		if !errors.As(err, &de) {
+			if err == nil {
+				r.Close()
+			}
+			t.Fatalf("Open (read-only %v): %v, want a *DamagedError", readOnly, err)
+		}
+		if !strings.Contains(de.Problem, problem) || !strings.Contains(de.Repair, repair) || strings.Contains(de.Error(), dir) {
+			t.Errorf("Open (read-only %v): %q", readOnly, de.Error())
+		}
 	}
 }
