@@ -165,6 +165,44 @@ func (x *sender) stored(h plumbing.Hash) (storedEntry, bool) {
 	return e, true
 }
 
+// each calls fn once for each object of hashes (the first time it is
+// named), in their order, except that a delta sent as stored comes after
+// its base, as the pack format wants of an OFS_DELTA and git writes every
+// delta: fn gets the entry and true for an object sent as stored, false
+// for one to read whole. (A base named after its delta was sent before
+// it; a delta whose chain leads back to itself, which no valid pack
+// holds, goes whole.)
+func (x *sender) each(hashes []plumbing.Hash, fn func(h plumbing.Hash, e storedEntry, ok bool) error) error {
+	const visiting, sent = 1, 2
+	state := make(map[plumbing.Hash]uint8, len(x.send))
+	var visit func(h plumbing.Hash) error
+	visit = func(h plumbing.Hash) error {
+		if state[h] != 0 {
+			return nil
+		}
+		state[h] = visiting
+		e, ok := x.stored(h)
+		if ok && !e.base.IsZero() && state[e.base] != sent {
+			if state[e.base] == visiting {
+				ok = false
+			} else {
+				if err := visit(e.base); err != nil {
+					return err
+				}
+				e, ok = x.stored(h) // the entry read again: visit reused the buffer
+			}
+		}
+		state[h] = sent
+		return fn(h, e, ok)
+	}
+	for _, h := range hashes {
+		if err := visit(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // readRaw reads len(buf) bytes of p from off.
 func (ps *packSet) readRaw(p *packIdx, off int64, buf []byte) error {
 	if ps.mapped {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitmem-dev/gitmem/internal/gittest"
@@ -80,36 +81,49 @@ func TestSendPackedObjectsAsStored(t *testing.T) {
 	}
 	check(dstDir, dst, objs)
 
-	// Deltas before their bases: a delta then refers to its base by hash.
+	// Named deltas first: each base still goes before its deltas.
 	backward := slices.Clone(hashes)
 	slices.Reverse(backward)
 	backDir, backGit := gitInit(t)
 	back := Open(backGit)
 	defer back.Close()
-	if _, err := back.WritePackFrom(src, backward); err != nil {
+	if h, err = back.WritePackFrom(src, backward); err != nil {
 		t.Fatal(err)
+	}
+	if out := gittest.Git(t, backDir, "verify-pack", "-v", PackIndexPath(backGit, h)); !strings.Contains(out, "chain length = 19: 1 object") {
+		t.Errorf("the deltas did not stay deltas: git verify-pack:\n%s", out)
 	}
 	check(backDir, back, objs)
 
-	// As a pack stream, which git indexes, in either order.
+	// As a pack stream, which git indexes, in either order: every base
+	// before its deltas, which refer to it by offset when the receiver
+	// takes OFS_DELTA (as git sends them: a few bytes, not a 20-byte
+	// hash), else by hash.
 	for _, order := range [][]plumbing.Hash{hashes, backward} {
-		var stream bytes.Buffer
-		reads = src.PackReads()
-		if err := src.EncodePack(&stream, order); err != nil {
-			t.Fatal(err)
-		}
-		if n := src.PackReads() - reads; n != 0 {
-			t.Errorf("the pack stream read %d of the %d objects whole", n, len(hashes))
-		}
-		gitDir, _ := gitInit(t)
-		cmd := gittest.Command(t, gitDir, "index-pack", "--stdin", "--strict")
-		cmd.Stdin = &stream
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git index-pack: %v\n%s", err, out)
-		}
-		for _, o := range objs {
-			if got := gittest.Git(t, gitDir, "cat-file", o.Type.String(), o.Hash.String()); got != string(o.Data) {
-				t.Fatalf("git cat-file %s: %q", o.Hash, got)
+		for _, ofs := range []bool{true, false} {
+			var stream bytes.Buffer
+			reads = src.PackReads()
+			if err := src.EncodePack(&stream, order, ofs); err != nil {
+				t.Fatal(err)
+			}
+			if n := src.PackReads() - reads; n != 0 {
+				t.Errorf("the pack stream read %d of the %d objects whole", n, len(hashes))
+			}
+			kinds := entryKinds(t, stream.Bytes())
+			want := map[bool]plumbing.ObjectType{true: plumbing.OFSDeltaObject, false: plumbing.REFDeltaObject}[ofs]
+			if kinds[want] != 19 || kinds[plumbing.OFSDeltaObject]+kinds[plumbing.REFDeltaObject] != 19 {
+				t.Errorf("ofs %v: the stream's entries: %v; want the 19 deltas as %v", ofs, kinds, want)
+			}
+			gitDir, _ := gitInit(t)
+			cmd := gittest.Command(t, gitDir, "index-pack", "--stdin", "--strict")
+			cmd.Stdin = &stream
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git index-pack: %v\n%s", err, out)
+			}
+			for _, o := range objs {
+				if got := gittest.Git(t, gitDir, "cat-file", o.Type.String(), o.Hash.String()); got != string(o.Data) {
+					t.Fatalf("git cat-file %s: %q", o.Hash, got)
+				}
 			}
 		}
 	}
@@ -126,4 +140,24 @@ func TestSendPackedObjectsAsStored(t *testing.T) {
 		t.Errorf("git verify-pack:\n%s", out)
 	}
 	check(oneDir, one, []Object{last})
+}
+
+// entryKinds counts the entries of a pack stream by their kind as stored
+// (a delta's OFS_DELTA or REF_DELTA).
+func entryKinds(t *testing.T, stream []byte) map[plumbing.ObjectType]int {
+	t.Helper()
+	sc := packfile.NewScanner(bytes.NewReader(stream))
+	_, n, err := sc.Header()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[plumbing.ObjectType]int{}
+	for range n {
+		h, err := sc.NextObjectHeader()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds[h.Type]++
+	}
+	return kinds
 }

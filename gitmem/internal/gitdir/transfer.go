@@ -198,28 +198,28 @@ func (s *Store) Received() []plumbing.Hash {
 // this machine: a push to it, a fetch from it), as one pack into s
 // (as they are stored, where they can be: see sender), durably, kept from git's gc (see Received).
 func (s *Store) WritePackFrom(src *Store, hashes []plumbing.Hash) (plumbing.Hash, error) {
-	pw, err := newPackWriter(s.Env, s.Dir, len(hashes), zlib.BestSpeed)
+	x := src.newSender(hashes)
+	pw, err := newPackWriter(s.Env, s.Dir, len(x.send), zlib.BestSpeed)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	pw.keep = InFlight
-	x := src.newSender(hashes)
-	for _, h := range hashes {
-		if e, ok := x.stored(h); ok {
-			if err := pw.addStored(h, e); err != nil {
-				pw.abort()
-				return plumbing.ZeroHash, err
-			}
-			continue
+	err = x.each(hashes, func(h plumbing.Hash, e storedEntry, ok bool) error {
+		if ok {
+			return pw.addStored(h, e)
 		}
 		t, data, err := src.ReadObject(h)
 		if err == nil {
 			err = pw.add(t, h, data, plumbing.ZeroHash, nil)
 		}
 		if err != nil {
-			pw.abort()
-			return plumbing.ZeroHash, fmt.Errorf("read the object %s: %w", h, err)
+			return fmt.Errorf("read the object %s: %w", h, err)
 		}
+		return nil
+	})
+	if err != nil {
+		pw.abort()
+		return plumbing.ZeroHash, err
 	}
 	sum, err := pw.finish(true)
 	if err == nil {
@@ -230,40 +230,70 @@ func (s *Store) WritePackFrom(src *Store, hashes []plumbing.Hash) (plumbing.Hash
 }
 
 // EncodePack writes a pack of the objects to w, as they are stored where
-// they can be (see sender): what a push sends.
-func (s *Store) EncodePack(w io.Writer, hashes []plumbing.Hash) error {
+// they can be (see sender): what a push sends. With ofs (the receiver
+// advertised ofs-delta, as git's receive-pack does) a delta refers to its
+// base by where the base's entry starts (OFS_DELTA, a few bytes), as git
+// sends it; without, by the base's hash (REF_DELTA, 20 bytes): at 10,000
+// commits through git daemon, 6.08 MB sent where git push sent 5.40.
+func (s *Store) EncodePack(w io.Writer, hashes []plumbing.Hash, ofs bool) error {
 	sum := sha1.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 256<<10)
+	x := s.newSender(hashes)
 	hdr := make([]byte, 12)
 	copy(hdr, "PACK")
 	binary.BigEndian.PutUint32(hdr[4:], 2)
-	binary.BigEndian.PutUint32(hdr[8:], uint32(len(hashes)))
+	binary.BigEndian.PutUint32(hdr[8:], uint32(len(x.send)))
 	bw.Write(hdr)
 	zw := zlibWriters[zlib.BestSpeed].Get().(*zlib.Writer)
 	defer zlibWriters[zlib.BestSpeed].Put(zw)
-	x := s.newSender(hashes)
-	for _, h := range hashes {
-		if e, ok := x.stored(h); ok {
-			bw.Write(e.header())
-			bw.Write(e.z)
-			continue
+	cw := &countingWriter{w: bw, n: 12}
+	var at map[plumbing.Hash]int64 // where each entry written starts
+	if ofs {
+		at = make(map[plumbing.Hash]int64, len(x.send))
+	}
+	err := x.each(hashes, func(h plumbing.Hash, e storedEntry, ok bool) error {
+		if at != nil {
+			at[h] = cw.n
+		}
+		if ok {
+			if b, found := at[e.base]; found && !e.base.IsZero() {
+				cw.Write(putEntryHeader(plumbing.OFSDeltaObject, e.size))
+				cw.Write(putOfsOffset(at[h] - b))
+			} else {
+				cw.Write(e.header())
+			}
+			cw.Write(e.z)
+			return nil
 		}
 		t, data, err := s.ReadObject(h)
 		if err != nil {
 			return fmt.Errorf("read the object %s: %w", h, err)
 		}
-		bw.Write(putEntryHeader(t, int64(len(data))))
-		zw.Reset(bw)
+		cw.Write(putEntryHeader(t, int64(len(data))))
+		zw.Reset(cw)
 		zw.Write(data)
-		if err := zw.Close(); err != nil {
-			return err
-		}
+		return zw.Close()
+	})
+	if err != nil {
+		return err
 	}
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	_, err := w.Write(sum.Sum(nil))
+	_, err = w.Write(sum.Sum(nil))
 	return err
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // indexPack reads the pack in f (all a remote sent) and returns its

@@ -303,13 +303,14 @@ func (n *network) Push(ctx context.Context, src *gd.Store, objects []plumbing.Ha
 	for _, u := range updates {
 		req.Commands = append(req.Commands, &packp.Command{Name: u.Name, Old: u.Old, New: u.New})
 	}
+	ofs := n.adv.Capabilities.Supports(capability.OFSDelta)
 	rd, wr := io.Pipe()
 	req.Packfile = rd
 	done := make(chan error, 1)
 	go func() {
 		// src is the push's own (a View), which nothing reads while the
 		// pack is sent: it is read mapped, no pread per entry.
-		err := src.Mapped(func() error { return src.EncodePack(wr, objects) })
+		err := src.Mapped(func() error { return src.EncodePack(wr, objects, ofs) })
 		wr.CloseWithError(err)
 		done <- err
 	}()
