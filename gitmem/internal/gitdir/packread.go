@@ -45,9 +45,10 @@ type packIdx struct {
 	pf        *os.File
 	pack      []byte // the .pack file mapped, when the packSet maps packs
 	unmapPack func()
-	byOffset  []int32 // the positions in the order of their offsets (see reverse), once built
-	packEnd   int64   // where the last entry ends (see reverse)
-	id        uint32  // this opening's number, unique in the process (the base cache's keys)
+	byOffset  []uint64 // the entries in the order of their offsets, each offset<<posBits | position (see reverse), once built
+	posBits   uint     // the bits of a position in byOffset
+	packEnd   int64    // where the last entry ends (see reverse)
+	id        uint32   // this opening's number, unique in the process (the base cache's keys)
 }
 
 // packIDs numbers the packs opened (packIdx.id).

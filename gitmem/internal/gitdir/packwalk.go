@@ -66,14 +66,16 @@ func (s *Store) WalkPack(pack plumbing.Hash, whole func(plumbing.ObjectType) boo
 		var obj []byte
 		if whole(t) {
 			if obj, err = w.content(k, 0); err != nil {
-				return fmt.Errorf("object %s in the pack %s: %w", p.name(int(p.byOffset[k])), pack, err)
+				pos, _ := p.ranked(k)
+				return fmt.Errorf("object %s in the pack %s: %w", p.name(pos), pack, err)
 			}
 		}
 		w.es[k].done = true
 		if w.es[k].children == 0 {
 			w.es[k].data = nil
 		}
-		if err := fn(p.name(int(p.byOffset[k])), t, obj); err != nil {
+		pos, _ := p.ranked(k)
+		if err := fn(p.name(pos), t, obj); err != nil {
 			return err
 		}
 	}
@@ -109,8 +111,8 @@ func (w *packWalk) headers() error {
 	p := w.p
 	w.es = make([]walkEntry, p.n)
 	offs := make([]int64, p.n)
-	for k, i := range p.byOffset {
-		offs[k] = p.offset(int(i))
+	for k := range p.byOffset {
+		_, offs[k] = p.ranked(k)
 	}
 	rank := func(off int64) (int, bool) { return slices.BinarySearch(offs, off) }
 	for k := range w.es {

@@ -2,10 +2,12 @@ package gitdir
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
+	"path/filepath"
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -49,8 +51,13 @@ func (p *packIdx) name(i int) (h plumbing.Hash) {
 	return h
 }
 
-// reverse builds, once, the positions of p's entries in the order of
-// their offsets, and notes where its last entry ends.
+// reverse builds, once, p's entries in the order of their offsets (git's
+// reverse index), and notes where its last entry ends. Each is one
+// integer, its offset above its position, sorted as such (radixSort):
+// sorting the positions by their offsets, read from the index at each
+// comparison, took 80 ms of a push of 10,000 commits (500,000 objects
+// in the pack), 8% of its CPU. An entry beyond 2^(64-posBits) bytes
+// into the pack (terabytes, at millions of objects) is refused.
 func (ps *packSet) reverse(p *packIdx) error {
 	f, err := ps.file(p)
 	if err != nil {
@@ -65,44 +72,96 @@ func (ps *packSet) reverse(p *packIdx) error {
 	if p.byOffset != nil {
 		return nil
 	}
-	offs := make([]int64, p.n)
-	r := make([]int32, p.n)
-	for i := range r {
-		r[i], offs[i] = int32(i), p.offset(i)
+	nb := uint(max(1, bits.Len(uint(p.n))))
+	keys := make([]uint64, p.n)
+	for i := range keys {
+		off := uint64(p.offset(i))
+		if off>>(64-nb) != 0 {
+			return fmt.Errorf("the pack %s is too large to order its entries by offset", filepath.Base(p.path))
+		}
+		keys[i] = off<<nb | uint64(i)
 	}
-	slices.SortFunc(r, func(a, b int32) int { return cmp.Compare(offs[a], offs[b]) })
-	p.byOffset, p.packEnd = r, fi.Size()-20
+	p.byOffset, p.posBits, p.packEnd = radixSort(keys), nb, fi.Size()-20
 	return nil
+}
+
+// radixSort sorts keys, 16 bits at a time from the lowest (as many
+// passes as the largest key has 16-bit digits: 3 for a pack of 50 MB and
+// 500,000 objects, a third of the time of a comparison sort), and
+// returns them: in keys or in a slice of its own.
+func radixSort(keys []uint64) []uint64 {
+	var all uint64
+	for _, k := range keys {
+		all |= k
+	}
+	tmp := make([]uint64, len(keys))
+	var count [1 << 16]int
+	for shift := uint(0); shift < 64 && all>>shift != 0; shift += 16 {
+		clear(count[:])
+		for _, k := range keys {
+			count[k>>shift&0xffff]++
+		}
+		at := 0
+		for d, c := range count {
+			count[d], at = at, at+c
+		}
+		for _, k := range keys {
+			d := k >> shift & 0xffff
+			tmp[count[d]] = k
+			count[d]++
+		}
+		keys, tmp = tmp, keys
+	}
+	return keys
+}
+
+// ranked returns the position and offset of the entry of rank k, the
+// order of their offsets (see reverse).
+func (p *packIdx) ranked(k int) (pos int, off int64) {
+	key := p.byOffset[k]
+	return int(key & (1<<p.posBits - 1)), int64(key >> p.posBits)
 }
 
 // at returns the position of the entry at off, and where it ends.
 func (p *packIdx) at(off int64) (pos int, end int64, ok bool) {
-	k, found := slices.BinarySearchFunc(p.byOffset, off, func(i int32, off int64) int { return cmp.Compare(p.offset(int(i)), off) })
-	if !found {
+	k, _ := slices.BinarySearch(p.byOffset, uint64(off)<<p.posBits)
+	if k == len(p.byOffset) {
+		return 0, 0, false
+	}
+	pos, o := p.ranked(k)
+	if o != off {
 		return 0, 0, false
 	}
 	end = p.packEnd
 	if k+1 < len(p.byOffset) {
-		end = p.offset(int(p.byOffset[k+1]))
+		_, end = p.ranked(k + 1)
 	}
-	return int(p.byOffset[k]), end, true
+	return pos, end, true
 }
 
 // sender sends objects as they are stored where it can.
 type sender struct {
 	s     *Store
-	send  map[plumbing.Hash]bool
-	packs map[*packIdx]bool // the packs whose entries are sent as stored
+	send  map[plumbing.Hash]packedAt // every object sent, and where it is packed
+	packs map[*packIdx]bool          // the packs whose entries are sent as stored
 	buf   []byte
 }
 
-// newSender is a sender of hashes, all of them sent.
+// packedAt is where an object is packed (p nil: in no pack).
+type packedAt struct {
+	p   *packIdx
+	off int64
+}
+
+// newSender is a sender of hashes, all of them sent. Each is looked up
+// in the packs once, here (stored looked each up again: 3% of a push).
 func (s *Store) newSender(hashes []plumbing.Hash) *sender {
-	x := &sender{s: s, send: make(map[plumbing.Hash]bool, len(hashes)), packs: map[*packIdx]bool{}}
+	x := &sender{s: s, send: make(map[plumbing.Hash]packedAt, len(hashes)), packs: map[*packIdx]bool{}}
 	in := map[*packIdx]int{}
 	for _, h := range hashes {
-		x.send[h] = true
-		if p, _, ok := s.packs.lookup(h); ok {
+		p, off, ok := s.packs.lookup(h)
+		x.send[h] = packedAt{p, off}
+		if ok {
 			in[p]++
 		}
 	}
@@ -121,8 +180,9 @@ func (x *sender) stored(h plumbing.Hash) (storedEntry, bool) {
 	if _, held := x.s.fromOverlay(h); held {
 		return e, false
 	}
-	p, off, ok := x.s.packs.lookup(h)
-	if !ok || !x.packs[p] {
+	at := x.send[h]
+	p, off := at.p, at.off
+	if p == nil || !x.packs[p] {
 		return e, false
 	}
 	pos, end, ok := p.at(off)
@@ -158,7 +218,7 @@ func (x *sender) stored(h plumbing.Hash) (storedEntry, bool) {
 	default:
 		return e, false
 	}
-	if !e.base.IsZero() && !x.send[e.base] {
+	if _, sent := x.send[e.base]; !e.base.IsZero() && !sent {
 		return e, false
 	}
 	e.size, e.z = size, x.buf[len(x.buf)-r.Len():]

@@ -3,6 +3,7 @@ package gitdir
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -160,4 +161,21 @@ func entryKinds(t *testing.T, stream []byte) map[plumbing.ObjectType]int {
 		kinds[h.Type]++
 	}
 	return kinds
+}
+
+// radixSort sorts as slices.Sort does, whatever the keys' width.
+func TestRadixSort(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct{ n, bits int }{{0, 8}, {1, 8}, {2, 1}, {1000, 12}, {1000, 16}, {5000, 33}, {5000, 64}} {
+		keys := make([]uint64, c.n)
+		for i := range keys {
+			keys[i] = rng.Uint64() >> (64 - c.bits)
+		}
+		want := slices.Clone(keys)
+		slices.Sort(want)
+		if got := radixSort(keys); !slices.Equal(got, want) {
+			t.Errorf("%d keys of %d bits: not sorted", c.n, c.bits)
+		}
+	}
 }
