@@ -3,9 +3,9 @@ package gitmem
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -213,26 +213,42 @@ func changes(a, b map[string]string, read func(side int, p, h string) ([]byte, e
 }
 
 // Unified renders a change as a git-style unified diff with three lines
-// of context.
+// of context. It is written into one buffer, sized first: a diff across
+// 50,000 commits (9,940 files of 9 lines) made 36 allocations per file
+// here, for headers formatted with fmt, a builder growing for each and
+// for the hunks, copied into the next.
 func (fc FileChange) Unified() string {
-	var b strings.Builder
 	name := memDir + "/" + fc.Path
-	fmt.Fprintf(&b, "diff --git a/%s b/%s\n", name, name)
-	from, to := "a/"+name, "b/"+name
+	from, fromName, to, toName := "a/", name, "b/", name
+	mode := ""
 	switch {
 	case !fc.OldFile:
-		b.WriteString("new file mode 100644\n")
-		from = "/dev/null"
+		mode, from, fromName = "new file mode 100644\n", "", "/dev/null"
 	case !fc.NewFile:
-		b.WriteString("deleted file mode 100644\n")
-		to = "/dev/null"
+		mode, to, toName = "deleted file mode 100644\n", "", "/dev/null"
 	}
-	if bytes.IndexByte(fc.Old, 0) >= 0 || bytes.IndexByte(fc.New, 0) >= 0 {
-		fmt.Fprintf(&b, "Binary files %s and %s differ\n", from, to)
+	binary := bytes.IndexByte(fc.Old, 0) >= 0 || bytes.IndexByte(fc.New, 0) >= 0
+	var ops []lineOp
+	size := 4*len(name) + len(mode) + 64
+	if !binary {
+		ops = lineOps(string(fc.Old), string(fc.New))
+		size += hunksSize(ops, 3)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, s := range []string{"diff --git a/", name, " b/", name, "\n", mode} {
+		b.WriteString(s)
+	}
+	if binary {
+		for _, s := range []string{"Binary files ", from, fromName, " and ", to, toName, " differ\n"} {
+			b.WriteString(s)
+		}
 		return b.String()
 	}
-	fmt.Fprintf(&b, "--- %s\n+++ %s\n", from, to)
-	b.WriteString(unifiedHunks(string(fc.Old), string(fc.New), 3))
+	for _, s := range []string{"--- ", from, fromName, "\n+++ ", to, toName, "\n"} {
+		b.WriteString(s)
+	}
+	writeHunks(&b, ops, 3)
 	return b.String()
 }
 
@@ -241,11 +257,11 @@ type lineOp struct {
 	text string
 }
 
-// unifiedHunks is the body of a unified diff between a and b: git's
-// line diff (xdlMatch, as git diff -U3 runs it, without blame's trim of
-// a common tail), so that each line is matched where git matches it,
-// each change's lines removed before those added.
-func unifiedHunks(a, b string, context int) string {
+// lineOps is git's line diff of a and b (xdlMatch, as git diff -U3 runs
+// it, without blame's trim of a common tail), so that each line is
+// matched where git matches it: every line of both, in order, each
+// change's lines removed before those added.
+func lineOps(a, b string) []lineOp {
 	la, lb := splitKeep(a), splitKeep(b)
 	ops := make([]lineOp, 0, len(la)+len(lb))
 	i1, added := 0, 0 // the next line of a; where b's lines not yet written start
@@ -266,14 +282,18 @@ func unifiedHunks(a, b string, context int) string {
 		i1, added = m+1, i2+1
 	}
 	flush(len(la), len(lb))
-	var out strings.Builder
+	return ops
+}
+
+// eachHunk calls fn with each hunk of ops: from context lines before a
+// change to context lines after the last change that is within
+// 2*context of the next.
+func eachHunk(ops []lineOp, context int, fn func(start, end int)) {
 	for i := 0; i < len(ops); {
 		if ops[i].kind == ' ' {
 			i++
 			continue
 		}
-		// A hunk: from context lines before the change to context lines
-		// after the last change that is within 2*context of the next.
 		start := max(0, i-context)
 		end := i
 		for end < len(ops) {
@@ -291,43 +311,68 @@ func unifiedHunks(a, b string, context int) string {
 			}
 			end = run
 		}
-		oldStart, newStart := 1, 1
-		for _, op := range ops[:start] {
-			if op.kind != '+' {
-				oldStart++
-			}
-			if op.kind != '-' {
-				newStart++
-			}
-		}
-		oldN, newN := 0, 0
-		for _, op := range ops[start:end] {
-			if op.kind != '+' {
-				oldN++
-			}
-			if op.kind != '-' {
-				newN++
-			}
-		}
-		fmt.Fprintf(&out, "@@ -%s +%s @@\n", hunkRange(oldStart, oldN), hunkRange(newStart, newN))
-		for _, op := range ops[start:end] {
-			out.WriteByte(op.kind)
-			out.WriteString(op.text)
-			if !strings.HasSuffix(op.text, "\n") {
-				out.WriteString("\n\\ No newline at end of file\n")
-			}
-		}
+		fn(start, end)
 		i = end
 	}
-	return out.String()
 }
 
-func hunkRange(start, n int) string {
-	if n == 0 {
-		return fmt.Sprintf("%d,0", start-1)
+const noNewline = "\n\\ No newline at end of file\n"
+
+// hunksSize is at least the bytes writeHunks writes (a line's own
+// size, with room for the note that it ends with no newline).
+func hunksSize(ops []lineOp, context int) int {
+	n := 0
+	eachHunk(ops, context, func(start, end int) {
+		n += 64 // "@@ -a,b +c,d @@\n"
+		for _, op := range ops[start:end] {
+			n += 1 + len(op.text) + len(noNewline)
+		}
+	})
+	return n
+}
+
+// writeHunks writes the hunks of a unified diff of ops to b.
+func writeHunks(b *strings.Builder, ops []lineOp, context int) {
+	oldLine, newLine, at := 1, 1, 0 // the lines of each side before ops[at]
+	eachHunk(ops, context, func(start, end int) {
+		oldN, newN := 0, 0
+		for k, op := range ops[at:end] {
+			o, n := &oldLine, &newLine // before the hunk
+			if at+k >= start {
+				o, n = &oldN, &newN // in it
+			}
+			if op.kind != '+' {
+				*o++
+			}
+			if op.kind != '-' {
+				*n++
+			}
+		}
+		var num [48]byte
+		h := append(num[:0], "@@ -"...)
+		h = appendRange(h, oldLine, oldN)
+		h = append(h, " +"...)
+		h = appendRange(h, newLine, newN)
+		b.Write(append(h, " @@\n"...))
+		for _, op := range ops[start:end] {
+			b.WriteByte(op.kind)
+			b.WriteString(op.text)
+			if !strings.HasSuffix(op.text, "\n") {
+				b.WriteString(noNewline)
+			}
+		}
+		oldLine, newLine, at = oldLine+oldN, newLine+newN, end
+	})
+}
+
+// appendRange appends a hunk header's range: start,n (start alone for
+// one line; the line before for none).
+func appendRange(dst []byte, start, n int) []byte {
+	switch n {
+	case 0:
+		return append(strconv.AppendInt(dst, int64(start-1), 10), ",0"...)
+	case 1:
+		return strconv.AppendInt(dst, int64(start), 10)
 	}
-	if n == 1 {
-		return fmt.Sprint(start)
-	}
-	return fmt.Sprintf("%d,%d", start, n)
+	return strconv.AppendInt(append(strconv.AppendInt(dst, int64(start), 10), ','), int64(n), 10)
 }
