@@ -270,14 +270,16 @@ func (s *Store) readUncached(h plumbing.Hash) (plumbing.ObjectType, []byte, erro
 // it and removed the loose file). A copy damaged in every pack yields to
 // a sound loose one.
 func find[T any](s *Store, h plumbing.Hash, inPacks func() (T, bool, error), loose func(path string) (T, error)) (T, error) {
-	hex := h.String()
-	path := filepath.Join(s.Dir, "objects", hex[:2], hex[2:])
 	for retry := 0; retry < 2; retry++ {
 		v, found, err := inPacks()
 		if found && err == nil {
 			return v, nil
 		}
-		lv, lerr := loose(path)
+		// The loose file's name only now: made for every object read, it
+		// was 3 of the 7 allocations of reading a small blob, and a
+		// twentieth of the CPU of the trees a push reads.
+		hex := h.String()
+		lv, lerr := loose(filepath.Join(s.Dir, "objects", hex[:2], hex[2:]))
 		switch {
 		case lerr == nil:
 			return lv, nil

@@ -305,3 +305,27 @@ func TestReadingInPackOrderInflatesLess(t *testing.T) {
 		t.Errorf("%d blobs inflated %d pack entries in pack order, %d in the order of their paths: want fewer", len(byPath), inPackOrder, inPathOrder)
 	}
 }
+
+// Reading a packed object makes no name of a loose file it would have
+// been: the name (its hex and a path joined) was made for every object
+// read, 3 of the 7 allocations of reading a small blob, and a twentieth
+// of the CPU of the trees a push of 10,000 commits reads. Not parallel:
+// AllocsPerRun.
+func TestReadingAPackedObjectNamesNoLooseFile(t *testing.T) {
+	_, gitDir := gitInit(t)
+	data := []byte("a memory\n")
+	h := plumbing.ComputeHash(plumbing.BlobObject, data)
+	s := Open(gitDir)
+	defer s.Close()
+	if _, err := s.WriteObjectsPack([]Object{{Type: plumbing.BlobObject, Hash: h, Data: data}}, true); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	allocs := testing.AllocsPerRun(100, func() { _, _, err = s.readUncached(h) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocs > 4 {
+		t.Errorf("reading a packed blob of %d bytes made %.0f allocations", len(data), allocs)
+	}
+}
