@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -340,6 +341,14 @@ func writeKeep(base string, k Keep) (made bool, err error) {
 	case InFlight:
 		note = keepNote
 	}
+	if k == Own {
+		switch err := linkOwnKeep(base); {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, fs.ErrExist):
+			return false, settle(base)
+		} // else no template: a file of its own
+	}
 	f, err := os.OpenFile(base+".keep", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 	if errors.Is(err, fs.ErrExist) {
 		if k == Own {
@@ -359,6 +368,46 @@ func writeKeep(base string, k Keep) (made bool, err error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// OwnKeepName is the file, in .git/gitmem, every Own .keep of a
+// repository gitmem owns is a link of (linkOwnKeep).
+const OwnKeepName = "keep"
+
+// ownKeepsChecked holds the templates (OwnKeepName) whose content this
+// process has read once and found right.
+var ownKeepsChecked sync.Map
+
+// linkOwnKeep makes the Own .keep of the pack at base (its path without
+// the extension) a link of the repository's template, .git/gitmem/keep
+// (made, whole and fsynced, at its first use), instead of a new file: a
+// link takes no inode, and on a file system without a journal each
+// inode made costs more the more were freed in the last half minute
+// (ext4's recently_deleted scan), which materialising a group at a time
+// across many stores made 30% of a loaded server's CPU (issue 25). git
+// and gitmem look only at a .keep's name and content, which are the
+// same. It fails, and the caller makes a file, where no template can be
+// made (a repository without .git/gitmem/tmp, a push's remote) or
+// linked (too many links, a file system without them); with
+// fs.ErrExist when the .keep is there already.
+func linkOwnKeep(base string) error {
+	gm := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(base))), "gitmem")
+	tmpl := filepath.Join(gm, OwnKeepName)
+	if _, ok := ownKeepsChecked.Load(tmpl); !ok {
+		if data, err := os.ReadFile(tmpl); err != nil || string(data) != ownNote {
+			// Missing, or changed in place by another program: a new one
+			// (links made of the old one keep what it holds).
+			if err := WriteFileSync(filepath.Join(gm, "tmp"), "keep-", tmpl, []byte(ownNote), 0o444); err != nil {
+				return err
+			}
+		}
+		ownKeepsChecked.Store(tmpl, true)
+	}
+	err := os.Link(tmpl, base+".keep")
+	if errors.Is(err, fs.ErrNotExist) {
+		ownKeepsChecked.Delete(tmpl) // removed meanwhile: made again next time
+	}
+	return err
 }
 
 // dropKeep removes the .keep file of the pack at base (its path without

@@ -701,3 +701,92 @@ func TestRemovePacksTriesOnlyWhatIsThere(t *testing.T) {
 		t.Errorf("the repack mark: %v", err)
 	}
 }
+
+// Every Own .keep of a repository gitmem owns (one with .git/gitmem/tmp)
+// is a link of one file, .git/gitmem/keep, made once: a pack written
+// makes no inode for its .keep (issue 25: each inode made cost more the
+// more were freed lately). git and gitmem read it as before; one changed
+// in place by another program is made again, not linked; a repository
+// without .git/gitmem (a push's remote) gets a file of its own.
+func TestOwnKeepsAreLinksOfOneFile(t *testing.T) {
+	t.Parallel()
+	dir, gitDir := gitInit(t)
+	if err := os.MkdirAll(filepath.Join(gitDir, "gitmem", "tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := Open(gitDir)
+	defer s.Close()
+	write := func(i int) string {
+		t.Helper()
+		data := []byte(fmt.Sprintf("blob %d\n", i))
+		h, err := s.WritePackFiles([]Object{{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, data), Data: data}}, false, Own)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(gitDir, "objects", "pack", "pack-"+h.String())
+	}
+	tmpl := filepath.Join(gitDir, "gitmem", OwnKeepName)
+	same := func(base string) bool {
+		t.Helper()
+		a, err := os.Stat(base + ".keep")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.Stat(tmpl)
+		return err == nil && os.SameFile(a, b)
+	}
+	var bases []string
+	for i := range 3 {
+		bases = append(bases, write(i))
+		if !same(bases[i]) {
+			t.Fatalf("pack %d: its .keep is a file of its own, not a link of %s", i, tmpl)
+		}
+		if k, foreign := keptBy(bases[i]); k != Own || foreign {
+			t.Fatalf("pack %d: kept by %v (foreign %v)", i, k, foreign)
+		}
+	}
+	if fi, _ := os.Stat(tmpl); fi.Mode().Perm() != 0o444 {
+		t.Fatalf("%s: mode %v", tmpl, fi.Mode())
+	}
+	// Changed in place: a new template, the old links keep what they hold.
+	os.Chmod(tmpl, 0o644)
+	if err := os.WriteFile(tmpl, []byte("an operator's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ownKeepsChecked.Delete(tmpl) // as a new process finds it
+	b := write(10)
+	if !same(b) {
+		t.Fatal("no link of a template made again")
+	}
+	if k, foreign := keptBy(b); k != Own || foreign {
+		t.Fatalf("after the template changed: kept by %v (foreign %v)", k, foreign)
+	}
+	// Removed: made again.
+	os.Remove(tmpl)
+	ownKeepsChecked.Delete(tmpl)
+	if b := write(11); !same(b) {
+		t.Fatal("no template made again")
+	}
+	// No .git/gitmem: a file of its own, as before.
+	_, plain := gitInit(t)
+	ps := Open(plain)
+	defer ps.Close()
+	data := []byte("plain\n")
+	h, err := ps.WritePackFiles([]Object{{Type: plumbing.BlobObject, Hash: plumbing.ComputeHash(plumbing.BlobObject, data), Data: data}}, false, Own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, foreign := keptBy(filepath.Join(plain, "objects", "pack", "pack-"+h.String())); k != Own || foreign {
+		t.Fatalf("plain repository: kept by %v (foreign %v)", k, foreign)
+	}
+	if _, err := os.Stat(filepath.Join(plain, "gitmem")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("plain repository: .git/gitmem made: %v", err)
+	}
+	// git keeps them: a repack -a -d leaves every kept pack.
+	gittest.Git(t, dir, "repack", "-a", "-d", "-q")
+	for _, base := range bases {
+		if _, err := os.Stat(base + ".pack"); err != nil {
+			t.Fatalf("git repack -a -d deleted a kept pack: %v", err)
+		}
+	}
+}
