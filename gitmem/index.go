@@ -189,7 +189,7 @@ func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEnt
 	x.head = head
 	x.setMadeFor(head)
 	x.marksMu.Unlock()
-	if err := gd.ReplaceCache(x.headPath(), []byte(head.String()+"\n")); err != nil {
+	if err := gd.RewriteCache(x.headPath(), []byte(head.String()+"\n")); err != nil {
 		os.Remove(x.headPath()) // better none than a wrong one
 	}
 	return nil

@@ -725,3 +725,56 @@ func TestKilledGitmemsLockIsRemoved(t *testing.T) {
 		t.Errorf("git status after Close: %q", out)
 	}
 }
+
+// .git/gitmem/index-head is written over in place at each index gitmem
+// writes: no new file and no lock file made (and freed) each time (issue
+// 25: on a file system without a journal each inode made costs more the
+// more were freed lately). It still names the commit of the last index,
+// and a copy hard-linked elsewhere (a backup's) is left as it was.
+func TestIndexHeadIsWrittenInPlace(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	ih := filepath.Join(dir, ".git", "gitmem", "index-head")
+	names := func() string {
+		data, err := os.ReadFile(ih)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := r.Commit(context.Background(), strings.TrimSpace(string(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Trailer(TrailerToolUseID)
+	}
+	write(t, r, "toolu_1", "a.md", "one\n")
+	settle(t, r)
+	before, err := os.Stat(ih)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "toolu_2", "a.md", "two\n")
+	settle(t, r)
+	after, err := os.Stat(ih)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Fatal("index-head was replaced by a new file, want it written in place")
+	}
+	if id := names(); id != "toolu_2" {
+		t.Fatalf("index-head names the commit of %q, want toolu_2's", id)
+	}
+	backup := filepath.Join(t.TempDir(), "index-head")
+	if err := os.Link(ih, backup); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	was, _ := os.ReadFile(backup)
+	write(t, r, "toolu_3", "a.md", "three\n")
+	settle(t, r)
+	if now, _ := os.ReadFile(backup); string(now) != string(was) {
+		t.Fatal("a hard-linked copy of index-head was written over")
+	}
+	if id := names(); id != "toolu_3" {
+		t.Fatalf("index-head names the commit of %q, want toolu_3's", id)
+	}
+}

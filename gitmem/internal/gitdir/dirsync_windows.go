@@ -8,3 +8,6 @@ import "os"
 // (FlushFileBuffers refuses it), and NTFS journals a folder's entries
 // itself.
 func fsyncDir(*os.File) error { return nil }
+
+// linkedElsewhere: not known on Windows (no link count in os.FileInfo).
+func linkedElsewhere(os.FileInfo) bool { return false }

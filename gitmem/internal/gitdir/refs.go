@@ -222,6 +222,34 @@ func ReplaceCache(path string, data []byte) error {
 	return replaceLocked(path, data, false, nil)
 }
 
+// RewriteCache writes data over the file at path, in place (made when
+// missing): for a small file that only caches what can be rebuilt, that
+// no git command takes a lock of, and that one process at a time writes
+// and reads (the writer lock's holder). No lock file and no new file:
+// on a file system without a journal each inode made costs more the
+// more were freed in the last half minute (ext4's recently_deleted
+// scan), and ReplaceCache makes one and frees one per write. A file with
+// another link (a backup's hard-linked copy) is replaced instead
+// (ReplaceCache), so that the other stays as it is.
+func RewriteCache(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if fi, err := f.Stat(); err != nil || linkedElsewhere(fi) {
+		f.Close()
+		return ReplaceCache(path, data)
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 func replaceLocked(path string, data []byte, durable bool, check func() error) error {
 	own, err := writeLock(path, data, durable)
 	if err != nil {
