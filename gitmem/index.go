@@ -424,7 +424,7 @@ func (x *gitIndex) headPath() string { return filepath.Join(x.gitDir, "gitmem", 
 
 // readIndexHead reads it (zero: none, or not a commit here).
 func (r *Repo) readIndexHead() plumbing.Hash {
-	data, err := os.ReadFile(r.indexHeadPath())
+	data, err := gd.ReadFile(r.indexHeadPath())
 	s := strings.TrimSpace(string(data))
 	if err != nil || !isObjectHash(s) {
 		return plumbing.ZeroHash

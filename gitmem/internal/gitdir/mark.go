@@ -26,7 +26,7 @@ func IsMarked(gitDir string) bool {
 // readMarkConfig parses .git/config as go-git does when it opens the
 // repository; nil, nil: there is none.
 func readMarkConfig(gitDir string) (*config.Config, error) {
-	data, err := os.ReadFile(filepath.Join(gitDir, "config"))
+	data, err := ReadFile(filepath.Join(gitDir, "config"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {

@@ -426,7 +426,7 @@ func Settle(gitDir string, h plumbing.Hash) error {
 }
 
 func settle(base string) error {
-	data, err := os.ReadFile(base + ".keep")
+	data, err := ReadFile(base + ".keep")
 	switch {
 	case err == nil && string(data) != keepNote:
 		return nil // Own already, or another program's
@@ -448,7 +448,7 @@ func Unkeep(gitDir string, h plumbing.Hash) {
 // keptBy reads whose the pack at base is by its .keep: NoKeep without
 // one, InFlight or Own for gitmem's, and another program's (foreign).
 func keptBy(base string) (k Keep, foreign bool) {
-	data, err := os.ReadFile(base + ".keep")
+	data, err := ReadFile(base + ".keep")
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return NoKeep, false

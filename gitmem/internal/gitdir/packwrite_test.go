@@ -790,3 +790,45 @@ func TestOwnKeepsAreLinksOfOneFile(t *testing.T) {
 		}
 	}
 }
+
+// Reading a small file of git's (HEAD, a branch, .git/config) makes no
+// *os.File: os.ReadFile's registers the file with Go's poller (four
+// fcntl and a failing epoll_ctl) and looks its size up, six system calls
+// more per file, and opening a store reads a dozen (issue 25: a cold
+// store's first call). The *os.File is 3 of os.ReadFile's 5 allocations,
+// which ReadRef made 9 with, 6 without.
+func TestReadingARefMakesNoFile(t *testing.T) { // not parallel: AllocsPerRun
+	gitDir := t.TempDir()
+	ref := filepath.Join(gitDir, "refs", "heads", "main")
+	if err := os.MkdirAll(filepath.Dir(ref), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := plumbing.ComputeHash(plumbing.BlobObject, []byte("x"))
+	if err := os.WriteFile(ref, []byte(h.String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gitDir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadRef(gitDir, "refs/heads/main"); err != nil || got != h {
+		t.Fatalf("ReadRef: %v %v", got, err)
+	}
+	if n := testing.AllocsPerRun(50, func() { ReadRef(gitDir, "refs/heads/main") }); n > 6 {
+		t.Fatalf("ReadRef: %v allocations, want at most 6 (no *os.File)", n)
+	}
+	if n := testing.AllocsPerRun(50, func() { ReadHEAD(gitDir) }); n > 4 {
+		t.Fatalf("ReadHEAD: %v allocations, want at most 4 (no *os.File)", n)
+	}
+	// A file that is not there is os's error.
+	if _, err := ReadFile(filepath.Join(gitDir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a missing file: %v", err)
+	}
+	// A larger one is read whole.
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1000)
+	if err := os.WriteFile(filepath.Join(gitDir, "config"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadFile(filepath.Join(gitDir, "config")); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("a 16 KB file: %d bytes, %v", len(got), err)
+	}
+}

@@ -23,7 +23,7 @@ import (
 // gitmem repository; an adopted repository may use another name). A
 // detached or unreadable HEAD is a *Damaged.
 func ReadHEAD(gitDir string) (plumbing.ReferenceName, error) {
-	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	data, err := ReadFile(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return "", err
 	}
@@ -61,7 +61,7 @@ var ErrNoRef = errors.New("no such ref")
 // "no ref": go-git reads such a file as missing, and gitmem would then
 // start a new history over the old one.
 func ReadRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error) {
-	data, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(string(name))))
+	data, err := ReadFile(filepath.Join(gitDir, filepath.FromSlash(string(name))))
 	switch {
 	case err == nil:
 		s := strings.TrimRight(string(data), "\n")
@@ -515,7 +515,7 @@ func ListTips(gitDir string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if err != nil {
 		return nil, err
 	}
-	if data, err := os.ReadFile(filepath.Join(gitDir, "HEAD")); err == nil {
+	if data, err := ReadFile(filepath.Join(gitDir, "HEAD")); err == nil {
 		if s := strings.TrimSpace(string(data)); plumbing.IsHash(s) {
 			out[plumbing.HEAD] = plumbing.NewHash(s)
 		}
