@@ -227,7 +227,8 @@ func newRec(hash plumbing.Hash, parents []plumbing.Hash, when time.Time, author 
 
 // readFile loads the index file; a missing, foreign or damaged file
 // yields what could be read up to the damage (a record whose parents were
-// not all recorded before it is damage). sound says the file was read to
+// not all recorded before it is damage, as is a twin flag that does not
+// say whether an earlier record has the id). sound says the file was read to
 // its end: no damage, no torn last line (a file that is not sound is
 // written anew when the index is next saved). A version 5 file is read,
 // its twin flags worked out, and is not sound: it is written anew.
@@ -250,16 +251,21 @@ func (x *historyIndex) readFile() (recs []histRec, sound bool) {
 	}
 	recs = make([]histRec, 0, bytes.Count(rest, []byte("\n")))
 	known := make(map[plumbing.Hash]bool, cap(recs))
+	ids := make(map[string]bool)
 	for len(rest) > 0 {
 		line, tail, ok := bytes.Cut(rest, []byte("\n"))
 		if !ok { // a torn last line
 			return recs, false
 		}
 		rec, good := parseRec(string(line), v5)
-		if !good || known[rec.hash] || slices.ContainsFunc(rec.parents, func(p plumbing.Hash) bool { return !known[p] }) {
+		if !good || known[rec.hash] || slices.ContainsFunc(rec.parents, func(p plumbing.Hash) bool { return !known[p] }) ||
+			!v5 && rec.twin != (rec.id != "" && ids[rec.id]) { // a look for the id would stop at the wrong record
 			return recs, false // damaged from here: caught up from git
 		}
 		known[rec.hash] = true
+		if rec.id != "" {
+			ids[rec.id] = true
+		}
 		recs = append(recs, rec)
 		rest = tail
 	}
@@ -552,7 +558,7 @@ func splitLines(lines [][]byte, b []byte) [][]byte {
 }
 
 // damage says what is wrong with the history index file, if a record in
-// it is lost, doubled or unreadable before its end ("" for a sound file,
+// it is lost, doubled, unreadable or wrongly flagged before its end ("" for a sound file,
 // a missing one, one of an older version, or one torn at its end: those
 // are caught up or rewritten as gitmem goes).
 func (x *historyIndex) damage() string {
@@ -564,7 +570,7 @@ func (x *historyIndex) damage() string {
 	lines := bytes.Count(data, []byte("\n")) - 1
 	if recs, _ := x.readFile(); len(recs) < lines {
 		good := len(recs)
-		return fmt.Sprintf("the history index (.git/gitmem/history) is damaged at record %d of %d (lost, doubled or unreadable records): log and tool_use id retries would miss commits until it is rebuilt", good+1, lines)
+		return fmt.Sprintf("the history index (.git/gitmem/history) is damaged at record %d of %d (lost, doubled, unreadable or wrongly flagged records): log and tool_use id retries would miss commits until it is rebuilt", good+1, lines)
 	}
 	return ""
 }

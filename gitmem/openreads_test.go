@@ -1051,3 +1051,58 @@ func TestResolveRefusesAnIdThatIsAnotherCommitsRevision(t *testing.T) {
 		t.Fatalf("HEAD moved to %s: a refused revert committed", got)
 	}
 }
+
+// A twin flag cleared by hand (or by a torn write that still parses) is
+// damage, as a lost record is: a look for the id would stop at one of its
+// two commits and act on it. fsck names it, its repair rebuilds the
+// index, and the id names two commits again.
+func TestAClearedTwinFlagIsDamage(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := write(t, r, "toolu_1", "a.md", "one\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, dir, "commit", "--allow-empty", "-q", "-m", gittest.Git(t, dir, "log", "-1", "--format=%B", first.Hash))
+	r, err = Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "toolu_2", "b.md", "two\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, ".git", "gitmem", "history")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\t1\n"); n != 1 {
+		t.Fatalf("%d records flagged as twins, want 1:\n%s", n, data)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(data), "\t1\n", "\t\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Fsck(context.Background(), dir, testOptions(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Problems, func(p Problem) bool { return strings.Contains(p.What, "history index") }) {
+		t.Fatalf("fsck of an index whose twin flag was cleared: %+v, want the history index named damaged", rep.Problems)
+	}
+	if _, err := Fsck(context.Background(), dir, testOptions(t), true); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(context.Background(), dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := ro.Resolve(context.Background(), "toolu_1"); !errors.As(err, new(*AmbiguousError)) {
+		t.Fatalf("toolu_1 after fsck --repair: %v, want it to name two commits", err)
+	}
+}
