@@ -30,7 +30,9 @@ func benchCommand() *cli.Command {
 rename, delete on small memory files) at each memory size, on a generated
 history, through: gitmem serve over stdio and over HTTP (child processes of
 this binary), the Anthropic TypeScript SDK's file backend (node), git add +
-git commit, and go-git's Worktree.Add + Commit; then concurrent HTTP clients
+git commit, and go-git's Worktree.Add + Commit, and at the largest memory
+rename and delete on their own (a sixth of the mix each is too few for a
+steady p50); then concurrent HTTP clients
 against gitmem and against a node HTTP server over the SDK's backend; then
 the Memory Stores API of gitmem serve --stores (creates and updates by one
 client, and a whole store uploaded with many requests in flight); and at
@@ -60,6 +62,7 @@ temporary work folder before it exits (exit code 1).`,
 			&cli.StringFlag{Name: "files", Value: "10,1000,10000", Usage: "memory sizes, in files: `N,N,...`"},
 			&cli.IntFlag{Name: "history", Value: 100000, Usage: "`COMMITS` of history under each size"},
 			&cli.IntFlag{Name: "ops", Value: 1200, Usage: "calls per backend and size, one client"},
+			&cli.IntFlag{Name: "move-ops", Value: 1000, Usage: "one client, at the largest memory: `N` rename and N delete calls per backend on their own, after the mix (0: none)"},
 			&cli.DurationFlag{Name: "budget", Value: time.Minute, Usage: "at most this long per backend and size (go-git is slow on large trees)"},
 			&cli.StringFlag{Name: "clients", Value: "1,8,32,64", Usage: "concurrency levels over HTTP: `N,N,...` (\"\": none)"},
 			&cli.IntFlag{Name: "conc-ops", Value: 3200, Usage: "mutations per concurrency level and backend"},
@@ -92,6 +95,7 @@ func runBench(c *cli.Context) error {
 	cfg := bench.Config{
 		History:       c.Int("history"),
 		Ops:           c.Int("ops"),
+		MoveOps:       c.Int("move-ops"),
 		Budget:        c.Duration("budget"),
 		ConcOps:       c.Int("conc-ops"),
 		ConcFiles:     c.Int("conc-files"),
@@ -118,6 +122,7 @@ func runBench(c *cli.Context) error {
 			"files":          func() { files = "10,100" },
 			"history":        func() { cfg.History = 200 },
 			"ops":            func() { cfg.Ops = 30 },
+			"move-ops":       func() { cfg.MoveOps = 10 },
 			"budget":         func() { cfg.Budget = 10 * time.Second },
 			"clients":        func() { clients = "1,4" },
 			"conc-ops":       func() { cfg.ConcOps = 40 },
@@ -155,7 +160,7 @@ func runBench(c *cli.Context) error {
 			return failf(exitUsage, "--files: a memory holds at least one file")
 		}
 	}
-	for _, f := range []string{"sync-commits", "sync-runs", "merge-commits", "stores", "stores-runs"} {
+	for _, f := range []string{"move-ops", "sync-commits", "sync-runs", "merge-commits", "stores", "stores-runs"} {
 		if c.Int(f) < 0 {
 			return failf(exitUsage, "--%s: %d is not a count", f, c.Int(f))
 		}

@@ -75,6 +75,10 @@ type Config struct {
 	// (0: not measured); calls during the merges of pulls of
 	// MergeCommits commits each (0: not measured).
 	SyncCommits, SyncRuns, MergeCommits int
+	// MoveOps is how many rename and how many delete calls each
+	// one-client backend makes at the largest memory on their own, after
+	// the mix (0: none; the mix's are a sixth of Ops each).
+	MoveOps int
 	// Quick makes the fixed parts small: a smoke run.
 	Quick bool
 	// Gitmem returns a command running gitmem with args (the benchmark
@@ -196,8 +200,8 @@ func (rep *Report) size(ctx context.Context, dir string, files int) error {
 		if name == TS && cfg.SDKDir == "" {
 			continue
 		}
-		r := &run{name: name, files: files, byCmd: map[string][]time.Duration{}}
-		r.w = newWorkload(files, 0, 1, make([]int, files), "s", false)
+		r := &run{name: name, files: files}
+		r.mix = phase{w: newWorkload(files, 0, 1, make([]int, files), "s", false), byCmd: map[string][]time.Duration{}}
 		runs = append(runs, r)
 	}
 	// The first start on a fresh copy, to the first answer (a view), as
@@ -234,31 +238,24 @@ func (rep *Report) size(ctx context.Context, dir string, files int) error {
 		}
 	}
 	for _, r := range runs {
-		for _, op := range r.w.next() { // warm up, not measured
+		for _, op := range r.mix.w.next() { // warm up, not measured
 			if err := r.b.call(op); err != nil {
 				return fmt.Errorf("%s at %d files: %w", r.name, files, err)
 			}
 		}
 	}
-	// Blocks of a few rounds per backend in turn, so that whatever else
-	// the machine does falls on every backend alike.
-	const blockRounds = 5
-	for turn := 0; ; turn++ {
-		active := 0
-		for k := range runs {
-			r := runs[(k+turn)%len(runs)]
-			if r.calls >= cfg.Ops || r.busy >= cfg.Budget {
-				continue
-			}
-			active++
-			if err := r.block(blockRounds, cfg.Ops); err != nil {
-				return fmt.Errorf("%s at %d files: %w", r.name, files, err)
-			}
+	if err := alternate(ctx, runs, func(r *run) *phase { return &r.mix }, cfg.Ops, cfg.Budget); err != nil {
+		return err
+	}
+	// rename and delete on their own, alternated likewise: in the mix
+	// they are a sixth of the calls each, too few for a steady p50. Each
+	// round creates a file (not timed), renames it and deletes it.
+	if cfg.MoveOps > 0 && files == slices.Max(cfg.Files) {
+		for _, r := range runs {
+			r.moves = phase{w: newWorkload(files, 0, 1, make([]int, files), "m", true), byCmd: map[string][]time.Duration{}, only: moveCommands}
+			r.moves.w.movesOnly = true
 		}
-		if active == 0 {
-			break
-		}
-		if err := ctx.Err(); err != nil {
+		if err := alternate(ctx, runs, func(r *run) *phase { return &r.moves }, 2*cfg.MoveOps, cfg.Budget); err != nil {
 			return err
 		}
 	}
@@ -268,7 +265,10 @@ func (rep *Report) size(ctx context.Context, dir string, files int) error {
 		if err != nil {
 			return fmt.Errorf("%s at %d files: %w", r.name, files, err)
 		}
-		cfg.logf("  %-24s %5d calls  mutation p50 %s  p99 %s", titles[r.name], r.calls, ms(pct(r.mutations(), 50)), ms(pct(r.mutations(), 99)))
+		cfg.logf("  %-24s %5d calls  mutation p50 %s  p99 %s", titles[r.name], r.mix.calls, ms(pct(r.mutations(), 50)), ms(pct(r.mutations(), 99)))
+		if r.moves.calls > 0 {
+			cfg.logf("  %-24s %5d calls  rename p50 %s  delete p50 %s", "", r.moves.calls, ms(pct(r.moves.byCmd["rename"], 50)), ms(pct(r.moves.byCmd["delete"], 50)))
+		}
 		rep.Single = append(rep.Single, r)
 	}
 	if files == slices.Max(cfg.Files) && cfg.HistRuns > 0 {
@@ -371,25 +371,65 @@ type run struct {
 	name   string
 	files  int
 	b      backend
-	w      *workload
 	starts []time.Duration // first starts on a fresh copy, to the first answer
-	byCmd  map[string][]time.Duration
-	calls  int
-	busy   time.Duration // wall time of its blocks
+	mix    phase           // the mix of every command
+	moves  phase           // rename and delete alone (Config.MoveOps)
 }
 
-// block runs up to rounds rounds, stopping at limit calls.
-func (r *run) block(rounds, limit int) error {
+// phase is a run's calls of one workload.
+type phase struct {
+	w     *workload
+	only  []string // the commands timed (nil: all)
+	byCmd map[string][]time.Duration
+	calls int           // timed calls
+	busy  time.Duration // wall time of its blocks
+}
+
+// moveCommands are the commands the moves phase times.
+var moveCommands = []string{"rename", "delete"}
+
+// alternate runs blocks of a few rounds per backend in turn, so that
+// whatever else the machine does falls on every backend alike, until
+// each has made limit timed calls of the phase or spent budget on it.
+func alternate(ctx context.Context, runs []*run, of func(*run) *phase, limit int, budget time.Duration) error {
+	const blockRounds = 5
+	for turn := 0; ; turn++ {
+		active := 0
+		for k := range runs {
+			r := runs[(k+turn)%len(runs)]
+			ph := of(r)
+			if ph.calls >= limit || ph.busy >= budget {
+				continue
+			}
+			active++
+			if err := ph.block(r.b, blockRounds, limit); err != nil {
+				return fmt.Errorf("%s at %d files: %w", r.name, r.files, err)
+			}
+		}
+		if active == 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// block runs up to rounds rounds on b, stopping at limit timed calls.
+func (ph *phase) block(b backend, rounds, limit int) error {
 	t0 := time.Now()
-	defer func() { r.busy += time.Since(t0) }()
-	for i := 0; i < rounds && r.calls < limit; i++ {
-		for _, op := range r.w.next() {
+	defer func() { ph.busy += time.Since(t0) }()
+	for i := 0; i < rounds && ph.calls < limit; i++ {
+		for _, op := range ph.w.next() {
 			t := time.Now()
-			if err := r.b.call(op); err != nil {
+			if err := b.call(op); err != nil {
 				return err
 			}
-			r.byCmd[op.Cmd] = append(r.byCmd[op.Cmd], time.Since(t))
-			r.calls++
+			if ph.only != nil && !slices.Contains(ph.only, op.Cmd) {
+				continue
+			}
+			ph.byCmd[op.Cmd] = append(ph.byCmd[op.Cmd], time.Since(t))
+			ph.calls++
 		}
 	}
 	return nil
@@ -397,7 +437,7 @@ func (r *run) block(rounds, limit int) error {
 
 func (r *run) mutations() []time.Duration {
 	var out []time.Duration
-	for cmd, ds := range r.byCmd {
+	for cmd, ds := range r.mix.byCmd {
 		if cmd != "view" {
 			out = append(out, ds...)
 		}

@@ -304,8 +304,8 @@ func (rep *Report) singleTables() []table {
 			if name != GitCLI && name != GoGit {
 				start = span(r.starts)
 			}
-			one.rows = append(one.rows, []string{titles[name], count(files), count(r.calls), ms(pct(r.mutations(), 50)),
-				ms(pct(r.mutations(), 99)), ms(pct(r.byCmd["view"], 50)), fmt.Sprintf("%.0f", float64(r.calls)/r.busy.Seconds()), vs, start})
+			one.rows = append(one.rows, []string{titles[name], count(files), count(r.mix.calls), ms(pct(r.mutations(), 50)),
+				ms(pct(r.mutations(), 99)), ms(pct(r.mix.byCmd["view"], 50)), fmt.Sprintf("%.0f", float64(r.mix.calls)/r.mix.busy.Seconds()), vs, start})
 		}
 	}
 	out = append(out, one)
@@ -321,11 +321,32 @@ func (rep *Report) singleTables() []table {
 	for _, cmd := range Commands {
 		row := []string{cmd}
 		for _, name := range names {
-			row = append(row, ms(pct(rep.find(name, largest).byCmd[cmd], 50)))
+			row = append(row, ms(pct(rep.find(name, largest).mix.byCmd[cmd], 50)))
 		}
 		per.rows = append(per.rows, row)
 	}
 	out = append(out, per)
+	if cfg.MoveOps > 0 {
+		moves := table{title: fmt.Sprintf("rename and delete at %s files on their own: %d calls of each per backend (a create before each rename, not timed), in blocks alternated",
+			count(largest), cfg.MoveOps), header: []string{"backend", "rename p50", "delete p50", "rename vs TS", "delete vs TS"}}
+		ts := rep.find(TS, largest)
+		for _, name := range names {
+			r := rep.find(name, largest)
+			row := []string{titles[name]}
+			for _, cmd := range moveCommands {
+				row = append(row, ms(pct(r.moves.byCmd[cmd], 50)))
+			}
+			for _, cmd := range moveCommands {
+				vs := "–"
+				if ts != nil {
+					vs = ratio(float64(pct(r.moves.byCmd[cmd], 50)), float64(pct(ts.moves.byCmd[cmd], 50)))
+				}
+				row = append(row, vs)
+			}
+			moves.rows = append(moves.rows, row)
+		}
+		out = append(out, moves)
+	}
 	if smallest := slices.Min(cfg.Files); smallest != largest {
 		grow := table{title: fmt.Sprintf("Growth: mutation p50 at %s files over %s files", count(largest), count(smallest)),
 			header: []string{"backend", count(smallest) + " files", count(largest) + " files", "growth"}}

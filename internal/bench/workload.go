@@ -71,6 +71,7 @@ type workload struct {
 	revs      []int  // current revision of every seeded file (shared)
 	round     int
 	mutations bool // leave out view
+	movesOnly bool // create, rename and delete alone
 }
 
 func newWorkload(files, client, clients int, revs []int, tag string, mutationsOnly bool) *workload {
@@ -96,7 +97,7 @@ func (w *workload) next() []Op {
 	created := fmt.Sprintf("%s/new-%s-c%d-r%d.md", folder, w.tag, w.client, r)
 	renamed := fmt.Sprintf("%s/renamed-%s-c%d-r%d.md", folder, w.tag, w.client, r)
 	ops = append(ops, Op{"create", map[string]any{"command": "create", "path": memPath(created), "file_text": newContent(w.client, r)}})
-	if len(w.own) > 0 {
+	if len(w.own) > 0 && !w.movesOnly {
 		i := w.own[w.rng.IntN(len(w.own))]
 		ops = append(ops, Op{"str_replace", map[string]any{"command": "str_replace", "path": memPath(seedName(i)),
 			"old_str": fmt.Sprintf("revision: %d", w.revs[i]), "new_str": fmt.Sprintf("revision: %d", w.revs[i]+1)}})
