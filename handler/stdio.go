@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync"
 )
 
 // MaxLineBytes bounds one stdio input line (one tool_use block).
@@ -20,50 +21,51 @@ const MaxLineBytes = 16 << 20
 // Every call runs in ctx (as Handle). It returns nil at the end of input,
 // or when ctx is cancelled, after answering the block in hand.
 func (h *Handler) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, c Caller) error {
-	type line struct {
-		data []byte
-		err  error
+	// The goroutine that reads a line answers it too: handing each line
+	// to another goroutine woke a second thread for every call. This one
+	// waits for the end of input or of ctx; at ctx's end it takes the
+	// turn (answering holds it), so the block in hand is answered first,
+	// and none after.
+	var (
+		turn    sync.Mutex
+		stopped bool
+	)
+	ended := make(chan error, 1)
+	go func() { ended <- h.stdioLoop(ctx, in, out, c, &turn, &stopped) }()
+	select {
+	case err := <-ended:
+		return err
+	case <-ctx.Done():
+		turn.Lock()
+		stopped = true
+		turn.Unlock()
+		return nil
 	}
-	lines := make(chan line)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		r := bufio.NewReaderSize(in, 64<<10)
-		for {
-			data, err := readLine(r)
-			select {
-			case lines <- line{data, err}:
-			case <-done:
-				return
-			}
-			if err != nil && !errors.Is(err, errTooLong) {
-				return
-			}
-		}
-	}()
+}
+
+// stdioLoop is ServeStdio's reading and answering, each line under turn
+// unless stopped.
+func (h *Handler) stdioLoop(ctx context.Context, in io.Reader, out io.Writer, c Caller, turn *sync.Mutex, stopped *bool) error {
+	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriter(out)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	for {
-		var l line
-		select {
-		case <-ctx.Done():
-			return nil
-		case l = <-lines:
+	answer := func(data []byte, rerr error) (end bool, err error) {
+		turn.Lock()
+		defer turn.Unlock()
+		if *stopped || ctx.Err() != nil {
+			return true, nil
 		}
 		var res any
-		trimmed := bytes.TrimSpace(l.data)
+		trimmed := bytes.TrimSpace(data)
 		switch {
-		case errors.Is(l.err, errTooLong):
+		case errors.Is(rerr, errTooLong):
 			res = errorResult("", "Input line is longer than 16 MiB; it was skipped")
 		case len(trimmed) == 0:
-			if l.err == io.EOF {
-				return nil
+			if rerr == io.EOF {
+				return true, nil
 			}
-			if l.err != nil {
-				return l.err
-			}
-			continue
+			return rerr != nil, rerr
 		case trimmed[0] == '[':
 			// An assistant message's content, as over HTTP: one line
 			// with the array of results.
@@ -74,16 +76,26 @@ func (h *Handler) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, c
 				res = results
 			}
 		default:
-			res = h.HandleJSON(ctx, c, l.data)
+			res = h.HandleJSON(ctx, c, data)
 		}
 		if err := enc.Encode(res); err != nil {
-			return err
+			return true, err
 		}
 		if err := w.Flush(); err != nil {
-			return err
+			return true, err
 		}
-		if l.err == io.EOF {
-			return nil
+		switch {
+		case rerr == nil || errors.Is(rerr, errTooLong):
+			return false, nil
+		case rerr == io.EOF:
+			return true, nil
+		}
+		return true, rerr
+	}
+	for {
+		data, rerr := readLine(r)
+		if end, err := answer(data, rerr); end || err != nil {
+			return err
 		}
 	}
 }
