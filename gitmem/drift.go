@@ -56,7 +56,7 @@ func (m *mirror) sameAsTree(p string, fi fs.FileInfo, n *node) (bool, error) {
 	// be of an older file at p): an edit that lands after the read changes
 	// it, and the next look reads the file again.
 	data, st, err := m.wt.readRegular(p, -1, true)
-	if errors.Is(err, errNotRegular) { // replaced since it was looked at: not the blob
+	if errors.Is(err, errNotRegular) || errors.Is(err, fs.ErrNotExist) { // replaced or removed since it was looked at: not the blob
 		return false, nil
 	}
 	if leased(err) {
@@ -216,6 +216,9 @@ func (m *mirror) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, 
 		return nil
 	}
 	return fs.WalkDir(m.wt.root.FS(), p, func(q string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since it was listed (git reset --hard writes it anew): not on disk
+		}
 		if err != nil {
 			return err
 		}
@@ -227,6 +230,9 @@ func (m *mirror) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, 
 		}
 		if d.Type().IsRegular() {
 			fi, err := d.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -242,6 +248,7 @@ func (m *mirror) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, 
 // commit is the repository's first and is made even when the worktree is
 // empty. Called with the writer turn held, after own; the caller makes it durable.
 func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
+	index := r.mirror.indexStat()
 	drift, err := r.findDrift(paths, first)
 	if errors.Is(err, ErrNoChange) {
 		return nil, err
@@ -250,12 +257,27 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
 		return nil, nil
 	}
+	r.opt.hooks.atDrift()
 	a := &adoption{tx: r.newTx(), meta: adoptMeta(r.opt.operator(), first), stale: map[string][]byte{}}
 	defer r.putBackStale(a.stale)
 	// Versions are read from the transaction too: an edit that a rename
 	// took elsewhere merges into a file an earlier one of drift wrote.
 	if err := r.mirror.buildAdopt(drift, first, a, a.tx.blob); err != nil {
 		return nil, err
+	}
+	// A git command that began after findDrift's look for one (git
+	// reset --hard removes each file it checks out, then writes it
+	// again) may have written what buildAdopt read: a file it removed
+	// was taken as deleted, one it checked out of an older commit as a
+	// hand edit that undid acknowledged changes. It holds
+	// .git/index.lock while it writes files and writes .git/index when
+	// done: nothing is taken if either shows it ran meanwhile (taken
+	// once git is done). gitmem's own index written in that moment (a
+	// second after a change, under load) makes it wait for the next
+	// adopt at worst.
+	if !first && (r.mirror.gitBusy() || r.mirror.indexStat() != index) {
+		clear(a.stale) // not put back into a worktree git may be writing
+		return nil, ErrNoChange
 	}
 	// The commit takes every one of them as the worktree holds it
 	// (merged or not): a base noted for an earlier hand edit is history
@@ -1063,6 +1085,17 @@ func (m *mirror) gitBusy() bool {
 		m.repairs.sawGit()
 	}
 	return busy
+}
+
+// indexStat is the lstat data of .git/index (zero when there is none):
+// a git command that changed worktree files (git reset --hard, git
+// checkout) wrote it anew.
+func (m *mirror) indexStat() gd.Stat {
+	fi, err := os.Lstat(filepath.Join(m.gitDir, "index"))
+	if err != nil {
+		return gd.Stat{}
+	}
+	return gd.StatOf(fi)
 }
 
 // awaitGit waits, up to gd.StaleLock, while a git command holds

@@ -42,6 +42,9 @@ type testHooks struct {
 	// before the adopt notes what it read: another member of the group
 	// may write and publish it then, and the worktree follow it.
 	adopted func(p *prepared)
+	// drift runs in an adopt once it found the files to take
+	// (findDrift), before it reads them (buildAdopt).
+	drift func()
 	// startCheck runs in a start's look at every worktree file for hand
 	// edits, made after Open returned (Repo.checkLater), with the writer
 	// turn held, before it looks; awaitCheck runs when a call begins to
@@ -96,6 +99,12 @@ func (h *testHooks) atExchange(q string, open bool) {
 func (h *testHooks) atAdopted(p *prepared) {
 	if h != nil && h.adopted != nil {
 		h.adopted(p)
+	}
+}
+
+func (h *testHooks) atDrift() {
+	if h != nil && h.drift != nil {
+		h.drift()
 	}
 }
 

@@ -2,10 +2,13 @@ package gitmem
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -847,5 +850,104 @@ func TestIndexBeingWrittenIsNotTakenForGits(t *testing.T) {
 	}
 	if got := readDisk(t, dir, "a.md"); got != "v1\n" {
 		t.Fatalf("a.md on disk: %q", got)
+	}
+}
+
+// A git command that writes worktree files while an adopt looks at them
+// (git reset --hard, begun after the adopt's look for a git command)
+// is no hand edit: the adopt takes nothing until git is done. It took
+// a file git had removed, to write it again, as deleted, and a file git
+// had checked out of an older commit as a hand edit undoing the
+// acknowledged changes (TestResetHardUnderLoad: "a.md: path does not
+// exist"). The hook runs between the adopt's look and its reads.
+func TestAdoptTakesNothingGitWritesDuringItsLook(t *testing.T) {
+	t.Parallel()
+	var during func()
+	r, dir := newRepoWith(t, &testHooks{drift: func() {
+		if during != nil {
+			during()
+			during = nil
+		}
+	}})
+	write(t, r, "m1", "a.md", "one\n")
+	write(t, r, "m2", "a.md", "two\n")
+	settle(t, r)
+	adopt := func(want error) {
+		t.Helper()
+		if _, err := r.Adopt(context.Background()); !errors.Is(err, want) {
+			t.Fatalf("adopt: %v, want %v\n%s", err, want, gittest.Git(t, dir, "log", "--stat", "--format=%s"))
+		}
+	}
+	file, lock := filepath.Join(dir, "memories", "a.md"), filepath.Join(dir, ".git", "index.lock")
+
+	// git reset --hard under way: it holds .git/index.lock and removed
+	// a.md, to write it again
+	appendHand(t, dir, "a.md", "by hand")
+	during = func() {
+		if err := os.WriteFile(lock, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(file)
+	}
+	adopt(ErrNoChange)
+	if got := subjects(t, dir); strings.Contains(got, "adopt") {
+		t.Fatalf("an adopt took what git was writing:\n%s", gittest.Git(t, dir, "log", "--stat", "--format=%s"))
+	}
+	os.WriteFile(file, []byte("two\nby hand\n"), 0o600) // git is done
+	os.Remove(lock)
+	adopt(nil)
+	settle(t, r)
+	wantEverywhere(t, r, dir, "a.md", "two\nby hand\n")
+
+	// git reset --hard HEAD~1 from start to end: the branch move and
+	// the files it checked out are undone, none adopted
+	appendHand(t, dir, "a.md", "again") // reset --hard discards it
+	during = func() { gittest.Git(t, dir, "reset", "-q", "--hard", "HEAD~1") }
+	adopt(ErrNoChange)
+	adopt(ErrNoChange)
+	settle(t, r)
+	if n := strings.Count(subjects(t, dir), "adopt"); n != 1 {
+		t.Fatalf("%d adopt commits, want 1:\n%s", n, gittest.Git(t, dir, "log", "--stat", "--format=%s"))
+	}
+	wantEverywhere(t, r, dir, "a.md", "two\nby hand\n")
+}
+
+// A file or folder removed between a look at the worktree's listing and
+// its read (git reset --hard removes each file it checks out, then
+// writes it again) is a file that differs, not a failed look: Adopt
+// failed with "scan the worktree failed: openat ...: no such file or
+// directory" (TestResetHardUnderLoad). The look under the writer lock
+// then finds git at work, or the file gone for good.
+func TestALookAtFilesRemovedMeanwhileIsNoError(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepoWith(t, nil)
+	write(t, r, "m1", "a.md", "one\n")
+	write(t, r, "m2", "sub/b.md", "two\n")
+	settle(t, r)
+	m, tree := r.mirror, r.snapshotTree()
+	os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("edited\n"), 0o600) // no stat vouches for it: read
+	fi, err := m.wt.lstat("memories/a.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "memories", "a.md"))
+	if same, err := m.sameAsTree("memories/a.md", fi, lookup(tree, "memories/a.md")); same || err != nil {
+		t.Errorf("a file removed since its lstat: same %v, %v", same, err)
+	}
+	fi, err = m.wt.lstat("memories/sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(dir, "memories", "sub"))
+	onDisk := map[string]fs.FileInfo{}
+	if err := m.filesOnDisk("memories/sub", fi, nil, pathSet{}, onDisk); err != nil || len(onDisk) > 0 {
+		t.Errorf("a folder removed since its lstat: %v, found %v", err, onDisk)
+	}
+	c, err := r.Adopt(context.Background()) // gone for good: adopted
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a.md", "sub/b.md"}; !slices.Equal(c.Paths, want) {
+		t.Errorf("adopted %v, want %v", c.Paths, want)
 	}
 }
