@@ -427,6 +427,10 @@ func (m *mirror) adoptWrite(a *adoption, rel string, readBlob func(plumbing.Hash
 		m.leaveTooBig(rel, tb.size)
 		return nil
 	}
+	if errors.Is(err, fs.ErrNotExist) { // removed since buildAdopt's lstat (git reset --hard writes it anew): the next adopt looks again
+		a.later[rel] = true
+		return nil
+	}
 	if err != nil {
 		return wrap("read "+rel, err)
 	}

@@ -949,7 +949,8 @@ func TestAdoptTakesNothingGitWritesDuringItsLook(t *testing.T) {
 // writes it again) is a file that differs, not a failed look: Adopt
 // failed with "scan the worktree failed: openat ...: no such file or
 // directory" (TestResetHardUnderLoad). The look under the writer lock
-// then finds git at work, or the file gone for good.
+// then finds git at work, or the file gone for good. Removed between
+// the adopt's lstat and its read, it is left for the next adopt.
 func TestALookAtFilesRemovedMeanwhileIsNoError(t *testing.T) {
 	t.Parallel()
 	r, dir := newRepoWith(t, nil)
@@ -974,6 +975,10 @@ func TestALookAtFilesRemovedMeanwhileIsNoError(t *testing.T) {
 	onDisk := map[string]fs.FileInfo{}
 	if err := m.filesOnDisk("memories/sub", fi, nil, pathSet{}, onDisk); err != nil || len(onDisk) > 0 {
 		t.Errorf("a folder removed since its lstat: %v, found %v", err, onDisk)
+	}
+	a := &adoption{tx: r.newTx(), read: map[string][]byte{}, later: map[string]bool{}, stale: map[string][]byte{}, mtime: map[string]time.Time{}}
+	if err := m.adoptWrite(a, "a.md", r.objects.readBlob); err != nil || !a.later["a.md"] || a.taken > 0 {
+		t.Errorf("a file removed since the adopt's lstat: %v, taken %d, left for later %v", err, a.taken, a.later)
 	}
 	c, err := r.Adopt(context.Background()) // gone for good: adopted
 	if err != nil {
