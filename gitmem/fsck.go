@@ -159,12 +159,12 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	// then nothing is repaired (the repair opens the repository), and
 	// whether gitmem made the repository cannot be read from its mark.
 	var de *DamagedError
-	if err := gd.CheckConfig(gitDir); errors.As(err, &de) {
+	if marked, err := gd.Marked(gitDir); errors.As(err, &de) {
 		rep.add(Problem{What: de.Problem, Repair: de.Repair})
 		repair = false
 	} else if err != nil {
 		return rep, wrap("read .git/config", err)
-	} else if !gd.IsMarked(gitDir) && !opt.Adopt && !madeByGitmem(r.gitDir, r.branch, r.obj) {
+	} else if !marked && !opt.Adopt && !madeByGitmem(r.gitDir, r.branch, r.obj) {
 		return rep, ErrForeign
 	}
 	if !opt.ReadOnly {

@@ -300,7 +300,8 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 	if err := checkOwner(gitDir, opt); err != nil {
 		return nil, err
 	}
-	if err := gd.CheckConfig(gitDir); err != nil {
+	marked, err := gd.Marked(gitDir)
+	if err != nil {
 		return nil, wrap("read .git/config", err)
 	}
 	root, err := os.OpenRoot(dir)
@@ -330,7 +331,6 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 	if r.branch, err = gd.ReadHEAD(gitDir); err != nil {
 		return fail(wrap("read HEAD", err))
 	}
-	marked := gd.IsMarked(gitDir)
 	if !marked && !r.madeByGitmem() {
 		if !opt.Adopt {
 			return fail(ErrForeign)

@@ -74,6 +74,28 @@ func newFollowedRepo(t *testing.T) (*Repo, string, func(want map[string]string))
 	}
 }
 
+// TestOpenParsesConfigOnce: a writer's Open parses .git/config once, for
+// whether it parses and for gitmem's mark both (it parsed it twice: the
+// parse is a tenth of a cold store's open under serve --stores). Not
+// parallel: gd.ConfigParses counts every repository of the process.
+func TestOpenParsesConfigOnce(t *testing.T) {
+	r, dir := newRepo(t)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := gd.ConfigParses()
+	r, err := Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gd.ConfigParses() - before; got != 1 {
+		t.Errorf("Open parsed .git/config %d times, want 1", got)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // newRepo is a new repository in a temporary folder, closed at the end
 // of the test.
 func newRepo(t *testing.T) (*Repo, string) {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/config"
 )
@@ -19,8 +20,8 @@ const markSection, markKey, markValue = "gitmem", "version", "1"
 
 // IsMarked reports whether .git/config carries gitmem's mark.
 func IsMarked(gitDir string) bool {
-	c, err := readMarkConfig(gitDir)
-	return err == nil && c != nil && c.Raw.Section(markSection).Option(markKey) != ""
+	marked, _ := Marked(gitDir)
+	return marked
 }
 
 // readMarkConfig parses .git/config as go-git does when it opens the
@@ -32,6 +33,7 @@ func readMarkConfig(gitDir string) (*config.Config, error) {
 	} else if err != nil {
 		return nil, err
 	}
+	configParses.Add(1)
 	c := config.NewConfig()
 	if err := c.Unmarshal(data); err != nil {
 		return nil, &Damaged{Problem: fmt.Sprintf(".git/config does not parse (%v)", err),
@@ -41,12 +43,20 @@ func readMarkConfig(gitDir string) (*config.Config, error) {
 	return c, nil
 }
 
-// CheckConfig returns a *Damaged when .git/config does not parse: the
+// configParses counts the parses of .git/config (ConfigParses).
+var configParses atomic.Int64
+
+// ConfigParses is how many times .git/config was parsed, by every
+// repository of the process (for tests).
+func ConfigParses() int64 { return configParses.Load() }
+
+// Marked reports whether .git/config carries gitmem's mark, from one
+// parse of it; it returns a *Damaged when the file does not parse: the
 // repository cannot be used (go-git reads the file to open it) until it
-// is repaired. A missing file is none of its business.
-func CheckConfig(gitDir string) error {
-	_, err := readMarkConfig(gitDir)
-	return err
+// is repaired. A missing file is none of its business (not marked).
+func Marked(gitDir string) (bool, error) {
+	c, err := readMarkConfig(gitDir)
+	return err == nil && c != nil && c.Raw.Section(markSection).Option(markKey) != "", err
 }
 
 // Mark adds gitmem's mark to .git/config, appending to the file as it is
