@@ -804,14 +804,15 @@ func TestDisplacedRefsAreListedAlone(t *testing.T) {
 }
 
 // A writer's start removes the temporary files a killed gitmem left in
-// .git/gitmem (pending-*, history-*, redact-*, reserve-*), read from one
-// listing of the folder, and nothing else there: the history index and
-// the reserve of the same names without the dash stay.
+// .git/gitmem (pending-*, history-*, redact-*, reserve-*, tmp/*) and
+// .git (packed-refs-*), read from one listing of each folder, and nothing
+// else there: the history index and the reserve of the same names without
+// the dash stay.
 func TestStartClearsTheTemporaryFilesOfGitmemsFolder(t *testing.T) {
 	t.Parallel()
 	dir := closedRepo(t)
 	gm := filepath.Join(dir, ".git", "gitmem")
-	left := []string{"pending-1.tmp", "history-2.tmp", "redact-3.tmp", "reserve-4.tmp"}
+	left := []string{"pending-1.tmp", "history-2.tmp", "redact-3.tmp", "reserve-4.tmp", "tmp/5", "../packed-refs-6"}
 	for _, n := range left {
 		if err := os.WriteFile(filepath.Join(gm, n), []byte("left by a killed gitmem\n"), 0o600); err != nil {
 			t.Fatal(err)

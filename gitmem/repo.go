@@ -418,8 +418,10 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 			return fail(wrap("mark the repository", err))
 		}
 	}
-	r.clearStaleLocks()
-	r.clearTempFiles()
+	// One listing each of .git and .git/gitmem for both sweeps.
+	top, own := gd.ListNames(r.gitDir), gd.ListNames(filepath.Join(r.gitDir, "gitmem"))
+	r.clearStaleLocks(top, own)
+	r.clearTempFiles(top, own)
 	r.objects.st.MakeReserve()
 	if err := r.checkBranch(); err != nil {
 		return fail(err)
@@ -526,9 +528,10 @@ func (r *Repo) checkBranch() error {
 // writer lock, so no gitmem process is writing it). A lock file of git's
 // (the branch's, .git/index.lock) is never removed for its age: git may
 // hold one for as long as a command runs (see gd.ErrLocked). What needs
-// one waits for it, and fails naming it.
-func (r *Repo) clearStaleLocks() {
-	for _, l := range gd.ClearOwnLocks(r.gitDir) {
+// one waits for it, and fails naming it. top and own are listings of .git
+// and .git/gitmem (gd.ListNames).
+func (r *Repo) clearStaleLocks(top, own []string) {
+	for _, l := range gd.ClearOwnLocks(r.gitDir, top, own) {
 		r.opt.Logf("gitmem: removed .git/%s, which a gitmem that was killed left", l)
 	}
 	os.Remove(r.indexHeadPath() + ".lock")
@@ -538,18 +541,15 @@ func (r *Repo) clearStaleLocks() {
 // the writer lock, so no gitmem process is writing them now. A pack a
 // killed gc or clone left half-written (tmp_pack_*) goes too once it is
 // older than gd.StaleTemp, the longest a live git could still be writing it.
-func (r *Repo) clearTempFiles() {
-	// One listing of .git/gitmem for its four kinds (a Glob each listed
-	// it four times at every writer's start).
-	junk := globIn(filepath.Join(r.gitDir, "gitmem"), "pending-*", "history-*", "redact-*", "reserve-*")
-	for _, pattern := range []string{
-		filepath.Join(r.gitDir, "gitmem", "tmp", "*"),
-		filepath.Join(r.gitDir, "packed-refs-*"),
-		filepath.Join(r.gitDir, "objects", "??", gd.TmpObjPrefix+"*"),
-	} {
-		m, _ := filepath.Glob(pattern)
-		junk = append(junk, m...)
-	}
+// top and own are listings of .git and .git/gitmem (gd.ListNames), shared
+// with clearStaleLocks.
+func (r *Repo) clearTempFiles(top, own []string) {
+	junk := gd.MatchNames(filepath.Join(r.gitDir, "gitmem"), own, "pending-*", "history-*", "redact-*", "reserve-*")
+	junk = append(junk, gd.MatchNames(r.gitDir, top, "packed-refs-*")...)
+	tmp := filepath.Join(r.gitDir, "gitmem", "tmp")
+	junk = append(junk, gd.MatchNames(tmp, gd.ListNames(tmp), "*")...)
+	m, _ := filepath.Glob(filepath.Join(r.gitDir, "objects", "??", gd.TmpObjPrefix+"*"))
+	junk = append(junk, m...)
 	for _, p := range junk {
 		os.RemoveAll(p)
 	}
@@ -561,27 +561,6 @@ func (r *Repo) clearTempFiles() {
 	if n > 0 {
 		r.opt.Logf("gitmem: removed %d temporary file(s) left by an interrupted run", n)
 	}
-}
-
-// globIn is filepath.Glob of dir's names that match one of patterns
-// (names, without a separator), from one listing of dir.
-func globIn(dir string, patterns ...string) []string {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil
-	}
-	names, _ := f.Readdirnames(-1)
-	f.Close()
-	var out []string
-	for _, n := range names {
-		for _, p := range patterns {
-			if ok, _ := filepath.Match(p, n); ok {
-				out = append(out, filepath.Join(dir, n))
-				break
-			}
-		}
-	}
-	return out
 }
 
 // readHead returns the commit the branch points to now: zero in a new

@@ -96,6 +96,30 @@ func TestOpenParsesConfigOnce(t *testing.T) {
 	}
 }
 
+// TestStartListsEachFolderOnce: the sweeps of a writer's start (the lock
+// files a killed gitmem left, then its temporary files) share one
+// listing of .git and one of .git/gitmem: each was listed twice, one of
+// the cold open's costs under serve --stores. Not parallel:
+// gd.DirListings counts every repository of the process.
+func TestStartListsEachFolderOnce(t *testing.T) {
+	r, dir := newRepo(t)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := gd.DirListings()
+	r, err := Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// .git, .git/gitmem and .git/gitmem/tmp
+	if got := gd.DirListings() - before; got != 3 {
+		t.Errorf("the start listed %d folders, want 3", got)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // newRepo is a new repository in a temporary folder, closed at the end
 // of the test.
 func newRepo(t *testing.T) (*Repo, string) {
@@ -718,6 +742,7 @@ func TestKilledGitmemsLockIsRemoved(t *testing.T) {
 		return own
 	}
 	killed := lock(filepath.Join(git, "index"), dead.Process.Pid)
+	killedMine := lock(filepath.Join(git, "gitmem", "redact"), dead.Process.Pid) // in .git/gitmem
 	running := lock(filepath.Join(git, "refs", "heads", "other"), os.Getpid())
 	gits := filepath.Join(git, "packed-refs.lock")
 	if err := os.WriteFile(gits, nil, 0o644); err != nil {
@@ -730,7 +755,7 @@ func TestKilledGitmemsLockIsRemoved(t *testing.T) {
 	if err := r.Close(); err != nil { // writes .git/index
 		t.Fatalf("Close with the killed gitmem's index.lock: %v", err)
 	}
-	for _, p := range []string{killed, filepath.Join(git, "index.lock")} {
+	for _, p := range []string{killed, filepath.Join(git, "index.lock"), killedMine, filepath.Join(git, "gitmem", "redact.lock")} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s is still there", p)
 		}

@@ -45,3 +45,33 @@ func ReadFile(path string) ([]byte, error) {
 		buf = buf[:len(buf)+n]
 	}
 }
+
+// listNames is ListNames's listing: an open, reads until the end, a
+// close, without the *os.File os.ReadDir makes (its poller registration
+// and look at the folder).
+func listNames(dir string) []string {
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	var names []string
+	buf := make([]byte, 8192)
+	for {
+		n, err := unix.ReadDirent(fd, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil || n <= 0:
+			return names
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
+}

@@ -355,17 +355,46 @@ func heldByAnother(path string, younger time.Duration, glob func(string) ([]stri
 	}
 }
 
+// dirListings counts ListNames's listings (DirListings).
+var dirListings atomic.Int64
+
+// DirListings is how many folders ListNames listed, for every repository
+// of the process (for tests).
+func DirListings() int64 { return dirListings.Load() }
+
+// ListNames returns the names in dir (none when it cannot be read), for
+// the sweeps of a writer's start to share: each folder they look in is
+// listed once.
+func ListNames(dir string) []string {
+	dirListings.Add(1)
+	return listNames(dir)
+}
+
+// MatchNames returns the paths in dir of names (a listing of dir) that
+// match one of patterns (filepath.Match patterns without a separator).
+func MatchNames(dir string, names []string, patterns ...string) []string {
+	var out []string
+	for _, n := range names {
+		for _, p := range patterns {
+			if ok, _ := filepath.Match(p, n); ok {
+				out = append(out, filepath.Join(dir, n))
+				break
+			}
+		}
+	}
+	return out
+}
+
 // ClearOwnLocks removes the lock files a killed gitmem left in gitDir
 // (its top folder, refs/ and gitmem/), and their second names: a lock
 // that is one file with an ownLockName of a process that no longer runs
-// (processGone) is that process's, however old. It returns the locks
-// removed, relative to gitDir. Any other lock file is left as it is.
-func ClearOwnLocks(gitDir string) []string {
-	var owns []string
-	for _, dir := range []string{gitDir, filepath.Join(gitDir, "gitmem")} {
-		m, _ := filepath.Glob(filepath.Join(dir, "*.gitmem-*.lock"))
-		owns = append(owns, m...)
-	}
+// (processGone) is that process's, however old. top and own are
+// listings of gitDir and gitDir/gitmem (ListNames), which the caller
+// shares with its other sweeps. It returns the locks removed, relative
+// to gitDir. Any other lock file is left as it is.
+func ClearOwnLocks(gitDir string, top, own []string) []string {
+	owns := MatchNames(gitDir, top, "*.gitmem-*.lock")
+	owns = append(owns, MatchNames(filepath.Join(gitDir, "gitmem"), own, "*.gitmem-*.lock")...)
 	filepath.WalkDir(filepath.Join(gitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && ownLockRE().MatchString(d.Name()) {
 			owns = append(owns, p)
