@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
@@ -804,15 +805,19 @@ func TestDisplacedRefsAreListedAlone(t *testing.T) {
 }
 
 // A writer's start removes the temporary files a killed gitmem left in
-// .git/gitmem (pending-*, history-*, redact-*, reserve-*, tmp/*) and
-// .git (packed-refs-*), read from one listing of each folder, and nothing
+// .git/gitmem (pending-*, history-*, redact-*, reserve-*, tmp/*), .git
+// (packed-refs-*) and .git/objects/??/ (a loose object's temporary file),
+// read from one listing of each folder, and nothing
 // else there: the history index and the reserve of the same names without
 // the dash stay.
 func TestStartClearsTheTemporaryFilesOfGitmemsFolder(t *testing.T) {
 	t.Parallel()
 	dir := closedRepo(t)
 	gm := filepath.Join(dir, ".git", "gitmem")
-	left := []string{"pending-1.tmp", "history-2.tmp", "redact-3.tmp", "reserve-4.tmp", "tmp/5", "../packed-refs-6"}
+	left := []string{"pending-1.tmp", "history-2.tmp", "redact-3.tmp", "reserve-4.tmp", "tmp/5", "../packed-refs-6", "../objects/ab/" + gd.TmpObjPrefix + "7"}
+	if err := os.MkdirAll(filepath.Join(gm, "..", "objects", "ab"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range left {
 		if err := os.WriteFile(filepath.Join(gm, n), []byte("left by a killed gitmem\n"), 0o600); err != nil {
 			t.Fatal(err)

@@ -548,8 +548,10 @@ func (r *Repo) clearTempFiles(top, own []string) {
 	junk = append(junk, gd.MatchNames(r.gitDir, top, "packed-refs-*")...)
 	tmp := filepath.Join(r.gitDir, "gitmem", "tmp")
 	junk = append(junk, gd.MatchNames(tmp, gd.ListNames(tmp), "*")...)
-	m, _ := filepath.Glob(filepath.Join(r.gitDir, "objects", "??", gd.TmpObjPrefix+"*"))
-	junk = append(junk, m...)
+	objs := filepath.Join(r.gitDir, "objects")
+	for _, d := range gd.MatchNames(objs, gd.ListNames(objs), "??") {
+		junk = append(junk, gd.MatchNames(d, gd.ListNames(d), gd.TmpObjPrefix+"*")...)
+	}
 	for _, p := range junk {
 		os.RemoveAll(p)
 	}

@@ -111,9 +111,10 @@ func TestStartListsEachFolderOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// .git, .git/gitmem and .git/gitmem/tmp
-	if got := gd.DirListings() - before; got != 3 {
-		t.Errorf("the start listed %d folders, want 3", got)
+	// .git, .git/gitmem, .git/gitmem/tmp and .git/objects (no loose
+	// object folder)
+	if got := gd.DirListings() - before; got != 4 {
+		t.Errorf("the start listed %d folders, want 4", got)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)

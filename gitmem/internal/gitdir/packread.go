@@ -143,23 +143,30 @@ func (ps *packSet) list() []*packIdx {
 	ps.loaded = true
 	ps.listed++
 	packListings.Add(1)
-	idxs, _ := filepath.Glob(filepath.Join(ps.dir, "pack-*.idx"))
+	// One listing (listNames: no *os.File) gives the indexes and whether
+	// each one's pack is there.
+	names := listNames(ps.dir)
+	slices.Sort(names)
 	old := map[string]*packIdx{}
 	for _, p := range ps.packs {
 		old[p.path] = p
 	}
 	ps.packs = nil
-	for _, idx := range idxs {
-		pack := strings.TrimSuffix(idx, ".idx") + ".pack"
+	for _, name := range names {
+		base, ok := strings.CutSuffix(name, ".idx")
+		if !ok || !strings.HasPrefix(base, "pack-") {
+			continue
+		}
+		pack := filepath.Join(ps.dir, base+".pack")
 		if p := old[pack]; p != nil {
 			ps.packs = append(ps.packs, p)
 			delete(old, pack)
 			continue
 		}
-		if _, err := os.Stat(pack); err != nil {
+		if _, found := slices.BinarySearch(names, base+".pack"); !found {
 			continue // an index whose pack is not there (yet, or any more)
 		}
-		if p, err := openPackIdx(idx); err == nil {
+		if p, err := openPackIdx(filepath.Join(ps.dir, name)); err == nil {
 			ps.packs = append(ps.packs, p)
 		}
 	}
