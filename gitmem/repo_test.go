@@ -79,20 +79,8 @@ func newFollowedRepo(t *testing.T) (*Repo, string, func(want map[string]string))
 // parse is a tenth of a cold store's open under serve --stores). Not
 // parallel: gd.ConfigParses counts every repository of the process.
 func TestOpenParsesConfigOnce(t *testing.T) {
-	r, dir := newRepo(t)
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	before := gd.ConfigParses()
-	r, err := Open(context.Background(), dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := gd.ConfigParses() - before; got != 1 {
+	if got := countedInOpen(t, gd.ConfigParses); got != 1 {
 		t.Errorf("Open parsed .git/config %d times, want 1", got)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -102,23 +90,31 @@ func TestOpenParsesConfigOnce(t *testing.T) {
 // the cold open's costs under serve --stores. Not parallel:
 // gd.DirListings counts every repository of the process.
 func TestStartListsEachFolderOnce(t *testing.T) {
+	// .git, .git/gitmem, .git/gitmem/tmp and .git/objects (no loose
+	// object folder)
+	if got := countedInOpen(t, gd.DirListings); got != 4 {
+		t.Errorf("the start listed %d folders, want 4", got)
+	}
+}
+
+// countedInOpen is how much count, a process-wide counter, grew in a
+// writer's Open of a closed repository.
+func countedInOpen(t *testing.T, count func() int64) int64 {
+	t.Helper()
 	r, dir := newRepo(t)
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before := gd.DirListings()
+	before := count()
 	r, err := Open(context.Background(), dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// .git, .git/gitmem, .git/gitmem/tmp and .git/objects (no loose
-	// object folder)
-	if got := gd.DirListings() - before; got != 4 {
-		t.Errorf("the start listed %d folders, want 4", got)
-	}
+	got := count() - before
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return got
 }
 
 // newRepo is a new repository in a temporary folder, closed at the end
