@@ -11,3 +11,7 @@ func fsyncDir(*os.File) error { return nil }
 
 // linkedElsewhere: not known on Windows (no link count in os.FileInfo).
 func linkedElsewhere(os.FileInfo) bool { return false }
+
+// openOwnFile: no such flags on Windows, where no FIFO is opened by path
+// (dirsync_unix.go).
+const openOwnFile = 0

@@ -9,6 +9,8 @@
 // concurrent use: gitmem serialises access to it.
 package gitdir
 
+import "errors"
+
 // Damaged reports a repository that must be repaired before it is used,
 // because going on could lose history: what is wrong and how to repair it
 // (for an operator; no host path). gitmem exports it as DamagedError.
@@ -18,3 +20,7 @@ type Damaged struct {
 }
 
 func (e *Damaged) Error() string { return "gitmem: " + e.Problem + "; " + e.Repair }
+
+// ErrNotRegular is ReadFile's error for a file that is neither a regular
+// file nor a folder (a FIFO, a socket, a device).
+var ErrNotRegular = errors.New("not a regular file")

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/config"
 )
@@ -30,6 +30,9 @@ func readMarkConfig(gitDir string) (*config.Config, error) {
 	data, err := ReadFile(filepath.Join(gitDir, "config"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
+	} else if errors.Is(err, ErrNotRegular) || errors.Is(err, syscall.EISDIR) {
+		return nil, &Damaged{Problem: ".git/config is not a regular file",
+			Repair: "move it aside and write one that holds [core] bare = false and [gitmem] version = 1 (what gitmem init writes), then add its remotes again (gitmem remote add NAME URL)"}
 	} else if err != nil {
 		return nil, err
 	}
@@ -67,8 +70,11 @@ func Mark(gitDir string) error {
 		return nil
 	}
 	path := filepath.Join(gitDir, "config")
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if _, derr := readMarkConfig(gitDir); derr != nil {
+			return derr // not a regular file: damaged
+		}
 		return err
 	}
 	if len(data) > 0 && !bytes.HasSuffix(data, []byte("\n")) {

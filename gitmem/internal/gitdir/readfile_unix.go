@@ -13,8 +13,11 @@ import (
 // an *os.File, which registers every file with Go's poller (four fcntl
 // and an epoll_ctl that fails for a regular file) and looks its size up:
 // six calls more per file, and opening a store reads a dozen (HEAD, the
-// branch, .git/config, index-head, ...). A FIFO is not waited on: its
-// read fails (EAGAIN). The error is a *fs.PathError, as os's.
+// branch, .git/config, index-head, ...). Only a regular file is read: a
+// folder is EISDIR (as os.ReadFile says), anything else (a FIFO, a
+// socket, a device put there by hand) ErrNotRegular, never waited on
+// (the open does not block) nor read as empty. The error is a
+// *fs.PathError, as os's.
 func ReadFile(path string) ([]byte, error) {
 	var fd int
 	var err error
@@ -28,6 +31,17 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		return nil, &fs.PathError{Op: "read", Path: path, Err: unix.EISDIR}
+	default:
+		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	}
 	buf := make([]byte, 0, 512)
 	for {
 		if len(buf) == cap(buf) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -70,6 +71,9 @@ func ReadRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error) 
 				Repair: "run gitmem fsck --repair to point it at the newest commit, or git update-ref " + string(name) + " <commit>"}
 		}
 		return plumbing.NewHash(s), nil
+	case errors.Is(err, ErrNotRegular) || errors.Is(err, syscall.EISDIR):
+		return plumbing.ZeroHash, &Damaged{Problem: fmt.Sprintf("the branch %s is damaged (.git/%s is not a file)", name, name),
+			Repair: "move .git/" + string(name) + " aside, then run gitmem fsck --repair to point the branch at the newest commit"}
 	case !errors.Is(err, fs.ErrNotExist):
 		return plumbing.ZeroHash, err
 	}
@@ -228,15 +232,17 @@ func ReplaceCache(path string, data []byte) error {
 // and reads (the writer lock's holder). No lock file and no new file:
 // on a file system without a journal each inode made costs more the
 // more were freed in the last half minute (ext4's recently_deleted
-// scan), and ReplaceCache makes one and frees one per write. A file with
-// another link (a backup's hard-linked copy) is replaced instead
-// (ReplaceCache), so that the other stays as it is.
+// scan), and ReplaceCache makes one and frees one per write. Anything
+// but a regular file of one link is replaced instead (ReplaceCache): a
+// file with another link (a backup's hard-linked copy) so that the other
+// stays as it is, a symlink so that its target (anywhere on the host) is
+// not written through, a FIFO without waiting for a reader.
 func RewriteCache(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|openOwnFile, 0o644)
 	if err != nil {
-		return err
+		return ReplaceCache(path, data)
 	}
-	if fi, err := f.Stat(); err != nil || linkedElsewhere(fi) {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || linkedElsewhere(fi) {
 		f.Close()
 		return ReplaceCache(path, data)
 	}

@@ -1,0 +1,120 @@
+//go:build unix
+
+package gitdir
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// noHang runs f, failing the test if it has not returned after a long
+// while: what it guards against is a call blocked for ever (an open of a
+// FIFO no process writes or reads), not a slow one.
+func noHang(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s blocked", what)
+	}
+}
+
+// A file of git's that is not a regular file (a FIFO, a folder, a
+// socket put there by hand or by a restored backup) is an error to
+// ReadFile: never read as empty, never waited on.
+func TestReadFileTakesOnlyRegularFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "config")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	var data []byte
+	var err error
+	noHang(t, "ReadFile of a FIFO", func() { data, err = ReadFile(fifo) })
+	if err == nil {
+		t.Fatalf("ReadFile of a FIFO: %q, no error", data)
+	}
+	if _, err := ReadFile(dir); err == nil {
+		t.Fatal("ReadFile of a folder: no error")
+	}
+	// Mark reads .git/config too: a FIFO there is an error, not an
+	// empty config it would write gitmem's mark over, nor a wait.
+	noHang(t, "Mark over a FIFO .git/config", func() { err = Mark(dir) })
+	var d *Damaged
+	if !errors.As(err, &d) {
+		t.Fatalf("Mark over a FIFO .git/config: %v, want the repository named damaged", err)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the FIFO was replaced: %v %v", fi, err)
+	}
+}
+
+// RewriteCache writes over a regular file only: a symlink at the cache's
+// path is replaced (its target, anywhere on the host, is not written
+// through), and a FIFO is replaced without waiting for a reader.
+func TestRewriteCacheWritesOnlyIntoItsOwnFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("victim content\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "index-head")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := RewriteCache(link, []byte("new\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(victim); string(got) != "victim content\n" {
+		t.Fatalf("a symlink's target was written through: %q", got)
+	}
+	if fi, err := os.Lstat(link); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the symlink was not replaced by a file: %v %v", fi, err)
+	}
+	fifo := filepath.Join(dir, "fifo-head")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	var err error
+	noHang(t, "RewriteCache of a FIFO", func() { err = RewriteCache(fifo, []byte("new\n")) })
+	if got, rerr := os.ReadFile(fifo); err != nil || rerr != nil || string(got) != "new\n" {
+		t.Fatalf("RewriteCache of a FIFO: %v; then %q %v", err, got, rerr)
+	}
+}
+
+// A branch whose file is a folder or a FIFO is a damaged branch, said as
+// one (what to run, no host path), not a raw read error.
+func TestABranchThatIsNoFileIsDamaged(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"folder", "fifo"} {
+		gitDir := t.TempDir()
+		ref := filepath.Join(gitDir, "refs", "heads", "main")
+		if err := os.MkdirAll(filepath.Dir(ref), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if kind == "folder" {
+			err = os.Mkdir(ref, 0o755)
+		} else {
+			err = unix.Mkfifo(ref, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		noHang(t, "ReadRef of a "+kind, func() { _, err = ReadRef(gitDir, "refs/heads/main") })
+		var d *Damaged
+		if !errors.As(err, &d) || strings.Contains(err.Error(), gitDir) {
+			t.Fatalf("a branch that is a %s: %v, want it named damaged, without the host path", kind, err)
+		}
+	}
+}
