@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -219,14 +220,18 @@ const memAside = memDir + ".was-a-file"
 // memories is there but is not a folder (a file, or a link to none): the
 // memory files have no place, and gitmem cannot open it for writing.
 func memoriesNotAFolder(dir string) error {
-	p := filepath.Join(dir, memDir)
-	if _, err := os.Lstat(p); err != nil {
-		return nil // none: Open makes it
+	fi, err := os.Lstat(filepath.Join(dir, memDir))
+	if err != nil || fi.IsDir() {
+		return nil // none (Open makes it), or the folder
 	}
-	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-		return nil
+	// A symlink too, even to a folder: the worktree's files are never
+	// written through one (they would leave the repository), and git
+	// would track the link.
+	what := "a file"
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		what = "a symlink"
 	}
-	return &DamagedError{Problem: memDir + " is a file, not the folder of the memory files",
+	return &DamagedError{Problem: memDir + " is " + what + ", not the folder of the memory files",
 		Repair: "gitmem fsck --repair moves it aside to " + memAside + " and puts the memory files back as HEAD holds them"}
 }
 

@@ -123,3 +123,39 @@ func refusedAsDamaged(t *testing.T, dir, problem, repair string) {
 		}
 	}
 }
+
+// A memories that is a symlink (to a folder elsewhere) is damage too: the
+// worktree's files cannot be written through it (they would leave the
+// repository), git would track the link itself, and serve acknowledged
+// calls it could never write there. fsck --repair moves the link aside,
+// leaving the folder it names as it is.
+func TestMemoriesThatIsASymlinkIsDamage(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	head := write(t, r, "t1", "a.md", "one\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	mem := filepath.Join(dir, "memories")
+	if err := os.Rename(mem, elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, mem); err != nil {
+		t.Fatal(err)
+	}
+	refusedAsDamaged(t, dir, "memories is a symlink", "fsck --repair")
+	fsckReport(t, dir, true)
+	if fi, err := os.Lstat(mem); err != nil || !fi.IsDir() {
+		t.Fatalf("memories after fsck --repair: %v %v", fi, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(mem, "a.md")); err != nil || string(data) != "one\n" {
+		t.Errorf("memories/a.md: %q (%v)", data, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(elsewhere, "a.md")); err != nil || string(data) != "one\n" {
+		t.Errorf("the folder the link named: %q (%v)", data, err)
+	}
+	if got := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD")); got != head.Hash {
+		t.Errorf("HEAD moved to %s", got)
+	}
+}
