@@ -583,33 +583,7 @@ func TestResolveOfAnIDReadsTheIndexBackToItsRecordOnly(t *testing.T) {
 // after.
 func TestVersion5HistoryIndexIsWrittenAnewWithTwinFlags(t *testing.T) {
 	t.Parallel()
-	dir := gittest.TempDir(t)
-	r, _, err := Init(context.Background(), dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := write(t, r, "toolu_1", "a.md", "one\n")
-	write(t, r, "toolu_2", "b.md", "two\n")
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	gittest.Git(t, dir, "commit", "--allow-empty", "-q", "-m", gittest.Git(t, dir, "log", "-1", "--format=%B", first.Hash))
-	r, err = Open(context.Background(), dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, r, "toolu_3", "c.md", "three\n")
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, ".git", "gitmem", "history")
-	v6, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(v6), "\t1\n"); n != 1 {
-		t.Fatalf("%d records flagged as twins, want 1:\n%s", n, v6)
-	}
+	dir, first, p, v6 := twinIndex(t)
 	// As version 5 wrote it: the header, and no flag at each line's end.
 	header, rest, _ := strings.Cut(string(v6), "\n")
 	if header != historyHeader {
@@ -1058,32 +1032,7 @@ func TestResolveRefusesAnIdThatIsAnotherCommitsRevision(t *testing.T) {
 // index, and the id names two commits again.
 func TestAClearedTwinFlagIsDamage(t *testing.T) {
 	t.Parallel()
-	dir := gittest.TempDir(t)
-	r, _, err := Init(context.Background(), dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := write(t, r, "toolu_1", "a.md", "one\n")
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	gittest.Git(t, dir, "commit", "--allow-empty", "-q", "-m", gittest.Git(t, dir, "log", "-1", "--format=%B", first.Hash))
-	r, err = Open(context.Background(), dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, r, "toolu_2", "b.md", "two\n")
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, ".git", "gitmem", "history")
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(data), "\t1\n"); n != 1 {
-		t.Fatalf("%d records flagged as twins, want 1:\n%s", n, data)
-	}
+	dir, _, p, data := twinIndex(t)
 	if err := os.WriteFile(p, []byte(strings.Replace(string(data), "\t1\n", "\t\n", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -1105,4 +1054,39 @@ func TestAClearedTwinFlagIsDamage(t *testing.T) {
 	if _, err := ro.Resolve(context.Background(), "toolu_1"); !errors.As(err, new(*AmbiguousError)) {
 		t.Fatalf("toolu_1 after fsck --repair: %v, want it to name two commits", err)
 	}
+}
+
+// twinIndex makes a memory whose history index holds one id of two
+// commits (toolu_1's commit copied by hand with git, then toolu_2 and
+// toolu_3), and returns its folder, toolu_1's first commit, the index
+// file's path and its content (one record flagged as a twin).
+func twinIndex(t *testing.T) (dir string, first Commit, path string, data []byte) {
+	t.Helper()
+	dir = gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first = write(t, r, "toolu_1", "a.md", "one\n")
+	write(t, r, "toolu_2", "b.md", "two\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, dir, "commit", "--allow-empty", "-q", "-m", gittest.Git(t, dir, "log", "-1", "--format=%B", first.Hash))
+	r, err = Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "toolu_3", "c.md", "three\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(dir, ".git", "gitmem", "history")
+	if data, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\t1\n"); n != 1 {
+		t.Fatalf("%d records flagged as twins, want 1:\n%s", n, data)
+	}
+	return dir, first, path, data
 }
