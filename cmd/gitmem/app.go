@@ -105,8 +105,13 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	forEachCommand(app.Commands, func(c *cli.Command) {
 		c.OnUsageError = usageError
 		c.CustomHelpTemplate = leafHelp
+		// A command without subcommands gets no "help" (alias "h")
+		// subcommand: its arguments are its own (gitmem remote remove h
+		// removes the remote h); --help still shows its help.
+		c.HideHelpCommand = true
 		if len(c.Subcommands) > 0 {
 			c.CustomHelpTemplate = parentHelp
+			c.HideHelpCommand = false
 		}
 		before := c.Before
 		opens := opensRepo[c]
