@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -129,7 +130,8 @@ func unrecoveredText(u Unrecovered) string {
 // an interrupted change or redaction, every object reachable from HEAD
 // (read and hashed, and checked as git fsck --strict checks them), git's
 // derived files (a commit-graph or multi-pack-index that names what is
-// gone), the history index, and the worktree against HEAD.
+// gone), git maintenance's lock left behind, the history index, and the
+// worktree against HEAD.
 // A .git/config that does not parse is reported, with how to repair it
 // by hand; nothing else is repaired until it is.
 // With repair it fixes what it safely can: a lost or damaged branch is
@@ -188,6 +190,7 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	writes := repair && !opt.ReadOnly
 	r.checkHistory(&rep, head, writes)
 	historyDamaged := r.checkLeftovers(&rep, repair, writes)
+	checkMaintenanceLock(&rep, r.gitDir, writes && !rep.damagedObjects())
 	if err := r.checkMemories(&rep, dir, writes && !rep.damagedObjects()); err != nil {
 		return rep, err
 	}
@@ -401,6 +404,26 @@ func (r *bareStore) checkLeftovers(rep *FsckReport, repair, writes bool) (histor
 			Repair: "gitmem fsck --repair rebuilds it from the history"})
 	}
 	return historyDamaged
+}
+
+// checkMaintenanceLock reports git's .git/objects/maintenance.lock when
+// no running gitmem holds it: while it is there no gc deletes a pack
+// another replaced, and git maintenance skips its runs. One a killed
+// gitmem left is removed by the next start (repaired: the open that
+// follows does it); one of git's, only once it is older than a run of
+// git maintenance takes (gd.StaleTemp), with the rm to run if none runs.
+func checkMaintenanceLock(rep *FsckReport, gitDir string, repaired bool) {
+	left, killed, since := gd.MaintenanceLockLeft(gitDir)
+	const what = "while it is there gitmem gc deletes no pack another pack replaced (packs pile up) and git maintenance skips its runs"
+	switch {
+	case left && killed:
+		rep.add(Problem{What: "a gitmem that was killed left .git/objects/maintenance.lock: " + what, Repaired: repaired,
+			Repair: "it is removed by the next gitmem serve or writing command (gitmem fsck --repair does it now)"})
+	case left && time.Since(since) > gd.StaleTemp:
+		rep.add(Problem{What: fmt.Sprintf(".git/objects/maintenance.lock, git maintenance's lock, has been there since %s, longer than a git maintenance run takes: %s",
+			since.UTC().Format(time.RFC3339), what),
+			Repair: "if no git maintenance runs, delete it: rm .git/objects/maintenance.lock"})
+	}
 }
 
 // damagedObjects reports whether an object cannot be read (one git fsck

@@ -540,7 +540,7 @@ func (t gcTarget) removeReplaced(packs []plumbing.Hash, all bool) int {
 		wait = 30 * time.Second
 	}
 	for deadline := time.Now().Add(wait); ; time.Sleep(50 * time.Millisecond) {
-		unlock, ok := gd.LockMaintenance(t.gitDir)
+		unlock, ok := gd.LockMaintenance(t.hooks.gdEnv(), t.gitDir)
 		if ok {
 			defer unlock()
 			break

@@ -433,7 +433,7 @@ func (m *materialiser) dropHeld(dt diskTurn) {
 // forgets them; not while git maintenance runs (gd.LockMaintenance): they
 // stay for gc. Called with the disk lock held (dt).
 func (m *materialiser) removeFolded(dt diskTurn, packs []plumbing.Hash) {
-	unlock, ok := gd.LockMaintenance(m.gitDir)
+	unlock, ok := gd.LockMaintenance(m.opt.hooks.gdEnv(), m.gitDir)
 	if !ok {
 		return
 	}

@@ -418,10 +418,12 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 			return fail(wrap("mark the repository", err))
 		}
 	}
-	// One listing each of .git and .git/gitmem for both sweeps.
+	// One listing each of .git, .git/gitmem and .git/objects for both
+	// sweeps.
 	top, own := gd.ListNames(r.gitDir), gd.ListNames(filepath.Join(r.gitDir, "gitmem"))
-	r.clearStaleLocks(top, own)
-	r.clearTempFiles(top, own)
+	objs := gd.ListNames(filepath.Join(r.gitDir, "objects"))
+	r.clearStaleLocks(top, own, objs)
+	r.clearTempFiles(top, own, objs)
 	r.objects.st.MakeReserve()
 	if err := r.checkBranch(); err != nil {
 		return fail(err)
@@ -528,10 +530,11 @@ func (r *Repo) checkBranch() error {
 // writer lock, so no gitmem process is writing it). A lock file of git's
 // (the branch's, .git/index.lock) is never removed for its age: git may
 // hold one for as long as a command runs (see gd.ErrLocked). What needs
-// one waits for it, and fails naming it. top and own are listings of .git
-// and .git/gitmem (gd.ListNames).
-func (r *Repo) clearStaleLocks(top, own []string) {
-	for _, l := range gd.ClearOwnLocks(r.gitDir, top, own) {
+// one waits for it, and fails naming it; git maintenance's
+// objects/maintenance.lock too. top, own and objs are listings of .git,
+// .git/gitmem and .git/objects (gd.ListNames).
+func (r *Repo) clearStaleLocks(top, own, objs []string) {
+	for _, l := range gd.ClearOwnLocks(r.gitDir, top, own, objs) {
 		r.opt.Logf("gitmem: removed .git/%s, which a gitmem that was killed left", l)
 	}
 	os.Remove(r.indexHeadPath() + ".lock")
@@ -541,15 +544,14 @@ func (r *Repo) clearStaleLocks(top, own []string) {
 // the writer lock, so no gitmem process is writing them now. A pack a
 // killed gc or clone left half-written (tmp_pack_*) goes too once it is
 // older than gd.StaleTemp, the longest a live git could still be writing it.
-// top and own are listings of .git and .git/gitmem (gd.ListNames), shared
-// with clearStaleLocks.
-func (r *Repo) clearTempFiles(top, own []string) {
+// top, own and objs are listings of .git, .git/gitmem and .git/objects
+// (gd.ListNames), shared with clearStaleLocks.
+func (r *Repo) clearTempFiles(top, own, objs []string) {
 	junk := gd.MatchNames(filepath.Join(r.gitDir, "gitmem"), own, "pending-*", "history-*", "redact-*", "reserve-*")
 	junk = append(junk, gd.MatchNames(r.gitDir, top, "packed-refs-*")...)
 	tmp := filepath.Join(r.gitDir, "gitmem", "tmp")
 	junk = append(junk, gd.MatchNames(tmp, gd.ListNames(tmp), "*")...)
-	objs := filepath.Join(r.gitDir, "objects")
-	for _, d := range gd.MatchNames(objs, gd.ListNames(objs), "??") {
+	for _, d := range gd.MatchNames(filepath.Join(r.gitDir, "objects"), objs, "??") {
 		junk = append(junk, gd.MatchNames(d, gd.ListNames(d), gd.TmpObjPrefix+"*")...)
 	}
 	for _, p := range junk {

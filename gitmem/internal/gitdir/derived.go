@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -175,16 +177,62 @@ func RemoveStaleMidx(gitDir string) bool {
 // writes never names one of them: git fails to read what such a file says
 // is in a pack that is gone. (Before gitmem's packs were kept for good,
 // that expire also deleted a pack whose objects its multi-pack-index found
-// in another, while gitmem deleted the other.) It reports false, taking
-// nothing, when another holds it.
-func LockMaintenance(gitDir string) (unlock func(), ok bool) {
-	path := filepath.Join(gitDir, "objects", "maintenance.lock")
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+// in another, while gitmem deleted the other.) It is taken as writeLock
+// takes a lock, without waiting: a file of the process's own
+// (ownLockName) linked as the lock, so that one a killed gitmem left is
+// known as its own and removed at the next start (ClearOwnLocks); it
+// stopped every later deletion, and every git maintenance run, for good.
+// The release removes the lock, then its second name. It reports false,
+// taking nothing, when another holds it (or env's fault hook fails the
+// step).
+func LockMaintenance(env *Env, gitDir string) (unlock func(), ok bool) {
+	path := filepath.Join(gitDir, "objects", "maintenance")
+	own := ownLockName(path)
+	f, err := os.OpenFile(own, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return func() {}, false
 	}
 	f.Close()
-	return func() { os.Remove(path) }, true
+	if err := os.Link(own, path+".lock"); err != nil {
+		os.Remove(own)
+		return func() {}, false
+	}
+	unlock = func() {
+		os.Remove(path + ".lock")
+		os.Remove(own)
+	}
+	if env.Injected(StepMaintenance, "objects/maintenance.lock") != nil {
+		unlock()
+		return func() {}, false
+	}
+	return unlock, true
+}
+
+// MaintenanceLockLeft looks at git's objects/maintenance.lock: whether
+// it is there and no running gitmem holds it (left), whether a gitmem
+// that was killed took it (killed: the next start removes it, see
+// LockMaintenance), and since when it is there. A lock with no second
+// name is git's: git maintenance run holds it while it runs.
+func MaintenanceLockLeft(gitDir string) (left, killed bool, since time.Time) {
+	path := filepath.Join(gitDir, "objects", "maintenance")
+	lock, err := os.Lstat(path + ".lock")
+	if err != nil {
+		return false, false, time.Time{}
+	}
+	owns, _ := filepath.Glob(path + ".gitmem-*.lock")
+	for _, o := range owns {
+		m := ownLockRE().FindStringSubmatch(o)
+		fi, err := os.Lstat(o)
+		if m == nil || err != nil || !os.SameFile(fi, lock) {
+			continue
+		}
+		pid, err := strconv.Atoi(m[2])
+		if err != nil || !processGone(pid) {
+			return false, false, time.Time{}
+		}
+		return true, true, lock.ModTime()
+	}
+	return true, false, lock.ModTime()
 }
 
 // midxNames reports whether the multi-pack-index names one of the packs.

@@ -66,6 +66,9 @@ const (
 	StepWALSync   = "wal-sync"
 	StepWALGrow   = "wal-grow" // a log file grown ahead of need (GrowTo)
 	StepSync      = "sync"
+	// StepMaintenance: git's objects/maintenance.lock is taken, the packs
+	// another pack replaced are deleted next (LockMaintenance).
+	StepMaintenance = "maintenance"
 )
 
 // Injected returns the error the fault hook gives the step, if any.

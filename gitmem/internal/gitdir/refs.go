@@ -392,15 +392,17 @@ func MatchNames(dir string, names []string, patterns ...string) []string {
 }
 
 // ClearOwnLocks removes the lock files a killed gitmem left in gitDir
-// (its top folder, refs/ and gitmem/), and their second names: a lock
-// that is one file with an ownLockName of a process that no longer runs
-// (processGone) is that process's, however old. top and own are
-// listings of gitDir and gitDir/gitmem (ListNames), which the caller
-// shares with its other sweeps. It returns the locks removed, relative
-// to gitDir. Any other lock file is left as it is.
-func ClearOwnLocks(gitDir string, top, own []string) []string {
+// (its top folder, refs/, gitmem/ and objects/: maintenance.lock), and
+// their second names: a lock that is one file with an ownLockName of a
+// process that no longer runs (processGone) is that process's, however
+// old. top, own and objs are listings of gitDir, gitDir/gitmem and
+// gitDir/objects (ListNames), which the caller shares with its other
+// sweeps. It returns the locks removed, relative to gitDir. Any other
+// lock file is left as it is.
+func ClearOwnLocks(gitDir string, top, own, objs []string) []string {
 	owns := MatchNames(gitDir, top, "*.gitmem-*.lock")
 	owns = append(owns, MatchNames(filepath.Join(gitDir, "gitmem"), own, "*.gitmem-*.lock")...)
+	owns = append(owns, MatchNames(filepath.Join(gitDir, "objects"), objs, "*.gitmem-*.lock")...)
 	filepath.WalkDir(filepath.Join(gitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && ownLockRE().MatchString(d.Name()) {
 			owns = append(owns, p)
