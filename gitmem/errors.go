@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/policy"
@@ -98,6 +99,14 @@ func (e *StorageError) Error() string {
 }
 
 func (e *StorageError) Unwrap() error { return e.Err }
+
+// OutOfFiles reports whether err is the process's (EMFILE) or the
+// system's (ENFILE) limit of open files: the store is not at fault, and
+// the same request may succeed once files are free. A call that failed
+// so before its commit point changed nothing.
+func OutOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
 
 // absPath is a host path in an error's text: an absolute path at the start
 // of a word (up to a space, a colon or a quote). Compiled when an error

@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/gitmem-dev/gitmem/policy"
@@ -34,6 +35,19 @@ func (e *ArrayError) Error() string { return e.Msg }
 // is answered. An array that is not valid JSON or holds more than
 // MaxBlocks blocks is refused with an *ArrayError and nothing runs.
 func (h *Handler) HandleArray(ctx context.Context, c Caller, raw []byte) ([]Result, error) {
+	return h.handleArray(ctx, c, raw, false)
+}
+
+// errOutOfFiles is an array whose calls stopped at one that failed for
+// want of file descriptors, no call before it having committed a change:
+// the array changed nothing and is answered as the server being busy.
+var errOutOfFiles = errors.New("the server has too many files open")
+
+// handleArray is HandleArray; with retry, a call that failed for want of
+// file descriptors while no call before it committed a change
+// (Call.outOfFiles) stops the array with errOutOfFiles, so that the
+// whole array may be sent again.
+func (h *Handler) handleArray(ctx context.Context, c Caller, raw []byte, retry bool) ([]Result, error) {
 	if !json.Valid(raw) {
 		return nil, &ArrayError{Msg: "Invalid content array: not a JSON array of content blocks"}
 	}
@@ -54,12 +68,18 @@ func (h *Handler) HandleArray(ctx context.Context, c Caller, raw []byte) ([]Resu
 			policy.Thousands(int64(count)), MaxBlocks), TooMany: true}
 	}
 	results := make([]Result, 0, len(blocks))
+	changed := false // a call of the array committed a change
 	for i, b := range blocks {
 		if i > 0 && ctx.Err() != nil {
 			results = append(results, errorResult(b.ID, notRun))
 			continue
 		}
-		results = append(results, h.Handle(ctx, c, b))
+		res, call := h.handleCall(ctx, c, b)
+		if retry && call.outOfFiles() && !changed {
+			return nil, errOutOfFiles
+		}
+		changed = changed || call.Commit != ""
+		results = append(results, res)
 	}
 	return results, nil
 }

@@ -113,11 +113,17 @@ func fail(format string, args ...any) error { return &toolError{fmt.Sprintf(form
 // that cannot be parsed gets an error result, with its id when the id can
 // be read.
 func (h *Handler) HandleJSON(ctx context.Context, c Caller, raw []byte) Result {
+	res, _ := h.handleJSON(ctx, c, raw)
+	return res
+}
+
+// handleJSON is HandleJSON, with what the call did.
+func (h *Handler) handleJSON(ctx context.Context, c Caller, raw []byte) (Result, Call) {
 	b, ok := parseBlock(raw)
 	if !ok {
-		return errorResult(readID(raw), "Invalid tool_use block: not a JSON object with type, id, name and input")
+		return errorResult(readID(raw), "Invalid tool_use block: not a JSON object with type, id, name and input"), Call{}
 	}
-	return h.Handle(ctx, c, b)
+	return h.handleCall(ctx, c, b)
 }
 
 // parseBlock reads a content block; its Input is a slice of raw, not a
@@ -200,6 +206,12 @@ func readID(raw []byte) string {
 // under the writer lock, just before the commit point) and the answer
 // says nothing was changed; a change committed before stays.
 func (h *Handler) Handle(ctx context.Context, c Caller, b Block) Result {
+	res, _ := h.handleCall(ctx, c, b)
+	return res
+}
+
+// handleCall is Handle, with what the call did.
+func (h *Handler) handleCall(ctx context.Context, c Caller, b Block) (Result, Call) {
 	call := Call{ID: b.ID, Caller: c, Outcome: OutcomeOK}
 	start := time.Now()
 	res := h.handle(ctx, c, b, &call)
@@ -208,7 +220,14 @@ func (h *Handler) Handle(ctx context.Context, c Caller, b Block) Result {
 		call.Outcome = OutcomeError
 	}
 	h.observe(call)
-	return res
+	return res, call
+}
+
+// outOfFiles reports whether the call failed for want of file
+// descriptors (gitmem.OutOfFiles) before its change was committed: it
+// changed nothing, and the same call a moment later may succeed.
+func (c Call) outOfFiles() bool {
+	return c.Outcome == OutcomeFailure && c.Commit == "" && gitmem.OutOfFiles(c.Err)
 }
 
 func (h *Handler) handle(ctx context.Context, c Caller, b Block, call *Call) Result {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -109,9 +110,11 @@ func (h *Handler) ServeToolUse(w http.ResponseWriter, r *http.Request, c Caller)
 	}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		results, err := h.HandleArray(r.Context(), c, trimmed)
+		results, err := h.handleArray(r.Context(), c, trimmed, true)
 		var ae *ArrayError
 		switch {
+		case errors.Is(err, errOutOfFiles):
+			outOfFiles(w)
 		case errors.As(err, &ae) && ae.TooMany:
 			HTTPError(w, http.StatusRequestEntityTooLarge, ae.Msg)
 		case err != nil:
@@ -126,10 +129,30 @@ func (h *Handler) ServeToolUse(w http.ResponseWriter, r *http.Request, c Caller)
 		HTTPError(w, http.StatusBadRequest, "body is not a JSON tool_use block")
 		return
 	}
-	res := h.HandleJSON(r.Context(), c, trimmed)
+	res, call := h.handleJSON(r.Context(), c, trimmed)
+	if call.outOfFiles() {
+		outOfFiles(w)
+		return
+	}
 	serverTiming(w, start)
 	WriteJSON(w, http.StatusOK, res)
 }
+
+// outOfFiles answers a request whose call (or the first call of an
+// array to change anything) failed for want of file descriptors before
+// committing: nothing was changed, and nothing is wrong with the memory,
+// so the answer is a 503 that clients retry (Retry-After, and the
+// Anthropic SDKs' x-should-retry: true), not a tool error the model
+// takes as final.
+func outOfFiles(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	w.Header().Set("x-should-retry", "true")
+	HTTPError(w, http.StatusServiceUnavailable, outOfFilesMsg)
+}
+
+// outOfFilesMsg is the answer to a request that failed for want of file
+// descriptors before it changed anything.
+const outOfFilesMsg = "the server has too many files open; nothing was changed; retry after 1 s"
 
 // serverTiming says how long the server took over a call, from its
 // headers read (every check and queue after that included) to its answer

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
@@ -32,14 +31,22 @@ var (
 var ErrOutOfFiles = errors.New("the server has too many files open")
 
 // OutOfFiles is what a client of the server is told of a request that
-// failed on store name for want of file descriptors (ErrOutOfFiles): a
-// retry helps. ok is false for any other error.
+// failed on store name for want of file descriptors: while the store
+// opened (ErrOutOfFiles), or later, before anything was changed (a
+// failure gitmem.OutOfFiles says so of; a request whose change was
+// committed does not fail). A retry helps. ok is false for any other
+// error.
 func OutOfFiles(name string, err error) (msg string, ok bool) {
-	if !errors.Is(err, ErrOutOfFiles) {
-		return "", false
+	switch {
+	case errors.Is(err, ErrOutOfFiles):
+		return "store " + name + " could not be opened: " + outOfFilesMsg, true
+	case gitmem.OutOfFiles(err):
+		return "store " + name + " could not complete the request: " + outOfFilesMsg, true
 	}
-	return "store " + name + " could not be opened: the server has too many files open; nothing was changed; retry after 1 s", true
+	return "", false
 }
+
+const outOfFilesMsg = "the server has too many files open; nothing was changed; retry after 1 s"
 
 // OpenError is a store whose repository could not be opened: damaged
 // (Err is then a *gitmem.DamagedError), or its folder not readable. Err
@@ -439,7 +446,7 @@ func (d *Dir) openErr(name string, err error) error {
 	if errors.Is(err, gitmem.ErrNotRepository) || errors.Is(err, gitmem.ErrForeign) {
 		return ErrNotFound
 	}
-	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+	if gitmem.OutOfFiles(err) {
 		return fmt.Errorf("store %s: %w (%w)", name, ErrOutOfFiles, err)
 	}
 	return &OpenError{Name: name, Err: err}

@@ -1,15 +1,19 @@
 package storesapi_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -83,6 +87,59 @@ func TestStoreOpenedOutOfFilesIsRetried(t *testing.T) {
 	}()
 	for _, r := range routes {
 		if code, _, body := send(r.method, r.path, r.body); code != http.StatusOK {
+			t.Errorf("%s %s once files are free: %d %s", r.method, r.path, code, body)
+		}
+	}
+
+	// The store open, a call that runs out of files before it changed
+	// anything is answered the same way (an array too, when no call of it
+	// before changed anything), and once files are free, the same call is
+	// answered. Before: a 200 tool error "The memory store could not
+	// complete the command; nothing was changed", final to the model, and
+	// a final 500 on the other routes. Store u holds a memory written before the server opened it: its
+	// content is read from git's files, not from what a call wrote.
+	a.createStores("u")
+	r, err := gitmem.Open(context.Background(), filepath.Join(a.dir.Root(), "u"), gitmem.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := handler.New(r, handler.Options{}).HandleJSON(context.Background(), handler.Caller{}, []byte(`{"type":"tool_use","id":"toolu_0","name":"memory","input":{"command":"create","path":"/memories/b.md","file_text":"b\n"}}`)); res.IsError {
+		t.Fatal(res.Content)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, body := send("POST", "/v1/stores/u/tool_use", tool); code != http.StatusOK || strings.Contains(body, "is_error") {
+		t.Fatalf("view: %d %s", code, body)
+	}
+	calls := []struct{ method, path, body string }{
+		{"POST", "/v1/stores/u/tool_use", `{"type":"tool_use","id":"toolu_3","name":"memory","input":{"command":"view","path":"/memories/b.md"}}`},
+		{"POST", "/v1/stores/u/tool_use", `[{"type":"text","text":"..."},{"type":"tool_use","id":"toolu_4","name":"memory","input":{"command":"view","path":"/memories"}},` +
+			`{"type":"tool_use","id":"toolu_5","name":"memory","input":{"command":"view","path":"/memories/b.md"}}]`},
+		{"GET", "/v1/stores/u/memory?path=/memories/b.md", ""},
+		{"GET", "/v1/stores/u/versions", ""},
+		{"GET", "/v1/memory_stores/u/memory_versions", ""},
+	}
+	func() {
+		free, _ := outOfFiles(t)
+		defer free()
+		for _, r := range calls {
+			code, h, body := send(r.method, r.path, r.body)
+			if code != http.StatusServiceUnavailable || h.Get("Retry-After") != "1" || h.Get("x-should-retry") != "true" || !strings.Contains(body, "the server has too many files open; nothing was changed; retry after 1 s") {
+				t.Errorf("%s %s out of files during the call: %d Retry-After %q x-should-retry %q %s\nwant 503 1 true", r.method, r.path, code, h.Get("Retry-After"), h.Get("x-should-retry"), body)
+			}
+		}
+		// A call that committed is answered as such: an array whose
+		// first call committed its change gets its results (a later call
+		// out of files, a tool error), never a 503.
+		code, _, body := send("POST", "/v1/stores/u/tool_use", `[{"type":"tool_use","id":"toolu_6","name":"memory","input":{"command":"create","path":"/memories/c.md","file_text":"c\n"}},`+
+			`{"type":"tool_use","id":"toolu_7","name":"memory","input":{"command":"view","path":"/memories/b.md"}}]`)
+		if want := `[{"type":"tool_result","tool_use_id":"toolu_6","content":"File created successfully at: /memories/c.md"},{"type":"tool_result","tool_use_id":"toolu_7",`; code != http.StatusOK || !strings.HasPrefix(body, want) {
+			t.Errorf("an array whose first call committed, out of files: %d %s\nwant 200 %s", code, body, want)
+		}
+	}()
+	for _, r := range calls {
+		if code, _, body := send(r.method, r.path, r.body); code/100 != 2 || strings.Contains(body, "is_error") {
 			t.Errorf("%s %s once files are free: %d %s", r.method, r.path, code, body)
 		}
 	}

@@ -188,13 +188,14 @@ func (s *storesServer) storeError(w http.ResponseWriter, name string, err error)
 }
 
 // outOfFiles answers the headers of a request on the store name that
-// failed for want of file descriptors (stores.ErrOutOfFiles): transient,
+// failed for want of file descriptors (stores.OutOfFiles: as it opened,
+// or later before it changed anything): transient,
 // a 503 the SDKs retry (Retry-After, x-should-retry: true), logged for
 // the operator. It returns the message, or false for any other error.
 func (s *storesServer) outOfFiles(w http.ResponseWriter, name string, err error) (string, bool) {
 	msg, ok := stores.OutOfFiles(name, err)
 	if ok {
-		s.opt.Logger.Warn("store could not be opened for want of file descriptors: raise ulimit -n or lower --max-open-stores", "store", name, "err", err.Error())
+		s.opt.Logger.Warn("store out of file descriptors: raise ulimit -n or lower --max-open-stores", "store", name, "err", err.Error())
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set(headerShouldRetry, "true")
 	}
