@@ -889,7 +889,11 @@ func (m *mirror) driftedAt(tree *node, paths []string) ([]string, error) {
 // that adoptNow repeats, locked, for what it finds.
 func (m *mirror) allDrifted(tree *node) ([]string, error) {
 	pend := m.repairs.pendingFor([]string{memDir})
-	if j := m.readJournal(); j != nil {
+	j, err := m.readJournal()
+	if err != nil {
+		return nil, err
+	}
+	if j != nil {
 		for _, p := range j.Paths {
 			pend[p] = true
 		}

@@ -54,16 +54,19 @@ func writeJournal(env *gd.Env, gitDir string, j journal) error {
 // readJournal returns the journal, or nil when there is none. Its paths
 // are checked like a model's: one that is not memories/ or a valid memory
 // path beneath it is dropped, and the whole memories folder is repaired
-// instead; an unreadable journal means the same.
-func (m *mirror) readJournal() *journal {
-	data, err := os.ReadFile(m.journalPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+// instead; an unreadable journal (one read that does not parse, or not a
+// regular file) means the same. A read that fails (out of file
+// descriptors, a disk error, no permission) says nothing of the journal:
+// it is an error, and nothing is repaired on it.
+func (m *mirror) readJournal() (*journal, error) {
+	found, data, err := m.loadJournal()
+	if !found || err != nil {
+		return nil, err
 	}
 	var j journal
-	if err != nil || json.Unmarshal(data, &j) != nil {
+	if data == nil || json.Unmarshal(data, &j) != nil {
 		m.logf("gitmem: the journal is unreadable; the whole worktree will be brought back to HEAD")
-		return &journal{Paths: []string{memDir}}
+		return &journal{Paths: []string{memDir}}, nil
 	}
 	paths := j.Paths[:0]
 	for _, p := range j.Paths {
@@ -76,18 +79,43 @@ func (m *mirror) readJournal() *journal {
 		break
 	}
 	j.Paths = paths
-	return &j
+	return &j, nil
+}
+
+// loadJournal reads the journal's file: found is false when there is
+// none, data nil when it is not a regular file (which is not read).
+func (m *mirror) loadJournal() (found bool, data []byte, err error) {
+	fi, err := os.Lstat(m.journalPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil, nil
+	}
+	if err == nil && fi.Mode().IsRegular() {
+		if err = m.env.Injected(gd.StepJournalRead, ".git/gitmem/pending"); err == nil {
+			data, err = os.ReadFile(m.journalPath())
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil, nil // removed since the look
+		}
+		if data == nil {
+			data = []byte{}
+		}
+	}
+	return true, data, wrap("read the journal", err)
 }
 
 // repairPending brings the worktree paths a leftover journal names back
 // to HEAD and removes the journal once all of them match. What could not
 // be repaired stays in repairs.pend (and in the journal) for the next attempt.
+// A journal that cannot be read is an error, and nothing is repaired.
 // Called with the writer turn and the writer lock held.
-func (r *Repo) repairPending() {
-	j := r.mirror.readJournal()
+func (r *Repo) repairPending() error {
+	j, err := r.mirror.readJournal()
+	if err != nil {
+		return err
+	}
 	if j == nil {
 		r.mirror.repairs.setPending(nil)
-		return
+		return nil
 	}
 	defer r.disk.hold().release() // not while the worktree is being materialised
 	// A commit was under way: a branch lock file, if any, is its own.
@@ -126,9 +154,10 @@ func (r *Repo) repairPending() {
 	// The repaired files must be on disk before the record of them goes.
 	if err := gd.SyncFS(r.objects.st.Env, r.dir, r.mirror.wt.flushList()); err != nil {
 		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)
-		return
+		return nil
 	}
 	r.mirror.clearJournal(left, j.Checkout)
+	return nil
 }
 
 // clearJournal removes the journal, or, while paths still wait for repair,

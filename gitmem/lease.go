@@ -52,6 +52,12 @@ func (r *Repo) acquire(ctx context.Context) error {
 // are repaired, and the background work starts. Called with the turn and
 // the writer lock held; si is .git/index as start read it (nil after).
 func (r *Repo) settleIn(t *writerTurn, si *startIndex) error {
+	// A journal that cannot be read now (out of file descriptors, say)
+	// stops the start before anything changed; repairPending reads it
+	// again once the log is replayed.
+	if _, _, err := r.mirror.loadJournal(); err != nil {
+		return err
+	}
 	// A branch git moved off what this process acknowledged while the
 	// lock was free is not taken: it is put back below.
 	had, _, loaded := r.state.loadedAt()
@@ -78,7 +84,9 @@ func (r *Repo) settleIn(t *writerTurn, si *startIndex) error {
 	if err != nil {
 		return err
 	}
-	r.repairPending()
+	if err := r.repairPending(); err != nil {
+		return err
+	}
 	if !replayed {
 		r.checkoutMoved(si)
 		// The log is empty: a checkpoint is due a checkpointEvery from

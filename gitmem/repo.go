@@ -506,7 +506,11 @@ func (r *Repo) checkBranch() error {
 	if !errors.Is(err, gd.ErrNoRef) {
 		return wrap("read the branch", err)
 	}
-	if j := r.mirror.readJournal(); j != nil && j.Commit != "" && j.Parent == "" {
+	j, err := r.mirror.readJournal()
+	if err != nil {
+		return err
+	}
+	if j != nil && j.Commit != "" && j.Parent == "" {
 		return nil
 	}
 	tips, err := r.headCommits()

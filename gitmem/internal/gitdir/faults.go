@@ -9,7 +9,8 @@ import "sync/atomic"
 type Env struct {
 	// fault, when set, is called first by each write step that can fail
 	// on a real disk (an object, the journal, the branch, a worktree
-	// file, the index, a pack, the log, a sync) with the step's name and
+	// file, the index, a pack, the log, a sync), and by the journal's
+	// read (StepJournalRead), with the step's name and
 	// repository-relative path, and an error it returns is that step's
 	// error — ENOSPC, EACCES or EIO at a chosen point.
 	fault atomic.Pointer[func(step, path string) error]
@@ -53,13 +54,16 @@ func (e *Env) SetFault(f func(step, path string) error) {
 
 // Steps the fault hook is called with.
 const (
-	StepObject   = "object"
-	StepJournal  = "journal"
-	StepRef      = "ref"
-	StepWorktree = "worktree"
-	StepIndex    = "index"
-	StepHistory  = "history"
-	StepPack     = "pack"
+	StepObject  = "object"
+	StepJournal = "journal"
+	// StepJournalRead is the journal's read at a start (a read step: the
+	// one a test fails with EMFILE or EIO, which a real read may give).
+	StepJournalRead = "journal-read"
+	StepRef         = "ref"
+	StepWorktree    = "worktree"
+	StepIndex       = "index"
+	StepHistory     = "history"
+	StepPack        = "pack"
 	// StepPackIndex: a pack is in place, its index is renamed next.
 	StepPackIndex = "pack-index"
 	StepWAL       = "wal"
