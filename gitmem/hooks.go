@@ -20,8 +20,10 @@ type testHooks struct {
 	// catchUp runs in a catch-up of the history index before the commits
 	// are recorded.
 	catchUp func()
-	// merge runs in the middle of computing a merge.
-	merge func()
+	// merge runs in the middle of computing a merge; mergeLooked once a
+	// merge's files were looked at for hand edits, before it takes the
+	// writer turn to commit.
+	merge, mergeLooked func()
 	// syncIDs runs in syncIDs once HEAD was read, before the ids are.
 	syncIDs func()
 	// redactFault runs once a redaction's record of the moves is written
@@ -135,6 +137,12 @@ func (h *testHooks) atSyncIDs() {
 func (h *testHooks) atMerge() {
 	if h != nil && h.merge != nil {
 		h.merge()
+	}
+}
+
+func (h *testHooks) atMergeLooked() {
+	if h != nil && h.mergeLooked != nil {
+		h.mergeLooked()
 	}
 }
 

@@ -885,8 +885,8 @@ func (r *Repo) update(ctx context.Context, meta Meta, fn func(tx *Tx) error) (Co
 	for attempt := 0; ; attempt++ {
 		tx := r.newTx()
 		err := fn(tx)
-		if attempt < maxAdoptRounds {
-			p, aerr := r.adoptDrift(repoPaths(tx.looked()), false)
+		if look := tx.unchecked(); attempt < maxAdoptRounds && (len(look) > 0 || tx.checked == nil) {
+			p, aerr := r.adoptDrift(repoPaths(look), false)
 			if aerr != nil && !errors.Is(aerr, ErrNoChange) {
 				err = aerr
 			} else if p != nil {

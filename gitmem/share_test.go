@@ -1089,6 +1089,85 @@ func TestMergeCarriesACallOnAnotherFile(t *testing.T) {
 	}
 }
 
+// A merge's files are looked at for hand edits once, before it takes the
+// writer turn (adoptFiles), not a second time under it, where each look
+// (an fstatat and the stat cache's compare, 3–4 ms for 1,000 files)
+// held up every tool call: an edit made after that look is one made
+// after the merge's commit, which the worktree's follow keeps
+// (keepHandEdits) and the next adopt takes. Before, the check under the
+// turn looked at every one of them again.
+func TestMergeLooksForHandEditsOnceOutsideTheTurn(t *testing.T) {
+	t.Parallel()
+	remote := bareRemote(t)
+	var a *Repo
+	var from atomic.Int64
+	from.Store(-1)
+	a = agentWith(t, remote, "a", &testHooks{merge: func() { from.CompareAndSwap(-1, a.mirror.wt.looks.Load()) }})
+	const n = 20
+	put(t, a, "a0", "shared.md", "one\ntwo\n")
+	for i := range n {
+		put(t, a, fmt.Sprint("a0_", i), fmt.Sprintf("d/f%02d.md", i), "from a\n")
+	}
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	for i := range n {
+		put(t, b, fmt.Sprint("b", i), fmt.Sprintf("d/f%02d.md", i), "from b\n")
+	}
+	syncOK(t, b)
+	put(t, a, "a1", "shared.md", "one by a\ntwo\n") // a merge, not a fast-forward
+	// Its files in the worktree: none is gitmem's unfinished work, which
+	// the look skips.
+	a.Flush(context.Background())
+	res, err := a.Pull(context.Background(), "origin", SyncOptions{})
+	if err != nil || res.Merge == "" {
+		t.Fatalf("the pull: %+v %v", res, err)
+	}
+	if looks := a.mirror.wt.looks.Load() - from.Load(); from.Load() < 0 || looks != n {
+		t.Errorf("the merge looked at %d files for hand edits, want %d (its files, once, before the writer turn)", looks, n)
+	}
+	a.Flush(context.Background())
+	if got := onDisk(t, a); len(got) != n+1 {
+		t.Errorf("the worktree: %q", got)
+	}
+}
+
+// A hand edit made after the merge looked for them, before its commit,
+// of a file the merge changes, is not lost: the worktree keeps it, and
+// the next adopt merges it with the merge's version.
+func TestHandEditAfterTheMergeLookedIsKept(t *testing.T) {
+	t.Parallel()
+	remote := bareRemote(t)
+	var a *Repo
+	a = agentWith(t, remote, "a", &testHooks{mergeLooked: func() {
+		if err := os.WriteFile(filepath.Join(a.Dir(), memDir, "notes.md"), []byte("one\ntwo\nthree by hand\n"), 0o600); err != nil {
+			t.Error(err)
+		}
+	}})
+	put(t, a, "a0", "notes.md", "one\ntwo\nthree\n")
+	put(t, a, "a0b", "shared.md", "one\ntwo\n")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	put(t, b, "b1", "notes.md", "one by b\ntwo\nthree\n")
+	syncOK(t, b)
+	put(t, a, "a1", "shared.md", "one by a\ntwo\n") // a merge, not a fast-forward
+	a.Flush(context.Background())
+	if res, err := a.Pull(context.Background(), "origin", SyncOptions{}); err != nil || res.Merge == "" {
+		t.Fatalf("the pull: %+v %v", res, err)
+	}
+	a.Flush(context.Background())
+	if _, err := a.Adopt(context.Background()); err != nil {
+		t.Fatalf("adopt: %v", err)
+	}
+	a.Flush(context.Background())
+	want := "one by b\ntwo\nthree by hand\n"
+	if got := files(t, a)["notes.md"]; got != want {
+		t.Errorf("HEAD holds notes.md = %q, want %q", got, want)
+	}
+	if got := onDisk(t, a)["notes.md"]; got != want {
+		t.Errorf("the worktree holds notes.md = %q, want %q", got, want)
+	}
+}
+
 // A tool call made while a merge is computed, on a line of a file the
 // remote changed too, conflicts: the merge is computed again on top of
 // it (under the writer lock), and its conflict names the call's commit.

@@ -159,6 +159,11 @@ type Tx struct {
 	subject   string     // replaces the Meta's subject when set
 	mirror    bool       // apply to the worktree after the commit
 	adopt     *adoptNote // an adopt's, for its commit (prepared.adopt)
+	// checked are memory paths a merge looked at for hand edits before it
+	// took the writer turn (merger.commit): Update does not look at them
+	// again under it (an edit made since is one made after the commit,
+	// which the worktree's follow keeps, keepHandEdits).
+	checked pathSet
 }
 
 // SetSubject replaces the commit's subject, for changes whose subject
@@ -265,6 +270,16 @@ func (tx *Tx) Rename(from, to string) error {
 // looked lists the memory paths the transaction read or changed.
 func (tx *Tx) looked() []string {
 	return union(*tx.reads, tx.Paths())
+}
+
+// unchecked is looked without the paths tx.checked names: those Update
+// looks at for hand edits under the writer turn.
+func (tx *Tx) unchecked() []string {
+	ps := tx.looked()
+	if tx.checked != nil {
+		ps = slices.DeleteFunc(ps, func(p string) bool { return tx.checked[p] })
+	}
+	return ps
 }
 
 // touched lists the repository paths the transaction changed.
