@@ -2103,28 +2103,11 @@ func TestDeleteUnderAFileMadeByHandIsFollowed(t *testing.T) {
 	settle(t, r)
 	r.disk.hold() // the worktree lags: the delete is published, not yet followed
 	del(t, r, "t2", "d/m.md")
-	d := filepath.Join(dir, "memories", "d")
-	if err := os.RemoveAll(d); err != nil {
-		r.disk.mu.Unlock()
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(d, []byte("by hand\n"), 0o644); err != nil {
-		r.disk.mu.Unlock()
-		t.Fatal(err)
-	}
-	r.disk.mu.Unlock()
+	fileByHandAtD(t, r, dir)
 	settle(t, r)
 	followed(map[string]string{"d": "by hand\n"})
-	if _, err := r.Adopt(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, r)
-	if got := gittest.Git(t, dir, "show", "HEAD:memories/d"); got != "by hand\n" {
-		t.Errorf("HEAD holds %q at memories/d", got)
-	}
-	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
-		t.Errorf("git status:\n%s", st)
-	}
+	adopt(t, r)
+	adoptedAs(t, r, map[string]string{"d": "by hand\n"})
 }
 
 // A file the model writes under a folder that an operator has meanwhile
@@ -2142,33 +2125,40 @@ func TestWriteUnderAFileMadeByHandKeepsTheFile(t *testing.T) {
 	settle(t, r)
 	r.disk.hold() // the worktree lags: the write is published, not yet followed
 	write(t, r, "t2", "d/x.md", "model x\n")
-	d := filepath.Join(dir, "memories", "d")
-	if err := os.RemoveAll(d); err != nil {
-		r.disk.mu.Unlock()
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(d, []byte("by hand\n"), 0o644); err != nil {
-		r.disk.mu.Unlock()
-		t.Fatal(err)
-	}
-	r.disk.mu.Unlock()
+	fileByHandAtD(t, r, dir)
 	settle(t, r)
 	write(t, r, "t3", "e.md", "later\n") // a repair would be retried here
 	settle(t, r)
 	followed(map[string]string{"d": "by hand\n", "e.md": "later\n"})
+	adopt(t, r)
+	adoptedAs(t, r, map[string]string{"d": "by hand\n", "e.md": "later\n"})
+	if got := gittest.Git(t, dir, "show", "HEAD~1:memories/d/x.md"); got != "model x\n" {
+		t.Errorf("the model's d/x.md before the adopt: %q", got)
+	}
+}
+
+// fileByHandAtD replaces memories/d (the model's folder) by a file made
+// by hand, "by hand\n", while the test holds the disk lock (r.disk.hold),
+// and lets the lock go.
+func fileByHandAtD(t *testing.T, r *Repo, dir string) {
+	t.Helper()
+	defer r.disk.mu.Unlock()
+	d := filepath.Join(dir, "memories", "d")
+	if err := os.RemoveAll(d); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(d, []byte("by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// adopt commits the hand edits now and lets the worktree settle.
+func adopt(t *testing.T, r *Repo) {
+	t.Helper()
 	if _, err := r.Adopt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, r)
-	if got := gittest.Git(t, dir, "show", "HEAD:memories/d"); got != "by hand\n" {
-		t.Errorf("HEAD holds %q at memories/d", got)
-	}
-	if got := gittest.Git(t, dir, "show", "HEAD~1:memories/d/x.md"); got != "model x\n" {
-		t.Errorf("the model's d/x.md before the adopt: %q", got)
-	}
-	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
-		t.Errorf("git status:\n%s", st)
-	}
 }
 
 // A path the worktree could not follow (a full disk) is repaired later:
