@@ -166,7 +166,7 @@ func TestMaintenanceLockOfGitStays(t *testing.T) {
 		t.Fatalf("fsck --repair removed git's lock: %v", err)
 	}
 	// The same lock file with a second name of this process, which runs.
-	own := filepath.Join(dir, ".git", "objects", fmt.Sprintf("maintenance.gitmem-%d.0000abcd-1.lock", os.Getpid()))
+	own := filepath.Join(dir, ".git", "objects", "maintenance.gitmem-"+gd.ProcTag+"-1.lock")
 	if err := os.Link(lock, own); err != nil {
 		t.Fatal(err)
 	}

@@ -728,8 +728,8 @@ func TestKilledGitmemsLockIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	git := filepath.Join(dir, ".git")
-	lock := func(path string, pid int) string { // what a gitmem with that pid leaves
-		own := fmt.Sprintf("%s.gitmem-%d.0badf00d-1.lock", path, pid)
+	lock := func(path string, tag string) string { // what a gitmem with that ProcTag leaves
+		own := fmt.Sprintf("%s.gitmem-%s-1.lock", path, tag)
 		if err := os.WriteFile(own, []byte("DIRC"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -738,9 +738,10 @@ func TestKilledGitmemsLockIsRemoved(t *testing.T) {
 		}
 		return own
 	}
-	killed := lock(filepath.Join(git, "index"), dead.Process.Pid)
-	killedMine := lock(filepath.Join(git, "gitmem", "redact"), dead.Process.Pid) // in .git/gitmem
-	running := lock(filepath.Join(git, "refs", "heads", "other"), os.Getpid())
+	deadTag := fmt.Sprintf("%d.0badf00d", dead.Process.Pid)
+	killed := lock(filepath.Join(git, "index"), deadTag)
+	killedMine := lock(filepath.Join(git, "gitmem", "redact"), deadTag) // in .git/gitmem
+	running := lock(filepath.Join(git, "refs", "heads", "other"), gd.ProcTag)
 	gits := filepath.Join(git, "packed-refs.lock")
 	if err := os.WriteFile(gits, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -226,8 +225,7 @@ func MaintenanceLockLeft(gitDir string) (left, killed bool, since time.Time) {
 		if m == nil || err != nil || !os.SameFile(fi, lock) {
 			continue
 		}
-		pid, err := strconv.Atoi(m[2])
-		if err != nil || !processGone(pid) {
+		if !ownerGone(m) {
 			return false, false, time.Time{}
 		}
 		return true, true, lock.ModTime()

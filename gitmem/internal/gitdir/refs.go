@@ -319,11 +319,26 @@ func ownLockName(path string) string {
 	return fmt.Sprintf("%s.gitmem-%s-%d.lock", path, ProcTag, ownLockSeq.Add(1))
 }
 
-// ownLockRE parses an ownLockName: the path, the pid. (Compiled at the
-// first use: every command's start-up would pay for it.)
+// ownLockRE parses an ownLockName: the path, the pid, the ProcTag.
+// (Compiled at the first use: every command's start-up would pay for it.)
 var ownLockRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(.+)\.gitmem-([0-9]+)\.[0-9a-f]{8}-[0-9]+\.lock$`)
+	return regexp.MustCompile(`^(.+)\.gitmem-(([0-9]+)\.[0-9a-f]{8})-[0-9]+\.lock$`)
 })
+
+// ownerGone says the process an ownLockRE match names no longer runs:
+// none runs with its pid, or it has this process's pid but another
+// ProcTag (an earlier process: in a container every start has the same
+// pid, and one pid is never two running processes).
+func ownerGone(m []string) bool {
+	pid, err := strconv.Atoi(m[3])
+	if err != nil {
+		return false
+	}
+	if pid == os.Getpid() {
+		return m[2] != ProcTag
+	}
+	return processGone(pid)
+}
 
 // HeldByAnother reports whether the lock file of path ("<path>.lock")
 // is held, changed less than younger ago, by another program than this
@@ -415,7 +430,7 @@ func ClearOwnLocks(gitDir string, top, own, objs []string) []string {
 		if m == nil {
 			continue
 		}
-		if pid, err := strconv.Atoi(m[2]); err != nil || !processGone(pid) {
+		if !ownerGone(m) {
 			continue
 		}
 		lock := m[1] + ".lock"

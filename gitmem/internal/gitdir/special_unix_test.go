@@ -4,6 +4,7 @@ package gitdir
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,5 +117,40 @@ func TestABranchThatIsNoFileIsDamaged(t *testing.T) {
 		if !errors.As(err, &d) || strings.Contains(err.Error(), gitDir) {
 			t.Fatalf("a branch that is a %s: %v, want it named damaged, without the host path", kind, err)
 		}
+	}
+}
+
+// A lock whose second name carries this process's pid but another
+// random part is an earlier process's (one pid is never two running
+// processes): in a container every start has the same pid, and a lock a
+// killed gitmem left was never removed there (the branch's lock refused
+// every change until it was deleted by hand). This process's own lock
+// stays.
+func TestALockOfAnEarlierProcessWithThisPidIsRemoved(t *testing.T) {
+	gitDir := t.TempDir()
+	heads := filepath.Join(gitDir, "refs", "heads")
+	if err := os.MkdirAll(heads, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := fmt.Sprintf("%d.%08x", os.Getpid(), 0xdeadbeef)
+	if other == ProcTag {
+		other = fmt.Sprintf("%d.%08x", os.Getpid(), 0xfeedface)
+	}
+	for name, tag := range map[string]string{"main": other, "mine": ProcTag} {
+		lock := filepath.Join(heads, name+".lock")
+		own := filepath.Join(heads, name+".gitmem-"+tag+"-1.lock")
+		if err := os.WriteFile(own, []byte("h\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(own, lock); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed := ClearOwnLocks(gitDir, nil, nil, nil)
+	if len(removed) != 1 || removed[0] != "refs/heads/main.lock" {
+		t.Fatalf("removed %q, want the earlier process's refs/heads/main.lock alone", removed)
+	}
+	if _, err := os.Lstat(filepath.Join(heads, "mine.lock")); err != nil {
+		t.Fatalf("this process's own lock was removed: %v", err)
 	}
 }
