@@ -623,7 +623,7 @@ func (rw *rewriter) commit(c *object.Commit, mapped map[plumbing.Hash]plumbing.H
 		nc.ParentHashes[j] = mapped[p]
 	}
 	if m := rw.red.Match; m != nil {
-		nc.Message = m.ReplaceAllLiteralString(c.Message, redacted)
+		nc.Message = redactMessage(m, c.Message)
 		for _, sig := range []*object.Signature{&nc.Author, &nc.Committer} {
 			sig.Name = m.ReplaceAllLiteralString(sig.Name, redacted)
 			sig.Email = m.ReplaceAllLiteralString(sig.Email, redacted)
@@ -650,6 +650,47 @@ func (rw *rewriter) commit(c *object.Commit, mapped map[plumbing.Hash]plumbing.H
 	subject, _, _ := parseMessage(nc.Message)
 	rep.Rewritten = append(rep.Rewritten, Rewrite{Old: c.Hash.String(), New: h.String(), Subject: subject})
 	return nil
+}
+
+// keptTrailers are the trailers whose values gitmem and its stores write
+// as a word of their own, a number, a time or a hash (docs/protocol.md),
+// never a caller's or the model's text: a redaction's pattern leaves
+// them, as it leaves every trailer's key, so that a commit still says
+// what it is (a pattern of "every long token" would otherwise turn every
+// gitmem commit into one of no command, path or store).
+var keptTrailers = map[string]bool{
+	TrailerCommand: true, TrailerLine: true,
+	"Reverts": true, "Restored-From": true, "Merge-Head": true, "Expired-Before": true,
+	"Store-Action": true, "Store-Created": true, "Store-Archived": true, "Store-Secret-Screening": true,
+}
+
+// redactMessage replaces m's matches in a commit message with the
+// placeholder: in its subject and body, and in the values of its trailers
+// (the last paragraph, when every line of it is one, as parseMessage
+// reads them) but for keptTrailers' values; never in a trailer's key.
+func redactMessage(m *regexp.Regexp, msg string) string {
+	red := func(s string) string { return m.ReplaceAllLiteralString(s, redacted) }
+	text := strings.TrimRight(msg, "\n")
+	subject, rest, _ := strings.Cut(text, "\n")
+	body := strings.TrimLeft(rest, "\n")
+	paras := strings.Split(body, "\n\n")
+	last := paras[len(paras)-1]
+	lines := strings.Split(last, "\n")
+	for _, line := range lines {
+		if k, _, ok := strings.Cut(line, ": "); !ok || k == "" || strings.ContainsAny(k, " \t") {
+			return red(text) + msg[len(text):]
+		}
+	}
+	for i, line := range lines {
+		if k, v, _ := strings.Cut(line, ": "); !keptTrailers[k] {
+			lines[i] = k + ": " + red(v)
+		}
+	}
+	out := red(subject) + "\n" + rest[:len(rest)-len(body)]
+	if head := body[:len(body)-len(last)]; head != "" { // the paragraphs before, and the blank line after them
+		out += red(strings.TrimSuffix(head, "\n\n")) + "\n\n"
+	}
+	return out + strings.Join(lines, "\n") + msg[len(text):]
 }
 
 // tree returns the rewritten tree of h found at path prefix.

@@ -517,3 +517,51 @@ func TestRedactionPreviewHoldsUpNoRead(t *testing.T) {
 	}
 	gittest.Fsck(t, dir)
 }
+
+// A pattern as broad as "every long token" (or ".") rewrote the keys of
+// a commit's trailers with their values: Tool-Use-Id, Memory-Command and
+// Memory-Path became "[REDACTED]: ...", so every commit the pattern
+// touched was no longer a gitmem commit (no command, path or id; a
+// store's metadata commit no longer a store's), and the old objects were
+// gone. Keys are kept now, and the values gitmem writes as a word, a
+// number, a time or a hash; every other value, the subject and the body
+// are redacted as before.
+func TestRedactKeepsTrailerKeys(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ pattern, want string }{
+		{`[A-Za-z0-9_-]{11,}`, "memory: create /memories/notes.md\n\n" +
+			"Tool-Use-Id: [REDACTED]\nMemory-Command: create\nMemory-Path: /memories/notes.md\nStore-Created: 2026-11-29T10:00:00Z\nAgent: [REDACTED]\n"},
+		{`.+`, "[REDACTED]\n\n" +
+			"Tool-Use-Id: [REDACTED]\nMemory-Command: create\nMemory-Path: [REDACTED]\nStore-Created: 2026-11-29T10:00:00Z\nAgent: [REDACTED]\n"},
+		{`(?s).+`, "[REDACTED]\n\n" +
+			"Tool-Use-Id: [REDACTED]\nMemory-Command: create\nMemory-Path: [REDACTED]\nStore-Created: 2026-11-29T10:00:00Z\nAgent: [REDACTED]\n"},
+	} {
+		t.Run(tc.pattern, func(t *testing.T) {
+			t.Parallel()
+			r, dir := newRepo(t)
+			_, err := r.Update(context.Background(), Meta{Subject: "memory: create /memories/notes.md", Trailers: []Trailer{
+				{TrailerToolUseID, "toolu_01D5E6F7G8H9I0J1K2L3M4N5"}, {TrailerCommand, "create"}, {TrailerPath, "/memories/notes.md"},
+				{"Store-Created", "2026-11-29T10:00:00Z"}, {"Agent", "support-bot-with-a-long-name"},
+			}}, func(tx *Tx) error { return tx.WriteFile("notes.md", []byte("key: abcdefghijklmnopqrstuvwxyz0123\n")) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			settle(t, r)
+			if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(tc.pattern)}, false, nil); err != nil {
+				t.Fatal(err)
+			}
+			settle(t, r)
+			if got := gittest.Git(t, dir, "log", "-1", "--format=%B"); got != tc.want+"\n" {
+				t.Fatalf("the message after the redaction:\n%s\nwant:\n%s", got, tc.want)
+			}
+			keys := gittest.Git(t, dir, "log", "-1", "--format=%(trailers:only,key_value_separator=|,valueonly=false)")
+			for _, k := range []string{TrailerToolUseID, TrailerCommand, TrailerPath, "Store-Created", "Agent"} {
+				if !strings.Contains(keys, k+"|") {
+					t.Fatalf("git reads no %s trailer after the redaction: %q", k, keys)
+				}
+			}
+			r.Close()
+			assertNoSecret(t, dir, "abcdefghijklmnopqrstuvwxyz0123")
+		})
+	}
+}
