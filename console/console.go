@@ -241,7 +241,7 @@ func (c *Console) render(w http.ResponseWriter, v *visit, status int, name, titl
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write([]byte(b.String()))
+	w.Write([]byte(showBidi(b.String())))
 }
 
 // fail answers with an error page.

@@ -255,3 +255,41 @@ func do(t *testing.T, req *http.Request) (int, string) {
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(b)
 }
+
+// Bidirectional controls in what the model wrote ("Trojan Source"): a
+// file named notes<U+202E>dm.terces was listed as "notessecret.md", and a
+// line holding one was shown reordered. Every page now shows each such
+// control as "<U+202E>" in its text, and keeps it as it is where a form
+// or a link must name the file (the restore form's paths).
+func TestConsoleShowsBidiControls(t *testing.T) {
+	s := newServer(t)
+	s.create("user-1", "")
+	const (
+		name = "notes\u202edm.terces"
+		line = "pay \u2066\u202eto bob\u2069 now"
+	)
+	s.call("user-1", "support-bot", "conv-1", "toolu_bidi", map[string]any{"command": "create", "path": "/memories/" + name, "file_text": line + "\n"})
+	ctx := browser(t)
+	u := s.url + "/console/s/user-1/"
+	login(t, ctx, s.url, "ops")
+	const shownName = "notes<U+202E>dm.terces"
+	run(t, ctx, "tree", chromedp.Navigate(u+"tree"), chromedp.WaitVisible(chromedp.CSS("#tree")))
+	if got := text(t, ctx, "#tree"); !strings.Contains(got, shownName) || strings.ContainsRune(got, '\u202e') {
+		t.Errorf("the tree shows %q, want %q and no control", got, shownName)
+	}
+	run(t, ctx, "the file", chromedp.Click(chromedp.CSS("a.file")), chromedp.WaitVisible(chromedp.CSS("#content")))
+	if got, want := text(t, ctx, "#L1"), "pay <U+2066><U+202E>to bob<U+2069> now"; !strings.Contains(got, want) {
+		t.Errorf("line 1 reads %q, want %q", got, want)
+	}
+	if title := eval[string](t, ctx, "document.title"); !strings.Contains(title, shownName) {
+		t.Errorf("the title is %q", title)
+	}
+	run(t, ctx, "restore it", chromedp.Click(`//a[text()="Restore or redact…"]`), chromedp.WaitVisible(chromedp.CSS("#restore-paths")))
+	if v := eval[string](t, ctx, `document.querySelector('#restore-paths').value`); v != "/memories/"+name {
+		t.Errorf("the restore form names %q, want the file as it is", v)
+	}
+	run(t, ctx, "timeline", chromedp.Navigate(u+"timeline"), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	if got := text(t, ctx, "#timeline"); !strings.Contains(got, shownName) || strings.ContainsRune(got, '\u202e') {
+		t.Errorf("the timeline shows %q", got)
+	}
+}
