@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -372,8 +373,8 @@ func (s *storesServer) createMemoryStore(w http.ResponseWriter, r *http.Request)
 	if key != "" {
 		s.idemMu.Lock()
 		defer s.idemMu.Unlock()
-		if id, ok := s.storeKeys[p.Name+"\x00"+key]; ok {
-			s.answerStore(w, p, id)
+		if made, ok := s.storeKeys[p.Name+"\x00"+key]; ok {
+			s.answerKeyedStore(w, key, made, m)
 			return
 		}
 	}
@@ -389,16 +390,37 @@ func (s *storesServer) createMemoryStore(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	if key != "" {
-		s.rememberStore(p.Name+"\x00"+key, id)
+		s.rememberStore(p.Name+"\x00"+key, keyedStore{id, m})
 	}
 	handler.WriteJSON(w, http.StatusOK, memoryStoreOf(info))
 }
 
-// answerStore answers with a store, as its retrieve does.
-func (s *storesServer) answerStore(w http.ResponseWriter, p principal, id string) {
-	info, err := s.dir.Get(id)
+// keyedStore is what a store create with an Idempotency-Key made: the
+// store, and the name, description and metadata it asked for.
+type keyedStore struct {
+	id   string
+	meta stores.Meta
+}
+
+// answerKeyedStore answers a store create whose key made a store before:
+// that store, as its retrieve does, when the create asks for what the
+// first asked for and the store is still there; else 409 conflict_error,
+// as a memory create's key that made another memory, or one deleted
+// since, answers.
+func (s *storesServer) answerKeyedStore(w http.ResponseWriter, key string, made keyedStore, m stores.Meta) {
+	if made.meta.DisplayName != m.DisplayName || made.meta.Description != m.Description || !maps.Equal(made.meta.Metadata, m.Metadata) {
+		final(w)
+		apiError(w, http.StatusConflict, errConflict, "this Idempotency-Key created "+made.id+" with another name, description or metadata")
+		return
+	}
+	info, err := s.dir.Get(made.id)
+	if errors.Is(err, stores.ErrNotFound) {
+		final(w)
+		apiError(w, http.StatusConflict, errConflict, "this Idempotency-Key created "+made.id+", which was deleted since")
+		return
+	}
 	if err != nil {
-		s.msError(w, id, err)
+		s.msError(w, made.id, err)
 		return
 	}
 	handler.WriteJSON(w, http.StatusOK, memoryStoreOf(info))
@@ -407,11 +429,11 @@ func (s *storesServer) answerStore(w http.ResponseWriter, p principal, id string
 // rememberStore keeps the store a create with an idempotency key made,
 // for this process's life, the newest maxStoreKeys. Called with idemMu
 // held.
-func (s *storesServer) rememberStore(key, id string) {
+func (s *storesServer) rememberStore(key string, made keyedStore) {
 	if s.storeKeys == nil {
-		s.storeKeys = map[string]string{}
+		s.storeKeys = map[string]keyedStore{}
 	}
-	s.storeKeys[key] = id
+	s.storeKeys[key] = made
 	s.storeKeyOrder = append(s.storeKeyOrder, key)
 	if len(s.storeKeyOrder) > maxStoreKeys {
 		delete(s.storeKeys, s.storeKeyOrder[0])

@@ -136,14 +136,29 @@ func TestMemoryStoresLimitAndIdempotency(t *testing.T) {
 	if a.call("ops", "GET", "/v1/memory_stores", nil, &list); len(list.Data) != 1 {
 		t.Errorf("%d stores", len(list.Data))
 	}
+	// The key with another body, and the key of a store deleted since,
+	// are conflicts, as a memory create's key is (they answered the first
+	// store, and 404).
+	var e msError
+	code := a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "B"}, &e, "Idempotency-Key", "store-1")
+	a.refused("the store key with another name", code, e, 409, "conflict_error", "false")
+	var gone msObject
+	a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "gone"}, &gone, "Idempotency-Key", "store-2")
+	a.call("ops", "DELETE", "/v1/memory_stores/"+gone.str("id"), nil, nil)
+	e = msError{}
+	code = a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "gone"}, &e, "Idempotency-Key", "store-2")
+	a.refused("the key of a deleted store", code, e, 409, "conflict_error", "false")
+	if !strings.Contains(e.Error.Message, "deleted since") {
+		t.Errorf("the deleted store's key: %q", e.Error.Message)
+	}
 	mems := "/v1/memory_stores/" + st.str("id") + "/memories"
 	var m1, m1again msObject
 	a.call("ops", "POST", mems, map[string]any{"path": "/a.md", "content": "a"}, &m1, "Idempotency-Key", "mem-1")
-	code := a.call("ops", "POST", mems, map[string]any{"path": "/a.md", "content": "a"}, &m1again, "Idempotency-Key", "mem-1")
+	code = a.call("ops", "POST", mems, map[string]any{"path": "/a.md", "content": "a"}, &m1again, "Idempotency-Key", "mem-1")
 	if code != 200 || m1again.str("id") != m1.str("id") || m1again.str("memory_version_id") != m1.str("memory_version_id") {
 		t.Errorf("a memory create sent again: %d %v then %v", code, m1, m1again)
 	}
-	var e msError
+	e = msError{}
 	code = a.call("ops", "POST", mems, map[string]any{"path": "/b.md", "content": "b"}, &e, "Idempotency-Key", "mem-1")
 	a.refused("the key for another path", code, e, 409, "conflict_error", "false")
 	e = msError{}

@@ -47,9 +47,9 @@ type storesServer struct {
 	dir *stores.Dir
 	opt Options
 
-	idemMu        sync.Mutex        // serialises the store creates with an Idempotency-Key
-	storeKeys     map[string]string // token and key -> the store it created
-	storeKeyOrder []string          // oldest first
+	idemMu        sync.Mutex            // serialises the store creates with an Idempotency-Key
+	storeKeys     map[string]keyedStore // token and key -> the store it created
+	storeKeyOrder []string              // oldest first
 }
 
 // New returns the multi-store HTTP server over the stores in d:
