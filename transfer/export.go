@@ -149,9 +149,9 @@ func exportTarget(ctx context.Context, c anthropic.Client, name string, meta sto
 
 // copyMemories writes mems to the store res.StoreID, parallel requests
 // in flight (0: 8): an update of the memory there at the same path
-// (unless it has the content), else a creation. It stops at the first
-// request that fails, and sets res.Created, res.Updated and
-// res.Unchanged to what it did.
+// (unless it has the content), else a creation. It starts no request
+// after the first that fails (those in flight finish), and sets
+// res.Created, res.Updated and res.Unchanged to what it did.
 func copyMemories(ctx context.Context, c anthropic.Client, mems []memstore.Item, there map[string]anthropic.BetaManagedAgentsMemoryListItemUnion,
 	parallel int, res *ExportResult) error {
 	var created, updated, unchanged atomic.Int64
@@ -170,13 +170,18 @@ func copyMemories(ctx context.Context, c anthropic.Client, mems []memstore.Item,
 			break // a request failed: the rest waits for the next run
 		}
 		g.Go(func() error {
+			if gctx.Err() != nil {
+				return nil // a request failed while this one waited for its turn
+			}
+			// A request sent is not cancelled by another's failure: the
+			// server may have made it, and what it made is counted.
 			var got *anthropic.BetaManagedAgentsMemory
 			var err error
 			if ok {
-				got, err = c.Beta.MemoryStores.Memories.Update(gctx, old.ID, anthropic.BetaMemoryStoreMemoryUpdateParams{MemoryStoreID: res.StoreID,
+				got, err = c.Beta.MemoryStores.Memories.Update(ctx, old.ID, anthropic.BetaMemoryStoreMemoryUpdateParams{MemoryStoreID: res.StoreID,
 					Content: param.NewOpt(string(m.Content)), Precondition: anthropic.BetaManagedAgentsPreconditionParam{ContentSha256: param.NewOpt(old.ContentSha256)}})
 			} else {
-				got, err = c.Beta.MemoryStores.Memories.New(gctx, res.StoreID, anthropic.BetaMemoryStoreMemoryNewParams{Path: m.Path, Content: param.NewOpt(string(m.Content))})
+				got, err = c.Beta.MemoryStores.Memories.New(ctx, res.StoreID, anthropic.BetaMemoryStoreMemoryNewParams{Path: m.Path, Content: param.NewOpt(string(m.Content))})
 			}
 			if err != nil {
 				return remoteErr(err)

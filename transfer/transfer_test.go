@@ -496,6 +496,56 @@ func TestExportResumes(t *testing.T) {
 	}
 }
 
+// An export that fails with requests in flight counts what they made.
+// The first failure cancelled the requests still in flight: the server
+// made their memories, and the export said it had made none ("0 created,
+// ... of 8 memories" while the store there held 3: N6 F8). The requests
+// in flight now finish; only no new one starts.
+func TestExportCountsWhatWasInFlight(t *testing.T) {
+	t.Parallel()
+	a := newServer(t)
+	id := fill(t, a)
+	if _, err := transfer.Import(ctx, a.remote(), a.root, id, transfer.ImportOptions{Name: "copy"}); err != nil {
+		t.Fatal(err)
+	}
+	isCreate := func(r *http.Request) bool { return r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/memories") }
+	var creates, made atomic.Int64
+	allMade, failed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a.setFault(func(r *http.Request, n int) (int, string, bool) {
+		if isCreate(r) && creates.Add(1) > 3 { // once the first three are made there
+			<-allMade
+			once.Do(func() { close(failed) })
+			return 500, `{"type":"error","error":{"type":"api_error","message":"down"}}`, true
+		}
+		return 0, "", false
+	})
+	a.mu.Lock()
+	a.filter = func(r *http.Request, body []byte) []byte {
+		if isCreate(r) { // made there: answered once a create failed and the client had time to give up
+			if made.Add(1) == 3 {
+				close(allMade)
+			}
+			<-failed
+			select {
+			case <-r.Context().Done():
+			case <-time.After(time.Second):
+			}
+		}
+		return body
+	}
+	a.mu.Unlock()
+	res, err := transfer.Export(ctx, a.remote(), a.dir, "copy", transfer.ExportOptions{Parallel: 8})
+	var re *transfer.RemoteError
+	if !errors.As(err, &re) || re.Status != 500 || res.StoreID == "" {
+		t.Fatalf("export that fails: %+v %v", res, err)
+	}
+	_, _, memories := raw(t, a.client("ops"), res.StoreID)
+	if res.Created != len(memories) || res.Created != 3 {
+		t.Fatalf("the export says it created %d memories; the store there holds %d", res.Created, len(memories))
+	}
+}
+
 // A memory the API would refuse by its path (the memory tool takes a name
 // not in NFC, or with a format character such as U+202E; the API does
 // not) stops the export before anything is sent, naming it. Before, the
