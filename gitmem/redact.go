@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // Redaction is what to remove from every commit: a memory path (the file
@@ -185,7 +186,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 // check refuses a redaction that cannot be made: a pattern that matches
 // empty text (ErrEmptyMatch), a placeholder for no blob.
 func (red Redaction) check() error {
-	if red.Match != nil && red.Match.MatchString("") {
+	if red.Match != nil && policy.MatchesEmpty(red.Match) {
 		return ErrEmptyMatch
 	}
 	if red.Placeholder != nil && red.Blob == "" {

@@ -523,7 +523,7 @@ func ParseRedaction(path *string, blob, match string) (gitmem.Redaction, error) 
 		if err != nil {
 			return red, &RedactionError{"match", "is not a regular expression (" + err.Error() + ")"}
 		}
-		if re.MatchString("") {
+		if policy.MatchesEmpty(re) {
 			return red, &RedactionError{"match", fmt.Sprintf("%q matches empty text; give a pattern for the secret itself", match)}
 		}
 		red.Match, given = re, given+1

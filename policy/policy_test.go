@@ -3,6 +3,7 @@ package policy
 import (
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -222,6 +223,23 @@ func TestParsePathRefusesGitsOtherSpellings(t *testing.T) {
 	} {
 		if _, err := ParsePath("/memories/" + seg); err != nil {
 			t.Errorf("ParsePath(%q) = %v, want it taken", "/memories/"+seg, err)
+		}
+	}
+}
+
+// A pattern that matches empty text anywhere, not only empty input: \b
+// matched no empty string and was taken, then put the placeholder at
+// every word boundary of every commit, name and file.
+func TestMatchesEmpty(t *testing.T) {
+	for _, p := range []string{`a*`, `(a|)`, `^`, `$`, `x?`, `\B`, `(?m)^`, `\A`, `\z`, `\b`, `(?:)`, `a{0,3}`, `(\b)+`,
+		`\bfoo\b|\b`, `(?i)\b(?:)`, `[a-z]*\b`} {
+		if !MatchesEmpty(regexp.MustCompile(p)) {
+			t.Errorf("%s: not found to match empty text", p)
+		}
+	}
+	for _, p := range []string{`\bsk-[a-z]+\b`, `.`, `[A-Za-z0-9_-]{11,}`, `a+`, `x{2}`, `\b\w`, `^pin [0-9]+$`, `(a|b)c*`, `(?s).+`} {
+		if MatchesEmpty(regexp.MustCompile(p)) {
+			t.Errorf("%s: found to match empty text", p)
 		}
 	}
 }
