@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rogpeppe/go-internal/lockedfile"
 	"github.com/urfave/cli/v2"
 
 	"github.com/gitmem-dev/gitmem/policy"
@@ -153,8 +154,16 @@ func readTokens(path string) (policy.TokenFile, error) {
 }
 
 // editTokens changes the token file, checks the result, and replaces the
-// file (mode 0600) in one rename.
+// file (mode 0600) in one rename. Another token add or remove waits: the
+// file's lock (.NAME.lock beside it, flock'd; kept) is held from the read
+// to the rename, so that neither's change is lost (a token removed while
+// another was added came back).
 func editTokens(path string, fn func(f *policy.TokenFile) error) error {
+	unlock, err := lockedfile.MutexAt(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock")).Lock()
+	if err != nil {
+		return failf(exitFailure, "lock the token file: %v", err)
+	}
+	defer unlock()
 	f, err := readTokens(path)
 	if err != nil {
 		return err
