@@ -893,7 +893,7 @@ func (m *mirror) allDrifted(tree *node) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j != nil {
+	if j != nil && j.damage() == "" { // a damaged one was checked at start (repairUnnamed)
 		for _, p := range j.Paths {
 			pend[p] = true
 		}

@@ -30,6 +30,10 @@ type bareStore struct {
 	obj    *gd.Store
 	hist   *historyIndex // for its file only
 	flock  *gd.FileLock  // the writer lock, held (nil: read-only, or it could not be opened)
+	// journalThere: what is at the journal's path is no file of gitmem's
+	// (a folder), moved aside by the repair once the open checked the
+	// memory files (checkJournal).
+	journalThere bool
 }
 
 func (r *Repo) headCommits() ([]Commit, error) {
@@ -209,6 +213,9 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 		if cerr := repo.Close(); err == nil {
 			err = cerr
 		}
+		if err == nil && r.journalThere {
+			err = wrap("move the journal's path aside", os.Rename(filepath.Join(gitDir, "gitmem", "pending"), filepath.Join(gitDir, filepath.FromSlash(journalAside))))
+		}
 		return rep, err
 	}
 	return rep, nil
@@ -368,16 +375,57 @@ func (r *bareStore) checkHistory(rep *FsckReport, head plumbing.Hash, writes boo
 	}
 }
 
+// journalAside is where fsck --repair moves what is at the journal's path
+// and is not a regular file (a folder).
+const journalAside = "gitmem/pending.damaged"
+
+// checkJournal reports a damaged journal (parseJournal), and reports
+// whether the journal, if any, is sound. One that is a regular file is
+// repaired by the next open (repairUnnamed); anything else at its path
+// (a folder) is no file of gitmem's: writes moves it aside, as it is.
+func (r *bareStore) checkJournal(rep *FsckReport, repair, writes bool) (sound bool) {
+	path := filepath.Join(r.gitDir, "gitmem", "pending")
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return true
+	}
+	var data []byte
+	if fi.Mode().IsRegular() {
+		if data, err = os.ReadFile(path); err != nil {
+			return true // read again by the open, which fails on it
+		}
+	}
+	j := parseJournal(data)
+	if j.damage() == "" {
+		return true
+	}
+	p := Problem{What: "the journal (.git/gitmem/pending) is damaged (" + j.damage() + "): it cannot say which worktree paths an interrupted change was writing",
+		Repair:   "gitmem checks the memory files when it next opens the repository (gitmem fsck --repair does): those that hold a version committed at their path, or are missing, are brought back to HEAD, the others adopted",
+		Repaired: repair}
+	if data == nil {
+		p.Repair = "gitmem fsck --repair checks the memory files as for a journal that does not parse, then moves it aside to .git/" + journalAside
+		p.Repaired = writes
+		if _, err := os.Lstat(filepath.Join(r.gitDir, filepath.FromSlash(journalAside))); err == nil {
+			p.Repair = "move it aside by hand (.git/" + journalAside + " is taken), then run gitmem fsck --repair"
+			p.Repaired = false
+		}
+		r.journalThere = p.Repaired
+	}
+	rep.add(p)
+	return false
+}
+
 // checkLeftovers reports what interrupted work left: a change or a
 // redaction to finish, acknowledged changes only the write-ahead log
 // holds, a damaged history index (historyDamaged: the repair rebuilds
 // it).
 func (r *bareStore) checkLeftovers(rep *FsckReport, repair, writes bool) (historyDamaged bool) {
+	journalOK := r.checkJournal(rep, repair, writes)
 	for _, f := range []struct{ path, what string }{
 		{"gitmem/pending", "a change was interrupted before the worktree followed it"},
 		{"gitmem/redact", "a redaction was interrupted"},
 	} {
-		if _, err := os.Stat(filepath.Join(r.gitDir, filepath.FromSlash(f.path))); err == nil {
+		if _, err := os.Stat(filepath.Join(r.gitDir, filepath.FromSlash(f.path))); err == nil && (f.path != "gitmem/pending" || journalOK) {
 			rep.add(Problem{What: f.what + " (.git/" + f.path + ")", Repair: "gitmem finishes it when it next opens the repository (gitmem fsck --repair does)", Repaired: repair})
 		}
 	}

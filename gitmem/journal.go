@@ -3,12 +3,16 @@ package gitmem
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/policy"
@@ -30,7 +34,14 @@ type journal struct {
 	Commit   string   `json:"commit,omitempty"`   // the commit being made
 	Parent   string   `json:"parent,omitempty"`   // the branch before it ("" for a first commit)
 	Checkout bool     `json:"checkout,omitempty"` // a clone's first checkout, nothing to recover
+	// damaged says why the journal cannot say which paths ("": it can;
+	// see parseJournal): Paths names the whole memory folder, repaired
+	// checked (repairUnnamed), never brought back to HEAD whole.
+	damaged string
 }
+
+// damage says why the journal cannot say which paths ("": it can).
+func (j *journal) damage() string { return j.damaged }
 
 func (m *mirror) journalPath() string { return filepath.Join(m.gitDir, "gitmem", "pending") }
 
@@ -51,35 +62,43 @@ func writeJournal(env *gd.Env, gitDir string, j journal) error {
 	return gd.SyncDir(dir)
 }
 
-// readJournal returns the journal, or nil when there is none. Its paths
-// are checked like a model's: one that is not memories/ or a valid memory
-// path beneath it is dropped, and the whole memories folder is repaired
-// instead; an unreadable journal (one read that does not parse, or not a
-// regular file) means the same. A read that fails (out of file
-// descriptors, a disk error, no permission) says nothing of the journal:
-// it is an error, and nothing is repaired on it.
+// readJournal returns the journal, or nil when there is none. A journal
+// that cannot say which paths gitmem was writing (see parseJournal) is
+// damaged: it names the whole memories folder, repaired checked
+// (repairUnnamed). A read that fails (out of file descriptors, a disk
+// error, no permission) says nothing of the journal: it is an error, and
+// nothing is repaired on it.
 func (m *mirror) readJournal() (*journal, error) {
 	found, data, err := m.loadJournal()
 	if !found || err != nil {
 		return nil, err
 	}
-	var j journal
-	if data == nil || json.Unmarshal(data, &j) != nil {
-		m.logf("gitmem: the journal is unreadable; the whole worktree will be brought back to HEAD")
-		return &journal{Paths: []string{memDir}}, nil
+	j := parseJournal(data)
+	return &j, nil
+}
+
+// parseJournal parses the journal's bytes (nil: it is not a regular
+// file, and was not read). Its paths are checked like a model's: one that
+// is not memories/ or a valid memory path beneath it makes the journal
+// damaged, and so does a read that does not parse, or a journal that is
+// not a regular file: damaged says why, and Paths names memories/.
+func parseJournal(data []byte) (j journal) {
+	switch {
+	case data == nil:
+		j.damaged = "it is not a regular file"
+	case json.Unmarshal(data, &j) != nil:
+		j.damaged = "it does not parse"
 	}
-	paths := j.Paths[:0]
 	for _, p := range j.Paths {
-		if rel, ok := strings.CutPrefix(p, memDir+"/"); (ok && checkRel(rel) == nil) || p == memDir {
-			paths = append(paths, p)
+		if rel, ok := strings.CutPrefix(p, memDir+"/"); (ok && checkRel(rel) == nil) || p == memDir || j.damaged != "" {
 			continue
 		}
-		m.logf("gitmem: ignoring the journal path %q: not a memory path; the whole worktree will be brought back to HEAD", p)
-		paths = []string{memDir}
-		break
+		j.damaged = fmt.Sprintf("it names %q, not a memory path", p)
 	}
-	j.Paths = paths
-	return &j, nil
+	if j.damaged != "" {
+		return journal{Paths: []string{memDir}, damaged: j.damaged}
+	}
+	return j
 }
 
 // loadJournal reads the journal's file: found is false when there is
@@ -116,6 +135,10 @@ func (r *Repo) repairPending() error {
 	if j == nil {
 		r.mirror.repairs.setPending(nil)
 		return nil
+	}
+	if j.damaged != "" {
+		r.opt.Logf("gitmem: the journal (.git/gitmem/pending) is damaged (%s): it cannot say which worktree paths gitmem was writing; the memory files that differ from HEAD are checked", j.damaged)
+		return r.repairUnnamed()
 	}
 	defer r.disk.hold().release() // not while the worktree is being materialised
 	// A commit was under way: a branch lock file, if any, is its own.
@@ -157,6 +180,115 @@ func (r *Repo) repairPending() error {
 		return nil
 	}
 	r.mirror.clearJournal(left, j.Checkout)
+	return nil
+}
+
+// repairUnnamed is repairPending for a damaged journal, which cannot say
+// which paths gitmem was writing when it stopped. gitmem writes a
+// worktree file whole (a temporary file renamed into place), so a path
+// it had yet to follow holds a version an earlier commit put there, or
+// nothing: what differs from HEAD and holds a version committed at that
+// path (the history index lists them), or is missing, is its own and is
+// brought back to HEAD, checked as a follow writes (syncChecked: an edit
+// landing meanwhile is kept). Anything else holds text no commit put
+// there: made or edited by hand, it is left for the start's adopt
+// commit, as a folder with files where HEAD has a file or none is. A
+// file put back by hand to a version committed there is brought to HEAD:
+// its text is in the history. Called with the writer turn and the writer
+// lock held; the disk lock is taken here, once the history is read.
+func (r *Repo) repairUnnamed() error {
+	head, tree := r.state.snapshot()
+	drift, err := r.mirror.drifted(tree, []string{memDir}, pathSet{})
+	var hist []histRec
+	if err == nil && len(drift) > 0 && !head.IsZero() {
+		hist, err = r.history(head, saveHeld, nil)
+	}
+	if err != nil {
+		// The damaged journal stays: the next start checks again.
+		r.opt.Logf("gitmem: could not check the memory files against the history: %v", err)
+		return nil
+	}
+	committed := map[string]map[plumbing.Hash]bool{} // memory path -> its versions
+	for _, rel := range drift {
+		committed[rel] = map[plumbing.Hash]bool{}
+	}
+	for i := range hist {
+		for k, rel := range hist[i].paths {
+			if v, ok := committed[rel]; ok && !hist[i].blobs[k].IsZero() {
+				v[hist[i].blobs[k]] = true
+			}
+		}
+	}
+	defer r.disk.hold().release() // not while the worktree is being materialised
+	gd.RemoveLock(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
+	var back, left []string
+	kept := 0
+	// repair brings rel back to HEAD when it is gitmem's own, and reports
+	// whether it was.
+	repair := func(rel string) (own bool, err error) {
+		p := full(rel)
+		n := lookup(tree, p)
+		if n != nil && !n.isFile() && !n.isDir() {
+			n = nil
+		}
+		fi, err := r.mirror.wt.lstat(p)
+		switch {
+		case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return false, err
+		case err != nil: // missing: a write not done
+			return true, r.mirror.syncChecked(p, n, &ownFiles{hashes: map[plumbing.Hash]bool{{}: true}}, r.objects.readBlob)
+		case fi.IsDir():
+			err := r.mirror.wt.syncKeeping(p, n, r.objects.readBlob)
+			if errors.Is(err, errFolderThere) {
+				return false, nil // files made by hand in it, for the adopt
+			}
+			return true, err
+		case !fi.Mode().IsRegular() || r.mirror.tooBig(fi.Size()):
+			return false, nil
+		}
+		data, err := r.mirror.wt.readFile(p)
+		if err != nil {
+			return false, err
+		}
+		h := plumbing.ComputeHash(plumbing.BlobObject, data)
+		if !committed[rel][h] {
+			return false, nil
+		}
+		return true, r.mirror.syncChecked(p, n, &ownFiles{hashes: map[plumbing.Hash]bool{h: true}, found: h}, r.objects.readBlob)
+	}
+	// The paths beneath a folder come before it; one that waits for its
+	// folder (a file HEAD replaced by one) is tried again after.
+	slices.Reverse(drift)
+	for round := 0; round < 2 && len(drift) > 0; round++ {
+		var again []string
+		for _, rel := range drift {
+			own, err := repair(rel)
+			switch {
+			case err != nil:
+				again = append(again, rel)
+			case own:
+				back = append(back, full(rel))
+			default:
+				kept++
+			}
+		}
+		drift = again
+	}
+	for _, rel := range drift {
+		r.opt.Logf("gitmem: could not bring %s back to HEAD yet", full(rel))
+		left = append(left, full(rel))
+	}
+	r.opt.Logf("gitmem: %d memory file(s) that hold a version gitmem committed there, or are missing, brought back to HEAD; %d that no commit put there kept for the adopt commit", len(back), kept)
+	r.mirror.forget(back)
+	r.mirror.repairs.setPending(left)
+	if err := gd.SyncFS(r.objects.st.Env, r.dir, r.mirror.wt.flushList()); err != nil {
+		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)
+		return nil
+	}
+	if len(left) == 0 {
+		// A folder there (not gitmem's) stays: fsck names it.
+		os.Remove(r.mirror.journalPath())
+	}
 	return nil
 }
 

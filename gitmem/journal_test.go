@@ -86,3 +86,122 @@ func TestJournalReadFailureFailsTheStart(t *testing.T) {
 		})
 	}
 }
+
+// A journal that was read and cannot be parsed (garbage bytes, a record
+// cut short by hand), that names a path no model could write, or a folder
+// at its path, cannot say which paths gitmem was writing. The next start
+// brings back to HEAD only the files that hold a version gitmem committed
+// at their path (its own unfinished work: b.md left at its older version,
+// d.md a delete did not remove) and the files HEAD has that are missing
+// (c.md); a file edited (a.md) or made (hand.md) by hand holds no such
+// version: it is kept and taken by one adopt commit. Before, the whole
+// memory folder was brought back to HEAD: hand.md deleted, a.md reverted,
+// in no commit. A folder there is damage fsck names, and --repair moves
+// it aside.
+func TestUnreadableJournalKeepsHandEdits(t *testing.T) {
+	t.Parallel()
+	for name, damage := range map[string]func(path string) error{
+		"garbage":   func(p string) error { return os.WriteFile(p, []byte("\x00\xff\x13garbage"), 0o600) },
+		"truncated": func(p string) error { return os.WriteFile(p, []byte(`{"paths":["memories/b.m`), 0o600) },
+		"not a memory path": func(p string) error {
+			return os.WriteFile(p, []byte(`{"paths":["memories/b.md",".git/config"]}`), 0o600)
+		},
+		"folder": func(p string) error {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(p, "x"), []byte("x"), 0o600)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := gittest.TempDir(t)
+			r, _, err := Init(context.Background(), dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, r, "a", "a.md", "a\n")
+			write(t, r, "b1", "b.md", "b1\n")
+			write(t, r, "b2", "b.md", "b2\n")
+			write(t, r, "c", "c.md", "c\n")
+			write(t, r, "d", "d.md", "d\n")
+			del(t, r, "d-", "d.md")
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			before := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
+			journal := filepath.Join(dir, ".git", "gitmem", "pending")
+			if err := damage(journal); err != nil {
+				t.Fatal(err)
+			}
+			mem := filepath.Join(dir, "memories")
+			for p, s := range map[string]string{
+				"a.md":    "a\nedit by hand\n", // by hand
+				"hand.md": "hand made\n",       // by hand
+				"b.md":    "b1\n",              // gitmem's, the worktree left behind
+				"d.md":    "d\n",               // gitmem's, a delete not done
+			} {
+				if err := os.WriteFile(filepath.Join(mem, p), []byte(s), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Remove(filepath.Join(mem, "c.md")); err != nil { // a write not done
+				t.Fatal(err)
+			}
+
+			r, err = Open(context.Background(), dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Adopt(context.Background()); err != nil && !errors.Is(err, ErrNoChange) {
+				t.Fatal(err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{"a.md": "a\nedit by hand\n", "hand.md": "hand made\n", "b.md": "b2\n", "c.md": "c\n"}
+			for p, s := range want {
+				if got, err := os.ReadFile(filepath.Join(mem, p)); string(got) != s {
+					t.Errorf("memories/%s = %q, %v; want %q", p, got, err, s)
+				}
+				if got := gittest.Git(t, dir, "show", "HEAD:memories/"+p); got != s {
+					t.Errorf("HEAD:memories/%s = %q, want %q", p, got, s)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(mem, "d.md")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("memories/d.md, deleted in HEAD, is left: %v", err)
+			}
+			if n := strings.TrimSpace(gittest.Git(t, dir, "rev-list", "--count", before+"..HEAD")); n != "1" {
+				t.Errorf("%s commits after the start, want one adopt commit", n)
+			}
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status: %s", st)
+			}
+			rep, err := Fsck(context.Background(), dir, testOptions(t), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name != "folder" {
+				if len(rep.Problems) > 0 {
+					t.Errorf("fsck after the start: %+v", rep.Problems)
+				}
+				if _, err := os.Lstat(journal); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("the journal is left: %v", err)
+				}
+				return
+			}
+			if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "not a regular file") || strings.Contains(rep.Problems[0].What, dir) {
+				t.Fatalf("fsck with a folder at the journal's path: %+v", rep.Problems)
+			}
+			if rep, err = Fsck(context.Background(), dir, testOptions(t), true); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
+				t.Fatalf("fsck --repair: %+v, %v", rep.Problems, err)
+			}
+			if _, err := os.Lstat(journal); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("fsck --repair left the folder at the journal's path: %v", err)
+			}
+			if rep, err = Fsck(context.Background(), dir, testOptions(t), false); err != nil || len(rep.Problems) != 0 {
+				t.Errorf("fsck after the repair: %+v, %v", rep.Problems, err)
+			}
+		})
+	}
+}
