@@ -194,7 +194,7 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	writes := repair && !opt.ReadOnly
 	r.checkHistory(&rep, head, writes)
 	historyDamaged := r.checkLeftovers(&rep, repair, writes)
-	checkMaintenanceLock(&rep, r.gitDir, writes && !rep.damagedObjects())
+	checkMaintenanceLock(&rep, r.obj.Env, r.gitDir, writes && !rep.damagedObjects())
 	if err := r.checkMemories(&rep, dir, writes && !rep.damagedObjects()); err != nil {
 		return rep, err
 	}
@@ -460,8 +460,8 @@ func (r *bareStore) checkLeftovers(rep *FsckReport, repair, writes bool) (histor
 // gitmem left is removed by the next start (repaired: the open that
 // follows does it); one of git's, only once it is older than a run of
 // git maintenance takes (gd.StaleTemp), with the rm to run if none runs.
-func checkMaintenanceLock(rep *FsckReport, gitDir string, repaired bool) {
-	left, killed, since := gd.MaintenanceLockLeft(gitDir)
+func checkMaintenanceLock(rep *FsckReport, env *gd.Env, gitDir string, repaired bool) {
+	left, killed, since := gd.MaintenanceLockLeft(env, gitDir)
 	const what = "while it is there gitmem gc deletes no pack another pack replaced (packs pile up) and git maintenance skips its runs"
 	switch {
 	case left && killed:

@@ -538,7 +538,7 @@ func (r *Repo) checkBranch() error {
 // objects/maintenance.lock too. top, own and objs are listings of .git,
 // .git/gitmem and .git/objects (gd.ListNames).
 func (r *Repo) clearStaleLocks(top, own, objs []string) {
-	for _, l := range gd.ClearOwnLocks(r.gitDir, top, own, objs) {
+	for _, l := range gd.ClearOwnLocks(r.objects.st.Env, r.gitDir, top, own, objs) {
 		r.opt.Logf("gitmem: removed .git/%s, which a gitmem that was killed left", l)
 	}
 	os.Remove(r.indexHeadPath() + ".lock")

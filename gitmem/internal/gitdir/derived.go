@@ -212,7 +212,7 @@ func LockMaintenance(env *Env, gitDir string) (unlock func(), ok bool) {
 // that was killed took it (killed: the next start removes it, see
 // LockMaintenance), and since when it is there. A lock with no second
 // name is git's: git maintenance run holds it while it runs.
-func MaintenanceLockLeft(gitDir string) (left, killed bool, since time.Time) {
+func MaintenanceLockLeft(env *Env, gitDir string) (left, killed bool, since time.Time) {
 	path := filepath.Join(gitDir, "objects", "maintenance")
 	lock, err := os.Lstat(path + ".lock")
 	if err != nil {
@@ -225,7 +225,7 @@ func MaintenanceLockLeft(gitDir string) (left, killed bool, since time.Time) {
 		if m == nil || err != nil || !os.SameFile(fi, lock) {
 			continue
 		}
-		if !ownerGone(m) {
+		if !env.ownerGone(m) {
 			return false, false, time.Time{}
 		}
 		return true, true, lock.ModTime()

@@ -20,6 +20,30 @@ type Env struct {
 	// relist, when set, runs when a read that failed is about to list
 	// the packs again (Store.Relisted).
 	relist atomic.Pointer[func()]
+	// procStart, when set, reads a process's start time in place of
+	// /proc/PID/stat (SetProcStart).
+	procStart atomic.Pointer[func(pid int) (uint64, bool)]
+}
+
+// SetProcStart installs the reader of a process's start time (field 22
+// of /proc/PID/stat, in clock ticks since boot; false: not known) that
+// judges whether a lock's owner still runs (nil: /proc is read).
+func (e *Env) SetProcStart(f func(pid int) (start uint64, ok bool)) {
+	if f == nil {
+		e.procStart.Store(nil)
+		return
+	}
+	e.procStart.Store(&f)
+}
+
+// startOf is the start time of the process pid (see SetProcStart).
+func (e *Env) startOf(pid int) (uint64, bool) {
+	if e != nil {
+		if f := e.procStart.Load(); f != nil {
+			return (*f)(pid)
+		}
+	}
+	return readProcStart(pid)
 }
 
 // SetRelist installs the hook run before a failed read lists the packs

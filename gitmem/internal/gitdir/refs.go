@@ -313,23 +313,44 @@ var ProcTag = fmt.Sprintf("%d.%08x", os.Getpid(), rand.Uint32())
 
 var ownLockSeq atomic.Uint64
 
+// ownStart is this process's start time (readProcStart), for the second
+// names of its locks.
+var ownStart = sync.OnceValues(func() (uint64, bool) { return readProcStart(os.Getpid()) })
+
+// startDigits is how many digits a second name's start time takes.
+const startDigits = 20
+
 // ownLockName is the second name of the lock of path this process takes:
-// "<path>.gitmem-<pid>.<random>-<n>.lock".
+// "<path>.gitmem-<pid>.<random>-<start><n>.lock", start this process's
+// start time (readProcStart) in startDigits digits, none where it cannot
+// be read (no /proc). A process that runs with the pid later, but started
+// at another time, is not the owner (ownerGone): pids wrap. In the number
+// after the dash, which only makes the name unique, the name is one an
+// older gitmem reads as before (by its pid and tag).
 func ownLockName(path string) string {
-	return fmt.Sprintf("%s.gitmem-%s-%d.lock", path, ProcTag, ownLockSeq.Add(1))
+	start := ""
+	if t, ok := ownStart(); ok {
+		start = fmt.Sprintf("%0*d", startDigits, t)
+	}
+	return fmt.Sprintf("%s.gitmem-%s-%s%d.lock", path, ProcTag, start, ownLockSeq.Add(1))
 }
 
-// ownLockRE parses an ownLockName: the path, the pid, the ProcTag.
-// (Compiled at the first use: every command's start-up would pay for it.)
+// ownLockRE parses an ownLockName: the path, the ProcTag, the pid, the
+// number after the dash. (Compiled at the first use: every command's
+// start-up would pay for it.)
 var ownLockRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(.+)\.gitmem-(([0-9]+)\.[0-9a-f]{8})-[0-9]+\.lock$`)
+	return regexp.MustCompile(`^(.+)\.gitmem-(([0-9]+)\.[0-9a-f]{8})-([0-9]+)\.lock$`)
 })
 
 // ownerGone says the process an ownLockRE match names no longer runs:
-// none runs with its pid, or it has this process's pid but another
+// none runs with its pid; or it has this process's pid but another
 // ProcTag (an earlier process: in a container every start has the same
-// pid, and one pid is never two running processes).
-func ownerGone(m []string) bool {
+// pid, and one pid is never two running processes); or the process that
+// runs with its pid started at another time than the name records (the
+// owner died and the pid was given to another: pids wrap). Where either
+// start time is not known (no /proc, a name an older gitmem made) a
+// running pid is the owner's.
+func (e *Env) ownerGone(m []string) bool {
 	pid, err := strconv.Atoi(m[3])
 	if err != nil {
 		return false
@@ -337,7 +358,15 @@ func ownerGone(m []string) bool {
 	if pid == os.Getpid() {
 		return m[2] != ProcTag
 	}
-	return processGone(pid)
+	if processGone(pid) {
+		return true
+	}
+	if len(m[4]) <= startDigits {
+		return false
+	}
+	was, err := strconv.ParseUint(m[4][:startDigits], 10, 64)
+	now, ok := e.startOf(pid)
+	return err == nil && ok && now != was
 }
 
 // HeldByAnother reports whether the lock file of path ("<path>.lock")
@@ -414,7 +443,7 @@ func MatchNames(dir string, names []string, patterns ...string) []string {
 // gitDir/objects (ListNames), which the caller shares with its other
 // sweeps. It returns the locks removed, relative to gitDir. Any other
 // lock file is left as it is.
-func ClearOwnLocks(gitDir string, top, own, objs []string) []string {
+func ClearOwnLocks(env *Env, gitDir string, top, own, objs []string) []string {
 	owns := MatchNames(gitDir, top, "*.gitmem-*.lock")
 	owns = append(owns, MatchNames(filepath.Join(gitDir, "gitmem"), own, "*.gitmem-*.lock")...)
 	owns = append(owns, MatchNames(filepath.Join(gitDir, "objects"), objs, "*.gitmem-*.lock")...)
@@ -430,7 +459,7 @@ func ClearOwnLocks(gitDir string, top, own, objs []string) []string {
 		if m == nil {
 			continue
 		}
-		if !ownerGone(m) {
+		if !env.ownerGone(m) {
 			continue
 		}
 		lock := m[1] + ".lock"

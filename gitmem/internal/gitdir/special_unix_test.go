@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -146,11 +148,76 @@ func TestALockOfAnEarlierProcessWithThisPidIsRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	removed := ClearOwnLocks(gitDir, nil, nil, nil)
+	removed := ClearOwnLocks(nil, gitDir, nil, nil, nil)
 	if len(removed) != 1 || removed[0] != "refs/heads/main.lock" {
 		t.Fatalf("removed %q, want the earlier process's refs/heads/main.lock alone", removed)
 	}
 	if _, err := os.Lstat(filepath.Join(heads, "mine.lock")); err != nil {
 		t.Fatalf("this process's own lock was removed: %v", err)
+	}
+}
+
+// A lock whose second name's pid runs again, in a process that started
+// at another time than the one recorded in the name (the owner died and
+// the pid wrapped round to an unrelated process on a long-running host),
+// is the dead owner's: removed. One whose pid runs with the start time
+// recorded, or whose start time cannot be read (no /proc), or whose name
+// records none (an older gitmem's), stays, as before. The start time is
+// read through the instance's reader (Env.SetProcStart): a live child
+// process plays the pid's new owner.
+func TestALockOfAPidStartedAgainIsRemoved(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep to run:", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	gitDir := t.TempDir()
+	heads := filepath.Join(gitDir, "refs", "heads")
+	if err := os.MkdirAll(heads, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tag := fmt.Sprintf("%d.%08x", pid, 0xdeadbeef)
+	locks := map[string]string{ // branch -> the number after the tag
+		"wrapped": fmt.Sprintf("%020d%d", 1000, 1), // started at 1000, the pid's process at 2000
+		"owner":   fmt.Sprintf("%020d%d", 2000, 2),
+		"older":   "3", // no start time recorded
+	}
+	for name, seq := range locks {
+		own := filepath.Join(heads, name+".gitmem-"+tag+"-"+seq+".lock")
+		if err := os.WriteFile(own, []byte("h\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(own, filepath.Join(heads, name+".lock")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := new(Env)
+	env.SetProcStart(func(p int) (uint64, bool) { return 0, false }) // no /proc: as before
+	if removed := ClearOwnLocks(env, gitDir, nil, nil, nil); len(removed) != 0 {
+		t.Fatalf("without the start time, removed %q", removed)
+	}
+	env.SetProcStart(func(p int) (uint64, bool) { return 2000, p == pid })
+	removed := ClearOwnLocks(env, gitDir, nil, nil, nil)
+	if len(removed) != 1 || removed[0] != "refs/heads/wrapped.lock" {
+		t.Fatalf("removed %q, want refs/heads/wrapped.lock alone", removed)
+	}
+	for _, name := range []string{"owner", "older"} {
+		if _, err := os.Lstat(filepath.Join(heads, name+".lock")); err != nil {
+			t.Errorf("%s.lock was removed: %v", name, err)
+		}
+	}
+	// This process's own names record its start time where /proc has it,
+	// and an older gitmem's pattern reads them as before.
+	name := ownLockName(filepath.Join(heads, "x"))
+	if start, ok := readProcStart(os.Getpid()); ok {
+		m := ownLockRE().FindStringSubmatch(name)
+		if m == nil || m[4][:startDigits] != fmt.Sprintf("%020d", start) {
+			t.Errorf("ownLockName records %q, want the start time %d", m, start)
+		}
+	}
+	older := regexp.MustCompile(`^(.+)\.gitmem-(([0-9]+)\.[0-9a-f]{8})-[0-9]+\.lock$`)
+	if m := older.FindStringSubmatch(name); m == nil || m[1] != filepath.Join(heads, "x") || m[2] != ProcTag {
+		t.Errorf("an older gitmem reads %q as %q", name, m)
 	}
 }
