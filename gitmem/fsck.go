@@ -195,6 +195,9 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	r.checkHistory(&rep, head, writes)
 	historyDamaged := r.checkLeftovers(&rep, repair, writes)
 	checkMaintenanceLock(&rep, r.obj.Env, r.gitDir, writes && !rep.damagedObjects())
+	if err := checkKeeps(&rep, r.gitDir, writes && r.flock != nil); err != nil {
+		return rep, err
+	}
 	if err := r.checkMemories(&rep, dir, writes && !rep.damagedObjects()); err != nil {
 		return rep, err
 	}
@@ -452,6 +455,23 @@ func (r *bareStore) checkLeftovers(rep *FsckReport, repair, writes bool) (histor
 			Repair: "gitmem fsck --repair rebuilds it from the history"})
 	}
 	return historyDamaged
+}
+
+// checkKeeps reports a .git/gitmem/keep edited in place (see
+// gd.RelabelledKeeps); writes writes it anew and links the packs' .keep
+// files it kept to it again. git reads a .keep by its name alone: a pack
+// keeps one throughout.
+func checkKeeps(rep *FsckReport, gitDir string, writes bool) error {
+	keeps, template := gd.RelabelledKeeps(gitDir)
+	if len(keeps) == 0 && !template {
+		return nil
+	}
+	rep.add(Problem{What: fmt.Sprintf(".git/gitmem/keep, the .keep file of every pack gitmem writes (one file, linked), was edited in place: %d pack(s) no longer say they are gitmem's, and gitmem gc never folds them (git's gc keeps them either way)", len(keeps)),
+		Repair: "gitmem fsck --repair writes it anew and makes those .keep files links of it again", Repaired: writes})
+	if writes {
+		return wrap("repair the packs' .keep files", gd.RelinkKeeps(gitDir, keeps))
+	}
+	return nil
 }
 
 // checkMaintenanceLock reports git's .git/objects/maintenance.lock when

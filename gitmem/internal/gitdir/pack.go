@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -408,6 +409,76 @@ func linkOwnKeep(base string) error {
 		ownKeepsChecked.Delete(tmpl) // removed meanwhile: made again next time
 	}
 	return err
+}
+
+// RelabelledKeeps returns the .keep files of gitDir's packs that are
+// links of .git/gitmem/keep (linkOwnKeep), or of one another (linkOwnKeep
+// made them of a template since written anew: no other program links
+// two packs' .keep), and hold another content than gitmem's: the file was
+// edited in place, which relabels every pack it keeps as another
+// program's, and gitmem's gc never folds them (git reads a .keep by its
+// name alone: it keeps them either way). template says the template
+// itself holds another content.
+func RelabelledKeeps(gitDir string) (keeps []string, template bool) {
+	tmpl := filepath.Join(gitDir, "gitmem", OwnKeepName)
+	data, err := ReadFile(tmpl)
+	template = err == nil && string(data) != ownNote
+	tfi, terr := os.Lstat(tmpl)
+	type group struct {
+		fi    fs.FileInfo
+		paths []string
+	}
+	var groups []*group
+	m, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*.keep"))
+	for _, k := range m {
+		fi, err := os.Lstat(k)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		i := slices.IndexFunc(groups, func(g *group) bool { return os.SameFile(g.fi, fi) })
+		if i < 0 {
+			i = len(groups)
+			groups = append(groups, &group{fi: fi})
+		}
+		groups[i].paths = append(groups[i].paths, k)
+	}
+	for _, g := range groups {
+		linked := terr == nil && os.SameFile(g.fi, tfi)
+		if !linked && len(g.paths) < 2 {
+			continue // a file of its own: gitmem's or another program's, as it says
+		}
+		if data, err := ReadFile(g.paths[0]); err == nil && string(data) != ownNote {
+			keeps = append(keeps, g.paths...)
+		}
+	}
+	return keeps, template
+}
+
+// RelinkKeeps writes .git/gitmem/keep anew, as gitmem's, and makes each
+// of keeps (RelabelledKeeps) a link of it, each replaced in one rename:
+// git never finds the pack without its .keep. Called with the writer lock
+// held.
+func RelinkKeeps(gitDir string, keeps []string) error {
+	gm := filepath.Join(gitDir, "gitmem")
+	tmpl := filepath.Join(gm, OwnKeepName)
+	if err := WriteFileSync(filepath.Join(gm, "tmp"), "keep-", tmpl, []byte(ownNote), 0o444); err != nil {
+		return err
+	}
+	ownKeepsChecked.Delete(tmpl)
+	for i, k := range keeps {
+		tmp := filepath.Join(filepath.Dir(k), fmt.Sprintf("%skeep_%s_%d", TmpPackPrefix, ProcTag, i))
+		if err := os.Link(tmpl, tmp); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, k); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+	}
+	if len(keeps) == 0 {
+		return nil
+	}
+	return SyncDir(filepath.Dir(keeps[0]))
 }
 
 // dropKeep removes the .keep file of the pack at base (its path without
