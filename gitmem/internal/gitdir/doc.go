@@ -24,3 +24,6 @@ func (e *Damaged) Error() string { return "gitmem: " + e.Problem + "; " + e.Repa
 // ErrNotRegular is ReadFile's error for a file that is neither a regular
 // file nor a folder (a FIFO, a socket, a device).
 var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooBig is ReadFileMax's error for a file larger than it reads.
+var ErrTooBig = errors.New("larger than the file can be")

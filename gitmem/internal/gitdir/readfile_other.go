@@ -2,10 +2,46 @@
 
 package gitdir
 
-import "os"
+import (
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
 
 // ReadFile is os.ReadFile (readfile_unix.go: in fewer system calls).
 func ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// ReadFileMax is ReadFile of a file that holds at most max bytes (max < 0:
+// any): a larger one is ErrTooBig, found by its size before any read, and
+// never read past max+1 bytes (one that grows meanwhile).
+func ReadFileMax(path string, max int64) ([]byte, error) {
+	if max < 0 {
+		return ReadFile(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err == nil && fi.IsDir() {
+		err = &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+	} else if err == nil && !fi.Mode().IsRegular() {
+		err = &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	}
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && (fi.Size() > max || int64(len(data)) > max) {
+		err = &fs.PathError{Op: "read", Path: path, Err: ErrTooBig}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
 
 // listNames is ListNames's listing (readfile_unix.go: in fewer system
 // calls).

@@ -18,7 +18,12 @@ import (
 // socket, a device put there by hand) ErrNotRegular, never waited on
 // (the open does not block) nor read as empty. The error is a
 // *fs.PathError, as os's.
-func ReadFile(path string) ([]byte, error) {
+func ReadFile(path string) ([]byte, error) { return ReadFileMax(path, -1) }
+
+// ReadFileMax is ReadFile of a file that holds at most max bytes (max < 0:
+// any): a larger one is ErrTooBig, found by its size before any read, and
+// never read past max+1 bytes (one that grows meanwhile).
+func ReadFileMax(path string, max int64) ([]byte, error) {
 	var fd int
 	var err error
 	for {
@@ -42,8 +47,14 @@ func ReadFile(path string) ([]byte, error) {
 	default:
 		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
 	}
+	if max >= 0 && st.Size > max {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrTooBig}
+	}
 	buf := make([]byte, 0, 512)
 	for {
+		if max >= 0 && int64(len(buf)) > max {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: ErrTooBig}
+		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}

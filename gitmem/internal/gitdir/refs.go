@@ -24,7 +24,11 @@ import (
 // gitmem repository; an adopted repository may use another name). A
 // detached or unreadable HEAD is a *Damaged.
 func ReadHEAD(gitDir string) (plumbing.ReferenceName, error) {
-	data, err := ReadFile(filepath.Join(gitDir, "HEAD"))
+	data, err := ReadFileMax(filepath.Join(gitDir, "HEAD"), RefMax)
+	if errors.Is(err, ErrTooBig) {
+		return "", &Damaged{Problem: fmt.Sprintf("HEAD is damaged (.git/HEAD is over %d bytes, more than a ref can be)", RefMax),
+			Repair: "point it at the memory's branch: git symbolic-ref HEAD refs/heads/main, or run gitmem fsck --repair"}
+	}
 	if err != nil {
 		return "", err
 	}
@@ -53,6 +57,11 @@ func ValidRefName(name string) bool {
 	return true
 }
 
+// RefMax is the most a ref's file may hold: a hash, or "ref: " and a
+// ref's name, which git keeps within a path's length (4096). A larger
+// file is damage, not read.
+const RefMax = 4096
+
 // ErrNoRef says a ref exists neither as a file nor in packed-refs.
 var ErrNoRef = errors.New("no such ref")
 
@@ -62,8 +71,11 @@ var ErrNoRef = errors.New("no such ref")
 // "no ref": go-git reads such a file as missing, and gitmem would then
 // start a new history over the old one.
 func ReadRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error) {
-	data, err := ReadFile(filepath.Join(gitDir, filepath.FromSlash(string(name))))
+	data, err := ReadFileMax(filepath.Join(gitDir, filepath.FromSlash(string(name))), RefMax)
 	switch {
+	case errors.Is(err, ErrTooBig):
+		return plumbing.ZeroHash, &Damaged{Problem: fmt.Sprintf("the branch %s is damaged (its file is over %d bytes, more than a ref can be)", name, RefMax),
+			Repair: "run gitmem fsck --repair to point it at the newest commit, or git update-ref " + string(name) + " <commit>"}
 	case err == nil:
 		s := strings.TrimRight(string(data), "\n")
 		if !plumbing.IsHash(s) || strings.ContainsAny(s, "\n") {
@@ -557,9 +569,9 @@ func ListRefsUnder(gitDir, prefix string) (map[plumbing.ReferenceName]plumbing.H
 		if !ValidRefName(name) {
 			return nil
 		}
-		data, err := os.ReadFile(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+		data, err := ReadFileMax(p, RefMax)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrTooBig) || errors.Is(err, ErrNotRegular) {
+			return nil // no ref (nor read whole, nor waited on)
 		}
 		if err != nil {
 			return err
@@ -596,7 +608,7 @@ func ListTips(gitDir string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if err != nil {
 		return nil, err
 	}
-	if data, err := ReadFile(filepath.Join(gitDir, "HEAD")); err == nil {
+	if data, err := ReadFileMax(filepath.Join(gitDir, "HEAD"), RefMax); err == nil {
 		if s := strings.TrimSpace(string(data)); plumbing.IsHash(s) {
 			out[plumbing.HEAD] = plumbing.NewHash(s)
 		}
