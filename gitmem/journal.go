@@ -194,8 +194,11 @@ func (r *Repo) repairPending() error {
 // there: made or edited by hand, it is left for the start's adopt
 // commit, as a folder with files where HEAD has a file or none is. A
 // file put back by hand to a version committed there is brought to HEAD:
-// its text is in the history. Called with the writer turn and the writer
-// lock held; the disk lock is taken here, once the history is read.
+// its text is in the history; a file deleted by hand comes back, as in a
+// follow. A look that fails (the worktree's, the history's) fails the
+// start, nothing changed; a file that cannot be read is left as it is.
+// Called with the writer turn and the writer lock held; the disk lock is
+// taken here, once the history is read.
 func (r *Repo) repairUnnamed() error {
 	head, tree := r.state.snapshot()
 	drift, err := r.mirror.drifted(tree, []string{memDir}, pathSet{})
@@ -204,9 +207,9 @@ func (r *Repo) repairUnnamed() error {
 		hist, err = r.history(head, saveHeld, nil)
 	}
 	if err != nil {
-		// The damaged journal stays: the next start checks again.
-		r.opt.Logf("gitmem: could not check the memory files against the history: %v", err)
-		return nil
+		// Nothing changed, the damaged journal stays: the next start
+		// checks again (a look without it would adopt gitmem's own).
+		return wrap("check the memory files against the history", err)
 	}
 	committed := map[string]map[plumbing.Hash]bool{} // memory path -> its versions
 	for _, rel := range drift {
@@ -220,7 +223,6 @@ func (r *Repo) repairUnnamed() error {
 		}
 	}
 	defer r.disk.hold().release() // not while the worktree is being materialised
-	gd.RemoveLock(filepath.Join(r.gitDir, filepath.FromSlash(string(r.branch))) + ".lock")
 	var back, left []string
 	kept := 0
 	// repair brings rel back to HEAD when it is gitmem's own, and reports
@@ -234,7 +236,7 @@ func (r *Repo) repairUnnamed() error {
 		fi, err := r.mirror.wt.lstat(p)
 		switch {
 		case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-			return false, err
+			return false, nil // not looked at: left as it is
 		case err != nil: // missing: a write not done
 			return true, r.mirror.syncChecked(p, n, &ownFiles{hashes: map[plumbing.Hash]bool{{}: true}}, r.objects.readBlob)
 		case fi.IsDir():
@@ -248,7 +250,7 @@ func (r *Repo) repairUnnamed() error {
 		}
 		data, err := r.mirror.wt.readFile(p)
 		if err != nil {
-			return false, err
+			return false, nil // not read: left as it is (the adopt cannot take it either)
 		}
 		h := plumbing.ComputeHash(plumbing.BlobObject, data)
 		if !committed[rel][h] {
