@@ -3,6 +3,7 @@ package gitmem
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"syscall"
@@ -38,5 +39,52 @@ func TestStorageErrorNamesTheCauseWithoutHostPaths(t *testing.T) {
 		if c.hostDetail != "" && strings.Contains(got, c.hostDetail) {
 			t.Errorf("%q shows a host path", got)
 		}
+	}
+}
+
+// A log file that cannot be opened is damage only for what the file is
+// (its content, a folder in its place): the Problem, which a client of
+// the stores server is shown, names it from .git/ on, never a host path.
+// What the system refuses (the store's folder deleted while it opened,
+// out of files, an I/O error, a permission) is a *StorageError: a retry
+// or the operator's fix of the server mends it, not gitmem fsck. Before,
+// every failure was "damaged", with the open's error and the store's
+// absolute path in the Problem.
+func TestWALOpenErrorIsDamageOnlyForTheFile(t *testing.T) {
+	t.Parallel()
+	const host = "/srv/stores/s1"
+	wal := host + "/.git/gitmem/wal"
+	for _, c := range []struct {
+		err     error
+		damaged string // the Problem; "": a *StorageError
+	}{
+		{&fs.PathError{Op: "open", Path: wal, Err: syscall.EISDIR}, "the write-ahead log .git/gitmem/wal is a folder, not a file"},
+		{errors.New("wal is not a gitmem write-ahead log"), "the write-ahead log .git/gitmem/wal cannot be read (wal is not a gitmem write-ahead log)"},
+		{fmt.Errorf("a record of %s does not decode", wal), "the write-ahead log .git/gitmem/wal cannot be read (a record of .git/gitmem/wal does not decode)"},
+		{&fs.PathError{Op: "open", Path: wal, Err: syscall.ENOENT}, ""},
+		{&fs.PathError{Op: "open", Path: wal + ".new", Err: syscall.ENOTDIR}, ""},
+		{&os.LinkError{Op: "rename", Old: wal + ".new", New: wal, Err: syscall.ENOENT}, ""},
+		{&fs.PathError{Op: "open", Path: wal, Err: syscall.EMFILE}, ""},
+		{&fs.PathError{Op: "read", Path: wal, Err: syscall.EIO}, ""},
+		{&fs.PathError{Op: "open", Path: wal, Err: syscall.EACCES}, ""},
+		{&fs.PathError{Op: "write", Path: wal + ".new", Err: syscall.ENOSPC}, ""},
+	} {
+		err := walOpenError("wal", c.err)
+		var de *DamagedError
+		var se *StorageError
+		switch {
+		case c.damaged != "" && (!errors.As(err, &de) || de.Problem != c.damaged):
+			t.Errorf("%v: %#v\nwant damaged: %s", c.err, err, c.damaged)
+		case c.damaged == "" && !errors.As(err, &se):
+			t.Errorf("%v: %#v, want a *StorageError", c.err, err)
+		case c.damaged == "" && !errors.Is(err, c.err.(interface{ Unwrap() error }).Unwrap()):
+			t.Errorf("%v: %#v does not unwrap to its errno", c.err, err)
+		}
+		if strings.Contains(err.Error(), host) {
+			t.Errorf("%v: names a host path: %s", c.err, err)
+		}
+	}
+	if !OutOfFiles(walOpenError("wal", &fs.PathError{Op: "open", Path: wal, Err: syscall.EMFILE})) {
+		t.Error("EMFILE is not out of files")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
@@ -66,8 +67,7 @@ func (l *logFiles) open(env *gd.Env, gitDir string) ([]gd.WALRecord, error) {
 			for _, w := range l.files[:i] {
 				w.Close()
 			}
-			return nil, &DamagedError{Problem: fmt.Sprintf("the write-ahead log .git/gitmem/%s cannot be read (%v)", name, err),
-				Repair: "if gitmem was not killed while writing it, move it aside and run gitmem fsck"}
+			return nil, walOpenError(name, err)
 		}
 		l.files[i], recs[i] = w, rs
 	}
@@ -79,6 +79,28 @@ func (l *logFiles) open(env *gd.Env, gitDir string) ([]gd.WALRecord, error) {
 	l.active = 1 - first // appends go to the newer file
 	l.draining = -1
 	return append(recs[first], recs[1-first]...), nil
+}
+
+// walOpenError words a log file .git/gitmem/NAME that gd.OpenWAL could
+// not open. What the file holds, or a folder in its place, is damage (a
+// *DamagedError, whose Problem a client may be shown: it names the file
+// from .git/ on, never a host path). Any other refusal of the system's
+// is not: the store's folder gone while it opened (ENOENT, ENOTDIR: a
+// store being deleted), out of files (EMFILE, ENFILE), an I/O error, a
+// permission. It is a *StorageError, which says what failed without a
+// host path, and which a retry or the operator's fix of the server
+// mends; gitmem fsck finds nothing to repair.
+func walOpenError(name string, err error) error {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, syscall.EISDIR):
+		return &DamagedError{Problem: "the write-ahead log .git/gitmem/" + name + " is a folder, not a file",
+			Repair: "move it aside and run gitmem fsck"}
+	case errors.As(err, &errno): // an open's, a write's, a rename's (a new file's)
+		return &StorageError{Op: "open the write-ahead log .git/gitmem/" + name, Err: err}
+	}
+	return &DamagedError{Problem: fmt.Sprintf("the write-ahead log .git/gitmem/%s cannot be read (%s)", name, scrubPaths(err)),
+		Repair: "if gitmem was not killed while writing it, move it aside and run gitmem fsck"}
 }
 
 // noteBytes records what the log files hold. Called with mu held.

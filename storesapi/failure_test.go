@@ -66,7 +66,7 @@ func TestStoresToolCallOnADamagedStoreIsAToolError(t *testing.T) {
 func TestMemoryStoresDamagedStoreIsAFinal500(t *testing.T) {
 	t.Parallel()
 	a := newStoresAPI(t, policy.ScreenOff)
-	ids := a.memoryStores("branch", "lock")
+	ids := a.memoryStores("branch", "lock", "wal")
 	for _, tc := range []struct {
 		store, damage, say string
 	}{
@@ -74,6 +74,11 @@ func TestMemoryStoresDamagedStoreIsAFinal500(t *testing.T) {
 			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/" + ids[0] + " fsck says how (STORES is the server's --stores folder)"},
 		{ids[1], "gitmem", "memory store " + ids[1] + " cannot be opened: its folder or repository cannot be read; nothing was changed. " +
 			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/" + ids[1] + " fsck says why (STORES is the server's --stores folder)"},
+		// A folder at the write-ahead log's path: before, the message
+		// held the open's error, and with it the server's absolute path
+		// of the store's folder.
+		{ids[2], "gitmem/wal/", "memory store " + ids[2] + " is damaged: the write-ahead log .git/gitmem/wal is a folder, not a file; nothing was changed. " +
+			"Retrying does not help: an operator repairs it on the server, where gitmem --repo STORES/" + ids[2] + " fsck says how (STORES is the server's --stores folder)"},
 	} {
 		a.damage(tc.store, tc.damage)
 		st := "/v1/memory_stores/" + tc.store
@@ -170,7 +175,8 @@ func TestOperatorAPIDamagedStoreSaysWhatToRun(t *testing.T) {
 }
 
 // damage puts garbage in place of the file (or folder) of store's .git
-// named by damage (../memories: the store's memories folder).
+// named by damage (../memories: the store's memories folder), or an
+// empty folder when damage ends in a slash.
 func (a *storesAPI) damage(store, damage string) {
 	a.t.Helper()
 	dir := filepath.Join(a.dir.Root(), store)
@@ -178,7 +184,11 @@ func (a *storesAPI) damage(store, damage string) {
 	if err := os.RemoveAll(p); err != nil {
 		a.t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte("garbage\n"), 0o644); err != nil {
+	if strings.HasSuffix(damage, "/") {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			a.t.Fatal(err)
+		}
+	} else if err := os.WriteFile(p, []byte("garbage\n"), 0o644); err != nil {
 		a.t.Fatal(err)
 	}
 	gittest.Damaged(a.t, dir, "a store damaged on purpose: "+damage)
