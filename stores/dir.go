@@ -119,9 +119,11 @@ type Dir struct {
 
 	mu   sync.Mutex
 	open map[string]*entry
-	// creating holds a lock per name being created: the creates of one
-	// name take turns (the second finds the first's store), those of
-	// different names run at once. Guarded by mu.
+	// creating holds a lock per name being created, deleted or opened:
+	// the creates, deletes and opens of one name take turns (the second
+	// of two creates finds the first's store; an open never meets a
+	// half-made or half-deleted store); those of different names run at
+	// once. Guarded by mu.
 	creating map[string]*nameLock
 	lru      *list.List // of *entry, most recently used first
 	closed   bool
@@ -134,6 +136,15 @@ type Dir struct {
 	// its writer lock (another process's gc, say).
 	life   context.Context
 	cancel context.CancelFunc
+	// step, when set (by tests), is told of the steps of a create or a
+	// delete, and of a call that waits for one.
+	step func(string)
+}
+
+func (d *Dir) note(step string) {
+	if d.step != nil {
+		d.step(step)
+	}
 }
 
 // entry is an open (or opening) store.
@@ -157,6 +168,10 @@ type entry struct {
 	metaHead string // the HEAD the cached metadata is known valid at
 	gone     bool   // deleted or closed; guarded by gate
 	cache    map[any]any
+
+	// deleting is closed when a delete of the store ends; nil when none
+	// runs. Guarded by Dir.mu.
+	deleting chan struct{}
 }
 
 // Open returns the Dir of stores in root, creating the folder if needed.
@@ -359,6 +374,20 @@ func (d *Dir) Acquire(ctx context.Context, name string) (*Store, error) {
 		return nil, gitmem.ErrClosed
 	}
 	e := d.open[name]
+	if e != nil && e.deleting != nil {
+		// Being deleted: what the delete leaves (no store, or the
+		// store if it failed) is what this call gets. It does not open
+		// the store meanwhile.
+		ch := e.deleting
+		d.mu.Unlock()
+		d.note("waits for a delete")
+		select {
+		case <-ch:
+			return d.Acquire(ctx, name)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if e != nil {
 		e.refs++
 		d.lru.MoveToFront(e.elem)
@@ -396,7 +425,9 @@ func (d *Dir) Acquire(ctx context.Context, name string) (*Store, error) {
 // Dir's life (Close ends a wait for the writer lock). A store that fails
 // to open leaves the pool: the next Acquire tries again.
 func (d *Dir) load(e *entry) {
+	unlock := d.lockName(e.name) // not while a create or a delete of it runs
 	e.repo, e.meta, e.metaHead, e.err = d.openStore(e.name)
+	unlock()
 	if e.err != nil {
 		d.mu.Lock()
 		d.remove(e)
@@ -436,14 +467,20 @@ func (d *Dir) openStore(name string) (*gitmem.Repo, Meta, string, error) {
 	}
 	if err != nil {
 		r.Close()
+		if !exists(dir) { // deleted (by another process) meanwhile
+			err = ErrNotFound
+		}
 		return nil, Meta{}, "", err
 	}
 	return r, m, head, nil
 }
 
-// openErr words a failure to open a store's repository.
+// openErr words a failure to open a store's repository. A store whose
+// folder is gone now was deleted (by another process) while it opened:
+// there is no store, whatever the open met on the way (a log file or a
+// branch that vanished under it).
 func (d *Dir) openErr(name string, err error) error {
-	if errors.Is(err, gitmem.ErrNotRepository) || errors.Is(err, gitmem.ErrForeign) {
+	if errors.Is(err, gitmem.ErrNotRepository) || errors.Is(err, gitmem.ErrForeign) || !exists(d.path(name)) {
 		return ErrNotFound
 	}
 	if gitmem.OutOfFiles(err) {
@@ -619,6 +656,7 @@ func (d *Dir) Create(name string, m Meta, author gitmem.Signature) (Info, error)
 		return Info{}, fmt.Errorf("store %s: %w", name, err)
 	}
 	defer r.Close()
+	d.note("create: initialised")
 	if _, found, _, err := readMeta(r, ""); err != nil {
 		return Info{}, err
 	} else if found {
@@ -639,7 +677,8 @@ type nameLock struct {
 	users int // guarded by Dir.mu
 }
 
-// lockName takes the lock of name for a create, and returns its unlock.
+// lockName takes the lock of name for a create, a delete or an open, and
+// returns its unlock.
 func (d *Dir) lockName(name string) func() {
 	d.mu.Lock()
 	l := d.creating[name]
@@ -649,7 +688,10 @@ func (d *Dir) lockName(name string) func() {
 	}
 	l.users++
 	d.mu.Unlock()
-	l.mu.Lock()
+	if !l.mu.TryLock() {
+		d.note("waits for the name")
+		l.mu.Lock()
+	}
 	return func() {
 		l.mu.Unlock()
 		d.mu.Lock()
@@ -757,17 +799,38 @@ func (d *Dir) changeMeta(name, action string, author gitmem.Signature, fn func(m
 const tombstonePrefix = ".deleted-"
 
 // Delete removes a store and its whole history for good. Calls using it
-// finish first; later ones find no store.
+// finish first; calls that come meanwhile wait for the delete and get
+// what it leaves: no store (a second delete too). The store stays in the
+// pool, marked, until its folder is gone, so that no call opens it
+// meanwhile; and it holds the name's lock, so that a create or an open
+// of the name waits for it.
 func (d *Dir) Delete(name string) error {
 	s, err := d.Acquire(context.Background(), name)
 	if err != nil {
 		return err
 	}
+	unlock := d.lockName(name)
 	e := s.e
 	d.mu.Lock()
-	d.remove(e) // new calls open it afresh, and find it gone
+	// Another delete that took it first has ended: it held the name's lock.
+	taken := e.deleting != nil
+	if !taken {
+		e.deleting = make(chan struct{})
+	}
 	d.mu.Unlock()
-	s.Release()
+	if taken {
+		unlock()
+		s.Release()
+		return d.Delete(name) // what it left: no store, or the store if it failed
+	}
+	defer s.Release() // held: not closed as idle meanwhile
+	defer unlock()
+	defer func() {
+		d.mu.Lock()
+		d.remove(e) // the next call opens it afresh, and finds what is left
+		close(e.deleting)
+		d.mu.Unlock()
+	}()
 	e.gate.Lock()
 	defer e.gate.Unlock()
 	if e.gone {
@@ -777,11 +840,13 @@ func (d *Dir) Delete(name string) error {
 	if err := e.repo.Close(); err != nil {
 		d.logf("gitmem: store %s: close: %v", name, err)
 	}
+	d.note("delete: closed")
 	// Renamed first, so that a delete cut short never leaves half a store.
 	tomb := filepath.Join(d.root, tombstonePrefix+name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if err := os.Rename(d.path(name), tomb); err != nil {
 		return fmt.Errorf("delete store %s: %w", name, err)
 	}
+	d.note("delete: renamed")
 	return os.RemoveAll(tomb)
 }
 

@@ -686,3 +686,145 @@ func TestCreatesOfDifferentNamesOverlap(t *testing.T) {
 		}
 	}
 }
+
+// Calls on a store that arrive while it is being deleted get what they
+// would a moment later: no store (ErrNotFound), and so does a second
+// delete. None opens the store meanwhile: no open (and no repair of a
+// branch that seems to have vanished) runs on a folder being deleted.
+// Before, the delete took the store out of the pool first, so a call
+// arriving then opened it afresh: at "delete: closed" (folder in place)
+// the calls were served and wrote, and the second delete removed the
+// folder under the first, which failed ("rename ...: no such file or
+// directory"); a call whose open met the rename answered "damaged".
+// Each call is started at the step and either waits (for the delete, or
+// for the name) or ends before the delete goes on.
+func TestCallsDuringADeleteFindNoStore(t *testing.T) {
+	t.Parallel()
+	for _, at := range []string{"delete: closed", "delete: renamed"} {
+		t.Run(at, func(t *testing.T) {
+			t.Parallel()
+			d := newDir(t, "", stores.Options{IdleClose: -1})
+			if _, err := d.Create("s", stores.Meta{}, gitmem.Signature{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Get("s"); err != nil { // open in the pool
+				t.Fatal(err)
+			}
+			const calls = 4
+			waits := make(chan string, calls)
+			results := make(chan string, calls)
+			var once sync.Once
+			d.OnStep(func(step string) {
+				switch step {
+				case "waits for a delete", "waits for the name":
+					waits <- step
+				case at:
+					once.Do(func() {
+						for i := range calls {
+							go func() { results <- callDuringDelete(d, i) }()
+						}
+						for range calls { // each waits, or has ended
+							select {
+							case <-waits:
+							case r := <-results:
+								results <- r
+							}
+						}
+					})
+				}
+			})
+			if err := d.Delete("s"); err != nil {
+				t.Errorf("the delete: %v", err)
+			}
+			for range calls {
+				if r := <-results; r != "no store" {
+					t.Errorf("a call during the delete: %s", r)
+				}
+			}
+			if left, _ := os.ReadDir(d.Root()); len(left) != 0 {
+				t.Errorf("left in the stores folder: %v", left)
+			}
+		})
+	}
+}
+
+// callDuringDelete is call i of TestCallsDuringADeleteFindNoStore: a
+// write through Acquire and Use, a read of the metadata, or a second
+// delete. It says "no store" for ErrNotFound.
+func callDuringDelete(d *stores.Dir, i int) string {
+	var err error
+	switch i % 3 {
+	case 0:
+		var s *stores.Store
+		if s, err = d.Acquire(context.Background(), "s"); err == nil {
+			err = s.Use(func(r *gitmem.Repo, _ stores.Meta) error {
+				_, err := r.Update(context.Background(), gitmem.Meta{Subject: "memory: test"}, func(tx *gitmem.Tx) error {
+					return tx.WriteFile("n.md", []byte("n"))
+				})
+				return err
+			})
+			s.Release()
+		}
+	case 1:
+		_, err = d.Get("s")
+	case 2:
+		err = d.Delete("s")
+	}
+	if errors.Is(err, stores.ErrNotFound) {
+		return "no store"
+	}
+	return fmt.Sprintf("%d: %v", i, err)
+}
+
+// A store whose open failed and whose folder is gone now was deleted
+// while it opened (by another process: this one's calls wait for its
+// own deletes): there is no store, not a damaged one. The same failure
+// of a store still there is its damage.
+func TestAnOpenThatMetADeleteFindsNoStore(t *testing.T) {
+	t.Parallel()
+	d := newDir(t, "", stores.Options{})
+	if _, err := d.Create("here", stores.Meta{}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	damaged := &gitmem.DamagedError{Problem: "the branch refs/heads/main has disappeared (it was at 99c6fe5)", Repair: "run gitmem fsck --repair"}
+	if err := d.OpenErr("gone", damaged); !errors.Is(err, stores.ErrNotFound) {
+		t.Errorf("gone: %v", err)
+	}
+	if err := d.OpenErr("here", damaged); !errors.As(err, new(*gitmem.DamagedError)) {
+		t.Errorf("here: %v", err)
+	}
+}
+
+// A call on a store that is being created waits for the create, and
+// gets the store it made. Before, it opened the half-made repository:
+// a "read HEAD failed" 500 (cannot be opened) while the create was in
+// gitmem.Init, or no store once Init was done and the metadata not yet
+// written (the case here).
+func TestACallDuringACreateGetsTheStore(t *testing.T) {
+	t.Parallel()
+	d := newDir(t, "", stores.Options{})
+	result := make(chan error, 2)
+	var once sync.Once
+	d.OnStep(func(step string) {
+		switch step {
+		case "waits for the name":
+			result <- nil
+		case "create: initialised":
+			once.Do(func() {
+				go func() {
+					_, err := d.Get("s")
+					result <- err
+				}()
+				if err := <-result; err != nil { // waits (nil), or has ended
+					result <- err
+				}
+			})
+		}
+	})
+	if _, err := d.Create("s", stores.Meta{Description: "made"}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-result; err != nil {
+		t.Errorf("a call during the create: %v", err)
+	}
+}
