@@ -214,5 +214,9 @@ func transferErr(err error, c *cli.Context, what, after string) error {
 	if errors.As(err, &se) {
 		return storeErr(err, "")
 	}
-	return failf(exitFailure, "%s: %v; %s", what, err, after)
+	var oe *stores.OpenError
+	if errors.As(err, &oe) {
+		err = oe.Err // what names the store
+	}
+	return failf(exitFailure, "%s: %s; %s", what, strings.TrimPrefix(err.Error(), "gitmem: "), after)
 }
