@@ -13,6 +13,7 @@ import (
 	"time"
 
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/pagination"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
@@ -22,9 +23,11 @@ import (
 )
 
 // ImportError is a store that cannot be imported as it is there (an id,
-// a path or metadata a gitmem store cannot hold, a history that does not
-// follow), or whose copy did not come out the same (it changed while it
-// was read). Nothing was imported.
+// an actor, a time, a path, a content or metadata a gitmem store cannot
+// hold, a history that does not follow), that the API does not give as
+// any store is given (a listing without end, an answer over
+// maxAnswerBytes), or whose copy did not come out the same (it changed
+// while it was read). Nothing was imported.
 type ImportError struct{ Msg string }
 
 func (e *ImportError) Error() string { return e.Msg }
@@ -92,6 +95,12 @@ func Import(ctx context.Context, remote Remote, root, id string, opt ImportOptio
 	for _, err := range []error{policy.CheckStoreDisplayName(st.Name), policy.CheckStoreDescription(st.Description), policy.CheckStoreMetadata(st.Metadata)} {
 		if err != nil {
 			return res, importErr("the store's name, description or metadata cannot be a gitmem store's: %v", err)
+		}
+	}
+	for _, err := range []error{checkTime("the store's created_at", st.CreatedAt), checkTime("the store's updated_at", st.UpdatedAt),
+		checkTime("the store's archived_at", st.ArchivedAt)} {
+		if err != nil {
+			return res, err
 		}
 	}
 	versions, err := listVersions(ctx, c, id)
@@ -198,7 +207,7 @@ func importAgain(ctx context.Context, c anthropic.Client, root string, st *anthr
 		there := slices.ContainsFunc(versions, func(a anthropic.BetaManagedAgentsMemoryVersion) bool { return a.ID == pr.newest }) ||
 			slices.ContainsFunc(memories, func(m anthropic.BetaManagedAgentsMemoryListItemUnion) bool { return m.MemoryVersionID == pr.newest })
 		if !there {
-			return ImportResult{}, fmt.Errorf("%w: its newest version, %s, is not there", ErrNotImport, pr.newest)
+			return ImportResult{}, fmt.Errorf("%w: its newest version, %s, is not there", ErrNotImport, policy.ClipName(pr.newest))
 		}
 	}
 	p, err := plan(ctx, c, st, versions, memories, pr)
@@ -272,7 +281,7 @@ func (p *importPlan) run(ctx context.Context, d *stores.Dir, opt ImportOptions, 
 			var inv *memstore.InvalidError
 			var pc *memstore.PathConflictError
 			if errors.As(err, &inv) || errors.As(err, &pc) {
-				return res, importErr("version %s of memory %s cannot follow the versions before it: %v", e.v.ID, e.v.MemoryID, err)
+				return res, importErr("version %s of memory %s cannot follow the versions before it: %v", policy.ClipName(e.v.ID), policy.ClipName(e.v.MemoryID), err)
 			}
 			return res, err
 		}
@@ -320,26 +329,64 @@ func use(d *stores.Dir, name string, fn func(r *gitmem.Repo) error) error {
 
 // listVersions lists every version, with its content, in the API's order.
 func listVersions(ctx context.Context, c anthropic.Client, id string) ([]anthropic.BetaManagedAgentsMemoryVersion, error) {
-	var out []anthropic.BetaManagedAgentsMemoryVersion
-	pager := c.Beta.MemoryStores.MemoryVersions.ListAutoPaging(ctx, id, anthropic.BetaMemoryStoreMemoryVersionListParams{
+	page, err := c.Beta.MemoryStores.MemoryVersions.List(ctx, id, anthropic.BetaMemoryStoreMemoryVersionListParams{
 		View: anthropic.BetaManagedAgentsMemoryViewFull, Limit: param.NewOpt[int64](20)})
-	for pager.Next() {
-		out = append(out, pager.Current())
-	}
-	return out, remoteErr(pager.Err())
+	return listAll("versions of store "+id, page, err)
 }
 
 // listMemories lists every memory, without content.
 func listMemories(ctx context.Context, c anthropic.Client, id string) ([]anthropic.BetaManagedAgentsMemoryListItemUnion, error) {
-	var out []anthropic.BetaManagedAgentsMemoryListItemUnion
-	pager := c.Beta.MemoryStores.Memories.ListAutoPaging(ctx, id, anthropic.BetaMemoryStoreMemoryListParams{
+	page, err := c.Beta.MemoryStores.Memories.List(ctx, id, anthropic.BetaMemoryStoreMemoryListParams{
 		View: anthropic.BetaManagedAgentsMemoryViewBasic, Limit: param.NewOpt[int64](100)})
-	for pager.Next() {
-		if it := pager.Current(); it.Type == "memory" {
-			out = append(out, it)
+	items, err := listAll("memories of store "+id, page, err)
+	return slices.DeleteFunc(items, func(it anthropic.BetaManagedAgentsMemoryListItemUnion) bool { return it.Type != "memory" }), err
+}
+
+// listAll is every item of a listing, from its first page on, following
+// next_page. A next_page given a second time would have it go round for
+// ever, holding every page (a source broken or hostile): the listing
+// stops there, an *ImportError.
+func listAll[T any](what string, page *pagination.PageCursor[T], err error) ([]T, error) {
+	var out []T
+	seen := map[string]bool{}
+	for err == nil {
+		out = append(out, page.Data...)
+		next := page.NextPage
+		if next == "" {
+			return out, nil
 		}
+		if seen[next] {
+			return nil, importErr("the API lists the %s without end: it gives the next_page %s a second time", what, policy.QuoteName(next))
+		}
+		seen[next] = true
+		page, err = page.GetNextPage()
 	}
-	return out, remoteErr(pager.Err())
+	return nil, remoteErr(err)
+}
+
+// gitTimes are the times a commit of gitmem's holds: from 1970 (git's
+// dates are not negative) to 2262 (the clock counts nanoseconds in an
+// int64).
+var gitTimes = [2]time.Time{time.Unix(0, 0), time.Unix(0, math.MaxInt64)}
+
+// checkTime refuses a time a commit here cannot hold as it is: what
+// says whose (zero: none, as a version not redacted has).
+func checkTime(what string, t time.Time) error {
+	if !t.IsZero() && (t.Before(gitTimes[0]) || t.After(gitTimes[1])) {
+		return importErr("%s %s is out of the times a git commit holds here (1970 to 2262)", what, t.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// checkActor refuses an actor whose id a commit's trailer cannot hold as
+// it is (memstore writes it through policy.CommitText): it would come
+// out different. what says whose.
+func checkActor(what string, a memstore.Actor) error {
+	if policy.CommitText(a.ID, policy.MaxCallerBytes) != a.ID {
+		return importErr("%s id %s cannot stand in a commit's trailer as it is (a control character, white space at an end or in a run, or over %d bytes)",
+			what, policy.QuoteName(a.ID), policy.MaxCallerBytes)
+	}
+	return nil
 }
 
 func actorOf(a anthropic.BetaManagedAgentsActorUnion) memstore.Actor {
@@ -422,7 +469,7 @@ func (p *importPlan) listedVersions() ([]memstore.Version, map[string]bool, erro
 	for i := len(p.versions) - 1; i >= 0; i-- {
 		a := p.versions[i]
 		if listed[a.ID] {
-			return nil, nil, importErr("version %s is listed twice", a.ID)
+			return nil, nil, importErr("version %s is listed twice", policy.ClipName(a.ID))
 		}
 		listed[a.ID] = true
 		if a.Operation == memstore.Created {
@@ -430,10 +477,21 @@ func (p *importPlan) listedVersions() ([]memstore.Version, map[string]bool, erro
 		}
 		v := memstore.Version{ID: a.ID, MemoryID: a.MemoryID, Operation: string(a.Operation), Created: a.CreatedAt, Path: a.Path,
 			Content: []byte(a.Content), By: actorOf(a.CreatedBy)}
+		of := "version " + policy.ClipName(a.ID) + ": its "
+		for _, err := range []error{checkTime(of+"created_at", a.CreatedAt), checkTime(of+"redacted_at", a.RedactedAt),
+			checkActor(of+"created_by", v.By), checkActor(of+"redacted_by", actorOf(a.RedactedBy))} {
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		if len(v.Content) > memstore.MaxContentBytes {
+			return nil, nil, importErr("version %s: its content is %s bytes, over the %s a memory holds", policy.ClipName(a.ID),
+				policy.Thousands(int64(len(v.Content))), policy.Thousands(memstore.MaxContentBytes))
+		}
 		if !a.RedactedAt.IsZero() {
 			v.RedactedAt, v.RedactedBy, v.Content = a.RedactedAt, actorOf(a.RedactedBy), nil
 		} else if v.Operation != memstore.Deleted && memstore.SHA256(v.Content) != a.ContentSha256 {
-			return nil, nil, importErr("version %s: its content does not have its content_sha256", a.ID)
+			return nil, nil, importErr("version %s: its content does not have its content_sha256", policy.ClipName(a.ID))
 		}
 		vs = append(vs, v)
 	}
@@ -455,7 +513,10 @@ func (p *importPlan) unversionedMemories(ctx context.Context, c anthropic.Client
 			return nil, remoteErr(err)
 		}
 		if memstore.SHA256([]byte(full.Content)) != full.ContentSha256 {
-			return nil, importErr("memory %s: its content does not have its content_sha256", m.ID)
+			return nil, importErr("memory %s: its content does not have its content_sha256", policy.ClipName(m.ID))
+		}
+		if err := checkTime("memory "+policy.ClipName(m.ID)+": its updated_at", full.UpdatedAt); err != nil {
+			return nil, err
 		}
 		vs = append(vs, memstore.Version{ID: full.MemoryVersionID, MemoryID: full.ID, Operation: memstore.Created, Created: full.UpdatedAt,
 			Path: full.Path, Content: []byte(full.Content)})
@@ -484,10 +545,10 @@ func (p *importPlan) replayEvents(vs []memstore.Version) ([]event, error) {
 		if pr.has(v.ID) {
 			switch {
 			case appended != "":
-				return nil, fmt.Errorf("%w: it has version %s, not the earlier %s", ErrNotImport, v.ID, appended)
+				return nil, fmt.Errorf("%w: it has version %s, not the earlier %s", ErrNotImport, policy.ClipName(v.ID), policy.ClipName(appended))
 			case !v.RedactedAt.IsZero() && pr.versions[v.ID].RedactedAt.IsZero():
 				return nil, importErr("version %s was redacted there after it was imported here, and an import does not rewrite history "+
-					"(a new import, under another name, does not have it)", v.ID)
+					"(a new import, under another name, does not have it)", policy.ClipName(v.ID))
 			}
 			continue
 		}
@@ -512,7 +573,7 @@ func (p *importPlan) replayEvents(vs []memstore.Version) ([]event, error) {
 		}
 		if v.Operation != memstore.Deleted {
 			if _, err := memstore.ParseToolPath(v.Path); err != nil {
-				return nil, importErr("version %s of memory %s: its path cannot be a gitmem memory's: %v", v.ID, v.MemoryID, err)
+				return nil, importErr("version %s of memory %s: its path cannot be a gitmem memory's: %v", policy.ClipName(v.ID), policy.ClipName(v.MemoryID), err)
 			}
 		}
 		if v.Operation == memstore.Deleted {
@@ -585,7 +646,7 @@ func (p *importPlan) check(ctx context.Context, ix *memstore.Index, r *gitmem.Re
 
 // copyDiffers is the error of a copy whose what of id is got, not want.
 func copyDiffers(what, id string, got, want any) error {
-	return importErr("the copy differs from the store there: %s of %s is %v here, %v there (did the store change while it was read? run the import again)", what, id, got, want)
+	return importErr("the copy differs from the store there: %s of %s is %v here, %v there (did the store change while it was read? run the import again)", what, policy.ClipName(id), got, want)
 }
 
 // checkVersions compares the versions here (local, by id: it takes out

@@ -12,11 +12,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // Remote is a Memory Stores API: where, and the key it takes.
@@ -27,11 +31,54 @@ type Remote struct {
 }
 
 func (r Remote) client() anthropic.Client {
-	opts := []option.RequestOption{option.WithAPIKey(r.APIKey), option.WithMaxRetries(r.MaxRetries)}
+	opts := []option.RequestOption{option.WithAPIKey(r.APIKey), option.WithMaxRetries(r.MaxRetries), option.WithMiddleware(capAnswer)}
 	if r.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(r.BaseURL))
 	}
 	return anthropic.NewClient(opts...)
+}
+
+// maxAnswerBytes bounds the answer to one request: more than any of the
+// API's holds (the largest, a page of 20 versions with content of at
+// most 102,400 bytes each, escaped in JSON, is under 13 MiB).
+const maxAnswerBytes = 16 << 20
+
+// capAnswer has the body of an answer read up to maxAnswerBytes: past
+// that, reading it fails with an *ImportError (a source broken or
+// hostile; the SDK reads a body whole), and the request is not made
+// again.
+func capAnswer(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err == nil && res.Body != nil {
+		res.Body = &cappedBody{ReadCloser: res.Body, left: maxAnswerBytes, req: req, res: res}
+	}
+	return res, err
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64 // what may still be read; below 0: too much was
+	req  *http.Request
+	res  *http.Response
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, b.tooBig()
+	}
+	n, err := b.ReadCloser.Read(p[:min(int64(len(p)), b.left+1)])
+	if b.left -= int64(n); b.left < 0 {
+		return 0, b.tooBig()
+	}
+	return n, err
+}
+
+func (b *cappedBody) tooBig() error {
+	// The SDK retries an answer whose body it could not read, unless the
+	// answer says not to.
+	b.res.Header.Set("x-should-retry", "false")
+	return importErr("%s %s: the answer is over %s bytes, more than any answer of a Memory Stores API holds",
+		b.req.Method, redactURL(b.req.URL), policy.Thousands(maxAnswerBytes))
 }
 
 // RemoteError is a request to the Memory Stores API that failed: refused
@@ -66,15 +113,18 @@ func (e *RemoteError) Error() string {
 func (e *RemoteError) Unwrap() error { return e.Err }
 
 // remoteErr is what the SDK returned as a *RemoteError (a cancelled
-// context stays itself).
+// context stays itself, and an answer too big capAnswer's *ImportError).
 func remoteErr(err error) error {
 	var ae *anthropic.Error
 	var ue *url.Error
+	var ie *ImportError
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
+	case errors.As(err, &ie): // an answer too big (capAnswer)
+		return ie
 	case errors.As(err, &ae):
 		re := &RemoteError{Status: ae.StatusCode, Type: string(ae.Type()), Message: ae.Message, RequestID: ae.RequestID}
 		if ae.Request != nil {

@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -885,16 +884,12 @@ func TestImportAgainAfterExpiry(t *testing.T) {
 func TestImportHostedShapes(t *testing.T) {
 	t.Parallel()
 	const (
-		store = "memstore_011CZkZaBF1tNoB5wlCeusgy"
+		store = hostedStore
 		notes = "mem_011CZkZb2cQ7y9WmRkFhT3Ls"
 		other = "mem_011CZkZcUe8x1AbVnPq4Rs9T"
 	)
 	sha := func(s string) string { return memstore.SHA256([]byte(s)) }
-	version := func(id, mem, op, at, path, content, actor string) string {
-		return `{"id":"` + id + `","type":"memory_version","memory_id":"` + mem + `","memory_store_id":"` + store + `","operation":"` + op +
-			`","created_at":"` + at + `","path":"` + path + `","content":` + strconv.Quote(content) + `,"content_sha256":"` + sha(content) +
-			`","content_size_bytes":` + strconv.Itoa(len(content)) + `,"created_by":` + actor + `,"redacted_at":null,"redacted_by":null}`
-	}
+	version := versionJSON
 	answers := map[string]string{
 		"/v1/memory_stores/" + store: `{"id":"` + store + `","type":"memory_store","name":"Support bot","description":"","metadata":{},` +
 			`"archived_at":null,"created_at":"2026-04-01T10:00:00.123456Z","updated_at":"2026-04-01T10:00:00.123456Z"}`,
