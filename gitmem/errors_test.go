@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // A StorageError says why (the cause's text) so that an operator's log or
@@ -59,6 +61,7 @@ func TestWALOpenErrorIsDamageOnlyForTheFile(t *testing.T) {
 		damaged string // the Problem; "": a *StorageError
 	}{
 		{&fs.PathError{Op: "open", Path: wal, Err: syscall.EISDIR}, "the write-ahead log .git/gitmem/wal is a folder, not a file"},
+		{&fs.PathError{Op: "open", Path: wal, Err: gd.ErrNotRegular}, "the write-ahead log .git/gitmem/wal is not a regular file"},
 		{errors.New("wal is not a gitmem write-ahead log"), "the write-ahead log .git/gitmem/wal cannot be read (wal is not a gitmem write-ahead log)"},
 		{fmt.Errorf("a record of %s does not decode", wal), "the write-ahead log .git/gitmem/wal cannot be read (a record of .git/gitmem/wal does not decode)"},
 		{&fs.PathError{Op: "open", Path: wal, Err: syscall.ENOENT}, ""},

@@ -82,19 +82,23 @@ func (l *logFiles) open(env *gd.Env, gitDir string) ([]gd.WALRecord, error) {
 }
 
 // walOpenError words a log file .git/gitmem/NAME that gd.OpenWAL could
-// not open. What the file holds, or a folder in its place, is damage (a
-// *DamagedError, whose Problem a client may be shown: it names the file
-// from .git/ on, never a host path). Any other refusal of the system's
-// is not: the store's folder gone while it opened (ENOENT, ENOTDIR: a
-// store being deleted), out of files (EMFILE, ENFILE), an I/O error, a
-// permission. It is a *StorageError, which says what failed without a
-// host path, and which a retry or the operator's fix of the server
-// mends; gitmem fsck finds nothing to repair.
+// not open. What the file holds, or a folder, a FIFO, a socket or a
+// device in its place, is damage (a *DamagedError, whose Problem a
+// client may be shown: it names the file from .git/ on, never a host
+// path). Any other refusal of the system's is not: the store's folder
+// gone while it opened (ENOENT, ENOTDIR: a store being deleted), out of
+// files (EMFILE, ENFILE), an I/O error, a permission. It is a
+// *StorageError, which says what failed without a host path, and which
+// a retry or the operator's fix of the server mends; gitmem fsck finds
+// nothing to repair.
 func walOpenError(name string, err error) error {
 	var errno syscall.Errno
 	switch {
 	case errors.Is(err, syscall.EISDIR):
 		return &DamagedError{Problem: "the write-ahead log .git/gitmem/" + name + " is a folder, not a file",
+			Repair: "move it aside and run gitmem fsck"}
+	case errors.Is(err, gd.ErrNotRegular):
+		return &DamagedError{Problem: "the write-ahead log .git/gitmem/" + name + " is not a regular file",
 			Repair: "move it aside and run gitmem fsck"}
 	case errors.As(err, &errno): // an open's, a write's, a rename's (a new file's)
 		return &StorageError{Op: "open the write-ahead log .git/gitmem/" + name, Err: err}

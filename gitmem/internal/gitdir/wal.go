@@ -100,6 +100,9 @@ type WAL struct {
 // be replayed.
 func OpenWAL(env *Env, gitDir, name string) (*WAL, []WALRecord, error) {
 	path := filepath.Join(gitDir, "gitmem", name)
+	if err := checkRegular(path); err != nil {
+		return nil, nil, err
+	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		w, err := createWAL(env, path)
@@ -134,6 +137,9 @@ func OpenWAL(env *Env, gitDir, name string) (*WAL, []WALRecord, error) {
 // meanwhile (no one holds the writer lock).
 func ReadWAL(gitDir, name string) (gen uint32, recs []WALRecord, err error) {
 	path := filepath.Join(gitDir, "gitmem", name)
+	if err := checkRegular(path); err != nil {
+		return 0, nil, err
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil, nil
@@ -153,6 +159,17 @@ func ReadWAL(gitDir, name string) (gen uint32, recs []WALRecord, err error) {
 	}
 	recs, err = w.scan()
 	return w.gen, recs, err
+}
+
+// checkRegular refuses a log file that is neither a regular file nor a
+// folder (which the open refuses, EISDIR): a FIFO, a socket, a device
+// put there by hand, whose open or read would wait for ever. ErrNotRegular
+// in a *fs.PathError; nothing there is nil.
+func checkRegular(path string) error {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		return &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+	}
+	return nil
 }
 
 // readHeader reads and checks the header, setting the generation.

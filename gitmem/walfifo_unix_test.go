@@ -1,0 +1,89 @@
+//go:build unix
+
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+)
+
+// A FIFO (or a socket, a device) put at the write-ahead log's path is
+// damage the open names, as a folder there is, and fsck reports it:
+// neither waits on it. Before, the open read the FIFO for its header
+// for ever (serve hung, a first SIGTERM did not stop it), and fsck's
+// read of the log waited in its open for a writer.
+func TestAFIFOAtTheLogsPathIsDamageNotAWait(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		run  func(dir string) string // "" when it says what it should
+	}{
+		{"open", func(dir string) string {
+			_, err := Open(context.Background(), dir, testOptions(t))
+			var de *DamagedError
+			if !errors.As(err, &de) || de.Problem != "the write-ahead log .git/gitmem/wal is not a regular file" {
+				return errString(err)
+			}
+			return ""
+		}},
+		{"fsck", func(dir string) string {
+			rep, err := Fsck(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf}, false)
+			if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "open .git/gitmem/wal: not a regular file") {
+				return errString(err) + " " + strings.Join(problemTexts(rep), "; ")
+			}
+			return ""
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := gittest.TempDir(t)
+			r, _, err := Init(context.Background(), dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			gittest.Damaged(t, dir, "a FIFO at .git/gitmem/wal")
+			wal := filepath.Join(dir, ".git", "gitmem", "wal")
+			if err := syscall.Unlink(wal); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(wal, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan string, 1)
+			go func() { done <- c.run(dir) }()
+			select {
+			case msg := <-done:
+				if msg != "" {
+					t.Error(msg)
+				}
+			case <-time.After(time.Minute): // a bound for a hang, not a timing
+				t.Fatal("waits on the FIFO")
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+func problemTexts(rep FsckReport) []string {
+	var out []string
+	for _, p := range rep.Problems {
+		out = append(out, p.What)
+	}
+	return out
+}
