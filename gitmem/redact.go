@@ -656,14 +656,29 @@ func (rw *rewriter) commit(c *object.Commit, mapped map[plumbing.Hash]plumbing.H
 // keptTrailers are the trailers whose values gitmem and its stores write
 // as a word of their own, a number, a time or a hash (docs/protocol.md),
 // never a caller's or the model's text: a redaction's pattern leaves
-// them, as it leaves every trailer's key, so that a commit still says
-// what it is (a pattern of "every long token" would otherwise turn every
-// gitmem commit into one of no command, path or store).
-var keptTrailers = map[string]bool{
-	TrailerCommand: true, TrailerLine: true,
-	"Reverts": true, "Restored-From": true, "Merge-Head": true, "Expired-Before": true,
-	"Store-Action": true, "Store-Created": true, "Store-Archived": true, "Store-Secret-Screening": true,
+// such a value, as it leaves every trailer's key, so that a commit still
+// says what it is (a pattern of "every long token" would otherwise turn
+// every gitmem commit into one of no command, path or store). A value of
+// another form under one of these keys (a commit made by hand, or by
+// another program) is redacted as any other.
+var keptTrailers = map[string]func(string) bool{
+	TrailerCommand: isWord, "Store-Action": isWord, "Store-Secret-Screening": isWord,
+	TrailerLine: isNumber,
+	"Reverts":   isHash, "Restored-From": isHash, "Merge-Head": isHash,
+	"Expired-Before": isTime, "Store-Created": isTime, "Store-Archived": isTime,
 }
+
+func isWord(v string) bool {
+	return len(v) > 0 && len(v) <= 32 && strings.Trim(v, "abcdefghijklmnopqrstuvwxyz_-") == ""
+}
+
+func isNumber(v string) bool {
+	return len(v) > 0 && len(v) <= 10 && strings.Trim(v, "0123456789") == ""
+}
+
+func isHash(v string) bool { return len(v) == 40 && strings.Trim(v, "0123456789abcdef") == "" }
+
+func isTime(v string) bool { _, err := time.Parse(time.RFC3339, v); return err == nil }
 
 // redactMessage replaces m's matches in a commit message with the
 // placeholder: in its subject and body, and in the values of its trailers
@@ -683,7 +698,7 @@ func redactMessage(m *regexp.Regexp, msg string) string {
 		}
 	}
 	for i, line := range lines {
-		if k, v, _ := strings.Cut(line, ": "); !keptTrailers[k] {
+		if k, v, _ := strings.Cut(line, ": "); keptTrailers[k] == nil || !keptTrailers[k](v) {
 			lines[i] = k + ": " + red(v)
 		}
 	}

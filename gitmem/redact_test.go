@@ -565,3 +565,30 @@ func TestRedactKeepsTrailerKeys(t *testing.T) {
 		})
 	}
 }
+
+// A value under a kept key that is not of gitmem's own form (a commit made
+// by hand or by another program) is redacted as any other: it was kept
+// by its key alone, so a secret there survived a redaction that reported
+// success (N7 G1).
+func TestRedactKeepsOnlyGitmemsOwnValues(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	_, err := r.Update(context.Background(), Meta{Subject: "by hand", Trailers: []Trailer{
+		{TrailerCommand, "sk-live1secret"}, {TrailerLine, "sk-live1secret"}, {"Merge-Head", "sk-live1secret"},
+		{"Store-Created", "sk-live1secret"}, {"Store-Action", "update"},
+	}}, func(tx *Tx) error { return tx.WriteFile("f.md", []byte("note\n")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if _, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	want := "by hand\n\nMemory-Command: [REDACTED]\nMemory-Line: [REDACTED]\nMerge-Head: [REDACTED]\nStore-Created: [REDACTED]\nStore-Action: update\n"
+	if got := gittest.Git(t, dir, "log", "-1", "--format=%B"); got != want+"\n" {
+		t.Fatalf("the message after the redaction:\n%s\nwant:\n%s", got, want)
+	}
+	r.Close()
+	assertNoSecret(t, dir, "sk-live1secret")
+}
