@@ -153,12 +153,20 @@ func readTokens(path string) (policy.TokenFile, error) {
 	return f, nil
 }
 
-// editTokens changes the token file, checks the result, and replaces the
-// file (mode 0600) in one rename. Another token add or remove waits: the
+// editTokens changes the token file (the one a link names), checks the
+// result, and replaces the file (mode 0600) in one rename. Another token add or remove waits: the
 // file's lock (.NAME.lock beside it, flock'd; kept) is held from the read
 // to the rename, so that neither's change is lost (a token removed while
 // another was added came back).
 func editTokens(path string, fn func(f *policy.TokenFile) error) error {
+	// A link is followed: the file the server reads is the one changed
+	// (the rename would otherwise put a file in the link's place), and
+	// every path to it takes the same lock.
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return failf(exitFailure, "%v", err)
+	}
 	unlock, err := lockedfile.MutexAt(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock")).Lock()
 	if err != nil {
 		return failf(exitFailure, "lock the token file: %v", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -63,5 +64,33 @@ func TestTokenEditsAtOnceKeepBoth(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"new"}) {
 		t.Fatalf("the token file holds %v after removing revoked while adding new, want [new]", names)
+	}
+}
+
+// A token file reached through a link: the file behind it is changed,
+// and the link stays. The rename put a file of its own in the link's
+// place: a token removed through /etc/gitmem/tokens.json -> /srv/...
+// stayed in the file the server read (N7 G2).
+func TestTokenEditThroughALinkChangesItsFile(t *testing.T) {
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real.json"), filepath.Join(dir, "link.json")
+	add := func(f *policy.TokenFile) error {
+		f.Tokens = append(f.Tokens, policy.Token{Name: "a", SHA256: storesapi.HashToken("secret-a"), Stores: []string{"*"}, Access: policy.ReadWrite, Role: policy.Agent})
+		return nil
+	}
+	if err := editTokens(real, add); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real.json", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := editTokens(link, func(f *policy.TokenFile) error { f.Tokens = nil; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link is no longer a link: %v %v", fi.Mode(), err)
+	}
+	if f, err := readTokens(real); err != nil || len(f.Tokens) != 0 {
+		t.Fatalf("the file behind the link holds %v (%v), want no token", f.Tokens, err)
 	}
 }
