@@ -818,6 +818,9 @@ func (d *Dir) Delete(name string) error {
 		e.deleting = make(chan struct{})
 	}
 	d.mu.Unlock()
+	if !taken {
+		d.note("delete: marked")
+	}
 	if taken {
 		unlock()
 		s.Release()
@@ -904,11 +907,16 @@ func (d *Dir) List(opt ListOptions) (Page[Info], error) {
 }
 
 // peek reads a store's metadata: from the pool when it is open, else by
-// opening its repository read-only (which writes nothing) for a moment.
+// opening its repository read-only (which writes nothing) for a moment. A
+// store being deleted is ErrNotFound.
 func (d *Dir) peek(name string) (Meta, error) {
 	d.mu.Lock()
 	e := d.open[name]
+	deleting := e != nil && e.deleting != nil
 	d.mu.Unlock()
+	if deleting { // left out at once: the delete waits for the calls using it, a listing does not
+		return Meta{}, ErrNotFound
+	}
 	if e != nil {
 		info, err := d.Get(name)
 		return info.Meta, err

@@ -828,3 +828,60 @@ func TestACallDuringACreateGetsTheStore(t *testing.T) {
 		t.Errorf("a call during the create: %v", err)
 	}
 }
+
+// A listing during a delete that waits for a long call leaves the store
+// out at once. It waited for the delete, and so for the call: one slow
+// client of one store held every listing of the server (N7 G3).
+func TestAListingDuringADeleteDoesNotWait(t *testing.T) {
+	t.Parallel()
+	d := newDir(t, "", stores.Options{IdleClose: -1})
+	for _, name := range []string{"a", "s"} {
+		if _, err := d.Create(name, stores.Meta{}, gitmem.Signature{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := d.Acquire(context.Background(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inCall, endCall := make(chan struct{}), make(chan struct{})
+	go s.Use(func(*gitmem.Repo, stores.Meta) error { close(inCall); <-endCall; return nil }) // the long call
+	<-inCall
+	marked, waited := make(chan struct{}), make(chan struct{}, 1)
+	d.OnStep(func(step string) {
+		switch step {
+		case "delete: marked":
+			close(marked)
+		case "waits for a delete":
+			waited <- struct{}{}
+		}
+	})
+	deleted := make(chan error, 1)
+	go func() { deleted <- d.Delete("s") }()
+	<-marked
+	listed := make(chan []string, 1)
+	go func() {
+		p, err := d.List(stores.ListOptions{Limit: 10})
+		if err != nil {
+			t.Error(err)
+		}
+		var names []string
+		for _, i := range p.Items {
+			names = append(names, i.Name)
+		}
+		listed <- names
+	}()
+	select {
+	case names := <-listed:
+		if !slices.Equal(names, []string{"a"}) {
+			t.Errorf("listed during the delete: %v, want [a]", names)
+		}
+	case <-waited:
+		t.Error("the listing waited for the delete, which waits for the long call")
+	}
+	close(endCall)
+	s.Release()
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+}

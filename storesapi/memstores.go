@@ -125,6 +125,7 @@ func (s *storesServer) ms(n need, fn func(w http.ResponseWriter, r *http.Request
 			return
 		}
 		p := principalOf(r)
+		readBody(r)
 		st, err := s.dir.Acquire(r.Context(), id)
 		if err != nil {
 			s.msError(w, id, err)

@@ -1,8 +1,10 @@
 package storesapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -144,6 +146,7 @@ func (s *storesServer) store(operator bool, fn func(w http.ResponseWriter, r *ht
 			handler.HTTPError(w, http.StatusForbidden, "token "+p.Name+" may not use store "+name)
 			return
 		}
+		readBody(r)
 		st, err := s.dir.Acquire(r.Context(), name)
 		switch {
 		case err != nil && !operator: // the tool route
@@ -157,6 +160,27 @@ func (s *storesServer) store(operator bool, fn func(w http.ResponseWriter, r *ht
 		fn(w, r, p, st)
 	}
 }
+
+// readBody reads the request's body (bounded by the server's limit)
+// before its store is acquired: a client that sends its body slowly
+// holds no store meanwhile (a delete of the store, which waits for the
+// calls using it, would wait for the client). What the reading ends with
+// (an error at the limit, say) is what the handler reads after the bytes.
+func readBody(r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	b, err := io.ReadAll(r.Body)
+	var body io.Reader = bytes.NewReader(b)
+	if err != nil {
+		body = io.MultiReader(body, errReader{err})
+	}
+	r.Body = io.NopCloser(body)
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // storeError answers a stores error: a store damaged or that cannot be
 // opened as the Memory Stores API does (msError), in this API's shape.

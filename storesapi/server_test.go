@@ -832,3 +832,48 @@ func TestStoppingServerAnswersRetryLater(t *testing.T) {
 		}
 	}
 }
+
+// A client that sends its body slowly holds no store meanwhile: a delete
+// of the store (which waits for the calls using it) goes ahead. The store
+// was acquired before the body was read, so one slow agent of a store
+// held its delete, and every listing behind it, for up to the server's
+// read timeout (N7 G3).
+func TestASlowBodyHoldsNoStore(t *testing.T) {
+	t.Parallel()
+	a := newStoresAPIWith(t, storesapi.Options{}, true)
+	a.call("ops", "POST", "/v1/stores", map[string]any{"name": "s"}, nil)
+	if n := a.dir.OpenCount(); n != 0 { // the request below is what opens it
+		t.Fatalf("%d stores open after the create", n)
+	}
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", a.base+"/v1/stores/s/tool_use", pr)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer secret-ops")
+	done := make(chan int, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		res.Body.Close()
+		done <- res.StatusCode
+	}()
+	io.WriteString(pw, `{"type":"tool_use","id":"toolu_slow",`)
+	for i := 0; i < 200 && a.dir.OpenCount() == 0; i++ { // the old code opened it here, before the body
+		time.Sleep(10 * time.Millisecond)
+	}
+	deleted := make(chan int, 1)
+	go func() { deleted <- a.call("ops", "DELETE", "/v1/stores/s", nil, nil) }()
+	select {
+	case code := <-deleted:
+		if code != http.StatusOK {
+			t.Errorf("the delete: %d", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("the delete waited for a request whose body had not arrived")
+	}
+	io.WriteString(pw, `"name":"memory","input":{"command":"view","path":"/memories"}}`)
+	pw.Close()
+	<-done
+}
