@@ -97,8 +97,8 @@ func Import(ctx context.Context, remote Remote, root, id string, opt ImportOptio
 			return res, importErr("the store's name, description or metadata cannot be a gitmem store's: %v", err)
 		}
 	}
-	for _, err := range []error{checkTime("the store's created_at", st.CreatedAt), checkTime("the store's updated_at", st.UpdatedAt),
-		checkTime("the store's archived_at", st.ArchivedAt)} {
+	for _, err := range []error{checkTime("the store's created_at", st.CreatedAt, false), checkTime("the store's updated_at", st.UpdatedAt, false),
+		checkTime("the store's archived_at", st.ArchivedAt, true)} {
 		if err != nil {
 			return res, err
 		}
@@ -370,8 +370,13 @@ func listAll[T any](what string, page *pagination.PageCursor[T], err error) ([]T
 var gitTimes = [2]time.Time{time.Unix(0, 0), time.Unix(0, math.MaxInt64)}
 
 // checkTime refuses a time a commit here cannot hold as it is: what
-// says whose (zero: none, as a version not redacted has).
-func checkTime(what string, t time.Time) error {
+// says whose. The zero time (none, as a version not redacted has) is
+// taken only where optional: it is also what an empty, null or unreadable
+// time decodes to.
+func checkTime(what string, t time.Time, optional bool) error {
+	if t.IsZero() && !optional {
+		return importErr("%s is missing or not a time", what)
+	}
 	if !t.IsZero() && (t.Before(gitTimes[0]) || t.After(gitTimes[1])) {
 		return importErr("%s %s is out of the times a git commit holds here (1970 to 2262)", what, t.UTC().Format(time.RFC3339))
 	}
@@ -478,7 +483,7 @@ func (p *importPlan) listedVersions() ([]memstore.Version, map[string]bool, erro
 		v := memstore.Version{ID: a.ID, MemoryID: a.MemoryID, Operation: string(a.Operation), Created: a.CreatedAt, Path: a.Path,
 			Content: []byte(a.Content), By: actorOf(a.CreatedBy)}
 		of := "version " + policy.ClipName(a.ID) + ": its "
-		for _, err := range []error{checkTime(of+"created_at", a.CreatedAt), checkTime(of+"redacted_at", a.RedactedAt),
+		for _, err := range []error{checkTime(of+"created_at", a.CreatedAt, false), checkTime(of+"redacted_at", a.RedactedAt, true),
 			checkActor(of+"created_by", v.By), checkActor(of+"redacted_by", actorOf(a.RedactedBy))} {
 			if err != nil {
 				return nil, nil, err
@@ -515,7 +520,7 @@ func (p *importPlan) unversionedMemories(ctx context.Context, c anthropic.Client
 		if memstore.SHA256([]byte(full.Content)) != full.ContentSha256 {
 			return nil, importErr("memory %s: its content does not have its content_sha256", policy.ClipName(m.ID))
 		}
-		if err := checkTime("memory "+policy.ClipName(m.ID)+": its updated_at", full.UpdatedAt); err != nil {
+		if err := checkTime("memory "+policy.ClipName(m.ID)+": its updated_at", full.UpdatedAt, false); err != nil {
 			return nil, err
 		}
 		vs = append(vs, memstore.Version{ID: full.MemoryVersionID, MemoryID: full.ID, Operation: memstore.Created, Created: full.UpdatedAt,

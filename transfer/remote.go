@@ -9,6 +9,7 @@
 package transfer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -28,10 +30,17 @@ type Remote struct {
 	BaseURL    string // "": the SDK's (ANTHROPIC_BASE_URL, else https://api.anthropic.com)
 	APIKey     string // sent as Authorization: Bearer, as the SDK sends an API key
 	MaxRetries int    // retries of a request that failed for a reason worth retrying (the SDK's rules: 408, 409, 429, 5xx, no connection)
+	// Timeout bounds one attempt of a request, its answer read whole (0:
+	// two minutes): a source that stops answering mid-way (a proxy, a
+	// peer gone without a reset) would hold an unattended import or
+	// export for ever. An attempt that times out is retried as a failed
+	// connection is.
+	Timeout time.Duration
 }
 
 func (r Remote) client() anthropic.Client {
-	opts := []option.RequestOption{option.WithAPIKey(r.APIKey), option.WithMaxRetries(r.MaxRetries), option.WithMiddleware(capAnswer)}
+	opts := []option.RequestOption{option.WithAPIKey(r.APIKey), option.WithMaxRetries(r.MaxRetries), option.WithMiddleware(capAnswer),
+		option.WithRequestTimeout(cmp.Or(r.Timeout, 2*time.Minute))}
 	if r.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(r.BaseURL))
 	}
@@ -114,6 +123,8 @@ func (e *RemoteError) Unwrap() error { return e.Err }
 
 // remoteErr is what the SDK returned as a *RemoteError (a cancelled
 // context stays itself, and an answer too big capAnswer's *ImportError).
+var errNoAnswer = errors.New("no whole answer within the request timeout")
+
 func remoteErr(err error) error {
 	var ae *anthropic.Error
 	var ue *url.Error
@@ -121,8 +132,10 @@ func remoteErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.Canceled):
 		return err
+	case errors.Is(err, context.DeadlineExceeded): // an attempt's timeout (Remote.Timeout)
+		return &RemoteError{Err: errNoAnswer}
 	case errors.As(err, &ie): // an answer too big (capAnswer)
 		return ie
 	case errors.As(err, &ae):

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/memstore"
@@ -175,6 +176,8 @@ func TestImportRefusesWhatAStoreCannotHold(t *testing.T) {
 			"version memver_1: its created_at 1901-01-01T00:00:00Z is out of the times a git commit holds here (1970 to 2262)"},
 		{"store before 1970", "1969-12-31T23:59:59Z", versionJSON("memver_1", "mem_a", "created", "2026-04-01T10:00:00Z", "/a.md", "a\n", apiActor),
 			"the store's created_at 1969-12-31T23:59:59Z is out of the times a git commit holds here (1970 to 2262)"},
+		{"year one", "", versionJSON("memver_1", "mem_a", "created", "0001-01-01T00:00:00Z", "/a.md", "a\n", apiActor),
+			"version memver_1: its created_at is missing or not a time"}, // the zero time: it was blamed on a store that changed
 		{"api key id", "", versionJSON("memver_1", "mem_a", "created", "2026-04-01T10:00:00Z", "/a.md", "a\n", `{"type":"api_actor","api_key_id":"key\nX: y"}`),
 			`version memver_1: its created_by id "key\nX: y" cannot stand in a commit's trailer as it is (a control character, white space at an end or in a run, or over 256 bytes)`},
 		{"version id", "", versionJSON("memver_1\nTool-Use-Id: toolu_evil", "mem_a", "created", "2026-04-01T10:00:00Z", "/a.md", "a\n", apiActor),
@@ -234,5 +237,45 @@ func TestImportReadsABoundedAnswer(t *testing.T) {
 	// out: well under the whole.
 	if w := s.written.Load(); w > huge/2 {
 		t.Errorf("the source wrote %d of %d bytes", w, huge)
+	}
+}
+
+// A source that stops answering mid-way: each attempt ends at the
+// request timeout, and the import fails, nothing imported. It waited for
+// ever (no timeout was set on the SDK's requests: N7 G5).
+func TestImportGivesUpOnAStalledAnswer(t *testing.T) {
+	t.Parallel()
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(200)
+		io.WriteString(w, `{"id":`)
+		w.(http.Flusher).Flush()
+		select { // then nothing, until the client gives up or the test ends
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer srv.Close()
+	defer close(stop)
+	root := gittest.TempDir(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := transfer.Import(ctx, transfer.Remote{BaseURL: srv.URL, APIKey: "sk-ant-test", Timeout: 200 * time.Millisecond}, root, hostedStore,
+			transfer.ImportOptions{Name: "support"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var re *transfer.RemoteError
+		if !errors.As(err, &re) {
+			t.Errorf("a stalled answer: %v, want a RemoteError", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the import still waits for a stalled answer")
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("a failed import left %v", entries)
 	}
 }

@@ -206,7 +206,7 @@ func transferErr(err error, c *cli.Context, what, after string) error {
 	case errors.As(err, &re) && re.Status == 404:
 		return failf(exitRemote, "%s has no such store (%s); %s", base, re, after)
 	case errors.As(err, &re) && re.Status >= 500 || errors.As(err, &re) && re.Status == 429:
-		return failf(exitRemote, "the Memory Stores API at %s failed (%s, after %d retries); %s", base, re, c.Int("max-retries"), after)
+		return failf(exitRemote, "the Memory Stores API at %s failed (%s; retried up to %d times where a retry is safe); %s", base, re, c.Int("max-retries"), after)
 	case errors.As(err, &re):
 		return failf(exitRemote, "the Memory Stores API at %s refused (%s); %s", base, re, after)
 	}
