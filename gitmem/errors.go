@@ -26,9 +26,13 @@ var (
 	ErrRoot          = errors.New("gitmem: the memory root cannot be changed itself")
 	ErrInsideItself  = errors.New("gitmem: a folder cannot be moved into itself")
 	ErrNotRepository = errors.New("gitmem: not a gitmem repository")
-	ErrClosed        = errors.New("gitmem: repository is closed")
-	ErrUnknownRev    = errors.New("gitmem: unknown revision")
-	ErrReadOnly      = errors.New("gitmem: repository was opened read-only")
+	// ErrInterrupted: .git holds only part of what the creation of a
+	// repository writes, no commit (an earlier gitmem's init or store
+	// create cut short there). Init replaces it, losing nothing.
+	ErrInterrupted = errors.New("gitmem: .git is what an interrupted creation of the repository left, without a commit")
+	ErrClosed      = errors.New("gitmem: repository is closed")
+	ErrUnknownRev  = errors.New("gitmem: unknown revision")
+	ErrReadOnly    = errors.New("gitmem: repository was opened read-only")
 	// ErrForeign: a git repository gitmem did not create. gitmem would
 	// commit onto its branch; Options.Adopt says to do so anyway.
 	ErrForeign = errors.New("gitmem: a git repository that gitmem did not create")
@@ -206,7 +210,7 @@ func wrap(op string, err error) error {
 	var de *DamagedError
 	var ue *UnwrittenError
 	var me *AmbiguousError
-	for _, own := range []error{ErrNotExist, ErrExist, ErrIsDir, ErrNotDir, ErrRoot, ErrInsideItself, ErrNotRepository,
+	for _, own := range []error{ErrNotExist, ErrExist, ErrIsDir, ErrNotDir, ErrRoot, ErrInsideItself, ErrNotRepository, ErrInterrupted,
 		ErrClosed, ErrUnknownRev, ErrReadOnly, ErrForeign, ErrOtherOwner, ErrNoChange, ErrEmptyMatch} {
 		if errors.Is(err, own) {
 			return err

@@ -156,6 +156,9 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
 		return rep, ErrNotRepository
 	}
+	if gd.Interrupted(gitDir) {
+		return rep, ErrInterrupted
+	}
 	if err := checkOwner(gitDir, opt); err != nil {
 		return rep, err
 	}

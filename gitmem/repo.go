@@ -241,37 +241,101 @@ type Repo struct {
 // plain folder of memory files (the SDK's file backend layout, dir/memories)
 // becomes the first commit; an existing gitmem repository is opened as is,
 // and another git repository only with Options.Adopt. It reports whether
-// a new repository was created.
+// a new repository was created. A .git that an interrupted creation by an
+// earlier gitmem left (ErrInterrupted) is replaced.
 func Init(ctx context.Context, dir string, opt Options) (*Repo, bool, error) {
 	created := false
-	if _, err := os.Stat(filepath.Join(dir, ".git")); errors.Is(err, fs.ErrNotExist) {
-		if err := initGitDir(dir); err != nil {
+	gitDir := filepath.Join(dir, ".git")
+	_, err := os.Lstat(gitDir)
+	if err == nil && gd.Interrupted(gitDir) {
+		// Moved aside first, as a store's delete: what is left if this
+		// is cut short is a temporary folder the next Init removes.
+		aside := filepath.Join(dir, gd.NewTempPrefix+gd.ProcTag+"-interrupted")
+		if err = os.Rename(gitDir, aside); err != nil {
+			return nil, false, wrap("replace the repository an interrupted creation left", err)
+		}
+		os.RemoveAll(aside)
+		err = fs.ErrNotExist
+		if opt.Logf != nil {
+			opt.Logf("gitmem: replaced the .git an interrupted creation left (no commit, no HEAD or no mark)")
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		if created, err = initGitDir(dir, opt.hooks.gdEnv()); err != nil {
 			return nil, false, err
 		}
-		created = true
 	}
 	r, err := Open(ctx, dir, opt)
 	return r, created, err
 }
 
-// initGitDir creates dir (if needed) with a new git repository on branch
-// main, marked as gitmem's.
-func initGitDir(dir string) error {
-	if err := os.MkdirAll(dir, dirMode); err != nil {
+// Create makes a new gitmem repository at dir, all or nothing: it is
+// built in a temporary folder beside dir (gd.NewTempPrefix: one a killed
+// process left is removed by a later Create there), fill makes its first
+// changes, and once closed it is renamed into place. A dir that exists
+// by then and is not an empty folder (another process's, say) is
+// ErrExist, with nothing changed; so of two processes creating dir at
+// once, one creates it.
+func Create(ctx context.Context, dir string, opt Options, fill func(r *Repo) error) error {
+	parent := filepath.Dir(dir)
+	gd.ClearNewTemps(parent)
+	tmp, err := os.MkdirTemp(parent, gd.NewTempPattern())
+	if err != nil {
 		return wrap("create the repository folder", err)
 	}
-	_, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
-		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
-	})
+	defer os.RemoveAll(tmp) // gone once renamed
+	r, _, err := Init(ctx, tmp, opt)
 	if err != nil {
-		return wrap("initialise the git repository", err)
+		return err
 	}
-	// The objects hold the memory's content: keep them as private as the
-	// memory files themselves.
-	if err := os.Chmod(filepath.Join(dir, ".git"), dirMode); err != nil {
-		return wrap("initialise the git repository", err)
+	err = fill(r)
+	if cerr := r.Close(); err == nil {
+		err = cerr
 	}
-	return wrap("initialise the git repository", gd.Mark(filepath.Join(dir, ".git")))
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Lstat(dir); serr == nil {
+			return ErrExist
+		}
+		return wrap("create the repository folder", err)
+	}
+	return wrap("create the repository folder", gd.SyncDir(parent))
+}
+
+// initGitDir creates dir (if needed) with a new git repository on branch
+// main, marked as gitmem's, all or nothing: .git is built under a
+// temporary name in dir (gd.NewTempPrefix, which a later initGitDir
+// removes if this process is killed meanwhile) and renamed into place
+// once complete. It reports false, and no error, when another process
+// put a .git there first.
+func initGitDir(dir string, env *gd.Env) (bool, error) {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return false, wrap("create the repository folder", err)
+	}
+	gd.ClearNewTemps(dir)
+	// The objects hold the memory's content: .git is as private as the
+	// memory files themselves (MkdirTemp's 0700).
+	tmp, err := os.MkdirTemp(dir, gd.NewTempPattern())
+	if err != nil {
+		return false, wrap("initialise the git repository", err)
+	}
+	defer os.RemoveAll(tmp) // gone once renamed
+	if err := gd.WriteNewGitDir(env, tmp); err != nil {
+		return false, wrap("initialise the git repository", err)
+	}
+	gitDir := filepath.Join(dir, ".git")
+	if err := os.Rename(tmp, gitDir); err != nil {
+		if _, serr := os.Lstat(gitDir); serr == nil {
+			return false, nil // another process's
+		}
+		return false, wrap("initialise the git repository", err)
+	}
+	if err := env.Injected(gd.StepInit, "rename"); err != nil {
+		return true, wrap("initialise the git repository", err)
+	}
+	return true, wrap("initialise the git repository", gd.SyncDir(dir))
 }
 
 // Open opens the gitmem repository in dir. Under the writer lock it first
@@ -329,9 +393,15 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 		return nil, err
 	}
 	if r.branch, err = gd.ReadHEAD(gitDir); err != nil {
+		if gd.Interrupted(gitDir) {
+			return fail(ErrInterrupted)
+		}
 		return fail(wrap("read HEAD", err))
 	}
 	if !marked && !r.madeByGitmem() {
+		if gd.Interrupted(gitDir) {
+			return fail(ErrInterrupted)
+		}
 		if !opt.Adopt {
 			return fail(ErrForeign)
 		}

@@ -922,7 +922,7 @@ func Clone(ctx context.Context, url, dir string, opt Options, sopt SyncOptions) 
 		}
 		return nil, SyncResult{}, err
 	}
-	if err := initGitDir(dir); err != nil {
+	if _, err := initGitDir(dir, opt.hooks.gdEnv()); err != nil {
 		return fail(err)
 	}
 	gitDir := filepath.Join(dir, ".git")

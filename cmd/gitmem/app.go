@@ -221,7 +221,7 @@ func checkRepoFirst(c *cli.Context) error {
 		}
 		c.App.Metadata[checkedRepo] = r
 		return nil
-	case errors.Is(err, gitmem.ErrNotRepository), errors.Is(err, gitmem.ErrForeign):
+	case errors.Is(err, gitmem.ErrNotRepository), errors.Is(err, gitmem.ErrForeign), errors.Is(err, gitmem.ErrInterrupted):
 		return storeErr(err, dir)
 	}
 	return nil
@@ -293,6 +293,8 @@ func storeErr(err error, dir string) error {
 			return failf(exitNoRepo, "%s is not a gitmem repository, but this folder is one: give --repo .", dir)
 		}
 		return failf(exitNoRepo, "%s is not a gitmem repository (run: gitmem --repo %s init)", dir, dir)
+	case errors.Is(err, gitmem.ErrInterrupted):
+		return failf(exitNoRepo, "%s/.git is what an interrupted creation of the repository left (by an earlier gitmem: no commit, nothing lost); run: gitmem --repo %s init, which makes it anew", dir, dir)
 	case errors.Is(err, gitmem.ErrForeign):
 		return failf(exitNoRepo, "%s is a git repository that gitmem did not create; gitmem would commit onto its branch (to do so anyway: gitmem init --adopt %s)", dir, dir)
 	case errors.As(err, &de):

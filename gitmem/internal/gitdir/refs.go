@@ -340,11 +340,16 @@ const startDigits = 20
 // after the dash, which only makes the name unique, the name is one an
 // older gitmem reads as before (by its pid and tag).
 func ownLockName(path string) string {
-	start := ""
+	return fmt.Sprintf("%s.gitmem-%s-%s%d.lock", path, ProcTag, ownStartDigits(), ownLockSeq.Add(1))
+}
+
+// ownStartDigits is this process's start time in startDigits digits,
+// "" where it cannot be read.
+func ownStartDigits() string {
 	if t, ok := ownStart(); ok {
-		start = fmt.Sprintf("%0*d", startDigits, t)
+		return fmt.Sprintf("%0*d", startDigits, t)
 	}
-	return fmt.Sprintf("%s.gitmem-%s-%s%d.lock", path, ProcTag, start, ownLockSeq.Add(1))
+	return ""
 }
 
 // ownLockRE parses an ownLockName: the path, the ProcTag, the pid, the
