@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +21,9 @@ var (
 	ErrNotFound = errors.New("no such store")
 	ErrExists   = errors.New("a store with this name already exists")
 	ErrArchived = errors.New("the store is archived")
+	// ErrInTheWay: a create found a file, not a folder, at the store's
+	// name in the stores folder.
+	ErrInTheWay = errors.New("a file that is not a store is in the way")
 )
 
 // ErrOutOfFiles is a store that could not be opened because the server
@@ -631,9 +633,14 @@ func (i Info) Title() string {
 }
 
 // Create makes a new store, a gitmem repository with its first metadata
-// commit, authored by author (zero: the operator's git identity). A gitmem
-// repository already in the folder that is not yet a store becomes one;
-// anything else there is ErrExists.
+// commit, authored by author (zero: the operator's git identity). A new
+// store is built under a temporary name in the stores folder and renamed
+// into place once complete (gitmem.Create): a create that fails or is
+// killed leaves no store, and of two processes creating one name at once
+// one creates it, the other gets ErrExists. An empty folder at the name
+// is no store, and is replaced. A gitmem repository already in the folder
+// that is not yet a store becomes one in place; a file there is
+// ErrInTheWay; anything else there is ErrExists.
 func (d *Dir) Create(name string, m Meta, author gitmem.Signature) (Info, error) {
 	if err := policy.CheckStoreName(name); err != nil {
 		return Info{}, err
@@ -643,31 +650,50 @@ func (d *Dir) Create(name string, m Meta, author gitmem.Signature) (Info, error)
 	}
 	defer d.lockName(name)() // the second of two creates of name finds the first's store
 	dir := d.path(name)
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return Info{}, fmt.Errorf("create store %s: %w", name, err)
-	}
 	opt := d.opt.Repo
 	opt.ReadOnly, opt.Adopt = false, false
-	r, _, err := gitmem.Init(context.Background(), dir, opt)
-	if errors.Is(err, gitmem.ErrForeign) {
+	m.Archived, m.Created, m.Metadata = time.Time{}, d.now(), cloneMap(m.Metadata)
+	var info Info
+	fill := func(r *gitmem.Repo) error {
+		d.note("create: initialised")
+		if _, found, _, err := readMeta(r, ""); err != nil {
+			return err
+		} else if found {
+			return ErrExists
+		}
+		c, err := writeMeta(r, "create", m, author)
+		if err != nil {
+			return err
+		}
+		info = Info{Name: name, Meta: metaOf(c)}
+		return nil
+	}
+	// An empty folder is removed (os.Remove removes no other), to be
+	// replaced.
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		return Info{}, ErrInTheWay
+	} else if err == nil && os.Remove(dir) != nil {
+		// Made a store in place: what an earlier gitmem's interrupted
+		// create left, or a memory an operator put here.
+		r, _, err := gitmem.Init(context.Background(), dir, opt)
+		if errors.Is(err, gitmem.ErrForeign) || errors.Is(err, gitmem.ErrNotRepository) {
+			return Info{}, ErrExists
+		}
+		if err != nil {
+			return Info{}, fmt.Errorf("store %s: %w", name, err)
+		}
+		defer r.Close()
+		err = fill(r)
+		return info, err
+	}
+	err := gitmem.Create(context.Background(), dir, opt, fill)
+	if errors.Is(err, gitmem.ErrExist) {
 		return Info{}, ErrExists
 	}
 	if err != nil {
 		return Info{}, fmt.Errorf("store %s: %w", name, err)
 	}
-	defer r.Close()
-	d.note("create: initialised")
-	if _, found, _, err := readMeta(r, ""); err != nil {
-		return Info{}, err
-	} else if found {
-		return Info{}, ErrExists
-	}
-	m.Archived, m.Created, m.Metadata = time.Time{}, d.now(), cloneMap(m.Metadata)
-	c, err := writeMeta(r, "create", m, author)
-	if err != nil {
-		return Info{}, err
-	}
-	return Info{Name: name, Meta: metaOf(c)}, nil
+	return info, nil
 }
 
 // nameLock is the lock of one name being created, and how many creates

@@ -9,7 +9,7 @@ func (d *Dir) PackWith(gc func(r *gitmem.Repo) (gitmem.GCStats, error)) { d.pack
 // OnStep has step told of the steps of a delete ("delete: closed": the
 // repository closed, its folder in place; "delete: renamed": the folder
 // renamed away, not yet removed), of a create ("create: initialised":
-// a gitmem repository, not yet a store), and of a call that waits for a
+// a gitmem repository, not yet a store, not yet in place), and of a call that waits for a
 // delete of its store to end ("waits for a delete") or for a create or
 // delete of its name ("waits for the name"). Set before the Dir is used.
 func (d *Dir) OnStep(step func(string)) { d.step = step }

@@ -240,7 +240,7 @@ func (s *storesServer) createStore(w http.ResponseWriter, r *http.Request) {
 // metaError answers a failed metadata change: a refused value is 400.
 func (s *storesServer) metaError(w http.ResponseWriter, name string, err error) {
 	var se *gitmem.StorageError
-	if _, unopened := stores.Unopened(name, err); unopened || errors.Is(err, stores.ErrNotFound) || errors.Is(err, stores.ErrExists) || errors.Is(err, stores.ErrArchived) || errors.As(err, &se) {
+	if _, unopened := stores.Unopened(name, err); unopened || errors.Is(err, stores.ErrNotFound) || errors.Is(err, stores.ErrExists) || errors.Is(err, stores.ErrInTheWay) || errors.Is(err, stores.ErrArchived) || errors.As(err, &se) {
 		s.storeError(w, name, err)
 		return
 	}

@@ -155,6 +155,9 @@ func (s *storesServer) msError(w http.ResponseWriter, store string, err error) {
 	case errors.Is(err, stores.ErrNotFound):
 		final(w)
 		apiError(w, http.StatusNotFound, errNotFound, "memory store "+policy.ClipName(store)+" not found")
+	case errors.Is(err, stores.ErrInTheWay):
+		final(w)
+		apiError(w, http.StatusConflict, errConflict, "memory "+inTheWay(policy.ClipName(store)))
 	case errors.Is(err, stores.ErrArchived):
 		final(w)
 		apiError(w, http.StatusBadRequest, errInvalidRequest, "memory store "+policy.ClipName(store)+" is archived: it is read-only (its memories can still be read, deleted and their versions redacted)")
@@ -456,7 +459,7 @@ func idempotencyKey(w http.ResponseWriter, r *http.Request) (string, bool) {
 
 // msMetaError answers a failed store change: a refused value is 400.
 func (s *storesServer) msMetaError(w http.ResponseWriter, id string, err error) {
-	if _, unopened := stores.Unopened(id, err); unopened || errors.Is(err, stores.ErrNotFound) || errors.Is(err, stores.ErrExists) ||
+	if _, unopened := stores.Unopened(id, err); unopened || errors.Is(err, stores.ErrNotFound) || errors.Is(err, stores.ErrExists) || errors.Is(err, stores.ErrInTheWay) ||
 		errors.Is(err, stores.ErrArchived) || errors.As(err, new(*gitmem.StorageError)) {
 		s.msError(w, id, err)
 		return

@@ -190,6 +190,8 @@ func (s *storesServer) storeError(w http.ResponseWriter, name string, err error)
 		handler.HTTPError(w, http.StatusNotFound, "there is no store "+name)
 	case errors.Is(err, stores.ErrExists):
 		handler.HTTPError(w, http.StatusConflict, "store "+name+" already exists")
+	case errors.Is(err, stores.ErrInTheWay):
+		handler.HTTPError(w, http.StatusConflict, inTheWay(name))
 	case errors.Is(err, stores.ErrArchived):
 		handler.HTTPError(w, http.StatusConflict, "store "+name+" is archived; unarchive it to change it")
 	case notBegun(err):
@@ -209,6 +211,12 @@ func (s *storesServer) storeError(w http.ResponseWriter, name string, err error)
 		s.opt.Logger.Error("store failure", "store", name, "err", err.Error())
 		handler.HTTPError(w, http.StatusInternalServerError, "the store could not complete the request; nothing was changed")
 	}
+}
+
+// inTheWay is the answer to a create of the store name that found a file
+// where its folder would be.
+func inTheWay(name string) string {
+	return "store " + name + " cannot be created: a file, not a store, is in its place on the server; nothing was changed (an operator moves it away)"
 }
 
 // outOfFiles answers the headers of a request on the store name that

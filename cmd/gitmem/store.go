@@ -273,6 +273,8 @@ func storesErr(err error, name string) error {
 		return failf(exitFailure, "there is no store %s (gitmem store list shows them)", name)
 	case errors.Is(err, stores.ErrExists):
 		return failf(exitFailure, "store %s already exists", name)
+	case errors.Is(err, stores.ErrInTheWay):
+		return failf(exitFailure, "store %s cannot be created: a file of that name is in the stores folder; move it away", name)
 	case errors.Is(err, stores.ErrArchived):
 		return failf(exitFailure, "store %s is archived; unarchive it to change it", name)
 	}
