@@ -12,7 +12,8 @@ import (
 
 // F10: a store create that the server cannot carry out (its stores
 // folder gone; a full disk or EACCES alike) is the server's failure, 500
-// (api_error), with no host path; before, 400 invalid_request_error
+// (api_error), with no host path, final (x-should-retry: false) when a
+// retry cannot help (the folder gone, EACCES, a read-only mount); before, 400 invalid_request_error
 // "create store x1: mkdir /.../x1: no such file or directory". A file at
 // the store's name is in the way: 409, saying so.
 func TestStoreCreateTheServerCannotMake(t *testing.T) {
@@ -33,12 +34,12 @@ func TestStoreCreateTheServerCannotMake(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code := a.call("ops", "POST", "/v1/stores", map[string]any{"name": "x1"}, &e); code != http.StatusInternalServerError ||
-		e.Error != "the store could not complete the request; nothing was changed" {
-		t.Errorf("create in a stores folder that is gone: %d %q", code, e.Error)
+		e.Error != "the store could not complete the request; nothing was changed" || a.header.Get("x-should-retry") != "false" {
+		t.Errorf("create in a stores folder that is gone: %d %q, x-should-retry %q", code, e.Error, a.header.Get("x-should-retry"))
 	}
 	var me msError
 	code := a.call("ops", "POST", "/v1/memory_stores", map[string]any{"name": "x"}, &me)
-	a.refused("memory store create in a stores folder that is gone", code, me, 500, "api_error", "")
+	a.refused("memory store create in a stores folder that is gone", code, me, 500, "api_error", "false")
 	if strings.Contains(me.Error.Message, a.dir.Root()) {
 		t.Errorf("the answer names a host path: %q", me.Error.Message)
 	}

@@ -207,6 +207,9 @@ func (s *storesServer) msError(w http.ResponseWriter, store string, err error) {
 			return
 		}
 		s.opt.Logger.Error("memory store failure", "store", store, "err", err.Error())
+		if !retryHelps(err) {
+			final(w)
+		}
 		apiError(w, http.StatusInternalServerError, errAPI, "the store could not complete the request; nothing was changed")
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
@@ -209,8 +211,19 @@ func (s *storesServer) storeError(w http.ResponseWriter, name string, err error)
 			return
 		}
 		s.opt.Logger.Error("store failure", "store", name, "err", err.Error())
+		if !retryHelps(err) {
+			final(w)
+		}
 		handler.HTTPError(w, http.StatusInternalServerError, "the store could not complete the request; nothing was changed")
 	}
+}
+
+// retryHelps says whether a store's failure err may pass without an
+// operator: not when a folder is gone or the server may not write there
+// (a stores folder removed, EACCES, a read-only mount); a full disk, say,
+// may clear.
+func retryHelps(err error) bool {
+	return !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.EROFS) && !errors.Is(err, syscall.ENOTDIR)
 }
 
 // inTheWay is the answer to a create of the store name that found a file
