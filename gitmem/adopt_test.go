@@ -27,6 +27,7 @@ func TestEditOfAFileReadBeforeAnAcknowledgedChange(t *testing.T) {
 	p := filepath.Join(dir, "memories", "a.md")
 	adopt := func(want error) {
 		t.Helper()
+		awaitNoWriter(t, r, "a.md")
 		if _, err := r.Adopt(context.Background()); !errors.Is(err, want) {
 			t.Fatalf("adopt: %v, want %v", err, want)
 		}
@@ -94,6 +95,24 @@ func TestEditOfAFileReadBeforeAnAcknowledgedChange(t *testing.T) {
 		t.Fatalf("git status:\n%s", st)
 	}
 	gittest.Fsck(t, dir)
+}
+
+// awaitNoWriter waits until no process holds the memory file rel open
+// for writing. A descriptor may outlive its Close a moment: a process
+// another test of the package forks (to run git) holds a copy of every
+// descriptor of the test binary until it execs — the test's own, of a
+// file it has just written by hand, and gitmem's spare files, kept open
+// (worktree.recycle), one of which may be rel's file by then. An adopt
+// leaves a file open for writing to a later round (ErrNoChange, and a
+// file written back stays as it is), as gitmem promises of a program's
+// write under way: a test that adopts a file it wrote runs the adopt once
+// no process holds it.
+func awaitNoWriter(t *testing.T, r *Repo, rel string) {
+	t.Helper()
+	waitUntil(t, rel+" closed in every process", func() bool {
+		_, busy, err := r.mirror.wt.readSettled(full(rel), 0)
+		return err == nil && !busy
+	})
 }
 
 // A program reads a memory file the last adopt took, the model changes

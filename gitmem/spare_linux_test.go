@@ -101,15 +101,7 @@ func TestReachableFilesAreNotReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	// The descriptor may outlive the Close a moment: a process another
-	// test of the package forks (to run git) holds a copy of every
-	// descriptor until it execs, and an adopt leaves a file open for
-	// writing to a later round (ErrNoChange here, one run in five beside
-	// a test that forks). The adopt runs once no process holds it.
-	waitUntil(t, "held.md closed in every process", func() bool {
-		_, busy, err := r.mirror.wt.readSettled("memories/held.md", 0)
-		return err == nil && !busy
-	})
+	awaitNoWriter(t, r, "held.md") // ErrNoChange here, one run in five beside a test that forks
 	if _, err := r.Adopt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
