@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -272,12 +273,15 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	// hand edit that undid acknowledged changes. It holds
 	// .git/index.lock while it writes files and writes .git/index when
 	// done: nothing is taken if either shows it ran meanwhile (taken
-	// once git is done). gitmem's own index written in that moment (a
-	// second after a change, under load) makes it wait for the next
-	// adopt at worst.
-	if !first && (r.mirror.gitBusy() || r.mirror.indexStat() != index) {
+	// once git is done). An index written meanwhile may be gitmem's own
+	// (a second after a change, under load): adoptNow looks again.
+	if !first && r.mirror.gitBusy() {
 		clear(a.stale) // not put back into a worktree git may be writing
 		return nil, ErrNoChange
+	}
+	if !first && r.mirror.indexStat() != index {
+		clear(a.stale)
+		return nil, errIndexWritten
 	}
 	// The commit takes every one of them as the worktree holds it
 	// (merged or not): a base noted for an earlier hand edit is history
@@ -306,6 +310,18 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 	}
 	return p, err
 }
+
+// errIndexWritten is adoptDrift's answer when .git/index was written
+// while it read the files it found: by a git command, which may have
+// written them too, or by gitmem's own rewrite of the index (IndexDelay
+// after a change; it holds no writer turn). Nothing was taken.
+var errIndexWritten = fmt.Errorf("%w: .git/index was written meanwhile", ErrNoChange)
+
+// adoptLooks bounds adoptNow's looks at the worktree when .git/index was
+// written during one (errIndexWritten): gitmem rewrites it about once a
+// second under a stream of changes, and a git command that wrote it is
+// done by the next look, which finds what it did (findDrift).
+const adoptLooks = 3
 
 // findDrift is adoptDrift's look at the worktree: the memory files at or
 // under paths that differ from the writer's tip, none while a git command
@@ -863,7 +879,17 @@ func (r *Repo) adoptNow(ctx context.Context, paths []string) (*prepared, error) 
 	if err != nil {
 		return nil, err
 	}
+	// An adopt that took nothing because .git/index was written while it
+	// read looks again, rather than answer that there was nothing to
+	// change with hand edits there (to serve's background adopt, or a
+	// pull's before it applies a redaction).
 	p, err := r.adoptDrift(paths, false)
+	for i := 1; i < adoptLooks && errors.Is(err, errIndexWritten); i++ {
+		p, err = r.adoptDrift(paths, false)
+	}
+	if errors.Is(err, errIndexWritten) {
+		err = ErrNoChange
+	}
 	if p != nil {
 		r.scheduleIndex() // it needs the turn
 	}

@@ -950,6 +950,55 @@ func TestAdoptTakesNothingGitWritesDuringItsLook(t *testing.T) {
 	wantEverywhere(t, r, dir, "a.md", "two\nby hand\n")
 }
 
+// gitmem's own .git/index, written while an adopt reads the files it
+// found (the rewrite IndexDelay after a change, which holds no writer
+// turn, lands then under load), is no git command's: the adopt looks
+// again and takes the hand edit. It took nothing and told its caller
+// there was nothing to change (in TestTruncatingHandEditsBesideTheModel,
+// 3 adopts with files to take did so in 8 runs; if its last two both
+// did, hand edits stayed out of history). The hook runs between the
+// adopt's look and its reads.
+func TestAdoptTakesAnEditWhileGitmemWritesItsIndex(t *testing.T) {
+	t.Parallel()
+	var during func()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.IndexDelay = time.Hour // .git/index is written by settle and the hook alone
+	opt.hooks.drift = func() {
+		if during != nil {
+			during()
+			during = nil
+		}
+	}
+	r, _, err := Init(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	keepWriterLock(t, r) // no idle release writes the index either
+	write(t, r, "m1", "a.md", "one\n")
+	settle(t, r)
+	write(t, r, "m2", "a.md", "two\n")
+	if err := r.materialize(); err != nil { // the worktree follows; .git/index holds m1
+		t.Fatal(err)
+	}
+	appendHand(t, dir, "a.md", "by hand")
+	awaitNoWriter(t, r, "a.md")
+	during = func() {
+		if err := r.writeIndex(); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := r.Adopt(context.Background()); err != nil {
+		t.Fatalf("adopt: %v\n%s", err, gittest.Git(t, dir, "log", "--stat", "--format=%s"))
+	}
+	if during != nil {
+		t.Fatal("the hook did not run")
+	}
+	settle(t, r)
+	wantEverywhere(t, r, dir, "a.md", "two\nby hand\n")
+}
+
 // A file or folder removed between a look at the worktree's listing and
 // its read (git reset --hard removes each file it checks out, then
 // writes it again) is a file that differs, not a failed look: Adopt
