@@ -863,7 +863,7 @@ func rewritePackedRefs(gitDir string, tx *gd.RefTx) error {
 	moved := tx.Moved()
 	path := filepath.Join(gitDir, "packed-refs")
 	for try := 0; ; try++ {
-		data, err := os.ReadFile(path)
+		data, err := gd.ReadFile(path)
 		if err != nil {
 			return nil
 		}

@@ -87,3 +87,50 @@ func problemTexts(rep FsckReport) []string {
 	}
 	return out
 }
+
+// A FIFO at .git/packed-refs: a server's start, a write and its close
+// wait on nothing (packed-refs is read only as a regular file; a FIFO
+// there is damage where it is read). Before, a read of packed-refs (the
+// refs listed) waited on it for ever: serve hung, a SIGTERM did not stop
+// it, fsck too (N7 G9).
+func TestAFIFOAtPackedRefsIsNoWait(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Damaged(t, dir, "a FIFO at .git/packed-refs")
+	if err := syscall.Mkfifo(filepath.Join(dir, ".git", "packed-refs"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		r, err := Open(context.Background(), dir, testOptions(t))
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = r.Update(context.Background(), Meta{Subject: "w"}, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("a\n")) })
+		if err == nil {
+			err = r.Flush(context.Background())
+		}
+		done <- errors.Join(err, r.Close())
+	}()
+	select {
+	case err := <-done:
+		var de *DamagedError
+		if err != nil && !(errors.As(err, &de) && strings.Contains(de.Problem, ".git/packed-refs is not a file")) {
+			t.Errorf("open, a write, close: %v", err)
+		}
+	case <-time.After(time.Minute): // a bound for a hang, not a timing
+		t.Fatal("waits on the FIFO")
+	}
+	rep, err := Fsck(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf}, false)
+	if err != nil && !strings.Contains(err.Error(), "packed-refs") {
+		t.Errorf("fsck: %v %v", err, problemTexts(rep))
+	}
+}

@@ -92,9 +92,20 @@ func ReadRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error) 
 	return packedRef(gitDir, name)
 }
 
+// readPackedRefs reads .git/packed-refs, a regular file: anything else (a
+// FIFO would hold every open for ever, a folder) is damage.
+func readPackedRefs(gitDir string) ([]byte, error) {
+	data, err := ReadFile(filepath.Join(gitDir, "packed-refs"))
+	if errors.Is(err, ErrNotRegular) || errors.Is(err, syscall.EISDIR) {
+		return nil, &Damaged{Problem: "the repository is damaged (.git/packed-refs is not a file)",
+			Repair: "move .git/packed-refs aside, then run gitmem fsck --repair to point the branch at the newest commit"}
+	}
+	return data, err
+}
+
 // packedRef finds a ref in .git/packed-refs.
 func packedRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error) {
-	data, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	data, err := readPackedRefs(gitDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return plumbing.ZeroHash, ErrNoRef
 	}
@@ -589,7 +600,7 @@ func ListRefsUnder(gitDir, prefix string) (map[plumbing.ReferenceName]plumbing.H
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	data, err := readPackedRefs(gitDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	}

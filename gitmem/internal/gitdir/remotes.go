@@ -118,7 +118,7 @@ func RemoveRemote(gitDir, name string) error {
 // removePackedRefs drops the lines of packed-refs under prefix.
 func removePackedRefs(gitDir, prefix string) error {
 	path := filepath.Join(gitDir, "packed-refs")
-	data, err := os.ReadFile(path)
+	data, err := readPackedRefs(gitDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
