@@ -70,11 +70,15 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 		if !r.lease.Held() {
 			return // released by Close
 		}
-		if err := r.materialize(); err != nil {
-			// Acknowledged changes are safe in the log; new ones wait
-			// until git's files can take them (a full disk).
-			if r.state.refuse(err) {
-				r.opt.Errorf("gitmem: %v; changes are refused until it can be written", err)
+		// A change after a quiet spell is written at once; while changes
+		// keep coming, at most every MaterialiseEvery (see Options).
+		if r.disk.materialiseDue(r.opt.MaterialiseEvery) {
+			if err := r.materialize(); err != nil {
+				// Acknowledged changes are safe in the log; new ones wait
+				// until git's files can take them (a full disk).
+				if r.state.refuse(err) {
+					r.opt.Errorf("gitmem: %v; changes are refused until it can be written", err)
+				}
 			}
 		}
 		r.mat.prepareSpareLog()

@@ -974,3 +974,54 @@ func TestOneCommandSyncsItsLogTwice(t *testing.T) {
 		t.Fatalf("a.md at HEAD is %q", got)
 	}
 }
+
+// A stream of changes is materialised together: the maintainer writes
+// the changes waiting at most every Options.MaterialiseEvery (here an
+// hour) once it wrote some, as one pack and one move of the branch,
+// where it wrote a pack and moved the branch for each group (under the
+// load of many stores, a group per change: issue 25). Checkpoints (each second) and
+// Flush still write all that waits. Counted through the fault seam: the
+// packs written and the branch's moves of 20 changes, one every 20 ms
+// (time for the maintainer, woken by each, to write it alone).
+func TestStreamOfChangesMaterialisedTogether(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.MaterialiseEvery = time.Hour
+	r, _, err := Init(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t0", "a.md", "0\n")
+	settle(t, r)
+	var packs, moves atomic.Int32
+	r.objects.st.Env.SetFault(func(step, p string) error {
+		switch {
+		case step == gd.StepPack:
+			packs.Add(1)
+		case step == gd.StepRef && p == string(r.branch):
+			moves.Add(1)
+		}
+		return nil
+	})
+	defer r.objects.st.Env.SetFault(nil)
+	start := time.Now()
+	const n = 20
+	for i := range n {
+		write(t, r, fmt.Sprint("t", i+1), "a.md", fmt.Sprintf("%d\n", i+1))
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A checkpoint each second writes what waits; so does Flush.
+	most := int32(2 + time.Since(start)/checkpointEvery)
+	settle(t, r)
+	if p, m := packs.Load(), moves.Load(); p > most || m > most {
+		t.Fatalf("%d changes: %d packs written, the branch moved %d times; want at most %d each", n, p, m, most)
+	}
+	if got := strings.TrimSpace(gittest.Git(t, dir, "rev-list", "--count", "HEAD")); got != fmt.Sprint(n+2) { // with Init's
+		t.Fatalf("git counts %s commits, want %d", got, n+2)
+	}
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/a.md"); got != fmt.Sprintf("%d\n", n) {
+		t.Fatalf("git's HEAD holds a.md = %q", got)
+	}
+}

@@ -87,7 +87,8 @@ func Unopened(name string, err error) (msg string, ok bool) {
 // Options configure a Dir.
 type Options struct {
 	// Repo is how stores are opened (clock, log, default author).
-	// ReadOnly and Adopt are set by the Dir as each use needs.
+	// ReadOnly and Adopt are set by the Dir as each use needs; a zero
+	// MaterialiseEvery is MaterialiseEvery.
 	Repo gitmem.Options
 	// MaxOpen bounds the stores open at once, and so the file descriptors
 	// and memory they hold (default 256). The least recently used store
@@ -102,6 +103,14 @@ type Options struct {
 	// last look.
 	GCLoose int
 }
+
+// MaterialiseEvery is how often, at most, a store that keeps being
+// changed has its changes written to git's files (gitmem's
+// Options.MaterialiseEvery; a change after a quiet spell at once): with
+// a hundred busy stores, a pack, a branch lock and the folds of those
+// packs for each change, files made and removed, were most of serve's
+// CPU (issue 25).
+const MaterialiseEvery = 100 * time.Millisecond
 
 // packEvery is how often the background looks for stores to pack: as
 // often as serve does for one repository, so that a store under load
@@ -183,6 +192,9 @@ func Open(root string, opt Options) (*Dir, error) {
 	}
 	if opt.IdleClose == 0 {
 		opt.IdleClose = 5 * time.Minute
+	}
+	if opt.Repo.MaterialiseEvery == 0 {
+		opt.Repo.MaterialiseEvery = MaterialiseEvery
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("create the stores folder: %w", err)

@@ -885,3 +885,60 @@ func TestAListingDuringADeleteDoesNotWait(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBusyStoreMaterialisesTogether: a store that keeps being changed
+// has the changes waiting written to git's files together, at most every
+// stores.MaterialiseEvery (a pack and a move of the branch for several),
+// where it wrote a pack per change (issue 25: with 100 busy stores, those
+// files were most of serve's CPU). Counted in the store's pack folder:
+// 20 changes, one every 20 ms, make at most one pack per 100 ms and per
+// checkpoint, and git's branch holds them all after Flush.
+func TestBusyStoreMaterialisesTogether(t *testing.T) {
+	t.Parallel()
+	root := gittest.TempDir(t)
+	d := newDir(t, root, stores.Options{IdleClose: -1})
+	if _, err := d.Create("busy", stores.Meta{}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.Acquire(context.Background(), "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	packs := func() int {
+		names, _ := filepath.Glob(filepath.Join(root, "busy", ".git", "objects", "pack", "*.pack"))
+		return len(names)
+	}
+	const n = 20
+	err = s.Use(func(r *gitmem.Repo, _ stores.Meta) error {
+		if err := r.Flush(context.Background()); err != nil {
+			return err
+		}
+		was, start := packs(), time.Now()
+		for i := range n {
+			if _, err := r.Update(context.Background(), gitmem.Meta{Subject: "memory: test"}, func(tx *gitmem.Tx) error {
+				return tx.WriteFile("a.md", []byte(fmt.Sprintf("%d\n", i)))
+			}); err != nil {
+				return err
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// One pack a MaterialiseEvery, and one a checkpoint (every
+		// second), at most.
+		took := time.Since(start)
+		most := 2 + int(took/stores.MaterialiseEvery) + int(took/time.Second)
+		if err := r.Flush(context.Background()); err != nil {
+			return err
+		}
+		if got := packs() - was; got > most {
+			t.Errorf("%d changes in %v made %d packs; want at most %d", n, took.Round(time.Millisecond), got, most)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gittest.Git(t, filepath.Join(root, "busy"), "show", "HEAD:memories/a.md"); got != fmt.Sprintf("%d\n", n-1) {
+		t.Fatalf("git's HEAD holds a.md = %q", got)
+	}
+}
