@@ -147,8 +147,8 @@ type Dir struct {
 	// its writer lock (another process's gc, say).
 	life   context.Context
 	cancel context.CancelFunc
-	// step, when set (by tests), is told of the steps of a create or a
-	// delete, and of a call that waits for one.
+	// step, when set (by tests), is told of the steps of a create, a
+	// delete or a metadata change, and of a call that waits for one.
 	step func(string)
 }
 
@@ -179,6 +179,16 @@ type entry struct {
 	metaHead string // the HEAD the cached metadata is known valid at
 	gone     bool   // deleted or closed; guarded by gate
 	cache    map[any]any
+
+	// tipMeta is the metadata at tip, the newest commit a change of this
+	// process was built on (metaAt; at first, the HEAD the store opened
+	// at): the next change, built on the commit made then, reads that one
+	// commit. tmu guards them. It is not mmu: a metadata read (current)
+	// holds mmu while it waits for the writer turn to load what another
+	// process committed, and metaAt runs with the turn held.
+	tmu     sync.Mutex
+	tip     string
+	tipMeta Meta
 
 	// deleting is closed when a delete of the store ends; nil when none
 	// runs. Guarded by Dir.mu.
@@ -441,6 +451,7 @@ func (d *Dir) Acquire(ctx context.Context, name string) (*Store, error) {
 func (d *Dir) load(e *entry) {
 	unlock := d.lockName(e.name) // not while a create or a delete of it runs
 	e.repo, e.meta, e.metaHead, e.err = d.openStore(e.name)
+	e.tip, e.tipMeta = e.metaHead, e.meta
 	unlock()
 	if e.err != nil {
 		d.mu.Lock()
@@ -588,34 +599,53 @@ func (e *entry) current() (Meta, error) {
 	return e.meta, nil
 }
 
+// metaAt returns the metadata at tip, a transaction's head, under the
+// writer turn: the commits since the newest whose metadata is known here
+// are read, whoever made them.
+func (e *entry) metaAt(tip string) (Meta, error) {
+	e.tmu.Lock()
+	defer e.tmu.Unlock()
+	if tip == e.tip {
+		return e.tipMeta, nil
+	}
+	m, found, err := metaAt(e.repo, tip, known{e.tip, e.tipMeta})
+	if err == nil && !found {
+		err = ErrNotFound // a store commit no longer in the history (a rewrite by hand)
+	}
+	if err != nil {
+		return Meta{}, err
+	}
+	e.tip, e.tipMeta = tip, m
+	return m, nil
+}
+
 // change runs fn exclusively (no call is using the store meanwhile) with
-// the current metadata; fn's result is committed as the metadata after
-// action.
+// the metadata at the commit the change builds on, read under the writer
+// lock; fn's result is committed as the metadata after action.
 func (s *Store) change(action string, author gitmem.Signature, fn func(m *Meta) error) (Meta, error) {
 	s.e.gate.Lock()
 	defer s.e.gate.Unlock()
 	if s.e.gone {
 		return Meta{}, ErrNotFound
 	}
-	m, err := s.e.current()
+	s.d.note("metadata change: begun")
+	c, m, err := writeMeta(s.e.repo, action, author, func(tip string) (Meta, error) {
+		m, err := s.e.metaAt(tip)
+		if err != nil {
+			return Meta{}, err
+		}
+		m.Metadata = cloneMap(m.Metadata)
+		return m, fn(&m)
+	})
 	if err != nil {
 		return Meta{}, err
 	}
-	m.Metadata = cloneMap(m.Metadata)
-	if err := fn(&m); err != nil {
-		return Meta{}, err
-	}
-	if err := m.check(); err != nil {
-		return Meta{}, err
-	}
-	c, err := writeMeta(s.e.repo, action, m, author)
-	if err != nil {
-		return Meta{}, err
-	}
-	m.Updated = c.Time
 	s.e.mmu.Lock()
 	s.e.meta, s.e.metaHead = m, c.Hash
 	s.e.mmu.Unlock()
+	s.e.tmu.Lock()
+	s.e.tip, s.e.tipMeta = c.Hash, m
+	s.e.tmu.Unlock()
 	return m, nil
 }
 
@@ -673,7 +703,7 @@ func (d *Dir) Create(name string, m Meta, author gitmem.Signature) (Info, error)
 		} else if found {
 			return ErrExists
 		}
-		c, err := writeMeta(r, "create", m, author)
+		c, _, err := writeMeta(r, "create", author, func(string) (Meta, error) { return m, nil })
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -940,5 +941,89 @@ func TestBusyStoreMaterialisesTogether(t *testing.T) {
 	}
 	if got := gittest.Git(t, filepath.Join(root, "busy"), "show", "HEAD:memories/a.md"); got != fmt.Sprintf("%d\n", n-1) {
 		t.Fatalf("git's HEAD holds a.md = %q", got)
+	}
+}
+
+// Two processes change one store's metadata at once (a server, and the
+// CLI's store update or archive): each change is made on the metadata of
+// the commit it builds on, read under the writer lock, so neither undoes
+// the other's, and an archive made meanwhile refuses an update (N6 F14).
+// Every commit carries the whole metadata: one built from what was read
+// before the other's commit put the other's change back as it was.
+func TestMetadataChangesOfTwoProcessesAreBothKept(t *testing.T) {
+	t.Parallel()
+	cli := "cli"
+	for _, c := range []struct {
+		name         string
+		other, mine  func(d *stores.Dir) (stores.Info, error)
+		wantErr      error
+		wantMeta     map[string]string
+		wantArchived bool
+		wantHistory  string // Store-Action of the commits after create, newest first
+	}{
+		{"update/update",
+			func(d *stores.Dir) (stores.Info, error) {
+				return d.Update("s", stores.Change{Metadata: map[string]*string{"cli": &cli}}, gitmem.Signature{})
+			},
+			func(d *stores.Dir) (stores.Info, error) {
+				return d.Update("s", stores.Change{Metadata: map[string]*string{"api": ptr("api")}}, gitmem.Signature{})
+			},
+			nil, map[string]string{"user": "u", "cli": "cli", "api": "api"}, false, "update\nupdate\n"},
+		{"update/archive",
+			func(d *stores.Dir) (stores.Info, error) {
+				return d.Update("s", stores.Change{Metadata: map[string]*string{"cli": &cli}}, gitmem.Signature{})
+			},
+			func(d *stores.Dir) (stores.Info, error) { return d.Archive("s", true, gitmem.Signature{}) },
+			nil, map[string]string{"user": "u", "cli": "cli"}, true, "archive\nupdate\n"},
+		{"archive/update",
+			func(d *stores.Dir) (stores.Info, error) { return d.Archive("s", true, gitmem.Signature{}) },
+			func(d *stores.Dir) (stores.Info, error) {
+				return d.Update("s", stores.Change{Metadata: map[string]*string{"api": ptr("api")}}, gitmem.Signature{})
+			},
+			stores.ErrArchived, map[string]string{"user": "u"}, true, "archive\n"},
+		{"archive/archive",
+			func(d *stores.Dir) (stores.Info, error) { return d.Archive("s", true, gitmem.Signature{}) },
+			func(d *stores.Dir) (stores.Info, error) { return d.Archive("s", true, gitmem.Signature{}) },
+			nil, map[string]string{"user": "u"}, true, "archive\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			d := newDir(t, "", stores.Options{})
+			if _, err := d.Create("s", stores.Meta{Metadata: map[string]string{"user": "u"}}, gitmem.Signature{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Get("s"); err != nil { // open here, its metadata read
+				t.Fatal(err)
+			}
+			flush(t, d, "s")
+			other := newDir(t, d.Root(), stores.Options{})
+			var once sync.Once
+			d.OnStep(func(step string) {
+				if step != "metadata change: begun" {
+					return
+				}
+				once.Do(func() {
+					if _, err := c.other(other); err != nil {
+						t.Errorf("the other process's change: %v", err)
+					}
+					flush(t, other, "s")
+				})
+			})
+			info, err := c.mine(d)
+			if !errors.Is(err, c.wantErr) {
+				t.Fatalf("this process's change: %+v %v, want %v", info, err, c.wantErr)
+			}
+			flush(t, d, "s")
+			d.Close()
+			other.Close()
+			got, err := newDir(t, d.Root(), stores.Options{}).Get("s") // a third process
+			if err != nil || !maps.Equal(got.Metadata, c.wantMeta) || got.IsArchived() != c.wantArchived {
+				t.Errorf("the metadata after both: %+v %v, want %v archived %v", got, err, c.wantMeta, c.wantArchived)
+			}
+			out := gittest.Git(t, filepath.Join(d.Root(), "s"), "log", "--format=%(trailers:key=Store-Action,valueonly,separator=)")
+			if want := c.wantHistory + "create\n\n"; out != want {
+				t.Errorf("history:\n%s\nwant\n%s", out, want)
+			}
+		})
 	}
 }

@@ -11,7 +11,9 @@ func (d *Dir) PackWith(gc func(r *gitmem.Repo) (gitmem.GCStats, error)) { d.pack
 // renamed away, not yet removed), of a create ("create: initialised":
 // a gitmem repository, not yet a store, not yet in place), and of a call that waits for a
 // delete of its store to end ("waits for a delete") or for a create or
-// delete of its name ("waits for the name"). Set before the Dir is used.
+// delete of its name ("waits for the name"), and of a metadata change
+// begun, not yet committed ("metadata change: begun": where another
+// process's change may come between). Set before the Dir is used.
 func (d *Dir) OnStep(step func(string)) { d.step = step }
 
 // OpenErr is how a failure to open the store name's repository is worded.

@@ -67,7 +67,9 @@ func (m Meta) check() error {
 	return nil
 }
 
-func (m Meta) commit(action string, author gitmem.Signature) gitmem.Meta {
+// trailers are the trailers of the commit of the metadata as it is after
+// action.
+func (m Meta) trailers(action string) []gitmem.Trailer {
 	desc, _ := json.Marshal(m.Description)
 	ts := []gitmem.Trailer{
 		{Key: gitmem.TrailerCommand, Value: CommandStore},
@@ -88,7 +90,7 @@ func (m Meta) commit(action string, author gitmem.Signature) gitmem.Meta {
 	if m.Screening != "" {
 		ts = append(ts, gitmem.Trailer{Key: TrailerScreening, Value: string(m.Screening)})
 	}
-	return gitmem.Meta{Subject: "memory: store " + action, Author: author, Trailers: ts}
+	return ts
 }
 
 // metaOf reads the metadata a store commit holds.
@@ -170,10 +172,76 @@ func readMeta(r *gitmem.Repo, stop string) (m Meta, found bool, head string, err
 	return m, found, head, err
 }
 
-// writeMeta commits the metadata as it is after action.
-func writeMeta(r *gitmem.Repo, action string, m Meta, author gitmem.Signature) (gitmem.Commit, error) {
+// known is a commit whose metadata is known.
+type known struct {
+	head string
+	meta Meta
+}
+
+// metaAt reads the metadata at tip, a commit this process holds the
+// writer turn at (a transaction's head), from the commits since the one
+// of since: from the objects, commit by commit (under the writer turn a
+// Log would wait for git's files to follow, work that may itself wait
+// for the turn). Both sides of a merge are followed; each path stops at
+// its newest store commit or at since's commit, and the newest metadata
+// reached is the tip's (a history rewritten meanwhile, by a redaction,
+// is walked back to its newest store commit). found is false when no
+// path reaches any.
+func metaAt(r *gitmem.Repo, tip string, since known) (m Meta, found bool, err error) {
+	seen := map[string]bool{}
+	for todo := []string{tip}; len(todo) > 0; {
+		h := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if h == "" || seen[h] {
+			continue
+		}
+		seen[h] = true
+		var at Meta
+		if h == since.head {
+			at = since.meta
+		} else {
+			c, err := r.CommitObject(h)
+			if err != nil {
+				return Meta{}, false, err
+			}
+			if c.Trailer(gitmem.TrailerCommand) != CommandStore {
+				for j := len(c.Parents) - 1; j >= 0; j-- { // the first parent first
+					todo = append(todo, c.Parents[j])
+				}
+				continue
+			}
+			at = metaOf(c)
+		}
+		if !found || at.Updated.After(m.Updated) {
+			m, found = at, true
+		}
+	}
+	return m, found, nil
+}
+
+// writeMeta commits the metadata as it is after action. next makes it,
+// under the writer turn, from the commit the new one builds on (tip): a
+// change another process committed since the caller last read is in it,
+// as every store commit carries the whole metadata. It returns the
+// metadata committed.
+func writeMeta(r *gitmem.Repo, action string, author gitmem.Signature, next func(tip string) (Meta, error)) (gitmem.Commit, Meta, error) {
 	if author == (gitmem.Signature{}) {
 		author = r.Operator()
 	}
-	return r.Update(context.Background(), m.commit(action, author), func(*gitmem.Tx) error { return nil })
+	var m Meta
+	c, err := r.Update(context.Background(), gitmem.Meta{Subject: "memory: store " + action, Author: author}, func(tx *gitmem.Tx) error {
+		var err error
+		if m, err = next(tx.Head()); err != nil {
+			return err
+		}
+		if err := m.check(); err != nil {
+			return err
+		}
+		for _, t := range m.trailers(action) {
+			tx.AddTrailer(t.Key, t.Value)
+		}
+		return nil
+	})
+	m.Updated = c.Time
+	return c, m, err
 }
