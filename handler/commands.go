@@ -264,6 +264,15 @@ func (h *Handler) update(in input, meta gitmem.Meta, fn func(tx *gitmem.Tx) (str
 	// process's gc, say) and is checked once more after fn: what fn did
 	// is committed once the store has prepared it.
 	commit, err := h.repo.Update(in.ctx, meta, func(tx *gitmem.Tx) error {
+		if h.archivedAt != nil { // archived since the call began?
+			archived, err := h.archivedAt(tx.Head())
+			if err != nil {
+				return err
+			}
+			if archived {
+				return archivedError(in.command)
+			}
+		}
 		var err error
 		result, err = fn(tx)
 		return err

@@ -50,15 +50,16 @@ type Caller struct {
 // Handler executes memory tool calls against one repository. It is safe
 // for concurrent use.
 type Handler struct {
-	repo      *gitmem.Repo
-	limits    policy.Limits
-	author    gitmem.Signature
-	archived  bool
-	screening policy.ScreenMode
-	secrets   *policy.SecretRules
-	log       *slog.Logger
-	onCall    func(Call)
-	down      error
+	repo       *gitmem.Repo
+	limits     policy.Limits
+	author     gitmem.Signature
+	archived   bool
+	archivedAt func(tip string) (bool, error)
+	screening  policy.ScreenMode
+	secrets    *policy.SecretRules
+	log        *slog.Logger
+	onCall     func(Call)
+	down       error
 }
 
 // Options configure a Handler.
@@ -69,6 +70,11 @@ type Options struct {
 	Author gitmem.Signature
 	// Archived memories answer views and refuse every change.
 	Archived bool
+	// ArchivedAt, when set, says whether the memory is archived at tip,
+	// the commit a change builds on: asked under the writer lock, it
+	// refuses as Archived does a change whose memory was archived after
+	// the call began (by another process).
+	ArchivedAt func(tip string) (bool, error)
 	// Screen is what happens to secrets in the content of create,
 	// str_replace and insert (default off); Secrets the rules (default
 	// policy.DefaultSecretRules).
@@ -98,7 +104,7 @@ func New(repo *gitmem.Repo, opt Options) *Handler {
 		opt.Secrets = policy.DefaultSecretRules()
 	}
 	author := gitmem.Signature{Name: policy.CommitIdent(opt.Author.Name), Email: policy.CommitIdent(opt.Author.Email)}
-	return &Handler{repo: repo, limits: opt.Limits, author: author, archived: opt.Archived,
+	return &Handler{repo: repo, limits: opt.Limits, author: author, archived: opt.Archived, archivedAt: opt.ArchivedAt,
 		screening: opt.Screen, secrets: opt.Secrets, log: opt.Logger, onCall: opt.OnCall, down: opt.Unavailable}
 }
 
@@ -108,6 +114,11 @@ type toolError struct{ msg string }
 func (e *toolError) Error() string { return e.msg }
 
 func fail(format string, args ...any) error { return &toolError{fmt.Sprintf(format, args...)} }
+
+// archivedError refuses a change to an archived memory.
+func archivedError(command string) error {
+	return fail("This memory is archived: view works, but %s is not allowed; nothing was changed", command)
+}
 
 // HandleJSON answers one JSON-encoded tool_use block, as Handle. A block
 // that cannot be parsed gets an error result, with its id when the id can
@@ -346,7 +357,7 @@ func (h *Handler) run(ctx context.Context, c Caller, id string, rawInput json.Ra
 	case "create", "str_replace", "insert", "delete", "rename":
 		switch {
 		case h.archived:
-			return "", fail("This memory is archived: view works, but %s is not allowed; nothing was changed", in.command)
+			return "", archivedError(in.command)
 		case c.ReadOnly:
 			return "", fail("This memory is read-only for you: view works, but %s is not allowed; nothing was changed", in.command)
 		}

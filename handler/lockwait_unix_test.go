@@ -8,40 +8,15 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
-
-// lockFree reports whether no one holds the flock(2) on path, as
-// another gitmem process would see it.
-func lockFree(t *testing.T, path string) bool {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return true // closing f lets it go
-}
 
 // A call over HTTP whose client goes away while the call waits for the
 // writer lock another process holds (gitmem gc, say) stops waiting: it
@@ -81,12 +56,12 @@ func TestHTTPCallWhoseClientGoesAwayStopsWaitingForTheWriterLock(t *testing.T) {
 		}
 		sent <- err
 	}()
-	waitFor(t, "the call waits for the writer lock (holds the intent lock)", func() bool { return !lockFree(t, intent) })
+	gittest.WaitFor(t, "the call waits for the writer lock (holds the intent lock)", func() bool { return gittest.LockHeld(t, intent) })
 	cancel() // the client goes away
 	if err := <-sent; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the client's request: %v", err)
 	}
-	waitFor(t, "the call stops waiting (lets the intent lock go)", func() bool { return lockFree(t, intent) })
+	gittest.WaitFor(t, "the call stops waiting (lets the intent lock go)", func() bool { return !gittest.LockHeld(t, intent) })
 	letGo()
 
 	if r := call(h, "toolu_next", `{"command":"create","path":"/memories/next.md","file_text":"y\n"}`); r.IsError {
@@ -100,15 +75,4 @@ func TestHTTPCallWhoseClientGoesAwayStopsWaitingForTheWriterLock(t *testing.T) {
 		t.Fatalf("gone.md at HEAD: %v", err)
 	}
 	// The repository's git fsck --strict: at the end (newHandler).
-}
-
-// waitFor polls cond until it holds (a hang guard, not a timing
-// assertion).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-	}
 }

@@ -619,6 +619,17 @@ func (e *entry) metaAt(tip string) (Meta, error) {
 	return m, nil
 }
 
+// ArchivedAt reports whether the store is archived at tip, the commit a
+// change builds on (its transaction's Head), for a check made inside
+// Repo.Update, under the writer lock: it sees an archive another process
+// committed after the call read the metadata. Called inside a Use. The
+// commits since the tip of the last such check are read: none when the
+// tip has not moved, one after a change of this process's.
+func (s *Store) ArchivedAt(tip string) (bool, error) {
+	m, err := s.e.metaAt(tip)
+	return m.IsArchived(), err
+}
+
 // change runs fn exclusively (no call is using the store meanwhile) with
 // the metadata at the commit the change builds on, read under the writer
 // lock; fn's result is committed as the metadata after action.

@@ -259,20 +259,21 @@ func notBegun(err error) bool {
 const notBegunMsg = "the request ended before it began (the server is stopping, or the request was cancelled or ran out of time); nothing was changed; retry after 1 s"
 
 // handler is the memory tool handler for one call on the store name with
-// metadata m; down is why the store could not be opened or read (then r
-// is nil).
-func (s *storesServer) handler(name string, r *gitmem.Repo, m stores.Meta, down error) *handler.Handler {
+// metadata m, archived at a commit as archivedAt says (stores.Store's
+// ArchivedAt); down is why the store could not be opened or read (then r
+// and archivedAt are nil).
+func (s *storesServer) handler(name string, r *gitmem.Repo, m stores.Meta, archivedAt func(tip string) (bool, error), down error) *handler.Handler {
 	screen := s.opt.Screen
 	if m.Screening != "" {
 		screen = m.Screening
 	}
-	return handler.New(r, handler.Options{Limits: s.opt.Limits, Author: s.opt.Author, Archived: m.IsArchived(), Screen: screen,
+	return handler.New(r, handler.Options{Limits: s.opt.Limits, Author: s.opt.Author, Archived: m.IsArchived(), ArchivedAt: archivedAt, Screen: screen,
 		Logger: s.opt.Logger.With("store", name), OnCall: s.opt.OnCall, Unavailable: down})
 }
 
 func (s *storesServer) toolUse(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {
 	err := st.Use(func(repo *gitmem.Repo, m stores.Meta) error {
-		s.handler(st.Name(), repo, m, nil).ServeToolUse(w, r, toolCaller(r, p))
+		s.handler(st.Name(), repo, m, st.ArchivedAt, nil).ServeToolUse(w, r, toolCaller(r, p))
 		return nil
 	})
 	if err != nil {
@@ -292,7 +293,7 @@ func (s *storesServer) toolUseError(w http.ResponseWriter, r *http.Request, p pr
 		s.storeError(w, name, err)
 		return
 	}
-	s.handler(name, nil, stores.Meta{}, err).ServeToolUse(w, r, toolCaller(r, p))
+	s.handler(name, nil, stores.Meta{}, nil, err).ServeToolUse(w, r, toolCaller(r, p))
 }
 
 // toolCaller is who makes a tool call.
