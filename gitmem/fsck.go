@@ -445,7 +445,12 @@ func (r *bareStore) checkLeftovers(rep *FsckReport, repair, writes bool) (histor
 	if !held {
 		u, err := unrecoveredIn(r.gitDir, r.branch, r.obj)
 		if err != nil {
-			rep.add(Problem{What: strings.TrimPrefix(err.Error(), "gitmem: "), Repair: "if gitmem was not killed while writing it, move .git/gitmem/wal and wal2 aside and run gitmem fsck again"})
+			what := strings.TrimPrefix(err.Error(), "gitmem: ")
+			var de *DamagedError
+			if errors.As(err, &de) {
+				what = de.Problem
+			}
+			rep.add(Problem{What: what, Repair: "if gitmem was not killed while writing it, move .git/gitmem/wal and wal2 aside and run gitmem fsck again"})
 		} else if u.Changes > 0 {
 			rep.Unrecovered = u
 			rep.add(Problem{What: unrecoveredText(u), Repaired: writes && !rep.damagedObjects(),

@@ -82,7 +82,8 @@ func (l *logFiles) open(env *gd.Env, gitDir string) ([]gd.WALRecord, error) {
 }
 
 // walOpenError words a log file .git/gitmem/NAME that gd.OpenWAL could
-// not open. What the file holds, or a folder, a FIFO, a socket or a
+// not open, or gd.ReadWAL read (a reader's look at it says what a
+// writer's open would). What the file holds, or a folder, a FIFO, a socket or a
 // device in its place, is damage (a *DamagedError, whose Problem a
 // client may be shown: it names the file from .git/ on, never a host
 // path). Any other refusal of the system's is not: the store's folder

@@ -22,7 +22,9 @@ type Unrecovered struct {
 
 // Unrecovered reports the acknowledged changes the write-ahead log holds
 // that git's files lack, for a Repo opened ReadOnly (a writer recovered
-// them when it opened). It reads the log without writing anything. When
+// them when it opened). It reads the log without writing anything: a log
+// a writer's open would refuse (a folder in its place, content that is
+// not a log) is the *DamagedError that open returns. When
 // another process holds the writer lock it reports none: that process
 // recovered the log when it took the lock, and writes what it
 // acknowledges to git's files within milliseconds.
@@ -48,7 +50,7 @@ func unrecoveredIn(gitDir string, branch plumbing.ReferenceName, st *gd.Store) (
 	for i, name := range []string{"wal", "wal2"} {
 		g, rs, err := gd.ReadWAL(gitDir, name)
 		if err != nil {
-			return Unrecovered{}, wrap("read the write-ahead log", err)
+			return Unrecovered{}, walOpenError(name, err) // as a writer's open says it
 		}
 		gens[i], recs[i] = g, rs
 	}

@@ -15,10 +15,10 @@ import (
 )
 
 // A FIFO (or a socket, a device) put at the write-ahead log's path is
-// damage the open names, as a folder there is, and fsck reports it:
-// neither waits on it. Before, the open read the FIFO for its header
-// for ever (serve hung, a first SIGTERM did not stop it), and fsck's
-// read of the log waited in its open for a writer.
+// damage the open names, as a folder there is, and fsck reports it in the
+// open's words: neither waits on it. Before, the open read the FIFO for
+// its header for ever (serve hung, a first SIGTERM did not stop it), and
+// fsck's read of the log waited in its open for a writer.
 func TestAFIFOAtTheLogsPathIsDamageNotAWait(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -35,7 +35,7 @@ func TestAFIFOAtTheLogsPathIsDamageNotAWait(t *testing.T) {
 		}},
 		{"fsck", func(dir string) string {
 			rep, err := Fsck(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf}, false)
-			if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "open .git/gitmem/wal: not a regular file") {
+			if err != nil || len(rep.Problems) != 1 || rep.Problems[0].What != "the write-ahead log .git/gitmem/wal is not a regular file" {
 				return errString(err) + " " + strings.Join(problemTexts(rep), "; ")
 			}
 			return ""

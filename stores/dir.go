@@ -1011,5 +1011,12 @@ func (d *Dir) peek(name string) (Meta, error) {
 	if err == nil && !found {
 		err = ErrNotFound
 	}
+	if err == nil {
+		// The write-ahead log, which a writer's open reads and a reader's
+		// does not: one it cannot read fails every call on the store.
+		if _, uerr := r.Unrecovered(); uerr != nil {
+			return Meta{}, d.openErr(name, uerr)
+		}
+	}
 	return m, err
 }

@@ -1027,3 +1027,53 @@ func TestMetadataChangesOfTwoProcessesAreBothKept(t *testing.T) {
 		})
 	}
 }
+
+// A store whose write-ahead log is damaged (a folder in its place,
+// content that is not a log) cannot be opened to write, so every call
+// on it fails: a listing by another process (gitmem store list, a
+// server that has not opened it) names it as damaged with the writer's
+// words, as it names a store whose branch is damaged (N6 F9). The
+// listing read the newest metadata commit only, and called it healthy.
+func TestListNamesAStoreWhoseLogIsDamaged(t *testing.T) {
+	t.Parallel()
+	d := newDir(t, "", stores.Options{})
+	for _, name := range []string{"folder", "garbage", "fine"} {
+		if _, err := d.Create(name, stores.Meta{}, gitmem.Signature{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	wal := func(name string) string { return filepath.Join(d.Root(), name, ".git", "gitmem", "wal") }
+	if err := os.Remove(wal("folder")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(wal("folder"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wal("garbage"), []byte("garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"folder", "garbage"} {
+		gittest.Damaged(t, filepath.Join(d.Root(), name), "its write-ahead log is damaged on purpose")
+	}
+
+	other := newDir(t, d.Root(), stores.Options{})
+	p, err := other.List(stores.ListOptions{Limit: 10})
+	if err != nil || len(p.Items) != 3 {
+		t.Fatalf("list: %+v %v", p, err)
+	}
+	for _, info := range p.Items {
+		var damaged *gitmem.DamagedError
+		_, opened := other.Get(info.Name) // what every call on it meets
+		switch {
+		case info.Name == "fine":
+			if info.Err != nil || opened != nil {
+				t.Errorf("%s: listed %v, opened %v", info.Name, info.Err, opened)
+			}
+		case !errors.As(info.Err, &damaged) || !strings.Contains(damaged.Problem, "write-ahead log .git/gitmem/wal"):
+			t.Errorf("%s: listed as %v, want damaged: its log (opening it to write: %v)", info.Name, info.Err, opened)
+		case !errors.As(opened, new(*gitmem.DamagedError)):
+			t.Errorf("%s: listed as damaged (%v), but it opens: %v", info.Name, info.Err, opened)
+		}
+	}
+}

@@ -92,7 +92,10 @@ func ownerOnly(c *cli.Context) bool { return !c.Bool("allow-owner-mismatch") }
 // which writes nothing, shows the history without them.
 func warnUnrecovered(c *cli.Context, r *gitmem.Repo) {
 	u, err := r.Unrecovered()
+	var damaged *gitmem.DamagedError
 	switch {
+	case errors.As(err, &damaged): // what a writer's open refuses
+		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: %s; %s\n", damaged.Problem, damaged.Repair)
 	case err != nil:
 		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: the write-ahead log could not be checked (%s); run gitmem fsck\n", strings.TrimPrefix(err.Error(), "gitmem: "))
 	case u.Changes > 0:

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -152,6 +153,9 @@ func ReadWAL(gitDir, name string) (gen uint32, recs []WALRecord, err error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, nil, err
+	}
+	if fi.IsDir() { // as OpenWAL's open for writing fails
+		return 0, nil, &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR}
 	}
 	w.size = fi.Size()
 	if err := w.readHeader(); err != nil {
