@@ -94,6 +94,14 @@ const maxPending = 1024
 // changed beside it (a tool call, another process): then ErrBusy.
 const maxAttempts = 50
 
+// check runs a request's Check, if any, on the commit tx builds on.
+func check(c func(tip string) error, tx *gitmem.Tx) error {
+	if c == nil {
+		return nil
+	}
+	return c(tx.Head())
+}
+
 // write commits what fn does in a transaction, checked against the state
 // under the writer lock (validate) and recorded as pending. fn runs with
 // ix.mu held.
@@ -204,6 +212,10 @@ type CreateRequest struct {
 	By             Caller
 	IdempotencyKey string
 	Limits         policy.Limits
+	// Check, when set, is called under the writer lock with the commit
+	// the write builds on: its error refuses the write, nothing
+	// committed (a store archived since the request began).
+	Check func(tip string) error
 }
 
 // ReplayError is a create whose idempotency key made memory MemoryID
@@ -249,6 +261,9 @@ func (ix *Index) create(ctx context.Context, repo *gitmem.Repo, req CreateReques
 	var replay string
 	var wait <-chan struct{}
 	c, err := ix.write(ctx, repo, req.By.meta("memory: create "+display, CommandCreate, trailers...), vid, func(tx *gitmem.Tx) (*pending, error) {
+		if err := check(req.Check, tx); err != nil {
+			return nil, err
+		}
 		if idem != "" {
 			if replay, wait = ix.writerIdem(idem); replay != "" || wait != nil {
 				return nil, errReplay
@@ -312,6 +327,7 @@ type UpdateRequest struct {
 	Expect     string
 	By         Caller
 	Limits     policy.Limits
+	Check      func(tip string) error // as CreateRequest's
 }
 
 // Update changes a memory: one commit (Memory-Command: update), or none
@@ -329,6 +345,9 @@ func (ix *Index) Update(ctx context.Context, repo *gitmem.Repo, id string, req U
 	var cur Memory
 	var content []byte
 	c, err := ix.write(ctx, repo, meta, vid, func(tx *gitmem.Tx) (*pending, error) {
+		if err := check(req.Check, tx); err != nil {
+			return nil, err
+		}
 		var live bool
 		if cur, live = ix.writerMemory(id); !live {
 			return nil, ErrNotFound

@@ -576,6 +576,17 @@ func (s *storesServer) writable(w http.ResponseWriter, m msStore) bool {
 	return true
 }
 
+// unarchivedAt refuses a change whose store is archived at tip, the
+// commit it builds on, checked under the writer lock: archived by
+// another process since the request began (ErrArchived).
+func (m msStore) unarchivedAt(tip string) error {
+	archived, err := m.st.ArchivedAt(tip)
+	if err == nil && archived {
+		err = stores.ErrArchived
+	}
+	return err
+}
+
 type memoryBody struct {
 	Path         *string       `json:"path"`
 	Content      *string       `json:"content"`
@@ -612,7 +623,7 @@ func (s *storesServer) createMemory(w http.ResponseWriter, r *http.Request, p pr
 		return
 	}
 	mem, err := m.ix.Create(r.Context(), m.repo, memstore.CreateRequest{Path: rel, Content: []byte(*req.Content), By: s.caller(r, p),
-		IdempotencyKey: key, Limits: s.memoryLimits()})
+		IdempotencyKey: key, Limits: s.memoryLimits(), Check: m.unarchivedAt})
 	var replay *memstore.ReplayError
 	if errors.As(err, &replay) {
 		err = nil // the memory the first request made
@@ -666,7 +677,7 @@ func (s *storesServer) updateMemory(w http.ResponseWriter, r *http.Request, p pr
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	u := memstore.UpdateRequest{By: s.caller(r, p), Limits: s.memoryLimits()}
+	u := memstore.UpdateRequest{By: s.caller(r, p), Limits: s.memoryLimits(), Check: m.unarchivedAt}
 	if req.Content != nil {
 		u.Content, u.SetContent = []byte(*req.Content), true
 	}
