@@ -8,14 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
@@ -41,23 +39,6 @@ func wait(t *testing.T, ch <-chan struct{}, what string) {
 	case <-time.After(time.Minute):
 		t.Fatalf("%s never happened", what)
 	}
-}
-
-// waitForStack waits until a goroutine's stack names every one of
-// funcs.
-func waitForStack(t *testing.T, funcs ...string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	buf := make([]byte, 1<<20)
-	for time.Now().Before(deadline) {
-		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-			if !slices.ContainsFunc(funcs, func(f string) bool { return !strings.Contains(g, f) }) {
-				return
-			}
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("no goroutine ran %v", funcs)
 }
 
 // httpOneCall sends the block to POST /v1/tool_use of a loopback server
@@ -131,7 +112,7 @@ func stdioOneCall(t *testing.T, h *handler.Handler) *oneCall {
 			// The server reads the next line only once it answered this
 			// one: the block is in hand when a goroutine of ServeStdio
 			// runs the call.
-			waitForStack(t, "handler.(*Handler).stdioLoop", "gitmem.(*Repo).Update")
+			gittest.WaitForStack(t, "handler.(*Handler).stdioLoop", "gitmem.(*Repo).Update")
 		},
 		cancel: cancel,
 		answer: func() handler.Result {

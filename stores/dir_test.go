@@ -1077,3 +1077,78 @@ func TestListNamesAStoreWhoseLogIsDamaged(t *testing.T) {
 		}
 	}
 }
+
+// A write's check of the archived flag under the writer turn
+// (Store.ArchivedAt) and a metadata read that waits for the turn do not
+// wait for each other: the read (Use, Get) holds the entry's metadata
+// lock while it waits for the turn to load what another process
+// committed, and the check, with the turn held, takes a lock of its own.
+// With one lock for both, N6's archrace.sh hung a store's every call.
+func TestArchivedCheckAndAMetadataReadDoNotWaitForEachOther(t *testing.T) {
+	t.Parallel()
+	d := newDir(t, "", stores.Options{IdleClose: -1})
+	if _, err := d.Create("s", stores.Meta{}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.Acquire(context.Background(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	// The write has read the metadata; it commits once told.
+	inUse, goOn, wrote := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		wrote <- s.Use(func(r *gitmem.Repo, _ stores.Meta) error {
+			close(inUse)
+			<-goOn
+			_, err := r.Update(context.Background(), gitmem.Meta{Subject: "w"}, func(tx *gitmem.Tx) error {
+				if archived, err := s.ArchivedAt(tx.Head()); err != nil || archived {
+					return fmt.Errorf("archived %v: %v", archived, err)
+				}
+				return tx.WriteFile("b.md", []byte("b"))
+			})
+			return err
+		})
+	}()
+	<-inUse
+	// Another process moves the branch, and holds the writer lock.
+	other, err := gitmem.Open(context.Background(), filepath.Join(d.Root(), "s"), gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Update(context.Background(), gitmem.Meta{Subject: "moved"}, func(tx *gitmem.Tx) error { return tx.WriteFile("o.md", []byte("o")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	held, free, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	go func() {
+		defer close(done)
+		other.Update(context.Background(), gitmem.Meta{Subject: "held"}, func(*gitmem.Tx) error {
+			once.Do(func() { close(held) })
+			<-free
+			return errors.New("held only")
+		})
+	}()
+	<-held
+	close(goOn) // the write takes the turn and waits for the lock
+	gittest.WaitForStack(t, "stores_test.TestArchivedCheckAndAMetadataReadDoNotWaitForEachOther", "gitmem.(*Repo).acquire")
+	read := make(chan error, 1)
+	go func() { _, err := d.Get("s"); read <- err }() // finds the branch moved: waits for the turn
+	gittest.WaitForStack(t, "stores.(*entry).current", "gitmem.(*Repo).loadMoved")
+	close(free)
+	<-done
+	for what, ch := range map[string]chan error{"the write": wrote, "the read": read} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Errorf("%s: %v", what, err)
+			}
+		case <-time.After(time.Minute): // a hang guard, not a timing
+			t.Fatalf("%s never ended: the check and the read wait for each other", what)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // LockHeld reports whether someone holds the flock(2) on path, as
@@ -34,15 +33,4 @@ func LockHeld(t testing.TB, path string) bool {
 		t.Fatal(err)
 	}
 	return false // closing f lets it go
-}
-
-// WaitFor polls cond until it holds (a hang guard of a minute, not a
-// timing assertion).
-func WaitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-	}
 }
