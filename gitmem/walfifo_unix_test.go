@@ -43,22 +43,7 @@ func TestAFIFOAtTheLogsPathIsDamageNotAWait(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			dir := gittest.TempDir(t)
-			r, _, err := Init(context.Background(), dir, testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Close(); err != nil {
-				t.Fatal(err)
-			}
-			gittest.Damaged(t, dir, "a FIFO at .git/gitmem/wal")
-			wal := filepath.Join(dir, ".git", "gitmem", "wal")
-			if err := syscall.Unlink(wal); err != nil {
-				t.Fatal(err)
-			}
-			if err := syscall.Mkfifo(wal, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			dir := repoWithAFIFOAt(t, ".git/gitmem/wal")
 			done := make(chan string, 1)
 			go func() { done <- c.run(dir) }()
 			select {
@@ -95,18 +80,7 @@ func problemTexts(rep FsckReport) []string {
 // it, fsck too (N7 G9).
 func TestAFIFOAtPackedRefsIsNoWait(t *testing.T) {
 	t.Parallel()
-	dir := gittest.TempDir(t)
-	r, _, err := Init(context.Background(), dir, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	gittest.Damaged(t, dir, "a FIFO at .git/packed-refs")
-	if err := syscall.Mkfifo(filepath.Join(dir, ".git", "packed-refs"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := repoWithAFIFOAt(t, ".git/packed-refs")
 	done := make(chan error, 1)
 	go func() {
 		r, err := Open(context.Background(), dir, testOptions(t))
@@ -133,4 +107,27 @@ func TestAFIFOAtPackedRefsIsNoWait(t *testing.T) {
 	if err != nil && !strings.Contains(err.Error(), "packed-refs") {
 		t.Errorf("fsck: %v %v", err, problemTexts(rep))
 	}
+}
+
+// repoWithAFIFOAt is a new repository, closed, with a FIFO in place of
+// the file at rel (made if there was none).
+func repoWithAFIFOAt(t *testing.T, rel string) string {
+	t.Helper()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Damaged(t, dir, "a FIFO at "+rel)
+	path := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := syscall.Unlink(path); err != nil && err != syscall.ENOENT {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
