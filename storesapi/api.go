@@ -1,8 +1,6 @@
 package storesapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -79,20 +77,15 @@ func (s *storesServer) now() time.Time {
 	return time.Now()
 }
 
-// decode reads a JSON request body into v, refusing unknown fields.
+// decode reads a JSON request body into v: one object, no unknown field
+// (decodeObject, as the Memory Stores API reads one).
 func (s *storesServer) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, ok := handler.ReadBody(w, r)
 	if !ok {
 		return false
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		handler.HTTPError(w, http.StatusBadRequest, "the body is not the expected JSON object: "+err.Error())
-		return false
-	}
-	if name, bad := handler.NotUTF8(body); bad {
-		handler.HTTPError(w, http.StatusBadRequest, notUTF8(name))
+	if msg := decodeObject(body, v); msg != "" {
+		handler.HTTPError(w, http.StatusBadRequest, msg)
 		return false
 	}
 	return true

@@ -221,35 +221,39 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	if !ok {
 		return false
 	}
-	msg := ""
-	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
-		msg = "the body must be a JSON object"
-	} else {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		err := dec.Decode(v)
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &te):
-			msg = fmt.Sprintf("%s must be %s, not a JSON %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
-		case err != nil && strings.HasPrefix(err.Error(), "json: unknown field "):
-			msg = "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
-		case err != nil:
-			msg = "the body is not valid JSON"
-		case dec.More():
-			msg = "the body holds more than one JSON value"
-		default:
-			if name, bad := handler.NotUTF8(body); bad {
-				msg = notUTF8(name)
-			}
-		}
-	}
-	if msg != "" {
+	if msg := decodeObject(body, v); msg != "" {
 		final(w)
 		apiError(w, http.StatusBadRequest, errInvalidRequest, msg)
 		return false
 	}
 	return true
+}
+
+// decodeObject decodes body, one JSON object and nothing after it, into
+// v, refusing unknown fields and text that is not UTF-8. It returns what
+// is wrong, worded for the caller, or "".
+func decodeObject(body []byte, v any) string {
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
+		return "the body must be a JSON object"
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("%s must be %s, not a JSON %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+	case err != nil && strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	case err != nil:
+		return "the body is not valid JSON"
+	case dec.More():
+		return "the body holds more than one JSON value"
+	}
+	if name, bad := handler.NotUTF8(body); bad {
+		return notUTF8(name)
+	}
+	return ""
 }
 
 func jsonKind(k string) string {

@@ -877,3 +877,32 @@ func TestASlowBodyHoldsNoStore(t *testing.T) {
 	pw.Close()
 	<-done
 }
+
+// The operator API reads a body as the Memory Stores API does: one JSON
+// object and nothing after it. It acted on '{"content":"a"} junk' (a
+// file written, a store made, metadata changed: N8 F1), and a body of
+// another JSON type was refused in Go's words, naming Go types (N8 F2).
+func TestOperatorAPIRefusesWhatFollowsTheBody(t *testing.T) {
+	t.Parallel()
+	a := newStoresAPI(t, policy.ScreenOff)
+	a.createStores("alice")
+	for _, c := range []struct{ method, path, body, want string }{
+		{"PUT", "/v1/stores/alice/memory?path=/memories/p.md", `{"content":"a"} junk`, "the body holds more than one JSON value"},
+		{"POST", "/v1/stores", `{"name":"junk1"} zz`, "the body holds more than one JSON value"},
+		{"PATCH", "/v1/stores/alice", `{"description":"d"} zz`, "the body holds more than one JSON value"},
+		{"PUT", "/v1/stores/alice/memory?path=/memories/p.md", `[]`, "the body must be a JSON object"},
+	} {
+		var e apiError
+		if code := a.callBad("ops", c.method, c.path, c.body, &e); code != http.StatusBadRequest || e.Error != c.want {
+			t.Errorf("%s %s %s: %d %q, want 400 %q", c.method, c.path, c.body, code, e.Error, c.want)
+		}
+	}
+	dir := filepath.Join(a.dir.Root(), "alice")
+	if log := gittest.Git(t, dir, "log", "--format=%s"); strings.Contains(log, "put") || strings.Contains(log, "store update") {
+		t.Errorf("alice's history after the refused bodies:\n%s", log)
+	}
+	var e apiError
+	if code := a.callBad("ops", "GET", "/v1/stores/junk1", nil, &e); code != http.StatusNotFound {
+		t.Errorf("a store made from a refused body: %d", code)
+	}
+}
