@@ -247,7 +247,7 @@ func decodeObject(body []byte, v any) string {
 		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
 	case err != nil:
 		return "the body is not valid JSON"
-	case dec.More():
+	case len(bytes.TrimSpace(body[dec.InputOffset():])) > 0: // another value, or a stray } or ]
 		return "the body holds more than one JSON value"
 	}
 	if name, bad := handler.NotUTF8(body); bad {

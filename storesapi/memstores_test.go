@@ -72,6 +72,7 @@ func TestMemoryStoresMalformedRequests(t *testing.T) {
 		{"an array", `[{"path":"/a.md","content":"x"}]`, "the body must be a JSON object"},
 		{"empty", ``, "the body must be a JSON object"},
 		{"two objects", `{"path":"/a.md","content":"x"} {}`, "more than one JSON value"},
+		{"a stray brace after it", `{"path":"/a.md","content":"x"} }]`, "more than one JSON value"},
 		{"a number for the content", `{"path":"/a.md","content":42}`, "content must be a string, not a JSON number"},
 		{"an unknown field", `{"path":"/a.md","content":"x","mode":"append"}`, `unknown field "mode"`},
 		{"a null path", `{"path":null,"content":"x"}`, "path is required"},

@@ -890,6 +890,7 @@ func TestOperatorAPIRefusesWhatFollowsTheBody(t *testing.T) {
 		{"PUT", "/v1/stores/alice/memory?path=/memories/p.md", `{"content":"a"} junk`, "the body holds more than one JSON value"},
 		{"POST", "/v1/stores", `{"name":"junk1"} zz`, "the body holds more than one JSON value"},
 		{"PATCH", "/v1/stores/alice", `{"description":"d"} zz`, "the body holds more than one JSON value"},
+		{"PUT", "/v1/stores/alice/memory?path=/memories/p.md", `{"content":"a"} }]]`, "the body holds more than one JSON value"},
 		{"PUT", "/v1/stores/alice/memory?path=/memories/p.md", `[]`, "the body must be a JSON object"},
 	} {
 		var e apiError
