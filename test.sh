@@ -28,12 +28,16 @@ fi
 # (such a build) hundreds of times. A race is still reported when it
 # happens, and the program still exits with status 66 after one.
 export GORACE="atexit_sleep_ms=0 ${GORACE:-}"
+# go test gives a package 10 minutes; the gitmem package takes a few on a
+# quiet machine here and took more than ten on one busy with other work
+# (load average 25): the bound is for a hang, not for a slow machine.
+timeout=30m
 if [ "$mode" = long ]; then
   # gittest.Long is called on a long test's first line.
   long=$(git grep -h -B1 -e 'gittest\.Long(t' -- '*_test.go' | sed -n 's/^func \(Test[A-Za-z0-9_]*\)(.*/\1/p' | paste -sd'|' -)
   if [ -z "$long" ]; then echo "no long test found"; exit 1; fi
   echo "== GITMEM_LONG=1 go test -race, the long tests: $long"
-  GITMEM_LONG=1 go test -race -count=1 -run "^($long)\$" ./...
+  GITMEM_LONG=1 go test -race -count=1 -timeout $timeout -run "^($long)\$" ./...
   exit
 fi
 echo "== gofmt, go vet, builds for macOS and Windows"
@@ -45,4 +49,4 @@ for target in darwin/arm64 windows/amd64; do
   GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/gitmem
 done
 echo "== go test -race ./... (a few minutes; packages report as they finish; the long tests skip: ./test.sh long)"
-go test -race -count=1 ./...
+go test -race -count=1 -timeout $timeout ./...
