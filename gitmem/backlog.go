@@ -34,7 +34,6 @@ type backlog struct {
 	// other lock is taken while it is held.
 	mu      sync.Mutex
 	items   []*prepared
-	since   time.Time     // when the first of items was added (zero: none waits)
 	taken   int           // commits taken from items and being materialised
 	drained chan struct{} // closed when some were materialised; nil: no materialiser (a Repo Fsck or Clone made)
 }
@@ -46,21 +45,8 @@ func newBacklog() backlog {
 // add queues published commits for the materialiser.
 func (b *backlog) add(items []*prepared) {
 	b.mu.Lock()
-	if len(b.items) == 0 {
-		b.since = time.Now()
-	}
 	b.items = append(b.items, items...)
 	b.mu.Unlock()
-}
-
-// waited is how long the first commit waiting has waited (0: none waits).
-func (b *backlog) waited() time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.items) == 0 {
-		return 0
-	}
-	return max(time.Since(b.since), 1)
 }
 
 // pending is how many commits wait, and the parent of the first (the
@@ -90,7 +76,6 @@ func (b *backlog) take(k int) []*prepared {
 
 func (b *backlog) requeue(items []*prepared) {
 	b.mu.Lock()
-	b.since = time.Now() // tried again in Options.MaterialiseEvery
 	b.items = append(items, b.items...)
 	b.mu.Unlock()
 }

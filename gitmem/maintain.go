@@ -70,9 +70,9 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 		if !r.lease.Held() {
 			return // released by Close
 		}
-		// A change is written once it has waited MaterialiseEvery (see
-		// Options), with every change made meanwhile.
-		if w := r.backlog.waited(); w > 0 && w >= r.opt.MaterialiseEvery {
+		// A change after a quiet spell is written at once; while changes
+		// keep coming, at most every MaterialiseEvery (see Options).
+		if r.disk.materialiseDue(r.opt.MaterialiseEvery) {
 			if err := r.materialize(); err != nil {
 				// Acknowledged changes are safe in the log; new ones wait
 				// until git's files can take them (a full disk).

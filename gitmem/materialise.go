@@ -37,6 +37,7 @@ type disk struct {
 	gitIndexSeen time.Time     // the .git/index written by git that undoGitCheckout last looked at
 
 	lastCkpt    atomic.Int64 // unix nanos of the last checkpoint (attempt)
+	lastMat     atomic.Int64 // unix nanos of the last materialisation (attempt)
 	ckptFailing atomic.Bool
 }
 
@@ -99,6 +100,15 @@ func (d *disk) checkpointed() { d.lastCkpt.Store(time.Now().UnixNano()) }
 // due says the last checkpoint (attempt) is checkpointEvery old.
 func (d *disk) due() bool {
 	return time.Since(time.Unix(0, d.lastCkpt.Load())) > checkpointEvery
+}
+
+// materialised notes a materialisation (or an attempt).
+func (d *disk) materialised() { d.lastMat.Store(time.Now().UnixNano()) }
+
+// materialiseDue says the last materialisation (attempt) is at least
+// every old: the maintainer's next may start.
+func (d *disk) materialiseDue(every time.Duration) bool {
+	return time.Since(time.Unix(0, d.lastMat.Load())) >= every
 }
 
 // failing says the last checkpoint failed.
@@ -206,6 +216,7 @@ func (m *materialiser) materializeLocked(dt diskTurn) error {
 // objects and the branch (writeCommits), then the worktree
 // (followWorktree) and the history index file (appendHistory).
 func (m *materialiser) materializeSome(dt diskTurn, k int) error {
+	defer m.disk.materialised()
 	items := m.backlog.take(k)
 	prevHead, prev := dt.d.head, dt.d.tree // prev: what the worktree mirrors
 	moved, err := m.writeCommits(dt, items)

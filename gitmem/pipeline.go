@@ -22,8 +22,8 @@ import (
 //     materialise.go): the objects, the branch and the worktree files
 //     are written, without an fsync each, and the history index is
 //     appended. git and other processes see the commit from here on.
-//     With Options.MaterialiseEvery, a change waits that long, and is
-//     written with every change made meanwhile.
+//     With Options.MaterialiseEvery, while changes keep coming, the
+//     maintainer writes what waits at most that often, all at once.
 //  4. checkpoint (checkpoint.go; at most every checkpointEvery, when the
 //     log grows, and before the writer lock is released): the log
 //     switches files; what was materialised is made durable with one

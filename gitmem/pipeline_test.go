@@ -1025,38 +1025,3 @@ func TestStreamOfChangesMaterialisedTogether(t *testing.T) {
 		t.Fatalf("git's HEAD holds a.md = %q", got)
 	}
 }
-
-// The backlog tells how long its first commit has waited, which the
-// maintainer writes once it has waited Options.MaterialiseEvery, with
-// every commit made meanwhile: nothing waits, nothing is due; a second
-// commit keeps the first one's wait; a failed materialisation's commits
-// wait afresh (tried again no sooner); what a partial take leaves keeps
-// its wait (due at once).
-func TestBacklogWaited(t *testing.T) {
-	b := newBacklog()
-	if w := b.waited(); w != 0 {
-		t.Fatalf("an empty backlog waited %v", w)
-	}
-	b.add([]*prepared{{}})
-	first := b.since
-	if b.waited() <= 0 {
-		t.Fatal("a commit waits, but the backlog says none does")
-	}
-	b.add([]*prepared{{}})
-	if !b.since.Equal(first) {
-		t.Fatal("a second commit restarted the first one's wait")
-	}
-	b.take(1)
-	if !b.since.Equal(first) || b.waited() <= 0 {
-		t.Fatal("what a partial take left lost its wait")
-	}
-	items := b.take(1)
-	b.noteDrained()
-	if w := b.waited(); w != 0 {
-		t.Fatalf("all taken, the backlog still waited %v", w)
-	}
-	b.requeue(items)
-	if b.waited() <= 0 || !b.since.After(first) {
-		t.Fatal("a requeued commit does not wait afresh")
-	}
-}

@@ -90,12 +90,13 @@ type Options struct {
 	// could no longer write them. git refuses such a repository outright
 	// (safe.directory); a reader is not refused, and saves nothing there.
 	OwnerOnly bool
-	// MaterialiseEvery is how long a change waits to be written to
-	// git's files (objects, the branch, the worktree) in the background,
-	// with every change made meanwhile (one pack and one move of the
-	// branch for all of them; until 2026-11-29 a change after a quiet
-	// spell was written at once, alone). 0: each group of changes at
-	// once, as it is made. The write-ahead log stays the
+	// MaterialiseEvery is how often, at most, changes that keep coming
+	// are written to git's files (objects, the branch, the worktree) in
+	// the background: a change after a quiet spell is written at once,
+	// and while changes keep coming, the ones waiting are written
+	// together (one pack and one move of the branch for all of them)
+	// once this long has passed since the last were. 0: each group of
+	// changes at once, as it is made. The write-ahead log stays the
 	// commit point: nothing is less durable, and a checkpoint, Close and
 	// every read of git's files (Log, Commit, Flush, ...) write what waits
 	// first. A folder of many stores (stores.Dir) sets it: each pack and

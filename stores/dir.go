@@ -104,9 +104,9 @@ type Options struct {
 	GCLoose int
 }
 
-// MaterialiseEvery is how long a store's change waits to be written to
-// git's files, with the changes made meanwhile (gitmem's
-// Options.MaterialiseEvery): with
+// MaterialiseEvery is how often, at most, a store that keeps being
+// changed has its changes written to git's files (gitmem's
+// Options.MaterialiseEvery; a change after a quiet spell at once): with
 // a hundred busy stores, a pack, a branch lock and the folds of those
 // packs for each change, files made and removed, were most of serve's
 // CPU (issue 25).
