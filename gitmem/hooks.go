@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"regexp"
 	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
@@ -33,6 +34,9 @@ type testHooks struct {
 	// redactShared runs in a shared redaction between the local
 	// redaction and the first forced push (another agent pushes there).
 	redactShared func()
+	// redactMessage replaces redactMessage in this Repo's redactions:
+	// the test plays a gitmem of other rules (another version).
+	redactMessage func(m *regexp.Regexp, msg string) string
 	// exchange runs in the mirror's checked write of the worktree file
 	// q (syncChecked) with open set before it looks for a hand edit
 	// there, and unset once it is done: in between, an edit that landed

@@ -35,6 +35,11 @@ type Redaction struct {
 	// changed. It redacts only the past: a blob a memory file holds at
 	// HEAD is refused (*InUseError) and nothing is changed.
 	Placeholder []byte
+	// taken maps commits to what the rewrite takes for them, unread:
+	// a remote's redaction applied here takes the remote's rewrite of
+	// its own commits (themselves, or the commits that replaced them)
+	// rather than rewriting them again (see applyRedactions).
+	taken map[plumbing.Hash]plumbing.Hash
 }
 
 // InUseError is a redaction of content that memory files hold now (Paths,
@@ -134,7 +139,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	// go on meanwhile (a preview's too).
 	st := r.objects.st.View()
 	st.Hold()
-	rep, moved, pack, err := rewrite(ctx, r.gitDir, st, red, dry, progress)
+	rep, moved, pack, err := rewrite(ctx, r.gitDir, st, red, dry, progress, r.opt.hooks)
 	st.Unhold()
 	st.Close()
 	if !pack.IsZero() {
@@ -470,8 +475,9 @@ type rewriter struct {
 	pack    plumbing.Hash // the pack it wrote
 	trees   map[treeKey]plumbing.Hash
 	blobs   map[plumbing.Hash]plumbing.Hash
-	renamed map[string]bool        // memory paths renamed, by their new name
-	dropped map[plumbing.Hash]bool // blobs replaced or removed (some may still be in other files)
+	renamed map[string]bool                     // memory paths renamed, by their new name
+	dropped map[plumbing.Hash]bool              // blobs replaced or removed (some may still be in other files)
+	message func(*regexp.Regexp, string) string // redactMessage (a test's, as another version's)
 	// placeholder is the blob of Redaction.Placeholder, once written.
 	placeholder plumbing.Hash
 }
@@ -488,13 +494,16 @@ type treeKey struct {
 // refs to move: name -> (old, new), and the pack it wrote, in flight
 // until the refs move (see gd.Keep), for the caller to add to the object
 // store the readers share.
-func rewrite(ctx context.Context, gitDir string, st *gd.Store, red Redaction, dry bool, progress Progress) (_ RedactReport, _ map[plumbing.ReferenceName][2]plumbing.Hash, pack plumbing.Hash, err error) {
+func rewrite(ctx context.Context, gitDir string, st *gd.Store, red Redaction, dry bool, progress Progress, hooks *testHooks) (_ RedactReport, _ map[plumbing.ReferenceName][2]plumbing.Hash, pack plumbing.Hash, err error) {
 	var rep RedactReport
 	rw := &rewriter{st: st, red: red, trees: map[treeKey]plumbing.Hash{}, blobs: map[plumbing.Hash]plumbing.Hash{}, renamed: map[string]bool{},
-		dropped: map[plumbing.Hash]bool{},
+		dropped: map[plumbing.Hash]bool{}, message: redactMessage,
 		put: func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 			return plumbing.ComputeHash(t, data), nil
 		}}
+	if hooks != nil && hooks.redactMessage != nil {
+		rw.message = hooks.redactMessage
+	}
 	if !dry {
 		// One pack, in flight until the refs name what it holds (git
 		// prune deletes loose objects no ref reaches yet; see gd.Keep).
@@ -613,6 +622,18 @@ func topoOrder(st *gd.Store, refs map[plumbing.ReferenceName]plumbing.Hash) ([]*
 // rewritten hashes (themselves when unchanged), and adds it there and,
 // when it changed, to rep.
 func (rw *rewriter) commit(c *object.Commit, mapped map[plumbing.Hash]plumbing.Hash, rep *RedactReport) error {
+	if h, ok := rw.red.taken[c.Hash]; ok {
+		mapped[c.Hash] = h
+		if h != c.Hash {
+			nc, err := rw.st.Commit(h)
+			if err != nil {
+				return wrap("read a commit", err)
+			}
+			subject, _, _ := parseMessage(nc.Message)
+			rep.Rewritten = append(rep.Rewritten, Rewrite{Old: c.Hash.String(), New: h.String(), Subject: subject})
+		}
+		return nil
+	}
 	tree, err := rw.tree(c.TreeHash, "")
 	if err != nil {
 		return wrap("rewrite a tree", err)
@@ -624,7 +645,7 @@ func (rw *rewriter) commit(c *object.Commit, mapped map[plumbing.Hash]plumbing.H
 		nc.ParentHashes[j] = mapped[p]
 	}
 	if m := rw.red.Match; m != nil {
-		nc.Message = redactMessage(m, c.Message)
+		nc.Message = rw.message(m, c.Message)
 		for _, sig := range []*object.Signature{&nc.Author, &nc.Committer} {
 			sig.Name = m.ReplaceAllLiteralString(sig.Name, redacted)
 			sig.Email = m.ReplaceAllLiteralString(sig.Email, redacted)

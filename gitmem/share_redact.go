@@ -36,8 +36,10 @@ import (
 // per redaction — the rule (a path, a blob, or a pattern), the blobs it
 // removed and the old -> new commit map. Every other clone's next pull
 // sees a record it has not applied, runs the same redaction over its own
-// history (unpushed commits included; the rewrite is deterministic, so the
-// shared part comes out identical to the remote's), and only then merges.
+// history — taking the shared part as the record maps it to the remote's
+// commits (a gitmem of other rules would rewrite it otherwise; see
+// takenFrom), rewriting its unpushed commits on top — and only then
+// merges.
 // A push refuses to send any object a known redaction removed.
 
 const (
@@ -322,7 +324,14 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 	if err := s.checkChain(todo, at, tip); err != nil {
 		return err
 	}
+	var remoteHas, held map[plumbing.Hash]bool
 	if len(todo) > 0 {
+		if remoteHas, err = s.commitsOf(tip); err != nil {
+			return err
+		}
+		if held, err = s.commitsOf(at); err != nil {
+			return err
+		}
 		// A hand edit not committed yet goes into history first: the
 		// redaction rewrites it with the rest, where rebuilding the
 		// worktree from the new history would lose it.
@@ -330,7 +339,7 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 			return err
 		}
 	}
-	for _, e := range todo {
+	for i, e := range todo {
 		red, err := e.redaction()
 		if err != nil {
 			return s.remoteErr("fetch from", err)
@@ -340,6 +349,7 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 				return err
 			}
 		}
+		red.taken = takenFrom(todo[i:], remoteHas, held)
 		// The redaction deletes old packs: nothing of this session may
 		// hold them open.
 		s.st.Close()
@@ -365,6 +375,61 @@ func (s *session) applyRedactions(ctx context.Context, tip plumbing.Hash) error 
 		return wrap("write the redaction record", err)
 	}
 	return wrap("update the redaction record", s.setRef(redactionsRef, next))
+}
+
+// commitsOf returns the commits of tip's history (none for zero).
+func (s *link) commitsOf(tip plumbing.Hash) (map[plumbing.Hash]bool, error) {
+	out := map[plumbing.Hash]bool{}
+	if tip.IsZero() {
+		return out, nil
+	}
+	cs, err := s.g.Exclusive([]plumbing.Hash{tip}, nil)
+	if err != nil {
+		return nil, wrap("read the remote's history", err)
+	}
+	for _, c := range cs {
+		out[c.Hash] = true
+	}
+	return out, nil
+}
+
+// takenFrom returns what the redaction todo[0] of a remote's record
+// takes as the remote made it (Redaction.taken) rather than rewriting it
+// here: every commit of the remote's history (remoteHas) as it is, and
+// every commit its branch held as last seen (held) as the record maps
+// it, through the redactions after it (todo[1:]) too, when the remote's
+// history holds the end. The remote rewrote those with its gitmem's
+// rules, which may not be this one's (before 8cf1446 a pattern rewrote
+// trailer keys too): rewritten again here they would be other commits,
+// and the merge would bring both copies. The commits only this clone
+// has are rewritten here, on top of the remote's.
+func takenFrom(todo []redactionEntry, remoteHas, held map[plumbing.Hash]bool) map[plumbing.Hash]plumbing.Hash {
+	byOld := make([]map[string]string, len(todo))
+	for i, e := range todo {
+		byOld[i] = map[string]string{}
+		for _, m := range e.Rewritten {
+			byOld[i][m[0]] = m[1]
+		}
+	}
+	taken := make(map[plumbing.Hash]plumbing.Hash, len(remoteHas)+len(todo[0].Rewritten))
+	for h := range remoteHas {
+		taken[h] = h
+	}
+	for old, end := range byOld[0] {
+		o := plumbing.NewHash(old)
+		if !held[o] || remoteHas[o] {
+			continue
+		}
+		for _, later := range byOld[1:] {
+			if n, ok := later[end]; ok {
+				end = n
+			}
+		}
+		if n := plumbing.NewHash(end); remoteHas[n] {
+			taken[o] = n
+		}
+	}
+	return taken
 }
 
 // checkChain refuses the remote's redactions todo, before any rewrite,

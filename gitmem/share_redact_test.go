@@ -492,3 +492,73 @@ func hashObject(t *testing.T, dir, kind string, data []byte) plumbing.Hash {
 	t.Helper()
 	return plumbing.NewHash(strings.TrimSpace(gittest.GitIn(t, dir, string(data), "hash-object", "-w", "--literally", "-t", kind, "--stdin")))
 }
+
+// A redaction pushed by a gitmem of other rules (an older version, which
+// redacted trailer keys too) is taken as the record says for the commits
+// the remote held: the clone applying it does not rewrite them with its
+// own rules into other commits and merge both copies. Its own unpushed
+// commits are rewritten on top of the remote's. It once ended with every
+// shared commit twice. With a redaction made here before (chain), the
+// record holds two, the first's new commits rewritten by the second: the
+// clone follows the record's maps to the remote's.
+func TestRedactionOfOtherRulesIsNotDuplicated(t *testing.T) {
+	t.Parallel()
+	for _, chain := range []bool{false, true} {
+		t.Run(fmt.Sprint("chain=", chain), func(t *testing.T) {
+			t.Parallel()
+			const secret = "sk-live-ABCDEFGHIJKLMNOPQRSTUV"
+			remote := bareRemote(t)
+			// a redacts as gitmem did before 8cf1446: the whole message.
+			older := func(m *regexp.Regexp, msg string) string { return m.ReplaceAllLiteralString(msg, redacted) }
+			a := agentWith(t, remote, "a", &testHooks{redactMessage: older})
+			put(t, a, "a1", "notes.md", "key: "+secret+"\n")
+			put(t, a, "a2", "plans.md", "ship it\n")
+			syncOK(t, a)
+			b := agent(t, remote, "b")
+			put(t, b, "b1", "b.md", "from b\n") // not pushed yet
+
+			// A pattern that matches a trailer's key: the rules differ there.
+			red := Redaction{Match: regexp.MustCompile(`sk-live-[A-Za-z0-9]{20,}|Memory-Pat[h]`)}
+			redactions := 1
+			if chain {
+				if _, err := a.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`Memory-Pat[h]`)}, false, nil); err != nil {
+					t.Fatal(err)
+				}
+				red = Redaction{Match: regexp.MustCompile(`sk-live-[A-Za-z0-9]{20,}`)}
+				redactions = 2
+			}
+			if _, _, err := a.RedactShared(context.Background(), "origin", red, SyncOptions{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			res := syncOK(t, b)
+			if res.Redactions != redactions {
+				t.Errorf("b applied %d redactions, want %d", res.Redactions, redactions)
+			}
+			syncOK(t, a)
+			for _, dir := range []string{remote, a.Dir(), b.Dir()} {
+				// git reads no trailers in the older form ("[REDACTED]: ..."
+				// is no key): the messages' lines are read instead.
+				var ids []string
+				for line := range strings.Lines(gittest.Git(t, dir, "log", "--format=%B", "main")) {
+					if id, ok := strings.CutPrefix(strings.TrimSpace(line), TrailerToolUseID+": "); ok {
+						ids = append(ids, id)
+					}
+				}
+				n := map[string]int{}
+				for _, id := range ids {
+					n[id]++
+				}
+				if n["a1"] != 1 || n["a2"] != 1 || n["b1"] != 1 || len(n) != 3 {
+					t.Errorf("%s holds the commits %v:\n%s", filepath.Base(dir), ids, gittest.Git(t, dir, "log", "--oneline", "main"))
+				}
+				if objectsHold(t, dir, secret) {
+					t.Errorf("%s still holds the secret", filepath.Base(dir))
+				}
+				gittest.Fsck(t, dir)
+			}
+			if got := files(t, b); got["notes.md"] != "key: [REDACTED]\n" || got["b.md"] != "from b\n" {
+				t.Errorf("b holds %v", got)
+			}
+		})
+	}
+}
