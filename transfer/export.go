@@ -57,7 +57,7 @@ func Export(ctx context.Context, remote Remote, d *stores.Dir, name string, opt 
 		return res, err
 	}
 	c := remote.client()
-	there, err := exportTarget(ctx, c, name, meta, opt.To, &res)
+	there, err := exportTarget(ctx, c, name, meta, opt.To, remote.maxListed(), &res)
 	if err != nil {
 		return res, err
 	}
@@ -117,7 +117,7 @@ func checkExportable(mems []memstore.Item) error {
 // exportTarget makes the store there an export copies into (to: ""), or
 // finds the store to and lists its memories by path. It sets
 // res.StoreID and res.New.
-func exportTarget(ctx context.Context, c anthropic.Client, name string, meta stores.Meta, to string,
+func exportTarget(ctx context.Context, c anthropic.Client, name string, meta stores.Meta, to string, maxListed int,
 	res *ExportResult) (map[string]anthropic.BetaManagedAgentsMemoryListItemUnion, error) {
 	there := map[string]anthropic.BetaManagedAgentsMemoryListItemUnion{}
 	if to == "" {
@@ -137,7 +137,7 @@ func exportTarget(ctx context.Context, c anthropic.Client, name string, meta sto
 		return nil, remoteErr(err)
 	}
 	res.StoreID = st.ID
-	items, err := listMemories(ctx, c, st.ID)
+	items, err := listMemories(ctx, c, st.ID, maxListed)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -103,11 +104,11 @@ func Import(ctx context.Context, remote Remote, root, id string, opt ImportOptio
 			return res, err
 		}
 	}
-	versions, err := listVersions(ctx, c, id)
+	versions, err := listVersions(ctx, c, id, remote.maxListed())
 	if err != nil {
 		return res, err
 	}
-	memories, err := listMemories(ctx, c, id)
+	memories, err := listMemories(ctx, c, id, remote.maxListed())
 	if err != nil {
 		return res, err
 	}
@@ -327,38 +328,70 @@ func use(d *stores.Dir, name string, fn func(r *gitmem.Repo) error) error {
 	return s.Use(func(r *gitmem.Repo, _ stores.Meta) error { return fn(r) })
 }
 
-// listVersions lists every version, with its content, in the API's order.
-func listVersions(ctx context.Context, c anthropic.Client, id string) ([]anthropic.BetaManagedAgentsMemoryVersion, error) {
+// listVersions lists every version, with its content, in the API's order,
+// up to most (Remote.maxListed).
+func listVersions(ctx context.Context, c anthropic.Client, id string, most int) ([]anthropic.BetaManagedAgentsMemoryVersion, error) {
 	page, err := c.Beta.MemoryStores.MemoryVersions.List(ctx, id, anthropic.BetaMemoryStoreMemoryVersionListParams{
 		View: anthropic.BetaManagedAgentsMemoryViewFull, Limit: param.NewOpt[int64](20)})
-	return listAll("versions of store "+id, page, err)
+	return listAll("versions of store "+id, page, err, most, func(v anthropic.BetaManagedAgentsMemoryVersion) string { return v.ID })
 }
 
-// listMemories lists every memory, without content.
-func listMemories(ctx context.Context, c anthropic.Client, id string) ([]anthropic.BetaManagedAgentsMemoryListItemUnion, error) {
+// listMemories lists every memory, without content, up to most
+// (Remote.maxListed).
+func listMemories(ctx context.Context, c anthropic.Client, id string, most int) ([]anthropic.BetaManagedAgentsMemoryListItemUnion, error) {
 	page, err := c.Beta.MemoryStores.Memories.List(ctx, id, anthropic.BetaMemoryStoreMemoryListParams{
 		View: anthropic.BetaManagedAgentsMemoryViewBasic, Limit: param.NewOpt[int64](100)})
-	items, err := listAll("memories of store "+id, page, err)
+	items, err := listAll("memories of store "+id, page, err, most, func(it anthropic.BetaManagedAgentsMemoryListItemUnion) string {
+		return it.Type + "\x00" + it.ID + "\x00" + it.Path
+	})
 	return slices.DeleteFunc(items, func(it anthropic.BetaManagedAgentsMemoryListItemUnion) bool { return it.Type != "memory" }), err
 }
 
+// maxIdlePages is the most pages in a row a listing may give that bring
+// nothing new (empty, or only items it gave before), each with a
+// next_page: the hosted service may send an empty page before the end.
+const maxIdlePages = 10
+
 // listAll is every item of a listing, from its first page on, following
-// next_page. A next_page given a second time would have it go round for
-// ever, holding every page (a source broken or hostile): the listing
-// stops there, an *ImportError.
-func listAll[T any](what string, page *pagination.PageCursor[T], err error) ([]T, error) {
+// next_page; id names an item. A listing without end, of a source broken
+// or hostile, would be followed for ever, holding every page: it stops,
+// an *ImportError, at a next_page given a second time, at maxIdlePages
+// pages in a row that bring nothing new, and past most items in all
+// (repeats included). What it holds meanwhile is bounded with it: the
+// items, their ids and a hash of each cursor.
+func listAll[T any](what string, page *pagination.PageCursor[T], err error, most int, id func(T) string) ([]T, error) {
 	var out []T
-	seen := map[string]bool{}
+	ids := map[string]bool{}
+	seen := map[[sha256.Size]byte]bool{}
+	idle := 0
 	for err == nil {
+		fresh := false
+		for _, it := range page.Data {
+			if k := id(it); !ids[k] {
+				ids[k], fresh = true, true
+			}
+		}
 		out = append(out, page.Data...)
+		if len(out) > most {
+			return nil, importErr("the API lists the %s without end: more than %s items (the bound of one listing)", what, policy.Thousands(int64(most)))
+		}
 		next := page.NextPage
 		if next == "" {
 			return out, nil
 		}
-		if seen[next] {
+		if fresh {
+			idle = 0
+		} else {
+			idle++
+		}
+		if idle >= maxIdlePages {
+			return nil, importErr("the API lists the %s without end: %d pages in a row give nothing new, each with a next_page", what, idle)
+		}
+		h := sha256.Sum256([]byte(next))
+		if seen[h] {
 			return nil, importErr("the API lists the %s without end: it gives the next_page %s a second time", what, policy.QuoteName(next))
 		}
-		seen[next] = true
+		seen[h] = true
 		page, err = page.GetNextPage()
 	}
 	return nil, remoteErr(err)

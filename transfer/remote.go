@@ -36,7 +36,17 @@ type Remote struct {
 	// export for ever. An attempt that times out is retried as a failed
 	// connection is.
 	Timeout time.Duration
+	// MaxListed bounds the items of one listing (the versions or the
+	// memories of a store, every page), repeats included: past it the
+	// listing is refused, an *ImportError, as a listing without end. 0:
+	// a hundred versions for each of the most memories a gitmem store
+	// holds by default (policy.DefaultLimits.MaxFiles; the hosted
+	// service holds 2,000), a million. An import holds every item
+	// listed until it is written.
+	MaxListed int
 }
+
+func (r Remote) maxListed() int { return cmp.Or(r.MaxListed, 100*policy.DefaultLimits.MaxFiles) }
 
 func (r Remote) client() anthropic.Client {
 	opts := []option.RequestOption{option.WithAPIKey(r.APIKey), option.WithMaxRetries(r.MaxRetries), option.WithMiddleware(capAnswer),

@@ -100,8 +100,14 @@ func newSource(t *testing.T, answer func(path, page string) string) *source {
 // and checks that a failed import leaves nothing there.
 func importFrom(t *testing.T, s *source) (transfer.ImportResult, error) {
 	t.Helper()
+	return importListing(t, s, 0)
+}
+
+// importListing is importFrom with Remote.MaxListed maxListed.
+func importListing(t *testing.T, s *source, maxListed int) (transfer.ImportResult, error) {
+	t.Helper()
 	root := gittest.TempDir(t)
-	res, err := transfer.Import(ctx, transfer.Remote{BaseURL: s.url, APIKey: "sk-ant-test", MaxRetries: 2}, root, hostedStore,
+	res, err := transfer.Import(ctx, transfer.Remote{BaseURL: s.url, APIKey: "sk-ant-test", MaxRetries: 2, MaxListed: maxListed}, root, hostedStore,
 		transfer.ImportOptions{Name: "support"})
 	if entries, _ := os.ReadDir(root); err != nil && len(entries) != 0 {
 		t.Errorf("a failed import left %v", entries)
@@ -149,6 +155,77 @@ func TestImportStopsAtARepeatedPageCursor(t *testing.T) {
 				t.Errorf("%d requests of the listing, want 3", n)
 			}
 		})
+	}
+}
+
+// A source whose listing gives a new next_page for ever stops the import
+// with a clear error naming the bound, nothing imported, after a bounded
+// number of requests (so a bounded memory): pages that bring nothing new
+// (empty, or only items listed before) ten in a row, or more items than
+// Remote.MaxListed in all. Before, the import followed it for ever (2 GB
+// of memory in 30 s, nothing written). An empty page with a next_page,
+// as the hosted service may send, is taken: a few in a row still import.
+func TestImportStopsAtAListingWithoutEnd(t *testing.T) {
+	t.Parallel()
+	item := func(path string, i int) string {
+		id := "memver_" + strconv.Itoa(i)
+		if path == "/memories" {
+			return memoryJSON("mem_"+strconv.Itoa(i), "/m"+strconv.Itoa(i)+".md", "a\n", id, "2026-04-01T10:00:00Z")
+		}
+		return versionJSON(id, "mem_"+strconv.Itoa(i), "created", "2026-04-01T10:00:00Z", "/m"+strconv.Itoa(i)+".md", "a\n", apiActor)
+	}
+	const bound = 50
+	for _, c := range []struct {
+		name     string
+		page     func(path string, n int) string // the listing's n-th page (from 1), of a next_page n+1
+		requests int64                           // of the listing
+		err      string                          // after "the API lists the {what} of store ID "
+	}{
+		{"empty", func(string, int) string { return pageJSON("x") }, 10,
+			"without end: 10 pages in a row give nothing new, each with a next_page"},
+		{"repeated", func(path string, n int) string { return pageJSON("x", item(path, 1)) }, 11,
+			"without end: 10 pages in a row give nothing new, each with a next_page"},
+		{"new", func(path string, n int) string { return pageJSON("x", item(path, n)) }, bound + 1,
+			"without end: more than 50 items (the bound of one listing)"},
+		{"a few empty", func(path string, n int) string {
+			if n == 4 {
+				return pageJSON("", item(path, 1))
+			}
+			return pageJSON("x")
+		}, 4, ""},
+	} {
+		for _, listing := range []string{"/memory_versions", "/memories"} {
+			t.Run(c.name+listing, func(t *testing.T) {
+				t.Parallel()
+				var s *source
+				s = newSource(t, func(path, page string) string {
+					n := int(s.requests[path].Load())
+					switch {
+					case path == "":
+						return storeJSON("2026-04-01T10:00:00Z")
+					case path != listing:
+						return pageJSON("", item(path, 1))
+					case n > 5000: // an end, for an import that does not stop
+						return pageJSON("")
+					}
+					body := c.page(path, n)
+					return strings.Replace(body, `"next_page":"x"`, `"next_page":"`+strconv.Itoa(n+1)+`"`, 1)
+				})
+				_, err := importListing(t, s, bound)
+				what := map[string]string{"/memory_versions": "versions", "/memories": "memories"}[listing]
+				var ie *transfer.ImportError
+				if c.err == "" {
+					if err != nil {
+						t.Errorf("import: %v", err)
+					}
+				} else if want := "the API lists the " + what + " of store " + hostedStore + " " + c.err; !errors.As(err, &ie) || err.Error() != want {
+					t.Errorf("%v\nwant %s", err, want)
+				}
+				if n := s.requests[listing].Load(); n != c.requests {
+					t.Errorf("%d requests of the listing, want %d", n, c.requests)
+				}
+			})
+		}
 	}
 }
 
