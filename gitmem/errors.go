@@ -31,8 +31,12 @@ var (
 	// create cut short there). Init replaces it, losing nothing.
 	ErrInterrupted = errors.New("gitmem: .git is what an interrupted creation of the repository left, without a commit")
 	ErrClosed      = errors.New("gitmem: repository is closed")
-	ErrUnknownRev  = errors.New("gitmem: unknown revision")
-	ErrReadOnly    = errors.New("gitmem: repository was opened read-only")
+	// ErrDeleted: the repository's .git was deleted while it was open
+	// (another process deleted the store, say). Nothing is to be
+	// repaired: there is no repository any more.
+	ErrDeleted    = errors.New("gitmem: the repository was deleted while it was open")
+	ErrUnknownRev = errors.New("gitmem: unknown revision")
+	ErrReadOnly   = errors.New("gitmem: repository was opened read-only")
 	// ErrForeign: a git repository gitmem did not create. gitmem would
 	// commit onto its branch; Options.Adopt says to do so anyway.
 	ErrForeign = errors.New("gitmem: a git repository that gitmem did not create")
@@ -183,12 +187,17 @@ type UnwrittenError struct {
 	Changes int      // acknowledged changes git's files lack
 	IDs     []string // their tool_use ids, oldest first
 	// LogGone says the log's file was gone (the repository was deleted
-	// or moved while open): no start recovers the Changes.
+	// or moved while open): no start recovers the Changes. Err is
+	// ErrDeleted when the whole .git was gone (Close tried nothing).
 	LogGone bool
 	Err     error
 }
 
 func (e *UnwrittenError) Error() string {
+	if errors.Is(e.Err, ErrDeleted) {
+		return fmt.Sprintf("gitmem: the repository was deleted while open, with its write-ahead log (.git/gitmem/wal): %d acknowledged change(s) git's files lacked went with it",
+			e.Changes)
+	}
 	if e.LogGone {
 		return fmt.Sprintf("gitmem: the last checkpoint failed (%s), and the write-ahead log (.git/gitmem/wal) is gone: the repository was deleted or moved while open; %d acknowledged change(s) git's files lack are in no file a next start would read",
 			strings.TrimPrefix(scrubPaths(e.Err), "gitmem: "), e.Changes)
@@ -211,7 +220,7 @@ func wrap(op string, err error) error {
 	var ue *UnwrittenError
 	var me *AmbiguousError
 	for _, own := range []error{ErrNotExist, ErrExist, ErrIsDir, ErrNotDir, ErrRoot, ErrInsideItself, ErrNotRepository, ErrInterrupted,
-		ErrClosed, ErrUnknownRev, ErrReadOnly, ErrForeign, ErrOtherOwner, ErrNoChange, ErrEmptyMatch} {
+		ErrClosed, ErrDeleted, ErrUnknownRev, ErrReadOnly, ErrForeign, ErrOtherOwner, ErrNoChange, ErrEmptyMatch} {
 		if errors.Is(err, own) {
 			return err
 		}

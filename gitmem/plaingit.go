@@ -42,7 +42,7 @@ func (r *Repo) putBranchBack(was, at plumbing.Hash, why string) error {
 // that an idle gitmem repairs it before it lets the writer lock go or
 // exits.
 func (r *Repo) keepBranch(dt diskTurn) {
-	if dt.head().IsZero() {
+	if dt.head().IsZero() || r.deleted() {
 		return
 	}
 	if _, err := r.readRef(r.branch); !errors.Is(err, gd.ErrNoRef) {
@@ -64,7 +64,7 @@ func (r *Repo) restoreBranch() (plumbing.Hash, bool) {
 		return plumbing.ZeroHash, false
 	}
 	had := r.snapshotHead()
-	if had.IsZero() {
+	if had.IsZero() || r.deleted() {
 		return plumbing.ZeroHash, false
 	}
 	at := had

@@ -654,6 +654,14 @@ func (r *Repo) clearTempFiles(top, own, objs []string) {
 	}
 }
 
+// deleted reports whether the repository's .git was deleted while it was
+// open (rm -rf, gitmem store delete by another process): its branch gone
+// then is no damage, and nothing is to be put back.
+func (r *Repo) deleted() bool {
+	_, err := os.Lstat(r.gitDir)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 // readHead returns the commit the branch points to now: zero in a new
 // repository. Once the repository has a history, a branch that has gone
 // missing is damage, never "no commits yet".
@@ -661,6 +669,9 @@ func (r *Repo) readHead() (plumbing.Hash, error) {
 	h, err := r.readRef(r.branch)
 	if errors.Is(err, gd.ErrNoRef) {
 		had := r.snapshotHead()
+		if !had.IsZero() && r.deleted() {
+			return h, ErrDeleted
+		}
 		if !had.IsZero() {
 			return h, &DamagedError{Problem: fmt.Sprintf("the branch %s has disappeared (it was at %s)", r.branch, had),
 				Repair: fmt.Sprintf("run gitmem fsck --repair, or git update-ref %s %s", r.branch, had)}
@@ -677,7 +688,7 @@ func (r *Repo) readHead() (plumbing.Hash, error) {
 // objects (treeFromIndex). Called with the turn held.
 func (r *Repo) refresh(t *writerTurn, si *startIndex, persist bool) error {
 	head, err := r.readHead()
-	if err != nil && persist {
+	if err != nil && persist && !errors.Is(err, ErrDeleted) {
 		if h, ok := r.restoreBranch(); ok { // deleted outside gitmem
 			head, err = h, nil
 		}
@@ -1150,6 +1161,17 @@ func (r *Repo) Close() error {
 		return nil
 	}
 	r.gitIndex.stopTimer()
+	if r.deleted() {
+		// Nothing to write back, nor to put back (that would make
+		// the folder again, or say to repair it): the repository is
+		// gone, with its write-ahead log and what it held.
+		var err error
+		if n := r.log.records(); n > 0 {
+			err = &UnwrittenError{Changes: n, LogGone: true, Err: ErrDeleted}
+		}
+		r.shutdown(t)
+		return err
+	}
 	var err error
 	kept := r.mirror.handKept()
 	if !r.lease.Held() && !r.opt.ReadOnly && (kept || r.gitMovedAway()) {

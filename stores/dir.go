@@ -341,7 +341,14 @@ func (d *Dir) closeEntry(e *entry) error {
 		return nil
 	}
 	e.gone = true
-	if err := e.repo.Close(); err != nil {
+	err := e.repo.Close()
+	if errors.Is(err, gitmem.ErrDeleted) {
+		// Deleted by another process (gitmem store delete): the
+		// changes it had not yet written went with it, as deleting
+		// the store meant.
+		err = nil
+	}
+	if err != nil {
 		d.logf("gitmem: store %s: close: %v", e.name, err)
 		return fmt.Errorf("store %s: %w", e.name, err)
 	}
@@ -434,9 +441,13 @@ func (d *Dir) Acquire(ctx context.Context, name string) (*Store, error) {
 		// Acquire starts afresh and finds no store.
 		err = ErrNotFound
 		d.mu.Lock()
+		first := d.open[name] == e
 		d.remove(e)
 		d.mu.Unlock()
-		go d.closeEntry(e)
+		if first {
+			d.logf("gitmem: store %s was deleted by another process: closed", name)
+			go d.closeEntry(e)
+		}
 	}
 	if err != nil {
 		d.release(e)
@@ -577,10 +588,13 @@ func (s *Store) Use(fn func(r *gitmem.Repo, m Meta) error) error {
 		return ErrNotFound
 	}
 	m, err := s.e.current()
-	if err != nil {
-		return err
+	if err == nil {
+		err = fn(s.e.repo, m)
 	}
-	return fn(s.e.repo, m)
+	if errors.Is(err, gitmem.ErrDeleted) { // by another process, since it was acquired
+		return ErrNotFound
+	}
+	return err
 }
 
 // current returns the metadata, reading what changed it since it was

@@ -1152,3 +1152,80 @@ func TestArchivedCheckAndAMetadataReadDoNotWaitForEachOther(t *testing.T) {
 		}
 	}
 }
+
+// A store deleted by another process (gitmem store delete) while this
+// one has it open was deleted, not damaged: this process closes it
+// without advising a repair (it logged "the branch has disappeared ...
+// run gitmem fsck --repair", and "put the branch back failed"), and a
+// call that had it already finds no store, as for a delete of its own.
+func TestAStoreDeletedByAnotherProcessClosesQuietly(t *testing.T) {
+	t.Parallel()
+	root := gittest.TempDir(t)
+	var mu sync.Mutex
+	var logs []string
+	d, err := stores.Open(root, stores.Options{Repo: gitmem.Options{Now: func() time.Time { return epoch }, Operator: olive,
+		Logf: func(f string, a ...any) {
+			mu.Lock()
+			logs = append(logs, fmt.Sprintf(f, a...))
+			mu.Unlock()
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, name := range []string{"held", "idle"} {
+		if _, err := d.Create(name, stores.Meta{}, gitmem.Signature{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(s *stores.Store, p string) error {
+		return s.Use(func(r *gitmem.Repo, _ stores.Meta) error {
+			_, err := r.Update(context.Background(), gitmem.Meta{Subject: "w"}, func(tx *gitmem.Tx) error { return tx.WriteFile(p, []byte("x")) })
+			return err
+		})
+	}
+	held, err := d.Acquire(context.Background(), "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	idle, err := d.Acquire(context.Background(), "idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*stores.Store{held, idle} {
+		if err := write(s, "a.md"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idle.Release()
+	other := newDir(t, root, stores.Options{}) // gitmem store delete
+	for _, name := range []string{"held", "idle"} {
+		if err := other.Delete(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := write(held, "b.md"); !errors.Is(err, stores.ErrNotFound) {
+		t.Errorf("a write on a store deleted since it was acquired: %v", err)
+	}
+	for _, name := range []string{"held", "idle"} {
+		if _, err := d.Get(name); !errors.Is(err, stores.ErrNotFound) {
+			t.Errorf("get %s: %v", name, err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range logs {
+		if strings.Contains(l, "fsck") || strings.Contains(l, "disappeared") || strings.Contains(l, "failed") {
+			t.Errorf("logged: %s", l)
+		}
+	}
+	for _, name := range []string{"held", "idle"} {
+		if _, err := os.Stat(filepath.Join(root, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the deleted store %s is back: %v", name, err)
+		}
+	}
+}
