@@ -8,7 +8,7 @@ import (
 )
 
 // An operator's Check sees the changes a revert, a restore or an expire
-// is about to commit, under the writer lock; an error it returns refuses
+// is about to commit, and the commit they build on, under the writer lock; an error it returns refuses
 // them: nothing is committed and the operation returns it. (The console
 // confirms only the changes it previewed: a change made meanwhile by
 // another operator or an agent is never overwritten unseen.)
@@ -20,10 +20,16 @@ func TestOperatorCheckRefusesBeforeCommitting(t *testing.T) {
 	head := func() string { c, _ := r.Commit(context.Background(), "HEAD"); return c.Hash }
 	refuse := errors.New("not what was previewed")
 	var seen []FileChange
-	check := func(err error) func([]FileChange) error {
-		return func(ch []FileChange) error { seen = ch; return err }
-	}
 	h := head()
+	check := func(err error) Check {
+		return func(tip string, ch []FileChange) error {
+			if tip != h {
+				t.Errorf("a check on %s, not on HEAD %s", tip, h)
+			}
+			seen = ch
+			return err
+		}
+	}
 	if _, _, err := r.Revert(context.Background(), []string{"t2"}, RevertOptions{Check: check(refuse)}); !errors.Is(err, refuse) || head() != h {
 		t.Fatalf("revert refused by its check: %v (head moved: %v)", err, head() != h)
 	}
@@ -47,6 +53,7 @@ func TestOperatorCheckRefusesBeforeCommitting(t *testing.T) {
 	if _, _, err := r.Revert(context.Background(), []string{"t2"}, RevertOptions{Check: check(nil)}); err != nil || head() == h {
 		t.Fatalf("revert accepted by its check: %v", err)
 	}
+	h = head()
 	if stale, c, err := r.Expire(context.Background(), later, ExpireOptions{Check: check(nil)}); err != nil || len(stale) != 1 || c.Hash != head() {
 		t.Fatalf("expire accepted by its check: %v %v", stale, err)
 	}

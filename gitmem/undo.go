@@ -97,11 +97,13 @@ type RevertOptions struct {
 }
 
 // Check sees the changes an operator command (revert, restore, expire)
-// is about to commit, under the writer lock, so that nothing can come
-// between: an error it returns refuses them, nothing is committed and
-// the command returns that error. (The console confirms only the changes
-// it previewed.) A dry run does not call it.
-type Check func([]FileChange) error
+// is about to commit, and tip, the commit they build on (Tx.Head), under
+// the writer lock, so that nothing can come between: an error it returns
+// refuses them, nothing is committed and the command returns that error.
+// (The console confirms only the changes it previewed; a store server
+// refuses a change to a store archived at tip.) A dry run does not call
+// it.
+type Check func(tip string, changes []FileChange) error
 
 // errDryRun ends a transaction that was run only to see its changes.
 var errDryRun = errors.New("dry run")
@@ -151,7 +153,7 @@ func operate(ctx context.Context, s opStore, meta Meta, dry bool, check Check, f
 		case dry:
 			return errDryRun
 		case check != nil:
-			return check(changes)
+			return check(tx.Head(), changes)
 		}
 		return nil
 	}
@@ -692,7 +694,7 @@ func expire(ctx context.Context, s opStore, cutoff time.Time, opt ExpireOptions)
 		if err != nil {
 			return err
 		}
-		return opt.Check(changes)
+		return opt.Check(tx.Head(), changes)
 	})
 	if errors.Is(err, errNothing) {
 		return nil, Commit{}, nil

@@ -137,7 +137,7 @@ var ErrPreviewChanged = errors.New("the memory changed since the preview, so thi
 // restore, an expire): checked under the writer lock, it refuses with
 // ErrPreviewChanged changes whose ChangesSHA256 is not sum.
 func ExpectChanges(sum string) gitmem.Check {
-	return func(changes []gitmem.FileChange) error {
+	return func(_ string, changes []gitmem.FileChange) error {
 		if ChangesSHA256(changes) != sum {
 			return ErrPreviewChanged
 		}
@@ -425,10 +425,15 @@ const (
 // set, the current content must have that SHA-256 (checked under the
 // writer lock, so no change can come between), else *PreconditionError.
 // It reports whether the file was created.
-func PutMemory(r *gitmem.Repo, path string, content []byte, expect *string, limits policy.Limits, author gitmem.Signature) (gitmem.Commit, bool, error) {
+func PutMemory(r *gitmem.Repo, path string, content []byte, expect *string, limits policy.Limits, author gitmem.Signature, check func(tip string) error) (gitmem.Commit, bool, error) {
 	display := policy.Display(path)
 	created := false
 	c, err := r.Update(context.Background(), operatorMeta(r, CommandPut, display, author), func(tx *gitmem.Tx) error {
+		if check != nil {
+			if err := check(tx.Head()); err != nil {
+				return err
+			}
+		}
 		old, err := tx.ReadFile(path)
 		switch {
 		case errors.Is(err, gitmem.ErrNotExist):

@@ -435,7 +435,7 @@ func (s *storesServer) putMemory(w http.ResponseWriter, r *http.Request, p princ
 		if meta.IsArchived() {
 			return stores.ErrArchived
 		}
-		_, created, err := operator.PutMemory(repo, rel, []byte(*req.Content), expect, s.opt.Limits, p.author())
+		_, created, err := operator.PutMemory(repo, rel, []byte(*req.Content), expect, s.opt.Limits, p.author(), unarchivedAt(st))
 		if err != nil {
 			return err
 		}
@@ -650,7 +650,8 @@ func (s *storesServer) revert(w http.ResponseWriter, r *http.Request, p principa
 		if m.IsArchived() && !req.DryRun {
 			return stores.ErrArchived
 		}
-		c, changes, err := repo.Revert(r.Context(), req.Revisions, gitmem.RevertOptions{Theirs: req.Strategy == "theirs", Author: s.operatorAuthor(repo, p), DryRun: req.DryRun})
+		c, changes, err := repo.Revert(r.Context(), req.Revisions, gitmem.RevertOptions{Theirs: req.Strategy == "theirs", Author: s.operatorAuthor(repo, p), DryRun: req.DryRun,
+			Check: unarchivedChange(st)})
 		if err != nil {
 			return err
 		}
@@ -658,6 +659,13 @@ func (s *storesServer) revert(w http.ResponseWriter, r *http.Request, p principa
 		return nil
 	})
 	s.revError(w, st.Name(), err)
+}
+
+// unarchivedChange is unarchivedAt as the check of an operator command
+// (revert, restore).
+func unarchivedChange(st *stores.Store) gitmem.Check {
+	check := unarchivedAt(st)
+	return func(tip string, _ []gitmem.FileChange) error { return check(tip) }
 }
 
 // operatorAuthor is who an operator command through the API is
@@ -700,7 +708,7 @@ func (s *storesServer) restore(w http.ResponseWriter, r *http.Request, p princip
 			return err
 		}
 		c, changes, err := repo.Restore(r.Context(), target, gitmem.RestoreOptions{Paths: paths, Delete: req.Delete, DryRun: req.DryRun,
-			Author: s.operatorAuthor(repo, p)})
+			Author: s.operatorAuthor(repo, p), Check: unarchivedChange(st)})
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,10 @@ import (
 // refused as archived and commits nothing after the archive: the
 // archived flag is checked under the writer lock against the commit the
 // write builds on (N6 F15). It was read when the request began only, and
-// the write was committed after the archive.
+// the write was committed after the archive. So too the operator API's
+// writes: a PUT, a revert and a restore were committed after the archive
+// (200, and "memory: put /memories/b.md" etc. over "memory: store
+// archive").
 func TestWritesRacingAnArchiveByAnotherProcessAreRefused(t *testing.T) {
 	t.Parallel()
 	const archivedMsg = "is archived: it is read-only"
@@ -31,16 +34,17 @@ func TestWritesRacingAnArchiveByAnotherProcessAreRefused(t *testing.T) {
 		name string
 		// write makes the change and says what it was answered when
 		// that is not the refusal of an archived store.
-		write func(a *storesAPI, store, memory string) string
+		// rev is the commit that created the memory.
+		write func(a *storesAPI, store, memory, rev string) string
 	}{
-		{"tool call", func(a *storesAPI, store, _ string) string {
+		{"tool call", func(a *storesAPI, store, _, _ string) string {
 			code, res := a.tool("ops", store, "toolu_2", `{"command":"create","path":"/memories/b.md","file_text":"b\n"}`)
 			if code == http.StatusOK && res.IsError && res.Content == "Error: This memory is archived: view works, but create is not allowed; nothing was changed" {
 				return ""
 			}
 			return fmt.Sprintf("%d %+v", code, res)
 		}},
-		{"memory stores create", func(a *storesAPI, store, _ string) string {
+		{"memory stores create", func(a *storesAPI, store, _, _ string) string {
 			var e msError
 			code := a.call("ops", "POST", "/v1/memory_stores/"+store+"/memories", map[string]any{"path": "/b.md", "content": "b\n"}, &e)
 			if code == http.StatusBadRequest && strings.Contains(e.Error.Message, archivedMsg) {
@@ -48,13 +52,28 @@ func TestWritesRacingAnArchiveByAnotherProcessAreRefused(t *testing.T) {
 			}
 			return fmt.Sprintf("%d %+v", code, e)
 		}},
-		{"memory stores update", func(a *storesAPI, store, memory string) string {
+		{"memory stores update", func(a *storesAPI, store, memory, _ string) string {
 			var e msError
 			code := a.call("ops", "POST", "/v1/memory_stores/"+store+"/memories/"+memory, map[string]any{"content": "b\n"}, &e)
 			if code == http.StatusBadRequest && strings.Contains(e.Error.Message, archivedMsg) {
 				return ""
 			}
 			return fmt.Sprintf("%d %+v", code, e)
+		}},
+		{"operator put", func(a *storesAPI, store, _, _ string) string {
+			var e struct{ Error string }
+			code := a.call("ops", "PUT", "/v1/stores/"+store+"/memory?path=/memories/b.md", map[string]any{"content": "b\n"}, &e)
+			return operatorRefused(store, code, e.Error)
+		}},
+		{"operator revert", func(a *storesAPI, store, _, rev string) string {
+			var e struct{ Error string }
+			code := a.call("ops", "POST", "/v1/stores/"+store+"/revert", map[string]any{"revisions": []string{rev}}, &e)
+			return operatorRefused(store, code, e.Error)
+		}},
+		{"operator restore", func(a *storesAPI, store, _, rev string) string {
+			var e struct{ Error string }
+			code := a.call("ops", "POST", "/v1/stores/"+store+"/restore", map[string]any{"to": rev + "~1", "delete": true}, &e)
+			return operatorRefused(store, code, e.Error)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -67,6 +86,10 @@ func TestWritesRacingAnArchiveByAnotherProcessAreRefused(t *testing.T) {
 				t.Fatalf("the first memory: %d %v", code, mem)
 			}
 			dir := filepath.Join(a.dir.Root(), store)
+			var versions struct{ Data []struct{ Hash string } }
+			if code := a.call("ops", "GET", "/v1/stores/"+store+"/versions?path=/memories/a.md", nil, &versions); code != http.StatusOK || len(versions.Data) != 1 {
+				t.Fatalf("the memory's versions: %d %+v", code, versions)
+			}
 
 			// Another process takes the writer lock for its archive
 			// commit (with the trailers gitmem store archive writes) and
@@ -93,7 +116,7 @@ func TestWritesRacingAnArchiveByAnotherProcessAreRefused(t *testing.T) {
 			<-held
 
 			answered := make(chan string, 1)
-			go func() { answered <- c.write(a, store, mem.str("id")) }()
+			go func() { answered <- c.write(a, store, mem.str("id"), versions.Data[0].Hash) }()
 			intent := filepath.Join(dir, ".git", "gitmem", "intent")
 			gittest.WaitFor(t, "the write waits for the writer lock (holds the intent lock)", func() bool { return gittest.LockHeld(t, intent) })
 			close(free)
@@ -111,4 +134,13 @@ func TestWritesRacingAnArchiveByAnotherProcessAreRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// operatorRefused says what the operator API answered when that is not
+// the refusal of a change to an archived store.
+func operatorRefused(store string, code int, msg string) string {
+	if code == http.StatusConflict && msg == "store "+store+" is archived; unarchive it to change it" {
+		return ""
+	}
+	return fmt.Sprintf("%d %s", code, msg)
 }

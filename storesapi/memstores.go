@@ -580,15 +580,18 @@ func (s *storesServer) writable(w http.ResponseWriter, m msStore) bool {
 	return true
 }
 
-// unarchivedAt refuses a change whose store is archived at tip, the
-// commit it builds on, checked under the writer lock: archived by
-// another process since the request began (ErrArchived).
-func (m msStore) unarchivedAt(tip string) error {
-	archived, err := m.st.ArchivedAt(tip)
-	if err == nil && archived {
-		err = stores.ErrArchived
+// unarchivedAt is the check of a change to st, made under the writer lock
+// on tip, the commit the change builds on: it refuses the change when st
+// is archived at tip, archived by another process since the request
+// began (ErrArchived). Every write of the two APIs is checked so.
+func unarchivedAt(st *stores.Store) func(tip string) error {
+	return func(tip string) error {
+		archived, err := st.ArchivedAt(tip)
+		if err == nil && archived {
+			err = stores.ErrArchived
+		}
+		return err
 	}
-	return err
 }
 
 type memoryBody struct {
@@ -627,7 +630,7 @@ func (s *storesServer) createMemory(w http.ResponseWriter, r *http.Request, p pr
 		return
 	}
 	mem, err := m.ix.Create(r.Context(), m.repo, memstore.CreateRequest{Path: rel, Content: []byte(*req.Content), By: s.caller(r, p),
-		IdempotencyKey: key, Limits: s.memoryLimits(), Check: m.unarchivedAt})
+		IdempotencyKey: key, Limits: s.memoryLimits(), Check: unarchivedAt(m.st)})
 	var replay *memstore.ReplayError
 	if errors.As(err, &replay) {
 		err = nil // the memory the first request made
@@ -681,7 +684,7 @@ func (s *storesServer) updateMemory(w http.ResponseWriter, r *http.Request, p pr
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	u := memstore.UpdateRequest{By: s.caller(r, p), Limits: s.memoryLimits(), Check: m.unarchivedAt}
+	u := memstore.UpdateRequest{By: s.caller(r, p), Limits: s.memoryLimits(), Check: unarchivedAt(m.st)}
 	if req.Content != nil {
 		u.Content, u.SetContent = []byte(*req.Content), true
 	}

@@ -111,7 +111,7 @@ func TestAPreconditionDoesNotRewriteBytesThatAreNotUTF8(t *testing.T) {
 	use("alice", func(r *gitmem.Repo) error {
 		for _, p := range []string{"/memories/raw.md", "/memories/gone.md"} {
 			rel, _ := policy.ParsePath(p)
-			if _, _, err := operator.PutMemory(r, rel, raw, nil, policy.DefaultLimits, gitmem.Signature{}); err != nil {
+			if _, _, err := operator.PutMemory(r, rel, raw, nil, policy.DefaultLimits, gitmem.Signature{}, nil); err != nil {
 				return err
 			}
 		}
