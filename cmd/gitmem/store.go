@@ -254,13 +254,19 @@ func withStores(c *cli.Context, create bool, fn func(d *stores.Dir) error) error
 }
 
 // unreadableWhy says why a listed store could not be read, and what to do:
-// fsck --repair for a damaged gitmem repository, else fsck, which says
+// for a damaged gitmem repository what repairs that damage (its Repair,
+// as gitmem fsck says it: fsck --repair, or a fix by hand first), with
+// the repository named in its gitmem commands; else fsck, which says
 // what the folder is.
 func unreadableWhy(info stores.Info, root string) string {
 	repo := filepath.Join(root, info.Name)
 	var de *gitmem.DamagedError
 	if errors.As(info.Err, &de) {
-		return fmt.Sprintf("%s; to repair it: gitmem --repo %s fsck --repair", de.Problem, repo)
+		repair := de.Repair
+		for _, cmd := range []string{"fsck", "remote", "redact"} {
+			repair = strings.ReplaceAll(repair, "gitmem "+cmd, "gitmem --repo "+repo+" "+cmd)
+		}
+		return fmt.Sprintf("%s; to repair it (in %s): %s", de.Problem, repo, repair)
 	}
 	msg := strings.TrimPrefix(info.Err.Error(), "store "+info.Name+": ")
 	return fmt.Sprintf("%s; gitmem --repo %s fsck says more", strings.TrimPrefix(msg, "gitmem: "), repo)
