@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -260,7 +261,9 @@ func do(t *testing.T, req *http.Request) (int, string) {
 // file named notes<U+202E>dm.terces was listed as "notessecret.md", and a
 // line holding one was shown reordered. Every page now shows each such
 // control as "<U+202E>" in its text, and keeps it as it is where a form
-// or a link must name the file (the restore form's paths).
+// or a link must name the file (the restore form's paths); a form field
+// that holds one has a note beside it that says so and shows its value
+// so (the fields showed "notessecret.md", a note only on the pages).
 func TestConsoleShowsBidiControls(t *testing.T) {
 	s := newServer(t)
 	s.create("user-1", "")
@@ -288,8 +291,27 @@ func TestConsoleShowsBidiControls(t *testing.T) {
 	if v := eval[string](t, ctx, `document.querySelector('#restore-paths').value`); v != "/memories/"+name {
 		t.Errorf("the restore form names %q, want the file as it is", v)
 	}
+	// The note beside a field: visible, and saying what the field holds.
+	note := func(field string) {
+		t.Helper()
+		js := `(() => { const n = document.querySelector(` + strconv.Quote(field) + `).nextElementSibling;
+			return n && n.classList.contains('bidi-note') && n.checkVisibility() ? n.innerText : '' })()`
+		if got := eval[string](t, ctx, js); !strings.Contains(got, "/memories/"+shownName) || !strings.Contains(got, "invisible") || strings.ContainsRune(got, '\u202e') {
+			t.Errorf("the note beside %s reads %q", field, got)
+		}
+	}
+	note("#restore-paths")
+	note("#redact-path")
+	if n := eval[int](t, ctx, `document.querySelectorAll('.bidi-note').length`); n != 2 {
+		t.Errorf("%d notes on the repair page, want 2 (the fields without a control have none)", n)
+	}
 	run(t, ctx, "timeline", chromedp.Navigate(u+"timeline"), chromedp.WaitVisible(chromedp.CSS("#timeline")))
 	if got := text(t, ctx, "#timeline"); !strings.Contains(got, shownName) || strings.ContainsRune(got, '\u202e') {
 		t.Errorf("the timeline shows %q", got)
 	}
+	run(t, ctx, "the timeline of the file", chromedp.Navigate(u+"timeline?path="+url.QueryEscape("/memories/"+name)), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	if v := eval[string](t, ctx, `document.querySelector('input[name=path]').value`); v != "/memories/"+name {
+		t.Errorf("the filter names %q, want the file as it is", v)
+	}
+	note("input[name=path]")
 }
