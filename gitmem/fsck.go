@@ -194,6 +194,12 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	if err != nil {
 		return rep, err
 	}
+	// A .git/packed-refs that is not a file: a branch found in its own
+	// file is read without it, but git's every read of the refs, and
+	// gitmem's of one packed there, refuses it (or a FIFO's waits on it).
+	if d := gd.CheckPackedRefs(gitDir); d != nil {
+		rep.add(Problem{What: d.Problem, Repair: d.Repair})
+	}
 	writes := repair && !opt.ReadOnly
 	r.checkHistory(&rep, head, writes)
 	historyDamaged := r.checkLeftovers(&rep, repair, writes)

@@ -77,7 +77,8 @@ func problemTexts(rep FsckReport) []string {
 // wait on nothing (packed-refs is read only as a regular file; a FIFO
 // there is damage where it is read). Before, a read of packed-refs (the
 // refs listed) waited on it for ever: serve hung, a SIGTERM did not stop
-// it, fsck too (N7 G9).
+// it, fsck too (N7 G9). fsck reports it as damage, naming the file, with
+// or without --repair (which does not move it): it reported nothing.
 func TestAFIFOAtPackedRefsIsNoWait(t *testing.T) {
 	t.Parallel()
 	dir := repoWithAFIFOAt(t, ".git/packed-refs")
@@ -103,9 +104,12 @@ func TestAFIFOAtPackedRefsIsNoWait(t *testing.T) {
 	case <-time.After(time.Minute): // a bound for a hang, not a timing
 		t.Fatal("waits on the FIFO")
 	}
-	rep, err := Fsck(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf}, false)
-	if err != nil && !strings.Contains(err.Error(), "packed-refs") {
-		t.Errorf("fsck: %v %v", err, problemTexts(rep))
+	for _, repair := range []bool{false, true} {
+		rep, err := Fsck(context.Background(), dir, Options{ReadOnly: !repair, Logf: t.Logf}, repair)
+		if err != nil || len(rep.Problems) != 1 || rep.Problems[0].What != "the repository is damaged (.git/packed-refs is not a file)" ||
+			rep.Problems[0].Repaired || !strings.HasPrefix(rep.Problems[0].Repair, "move .git/packed-refs aside") {
+			t.Errorf("fsck (repair %v): %v %+v", repair, err, rep.Problems)
+		}
 	}
 }
 

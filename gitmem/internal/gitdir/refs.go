@@ -103,6 +103,18 @@ func readPackedRefs(gitDir string) ([]byte, error) {
 	return data, err
 }
 
+// CheckPackedRefs returns the damage a read of .git/packed-refs meets
+// (it is not a regular file: a FIFO, a folder); nil when it is one, or
+// there is none, or it cannot be read now.
+func CheckPackedRefs(gitDir string) *Damaged {
+	_, err := readPackedRefs(gitDir)
+	var d *Damaged
+	if errors.As(err, &d) {
+		return d
+	}
+	return nil
+}
+
 // packedRef finds a ref in .git/packed-refs.
 func packedRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error) {
 	data, err := readPackedRefs(gitDir)
