@@ -157,3 +157,22 @@ func TestFailingCheckpointHandsOverToAFullDisk(t *testing.T) {
 		t.Errorf("git status:\n%s", st)
 	}
 }
+
+// gitmem fsck --repair, the repair the runbook names for a full disk,
+// beside a holder whose checkpoints fail: it queues for the writer lock
+// as a Repo does (the intent lock), so the holder hands the log over and
+// the repair replays it. It took the writer lock without queueing, and
+// waited for ever: the holder never learnt that it waited.
+func TestFsckRepairBesideAFailingCheckpoint(t *testing.T) {
+	t.Parallel()
+	dir, _, _ := inTheLogFailingAt(t, gd.StepPack)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound for a hang
+	defer cancel()
+	if _, err := Fsck(ctx, dir, testOptions(t), true); err != nil {
+		t.Fatalf("fsck --repair beside a failing holder: %v", err)
+	}
+	if got := gitToolIDs(t, dir); got != "t1 t2 t3" {
+		t.Fatalf("history after the repair: %q", got)
+	}
+	gittest.Fsck(t, dir)
+}
