@@ -71,15 +71,18 @@ func (r *Repo) settleIn(t *writerTurn, si *startIndex) error {
 		r.mat.dropHeld(dt) // a redaction deleted them: never written again
 		dt.release()
 	}
-	replaying := false
-	if err == nil && r.state.handedOver() {
+	handed, replaying := r.state.handedOver(), false
+	if err == nil && handed {
 		// This process let the lock go with changes git's files lack
 		// (handOver): while the log still holds some, it is replayed
 		// onto the branch as git's files hold it, and readers keep the
 		// view meanwhile (a refresh would show them the branch without
 		// the changes until the replay).
-		u, uerr := unrecoveredIn(r.gitDir, r.branch, r.objects.st)
-		if replaying = uerr == nil && u.Changes > 0; replaying {
+		u, err := unrecoveredIn(r.gitDir, r.branch, r.objects.st)
+		if err != nil {
+			return err // never a branch put back on commits only the log holds (takeBack)
+		}
+		if replaying = u.Changes > 0; replaying {
 			off = false // not moved by hand: the replay moves it on
 			tree, err := r.treeAt(cur, nil, r.snapshotTree())
 			if err != nil {
@@ -116,7 +119,9 @@ func (r *Repo) settleIn(t *writerTurn, si *startIndex) error {
 	if len(displacedIn(r.gitDir)) > 0 { // left by a start or a run that could not merge them
 		r.outside.wait()
 	}
-	r.state.tookBack()
+	if handed {
+		r.forgetHanded()
+	}
 	r.lease.Own()
 	r.putHeadBack() // git checkout or git switch while the lock was free
 	r.maint.start(r.maintainLoop)
@@ -172,7 +177,11 @@ func (r *Repo) release(t *writerTurn) bool {
 func (r *Repo) handOver() bool {
 	dt := r.disk.hold() // no materialisation (a call's gitUpToDate) runs or starts
 	err := dt.d.ckptErr
-	r.mirror.droppedPaths(r.backlog.drop())
+	dropped := r.backlog.drop()
+	for _, p := range dropped {
+		dt.d.handedObjs = append(dt.d.handedObjs, p.objs...)
+	}
+	r.mirror.droppedPaths(dropped)
 	dt.d.recovering, dt.d.ckptErr = false, nil
 	r.disk.ckptFailing.Store(false)
 	r.log.close(dt, false) // kept as it is, for the next holder
@@ -182,4 +191,17 @@ func (r *Repo) handOver() bool {
 	r.mirror.dropSpares()
 	r.opt.Errorf("gitmem: another process waits for the writer lock: let it go, though git's files cannot take the acknowledged changes yet (%v); the write-ahead log holds them, and that process writes them to git's files or refuses changes as this one did", err)
 	return true
+}
+
+// forgetHanded ends a hand-over for this process's readers: the view
+// holds the changes again from the log replayed, or from git's files
+// (settleIn, loadMoved). The objects of the commits handOver dropped
+// leave memory (a replay put them there again).
+func (r *Repo) forgetHanded() {
+	r.state.tookBack()
+	dt := r.disk.hold()
+	objs := dt.d.handedObjs
+	dt.d.handedObjs = nil
+	dt.release()
+	r.objects.st.Drop(objs)
 }

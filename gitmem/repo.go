@@ -910,7 +910,14 @@ func (r *Repo) loadMoved(ctx context.Context, cur, head plumbing.Hash, deleted b
 		// from them, and are read once it is replayed.
 		return r.own(ctx, t)
 	}
-	return r.refresh(t, nil, false)
+	handed := r.state.handedOver()
+	if err := r.refresh(t, nil, false); err != nil {
+		return err
+	}
+	if handed {
+		r.forgetHanded()
+	}
+	return nil
 }
 
 // descends reports whether the commit head is cur or has it among its
