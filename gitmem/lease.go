@@ -176,15 +176,7 @@ func (r *Repo) release(t *writerTurn) bool {
 // that it released.
 func (r *Repo) handOver() bool {
 	dt := r.disk.hold() // no materialisation (a call's gitUpToDate) runs or starts
-	err := dt.d.ckptErr
-	dropped := r.backlog.drop()
-	for _, p := range dropped {
-		dt.d.handedObjs = append(dt.d.handedObjs, p.objs...)
-	}
-	r.mirror.droppedPaths(dropped)
-	dt.d.recovering, dt.d.ckptErr = false, nil
-	r.disk.ckptFailing.Store(false)
-	r.log.close(dt, false) // kept as it is, for the next holder
+	err := r.mat.handOver(dt)
 	r.state.handOver()
 	r.lease.Release()
 	dt.release()
@@ -199,9 +191,5 @@ func (r *Repo) handOver() bool {
 // leave memory (a replay put them there again).
 func (r *Repo) forgetHanded() {
 	r.state.tookBack()
-	dt := r.disk.hold()
-	objs := dt.d.handedObjs
-	dt.d.handedObjs = nil
-	dt.release()
-	r.objects.st.Drop(objs)
+	r.objects.st.Drop(r.mat.takeHanded())
 }
