@@ -165,7 +165,11 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	}
 	r := &bareStore{gitDir: gitDir, obj: opt.hooks.open(gitDir), hist: newHistoryIndex(gitDir, opt.hooks)}
 	defer r.obj.Close()
-	r.branch, _ = gd.ReadHEAD(gitDir)
+	if branch, err := gd.ReadHEAD(gitDir); err == nil {
+		r.branch = branch
+	} else {
+		r.branch, _ = detachedBranch(gitDir, r.obj)
+	}
 	// A .git/config that does not parse is repaired by hand first: until
 	// then nothing is repaired (the repair opens the repository), and
 	// whether gitmem made the repository cannot be read from its mark.
@@ -307,7 +311,15 @@ func (r *bareStore) checkMemories(rep *FsckReport, dir string, writes bool) erro
 func (r *bareStore) checkBranch(rep *FsckReport, repair bool) (plumbing.Hash, error) {
 	branch, err := gd.ReadHEAD(r.gitDir)
 	var de *DamagedError
-	if errors.As(err, &de) {
+	if on, ok := detachedBranch(r.gitDir, r.obj); ok {
+		// git's checkout of a commit of the branch: the open that
+		// follows a repair puts HEAD and the files back (putHeadBack);
+		// pointing HEAD alone at the branch would leave the files
+		// checked out to be taken as hand edits.
+		rep.add(Problem{What: "HEAD is detached (git checkout of a commit of " + on.Short() + ")", Repaired: repair,
+			Repair: "gitmem fsck --repair or the next gitmem serve puts HEAD and the files back on " + on.Short() + ", as git checkout " + on.Short() + " does"})
+		branch, err = on, nil
+	} else if errors.As(err, &de) {
 		rep.add(Problem{What: de.Problem, Repaired: repair})
 		branch = plumbing.NewBranchReferenceName("main")
 		if repair {

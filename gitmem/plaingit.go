@@ -87,6 +87,40 @@ func (r *Repo) restoreBranch() (plumbing.Hash, bool) {
 	return at, true
 }
 
+// detachedBranch returns the branch HEAD was taken off when it names a
+// commit (git checkout COMMIT, git checkout --detach while gitmem was
+// stopped): the branch whose history holds that commit — main when
+// several do. ok is false when HEAD names no commit, or one no branch
+// holds (another history: refused, ReadHEAD says how to put it back). The
+// writer's start puts HEAD and the files back on the branch (putHeadBack).
+func detachedBranch(gitDir string, st *gd.Store) (branch plumbing.ReferenceName, ok bool) {
+	data, err := gd.ReadFileMax(filepath.Join(gitDir, "HEAD"), gd.RefMax)
+	at := strings.TrimSpace(string(data))
+	if err != nil || !plumbing.IsHash(at) {
+		return "", false
+	}
+	tips, err := gd.ListRefsUnder(gitDir, "refs/heads/")
+	if err != nil {
+		return "", false
+	}
+	v := st.View()
+	defer v.Close()
+	g := gd.NewGraph(v)
+	var holding []plumbing.ReferenceName
+	for name, tip := range tips {
+		if in, err := g.IsAncestor(plumbing.NewHash(at), tip); err == nil && in {
+			if name == plumbing.Main {
+				return name, true
+			}
+			holding = append(holding, name)
+		}
+	}
+	if len(holding) != 1 {
+		return "", false
+	}
+	return holding[0], true
+}
+
 // headMoved reads gitDir's HEAD and reports whether it no longer names
 // gitmem's branch (git checkout, git switch), and then what it names: a
 // ref (empty when detached) and its commit (zero when there is none).

@@ -1043,3 +1043,97 @@ func TestALookAtFilesRemovedMeanwhileIsNoError(t *testing.T) {
 		t.Errorf("adopted %v, want %v", c.Paths, want)
 	}
 }
+
+// git checkout COMMIT while gitmem was stopped left HEAD detached at an
+// older commit of the branch and the worktree at its files: the next
+// start refused ("HEAD does not name a branch"), and once HEAD named the
+// branch again (git symbolic-ref, or fsck --repair) the start adopted the
+// checkout's files as hand edits — a commit deleting the acknowledged
+// f2.md. A HEAD detached at a commit of the branch's history is git's
+// checkout: the start (a reader's too) takes the branch, and a writer's
+// puts HEAD and the files back on it; an edit made by hand on top of the
+// checked-out files is still a hand edit. A HEAD detached at a commit the
+// branch never held is refused, with advice that brings the files back.
+func TestDetachedWhileStoppedIsPutBack(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		checkout string
+		hand     bool // an edit by hand after the checkout
+		fsck     bool // gitmem fsck --repair before the start
+		reader   bool // gitmem log: a reader's start
+	}{
+		{name: "an older commit", checkout: "HEAD~1"},
+		{name: "the tip", checkout: "--detach"},
+		{name: "an older commit, then a hand edit", checkout: "HEAD~1", hand: true},
+		{name: "an older commit, then fsck --repair", checkout: "HEAD~1", fsck: true},
+		{name: "an older commit, read by gitmem log", checkout: "HEAD~1", reader: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, dir := newRepo(t)
+			write(t, r, "t1", "f1.md", "one\n")
+			write(t, r, "t2", "f2.md", "two\n")
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			gittest.Git(t, dir, "checkout", "-q", tc.checkout)
+			if tc.hand {
+				os.WriteFile(filepath.Join(dir, "memories", "f1.md"), []byte("one, by hand\n"), 0o600)
+			}
+			if tc.fsck {
+				if _, err := Fsck(context.Background(), dir, testOptions(t), true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			opt := testOptions(t)
+			opt.ReadOnly = tc.reader
+			r, err := Open(context.Background(), dir, opt)
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			if got := read(t, r, "f2.md"); got != "two\n" {
+				t.Errorf("f2.md = %q", got)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.reader {
+				return // a reader moves nothing
+			}
+			if got := strings.TrimSpace(gittest.Git(t, dir, "symbolic-ref", "HEAD")); got != "refs/heads/main" {
+				t.Errorf("HEAD = %q", got)
+			}
+			if got := gittest.Git(t, dir, "show", "main:memories/f2.md"); got != "two\n" {
+				t.Errorf("f2.md in HEAD = %q", got)
+			}
+			if got := readDisk(t, dir, "f2.md"); got != "two\n" {
+				t.Errorf("f2.md on disk = %q", got)
+			}
+			log := subjects(t, dir)
+			if tc.hand {
+				if got := gittest.Git(t, dir, "show", "main:memories/f1.md"); got != "one, by hand\n" {
+					t.Errorf("the hand edit was not adopted: f1.md in HEAD = %q\n%s", got, log)
+				}
+			} else if strings.Contains(log, "adopt") {
+				t.Errorf("git's checkout was adopted:\n%s", log)
+			}
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status:\n%s", st)
+			}
+		})
+	}
+	t.Run("a commit the branch never held", func(t *testing.T) {
+		r, dir := newRepo(t)
+		write(t, r, "t1", "f1.md", "one\n")
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		gittest.Git(t, dir, "checkout", "-q", "--orphan", "other")
+		commitByHand(t, dir, "elsewhere")
+		gittest.Git(t, dir, "checkout", "-q", "--detach")
+		gittest.Git(t, dir, "branch", "-q", "-D", "other")
+		_, err := Open(context.Background(), dir, testOptions(t))
+		if err == nil || !strings.Contains(err.Error(), "git checkout main") {
+			t.Fatalf("open: %v, want a refusal that says git checkout main", err)
+		}
+	})
+}

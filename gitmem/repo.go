@@ -409,7 +409,10 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 		if gd.Interrupted(gitDir) {
 			return fail(ErrInterrupted)
 		}
-		return fail(wrap("read HEAD", err))
+		var ok bool
+		if r.branch, ok = detachedBranch(gitDir, r.objects.st); !ok {
+			return fail(wrap("read HEAD", err))
+		}
 	}
 	if !marked && !r.madeByGitmem() {
 		if gd.Interrupted(gitDir) {

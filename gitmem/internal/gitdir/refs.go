@@ -33,6 +33,13 @@ func ReadHEAD(gitDir string) (plumbing.ReferenceName, error) {
 		return "", err
 	}
 	target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\n"), "ref: ")
+	if !ok && plumbing.IsHash(target) {
+		// Open takes a HEAD detached at a commit of the branch's history
+		// (git checkout COMMIT while gitmem was stopped) itself: one
+		// that reaches here is at a commit no branch holds.
+		return "", &Damaged{Problem: "HEAD is detached (git checkout of a commit) at " + target[:7] + ", a commit the memory's branch does not hold",
+			Repair: "put HEAD and the files back on the memory's branch: git checkout main (gitmem fsck --repair points HEAD alone at main, and the files git checked out are then taken as hand edits)"}
+	}
 	name := plumbing.ReferenceName(target)
 	if !ok || !name.IsBranch() || !ValidRefName(target) {
 		return "", &Damaged{Problem: "HEAD does not name a branch (it is detached or damaged)",
