@@ -652,3 +652,41 @@ func TestEditAfterAnAdoptReadKeepsTheReadAsItsBase(t *testing.T) {
 	settle(t, r)
 	wantEverywhere(t, r, dir, "a.md", "ONE\ntwo\nby hand\nsecond by hand\n")
 }
+
+// An editor's swap, backup and lock files beside a memory file (vim:
+// .notes.md.swp, notes.md~, 4913; emacs: .#notes.md, #notes.md#) were
+// adopted as memories: committed as hand edits, listed by view, vim's
+// binary swap in the history. They are never adopted (policy.IsEditorTemp):
+// nor shown by gitmem diff. The hand edit beside them is.
+func TestEditorTemporariesAreNeverAdopted(t *testing.T) {
+	r, dir := newRepo(t)
+	write(t, r, "t1", "notes.md", "a\n")
+	write(t, r, "t2", "made.md~", "the model's own\n") // the tool takes the name
+	settle(t, r)
+	os.Remove(filepath.Join(dir, "memories", "made.md~")) // a deletion by hand: not adopted either
+	junk := []string{".notes.md.swp", "notes.md~", "4913", ".#notes.md", "#notes.md#", "sub/.x.md.swo"}
+	os.MkdirAll(filepath.Join(dir, "memories", "sub"), 0o700)
+	for _, p := range junk {
+		if err := os.WriteFile(filepath.Join(dir, "memories", p), []byte("b0VIM 9.0\x00\x00junk"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "memories", "notes.md"), []byte("a, by hand\n"), 0o600)
+	if diff, err := r.DiffWorktree(); err != nil || len(diff) != 1 || diff[0].Path != "notes.md" {
+		t.Errorf("gitmem diff: %v %+v, want notes.md alone", err, diff)
+	}
+	c, err := r.Adopt(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Paths) != 1 || c.Paths[0] != "notes.md" {
+		t.Errorf("adopted %v, want notes.md alone", c.Paths)
+	}
+	settle(t, r)
+	if files := gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); files != "memories/made.md~\nmemories/notes.md\n" {
+		t.Errorf("HEAD holds:\n%s", files)
+	}
+	if _, err := r.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
+		t.Errorf("a second adopt: %v, want ErrNoChange", err)
+	}
+}

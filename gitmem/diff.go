@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // FileChange is one memory file that differs between two states.
@@ -149,19 +152,21 @@ func (hr historyReader) diffFiles(a, b plumbing.Hash, prefix string, fn func(p s
 
 // DiffWorktree compares HEAD with the files on disk under memories/ (what
 // an operator changed by hand and gitmem has not yet adopted). Names no
-// model could write are left out, as adopting leaves them out: they are
-// no hand edit that will be committed.
+// model could write, and an editor's temporary files, are left out, as
+// adopting leaves them out: they are no hand edit that will be committed.
 func (r *Repo) DiffWorktree(paths ...string) ([]FileChange, error) {
 	a, err := r.Files("HEAD", paths...)
 	if err != nil && err != ErrUnknownRev {
 		return nil, err
 	}
 	for p := range a {
-		if checkRel(p) != nil { // committed by other means (plain git): not compared either
+		if checkRel(p) != nil || policy.IsEditorTemp(path.Base(p)) { // committed by other means (plain git, or before editors' files were left out): not compared either
 			delete(a, p)
 		}
 	}
-	disk, err := r.mirror.scan(func(rel string, dir bool) bool { return checkRel(rel) != nil })
+	disk, err := r.mirror.scan(func(rel string, dir bool) bool {
+		return checkRel(rel) != nil || (!dir && policy.IsEditorTemp(path.Base(rel)))
+	})
 	if err != nil {
 		return nil, wrap("scan the worktree", err)
 	}

@@ -181,7 +181,7 @@ func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, er
 			}
 		}
 		walkFiles(lookup(root, p), p, func(q string, _ *node) {
-			if _, ok := onDisk[q]; !ok && !pend.covers(q) && checkRel(q[len(memDir)+1:]) == nil {
+			if _, ok := onDisk[q]; !ok && !pend.covers(q) && checkRel(q[len(memDir)+1:]) == nil && !policy.IsEditorTemp(path.Base(q)) {
 				add(q)
 			}
 		})
@@ -203,7 +203,8 @@ func fileAbove(tree *node, p string) string {
 
 // filesOnDisk collects the regular files at or under repository path p
 // (whose lstat gave fi and err), never following a symlink and skipping
-// what no model could write.
+// what no model could write and an editor's temporary files
+// (policy.IsEditorTemp: never adopted).
 func (m *mirror) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, out map[string]fs.FileInfo) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -211,7 +212,9 @@ func (m *mirror) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, 
 	case err != nil:
 		return err
 	case fi.Mode().IsRegular():
-		out[p] = fi
+		if !policy.IsEditorTemp(path.Base(p)) {
+			out[p] = fi
+		}
 		return nil
 	case !fi.IsDir():
 		return nil
@@ -229,7 +232,7 @@ func (m *mirror) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, 
 			}
 			return nil
 		}
-		if d.Type().IsRegular() {
+		if d.Type().IsRegular() && !policy.IsEditorTemp(d.Name()) {
 			fi, err := d.Info()
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
