@@ -1137,3 +1137,137 @@ func TestDetachedWhileStoppedIsPutBack(t *testing.T) {
 		}
 	})
 }
+
+// lagCommit is git commit -qam, as an operator runs it beside gitmem.
+func lagCommit(t *testing.T, dir, msg string) {
+	t.Helper()
+	if out, err := gittest.Command(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-qam", msg).CombinedOutput(); err != nil {
+		t.Fatalf("git commit -am: %v\n%s", err, out)
+	}
+}
+
+// A git commit -am made from a .git/index that lags (it lacks a file
+// gitmem just created, so git's commit deletes it), and then another
+// gitmem process takes the writer lock, or the holder exits and gitmem
+// starts again: the next holder took the commit as a branch moved
+// forward outside gitmem and checked the deletion out, and the
+// acknowledged file was gone from the memory (N9 F0: `the branch moved to
+// ... outside gitmem: checked out 1 file(s) it changed`). The holder
+// that lets the lock go puts such a commit aside first, as while it
+// writes, and the merge back drops what the lagging index put back.
+func TestLaggingIndexCommitThenAnotherHolderLosesNothing(t *testing.T) {
+	for _, next := range []string{"another process writes", "the holder exits"} {
+		t.Run(next, func(t *testing.T) {
+			t.Parallel()
+			dir := gittest.TempDir(t)
+			opt := testOptions(t)
+			opt.IndexDelay = time.Hour // .git/index lags every change after settle
+			a, _, err := Init(context.Background(), dir, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			write(t, a, "t0", "a.md", "a\n")
+			settle(t, a) // .git/index written for t0
+			write(t, a, "t1", "f1.md", "acknowledged\n")
+			if err := a.materialize(); err != nil {
+				t.Fatal(err)
+			}
+			lagCommit(t, dir, "op: nothing")
+			if st := gittest.Git(t, dir, "show", "--stat", "--format=", "HEAD"); !strings.Contains(st, "f1.md") {
+				t.Fatalf("git's commit does not delete f1.md:\n%s", st)
+			}
+			switch next {
+			case "the holder exits":
+				if err := a.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b, err := Open(context.Background(), dir, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, b, "t2", "b.md", "b\n") // waits for a to let the lock go
+			settle(t, b)
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			a.Close()
+			if got := gittest.Git(t, dir, "show", "main:memories/f1.md"); got != "acknowledged\n" {
+				t.Errorf("f1.md in HEAD = %q, want the acknowledged text", got)
+			}
+			if got := readDisk(t, dir, "f1.md"); got != "acknowledged\n" {
+				t.Errorf("f1.md on disk = %q, want the acknowledged text", got)
+			}
+			if log := subjects(t, dir); !strings.Contains(log, "memory: merge outside-gitmem") {
+				t.Errorf("the commit made with git was not merged back:\n%s", log)
+			}
+			gittest.Git(t, dir, "fsck", "--strict")
+		})
+	}
+}
+
+// git commit -a in the instant between gitmem moving the branch and the
+// worktree following it reads the newer HEAD and the file's older
+// acknowledged version, and commits that on the newer commit: the merge
+// back took it for the operator's edit of the file (N9 F1), and kept
+// both sides between conflict markers, or the older version outright. A
+// file of such a commit that is exactly a version the worktree held, and
+// that gitmem replaced less than 2 s before the commit was made, holds no
+// edit: dropped, as what a lagging index put back is.
+func TestCommitOfAFileTheWorktreeHadYetToFollowUndoesNothing(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	var commitNow atomic.Bool
+	gitOut := make(chan string, 1)
+	opt := testOptions(t)
+	opt.IndexDelay = time.Hour // .git/index lags every change after settle
+	opt.hooks.exchange = func(q string, open bool) {
+		if open && q == "memories/a.md" && commitNow.CompareAndSwap(true, false) {
+			// The branch is at t2, the file still holds t1's version.
+			out, err := gittest.Command(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-qam", "by hand").CombinedOutput()
+			if err != nil {
+				out = append(out, []byte(err.Error())...)
+			}
+			gitOut <- string(out)
+		}
+	}
+	r, _, err := Init(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer r.collector.running()() // the writer lock stays held, as under load
+	write(t, r, "t0", "a.md", "v0\n")
+	write(t, r, "b0", "b.md", "b0\n")
+	settle(t, r) // .git/index written for b0: a.md v0
+	write(t, r, "t1", "a.md", "v1\n")
+	if err := r.materialize(); err != nil { // the worktree holds v1
+		t.Fatal(err)
+	}
+	commitNow.Store(true)
+	write(t, r, "t2", "a.md", "v2\n")
+	if err := r.materialize(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case out := <-gitOut:
+		if out != "" {
+			t.Fatalf("git commit -am: %s", out)
+		}
+	default:
+		t.Fatal("the worktree followed t2 without the hook")
+	}
+	write(t, r, "t3", "a.md", "v3\n")
+	settle(t, r)
+	if got := read(t, r, "a.md"); got != "v3\n" {
+		t.Errorf("a.md in HEAD = %q, want the acknowledged v3", got)
+	}
+	if got := readDisk(t, dir, "a.md"); got != "v3\n" {
+		t.Errorf("a.md on disk = %q, want the acknowledged v3", got)
+	}
+	if log := subjects(t, dir); !strings.Contains(log, "memory: merge outside-gitmem") {
+		t.Errorf("the commit made with git was not merged back:\n%s", log)
+	}
+	gittest.Git(t, dir, "fsck", "--strict")
+}
