@@ -718,6 +718,14 @@ func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Tim
 	return merged, at, handMerged, nil
 }
 
+// heldBefore reports whether the worktree file at memory path p held the
+// blob h, gitmem's, until at most staleWindow before made, a commit's
+// date (repairs.heldBefore): a merge back of a commit made with git
+// drops such a version (merger.staleWorktree).
+func (m *mirror) heldBefore(p string, h plumbing.Hash, made time.Time) bool {
+	return m.repairs.heldBefore(p, h, made)
+}
+
 // handHow is what mergeHandEdit made of a hand edit.
 type handHow int
 

@@ -451,14 +451,17 @@ func (r *Repo) readIndexHead() plumbing.Hash {
 // dropped any. (An operator who deliberately put back the exact version
 // of one of those moments, within those seconds, is not told apart.)
 func (m *merger) staleIndex(base plumbing.Hash, dT map[string]fchange) (bool, error) {
-	if len(m.index) == 0 || len(dT) == 0 {
+	if len(dT) == 0 || len(m.index) == 0 && m.held == nil {
 		return false, nil
+	}
+	dropped := m.staleWorktree(dT)
+	if len(m.index) == 0 {
+		return dropped, nil
 	}
 	bRoot, _, _, err := m.roots(base, plumbing.ZeroHash)
 	if err != nil {
 		return false, err
 	}
-	dropped := false
 	for _, idx := range m.index {
 		c, err := m.g.Commit(idx)
 		if err != nil {
@@ -476,4 +479,31 @@ func (m *merger) staleIndex(base plumbing.Hash, dT map[string]fchange) (bool, er
 		}
 	}
 	return dropped, nil
+}
+
+// staleWorktree drops from dT, the changes a commit made outside gitmem
+// brings, those that only give a file a version the worktree held until
+// gitmem replaced it at most staleWindow before the commit was made:
+// gitmem moves the branch first and the worktree follows, so a git
+// commit -a made in between reads the newer HEAD and the older file, and
+// commits that on top (N9 F1). It is no edit, as a file found holding it
+// is none (mergeHandEdit). It reports whether it dropped any. (An
+// operator who deliberately put back such a version within those seconds
+// is not told apart.)
+func (m *merger) staleWorktree(dT map[string]fchange) bool {
+	if m.held == nil {
+		return false
+	}
+	c, err := m.g.Commit(m.theirs)
+	if err != nil {
+		return false
+	}
+	dropped := false
+	for p, ch := range dT {
+		if !ch.new.hash.IsZero() && m.held(p, ch.new.hash, c.Committer.When) {
+			delete(dT, p)
+			dropped = true
+		}
+	}
+	return dropped
 }

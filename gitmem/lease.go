@@ -116,7 +116,8 @@ func (r *Repo) settleIn(t *writerTurn, si *startIndex) error {
 		// now, not at the first change (a replay's checkpoint set it).
 		r.disk.checkpointed()
 	}
-	if len(displacedIn(r.gitDir)) > 0 { // left by a start or a run that could not merge them
+	if refs := displacedIn(r.gitDir); len(refs) > 0 { // left by a start or a run that could not merge them
+		r.outside.load(r.gitDir, refs)
 		r.outside.wait()
 	}
 	if handed {
@@ -144,6 +145,14 @@ func (r *Repo) release(t *writerTurn) bool {
 		// The last attempt failed: retried when due, not at every poll;
 		// another process waiting takes the log over at once.
 		return r.lease.Wanted() && r.handOver()
+	}
+	// A commit made with git while this process held the lock (from
+	// .git/index as it lagged) is put aside first, with what is known of
+	// the indexes it may have been made from, and merged back before the
+	// lock is let go: the next holder would take it as a branch moved
+	// forward, and check out what the lagging index put back (N9 F0).
+	if r.gitMoved() {
+		return false
 	}
 	if err := r.checkpoint(); err != nil {
 		// Idle, the lock (and the log) is kept until git's files take

@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -99,6 +100,10 @@ type merger struct {
 	// (SyncOptions.AllowUnrelatedHistories).
 	unrelated bool
 	index     []plumbing.Hash // theirs was made outside gitmem, maybe from an index gitmem wrote for one of these commits (staleIndex)
+	// held reports whether the worktree file at memory path p held the
+	// blob h, gitmem's, until at most staleWindow before made (or since):
+	// theirs, made outside gitmem, may have read it there (staleIndex).
+	held func(p string, h plumbing.Hash, made time.Time) bool
 
 	conflicts []MergeConflict
 	ignored   []IgnoredEntry

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -314,7 +315,7 @@ func (r *Repo) takeBranchBack(dt diskTurn, cur, to plumbing.Hash) (moved plumbin
 		r.objects.unlock()
 		if kept {
 			r.opt.Logf("gitmem: the branch was moved outside gitmem (to %s); the acknowledged commits stay on it and %s is merged back", cur, cur)
-			r.outside.displaced(cur, r.gitIndex.candidates(made)) // what a git commit may have been made from
+			r.outside.displaced(r.gitDir, cur, r.gitIndex.candidates(made)) // what a git commit may have been made from
 		}
 		if err == nil {
 			break
@@ -377,7 +378,7 @@ func (r *Repo) mergeDisplaced(ctx context.Context) error {
 		if !ok {
 			idx = []plumbing.Hash{r.gitIndex.lastMadeFor()} // displaced by an earlier run: the index file is the best clue left
 		}
-		m := &merger{store: r, hooks: r.opt.hooks, logf: r.opt.Logf, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits, index: idx}
+		m := &merger{store: r, hooks: r.opt.hooks, logf: r.opt.Logf, g: gd.NewGraph(st), st: st, label: "outside-gitmem", theirs: h, limits: policy.DefaultLimits, index: idx, held: r.mirror.heldBefore}
 		meta := Meta{Subject: "memory: merge outside-gitmem", Author: r.opt.operator(), Trailers: []Trailer{{TrailerCommand, "merge"}}}
 		_, err := r.update(r.life, meta, m.run) // gives up when Close begins
 		st.Close()
@@ -399,7 +400,7 @@ func (r *Repo) mergeDisplaced(ctx context.Context) error {
 			r.opt.Logf("gitmem: could not delete %s after merging it back: %v", name, err)
 		}
 		r.objects.unlock()
-		r.outside.merged(was)
+		r.outside.merged(r.gitDir, was)
 	}
 	return nil
 }
@@ -416,23 +417,89 @@ type outsideGit struct {
 	waiting    atomic.Bool  // a commit under refs/gitmem/displaced/ waits to be merged back
 	mergedBack atomic.Int64 // merges back made (counted once published)
 
-	// mu guards indexAt. No lock is taken with it held.
+	// mu guards indexAt and its file. No lock is taken with it held.
 	mu sync.Mutex
 	// indexAt is, for a commit displaced, the commits .git/index may
-	// have been written for when git made it (gitIndex.candidates).
+	// have been written for when git made it (gitIndex.candidates). It
+	// is kept in .git/gitmem/displaced-index too, for whoever merges the
+	// commit back when this process does not (it exits, or lets the
+	// writer lock go, first): the next holder's index knows nothing of
+	// the indexes written before it.
 	indexAt map[plumbing.Hash][]plumbing.Hash
 }
 
+// displacedIndexPath names the file that keeps outsideGit.indexAt.
+func displacedIndexPath(gitDir string) string {
+	return filepath.Join(gitDir, "gitmem", "displaced-index")
+}
+
 // displaced notes that cur was kept to be merged back, and the commits
-// .git/index may have been written for when git made it.
-func (o *outsideGit) displaced(cur plumbing.Hash, index []plumbing.Hash) {
+// .git/index may have been written for when git made it, in gitDir's
+// file too.
+func (o *outsideGit) displaced(gitDir string, cur plumbing.Hash, index []plumbing.Hash) {
 	o.mu.Lock()
 	if o.indexAt == nil {
 		o.indexAt = map[plumbing.Hash][]plumbing.Hash{}
 	}
 	o.indexAt[cur] = index
+	o.saveLocked(gitDir)
 	o.mu.Unlock()
 	o.waiting.Store(true)
+}
+
+// load adds what gitDir's file notes of the commits displaced, those
+// refs (displacedIn) keep, to indexAt (a start, or a lock taken after
+// another holder's). A line that
+// cannot be read is skipped: its commit is merged back from the index
+// file's clue alone (mergeDisplaced).
+func (o *outsideGit) load(gitDir string, refs map[plumbing.ReferenceName]plumbing.Hash) {
+	data, err := gd.ReadFileMax(displacedIndexPath(gitDir), 1<<20)
+	if err != nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || slices.ContainsFunc(f, func(s string) bool { return !isObjectHash(s) }) {
+			continue
+		}
+		if _, ok := refs[plumbing.ReferenceName(displacedRefs+f[0])]; !ok {
+			continue // merged back since
+		}
+		if o.indexAt == nil {
+			o.indexAt = map[plumbing.Hash][]plumbing.Hash{}
+		}
+		var idx []plumbing.Hash
+		for _, s := range f[1:] {
+			idx = append(idx, plumbing.NewHash(s))
+		}
+		if _, ok := o.indexAt[plumbing.NewHash(f[0])]; !ok {
+			o.indexAt[plumbing.NewHash(f[0])] = idx
+		}
+	}
+}
+
+// saveLocked writes indexAt to gitDir's file, one line a commit: its
+// hash, then its index's candidates (none: the file is removed). A cache:
+// a failure is no error. Called with mu held.
+func (o *outsideGit) saveLocked(gitDir string) {
+	path := displacedIndexPath(gitDir)
+	if len(o.indexAt) == 0 {
+		os.Remove(path)
+		return
+	}
+	var b strings.Builder
+	for h, idx := range o.indexAt {
+		b.WriteString(h.String())
+		for _, i := range idx {
+			b.WriteString(" " + i.String())
+		}
+		b.WriteString("\n")
+	}
+	if err := gd.RewriteCache(path, []byte(b.String())); err != nil {
+		os.Remove(path)
+	}
 }
 
 // indexFor is what displaced noted for the commit h.
@@ -444,10 +511,13 @@ func (o *outsideGit) indexFor(h plumbing.Hash) ([]plumbing.Hash, bool) {
 }
 
 // merged forgets the commit h: merged back (or nothing to merge).
-func (o *outsideGit) merged(h plumbing.Hash) {
+func (o *outsideGit) merged(gitDir string, h plumbing.Hash) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.indexAt, h)
+	if _, ok := o.indexAt[h]; ok {
+		delete(o.indexAt, h)
+		o.saveLocked(gitDir)
+	}
 }
 
 // wait notes that a commit waits to be merged back (one left by an

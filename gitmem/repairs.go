@@ -412,6 +412,26 @@ func (rp *repairs) adopted(a *adoptNote) {
 	}
 }
 
+// heldBefore reports whether the worktree file rel (relative to
+// memories/) held the blob h, a version gitmem gave it (not one it passed
+// over), from before made until at most staleWindow before it or later:
+// a git command run at made may have read it there. made is a commit's
+// date, in whole seconds: a second later counts.
+func (rp *repairs) heldBefore(rel string, h plumbing.Hash, made time.Time) bool {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	seen := rp.seen[rel]
+	for i := len(seen) - 1; i >= 0; i-- {
+		if i < len(seen)-1 && made.Sub(seen[i+1].at) > staleWindow {
+			return false // replaced long before
+		}
+		if v := seen[i]; v.hash == h && v.text == nil && !v.passed && !v.at.After(made.Add(time.Second)) {
+			return true
+		}
+	}
+	return false
+}
+
 // sawGit notes that a git command holds .git/index.lock now.
 func (rp *repairs) sawGit() { rp.gitSeen.Store(time.Now().UnixNano()) }
 

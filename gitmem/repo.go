@@ -1225,6 +1225,9 @@ func (r *Repo) Close() error {
 	if r.lease.Held() {
 		r.putHeadBack()
 		r.committer.drain()
+		// A commit made with git meanwhile is put aside for the next
+		// start to merge back, as release does (N9 F0).
+		r.gitMoved()
 		r.adoptKept()
 		r.mirror.saveKept(r.objects.readBlob)
 		kept := 0
