@@ -164,6 +164,9 @@ func (r *Repo) release(t *writerTurn) bool {
 	if err := r.writeIndexHeld(held); err != nil {
 		r.opt.Logf("gitmem: could not write .git/index: %v", err)
 	}
+	if r.gitMoved() { // a git commit made since the look above (its index written over: the branch alone is looked at)
+		return false
+	}
 	r.closeLog(false)
 	r.mirror.dropSpares()
 	r.lease.Release()
