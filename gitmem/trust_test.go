@@ -1642,6 +1642,11 @@ func TestHandCommitFromAnIndexWrittenOverMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	// The writer lock stays held, as while calls come: let go (200 ms
+	// idle, a slow machine under -race), the commit was another's to
+	// take at the next change, which knows nothing of the indexes
+	// written before it.
+	defer r.collector.running()()
 	write(t, r, "t1", "a.md", "one\n")
 	settle(t, r)
 	read, err := os.ReadFile(filepath.Join(dir, ".git", "index")) // what git reads
