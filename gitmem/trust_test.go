@@ -1001,6 +1001,10 @@ func TestRedactCoversDisplacedCommits(t *testing.T) {
 	r, dir := newRepo(t)
 	write(t, r, "t1", "a.md", "one\n")
 	settle(t, r)
+	// The lock let go first: a holder puts a commit made with git aside
+	// itself before it lets go (release), and the reset below, as git
+	// checks the branch is where it read it, was refused then.
+	waitReleased(t, r)
 	secret := "sk-live42secret"
 	os.WriteFile(filepath.Join(dir, "memories", "b.md"), []byte("token "+secret+"\n"), 0o600)
 	hand := commitByHand(t, dir, "by hand")
