@@ -80,17 +80,6 @@ func (b *backlog) requeue(items []*prepared) {
 	b.mu.Unlock()
 }
 
-// drop takes every commit waiting (the writer lock is let go without
-// them: handOver) and wakes the calls waiting for the backlog to shrink.
-func (b *backlog) drop() []*prepared {
-	b.mu.Lock()
-	items := b.items
-	b.items = nil
-	b.mu.Unlock()
-	b.noteDrained()
-	return items
-}
-
 // noteDrained wakes the calls waiting for the backlog to shrink.
 func (b *backlog) noteDrained() {
 	b.mu.Lock()

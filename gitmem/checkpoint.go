@@ -249,32 +249,3 @@ func (m *materialiser) closeLog(exit bool) {
 	defer dt.release()
 	m.log.close(dt, exit)
 }
-
-// handOver forgets what this process had still to write as the writer
-// lock goes to another process while checkpoints fail (Repo.handOver):
-// the backlog is dropped (its commits' objects kept for the readers until
-// takeHanded), the log closed as it is, for the next holder to replay,
-// and the checkpoint's failure, returned, forgotten. Called with the disk
-// lock held (dt).
-func (m *materialiser) handOver(dt diskTurn) (ckptErr error) {
-	dropped := m.backlog.drop()
-	for _, p := range dropped {
-		dt.d.handedObjs = append(dt.d.handedObjs, p.objs...)
-	}
-	m.mirror.droppedPaths(dropped)
-	ckptErr = dt.d.ckptErr
-	dt.d.recovering, dt.d.ckptErr = false, nil
-	m.disk.ckptFailing.Store(false)
-	m.log.close(dt, false)
-	return ckptErr
-}
-
-// takeHanded returns the objects of the commits handOver dropped, and
-// forgets them.
-func (m *materialiser) takeHanded() []gd.Object {
-	dt := m.disk.hold()
-	defer dt.release()
-	objs := dt.d.handedObjs
-	dt.d.handedObjs = nil
-	return objs
-}

@@ -18,7 +18,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
-	"github.com/gitmem-dev/gitmem/gitmem/internal/lock"
 )
 
 // bareStore is a repository as fsck reads it, without opening it (Open
@@ -185,13 +184,7 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	if !opt.ReadOnly {
 		if l, err := gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "lock")); err == nil {
 			defer l.Close()
-			// Queued on the intent lock as a Repo's wait is: the holder
-			// (a server) lets go when it sees it held, a holder whose
-			// checkpoints fail included (handOver). (nil if it cannot
-			// be opened: the wait is for the writer lock alone.)
-			intent, _ := gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "intent"))
-			defer intent.Close()
-			if err := lock.NewWriter(l, intent).Acquire(ctx); err != nil {
+			if err := l.LockContext(ctx); err != nil {
 				if ctx.Err() != nil {
 					return rep, err
 				}

@@ -71,35 +71,12 @@ func (r *Repo) settleIn(t *writerTurn, si *startIndex) error {
 		r.mat.dropHeld(dt) // a redaction deleted them: never written again
 		dt.release()
 	}
-	handed, replaying := r.state.handedOver(), false
-	if err == nil && handed {
-		// This process let the lock go with changes git's files lack
-		// (handOver): while the log still holds some, it is replayed
-		// onto the branch as git's files hold it, and readers keep the
-		// view meanwhile (a refresh would show them the branch without
-		// the changes until the replay).
-		u, err := unrecoveredIn(r.gitDir, r.branch, r.objects.st)
-		if err != nil {
-			return err // never a branch put back on commits only the log holds (takeBack)
-		}
-		if replaying = u.Changes > 0; replaying {
-			off = false // not moved by hand: the replay moves it on
-			tree, err := r.treeAt(cur, nil, r.snapshotTree())
-			if err != nil {
-				return err
-			}
-			r.disk.resetTo(cur, tree)
-			r.toolIDs.markStale()
-		}
-	}
-	if !off && !replaying {
+	if !off {
 		if err := r.refresh(t, si, true); err != nil {
 			return err
 		}
 	}
-	if !replaying {
-		r.disk.resetTo(r.state.snapshot())
-	}
+	r.disk.resetTo(r.state.snapshot())
 	if off {
 		r.takeBack(cur)
 	}
@@ -120,9 +97,6 @@ func (r *Repo) settleIn(t *writerTurn, si *startIndex) error {
 		r.outside.load(r.gitDir, refs)
 		r.outside.wait()
 	}
-	if handed {
-		r.forgetHanded()
-	}
 	r.lease.Own()
 	r.putHeadBack() // git checkout or git switch while the lock was free
 	r.maint.start(r.maintainLoop)
@@ -142,9 +116,7 @@ func (r *Repo) release(t *writerTurn) bool {
 		return false
 	}
 	if r.disk.failing() && !r.disk.due() {
-		// The last attempt failed: retried when due, not at every poll;
-		// another process waiting takes the log over at once.
-		return r.lease.Wanted() && r.handOver()
+		return false // the last attempt failed: retried when due, not at every poll
 	}
 	// A commit made with git while this process held the lock (from
 	// .git/index as it lagged) is put aside first, with what is known of
@@ -154,10 +126,8 @@ func (r *Repo) release(t *writerTurn) bool {
 	if r.gitMoved() {
 		return false
 	}
-	if err := r.checkpoint(); err != nil {
-		// Idle, the lock (and the log) is kept until git's files take
-		// the changes; another process waiting is not kept waiting.
-		return r.lease.Wanted() && r.handOver()
+	if r.checkpoint() != nil {
+		return false // keep the lock (and the log) until git's files take the changes
 	}
 	held := r.gitIndex.lock()
 	defer held.unlock() // an index written by Flush meanwhile is the holder's
@@ -171,37 +141,4 @@ func (r *Repo) release(t *writerTurn) bool {
 	r.mirror.dropSpares()
 	r.lease.Release()
 	return true
-}
-
-// handOver gives the writer lock up to another process waiting for it
-// while git's files cannot take the acknowledged changes (a full disk:
-// the checkpoint fails). The write-ahead log is the commit point: it
-// holds them, and the next holder replays it as after a crash (settleIn,
-// openLog), whatever the failed checkpoint left half done (a pack
-// written and the branch not moved, files written and not synced, a
-// worktree file the journal names). This process forgets what it had
-// still to write (the backlog) and the log's state; its readers keep
-// the view, which holds the changes (their objects stay in memory),
-// until it takes the lock again (loadMoved, settleIn) or git's branch
-// moves on from it. .git/index is not written: it would name blobs git
-// lacks. Called with the turn held, nothing queued or pending; reports
-// that it released.
-func (r *Repo) handOver() bool {
-	dt := r.disk.hold() // no materialisation (a call's gitUpToDate) runs or starts
-	err := r.mat.handOver(dt)
-	r.state.handOver()
-	r.lease.Release()
-	dt.release()
-	r.mirror.dropSpares()
-	r.opt.Errorf("gitmem: another process waits for the writer lock: let it go, though git's files cannot take the acknowledged changes yet (%v); the write-ahead log holds them, and that process writes them to git's files or refuses changes as this one did", err)
-	return true
-}
-
-// forgetHanded ends a hand-over for this process's readers: the view
-// holds the changes again from the log replayed, or from git's files
-// (settleIn, loadMoved). The objects of the commits handOver dropped
-// leave memory (a replay put them there again).
-func (r *Repo) forgetHanded() {
-	r.state.tookBack()
-	r.objects.st.Drop(r.mat.takeHanded())
 }

@@ -34,7 +34,6 @@ type disk struct {
 	recovering   bool          // the log holds a crashed holder's changes: both files stay until they are git's
 	spareFailed  time.Time     // when growing the spare log file last failed: not tried again for a minute
 	ckptErr      error         // the last checkpoint's failure
-	handedObjs   []gd.Object   // the objects of the commits handOver dropped, readable until the view moves on (forgetHanded)
 	gitIndexSeen time.Time     // the .git/index written by git that undoGitCheckout last looked at
 
 	lastCkpt    atomic.Int64 // unix nanos of the last checkpoint (attempt)

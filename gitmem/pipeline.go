@@ -37,9 +37,7 @@ import (
 // it has been idle for releaseIdle and .git/index holds its changes (see
 // Repo.idleToRelease), or as soon as another process queues
 // for it (.git/gitmem/intent), after a checkpoint: the lock's holder is
-// the only one with a non-empty log. When checkpoints fail (a full disk)
-// it lets go all the same, and the log is the next holder's to replay
-// (Repo.handOver).
+// the only one with a non-empty log.
 
 const (
 	checkpointEvery = time.Second

@@ -21,12 +21,6 @@ type published struct {
 	tip     plumbing.Hash // the newest commit prepared (durable or not)
 	tipTree *node
 	broken  error // the log or git's files failed: no change is written until a checkpoint succeeds
-	// handed says head holds changes git's files lack, which the
-	// write-ahead log holds: this process let the writer lock go to
-	// another while its checkpoints failed (Repo.handOver). Until it
-	// takes the lock again (and the log is replayed) or git's branch
-	// moves on from head, the view stays as it is.
-	handed bool
 }
 
 // snapshot is readers' HEAD and its tree.
@@ -49,32 +43,6 @@ func (s *published) load(head plumbing.Hash, tree *node) {
 	s.mu.Lock()
 	s.head, s.tree, s.loaded = head, tree, true
 	s.tip, s.tipTree = head, tree
-	s.handed = false
-	s.mu.Unlock()
-}
-
-// handOver notes that the writer lock was let go with changes git's
-// files lack (handed), which another process now writes or refuses:
-// this one refuses none until it takes the lock again.
-func (s *published) handOver() {
-	s.mu.Lock()
-	s.handed, s.broken = true, nil
-	s.mu.Unlock()
-}
-
-// handedOver says head holds changes only the write-ahead log has (see
-// handed).
-func (s *published) handedOver() bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.handed
-}
-
-// tookBack notes that the writer lock was taken again after a hand-over
-// (the log replayed), or git's branch moved on from head.
-func (s *published) tookBack() {
-	s.mu.Lock()
-	s.handed = false
 	s.mu.Unlock()
 }
 

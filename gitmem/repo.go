@@ -704,40 +704,31 @@ func (r *Repo) refresh(t *writerTurn, si *startIndex, persist bool) error {
 	if same {
 		return nil
 	}
-	tree, err := r.treeAt(head, si, old)
-	if err != nil {
-		return err
+	var tree *node
+	if !head.IsZero() {
+		fromIndex := false
+		r.objects.lock()
+		c, err := r.objects.st.Commit(head)
+		if err != nil {
+			err = objectError("commit", head, "", err)
+		} else if tree = r.treeFromIndex(si, c.TreeHash); tree == nil {
+			tree, err = r.loadTree(c.TreeHash, old, "")
+		} else {
+			fromIndex = true
+		}
+		r.objects.unlock()
+		if fromIndex {
+			held := r.gitIndex.lock()
+			held.loaded(head, tree, si.list())
+			held.unlock()
+		}
+		if err != nil {
+			return err
+		}
 	}
 	r.state.load(head, tree)
 	r.toolIDs.markStale() // others committed: their ids are read when an id is next looked up
 	return nil
-}
-
-// treeAt reads the tree of the commit head (nil for none), reusing old's
-// nodes; si, at start, may give it without reading tree objects
-// (treeFromIndex).
-func (r *Repo) treeAt(head plumbing.Hash, si *startIndex, old *node) (*node, error) {
-	if head.IsZero() {
-		return nil, nil
-	}
-	var tree *node
-	fromIndex := false
-	r.objects.lock()
-	c, err := r.objects.st.Commit(head)
-	if err != nil {
-		err = objectError("commit", head, "", err)
-	} else if tree = r.treeFromIndex(si, c.TreeHash); tree == nil {
-		tree, err = r.loadTree(c.TreeHash, old, "")
-	} else {
-		fromIndex = true
-	}
-	r.objects.unlock()
-	if fromIndex {
-		held := r.gitIndex.lock()
-		held.loaded(head, tree, si.list())
-		held.unlock()
-	}
-	return tree, err
 }
 
 // loadTree reads a tree object into nodes, reusing old's nodes where the
@@ -907,32 +898,7 @@ func (r *Repo) loadMoved(ctx context.Context, cur, head plumbing.Hash, deleted b
 	if off, _ := r.movedOff(cur, head); off {
 		return r.own(ctx, t)
 	}
-	if r.state.handedOver() && !r.descends(head, cur) {
-		// This process let the lock go with changes git's files lack
-		// (handOver): they are in the log until the branch moves on
-		// from them, and are read once it is replayed.
-		return r.own(ctx, t)
-	}
-	handed := r.state.handedOver()
-	if err := r.refresh(t, nil, false); err != nil {
-		return err
-	}
-	if handed {
-		r.forgetHanded()
-	}
-	return nil
-}
-
-// descends reports whether the commit head is cur or has it among its
-// ancestors (false when that cannot be told).
-func (r *Repo) descends(head, cur plumbing.Hash) bool {
-	if head == cur {
-		return true
-	}
-	st := r.objects.st.View()
-	defer st.Close()
-	in, err := gd.NewGraph(st).IsAncestor(cur, head)
-	return err == nil && in
+	return r.refresh(t, nil, false)
 }
 
 // filePaths keeps the paths that are not folders at HEAD.
