@@ -35,6 +35,7 @@ type storesRun struct {
 	rate       float64 // calls per second under load
 	all        []time.Duration
 	rssPeakMiB float64
+	cpuPerCall time.Duration // the server's CPU (user and system) under load, per call; 0 where /proc does not tell
 }
 
 // storesResult is the many-stores measurements: gitmem's and the peer's
@@ -125,8 +126,8 @@ func (rep *Report) manyStores(ctx context.Context, work string) error {
 			if err != nil {
 				return fmt.Errorf("%s over %d stores: %w", name, cfg.Stores, err)
 			}
-			cfg.logf("  stores run %d, %-6s start %s, cold first call p50 %s, %.0f calls/s, p50 %s, p99 %s, RSS peak %.0f MiB", i+1, name,
-				ms(r.start), ms(pct(r.cold, 50)), r.rate, ms(pct(r.all, 50)), ms(pct(r.all, 99)), r.rssPeakMiB)
+			cfg.logf("  stores run %d, %-6s start %s, cold first call p50 %s, %.0f calls/s, p50 %s, p99 %s, CPU %s a call, RSS peak %.0f MiB", i+1, name,
+				ms(r.start), ms(pct(r.cold, 50)), r.rate, ms(pct(r.all, 50)), ms(pct(r.all, 99)), ms(r.cpuPerCall), r.rssPeakMiB)
 			if p.gitmem {
 				res.gitmem = append(res.gitmem, r)
 			} else {
@@ -291,6 +292,7 @@ func (rep *Report) storesLoad(ctx context.Context, s *httpServer, start time.Dur
 		}
 	}()
 	t0 := time.Now()
+	cpu0, cpuOK := cpuTicks(s.cmd.Process.Pid)
 	for c := range clients {
 		if errs[c] != nil {
 			return r, errs[c]
@@ -326,6 +328,7 @@ func (rep *Report) storesLoad(ctx context.Context, s *httpServer, start time.Dur
 	}
 	wg.Wait()
 	elapsed := time.Since(t0)
+	cpu1, cpuOK1 := cpuTicks(s.cmd.Process.Pid)
 	cancel()
 	<-sampled
 	for c := range clients {
@@ -335,6 +338,9 @@ func (rep *Report) storesLoad(ctx context.Context, s *httpServer, start time.Dur
 		r.all = append(r.all, lats[c]...)
 	}
 	r.rate = float64(len(r.all)) / elapsed.Seconds()
+	if cpuOK && cpuOK1 && len(r.all) > 0 {
+		r.cpuPerCall = time.Duration(cpu1-cpu0) * (time.Second / 100) / time.Duration(len(r.all)) // USER_HZ
+	}
 	r.rssPeakMiB = max(peak, rssMiB(s.cmd.Process.Pid))
 	return r, nil
 }
