@@ -718,12 +718,17 @@ func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Tim
 	return merged, at, handMerged, nil
 }
 
-// heldBefore reports whether the worktree file at memory path p held the
-// blob h, gitmem's, until at most staleWindow before made, a commit's
-// date (repairs.heldBefore): a merge back of a commit made with git
-// drops such a version (merger.staleWorktree).
-func (m *mirror) heldBefore(p string, h plumbing.Hash, made time.Time) bool {
-	return m.repairs.heldBefore(p, h, made)
+// heldBefore reports whether the worktree file at memory path p held what
+// the change ch gives it until at most staleWindow before made, a
+// commit's date: ch's blob, gitmem's (repairs.heldBefore), or, for a
+// deletion, no file, until gitmem wrote the version ch deletes, which it
+// created there (repairs.createdSince). A merge back of a commit made
+// with git drops such a change (merger.staleWorktree).
+func (m *mirror) heldBefore(p string, ch fchange, made time.Time) bool {
+	if ch.new.hash.IsZero() {
+		return m.repairs.createdSince(p, ch.old.hash, made)
+	}
+	return m.repairs.heldBefore(p, ch.new.hash, made)
 }
 
 // handHow is what mergeHandEdit made of a hand edit.

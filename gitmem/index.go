@@ -486,10 +486,13 @@ func (m *merger) staleIndex(base plumbing.Hash, dT map[string]fchange) (bool, er
 // gitmem replaced it at most staleWindow before the commit was made:
 // gitmem moves the branch first and the worktree follows, so a git
 // commit -a made in between reads the newer HEAD and the older file, and
-// commits that on top (N9 F1). It is no edit, as a file found holding it
-// is none (mergeHandEdit). It reports whether it dropped any. (An
-// operator who deliberately put back such a version within those seconds
-// is not told apart.)
+// commits that on top (N9 F1). The same goes for a file gitmem created:
+// the worktree held no file there until it wrote it, and git commit -a
+// made in between, from an index that still lists the file (an older
+// version), commits its deletion. It is no edit, as a file found holding
+// such a version is none (mergeHandEdit). It reports whether it dropped
+// any. (An operator who deliberately put back such a version, or git rm'd
+// such a file, within those seconds is not told apart.)
 func (m *merger) staleWorktree(dT map[string]fchange) bool {
 	if m.held == nil {
 		return false
@@ -500,7 +503,7 @@ func (m *merger) staleWorktree(dT map[string]fchange) bool {
 	}
 	dropped := false
 	for p, ch := range dT {
-		if !ch.new.hash.IsZero() && m.held(p, ch.new.hash, c.Committer.When) {
+		if m.held(p, ch, c.Committer.When) {
 			delete(dT, p)
 			dropped = true
 		}

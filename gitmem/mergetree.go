@@ -100,10 +100,11 @@ type merger struct {
 	// (SyncOptions.AllowUnrelatedHistories).
 	unrelated bool
 	index     []plumbing.Hash // theirs was made outside gitmem, maybe from an index gitmem wrote for one of these commits (staleIndex)
-	// held reports whether the worktree file at memory path p held the
-	// blob h, gitmem's, until at most staleWindow before made (or since):
-	// theirs, made outside gitmem, may have read it there (staleIndex).
-	held func(p string, h plumbing.Hash, made time.Time) bool
+	// held reports whether the worktree file at memory path p held what
+	// the change ch gives it (gitmem's blob, or no file: one gitmem
+	// created) until at most staleWindow before made (or since): theirs,
+	// made outside gitmem, may have read it there (staleIndex).
+	held func(p string, ch fchange, made time.Time) bool
 
 	conflicts []MergeConflict
 	ignored   []IgnoredEntry

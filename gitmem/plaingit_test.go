@@ -1271,3 +1271,96 @@ func TestCommitOfAFileTheWorktreeHadYetToFollowUndoesNothing(t *testing.T) {
 	}
 	gittest.Git(t, dir, "fsck", "--strict")
 }
+
+// git commit -a in the instant between gitmem moving the branch to a
+// commit that creates a file and the worktree writing it finds the file
+// in .git/index (an older version: the index lags) and not on disk, and
+// commits its deletion on the newer commit: the merge back deleted the
+// acknowledged file. A deletion of a file gitmem created, whose worktree
+// file was written less than 2 s before the commit was made (or after),
+// is no edit of the operator's: dropped. A deliberate git rm of a file
+// the worktree held longer is merged (the commit's date says so: 3 s
+// after the file was written).
+func TestCommitOfAFileTheWorktreeHadYetToCreateDeletesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rm   bool // git rm -f, 3 s after the worktree wrote the file; else git commit -am as it is written
+	}{{"git commit -am before the file is written", false}, {"git rm of a file written 3 s before", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := gittest.TempDir(t)
+			// Every index gitmem writes holds a.md (the first commit too:
+			// an index without it would vouch for git's deletion).
+			if err := os.MkdirAll(filepath.Join(dir, "memories"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("v0\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			opt := testOptions(t)
+			opt.IndexDelay = time.Hour // .git/index lags every change after settle
+			r, _, err := Init(context.Background(), dir, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			defer r.collector.running()() // the writer lock stays held, as under load
+			write(t, r, "b0", "b.md", "b0\n")
+			settle(t, r) // .git/index written for b0: a.md v0
+			del(t, r, "t1", "a.md")
+			if err := r.materialize(); err != nil { // no a.md on disk; the index still has v0
+				t.Fatal(err)
+			}
+			var gitOut []byte
+			var gitErr error
+			var once sync.Once
+			if !c.rm {
+				r.objects.st.Env.SetFault(func(step, p string) error {
+					if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
+						once.Do(func() { // the branch is at t2, a.md not yet on disk
+							gitOut, gitErr = gittest.Command(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-qam", "by hand").CombinedOutput()
+						})
+					}
+					return nil
+				})
+			}
+			write(t, r, "t2", "a.md", "v2\n") // made again
+			if err := r.materialize(); err != nil {
+				t.Fatal(err)
+			}
+			r.objects.st.Env.SetFault(nil)
+			if c.rm {
+				gittest.Git(t, dir, "rm", "-qf", "memories/a.md")
+				cmd := gittest.Command(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-qm", "by hand")
+				cmd.Env = append(cmd.Env, fmt.Sprintf("GIT_COMMITTER_DATE=@%d +0000", time.Now().Add(3*time.Second).Unix()))
+				gitOut, gitErr = cmd.CombinedOutput()
+			}
+			if gitErr != nil || len(gitOut) > 0 {
+				t.Fatalf("git commit: %v %s", gitErr, gitOut)
+			}
+			if st := gittest.Git(t, dir, "show", "--name-status", "--format=", "HEAD"); st != "D\tmemories/a.md\n" {
+				t.Fatalf("git's commit does not delete a.md alone:\n%s", st)
+			}
+			write(t, r, "t3", "b.md", "b1\n")
+			settle(t, r)
+			if log := subjects(t, dir); !strings.Contains(log, "memory: merge outside-gitmem") {
+				t.Errorf("the commit made with git was not merged back:\n%s", log)
+			}
+			inHead := gittest.Git(t, dir, "ls-tree", "--name-only", "-r", "main", "memories")
+			_, onDisk := os.Stat(filepath.Join(dir, "memories", "a.md"))
+			if c.rm {
+				if strings.Contains(inHead, "a.md") || onDisk == nil {
+					t.Errorf("the deliberate git rm was not merged: HEAD has %q, on disk: %v", inHead, onDisk)
+				}
+			} else {
+				if got := read(t, r, "a.md"); got != "v2\n" {
+					t.Errorf("a.md in HEAD = %q, want the acknowledged v2", got)
+				}
+				if got := readDisk(t, dir, "a.md"); got != "v2\n" {
+					t.Errorf("a.md on disk = %q, want the acknowledged v2", got)
+				}
+			}
+			gittest.Git(t, dir, "fsck", "--strict")
+		})
+	}
+}

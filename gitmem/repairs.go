@@ -242,6 +242,10 @@ type shown struct {
 	handBase
 	at     time.Time
 	passed bool
+	// created: the worktree had no file there before this version (gitmem
+	// created the file, or made it again after deleting it), but for
+	// versions passed over (repairs.createdSince).
+	created bool
 }
 
 // seenMax bounds the versions kept per file in repairs.seen (those replaced
@@ -264,13 +268,18 @@ func (rp *repairs) show(rel string, prev *node, h plumbing.Hash, at time.Time, p
 		return
 	}
 	v := rp.seen[rel]
+	created := len(v) == 0 // nothing noted since the worktree's file was deleted, or since the start
 	if len(v) == 0 {
 		if old := lookup(prev, full(rel)); old.isFile() {
 			v = append(v, shown{handBase: handBase{hash: old.hash}})
 			rp.past.add(pastVersion{rel, old.hash})
+			created = false
 		}
 	}
 	rp.past.add(pastVersion{rel, h})
+	if n := len(v); n > 0 && v[n-1].passed && v[n-1].created {
+		created = true // the version created was passed over: the worktree had no file before h either
+	}
 	if len(v) > 0 && v[len(v)-1].hash == h && v[len(v)-1].text == nil {
 		v[len(v)-1].passed = v[len(v)-1].passed && passed
 		return
@@ -281,7 +290,7 @@ func (rp *repairs) show(rel string, prev *node, h plumbing.Hash, at time.Time, p
 	}
 	drop = max(drop, len(v)+1-seenMax)
 	v = append(v[:0], v[drop:]...)
-	rp.seen[rel] = append(v, shown{handBase: handBase{hash: h}, at: at, passed: passed})
+	rp.seen[rel] = append(v, shown{handBase: handBase{hash: h}, at: at, passed: passed, created: created})
 }
 
 // pastVersions holds the memory files' versions (path and blob) of the
@@ -426,6 +435,24 @@ func (rp *repairs) heldBefore(rel string, h plumbing.Hash, made time.Time) bool 
 			return false // replaced long before
 		}
 		if v := seen[i]; v.hash == h && v.text == nil && !v.passed && !v.at.After(made.Add(time.Second)) {
+			return true
+		}
+	}
+	return false
+}
+
+// createdSince reports whether the worktree had no file rel (relative to
+// memories/) until gitmem wrote the blob h there, creating it, at most
+// staleWindow before made or later: a git commit -a run at made, from an
+// index that still listed the file, may have found no file there and
+// committed its deletion. made is a commit's date, in whole seconds. A
+// file the worktree held longer (a git rm of it is the operator's), or
+// that was there before h, is not one.
+func (rp *repairs) createdSince(rel string, h plumbing.Hash, made time.Time) bool {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	for _, v := range rp.seen[rel] {
+		if v.hash == h && v.text == nil && v.created && !v.passed && !v.at.Before(made.Add(-staleWindow)) {
 			return true
 		}
 	}
