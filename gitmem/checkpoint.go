@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
@@ -88,12 +89,56 @@ func (m *materialiser) noteCheckpoint(dt diskTurn, err error) {
 	case err == nil && prev != nil:
 		m.opt.Logf("gitmem: git's files hold every acknowledged change again")
 	}
+	if err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && !m.log.gone() {
+		m.noteHolder(dt, err)
+	} else if err == nil {
+		m.clearHolder(dt)
+	}
 	dt.d.ckptErr = err
 	m.disk.ckptFailing.Store(err != nil)
 	if err != nil {
 		m.state.refuse(err)
 	}
 }
+
+// noteHolder records in .git/gitmem/holder that this process keeps the
+// writer lock while its checkpoint fails with err, for a process that
+// waits for the lock (see Holder). Called with the disk lock held, at
+// the first failure and when its reason changes.
+func (m *materialiser) noteHolder(dt diskTurn, err error) {
+	if dt.d.holderSince.IsZero() {
+		dt.d.holderSince = m.opt.Now()
+	}
+	rec := &holderRecord{Pid: os.Getpid(), Process: m.opt.Process, Since: dt.d.holderSince, Failing: failureText(err)}
+	rec.Start, _ = gd.ProcessStart(rec.Pid)
+	if werr := writeHolder(m.gitDir, rec); werr != nil {
+		m.opt.Logf("gitmem: could not record in .git/gitmem/holder that the checkpoint fails: %v", werr)
+	}
+}
+
+// clearHolder clears the record noteHolder wrote, if any: a checkpoint
+// succeeded, or the writer lock is let go. Called with the disk lock
+// held, and the writer lock.
+func (m *materialiser) clearHolder(dt diskTurn) {
+	if dt.d.holderSince.IsZero() {
+		return
+	}
+	dt.d.holderSince = time.Time{}
+	writeHolder(m.gitDir, nil)
+}
+
+// letGo clears the record of a failing checkpoint as this process lets
+// the writer lock go (Close): the next holder has its own. Called with
+// the writer lock held.
+func (m *materialiser) letGo() {
+	dt := m.disk.hold()
+	defer dt.release()
+	m.clearHolder(dt)
+}
+
+// failureText is a checkpoint's failure as another process is told it:
+// host paths shortened (scrubPaths), without "gitmem: ".
+func failureText(err error) string { return strings.TrimPrefix(scrubPaths(err), "gitmem: ") }
 
 // failureKind is what tells one reason of a failure from another: a file
 // operation's failure without the file's name (a temporary file's is new

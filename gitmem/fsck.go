@@ -148,7 +148,8 @@ func unrecoveredText(u Unrecovered) string {
 //
 // Fsck works on a repository Open refuses; it takes the writer lock,
 // waiting for another process that holds it until ctx is done (then it
-// returns ctx.Err(), having checked nothing).
+// returns ctx.Err(), having checked nothing) or opt.LockWait is over (a
+// *LockHeldError; the repair's Open waits again so).
 func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport, error) {
 	var rep FsckReport
 	opt.defaults(dir)
@@ -184,8 +185,9 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	if !opt.ReadOnly {
 		if l, err := gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "lock")); err == nil {
 			defer l.Close()
-			if err := l.LockContext(ctx); err != nil {
-				if ctx.Err() != nil {
+			if err := waitLock(ctx, &opt, gitDir, l.LockContext); err != nil {
+				var held *LockHeldError
+				if ctx.Err() != nil || errors.As(err, &held) {
 					return rep, err
 				}
 				return rep, wrap("lock the repository", err)

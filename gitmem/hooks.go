@@ -64,9 +64,20 @@ type testHooks struct {
 	backlogMax, chunkMax, tailChunk int
 	logMax                          int64
 	releaseIdle                     time.Duration
+	// noticeAfter replaces the constant lockNotice when positive.
+	noticeAfter time.Duration
 	// env is carried by the object store, log, worktree and syncs of the
 	// Repo: its fault hook (SetFault) fails or pauses a write step.
 	env *gd.Env
+}
+
+// lockNotice is how long a wait for the writer lock lasts before
+// Options.Waiting is told (the constant lockNotice, or the test's).
+func (h *testHooks) lockNotice() time.Duration {
+	if h != nil && h.noticeAfter > 0 {
+		return h.noticeAfter
+	}
+	return lockNotice
 }
 
 // gdEnv is the test's gd.Env (nil: none).

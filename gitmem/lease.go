@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"context"
+	"errors"
 )
 
 // own takes the writer lock for this process if it does not hold it yet:
@@ -33,12 +34,17 @@ func (r *Repo) own(ctx context.Context, t *writerTurn) error {
 
 // acquire takes the writer lock, queueing behind any process already
 // waiting for it (the intent lock is held while waiting, which tells the
-// holder to let go). It gives up when ctx is done or Close begins.
+// holder to let go). It gives up when ctx is done, Close begins, or
+// Options.LockWait is over (a *LockHeldError; see waitLock).
 func (r *Repo) acquire(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	defer context.AfterFunc(r.life, stop)()
-	if err := r.lease.Acquire(ctx); err != nil {
+	if err := waitLock(ctx, &r.opt, r.gitDir, r.lease.Acquire); err != nil {
+		var held *LockHeldError
+		if errors.As(err, &held) {
+			return err
+		}
 		if ctx.Err() != nil {
 			return r.gaveUp(err)
 		}

@@ -34,6 +34,7 @@ type disk struct {
 	recovering   bool          // the log holds a crashed holder's changes: both files stay until they are git's
 	spareFailed  time.Time     // when growing the spare log file last failed: not tried again for a minute
 	ckptErr      error         // the last checkpoint's failure
+	holderSince  time.Time     // when the checkpoints began to fail, as .git/gitmem/holder says (zero: it holds no record of ours)
 	gitIndexSeen time.Time     // the .git/index written by git that undoGitCheckout last looked at
 
 	lastCkpt    atomic.Int64 // unix nanos of the last checkpoint (attempt)

@@ -107,6 +107,20 @@ type Options struct {
 	// it is neither read nor committed, and the error log names it
 	// (0: policy.DefaultLimits.MaxFileBytes; negative: no limit).
 	MaxFileBytes int64
+	// LockWait bounds a wait for the writer lock another process holds:
+	// after it, the call gives up with a *LockHeldError and changes
+	// nothing (0: the wait lasts as long as the call's context; a
+	// server's calls). A process whose checkpoint keeps failing (a full
+	// disk) keeps the lock until one succeeds.
+	LockWait time.Duration
+	// Waiting, if set, is told once per wait for another process's
+	// writer lock, a second into it, what that process recorded (see
+	// Holder).
+	Waiting func(Holder)
+	// Process names this process to another that waits for the writer
+	// lock while this one keeps it with its checkpoint failing ("gitmem
+	// serve"; default: the program's file name).
+	Process string
 
 	hooks *testHooks // the test suite's seams (nil outside tests)
 
@@ -143,6 +157,9 @@ func (o *Options) defaults(dir string) {
 	}
 	if o.MaxFileBytes == 0 {
 		o.MaxFileBytes = policy.DefaultLimits.MaxFileBytes
+	}
+	if o.Process == "" && len(os.Args) > 0 {
+		o.Process = filepath.Base(os.Args[0])
 	}
 }
 
@@ -511,6 +528,7 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	r.clearStaleLocks(top, own, objs)
 	r.clearTempFiles(top, own, objs)
 	r.objects.st.MakeReserve()
+	makeHolderFile(r.gitDir)
 	if err := r.checkBranch(); err != nil {
 		return fail(err)
 	}
@@ -1206,6 +1224,7 @@ func (r *Repo) Close() error {
 		}
 		gone := kept > 0 && r.log.gone()
 		r.closeLog(true) // kept, empty after a checkpoint: the next start opens it again
+		r.mat.letGo()
 		if kept > 0 {
 			// Kept in the log for the next start: say how many of them
 			// git's files lack (all it holds, if that cannot be told).

@@ -259,7 +259,7 @@ func initCommand() *cli.Command {
 			default:
 				return failf(exitUsage, "init takes one folder")
 			}
-			r, created, err := gitmem.Init(c.Context, dir, gitmem.Options{Now: clock(), Logf: logTo(c), Adopt: c.Bool("adopt"), OwnerOnly: ownerOnly(c)})
+			r, created, err := gitmem.Init(c.Context, dir, withLockWait(c, gitmem.Options{Now: clock(), Logf: logTo(c), Adopt: c.Bool("adopt"), OwnerOnly: ownerOnly(c)}))
 			if err != nil {
 				return storeErr(err, dir)
 			}
@@ -283,7 +283,10 @@ func initCommand() *cli.Command {
 // storeErr words a store error for the operator.
 func storeErr(err error, dir string) error {
 	var de *gitmem.DamagedError
+	var held *gitmem.LockHeldError
 	switch {
+	case errors.As(err, &held):
+		return lockHeldErr(held)
 	case errors.Is(err, gitmem.ErrNotRepository):
 		if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
 			return failf(exitNoRepo, "%s is a file; a gitmem repository is a folder (give --repo a folder)", dir)

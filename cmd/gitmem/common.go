@@ -79,7 +79,7 @@ func openRepoWith(c *cli.Context, readOnly, touchedOnly bool) (*gitmem.Repo, err
 
 // readOptions are an operator command's options to open --repo read-only.
 func readOptions(c *cli.Context) gitmem.Options {
-	return gitmem.Options{ReadOnly: true, OneCommand: true, Now: clock(), Logf: logTo(c), OwnerOnly: ownerOnly(c)}
+	return withLockWait(c, gitmem.Options{ReadOnly: true, OneCommand: true, Now: clock(), Logf: logTo(c), OwnerOnly: ownerOnly(c)})
 }
 
 // ownerOnly says whether an operator command refuses to write a

@@ -272,7 +272,7 @@ func repoOptions(c *cli.Context, author gitmem.Signature) gitmem.Options {
 	if maxFile <= 0 {
 		maxFile = -1 // no limit, for hand edits as for the model
 	}
-	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: logAt(c, slog.LevelError), MaxFileBytes: maxFile}
+	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: logAt(c, slog.LevelError), MaxFileBytes: maxFile, Process: processName(c)}
 }
 
 func limitFlags(c *cli.Context) policy.Limits {

@@ -245,7 +245,7 @@ func withStores(c *cli.Context, create bool, fn func(d *stores.Dir) error) error
 	if fi, err := os.Stat(root); !create && (err != nil || !fi.IsDir()) {
 		return failf(exitFailure, "%s is not a folder of stores (gitmem store create NAME --stores %[1]s makes one)", root)
 	}
-	d, err := stores.Open(root, stores.Options{Repo: gitmem.Options{Now: clock(), Logf: logTo(c)}, IdleClose: -1})
+	d, err := stores.Open(root, stores.Options{Repo: withLockWait(c, gitmem.Options{Now: clock(), Logf: logTo(c)}), IdleClose: -1})
 	if err != nil {
 		return failf(exitFailure, "%v", err)
 	}
@@ -285,7 +285,8 @@ func storesErr(err error, name string) error {
 		return failf(exitFailure, "store %s is archived; unarchive it to change it", name)
 	}
 	var se *gitmem.StorageError
-	if errors.As(err, &se) {
+	var held *gitmem.LockHeldError
+	if errors.As(err, &se) || errors.As(err, &held) {
 		return storeErr(err, "")
 	}
 	return failf(exitFailure, "%v", err)

@@ -27,3 +27,11 @@ func readProcStart(pid int) (uint64, bool) {
 	t, err := strconv.ParseUint(string(f[19]), 10, 64)
 	return t, err == nil
 }
+
+// ProcessStart is the start time of the process pid (readProcStart):
+// false where it cannot be read.
+func ProcessStart(pid int) (uint64, bool) { return readProcStart(pid) }
+
+// ProcessGone says no process with this pid runs on this machine (false
+// where that cannot be told).
+func ProcessGone(pid int) bool { return processGone(pid) }

@@ -1,0 +1,186 @@
+package gitmem
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// A process that keeps the writer lock while its checkpoint fails (a
+// full disk: the write-ahead log took the changes, git's files cannot)
+// does not let the lock go until a checkpoint succeeds: the log is the
+// only copy of those changes. Another process waiting for the lock
+// meanwhile is told what it waits for from .git/gitmem/holder, which the
+// holder writes when its checkpoint begins to fail (or fails for another
+// reason) and clears when one succeeds, or as it lets the lock go. A
+// healthy process never writes it.
+//
+// The file is made, 1 KiB of zeros, at a writer's start, and is written
+// in place: on a full disk no new block is needed. A record is one line,
+// its CRC-32 in hex, a space and JSON; a read that catches a write half
+// done fails the sum and counts as no record. A record whose process no
+// longer runs (pid gone, or another process's start time) is none.
+
+const (
+	holderName  = "holder" // in .git/gitmem
+	holderBytes = 1024
+)
+
+// Holder is what a process waiting for the writer lock knows of the
+// process that holds it: what that process recorded while its checkpoint
+// fails. The zero Holder: nothing recorded (a holder whose checkpoints
+// succeed lets the lock go after its next one; a gc or redaction holds
+// it until it is done).
+type Holder struct {
+	Pid     int       // the holder's process id (0: nothing recorded)
+	Process string    // what it is (Options.Process: "gitmem serve")
+	Since   time.Time // when its checkpoint began to fail (its clock)
+	Failing string    // why it fails, host paths shortened ("write: no space left on device")
+}
+
+// holderRecord is Holder as .git/gitmem/holder holds it.
+type holderRecord struct {
+	Pid     int       `json:"pid"`
+	Start   uint64    `json:"start,omitempty"` // the process's start time (gd.ProcessStart), when known
+	Process string    `json:"process"`
+	Since   time.Time `json:"since"`
+	Failing string    `json:"failing"`
+}
+
+func holderPath(gitDir string) string { return filepath.Join(gitDir, "gitmem", holderName) }
+
+// makeHolderFile makes .git/gitmem/holder, zeros, if it is missing (a
+// writer's start, under the writer lock). On a full disk it cannot: a
+// failing holder then tries to write its record anyway.
+func makeHolderFile(gitDir string) {
+	p := holderPath(gitDir)
+	if _, err := os.Stat(p); err == nil {
+		return
+	}
+	os.WriteFile(p, make([]byte, holderBytes), 0o600)
+}
+
+// writeHolder writes rec over .git/gitmem/holder in place (nil: zeros,
+// no record). Best effort: a waiter that finds no record says less.
+func writeHolder(gitDir string, rec *holderRecord) error {
+	buf := make([]byte, holderBytes)
+	if rec != nil {
+		for {
+			js, err := json.Marshal(rec)
+			if err != nil {
+				return err
+			}
+			line := fmt.Sprintf("%08x %s\n", crc32.ChecksumIEEE(js), js)
+			if len(line) <= holderBytes || rec.Failing == "" {
+				copy(buf, line)
+				break
+			}
+			rec.Failing = rec.Failing[:len(rec.Failing)/2] + "..."
+		}
+	}
+	f, err := os.OpenFile(holderPath(gitDir), os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(buf, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// readHolder reads the record of the process holding the writer lock,
+// if one that still runs left one (the zero Holder if not).
+func readHolder(gitDir string) Holder {
+	f, err := os.Open(holderPath(gitDir))
+	if err != nil {
+		return Holder{}
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(io.LimitReader(f, holderBytes))
+	line, _, ok := bytes.Cut(data, []byte("\n"))
+	if !ok || len(line) < 10 || line[8] != ' ' {
+		return Holder{}
+	}
+	var sum uint32
+	if _, err := fmt.Sscanf(string(line[:8]), "%08x", &sum); err != nil || sum != crc32.ChecksumIEEE(line[9:]) {
+		return Holder{}
+	}
+	var rec holderRecord
+	if json.Unmarshal(line[9:], &rec) != nil || rec.Pid <= 0 || gd.ProcessGone(rec.Pid) {
+		return Holder{}
+	}
+	if start, ok := gd.ProcessStart(rec.Pid); ok && rec.Start != 0 && start != rec.Start {
+		return Holder{} // the pid is another process's now
+	}
+	return Holder{Pid: rec.Pid, Process: rec.Process, Since: rec.Since, Failing: rec.Failing}
+}
+
+// LockHeldError is the error of a call that gave up waiting for the
+// writer lock another process held for all of Options.LockWait: nothing
+// was changed. Holder is what that process recorded (see Holder).
+type LockHeldError struct {
+	Waited time.Duration
+	Holder Holder
+}
+
+func (e *LockHeldError) Error() string {
+	s := fmt.Sprintf("gitmem: gave up after %v waiting for the writer lock, which another process holds", e.Waited)
+	if h := e.Holder; h.Pid != 0 {
+		s += fmt.Sprintf(" (pid %d, %s, its checkpoint failing since %s: %s)", h.Pid, h.Process, h.Since.Format(time.RFC3339), h.Failing)
+	}
+	return s
+}
+
+// lockNotice is how long a wait for another process's writer lock lasts
+// before Options.Waiting is told.
+const lockNotice = time.Second
+
+// waitLock waits for the writer lock with acquire, as opt says: after
+// lockNotice it tells opt.Waiting (once) what it waits for; after
+// opt.LockWait it gives up with a *LockHeldError. Any other end of the
+// wait (ctx done, acquire's failure) is acquire's error.
+func waitLock(ctx context.Context, opt *Options, gitDir string, acquire func(context.Context) error) error {
+	if opt.LockWait <= 0 && opt.Waiting == nil {
+		return acquire(ctx)
+	}
+	start := time.Now()
+	var giveUp time.Time
+	if opt.LockWait > 0 {
+		giveUp = start.Add(opt.LockWait)
+	}
+	// The notice is due if it comes before the wait's end (decided
+	// here, not by which timer a busy machine fires first).
+	noticeAt := start.Add(opt.hooks.lockNotice())
+	notice := opt.Waiting != nil && (giveUp.IsZero() || noticeAt.Before(giveUp))
+	for {
+		until := giveUp
+		if notice {
+			until = noticeAt
+		}
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if !until.IsZero() {
+			wctx, cancel = context.WithDeadline(ctx, until)
+		}
+		err := acquire(wctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		if notice {
+			notice = false
+			opt.Waiting(readHolder(gitDir))
+			continue
+		}
+		return &LockHeldError{Waited: opt.LockWait, Holder: readHolder(gitDir)}
+	}
+}

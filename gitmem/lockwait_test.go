@@ -1,0 +1,178 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+)
+
+// gitToolIDs lists the Tool-Use-Id trailers of the branch's history, as
+// the git CLI reads them, oldest first.
+func gitToolIDs(t *testing.T, dir string) string {
+	t.Helper()
+	out := gittest.Git(t, dir, "log", "--reverse", "--format=%(trailers:key=Tool-Use-Id,valueonly,separator=)")
+	return strings.Join(strings.Fields(out), " ")
+}
+
+// A process that waits for the writer lock another keeps while its
+// checkpoint fails (git's files cannot take t2 and t3; its write-ahead
+// log holds them, and it keeps the lock until a checkpoint succeeds) is
+// told, once, what it waits for, and gives up after Options.LockWait
+// with a *LockHeldError naming the holder and why its checkpoint fails,
+// having changed nothing; so does fsck --repair. Once the fault is gone
+// the holder's record is cleared, the lock goes to the next process as
+// usual, and every acknowledged change is in git's history. (Open, and
+// Fsck, waited for ever: until the disk had room again.)
+func TestLockWaitBesideAFailingCheckpoint(t *testing.T) {
+	t.Parallel()
+	for _, step := range []string{gd.StepPack, gd.StepRef, gd.StepSync} {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			dir := gittest.TempDir(t)
+			hopt := testOptions(t)
+			hopt.Process = "gitmem serve"
+			r, _, err := Init(context.Background(), dir, hopt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			write(t, r, "t1", "a.md", "one\n")
+			settle(t, r)
+			dt := r.disk.hold() // t2 and t3 stay in the log until the fault is in place
+			write(t, r, "t2", "a.md", "two\n")
+			write(t, r, "t3", "b.md", "three\n")
+			stop := failAt(t, r, step, "")
+			dt.release()
+			if err := r.checkpoint(); err == nil {
+				t.Fatal("the fault did not fail the checkpoint")
+			}
+			head := gittest.Git(t, dir, "rev-parse", "HEAD")
+
+			// A bound for a hang, not a timing: before the fix the wait
+			// ended only with it.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			opt := testOptions(t)
+			opt.LockWait = 100 * time.Millisecond
+			opt.hooks.noticeAfter = time.Millisecond
+			var told []Holder
+			opt.Waiting = func(h Holder) { told = append(told, h) }
+			_, err = Open(ctx, dir, opt)
+			var held *LockHeldError
+			if !errors.As(err, &held) {
+				t.Fatalf("Open beside the failing holder = %v, want a *LockHeldError", err)
+			}
+			want := Holder{Pid: os.Getpid(), Process: "gitmem serve", Since: hopt.Now()}
+			if h := held.Holder; h.Pid != want.Pid || h.Process != want.Process || !h.Since.Equal(want.Since) || !strings.Contains(h.Failing, "no space left on device") {
+				t.Fatalf("the holder named: %+v", h)
+			}
+			if strings.Contains(held.Holder.Failing, dir) {
+				t.Fatalf("the failure names a host path: %q", held.Holder.Failing)
+			}
+			if len(told) != 1 || told[0] != held.Holder {
+				t.Fatalf("Waiting was told %+v", told)
+			}
+			if held.Waited != opt.LockWait {
+				t.Fatalf("Waited = %v", held.Waited)
+			}
+			if _, err := Fsck(ctx, dir, opt, true); !errors.As(err, &held) || held.Holder.Pid != os.Getpid() {
+				t.Fatalf("fsck --repair beside the failing holder = %v", err)
+			}
+			if len(told) != 2 {
+				t.Fatalf("fsck's wait told Waiting %d time(s) in all", len(told))
+			}
+			if got := gittest.Git(t, dir, "rev-parse", "HEAD"); got != head {
+				t.Fatalf("HEAD moved from %s to %s", head, got)
+			}
+			if got := read(t, r, "b.md"); got != "three\n" {
+				t.Fatalf("the holder reads b.md = %q", got)
+			}
+
+			stop()
+			if err := r.checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			if h := readHolder(r.gitDir); h != (Holder{}) {
+				t.Fatalf("the record outlives the failure: %+v", h)
+			}
+			opt.LockWait = time.Minute // the holder lets go at once, as ever: a bound for a hang
+			r2, err := Open(ctx, dir, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, r2, "t4", "c.md", "four\n")
+			if err := r2.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := gitToolIDs(t, dir); got != "t1 t2 t3 t4" {
+				t.Fatalf("history: %q", got)
+			}
+			gittest.Fsck(t, dir)
+			if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status:\n%s", st)
+			}
+		})
+	}
+}
+
+// A record of .git/gitmem/holder counts only whole and of a process that
+// runs: half written (its sum fails), or left by a process gone, it is
+// none.
+func TestHolderRecordReadOnlyWholeAndRunning(t *testing.T) {
+	t.Parallel()
+	gitDir := filepath.Join(t.TempDir(), ".git")
+	if err := os.MkdirAll(filepath.Join(gitDir, "gitmem"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if h := readHolder(gitDir); h != (Holder{}) {
+		t.Fatalf("no file: %+v", h)
+	}
+	makeHolderFile(gitDir)
+	if h := readHolder(gitDir); h != (Holder{}) {
+		t.Fatalf("zeros: %+v", h)
+	}
+	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := &holderRecord{Pid: os.Getpid(), Process: "gitmem serve", Since: since, Failing: "write: no space left on device"}
+	rec.Start, _ = gd.ProcessStart(rec.Pid)
+	if err := writeHolder(gitDir, rec); err != nil {
+		t.Fatal(err)
+	}
+	want := Holder{Pid: os.Getpid(), Process: "gitmem serve", Since: since, Failing: "write: no space left on device"}
+	if h := readHolder(gitDir); h != want {
+		t.Fatalf("read %+v, want %+v", h, want)
+	}
+	data, err := os.ReadFile(holderPath(gitDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) != holderBytes {
+		t.Fatalf("the file grew to %d bytes", len(data))
+	}
+	torn := append([]byte(nil), data...)
+	copy(torn[20:], "xx") // a write half done
+	os.WriteFile(holderPath(gitDir), torn, 0o600)
+	if h := readHolder(gitDir); h != (Holder{}) {
+		t.Fatalf("a torn record read as %+v", h)
+	}
+	if _, ok := gd.ProcessStart(os.Getpid()); ok {
+		rec.Start++ // another process has the pid now
+		writeHolder(gitDir, rec)
+		if h := readHolder(gitDir); h != (Holder{}) {
+			t.Fatalf("a record of a process gone read as %+v", h)
+		}
+	}
+	writeHolder(gitDir, nil)
+	if h := readHolder(gitDir); h != (Holder{}) {
+		t.Fatalf("cleared: %+v", h)
+	}
+}
