@@ -111,7 +111,8 @@ type FsckReport struct {
 	Objects     int // objects read and verified
 	Problems    []Problem
 	// Unrecovered: acknowledged changes the write-ahead log holds that
-	// git's files lack (found before any repair).
+	// git's files lack (found before any repair), or the process that
+	// holds the writer lock while its checkpoint fails (Holder).
 	Unrecovered Unrecovered
 }
 
@@ -462,7 +463,9 @@ func (r *bareStore) checkLeftovers(rep *FsckReport, repair, writes bool) (histor
 	if r.flock == nil {
 		held, _ = gd.HeldElsewhere(filepath.Join(r.gitDir, "gitmem", "lock"))
 	}
-	if !held {
+	if held {
+		rep.Unrecovered.Holder = readHolder(r.gitDir) // its checkpoint fails: git's files lack what it acknowledged
+	} else {
 		u, err := unrecoveredIn(r.gitDir, r.branch, r.obj)
 		if err != nil {
 			what := strings.TrimPrefix(err.Error(), "gitmem: ")

@@ -18,6 +18,11 @@ import (
 type Unrecovered struct {
 	Changes int      // acknowledged changes not in git's files
 	IDs     []string // the tool_use ids among them, oldest first
+	// Holder is the process that holds the writer lock while its
+	// checkpoint fails (as it recorded it; see Holder): the log it
+	// holds is its own, not read, and git's files lack what it
+	// acknowledged since. The zero Holder when none.
+	Holder Holder
 }
 
 // Unrecovered reports the acknowledged changes the write-ahead log holds
@@ -27,14 +32,19 @@ type Unrecovered struct {
 // not a log) is the *DamagedError that open returns. When
 // another process holds the writer lock it reports none: that process
 // recovered the log when it took the lock, and writes what it
-// acknowledges to git's files within milliseconds.
+// acknowledges to git's files within milliseconds, unless its
+// checkpoint fails (then Holder names it).
 func (r *Repo) Unrecovered() (Unrecovered, error) {
 	if !r.opt.ReadOnly {
 		return Unrecovered{}, nil
 	}
 	held, err := gd.HeldElsewhere(filepath.Join(r.gitDir, "gitmem", "lock"))
 	if err != nil || held {
-		return Unrecovered{}, wrap("check the writer lock", err)
+		var u Unrecovered
+		if held {
+			u.Holder = readHolder(r.gitDir)
+		}
+		return u, wrap("check the writer lock", err)
 	}
 	return unrecoveredIn(r.gitDir, r.branch, r.objects.st)
 }

@@ -98,6 +98,8 @@ func warnUnrecovered(c *cli.Context, r *gitmem.Repo) {
 		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: %s; %s\n", damaged.Problem, damaged.Repair)
 	case err != nil:
 		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: the write-ahead log could not be checked (%s); run gitmem fsck\n", strings.TrimPrefix(err.Error(), "gitmem: "))
+	case u.Holder.Pid != 0:
+		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: acknowledged changes may not be shown: the writer lock of this memory: %s; they are safe in its write-ahead log; %s\n", heldBy(u.Holder), heldRepair(u.Holder))
 	case u.Changes > 0:
 		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: %d acknowledged change(s) are not shown: they are in the write-ahead log, not yet in git's files (gitmem stopped before writing them); gitmem fsck --repair, serve or any writing command recovers them\n", u.Changes)
 	}

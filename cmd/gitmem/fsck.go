@@ -37,6 +37,10 @@ func fsckCommand() *cli.Command {
 			}
 			w := c.App.Writer
 			left := 0
+			if h := rep.Unrecovered.Holder; h.Pid != 0 {
+				left++
+				fmt.Fprintf(w, "problem: the writer lock of this memory: %s; git's history lacks them until then (they are safe in its write-ahead log)\n  repair: %s\n", heldBy(h), heldRepair(h))
+			}
 			for _, p := range rep.Problems {
 				switch {
 				case p.Repaired:

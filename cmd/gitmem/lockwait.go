@@ -33,7 +33,7 @@ func withLockWait(c *cli.Context, opt gitmem.Options) gitmem.Options {
 			if opt.LockWait > 0 {
 				bound = fmt.Sprintf("gives up after %v (--lock-wait)", opt.LockWait)
 			}
-			fmt.Fprintf(c.App.ErrWriter, "gitmem: waiting for the writer lock of this memory, which %s; %s\n", heldBy(h), bound)
+			fmt.Fprintf(c.App.ErrWriter, "gitmem: waiting for the writer lock of this memory: %s; %s\n", heldBy(h), bound)
 		})
 	}
 	return opt
@@ -52,21 +52,26 @@ func processName(c *cli.Context) string {
 // when it recorded why (its checkpoint fails).
 func heldBy(h gitmem.Holder) string {
 	if h.Pid == 0 {
-		return "another gitmem process holds"
+		return "another gitmem process holds it"
 	}
-	return fmt.Sprintf("another gitmem process holds (pid %d, %s): its checkpoint has failed since %s (%s), and it keeps the lock until git's files take its acknowledged changes",
+	return fmt.Sprintf("another gitmem process holds it (pid %d, %s): its checkpoint has failed since %s (%s), and it keeps the lock until git's files take its acknowledged changes",
 		h.Pid, h.Process, h.Since.In(time.Local).Format(timeLayout), h.Failing)
 }
 
 // lockHeldErr words a wait for the writer lock given up (exitLocked).
 func lockHeldErr(e *gitmem.LockHeldError) error {
 	h := e.Holder
-	msg := fmt.Sprintf("gave up after %v waiting for the writer lock of this memory, which %s; nothing was changed", e.Waited, heldBy(h))
+	msg := fmt.Sprintf("gave up after %v waiting for the writer lock of this memory: %s; nothing was changed", e.Waited, heldBy(h))
 	if h.Pid == 0 {
 		return failf(exitLocked, "%s (a serve lets the lock go within a second of a command asking for it; a gc, redaction or fsck --repair keeps it until done): run the command again, or give it longer with --lock-wait", msg)
 	}
+	return failf(exitLocked, "%s. Those changes are safe in its write-ahead log: %s; then run this command again", msg, heldRepair(h))
+}
+
+// heldRepair says what ends a failing holder's hold of the writer lock.
+func heldRepair(h gitmem.Holder) string {
 	if strings.Contains(h.Failing, "no space left on device") {
-		return failf(exitLocked, "%s. Those changes are safe in its write-ahead log: free space on the disk, and that process writes them to git's files itself and lets the lock go; then run this command again", msg)
+		return "free space on the disk, and that process writes them to git's files itself and lets the lock go"
 	}
-	return failf(exitLocked, "%s. Those changes are safe in its write-ahead log: once what fails is mended, that process writes them to git's files itself and lets the lock go; then run this command again", msg)
+	return "once what fails is mended, that process writes them to git's files itself and lets the lock go"
 }

@@ -1,0 +1,85 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+)
+
+// A command that writes, waiting for the writer lock another process
+// holds and recorded nothing about (its checkpoints do not fail: a gc,
+// a redaction, here the test), says so a second into the wait unless
+// --lock-wait (or GITMEM_LOCK_WAIT) ends it before, and gives up with
+// exit code 5, nothing changed. (It waited silently for as long as the
+// lock was held.)
+func TestCommandGivesUpOnAHeldLock(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	repo := filepath.Join(gittest.TempDir(t), "memory")
+	gitmemOut(t, env, "--repo", repo, "init")
+	head := gittest.Git(t, repo, "rev-parse", "HEAD")
+	f, err := os.OpenFile(filepath.Join(repo, ".git", "gitmem", "lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	gaveUp := func(wait string) string {
+		return "gitmem: gave up after " + wait + " waiting for the writer lock of this memory: another gitmem process holds it; nothing was changed (a serve lets the lock go within a second of a command asking for it; a gc, redaction or fsck --repair keeps it until done): run the command again, or give it longer with --lock-wait\n"
+	}
+	for _, tc := range []struct {
+		args, env []string
+		want      string
+	}{
+		{[]string{"--lock-wait", "1500ms", "gc"}, nil,
+			"gitmem: waiting for the writer lock of this memory: another gitmem process holds it; gives up after 1.5s (--lock-wait)\n" + gaveUp("1.5s")},
+		{[]string{"fsck", "--repair"}, []string{"GITMEM_LOCK_WAIT=200ms"}, gaveUp("200ms")}, // over before a second
+	} {
+		stdout, stderr, code := gitmemRun(t, append(env, tc.env...), append([]string{"--repo", repo}, tc.args...)...)
+		if code != exitLocked || stdout != "" || stderr != tc.want {
+			t.Errorf("gitmem %s: exit %d\nstdout %q\nstderr %q\nwant   %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+		}
+	}
+	if got := gittest.Git(t, repo, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("HEAD moved from %s to %s", head, got)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	if _, stderr, code := gitmemRun(t, env, "--repo", repo, "--lock-wait", "1500ms", "gc"); code != exitOK {
+		t.Fatalf("gitmem gc once the lock is free: exit %d\n%s", code, stderr)
+	}
+}
+
+// gitmemRun runs gitmem with args (a bound for a hang, not a timing:
+// the command is killed after a minute) and returns its stdout, its
+// stderr and its exit code.
+func gitmemRun(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "gitmem", args...)
+	cmd.Env = env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("gitmem %s waited until killed:\n%s", strings.Join(args, " "), errOut.String())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+}
