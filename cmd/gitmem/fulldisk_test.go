@@ -94,6 +94,21 @@ func heldLines(pid int, cause, wait string) string {
 		"gitmem: gave up after " + wait + " waiting for " + held + "; nothing was changed. Those changes are safe in its write-ahead log: " + freeSpace + "; then run this command again\n"
 }
 
+// waitForInGit waits until git's branch in repo is at the commit of the
+// tool call id (the server writes git's files in the background).
+func waitForInGit(t *testing.T, repo, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		out, err := gittest.Command(t, repo, "log", "-1", "--format=%(trailers:key=Tool-Use-Id,valueonly)").Output()
+		if err == nil && strings.TrimSpace(string(out)) == id {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is not in git's files: %s", id, out)
+		}
+	}
+}
+
 // waitForFailingCheckpoint waits until serve's log says its checkpoint
 // fails.
 func waitForFailingCheckpoint(t *testing.T, log *lockedBuffer) {
@@ -134,6 +149,7 @@ func TestCommandsBesideAServerOnAFullDisk(t *testing.T) {
 	if !create("toolu_1") {
 		t.Fatal("the first call failed")
 	}
+	waitForInGit(t, repo, "toolu_1")
 	head := gittest.Git(t, repo, "rev-parse", "HEAD")
 	fill()
 	if !create("toolu_2") { // the log has room: it is written ahead
@@ -210,12 +226,13 @@ func TestStoreCommandsBesideAServerOnAFullDisk(t *testing.T) {
 	if !call("toolu_1") {
 		t.Fatal("the first call failed")
 	}
+	repo := filepath.Join(stores, "s1")
+	waitForInGit(t, repo, "toolu_1") // a store writes git's files a moment later (MaterialiseEvery)
 	fill()
 	if !call("toolu_2") {
 		t.Fatalf("a call on the full disk was not acknowledged:\n%s", log.String())
 	}
 	waitForFailingCheckpoint(t, &log)
-	repo := filepath.Join(stores, "s1")
 	pid, _, cause := holderRecord(t, filepath.Join(repo, ".git"))
 	if pid != proc.Pid {
 		t.Fatalf("the server (%d) recorded pid %d", proc.Pid, pid)
