@@ -860,7 +860,7 @@ func (x *historyIndex) filePath() string { return x.path }
 // start into a new map. With stoppable it gives up when Close begins
 // (ErrClosed), having changed nothing.
 func (r *Repo) readIDs(head plumbing.Hash, stoppable bool) (bool, error) {
-	f, err := os.Open(r.histIndex.filePath())
+	f, err := gd.OpenRead(r.histIndex.filePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return head.IsZero(), nil
 	}

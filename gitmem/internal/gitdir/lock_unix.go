@@ -73,7 +73,7 @@ func (l *FileLock) Close() error {
 // file is opened read-only, so a reader with no write access can ask).
 // A missing lock file is not held.
 func HeldElsewhere(path string) (bool, error) {
-	f, err := os.Open(path)
+	f, err := OpenRead(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}

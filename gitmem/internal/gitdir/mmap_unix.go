@@ -3,7 +3,6 @@
 package gitdir
 
 import (
-	"os"
 	"sync"
 	"unsafe"
 
@@ -23,7 +22,7 @@ import (
 // there, with their object store's lock held (issue 25: a fifth of the
 // time calls spent blocked under the load of many stores).
 func mapFile(path string) ([]byte, func(), error) {
-	f, err := os.Open(path)
+	f, err := OpenRead(path)
 	if err != nil {
 		return nil, nil, err
 	}

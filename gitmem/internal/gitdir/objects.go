@@ -333,7 +333,7 @@ func (s *Store) Size(h plumbing.Hash) (int64, error) {
 		return int64(len(o.Data)), nil
 	}
 	return find(s, h, func() (int64, bool, error) { return s.packs.size(h) }, func(path string) (int64, error) {
-		f, err := os.Open(path)
+		f, err := OpenRead(path)
 		if err != nil {
 			return 0, err
 		}
@@ -545,7 +545,7 @@ func (w *ObjectWriter) Write(t plumbing.ObjectType, content []byte) (plumbing.Ha
 // LooseIntact reports whether the loose object file at path holds the
 // object h: it inflates and hashes it.
 func LooseIntact(path string, h plumbing.Hash) bool {
-	f, err := os.Open(path)
+	f, err := OpenRead(path)
 	if err != nil {
 		return false
 	}

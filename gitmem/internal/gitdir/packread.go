@@ -586,7 +586,7 @@ func (ps *packSet) file(p *packIdx) (*os.File, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if p.pf == nil {
-		f, err := os.Open(p.path)
+		f, err := OpenRead(p.path)
 		if err != nil {
 			return nil, err
 		}
@@ -855,7 +855,7 @@ func (c *baseCache) clear() {
 
 // readLoose reads a loose object: its type and content.
 func readLoose(path string) (plumbing.ObjectType, []byte, error) {
-	f, err := os.Open(path)
+	f, err := OpenRead(path)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -516,7 +516,7 @@ func putOfsOffset(d int64) []byte {
 
 // PackHashes lists the objects a pack index (version 2) names.
 func PackHashes(idxPath string) ([]plumbing.Hash, error) {
-	f, err := os.Open(idxPath)
+	f, err := OpenRead(idxPath)
 	if err != nil {
 		return nil, err
 	}

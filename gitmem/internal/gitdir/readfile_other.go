@@ -9,6 +9,9 @@ import (
 	"syscall"
 )
 
+// OpenRead is os.Open (readfile_unix.go: without the poller's calls).
+func OpenRead(path string) (*os.File, error) { return os.Open(path) }
+
 // ReadFile is os.ReadFile (readfile_unix.go: in fewer system calls).
 func ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
 

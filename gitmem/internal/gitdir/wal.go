@@ -141,7 +141,7 @@ func ReadWAL(gitDir, name string) (gen uint32, recs []WALRecord, err error) {
 	if err := checkRegular(path); err != nil {
 		return 0, nil, err
 	}
-	f, err := os.Open(path)
+	f, err := OpenRead(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil, nil
 	}
