@@ -101,7 +101,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		opensRepo[cmd] = true
 	}
 	required := requiredFlags(app.Commands)
-	leafHelp, parentHelp := helpTemplates(app.Flags)
+	leafHelp, parentHelp := helpTemplates()
 	forEachCommand(app.Commands, func(c *cli.Command) {
 		c.OnUsageError = usageError
 		c.CustomHelpTemplate = leafHelp
@@ -142,15 +142,31 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 // subcommands: urfave/cli's, with the global flags (which work after the
 // command too) at the end, and for the second the subcommand in its usage
 // line ("gitmem store COMMAND ...", not "gitmem store [command options]").
-func helpTemplates(global []cli.Flag) (leaf, parent string) {
-	var b strings.Builder
-	b.WriteString("\nGLOBAL OPTIONS (before or after the command):\n")
-	for _, f := range global {
-		b.WriteString("   " + f.String() + "\n")
-	}
+// The global flags' lines are put in when a help is shown (globalOptions).
+func helpTemplates() (leaf, parent string) {
 	parent = strings.Replace(cli.SubcommandHelpTemplate, `{{template "usageTemplate" .}}`,
 		`{{.HelpName}} COMMAND [command options] [arguments...]`, 1)
-	return cli.CommandHelpTemplate + b.String(), parent + b.String()
+	return cli.CommandHelpTemplate + globalOptions, parent + globalOptions
+}
+
+// globalOptions stands in a command's help template for the global flags'
+// lines, which the help printer puts in its place: made only when a help
+// is shown (each flag's String was 1% of a log's process, help or not).
+const globalOptions = "{{/* global options */}}"
+
+func init() {
+	print := cli.HelpPrinter
+	cli.HelpPrinter = func(w io.Writer, templ string, data any) {
+		if strings.Contains(templ, globalOptions) {
+			var b strings.Builder
+			b.WriteString("\nGLOBAL OPTIONS (before or after the command):\n")
+			for _, f := range globalFlags() {
+				b.WriteString("   " + f.String() + "\n")
+			}
+			templ = strings.Replace(templ, globalOptions, b.String(), 1)
+		}
+		print(w, templ, data)
+	}
 }
 
 // requiredFlags takes the required flags of every command out of
