@@ -5,6 +5,7 @@ package gitdir
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -219,5 +220,43 @@ func TestALockOfAPidStartedAgainIsRemoved(t *testing.T) {
 	older := regexp.MustCompile(`^(.+)\.gitmem-(([0-9]+)\.[0-9a-f]{8})-[0-9]+\.lock$`)
 	if m := older.FindStringSubmatch(name); m == nil || m[1] != filepath.Join(heads, "x") || m[2] != ProcTag {
 		t.Errorf("an older gitmem reads %q as %q", name, m)
+	}
+}
+
+// OpenRead is os.Open without the poller: the same errors (what callers
+// test with errors.Is, and the path in a *fs.PathError), the same reads,
+// and a descriptor left blocking.
+func TestOpenReadIsOsOpen(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	_, err := OpenRead(missing)
+	var pe *fs.PathError
+	if !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &pe) || pe.Op != "open" || pe.Path != missing {
+		t.Fatalf("OpenRead of a missing file: %#v, want os.Open's *fs.PathError", err)
+	}
+	path := filepath.Join(dir, "f")
+	if err := os.WriteFile(path, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenRead(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rc, err := f.SyscallConn() // not Fd, which makes the descriptor blocking
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { flags, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0) }); err != nil || ferr != nil || flags&unix.O_NONBLOCK != 0 {
+		t.Fatalf("flags %#x, %v, %v: want a blocking descriptor", flags, err, ferr)
+	}
+	buf := make([]byte, 4)
+	if n, err := f.ReadAt(buf, 3); n != 4 || err != nil || string(buf) != "3456" {
+		t.Fatalf("ReadAt: %d %v %q", n, err, buf)
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() != 10 || f.Name() != path {
+		t.Fatalf("Stat: %v %v, name %q", fi, err, f.Name())
 	}
 }
