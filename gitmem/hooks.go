@@ -59,11 +59,10 @@ type testHooks struct {
 	// link runs with the object store of a push, pull or sync (its own
 	// View) once the link is made, for a test to count its reads.
 	link func(st *gd.Store)
-	// backlogMax, chunkMax, tailChunk, logMax and releaseIdle replace
-	// the constants of the same names when positive.
+	// backlogMax, chunkMax, tailChunk and logMax replace the constants
+	// of the same names when positive.
 	backlogMax, chunkMax, tailChunk int
 	logMax                          int64
-	releaseIdle                     time.Duration
 	// noticeAfter replaces the constant lockNotice when positive.
 	noticeAfter time.Duration
 	// env is carried by the object store, log, worktree and syncs of the
@@ -188,14 +187,6 @@ func (h *testHooks) logLimit() int64 {
 		return logMax
 	}
 	return h.logMax
-}
-
-// idleRelease is releaseIdle, or the test's.
-func (h *testHooks) idleRelease() time.Duration {
-	if h == nil || h.releaseIdle <= 0 {
-		return releaseIdle
-	}
-	return h.releaseIdle
 }
 
 // chunk is chunkMax, or the test's.

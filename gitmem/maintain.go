@@ -15,7 +15,7 @@ type maintainer struct {
 	wake    chan struct{}  // signal: work is waiting
 	wg      sync.WaitGroup // the loop, while it runs
 	lastUse atomic.Int64   // unix nanos of the last change
-	idleFor time.Duration  // releaseIdle (a test's own: Options.hooks)
+	idleFor time.Duration  // Options.ReleaseIdle, or releaseIdle
 }
 
 func newMaintainer(idleFor time.Duration) maintainer {

@@ -58,7 +58,7 @@ const (
 func (r *Repo) initPipeline() {
 	r.committer = committer{queue: &batch{}, log: &r.log, state: &r.state, backlog: &r.backlog, objs: r.objects.st,
 		ids: r.toolIDs, paths: r.mirror, hist: r.histIndex, maint: &r.maint, opt: &r.opt}
-	r.maint = newMaintainer(r.opt.hooks.idleRelease())
+	r.maint = newMaintainer(r.opt.ReleaseIdle)
 	r.backlog = newBacklog()
 	r.mat = &materialiser{disk: &r.disk, log: &r.log, backlog: &r.backlog, state: &r.state, objs: &r.objects,
 		mirror: r.mirror, hist: r.histIndex, follow: r, branches: r, gitDir: r.gitDir, branch: &r.branch, opt: &r.opt}

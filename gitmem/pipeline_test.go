@@ -850,7 +850,7 @@ func TestIdleReleaseWaitsForTheIndexRewrite(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.IndexDelay = time.Hour
-	opt.hooks.releaseIdle = time.Millisecond
+	opt.ReleaseIdle = time.Millisecond
 	var writes atomic.Int32
 	opt.hooks.env.SetFault(func(step, _ string) error {
 		if step == gd.StepIndex {

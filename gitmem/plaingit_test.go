@@ -333,7 +333,7 @@ func startWriters(t *testing.T, indexDelay time.Duration) *besideGit {
 	b := &besideGit{t: t, dir: gittest.TempDir(t), last: map[string]string{}}
 	opt := testOptions(t)
 	opt.IndexDelay = indexDelay
-	opt.hooks.releaseIdle = indexDelay
+	opt.ReleaseIdle = indexDelay
 	r, _, err := Init(context.Background(), b.dir, opt)
 	if err != nil {
 		t.Fatal(err)

@@ -49,6 +49,14 @@ type Options struct {
 	// writer keeps the writer lock until then, unless another process
 	// queues for it.
 	IndexDelay time.Duration
+	// ReleaseIdle is how long a writer keeps the writer lock without a
+	// change before it gives it up (default: 200 ms), once .git/index
+	// holds its changes (IndexDelay). Another process that queues for the
+	// lock gets it sooner: the holder gives it up at once. Longer keeps
+	// the lock, and the descriptors a writer holds (the write-ahead log,
+	// the lock), across quiet spells: the next change takes no lock and
+	// opens no file for it.
+	ReleaseIdle time.Duration
 	// Logf receives operational messages (default: the standard logger).
 	Logf func(format string, args ...any)
 	// Errorf receives what went wrong and needs the operator to know:
@@ -148,6 +156,9 @@ func (o *Options) defaults(dir string) {
 	}
 	if o.IndexDelay == 0 {
 		o.IndexDelay = time.Second
+	}
+	if o.ReleaseIdle <= 0 {
+		o.ReleaseIdle = releaseIdle
 	}
 	if o.Logf == nil {
 		o.Logf = log.Printf

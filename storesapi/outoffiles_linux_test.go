@@ -11,10 +11,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/storesapi"
 )
 
 // A store opened while the server has no file descriptor to spare
@@ -37,7 +39,12 @@ func TestStoreOpenedOutOfFilesIsRetried(t *testing.T) {
 		}
 		return
 	}
-	a := newStoresAPI(t, policy.ScreenOff)
+	// The stores keep the writer lock once opened (ReleaseIdle: an hour
+	// without a change): a call that changes store u while files are out
+	// needs no descriptor to take the lock. Before, u let the lock go
+	// 200 ms after its last use, and a change after could not take it
+	// back (a 503 for toolu_6 below, on a loaded machine).
+	a := newStoresAPIRepo(t, storesapi.Options{Screen: policy.ScreenOff}, true, gitmem.Options{ReleaseIdle: time.Hour})
 	a.createStores("s")
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}}
 	send := func(method, path, body string) (int, http.Header, string) {
@@ -90,6 +97,13 @@ func TestStoreOpenedOutOfFilesIsRetried(t *testing.T) {
 			t.Errorf("%s %s once files are free: %d %s", r.method, r.path, code, body)
 		}
 	}
+	// Store s is closed: its start-up work (the look at every worktree
+	// file, the read of the tool_use ids), under way in the background,
+	// would give back descriptors while u's files are out, and a call that
+	// is to find none would find one.
+	if err := a.dir.Delete("s"); err != nil {
+		t.Fatal(err)
+	}
 
 	// The store open, a call that runs out of files before it changed
 	// anything is answered the same way (an array too, when no call of it
@@ -111,6 +125,14 @@ func TestStoreOpenedOutOfFilesIsRetried(t *testing.T) {
 	}
 	if code, _, body := send("POST", "/v1/stores/u/tool_use", tool); code != http.StatusOK || strings.Contains(body, "is_error") {
 		t.Fatalf("view: %d %s", code, body)
+	}
+	// u's start-up work is over before files run out: none of it holds a
+	// descriptor it would give back meanwhile (a pack it reads, the
+	// history index). A retried call waits for the tool_use ids of the
+	// history to be read, and the commit it answers with for the look at
+	// every worktree file for hand edits; it changes nothing.
+	if code, _, body := send("POST", "/v1/stores/u/tool_use", `{"type":"tool_use","id":"toolu_0","name":"memory","input":{"command":"create","path":"/memories/b.md","file_text":"b\n"}}`); code != http.StatusOK || !strings.Contains(body, "File created successfully") {
+		t.Fatalf("the retried create: %d %s", code, body)
 	}
 	calls := []struct{ method, path, body string }{
 		{"POST", "/v1/stores/u/tool_use", `{"type":"tool_use","id":"toolu_3","name":"memory","input":{"command":"view","path":"/memories/b.md"}}`},

@@ -83,10 +83,17 @@ func newStoresAPI(t *testing.T, screen policy.ScreenMode) *storesAPI {
 // tokens or none (a loopback server).
 func newStoresAPIWith(t *testing.T, opt storesapi.Options, tokens bool) *storesAPI {
 	t.Helper()
+	return newStoresAPIRepo(t, opt, tokens, gitmem.Options{})
+}
+
+// newStoresAPIRepo is newStoresAPIWith whose stores are opened with
+// repo's options too (its clock, log and operator are the test's).
+func newStoresAPIRepo(t *testing.T, opt storesapi.Options, tokens bool, repo gitmem.Options) *storesAPI {
+	t.Helper()
 	clock := epoch
 	now := func() time.Time { return clock }
-	d, err := stores.Open(gittest.TempDir(t), stores.Options{Repo: gitmem.Options{Now: now, Logf: t.Logf,
-		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}}, IdleClose: -1})
+	repo.Now, repo.Logf, repo.Operator = now, t.Logf, gitmem.Signature{Name: "op", Email: "op@example.com"}
+	d, err := stores.Open(gittest.TempDir(t), stores.Options{Repo: repo, IdleClose: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
