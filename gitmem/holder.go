@@ -74,17 +74,27 @@ func makeHolderFile(gitDir string) {
 func writeHolder(gitDir string, rec *holderRecord) error {
 	buf := make([]byte, holderBytes)
 	if rec != nil {
+		// Too long for the file (JSON writes '<' or a control character
+		// as 6 bytes), the failure is cut, then the process's name: each
+		// cut shortens, so this ends.
 		for {
 			js, err := json.Marshal(rec)
 			if err != nil {
 				return err
 			}
 			line := fmt.Sprintf("%08x %s\n", crc32.ChecksumIEEE(js), js)
-			if len(line) <= holderBytes || rec.Failing == "" {
+			if len(line) <= holderBytes {
 				copy(buf, line)
 				break
 			}
-			rec.Failing = rec.Failing[:len(rec.Failing)/2] + "..."
+			switch {
+			case rec.Failing != "":
+				rec.Failing = halveText(rec.Failing)
+			case rec.Process != "":
+				rec.Process = halveText(rec.Process)
+			default:
+				return errors.New("gitmem: the holder record does not fit")
+			}
 		}
 	}
 	f, err := os.OpenFile(holderPath(gitDir), os.O_WRONLY|os.O_CREATE, 0o600)
@@ -96,6 +106,16 @@ func writeHolder(gitDir string, rec *holderRecord) error {
 		err = cerr
 	}
 	return err
+}
+
+// halveText is s cut to half its characters and "...", or "" when that
+// would not be shorter.
+func halveText(s string) string {
+	r := []rune(s)
+	if len(r) <= 8 {
+		return ""
+	}
+	return string(r[:len(r)/2]) + "..."
 }
 
 // readHolder reads the record of the process holding the writer lock,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
@@ -174,5 +175,34 @@ func TestHolderRecordReadOnlyWholeAndRunning(t *testing.T) {
 	writeHolder(gitDir, nil)
 	if h := readHolder(gitDir); h != (Holder{}) {
 		t.Fatalf("cleared: %+v", h)
+	}
+}
+
+// A record too long for the file's 1 KiB (a long Options.Process whose
+// '<' JSON writes as 6 bytes each, a long failure) is cut to fit, at
+// whole characters, and still read back.
+func TestHolderRecordLongIsCutToFit(t *testing.T) {
+	t.Parallel()
+	gitDir := filepath.Join(t.TempDir(), ".git")
+	if err := os.MkdirAll(filepath.Join(gitDir, "gitmem"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []*holderRecord{
+		{Process: strings.Repeat("<", 200), Failing: "write: no space left on device"},
+		{Process: strings.Repeat("<", 2000), Failing: strings.Repeat("é\x01", 2000)},
+		{Process: "gitmem serve", Failing: strings.Repeat("ü", 3000)},
+	} {
+		rec.Pid = os.Getpid()
+		rec.Since = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		if err := writeHolder(gitDir, rec); err != nil {
+			t.Fatal(err)
+		}
+		h := readHolder(gitDir)
+		if h.Pid != os.Getpid() || !utf8.ValidString(h.Process) || !utf8.ValidString(h.Failing) || h.Process == "" {
+			t.Fatalf("read %+v", h)
+		}
+		if data, _ := os.ReadFile(holderPath(gitDir)); len(data) != holderBytes {
+			t.Fatalf("the file grew to %d bytes", len(data))
+		}
 	}
 }
