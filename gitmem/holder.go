@@ -62,11 +62,26 @@ func holderPath(gitDir string) string { return filepath.Join(gitDir, "gitmem", h
 // writer's start, under the writer lock). On a full disk it cannot: a
 // failing holder then tries to write its record anyway.
 func makeHolderFile(gitDir string) {
-	p := holderPath(gitDir)
-	if _, err := os.Stat(p); err == nil {
-		return
+	f, err := os.OpenFile(holderPath(gitDir), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return // there already (whatever it is), or no space
 	}
-	os.WriteFile(p, make([]byte, holderBytes), 0o600)
+	f.Write(make([]byte, holderBytes))
+	f.Close()
+}
+
+// openHolder opens .git/gitmem/holder with flag, if it is a regular file:
+// not through a symbolic link, not waiting on a named pipe (holderFlags).
+func openHolder(gitDir string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(holderPath(gitDir), flag|holderFlags, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, errors.New("gitmem: .git/gitmem/holder is not a regular file")
+	}
+	return f, nil
 }
 
 // writeHolder writes rec over .git/gitmem/holder in place (nil: zeros,
@@ -97,7 +112,7 @@ func writeHolder(gitDir string, rec *holderRecord) error {
 			}
 		}
 	}
-	f, err := os.OpenFile(holderPath(gitDir), os.O_WRONLY|os.O_CREATE, 0o600)
+	f, err := openHolder(gitDir, os.O_WRONLY|os.O_CREATE)
 	if err != nil {
 		return err
 	}
@@ -121,7 +136,7 @@ func halveText(s string) string {
 // readHolder reads the record of the process holding the writer lock,
 // if one that still runs left one (the zero Holder if not).
 func readHolder(gitDir string) Holder {
-	f, err := os.Open(holderPath(gitDir))
+	f, err := openHolder(gitDir, os.O_RDONLY)
 	if err != nil {
 		return Holder{}
 	}

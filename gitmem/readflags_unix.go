@@ -25,3 +25,8 @@ const asideFlags = os.O_RDWR | syscall.O_NONBLOCK
 // leased reports whether an open failed because another program holds a
 // lease on the file: readFlags and asideFlags opens do not wait for it.
 func leased(err error) bool { return errors.Is(err, syscall.EWOULDBLOCK) }
+
+// holderFlags open .git/gitmem/holder (holder.go): a symbolic link there
+// is not followed (a root serve would write over its target), a named
+// pipe opens at once (and is then no record), not waiting for a writer.
+const holderFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK

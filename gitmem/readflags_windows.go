@@ -12,3 +12,6 @@ const asideFlags = os.O_RDWR
 // leased reports whether an open failed for another program's lease:
 // there are none here.
 func leased(error) bool { return false }
+
+// holderFlags open .git/gitmem/holder (see readflags_unix.go).
+const holderFlags = 0
