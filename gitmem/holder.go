@@ -154,7 +154,7 @@ func readHolder(gitDir string) Holder {
 	if json.Unmarshal(line[9:], &rec) != nil || rec.Pid <= 0 || gd.ProcessGone(rec.Pid) {
 		return Holder{}
 	}
-	if start, ok := gd.ProcessStart(rec.Pid); ok && rec.Start != 0 && start != rec.Start {
+	if start, ok := gd.ProcessStart(rec.Pid); ok && start != rec.Start {
 		return Holder{} // the pid is another process's now
 	}
 	return Holder{Pid: rec.Pid, Process: rec.Process, Since: rec.Since, Failing: rec.Failing}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // .git/gitmem/holder is only ever a regular file: a named pipe there is
@@ -23,7 +25,9 @@ func TestHolderFileOnlyRegular(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := func() *holderRecord {
-		return &holderRecord{Pid: os.Getpid(), Process: "gitmem serve", Since: time.Unix(0, 0), Failing: "write: no space left on device"}
+		r := &holderRecord{Pid: os.Getpid(), Process: "gitmem serve", Since: time.Unix(0, 0), Failing: "write: no space left on device"}
+		r.Start, _ = gd.ProcessStart(r.Pid)
+		return r
 	}
 
 	if err := syscall.Mkfifo(holderPath(gitDir), 0o600); err != nil {

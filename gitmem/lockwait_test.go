@@ -193,6 +193,7 @@ func TestHolderRecordLongIsCutToFit(t *testing.T) {
 		{Process: "gitmem serve", Failing: strings.Repeat("ü", 3000)},
 	} {
 		rec.Pid = os.Getpid()
+		rec.Start, _ = gd.ProcessStart(rec.Pid)
 		rec.Since = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		if err := writeHolder(gitDir, rec); err != nil {
 			t.Fatal(err)
@@ -204,5 +205,25 @@ func TestHolderRecordLongIsCutToFit(t *testing.T) {
 		if data, _ := os.ReadFile(holderPath(gitDir)); len(data) != holderBytes {
 			t.Fatalf("the file grew to %d bytes", len(data))
 		}
+	}
+}
+
+// A record without its process's start time (0) is none where the start
+// time of a running process is known: with it any live pid (1) would be
+// taken for the holder.
+func TestHolderRecordWithoutStartIsNone(t *testing.T) {
+	t.Parallel()
+	if _, ok := gd.ProcessStart(os.Getpid()); !ok {
+		t.Skip("no process start times here")
+	}
+	gitDir := filepath.Join(t.TempDir(), ".git")
+	if err := os.MkdirAll(filepath.Join(gitDir, "gitmem"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeHolder(gitDir, &holderRecord{Pid: os.Getpid(), Process: "gitmem serve", Failing: "write: no space left on device"}); err != nil {
+		t.Fatal(err)
+	}
+	if h := readHolder(gitDir); h != (Holder{}) {
+		t.Fatalf("a record without a start time read as %+v", h)
 	}
 }

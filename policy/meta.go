@@ -71,6 +71,11 @@ func CheckToolUseID(id string) error {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
+// unsafeToShow reports whether r, printed to a terminal, would act on
+// the text rather than be read: a control character, or a bidirectional
+// control (which reorders the text around it; strconv.Quote escapes it).
+func unsafeToShow(r rune) bool { return isControl(r) || unicode.Is(unicode.Bidi_Control, r) }
+
 // Bounds on what an error result echoes back: a value (old_str, an
 // unknown command) is cut after MaxEchoBytes, a list of line numbers after
 // MaxEchoLines numbers.
@@ -107,17 +112,18 @@ func QuoteName(s string) string {
 // is: a name of at most MaxNameEcho bytes without a control character is
 // not quoted.
 func ClipName(s string) string {
-	if len(s) > MaxNameEcho || strings.ContainsFunc(s, isControl) {
+	if len(s) > MaxNameEcho || strings.ContainsFunc(s, unsafeToShow) {
 		return QuoteName(s)
 	}
 	return s
 }
 
 // Printable is s as it is, or quoted (strconv.Quote) when it holds a
-// control character: a value printed whole (a remote's URL set by hand,
-// in a listing) writes no escape sequence or line break to a terminal.
+// control character or a bidirectional control: a value printed whole (a
+// remote's URL set by hand, in a listing) writes no escape sequence or
+// line break to a terminal, nor reorders the text around it.
 func Printable(s string) string {
-	if strings.ContainsFunc(s, isControl) {
+	if strings.ContainsFunc(s, unsafeToShow) {
 		return strconv.Quote(s)
 	}
 	return s

@@ -98,6 +98,7 @@ func TestQuoteAndClipName(t *testing.T) {
 		{strings.Repeat("x", 79) + "é", `"` + strings.Repeat("x", 79) + `"...`, `"` + strings.Repeat("x", 79) + `"...`}, // cut at a character
 		{"a\nb", `"a\nb"`, `"a\nb"`},
 		{"a\x7fb", `"a\x7fb"`, `"a\x7fb"`},
+		{"txt\u202eexe", `"txt\u202eexe"`, `"txt\u202eexe"`}, // a bidirectional control
 	} {
 		if got := QuoteName(tc.in); got != tc.quote {
 			t.Errorf("QuoteName(%.20q) = %q, want %q", tc.in, got, tc.quote)
@@ -113,7 +114,7 @@ func TestQuoteAndClipName(t *testing.T) {
 func TestPrintable(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("x", 300)
-	for in, want := range map[string]string{"/srv/memory.git": "/srv/memory.git", long: long, "/x\ny": `"/x\ny"`, "o\x1b[31m": `"o\x1b[31m"`, "a\u0085b": `"a\u0085b"`} {
+	for in, want := range map[string]string{"/srv/memory.git": "/srv/memory.git", long: long, "/x\ny": `"/x\ny"`, "o\x1b[31m": `"o\x1b[31m"`, "a\u0085b": `"a\u0085b"`, "a\u2067b": `"a\u2067b"`} {
 		if got := Printable(in); got != want {
 			t.Errorf("Printable(%.20q) = %q, want %q", in, got, want)
 		}

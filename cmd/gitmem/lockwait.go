@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // A command that writes waits for the memory's writer lock while another
@@ -55,8 +56,14 @@ func heldBy(h gitmem.Holder) string {
 		return "another gitmem process holds it"
 	}
 	return fmt.Sprintf("another gitmem process holds it (pid %d, %s): its checkpoint has failed since %s (%s), and it keeps the lock until git's files take its acknowledged changes",
-		h.Pid, h.Process, h.Since.In(time.Local).Format(timeLayout), h.Failing)
+		h.Pid, policy.ClipName(h.Process), h.Since.In(time.Local).Format(timeLayout), policy.Printable(policy.Clip(h.Failing, maxFailingShown)))
 }
+
+// maxFailingShown is how much of a holder's recorded failure heldBy
+// prints. What the record holds (.git/gitmem/holder, which anyone who
+// can write .git can write) is printed escaped: no control or
+// bidirectional character reaches the terminal.
+const maxFailingShown = 256
 
 // lockHeldErr words a wait for the writer lock given up (exitLocked).
 func lockHeldErr(e *gitmem.LockHeldError) error {

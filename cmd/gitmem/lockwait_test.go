@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
@@ -82,4 +83,24 @@ func gitmemRun(t *testing.T, env []string, args ...string) (stdout, stderr strin
 		t.Fatal(err)
 	}
 	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+}
+
+// What a holder recorded (a file anyone who can write .git can forge, a
+// failure that names a memory file) is printed with its control and
+// bidirectional characters escaped, and cut: no escape sequence, line
+// break or reordering reaches the terminal.
+func TestHeldByEscapesTheRecord(t *testing.T) {
+	t.Parallel()
+	h := gitmem.Holder{Pid: 7, Process: "gitmem serve\x1b[2J\x1b]0;pwned\x07", Since: time.Unix(0, 0),
+		Failing: "no space\nleft \u202etxt.exe\x1b[31mRED" + strings.Repeat("x", 2000)}
+	got := heldBy(h)
+	if strings.ContainsFunc(got, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\u202e' }) {
+		t.Fatalf("raw: %q", got)
+	}
+	if !strings.Contains(got, `"gitmem serve\x1b[2J\x1b]0;pwned\a"`) || !strings.Contains(got, `"no space\nleft \u202etxt.exe\x1b[31mRED`) || len(got) > 1000 {
+		t.Fatalf("%q", got)
+	}
+	if got := heldBy(gitmem.Holder{Pid: 7, Process: "gitmem serve", Failing: "write: no space left on device"}); !strings.Contains(got, "(pid 7, gitmem serve)") || !strings.Contains(got, "(write: no space left on device)") {
+		t.Fatalf("a plain record is quoted: %q", got)
+	}
 }
