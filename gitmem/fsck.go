@@ -186,7 +186,7 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	if !opt.ReadOnly {
 		if l, err := gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "lock")); err == nil {
 			defer l.Close()
-			if err := waitLock(ctx, &opt, gitDir, l.LockContext); err != nil {
+			if err := waitLock(ctx, &opt, gitDir, l.LockContext, l.TryLock); err != nil {
 				var held *LockHeldError
 				if ctx.Err() != nil || errors.As(err, &held) {
 					return rep, err

@@ -182,9 +182,12 @@ const lockNotice = time.Second
 
 // waitLock waits for the writer lock with acquire, as opt says: after
 // lockNotice it tells opt.Waiting (once) what it waits for; after
-// opt.LockWait it gives up with a *LockHeldError. Any other end of the
-// wait (ctx done, acquire's failure) is acquire's error.
-func waitLock(ctx context.Context, opt *Options, gitDir string, acquire func(context.Context) error) error {
+// opt.LockWait it gives up with a *LockHeldError, unless a last try
+// (try: the lock taken if free, without waiting) takes it: a bound
+// over before acquire's first look (--lock-wait 1us) gives up only on a
+// lock held. Any other end of the wait (ctx done, acquire's failure) is
+// acquire's error.
+func waitLock(ctx context.Context, opt *Options, gitDir string, acquire func(context.Context) error, try func() (bool, error)) error {
 	if opt.LockWait <= 0 && opt.Waiting == nil {
 		return acquire(ctx)
 	}
@@ -215,6 +218,9 @@ func waitLock(ctx context.Context, opt *Options, gitDir string, acquire func(con
 			notice = false
 			opt.Waiting(readHolder(gitDir))
 			continue
+		}
+		if ok, err := try(); ok || err != nil {
+			return err
 		}
 		return &LockHeldError{Waited: opt.LockWait, Holder: readHolder(gitDir)}
 	}

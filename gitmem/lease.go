@@ -40,7 +40,7 @@ func (r *Repo) acquire(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	defer context.AfterFunc(r.life, stop)()
-	if err := waitLock(ctx, &r.opt, r.gitDir, r.lease.Acquire); err != nil {
+	if err := waitLock(ctx, &r.opt, r.gitDir, r.lease.Acquire, r.lease.TryAcquire); err != nil {
 		var held *LockHeldError
 		if errors.As(err, &held) {
 			return err

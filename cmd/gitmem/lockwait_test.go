@@ -104,3 +104,31 @@ func TestHeldByEscapesTheRecord(t *testing.T) {
 		t.Fatalf("a plain record is quoted: %q", got)
 	}
 }
+
+// --lock-wait bounds a wait, never a lock that is free: one over before
+// the first look at the lock (1ns) still takes a free lock (it gave up,
+// exit 5, with no other process at all). A negative one is refused as
+// any bad value is, and the help names GITMEM_LOCK_WAIT as it names the
+// other globals' variables.
+func TestLockWaitTinyNegativeAndHelp(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	repo := filepath.Join(gittest.TempDir(t), "memory")
+	gitmemOut(t, env, "--repo", repo, "init")
+	for _, args := range [][]string{{"--lock-wait", "1ns", "gc"}, {"--lock-wait", "1ns", "fsck", "--repair"}} {
+		if _, stderr, code := gitmemRun(t, env, append([]string{"--repo", repo}, args...)...); code != exitOK {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+	for _, tc := range []struct{ args, env []string }{
+		{[]string{"--lock-wait", "-1s", "gc"}, nil},
+		{[]string{"gc"}, []string{"GITMEM_LOCK_WAIT=-1s"}},
+	} {
+		if _, stderr, code := gitmemRun(t, append(env, tc.env...), append([]string{"--repo", repo}, tc.args...)...); code != exitUsage || !strings.Contains(stderr, "--lock-wait cannot be negative") {
+			t.Errorf("%v %v: exit %d, %s", tc.env, tc.args, code, stderr)
+		}
+	}
+	if stdout, _, _ := gitmemRun(t, env, "gc", "--help"); !strings.Contains(stdout, "[$GITMEM_LOCK_WAIT]") {
+		t.Errorf("gc --help:\n%s", stdout)
+	}
+}

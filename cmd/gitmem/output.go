@@ -37,6 +37,9 @@ func checkGlobals(c *cli.Context) error {
 	default:
 		return failf(exitUsage, "--color must be auto, always or never, not %q", c.String("color"))
 	}
+	if d := c.Duration("lock-wait"); d < 0 {
+		return failf(exitUsage, "--lock-wait cannot be negative (0: as long as it takes), not %v", d)
+	}
 	_, err := logger(c)
 	return err
 }
