@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -131,4 +132,44 @@ func TestLockWaitTinyNegativeAndHelp(t *testing.T) {
 	if stdout, _, _ := gitmemRun(t, env, "gc", "--help"); !strings.Contains(stdout, "[$GITMEM_LOCK_WAIT]") {
 		t.Errorf("gc --help:\n%s", stdout)
 	}
+}
+
+// serve started while another process holds the writer lock waits for
+// it (as long as it takes) and says so in its log a second into the wait,
+// once: it waited silently, not listening, for as long as the lock was
+// held.
+func TestServeStartSaysItWaitsForTheLock(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	repo := filepath.Join(gittest.TempDir(t), "memory")
+	gitmemOut(t, env, "--repo", repo, "init")
+	f, err := os.OpenFile(filepath.Join(repo, ".git", "gitmem", "lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound for a hang
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "gitmem", "--repo", repo, "serve", "--http", "127.0.0.1:0")
+	cmd.Env = env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "waiting for the writer lock of this memory: another gitmem process holds it") {
+			return
+		}
+		t.Logf("serve: %s", sc.Text())
+	}
+	t.Fatal("serve's log ended without saying it waits for the writer lock")
 }

@@ -272,7 +272,26 @@ func repoOptions(c *cli.Context, author gitmem.Signature) gitmem.Options {
 	if maxFile <= 0 {
 		maxFile = -1 // no limit, for hand edits as for the model
 	}
-	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: logAt(c, slog.LevelError), MaxFileBytes: maxFile, Process: processName(c)}
+	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: logAt(c, slog.LevelError), MaxFileBytes: maxFile, Process: processName(c),
+		Waiting: serveWaiting(logAt(c, slog.LevelWarn))}
+}
+
+// serveWaiting logs, a second into a wait for the writer lock another
+// process holds (the start beside a serve whose checkpoint fails, which
+// keeps the lock until one succeeds), which process holds it and why:
+// once per holder, not for every call that waits on the same one.
+func serveWaiting(logf func(string, ...any)) func(gitmem.Holder) {
+	var mu sync.Mutex
+	var last *gitmem.Holder
+	return func(h gitmem.Holder) {
+		mu.Lock()
+		defer mu.Unlock()
+		if last != nil && *last == h {
+			return
+		}
+		last = &h
+		logf("waiting for the writer lock of this memory: %s; serve waits as long as it takes", heldBy(h))
+	}
 }
 
 func limitFlags(c *cli.Context) policy.Limits {
