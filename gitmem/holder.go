@@ -13,6 +13,7 @@ import (
 	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // A process that keeps the writer lock while its checkpoint fails (a
@@ -171,10 +172,15 @@ type LockHeldError struct {
 func (e *LockHeldError) Error() string {
 	s := fmt.Sprintf("gitmem: gave up after %v waiting for the writer lock, which another process holds", e.Waited)
 	if h := e.Holder; h.Pid != 0 {
-		s += fmt.Sprintf(" (pid %d, %s, its checkpoint failing since %s: %s)", h.Pid, h.Process, h.Since.Format(time.RFC3339), h.Failing)
+		// What the record holds is anyone's who can write .git: escaped.
+		s += fmt.Sprintf(" (pid %d, %s, its checkpoint failing since %s: %s)", h.Pid, policy.ClipName(h.Process), h.Since.Format(time.RFC3339), policy.Printable(policy.Clip(h.Failing, maxFailingShown)))
 	}
 	return s
 }
+
+// maxFailingShown is how much of a holder's recorded failure the error
+// quotes.
+const maxFailingShown = 256
 
 // lockNotice is how long a wait for another process's writer lock lasts
 // before Options.Waiting is told.

@@ -227,3 +227,19 @@ func TestHolderRecordWithoutStartIsNone(t *testing.T) {
 		t.Fatalf("a record without a start time read as %+v", h)
 	}
 }
+
+// A *LockHeldError's own text, which a program using the package may
+// print, escapes the holder's record as the CLI does: the record is
+// anyone's who can write .git.
+func TestLockHeldErrorEscapesTheRecord(t *testing.T) {
+	t.Parallel()
+	err := &LockHeldError{Waited: time.Second, Holder: Holder{Pid: 7, Process: "serve\x1b[2J", Since: time.Unix(0, 0).UTC(),
+		Failing: "no space\nleft \u202etxt" + strings.Repeat("x", 2000)}}
+	got := err.Error()
+	if strings.ContainsFunc(got, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\u202e' }) || len(got) > 600 {
+		t.Fatalf("raw or whole: %q", got)
+	}
+	if want := `(pid 7, "serve\x1b[2J", its checkpoint failing since 1970-01-01T00:00:00Z: "no space\nleft \u202etxt`; !strings.Contains(got, want) {
+		t.Fatalf("%s\nwant it to hold %s", got, want)
+	}
+}
