@@ -384,7 +384,7 @@ func (b *besideGit) waitAcks(n int) {
 
 // git runs the real git in the repository; it may fail (git refuses).
 func (b *besideGit) git(args ...string) (string, error) {
-	out, err := gittest.Command(b.t, b.dir, append([]string{"-c", "user.name=hand", "-c", "user.email=hand@example.com"}, args...)...).CombinedOutput()
+	out, err := handGit(b.t, b.dir, args...).CombinedOutput()
 	if err != nil {
 		b.t.Logf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -1141,7 +1141,7 @@ func TestDetachedWhileStoppedIsPutBack(t *testing.T) {
 // lagCommit is git commit -qam, as an operator runs it beside gitmem.
 func lagCommit(t *testing.T, dir, msg string) {
 	t.Helper()
-	if out, err := gittest.Command(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-qam", msg).CombinedOutput(); err != nil {
+	if out, err := handGit(t, dir, "commit", "-qam", msg).CombinedOutput(); err != nil {
 		t.Fatalf("git commit -am: %v\n%s", err, out)
 	}
 }
@@ -1225,7 +1225,7 @@ func TestCommitOfAFileTheWorktreeHadYetToFollowUndoesNothing(t *testing.T) {
 	opt.hooks.exchange = func(q string, open bool) {
 		if open && q == "memories/a.md" && commitNow.CompareAndSwap(true, false) {
 			// The branch is at t2, the file still holds t1's version.
-			out, err := gittest.Command(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-qam", "by hand").CombinedOutput()
+			out, err := handGit(t, dir, "commit", "-qam", "by hand").CombinedOutput()
 			if err != nil {
 				out = append(out, []byte(err.Error())...)
 			}
@@ -1318,7 +1318,7 @@ func TestCommitOfAFileTheWorktreeHadYetToCreateDeletesNothing(t *testing.T) {
 				r.objects.st.Env.SetFault(func(step, p string) error {
 					if step == gd.StepWorktree && strings.HasSuffix(p, "a.md") {
 						once.Do(func() { // the branch is at t2, a.md not yet on disk
-							gitOut, gitErr = gittest.Command(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-qam", "by hand").CombinedOutput()
+							gitOut, gitErr = handGit(t, dir, "commit", "-qam", "by hand").CombinedOutput()
 						})
 					}
 					return nil
@@ -1331,7 +1331,7 @@ func TestCommitOfAFileTheWorktreeHadYetToCreateDeletesNothing(t *testing.T) {
 			r.objects.st.Env.SetFault(nil)
 			if c.rm {
 				gittest.Git(t, dir, "rm", "-qf", "memories/a.md")
-				cmd := gittest.Command(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-qm", "by hand")
+				cmd := handGit(t, dir, "commit", "-qm", "by hand")
 				cmd.Env = append(cmd.Env, fmt.Sprintf("GIT_COMMITTER_DATE=@%d +0000", time.Now().Add(3*time.Second).Unix()))
 				gitOut, gitErr = cmd.CombinedOutput()
 			}

@@ -46,6 +46,11 @@ func failAt(t *testing.T, r *Repo, step string, paths ...string) (stop func()) {
 	return func() { env.SetFault(nil) }
 }
 
+// handGit is the real git in dir as an operator named "hand" runs it.
+func handGit(t *testing.T, dir string, args ...string) *exec.Cmd {
+	return gittest.Command(t, dir, append([]string{"-c", "user.name=hand", "-c", "user.email=hand@example.com"}, args...)...)
+}
+
 func subjects(t *testing.T, dir string) string {
 	t.Helper()
 	return gittest.Git(t, dir, "log", "--format=%s")
@@ -1664,7 +1669,7 @@ func TestHandCommitFromAnIndexWrittenOverMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("by hand\n"), 0o600)
-	cmd := gittest.Command(t, dir, "-c", "user.name=hand", "-c", "user.email=hand@example.com", "commit", "-q", "-am", "by hand")
+	cmd := handGit(t, dir, "commit", "-q", "-am", "by hand")
 	cmd.Env = append(cmd.Environ(), "GIT_INDEX_FILE="+stale)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git commit -am: %v\n%s", err, out)
