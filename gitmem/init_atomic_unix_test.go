@@ -39,6 +39,35 @@ func init() {
 	os.Exit(1)
 }
 
+// The child half of TestCreateKilledAtItsTreeSyncLeavesNothing: Create
+// of the folder GITMEM_KILL_AT_CREATE names, killed (SIGKILL) at the sync
+// of its whole tree, before the rename.
+func init() {
+	dir := os.Getenv("GITMEM_KILL_AT_CREATE")
+	if dir == "" {
+		return
+	}
+	env := new(gd.Env)
+	env.SetFault(func(step, p string) error {
+		if step == gd.StepSync && p == "tree" {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		return nil
+	})
+	err := Create(context.Background(), dir, Options{Operator: Signature{"op", "op@x"}, hooks: &testHooks{env: env}}, createFill)
+	fmt.Println("error:", err)
+	os.Exit(1)
+}
+
+// createFill is the first change of the repositories Create makes here.
+func createFill(r *Repo) error {
+	_, err := r.Update(context.Background(), Meta{Subject: "w x", Trailers: []Trailer{{TrailerToolUseID, "t1"}}}, func(tx *Tx) error {
+		return tx.WriteFile("x", []byte("first\n"))
+	})
+	return err
+}
+
 // initSteps are the write steps of a new repository's creation, in
 // order, as the fault hook sees them.
 func initSteps(t *testing.T) []string {
@@ -283,5 +312,80 @@ func TestCreateFailedAtEachStepLeavesNothing(t *testing.T) {
 	t.Logf("%d of %d faults failed the Create", failed, len(steps))
 	if err := Create(context.Background(), filepath.Join(root, "m"), testOptions(t), fill); !errors.Is(err, ErrExist) {
 		t.Errorf("a Create of a repository there: %v", err)
+	}
+}
+
+// A new repository's files and folders are not synced one by one while
+// it is built aside: the whole tree is, once, complete (both commits in
+// it), before the rename; if that sync fails (a full disk, EIO) or the
+// process is killed there, nothing is in place and the next Create
+// makes the repository.
+func TestCreateSyncsItsTreeOnceBeforeTheRename(t *testing.T) {
+	t.Parallel()
+	root := gittest.TempDir(t)
+	dir := filepath.Join(root, "m")
+	opt := testOptions(t)
+	syncs := 0
+	opt.hooks.env.SetFault(func(s, p string) error {
+		if s != gd.StepSync {
+			return nil
+		}
+		syncs++
+		if p != "tree" {
+			t.Errorf("a sync of %s while the repository was built", p)
+			return nil
+		}
+		if _, err := os.Lstat(dir); err == nil {
+			t.Errorf("%s in place before its sync", dir)
+		}
+		tmp, _ := filepath.Glob(filepath.Join(root, gd.NewTempPrefix+"*"))
+		if len(tmp) != 1 {
+			t.Fatalf("the folder built aside: %q", tmp)
+		}
+		if got := strings.TrimSpace(gittest.Git(t, tmp[0], "log", "--format=%s")); got != "w x\nmemory: init" {
+			t.Errorf("history at the sync: %q", got)
+		}
+		return &os.PathError{Op: "syncfs", Path: p, Err: syscall.EIO}
+	})
+	if err := Create(context.Background(), dir, opt, createFill); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Create with its sync failed: %v", err)
+	}
+	if syncs != 1 {
+		t.Errorf("%d syncs, want the tree's", syncs)
+	}
+	if left, _ := os.ReadDir(root); len(left) > 0 {
+		t.Errorf("left %v", left)
+	}
+	if err := Create(context.Background(), dir, testOptions(t), createFill); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(gittest.Git(t, dir, "log", "--format=%s")); got != "w x\nmemory: init" {
+		t.Errorf("history: %q", got)
+	}
+}
+
+func TestCreateKilledAtItsTreeSyncLeavesNothing(t *testing.T) {
+	t.Parallel()
+	root := gittest.TempDir(t)
+	dir := filepath.Join(root, "m")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GITMEM_KILL_AT_CREATE="+dir)
+	if out, err := cmd.Output(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the child: %v\n%s", err, out)
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		t.Fatalf("the killed process left %s", dir)
+	}
+	if left, _ := filepath.Glob(filepath.Join(root, gd.NewTempPrefix+"*")); len(left) != 1 {
+		t.Errorf("the killed process left %q", left)
+	}
+	if err := Create(context.Background(), dir, testOptions(t), createFill); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(gittest.Git(t, dir, "log", "--format=%s")); got != "w x\nmemory: init" {
+		t.Errorf("history: %q", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(root, gd.NewTempPrefix+"*")); len(left) > 0 {
+		t.Errorf("left %q", left)
 	}
 }

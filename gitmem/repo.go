@@ -316,7 +316,8 @@ func Init(ctx context.Context, dir string, opt Options) (*Repo, bool, error) {
 // changes, and once closed it is renamed into place. A dir that exists
 // by then and is not an empty folder (another process's, say) is
 // ErrExist, with nothing changed; so of two processes creating dir at
-// once, one creates it.
+// once, one creates it. Nothing is synced while it is built: the
+// whole folder once, complete, before the rename (gd.BuildAside).
 func Create(ctx context.Context, dir string, opt Options, fill func(r *Repo) error) error {
 	parent := filepath.Dir(dir)
 	gd.ClearNewTemps(parent)
@@ -325,6 +326,11 @@ func Create(ctx context.Context, dir string, opt Options, fill func(r *Repo) err
 		return wrap("create the repository folder", err)
 	}
 	defer os.RemoveAll(tmp) // gone once renamed
+	// Nothing is synced while it is built (a crash leaves a temporary
+	// folder, removed later): the whole tree once, complete, before it
+	// is renamed into place.
+	done := gd.BuildAside(tmp)
+	defer done()
 	r, _, err := Init(ctx, tmp, opt)
 	if err != nil {
 		return err
@@ -336,6 +342,10 @@ func Create(ctx context.Context, dir string, opt Options, fill func(r *Repo) err
 	if err != nil {
 		return err
 	}
+	if err := gd.SyncTree(opt.hooks.gdEnv(), tmp); err != nil {
+		return wrap("create the repository folder", err)
+	}
+	done()
 	if err := os.Rename(tmp, dir); err != nil {
 		if _, serr := os.Lstat(dir); serr == nil {
 			return ErrExist

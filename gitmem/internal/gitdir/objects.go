@@ -618,7 +618,7 @@ func writeFile(tmpDir, pattern, final string, data []byte, mode os.FileMode, doS
 		err = f.Chmod(mode)
 	}
 	if err == nil && doSync {
-		err = Fsync(f)
+		err = syncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -659,7 +659,12 @@ func mkdirIn(gitDir, dir string, perm os.FileMode) error {
 	return nil
 }
 
+// SyncDir makes a folder's entries durable (a file created or renamed in
+// it), but nothing in a folder built aside.
 func SyncDir(dir string) error {
+	if isAside(dir) {
+		return nil
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -390,7 +390,7 @@ func (pw *packWriter) finish(durable bool) (plumbing.Hash, error) {
 			return fail(err, xf)
 		}
 		if durable {
-			if err := Fsync(f); err != nil {
+			if err := syncFile(f); err != nil {
 				return fail(err, xf)
 			}
 		}

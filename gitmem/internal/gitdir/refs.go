@@ -333,7 +333,7 @@ func writeLock(path string, data []byte, durable bool) (own string, err error) {
 	}
 	_, err = f.Write(data)
 	if err == nil && durable {
-		err = Fsync(f)
+		err = syncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -16,19 +16,16 @@ func fdatasync(f *os.File) error {
 	}
 }
 
-// SyncFS makes everything written to the file system that holds dir
+// syncFS makes everything written to the file system that holds dir
 // durable: one syncfs(2) flushes every file and folder changed on it, far
 // cheaper than an fsync per file for a checkpoint's many small files.
 // paths (what was written) is not needed here.
-func SyncFS(env *Env, dir string, paths []string) error {
+func syncFS(dir string, paths []string) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := env.Injected(StepSync, dir); err != nil {
-		return err
-	}
 	for {
 		err := unix.Syncfs(int(f.Fd()))
 		if err != unix.EINTR {

@@ -4,16 +4,13 @@ package gitdir
 
 import "os"
 
-// SyncFS makes what was written durable: each of paths (files and
+// syncFS makes what was written durable: each of paths (files and
 // folders; ones that no longer exist are skipped) is synced to the device
 // (syncToDevice), then the device's write cache is flushed once for all
 // of them where that is a separate step (flushDevice, on macOS). The
 // paths are on one file system, the repository's (as syncfs(2) assumes
 // on Linux).
-func SyncFS(env *Env, dir string, paths []string) error {
-	if err := env.Injected(StepSync, dir); err != nil {
-		return err
-	}
+func syncFS(dir string, paths []string) error {
 	var last *os.File // a regular file synced: the device's cache is flushed through it
 	defer func() {
 		if last != nil {

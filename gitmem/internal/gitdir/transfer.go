@@ -157,7 +157,7 @@ func (s *Store) Receive(r io.Reader, limit int64) (int, error) {
 		if err := x.Chmod(0o444); err != nil {
 			return fail(err, xf)
 		}
-		if err := Fsync(x); err != nil {
+		if err := syncFile(x); err != nil {
 			return fail(err, xf)
 		}
 	}

@@ -202,7 +202,7 @@ func createWAL(env *Env, path string) (*WAL, error) {
 		err = w.grow(walHeaderSize + walGrow)
 	}
 	if err == nil {
-		err = Fsync(f)
+		err = syncFile(f)
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
@@ -314,9 +314,9 @@ func (w *WAL) Append(recs []WALRecord) error {
 	}
 	err := w.env.Injected(StepWALSync, ".git/gitmem/wal")
 	if err == nil && grown {
-		err = Fsync(w.f) // the size changed: metadata too
+		err = syncFile(w.f) // the size changed: metadata too
 	} else if err == nil {
-		err = Fdatasync(w.f)
+		err = syncData(w.f)
 	}
 	if err != nil {
 		// The records may reach the disk anyway, later: they must never
@@ -333,7 +333,7 @@ func (w *WAL) Append(recs []WALRecord) error {
 // header is zeroed, so reading stops before them), best effort.
 func (w *WAL) void() {
 	if _, err := w.f.WriteAt(make([]byte, 24), w.off); err == nil {
-		Fdatasync(w.f)
+		syncData(w.f)
 	}
 }
 
@@ -360,7 +360,7 @@ func (w *WAL) GrowTo(n int64) error {
 		}
 		writeOut(w.f, from, w.size-from)
 	}
-	return Fsync(w.f)
+	return syncFile(w.f)
 }
 
 // Records is how many records the log holds.
@@ -402,7 +402,7 @@ func (w *WAL) reset(gen uint32, sync bool) error {
 		return err
 	}
 	if sync {
-		if err := Fdatasync(w.f); err != nil {
+		if err := syncData(w.f); err != nil {
 			return err
 		}
 	}
@@ -521,7 +521,7 @@ func (w *WAL) Scrub() error {
 	if err := w.grow(w.sizeOnDisk()); err != nil {
 		return err
 	}
-	return Fsync(w.f)
+	return syncFile(w.f)
 }
 
 func (w *WAL) sizeOnDisk() int64 {
