@@ -4,6 +4,8 @@
 #   ./test.sh        formatting, vet, and every test but the long ones
 #   ./test.sh long   the long tests alone: those that call gittest.Long
 #                    (the Docker build, the longest load and crash tests)
+#                    and those that call gittest.Size, at their long size
+#                    (agreement and property tests: more cases of each kind)
 # Some tests drive real JavaScript libraries (the reference SDK, the MCP
 # SDK, ...), each pinned by a package-lock.json in a testdata folder; they
 # are installed here when node is present.
@@ -33,8 +35,10 @@ export GORACE="atexit_sleep_ms=0 ${GORACE:-}"
 # (load average 25): the bound is for a hang, not for a slow machine.
 timeout=30m
 if [ "$mode" = long ]; then
-  # gittest.Long is called on a long test's first line.
-  long=$(git grep -h -B1 -e 'gittest\.Long(t' -- '*_test.go' | sed -n 's/^func \(Test[A-Za-z0-9_]*\)(.*/\1/p' | paste -sd'|' -)
+  # The long tests, and those whose size is larger here (gittest.Size):
+  # each test function that calls gittest.Long or gittest.Size.
+  long=$(awk '/^func / { name = "" } /^func Test[A-Za-z0-9_]*\(/ { name = $2; sub(/\(.*/, "", name) }
+    /gittest\.(Long|Size)\(t/ && name != "" { print name }' $(git ls-files '*_test.go') | sort -u | paste -sd'|' -)
   if [ -z "$long" ]; then echo "no long test found"; exit 1; fi
   echo "== GITMEM_LONG=1 go test -race, the long tests: $long"
   GITMEM_LONG=1 go test -race -count=1 -timeout $timeout -run "^($long)\$" ./...

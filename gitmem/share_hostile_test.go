@@ -37,7 +37,8 @@ func sharedBase(t *testing.T) (remote string, a *Repo, base string) {
 }
 
 // A remote that holds what no memory may, in objects git accepts: a
-// symlink to /etc, a gitlink, a .gitattributes, a 50 MiB file, an
+// symlink to /etc, a gitlink, a .gitattributes, a file over the 1 MiB
+// limit (2 MiB, incompressible: 50 MiB in long mode), an
 // executable, files outside memories/. Pulling or cloning it takes the one
 // good file and the executable's content, and leaves everything else out,
 // named in the merge commit; nothing unsafe reaches the worktree or the
@@ -45,9 +46,10 @@ func sharedBase(t *testing.T) (remote string, a *Repo, base string) {
 // "/", is not fetched at all: TestRemoteObjectsGitFsckRefuses.)
 func TestHostileRemote(t *testing.T) {
 	t.Parallel()
+	bigSize := gittest.Size(t, 2<<20, 50<<20)
 	remote, a, base := sharedBase(t)
 
-	big := make([]byte, 50<<20)
+	big := make([]byte, bigSize)
 	rand.Read(big)
 	blob := func(s string) plumbing.Hash { return hashObject(t, remote, "blob", []byte(s)) }
 	mem := []object.TreeEntry{
@@ -110,7 +112,7 @@ func TestHostileRemote(t *testing.T) {
 		}
 		slices.Sort(ignored)
 		want := []string{".gitmodules (outside memories/)", "README.md (outside memories/)", "memories/.gitattributes (not a valid memory path)",
-			"memories/big.md (52428800 bytes, over the limit of 1048576 per file)", "memories/etc (a symlink)", "memories/sub (a submodule)"}
+			fmt.Sprintf("memories/big.md (%d bytes, over the limit of 1048576 per file)", bigSize), "memories/etc (a symlink)", "memories/sub (a submodule)"}
 		if fmt.Sprint(ignored) != fmt.Sprint(want) {
 			t.Errorf("ignored:\n%s\nwant\n%s", strings.Join(ignored, "\n"), strings.Join(want, "\n"))
 		}
@@ -145,7 +147,7 @@ func TestHostileRemote(t *testing.T) {
 	_, err = d.Pull(context.Background(), "hostile", SyncOptions{MaxFetchBytes: 1 << 20})
 	var tl *gd.TooLargeError
 	if !errors.As(err, &tl) {
-		t.Fatalf("a 50 MiB fetch under a 1 MiB limit: %v", err)
+		t.Fatalf("a %d-byte fetch under a 1 MiB limit: %v", bigSize, err)
 	}
 	if _, err := os.Stat(filepath.Join(d.Dir(), ".git", "refs", "remotes", "hostile")); err == nil {
 		t.Error("a refused fetch moved the remote-tracking ref")

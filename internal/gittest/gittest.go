@@ -117,14 +117,30 @@ func Serial(t testing.TB, why string) {
 // Long marks a long test (the Docker build, the longest load and crash
 // tests: a minute or more on two cores) and says why: it runs only when
 // GITMEM_LONG=1, which `./test.sh long` sets (CI runs both ./test.sh and
-// ./test.sh long). Call it on the test's first line: test.sh finds the
-// long tests by it.
+// ./test.sh long). Call it on the test's first line, in the test
+// function itself: test.sh finds the long tests by it.
 func Long(t testing.TB, why string) {
 	t.Helper()
 	if os.Getenv("GITMEM_LONG") == "" {
 		t.Skipf("a long test (GITMEM_LONG=1, ./test.sh long): %s", why)
 	}
 	t.Logf("gittest: a long test: %s", why)
+}
+
+// Size is the size of a test that draws cases (histories, rounds, files,
+// bytes): quick in the quick part of the suite, long under GITMEM_LONG=1
+// (./test.sh long). The quick size still draws every kind of case the
+// test knows, so it still catches each kind of defect; the long size
+// draws more of each. A test that calls Size runs in both parts: call it
+// in the test function itself (not a helper), for test.sh finds such
+// tests by it.
+func Size(t testing.TB, quick, long int) int {
+	t.Helper()
+	if os.Getenv("GITMEM_LONG") == "" {
+		return quick
+	}
+	t.Logf("gittest: the long size, %d (the quick part's: %d)", long, quick)
+	return long
 }
 
 // Damaged says that the test leaves the repository at dir (or those
