@@ -65,3 +65,23 @@ func TestFsckTree(t *testing.T) {
 		t.Fatalf("%d checked: %v", n, err)
 	}
 }
+
+// CatFiles reads each object named, in order, as git cat-file does: one
+// holding newlines and one empty included.
+func TestCatFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	Git(t, dir, "init", "-q")
+	a := strings.TrimSpace(GitIn(t, dir, "two\nlines\n", "hash-object", "-w", "--stdin"))
+	empty := strings.TrimSpace(GitIn(t, dir, "", "hash-object", "-w", "--stdin"))
+	got := CatFiles(t, dir, empty, a, a)
+	want := []Object{{"blob", []byte{}}, {"blob", []byte("two\nlines\n")}, {"blob", []byte("two\nlines\n")}}
+	if len(got) != len(want) {
+		t.Fatalf("%d objects, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Type != want[i].Type || string(got[i].Data) != string(want[i].Data) {
+			t.Errorf("object %d: %s %q, want %s %q", i, got[i].Type, got[i].Data, want[i].Type, want[i].Data)
+		}
+	}
+}

@@ -45,11 +45,17 @@ func TestReadDeltifiedPacks(t *testing.T) {
 	check := func() int {
 		n := 0
 		list := git("cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype) %(objectsize)")
+		var lines [][]string
+		var names []string
 		sc := bufio.NewScanner(strings.NewReader(list))
 		for sc.Scan() {
-			f := strings.Fields(sc.Text())
+			lines = append(lines, strings.Fields(sc.Text()))
+			names = append(names, lines[len(lines)-1][0])
+		}
+		objs := gittest.CatFiles(t, dir, names...)
+		for i, f := range lines {
 			h := plumbing.NewHash(f[0])
-			want := []byte(git("cat-file", f[1], f[0]))
+			want := objs[i].Data
 			o, err := s.Encoded(plumbing.AnyObject, h)
 			if err != nil {
 				t.Fatalf("%s: %v", f[0], err)
