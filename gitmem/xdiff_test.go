@@ -13,25 +13,48 @@ import (
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
-// gitChanged runs git diff -U0 on a and b and returns the lines of each
-// that it marks changed (0-based).
-func gitChanged(t *testing.T, dir string, a, b []string) (map[int]bool, map[int]bool) {
+// gitChanged runs one git diff -U0 on each pair of texts (a[i], b[i])
+// and returns, for each pair, the lines of each side that it marks
+// changed (0-based): one git process for all the pairs, each a file of
+// two folders.
+func gitChanged(t *testing.T, dir string, a, b [][]string) (ca, cb []map[int]bool) {
 	t.Helper()
-	pa, pb := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	os.WriteFile(pa, []byte(strings.Join(a, "")), 0o600)
-	os.WriteFile(pb, []byte(strings.Join(b, "")), 0o600)
-	cmd := gittest.Command(t, dir, "diff", "--no-index", "--no-color", "-U0", "a", "b")
+	for _, side := range []struct {
+		name  string
+		texts [][]string
+	}{{"a", a}, {"b", b}} {
+		os.MkdirAll(filepath.Join(dir, side.name), 0o700)
+		for i, text := range side.texts {
+			os.WriteFile(filepath.Join(dir, side.name, fmt.Sprint(i)), []byte(strings.Join(text, "")), 0o600)
+		}
+	}
+	cmd := gittest.Command(t, dir, "diff", "--no-index", "--no-renames", "--no-color", "-U0", "a", "b")
 	out, err := cmd.Output()
 	if err != nil && cmd.ProcessState.ExitCode() != 1 {
 		t.Fatalf("git diff: %v", err)
 	}
-	hunk := regexp.MustCompile(`(?m)^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
-	ca, cb := map[int]bool{}, map[int]bool{}
-	for _, m := range hunk.FindAllStringSubmatch(string(out), -1) {
+	for range a {
+		ca, cb = append(ca, map[int]bool{}), append(cb, map[int]bool{})
+	}
+	file := regexp.MustCompile(`^diff --git a/a/(\d+) b/b/(\d+)$`)
+	hunk := regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
+	at := -1
+	for _, l := range strings.Split(string(out), "\n") {
+		if m := file.FindStringSubmatch(l); m != nil {
+			if m[1] != m[2] {
+				t.Fatalf("git diff paired %s with %s", m[1], m[2])
+			}
+			at, _ = strconv.Atoi(m[1])
+			continue
+		}
+		m := hunk.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
 		for _, side := range []struct {
 			start, count string
 			set          map[int]bool
-		}{{m[1], m[2], ca}, {m[3], m[4], cb}} {
+		}{{m[1], m[2], ca[at]}, {m[3], m[4], cb[at]}} {
 			s, _ := strconv.Atoi(side.start)
 			n := 1
 			if side.count != "" {
@@ -96,10 +119,16 @@ func TestGitDiffMatchesGit(t *testing.T) {
 		}
 		return b
 	}
-	cases := 0
+	// check takes a case: the port's changed lines are compared with git's
+	// once every case is drawn, with one git process.
+	// The large texts cost the most (the race detector's share): a
+	// quarter as many of them in the quick part.
+	per := gittest.Size(t, 1, 4)
+	var as, bs [][]string
+	var oas, obs []map[int]bool
 	check := func(a, b []string) {
 		t.Helper()
-		cases++
+		cases := len(as) + 1
 		m := gitMatch(a, b)
 		oa, ob := map[int]bool{}, map[int]bool{}
 		matched := map[int]bool{}
@@ -119,12 +148,7 @@ func TestGitDiffMatchesGit(t *testing.T) {
 				oa[i] = true
 			}
 		}
-		ga, gb := gitChanged(t, dir, a, b)
-		if fmt.Sprint(ga) != fmt.Sprint(oa) || fmt.Sprint(gb) != fmt.Sprint(ob) {
-			os.WriteFile(filepath.Join(dir, "a.fail"), []byte(strings.Join(a, "")), 0o600)
-			os.WriteFile(filepath.Join(dir, "b.fail"), []byte(strings.Join(b, "")), 0o600)
-			t.Fatalf("case %d (%d and %d lines): git diff changes\n a %v\n b %v\nthe port\n a %v\n b %v", cases, len(a), len(b), ga, gb, oa, ob)
-		}
+		as, bs, oas, obs = append(as, a), append(bs, b), append(oas, oa), append(obs, ob)
 	}
 	for range 150 { // small, with many ties
 		a := text(rng.IntN(30), rng.IntN(3))
@@ -133,7 +157,7 @@ func TestGitDiffMatchesGit(t *testing.T) {
 	for range 60 { // unrelated texts from a small vocabulary
 		check(text(rng.IntN(40), 0), text(rng.IntN(40), 0))
 	}
-	for range 12 { // large and heavily edited: the cost heuristics
+	for range 3 * per { // large and heavily edited: the cost heuristics
 		a := text(600+rng.IntN(1500), rng.IntN(4))
 		check(a, edit(a, 200+rng.IntN(600), rng.IntN(4)))
 	}
@@ -146,7 +170,7 @@ func TestGitDiffMatchesGit(t *testing.T) {
 		}
 		check(append(a, tail...), append(b, tail...))
 	}
-	for range 2 { // blocks kept and replaced, over 65,536 diagonals: the snake heuristic
+	for range max(1, per/2) { // blocks kept and replaced, over 65,536 diagonals: the snake heuristic
 		// Lines of a vocabulary of 2,000, so that each has matches on
 		// the other side (none is set aside) and the cost grows.
 		blk := func() []string {
@@ -173,6 +197,14 @@ func TestGitDiffMatchesGit(t *testing.T) {
 			a[i] = vocab[rng.IntN(3)]
 		}
 		check(a, edit(a, 50, 0))
+	}
+	gas, gbs := gitChanged(t, dir, as, bs)
+	for i := range as {
+		a, b, ga, gb, oa, ob := as[i], bs[i], gas[i], gbs[i], oas[i], obs[i]
+		if fmt.Sprint(ga) != fmt.Sprint(oa) || fmt.Sprint(gb) != fmt.Sprint(ob) {
+			t.Fatalf("case %d (%d and %d lines, %s and %s): git diff changes\n a %v\n b %v\nthe port\n a %v\n b %v",
+				i+1, len(a), len(b), filepath.Join(dir, "a", fmt.Sprint(i)), filepath.Join(dir, "b", fmt.Sprint(i)), ga, gb, oa, ob)
+		}
 	}
 }
 
