@@ -110,11 +110,14 @@ func warnUnrecovered(c *cli.Context, r *gitmem.Repo) {
 // acknowledged changes are kept in the write-ahead log for the next start;
 // an error the command already had comes first.
 func closeRepo(r *gitmem.Repo, err *error) {
-	cerr := r.Close()
-	if cerr == nil {
-		return
+	if cerr := r.Close(); cerr != nil {
+		atExit(err, storeErr(cerr, r.Dir()))
 	}
-	closing := storeErr(cerr, r.Dir())
+}
+
+// atExit puts closing, the failure of a command's last step (a last
+// checkpoint), in *err: after the error the command already had, if any.
+func atExit(err *error, closing error) {
 	var ee, ce *exitError
 	switch {
 	case *err == nil:

@@ -262,3 +262,33 @@ func TestStoreCommandsBesideAServerOnAFullDisk(t *testing.T) {
 	}
 	gittest.Fsck(t, repo)
 }
+
+// gitmem store update on a full disk: the change is acknowledged into the
+// store's write-ahead log, its last checkpoint fails, and the command
+// says so and exits 1, as a writing command whose last checkpoint fails
+// does (it exited 0, the failure only in an INFO line of its log). The
+// next command, once there is room, writes the change to git's files.
+func TestStoreUpdateOnAFullDiskExits1(t *testing.T) {
+	t.Parallel()
+	disk, fill, free := fullDiskAt(t)
+	env := append(testEnv(t), "TZ=UTC")
+	stores := filepath.Join(disk, "stores")
+	gitmemOut(t, env, "store", "create", "s2", "--stores", stores, "--description", "one")
+	fill()
+	stdout, stderr, code := gitmemRun(t, env, "store", "update", "s2", "--description", "two", "--stores", stores)
+	last := stderr[strings.LastIndex(strings.TrimSuffix(stderr, "\n"), "\n")+1:]
+	if want := "gitmem: store s2: the last checkpoint failed ("; code != exitFailure || !strings.HasPrefix(last, want) ||
+		!strings.Contains(last, "no space left on device); 1 acknowledged change(s) are safe in the write-ahead log (.git/gitmem/wal) and are recovered at the next start\n") ||
+		strings.Contains(last, disk) || !strings.Contains(stdout, "    two\n") {
+		t.Fatalf("gitmem store update on a full disk: exit %d\nstdout %q\nstderr %q", code, stdout, stderr)
+	}
+	free()
+	if out := gitmemOut(t, env, "store", "show", "s2", "--stores", stores); !strings.Contains(out, "    two\n") {
+		t.Errorf("the store once there is room:\n%s", out)
+	}
+	repo := filepath.Join(stores, "s2")
+	if got := gittest.Git(t, repo, "log", "--format=%s"); got != "memory: store update\nmemory: store create\nmemory: init\n" {
+		t.Errorf("history: %q", got)
+	}
+	gittest.Fsck(t, repo)
+}

@@ -350,7 +350,7 @@ func serveStores(ctx context.Context, started func(), c *cli.Context, author git
 		// A store whose last checkpoint failed keeps its acknowledged
 		// changes in its write-ahead log: the exit says so.
 		if cerr := dir.Close(); cerr != nil && err == nil {
-			err = failf(exitFailure, "%s", strings.ReplaceAll(strings.ReplaceAll(cerr.Error(), "gitmem: ", ""), "\n", "; "))
+			err = storesClosed(cerr)
 		}
 	}()
 	if started(); ctx.Err() != nil {

@@ -237,7 +237,7 @@ func ptr[T any](v T) *T { return &v }
 // withStores opens the folder of stores for one command; only a command
 // that creates a store (create) makes the folder when it is missing, so
 // that a mistyped --stores is named, not made.
-func withStores(c *cli.Context, create bool, fn func(d *stores.Dir) error) error {
+func withStores(c *cli.Context, create bool, fn func(d *stores.Dir) error) (err error) {
 	root := c.String("stores")
 	if root == "" {
 		root = "./stores"
@@ -249,8 +249,19 @@ func withStores(c *cli.Context, create bool, fn func(d *stores.Dir) error) error
 	if err != nil {
 		return failf(exitFailure, "%v", err)
 	}
-	defer d.Close()
+	defer func() {
+		if cerr := d.Close(); cerr != nil {
+			atExit(&err, storesClosed(cerr))
+		}
+	}()
 	return fn(d)
+}
+
+// storesClosed words the failure of a folder of stores' Close: a store
+// whose last checkpoint failed keeps its acknowledged changes in its
+// write-ahead log (store NAME: the last checkpoint failed ...), exit 1.
+func storesClosed(err error) error {
+	return failf(exitFailure, "%s", strings.ReplaceAll(strings.ReplaceAll(err.Error(), "gitmem: ", ""), "\n", "; "))
 }
 
 // unreadableWhy says why a listed store could not be read, and what to do:
