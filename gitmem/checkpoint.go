@@ -112,7 +112,7 @@ func (m *materialiser) noteHolder(dt diskTurn, err error) {
 	rec := &holderRecord{Pid: os.Getpid(), Process: m.opt.Process, Since: dt.d.holderSince, Failing: failureText(err)}
 	rec.Start, _ = gd.ProcessStart(rec.Pid)
 	if werr := writeHolder(m.gitDir, rec); werr != nil {
-		m.opt.Logf("gitmem: could not record in .git/gitmem/holder that the checkpoint fails: %v", werr)
+		m.opt.Logf("gitmem: could not record in .git/gitmem/holder that the checkpoint fails: %s", scrubPaths(werr))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
@@ -25,8 +26,9 @@ import (
 // reason) and clears when one succeeds, or as it lets the lock go. A
 // healthy process never writes it.
 //
-// The file is made, 1 KiB of zeros, at a writer's start, and is written
-// in place: on a full disk no new block is needed. A record is one line,
+// The file is made, 1 KiB of zeros, at a writer's start (on a full disk
+// with a block of the reserve), and is written in place: on a full disk
+// no new block is needed. A record is one line,
 // its CRC-32 in hex, a space and JSON; a read that catches a write half
 // done fails the sum and counts as no record. A record whose process no
 // longer runs (pid gone, or another process's start time) is none.
@@ -59,16 +61,30 @@ type holderRecord struct {
 
 func holderPath(gitDir string) string { return filepath.Join(gitDir, "gitmem", holderName) }
 
-// makeHolderFile makes .git/gitmem/holder, zeros, if it is missing (a
-// writer's start, under the writer lock). On a full disk it cannot: a
-// failing holder then tries to write its record anyway.
-func makeHolderFile(gitDir string) {
-	f, err := os.OpenFile(holderPath(gitDir), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return // there already (whatever it is), or no space
+// makeHolderFile makes .git/gitmem/holder 1 KiB of zeros if it is
+// missing or shorter (a writer's start, under the writer lock). On a full
+// disk spare (the reserve's) frees a block for it first: a process whose
+// checkpoint then fails records why it keeps the lock also where the file
+// was missing (a repository an older gitmem made, the file deleted by
+// hand) or was left empty (a start on a full disk made it, not its block).
+func makeHolderFile(gitDir string, spare func() bool) {
+	if err := fillHolderFile(gitDir); errors.Is(err, syscall.ENOSPC) && spare() {
+		fillHolderFile(gitDir)
 	}
-	f.Write(make([]byte, holderBytes))
-	f.Close()
+}
+
+// fillHolderFile is makeHolderFile's one try.
+func fillHolderFile(gitDir string) error {
+	f, err := openHolder(gitDir, os.O_WRONLY|os.O_CREATE)
+	if err != nil {
+		return err // not a regular file (left alone), or no space for a new one
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() >= holderBytes {
+		return nil
+	}
+	_, err = f.WriteAt(make([]byte, holderBytes), 0)
+	return err
 }
 
 // openHolder opens .git/gitmem/holder with flag, if it is a regular file:

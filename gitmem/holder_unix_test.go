@@ -39,7 +39,7 @@ func TestHolderFileOnlyRegular(t *testing.T) {
 	if err := writeHolder(gitDir, rec()); err == nil {
 		t.Fatal("a record written into a FIFO")
 	}
-	makeHolderFile(gitDir)
+	makeHolderFile(gitDir, noSpare)
 	if fi, err := os.Lstat(holderPath(gitDir)); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		t.Fatalf("the FIFO became %v, %v", fi, err)
 	}
@@ -53,7 +53,7 @@ func TestHolderFileOnlyRegular(t *testing.T) {
 	if err := os.Symlink(victim, holderPath(gitDir)); err != nil {
 		t.Fatal(err)
 	}
-	makeHolderFile(gitDir)
+	makeHolderFile(gitDir, noSpare)
 	if err := writeHolder(gitDir, rec()); err == nil {
 		t.Error("a record written through a symbolic link")
 	}

@@ -138,7 +138,7 @@ func TestHolderRecordReadOnlyWholeAndRunning(t *testing.T) {
 	if h := readHolder(gitDir); h != (Holder{}) {
 		t.Fatalf("no file: %+v", h)
 	}
-	makeHolderFile(gitDir)
+	makeHolderFile(gitDir, noSpare)
 	if h := readHolder(gitDir); h != (Holder{}) {
 		t.Fatalf("zeros: %+v", h)
 	}
@@ -243,3 +243,6 @@ func TestLockHeldErrorEscapesTheRecord(t *testing.T) {
 		t.Fatalf("%s\nwant it to hold %s", got, want)
 	}
 }
+
+// noSpare is makeHolderFile's spare where there is no reserve.
+func noSpare() bool { return false }

@@ -557,8 +557,8 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	objs := gd.ListNames(filepath.Join(r.gitDir, "objects"))
 	r.clearStaleLocks(top, own, objs)
 	r.clearTempFiles(top, own, objs)
+	makeHolderFile(r.gitDir, r.objects.st.SpareFromReserve)
 	r.objects.st.MakeReserve()
-	makeHolderFile(r.gitDir)
 	if err := r.checkBranch(); err != nil {
 		return fail(err)
 	}

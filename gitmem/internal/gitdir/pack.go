@@ -624,6 +624,22 @@ func SweepPacks(gitDir string) int {
 
 func (s *Store) reservePath() string { return filepath.Join(s.Dir, "gitmem", "reserve") }
 
+// reserveBlock is what SpareFromReserve frees: a block of most file
+// systems, where a small file fits.
+const reserveBlock = 4 << 10
+
+// SpareFromReserve frees a block of the reserve for a small file that
+// must be made on a full disk (.git/gitmem/holder), leaving the rest to
+// gc; it reports whether it did (there was a reserve). MakeReserve does
+// not make it whole again: gc, which spends it, does.
+func (s *Store) SpareFromReserve() bool {
+	fi, err := os.Stat(s.reservePath())
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() < reserveBlock {
+		return false
+	}
+	return os.Truncate(s.reservePath(), fi.Size()-reserveBlock) == nil
+}
+
 // makeReserve creates the reserve if it is missing; on a full disk it
 // cannot, and gc will do without.
 func (s *Store) MakeReserve() {
