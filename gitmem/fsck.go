@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/gitmem/internal/lock"
 )
 
 // bareStore is a repository as fsck reads it, without opening it (Open
@@ -186,7 +187,14 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	if !opt.ReadOnly {
 		if l, err := gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "lock")); err == nil {
 			defer l.Close()
-			if err := waitLock(ctx, &opt, gitDir, l.LockContext, l.TryLock); err != nil {
+			// Queued as a writer's Open queues, holding the intent file
+			// while it waits: a serve that holds the lock lets it go.
+			acquire := l.LockContext
+			if in, err := gd.OpenFileLock(filepath.Join(gitDir, "gitmem", "intent")); err == nil {
+				defer in.Close()
+				acquire = lock.NewWriter(l, in).Acquire
+			}
+			if err := waitLock(ctx, &opt, gitDir, acquire, l.TryLock); err != nil {
 				var held *LockHeldError
 				if ctx.Err() != nil || errors.As(err, &held) {
 					return rep, err

@@ -246,3 +246,35 @@ func TestLockHeldErrorEscapesTheRecord(t *testing.T) {
 
 // noSpare is makeHolderFile's spare where there is no reserve.
 func noSpare() bool { return false }
+
+// fsck --repair beside a busy writer (one that keeps the writer lock
+// between its changes, ReleaseIdle long, as a serve under load does)
+// queues for the lock as a writer's Open does, on the intent file, so the
+// holder lets it go: the repair runs, and the holder takes the lock back
+// for its next change. (fsck waited on the lock file alone: the holder
+// was never asked, and fsck gave up after --lock-wait with a
+// *LockHeldError beside a healthy server.)
+func TestFsckRepairAsksABusyHolderToLetGo(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	hopt := testOptions(t)
+	hopt.ReleaseIdle = time.Hour
+	r, _, err := Init(context.Background(), dir, hopt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	write(t, r, "t1", "a.md", "one\n")
+	opt := testOptions(t)
+	opt.LockWait = time.Minute // a bound for a hang: the holder lets go within its poll
+	if _, err := Fsck(context.Background(), dir, opt, true); err != nil {
+		t.Fatalf("fsck --repair beside a busy holder: %v", err)
+	}
+	write(t, r, "t2", "b.md", "two\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitToolIDs(t, dir); got != "t1 t2" {
+		t.Fatalf("history: %q", got)
+	}
+}
