@@ -48,6 +48,12 @@ type Holder struct {
 	Process string    // what it is (Options.Process: "gitmem serve")
 	Since   time.Time // when its checkpoint began to fail (its clock)
 	Failing string    // why it fails, host paths shortened ("write: no space left on device")
+	// Locker is, when nothing is recorded (Pid 0), the process the
+	// kernel names as holding the lock file (Linux: /proc/locks), and
+	// LockerName its name (/proc/PID/comm); 0 and "" when not told.
+	// Only a waiter is told it (Options.Waiting, LockHeldError).
+	Locker     int
+	LockerName string
 }
 
 // holderRecord is Holder as .git/gitmem/holder holds it.
@@ -177,6 +183,16 @@ func readHolder(gitDir string) Holder {
 	return Holder{Pid: rec.Pid, Process: rec.Process, Since: rec.Since, Failing: rec.Failing}
 }
 
+// waitedFor is what a process waiting for the writer lock is told of its
+// holder: its record, or else the process the kernel names.
+func waitedFor(gitDir string) Holder {
+	h := readHolder(gitDir)
+	if h.Pid == 0 {
+		h.Locker, h.LockerName = gd.LockHolder(filepath.Join(gitDir, "gitmem", "lock"))
+	}
+	return h
+}
+
 // LockHeldError is the error of a call that gave up waiting for the
 // writer lock another process held for all of Options.LockWait: nothing
 // was changed. Holder is what that process recorded (see Holder).
@@ -187,9 +203,12 @@ type LockHeldError struct {
 
 func (e *LockHeldError) Error() string {
 	s := fmt.Sprintf("gitmem: gave up after %v waiting for the writer lock, which another process holds", e.Waited)
-	if h := e.Holder; h.Pid != 0 {
+	switch h := e.Holder; {
+	case h.Pid != 0:
 		// What the record holds is anyone's who can write .git: escaped.
 		s += fmt.Sprintf(" (pid %d, %s, its checkpoint failing since %s: %s)", h.Pid, policy.ClipName(h.Process), h.Since.Format(time.RFC3339), policy.Printable(policy.Clip(h.Failing, maxFailingShown)))
+	case h.Locker != 0:
+		s += fmt.Sprintf(" (pid %d, %s)", h.Locker, policy.ClipName(h.LockerName)) // a process names itself: escaped
 	}
 	return s
 }
@@ -238,12 +257,12 @@ func waitLock(ctx context.Context, opt *Options, gitDir string, acquire func(con
 		}
 		if notice {
 			notice = false
-			opt.Waiting(readHolder(gitDir))
+			opt.Waiting(waitedFor(gitDir))
 			continue
 		}
 		if ok, err := try(); ok || err != nil {
 			return err
 		}
-		return &LockHeldError{Waited: opt.LockWait, Holder: readHolder(gitDir)}
+		return &LockHeldError{Waited: opt.LockWait, Holder: waitedFor(gitDir)}
 	}
 }

@@ -242,6 +242,10 @@ func TestLockHeldErrorEscapesTheRecord(t *testing.T) {
 	if want := `(pid 7, "serve\x1b[2J", its checkpoint failing since 1970-01-01T00:00:00Z: "no space\nleft \u202etxt`; !strings.Contains(got, want) {
 		t.Fatalf("%s\nwant it to hold %s", got, want)
 	}
+	err = &LockHeldError{Waited: time.Second, Holder: Holder{Locker: 7, LockerName: "gc\x1b[2J"}}
+	if got, want := err.Error(), `gitmem: gave up after 1s waiting for the writer lock, which another process holds (pid 7, "gc\x1b[2J")`; got != want {
+		t.Fatalf("the kernel's holder: %q, want %q", got, want)
+	}
 }
 
 // noSpare is makeHolderFile's spare where there is no reserve.

@@ -49,9 +49,13 @@ func processName(c *cli.Context) string {
 	return "gitmem"
 }
 
-// heldBy says which process holds the writer lock, and why it keeps it
-// when it recorded why (its checkpoint fails).
+// heldBy says which process holds the writer lock (its pid and name as
+// the kernel tells them, when it does), and why it keeps it when it
+// recorded why (its checkpoint fails).
 func heldBy(h gitmem.Holder) string {
+	if h.Pid == 0 && h.Locker != 0 { // named by the kernel (Linux), not recorded
+		return fmt.Sprintf("another gitmem process holds it (pid %d, %s)", h.Locker, policy.ClipName(h.LockerName))
+	}
 	if h.Pid == 0 {
 		return "another gitmem process holds it"
 	}

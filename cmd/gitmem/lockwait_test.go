@@ -7,9 +7,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,8 +25,9 @@ import (
 // holds and recorded nothing about (its checkpoints do not fail: a gc,
 // a redaction, here the test), says so a second into the wait unless
 // --lock-wait (or GITMEM_LOCK_WAIT) ends it before, and gives up with
-// exit code 5, nothing changed. (It waited silently for as long as the
-// lock was held.)
+// exit code 5, nothing changed. On Linux it names the process holding
+// the lock, as /proc/locks does (it named none). (It waited silently for
+// as long as the lock was held.)
 func TestCommandGivesUpOnAHeldLock(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
@@ -39,15 +42,21 @@ func TestCommandGivesUpOnAHeldLock(t *testing.T) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
+	// The kernel names the holder (Linux: /proc/locks), this test.
+	held := "another gitmem process holds it"
+	if runtime.GOOS == "linux" {
+		comm, _ := os.ReadFile("/proc/self/comm")
+		held += fmt.Sprintf(" (pid %d, %s)", os.Getpid(), strings.TrimSpace(string(comm)))
+	}
 	gaveUp := func(wait string) string {
-		return "gitmem: gave up after " + wait + " waiting for the writer lock of this memory: another gitmem process holds it; nothing was changed (a serve lets the lock go within a second of a command asking for it; a gc, redaction or fsck --repair keeps it until done): run the command again, or give it longer with --lock-wait\n"
+		return "gitmem: gave up after " + wait + " waiting for the writer lock of this memory: " + held + "; nothing was changed (a serve lets the lock go within a second of a command asking for it; a gc, redaction or fsck --repair keeps it until done): run the command again, or give it longer with --lock-wait\n"
 	}
 	for _, tc := range []struct {
 		args, env []string
 		want      string
 	}{
 		{[]string{"--lock-wait", "1500ms", "gc"}, nil,
-			"gitmem: waiting for the writer lock of this memory: another gitmem process holds it; gives up after 1.5s (--lock-wait)\n" + gaveUp("1.5s")},
+			"gitmem: waiting for the writer lock of this memory: " + held + "; gives up after 1.5s (--lock-wait)\n" + gaveUp("1.5s")},
 		{[]string{"fsck", "--repair"}, []string{"GITMEM_LOCK_WAIT=200ms"}, gaveUp("200ms")}, // over before a second
 	} {
 		stdout, stderr, code := gitmemRun(t, append(env, tc.env...), append([]string{"--repo", repo}, tc.args...)...)
@@ -103,6 +112,10 @@ func TestHeldByEscapesTheRecord(t *testing.T) {
 	}
 	if got := heldBy(gitmem.Holder{Pid: 7, Process: "gitmem serve", Failing: "write: no space left on device"}); !strings.Contains(got, "(pid 7, gitmem serve)") || !strings.Contains(got, "(write: no space left on device)") {
 		t.Fatalf("a plain record is quoted: %q", got)
+	}
+	// A process names itself (/proc/PID/comm): escaped too.
+	if got := heldBy(gitmem.Holder{Locker: 7, LockerName: "gc\x1b[2J"}); got != `another gitmem process holds it (pid 7, "gc\x1b[2J")` {
+		t.Fatalf("the kernel's holder: %q", got)
 	}
 }
 
