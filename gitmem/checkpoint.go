@@ -81,6 +81,12 @@ func (m *materialiser) checkpointLocked(dt diskTurn) error {
 // checkpointEvery.
 func (m *materialiser) noteCheckpoint(dt diskTurn, err error) {
 	prev := dt.d.ckptErr
+	// The record first: whoever reads the line logged below finds it.
+	if err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && !m.log.gone() {
+		m.noteHolder(dt, err)
+	} else if err == nil {
+		m.clearHolder(dt)
+	}
 	switch {
 	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && m.log.gone():
 		m.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files (%v), and the write-ahead log (.git/gitmem/wal) is gone: the repository was deleted or moved while open; the changes git's files lack are in no file a next start would read, new changes are refused", err)
@@ -88,11 +94,6 @@ func (m *materialiser) noteCheckpoint(dt diskTurn, err error) {
 		m.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
 	case err == nil && prev != nil:
 		m.opt.Logf("gitmem: git's files hold every acknowledged change again")
-	}
-	if err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && !m.log.gone() {
-		m.noteHolder(dt, err)
-	} else if err == nil {
-		m.clearHolder(dt)
 	}
 	dt.d.ckptErr = err
 	m.disk.ckptFailing.Store(err != nil)
