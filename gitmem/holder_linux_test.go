@@ -2,47 +2,12 @@ package gitmem
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
-)
 
-// smallDisk mounts an 8 MiB tmpfs (root only; skipped otherwise) and
-// returns it, with fill, which takes every byte left on it, and free,
-// which gives them back.
-func smallDisk(t *testing.T) (mnt string, fill, free func()) {
-	t.Helper()
-	mnt = t.TempDir()
-	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt).Run(); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v", err)
-	}
-	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
-	filler := filepath.Join(mnt, "filler")
-	fill = func() {
-		f, err := os.Create(filler)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		for buf := make([]byte, 4096); ; {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatal(err)
-				}
-				return
-			}
-		}
-	}
-	free = func() {
-		if err := os.Remove(filler); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return mnt, fill, free
-}
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+)
 
 // A writer that starts on a full disk where .git/gitmem/holder is missing
 // (a repository an older gitmem made, an operator who deleted it) or
@@ -56,7 +21,7 @@ func TestHolderRecordedOnAFullDiskWithoutItsFile(t *testing.T) {
 	for _, left := range []string{"missing", "empty"} {
 		t.Run(left, func(t *testing.T) {
 			t.Parallel()
-			mnt, fill, free := smallDisk(t)
+			mnt, fill, free := gittest.SmallDisk(t, "8m")
 			dir := filepath.Join(mnt, "repo")
 			opt := testOptions(t)
 			opt.Process = "gitmem serve"

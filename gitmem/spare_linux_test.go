@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
 // inode is the inode number of the memory file p.
@@ -127,11 +128,7 @@ func TestReachableFilesAreNotReused(t *testing.T) {
 // Needs a small tmpfs (root); skipped otherwise.
 func TestSpareOnAFullDisk(t *testing.T) {
 	t.Parallel()
-	mnt := t.TempDir()
-	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt).Run(); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v", err)
-	}
-	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	mnt, fill, _ := gittest.SmallDisk(t, "1m")
 	tmp := filepath.Join(mnt, ".git", "gitmem", "tmp")
 	if err := os.MkdirAll(tmp, dirMode); err != nil {
 		t.Fatal(err)
@@ -147,16 +144,7 @@ func TestSpareOnAFullDisk(t *testing.T) {
 	if len(w.spares) != 1 {
 		t.Fatalf("%d spares, want 1", len(w.spares))
 	}
-	filler, err := os.Create(filepath.Join(mnt, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := filler.Write(make([]byte, 4096)); err != nil {
-			break
-		}
-	}
-	filler.Close()
+	fill()
 	if got, _, err := w.writeTemp([]byte(strings.Repeat("does not fit\n", 1000))); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("a write on a full disk gave %q, %v; want ENOSPC", got, err)
 	}

@@ -5,56 +5,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
-
-// fullDiskAt mounts a small tmpfs at a new folder and returns it, with
-// fill, which takes every byte left on it, and free, which gives them
-// back. The test is skipped where mounting is not allowed (not root).
-func fullDiskAt(t *testing.T) (dir string, fill, free func()) {
-	t.Helper()
-	dir = filepath.Join(t.TempDir(), "disk")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8m"); err != nil {
-		t.Skipf("a full disk is a tmpfs mounted here: %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
-	filler := filepath.Join(dir, "filler")
-	fill = func() {
-		f, err := os.Create(filler)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		buf := make([]byte, 4096)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatal(err)
-				}
-				return
-			}
-		}
-	}
-	free = func() {
-		if err := os.Remove(filler); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir, fill, free
-}
 
 // holderRecord is what the process holding the writer lock of the process holding the writer
 // of the repository at gitDir recorded in .git/gitmem/holder as its
@@ -132,7 +92,7 @@ func waitForFailingCheckpoint(t *testing.T, log *lockedBuffer) {
 // space was freed.)
 func TestCommandsBesideAServerOnAFullDisk(t *testing.T) {
 	t.Parallel()
-	disk, fill, free := fullDiskAt(t)
+	disk, fill, free := gittest.SmallDisk(t, "8m")
 	env := append(testEnv(t), "TZ=UTC")
 	repo := filepath.Join(disk, "memory")
 	var log lockedBuffer
@@ -201,7 +161,7 @@ func TestCommandsBesideAServerOnAFullDisk(t *testing.T) {
 // delete give up, and the store is as it was.
 func TestStoreCommandsBesideAServerOnAFullDisk(t *testing.T) {
 	t.Parallel()
-	disk, fill, free := fullDiskAt(t)
+	disk, fill, free := gittest.SmallDisk(t, "8m")
 	env := append(testEnv(t), "TZ=UTC")
 	stores := filepath.Join(disk, "stores")
 	gitmemOut(t, env, "store", "create", "s1", "--stores", stores, "--description", "one")
@@ -270,7 +230,7 @@ func TestStoreCommandsBesideAServerOnAFullDisk(t *testing.T) {
 // next command, once there is room, writes the change to git's files.
 func TestStoreUpdateOnAFullDiskExits1(t *testing.T) {
 	t.Parallel()
-	disk, fill, free := fullDiskAt(t)
+	disk, fill, free := gittest.SmallDisk(t, "8m")
 	env := append(testEnv(t), "TZ=UTC")
 	stores := filepath.Join(disk, "stores")
 	gitmemOut(t, env, "store", "create", "s2", "--stores", stores, "--description", "one")

@@ -1,0 +1,52 @@
+//go:build linux
+
+package gittest
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// SmallDisk mounts a tmpfs of size ("8m", "1m": tmpfs's own notation) at
+// a new folder and returns it, with fill, which takes every byte left on
+// it (a file "filler" in it), and free, which gives them back. It is
+// unmounted when the test ends; the test is skipped where mounting is
+// not allowed (not root).
+func SmallDisk(t testing.TB, size string) (dir string, fill, free func()) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Skipf("a full disk is a small tmpfs mounted here (needs root): %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	filler := filepath.Join(dir, "filler")
+	fill = func() {
+		t.Helper()
+		f, err := os.Create(filler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for buf := make([]byte, 4096); ; {
+			if _, err := f.Write(buf); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+	}
+	free = func() {
+		t.Helper()
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, fill, free
+}
