@@ -179,6 +179,73 @@ func TestGraphAgreesWithGit(t *testing.T) {
 	}
 }
 
+// Of several best common ancestors (a criss-cross merge: a and b each
+// merge x and y), MergeBase takes the newest by commit time, and of
+// those at one time the lowest hash: the rule its doc gives, which
+// TestGraphAgreesWithGit cannot tell (git merge-base --all lists both,
+// and git's own choice among them follows its walk, not a rule).
+func TestMergeBaseOfACrissCrossTakesTheNewestThenTheLowestHash(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	for _, tc := range []struct {
+		name       string
+		xAt, yAt   int // x's and y's commit times, after the root's
+		wantNewest string
+	}{
+		{"x newer", 60, 0, "x"},
+		{"y newer", 0, 60, "y"},
+		{"one time", 0, 0, ""}, // the lowest hash
+	} {
+		dir := filepath.Join(gittest.TempDir(t), "r.git")
+		gittest.Git(t, "", "init", "-q", "--bare", dir)
+		var b strings.Builder
+		commit := func(branch string, mark, at int, parents ...int) {
+			fmt.Fprintf(&b, "commit refs/heads/%s\nmark :%d\ncommitter t <t@x> %d +0000\ndata 2\nc\n", branch, mark, 1700000000+at)
+			for i, p := range parents {
+				if i == 0 {
+					fmt.Fprintf(&b, "from :%d\n", p)
+				} else {
+					fmt.Fprintf(&b, "merge :%d\n", p)
+				}
+			}
+			fmt.Fprintf(&b, "M 100644 inline %s.md\ndata 2\n%d\n", branch, mark)
+		}
+		commit("root", 1, 0)
+		commit("x", 2, 100+tc.xAt, 1)
+		commit("y", 3, 100+tc.yAt, 1)
+		commit("a", 4, 300, 2, 3)
+		commit("b", 5, 300, 3, 2)
+		b.WriteString("done\n")
+		gittest.GitIn(t, dir, b.String(), "fast-import", "--quiet", "--done")
+		ref := func(name string) plumbing.Hash {
+			return plumbing.NewHash(strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "refs/heads/"+name)))
+		}
+		x, y, a, bb := ref("x"), ref("y"), ref("a"), ref("b")
+		if bases := gitLines(t, dir, "merge-base", "--all", a.String(), bb.String()); len(bases) != 2 {
+			t.Fatalf("%s: git merge-base --all: %v, want x and y", tc.name, bases)
+		}
+		want := map[string]plumbing.Hash{"x": x, "y": y}[tc.wantNewest]
+		if tc.wantNewest == "" {
+			want = x
+			if y.String() < x.String() {
+				want = y
+			}
+		}
+		s := Open(dir)
+		g := NewGraph(s)
+		for _, pair := range [][2]plumbing.Hash{{a, bb}, {bb, a}} {
+			got, err := g.MergeBase(pair[0], pair[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("%s: MergeBase(%s, %s) = %s, want %s (x %s, y %s)", tc.name, pair[0], pair[1], got, want, x, y)
+			}
+		}
+		s.Close()
+	}
+}
+
 // A walk whose answer is settled stops: Exclusive of a commit against
 // itself (status when the memory and the remote agree) reads a few
 // commits, not the history.
