@@ -8,9 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -147,15 +150,18 @@ func TestLockWaitTinyNegativeAndHelp(t *testing.T) {
 	}
 }
 
-// serve started while another process holds the writer lock waits for
-// it (as long as it takes) and says so in its log a second into the wait,
-// once: it waited silently, not listening, for as long as the lock was
-// held.
+// serve's start waiting for the writer lock another process holds says
+// so a second into the wait, and answers HTTP meanwhile: /healthz "ok"
+// (a liveness probe does not restart it), /readyz 503, a tool call 503
+// with Retry-After, changing nothing; once the lock is free, the call is
+// served. (It listened without answering: every connection hung until
+// the lock was let go.)
 func TestServeStartSaysItWaitsForTheLock(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
 	repo := filepath.Join(gittest.TempDir(t), "memory")
 	gitmemOut(t, env, "--repo", repo, "init")
+	head := gittest.Git(t, repo, "rev-parse", "HEAD")
 	f, err := os.OpenFile(filepath.Join(repo, ".git", "gitmem", "lock"), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -178,11 +184,61 @@ func TestServeStartSaysItWaitsForTheLock(t *testing.T) {
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
 	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), "waiting for the writer lock of this memory: another gitmem process holds it") {
-			return
+	line := func(what string, re *regexp.Regexp) []string {
+		t.Helper()
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				return m
+			}
+			t.Logf("serve: %s", sc.Text())
 		}
-		t.Logf("serve: %s", sc.Text())
+		t.Fatalf("serve's log ended without %s", what)
+		return nil
 	}
-	t.Fatal("serve's log ended without saying it waits for the writer lock")
+	base := line("saying it waits for the writer lock", regexp.MustCompile(
+		`waiting for the writer lock of this memory: another gitmem process holds it.*; serve waits as long as it takes; meanwhile (http://127\.0\.0\.1:[0-9]+) answers /healthz, and 503 \(starting\) to everything else`))[1]
+	get := func(path string) (int, http.Header, string) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(body)
+	}
+	call := `{"type":"tool_use","id":"toolu_01","name":"memory","input":{"command":"create","path":"/memories/a.md","file_text":"a\n"}}`
+	post := func() (int, http.Header, string) {
+		t.Helper()
+		resp, err := http.Post(base+"/v1/tool_use", "application/json", strings.NewReader(call))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(body)
+	}
+	if code, _, body := get("/healthz"); code != 200 || body != "ok\nstarting\n" {
+		t.Errorf("GET /healthz while the start waits: %d %q, want 200 \"ok\\nstarting\\n\"", code, body)
+	}
+	if code, _, body := get("/readyz"); code != 503 || body != "not ready: starting\n" {
+		t.Errorf("GET /readyz while the start waits: %d %q, want 503 \"not ready: starting\\n\"", code, body)
+	}
+	code, h, body := post()
+	if want := `{"error":"the server is starting; nothing was changed; retry after 1 s"}` + "\n"; code != 503 || body != want || h.Get("Retry-After") != "1" || h.Get("x-should-retry") != "true" {
+		t.Errorf("a call while the start waits: %d %q (Retry-After %q, x-should-retry %q), want 503 %q, 1, true", code, body, h.Get("Retry-After"), h.Get("x-should-retry"), want)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	line("serving the memory tool", regexp.MustCompile(`serving the memory tool on `+regexp.QuoteMeta(base)+`/v1/tool_use`))
+	if got := gittest.Git(t, repo, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("HEAD moved from %s to %s during the start", head, got)
+	}
+	if code, _, body := post(); code != 200 || !strings.Contains(body, `"tool_use_id":"toolu_01"`) || strings.Contains(body, `"is_error":true`) {
+		t.Fatalf("the call once the start is done: %d %s", code, body)
+	}
+	if code, _, body := get("/readyz"); code != 200 || body != "ready\n" {
+		t.Errorf("GET /readyz once started: %d %q", code, body)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -160,19 +161,24 @@ func serve(c *cli.Context) (err error) {
 		return err
 	}
 	// Listen before anything else: a port already in use fails the start
-	// before the repository is created, fetched or merged into.
-	var ln net.Listener
+	// before the repository is created, fetched or merged into. Requests
+	// are answered from then on: "starting" until the memory is open.
+	var web *httpServer
+	listening := ""
 	if a := addr + mcpAddr; a != "" {
-		if ln, err = listen(a); err != nil {
+		ln, err := listen(a)
+		if err != nil {
 			return err
 		}
-		defer ln.Close()
+		web = startHTTP(ctx, ln)
+		defer web.close()
+		listening = "http://" + announceAddr(a, ln.Addr())
 	}
 	dir := c.String("repo")
 	logf := logTo(c)
 	// Not serve's context: a signal never cuts the start short (see
 	// stopSignals; a second one ends the process).
-	repo, _, err := gitmem.Init(context.Background(), dir, repoOptions(c, author))
+	repo, _, err := gitmem.Init(context.Background(), dir, repoOptions(c, author, listening))
 	if err != nil {
 		return storeErr(err, dir)
 	}
@@ -246,10 +252,10 @@ func serve(c *cli.Context) (err error) {
 			login = console.SingleToken(token)
 		}
 		httpOpt.Console = console.New(console.Options{Repo: repo, Login: login, Sync: syncOptions(c), Now: now, Logger: log})
-		log.Info("the console is at http://" + announceAddr(addr, ln.Addr()) + handler.ConsolePath)
-		return serveHTTP(ctx, ln, addr, "/v1/tool_use", httpOpt.Server(h.HTTP(httpOpt)), log)
+		log.Info("the console is at " + listening + handler.ConsolePath)
+		return web.serve(ctx, listening+"/v1/tool_use", h.HTTP(httpOpt), log)
 	case mcpAddr != "":
-		return serveHTTP(ctx, ln, mcpAddr, handler.MCPPath, httpOpt.Server(h.MCPHTTP(httpOpt, handler.MCPOptions{})), log)
+		return web.serve(ctx, listening+handler.MCPPath, h.MCPHTTP(httpOpt, handler.MCPOptions{}), log)
 	case c.Bool("mcp"):
 		if err := h.ServeMCP(ctx, c.App.Reader, c.App.Writer, caller, handler.MCPOptions{}); err != nil {
 			return failf(exitFailure, "mcp: %v", err)
@@ -267,20 +273,27 @@ func serve(c *cli.Context) (err error) {
 
 // repoOptions are what serve opens a repository with: a hand-made file
 // over --max-file-bytes is not committed, as the model cannot write one.
-func repoOptions(c *cli.Context, author gitmem.Signature) gitmem.Options {
+// listening is the URL serve answers on meanwhile ("" for stdio), for
+// the notice of a wait for the writer lock.
+func repoOptions(c *cli.Context, author gitmem.Signature, listening string) gitmem.Options {
 	maxFile := c.Int64("max-file-bytes")
 	if maxFile <= 0 {
 		maxFile = -1 // no limit, for hand edits as for the model
 	}
 	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: logAt(c, slog.LevelError), MaxFileBytes: maxFile, Process: processName(c),
-		Waiting: serveWaiting(logAt(c, slog.LevelWarn))}
+		Waiting: serveWaiting(logAt(c, slog.LevelWarn), listening)}
 }
 
 // serveWaiting logs, a second into a wait for the writer lock another
 // process holds (the start beside a serve whose checkpoint fails, which
 // keeps the lock until one succeeds), which process holds it and why:
-// once per holder, not for every call that waits on the same one.
-func serveWaiting(logf func(string, ...any)) func(gitmem.Holder) {
+// once per holder, not for every call that waits on the same one. A
+// server listening at listening says how it answers meanwhile.
+func serveWaiting(logf func(string, ...any), listening string) func(gitmem.Holder) {
+	meanwhile := ""
+	if listening != "" {
+		meanwhile = "; meanwhile " + listening + " answers /healthz, and 503 (starting) to everything else"
+	}
 	var mu sync.Mutex
 	var last *gitmem.Holder
 	return func(h gitmem.Holder) {
@@ -290,7 +303,7 @@ func serveWaiting(logf func(string, ...any)) func(gitmem.Holder) {
 			return
 		}
 		last = &h
-		logf("waiting for the writer lock of this memory: %s; serve waits as long as it takes", heldBy(h))
+		logf("waiting for the writer lock of this memory: %s; serve waits as long as it takes%s", heldBy(h), meanwhile)
 	}
 }
 
@@ -332,6 +345,7 @@ func serveStores(ctx context.Context, started func(), c *cli.Context, author git
 		return err
 	}
 	defer ln.Close()
+	listening := "http://" + announceAddr(addr, ln.Addr())
 	var tokens *storesapi.Tokens
 	if path := c.String("tokens"); path != "" {
 		if tokens, err = storesapi.LoadTokens(path); err != nil {
@@ -340,7 +354,7 @@ func serveStores(ctx context.Context, started func(), c *cli.Context, author git
 		logf("gitmem: %d token(s) from %s", tokens.Len(), path)
 	}
 	dir, err := stores.Open(c.String("stores"), stores.Options{
-		Repo:    repoOptions(c, author),
+		Repo:    repoOptions(c, author, listening),
 		MaxOpen: c.Int("max-open-stores"), IdleClose: c.Duration("idle-close"), GCLoose: c.Int("gc-loose"),
 	})
 	if err != nil {
@@ -374,10 +388,16 @@ func serveStores(ctx context.Context, started func(), c *cli.Context, author git
 		login = tokens.Lookup
 	}
 	httpOpt.Console = console.New(console.Options{Stores: dir, Login: login, Sync: syncOptions(c), Now: now, Logger: log})
-	log.Info("the console is at http://" + announceAddr(addr, ln.Addr()) + handler.ConsolePath)
+	log.Info("the console is at " + listening + handler.ConsolePath)
 	h := storesapi.New(dir, storesapi.Options{Limits: limitFlags(c), Author: author, Screen: screen,
 		Tokens: tokens, Logger: log, OnCall: m.call, Now: now, HTTP: httpOpt, MaxMemories: maxMemories(c.Int("max-memories"))})
-	return serveHTTP(ctx, ln, addr, "/v1/stores/{store}/tool_use", httpOpt.Server(h), log)
+	// Served once the folder is open (milliseconds: a store opens at its
+	// first request), so that no request is answered "starting" in the
+	// gitmem shape on the Memory Stores routes, whose errors have the
+	// Anthropic API's.
+	web := startHTTP(ctx, ln)
+	defer web.close()
+	return web.serve(ctx, listening+"/v1/stores/{store}/tool_use", h, log)
 }
 
 // maxMemories is --max-memories as storesapi.Options takes it (0: none).
@@ -490,29 +510,78 @@ func listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// serveHTTP serves on ln, the listener of addr, with srv
-// (HTTPOptions.Server: every timeout and bound on a connection set) until
-// ctx ends. Requests run in ctx: when it ends, the requests in flight are
-// answered, but a call that has not reached its commit point is stopped
-// with nothing changed (as when its client goes away).
-func serveHTTP(ctx context.Context, ln net.Listener, addr, path string, srv *http.Server, log *slog.Logger) error {
-	log.Info("serving the memory tool on http://" + announceAddr(addr, ln.Addr()) + path)
-	srv.BaseContext = func(net.Listener) context.Context { return ctx }
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+// httpServer serves HTTP on serve's listener from the moment it listens:
+// while the memory opens (a write-ahead log replayed, the worktree brought
+// to HEAD, or a wait for the writer lock another process keeps, which
+// lasts as long as that process does) it answers GET /healthz "ok" (the
+// process is alive: a liveness probe does not restart a start that
+// waits), GET /readyz 503 "not ready: starting", and every other request
+// 503 with Retry-After, changing nothing; then the routes serve gives it.
+// A listener not served held every connection in its backlog, with no
+// answer at all, for as long as the start lasted.
+type httpServer struct {
+	srv    *http.Server // every timeout and bound of HTTPOptions.Server
+	routes atomic.Pointer[http.Handler]
+	errc   chan error // Serve's end
+}
+
+// startHTTP serves on ln; requests run in ctx (serveHTTP).
+func startHTTP(ctx context.Context, ln net.Listener) *httpServer {
+	s := &httpServer{errc: make(chan error, 1)}
+	s.srv = handler.HTTPOptions{}.Server(s)
+	s.srv.BaseContext = func(net.Listener) context.Context { return ctx }
+	go func() { s.errc <- s.srv.Serve(ln) }()
+	return s
+}
+
+func (s *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := s.routes.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	switch r.URL.Path {
+	case "/healthz":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\nstarting\n"))
+	case "/readyz":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte("not ready: starting\n"))
+	default:
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("x-should-retry", "true")
+		handler.HTTPError(w, http.StatusServiceUnavailable, startingMsg)
+	}
+}
+
+// startingMsg is the answer to a request that comes while serve starts.
+const startingMsg = "the server is starting; nothing was changed; retry after 1 s"
+
+// serve answers requests with routes (url: where the memory tool is, for
+// the log) until ctx ends. Requests run in ctx: when it ends, the
+// requests in flight are answered, but a call that has not reached its
+// commit point is stopped with nothing changed (as when its client goes
+// away).
+func (s *httpServer) serve(ctx context.Context, url string, routes http.Handler, log *slog.Logger) error {
+	s.routes.Store(&routes)
+	log.Info("serving the memory tool on " + url)
 	select {
-	case err := <-errc:
+	case err := <-s.errc:
 		return failf(exitFailure, "http: %v", err)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down; finishing requests in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := s.srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return failf(exitFailure, "http shutdown: %v", err)
 	}
 	return nil
 }
+
+// close stops serving at once (after serve's shutdown: nothing is left;
+// after a start that failed: the "starting" answers).
+func (s *httpServer) close() { s.srv.Close() }
 
 // isLoopback reports whether addr listens only on a loopback interface.
 func isLoopback(addr string) bool {
