@@ -367,9 +367,8 @@ func TestFlushLetsCallsThrough(t *testing.T) {
 	keepWriterLock(t, r)
 	write(t, r, "t0", "a.md", "v0\n")
 	r.disk.hold() // a materialisation under way
-	flushed := make(chan error, 1)
-	go func() { flushed <- r.Flush(context.Background()) }()
-	for !stackHas("(*Repo).Flush(", "(*Repo).holdContext(") { // Flush waits for the materialiser
+	id, flushed := inBackground(func() error { return r.Flush(context.Background()) })
+	for !waitsIn(id, "(*Repo).Flush(", "(*Repo).holdContext(") { // Flush waits for the materialiser
 		runtime.Gosched()
 	}
 	wrote := make(chan struct{})
@@ -389,17 +388,34 @@ func TestFlushLetsCallsThrough(t *testing.T) {
 	}
 }
 
-// stackHas reports whether a goroutine's stack names every one of fns.
-func stackHas(fns ...string) bool {
+// inBackground runs fn in a goroutine of its own and returns that
+// goroutine's id (for waitsIn), and the channel fn's error comes on.
+func inBackground(fn func() error) (id string, done <-chan error) {
+	ids, errs := make(chan string, 1), make(chan error, 1)
+	go func() {
+		buf := make([]byte, 64) // "goroutine 123 [running]:"
+		ids <- strings.Fields(string(buf[:runtime.Stack(buf, false)]))[1]
+		errs <- fn()
+	}()
+	return <-ids, errs
+}
+
+// waitsIn reports whether the stack of goroutine id names every one of
+// fns. Only that goroutine's: the tests run in parallel, and another
+// test's goroutine may be in the same functions at that moment (a match
+// there ended a wait before this test's call got to it).
+func waitsIn(id string, fns ...string) bool {
 	buf := make([]byte, 1<<20)
 	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		all := true
+		if !strings.HasPrefix(g, "goroutine "+id+" [") {
+			continue
+		}
 		for _, fn := range fns {
-			all = all && strings.Contains(g, fn)
+			if !strings.Contains(g, fn) {
+				return false
+			}
 		}
-		if all {
-			return true
-		}
+		return true
 	}
 	return false
 }

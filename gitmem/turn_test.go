@@ -68,16 +68,15 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 // updating runs a call with tool_use id that writes a.md, in the
-// background; its error comes on the channel.
-func updating(ctx context.Context, r *Repo, id string) <-chan error {
-	done := make(chan error, 1)
-	go func() {
+// background: the goroutine's id (for waitsIn), and the channel its
+// error comes on.
+func updating(ctx context.Context, r *Repo, id string) (string, <-chan error) {
+	return inBackground(func() error {
 		_, err := r.Update(ctx, Meta{Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
 			return tx.WriteFile("a.md", []byte("one\n"))
 		})
-		done <- err
-	}()
-	return done
+		return err
+	})
 }
 
 // returned waits for a call's error, failing the test if it never comes
@@ -152,7 +151,7 @@ func TestCancelledUpdateStopsWaitingForTheWriterLock(t *testing.T) {
 	head := gittest.Git(t, dir, "rev-parse", "HEAD") // r let go: git's files hold what it committed
 
 	ctx, cancel := context.WithCancel(context.Background())
-	done := updating(ctx, r, "t1")
+	_, done := updating(ctx, r, "t1")
 	waitUntil(t, "the call waits for the writer lock", func() bool { return r.lease.AcquireWaiters() == 1 })
 	cancelled(t, cancel, done, "Update cancelled while waiting for the writer lock")
 	// Answered while the other process still holds the lock (letGo has
@@ -193,12 +192,12 @@ func TestCancelledUpdateStopsWaitingForTheTurn(t *testing.T) {
 	}()
 	<-held
 	ctx, cancel := context.WithCancel(context.Background())
-	done := updating(ctx, r, "t1")
+	call, done := updating(ctx, r, "t1")
 	// The call's own goroutine waits in the turn's Lock: the background
 	// (start's id sync, a save of the history index) may wait for the
 	// turn too, so the waiters are not counted.
 	waitUntil(t, "the call waits for the turn", func() bool {
-		return stackHas("gitmem.updating.func", "beginWrite", "lock.(*Mutex).Lock")
+		return waitsIn(call, "beginWrite", "lock.(*Mutex).Lock")
 	})
 	cancelled(t, cancel, done, "Update cancelled while waiting for the turn")
 	letGo()
@@ -217,7 +216,7 @@ func TestCloseStopsACallWaitingForTheWriterLock(t *testing.T) {
 	write(t, r, "t0", "a.md", "zero\n")
 	letGo := heldByAnother(t, dir)
 	head := gittest.Git(t, dir, "rev-parse", "HEAD") // r let go: git's files hold what it committed
-	done := updating(context.Background(), r, "t1")
+	_, done := updating(context.Background(), r, "t1")
 	waitUntil(t, "the call waits for the writer lock", func() bool { return r.lease.AcquireWaiters() == 1 })
 	closed := make(chan error, 1)
 	go func() { closed <- r.Close() }()
