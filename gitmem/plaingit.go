@@ -126,9 +126,9 @@ func detachedBranch(gitDir string, st *gd.Store) (branch plumbing.ReferenceName,
 // gitmem's branch (git checkout, git switch), and then what it names: a
 // ref (empty when detached) and its commit (zero when there is none).
 func headMoved(gitDir string, branch plumbing.ReferenceName) (ref string, at plumbing.Hash, moved bool) {
-	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	data, err := gd.ReadFile(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
-		return "", plumbing.ZeroHash, false // unreadable now: the next look
+		return "", plumbing.ZeroHash, false // unreadable now (or not a file): the next look
 	}
 	s := strings.TrimSpace(string(data))
 	if target, ok := strings.CutPrefix(s, "ref: "); ok {

@@ -5,7 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
-	"os"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,14 +60,30 @@ type IndexEntry struct {
 // index was written. Any other version, or damage, is an error: the caller
 // then hashes files instead of trusting lstat data.
 func ReadIndex(gitDir string) ([]IndexEntry, time.Time, error) {
-	path := filepath.Join(gitDir, "index")
-	fi, err := os.Stat(path)
+	// Opened without the poller's calls (OpenRead), its time from the
+	// open file, which is the one read: four system calls fewer.
+	f, err := OpenRead(filepath.Join(gitDir, "index"))
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	data, err := os.ReadFile(path)
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, time.Time{}, err
+	}
+	data := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
 	}
 	bad := errors.New("unreadable index")
 	if len(data) < 12+20 || string(data[:4]) != "DIRC" {

@@ -15,7 +15,7 @@ import (
 type FileLock struct{ f *os.File }
 
 func OpenFileLock(path string) (*FileLock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,11 @@ import (
 // OpenRead is os.Open (readfile_unix.go: without the poller's calls).
 func OpenRead(path string) (*os.File, error) { return os.Open(path) }
 
+// OpenFile is os.OpenFile (readfile_unix.go: without the poller's calls).
+func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	return os.OpenFile(path, flag, perm)
+}
+
 // ReadFile is os.ReadFile (readfile_unix.go: in fewer system calls).
 func ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
 

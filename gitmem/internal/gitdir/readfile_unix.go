@@ -16,9 +16,14 @@ import (
 // descriptor opened blocking costs one fcntl. What reads it does (Read,
 // ReadAt, Stat, Fd for flock) are the same system calls. The error is
 // os.Open's *fs.PathError.
-func OpenRead(path string) (*os.File, error) {
+func OpenRead(path string) (*os.File, error) { return OpenFile(path, os.O_RDONLY, 0) }
+
+// OpenFile is os.OpenFile of a regular file (a lock file, a log file)
+// without the poller's calls, as OpenRead. flag must not hold
+// O_NONBLOCK: a descriptor opened non-blocking is registered again.
+func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 	for {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, uint32(perm.Perm()))
 		switch err {
 		case nil:
 			return os.NewFile(uintptr(fd), path), nil

@@ -104,7 +104,7 @@ func OpenWAL(env *Env, gitDir, name string) (*WAL, []WALRecord, error) {
 	if err := checkRegular(path); err != nil {
 		return nil, nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0o600)
+	f, err := OpenFile(path, os.O_RDWR, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		w, err := createWAL(env, path)
 		return w, nil, err
@@ -192,7 +192,7 @@ func (w *WAL) readHeader() error {
 
 func createWAL(env *Env, path string) (*WAL, error) {
 	tmp := path + ".new"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
