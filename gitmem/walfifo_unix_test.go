@@ -135,3 +135,33 @@ func repoWithAFIFOAt(t *testing.T, rel string) string {
 	}
 	return dir
 }
+
+// A FIFO put at .git/HEAD while a server holds the repository: its
+// close (which looks whether git moved HEAD before it lets the writer
+// lock go) waits on nothing. Before, the look at HEAD (headMoved) read
+// it with os.ReadFile, which waits in the open for a writer: Close hung
+// (the test failed at its one-minute bound); gd.ReadFile opens without
+// waiting and reads only a regular file.
+func TestAFIFOAtHEADWhileOpenIsNoWait(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gittest.Damaged(t, dir, "a FIFO at .git/HEAD")
+	head := filepath.Join(dir, ".git", "HEAD")
+	if err := syscall.Unlink(head); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(head, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Close() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a bound for a hang, not a timing
+		t.Fatal("Close waits on the FIFO at .git/HEAD")
+	}
+}
