@@ -1,0 +1,134 @@
+//go:build unix
+
+package storesapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+	"github.com/gitmem-dev/gitmem/policy"
+	"github.com/gitmem-dev/gitmem/stores"
+	"github.com/gitmem-dev/gitmem/storesapi"
+)
+
+// BenchmarkStoresCalls is the many-stores row of `gitmem bench` in one
+// process: memory tool calls over a real loopback HTTP server
+// (storesapi.New over a stores.Dir, as `gitmem serve --stores`), 32
+// clients each calling stores picked at random among 20, 60% `view` of
+// a one-line file of its own, 30% `str_replace` in it, 10% `create` of a
+// new file; every change one durable commit (fsync on). cpu-ms/call is
+// the process's CPU (user and system, from getrusage; the clients' share
+// included) over the timed calls, divided by them: steadier than the
+// rate on a shared machine.
+//
+//	go test ./storesapi/ -run '^$' -bench StoresCalls -benchtime 3000x -count 6
+func BenchmarkStoresCalls(b *testing.B) {
+	const nStores, clients = 20, 32
+	d, err := stores.Open(gittest.TempDir(b), stores.Options{Repo: gitmem.Options{}, IdleClose: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	author := gitmem.Signature{Name: "bench", Email: "bench@example.com"}
+	for i := range nStores {
+		if _, err := d.Create(fmt.Sprintf("store-%02d", i), stores.Meta{}, author); err != nil {
+			b.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(storesapi.New(d, storesapi.Options{Limits: policy.DefaultLimits,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	defer srv.Close()
+	tr := &http.Transport{MaxIdleConnsPerHost: clients}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	var seq atomic.Int64
+	call := func(store int, input map[string]any) error {
+		body, _ := json.Marshal(map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_b%d", seq.Add(1)), "name": "memory", "input": input})
+		res, err := hc.Post(fmt.Sprintf("%s/v1/stores/store-%02d/tool_use", srv.URL, store), "application/json", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		var out handler.Result
+		if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
+			return err
+		}
+		if res.StatusCode != http.StatusOK || out.IsError {
+			return fmt.Errorf("%v in store %d: %d %s", input, store, res.StatusCode, out.Content)
+		}
+		return nil
+	}
+	notes := func(c int) string { return fmt.Sprintf("/memories/notes-%02d.md", c) }
+	line := func(c, n int) string { return fmt.Sprintf("client-%02d: %d", c, n) }
+	for c := range clients {
+		for st := range nStores {
+			if err := call(st, map[string]any{"command": "create", "path": notes(c), "file_text": line(c, 0) + "\n"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var next atomic.Int64
+	var mu sync.Mutex
+	var failed error
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	cpu0, t0 := cpuTime(), time.Now()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), 7))
+			edits := make([]int, nStores)
+			for i := 0; next.Add(1) <= int64(b.N); i++ {
+				st := rng.IntN(nStores)
+				var input map[string]any
+				switch k := rng.IntN(10); {
+				case k < 6:
+					input = map[string]any{"command": "view", "path": notes(c)}
+				case k < 9:
+					input = map[string]any{"command": "str_replace", "path": notes(c), "old_str": line(c, edits[st]), "new_str": line(c, edits[st]+1)}
+					edits[st]++
+				default:
+					input = map[string]any{"command": "create", "path": fmt.Sprintf("/memories/c-%02d/%d.md", c, i), "file_text": fmt.Sprintf("note %d\n", i)}
+				}
+				if err := call(st, input); err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed, cpu := time.Since(t0), cpuTime()-cpu0
+	b.StopTimer()
+	if failed != nil {
+		b.Fatal(failed)
+	}
+	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/call")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+}
+
+// cpuTime is the process's CPU time so far, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
