@@ -209,6 +209,17 @@ func TestMalformedRedactionRecordIsRefused(t *testing.T) {
 		id   = `"id":"0123456789abcdef","time":"2026-01-01T00:00:00Z"`
 		hash = "1111111111111111111111111111111111111111"
 	)
+	// One setup for every case (each a remote, two agents and two syncs
+	// before): b is behind the remote by a2, and a refused sync leaves it
+	// so, which each case checks; a case whose record b took fails there.
+	remote := bareRemote(t)
+	a := agent(t, remote, "a")
+	put(t, a, "a1", "notes.md", "keep this\n")
+	syncOK(t, a)
+	b := agent(t, remote, "b")
+	put(t, a, "a2", "more.md", "more\n")
+	syncOK(t, a)
+	head, _ := b.Commit(context.Background(), "HEAD")
 	for _, tc := range []struct {
 		name, line, want string
 	}{
@@ -231,14 +242,6 @@ func TestMalformedRedactionRecordIsRefused(t *testing.T) {
 		{"not json", `{` + id + `,"path":`, `is not JSON of the record's form`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			remote := bareRemote(t)
-			a := agent(t, remote, "a")
-			put(t, a, "a1", "notes.md", "keep this\n")
-			syncOK(t, a)
-			b := agent(t, remote, "b")
-			put(t, a, "a2", "more.md", "more\n")
-			syncOK(t, a)
-			head, _ := b.Commit(context.Background(), "HEAD")
 			pushRecord(t, remote, tc.line+"\n")
 
 			_, err := b.Sync(context.Background(), "origin", SyncOptions{})
