@@ -74,12 +74,14 @@ func TestServerLogsAndMetrics(t *testing.T) {
 	defer cmd.Process.Kill()
 	base := "http://" + addr
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if res, err := http.Get(base + "/healthz"); err == nil {
+		if res, err := http.Get(base + "/healthz"); err == nil && res.StatusCode != 503 { // 503: starting
 			res.Body.Close()
 			if res.StatusCode != 200 {
 				t.Fatalf("/healthz without the token: %d", res.StatusCode)
 			}
 			break
+		} else if err == nil {
+			res.Body.Close()
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("serve did not start:\n%s", stderr.String())

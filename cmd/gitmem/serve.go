@@ -292,7 +292,7 @@ func repoOptions(c *cli.Context, author gitmem.Signature, listening string) gitm
 func serveWaiting(logf func(string, ...any), listening string) func(gitmem.Holder) {
 	meanwhile := ""
 	if listening != "" {
-		meanwhile = "; meanwhile " + listening + " answers /healthz, and 503 (starting) to everything else"
+		meanwhile = "; meanwhile " + listening + " answers 503 (starting)"
 	}
 	var mu sync.Mutex
 	var last *gitmem.Holder
@@ -510,24 +510,28 @@ func listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// httpServer serves HTTP on serve's listener from the moment it listens:
-// while the memory opens (a write-ahead log replayed, the worktree brought
+// httpServer serves HTTP on serve's listener from the moment it listens.
+// While the memory opens (a write-ahead log replayed, the worktree brought
 // to HEAD, or a wait for the writer lock another process keeps, which
-// lasts as long as that process does) it answers GET /healthz "ok" (the
-// process is alive: a liveness probe does not restart a start that
-// waits), GET /readyz 503 "not ready: starting", and every other request
-// 503 with Retry-After, changing nothing; then the routes serve gives it.
-// A listener not served held every connection in its backlog, with no
-// answer at all, for as long as the start lasted.
+// lasts as long as that process does), GET /healthz and GET /readyz
+// answer 503 "not ready: starting" at once, and any other request waits
+// for the start up to startWait, as long as a request waits for room when
+// the server is busy, then is served, or answered 503 with Retry-After,
+// changing nothing. A listener not served held every connection in its
+// backlog, with no answer at all, for as long as the start lasted.
 type httpServer struct {
 	srv    *http.Server // every timeout and bound of HTTPOptions.Server
 	routes atomic.Pointer[http.Handler]
-	errc   chan error // Serve's end
+	ready  chan struct{} // closed once routes is set
+	errc   chan error    // Serve's end
 }
 
-// startHTTP serves on ln; requests run in ctx (serveHTTP).
+// startWait is how long a request that comes during the start waits for it.
+const startWait = handler.DefaultQueueWait
+
+// startHTTP serves on ln; requests run in ctx (see serve).
 func startHTTP(ctx context.Context, ln net.Listener) *httpServer {
-	s := &httpServer{errc: make(chan error, 1)}
+	s := &httpServer{ready: make(chan struct{}), errc: make(chan error, 1)}
 	s.srv = handler.HTTPOptions{}.Server(s)
 	s.srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	go func() { s.errc <- s.srv.Serve(ln) }()
@@ -539,22 +543,31 @@ func (s *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		(*h).ServeHTTP(w, r)
 		return
 	}
-	switch r.URL.Path {
-	case "/healthz":
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("ok\nstarting\n"))
-	case "/readyz":
+	probe := r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
+	if !probe {
+		t := time.NewTimer(startWait)
+		defer t.Stop()
+		select {
+		case <-s.ready:
+			(*s.routes.Load()).ServeHTTP(w, r)
+			return
+		case <-r.Context().Done():
+		case <-t.C:
+		}
+	}
+	w.Header().Set("Retry-After", "1")
+	if probe {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		w.Write([]byte("not ready: starting\n"))
-	default:
-		w.Header().Set("Retry-After", "1")
-		w.Header().Set("x-should-retry", "true")
-		handler.HTTPError(w, http.StatusServiceUnavailable, startingMsg)
+		return
 	}
+	w.Header().Set("x-should-retry", "true")
+	handler.HTTPError(w, http.StatusServiceUnavailable, startingMsg)
 }
 
-// startingMsg is the answer to a request that comes while serve starts.
+// startingMsg is the answer to a request that came while serve started,
+// and waited startWait for it.
 const startingMsg = "the server is starting; nothing was changed; retry after 1 s"
 
 // serve answers requests with routes (url: where the memory tool is, for
@@ -564,6 +577,7 @@ const startingMsg = "the server is starting; nothing was changed; retry after 1 
 // away).
 func (s *httpServer) serve(ctx context.Context, url string, routes http.Handler, log *slog.Logger) error {
 	s.routes.Store(&routes)
+	close(s.ready)
 	log.Info("serving the memory tool on " + url)
 	select {
 	case err := <-s.errc:
