@@ -517,13 +517,15 @@ func listen(addr string) (net.Listener, error) {
 // answer 503 "not ready: starting" at once, and any other request waits
 // for the start up to startWait, as long as a request waits for room when
 // the server is busy, then is served, or answered 503 with Retry-After,
-// changing nothing. A listener not served held every connection in its
+// changing nothing. As many wait as requests may be in flight; the rest
+// are answered at once. A listener not served held every connection in its
 // backlog, with no answer at all, for as long as the start lasted.
 type httpServer struct {
-	srv    *http.Server // every timeout and bound of HTTPOptions.Server
-	routes atomic.Pointer[http.Handler]
-	ready  chan struct{} // closed once routes is set
-	errc   chan error    // Serve's end
+	srv     *http.Server // every timeout and bound of HTTPOptions.Server
+	routes  atomic.Pointer[http.Handler]
+	ready   chan struct{} // closed once routes is set
+	waiting chan struct{} // a token per request waiting for the start
+	errc    chan error    // Serve's end
 }
 
 // startWait is how long a request that comes during the start waits for it.
@@ -531,7 +533,7 @@ const startWait = handler.DefaultQueueWait
 
 // startHTTP serves on ln; requests run in ctx (see serve).
 func startHTTP(ctx context.Context, ln net.Listener) *httpServer {
-	s := &httpServer{ready: make(chan struct{}), errc: make(chan error, 1)}
+	s := &httpServer{ready: make(chan struct{}), waiting: make(chan struct{}, handler.DefaultMaxInflight), errc: make(chan error, 1)}
 	s.srv = handler.HTTPOptions{}.Server(s)
 	s.srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	go func() { s.errc <- s.srv.Serve(ln) }()
@@ -544,7 +546,8 @@ func (s *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	probe := r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
-	if !probe {
+	if !probe && s.wait() {
+		defer func() { <-s.waiting }()
 		t := time.NewTimer(startWait)
 		defer t.Stop()
 		select {
@@ -564,6 +567,16 @@ func (s *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("x-should-retry", "true")
 	handler.HTTPError(w, http.StatusServiceUnavailable, startingMsg)
+}
+
+// wait takes a place among the requests waiting for the start, if one is free.
+func (s *httpServer) wait() bool {
+	select {
+	case s.waiting <- struct{}{}:
+		return true
+	default:
+		return false
+	}
 }
 
 // startingMsg is the answer to a request that came while serve started,
