@@ -169,10 +169,7 @@ func TestMadeUpRedactionRecordIsRefused(t *testing.T) {
 	put(t, a, "a2", "more.md", "more\n")
 	syncOK(t, a)
 
-	blob := hashObject(t, remote, "blob", []byte(`{"id":"000000000000dead","time":"2026-01-01T00:00:00Z","path":"notes.md"}`+"\n"))
-	tree := hashObject(t, remote, "tree", []byte("100644 redactions\x00"+string(blob[:])))
-	commit := hashObject(t, remote, "commit", []byte("tree "+tree.String()+"\nauthor m <m@x> 1767225600 +0000\ncommitter m <m@x> 1767225600 +0000\n\nmemory: redaction record (1 redaction(s))\n\nMemory-Command: redaction-record\n"))
-	gittest.Git(t, remote, "update-ref", "refs/gitmem/redactions", commit.String())
+	pushRecord(t, remote, `{"id":"000000000000dead","time":"2026-01-01T00:00:00Z","path":"notes.md"}`+"\n")
 
 	_, err := b.Sync(context.Background(), "origin", SyncOptions{})
 	if err == nil || !strings.Contains(err.Error(), "redaction record 000000000000dead would remove content from the commit") {
