@@ -1,3 +1,5 @@
+//go:build unix
+
 package storesapi_test
 
 import (
