@@ -987,8 +987,14 @@ func (r *Repo) Adopt(ctx context.Context) (Commit, error) {
 func (r *Repo) checkoutMoved(si *startIndex) {
 	head, tree := r.state.snapshot()
 	// Another gitmem process may have written the index since this one
-	// last held the lock: the file says what the worktree was left at.
-	was := r.gitIndex.leftAt(r.readIndexHead())
+	// last held the lock: the file says what the worktree was left at. At
+	// a start (si) it is not read again: start read it under this lock
+	// (noteMadeFor), and an index written since made it what madeFor says.
+	var read plumbing.Hash
+	if si == nil {
+		read = r.readIndexHead()
+	}
+	was := r.gitIndex.leftAt(read)
 	if head.IsZero() || was == head {
 		return
 	}

@@ -81,6 +81,10 @@ func makeHolderFile(gitDir string, spare func() bool) {
 
 // fillHolderFile is makeHolderFile's one try.
 func fillHolderFile(gitDir string) error {
+	// Made whole by an earlier start, as a rule: one lstat then.
+	if fi, err := os.Lstat(holderPath(gitDir)); err == nil && fi.Mode().IsRegular() && fi.Size() >= holderBytes {
+		return nil
+	}
 	f, err := openHolder(gitDir, os.O_WRONLY|os.O_CREATE)
 	if err != nil {
 		return err // not a regular file (left alone), or no space for a new one

@@ -3,6 +3,8 @@ package gitmem
 import (
 	"context"
 	"errors"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // own takes the writer lock for this process if it does not hold it yet:
@@ -66,11 +68,15 @@ func (r *Repo) settleIn(t *writerTurn, si *startIndex) error {
 	}
 	// A branch git moved off what this process acknowledged while the
 	// lock was free is not taken: it is put back below.
+	// (At a start nothing is loaded: the branch is read once, by refresh.)
 	had, _, loaded := r.state.loadedAt()
+	var cur plumbing.Hash
 	var off, rewritten bool
-	cur, err := r.readRef(r.branch)
-	if err == nil && loaded {
-		off, rewritten = r.movedOff(had, cur)
+	if loaded && !had.IsZero() {
+		if h, err := r.readRef(r.branch); err == nil {
+			cur = h
+			off, rewritten = r.movedOff(had, cur)
+		}
 	}
 	if rewritten {
 		dt := r.disk.hold()
