@@ -850,6 +850,29 @@ func TestStartClearsTheTemporaryFilesOfGitmemsFolder(t *testing.T) {
 	}
 }
 
+// A writer's start removes the .git/gitmem/index-head.lock a killed
+// gitmem left (no git command takes it): index-head would not be written
+// again while it is there. Looked for in the start's listing of
+// .git/gitmem, not removed blindly at every start.
+func TestStartClearsAStaleIndexHeadLock(t *testing.T) {
+	t.Parallel()
+	dir := closedRepo(t)
+	lock := filepath.Join(dir, ".git", "gitmem", "index-head.lock")
+	if err := os.WriteFile(lock, []byte("left by a killed gitmem\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(context.Background(), dir, Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Errorf(".git/gitmem/index-head.lock is still there after a start")
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // gitmem writes .git/index, then .git/gitmem/index-head: in between, its
 // own index is newer than index-head, as one git wrote is. A Flush beside
 // another index write (the lock's release, under load) took it for git's

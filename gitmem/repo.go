@@ -675,7 +675,9 @@ func (r *Repo) clearStaleLocks(top, own, objs []string) {
 	for _, l := range gd.ClearOwnLocks(r.objects.st.Env, r.gitDir, top, own, objs) {
 		r.opt.Logf("gitmem: removed .git/%s, which a gitmem that was killed left", l)
 	}
-	os.Remove(r.indexHeadPath() + ".lock")
+	if slices.Contains(own, filepath.Base(r.indexHeadPath())+".lock") {
+		os.Remove(r.indexHeadPath() + ".lock")
+	}
 }
 
 // clearTempFiles removes the temporary files a killed gitmem left: we hold
