@@ -530,7 +530,10 @@ func (s *link) fetch(ctx context.Context) (plumbing.Hash, error) {
 	}
 	defer conn.Close()
 	// What comes is in flight (see gd.Keep) until the remote-tracking
-	// refs name it (or it is refused, and removed), then gitmem's own.
+	// refs name it (or it is refused, and removed), then gitmem's own;
+	// meanwhile no writer's start sweeps the pack folder (taken before
+	// the packs' settling below is deferred: let go after it).
+	defer gd.HoldFetch(s.gitDir)()
 	var packs []plumbing.Hash
 	defer func() {
 		for _, h := range packs {

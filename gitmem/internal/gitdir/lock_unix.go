@@ -35,6 +35,20 @@ func (l *FileLock) Lock() error {
 	}
 }
 
+// LockShared takes the lock beside other shared holders, waiting while
+// it is held exclusively.
+func (l *FileLock) LockShared() error {
+	if l == nil {
+		return nil
+	}
+	for {
+		err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_SH)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
 // TryLock takes the lock if no one holds it, and reports whether it did.
 func (l *FileLock) TryLock() (bool, error) {
 	if l == nil {

@@ -34,6 +34,16 @@ func (l *FileLock) Lock() error {
 	return l.lock(0)
 }
 
+// LockShared takes the lock beside other shared holders, waiting while
+// it is held exclusively.
+func (l *FileLock) LockShared() error {
+	if l == nil {
+		return nil
+	}
+	var ol windows.Overlapped
+	return windows.LockFileEx(windows.Handle(l.f.Fd()), 0, 0, 1, 0, &ol)
+}
+
 // TryLock takes the lock if no one holds it, and reports whether it did.
 func (l *FileLock) TryLock() (bool, error) {
 	if l == nil {

@@ -595,14 +595,25 @@ const StaleTemp = 10 * time.Minute
 
 // SweepPacks is a writer's start's sweep of the pack folder, from one
 // listing of it (five before, one per kind): it removes gitmem's
-// temporary files there (TmpPackPrefix: the writer lock is held, no
-// gitmem process writes one), git's half-written packs (tmp_*) older
-// than StaleTemp, then moves the marks an earlier version kept there
-// (MoveRepackedMarks), removes indexes without their pack
-// (RemoveOrphanIndexes) and settles gitmem's .keep files
-// (SettleStaleKeeps). It returns the files it removed. A file another
-// program adds meanwhile waits for the next start.
+// temporary files there (TmpPackPrefix: the writer lock is held, and no
+// fetch holds .git/gitmem/fetch, so no gitmem process writes one), git's
+// half-written packs (tmp_*) older than StaleTemp, then moves the marks
+// an earlier version kept there (MoveRepackedMarks), removes indexes
+// without their pack (RemoveOrphanIndexes) and settles gitmem's .keep
+// files (SettleStaleKeeps). It returns the files it removed. A file
+// another program adds meanwhile waits for the next start; so does the
+// whole sweep while a fetch, which writes there without the writer lock,
+// is under way in any process (HoldFetch): its files are in flight, not
+// a killed process's.
 func SweepPacks(gitDir string) int {
+	if l, err := OpenFileLock(fetchLockPath(gitDir)); err == nil {
+		defer l.Close()
+		if ok, err := l.TryLock(); err == nil && !ok {
+			return 0
+		} else if ok {
+			defer l.Unlock() // a fetch that begins meanwhile waits for the sweep
+		}
+	}
 	packDir := filepath.Join(gitDir, "objects", "pack")
 	ents := listPackDir(gitDir)
 	n := 0
@@ -620,6 +631,34 @@ func SweepPacks(gitDir string) int {
 	moveRepackedMarks(gitDir, ents)
 	n += removeOrphanIndexes(gitDir, ents)
 	return n + settleStaleKeeps(gitDir, ents)
+}
+
+// fetchLockPath is .git/gitmem/fetch: held shared by each fetch under
+// way (HoldFetch), exclusively by a start's sweep of the pack folder
+// (SweepPacks).
+func fetchLockPath(gitDir string) string { return filepath.Join(gitDir, "gitmem", "fetch") }
+
+// HoldFetch marks a fetch into gitDir under way, from before it makes
+// its first file in the pack folder until what it received is named by
+// a ref or removed (release): a writer's start in any process leaves the
+// pack folder alone meanwhile (SweepPacks). Fetches hold it together; a
+// fetch that begins during a start's sweep waits for the sweep. Where
+// the file cannot be made (a full disk, a folder that is not
+// writable), the fetch goes on without it, as it would fail or not
+// whatever a start does.
+func HoldFetch(gitDir string) (release func()) {
+	l, err := OpenFileLock(fetchLockPath(gitDir))
+	if err != nil {
+		return func() {}
+	}
+	if l.LockShared() != nil {
+		l.Close()
+		return func() {}
+	}
+	return func() {
+		l.Unlock()
+		l.Close()
+	}
 }
 
 func (s *Store) reservePath() string { return filepath.Join(s.Dir, "gitmem", "reserve") }
