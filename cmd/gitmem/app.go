@@ -135,6 +135,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	})
 	withEnv(app.Flags)
 	withEnv(app.Command("serve").Flags)
+	withNames(app.Flags)
+	forEachCommand(app.Commands, func(c *cli.Command) { withNames(c.Flags) })
 	return app
 }
 

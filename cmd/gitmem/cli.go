@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -127,13 +128,109 @@ func normalize(app *cli.App, args []string) (out []string, cmdName string, err e
 
 func findFlag(flags []cli.Flag, name string) cli.Flag {
 	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return f
-			}
+		if n, aliases := flagName(f); n == name || slices.Contains(aliases, name) {
+			return f
 		}
 	}
 	return nil
+}
+
+// flagName is a flag's name and aliases as its fields hold them: what
+// its Names() returns, without the regular expression urfave/cli runs on
+// every name at every call. Our flags' names have no comma or space,
+// which is all that expression strips (TestFlagNameIsNames).
+func flagName(f cli.Flag) (string, []string) {
+	switch f := f.(type) {
+	case namedFlag:
+		return f.flag()
+	case *cli.StringFlag:
+		return f.Name, f.Aliases
+	case *cli.BoolFlag:
+		return f.Name, f.Aliases
+	case *cli.IntFlag:
+		return f.Name, f.Aliases
+	case *cli.Int64Flag:
+		return f.Name, f.Aliases
+	case *cli.DurationFlag:
+		return f.Name, f.Aliases
+	case *cli.StringSliceFlag:
+		return f.Name, f.Aliases
+	}
+	names := f.Names()
+	return names[0], names[1:]
+}
+
+// Our flags as the app holds them: each of urfave/cli's flags, its names
+// made once. urfave/cli looks every flag up by name at every start
+// (runFlagActions: for each flag, IsSet scans the flags calling Names,
+// which runs a regular expression on every name): quadratic in the
+// number of flags, and under -race, as the tests start gitmem, each run
+// of that expression allocates (a start of `gitmem log` ran it 300
+// times). The wrapper has all of the flag's methods but Names, and
+// holds no state of its own: parsing, help and completion read the flag
+// it wraps.
+type (
+	namedFlag interface{ flag() (string, []string) }
+	names     []string
+
+	stringFlag struct {
+		*cli.StringFlag
+		names
+	}
+	boolFlag struct {
+		*cli.BoolFlag
+		names
+	}
+	intFlag struct {
+		*cli.IntFlag
+		names
+	}
+	int64Flag struct {
+		*cli.Int64Flag
+		names
+	}
+	durationFlag struct {
+		*cli.DurationFlag
+		names
+	}
+	stringSliceFlag struct {
+		*cli.StringSliceFlag
+		names
+	}
+)
+
+// all is what the wrapped flag's Names returns (a slice a caller may
+// append to without touching the held one).
+func (n names) all() []string             { return slices.Clip(n) }
+func (n names) flag() (string, []string)  { return n[0], slices.Clip(n[1:]) }
+func (f stringFlag) Names() []string      { return f.all() }
+func (f boolFlag) Names() []string        { return f.all() }
+func (f intFlag) Names() []string         { return f.all() }
+func (f int64Flag) Names() []string       { return f.all() }
+func (f durationFlag) Names() []string    { return f.all() }
+func (f stringSliceFlag) Names() []string { return f.all() }
+
+// withNames wraps every flag of the list (in place) in its type's
+// wrapper: after withEnv and requiredFlags, which set the flags' fields.
+func withNames(flags []cli.Flag) {
+	for i, f := range flags {
+		name, aliases := flagName(f)
+		n := names(append([]string{name}, aliases...))
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			flags[i] = stringFlag{f, n}
+		case *cli.BoolFlag:
+			flags[i] = boolFlag{f, n}
+		case *cli.IntFlag:
+			flags[i] = intFlag{f, n}
+		case *cli.Int64Flag:
+			flags[i] = int64Flag{f, n}
+		case *cli.DurationFlag:
+			flags[i] = durationFlag{f, n}
+		case *cli.StringSliceFlag:
+			flags[i] = stringSliceFlag{f, n}
+		}
+	}
 }
 
 // takesValue reports whether a flag (as written, "--repo") reads the next
@@ -149,7 +246,8 @@ func takesValue(flags []cli.Flag, arg string) bool {
 		return false
 	}
 	_, isBool := f.(*cli.BoolFlag)
-	return !isBool
+	_, isWrappedBool := f.(boolFlag)
+	return !isBool && !isWrappedBool
 }
 
 func forEachCommand(cmds []*cli.Command, fn func(*cli.Command)) {

@@ -46,7 +46,8 @@ func envName(flag string) string {
 // envName. Flags of a type it does not know are a programming error.
 func withEnv(flags []cli.Flag) {
 	for _, f := range flags {
-		env := []string{envName(f.Names()[0])}
+		name, _ := flagName(f)
+		env := []string{envName(name)}
 		switch f := f.(type) {
 		case *cli.StringFlag:
 			f.EnvVars = or(f.EnvVars, env)
@@ -61,7 +62,7 @@ func withEnv(flags []cli.Flag) {
 		case *cli.StringSliceFlag:
 			f.EnvVars = or(f.EnvVars, env)
 		default:
-			panic(fmt.Sprintf("withEnv: flag --%s is a %T", f.Names()[0], f))
+			panic(fmt.Sprintf("withEnv: flag --%s is a %T", name, f))
 		}
 	}
 }

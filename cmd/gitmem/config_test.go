@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,4 +61,23 @@ func TestSettingsTableListsEveryFlag(t *testing.T) {
 	for name := range documented {
 		t.Errorf("the settings table lists --%s, which is no flag", name)
 	}
+}
+
+// flagName, which the start uses instead of urfave/cli's Names (a
+// regular expression per name per call), gives what Names gives for
+// every flag of every command: no name or alias of ours has the comma
+// or space that Names strips.
+func TestFlagNameIsNames(t *testing.T) {
+	t.Parallel()
+	app := newApp(nil, io.Discard, io.Discard)
+	check := func(where string, flags []cli.Flag) {
+		for _, f := range flags {
+			name, aliases := flagName(f)
+			if got, want := append([]string{name}, aliases...), f.Names(); !slices.Equal(got, want) {
+				t.Errorf("%s: flagName gives %q, Names %q", where, got, want)
+			}
+		}
+	}
+	check("gitmem", app.Flags)
+	forEachCommand(app.Commands, func(c *cli.Command) { check(c.FullName(), c.Flags) })
 }
