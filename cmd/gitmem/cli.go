@@ -214,23 +214,36 @@ func (f stringSliceFlag) Names() []string { return f.all() }
 // wrapper: after withEnv and requiredFlags, which set the flags' fields.
 func withNames(flags []cli.Flag) {
 	for i, f := range flags {
-		name, aliases := flagName(f)
-		n := names(append([]string{name}, aliases...))
-		switch f := f.(type) {
-		case *cli.StringFlag:
-			flags[i] = stringFlag{f, n}
-		case *cli.BoolFlag:
-			flags[i] = boolFlag{f, n}
-		case *cli.IntFlag:
-			flags[i] = intFlag{f, n}
-		case *cli.Int64Flag:
-			flags[i] = int64Flag{f, n}
-		case *cli.DurationFlag:
-			flags[i] = durationFlag{f, n}
-		case *cli.StringSliceFlag:
-			flags[i] = stringSliceFlag{f, n}
-		}
+		flags[i] = named(f)
 	}
+}
+
+// named is the flag in its type's wrapper (a pointer: urfave/cli
+// compares flags with ==).
+func named(f cli.Flag) cli.Flag {
+	name, aliases := flagName(f)
+	n := names(append([]string{name}, aliases...))
+	switch f := f.(type) {
+	case *cli.StringFlag:
+		return &stringFlag{f, n}
+	case *cli.BoolFlag:
+		return &boolFlag{f, n}
+	case *cli.IntFlag:
+		return &intFlag{f, n}
+	case *cli.Int64Flag:
+		return &int64Flag{f, n}
+	case *cli.DurationFlag:
+		return &durationFlag{f, n}
+	case *cli.StringSliceFlag:
+		return &stringSliceFlag{f, n}
+	}
+	return f
+}
+
+// urfave/cli's own --help and --version, which it puts after every
+// command's flags and looks up at every start, are wrapped too.
+func init() {
+	cli.HelpFlag, cli.VersionFlag = named(cli.HelpFlag), named(cli.VersionFlag)
 }
 
 // takesValue reports whether a flag (as written, "--repo") reads the next
@@ -246,7 +259,7 @@ func takesValue(flags []cli.Flag, arg string) bool {
 		return false
 	}
 	_, isBool := f.(*cli.BoolFlag)
-	_, isWrappedBool := f.(boolFlag)
+	_, isWrappedBool := f.(*boolFlag)
 	return !isBool && !isWrappedBool
 }
 

@@ -79,5 +79,6 @@ func TestFlagNameIsNames(t *testing.T) {
 		}
 	}
 	check("gitmem", app.Flags)
+	check("urfave/cli", []cli.Flag{cli.HelpFlag, cli.VersionFlag})
 	forEachCommand(app.Commands, func(c *cli.Command) { check(c.FullName(), c.Flags) })
 }
