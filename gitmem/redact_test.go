@@ -281,6 +281,7 @@ func TestWritesAfterARedaction(t *testing.T) {
 // during the wait) the redaction returned no error with the secret in a
 // pack and in memories/f1.md.
 func TestRedactBesideAHeldRefLock(t *testing.T) {
+	t.Parallel() // its 5 s (gitdir.LockWait) are an idle wait: beside the other tests, not before them
 	r, dir := newRepo(t)
 	writeSecrets(t, r)
 	if err := r.AddRemote("origin", t.TempDir()); err != nil { // its commits are noted for pulls
