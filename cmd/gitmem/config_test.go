@@ -63,22 +63,46 @@ func TestSettingsTableListsEveryFlag(t *testing.T) {
 	}
 }
 
-// flagName, which the start uses instead of urfave/cli's Names (a
-// regular expression per name per call), gives what Names gives for
-// every flag of every command: no name or alias of ours has the comma
-// or space that Names strips.
+// flagName and the wrappers' Names, which the start uses instead of
+// urfave/cli's Names (a regular expression per name per call), give what
+// urfave/cli's Names gives for every flag of every command and its own
+// --help and --version: no name or alias of ours has the comma or space
+// that Names strips.
 func TestFlagNameIsNames(t *testing.T) {
 	t.Parallel()
 	app := newApp(nil, io.Discard, io.Discard)
 	check := func(where string, flags []cli.Flag) {
 		for _, f := range flags {
+			want := unwrapped(f).Names()
 			name, aliases := flagName(f)
-			if got, want := append([]string{name}, aliases...), f.Names(); !slices.Equal(got, want) {
-				t.Errorf("%s: flagName gives %q, Names %q", where, got, want)
+			if got := append([]string{name}, aliases...); !slices.Equal(got, want) {
+				t.Errorf("%s: flagName gives %q, urfave/cli's Names %q", where, got, want)
+			}
+			if got := f.Names(); !slices.Equal(got, want) {
+				t.Errorf("%s: Names gives %q, urfave/cli's %q", where, got, want)
 			}
 		}
 	}
 	check("gitmem", app.Flags)
 	check("urfave/cli", []cli.Flag{cli.HelpFlag, cli.VersionFlag})
 	forEachCommand(app.Commands, func(c *cli.Command) { check(c.FullName(), c.Flags) })
+}
+
+// unwrapped is the urfave/cli flag a wrapper holds.
+func unwrapped(f cli.Flag) cli.Flag {
+	switch f := f.(type) {
+	case *stringFlag:
+		return f.StringFlag
+	case *boolFlag:
+		return f.BoolFlag
+	case *intFlag:
+		return f.IntFlag
+	case *int64Flag:
+		return f.Int64Flag
+	case *durationFlag:
+		return f.DurationFlag
+	case *stringSliceFlag:
+		return f.StringSliceFlag
+	}
+	return f
 }
