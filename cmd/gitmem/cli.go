@@ -219,14 +219,23 @@ func withNames(flags []cli.Flag) {
 }
 
 // named is the flag in its type's wrapper (a pointer: urfave/cli
-// compares flags with ==).
+// compares flags with ==). A flag is left as it is where urfave/cli reads
+// a field of it by its own type, which a wrapper would hide: a boolean's
+// Hidden (flag suggestions) and DisableDefaultText (help), a string's
+// TakesFile (fish completion).
 func named(f cli.Flag) cli.Flag {
 	name, aliases := flagName(f)
 	n := names(append([]string{name}, aliases...))
 	switch f := f.(type) {
 	case *cli.StringFlag:
+		if f.TakesFile {
+			return f
+		}
 		return &stringFlag{f, n}
 	case *cli.BoolFlag:
+		if f.Hidden || f.DisableDefaultText {
+			return f
+		}
 		return &boolFlag{f, n}
 	case *cli.IntFlag:
 		return &intFlag{f, n}
@@ -235,6 +244,9 @@ func named(f cli.Flag) cli.Flag {
 	case *cli.DurationFlag:
 		return &durationFlag{f, n}
 	case *cli.StringSliceFlag:
+		if f.TakesFile {
+			return f
+		}
 		return &stringSliceFlag{f, n}
 	}
 	return f

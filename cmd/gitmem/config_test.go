@@ -106,3 +106,25 @@ func unwrapped(f cli.Flag) cli.Flag {
 	}
 	return f
 }
+
+// A flag whose field urfave/cli reads by the flag's own type stays
+// unwrapped (a wrapper would hide it: a hidden boolean suggested, a
+// file-taking string completed as another in fish); others are wrapped.
+func TestNamedLeavesFlagsUrfaveReadsByType(t *testing.T) {
+	t.Parallel()
+	for _, f := range []cli.Flag{
+		&cli.BoolFlag{Name: "b", Hidden: true},
+		&cli.BoolFlag{Name: "b", DisableDefaultText: true},
+		&cli.StringFlag{Name: "s", TakesFile: true},
+		&cli.StringSliceFlag{Name: "s", TakesFile: true},
+	} {
+		if got := named(f); got != f {
+			t.Errorf("named(%T %v) is a %T, want the flag itself", f, f.Names(), got)
+		}
+	}
+	for _, f := range []cli.Flag{&cli.BoolFlag{Name: "b"}, &cli.StringFlag{Name: "s"}} {
+		if got := named(f); got == f {
+			t.Errorf("named(%T %v) is the flag itself, want its wrapper", f, f.Names())
+		}
+	}
+}
