@@ -23,26 +23,19 @@ func OpenFileLock(path string) (*FileLock, error) {
 }
 
 // Lock, Unlock and Close do nothing on a nil lock (a read-only Repo).
-func (l *FileLock) Lock() error {
-	if l == nil {
-		return nil
-	}
-	for {
-		err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			return err
-		}
-	}
-}
+func (l *FileLock) Lock() error { return l.wait(syscall.LOCK_EX) }
 
 // LockShared takes the lock beside other shared holders, waiting while
 // it is held exclusively.
-func (l *FileLock) LockShared() error {
+func (l *FileLock) LockShared() error { return l.wait(syscall.LOCK_SH) }
+
+// wait takes the lock as how says (LOCK_EX, LOCK_SH), waiting for it.
+func (l *FileLock) wait(how int) error {
 	if l == nil {
 		return nil
 	}
 	for {
-		err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_SH)
+		err := syscall.Flock(int(l.f.Fd()), how)
 		if err != syscall.EINTR {
 			return err
 		}
