@@ -110,15 +110,20 @@ func RemoveLoose(gitDir string, hashes []plumbing.Hash) int {
 // files (half-written packs and objects; the worktree's are gitmem's
 // clearTemp's) that a crash left, older than StaleTemp, or all of them (as a redaction needs: one
 // could hold the old content, and nothing writes meanwhile), and pack
-// indexes without their pack and marks of packs that are gone. It returns
-// how many files it deleted.
+// indexes without their pack and marks of packs that are gone. The pack
+// folder's temporary files stay while a fetch, which writes there
+// without the writer lock, holds .git/gitmem/fetch (sweepTurn). It
+// returns how many files it deleted.
 func (s *Store) ClearGarbage(all bool) int {
+	patterns := []string{filepath.Join(s.Dir, "objects", "??", TmpObjPrefix+"*")}
+	if release, ok := sweepTurn(s.Dir); ok {
+		defer release()
+		patterns = append(patterns,
+			filepath.Join(s.Dir, "objects", "pack", "tmp_*"),
+			filepath.Join(s.Dir, "objects", "pack", TmpPackPrefix+"*"))
+	}
 	n := 0
-	for _, pattern := range []string{
-		filepath.Join(s.Dir, "objects", "pack", "tmp_*"),
-		filepath.Join(s.Dir, "objects", "pack", TmpPackPrefix+"*"),
-		filepath.Join(s.Dir, "objects", "??", TmpObjPrefix+"*"),
-	} {
+	for _, pattern := range patterns {
 		m, _ := filepath.Glob(pattern)
 		for _, p := range m {
 			if fi, err := os.Stat(p); err == nil && (all || time.Since(fi.ModTime()) > StaleTemp) && os.Remove(p) == nil {
@@ -606,14 +611,11 @@ const StaleTemp = 10 * time.Minute
 // is under way in any process (HoldFetch): its files are in flight, not
 // a killed process's.
 func SweepPacks(gitDir string) int {
-	if l, err := OpenFileLock(fetchLockPath(gitDir)); err == nil {
-		defer l.Close()
-		if ok, err := l.TryLock(); err == nil && !ok {
-			return 0
-		} else if ok {
-			defer l.Unlock() // a fetch that begins meanwhile waits for the sweep
-		}
+	release, ok := sweepTurn(gitDir)
+	if !ok {
+		return 0
 	}
+	defer release()
 	packDir := filepath.Join(gitDir, "objects", "pack")
 	ents := listPackDir(gitDir)
 	n := 0
@@ -631,6 +633,31 @@ func SweepPacks(gitDir string) int {
 	moveRepackedMarks(gitDir, ents)
 	n += removeOrphanIndexes(gitDir, ents)
 	return n + settleStaleKeeps(gitDir, ents)
+}
+
+// sweepTurn holds .git/gitmem/fetch exclusively for a sweep of the pack
+// folder's temporary files (SweepPacks, ClearGarbage): ok is false while
+// a fetch in any process holds it (HoldFetch), whose files those are. A
+// fetch that begins meanwhile waits for release. Where the file cannot be
+// made or locked, the sweep goes on: no fetch holds it either.
+func sweepTurn(gitDir string) (release func(), ok bool) {
+	l, err := OpenFileLock(fetchLockPath(gitDir))
+	if err != nil {
+		return func() {}, true
+	}
+	held, err := l.TryLock()
+	switch {
+	case err != nil:
+		l.Close()
+		return func() {}, true
+	case !held:
+		l.Close()
+		return nil, false
+	}
+	return func() {
+		l.Unlock()
+		l.Close()
+	}, true
 }
 
 // fetchLockPath is .git/gitmem/fetch: held shared by each fetch under

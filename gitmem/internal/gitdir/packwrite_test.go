@@ -866,3 +866,52 @@ func TestListingPacksStatsNoPack(t *testing.T) { // not parallel: AllocsPerRun
 		t.Fatalf("listing the packs: %v allocations, want at most 25 (no *os.File, no stat of a pack)", n)
 	}
 }
+
+// A fetch writes its temporary files in the pack folder without the
+// writer lock, holding .git/gitmem/fetch (HoldFetch). gc's ClearGarbage
+// removed them whatever held it: all of them for a redaction (a pull
+// under way in another process then failed), those older than
+// StaleTemp otherwise (a fetch stalled that long). It leaves the pack
+// folder's temporary files alone while a fetch holds the file, as a
+// start's sweep does.
+func TestClearGarbageLeavesAFetchsFiles(t *testing.T) {
+	t.Parallel()
+	_, gitDir := gitInit(t)
+	s := Open(gitDir)
+	defer s.Close()
+	packDir := filepath.Join(gitDir, "objects", "pack")
+	old := time.Now().Add(-2 * StaleTemp)
+	plant := func() []string {
+		var names []string
+		for _, name := range []string{TmpPackPrefix + "pack_1", "tmp_pack_1"} {
+			p := filepath.Join(packDir, name)
+			if err := os.WriteFile(p, []byte("in flight"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, p)
+		}
+		return names
+	}
+	files := plant()
+	if err := os.MkdirAll(filepath.Join(gitDir, "gitmem"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	release := HoldFetch(gitDir)
+	for _, all := range []bool{false, true} {
+		if n := s.ClearGarbage(all); n != 0 {
+			t.Errorf("ClearGarbage(%v) beside a fetch removed %d files, want 0", all, n)
+		}
+		for _, p := range files {
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("ClearGarbage(%v) beside a fetch: %s: %v", all, filepath.Base(p), err)
+			}
+		}
+	}
+	release()
+	if n := s.ClearGarbage(false); n != len(files) {
+		t.Errorf("ClearGarbage after the fetch removed %d files, want %d", n, len(files))
+	}
+}
