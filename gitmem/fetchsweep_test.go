@@ -87,3 +87,33 @@ func packFolder(t *testing.T, r *Repo) map[string]bool {
 	}
 	return names
 }
+
+// A fetch's failure to place what it received is worded as any storage
+// error is: the repository's files by their path from .git/ on, no
+// host path (the temporary index gone before its rename: what a sweep
+// beside the fetch did, above). The remote keeps its name.
+func TestAFetchsFailureNamesNoHostPath(t *testing.T) {
+	t.Parallel()
+	_, a, b := twoAgents(t)
+	put(t, a, "t1", "x.md", "x\n")
+	syncOK(t, a)
+	settle(t, b)
+	b.opt.hooks.env.SetFault(func(step, path string) error {
+		if step == gd.StepPackIndex {
+			tmp, _ := filepath.Glob(filepath.Join(b.gitDir, "objects", "pack", gd.TmpPackPrefix+"idx_*"))
+			for _, p := range tmp {
+				os.Remove(p)
+			}
+		}
+		return nil
+	})
+	_, err := b.Pull(context.Background(), "origin", SyncOptions{})
+	b.opt.hooks.env.SetFault(nil)
+	if err == nil {
+		t.Fatal("the pull placed a pack whose index was gone")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, b.dir) || !strings.Contains(msg, "origin") || !strings.Contains(msg, ".git/objects/pack/") {
+		t.Fatalf("the pull's error: %q; want the remote's name and the pack folder from .git/ on, not %s", msg, b.dir)
+	}
+}

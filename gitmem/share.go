@@ -166,10 +166,16 @@ type RemoteError struct {
 	Remote string
 	Op     string // "fetch from", "push to"
 	Err    error
+
+	local string // the memory's folder: its files are worded from .git/ on
 }
 
 func (e *RemoteError) Error() string {
-	return fmt.Sprintf("gitmem: %s %s: %v", e.Op, e.Remote, e.Err)
+	text := e.Err.Error()
+	if e.local != "" {
+		text = strings.ReplaceAll(text, filepath.Clean(e.local)+string(filepath.Separator), "")
+	}
+	return fmt.Sprintf("gitmem: %s %s: %s", e.Op, e.Remote, text)
 }
 func (e *RemoteError) Unwrap() error { return e.Err }
 
@@ -447,7 +453,7 @@ func (s *link) remoteErr(op string, err error) error {
 	if errors.Is(err, ErrNonFastForward) || errors.As(err, &se) || errors.As(err, &de) || errors.As(err, &le) || errors.Is(err, ErrClosed) {
 		return err
 	}
-	return &RemoteError{Remote: s.name, Op: op, Err: err}
+	return &RemoteError{Remote: s.name, Op: op, Err: err, local: s.dir}
 }
 
 // Pull fetches the remote's branch and merges it into the memory (a
