@@ -798,9 +798,26 @@ func mergeHand(base, ours, hand []byte) []byte {
 // found while the start's look at every file is under way is committed
 // by that look (with the others, in one adopt commit): it is waited for.
 func (r *Repo) adoptFiles(ctx context.Context, rels []string) error {
+	return r.adoptLooked(ctx, rels, true)
+}
+
+// adoptLooked is adoptFiles; a view's (waitFailing false) does not wait
+// for the writer lock while another process keeps it because its
+// checkpoints fail, as its record in .git/gitmem/holder says (a full
+// disk): that process lets go only once git's files take its changes,
+// and the adopt commit could not be written meanwhile either. Its error
+// is then a *LockHeldError (Waited 0) naming the files edited by hand;
+// the view shows the memory as committed.
+func (r *Repo) adoptLooked(ctx context.Context, rels []string, waitFailing bool) error {
 	paths := repoPaths(rels)
-	if drift, err := r.mirror.driftedAt(r.snapshotTree(), paths); err != nil || len(drift) == 0 {
+	drift, err := r.mirror.driftedAt(r.snapshotTree(), paths)
+	if err != nil || len(drift) == 0 {
 		return err
+	}
+	if !waitFailing && !r.lease.Held() {
+		if h := readHolder(r.gitDir); h.Pid != 0 {
+			return fmt.Errorf("%s: %w", strings.Join(repoPaths(drift), ", "), &LockHeldError{Holder: h})
+		}
 	}
 	if err := r.awaitStartCheck(ctx); err != nil {
 		return err

@@ -200,6 +200,8 @@ func waitedFor(gitDir string) Holder {
 // LockHeldError is the error of a call that gave up waiting for the
 // writer lock another process held for all of Options.LockWait: nothing
 // was changed. Holder is what that process recorded (see Holder).
+// Waited 0: the call did not wait, as a holder whose checkpoints fail
+// keeps the lock until they succeed (a view's adopt commit).
 type LockHeldError struct {
 	Waited time.Duration
 	Holder Holder
@@ -207,6 +209,9 @@ type LockHeldError struct {
 
 func (e *LockHeldError) Error() string {
 	s := fmt.Sprintf("gitmem: gave up after %v waiting for the writer lock, which another process holds", e.Waited)
+	if e.Waited == 0 {
+		s = "gitmem: did not wait for the writer lock, which another process holds"
+	}
 	switch h := e.Holder; {
 	case h.Pid != 0:
 		// What the record holds is anyone's who can write .git: escaped.

@@ -3,6 +3,7 @@ package gitmem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -281,4 +282,86 @@ func TestFsckRepairAsksABusyHolderToLetGo(t *testing.T) {
 	if got := gitToolIDs(t, dir); got != "t1 t2" {
 		t.Fatalf("history: %q", got)
 	}
+}
+
+// A view of a file edited by hand commits the edit first, which takes
+// the writer lock. Beside another process that keeps the lock because
+// its checkpoints fail (a full disk), the view waited its request out
+// (serve's 50 s) and then showed the memory as committed. It now sees
+// the holder's record and does not wait: the memory as committed, at
+// once, and a log line saying why the hand edit is not in it. Once the
+// holder's checkpoint succeeds, the next view commits the edit.
+func TestViewBesideAFailingHolderDoesNotWaitForIt(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	hopt := testOptions(t)
+	hopt.Process = "gitmem serve"
+	a, _, err := Init(context.Background(), dir, hopt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	write(t, a, "t1", "x.md", "one\n")
+	settle(t, a)
+	bopt := testOptions(t)
+	logs := captureLogs(t, &bopt)
+	b, err := Open(context.Background(), dir, bopt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	settle(t, b)
+	stop := failAt(t, a, gd.StepPack, "")
+	write(t, a, "t2", "y.md", "two\n") // a takes the lock from b; git's files cannot take t2
+	if err := a.checkpoint(); err == nil {
+		t.Fatal("the fault did not fail the checkpoint")
+	}
+	if h := readHolder(a.gitDir); h.Pid != os.Getpid() {
+		t.Fatalf("the holder recorded %+v", h)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memories", "x.md"), []byte("by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// A bound for a hang, not a timing: before the fix the view waited
+	// for it to end.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v, err := b.Snapshot(ctx, "x.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the view waited for the failing holder until its request ended")
+	}
+	if data, err := v.ReadFile("x.md"); err != nil || string(data) != "one\n" {
+		t.Fatalf("the view read x.md = %q, %v; want the committed version", data, err)
+	}
+	if got := strings.Join(logs(), "\n"); !strings.Contains(got, "memories/x.md") || !strings.Contains(got, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(got, "no space left on device") {
+		t.Fatalf("the log says:\n%s", got)
+	}
+
+	stop()
+	if err := a.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = b.Snapshot(context.Background(), "x.md"); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := v.ReadFile("x.md"); err != nil || string(data) != "by hand\n" {
+		t.Fatalf("x.md once the holder's checkpoint succeeded = %q, %v", data, err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitToolIDs(t, dir); got != "t1 t2" {
+		t.Fatalf("history: %q", got)
+	}
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/x.md"); got != "by hand\n" {
+		t.Fatalf("x.md at HEAD = %q", got)
+	}
+	gittest.Fsck(t, dir)
 }

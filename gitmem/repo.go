@@ -921,8 +921,8 @@ func (r *Repo) Snapshot(ctx context.Context, paths ...string) (*View, error) {
 		}
 	}
 	if len(files) > 0 && !r.opt.ReadOnly {
-		if err := r.adoptFiles(ctx, files); err != nil {
-			r.opt.Logf("gitmem: could not commit a hand edit before a view: %v", err)
+		if err := r.adoptLooked(ctx, files, false); err != nil {
+			r.opt.Logf("gitmem: could not commit a hand edit before a view, which shows the memory as committed: %v", err)
 		}
 	}
 	head, tree := r.state.snapshot()
