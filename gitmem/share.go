@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -558,15 +560,9 @@ func (s *link) fetch(ctx context.Context) (plumbing.Hash, error) {
 		}
 	}
 	if len(wants) > 0 {
-		var haves []plumbing.Hash
-		head, err := s.store.headHash()
+		haves, err := s.haves()
 		if err != nil {
 			return plumbing.ZeroHash, err
-		}
-		for _, h := range []plumbing.Hash{head, s.readTracking(), s.readRedactionsRef(s.name), s.readRedactionsRef("")} {
-			if !h.IsZero() && s.g.Has(h) {
-				haves = append(haves, h)
-			}
 		}
 		n, err := conn.Fetch(ctx, s.st, wants, haves, s.opt.MaxFetchBytes)
 		packs = s.st.Received()
@@ -608,6 +604,34 @@ func (s *link) fetch(ctx context.Context) (plumbing.Hash, error) {
 		}
 	}
 	return tip, nil
+}
+
+// haves are the commits a fetch tells the remote the memory holds, with
+// all they reach: HEAD, this remote's tracking ref, the redaction
+// records, and every other remote's tracking refs (each set only once
+// what it names was fetched whole and checked), as git's negotiation
+// offers its refs' tips. A remote holds HEAD seldom (a merge of the
+// memory's own is on none); without the other remotes' refs, a pull from
+// a remote that holds what another one brought fetched it all again.
+func (s *link) haves() ([]plumbing.Hash, error) {
+	head, err := s.store.headHash()
+	if err != nil {
+		return nil, err
+	}
+	cands := []plumbing.Hash{head, s.readTracking(), s.readRedactionsRef(s.name), s.readRedactionsRef("")}
+	if others, err := gd.ListRefsUnder(s.gitDir, "refs/remotes/"); err == nil { // none listed: only what is above
+		names := slices.Sorted(maps.Keys(others))
+		for _, n := range names {
+			cands = append(cands, others[n])
+		}
+	}
+	var haves []plumbing.Hash
+	for _, h := range cands {
+		if !h.IsZero() && !slices.Contains(haves, h) && s.g.Has(h) {
+			haves = append(haves, h)
+		}
+	}
+	return haves, nil
 }
 
 func (s *session) pull(ctx context.Context) error {
