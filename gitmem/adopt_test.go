@@ -444,9 +444,11 @@ func checkBlocks(text string) error {
 // thousands under load: its file was adopted too, rolling the acknowledged
 // str_replaces back. Neither is a hand edit, however far back.
 func TestGitCheckoutOfAnOldCommitIsNoHandEdit(t *testing.T) {
+	t.Parallel()
 	const n = 1100 // commits since: the old bound was 1,024
 	for _, how := range []string{"reset that could not move the branch", "checkout -- file of a lagging index"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel()
 			dir := gittest.TempDir(t)
 			opt := testOptions(t)
 			opt.IndexDelay = time.Hour // .git/index lags until the adopt
@@ -512,6 +514,7 @@ func TestGitCheckoutOfAnOldCommitIsNoHandEdit(t *testing.T) {
 // edit. The same file put back by hand with no git command running is a
 // hand edit, adopted.
 func TestHalfFailedGitCheckoutIsNoHandEdit(t *testing.T) {
+	t.Parallel()
 	for _, git := range []bool{true, false} {
 		t.Run(fmt.Sprintf("git %v", git), func(t *testing.T) {
 			r, dir := newRepo(t)
@@ -659,6 +662,7 @@ func TestEditAfterAnAdoptReadKeepsTheReadAsItsBase(t *testing.T) {
 // binary swap in the history. They are never adopted (policy.IsEditorTemp):
 // nor shown by gitmem diff. The hand edit beside them is.
 func TestEditorTemporariesAreNeverAdopted(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	write(t, r, "t1", "notes.md", "a\n")
 	write(t, r, "t2", "made.md~", "the model's own\n") // the tool takes the name

@@ -345,6 +345,7 @@ func TestOldRepackedMarksMove(t *testing.T) {
 // packs them once it holds more than autoPackLimit: not at 10, nor at
 // 50, and at 51 into one pack of gc's (a few milliseconds here).
 func TestOneCommandFoldsItsPacks(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	if err := r.Close(); err != nil {
 		t.Fatal(err)

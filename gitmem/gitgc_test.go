@@ -731,6 +731,7 @@ func fileExists(p string) bool {
 // of them (finding D4 of the attacker pass). Such groups now wait in
 // memory to be folded too (within a bound in bytes), across checkpoints.
 func TestGroupsUnderLoadAreFolded(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	keepWriterLock(t, r)
 	write(t, r, "t", "a.md", "a\n")
@@ -772,6 +773,7 @@ func TestGroupsUnderLoadAreFolded(t *testing.T) {
 // all. What was acknowledged never depended on it: the write-ahead log
 // holds it until git's files do.
 func TestGCStoppedByCloseLosesNothing(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	for i := range 100 { // a pack each: ~400 objects to pack
 		write(t, r, fmt.Sprint("t", i), fmt.Sprintf("f%d.md", i), fmt.Sprintf("%d\n", i))
@@ -811,6 +813,7 @@ func TestGCStoppedByCloseLosesNothing(t *testing.T) {
 // store's, every call waiting (seen under 8 clients, once serve looked
 // for packing every 5 s). It now takes a new plan.
 func TestGCMeetsAFoldWithoutFallingBack(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var logged []string
 	opt := testOptions(t)

@@ -25,6 +25,7 @@ import (
 // inode), the files are read once and the index is rewritten with what
 // was found, so the next start reads none.
 func TestOpenReadsNoUnchangedFile(t *testing.T) {
+	t.Parallel()
 	dir, files := copiedRepo(t)
 	open := func() int64 {
 		t.Helper()
@@ -92,6 +93,7 @@ func copiedRepo(t *testing.T) (dir string, files int64) {
 // than the index itself may have been edited in the tick it was looked
 // at, and is read again.
 func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
+	t.Parallel()
 	for _, forged := range []bool{false, true} {
 		t.Run(fmt.Sprintf("forged=%v", forged), func(t *testing.T) {
 			dir := closedRepo(t)
@@ -148,6 +150,7 @@ func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
 // ids that every start begins (about 130 ms at 100,000 commits, with the
 // writer lock held): the read gives up, and the next process reads them.
 func TestCloseStopsTheIDsRead(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	for i := range 2 * idsStopEvery {
 		write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("v%d\n", i))
@@ -165,6 +168,7 @@ func TestCloseStopsTheIDsRead(t *testing.T) {
 // that call (the renames after it), not the whole index: a fresh process
 // reverting one call does not load 100,000 records.
 func TestRevertReadsTheHistoryFromItsEnd(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
@@ -206,6 +210,7 @@ func TestRevertReadsTheHistoryFromItsEnd(t *testing.T) {
 // history index for a tool_use id of the same text: even a call whose id
 // is that text (no client makes one) does not take its place.
 func TestResolveOfAFullHashIsThatCommit(t *testing.T) {
+	t.Parallel()
 	r, _ := newRepo(t)
 	first := write(t, r, "t1", "a.md", "one\n")
 	write(t, r, first.Hash, "b.md", "two\n")
@@ -221,6 +226,7 @@ func TestResolveOfAFullHashIsThatCommit(t *testing.T) {
 // A repository opened for one command does not read the history's
 // tool_use ids ahead, and still recognises a retried call.
 func TestOneCommandStillRecognisesARetry(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
@@ -249,6 +255,7 @@ func TestOneCommandStillRecognisesARetry(t *testing.T) {
 // HEAD, a full hash or an abbreviated one with ~N and ^N steps resolves
 // to what git's rev-parse says, read with gitmem's own object reader.
 func TestResolveAncestorsAsGit(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	var last Commit
 	for i := range 4 {
@@ -309,6 +316,7 @@ func TestResolveRefusesWhatGitWouldNotResolveSo(t *testing.T) {
 // it is preferred to a ref of that name, as go-git (what resolved it
 // before) does.
 func TestResolveShortHashAsGit(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	var commits []Commit
 	for i := range 6 {
@@ -731,6 +739,7 @@ func TestToolUseIDThatReadsAsARevisionIsFoundAndAmbiguous(t *testing.T) {
 // writes it once, with the same lstat data, so the next start reads no
 // file.
 func TestOneCommandWritesTheIndexOnceAtClose(t *testing.T) {
+	t.Parallel()
 	dir := closedRepo(t)
 	p := filepath.Join(dir, "memories", "a.md") // a new inode, the same content: read at start
 	if err := os.WriteFile(p+".tmp", []byte("one\n"), 0o600); err != nil {
@@ -778,6 +787,7 @@ func TestOneCommandWritesTheIndexOnceAtClose(t *testing.T) {
 // again: it does not make two new files, with two fsyncs of each file
 // and of their folder, at every start of a command that writes.
 func TestTheNextStartOpensTheLogCloseKept(t *testing.T) {
+	t.Parallel()
 	dir := closedRepo(t)
 	logs := map[string]os.FileInfo{}
 	for _, name := range []string{"wal", "wal2"} {
@@ -931,6 +941,7 @@ func TestOpenReadsTheOperatorsIdentityWhenAsked(t *testing.T) {
 // the index holding no entries is HEAD's empty tree, as one holding
 // entries is taken for HEAD's tree when it matches.
 func TestOpenOfAnEmptyMemoryWritesNoIndex(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {

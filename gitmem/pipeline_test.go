@@ -906,6 +906,7 @@ func TestIdleReleaseWaitsForTheIndexRewrite(t *testing.T) {
 // dereference" in WAL.Len: serve under load stopped with SIGTERM exited
 // 2, TestServeStoppedUnderLoadLeavesACleanIndex, 1 run in 9).
 func TestCheckpointAfterTheLogIsClosed(t *testing.T) {
+	t.Parallel()
 	r, _, err := Init(context.Background(), gittest.TempDir(t), testOptions(t))
 	if err != nil {
 		t.Fatal(err)

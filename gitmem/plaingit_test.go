@@ -692,6 +692,7 @@ func TestPlainGitBesideAWritingRepo(t *testing.T) {
 // on the old one is merged back, and nothing is adopted. A redaction
 // (here by another process) is the one move it takes.
 func TestBranchMovedBackWhileTheLockIsFreeIsPutBack(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		move  func(t *testing.T, dir string)
@@ -714,6 +715,7 @@ func TestBranchMovedBackWhileTheLockIsFreeIsPutBack(t *testing.T) {
 		}, func(t *testing.T, r *Repo) { write(t, r, "after", "b.md", "b\n") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r, dir := newRepo(t)
 			for i := range 6 {
 				write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("v%d\n", i))
@@ -1086,6 +1088,7 @@ func TestALookAtFilesRemovedMeanwhileIsNoError(t *testing.T) {
 // checked-out files is still a hand edit. A HEAD detached at a commit the
 // branch never held is refused, with advice that brings the files back.
 func TestDetachedWhileStoppedIsPutBack(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		checkout string
@@ -1100,6 +1103,7 @@ func TestDetachedWhileStoppedIsPutBack(t *testing.T) {
 		{name: "an older commit, read by gitmem log", checkout: "HEAD~1", reader: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r, dir := newRepo(t)
 			write(t, r, "t1", "f1.md", "one\n")
 			write(t, r, "t2", "f2.md", "two\n")

@@ -345,6 +345,7 @@ func TestRedactBesideAHeldRefLock(t *testing.T) {
 // stayed (in git's objects and the worktree). finishRedaction wrote the
 // materialiser's diskHead without its lock (a data race under -race).
 func TestRedactBesideFlush(t *testing.T) {
+	t.Parallel()
 	r, dir := newRepo(t)
 	writeSecrets(t, r)
 	stop := make(chan struct{})

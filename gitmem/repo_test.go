@@ -687,6 +687,7 @@ func removeWhileOpen(t *testing.T, r *Repo, dir string) {
 // git's files lack are "safe in the write-ahead log" and "recovered at
 // the next start" (there is none). Both said so.
 func TestDeletedRepositoryIsNotSaidSafe(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(gittest.TempDir(t), "memory")
 	opt := testOptions(t)
 	logged := captureLogs(t, &opt)
@@ -714,6 +715,7 @@ func TestDeletedRepositoryIsNotSaidSafe(t *testing.T) {
 // file of git's beside it (packed-refs.lock, no second name) stays, as
 // does one whose second name names a process that runs.
 func TestKilledGitmemsLockIsRemoved(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {

@@ -165,6 +165,7 @@ func TestSpareOnAFullDisk(t *testing.T) {
 // any hand edit it held. gc now leaves the process's own files alone
 // (clearTemp); another process's, that old, go.
 func TestGCLeavesAFileTakenAside(t *testing.T) {
+	t.Parallel()
 	r, dir, followed := newFollowedRepo(t)
 	write(t, r, "t1", "a.md", "a, first\n")
 	settle(t, r)

@@ -123,6 +123,7 @@ func TestPutWhateverItsHint(t *testing.T) {
 // It moved the file aside, then failed, and left it there: the memory
 // file was missing from the worktree.
 func TestPutThatFailsLeavesTheFile(t *testing.T) {
+	t.Parallel()
 	for _, there := range []bool{true, false} {
 		dir := t.TempDir()
 		for _, d := range []string{filepath.Join(dir, ".git", "gitmem", "tmp"), filepath.Join(dir, memDir)} {

@@ -72,6 +72,7 @@ func TestTokenEditsAtOnceKeepBoth(t *testing.T) {
 // place: a token removed through /etc/gitmem/tokens.json -> /srv/...
 // stayed in the file the server read (N7 G2).
 func TestTokenEditThroughALinkChangesItsFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	real, link := filepath.Join(dir, "real.json"), filepath.Join(dir, "link.json")
 	add := func(f *policy.TokenFile) error {
