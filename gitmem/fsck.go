@@ -176,7 +176,7 @@ func Fsck(ctx context.Context, dir string, opt Options, repair bool) (FsckReport
 	// then nothing is repaired (the repair opens the repository), and
 	// whether gitmem made the repository cannot be read from its mark.
 	var de *DamagedError
-	if marked, err := gd.Marked(gitDir); errors.As(err, &de) {
+	if marked, err := gd.Marked(r.obj.Env, gitDir); errors.As(err, &de) {
 		rep.add(Problem{What: de.Problem, Repair: de.Repair})
 		repair = false
 	} else if err != nil {

@@ -945,9 +945,9 @@ func keepWriterLock(t *testing.T, r *Repo) { t.Cleanup(r.collector.running()) }
 // record, its commit point, and the emptying of its file once a syncfs
 // made git's files hold it. The checkpoint's switch of appends to the
 // other file, which holds no record, is not synced (WAL.Renew): a third
-// fdatasync of each command, which git revert does not make. Not
-// parallel: it replaces gd.Fdatasync.
+// fdatasync of each command, which git revert does not make.
 func TestOneCommandSyncsItsLogTwice(t *testing.T) {
+	t.Parallel()
 	dir := gittest.TempDir(t)
 	r, _, err := Init(context.Background(), dir, testOptions(t))
 	if err != nil {
@@ -959,17 +959,13 @@ func TestOneCommandSyncsItsLogTwice(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var syncs []string
-	fdatasync := gd.Fdatasync
-	gd.Fdatasync = func(f *os.File) error {
-		if strings.HasPrefix(f.Name(), dir) || strings.HasPrefix(f.Name(), ".git") {
-			mu.Lock()
-			syncs = append(syncs, filepath.Base(f.Name()))
-			mu.Unlock()
-		}
-		return fdatasync(f)
-	}
-	defer func() { gd.Fdatasync = fdatasync }()
-	r, err = Open(context.Background(), dir, testOptions(t))
+	opt := testOptions(t)
+	opt.hooks.gdEnv().SetDataSync(func(name string) {
+		mu.Lock()
+		syncs = append(syncs, filepath.Base(name))
+		mu.Unlock()
+	})
+	r, err = Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -977,7 +973,6 @@ func TestOneCommandSyncsItsLogTwice(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	gd.Fdatasync = fdatasync
 	mu.Lock()
 	got := slices.Clone(syncs)
 	mu.Unlock()

@@ -424,7 +424,7 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 	if err := checkOwner(gitDir, opt); err != nil {
 		return nil, err
 	}
-	marked, err := gd.Marked(gitDir)
+	marked, err := gd.Marked(opt.hooks.gdEnv(), gitDir)
 	if err != nil {
 		return nil, wrap("read .git/config", err)
 	}
@@ -547,14 +547,15 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 		return err
 	}
 	if markIt {
-		if err := gd.Mark(r.gitDir); err != nil {
+		if err := gd.Mark(r.objects.st.Env, r.gitDir); err != nil {
 			return fail(wrap("mark the repository", err))
 		}
 	}
 	// One listing each of .git, .git/gitmem and .git/objects for both
 	// sweeps.
-	top, own := gd.ListNames(r.gitDir), gd.ListNames(filepath.Join(r.gitDir, "gitmem"))
-	objs := gd.ListNames(filepath.Join(r.gitDir, "objects"))
+	env := r.objects.st.Env
+	top, own := gd.ListNames(env, r.gitDir), gd.ListNames(env, filepath.Join(r.gitDir, "gitmem"))
+	objs := gd.ListNames(env, filepath.Join(r.gitDir, "objects"))
 	r.clearStaleLocks(top, own, objs)
 	r.clearTempFiles(top, own, objs)
 	makeHolderFile(r.gitDir, r.objects.st.SpareFromReserve)
@@ -689,10 +690,11 @@ func (r *Repo) clearStaleLocks(top, own, objs []string) {
 func (r *Repo) clearTempFiles(top, own, objs []string) {
 	junk := gd.MatchNames(filepath.Join(r.gitDir, "gitmem"), own, "pending-*", "history-*", "redact-*", "reserve-*")
 	junk = append(junk, gd.MatchNames(r.gitDir, top, "packed-refs-*")...)
+	env := r.objects.st.Env
 	tmp := filepath.Join(r.gitDir, "gitmem", "tmp")
-	junk = append(junk, gd.MatchNames(tmp, gd.ListNames(tmp), "*")...)
+	junk = append(junk, gd.MatchNames(tmp, gd.ListNames(env, tmp), "*")...)
 	for _, d := range gd.MatchNames(filepath.Join(r.gitDir, "objects"), objs, "??") {
-		junk = append(junk, gd.MatchNames(d, gd.ListNames(d), gd.TmpObjPrefix+"*")...)
+		junk = append(junk, gd.MatchNames(d, gd.ListNames(env, d), gd.TmpObjPrefix+"*")...)
 	}
 	for _, p := range junk {
 		os.RemoveAll(p)
@@ -701,7 +703,7 @@ func (r *Repo) clearTempFiles(top, own, objs []string) {
 	// where an earlier version kept them, indexes of a pack killed
 	// between its index and itself, .keep files of one killed before it
 	// appeared.
-	n := len(junk) + gd.SweepPacks(r.gitDir)
+	n := len(junk) + gd.SweepPacks(env, r.gitDir)
 	if n > 0 {
 		r.opt.Logf("gitmem: removed %d temporary file(s) left by an interrupted run", n)
 	}

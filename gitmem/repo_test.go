@@ -76,10 +76,10 @@ func newFollowedRepo(t *testing.T) (*Repo, string, func(want map[string]string))
 
 // TestOpenParsesConfigOnce: a writer's Open parses .git/config once, for
 // whether it parses and for gitmem's mark both (it parsed it twice: the
-// parse is a tenth of a cold store's open under serve --stores). Not
-// parallel: gd.ConfigParses counts every repository of the process.
+// parse is a tenth of a cold store's open under serve --stores).
 func TestOpenParsesConfigOnce(t *testing.T) {
-	if got := countedInOpen(t, gd.ConfigParses); got != 1 {
+	t.Parallel()
+	if got := countedInOpen(t, (*gd.Env).ConfigParses); got != 1 {
 		t.Errorf("Open parsed .git/config %d times, want 1", got)
 	}
 }
@@ -87,30 +87,30 @@ func TestOpenParsesConfigOnce(t *testing.T) {
 // TestStartListsEachFolderOnce: the sweeps of a writer's start (the lock
 // files a killed gitmem left, then its temporary files) share one
 // listing of .git and one of .git/gitmem: each was listed twice, one of
-// the cold open's costs under serve --stores. Not parallel:
-// gd.DirListings counts every repository of the process.
+// the cold open's costs under serve --stores.
 func TestStartListsEachFolderOnce(t *testing.T) {
+	t.Parallel()
 	// .git, .git/gitmem, .git/gitmem/tmp and .git/objects (no loose
 	// object folder)
-	if got := countedInOpen(t, gd.DirListings); got != 4 {
+	if got := countedInOpen(t, (*gd.Env).DirListings); got != 4 {
 		t.Errorf("the start listed %d folders, want 4", got)
 	}
 }
 
-// countedInOpen is how much count, a process-wide counter, grew in a
-// writer's Open of a closed repository.
-func countedInOpen(t *testing.T, count func() int64) int64 {
+// countedInOpen is what count, one of the counts of the repository's
+// gd.Env, is after a writer's Open of a closed repository.
+func countedInOpen(t *testing.T, count func(*gd.Env) int64) int64 {
 	t.Helper()
 	r, dir := newRepo(t)
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before := count()
-	r, err := Open(context.Background(), dir, testOptions(t))
+	opt := testOptions(t)
+	r, err := Open(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := count() - before
+	got := count(opt.hooks.gdEnv())
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -67,10 +67,16 @@ func syncFile(f *os.File) error {
 	return Fsync(f)
 }
 
-// syncData is Fdatasync, but nothing in a folder built aside.
-func syncData(f *os.File) error {
+// syncData is Fdatasync, but nothing in a folder built aside; env's
+// hook (SetDataSync) sees each.
+func syncData(env *Env, f *os.File) error {
 	if isAside(f.Name()) {
 		return nil
+	}
+	if env != nil {
+		if h := env.dataSync.Load(); h != nil {
+			(*h)(f.Name())
+		}
 	}
 	return Fdatasync(f)
 }

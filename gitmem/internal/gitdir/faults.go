@@ -23,6 +23,56 @@ type Env struct {
 	// procStart, when set, reads a process's start time in place of
 	// /proc/PID/stat (SetProcStart).
 	procStart atomic.Pointer[func(pid int) (uint64, bool)]
+	// dataSync, when set, runs before each data sync of a log file
+	// (SetDataSync).
+	dataSync atomic.Pointer[func(name string)]
+	// What this repository's work cost, for tests to count: the pack
+	// folder's listings (PackListings), the folders ListNames listed
+	// (DirListings), the parses of .git/config (ConfigParses).
+	packListings, dirListings, configParses atomic.Int64
+}
+
+// PackListings is how many times the pack folder was read, by every
+// Store of this Env (a listing costs the folder's length: a lookup that
+// misses reads it again).
+func (e *Env) PackListings() int64 {
+	if e == nil {
+		return 0
+	}
+	return e.packListings.Load()
+}
+
+// DirListings is how many folders ListNames listed for this Env.
+func (e *Env) DirListings() int64 {
+	if e == nil {
+		return 0
+	}
+	return e.dirListings.Load()
+}
+
+// ConfigParses is how many times .git/config was parsed for this Env.
+func (e *Env) ConfigParses() int64 {
+	if e == nil {
+		return 0
+	}
+	return e.configParses.Load()
+}
+
+// count adds one to one of e's counts (nothing on nil).
+func (e *Env) count(c func(*Env) *atomic.Int64) {
+	if e != nil {
+		c(e).Add(1)
+	}
+}
+
+// SetDataSync installs the hook run with a log file's name before each
+// sync of its data (Fdatasync; nil removes it).
+func (e *Env) SetDataSync(f func(name string)) {
+	if f == nil {
+		e.dataSync.Store(nil)
+		return
+	}
+	e.dataSync.Store(&f)
 }
 
 // SetProcStart installs the reader of a process's start time (field 22

@@ -19,14 +19,14 @@ import (
 const markSection, markKey, markValue = "gitmem", "version", "1"
 
 // IsMarked reports whether .git/config carries gitmem's mark.
-func IsMarked(gitDir string) bool {
-	marked, _ := Marked(gitDir)
+func IsMarked(env *Env, gitDir string) bool {
+	marked, _ := Marked(env, gitDir)
 	return marked
 }
 
 // readMarkConfig parses .git/config as go-git does when it opens the
 // repository; nil, nil: there is none.
-func readMarkConfig(gitDir string) (*config.Config, error) {
+func readMarkConfig(env *Env, gitDir string) (*config.Config, error) {
 	data, err := ReadFile(filepath.Join(gitDir, "config"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -36,7 +36,7 @@ func readMarkConfig(gitDir string) (*config.Config, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	configParses.Add(1)
+	env.count(func(e *Env) *atomic.Int64 { return &e.configParses })
 	c := config.NewConfig()
 	if err := c.Unmarshal(data); err != nil {
 		return nil, &Damaged{Problem: fmt.Sprintf(".git/config does not parse (%v)", err),
@@ -46,33 +46,26 @@ func readMarkConfig(gitDir string) (*config.Config, error) {
 	return c, nil
 }
 
-// configParses counts the parses of .git/config (ConfigParses).
-var configParses atomic.Int64
-
-// ConfigParses is how many times .git/config was parsed, by every
-// repository of the process (for tests).
-func ConfigParses() int64 { return configParses.Load() }
-
 // Marked reports whether .git/config carries gitmem's mark, from one
 // parse of it; it returns a *Damaged when the file does not parse: the
 // repository cannot be used (go-git reads the file to open it) until it
 // is repaired. A missing file is none of its business (not marked).
-func Marked(gitDir string) (bool, error) {
-	c, err := readMarkConfig(gitDir)
+func Marked(env *Env, gitDir string) (bool, error) {
+	c, err := readMarkConfig(env, gitDir)
 	return err == nil && c != nil && c.Raw.Section(markSection).Option(markKey) != "", err
 }
 
 // Mark adds gitmem's mark to .git/config, appending to the file as it is
 // (git's lock-file way), so that the operator's own settings stay exactly
 // as they were written.
-func Mark(gitDir string) error {
-	if IsMarked(gitDir) {
+func Mark(env *Env, gitDir string) error {
+	if IsMarked(env, gitDir) {
 		return nil
 	}
 	path := filepath.Join(gitDir, "config")
 	data, err := ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		if _, derr := readMarkConfig(gitDir); derr != nil {
+		if _, derr := readMarkConfig(env, gitDir); derr != nil {
 			return derr // not a regular file: damaged
 		}
 		return err

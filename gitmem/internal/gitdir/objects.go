@@ -107,7 +107,9 @@ func Open(gitDir string) *Store {
 	// Pack files stay open while an operation holds them (go-git reopens
 	// them for every object otherwise); Release closes them.
 	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8<<20), filesystem.Options{KeepDescriptors: true})
-	return &Store{Dir: gitDir, st: st, packs: &packSet{dir: filepath.Join(gitDir, "objects", "pack")}}
+	s := &Store{Dir: gitDir, st: st, packs: &packSet{dir: filepath.Join(gitDir, "objects", "pack")}}
+	s.packs.env = &s.Env
+	return s
 }
 
 // View returns another Store of the same repository, for long work in

@@ -131,7 +131,7 @@ func (s *Store) ClearGarbage(all bool) int {
 			}
 		}
 	}
-	return n + RemoveOrphanIndexes(s.Dir)
+	return n + RemoveOrphanIndexes(s.Env, s.Dir)
 }
 
 // RemoveOrphanIndexes deletes pack indexes (and marks) whose pack is
@@ -140,14 +140,14 @@ func (s *Store) ClearGarbage(all bool) int {
 // A mark in .git/gitmem/repacked whose pack is gone (git's own gc
 // replaced it, say) is deleted too, and not counted: it is no leftover
 // of a crash.
-func RemoveOrphanIndexes(gitDir string) int {
-	return removeOrphanIndexes(gitDir, listPackDir(gitDir))
+func RemoveOrphanIndexes(env *Env, gitDir string) int {
+	return removeOrphanIndexes(gitDir, listPackDir(env, gitDir))
 }
 
 // listPackDir lists .git/objects/pack (nil if it cannot), counted in
-// PackListings.
-func listPackDir(gitDir string) []os.DirEntry {
-	packListings.Add(1)
+// env's PackListings.
+func listPackDir(env *Env, gitDir string) []os.DirEntry {
+	env.count(func(e *Env) *atomic.Int64 { return &e.packListings })
 	ents, _ := os.ReadDir(filepath.Join(gitDir, "objects", "pack"))
 	return ents
 }
@@ -544,8 +544,8 @@ func keptBy(base string) (k Keep, foreign bool) {
 // packs without an index (killed between the two: see placePack), and
 // returns how many files it removed. Called with the writer lock held: no
 // gitmem process has a pack in flight.
-func SettleStaleKeeps(gitDir string) int {
-	return settleStaleKeeps(gitDir, listPackDir(gitDir))
+func SettleStaleKeeps(env *Env, gitDir string) int {
+	return settleStaleKeeps(gitDir, listPackDir(env, gitDir))
 }
 
 // settleStaleKeeps is SettleStaleKeeps of the listing ents of the pack
@@ -610,14 +610,14 @@ const StaleTemp = 10 * time.Minute
 // whole sweep while a fetch, which writes there without the writer lock,
 // is under way in any process (HoldFetch): its files are in flight, not
 // a killed process's.
-func SweepPacks(gitDir string) int {
+func SweepPacks(env *Env, gitDir string) int {
 	release, ok := sweepTurn(gitDir)
 	if !ok {
 		return 0
 	}
 	defer release()
 	packDir := filepath.Join(gitDir, "objects", "pack")
-	ents := listPackDir(gitDir)
+	ents := listPackDir(env, gitDir)
 	n := 0
 	for _, e := range ents {
 		name := e.Name()

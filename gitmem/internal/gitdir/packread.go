@@ -122,6 +122,7 @@ func openPackIdx(idxPath string) (*packIdx, error) {
 // packSet is the packs of a repository, read by gitmem itself.
 type packSet struct {
 	dir    string // .git/objects/pack
+	env    **Env  // the Store's Env field (set after Open), where the listings are counted
 	mapped bool   // read pack files mapped into memory (see mapPacks)
 	mu     sync.Mutex
 	loaded bool
@@ -142,7 +143,7 @@ func (ps *packSet) list() []*packIdx {
 	}
 	ps.loaded = true
 	ps.listed++
-	packListings.Add(1)
+	(*ps.env).count(func(e *Env) *atomic.Int64 { return &e.packListings })
 	// One listing (listNames: no *os.File) gives the indexes and whether
 	// each one's pack is there.
 	names := listNames(ps.dir)
@@ -176,14 +177,6 @@ func (ps *packSet) list() []*packIdx {
 	}
 	return ps.packs
 }
-
-// packListings counts the readings of pack folders (list), which cost
-// a folder's length each: a lookup that misses reads it again.
-var packListings atomic.Int64
-
-// PackListings is how many times a pack folder was read, by every Store
-// of the process (for tests).
-func PackListings() int64 { return packListings.Load() }
 
 // add makes a pack this process wrote known without listing the folder
 // again (until then a list would have found it); if the folder has not

@@ -505,7 +505,7 @@ func TestPackWithoutItsIndexIsNeverLeft(t *testing.T) {
 	os.WriteFile(otherBase+".keep", []byte("receive-pack 1 on host\n"), 0o644)
 	os.Remove(base + ".idx") // killed between the pack and its index
 	os.Remove(otherBase + ".idx")
-	if n := SettleStaleKeeps(gitDir); n != 2 {
+	if n := SettleStaleKeeps(nil, gitDir); n != 2 {
 		t.Errorf("SettleStaleKeeps removed %d files, want 2 (the pack and its .keep)", n)
 	}
 	for _, ext := range []string{".pack", ".keep"} {
@@ -533,7 +533,7 @@ func TestRemoveOrphanIndexes(t *testing.T) {
 		}
 	}
 	os.Remove(filepath.Join(gitDir, "objects", "pack", "pack-"+orphan.String()+".pack"))
-	if n := RemoveOrphanIndexes(gitDir); n != 1 {
+	if n := RemoveOrphanIndexes(nil, gitDir); n != 1 {
 		t.Errorf("removed %d indexes, want 1", n)
 	}
 	if _, err := os.Stat(PackIndexPath(gitDir, orphan)); !errors.Is(err, fs.ErrNotExist) {
@@ -595,7 +595,7 @@ func TestMissingReadsTheFilesNotTheListedPacks(t *testing.T) {
 // its pack goes with its .keep; a whole pack, a young git temporary file
 // and another program's file stay.
 func TestSweepPacksListsThePackFolderOnce(t *testing.T) {
-	// Not parallel: it counts the listings of every pack folder.
+	t.Parallel()
 	_, gitDir := gitInit(t)
 	s := Open(gitDir)
 	defer s.Close()
@@ -618,9 +618,9 @@ func TestSweepPacksListsThePackFolderOnce(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(packDir, "tmp_pack_old"), old, old); err != nil {
 		t.Fatal(err)
 	}
-	before := PackListings()
-	n := SweepPacks(gitDir)
-	if got := PackListings() - before; got != 1 {
+	env := new(Env)
+	n := SweepPacks(env, gitDir)
+	if got := env.PackListings(); got != 1 {
 		t.Errorf("SweepPacks listed the pack folder %d times, want 1", got)
 	}
 	if n != 4 { // two temporary files, the orphan's index and .keep (the mark moved)

@@ -452,18 +452,11 @@ func heldByAnother(path string, younger time.Duration, glob func(string) ([]stri
 	}
 }
 
-// dirListings counts ListNames's listings (DirListings).
-var dirListings atomic.Int64
-
-// DirListings is how many folders ListNames listed, for every repository
-// of the process (for tests).
-func DirListings() int64 { return dirListings.Load() }
-
 // ListNames returns the names in dir (none when it cannot be read), for
 // the sweeps of a writer's start to share: each folder they look in is
-// listed once.
-func ListNames(dir string) []string {
-	dirListings.Add(1)
+// listed once (counted in env's DirListings).
+func ListNames(env *Env, dir string) []string {
+	env.count(func(e *Env) *atomic.Int64 { return &e.dirListings })
 	return listNames(dir)
 }
 

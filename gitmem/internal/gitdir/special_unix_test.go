@@ -52,7 +52,7 @@ func TestReadFileTakesOnlyRegularFiles(t *testing.T) {
 	}
 	// Mark reads .git/config too: a FIFO there is an error, not an
 	// empty config it would write gitmem's mark over, nor a wait.
-	noHang(t, "Mark over a FIFO .git/config", func() { err = Mark(dir) })
+	noHang(t, "Mark over a FIFO .git/config", func() { err = Mark(nil, dir) })
 	var d *Damaged
 	if !errors.As(err, &d) {
 		t.Fatalf("Mark over a FIFO .git/config: %v, want the repository named damaged", err)

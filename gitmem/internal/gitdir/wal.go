@@ -316,7 +316,7 @@ func (w *WAL) Append(recs []WALRecord) error {
 	if err == nil && grown {
 		err = syncFile(w.f) // the size changed: metadata too
 	} else if err == nil {
-		err = syncData(w.f)
+		err = syncData(w.env, w.f)
 	}
 	if err != nil {
 		// The records may reach the disk anyway, later: they must never
@@ -333,7 +333,7 @@ func (w *WAL) Append(recs []WALRecord) error {
 // header is zeroed, so reading stops before them), best effort.
 func (w *WAL) void() {
 	if _, err := w.f.WriteAt(make([]byte, 24), w.off); err == nil {
-		syncData(w.f)
+		syncData(w.env, w.f)
 	}
 }
 
@@ -402,7 +402,7 @@ func (w *WAL) reset(gen uint32, sync bool) error {
 		return err
 	}
 	if sync {
-		if err := syncData(w.f); err != nil {
+		if err := syncData(w.env, w.f); err != nil {
 			return err
 		}
 	}
