@@ -296,11 +296,13 @@ func TestImportRefusesWhatAStoreCannotHold(t *testing.T) {
 func TestImportReadsABoundedAnswer(t *testing.T) {
 	t.Parallel()
 	const huge = 64 << 20
-	big := versionJSON("memver_1", "mem_a", "created", "2026-04-01T10:00:00Z", "/a.md", strings.Repeat("a", huge), apiActor)
-	s := newSource(t, func(path, page string) string {
-		return map[string]string{"": storeJSON("2026-04-01T10:00:00Z"), "/memory_versions": pageJSON("", big),
-			"/memories": pageJSON("", memoryJSON("mem_a", "/a.md", strings.Repeat("a", huge), "memver_1", "2026-04-01T10:00:00Z"))}[path]
-	})
+	// The answers made once, not at each request (each of the 64 MiB
+	// content made, hashed and quoted again: most of the test's CPU).
+	content := strings.Repeat("a", huge)
+	answers := map[string]string{"": storeJSON("2026-04-01T10:00:00Z"),
+		"/memory_versions": pageJSON("", versionJSON("memver_1", "mem_a", "created", "2026-04-01T10:00:00Z", "/a.md", content, apiActor)),
+		"/memories":        pageJSON("", memoryJSON("mem_a", "/a.md", content, "memver_1", "2026-04-01T10:00:00Z"))}
+	s := newSource(t, func(path, page string) string { return answers[path] })
 	_, err := importFrom(t, s)
 	var ie *transfer.ImportError
 	want := "GET " + s.url + "/v1/memory_stores/" + hostedStore + "/memory_versions: the answer is over 16,777,216 bytes, more than any answer of a Memory Stores API holds"
