@@ -23,7 +23,6 @@ import (
 // opened with the server's token; a repair is the operator's commit (the
 // git identity, as the CLI's).
 func TestConsoleOneMemory(t *testing.T) {
-	t.Parallel()
 	dir := gittest.TempDir(t)
 	clock := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	repo, _, err := gitmem.Init(context.Background(), dir, gitmem.Options{Now: func() time.Time { clock = clock.Add(time.Minute); return clock },

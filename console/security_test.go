@@ -17,7 +17,6 @@ import (
 // text on every page, and runs nowhere (a dialog, a script error or a
 // CSP violation fails the test; no element of it is in the page).
 func TestConsoleHostileMemory(t *testing.T) {
-	t.Parallel()
 	s := newServer(t)
 	const (
 		desc    = `<script>alert("description")</script>`
@@ -103,7 +102,6 @@ func TestConsoleHostileMemory(t *testing.T) {
 // needs the session's CSRF token; the cookie is HttpOnly, SameSite=Strict
 // (and Secure off loopback); every answer has the CSP.
 func TestConsoleAccess(t *testing.T) {
-	t.Parallel()
 	s := newServer(t)
 	seed(s)
 	ctx := browser(t)
@@ -267,7 +265,6 @@ func do(t *testing.T, req *http.Request) (int, string) {
 // that holds one has a note beside it that says so and shows its value
 // so (the fields showed "notessecret.md", a note only on the pages).
 func TestConsoleShowsBidiControls(t *testing.T) {
-	t.Parallel()
 	s := newServer(t)
 	s.create("user-1", "")
 	const (

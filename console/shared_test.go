@@ -16,7 +16,6 @@ import (
 // A shared memory: its remote's state (ahead, behind, last sync) and the
 // conflicts a merge kept, each linked to its file.
 func TestConsoleSharedMemory(t *testing.T) {
-	t.Parallel()
 	s := newServer(t)
 	ctx := context.Background()
 	remote := filepath.Join(gittest.TempDir(t), "shared.git")

@@ -43,7 +43,6 @@ func seed(s *server) {
 // read its diff, revert it, restore a file to a time, expire, redact a
 // secret from all history, and watch the timeline take new changes live.
 func TestConsoleStory(t *testing.T) {
-	t.Parallel()
 	s := newServer(t)
 	seed(s)
 	ctx := browser(t)
