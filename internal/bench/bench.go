@@ -70,6 +70,10 @@ type Config struct {
 	// in each of StoresRuns runs, gitmem and the node peer in turn.
 	Stores, StoresActive, StoresClients, StoresRuns int
 	StoresLoad                                      time.Duration
+	// StoresEvict drops each run's cold stores (gitmem's and the peer's
+	// folders alike) from the page cache before the run's server starts:
+	// stores no call has used for hours (Linux only; see evict).
+	StoresEvict bool
 	// Remotes (remotes.go): a push and a pull of SyncCommits commits at
 	// the largest memory, SyncRuns rounds alternated with the git CLI's
 	// (0: not measured); calls during the merges of pulls of

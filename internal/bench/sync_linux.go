@@ -3,7 +3,9 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -54,4 +56,38 @@ func cpuTicks(pid int) (int64, bool) {
 		return 0, false
 	}
 	return utime + stime, true
+}
+
+// evict drops the files under each of dirs from the page cache
+// (posix_fadvise DONTNEED on every regular file and folder, after a
+// syncfs so that none is dirty): a store no call has used for hours, as
+// far as one process can make it so without root. What it leaves cached
+// is the kernel's: the inodes and the folders' entries (ext4 keeps a
+// folder's blocks with the disk's, not the folder's own cache). `sync;
+// echo 3 > /proc/sys/vm/drop_caches` as root drops those too, for the
+// whole machine.
+func evict(dirs []string) error {
+	for i, dir := range dirs {
+		if i == 0 {
+			if fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+				unix.Syncfs(fd)
+				unix.Close(fd)
+			}
+		}
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() && !d.IsDir() {
+				return err
+			}
+			fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			return unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED)
+		})
+		if err != nil {
+			return fmt.Errorf("evict %s from the page cache: %w", dir, err)
+		}
+	}
+	return nil
 }
