@@ -703,7 +703,7 @@ func (r *Repo) clearTempFiles(top, own, objs []string) {
 	// where an earlier version kept them, indexes of a pack killed
 	// between its index and itself, .keep files of one killed before it
 	// appeared.
-	n := len(junk) + gd.SweepPacks(env, r.gitDir)
+	n := len(junk) + gd.SweepPacks(env, r.gitDir, own)
 	if n > 0 {
 		r.opt.Logf("gitmem: removed %d temporary file(s) left by an interrupted run", n)
 	}

@@ -598,19 +598,30 @@ func settleStaleKeeps(gitDir string, ents []os.DirEntry) int {
 // StaleTemp is how old a temporary pack must be to count as abandoned.
 const StaleTemp = 10 * time.Minute
 
-// SweepPacks is a writer's start's sweep of the pack folder, from one
-// listing of it (five before, one per kind): it removes gitmem's
-// temporary files there (TmpPackPrefix: the writer lock is held, and no
-// fetch holds .git/gitmem/fetch, so no gitmem process writes one), git's
-// half-written packs (tmp_*) older than StaleTemp, then moves the marks
-// an earlier version kept there (MoveRepackedMarks), removes indexes
-// without their pack (RemoveOrphanIndexes) and settles gitmem's .keep
-// files (SettleStaleKeeps). It returns the files it removed. A file
+// SweepPacks is a writer's start's sweep of the pack folder: it removes
+// gitmem's temporary files there (TmpPackPrefix: the writer lock is
+// held, and no fetch holds .git/gitmem/fetch, so no gitmem process writes
+// one), git's half-written packs (tmp_*) older than StaleTemp, then moves
+// the marks an earlier version kept there (MoveRepackedMarks), removes
+// indexes without their pack (RemoveOrphanIndexes) and settles gitmem's
+// .keep files (SettleStaleKeeps). It returns the files it removed. A file
 // another program adds meanwhile waits for the next start; so does the
 // whole sweep while a fetch, which writes there without the writer lock,
 // is under way in any process (HoldFetch): its files are in flight, not
-// a killed process's.
-func SweepPacks(env *Env, gitDir string) int {
+// a killed process's. own is the start's listing of .git/gitmem
+// (ListNames): with a .git/gitmem/repacked, whose marks of packs gone
+// the sweep removes.
+//
+// The folder is listed first without the fetch lock: a folder with none
+// of these (a clean last run's, nearly every start's) is left at that,
+// without .git/gitmem/fetch opened (or made); a store's first call where
+// the disk's cache no longer holds the store reads one file fewer. Only
+// where there is something to remove is the lock taken and the folder
+// listed again under it (a fetch may have begun or ended between).
+func SweepPacks(env *Env, gitDir string, own []string) int {
+	if !slices.Contains(own, repackedDir) && !packSweepNeeded(listPackDir(env, gitDir)) {
+		return 0
+	}
 	release, ok := sweepTurn(gitDir)
 	if !ok {
 		return 0
@@ -658,6 +669,36 @@ func sweepTurn(gitDir string) (release func(), ok bool) {
 		l.Unlock()
 		l.Close()
 	}, true
+}
+
+// packSweepNeeded reports whether the listing ents of the pack folder
+// holds anything SweepPacks would remove, move or settle: a temporary
+// file (git's young ones too: the sweep then leaves them), an old-style
+// mark, an index without its pack, a gitmem .keep without its pack and
+// index or still in flight (its size: one lstat each, as the sweep's).
+func packSweepNeeded(ents []os.DirEntry) bool {
+	names := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		names[e.Name()] = true
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, TmpPackPrefix) || strings.HasPrefix(name, "tmp_") || strings.HasSuffix(name, oldMarkExt) {
+			return true
+		}
+		if base, ok := strings.CutSuffix(name, ".idx"); ok && strings.HasPrefix(base, "pack-") && !names[base+".pack"] {
+			return true
+		}
+		if base, ok := strings.CutSuffix(name, ".keep"); ok && strings.HasPrefix(base, "pack-") {
+			if !names[base+".pack"] || !names[base+".idx"] {
+				return true
+			}
+			if fi, err := e.Info(); err == nil && fi.Size() == int64(len(keepNote)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fetchLockPath is .git/gitmem/fetch: held shared by each fetch under

@@ -619,9 +619,9 @@ func TestSweepPacksListsThePackFolderOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := new(Env)
-	n := SweepPacks(env, gitDir)
-	if got := env.PackListings(); got != 1 {
-		t.Errorf("SweepPacks listed the pack folder %d times, want 1", got)
+	n := SweepPacks(env, gitDir, ListNames(env, filepath.Join(gitDir, "gitmem")))
+	if got := env.PackListings(); got != 2 { // to see, then under .git/gitmem/fetch
+		t.Errorf("SweepPacks listed the pack folder %d times, want 2", got)
 	}
 	if n != 4 { // two temporary files, the orphan's index and .keep (the mark moved)
 		t.Errorf("SweepPacks removed %d files, want 4", n)
@@ -639,6 +639,110 @@ func TestSweepPacksListsThePackFolderOnce(t *testing.T) {
 	if !PackExists(gitDir, whole) || !isRepacked(gitDir, whole.String()) {
 		t.Error("the whole pack, or its mark in .git/gitmem/repacked, is missing")
 	}
+}
+
+// A start's sweep of a pack folder with nothing to remove (a clean last
+// run's) lists it once and leaves .git/gitmem/fetch alone: not made, not
+// opened, a file fewer for a store's first call where the disk's cache
+// no longer holds the store. Each kind of leftover alone still has it
+// swept (under the fetch lock, TestStartBesideAFetchLeavesItsFiles).
+// Before, every start made or opened the fetch lock.
+func TestSweepPacksOfACleanFolderLeavesTheFetchLock(t *testing.T) {
+	t.Parallel()
+	_, gitDir := gitInit(t)
+	s := Open(gitDir)
+	defer s.Close()
+	twoPacks(t, s) // gitmem's own, settled: nothing to sweep
+	fetch := filepath.Join(gitDir, "gitmem", "fetch")
+	if err := os.MkdirAll(filepath.Dir(fetch), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := new(Env)
+	if n := SweepPacks(env, gitDir, nil); n != 0 {
+		t.Errorf("SweepPacks removed %d files of a clean folder", n)
+	}
+	if got := env.PackListings(); got != 1 {
+		t.Errorf("SweepPacks listed a clean pack folder %d times, want 1", got)
+	}
+	if _, err := os.Lstat(fetch); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the sweep of a clean pack folder made or opened %s: %v", fetch, err)
+	}
+}
+
+// Each kind of leftover alone is swept (packSweepNeeded sees each).
+func TestSweepPacksSeesEachLeftoverAlone(t *testing.T) {
+	t.Parallel()
+	old := time.Now().Add(-2 * StaleTemp)
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, s *Store, packDir string) (gone string)
+	}{
+		{"gitmem's temporary file", func(t *testing.T, s *Store, packDir string) string {
+			return plantFile(t, packDir, TmpPackPrefix+"pack_1", time.Time{})
+		}},
+		{"git's old temporary pack", func(t *testing.T, s *Store, packDir string) string {
+			return plantFile(t, packDir, "tmp_pack_old", old)
+		}},
+		{"an old-style mark", func(t *testing.T, s *Store, packDir string) string {
+			whole, _ := twoPacks(t, s)
+			return plantFile(t, packDir, "pack-"+whole.String()+oldMarkExt, time.Time{})
+		}},
+		{"an index without its pack", func(t *testing.T, s *Store, packDir string) string {
+			_, orphan := twoPacks(t, s)
+			os.Remove(filepath.Join(packDir, "pack-"+orphan.String()+".pack"))
+			return "pack-" + orphan.String() + ".idx"
+		}},
+		{"a .keep without its pack", func(t *testing.T, s *Store, packDir string) string {
+			_, orphan := twoPacks(t, s)
+			os.Remove(filepath.Join(packDir, "pack-"+orphan.String()+".pack"))
+			os.Remove(filepath.Join(packDir, "pack-"+orphan.String()+".idx"))
+			return "pack-" + orphan.String() + ".keep"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, gitDir := gitInit(t)
+			s := Open(gitDir)
+			defer s.Close()
+			packDir := filepath.Join(gitDir, "objects", "pack")
+			gone := tc.plant(t, s, packDir)
+			SweepPacks(new(Env), gitDir, nil)
+			if _, err := os.Lstat(filepath.Join(packDir, gone)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s left after the sweep: %v", gone, err)
+			}
+		})
+	}
+	t.Run("a pack in flight", func(t *testing.T) {
+		t.Parallel()
+		_, gitDir := gitInit(t)
+		s := Open(gitDir)
+		defer s.Close()
+		h, err := s.WritePackFiles([]Object{textBlob("in flight\n")}, true, InFlight)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep := filepath.Join(gitDir, "objects", "pack", "pack-"+h.String()+".keep")
+		SweepPacks(new(Env), gitDir, nil)
+		if k, _ := keptBy(strings.TrimSuffix(keep, ".keep")); k == InFlight {
+			t.Error("a whole pack's .keep still in flight after the sweep: not settled")
+		}
+	})
+}
+
+// plantFile writes an empty file name in dir, dated at (unless zero),
+// and returns name.
+func plantFile(t *testing.T, dir, name string, at time.Time) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !at.IsZero() {
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return name
 }
 
 // textBlob is the blob object of text.
