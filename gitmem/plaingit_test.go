@@ -852,6 +852,30 @@ func TestStartClearsTheTemporaryFilesOfGitmemsFolder(t *testing.T) {
 	}
 }
 
+// A writer's start makes .git/gitmem/reserve where it is missing (gc
+// spends it, a full disk's holder file takes a block of it), and looks for
+// it in the start's listing of .git/gitmem: a start where it is there
+// (nearly every one) does not stat it, a file fewer for a store's first
+// call where the disk's cache no longer holds the store.
+func TestStartMakesAMissingReserve(t *testing.T) {
+	t.Parallel()
+	dir := closedRepo(t)
+	reserve := filepath.Join(dir, ".git", "gitmem", "reserve")
+	if err := os.Remove(reserve); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(context.Background(), dir, Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(reserve); err != nil || fi.Size() == 0 {
+		t.Fatalf("the reserve after a start: %v", err)
+	}
+}
+
 // A writer's start removes the .git/gitmem/index-head.lock a killed
 // gitmem left (no git command takes it): index-head would not be written
 // again while it is there. Looked for in the start's listing of

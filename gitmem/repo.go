@@ -559,7 +559,9 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	r.clearStaleLocks(top, own, objs)
 	r.clearTempFiles(top, own, objs)
 	makeHolderFile(r.gitDir, r.objects.st.SpareFromReserve)
-	r.objects.st.MakeReserve()
+	if !slices.Contains(own, gd.ReserveName) { // made by an earlier start, as a rule
+		r.objects.st.MakeReserve()
+	}
 	if err := r.checkBranch(); err != nil {
 		return fail(err)
 	}

@@ -729,7 +729,10 @@ func HoldFetch(gitDir string) (release func()) {
 	}
 }
 
-func (s *Store) reservePath() string { return filepath.Join(s.Dir, "gitmem", "reserve") }
+// ReserveName is the reserve's name in .git/gitmem.
+const ReserveName = "reserve"
+
+func (s *Store) reservePath() string { return filepath.Join(s.Dir, "gitmem", ReserveName) }
 
 // reserveBlock is what SpareFromReserve frees: a block of most file
 // systems, where a small file fits.
