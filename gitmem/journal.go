@@ -132,9 +132,17 @@ func (r *Repo) repairPending() error {
 	if err != nil {
 		return err
 	}
-	if j == nil {
-		r.mirror.repairs.setPending(nil)
+	// This process's own paths to repair are repaired too: the journal
+	// may lack them, as when the log's replay could write neither them
+	// nor it (a full disk). Forgotten, they were taken for hand edits.
+	own := r.mirror.repairs.pending()
+	switch {
+	case j == nil && len(own) == 0:
 		return nil
+	case j == nil:
+		j = &journal{Paths: own}
+	default:
+		j.Paths = union(j.Paths, own)
 	}
 	if j.damaged != "" {
 		r.opt.Logf("gitmem: the journal (.git/gitmem/pending) is damaged (%s): it cannot say which worktree paths gitmem was writing; the memory files that differ from HEAD are checked", j.damaged)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -336,4 +338,51 @@ func TestLongLogIsCountedWithoutListingPacksPerChange(t *testing.T) {
 		t.Errorf("after the replay the log shows %d ids, want %d", len(got), n+1)
 	}
 	r2.Close()
+}
+
+// A start that replays the log on a full disk writes the recovered
+// commits to git's files, but the worktree cannot follow (no room for a
+// file) nor can the journal say so (.git/gitmem/pending: no room
+// either): the paths wait in memory for their repair. The start's repair
+// of a journal found none and forgot them, and its look at every file
+// then took what the worktree still held (a.md as before t2, b.md
+// missing) for hand edits: an adopt commit undid t2 and t3. They are
+// repaired once there is room, and nothing is adopted.
+func TestReplayOnAFullDiskKeepsTheWorktreeRepairs(t *testing.T) {
+	t.Parallel()
+	dir := crashWithLog(t)
+	opt := testOptions(t)
+	var full atomic.Bool
+	full.Store(true)
+	opt.hooks.env.SetFault(func(step, p string) error {
+		if full.Load() && (step == gd.StepWorktree && (strings.HasSuffix(p, "a.md") || strings.HasSuffix(p, "b.md")) || step == gd.StepJournal) {
+			return &os.PathError{Op: "write", Path: p, Err: syscall.ENOSPC}
+		}
+		return nil
+	})
+	r, err := Open(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	r.Flush(context.Background()) // the start's look at every file is done (the checkpoint fails)
+	full.Store(false)
+	write(t, r, "t4", "c.md", "four\n") // the worktree follows it, and repairs what waits
+	settle(t, r)
+	if got := read(t, r, "a.md") + read(t, r, "b.md"); got != "two\nthree\n" {
+		t.Fatalf("a.md and b.md after the disk had room: %q", got)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if log := gittest.Git(t, dir, "log", "--format=%s"); strings.Contains(log, "adopt") {
+		t.Fatalf("the worktree's lag was adopted as hand edits:\n%s", log)
+	}
+	if got := readDisk(t, dir, "a.md") + readDisk(t, dir, "b.md"); got != "two\nthree\n" {
+		t.Fatalf("the worktree holds %q", got)
+	}
+	gittest.Fsck(t, dir)
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status:\n%s", st)
+	}
 }
