@@ -101,6 +101,9 @@ func TestLogWriterStuckStderrHoldsNothing(t *testing.T) {
 	}
 	close(gate.open)
 	<-lw.done
+	// A Write after Close waits flushWait for stderr: long enough now
+	// that a loaded machine's scheduling cannot drop it (it did, at 1 ms).
+	lw.flushWait = time.Minute
 	fmt.Fprintln(lw, "after")
 	got := strings.Split(strings.TrimSuffix(gate.String(), "\n"), "\n")
 	if len(got) < 3 || got[len(got)-1] != "after" {
