@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -243,85 +242,19 @@ type mergeResult struct {
 func (rep *Report) callsDuringSync(ctx context.Context, work string) error {
 	cfg := rep.cfg
 	per := cfg.MergeCommits
-	files, callers := 4*per, 4
+	callers := 4
 	rounds := syncRounds
 	if cfg.Quick {
 		rounds = 2
 	}
 	os.RemoveAll(work)
 	defer os.RemoveAll(work)
-	remote := filepath.Join(work, "shared.git")
-	if _, err := gitOutput("", "init", "-q", "--bare", "--initial-branch=main", remote); err != nil {
-		return err
-	}
-	opt := func(name string) gitmem.Options {
-		return gitmem.Options{Logf: func(string, ...any) {}, Author: gitmem.Signature{Name: name, Email: name + "@agents.invalid"},
-			Operator: gitmem.Signature{Name: "op-" + name, Email: "op@agents.invalid"}}
-	}
-	sopt := gitmem.SyncOptions{Limits: policy.Limits{MaxFiles: 1000000}}
-	a, _, err := gitmem.Clone(ctx, remote, filepath.Join(work, "a"), opt("a"), sopt)
+	m, err := NewMergeRounds(ctx, work, per, rounds)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	name := func(i int) string { return fmt.Sprintf("d%02d/f%04d.md", i/100, i) }
-	var lines []string
-	for l := range 30 {
-		lines = append(lines, fmt.Sprintf("line %d of a memory file, long enough to be a note", l))
-	}
-	text := strings.Join(lines, "\n") + "\n"
-	if _, err := a.Update(ctx, gitmem.Meta{Subject: "seed"}, func(tx *gitmem.Tx) error {
-		for i := range files {
-			if err := tx.WriteFile(name(i), []byte(text)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if _, err := a.Sync(ctx, "origin", sopt); err != nil {
-		return err
-	}
-	edit := func(r *gitmem.Repo, id, p string, line int) error {
-		_, err := r.Update(ctx, gitmem.Meta{Subject: "memory: str_replace", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: id}}}, func(tx *gitmem.Tx) error {
-			data, err := tx.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			ls := strings.Split(string(data), "\n")
-			ls[line] = id
-			return tx.WriteFile(p, []byte(strings.Join(ls, "\n")))
-		})
-		return err
-	}
-	// The other agent's rounds, each pushed to a remote of its own, so
-	// that the pulls come one after the other, a merge each.
-	other, _, err := gitmem.Clone(ctx, remote, filepath.Join(work, "b"), opt("b"), sopt)
-	if err != nil {
-		return err
-	}
-	defer other.Close()
-	for r := range rounds {
-		for k := range per { // a file each
-			if err := edit(other, fmt.Sprintf("o%d_%d", r, k), name((r*211+k)*7%files), 1+r%5); err != nil {
-				return err
-			}
-		}
-		rem := filepath.Join(work, fmt.Sprintf("round%d.git", r))
-		if _, err := gitOutput("", "init", "-q", "--bare", "--initial-branch=main", rem); err != nil {
-			return err
-		}
-		for _, x := range []*gitmem.Repo{other, a} {
-			if err := x.AddRemote(fmt.Sprint("r", r), rem); err != nil {
-				return err
-			}
-		}
-		if _, err := other.Push(ctx, fmt.Sprint("r", r), sopt); err != nil {
-			return err
-		}
-	}
-	res := &mergeResult{files: files}
+	defer m.Close()
+	res := &mergeResult{files: m.Files}
 	// callers make calls, the first at once, until stop closes, and
 	// return their waits.
 	n := 0
@@ -351,7 +284,7 @@ func (rep *Report) callsDuringSync(ctx context.Context, work string) error {
 						}
 					}
 					t0 := time.Now()
-					err := edit(a, fmt.Sprintf("c%d_%d_%d", n, c, k), name((c*100003+k)*13%files), 10+k%15)
+					err := m.Edit(ctx, fmt.Sprintf("c%d_%d_%d", n, c, k), (c*100003+k)*13, 10+k%15)
 					d := time.Since(t0)
 					mu.Lock()
 					waits = append(waits, d)
@@ -386,14 +319,7 @@ func (rep *Report) callsDuringSync(ctx context.Context, work string) error {
 			t0 := time.Now()
 			go func() {
 				defer close(stop)
-				got, err := a.Pull(ctx, fmt.Sprint("r", r), sopt)
-				if err == nil && got.Merge == "" {
-					err = fmt.Errorf("the pull of round %d merged nothing: %+v", r, got)
-				}
-				if err == nil { // the merge's files in the worktree: its work, not the next phase's
-					err = a.Flush(ctx)
-				}
-				pullErr = err
+				pullErr = m.Pull(ctx, r)
 			}()
 			ws, err := callersUntil(stop)
 			last = time.Since(t0)
