@@ -85,3 +85,36 @@ func TestCatFiles(t *testing.T) {
 		}
 	}
 }
+
+// A commit-graph and a multi-pack-index are checked when the repository
+// has them (git fsck starts git commit-graph verify and git
+// multi-pack-index verify only then): a damaged one fails.
+func TestFsckChecksCommitGraphAndMultiPackIndex(t *testing.T) {
+	t.Parallel()
+	for _, file := range []string{"info/commit-graph", "pack/multi-pack-index"} {
+		dir := t.TempDir()
+		Git(t, dir, "init", "-q")
+		os.WriteFile(filepath.Join(dir, "a.md"), []byte("a\n"), 0o600)
+		Git(t, dir, "add", "a.md")
+		Git(t, dir, "commit", "-q", "-m", "a")
+		Git(t, dir, "repack", "-q", "-a", "-d")
+		Git(t, dir, "commit-graph", "write", "--reachable")
+		Git(t, dir, "multi-pack-index", "write")
+		if err := FsckTree(t.TempDir(), dir); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, ".git", "objects", file)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)-30] ^= 0xff // in the checksum's reach
+		os.Chmod(p, 0o644)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := FsckTree(t.TempDir(), dir); err == nil || !strings.Contains(err.Error(), "incorrect checksum") {
+			t.Errorf("a damaged %s: %v", file, err)
+		}
+	}
+}
