@@ -1,6 +1,7 @@
 package gitdir
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -36,9 +37,19 @@ func TestDiffTreeEntriesAgreesWithGit(t *testing.T) {
 	commits := strings.Fields(gittest.Git(t, dir, "rev-list", "--first-parent", "--reverse", "main"))
 	s := Open(dir + "/.git")
 	defer s.Close()
-	tree := func(c string) plumbing.Hash {
-		return plumbing.NewHash(strings.TrimSpace(gittest.Git(t, dir, "rev-parse", c+"^{tree}")))
+	// Every commit's tree with one git rev-parse.
+	var names []string
+	for _, c := range commits {
+		names = append(names, c+"^{tree}")
 	}
+	trees := map[string]plumbing.Hash{}
+	for i, h := range strings.Fields(gittest.Git(t, dir, append([]string{"rev-parse"}, names...)...)) {
+		trees[commits[i]] = plumbing.NewHash(h)
+	}
+	if len(trees) != len(commits) {
+		t.Fatalf("%d trees for %d commits", len(trees), len(commits))
+	}
+	tree := func(c string) plumbing.Hash { return trees[c] }
 	var walk func(a, b plumbing.Hash, prefix string, out *[]string)
 	walk = func(a, b plumbing.Hash, prefix string, out *[]string) {
 		err := s.DiffTreeEntries(a, b, func(x, y object.TreeEntry) error {
@@ -70,31 +81,47 @@ func TestDiffTreeEntriesAgreesWithGit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pairs := 0
+	type pair struct{ a, b string }
+	var pairs []pair
+	var in strings.Builder
 	for i := range commits {
 		for _, j := range []int{i + 1, i + 7, i + 40} {
-			if j >= len(commits) {
-				continue
+			if j < len(commits) {
+				pairs = append(pairs, pair{commits[i], commits[j]})
+				// A line "B A" of git diff-tree --stdin is git diff-tree A B:
+				// B's changes from A, its "parent". Each line's output is
+				// the line's first hash (--always: even when nothing
+				// differs), then the changes.
+				fmt.Fprintf(&in, "%s %s\n", commits[j], commits[i])
 			}
-			var got []string
-			walk(tree(commits[i]), tree(commits[j]), "", &got)
-			var want []string
-			for _, l := range strings.Split(strings.TrimSpace(gittest.Git(t, dir, "diff-tree", "-r", "--no-renames", commits[i], commits[j])), "\n") {
-				if l == "" {
-					continue
-				}
-				f := strings.Fields(l) // :old new oldblob newblob status path
-				want = append(want, f[5]+" "+f[3])
-			}
-			slices.Sort(got)
-			slices.Sort(want)
-			if !slices.Equal(got, want) {
-				t.Fatalf("%s..%s:\ngot  %v\nwant %v", commits[i][:7], commits[j][:7], got, want)
-			}
-			pairs++
 		}
 	}
-	if pairs < 100 {
-		t.Fatalf("only %d pairs compared", pairs)
+	var wants [][]string
+	for _, l := range strings.Split(strings.TrimSpace(gittest.GitIn(t, dir, in.String(), "diff-tree", "--stdin", "--always", "-r", "--no-renames")), "\n") {
+		if !strings.HasPrefix(l, ":") {
+			if len(wants) < len(pairs) && l != pairs[len(wants)].b {
+				t.Fatalf("git diff-tree --stdin: %q for %s", l, pairs[len(wants)].b)
+			}
+			wants = append(wants, []string{})
+			continue
+		}
+		f := strings.Fields(l) // :old new oldblob newblob status path
+		wants[len(wants)-1] = append(wants[len(wants)-1], f[5]+" "+f[3])
+	}
+	if len(wants) != len(pairs) {
+		t.Fatalf("git diff-tree --stdin: %d diffs for %d pairs", len(wants), len(pairs))
+	}
+	for k, p := range pairs {
+		var got []string
+		walk(tree(p.a), tree(p.b), "", &got)
+		want := wants[k]
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s..%s:\ngot  %v\nwant %v", p.a[:7], p.b[:7], got, want)
+		}
+	}
+	if len(pairs) < 100 {
+		t.Fatalf("only %d pairs compared", len(pairs))
 	}
 }
