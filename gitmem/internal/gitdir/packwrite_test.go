@@ -22,6 +22,15 @@ import (
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
+// objectNames are the objects' hashes, as gittest.CatFiles takes them.
+func objectNames(objs []Object) []string {
+	var ns []string
+	for _, o := range objs {
+		ns = append(ns, o.Hash.String())
+	}
+	return ns
+}
+
 // gitInit makes an empty repository with the git CLI and returns its
 // folder and its .git.
 func gitInit(t *testing.T) (dir, gitDir string) {
@@ -53,9 +62,10 @@ func TestWriteObjectsPack(t *testing.T) {
 	if out := gittest.Git(t, dir, "verify-pack", "-v", base+".idx"); !strings.Contains(out, "non delta: 300 objects") {
 		t.Fatalf("git verify-pack:\n%s", out)
 	}
-	for _, o := range objs[:300] {
-		if got := gittest.Git(t, dir, "cat-file", "blob", o.Hash.String()); got != string(o.Data) {
-			t.Fatalf("git cat-file %s: %q", o.Hash, got)
+	byGit := gittest.CatFiles(t, dir, objectNames(objs[:300])...)
+	for i, o := range objs[:300] {
+		if got := byGit[i]; got.Type != "blob" || !bytes.Equal(got.Data, o.Data) {
+			t.Fatalf("git cat-file %s: %s %q", o.Hash, got.Type, got.Data)
 		}
 		data, err := s.Blob(o.Hash)
 		if err != nil || !bytes.Equal(data, o.Data) {
@@ -158,9 +168,10 @@ func TestPackStoresTreesAsDeltasOfTheirBase(t *testing.T) {
 	if out := gittest.Git(t, dir, "verify-pack", "-v", idx); !strings.Contains(out, "chain length = 19: 1 object") {
 		t.Fatalf("git verify-pack:\n%s", out)
 	}
-	for _, o := range trees {
-		if got := gittest.Git(t, dir, "cat-file", "tree", o.Hash.String()); got != string(o.Data) {
-			t.Fatalf("git cat-file %s: %q", o.Hash, got)
+	byGit := gittest.CatFiles(t, dir, objectNames(trees)...)
+	for i, o := range trees {
+		if got := byGit[i]; got.Type != "tree" || !bytes.Equal(got.Data, o.Data) {
+			t.Fatalf("git cat-file %s: %s %q", o.Hash, got.Type, got.Data)
 		}
 		typ, data, err := s.ReadObject(o.Hash)
 		if err != nil || typ != plumbing.TreeObject || !bytes.Equal(data, o.Data) {

@@ -64,8 +64,9 @@ func TestPackWithDeltasIsReadByGit(t *testing.T) {
 	}
 	s := Open(gitDir)
 	defer s.Close()
-	for _, o := range objs {
-		if got := gittest.Git(t, dir, "cat-file", "blob", o.Hash.String()); got != string(o.Data) {
+	byGit := gittest.CatFiles(t, dir, objectNames(objs)...)
+	for i, o := range objs {
+		if got := byGit[i]; got.Type != "blob" || !bytes.Equal(got.Data, o.Data) {
 			t.Fatalf("git cat-file %s differs", o.Hash)
 		}
 		if got, err := s.Blob(o.Hash); err != nil || !bytes.Equal(got, o.Data) {
