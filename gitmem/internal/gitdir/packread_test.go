@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,15 +31,14 @@ func TestReadDeltifiedPacks(t *testing.T) {
 		t.Helper()
 		return gittest.Git(t, dir, args...)
 	}
-	git("init", "-q")
+	git("init", "-q", "-b", "main")
 	var text strings.Builder
+	var versions []map[string]string
 	for i := range 60 {
 		fmt.Fprintf(&text, "line %d of a file that changes a little at each commit\n", i)
-		os.WriteFile(filepath.Join(dir, "f.md"), []byte(text.String()), 0o644)
-		os.WriteFile(filepath.Join(dir, fmt.Sprintf("g%d.md", i%7)), []byte(strings.Repeat(fmt.Sprint(i), 300)), 0o644)
-		git("add", ".")
-		git("commit", "-qm", fmt.Sprint("c", i))
+		versions = append(versions, map[string]string{"f.md": text.String(), fmt.Sprintf("g%d.md", i%7): strings.Repeat(fmt.Sprint(i), 300)})
 	}
+	importHistory(t, dir, versions)
 	git("repack", "-adf", "--depth=50", "--window=50")
 	s := Open(filepath.Join(dir, ".git"))
 	defer s.Close()
@@ -85,6 +85,24 @@ func TestReadDeltifiedPacks(t *testing.T) {
 	git("repack", "-adf")
 	s.Reindex()
 	check()
+}
+
+// importHistory writes a commit on main for each of versions (the files
+// it writes, path → content, over those of the commit before) with one
+// git fast-import into the repository at dir, made with git init -b main:
+// one git process where a git add and a git commit each would start two
+// a commit.
+func importHistory(t *testing.T, dir string, versions []map[string]string) {
+	t.Helper()
+	var b strings.Builder
+	for i, files := range versions {
+		msg := fmt.Sprint("v", i)
+		fmt.Fprintf(&b, "commit refs/heads/main\ncommitter T <t@x> %d +0000\ndata %d\n%s\n", 1700000000+i, len(msg), msg)
+		for _, p := range slices.Sorted(maps.Keys(files)) {
+			fmt.Fprintf(&b, "M 100644 inline %s\ndata %d\n%s\n", p, len(files[p]), files[p])
+		}
+	}
+	gittest.GitIn(t, dir, b.String(), "fast-import", "--quiet")
 }
 
 func mustGlob(t *testing.T, pattern string) string {
@@ -248,10 +266,12 @@ func TestReadingInPackOrderInflatesLess(t *testing.T) {
 		t.Helper()
 		return gittest.Git(t, dir, args...)
 	}
-	git("init", "-q")
+	git("init", "-q", "-b", "main")
 	const files, versions = 10, 30
 	var old, last []plumbing.Hash // each file's second version and its last, in the order of the paths
+	var history []map[string]string
 	for v := range versions {
+		changed := map[string]string{}
 		for i := range files {
 			var body strings.Builder // each version one more line changed: long delta chains
 			fmt.Fprintf(&body, "file %d\n", i)
@@ -262,7 +282,7 @@ func TestReadingInPackOrderInflatesLess(t *testing.T) {
 					fmt.Fprintf(&body, "line %d as it was first written, before any change\n", l)
 				}
 			}
-			os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.md", i)), []byte(body.String()), 0o644)
+			changed[fmt.Sprintf("f%02d.md", i)] = body.String()
 			h := plumbing.ComputeHash(plumbing.BlobObject, []byte(body.String()))
 			switch v {
 			case 1:
@@ -271,9 +291,9 @@ func TestReadingInPackOrderInflatesLess(t *testing.T) {
 				last = append(last, h)
 			}
 		}
-		git("add", ".")
-		git("commit", "-qm", fmt.Sprint("v", v))
+		history = append(history, changed)
 	}
+	importHistory(t, dir, history)
 	git("-c", "pack.threads=1", "repack", "-adf", "-q", "--depth=50", "--window=50") // one thread: the same deltas every run
 	var byPath []plumbing.Hash
 	for i := range files {
