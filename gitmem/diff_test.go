@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,7 +27,13 @@ func TestUnifiedMatchesGitDiff(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(5, 6))
-	for n := range 200 {
+	// Case n is the files a/n and b/n: one git diff of the two folders
+	// for all the cases, not a git process each.
+	const cases = 200
+	var as, bs []string
+	os.MkdirAll(filepath.Join(dir, "a"), 0o700)
+	os.MkdirAll(filepath.Join(dir, "b"), 0o700)
+	for n := range cases {
 		var base []string
 		for i := range rng.IntN(40) {
 			base = append(base, fmt.Sprintf("line %d\n", i))
@@ -36,10 +43,25 @@ func TestUnifiedMatchesGitDiff(t *testing.T) {
 		if n%7 == 0 && b != "" {
 			b = strings.TrimSuffix(b, "\n") // no newline at the end
 		}
-		os.WriteFile(filepath.Join(dir, "a"), []byte(a), 0o600)
-		os.WriteFile(filepath.Join(dir, "b"), []byte(b), 0o600)
-		out, _ := gittest.Command(t, dir, "diff", "--no-index", "--no-color", "-U3", "a", "b").Output() // exit 1 means "differs"
-		want := string(out)
+		os.WriteFile(filepath.Join(dir, "a", fmt.Sprint(n)), []byte(a), 0o600)
+		os.WriteFile(filepath.Join(dir, "b", fmt.Sprint(n)), []byte(b), 0o600)
+		as, bs = append(as, a), append(bs, b)
+	}
+	out, _ := gittest.Command(t, dir, "diff", "--no-index", "--no-renames", "--no-color", "-U3", "a", "b").Output() // exit 1 means "differs"
+	wants := make([]string, cases)                                                                                  // a case git finds no change in is not in its output
+	file := regexp.MustCompile(`(?m)^diff --git a/a/(\d+) b/b/(\d+)\n`)
+	heads := file.FindAllStringSubmatchIndex(string(out), -1)
+	for k, h := range heads {
+		na, nb := string(out[h[2]:h[3]]), string(out[h[4]:h[5]])
+		n, err := strconv.Atoi(na)
+		if err != nil || na != nb || n >= cases {
+			t.Fatalf("git diff paired a/%s with b/%s", na, nb)
+		}
+		end := len(out)
+		if k+1 < len(heads) {
+			end = heads[k+1][0]
+		}
+		want := string(out[h[1]:end])
 		if i := strings.Index(want, "@@"); i >= 0 {
 			want = want[i:]
 		} else {
@@ -47,10 +69,19 @@ func TestUnifiedMatchesGitDiff(t *testing.T) {
 		}
 		// git names the enclosing "function" after a hunk header; memory
 		// files have none, and gitmem prints none.
-		want = hunkContext.ReplaceAllString(want, "$1")
-		if got := hunks(a, b); got != want {
-			t.Fatalf("case %d:\n--- gitmem\n%s--- git\n%s", n, got, want)
+		wants[n] = hunkContext.ReplaceAllString(want, "$1")
+	}
+	differ := 0
+	for n := range cases {
+		if got := hunks(as[n], bs[n]); got != wants[n] {
+			t.Fatalf("case %d:\n--- gitmem\n%s--- git\n%s", n, got, wants[n])
 		}
+		if wants[n] != "" {
+			differ++
+		}
+	}
+	if differ < cases/2 {
+		t.Fatalf("git diff found changes in only %d of %d cases", differ, cases)
 	}
 }
 
