@@ -564,19 +564,18 @@ var errFolderThere = errors.New("a folder is there")
 
 // editedBefore reports whether the regular file at the memory path q,
 // with lstat data fi, holds something other than gitmem's own (expect)
-// although gitmem is about to replace it: it is not the file gitmem put
-// there last (asPlaced) nor one the stat cache knows to hold a version
-// of gitmem's own, and either another program has it open for
-// writing now (an edit under way: its end is the adopt's to take) or
-// reading it finds a content expect does not allow. A file that cannot
-// be read for another reason is left to syncChecked's rounds. Called with
-// the disk lock held.
+// although gitmem is about to replace it: another program has it open
+// for writing now (an edit under way: its end is the adopt's to take),
+// or it is neither the file gitmem put there last (asPlaced) nor one the
+// stat cache knows to hold a version of gitmem's own and reading it finds
+// a content expect does not allow. A file that cannot be read for another
+// reason is left to syncChecked's rounds. Called with the disk lock held.
 func (m *mirror) editedBefore(q string, fi fs.FileInfo, expect func(plumbing.Hash) bool) bool {
 	if m.wt.asPlaced(q, fi) {
-		return false
+		return m.wt.writing(q)
 	}
 	if h, ok := m.stats.hashAt(q, gd.StatOf(fi)); ok && expect(h) {
-		return false
+		return m.wt.writing(q)
 	}
 	data, busy, err := m.wt.readSettled(q, 0)
 	return busy || err == nil && !expect(plumbing.ComputeHash(plumbing.BlobObject, data))

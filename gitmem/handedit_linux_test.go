@@ -119,3 +119,44 @@ func watchMoves(t *testing.T, dir, name string) func() int {
 		}
 	}
 }
+
+// The record of the files gitmem placed vouches for a file it put there
+// and nobody replaced since, as the worktree's own lstat sees it (an
+// openat2 lookup, whose stat data is no *os.fileStat): else every write
+// of a file gitmem wrote last read it first (editedBefore), a pull of a
+// thousand files a thousand reads. A file put there by another program
+// (a new inode of the same size) is not vouched for.
+func TestPlacedFileVouchedForByItsLstat(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	ctx := context.Background()
+	if _, err := r.Update(ctx, Meta{Subject: "write"}, func(tx *Tx) error {
+		return tx.WriteFile("a.md", []byte("one\n"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const q = "memories/a.md"
+	fi, err := r.mirror.wt.lstat(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.mirror.wt.asPlaced(q, fi) {
+		t.Fatalf("the file gitmem placed is not vouched for by its lstat (%T)", fi)
+	}
+	tmp := filepath.Join(dir, "memories", "a.md.new")
+	if err := os.WriteFile(tmp, []byte("two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "memories", "a.md")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err = r.mirror.wt.lstat(q); err != nil {
+		t.Fatal(err)
+	}
+	if r.mirror.wt.asPlaced(q, fi) {
+		t.Fatal("a file put there by another program is vouched for as gitmem's")
+	}
+}

@@ -190,6 +190,23 @@ func (w *worktree) readSettled(p string, max int64) (data []byte, busy bool, err
 	return data, false, err
 }
 
+// writing reports whether a program holds the regular file at p open for
+// writing (readSettled's busy), without reading it. Where that cannot be
+// told (no leases), or p cannot be opened, it is false.
+func (w *worktree) writing(p string) bool {
+	f, done, err := w.openRegular(p)
+	if leased(err) {
+		return true // another program's lease: it is busy with it
+	}
+	if err != nil {
+		return false
+	}
+	defer done()
+	release, busy := holdRead(f)
+	release()
+	return busy
+}
+
 // openRegular opens p for readOpened.
 func (w *worktree) openRegular(p string) (statReader, func(), error) {
 	f, done, err := w.openRead(p)
@@ -853,7 +870,7 @@ func (w *worktree) asPlaced(p string, fi fs.FileInfo) bool {
 	w.writtenMu.Lock()
 	defer w.writtenMu.Unlock()
 	was, ok := w.placed[p]
-	return ok && os.SameFile(was, fi) && was.Size() == fi.Size() && was.ModTime().Equal(fi.ModTime())
+	return ok && sameFile(was, fi) && was.Size() == fi.Size() && was.ModTime().Equal(fi.ModTime())
 }
 
 // forgetPlaced forgets the file put at p (it was removed).
