@@ -211,3 +211,32 @@ func checkVouched(t *testing.T, dir string, n int) {
 		t.Fatalf(".git/index holds %d entries, %d with lstat data; want %d, all but at most one", len(entries), vouched, n)
 	}
 }
+
+// The index pairs no file changed within the racy window of its writing
+// with lstat data (an edit in the same tick could leave the same data),
+// and does not read one to find that out: a pull's index is written
+// right after its files, every one of them racy. A file older than the
+// window is read and vouched for.
+func TestIndexVouchesForNoRacyFileUnread(t *testing.T) {
+	t.Parallel()
+	r, _ := newRepo(t)
+	write(t, r, "t0", "a.md", "one\n")
+	settle(t, r)
+	const q = "memories/a.md"
+	_, root := r.state.snapshot()
+	n := lookup(root, q)
+	fi, err := r.mirror.wt.lstat(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := r.mirror.wt.reads.Load()
+	if st := r.vouch(q, n, fi.ModTime()); !st.IsZero() {
+		t.Error("a file changed within the racy window is vouched for")
+	}
+	if got := r.mirror.wt.reads.Load() - reads; got != 0 {
+		t.Errorf("a file changed within the racy window was read %d time(s) to vouch for it", got)
+	}
+	if st := r.vouch(q, n, time.Now().Add(2*gd.RacyWindow)); st != gd.StatOf(fi) {
+		t.Errorf("a file older than the racy window is vouched for with %+v, want its lstat data %+v", st, gd.StatOf(fi))
+	}
+}
