@@ -330,15 +330,12 @@ func (s *startIndex) list() []gd.IndexEntry {
 // with n's blob, or replaced between an lstat and the read, paired n's
 // blob with the old file's size — which git takes as modified without
 // reading it, for as long as the entry is kept (issue 21, item 17).
-// A file racy when first looked at is not read: whatever a read found,
-// the lstat data after it would be racy too (a change since gives a
-// change time after now). A pull's index is written right after its
-// files, all of them racy: each was read and the read thrown away.
+// A file racy when opened is not read: whatever a read found, the lstat
+// data after it would be racy too (a change since gives a change time
+// after now). A pull's index is written right after its files, many of
+// them racy: each was read and the read thrown away.
 func (r *Repo) vouch(p string, n *node, now time.Time) gd.Stat {
-	if fi, err := r.mirror.wt.lstat(p); err != nil || gd.StatOf(fi).Racy(now) {
-		return gd.Stat{}
-	}
-	data, st, err := r.mirror.readRegular(p, n.size, true)
+	data, st, err := r.mirror.readUnlessRacy(p, n.size, now)
 	if err != nil || plumbing.ComputeHash(plumbing.BlobObject, data) != n.hash {
 		return gd.Stat{}
 	}

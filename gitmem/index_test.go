@@ -229,12 +229,12 @@ func TestIndexVouchesForNoRacyFileUnread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reads := r.mirror.wt.reads.Load()
+	read := r.mirror.wt.readBytes.Load()
 	if st := r.vouch(q, n, fi.ModTime()); !st.IsZero() {
 		t.Error("a file changed within the racy window is vouched for")
 	}
-	if got := r.mirror.wt.reads.Load() - reads; got != 0 {
-		t.Errorf("a file changed within the racy window was read %d time(s) to vouch for it", got)
+	if got := r.mirror.wt.readBytes.Load() - read; got != 0 {
+		t.Errorf("%d bytes of a file changed within the racy window were read to vouch for it", got)
 	}
 	if st := r.vouch(q, n, time.Now().Add(2*gd.RacyWindow)); st != gd.StatOf(fi) {
 		t.Errorf("a file older than the racy window is vouched for with %+v, want its lstat data %+v", st, gd.StatOf(fi))

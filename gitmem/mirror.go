@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -118,8 +119,8 @@ func (m *mirror) scan(skip func(rel string, dir bool) bool) (map[string]plumbing
 }
 func (m *mirror) readFile(p string) ([]byte, error)         { return m.wt.readFile(p) }
 func (m *mirror) readBlob(p string, n *node) ([]byte, bool) { return m.wt.readBlob(p, n) }
-func (m *mirror) readRegular(p string, size int64, stat bool) ([]byte, [2]fs.FileInfo, error) {
-	return m.wt.readRegular(p, size, stat)
+func (m *mirror) readUnlessRacy(p string, size int64, now time.Time) ([]byte, [2]fs.FileInfo, error) {
+	return m.wt.readUnlessRacy(p, size, now)
 }
 func (m *mirror) flushList() []string    { return m.wt.flushList() }
 func (m *mirror) dropSpares()            { m.wt.dropSpares() }

@@ -161,6 +161,26 @@ func (w *worktree) readRegular(p string, size int64, stat bool) (data []byte, st
 	return data, st, err
 }
 
+// readUnlessRacy is readRegular with stat, for a file that is read only
+// when its lstat data may vouch for what it holds: one changed within
+// the racy window of now when opened is not read (errRacy).
+func (w *worktree) readUnlessRacy(p string, size int64, now time.Time) (data []byte, st [2]fs.FileInfo, err error) {
+	f, done, err := w.openRegular(p)
+	if err != nil {
+		return nil, st, err
+	}
+	defer done()
+	if fi, err := f.Stat(); err != nil || gd.StatOf(fi).Racy(now) {
+		return nil, st, errRacy
+	}
+	data, st, err = readOpened(f, p, size, true)
+	w.readBytes.Add(int64(len(data)))
+	return data, st, err
+}
+
+// errRacy is readUnlessRacy's answer for a file changed too recently.
+var errRacy = errors.New("changed within the racy window")
+
 // readSettled reads the regular file at p whole when no program holds it
 // open for writing, and keeps one that opens it for writing waiting while
 // it reads (holdRead): what it reads is a whole state of the file, never
