@@ -210,23 +210,6 @@ func (w *worktree) readSettled(p string, max int64) (data []byte, busy bool, err
 	return data, false, err
 }
 
-// writing reports whether a program holds the regular file at p open for
-// writing (readSettled's busy), without reading it. Where that cannot be
-// told (no leases), or p cannot be opened, it is false.
-func (w *worktree) writing(p string) bool {
-	f, done, err := w.openRegular(p)
-	if leased(err) {
-		return true // another program's lease: it is busy with it
-	}
-	if err != nil {
-		return false
-	}
-	defer done()
-	release, busy := holdRead(f)
-	release()
-	return busy
-}
-
 // openRegular opens p for readOpened.
 func (w *worktree) openRegular(p string) (statReader, func(), error) {
 	f, done, err := w.openRead(p)

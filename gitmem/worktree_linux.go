@@ -359,6 +359,25 @@ func holdAlone(f *os.File) (release func(), ok bool) {
 	}, true
 }
 
+// writing reports whether a program holds the regular file at p open for
+// writing (readSettled's busy), without reading it. Where that cannot be
+// told (a file system without leases, a file of another owner), or p
+// cannot be opened, it is false; elsewhere than Linux it always is
+// (worktree_other.go).
+func (w *worktree) writing(p string) bool {
+	f, done, err := w.openRegular(p)
+	if leased(err) {
+		return true // another program's lease: it is busy with it
+	}
+	if err != nil {
+		return false
+	}
+	defer done()
+	release, busy := holdRead(f)
+	release()
+	return busy
+}
+
 // holdRead takes a read lease on the file f reads (opened read-only):
 // busy when a program holds it open for writing. Where leases cannot tell
 // (a file system without them, a file of another owner), busy is false

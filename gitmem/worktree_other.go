@@ -22,6 +22,9 @@ func reusable(fs.FileInfo, bool) bool { return false }
 func holdAlone(*os.File) (func(), bool)  { return func() {}, true }
 func holdRead(statReader) (func(), bool) { return func() {}, false }
 
+// writing is Linux's (worktree_linux.go): no lease tells a writer here.
+func (w *worktree) writing(string) bool { return false }
+
 // The one-step path resolution is Linux's (worktree_linux.go): os.Root
 // does it all here.
 func openBase(*os.Root, string) (*os.File, syscall.RawConn) { return nil, nil }
