@@ -123,11 +123,18 @@ func (r *Repo) writeIndex() error {
 	return r.writeIndexHeld(held)
 }
 
-// writeIndexHeld is writeIndex with the index's lock held.
+// writeIndexHeld is writeIndex with the index's lock held. It is
+// written for the branch as git's files hold it and the tree the worktree
+// mirrors (the disk's, read together), not for readers' HEAD: calls
+// acknowledge changes meanwhile (Flush holds no writer lock), in the log
+// and not yet in git's files, and an index that named their blobs had git
+// diff read blobs git did not have ("unable to read"; git 2.39's diff
+// --stat crashed there: TestIndexNamesOnlyBlobsGitHas).
 func (r *Repo) writeIndexHeld(held indexHeld) error {
-	head, root := r.state.snapshot() // together: commits are published meanwhile (Flush holds no writer lock)
-	read := r.mirror.statsRead()
-	return held.write(head, root, read, r.vouch)
+	dt := r.disk.hold()
+	head, root := dt.head(), dt.tree()
+	dt.release()
+	return held.write(head, root, r.mirror.statsRead(), r.vouch)
 }
 
 // write writes .git/index for head's tree root (see writeIndex): read
