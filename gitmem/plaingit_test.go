@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -41,13 +42,19 @@ func TestIndexNeverVouchesForAFileNotYetWritten(t *testing.T) {
 	if _, err := r.Snapshot(context.Background(), "a.md"); err != nil {
 		t.Fatal(err)
 	}
-	r.disk.hold() // the materialiser waits: t2 is published, not yet in the worktree
+	dt := r.disk.hold() // the materialiser waits: t2 is published, not yet in the worktree
 	write(t, r, "t2", "a.md", "two, longer\n")
-	if err := r.writeIndex(); err != nil {
-		r.disk.mu.Unlock()
+	// The index is written for what git's files and the worktree hold
+	// (TestIndexNamesOnlyBlobsGitHas): it waits for the disk lock, and
+	// then either the materialiser or the index goes first.
+	id, written := inBackground(r.writeIndex)
+	for !waitsIn(id, "(*Repo).writeIndexHeld(", "(*disk).hold(") {
+		runtime.Gosched()
+	}
+	dt.release()
+	if err := <-written; err != nil {
 		t.Fatal(err)
 	}
-	r.disk.mu.Unlock()
 	settle(t, r)
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
