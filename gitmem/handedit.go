@@ -564,12 +564,18 @@ var errFolderThere = errors.New("a folder is there")
 
 // editedBefore reports whether the regular file at the memory path q,
 // with lstat data fi, holds something other than gitmem's own (expect)
-// although gitmem is about to replace it: another program has it open
-// for writing now (an edit under way: its end is the adopt's to take),
-// or it is neither the file gitmem put there last (asPlaced) nor one the
-// stat cache knows to hold a version of gitmem's own and reading it finds
-// a content expect does not allow. A file that cannot be read for another
-// reason is left to syncChecked's rounds. Called with the disk lock held.
+// although gitmem is about to replace it: another program still has it
+// open for writing after writerWait (an edit under way: its end is the
+// adopt's to take), or it is neither the file gitmem put there last
+// (asPlaced) nor one the stat cache knows to hold a version of gitmem's
+// own and reading it finds a content expect does not allow. A writer gone
+// within the wait is no edit under way: a child process this one forked
+// (git) holds a copy of every descriptor of this one's until its exec
+// closes them, among them the spare or temporary file that became q, and
+// q, taken for an edit, stayed on its older version until an adopt
+// (TestAWriterThatLeavesAtOnceIsNoHandEdit). A file that cannot be read
+// for another reason is left to syncChecked's rounds. Called with the
+// disk lock held.
 func (m *mirror) editedBefore(q string, fi fs.FileInfo, expect func(plumbing.Hash) bool) bool {
 	if m.wt.asPlaced(q, fi) {
 		return m.wt.writing(q)
@@ -577,8 +583,8 @@ func (m *mirror) editedBefore(q string, fi fs.FileInfo, expect func(plumbing.Has
 	if h, ok := m.stats.hashAt(q, gd.StatOf(fi)); ok && expect(h) {
 		return m.wt.writing(q)
 	}
-	data, busy, err := m.wt.readSettled(q, 0)
-	return busy || err == nil && !expect(plumbing.ComputeHash(plumbing.BlobObject, data))
+	data, err := m.wt.readWritten(q)
+	return errors.Is(err, errWriting) || err == nil && !expect(plumbing.ComputeHash(plumbing.BlobObject, data))
 }
 
 // keepWriting puts back at the memory path q the file syncChecked took

@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,6 +86,66 @@ func TestHandEditBeforeAWriteStaysInPlace(t *testing.T) {
 				t.Errorf("worktree a.md = %q after the adopt", disk)
 			}
 		})
+	}
+}
+
+// A descriptor of gitmem's own file open for writing elsewhere only for
+// a moment is no edit under way: a child process this one forks (git)
+// holds a copy of every descriptor it has open until its exec closes
+// them, among them the spare file (recycle) or temporary file that
+// became a worktree file. A follow that looked at that file then took it
+// for a hand edit under way (editedBefore), kept it, and the worktree
+// stayed on the older version until an adopt: a hand edit made after the
+// settle merged with that version, a conflict of the model's change and
+// the edit (TestHalfFailedGitCheckoutIsNoHandEdit, once under the whole
+// package's -race run, which forks git all along; 2 runs in 56 with a
+// goroutine forking git beside it). The test opens the file for writing
+// once the follow begins and closes it (the child's exec) at the
+// follow's first wait for the writer.
+func TestAWriterThatLeavesAtOnceIsNoHandEdit(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	keepWriterLock(t, r)
+	var f *os.File
+	var once sync.Once
+	waited := false
+	defer r.objects.st.Env.SetFault(nil)
+	changeBehindTheWorktree(t, r, func() {
+		r.objects.st.Env.SetFault(func(step, p string) error {
+			if !strings.HasSuffix(p, "a.md") {
+				return nil
+			}
+			switch step {
+			case gd.StepWorktree:
+				once.Do(func() {
+					var err error
+					if f, err = os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_WRONLY, 0); err != nil {
+						t.Error(err)
+					}
+				})
+			case gd.StepWriterWait:
+				if f != nil {
+					f.Close()
+					f, waited = nil, true
+				}
+			}
+			return nil
+		})
+	})
+	if f != nil {
+		f.Close()
+	}
+	if !waited {
+		t.Error("the follow did not wait for the writer")
+	}
+	if r.mirror.repairs.handKept() {
+		t.Errorf("a hand edit is kept: %v", r.mirror.repairs.bases())
+	}
+	if got := readDisk(t, dir, "a.md"); got != "ONE\ntwo\n" {
+		t.Errorf("worktree a.md = %q, want the acknowledged version", got)
+	}
+	if _, err := r.Adopt(context.Background()); !errors.Is(err, ErrNoChange) {
+		t.Errorf("adopt: %v, want ErrNoChange", err)
 	}
 }
 

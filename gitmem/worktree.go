@@ -905,7 +905,7 @@ func (w *worktree) takeAside(aside string, fi fs.FileInfo) (data []byte, file bo
 		return nil, false, errWriting // another program's lease: left where it is, that program's
 	}
 	if err != nil { // not writable (a mode set by hand): read, not reused
-		if data, err = w.readAside(aside); err != nil {
+		if data, err = w.readWritten(aside); err != nil {
 			return nil, false, err
 		}
 		w.root.Remove(aside)
@@ -923,7 +923,7 @@ func (w *worktree) takeAside(aside string, fi fs.FileInfo) (data []byte, file bo
 	release, alone := holdAlone(f)
 	if !alone {
 		f.Close() // its own write access would make it a writer too
-		if data, err = w.readAside(aside); err != nil {
+		if data, err = w.readWritten(aside); err != nil {
 			return nil, false, err
 		}
 		w.root.Remove(aside)
@@ -939,19 +939,21 @@ func (w *worktree) takeAside(aside string, fi fs.FileInfo) (data []byte, file bo
 	return data, true, nil
 }
 
-// readAside reads a file taken aside that another program may hold open:
-// once no program holds it open for writing (readSettled), waiting up to
-// writerWait; errWriting past that.
-func (w *worktree) readAside(aside string) ([]byte, error) {
+// readWritten reads the file at p (one taken aside, or one about to be
+// replaced) that another program may hold open: once no program holds
+// it open for writing (readSettled), waiting up to writerWait; errWriting
+// past that.
+func (w *worktree) readWritten(p string) ([]byte, error) {
 	deadline := time.Now().Add(writerWait)
 	for {
-		data, busy, err := w.readSettled(aside, 0)
+		data, busy, err := w.readSettled(p, 0)
 		if !busy {
 			return data, err
 		}
 		if time.Now().After(deadline) {
 			return nil, errWriting
 		}
+		w.env.Injected(gd.StepWriterWait, p)
 		time.Sleep(writerPoll)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // Paths beneath the worktree's folder in one step. os.Root resolves a
@@ -360,11 +362,28 @@ func holdAlone(f *os.File) (release func(), ok bool) {
 }
 
 // writing reports whether a program holds the regular file at p open for
-// writing (readSettled's busy), without reading it. Where that cannot be
-// told (a file system without leases, a file of another owner), or p
-// cannot be opened, it is false; elsewhere than Linux it always is
+// writing (readSettled's busy) still after writerWait (a child process
+// this one forked holds its descriptors only until its exec: see
+// editedBefore), without reading it. Where that cannot be told (a file
+// system without leases, a file of another owner), or p cannot be
+// opened, it is false; elsewhere than Linux it always is
 // (worktree_other.go).
 func (w *worktree) writing(p string) bool {
+	deadline := time.Now().Add(writerWait)
+	for {
+		if !w.writingNow(p) {
+			return false
+		}
+		if time.Now().After(deadline) {
+			return true
+		}
+		w.env.Injected(gd.StepWriterWait, p)
+		time.Sleep(writerPoll)
+	}
+}
+
+// writingNow is writing's look, once.
+func (w *worktree) writingNow(p string) bool {
 	f, done, err := w.openRegular(p)
 	if leased(err) {
 		return true // another program's lease: it is busy with it

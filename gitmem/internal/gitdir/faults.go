@@ -147,6 +147,10 @@ const (
 	// StepMaintenance: git's objects/maintenance.lock is taken, the packs
 	// another pack replaced are deleted next (LockMaintenance).
 	StepMaintenance = "maintenance"
+	// StepWriterWait: a worktree file is held open for writing by another
+	// descriptor than gitmem's; it is looked at again next (a read step,
+	// whose error is not used: a test ends the write there).
+	StepWriterWait = "writer-wait"
 )
 
 // Injected returns the error the fault hook gives the step, if any.
