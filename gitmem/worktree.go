@@ -943,19 +943,29 @@ func (w *worktree) takeAside(aside string, fi fs.FileInfo) (data []byte, file bo
 // replaced) that another program may hold open: once no program holds
 // it open for writing (readSettled), waiting up to writerWait; errWriting
 // past that.
-func (w *worktree) readWritten(p string) ([]byte, error) {
+func (w *worktree) readWritten(p string) (data []byte, err error) {
+	if w.writerStays(p, func() (busy bool) {
+		data, busy, err = w.readSettled(p, 0)
+		return busy
+	}) {
+		return nil, errWriting
+	}
+	return data, err
+}
+
+// writerStays reports whether a program holds the file at p open for
+// writing still after writerWait: busy looks, every writerPoll, until it
+// finds none.
+func (w *worktree) writerStays(p string, busy func() bool) bool {
 	deadline := time.Now().Add(writerWait)
-	for {
-		data, busy, err := w.readSettled(p, 0)
-		if !busy {
-			return data, err
-		}
+	for busy() {
 		if time.Now().After(deadline) {
-			return nil, errWriting
+			return true
 		}
 		w.env.Injected(gd.StepWriterWait, p)
 		time.Sleep(writerPoll)
 	}
+	return false
 }
 
 // writerWait bounds how long a write to a file taken aside is waited for:

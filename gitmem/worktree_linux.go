@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // Paths beneath the worktree's folder in one step. os.Root resolves a
@@ -369,17 +367,7 @@ func holdAlone(f *os.File) (release func(), ok bool) {
 // opened, it is false; elsewhere than Linux it always is
 // (worktree_other.go).
 func (w *worktree) writing(p string) bool {
-	deadline := time.Now().Add(writerWait)
-	for {
-		if !w.writingNow(p) {
-			return false
-		}
-		if time.Now().After(deadline) {
-			return true
-		}
-		w.env.Injected(gd.StepWriterWait, p)
-		time.Sleep(writerPoll)
-	}
+	return w.writerStays(p, func() bool { return w.writingNow(p) })
 }
 
 // writingNow is writing's look, once.
