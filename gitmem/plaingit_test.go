@@ -854,13 +854,7 @@ func TestStartClearsTheTemporaryFilesOfGitmemsFolder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := Open(context.Background(), dir, Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
+	startAndClose(t, dir)
 	for _, n := range left {
 		if _, err := os.Stat(filepath.Join(gm, n)); err == nil {
 			t.Errorf(".git/gitmem/%s is still there after a start", n)
@@ -885,13 +879,7 @@ func TestStartMakesAMissingReserve(t *testing.T) {
 	if err := os.Remove(reserve); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(context.Background(), dir, Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
+	startAndClose(t, dir)
 	if fi, err := os.Stat(reserve); err != nil || fi.Size() == 0 {
 		t.Fatalf("the reserve after a start: %v", err)
 	}
@@ -1442,5 +1430,17 @@ func TestCommitOfAFileTheWorktreeHadYetToCreateDeletesNothing(t *testing.T) {
 			}
 			gittest.Git(t, dir, "fsck", "--strict")
 		})
+	}
+}
+
+// startAndClose opens the repository at dir (a start) and closes it.
+func startAndClose(t *testing.T, dir string) {
+	t.Helper()
+	r, err := Open(context.Background(), dir, Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
