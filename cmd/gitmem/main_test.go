@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -27,11 +28,19 @@ func TestMain(m *testing.M) {
 // real git CLI, and ended by git fsck --strict in every repository it
 // leaves (fsckAtEnd). The clock is fixed (GITMEM_NOW) and so are
 // identities, so commit hashes are stable.
+//
+// The scripts start gitmem some 500 times, and under -race they run a
+// build without it (plainGitmem): a -race program costs ~0.15 s more CPU
+// to start and exit than the whole of most commands (the race runtime
+// clears its tables), most of the scripts' CPU. The race detector still
+// runs over the same code in this package's and the store's tests, and
+// over gitmem serve in the tests that start this binary.
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("the scripts check results with the git CLI")
 	}
+	bin := plainGitmem(t)
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: *update,
@@ -43,6 +52,9 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Setup: func(env *testscript.Env) error {
+			if bin != "" {
+				env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
+			}
 			env.Setenv("GITMEM_NOW", "2026-03-01T09:00:00Z")
 			env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 			env.Setenv("HOME", env.WorkDir)
@@ -51,6 +63,24 @@ func TestScripts(t *testing.T) {
 			return os.WriteFile(env.WorkDir+"/.gitconfig", []byte("[user]\n\tname = Olive Operator\n\temail = olive@example.com\n"), 0o600)
 		},
 	})
+}
+
+// plainGitmem returns a folder holding gitmem built without -race, for
+// the scripts to find before this binary on PATH, or "" when this test
+// binary is itself built without it. The build is the Dockerfile's own
+// (static, -trimpath), so that TestDockerfile (./test.sh long) finds its
+// packages compiled.
+func plainGitmem(t *testing.T) string {
+	if !raceBuild {
+		return ""
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "gitmem"), ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
 }
 
 // fsckAtEnd makes a script end with git fsck --strict in every git
