@@ -6,7 +6,10 @@
 // gitmem has no empty folders (git does not track them), so after every
 // call the harness removes the empty folders under memories/: a documented
 // difference that would otherwise show in every later listing.
-// An input {"dump":true} prints the final tree: {path: content}.
+// An input {"dump":true} prints the final tree: {path: content}; an input
+// {"base":"/folder"} starts over on another folder, as a new harness on it
+// would (one node process serves many sessions: its start is a quarter
+// second of CPU), and prints {}.
 const fs = require('fs');
 const path = require('path');
 const readline = require('readline');
@@ -29,13 +32,20 @@ function dump(dir, prefix, out) {
 }
 
 (async () => {
-  const base = process.argv[2];
-  const tool = await BetaLocalFilesystemMemoryTool.init(base);
-  const root = path.join(base, 'memories');
+  let base = process.argv[2];
+  let tool = await BetaLocalFilesystemMemoryTool.init(base);
+  let root = path.join(base, 'memories');
   const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   for await (const line of rl) {
     if (!line.trim()) continue;
     const input = JSON.parse(line);
+    if (input.base) {
+      base = input.base;
+      tool = await BetaLocalFilesystemMemoryTool.init(base);
+      root = path.join(base, 'memories');
+      process.stdout.write('{}\n');
+      continue;
+    }
     if (input.dump) {
       process.stdout.write(JSON.stringify(dump(root, '', {})) + '\n');
       continue;
