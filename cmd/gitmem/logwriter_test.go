@@ -136,17 +136,20 @@ func TestLogWriterStuckStderrHoldsNothing(t *testing.T) {
 	}
 }
 
-// serve (stdio) with a stderr that is open but never read answers and
-// commits every call, and exits at stdin's end, after waiting
-// logFlushWait for stderr. Before (F2), it waited for stderr for ever:
-// the test failed at its 2-minute bound.
+// serve (stdio) with a stderr that is open but never read, and full
+// from the start, answers and commits every call, and exits at stdin's
+// end, after waiting logFlushWait for stderr. Before (F2), it waited for
+// stderr for ever: the test failed at its 2-minute bound.
 func TestServeExitsWhileStderrTakesNothing(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a process")
 	}
 	repo := filepath.Join(gittest.TempDir(t), "memory")
-	const calls = 600 // about 120 KB of log lines: more than a pipe holds
+	// The pipe is full before serve starts (fillPipe): none of its lines
+	// fit, so a few calls are as many as a pipe's worth of them (it took
+	// 600 calls, 120 KB of lines, to fill an empty one: 6 s of CPU).
+	const calls = 20
 	var in strings.Builder
 	for i := range calls {
 		fmt.Fprintf(&in, `{"type":"tool_use","id":"toolu_%03d","name":"memory","input":{"command":"create","path":"/memories/notes/a-long-enough-name-for-a-long-log-line-%03d.md","file_text":"%d\n"}}`+"\n", i, i, i)
@@ -156,6 +159,7 @@ func TestServeExitsWhileStderrTakesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close() // open, never read
+	fillPipe(t, w)
 	cmd := exec.Command("gitmem", "--repo", repo, "serve")
 	cmd.Env = testEnv(t)
 	cmd.Stdin = strings.NewReader(in.String())
