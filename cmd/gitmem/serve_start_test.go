@@ -61,30 +61,36 @@ func init() {
 // never cut short), then the clean shutdown, exit 0, every acknowledged
 // change in the history, the worktree and .git/index at HEAD (git status
 // and gitmem diff empty). Each run sends it at another instant after serve
-// listens (serve --http listens before it opens the repository). (Issue
-// 21, item 16: the signal killed serve.)
+// listens (serve --http listens before it opens the repository): each
+// run on a copy of the one repository the child left (cp -a), so the
+// runs differ only in that instant. (Issue 21, item 16: the signal
+// killed serve.)
 func TestServeStoppedDuringStart(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
 	env := testEnv(t)
+	crashed := filepath.Join(gittest.TempDir(t), "memory")
+	gitmemOut(t, env, "--repo", crashed, "init")
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(env, "GITMEM_TEST_WAL_CHILD="+crashed)
+	out, err := child.Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	var acked []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		id, ok := strings.CutPrefix(l, "ack ")
+		if !ok {
+			t.Fatalf("child: %s", l)
+		}
+		acked = append(acked, id)
+	}
 	for _, delay := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond} {
 		repo := filepath.Join(gittest.TempDir(t), "memory")
-		gitmemOut(t, env, "--repo", repo, "init")
-		child := exec.Command(os.Args[0], "-test.run=^$")
-		child.Env = append(env, "GITMEM_TEST_WAL_CHILD="+repo)
-		out, err := child.Output()
-		if err != nil {
-			t.Fatalf("child: %v\n%s", err, out)
-		}
-		var acked []string
-		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			id, ok := strings.CutPrefix(l, "ack ")
-			if !ok {
-				t.Fatalf("child: %s", l)
-			}
-			acked = append(acked, id)
+		if out, err := exec.Command("cp", "-a", crashed, repo).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v\n%s", err, out)
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
