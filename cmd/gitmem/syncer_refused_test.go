@@ -1,14 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
@@ -24,33 +26,40 @@ func TestServeSyncRefusalIsAnErrorOnceAndBacksOff(t *testing.T) {
 	env := testEnv(t)
 	dir := gittest.TempDir(t)
 	other, mem, bare := filepath.Join(dir, "other"), filepath.Join(dir, "mem"), filepath.Join(dir, "remote.git")
+	// Two memories with a change each, made in this process (5 gitmem
+	// processes were a second and a half of CPU).
 	for _, repo := range []string{other, mem} {
-		env := env
+		now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 		if repo == other { // another first commit: another history
-			env = append(env[:len(env):len(env)], "GITMEM_NOW=2026-02-01T09:00:00Z")
+			now = now.AddDate(0, -1, 0)
 		}
-		gitmemOut(t, env, "--repo", repo, "init")
-		cmd := exec.Command("gitmem", "--repo", repo, "serve")
-		cmd.Env = env
-		cmd.Stdin = strings.NewReader(`{"type":"tool_use","id":"toolu_1","name":"memory","input":{"command":"create","path":"/memories/` + filepath.Base(repo) + `.md","file_text":"x\n"}}` + "\n")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%v: %s", err, out)
+		r, _, err := gitmem.Init(context.Background(), repo, gitmem.Options{Now: func() time.Time { return now },
+			Operator: gitmem.Signature{Name: "Olive Operator", Email: "olive@example.com"}, Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Update(context.Background(), gitmem.Meta{Subject: "create", Trailers: []gitmem.Trailer{{Key: gitmem.TrailerToolUseID, Value: "toolu_1"}}},
+			func(tx *gitmem.Tx) error { return tx.WriteFile(filepath.Base(repo)+".md", []byte("x\n")) })
+		if err == nil && repo == mem {
+			err = r.AddRemote("origin", bare)
+		}
+		if err := errors.Join(err, r.Close()); err != nil {
+			t.Fatal(err)
 		}
 	}
 	gittest.Git(t, "", "clone", "-q", "--bare", other, bare)
-	gitmemOut(t, env, "--repo", mem, "remote", "add", "origin", bare)
 
 	var log lockedBuffer
 	base, _, stop := startHTTPProcessTo(t, &log, env, mem, "--http", "--sync", "origin", "--sync-every", "1s")
 	// The first refusal (a minute: a bound for a hang, on a loaded
-	// machine), then four seconds more: with the failure pace (1 s, then
-	// 1 s ... at --sync-every 1s) three tries or more.
+	// machine), then 2.5 seconds more: with the failure pace (1 s, at
+	// most 1.25 s, at --sync-every 1s) one try more or two.
 	for hang := time.Now().Add(time.Minute); !strings.Contains(log.String(), "shares no commit"); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(hang) {
 			t.Fatalf("no refusal logged in a minute:\n%s", log.String())
 		}
 	}
-	time.Sleep(4 * time.Second)
+	time.Sleep(2500 * time.Millisecond)
 	res, err := http.Get(base + "/healthz")
 	if err != nil {
 		t.Fatal(err)
