@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,12 +122,17 @@ func TestCommandsBesideAServerOnAFullDisk(t *testing.T) {
 		t.Fatalf("the server recorded pid %d (serve is %d), %q, %q", pid, proc.Pid, process, cause)
 	}
 
+	// The three at once: each waits out its --lock-wait.
+	var wg sync.WaitGroup
 	for _, args := range [][]string{{"gc"}, {"fsck", "--repair"}, {"revert", "toolu_1"}} {
-		stdout, stderr, code := gitmemRun(t, env, append([]string{"--repo", repo, "--lock-wait", "1500ms"}, args...)...)
-		if want := heldLines(pid, cause, "1.5s"); code != exitLocked || stderr != want || stdout != "" {
-			t.Errorf("gitmem %s: exit %d\nstdout %q\nstderr %q\nwant   %q", strings.Join(args, " "), code, stdout, stderr, want)
-		}
+		wg.Go(func() {
+			stdout, stderr, code := gitmemRun(t, env, append([]string{"--repo", repo, "--lock-wait", "1500ms"}, args...)...)
+			if want := heldLines(pid, cause, "1.5s"); code != exitLocked || stderr != want || stdout != "" {
+				t.Errorf("gitmem %s: exit %d\nstdout %q\nstderr %q\nwant   %q", strings.Join(args, " "), code, stdout, stderr, want)
+			}
+		})
 	}
+	wg.Wait()
 	if got := gittest.Git(t, repo, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("HEAD moved from %s to %s", head, got)
 	}
@@ -198,12 +204,16 @@ func TestStoreCommandsBesideAServerOnAFullDisk(t *testing.T) {
 		t.Fatalf("the server (%d) recorded pid %d", proc.Pid, pid)
 	}
 	head := gittest.Git(t, repo, "rev-parse", "HEAD")
+	var wg sync.WaitGroup // the three at once: each waits out its --lock-wait
 	for _, args := range [][]string{{"update", "s1", "--description", "two"}, {"archive", "s1"}, {"delete", "--yes", "s1"}} {
-		stdout, stderr, code := gitmemRun(t, env, append([]string{"--lock-wait", "1500ms", "store"}, append(args, "--stores", stores)...)...)
-		if want := heldLines(pid, cause, "1.5s"); code != exitLocked || stderr != want || stdout != "" {
-			t.Errorf("gitmem store %s: exit %d\nstdout %q\nstderr %q\nwant   %q", strings.Join(args, " "), code, stdout, stderr, want)
-		}
+		wg.Go(func() {
+			stdout, stderr, code := gitmemRun(t, env, append([]string{"--lock-wait", "1500ms", "store"}, append(args, "--stores", stores)...)...)
+			if want := heldLines(pid, cause, "1.5s"); code != exitLocked || stderr != want || stdout != "" {
+				t.Errorf("gitmem store %s: exit %d\nstdout %q\nstderr %q\nwant   %q", strings.Join(args, " "), code, stdout, stderr, want)
+			}
+		})
 	}
+	wg.Wait()
 	if got := gittest.Git(t, repo, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("HEAD moved from %s to %s", head, got)
 	}
