@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -152,10 +154,11 @@ func TestLockWaitTinyNegativeAndHelp(t *testing.T) {
 
 // serve's start waiting for the writer lock another process holds says
 // so a second into the wait, and answers HTTP meanwhile: /healthz and
-// /readyz 503 at once, a tool call 503 with Retry-After after it waited
-// its 5 s for the start, changing nothing; once the lock is free, the
-// call is served. (It listened without answering: every connection hung
-// until the lock was let go.)
+// /readyz 503 at once (a tool call waits its 5 s for the start, then 503
+// with Retry-After, changing nothing: TestHTTPCallDuringTheStartWaitsThen503,
+// with a shorter wait); once the lock is free, a call is served. (It
+// listened without answering: every connection hung until the lock was
+// let go.)
 func TestServeStartSaysItWaitsForTheLock(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
@@ -223,10 +226,6 @@ func TestServeStartSaysItWaitsForTheLock(t *testing.T) {
 			t.Errorf("GET %s while the start waits: %d %q, want 503 \"not ready: starting\\n\"", probe, code, body)
 		}
 	}
-	code, h, body := post()
-	if want := `{"error":"the server is starting; nothing was changed; retry after 1 s"}` + "\n"; code != 503 || body != want || h.Get("Retry-After") != "1" || h.Get("x-should-retry") != "true" {
-		t.Errorf("a call while the start waits: %d %q (Retry-After %q, x-should-retry %q), want 503 %q, 1, true", code, body, h.Get("Retry-After"), h.Get("x-should-retry"), want)
-	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
 		t.Fatal(err)
 	}
@@ -239,5 +238,56 @@ func TestServeStartSaysItWaitsForTheLock(t *testing.T) {
 	}
 	if code, _, body := get("/readyz"); code != 200 || body != "ready\n" {
 		t.Errorf("GET /readyz once started: %d %q", code, body)
+	}
+}
+
+// A request that comes during serve's start (httpServer before serve)
+// waits for it up to startWait, then is answered 503 with Retry-After and
+// x-should-retry, changing nothing; the probes are answered 503 at once;
+// once the start is done, requests reach the routes. Here with a startWait
+// of 50 ms (serve's is 5 s: TestServeStartSaysItWaitsForTheLock).
+func TestHTTPCallDuringTheStartWaitsThen503(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := startHTTP(ctx, ln, 50*time.Millisecond)
+	defer s.close()
+	base := "http://" + ln.Addr().String()
+	client := &http.Client{Timeout: time.Minute} // a bound for a hang
+	do := func(method, path string) (int, http.Header, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(`{}`))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(body)
+	}
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		if code, _, body := do("GET", probe); code != 503 || body != "not ready: starting\n" {
+			t.Errorf("GET %s during the start: %d %q", probe, code, body)
+		}
+	}
+	code, h, body := do("POST", "/v1/tool_use")
+	if want := `{"error":"the server is starting; nothing was changed; retry after 1 s"}` + "\n"; code != 503 || body != want || h.Get("Retry-After") != "1" || h.Get("x-should-retry") != "true" {
+		t.Errorf("a call during the start: %d %q (Retry-After %q, x-should-retry %q), want 503 %q, 1, true", code, body, h.Get("Retry-After"), h.Get("x-should-retry"), want)
+	}
+	served := make(chan error, 1)
+	go func() {
+		served <- s.serve(ctx, base, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "routes\n") }), slog.New(slog.DiscardHandler))
+	}()
+	<-s.ready
+	if code, _, body := do("POST", "/v1/tool_use"); code != 200 || body != "routes\n" {
+		t.Errorf("a call once started: %d %q", code, body)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -170,7 +170,7 @@ func serve(c *cli.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		web = startHTTP(ctx, ln)
+		web = startHTTP(ctx, ln, startWait)
 		defer web.close()
 		listening = "http://" + announceAddr(a, ln.Addr())
 	}
@@ -395,7 +395,7 @@ func serveStores(ctx context.Context, started func(), c *cli.Context, author git
 	// first request), so that no request is answered "starting" in the
 	// gitmem shape on the Memory Stores routes, whose errors have the
 	// Anthropic API's.
-	web := startHTTP(ctx, ln)
+	web := startHTTP(ctx, ln, startWait)
 	defer web.close()
 	return web.serve(ctx, listening+"/v1/stores/{store}/tool_use", h, log)
 }
@@ -521,19 +521,21 @@ func listen(addr string) (net.Listener, error) {
 // are answered at once. A listener not served held every connection in its
 // backlog, with no answer at all, for as long as the start lasted.
 type httpServer struct {
-	srv     *http.Server // every timeout and bound of HTTPOptions.Server
-	routes  atomic.Pointer[http.Handler]
-	ready   chan struct{} // closed once routes is set
-	waiting chan struct{} // a token per request waiting for the start
-	errc    chan error    // Serve's end
+	srv       *http.Server  // every timeout and bound of HTTPOptions.Server
+	startWait time.Duration // how long a request waits for the start (serve: startWait)
+	routes    atomic.Pointer[http.Handler]
+	ready     chan struct{} // closed once routes is set
+	waiting   chan struct{} // a token per request waiting for the start
+	errc      chan error    // Serve's end
 }
 
 // startWait is how long a request that comes during the start waits for it.
 const startWait = handler.DefaultQueueWait
 
-// startHTTP serves on ln; requests run in ctx (see serve).
-func startHTTP(ctx context.Context, ln net.Listener) *httpServer {
-	s := &httpServer{ready: make(chan struct{}), waiting: make(chan struct{}, handler.DefaultMaxInflight), errc: make(chan error, 1)}
+// startHTTP serves on ln; requests run in ctx (see serve), and one that
+// comes during the start waits up to wait for it (serve: startWait).
+func startHTTP(ctx context.Context, ln net.Listener, wait time.Duration) *httpServer {
+	s := &httpServer{startWait: wait, ready: make(chan struct{}), waiting: make(chan struct{}, handler.DefaultMaxInflight), errc: make(chan error, 1)}
 	s.srv = handler.HTTPOptions{}.Server(s)
 	s.srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	go func() { s.errc <- s.srv.Serve(ln) }()
@@ -548,7 +550,7 @@ func (s *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	probe := r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
 	if !probe && s.wait() {
 		defer func() { <-s.waiting }()
-		t := time.NewTimer(startWait)
+		t := time.NewTimer(s.startWait)
 		defer t.Stop()
 		select {
 		case <-s.ready:
