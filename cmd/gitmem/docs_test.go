@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -46,16 +45,7 @@ func TestOperationsDocShowsStatusAsPrinted(t *testing.T) {
 		t.Helper()
 		gittest.Git(t, dir, args...)
 	}
-	git("init", "-q", "--bare", "--initial-branch=main", "shared.git")
-	gitmem("init", "a")
-	gitmem("--repo", "a", "remote", "add", "origin", filepath.Join(dir, "shared.git"))
-	gitmem("--repo", "a", "push")
-	gitmem("clone", filepath.Join(dir, "shared.git"), "b")
-	for _, f := range []string{"x.md", "y.md"} {
-		os.WriteFile(filepath.Join(dir, "a", "memories", f), []byte("note\n"), 0o600)
-		gitmem("--repo", "a", "init") // commits the hand edit
-	}
-	gitmem("--repo", "a", "push")
+	behindClone(t, dir, 2)
 	git("-C", "b", "fetch", "-q", "origin")
 	printed := strings.Split(strings.TrimRight(gitmem("--repo", "b", "status"), "\n"), "\n")
 

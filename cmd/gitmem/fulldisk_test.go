@@ -55,21 +55,6 @@ func heldLines(pid int, cause, wait string) string {
 		"gitmem: gave up after " + wait + " waiting for " + held + "; nothing was changed. Those changes are safe in its write-ahead log: " + freeSpace + "; then run this command again\n"
 }
 
-// waitForInGit waits until git's branch in repo is at the commit of the
-// tool call id (the server writes git's files in the background).
-func waitForInGit(t *testing.T, repo, id string) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		out, err := gittest.Command(t, repo, "log", "-1", "--format=%(trailers:key=Tool-Use-Id,valueonly)").Output()
-		if err == nil && strings.TrimSpace(string(out)) == id {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is not in git's files: %s", id, out)
-		}
-	}
-}
-
 // waitForFailingCheckpoint waits until serve's log says its checkpoint
 // fails.
 func waitForFailingCheckpoint(t *testing.T, log *lockedBuffer) {

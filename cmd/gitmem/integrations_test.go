@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/handler"
 	"github.com/gitmem-dev/gitmem/internal/fakeapi"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
@@ -33,6 +35,65 @@ func testEnv(t *testing.T) []string {
 	home := t.TempDir()
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = Olive Operator\n\temail = olive@example.com\n"), 0o600)
 	return append(os.Environ(), "GITMEM_NOW=2026-03-01T09:00:00Z", "GIT_CONFIG_NOSYSTEM=1", "HOME="+home)
+}
+
+// behindClone makes, under dir, a bare repository shared.git, a memory a
+// that pushed to it, and b, a gitmem clone of it that lacks the ahead
+// commits a pushed after (b's origin is shared.git). It runs the code of
+// gitmem init, remote add, push and clone in this process, at testEnv's
+// clock and identity: a gitmem process for each was a quarter second of
+// CPU (-race).
+func behindClone(t *testing.T, dir string, ahead int) {
+	t.Helper()
+	gittest.Git(t, dir, "init", "-q", "--bare", "--initial-branch=main", "shared.git")
+	ctx, shared := context.Background(), filepath.Join(dir, "shared.git")
+	opt := gitmem.Options{Now: func() time.Time { return time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC) },
+		Operator: gitmem.Signature{Name: "Olive Operator", Email: "olive@example.com"}, Logf: t.Logf}
+	a, _, err := gitmem.Init(ctx, filepath.Join(dir, "a"), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.AddRemote("origin", shared); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Push(ctx, "origin", gitmem.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := gitmem.Clone(ctx, shared, filepath.Join(dir, "b"), opt, gitmem.SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ahead {
+		f := fmt.Sprintf("%c.md", 'x'+i)
+		if _, err := a.Update(ctx, gitmem.Meta{Subject: "memory: create /memories/" + f}, func(tx *gitmem.Tx) error { return tx.WriteFile(f, []byte("note\n")) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Push(ctx, "origin", gitmem.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitForInGit waits until git's branch in repo is at the commit of the
+// tool call id (the server writes git's files in the background).
+func waitForInGit(t *testing.T, repo, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		out, err := gittest.Command(t, repo, "log", "-1", "--format=%(trailers:key=Tool-Use-Id,valueonly)").Output()
+		if err == nil && strings.TrimSpace(string(out)) == id {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is not in git's files: %s", id, out)
+		}
+	}
 }
 
 // serveHTTPProcess starts "gitmem --repo REPO serve FLAG ADDR ARGS..." on a

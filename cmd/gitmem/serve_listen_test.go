@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
@@ -31,36 +28,7 @@ func TestServeOnABusyPortChangesNothing(t *testing.T) {
 		}
 		return string(out)
 	}
-	// b is a clone one commit behind origin: a sync would fetch and merge.
-	// (Made in this process: 7 gitmem processes were a second of CPU.)
-	run("git", "init", "-q", "--bare", "--initial-branch=main", "shared.git")
-	ctx, shared := context.Background(), filepath.Join(dir, "shared.git")
-	opt := gitmem.Options{Now: func() time.Time { return time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC) },
-		Operator: gitmem.Signature{Name: "Olive Operator", Email: "olive@example.com"}, Logf: t.Logf}
-	a, _, err := gitmem.Init(ctx, filepath.Join(dir, "a"), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if err := a.AddRemote("origin", shared); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Push(ctx, "origin", gitmem.SyncOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := gitmem.Clone(ctx, shared, filepath.Join(dir, "b"), opt, gitmem.SyncOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Update(ctx, gitmem.Meta{Subject: "x"}, func(tx *gitmem.Tx) error { return tx.WriteFile("x.md", []byte("note\n")) }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Push(ctx, "origin", gitmem.SyncOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	behindClone(t, dir, 1) // b lacks a commit of origin's: a sync would fetch and merge it
 	if behind, ahead := run("git", "-C", "b", "rev-parse", "HEAD"), run("git", "-C", "shared.git", "rev-parse", "main"); behind == ahead {
 		t.Fatalf("b is at origin's commit %s: a sync would change nothing", ahead)
 	}
