@@ -13,10 +13,10 @@ import (
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
-// A commit that changes thousands of files has a history index record
-// longer than the reader's buffer: the changes after it are appended to
-// the index, its tool_use ids are still read, and the next change after a
-// restart goes through.
+// A commit that changes hundreds of files with long paths has a history
+// index record longer than the reader's buffer (idsBuffer's 256 KiB):
+// the changes after it are appended to the index, its tool_use ids are
+// still read, and the next change after a restart goes through.
 func TestLongHistoryRecordIsRead(t *testing.T) {
 	t.Parallel()
 	dir := gittest.TempDir(t)
@@ -24,9 +24,13 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// 450 paths of ~770 bytes (three folders of 250 bytes each), a record
+	// of ~360 KiB: the length of 4,000 short paths, for a ninth of the
+	// files to write.
+	folder := strings.Repeat(strings.Repeat("n", 249)+"/", 3)
 	_, err = r.Update(context.Background(), Meta{Subject: "seed", Trailers: []Trailer{{TrailerToolUseID, "toolu_seed"}}}, func(tx *Tx) error {
-		for i := range 4000 {
-			if err := tx.WriteFile(fmt.Sprintf("notes/%s-%05d.md", strings.Repeat("n", 40), i), []byte("x\n")); err != nil {
+		for i := range 450 {
+			if err := tx.WriteFile(fmt.Sprintf("notes/%s%05d.md", folder, i), []byte("x\n")); err != nil {
 				return err
 			}
 		}
@@ -45,6 +49,9 @@ func TestLongHistoryRecordIsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if longest := len(slices.MaxFunc(lines, func(a, b string) int { return len(a) - len(b) })); longest <= 256<<10 {
+		t.Fatalf("the longest record is %d bytes, not longer than the reader's buffer", longest)
+	}
 	head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, head) {
 		t.Fatalf("the index ends at %.40s, not at HEAD %s", last, head)
