@@ -138,15 +138,10 @@ func TestGitMaintenanceBesideAFailingRepackLosesNothing(t *testing.T) {
 	t.Parallel()
 	r, dir := newRepo(t)
 	var ids []string
-	for i := range 3 { // a pack each, too large to wait in memory for a fold
+	for i := range 3 { // a pack each, too large to wait in memory for a fold: one file of foldBelowBytes
 		id := fmt.Sprint("toolu_m", i)
 		if _, err := r.Update(context.Background(), Meta{Subject: "w", Trailers: []Trailer{{TrailerToolUseID, id}}}, func(tx *Tx) error {
-			for j := range foldBelow {
-				if err := tx.WriteFile(fmt.Sprintf("d%d/f%d.md", i, j), []byte(fmt.Sprintf("%s %d\n", id, j))); err != nil {
-					return err
-				}
-			}
-			return nil
+			return tx.WriteFile(fmt.Sprintf("d%d.md", i), []byte(strings.Repeat(id+"\n", foldBelowBytes/len(id)+1)))
 		}); err != nil {
 			t.Fatal(err)
 		}
