@@ -169,11 +169,13 @@ func entryKinds(t *testing.T, stream []byte) map[plumbing.ObjectType]int {
 	return kinds
 }
 
-// radixSort sorts as slices.Sort does, whatever the keys' width.
+// radixSort sorts as slices.Sort does, whatever the keys' width and
+// number (by comparison below radixMin, by digits from it on).
 func TestRadixSort(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, c := range []struct{ n, bits int }{{0, 8}, {1, 8}, {2, 1}, {1000, 12}, {1000, 16}, {5000, 33}, {5000, 64}} {
+	for _, c := range []struct{ n, bits int }{{0, 8}, {1, 8}, {2, 1}, {1000, 12}, {1000, 16}, {radixMin - 1, 33},
+		{radixMin, 12}, {radixMin, 16}, {5000, 33}, {5000, 64}} {
 		keys := make([]uint64, c.n)
 		for i := range keys {
 			keys[i] = rng.Uint64() >> (64 - c.bits)
