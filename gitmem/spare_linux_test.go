@@ -128,7 +128,7 @@ func TestReachableFilesAreNotReused(t *testing.T) {
 // Needs a small tmpfs (root); skipped otherwise.
 func TestSpareOnAFullDisk(t *testing.T) {
 	t.Parallel()
-	mnt, fill, _ := gittest.SmallDisk(t, "1m")
+	mnt, fill, free := gittest.SmallDisk(t, "1m")
 	tmp := filepath.Join(mnt, ".git", "gitmem", "tmp")
 	if err := os.MkdirAll(tmp, dirMode); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestSpareOnAFullDisk(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) != 0 || len(w.spares) != 0 {
 		t.Errorf("left after the failed write: %v, %d spares", left, len(w.spares))
 	}
-	os.Remove(filepath.Join(mnt, "filler"))
+	free()
 	if _, _, err := w.writeTemp([]byte("there is room again\n")); err != nil {
 		t.Fatalf("a write with room again: %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 // SmallDisk mounts a tmpfs of size ("8m", "1m": tmpfs's own notation) at
 // a new folder and returns it, with fill, which takes every byte left on
-// it (a file "filler" in it), and free, which gives them back. It is
+// it (a file "filler" in it), and free, which gives them back at once. It is
 // unmounted when the test ends; the test is skipped where mounting is
 // not allowed (not root).
 func SmallDisk(t testing.TB, size string) (dir string, fill, free func()) {
@@ -28,6 +28,12 @@ func SmallDisk(t testing.TB, size string) (dir string, fill, free func()) {
 	filler := filepath.Join(dir, "filler")
 	fill = func() {
 		t.Helper()
+		// No child process may hold a copy of the filler's descriptor
+		// (a fork copies them all, until its exec): its bytes would stay
+		// taken after free, for as long as the child waits to run. While
+		// ForkLock is held for reading no fork begins.
+		syscall.ForkLock.RLock()
+		defer syscall.ForkLock.RUnlock()
 		f, err := os.Create(filler)
 		if err != nil {
 			t.Fatal(err)
