@@ -573,7 +573,8 @@ var errFolderThere = errors.New("a folder is there")
 // (git) holds a copy of every descriptor of this one's until its exec
 // closes them, among them the spare or temporary file that became q, and
 // q, taken for an edit, stayed on its older version until an adopt
-// (TestAWriterThatLeavesAtOnceIsNoHandEdit). A file that cannot be read
+// (TestAWriterThatLeavesAtOnceIsNoHandEdit); each look now also comes
+// after such a child's exec (forksDone). A file that cannot be read
 // for another reason is left to syncChecked's rounds. Called with the
 // disk lock held.
 func (m *mirror) editedBefore(q string, fi fs.FileInfo, expect func(plumbing.Hash) bool) bool {

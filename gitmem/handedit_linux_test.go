@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -219,5 +221,47 @@ func TestPlacedFileVouchedForByItsLstat(t *testing.T) {
 	}
 	if r.mirror.wt.asPlaced(q, fi) {
 		t.Fatal("a file put there by another program is vouched for as gitmem's")
+	}
+}
+
+// A child process this one is forking holds a copy of each of its
+// descriptors until its exec, and Go holds syscall.ForkLock for writing
+// until then: a file this process wrote and closed, whose descriptor such
+// a child still holds, is no file a program writes (forksDone). Under load
+// the child can wait longer than writerWait to run: an adopt then left a
+// file the test had written by hand out, as one still being written
+// (TestHandEditInAFolderRenamedAwayGoesWithIt/deleted, once, load 17: its
+// new.md in a git child of a parallel test). Here the fork under way is
+// the test's hold of ForkLock and the child's copy its open file.
+func TestAChildNotYetExecedIsNoWriter(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	defer r.Close()
+	write(t, r, "t1", "a.md", "one\n")
+	settle(t, r)
+	waited := false
+	r.objects.st.Env.SetFault(func(step, p string) error {
+		if step == gd.StepWriterWait {
+			waited = true
+		}
+		return nil
+	})
+	defer r.objects.st.Env.SetFault(nil)
+
+	syscall.ForkLock.Lock() // a fork under way
+	f, err := os.OpenFile(filepath.Join(dir, "memories", "a.md"), os.O_WRONLY, 0)
+	if err != nil {
+		syscall.ForkLock.Unlock()
+		t.Fatal(err)
+	}
+	writing := make(chan bool)
+	go func() { writing <- r.mirror.wt.writing("memories/a.md") }()
+	// Time for the look to reach its wait for the fork; were it to come
+	// later, the test would pass whatever the look does, never fail.
+	time.Sleep(50 * time.Millisecond)
+	f.Close()
+	syscall.ForkLock.Unlock() // the child has exec'd: its copy is closed
+	if <-writing || waited {
+		t.Errorf("a descriptor of this process's, held by a child until its exec, taken for a writer (writing: waited %v)", waited)
 	}
 }

@@ -955,10 +955,11 @@ func (w *worktree) readWritten(p string) (data []byte, err error) {
 
 // writerStays reports whether a program holds the file at p open for
 // writing still after writerWait: busy looks, every writerPoll, until it
-// finds none.
+// finds none. Each look comes once every child this process is forking
+// has exec'd (forksDone).
 func (w *worktree) writerStays(p string, busy func() bool) bool {
 	deadline := time.Now().Add(writerWait)
-	for busy() {
+	for forksDone(); busy(); forksDone() {
 		if time.Now().After(deadline) {
 			return true
 		}
@@ -966,6 +967,18 @@ func (w *worktree) writerStays(p string, busy func() bool) bool {
 		time.Sleep(writerPoll)
 	}
 	return false
+}
+
+// forksDone waits until every child process this one is forking has
+// exec'd. Until its exec a child holds a copy of each of this process's
+// descriptors, which a lease takes for another program's: one this
+// process closed (a file it wrote, a spare) would look held by a writer,
+// for as long as the child waits to run, more than writerWait on a busy
+// machine. Go forks holding syscall.ForkLock for writing, on Linux until
+// the child's exec (vfork), so a read lock comes after those execs.
+func forksDone() {
+	syscall.ForkLock.RLock()
+	syscall.ForkLock.RUnlock()
 }
 
 // writerWait bounds how long a write to a file taken aside is waited for:
