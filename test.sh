@@ -58,9 +58,19 @@ trap 'kill $cross 2>/dev/null' EXIT
 # With -race, vet compiles each package as the tests below do: a fresh
 # machine compiles them once, not once for vet and again for the tests.
 go vet -race ./...
-echo "== go test -race ./... (a few minutes; packages report as they finish; the long tests skip: ./test.sh long)"
+# go test starts the packages' tests in the order it is given them, two at
+# a time (-p: the cores), and reports each package in that order; for ./...
+# that is the import paths' order, which started the longest package
+# (gitmem) third, after cmd/gitmem and console, and left it running alone
+# at the end. The longest go first, the others after in the usual order.
+longest="gitmem cmd/gitmem console gitmem/internal/gitdir handler"
+mod=$(go list -m)
+pkgs=$(go list ./... | awk -v mod="$mod" -v longest="$longest" '
+  BEGIN { n = split(longest, l, " "); for (i = 1; i <= n; i++) rank[mod "/" l[i]] = i }
+  { printf "%03d %s\n", ($0 in rank) ? rank[$0] : 999, $0 }' | sort -s -n -k1,1 | cut -d" " -f2)
+echo "== go test -race, every package (a few minutes; the longest first, each reported in that order; the long tests skip: ./test.sh long)"
 status=0
-go test -race -count=1 -timeout $timeout ./... || status=$?
+go test -race -count=1 -timeout $timeout $pkgs || status=$?
 if ! wait $cross; then
   echo "the type-check for macOS and Windows failed (above)"
   status=1
