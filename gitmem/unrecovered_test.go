@@ -231,6 +231,7 @@ func TestCloseWithFailedCheckpointKeepsTheLog(t *testing.T) {
 		t.Fatalf("Close: %q", msg)
 	}
 	stop()
+	notHeld(t, dir)
 	ro, _ := Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf})
 	if u, err := ro.Unrecovered(); err != nil || u.Changes != 2 {
 		t.Fatalf("after Close: %+v %v", u, err)
@@ -311,6 +312,7 @@ func TestLongLogIsCountedWithoutListingPacksPerChange(t *testing.T) {
 	r.disk.mu.Unlock()
 	crash(r)
 	stop()
+	notHeld(t, dir)
 
 	roEnv := new(gd.Env) // counts the pack folder's listings
 	ro, err := Open(context.Background(), dir, Options{ReadOnly: true, Logf: t.Logf, hooks: &testHooks{env: roEnv}})
