@@ -1581,7 +1581,9 @@ func TestHandCommitFromAStaleIndex(t *testing.T) {
 	for _, crashed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "running", true: "after a crash"}[crashed], func(t *testing.T) {
 			dir := gittest.TempDir(t)
-			r, _, err := Init(context.Background(), dir, testOptions(t))
+			opt := testOptions(t)
+			opt.IndexDelay = time.Hour // stale until Flush, however slow the test runs
+			r, _, err := Init(context.Background(), dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
