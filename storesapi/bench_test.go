@@ -28,16 +28,29 @@ import (
 // BenchmarkStoresCalls is the many-stores row of `gitmem bench` in one
 // process: memory tool calls over a real loopback HTTP server
 // (storesapi.New over a stores.Dir, as `gitmem serve --stores`), 32
-// clients each calling stores picked at random among 20, 60% `view` of
+// clients each calling stores picked at random among 20 (and the row's
+// own shape, 50 clients over 100 stores, each store taking a change or
+// two a second: spread), 60% `view` of
 // a one-line file of its own, 30% `str_replace` in it, 10% `create` of a
 // new file; every change one durable commit (fsync on). cpu-ms/call is
 // the process's CPU (user and system, from getrusage; the clients' share
 // included) over the timed calls, divided by them: steadier than the
-// rate on a shared machine.
+// rate on a shared machine. peak-rss-MiB is the process's peak resident
+// memory (its whole life: run one benchmark a process to compare it).
 //
 //	go test ./storesapi/ -run '^$' -bench StoresCalls -benchtime 3000x -count 6
 func BenchmarkStoresCalls(b *testing.B) {
-	const nStores, clients = 20, 32
+	benchStoresCalls(b, 20, 32)
+}
+
+// BenchmarkStoresCallsSpread is BenchmarkStoresCalls with 50 clients over
+// 100 stores: the row of issue 25, where a store takes a change or two a
+// second.
+func BenchmarkStoresCallsSpread(b *testing.B) {
+	benchStoresCalls(b, 100, 50)
+}
+
+func benchStoresCalls(b *testing.B, nStores, clients int) {
 	d, err := stores.Open(gittest.TempDir(b), stores.Options{Repo: gitmem.Options{}, IdleClose: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -45,7 +58,7 @@ func BenchmarkStoresCalls(b *testing.B) {
 	defer d.Close()
 	author := gitmem.Signature{Name: "bench", Email: "bench@example.com"}
 	for i := range nStores {
-		if _, err := d.Create(fmt.Sprintf("store-%02d", i), stores.Meta{}, author); err != nil {
+		if _, err := d.Create(fmt.Sprintf("store-%03d", i), stores.Meta{}, author); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -58,7 +71,7 @@ func BenchmarkStoresCalls(b *testing.B) {
 	var seq atomic.Int64
 	call := func(store int, input map[string]any) error {
 		body, _ := json.Marshal(map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_b%d", seq.Add(1)), "name": "memory", "input": input})
-		res, err := hc.Post(fmt.Sprintf("%s/v1/stores/store-%02d/tool_use", srv.URL, store), "application/json", bytes.NewReader(body))
+		res, err := hc.Post(fmt.Sprintf("%s/v1/stores/store-%03d/tool_use", srv.URL, store), "application/json", bytes.NewReader(body))
 		if err != nil {
 			return err
 		}
@@ -74,26 +87,37 @@ func BenchmarkStoresCalls(b *testing.B) {
 	}
 	notes := func(c int) string { return fmt.Sprintf("/memories/notes-%02d.md", c) }
 	line := func(c, n int) string { return fmt.Sprintf("client-%02d: %d", c, n) }
+	// Each client's files, the clients at once (not timed).
+	var made sync.WaitGroup
+	errs := make(chan error, clients)
 	for c := range clients {
-		for st := range nStores {
-			if err := call(st, map[string]any{"command": "create", "path": notes(c), "file_text": line(c, 0) + "\n"}); err != nil {
-				b.Fatal(err)
+		made.Go(func() {
+			for st := range nStores {
+				if err := call(st, map[string]any{"command": "create", "path": notes(c), "file_text": line(c, 0) + "\n"}); err != nil {
+					errs <- err
+					return
+				}
 			}
-		}
+		})
 	}
-	var next atomic.Int64
+	made.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	// The calls are handed out by b.Loop: the stores are made once a run,
+	// not again for b.N = 1 first.
+	work := make(chan struct{})
 	var mu sync.Mutex
 	var failed error
 	var wg sync.WaitGroup
-	b.ResetTimer()
-	cpu0, t0 := cpuTime(), time.Now()
 	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(c), 7))
 			edits := make([]int, nStores)
-			for i := 0; next.Add(1) <= int64(b.N); i++ {
+			i := 0
+			for range work {
+				i++
 				st := rng.IntN(nStores)
 				var input map[string]any
 				switch k := rng.IntN(10); {
@@ -105,23 +129,38 @@ func BenchmarkStoresCalls(b *testing.B) {
 				default:
 					input = map[string]any{"command": "create", "path": fmt.Sprintf("/memories/c-%02d/%d.md", c, i), "file_text": fmt.Sprintf("note %d\n", i)}
 				}
+				mu.Lock()
+				stop := failed != nil
+				mu.Unlock()
+				if stop {
+					continue // drained: the loop below ends
+				}
 				if err := call(st, input); err != nil {
 					mu.Lock()
 					failed = err
 					mu.Unlock()
-					return
 				}
 			}
-		}()
+		})
 	}
+	n := 0
+	cpu0, t0 := cpuTime(), time.Now()
+	for b.Loop() {
+		work <- struct{}{}
+		n++
+	}
+	close(work)
 	wg.Wait()
 	elapsed, cpu := time.Since(t0), cpuTime()-cpu0
-	b.StopTimer()
 	if failed != nil {
 		b.Fatal(failed)
 	}
-	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/call")
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(n), "cpu-ms/call")
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "calls/s")
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-rss-MiB") // Linux: KiB
+	}
 }
 
 // cpuTime is the process's CPU time so far, user and system.
