@@ -34,6 +34,7 @@ type backlog struct {
 	// other lock is taken while it is held.
 	mu      sync.Mutex
 	items   []*prepared
+	since   time.Time     // when the first of items was queued (zero: none waits)
 	taken   int           // commits taken from items and being materialised
 	drained chan struct{} // closed when some were materialised; nil: no materialiser (a Repo Fsck or Clone made)
 }
@@ -45,8 +46,21 @@ func newBacklog() backlog {
 // add queues published commits for the materialiser.
 func (b *backlog) add(items []*prepared) {
 	b.mu.Lock()
+	if len(b.items) == 0 && len(items) > 0 {
+		b.since = time.Now()
+	}
 	b.items = append(b.items, items...)
 	b.mu.Unlock()
+}
+
+// waited is how many commits wait, and how long the first of them has.
+func (b *backlog) waited() (n int, d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.items) == 0 {
+		return 0, 0
+	}
+	return len(b.items), time.Since(b.since)
 }
 
 // pending is how many commits wait, and the parent of the first (the
@@ -69,13 +83,16 @@ func (b *backlog) take(k int) []*prepared {
 	b.taken = k
 	clear(b.items[:k]) // the array's head no longer holds them (their objects) alive
 	if b.items = b.items[k:]; len(b.items) == 0 {
-		b.items = nil
+		b.items = nil // (since: the rest, if any, waited as long)
 	}
 	return items
 }
 
 func (b *backlog) requeue(items []*prepared) {
 	b.mu.Lock()
+	if len(b.items) == 0 && len(items) > 0 {
+		b.since = time.Now()
+	}
 	b.items = append(items, b.items...)
 	b.mu.Unlock()
 }

@@ -32,7 +32,7 @@ func (m *materialiser) checkpoint() error {
 		// the maintenance loop may still call one before it stops.
 		return nil
 	}
-	m.disk.checkpointed() // an attempt: a failing one is retried after checkpointEvery
+	m.disk.checkpointed() // an attempt: a failing one is retried after Options.CheckpointEvery
 	m.branches.keepBranch(dt)
 	// A multi-pack-index naming a pack that is gone (one gitmem deleted as
 	// git listed it, or a repack's temporary pack): git fails to read
@@ -78,7 +78,7 @@ func (m *materialiser) checkpointLocked(dt diskTurn) error {
 // noteCheckpoint logs a checkpoint's failure once (and again only when the
 // reason changes), and its recovery. While checkpoints fail, new changes
 // are refused (the log would only grow) and the attempt is retried every
-// checkpointEvery.
+// Options.CheckpointEvery.
 func (m *materialiser) noteCheckpoint(dt diskTurn, err error) {
 	prev := dt.d.ckptErr
 	// The record first: whoever reads the line logged below finds it.
@@ -91,7 +91,7 @@ func (m *materialiser) noteCheckpoint(dt diskTurn, err error) {
 	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)) && m.log.gone():
 		m.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files (%v), and the write-ahead log (.git/gitmem/wal) is gone: the repository was deleted or moved while open; the changes git's files lack are in no file a next start would read, new changes are refused", err)
 	case err != nil && (prev == nil || failureKind(prev) != failureKind(err)):
-		m.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, checkpointEvery)
+		m.opt.Errorf("gitmem: the acknowledged changes cannot be written to git's files yet (%v); they are safe in the write-ahead log, new changes are refused meanwhile, and gitmem retries every %v", err, m.disk.every)
 	case err == nil && prev != nil:
 		m.opt.Logf("gitmem: git's files hold every acknowledged change again")
 	}
@@ -280,7 +280,7 @@ func (m *materialiser) prepareSpareLog() {
 	if time.Since(dt.d.spareFailed) < time.Minute {
 		return
 	}
-	if err := m.log.growSpare(dt, m.gitDir); err != nil {
+	if err := m.log.growSpare(dt, m.gitDir, m.disk.every); err != nil {
 		dt.d.spareFailed = time.Now() // not at every change: retried in a minute
 		m.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
 	}

@@ -196,12 +196,12 @@ func (l *logFiles) empty() error {
 }
 
 // growSpare makes the file appends do not go to large enough for a
-// second of load, once the one they go to has taken spareAt bytes
+// checkpoint's period (every) of load, once the one they go to has taken spareAt bytes
 // (prepareSpareLog says why): spareWant of what that one took since it
 // was emptied. Called with the disk lock held (dt): the spare's size
 // changes under it alone, and whoever reads it holds it (the checkpoint,
 // close, scrub) or is the maintenance loop.
-func (l *logFiles) growSpare(_ diskTurn, gitDir string) error {
+func (l *logFiles) growSpare(_ diskTurn, gitDir string, every time.Duration) error {
 	l.mu.Lock()
 	var cur, spare *gd.WAL
 	if l.draining < 0 {
@@ -211,7 +211,7 @@ func (l *logFiles) growSpare(_ diskTurn, gitDir string) error {
 		l.mu.Unlock()
 		return nil
 	}
-	want := spareWant(cur.Len(), time.Since(l.began))
+	want := spareWant(cur.Len(), time.Since(l.began), every)
 	l.mu.Unlock()
 	// Grown when it takes less than half of that (a few times as a load
 	// rises, not at every poll). Not on a file system short of space: the
@@ -225,14 +225,14 @@ func (l *logFiles) growSpare(_ diskTurn, gitDir string) error {
 
 // spareWant is how many bytes the spare log file is to take when the one
 // appends go to took n in d since it was emptied: twice what a
-// checkpoint's second takes at that rate (d counted as at least a tenth
-// of a second: one large record is no rate), at least n, at most
+// checkpoint's period (every) takes at that rate (d counted as at least
+// a tenth of it: one large record is no rate), at least n, at most
 // spareCap. A store under a light load keeps small files: at spareCap
 // each, 100 stores each wrote 20 MiB of zeros at their first change
 // after a start.
-func spareWant(n int64, d time.Duration) int64 {
-	d = max(d, checkpointEvery/10)
-	return min(max(n, 2*int64(float64(n)*float64(checkpointEvery)/float64(d))), spareCap)
+func spareWant(n int64, d, every time.Duration) int64 {
+	d = max(d, every/10)
+	return min(max(n, 2*int64(float64(n)*float64(every)/float64(d))), spareCap)
 }
 
 // close closes the log files: they stay on disk, for the next holder of

@@ -70,9 +70,9 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 		if !r.lease.Held() {
 			return // released by Close
 		}
-		// A change after a quiet spell is written at once; while changes
-		// keep coming, at most every MaterialiseEvery (see Options).
-		if r.disk.materialiseDue(r.opt.MaterialiseEvery) {
+		// A change is written once it has waited MaterialiseEvery (see
+		// Options), with all that waits then.
+		if r.materialiseDue() {
 			if err := r.materialize(); err != nil {
 				// Acknowledged changes are safe in the log; new ones wait
 				// until git's files can take them (a full disk).
@@ -122,6 +122,14 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 			}
 		}
 	}
+}
+
+// materialiseDue says the maintainer is to write the changes waiting:
+// the first has waited Options.MaterialiseEvery, or so many wait that
+// calls are held back for them (awaitBacklog).
+func (r *Repo) materialiseDue() bool {
+	n, waited := r.backlog.waited()
+	return n > 0 && (waited >= r.opt.MaterialiseEvery || n >= r.opt.hooks.backlog())
 }
 
 // idleToRelease reports whether the writer lock is to be let go for

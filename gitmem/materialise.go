@@ -37,8 +37,8 @@ type disk struct {
 	holderSince  time.Time     // when the checkpoints began to fail, as .git/gitmem/holder says (zero: it holds no record of ours)
 	gitIndexSeen time.Time     // the .git/index written by git that undoGitCheckout last looked at
 
-	lastCkpt    atomic.Int64 // unix nanos of the last checkpoint (attempt)
-	lastMat     atomic.Int64 // unix nanos of the last materialisation (attempt)
+	every       time.Duration // Options.CheckpointEvery: how often a checkpoint is due
+	lastCkpt    atomic.Int64  // unix nanos of the last checkpoint (attempt)
 	ckptFailing atomic.Bool
 }
 
@@ -94,22 +94,16 @@ func (t diskTurn) seeGitIndex(mtime time.Time) bool {
 	return true
 }
 
+// setCheckpointEvery sets how often a checkpoint is due (Options.CheckpointEvery).
+func (d *disk) setCheckpointEvery(every time.Duration) { d.every = every }
+
 // checkpointed notes a checkpoint (or an attempt): the next is due in
-// checkpointEvery.
+// Options.CheckpointEvery.
 func (d *disk) checkpointed() { d.lastCkpt.Store(time.Now().UnixNano()) }
 
-// due says the last checkpoint (attempt) is checkpointEvery old.
+// due says the last checkpoint (attempt) is Options.CheckpointEvery old.
 func (d *disk) due() bool {
-	return time.Since(time.Unix(0, d.lastCkpt.Load())) > checkpointEvery
-}
-
-// materialised notes a materialisation (or an attempt).
-func (d *disk) materialised() { d.lastMat.Store(time.Now().UnixNano()) }
-
-// materialiseDue says the last materialisation (attempt) is at least
-// every old: the maintainer's next may start.
-func (d *disk) materialiseDue(every time.Duration) bool {
-	return time.Since(time.Unix(0, d.lastMat.Load())) >= every
+	return time.Since(time.Unix(0, d.lastCkpt.Load())) > d.every
 }
 
 // failing says the last checkpoint failed.
@@ -217,7 +211,6 @@ func (m *materialiser) materializeLocked(dt diskTurn) error {
 // objects and the branch (writeCommits), then the worktree
 // (followWorktree) and the history index file (appendHistory).
 func (m *materialiser) materializeSome(dt diskTurn, k int) error {
-	defer m.disk.materialised()
 	items := m.backlog.take(k)
 	prevHead, prev := dt.d.head, dt.d.tree // prev: what the worktree mirrors
 	moved, err := m.writeCommits(dt, items)

@@ -22,9 +22,10 @@ import (
 //     materialise.go): the objects, the branch and the worktree files
 //     are written, without an fsync each, and the history index is
 //     appended. git and other processes see the commit from here on.
-//     With Options.MaterialiseEvery, while changes keep coming, the
-//     maintainer writes what waits at most that often, all at once.
-//  4. checkpoint (checkpoint.go; at most every checkpointEvery, when the
+//     With Options.MaterialiseEvery, a change waits up to that long for
+//     the maintainer, which writes all that waits at once.
+//  4. checkpoint (checkpoint.go; at most every Options.CheckpointEvery
+//     (default checkpointEvery), when the
 //     log grows, and before the writer lock is released): the log
 //     switches files; what was materialised is made durable with one
 //     syncfs; the old file is emptied.
@@ -59,6 +60,7 @@ func (r *Repo) initPipeline() {
 	r.committer = committer{queue: &batch{}, log: &r.log, state: &r.state, backlog: &r.backlog, objs: r.objects.st,
 		ids: r.toolIDs, paths: r.mirror, hist: r.histIndex, maint: &r.maint, opt: &r.opt}
 	r.maint = newMaintainer(r.opt.ReleaseIdle)
+	r.disk.setCheckpointEvery(r.opt.CheckpointEvery)
 	r.backlog = newBacklog()
 	r.mat = &materialiser{disk: &r.disk, log: &r.log, backlog: &r.backlog, state: &r.state, objs: &r.objects,
 		mirror: r.mirror, hist: r.histIndex, follow: r, branches: r, gitDir: r.gitDir, branch: &r.branch, opt: &r.opt}

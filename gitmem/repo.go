@@ -98,19 +98,27 @@ type Options struct {
 	// could no longer write them. git refuses such a repository outright
 	// (safe.directory); a reader is not refused, and saves nothing there.
 	OwnerOnly bool
-	// MaterialiseEvery is how often, at most, changes that keep coming
-	// are written to git's files (objects, the branch, the worktree) in
-	// the background: a change after a quiet spell is written at once,
-	// and while changes keep coming, the ones waiting are written
-	// together (one pack and one move of the branch for all of them)
-	// once this long has passed since the last were. 0: each group of
-	// changes at once, as it is made. The write-ahead log stays the
-	// commit point: nothing is less durable, and a checkpoint, Close and
-	// every read of git's files (Log, Commit, Flush, ...) write what waits
-	// first. A folder of many stores (stores.Dir) sets it: each pack and
-	// branch lock is a file made and later removed, which with many busy
-	// stores was most of the server's CPU.
+	// MaterialiseEvery is how long, at most, a change waits to be
+	// written to git's files (objects, the branch, the worktree) in the
+	// background: once the first change waiting has waited this long,
+	// all that wait are written together (one pack and one move of the
+	// branch for all of them). 0: each group of changes at once, as it
+	// is made. Plain git beside the repository sees a change up to this
+	// late (or up to CheckpointEvery, which writes what waits too, if
+	// that is sooner). The write-ahead log stays the commit point:
+	// nothing is less durable, and a checkpoint, Close, another process
+	// that asks for the writer lock and every read of git's files (Log,
+	// Commit, Flush, ...) write what waits first. A folder of many stores
+	// (stores.Dir) sets it: each pack and branch lock is a file made and
+	// later removed, which with many busy stores was most of the
+	// server's CPU.
 	MaterialiseEvery time.Duration
+	// CheckpointEvery is how often, at most, what was written to git's
+	// files since the last checkpoint is made durable there (one syncfs)
+	// and the write-ahead log emptied (default: 1s), while changes come;
+	// a checkpoint writes what waits to git's files first. Longer: fewer
+	// syncfs, a longer log to replay after a crash.
+	CheckpointEvery time.Duration
 	// MaxFileBytes is the largest file a hand edit may make: a file over
 	// it is neither read nor committed, and the error log names it
 	// (0: policy.DefaultLimits.MaxFileBytes; negative: no limit).
@@ -159,6 +167,9 @@ func (o *Options) defaults(dir string) {
 	}
 	if o.ReleaseIdle <= 0 {
 		o.ReleaseIdle = releaseIdle
+	}
+	if o.CheckpointEvery <= 0 {
+		o.CheckpointEvery = checkpointEvery
 	}
 	if o.Logf == nil {
 		o.Logf = log.Printf

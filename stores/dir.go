@@ -88,7 +88,8 @@ func Unopened(name string, err error) (msg string, ok bool) {
 type Options struct {
 	// Repo is how stores are opened (clock, log, default author).
 	// ReadOnly and Adopt are set by the Dir as each use needs; a zero
-	// MaterialiseEvery is MaterialiseEvery.
+	// MaterialiseEvery, CheckpointEvery, IndexDelay or ReleaseIdle is
+	// WriteEvery.
 	Repo gitmem.Options
 	// MaxOpen bounds the stores open at once, and so the file descriptors
 	// and memory they hold (default 256). The least recently used store
@@ -104,13 +105,17 @@ type Options struct {
 	GCLoose int
 }
 
-// MaterialiseEvery is how often, at most, a store that keeps being
-// changed has its changes written to git's files (gitmem's
-// Options.MaterialiseEvery; a change after a quiet spell at once): with
-// a hundred busy stores, a pack, a branch lock and the folds of those
-// packs for each change, files made and removed, were most of serve's
-// CPU (issue 25).
-const MaterialiseEvery = 100 * time.Millisecond
+// WriteEvery is how long, at most, a store's changes wait to be written
+// to git's files (gitmem's Options.MaterialiseEvery), and how often a
+// busy store checkpoints (CheckpointEvery), rewrites .git/index
+// (IndexDelay) and how long a store keeps its writer lock idle
+// (ReleaseIdle): each of them writes what waits, so that one pack, one
+// move of the branch, one index and one checkpoint serve the changes of
+// the period. With a hundred stores each taking a change or two a
+// second, those written for each change, files made and removed, were
+// most of serve's CPU (issue 25). The write-ahead log stays the commit
+// point; plain git beside a store sees a change up to this late.
+const WriteEvery = 2 * time.Second
 
 // packEvery is how often the background looks for stores to pack: as
 // often as serve does for one repository, so that a store under load
@@ -203,8 +208,10 @@ func Open(root string, opt Options) (*Dir, error) {
 	if opt.IdleClose == 0 {
 		opt.IdleClose = 5 * time.Minute
 	}
-	if opt.Repo.MaterialiseEvery == 0 {
-		opt.Repo.MaterialiseEvery = MaterialiseEvery
+	for _, d := range []*time.Duration{&opt.Repo.MaterialiseEvery, &opt.Repo.CheckpointEvery, &opt.Repo.IndexDelay, &opt.Repo.ReleaseIdle} {
+		if *d == 0 {
+			*d = WriteEvery
+		}
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("create the stores folder: %w", err)
