@@ -34,7 +34,7 @@ type backlog struct {
 	// other lock is taken while it is held.
 	mu      sync.Mutex
 	items   []*prepared
-	since   time.Time     // when the first of items was queued (zero: none waits)
+	since   time.Time     // when items last went from none to some: what is left after a take waited longer
 	taken   int           // commits taken from items and being materialised
 	drained chan struct{} // closed when some were materialised; nil: no materialiser (a Repo Fsck or Clone made)
 }
@@ -83,7 +83,7 @@ func (b *backlog) take(k int) []*prepared {
 	b.taken = k
 	clear(b.items[:k]) // the array's head no longer holds them (their objects) alive
 	if b.items = b.items[k:]; len(b.items) == 0 {
-		b.items = nil // (since: the rest, if any, waited as long)
+		b.items = nil
 	}
 	return items
 }
