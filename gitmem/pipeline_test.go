@@ -1000,13 +1000,7 @@ func TestOneCommandSyncsItsLogTwice(t *testing.T) {
 // what waits (TestWaitingChangesWrittenAtClose).
 func TestStreamOfChangesMaterialisedTogether(t *testing.T) {
 	t.Parallel()
-	dir := gittest.TempDir(t)
-	opt := testOptions(t)
-	opt.MaterialiseEvery, opt.CheckpointEvery, opt.IndexDelay, opt.ReleaseIdle = time.Hour, time.Hour, time.Hour, time.Hour
-	r, _, err := Init(context.Background(), dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, dir := initWritingLate(t)
 	defer r.Close()
 	write(t, r, "t0", "a.md", "0\n")
 	settle(t, r)
@@ -1041,11 +1035,10 @@ func TestStreamOfChangesMaterialisedTogether(t *testing.T) {
 	}
 }
 
-// TestWaitingChangesWrittenAtClose: changes waiting to be written to
-// git's files (MaterialiseEvery an hour) are written by Close, and a read
-// of git's history through the Repo (Log) writes them first.
-func TestWaitingChangesWrittenAtClose(t *testing.T) {
-	t.Parallel()
+// initWritingLate makes a repository whose changes wait to be written
+// to git's files until something writes them (MaterialiseEvery,
+// CheckpointEvery, IndexDelay and ReleaseIdle an hour).
+func initWritingLate(t *testing.T) (*Repo, string) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaterialiseEvery, opt.CheckpointEvery, opt.IndexDelay, opt.ReleaseIdle = time.Hour, time.Hour, time.Hour, time.Hour
@@ -1053,6 +1046,15 @@ func TestWaitingChangesWrittenAtClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, dir
+}
+
+// TestWaitingChangesWrittenAtClose: changes waiting to be written to
+// git's files (MaterialiseEvery an hour) are written by Close, and a read
+// of git's history through the Repo (Log) writes them first.
+func TestWaitingChangesWrittenAtClose(t *testing.T) {
+	t.Parallel()
+	r, dir := initWritingLate(t)
 	write(t, r, "t1", "a.md", "one\n")
 	if err := r.Log(context.Background(), LogOptions{}, nil, func(Commit) error { return nil }); err != nil {
 		t.Fatal(err)
