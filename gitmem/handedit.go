@@ -152,7 +152,8 @@ const followBatchBytes = 16 << 20
 
 // keepHandEdits returns the files among paths that were edited by hand
 // before the worktree caught up with items (it lags them by milliseconds,
-// longer on a full disk, or a crash's whole downtime): the worktree holds
+// up to Options.MaterialiseEvery with it set, longer on a full disk, or a
+// crash's whole downtime): the worktree holds
 // neither what gitmem last wrote there (prev) nor a version one of items
 // gives the file, nor what an adopt among them read there. They are not
 // overwritten; the next adopt commit merges the hand edit into the

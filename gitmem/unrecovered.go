@@ -32,8 +32,9 @@ type Unrecovered struct {
 // not a log) is the *DamagedError that open returns. When
 // another process holds the writer lock it reports none: that process
 // recovered the log when it took the lock, and writes what it
-// acknowledges to git's files within milliseconds, unless its
-// checkpoint fails (then Holder names it).
+// acknowledges to git's files within milliseconds (up to
+// Options.MaterialiseEvery with it set: 2 s in a store of serve --stores),
+// unless its checkpoint fails (then Holder names it).
 func (r *Repo) Unrecovered() (Unrecovered, error) {
 	if !r.opt.ReadOnly {
 		return Unrecovered{}, nil
