@@ -247,6 +247,9 @@ type Repo struct {
 	dir    string
 	gitDir string
 	opt    Options
+	// heldBack: read-only, the writer lock's holder did not write what it
+	// held back when CatchUp asked it to (Unrecovered says so).
+	heldBack atomic.Bool
 
 	// lease is the writer turn (one writer in this process; in the lock
 	// order after the collector's lock) and the repository's lock files

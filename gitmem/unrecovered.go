@@ -23,6 +23,12 @@ type Unrecovered struct {
 	// holds is its own, not read, and git's files lack what it
 	// acknowledged since. The zero Holder when none.
 	Holder Holder
+	// HeldBack says the process that holds the writer lock did not let
+	// it go within Options.LockWait when this reader's Open asked it to
+	// write what it holds back (CatchUp): changes it acknowledged may be
+	// missing from what the reader shows. Holder then names it as the
+	// kernel does (Locker), if it recorded nothing.
+	HeldBack bool
 }
 
 // Unrecovered reports the acknowledged changes the write-ahead log holds
@@ -31,13 +37,16 @@ type Unrecovered struct {
 // a writer's open would refuse (a folder in its place, content that is
 // not a log) is the *DamagedError that open returns. When
 // another process holds the writer lock it reports none: that process
-// recovered the log when it took the lock, and writes what it
-// acknowledges to git's files within milliseconds (up to
-// Options.MaterialiseEvery with it set: 2 s in a store of serve --stores),
-// unless its checkpoint fails (then Holder names it).
+// recovered the log when it took the lock, and wrote to git's files what
+// it had acknowledged when this reader asked it to (CatchUp),
+// unless its checkpoint fails (then Holder names it) or it did not let
+// its lock go within Options.LockWait (HeldBack).
 func (r *Repo) Unrecovered() (Unrecovered, error) {
 	if !r.opt.ReadOnly {
 		return Unrecovered{}, nil
+	}
+	if r.heldBack.Load() {
+		return Unrecovered{HeldBack: true, Holder: waitedFor(r.gitDir)}, nil
 	}
 	held, err := gd.HeldElsewhere(filepath.Join(r.gitDir, "gitmem", "lock"))
 	if err != nil || held {

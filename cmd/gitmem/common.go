@@ -42,8 +42,9 @@ func clock() func() time.Time {
 }
 
 // openRepo opens --repo for an operator command. Read-only commands take
-// no lock and change nothing; after a crash they warn of acknowledged
-// changes they cannot show yet (warnUnrecovered).
+// no lock and change nothing: they ask a serve that holds the lock to
+// write what it holds back first (Repo.CatchUp), and after a crash warn of
+// acknowledged changes they cannot show yet (warnUnrecovered).
 func openRepo(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
 	return openRepoWith(c, readOnly, false)
 }
@@ -58,8 +59,7 @@ func openTouching(c *cli.Context, readOnly bool) (*gitmem.Repo, error) {
 func openRepoWith(c *cli.Context, readOnly, touchedOnly bool) (*gitmem.Repo, error) {
 	checked := takeCheckedRepo(c.App)
 	if readOnly && checked != nil {
-		warnUnrecovered(c, checked)
-		return checked, nil
+		return caughtUp(c, checked)
 	}
 	if checked != nil {
 		checked.Close() // read-only: nothing to write back
@@ -72,8 +72,20 @@ func openRepoWith(c *cli.Context, readOnly, touchedOnly bool) (*gitmem.Repo, err
 		return nil, storeErr(err, dir)
 	}
 	if readOnly {
-		warnUnrecovered(c, r)
+		return caughtUp(c, r)
 	}
+	return r, nil
+}
+
+// caughtUp is r, a repository opened read-only, once a serve holding its
+// writer lock wrote what it holds back (Repo.CatchUp), with a warning of
+// the acknowledged changes it cannot show.
+func caughtUp(c *cli.Context, r *gitmem.Repo) (*gitmem.Repo, error) {
+	if err := r.CatchUp(c.Context); err != nil {
+		r.Close()
+		return nil, storeErr(err, c.String("repo"))
+	}
+	warnUnrecovered(c, r)
 	return r, nil
 }
 
@@ -98,6 +110,8 @@ func warnUnrecovered(c *cli.Context, r *gitmem.Repo) {
 		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: %s; %s\n", damaged.Problem, damaged.Repair)
 	case err != nil:
 		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: the write-ahead log could not be checked (%s); run gitmem fsck\n", strings.TrimPrefix(err.Error(), "gitmem: "))
+	case u.HeldBack:
+		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: acknowledged changes may not be shown: the writer lock of this memory: %s, and it did not write what it holds back to git's files within %v (--lock-wait); run the command again, or give it longer with --lock-wait\n", heldBy(u.Holder), c.Duration("lock-wait"))
 	case u.Holder.Pid != 0:
 		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: acknowledged changes may not be shown: the writer lock of this memory: %s; they are safe in its write-ahead log; %s\n", heldBy(u.Holder), heldRepair(u.Holder))
 	case u.Changes > 0:

@@ -72,6 +72,14 @@ func TestCommandGivesUpOnAHeldLock(t *testing.T) {
 	if got := gittest.Git(t, repo, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("HEAD moved from %s to %s", head, got)
 	}
+	// A reading command asks the holder to write what it holds back
+	// (gitmem.Open's catchUp); one that does not within --lock-wait
+	// leaves it reading what git's files hold, with a warning.
+	stdout, stderr, code := gitmemRun(t, env, "--repo", repo, "--lock-wait", "200ms", "log")
+	wantErr := "gitmem: warning: acknowledged changes may not be shown: the writer lock of this memory: " + held + ", and it did not write what it holds back to git's files within 200ms (--lock-wait); run the command again, or give it longer with --lock-wait\n"
+	if code != exitOK || !strings.HasPrefix(stdout, head[:7]+" ") || stderr != wantErr {
+		t.Errorf("gitmem log beside the held lock: exit %d\nstdout %q, want the commit %s\nstderr %q\nwant   %q", code, stdout, head[:7], stderr, wantErr)
+	}
 	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	if _, stderr, code := gitmemRun(t, env, "--repo", repo, "--lock-wait", "1500ms", "gc"); code != exitOK {
 		t.Fatalf("gitmem gc once the lock is free: exit %d\n%s", code, stderr)

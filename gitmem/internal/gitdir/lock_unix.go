@@ -22,6 +22,17 @@ func OpenFileLock(path string) (*FileLock, error) {
 	return &FileLock{f: f}, nil
 }
 
+// OpenReadLock opens the lock file at path read-only, for a reader that
+// takes it shared only (TryLockShared): one with no write access to
+// .git can. A missing file is fs.ErrNotExist (no writer made it).
+func OpenReadLock(path string) (*FileLock, error) {
+	f, err := OpenRead(path)
+	if err != nil {
+		return nil, err
+	}
+	return &FileLock{f: f}, nil
+}
+
 // Lock, Unlock and Close do nothing on a nil lock (a read-only Repo).
 func (l *FileLock) Lock() error { return l.wait(syscall.LOCK_EX) }
 
@@ -43,12 +54,19 @@ func (l *FileLock) wait(how int) error {
 }
 
 // TryLock takes the lock if no one holds it, and reports whether it did.
-func (l *FileLock) TryLock() (bool, error) {
+func (l *FileLock) TryLock() (bool, error) { return l.try(syscall.LOCK_EX) }
+
+// TryLockShared takes the lock beside other shared holders if no one
+// holds it exclusively, and reports whether it did.
+func (l *FileLock) TryLockShared() (bool, error) { return l.try(syscall.LOCK_SH) }
+
+// try takes the lock as how says (LOCK_EX, LOCK_SH) without waiting.
+func (l *FileLock) try(how int) (bool, error) {
 	if l == nil {
 		return true, nil
 	}
 	for {
-		err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := syscall.Flock(int(l.f.Fd()), how|syscall.LOCK_NB)
 		switch err {
 		case nil:
 			return true, nil

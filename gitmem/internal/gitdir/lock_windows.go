@@ -26,6 +26,17 @@ func (l *FileLock) lock(flags uint32) error {
 	return windows.LockFileEx(windows.Handle(l.f.Fd()), flags|windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, &ol)
 }
 
+// OpenReadLock opens the lock file at path read-only, for a reader that
+// takes it shared only (TryLockShared). A missing file is
+// fs.ErrNotExist (no writer made it).
+func OpenReadLock(path string) (*FileLock, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return &FileLock{f: f}, nil
+}
+
 // Lock, Unlock and Close do nothing on a nil lock (a read-only Repo).
 func (l *FileLock) Lock() error {
 	if l == nil {
@@ -50,6 +61,20 @@ func (l *FileLock) TryLock() (bool, error) {
 		return true, nil
 	}
 	err := l.lock(windows.LOCKFILE_FAIL_IMMEDIATELY)
+	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) || errors.Is(err, windows.ERROR_IO_PENDING) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// TryLockShared takes the lock beside other shared holders if no one
+// holds it exclusively, and reports whether it did.
+func (l *FileLock) TryLockShared() (bool, error) {
+	if l == nil {
+		return true, nil
+	}
+	var ol windows.Overlapped
+	err := windows.LockFileEx(windows.Handle(l.f.Fd()), windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &ol)
 	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) || errors.Is(err, windows.ERROR_IO_PENDING) {
 		return false, nil
 	}

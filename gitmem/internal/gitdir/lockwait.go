@@ -13,6 +13,17 @@ import (
 // processes is kept by the caller (gitmem queues on its intent lock
 // first), not by the kernel. Nothing happens on a nil lock.
 func (l *FileLock) LockContext(ctx context.Context) error {
+	return l.poll(ctx, l.TryLock)
+}
+
+// LockSharedContext is LockContext for the lock taken shared
+// (TryLockShared): it waits while a process holds it exclusively.
+func (l *FileLock) LockSharedContext(ctx context.Context) error {
+	return l.poll(ctx, l.TryLockShared)
+}
+
+// poll calls try until it takes the lock or fails, or ctx is done.
+func (l *FileLock) poll(ctx context.Context, try func() (bool, error)) error {
 	if l == nil {
 		return nil
 	}
@@ -21,7 +32,7 @@ func (l *FileLock) LockContext(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if ok, err := l.TryLock(); ok || err != nil {
+		if ok, err := try(); ok || err != nil {
 			return err
 		}
 		t := time.NewTimer(wait)

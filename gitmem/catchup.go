@@ -1,0 +1,83 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+)
+
+// CatchUp, for a Repo opened ReadOnly, asks the process that holds the
+// writer lock, if one does, to write to git's files what it acknowledged
+// and still holds back (a store of serve --stores writes its changes every
+// 2 s: Options.MaterialiseEvery), so that what the reader shows next holds
+// every call answered before CatchUp began. An operator's reading command
+// calls it once, before it reads. A writer has nothing to catch up. The
+// reader holds the intent lock shared, as a writer waiting for the lock
+// holds it exclusively: the holder sees it wanted, writes what waits,
+// checkpoints and lets the lock go (maintainLoop). The reader waits for
+// that, shared, and lets both go at once without ever holding the lock:
+// a writer's next call waits for it a few milliseconds at most.
+//
+// A holder whose checkpoint fails keeps its lock until one succeeds: it
+// is not waited for (Unrecovered names it). Otherwise the wait lasts at
+// most Options.LockWait (and ctx; Options.Waiting is told a second into
+// it): a holder that did not let go by then may hold changes the reader
+// does not show, and Unrecovered says so (HeldBack). It writes nothing.
+func (r *Repo) CatchUp(ctx context.Context) error {
+	if !r.opt.ReadOnly {
+		return nil
+	}
+	heldBack, err := catchUp(ctx, r.gitDir, &r.opt)
+	r.heldBack.Store(heldBack)
+	return err
+}
+
+// catchUp is CatchUp for the repository at gitDir: it reports whether
+// the holder kept its lock for all of opt.LockWait.
+func catchUp(ctx context.Context, gitDir string, opt *Options) (heldBack bool, err error) {
+	lockPath := filepath.Join(gitDir, "gitmem", "lock")
+	if held, err := gd.HeldElsewhere(lockPath); err != nil || !held {
+		return false, wrap("check the writer lock", err)
+	}
+	if readHolder(gitDir).Pid != 0 { // its checkpoint fails: it keeps the lock
+		return false, nil
+	}
+	intent, err := gd.OpenReadLock(filepath.Join(gitDir, "gitmem", "intent"))
+	if err != nil {
+		return false, wrap("open the lock file", err)
+	}
+	defer intent.Close()
+	lk, err := gd.OpenReadLock(lockPath)
+	if err != nil {
+		return false, wrap("open the lock file", err)
+	}
+	defer lk.Close()
+	letGo := func(ctx context.Context) error {
+		if err := intent.LockSharedContext(ctx); err != nil {
+			return err
+		}
+		defer intent.Unlock()
+		if err := lk.LockSharedContext(ctx); err != nil {
+			return err
+		}
+		return lk.Unlock()
+	}
+	free := func() (bool, error) {
+		ok, err := lk.TryLockShared()
+		if ok {
+			err = lk.Unlock()
+		}
+		return ok, err
+	}
+	err = waitLock(ctx, opt, gitDir, letGo, free)
+	var lhe *LockHeldError
+	switch {
+	case errors.As(err, &lhe):
+		return true, nil
+	case err != nil && ctx.Err() != nil:
+		return false, ctx.Err()
+	}
+	return false, wrap("wait for the writer lock", err)
+}
