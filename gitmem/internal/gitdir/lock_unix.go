@@ -24,8 +24,13 @@ func OpenFileLock(path string) (*FileLock, error) {
 
 // OpenReadLock opens the lock file at path read-only, for a reader that
 // takes it shared only (TryLockShared): one with no write access to
-// .git can. A missing file is fs.ErrNotExist (no writer made it).
+// .git can. A missing file is fs.ErrNotExist (no writer made it); one
+// that is not a regular file is ErrNotRegular, never opened: a FIFO put
+// there would keep the open waiting for a writer.
 func OpenReadLock(path string) (*FileLock, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
 	f, err := OpenRead(path)
 	if err != nil {
 		return nil, err
@@ -98,6 +103,9 @@ func (l *FileLock) Close() error {
 // file is opened read-only, so a reader with no write access can ask).
 // A missing lock file is not held.
 func HeldElsewhere(path string) (bool, error) {
+	if err := checkRegular(path); err != nil { // a FIFO: see OpenReadLock
+		return false, err
+	}
 	f, err := OpenRead(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil

@@ -260,3 +260,28 @@ func TestOpenReadIsOsOpen(t *testing.T) {
 		t.Fatalf("Stat: %v %v, name %q", fi, err, f.Name())
 	}
 }
+
+// A lock file that is a FIFO (put there by hand) is an error to a
+// reader's look at it (HeldElsewhere, OpenReadLock), not a wait for a
+// writer that never comes: gitmem log hung on it.
+func TestReaderLockOpensTakeOnlyRegularFiles(t *testing.T) {
+	t.Parallel()
+	fifo := filepath.Join(t.TempDir(), "lock")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	var err error
+	noHang(t, "HeldElsewhere of a FIFO", func() { _, err = HeldElsewhere(fifo) })
+	if !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("HeldElsewhere of a FIFO: %v, want ErrNotRegular", err)
+	}
+	noHang(t, "OpenReadLock of a FIFO", func() {
+		var l *FileLock
+		if l, err = OpenReadLock(fifo); err == nil {
+			l.Close()
+		}
+	})
+	if !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("OpenReadLock of a FIFO: %v, want ErrNotRegular", err)
+	}
+}
