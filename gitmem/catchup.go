@@ -2,8 +2,8 @@ package gitmem
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
+	"time"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
@@ -22,41 +22,48 @@ import (
 //
 // A holder whose checkpoint fails keeps its lock until one succeeds: it
 // is not waited for (Unrecovered names it). Otherwise the wait lasts at
-// most Options.LockWait (and ctx; Options.Waiting is told a second into
-// it): a holder that did not let go by then may hold changes the reader
-// does not show, and Unrecovered says so (HeldBack). It writes nothing.
+// most catchUpWait, or Options.LockWait if shorter (and ctx): a serve
+// lets go within milliseconds of being asked, while a gc, a redaction or
+// an fsck --repair keeps the lock until done and holds nothing back, so
+// a reader does not wait for them as a writer must. A holder that did not
+// let go by then may hold changes the reader does not show, and
+// Unrecovered says so (HeldBack). It writes nothing.
 func (r *Repo) CatchUp(ctx context.Context) error {
 	if !r.opt.ReadOnly {
 		return nil
 	}
 	heldBack, err := catchUp(ctx, r.gitDir, &r.opt)
-	r.heldBack.Store(heldBack)
+	r.heldBack.Store(int64(heldBack))
 	return err
 }
 
-// catchUp is CatchUp for the repository at gitDir: it reports whether
-// the holder kept its lock for all of opt.LockWait. Its only error is
-// ctx's: the command was stopped.
-func catchUp(ctx context.Context, gitDir string, opt *Options) (heldBack bool, err error) {
+// catchUpWait bounds a reader's wait for the holder of the writer lock
+// to write what it holds back (see CatchUp).
+const catchUpWait = 3 * time.Second
+
+// catchUp is CatchUp for the repository at gitDir: it reports how long
+// it waited for a holder that kept its lock all along (0: none did). Its
+// only error is ctx's: the command was stopped.
+func catchUp(ctx context.Context, gitDir string, opt *Options) (heldBack time.Duration, err error) {
 	// A reader that cannot look at the lock files (another user's
 	// repository, whose lock files are the owner's alone: 0600) reads
 	// what git's files hold, as it did before it could ask; Unrecovered
 	// says the log could not be checked.
 	lockPath := filepath.Join(gitDir, "gitmem", "lock")
 	if held, err := gd.HeldElsewhere(lockPath); err != nil || !held {
-		return false, nil
+		return 0, nil
 	}
 	if readHolder(gitDir).Pid != 0 { // its checkpoint fails: it keeps the lock
-		return false, nil
+		return 0, nil
 	}
 	intent, err := gd.OpenReadLock(filepath.Join(gitDir, "gitmem", "intent"))
 	if err != nil {
-		return false, nil
+		return 0, nil
 	}
 	defer intent.Close()
 	lk, err := gd.OpenReadLock(lockPath)
 	if err != nil {
-		return false, nil
+		return 0, nil
 	}
 	defer lk.Close()
 	letGo := func(ctx context.Context) error {
@@ -76,13 +83,17 @@ func catchUp(ctx context.Context, gitDir string, opt *Options) (heldBack bool, e
 		}
 		return ok, err
 	}
-	err = waitLock(ctx, opt, gitDir, letGo, free)
-	var lhe *LockHeldError
+	wait := *opt
+	wait.Waiting = nil // a few seconds at most, told after (Unrecovered)
+	if wait.LockWait <= 0 || wait.LockWait > catchUpWait {
+		wait.LockWait = catchUpWait
+	}
+	err = waitLock(ctx, &wait, gitDir, letGo, free)
 	switch {
 	case ctx.Err() != nil:
-		return false, ctx.Err()
-	case errors.As(err, &lhe), err != nil: // a lock that cannot be waited for is one not let go
-		return true, nil
+		return 0, ctx.Err()
+	case err != nil: // given up (*LockHeldError), or a lock that cannot be waited for: not let go
+		return wait.LockWait, nil
 	}
-	return false, nil
+	return 0, nil
 }

@@ -51,7 +51,7 @@ func TestReaderSeesWhatAWriterHoldsBack(t *testing.T) {
 	if ids := logIDs(t, r); len(ids) == 0 || ids[0] != "t1" {
 		t.Fatalf("the reader's history begins %q, want t1 (the change the writer held back)", ids)
 	}
-	if u, err := r.Unrecovered(); err != nil || u.Changes != 0 || u.HeldBack {
+	if u, err := r.Unrecovered(); err != nil || u.Changes != 0 || u.HeldBack != 0 {
 		t.Fatalf("Unrecovered = %+v, %v after catching up; want none", u, err)
 	}
 	// The writer goes on: it takes its lock again at its next change.
@@ -66,8 +66,9 @@ func TestReaderSeesWhatAWriterHoldsBack(t *testing.T) {
 
 // TestReaderWaitsForAHolderAtMostLockWait: a holder that does not let
 // its lock go when asked (here the test itself holds it) keeps a reader
-// at most Options.LockWait; the reader then reads what git's files
-// hold, and Unrecovered says the holder may hold changes not shown.
+// at most Options.LockWait (or catchUpWait, if shorter), without telling
+// Options.Waiting; the reader then reads what git's files hold, and
+// Unrecovered says the holder may hold changes not shown.
 func TestReaderWaitsForAHolderAtMostLockWait(t *testing.T) {
 	t.Parallel()
 	r0, dir := newRepo(t)
@@ -99,10 +100,25 @@ func TestReaderWaitsForAHolderAtMostLockWait(t *testing.T) {
 		t.Fatalf("the reader's history begins %q, want t1", ids)
 	}
 	u, err := r.Unrecovered()
-	if err != nil || !u.HeldBack {
-		t.Fatalf("Unrecovered = %+v, %v; want HeldBack (the holder did not write what it may hold)", u, err)
+	if err != nil || u.HeldBack != 50*time.Millisecond {
+		t.Fatalf("Unrecovered = %+v, %v; want HeldBack 50ms (the holder did not write what it may hold)", u, err)
 	}
 	if len(told) != 0 {
-		t.Fatalf("Waiting told %d time(s) within a 50ms wait (its notice comes a second in)", len(told))
+		t.Fatalf("Waiting told %d time(s): a reader's wait is told after, by Unrecovered", len(told))
+	}
+	// A writer's LockWait (the CLI's 30 s) is more than a reader waits:
+	// a serve lets go at once, and a gc that keeps the lock holds back
+	// nothing.
+	ro.LockWait = 30 * time.Second
+	r2, err := Open(context.Background(), dir, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if err := r2.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := r2.Unrecovered(); err != nil || u.HeldBack != catchUpWait {
+		t.Fatalf("with LockWait 30s, Unrecovered = %+v, %v; want HeldBack %v", u, err, catchUpWait)
 	}
 }

@@ -247,9 +247,9 @@ type Repo struct {
 	dir    string
 	gitDir string
 	opt    Options
-	// heldBack: read-only, the writer lock's holder did not write what it
-	// held back when CatchUp asked it to (Unrecovered says so).
-	heldBack atomic.Bool
+	// heldBack: read-only, how long CatchUp waited for the writer lock's
+	// holder, which did not let it go (a time.Duration; Unrecovered).
+	heldBack atomic.Int64
 
 	// lease is the writer turn (one writer in this process; in the lock
 	// order after the collector's lock) and the repository's lock files

@@ -3,6 +3,7 @@ package gitmem
 import (
 	"bytes"
 	"path/filepath"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -23,12 +24,13 @@ type Unrecovered struct {
 	// holds is its own, not read, and git's files lack what it
 	// acknowledged since. The zero Holder when none.
 	Holder Holder
-	// HeldBack says the process that holds the writer lock did not let
-	// it go within Options.LockWait when this reader's Open asked it to
-	// write what it holds back (CatchUp): changes it acknowledged may be
-	// missing from what the reader shows. Holder then names it as the
-	// kernel does (Locker), if it recorded nothing.
-	HeldBack bool
+	// HeldBack is how long this reader waited, in CatchUp, for the
+	// process that holds the writer lock to write what it holds back and
+	// let the lock go, which it did not (0: it did, or none holds it):
+	// changes it acknowledged may be missing from what the reader shows.
+	// Holder then names it as the kernel does (Locker), if it recorded
+	// nothing.
+	HeldBack time.Duration
 }
 
 // Unrecovered reports the acknowledged changes the write-ahead log holds
@@ -40,13 +42,13 @@ type Unrecovered struct {
 // recovered the log when it took the lock, and wrote to git's files what
 // it had acknowledged when this reader asked it to (CatchUp),
 // unless its checkpoint fails (then Holder names it) or it did not let
-// its lock go within Options.LockWait (HeldBack).
+// its lock go when asked (HeldBack).
 func (r *Repo) Unrecovered() (Unrecovered, error) {
 	if !r.opt.ReadOnly {
 		return Unrecovered{}, nil
 	}
-	if r.heldBack.Load() {
-		return Unrecovered{HeldBack: true, Holder: waitedFor(r.gitDir)}, nil
+	if d := time.Duration(r.heldBack.Load()); d > 0 {
+		return Unrecovered{HeldBack: d, Holder: waitedFor(r.gitDir)}, nil
 	}
 	held, err := gd.HeldElsewhere(filepath.Join(r.gitDir, "gitmem", "lock"))
 	if err != nil || held {

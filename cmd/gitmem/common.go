@@ -110,8 +110,8 @@ func warnUnrecovered(c *cli.Context, r *gitmem.Repo) {
 		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: %s; %s\n", damaged.Problem, damaged.Repair)
 	case err != nil:
 		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: the write-ahead log could not be checked (%s); run gitmem fsck\n", strings.TrimPrefix(err.Error(), "gitmem: "))
-	case u.HeldBack:
-		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: acknowledged changes may not be shown: the writer lock of this memory: %s, and it did not write what it holds back to git's files within %v (--lock-wait); run the command again, or give it longer with --lock-wait\n", heldBy(u.Holder), c.Duration("lock-wait"))
+	case u.HeldBack > 0:
+		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: acknowledged changes may not be shown: the writer lock of this memory: %s, and it did not let it go within %v of being asked to write what it holds back (a serve does at once; a gc, redaction or fsck --repair keeps it until done, holding nothing back)\n", heldBy(u.Holder), u.HeldBack)
 	case u.Holder.Pid != 0:
 		fmt.Fprintf(c.App.ErrWriter, "gitmem: warning: acknowledged changes may not be shown: the writer lock of this memory: %s; they are safe in its write-ahead log; %s\n", heldBy(u.Holder), heldRepair(u.Holder))
 	case u.Changes > 0:
