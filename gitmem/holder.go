@@ -236,8 +236,17 @@ const lockNotice = time.Second
 // (try: the lock taken if free, without waiting) takes it: a bound
 // over before acquire's first look (--lock-wait 1us) gives up only on a
 // lock held. Any other end of the wait (ctx done, acquire's failure) is
-// acquire's error.
+// acquire's error. The lock taken, the clean mark goes before anything is
+// written (clean.go).
 func waitLock(ctx context.Context, opt *Options, gitDir string, acquire func(context.Context) error, try func() (bool, error)) error {
+	err := waitLockFor(ctx, opt, gitDir, acquire, try)
+	if err == nil {
+		dropClean(gitDir)
+	}
+	return err
+}
+
+func waitLockFor(ctx context.Context, opt *Options, gitDir string, acquire func(context.Context) error, try func() (bool, error)) error {
 	if opt.LockWait <= 0 && opt.Waiting == nil {
 		return acquire(ctx)
 	}

@@ -150,6 +150,7 @@ func (r *Repo) release(t *writerTurn) bool {
 		return false
 	}
 	r.closeLog(false)
+	r.markClean(held, true)
 	r.mirror.dropSpares()
 	r.lease.Release()
 	return true

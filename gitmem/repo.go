@@ -261,6 +261,9 @@ type Repo struct {
 	life   context.Context
 	cancel context.CancelFunc
 	closed atomic.Bool
+	// cleanMark: the clean mark is written as the writer lock is let go
+	// with nothing left to write (MarkWhenClean, clean.go).
+	cleanMark atomic.Bool
 
 	// The commit pipeline (pipeline.go): the committer makes a change
 	// durable in the log and publishes it; the materialiser writes it to
@@ -1275,6 +1278,9 @@ func (r *Repo) Close() error {
 		gone := kept > 0 && r.log.gone()
 		r.closeLog(true) // kept, empty after a checkpoint: the next start opens it again
 		r.mat.letGo()
+		if err == nil {
+			r.markClean(held, false)
+		}
 		if kept > 0 {
 			// Kept in the log for the next start: say how many of them
 			// git's files lack (all it holds, if that cannot be told).
@@ -1302,6 +1308,7 @@ func (r *Repo) ownIfFree(t *writerTurn) error {
 		r.opt.Logf("gitmem: another process holds the writer lock: it puts back what git moved")
 		return nil
 	}
+	dropClean(r.gitDir)
 	if err := r.settleIn(t, nil); err != nil {
 		r.lease.Release()
 		return err

@@ -31,6 +31,14 @@ func (h *Handler) view(in input) (string, error) {
 		}
 		from, to, ranged = r[0], r[1], true
 	}
+	if h.clean != nil && !ranged {
+		if info, err := h.clean.Stat(rel); err == nil && info.Dir {
+			return h.listing(h.clean, path, rel, info)
+		}
+	}
+	if h.repo == nil {
+		return "", errNoRepo // a server that gave View gave it for this call's folder (ViewedPath)
+	}
 	snap, err := h.repo.Snapshot(in.ctx, rel) // a hand edit to the file is committed first
 	if err != nil {
 		return "", cancelled(err)

@@ -60,6 +60,7 @@ type Handler struct {
 	log        *slog.Logger
 	onCall     func(Call)
 	down       error
+	clean      *gitmem.View
 }
 
 // Options configure a Handler.
@@ -90,6 +91,11 @@ type Options struct {
 	// is then nil): every command that passes the checks of its call is
 	// answered as a storage failure, Unavailable its cause in the log.
 	Unavailable error
+	// View, when set, answers a view of a folder it holds (no view_range)
+	// in place of repo, which may then be nil: a store's clean view
+	// (gitmem.CleanView; see ViewedFolder). Nothing else may be asked of
+	// such a Handler.
+	View *gitmem.View
 }
 
 // New returns a Handler for repo.
@@ -105,7 +111,34 @@ func New(repo *gitmem.Repo, opt Options) *Handler {
 	}
 	author := gitmem.Signature{Name: policy.CommitIdent(opt.Author.Name), Email: policy.CommitIdent(opt.Author.Email)}
 	return &Handler{repo: repo, limits: opt.Limits, author: author, archived: opt.Archived, archivedAt: opt.ArchivedAt,
-		screening: opt.Screen, secrets: opt.Secrets, log: opt.Logger, onCall: opt.OnCall, down: opt.Unavailable}
+		screening: opt.Screen, secrets: opt.Secrets, log: opt.Logger, onCall: opt.OnCall, down: opt.Unavailable, clean: opt.View}
+}
+
+// ViewedPath reports whether body, a request's body for ServeToolUse, is
+// one tool_use block whose input is a view of a whole file or folder (a
+// command and a path, nothing else), and the path it views (relative to
+// /memories), read as the call itself reads them: a server may then
+// answer it with Options.View, where that view holds the path as a folder.
+func ViewedPath(body []byte) (string, bool) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return "", false
+	}
+	b, ok := parseBlock(trimmed)
+	if !ok || b.Type != "tool_use" {
+		return "", false
+	}
+	fields := map[string]json.RawMessage{}
+	if !json.Valid(b.Input) || !members(b.Input, func(k string, v []byte) { fields[k] = v }) || len(fields) != 2 {
+		return "", false
+	}
+	in := input{fields: fields}
+	if cmd, ok := decodeString(fields["command"]); !ok || cmd != "view" {
+		return "", false
+	}
+	in.command = "view"
+	_, rel, err := in.path("path")
+	return rel, err == nil
 }
 
 // toolError is a failure shown to the model; its text is exact.
@@ -399,3 +432,8 @@ func jsonInts(raw json.RawMessage, out *[]int) error {
 	}
 	return nil
 }
+
+// errNoRepo is a call a Handler given only a View (Options.View) cannot
+// answer: answered as a storage failure, which a server that checks
+// ViewedPath first never meets.
+var errNoRepo = errors.New("the call needs the repository, and only a clean view was given")

@@ -515,7 +515,28 @@ func (d *Dir) openStore(name string) (*gitmem.Repo, Meta, string, error) {
 		}
 		return nil, Meta{}, "", err
 	}
+	r.MarkWhenClean() // a store: CleanView may answer its next first view
 	return r, m, head, nil
+}
+
+// CleanView answers a view of the store name, which no call has open in
+// this Dir, from its clean mark and its worktree, without opening it
+// (gitmem.CleanView: nothing written to it since a store's writer let it
+// go, nor edited by hand). false: the caller acquires the store, as for
+// any call (a store open here, being created or deleted, or not there).
+func (d *Dir) CleanView(name string) (*gitmem.View, bool) {
+	if policy.CheckStoreName(name) != nil {
+		return nil, false
+	}
+	d.mu.Lock()
+	_, open := d.open[name]
+	closed := d.closed
+	d.mu.Unlock()
+	if open || closed {
+		return nil, false
+	}
+	defer d.lockName(name)() // not while a create or a delete of it runs
+	return gitmem.CleanView(d.path(name))
 }
 
 // openErr words a failure to open a store's repository. A store whose
@@ -739,6 +760,7 @@ func (d *Dir) Create(name string, m Meta, author gitmem.Signature) (Info, error)
 		if err != nil {
 			return err
 		}
+		r.MarkWhenClean()
 		info = Info{Name: name, Meta: metaOf(c)}
 		return nil
 	}

@@ -148,7 +148,10 @@ func (s *storesServer) store(operator bool, fn func(w http.ResponseWriter, r *ht
 			handler.HTTPError(w, http.StatusForbidden, "token "+p.Name+" may not use store "+name)
 			return
 		}
-		readBody(r)
+		body := readBody(r)
+		if !operator && s.cleanView(w, r, p, name, body) {
+			return
+		}
 		st, err := s.dir.Acquire(r.Context(), name)
 		switch {
 		case err != nil && !operator: // the tool route
@@ -168,9 +171,10 @@ func (s *storesServer) store(operator bool, fn func(w http.ResponseWriter, r *ht
 // holds no store meanwhile (a delete of the store, which waits for the
 // calls using it, would wait for the client). What the reading ends with
 // (an error at the limit, say) is what the handler reads after the bytes.
-func readBody(r *http.Request) {
+// It returns the bytes when the whole body was read (nil when not).
+func readBody(r *http.Request) []byte {
 	if r.Body == nil || r.Body == http.NoBody {
-		return
+		return nil
 	}
 	b, err := io.ReadAll(r.Body)
 	var body io.Reader = bytes.NewReader(b)
@@ -178,6 +182,33 @@ func readBody(r *http.Request) {
 		body = io.MultiReader(body, errReader{err})
 	}
 	r.Body = io.NopCloser(body)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// cleanView answers a tool call that views a folder of a store no call
+// has open from the store's clean mark and worktree, without opening it
+// (stores.Dir.CleanView): a cold store's first call, `view /memories`,
+// reads a few files where opening it reads some twenty-five, each a read
+// of the disk when the store's files are out of the page cache. It
+// reports false, having answered nothing, for any other call, and where
+// the store must be opened (then acquired as before).
+func (s *storesServer) cleanView(w http.ResponseWriter, r *http.Request, p principal, name string, body []byte) bool {
+	rel, ok := handler.ViewedPath(body)
+	if !ok {
+		return false
+	}
+	v, ok := s.dir.CleanView(name)
+	if !ok {
+		return false
+	}
+	if info, err := v.Stat(rel); err != nil || !info.Dir {
+		return false
+	}
+	handler.New(nil, s.handlerOptions(name, stores.Meta{}, nil, nil, v)).ServeToolUse(w, r, toolCaller(r, p))
+	return true
 }
 
 type errReader struct{ err error }
@@ -263,12 +294,18 @@ const notBegunMsg = "the request ended before it began (the server is stopping, 
 // ArchivedAt); down is why the store could not be opened or read (then r
 // and archivedAt are nil).
 func (s *storesServer) handler(name string, r *gitmem.Repo, m stores.Meta, archivedAt func(tip string) (bool, error), down error) *handler.Handler {
+	return handler.New(r, s.handlerOptions(name, m, archivedAt, down, nil))
+}
+
+// handlerOptions are handler's options; clean is a store's clean view
+// (cleanView), for a handler without the repository.
+func (s *storesServer) handlerOptions(name string, m stores.Meta, archivedAt func(tip string) (bool, error), down error, clean *gitmem.View) handler.Options {
 	screen := s.opt.Screen
 	if m.Screening != "" {
 		screen = m.Screening
 	}
-	return handler.New(r, handler.Options{Limits: s.opt.Limits, Author: s.opt.Author, Archived: m.IsArchived(), ArchivedAt: archivedAt, Screen: screen,
-		Logger: s.opt.Logger.With("store", name), OnCall: s.opt.OnCall, Unavailable: down})
+	return handler.Options{Limits: s.opt.Limits, Author: s.opt.Author, Archived: m.IsArchived(), ArchivedAt: archivedAt, Screen: screen,
+		Logger: s.opt.Logger.With("store", name), OnCall: s.opt.OnCall, Unavailable: down, View: clean}
 }
 
 func (s *storesServer) toolUse(w http.ResponseWriter, r *http.Request, p principal, st *stores.Store) {

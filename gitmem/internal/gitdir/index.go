@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -164,4 +165,32 @@ func WriteIndex(env *Env, gitDir string, entries []IndexEntry) error {
 	sum := sha1.Sum(buf)
 	buf = append(buf, sum[:]...)
 	return ReplaceCache(filepath.Join(gitDir, "index"), buf)
+}
+
+// AppendStat appends s to b as nine decimal numbers separated by spaces
+// (a text form of lstat data, which ParseStat reads back).
+func AppendStat(b []byte, s Stat) []byte {
+	for i, v := range [9]uint32{s.ctimeSec, s.ctimeNsec, s.mtimeSec, s.mtimeNsec, s.dev, s.ino, s.uid, s.gid, s.size} {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendUint(b, uint64(v), 10)
+	}
+	return b
+}
+
+// ParseStat reads the lstat data AppendStat wrote, the nine fields f.
+func ParseStat(f []string) (Stat, bool) {
+	if len(f) != 9 {
+		return Stat{}, false
+	}
+	var v [9]uint32
+	for i, s := range f {
+		n, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return Stat{}, false
+		}
+		v[i] = uint32(n)
+	}
+	return Stat{ctimeSec: v[0], ctimeNsec: v[1], mtimeSec: v[2], mtimeNsec: v[3], dev: v[4], ino: v[5], uid: v[6], gid: v[7], size: v[8]}, true
 }

@@ -1,0 +1,209 @@
+package gitmem
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+)
+
+// listAll is every folder and file a view holds, with its size (and a
+// folder's count of files), depth first: what a listing shows.
+func listAll(t *testing.T, v *View) []string {
+	t.Helper()
+	var out []string
+	var walk func(p string)
+	walk = func(p string) {
+		kids, err := v.List(p)
+		if err != nil {
+			t.Fatalf("List(%q): %v", p, err)
+		}
+		for _, k := range kids {
+			q := strings.TrimPrefix(p+"/"+k.Name, "/")
+			info, err := v.Stat(q)
+			if err != nil || info != k {
+				t.Fatalf("Stat(%q) = %+v, %v; List gave %+v", q, info, err, k)
+			}
+			out = append(out, fmt.Sprintf("%s %d %d %v", q, k.Size, k.Files, k.Dir))
+			if k.Dir {
+				walk(q)
+			}
+		}
+	}
+	root, err := v.Stat("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, fmt.Sprintf("/ %d %d", root.Size, root.Files))
+	walk("")
+	return out
+}
+
+// cleanStore is a closed repository whose writer marked it clean: three
+// files in nested folders, no longer racy when .git/index was written at
+// Close. want is its memory as a writer's Snapshot shows it.
+func cleanStore(t *testing.T) (dir string, want []string) {
+	t.Helper()
+	r, dir := newRepo(t)
+	r.MarkWhenClean()
+	write(t, r, "toolu_1", "a.md", "alpha\n")
+	write(t, r, "toolu_2", "notes/b.md", "bravo bravo\n")
+	write(t, r, "toolu_3", "notes/deep/c.md", "charlie\n")
+	settle(t, r)
+	time.Sleep(2 * gd.RacyWindow) // the files are no longer racy: Close's index vouches for them
+	v, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = listAll(t, v)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, want
+}
+
+// A repository its writer left clean is viewed from the mark and the
+// worktree's folders, as a writer's open would show it, without opening
+// it (no writer lock taken, nothing written); and again after a writer
+// opened and closed it with nothing to write.
+func TestCleanViewShowsTheMemoryAsCommitted(t *testing.T) {
+	t.Parallel()
+	dir, want := cleanStore(t)
+	before := gittest.Git(t, dir, "status", "--porcelain", "--ignored")
+	v, ok := CleanView(dir)
+	if !ok {
+		m, _ := os.ReadFile(cleanPath(filepath.Join(dir, ".git")))
+		t.Fatalf("CleanView of a repository its writer left clean: false; mark:\n%s", m)
+	}
+	if got := listAll(t, v); !slices.Equal(got, want) {
+		t.Fatalf("clean view:\n%s\nwant (the writer's):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if after := gittest.Git(t, dir, "status", "--porcelain", "--ignored"); after != before {
+		t.Fatalf("CleanView changed the repository: %q -> %q", before, after)
+	}
+	r, err := Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := CleanView(dir); ok {
+		t.Fatal("CleanView while a writer holds the repository: true")
+	}
+	r.MarkWhenClean()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	v, ok = CleanView(dir)
+	if !ok {
+		t.Fatal("CleanView after a writer that wrote nothing closed: false")
+	}
+	if got := listAll(t, v); !slices.Equal(got, want) {
+		t.Fatalf("clean view after a reopen:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Only a writer told to (MarkWhenClean, a store's) writes the mark, and
+// any writer's open removes it: a gitmem repository that is no store, or
+// a store a writer not told so (the CLI) has opened, is opened as before.
+func TestCleanViewNeedsAMarkingWriter(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	write(t, r, "toolu_1", "a.md", "alpha\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := CleanView(dir); ok {
+		t.Fatal("CleanView of a repository whose writer was not told to mark it: true")
+	}
+	dir, _ = cleanStore(t)
+	r, err := Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := CleanView(dir); ok {
+		t.Fatal("CleanView after a writer that does not mark opened it: true")
+	}
+}
+
+// Whatever changed since the mark was written, the mark is not trusted:
+// a hand edit (which a writer's start commits before a view shows it), a
+// change acknowledged by a writer that knows nothing of the mark (its log
+// file grew), git moving the branch or HEAD. Each of these failed with
+// CleanView looking at the mark alone.
+func TestCleanViewRefusesWhatChangedSinceTheMark(t *testing.T) {
+	t.Parallel()
+	mem := func(dir, p string) string { return filepath.Join(dir, "memories", filepath.FromSlash(p)) }
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, dir string)
+	}{
+		{"a hand edit of the same size", func(t *testing.T, dir string) {
+			if err := os.WriteFile(mem(dir, "a.md"), []byte("ALPHA\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a file made by hand", func(t *testing.T, dir string) {
+			if err := os.WriteFile(mem(dir, "notes/new.md"), []byte("new\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a hidden file made by hand", func(t *testing.T, dir string) {
+			if err := os.WriteFile(mem(dir, ".hidden"), []byte("new\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a file removed by hand", func(t *testing.T, dir string) {
+			if err := os.Remove(mem(dir, "notes/deep/c.md")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(mem(dir, "notes/deep")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"an empty folder", func(t *testing.T, dir string) {
+			if err := os.Mkdir(mem(dir, "empty"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a symlink", func(t *testing.T, dir string) {
+			if err := os.Symlink("a.md", mem(dir, "link.md")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a log file grown by a writer that does not know the mark", func(t *testing.T, dir string) {
+			f, err := os.OpenFile(filepath.Join(dir, ".git", "gitmem", "wal2"), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.Write([]byte{0}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a commit made with git", func(t *testing.T, dir string) {
+			gittest.Git(t, dir, "commit", "--allow-empty", "-q", "-m", "by hand")
+		}},
+		{"HEAD moved to another branch", func(t *testing.T, dir string) {
+			gittest.Git(t, dir, "branch", "other")
+			gittest.Git(t, dir, "symbolic-ref", "HEAD", "refs/heads/other")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir, _ := cleanStore(t)
+			tc.change(t, dir)
+			if _, ok := CleanView(dir); ok {
+				t.Fatalf("CleanView after %s: true", tc.name)
+			}
+		})
+	}
+}
