@@ -225,45 +225,45 @@ func CleanView(dir string) (*View, bool) {
 		return nil, false
 	}
 	// The worktree's memory files are the mark's, unchanged, and its
-	// folders those their paths make: nothing else is there.
-	var root *node
+	// folders those their paths make: nothing else is there. Each folder's
+	// node is made of its kids once (os.ReadDir lists them whole).
 	found := 0
-	var walk func(rel string) bool
-	walk = func(rel string) bool {
-		kids, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(rel)))
-		if err != nil {
-			return false
+	var walk func(rel string) *node
+	walk = func(rel string) *node {
+		list, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil || (rel != memDir && len(list) == 0) { // an empty folder: git's tree has none
+			return nil
 		}
-		if rel != memDir && len(kids) == 0 {
-			return false // an empty folder: git's tree has none
-		}
-		for _, k := range kids {
+		kids := make([]kid, 0, len(list))
+		for _, k := range list {
 			p := rel + "/" + k.Name()
 			fi, err := k.Info()
 			if err != nil {
-				return false
+				return nil
 			}
+			var n *node
 			switch {
 			case fi.IsDir():
-				if !walk(p) {
-					return false
-				}
+				n = walk(p)
 			case fi.Mode().IsRegular():
-				f, ok := m.files[p]
-				if !ok || gd.StatOf(fi) != f.st {
-					return false
+				if f, ok := m.files[p]; ok && gd.StatOf(fi) == f.st {
+					n = &node{mode: f.mode, size: f.st.Size()}
+					found++
 				}
-				found++
-				if root, err = with(root, split(p), &node{mode: f.mode, size: f.st.Size()}); err != nil {
-					return false
-				}
-			default:
-				return false
 			}
+			if n == nil {
+				return nil
+			}
+			kids = append(kids, kid{k.Name(), n})
 		}
-		return true
+		return newDir(kids)
 	}
-	if fi, err := os.Lstat(filepath.Join(dir, memDir)); err != nil || !fi.IsDir() || !walk(memDir) || found != len(m.files) {
+	fi, err := os.Lstat(filepath.Join(dir, memDir))
+	if err != nil || !fi.IsDir() {
+		return nil, false
+	}
+	mem := walk(memDir)
+	if mem == nil || found != len(m.files) {
 		return nil, false
 	}
 	// Nothing began to write meanwhile: the mark is the one read (a taker
@@ -271,5 +271,5 @@ func CleanView(dir string) (*View, bool) {
 	if fi, err := os.Lstat(cleanPath(gitDir)); err != nil || gd.StatOf(fi) != markSt || !same() {
 		return nil, false
 	}
-	return &View{root: root, head: m.head}, true
+	return &View{root: newDir([]kid{{memDir, mem}}), head: m.head}, true
 }
