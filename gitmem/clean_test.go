@@ -207,3 +207,36 @@ func TestCleanViewRefusesWhatChangedSinceTheMark(t *testing.T) {
 		})
 	}
 }
+
+// A writer that lets the lock go while the process keeps the repository
+// open (release, after a quiet spell) marks it clean too, once the files
+// it has just written are past the racy window (it waits for that once):
+// a store's writer is let go that way far more often than closed. And the
+// next change removes the mark before it writes anything.
+func TestAReleaseMarksTheRepositoryClean(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	r.MarkWhenClean()
+	write(t, r, "toolu_1", "a.md", "alpha\n")
+	settle(t, r) // a.md was just written: racy when the release below writes its mark
+	tw, err := r.beginWrite(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := r.release(tw)
+	tw.end()
+	if !released {
+		t.Fatal("the release did not let the lock go")
+	}
+	v, ok := CleanView(dir)
+	if !ok {
+		t.Fatal("CleanView after a release with nothing left to write: false")
+	}
+	if info, err := v.Stat("a.md"); err != nil || info.Size != int64(len("alpha\n")) {
+		t.Fatalf("a.md in the clean view: %+v, %v", info, err)
+	}
+	write(t, r, "toolu_2", "b.md", "bravo\n")
+	if _, err := os.Stat(cleanPath(filepath.Join(dir, ".git"))); !os.IsNotExist(err) {
+		t.Fatalf("the mark after a change: %v", err)
+	}
+}
