@@ -67,11 +67,8 @@ func (r *Repo) markClean(held indexHeld, wait bool) {
 	dt := r.disk.hold()
 	head, tree := dt.head(), dt.tree()
 	dt.release()
-	x := held.x
-	x.marksMu.Lock()
-	indexed := x.head
-	x.marksMu.Unlock()
-	if head.IsZero() || indexed != head || x.tree != tree || !x.exact {
+	entries, ok := held.entriesFor(head, tree)
+	if !ok {
 		return
 	}
 	var b []byte
@@ -90,7 +87,7 @@ func (r *Repo) markClean(held indexHeld, wait bool) {
 	}
 	now := time.Now()
 	waited := false
-	for _, e := range x.entries {
+	for _, e := range entries {
 		if !strings.HasPrefix(e.Path, memDir+"/") {
 			continue
 		}

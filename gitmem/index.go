@@ -220,6 +220,20 @@ func keptUnder(prev []gd.IndexEntry, prefix string, read []string) ([]gd.IndexEn
 	return kept, true
 }
 
+// entriesFor returns the entries of the last .git/index written, when it
+// was written for head (not zero) and its tree root: what a clean mark
+// vouches for (clean.go).
+func (l indexHeld) entriesFor(head plumbing.Hash, root *node) ([]gd.IndexEntry, bool) {
+	x := l.x
+	x.marksMu.Lock()
+	indexed := x.head
+	x.marksMu.Unlock()
+	if head.IsZero() || indexed != head || x.tree != root || !x.exact {
+		return nil, false
+	}
+	return x.entries, true
+}
+
 // byPath orders index entries by path, as .git/index does.
 func byPath(e gd.IndexEntry, p string) int { return strings.Compare(e.Path, p) }
 
