@@ -139,19 +139,17 @@ type cleanFile struct {
 	st   gd.Stat
 }
 
-// readCleanMark reads the clean mark, and its own lstat data as opened.
+// readCleanMark reads the clean mark, and its own lstat data, taken
+// before the read (CleanView's last look compares it: a mark replaced
+// meanwhile has other). A FIFO or anything but a regular file is no mark,
+// and is not waited on (gd.ReadFileMax opens without waiting).
 func readCleanMark(gitDir string) (m cleanMark, st gd.Stat, ok bool) {
-	f, err := gd.OpenRead(cleanPath(gitDir))
+	fi, err := os.Lstat(cleanPath(gitDir))
+	if err != nil || !fi.Mode().IsRegular() {
+		return m, st, false
+	}
+	data, err := gd.ReadFileMax(cleanPath(gitDir), 64<<20)
 	if err != nil {
-		return m, st, false
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 64<<20 {
-		return m, st, false
-	}
-	data := make([]byte, fi.Size())
-	if _, err := f.ReadAt(data, 0); err != nil {
 		return m, st, false
 	}
 	lines := strings.Split(string(data), "\n")
