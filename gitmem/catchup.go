@@ -88,7 +88,7 @@ func catchUp(ctx context.Context, gitDir string, opt *Options) (heldBack time.Du
 	if wait.LockWait <= 0 || wait.LockWait > catchUpWait {
 		wait.LockWait = catchUpWait
 	}
-	err = waitLock(ctx, &wait, gitDir, letGo, free)
+	err = waitLockFor(ctx, &wait, gitDir, letGo, free) // not waitLock: a reader removes no clean mark
 	switch {
 	case ctx.Err() != nil:
 		return 0, ctx.Err()

@@ -2,6 +2,7 @@ package gitmem
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,6 +35,7 @@ func TestReaderSeesWhatAWriterHoldsBack(t *testing.T) {
 	t.Parallel()
 	w, dir := initWritingLate(t)
 	defer w.Close()
+	w.MarkWhenClean() // as a store's writer: its release writes the clean mark
 	write(t, w, "t1", "a.md", "one\n")
 	if ids := gittest.Git(t, dir, "log", "--format=%(trailers:key=Tool-Use-Id,valueonly)"); strings.Contains(ids, "t1") {
 		t.Fatalf("t1 reached git's files before the reader asked; the test needs it held back:\n%s", ids)
@@ -50,6 +52,11 @@ func TestReaderSeesWhatAWriterHoldsBack(t *testing.T) {
 	}
 	if ids := logIDs(t, r); len(ids) == 0 || ids[0] != "t1" {
 		t.Fatalf("the reader's history begins %q, want t1 (the change the writer held back)", ids)
+	}
+	// The writer let go with nothing left to write: its clean mark is
+	// there, and the reader, which writes nothing, left it.
+	if _, err := os.Stat(cleanPath(filepath.Join(dir, ".git"))); err != nil {
+		t.Fatalf("after the reader caught up, the writer's clean mark: %v", err)
 	}
 	if u, err := r.Unrecovered(); err != nil || u.Changes != 0 || u.HeldBack != 0 {
 		t.Fatalf("Unrecovered = %+v, %v after catching up; want none", u, err)

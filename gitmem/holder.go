@@ -246,6 +246,8 @@ func waitLock(ctx context.Context, opt *Options, gitDir string, acquire func(con
 	return err
 }
 
+// waitLockFor is waitLock, the clean mark left alone: a reader's wait
+// for the holder to let go (catchUp), which writes nothing.
 func waitLockFor(ctx context.Context, opt *Options, gitDir string, acquire func(context.Context) error, try func() (bool, error)) error {
 	if opt.LockWait <= 0 && opt.Waiting == nil {
 		return acquire(ctx)
