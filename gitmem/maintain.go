@@ -57,7 +57,7 @@ func (m *maintainer) shutdown() {
 // maintainLoop materialises soon after each group, checkpoints now and
 // then, and gives the writer lock up when idle or asked for.
 func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
-	t := time.NewTicker(pollEvery)
+	t := time.NewTicker(r.opt.pollEvery())
 	defer t.Stop()
 	var headChecked time.Time
 	for {

@@ -1073,3 +1073,20 @@ func TestWaitingChangesWrittenAtClose(t *testing.T) {
 		t.Fatalf("after Close, git status says %q", got)
 	}
 }
+
+// The maintenance loop looks every 10 ms where changes are written at
+// once, and less often where they wait to be written (MaterialiseEvery:
+// serve --stores), up to 100 ms.
+func TestPollEveryFollowsMaterialiseEvery(t *testing.T) {
+	for _, c := range []struct{ every, want time.Duration }{
+		{0, 10 * time.Millisecond},
+		{100 * time.Millisecond, 10 * time.Millisecond},
+		{time.Second, 50 * time.Millisecond},
+		{2 * time.Second, 100 * time.Millisecond},
+		{time.Hour, 100 * time.Millisecond},
+	} {
+		if got := (&Options{MaterialiseEvery: c.every}).pollEvery(); got != c.want {
+			t.Errorf("MaterialiseEvery %v: the loop looks every %v, want %v", c.every, got, c.want)
+		}
+	}
+}

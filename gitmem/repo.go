@@ -52,7 +52,8 @@ type Options struct {
 	// ReleaseIdle is how long a writer keeps the writer lock without a
 	// change before it gives it up (default: 200 ms), once .git/index
 	// holds its changes (IndexDelay). Another process that queues for the
-	// lock gets it sooner: the holder gives it up at once. Longer keeps
+	// lock gets it sooner: the holder gives it up at once (within 10 ms;
+	// up to 100 ms with MaterialiseEvery: Options.pollEvery). Longer keeps
 	// the lock, and the descriptors a writer holds (the write-ahead log,
 	// the lock), across quiet spells: the next change takes no lock and
 	// opens no file for it.
