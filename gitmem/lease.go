@@ -150,6 +150,7 @@ func (r *Repo) release(t *writerTurn) bool {
 		return false
 	}
 	r.closeLog(false)
+	r.mat.forgetHeld() // the checkpoint above made them durable; the next holder may redact them
 	r.markClean(held, true)
 	r.mirror.dropSpares()
 	r.lease.Release()

@@ -386,6 +386,22 @@ func (m *materialiser) secureMaterialized(dt diskTurn) error {
 	return nil
 }
 
+// forgetHeld drops the objects held for secureMaterialized and
+// foldSmall, all of them durable in git's files (a checkpoint made them
+// so): called as the writer lock is let go. The next holder may rewrite
+// or delete their packs — a redaction removes a secret, a gc repacks —
+// and this process, taking the lock again, must not write them back from
+// memory as if acknowledged objects had been deleted by another program;
+// its small packs are left to gc to merge.
+func (m *materialiser) forgetHeld() {
+	dt := m.disk.hold()
+	defer dt.release()
+	for _, g := range dt.d.held {
+		m.objs.st.Drop(g.objs)
+	}
+	dt.d.held = nil
+}
+
 // foldSmall writes the small packs materialisation wrote (groups of
 // fewer than foldBelow objects and foldBelowBytes: a call or two each, or
 // the dozen calls a group holds under load) again as one, from memory,

@@ -594,3 +594,43 @@ func TestRedactKeepsOnlyGitmemsOwnValues(t *testing.T) {
 	r.Close()
 	assertNoSecret(t, dir, "sk-live1secret")
 }
+
+// A server's small packs, kept in memory to be folded, are forgotten as
+// it lets the writer lock go: the next holder may redact or repack them
+// away, and the server, finding them gone at its next checkpoint, took
+// that for a deletion of acknowledged objects and wrote them again from
+// memory — the secret a CLI redact had just removed (the newcomer's pass:
+// gitmem redact beside serve --stores, the blob back in a kept pack).
+func TestLettingTheLockGoForgetsHeldPacks(t *testing.T) {
+	t.Parallel()
+	server, dir := initWritingLate(t) // as a store of serve --stores, writing late
+	defer server.Close()
+	write(t, server, "s1", "notes.md", "token sk-abc123\n")
+	if err := server.checkpoint(); err != nil { // its small pack held, to be folded
+		t.Fatal(err)
+	}
+	op, err := Open(context.Background(), dir, testOptions(t)) // the server lets the lock go
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	dt := server.disk.hold()
+	n := len(dt.d.held)
+	dt.release()
+	if n != 0 {
+		t.Fatalf("the server let the writer lock go holding %d group(s) of objects to write again if their packs go", n)
+	}
+	if _, err := op.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	op.Close()
+	write(t, server, "s3", "other.md", "later\n")
+	if err := server.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range strings.Fields(gittest.Git(t, dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")) {
+		if out := gittest.Git(t, dir, "cat-file", "-p", o); strings.Contains(out, "sk-abc123") {
+			t.Fatalf("after the server's next change, object %s holds the redacted secret again:\n%s", o, out)
+		}
+	}
+}
