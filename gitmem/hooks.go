@@ -27,6 +27,9 @@ type testHooks struct {
 	merge, mergeLooked func()
 	// syncIDs runs in syncIDs once HEAD was read, before the ids are.
 	syncIDs func()
+	// unrecovered runs in Unrecovered once it found the writer lock free,
+	// before it reads the log files.
+	unrecovered func()
 	// redactFault runs once a redaction's record of the moves is written
 	// and before the first ref moves; an error stops the redaction there,
 	// as a kill would.
@@ -139,6 +142,12 @@ func (h *testHooks) atAwaitCheck() {
 func (h *testHooks) atCatchUp() {
 	if h != nil && h.catchUp != nil {
 		h.catchUp()
+	}
+}
+
+func (h *testHooks) atUnrecovered() {
+	if h != nil && h.unrecovered != nil {
+		h.unrecovered()
 	}
 }
 

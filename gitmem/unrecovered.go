@@ -2,6 +2,8 @@ package gitmem
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -50,14 +52,26 @@ func (r *Repo) Unrecovered() (Unrecovered, error) {
 	if d := time.Duration(r.heldBack.Load()); d > 0 {
 		return Unrecovered{HeldBack: d, Holder: waitedFor(r.gitDir)}, nil
 	}
-	held, err := gd.HeldElsewhere(filepath.Join(r.gitDir, "gitmem", "lock"))
-	if err != nil || held {
-		var u Unrecovered
-		if held {
-			u.Holder = readHolder(r.gitDir)
+	// The lock is held shared while the log is read: a writer taking
+	// it meanwhile (a serve taking it back after a reader's CatchUp) and
+	// appending a change would make that change look left by a crash.
+	lk, err := gd.OpenReadLock(filepath.Join(r.gitDir, "gitmem", "lock"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist): // no writer ever ran here
+	case err != nil:
+		return Unrecovered{}, wrap("check the writer lock", err)
+	default:
+		defer lk.Close()
+		free, err := lk.TryLockShared()
+		if err != nil {
+			return Unrecovered{}, wrap("check the writer lock", err)
 		}
-		return u, wrap("check the writer lock", err)
+		if !free {
+			return Unrecovered{Holder: readHolder(r.gitDir)}, nil
+		}
+		defer lk.Unlock()
 	}
+	r.opt.hooks.atUnrecovered()
 	return unrecoveredIn(r.gitDir, r.branch, r.objects.st)
 }
 

@@ -388,3 +388,44 @@ func TestReplayOnAFullDiskKeepsTheWorktreeRepairs(t *testing.T) {
 		t.Fatalf("git status:\n%s", st)
 	}
 }
+
+// A writer cannot take the writer lock while Unrecovered reads the log
+// files: a serve that took it back (after a reader's catch-up made it
+// let go) and appended a change meanwhile made a reader warn that
+// gitmem had stopped before writing it (the attacker's pass: 3 of ~150
+// reads beside a busy serve --stores). The reader holds the lock shared
+// for the read.
+func TestUnrecoveredHoldsTheLockWhileItReadsTheLog(t *testing.T) {
+	t.Parallel()
+	dir := crashWithLog(t)
+	opt := testOptions(t)
+	opt.ReadOnly = true
+	var took bool
+	var tryErr error
+	h := &testHooks{env: new(gd.Env)}
+	h.unrecovered = func() {
+		l, err := gd.OpenFileLock(filepath.Join(dir, ".git", "gitmem", "lock"))
+		if err != nil {
+			tryErr = err
+			return
+		}
+		defer l.Close()
+		took, tryErr = l.TryLock()
+		if took {
+			l.Unlock()
+		}
+	}
+	opt.hooks = h
+	r, err := Open(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	u, err := r.Unrecovered()
+	if err != nil || u.Changes != 2 {
+		t.Fatalf("Unrecovered = %+v, %v; want the 2 changes the crash left", u, err)
+	}
+	if tryErr != nil || took {
+		t.Fatalf("a writer took the writer lock while Unrecovered read the log (%v, %v)", took, tryErr)
+	}
+}
