@@ -49,8 +49,19 @@ func catchUp(ctx context.Context, gitDir string, opt *Options) (heldBack time.Du
 	// repository, whose lock files are the owner's alone: 0600) reads
 	// what git's files hold, as it did before it could ask; Unrecovered
 	// says the log could not be checked.
-	lockPath := filepath.Join(gitDir, "gitmem", "lock")
-	if held, err := gd.HeldElsewhere(lockPath); err != nil || !held {
+	lk, err := gd.OpenReadLock(filepath.Join(gitDir, "gitmem", "lock"))
+	if err != nil {
+		return 0, nil
+	}
+	defer lk.Close()
+	free := func() (bool, error) {
+		ok, err := lk.TryLockShared()
+		if ok {
+			err = lk.Unlock()
+		}
+		return ok, err
+	}
+	if ok, err := free(); ok || err != nil { // no holder: git's files hold every change
 		return 0, nil
 	}
 	if readHolder(gitDir).Pid != 0 { // its checkpoint fails: it keeps the lock
@@ -61,11 +72,6 @@ func catchUp(ctx context.Context, gitDir string, opt *Options) (heldBack time.Du
 		return 0, nil
 	}
 	defer intent.Close()
-	lk, err := gd.OpenReadLock(lockPath)
-	if err != nil {
-		return 0, nil
-	}
-	defer lk.Close()
 	letGo := func(ctx context.Context) error {
 		if err := intent.LockSharedContext(ctx); err != nil {
 			return err
@@ -75,13 +81,6 @@ func catchUp(ctx context.Context, gitDir string, opt *Options) (heldBack time.Du
 			return err
 		}
 		return lk.Unlock()
-	}
-	free := func() (bool, error) {
-		ok, err := lk.TryLockShared()
-		if ok {
-			err = lk.Unlock()
-		}
-		return ok, err
 	}
 	wait := *opt
 	wait.Waiting = nil // a few seconds at most, told after (Unrecovered)
