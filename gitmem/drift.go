@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -99,6 +100,119 @@ func (m *mirror) leaveTooBig(rel string, size int64) {
 // file size: it is no longer, and is named again if it grows over it.
 // Called with the writer turn held.
 func (m *mirror) tooBigGone(rel string) { delete(m.tooBigLogged, rel) }
+
+// noRoom reports whether the memory of tree has no room for a file made
+// by hand at rel (relative to memories/): it is none of tree's files, and
+// tree holds maxFiles files or more. The model gets "Cannot create" there
+// (policy.Limits.Check); a hand edit gets no further either.
+func (m *mirror) noRoom(tree *node, rel string) bool {
+	return m.full(tree) && !lookup(tree, full(rel)).isFile()
+}
+
+// full reports whether the memory of tree holds maxFiles files or more.
+func (m *mirror) full(tree *node) bool {
+	if m.maxFiles <= 0 {
+		return false
+	}
+	n := lookup(tree, memDir)
+	return n.isDir() && n.files >= m.maxFiles
+}
+
+// leaveRoomless leaves the files made by hand that an adopt found no
+// room for (rels, relative to memories/, in path order) where they are:
+// never read, never committed, and not looked at again while the memory
+// has no room (skipRoomless). The error log says how many there are,
+// with the limit, for those no earlier adopt named. Called with the
+// writer turn held.
+func (m *mirror) leaveRoomless(rels []string, holds int) {
+	added := m.roomless.add(rels)
+	if len(added) == 0 {
+		return
+	}
+	m.errorf("gitmem: %s file(s) made by hand in memories/ (%s first) are not committed, nor shown to the model: the memory holds %s files, the limit is %s files; they are taken once it has room (remove them, delete other memories, or raise the limit)",
+		policy.Thousands(int64(len(added))), full(added[0]), policy.Thousands(int64(holds)), policy.Thousands(int64(m.maxFiles)))
+}
+
+// skipRoomless is drift (relative to memories/, found against tree)
+// without the files made by hand that an adopt left for want of room,
+// while tree still has none: looked at again, they kept the writer turn
+// and lock for a look at each, at every adopt, and came to nothing.
+func (m *mirror) skipRoomless(tree *node, drift []string) []string {
+	if !m.full(tree) {
+		return drift
+	}
+	return m.roomless.without(drift, func(rel string) bool { return !lookup(tree, full(rel)).isFile() })
+}
+
+// roomless is the set of files made by hand that an adopt left because
+// the memory had no room for them (relative to memories/). Its own lock
+// is a leaf: an adopt adds to it with the writer turn held, a look
+// without the turn reads it (Adopt's, a view's).
+type roomless struct {
+	mu   sync.Mutex
+	left map[string]bool
+}
+
+// add notes rels, and returns those not noted before.
+func (r *roomless) add(rels []string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.left == nil {
+		r.left = map[string]bool{}
+	}
+	var added []string
+	for _, rel := range rels {
+		if !r.left[rel] {
+			r.left[rel] = true
+			added = append(added, rel)
+		}
+	}
+	return added
+}
+
+// drop forgets rels: taken, or no longer on disk.
+func (r *roomless) drop(rels ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rel := range rels {
+		delete(r.left, rel)
+	}
+}
+
+// keepOnly forgets every file not in drift (a look at every file): one
+// made again later is named again.
+func (r *roomless) keepOnly(drift []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.left) == 0 {
+		return
+	}
+	in := make(map[string]bool, len(drift))
+	for _, rel := range drift {
+		in[rel] = true
+	}
+	for rel := range r.left {
+		if !in[rel] {
+			delete(r.left, rel)
+		}
+	}
+}
+
+// without is drift without the files noted that skip reports.
+func (r *roomless) without(drift []string, skip func(rel string) bool) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.left) == 0 {
+		return drift
+	}
+	out := drift[:0:0]
+	for _, rel := range drift {
+		if !r.left[rel] || !skip(rel) {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
 
 // loadIndexStats seeds the lstat cache from .git/index: an entry whose
 // blob is HEAD's and that is not racy (changed no earlier than the index
@@ -415,15 +529,30 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 	// An edit of a file a rename took elsewhere last: it merges into
 	// what the file there holds then, an edit of that one taken first
 	// (taken after, as it is, it would replace the merge).
+	// A file made by hand is taken only while the memory has room for
+	// it (maxFiles), in path order, after the removals made room: the
+	// others are not read (100,000 files made by hand took a server's
+	// start over a minute, all committed).
+	var roomless, roomy []string
 	for _, late := range []bool{false, true} {
 		for _, rel := range writes {
 			if (m.repairs.movedTo(full(rel)) != "") != late {
 				continue
 			}
+			if !late && m.noRoom(a.tx.root, rel) {
+				a.later[rel] = true
+				roomless = append(roomless, rel)
+				continue
+			}
+			roomy = append(roomy, rel)
 			if err := m.adoptWrite(a, rel, readBlob); err != nil {
 				return err
 			}
 		}
+	}
+	m.roomless.drop(roomy...) // each one left before is named again if it is left again
+	if len(roomless) > 0 {
+		m.leaveRoomless(roomless, lookup(a.tx.root, memDir).files)
 	}
 	if a.taken == 0 && !first {
 		return ErrNoChange
@@ -940,7 +1069,8 @@ func (r *Repo) adoptNow(ctx context.Context, paths []string) (*prepared, error) 
 // skipping what the worktree has yet to follow there (repairs.pendingFor:
 // gitmem's own unfinished work, not hand edits).
 func (m *mirror) driftedAt(tree *node, paths []string) ([]string, error) {
-	return m.drifted(tree, paths, m.repairs.pendingFor(paths))
+	drift, err := m.drifted(tree, paths, m.repairs.pendingFor(paths))
+	return m.skipRoomless(tree, drift), err
 }
 
 // allDrifted is driftedAt over the whole of memories/, skipping too
@@ -957,7 +1087,12 @@ func (m *mirror) allDrifted(tree *node) ([]string, error) {
 			pend[p] = true
 		}
 	}
-	return m.drifted(tree, []string{memDir}, pend)
+	drift, err := m.drifted(tree, []string{memDir}, pend)
+	if err != nil {
+		return nil, err
+	}
+	m.roomless.keepOnly(drift) // a look at every file: one removed since it was left is named again if made again
+	return m.skipRoomless(tree, drift), nil
 }
 
 // Adopt commits every hand edit in the worktree now (serve does this in

@@ -18,8 +18,8 @@ import (
 // files (worktree*.go, drift.go, handedit.go, journal.go, mirror.go; see
 // parts_test.go): the rest of the store goes through its methods.
 //
-// It has no lock of its own. Its parts' locks, statCache.mu, repairs.mu
-// and the worktree's writtenMu and sparesMu, are leaves of the lock
+// It has no lock of its own. Its parts' locks, statCache.mu, repairs.mu,
+// roomless.mu and the worktree's writtenMu and sparesMu, are leaves of the lock
 // order: each may be taken with any other lock held, and none is held
 // while another lock is taken. What orchestrates it with the rest of the
 // store (materializeSome's follow, adopting, checking out what git moved)
@@ -32,6 +32,7 @@ type mirror struct {
 	env          *gd.Env    // the test suite's seams (nil: none)
 	hooks        *testHooks // the test suite's other seams (nil: none)
 	maxFileBytes int64      // Options.MaxFileBytes: a hand-made file over it is not read (0: no limit)
+	maxFiles     int        // Options.MaxFiles: no file made by hand is taken while the memory holds as many (<= 0: no limit)
 	logf         func(string, ...any)
 	index        indexWriting         // .git/index's part: where it notes for what commit gitmem wrote it
 	errorf       func(string, ...any) // Options.Errorf: what the operator must act on
@@ -45,6 +46,11 @@ type mirror struct {
 	// every look. Guarded by the writer turn: only an adopt, with the writer turn
 	// held, touches it.
 	tooBigLogged map[string]int64
+
+	// roomless are the files made by hand that an adopt left because the
+	// memory held maxFiles files (leaveRoomless): named once, and not
+	// looked at again while the memory has no room (skipRoomless).
+	roomless roomless
 
 	// checked is closed once the start's look at every worktree file
 	// for hand edits is done (drift.go, checkLater); closed from the
@@ -65,7 +71,7 @@ type indexWriting interface {
 func newMirror(root *os.Root, dir, gitDir string, index indexWriting, opt *Options) *mirror {
 	env := opt.hooks.gdEnv()
 	m := &mirror{wt: newWorktree(root, dir, gitDir, env), stats: newStatCache(), repairs: newRepairs(),
-		gitDir: gitDir, env: env, hooks: opt.hooks, maxFileBytes: opt.MaxFileBytes, logf: opt.Logf, errorf: opt.Errorf, index: index}
+		gitDir: gitDir, env: env, hooks: opt.hooks, maxFileBytes: opt.MaxFileBytes, maxFiles: opt.MaxFiles, logf: opt.Logf, errorf: opt.Errorf, index: index}
 	checked := make(chan struct{})
 	close(checked)
 	m.checked.Store(&checked)

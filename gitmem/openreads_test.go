@@ -1101,3 +1101,122 @@ func twinIndex(t *testing.T) (dir string, first Commit, path string, data []byte
 	}
 	return dir, first, path, data
 }
+
+// TestHandMadeFilesPastTheFileLimitAreLeft: files made by hand in
+// memories/ past the most files the memory may hold (100,000 made in a
+// store of serve --stores, --max-files 10,000: every one was read and
+// committed, and the store's start took over 50 s) are taken only while
+// the memory has room, in path order, after the hand edits that make
+// room. The others are neither read nor committed: they stay on disk as
+// they are, a view says they do not exist, the error log says so once,
+// with the limit and no host path, and they are taken once the memory
+// has room. Nothing acknowledged is lost.
+func TestHandMadeFilesPastTheFileLimitAreLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.MaxFiles = 4
+	logs := captureLogs(t, &opt)
+	logf := opt.Logf
+	opt.Errorf = func(format string, a ...any) { logf("ERROR "+format, a...) }
+	r, _, err := Init(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "a\n")
+	write(t, r, "t2", "b.md", "b\n")
+	write(t, r, "t3", "c.md", "c\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// While gitmem is stopped: a.md edited, b.md deleted, eight files
+	// made: the two the memory has room for are small, the others
+	// 100,000 bytes each.
+	made := func(i int) string {
+		if i < 2 {
+			return fmt.Sprintf("small %d\n", i)
+		}
+		return strings.Repeat("m", 99_999) + "\n"
+	}
+	for i := range 8 {
+		if err := os.WriteFile(filepath.Join(dir, "memories", fmt.Sprintf("n%d.md", i)), []byte(made(i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("a by hand\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "memories", "b.md")); err != nil {
+		t.Fatal(err)
+	}
+	var adopts atomic.Int64 // adopts that found files to take, and took the writer turn and lock to look at each
+	opt.hooks.drift = func() { adopts.Add(1) }
+	r, err = Open(ctx, dir, opt) // a server's: the start's adopt runs after Open returns
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// The files left are not looked at again while there is no room.
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) { // after the start's adopt
+		t.Fatalf("adopt after the start's: %v, want ErrNoChange", err)
+	}
+	if n := adopts.Load(); n != 1 {
+		t.Fatalf("%d adopts found files to take, want 1 (the start's)", n)
+	}
+	if n := r.mirror.wt.readBytes.Load(); n >= 100_000 {
+		t.Fatalf("the start read %d bytes: the files made past the limit (100,000 bytes each) were read", n)
+	}
+	files := func() string {
+		t.Helper()
+		settle(t, r)
+		return strings.Join(strings.Fields(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")), " ")
+	}
+	if got, want := files(), "memories/a.md memories/c.md memories/n0.md memories/n1.md"; got != want {
+		t.Fatalf("HEAD holds %s, want %s", got, want)
+	}
+	if got := read(t, r, "a.md"); got != "a by hand\n" {
+		t.Fatalf("a.md = %q: the hand edit was not taken", got)
+	}
+	v, err := r.Snapshot(ctx, "n5.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Stat("n5.md"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("a view of n5.md: %v, want ErrNotExist", err)
+	}
+	named := func() int {
+		n := 0
+		for _, l := range logs() {
+			if strings.Contains(l, dir) {
+				t.Fatalf("a host path was logged: %s", l)
+			}
+			if strings.HasPrefix(l, "ERROR gitmem: 6 file(s) made by hand in memories/ (memories/n2.md first) are not committed, nor shown to the model: the memory holds 4 files, the limit is 4 files") {
+				n++
+			} else if strings.HasPrefix(l, "ERROR") {
+				t.Fatalf("logged: %s", l)
+			}
+		}
+		return n
+	}
+	if n := named(); n != 1 {
+		t.Fatalf("the files left were named %d times, want once:\n%s", n, strings.Join(logs(), "\n"))
+	}
+	// Room for one: the next in path order is taken, the others are not
+	// named again.
+	del(t, r, "t4", "c.md")
+	if _, err := r.Adopt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := files(), "memories/a.md memories/n0.md memories/n1.md memories/n2.md"; got != want {
+		t.Fatalf("with room for one, HEAD holds %s, want %s", got, want)
+	}
+	if n := named(); n != 1 {
+		t.Fatalf("the files left were named %d times, want once:\n%s", n, strings.Join(logs(), "\n"))
+	}
+	for i := range 8 {
+		if got := readDisk(t, dir, fmt.Sprintf("n%d.md", i)); got != made(i) {
+			t.Fatalf("n%d.md on disk changed: %d bytes", i, len(got))
+		}
+	}
+}

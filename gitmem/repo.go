@@ -124,6 +124,13 @@ type Options struct {
 	// it is neither read nor committed, and the error log names it
 	// (0: policy.DefaultLimits.MaxFileBytes; negative: no limit).
 	MaxFileBytes int64
+	// MaxFiles is the most files hand edits may make the memory hold: a
+	// file created by hand while the memory holds as many is neither
+	// read nor committed, and stays on disk as it is until the memory
+	// has room for it (the files made by hand are taken in path order).
+	// The error log says how many were left, once (0:
+	// policy.DefaultLimits.MaxFiles; negative: no limit).
+	MaxFiles int
 	// LockWait bounds a wait for the writer lock another process holds:
 	// after it, the call gives up with a *LockHeldError and changes
 	// nothing (0: the wait lasts as long as the call's context; a
@@ -180,6 +187,9 @@ func (o *Options) defaults(dir string) {
 	}
 	if o.MaxFileBytes == 0 {
 		o.MaxFileBytes = policy.DefaultLimits.MaxFileBytes
+	}
+	if o.MaxFiles == 0 {
+		o.MaxFiles = policy.DefaultLimits.MaxFiles
 	}
 	if o.Process == "" && len(os.Args) > 0 {
 		o.Process = filepath.Base(os.Args[0])

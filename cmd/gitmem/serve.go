@@ -60,7 +60,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "author", Usage: "commit author, \"Name <email>\" (default: Claude <claude@gitmem.invalid>)"},
 			&cli.Int64Flag{Name: "max-file-bytes", Value: d.MaxFileBytes, Usage: "largest memory file (the model's; a larger file made by hand is not committed)"},
 			&cli.Int64Flag{Name: "max-total-bytes", Value: d.MaxTotalBytes, Usage: "largest total size of the memory"},
-			&cli.IntFlag{Name: "max-files", Value: d.MaxFiles, Usage: "most files in the memory"},
+			&cli.IntFlag{Name: "max-files", Value: d.MaxFiles, Usage: "most files in the memory (the model's; a file made by hand past it is not committed)"},
 			&cli.IntFlag{Name: "max-view-bytes", Value: d.MaxViewBytes, Usage: "largest view result before it is paginated"},
 			&cli.StringFlag{Name: "expire-every", Usage: "run expire every `DURATION` (with --expire-older-than)"},
 			&cli.StringFlag{Name: "expire-older-than", Usage: "what the periodic expire deletes: files unchanged for `DURATION`"},
@@ -272,16 +272,20 @@ func serve(c *cli.Context) (err error) {
 }
 
 // repoOptions are what serve opens a repository with: a hand-made file
-// over --max-file-bytes is not committed, as the model cannot write one.
-// listening is the URL serve answers on meanwhile ("" for stdio), for
-// the notice of a wait for the writer lock.
+// over --max-file-bytes is not committed, nor one made past --max-files,
+// as the model cannot write one. listening is the URL serve answers on
+// meanwhile ("" for stdio), for the notice of a wait for the writer lock.
 func repoOptions(c *cli.Context, author gitmem.Signature, listening string) gitmem.Options {
 	maxFile := c.Int64("max-file-bytes")
 	if maxFile <= 0 {
 		maxFile = -1 // no limit, for hand edits as for the model
 	}
-	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: logAt(c, slog.LevelError), MaxFileBytes: maxFile, Process: processName(c),
-		Waiting: serveWaiting(logAt(c, slog.LevelWarn), listening)}
+	maxFiles := c.Int("max-files")
+	if maxFiles <= 0 {
+		maxFiles = -1
+	}
+	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: logAt(c, slog.LevelError), MaxFileBytes: maxFile, MaxFiles: maxFiles,
+		Process: processName(c), Waiting: serveWaiting(logAt(c, slog.LevelWarn), listening)}
 }
 
 // serveWaiting logs, a second into a wait for the writer lock another
@@ -680,7 +684,7 @@ func maintain(ctx context.Context, repo *gitmem.Repo, m maintenance, logf func(s
 		case <-adoptTick:
 			c, err := repo.Adopt(ctx)
 			switch {
-			case errors.Is(err, gitmem.ErrNoChange), ctx.Err() != nil: // stopped: the next start adopts
+			case errors.Is(err, gitmem.ErrNoChange), errors.Is(err, gitmem.ErrClosed), ctx.Err() != nil: // stopped: the next start adopts
 			case err != nil:
 				logf("gitmem: committing hand edits: %v", err)
 			default:
