@@ -34,7 +34,7 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: []string{"GITMEM_LOG_FORMAT"},
 			Usage: "log lines as text (key=value) or json"},
 		&cli.DurationFlag{Name: "lock-wait", Value: 30 * time.Second, EnvVars: []string{"GITMEM_LOCK_WAIT"},
-			Usage: "how long a command that writes waits for the memory's writer lock while another gitmem process holds it, before it gives up (exit code 5; 0: as long as it takes)"},
+			Usage: "how long a command that writes waits for the memory's writer lock while another process holds it, before it gives up (exit code 5; 0: as long as it takes)"},
 		&cli.BoolFlag{Name: "allow-owner-mismatch", EnvVars: []string{"GITMEM_ALLOW_OWNER_MISMATCH"},
 			Usage: "let a command that writes (revert, restore, expire, fsck --repair, ...) write a repository whose .git is another user's (the files it writes are yours)"},
 	}

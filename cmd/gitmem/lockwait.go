@@ -13,7 +13,7 @@ import (
 )
 
 // A command that writes waits for the memory's writer lock while another
-// gitmem process holds it: a serve lets it go within a second once a
+// process holds it (another gitmem, as a rule): a serve lets it go within a second once a
 // command waits, a gc or a redaction when it is done, and a process whose
 // checkpoint keeps failing (a full disk: its write-ahead log holds
 // acknowledged changes git's files cannot take yet) not until one
@@ -51,13 +51,17 @@ func processName(c *cli.Context) string {
 
 // heldBy says which process holds the writer lock (its pid and name as
 // the kernel tells them, when it does), and why it keeps it when it
-// recorded why (its checkpoint fails).
+// recorded why (its checkpoint fails). Only a gitmem process writes that
+// record (.git/gitmem/holder); the lock file itself says nothing of its
+// holder, which may be any program (flock .git/gitmem/lock sleep 100):
+// one that recorded nothing is "another process", with the name the
+// kernel gives it.
 func heldBy(h gitmem.Holder) string {
 	if h.Pid == 0 && h.Locker != 0 { // named by the kernel (Linux), not recorded
-		return fmt.Sprintf("another gitmem process holds it (pid %d, %s)", h.Locker, policy.ClipName(h.LockerName))
+		return fmt.Sprintf("another process holds it (pid %d, %s)", h.Locker, policy.ClipName(h.LockerName))
 	}
 	if h.Pid == 0 {
-		return "another gitmem process holds it"
+		return "another process holds it"
 	}
 	return fmt.Sprintf("another gitmem process holds it (pid %d, %s): its checkpoint has failed since %s (%s), and it keeps the lock until git's files take its acknowledged changes",
 		h.Pid, policy.ClipName(h.Process), h.Since.In(time.Local).Format(timeLayout), policy.Printable(policy.Clip(h.Failing, maxFailingShown)))

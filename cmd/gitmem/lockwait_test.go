@@ -48,7 +48,7 @@ func TestCommandGivesUpOnAHeldLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The kernel names the holder (Linux: /proc/locks), this test.
-	held := "another gitmem process holds it"
+	held := "another process holds it"
 	if runtime.GOOS == "linux" {
 		comm, _ := os.ReadFile("/proc/self/comm")
 		held += fmt.Sprintf(" (pid %d, %s)", os.Getpid(), strings.TrimSpace(string(comm)))
@@ -112,6 +112,27 @@ func gitmemRun(t *testing.T, env []string, args ...string) (stdout, stderr strin
 	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 
+// A holder of the writer lock that recorded nothing may be any program
+// (flock .git/gitmem/lock sleep 100): the lock file says nothing of its
+// holder. It is "another process", with the name the kernel gives it
+// when it does; only a record, which gitmem alone writes, says gitmem.
+// (Every holder was "another gitmem process".)
+func TestHeldBySaysGitmemOnlyWhenItKnows(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		h    gitmem.Holder
+		want string
+	}{
+		{gitmem.Holder{}, "another process holds it"},
+		{gitmem.Holder{Locker: 42, LockerName: "flock"}, "another process holds it (pid 42, flock)"},
+		{gitmem.Holder{Pid: 7, Process: "gitmem serve", Since: time.Unix(0, 0), Failing: "write: no space left on device"}, "another gitmem process holds it (pid 7, gitmem serve): "},
+	} {
+		if got := heldBy(tc.h); !strings.HasPrefix(got, tc.want) || tc.h.Pid == 0 && got != tc.want {
+			t.Errorf("heldBy(%+v) = %q, want %q", tc.h, got, tc.want)
+		}
+	}
+}
+
 // What a holder recorded (a file anyone who can write .git can forge, a
 // failure that names a memory file) is printed with its control and
 // bidirectional characters escaped, and cut: no escape sequence, line
@@ -131,7 +152,7 @@ func TestHeldByEscapesTheRecord(t *testing.T) {
 		t.Fatalf("a plain record is quoted: %q", got)
 	}
 	// A process names itself (/proc/PID/comm): escaped too.
-	if got := heldBy(gitmem.Holder{Locker: 7, LockerName: "gc\x1b[2J"}); got != `another gitmem process holds it (pid 7, "gc\x1b[2J")` {
+	if got := heldBy(gitmem.Holder{Locker: 7, LockerName: "gc\x1b[2J"}); got != `another process holds it (pid 7, "gc\x1b[2J")` {
 		t.Fatalf("the kernel's holder: %q", got)
 	}
 }
@@ -211,7 +232,7 @@ func TestServeStartSaysItWaitsForTheLock(t *testing.T) {
 		return nil
 	}
 	base := line("saying it waits for the writer lock", regexp.MustCompile(
-		`waiting for the writer lock of this memory: another gitmem process holds it.*; serve waits as long as it takes; meanwhile (http://127\.0\.0\.1:[0-9]+) answers 503 \(starting\)`))[1]
+		`waiting for the writer lock of this memory: another process holds it.*; serve waits as long as it takes; meanwhile (http://127\.0\.0\.1:[0-9]+) answers 503 \(starting\)`))[1]
 	get := func(path string) (int, http.Header, string) {
 		t.Helper()
 		resp, err := http.Get(base + path)

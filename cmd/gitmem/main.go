@@ -18,7 +18,7 @@ const (
 	exitUsage   = 2 // the command line was wrong
 	exitNoRepo  = 3 // --repo is not a gitmem repository
 	exitRemote  = 4 // store import, export: the Memory Stores API could not be reached, or refused or failed a request
-	exitLocked  = 5 // another gitmem process held the memory's writer lock for all of --lock-wait: nothing was changed
+	exitLocked  = 5 // another process held the memory's writer lock for all of --lock-wait: nothing was changed
 )
 
 // exitError carries an exit code and the message the user sees.
