@@ -121,7 +121,7 @@ func (r *Repo) markClean(held indexHeld, wait bool) {
 		b = append(b, '\n')
 	}
 	b = append(b, "end\n"...)
-	if err := gd.ReplaceCache(cleanPath(r.gitDir), b); err != nil {
+	if err := gd.ReplaceCache(cleanPath(r.gitDir), b, gd.OwnFileMode); err != nil {
 		dropClean(r.gitDir)
 	}
 }

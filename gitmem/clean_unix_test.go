@@ -3,6 +3,7 @@
 package gitmem
 
 import (
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -23,5 +24,39 @@ func TestAFIFOAtTheCleanMarkIsNoWait(t *testing.T) {
 	}
 	if _, ok := CleanView(dir); ok {
 		t.Fatal("CleanView of a FIFO mark: true")
+	}
+}
+
+// gitmem's own files in .git/gitmem are their owner's alone (0600), as
+// .git is (0700): the clean mark and index-head were made 0644 beside the
+// log files, the history index and the rest. (A reading command, which
+// may run as another user, reads neither: it opens the repository, not
+// the mark, and writes nothing there; a user other than root cannot
+// enter .git at all.) keep, the note every pack's .keep is a link of, is
+// read-only for all, as git's .keep files are.
+func TestGitmemsOwnFilesAreTheOwners(t *testing.T) {
+	t.Parallel()
+	dir, _ := cleanStore(t)
+	gm := filepath.Join(dir, ".git", "gitmem")
+	for _, name := range []string{cleanName, "index-head"} {
+		if _, err := os.Lstat(filepath.Join(gm, name)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	entries, err := os.ReadDir(gm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().IsRegular() && e.Name() != "keep" && fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf(".git/gitmem/%s is %v, want the owner's alone (%v)", e.Name(), fi.Mode(), os.FileMode(0o600))
+		}
+	}
+	if _, ok := CleanView(dir); !ok {
+		t.Error("CleanView of the mark: false")
 	}
 }

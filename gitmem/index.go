@@ -196,7 +196,7 @@ func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEnt
 	x.head = head
 	x.setMadeFor(head)
 	x.marksMu.Unlock()
-	if err := gd.RewriteCache(x.headPath(), []byte(head.String()+"\n")); err != nil {
+	if err := gd.RewriteCache(x.headPath(), []byte(head.String()+"\n"), gd.OwnFileMode); err != nil {
 		os.Remove(x.headPath()) // better none than a wrong one
 	}
 	return nil

@@ -497,7 +497,7 @@ func (o *outsideGit) saveLocked(gitDir string) {
 		}
 		b.WriteString("\n")
 	}
-	if err := gd.RewriteCache(path, []byte(b.String())); err != nil {
+	if err := gd.RewriteCache(path, []byte(b.String()), gd.OwnFileMode); err != nil {
 		os.Remove(path)
 	}
 }

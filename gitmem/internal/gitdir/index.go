@@ -164,7 +164,7 @@ func WriteIndex(env *Env, gitDir string, entries []IndexEntry) error {
 	}
 	sum := sha1.Sum(buf)
 	buf = append(buf, sum[:]...)
-	return ReplaceCache(filepath.Join(gitDir, "index"), buf)
+	return ReplaceCache(filepath.Join(gitDir, "index"), buf, GitFileMode)
 }
 
 // AppendStat appends s to b as nine decimal numbers separated by spaces

@@ -190,7 +190,7 @@ func (s *Store) LockRefs(moves map[plumbing.ReferenceName][2]plumbing.Hash, dura
 			tx.Abort()
 			return nil, err
 		}
-		own, err := writeLock(path, []byte(m[1].String()+"\n"), durable)
+		own, err := writeLock(path, []byte(m[1].String()+"\n"), durable, GitFileMode)
 		if err != nil {
 			tx.Abort()
 			return nil, err
@@ -259,14 +259,24 @@ func (tx *RefTx) removeOwns() {
 // then the lock renamed over path. On failure the lock is removed and path
 // is untouched. The folder is not synced.
 func ReplaceLocked(path string, data []byte, check func() error) error {
-	return replaceLocked(path, data, true, check)
+	return replaceLocked(path, data, true, GitFileMode, check)
 }
 
 // ReplaceCache replaces a file that only caches what can be rebuilt, as
-// ReplaceLocked does but without the fsync.
-func ReplaceCache(path string, data []byte) error {
-	return replaceLocked(path, data, false, nil)
+// ReplaceLocked does but without the fsync, with the given mode
+// (GitFileMode for git's .git/index, OwnFileMode for gitmem's own).
+func ReplaceCache(path string, data []byte, mode os.FileMode) error {
+	return replaceLocked(path, data, false, mode, nil)
 }
+
+// OwnFileMode is the mode of gitmem's own files in .git/gitmem (the
+// write-ahead log, the history index, the journal, the clean mark,
+// index-head, ...): its owner's alone, as .git is (0700).
+const OwnFileMode os.FileMode = 0o600
+
+// GitFileMode is the mode of the files gitmem writes that are git's (a
+// branch, .git/index), as git makes them.
+const GitFileMode os.FileMode = 0o644
 
 // RewriteCache writes data over the file at path, in place (made when
 // missing): for a small file that only caches what can be rebuilt, that
@@ -278,15 +288,17 @@ func ReplaceCache(path string, data []byte) error {
 // but a regular file of one link is replaced instead (ReplaceCache): a
 // file with another link (a backup's hard-linked copy) so that the other
 // stays as it is, a symlink so that its target (anywhere on the host) is
-// not written through, a FIFO without waiting for a reader.
-func RewriteCache(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|openOwnFile, 0o644)
+// not written through, a FIFO without waiting for a reader. The file gets
+// mode (one an earlier gitmem made 0644 too), or is replaced when it
+// cannot.
+func RewriteCache(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|openOwnFile, mode)
 	if err != nil {
-		return ReplaceCache(path, data)
+		return ReplaceCache(path, data, mode)
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || linkedElsewhere(fi) {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || linkedElsewhere(fi) || fi.Mode().Perm() != mode && f.Chmod(mode) != nil {
 		f.Close()
-		return ReplaceCache(path, data)
+		return ReplaceCache(path, data, mode)
 	}
 	_, err = f.WriteAt(data, 0)
 	if err == nil {
@@ -298,8 +310,8 @@ func RewriteCache(path string, data []byte) error {
 	return err
 }
 
-func replaceLocked(path string, data []byte, durable bool, check func() error) error {
-	own, err := writeLock(path, data, durable)
+func replaceLocked(path string, data []byte, durable bool, mode os.FileMode, check func() error) error {
+	own, err := writeLock(path, data, durable, mode)
 	if err != nil {
 		return err
 	}
@@ -324,10 +336,11 @@ func replaceLocked(path string, data []byte, durable bool, check func() error) e
 // So the lock file, whole from the start, has a second name while it is
 // held, and a lock a killed gitmem left is provably its own
 // (ClearOwnLocks). The caller removes own once the lock is renamed or
-// removed. On failure neither is left.
-func writeLock(path string, data []byte, durable bool) (own string, err error) {
+// removed; the lock, renamed over path, has mode. On failure neither is
+// left.
+func writeLock(path string, data []byte, durable bool, mode os.FileMode) (own string, err error) {
 	own = ownLockName(path)
-	f, err := os.OpenFile(own, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(own, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return "", err
 	}

@@ -76,7 +76,7 @@ func TestRewriteCacheWritesOnlyIntoItsOwnFile(t *testing.T) {
 	if err := os.Symlink(victim, link); err != nil {
 		t.Fatal(err)
 	}
-	if err := RewriteCache(link, []byte("new\n")); err != nil {
+	if err := RewriteCache(link, []byte("new\n"), OwnFileMode); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(victim); string(got) != "victim content\n" {
@@ -90,7 +90,7 @@ func TestRewriteCacheWritesOnlyIntoItsOwnFile(t *testing.T) {
 		t.Skip(err)
 	}
 	var err error
-	noHang(t, "RewriteCache of a FIFO", func() { err = RewriteCache(fifo, []byte("new\n")) })
+	noHang(t, "RewriteCache of a FIFO", func() { err = RewriteCache(fifo, []byte("new\n"), OwnFileMode) })
 	if got, rerr := os.ReadFile(fifo); err != nil || rerr != nil || string(got) != "new\n" {
 		t.Fatalf("RewriteCache of a FIFO: %v; then %q %v", err, got, rerr)
 	}
@@ -283,5 +283,36 @@ func TestReaderLockOpensTakeOnlyRegularFiles(t *testing.T) {
 	})
 	if !errors.Is(err, ErrNotRegular) {
 		t.Fatalf("OpenReadLock of a FIFO: %v, want ErrNotRegular", err)
+	}
+}
+
+// A cache file gets the mode it is written with: made new, replaced, or
+// written over in place where an earlier gitmem made it 0644 (gitmem's
+// own files in .git/gitmem are OwnFileMode; index-head was 0644).
+func TestCacheFilesGetTheirMode(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old := filepath.Join(dir, "index-head")
+	if err := os.WriteFile(old, []byte("older, longer\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path  string
+		write func(string, []byte, os.FileMode) error
+	}{
+		{old, RewriteCache},
+		{filepath.Join(dir, "made"), RewriteCache},
+		{filepath.Join(dir, "clean"), ReplaceCache},
+	} {
+		if err := tc.write(tc.path, []byte("new\n"), OwnFileMode); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Lstat(tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(tc.path); fi.Mode() != OwnFileMode || string(got) != "new\n" {
+			t.Errorf("%s: %v %q, want %v %q", filepath.Base(tc.path), fi.Mode(), got, OwnFileMode, "new\n")
+		}
 	}
 }
