@@ -62,8 +62,11 @@ func TestHostileCallerNamesKeepTheRepositoryValid(t *testing.T) {
 	}
 	repo.Flush(context.Background()) // git's files follow an acknowledged change within milliseconds
 	gittest.Fsck(t, dir)
-	if emails := gittest.Git(t, dir, "log", "--format=%ae", "-4"); emails != strings.Repeat("claude@gitmem.invalid\n", 4) {
-		t.Errorf("author emails:\n%s", emails)
+	// Each agent's email is its name at gitmem.invalid, with no character
+	// an email's local part does not take as is (policy.AgentIdent).
+	if emails := gittest.Git(t, dir, "log", "--format=%ae", "--reverse", "-4"); emails != "Alice-alice-corp@gitmem.invalid\nevil-x@gitmem.invalid\n"+
+		strings.Repeat("A", 253)+"-@gitmem.invalid\nbad-bytes@gitmem.invalid\n" {
+		t.Errorf("author emails:\n%.600s", emails)
 	}
 	if names := gittest.Git(t, dir, "log", "--format=%an|%(trailers:key=Agent,valueonly)", "--reverse", "-4"); !strings.HasPrefix(names,
 		"Alice alice@corp|Alice <alice@corp>\n\nevil x|evil> <x\n\n"+strings.Repeat("A", 253)+"…|"+strings.Repeat("A", 253)+"…\n\nbad\uFFFDbytes|bad\uFFFDbytes\n") {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
+	"github.com/gitmem-dev/gitmem/policy"
 )
 
 // Trailer keys gitmem writes. TrailerToolUseID is also the idempotency key:
@@ -28,10 +29,12 @@ type Signature struct {
 	Email string
 }
 
-// SignatureOf is the identity of a name gitmem knows no email for (a
-// token): Name <name@gitmem.invalid>.
+// SignatureOf is the identity of a name gitmem knows no email for (an
+// agent, a token): Name <name@gitmem.invalid>, made safe for a commit
+// (policy.AgentIdent).
 func SignatureOf(name string) Signature {
-	return Signature{Name: name, Email: name + "@gitmem.invalid"}
+	n, e := policy.AgentIdent(name)
+	return Signature{Name: n, Email: e}
 }
 
 // Trailer is one "Key: value" line at the end of a commit message.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,38 @@ func TestCallerAuthorIsNotSelfAsserted(t *testing.T) {
 	c := commits(t, r)[0]
 	if c.Author != token || c.Trailer(gitmem.TrailerAgent) != "planner" {
 		t.Errorf("author %+v, agent %q", c.Author, c.Trailer(gitmem.TrailerAgent))
+	}
+}
+
+// An agent known by name alone is one identity on every transport: the
+// name at gitmem.invalid, as a token of serve --stores is. (Over stdio,
+// HTTP and MCP its email was --author's, support-bot
+// <claude@gitmem.invalid>; under --stores the token's own, support-bot
+// <support-bot@gitmem.invalid>.) A call that names no agent is
+// Options.Author's.
+func TestAnAgentIsOneIdentityOnEveryTransport(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	h := handler.New(r, handler.Options{Limits: policy.DefaultLimits, Logger: testLog(t), Author: gitmem.Signature{Name: "Claude", Email: "claude@gitmem.invalid"}})
+	for i, c := range []handler.Caller{
+		{Agent: "support-bot"}, // --agent, Gitmem-Agent
+		{Agent: "support-bot", Author: gitmem.SignatureOf("support-bot")}, // a token's call under serve --stores
+		{Agent: "Alice <alice@corp>/1.0"},                                 // an MCP client's name/version
+		{},
+	} {
+		if res := callAs(h, c, fmt.Sprintf("toolu_%d", i), fmt.Sprintf(`{"command":"create","path":"/memories/%d.md","file_text":"x"}`, i)); res.IsError {
+			t.Fatal(res.Content)
+		}
+	}
+	var got []string
+	for _, c := range commits(t, r)[:4] {
+		got = append(got, c.Author.Name+" <"+c.Author.Email+">")
+	}
+	slices.Reverse(got)
+	want := []string{"support-bot <support-bot@gitmem.invalid>", "support-bot <support-bot@gitmem.invalid>",
+		"Alice alice@corp/1.0 <Alice-alice-corp-1.0@gitmem.invalid>", "Claude <claude@gitmem.invalid>"}
+	if !slices.Equal(got, want) {
+		t.Errorf("authors %q, want %q", got, want)
 	}
 }
 

@@ -142,7 +142,7 @@ func (h *Handler) commitMeta(c Caller, id, command, path, newPath string, extra 
 	}
 	if agent := policy.CommitText(c.Agent, policy.MaxCallerBytes); agent != "" {
 		m.Trailers = append(m.Trailers, gitmem.Trailer{Key: gitmem.TrailerAgent, Value: agent})
-		m.Author.Name = policy.CommitIdent(agent)
+		m.Author = gitmem.SignatureOf(agent) // its own identity, as a token's under serve --stores
 	}
 	if c.Author.Name != "" {
 		m.Author = c.Author

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/gitmem-dev/gitmem/gitmem"
 	"github.com/gitmem-dev/gitmem/policy"
@@ -176,7 +175,7 @@ func (ix *Index) ReplayRedaction(ctx context.Context, repo *gitmem.Repo, ids []s
 // nobody was recorded), and it is authored by a's id (the repository's
 // operator when none).
 func (a Actor) meta(repo *gitmem.Repo, subject, command string, trailers ...gitmem.Trailer) gitmem.Meta {
-	c := Caller{Author: gitmem.Signature{Name: a.ID, Email: emailLocal(a.ID) + "@gitmem.invalid"}}
+	c := Caller{Author: gitmem.SignatureOf(a.ID)}
 	switch a.Type {
 	case APIActor:
 		c.APIKey = a.ID
@@ -190,21 +189,6 @@ func (a Actor) meta(repo *gitmem.Repo, subject, command string, trailers ...gitm
 		c.Author = repo.Operator()
 	}
 	return c.meta(subject, command, trailers...)
-}
-
-// emailLocal is s as the local part of an email address: what is not a
-// letter, digit, '.', '_', '+' or '-' becomes '-'.
-func emailLocal(s string) string {
-	out := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._+-", r) {
-			return r
-		}
-		return '-'
-	}, s)
-	if out == "" {
-		return "unknown"
-	}
-	return out
 }
 
 // writerVersion reports whether version vid is in the state or pending.

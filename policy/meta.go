@@ -54,6 +54,29 @@ func CommitIdent(s string) string {
 	return CommitText(angles.Replace(s), MaxCallerBytes)
 }
 
+// AgentIdent is the commit author, name and email, of a caller known by
+// a name alone: an agent (serve --agent, the Gitmem-Agent header, an MCP
+// client's name) or a token of serve --stores. The name is CommitIdent's;
+// the email is that name at gitmem.invalid, each character an email's
+// local part does not take as is (all but ASCII letters, digits and
+// "._+-") made '-': "support-bot <support-bot@gitmem.invalid>". One rule
+// for every transport: an agent's commits carry one identity over stdio,
+// HTTP, MCP and under serve --stores (over stdio they carried --author's
+// email, under --stores the token's own).
+func AgentIdent(name string) (ident, email string) {
+	ident = CommitIdent(name)
+	local := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._+-", r) {
+			return r
+		}
+		return '-'
+	}, ident)
+	if local == "" {
+		local = "unknown"
+	}
+	return ident, local + "@gitmem.invalid"
+}
+
 // angles drops '<' and '>' (CommitIdent). Made once: a Replacer of single
 // bytes builds a 256-entry table, which per call was 2.6% of the CPU of a
 // tool call under serve --stores (a handler is made per call).
