@@ -747,6 +747,13 @@ func (d *Dir) Create(name string, m Meta, author gitmem.Signature) (Info, error)
 	dir := d.path(name)
 	opt := d.opt.Repo
 	opt.ReadOnly, opt.Adopt = false, false
+	if author != (gitmem.Signature{}) {
+		// The store is its creator's from its first commit: memory: init
+		// is authored as memory: store create is (it was the server's git
+		// identity, from the ~/.gitconfig of whoever runs it). A create
+		// that names no one is the operator's, as gitmem init's is.
+		opt.Operator = author
+	}
 	m.Archived, m.Created, m.Metadata = time.Time{}, d.now(), cloneMap(m.Metadata)
 	var info Info
 	fill := func(r *gitmem.Repo) error {

@@ -40,6 +40,31 @@ func newDir(t *testing.T, root string, opt stores.Options) *stores.Dir {
 	return d
 }
 
+// A store created on someone's behalf (a token's create through the API)
+// is theirs from its first commit: memory: init is authored as memory:
+// store create is, by the creator, not by the server's git identity (the
+// ~/.gitconfig of whoever runs it, which the init commit took). A create
+// that names no one (the CLI's) is the operator's, as gitmem init's first
+// commit is.
+func TestAStoreIsItsCreatorsFromItsFirstCommit(t *testing.T) {
+	t.Parallel()
+	d := newDir(t, "", stores.Options{})
+	for name, author := range map[string]gitmem.Signature{"alice": gitmem.SignatureOf("ops-token"), "bob": {}} {
+		if _, err := d.Create(name, stores.Meta{}, author); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, d, name)
+	}
+	for name, want := range map[string]string{
+		"alice": "ops-token <ops-token@gitmem.invalid>|memory: store create\nops-token <ops-token@gitmem.invalid>|memory: init\n",
+		"bob":   "olive <olive@example.com>|memory: store create\nolive <olive@example.com>|memory: init\n",
+	} {
+		if got := gittest.Git(t, filepath.Join(d.Root(), name), "log", "--format=%an <%ae>|%s"); got != want {
+			t.Errorf("%s's history:\n%s\nwant\n%s", name, got, want)
+		}
+	}
+}
+
 func TestStoreLifecycle(t *testing.T) {
 	t.Parallel()
 	d := newDir(t, "", stores.Options{})
