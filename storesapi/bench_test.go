@@ -4,6 +4,7 @@ package storesapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,17 +41,27 @@ import (
 //
 //	go test ./storesapi/ -run '^$' -bench StoresCalls -benchtime 3000x -count 6
 func BenchmarkStoresCalls(b *testing.B) {
-	benchStoresCalls(b, 20, 32)
+	benchStoresCalls(b, 20, 32, 0)
 }
 
 // BenchmarkStoresCallsSpread is BenchmarkStoresCalls with 50 clients over
 // 100 stores: the row of issue 25, where a store takes a change or two a
 // second.
 func BenchmarkStoresCallsSpread(b *testing.B) {
-	benchStoresCalls(b, 100, 50)
+	benchStoresCalls(b, 100, 50, 0)
 }
 
-func benchStoresCalls(b *testing.B, nStores, clients int) {
+// BenchmarkStoresCallsSpreadGrown is BenchmarkStoresCallsSpread on stores
+// that already hold 500 files each, all in /memories itself (written in
+// one commit a store before the calls), as the row's stores become after
+// five runs of `gitmem bench --stores` (each run adds 50 files and up to
+// 50 folders there): what a call costs that grows with the files beside
+// the one it changes (the folder's tree object, .git/index).
+func BenchmarkStoresCallsSpreadGrown(b *testing.B) {
+	benchStoresCalls(b, 100, 50, 500)
+}
+
+func benchStoresCalls(b *testing.B, nStores, clients, grown int) {
 	d, err := stores.Open(gittest.TempDir(b), stores.Options{Repo: gitmem.Options{}, IdleClose: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -59,6 +70,27 @@ func benchStoresCalls(b *testing.B, nStores, clients int) {
 	author := gitmem.Signature{Name: "bench", Email: "bench@example.com"}
 	for i := range nStores {
 		if _, err := d.Create(fmt.Sprintf("store-%03d", i), stores.Meta{}, author); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range nStores * min(grown, 1) {
+		st, err := d.Acquire(context.Background(), fmt.Sprintf("store-%03d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = st.Use(func(r *gitmem.Repo, _ stores.Meta) error {
+			_, err := r.Update(context.Background(), gitmem.Meta{Subject: "grown"}, func(tx *gitmem.Tx) error {
+				for k := range grown {
+					if err := tx.WriteFile(fmt.Sprintf("g-%d.md", k), []byte(fmt.Sprintf("note %d\n", k))); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			return err
+		})
+		st.Release()
+		if err != nil {
 			b.Fatal(err)
 		}
 	}
