@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"os"
@@ -153,37 +154,50 @@ func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEnt
 	readPaths := slices.Sorted(maps.Keys(read))
 	looked := 0
 	now := time.Now()
+	// The walk meets paths in prev's order (a folder sorts as its name and
+	// "/", the paths' byte order), so prev is looked at from where the
+	// last look ended (from): a changed folder of n files costs n steps,
+	// not n searches, and an entry kept is not made again.
+	from := 0
 	var walk func(n, was *node, prefix string)
 	walk = func(n, was *node, prefix string) {
-		for _, e := range n.kids {
-			k, p, w := e.n, join2(prefix, e.name), was.kid(e.name)
+		zipKids(n, was, func(name string, k, w *node) {
+			if k == nil {
+				return // gone since the last index
+			}
 			if k.isDir() {
+				p := join2(prefix, name)
 				if w == k && x.exact { // the same folder as the last index's
-					if kept, ok := keptUnder(prev, p+"/", readPaths); ok {
+					if kept, end, ok := keptUnder(prev, p+"/", readPaths); ok {
 						entries = append(entries, kept...)
-						continue
+						from = end
+						return
 					}
 				}
 				walk(k, w, p)
-				continue
+				return
 			}
 			looked++
-			if c, ok := read[p]; ok && c.hash == k.hash && k.isFile() {
-				entries = append(entries, gd.IndexEntry{Path: p, Hash: k.hash, Mode: k.mode, Stat: c.st})
-				continue
-			}
-			if w != nil && w.hash == k.hash && w.mode == k.mode {
-				if i, ok := slices.BinarySearchFunc(prev, p, byPath); ok && !prev[i].Stat.IsZero() {
-					entries = append(entries, prev[i])
-					continue
+			if len(read) > 0 {
+				if c, ok := read[join2(prefix, name)]; ok && c.hash == k.hash && k.isFile() {
+					entries = append(entries, gd.IndexEntry{Path: join2(prefix, name), Hash: k.hash, Mode: k.mode, Stat: c.st})
+					return
 				}
 			}
+			if w != nil && w.hash == k.hash && w.mode == k.mode {
+				if i, ok := entryAt(prev, from, prefix, name); ok && !prev[i].Stat.IsZero() {
+					entries = append(entries, prev[i])
+					from = i + 1
+					return
+				}
+			}
+			p := join2(prefix, name)
 			e := gd.IndexEntry{Path: p, Hash: k.hash, Mode: k.mode}
 			if k.isFile() {
 				e.Stat = vouch(p, k, now)
 			}
 			entries = append(entries, e)
-		}
+		})
 	}
 	if root != nil {
 		walk(root, x.tree, "")
@@ -205,19 +219,60 @@ func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEnt
 // keptUnder returns the entries of prev (sorted by path) under the
 // folder prefix (ending in "/"), unless one of them carries no lstat data
 // (it is to be vouched for again) or one of read (sorted) is under it.
-func keptUnder(prev []gd.IndexEntry, prefix string, read []string) ([]gd.IndexEntry, bool) {
+func keptUnder(prev []gd.IndexEntry, prefix string, read []string) (kept []gd.IndexEntry, end int, ok bool) {
 	if i, _ := slices.BinarySearch(read, prefix); i < len(read) && strings.HasPrefix(read[i], prefix) {
-		return nil, false
+		return nil, 0, false
 	}
 	lo, _ := slices.BinarySearchFunc(prev, prefix, byPath)
 	n := sort.Search(len(prev)-lo, func(i int) bool { return !strings.HasPrefix(prev[lo+i].Path, prefix) })
-	kept := prev[lo : lo+n]
+	kept = prev[lo : lo+n]
 	for _, e := range kept {
 		if e.Stat.IsZero() {
-			return nil, false
+			return nil, 0, false
 		}
 	}
-	return kept, true
+	return kept, lo + n, true
+}
+
+// entryAt finds the entry of prev (sorted by path) for the path prefix/name
+// (name alone when prefix is empty) at or after from: the next entry as a
+// rule (the walk's order), else by a search of the rest. It makes no path.
+func entryAt(prev []gd.IndexEntry, from int, prefix, name string) (int, bool) {
+	if from < len(prev) && isJoined(prev[from].Path, prefix, name) {
+		return from, true
+	}
+	from = min(from, len(prev))
+	i, ok := slices.BinarySearchFunc(prev[from:], name, func(e gd.IndexEntry, name string) int {
+		return compareJoined(e.Path, prefix, name)
+	})
+	return from + i, ok
+}
+
+// isJoined reports whether path is join2(prefix, name).
+func isJoined(path, prefix, name string) bool {
+	if prefix == "" {
+		return path == name
+	}
+	return len(path) == len(prefix)+1+len(name) && path[len(prefix)] == '/' &&
+		path[:len(prefix)] == prefix && path[len(prefix)+1:] == name
+}
+
+// compareJoined compares path with join2(prefix, name), as strings.Compare.
+func compareJoined(path, prefix, name string) int {
+	if prefix == "" {
+		return strings.Compare(path, name)
+	}
+	if c := strings.Compare(path[:min(len(path), len(prefix))], prefix); c != 0 {
+		return c // path differs within prefix, or is shorter
+	}
+	switch rest := path[len(prefix):]; {
+	case rest == "":
+		return -1
+	case rest[0] != '/':
+		return cmp.Compare(rest[0], '/')
+	default:
+		return strings.Compare(rest[1:], name)
+	}
 }
 
 // entriesFor returns the entries of the last .git/index written, when it

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -305,5 +306,25 @@ func TestIndexNamesOnlyBlobsGitHas(t *testing.T) {
 	settle(t, r)
 	if out, err := gittest.Command(t, dir, "diff", "--stat").CombinedOutput(); err != nil || len(out) > 0 {
 		t.Errorf("git diff --stat: %v\n%s", err, out)
+	}
+}
+
+// TestCompareJoinedIsThePathsOrder: the index's walk finds an entry of
+// the last index by prefix and name without making the path; its order is
+// the joined path's.
+func TestCompareJoinedIsThePathsOrder(t *testing.T) {
+	parts := []string{"", "a", "a.md", "a/b", "a-", "a0", "ab", "b", "memories", "memories/x", "memories.md", "é"}
+	for _, path := range parts {
+		for _, prefix := range parts {
+			for _, name := range parts[1:] {
+				want := strings.Compare(path, join2(prefix, name))
+				if got := compareJoined(path, prefix, name); got != want {
+					t.Errorf("compareJoined(%q, %q, %q) = %d, want %d", path, prefix, name, got, want)
+				}
+				if got := isJoined(path, prefix, name); got != (want == 0) {
+					t.Errorf("isJoined(%q, %q, %q) = %v", path, prefix, name, got)
+				}
+			}
+		}
 	}
 }
