@@ -57,10 +57,9 @@ func dropClean(gitDir string) { os.Remove(cleanPath(gitDir)) }
 func (r *Repo) MarkWhenClean() { r.cleanMark.Store(true) }
 
 // markClean writes the clean mark if the writer holding the lock leaves
-// nothing to write: called by release (wait) and Close after the
-// checkpoint and .git/index's write, before the lock is let go, held the
-// index's lock.
-func (r *Repo) markClean(held indexHeld, wait bool) {
+// nothing to write: called by release and Close after the checkpoint and
+// .git/index's write, before the lock is let go, held the index's lock.
+func (r *Repo) markClean(held indexHeld) {
 	if !r.cleanMark.Load() || r.log.records() > 0 || r.state.pending() || r.mirror.handKept() {
 		return
 	}
@@ -86,7 +85,6 @@ func (r *Repo) markClean(held indexHeld, wait bool) {
 		b = append(b, '\n')
 	}
 	now := time.Now()
-	waited := false
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Path, memDir+"/") {
 			continue
@@ -101,15 +99,9 @@ func (r *Repo) markClean(held indexHeld, wait bool) {
 			// the racy window then): the file is read and vouched for
 			// now, as the next index would. One just written (the
 			// checkpoint before this materialised it) is vouched for
-			// once the racy window is over: a release waits for it, once
-			// (it holds the lock that long more); Close writes no mark.
-			st = r.vouch(e.Path, n, now)
-			if st.IsZero() && wait && !waited {
-				time.Sleep(gd.RacyWindow)
-				now, waited = time.Now(), true
-				st = r.vouch(e.Path, n, now)
-			}
-			if st.IsZero() {
+			// once the racy window is over: a release keeps the lock
+			// until then (racyMark); Close writes no mark.
+			if st = r.vouch(e.Path, n, now); st.IsZero() {
 				return
 			}
 		}
@@ -124,6 +116,33 @@ func (r *Repo) markClean(held indexHeld, wait bool) {
 	if err := gd.ReplaceCache(cleanPath(r.gitDir), b, gd.OwnFileMode); err != nil {
 		dropClean(r.gitDir)
 	}
+}
+
+// racyMark reports whether the clean mark, written now, would leave out a
+// memory file that .git/index could not vouch for and that cannot be
+// vouched for yet: changed within the racy window (just materialised),
+// or edited by hand. Called as markClean is.
+func (r *Repo) racyMark(held indexHeld) bool {
+	if !r.cleanMark.Load() {
+		return false
+	}
+	dt := r.disk.hold()
+	head, tree := dt.head(), dt.tree()
+	dt.release()
+	entries, ok := held.entriesFor(head, tree)
+	if !ok {
+		return false
+	}
+	now := time.Now()
+	for _, e := range entries {
+		if !e.Stat.IsZero() || !strings.HasPrefix(e.Path, memDir+"/") {
+			continue
+		}
+		if n := lookup(tree, e.Path); n.isFile() && r.vouch(e.Path, n, now).IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // cleanMark is a clean mark as read.

@@ -149,9 +149,23 @@ func (r *Repo) release(t *writerTurn) bool {
 	if r.gitMoved() { // a git commit made since the look above (its index written over: the branch alone is looked at)
 		return false
 	}
+	// A memory file just written (the checkpoint above materialised it)
+	// is vouched for in the clean mark once the racy window is over: the
+	// lock is kept until the next poll, once for each commit, with the
+	// turn given back, rather than waited for under the turn, which held
+	// up the first call after a store's pause (an agent's next call)
+	// that long. Not when another process waits for the lock: it takes
+	// the mark away anyway.
+	dt := r.disk.hold()
+	head := dt.head()
+	dt.release()
+	if head != r.markWaitedFor && !r.lease.Wanted() && r.racyMark(held) {
+		r.markWaitedFor = head
+		return false
+	}
 	r.closeLog(false)
 	r.mat.forgetHeld() // the checkpoint above made them durable; the next holder may redact them
-	r.markClean(held, true)
+	r.markClean(held)
 	r.mirror.dropSpares()
 	r.lease.Release()
 	return true

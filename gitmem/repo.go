@@ -273,8 +273,11 @@ type Repo struct {
 	cancel context.CancelFunc
 	closed atomic.Bool
 	// cleanMark: the clean mark is written as the writer lock is let go
-	// with nothing left to write (MarkWhenClean, clean.go).
-	cleanMark atomic.Bool
+	// with nothing left to write (MarkWhenClean, clean.go). markWaitedFor
+	// is the commit for which a release last kept the lock for a memory
+	// file just written (racyMark); guarded by the turn.
+	cleanMark     atomic.Bool
+	markWaitedFor plumbing.Hash
 
 	// The commit pipeline (pipeline.go): the committer makes a change
 	// durable in the log and publishes it; the materialiser writes it to
@@ -1290,7 +1293,7 @@ func (r *Repo) Close() error {
 		r.closeLog(true) // kept, empty after a checkpoint: the next start opens it again
 		r.mat.letGo()
 		if err == nil {
-			r.markClean(held, false)
+			r.markClean(held)
 		}
 		if kept > 0 {
 			// Kept in the log for the next start: say how many of them
