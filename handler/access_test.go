@@ -110,18 +110,20 @@ func TestAnAgentIsOneIdentityOnEveryTransport(t *testing.T) {
 		{Agent: "support-bot", Author: gitmem.SignatureOf("support-bot")}, // a token's call under serve --stores
 		{Agent: "Alice <alice@corp>/1.0"},                                 // an MCP client's name/version
 		{},
+		{Agent: "< >"}, // a name that is nothing once cleaned: neither --author's name nor a mix of two identities
 	} {
 		if res := callAs(h, c, fmt.Sprintf("toolu_%d", i), fmt.Sprintf(`{"command":"create","path":"/memories/%d.md","file_text":"x"}`, i)); res.IsError {
 			t.Fatal(res.Content)
 		}
 	}
 	var got []string
-	for _, c := range commits(t, r)[:4] {
+	for _, c := range commits(t, r)[:5] {
 		got = append(got, c.Author.Name+" <"+c.Author.Email+">")
 	}
 	slices.Reverse(got)
 	want := []string{"support-bot <support-bot@gitmem.invalid>", "support-bot <support-bot@gitmem.invalid>",
-		"Alice alice@corp/1.0 <Alice-alice-corp-1.0@gitmem.invalid>", "Claude <claude@gitmem.invalid>"}
+		"Alice alice@corp/1.0 <Alice-alice-corp-1.0@gitmem.invalid>", "Claude <claude@gitmem.invalid>",
+		"unknown <unknown@gitmem.invalid>"}
 	if !slices.Equal(got, want) {
 		t.Errorf("authors %q, want %q", got, want)
 	}

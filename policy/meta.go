@@ -63,17 +63,21 @@ func CommitIdent(s string) string {
 // for every transport: an agent's commits carry one identity over stdio,
 // HTTP, MCP and under serve --stores (over stdio they carried --author's
 // email, under --stores the token's own).
+//
+// A name that is nothing once cleaned ("<>", "< >") is "unknown", name and
+// email: an empty name would be filled with --author's by the committer,
+// a mix of two identities ("Claude <unknown@gitmem.invalid>").
 func AgentIdent(name string) (ident, email string) {
 	ident = CommitIdent(name)
+	if ident == "" {
+		ident = "unknown"
+	}
 	local := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._+-", r) {
 			return r
 		}
 		return '-'
 	}, ident)
-	if local == "" {
-		local = "unknown"
-	}
 	return ident, local + "@gitmem.invalid"
 }
 

@@ -234,6 +234,28 @@ func (d *Dir) logf(format string, args ...any) {
 	}
 }
 
+// repoOptions are the options of store name's repository: the Dir's,
+// with its log lines naming the store ("gitmem: store alice: ..."), as
+// the Dir's own do. One process logs for every store, and a line such as
+// "90,000 file(s) made by hand in memories/ ... (remove them, ...)" is of
+// no use to an operator who cannot tell which store it is about.
+func (d *Dir) repoOptions(name string) gitmem.Options {
+	opt := d.opt.Repo
+	opt.Logf, opt.Errorf = storeLog(name, opt.Logf), storeLog(name, opt.Errorf)
+	return opt
+}
+
+// storeLog is logf with each line naming store name (nil stays nil: the
+// repository's default).
+func storeLog(name string, logf func(string, ...any)) func(string, ...any) {
+	if logf == nil {
+		return nil
+	}
+	return func(format string, args ...any) {
+		logf("gitmem: store %s: "+strings.TrimPrefix(format, "gitmem: "), append([]any{name}, args...)...)
+	}
+}
+
 // background closes idle stores and packs loose objects. (It reads
 // nothing at start: opening a Dir costs the same for any number of
 // stores.)
@@ -498,7 +520,7 @@ func (d *Dir) openStore(name string) (*gitmem.Repo, Meta, string, error) {
 	if !exists(dir) {
 		return nil, Meta{}, "", ErrNotFound
 	}
-	opt := d.opt.Repo
+	opt := d.repoOptions(name)
 	opt.ReadOnly, opt.Adopt = false, false
 	r, err := gitmem.Open(d.life, dir, opt)
 	if err != nil {
@@ -745,7 +767,7 @@ func (d *Dir) Create(name string, m Meta, author gitmem.Signature) (Info, error)
 	}
 	defer d.lockName(name)() // the second of two creates of name finds the first's store
 	dir := d.path(name)
-	opt := d.opt.Repo
+	opt := d.repoOptions(name)
 	opt.ReadOnly, opt.Adopt = false, false
 	if author != (gitmem.Signature{}) {
 		// The store is its creator's from its first commit: memory: init
@@ -1050,7 +1072,7 @@ func (d *Dir) peek(name string) (Meta, error) {
 		info, err := d.Get(name)
 		return info.Meta, err
 	}
-	opt := d.opt.Repo
+	opt := d.repoOptions(name)
 	opt.ReadOnly, opt.Adopt = true, false
 	r, err := gitmem.Open(context.Background(), d.path(name), opt)
 	if err != nil {

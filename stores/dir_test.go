@@ -1256,3 +1256,53 @@ func TestAStoreDeletedByAnotherProcessClosesQuietly(t *testing.T) {
 		}
 	}
 }
+
+// A store's own log lines name it: under serve --stores one process logs
+// for every store, and "71 file(s) made by hand in memories/ ... remove
+// them" (or any other line a store's repository writes) is of no use to
+// an operator who cannot tell which store it is about.
+func TestAStoresLogLinesNameIt(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var lines []string
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}
+	root := gittest.TempDir(t)
+	d, err := stores.Open(root, stores.Options{Repo: gitmem.Options{Now: func() time.Time { return epoch }, Logf: logf, Errorf: logf, Operator: olive, MaxFiles: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if _, err := d.Create("alice", stores.Meta{}, gitmem.Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"a.md", "b.md", "c.md"} {
+		if err := os.WriteFile(filepath.Join(root, "alice", "memories", f), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close() // the store's next open adopts the files made by hand
+	d, err = stores.Open(root, stores.Options{Repo: gitmem.Options{Now: func() time.Time { return epoch }, Logf: logf, Errorf: logf, Operator: olive, MaxFiles: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	flush(t, d, "alice")
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	for _, l := range lines {
+		if strings.Contains(l, "made by hand") {
+			found = true
+			if !strings.HasPrefix(l, "gitmem: store alice: 1 file(s) made by hand in memories/ (memories/c.md first)") {
+				t.Errorf("the log line does not name its store: %q", l)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no line about the file left:\n%s", strings.Join(lines, "\n"))
+	}
+}

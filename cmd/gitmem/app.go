@@ -277,7 +277,7 @@ func initCommand() *cli.Command {
 			default:
 				return failf(exitUsage, "init takes one folder")
 			}
-			r, created, err := gitmem.Init(c.Context, dir, withLockWait(c, gitmem.Options{Now: clock(), Logf: logTo(c), Adopt: c.Bool("adopt"), OwnerOnly: ownerOnly(c)}))
+			r, created, err := gitmem.Init(c.Context, dir, withLockWait(c, gitmem.Options{Now: clock(), Logf: logTo(c), Errorf: errorLog(c), Adopt: c.Bool("adopt"), OwnerOnly: ownerOnly(c)}))
 			if err != nil {
 				return storeErr(err, dir)
 			}

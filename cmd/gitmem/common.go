@@ -91,7 +91,7 @@ func caughtUp(c *cli.Context, r *gitmem.Repo) (*gitmem.Repo, error) {
 
 // readOptions are an operator command's options to open --repo read-only.
 func readOptions(c *cli.Context) gitmem.Options {
-	return withLockWait(c, gitmem.Options{ReadOnly: true, OneCommand: true, Now: clock(), Logf: logTo(c), OwnerOnly: ownerOnly(c)})
+	return withLockWait(c, gitmem.Options{ReadOnly: true, OneCommand: true, Now: clock(), Logf: logTo(c), Errorf: errorLog(c), OwnerOnly: ownerOnly(c)})
 }
 
 // ownerOnly says whether an operator command refuses to write a

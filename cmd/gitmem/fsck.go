@@ -31,7 +31,7 @@ func fsckCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			dir := c.String("repo")
-			rep, err := gitmem.Fsck(c.Context, dir, withLockWait(c, gitmem.Options{Now: clock(), Logf: logTo(c), ReadOnly: !c.Bool("repair"), OwnerOnly: ownerOnly(c)}), c.Bool("repair"))
+			rep, err := gitmem.Fsck(c.Context, dir, withLockWait(c, gitmem.Options{Now: clock(), Logf: logTo(c), Errorf: errorLog(c), ReadOnly: !c.Bool("repair"), OwnerOnly: ownerOnly(c)}), c.Bool("repair"))
 			if err != nil {
 				return storeErr(err, dir)
 			}

@@ -62,6 +62,13 @@ func droppedNotice(c *cli.Context) func(n int) []byte {
 // the store's messages are information, its own words.
 func logTo(c *cli.Context) func(string, ...any) { return logAt(c, slog.LevelInfo) }
 
+// errorLog is the store's log of what the operator must act on
+// (gitmem.Options.Errorf), at slog.LevelError for every command: a file
+// made by hand that a command's adopt left out (over the largest file
+// size, past the most files) is no INFO line, and at --log-level warn
+// was no line at all.
+func errorLog(c *cli.Context) func(string, ...any) { return logAt(c, slog.LevelError) }
+
 // logAt is the store's log at a level: serve gives the store's errors
 // (gitmem.Options.Errorf) at slog.LevelError.
 func logAt(c *cli.Context, level slog.Level) func(string, ...any) {

@@ -284,7 +284,7 @@ func repoOptions(c *cli.Context, author gitmem.Signature, listening string) gitm
 	if maxFiles <= 0 {
 		maxFiles = -1
 	}
-	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: logAt(c, slog.LevelError), MaxFileBytes: maxFile, MaxFiles: maxFiles,
+	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: errorLog(c), MaxFileBytes: maxFile, MaxFiles: maxFiles,
 		Process: processName(c), Waiting: serveWaiting(logAt(c, slog.LevelWarn), listening)}
 }
 

@@ -225,7 +225,7 @@ func cloneCommand() *cli.Command {
 			ctx, stop := signalContext()
 			defer stop()
 			var re *gitmem.RemoteError
-			r, res, err := gitmem.Clone(ctx, url, dir, gitmem.Options{Now: clock(), Logf: logTo(c)}, syncOptions(c))
+			r, res, err := gitmem.Clone(ctx, url, dir, gitmem.Options{Now: clock(), Logf: logTo(c), Errorf: errorLog(c)}, syncOptions(c))
 			switch {
 			case errors.Is(err, gitmem.ErrNotEmpty):
 				return failf(exitFailure, "%s exists and is not empty", dir)

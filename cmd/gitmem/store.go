@@ -245,7 +245,7 @@ func withStores(c *cli.Context, create bool, fn func(d *stores.Dir) error) (err 
 	if fi, err := os.Stat(root); !create && (err != nil || !fi.IsDir()) {
 		return failf(exitFailure, "%s is not a folder of stores (gitmem store create NAME --stores %[1]s makes one)", root)
 	}
-	d, err := stores.Open(root, stores.Options{Repo: withLockWait(c, gitmem.Options{Now: clock(), Logf: logTo(c)}), IdleClose: -1})
+	d, err := stores.Open(root, stores.Options{Repo: withLockWait(c, gitmem.Options{Now: clock(), Logf: logTo(c), Errorf: errorLog(c)}), IdleClose: -1})
 	if err != nil {
 		return failf(exitFailure, "%v", err)
 	}

@@ -73,7 +73,7 @@ func importCommand(dirFlag cli.Flag) *cli.Command {
 			defer stop()
 			return withStores(c, true, func(d *stores.Dir) error {
 				res, err := transfer.Import(ctx, remote, d.Root(), id, transfer.ImportOptions{Name: name,
-					Repo: withLockWait(c, gitmem.Options{Logf: logTo(c)}), Progress: progress(c, "importing")})
+					Repo: withLockWait(c, gitmem.Options{Logf: logTo(c), Errorf: errorLog(c)}), Progress: progress(c, "importing")})
 				if err != nil {
 					return importErr(err, c, id, name, d.Root())
 				}
