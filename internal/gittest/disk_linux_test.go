@@ -16,7 +16,10 @@ import (
 // descriptor, and its bytes stayed taken until the child's exec, so a
 // write just after free found the disk still full (TestSpareOnAFullDisk,
 // once in CI's run at load 5; here 44 of 300 rounds before fill held
-// syscall.ForkLock, 0 after).
+// syscall.ForkLock, 0 after). The os package's one check of pidfd, at
+// a process's first start of a program, clones a child without ForkLock:
+// SmallDisk makes it before any fill (round 0 failed so once, in a whole
+// run of the suite, as the helpers below started their first programs).
 func TestFreeGivesTheBytesBackBesideForks(t *testing.T) {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
