@@ -254,10 +254,10 @@ func TestAReleaseMarksTheRepositoryClean(t *testing.T) {
 // it cannot vouch for yet (changed within the racy window: just
 // materialised) keeps the lock, the turn given back, rather than waiting
 // for the window under the turn (which held up the first call after a
-// store's pause): the maintainer's next poll lets it go, then once for
-// that commit whatever it finds. Here a.md's change time is in the
-// future, racy for as long as the test runs: the mark leaves it out, so
-// none is written.
+// store's pause): the maintainer's next polls let it go, after twice the
+// window for that commit whatever they find. Here a.md's change time is
+// in the future, racy for as long as the test runs: the mark leaves it
+// out, so none is written.
 func TestAReleaseKeepsTheLockForARacyFile(t *testing.T) {
 	t.Parallel()
 	r, dir := newRepo(t)
@@ -289,8 +289,13 @@ func TestAReleaseKeepsTheLockForARacyFile(t *testing.T) {
 	if !r.lease.Held() {
 		t.Fatal("the lock is not held after a release that kept it")
 	}
-	if !release() {
-		t.Fatal("the second release for the same commit kept the lock")
+	released := false
+	for i := 0; i < 4 && !released; i++ {
+		time.Sleep(gd.RacyWindow)
+		released = release()
+	}
+	if !released {
+		t.Fatal("releases for the same commit kept the lock past twice the racy window")
 	}
 	if _, ok := CleanView(dir); ok {
 		t.Fatal("CleanView true with a.md racy at the mark")

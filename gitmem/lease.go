@@ -3,8 +3,11 @@ package gitmem
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 )
 
 // own takes the writer lock for this process if it does not hold it yet:
@@ -151,17 +154,22 @@ func (r *Repo) release(t *writerTurn) bool {
 	}
 	// A memory file just written (the checkpoint above materialised it)
 	// is vouched for in the clean mark once the racy window is over: the
-	// lock is kept until the next poll, once for each commit, with the
-	// turn given back, rather than waited for under the turn, which held
-	// up the first call after a store's pause (an agent's next call)
-	// that long. Not when another process waits for the lock: it takes
-	// the mark away anyway.
+	// lock is kept, the turn given back, and the maintainer's next polls
+	// let it go with the mark, rather than the racy window waited out
+	// under the turn, which held up the first call after a store's pause
+	// (an agent's next call) that long. At most twice the window for a
+	// commit: a file that stays racy (its times in the future) is left
+	// out of the mark, and the mark with it.
 	dt := r.disk.hold()
 	head := dt.head()
 	dt.release()
-	if head != r.markWaitedFor && !r.lease.Wanted() && r.racyMark(held) {
-		r.markWaitedFor = head
-		return false
+	if r.racyMark(held) {
+		if head != r.markWaitedFor {
+			r.markWaitedFor, r.markWaitedSince = head, time.Now()
+		}
+		if time.Since(r.markWaitedSince) < 2*gd.RacyWindow {
+			return false
+		}
 	}
 	r.closeLog(false)
 	r.mat.forgetHeld() // the checkpoint above made them durable; the next holder may redact them

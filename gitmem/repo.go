@@ -274,10 +274,12 @@ type Repo struct {
 	closed atomic.Bool
 	// cleanMark: the clean mark is written as the writer lock is let go
 	// with nothing left to write (MarkWhenClean, clean.go). markWaitedFor
-	// is the commit for which a release last kept the lock for a memory
-	// file just written (racyMark); guarded by the turn.
-	cleanMark     atomic.Bool
-	markWaitedFor plumbing.Hash
+	// is the commit for which a release began to keep the lock for a
+	// memory file just written (racyMark), at markWaitedSince; guarded by
+	// the turn.
+	cleanMark       atomic.Bool
+	markWaitedFor   plumbing.Hash
+	markWaitedSince time.Time
 
 	// The commit pipeline (pipeline.go): the committer makes a change
 	// durable in the log and publishes it; the materialiser writes it to
