@@ -118,20 +118,21 @@ func (r *Repo) markClean(held indexHeld) {
 	}
 }
 
-// racyMark reports whether the clean mark, written now, would leave out a
-// memory file that .git/index could not vouch for and that cannot be
-// vouched for yet: changed within the racy window (just materialised),
-// or edited by hand. Called as markClean is.
-func (r *Repo) racyMark(held indexHeld) bool {
-	if !r.cleanMark.Load() {
-		return false
-	}
+// racyMark reports whether the clean mark, written now for head (the
+// commit git's files hold), would leave out a memory file that .git/index
+// could not vouch for and that cannot be vouched for yet: changed within
+// the racy window (just materialised), or edited by hand. Called as
+// markClean is.
+func (r *Repo) racyMark(held indexHeld) (head plumbing.Hash, racy bool) {
 	dt := r.disk.hold()
 	head, tree := dt.head(), dt.tree()
 	dt.release()
+	if !r.cleanMark.Load() {
+		return head, false
+	}
 	entries, ok := held.entriesFor(head, tree)
 	if !ok {
-		return false
+		return head, false
 	}
 	now := time.Now()
 	for _, e := range entries {
@@ -139,10 +140,10 @@ func (r *Repo) racyMark(held indexHeld) bool {
 			continue
 		}
 		if n := lookup(tree, e.Path); n.isFile() && r.vouch(e.Path, n, now).IsZero() {
-			return true
+			return head, true
 		}
 	}
-	return false
+	return head, false
 }
 
 // cleanMark is a clean mark as read.

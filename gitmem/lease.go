@@ -160,10 +160,7 @@ func (r *Repo) release(t *writerTurn) bool {
 	// (an agent's next call) that long. At most twice the window for a
 	// commit: a file that stays racy (its times in the future) is left
 	// out of the mark, and the mark with it.
-	dt := r.disk.hold()
-	head := dt.head()
-	dt.release()
-	if r.racyMark(held) {
+	if head, racy := r.racyMark(held); racy {
 		if head != r.markWaitedFor {
 			r.markWaitedFor, r.markWaitedSince = head, time.Now()
 		}
