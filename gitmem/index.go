@@ -179,8 +179,9 @@ func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEnt
 			}
 			looked++
 			if len(read) > 0 {
-				if c, ok := read[join2(prefix, name)]; ok && c.hash == k.hash && k.isFile() {
-					entries = append(entries, gd.IndexEntry{Path: join2(prefix, name), Hash: k.hash, Mode: k.mode, Stat: c.st})
+				p := join2(prefix, name)
+				if c, ok := read[p]; ok && c.hash == k.hash && k.isFile() {
+					entries = append(entries, gd.IndexEntry{Path: p, Hash: k.hash, Mode: k.mode, Stat: c.st})
 					return
 				}
 			}
