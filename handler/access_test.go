@@ -110,20 +110,21 @@ func TestAnAgentIsOneIdentityOnEveryTransport(t *testing.T) {
 		{Agent: "support-bot", Author: gitmem.SignatureOf("support-bot")}, // a token's call under serve --stores
 		{Agent: "Alice <alice@corp>/1.0"},                                 // an MCP client's name/version
 		{},
-		{Agent: "< >"}, // a name that is nothing once cleaned: neither --author's name nor a mix of two identities
+		{Agent: "< >"},                       // a name that is nothing once cleaned: neither --author's name nor a mix of two identities
+		{Agent: strings.Repeat("<bot>", 60)}, // 300 bytes, 180 once cleaned: cleaned first, then cut, so not cut at all
 	} {
 		if res := callAs(h, c, fmt.Sprintf("toolu_%d", i), fmt.Sprintf(`{"command":"create","path":"/memories/%d.md","file_text":"x"}`, i)); res.IsError {
 			t.Fatal(res.Content)
 		}
 	}
 	var got []string
-	for _, c := range commits(t, r)[:5] {
+	for _, c := range commits(t, r)[:6] {
 		got = append(got, c.Author.Name+" <"+c.Author.Email+">")
 	}
 	slices.Reverse(got)
 	want := []string{"support-bot <support-bot@gitmem.invalid>", "support-bot <support-bot@gitmem.invalid>",
 		"Alice alice@corp/1.0 <Alice-alice-corp-1.0@gitmem.invalid>", "Claude <claude@gitmem.invalid>",
-		"unknown <unknown@gitmem.invalid>"}
+		"unknown <unknown@gitmem.invalid>", strings.Repeat("bot", 60) + " <" + strings.Repeat("bot", 60) + "@gitmem.invalid>"}
 	if !slices.Equal(got, want) {
 		t.Errorf("authors %q, want %q", got, want)
 	}

@@ -142,7 +142,12 @@ func (h *Handler) commitMeta(c Caller, id, command, path, newPath string, extra 
 	}
 	if agent := policy.CommitText(c.Agent, policy.MaxCallerBytes); agent != "" {
 		m.Trailers = append(m.Trailers, gitmem.Trailer{Key: gitmem.TrailerAgent, Value: agent})
-		m.Author = gitmem.SignatureOf(agent) // its own identity, as a token's under serve --stores
+		// Its own identity, as a token's under serve --stores, made from
+		// the name as given: cleaned first, then cut (policy.AgentIdent).
+		// Made from the trailer's value, cut before its '<' and '>' were
+		// dropped, it was shorter than the limit and ended "…" for a name
+		// that fits once cleaned.
+		m.Author = gitmem.SignatureOf(c.Agent)
 	}
 	if c.Author.Name != "" {
 		m.Author = c.Author

@@ -47,6 +47,35 @@ func TestCommitIdent(t *testing.T) {
 	}
 }
 
+// An agent's name is cleaned first, then cut: a name over MaxCallerBytes
+// that fits once its '<', '>' and runs of white space are gone is whole,
+// and one that does not is cut to the limit, never shorter, never ending
+// in a half-cleaned run ("a …"). Its callers hand it the name as given
+// (handler's commitMeta cut it for the Agent trailer first: 300 bytes of
+// "<bot>" became 50 "bot"s, "bo" and "…", not 60 whole).
+func TestAgentIdentCleansThenCuts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, ident, email string }{
+		{strings.Repeat("<bot>", 60), strings.Repeat("bot", 60), strings.Repeat("bot", 60)},
+		{strings.Repeat("a  \n", 100), strings.TrimSpace(strings.Repeat("a ", 100)), strings.Repeat("a-", 99) + "a"},
+		{strings.Repeat("<<x>>", 100), strings.Repeat("x", 100), strings.Repeat("x", 100)},
+		{strings.Repeat("x", 300), strings.Repeat("x", 253) + "…", strings.Repeat("x", 253) + "-"},
+		{strings.Repeat("<", 300) + strings.Repeat("y", 300), strings.Repeat("y", 253) + "…", strings.Repeat("y", 253) + "-"},
+	} {
+		ident, email := AgentIdent(tc.in)
+		if ident != tc.ident || email != tc.email+"@gitmem.invalid" {
+			t.Errorf("AgentIdent(%.30q...) = %q, %q; want %q, %q", tc.in, ident, email, tc.ident, tc.email+"@gitmem.invalid")
+		}
+		if len(ident) > MaxCallerBytes {
+			t.Errorf("AgentIdent(%.30q...) is %d bytes, over %d", tc.in, len(ident), MaxCallerBytes)
+		}
+		// What a caller cut for a trailer is no name to make one from.
+		if cut, _ := AgentIdent(CommitText(tc.in, MaxCallerBytes)); len(cut) > len(ident) {
+			t.Errorf("AgentIdent of the cut name is longer than of the whole")
+		}
+	}
+}
+
 func TestCheckToolUseID(t *testing.T) {
 	t.Parallel()
 	for id, want := range map[string]string{
