@@ -694,3 +694,69 @@ func TestEditorTemporariesAreNeverAdopted(t *testing.T) {
 		t.Errorf("a second adopt: %v, want ErrNoChange", err)
 	}
 }
+
+// A program reads a file an adopt is about to merge (its own last edit,
+// what the adopt reads), the worktree follows the adopt's merge, and the
+// program writes its next edit of what it had read over the merge. The
+// next follow keeps that edit, noting the merge as its base (what the
+// worktree held), and the model then changes the file more times than
+// the versions noted per file (seenMax) before the next adopt. The edit
+// was made on the adopt's read, a version older than the base: compared
+// with only the base, as the older versions were no longer noted, it
+// conflicted with every line the model changed since its read (the
+// conflicts of TestTruncatingHandEditsBesideTheModel: the program's old
+// values against the model's latest). The versions it may have been made
+// on are those noted when it was kept.
+func TestAnEditKeptBeforeManyChangesMergesFromTheVersionItWasMadeOn(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	keepWriterLock(t, r)
+	p := filepath.Join(dir, "memories", "a.md")
+	write(t, r, "t0", "a.md", "m0: 0\nfiller\nm1: 0\nfiller\nfiller\n")
+	settle(t, r)
+	n := [2]int{}
+	model := func(i int) {
+		t.Helper()
+		key := fmt.Sprintf("m%d: ", i%2)
+		old, new := fmt.Sprintf("%s%d\n", key, n[i%2]), fmt.Sprintf("%s%d\n", key, n[i%2]+1)
+		n[i%2]++
+		_, err := r.Update(context.Background(), Meta{Subject: "model", Trailers: []Trailer{{TrailerToolUseID, fmt.Sprint("m", i)}}}, func(tx *Tx) error {
+			data, err := tx.ReadFile("a.md")
+			if err != nil {
+				return err
+			}
+			return tx.WriteFile("a.md", []byte(strings.Replace(string(data), old, new, 1)))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.disk.hold() // an edit kept from an acknowledged change: the adopt merges it
+	model(0)
+	appendHand(t, dir, "a.md", "hand-0")
+	r.disk.mu.Unlock()
+	settle(t, r)
+	had := readDisk(t, dir, "a.md") // the program reads its own edit, which the adopt reads
+	if _, err := r.Adopt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r) // the worktree gets the merge
+	// The follow that keeps the program's edit of what it read, and many
+	// changes; the first is in flight as the edit is written, so the
+	// model's calls do not look at the file for hand edits.
+	r.disk.hold()
+	model(1)
+	if err := os.WriteFile(p, []byte(had+"hand-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i <= seenMax+1; i++ {
+		model(i)
+	}
+	r.disk.mu.Unlock()
+	settle(t, r)
+	if _, err := r.Adopt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	wantEverywhere(t, r, dir, "a.md", fmt.Sprintf("m0: %d\nfiller\nm1: %d\nfiller\nfiller\nhand-0\nhand-1\n", n[0], n[1]))
+}

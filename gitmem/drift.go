@@ -747,7 +747,8 @@ func (m *mirror) loadKept(tree *node) {
 // version the edit was most likely made on (the base). The candidates are
 // the version noted for an edit kept from an acknowledged change
 // (repairs.handBase; else the transaction's own), and the file's older versions
-// of the last commits that changed it (repairs.seen) that the worktree
+// of the last commits that changed it (repairs.seen; for a kept edit,
+// those noted before its base when it was kept) that the worktree
 // held and that were replaced less than staleWindow before the edit was
 // written: a program that read the file just before gitmem replaced it,
 // and wrote it just after, made its edit on the replaced version. (A pass
@@ -784,11 +785,14 @@ func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Tim
 	if !kept {
 		base = handBase{hash: tip.hash}
 	}
-	// recent reports whether seen[i] was replaced less than staleWindow
-	// before the edit was written (the newest one is not replaced).
-	recent := func(i int) bool { return i == len(seen)-1 || mtime.Sub(seen[i+1].at) <= staleWindow }
+	// recent reports whether vs[i] was replaced less than staleWindow
+	// before the edit was written, at made (the newest one is not
+	// replaced).
+	recent := func(vs []shown, i int, made time.Time) bool {
+		return i == len(vs)-1 || made.Sub(vs[i+1].at) <= staleWindow
+	}
 	h := plumbing.ComputeHash(plumbing.BlobObject, hand)
-	for i := len(seen) - 1; i >= 0 && recent(i); i-- {
+	for i := len(seen) - 1; i >= 0 && recent(seen, i, mtime); i-- {
 		if seen[i].hash == h && h != tip.hash {
 			return nil, at, handStale, nil // that version as it was: no edit
 		}
@@ -797,9 +801,18 @@ func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Tim
 		return nil, at, handStale, nil
 	}
 	cands := []handBase{base}
+	older, made := seen, mtime
 	from := len(seen) - 1 // newest first
-	if kept {
-		// Made on the noted version or an older one.
+	switch {
+	case kept && base.seen != nil:
+		// Made on the noted version or an older one, of those noted
+		// when it was kept (its first write was then at the latest: the
+		// file's mtime is its last).
+		older, from = base.seen, len(base.seen)-2
+		if base.noted.Before(made) {
+			made = base.noted
+		}
+	case kept:
 		from = -1
 		for i := len(seen) - 1; i >= 0; i-- {
 			if seen[i].hash == base.hash {
@@ -808,9 +821,9 @@ func (m *mirror) mergeHandEdit(root *node, p string, hand []byte, mtime time.Tim
 			}
 		}
 	}
-	for i := from; i >= 0 && recent(i) && len(cands) < baseCandidates; i-- {
-		if !seen[i].passed && !slices.ContainsFunc(cands, func(c handBase) bool { return c.hash == seen[i].hash }) {
-			cands = append(cands, seen[i].handBase)
+	for i := from; i >= 0 && recent(older, i, made) && len(cands) < baseCandidates; i-- {
+		if !older[i].passed && !slices.ContainsFunc(cands, func(c handBase) bool { return c.hash == older[i].hash }) {
+			cands = append(cands, older[i].handBase)
 		}
 	}
 	hl := splitKeep(string(hand))

@@ -334,6 +334,18 @@ type handBase struct {
 	// moved by the commits the worktree follows (repairs.moveKept). The
 	// adopt merges the edit into the file there (mergeHandEdit).
 	to string
+	// seen is a noted edit's: the file's versions noted (repairs.seen)
+	// when it was kept, oldest first, up to the base, and noted is when.
+	// The edit was made on the base or on one of the versions before it
+	// (mergeHandEdit). The versions noted since never reached the
+	// worktree, which holds the edit, yet they pushed those out of
+	// repairs.seen (seenMax) while the model changed the file many times
+	// before the adopt; merged from the base alone, an edit made on the
+	// version before it (the adopt's read, say: the worktree held the
+	// adopt's merge for an instant) conflicted with every line the model
+	// changed since.
+	seen  []shown
+	noted time.Time
 }
 
 // noteBase notes that the worktree file at repository path q holds a hand
@@ -344,6 +356,15 @@ func (rp *repairs) noteBase(q string, b handBase) (noted bool) {
 	defer rp.mu.Unlock()
 	if _, ok := rp.handBase[q]; ok {
 		return false
+	}
+	if strings.HasPrefix(q, memDir+"/") {
+		v := rp.seen[q[len(memDir)+1:]]
+		for i := len(v) - 1; i >= 0; i-- {
+			if v[i].hash == b.hash {
+				b.seen, b.noted = slices.Clone(v[:i+1]), time.Now()
+				break
+			}
+		}
 	}
 	rp.handBase[q] = b
 	return true
