@@ -121,16 +121,17 @@ func (m *mirror) full(tree *node) bool {
 // leaveRoomless leaves the files made by hand that an adopt found no
 // room for (rels, relative to memories/, in path order) where they are:
 // never read, never committed, and not looked at again while the memory
-// has no room (skipRoomless). The error log says how many there are,
-// with the limit, for those no earlier adopt named. Called with the
-// writer turn held.
+// has no room (skipRoomless). The error log says how many are left, with
+// the first in path order and the limit, when none were before, and again
+// each time their count has doubled since it last did (roomless.add).
+// Called with the writer turn held.
 func (m *mirror) leaveRoomless(rels []string, holds int) {
-	added := m.roomless.add(rels)
-	if len(added) == 0 {
+	name, count, first := m.roomless.add(rels)
+	if !name {
 		return
 	}
 	m.errorf("gitmem: %s file(s) made by hand in memories/ (%s first) are not committed, nor shown to the model: the memory holds %s files, the limit is %s files; they are taken once it has room (remove them, delete other memories, or raise the limit)",
-		policy.Thousands(int64(len(added))), full(added[0]), policy.Thousands(int64(holds)), policy.Thousands(int64(m.maxFiles)))
+		policy.Thousands(int64(count)), full(first), policy.Thousands(int64(holds)), policy.Thousands(int64(m.maxFiles)))
 }
 
 // skipRoomless is drift (relative to memories/, found against tree)
@@ -149,26 +150,45 @@ func (m *mirror) skipRoomless(tree *node, drift []string) []string {
 // is a leaf: an adopt adds to it with the writer turn held, a look
 // without the turn reads it (Adopt's, a view's).
 type roomless struct {
-	mu   sync.Mutex
-	left map[string]bool
+	mu    sync.Mutex
+	left  map[string]bool
+	named int // how many were left when the error log last named them, or fewer left since (0: none named)
 }
 
-// add notes rels, and returns those not noted before.
-func (r *roomless) add(rels []string) []string {
+// add notes rels, and reports whether the error log is to name the files
+// left now, with how many they are and the first in path order: some are
+// new, and none were named before, or twice as many are left as when
+// they last were. A process that kept making files by hand had them named
+// at every adopt (one line per file, as each adopt found one more); it
+// gets a line each time their count doubles.
+func (r *roomless) add(rels []string) (name bool, count int, first string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.left == nil {
 		r.left = map[string]bool{}
 	}
-	var added []string
+	added := false
 	for _, rel := range rels {
 		if !r.left[rel] {
 			r.left[rel] = true
-			added = append(added, rel)
+			added = true
 		}
 	}
-	return added
+	if !added || r.named > 0 && len(r.left) < 2*r.named {
+		return false, 0, ""
+	}
+	r.named = len(r.left)
+	for rel := range r.left {
+		if first == "" || rel < first {
+			first = rel
+		}
+	}
+	return true, len(r.left), first
 }
+
+// forgotten notes that files left were forgotten: as many as are left
+// now were named.
+func (r *roomless) forgotten() { r.named = min(r.named, len(r.left)) }
 
 // drop forgets rels: taken, or no longer on disk.
 func (r *roomless) drop(rels ...string) {
@@ -177,10 +197,11 @@ func (r *roomless) drop(rels ...string) {
 	for _, rel := range rels {
 		delete(r.left, rel)
 	}
+	r.forgotten()
 }
 
 // keepOnly forgets every file not in drift (a look at every file): one
-// made again later is named again.
+// made again later is counted again.
 func (r *roomless) keepOnly(drift []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -196,6 +217,7 @@ func (r *roomless) keepOnly(drift []string) {
 			delete(r.left, rel)
 		}
 	}
+	r.forgotten()
 }
 
 // without is drift without the files noted that skip reports.
@@ -550,7 +572,7 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 			}
 		}
 	}
-	m.roomless.drop(roomy...) // each one left before is named again if it is left again
+	m.roomless.drop(roomy...) // each one left before is counted again if it is left again
 	if len(roomless) > 0 {
 		m.leaveRoomless(roomless, lookup(a.tx.root, memDir).files)
 	}
@@ -1104,7 +1126,7 @@ func (m *mirror) allDrifted(tree *node) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.roomless.keepOnly(drift) // a look at every file: one removed since it was left is named again if made again
+	m.roomless.keepOnly(drift) // a look at every file: one removed since it was left is counted again if made again
 	return m.skipRoomless(tree, drift), nil
 }
 
