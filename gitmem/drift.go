@@ -326,6 +326,23 @@ func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, er
 	return out, nil
 }
 
+// madeByHand is the first file (relative to memories/) made by hand at
+// or under the repository path p, or in its way, that tree does not
+// hold ("": none), leaving out gitmem's unfinished work there (a removal
+// the worktree has yet to follow). Called with the writer turn held.
+func (m *mirror) madeByHand(tree *node, p string) (string, error) {
+	drift, err := m.drifted(tree, []string{p}, m.repairs.pendingFor([]string{p}))
+	if err != nil {
+		return "", err
+	}
+	for _, rel := range drift {
+		if !lookup(tree, full(rel)).isFile() {
+			return rel, nil
+		}
+	}
+	return "", nil
+}
+
 // fileAbove is the folder above the repository path p where tree holds
 // a file ("": none).
 func fileAbove(tree *node, p string) string {

@@ -358,10 +358,16 @@ func undo(ctx context.Context, s opStore, tx *Tx, c Commit, theirs bool, moved f
 				return nil, nil
 			}
 		}
+		taken := []FileConflict{{Path: to, Reason: fmt.Sprintf("cannot move it back to /memories/%s: it has since been moved, or that path is taken", from)}}
 		if errTo != nil || errFrom == nil {
-			return []FileConflict{{Path: to, Reason: fmt.Sprintf("cannot move it back to /memories/%s: it has since been moved, or that path is taken", from)}}, nil
+			return taken, nil
 		}
-		return nil, tx.Rename(to, from)
+		if err := tx.Rename(to, from); errors.Is(err, ErrExist) { // by a file made by hand (Tx.Rename)
+			return taken, nil
+		} else if err != nil {
+			return nil, err
+		}
+		return nil, nil
 	}
 	parent := ""
 	if len(c.Parents) > 0 {

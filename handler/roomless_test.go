@@ -1,0 +1,94 @@
+package handler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/gitmem"
+	"github.com/gitmem-dev/gitmem/handler"
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+	"github.com/gitmem-dev/gitmem/policy"
+)
+
+// A file made by hand that an adopt left for want of room (--max-files)
+// stays on disk, and the model cannot see it; nor can a change of the
+// model's write over it. A rename onto it, or onto one made since the
+// last adopt, gets "The destination ... already exists" (it was
+// committed, and the hand file merged with it between conflict markers);
+// a create is refused for want of room, or, once there is room, finds
+// the file the adopt took first. Every hand file stays on disk as it was
+// made, and no commit holds a conflict marker.
+func TestTheModelWritesNoFileOverOneLeftForWantOfRoom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	r, _, err := gitmem.Init(ctx, dir, gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf, Errorf: t.Logf,
+		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}, MaxFiles: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	limits := policy.DefaultLimits
+	limits.MaxFiles = 2
+	h := handler.New(r, handler.Options{Limits: limits, Logger: testLog(t)})
+	n := 0
+	run := func(input, want string) {
+		t.Helper()
+		n++
+		res := call(h, fmt.Sprintf("toolu_%d", n), input)
+		if res.Content != want {
+			t.Fatalf("%s: %q, want %q", input, res.Content, want)
+		}
+	}
+	hand := func(p, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, "memories", p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "memories", p), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(`{"command":"create","path":"/memories/a.md","file_text":"a\n"}`, "File created successfully at: /memories/a.md")
+	run(`{"command":"create","path":"/memories/d/b.md","file_text":"b\n"}`, "File created successfully at: /memories/d/b.md")
+	hand("n.md", "made by hand\n")
+	hand("e/b.md", "also by hand\n")
+	if _, err := r.Adopt(ctx); !errors.Is(err, gitmem.ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+	}
+	run(`{"command":"rename","old_path":"/memories/a.md","new_path":"/memories/n.md"}`, "Error: The destination /memories/n.md already exists")
+	run(`{"command":"rename","old_path":"/memories/d","new_path":"/memories/e"}`, "Error: The destination /memories/e already exists")
+	run(`{"command":"rename","old_path":"/memories/gone.md","new_path":"/memories/n.md"}`, "Error: The destination /memories/n.md already exists")
+	run(`{"command":"rename","old_path":"/memories/a.md","new_path":"/memories/n.md/x.md"}`, "Error: Cannot rename /memories/a.md to /memories/n.md/x.md: one of its parent folders is a file")
+	run(`{"command":"create","path":"/memories/n.md","file_text":"model\n"}`, "Error: Cannot create /memories/n.md: the memory already holds 2 files, the limit is 2 files")
+	hand("m.md", "made by hand since the last adopt\n") // not yet named left
+	run(`{"command":"rename","old_path":"/memories/a.md","new_path":"/memories/m.md"}`, "Error: The destination /memories/m.md already exists")
+	// Room for one: the adopt before the create takes m.md, first in
+	// path order; n.md is left, and not written over.
+	run(`{"command":"delete","path":"/memories/d/b.md"}`, "Successfully deleted /memories/d/b.md")
+	run(`{"command":"create","path":"/memories/m.md","file_text":"model\n"}`, "Error: File /memories/m.md already exists")
+	run(`{"command":"rename","old_path":"/memories/a.md","new_path":"/memories/n.md"}`, "Error: The destination /memories/n.md already exists")
+	if _, err := r.Adopt(ctx); err != nil && !errors.Is(err, gitmem.ErrNoChange) {
+		t.Fatal(err)
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"n.md": "made by hand\n", "e/b.md": "also by hand\n", "m.md": "made by hand since the last adopt\n", "a.md": "a\n"} {
+		if got, err := os.ReadFile(filepath.Join(dir, "memories", p)); err != nil || string(got) != want {
+			t.Errorf("%s on disk = %q (%v), want %q", p, got, err, want)
+		}
+	}
+	if log := gittest.Git(t, dir, "log", "-p", "HEAD"); strings.Contains(log, "<<<<<<<") {
+		t.Errorf("a commit holds conflict markers:\n%s", log)
+	}
+	if got, want := strings.Join(strings.Fields(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")), " "), "memories/a.md memories/m.md"; got != want {
+		t.Errorf("HEAD holds %s, want %s", got, want)
+	}
+}
