@@ -102,11 +102,23 @@ func (m *mirror) leaveTooBig(rel string, size int64) {
 func (m *mirror) tooBigGone(rel string) { delete(m.tooBigLogged, rel) }
 
 // noRoom reports whether the memory of tree has no room for a file made
-// by hand at rel (relative to memories/): it is none of tree's files, and
-// tree holds maxFiles files or more. The model gets "Cannot create" there
-// (policy.Limits.Check); a hand edit gets no further either.
-func (m *mirror) noRoom(tree *node, rel string) bool {
-	return m.full(tree) && !lookup(tree, full(rel)).isFile()
+// by hand at rel (relative to memories/), size bytes long: it is none of
+// tree's files, and tree holds maxFiles files or more, or would be over
+// maxTotal bytes with it. The model gets "Cannot create" or "Cannot
+// write" there (policy.Limits.Check); a hand edit gets no further either.
+func (m *mirror) noRoom(tree *node, rel string, size int64) bool {
+	if lookup(tree, full(rel)).isFile() {
+		return false
+	}
+	return m.full(tree) || m.maxTotal > 0 && m.bytes(tree)+size > m.maxTotal
+}
+
+// bytes is the total size of the memory's files in tree.
+func (m *mirror) bytes(tree *node) int64 {
+	if n := lookup(tree, memDir); n.isDir() {
+		return n.size
+	}
+	return 0
 }
 
 // full reports whether the memory of tree holds maxFiles files or more.
@@ -125,13 +137,20 @@ func (m *mirror) full(tree *node) bool {
 // the first in path order and the limit, when none were before, and again
 // each time their count has doubled since it last did (roomless.add).
 // Called with the writer turn held.
-func (m *mirror) leaveRoomless(rels []string, holds int) {
+//
+// The line gives the limit the memory is at: the most files when it
+// holds that many, else the largest total size.
+func (m *mirror) leaveRoomless(rels []string, tree *node) {
 	name, count, first := m.roomless.add(rels)
 	if !name {
 		return
 	}
-	m.errorf("gitmem: %s file(s) made by hand in memories/ (%s first) are not committed, nor shown to the model: the memory holds %s files, the limit is %s files; they are taken once it has room (remove them, delete other memories, or raise the limit)",
-		policy.Thousands(int64(count)), full(first), policy.Thousands(int64(holds)), policy.Thousands(int64(m.maxFiles)))
+	holds := policy.Thousands(int64(lookup(tree, memDir).files)) + " files, the limit is " + policy.Thousands(int64(m.maxFiles)) + " files"
+	if !m.full(tree) {
+		holds = policy.Thousands(m.bytes(tree)) + " bytes, the limit is " + policy.Thousands(m.maxTotal) + " bytes in all"
+	}
+	m.errorf("gitmem: %s file(s) made by hand in memories/ (%s first) are not committed, nor shown to the model: the memory holds %s; they are taken once it has room (remove them, delete other memories, or raise the limit)",
+		policy.Thousands(int64(count)), full(first), holds)
 }
 
 // skipRoomless is drift (relative to memories/, found against tree)
@@ -546,6 +565,7 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 	a.read, a.later, a.mtime = map[string][]byte{}, map[string]bool{}, map[string]time.Time{}
 	// Deletions first: a file deleted by hand may be where a folder now is.
 	var writes []string
+	size := map[string]int64{} // of each file to take, from its lstat
 	for _, rel := range drift {
 		fi, err := m.wt.lstat(full(rel))
 		if err == nil && fi.Mode().IsRegular() && m.tooBig(fi.Size()) {
@@ -556,7 +576,7 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 		m.tooBigGone(rel)
 		if err == nil && fi.Mode().IsRegular() {
 			writes = append(writes, rel)
-			a.mtime[rel] = fi.ModTime()
+			a.mtime[rel], size[rel] = fi.ModTime(), fi.Size()
 			continue
 		}
 		if err := a.tx.Remove(rel); err != nil && !errors.Is(err, ErrNotExist) {
@@ -569,16 +589,16 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 	// what the file there holds then, an edit of that one taken first
 	// (taken after, as it is, it would replace the merge).
 	// A file made by hand is taken only while the memory has room for
-	// it (maxFiles), in path order, after the removals made room: the
-	// others are not read (100,000 files made by hand took a server's
-	// start over a minute, all committed).
+	// it (maxFiles, maxTotal), in path order, after the removals made
+	// room: the others are not read (100,000 files made by hand took a
+	// server's start over a minute, all committed).
 	var roomless, roomy []string
 	for _, late := range []bool{false, true} {
 		for _, rel := range writes {
 			if (m.repairs.movedTo(full(rel)) != "") != late {
 				continue
 			}
-			if !late && m.noRoom(a.tx.root, rel) {
+			if !late && m.noRoom(a.tx.root, rel, size[rel]) {
 				a.later[rel] = true
 				roomless = append(roomless, rel)
 				continue
@@ -591,7 +611,7 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 	}
 	m.roomless.drop(roomy...) // each one left before is counted again if it is left again
 	if len(roomless) > 0 {
-		m.leaveRoomless(roomless, lookup(a.tx.root, memDir).files)
+		m.leaveRoomless(roomless, a.tx.root)
 	}
 	if a.taken == 0 && !first {
 		return ErrNoChange

@@ -33,6 +33,7 @@ type mirror struct {
 	hooks        *testHooks // the test suite's other seams (nil: none)
 	maxFileBytes int64      // Options.MaxFileBytes: a hand-made file over it is not read (0: no limit)
 	maxFiles     int        // Options.MaxFiles: no file made by hand is taken while the memory holds as many (<= 0: no limit)
+	maxTotal     int64      // Options.MaxTotalBytes: no file made by hand is taken that would make the memory larger (<= 0: no limit)
 	logf         func(string, ...any)
 	index        indexWriting         // .git/index's part: where it notes for what commit gitmem wrote it
 	errorf       func(string, ...any) // Options.Errorf: what the operator must act on
@@ -48,8 +49,9 @@ type mirror struct {
 	tooBigLogged map[string]int64
 
 	// roomless are the files made by hand that an adopt left because the
-	// memory held maxFiles files (leaveRoomless): named once, and not
-	// looked at again while the memory has no room (skipRoomless).
+	// memory held maxFiles files, or would be over maxTotal bytes with
+	// them (leaveRoomless): named once, and not looked at again while the
+	// memory holds maxFiles files (skipRoomless).
 	roomless roomless
 
 	// checked is closed once the start's look at every worktree file
@@ -71,7 +73,7 @@ type indexWriting interface {
 func newMirror(root *os.Root, dir, gitDir string, index indexWriting, opt *Options) *mirror {
 	env := opt.hooks.gdEnv()
 	m := &mirror{wt: newWorktree(root, dir, gitDir, env), stats: newStatCache(), repairs: newRepairs(),
-		gitDir: gitDir, env: env, hooks: opt.hooks, maxFileBytes: opt.MaxFileBytes, maxFiles: opt.MaxFiles, logf: opt.Logf, errorf: opt.Errorf, index: index}
+		gitDir: gitDir, env: env, hooks: opt.hooks, maxFileBytes: opt.MaxFileBytes, maxFiles: opt.MaxFiles, maxTotal: opt.MaxTotalBytes, logf: opt.Logf, errorf: opt.Errorf, index: index}
 	checked := make(chan struct{})
 	close(checked)
 	m.checked.Store(&checked)

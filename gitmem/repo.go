@@ -131,6 +131,11 @@ type Options struct {
 	// The error log says how many were left, once (0:
 	// policy.DefaultLimits.MaxFiles; negative: no limit).
 	MaxFiles int
+	// MaxTotalBytes is the largest total size of the memory's files that
+	// hand edits may make: a file created by hand that would take the
+	// memory past it is neither read nor committed, as for MaxFiles
+	// (0: policy.DefaultLimits.MaxTotalBytes; negative: no limit).
+	MaxTotalBytes int64
 	// LockWait bounds a wait for the writer lock another process holds:
 	// after it, the call gives up with a *LockHeldError and changes
 	// nothing (0: the wait lasts as long as the call's context; a
@@ -190,6 +195,9 @@ func (o *Options) defaults(dir string) {
 	}
 	if o.MaxFiles == 0 {
 		o.MaxFiles = policy.DefaultLimits.MaxFiles
+	}
+	if o.MaxTotalBytes == 0 {
+		o.MaxTotalBytes = policy.DefaultLimits.MaxTotalBytes
 	}
 	if o.Process == "" && len(os.Args) > 0 {
 		o.Process = filepath.Base(os.Args[0])

@@ -58,3 +58,60 @@ func TestFilesMadeByHandOneAtATimePastTheLimitAreNamedAsTheirCountDoubles(t *tes
 		}
 	}
 }
+
+// Files made by hand are held to the largest memory in all (Options.
+// MaxTotalBytes, serve --max-total-bytes) as to the most files: in path
+// order, each one that would take the memory past it is left on disk,
+// neither read nor committed, and named once at ERROR, with the limit; a
+// smaller one after it that fits is taken. The adopts after it take
+// nothing, and name nothing again.
+func TestHandMadeFilesPastTheTotalSizeAreLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.MaxTotalBytes = 10
+	logs := captureLogs(t, &opt)
+	logf := opt.Logf
+	opt.Errorf = func(format string, a ...any) { logf("ERROR "+format, a...) }
+	r, _, err := Init(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", "aaaa\n")
+	settle(t, r)
+	made := map[string]string{"n1.md": "bb\n", "n2.md": "cccc\n", "n3.md": "d\n"}
+	for p, text := range made {
+		if err := os.WriteFile(filepath.Join(dir, "memories", p), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Adopt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+			t.Fatalf("adopt: %v, want ErrNoChange", err)
+		}
+	}
+	settle(t, r)
+	if got, want := strings.Join(strings.Fields(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")), " "), "memories/a.md memories/n1.md memories/n3.md"; got != want {
+		t.Fatalf("HEAD holds %s, want %s", got, want)
+	}
+	for p, text := range made {
+		if got := readDisk(t, dir, p); got != text {
+			t.Errorf("%s on disk = %q, want %q", p, got, text)
+		}
+	}
+	var named []string
+	for _, l := range logs() {
+		if strings.HasPrefix(l, "ERROR") {
+			named = append(named, l)
+		}
+	}
+	want := "ERROR gitmem: 1 file(s) made by hand in memories/ (memories/n2.md first) are not committed, nor shown to the model: the memory holds 10 bytes, the limit is 10 bytes in all; they are taken once it has room (remove them, delete other memories, or raise the limit)"
+	if len(named) != 1 || named[0] != want {
+		t.Fatalf("ERROR lines:\n%s\nwant one:\n%s", strings.Join(named, "\n"), want)
+	}
+}

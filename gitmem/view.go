@@ -251,12 +251,9 @@ func (tx *Tx) Rename(from, to string) error {
 	// conflict markers: the destination exists, or a parent folder is a
 	// file. (Where the memory has room, the adopt after the call takes
 	// it, and the call runs again.) In the order the protocol checks them.
-	made := ""
-	if to != "" && lookup(tx.root, full(to)) == nil {
-		var err error
-		if made, err = tx.r.mirror.madeByHand(tx.base, full(to)); err != nil {
-			return err
-		}
+	made, err := tx.madeByHand(to)
+	if err != nil {
+		return err
 	}
 	above := made != "" && strings.HasPrefix(to, made+"/")
 	n := tx.get(from)
@@ -282,6 +279,34 @@ func (tx *Tx) Rename(from, to string) error {
 	tx.root = root
 	tx.ops = append(tx.ops, op{kind: 'm', from: from, to: to})
 	return nil
+}
+
+// HandMade reports whether the worktree holds a file made by hand at p or
+// under it that no commit holds: one an adopt left (for want of room,
+// over the size limit) or made since the last; ErrNotDir when one is in
+// p's way. A change that made a file at p would have the worktree's
+// follow write it over that one (Rename refuses: ErrExist, ErrNotDir).
+// Gitmem's unfinished work there (a removal the worktree has yet to
+// follow) is none.
+func (tx *Tx) HandMade(p string) (bool, error) {
+	if err := checkRel(p); err != nil {
+		return false, err
+	}
+	made, err := tx.madeByHand(p)
+	if made != "" && strings.HasPrefix(p, made+"/") {
+		return false, ErrNotDir
+	}
+	return made != "", err
+}
+
+// madeByHand is the first file (relative to memories/) made by hand at,
+// under or in the way of the memory path p, which the transaction does
+// not hold ("": none, or p is there).
+func (tx *Tx) madeByHand(p string) (string, error) {
+	if p == "" || lookup(tx.root, full(p)) != nil {
+		return "", nil
+	}
+	return tx.r.mirror.madeByHand(tx.base, full(p))
 }
 
 // looked lists the memory paths the transaction read or changed.

@@ -440,6 +440,14 @@ func (h *Handler) create(c Caller, id string, in input) (string, error) {
 		if _, err := tx.Stat(rel); err == nil {
 			return "", fail("File %s already exists", path)
 		}
+		// A file made by hand there that no commit holds (left for want
+		// of room, over the size limit): the worktree's follow would
+		// write the model's over it. It exists, on disk.
+		if made, err := tx.HandMade(rel); err != nil {
+			return "", parentErr(err, "create "+path)
+		} else if made {
+			return "", fail("File %s already exists", path)
+		}
 		file, _, err := h.place(sc, rel, path, "", "", tx)
 		if err != nil {
 			return "", err

@@ -18,12 +18,12 @@ import (
 
 // A file made by hand that an adopt left for want of room (--max-files)
 // stays on disk, and the model cannot see it; nor can a change of the
-// model's write over it. A rename onto it, or onto one made since the
-// last adopt, gets "The destination ... already exists" (it was
-// committed, and the hand file merged with it between conflict markers);
-// a create is refused for want of room, or, once there is room, finds
-// the file the adopt took first. Every hand file stays on disk as it was
-// made, and no commit holds a conflict marker.
+// model's write over it. A rename or a create onto it, or onto one made
+// since the last adopt, gets "already exists" (the rename was committed,
+// and the hand file merged with it between conflict markers); once there
+// is room, the adopt before the call takes the file, which then exists
+// for the model too. Every hand file stays on disk as it was made, and no
+// commit holds a conflict marker.
 func TestTheModelWritesNoFileOverOneLeftForWantOfRoom(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -66,7 +66,9 @@ func TestTheModelWritesNoFileOverOneLeftForWantOfRoom(t *testing.T) {
 	run(`{"command":"rename","old_path":"/memories/d","new_path":"/memories/e"}`, "Error: The destination /memories/e already exists")
 	run(`{"command":"rename","old_path":"/memories/gone.md","new_path":"/memories/n.md"}`, "Error: The destination /memories/n.md already exists")
 	run(`{"command":"rename","old_path":"/memories/a.md","new_path":"/memories/n.md/x.md"}`, "Error: Cannot rename /memories/a.md to /memories/n.md/x.md: one of its parent folders is a file")
-	run(`{"command":"create","path":"/memories/n.md","file_text":"model\n"}`, "Error: Cannot create /memories/n.md: the memory already holds 2 files, the limit is 2 files")
+	run(`{"command":"create","path":"/memories/n.md","file_text":"model\n"}`, "Error: File /memories/n.md already exists")
+	run(`{"command":"create","path":"/memories/n.md/x.md","file_text":"model\n"}`, "Error: Cannot create /memories/n.md/x.md: one of its parent folders is a file")
+	run(`{"command":"create","path":"/memories/o.md","file_text":"model\n"}`, "Error: Cannot create /memories/o.md: the memory already holds 2 files, the limit is 2 files")
 	hand("m.md", "made by hand since the last adopt\n") // not yet named left
 	run(`{"command":"rename","old_path":"/memories/a.md","new_path":"/memories/m.md"}`, "Error: The destination /memories/m.md already exists")
 	// Room for one: the adopt before the create takes m.md, first in
@@ -89,6 +91,54 @@ func TestTheModelWritesNoFileOverOneLeftForWantOfRoom(t *testing.T) {
 		t.Errorf("a commit holds conflict markers:\n%s", log)
 	}
 	if got, want := strings.Join(strings.Fields(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")), " "), "memories/a.md memories/m.md"; got != want {
+		t.Errorf("HEAD holds %s, want %s", got, want)
+	}
+}
+
+// The same for a file made by hand that would take the memory past its
+// largest total size (--max-total-bytes): left on disk, and neither a
+// create nor a rename of the model's writes over it (a create that fits
+// the limit was committed, and the hand file merged with it between
+// conflict markers).
+func TestTheModelWritesNoFileOverOneLeftForTheTotalSize(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	r, _, err := gitmem.Init(ctx, dir, gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf, Errorf: t.Logf,
+		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}, MaxTotalBytes: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	limits := policy.DefaultLimits
+	limits.MaxTotalBytes = 10
+	h := handler.New(r, handler.Options{Limits: limits, Logger: testLog(t)})
+	for i, c := range []struct{ input, want string }{
+		{`{"command":"create","path":"/memories/a.md","file_text":"aaaa\n"}`, "File created successfully at: /memories/a.md"},
+		{"", ""}, // n.md made by hand, left by the adopt
+		{`{"command":"create","path":"/memories/n.md","file_text":"x\n"}`, "Error: File /memories/n.md already exists"},
+		{`{"command":"rename","old_path":"/memories/a.md","new_path":"/memories/n.md"}`, "Error: The destination /memories/n.md already exists"},
+	} {
+		if c.input == "" {
+			if err := os.WriteFile(filepath.Join(dir, "memories", "n.md"), []byte("by hand\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Adopt(ctx); !errors.Is(err, gitmem.ErrNoChange) {
+				t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+			}
+			continue
+		}
+		if res := call(h, fmt.Sprintf("toolu_%d", i), c.input); res.Content != c.want {
+			t.Fatalf("%s: %q, want %q", c.input, res.Content, c.want)
+		}
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "memories", "n.md")); err != nil || string(got) != "by hand\n" {
+		t.Errorf("n.md on disk = %q (%v)", got, err)
+	}
+	if got, want := strings.Join(strings.Fields(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")), " "), "memories/a.md"; got != want {
 		t.Errorf("HEAD holds %s, want %s", got, want)
 	}
 }

@@ -59,7 +59,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "agent", Usage: "Agent trailer (and author, NAME <NAME@gitmem.invalid>) for stdio calls (MCP: default the client's name/version)"},
 			&cli.StringFlag{Name: "author", Usage: "commit author of calls that name no agent, \"Name <email>\" (default: Claude <claude@gitmem.invalid>)"},
 			&cli.Int64Flag{Name: "max-file-bytes", Value: d.MaxFileBytes, Usage: "largest memory file (the model's; a larger file made by hand is not committed)"},
-			&cli.Int64Flag{Name: "max-total-bytes", Value: d.MaxTotalBytes, Usage: "largest total size of the memory"},
+			&cli.Int64Flag{Name: "max-total-bytes", Value: d.MaxTotalBytes, Usage: "largest total size of the memory (the model's; a file made by hand past it is not committed)"},
 			&cli.IntFlag{Name: "max-files", Value: d.MaxFiles, Usage: "most files in the memory (the model's; a file made by hand past it is not committed)"},
 			&cli.IntFlag{Name: "max-view-bytes", Value: d.MaxViewBytes, Usage: "largest view result before it is paginated"},
 			&cli.StringFlag{Name: "expire-every", Usage: "run expire every `DURATION` (with --expire-older-than)"},
@@ -272,8 +272,8 @@ func serve(c *cli.Context) (err error) {
 }
 
 // repoOptions are what serve opens a repository with: a hand-made file
-// over --max-file-bytes is not committed, nor one made past --max-files,
-// as the model cannot write one. listening is the URL serve answers on
+// over --max-file-bytes is not committed, nor one made past --max-files
+// or --max-total-bytes, as the model cannot write one. listening is the URL serve answers on
 // meanwhile ("" for stdio), for the notice of a wait for the writer lock.
 func repoOptions(c *cli.Context, author gitmem.Signature, listening string) gitmem.Options {
 	maxFile := c.Int64("max-file-bytes")
@@ -284,7 +284,11 @@ func repoOptions(c *cli.Context, author gitmem.Signature, listening string) gitm
 	if maxFiles <= 0 {
 		maxFiles = -1
 	}
-	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: errorLog(c), MaxFileBytes: maxFile, MaxFiles: maxFiles,
+	maxTotal := c.Int64("max-total-bytes")
+	if maxTotal <= 0 {
+		maxTotal = -1
+	}
+	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: errorLog(c), MaxFileBytes: maxFile, MaxFiles: maxFiles, MaxTotalBytes: maxTotal,
 		Process: processName(c), Waiting: serveWaiting(logAt(c, slog.LevelWarn), listening)}
 }
 
