@@ -565,7 +565,8 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 	a.read, a.later, a.mtime = map[string][]byte{}, map[string]bool{}, map[string]time.Time{}
 	// Deletions first: a file deleted by hand may be where a folder now is.
 	var writes []string
-	size := map[string]int64{} // of each file to take, from its lstat
+	size := map[string]int64{}             // of each file to take, from its lstat
+	removed := map[int64][]plumbing.Hash{} // the files removed by hand, by size
 	for _, rel := range drift {
 		fi, err := m.wt.lstat(full(rel))
 		if err == nil && fi.Mode().IsRegular() && m.tooBig(fi.Size()) {
@@ -579,12 +580,16 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 			a.mtime[rel], size[rel] = fi.ModTime(), fi.Size()
 			continue
 		}
+		if n := lookup(a.tx.root, full(rel)); n.isFile() {
+			removed[n.size] = append(removed[n.size], n.hash)
+		}
 		if err := a.tx.Remove(rel); err != nil && !errors.Is(err, ErrNotExist) {
 			return wrap("adopt the removal of "+rel, err)
 		}
 		a.taken++
 		a.meta.Trailers = append(a.meta.Trailers, Trailer{TrailerPath, policy.Display(rel)})
 	}
+	writes = m.movedFirst(a.tx.root, writes, size, removed)
 	// An edit of a file a rename took elsewhere last: it merges into
 	// what the file there holds then, an edit of that one taken first
 	// (taken after, as it is, it would replace the merge).
@@ -620,6 +625,41 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 		m.logf("gitmem: committing %d file(s) changed outside gitmem", a.taken)
 	}
 	return nil
+}
+
+// movedFirst is writes (relative to memories/, in path order) with the
+// files moved by hand first: a file tree does not hold that holds one
+// the same adopt removes (a blob of removed, by size), as mv a.md z.md
+// leaves. Taken in path order with the files made by hand, it lost the
+// room it had to one that waited for room, and was left (its memory gone
+// from HEAD, its text uncommitted). Only a file of a removed one's size
+// is read, to compare.
+func (m *mirror) movedFirst(tree *node, writes []string, size map[string]int64, removed map[int64][]plumbing.Hash) []string {
+	if len(removed) == 0 {
+		return writes
+	}
+	moved := map[string]bool{}
+	for _, rel := range writes {
+		hs := removed[size[rel]]
+		if len(hs) == 0 || lookup(tree, full(rel)).isFile() {
+			continue
+		}
+		if data, err := m.wt.readFile(full(rel)); err == nil && slices.Contains(hs, plumbing.ComputeHash(plumbing.BlobObject, data)) {
+			moved[rel] = true
+		}
+	}
+	if len(moved) == 0 {
+		return writes
+	}
+	out := make([]string, 0, len(writes))
+	for _, first := range []bool{true, false} {
+		for _, rel := range writes {
+			if moved[rel] == first {
+				out = append(out, rel)
+			}
+		}
+	}
+	return out
 }
 
 // adoptWrite takes the file rel (relative to memories/), which a hand

@@ -115,3 +115,49 @@ func TestHandMadeFilesPastTheTotalSizeAreLeft(t *testing.T) {
 		t.Fatalf("ERROR lines:\n%s\nwant one:\n%s", strings.Join(named, "\n"), want)
 	}
 }
+
+// A file moved by hand (mv a.md z.md) in a full memory, beside files made
+// by hand that wait for room: the move removes a.md and makes z.md, and
+// the removal's room went to the first file made by hand in path order
+// (n.md), z.md left for want of room: a.md's memory was deleted from
+// HEAD, its text left uncommitted. A file made by hand that is a file the
+// same adopt removes (its blob) was moved, not made: it is taken first,
+// in the room it had.
+func TestAFileMovedByHandKeepsItsRoom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.MaxFiles = 2
+	r, _, err := Init(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "a, moved\n")
+	write(t, r, "t2", "b.md", "b\n")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mem := filepath.Join(dir, "memories")
+	if err := os.WriteFile(filepath.Join(mem, "n.md"), []byte("made by hand\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(mem, "a.md"), filepath.Join(mem, "z.md")); err != nil {
+		t.Fatal(err)
+	}
+	r, err = Open(ctx, dir, opt) // the start's adopt looks at every file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Adopt(ctx); err != nil && !errors.Is(err, ErrNoChange) {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got, want := strings.Join(strings.Fields(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")), " "), "memories/b.md memories/z.md"; got != want {
+		t.Fatalf("HEAD holds %s, want %s", got, want)
+	}
+	if got := readDisk(t, dir, "n.md"); got != "made by hand\n" {
+		t.Fatalf("n.md on disk = %q", got)
+	}
+}
