@@ -302,11 +302,20 @@ func (tx *Tx) HandMade(p string) (bool, error) {
 // madeByHand is the first file (relative to memories/) made by hand at,
 // under or in the way of the memory path p, which the transaction does
 // not hold ("": none, or p is there).
+//
+// A file found is noted as read: the adopt that follows the transaction
+// looks at p (Update), takes what it can (a hand edit kept where a
+// rename moved its file away goes with the file; a file made by hand
+// where the memory has room is committed), and runs it again.
 func (tx *Tx) madeByHand(p string) (string, error) {
 	if p == "" || lookup(tx.root, full(p)) != nil {
 		return "", nil
 	}
-	return tx.r.mirror.madeByHand(tx.base, full(p))
+	made, err := tx.r.mirror.madeByHand(tx.base, full(p))
+	if made != "" && tx.reads != nil {
+		*tx.reads = append(*tx.reads, p)
+	}
+	return made, err
 }
 
 // looked lists the memory paths the transaction read or changed.
