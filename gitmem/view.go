@@ -251,10 +251,7 @@ func (tx *Tx) Rename(from, to string) error {
 	// conflict markers: the destination exists, or a parent folder is a
 	// file. (Where the memory has room, the adopt after the call takes
 	// it, and the call runs again.) In the order the protocol checks them.
-	made, err := tx.madeByHand(to)
-	if err != nil {
-		return err
-	}
+	made := tx.madeByHand(to)
 	above := made != "" && strings.HasPrefix(to, made+"/")
 	n := tx.get(from)
 	switch {
@@ -292,11 +289,11 @@ func (tx *Tx) HandMade(p string) (bool, error) {
 	if err := checkRel(p); err != nil {
 		return false, err
 	}
-	made, err := tx.madeByHand(p)
+	made := tx.madeByHand(p)
 	if made != "" && strings.HasPrefix(p, made+"/") {
 		return false, ErrNotDir
 	}
-	return made != "", err
+	return made != "", nil
 }
 
 // madeByHand is the first file (relative to memories/) made by hand at,
@@ -307,15 +304,22 @@ func (tx *Tx) HandMade(p string) (bool, error) {
 // looks at p (Update), takes what it can (a hand edit kept where a
 // rename moved its file away goes with the file; a file made by hand
 // where the memory has room is committed), and runs it again.
-func (tx *Tx) madeByHand(p string) (string, error) {
+func (tx *Tx) madeByHand(p string) string {
 	if p == "" || lookup(tx.root, full(p)) != nil {
-		return "", nil
+		return ""
 	}
 	made, err := tx.r.mirror.madeByHand(tx.base, full(p))
+	if err != nil {
+		// A look that failed (out of file descriptors, say) fails no
+		// call of the model's: it goes on as it did before the look
+		// was made, a file made by hand there merged with its own by
+		// the next adopt, between conflict markers, nothing lost.
+		return ""
+	}
 	if made != "" && tx.reads != nil {
 		*tx.reads = append(*tx.reads, p)
 	}
-	return made, err
+	return made
 }
 
 // looked lists the memory paths the transaction read or changed.
