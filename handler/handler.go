@@ -165,9 +165,18 @@ func (h *Handler) HandleJSON(ctx context.Context, c Caller, raw []byte) Result {
 func (h *Handler) handleJSON(ctx context.Context, c Caller, raw []byte) (Result, Call) {
 	b, ok := parseBlock(raw)
 	if !ok {
-		return errorResult(readID(raw), "Invalid tool_use block: not a JSON object with type, id, name and input"), Call{}
+		return h.refuse(c, readID(raw), "Invalid tool_use block: not a JSON object with type, id, name and input")
 	}
 	return h.handleCall(ctx, c, b)
+}
+
+// refuse answers what is not a tool_use block at all (it does not parse,
+// or a transport skipped it) with an error result, logged and given to
+// OnCall as any refused call.
+func (h *Handler) refuse(c Caller, id, msg string) (Result, Call) {
+	call := Call{ID: id, Caller: c, Outcome: OutcomeError}
+	h.observe(call)
+	return errorResult(id, msg), call
 }
 
 // parseBlock reads a content block; its Input is a slice of raw, not a

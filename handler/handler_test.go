@@ -264,7 +264,7 @@ func TestMalformedCalls(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	t.Parallel()
-	for _, s := range []script{limitsScript, paginationScript} {
+	for _, s := range []script{limitsScript, oneScript, oneByteScript, paginationScript} {
 		h, _ := newHandler(t, s.limits)
 		run(t, h, s.steps)
 	}
@@ -280,6 +280,20 @@ var limitsScript = script{"limits", policy.Limits{MaxFileBytes: 10, MaxTotalByte
 	ok(`{"command":"view","path":"/memories/b"}`, "Here's the content of /memories/b with line numbers:\n     1\t1\n     2\t2\n     3\t"),
 	ok(`{"command":"str_replace","path":"/memories/b","old_str":"1\n","new_str":""}`,
 		"The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\t2\n     2\t"),
+}}
+
+// oneScript: a limit of one says so in the singular.
+var oneScript = script{"one", policy.Limits{MaxFileBytes: 1, MaxFiles: 1}, []step{
+	bad(`{"command":"create","path":"/memories/big","file_text":"12"}`, "File /memories/big would be 2 bytes, over the limit of 1 byte per file"),
+	ok(`{"command":"create","path":"/memories/a","file_text":"1"}`, "File created successfully at: /memories/a"),
+	bad(`{"command":"create","path":"/memories/c","file_text":""}`, "Cannot create /memories/c: the memory already holds 1 file, the limit is 1 file"),
+	ok(`{"command":"delete","path":"/memories/a"}`, "Successfully deleted /memories/a"),
+	bad(`{"command":"create","path":"/memories/b","file_text":"12"}`, "File /memories/b would be 2 bytes, over the limit of 1 byte per file"),
+}}
+
+var oneByteScript = script{"one byte", policy.Limits{MaxTotalBytes: 1}, []step{
+	bad(`{"command":"create","path":"/memories/a","file_text":"12"}`, "Cannot write /memories/a: the memory would hold 2 bytes, over the limit of 1 byte in all"),
+	ok(`{"command":"create","path":"/memories/a","file_text":"1"}`, "File created successfully at: /memories/a"),
 }}
 
 var paginationScript = script{"pagination", policy.Limits{MaxViewBytes: 120}, []step{

@@ -47,7 +47,7 @@ func DefaultLogger() *slog.Logger { return defaultLogger }
 // observe logs a call, one line, and hands it to OnCall.
 func (h *Handler) observe(c Call) {
 	level := slog.LevelInfo
-	attrs := []slog.Attr{slog.String("id", c.ID), slog.String("command", c.Command), slog.String("path", c.Path),
+	attrs := []slog.Attr{slog.String("id", policy.Clip(c.ID, policy.MaxToolUseIDBytes)), slog.String("command", c.Command), slog.String("path", c.Path),
 		slog.String("outcome", c.Outcome), slog.Duration("duration", c.Duration)}
 	if c.Commit != "" {
 		attrs = append(attrs, slog.String("commit", short(c.Commit)))

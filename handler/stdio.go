@@ -60,7 +60,7 @@ func (h *Handler) stdioLoop(ctx context.Context, in io.Reader, out io.Writer, c 
 		trimmed := bytes.TrimSpace(data)
 		switch {
 		case errors.Is(rerr, errTooLong):
-			res = errorResult("", "Input line is longer than 16 MiB; it was skipped")
+			res, _ = h.refuse(c, "", "Input line is longer than 16 MiB; it was skipped")
 		case len(trimmed) == 0:
 			if rerr == io.EOF {
 				return true, nil
@@ -71,7 +71,7 @@ func (h *Handler) stdioLoop(ctx context.Context, in io.Reader, out io.Writer, c 
 			// with the array of results.
 			results, err := h.HandleArray(ctx, c, trimmed)
 			if err != nil {
-				res = errorResult("", err.Error())
+				res, _ = h.refuse(c, "", err.Error())
 			} else {
 				res = results
 			}

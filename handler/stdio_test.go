@@ -14,9 +14,14 @@ import (
 
 // stdio: one result per non-blank line, in order; a malformed or
 // over-long line gets an error result and the loop goes on.
+//
+// Every line answered is a call the log and OnCall see, those that did
+// not parse too (N11: over stdio they left no trace).
 func TestStdioFraming(t *testing.T) {
 	t.Parallel()
-	h, _ := newHandler(t, policy.DefaultLimits)
+	_, repo := newHandler(t, policy.DefaultLimits)
+	var calls []handler.Call
+	h := handler.New(repo, handler.Options{Limits: policy.DefaultLimits, Logger: testLog(t), OnCall: func(c handler.Call) { calls = append(calls, c) }})
 	long := `{"type":"tool_use","id":"toolu_long","name":"memory","input":{"command":"create","path":"/memories/x","file_text":"` +
 		strings.Repeat("a", handler.MaxLineBytes) + `"}}`
 	in := strings.Join([]string{
@@ -52,6 +57,18 @@ func TestStdioFraming(t *testing.T) {
 		}
 		if r.ToolUseID != w.id || r.IsError != w.isError || !strings.HasPrefix(r.Content, w.prefix) {
 			t.Errorf("result %d: %+v", i, r)
+		}
+	}
+	if len(calls) != len(want) {
+		t.Fatalf("%d calls observed, want one per result (%d): %+v", len(calls), len(want), calls)
+	}
+	for i, w := range want {
+		outcome := handler.OutcomeOK
+		if w.isError {
+			outcome = handler.OutcomeError
+		}
+		if c := calls[i]; c.ID != w.id || c.Outcome != outcome {
+			t.Errorf("call %d: %+v, want id %q, outcome %s", i, c, w.id, outcome)
 		}
 	}
 }

@@ -40,8 +40,8 @@ type Usage struct {
 // file), would break a limit given the current usage.
 func (l Limits) Check(path string, u Usage, oldSize, newSize int64) error {
 	if l.MaxFileBytes > 0 && newSize > l.MaxFileBytes {
-		return &LimitError{fmt.Sprintf("File %s would be %s bytes, over the limit of %s bytes per file",
-			path, Thousands(newSize), Thousands(l.MaxFileBytes))}
+		return &LimitError{fmt.Sprintf("File %s would be %s, over the limit of %s per file",
+			path, Count(newSize, "byte"), Count(l.MaxFileBytes, "byte"))}
 	}
 	files, total := u.Files, u.Bytes+newSize
 	if oldSize < 0 {
@@ -50,14 +50,23 @@ func (l Limits) Check(path string, u Usage, oldSize, newSize int64) error {
 		total -= oldSize
 	}
 	if l.MaxFiles > 0 && oldSize < 0 && files > l.MaxFiles {
-		return &LimitError{fmt.Sprintf("Cannot create %s: the memory already holds %s files, the limit is %s files",
-			path, Thousands(int64(u.Files)), Thousands(int64(l.MaxFiles)))}
+		return &LimitError{fmt.Sprintf("Cannot create %s: the memory already holds %s, the limit is %s",
+			path, Count(int64(u.Files), "file"), Count(int64(l.MaxFiles), "file"))}
 	}
 	if l.MaxTotalBytes > 0 && total > l.MaxTotalBytes && total > u.Bytes {
-		return &LimitError{fmt.Sprintf("Cannot write %s: the memory would hold %s bytes, over the limit of %s bytes in all",
-			path, Thousands(total), Thousands(l.MaxTotalBytes))}
+		return &LimitError{fmt.Sprintf("Cannot write %s: the memory would hold %s, over the limit of %s in all",
+			path, Count(total, "byte"), Count(l.MaxTotalBytes, "byte"))}
 	}
 	return nil
+}
+
+// Count formats n with commas and its unit, plural unless n is one:
+// Count(1, "file") is "1 file", Count(10000, "file") "10,000 files".
+func Count(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return Thousands(n) + " " + unit + "s"
 }
 
 // Thousands formats n with commas: 1048576 -> "1,048,576".

@@ -282,7 +282,10 @@ func forEachCommand(cmds []*cli.Command, fn func(*cli.Command)) {
 	}
 }
 
-var undefinedFlag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^flag provided but not defined: -+(.*)$`) })
+var (
+	undefinedFlag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^flag provided but not defined: -+(.*)$`) })
+	invalidValue  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(invalid value .* for flag )-([^:]+)(:.*)$`) })
+)
 
 // usageError words a command line that does not parse as one line with a
 // hint, instead of urfave/cli's whole help text.
@@ -299,6 +302,10 @@ func usageError(c *cli.Context, err error, _ bool) error {
 		prefix = strings.Join(names, " ") + ": "
 	}
 	msg := err.Error()
+	if m := invalidValue().FindStringSubmatch(msg); m != nil {
+		// Go's flag package names every flag with one dash.
+		msg = m[1] + dashes(m[2]) + m[3]
+	}
 	if m := undefinedFlag().FindStringSubmatch(msg); m != nil {
 		// Not the version flag (it stands before any command), nor the
 		// very flag refused: "remote -v" is no slip for -v.
@@ -363,6 +370,26 @@ func oneSlip(a, b string) bool {
 			(len(diff) == 2 && diff[1] == diff[0]+1 && a[diff[0]] == b[diff[1]] && a[diff[1]] == b[diff[0]])
 	}
 	return smetrics.WagnerFischer(a, b, 1, 1, 1) == 1
+}
+
+// bytesLimit and countLimit are a limit's flag: 0 is no limit, and a
+// negative value is refused rather than taken as none.
+func bytesLimit(name string, value int64, usage string) *cli.Int64Flag {
+	return &cli.Int64Flag{Name: name, Value: value, Usage: usage,
+		Action: func(c *cli.Context, v int64) error { return noneOrMore(c, name, v) }}
+}
+
+func countLimit(name string, value int, usage string) *cli.IntFlag {
+	return &cli.IntFlag{Name: name, Value: value, Usage: usage,
+		Action: func(c *cli.Context, v int) error { return noneOrMore(c, name, v) }}
+}
+
+func noneOrMore[T int | int64](c *cli.Context, name string, v T) error {
+	if v >= 0 {
+		return nil
+	}
+	cmd := strings.TrimSpace(strings.TrimPrefix(c.Command.HelpName, c.App.Name))
+	return failf(exitUsage, "%s: %s is 0 (no limit) or more, not %d (see: gitmem %s --help)", cmd, dashes(name), v, cmd)
 }
 
 func dashes(name string) string {

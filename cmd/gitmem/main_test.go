@@ -69,13 +69,15 @@ func TestScripts(t *testing.T) {
 // the scripts to find before this binary on PATH, or "" when this test
 // binary is itself built without it. The build is the Dockerfile's own
 // (static, -trimpath), so that TestDockerfile (./test.sh long) finds its
-// packages compiled.
+// packages compiled; without the symbol table and DWARF (-s -w, as the
+// Dockerfile's too), its link, made anew at every run (its folder is
+// new), takes ~3.2 s of CPU rather than ~4.6 s.
 func plainGitmem(t *testing.T) string {
 	if !raceBuild {
 		return ""
 	}
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "gitmem"), ".")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "gitmem"), ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -49,9 +49,9 @@ func syncOptions(c *cli.Context) gitmem.SyncOptions {
 func limitFlagsOnly() []cli.Flag {
 	d := policy.DefaultLimits
 	return []cli.Flag{
-		&cli.Int64Flag{Name: "max-file-bytes", Value: d.MaxFileBytes, Usage: "largest file taken from the remote"},
-		&cli.Int64Flag{Name: "max-total-bytes", Value: d.MaxTotalBytes, Usage: "largest total size of the merged memory"},
-		&cli.IntFlag{Name: "max-files", Value: d.MaxFiles, Usage: "most files in the merged memory"},
+		bytesLimit("max-file-bytes", d.MaxFileBytes, "largest file taken from the remote"),
+		bytesLimit("max-total-bytes", d.MaxTotalBytes, "largest total size of the merged memory"),
+		countLimit("max-files", d.MaxFiles, "most files in the merged memory"),
 		&cli.IntFlag{Name: "max-view-bytes", Value: d.MaxViewBytes, Hidden: true},
 	}
 }

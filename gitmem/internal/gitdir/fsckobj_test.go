@@ -1,6 +1,7 @@
 package gitdir
 
 import (
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -95,12 +96,19 @@ func TestChecksAgreeWithGitFsckStrict(t *testing.T) {
 		"gitattributes ok":      special(".gitattributes", "*.md text\n"),
 	}
 	idLine := regexp.MustCompile(`(?m)^error in (?:tree|commit|tag|blob) [0-9a-f]{40}: (\w+):`)
+	// Each case's repository is a copy of one made here, holding the blob
+	// and the empty tree the cases name: a git init and two git
+	// hash-object for each of the 64 cases were half the test's CPU.
+	template := t.TempDir()
+	gittest.Git(t, template, "init", "-q")
+	gittest.GitIn(t, template, "hi\n", "hash-object", "-w", "--stdin")
+	gittest.Git(t, template, "hash-object", "-w", "-t", "tree", "--stdin")
 	for name, objs := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir() // not checked at the end: it holds the case's bad objects
-			gittest.Git(t, dir, "init", "-q")
-			gittest.GitIn(t, dir, "hi\n", "hash-object", "-w", "--stdin")
-			gittest.Git(t, dir, "hash-object", "-w", "-t", "tree", "--stdin")
+			if err := os.CopyFS(dir, os.DirFS(template)); err != nil {
+				t.Fatal(err)
+			}
 			var got []string
 			var specials []string // content of blobs a tree names as special files
 			files := map[plumbing.Hash]string{}
