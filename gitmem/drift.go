@@ -92,8 +92,8 @@ func (m *mirror) leaveTooBig(rel string, size int64) {
 		m.tooBigLogged = map[string]int64{}
 	}
 	m.tooBigLogged[rel] = size
-	m.errorf("gitmem: %s is %s bytes, over the limit of %s bytes per file: it is not committed, nor shown to the model; shrink or remove it",
-		full(rel), policy.Thousands(size), policy.Thousands(m.maxFileBytes))
+	m.errorf("gitmem: %s is %s, over the limit of %s per file: it is not committed, nor shown to the model; shrink or remove it",
+		full(rel), policy.Count(size, "byte"), policy.Count(m.maxFileBytes, "byte"))
 }
 
 // tooBigGone forgets that the file rel was named as over the largest
@@ -145,9 +145,9 @@ func (m *mirror) leaveRoomless(rels []string, tree *node) {
 	if !name {
 		return
 	}
-	holds := policy.Thousands(int64(lookup(tree, memDir).files)) + " files, the limit is " + policy.Thousands(int64(m.maxFiles)) + " files"
+	holds := policy.Count(int64(lookup(tree, memDir).files), "file") + ", the limit is " + policy.Count(int64(m.maxFiles), "file")
 	if !m.full(tree) {
-		holds = policy.Thousands(m.bytes(tree)) + " bytes, the limit is " + policy.Thousands(m.maxTotal) + " bytes in all"
+		holds = policy.Count(m.bytes(tree), "byte") + ", the limit is " + policy.Count(m.maxTotal, "byte") + " in all"
 	}
 	m.errorf("gitmem: %s file(s) made by hand in memories/ (%s first) are not committed, nor shown to the model: the memory holds %s; they are taken once it has room (remove them, delete other memories, or raise the limit)",
 		policy.Thousands(int64(count)), full(first), holds)
