@@ -359,9 +359,7 @@ func TestHandMadeFileOverTheLimitIsNotRead(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxFileBytes = 1000
-	logs := captureLogs(t, &opt)
-	logf := opt.Logf
-	opt.Errorf = func(format string, a ...any) { logf("ERROR "+format, a...) }
+	logs := captureErrorLogs(t, &opt)
 	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -1117,9 +1115,7 @@ func TestHandMadeFilesPastTheFileLimitAreLeft(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxFiles = 4
-	logs := captureLogs(t, &opt)
-	logf := opt.Logf
-	opt.Errorf = func(format string, a ...any) { logf("ERROR "+format, a...) }
+	logs := captureErrorLogs(t, &opt)
 	r, _, err := Init(ctx, dir, opt)
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,15 @@ func captureLogs(t *testing.T, opt *Options) func() []string {
 	}
 }
 
+// captureErrorLogs is captureLogs with the lines of opt.Errorf (what the
+// operator must act on) beginning "ERROR ".
+func captureErrorLogs(t *testing.T, opt *Options) func() []string {
+	logs := captureLogs(t, opt)
+	logf := opt.Logf
+	opt.Errorf = func(format string, a ...any) { logf("ERROR "+format, a...) }
+	return logs
+}
+
 // newFollowedRepo is a new repository (closed at the end of the test) and a
 // check that the worktree followed: the memory files hold what want says,
 // and nothing was logged as "could not follow".

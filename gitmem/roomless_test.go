@@ -23,9 +23,7 @@ func TestFilesMadeByHandOneAtATimePastTheLimitAreNamedAsTheirCountDoubles(t *tes
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxFiles = 1
-	logs := captureLogs(t, &opt)
-	logf := opt.Logf
-	opt.Errorf = func(format string, a ...any) { logf("ERROR "+format, a...) }
+	logs := captureErrorLogs(t, &opt)
 	r, _, err := Init(ctx, dir, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -71,9 +69,7 @@ func TestHandMadeFilesPastTheTotalSizeAreLeft(t *testing.T) {
 	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxTotalBytes = 10
-	logs := captureLogs(t, &opt)
-	logf := opt.Logf
-	opt.Errorf = func(format string, a ...any) { logf("ERROR "+format, a...) }
+	logs := captureErrorLogs(t, &opt)
 	r, _, err := Init(ctx, dir, opt)
 	if err != nil {
 		t.Fatal(err)
