@@ -171,7 +171,7 @@ func (m *mirror) skipRoomless(tree *node, drift []string) []string {
 type roomless struct {
 	mu    sync.Mutex
 	left  map[string]bool
-	named int // how many were left when the error log last named them, or fewer left since (0: none named)
+	named int // how many were left when the error log last named them (0: none named, or none left since)
 }
 
 // add notes rels, and reports whether the error log is to name the files
@@ -205,9 +205,16 @@ func (r *roomless) add(rels []string) (name bool, count int, first string) {
 	return true, len(r.left), first
 }
 
-// forgotten notes that files left were forgotten: as many as are left
-// now were named.
-func (r *roomless) forgotten() { r.named = min(r.named, len(r.left)) }
+// forgotten notes that files left were forgotten: once none is left,
+// the next one left is named. Fewer left is no reason to name them
+// sooner: a program that makes and removes a temporary file beside one
+// left (sed -i, an editor's save) had the count drop and double at each
+// adopt, one line each time.
+func (r *roomless) forgotten() {
+	if len(r.left) == 0 {
+		r.named = 0
+	}
+}
 
 // drop forgets rels: taken, or no longer on disk.
 func (r *roomless) drop(rels ...string) {

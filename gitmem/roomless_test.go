@@ -157,3 +157,57 @@ func TestAFileMovedByHandKeepsItsRoom(t *testing.T) {
 		t.Fatalf("n.md on disk = %q", got)
 	}
 }
+
+// One file made by hand is left for the total size (and stays), and a
+// program writes a temporary file beside it, then removes it, again and
+// again (sed -i, an editor's save). Files left for their size are looked
+// at at every adopt, so each removal was seen and the count named dropped
+// back; each new temporary file doubled it again: one ERROR line per
+// adopt, "2 file(s) ..." every time (attacker A6). A line comes again
+// only when twice as many are left as the last line said.
+func TestATemporaryFileBesideOneLeftIsNotNamedAtEveryAdopt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.MaxTotalBytes = 100
+	logs := captureErrorLogs(t, &opt)
+	r, _, err := Init(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", strings.Repeat("a", 80)+"\n")
+	settle(t, r)
+	mem := filepath.Join(dir, "memories")
+	if err := os.WriteFile(filepath.Join(mem, "left.md"), []byte(strings.Repeat("x", 40)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange", err)
+	}
+	for i := range 10 {
+		p := filepath.Join(mem, fmt.Sprintf("tmp%d.md", i))
+		if err := os.WriteFile(p, []byte(strings.Repeat("t", 30)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+			t.Fatalf("adopt %d: %v, want ErrNoChange", i, err)
+		}
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+			t.Fatalf("adopt %d after the removal: %v, want ErrNoChange", i, err)
+		}
+	}
+	var named []string
+	for _, l := range logs() {
+		if strings.HasPrefix(l, "ERROR") {
+			named = append(named, l)
+		}
+	}
+	if len(named) > 2 {
+		t.Errorf("%d ERROR lines, want at most 2:\n%s", len(named), strings.Join(named, "\n"))
+	}
+}
