@@ -293,6 +293,8 @@ func explain(store string, err error) (int, string) {
 		return http.StatusConflict, "The memory changed since the preview, so this would no longer change what was shown. Nothing was changed: preview it again."
 	case errors.As(err, &ae):
 		return http.StatusConflict, "Restoring would delete " + strings.Join(displayAll(ae.Paths), ", ") + ", which did not exist then. Nothing was changed."
+	case errors.As(err, new(*gitmem.HandMadeError)):
+		return http.StatusConflict, strings.TrimPrefix(err.Error(), "gitmem: ")
 	}
 	if msg, ok := stores.OutOfFiles(store, err); ok {
 		return http.StatusServiceUnavailable, strings.ToUpper(msg[:1]) + msg[1:] + "."

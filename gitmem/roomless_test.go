@@ -211,3 +211,58 @@ func TestATemporaryFileBesideOneLeftIsNotNamedAtEveryAdopt(t *testing.T) {
 		t.Errorf("%d ERROR lines, want at most 2:\n%s", len(named), strings.Join(named, "\n"))
 	}
 }
+
+// A revert of a delete, or a restore, brings a file back where a file
+// made by hand sits that no commit holds (over the largest file size, as
+// here, or left for want of room): it was committed, and once the hand
+// file was shrunk the adopt merged the two between conflict markers
+// (attacker A6). The revert gets a conflict for that file, as a rename
+// moved back onto one; the restore a *HandMadeError; neither commits,
+// and the hand file is taken as it is once it fits.
+func TestRevertAndRestoreWriteNoFileOverOneMadeByHand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.MaxFileBytes = 10
+	r, _, err := Init(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", "model\n")
+	del(t, r, "t2", "a.md")
+	settle(t, r)
+	p := filepath.Join(dir, "memories", "a.md")
+	if err := os.WriteFile(p, []byte("made by hand, over the limit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	head := gittest.Git(t, dir, "rev-parse", "HEAD")
+	_, _, err = r.Revert(ctx, []string{"t2"}, RevertOptions{Theirs: true})
+	var ce *ConflictError
+	if !errors.As(err, &ce) || len(ce.Files) != 1 || ce.Files[0].Path != "a.md" || !strings.Contains(ce.Files[0].Reason, "made by hand") {
+		t.Errorf("revert of the delete onto a file made by hand: %v, want a conflict for a.md", err)
+	}
+	t1, err := r.Resolve(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = r.Restore(ctx, t1, RestoreOptions{Paths: []string{"a.md"}})
+	var he *HandMadeError
+	if !errors.As(err, &he) || he.Path != "a.md" || strings.Contains(err.Error(), dir) {
+		t.Errorf("restore onto a file made by hand: %v, want a *HandMadeError for a.md, no host path", err)
+	}
+	if got := gittest.Git(t, dir, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("HEAD moved: %s, was %s", got, head)
+	}
+	if err := os.WriteFile(p, []byte("by hand\n"), 0o644); err != nil { // shrunk: now adopted
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/a.md"); got != "by hand\n" {
+		t.Errorf("HEAD's a.md: %q, want the hand file as it is", got)
+	}
+}

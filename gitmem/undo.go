@@ -30,6 +30,30 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("gitmem: the revert conflicts with later edits in %d file(s)", len(e.Files))
 }
 
+// HandMadeError refuses a restore that would write a file where the
+// worktree holds a file made by hand that no commit holds (one an adopt
+// left: over the largest file size, or for want of room): the worktree's
+// follow would write over it. Nothing was changed.
+type HandMadeError struct {
+	Path string // relative to memories/: the file the restore would write
+}
+
+func (e *HandMadeError) Error() string {
+	return fmt.Sprintf("gitmem: a file made by hand that no commit holds is at %s (or in its way), left on disk over the largest file size or for want of room; "+
+		"restoring would write over it: move or remove it first; nothing was changed", policy.Display(e.Path))
+}
+
+// handMadeAt is the reason no change may write the file p (relative to
+// memories/, which tx does not hold): a file made by hand that no commit
+// holds is there or in its way ("": none).
+func (tx *Tx) handMadeAt(p string) string {
+	made, err := tx.HandMade(p)
+	if errors.Is(err, ErrNotDir) || made {
+		return "a file made by hand that no commit holds is there (or in its way): move or remove it first"
+	}
+	return ""
+}
+
 // AddTrailer appends a trailer to the commit (a key may repeat).
 func (tx *Tx) AddTrailer(key, value string) {
 	tx.extra = append(tx.extra, Trailer{Key: key, Value: value})
@@ -388,6 +412,15 @@ func undo(ctx context.Context, s opStore, tx *Tx, c Commit, theirs bool, moved f
 		if err != nil {
 			return nil, err
 		}
+		if !oursOK && beforeOK {
+			// Brought back where a file made by hand may sit, as a
+			// rename moved back (Tx.Rename): written, the hand file
+			// would be merged with it between conflict markers.
+			if reason := tx.handMadeAt(p); reason != "" {
+				out = append(out, FileConflict{Path: p, Reason: reason})
+				continue
+			}
+		}
 		switch {
 		case oursOK == baseOK && bytes.Equal(ours, base): // untouched since: plain undo
 			err = tx.set(p, before, beforeOK)
@@ -522,6 +555,8 @@ func restore(ctx context.Context, s opStore, c Commit, opt RestoreOptions) (Comm
 				if err := tx.Remove(p); err != nil {
 					return err
 				}
+			} else if n == nil && tx.handMadeAt(p) != "" {
+				return &HandMadeError{Path: p}
 			}
 			if err := tx.WriteFile(p, data); err != nil {
 				return err

@@ -568,6 +568,8 @@ func (s *storesServer) revError(w http.ResponseWriter, store string, err error) 
 		}
 		handler.HTTPError(w, http.StatusConflict, fmt.Sprintf("%s did not exist then: restoring would delete %s; nothing was changed (\"delete\": true deletes %[2]s)",
 			strings.Join(paths, ", "), them))
+	case errors.As(err, new(*gitmem.HandMadeError)):
+		handler.HTTPError(w, http.StatusConflict, strings.TrimPrefix(err.Error(), "gitmem: "))
 	case errors.Is(err, gitmem.ErrNoChange):
 		handler.HTTPError(w, http.StatusConflict, "nothing to change: the memory is already so; no commit was made")
 	default:
