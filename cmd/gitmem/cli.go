@@ -376,20 +376,22 @@ func oneSlip(a, b string) bool {
 // negative value is refused rather than taken as none.
 func bytesLimit(name string, value int64, usage string) *cli.Int64Flag {
 	return &cli.Int64Flag{Name: name, Value: value, Usage: usage,
-		Action: func(c *cli.Context, v int64) error { return noneOrMore(c, name, v) }}
+		Action: func(c *cli.Context, v int64) error { return zeroOrMore(c, name, v, "no limit") }}
 }
 
 func countLimit(name string, value int, usage string) *cli.IntFlag {
 	return &cli.IntFlag{Name: name, Value: value, Usage: usage,
-		Action: func(c *cli.Context, v int) error { return noneOrMore(c, name, v) }}
+		Action: func(c *cli.Context, v int) error { return zeroOrMore(c, name, v, "no limit") }}
 }
 
-func noneOrMore[T int | int64](c *cli.Context, name string, v T) error {
+// zeroOrMore refuses a negative value of the flag name, whose 0 means
+// zero.
+func zeroOrMore[T ~int | ~int64](c *cli.Context, name string, v T, zero string) error {
 	if v >= 0 {
 		return nil
 	}
 	cmd := strings.TrimSpace(strings.TrimPrefix(c.Command.HelpName, c.App.Name))
-	return failf(exitUsage, "%s: %s is 0 (no limit) or more, not %d (see: gitmem %s --help)", cmd, dashes(name), v, cmd)
+	return failf(exitUsage, "%s: %s is 0 (%s) or more, not %v (see: gitmem %s --help)", cmd, dashes(name), zero, v, cmd)
 }
 
 func dashes(name string) string {
