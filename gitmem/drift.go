@@ -85,13 +85,16 @@ func (m *mirror) sameAsTree(p string, fi fs.FileInfo, n *node) (bool, error) {
 // (the whole file would be in memory), never committed. The error log
 // names it once, and again only if its size changes. Called with the writer turn held.
 func (m *mirror) leaveTooBig(rel string, size int64) {
-	if n, ok := m.tooBigLogged[rel]; ok && n == size {
-		return
-	}
+	m.tooBigMu.Lock()
+	n, named := m.tooBigLogged[rel]
 	if m.tooBigLogged == nil {
 		m.tooBigLogged = map[string]int64{}
 	}
 	m.tooBigLogged[rel] = size
+	m.tooBigMu.Unlock()
+	if named && n == size {
+		return
+	}
 	m.errorf("gitmem: %s is %s, over the limit of %s per file: it is not committed, nor shown to the model; shrink or remove it",
 		full(rel), policy.Count(size, "byte"), policy.Count(m.maxFileBytes, "byte"))
 }
@@ -99,7 +102,24 @@ func (m *mirror) leaveTooBig(rel string, size int64) {
 // tooBigGone forgets that the file rel was named as over the largest
 // file size: it is no longer, and is named again if it grows over it.
 // Called with the writer turn held.
-func (m *mirror) tooBigGone(rel string) { delete(m.tooBigLogged, rel) }
+func (m *mirror) tooBigGone(rel string) {
+	m.tooBigMu.Lock()
+	defer m.tooBigMu.Unlock()
+	delete(m.tooBigLogged, rel)
+}
+
+// leftByAdopt reports whether an adopt left the file rel (relative to
+// memories/) on disk, uncommitted: for want of room (leaveRoomless), or
+// over the largest file size (leaveTooBig), and has not taken it since.
+func (m *mirror) leftByAdopt(rel string) bool {
+	if m.roomless.has(rel) {
+		return true
+	}
+	m.tooBigMu.Lock()
+	defer m.tooBigMu.Unlock()
+	_, ok := m.tooBigLogged[rel]
+	return ok
+}
 
 // noRoom reports whether the memory of tree has no room for a file made
 // by hand at rel (relative to memories/), size bytes long: it is none of
@@ -203,6 +223,13 @@ func (r *roomless) add(rels []string) (name bool, count int, first string) {
 		}
 	}
 	return true, len(r.left), first
+}
+
+// has reports whether rel is noted.
+func (r *roomless) has(rel string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.left[rel]
 }
 
 // forgotten notes that files left were forgotten: once none is left,

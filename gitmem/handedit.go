@@ -178,6 +178,10 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 			continue
 		}
 		of := v.files(q)
+		if r.leftHere(of, q, last) {
+			kept[q] = true // stays where it is, not noted
+			continue
+		}
 		if r.mirror.handEdited(v.trees, of, q, r.objects.st.Size) {
 			kept[q] = true
 			continue
@@ -186,6 +190,32 @@ func (r *Repo) keepHandEdits(items []*prepared, prevHead plumbing.Hash, prev *no
 		r.mirror.repairs.dropBases(q) // gitmem writes it again: an older edit was taken
 	}
 	return kept, checks
+}
+
+// leftHere reports whether the worktree's regular file at q (of: what it
+// may hold as gitmem's own) is one made by hand that an adopt left there,
+// uncommitted, before these commits (for want of room, or over the largest
+// file size: leftByAdopt), in a folder they rename or remove: no version
+// gitmem wrote or was writing holds it, nor did an adopt read it, and they
+// put nothing at q (last: the tree of the last of them) nor a file above
+// it. It is no edit of a file of gitmem's, and was there before the model
+// changed its folder: it stays where it is, and is not noted (noteBase).
+// Noted, a rename of its folder bound it for the new path
+// (repairs.moveKept), and the adopt merged it between conflict markers
+// into the file the model made there since (it could: nothing was there);
+// it is taken where it is, as any file made by hand, once there is room
+// for it. (A file made in a folder the model renamed before the worktree
+// caught up goes with the folder: it was made in what the operator took
+// for the model's folder. Where the commits put a file or a folder, or a
+// file above it, a file left holds the way of an acknowledged change, and
+// is kept as handEdited and syncChecked keep it.)
+func (r *Repo) leftHere(of *ownFiles, q string, last *node) bool {
+	rel, ok := strings.CutPrefix(q, memDir+"/")
+	if !ok || len(of.hashes) > 0 || lookup(last, q) != nil || fileAbove(last, q) != "" || !r.mirror.leftByAdopt(rel) {
+		return false
+	}
+	fi, err := r.mirror.wt.lstat(q)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // ownVersions are the versions of the worktree files that are gitmem's

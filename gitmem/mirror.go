@@ -3,6 +3,7 @@ package gitmem
 import (
 	"io/fs"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // parts_test.go): the rest of the store goes through its methods.
 //
 // It has no lock of its own. Its parts' locks, statCache.mu, repairs.mu,
-// roomless.mu and the worktree's writtenMu and sparesMu, are leaves of the lock
+// roomless.mu, tooBigMu and the worktree's writtenMu and sparesMu, are leaves of the lock
 // order: each may be taken with any other lock held, and none is held
 // while another lock is taken. What orchestrates it with the rest of the
 // store (materializeSome's follow, adopting, checking out what git moved)
@@ -44,8 +45,9 @@ type mirror struct {
 
 	// tooBigLogged is the size each hand-made file over maxFileBytes had
 	// when the error log last named it (leaveTooBig): named once, not at
-	// every look. Guarded by the writer turn: only an adopt, with the writer turn
-	// held, touches it.
+	// every look. Only an adopt, with the writer turn held, changes it;
+	// the worktree's follow reads it (leftByAdopt). Guarded by tooBigMu.
+	tooBigMu     sync.Mutex
 	tooBigLogged map[string]int64
 
 	// roomless are the files made by hand that an adopt left because the

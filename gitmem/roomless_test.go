@@ -266,3 +266,69 @@ func TestRevertAndRestoreWriteNoFileOverOneMadeByHand(t *testing.T) {
 		t.Errorf("HEAD's a.md: %q, want the hand file as it is", got)
 	}
 }
+
+// A file made by hand over the largest file size, left by an adopt, in a
+// folder the model renames after: no commit holds it, so it is no edit of
+// a file the rename moved, and stays where it was made, noted nowhere
+// (not in the kept edits, which outlive a crash). It was noted as a hand edit bound for the
+// folder's new place, and once shrunk, the adopt merged it between
+// conflict markers into the file the model made there since. Shrunk, it
+// is taken where it is, as any file made by hand, and the model's file
+// stays as made.
+func TestAFileLeftOverTheSizeLimitStaysWhereItIsWhenItsFolderIsRenamed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.MaxFileBytes = 50
+	logs := captureErrorLogs(t, &opt)
+	r, _, err := Init(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "d/b.md", "b\n")
+	settle(t, r)
+	big := strings.Repeat("x", 59) + "\n"
+	if err := os.MkdirAll(filepath.Join(dir, "memories", "d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "big.md"), []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (over the size limit)", err)
+	}
+	if _, err := r.Update(ctx, Meta{Subject: "mv d e"}, func(tx *Tx) error { return tx.Rename("d", "e") }); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := readDisk(t, dir, "d/big.md"); got != big {
+		t.Fatalf("d/big.md on disk = %q after the rename, want it as made", got)
+	}
+	if kept := r.mirror.repairs.bases(); len(kept) > 0 {
+		t.Fatalf("hand edits kept after the rename: %v, want none", kept)
+	}
+	for _, l := range logs() {
+		if strings.Contains(l, "edited by hand") {
+			t.Fatalf("logged: %s", l)
+		}
+	}
+	write(t, r, "t2", "e/big.md", "the model's\n")
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "big.md"), []byte("shrunk by hand\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := read(t, r, "e/big.md"); got != "the model's\n" {
+		t.Errorf("e/big.md = %q, want the model's file as made", got)
+	}
+	if got := read(t, r, "d/big.md"); got != "shrunk by hand\n" {
+		t.Errorf("d/big.md = %q, want the hand file as shrunk", got)
+	}
+	if out := gittest.Git(t, dir, "log", "-p", "HEAD"); strings.Contains(out, "<<<<<<<") {
+		t.Errorf("a commit holds conflict markers:\n%s", out)
+	}
+}

@@ -142,3 +142,72 @@ func TestTheModelWritesNoFileOverOneLeftForTheTotalSize(t *testing.T) {
 		t.Errorf("HEAD holds %s, want %s", got, want)
 	}
 }
+
+// A file made by hand in a folder, left for want of room, stays where it
+// is when the model renames the folder after: no commit holds it, so it
+// is no edit of a file the rename moved. The model then creates a file of its
+// own at the new place (nothing is there, on disk or in HEAD). Once there
+// is room, the adopt takes the hand file where it was made, as it is, and
+// the model's file stays as created: no commit holds conflict markers.
+// (The hand file was noted as a kept edit bound for the new place, and
+// merged into the model's file there between conflict markers.)
+func TestAFileLeftForWantOfRoomStaysWhereItIsWhenTheModelRenamesItsFolder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	r, _, err := gitmem.Init(ctx, dir, gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf, Errorf: t.Logf,
+		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}, MaxFiles: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	limits := policy.DefaultLimits
+	limits.MaxFiles = 3
+	h := handler.New(r, handler.Options{Limits: limits, Logger: testLog(t)})
+	n := 0
+	run := func(input, want string) {
+		t.Helper()
+		n++
+		res := call(h, fmt.Sprintf("toolu_%d", n), input)
+		if res.Content != want {
+			t.Fatalf("%s: %q, want %q", input, res.Content, want)
+		}
+	}
+	run(`{"command":"create","path":"/memories/a.md","file_text":"a\n"}`, "File created successfully at: /memories/a.md")
+	run(`{"command":"create","path":"/memories/c.md","file_text":"c\n"}`, "File created successfully at: /memories/c.md")
+	run(`{"command":"create","path":"/memories/d/b.md","file_text":"b\n"}`, "File created successfully at: /memories/d/b.md")
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("made by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, gitmem.ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+	}
+	run(`{"command":"rename","old_path":"/memories/d","new_path":"/memories/e"}`, "Successfully renamed /memories/d to /memories/e")
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run(`{"command":"delete","path":"/memories/a.md"}`, "Successfully deleted /memories/a.md")
+	run(`{"command":"create","path":"/memories/e/h.md","file_text":"the model's\n"}`, "File created successfully at: /memories/e/h.md")
+	run(`{"command":"delete","path":"/memories/c.md"}`, "Successfully deleted /memories/c.md")
+	if _, err := r.Adopt(ctx); err != nil && !errors.Is(err, gitmem.ErrNoChange) {
+		t.Fatal(err)
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if log := gittest.Git(t, dir, "log", "-p", "HEAD"); strings.Contains(log, "<<<<<<<") {
+		t.Errorf("a commit holds conflict markers:\n%s", log)
+	}
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/e/h.md"); got != "the model's\n" {
+		t.Errorf("HEAD:memories/e/h.md = %q, want the model's file as created", got)
+	}
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/d/h.md"); got != "made by hand\n" {
+		t.Errorf("HEAD:memories/d/h.md = %q, want the hand file as made", got)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "memories", "d", "h.md")); err != nil || string(got) != "made by hand\n" {
+		t.Errorf("memories/d/h.md on disk: %q, %v; want the hand file as made", got, err)
+	}
+}
