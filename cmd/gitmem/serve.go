@@ -281,20 +281,19 @@ func serve(c *cli.Context) (err error) {
 // or --max-total-bytes, as the model cannot write one. listening is the URL serve answers on
 // meanwhile ("" for stdio), for the notice of a wait for the writer lock.
 func repoOptions(c *cli.Context, author gitmem.Signature, listening string) gitmem.Options {
-	maxFile := c.Int64("max-file-bytes")
-	if maxFile <= 0 {
-		maxFile = -1 // no limit, for hand edits as for the model
-	}
-	maxFiles := c.Int("max-files")
-	if maxFiles <= 0 {
-		maxFiles = -1
-	}
-	maxTotal := c.Int64("max-total-bytes")
-	if maxTotal <= 0 {
-		maxTotal = -1
-	}
-	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: errorLog(c), MaxFileBytes: maxFile, MaxFiles: maxFiles, MaxTotalBytes: maxTotal,
+	return gitmem.Options{Author: author, Now: clock(), Logf: logTo(c), Errorf: errorLog(c),
+		MaxFileBytes: unlimited(c.Int64("max-file-bytes")), MaxFiles: unlimited(c.Int("max-files")), MaxTotalBytes: unlimited(c.Int64("max-total-bytes")),
 		Process: processName(c), Waiting: serveWaiting(logAt(c, slog.LevelWarn), listening)}
+}
+
+// unlimited is a limit flag's value as gitmem.Options takes it: a flag's
+// 0 is no limit, for hand edits as for the model, which Options writes
+// as a negative value (its 0 is the default).
+func unlimited[T int | int64](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 // serveWaiting logs, a second into a wait for the writer lock another
