@@ -634,10 +634,19 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 	var roomless, roomy []string
 	for _, late := range []bool{false, true} {
 		for _, rel := range writes {
-			if (m.repairs.movedTo(full(rel)) != "") != late {
+			to := m.repairs.movedTo(full(rel))
+			if (to != "") != late {
 				continue
 			}
-			if !late && m.noRoom(a.tx.root, rel, size[rel]) {
+			// A late one goes where a rename took its folder: it needs
+			// room there, unless it is an edit of a file the memory
+			// holds there (one made in the folder as the model renamed
+			// it is a new file, as any other).
+			at := rel
+			if late {
+				at = strings.TrimPrefix(to, memDir+"/")
+			}
+			if m.noRoom(a.tx.root, at, size[rel]) {
 				a.later[rel] = true
 				roomless = append(roomless, rel)
 				continue

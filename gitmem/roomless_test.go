@@ -332,3 +332,154 @@ func TestAFileLeftOverTheSizeLimitStaysWhereItIsWhenItsFolderIsRenamed(t *testin
 		t.Errorf("a commit holds conflict markers:\n%s", out)
 	}
 }
+
+// A file made by hand in a folder while the model renames it (before the
+// worktree follows) goes with the folder, to a path the memory does not
+// hold: a new file, which needs room there as any other. It was taken
+// past --max-files and --max-total-bytes (attacker A7); it is left on
+// disk while there is no room.
+func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedPastTheFileLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.MaxFiles = 3
+	r, _, err := Init(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "d/a.md", "A\n")
+	write(t, r, "t2", "d/b.md", "B\n")
+	write(t, r, "t3", "c.md", "C\n")
+	settle(t, r)
+	r.disk.hold() // the worktree has not caught up yet
+	mv(t, r, "t4", "d", "e")
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.disk.mu.Unlock()
+	settle(t, r)
+	if _, err := r.Adopt(ctx); err != nil && err != ErrNoChange {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	got := files(t, r)
+	if len(got) > 3 {
+		t.Errorf("the memory holds %d files, the limit is 3: %v", len(got), got)
+	}
+	if _, ok := got["e/h.md"]; !ok {
+		if b, err := os.ReadFile(filepath.Join(dir, "memories", "e", "h.md")); err != nil || string(b) != "HAND\n" {
+			if b2, err2 := os.ReadFile(filepath.Join(dir, "memories", "d", "h.md")); err2 != nil || string(b2) != "HAND\n" {
+				t.Errorf("hand file neither committed nor on disk: e %q %v, d %q %v", b, err, b2, err2)
+			}
+		}
+	}
+}
+
+// As above, a file over --max-file-bytes: not committed either.
+func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedOverTheSizeLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.MaxFileBytes = 50
+	r, _, err := Init(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "d/a.md", "A\n")
+	settle(t, r)
+	big := "0123456789012345678901234567890123456789012345678901234567890123456789\n"
+	r.disk.hold()
+	mv(t, r, "t4", "d", "e")
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "big.md"), []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.disk.mu.Unlock()
+	settle(t, r)
+	if _, err := r.Adopt(ctx); err != nil && err != ErrNoChange {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	got := files(t, r)
+	for p, c := range got {
+		if len(c) > 50 {
+			t.Errorf("%s committed with %d bytes, over the limit of 50", p, len(c))
+		}
+	}
+	e, _ := os.ReadFile(filepath.Join(dir, "memories", "e", "big.md"))
+	d, _ := os.ReadFile(filepath.Join(dir, "memories", "d", "big.md"))
+	if string(e) != big && string(d) != big {
+		t.Errorf("the hand file is on disk at neither e/big.md (%q) nor d/big.md (%q)", e, d)
+	}
+}
+
+// As above, past --max-total-bytes.
+func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedPastTheTotalSize(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.MaxTotalBytes = 40
+	r, _, err := Init(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "d/a.md", "0123456789012345678901234567890\n") // 32 bytes
+	settle(t, r)
+	r.disk.hold()
+	mv(t, r, "t4", "d", "e")
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("0123456789012345678\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.disk.mu.Unlock()
+	settle(t, r)
+	if _, err := r.Adopt(ctx); err != nil && err != ErrNoChange {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	n := 0
+	for _, c := range files(t, r) {
+		n += len(c)
+	}
+	if n > 40 {
+		t.Errorf("the memory holds %d bytes, the limit is 40: %v", n, files(t, r))
+	}
+}
+
+// A file made by hand in a folder while the model deletes it (before
+// the worktree follows), the memory at --max-files: left where it is,
+// not taken past the limit.
+func TestAFileMadeInAFolderWhileItIsDeletedIsNotCommittedPastTheFileLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	opt.MaxFiles = 2
+	r, _, err := Init(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "d/a.md", "A\n")
+	write(t, r, "t2", "c.md", "C\n")
+	settle(t, r)
+	r.disk.hold()
+	del(t, r, "t4", "d")
+	write(t, r, "t5", "g.md", "G\n") // the room the delete made: 2 files again
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.disk.mu.Unlock()
+	settle(t, r)
+	if _, err := r.Adopt(ctx); err != nil && err != ErrNoChange {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := files(t, r); len(got) > 2 {
+		t.Errorf("the memory holds %d files, the limit is 2: %v", len(got), got)
+	}
+}
