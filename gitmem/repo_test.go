@@ -136,11 +136,17 @@ func newRepo(t *testing.T) (*Repo, string) {
 // newRepoWith is newRepo with the test's seams into it.
 func newRepoWith(t *testing.T, h *testHooks) (*Repo, string) {
 	t.Helper()
-	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	if h != nil {
 		opt.hooks = h
 	}
+	return newRepoOpts(t, opt)
+}
+
+// newRepoOpts is newRepo made with opt.
+func newRepoOpts(t *testing.T, opt Options) (*Repo, string) {
+	t.Helper()
+	dir := gittest.TempDir(t)
 	r, _, err := Init(context.Background(), dir, opt)
 	if err != nil {
 		t.Fatal(err)

@@ -20,15 +20,10 @@ import (
 func TestFilesMadeByHandOneAtATimePastTheLimitAreNamedAsTheirCountDoubles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxFiles = 1
 	logs := captureErrorLogs(t, &opt)
-	r, _, err := Init(ctx, dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepoOpts(t, opt)
 	write(t, r, "t1", "a.md", "a\n")
 	settle(t, r)
 	for i := range 10 {
@@ -66,15 +61,10 @@ func TestFilesMadeByHandOneAtATimePastTheLimitAreNamedAsTheirCountDoubles(t *tes
 func TestHandMadeFilesPastTheTotalSizeAreLeft(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxTotalBytes = 10
 	logs := captureErrorLogs(t, &opt)
-	r, _, err := Init(ctx, dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepoOpts(t, opt)
 	write(t, r, "t1", "a.md", "aaaa\n")
 	settle(t, r)
 	made := map[string]string{"n1.md": "bb\n", "n2.md": "cccc\n", "n3.md": "d\n"}
@@ -168,15 +158,10 @@ func TestAFileMovedByHandKeepsItsRoom(t *testing.T) {
 func TestATemporaryFileBesideOneLeftIsNotNamedAtEveryAdopt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxTotalBytes = 100
 	logs := captureErrorLogs(t, &opt)
-	r, _, err := Init(ctx, dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepoOpts(t, opt)
 	write(t, r, "t1", "a.md", strings.Repeat("a", 80)+"\n")
 	settle(t, r)
 	mem := filepath.Join(dir, "memories")
@@ -222,14 +207,9 @@ func TestATemporaryFileBesideOneLeftIsNotNamedAtEveryAdopt(t *testing.T) {
 func TestRevertAndRestoreWriteNoFileOverOneMadeByHand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxFileBytes = 10
-	r, _, err := Init(ctx, dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepoOpts(t, opt)
 	write(t, r, "t1", "a.md", "model\n")
 	del(t, r, "t2", "a.md")
 	settle(t, r)
@@ -238,7 +218,7 @@ func TestRevertAndRestoreWriteNoFileOverOneMadeByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := gittest.Git(t, dir, "rev-parse", "HEAD")
-	_, _, err = r.Revert(ctx, []string{"t2"}, RevertOptions{Theirs: true})
+	_, _, err := r.Revert(ctx, []string{"t2"}, RevertOptions{Theirs: true})
 	var ce *ConflictError
 	if !errors.As(err, &ce) || len(ce.Files) != 1 || ce.Files[0].Path != "a.md" || !strings.Contains(ce.Files[0].Reason, "made by hand") {
 		t.Errorf("revert of the delete onto a file made by hand: %v, want a conflict for a.md", err)
@@ -278,15 +258,10 @@ func TestRevertAndRestoreWriteNoFileOverOneMadeByHand(t *testing.T) {
 func TestAFileLeftOverTheSizeLimitStaysWhereItIsWhenItsFolderIsRenamed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxFileBytes = 50
 	logs := captureErrorLogs(t, &opt)
-	r, _, err := Init(ctx, dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepoOpts(t, opt)
 	write(t, r, "t1", "d/b.md", "b\n")
 	settle(t, r)
 	big := strings.Repeat("x", 59) + "\n"
@@ -341,14 +316,9 @@ func TestAFileLeftOverTheSizeLimitStaysWhereItIsWhenItsFolderIsRenamed(t *testin
 func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedPastTheFileLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxFiles = 3
-	r, _, err := Init(ctx, dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepoOpts(t, opt)
 	write(t, r, "t1", "d/a.md", "A\n")
 	write(t, r, "t2", "d/b.md", "B\n")
 	write(t, r, "t3", "c.md", "C\n")
@@ -381,14 +351,9 @@ func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedPastTheFileLimit(t *tes
 func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedOverTheSizeLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxFileBytes = 50
-	r, _, err := Init(ctx, dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepoOpts(t, opt)
 	write(t, r, "t1", "d/a.md", "A\n")
 	settle(t, r)
 	big := "0123456789012345678901234567890123456789012345678901234567890123456789\n"
@@ -420,14 +385,9 @@ func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedOverTheSizeLimit(t *tes
 func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedPastTheTotalSize(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxTotalBytes = 40
-	r, _, err := Init(ctx, dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepoOpts(t, opt)
 	write(t, r, "t1", "d/a.md", "0123456789012345678901234567890\n") // 32 bytes
 	settle(t, r)
 	r.disk.hold()
@@ -456,14 +416,9 @@ func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedPastTheTotalSize(t *tes
 func TestAFileMadeInAFolderWhileItIsDeletedIsNotCommittedPastTheFileLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := gittest.TempDir(t)
 	opt := testOptions(t)
 	opt.MaxFiles = 2
-	r, _, err := Init(ctx, dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, dir := newRepoOpts(t, opt)
 	write(t, r, "t1", "d/a.md", "A\n")
 	write(t, r, "t2", "c.md", "C\n")
 	settle(t, r)
