@@ -247,6 +247,33 @@ func TestRevertAndRestoreWriteNoFileOverOneMadeByHand(t *testing.T) {
 	}
 }
 
+// A revert of a rename moves the file back where a file made by hand now
+// sits that no commit holds: the conflict names that path and the hand
+// file, as a revert of a delete does, not "moved, or that path is taken"
+// of a path the revert does not say is the one in the way.
+func TestARevertedRenameNamesTheFileMadeByHandInItsWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt := testOptions(t)
+	opt.MaxFileBytes = 10
+	r, dir := newRepoOpts(t, opt)
+	write(t, r, "t1", "a.md", "model\n")
+	mv(t, r, "t2", "a.md", "b.md")
+	settle(t, r)
+	if err := os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("made by hand, over the limit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	head := gittest.Git(t, dir, "rev-parse", "HEAD")
+	_, _, err := r.Revert(ctx, []string{"t2"}, RevertOptions{Theirs: true})
+	var ce *ConflictError
+	if !errors.As(err, &ce) || len(ce.Files) != 1 || ce.Files[0].Path != "a.md" || !strings.Contains(ce.Files[0].Reason, "made by hand") {
+		t.Errorf("revert of the rename onto a file made by hand: %v (%+v), want a conflict for a.md naming the hand file", err, ce)
+	}
+	if got := gittest.Git(t, dir, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("HEAD moved: %s, was %s", got, head)
+	}
+}
+
 // A file made by hand over the largest file size, left by an adopt, in a
 // folder the model renames after: no commit holds it, so it is no edit of
 // a file the rename moved, and stays where it was made, noted nowhere

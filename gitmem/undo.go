@@ -386,7 +386,12 @@ func undo(ctx context.Context, s opStore, tx *Tx, c Commit, theirs bool, moved f
 		if errTo != nil || errFrom == nil {
 			return taken, nil
 		}
-		if err := tx.Rename(to, from); errors.Is(err, ErrExist) { // by a file made by hand (Tx.Rename)
+		if err := tx.Rename(to, from); errors.Is(err, ErrExist) {
+			// By a file made by hand (Tx.Rename): named as where a
+			// revert of a delete would bring a file back onto one.
+			if reason := tx.handMadeAt(from); reason != "" {
+				return []FileConflict{{Path: from, Reason: reason}}, nil
+			}
 			return taken, nil
 		} else if err != nil {
 			return nil, err
