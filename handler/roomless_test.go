@@ -16,6 +16,31 @@ import (
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
+// limitedMemory makes a memory and a handler over it, both held to
+// limits' --max-files and --max-total-bytes (the repository's for the
+// files an adopt takes, the handler's for the model's calls), and run,
+// which makes one call and fails the test unless it answers want.
+func limitedMemory(t *testing.T, limits policy.Limits) (r *gitmem.Repo, dir string, run func(input, want string)) {
+	t.Helper()
+	dir = gittest.TempDir(t)
+	r, _, err := gitmem.Init(context.Background(), dir, gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf, Errorf: t.Logf,
+		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}, MaxFiles: limits.MaxFiles, MaxTotalBytes: limits.MaxTotalBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	h := handler.New(r, handler.Options{Limits: limits, Logger: testLog(t)})
+	n := 0
+	run = func(input, want string) {
+		t.Helper()
+		n++
+		if res := call(h, fmt.Sprintf("toolu_%d", n), input); res.Content != want {
+			t.Fatalf("%s: %q, want %q", input, res.Content, want)
+		}
+	}
+	return r, dir, run
+}
+
 // A file made by hand that an adopt left for want of room (--max-files)
 // stays on disk, and the model cannot see it; nor can a change of the
 // model's write over it. A rename or a create onto it, or onto one made
@@ -27,25 +52,9 @@ import (
 func TestTheModelWritesNoFileOverOneLeftForWantOfRoom(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := gittest.TempDir(t)
-	r, _, err := gitmem.Init(ctx, dir, gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf, Errorf: t.Logf,
-		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}, MaxFiles: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	limits := policy.DefaultLimits
 	limits.MaxFiles = 2
-	h := handler.New(r, handler.Options{Limits: limits, Logger: testLog(t)})
-	n := 0
-	run := func(input, want string) {
-		t.Helper()
-		n++
-		res := call(h, fmt.Sprintf("toolu_%d", n), input)
-		if res.Content != want {
-			t.Fatalf("%s: %q, want %q", input, res.Content, want)
-		}
-	}
+	r, dir, run := limitedMemory(t, limits)
 	hand := func(p, text string) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, "memories", p)), 0o755); err != nil {
@@ -103,17 +112,10 @@ func TestTheModelWritesNoFileOverOneLeftForWantOfRoom(t *testing.T) {
 func TestTheModelWritesNoFileOverOneLeftForTheTotalSize(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := gittest.TempDir(t)
-	r, _, err := gitmem.Init(ctx, dir, gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf, Errorf: t.Logf,
-		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}, MaxTotalBytes: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	limits := policy.DefaultLimits
 	limits.MaxTotalBytes = 10
-	h := handler.New(r, handler.Options{Limits: limits, Logger: testLog(t)})
-	for i, c := range []struct{ input, want string }{
+	r, dir, run := limitedMemory(t, limits)
+	for _, c := range []struct{ input, want string }{
 		{`{"command":"create","path":"/memories/a.md","file_text":"aaaa\n"}`, "File created successfully at: /memories/a.md"},
 		{"", ""}, // n.md made by hand, left by the adopt
 		{`{"command":"create","path":"/memories/n.md","file_text":"x\n"}`, "Error: File /memories/n.md already exists"},
@@ -128,9 +130,7 @@ func TestTheModelWritesNoFileOverOneLeftForTheTotalSize(t *testing.T) {
 			}
 			continue
 		}
-		if res := call(h, fmt.Sprintf("toolu_%d", i), c.input); res.Content != c.want {
-			t.Fatalf("%s: %q, want %q", c.input, res.Content, c.want)
-		}
+		run(c.input, c.want)
 	}
 	if err := r.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -154,25 +154,9 @@ func TestTheModelWritesNoFileOverOneLeftForTheTotalSize(t *testing.T) {
 func TestAFileLeftForWantOfRoomStaysWhereItIsWhenTheModelRenamesItsFolder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := gittest.TempDir(t)
-	r, _, err := gitmem.Init(ctx, dir, gitmem.Options{Now: func() time.Time { return epoch }, Logf: t.Logf, Errorf: t.Logf,
-		Operator: gitmem.Signature{Name: "op", Email: "op@example.com"}, MaxFiles: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	limits := policy.DefaultLimits
 	limits.MaxFiles = 3
-	h := handler.New(r, handler.Options{Limits: limits, Logger: testLog(t)})
-	n := 0
-	run := func(input, want string) {
-		t.Helper()
-		n++
-		res := call(h, fmt.Sprintf("toolu_%d", n), input)
-		if res.Content != want {
-			t.Fatalf("%s: %q, want %q", input, res.Content, want)
-		}
-	}
+	r, dir, run := limitedMemory(t, limits)
 	run(`{"command":"create","path":"/memories/a.md","file_text":"a\n"}`, "File created successfully at: /memories/a.md")
 	run(`{"command":"create","path":"/memories/c.md","file_text":"c\n"}`, "File created successfully at: /memories/c.md")
 	run(`{"command":"create","path":"/memories/d/b.md","file_text":"b\n"}`, "File created successfully at: /memories/d/b.md")
