@@ -91,6 +91,9 @@ func (m *mirror) leaveTooBig(rel string, size int64) {
 		m.tooBigLogged = map[string]int64{}
 	}
 	m.tooBigLogged[rel] = size
+	if !named {
+		m.tooBigChanges++
+	}
 	m.tooBigMu.Unlock()
 	if named && n == size {
 		return
@@ -104,21 +107,105 @@ func (m *mirror) leaveTooBig(rel string, size int64) {
 // Called with the writer turn held.
 func (m *mirror) tooBigGone(rel string) {
 	m.tooBigMu.Lock()
-	defer m.tooBigMu.Unlock()
-	delete(m.tooBigLogged, rel)
+	if _, ok := m.tooBigLogged[rel]; ok {
+		delete(m.tooBigLogged, rel)
+		m.tooBigChanges++
+	}
+	m.tooBigMu.Unlock()
+	m.leftBefore.drop(rel)
 }
 
 // leftByAdopt reports whether an adopt left the file rel (relative to
 // memories/) on disk, uncommitted: for want of room (leaveRoomless), or
-// over the largest file size (leaveTooBig), and has not taken it since.
+// over the largest file size (leaveTooBig), and has not taken it since;
+// or an adopt of a process killed before this one's replay of its log
+// did (leftBefore).
 func (m *mirror) leftByAdopt(rel string) bool {
-	if m.roomless.has(rel) {
+	if m.roomless.has(rel) || m.leftBefore.has(rel) {
 		return true
 	}
 	m.tooBigMu.Lock()
 	defer m.tooBigMu.Unlock()
 	_, ok := m.tooBigLogged[rel]
 	return ok
+}
+
+// leftPath names the file that carries the files an adopt left (for
+// want of room, over the largest file size: leftByAdopt) to a process
+// that replays the write-ahead log after this one was killed. Those lists
+// are in memory only; the replay's follow of a rename of their folder,
+// knowing none of them, took such a file for one made in the folder while
+// the model renamed it, and bound it for the folder's new place: it was
+// then committed there past the most files, or, once shrunk below the
+// largest file size, merged between conflict markers into the file the
+// model made there since. It holds one path (relative to memories/) a
+// line, and is there only while some are left.
+func (m *mirror) leftPath() string { return filepath.Join(m.gitDir, "gitmem", "left") }
+
+// saveLeft writes the files left (leftByAdopt's) to leftPath, durably, or
+// removes it when none is left, if they changed since it was last
+// written: before the writer turn is given back, so before any change of
+// the model's that a replay could follow, and not at every adopt (a
+// process that keeps making files by hand, the memory full, makes a new
+// one left at each). Called by adoptDrift with the writer turn held.
+func (m *mirror) saveLeft() {
+	changes := m.roomless.changeCount() + m.leftBefore.changeCount()
+	m.tooBigMu.Lock()
+	changes += m.tooBigChanges
+	m.tooBigMu.Unlock()
+	if changes == m.leftSaved {
+		return
+	}
+	var rels []string
+	m.roomless.list(&rels)
+	m.leftBefore.list(&rels)
+	m.tooBigMu.Lock()
+	for rel := range m.tooBigLogged {
+		rels = append(rels, rel)
+	}
+	m.tooBigMu.Unlock()
+	slices.Sort(rels)
+	rels = slices.Compact(rels)
+	var err error
+	if len(rels) == 0 {
+		if err = os.Remove(m.leftPath()); errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+	} else {
+		dir := filepath.Dir(m.leftPath())
+		err = gd.WriteFileSync(dir, "left-", m.leftPath(), []byte(strings.Join(rels, "\n")+"\n"), gd.OwnFileMode)
+		if err == nil {
+			err = gd.SyncDir(dir)
+		}
+	}
+	if err != nil {
+		// Tried again at the next adopt; logged once until it succeeds.
+		if !m.leftFailed {
+			m.logf("gitmem: could not save the files made by hand left uncommitted (%v); after a crash, one in a folder the model renamed may be taken for a file made there as it was renamed", err)
+		}
+		m.leftFailed = true
+		return
+	}
+	m.leftSaved, m.leftFailed = changes, false
+}
+
+// loadLeft notes the files leftPath names as left by an adopt
+// (leftBefore), for the follow of the log's replay: a process killed with
+// changes not yet in git's files left them. Its next save names them
+// with this process's own. Called with the writer turn held, before the
+// replay is published.
+func (m *mirror) loadLeft() {
+	data, err := os.ReadFile(m.leftPath())
+	if err != nil {
+		return // none left (or unreadable: each is taken as made by hand, as before)
+	}
+	var rels []string
+	for rel := range strings.SplitSeq(string(data), "\n") {
+		if rel != "" && checkRel(rel) == nil {
+			rels = append(rels, rel)
+		}
+	}
+	m.leftBefore.add(rels)
 }
 
 // noRoom reports whether the memory of tree has no room for a file made
@@ -189,9 +276,10 @@ func (m *mirror) skipRoomless(tree *node, drift []string) []string {
 // is a leaf: an adopt adds to it with the writer turn held, a look
 // without the turn reads it (Adopt's, a view's).
 type roomless struct {
-	mu    sync.Mutex
-	left  map[string]bool
-	named int // how many were left when the error log last named them (0: none named, or none left since)
+	mu      sync.Mutex
+	left    map[string]bool
+	named   int // how many were left when the error log last named them (0: none named, or none left since)
+	changes int // how often left changed (saveLeft)
 }
 
 // add notes rels, and reports whether the error log is to name the files
@@ -212,6 +300,9 @@ func (r *roomless) add(rels []string) (name bool, count int, first string) {
 			r.left[rel] = true
 			added = true
 		}
+	}
+	if added {
+		r.changes++
 	}
 	if !added || r.named > 0 && len(r.left) < 2*r.named {
 		return false, 0, ""
@@ -248,7 +339,10 @@ func (r *roomless) drop(rels ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, rel := range rels {
-		delete(r.left, rel)
+		if r.left[rel] {
+			delete(r.left, rel)
+			r.changes++
+		}
 	}
 	r.forgotten()
 }
@@ -268,9 +362,26 @@ func (r *roomless) keepOnly(drift []string) {
 	for rel := range r.left {
 		if !in[rel] {
 			delete(r.left, rel)
+			r.changes++
 		}
 	}
 	r.forgotten()
+}
+
+// changeCount is how often the set changed: the same count, the same set.
+func (r *roomless) changeCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changes
+}
+
+// list appends the files noted to rels.
+func (r *roomless) list(rels *[]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for rel := range r.left {
+		*rels = append(*rels, rel)
+	}
 }
 
 // without is drift without the files noted that skip reports.
@@ -458,6 +569,7 @@ func (m *mirror) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, 
 // commit is the repository's first and is made even when the worktree is
 // empty. Called with the writer turn held, after own; the caller makes it durable.
 func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
+	defer r.mirror.saveLeft() // what it left, or took of what was left
 	index := r.mirror.indexStat()
 	drift, err := r.findDrift(paths, first)
 	if errors.Is(err, ErrNoChange) {
@@ -658,6 +770,7 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 		}
 	}
 	m.roomless.drop(roomy...) // each one left before is counted again if it is left again
+	m.leftBefore.drop(roomy...)
 	if len(roomless) > 0 {
 		m.leaveRoomless(roomless, a.tx.root)
 	}
@@ -1247,6 +1360,7 @@ func (m *mirror) allDrifted(tree *node) ([]string, error) {
 		return nil, err
 	}
 	m.roomless.keepOnly(drift) // a look at every file: one removed since it was left is counted again if made again
+	m.leftBefore.keepOnly(drift)
 	return m.skipRoomless(tree, drift), nil
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
@@ -436,5 +438,111 @@ func TestAFileMadeInAFolderWhileItIsDeletedIsNotCommittedPastTheFileLimit(t *tes
 	settle(t, r)
 	if got := files(t, r); len(got) > 2 {
 		t.Errorf("the memory holds %d files, the limit is 2: %v", len(got), got)
+	}
+}
+
+// crashRightAfterRename renames the folder from to to in r, and drops r
+// as a process killed between the rename's answer and the worktree's
+// follow of it (the rename stays in the write-ahead log); then opens the
+// repository again with opt, which replays the log.
+func crashRightAfterRename(t *testing.T, r *Repo, dir string, opt Options, from, to string) *Repo {
+	t.Helper()
+	stop := failAt(t, r, gd.StepPack, "")
+	mv(t, r, "mv-"+from, from, to)
+	crash(r)
+	stop()
+	r, err := Open(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	settle(t, r)
+	return r
+}
+
+// A file made by hand that an adopt left for want of room, in a folder
+// the model renames; gitmem is killed before the worktree follows the
+// rename. The list of the files left was in memory only: the start's
+// replay took the file for one made in the folder as it was renamed, and
+// bound it for the folder's new place, where it was committed once there
+// was room (attacker A7). It stays where it is, as without the crash,
+// and is taken there.
+func TestAFileLeftForWantOfRoomStaysWhereItIsAfterACrashRightAfterTheRename(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt := testOptions(t)
+	opt.MaxFiles = 3
+	r, dir := newRepoOpts(t, opt)
+	write(t, r, "t1", "d/a.md", "A\n")
+	write(t, r, "t2", "d/b.md", "B\n")
+	write(t, r, "t3", "c.md", "C\n")
+	settle(t, r)
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+	}
+	r = crashRightAfterRename(t, r, dir, opt, "d", "e")
+	if kept := r.mirror.repairs.bases(); len(kept) > 0 {
+		t.Errorf("hand edits kept after the replay: %v, want none", kept)
+	}
+	if got := files(t, r); len(got) != 3 {
+		t.Errorf("the memory holds %d files, the limit is 3: %v", len(got), got)
+	}
+	del(t, r, "t5", "c.md") // room for one
+	if _, err := r.Adopt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	got := files(t, r)
+	if got["d/h.md"] != "HAND\n" {
+		t.Errorf("d/h.md = %q, want the hand file taken where it was made: %v", got["d/h.md"], got)
+	}
+	if _, ok := got["e/h.md"]; ok {
+		t.Errorf("the left file was committed at the folder's new place e/h.md: %v", got)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".git", "gitmem", "left")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf(".git/gitmem/left with no file left: %v, want none", err)
+	}
+}
+
+// As above, a file left over the largest file size: the start's replay
+// bound it for the folder's new place, the model made a file there, and
+// the adopt, the hand file shrunk, merged it between conflict markers into
+// the model's (attacker A7; b7b2102 had fixed it where gitmem was not
+// killed). Shrunk, it is taken where it is, and the model's file stays as
+// made.
+func TestAFileLeftOverTheSizeLimitStaysWhereItIsAfterACrashRightAfterTheRename(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt := testOptions(t)
+	opt.MaxFileBytes = 50
+	r, dir := newRepoOpts(t, opt)
+	write(t, r, "t1", "d/a.md", "A\n")
+	settle(t, r)
+	big := strings.Repeat("x", 59) + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "big.md"), []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (over the size limit)", err)
+	}
+	r = crashRightAfterRename(t, r, dir, opt, "d", "e")
+	write(t, r, "t3", "e/big.md", "the model's\n")
+	settle(t, r)
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "big.md"), []byte("shrunk by hand\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	got := files(t, r)
+	if got["e/big.md"] != "the model's\n" {
+		t.Errorf("e/big.md = %q, want the model's file as made", got["e/big.md"])
+	}
+	if got["d/big.md"] != "shrunk by hand\n" {
+		t.Errorf("d/big.md = %q, want the shrunk hand file taken where it is", got["d/big.md"])
 	}
 }
