@@ -493,18 +493,28 @@ func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, er
 // madeByHand is the first file (relative to memories/) made by hand at
 // or under the repository path p, or in its way, that tree does not
 // hold ("": none), leaving out gitmem's unfinished work there (a removal
-// the worktree has yet to follow). Called with the writer turn held.
-func (m *mirror) madeByHand(tree *node, p string) (string, error) {
+// the worktree has yet to follow). A hand edit kept where a rename took
+// its file, or the folder of a file made by hand (repairs.movedTo), is
+// there too: the adopt takes it there (mergeHandEdit), and a file of the
+// model's made there first was merged with it between conflict markers.
+// from is then the hand edit's file, elsewhere on disk (a repository
+// path; "": made is on disk). Called with the writer turn held.
+func (m *mirror) madeByHand(tree *node, p string) (made, from string, err error) {
 	drift, err := m.drifted(tree, []string{p}, m.repairs.pendingFor([]string{p}))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	for _, rel := range drift {
 		if !lookup(tree, full(rel)).isFile() {
-			return rel, nil
+			return rel, "", nil
 		}
 	}
-	return "", nil
+	if from, to := m.repairs.boundAt(p); from != "" {
+		if fi, err := m.wt.lstat(from); err == nil && fi.Mode().IsRegular() { // else no edit is left to take
+			return to[len(memDir)+1:], from, nil
+		}
+	}
+	return "", "", nil
 }
 
 // fileAbove is the folder above the repository path p where tree holds

@@ -546,3 +546,75 @@ func TestAFileLeftOverTheSizeLimitStaysWhereItIsAfterACrashRightAfterTheRename(t
 		t.Errorf("d/big.md = %q, want the shrunk hand file taken where it is", got["d/big.md"])
 	}
 }
+
+// A file made by hand in a folder while the model renames it (before the
+// worktree follows) goes with the folder: it is kept, bound for the
+// folder's new place (repairs.movedTo). A create of the model's at that
+// place before the next adopt found no file there on disk, and was
+// committed; the adopt then merged the hand file into it between conflict
+// markers. The place is taken, as where a file made by hand is on disk:
+// the create gets "already exists" (HandMade), a rename onto it ErrExist,
+// a path beneath it ErrNotDir; the adopt the look brings takes the hand
+// file there as made.
+func TestAFileMadeInAFolderWhileItIsRenamedHoldsItsNewPlace(t *testing.T) {
+	t.Parallel()
+	create := func(p string) func(tx *Tx) error {
+		return func(tx *Tx) error {
+			if _, err := tx.Stat(p); err == nil {
+				return ErrExist
+			}
+			if made, err := tx.HandMade(p); err != nil {
+				return err
+			} else if made {
+				return ErrExist
+			}
+			return tx.WriteFile(p, []byte("the model's\n"))
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func(tx *Tx) error
+		want error
+	}{
+		{"create", create("e/h.md"), ErrExist},
+		{"create beneath", create("e/h.md/x.md"), ErrNotDir},
+		{"rename onto", func(tx *Tx) error { return tx.Rename("c.md", "e/h.md") }, ErrExist},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			r, dir := newRepoOpts(t, testOptions(t))
+			write(t, r, "t1", "d/a.md", "A\n")
+			write(t, r, "t2", "c.md", "C\n")
+			settle(t, r)
+			r.disk.hold() // the worktree has not caught up yet
+			mv(t, r, "t3", "d", "e")
+			if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r.disk.mu.Unlock()
+			settle(t, r)
+			if to := r.mirror.repairs.movedTo("memories/d/h.md"); to != "memories/e/h.md" {
+				t.Fatalf("the hand file is bound for %q, want memories/e/h.md", to)
+			}
+			if _, err := r.Update(ctx, Meta{Subject: tc.name}, tc.fn); !errors.Is(err, tc.want) {
+				t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+			}
+			settle(t, r)
+			if _, err := r.Adopt(ctx); err != nil && !errors.Is(err, ErrNoChange) {
+				t.Fatal(err)
+			}
+			settle(t, r)
+			got := files(t, r)
+			if got["e/h.md"] != "HAND\n" {
+				t.Errorf("e/h.md = %q, want the hand file as made: %v", got["e/h.md"], got)
+			}
+			if got["c.md"] != "C\n" {
+				t.Errorf("c.md = %q, want it as the model made it", got["c.md"])
+			}
+			if out := gittest.Git(t, dir, "log", "-p", "HEAD"); strings.Contains(out, "<<<<<<<") {
+				t.Errorf("a commit holds conflict markers:\n%s", out)
+			}
+		})
+	}
+}
