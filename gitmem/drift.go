@@ -141,7 +141,9 @@ func (m *mirror) leftByAdopt(rel string) bool {
 // largest file size, merged between conflict markers into the file the
 // model made there since. It holds one path (relative to memories/) a
 // line, and is there only while some are left.
-func (m *mirror) leftPath() string { return filepath.Join(m.gitDir, "gitmem", "left") }
+func (m *mirror) leftPath() string { return filepath.Join(m.gitDir, "gitmem", leftName) }
+
+const leftName = "left"
 
 // saveLeft writes the files left (leftByAdopt's) to leftPath, durably, or
 // removes it when none is left, if they changed since it was last
@@ -191,12 +193,14 @@ func (m *mirror) saveLeft() {
 }
 
 // loadLeft notes the files leftPath names as left by an adopt
-// (leftBefore), for the follow of the log's replay: a process killed with
-// changes not yet in git's files left them. Its next save names them
-// with this process's own. Called with the writer turn held, before the
-// replay is published.
+// (leftBefore): by an earlier process, for this one's follows of the
+// model's changes until its own adopts have looked (at a start), or by a
+// process killed with changes not yet in git's files, for the follow of
+// the log's replay. The next save (saveLeft) writes the file again, with
+// this process's own. Called with the writer turn held: by start, when
+// .git/gitmem holds the file, and before a replay is published.
 func (m *mirror) loadLeft() {
-	data, err := os.ReadFile(m.leftPath())
+	data, err := gd.ReadFile(m.leftPath()) // a regular file only: a FIFO put there is not waited on
 	if err != nil {
 		return // none left (or unreadable: each is taken as made by hand, as before)
 	}
@@ -207,6 +211,7 @@ func (m *mirror) loadLeft() {
 		}
 	}
 	m.leftBefore.add(rels)
+	m.leftSaved = -1 // written again (or removed) at the next adopt, whatever it holds
 }
 
 // noRoom reports whether the memory of tree has no room for a file made
@@ -1424,6 +1429,9 @@ func (r *Repo) adoptNow(ctx context.Context, paths []string) (*prepared, error) 
 // gitmem's own unfinished work, not hand edits).
 func (m *mirror) driftedAt(tree *node, paths []string) ([]string, error) {
 	drift, err := m.drifted(tree, paths, m.repairs.pendingFor(paths))
+	if err == nil && len(paths) == 1 && paths[0] == memDir { // a look at every file (a start's)
+		m.leftBefore.keepOnly(drift)
+	}
 	return m.skipRoomless(tree, drift), err
 }
 

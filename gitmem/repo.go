@@ -603,6 +603,9 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	if !slices.Contains(own, gd.ReserveName) { // made by an earlier start, as a rule
 		r.objects.st.MakeReserve()
 	}
+	if slices.Contains(own, leftName) { // files made by hand an earlier process left
+		r.mirror.loadLeft()
+	}
 	if err := r.checkBranch(); err != nil {
 		return fail(err)
 	}

@@ -689,3 +689,47 @@ func TestARefusedCallLooksAtOneFileMadeByHand(t *testing.T) {
 		t.Errorf("the memory holds %v, want a.md and y", got)
 	}
 }
+
+// .git/gitmem/left names the files left while some are: a start finds
+// the one an earlier process left removed by hand meanwhile, and removes
+// the file (it named a file no longer there, for a later crash's replay).
+func TestTheListOfFilesLeftGoesWithTheLastOfThem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt := testOptions(t)
+	opt.MaxFiles = 1
+	r, dir := newRepoOpts(t, opt)
+	write(t, r, "t1", "a.md", "A\n")
+	settle(t, r)
+	hand := filepath.Join(dir, "memories", "h.md")
+	if err := os.WriteFile(hand, []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+	}
+	list := filepath.Join(dir, ".git", "gitmem", "left")
+	if b, err := os.ReadFile(list); err != nil || string(b) != "h.md\n" {
+		t.Fatalf(".git/gitmem/left = %q %v, want h.md", b, err)
+	}
+	if fi, err := os.Stat(list); err != nil || fi.Mode().Perm() != gd.OwnFileMode {
+		t.Errorf(".git/gitmem/left: %v %v, want mode %v", fi.Mode(), err, gd.OwnFileMode)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(hand); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Flush(ctx); err != nil { // after the start's look
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(list); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf(".git/gitmem/left after the start: %v, want none", err)
+	}
+}
