@@ -119,8 +119,7 @@ func (m *mirror) tooBigGone(rel string) {
 // leftByAdopt reports whether an adopt left the file rel (relative to
 // memories/) on disk, uncommitted: for want of room (leaveRoomless), or
 // over the largest file size (leaveTooBig), and has not taken it since;
-// or an adopt of a process killed before this one's replay of its log
-// did (leftBefore).
+// or an earlier process's adopt did (leftBefore, loadLeft).
 func (m *mirror) leftByAdopt(rel string) bool {
 	if m.roomless.has(rel) || m.leftBefore.has(rel) {
 		return true
@@ -132,15 +131,15 @@ func (m *mirror) leftByAdopt(rel string) bool {
 }
 
 // leftPath names the file that carries the files an adopt left (for
-// want of room, over the largest file size: leftByAdopt) to a process
-// that replays the write-ahead log after this one was killed. Those lists
-// are in memory only; the replay's follow of a rename of their folder,
-// knowing none of them, took such a file for one made in the folder while
-// the model renamed it, and bound it for the folder's new place: it was
-// then committed there past the most files, or, once shrunk below the
-// largest file size, merged between conflict markers into the file the
-// model made there since. It holds one path (relative to memories/) a
-// line, and is there only while some are left.
+// want of room, over the largest file size: leftByAdopt) to the next
+// process, above all one that replays the write-ahead log after this one
+// was killed. Known in memory only, they were unknown to the replay's
+// follow of a rename of their folder, which took such a file for one made
+// in the folder while the model renamed it, and bound it for the folder's
+// new place: it was then committed there past the most files, or, once
+// shrunk below the largest file size, merged between conflict markers
+// into the file the model made there since. It holds one path (relative
+// to memories/) a line, and is there only while some are left.
 func (m *mirror) leftPath() string { return filepath.Join(m.gitDir, "gitmem", leftName) }
 
 const leftName = "left"
