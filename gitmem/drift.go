@@ -1426,12 +1426,50 @@ func (r *Repo) adoptNow(ctx context.Context, paths []string) (*prepared, error) 
 // driftedAt is what drifted finds at or under paths against tree,
 // skipping what the worktree has yet to follow there (repairs.pendingFor:
 // gitmem's own unfinished work, not hand edits).
+//
+// While tree holds the most files, the files in a folder at a path where
+// tree has nothing, nor a file above it, are not looked at (the path's
+// way is, and a file at the path), unless the other paths hold hand
+// edits: each of them is made by hand, and none can be taken until a
+// removal makes room, which only a hand edit of the other paths can be.
+// A model's call that looked at such a path (a rename onto a folder of
+// 20,000 files left for want of room, refused) had the adopt after it
+// look at each, at every call.
 func (m *mirror) driftedAt(tree *node, paths []string) ([]string, error) {
-	drift, err := m.drifted(tree, paths, m.repairs.pendingFor(paths))
+	pend := m.repairs.pendingFor(paths)
+	var drift, roomless []string
+	var err error
+	if m.full(tree) {
+		paths = slices.DeleteFunc(slices.Clone(paths), func(p string) bool {
+			if lookup(tree, p) == nil && fileAbove(tree, p) == "" {
+				roomless = append(roomless, p)
+				return true
+			}
+			return false
+		})
+	}
+	if drift, err = m.drifted(tree, paths, pend); err == nil && len(roomless) > 0 {
+		look := m.filesOnDisk
+		if len(drift) == 0 {
+			look = m.fileOnDisk
+		}
+		var more []string
+		more, err = m.driftedLooking(tree, roomless, pend, look)
+		drift = union(drift, more)
+	}
 	if err == nil && len(paths) == 1 && paths[0] == memDir { // a look at every file (a start's)
 		m.leftBefore.keepOnly(drift)
 	}
 	return m.skipRoomless(tree, drift), err
+}
+
+// fileOnDisk is filesOnDisk collecting the file at p alone, none in a
+// folder there (driftedAt).
+func (m *mirror) fileOnDisk(p string, fi fs.FileInfo, err error, pend coverer, out map[string]fs.FileInfo) error {
+	if err == nil && fi.IsDir() {
+		return nil
+	}
+	return m.filesOnDisk(p, fi, err, pend, out)
 }
 
 // allDrifted is driftedAt over the whole of memories/, skipping too

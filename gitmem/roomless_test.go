@@ -1,13 +1,13 @@
 package gitmem
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -442,6 +442,23 @@ func TestAFileMadeInAFolderWhileItIsDeletedIsNotCommittedPastTheFileLimit(t *tes
 	}
 }
 
+// create is the model's create of the file p, as the handler makes it:
+// ErrExist where the memory holds p or a file made by hand is there
+// (Tx.HandMade), ErrNotDir where one is in its way.
+func create(p string) func(tx *Tx) error {
+	return func(tx *Tx) error {
+		if _, err := tx.Stat(p); err == nil {
+			return ErrExist
+		}
+		if made, err := tx.HandMade(p); err != nil {
+			return err
+		} else if made {
+			return ErrExist
+		}
+		return tx.WriteFile(p, []byte("the model's\n"))
+	}
+}
+
 // crashRightAfterRename renames the folder from to to in r, and drops r
 // as a process killed between the rename's answer and the worktree's
 // follow of it (the rename stays in the write-ahead log); then opens the
@@ -559,19 +576,6 @@ func TestAFileLeftOverTheSizeLimitStaysWhereItIsAfterACrashRightAfterTheRename(t
 // file there as made.
 func TestAFileMadeInAFolderWhileItIsRenamedHoldsItsNewPlace(t *testing.T) {
 	t.Parallel()
-	create := func(p string) func(tx *Tx) error {
-		return func(tx *Tx) error {
-			if _, err := tx.Stat(p); err == nil {
-				return ErrExist
-			}
-			if made, err := tx.HandMade(p); err != nil {
-				return err
-			} else if made {
-				return ErrExist
-			}
-			return tx.WriteFile(p, []byte("the model's\n"))
-		}
-	}
 	for _, tc := range []struct {
 		name string
 		fn   func(tx *Tx) error
@@ -662,18 +666,8 @@ func TestARefusedCallLooksAtOneFileMadeByHand(t *testing.T) {
 		want error
 	}{
 		{"rename onto x", func(tx *Tx) error { return tx.Rename("c.md", "x") }, ErrExist},
-		{"create x", func(tx *Tx) error {
-			if made, err := tx.HandMade("x"); err != nil || made {
-				return cmp.Or(err, ErrExist)
-			}
-			return tx.WriteFile("x", []byte("the model's\n"))
-		}, ErrExist},
-		{"create beneath x/h000.md", func(tx *Tx) error {
-			if made, err := tx.HandMade("x/h000.md/n.md"); err != nil || made {
-				return cmp.Or(err, ErrExist)
-			}
-			return nil
-		}, ErrNotDir},
+		{"create x", create("x"), ErrExist},
+		{"create beneath x/h000.md", create("x/h000.md/n.md"), ErrNotDir},
 		{"rename onto z", func(tx *Tx) error { return tx.Rename("c.md", "z") }, ErrExist},
 		{"rename onto y", func(tx *Tx) error { return tx.Rename("c.md", "y") }, nil},
 	} {
@@ -731,5 +725,44 @@ func TestTheListOfFilesLeftGoesWithTheLastOfThem(t *testing.T) {
 	}
 	if _, err := os.Lstat(list); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf(".git/gitmem/left after the start: %v, want none", err)
+	}
+}
+
+// The memory at --max-files, an adopt of a memory removed by hand and of
+// a folder of files made by hand (where the tree has nothing): the
+// removal makes room, and the look finds the folder's files too (the
+// adopt takes the first: driftedAt leaves them out only while no hand
+// edit of the other paths can make room); without the removal, it finds
+// none of them.
+func TestARemovalByHandMakesRoomForAFileMadeInAFolderTheAdoptLooksAt(t *testing.T) {
+	t.Parallel()
+	opt := testOptions(t)
+	opt.MaxFiles = 2
+	r, dir := newRepoOpts(t, opt)
+	write(t, r, "t1", "a.md", "A\n")
+	write(t, r, "t2", "c.md", "C\n")
+	settle(t, r)
+	if err := os.MkdirAll(filepath.Join(dir, "memories", "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memories", "x", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{"memories/c.md", "memories/x"}
+	if drift, err := r.mirror.driftedAt(r.snapshotTree(), paths); err != nil || len(drift) != 0 {
+		t.Errorf("drift with no room: %v %v, want none", drift, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "memories", "c.md")); err != nil {
+		t.Fatal(err)
+	}
+	if drift, err := r.mirror.driftedAt(r.snapshotTree(), paths); err != nil || !slices.Equal(drift, []string{"c.md", "x/h.md"}) {
+		t.Errorf("drift with c.md removed: %v %v, want c.md and x/h.md", drift, err)
+	}
+	if _, err := r.Adopt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := files(t, r); got["x/h.md"] != "HAND\n" || len(got) != 2 {
+		t.Errorf("the memory holds %v, want a.md and x/h.md", got)
 	}
 }

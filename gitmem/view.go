@@ -319,17 +319,11 @@ func (tx *Tx) madeByHand(p string) string {
 		// the next adopt, between conflict markers, nothing lost.
 		return ""
 	}
-	switch {
-	case made == "" || tx.reads == nil:
-	case from != "":
-		*tx.reads = append(*tx.reads, p, from[len(memDir)+1:])
-	case !tx.r.mirror.full(tx.base):
+	if made != "" && tx.reads != nil {
 		*tx.reads = append(*tx.reads, p)
-	default:
-		// The memory holds the most files: no file made by hand at p,
-		// beneath it or in its way (where the tree holds none) can be
-		// taken, and the adopt's look at each of them (20,000 left for
-		// want of room, say) would come to nothing, at every refused call.
+		if from != "" {
+			*tx.reads = append(*tx.reads, from[len(memDir)+1:])
+		}
 	}
 	return made
 }
