@@ -187,6 +187,9 @@ func (r *Repo) openLog() (replayed bool, err error) {
 	if err != nil || len(replay) == 0 {
 		return false, err
 	}
+	// The files the killed process's adopts left stay where they are when
+	// the replay's follow moves their folder, as they would have.
+	r.mirror.loadLeft()
 	items := make([]*prepared, 0, len(replay))
 	tree := atTree
 	for _, rec := range replay {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -91,6 +92,9 @@ func (m *mirror) leaveTooBig(rel string, size int64) {
 		m.tooBigLogged = map[string]int64{}
 	}
 	m.tooBigLogged[rel] = size
+	if !named {
+		m.tooBigChanges++
+	}
 	m.tooBigMu.Unlock()
 	if named && n == size {
 		return
@@ -104,21 +108,109 @@ func (m *mirror) leaveTooBig(rel string, size int64) {
 // Called with the writer turn held.
 func (m *mirror) tooBigGone(rel string) {
 	m.tooBigMu.Lock()
-	defer m.tooBigMu.Unlock()
-	delete(m.tooBigLogged, rel)
+	if _, ok := m.tooBigLogged[rel]; ok {
+		delete(m.tooBigLogged, rel)
+		m.tooBigChanges++
+	}
+	m.tooBigMu.Unlock()
+	m.leftBefore.drop(rel)
 }
 
 // leftByAdopt reports whether an adopt left the file rel (relative to
 // memories/) on disk, uncommitted: for want of room (leaveRoomless), or
-// over the largest file size (leaveTooBig), and has not taken it since.
+// over the largest file size (leaveTooBig), and has not taken it since;
+// or an earlier process's adopt did (leftBefore, loadLeft).
 func (m *mirror) leftByAdopt(rel string) bool {
-	if m.roomless.has(rel) {
+	if m.roomless.has(rel) || m.leftBefore.has(rel) {
 		return true
 	}
 	m.tooBigMu.Lock()
 	defer m.tooBigMu.Unlock()
 	_, ok := m.tooBigLogged[rel]
 	return ok
+}
+
+// leftPath names the file that carries the files an adopt left (for
+// want of room, over the largest file size: leftByAdopt) to the next
+// process, above all one that replays the write-ahead log after this one
+// was killed. Known in memory only, they were unknown to the replay's
+// follow of a rename of their folder, which took such a file for one made
+// in the folder while the model renamed it, and bound it for the folder's
+// new place: it was then committed there past the most files, or, once
+// shrunk below the largest file size, merged between conflict markers
+// into the file the model made there since. It holds one path (relative
+// to memories/) a line, and is there only while some are left.
+func (m *mirror) leftPath() string { return filepath.Join(m.gitDir, "gitmem", leftName) }
+
+const leftName = "left"
+
+// saveLeft writes the files left (leftByAdopt's) to leftPath, durably, or
+// removes it when none is left, if they changed since it was last
+// written: before the writer turn is given back, so before any change of
+// the model's that a replay could follow, and not at every adopt (a
+// process that keeps making files by hand, the memory full, makes a new
+// one left at each). Called by adoptDrift with the writer turn held.
+func (m *mirror) saveLeft() {
+	changes := m.roomless.changeCount() + m.leftBefore.changeCount()
+	m.tooBigMu.Lock()
+	changes += m.tooBigChanges
+	m.tooBigMu.Unlock()
+	if changes == m.leftSaved {
+		return
+	}
+	var rels []string
+	m.roomless.list(&rels)
+	m.leftBefore.list(&rels)
+	m.tooBigMu.Lock()
+	for rel := range m.tooBigLogged {
+		rels = append(rels, rel)
+	}
+	m.tooBigMu.Unlock()
+	slices.Sort(rels)
+	rels = slices.Compact(rels)
+	var err error
+	if len(rels) == 0 {
+		if err = os.Remove(m.leftPath()); errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+	} else {
+		dir := filepath.Dir(m.leftPath())
+		err = gd.WriteFileSync(dir, "left-", m.leftPath(), []byte(strings.Join(rels, "\n")+"\n"), gd.OwnFileMode)
+		if err == nil {
+			err = gd.SyncDir(dir)
+		}
+	}
+	if err != nil {
+		// Tried again at the next adopt; logged once until it succeeds.
+		if !m.leftFailed {
+			m.logf("gitmem: could not save the files made by hand left uncommitted (%v); after a crash, one in a folder the model renamed may be taken for a file made there as it was renamed", err)
+		}
+		m.leftFailed = true
+		return
+	}
+	m.leftSaved, m.leftFailed = changes, false
+}
+
+// loadLeft notes the files leftPath names as left by an adopt
+// (leftBefore): by an earlier process, for this one's follows of the
+// model's changes until its own adopts have looked (at a start), or by a
+// process killed with changes not yet in git's files, for the follow of
+// the log's replay. The next save (saveLeft) writes the file again, with
+// this process's own. Called with the writer turn held: by start, when
+// .git/gitmem holds the file, and before a replay is published.
+func (m *mirror) loadLeft() {
+	data, err := gd.ReadFile(m.leftPath()) // a regular file only: a FIFO put there is not waited on
+	if err != nil {
+		return // none left (or unreadable: each is taken as made by hand, as before)
+	}
+	var rels []string
+	for rel := range strings.SplitSeq(string(data), "\n") {
+		if rel != "" && checkRel(rel) == nil {
+			rels = append(rels, rel)
+		}
+	}
+	m.leftBefore.add(rels)
+	m.leftSaved = -1 // written again (or removed) at the next adopt, whatever it holds
 }
 
 // noRoom reports whether the memory of tree has no room for a file made
@@ -189,9 +281,10 @@ func (m *mirror) skipRoomless(tree *node, drift []string) []string {
 // is a leaf: an adopt adds to it with the writer turn held, a look
 // without the turn reads it (Adopt's, a view's).
 type roomless struct {
-	mu    sync.Mutex
-	left  map[string]bool
-	named int // how many were left when the error log last named them (0: none named, or none left since)
+	mu      sync.Mutex
+	left    map[string]bool
+	named   int // how many were left when the error log last named them (0: none named, or none left since)
+	changes int // how often left changed (saveLeft)
 }
 
 // add notes rels, and reports whether the error log is to name the files
@@ -212,6 +305,9 @@ func (r *roomless) add(rels []string) (name bool, count int, first string) {
 			r.left[rel] = true
 			added = true
 		}
+	}
+	if added {
+		r.changes++
 	}
 	if !added || r.named > 0 && len(r.left) < 2*r.named {
 		return false, 0, ""
@@ -248,7 +344,10 @@ func (r *roomless) drop(rels ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, rel := range rels {
-		delete(r.left, rel)
+		if r.left[rel] {
+			delete(r.left, rel)
+			r.changes++
+		}
 	}
 	r.forgotten()
 }
@@ -268,9 +367,26 @@ func (r *roomless) keepOnly(drift []string) {
 	for rel := range r.left {
 		if !in[rel] {
 			delete(r.left, rel)
+			r.changes++
 		}
 	}
 	r.forgotten()
+}
+
+// changeCount is how often the set changed: the same count, the same set.
+func (r *roomless) changeCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changes
+}
+
+// list appends the files noted to rels.
+func (r *roomless) list(rels *[]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for rel := range r.left {
+		*rels = append(*rels, rel)
+	}
 }
 
 // without is drift without the files noted that skip reports.
@@ -310,6 +426,19 @@ func (m *mirror) statsSeeded() { m.stats.takeRest() }
 // that are gitmem's own unfinished work (pend, see pendingFor) are skipped. Names no model could write
 // (.git*, control characters) and symlinks are not memory files.
 func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, error) {
+	return m.driftedLooking(root, paths, pend, m.filesOnDisk)
+}
+
+// firstDrifted is drifted with, at or beneath each of paths, only the
+// first file found on disk (firstOnDisk): for paths root holds nothing
+// at, where every file is made by hand.
+func (m *mirror) firstDrifted(root *node, paths []string, pend coverer) ([]string, error) {
+	return m.driftedLooking(root, paths, pend, m.firstOnDisk)
+}
+
+// driftedLooking is drifted, collecting the files at or beneath each
+// path with onDisk (filesOnDisk's signature).
+func (m *mirror) driftedLooking(root *node, paths []string, pend coverer, onDisk func(string, fs.FileInfo, error, coverer, map[string]fs.FileInfo) error) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -348,14 +477,14 @@ func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, er
 				blocked = true
 			}
 		}
-		onDisk := map[string]fs.FileInfo{}
+		found := map[string]fs.FileInfo{}
 		if !blocked {
-			if err := m.filesOnDisk(p, fi, err, pend, onDisk); err != nil {
+			if err := onDisk(p, fi, err, pend, found); err != nil {
 				return nil, err
 			}
 		}
-		m.wt.looks.Add(int64(len(onDisk)))
-		for q, fi := range onDisk {
+		m.wt.looks.Add(int64(len(found)))
+		for q, fi := range found {
 			n := lookup(root, q)
 			if !n.isFile() {
 				add(q)
@@ -370,7 +499,7 @@ func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, er
 			}
 		}
 		walkFiles(lookup(root, p), p, func(q string, _ *node) {
-			if _, ok := onDisk[q]; !ok && !pend.covers(q) && checkRel(q[len(memDir)+1:]) == nil && !policy.IsEditorTemp(path.Base(q)) {
+			if _, ok := found[q]; !ok && !pend.covers(q) && checkRel(q[len(memDir)+1:]) == nil && !policy.IsEditorTemp(path.Base(q)) {
 				add(q)
 			}
 		})
@@ -382,18 +511,37 @@ func (m *mirror) drifted(root *node, paths []string, pend coverer) ([]string, er
 // madeByHand is the first file (relative to memories/) made by hand at
 // or under the repository path p, or in its way, that tree does not
 // hold ("": none), leaving out gitmem's unfinished work there (a removal
-// the worktree has yet to follow). Called with the writer turn held.
-func (m *mirror) madeByHand(tree *node, p string) (string, error) {
-	drift, err := m.drifted(tree, []string{p}, m.repairs.pendingFor([]string{p}))
+// the worktree has yet to follow). A hand edit kept where a rename took
+// its file, or the folder of a file made by hand (repairs.movedTo), is
+// there too: the adopt takes it there (mergeHandEdit), and a file of the
+// model's made there first was merged with it between conflict markers.
+// from is then the hand edit's file, elsewhere on disk (a repository
+// path; "": made is on disk). Called with the writer turn held.
+func (m *mirror) madeByHand(tree *node, p string) (made, from string, err error) {
+	pend := m.repairs.pendingFor([]string{p})
+	first := m.drifted
+	if lookup(tree, p) == nil {
+		// Every file at or beneath p is made by hand: one tells. (A
+		// look at each, as drifted makes, took 130 ms at 20,000 files
+		// left for want of room, under the writer turn, at every
+		// refused rename onto their folder.)
+		first = m.firstDrifted
+	}
+	drift, err := first(tree, []string{p}, pend)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	for _, rel := range drift {
 		if !lookup(tree, full(rel)).isFile() {
-			return rel, nil
+			return rel, "", nil
 		}
 	}
-	return "", nil
+	if from, to := m.repairs.boundAt(p); from != "" {
+		if fi, err := m.wt.lstat(from); err == nil && fi.Mode().IsRegular() { // else no edit is left to take
+			return to[len(memDir)+1:], from, nil
+		}
+	}
+	return "", "", nil
 }
 
 // fileAbove is the folder above the repository path p where tree holds
@@ -452,12 +600,66 @@ func (m *mirror) filesOnDisk(p string, fi fs.FileInfo, err error, pend coverer, 
 	})
 }
 
+// firstOnDisk is filesOnDisk, collecting only the first file found at or
+// beneath p, folders read a few entries at a time in the order the file
+// system lists them: fs.WalkDir reads every entry of a folder first (and
+// in an os.Root lstats each), sorted.
+func (m *mirror) firstOnDisk(p string, fi fs.FileInfo, err error, pend coverer, out map[string]fs.FileInfo) error {
+	if err != nil || !fi.IsDir() {
+		return m.filesOnDisk(p, fi, err, pend, out)
+	}
+	for dirs := []string{p}; len(dirs) > 0; {
+		d := dirs[len(dirs)-1]
+		dirs = dirs[:len(dirs)-1]
+		f, err := m.wt.root.Open(d)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since it was listed
+		}
+		if err != nil {
+			return err
+		}
+		for len(out) == 0 {
+			es, err := f.ReadDir(firstOnDiskBatch)
+			for _, e := range es {
+				q := d + "/" + e.Name()
+				if checkRel(q[len(memDir)+1:]) != nil || pend.covers(q) {
+					continue
+				}
+				if e.IsDir() {
+					dirs = append(dirs, q)
+				} else if e.Type().IsRegular() && !policy.IsEditorTemp(e.Name()) {
+					if fi, err := e.Info(); err == nil {
+						out[q] = fi
+						break
+					}
+				}
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				f.Close()
+				return err
+			}
+		}
+		f.Close()
+		if len(out) > 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// firstOnDiskBatch is how many entries of a folder firstOnDisk reads at once.
+const firstOnDiskBatch = 32
+
 // adoptDrift prepares the hand edits at or under the given repository
 // paths (see drifted) as one adopt commit by the operator, and returns it
 // (ErrNoChange when there was nothing to adopt). With first set, the
 // commit is the repository's first and is made even when the worktree is
 // empty. Called with the writer turn held, after own; the caller makes it durable.
 func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
+	defer r.mirror.saveLeft() // what it left, or took of what was left
 	index := r.mirror.indexStat()
 	drift, err := r.findDrift(paths, first)
 	if errors.Is(err, ErrNoChange) {
@@ -658,6 +860,7 @@ func (m *mirror) buildAdopt(drift []string, first bool, a *adoption, readBlob fu
 		}
 	}
 	m.roomless.drop(roomy...) // each one left before is counted again if it is left again
+	m.leftBefore.drop(roomy...)
 	if len(roomless) > 0 {
 		m.leaveRoomless(roomless, a.tx.root)
 	}
@@ -1223,9 +1426,50 @@ func (r *Repo) adoptNow(ctx context.Context, paths []string) (*prepared, error) 
 // driftedAt is what drifted finds at or under paths against tree,
 // skipping what the worktree has yet to follow there (repairs.pendingFor:
 // gitmem's own unfinished work, not hand edits).
+//
+// While tree holds the most files, the files in a folder at a path where
+// tree has nothing, nor a file above it, are not looked at (the path's
+// way is, and a file at the path), unless the other paths hold hand
+// edits: each of them is made by hand, and none can be taken until a
+// removal makes room, which only a hand edit of the other paths can be.
+// A model's call that looked at such a path (a rename onto a folder of
+// 20,000 files left for want of room, refused) had the adopt after it
+// look at each, at every call.
 func (m *mirror) driftedAt(tree *node, paths []string) ([]string, error) {
-	drift, err := m.drifted(tree, paths, m.repairs.pendingFor(paths))
+	pend := m.repairs.pendingFor(paths)
+	var drift, roomless []string
+	var err error
+	if m.full(tree) {
+		paths = slices.DeleteFunc(slices.Clone(paths), func(p string) bool {
+			if lookup(tree, p) == nil && fileAbove(tree, p) == "" {
+				roomless = append(roomless, p)
+				return true
+			}
+			return false
+		})
+	}
+	if drift, err = m.drifted(tree, paths, pend); err == nil && len(roomless) > 0 {
+		look := m.filesOnDisk
+		if len(drift) == 0 {
+			look = m.fileOnDisk
+		}
+		var more []string
+		more, err = m.driftedLooking(tree, roomless, pend, look)
+		drift = union(drift, more)
+	}
+	if err == nil && len(paths) == 1 && paths[0] == memDir { // a look at every file (a start's)
+		m.leftBefore.keepOnly(drift)
+	}
 	return m.skipRoomless(tree, drift), err
+}
+
+// fileOnDisk is filesOnDisk collecting the file at p alone, none in a
+// folder there (driftedAt).
+func (m *mirror) fileOnDisk(p string, fi fs.FileInfo, err error, pend coverer, out map[string]fs.FileInfo) error {
+	if err == nil && fi.IsDir() {
+		return nil
+	}
+	return m.filesOnDisk(p, fi, err, pend, out)
 }
 
 // allDrifted is driftedAt over the whole of memories/, skipping too
@@ -1247,6 +1491,7 @@ func (m *mirror) allDrifted(tree *node) ([]string, error) {
 		return nil, err
 	}
 	m.roomless.keepOnly(drift) // a look at every file: one removed since it was left is counted again if made again
+	m.leftBefore.keepOnly(drift)
 	return m.skipRoomless(tree, drift), nil
 }
 

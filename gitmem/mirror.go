@@ -20,7 +20,7 @@ import (
 // parts_test.go): the rest of the store goes through its methods.
 //
 // It has no lock of its own. Its parts' locks, statCache.mu, repairs.mu,
-// roomless.mu, tooBigMu and the worktree's writtenMu and sparesMu, are leaves of the lock
+// roomless.mu, leftBefore.mu, tooBigMu and the worktree's writtenMu and sparesMu, are leaves of the lock
 // order: each may be taken with any other lock held, and none is held
 // while another lock is taken. What orchestrates it with the rest of the
 // store (materializeSome's follow, adopting, checking out what git moved)
@@ -47,14 +47,24 @@ type mirror struct {
 	// when the error log last named it (leaveTooBig): named once, not at
 	// every look. Only an adopt, with the writer turn held, changes it;
 	// the worktree's follow reads it (leftByAdopt). Guarded by tooBigMu.
-	tooBigMu     sync.Mutex
-	tooBigLogged map[string]int64
+	tooBigMu      sync.Mutex
+	tooBigLogged  map[string]int64
+	tooBigChanges int // how often tooBigLogged's files changed (saveLeft)
 
 	// roomless are the files made by hand that an adopt left because the
 	// memory held maxFiles files, or would be over maxTotal bytes with
 	// them (leaveRoomless): named once, and not looked at again while the
 	// memory holds maxFiles files (skipRoomless).
 	roomless roomless
+
+	// leftBefore are the files a process killed before this one replayed
+	// its log named as left by an adopt (loadLeft), until an adopt takes
+	// them or a look at every file finds them gone. leftSaved is the
+	// count of changes to the three sets when saveLeft last wrote them
+	// (leftFailed: it could not); the writer turn guards both.
+	leftBefore roomless
+	leftSaved  int
+	leftFailed bool
 
 	// checked is closed once the start's look at every worktree file
 	// for hand edits is done (drift.go, checkLater); closed from the

@@ -430,6 +430,20 @@ func (rp *repairs) movedTo(p string) string {
 	return rp.handBase[p].to
 }
 
+// boundAt is a hand edit noted whose file renames took (handBase.to) to
+// the repository path p, beneath it, or to a file in its way: its path,
+// and where it goes ("", "": none; the first path of several).
+func (rp *repairs) boundAt(p string) (from, to string) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	for q, b := range rp.handBase {
+		if b.to != "" && (within(b.to, p) || within(p, b.to)) && (from == "" || q < from) {
+			from, to = q, b.to
+		}
+	}
+	return from, to
+}
+
 // adopted notes an adopt commit: the hand edits it took are history now
 // (their bases are dropped), and what it read is the version a later
 // edit of each file is made on. Called with mu held.

@@ -603,6 +603,9 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	if !slices.Contains(own, gd.ReserveName) { // made by an earlier start, as a rule
 		r.objects.st.MakeReserve()
 	}
+	if slices.Contains(own, leftName) { // files made by hand an earlier process left
+		r.mirror.loadLeft()
+	}
 	if err := r.checkBranch(); err != nil {
 		return fail(err)
 	}
@@ -731,7 +734,7 @@ func (r *Repo) clearStaleLocks(top, own, objs []string) {
 // top, own and objs are listings of .git, .git/gitmem and .git/objects
 // (gd.ListNames), shared with clearStaleLocks.
 func (r *Repo) clearTempFiles(top, own, objs []string) {
-	junk := gd.MatchNames(filepath.Join(r.gitDir, "gitmem"), own, "pending-*", "history-*", "redact-*", "reserve-*")
+	junk := gd.MatchNames(filepath.Join(r.gitDir, "gitmem"), own, "pending-*", "history-*", "redact-*", "reserve-*", "left-*")
 	junk = append(junk, gd.MatchNames(r.gitDir, top, "packed-refs-*")...)
 	env := r.objects.st.Env
 	tmp := filepath.Join(r.gitDir, "gitmem", "tmp")

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
@@ -463,5 +466,330 @@ func TestAFileMadeInAFolderWhileItIsDeletedIsNotCommittedPastTheFileLimit(t *tes
 	settle(t, r)
 	if got := files(t, r); len(got) > 2 {
 		t.Errorf("the memory holds %d files, the limit is 2: %v", len(got), got)
+	}
+}
+
+// create is the model's create of the file p, as the handler makes it:
+// ErrExist where the memory holds p or a file made by hand is there
+// (Tx.HandMade), ErrNotDir where one is in its way.
+func create(p string) func(tx *Tx) error {
+	return func(tx *Tx) error {
+		if _, err := tx.Stat(p); err == nil {
+			return ErrExist
+		}
+		if made, err := tx.HandMade(p); err != nil {
+			return err
+		} else if made {
+			return ErrExist
+		}
+		return tx.WriteFile(p, []byte("the model's\n"))
+	}
+}
+
+// crashRightAfterRename renames the folder from to to in r, and drops r
+// as a process killed between the rename's answer and the worktree's
+// follow of it (the rename stays in the write-ahead log); then opens the
+// repository again with opt, which replays the log.
+func crashRightAfterRename(t *testing.T, r *Repo, dir string, opt Options, from, to string) *Repo {
+	t.Helper()
+	stop := failAt(t, r, gd.StepPack, "")
+	mv(t, r, "mv-"+from, from, to)
+	crash(r)
+	stop()
+	r, err := Open(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	settle(t, r)
+	return r
+}
+
+// A file made by hand that an adopt left for want of room, in a folder
+// the model renames; gitmem is killed before the worktree follows the
+// rename. The list of the files left was in memory only: the start's
+// replay took the file for one made in the folder as it was renamed, and
+// bound it for the folder's new place, where it was committed once there
+// was room (attacker A7). It stays where it is, as without the crash,
+// and is taken there.
+func TestAFileLeftForWantOfRoomStaysWhereItIsAfterACrashRightAfterTheRename(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt := testOptions(t)
+	opt.MaxFiles = 3
+	r, dir := newRepoOpts(t, opt)
+	write(t, r, "t1", "d/a.md", "A\n")
+	write(t, r, "t2", "d/b.md", "B\n")
+	write(t, r, "t3", "c.md", "C\n")
+	settle(t, r)
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+	}
+	r = crashRightAfterRename(t, r, dir, opt, "d", "e")
+	if kept := r.mirror.repairs.bases(); len(kept) > 0 {
+		t.Errorf("hand edits kept after the replay: %v, want none", kept)
+	}
+	if got := files(t, r); len(got) != 3 {
+		t.Errorf("the memory holds %d files, the limit is 3: %v", len(got), got)
+	}
+	del(t, r, "t5", "c.md") // room for one
+	if _, err := r.Adopt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	got := files(t, r)
+	if got["d/h.md"] != "HAND\n" {
+		t.Errorf("d/h.md = %q, want the hand file taken where it was made: %v", got["d/h.md"], got)
+	}
+	if _, ok := got["e/h.md"]; ok {
+		t.Errorf("the left file was committed at the folder's new place e/h.md: %v", got)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".git", "gitmem", "left")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf(".git/gitmem/left with no file left: %v, want none", err)
+	}
+}
+
+// As above, a file left over the largest file size: the start's replay
+// bound it for the folder's new place, the model made a file there, and
+// the adopt, the hand file shrunk, merged it between conflict markers into
+// the model's (attacker A7; b7b2102 had fixed it where gitmem was not
+// killed). Shrunk, it is taken where it is, and the model's file stays as
+// made.
+func TestAFileLeftOverTheSizeLimitStaysWhereItIsAfterACrashRightAfterTheRename(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt := testOptions(t)
+	opt.MaxFileBytes = 50
+	r, dir := newRepoOpts(t, opt)
+	write(t, r, "t1", "d/a.md", "A\n")
+	settle(t, r)
+	big := strings.Repeat("x", 59) + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "big.md"), []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (over the size limit)", err)
+	}
+	r = crashRightAfterRename(t, r, dir, opt, "d", "e")
+	write(t, r, "t3", "e/big.md", "the model's\n")
+	settle(t, r)
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "big.md"), []byte("shrunk by hand\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	got := files(t, r)
+	if got["e/big.md"] != "the model's\n" {
+		t.Errorf("e/big.md = %q, want the model's file as made", got["e/big.md"])
+	}
+	if got["d/big.md"] != "shrunk by hand\n" {
+		t.Errorf("d/big.md = %q, want the shrunk hand file taken where it is", got["d/big.md"])
+	}
+}
+
+// A file made by hand in a folder while the model renames it (before the
+// worktree follows) goes with the folder: it is kept, bound for the
+// folder's new place (repairs.movedTo). A create of the model's at that
+// place before the next adopt found no file there on disk, and was
+// committed; the adopt then merged the hand file into it between conflict
+// markers. The place is taken, as where a file made by hand is on disk:
+// the create gets "already exists" (HandMade), a rename onto it ErrExist,
+// a path beneath it ErrNotDir; the adopt the look brings takes the hand
+// file there as made.
+func TestAFileMadeInAFolderWhileItIsRenamedHoldsItsNewPlace(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		fn   func(tx *Tx) error
+		want error
+	}{
+		{"create", create("e/h.md"), ErrExist},
+		{"create beneath", create("e/h.md/x.md"), ErrNotDir},
+		{"rename onto", func(tx *Tx) error { return tx.Rename("c.md", "e/h.md") }, ErrExist},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			r, dir := newRepoOpts(t, testOptions(t))
+			write(t, r, "t1", "d/a.md", "A\n")
+			write(t, r, "t2", "c.md", "C\n")
+			settle(t, r)
+			r.disk.hold() // the worktree has not caught up yet
+			mv(t, r, "t3", "d", "e")
+			if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r.disk.mu.Unlock()
+			settle(t, r)
+			if to := r.mirror.repairs.movedTo("memories/d/h.md"); to != "memories/e/h.md" {
+				t.Fatalf("the hand file is bound for %q, want memories/e/h.md", to)
+			}
+			if _, err := r.Update(ctx, Meta{Subject: tc.name}, tc.fn); !errors.Is(err, tc.want) {
+				t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+			}
+			settle(t, r)
+			if _, err := r.Adopt(ctx); err != nil && !errors.Is(err, ErrNoChange) {
+				t.Fatal(err)
+			}
+			settle(t, r)
+			got := files(t, r)
+			if got["e/h.md"] != "HAND\n" {
+				t.Errorf("e/h.md = %q, want the hand file as made: %v", got["e/h.md"], got)
+			}
+			if got["c.md"] != "C\n" {
+				t.Errorf("c.md = %q, want it as the model made it", got["c.md"])
+			}
+			if out := gittest.Git(t, dir, "log", "-p", "HEAD"); strings.Contains(out, "<<<<<<<") {
+				t.Errorf("a commit holds conflict markers:\n%s", out)
+			}
+		})
+	}
+}
+
+// A rename onto a folder of files made by hand, or a create beneath it,
+// is refused with a look at one of them, not at each: with 20,000 left
+// for want of room, the refusal looked at every file twice (its own look,
+// then the adopt's after it, which could take none while the memory holds
+// the most files), 130 ms or more under the writer turn, at every call.
+// An editor's temporary file, or a folder of them only, is no file made
+// by hand; one in a folder beneath is.
+func TestARefusedCallLooksAtOneFileMadeByHand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt := testOptions(t)
+	opt.MaxFiles = 2
+	r, dir := newRepoOpts(t, opt)
+	write(t, r, "t1", "a.md", "A\n")
+	write(t, r, "t2", "c.md", "C\n")
+	settle(t, r)
+	mk := func(rel string) {
+		t.Helper()
+		p := filepath.Join(dir, "memories", filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("by hand\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 300 {
+		mk(fmt.Sprintf("x/h%03d.md", i))
+	}
+	mk("y/.a.md.swp")
+	mk("y/a.md~")
+	mk("z/.a.md.swp")
+	mk("z/deeper/h.md")
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func(tx *Tx) error
+		want error
+	}{
+		{"rename onto x", func(tx *Tx) error { return tx.Rename("c.md", "x") }, ErrExist},
+		{"create x", create("x"), ErrExist},
+		{"create beneath x/h000.md", create("x/h000.md/n.md"), ErrNotDir},
+		{"rename onto z", func(tx *Tx) error { return tx.Rename("c.md", "z") }, ErrExist},
+		{"rename onto y", func(tx *Tx) error { return tx.Rename("c.md", "y") }, nil},
+	} {
+		before := r.mirror.wt.looks.Load()
+		if _, err := r.Update(ctx, Meta{Subject: tc.name}, tc.fn); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if n := r.mirror.wt.looks.Load() - before; n > 2 {
+			t.Errorf("%s: %d files looked at, want at most 2", tc.name, n)
+		}
+	}
+	if got := files(t, r); got["y"] != "C\n" || len(got) != 2 {
+		t.Errorf("the memory holds %v, want a.md and y", got)
+	}
+}
+
+// .git/gitmem/left names the files left while some are: a start finds
+// the one an earlier process left removed by hand meanwhile, and removes
+// the file (it named a file no longer there, for a later crash's replay).
+func TestTheListOfFilesLeftGoesWithTheLastOfThem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt := testOptions(t)
+	opt.MaxFiles = 1
+	r, dir := newRepoOpts(t, opt)
+	write(t, r, "t1", "a.md", "A\n")
+	settle(t, r)
+	hand := filepath.Join(dir, "memories", "h.md")
+	if err := os.WriteFile(hand, []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+	}
+	list := filepath.Join(dir, ".git", "gitmem", "left")
+	if b, err := os.ReadFile(list); err != nil || string(b) != "h.md\n" {
+		t.Fatalf(".git/gitmem/left = %q %v, want h.md", b, err)
+	}
+	if fi, err := os.Stat(list); err != nil || fi.Mode().Perm() != gd.OwnFileMode {
+		t.Errorf(".git/gitmem/left: %v %v, want mode %v", fi.Mode(), err, gd.OwnFileMode)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(hand); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Flush(ctx); err != nil { // after the start's look
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(list); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf(".git/gitmem/left after the start: %v, want none", err)
+	}
+}
+
+// The memory at --max-files, an adopt of a memory removed by hand and of
+// a folder of files made by hand (where the tree has nothing): the
+// removal makes room, and the look finds the folder's files too (the
+// adopt takes the first: driftedAt leaves them out only while no hand
+// edit of the other paths can make room); without the removal, it finds
+// none of them.
+func TestARemovalByHandMakesRoomForAFileMadeInAFolderTheAdoptLooksAt(t *testing.T) {
+	t.Parallel()
+	opt := testOptions(t)
+	opt.MaxFiles = 2
+	r, dir := newRepoOpts(t, opt)
+	write(t, r, "t1", "a.md", "A\n")
+	write(t, r, "t2", "c.md", "C\n")
+	settle(t, r)
+	if err := os.MkdirAll(filepath.Join(dir, "memories", "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memories", "x", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{"memories/c.md", "memories/x"}
+	if drift, err := r.mirror.driftedAt(r.snapshotTree(), paths); err != nil || len(drift) != 0 {
+		t.Errorf("drift with no room: %v %v, want none", drift, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "memories", "c.md")); err != nil {
+		t.Fatal(err)
+	}
+	if drift, err := r.mirror.driftedAt(r.snapshotTree(), paths); err != nil || !slices.Equal(drift, []string{"c.md", "x/h.md"}) {
+		t.Errorf("drift with c.md removed: %v %v, want c.md and x/h.md", drift, err)
+	}
+	if _, err := r.Adopt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := files(t, r); got["x/h.md"] != "HAND\n" || len(got) != 2 {
+		t.Errorf("the memory holds %v, want a.md and x/h.md", got)
 	}
 }

@@ -246,7 +246,7 @@ func (tx *Tx) Rename(from, to string) error {
 	}
 	// A file made by hand at to, under it or in its way, that the tree
 	// does not hold: one an adopt left (for want of room, over the size
-	// limit) or made since the last. The worktree's follow would write
+	// limit) or made since the last, or one the next adopt takes there. The worktree's follow would write
 	// the model's file over it, the hand file then merged with it between
 	// conflict markers: the destination exists, or a parent folder is a
 	// file. (Where the memory has room, the adopt after the call takes
@@ -280,8 +280,9 @@ func (tx *Tx) Rename(from, to string) error {
 
 // HandMade reports whether the worktree holds a file made by hand at p or
 // under it that no commit holds: one an adopt left (for want of room,
-// over the size limit) or made since the last; ErrNotDir when one is in
-// p's way. A change that made a file at p would have the worktree's
+// over the size limit) or made since the last, or one kept elsewhere that
+// the next adopt takes there (made in a folder as the model renamed it);
+// ErrNotDir when one is in p's way. A change that made a file at p would have the worktree's
 // follow write it over that one (Rename refuses: ErrExist, ErrNotDir).
 // Gitmem's unfinished work there (a removal the worktree has yet to
 // follow) is none.
@@ -301,14 +302,16 @@ func (tx *Tx) HandMade(p string) (bool, error) {
 // not hold ("": none, or p is there).
 //
 // A file found is noted as read: the adopt that follows the transaction
-// looks at p (Update), takes what it can (a hand edit kept where a
-// rename moved its file away goes with the file; a file made by hand
-// where the memory has room is committed), and runs it again.
+// looks at p (Update), and at the file of a hand edit bound for p (one
+// made in a folder as the model renamed it, kept where it was made until
+// the adopt), takes what it can (a hand edit kept where a rename moved
+// its file away goes with the file; a file made by hand where the memory
+// has room is committed), and runs it again.
 func (tx *Tx) madeByHand(p string) string {
 	if p == "" || lookup(tx.root, full(p)) != nil {
 		return ""
 	}
-	made, err := tx.r.mirror.madeByHand(tx.base, full(p))
+	made, from, err := tx.r.mirror.madeByHand(tx.base, full(p))
 	if err != nil {
 		// A look that failed (out of file descriptors, say) fails no
 		// call of the model's: it goes on as it did before the look
@@ -318,6 +321,9 @@ func (tx *Tx) madeByHand(p string) string {
 	}
 	if made != "" && tx.reads != nil {
 		*tx.reads = append(*tx.reads, p)
+		if from != "" {
+			*tx.reads = append(*tx.reads, from[len(memDir)+1:])
+		}
 	}
 	return made
 }
