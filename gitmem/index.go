@@ -46,6 +46,12 @@ type gitIndex struct {
 	// looked is how many files the last write looked at one by one (for
 	// tests).
 	looked int
+	// unvouched says that the last write, at writtenAt, left a file
+	// without lstat data (vouch: racy, or not HEAD's blob) and was not
+	// itself the look again at such files that a write for the same
+	// commit makes (write).
+	unvouched bool
+	writtenAt time.Time
 
 	// marksMu guards the marks below. No lock is taken with it held.
 	marksMu sync.Mutex
@@ -146,14 +152,23 @@ func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEnt
 	x.marksMu.Lock()
 	current := x.head == head && !head.IsZero()
 	x.marksMu.Unlock()
-	if current && len(read) == 0 {
-		return nil // it holds HEAD's tree already (read at start, or written since) and what is known of the files
+	// An index that holds HEAD's tree already (read at start, or written
+	// since) is written again for what is known of the files since: what
+	// the stat cache read, and, once, the files the last write could not
+	// vouch for, most of them racy then (written just before it) and no
+	// longer: unvouched, git and each start read and hash them until the
+	// next change. (Not before the racy window has passed: a release of
+	// the writer lock right after the scheduled write would write the
+	// same entries again.)
+	now := time.Now()
+	if current && len(read) == 0 && !(x.unvouched && now.Sub(x.writtenAt) > gd.RacyWindow) {
+		return nil
 	}
+	unvouched := false
 	prev := x.entries
 	entries := make([]gd.IndexEntry, 0, len(prev)+16)
 	readPaths := slices.Sorted(maps.Keys(read))
 	looked := 0
-	now := time.Now()
 	// The walk meets paths in prev's order (a folder sorts as its name and
 	// "/", the paths' byte order), so prev is looked at from where the
 	// last look ended (from): a changed folder of n files costs n steps,
@@ -196,6 +211,7 @@ func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEnt
 			e := gd.IndexEntry{Path: p, Hash: k.hash, Mode: k.mode}
 			if k.isFile() {
 				e.Stat = vouch(p, k, now)
+				unvouched = unvouched || e.Stat.IsZero()
 			}
 			entries = append(entries, e)
 		})
@@ -207,6 +223,7 @@ func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEnt
 		return err
 	}
 	x.tree, x.entries, x.exact, x.looked = root, entries, true, looked
+	x.unvouched, x.writtenAt = unvouched && !current, now
 	x.marksMu.Lock()
 	x.head = head
 	x.setMadeFor(head)

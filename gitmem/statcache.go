@@ -82,9 +82,16 @@ func (c *statCache) entry(p string) (statEntry, bool) {
 // is the tree's and it is not racy (changed no earlier than the index
 // was written). Called with mu held.
 func (c *statCache) take(e gd.IndexEntry) {
-	if n := lookup(c.tree, e.Path); n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(c.written) {
+	if c.vouchedBy(e) {
 		c.add(e.Path, statEntry{e.Stat, e.Hash}, false)
 	}
+}
+
+// vouchedBy reports whether the index entry e vouches for its file: its
+// blob is the tree's and it is not racy. Called with mu held.
+func (c *statCache) vouchedBy(e gd.IndexEntry) bool {
+	n := lookup(c.tree, e.Path)
+	return n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(c.written)
 }
 
 // takeAll takes every index entry not looked at yet, and forgets the
