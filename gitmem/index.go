@@ -420,12 +420,6 @@ func (r *Repo) vouch(p string, n *node, now time.Time) gd.Stat {
 	if before != after || after.Racy(now) {
 		return gd.Stat{}
 	}
-	// What the read found is what a look for a hand edit would find
-	// (sameAsTree): the stat cache keeps it, so that the next look there
-	// (a view's) need not read and hash the file again. Under the
-	// many-stores row's load each file changed was read twice so, by the
-	// index's rewrite and by the first view after it (issue 25).
-	r.mirror.stats.put(p, statEntry{after, n.hash}, false)
 	return after
 }
 

@@ -243,48 +243,6 @@ func TestIndexVouchesForNoRacyFileUnread(t *testing.T) {
 	}
 }
 
-// A file .git/index's rewrite read and vouched for is one the stat cache
-// vouches for too: the next look for a hand edit there (a view's) does
-// not read and hash it again. Under the many-stores row's load a file
-// was read twice so, once by the index timer and once by the view after
-// it (issue 25).
-func TestIndexVouchedFileIsNotReadAgainByAView(t *testing.T) {
-	t.Parallel()
-	r, dir := newRepo(t)
-	write(t, r, "t0", "a.md", "one\n")
-	settle(t, r) // a.md is racy then: the index pairs it with no lstat data
-	time.Sleep(2 * gd.RacyWindow)
-	write(t, r, "t1", "b.md", "two\n")
-	settle(t, r) // the index's rewrite reads a.md and vouches for it
-	held := r.gitIndex.lock()
-	var vouched bool
-	for _, e := range r.gitIndex.entries {
-		vouched = vouched || e.Path == "memories/a.md" && !e.Stat.IsZero()
-	}
-	held.unlock()
-	if !vouched {
-		t.Fatal("the index's rewrite did not vouch for memories/a.md")
-	}
-	reads := r.mirror.wt.reads.Load()
-	if _, err := r.Snapshot(context.Background(), "a.md"); err != nil {
-		t.Fatal(err)
-	}
-	if n := r.mirror.wt.reads.Load() - reads; n != 0 {
-		t.Errorf("a view's look for a hand edit read %d files, want none: the index vouched for a.md", n)
-	}
-	// A hand edit is found all the same.
-	if err := os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("by hand\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	v, err := r.Snapshot(context.Background(), "a.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := v.ReadFile("a.md"); err != nil || string(got) != "by hand\n" {
-		t.Errorf("a.md reads %q (%v) after a hand edit, want it adopted", got, err)
-	}
-}
-
 // .git/index names only blobs git's files hold: it is written for the
 // branch as git's files hold it, not for readers' HEAD. Flush materialised
 // and then, holding no lock, wrote the index for readers' HEAD, which
