@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
@@ -551,6 +553,23 @@ func TestFoldAfterARedactionWritesNoOldObject(t *testing.T) {
 	}
 	assertNoSecret(t, dir, "sk-live7secret")
 	gittest.Fsck(t, dir)
+}
+
+// A materialisation that does not fold (fewer small packs wait than
+// foldAt, and fewer bytes than foldBytes) allocates nothing for the fold:
+// it gathered every object held first, the largest of a call's
+// allocations under the many-stores row's load (issue 25). Not parallel:
+// AllocsPerRun counts the whole process's allocations.
+func TestNoFoldAllocatesNothing(t *testing.T) {
+	d := &disk{}
+	for i := range foldAt - 1 {
+		d.held = append(d.held, newHeld(plumbing.NewHash(fmt.Sprintf("%040x", i+1)), make([]gd.Object, 3)))
+	}
+	d.held = append(d.held, heldObjects{objs: make([]gd.Object, 5), done: true}) // synced, never folded
+	m := &materialiser{}
+	if n := testing.AllocsPerRun(100, func() { m.foldSmall(diskTurn{d}) }); n != 0 {
+		t.Errorf("a materialisation that does not fold allocated %v times for it, want none", n)
+	}
 }
 
 // TestFoldReadsNoPackFolder: a fold deletes the small packs it wrote

@@ -195,6 +195,8 @@ type entry struct {
 	tip     string
 	tipMeta Meta
 
+	seen commitsSeen // commits current and metaAt read, for both
+
 	// deleting is closed when a delete of the store ends; nil when none
 	// runs. Guarded by Dir.mu.
 	deleting chan struct{}
@@ -526,7 +528,7 @@ func (d *Dir) openStore(name string) (*gitmem.Repo, Meta, string, error) {
 	if err != nil {
 		return nil, Meta{}, "", d.openErr(name, err)
 	}
-	m, found, head, err := readMeta(r, "")
+	m, found, head, err := readMeta(r, "", nil)
 	if err == nil && !found {
 		err = ErrNotFound // a gitmem repository, but not made a store
 	}
@@ -652,7 +654,7 @@ func (s *Store) Use(fn func(r *gitmem.Repo, m Meta) error) error {
 func (e *entry) current() (Meta, error) {
 	e.mmu.Lock()
 	defer e.mmu.Unlock()
-	m, found, head, err := readMeta(e.repo, e.metaHead)
+	m, found, head, err := readMeta(e.repo, e.metaHead, &e.seen)
 	if err != nil {
 		return Meta{}, err
 	}
@@ -672,7 +674,7 @@ func (e *entry) metaAt(tip string) (Meta, error) {
 	if tip == e.tip {
 		return e.tipMeta, nil
 	}
-	m, found, err := metaAt(e.repo, tip, known{e.tip, e.tipMeta})
+	m, found, err := metaAt(e.repo, tip, known{e.tip, e.tipMeta}, &e.seen)
 	if err == nil && !found {
 		err = ErrNotFound // a store commit no longer in the history (a rewrite by hand)
 	}
@@ -780,7 +782,7 @@ func (d *Dir) Create(name string, m Meta, author gitmem.Signature) (Info, error)
 	var info Info
 	fill := func(r *gitmem.Repo) error {
 		d.note("create: initialised")
-		if _, found, _, err := readMeta(r, ""); err != nil {
+		if _, found, _, err := readMeta(r, "", nil); err != nil {
 			return err
 		} else if found {
 			return ErrExists
@@ -1079,7 +1081,7 @@ func (d *Dir) peek(name string) (Meta, error) {
 		return Meta{}, d.openErr(name, err)
 	}
 	defer r.Close()
-	m, found, _, err := readMeta(r, "")
+	m, found, _, err := readMeta(r, "", nil)
 	if err == nil && !found {
 		err = ErrNotFound
 	}

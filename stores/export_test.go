@@ -18,3 +18,7 @@ func (d *Dir) OnStep(step func(string)) { d.step = step }
 
 // OpenErr is how a failure to open the store name's repository is worded.
 func (d *Dir) OpenErr(name string, err error) error { return d.openErr(name, err) }
+
+// CommitsDecoded is the number of commits the store's metadata reads
+// (Use's, ArchivedAt's) decoded from its objects since it was opened.
+func (s *Store) CommitsDecoded() int64 { return s.e.seen.decoded.Load() }

@@ -1,13 +1,16 @@
 package storesapi_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,3 +107,51 @@ func TestColdStoresFirstViewOpensNothing(t *testing.T) {
 		t.Fatalf("no adopt commit before the view: the last commit's command is %q", log)
 	}
 }
+
+// Each store's tool calls are logged with its name, the store's logger
+// kept with the open store (made once, not for every call).
+func TestToolCallsAreLoggedWithTheirStore(t *testing.T) {
+	t.Parallel()
+	d, err := stores.Open(gittest.TempDir(t), stores.Options{Repo: gitmem.Options{Logf: t.Logf}, IdleClose: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), nil))
+	h := storesapi.New(d, storesapi.Options{Limits: policy.DefaultLimits, Logger: log})
+	for _, name := range []string{"s1", "s2"} {
+		if _, err := d.Create(name, stores.Meta{}, gitmem.Signature{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, name := range []string{"s1", "s2", "s1", "s2"} {
+		toolCall(t, h, name, fmt.Sprintf(`{"command":"create","path":"/memories/%s-%d.md","file_text":"x\n"}`, name, i))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	calls := 0
+	for line := range strings.Lines(buf.String()) {
+		if !strings.Contains(line, `msg="tool call"`) {
+			continue
+		}
+		calls++
+		for _, name := range []string{"s1", "s2"} {
+			if strings.Contains(line, "path=/memories/"+name+"-") && !strings.Contains(line, "store="+name+" ") {
+				t.Errorf("a call on %s logged without its store: %s", name, line)
+			}
+		}
+	}
+	if calls != 4 {
+		t.Errorf("%d tool calls logged, want 4:\n%s", calls, buf.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
