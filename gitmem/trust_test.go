@@ -1213,6 +1213,12 @@ func TestHandEditInAFolderRenamedAwayGoesWithIt(t *testing.T) {
 			ctx := context.Background()
 			r, dir := newRepo(t)
 			defer r.Close()
+			// The rename below is made with the disk lock held: a release
+			// of the idle lock meanwhile (a stall of a loaded machine after
+			// settle) took the turn and waited for the disk lock, the
+			// rename for the turn: the package hung (-test.cpu 1
+			// -test.parallel 16).
+			keepWriterLock(t, r)
 			write(t, r, "t1", "d/a.md", "one\ntwo\n")
 			settle(t, r)
 			hand := func() {
