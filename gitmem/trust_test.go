@@ -1056,6 +1056,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				keepWriterLock(t, r) // it writes with the disk lock held
 				write(t, r, "t1", "a.md", base)
 				settle(t, r)
 				hand := func() {
@@ -1124,6 +1125,7 @@ func TestHandEditOfAFileRenamedAwayGoesWithIt(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			r, dir := newRepo(t)
+			keepWriterLock(t, r) // it writes with the disk lock held
 			var err error
 			write(t, r, "t1", "a.md", "one\ntwo\n")
 			settle(t, r)
@@ -1306,6 +1308,7 @@ func TestHandEditInAReplacedFolderOrFileIsKept(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			r, dir := newRepo(t)
+			keepWriterLock(t, r) // it writes with the disk lock held
 			defer r.Close()
 			write(t, r, "t1", c.edited, "one\ntwo\n")
 			settle(t, r)
@@ -1404,6 +1407,7 @@ func TestHandFilesInAFolderWhereAFileIsWrittenAreKept(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			r, dir := newRepoWith(t, &testHooks{chunkMax: c.chunk, env: new(gd.Env)})
+			keepWriterLock(t, r) // it writes with the disk lock held
 			defer r.Close()
 			d := filepath.Join(dir, "memories", "d")
 			byHand := func() {
@@ -2202,6 +2206,7 @@ func TestHandFilesInAFolderWhereARepairWritesAreKept(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			keepWriterLock(t, r) // it writes with the disk lock held
 			defer func() { r.Close() }()
 			x := filepath.Join(dir, "memories", "x")
 			byHand := func() {
