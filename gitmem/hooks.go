@@ -18,6 +18,11 @@ type testHooks struct {
 	// (a full collection, after it looked for what commits made meanwhile
 	// use) at "swap".
 	gc func(stage string)
+	// maintain runs in the maintenance loop of the writer lock's holder:
+	// at "idle" once it found the lock idle to let go, before it takes the
+	// writer turn to let it go; at "tried" once it gave the turn back
+	// (the lock let go or kept).
+	maintain func(stage string)
 	// catchUp runs in a catch-up of the history index before the commits
 	// are recorded.
 	catchUp func()
@@ -100,6 +105,12 @@ func (h *testHooks) open(gitDir string) *gd.Store {
 func (h *testHooks) atGC(stage string) {
 	if h != nil && h.gc != nil {
 		h.gc(stage)
+	}
+}
+
+func (h *testHooks) atMaintain(stage string) {
+	if h != nil && h.maintain != nil {
+		h.maintain(stage)
 	}
 }
 

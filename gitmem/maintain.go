@@ -113,9 +113,13 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 			r.mergeDisplaced(r.life)
 		}
 		if wanted || r.idleToRelease() { // again: calls may have come meanwhile
+			r.opt.hooks.atMaintain("idle")
 			if t := r.tryTurn(); t != nil {
-				released := r.release(t)
+				// Idle is looked at again with the turn: a change made
+				// since the look above was not seen by it.
+				released := (wanted || r.idleWithTurn()) && r.release(t)
 				t.end()
+				r.opt.hooks.atMaintain("tried")
 				if released {
 					return
 				}
@@ -144,4 +148,17 @@ func (r *Repo) idleToRelease() bool {
 	}
 	head, _ := r.state.snapshot()
 	return !r.gitIndex.waits(head)
+}
+
+// idleWithTurn is idleToRelease looked at with the writer turn held,
+// once no change waits to be published. A look made before the turn was
+// taken may miss a change made meanwhile: the turn is free while a change
+// is written to the log, so it can be prepared, published and
+// acknowledged between that look and the turn, and the lock was let go
+// and .git/index written though its rewrite was not due
+// (TestIdleReleaseLooksAgainWithTheTurn). With the turn held no change is
+// prepared, and once none is pending HEAD is the last one made, whose
+// rewrite of the index was scheduled before it was published.
+func (r *Repo) idleWithTurn() bool {
+	return !r.state.pending() && r.idleToRelease()
 }

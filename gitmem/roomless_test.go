@@ -349,6 +349,7 @@ func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedPastTheFileLimit(t *tes
 	opt := testOptions(t)
 	opt.MaxFiles = 3
 	r, dir := newRepoOpts(t, opt)
+	keepWriterLock(t, r) // it writes with the disk lock held
 	write(t, r, "t1", "d/a.md", "A\n")
 	write(t, r, "t2", "d/b.md", "B\n")
 	write(t, r, "t3", "c.md", "C\n")
@@ -384,6 +385,7 @@ func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedOverTheSizeLimit(t *tes
 	opt := testOptions(t)
 	opt.MaxFileBytes = 50
 	r, dir := newRepoOpts(t, opt)
+	keepWriterLock(t, r) // it writes with the disk lock held
 	write(t, r, "t1", "d/a.md", "A\n")
 	settle(t, r)
 	big := "0123456789012345678901234567890123456789012345678901234567890123456789\n"
@@ -418,6 +420,7 @@ func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedPastTheTotalSize(t *tes
 	opt := testOptions(t)
 	opt.MaxTotalBytes = 40
 	r, dir := newRepoOpts(t, opt)
+	keepWriterLock(t, r)                                             // it writes with the disk lock held
 	write(t, r, "t1", "d/a.md", "0123456789012345678901234567890\n") // 32 bytes
 	settle(t, r)
 	r.disk.hold()
@@ -449,6 +452,7 @@ func TestAFileMadeInAFolderWhileItIsDeletedIsNotCommittedPastTheFileLimit(t *tes
 	opt := testOptions(t)
 	opt.MaxFiles = 2
 	r, dir := newRepoOpts(t, opt)
+	keepWriterLock(t, r) // it writes with the disk lock held
 	write(t, r, "t1", "d/a.md", "A\n")
 	write(t, r, "t2", "c.md", "C\n")
 	settle(t, r)

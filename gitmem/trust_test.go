@@ -1056,6 +1056,7 @@ func TestHandEditBeforeTheWorktreeCaughtUp(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				keepWriterLock(t, r) // it writes with the disk lock held
 				write(t, r, "t1", "a.md", base)
 				settle(t, r)
 				hand := func() {
@@ -1124,6 +1125,7 @@ func TestHandEditOfAFileRenamedAwayGoesWithIt(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			r, dir := newRepo(t)
+			keepWriterLock(t, r) // it writes with the disk lock held
 			var err error
 			write(t, r, "t1", "a.md", "one\ntwo\n")
 			settle(t, r)
@@ -1213,6 +1215,12 @@ func TestHandEditInAFolderRenamedAwayGoesWithIt(t *testing.T) {
 			ctx := context.Background()
 			r, dir := newRepo(t)
 			defer r.Close()
+			// The rename below is made with the disk lock held: a release
+			// of the idle lock meanwhile (a stall of a loaded machine after
+			// settle) took the turn and waited for the disk lock, the
+			// rename for the turn: the package hung (-test.cpu 1
+			// -test.parallel 16).
+			keepWriterLock(t, r)
 			write(t, r, "t1", "d/a.md", "one\ntwo\n")
 			settle(t, r)
 			hand := func() {
@@ -1300,6 +1308,7 @@ func TestHandEditInAReplacedFolderOrFileIsKept(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			r, dir := newRepo(t)
+			keepWriterLock(t, r) // it writes with the disk lock held
 			defer r.Close()
 			write(t, r, "t1", c.edited, "one\ntwo\n")
 			settle(t, r)
@@ -1398,6 +1407,7 @@ func TestHandFilesInAFolderWhereAFileIsWrittenAreKept(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			r, dir := newRepoWith(t, &testHooks{chunkMax: c.chunk, env: new(gd.Env)})
+			keepWriterLock(t, r) // it writes with the disk lock held
 			defer r.Close()
 			d := filepath.Join(dir, "memories", "d")
 			byHand := func() {
@@ -2196,6 +2206,7 @@ func TestHandFilesInAFolderWhereARepairWritesAreKept(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			keepWriterLock(t, r) // it writes with the disk lock held
 			defer func() { r.Close() }()
 			x := filepath.Join(dir, "memories", "x")
 			byHand := func() {

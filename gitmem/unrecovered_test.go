@@ -302,6 +302,11 @@ func TestLongLogIsCountedWithoutListingPacksPerChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The writes below are made with the disk lock held: a release of the
+	// idle lock meanwhile (a stall of a loaded machine after settle) took
+	// the turn and waited for the disk lock, the write for the turn: the
+	// package hung (-test.cpu 1 -test.parallel 16).
+	keepWriterLock(t, r)
 	write(t, r, "t0", "a.md", "zero\n")
 	settle(t, r)
 	r.disk.hold() // the changes stay in the log until the fault is in place

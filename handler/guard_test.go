@@ -123,7 +123,7 @@ func TestInflightBounds(t *testing.T) {
 			// not what is tested, and the round is run again.
 			for round := 1; ; round++ {
 				pr, pw := io.Pipe()
-				held := make(chan int)
+				held := make(chan int, 1)
 				go func() {
 					req, _ := http.NewRequest("POST", url, pr)
 					req.ContentLength = int64(len(tc.body))
@@ -139,11 +139,16 @@ func TestInflightBounds(t *testing.T) {
 				fmt.Fprint(pw, tc.body[:10])
 				var status int
 				var retry, body string
-				for range 100 { // until the held request is admitted
-					if status, retry, body = post(t, url, tc.body); status == 503 {
+				// Until the held request is admitted, or was answered
+				// (503: it found the server full itself). A minute is a
+				// hang guard: 100 probes, a second or so, were a bound a
+				// loaded machine could miss, the probes then all answered
+				// 200.
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+					status, retry, body = post(t, url, tc.body)
+					if status == 503 || len(held) > 0 || time.Now().After(deadline) {
 						break
 					}
-					time.Sleep(10 * time.Millisecond)
 				}
 				fmt.Fprint(pw, tc.body[10:])
 				pw.Close()

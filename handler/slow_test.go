@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,14 +18,31 @@ import (
 	"github.com/gitmem-dev/gitmem/policy"
 )
 
-// serveWith starts h on the http.Server gitmem builds from opt.
-func serveWith(t *testing.T, opt handler.HTTPOptions, h http.Handler) *httptest.Server {
+// serveWith starts h on the http.Server gitmem builds from opt; closed
+// gives the channel closed once the server closed the connection from a
+// client's address.
+func serveWith(t *testing.T, opt handler.HTTPOptions, h http.Handler) (srv *httptest.Server, closed func(client net.Addr) <-chan struct{}) {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(nil)
+	var mu sync.Mutex
+	closes := map[string]chan struct{}{}
+	of := func(addr string) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if closes[addr] == nil {
+			closes[addr] = make(chan struct{})
+		}
+		return closes[addr]
+	}
+	srv = httptest.NewUnstartedServer(nil)
 	srv.Config = opt.Server(h)
+	srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		if st == http.StateClosed { // (after the close)
+			close(of(c.RemoteAddr().String()))
+		}
+	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, func(client net.Addr) <-chan struct{} { return of(client.String()) }
 }
 
 // trickle writes s to conn one byte at a time, then (forever) more bytes
@@ -65,6 +83,38 @@ func trickle(t *testing.T, conn net.Conn, s string) (closed bool, answer string)
 	}
 }
 
+// rawAnswer sends req whole on conn and reads the answer (its status and
+// body), once the server has closed the connection when serverClosed is
+// not nil. The server answers headers over its bound before it has read
+// them all (431), and closes the connection half a second later
+// (net/http's wait before a close that resets it): Go's client, still
+// writing then (its goroutines waiting for the CPU of a loaded machine),
+// failed with "connection reset by peer" and no answer
+// (TestSlowAndOversizedClients failed so with -test.cpu 1 -test.parallel
+// 16). The answer is read here whatever the write returned, and after
+// the close, as late as such a client would: it was sent before the
+// connection was reset, and stays readable after.
+func rawAnswer(t *testing.T, conn net.Conn, serverClosed <-chan struct{}, req string) (int, string) {
+	t.Helper()
+	defer conn.Close()
+	conn.Write([]byte(req)) // an error (the server closed the connection) is not the test's
+	if serverClosed != nil {
+		select {
+		case <-serverClosed:
+		case <-time.After(time.Minute):
+			t.Fatal("the server did not close the connection")
+		}
+	}
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res.StatusCode, strings.TrimSpace(string(b))
+}
+
 // Slow and oversized clients cannot hold a connection or the memory: a
 // client that sends its headers a byte at a time (slowloris), or its body
 // a byte at a time, is disconnected; an idle keep-alive connection is
@@ -75,25 +125,33 @@ func TestSlowAndOversizedClients(t *testing.T) {
 	t.Parallel()
 	h, repo := newHandler(t, policy.DefaultLimits)
 	head, _ := repo.Commit(context.Background(), "HEAD")
-	opt := handler.HTTPOptions{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond,
-		IdleTimeout: 200 * time.Millisecond, MaxHeaderBytes: 4096, MaxBodyBytes: 1000}
-	srv := serveWith(t, opt, h.HTTP(opt))
-	addr := srv.Listener.Addr().String()
-	dial := func() net.Conn {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return conn
+	// Each bound on a server of its own: a stall of a loaded machine (the
+	// server's goroutines waiting for the CPU) longer than a short timeout
+	// must not cut short a request the test wants answered. (With every
+	// bound on one server, 200 ms to read the headers, the 64 KiB of
+	// headers were refused with no answer, and a body announced over the
+	// limit answered EOF: 2 runs in 13 of the package with -test.cpu 1
+	// -test.parallel 16.)
+	serve := func(t *testing.T, opt handler.HTTPOptions) (url string, dial func() net.Conn, closed func(net.Addr) <-chan struct{}) {
+		srv, closed := serveWith(t, opt, h.HTTP(opt))
+		return srv.URL, func() net.Conn {
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return conn
+		}, closed
 	}
 	create := `{"type":"tool_use","id":"toolu_slow","name":"memory","input":{"command":"create","path":"/memories/slow.md","file_text":"x"}}`
 
 	t.Run("headers a byte at a time", func(t *testing.T) {
+		_, dial, _ := serve(t, handler.HTTPOptions{ReadHeaderTimeout: 200 * time.Millisecond})
 		if closed, _ := trickle(t, dial(), "POST /v1/tool_use HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "); !closed {
 			t.Error("a client sending its headers a byte at a time kept its connection")
 		}
 	})
 	t.Run("body a byte at a time", func(t *testing.T) {
+		_, dial, _ := serve(t, handler.HTTPOptions{ReadTimeout: 400 * time.Millisecond})
 		req := fmt.Sprintf("POST /v1/tool_use HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(create)+100)
 		conn := dial()
 		if _, err := conn.Write([]byte(req)); err != nil {
@@ -108,6 +166,7 @@ func TestSlowAndOversizedClients(t *testing.T) {
 		}
 	})
 	t.Run("idle keep-alive", func(t *testing.T) {
+		_, dial, _ := serve(t, handler.HTTPOptions{IdleTimeout: 200 * time.Millisecond})
 		conn := dial()
 		defer conn.Close()
 		fmt.Fprintf(conn, "POST /v1/tool_use HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(viewBlock), viewBlock)
@@ -123,35 +182,26 @@ func TestSlowAndOversizedClients(t *testing.T) {
 		}
 	})
 	t.Run("huge headers", func(t *testing.T) {
-		req, _ := http.NewRequest("POST", srv.URL+"/v1/tool_use", strings.NewReader(create))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Big", strings.Repeat("a", 64<<10))
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-			t.Errorf("64 KiB of headers: %d", res.StatusCode)
+		_, dial, closed := serve(t, handler.HTTPOptions{MaxHeaderBytes: 4096})
+		req := fmt.Sprintf("POST /v1/tool_use HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Big: %s\r\nContent-Length: %d\r\n\r\n%s",
+			strings.Repeat("a", 64<<10), len(create), create)
+		conn := dial()
+		if status, _ := rawAnswer(t, conn, closed(conn.LocalAddr()), req); status != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("64 KiB of headers: %d", status)
 		}
 	})
 	big := `{"type":"tool_use","id":"toolu_big","name":"memory","input":{"command":"create","path":"/memories/big.md","file_text":"` + strings.Repeat("x", 2000) + `"}}`
 	want := `{"error":"request body is larger than the limit of 1,000 bytes"}`
 	t.Run("body over the limit", func(t *testing.T) {
-		if status, _, body := post(t, srv.URL+"/v1/tool_use", big); status != 413 || body != want {
+		url, dial, _ := serve(t, handler.HTTPOptions{MaxBodyBytes: 1000})
+		if status, _, body := post(t, url+"/v1/tool_use", big); status != 413 || body != want {
 			t.Errorf("announced: %d %s", status, body)
 		}
 		// Chunked: no Content-Length, the body grows past the limit.
-		req, _ := http.NewRequest("POST", srv.URL+"/v1/tool_use", io.MultiReader(strings.NewReader(big)))
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != 413 || strings.TrimSpace(string(b)) != want || len(req.TransferEncoding) > 0 && req.TransferEncoding[0] != "chunked" {
-			t.Errorf("chunked: %d %s", res.StatusCode, b)
+		req := fmt.Sprintf("POST /v1/tool_use HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n",
+			len(big), big)
+		if status, body := rawAnswer(t, dial(), nil, req); status != 413 || body != want {
+			t.Errorf("chunked: %d %s", status, body)
 		}
 	})
 	if now, _ := repo.Commit(context.Background(), "HEAD"); now.Hash != head.Hash {
