@@ -197,6 +197,7 @@ func appendHand(t *testing.T, dir, p, line string) {
 // held), runs meanwhile then, and lets the worktree follow.
 func changeBehindTheWorktree(t *testing.T, r *Repo, meanwhile func()) {
 	t.Helper()
+	keepWriterLock(t, r) // t2 is written with the disk lock held
 	write(t, r, "t1", "a.md", "one\ntwo\n")
 	settle(t, r)
 	r.disk.hold()

@@ -62,6 +62,7 @@ func twoInTheLog(t *testing.T) (dir string, r *Repo, stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	keepWriterLock(t, r) // t2 and t3 are written with the disk lock held
 	write(t, r, "t1", "a.md", "one\n")
 	settle(t, r)
 	r.disk.hold() // t2 and t3 stay in the log until the fault is in place
