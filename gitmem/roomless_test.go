@@ -30,9 +30,7 @@ func TestFilesMadeByHandOneAtATimePastTheLimitAreNamedAsTheirCountDoubles(t *tes
 	write(t, r, "t1", "a.md", "a\n")
 	settle(t, r)
 	for i := range 10 {
-		if err := os.WriteFile(filepath.Join(dir, "memories", fmt.Sprintf("n%d.md", i)), []byte("by hand\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeDisk(t, dir, fmt.Sprintf("n%d.md", i), "by hand\n")
 		if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
 			t.Fatalf("adopt %d: %v, want ErrNoChange", i, err)
 		}
@@ -72,9 +70,7 @@ func TestHandMadeFilesPastTheTotalSizeAreLeft(t *testing.T) {
 	settle(t, r)
 	made := map[string]string{"n1.md": "bb\n", "n2.md": "cccc\n", "n3.md": "d\n"}
 	for p, text := range made {
-		if err := os.WriteFile(filepath.Join(dir, "memories", p), []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeDisk(t, dir, p, text)
 	}
 	if _, err := r.Adopt(ctx); err != nil {
 		t.Fatal(err)
@@ -263,9 +259,7 @@ func TestARevertedRenameNamesTheFileMadeByHandInItsWay(t *testing.T) {
 	write(t, r, "t1", "a.md", "model\n")
 	mv(t, r, "t2", "a.md", "b.md")
 	settle(t, r)
-	if err := os.WriteFile(filepath.Join(dir, "memories", "a.md"), []byte("made by hand, over the limit\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeDisk(t, dir, "a.md", "made by hand, over the limit\n")
 	head := gittest.Git(t, dir, "rev-parse", "HEAD")
 	_, _, err := r.Revert(ctx, []string{"t2"}, RevertOptions{Theirs: true})
 	var ce *ConflictError
@@ -295,12 +289,7 @@ func TestAFileLeftOverTheSizeLimitStaysWhereItIsWhenItsFolderIsRenamed(t *testin
 	write(t, r, "t1", "d/b.md", "b\n")
 	settle(t, r)
 	big := strings.Repeat("x", 59) + "\n"
-	if err := os.MkdirAll(filepath.Join(dir, "memories", "d"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "big.md"), []byte(big), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeDisk(t, dir, "d/big.md", big)
 	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
 		t.Fatalf("adopt: %v, want ErrNoChange (over the size limit)", err)
 	}
@@ -320,9 +309,7 @@ func TestAFileLeftOverTheSizeLimitStaysWhereItIsWhenItsFolderIsRenamed(t *testin
 		}
 	}
 	write(t, r, "t2", "e/big.md", "the model's\n")
-	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "big.md"), []byte("shrunk by hand\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeDisk(t, dir, "d/big.md", "shrunk by hand\n")
 	if _, err := r.Adopt(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -356,9 +343,7 @@ func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedPastTheFileLimit(t *tes
 	settle(t, r)
 	r.disk.hold() // the worktree has not caught up yet
 	mv(t, r, "t4", "d", "e")
-	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("HAND\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeDisk(t, dir, "d/h.md", "HAND\n")
 	r.disk.mu.Unlock()
 	settle(t, r)
 	if _, err := r.Adopt(ctx); err != nil && err != ErrNoChange {
@@ -391,9 +376,7 @@ func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedOverTheSizeLimit(t *tes
 	big := "0123456789012345678901234567890123456789012345678901234567890123456789\n"
 	r.disk.hold()
 	mv(t, r, "t4", "d", "e")
-	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "big.md"), []byte(big), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeDisk(t, dir, "d/big.md", big)
 	r.disk.mu.Unlock()
 	settle(t, r)
 	if _, err := r.Adopt(ctx); err != nil && err != ErrNoChange {
@@ -425,9 +408,7 @@ func TestAFileMadeInAFolderWhileItIsRenamedIsNotCommittedPastTheTotalSize(t *tes
 	settle(t, r)
 	r.disk.hold()
 	mv(t, r, "t4", "d", "e")
-	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("0123456789012345678\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeDisk(t, dir, "d/h.md", "0123456789012345678\n")
 	r.disk.mu.Unlock()
 	settle(t, r)
 	if _, err := r.Adopt(ctx); err != nil && err != ErrNoChange {
@@ -459,9 +440,7 @@ func TestAFileMadeInAFolderWhileItIsDeletedIsNotCommittedPastTheFileLimit(t *tes
 	r.disk.hold()
 	del(t, r, "t4", "d")
 	write(t, r, "t5", "g.md", "G\n") // the room the delete made: 2 files again
-	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("HAND\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeDisk(t, dir, "d/h.md", "HAND\n")
 	r.disk.mu.Unlock()
 	settle(t, r)
 	if _, err := r.Adopt(ctx); err != nil && err != ErrNoChange {
@@ -526,9 +505,7 @@ func TestAFileLeftForWantOfRoomStaysWhereItIsAfterACrashRightAfterTheRename(t *t
 	write(t, r, "t2", "d/b.md", "B\n")
 	write(t, r, "t3", "c.md", "C\n")
 	settle(t, r)
-	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("HAND\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeDisk(t, dir, "d/h.md", "HAND\n")
 	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
 		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
 	}
@@ -571,18 +548,14 @@ func TestAFileLeftOverTheSizeLimitStaysWhereItIsAfterACrashRightAfterTheRename(t
 	write(t, r, "t1", "d/a.md", "A\n")
 	settle(t, r)
 	big := strings.Repeat("x", 59) + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "big.md"), []byte(big), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeDisk(t, dir, "d/big.md", big)
 	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
 		t.Fatalf("adopt: %v, want ErrNoChange (over the size limit)", err)
 	}
 	r = crashRightAfterRename(t, r, dir, opt, "d", "e")
 	write(t, r, "t3", "e/big.md", "the model's\n")
 	settle(t, r)
-	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "big.md"), []byte("shrunk by hand\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeDisk(t, dir, "d/big.md", "shrunk by hand\n")
 	if _, err := r.Adopt(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -625,9 +598,7 @@ func TestAFileMadeInAFolderWhileItIsRenamedHoldsItsNewPlace(t *testing.T) {
 			settle(t, r)
 			r.disk.hold() // the worktree has not caught up yet
 			mv(t, r, "t3", "d", "e")
-			if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("HAND\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			writeDisk(t, dir, "d/h.md", "HAND\n")
 			r.disk.mu.Unlock()
 			settle(t, r)
 			if to := r.mirror.repairs.movedTo("memories/d/h.md"); to != "memories/e/h.md" {
@@ -671,16 +642,7 @@ func TestARefusedCallLooksAtOneFileMadeByHand(t *testing.T) {
 	write(t, r, "t1", "a.md", "A\n")
 	write(t, r, "t2", "c.md", "C\n")
 	settle(t, r)
-	mk := func(rel string) {
-		t.Helper()
-		p := filepath.Join(dir, "memories", filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("by hand\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mk := func(rel string) { writeDisk(t, dir, rel, "by hand\n") }
 	for i := range 300 {
 		mk(fmt.Sprintf("x/h%03d.md", i))
 	}
@@ -773,12 +735,7 @@ func TestARemovalByHandMakesRoomForAFileMadeInAFolderTheAdoptLooksAt(t *testing.
 	write(t, r, "t1", "a.md", "A\n")
 	write(t, r, "t2", "c.md", "C\n")
 	settle(t, r)
-	if err := os.MkdirAll(filepath.Join(dir, "memories", "x"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "memories", "x", "h.md"), []byte("HAND\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeDisk(t, dir, "x/h.md", "HAND\n")
 	paths := []string{"memories/c.md", "memories/x"}
 	if drift, err := r.mirror.driftedAt(r.snapshotTree(), paths); err != nil || len(drift) != 0 {
 		t.Errorf("drift with no room: %v %v, want none", drift, err)

@@ -56,6 +56,19 @@ func subjects(t *testing.T, dir string) string {
 	return gittest.Git(t, dir, "log", "--format=%s")
 }
 
+// writeDisk writes the file p (relative to memories/) in dir's worktree
+// by hand, with the folders it is in.
+func writeDisk(t *testing.T, dir, p, content string) {
+	t.Helper()
+	full := filepath.Join(dir, "memories", filepath.FromSlash(p))
+	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func readDisk(t *testing.T, dir, p string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "memories", filepath.FromSlash(p)))
