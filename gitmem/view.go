@@ -246,11 +246,12 @@ func (tx *Tx) Rename(from, to string) error {
 	}
 	// A file made by hand at to, under it or in its way, that the tree
 	// does not hold: one an adopt left (for want of room, over the size
-	// limit) or made since the last, or one the next adopt takes there. The worktree's follow would write
-	// the model's file over it, the hand file then merged with it between
-	// conflict markers: the destination exists, or a parent folder is a
-	// file. (Where the memory has room, the adopt after the call takes
-	// it, and the call runs again.) In the order the protocol checks them.
+	// limit) or made since the last, or one the next adopt takes there.
+	// The worktree's follow would write the model's file over it, the
+	// hand file then merged with it between conflict markers: the
+	// destination exists, or a parent folder is a file. (Where the memory
+	// has room, the adopt after the call takes it, and the call runs
+	// again.) In the order the protocol checks them.
 	made := tx.madeByHand(to)
 	above := made != "" && strings.HasPrefix(to, made+"/")
 	n := tx.get(from)
@@ -282,8 +283,9 @@ func (tx *Tx) Rename(from, to string) error {
 // under it that no commit holds: one an adopt left (for want of room,
 // over the size limit) or made since the last, or one kept elsewhere that
 // the next adopt takes there (made in a folder as the model renamed it);
-// ErrNotDir when one is in p's way. A change that made a file at p would have the worktree's
-// follow write it over that one (Rename refuses: ErrExist, ErrNotDir).
+// ErrNotDir when one is in p's way. A change that made a file at p would
+// have the worktree's follow write it over that one (Rename refuses:
+// ErrExist, ErrNotDir).
 // Gitmem's unfinished work there (a removal the worktree has yet to
 // follow) is none.
 func (tx *Tx) HandMade(p string) (bool, error) {
