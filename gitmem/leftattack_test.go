@@ -1,0 +1,270 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+)
+
+// leftFixture is a store at --max-files 1 holding a.md, stopped, with
+// .git/gitmem/left's path.
+func leftFixture(t *testing.T) (Options, string, string) {
+	t.Helper()
+	opt := testOptions(t)
+	opt.MaxFiles = 1
+	r, dir := newRepoOpts(t, opt)
+	write(t, r, "t1", "a.md", "A\n")
+	settle(t, r)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return opt, dir, filepath.Join(dir, ".git", "gitmem", "left")
+}
+
+// openWithin opens dir, failing the test if the start takes longer than
+// a minute (it waited on what stands at .git/gitmem/left).
+func openWithin(t *testing.T, dir string, opt Options) *Repo {
+	t.Helper()
+	type res struct {
+		r   *Repo
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		r, err := Open(context.Background(), dir, opt)
+		ch <- res{r, err}
+	}()
+	select {
+	case x := <-ch:
+		if x.err != nil {
+			t.Fatal(x.err)
+		}
+		t.Cleanup(func() { x.r.Close() })
+		return x.r
+	case <-time.After(time.Minute):
+		t.Fatal("the start hung")
+	}
+	return nil
+}
+
+// An operator's or a hostile process's .git/gitmem/left, malformed (a
+// path out of memories/, an absolute one, one into .git, control
+// characters, a carriage return, binary, a line over the longest path,
+// no final newline): the start takes none of them, the store keeps
+// working, nothing is committed but the model's, and the next adopt
+// writes the file again with the one file left by hand.
+func TestAMalformedListOfFilesLeftIsIgnored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt, dir, list := leftFixture(t)
+	bad := "../../etc/passwd\n/abs.md\n/memories/x.md\n.git/config\n../.git/HEAD\nx\x01y.md\nz.md\r\n\x00\xff\xfe\n" +
+		strings.Repeat("q", 70000) + "\n\n\nmemories/../../o.md\nw.md"
+	if err := os.WriteFile(list, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := openWithin(t, dir, opt)
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"../../etc/passwd", "/abs.md", ".git/config", "x\x01y.md", "z.md\r"} {
+		if r.mirror.leftByAdopt(rel) {
+			t.Errorf("%q taken as left", rel)
+		}
+	}
+	if _, err := os.Lstat(list); !errors.Is(err, fs.ErrNotExist) {
+		b, _ := os.ReadFile(list)
+		t.Errorf(".git/gitmem/left after the start: %q %v, want none (no file is left)", b, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memories", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+	}
+	if b, err := os.ReadFile(list); err != nil || string(b) != "h.md\n" {
+		t.Errorf(".git/gitmem/left = %q %v, want h.md", b, err)
+	}
+	if _, err := r.Update(ctx, Meta{Subject: "rename"}, func(tx *Tx) error { return tx.Rename("a.md", "b.md") }); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := strings.Fields(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")); len(got) != 1 || got[0] != "memories/b.md" {
+		t.Errorf("HEAD holds %v, want memories/b.md", got)
+	}
+}
+
+// A symbolic link at .git/gitmem/left, to a file outside the repository:
+// the start reads it (a list like any other), and the next save replaces
+// the link, never writing through it.
+func TestASymlinkAtTheListOfFilesLeftIsNotWrittenThrough(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt, dir, list := leftFixture(t)
+	outside := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(outside, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, list); err != nil {
+		t.Fatal(err)
+	}
+	r := openWithin(t, dir, opt)
+	if err := os.WriteFile(filepath.Join(dir, "memories", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+	}
+	if b, err := os.ReadFile(outside); err != nil || string(b) != "keep me\n" {
+		t.Errorf("the link's target = %q %v, want it untouched", b, err)
+	}
+	if fi, err := os.Lstat(list); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf(".git/gitmem/left: %v %v, want a regular file", fi, err)
+	}
+	if b, err := os.ReadFile(list); err != nil || string(b) != "h.md\n" {
+		t.Errorf(".git/gitmem/left = %q %v, want h.md", b, err)
+	}
+}
+
+// A FIFO, a folder, at .git/gitmem/left: the start does not wait on the
+// FIFO, and the store keeps working with the list unsaved (a folder that
+// holds a file cannot be replaced): the calls succeed, the failure is
+// logged once, without the host's path to the repository.
+func TestAFolderOrFIFOAtTheListOfFilesLeft(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"fifo", "folder"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			opt, dir, list := leftFixture(t)
+			logs := captureLogs(t, &opt)
+			switch kind {
+			case "fifo":
+				if err := syscall.Mkfifo(list, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			case "folder":
+				if err := os.MkdirAll(filepath.Join(list, "x"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := openWithin(t, dir, opt)
+			for i := range 3 {
+				if err := os.WriteFile(filepath.Join(dir, "memories", fmt.Sprintf("h%d.md", i)), []byte("HAND\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+					t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+				}
+			}
+			if _, err := r.Update(ctx, Meta{Subject: "rename"}, func(tx *Tx) error { return tx.Rename("a.md", "b.md") }); err != nil {
+				t.Fatal(err)
+			}
+			settle(t, r)
+			n := 0
+			for _, l := range logs() {
+				if strings.Contains(l, "could not save the files made by hand") {
+					n++
+					if strings.Contains(l, dir) {
+						t.Errorf("the log names the host's path: %s", l)
+					}
+				}
+			}
+			if kind == "folder" && n != 1 {
+				t.Errorf("%d lines say the list could not be saved, want 1", n)
+			}
+			if got := strings.Fields(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")); len(got) != 1 || got[0] != "memories/b.md" {
+				t.Errorf("HEAD holds %v, want memories/b.md", got)
+			}
+		})
+	}
+}
+
+// A file made by hand whose name holds a newline, the memory full: no
+// memory path holds one, so the list must not name it (a line each side
+// of the newline would name two other files).
+func TestAFileMadeByHandWithANewlineInItsName(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt, dir, list := leftFixture(t)
+	r := openWithin(t, dir, opt)
+	if err := os.WriteFile(filepath.Join(dir, "memories", "x.md\nh.md"), []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); err != nil && !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v", err)
+	}
+	if b, err := os.ReadFile(list); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if l == "x.md" || l == "h.md" {
+				t.Errorf(".git/gitmem/left = %q names %q", b, l)
+			}
+		}
+	}
+	if got := strings.Fields(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")); len(got) != 1 || got[0] != "memories/a.md" {
+		t.Errorf("HEAD holds %v, want memories/a.md", got)
+	}
+}
+
+// A list of 100,000 files left, none of them on disk any more (removed
+// by hand while gitmem was stopped): the start reads it and removes it.
+// The time is logged, not asserted.
+func TestAStartWithALongListOfFilesLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt, dir, list := leftFixture(t)
+	var b strings.Builder
+	for i := range 100000 {
+		fmt.Fprintf(&b, "d%03d/h%05d.md\n", i%1000, i)
+	}
+	if err := os.WriteFile(list, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r := openWithin(t, dir, opt)
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("start and first look: %v", time.Since(start))
+	if _, err := os.Lstat(list); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf(".git/gitmem/left after the start: %v, want none", err)
+	}
+}
+
+// A temporary file of an interrupted save (left-*) beside the list: the
+// start sweeps it and reads the list.
+func TestAStartSweepsAnInterruptedSaveOfTheList(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt, dir, list := leftFixture(t)
+	if err := os.WriteFile(filepath.Join(dir, "memories", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(list, []byte("h.md\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(filepath.Dir(list), "left-123456")
+	if err := os.WriteFile(tmp, []byte("h.md\nhal"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(tmp, old, old)
+	r := openWithin(t, dir, opt)
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(tmp); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s after the start: %v, want it swept", filepath.Base(tmp), err)
+	}
+	if b, err := os.ReadFile(list); err != nil || string(b) != "h.md\n" {
+		t.Errorf(".git/gitmem/left = %q %v, want h.md", b, err)
+	}
+}
