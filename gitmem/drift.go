@@ -183,7 +183,7 @@ func (m *mirror) saveLeft() {
 	if err != nil {
 		// Tried again at the next adopt; logged once until it succeeds.
 		if !m.leftFailed {
-			m.logf("gitmem: could not save the files made by hand left uncommitted (%v); after a crash, one in a folder the model renamed may be taken for a file made there as it was renamed", err)
+			m.logf("gitmem: could not save the files made by hand left uncommitted (%s); after a crash, one in a folder the model renamed may be taken for a file made there as it was renamed", scrubPaths(err))
 		}
 		m.leftFailed = true
 		return
