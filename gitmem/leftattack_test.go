@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -266,5 +267,150 @@ func TestAStartSweepsAnInterruptedSaveOfTheList(t *testing.T) {
 	}
 	if b, err := os.ReadFile(list); err != nil || string(b) != "h.md\n" {
 		t.Errorf(".git/gitmem/left = %q %v, want h.md", b, err)
+	}
+}
+
+// A file left renamed by hand while gitmem was stopped, another moved
+// into a folder: the start names them where they are now, and the list
+// no longer names their old places.
+func TestFilesLeftRenamedWhileStopped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt, dir, list := leftFixture(t)
+	r := openWithin(t, dir, opt)
+	for _, rel := range []string{"h.md", "k.md"} {
+		if err := os.WriteFile(filepath.Join(dir, "memories", rel), []byte("HAND "+rel+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+	}
+	if b, err := os.ReadFile(list); err != nil || string(b) != "h.md\nk.md\n" {
+		t.Fatalf(".git/gitmem/left = %q %v, want h.md and k.md", b, err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := filepath.Join(dir, "memories")
+	if err := os.Rename(filepath.Join(m, "h.md"), filepath.Join(m, "g.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(m, "d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(m, "k.md"), filepath.Join(m, "d", "k.md")); err != nil {
+		t.Fatal(err)
+	}
+	r = openWithin(t, dir, opt)
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(list); err != nil || string(b) != "d/k.md\ng.md\n" {
+		t.Errorf(".git/gitmem/left = %q %v, want d/k.md and g.md", b, err)
+	}
+	if got := strings.Fields(gittest.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD")); len(got) != 1 || got[0] != "memories/a.md" {
+		t.Errorf("HEAD holds %v, want memories/a.md", got)
+	}
+}
+
+// 100,000 files made by hand left for want of room, and the start after
+// them: its time is logged (GITMEM_A8_BIG=1 only: it makes 100,000 files).
+func TestAStartWithManyFilesLeft(t *testing.T) {
+	if os.Getenv("GITMEM_A8_BIG") == "" {
+		t.Skip("GITMEM_A8_BIG unset")
+	}
+	ctx := context.Background()
+	opt, dir, list := leftFixture(t)
+	opt.Logf = func(string, ...any) {}
+	opt.Errorf = opt.Logf
+	for i := range 100000 {
+		p := filepath.Join(dir, "memories", fmt.Sprintf("d%03d", i%1000), fmt.Sprintf("h%05d.md", i))
+		if i < 1000 {
+			if err := os.Mkdir(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	r := openWithin(t, dir, opt)
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first start, 100,000 files made by hand: %v", time.Since(start))
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+	}
+	fi, err := os.Stat(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf(".git/gitmem/left: %d bytes", fi.Size())
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		start = time.Now()
+		r = openWithin(t, dir, opt)
+		if err := r.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("start with the list: %v", time.Since(start))
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		os.Rename(list, list+".off")
+		start = time.Now()
+		r = openWithin(t, dir, opt)
+		if err := r.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("start without the list: %v", time.Since(start))
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		os.Rename(list, list+".off") // the start wrote it again
+		os.Rename(list+".off", list)
+	}
+}
+
+// A huge .git/gitmem/left (64 MiB, put there by a hostile process or a
+// slip): the start does not read it whole (it read it, then copied it
+// into a string, and split it into a slice of lines: gigabytes of memory
+// for a list that 100,000 files left make 1.5 MB), and the next adopt
+// writes it again. Not parallel: it counts the bytes the process
+// allocates during the start.
+func TestAHugeListOfFilesLeftIsNotReadWhole(t *testing.T) {
+	ctx := context.Background()
+	opt, dir, list := leftFixture(t)
+	f, err := os.Create(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("h.md\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.WriteFile(filepath.Join(dir, "memories", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r := openWithin(t, dir, opt)
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 32<<20 {
+		t.Errorf("the start allocated %d MiB, want the list not read whole", n>>20)
+	}
+	if b, err := os.ReadFile(list); err != nil || string(b) != "h.md\n" {
+		t.Errorf(".git/gitmem/left = %.40q (%d bytes) %v, want h.md", b, len(b), err)
 	}
 }
