@@ -240,36 +240,6 @@ func TestAStartWithALongListOfFilesLeft(t *testing.T) {
 	}
 }
 
-// A temporary file of an interrupted save (left-*) beside the list: the
-// start sweeps it and reads the list.
-func TestAStartSweepsAnInterruptedSaveOfTheList(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	opt, dir, list := leftFixture(t)
-	if err := os.WriteFile(filepath.Join(dir, "memories", "h.md"), []byte("HAND\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(list, []byte("h.md\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(filepath.Dir(list), "left-123456")
-	if err := os.WriteFile(tmp, []byte("h.md\nhal"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	old := time.Now().Add(-time.Hour)
-	os.Chtimes(tmp, old, old)
-	r := openWithin(t, dir, opt)
-	if err := r.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Lstat(tmp); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("%s after the start: %v, want it swept", filepath.Base(tmp), err)
-	}
-	if b, err := os.ReadFile(list); err != nil || string(b) != "h.md\n" {
-		t.Errorf(".git/gitmem/left = %q %v, want h.md", b, err)
-	}
-}
-
 // A file left renamed by hand while gitmem was stopped, another moved
 // into a folder: the start names them where they are now, and the list
 // no longer names their old places.
