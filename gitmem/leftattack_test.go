@@ -384,3 +384,62 @@ func TestAHugeListOfFilesLeftIsNotReadWhole(t *testing.T) {
 		t.Errorf(".git/gitmem/left = %.40q (%d bytes) %v, want h.md", b, len(b), err)
 	}
 }
+
+// A rename onto a folder of files made by hand, the memory full, whose
+// first file in path order is a named pipe (no file made by hand, never
+// opened): the look at one of them goes on to the next, a file made by
+// hand, and the rename is refused; a folder with the pipe alone is no
+// folder of files made by hand, and the rename replaces it, unhung.
+func TestARefusedCallOntoAFolderLooksPastAPipe(t *testing.T) {
+	t.Parallel()
+	for _, hand := range []bool{true, false} {
+		t.Run(fmt.Sprint("hand file ", hand), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			opt := testOptions(t)
+			opt.MaxFiles = 2
+			r, dir := newRepoOpts(t, opt)
+			write(t, r, "t1", "a.md", "A\n")
+			write(t, r, "t2", "c.md", "C\n")
+			settle(t, r)
+			x := filepath.Join(dir, "memories", "x")
+			if err := os.Mkdir(x, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(filepath.Join(x, "a.md"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if hand {
+				if err := os.WriteFile(filepath.Join(x, "b.md"), []byte("HAND\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := r.Adopt(ctx); err != nil && !errors.Is(err, ErrNoChange) {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := r.Update(ctx, Meta{Subject: "rename"}, func(tx *Tx) error { return tx.Rename("c.md", "x") })
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("the rename hung")
+			}
+			settle(t, r)
+			got := files(t, r)
+			if hand {
+				if !errors.Is(err, ErrExist) || got["c.md"] != "C\n" {
+					t.Errorf("rename onto x: %v, the memory %v; want ErrExist, c.md kept", err, got)
+				}
+				if b, err := os.ReadFile(filepath.Join(x, "b.md")); err != nil || string(b) != "HAND\n" {
+					t.Errorf("x/b.md = %q %v, want the hand file kept", b, err)
+				}
+			} else if err != nil || got["x"] != "C\n" {
+				t.Errorf("rename onto x: %v, the memory %v; want x renamed from c.md", err, got)
+			}
+		})
+	}
+}
