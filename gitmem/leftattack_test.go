@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	gd "github.com/gitmem-dev/gitmem/gitmem/internal/gitdir"
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
 
@@ -441,5 +442,64 @@ func TestARefusedCallOntoAFolderLooksPastAPipe(t *testing.T) {
 				t.Errorf("rename onto x: %v, the memory %v; want x renamed from c.md", err, got)
 			}
 		})
+	}
+}
+
+// gitmem killed right after the model renames a folder, and the list of
+// files left rewritten by a hostile process before the restart to name
+// the model's own files there, at both places: the replay moves the
+// model's files as acknowledged (a version gitmem wrote is no file left),
+// and leaves only the file made by hand where it is.
+func TestAListNamingTheModelsFilesAtAReplay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt := testOptions(t)
+	opt.MaxFiles = 3
+	r, dir := newRepoOpts(t, opt)
+	write(t, r, "t1", "d/a.md", "A\n")
+	write(t, r, "t2", "d/b.md", "B\n")
+	write(t, r, "t3", "c.md", "C\n")
+	settle(t, r)
+	if err := os.WriteFile(filepath.Join(dir, "memories", "d", "h.md"), []byte("HAND\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Adopt(ctx); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("adopt: %v, want ErrNoChange (no room)", err)
+	}
+	stop := failAt(t, r, gd.StepPack, "")
+	mv(t, r, "mv-d", "d", "e")
+	crash(r)
+	stop()
+	list := filepath.Join(dir, ".git", "gitmem", "left")
+	if err := os.WriteFile(list, []byte("c.md\nd/a.md\nd/b.md\nd/h.md\ne/a.md\ne/b.md\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = openWithin(t, dir, opt)
+	settle(t, r)
+	got := files(t, r)
+	if len(got) != 3 || got["e/a.md"] != "A\n" || got["e/b.md"] != "B\n" || got["c.md"] != "C\n" {
+		t.Errorf("the memory holds %v, want c.md, e/a.md, e/b.md as the model left them", got)
+	}
+	for _, rel := range []string{"d/a.md", "d/b.md"} {
+		if _, err := os.Lstat(filepath.Join(dir, "memories", filepath.FromSlash(rel))); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("memories/%s on disk after the replay: %v", rel, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "memories", "d", "h.md")); err != nil || string(b) != "HAND\n" {
+		t.Errorf("d/h.md = %q %v, want the hand file where it was made", b, err)
+	}
+	if b, err := os.ReadFile(list); err != nil || string(b) != "d/h.md\n" {
+		t.Errorf(".git/gitmem/left = %q %v, want d/h.md", b, err)
+	}
+	del(t, r, "t5", "c.md")
+	if _, err := r.Adopt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r)
+	if got := files(t, r); got["d/h.md"] != "HAND\n" || len(got) != 3 {
+		t.Errorf("the memory holds %v, want d/h.md taken where it was made", got)
+	}
+	if out := gittest.Git(t, dir, "log", "-p", "HEAD"); strings.Contains(out, "<<<<<<<") {
+		t.Errorf("a commit holds conflict markers:\n%s", out)
 	}
 }
