@@ -503,3 +503,17 @@ func TestAListNamingTheModelsFilesAtAReplay(t *testing.T) {
 		t.Errorf("a commit holds conflict markers:\n%s", out)
 	}
 }
+
+// A named pipe put at .git/gitmem/kept (the hand edits kept for the next
+// start, read at every start): the start does not wait on it, as it does
+// not on one at .git/gitmem/left.
+func TestAPipeAtTheKeptHandEditsDoesNotHangAStart(t *testing.T) {
+	t.Parallel()
+	opt, dir, _ := leftFixture(t)
+	if err := syscall.Mkfifo(filepath.Join(dir, ".git", "gitmem", "kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := openWithin(t, dir, opt)
+	settle(t, r)
+	write(t, r, "t2", "a.md", "A2\n")
+}
