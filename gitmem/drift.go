@@ -1066,7 +1066,7 @@ func (m *mirror) saveKept(readBlob func(plumbing.Hash) ([]byte, error)) {
 // adopt to merge. Called by start with the writer turn and the writer lock held, after
 // settleIn.
 func (m *mirror) loadKept(tree *node) {
-	data, err := os.ReadFile(m.keptPath())
+	data, err := gd.ReadFile(m.keptPath()) // a regular file only: a FIFO put there hung every start
 	if err != nil {
 		return
 	}
