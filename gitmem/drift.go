@@ -183,7 +183,7 @@ func (m *mirror) saveLeft() {
 	if err != nil {
 		// Tried again at the next adopt; logged once until it succeeds.
 		if !m.leftFailed {
-			m.logf("gitmem: could not save the files made by hand left uncommitted (%v); after a crash, one in a folder the model renamed may be taken for a file made there as it was renamed", err)
+			m.logf("gitmem: could not save the files made by hand left uncommitted (%s); after a crash, one in a folder the model renamed may be taken for a file made there as it was renamed", scrubPaths(err))
 		}
 		m.leftFailed = true
 		return
@@ -198,20 +198,35 @@ func (m *mirror) saveLeft() {
 // the log's replay. The next save (saveLeft) writes the file again, with
 // this process's own. Called with the writer turn held: by start, when
 // .git/gitmem holds the file, and before a replay is published.
+//
+// A file over maxLeftBytes is not read, and a line longer than a path
+// can be is not looked at: a list put there by hand of a gigabyte, or
+// one long line, was read whole, and checkRel quoted each such line in
+// its error (a NUL as six bytes): 4 GiB and 18 s of a start for 64 MiB.
 func (m *mirror) loadLeft() {
-	data, err := gd.ReadFile(m.leftPath()) // a regular file only: a FIFO put there is not waited on
+	data, err := gd.ReadFileMax(m.leftPath(), maxLeftBytes) // a regular file only: a FIFO put there is not waited on
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			m.leftSaved = -1 // replaced (or removed) at the next adopt
+		}
 		return // none left (or unreadable: each is taken as made by hand, as before)
 	}
 	var rels []string
-	for rel := range strings.SplitSeq(string(data), "\n") {
-		if rel != "" && checkRel(rel) == nil {
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		if len(line) == 0 || len(line) > policy.MaxPathBytes {
+			continue
+		}
+		if rel := string(line); checkRel(rel) == nil {
 			rels = append(rels, rel)
 		}
 	}
 	m.leftBefore.add(rels)
 	m.leftSaved = -1 // written again (or removed) at the next adopt, whatever it holds
 }
+
+// maxLeftBytes is the largest .git/gitmem/left a start reads: 100,000
+// files left make 1.5 MB of it; 32 MiB names two million such.
+const maxLeftBytes = 32 << 20
 
 // noRoom reports whether the memory of tree has no room for a file made
 // by hand at rel (relative to memories/), size bytes long: it is none of
@@ -1051,7 +1066,7 @@ func (m *mirror) saveKept(readBlob func(plumbing.Hash) ([]byte, error)) {
 // adopt to merge. Called by start with the writer turn and the writer lock held, after
 // settleIn.
 func (m *mirror) loadKept(tree *node) {
-	data, err := os.ReadFile(m.keptPath())
+	data, err := gd.ReadFile(m.keptPath()) // a regular file only: a FIFO put there hung every start
 	if err != nil {
 		return
 	}

@@ -375,7 +375,7 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 // found is false when there is none; why, when it is not "", says why
 // the record is damaged.
 func readRedactRecord(gitDir string) (refs map[string][]string, found bool, why string) {
-	data, err := os.ReadFile(redactPath(gitDir))
+	data, err := gd.ReadFile(redactPath(gitDir)) // a regular file only: a FIFO put there hung the start
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, ""
 	}
