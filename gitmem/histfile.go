@@ -234,7 +234,7 @@ func newRec(hash plumbing.Hash, parents []plumbing.Hash, when time.Time, author 
 // its twin flags worked out, and is not sound: it is written anew.
 func (x *historyIndex) readFile() (recs []histRec, sound bool) {
 	x.reads.Add(1)
-	data, err := os.ReadFile(x.path)
+	data, err := gd.ReadFile(x.path) // a regular file only: a named pipe put there is not waited on
 	if err != nil {
 		return nil, true
 	}
@@ -294,8 +294,8 @@ func (x *historyIndex) writeFile(recs []histRec) error {
 // commit, when the index in memory is not loaded). Called with fileMu
 // held.
 func (x *historyIndex) appendFile(recs, all []histRec) error {
-	f, err := os.OpenFile(x.path, os.O_WRONLY|os.O_APPEND, 0o600)
-	if errors.Is(err, fs.ErrNotExist) {
+	f, err := gd.OpenRegular(x.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, gd.ErrNotRegular) { // not gitmem's (a named pipe put there): written whole in its place
 		if len(all) == 0 && len(recs) > 0 && len(recs[0].parents) == 0 {
 			all = recs
 		}
@@ -329,7 +329,7 @@ func (x *historyIndex) fileTip() plumbing.Hash {
 // version (false: missing, unreadable, or another version's).
 func (x *historyIndex) open() (*os.File, int64, bool) {
 	x.reads.Add(1)
-	f, err := gd.OpenRead(x.path)
+	f, err := gd.OpenRegular(x.path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, 0, false
 	}
@@ -571,7 +571,7 @@ func splitLines(lines [][]byte, b []byte) [][]byte {
 // are caught up or rewritten as gitmem goes).
 func (x *historyIndex) damage() string {
 	x.reads.Add(1)
-	data, err := os.ReadFile(x.path)
+	data, err := gd.ReadFile(x.path)
 	if err != nil || !bytes.HasPrefix(data, []byte(historyHeader+"\n")) {
 		return ""
 	}

@@ -860,8 +860,8 @@ func (x *historyIndex) filePath() string { return x.path }
 // start into a new map. With stoppable it gives up when Close begins
 // (ErrClosed), having changed nothing.
 func (r *Repo) readIDs(head plumbing.Hash, stoppable bool) (bool, error) {
-	f, err := gd.OpenRead(r.histIndex.filePath())
-	if errors.Is(err, fs.ErrNotExist) {
+	f, err := gd.OpenRegular(r.histIndex.filePath(), os.O_RDONLY, 0) // a named pipe put there is not waited on
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, gd.ErrNotRegular) {
 		return head.IsZero(), nil
 	}
 	if err != nil {

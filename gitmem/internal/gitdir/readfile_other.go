@@ -17,6 +17,23 @@ func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 	return os.OpenFile(path, flag, perm)
 }
 
+// OpenRegular is os.OpenFile of a regular file; anything else is
+// ErrNotRegular (readfile_unix.go: opened without waiting on it).
+func OpenRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
 // ReadFile is os.ReadFile (readfile_unix.go: in fewer system calls).
 func ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
 

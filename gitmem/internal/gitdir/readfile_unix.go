@@ -34,6 +34,40 @@ func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 	}
 }
 
+// OpenRegular is OpenFile of a file that must be a regular one: a named
+// pipe put in its place by hand is not waited on (a blocking open of one
+// waits for the other end), nor is a socket or a device opened for
+// long; each is ErrNotRegular. The open is made non-blocking, and the
+// descriptor made blocking again once it is known to be a regular file
+// (two system calls more than OpenFile: for gitmem's own files that a
+// start opens, not for every read).
+func OpenRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
+	for {
+		fd, err := unix.Open(path, flag|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, uint32(perm.Perm()))
+		switch err {
+		case nil:
+		case unix.EINTR:
+			continue
+		default:
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			unix.Close(fd)
+			return nil, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flag&^unix.O_NONBLOCK); err != nil {
+			unix.Close(fd)
+			return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+		}
+		return os.NewFile(uintptr(fd), path), nil
+	}
+}
+
 // ReadFile reads a small file whole, as os.ReadFile does, in fewer
 // system calls: an open, reads until the end, a close. os.ReadFile makes
 // an *os.File, which registers every file with Go's poller (four fcntl
