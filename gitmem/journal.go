@@ -173,7 +173,7 @@ func (r *Repo) repairPending() error {
 			}
 		}
 		if err != nil {
-			r.opt.Logf("gitmem: could not bring %s back to HEAD yet: %v", p, err)
+			r.opt.Logf("gitmem: could not bring %s back to HEAD yet: %v", p, scrubPaths(err))
 			left = append(left, p)
 		}
 	}
@@ -184,7 +184,7 @@ func (r *Repo) repairPending() error {
 	r.mirror.repairs.setPending(left)
 	// The repaired files must be on disk before the record of them goes.
 	if err := gd.SyncFS(r.objects.st.Env, r.dir, r.mirror.wt.flushList()); err != nil {
-		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)
+		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", scrubPaths(err))
 		return nil
 	}
 	r.mirror.clearJournal(left, j.Checkout)
@@ -292,7 +292,7 @@ func (r *Repo) repairUnnamed() error {
 	r.mirror.forget(back)
 	r.mirror.repairs.setPending(left)
 	if err := gd.SyncFS(r.objects.st.Env, r.dir, r.mirror.wt.flushList()); err != nil {
-		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)
+		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", scrubPaths(err))
 		return nil
 	}
 	if len(left) == 0 {
@@ -310,7 +310,7 @@ func (m *mirror) clearJournal(left []string, checkout bool) {
 		return
 	}
 	if err := m.writeJournal(journal{Paths: left, Checkout: checkout}); err != nil {
-		m.logf("gitmem: could not rewrite the journal: %v", err)
+		m.logf("gitmem: could not rewrite the journal: %v", scrubPaths(err))
 	}
 }
 
