@@ -734,7 +734,7 @@ func (r *Repo) clearStaleLocks(top, own, objs []string) {
 // top, own and objs are listings of .git, .git/gitmem and .git/objects
 // (gd.ListNames), shared with clearStaleLocks.
 func (r *Repo) clearTempFiles(top, own, objs []string) {
-	junk := gd.MatchNames(filepath.Join(r.gitDir, "gitmem"), own, "pending-*", "history-*", "redact-*", "reserve-*", "left-*")
+	junk := gd.MatchNames(filepath.Join(r.gitDir, "gitmem"), own, "pending-*", "history-*", "redact-*", "reserve-*", "left-*", "kept-*")
 	junk = append(junk, gd.MatchNames(r.gitDir, top, "packed-refs-*")...)
 	env := r.objects.st.Env
 	tmp := filepath.Join(r.gitDir, "gitmem", "tmp")
