@@ -349,3 +349,36 @@ func notWrittenElsewhere(t *testing.T, p string) {
 		}
 	}
 }
+
+// Close could not save the record of a hand edit kept from acknowledged
+// changes (a folder stands at .git/gitmem/kept, so the rename onto it
+// fails): the log says so, naming no host path (the rename's error named
+// the temporary file and .git/gitmem/kept from the root of the disk).
+func TestUnsavedKeptEditsAreLoggedWithoutHostPaths(t *testing.T) {
+	dir := gittest.TempDir(t)
+	opt := testOptions(t)
+	logged := captureLogs(t, &opt)
+	r, _, err := Init(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t0", "a.md", "value: 0\n")
+	settle(t, r)
+	f := holdOpen(t, dir, "a.md")
+	write(t, r, "t1", "a.md", "value: 1\n")
+	settle(t, r)
+	if err := os.MkdirAll(filepath.Join(dir, ".git", "gitmem", "kept", "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	f.Close()
+	said := strings.Join(logged(), "\n")
+	if !strings.Contains(said, "could not save the hand edits kept for the next start") {
+		t.Fatalf("the failed save was not logged:\n%s", said)
+	}
+	for _, host := range []string{dir, filepath.Base(filepath.Dir(dir))} { // the repository's folder, and the test's temporary folder's name
+		if strings.Contains(said, host) {
+			t.Errorf("a log line names %s:\n%s", host, said)
+		}
+	}
+}

@@ -285,7 +285,7 @@ func (m *materialiser) prepareSpareLog() {
 	}
 	if err := m.log.growSpare(dt, m.gitDir, m.disk.every); err != nil {
 		dt.d.spareFailed = time.Now() // not at every change: retried in a minute
-		m.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", err)
+		m.opt.Logf("gitmem: could not make the write-ahead log larger ahead of need: %v", scrubPaths(err))
 	}
 }
 

@@ -681,7 +681,7 @@ func (r *Repo) adoptDrift(paths []string, first bool) (*prepared, error) {
 		return nil, err
 	}
 	if err != nil {
-		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", err)
+		r.opt.Logf("gitmem: could not check the worktree for hand edits: %v", scrubPaths(err))
 		return nil, nil
 	}
 	r.opt.hooks.atDrift()
@@ -1007,7 +1007,7 @@ func (r *Repo) adoptKept() {
 		err = r.committer.durable(p)
 	}
 	if err != nil && !errors.Is(err, ErrNoChange) {
-		r.opt.Logf("gitmem: could not commit the hand edits kept from acknowledged changes (%v); the next start takes them as they are", err)
+		r.opt.Logf("gitmem: could not commit the hand edits kept from acknowledged changes (%v); the next start takes them as they are", scrubPaths(err))
 	}
 }
 
@@ -1057,7 +1057,7 @@ func (m *mirror) saveKept(readBlob func(plumbing.Hash) ([]byte, error)) {
 		err = gd.SyncDir(dir)
 	}
 	if err != nil {
-		m.logf("gitmem: could not save the hand edits kept for the next start (%v); it takes them as they are", err)
+		m.logf("gitmem: could not save the hand edits kept for the next start (%v); it takes them as they are", scrubPaths(err))
 	}
 }
 
@@ -1072,7 +1072,7 @@ func (m *mirror) loadKept(tree *node) {
 	}
 	var ks []keptEdit
 	if err := json.Unmarshal(data, &ks); err != nil {
-		m.logf("gitmem: .git/gitmem/kept is unreadable (%v); the files it names are taken as they are", err)
+		m.logf("gitmem: .git/gitmem/kept is unreadable (%v); the files it names are taken as they are", scrubPaths(err))
 		return
 	}
 	bases := map[string]handBase{}
@@ -1282,7 +1282,7 @@ func (m *mirror) putBackStale(files map[string][]byte, tree *node, readBlob func
 		of := &ownFiles{hashes: map[plumbing.Hash]bool{h: true}, texts: map[plumbing.Hash][]byte{h: had}, found: h}
 		m.forget([]string{p})
 		if err := m.syncChecked(p, lookup(tree, p), of, readBlob); err != nil {
-			m.logf("gitmem: could not put back %s: %v", p, err)
+			m.logf("gitmem: could not put back %s: %v", p, scrubPaths(err))
 		}
 	}
 }
@@ -1341,7 +1341,7 @@ func (r *Repo) adoptAll(first bool) *prepared {
 		err = r.committer.durable(p)
 	}
 	if err != nil && !errors.Is(err, ErrNoChange) {
-		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", err)
+		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", scrubPaths(err))
 	}
 	r.mirror.statsSeeded() // it looked at every file
 	return p
@@ -1590,7 +1590,7 @@ func (r *Repo) checkoutMoved(si *startIndex) {
 	if len(out) > 0 {
 		r.opt.Logf("gitmem: the branch moved to %s outside gitmem: checked out %d file(s) it changed", head.String()[:7], len(out))
 		if err := gd.SyncFS(r.objects.st.Env, r.dir, r.mirror.wt.flushList()); err != nil {
-			r.opt.Logf("gitmem: could not sync the worktree: %v", err)
+			r.opt.Logf("gitmem: could not sync the worktree: %v", scrubPaths(err))
 		}
 	}
 }
@@ -1645,7 +1645,7 @@ func (m *mirror) moveWorktree(old, tree *node, readBlob func(plumbing.Hash) ([]b
 			m.repairs.dropBases(p)
 			of := &ownFiles{hashes: map[plumbing.Hash]bool{before: true}, found: before}
 			if err := m.syncChecked(p, n, of, readBlob); err != nil {
-				m.logf("gitmem: could not check out %s: %v", p[len(memDir)+1:], err)
+				m.logf("gitmem: could not check out %s: %v", p[len(memDir)+1:], scrubPaths(err))
 				return false
 			}
 			out = append(out, p)
@@ -1684,7 +1684,7 @@ func (r *Repo) undoCheckout(cur plumbing.Hash, to *node) {
 	}
 	r.objects.unlock()
 	if err != nil {
-		r.opt.Logf("gitmem: could not read %s to put back the files git checked out for it: %v", cur, err)
+		r.opt.Logf("gitmem: could not read %s to put back the files git checked out for it: %v", cur, scrubPaths(err))
 		return
 	}
 	if out, _ := r.mirror.moveWorktree(old, to, r.objects.readBlob); len(out) > 0 {

@@ -223,7 +223,7 @@ func (r *Repo) packAfterCommand() {
 		return
 	}
 	if _, err := r.GC(r.life, false); err != nil {
-		r.opt.Logf("gitmem: could not pack the memory's %d packs of changes: %v", n, err)
+		r.opt.Logf("gitmem: could not pack the memory's %d packs of changes: %v", n, scrubPaths(err))
 	}
 }
 
@@ -281,7 +281,7 @@ func (r *Repo) GC(ctx context.Context, full bool) (GCStats, error) {
 	}
 	if err != nil && !full {
 		// Most likely a full disk: spend the reserve on small batches.
-		r.opt.Logf("gitmem: gc: %v; packing the loose objects and small packs in small batches", err)
+		r.opt.Logf("gitmem: gc: %v; packing the loose objects and small packs in small batches", scrubPaths(err))
 		st, err = t.packLooseBatches()
 	}
 	if err != nil {

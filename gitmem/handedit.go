@@ -58,7 +58,7 @@ func (r *Repo) followWorktree(dt diskTurn, items []*prepared, prevHead plumbing.
 	var failed []string
 	fail := func(q string, err error) {
 		failed = append(failed, q)
-		r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, err)
+		r.opt.Logf("gitmem: the worktree could not follow %s (%v); it will be repaired", q, scrubPaths(err))
 	}
 	// The files' blobs are read a batch at a time before they are written,
 	// in the order of the packs, mapped, the packs held open and their

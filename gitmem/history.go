@@ -356,7 +356,7 @@ func (r *Repo) saveGrowth(g histGrowth, save saveMode) {
 		}
 	}
 	if err := r.histIndex.save(g); err != nil {
-		r.opt.Logf("gitmem: could not save the history index: %v", err)
+		r.opt.Logf("gitmem: could not save the history index: %v", scrubPaths(err))
 	}
 }
 
@@ -459,7 +459,7 @@ func (r *Repo) startBuild(head plumbing.Hash) {
 			}
 			_, err := r.history(want, saveFree, nil)
 			if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, errHistoryReset) {
-				r.opt.Logf("gitmem: could not build the history index: %v", err)
+				r.opt.Logf("gitmem: could not build the history index: %v", scrubPaths(err))
 			}
 			done = want
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -173,7 +174,7 @@ func (r *Repo) repairPending() error {
 			}
 		}
 		if err != nil {
-			r.opt.Logf("gitmem: could not bring %s back to HEAD yet: %v", p, err)
+			r.opt.Logf("gitmem: could not bring %s back to HEAD yet: %v", p, scrubPaths(err))
 			left = append(left, p)
 		}
 	}
@@ -184,7 +185,7 @@ func (r *Repo) repairPending() error {
 	r.mirror.repairs.setPending(left)
 	// The repaired files must be on disk before the record of them goes.
 	if err := gd.SyncFS(r.objects.st.Env, r.dir, r.mirror.wt.flushList()); err != nil {
-		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)
+		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", scrubPaths(err))
 		return nil
 	}
 	r.mirror.clearJournal(left, j.Checkout)
@@ -292,7 +293,7 @@ func (r *Repo) repairUnnamed() error {
 	r.mirror.forget(back)
 	r.mirror.repairs.setPending(left)
 	if err := gd.SyncFS(r.objects.st.Env, r.dir, r.mirror.wt.flushList()); err != nil {
-		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", err)
+		r.opt.Logf("gitmem: could not sync the repaired worktree: %v", scrubPaths(err))
 		return nil
 	}
 	if len(left) == 0 {
@@ -310,19 +311,37 @@ func (m *mirror) clearJournal(left []string, checkout bool) {
 		return
 	}
 	if err := m.writeJournal(journal{Paths: left, Checkout: checkout}); err != nil {
-		m.logf("gitmem: could not rewrite the journal: %v", err)
+		m.logf("gitmem: could not rewrite the journal: %v", scrubPaths(err))
 	}
 }
 
 // checkRel refuses a memory path (relative to memories/) that a model
 // could not have written: gitmem's own files and trees are checked with
-// the same rule before a path reaches the tree or the disk.
+// the same rule before a path reaches the tree or the disk. The error
+// quotes at most the path's first 64 bytes (a tree made by hand can hold
+// a path of any length, which was quoted whole: a message of megabytes).
 func checkRel(rel string) error {
 	if c, err := policy.ParsePath(policy.Display(rel)); err != nil || c != rel {
-		return &DamagedError{Problem: "refusing the path " + policyQuote(rel) + ": not a valid memory path",
+		q := policyQuote(rel)
+		if p := runePrefix(rel, 64); len(p) < len(rel) {
+			q = policyQuote(p) + "..."
+		}
+		return &DamagedError{Problem: "refusing the path " + q + ": not a valid memory path",
 			Repair: "run gitmem fsck"}
 	}
 	return nil
+}
+
+// runePrefix is at most n bytes of s, cut at a character boundary (as
+// policy's prefix for an over-long path).
+func runePrefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func policyQuote(s string) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gitmem-dev/gitmem/internal/gittest"
 )
@@ -203,5 +204,31 @@ func TestUnreadableJournalKeepsHandEdits(t *testing.T) {
 				t.Errorf("fsck after the repair: %+v, %v", rep.Problems, err)
 			}
 		})
+	}
+}
+
+// A tree made by hand can hold a path of any length: checkRel's error
+// quotes at most its first 64 bytes, cut on a character boundary, and
+// says it was cut; a short path is quoted whole. Before, a path of 100 KB
+// made an error of 100 KB (and a JSON quoting of it at every check).
+func TestCheckRelQuotesALongPathsPrefixOnly(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ rel, want string }{
+		{strings.Repeat("a", 100<<10), `refusing the path "` + strings.Repeat("a", 64) + `"...: not a valid memory path`},
+		{"x" + strings.Repeat("é", 50<<10), `refusing the path "x` + strings.Repeat("é", 31) + `"...: not a valid memory path`},
+		{"a/../b.md", `refusing the path "a/../b.md": not a valid memory path`},
+		{"a\x00b", `refusing the path "a\u0000b": not a valid memory path`},
+	} {
+		err := checkRel(c.rel)
+		var d *DamagedError
+		if !errors.As(err, &d) {
+			t.Fatalf("checkRel(%.20q...) = %v, not a DamagedError", c.rel, err)
+		}
+		if d.Problem != c.want {
+			t.Errorf("checkRel(%.20q...): %.200q, want %q", c.rel, d.Problem, c.want)
+		}
+		if !utf8.ValidString(err.Error()) {
+			t.Errorf("checkRel(%.20q...): not valid UTF-8: %q", c.rel, err.Error())
+		}
 	}
 }

@@ -147,7 +147,7 @@ func (r *Repo) release(t *writerTurn) bool {
 	held := r.gitIndex.lock()
 	defer held.unlock() // an index written by Flush meanwhile is the holder's
 	if err := r.writeIndexHeld(held); err != nil {
-		r.opt.Logf("gitmem: could not write .git/index: %v", err)
+		r.opt.Logf("gitmem: could not write .git/index: %v", scrubPaths(err))
 	}
 	if r.gitMoved() { // a git commit made since the look above (its index written over: the branch alone is looked at)
 		return false

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -150,9 +149,7 @@ func TestAFolderOrFIFOAtTheListOfFilesLeft(t *testing.T) {
 			logs := captureLogs(t, &opt)
 			switch kind {
 			case "fifo":
-				if err := syscall.Mkfifo(list, 0o600); err != nil {
-					t.Fatal(err)
-				}
+				mkfifo(t, list)
 			case "folder":
 				if err := os.MkdirAll(filepath.Join(list, "x"), 0o700); err != nil {
 					t.Fatal(err)
@@ -407,9 +404,7 @@ func TestARefusedCallOntoAFolderLooksPastAPipe(t *testing.T) {
 			if err := os.Mkdir(x, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if err := syscall.Mkfifo(filepath.Join(x, "a.md"), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			mkfifo(t, filepath.Join(x, "a.md"))
 			if hand {
 				if err := os.WriteFile(filepath.Join(x, "b.md"), []byte("HAND\n"), 0o600); err != nil {
 					t.Fatal(err)
@@ -510,9 +505,7 @@ func TestAListNamingTheModelsFilesAtAReplay(t *testing.T) {
 func TestAPipeAtTheKeptHandEditsDoesNotHangAStart(t *testing.T) {
 	t.Parallel()
 	opt, dir, _ := leftFixture(t)
-	if err := syscall.Mkfifo(filepath.Join(dir, ".git", "gitmem", "kept"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, filepath.Join(dir, ".git", "gitmem", "kept"))
 	r := openWithin(t, dir, opt)
 	settle(t, r)
 	write(t, r, "t2", "a.md", "A2\n")

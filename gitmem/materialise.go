@@ -313,7 +313,7 @@ func (m *materialiser) moveBranch(dt diskTurn, items []*prepared) (moved plumbin
 // git).
 func (m *materialiser) appendHistory(items []*prepared) {
 	if err := m.hist.appendMaterialised(items); err != nil {
-		m.opt.Logf("gitmem: could not save the history index: %v", err)
+		m.opt.Logf("gitmem: could not save the history index: %v", scrubPaths(err))
 	}
 }
 
@@ -500,7 +500,7 @@ func (r *Repo) gitUpToDate(ctx context.Context) error {
 	}
 	defer dt.release()
 	if err := r.mat.materializeLocked(dt); err != nil {
-		r.opt.Logf("gitmem: %v", err)
+		r.opt.Logf("gitmem: %v", scrubPaths(err))
 	}
 	return nil
 }

@@ -395,7 +395,7 @@ func (m *merger) commit(ctx context.Context, meta Meta) (Commit, error) {
 		// again under the turn (run) is looked at there.
 		var checked pathSet
 		if err := m.store.adoptFiles(ctx, pre.looked()); err != nil {
-			m.logf("gitmem: could not commit a hand edit before a merge: %v", err)
+			m.logf("gitmem: could not commit a hand edit before a merge: %v", scrubPaths(err))
 		} else {
 			checked = newPathSet(pre.looked())
 		}

@@ -191,7 +191,7 @@ func (r *Repo) putHeadBack() {
 	err := r.writeIndexHeld(held)
 	held.unlock()
 	if err != nil {
-		r.opt.Logf("gitmem: could not write .git/index: %v", err)
+		r.opt.Logf("gitmem: could not write .git/index: %v", scrubPaths(err))
 	}
 }
 
@@ -216,7 +216,7 @@ func (r *Repo) gitMoved() bool {
 		cur, err = r.readRef(r.branch)
 		if err == nil && cur != dt.head() && !dt.head().IsZero() {
 			if cur, err = r.takeBranchBack(dt, cur, dt.head()); err != nil {
-				r.opt.Logf("gitmem: %v", err)
+				r.opt.Logf("gitmem: %v", scrubPaths(err))
 			} else {
 				r.undoCheckout(cur, dt.tree())
 			}
@@ -389,7 +389,7 @@ func (r *Repo) mergeDisplaced(ctx context.Context) error {
 			return err
 		}
 		if err != nil && !errors.Is(err, errUpToDate) {
-			r.opt.Logf("gitmem: %s, which the branch was moved to outside gitmem, could not be merged back (%v); it is kept as %s and tried again at the next start", h, err, name)
+			r.opt.Logf("gitmem: %s, which the branch was moved to outside gitmem, could not be merged back (%v); it is kept as %s and tried again at the next start", h, scrubPaths(err), name)
 			continue
 		}
 		for _, c := range m.conflicts {
@@ -397,7 +397,7 @@ func (r *Repo) mergeDisplaced(ctx context.Context) error {
 		}
 		r.objects.lock()
 		if err := r.objects.st.Storage().RemoveReference(name); err != nil {
-			r.opt.Logf("gitmem: could not delete %s after merging it back: %v", name, err)
+			r.opt.Logf("gitmem: could not delete %s after merging it back: %v", name, scrubPaths(err))
 		}
 		r.objects.unlock()
 		r.outside.merged(r.gitDir, was)

@@ -836,16 +836,16 @@ func TestDisplacedRefsAreListedAlone(t *testing.T) {
 }
 
 // A writer's start removes the temporary files a killed gitmem left in
-// .git/gitmem (pending-*, history-*, redact-*, reserve-*, tmp/*), .git
-// (packed-refs-*) and .git/objects/??/ (a loose object's temporary file),
-// read from one listing of each folder, and nothing
+// .git/gitmem (pending-*, history-*, redact-*, reserve-*, left-*, kept-*,
+// tmp/*), .git (packed-refs-*) and .git/objects/??/ (a loose object's
+// temporary file), read from one listing of each folder, and nothing
 // else there: the history index and the reserve of the same names without
 // the dash stay.
 func TestStartClearsTheTemporaryFilesOfGitmemsFolder(t *testing.T) {
 	t.Parallel()
 	dir := closedRepo(t)
 	gm := filepath.Join(dir, ".git", "gitmem")
-	left := []string{"pending-1.tmp", "history-2.tmp", "redact-3.tmp", "reserve-4.tmp", "tmp/5", "../packed-refs-6", "../objects/ab/" + gd.TmpObjPrefix + "7"}
+	left := []string{"pending-1.tmp", "history-2.tmp", "redact-3.tmp", "reserve-4.tmp", "left-8", "kept-9", "tmp/5", "../packed-refs-6", "../objects/ab/" + gd.TmpObjPrefix + "7"}
 	if err := os.MkdirAll(filepath.Join(gm, "..", "objects", "ab"), 0o755); err != nil {
 		t.Fatal(err)
 	}

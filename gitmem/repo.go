@@ -644,10 +644,10 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 	// blobs git does not have; the release or Close after a checkpoint
 	// that lands writes it.
 	if err := r.materialize(); err != nil {
-		r.opt.Logf("gitmem: %v", err)
+		r.opt.Logf("gitmem: %v", scrubPaths(err))
 	} else if !r.opt.OneCommand {
 		if err := r.writeIndex(); err != nil {
-			r.opt.Logf("gitmem: could not write .git/index: %v", err)
+			r.opt.Logf("gitmem: could not write .git/index: %v", scrubPaths(err))
 		}
 	}
 	if r.opt.OneCommand {
@@ -670,7 +670,7 @@ func (r *Repo) start(ctx context.Context, markIt bool) error {
 		defer ids.end()
 		if r.lease.Held() {
 			if err := r.syncIDs(true); err != nil && !errors.Is(err, ErrClosed) {
-				r.opt.Logf("gitmem: %v", err)
+				r.opt.Logf("gitmem: %v", scrubPaths(err))
 			}
 		}
 	}()
@@ -734,7 +734,7 @@ func (r *Repo) clearStaleLocks(top, own, objs []string) {
 // top, own and objs are listings of .git, .git/gitmem and .git/objects
 // (gd.ListNames), shared with clearStaleLocks.
 func (r *Repo) clearTempFiles(top, own, objs []string) {
-	junk := gd.MatchNames(filepath.Join(r.gitDir, "gitmem"), own, "pending-*", "history-*", "redact-*", "reserve-*", "left-*")
+	junk := gd.MatchNames(filepath.Join(r.gitDir, "gitmem"), own, "pending-*", "history-*", "redact-*", "reserve-*", "left-*", "kept-*")
 	junk = append(junk, gd.MatchNames(r.gitDir, top, "packed-refs-*")...)
 	env := r.objects.st.Env
 	tmp := filepath.Join(r.gitDir, "gitmem", "tmp")
@@ -970,7 +970,7 @@ func (r *Repo) Snapshot(ctx context.Context, paths ...string) (*View, error) {
 	}
 	if len(files) > 0 && !r.opt.ReadOnly {
 		if err := r.adoptLooked(ctx, files, false); err != nil {
-			r.opt.Logf("gitmem: could not commit a hand edit before a view, which shows the memory as committed: %v", err)
+			r.opt.Logf("gitmem: could not commit a hand edit before a view, which shows the memory as committed: %v", scrubPaths(err))
 		}
 	}
 	head, tree := r.state.snapshot()
@@ -1173,7 +1173,7 @@ func writeTrees(put putFunc, n, old *node) (plumbing.Hash, error) {
 func (r *Repo) scheduleIndex() {
 	r.gitIndex.schedule(r.opt.IndexDelay, func() {
 		if err := r.Flush(r.life); err != nil && !errors.Is(err, ErrClosed) {
-			r.opt.Logf("gitmem: %v", err)
+			r.opt.Logf("gitmem: %v", scrubPaths(err))
 		}
 	})
 }

@@ -898,7 +898,7 @@ func (s *session) changeSyncState(fn func(*syncState)) {
 	all[s.name] = st
 	data, _ := json.Marshal(all)
 	if werr := gd.WriteFileSync(filepath.Join(s.gitDir, "gitmem", "tmp"), "sync-", syncStatePath(s.gitDir), data, 0o600); werr != nil {
-		s.memOpt.Logf("gitmem: could not record the sync state: %v", werr)
+		s.memOpt.Logf("gitmem: could not record the sync state: %v", scrubPaths(werr))
 	}
 }
 

@@ -525,7 +525,7 @@ func (r *Repo) RedactShared(ctx context.Context, name string, red Redaction, opt
 		return rep, res, err
 	}
 	if err := remote.Prune(url, r.dir, started); err != nil && !errors.Is(err, remote.ErrNotLocal) {
-		r.opt.Logf("gitmem: could not delete the old objects in %s: %v", name, err)
+		r.opt.Logf("gitmem: could not delete the old objects in %s: %v", name, scrubPaths(err))
 	}
 	return rep, res, nil
 }

@@ -14,6 +14,10 @@ import (
 // .git/gitmem/lock. The kernel releases it if the process dies.
 type FileLock struct{ f *os.File }
 
+// OpenFileLock opens (making it when missing) the lock file at path. One
+// that is not a regular file is ErrNotRegular (OpenFile), a folder
+// EISDIR: a FIFO put there was opened and flocked as the lock, which
+// a reader's OpenReadLock refused.
 func OpenFileLock(path string) (*FileLock, error) {
 	f, err := OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -25,12 +29,9 @@ func OpenFileLock(path string) (*FileLock, error) {
 // OpenReadLock opens the lock file at path read-only, for a reader that
 // takes it shared only (TryLockShared): one with no write access to
 // .git can. A missing file is fs.ErrNotExist (no writer made it); one
-// that is not a regular file is ErrNotRegular, never opened: a FIFO put
-// there would keep the open waiting for a writer.
+// that is not a regular file is ErrNotRegular (OpenRead), never waited
+// on: a FIFO put there kept a blocking open waiting for a writer.
 func OpenReadLock(path string) (*FileLock, error) {
-	if err := checkRegular(path); err != nil {
-		return nil, err
-	}
 	f, err := OpenRead(path)
 	if err != nil {
 		return nil, err
@@ -103,10 +104,7 @@ func (l *FileLock) Close() error {
 // file is opened read-only, so a reader with no write access can ask).
 // A missing lock file is not held.
 func HeldElsewhere(path string) (bool, error) {
-	if err := checkRegular(path); err != nil { // a FIFO: see OpenReadLock
-		return false, err
-	}
-	f, err := OpenRead(path)
+	f, err := OpenRead(path) // a FIFO: ErrNotRegular, see OpenReadLock
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}

@@ -14,34 +14,33 @@ import (
 // that costs four fcntl and an epoll_ctl that fails (the first one also
 // makes the poller: an epoll instance and its eventfd); os.NewFile on a
 // descriptor opened blocking costs one fcntl. What reads it does (Read,
-// ReadAt, Stat, Fd for flock) are the same system calls. The error is
-// os.Open's *fs.PathError.
+// ReadAt, Stat, Fd for flock) are the same system calls. Only a regular
+// file is opened, as OpenFile says. The error is a *fs.PathError, as
+// os.Open's.
 func OpenRead(path string) (*os.File, error) { return OpenFile(path, os.O_RDONLY, 0) }
 
-// OpenFile is os.OpenFile of a regular file (a lock file, a log file)
-// without the poller's calls, as OpenRead. flag must not hold
-// O_NONBLOCK: a descriptor opened non-blocking is registered again.
+// OpenFile is os.OpenFile of a regular file (a lock file, a log file, an
+// object, a pack, .git/index) without the poller's calls, as OpenRead.
+// Anything else put there by hand is not waited on: a named pipe (whose
+// blocking open waits for the other end, and its reads for a writer
+// that never writes) is ErrNotRegular, as a socket or a device is; a
+// folder is EISDIR, as a read of it would be. Each is found at the open,
+// made non-blocking, by fstat, and a regular file's descriptor made
+// blocking again: two system calls more than a bare open. flag must not
+// hold O_NONBLOCK.
 func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
-	for {
-		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, uint32(perm.Perm()))
-		switch err {
-		case nil:
-			return os.NewFile(uintptr(fd), path), nil
-		case unix.EINTR:
-			continue
-		}
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
+	return openRegular(path, flag, perm, unix.EISDIR)
 }
 
-// OpenRegular is OpenFile of a file that must be a regular one: a named
-// pipe put in its place by hand is not waited on (a blocking open of one
-// waits for the other end), nor is a socket or a device opened for
-// long; each is ErrNotRegular. The open is made non-blocking, and the
-// descriptor made blocking again once it is known to be a regular file
-// (two system calls more than OpenFile: for gitmem's own files that a
-// start opens, not for every read).
+// OpenRegular is OpenFile of a file that must be a regular one, a folder
+// too being ErrNotRegular: for gitmem's own files, whose callers take
+// anything but a regular file as no file.
 func OpenRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
+	return openRegular(path, flag, perm, ErrNotRegular)
+}
+
+// openRegular is OpenFile, a folder being dirErr.
+func openRegular(path string, flag int, perm os.FileMode, dirErr error) (*os.File, error) {
 	for {
 		fd, err := unix.Open(path, flag|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, uint32(perm.Perm()))
 		switch err {
@@ -56,9 +55,13 @@ func OpenRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 			unix.Close(fd)
 			return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		if typ := st.Mode & unix.S_IFMT; typ != unix.S_IFREG {
 			unix.Close(fd)
-			return nil, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+			err := ErrNotRegular
+			if typ == unix.S_IFDIR {
+				err = dirErr
+			}
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 		}
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flag&^unix.O_NONBLOCK); err != nil {
 			unix.Close(fd)

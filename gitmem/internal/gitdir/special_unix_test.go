@@ -261,6 +261,73 @@ func TestOpenReadIsOsOpen(t *testing.T) {
 	}
 }
 
+// OpenRead and OpenFile open only a regular file, without waiting on
+// what else stands there: a named pipe (a blocking open waits for a
+// writer; .git/index, a loose object, a pack's index were opened so) is
+// ErrNotRegular (opened for writing only, ENXIO), a folder EISDIR; a regular file
+// opened with O_APPEND keeps it, and every descriptor is left blocking.
+func TestOpenReadAndOpenFileTakeOnlyRegularFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "index")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	opens := []struct {
+		name string
+		open func(string) (*os.File, error)
+	}{
+		{"OpenRead", OpenRead},
+		{"OpenFile read-write", func(p string) (*os.File, error) { return OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600) }},
+		{"OpenFile write-only", func(p string) (*os.File, error) { return OpenFile(p, os.O_WRONLY|os.O_APPEND, 0) }},
+	}
+	for _, o := range opens {
+		var err error
+		noHang(t, o.name+" of a FIFO", func() {
+			var f *os.File
+			if f, err = o.open(fifo); err == nil {
+				f.Close()
+			}
+		})
+		var pe *fs.PathError
+		// Opened for writing only, without waiting, a FIFO no one reads
+		// is refused by the system (ENXIO).
+		if !(errors.Is(err, ErrNotRegular) || strings.HasSuffix(o.name, "write-only") && errors.Is(err, unix.ENXIO)) || !errors.As(err, &pe) || pe.Path != fifo {
+			t.Errorf("%s of a FIFO: %v, want ErrNotRegular in a *fs.PathError naming it", o.name, err)
+		}
+		if f, err := o.open(dir); !errors.Is(err, unix.EISDIR) {
+			if err == nil {
+				f.Close()
+			}
+			t.Errorf("%s of a folder: %v, want EISDIR", o.name, err)
+		}
+	}
+	path := filepath.Join(dir, "log")
+	if err := os.WriteFile(path, []byte("one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { flags, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0) }); err != nil || ferr != nil || flags&unix.O_NONBLOCK != 0 || flags&unix.O_APPEND == 0 {
+		t.Fatalf("flags %#x, %v, %v: want a blocking descriptor, appending", flags, err, ferr)
+	}
+	if _, err := f.WriteString("two\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if got, _ := os.ReadFile(path); string(got) != "one\ntwo\n" {
+		t.Fatalf("appended: %q", got)
+	}
+}
+
 // A lock file that is a FIFO (put there by hand) is an error to a
 // reader's look at it (HeldElsewhere, OpenReadLock), not a wait for a
 // writer that never comes: gitmem log hung on it.
