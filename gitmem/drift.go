@@ -1336,6 +1336,10 @@ func (r *Repo) adoptLooked(ctx context.Context, rels []string, waitFailing bool)
 // made durable with the turn held (no release lets the lease go
 // meanwhile). Called with the writer turn held, after own.
 func (r *Repo) adoptAll(first bool) *prepared {
+	// It looks at every file: .git/index's entries are taken into the
+	// lstat cache at once, in one pass over them, rather than each
+	// looked up at its file's look.
+	r.mirror.statsSeeded()
 	p, err := r.adoptDrift([]string{memDir}, first)
 	if err == nil && p != nil {
 		err = r.committer.durable(p)
@@ -1343,7 +1347,6 @@ func (r *Repo) adoptAll(first bool) *prepared {
 	if err != nil && !errors.Is(err, ErrNoChange) {
 		r.opt.Logf("gitmem: could not commit the changes made outside gitmem (%v); they will be committed before the model changes those files", scrubPaths(err))
 	}
-	r.mirror.statsSeeded() // it looked at every file
 	return p
 }
 

@@ -97,12 +97,35 @@ func (c *statCache) vouchedBy(e gd.IndexEntry) bool {
 // takeAll takes every index entry not looked at yet, and forgets the
 // index. Called with mu held.
 func (c *statCache) takeAll() {
-	for _, e := range c.index {
-		if !c.taken[e.Path] {
-			c.take(e)
+	index, tree, taken := c.index, c.tree, c.taken
+	c.index, c.tree, c.taken = nil, nil, nil // add need not note what is taken
+	if len(c.files) == 0 {
+		c.files = make(map[string]statEntry, len(index))
+	}
+	// The entries are sorted by path: a folder's files come one after the
+	// other, so the folder is looked up in the tree once for them all.
+	var dir string
+	var folder *node
+	for i := range index {
+		e := &index[i]
+		if taken[e.Path] {
+			continue
+		}
+		d, name := "", e.Path
+		if j := strings.LastIndexByte(e.Path, '/'); j >= 0 {
+			d, name = e.Path[:j], e.Path[j+1:]
+		}
+		if i == 0 || d != dir {
+			dir, folder = d, lookup(tree, d)
+		}
+		var n *node
+		if folder.isDir() {
+			n = folder.kid(name)
+		}
+		if n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(c.written) {
+			c.add(e.Path, statEntry{e.Stat, e.Hash}, false)
 		}
 	}
-	c.index, c.tree, c.taken = nil, nil, nil
 }
 
 // takeRest is takeAll, taking mu.
