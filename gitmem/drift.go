@@ -499,8 +499,15 @@ func (m *mirror) driftedLooking(root *node, paths []string, pend coverer, onDisk
 			}
 		}
 		m.wt.looks.Add(int64(len(found)))
+		byDir := map[string]*node{} // each folder looked up in root once, for all its files
 		for q, fi := range found {
-			n := lookup(root, q)
+			d, name := path.Split(q)
+			f, ok := byDir[d]
+			if !ok {
+				f = lookup(root, strings.TrimSuffix(d, "/"))
+				byDir[d] = f
+			}
+			n := f.kid(name)
 			if !n.isFile() {
 				add(q)
 				// A folder where root has a file: that file is gone.
