@@ -321,6 +321,9 @@ func (m *mirror) clearJournal(left []string, checkout bool) {
 // quotes at most the path's first 64 bytes (a tree made by hand can hold
 // a path of any length, which was quoted whole: a message of megabytes).
 func checkRel(rel string) error {
+	if policy.IsPlainRel(rel) {
+		return nil // as ParsePath would take it (checked without allocating)
+	}
 	if c, err := policy.ParsePath(policy.Display(rel)); err != nil || c != rel {
 		q := policyQuote(rel)
 		if p := runePrefix(rel, 64); len(p) < len(rel) {

@@ -45,6 +45,43 @@ func ParsePath(p string) (string, error) { return parsePath(p, true) }
 // from the history (redact), which git fsck --strict then passes.
 func ParseHeldPath(p string) (string, error) { return parsePath(p, false) }
 
+// IsPlainRel reports whether rel, a path relative to /memories, is one
+// ParsePath takes as it is (ParsePath(Display(rel)) returns rel, no
+// error), by a look at its bytes that allocates nothing: ASCII letters,
+// digits, '-', '_' and '.', names of at most MaxSegmentBytes separated
+// by single slashes, none empty or beginning with '.' (so no "." or
+// "..", and none of git's names: each begins with '.' or holds a '~'),
+// the whole path within MaxPathBytes. false says nothing: ParsePath
+// decides. For a look at every file of a memory (a start's), where
+// nearly every path is such.
+func IsPlainRel(rel string) bool {
+	if rel == "" || len(Root)+1+len(rel) > MaxPathBytes {
+		return false
+	}
+	seg := 0 // bytes of the current name so far
+	for i := 0; i < len(rel); i++ {
+		switch c := rel[i]; {
+		case c == '/':
+			if seg == 0 {
+				return false
+			}
+			seg = 0
+			continue
+		case c == '.':
+			if seg == 0 {
+				return false
+			}
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+		if seg++; seg > MaxSegmentBytes {
+			return false
+		}
+	}
+	return seg > 0
+}
+
 func parsePath(p string, refuseReserved bool) (string, error) {
 	// Length and encoding come first: every later message echoes the path.
 	if len(p) > MaxPathBytes {
