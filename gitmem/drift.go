@@ -431,8 +431,10 @@ func (m *mirror) loadIndexStats(si *startIndex, tree *node) {
 }
 
 // statsSeeded takes what is left of .git/index's entries into the lstat
-// cache, and lets the index go: after a look at every file (a start's,
-// which took nearly all of them), the cache keeps no second copy of it.
+// cache, and lets the index go: before a look at every file (a start's,
+// which takes nearly all of them), in one pass over the sorted entries
+// rather than a search of them at each file's look; the cache then keeps
+// no second copy of it.
 func (m *mirror) statsSeeded() { m.stats.takeRest() }
 
 // drifted returns the memory files (relative to memories/) at or under the
