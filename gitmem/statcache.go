@@ -98,14 +98,16 @@ func (c *statCache) vouchedBy(e gd.IndexEntry) bool {
 // index. Called with mu held.
 func (c *statCache) takeAll() {
 	index, tree, taken := c.index, c.tree, c.taken
-	c.index, c.tree, c.taken = nil, nil, nil // add need not note what is taken
+	c.index, c.tree, c.taken = nil, nil, nil // so add notes nothing as taken
 	if len(c.files) == 0 {
 		c.files = make(map[string]statEntry, len(index))
 	}
 	// The entries are sorted by path: a folder's files come one after the
-	// other, so the folder is looked up in the tree once for them all.
+	// other (but for its subfolders'), so the folder is looked up in the
+	// tree once for them.
 	var dir string
 	var folder *node
+	looked := false // folder is dir's
 	for i := range index {
 		e := &index[i]
 		if taken[e.Path] {
@@ -115,8 +117,8 @@ func (c *statCache) takeAll() {
 		if j := strings.LastIndexByte(e.Path, '/'); j >= 0 {
 			d, name = e.Path[:j], e.Path[j+1:]
 		}
-		if i == 0 || d != dir {
-			dir, folder = d, lookup(tree, d)
+		if !looked || d != dir {
+			dir, folder, looked = d, lookup(tree, d), true
 		}
 		var n *node
 		if folder.isDir() {
