@@ -213,3 +213,31 @@ func TestStatCacheSeedIsAsEagerAsItLooks(t *testing.T) {
 		}
 	}
 }
+
+// The entries left when the first were looked at already are all taken
+// at once (takeAll), files at the repository's top included.
+func TestStatCacheTakesTheRestAfterTheFirstWereLookedAt(t *testing.T) {
+	t.Parallel()
+	written := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var root *node
+	var entries []gd.IndexEntry
+	for i, p := range []string{"a.md", "b.md", "memories/c.md"} {
+		h := plumbing.ComputeHash(plumbing.BlobObject, []byte(p))
+		var err error
+		if root, err = with(root, split(p), &node{mode: 0o100644, hash: h}); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, gd.IndexEntry{Path: p, Hash: h, Stat: gd.StatOf(fakeStat{int64(i), written.Add(-time.Second)})})
+	}
+	c := newStatCache()
+	c.seed(entries, root, written)
+	if !c.vouches("a.md", entries[0].Stat, entries[0].Hash) { // taken at its look
+		t.Fatal("a.md not vouched for at its look")
+	}
+	c.takeRest()
+	for _, e := range entries[1:] {
+		if !c.vouches(e.Path, e.Stat, e.Hash) {
+			t.Errorf("%s not vouched for after the rest was taken", e.Path)
+		}
+	}
+}
