@@ -255,7 +255,7 @@ func commitGraphFiles(gitDir string) []string {
 	if _, err := os.Stat(filepath.Join(info, "commit-graph")); err == nil {
 		out = append(out, filepath.Join(info, "commit-graph"))
 	}
-	if data, err := os.ReadFile(filepath.Join(info, "commit-graphs", "commit-graph-chain")); err == nil {
+	if data, err := ReadFile(filepath.Join(info, "commit-graphs", "commit-graph-chain")); err == nil {
 		for _, l := range strings.Fields(string(data)) {
 			out = append(out, filepath.Join(info, "commit-graphs", "graph-"+l+".graph"))
 		}
@@ -287,7 +287,7 @@ func chunks(data []byte, at, n int) (map[string][]byte, error) {
 // readCommitGraph returns the commits a commit-graph file names, with
 // their trees.
 func readCommitGraph(path string) ([]graphCommit, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +317,7 @@ func readCommitGraph(path string) ([]graphCommit, error) {
 // readMidx returns the packs (pack-H.idx) a multi-pack-index names, and
 // its checksum.
 func readMidx(path string) ([]string, plumbing.Hash, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, plumbing.ZeroHash, err
 	}

@@ -47,6 +47,11 @@ func openRegular(path string, flag int, perm os.FileMode, dirErr error) (*os.Fil
 		case nil:
 		case unix.EINTR:
 			continue
+		case unix.ENXIO:
+			// Opened to write, non-blocking: a FIFO without a reader (or
+			// a socket, a device without its driver), no regular file.
+			err = ErrNotRegular
+			fallthrough
 		default:
 			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 		}

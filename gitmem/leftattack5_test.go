@@ -1,0 +1,159 @@
+package gitmem
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+)
+
+// A named pipe put in place of a file of .git that a command other than
+// a start and a write reads (gitmem fsck, a sync, a redaction), or that
+// a start reads past TestAPipeInGitmemsFolderHangsNothing's: the command
+// does not wait on it for a writer: the pipe is taken as a folder there
+// is (the same outcome, an error naming no host path, or the command
+// going on without the file). A hang fails the subtest at its bound.
+// Before, each of these files was read with a blocking os.ReadFile (or
+// opened with a blocking os.OpenFile), which waited for a writer.
+func TestAPipeInGitsFilesHangsNoCommand(t *testing.T) {
+	t.Parallel()
+	withRemote := func(t *testing.T, dir string) {
+		gittest.Git(t, dir, "remote", "add", "origin", bareRemote(t))
+	}
+	start := func(t *testing.T, dir string, opt Options) (string, error) {
+		r, err := Open(context.Background(), dir, opt)
+		if err != nil {
+			return "", err
+		}
+		defer r.Close()
+		_, err = r.Update(context.Background(), Meta{Subject: "w"}, func(tx *Tx) error { return tx.WriteFile("a.md", []byte("A2\n")) })
+		if err == nil {
+			err = r.Flush(context.Background())
+		}
+		return "", err
+	}
+	fsck := func(t *testing.T, dir string, opt Options) (string, error) {
+		rep, err := Fsck(context.Background(), dir, opt, false)
+		return fmt.Sprint(len(rep.Problems), " problems"), err
+	}
+	sync := func(t *testing.T, dir string, opt Options) (string, error) {
+		r, err := Open(context.Background(), dir, opt)
+		if err != nil {
+			return "", err
+		}
+		defer r.Close()
+		if _, err := r.Push(context.Background(), "origin", SyncOptions{}); err != nil {
+			return "push", err
+		}
+		if _, err := r.Status(context.Background(), "origin"); err != nil {
+			return "status", err
+		}
+		_, err = r.Sync(context.Background(), "origin", SyncOptions{})
+		return "sync", err
+	}
+	redact := func(t *testing.T, dir string, opt Options) (string, error) {
+		r, err := Open(context.Background(), dir, opt)
+		if err != nil {
+			return "", err
+		}
+		defer r.Close()
+		if _, err := r.Update(context.Background(), Meta{Subject: "w"}, func(tx *Tx) error { return tx.WriteFile("s.md", []byte("sk-abc123\n")) }); err != nil {
+			return "write", err
+		}
+		if _, err := r.Update(context.Background(), Meta{Subject: "w"}, func(tx *Tx) error { return tx.Remove("s.md") }); err != nil {
+			return "remove", err
+		}
+		rep, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil)
+		return fmt.Sprint(len(rep.Rewritten), " rewritten"), err
+	}
+	inGit := func(rel string) func(*testing.T, string) string {
+		return func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, ".git", filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		where func(t *testing.T, dir string) string // the file the pipe takes the place of
+		run   func(t *testing.T, dir string, opt Options) (string, error)
+	}{
+		{"start/stale keep", inGit("objects/pack/pack-" + strings.Repeat("ab", 20) + ".keep"), start},
+		{"start/keep template", inGitmem("keep"), start},
+		{"fsck/commit-graph", inGit("objects/info/commit-graph"), fsck},
+		{"fsck/commit-graph-chain", inGit("objects/info/commit-graphs/commit-graph-chain"), fsck},
+		{"fsck/multi-pack-index", inGit("objects/pack/multi-pack-index"), fsck},
+		{"sync/sync state", func(t *testing.T, dir string) string { withRemote(t, dir); return inGitmem("sync")(t, dir) }, sync},
+		{"sync/redacted", func(t *testing.T, dir string) string { withRemote(t, dir); return inGitmem("redacted")(t, dir) }, sync},
+		{"redact/redacted", func(t *testing.T, dir string) string { withRemote(t, dir); return inGitmem("redacted")(t, dir) }, redact},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var outs [2]string
+			var errs [2]error
+			for i, pipe := range []bool{true, false} {
+				opt, dir, _ := leftFixture(t)
+				p := c.where(t, dir)
+				gittest.Damaged(t, dir, "a named pipe or a folder in place of "+filepath.Base(p)) // git too would wait on a pipe
+				os.Remove(p)
+				if pipe {
+					mkfifo(t, p)
+				} else if err := os.MkdirAll(filepath.Join(p, "x"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				outs[i], errs[i] = runWithin(t, p, func() (string, error) { return c.run(t, dir, opt) })
+				if errs[i] != nil && strings.Contains(errs[i].Error(), dir) {
+					t.Errorf("the error names a host path: %v", errs[i])
+				}
+			}
+			t.Logf("a pipe: %s, %v; a folder: %s, %v", outs[0], errs[0], outs[1], errs[1])
+			if (errs[0] == nil) != (errs[1] == nil) || outs[0] != outs[1] {
+				t.Errorf("a pipe there is not taken as a folder there is: %s, %v; and %s, %v", outs[0], errs[0], outs[1], errs[1])
+			}
+		})
+	}
+}
+
+// runWithin runs fn and returns what it returns. It fails the test if
+// that takes over a minute (a wait on a named pipe at p, which is then
+// opened for writing and closed, and opened for reading, so that an open
+// waiting on it goes on).
+func runWithin(t *testing.T, p string, fn func() (string, error)) (string, error) {
+	t.Helper()
+	type res struct {
+		out string
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		out, err := fn()
+		done <- res{out, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-time.After(time.Minute): // a bound for a hang, not a timing
+		if w, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		if r, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			time.Sleep(time.Second)
+			r.Close()
+		}
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+		}
+		t.Fatal("hung")
+		return "", nil
+	}
+}
