@@ -95,6 +95,25 @@ func TestAPipeInGitsFilesHangsNoCommand(t *testing.T) {
 		{"sync/sync state", func(t *testing.T, dir string) string { withRemote(t, dir); return inGitmem("sync")(t, dir) }, sync},
 		{"sync/redacted", func(t *testing.T, dir string) string { withRemote(t, dir); return inGitmem("redacted")(t, dir) }, sync},
 		{"redact/redacted", func(t *testing.T, dir string) string { withRemote(t, dir); return inGitmem("redacted")(t, dir) }, redact},
+		{"start/config", inGit("config"), start},
+		{"fsck/config", inGit("config"), fsck},
+		{"start/packed-refs", inGit("packed-refs"), start},
+		{"fsck/packed-refs", inGit("packed-refs"), fsck},
+		{"sync/packed-refs", func(t *testing.T, dir string) string { withRemote(t, dir); return inGit("packed-refs")(t, dir) }, sync},
+		{"redact/packed-refs", func(t *testing.T, dir string) string { withRemote(t, dir); return inGit("packed-refs")(t, dir) }, redact},
+		{"start/alternates", inGit("objects/info/alternates"), start},
+		{"fsck/alternates", inGit("objects/info/alternates"), fsck},
+		{"redact/alternates", inGit("objects/info/alternates"), redact},
+		{"sync/alternates", func(t *testing.T, dir string) string { withRemote(t, dir); return inGit("objects/info/alternates")(t, dir) }, sync},
+		{"fsck/pending", inGitmem("pending"), fsck},
+		{"fsck/index", inGit("index"), fsck},
+		{"fsck/redact", inGitmem("redact"), fsck},
+		{"fsck/history", inGitmem("history"), fsck},
+		{"fsck/kept", inGitmem("kept"), fsck},
+		{"fsck/left", inGitmem("left"), fsck},
+		{"sync/fetch", func(t *testing.T, dir string) string { withRemote(t, dir); return inGitmem("fetch")(t, dir) }, sync},
+		{"start/info/packs", inGit("objects/info/packs"), start},
+		{"fsck/info/packs", inGit("objects/info/packs"), fsck},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -155,5 +174,33 @@ func runWithin(t *testing.T, p string, fn func() (string, error)) (string, error
 		}
 		t.Fatal("hung")
 		return "", nil
+	}
+}
+
+// The operator's identity (user.name and user.email of .git/config, read
+// when a commit of the operator's is first made: a merge, an adoption)
+// does not wait on a named pipe at .git/config, one put there after the
+// start read it: the pipe is taken as a folder there is (none of the
+// repository's identity). Before, go-git's open of the repository read
+// the file with a blocking open.
+func TestTheOperatorsIdentityDoesNotWaitOnAPipeAtGitsConfig(t *testing.T) {
+	t.Parallel()
+	var ids [2]Signature
+	for i, pipe := range []bool{true, false} {
+		dir := gittest.TempDir(t)
+		gittest.Git(t, dir, "init", "-q")
+		gittest.Git(t, dir, "config", "user.name", "Ann")
+		p := filepath.Join(dir, ".git", "config")
+		gittest.Damaged(t, dir, "a named pipe or a folder in place of .git/config") // git too would wait on a pipe
+		os.Remove(p)
+		if pipe {
+			mkfifo(t, p)
+		} else if err := os.MkdirAll(filepath.Join(p, "x"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		runWithin(t, p, func() (string, error) { ids[i] = gitIdentity(dir); return "", nil })
+	}
+	if ids[0] != ids[1] || ids[0].Name == "Ann" {
+		t.Errorf("a pipe at .git/config gives %v, a folder %v", ids[0], ids[1])
 	}
 }

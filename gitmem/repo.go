@@ -168,8 +168,7 @@ func (o *Options) defaults(dir string) {
 	if o.Operator == (Signature{}) && o.gitOperator == nil {
 		// Read when a commit needs it (operator), not at Open: a store's
 		// first call, a reader and most tool calls commit nothing of the
-		// operator's, and the read is two config files and a go-git open
-		// of the repository.
+		// operator's, and the read is two config files.
 		o.gitOperator = sync.OnceValue(func() Signature { return gitIdentity(dir) })
 	}
 	if o.Now == nil {
@@ -234,14 +233,15 @@ func gitIdentity(dir string) Signature {
 			id.Email = c.User.Email
 		}
 	}
-	if r, err := git.PlainOpen(dir); err == nil {
-		if c, err := r.Config(); err == nil {
-			if c.User.Name != "" {
-				id.Name = c.User.Name
-			}
-			if c.User.Email != "" {
-				id.Email = c.User.Email
-			}
+	// .git/config as go-git's open of the repository parses it, read
+	// only if it is a regular file: a named pipe put there is not waited
+	// on (go-git's open of it blocked).
+	if c, err := gd.ReadConfig(filepath.Join(dir, ".git")); err == nil && c != nil {
+		if c.User.Name != "" {
+			id.Name = c.User.Name
+		}
+		if c.User.Email != "" {
+			id.Email = c.User.Email
 		}
 	}
 	// As git: the environment comes before the configuration.
