@@ -104,7 +104,10 @@ func TestAPipeInGitsFilesHangsNoCommand(t *testing.T) {
 		{"start/alternates", inGit("objects/info/alternates"), start},
 		{"fsck/alternates", inGit("objects/info/alternates"), fsck},
 		{"redact/alternates", inGit("objects/info/alternates"), redact},
-		{"sync/alternates", func(t *testing.T, dir string) string { withRemote(t, dir); return inGit("objects/info/alternates")(t, dir) }, sync},
+		{"sync/alternates", func(t *testing.T, dir string) string {
+			withRemote(t, dir)
+			return inGit("objects/info/alternates")(t, dir)
+		}, sync},
 		{"fsck/pending", inGitmem("pending"), fsck},
 		{"fsck/index", inGit("index"), fsck},
 		{"fsck/redact", inGitmem("redact"), fsck},
