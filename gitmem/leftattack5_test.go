@@ -41,6 +41,11 @@ func TestAPipeInGitsFilesHangsNoCommand(t *testing.T) {
 	}
 	fsck := func(t *testing.T, dir string, opt Options) (string, error) {
 		rep, err := Fsck(context.Background(), dir, opt, false)
+		for _, p := range rep.Problems {
+			if strings.Contains(p.What+p.Repair, dir) {
+				t.Errorf("the problem names a host path: %s; %s", p.What, p.Repair)
+			}
+		}
 		return fmt.Sprint(len(rep.Problems), " problems"), err
 	}
 	sync := func(t *testing.T, dir string, opt Options) (string, error) {

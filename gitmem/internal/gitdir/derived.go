@@ -52,7 +52,7 @@ func StaleDerived(gitDir string, graphs bool, has func(plumbing.Hash) bool, tree
 		for _, f := range commitGraphFiles(gitDir) {
 			commits, err := readCommitGraph(f)
 			if err != nil {
-				out = append(out, Derived{rel(f), fmt.Sprintf("it cannot be read (%v)", err)})
+				out = append(out, Derived{rel(f), fmt.Sprintf("it cannot be read (%v)", withoutPath(err))})
 				continue
 			}
 			for _, c := range commits {
@@ -73,7 +73,7 @@ func StaleDerived(gitDir string, graphs bool, has func(plumbing.Hash) bool, tree
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		out = append(out, Derived{rel(midx), fmt.Sprintf("it cannot be read (%v)", err)})
+		out = append(out, Derived{rel(midx), fmt.Sprintf("it cannot be read (%v)", withoutPath(err))})
 	default:
 		for _, p := range packs {
 			if _, err := os.Stat(filepath.Join(packDir, strings.TrimSuffix(p, ".idx")+".pack")); err != nil {
@@ -245,6 +245,16 @@ func midxNames(gitDir string, packs []plumbing.Hash) bool {
 		}
 	}
 	return false
+}
+
+// withoutPath is err without the host path a *fs.PathError names (the
+// problem names the file, relative to .git).
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // commitGraphFiles lists the commit-graph files: the single file and the
