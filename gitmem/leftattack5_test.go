@@ -100,6 +100,18 @@ func TestAPipeInGitsFilesHangsNoCommand(t *testing.T) {
 		{"sync/sync state", func(t *testing.T, dir string) string { withRemote(t, dir); return inGitmem("sync")(t, dir) }, sync},
 		{"sync/redacted", func(t *testing.T, dir string) string { withRemote(t, dir); return inGitmem("redacted")(t, dir) }, sync},
 		{"redact/redacted", func(t *testing.T, dir string) string { withRemote(t, dir); return inGitmem("redacted")(t, dir) }, redact},
+		{"start/a killed redaction's ref lock", func(t *testing.T, dir string) string {
+			// The record of a redaction killed as it moved the branch:
+			// the start finishes it, and reads the branch's lock first
+			// (the killed redaction's, when it holds the new hash).
+			old := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
+			new := strings.TrimSpace(gittest.Git(t, dir, "-c", "user.name=x", "-c", "user.email=x@x", "commit-tree", "HEAD^{tree}", "-m", "redacted"))
+			rec := fmt.Sprintf(`{"refs":{"refs/heads/main":[%q,%q]}}`, old, new)
+			if err := os.WriteFile(filepath.Join(dir, ".git", "gitmem", "redact"), []byte(rec), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return inGit("refs/heads/main.lock")(t, dir)
+		}, start},
 		{"start/config", inGit("config"), start},
 		{"fsck/config", inGit("config"), fsck},
 		{"start/packed-refs", inGit("packed-refs"), start},
