@@ -78,6 +78,15 @@ func TestAPipeInGitsFilesHangsNoCommand(t *testing.T) {
 		rep, err := r.Redact(context.Background(), Redaction{Match: regexp.MustCompile(`sk-[a-z0-9]+`)}, false, nil)
 		return fmt.Sprint(len(rep.Rewritten), " rewritten"), err
 	}
+	resolve := func(t *testing.T, dir string, opt Options) (string, error) {
+		r, err := Open(context.Background(), dir, opt)
+		if err != nil {
+			return "", err
+		}
+		defer r.Close()
+		c, err := r.Resolve(context.Background(), "other~0")
+		return c.Hash, err
+	}
 	inGit := func(rel string) func(*testing.T, string) string {
 		return func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, ".git", filepath.FromSlash(rel))
@@ -112,6 +121,8 @@ func TestAPipeInGitsFilesHangsNoCommand(t *testing.T) {
 			}
 			return inGit("refs/heads/main.lock")(t, dir)
 		}, start},
+		{"resolve/a branch", inGit("refs/heads/other"), resolve},
+		{"resolve/a tag", inGit("refs/tags/other"), resolve},
 		{"start/config", inGit("config"), start},
 		{"fsck/config", inGit("config"), fsck},
 		{"start/packed-refs", inGit("packed-refs"), start},

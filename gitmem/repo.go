@@ -1416,6 +1416,9 @@ func (hr historyReader) resolve(rev string) (plumbing.Hash, error) {
 	if !refRevision(rev) {
 		return plumbing.ZeroHash, ErrUnknownRev
 	}
+	if !refFilesReadable(hr.o.st.Dir, rev) {
+		return plumbing.ZeroHash, ErrUnknownRev
+	}
 	repo, err := git.Open(hr.o.st.Storage(), nil)
 	if err != nil {
 		return plumbing.ZeroHash, wrap("open the repository", err)
@@ -1428,6 +1431,29 @@ func (hr historyReader) resolve(rev string) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, ErrUnknownRev
 	}
 	return *h, nil
+}
+
+// refRevision's files: go-git's ResolveRevision reads the ref rev names
+// (before its ancestry steps) at each of git's rules (refs/NAME,
+// refs/heads/NAME, ...) with a blocking open, which waits on a named pipe
+// put there. refFilesReadable is false when one of those files is
+// neither a regular file nor a folder (which go-git fails to read, the
+// revision then unknown), so that the pipe is taken as such a folder.
+var refRules = []string{"%s", "refs/%s", "refs/tags/%s", "refs/heads/%s", "refs/remotes/%s", "refs/remotes/%s/HEAD"}
+
+func refFilesReadable(gitDir, rev string) bool {
+	base, _, _ := strings.Cut(rev, "~")
+	base, _, _ = strings.Cut(base, "^")
+	if base == "@" {
+		base = "HEAD"
+	}
+	for _, rule := range refRules {
+		fi, err := os.Stat(filepath.Join(gitDir, filepath.FromSlash(fmt.Sprintf(rule, base))))
+		if err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // refRevision reports whether rev is a form go-git resolves as git does:
