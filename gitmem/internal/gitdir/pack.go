@@ -265,7 +265,7 @@ func RemovePacks(gitDir string, packs []plumbing.Hash) int {
 // dirNames is the names in dir (nil when it cannot be read; empty when
 // it does not exist).
 func dirNames(dir string) map[string]bool {
-	f, err := os.Open(dir)
+	f, err := OpenDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]bool{}
 	}

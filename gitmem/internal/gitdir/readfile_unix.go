@@ -76,6 +76,24 @@ func openRegular(path string, flag int, perm os.FileMode, dirErr error) (*os.Fil
 	}
 }
 
+// OpenDir opens a folder (to list it, to make its entries durable), as
+// os.Open does, with O_DIRECTORY: anything else there is ENOTDIR, found
+// by the open, which does not wait on a named pipe put there (a
+// blocking open of one waits for a writer).
+func OpenDir(path string) (*os.File, error) {
+	for {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+		switch err {
+		case nil:
+			return os.NewFile(uintptr(fd), path), nil
+		case unix.EINTR:
+			continue
+		default:
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+	}
+}
+
 // ReadFile reads a small file whole, as os.ReadFile does, in fewer
 // system calls: an open, reads until the end, a close. os.ReadFile makes
 // an *os.File, which registers every file with Go's poller (four fcntl

@@ -384,3 +384,36 @@ func TestCacheFilesGetTheirMode(t *testing.T) {
 		}
 	}
 }
+
+// A named pipe where gitmem opens a folder (to make its entries durable,
+// to list it) is not waited on: the open says it is no folder (ENOTDIR).
+// Before, SyncDir, syncFS and dirNames opened it with a blocking open,
+// which waited for a writer.
+func TestFolderOpensDoNotWaitOnAPipe(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "tmp")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	var err error
+	noHang(t, "SyncDir of a FIFO", func() { err = SyncDir(fifo) })
+	if !errors.Is(err, unix.ENOTDIR) {
+		t.Errorf("SyncDir of a FIFO: %v, want ENOTDIR", err)
+	}
+	noHang(t, "syncFS of a FIFO", func() { err = syncFS(fifo, nil) })
+	if err == nil {
+		t.Errorf("syncFS of a FIFO: no error")
+	}
+	var names map[string]bool
+	noHang(t, "dirNames of a FIFO", func() { names = dirNames(fifo) })
+	if names != nil {
+		t.Errorf("dirNames of a FIFO: %v, want nil (cannot be read)", names)
+	}
+	if err := SyncDir(dir); err != nil {
+		t.Errorf("SyncDir of a folder: %v", err)
+	}
+	if names := dirNames(dir); !names["tmp"] {
+		t.Errorf("dirNames of a folder: %v", names)
+	}
+}
