@@ -291,7 +291,7 @@ func (r *bareStore) checkMemories(rep *FsckReport, dir string, writes bool) erro
 			// A journal left by an unfinished change keeps its commit and
 			// now names all of memories/; none: a first checkout's.
 			j := journal{Checkout: true}
-			if data, err := os.ReadFile(filepath.Join(r.gitDir, "gitmem", "pending")); err == nil {
+			if data, err := gd.ReadFile(filepath.Join(r.gitDir, "gitmem", "pending")); err == nil {
 				j = journal{}
 				json.Unmarshal(data, &j) // unreadable: the whole folder is repaired anyway
 			}
@@ -426,7 +426,7 @@ func (r *bareStore) checkJournal(rep *FsckReport, repair, writes bool) (sound bo
 	}
 	var data []byte
 	if fi.Mode().IsRegular() {
-		if data, err = os.ReadFile(path); err != nil {
+		if data, err = gd.ReadFile(path); err != nil {
 			return true // read again by the open, which fails on it
 		}
 	}

@@ -111,7 +111,7 @@ func (m *mirror) loadJournal() (found bool, data []byte, err error) {
 	}
 	if err == nil && fi.Mode().IsRegular() {
 		if err = m.env.Injected(gd.StepJournalRead, ".git/gitmem/pending"); err == nil {
-			data, err = os.ReadFile(m.journalPath())
+			data, err = gd.ReadFile(m.journalPath())
 		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil, nil // removed since the look

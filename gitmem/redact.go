@@ -336,7 +336,7 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 			}
 			// A lock file holding the new hash is a killed redaction's.
 			lock := filepath.Join(r.gitDir, filepath.FromSlash(name)) + ".lock"
-			if b, err := os.ReadFile(lock); err == nil && string(b) == m[1]+"\n" {
+			if b, err := gd.ReadFileMax(lock, gd.RefMax); err == nil && string(b) == m[1]+"\n" {
 				gd.RemoveLock(lock)
 			}
 			if cur, err := r.readRef(n); err == nil && cur == old {
@@ -901,7 +901,7 @@ func rewritePackedRefs(gitDir string, tx *gd.RefTx) error {
 			return nil
 		}
 		err = gd.ReplaceLocked(path, []byte(strings.Join(lines, "")), func() error {
-			if now, err := os.ReadFile(path); err != nil || !bytes.Equal(now, data) {
+			if now, err := gd.ReadFile(path); err != nil || !bytes.Equal(now, data) {
 				return errPackedRefsChanged // git packed refs meanwhile: read again
 			}
 			return nil

@@ -168,8 +168,7 @@ func (o *Options) defaults(dir string) {
 	if o.Operator == (Signature{}) && o.gitOperator == nil {
 		// Read when a commit needs it (operator), not at Open: a store's
 		// first call, a reader and most tool calls commit nothing of the
-		// operator's, and the read is two config files and a go-git open
-		// of the repository.
+		// operator's, and the read is two config files.
 		o.gitOperator = sync.OnceValue(func() Signature { return gitIdentity(dir) })
 	}
 	if o.Now == nil {
@@ -234,14 +233,15 @@ func gitIdentity(dir string) Signature {
 			id.Email = c.User.Email
 		}
 	}
-	if r, err := git.PlainOpen(dir); err == nil {
-		if c, err := r.Config(); err == nil {
-			if c.User.Name != "" {
-				id.Name = c.User.Name
-			}
-			if c.User.Email != "" {
-				id.Email = c.User.Email
-			}
+	// .git/config as go-git's open of the repository parses it, read
+	// only if it is a regular file: a named pipe put there is not waited
+	// on (go-git's open of it blocked).
+	if c, err := gd.ReadConfig(filepath.Join(dir, ".git")); err == nil && c != nil {
+		if c.User.Name != "" {
+			id.Name = c.User.Name
+		}
+		if c.User.Email != "" {
+			id.Email = c.User.Email
 		}
 	}
 	// As git: the environment comes before the configuration.
@@ -1416,6 +1416,9 @@ func (hr historyReader) resolve(rev string) (plumbing.Hash, error) {
 	if !refRevision(rev) {
 		return plumbing.ZeroHash, ErrUnknownRev
 	}
+	if !refFilesReadable(hr.o.st.Dir, rev) {
+		return plumbing.ZeroHash, ErrUnknownRev
+	}
 	repo, err := git.Open(hr.o.st.Storage(), nil)
 	if err != nil {
 		return plumbing.ZeroHash, wrap("open the repository", err)
@@ -1428,6 +1431,29 @@ func (hr historyReader) resolve(rev string) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, ErrUnknownRev
 	}
 	return *h, nil
+}
+
+// refRevision's files: go-git's ResolveRevision reads the ref rev names
+// (before its ancestry steps) at each of git's rules (refs/NAME,
+// refs/heads/NAME, ...) with a blocking open, which waits on a named pipe
+// put there. refFilesReadable is false when one of those files is
+// neither a regular file nor a folder (which go-git fails to read, the
+// revision then unknown), so that the pipe is taken as such a folder.
+var refRules = []string{"%s", "refs/%s", "refs/tags/%s", "refs/heads/%s", "refs/remotes/%s", "refs/remotes/%s/HEAD"}
+
+func refFilesReadable(gitDir, rev string) bool {
+	base, _, _ := strings.Cut(rev, "~")
+	base, _, _ = strings.Cut(base, "^")
+	if base == "@" {
+		base = "HEAD"
+	}
+	for _, rule := range refRules {
+		fi, err := os.Stat(filepath.Join(gitDir, filepath.FromSlash(fmt.Sprintf(rule, base))))
+		if err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // refRevision reports whether rev is a form go-git resolves as git does:

@@ -866,9 +866,17 @@ type syncState struct {
 
 func syncStatePath(gitDir string) string { return filepath.Join(gitDir, "gitmem", "sync") }
 
+// maxSyncStateBytes bounds the sync state read: a record per remote of a
+// few times and an error's text; a larger file (made so by hand) is
+// read as none, as one that does not parse is, and written anew at the
+// next push, pull or sync.
+const maxSyncStateBytes = 8 << 20
+
+// readSyncState reads .git/gitmem/sync: a regular file only (a named
+// pipe put there is not waited on: read as none).
 func readSyncState(gitDir string) map[string]syncState {
 	out := map[string]syncState{}
-	if data, err := os.ReadFile(syncStatePath(gitDir)); err == nil {
+	if data, err := gd.ReadFileMax(syncStatePath(gitDir), maxSyncStateBytes); err == nil {
 		json.Unmarshal(data, &out)
 	}
 	return out

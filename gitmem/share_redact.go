@@ -835,7 +835,7 @@ func noteRedaction(gitDir string, now time.Time, red Redaction, rep RedactReport
 		lr.Refs[name.String()] = m[1].String()
 	}
 	line, _ := json.Marshal(lr)
-	f, err := os.OpenFile(redactedPath(gitDir), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := gd.OpenFile(redactedPath(gitDir), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -852,7 +852,7 @@ func noteRedaction(gitDir string, now time.Time, red Redaction, rep RedactReport
 // localRedactions reads the file (a line a crash cut short is skipped:
 // its redaction had not moved a ref).
 func localRedactions(gitDir string) []localRedaction {
-	data, err := os.ReadFile(redactedPath(gitDir))
+	data, err := gd.ReadFile(redactedPath(gitDir))
 	if err != nil {
 		return nil
 	}

@@ -52,7 +52,7 @@ func StaleDerived(gitDir string, graphs bool, has func(plumbing.Hash) bool, tree
 		for _, f := range commitGraphFiles(gitDir) {
 			commits, err := readCommitGraph(f)
 			if err != nil {
-				out = append(out, Derived{rel(f), fmt.Sprintf("it cannot be read (%v)", err)})
+				out = append(out, Derived{rel(f), fmt.Sprintf("it cannot be read (%v)", withoutPath(err))})
 				continue
 			}
 			for _, c := range commits {
@@ -73,7 +73,7 @@ func StaleDerived(gitDir string, graphs bool, has func(plumbing.Hash) bool, tree
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		out = append(out, Derived{rel(midx), fmt.Sprintf("it cannot be read (%v)", err)})
+		out = append(out, Derived{rel(midx), fmt.Sprintf("it cannot be read (%v)", withoutPath(err))})
 	default:
 		for _, p := range packs {
 			if _, err := os.Stat(filepath.Join(packDir, strings.TrimSuffix(p, ".idx")+".pack")); err != nil {
@@ -247,6 +247,16 @@ func midxNames(gitDir string, packs []plumbing.Hash) bool {
 	return false
 }
 
+// withoutPath is err without the host path a *fs.PathError names (the
+// problem names the file, relative to .git).
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // commitGraphFiles lists the commit-graph files: the single file and the
 // chain's.
 func commitGraphFiles(gitDir string) []string {
@@ -255,7 +265,7 @@ func commitGraphFiles(gitDir string) []string {
 	if _, err := os.Stat(filepath.Join(info, "commit-graph")); err == nil {
 		out = append(out, filepath.Join(info, "commit-graph"))
 	}
-	if data, err := os.ReadFile(filepath.Join(info, "commit-graphs", "commit-graph-chain")); err == nil {
+	if data, err := ReadFile(filepath.Join(info, "commit-graphs", "commit-graph-chain")); err == nil {
 		for _, l := range strings.Fields(string(data)) {
 			out = append(out, filepath.Join(info, "commit-graphs", "graph-"+l+".graph"))
 		}
@@ -287,7 +297,7 @@ func chunks(data []byte, at, n int) (map[string][]byte, error) {
 // readCommitGraph returns the commits a commit-graph file names, with
 // their trees.
 func readCommitGraph(path string) ([]graphCommit, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +327,7 @@ func readCommitGraph(path string) ([]graphCommit, error) {
 // readMidx returns the packs (pack-H.idx) a multi-pack-index names, and
 // its checksum.
 func readMidx(path string) ([]string, plumbing.Hash, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, plumbing.ZeroHash, err
 	}

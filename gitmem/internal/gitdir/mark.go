@@ -46,6 +46,11 @@ func readMarkConfig(env *Env, gitDir string) (*config.Config, error) {
 	return c, nil
 }
 
+// ReadConfig parses .git/config as go-git does when it opens the
+// repository, reading it only if it is a regular file (ReadFile: a named
+// pipe put there is not waited on); nil, nil: there is none.
+func ReadConfig(gitDir string) (*config.Config, error) { return readMarkConfig(nil, gitDir) }
+
 // Marked reports whether .git/config carries gitmem's mark, from one
 // parse of it; it returns a *Damaged when the file does not parse: the
 // repository cannot be used (go-git reads the file to open it) until it

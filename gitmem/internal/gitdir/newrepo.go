@@ -68,7 +68,7 @@ func Interrupted(gitDir string) bool {
 		{"objects/info", nil}, {"objects/pack", nil}, {"refs/heads", nil}, {"refs/tags", nil}}
 	for _, a := range allowed { // the top folder first: a repository in use has more there
 		d, want := a.dir, a.want
-		f, err := os.Open(filepath.Join(gitDir, d))
+		f, err := OpenDir(filepath.Join(gitDir, d))
 		if errors.Is(err, fs.ErrNotExist) && d != "." {
 			continue
 		} else if err != nil {

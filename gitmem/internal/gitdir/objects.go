@@ -667,7 +667,7 @@ func SyncDir(dir string) error {
 	if isAside(dir) {
 		return nil
 	}
-	d, err := os.Open(dir)
+	d, err := OpenDir(dir)
 	if err != nil {
 		return err
 	}

@@ -265,7 +265,7 @@ func RemovePacks(gitDir string, packs []plumbing.Hash) int {
 // dirNames is the names in dir (nil when it cannot be read; empty when
 // it does not exist).
 func dirNames(dir string) map[string]bool {
-	f, err := os.Open(dir)
+	f, err := OpenDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]bool{}
 	}
@@ -400,7 +400,7 @@ func linkOwnKeep(base string) error {
 	gm := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(base))), "gitmem")
 	tmpl := filepath.Join(gm, OwnKeepName)
 	if _, ok := ownKeepsChecked.Load(tmpl); !ok {
-		if data, err := os.ReadFile(tmpl); err != nil || string(data) != ownNote {
+		if data, err := ReadFileMax(tmpl, int64(len(ownNote))); err != nil || string(data) != ownNote {
 			// Missing, or changed in place by another program: a new one
 			// (links made of the old one keep what it holds).
 			if err := WriteFileSync(filepath.Join(gm, "tmp"), "keep-", tmpl, []byte(ownNote), 0o444); err != nil {
@@ -572,7 +572,7 @@ func settleStaleKeeps(gitDir string, ents []os.DirEntry) int {
 			}
 		}
 		p := filepath.Join(packDir, e.Name())
-		data, err := os.ReadFile(p)
+		data, err := ReadFileMax(p, int64(max(len(keepNote), len(ownNote))))
 		if err != nil || len(data) != 0 && string(data) != keepNote && string(data) != ownNote {
 			continue // another program's
 		}

@@ -34,6 +34,10 @@ func OpenRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 	return f, nil
 }
 
+// OpenDir is os.Open of a folder (readfile_unix.go: anything else there
+// is not waited on).
+func OpenDir(path string) (*os.File, error) { return os.Open(path) }
+
 // ReadFile is os.ReadFile (readfile_unix.go: in fewer system calls).
 func ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
 

@@ -47,6 +47,11 @@ func openRegular(path string, flag int, perm os.FileMode, dirErr error) (*os.Fil
 		case nil:
 		case unix.EINTR:
 			continue
+		case unix.ENXIO:
+			// Opened to write, non-blocking: a FIFO without a reader (or
+			// a socket, a device without its driver), no regular file.
+			err = ErrNotRegular
+			fallthrough
 		default:
 			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 		}
@@ -68,6 +73,24 @@ func openRegular(path string, flag int, perm os.FileMode, dirErr error) (*os.Fil
 			return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
 		}
 		return os.NewFile(uintptr(fd), path), nil
+	}
+}
+
+// OpenDir opens a folder (to list it, to make its entries durable), as
+// os.Open does, with O_DIRECTORY: anything else there is ENOTDIR, found
+// by the open, which does not wait on a named pipe put there (a
+// blocking open of one waits for a writer).
+func OpenDir(path string) (*os.File, error) {
+	for {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+		switch err {
+		case nil:
+			return os.NewFile(uintptr(fd), path), nil
+		case unix.EINTR:
+			continue
+		default:
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
 	}
 }
 

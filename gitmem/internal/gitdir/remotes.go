@@ -35,7 +35,7 @@ func ValidRemoteName(name string) bool {
 }
 
 func readConfig(gitDir string) (*config.Config, []byte, error) {
-	data, err := os.ReadFile(filepath.Join(gitDir, "config"))
+	data, err := ReadFile(filepath.Join(gitDir, "config"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, err
 	}

@@ -754,7 +754,7 @@ func PackIndexPath(gitDir string, h plumbing.Hash) string {
 
 // indexCount reads how many objects a pack index (version 2) names.
 func indexCount(idxPath string) (int, error) {
-	f, err := os.Open(idxPath)
+	f, err := OpenRead(idxPath)
 	if err != nil {
 		return 0, err
 	}

@@ -21,7 +21,7 @@ func fdatasync(f *os.File) error {
 // cheaper than an fsync per file for a checkpoint's many small files.
 // paths (what was written) is not needed here.
 func syncFS(dir string, paths []string) error {
-	f, err := os.Open(dir)
+	f, err := OpenDir(dir)
 	if err != nil {
 		return err
 	}
