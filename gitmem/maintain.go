@@ -70,6 +70,12 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 		if !r.lease.Held() {
 			return // released by Close
 		}
+		if r.life.Err() != nil {
+			// Close began: it makes the last checkpoint itself, and the
+			// loop starts no attempt that would hold the disk lock its
+			// steps wait for.
+			return
+		}
 		// A change is written once it has waited MaterialiseEvery (see
 		// Options), with all that waits then.
 		if r.materialiseDue() {
@@ -95,7 +101,7 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 		// log empty. Not again at every poll while checkpoints fail.
 		wanted := r.lease.Wanted()
 		leaving := wanted || r.idleToRelease()
-		if (size > 0 && (size > checkpointBytes || due || full || (leaving && !broken))) || (broken && due) {
+		if r.life.Err() == nil && ((size > 0 && (size > checkpointBytes || due || full || (leaving && !broken))) || (broken && due)) {
 			r.checkpoint() // a failure is logged once and retried when due
 		}
 		// HEAD moved with git (git checkout, git switch): put back every

@@ -78,7 +78,7 @@ func TestHeldByAnother(t *testing.T) {
 	if HeldByAnother(index, StaleLock) {
 		t.Fatal("no lock file, yet held")
 	}
-	own, err := writeLock(index, []byte("gitmem's\n"), false, GitFileMode)
+	own, err := writeLock(context.Background(), index, []byte("gitmem's\n"), false, GitFileMode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestHeldByAnotherWhileThisProcessReleases(t *testing.T) {
 	t.Parallel()
 	for _, gitTakes := range []bool{false, true} {
 		index := filepath.Join(t.TempDir(), "index")
-		own, err := writeLock(index, []byte("gitmem's\n"), false, GitFileMode)
+		own, err := writeLock(context.Background(), index, []byte("gitmem's\n"), false, GitFileMode)
 		if err != nil {
 			t.Fatal(err)
 		}

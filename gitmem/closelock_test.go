@@ -1,0 +1,102 @@
+package gitmem
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gitmem-dev/gitmem/internal/gittest"
+)
+
+// Close does not wait on another process (docs/design.md): with the
+// branch's lock held by another program (a regular file at
+// .git/refs/heads/main.lock: git gc expiring the reflog, or a git
+// command killed holding it) and acknowledged changes git's files lack,
+// the background's move of the branch, waiting for the lock, gives up
+// when Close begins, Close tries the branch once and fails naming the
+// lock (no host path), and the changes stay in the write-ahead log: once
+// the lock is gone the next start writes them to git's files. (Close
+// took about 30 s: the maintenance loop's 5 s waits, one after another,
+// each held the disk lock that Close's steps wait for, then Close's own
+// 5 s wait.)
+func TestCloseDoesNotWaitForAnotherProgramsBranchLock(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "one\n")
+	settle(t, r)
+	lock := filepath.Join(dir, ".git", "refs", "heads", "main.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t2", "a.md", "two\n")
+	write(t, r, "t3", "b.md", "three\n")
+
+	// A move of the branch under way, waiting for the lock, as the
+	// maintenance loop's is: its second name of the lock is there while it
+	// waits.
+	moved := make(chan error, 1)
+	go func() { moved <- r.materialize() }()
+	for waiting := time.Now(); ; time.Sleep(time.Millisecond) {
+		if m, _ := filepath.Glob(filepath.Join(dir, ".git", "refs", "heads", "main.gitmem-*.lock")); len(m) > 0 {
+			break
+		}
+		if time.Since(waiting) > time.Minute { // a bound for a hang
+			t.Fatal("no move of the branch waits for the lock")
+		}
+	}
+
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close() }()
+	// A bound for a hang, not a timing: the wait for another program's
+	// lock is 5 s (gd.LockWait), and Close waited that long at least.
+	bound := time.NewTimer(4 * time.Second)
+	defer bound.Stop()
+	select {
+	case err = <-closed:
+	case <-bound.C:
+		t.Error("Close waits for the lock another program holds")
+		err = <-closed
+	}
+	var ue *UnwrittenError
+	if !errors.As(err, &ue) || ue.Changes != 2 {
+		t.Fatalf("Close beside git's lock of the branch = %v, want an *UnwrittenError of 2 changes", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "lock .git/refs/heads/main.lock: another program holds it") || strings.Contains(msg, dir) {
+		t.Fatalf("Close's error: %q", msg)
+	}
+	if err := <-moved; err == nil {
+		t.Fatal("the branch moved past git's lock")
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("git's lock was removed: %v", err)
+	}
+	if got := gitToolIDs(t, dir); got != "t1" {
+		t.Fatalf("history with git's lock held: %q", got)
+	}
+
+	os.Remove(lock) // git is done
+	r, err = Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := read(t, r, "a.md"), read(t, r, "b.md"); a != "two\n" || b != "three\n" {
+		t.Fatalf("after the next start: a.md = %q, b.md = %q", a, b)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitToolIDs(t, dir); got != "t1 t2 t3" {
+		t.Fatalf("history after the next start: %q", got)
+	}
+}
