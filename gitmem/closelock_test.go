@@ -100,3 +100,64 @@ func TestCloseDoesNotWaitForAnotherProgramsBranchLock(t *testing.T) {
 		t.Fatalf("history after the next start: %q", got)
 	}
 }
+
+// Nor on another program's .git/index.lock (git commit holds it while
+// its editor is open): the changes reach the branch, Close's write of
+// the index tries the lock once and fails naming it, and git's lock is
+// left; the next start writes the index. (Close waited 5 s for it.)
+func TestCloseDoesNotWaitForAnotherProgramsIndexLock(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t1", "a.md", "one\n")
+	settle(t, r)
+	lock := filepath.Join(dir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The editor open for a minute: no git command writing worktree files
+	// now, which gitmem would wait for (up to gd.StaleLock) before it
+	// writes one.
+	old := time.Now().Add(-time.Minute)
+	os.Chtimes(lock, old, old)
+	write(t, r, "t2", "b.md", "two\n")
+
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close() }()
+	// A bound for a hang, not a timing (gd.LockWait is 5 s).
+	bound := time.NewTimer(4 * time.Second)
+	defer bound.Stop()
+	select {
+	case err = <-closed:
+	case <-bound.C:
+		t.Error("Close waits for the lock another program holds")
+		err = <-closed
+	}
+	if err == nil || !strings.Contains(err.Error(), "lock .git/index.lock: another program holds it") || strings.Contains(err.Error(), dir) {
+		t.Fatalf("Close beside git's lock of the index = %v", err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("git's lock was removed: %v", err)
+	}
+	if got := gitToolIDs(t, dir); got != "t1 t2" {
+		t.Fatalf("history: %q", got)
+	}
+
+	os.Remove(lock) // git is done
+	r, err = Open(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("git status after the next start:\n%s", st)
+	}
+}

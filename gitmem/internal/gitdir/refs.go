@@ -264,7 +264,13 @@ func (tx *RefTx) removeOwns() {
 // then the lock renamed over path. On failure the lock is removed and path
 // is untouched. The folder is not synced.
 func ReplaceLocked(path string, data []byte, check func() error) error {
-	return replaceLocked(context.Background(), path, data, true, GitFileMode, check)
+	return ReplaceLockedContext(context.Background(), path, data, check)
+}
+
+// ReplaceLockedContext is ReplaceLocked whose wait for a lock file
+// another program holds gives up when ctx is done (see linkLock).
+func ReplaceLockedContext(ctx context.Context, path string, data []byte, check func() error) error {
+	return replaceLocked(ctx, path, data, true, GitFileMode, check)
 }
 
 // ReplaceCache replaces a file that only caches what can be rebuilt, as
