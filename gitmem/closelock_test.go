@@ -161,3 +161,43 @@ func TestCloseDoesNotWaitForAnotherProgramsIndexLock(t *testing.T) {
 		t.Fatalf("git status after the next start:\n%s", st)
 	}
 }
+
+// With the branch's lock held by another program, a Flush that fails
+// naming it refuses new changes, as docs/operations.md says ("new changes
+// are refused meanwhile, as on a full disk"); each new call tries the
+// branch again, and once the lock is gone changes go through and every
+// acknowledged one reaches the branch. (A change right after the failed
+// Flush was accepted: only the maintenance loop's own failed attempt,
+// up to 5 s later, refused them.)
+func TestFlushFailingOnABranchLockRefusesNewChanges(t *testing.T) {
+	t.Parallel()
+	dir := gittest.TempDir(t)
+	r, _, err := Init(context.Background(), dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write(t, r, "t1", "a.md", "one\n")
+	settle(t, r)
+	lock := filepath.Join(dir, ".git", "refs", "heads", "main.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t2", "a.md", "two\n")
+	if err := r.Flush(context.Background()); err == nil || !strings.Contains(err.Error(), "lock .git/refs/heads/main.lock: another program holds it") {
+		t.Fatalf("Flush beside git's lock of the branch: %v", err)
+	}
+	_, err = r.Update(context.Background(), Meta{Subject: "w b.md", Trailers: []Trailer{{TrailerToolUseID, "t3"}}}, func(tx *Tx) error {
+		return tx.WriteFile("b.md", []byte("three\n"))
+	})
+	var se *StorageError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "main.lock") || strings.Contains(err.Error(), dir) {
+		t.Fatalf("a change after the failed Flush: %v, want it refused naming the lock", err)
+	}
+	os.Remove(lock) // git is done
+	write(t, r, "t4", "c.md", "four\n")
+	settle(t, r)
+	if got := gitToolIDs(t, dir); got != "t1 t2 t4" {
+		t.Fatalf("history: %q", got)
+	}
+}

@@ -80,11 +80,7 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 		// Options), with all that waits then.
 		if r.materialiseDue() {
 			if err := r.materialize(); err != nil {
-				// Acknowledged changes are safe in the log; new ones wait
-				// until git's files can take them (a full disk).
-				if r.state.refuse(err) {
-					r.opt.Errorf("gitmem: %v; changes are refused until it can be written", err)
-				}
+				r.refuseAfter(err)
 			}
 		}
 		r.mat.prepareSpareLog()
@@ -131,6 +127,18 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 				}
 			}
 		}
+	}
+}
+
+// refuseAfter refuses new changes after a materialisation failed with
+// err (the maintenance loop's, or Flush's): acknowledged changes are safe
+// in the log; new ones wait until git's files can take them (a full
+// disk, a branch's lock another program holds), and each new call tries
+// a checkpoint first (own). Logged once, when changes begin to be
+// refused.
+func (r *Repo) refuseAfter(err error) {
+	if r.state.refuse(err) {
+		r.opt.Errorf("gitmem: %s; changes are refused until it can be written", failureText(err))
 	}
 }
 

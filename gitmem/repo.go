@@ -1228,6 +1228,7 @@ func (r *Repo) flush(ctx context.Context) error {
 	err = r.mat.materializeLocked(dt)
 	dt.release()
 	if err != nil {
+		r.refuseAfter(err) // as the maintenance loop's failure does
 		return err
 	}
 	r.gitMoved() // before the index git left, which tells what it did, is written over
