@@ -128,7 +128,7 @@ func genHistory(b *testing.B) string {
 		b.Fatal(err)
 	}
 	old, _ := r.readHead()
-	if err := r.objects.st.UpdateRef(r.branch, old, parent, true); err != nil {
+	if err := r.objects.st.UpdateRef(context.Background(), r.branch, old, parent, true); err != nil {
 		b.Fatal(err)
 	}
 	r.Close()

@@ -366,7 +366,7 @@ func (r *bareStore) checkBranch(rep *FsckReport, repair bool) (plumbing.Hash, er
 			if err := os.Remove(filepath.Join(r.gitDir, filepath.FromSlash(branch.String()))); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return plumbing.ZeroHash, wrap("repair the branch", err)
 			}
-			if err := r.obj.UpdateRef(branch, plumbing.ZeroHash, tip, true); err != nil {
+			if err := r.obj.UpdateRef(context.Background(), branch, plumbing.ZeroHash, tip, true); err != nil {
 				return plumbing.ZeroHash, wrap("repair the branch", err)
 			}
 			head = tip

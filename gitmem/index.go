@@ -26,6 +26,11 @@ import (
 type gitIndex struct {
 	gitDir string
 	env    *gd.Env // the test suite's seams (nil: none)
+	// life is the Repo's lifetime (Repo.life): a write's wait for
+	// .git/index.lock held by another program (git commit, its editor
+	// open) gives up when Close begins, and Close's own write tries it
+	// once (gd.WriteIndex).
+	life context.Context
 
 	// mu guards .git/index, tree and entries; the writer lock is let go
 	// (owned set false) only with it held, so that no flush writes the
@@ -70,8 +75,8 @@ type gitIndex struct {
 	due     time.Time // when timer fires
 }
 
-func newGitIndex(gitDir string, env *gd.Env) *gitIndex {
-	return &gitIndex{gitDir: gitDir, env: env}
+func newGitIndex(life context.Context, gitDir string, env *gd.Env) *gitIndex {
+	return &gitIndex{life: life, gitDir: gitDir, env: env}
 }
 
 // indexHeld is the index's lock held: what writes .git/index.
@@ -219,7 +224,7 @@ func (l indexHeld) write(head plumbing.Hash, root *node, read map[string]statEnt
 	if root != nil {
 		walk(root, x.tree, "")
 	}
-	if err := gd.WriteIndex(x.env, x.gitDir, entries); err != nil { // sorts entries
+	if err := gd.WriteIndex(x.life, x.env, x.gitDir, entries); err != nil { // sorts entries
 		return err
 	}
 	x.tree, x.entries, x.exact, x.looked = root, entries, true, looked

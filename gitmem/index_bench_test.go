@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,7 +37,7 @@ func BenchmarkIndexWriteOneChange(b *testing.B) {
 			tree := func() *node {
 				return newDir([]kid{{memDir, newDir(append([]kid(nil), kids...))}})
 			}
-			x := newGitIndex(gitDir, nil)
+			x := newGitIndex(context.Background(), gitDir, nil)
 			held := x.lock()
 			defer held.unlock()
 			if err := held.write(plumbing.ComputeHash(plumbing.CommitObject, []byte("0")), tree(), nil, vouch); err != nil {

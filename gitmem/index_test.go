@@ -21,7 +21,7 @@ import (
 // due, or making two timers, would show here).
 func TestIndexTimerNeedsNoWriterTurn(t *testing.T) {
 	t.Parallel()
-	x := newGitIndex(t.TempDir(), nil)
+	x := newGitIndex(context.Background(), t.TempDir(), nil)
 	fired := make(chan struct{}, 1)
 	flush := func() {
 		select {
@@ -153,7 +153,7 @@ func TestIndexNamingAPathTwiceIsNotTheTree(t *testing.T) {
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("index: %v, %v", entries, err)
 	}
-	if err := gd.WriteIndex(nil, gitDir, append(entries, entries[0])); err != nil {
+	if err := gd.WriteIndex(context.Background(), nil, gitDir, append(entries, entries[0])); err != nil {
 		t.Fatal(err)
 	}
 	opt = testOptions(t)

@@ -70,15 +70,17 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 		if !r.lease.Held() {
 			return // released by Close
 		}
+		if r.life.Err() != nil {
+			// Close began: it makes the last checkpoint itself, and the
+			// loop starts no attempt that would hold the disk lock its
+			// steps wait for.
+			return
+		}
 		// A change is written once it has waited MaterialiseEvery (see
 		// Options), with all that waits then.
 		if r.materialiseDue() {
 			if err := r.materialize(); err != nil {
-				// Acknowledged changes are safe in the log; new ones wait
-				// until git's files can take them (a full disk).
-				if r.state.refuse(err) {
-					r.opt.Errorf("gitmem: %v; changes are refused until it can be written", err)
-				}
+				r.refuseAfter(err)
 			}
 		}
 		r.mat.prepareSpareLog()
@@ -95,7 +97,7 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 		// log empty. Not again at every poll while checkpoints fail.
 		wanted := r.lease.Wanted()
 		leaving := wanted || r.idleToRelease()
-		if (size > 0 && (size > checkpointBytes || due || full || (leaving && !broken))) || (broken && due) {
+		if r.life.Err() == nil && ((size > 0 && (size > checkpointBytes || due || full || (leaving && !broken))) || (broken && due)) {
 			r.checkpoint() // a failure is logged once and retried when due
 		}
 		// HEAD moved with git (git checkout, git switch): put back every
@@ -125,6 +127,18 @@ func (r *Repo) maintainLoop(stop, wake <-chan struct{}) {
 				}
 			}
 		}
+	}
+}
+
+// refuseAfter refuses new changes after a materialisation failed with
+// err (the maintenance loop's, or Flush's): acknowledged changes are safe
+// in the log; new ones wait until git's files can take them (a full
+// disk, a branch's lock another program holds), and each new call tries
+// a checkpoint first (own). Logged once, when changes begin to be
+// refused.
+func (r *Repo) refuseAfter(err error) {
+	if r.state.refuse(err) {
+		r.opt.Errorf("gitmem: %s; changes are refused until it can be written", failureText(err))
 	}
 }
 

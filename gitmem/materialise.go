@@ -155,7 +155,11 @@ type materialiser struct {
 	branches branchKeeper
 	gitDir   string
 	branch   *plumbing.ReferenceName // the Repo's, read once at Open
-	opt      *Options
+	// life is the Repo's lifetime (Repo.life): the branch's move gives
+	// up its wait for a lock another program holds when Close begins,
+	// and Close's own tries the lock once (gd.Store.UpdateRef).
+	life context.Context
+	opt  *Options
 }
 
 // worktreeFollower brings the worktree to commits materialised (the
@@ -283,7 +287,7 @@ func (m *materialiser) moveBranch(dt diskTurn, items []*prepared) (moved plumbin
 	}
 	if onChain {
 		m.objs.lock()
-		err := m.objs.st.UpdateRef(*m.branch, dt.d.head, last.hash, false)
+		err := m.objs.st.UpdateRef(m.life, *m.branch, dt.d.head, last.hash, false)
 		m.objs.unlock()
 		if err == nil {
 			dt.d.head = last.hash

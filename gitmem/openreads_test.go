@@ -127,7 +127,7 @@ func TestHandEditWithTheSameSizeAndMtimeIsAdopted(t *testing.T) {
 						entries[i].Stat = gd.StatOf(fi)
 					}
 				}
-				if err := gd.WriteIndex(nil, filepath.Join(dir, ".git"), entries); err != nil {
+				if err := gd.WriteIndex(context.Background(), nil, filepath.Join(dir, ".git"), entries); err != nil {
 					t.Fatal(err)
 				}
 				if out, err := exec.Command("touch", "-m", "-d", stamp, filepath.Join(dir, ".git", "index")).CombinedOutput(); err != nil {

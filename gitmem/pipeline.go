@@ -76,5 +76,5 @@ func (r *Repo) initPipeline() {
 	r.disk.setCheckpointEvery(r.opt.CheckpointEvery)
 	r.backlog = newBacklog()
 	r.mat = &materialiser{disk: &r.disk, log: &r.log, backlog: &r.backlog, state: &r.state, objs: &r.objects,
-		mirror: r.mirror, hist: r.histIndex, follow: r, branches: r, gitDir: r.gitDir, branch: &r.branch, opt: &r.opt}
+		mirror: r.mirror, hist: r.histIndex, follow: r, branches: r, gitDir: r.gitDir, branch: &r.branch, life: r.life, opt: &r.opt}
 }

@@ -28,7 +28,7 @@ import (
 // Called with objects.mu not held.
 func (r *Repo) putBranchBack(was, at plumbing.Hash, why string) error {
 	r.objects.lock()
-	err := r.objects.st.UpdateRef(r.branch, plumbing.ZeroHash, at, false)
+	err := r.objects.st.UpdateRef(r.life, r.branch, plumbing.ZeroHash, at, false)
 	r.objects.unlock()
 	if err != nil {
 		return wrap("put the branch back", err)
@@ -165,7 +165,7 @@ func (r *Repo) putHeadBack() {
 		return
 	}
 	head := []byte("ref: " + string(r.branch) + "\n")
-	if err := gd.ReplaceLocked(filepath.Join(r.gitDir, "HEAD"), head, nil); err != nil {
+	if err := gd.ReplaceLockedContext(r.life, filepath.Join(r.gitDir, "HEAD"), head, nil); err != nil {
 		r.opt.Errorf("gitmem: HEAD was moved outside gitmem, and could not be put back yet (%v); gitmem tries again", err)
 		return
 	}
@@ -310,7 +310,7 @@ func (r *Repo) takeBranchBack(dt diskTurn, cur, to plumbing.Hash) (moved plumbin
 		}
 		kept := err == nil
 		if err == nil {
-			err = r.objects.st.UpdateRef(r.branch, cur, to, false)
+			err = r.objects.st.UpdateRef(r.life, r.branch, cur, to, false)
 		}
 		r.objects.unlock()
 		if kept {
@@ -343,7 +343,7 @@ func (r *Repo) keepDisplaced(h plumbing.Hash) error {
 	if cur, err := r.readRef(name); err == nil && cur == h {
 		return nil
 	}
-	return r.objects.st.UpdateRef(name, plumbing.ZeroHash, h, true)
+	return r.objects.st.UpdateRef(r.life, name, plumbing.ZeroHash, h, true)
 }
 
 // displacedIn lists the commits waiting to be merged back in gitDir, by

@@ -167,7 +167,7 @@ func (r *Repo) redact(ctx context.Context, red Redaction, dry bool, progress Pro
 	// Every ref's lock before the first moves: a lock git holds (git gc
 	// holds a branch's while it expires its reflog) stops the redaction
 	// here, having changed nothing, rather than half-way.
-	tx, err := r.objects.st.LockRefs(moved, true)
+	tx, err := r.objects.st.LockRefs(r.life, moved, true)
 	if err != nil {
 		os.Remove(redactPath(r.gitDir))
 		unnote()
@@ -345,7 +345,7 @@ func (r *Repo) finishRedaction(t *writerTurn, tx *gd.RefTx) error {
 		}
 		if tx == nil {
 			var err error
-			if tx, err = r.objects.st.LockRefs(moved, true); err != nil {
+			if tx, err = r.objects.st.LockRefs(r.life, moved, true); err != nil {
 				return wrap("move the refs", err)
 			}
 		}

@@ -483,7 +483,7 @@ func Open(ctx context.Context, dir string, opt Options) (*Repo, error) {
 	r.life, r.cancel = context.WithCancel(context.Background())
 	r.histIndex = newHistoryIndex(gitDir, opt.hooks)
 	r.toolIDs = newToolUseIDs()
-	r.gitIndex = newGitIndex(gitDir, opt.hooks.gdEnv())
+	r.gitIndex = newGitIndex(r.life, gitDir, opt.hooks.gdEnv())
 	r.mirror = newMirror(root, dir, gitDir, r.gitIndex, &opt)
 	r.initPipeline()
 	fail := func(err error) (*Repo, error) {
@@ -1228,6 +1228,7 @@ func (r *Repo) flush(ctx context.Context) error {
 	err = r.mat.materializeLocked(dt)
 	dt.release()
 	if err != nil {
+		r.refuseAfter(err) // as the maintenance loop's failure does
 		return err
 	}
 	r.gitMoved() // before the index git left, which tells what it did, is written over

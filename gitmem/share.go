@@ -417,7 +417,7 @@ func (s *link) setRef(name plumbing.ReferenceName, h plumbing.Hash) error {
 		if old == h {
 			return nil
 		}
-		err = s.store.withObjects(func(st *gd.Store) error { return st.UpdateRef(name, old, h, true) })
+		err = s.store.withObjects(func(st *gd.Store) error { return st.UpdateRef(context.Background(), name, old, h, true) })
 		if err == nil {
 			return nil
 		}
@@ -1034,7 +1034,7 @@ func cloneFetch(ctx context.Context, dir, url string, opt Options, sopt SyncOpti
 	if err == nil && !tip.IsZero() {
 		var clean bool
 		if clean, err = s.clean(tip); err == nil && clean {
-			if err = cs.obj.UpdateRef(cs.branch, plumbing.ZeroHash, tip, true); err == nil {
+			if err = cs.obj.UpdateRef(context.Background(), cs.branch, plumbing.ZeroHash, tip, true); err == nil {
 				// Opening brings the worktree to the branch, as after a
 				// crash, but quietly: a first checkout, nothing to recover.
 				err = writeJournal(cs.obj.Env, gitDir, journal{Paths: []string{memDir}, Checkout: true})
@@ -1061,7 +1061,9 @@ func (s *link) initCommit(opt Options) error {
 	}
 	c := objectOf(plumbing.CommitObject, raw)
 	return wrap("write the first commit", s.writeNamed([]gd.Object{tree, c}, func() error {
-		return s.store.withObjects(func(st *gd.Store) error { return st.UpdateRef(s.branch, plumbing.ZeroHash, c.Hash, true) })
+		return s.store.withObjects(func(st *gd.Store) error {
+			return st.UpdateRef(context.Background(), s.branch, plumbing.ZeroHash, c.Hash, true)
+		})
 	}))
 }
 

@@ -2,6 +2,7 @@ package gitdir
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
@@ -138,7 +139,7 @@ func ReadIndex(gitDir string) ([]IndexEntry, time.Time, error) {
 // (tens of milliseconds for 1 MB here) would be paid under the writer
 // mutex. go-git's encoder is ~15x slower at 10,000 entries and is not
 // needed: gitmem's index has no extensions and no conflict stages.
-func WriteIndex(env *Env, gitDir string, entries []IndexEntry) error {
+func WriteIndex(ctx context.Context, env *Env, gitDir string, entries []IndexEntry) error {
 	if err := env.Injected(StepIndex, ".git/index"); err != nil {
 		return err
 	}
@@ -164,7 +165,7 @@ func WriteIndex(env *Env, gitDir string, entries []IndexEntry) error {
 	}
 	sum := sha1.Sum(buf)
 	buf = append(buf, sum[:]...)
-	return ReplaceCache(filepath.Join(gitDir, "index"), buf, GitFileMode)
+	return ReplaceCacheContext(ctx, filepath.Join(gitDir, "index"), buf, GitFileMode)
 }
 
 // AppendStat appends s to b as nine decimal numbers separated by spaces

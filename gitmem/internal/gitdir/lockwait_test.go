@@ -78,7 +78,7 @@ func TestHeldByAnother(t *testing.T) {
 	if HeldByAnother(index, StaleLock) {
 		t.Fatal("no lock file, yet held")
 	}
-	own, err := writeLock(index, []byte("gitmem's\n"), false, GitFileMode)
+	own, err := writeLock(context.Background(), index, []byte("gitmem's\n"), false, GitFileMode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestHeldByAnotherWhileThisProcessReleases(t *testing.T) {
 	t.Parallel()
 	for _, gitTakes := range []bool{false, true} {
 		index := filepath.Join(t.TempDir(), "index")
-		own, err := writeLock(index, []byte("gitmem's\n"), false, GitFileMode)
+		own, err := writeLock(context.Background(), index, []byte("gitmem's\n"), false, GitFileMode)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,5 +135,90 @@ func TestHeldByAnotherWhileThisProcessReleases(t *testing.T) {
 		if got := heldByAnother(index, StaleLock, glob); got != gitTakes {
 			t.Errorf("git takes the lock in that instant: %v; held by another: %v", gitTakes, got)
 		}
+	}
+}
+
+// The wait for a lock file another program holds gives up when its ctx
+// is done (a repository closing: Close does not wait on another
+// process), and a ctx done already tries the lock once: either way the
+// step fails naming the lock, leaves it and the file as they were, and
+// leaves no second name. (It waited LockWait, 5 s, whatever the ctx.)
+func TestLockFileWaitGivesUpWhenCancelled(t *testing.T) {
+	t.Parallel()
+	index := filepath.Join(t.TempDir(), "index")
+	if err := os.WriteFile(index, []byte("before\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(index+".lock", []byte("git's\n"), 0o644); err != nil { // as git's O_EXCL create
+		t.Fatal(err)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		var pe *os.PathError
+		if !errors.As(err, &pe) || pe.Path != index+".lock" || !errors.Is(err, ErrLocked) {
+			t.Fatalf("%s: %v, want ErrLocked naming the lock", what, err)
+		}
+		if b, _ := os.ReadFile(index + ".lock"); string(b) != "git's\n" {
+			t.Fatalf("%s: the lock holds %q", what, b)
+		}
+		if b, _ := os.ReadFile(index); string(b) != "before\n" {
+			t.Fatalf("%s: the file holds %q", what, b)
+		}
+		if m, _ := filepath.Glob(index + ".gitmem-*.lock"); len(m) > 0 {
+			t.Fatalf("%s: second names left: %v", what, m)
+		}
+	}
+	// A bound for a hang, not a timing: the wait without a ctx is 5 s.
+	bounded := func(what string, f func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		bound := time.NewTimer(4 * time.Second)
+		defer bound.Stop()
+		select {
+		case err := <-done:
+			return err
+		case <-bound.C:
+			t.Errorf("%s waits out LockWait", what)
+			return <-done
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	check("a done ctx", bounded("a done ctx", func() error {
+		return ReplaceCacheContext(ctx, index, []byte("after\n"), GitFileMode)
+	}))
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	check("a ctx cancelled during the wait", bounded("a ctx cancelled during the wait", func() error {
+		go func() {
+			for { // cancelled once the wait is under way: its second name is there
+				if m, _ := filepath.Glob(index + ".gitmem-*.lock"); len(m) > 0 || ctx.Err() != nil {
+					cancel()
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		return ReplaceCacheContext(ctx, index, []byte("after\n"), GitFileMode)
+	}))
+
+	// A lock let go during the wait is taken, as before.
+	done := make(chan error, 1)
+	go func() { done <- ReplaceCacheContext(context.Background(), index, []byte("after\n"), GitFileMode) }()
+	for {
+		if m, _ := filepath.Glob(index + ".gitmem-*.lock"); len(m) > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	os.Remove(index + ".lock")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(index); string(b) != "after\n" {
+		t.Fatalf("the file holds %q", b)
 	}
 }

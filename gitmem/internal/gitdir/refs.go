@@ -1,6 +1,7 @@
 package gitdir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -147,8 +148,11 @@ func packedRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, error
 //
 // With durable false nothing is fsynced: the caller makes the ref durable
 // later (SyncFS), having made the commit durable by other means.
-func (s *Store) UpdateRef(branch plumbing.ReferenceName, old, new plumbing.Hash, durable bool) error {
-	tx, err := s.LockRefs(map[plumbing.ReferenceName][2]plumbing.Hash{branch: {old, new}}, durable)
+//
+// The wait for a lock file another program holds (LockWait) gives up
+// when ctx is done; once it is, the lock is tried once (see linkLock).
+func (s *Store) UpdateRef(ctx context.Context, branch plumbing.ReferenceName, old, new plumbing.Hash, durable bool) error {
+	tx, err := s.LockRefs(ctx, map[plumbing.ReferenceName][2]plumbing.Hash{branch: {old, new}}, durable)
 	if err != nil {
 		return err
 	}
@@ -173,8 +177,9 @@ func (tx *RefTx) Moved() map[plumbing.ReferenceName]plumbing.Hash { return tx.mo
 // in name order as git does, writes the new hash into it (fsynced when
 // durable), and checks that the ref still holds old (zero: no ref). On
 // any failure it removes the locks it took, and no ref moves: a lock
-// another program holds past LockWait is an ErrLocked naming it.
-func (s *Store) LockRefs(moves map[plumbing.ReferenceName][2]plumbing.Hash, durable bool) (*RefTx, error) {
+// another program holds past LockWait, or when ctx is done, is an
+// ErrLocked naming it (linkLock).
+func (s *Store) LockRefs(ctx context.Context, moves map[plumbing.ReferenceName][2]plumbing.Hash, durable bool) (*RefTx, error) {
 	tx := &RefTx{durable: durable, moved: map[plumbing.ReferenceName]plumbing.Hash{}}
 	for name, m := range moves {
 		tx.moved[name] = m[1]
@@ -190,7 +195,7 @@ func (s *Store) LockRefs(moves map[plumbing.ReferenceName][2]plumbing.Hash, dura
 			tx.Abort()
 			return nil, err
 		}
-		own, err := writeLock(path, []byte(m[1].String()+"\n"), durable, GitFileMode)
+		own, err := writeLock(ctx, path, []byte(m[1].String()+"\n"), durable, GitFileMode)
 		if err != nil {
 			tx.Abort()
 			return nil, err
@@ -259,14 +264,26 @@ func (tx *RefTx) removeOwns() {
 // then the lock renamed over path. On failure the lock is removed and path
 // is untouched. The folder is not synced.
 func ReplaceLocked(path string, data []byte, check func() error) error {
-	return replaceLocked(path, data, true, GitFileMode, check)
+	return ReplaceLockedContext(context.Background(), path, data, check)
+}
+
+// ReplaceLockedContext is ReplaceLocked whose wait for a lock file
+// another program holds gives up when ctx is done (see linkLock).
+func ReplaceLockedContext(ctx context.Context, path string, data []byte, check func() error) error {
+	return replaceLocked(ctx, path, data, true, GitFileMode, check)
 }
 
 // ReplaceCache replaces a file that only caches what can be rebuilt, as
 // ReplaceLocked does but without the fsync, with the given mode
 // (GitFileMode for git's .git/index, OwnFileMode for gitmem's own).
 func ReplaceCache(path string, data []byte, mode os.FileMode) error {
-	return replaceLocked(path, data, false, mode, nil)
+	return ReplaceCacheContext(context.Background(), path, data, mode)
+}
+
+// ReplaceCacheContext is ReplaceCache whose wait for a lock file another
+// program holds gives up when ctx is done (see linkLock).
+func ReplaceCacheContext(ctx context.Context, path string, data []byte, mode os.FileMode) error {
+	return replaceLocked(ctx, path, data, false, mode, nil)
 }
 
 // OwnFileMode is the mode of gitmem's own files in .git/gitmem (the
@@ -310,8 +327,8 @@ func RewriteCache(path string, data []byte, mode os.FileMode) error {
 	return err
 }
 
-func replaceLocked(path string, data []byte, durable bool, mode os.FileMode, check func() error) error {
-	own, err := writeLock(path, data, durable, mode)
+func replaceLocked(ctx context.Context, path string, data []byte, durable bool, mode os.FileMode, check func() error) error {
+	own, err := writeLock(ctx, path, data, durable, mode)
 	if err != nil {
 		return err
 	}
@@ -332,13 +349,13 @@ func replaceLocked(path string, data []byte, durable bool, mode os.FileMode, che
 // data is written to a file of the process's own first, own (a name git
 // passes over: it ends in ".lock", see ownLockName), which is then linked
 // as the lock: the link is made only when no lock is there, as git's
-// O_EXCL create, waiting up to LockWait for one another program holds.
-// So the lock file, whole from the start, has a second name while it is
+// O_EXCL create, waiting up to LockWait for one another program holds
+// (less when ctx is done: linkLock). So the lock file, whole from the start, has a second name while it is
 // held, and a lock a killed gitmem left is provably its own
 // (ClearOwnLocks). The caller removes own once the lock is renamed or
 // removed; the lock, renamed over path, has mode. On failure neither is
 // left.
-func writeLock(path string, data []byte, durable bool, mode os.FileMode) (own string, err error) {
+func writeLock(ctx context.Context, path string, data []byte, durable bool, mode os.FileMode) (own string, err error) {
 	own = ownLockName(path)
 	f, err := os.OpenFile(own, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
@@ -352,7 +369,7 @@ func writeLock(path string, data []byte, durable bool, mode os.FileMode) (own st
 		err = cerr
 	}
 	if err == nil {
-		err = linkLock(own, path+".lock")
+		err = linkLock(ctx, own, path+".lock")
 	}
 	if err != nil {
 		os.Remove(own)
@@ -562,19 +579,28 @@ func RemoveLock(lock string) {
 }
 
 // linkLock links own as the git lock file lock, made only when no lock
-// is there, waiting up to LockWait for another program to release it:
-// then the error is an *fs.PathError whose Err is ErrLocked.
-func linkLock(own, lock string) error {
+// is there, waiting up to LockWait for another program to release it,
+// or until ctx is done: then the error is an *fs.PathError whose Err is
+// ErrLocked. With ctx done the lock is tried once and not waited for:
+// the repository is closing (its lifetime cancelled), and Close does
+// not wait on another process; a wait under way ends with it, rather
+// than hold the disk lock Close's own steps wait for.
+func linkLock(ctx context.Context, own, lock string) error {
 	deadline := time.Now().Add(LockWait)
 	for {
 		err := os.Link(own, lock)
 		if err == nil || !errors.Is(err, os.ErrExist) {
 			return err
 		}
-		if time.Now().After(deadline) {
+		if ctx.Err() != nil || time.Now().After(deadline) {
 			return &fs.PathError{Op: "lock", Path: lock, Err: ErrLocked}
 		}
-		time.Sleep(10 * time.Millisecond)
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-ctx.Done(): // tried once more, then given up
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 

@@ -96,7 +96,7 @@ func (l *local) Push(ctx context.Context, src *gd.Store, objects []plumbing.Hash
 	}
 
 	for _, u := range updates {
-		if err := l.store.UpdateRef(u.Name, u.Old, u.New, true); err != nil {
+		if err := l.store.UpdateRef(context.Background(), u.Name, u.Old, u.New, true); err != nil {
 			if cur, rerr := gd.ReadRef(l.store.Dir, u.Name); rerr == nil || errors.Is(rerr, gd.ErrNoRef) {
 				if cur != u.Old {
 					return &RejectedError{Ref: u.Name.String(), Reason: "fetch first (the remote moved)"}
