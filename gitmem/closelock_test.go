@@ -53,18 +53,7 @@ func TestCloseDoesNotWaitForAnotherProgramsBranchLock(t *testing.T) {
 		}
 	}
 
-	closed := make(chan error, 1)
-	go func() { closed <- r.Close() }()
-	// A bound for a hang, not a timing: the wait for another program's
-	// lock is 5 s (gd.LockWait), and Close waited that long at least.
-	bound := time.NewTimer(4 * time.Second)
-	defer bound.Stop()
-	select {
-	case err = <-closed:
-	case <-bound.C:
-		t.Error("Close waits for the lock another program holds")
-		err = <-closed
-	}
+	err = closeWithoutWaiting(t, r)
 	var ue *UnwrittenError
 	if !errors.As(err, &ue) || ue.Changes != 2 {
 		t.Fatalf("Close beside git's lock of the branch = %v, want an *UnwrittenError of 2 changes", err)
@@ -125,17 +114,7 @@ func TestCloseDoesNotWaitForAnotherProgramsIndexLock(t *testing.T) {
 	os.Chtimes(lock, old, old)
 	write(t, r, "t2", "b.md", "two\n")
 
-	closed := make(chan error, 1)
-	go func() { closed <- r.Close() }()
-	// A bound for a hang, not a timing (gd.LockWait is 5 s).
-	bound := time.NewTimer(4 * time.Second)
-	defer bound.Stop()
-	select {
-	case err = <-closed:
-	case <-bound.C:
-		t.Error("Close waits for the lock another program holds")
-		err = <-closed
-	}
+	err = closeWithoutWaiting(t, r)
 	if err == nil || !strings.Contains(err.Error(), "lock .git/index.lock: another program holds it") || strings.Contains(err.Error(), dir) {
 		t.Fatalf("Close beside git's lock of the index = %v", err)
 	}
@@ -199,5 +178,24 @@ func TestFlushFailingOnABranchLockRefusesNewChanges(t *testing.T) {
 	settle(t, r)
 	if got := gitToolIDs(t, dir); got != "t1 t2 t4" {
 		t.Fatalf("history: %q", got)
+	}
+}
+
+// closeWithoutWaiting closes r, failing t if Close is still under way
+// after 4 s: a bound for a hang, not a timing. The wait for another
+// program's lock is 5 s (gd.LockWait), and Close waited that long at
+// least once before it gave such waits up.
+func closeWithoutWaiting(t *testing.T, r *Repo) error {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close() }()
+	bound := time.NewTimer(4 * time.Second)
+	defer bound.Stop()
+	select {
+	case err := <-closed:
+		return err
+	case <-bound.C:
+		t.Error("Close waits for the lock another program holds")
+		return <-closed
 	}
 }
