@@ -1,6 +1,7 @@
 package gitmem
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -113,7 +114,7 @@ func (r *Repo) markClean(held indexHeld) {
 		b = append(b, '\n')
 	}
 	b = append(b, "end\n"...)
-	if err := gd.ReplaceCache(cleanPath(r.gitDir), b, gd.OwnFileMode); err != nil {
+	if err := gd.ReplaceCache(context.Background(), cleanPath(r.gitDir), b, gd.OwnFileMode); err != nil {
 		dropClean(r.gitDir)
 	}
 }

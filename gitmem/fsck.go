@@ -327,7 +327,7 @@ func (r *bareStore) checkBranch(rep *FsckReport, repair bool) (plumbing.Hash, er
 		rep.add(Problem{What: de.Problem, Repaired: repair})
 		branch = plumbing.NewBranchReferenceName("main")
 		if repair {
-			if err := gd.ReplaceLocked(filepath.Join(r.gitDir, "HEAD"), []byte("ref: "+branch.String()+"\n"), nil); err != nil {
+			if err := gd.ReplaceLocked(context.Background(), filepath.Join(r.gitDir, "HEAD"), []byte("ref: "+branch.String()+"\n"), nil); err != nil {
 				return plumbing.ZeroHash, wrap("repair HEAD", err)
 			}
 		}

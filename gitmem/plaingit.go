@@ -165,7 +165,7 @@ func (r *Repo) putHeadBack() {
 		return
 	}
 	head := []byte("ref: " + string(r.branch) + "\n")
-	if err := gd.ReplaceLockedContext(r.life, filepath.Join(r.gitDir, "HEAD"), head, nil); err != nil {
+	if err := gd.ReplaceLocked(r.life, filepath.Join(r.gitDir, "HEAD"), head, nil); err != nil {
 		r.opt.Errorf("gitmem: HEAD was moved outside gitmem, and could not be put back yet (%v); gitmem tries again", err)
 		return
 	}

@@ -900,7 +900,7 @@ func rewritePackedRefs(gitDir string, tx *gd.RefTx) error {
 		if !changed {
 			return nil
 		}
-		err = gd.ReplaceLocked(path, []byte(strings.Join(lines, "")), func() error {
+		err = gd.ReplaceLocked(context.Background(), path, []byte(strings.Join(lines, "")), func() error {
 			if now, err := gd.ReadFile(path); err != nil || !bytes.Equal(now, data) {
 				return errPackedRefsChanged // git packed refs meanwhile: read again
 			}

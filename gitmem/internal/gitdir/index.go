@@ -165,7 +165,7 @@ func WriteIndex(ctx context.Context, env *Env, gitDir string, entries []IndexEnt
 	}
 	sum := sha1.Sum(buf)
 	buf = append(buf, sum[:]...)
-	return ReplaceCacheContext(ctx, filepath.Join(gitDir, "index"), buf, GitFileMode)
+	return ReplaceCache(ctx, filepath.Join(gitDir, "index"), buf, GitFileMode)
 }
 
 // AppendStat appends s to b as nine decimal numbers separated by spaces

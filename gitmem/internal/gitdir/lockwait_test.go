@@ -187,7 +187,7 @@ func TestLockFileWaitGivesUpWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	check("a done ctx", bounded("a done ctx", func() error {
-		return ReplaceCacheContext(ctx, index, []byte("after\n"), GitFileMode)
+		return ReplaceCache(ctx, index, []byte("after\n"), GitFileMode)
 	}))
 
 	ctx, cancel = context.WithCancel(context.Background())
@@ -202,12 +202,12 @@ func TestLockFileWaitGivesUpWhenCancelled(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 		}()
-		return ReplaceCacheContext(ctx, index, []byte("after\n"), GitFileMode)
+		return ReplaceCache(ctx, index, []byte("after\n"), GitFileMode)
 	}))
 
 	// A lock let go during the wait is taken, as before.
 	done := make(chan error, 1)
-	go func() { done <- ReplaceCacheContext(context.Background(), index, []byte("after\n"), GitFileMode) }()
+	go func() { done <- ReplaceCache(context.Background(), index, []byte("after\n"), GitFileMode) }()
 	for {
 		if m, _ := filepath.Glob(index + ".gitmem-*.lock"); len(m) > 0 {
 			break

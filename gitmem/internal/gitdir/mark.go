@@ -2,6 +2,7 @@ package gitdir
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -79,5 +80,5 @@ func Mark(env *Env, gitDir string) error {
 		data = append(data, '\n')
 	}
 	data = append(data, "["+markSection+"]\n\t"+markKey+" = "+markValue+"\n"...)
-	return ReplaceLocked(path, data, nil)
+	return ReplaceLocked(context.Background(), path, data, nil)
 }

@@ -263,26 +263,19 @@ func (tx *RefTx) removeOwns() {
 // created exclusively, data written and fsynced, check (if any) passed,
 // then the lock renamed over path. On failure the lock is removed and path
 // is untouched. The folder is not synced.
-func ReplaceLocked(path string, data []byte, check func() error) error {
-	return ReplaceLockedContext(context.Background(), path, data, check)
-}
-
-// ReplaceLockedContext is ReplaceLocked whose wait for a lock file
-// another program holds gives up when ctx is done (see linkLock).
-func ReplaceLockedContext(ctx context.Context, path string, data []byte, check func() error) error {
+//
+// The wait for a lock file another program holds gives up when ctx is
+// done (see linkLock).
+func ReplaceLocked(ctx context.Context, path string, data []byte, check func() error) error {
 	return replaceLocked(ctx, path, data, true, GitFileMode, check)
 }
 
 // ReplaceCache replaces a file that only caches what can be rebuilt, as
 // ReplaceLocked does but without the fsync, with the given mode
 // (GitFileMode for git's .git/index, OwnFileMode for gitmem's own).
-func ReplaceCache(path string, data []byte, mode os.FileMode) error {
-	return ReplaceCacheContext(context.Background(), path, data, mode)
-}
-
-// ReplaceCacheContext is ReplaceCache whose wait for a lock file another
-// program holds gives up when ctx is done (see linkLock).
-func ReplaceCacheContext(ctx context.Context, path string, data []byte, mode os.FileMode) error {
+// The wait for a lock file another program holds gives up when ctx is
+// done (see linkLock).
+func ReplaceCache(ctx context.Context, path string, data []byte, mode os.FileMode) error {
 	return replaceLocked(ctx, path, data, false, mode, nil)
 }
 
@@ -311,11 +304,11 @@ const GitFileMode os.FileMode = 0o644
 func RewriteCache(path string, data []byte, mode os.FileMode) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|openOwnFile, mode)
 	if err != nil {
-		return ReplaceCache(path, data, mode)
+		return ReplaceCache(context.Background(), path, data, mode)
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || linkedElsewhere(fi) || fi.Mode().Perm() != mode && f.Chmod(mode) != nil {
 		f.Close()
-		return ReplaceCache(path, data, mode)
+		return ReplaceCache(context.Background(), path, data, mode)
 	}
 	_, err = f.WriteAt(data, 0)
 	if err == nil {

@@ -2,6 +2,7 @@ package gitdir
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -87,7 +88,7 @@ func AddRemote(gitDir, name, url string) error {
 	if len(data) > 0 && !bytes.HasSuffix(data, []byte("\n")) {
 		data = append(data, '\n')
 	}
-	return ReplaceLocked(filepath.Join(gitDir, "config"), append(slices.Clip(data), b.Bytes()...), nil)
+	return ReplaceLocked(context.Background(), filepath.Join(gitDir, "config"), append(slices.Clip(data), b.Bytes()...), nil)
 }
 
 // RemoveRemote deletes a remote's section from .git/config and its
@@ -106,7 +107,7 @@ func RemoveRemote(gitDir, name string) error {
 	if err := config.NewEncoder(&b).Encode(c); err != nil {
 		return err
 	}
-	if err := ReplaceLocked(filepath.Join(gitDir, "config"), b.Bytes(), nil); err != nil {
+	if err := ReplaceLocked(context.Background(), filepath.Join(gitDir, "config"), b.Bytes(), nil); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(filepath.Join(gitDir, "refs", "remotes", name)); err != nil {
@@ -137,5 +138,5 @@ func removePackedRefs(gitDir, prefix string) error {
 			out = append(out, l)
 		}
 	}
-	return ReplaceLocked(path, []byte(strings.Join(out, "")), nil)
+	return ReplaceLocked(context.Background(), path, []byte(strings.Join(out, "")), nil)
 }

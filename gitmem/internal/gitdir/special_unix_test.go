@@ -3,6 +3,7 @@
 package gitdir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -370,7 +371,9 @@ func TestCacheFilesGetTheirMode(t *testing.T) {
 	}{
 		{old, RewriteCache},
 		{filepath.Join(dir, "made"), RewriteCache},
-		{filepath.Join(dir, "clean"), ReplaceCache},
+		{filepath.Join(dir, "clean"), func(path string, data []byte, mode os.FileMode) error {
+			return ReplaceCache(context.Background(), path, data, mode)
+		}},
 	} {
 		if err := tc.write(tc.path, []byte("new\n"), OwnFileMode); err != nil {
 			t.Fatal(err)
