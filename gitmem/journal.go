@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -326,25 +325,13 @@ func checkRel(rel string) error {
 	}
 	if c, err := policy.ParsePath(policy.Display(rel)); err != nil || c != rel {
 		q := policyQuote(rel)
-		if p := runePrefix(rel, 64); len(p) < len(rel) {
+		if p := policy.Prefix(rel, 64); len(p) < len(rel) {
 			q = policyQuote(p) + "..."
 		}
 		return &DamagedError{Problem: "refusing the path " + q + ": not a valid memory path",
 			Repair: "run gitmem fsck"}
 	}
 	return nil
-}
-
-// runePrefix is at most n bytes of s, cut at a character boundary (as
-// policy's prefix for an over-long path).
-func runePrefix(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 func policyQuote(s string) string {

@@ -41,7 +41,7 @@ func CommitText(s string, max int) string {
 	}
 	out := b.String()
 	if len(out) > max {
-		out = strings.TrimRight(prefix(out, max-len("…")), " ") + "…"
+		out = strings.TrimRight(Prefix(out, max-len("…")), " ") + "…"
 	}
 	return out
 }
@@ -122,7 +122,7 @@ func Clip(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	p := prefix(s, max)
+	p := Prefix(s, max)
 	return p + " [... " + Thousands(int64(len(s)-len(p))) + " more bytes]"
 }
 
@@ -134,7 +134,7 @@ const MaxNameEcho = 80
 // quoted, at most its first MaxNameEcho bytes (cut at a character), then
 // "..." when it was cut.
 func QuoteName(s string) string {
-	if p := prefix(s, MaxNameEcho); len(p) < len(s) {
+	if p := Prefix(s, MaxNameEcho); len(p) < len(s) {
 		return strconv.Quote(p) + "..."
 	}
 	return strconv.Quote(s)

@@ -85,7 +85,7 @@ func IsPlainRel(rel string) bool {
 func parsePath(p string, refuseReserved bool) (string, error) {
 	// Length and encoding come first: every later message echoes the path.
 	if len(p) > MaxPathBytes {
-		return "", pathErr("Path %s... is too long: %d bytes, the limit is %d", strings.ToValidUTF8(prefix(p, 64), "\uFFFD"), len(p), MaxPathBytes)
+		return "", pathErr("Path %s... is too long: %d bytes, the limit is %d", strings.ToValidUTF8(Prefix(p, 64), "\uFFFD"), len(p), MaxPathBytes)
 	}
 	if !utf8.ValidString(p) {
 		return "", pathErr("Path %s is not valid UTF-8", strconv.Quote(p))
@@ -158,8 +158,9 @@ func isReserved(seg string) bool { return isGitName(seg) }
 // gitmem never tracks (git's control files).
 func IsReservedName(name string) bool { return isReserved(name) }
 
-// prefix returns at most n bytes of s, cut at a rune boundary.
-func prefix(s string, n int) string {
+// Prefix returns at most n bytes of s, cut at a rune boundary: what a
+// message quotes of a name or path that may be of any length.
+func Prefix(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
