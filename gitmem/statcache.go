@@ -89,8 +89,11 @@ func (c *statCache) take(e gd.IndexEntry) {
 
 // vouchedBy reports whether the index entry e vouches for its file: its
 // blob is the tree's and it is not racy. Called with mu held.
-func (c *statCache) vouchedBy(e gd.IndexEntry) bool {
-	n := lookup(c.tree, e.Path)
+func (c *statCache) vouchedBy(e gd.IndexEntry) bool { return c.nodeVouched(lookup(c.tree, e.Path), e) }
+
+// nodeVouched reports whether e vouches for its file, n being the tree's node
+// at its path (nil: none).
+func (c *statCache) nodeVouched(n *node, e gd.IndexEntry) bool {
 	return n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(c.written)
 }
 
@@ -124,7 +127,7 @@ func (c *statCache) takeAll() {
 		if folder.isDir() {
 			n = folder.kid(name)
 		}
-		if n.isFile() && n.hash == e.Hash && !e.Stat.IsZero() && e.Stat.MtimeBefore(c.written) {
+		if c.nodeVouched(n, *e) {
 			c.add(e.Path, statEntry{e.Stat, e.Hash}, false)
 		}
 	}
