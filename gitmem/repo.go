@@ -112,7 +112,8 @@ type Options struct {
 	// Commit, Flush, ...) write what waits first. A folder of many stores
 	// (stores.Dir) sets it: each pack and branch lock is a file made and
 	// later removed, which with many busy stores was most of the
-	// server's CPU.
+	// server's CPU. serve sets 10 ms for its one repository: written after
+	// each call, that work took a core beside the next call's.
 	MaterialiseEvery time.Duration
 	// CheckpointEvery is how often, at most, what was written to git's
 	// files since the last checkpoint is made durable there (one syncfs)
