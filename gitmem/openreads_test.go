@@ -262,8 +262,12 @@ func TestResolveAncestorsAsGit(t *testing.T) {
 		last = write(t, r, fmt.Sprintf("t%d", i), "a.md", fmt.Sprintf("v%d\n", i))
 	}
 	settle(t, r)
-	for _, base := range []string{last.Hash, last.Hash[:7], "HEAD"} {
-		for _, suffix := range []string{"~0", "~1", "~3", "^", "^0", "^1", "~1^", "^^~1", "~2^0"} {
+	for _, base := range []string{last.Hash, last.Hash[:7], "HEAD", "@"} {
+		suffixes := []string{"~0", "~1", "~3", "^", "^0", "^1", "~1^", "^^~1", "~2^0"}
+		if base == "HEAD" || base == "@" {
+			suffixes = append(suffixes, "") // show HEAD: not go-git's whole pack index
+		}
+		for _, suffix := range suffixes {
 			want := gittest.Git(t, dir, "rev-parse", base+suffix)
 			r.objects.lock()
 			h, ok := r.hist().resolveAncestor(base + suffix)
@@ -279,6 +283,23 @@ func TestResolveAncestorsAsGit(t *testing.T) {
 		r.objects.unlock()
 		if ok {
 			t.Errorf("%s resolved", bad)
+		}
+	}
+	// HEAD taken off the branch by hand names what git says it names:
+	// left to go-git, which reads HEAD itself. The writer turn held, the
+	// maintainer cannot put HEAD back meanwhile.
+	turn, err := r.beginWrite(r.life, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer turn.end()
+	gittest.Git(t, dir, "checkout", "-q", "--detach", "HEAD~2")
+	for _, rev := range []string{"HEAD", "@", "HEAD~1"} {
+		r.objects.lock()
+		h, ok := r.hist().resolveAncestor(rev)
+		r.objects.unlock()
+		if ok {
+			t.Errorf("%s with HEAD detached: %s from gitmem's branch", rev, h)
 		}
 	}
 }
