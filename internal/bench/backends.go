@@ -76,17 +76,21 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 }
 
 // settle waits until the child has used no CPU for idleFor (at most
-// limit), and returns how long after the call it last used some: the work
-// it went on doing after its last answer (a backlog written in the
-// background). Zero where the system does not tell a process's CPU time.
-func (c *child) settle(limit time.Duration) time.Duration {
+// limit), and returns how long after the call it last used some (wall),
+// and the CPU time it used meanwhile (cpu): the work it went on doing
+// after its last answer (a backlog written in the background). wall
+// holds the pauses before that work too (gitmem lets the writer lock go,
+// with a checkpoint, once idle for 200 ms): cpu is the work. Zero where
+// the system does not tell a process's CPU time.
+func (c *child) settle(limit time.Duration) (wall, cpu time.Duration) {
 	const poll, idleFor = 20 * time.Millisecond, 300 * time.Millisecond
 	pid := c.cmd.Process.Pid
 	t0 := time.Now()
-	last, ok := cpuTicks(pid)
+	first, ok := cpuTicks(pid)
 	if !ok {
-		return 0
+		return 0, 0
 	}
+	last := first
 	busy := t0 // when a change of the CPU time was last seen
 	for now := t0; now.Sub(busy) < idleFor && now.Sub(t0) < limit; now = time.Now() {
 		time.Sleep(poll)
@@ -94,7 +98,7 @@ func (c *child) settle(limit time.Duration) time.Duration {
 			last, busy = t, time.Now()
 		}
 	}
-	return busy.Sub(t0)
+	return busy.Sub(t0), time.Duration(last-first) * clockTick
 }
 
 // stop ends the child: SIGINT (a server finishes what is in flight and

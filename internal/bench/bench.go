@@ -456,9 +456,10 @@ type conc struct {
 	lat     []time.Duration
 	server  []time.Duration // the server's own time over each call, when it says (Server-Timing)
 	wall    time.Duration
-	// settle is how long the server went on working after the last
-	// answer (its background writes), measured by its CPU time.
-	settle time.Duration
+	// settle is how long after the last answer the server last used the
+	// CPU (its background writes, and the pauses before them), after the
+	// CPU time it used meanwhile: the work its sustained rate counts.
+	settle, after time.Duration
 }
 
 // concurrency runs each level with gitmem over HTTP and the TypeScript
@@ -494,13 +495,17 @@ func (rep *Report) concurrency(ctx context.Context, dir, base string, files int)
 	// finish its work after the last answer counts in its sustained rate:
 	// gitmem answers once a change is in its log and writes git's files
 	// just after, and that backlog must neither slow the next backend's
-	// run nor go uncounted.
+	// run nor go uncounted. It starts on a clean disk too: gitmem's
+	// checkpoint syncs the whole file system (syncfs), which would write
+	// out the copies made above and the other backend's unsynced files
+	// (the TS backend never syncs) on gitmem's time.
 	settleAll := func() {
 		for _, b := range servers {
 			if s, ok := b.(settler); ok {
 				s.settle(time.Minute)
 			}
 		}
+		writeBack(cdir)
 	}
 	for i, clients := range cfg.Clients {
 		for k := range names {
@@ -511,12 +516,12 @@ func (rep *Report) concurrency(ctx context.Context, dir, base string, files int)
 				return fmt.Errorf("%s, %d clients: %w", name, clients, err)
 			}
 			if s, ok := servers[name].(settler); ok {
-				c.settle = s.settle(time.Minute)
+				c.settle, c.after = s.settle(time.Minute)
 			}
 			c.name = name
 			rep.Conc = append(rep.Conc, c)
-			cfg.logf("  %-24s %3d clients  p50 %s  p99 %s (in the server: %s)  %.0f mutations/s, %.0f/s with the work after the last answer (%s)", titles[name], clients,
-				ms(pct(c.lat, 50)), ms(pct(c.lat, 99)), c.serverP99(), c.rate(), c.sustained(), ms(c.settle))
+			cfg.logf("  %-24s %3d clients  p50 %s  p99 %s (in the server: %s)  %.0f mutations/s, %.0f/s with the work after the last answer (%s of CPU, the last %s after it)", titles[name], clients,
+				ms(pct(c.lat, 50)), ms(pct(c.lat, 99)), c.serverP99(), c.rate(), c.sustained(), ms(c.after), ms(c.settle))
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -595,15 +600,19 @@ func (c *conc) serverP99() string {
 
 func (c *conc) rate() float64 { return float64(len(c.lat)) / c.wall.Seconds() }
 
-// sustained is the rate counting the server's work after the last answer.
+// sustained is the rate counting the server's work after the last
+// answer: its CPU time then, as if done during the run. Until 2026-12-01
+// the wall time until its last use of the CPU was counted, which held
+// gitmem's idle pause before letting the writer lock go (200 ms and
+// more, no work) and made the row swing 0.9x-2x run to run.
 func (c *conc) sustained() float64 {
-	return float64(len(c.lat)) / (c.wall + c.settle).Seconds()
+	return float64(len(c.lat)) / (c.wall + c.after).Seconds()
 }
 
 // settler is a backend that runs as a process whose CPU time can be
 // watched (see child.settle).
 type settler interface {
-	settle(limit time.Duration) time.Duration
+	settle(limit time.Duration) (wall, cpu time.Duration)
 }
 
 // copyTree copies the folder src to dst. Pack files are linked, not

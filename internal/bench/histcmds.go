@@ -152,6 +152,11 @@ func (rep *Report) histCmds(ctx context.Context, dir, base string, files int) er
 				if isGitmem {
 					f = o.gitmem
 				}
+				// On a clean disk: git's revert, restore and commit sync
+				// nothing, and gitmem's exit syncs the file system
+				// (syncfs), which would write git's files out on gitmem's
+				// time.
+				writeBack(dir)
 				d, err := f(k)
 				if err != nil {
 					return fmt.Errorf("%s: %w", o.row.what, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,6 +35,10 @@ func fsType(dir string) string {
 	return fmt.Sprintf("file system 0x%x", st.Type)
 }
 
+// clockTick is the unit of /proc's CPU times (USER_HZ, 100 a second on
+// every Linux architecture Go builds for).
+const clockTick = 10 * time.Millisecond
+
 // cpuTicks is the CPU time process pid has used (user and system, in
 // clock ticks), or false when /proc does not tell.
 func cpuTicks(pid int) (int64, bool) {
@@ -58,6 +63,17 @@ func cpuTicks(pid int) (int64, bool) {
 	return utime + stime, true
 }
 
+// writeBack writes out what is dirty on the file system that holds dir
+// (syncfs(2)) and waits for it: the next timed run starts on a clean disk,
+// so that a backend's own flush (gitmem's checkpoint) is not charged with
+// the setup's copies or the other backend's unsynced writes. Best effort.
+func writeBack(dir string) {
+	if fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		unix.Syncfs(fd)
+		unix.Close(fd)
+	}
+}
+
 // evict drops the files under each of dirs from the page cache
 // (posix_fadvise DONTNEED on every regular file and folder, after a
 // syncfs so that none is dirty): a store no call has used for hours, as
@@ -69,10 +85,7 @@ func cpuTicks(pid int) (int64, bool) {
 func evict(dirs []string) error {
 	for i, dir := range dirs {
 		if i == 0 {
-			if fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-				unix.Syncfs(fd)
-				unix.Close(fd)
-			}
+			writeBack(dir)
 		}
 		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() && !d.IsDir() {
