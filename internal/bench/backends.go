@@ -83,19 +83,25 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 // with a checkpoint, once idle for 200 ms): cpu is the work. Zero where
 // the system does not tell a process's CPU time.
 func (c *child) settle(limit time.Duration) (wall, cpu time.Duration) {
-	const poll, idleFor = 20 * time.Millisecond, 300 * time.Millisecond
 	pid := c.cmd.Process.Pid
-	t0 := time.Now()
-	first, ok := cpuTicks(pid)
+	return settleTicks(limit, func() (int64, bool) { return cpuTicks(pid) }, time.Now, time.Sleep)
+}
+
+// settleTicks is settle over ticks, the process's CPU time in clock
+// ticks, looked at every 20 ms (of the clock now and sleep).
+func settleTicks(limit time.Duration, ticks func() (int64, bool), now func() time.Time, sleep func(time.Duration)) (wall, cpu time.Duration) {
+	const poll, idleFor = 20 * time.Millisecond, 300 * time.Millisecond
+	t0 := now()
+	first, ok := ticks()
 	if !ok {
 		return 0, 0
 	}
 	last := first
 	busy := t0 // when a change of the CPU time was last seen
-	for now := t0; now.Sub(busy) < idleFor && now.Sub(t0) < limit; now = time.Now() {
-		time.Sleep(poll)
-		if t, ok := cpuTicks(pid); ok && t != last {
-			last, busy = t, time.Now()
+	for t := t0; t.Sub(busy) < idleFor && t.Sub(t0) < limit; t = now() {
+		sleep(poll)
+		if v, ok := ticks(); ok && v != last {
+			last, busy = v, now()
 		}
 	}
 	return busy.Sub(t0), time.Duration(last-first) * clockTick

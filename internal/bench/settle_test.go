@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"os/exec"
-	"runtime"
 	"testing"
 	"time"
 )
@@ -21,34 +19,29 @@ func TestSustainedCountsTheWorkNotThePause(t *testing.T) {
 	}
 }
 
-// settle tells a pause from work: a process that sleeps, then spins,
-// reports the wall time to the end of its spin and, apart, the CPU it
-// used, which the sleep is not part of.
+// settle tells a pause from work: a process idle for 200 ms (the CPU
+// time still), then busy for 100 ms of CPU, reports the wall time to the
+// end of that work and, apart, the CPU time it used, which the pause is
+// not part of. On a clock of its own: 20 ms a look.
 func TestSettleTellsThePauseFromTheWork(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("a process's CPU time is read from /proc")
+	if clockTick == 0 {
+		t.Skip("no CPU time where /proc does not tell it")
 	}
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
+	seen := []int64{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 12, 17} // the ticks at each look
+	looks := 0
+	clock := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	wall, cpu := settleTicks(time.Minute, func() (int64, bool) {
+		v := seen[min(looks, len(seen)-1)]
+		looks++
+		return v, true
+	}, func() time.Time { return clock }, func(d time.Duration) { clock = clock.Add(d) })
+	if cpu != 10*clockTick {
+		t.Errorf("cpu %v, want the 10 ticks used after the first look, %v", cpu, 10*clockTick)
 	}
-	cmd := exec.Command(sh, "-c", `sleep 0.1; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; exec sleep 60`)
-	c, err := startChild(cmd)
-	if err != nil {
-		t.Fatal(err)
+	if wall != 12*20*time.Millisecond {
+		t.Errorf("wall %v, want 240 ms: the work ended at the 13th look, 12 polls of 20 ms in", wall)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	wall, cpu := c.settle(time.Minute)
-	if wall < 100*time.Millisecond {
-		t.Errorf("wall %v: the spin starts after a 100 ms sleep", wall)
-	}
-	if cpu < 2*clockTick {
-		t.Errorf("cpu %v: the spin used none", cpu)
-	}
-	if cpu > wall+100*time.Millisecond {
-		t.Errorf("cpu %v beyond the wall time %v: one thread spun", cpu, wall)
-	}
-	if wall-cpu < 70*time.Millisecond {
-		t.Errorf("wall %v, cpu %v: the 100 ms sleep counted as work", wall, cpu)
+	if want := len(seen) + 300/20; looks != want {
+		t.Errorf("%d looks, want %d: settle stops once the CPU time stood still for 300 ms after the work", looks, want)
 	}
 }
