@@ -223,7 +223,7 @@ func diffCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "diff",
 		Usage:     "show what changed: REV..HEAD, REV..REV, or hand edits not yet committed",
-		ArgsUsage: "[REV [REV]] [-- PATH...]   (REV may be a time: @{2h ago}, @{yesterday})",
+		ArgsUsage: "[REV [REV] | REV..REV] [-- PATH...]   (REV may be a time: @{2h ago}, @{yesterday})",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "at", Usage: "compare the memory as it was at `TIME` with now (like REV @{TIME})"},
 			&cli.BoolFlag{Name: "stat", Usage: "a diffstat: each changed file with its count of changed lines, as git diff --stat"},
@@ -247,6 +247,9 @@ func diffCommand() *cli.Command {
 				return err
 			}
 			defer r.Close()
+			if len(revs) == 1 {
+				revs = rangeRevs(c.Context, r, revs[0])
+			}
 			var changes []gitmem.FileChange
 			switch len(revs) {
 			case 0:
@@ -270,6 +273,26 @@ func diffCommand() *cli.Command {
 			return writeChanges(c, changes)
 		},
 	}
+}
+
+// rangeRevs reads git's A..B as diff's two revisions (A.. is A..HEAD,
+// ..B is HEAD..B), unless the whole of it names a commit (a tool_use id
+// may hold ".."); anything else is the one revision it was.
+func rangeRevs(ctx context.Context, r *gitmem.Repo, rev string) []string {
+	from, to, ok := strings.Cut(rev, "..")
+	if !ok || strings.HasPrefix(to, ".") || strings.Contains(to, "..") {
+		return []string{rev}
+	}
+	if _, err := operator.RevisionCommit(ctx, r, rev, localNow(), false); err == nil {
+		return []string{rev}
+	}
+	if from == "" {
+		from = "HEAD"
+	}
+	if to == "" {
+		return []string{from}
+	}
+	return []string{from, to}
 }
 
 // writeChanges prints changed files as diff's flags ask: a unified diff
