@@ -24,9 +24,22 @@ func storesFlag(usage string) *cli.StringFlag {
 func storeCommand() *cli.Command {
 	dirFlag := storesFlag("the folder of stores (each store NAME is the repository `DIR`/NAME); default ./stores")
 	metaFlags := []cli.Flag{
+		&cli.StringFlag{Name: "display-name", Usage: "the store's name for people, free text (the Memory Stores API's name; default: NAME)"},
 		&cli.StringFlag{Name: "description", Usage: "what the store holds, written for the model (up to 1,024 characters)"},
 		&cli.StringSliceFlag{Name: "metadata", Usage: "a `KEY=VALUE` pair for your own use, such as the end user (repeatable)"},
 		&cli.StringFlag{Name: "secret-screening", Usage: "off, refuse or mask for this store (default: the server's)"},
+	}
+	// displayName is --display-name, checked as the Memory Stores API
+	// checks a store's name; "" when not given.
+	displayName := func(c *cli.Context) (string, error) {
+		v := c.String("display-name")
+		if !c.IsSet("display-name") {
+			return "", nil
+		}
+		if err := policy.CheckStoreDisplayName(v); err != nil {
+			return "", failf(exitUsage, "--display-name: %v", err)
+		}
+		return v, nil
 	}
 	nameArg := func(c *cli.Context) (string, error) {
 		if c.NArg() != 1 {
@@ -49,6 +62,9 @@ func storeCommand() *cli.Command {
 						return err
 					}
 					m := stores.Meta{Description: c.String("description")}
+					if m.DisplayName, err = displayName(c); err != nil {
+						return err
+					}
 					if m.Metadata, err = metadataFlag(c, false); err != nil {
 						return err
 					}
@@ -67,7 +83,7 @@ func storeCommand() *cli.Command {
 			},
 			{
 				Name:  "list",
-				Usage: "list the stores: name, created, state, description",
+				Usage: "list the stores: name, created, state, display name and description",
 				Flags: []cli.Flag{dirFlag,
 					&cli.BoolFlag{Name: "archived", Usage: "include archived stores"},
 					&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"}},
@@ -98,8 +114,7 @@ func storeCommand() *cli.Command {
 								if info.IsArchived() {
 									state = "archived"
 								}
-								first, _, _ := strings.Cut(info.Description, "\n")
-								fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\t%s\n", info.Name, info.Created.Format("2006-01-02"), state, first)
+								fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\t%s\n", info.Name, info.Created.Format("2006-01-02"), state, listedAs(info))
 							}
 							if after = page.Next; after != "" {
 								continue
@@ -134,7 +149,7 @@ func storeCommand() *cli.Command {
 			},
 			{
 				Name:      "update",
-				Usage:     "change a store's description, metadata or secret screening",
+				Usage:     "change a store's display name, description, metadata or secret screening",
 				ArgsUsage: "NAME",
 				Flags: append([]cli.Flag{dirFlag,
 					&cli.StringSliceFlag{Name: "unset-metadata", Usage: "remove the pair with this `KEY` (repeatable)"}}, metaFlags...),
@@ -144,6 +159,13 @@ func storeCommand() *cli.Command {
 						return err
 					}
 					var ch stores.Change
+					if c.IsSet("display-name") {
+						v, err := displayName(c)
+						if err != nil {
+							return err
+						}
+						ch.DisplayName = &v
+					}
 					if c.IsSet("description") {
 						ch.Description = ptr(c.String("description"))
 					}
@@ -332,6 +354,19 @@ func screeningFlag(c *cli.Context) (policy.ScreenMode, error) {
 	return m, nil
 }
 
+// listedAs is store list's last column: the display name, if any, and
+// the description's first line.
+func listedAs(info stores.Info) string {
+	first, _, _ := strings.Cut(info.Description, "\n")
+	switch {
+	case info.DisplayName == "":
+		return first
+	case first == "":
+		return info.DisplayName
+	}
+	return info.DisplayName + " — " + first
+}
+
 func printStore(c *cli.Context, info stores.Info) {
 	if c.Bool("json") {
 		jsonLines(c.App.Writer)(info.JSON())
@@ -339,6 +374,9 @@ func printStore(c *cli.Context, info stores.Info) {
 	}
 	w := c.App.Writer
 	fmt.Fprintf(w, "name:        %s\n", info.Name)
+	if info.DisplayName != "" {
+		fmt.Fprintf(w, "display name: %s\n", info.DisplayName)
+	}
 	fmt.Fprintf(w, "created:     %s\n", info.Created.Format(timeLayout))
 	fmt.Fprintf(w, "updated:     %s\n", info.Updated.Format(timeLayout))
 	if info.IsArchived() {
