@@ -27,7 +27,17 @@ type FileConflict struct {
 type ConflictError struct{ Files []FileConflict }
 
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("gitmem: the revert conflicts with later edits in %d file(s)", len(e.Files))
+	return fmt.Sprintf("gitmem: the revert conflicts with later edits in %d file(s)", e.Paths())
+}
+
+// Paths is how many files the conflicts are in: a file two of the
+// reverted calls changed may be named twice in Files, once for each.
+func (e *ConflictError) Paths() int {
+	seen := map[string]bool{}
+	for _, f := range e.Files {
+		seen[f.Path] = true
+	}
+	return len(seen)
 }
 
 // HandMadeError refuses a restore that would write a file where the
