@@ -134,8 +134,14 @@ func restoreCommand() *cli.Command {
 			switch {
 			case errors.As(err, &ae):
 				list, them := absentList(displayPaths(ae.Paths))
+				at := ae.Rev
+				if t, terr := policy.ParseTime(c.String("to"), localNow()); terr == nil && len(target.Parents) == 0 && target.Time.After(t) {
+					// A time before the memory began names its first commit,
+					// which holds nothing.
+					at = fmt.Sprintf("%s, before the memory began (its first commit, %s, holds no file)", t.Format(timeLayout), ae.Rev)
+				}
 				return failf(exitFailure, "%s did not exist at %s: restoring would delete %s; nothing was changed (--delete deletes %[3]s)",
-					list, ae.Rev, them)
+					list, at, them)
 			case errors.Is(err, gitmem.ErrNoChange):
 				return failf(exitFailure, "nothing to restore: already as it was at %s; no commit was made", short(target.Hash))
 			case err != nil:
