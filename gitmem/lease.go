@@ -118,6 +118,21 @@ func (r *Repo) settleIn(t *writerTurn, si *startIndex) error {
 	return nil
 }
 
+// repairBeforeLettingGo brings back to HEAD the worktree paths the
+// follow could not write (a folder a hand made a link: repairPending), as
+// the next holder's start would, before the lock is let go (release,
+// Close): fsck and git status after it find nothing interrupted. A
+// repair that fails is logged, and stays for the next start. Called with
+// the turn and the writer lock held, after a checkpoint.
+func (r *Repo) repairBeforeLettingGo() {
+	if len(r.mirror.pending()) == 0 {
+		return
+	}
+	if err := r.repairPending(); err != nil {
+		r.opt.Errorf("gitmem: could not repair the worktree: %v", scrubPaths(err))
+	}
+}
+
 // release checkpoints and gives the writer lock up, unless a change is
 // still being made. Called with the turn held; reports whether it
 // released.
@@ -144,6 +159,7 @@ func (r *Repo) release(t *writerTurn) bool {
 	if r.checkpoint() != nil {
 		return false // keep the lock (and the log) until git's files take the changes
 	}
+	r.repairBeforeLettingGo()
 	held := r.gitIndex.lock()
 	defer held.unlock() // an index written by Flush meanwhile is the holder's
 	if err := r.writeIndexHeld(held); err != nil {

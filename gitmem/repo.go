@@ -1298,13 +1298,8 @@ func (r *Repo) Close() error {
 		r.mirror.saveKept(r.objects.readBlob)
 		kept := 0
 		err = r.checkpoint()
-		if err == nil && len(r.mirror.pending()) > 0 {
-			// What the worktree could not follow (a folder a hand made a
-			// link) is repaired now, as the next start would: fsck after
-			// the exit finds nothing interrupted.
-			if rerr := r.repairPending(); rerr != nil {
-				r.opt.Errorf("gitmem: could not repair the worktree: %v", scrubPaths(rerr))
-			}
+		if err == nil {
+			r.repairBeforeLettingGo()
 		}
 		held := r.gitIndex.lock() // until the writer lock is given up below
 		if err == nil {
