@@ -248,7 +248,9 @@ func diffCommand() *cli.Command {
 			}
 			defer r.Close()
 			if len(revs) == 1 {
-				revs = rangeRevs(c.Context, r, revs[0])
+				if revs, err = rangeRevs(c.Context, r, revs[0]); err != nil {
+					return err
+				}
 			}
 			var changes []gitmem.FileChange
 			switch len(revs) {
@@ -276,23 +278,33 @@ func diffCommand() *cli.Command {
 }
 
 // rangeRevs reads git's A..B as diff's two revisions (A.. is A..HEAD,
-// ..B is HEAD..B), unless the whole of it names a commit (a tool_use id
-// may hold ".."); anything else is the one revision it was.
-func rangeRevs(ctx context.Context, r *gitmem.Repo, rev string) []string {
+// ..B is HEAD..B); anything else is the one revision it was. A tool_use
+// id may hold "..": one that names a commit is that commit, unless the
+// range's sides name commits too — then it names two things, and neither
+// is taken (as show refuses an id that reads as a revision).
+func rangeRevs(ctx context.Context, r *gitmem.Repo, rev string) ([]string, error) {
 	from, to, ok := strings.Cut(rev, "..")
 	if !ok || strings.HasPrefix(to, ".") || strings.Contains(to, "..") {
-		return []string{rev}
-	}
-	if _, err := operator.RevisionCommit(ctx, r, rev, localNow(), false); err == nil {
-		return []string{rev}
+		return []string{rev}, nil
 	}
 	if from == "" {
 		from = "HEAD"
 	}
-	if to == "" {
-		return []string{from}
+	revs := []string{from}
+	if to != "" {
+		revs = append(revs, to)
 	}
-	return []string{from, to}
+	whole, err := operator.RevisionCommit(ctx, r, rev, localNow(), false)
+	if err != nil {
+		return revs, nil
+	}
+	for _, side := range revs {
+		if _, err := operator.RevisionCommit(ctx, r, side, localNow(), false); err != nil {
+			return []string{rev}, nil
+		}
+	}
+	return nil, failf(exitUsage, "%s names two things: the tool_use id of %s and a range of revisions; name the one meant: the commit by its hash, or the range as two revisions (gitmem diff %s)",
+		policy.QuoteName(rev), whole.Hash[:12], strings.Join(revs, " "))
 }
 
 // writeChanges prints changed files as diff's flags ask: a unified diff
