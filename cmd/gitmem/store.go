@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -355,16 +357,41 @@ func screeningFlag(c *cli.Context) (policy.ScreenMode, error) {
 }
 
 // listedAs is store list's last column: the display name, if any, and
-// the description's first line.
+// the description's first line, as shownText.
 func listedAs(info stores.Info) string {
 	first, _, _ := strings.Cut(info.Description, "\n")
-	switch {
-	case info.DisplayName == "":
-		return first
-	case first == "":
-		return info.DisplayName
+	col := shownText(first)
+	if name := shownText(info.DisplayName); name != "" && col != "" {
+		col = name + " — " + col
+	} else if name != "" {
+		col = name
 	}
-	return info.DisplayName + " — " + first
+	return strings.ReplaceAll(col, "\t", " ") // a tab would split the column
+}
+
+// shownText is a store's text (a display name, a line of its description,
+// a metadata pair) as the CLI prints it: a control or format character
+// but a tab (an escape sequence, a right-to-left override, a line
+// separator) as its \u escape. The API checks what it is given, but a
+// store's metadata is read from commits, which a hand or a pull may have
+// made.
+func shownText(s string) string {
+	if !strings.ContainsFunc(s, hiddenRune) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hiddenRune(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func hiddenRune(r rune) bool {
+	return r != '\t' && (unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) || r == utf8.RuneError)
 }
 
 func printStore(c *cli.Context, info stores.Info) {
@@ -375,7 +402,7 @@ func printStore(c *cli.Context, info stores.Info) {
 	w := c.App.Writer
 	fmt.Fprintf(w, "name:        %s\n", info.Name)
 	if info.DisplayName != "" {
-		fmt.Fprintf(w, "display name: %s\n", info.DisplayName)
+		fmt.Fprintf(w, "display name: %s\n", shownText(info.DisplayName))
 	}
 	fmt.Fprintf(w, "created:     %s\n", info.Created.Format(timeLayout))
 	fmt.Fprintf(w, "updated:     %s\n", info.Updated.Format(timeLayout))
@@ -388,10 +415,10 @@ func printStore(c *cli.Context, info stores.Info) {
 	}
 	fmt.Fprintf(w, "screening:   %s\n", screening)
 	for _, k := range slices.Sorted(maps.Keys(info.Metadata)) {
-		fmt.Fprintf(w, "metadata:    %s=%s\n", k, info.Metadata[k])
+		fmt.Fprintf(w, "metadata:    %s=%s\n", shownText(k), shownText(info.Metadata[k]))
 	}
 	fmt.Fprintf(w, "description:\n")
 	for _, l := range strings.Split(info.Description, "\n") {
-		fmt.Fprintf(w, "    %s\n", l)
+		fmt.Fprintf(w, "    %s\n", shownText(l))
 	}
 }
