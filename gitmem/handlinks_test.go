@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,39 @@ func TestTheWorktreeIsRepairedBeforeTheLockIsLetGo(t *testing.T) {
 				t.Errorf("git status after Close:\n%s", st)
 			}
 		})
+	}
+}
+
+// A folder of the memory that a hand made a link into .git is neither
+// written through nor read through: the model's file at that path is
+// committed as the model wrote it, and nothing of .git/config (a
+// remote's credentials in its URL) reaches the history (the attacker's
+// pass: it was taken for a hand edit and merged in).
+func TestALinkIntoGitShowsNothingOfGitsFiles(t *testing.T) {
+	t.Parallel()
+	r, dir := newRepo(t)
+	write(t, r, "t1", "a.md", "a\n")
+	settle(t, r)
+	gittest.Git(t, dir, "remote", "add", "origin", "https://user:ghp_SECRET123@example.invalid/x.git")
+	config, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../.git", filepath.Join(dir, memDir, "gl")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, r, "t2", "gl/config", "x\n")
+	settle(t, r)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if log := gittest.Git(t, dir, "log", "--all", "-p"); strings.Contains(log, "SECRET123") {
+		t.Errorf(".git/config reached the history:\n%s", log)
+	}
+	if got := gittest.Git(t, dir, "show", "HEAD:memories/gl/config"); got != "x\n" {
+		t.Errorf("memories/gl/config at HEAD = %q, want the model's", got)
+	}
+	if after, err := os.ReadFile(filepath.Join(dir, ".git", "config")); err != nil || string(after) != string(config) {
+		t.Errorf(".git/config changed: %q, %v", after, err)
 	}
 }

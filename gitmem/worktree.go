@@ -276,11 +276,31 @@ func (w *worktree) openRead(p string) (f statReader, done func(), err error) {
 	if f, done, ok := w.fastOpenRead(p); ok {
 		return f, done, nil
 	}
-	of, err := w.root.OpenFile(p, readFlags, 0)
+	of, err := w.openBeneathMemories(p)
 	if err != nil {
 		return nil, nil, err
 	}
 	return of, func() { of.Close() }, nil
+}
+
+// openBeneathMemories opens a memory file (p in memories/) for reading
+// within memories/: a symbolic link there may lead to another memory file
+// (what the fast open, which follows none, leaves to this one), never
+// into .git or elsewhere in the repository — a link to ../.git had
+// .git/config, a remote's credentials in its URL, read as a hand edit
+// and shown to the model. Any other path is opened beneath the
+// repository.
+func (w *worktree) openBeneathMemories(p string) (*os.File, error) {
+	rel, ok := strings.CutPrefix(path.Clean(p), memDir+"/")
+	if !ok {
+		return w.root.OpenFile(p, readFlags, 0)
+	}
+	mem, err := w.root.OpenRoot(memDir)
+	if err != nil {
+		return nil, err
+	}
+	defer mem.Close()
+	return mem.OpenFile(rel, readFlags, 0)
 }
 
 // statReader is what readRegular reads through: an *os.File, or on Linux

@@ -61,6 +61,45 @@ func TestWorktreeBlobOnlyWhenItIsTheBlob(t *testing.T) {
 	}
 }
 
+// A memory file is read beneath memories/: a symbolic link there that
+// leads into .git (or anywhere else in the repository outside memories/)
+// is not read through, so no part of git's own files (.git/config, with
+// a remote's credentials in its URL) is taken for a hand edit and shown
+// to the model; a link to another memory file still is.
+func TestWorktreeReadsNoLinkOutOfTheMemory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Join(dir, ".git"), filepath.Join(dir, memDir, "sub")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const secret = "[remote \"origin\"]\n\turl = https://user:ghp_SECRET@example.invalid/x.git\n"
+	for name, content := range map[string]string{".git/config": secret, "README": secret, memDir + "/sub/same.md": secret} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, to := range map[string]string{"gl": "../.git", "config": "../.git/config", "up": "..", "readme": "../README", "in": "sub"} {
+		if err := os.Symlink(to, filepath.Join(dir, memDir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := openWorktree(t, dir)
+	n := &node{mode: filemode.Regular, hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(secret)), size: int64(len(secret))}
+	for _, p := range []string{"gl/config", "config", "up/.git/config", "readme", "up/README"} {
+		if data, err := w.readFile(memDir + "/" + p); err == nil {
+			t.Errorf("memories/%s read through its link: %q", p, data)
+		}
+		if _, ok := w.readBlob(memDir+"/"+p, n); ok {
+			t.Errorf("memories/%s read through its link as the blob", p)
+		}
+	}
+	if data, err := w.readFile(memDir + "/in/same.md"); err != nil || string(data) != secret {
+		t.Errorf("memories/in/same.md (a link to a memory folder) = %q, %v", data, err)
+	}
+}
+
 // put places the new version and hands back the old one, whichever way
 // its hint (a file is there, or not) points: a wrong hint costs a try,
 // never a file.
