@@ -161,7 +161,7 @@ func (c *Console) revert(w http.ResponseWriter, r *http.Request, v *visit, repo 
 	var ce *gitmem.ConflictError
 	if errors.As(err, &ce) {
 		d.Conflicts = ce.Files
-		d.Error = fmt.Sprintf("Later edits overlap what this change did in %d file(s): reverting would lose them, so it is refused as it is. Nothing was changed.", ce.Paths())
+		d.Error = fmt.Sprintf("Later edits overlap what this change did in %d file(s): reverting would lose them, so it is refused as it is. Nothing was changed.", ce.NumFiles())
 		d.Retry, d.RetryLabel = []field{{"rev", strings.Join(revs, " ")}, {"strategy", "theirs"}}, "Preview the forced undo (where edits overlap, the version before the change wins)"
 		return http.StatusConflict
 	}

@@ -27,12 +27,12 @@ type FileConflict struct {
 type ConflictError struct{ Files []FileConflict }
 
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("gitmem: the revert conflicts with later edits in %d file(s)", e.Paths())
+	return fmt.Sprintf("gitmem: the revert conflicts with later edits in %d file(s)", e.NumFiles())
 }
 
-// Paths is how many files the conflicts are in: a file two of the
+// NumFiles is how many files the conflicts are in: a file two of the
 // reverted calls changed may be named twice in Files, once for each.
-func (e *ConflictError) Paths() int {
+func (e *ConflictError) NumFiles() int {
 	seen := map[string]bool{}
 	for _, f := range e.Files {
 		seen[f.Path] = true

@@ -607,7 +607,7 @@ func conflictJSON(ce *gitmem.ConflictError) map[string]any {
 		}
 		files = append(files, fj)
 	}
-	return map[string]any{"error": fmt.Sprintf("cannot revert %d file(s); nothing was changed (\"strategy\": \"theirs\" forces the undo where later edits overlap)", ce.Paths()),
+	return map[string]any{"error": fmt.Sprintf("cannot revert %d file(s); nothing was changed (\"strategy\": \"theirs\" forces the undo where later edits overlap)", ce.NumFiles()),
 		"conflicts": files}
 }
 

@@ -51,7 +51,7 @@ func revertCommand() *cli.Command {
 						side(w, "undo: ", k.Theirs, "(the undo removes them)")
 					}
 				}
-				return failf(exitFailure, "cannot revert %d file(s); nothing was changed (--strategy=theirs forces the undo where later edits overlap)", ce.Paths())
+				return failf(exitFailure, "cannot revert %d file(s); nothing was changed (--strategy=theirs forces the undo where later edits overlap)", ce.NumFiles())
 			case errors.As(err, new(*gitmem.AmbiguousError)):
 				return failf(exitUsage, "%v", err)
 			case errors.Is(err, gitmem.ErrUnknownRev): // worded as show's and diff's
